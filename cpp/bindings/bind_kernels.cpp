@@ -1,0 +1,44 @@
+#include <pybind11/eigen.h>
+#include <pybind11/pybind11.h>
+
+#include "fastrank/kernels.hpp"
+
+namespace py = pybind11;
+using namespace fastrank;
+
+namespace {
+KernelSpec make_spec(int kind, double gamma, double degree, double coef0) {
+  KernelSpec s;
+  s.type = static_cast<KernelType>(kind);
+  s.gamma = gamma;
+  s.degree = degree;
+  s.coef0 = coef0;
+  return s;
+}
+}  // namespace
+
+void bind_kernels(py::module_& m) {
+  m.def(
+      "kernel_train",
+      [](int kind, double gamma, double degree, double coef0, RowMatrixCRef X, int n_threads) {
+        return kernel_train(make_spec(kind, gamma, degree, coef0), X, n_threads);
+      },
+      py::arg("kind"), py::arg("gamma"), py::arg("degree"), py::arg("coef0"), py::arg("X").noconvert(),
+      py::arg("n_threads"), py::call_guard<py::gil_scoped_release>(),
+      "K(X, X) as an (m, m) Fortran-ordered array.");
+  m.def(
+      "kernel_cross",
+      [](int kind, double gamma, double degree, double coef0, RowMatrixCRef Z, RowMatrixCRef X, int n_threads) {
+        return kernel_cross(make_spec(kind, gamma, degree, coef0), Z, X, n_threads);
+      },
+      py::arg("kind"), py::arg("gamma"), py::arg("degree"), py::arg("coef0"), py::arg("Z").noconvert(),
+      py::arg("X").noconvert(), py::arg("n_threads"), py::call_guard<py::gil_scoped_release>(),
+      "K(Z, X) as a (p, m) Fortran-ordered array.");
+  m.def(
+      "kernel_predict",
+      [](int kind, double gamma, double degree, double coef0, RowMatrixCRef Z, RowMatrixCRef X, MatrixCRef coef,
+         int n_threads) { return kernel_predict(make_spec(kind, gamma, degree, coef0), Z, X, coef, n_threads); },
+      py::arg("kind"), py::arg("gamma"), py::arg("degree"), py::arg("coef0"), py::arg("Z").noconvert(),
+      py::arg("X").noconvert(), py::arg("coef"), py::arg("n_threads"), py::call_guard<py::gil_scoped_release>(),
+      "K(Z, X) @ coef without holding more than a block of K.");
+}

@@ -1,0 +1,40 @@
+// Fills fastrank::lapack's function table from SciPy's Cython LAPACK/BLAS capsules (SciPy's
+// bundled OpenBLAS) and registers the core's exception types.
+#include <pybind11/pybind11.h>
+
+#include "fastrank/errors.hpp"
+#include "fastrank/lapack.hpp"
+
+namespace py = pybind11;
+
+namespace {
+
+template <class Fn>
+Fn capsule_function(const py::dict& capi, const char* name) {
+  if (!capi.contains(name)) throw std::runtime_error(std::string("SciPy does not export ") + name);
+  py::object capsule = capi[name];
+  void* pointer = PyCapsule_GetPointer(capsule.ptr(), PyCapsule_GetName(capsule.ptr()));
+  if (pointer == nullptr) throw py::error_already_set();
+  return reinterpret_cast<Fn>(pointer);
+}
+
+}  // namespace
+
+void bind_lapack(py::module_& m) {
+  namespace lp = fastrank::lapack;
+  py::dict lapack_capi = py::module_::import("scipy.linalg.cython_lapack").attr("__pyx_capi__");
+  py::dict blas_capi = py::module_::import("scipy.linalg.cython_blas").attr("__pyx_capi__");
+  lp::Table t;
+  t.dgemm = capsule_function<lp::dgemm_t>(blas_capi, "dgemm");
+  t.dsyrk = capsule_function<lp::dsyrk_t>(blas_capi, "dsyrk");
+  t.dtrsm = capsule_function<lp::dtrsm_t>(blas_capi, "dtrsm");
+  t.dpotrf = capsule_function<lp::dpotrf_t>(lapack_capi, "dpotrf");
+  t.dpotrs = capsule_function<lp::dpotrs_t>(lapack_capi, "dpotrs");
+  t.dsyevd = capsule_function<lp::dsyevd_t>(lapack_capi, "dsyevd");
+  t.dgesv = capsule_function<lp::dgesv_t>(lapack_capi, "dgesv");
+  t.dpocon = capsule_function<lp::dpocon_t>(lapack_capi, "dpocon");
+  lp::install(t);
+
+  py::object numpy_linalg_error = py::module_::import("numpy.linalg").attr("LinAlgError");
+  py::register_exception<fastrank::LinAlgError>(m, "LinAlgError", numpy_linalg_error);
+}

@@ -1,0 +1,18 @@
+// Error types of the core.  User-input errors are std::invalid_argument (-> ValueError);
+// numerical breakdown is fastrank::LinAlgError (-> fastrank.LinAlgError, a subclass of
+// numpy.linalg.LinAlgError); std::bad_alloc -> MemoryError.
+#pragma once
+#include <stdexcept>
+#include <string>
+
+namespace fastrank {
+
+struct LinAlgError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+inline void require(bool condition, const std::string& message) {
+  if (!condition) throw std::invalid_argument(message);
+}
+
+}  // namespace fastrank

@@ -1,0 +1,78 @@
+// Dense BLAS/LAPACK through function pointers installed once at import time.
+//
+// Eigen's own dense decompositions are several times slower than an optimized LAPACK on this
+// class of machine (SelfAdjointEigenSolver ~7x numpy's eigh at m=2000), so every O(m^3) step
+// goes through here.  The pointers come from SciPy's `scipy.linalg.cython_lapack` /
+// `cython_blas` capsules (its bundled OpenBLAS, LP64 ints); the bindings layer fills the table,
+// the core never sees Python.  All matrices are column-major (Eigen's default).
+#pragma once
+#include "fastrank/types.hpp"
+
+namespace fastrank::lapack {
+
+using dgemm_t = void (*)(const char*, const char*, const int*, const int*, const int*, const double*,
+                         const double*, const int*, const double*, const int*, const double*, double*,
+                         const int*);
+using dsyrk_t = void (*)(const char*, const char*, const int*, const int*, const double*, const double*,
+                         const int*, const double*, double*, const int*);
+using dpotrf_t = void (*)(const char*, const int*, double*, const int*, int*);
+using dpotrs_t = void (*)(const char*, const int*, const int*, const double*, const int*, double*,
+                          const int*, int*);
+using dsyevd_t = void (*)(const char*, const char*, const int*, double*, const int*, double*, double*,
+                          const int*, int*, const int*, int*);
+using dgesv_t = void (*)(const int*, const int*, double*, const int*, int*, double*, const int*, int*);
+using dtrsm_t = void (*)(const char*, const char*, const char*, const char*, const int*, const int*,
+                         const double*, const double*, const int*, double*, const int*);
+using dpocon_t = void (*)(const char*, const int*, const double*, const int*, const double*, double*,
+                          double*, int*, int*);
+
+struct Table {
+  dgemm_t dgemm = nullptr;
+  dsyrk_t dsyrk = nullptr;
+  dtrsm_t dtrsm = nullptr;
+  dpotrf_t dpotrf = nullptr;
+  dpotrs_t dpotrs = nullptr;
+  dsyevd_t dsyevd = nullptr;
+  dgesv_t dgesv = nullptr;
+  dpocon_t dpocon = nullptr;
+};
+
+// Installed once by the bindings at import; read-only afterwards.
+void install(const Table& table);
+const Table& table();
+
+// Checked narrowing to LAPACK's 32-bit int; throws std::length_error for larger sizes.
+int to_int(Index n);
+
+// C (m x n) = alpha * op(A) op(B) + beta * C, column-major raw storage.
+void gemm(char transa, char transb, Index m, Index n, Index k, double alpha, const double* a, Index lda,
+          const double* b, Index ldb, double beta, double* c, Index ldc);
+inline void gemm(char transa, char transb, double alpha, const Matrix& a, const Matrix& b, double beta,
+                 Matrix& c) {
+  const Index m = (transa == 'N') ? a.rows() : a.cols();
+  const Index k = (transa == 'N') ? a.cols() : a.rows();
+  const Index n = (transb == 'N') ? b.cols() : b.rows();
+  gemm(transa, transb, m, n, k, alpha, a.data(), a.rows(), b.data(), b.rows(), beta, c.data(), c.rows());
+}
+// Lower triangle of C (n x n) = alpha * op(A) op(A)^T + beta * C.  trans='N': A is n x k; 'T': k x n.
+void syrk_lower(char trans, Index n, Index k, double alpha, const double* a, Index lda, double beta, double* c,
+                Index ldc);
+// Copies the lower triangle of a square matrix into its upper triangle.
+void symmetrize_from_lower(Matrix& a);
+
+// In-place Cholesky A = L L^T (lower).  Returns false if A is not numerically positive definite.
+bool potrf_lower(Matrix& a);
+// Solves A X = B given potrf_lower's factor; B is overwritten with X.
+void potrs_lower(const Matrix& factor, Matrix& b);
+// Reciprocal condition number estimate of A from its Cholesky factor and its 1-norm.
+double pocon_lower(const Matrix& factor, double anorm);
+// Symmetric eigendecomposition (divide and conquer, as numpy.linalg.eigh): on return `a` holds
+// the eigenvectors as columns and `w` the ascending eigenvalues.  Throws LinAlgError on failure.
+void syevd(Matrix& a, Vector& w);
+// General solve A X = B (LU with partial pivoting); A and B are overwritten.  Throws LinAlgError
+// if A is exactly singular.
+void gesv(Matrix& a, Matrix& b);
+// B <- alpha * op(A)^-1 B, A lower triangular (side 'L').
+void trsm_lower_left(char trans, const Matrix& a, Matrix& b);
+
+}  // namespace fastrank::lapack

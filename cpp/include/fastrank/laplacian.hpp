@@ -1,0 +1,62 @@
+// Laplacians of the preference graphs RankRLS learns from (Pahikkala et al. 2009, eqs. 12-14, 25).
+//
+// Scoring setting.  Relevant pairs are all pairs inside each group (object ranking = one group).
+// Rows are already in group order (the Python layer permutes once), so group q is the contiguous
+// block [offsets[q], offsets[q+1]).  With pair weight c_q, block q of L is
+//   L_q = c_q (n_q I - 1 1^T)                       (eq. 25: D - P P^T, c_q = 1)
+// and its symmetric square root is S_q = s_q C_q with C_q = I - 1 1^T / n_q (centering) and
+// s_q = sqrt(c_q n_q):  s_q = sqrt(n_q) for the paper's unweighted Laplacian, s_q = 1 for the
+// per-group normalized weighting c_q = 1/n_q.  S never exists as a matrix: applying it is a
+// block-centering pass, O(m v) on vectors and O(m^2) on a kernel matrix.
+//
+// Preference graph.  Edges e = (head preferred over tail) with weight w_e and target z_e; M is the
+// weighted oriented incidence matrix (eq. 12), L = M M^T, N = (w_e z_e) (eq. 13), b = M N.
+#pragma once
+#include "fastrank/types.hpp"
+
+namespace fastrank {
+
+struct GroupStructure {
+  IndexVector offsets;  // size q + 1, offsets[0] = 0, offsets[q] = m, non-decreasing
+  Vector scale;         // size q: s_q
+
+  Index n_rows() const { return offsets.size() == 0 ? 0 : offsets[offsets.size() - 1]; }
+  Index n_groups() const { return offsets.size() == 0 ? 0 : offsets.size() - 1; }
+  Index group_size(Index q) const { return offsets[q + 1] - offsets[q]; }
+
+  // Validates and builds; normalized selects c_q = 1/n_q.
+  static GroupStructure from_offsets(const IndexVector& offsets, bool normalized);
+  static GroupStructure all_pairs(Index m);
+};
+
+// Y <- S Y (each column block-centered and scaled), O(m v).
+void apply_sqrt_laplacian(const GroupStructure& g, MatrixRef Y);
+// Y <- L Y = S (S Y).
+void apply_laplacian(const GroupStructure& g, MatrixRef Y);
+// K <- S K S for a symmetric m x m K, in place, O(m^2), threaded.
+void apply_sqrt_laplacian_both(const GroupStructure& g, MatrixRef K, int n_threads);
+// Number of relevant (unordered) pairs: sum_q n_q (n_q - 1) / 2.
+double n_relevant_pairs(const GroupStructure& g);
+
+struct PreferenceGraph {
+  Index n_vertices = 0;
+  IndexVector head;  // preferred
+  IndexVector tail;  // other
+  Vector weight;     // w_e > 0
+  Matrix target;     // l x v: z_e per output
+
+  Index n_edges() const { return head.size(); }
+  // Checks ranges, self-loops and finite positive weights; throws std::invalid_argument.
+  void validate() const;
+};
+
+// Dense L = M M^T (m x m), O(m^2 + l): four updates per edge (eq. 18).
+Matrix graph_laplacian(const PreferenceGraph& graph);
+// b = M N (m x v), O(l v).
+Matrix graph_incidence_times_targets(const PreferenceGraph& graph);
+// M^T Y (l x v) for Y (m x v): row e is w_e (Y_head - Y_tail).
+Matrix graph_incidence_transpose_times(const PreferenceGraph& graph, MatrixCRef Y);
+// M U (m x v) for U (l x v).
+Matrix graph_incidence_times(const PreferenceGraph& graph, MatrixCRef U);
+
+}  // namespace fastrank

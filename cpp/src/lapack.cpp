@@ -1,0 +1,144 @@
+#include "fastrank/lapack.hpp"
+
+#include <climits>
+#include <cmath>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "fastrank/errors.hpp"
+
+namespace fastrank::lapack {
+
+namespace {
+Table g_table;  // written once at import (before any call), read-only afterwards
+
+const Table& checked() {
+  if (g_table.dgemm == nullptr || g_table.dpotrf == nullptr || g_table.dsyevd == nullptr)
+    throw std::runtime_error("fastrank: LAPACK table not installed (import fastrank first)");
+  return g_table;
+}
+}  // namespace
+
+void install(const Table& table) { g_table = table; }
+const Table& table() { return checked(); }
+
+int to_int(Index n) {
+  if (n > static_cast<Index>(INT_MAX))
+    throw std::length_error("fastrank: size " + std::to_string(n) + " exceeds LAPACK's 32-bit index range");
+  return static_cast<int>(n);
+}
+
+void gemm(char transa, char transb, Index m, Index n, Index k, double alpha, const double* a, Index lda,
+          const double* b, Index ldb, double beta, double* c, Index ldc) {
+  if (m == 0 || n == 0) return;
+  const int im = to_int(m), in = to_int(n), ik = to_int(k);
+  const int ilda = to_int(std::max<Index>(1, lda)), ildb = to_int(std::max<Index>(1, ldb)),
+            ildc = to_int(std::max<Index>(1, ldc));
+  if (k == 0) {  // BLAS would still scale C by beta; do it explicitly for clarity
+    for (Index j = 0; j < n; ++j)
+      for (Index i = 0; i < m; ++i) c[i + j * ldc] = (beta == 0.0) ? 0.0 : beta * c[i + j * ldc];
+    return;
+  }
+  checked().dgemm(&transa, &transb, &im, &in, &ik, &alpha, a, &ilda, b, &ildb, &beta, c, &ildc);
+}
+
+void syrk_lower(char trans, Index n, Index k, double alpha, const double* a, Index lda, double beta, double* c,
+                Index ldc) {
+  if (n == 0) return;
+  const char uplo = 'L';
+  const int in = to_int(n), ik = to_int(k), ilda = to_int(std::max<Index>(1, lda)), ildc = to_int(ldc);
+  checked().dsyrk(&uplo, &trans, &in, &ik, &alpha, a, &ilda, &beta, c, &ildc);
+}
+
+void symmetrize_from_lower(Matrix& a) {
+  const Index n = a.rows();
+  // Blocked copy keeps both the read and the write cache-friendly for large n.
+  constexpr Index B = 64;
+  for (Index jb = 0; jb < n; jb += B)
+    for (Index ib = jb; ib < n; ib += B)
+      for (Index j = jb; j < std::min(n, jb + B); ++j)
+        for (Index i = std::max(ib, j + 1); i < std::min(n, ib + B); ++i) a(j, i) = a(i, j);
+}
+
+bool potrf_lower(Matrix& a) {
+  const char uplo = 'L';
+  const int n = to_int(a.rows()), lda = to_int(std::max<Index>(1, a.rows()));
+  int info = 0;
+  checked().dpotrf(&uplo, &n, a.data(), &lda, &info);
+  if (info < 0) throw std::logic_error("dpotrf: illegal argument " + std::to_string(-info));
+  return info == 0;
+}
+
+void potrs_lower(const Matrix& factor, Matrix& b) {
+  const char uplo = 'L';
+  const int n = to_int(factor.rows()), nrhs = to_int(b.cols()), lda = to_int(std::max<Index>(1, factor.rows())),
+            ldb = to_int(std::max<Index>(1, b.rows()));
+  int info = 0;
+  if (nrhs == 0 || n == 0) return;
+  checked().dpotrs(&uplo, &n, &nrhs, factor.data(), &lda, b.data(), &ldb, &info);
+  if (info != 0) throw std::logic_error("dpotrs failed with info " + std::to_string(info));
+}
+
+double pocon_lower(const Matrix& factor, double anorm) {
+  const char uplo = 'L';
+  const int n = to_int(factor.rows()), lda = to_int(std::max<Index>(1, factor.rows()));
+  if (n == 0) return 1.0;
+  double rcond = 0.0;
+  std::vector<double> work(3 * static_cast<size_t>(n));
+  std::vector<int> iwork(static_cast<size_t>(n));
+  int info = 0;
+  checked().dpocon(&uplo, &n, factor.data(), &lda, &anorm, &rcond, work.data(), iwork.data(), &info);
+  if (info != 0) throw std::logic_error("dpocon failed with info " + std::to_string(info));
+  return rcond;
+}
+
+void syevd(Matrix& a, Vector& w) {
+  const char jobz = 'V', uplo = 'L';
+  const Index n = a.rows();
+  w.resize(n);
+  if (n == 0) return;
+  const int in = to_int(n), lda = to_int(n);
+  // Workspace query, then the real call.
+  int info = 0, lwork = -1, liwork = -1, iwork_query = 0;
+  double work_query = 0.0;
+  checked().dsyevd(&jobz, &uplo, &in, a.data(), &lda, w.data(), &work_query, &lwork, &iwork_query, &liwork,
+                   &info);
+  if (info != 0) throw LinAlgError("dsyevd workspace query failed");
+  // dsyevd needs 1 + 6n + 2n^2 doubles; check it fits LAPACK's int before allocating.
+  const double need = std::max(work_query, 1.0 + 6.0 * n + 2.0 * double(n) * double(n));
+  if (need > double(INT_MAX))
+    throw std::length_error("fastrank: eigendecomposition of size " + std::to_string(n) +
+                            " needs a LAPACK workspace beyond 32-bit indexing");
+  lwork = static_cast<int>(need);
+  liwork = std::max(iwork_query, 3 + 5 * in);
+  std::vector<double> work(static_cast<size_t>(lwork));
+  std::vector<int> iwork(static_cast<size_t>(liwork));
+  checked().dsyevd(&jobz, &uplo, &in, a.data(), &lda, w.data(), work.data(), &lwork, iwork.data(), &liwork,
+                   &info);
+  if (info != 0)
+    throw LinAlgError("symmetric eigendecomposition (dsyevd) did not converge (info=" + std::to_string(info) +
+                      ")");
+}
+
+void gesv(Matrix& a, Matrix& b) {
+  const int n = to_int(a.rows()), nrhs = to_int(b.cols()), lda = to_int(std::max<Index>(1, a.rows())),
+            ldb = to_int(std::max<Index>(1, b.rows()));
+  if (n == 0) return;
+  std::vector<int> ipiv(static_cast<size_t>(n));
+  int info = 0;
+  checked().dgesv(&n, &nrhs, a.data(), &lda, ipiv.data(), b.data(), &ldb, &info);
+  if (info > 0) throw LinAlgError("linear system is exactly singular (dgesv info=" + std::to_string(info) + ")");
+  if (info < 0) throw std::logic_error("dgesv: illegal argument " + std::to_string(-info));
+}
+
+void trsm_lower_left(char trans, const Matrix& a, Matrix& b) {
+  const char side = 'L', uplo = 'L', diag = 'N';
+  const int m = to_int(b.rows()), n = to_int(b.cols()), lda = to_int(std::max<Index>(1, a.rows())),
+            ldb = to_int(std::max<Index>(1, b.rows()));
+  if (m == 0 || n == 0) return;
+  const double one = 1.0;
+  checked().dtrsm(&side, &uplo, &trans, &diag, &m, &n, &one, a.data(), &lda, b.data(), &ldb);
+}
+
+}  // namespace fastrank::lapack

@@ -1,0 +1,16 @@
+"""fastrank: learning to rank with regularized least squares and online perceptron ensembles.
+
+RankRLS (Pahikkala et al. 2009) from scores, scores inside query groups, or explicit preference
+graphs; MPRank (Cortes, Mohri, Rastogi); fast exact cross-validation; conjugate-gradient and
+subset-of-regressors solvers for large data; PRank and the OAP-BPM family (Harrington 2003); and
+fast ranking measures.  The compiled core routes every O(m^3) factorization to SciPy's LAPACK.
+"""
+
+from . import exceptions
+from .exceptions import IllConditionedWarning, LinAlgError
+
+__version__ = "0.1.0"
+
+# --- public estimators and modules (one import line per area) ---
+
+__all__ = ["LinAlgError", "IllConditionedWarning", "exceptions", "__version__"]

@@ -12,5 +12,7 @@ from .exceptions import IllConditionedWarning, LinAlgError
 __version__ = "0.1.0"
 
 # --- public estimators and modules (one import line per area) ---
+from .online import OAPBPM, OnlineMPRank, PRank, WidrowHoff  # noqa: E402
 
 __all__ = ["LinAlgError", "IllConditionedWarning", "exceptions", "__version__"]
+__all__ += ["PRank", "OAPBPM", "WidrowHoff", "OnlineMPRank"]

@@ -1,0 +1,64 @@
+#include "fastrank/online_mprank.hpp"
+
+#include <cmath>
+
+#include "fastrank/errors.hpp"
+#include "fastrank/lapack.hpp"
+
+namespace fastrank {
+
+namespace {
+void matvec(MatrixCRef K, const Vector& a, Vector& out) {
+  const Index m = K.rows();
+  lapack::gemm('N', 'N', m, 1, m, 1.0, K.data(), K.outerStride(), a.data(), m, 0.0, out.data(), m);
+}
+double cost(const Vector& a, const Vector& v, VectorCRef yt, double C) {
+  const double m = static_cast<double>(a.size());
+  return a.dot(v) + (2.0 * C / m) * (v - yt).squaredNorm();
+}
+}  // namespace
+
+MPRankOnlineResult mprank_online(MatrixCRef Kt, VectorCRef yt, double C, double eta, bool sequential,
+                                 int max_iter, double tol, Eigen::Ref<Vector> alpha) {
+  const Index m = Kt.rows();
+  require(Kt.cols() == m, "the centred kernel matrix must be square");
+  require(yt.size() == m && alpha.size() == m, "targets and coefficients must have one entry per point");
+  require(std::isfinite(C) && C > 0, "C must be positive and finite");
+  require(std::isfinite(eta) && eta > 0, "eta must be positive and finite");
+  require(max_iter >= 0, "max_iter must be >= 0");
+  require(tol >= 0, "tol must be >= 0");
+  MPRankOnlineResult res;
+  if (m == 0) return res;
+  const double md = static_cast<double>(m), ridge = md / C;
+  Vector a = alpha, v(m);
+  matvec(Kt, a, v);
+  double prev = cost(a, v, yt, C);
+  res.costs.push_back(prev);
+  for (int it = 0; it < max_iter; ++it) {
+    if (sequential) {
+      for (Index i = 0; i < m; ++i) {
+        const double delta = eta * (2.0 * (yt[i] - v[i]) - ridge * a[i]);
+        if (delta == 0.0) continue;
+        a[i] += delta;
+        v.noalias() += delta * Kt.col(i);  // Kt symmetric: column i = row i
+      }
+      if ((it + 1) % 16 == 0) matvec(Kt, a, v);  // re-synchronise v against rounding drift
+    } else {
+      a += eta * (2.0 * (yt - v) - ridge * a);
+      matvec(Kt, a, v);
+    }
+    const double cur = cost(a, v, yt, C);
+    if (!std::isfinite(cur)) throw LinAlgError("on-line MPRank diverged; use a smaller learning rate eta");
+    res.costs.push_back(cur);
+    res.n_iter = it + 1;
+    if (std::abs(prev - cur) <= tol * std::abs(prev)) {
+      res.converged = true;
+      break;
+    }
+    prev = cur;
+  }
+  alpha = a;
+  return res;
+}
+
+}  // namespace fastrank

@@ -1,0 +1,686 @@
+"""On-line ordinal learners: PRank, the OAP-BPM family and Widrow-Hoff (Harrington 2003), and the
+on-line (gradient) version of MPRank (Cortes, Mohri & Rastogi, section 2.5).
+
+All perceptron-type learners share one streaming API:
+
+* ``partial_fit(X, y, classes=None)`` continues the stream (state kept across calls; a stream cut
+  into several calls gives exactly the model one call on the concatenated stream gives, for the
+  same ``random_state``);
+* ``fit(X, y)`` restarts and makes ``n_epochs`` passes over (X, y) (reshuffled each pass when
+  ``shuffle=True``);
+* ``predict(X)`` returns labels, ``decision_function(X)`` real scores;
+* ``average_rank_loss_`` is the cumulative average rank loss (1/T) sum_t |yhat_t - y_t| of the
+  on-line predictions made on the stream so far (each made *before* the label was seen: the
+  paper's learning-curve measure) and ``rank_loss_curve()`` returns it after every example.
+
+Labels can be any orderable values (ints, integral floats, strings ...); they are mapped to the
+ranks 1..k of ``classes_`` (sorted), and every rank loss is measured in rank steps.
+
+The whole model state (member weights, thresholds, counts, stream position, seed) lives in numpy
+arrays and Python ints on the estimator, so ``pickle`` and ``sklearn.clone`` work mid-stream.
+"""
+
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
+from sklearn.utils import check_random_state
+from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import check_is_fitted
+
+from . import _core
+from ._kernels import resolve_kernel
+from ._validation import as_float_matrix, check_n_jobs
+
+__all__ = ["PRank", "OAPBPM", "WidrowHoff", "OnlineMPRank"]
+
+_VARIANTS = {"bpm": 0, "bagging": 1, "voted": 2}
+
+
+# ----------------------------------------------------------------------------------------------
+# validation helpers (local to this module)
+# ----------------------------------------------------------------------------------------------
+def _check_int(value, name, low, high=None):
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
+        raise ValueError(f"{name} must be an integer, got {value!r}")
+    value = int(value)
+    if value < low or (high is not None and value > high):
+        rng = f">= {low}" if high is None else f"in [{low}, {high}]"
+        raise ValueError(f"{name} must be {rng}, got {value}")
+    return value
+
+
+def _check_real(value, name, *, low=None, high=None, low_open=True, high_open=False):
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real) or not np.isfinite(value):
+        raise ValueError(f"{name} must be a finite real number, got {value!r}")
+    value = float(value)
+    if low is not None and (value <= low if low_open else value < low):
+        raise ValueError(f"{name} must be {'>' if low_open else '>='} {low}, got {value}")
+    if high is not None and (value >= high if high_open else value > high):
+        raise ValueError(f"{name} must be {'<' if high_open else '<='} {high}, got {value}")
+    return value
+
+
+def _check_labels(y, n_rows):
+    y = np.asarray(y)
+    if y.ndim == 2 and y.shape[1] == 1:
+        raise ValueError("y should be a 1d array, got an array of shape "
+                         f"{y.shape} instead; use y.ravel()")
+    if y.ndim != 1:
+        raise ValueError(f"y must be 1-D, got shape {y.shape}")
+    if y.shape[0] != n_rows:
+        raise ValueError(f"Found input variables with inconsistent numbers of samples: [{n_rows}, {y.shape[0]}]")
+    if y.dtype.kind == "f" and not np.isfinite(y).all():
+        raise ValueError("Input y contains NaN or infinity.")
+    check_classification_targets(y)
+    return y
+
+
+def _sorted_classes(values):
+    try:
+        classes = np.unique(np.asarray(values))
+    except TypeError as exc:
+        raise ValueError(f"labels must be orderable (mutually comparable): {exc}") from None
+    return classes
+
+
+def _to_ranks(classes, y):
+    """Ranks 1..k of y's labels in ``classes`` (sorted); a clear error for unseen labels."""
+    try:
+        idx = np.searchsorted(classes, y)
+    except TypeError as exc:
+        raise ValueError(f"labels must be orderable and comparable with classes_: {exc}") from None
+    idx_c = np.clip(idx, 0, classes.size - 1)
+    bad = classes[idx_c] != y
+    if np.any(bad):
+        unseen = np.unique(np.asarray(y)[np.asarray(bad)])
+        raise ValueError(
+            f"y contains labels not in classes_ {classes.tolist()!r}: {unseen.tolist()!r}; pass the complete "
+            "ordered label set as classes= to the first partial_fit call"
+        )
+    return (idx_c + 1).astype(np.int64)
+
+
+def _seed_from(random_state):
+    rs = check_random_state(random_state)
+    return int(rs.randint(0, 2**62, dtype=np.int64))
+
+
+def _rank_from_scores(scores, thresholds):
+    """Smallest r with s - c(r) < 0 (rank k when no threshold exceeds s), as 1-based ranks."""
+    k = thresholds.shape[-1] + 1
+    below = (scores[..., None] - thresholds) < 0
+    return np.where(below.any(axis=-1), below.argmax(axis=-1) + 1, k).astype(np.int64)
+
+
+# ----------------------------------------------------------------------------------------------
+# PRank / OAP family
+# ----------------------------------------------------------------------------------------------
+class _OAPBase(ClassifierMixin, BaseEstimator):
+    """Shared machinery of PRank and OAPBPM (PRank is the one-member, tau = 1 ensemble)."""
+
+    # -- parameters resolved by subclasses --
+    def _members_tau_variant(self):  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def _resolve_kernel(self, n_features):
+        spec = resolve_kernel(self.kernel, self.gamma, self.degree, self.coef0, n_features)
+        if self.budget is not None:
+            _check_int(self.budget, "budget", 1)
+        return spec
+
+    # -- streaming core --
+    def _reset(self, classes, n_features):
+        N, _, _ = self._members_tau_variant()
+        self.classes_ = classes
+        k = classes.size
+        if k < 2:
+            raise ValueError(
+                f"need at least 2 distinct labels (classes), got {k}: {classes.tolist()!r}; PRank-type "
+                "learners rank into k >= 2 ordered classes"
+            )
+        spec = self._resolve_kernel(n_features)
+        self.n_features_in_ = n_features
+        self._kernel_kind = spec.kind
+        self._kernel_args = (spec.gamma, spec.degree, spec.coef0)
+        self.seed_ = _seed_from(self.random_state)
+        self.n_seen_ = 0              # stream position t (examples processed, over all passes)
+        self.n_samples_seen_ = 0      # distinct examples passed to partial_fit (precomputed columns)
+        self.members_thresholds_ = np.zeros((N, k - 1))
+        self.members_counts_ = np.zeros(N, dtype=np.int64)
+        if spec.linear:
+            self.members_coef_ = np.zeros((N, n_features))
+        else:
+            self.dual_coef_ = np.zeros((N, 0))
+            self.support_vectors_ = np.zeros((0, 0 if spec.precomputed else n_features))
+            self.support_time_ = np.zeros(0, dtype=np.int64)
+            self.support_index_ = np.zeros(0, dtype=np.int64)
+        self._losses = np.zeros(0, dtype=np.int32)
+
+    def _check_X(self, X, *, reset):
+        X = as_float_matrix(X)
+        if not reset and X.shape[1] != self.n_features_in_ and self._kernel_kind != "precomputed":
+            raise ValueError(
+                f"X has {X.shape[1]} features, but {type(self).__name__} is expecting {self.n_features_in_} "
+                "features as input (the feature count cannot change between partial_fit calls)"
+            )
+        return X
+
+    def _stream(self, X, ranks, src):
+        N, tau, variant = self._members_tau_variant()
+        k = self.classes_.size
+        n_threads = check_n_jobs(getattr(self, "n_jobs", None))
+        C = np.array(self.members_thresholds_, dtype=np.float64, order="C")
+        V = np.array(self.members_counts_, dtype=np.int64)
+        if self._kernel_kind == "linear":
+            W = np.array(self.members_coef_, dtype=np.float64, order="C")
+            losses = _core.oap_linear_fit(X, ranks, k, tau, self.seed_, self.n_seen_, _VARIANTS[variant], n_threads,
+                                          W, C, V)
+            self.members_coef_ = W
+        else:
+            from ._kernels import _KIND
+
+            pre = self._kernel_kind == "precomputed"
+            kind = 0 if pre else _KIND[self._kernel_kind]
+            g, deg, c0 = self._kernel_args
+            budget = 0 if self.budget is None else int(self.budget)
+            sv = np.ascontiguousarray(self.support_vectors_, dtype=np.float64)
+            losses, A, svX, svt, svs = _core.oap_kernel_fit(
+                X, ranks, np.ascontiguousarray(src, dtype=np.int64), k, tau, self.seed_, self.n_seen_,
+                _VARIANTS[variant], n_threads, kind, g, deg, c0, pre, budget,
+                np.ascontiguousarray(self.dual_coef_), sv if not pre else np.zeros((0, 0)),
+                self.support_time_, self.support_index_, C, V)
+            self.dual_coef_ = A
+            self.support_vectors_ = svX if not pre else np.zeros((0, 0))
+            self.support_time_ = svt
+            self.support_index_ = svs
+        self.members_thresholds_ = C
+        self.members_counts_ = V
+        self.n_seen_ += X.shape[0]
+        self._losses = np.concatenate([self._losses, losses.astype(np.int32)])
+
+    def _validate_params(self):
+        _check_int(self.n_epochs, "n_epochs", 1)
+        if not isinstance(self.shuffle, (bool, np.bool_)):
+            raise ValueError(f"shuffle must be a bool, got {self.shuffle!r}")
+        check_n_jobs(getattr(self, "n_jobs", None))
+        self._members_tau_variant()
+
+    def fit(self, X, y):
+        """Restart the stream and make ``n_epochs`` passes over (X, y).
+
+        With ``shuffle=False`` and ``n_epochs=1`` this is exactly ``partial_fit`` on (X, y) from a
+        fresh state.  For a precomputed kernel X is the (m, m) kernel matrix of the training rows.
+        """
+        self._validate_params()
+        X = self._check_X(X, reset=True)
+        y = _check_labels(y, X.shape[0])
+        classes = _sorted_classes(y)
+        if self.kernel == "precomputed" and X.shape[0] != X.shape[1]:
+            raise ValueError(f"precomputed kernel: fit needs the square (m, m) kernel matrix, got {X.shape}")
+        self._reset(classes, X.shape[1])
+        ranks = _to_ranks(self.classes_, y)
+        rng = np.random.default_rng(self.seed_)
+        m = X.shape[0]
+        for _ in range(self.n_epochs):
+            order = rng.permutation(m) if self.shuffle else np.arange(m)
+            Xo = X if not self.shuffle else np.ascontiguousarray(X[order])
+            self._stream(Xo, np.ascontiguousarray(ranks[order]), order)
+        self.n_samples_seen_ = m
+        self._finish()
+        return self
+
+    def partial_fit(self, X, y, classes=None):
+        """Continue the stream with (X, y), one example at a time in the given order.
+
+        ``classes`` (all ordered labels) may be given on the first call; otherwise the labels of the
+        first batch fix the label set.  For a precomputed kernel the rows of X are kernel values
+        against every example passed to ``partial_fit`` so far including this batch (column i is the
+        i-th example of the stream), so X needs at least ``n_samples_seen_ + len(X)`` columns.
+        """
+        first = not hasattr(self, "classes_")
+        if first:
+            self._validate_params()
+        X = self._check_X(X, reset=first)
+        y = _check_labels(y, X.shape[0])
+        if first:
+            cls = _sorted_classes(y if classes is None else classes)
+            if classes is None and cls.size < 2:
+                raise ValueError(
+                    f"the first partial_fit batch has only the label(s) {cls.tolist()!r}; pass the complete "
+                    "ordered label set with classes="
+                )
+            self._reset(cls, X.shape[1])
+        elif classes is not None and not np.array_equal(_sorted_classes(classes), self.classes_):
+            raise ValueError(f"classes={np.asarray(classes).tolist()!r} differs from classes_ fixed by the first "
+                             f"partial_fit call: {self.classes_.tolist()!r}")
+        ranks = _to_ranks(self.classes_, y)
+        src = np.arange(self.n_samples_seen_, self.n_samples_seen_ + X.shape[0], dtype=np.int64)
+        self._stream(X, ranks, src)
+        self.n_samples_seen_ += X.shape[0]
+        self._finish()
+        return self
+
+    def _finish(self):
+        # The averaged rule (Algorithm 2, line 16): averaged weights and averaged thresholds.
+        self.thresholds_ = self.members_thresholds_.mean(axis=0)
+        if self._kernel_kind == "linear":
+            self.coef_ = self.members_coef_.mean(axis=0)
+
+    # -- prediction --
+    @property
+    def average_rank_loss_(self):
+        """(1/T) sum_t |yhat_t - y_t| over the on-line predictions on the whole stream so far."""
+        check_is_fitted(self, "classes_")
+        return float(self._losses.mean()) if self._losses.size else float("nan")
+
+    def rank_loss_curve(self):
+        """Cumulative average rank loss after each example of the stream (the paper's Fig. 2 curve)."""
+        check_is_fitted(self, "classes_")
+        return np.cumsum(self._losses, dtype=np.float64) / np.arange(1, self._losses.size + 1)
+
+    def _member_scores(self, X, which):
+        """which='mean': scores of the averaged rule, (p,); 'all': every member's score, (p, N)."""
+        if self._kernel_kind == "linear":
+            W = self.members_coef_
+            return X @ self.coef_ if which == "mean" else X @ W.T
+        coef = self.dual_coef_.mean(axis=0)[:, None] if which == "mean" else self.dual_coef_.T
+        if self._kernel_kind == "precomputed":
+            need = int(self.support_index_.max()) + 1 if self.support_index_.size else 0
+            if X.shape[1] < need:
+                raise ValueError(f"precomputed kernel: X needs at least {need} columns (one per training "
+                                 f"example), got {X.shape[1]}")
+            out = X[:, self.support_index_] @ coef
+        elif self.support_time_.size == 0:
+            out = np.zeros((X.shape[0], coef.shape[1]))
+        else:
+            from ._kernels import KernelSpec
+
+            spec = KernelSpec(self._kernel_kind, *self._kernel_args)
+            out = spec.predict(X, self.support_vectors_, coef, check_n_jobs(getattr(self, "n_jobs", None)))
+        return out[:, 0] if which == "mean" else out
+
+    def _prepare_predict(self, X):
+        check_is_fitted(self, "classes_")
+        X = as_float_matrix(X)
+        if self._kernel_kind != "precomputed" and X.shape[1] != self.n_features_in_:
+            raise ValueError(f"X has {X.shape[1]} features, but {type(self).__name__} is expecting "
+                             f"{self.n_features_in_} features as input")
+        return X
+
+    def decision_function(self, X):
+        """Real-valued scores: w~.x of the averaged rule (PRank, OAP-BPM); for OAP-Bagg and OAP-VP
+        the (count-weighted) mean of the members' predicted ranks on the 1..k scale."""
+        X = self._prepare_predict(X)
+        _, _, variant = self._members_tau_variant()
+        if variant == "bpm":
+            return self._member_scores(X, "mean")
+        H, den = self._votes(X)
+        return H / den
+
+    def _votes(self, X):
+        _, _, variant = self._members_tau_variant()
+        R = _rank_from_scores(self._member_scores(X, "all"), self.members_thresholds_)  # (p, N)
+        N = R.shape[1]
+        v = self.members_counts_.astype(np.int64)
+        if variant == "voted" and v.sum() > 0:
+            return R @ v, int(v.sum())
+        return R.sum(axis=1), N
+
+    def predict(self, X):
+        """Labels: the averaged rule's rank (PRank, OAP-BPM), or for OAP-Bagg / OAP-VP the real mean
+        rank rounded to the nearest rank (halves round up), i.e. floor(mean + 1/2)."""
+        X = self._prepare_predict(X)
+        _, _, variant = self._members_tau_variant()
+        if variant == "bpm":
+            ranks = _rank_from_scores(self._member_scores(X, "mean"), self.thresholds_)
+        else:
+            H, den = self._votes(X)
+            ranks = (2 * H + den) // (2 * den)
+        return self.classes_[ranks - 1]
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.pairwise = self.kernel == "precomputed"
+        tags.classifier_tags.multi_class = True
+        return tags
+
+
+class PRank(_OAPBase):
+    """PRank, the perceptron ranking algorithm (Crammer & Singer; Harrington 2003, Algorithm 1).
+
+    Weights w and ordered thresholds c(1) <= ... <= c(k-1), c(k) = +inf; predicts the smallest rank
+    r with w.x - c(r) < 0; on a mistake every violated threshold r moves by a(r) = l(r) in {-1, +1}
+    (c <- c - a) and w <- w + (sum_r a(r)) x.  Starts from w = 0, c = 0.
+
+    Parameters
+    ----------
+    kernel : "linear" (a plain weight vector), "rbf"/"gaussian", "poly"/"polynomial" or
+        "precomputed" — the kernel form keeps the representer expansion
+        f(x) = sum_t alpha_t K(x_t, x) with alpha_t = sum_r a_t(r) (section 3 end).
+    gamma, degree, coef0 : kernel parameters (scikit-learn conventions; gamma=None -> 1/n_features).
+    budget : int or None — keep only the last ``budget`` stream examples in the expansion
+        (sliding-window truncation; memory stays bounded).  None: unbounded.
+    n_epochs : passes over the data in ``fit``.  shuffle : reshuffle each pass in ``fit``.
+    random_state : seeds the shuffling.
+    """
+
+    def __init__(self, *, kernel="linear", gamma=None, degree=2, coef0=1.0, budget=None, n_epochs=1,
+                 shuffle=False, random_state=None):
+        self.kernel = kernel
+        self.gamma = gamma
+        self.degree = degree
+        self.coef0 = coef0
+        self.budget = budget
+        self.n_epochs = n_epochs
+        self.shuffle = shuffle
+        self.random_state = random_state
+
+    def _members_tau_variant(self):
+        return 1, 1.0, "bpm"
+
+    @property
+    def weights_(self):
+        return self.coef_
+
+
+class OAPBPM(_OAPBase):
+    """OAP-BPM: Online Aggregate PRank - Bayes Point Machine (Harrington 2003, Algorithm 2 and 3.1).
+
+    ``n_estimators`` (N) PRank members run in parallel; for every example t and member j an
+    independent Bernoulli(tau) draw b(j, t) decides whether member j trains on it.
+
+    variant : "bpm" (Algorithm 2): predict with the averaged weights w~ = sum_j w_j / N and the
+        averaged thresholds c~ = sum_j c_j / N (their order is preserved by averaging).
+        "bagging" (OAP-Bagg): H(x) = sum_j h_j(x) / N, the mean of the members' ranks.
+        "voted" (OAP-VP): H(x) = sum_j v_j h_j(x) / sum_j v_j with v_j the number of correct
+        predictions member j made on the examples presented to it (normalised as in the paper;
+        before any correct prediction the plain mean is used).
+        For "bagging"/"voted" the real-valued H(x) (``decision_function``) becomes a rank by rounding
+        to the nearest rank, halves up: floor(H + 1/2) (always within 1..k).
+    kernel, gamma, degree, coef0, budget : as for :class:`PRank`; each member has its own
+        coefficients on a shared list of stored examples (those on which any member updated).
+    n_epochs, shuffle : passes / reshuffling in ``fit``.
+    random_state : int, RandomState or None — fixes the Bernoulli draws (counter-based splitmix64
+        hashing of (seed, j, t)), so the model never depends on ``n_jobs``.
+    n_jobs : threads over the members (scikit-learn semantics; the GIL is released).
+    """
+
+    def __init__(self, n_estimators=100, tau=0.3, *, variant="bpm", kernel="linear", gamma=None, degree=2,
+                 coef0=1.0, budget=None, n_epochs=1, shuffle=False, random_state=None, n_jobs=None):
+        self.n_estimators = n_estimators
+        self.tau = tau
+        self.variant = variant
+        self.kernel = kernel
+        self.gamma = gamma
+        self.degree = degree
+        self.coef0 = coef0
+        self.budget = budget
+        self.n_epochs = n_epochs
+        self.shuffle = shuffle
+        self.random_state = random_state
+        self.n_jobs = n_jobs
+
+    def _members_tau_variant(self):
+        N = _check_int(self.n_estimators, "n_estimators", 1)
+        tau = _check_real(self.tau, "tau", low=0.0, high=1.0)
+        if self.variant not in _VARIANTS:
+            raise ValueError(f"variant must be one of {sorted(_VARIANTS)}, got {self.variant!r}")
+        return N, tau, self.variant
+
+
+# ----------------------------------------------------------------------------------------------
+# Widrow-Hoff
+# ----------------------------------------------------------------------------------------------
+class WidrowHoff(ClassifierMixin, BaseEstimator):
+    """Widrow-Hoff (LMS) on-line least-squares regression on the ranks (Harrington 2003, section 4).
+
+    s = w.x + b; after predicting, w <- w + eta (r - s) x and b <- b + eta (r - s) with r the rank
+    (1..k) of the label.  Predictions round s to the nearest rank, clipped to 1..k.  Diverges when
+    eta >= 2 / ||x||^2 (an error is raised on overflow): scale the features or lower eta.
+    """
+
+    def __init__(self, eta=0.1, *, fit_intercept=True, n_epochs=1, shuffle=False, random_state=None):
+        self.eta = eta
+        self.fit_intercept = fit_intercept
+        self.n_epochs = n_epochs
+        self.shuffle = shuffle
+        self.random_state = random_state
+
+    def _validate_params(self):
+        _check_real(self.eta, "eta", low=0.0)
+        _check_int(self.n_epochs, "n_epochs", 1)
+
+    def _reset(self, classes, n_features):
+        if classes.size < 2:
+            raise ValueError(f"need at least 2 distinct labels (classes), got {classes.size}: {classes.tolist()!r}")
+        self.classes_ = classes
+        self.n_features_in_ = n_features
+        self.coef_ = np.zeros(n_features)
+        self.intercept_ = 0.0
+        self.n_seen_ = 0
+        self.seed_ = _seed_from(self.random_state)
+        self._losses = np.zeros(0, dtype=np.int32)
+
+    def _stream(self, X, ranks):
+        w = np.array(self.coef_, dtype=np.float64)
+        losses, b = _core.widrow_hoff_fit(X, ranks, self.classes_.size, float(self.eta), bool(self.fit_intercept),
+                                          w, float(self.intercept_))
+        self.coef_, self.intercept_ = w, float(b)
+        self.n_seen_ += X.shape[0]
+        self._losses = np.concatenate([self._losses, losses.astype(np.int32)])
+
+    def fit(self, X, y):
+        """Restart and make ``n_epochs`` passes over (X, y)."""
+        self._validate_params()
+        X = as_float_matrix(X)
+        y = _check_labels(y, X.shape[0])
+        self._reset(_sorted_classes(y), X.shape[1])
+        ranks = _to_ranks(self.classes_, y)
+        rng = np.random.default_rng(self.seed_)
+        for _ in range(self.n_epochs):
+            order = rng.permutation(X.shape[0]) if self.shuffle else np.arange(X.shape[0])
+            self._stream(np.ascontiguousarray(X[order]) if self.shuffle else X, np.ascontiguousarray(ranks[order]))
+        return self
+
+    def partial_fit(self, X, y, classes=None):
+        """Continue the stream (``classes`` fixes the ordered label set on the first call)."""
+        first = not hasattr(self, "classes_")
+        X = as_float_matrix(X)
+        y = _check_labels(y, X.shape[0])
+        if first:
+            self._validate_params()
+            cls = _sorted_classes(y if classes is None else classes)
+            if classes is None and cls.size < 2:
+                raise ValueError(f"the first partial_fit batch has only the label(s) {cls.tolist()!r}; pass the "
+                                 "complete ordered label set with classes=")
+            self._reset(cls, X.shape[1])
+        elif X.shape[1] != self.n_features_in_:
+            raise ValueError(f"X has {X.shape[1]} features, but WidrowHoff is expecting {self.n_features_in_} "
+                             "features as input (the feature count cannot change between partial_fit calls)")
+        self._stream(X, _to_ranks(self.classes_, y))
+        return self
+
+    def decision_function(self, X):
+        """The regression score w.x + b on the rank scale 1..k."""
+        check_is_fitted(self, "classes_")
+        X = as_float_matrix(X)
+        if X.shape[1] != self.n_features_in_:
+            raise ValueError(f"X has {X.shape[1]} features, but WidrowHoff is expecting {self.n_features_in_} "
+                             "features as input")
+        return X @ self.coef_ + self.intercept_
+
+    def predict(self, X):
+        """Labels: the score rounded to the nearest rank (halves up), clipped to 1..k."""
+        s = self.decision_function(X)
+        r = np.clip(np.floor(s + 0.5), 1, self.classes_.size).astype(np.int64)
+        return self.classes_[r - 1]
+
+    average_rank_loss_ = _OAPBase.average_rank_loss_
+    rank_loss_curve = _OAPBase.rank_loss_curve
+
+
+# ----------------------------------------------------------------------------------------------
+# On-line MPRank
+# ----------------------------------------------------------------------------------------------
+class OnlineMPRank(RegressorMixin, BaseEstimator):
+    """On-line (gradient) MPRank (Cortes, Mohri & Rastogi, section 2.5).
+
+    Solves the MPRank problem  min ||w||^2 + C/m^2 sum_{i,j} ((h(x_j) - h(x_i)) - (y_j - y_i))^2
+    (eq. 15) through its dual (eq. 16) without a matrix inversion: with the centred kernel
+    Kt = H K H and yt = y - mean(y), ``algorithm="sequential"`` (the paper's pseudo-code, points
+    processed one by one) sweeps  a_i <- a_i + eta [2 (yt_i - (Kt a)_i) - (m/C) a_i],  and
+    ``algorithm="gradient"`` takes full gradient steps a <- a + eta [2 (yt - Kt a) - (m/C) a].  A pass
+    is one sweep over the m points; passes stop when the primal cost changes by less than a
+    relative ``tol`` (the paper's 1e-4) or after ``max_iter`` passes (``n_iter_``, ``converged_``,
+    ``cost_history_``).  The fixed point is the batch solution (eq. 13): a = (Kt + m/(2C) I)^-1 yt,
+    the same model as ``fastrank.MPRank`` (RankRLS with alpha = m^2 / (2C) on all pairs).
+
+    ``predict(x) = mean(y) + sum_i a_i (K(x, x_i) - mean_k K(x, x_k))``: eq. 13 fixes h only up to a
+    constant; the training mean of y is added so predictions are on the scale of y.
+
+    eta=None picks a safe step: 1 / (2 max_i Kt_ii + m/C) (sequential; exact coordinate steps when
+    the diagonal is constant) or 1 / (2.2 lambda_max(Kt) + m/C) with lambda_max estimated by power
+    iteration (gradient).  ``partial_fit`` appends points and continues from the current
+    coefficients (new points start at 0), iterating over all points kept so far.
+    """
+
+    def __init__(self, C=1.0, *, kernel="linear", gamma=None, degree=3, coef0=1.0, eta=None,
+                 algorithm="sequential", max_iter=1000, tol=1e-4, n_jobs=None):
+        self.C = C
+        self.kernel = kernel
+        self.gamma = gamma
+        self.degree = degree
+        self.coef0 = coef0
+        self.eta = eta
+        self.algorithm = algorithm
+        self.max_iter = max_iter
+        self.tol = tol
+        self.n_jobs = n_jobs
+
+    def _validate_params(self):
+        _check_real(self.C, "C", low=0.0)
+        if self.eta is not None:
+            _check_real(self.eta, "eta", low=0.0)
+        if self.algorithm not in ("sequential", "gradient"):
+            raise ValueError(f"algorithm must be 'sequential' or 'gradient', got {self.algorithm!r}")
+        _check_int(self.max_iter, "max_iter", 0)
+        _check_real(self.tol, "tol", low=0.0, low_open=False)
+        check_n_jobs(self.n_jobs)
+
+    def _kernel_matrix(self, X):
+        if self._spec.precomputed:
+            K = np.asarray(X, dtype=np.float64)
+            if K.shape[0] != K.shape[1]:
+                raise ValueError(f"precomputed kernel: fit needs the square (m, m) kernel matrix, got {K.shape}")
+            return K
+        return np.asarray(self._spec.train(X, check_n_jobs(self.n_jobs)))
+
+    def _solve(self, K, y, alpha0):
+        m = K.shape[0]
+        rmean = K.mean(axis=1)
+        Kt = K - rmean[:, None] - rmean[None, :] + rmean.mean()
+        Kt = np.asfortranarray((Kt + Kt.T) / 2)
+        ymean = float(y.mean())
+        yt = np.ascontiguousarray(y - ymean)
+        C = float(self.C)
+        sequential = self.algorithm == "sequential"
+        if self.eta is not None:
+            eta = float(self.eta)
+        elif sequential:
+            eta = 1.0 / (2.0 * max(float(np.max(np.diag(Kt))), 0.0) + m / C)
+        else:
+            v = np.random.default_rng(0).normal(size=m)
+            lam = 0.0
+            for _ in range(30):
+                u = Kt @ v
+                nrm = np.linalg.norm(u)
+                if nrm == 0:
+                    break
+                lam = float(v @ u / (v @ v))
+                v = u / nrm
+            eta = 1.0 / (2.2 * max(lam, 0.0) + m / C)
+        alpha = np.array(alpha0, dtype=np.float64)
+        n_iter, converged, costs = _core.mprank_online(Kt, yt, C, eta, sequential, int(self.max_iter),
+                                                       float(self.tol), alpha)
+        self.dual_coef_ = alpha
+        self.eta_ = eta
+        self.n_iter_ = n_iter
+        self.converged_ = bool(converged)
+        self.cost_history_ = np.asarray(costs)
+        self.y_mean_ = ymean
+        self._y = np.asarray(y, dtype=np.float64)
+        self._k_rowmean = rmean  # mean_k K(x_i, x_k), for nothing but inspection
+
+    def fit(self, X, y):
+        """Iterate to the MPRank solution on (X, y) from a = 0."""
+        self._validate_params()
+        X = as_float_matrix(X)
+        y = np.asarray(y)
+        if y.ndim != 1:
+            raise ValueError(f"y must be 1-D, got shape {y.shape}")
+        y = np.asarray(y, dtype=np.float64)
+        if y.shape[0] != X.shape[0]:
+            raise ValueError(f"Found input variables with inconsistent numbers of samples: [{X.shape[0]}, {y.shape[0]}]")
+        if not np.isfinite(y).all():
+            raise ValueError("Input y contains NaN or infinity.")
+        self._spec = resolve_kernel(self.kernel, self.gamma, self.degree, self.coef0, X.shape[1])
+        self.n_features_in_ = X.shape[1]
+        self.X_fit_ = X
+        self._solve(self._kernel_matrix(X), y, np.zeros(X.shape[0]))
+        self._set_linear()
+        return self
+
+    def partial_fit(self, X, y):
+        """Append (X, y) to the points kept so far and continue the iteration (warm start)."""
+        if not hasattr(self, "X_fit_"):
+            return self.fit(X, y)
+        X = as_float_matrix(X)
+        y = np.asarray(y, dtype=np.float64).ravel()
+        if self._spec.precomputed:
+            raise ValueError("partial_fit is not available with a precomputed kernel; call fit with the full matrix")
+        if X.shape[1] != self.n_features_in_:
+            raise ValueError(f"X has {X.shape[1]} features, but OnlineMPRank is expecting {self.n_features_in_} "
+                             "features as input")
+        if y.shape[0] != X.shape[0] or not np.isfinite(y).all():
+            raise ValueError("y must be finite with one value per row of X")
+        self.X_fit_ = np.ascontiguousarray(np.vstack([self.X_fit_, X]))
+        y_all = np.concatenate([self._y, y])
+        alpha0 = np.concatenate([self.dual_coef_, np.zeros(X.shape[0])])
+        self._solve(self._kernel_matrix(self.X_fit_), y_all, alpha0)
+        self._set_linear()
+        return self
+
+    def _set_linear(self):
+        if self._spec.linear:
+            Xc = self.X_fit_ - self.X_fit_.mean(axis=0)
+            self.coef_ = Xc.T @ self.dual_coef_
+        else:
+            self.coef_ = None
+
+    def decision_function(self, X):
+        """h(x) of eq. 13 (centred; no intercept)."""
+        check_is_fitted(self, "dual_coef_")
+        X = as_float_matrix(X)
+        if self._spec.precomputed:
+            if X.shape[1] != self.dual_coef_.size:
+                raise ValueError(f"precomputed kernel: X must have {self.dual_coef_.size} columns, got {X.shape[1]}")
+            return (X - X.mean(axis=1, keepdims=True)) @ self.dual_coef_
+        if X.shape[1] != self.n_features_in_:
+            raise ValueError(f"X has {X.shape[1]} features, but OnlineMPRank is expecting {self.n_features_in_} "
+                             "features as input")
+        if self._spec.linear:
+            return X @ self.coef_
+        Kx = np.asarray(self._spec.cross(X, self.X_fit_, check_n_jobs(self.n_jobs)))
+        return (Kx - Kx.mean(axis=1, keepdims=True)) @ self.dual_coef_
+
+    def predict(self, X):
+        """mean(y) + h(x) (eq. 13 plus the training mean)."""
+        return self.decision_function(X) + self.y_mean_
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.pairwise = self.kernel == "precomputed"
+        return tags

@@ -74,6 +74,7 @@ def _check_labels(y, n_rows):
         raise ValueError(f"Found input variables with inconsistent numbers of samples: [{n_rows}, {y.shape[0]}]")
     if y.dtype.kind == "f" and not np.isfinite(y).all():
         raise ValueError("Input y contains NaN or infinity.")
+    _sorted_classes(y)  # orderability first: a clear message for mixed types
     check_classification_targets(y)
     return y
 

@@ -1,0 +1,291 @@
+"""PRank, OAP-BPM (+ Bagg, VP), Widrow-Hoff against line-by-line numpy transcriptions of
+Harrington (2003) Algorithms 1-2, section 3.1 and section 4."""
+
+import pickle
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from sklearn.base import clone
+
+import fastrank
+from fastrank import OAPBPM, PRank, WidrowHoff
+
+# ------------------------------------------------------------------------------------------------
+# slow oracles written from the paper
+# ------------------------------------------------------------------------------------------------
+M64 = (1 << 64) - 1
+
+
+def splitmix64(z):
+    z = (z + 0x9E3779B97F4A7C15) & M64
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & M64
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & M64
+    return z ^ (z >> 31)
+
+
+def bernoulli(seed, j, t, tau):
+    """b(j, t) as documented: splitmix64(key_j xor t) >> 11 < tau 2^53, key_j = sm(sm(seed) + j)."""
+    key = splitmix64((splitmix64(seed) + j) & M64)
+    return (splitmix64(key ^ t) >> 11) < int(tau * 2.0**53)
+
+
+def prank_round(w, c, x, y, k):
+    """Algorithm 1 (one round); returns (w, c, yhat, sum_r a(r), a)."""
+    c_full = np.append(c, np.inf)
+    yhat = int(np.min([r for r in range(1, k + 1) if w @ x - c_full[r - 1] < 0]))
+    a = np.zeros(k - 1)
+    if yhat != y:
+        for r in range(1, k):
+            lr = -1.0 if y <= r else 1.0
+            if (w @ x - c[r - 1]) * lr <= 0:
+                a[r - 1] = lr
+        w = w + a.sum() * x
+        c = c - a
+    return w, c, yhat, a
+
+
+def oap_oracle(X, ranks, k, N, tau, seed, variant="bpm", t0=0, state=None):
+    """Algorithm 2 with the section 3.1 variants; also the ensemble's on-line predictions."""
+    d = X.shape[1]
+    if state is None:
+        W, C, V = np.zeros((N, d)), np.zeros((N, k - 1)), np.zeros(N, dtype=np.int64)
+    else:
+        W, C, V = (s.copy() for s in state)
+    losses = []
+    for t, (x, y) in enumerate(zip(X, ranks)):
+        # the ensemble's prediction before seeing y
+        if variant == "bpm":
+            wt, ct = W.mean(0), C.mean(0)
+            cf = np.append(ct, np.inf)
+            yh = min(r for r in range(1, k + 1) if wt @ x - cf[r - 1] < 0)
+        else:
+            h = []
+            for j in range(N):
+                cf = np.append(C[j], np.inf)
+                h.append(min(r for r in range(1, k + 1) if W[j] @ x - cf[r - 1] < 0))
+            h = np.array(h)
+            if variant == "voted" and V.sum() > 0:
+                num, den = int(V @ h), int(V.sum())
+            else:
+                num, den = int(h.sum()), N
+            yh = (2 * num + den) // (2 * den)
+        losses.append(abs(yh - y))
+        for j in range(N):
+            if bernoulli(seed, j, t0 + t, tau):
+                W[j], C[j], yj, _ = prank_round(W[j], C[j], x, y, k)
+                V[j] += yj == y
+    return W, C, V, np.array(losses)
+
+
+def stream(seed, T=300, d=4, k=5):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(T, d))
+    s = X @ rng.normal(size=d) + 0.5 * rng.normal(size=T)
+    y = np.digitize(s, np.quantile(s, np.linspace(0, 1, k + 1)[1:-1])) + 1
+    return X, y
+
+
+# ------------------------------------------------------------------------------------------------
+# exact agreement with the oracles
+# ------------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_prank_matches_algorithm_1(seed):
+    X, y = stream(seed)
+    W, C, V, losses = oap_oracle(X, y, 5, 1, 1.0, 0)
+    est = PRank().fit(X, y)
+    np.testing.assert_array_equal(est.coef_, W[0])
+    np.testing.assert_array_equal(est.thresholds_, C[0])
+    np.testing.assert_array_equal(est._losses, losses)
+    assert est.average_rank_loss_ == pytest.approx(losses.mean())
+    # predictions of the final rule
+    cf = np.append(C[0], np.inf)
+    expect = [min(r for r in range(1, 6) if W[0] @ x - cf[r - 1] < 0) for x in X]
+    np.testing.assert_array_equal(est.predict(X), expect)
+    np.testing.assert_allclose(est.decision_function(X), X @ W[0], rtol=1e-12, atol=1e-12)
+
+
+def test_oapbpm_single_member_tau_one_is_prank():
+    X, y = stream(5)
+    W, C, _, losses = oap_oracle(X, y, 5, 1, 1.0, 123)
+    est = OAPBPM(n_estimators=1, tau=1.0, random_state=7).fit(X, y)
+    np.testing.assert_array_equal(est.members_coef_[0], W[0])
+    np.testing.assert_array_equal(est.members_thresholds_[0], C[0])
+    np.testing.assert_array_equal(est._losses, losses)
+
+
+@pytest.mark.parametrize("variant", ["bpm", "bagging", "voted"])
+def test_oap_matches_algorithm_2(variant):
+    X, y = stream(3, T=200)
+    est = OAPBPM(n_estimators=6, tau=0.4, variant=variant, random_state=11).fit(X, y)
+    W, C, V, losses = oap_oracle(X, y, 5, 6, 0.4, est.seed_, variant)
+    np.testing.assert_array_equal(est.members_coef_, W)
+    np.testing.assert_array_equal(est.members_thresholds_, C)
+    np.testing.assert_array_equal(est.members_counts_, V)
+    np.testing.assert_array_equal(est._losses, losses)
+    np.testing.assert_allclose(est.coef_, W.mean(0), rtol=1e-13)
+    np.testing.assert_array_equal(est.thresholds_, C.mean(0))
+    # draws exposed by the core are the documented hash
+    draws = fastrank._core.oap_draws(est.seed_, 3, 0, 50, 0.4)
+    assert all(draws[j, t] == bernoulli(est.seed_, j, t, 0.4) for j in range(3) for t in range(50))
+    assert 0.2 < draws.mean() < 0.6
+
+
+def test_variant_predictions_follow_section_3_1():
+    X, y = stream(4, T=150)
+    for variant in ("bagging", "voted"):
+        est = OAPBPM(n_estimators=5, tau=0.5, variant=variant, random_state=3).fit(X, y)
+        R = np.array([[min(r for r in range(1, 6) if w @ x - np.append(c, np.inf)[r - 1] < 0)
+                       for w, c in zip(est.members_coef_, est.members_thresholds_)] for x in X])
+        v = est.members_counts_ if variant == "voted" else np.ones(5, dtype=np.int64)
+        H = R @ v / v.sum()
+        np.testing.assert_allclose(est.decision_function(X), H, rtol=1e-12)
+        np.testing.assert_array_equal(est.predict(X), np.floor(H + 0.5).astype(int))
+
+
+def test_widrow_hoff_matches_lms():
+    X, y = stream(6, T=250)
+    eta = 0.02
+    w, b, losses = np.zeros(X.shape[1]), 0.0, []
+    for x, r in zip(X, y):
+        s = w @ x + b
+        losses.append(abs(int(np.clip(np.floor(s + 0.5), 1, 5)) - r))
+        e = eta * (r - s)
+        w, b = w + e * x, b + e
+    est = WidrowHoff(eta=eta).fit(X, y)
+    np.testing.assert_allclose(est.coef_, w, rtol=1e-12)
+    assert est.intercept_ == pytest.approx(b, rel=1e-12)
+    np.testing.assert_array_equal(est._losses, losses)
+    np.testing.assert_array_equal(est.predict(X), np.clip(np.floor(X @ w + b + 0.5), 1, 5))
+    with pytest.raises(ValueError, match="diverged"):
+        WidrowHoff(eta=1e6).fit(X * 1e3, y)
+
+
+# ------------------------------------------------------------------------------------------------
+# properties
+# ------------------------------------------------------------------------------------------------
+@settings(max_examples=25, deadline=None)
+@given(seed=st.integers(0, 2**31 - 1), k=st.integers(2, 6), tau=st.floats(0.05, 1.0))
+def test_thresholds_stay_ordered_after_every_update(seed, k, tau):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(60, 3)) * rng.uniform(0.1, 10)
+    y = rng.integers(1, k + 1, size=60)
+    est = OAPBPM(n_estimators=4, tau=tau, random_state=seed)
+    for t in range(60):
+        est.partial_fit(X[t:t + 1], y[t:t + 1], classes=np.arange(1, k + 1))
+        assert np.all(np.diff(est.members_thresholds_, axis=1) >= 0)
+        assert np.all(np.diff(est.thresholds_) >= 0)  # averaging preserves the order
+
+
+def test_same_seed_any_n_jobs_identical():
+    X, y = stream(8, T=3000, d=10)
+    models = [OAPBPM(n_estimators=13, tau=0.3, random_state=5, n_jobs=j).fit(X, y) for j in (1, 2, 3, 5)]
+    for m in models[1:]:
+        np.testing.assert_array_equal(m.members_coef_, models[0].members_coef_)
+        np.testing.assert_array_equal(m.members_thresholds_, models[0].members_thresholds_)
+        np.testing.assert_array_equal(m._losses, models[0]._losses)
+    kern = [OAPBPM(n_estimators=7, tau=0.5, kernel="rbf", gamma=0.3, random_state=5, n_jobs=j).fit(X[:600], y[:600])
+            for j in (1, 2)]
+    np.testing.assert_array_equal(kern[0].dual_coef_, kern[1].dual_coef_)
+    np.testing.assert_array_equal(kern[0]._losses, kern[1]._losses)
+    other = OAPBPM(n_estimators=13, tau=0.3, random_state=6).fit(X, y)
+    assert not np.array_equal(other.members_coef_, models[0].members_coef_)
+
+
+@pytest.mark.parametrize("kernel", ["linear", "rbf", "precomputed"])
+@pytest.mark.parametrize("variant", ["bpm", "voted"])
+def test_partial_fit_chunks_equal_one_fit(kernel, variant):
+    X, y = stream(9, T=700)
+    kw = dict(n_estimators=5, tau=0.5, variant=variant, kernel=kernel, random_state=4, gamma=0.5)
+    Xin = np.exp(-0.5 * ((X[:, None, :] - X[None, :, :]) ** 2).sum(-1)) if kernel == "precomputed" else X
+    full = OAPBPM(**kw).fit(Xin, y)
+    part = OAPBPM(**kw)
+    for lo, hi in [(0, 1), (1, 100), (100, 371), (371, 700)]:
+        part.partial_fit(Xin[lo:hi], y[lo:hi], classes=np.unique(y))
+    part.seed_ = part.seed_  # same random_state int -> same seed
+    assert part.seed_ == full.seed_
+    np.testing.assert_array_equal(part._losses, full._losses)
+    np.testing.assert_array_equal(part.members_thresholds_, full.members_thresholds_)
+    np.testing.assert_array_equal(part.predict(Xin), full.predict(Xin))
+
+
+def test_pickle_and_clone_mid_stream():
+    X, y = stream(10, T=400)
+    for est in (OAPBPM(n_estimators=4, random_state=1), OAPBPM(n_estimators=3, kernel="poly", gamma=1.0,
+                                                                random_state=1), PRank(), WidrowHoff(eta=0.01)):
+        a = clone(est).partial_fit(X[:150], y[:150])
+        b = pickle.loads(pickle.dumps(a))
+        a.partial_fit(X[150:], y[150:])
+        b.partial_fit(X[150:], y[150:])
+        np.testing.assert_array_equal(a.predict(X), b.predict(X))
+        np.testing.assert_array_equal(a.rank_loss_curve(), b.rank_loss_curve())
+        c = clone(a)
+        assert not hasattr(c, "classes_") and c.get_params() == a.get_params()
+
+
+def test_arbitrary_ordered_labels_map_to_ranks():
+    X, y = stream(11, T=300, k=4)
+    names = np.array(["a-low", "b-mid", "c-high", "d-top"])
+    est = OAPBPM(n_estimators=5, random_state=0).fit(X, names[y - 1])
+    ref = OAPBPM(n_estimators=5, random_state=0).fit(X, y)
+    np.testing.assert_array_equal(est.predict(X), names[ref.predict(X) - 1])
+    assert est.average_rank_loss_ == ref.average_rank_loss_
+    floats = OAPBPM(n_estimators=5, random_state=0).fit(X, (y * 10.0))
+    np.testing.assert_array_equal(floats.predict(X), ref.predict(X) * 10.0)
+
+
+def test_loss_curve_is_cumulative_average():
+    X, y = stream(12, T=500)
+    est = OAPBPM(n_estimators=10, random_state=0).fit(X, y)
+    curve = est.rank_loss_curve()
+    assert curve.shape == (500,)
+    np.testing.assert_allclose(curve, np.cumsum(est._losses) / np.arange(1, 501))
+    assert curve[-1] == pytest.approx(est.average_rank_loss_)
+    assert curve[-1] < 1.0  # learns something on a linear ordinal stream
+
+
+def test_fit_epochs_and_shuffle():
+    X, y = stream(13, T=200)
+    one = OAPBPM(n_estimators=3, random_state=2, n_epochs=1).fit(X, y)
+    two = OAPBPM(n_estimators=3, random_state=2, n_epochs=2).fit(X, y)
+    assert two.n_seen_ == 400 and two._losses.size == 400
+    np.testing.assert_array_equal(two._losses[:200], one._losses)
+    sh = OAPBPM(n_estimators=3, random_state=2, n_epochs=2, shuffle=True).fit(X, y)
+    sh2 = OAPBPM(n_estimators=3, random_state=2, n_epochs=2, shuffle=True).fit(X, y)
+    np.testing.assert_array_equal(sh.members_coef_, sh2.members_coef_)
+    assert not np.array_equal(sh.members_coef_, two.members_coef_)
+
+
+# ------------------------------------------------------------------------------------------------
+# bad input
+# ------------------------------------------------------------------------------------------------
+def test_bad_input():
+    X, y = stream(14, T=50)
+    with pytest.raises(ValueError, match="at least 2 distinct labels"):
+        PRank().fit(X, np.ones(50))
+    with pytest.raises(ValueError, match="tau"):
+        OAPBPM(tau=0.0).fit(X, y)
+    with pytest.raises(ValueError, match="tau"):
+        OAPBPM(tau=1.5).fit(X, y)
+    with pytest.raises(ValueError, match="n_estimators"):
+        OAPBPM(n_estimators=0).fit(X, y)
+    with pytest.raises(ValueError, match="variant"):
+        OAPBPM(variant="boost").fit(X, y)
+    with pytest.raises(ValueError, match="NaN"):
+        PRank().fit(np.where(np.eye(50, 4) > 0, np.nan, X), y)
+    with pytest.raises(ValueError, match="NaN|infinity"):
+        PRank().fit(np.where(np.eye(50, 4) > 0, np.inf, X), y)
+    with pytest.raises(ValueError, match="orderable"):
+        PRank().fit(X, np.array([1, "a"] * 25, dtype=object))
+    est = OAPBPM(n_estimators=3).partial_fit(X[:20], y[:20], classes=[1, 2, 3, 4, 5])
+    with pytest.raises(ValueError, match="feature"):
+        est.partial_fit(X[20:, :3], y[20:])
+    with pytest.raises(ValueError, match="not in classes_"):
+        est.partial_fit(X[20:], np.full(30, 9))
+    with pytest.raises(ValueError, match="classes="):
+        PRank().partial_fit(X[:5], np.full(5, 2))
+    with pytest.raises(ValueError, match="budget"):
+        PRank(kernel="rbf", budget=0).fit(X, y)
+    with pytest.raises(ValueError, match="Unknown label type"):
+        PRank().fit(X, np.random.default_rng(0).normal(size=50))

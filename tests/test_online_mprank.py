@@ -1,0 +1,104 @@
+"""On-line MPRank (Cortes, Mohri & Rastogi, section 2.5) against the batch closed form (eq. 13)."""
+
+import numpy as np
+import pytest
+
+import fastrank
+from fastrank import OnlineMPRank
+
+
+def batch_mprank_eq13(X, y, Z, C, kern):
+    """h(x') = C' K'(I + Kbar)^-1 (y - ybar), eqs. 11-14 transcribed literally."""
+    m = X.shape[0]
+    Cp = 2.0 * C / m
+    K = kern(X, X)
+    Kbar = Cp * (K - K.mean(1)[:, None] - K.mean(1)[None, :] + K.mean())
+    Kz = kern(Z, X)
+    Kprime = Kz - Kz.mean(1)[:, None]
+    return Cp * Kprime @ np.linalg.solve(np.eye(m) + Kbar, y - y.mean())
+
+
+def pair_objective(h, y, w2, C):
+    m = y.size
+    D = (h[None, :] - h[:, None]) - (y[None, :] - y[:, None])
+    return w2 + C / m**2 * (D**2).sum()
+
+
+lin = lambda A, B: A @ B.T
+rbf = lambda A, B: np.exp(-0.5 * ((A[:, None, :] - B[None, :, :]) ** 2).sum(-1))
+
+
+@pytest.mark.parametrize("algorithm", ["sequential", "gradient"])
+@pytest.mark.parametrize("kernel", ["linear", "rbf"])
+def test_online_mprank_reaches_batch_solution(algorithm, kernel):
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(300, 6))
+    y = X @ rng.normal(size=6) + np.sin(3 * X[:, 0]) + 0.3 * rng.normal(size=300)
+    Z = rng.normal(size=(80, 6))
+    C = 5.0
+    est = OnlineMPRank(C=C, kernel=kernel, gamma=0.5, algorithm=algorithm, tol=1e-12, max_iter=20000).fit(X, y)
+    ref = batch_mprank_eq13(X, y, np.vstack([X, Z]), C, lin if kernel == "linear" else rbf)
+    got = est.decision_function(np.vstack([X, Z]))
+    # stated tolerance: 1e-6 of the prediction scale once the cost has converged to 1e-12
+    np.testing.assert_allclose(got, ref, atol=1e-6 * np.abs(ref).max())
+    assert est.converged_
+    np.testing.assert_allclose(est.predict(Z), ref[300:] + y.mean(), atol=1e-6 * np.abs(ref).max())
+
+
+def test_paper_stopping_rule_is_close_and_cost_decreases():
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(250, 5))
+    y = X @ rng.normal(size=5) + 0.5 * rng.normal(size=250)
+    est = OnlineMPRank(C=2.0).fit(X, y)  # tol = 1e-4: the paper's rule
+    ref = batch_mprank_eq13(X, y, X, 2.0, lin)
+    assert est.converged_ and est.n_iter_ < 1000
+    # the relative cost change < 1e-4 leaves predictions within 1% of the batch solution here
+    assert np.abs(est.decision_function(X) - ref).max() <= 1e-2 * np.abs(ref).max()
+    # dual ascent need not decrease the primal cost monotonically, but it never goes below the optimum
+    exact = OnlineMPRank(C=2.0, tol=1e-14, max_iter=20000).fit(X, y)
+    assert np.all(est.cost_history_ >= exact.cost_history_[-1] * (1 - 1e-12))
+    assert est.cost_history_[-1] <= est.cost_history_[0]
+    # the cost is the pairwise MPRank objective (eq. 15 = the double-sum form)
+    a = est.dual_coef_
+    Xc = X - X.mean(0)
+    w = Xc.T @ a
+    h = X @ w
+    assert est.cost_history_[-1] == pytest.approx(pair_objective(h, y, w @ w, 2.0), rel=1e-9)
+
+
+def test_partial_fit_warm_start_converges_to_batch():
+    rng = np.random.default_rng(2)
+    X = rng.normal(size=(200, 4))
+    y = X @ np.arange(1.0, 5.0) + 0.1 * rng.normal(size=200)
+    est = OnlineMPRank(C=3.0, tol=1e-12, max_iter=5000)
+    est.partial_fit(X[:120], y[:120]).partial_fit(X[120:], y[120:])
+    ref = batch_mprank_eq13(X, y, X, 3.0, lin)
+    np.testing.assert_allclose(est.decision_function(X), ref, atol=1e-6 * np.abs(ref).max())
+
+
+def test_precomputed_and_errors():
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(100, 3))
+    y = X[:, 0] - X[:, 1]
+    K = rbf(X, X)
+    a = OnlineMPRank(C=1.0, kernel="precomputed", tol=1e-12, max_iter=5000).fit(K, y)
+    b = OnlineMPRank(C=1.0, kernel="rbf", gamma=0.5, tol=1e-12, max_iter=5000).fit(X, y)
+    np.testing.assert_allclose(a.decision_function(K), b.decision_function(X), atol=1e-8)
+    with pytest.raises(ValueError, match="C"):
+        OnlineMPRank(C=0).fit(X, y)
+    with pytest.raises(ValueError, match="algorithm"):
+        OnlineMPRank(algorithm="newton").fit(X, y)
+    with pytest.raises(fastrank.LinAlgError, match="diverged"):
+        OnlineMPRank(eta=10.0, algorithm="gradient").fit(X * 100, y)
+
+
+@pytest.mark.skipif(not hasattr(fastrank, "MPRank"), reason="batch fastrank.MPRank not merged yet")
+def test_matches_fastrank_batch_mprank():
+    rng = np.random.default_rng(4)
+    X = rng.normal(size=(200, 5))
+    y = X @ rng.normal(size=5) + 0.2 * rng.normal(size=200)
+    on = OnlineMPRank(C=4.0, tol=1e-13, max_iter=20000).fit(X, y)
+    batch = fastrank.MPRank(C=4.0).fit(X, y)
+    p, q = on.predict(X), batch.predict(X)
+    # MPRank fixes predictions up to a constant
+    np.testing.assert_allclose(p - p.mean(), q - q.mean(), atol=1e-6 * np.abs(q - q.mean()).max())

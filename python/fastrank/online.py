@@ -28,7 +28,7 @@ import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
 from sklearn.utils import check_random_state
 from sklearn.utils.multiclass import check_classification_targets
-from sklearn.utils.validation import check_is_fitted
+from sklearn.utils.validation import check_is_fitted, column_or_1d
 
 from . import _core
 from ._kernels import resolve_kernel
@@ -63,11 +63,30 @@ def _check_real(value, name, *, low=None, high=None, low_open=True, high_open=Fa
     return value
 
 
+def _as_X(X):
+    """``_validation.as_float_matrix`` plus scikit-learn's wording for complex, object and 1-D input."""
+    if X is None:
+        raise ValueError("X must be an array, got None")
+    if not hasattr(X, "toarray"):
+        X = np.asarray(X)
+        if np.iscomplexobj(X):
+            raise ValueError("Complex data not supported")
+        if X.dtype == object:
+            X = X.astype(np.float64)  # TypeError/ValueError from float() propagate unchanged
+        if X.ndim == 1:
+            raise ValueError(
+                "Expected 2D array, got 1D array instead. Reshape your data either using X.reshape(-1, 1) if "
+                "your data has a single feature or X.reshape(1, -1) if it contains a single sample."
+            )
+    return as_float_matrix(X)
+
+
 def _check_labels(y, n_rows):
+    if y is None:
+        raise ValueError("this estimator requires y to be passed, but the target y is None")
     y = np.asarray(y)
     if y.ndim == 2 and y.shape[1] == 1:
-        raise ValueError("y should be a 1d array, got an array of shape "
-                         f"{y.shape} instead; use y.ravel()")
+        y = column_or_1d(y, warn=True)
     if y.ndim != 1:
         raise ValueError(f"y must be 1-D, got shape {y.shape}")
     if y.shape[0] != n_rows:
@@ -139,7 +158,7 @@ class _OAPBase(ClassifierMixin, BaseEstimator):
         k = classes.size
         if k < 2:
             raise ValueError(
-                f"need at least 2 distinct labels (classes), got {k}: {classes.tolist()!r}; PRank-type "
+                f"y has {k} class ({classes.tolist()!r}); need at least 2 distinct labels: PRank-type "
                 "learners rank into k >= 2 ordered classes"
             )
         spec = self._resolve_kernel(n_features)
@@ -161,7 +180,7 @@ class _OAPBase(ClassifierMixin, BaseEstimator):
         self._losses = np.zeros(0, dtype=np.int32)
 
     def _check_X(self, X, *, reset):
-        X = as_float_matrix(X)
+        X = _as_X(X)
         if not reset and X.shape[1] != self.n_features_in_ and self._kernel_kind != "precomputed":
             raise ValueError(
                 f"X has {X.shape[1]} features, but {type(self).__name__} is expecting {self.n_features_in_} "
@@ -305,7 +324,7 @@ class _OAPBase(ClassifierMixin, BaseEstimator):
 
     def _prepare_predict(self, X):
         check_is_fitted(self, "classes_")
-        X = as_float_matrix(X)
+        X = _as_X(X)
         if self._kernel_kind != "precomputed" and X.shape[1] != self.n_features_in_:
             raise ValueError(f"X has {X.shape[1]} features, but {type(self).__name__} is expecting "
                              f"{self.n_features_in_} features as input")
@@ -456,7 +475,7 @@ class WidrowHoff(ClassifierMixin, BaseEstimator):
 
     def _reset(self, classes, n_features):
         if classes.size < 2:
-            raise ValueError(f"need at least 2 distinct labels (classes), got {classes.size}: {classes.tolist()!r}")
+            raise ValueError(f"y has {classes.size} class ({classes.tolist()!r}); need at least 2 distinct labels")
         self.classes_ = classes
         self.n_features_in_ = n_features
         self.coef_ = np.zeros(n_features)
@@ -476,7 +495,7 @@ class WidrowHoff(ClassifierMixin, BaseEstimator):
     def fit(self, X, y):
         """Restart and make ``n_epochs`` passes over (X, y)."""
         self._validate_params()
-        X = as_float_matrix(X)
+        X = _as_X(X)
         y = _check_labels(y, X.shape[0])
         self._reset(_sorted_classes(y), X.shape[1])
         ranks = _to_ranks(self.classes_, y)
@@ -489,7 +508,7 @@ class WidrowHoff(ClassifierMixin, BaseEstimator):
     def partial_fit(self, X, y, classes=None):
         """Continue the stream (``classes`` fixes the ordered label set on the first call)."""
         first = not hasattr(self, "classes_")
-        X = as_float_matrix(X)
+        X = _as_X(X)
         y = _check_labels(y, X.shape[0])
         if first:
             self._validate_params()
@@ -507,7 +526,7 @@ class WidrowHoff(ClassifierMixin, BaseEstimator):
     def decision_function(self, X):
         """The regression score w.x + b on the rank scale 1..k."""
         check_is_fitted(self, "classes_")
-        X = as_float_matrix(X)
+        X = _as_X(X)
         if X.shape[1] != self.n_features_in_:
             raise ValueError(f"X has {X.shape[1]} features, but WidrowHoff is expecting {self.n_features_in_} "
                              "features as input")
@@ -618,8 +637,12 @@ class OnlineMPRank(RegressorMixin, BaseEstimator):
     def fit(self, X, y):
         """Iterate to the MPRank solution on (X, y) from a = 0."""
         self._validate_params()
-        X = as_float_matrix(X)
+        X = _as_X(X)
+        if y is None:
+            raise ValueError("OnlineMPRank requires y to be passed, but the target y is None")
         y = np.asarray(y)
+        if y.ndim == 2 and y.shape[1] == 1:
+            y = column_or_1d(y, warn=True)
         if y.ndim != 1:
             raise ValueError(f"y must be 1-D, got shape {y.shape}")
         y = np.asarray(y, dtype=np.float64)
@@ -638,7 +661,7 @@ class OnlineMPRank(RegressorMixin, BaseEstimator):
         """Append (X, y) to the points kept so far and continue the iteration (warm start)."""
         if not hasattr(self, "X_fit_"):
             return self.fit(X, y)
-        X = as_float_matrix(X)
+        X = _as_X(X)
         y = np.asarray(y, dtype=np.float64).ravel()
         if self._spec.precomputed:
             raise ValueError("partial_fit is not available with a precomputed kernel; call fit with the full matrix")
@@ -661,10 +684,10 @@ class OnlineMPRank(RegressorMixin, BaseEstimator):
         else:
             self.coef_ = None
 
-    def decision_function(self, X):
+    def _h(self, X):
         """h(x) of eq. 13 (centred; no intercept)."""
         check_is_fitted(self, "dual_coef_")
-        X = as_float_matrix(X)
+        X = _as_X(X)
         if self._spec.precomputed:
             if X.shape[1] != self.dual_coef_.size:
                 raise ValueError(f"precomputed kernel: X must have {self.dual_coef_.size} columns, got {X.shape[1]}")
@@ -679,7 +702,7 @@ class OnlineMPRank(RegressorMixin, BaseEstimator):
 
     def predict(self, X):
         """mean(y) + h(x) (eq. 13 plus the training mean)."""
-        return self.decision_function(X) + self.y_mean_
+        return self._h(X) + self.y_mean_
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

@@ -67,9 +67,46 @@ inline double dot(const double* a, const double* b, Index n) {
   return fn(a, b, n);
 }
 
-// w += g * x, two roundings per element exactly like numpy's ``w + g * x``.
-inline void axpy(double g, const double* x, double* w, Index n) {
+// w += g * x, two roundings per element exactly like numpy's ``w + g * x`` (no fused multiply-add).
+void axpy_plain(double g, const double* x, double* w, Index n) {
   for (Index i = 0; i < n; ++i) w[i] += g * x[i];
+}
+
+#ifdef FASTRANK_X86_DISPATCH
+__attribute__((target("avx2"))) void axpy_avx2(double g, const double* x, double* w, Index n) {
+  const __m256d gv = _mm256_set1_pd(g);
+  Index i = 0;
+  for (; i + 4 <= n; i += 4)
+    _mm256_storeu_pd(w + i, _mm256_add_pd(_mm256_loadu_pd(w + i), _mm256_mul_pd(gv, _mm256_loadu_pd(x + i))));
+  for (; i < n; ++i) w[i] += g * x[i];
+}
+#endif
+
+using AxpyFn = void (*)(double, const double*, double*, Index);
+
+AxpyFn pick_axpy() {
+#ifdef FASTRANK_X86_DISPATCH
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx2")) return axpy_avx2;
+#endif
+  return axpy_plain;
+}
+
+inline void axpy(double g, const double* x, double* w, Index n) {
+  static const AxpyFn fn = pick_axpy();
+  fn(g, x, w, n);
+}
+
+// Software prefetch of a row a few examples ahead (the stream is read once, from memory).
+inline void prefetch_row(const double* x, Index d) {
+#if defined(__GNUC__)
+  const char* p = reinterpret_cast<const char*>(x);
+  const Index bytes = d * static_cast<Index>(sizeof(double));
+  for (Index off = 0; off < bytes; off += 64) __builtin_prefetch(p + off, 0, 0);
+#else
+  (void)x;
+  (void)d;
+#endif
 }
 
 // Algorithm 1 lines 3-11 (the mistake branch): a(r) = l(r) where (s - c(r)) l(r) <= 0, with
@@ -127,7 +164,7 @@ inline int vote_prediction(OapVariant variant, std::int64_t H, std::int64_t HV, 
 }
 
 constexpr Index kChunk = 32768;  // examples per parallel section (bounds buffer memory)
-constexpr Index kTile = 64;      // examples per cache tile inside a worker
+constexpr Index kTile = 8;      // examples per cache tile inside a worker (stays in L1 for d ~ 300)
 
 }  // namespace
 
@@ -143,6 +180,29 @@ IntVector oap_linear_fit(RowMatrixCRef X, IndexVectorCRef y, const OapParams& p,
   const std::uint64_t thr = oap_tau_threshold(p.tau);
   std::vector<std::uint64_t> keys(static_cast<size_t>(N));
   for (Index j = 0; j < N; ++j) keys[j] = oap_member_key(p.seed, j);
+  if (N == 1) {
+    // A single member is its own ensemble (all variants agree): one loop, no replay.
+    double* w = W.data();
+    double* c = C.data();
+    std::int64_t v = V[0];
+    for (Index t = 0; t < T; ++t) {
+      const double* x = X.data() + t * X.outerStride();
+      if (t + 4 < T) prefetch_row(x + 4 * X.outerStride(), d);
+      const double s = dot(w, x, d);
+      const int pred = prank_rank(s, c, k);
+      const int yt = static_cast<int>(y[t]);
+      loss[t] = std::abs(pred - yt);
+      if (!oap_draw(keys[0], p.t0 + t, thr)) continue;
+      if (pred == yt) {
+        ++v;
+        continue;
+      }
+      const int g = prank_update(s, c, yt, k, nullptr);
+      if (g != 0) axpy(static_cast<double>(g), x, w, d);
+    }
+    V[0] = v;
+    return loss;
+  }
   const int workers = static_cast<int>(std::max<Index>(1, std::min<Index>(std::max(1, p.n_threads), N)));
   std::vector<WorkerBuffers> bufs(static_cast<size_t>(workers));
   Vector wsum(d), csum(k - 1);
@@ -164,6 +224,7 @@ IntVector oap_linear_fit(RowMatrixCRef X, IndexVectorCRef y, const OapParams& p,
         const Index mlo = N * w_id / workers, mhi = N * (w_id + 1) / workers;
         for (Index ts = 0; ts < len; ts += kTile) {
           const Index te = std::min(len, ts + kTile);
+          for (Index t = te; t < std::min(len, te + kTile); ++t) prefetch_row(X.data() + (c0 + t) * X.outerStride(), d);
           for (Index j = mlo; j < mhi; ++j) {
             double* w = W.data() + j * W.outerStride();
             double* c = C.data() + j * C.outerStride();

@@ -187,7 +187,7 @@ IntVector oap_linear_fit(RowMatrixCRef X, IndexVectorCRef y, const OapParams& p,
     std::int64_t v = V[0];
     for (Index t = 0; t < T; ++t) {
       const double* x = X.data() + t * X.outerStride();
-      if (t + 4 < T) prefetch_row(x + 4 * X.outerStride(), d);
+      if (t + 8 < T) prefetch_row(x + 8 * X.outerStride(), d);
       const double s = dot(w, x, d);
       const int pred = prank_rank(s, c, k);
       const int yt = static_cast<int>(y[t]);

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <mutex>
+#include <vector>
 #include <string>
 
 #include "fastrank/errors.hpp"
@@ -139,47 +141,65 @@ Matrix rankrls_dual_graph(MatrixRef K, const PreferenceGraph& graph, const Vecto
 
 Matrix rankrls_primal_scores(RowMatrixCRef X, IndexVectorCRef order, const GroupStructure& groups, MatrixCRef Y,
                              const Vector& alphas, int n_threads, SolveReport* report) {
-  (void)n_threads;
-  const Index m = X.rows(), n = X.cols(), v = Y.cols();
+  const Index m = X.rows(), n = X.cols(), v = Y.cols(), q = groups.n_groups();
   require(groups.n_rows() == m, "groups must cover every row of X");
   require(Y.rows() == m, "targets must have one row per input");
   const bool identity = order.size() == 0;
   require(identity || order.size() == m, "row order must have one entry per row");
-  // Accumulate G = (S X)^T (S X) and R = (S X)^T (S Y) over chunks of whole groups; a group larger
-  // than a chunk is streamed with its mean computed in a first pass.
+  auto row_of = [&](Index pos) { return identity ? pos : static_cast<Index>(order[pos]); };
+
+  // Group means of X and Y (q x n, q x v).  Few large groups: rows split across threads;
+  // many groups: groups split across threads.
+  RowMatrix x_mean = RowMatrix::Zero(q, n);
+  RowMatrix y_mean = RowMatrix::Zero(q, v);
+  auto mean_of_group = [&](Index k, int threads) {
+    const Index o = groups.offsets[k], size = groups.group_size(k);
+    std::mutex lock;
+    parallel_for(o, o + size, threads, 4096, [&](Index lo, Index hi) {
+      Eigen::RowVectorXd sx = Eigen::RowVectorXd::Zero(n), sy = Eigen::RowVectorXd::Zero(v);
+      for (Index p = lo; p < hi; ++p) {
+        sx += X.row(row_of(p));
+        sy += Y.row(p);
+      }
+      std::lock_guard<std::mutex> guard(lock);
+      x_mean.row(k) += sx;
+      y_mean.row(k) += sy;
+    });
+    x_mean.row(k) /= static_cast<double>(size);
+    y_mean.row(k) /= static_cast<double>(size);
+  };
+  if (q < 4 * static_cast<Index>(std::max(1, n_threads))) {
+    for (Index k = 0; k < q; ++k) mean_of_group(k, n_threads);
+  } else {
+    parallel_for(0, q, n_threads, 16, [&](Index lo, Index hi) {
+      for (Index k = lo; k < hi; ++k) mean_of_group(k, 1);
+    });
+  }
+  std::vector<Index> group_of(static_cast<size_t>(m));
+  for (Index k = 0; k < q; ++k)
+    for (Index p = groups.offsets[k]; p < groups.offsets[k + 1]; ++p) group_of[p] = k;
+
+  // Accumulate G = (S X)^T (S X) and R = (S X)^T (S Y) (eq. 30) over row chunks of S X, held
+  // row-major so each centred row is written contiguously; as column-major the chunk is
+  // (S X)_chunk^T (n x rows), which SYRK/GEMM take directly.
   const Index chunk_rows = std::max<Index>(256, std::min<Index>(m, (Index(1) << 21) / std::max<Index>(1, n)));
+  RowMatrix B(chunk_rows, n);
+  Matrix BY(chunk_rows, v);
   Matrix G = Matrix::Zero(n, n);
   Matrix R = Matrix::Zero(n, v);
-  Matrix B(chunk_rows, n);    // centred, scaled rows of X (column-major for BLAS)
-  Matrix BY(chunk_rows, v);   // matching rows of S Y
-  Index filled = 0;
-  auto row_of = [&](Index pos) { return identity ? pos : static_cast<Index>(order[pos]); };
-  auto flush = [&]() {
-    if (filled == 0) return;
-    lapack::syrk_lower('T', n, filled, 1.0, B.data(), B.rows(), 1.0, G.data(), G.rows());
-    lapack::gemm('T', 'N', n, v, filled, 1.0, B.data(), B.rows(), BY.data(), BY.rows(), 1.0, R.data(), R.rows());
-    filled = 0;
-  };
-  for (Index q = 0; q < groups.n_groups(); ++q) {
-    const Index o = groups.offsets[q], size = groups.group_size(q);
-    const double s = groups.scale[q];
-    if (size < 2) continue;  // a singleton group has no pairs: its centred row is zero
-    Eigen::RowVectorXd mean = Eigen::RowVectorXd::Zero(n);
-    Eigen::RowVectorXd ymean = Eigen::RowVectorXd::Zero(v);
-    for (Index p = o; p < o + size; ++p) {
-      mean += X.row(row_of(p));
-      ymean += Y.row(p);
-    }
-    mean /= static_cast<double>(size);
-    ymean /= static_cast<double>(size);
-    for (Index p = o; p < o + size; ++p) {
-      if (filled == chunk_rows) flush();
-      B.row(filled) = s * (X.row(row_of(p)) - mean);
-      BY.row(filled) = s * (Y.row(p) - ymean);
-      ++filled;
-    }
+  for (Index start = 0; start < m; start += chunk_rows) {
+    const Index rows = std::min(chunk_rows, m - start);
+    parallel_for(0, rows, n_threads, 512, [&](Index lo, Index hi) {
+      for (Index r = lo; r < hi; ++r) {
+        const Index p = start + r, k = group_of[p];
+        const double s = groups.scale[k];
+        B.row(r) = s * (X.row(row_of(p)) - x_mean.row(k));
+        BY.row(r) = s * (Y.row(p) - y_mean.row(k));
+      }
+    });
+    lapack::syrk_lower('N', n, rows, 1.0, B.data(), n, 1.0, G.data(), G.rows());
+    lapack::gemm('N', 'N', n, v, rows, 1.0, B.data(), n, BY.data(), BY.rows(), 1.0, R.data(), R.rows());
   }
-  flush();
   lapack::symmetrize_from_lower(G);
   return solve_shifted_system(G, R, alphas, report);
 }

@@ -12,7 +12,8 @@ from .exceptions import IllConditionedWarning, LinAlgError
 __version__ = "0.1.0"
 
 # --- public estimators and modules (one import line per area) ---
-from .online import OAPBPM, OnlineMPRank, PRank, WidrowHoff  # noqa: E402
+from ._rankrls import MPRank, RankRLS, RankRLSPath, rankrls_path
+from .online import OAPBPM, OnlineMPRank, PRank, WidrowHoff
 
-__all__ = ["LinAlgError", "IllConditionedWarning", "exceptions", "__version__"]
+__all__ = ["RankRLS", "MPRank", "RankRLSPath", "rankrls_path", "LinAlgError", "IllConditionedWarning", "exceptions", "__version__"]
 __all__ += ["PRank", "OAPBPM", "WidrowHoff", "OnlineMPRank"]

@@ -558,8 +558,10 @@ class OnlineMPRank(RegressorMixin, BaseEstimator):
     ``cost_history_``).  The fixed point is the batch solution (eq. 13): a = (Kt + m/(2C) I)^-1 yt,
     the same model as ``fastrank.MPRank`` (RankRLS with alpha = m^2 / (2C) on all pairs).
 
-    ``predict(x) = mean(y) + sum_i a_i (K(x, x_i) - mean_k K(x, x_k))``: eq. 13 fixes h only up to a
-    constant; the training mean of y is added so predictions are on the scale of y.
+    ``predict(x) = sum_i a_i (K(x, x_i) - mean_k K(x, x_k))`` is eq. 13 exactly, like
+    ``fastrank.MPRank.predict``: only differences of scores are meaningful (the objective is
+    invariant to adding a constant); ``y_mean_`` is the constant that puts them on the scale of y.
+    ``score`` is the pairwise ranking accuracy, as for ``fastrank.MPRank``.
 
     eta=None picks a safe step: 1 / (2 max_i Kt_ii + m/C) (sequential; exact coordinate steps when
     the diagonal is constant) or 1 / (2.2 lambda_max(Kt) + m/C) with lambda_max estimated by power
@@ -701,8 +703,29 @@ class OnlineMPRank(RegressorMixin, BaseEstimator):
         return (Kx - Kx.mean(axis=1, keepdims=True)) @ self.dual_coef_
 
     def predict(self, X):
-        """mean(y) + h(x) (eq. 13 plus the training mean)."""
-        return self._h(X) + self.y_mean_
+        """Ranking scores h(x) of eq. 13 (higher ranks higher; defined up to a constant)."""
+        return self._h(X)
+
+    def score(self, X, y, groups=None):
+        """Pairwise ranking accuracy 1 - pairwise_disagreement(y, predict(X), groups, ties="half")
+        (pairs tied in y ignored, tied scores half an error), as ``fastrank.MPRank.score``."""
+        pred = self.predict(X)
+        y = np.asarray(y, dtype=np.float64).ravel()
+        try:
+            from .metrics import pairwise_disagreement
+        except ImportError:  # metrics module not available: the same quantity without groups
+            pairwise_disagreement = None
+        if pairwise_disagreement is not None:
+            return 1.0 - pairwise_disagreement(y, pred, groups, ties="half")
+        if groups is not None:
+            raise ValueError("groups need fastrank.metrics")
+        dy = np.sign(y[:, None] - y[None, :])
+        dp = np.sign(pred[:, None] - pred[None, :])
+        rel = dy > 0
+        if not rel.any():
+            return float("nan")
+        err = (dp[rel] < 0).sum() + 0.5 * (dp[rel] == 0).sum()
+        return 1.0 - err / rel.sum()
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

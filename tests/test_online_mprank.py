@@ -93,7 +93,6 @@ def test_precomputed_and_errors():
         OnlineMPRank(eta=10.0, algorithm="gradient").fit(X * 100, y)
 
 
-@pytest.mark.skipif(not hasattr(fastrank, "MPRank"), reason="batch fastrank.MPRank not merged yet")
 def test_matches_fastrank_batch_mprank():
     rng = np.random.default_rng(4)
     X = rng.normal(size=(200, 5))

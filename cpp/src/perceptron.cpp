@@ -163,7 +163,7 @@ inline int vote_prediction(OapVariant variant, std::int64_t H, std::int64_t HV, 
   return round_mean_rank(H, static_cast<std::int64_t>(N));
 }
 
-constexpr Index kChunk = 32768;  // examples per parallel section (bounds buffer memory)
+constexpr Index kChunk = 8192;  // examples per parallel section (bounds buffer memory)
 constexpr Index kTile = 8;      // examples per cache tile inside a worker (stays in L1 for d ~ 300)
 
 }  // namespace

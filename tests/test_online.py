@@ -289,3 +289,19 @@ def test_bad_input():
         PRank(kernel="rbf", budget=0).fit(X, y)
     with pytest.raises(ValueError, match="Unknown label type"):
         PRank().fit(X, np.random.default_rng(0).normal(size=50))
+
+
+def test_widrow_hoff_streaming_and_errors():
+    X, y = stream(15, T=300)
+    full = WidrowHoff(eta=0.01).fit(X, y)
+    part = WidrowHoff(eta=0.01)
+    for lo, hi in [(0, 7), (7, 150), (150, 300)]:
+        part.partial_fit(X[lo:hi], y[lo:hi], classes=[1, 2, 3, 4, 5])
+    np.testing.assert_array_equal(part.coef_, full.coef_)
+    np.testing.assert_array_equal(part.rank_loss_curve(), full.rank_loss_curve())
+    with pytest.raises(ValueError, match="feature"):
+        part.partial_fit(X[:5, :2], y[:5])
+    with pytest.raises(ValueError, match="eta"):
+        WidrowHoff(eta=-1.0).fit(X, y)
+    with pytest.raises(ValueError, match="not in classes_"):
+        part.partial_fit(X[:5], np.full(5, 0))

@@ -381,8 +381,10 @@ class PRank(_OAPBase):
         "precomputed" — the kernel form keeps the representer expansion
         f(x) = sum_t alpha_t K(x_t, x) with alpha_t = sum_r a_t(r) (section 3 end).
     gamma, degree, coef0 : kernel parameters (scikit-learn conventions; gamma=None -> 1/n_features).
-    budget : int or None — keep only the last ``budget`` stream examples in the expansion
-        (sliding-window truncation; memory stays bounded).  None: unbounded.
+    budget : int or None — kernel forms only: the expansion keeps only the stream examples of the
+        last ``budget`` rounds (a sliding-window truncation in the spirit of Kivinen, Smola &
+        Williamson 2001; memory stays bounded and the result still depends only on the stream, not
+        on how it is cut into ``partial_fit`` calls).  None: unbounded.  Ignored for "linear".
     n_epochs : passes over the data in ``fit``.  shuffle : reshuffle each pass in ``fit``.
     random_state : seeds the shuffling.
     """

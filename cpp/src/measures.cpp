@@ -1,0 +1,456 @@
+#include "fastrank/measures.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+#include "fastrank/errors.hpp"
+#include "fastrank/parallel.hpp"
+
+namespace fastrank {
+
+namespace {
+
+// Throws only on failure (no std::string built on the hot path).
+inline void ensure(bool ok, const char* message) {
+  if (!ok) throw std::invalid_argument(message);
+}
+
+inline std::uint64_t double_bits(double v) {
+  if (v == 0.0) v = 0.0;  // -0.0 and 0.0 are one value
+  std::uint64_t b;
+  std::memcpy(&b, &v, sizeof b);
+  return b;
+}
+
+inline std::int64_t pairs_of(std::int64_t n) { return n * (n - 1) / 2; }
+
+// "How many inserted labels rank above r, and their sum" for many labels: a Fenwick tree.
+template <bool Weighted>
+struct FenwickCounter {
+  Index K;
+  std::int64_t* cnt;
+  double* sum;
+  std::int64_t total = 0;
+  double total_sum = 0.0;
+  FenwickCounter(Index k, std::vector<std::int64_t>& c, std::vector<double>& s) : K(k) {
+    if (static_cast<Index>(c.size()) < K + 1) c.assign(K + 1, 0);
+    if (Weighted && static_cast<Index>(s.size()) < K + 1) s.assign(K + 1, 0.0);
+    cnt = c.data();
+    sum = Weighted ? s.data() : nullptr;
+  }
+  inline void query(std::int32_t r, std::int64_t& c, double& s) const {
+    std::int64_t cle = 0;
+    double sle = 0.0;
+    for (Index i = r + 1; i > 0; i -= i & (-i)) {
+      cle += cnt[i];
+      if (Weighted) sle += sum[i];
+    }
+    c = total - cle;
+    s = Weighted ? total_sum - sle : 0.0;
+  }
+  inline void insert(std::int32_t r, double v) {
+    ++total;
+    if (Weighted) total_sum += v;
+    for (Index i = r + 1; i <= K; i += i & (-i)) {
+      ++cnt[i];
+      if (Weighted) sum[i] += v;
+    }
+  }
+  // Zero the tree again: the touched paths for a small group, everything for a big one.
+  void reset(const std::int32_t* ranks, Index n) {
+    if (n * 8 > K) {
+      std::fill(cnt, cnt + K + 1, 0);
+      if (Weighted) std::fill(sum, sum + K + 1, 0.0);
+    } else {
+      for (Index t = 0; t < n; ++t)
+        for (Index i = ranks[t] + 1; i <= K; i += i & (-i)) {
+          cnt[i] = 0;
+          if (Weighted) sum[i] = 0.0;
+        }
+    }
+  }
+};
+
+struct Scratch {
+  std::vector<std::int64_t> fen_cnt;
+  std::vector<double> fen_sum;
+  std::vector<std::int64_t> hist;        // label counts inside a group
+  std::vector<std::int64_t> hist_block;  // label counts inside a tied block
+  std::vector<std::int32_t> local;       // group-local ranks
+  std::vector<double> local_values;
+  std::vector<std::int32_t> tmp;
+};
+
+template <bool Weighted, class Ctr>
+void sweep(const double* fs, const std::int32_t* rk, const double* vals, Index n, Ctr& ct, Scratch& sc,
+           std::int64_t& disc, std::int64_t& tied_rel, double& wdisc, double& wtied) {
+  std::int64_t* hb = sc.hist_block.data();
+  Index s = 0;
+  while (s < n) {
+    const double fv = fs[s];
+    Index e = s + 1;
+    while (e < n && fs[e] == fv) ++e;
+    if (e == s + 1) {  // the common case: no tie
+      const std::int32_t r = rk[s];
+      std::int64_t c;
+      double sg;
+      ct.query(r, c, sg);
+      disc += c;
+      if (Weighted) wdisc += sg - static_cast<double>(c) * vals[r];
+      ct.insert(r, vals[r]);
+      s = e;
+      continue;
+    }
+    for (Index t = s; t < e; ++t) {
+      std::int64_t c;
+      double sg;
+      ct.query(rk[t], c, sg);
+      disc += c;
+      if (Weighted) wdisc += sg - static_cast<double>(c) * vals[rk[t]];
+    }
+    const Index b = e - s;
+    std::int64_t same_b = 0;
+    for (Index t = s; t < e; ++t) same_b += hb[rk[t]]++;
+    for (Index t = s; t < e; ++t) hb[rk[t]] = 0;
+    tied_rel += pairs_of(b) - same_b;
+    if (Weighted) {
+      sc.tmp.assign(rk + s, rk + e);
+      std::sort(sc.tmp.begin(), sc.tmp.end());
+      double acc = 0.0;
+      for (Index t = 0; t < b; ++t) acc += vals[sc.tmp[t]] * static_cast<double>(2 * t - b + 1);
+      wtied += acc;
+    }
+    for (Index t = s; t < e; ++t) ct.insert(rk[t], vals[rk[t]]);
+    s = e;
+  }
+}
+
+// Few labels (K <= 32): per tied block only the block's label histogram is built per element;
+// queries and inserts are O(K) per block.  Untied rows go through the per-row update.
+template <bool Weighted>
+void sweep_direct(const double* fs, const std::int32_t* rk, const double* vals, Index K, Index n,
+                  std::int64_t& same, std::int64_t& disc, std::int64_t& tied_rel, double& wdisc, double& wtied) {
+  std::int64_t gt[33] = {0};   // inserted rows with rank > r
+  double gs[33] = {0.0};       // their label sum
+  std::int64_t hb[33] = {0};   // histogram of the current block
+  std::int64_t total[33] = {0};
+  Index s = 0;
+  while (s < n) {
+    const double fv = fs[s];
+    Index e = s + 1;
+    while (e < n && fs[e] == fv) ++e;
+    const Index b = e - s;
+    if (b * 2 < K) {  // short block: row by row
+      for (Index t = s; t < e; ++t) {
+        const std::int32_t r = rk[t];
+        disc += gt[r];
+        if (Weighted) wdisc += gs[r] - static_cast<double>(gt[r]) * vals[r];
+      }
+      if (b > 1) {
+        std::int64_t same_b = 0;
+        for (Index t = s; t < e; ++t) same_b += hb[rk[t]]++;
+        tied_rel += pairs_of(b) - same_b;
+        if (Weighted) {
+          std::int64_t cb = 0;
+          double sb = 0.0, acc = 0.0;
+          for (Index r = 0; r < K; ++r) {
+            acc += static_cast<double>(hb[r]) * (vals[r] * static_cast<double>(cb) - sb);
+            cb += hb[r];
+            sb += static_cast<double>(hb[r]) * vals[r];
+          }
+          wtied += acc;
+        }
+        for (Index t = s; t < e; ++t) hb[rk[t]] = 0;
+      }
+      for (Index t = s; t < e; ++t) {
+        const std::int32_t r = rk[t];
+        ++total[r];
+        for (std::int32_t u = 0; u < r; ++u) ++gt[u];
+        if (Weighted)
+          for (std::int32_t u = 0; u < r; ++u) gs[u] += vals[r];
+      }
+    } else {  // long block: histogram first
+      for (Index t = s; t < e; ++t) ++hb[rk[t]];
+      std::int64_t same_b = 0, cb = 0;
+      double sb = 0.0, acc = 0.0;
+      for (Index r = 0; r < K; ++r) {
+        const std::int64_t h = hb[r];
+        same_b += pairs_of(h);
+        disc += h * gt[r];
+        if (Weighted) {
+          wdisc += static_cast<double>(h) * (gs[r] - static_cast<double>(gt[r]) * vals[r]);
+          acc += static_cast<double>(h) * (vals[r] * static_cast<double>(cb) - sb);
+          sb += static_cast<double>(h) * vals[r];
+        }
+        cb += h;
+      }
+      tied_rel += pairs_of(b) - same_b;
+      if (Weighted) wtied += acc;
+      std::int64_t above = 0;
+      double above_sum = 0.0;
+      for (Index r = K - 1; r >= 0; --r) {
+        gt[r] += above;
+        if (Weighted) gs[r] += above_sum;
+        above += hb[r];
+        if (Weighted) above_sum += static_cast<double>(hb[r]) * vals[r];
+        total[r] += hb[r];
+        hb[r] = 0;
+      }
+    }
+    s = e;
+  }
+  same = 0;
+  for (Index r = 0; r < K; ++r) same += pairs_of(total[r]);
+}
+
+// One group: fs ascending scores, rk ranks in [0, K) in the same order, vals[r] = label of rank r.
+void sweep_group(const double* fs, const std::int32_t* rk, const double* vals, Index K, Index n, bool weighted,
+                 Scratch& sc, double* out) {
+  for (int c = 0; c < kNumPairStats; ++c) out[c] = 0.0;
+  if (n < 2) return;
+  if (static_cast<Index>(sc.hist.size()) < K) {
+    sc.hist.assign(K, 0);
+    sc.hist_block.assign(K, 0);
+  }
+  std::int64_t same = 0, disc = 0, tied_rel = 0;
+  double wdisc = 0.0, wtied = 0.0;
+  if (K <= 32) {
+    if (weighted)
+      sweep_direct<true>(fs, rk, vals, K, n, same, disc, tied_rel, wdisc, wtied);
+    else
+      sweep_direct<false>(fs, rk, vals, K, n, same, disc, tied_rel, wdisc, wtied);
+  } else {
+    // Labels tied with each other: same = sum_r C(count_r, 2).
+    std::int64_t* h = sc.hist.data();
+    for (Index t = 0; t < n; ++t) same += h[rk[t]]++;
+    for (Index t = 0; t < n; ++t) h[rk[t]] = 0;
+    if (weighted) {
+      FenwickCounter<true> ct(K, sc.fen_cnt, sc.fen_sum);
+      sweep<true>(fs, rk, vals, n, ct, sc, disc, tied_rel, wdisc, wtied);
+      ct.reset(rk, n);
+    } else {
+      FenwickCounter<false> ct(K, sc.fen_cnt, sc.fen_sum);
+      sweep<false>(fs, rk, vals, n, ct, sc, disc, tied_rel, wdisc, wtied);
+      ct.reset(rk, n);
+    }
+  }
+  out[kPairs] = static_cast<double>(pairs_of(n));
+  out[kRelevant] = static_cast<double>(pairs_of(n) - same);
+  out[kDiscordant] = static_cast<double>(disc);
+  out[kTiedRelevant] = static_cast<double>(tied_rel);
+  out[kWeightedDiscordant] = wdisc;
+  out[kWeightedTied] = wtied;
+}
+
+}  // namespace
+
+bool dense_ranks_small(const double* y, Index m, Index max_distinct, std::int32_t* rank, std::vector<double>& values) {
+  values.clear();
+  if (m == 0) return true;
+  // Integer-valued labels in a modest range: a direct table.
+  double l4[4] = {y[0], y[0], y[0], y[0]}, h4[4] = {y[0], y[0], y[0], y[0]};
+  Index i0 = 0;
+  for (; i0 + 4 <= m; i0 += 4)
+    for (int u = 0; u < 4; ++u) {
+      l4[u] = y[i0 + u] < l4[u] ? y[i0 + u] : l4[u];
+      h4[u] = y[i0 + u] > h4[u] ? y[i0 + u] : h4[u];
+    }
+  for (; i0 < m; ++i0) {
+    l4[0] = std::min(l4[0], y[i0]);
+    h4[0] = std::max(h4[0], y[i0]);
+  }
+  const double lo = std::min(std::min(l4[0], l4[1]), std::min(l4[2], l4[3]));
+  const double hi = std::max(std::max(h4[0], h4[1]), std::max(h4[2], h4[3]));
+  const double span = hi - lo;
+  if (span < static_cast<double>(std::max<Index>(4 * m, 1 << 16)) && span < 1e9 && std::fabs(lo) < 1e15) {
+    const Index width = static_cast<Index>(span) + 1;
+    std::vector<std::int32_t> table(width, 0);
+    bool integral = true;
+    for (Index i = 0; i < m; ++i) {
+      const double d = y[i] - lo;  // exact for integers of this size
+      const std::int64_t t = static_cast<std::int64_t>(d);
+      integral &= (static_cast<double>(t) == d);
+      rank[i] = static_cast<std::int32_t>(t);
+    }
+    if (integral) {
+      for (Index i = 0; i < m; ++i) table[rank[i]] = 1;
+      std::int32_t r = 0;
+      for (Index t = 0; t < width; ++t) {
+        if (table[t]) {
+          values.push_back(lo + static_cast<double>(t));
+          table[t] = r++;
+        }
+      }
+      for (Index i = 0; i < m; ++i) rank[i] = table[rank[i]];
+      return true;
+    }
+  }
+  // A small open-addressing hash set of the bit patterns.
+  Index cap = 16;
+  while (cap < 4 * max_distinct) cap *= 2;
+  std::vector<std::uint64_t> keys(cap, 0);
+  std::vector<std::int32_t> slot_rank(cap, -1);
+  std::vector<double> distinct;
+  const std::uint64_t mask = static_cast<std::uint64_t>(cap - 1);
+  auto find = [&](std::uint64_t key) -> Index {
+    std::uint64_t h = (key * 0x9E3779B97F4A7C15ULL) >> 20;
+    for (;;) {
+      const Index p = static_cast<Index>(h & mask);
+      if (slot_rank[p] < 0 || keys[p] == key) return p;
+      ++h;
+    }
+  };
+  for (Index i = 0; i < m; ++i) {
+    const std::uint64_t key = double_bits(y[i]);
+    const Index p = find(key);
+    if (slot_rank[p] < 0) {
+      if (static_cast<Index>(distinct.size()) >= max_distinct) return false;
+      keys[p] = key;
+      slot_rank[p] = static_cast<std::int32_t>(distinct.size());
+      distinct.push_back(y[i] == 0.0 ? 0.0 : y[i]);
+    }
+    rank[i] = slot_rank[p];  // insertion index for now
+  }
+  const Index K = static_cast<Index>(distinct.size());
+  std::vector<std::int32_t> perm(K);
+  for (Index t = 0; t < K; ++t) perm[t] = static_cast<std::int32_t>(t);
+  std::sort(perm.begin(), perm.end(), [&](std::int32_t a, std::int32_t b) { return distinct[a] < distinct[b]; });
+  std::vector<std::int32_t> remap(K);
+  values.resize(K);
+  for (Index t = 0; t < K; ++t) {
+    remap[perm[t]] = static_cast<std::int32_t>(t);
+    values[t] = distinct[perm[t]];
+  }
+  for (Index i = 0; i < m; ++i) rank[i] = remap[rank[i]];
+  return true;
+}
+
+void dense_ranks_from_order(const double* y, const std::int64_t* order, Index m, std::int32_t* rank,
+                            std::vector<double>& values) {
+  values.clear();
+  std::int32_t r = -1;
+  double prev = 0.0;
+  for (Index k = 0; k < m; ++k) {
+    const std::int64_t j = order[k];
+    ensure(j >= 0 && j < m, "order is not a permutation");
+    const double v = y[j];
+    if (k > 0) ensure(!(v < prev), "order does not sort y ascending");
+    if (k == 0 || v != prev) {
+      ++r;
+      values.push_back(v == 0.0 ? 0.0 : v);
+      prev = v;
+    }
+    rank[j] = r;
+  }
+}
+
+RowMatrix pair_statistics(const double* f, const std::int64_t* f_order, const std::int32_t* yrank,
+                          const double* values, Index K, Index m, const std::int64_t* codes, Index n_groups,
+                          bool weighted, int n_threads) {
+  ensure(n_groups >= 1, "n_groups must be >= 1");
+  RowMatrix out = RowMatrix::Zero(n_groups, kNumPairStats);
+  if (m == 0) return out;
+  // Rows in (group, f) order, gathered once into contiguous arrays.
+  std::vector<Index> offsets(n_groups + 1, 0);
+  std::vector<double> fs(m);
+  std::vector<std::int32_t> rk(m);
+  if (codes == nullptr) {
+    ensure(n_groups == 1, "codes missing for several groups");
+    offsets[1] = m;
+    for (Index k = 0; k < m; ++k) {
+      const std::int64_t j = f_order[k];
+      ensure(j >= 0 && j < m, "f_order is not a permutation");
+      fs[k] = f[j];
+      rk[k] = yrank[j];
+    }
+  } else {
+    for (Index i = 0; i < m; ++i) {
+      ensure(codes[i] >= 0 && codes[i] < n_groups, "group code out of range");
+      ++offsets[codes[i] + 1];
+    }
+    for (Index q = 0; q < n_groups; ++q) offsets[q + 1] += offsets[q];
+    std::vector<Index> pos(offsets.begin(), offsets.end() - 1);
+    for (Index k = 0; k < m; ++k) {
+      const std::int64_t j = f_order[k];
+      ensure(j >= 0 && j < m, "f_order is not a permutation");
+      const Index p = pos[codes[j]]++;
+      fs[p] = f[j];
+      rk[p] = yrank[j];
+    }
+  }
+  parallel_for(0, n_groups, n_threads, 1, [&](Index q0, Index q1) {
+    Scratch sc;
+    for (Index q = q0; q < q1; ++q) {
+      const Index lo = offsets[q], n = offsets[q + 1] - lo;
+      for (Index t = lo + 1; t < lo + n; ++t) ensure(!(fs[t] < fs[t - 1]), "f_order does not sort f ascending");
+      double* row = out.data() + q * kNumPairStats;
+      if (n >= 2 && K > 32 && K > 4 * n) {
+        // Small group in a large label set: group-local dense ranks.
+        sc.tmp.assign(rk.begin() + lo, rk.begin() + lo + n);
+        std::sort(sc.tmp.begin(), sc.tmp.end());
+        sc.tmp.erase(std::unique(sc.tmp.begin(), sc.tmp.end()), sc.tmp.end());
+        const Index kg = static_cast<Index>(sc.tmp.size());
+        sc.local_values.resize(kg);
+        for (Index t = 0; t < kg; ++t) sc.local_values[t] = values[sc.tmp[t]];
+        sc.local.resize(n);
+        for (Index t = 0; t < n; ++t)
+          sc.local[t] = static_cast<std::int32_t>(std::lower_bound(sc.tmp.begin(), sc.tmp.end(), rk[lo + t]) -
+                                                  sc.tmp.begin());
+        sweep_group(fs.data() + lo, sc.local.data(), sc.local_values.data(), kg, n, weighted, sc, row);
+      } else {
+        sweep_group(fs.data() + lo, rk.data() + lo, values, K, n, weighted, sc, row);
+      }
+    }
+  });
+  return out;
+}
+
+RowMatrix dcg_statistics(const double* y, const double* f, const std::int64_t* order, const std::int64_t* offsets,
+                         Index n_groups, Index k, int gain, int n_threads) {
+  RowMatrix out = RowMatrix::Zero(n_groups, 2);
+  Index max_n = 0;
+  for (Index q = 0; q < n_groups; ++q) {
+    ensure(offsets[q + 1] >= offsets[q], "offsets must be non-decreasing");
+    max_n = std::max<Index>(max_n, offsets[q + 1] - offsets[q]);
+  }
+  const Index cut = k <= 0 ? max_n : std::min<Index>(k, max_n);
+  std::vector<double> disc(cut);
+  for (Index p = 0; p < cut; ++p) disc[p] = 1.0 / std::log2(static_cast<double>(p) + 2.0);
+  auto g = [gain](double v) { return gain == 1 ? std::exp2(v) - 1.0 : v; };
+  parallel_for(0, n_groups, n_threads, 64, [&](Index q0, Index q1) {
+    std::vector<std::int64_t> idx;
+    std::vector<double> gains;
+    for (Index q = q0; q < q1; ++q) {
+      const Index lo = offsets[q], n = offsets[q + 1] - lo;
+      if (n == 0) continue;
+      idx.assign(order + lo, order + lo + n);
+      std::sort(idx.begin(), idx.end(), [&](std::int64_t a, std::int64_t b) { return f[a] > f[b]; });
+      double dcg = 0.0;
+      Index s = 0;
+      while (s < n && s < cut) {
+        Index e = s + 1;
+        while (e < n && f[idx[e]] == f[idx[s]]) ++e;
+        double gsum = 0.0, dsum = 0.0;
+        for (Index t = s; t < e; ++t) {
+          gsum += g(y[idx[t]]);
+          if (t < cut) dsum += disc[t];
+        }
+        dcg += gsum / static_cast<double>(e - s) * dsum;
+        s = e;
+      }
+      gains.resize(n);
+      for (Index t = 0; t < n; ++t) gains[t] = g(y[idx[t]]);
+      const Index top = std::min<Index>(n, cut);
+      std::partial_sort(gains.begin(), gains.begin() + top, gains.end(), std::greater<double>());
+      double ideal = 0.0;
+      for (Index t = 0; t < top; ++t) ideal += gains[t] * disc[t];
+      out(q, 0) = dcg;
+      out(q, 1) = ideal;
+    }
+  });
+  return out;
+}
+
+}  // namespace fastrank

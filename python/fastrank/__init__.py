@@ -12,5 +12,6 @@ from .exceptions import IllConditionedWarning, LinAlgError
 __version__ = "0.1.0"
 
 # --- public estimators and modules (one import line per area) ---
+from . import datasets, metrics  # noqa: E402  (ranking measures, bundled data)
 
-__all__ = ["LinAlgError", "IllConditionedWarning", "exceptions", "__version__"]
+__all__ = ["LinAlgError", "IllConditionedWarning", "exceptions", "__version__", "metrics", "datasets"]

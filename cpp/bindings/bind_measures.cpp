@@ -95,20 +95,20 @@ void bind_measures(py::module_& m) {
       "w_discordant, w_tied.");
   m.def(
       "dcg_statistics",
-      [](DArr y, DArr f, I64Arr order, I64Arr offsets, Index k, int gain, int n_threads) {
+      [](DArr y, DArr f, py::object codes, Index n_groups, Index k, int gain, int n_threads) {
         ensure(y.ndim() == 1 && f.ndim() == 1 && y.shape(0) == f.shape(0), "y and f must be 1-D, same length");
         const Index n = y.shape(0);
-        check_1d(order, n, "order");
-        ensure(offsets.ndim() == 1 && offsets.shape(0) >= 1, "offsets must be 1-D");
-        const Index G = offsets.shape(0) - 1;
-        const std::int64_t* off = offsets.data();
-        ensure(off[0] == 0 && off[G] == n, "offsets must run from 0 to m");
-        const std::int64_t* o = order.data();
-        for (Index i = 0; i < n; ++i) ensure(o[i] >= 0 && o[i] < n, "order out of range");
+        const std::int64_t* cp = nullptr;
+        I64Arr carr;
+        if (!codes.is_none()) {
+          carr = codes.cast<I64Arr>();
+          check_1d(carr, n, "codes");
+          cp = carr.data();
+        }
         py::gil_scoped_release release;
-        return dcg_statistics(y.data(), f.data(), o, off, G, k, gain, n_threads);
+        return dcg_statistics(y.data(), f.data(), cp, n, n_groups, k, gain, n_threads);
       },
-      py::arg("y").noconvert(), py::arg("f").noconvert(), py::arg("order").noconvert(),
-      py::arg("offsets").noconvert(), py::arg("k"), py::arg("gain"), py::arg("n_threads"),
+      py::arg("y").noconvert(), py::arg("f").noconvert(), py::arg("codes"), py::arg("n_groups"), py::arg("k"),
+      py::arg("gain"), py::arg("n_threads"),
       "Per-group (DCG, ideal DCG) with tie-averaged gains; gain 0 linear, 1 exponential.");
 }

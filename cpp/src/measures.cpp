@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <functional>
 #include <limits>
+#include <utility>
 
 #include "fastrank/errors.hpp"
 #include "fastrank/parallel.hpp"
@@ -359,7 +361,15 @@ RowMatrix pair_statistics(const double* f, const std::int64_t* f_order, const st
   if (codes == nullptr) {
     ensure(n_groups == 1, "codes missing for several groups");
     offsets[1] = m;
+    constexpr Index ahead = 16;
     for (Index k = 0; k < m; ++k) {
+      if (k + ahead < m) {
+        const std::int64_t jn = f_order[k + ahead];
+        if (jn >= 0 && jn < m) {
+          __builtin_prefetch(f + jn);
+          __builtin_prefetch(yrank + jn);
+        }
+      }
       const std::int64_t j = f_order[k];
       ensure(j >= 0 && j < m, "f_order is not a permutation");
       fs[k] = f[j];
@@ -407,41 +417,58 @@ RowMatrix pair_statistics(const double* f, const std::int64_t* f_order, const st
   return out;
 }
 
-RowMatrix dcg_statistics(const double* y, const double* f, const std::int64_t* order, const std::int64_t* offsets,
-                         Index n_groups, Index k, int gain, int n_threads) {
+RowMatrix dcg_statistics(const double* y, const double* f, const std::int64_t* codes, Index m, Index n_groups,
+                         Index k, int gain, int n_threads) {
+  ensure(n_groups >= 1, "n_groups must be >= 1");
   RowMatrix out = RowMatrix::Zero(n_groups, 2);
-  Index max_n = 0;
-  for (Index q = 0; q < n_groups; ++q) {
-    ensure(offsets[q + 1] >= offsets[q], "offsets must be non-decreasing");
-    max_n = std::max<Index>(max_n, offsets[q + 1] - offsets[q]);
+  // Group blocks by a counting sort of the codes; each block holds (score, gain) pairs.
+  std::vector<Index> offsets(n_groups + 1, 0);
+  if (codes == nullptr) {
+    ensure(n_groups == 1, "codes missing for several groups");
+    offsets[1] = m;
+  } else {
+    for (Index i = 0; i < m; ++i) {
+      ensure(codes[i] >= 0 && codes[i] < n_groups, "group code out of range");
+      ++offsets[codes[i] + 1];
+    }
+    for (Index q = 0; q < n_groups; ++q) offsets[q + 1] += offsets[q];
   }
+  auto g = [gain](double v) { return gain == 1 ? std::exp2(v) - 1.0 : v; };
+  std::vector<std::pair<double, double>> items(m);  // (-score, gain): ascending = best first
+  {
+    std::vector<Index> pos(offsets.begin(), offsets.end() - 1);
+    for (Index i = 0; i < m; ++i) items[pos[codes == nullptr ? 0 : codes[i]]++] = {-f[i], g(y[i])};
+  }
+  Index max_n = 0;
+  for (Index q = 0; q < n_groups; ++q) max_n = std::max<Index>(max_n, offsets[q + 1] - offsets[q]);
   const Index cut = k <= 0 ? max_n : std::min<Index>(k, max_n);
   std::vector<double> disc(cut);
   for (Index p = 0; p < cut; ++p) disc[p] = 1.0 / std::log2(static_cast<double>(p) + 2.0);
-  auto g = [gain](double v) { return gain == 1 ? std::exp2(v) - 1.0 : v; };
   parallel_for(0, n_groups, n_threads, 64, [&](Index q0, Index q1) {
-    std::vector<std::int64_t> idx;
     std::vector<double> gains;
     for (Index q = q0; q < q1; ++q) {
       const Index lo = offsets[q], n = offsets[q + 1] - lo;
       if (n == 0) continue;
-      idx.assign(order + lo, order + lo + n);
-      std::sort(idx.begin(), idx.end(), [&](std::int64_t a, std::int64_t b) { return f[a] > f[b]; });
+      auto* it = items.data() + lo;
+      // only the order of the scores matters; gains inside a tie are averaged below
+      std::sort(it, it + n, [](const std::pair<double, double>& a, const std::pair<double, double>& b) {
+        return a.first < b.first;
+      });
       double dcg = 0.0;
       Index s = 0;
       while (s < n && s < cut) {
         Index e = s + 1;
-        while (e < n && f[idx[e]] == f[idx[s]]) ++e;
+        while (e < n && it[e].first == it[s].first) ++e;
         double gsum = 0.0, dsum = 0.0;
         for (Index t = s; t < e; ++t) {
-          gsum += g(y[idx[t]]);
+          gsum += it[t].second;
           if (t < cut) dsum += disc[t];
         }
         dcg += gsum / static_cast<double>(e - s) * dsum;
         s = e;
       }
       gains.resize(n);
-      for (Index t = 0; t < n; ++t) gains[t] = g(y[idx[t]]);
+      for (Index t = 0; t < n; ++t) gains[t] = it[t].second;
       const Index top = std::min<Index>(n, cut);
       std::partial_sort(gains.begin(), gains.begin() + top, gains.end(), std::greater<double>());
       double ideal = 0.0;

@@ -51,11 +51,11 @@ RowMatrix pair_statistics(const double* f, const std::int64_t* f_order, const st
                           const double* values, Index K, Index m, const std::int64_t* codes,
                           Index n_groups, bool weighted, int n_threads);
 
-// Per-group DCG and ideal DCG (n_groups, 2).  Rows of group q are order[offsets[q]:offsets[q+1]].
+// Per-group DCG and ideal DCG (n_groups, 2); codes as in pair_statistics (nullptr: one group).
 // gain: 0 -> linear (g = y), 1 -> exponential (g = 2^y - 1).  Discount 1/log2(position + 1),
 // positions 1..k (k <= 0: no cutoff).  Ties in the scores: the gains of a tied block are averaged
 // over the block's positions (the expectation over all orderings of the tie, as scikit-learn).
-RowMatrix dcg_statistics(const double* y, const double* f, const std::int64_t* order,
-                         const std::int64_t* offsets, Index n_groups, Index k, int gain, int n_threads);
+RowMatrix dcg_statistics(const double* y, const double* f, const std::int64_t* codes, Index m, Index n_groups,
+                         Index k, int gain, int n_threads);
 
 }  // namespace fastrank

@@ -61,13 +61,14 @@ struct FenwickCounter {
     }
   }
   // Zero the tree again: the touched paths for a small group, everything for a big one.
-  void reset(const std::int32_t* ranks, Index n) {
+  template <class Acc>
+  void reset(const Acc& A, Index n) {
     if (n * 8 > K) {
       std::fill(cnt, cnt + K + 1, 0);
       if (Weighted) std::fill(sum, sum + K + 1, 0.0);
     } else {
       for (Index t = 0; t < n; ++t)
-        for (Index i = ranks[t] + 1; i <= K; i += i & (-i)) {
+        for (Index i = A.r(t) + 1; i <= K; i += i & (-i)) {
           cnt[i] = 0;
           if (Weighted) sum[i] = 0.0;
         }
@@ -85,17 +86,19 @@ struct Scratch {
   std::vector<std::int32_t> tmp;
 };
 
-template <bool Weighted, class Ctr>
-void sweep(const double* fs, const std::int32_t* rk, const double* vals, Index n, Ctr& ct, Scratch& sc,
+template <bool Weighted, class Ctr, class Acc>
+void sweep(const Acc& A, const double* vals, Index n, Ctr& ct, Scratch& sc,
            std::int64_t& disc, std::int64_t& tied_rel, double& wdisc, double& wtied) {
   std::int64_t* hb = sc.hist_block.data();
   Index s = 0;
   while (s < n) {
-    const double fv = fs[s];
+    const double fv = A.f(s);
     Index e = s + 1;
-    while (e < n && fs[e] == fv) ++e;
+    while (e < n && A.f(e) == fv) ++e;
+    if (e < n && A.f(e) < fv) throw std::invalid_argument("f_order does not sort f ascending");
+    A.prefetch(e + 16, n);
     if (e == s + 1) {  // the common case: no tie
-      const std::int32_t r = rk[s];
+      const std::int32_t r = A.r(s);
       std::int64_t c;
       double sg;
       ct.query(r, c, sg);
@@ -108,31 +111,32 @@ void sweep(const double* fs, const std::int32_t* rk, const double* vals, Index n
     for (Index t = s; t < e; ++t) {
       std::int64_t c;
       double sg;
-      ct.query(rk[t], c, sg);
+      ct.query(A.r(t), c, sg);
       disc += c;
-      if (Weighted) wdisc += sg - static_cast<double>(c) * vals[rk[t]];
+      if (Weighted) wdisc += sg - static_cast<double>(c) * vals[A.r(t)];
     }
     const Index b = e - s;
     std::int64_t same_b = 0;
-    for (Index t = s; t < e; ++t) same_b += hb[rk[t]]++;
-    for (Index t = s; t < e; ++t) hb[rk[t]] = 0;
+    for (Index t = s; t < e; ++t) same_b += hb[A.r(t)]++;
+    for (Index t = s; t < e; ++t) hb[A.r(t)] = 0;
     tied_rel += pairs_of(b) - same_b;
     if (Weighted) {
-      sc.tmp.assign(rk + s, rk + e);
+      sc.tmp.resize(b);
+      for (Index t = s; t < e; ++t) sc.tmp[t - s] = A.r(t);
       std::sort(sc.tmp.begin(), sc.tmp.end());
       double acc = 0.0;
       for (Index t = 0; t < b; ++t) acc += vals[sc.tmp[t]] * static_cast<double>(2 * t - b + 1);
       wtied += acc;
     }
-    for (Index t = s; t < e; ++t) ct.insert(rk[t], vals[rk[t]]);
+    for (Index t = s; t < e; ++t) ct.insert(A.r(t), vals[A.r(t)]);
     s = e;
   }
 }
 
 // Few labels (K <= 32): per tied block only the block's label histogram is built per element;
 // queries and inserts are O(K) per block.  Untied rows go through the per-row update.
-template <bool Weighted>
-void sweep_direct(const double* fs, const std::int32_t* rk, const double* vals, Index K, Index n,
+template <bool Weighted, class Acc>
+void sweep_direct(const Acc& A, const double* vals, Index K, Index n,
                   std::int64_t& same, std::int64_t& disc, std::int64_t& tied_rel, double& wdisc, double& wtied) {
   std::int64_t gt[33] = {0};   // inserted rows with rank > r
   double gs[33] = {0.0};       // their label sum
@@ -140,19 +144,21 @@ void sweep_direct(const double* fs, const std::int32_t* rk, const double* vals, 
   std::int64_t total[33] = {0};
   Index s = 0;
   while (s < n) {
-    const double fv = fs[s];
+    const double fv = A.f(s);
     Index e = s + 1;
-    while (e < n && fs[e] == fv) ++e;
+    while (e < n && A.f(e) == fv) ++e;
+    if (e < n && A.f(e) < fv) throw std::invalid_argument("f_order does not sort f ascending");
+    A.prefetch(e + 16, n);
     const Index b = e - s;
     if (b * 2 < K) {  // short block: row by row
       for (Index t = s; t < e; ++t) {
-        const std::int32_t r = rk[t];
+        const std::int32_t r = A.r(t);
         disc += gt[r];
         if (Weighted) wdisc += gs[r] - static_cast<double>(gt[r]) * vals[r];
       }
       if (b > 1) {
         std::int64_t same_b = 0;
-        for (Index t = s; t < e; ++t) same_b += hb[rk[t]]++;
+        for (Index t = s; t < e; ++t) same_b += hb[A.r(t)]++;
         tied_rel += pairs_of(b) - same_b;
         if (Weighted) {
           std::int64_t cb = 0;
@@ -164,17 +170,17 @@ void sweep_direct(const double* fs, const std::int32_t* rk, const double* vals, 
           }
           wtied += acc;
         }
-        for (Index t = s; t < e; ++t) hb[rk[t]] = 0;
+        for (Index t = s; t < e; ++t) hb[A.r(t)] = 0;
       }
       for (Index t = s; t < e; ++t) {
-        const std::int32_t r = rk[t];
+        const std::int32_t r = A.r(t);
         ++total[r];
         for (std::int32_t u = 0; u < r; ++u) ++gt[u];
         if (Weighted)
           for (std::int32_t u = 0; u < r; ++u) gs[u] += vals[r];
       }
     } else {  // long block: histogram first
-      for (Index t = s; t < e; ++t) ++hb[rk[t]];
+      for (Index t = s; t < e; ++t) ++hb[A.r(t)];
       std::int64_t same_b = 0, cb = 0;
       double sb = 0.0, acc = 0.0;
       for (Index r = 0; r < K; ++r) {
@@ -207,9 +213,34 @@ void sweep_direct(const double* fs, const std::int32_t* rk, const double* vals, 
   for (Index r = 0; r < K; ++r) same += pairs_of(total[r]);
 }
 
-// One group: fs ascending scores, rk ranks in [0, K) in the same order, vals[r] = label of rank r.
-void sweep_group(const double* fs, const std::int32_t* rk, const double* vals, Index K, Index n, bool weighted,
-                 Scratch& sc, double* out) {
+// Row k of a group: score A.f(k) (ascending in k), label rank A.r(k) in [0, K).
+struct Access {
+  const std::int64_t* ord;
+  const double* fp;
+  const std::int32_t* yr;
+  double f(Index k) const { return fp[ord[k]]; }
+  std::int32_t r(Index k) const { return yr[ord[k]]; }
+  void prefetch(Index k, Index n) const {
+    if (k < n) {
+      __builtin_prefetch(fp + ord[k]);
+      __builtin_prefetch(yr + ord[k]);
+    }
+  }
+};
+struct LocalAccess {  // group-local ranks, materialized
+  const std::int64_t* ord;
+  const double* fp;
+  const std::int32_t* local;
+  double f(Index k) const { return fp[ord[k]]; }
+  std::int32_t r(Index k) const { return local[k]; }
+  void prefetch(Index k, Index n) const {
+    if (k < n) __builtin_prefetch(fp + ord[k]);
+  }
+};
+
+// One group; vals[r] = label of rank r.
+template <class Acc>
+void sweep_group(const Acc& A, const double* vals, Index K, Index n, bool weighted, Scratch& sc, double* out) {
   for (int c = 0; c < kNumPairStats; ++c) out[c] = 0.0;
   if (n < 2) return;
   if (static_cast<Index>(sc.hist.size()) < K) {
@@ -220,22 +251,22 @@ void sweep_group(const double* fs, const std::int32_t* rk, const double* vals, I
   double wdisc = 0.0, wtied = 0.0;
   if (K <= 32) {
     if (weighted)
-      sweep_direct<true>(fs, rk, vals, K, n, same, disc, tied_rel, wdisc, wtied);
+      sweep_direct<true>(A, vals, K, n, same, disc, tied_rel, wdisc, wtied);
     else
-      sweep_direct<false>(fs, rk, vals, K, n, same, disc, tied_rel, wdisc, wtied);
+      sweep_direct<false>(A, vals, K, n, same, disc, tied_rel, wdisc, wtied);
   } else {
     // Labels tied with each other: same = sum_r C(count_r, 2).
     std::int64_t* h = sc.hist.data();
-    for (Index t = 0; t < n; ++t) same += h[rk[t]]++;
-    for (Index t = 0; t < n; ++t) h[rk[t]] = 0;
+    for (Index t = 0; t < n; ++t) same += h[A.r(t)]++;
+    for (Index t = 0; t < n; ++t) h[A.r(t)] = 0;
     if (weighted) {
       FenwickCounter<true> ct(K, sc.fen_cnt, sc.fen_sum);
-      sweep<true>(fs, rk, vals, n, ct, sc, disc, tied_rel, wdisc, wtied);
-      ct.reset(rk, n);
+      sweep<true>(A, vals, n, ct, sc, disc, tied_rel, wdisc, wtied);
+      ct.reset(A, n);
     } else {
       FenwickCounter<false> ct(K, sc.fen_cnt, sc.fen_sum);
-      sweep<false>(fs, rk, vals, n, ct, sc, disc, tied_rel, wdisc, wtied);
-      ct.reset(rk, n);
+      sweep<false>(A, vals, n, ct, sc, disc, tied_rel, wdisc, wtied);
+      ct.reset(A, n);
     }
   }
   out[kPairs] = static_cast<double>(pairs_of(n));
@@ -354,27 +385,14 @@ RowMatrix pair_statistics(const double* f, const std::int64_t* f_order, const st
   ensure(n_groups >= 1, "n_groups must be >= 1");
   RowMatrix out = RowMatrix::Zero(n_groups, kNumPairStats);
   if (m == 0) return out;
-  // Rows in (group, f) order, gathered once into contiguous arrays.
+  // Rows in (group, f) order: f_order itself for one group, else a counting sort of it by group.
   std::vector<Index> offsets(n_groups + 1, 0);
-  std::vector<double> fs(m);
-  std::vector<std::int32_t> rk(m);
+  std::vector<std::int64_t> grouped;
+  const std::int64_t* ord = f_order;
+  for (Index k = 0; k < m; ++k) ensure(f_order[k] >= 0 && f_order[k] < m, "f_order is not a permutation");
   if (codes == nullptr) {
     ensure(n_groups == 1, "codes missing for several groups");
     offsets[1] = m;
-    constexpr Index ahead = 16;
-    for (Index k = 0; k < m; ++k) {
-      if (k + ahead < m) {
-        const std::int64_t jn = f_order[k + ahead];
-        if (jn >= 0 && jn < m) {
-          __builtin_prefetch(f + jn);
-          __builtin_prefetch(yrank + jn);
-        }
-      }
-      const std::int64_t j = f_order[k];
-      ensure(j >= 0 && j < m, "f_order is not a permutation");
-      fs[k] = f[j];
-      rk[k] = yrank[j];
-    }
   } else {
     for (Index i = 0; i < m; ++i) {
       ensure(codes[i] >= 0 && codes[i] < n_groups, "group code out of range");
@@ -382,23 +400,22 @@ RowMatrix pair_statistics(const double* f, const std::int64_t* f_order, const st
     }
     for (Index q = 0; q < n_groups; ++q) offsets[q + 1] += offsets[q];
     std::vector<Index> pos(offsets.begin(), offsets.end() - 1);
+    grouped.resize(m);
     for (Index k = 0; k < m; ++k) {
       const std::int64_t j = f_order[k];
-      ensure(j >= 0 && j < m, "f_order is not a permutation");
-      const Index p = pos[codes[j]]++;
-      fs[p] = f[j];
-      rk[p] = yrank[j];
+      grouped[pos[codes[j]]++] = j;
     }
+    ord = grouped.data();
   }
   parallel_for(0, n_groups, n_threads, 1, [&](Index q0, Index q1) {
     Scratch sc;
     for (Index q = q0; q < q1; ++q) {
       const Index lo = offsets[q], n = offsets[q + 1] - lo;
-      for (Index t = lo + 1; t < lo + n; ++t) ensure(!(fs[t] < fs[t - 1]), "f_order does not sort f ascending");
       double* row = out.data() + q * kNumPairStats;
       if (n >= 2 && K > 32 && K > 4 * n) {
         // Small group in a large label set: group-local dense ranks.
-        sc.tmp.assign(rk.begin() + lo, rk.begin() + lo + n);
+        sc.tmp.resize(n);
+        for (Index t = 0; t < n; ++t) sc.tmp[t] = yrank[ord[lo + t]];
         std::sort(sc.tmp.begin(), sc.tmp.end());
         sc.tmp.erase(std::unique(sc.tmp.begin(), sc.tmp.end()), sc.tmp.end());
         const Index kg = static_cast<Index>(sc.tmp.size());
@@ -406,11 +423,13 @@ RowMatrix pair_statistics(const double* f, const std::int64_t* f_order, const st
         for (Index t = 0; t < kg; ++t) sc.local_values[t] = values[sc.tmp[t]];
         sc.local.resize(n);
         for (Index t = 0; t < n; ++t)
-          sc.local[t] = static_cast<std::int32_t>(std::lower_bound(sc.tmp.begin(), sc.tmp.end(), rk[lo + t]) -
-                                                  sc.tmp.begin());
-        sweep_group(fs.data() + lo, sc.local.data(), sc.local_values.data(), kg, n, weighted, sc, row);
+          sc.local[t] = static_cast<std::int32_t>(
+              std::lower_bound(sc.tmp.begin(), sc.tmp.end(), yrank[ord[lo + t]]) - sc.tmp.begin());
+        LocalAccess A{ord + lo, f, sc.local.data()};
+        sweep_group(A, sc.local_values.data(), kg, n, weighted, sc, row);
       } else {
-        sweep_group(fs.data() + lo, rk.data() + lo, values, K, n, weighted, sc, row);
+        Access A{ord + lo, f, yrank};
+        sweep_group(A, values, K, n, weighted, sc, row);
       }
     }
   });

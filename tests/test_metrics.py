@@ -415,3 +415,28 @@ def test_bad_groups_and_options():
     assert M.kendall_distance([1.0], [2.0], normalize=False) == 0
     with pytest.raises(ValueError, match="n_jobs"):
         M.pairwise_disagreement([0, 1], [1, 2], n_jobs=0)
+
+
+def test_many_distinct_labels_merge_path_against_chunked_pairs():
+    # K > 2^14 distinct labels in one group takes the merge-sort path; the oracle compares all
+    # 1.6e8 pairs in vectorized chunks.
+    rng = np.random.default_rng(10)
+    m = 16500
+    y = rng.permutation(m).astype(float) * 0.5 + rng.uniform(0, 0.1, m)
+    y[:50] = y[50:100]  # some label ties as well
+    f = np.round(y / m + rng.normal(size=m), 1)  # heavy score ties
+    disc = tied = wdisc = wtied = rel = 0.0
+    for i in range(m - 1):  # row i against j > i, one vector at a time (memory stays small)
+        dy, df = y[i] - y[i + 1:], f[i] - f[i + 1:]
+        ady = np.abs(dy)
+        dis = dy * df < 0
+        tie = df == 0
+        rel += np.count_nonzero(dy)
+        disc += np.count_nonzero(dis)
+        tied += np.count_nonzero(tie & (dy != 0))
+        wdisc += ady[dis].sum()
+        wtied += ady[tie].sum()
+    assert M.pairwise_disagreement(y, f) == pytest.approx((disc + tied) / rel, rel=1e-12)
+    assert M.pairwise_disagreement(y, f, ties="half") == pytest.approx((disc + 0.5 * tied) / rel, rel=1e-12)
+    assert M.discrete_ranking_loss(y, f) == pytest.approx((wdisc + 0.5 * wtied) / (m * (m - 1) / 2), rel=1e-10)
+    assert M.kendall_distance(y, f, normalize=False) == disc

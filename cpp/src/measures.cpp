@@ -28,6 +28,10 @@ inline std::uint64_t double_bits(double v) {
 
 inline std::int64_t pairs_of(std::int64_t n) { return n * (n - 1) / 2; }
 
+// Above this many distinct labels in a group, a merge sort replaces the Fenwick tree (whose
+// random accesses stop fitting in cache).
+constexpr Index kFenwickMaxLabels = 1 << 14;
+
 // "How many inserted labels rank above r, and their sum" for many labels: a Fenwick tree.
 template <bool Weighted>
 struct FenwickCounter {
@@ -213,6 +217,109 @@ void sweep_direct(const Acc& A, const double* vals, Index K, Index n,
   for (Index r = 0; r < K; ++r) same += pairs_of(total[r]);
 }
 
+// Many labels and a big group: ranks in score order (each tied-score block sorted by rank, so
+// that pairs tied in the scores are never inversions), then a merge sort that counts strict
+// inversions (= discordant pairs) and their label-difference sums.  O(n log n), sequential memory.
+template <bool Weighted, class Acc>
+void sweep_merge(const Acc& A, const double* vals, Index n, Scratch& sc, std::int64_t& same, std::int64_t& disc,
+                 std::int64_t& tied_rel, double& wdisc, double& wtied) {
+  std::vector<std::int32_t> buf_a(n), buf_b(n);
+  std::int32_t* a = buf_a.data();
+  std::int32_t* b = buf_b.data();
+  Index s = 0;
+  while (s < n) {
+    const double fv = A.f(s);
+    a[s] = A.r(s);
+    Index e = s + 1;
+    A.prefetch(s + 16, n);
+    while (e < n && A.f(e) == fv) {
+      a[e] = A.r(e);
+      ++e;
+    }
+    if (e < n && A.f(e) < fv) throw std::invalid_argument("f_order does not sort f ascending");
+    const Index bl = e - s;
+    if (bl > 1) {
+      std::sort(a + s, a + e);
+      std::int64_t same_b = 0;
+      Index run = 1;
+      double acc = 0.0;
+      for (Index t = s + 1; t <= e; ++t) {
+        if (t < e && a[t] == a[t - 1]) {
+          ++run;
+        } else {
+          same_b += pairs_of(run);
+          run = 1;
+        }
+      }
+      if (Weighted)
+        for (Index t = 0; t < bl; ++t) acc += vals[a[s + t]] * static_cast<double>(2 * t - bl + 1);
+      tied_rel += pairs_of(bl) - same_b;
+      wtied += acc;
+    }
+    s = e;
+  }
+  (void)sc;
+  constexpr Index RUN = 16;
+  for (Index lo = 0; lo < n; lo += RUN) {  // insertion sort: each shift is one inversion
+    const Index hi = std::min(lo + RUN, n);
+    for (Index i = lo + 1; i < hi; ++i) {
+      const std::int32_t x = a[i];
+      Index j = i;
+      while (j > lo && a[j - 1] > x) {
+        a[j] = a[j - 1];
+        if (Weighted) wdisc += vals[a[j]] - vals[x];
+        --j;
+      }
+      disc += i - j;
+      a[j] = x;
+    }
+  }
+  for (Index width = RUN; width < n; width *= 2) {
+    for (Index lo = 0; lo < n; lo += 2 * width) {
+      const Index mid = std::min(lo + width, n), hi = std::min(lo + 2 * width, n);
+      Index i = lo, j = mid, k = lo;
+      if (Weighted) {
+        double lsum = 0.0;
+        for (Index t = lo; t < mid; ++t) lsum += vals[a[t]];
+        while (i < mid && j < hi) {
+          if (a[j] < a[i]) {
+            disc += mid - i;
+            wdisc += lsum - static_cast<double>(mid - i) * vals[a[j]];
+            b[k++] = a[j++];
+          } else {
+            lsum -= vals[a[i]];
+            b[k++] = a[i++];
+          }
+        }
+      } else {
+        std::int64_t inv = 0;
+        while (i < mid && j < hi) {
+          const std::int32_t li = a[i], rj = a[j];
+          const bool take_r = rj < li;
+          b[k++] = take_r ? rj : li;
+          inv += take_r ? (mid - i) : 0;
+          j += take_r;
+          i += !take_r;
+        }
+        disc += inv;
+      }
+      while (i < mid) b[k++] = a[i++];
+      while (j < hi) b[k++] = a[j++];
+    }
+    std::swap(a, b);
+  }
+  same = 0;
+  Index run = 1;
+  for (Index t = 1; t <= n; ++t) {
+    if (t < n && a[t] == a[t - 1]) {
+      ++run;
+    } else {
+      same += pairs_of(run);
+      run = 1;
+    }
+  }
+}
+
 // Row k of a group: score A.f(k) (ascending in k), label rank A.r(k) in [0, K).
 struct Access {
   const std::int64_t* ord;
@@ -243,10 +350,6 @@ template <class Acc>
 void sweep_group(const Acc& A, const double* vals, Index K, Index n, bool weighted, Scratch& sc, double* out) {
   for (int c = 0; c < kNumPairStats; ++c) out[c] = 0.0;
   if (n < 2) return;
-  if (static_cast<Index>(sc.hist.size()) < K) {
-    sc.hist.assign(K, 0);
-    sc.hist_block.assign(K, 0);
-  }
   std::int64_t same = 0, disc = 0, tied_rel = 0;
   double wdisc = 0.0, wtied = 0.0;
   if (K <= 32) {
@@ -254,7 +357,16 @@ void sweep_group(const Acc& A, const double* vals, Index K, Index n, bool weight
       sweep_direct<true>(A, vals, K, n, same, disc, tied_rel, wdisc, wtied);
     else
       sweep_direct<false>(A, vals, K, n, same, disc, tied_rel, wdisc, wtied);
+  } else if (K > kFenwickMaxLabels) {
+    if (weighted)
+      sweep_merge<true>(A, vals, n, sc, same, disc, tied_rel, wdisc, wtied);
+    else
+      sweep_merge<false>(A, vals, n, sc, same, disc, tied_rel, wdisc, wtied);
   } else {
+    if (static_cast<Index>(sc.hist.size()) < K) {
+      sc.hist.assign(K, 0);
+      sc.hist_block.assign(K, 0);
+    }
     // Labels tied with each other: same = sum_r C(count_r, 2).
     std::int64_t* h = sc.hist.data();
     for (Index t = 0; t < n; ++t) same += h[A.r(t)]++;

@@ -334,15 +334,12 @@ struct Access {
     }
   }
 };
-struct LocalAccess {  // group-local ranks, materialized
-  const std::int64_t* ord;
+struct ContigAccess {  // rows already gathered in order
   const double* fp;
-  const std::int32_t* local;
-  double f(Index k) const { return fp[ord[k]]; }
-  std::int32_t r(Index k) const { return local[k]; }
-  void prefetch(Index k, Index n) const {
-    if (k < n) __builtin_prefetch(fp + ord[k]);
-  }
+  const std::int32_t* rp;
+  double f(Index k) const { return fp[k]; }
+  std::int32_t r(Index k) const { return rp[k]; }
+  void prefetch(Index, Index) const {}
 };
 
 // One group; vals[r] = label of rank r.
@@ -497,10 +494,11 @@ RowMatrix pair_statistics(const double* f, const std::int64_t* f_order, const st
   ensure(n_groups >= 1, "n_groups must be >= 1");
   RowMatrix out = RowMatrix::Zero(n_groups, kNumPairStats);
   if (m == 0) return out;
-  // Rows in (group, f) order: f_order itself for one group, else a counting sort of it by group.
+  // One group: the sweep streams through f_order (no copies).  Several groups: rows gathered
+  // into (group, f) order by a counting sort of f_order.
   std::vector<Index> offsets(n_groups + 1, 0);
-  std::vector<std::int64_t> grouped;
-  const std::int64_t* ord = f_order;
+  std::vector<double> fs;
+  std::vector<std::int32_t> rk;
   for (Index k = 0; k < m; ++k) ensure(f_order[k] >= 0 && f_order[k] < m, "f_order is not a permutation");
   if (codes == nullptr) {
     ensure(n_groups == 1, "codes missing for several groups");
@@ -512,22 +510,33 @@ RowMatrix pair_statistics(const double* f, const std::int64_t* f_order, const st
     }
     for (Index q = 0; q < n_groups; ++q) offsets[q + 1] += offsets[q];
     std::vector<Index> pos(offsets.begin(), offsets.end() - 1);
-    grouped.resize(m);
+    fs.resize(m);
+    rk.resize(m);
+    constexpr Index ahead = 16;
     for (Index k = 0; k < m; ++k) {
+      if (k + ahead < m) {
+        const std::int64_t jn = f_order[k + ahead];
+        __builtin_prefetch(f + jn);
+        __builtin_prefetch(yrank + jn);
+        __builtin_prefetch(codes + jn);
+      }
       const std::int64_t j = f_order[k];
-      grouped[pos[codes[j]]++] = j;
+      const Index p = pos[codes[j]]++;
+      fs[p] = f[j];
+      rk[p] = yrank[j];
     }
-    ord = grouped.data();
   }
   parallel_for(0, n_groups, n_threads, 1, [&](Index q0, Index q1) {
     Scratch sc;
     for (Index q = q0; q < q1; ++q) {
       const Index lo = offsets[q], n = offsets[q + 1] - lo;
       double* row = out.data() + q * kNumPairStats;
-      if (n >= 2 && K > 32 && K > 4 * n) {
+      if (codes == nullptr) {  // one group: stream through the sort order, no copies
+        Access A{f_order, f, yrank};
+        sweep_group(A, values, K, n, weighted, sc, row);
+      } else if (n >= 2 && K > 32 && K > 4 * n) {
         // Small group in a large label set: group-local dense ranks.
-        sc.tmp.resize(n);
-        for (Index t = 0; t < n; ++t) sc.tmp[t] = yrank[ord[lo + t]];
+        sc.tmp.assign(rk.begin() + lo, rk.begin() + lo + n);
         std::sort(sc.tmp.begin(), sc.tmp.end());
         sc.tmp.erase(std::unique(sc.tmp.begin(), sc.tmp.end()), sc.tmp.end());
         const Index kg = static_cast<Index>(sc.tmp.size());
@@ -535,12 +544,12 @@ RowMatrix pair_statistics(const double* f, const std::int64_t* f_order, const st
         for (Index t = 0; t < kg; ++t) sc.local_values[t] = values[sc.tmp[t]];
         sc.local.resize(n);
         for (Index t = 0; t < n; ++t)
-          sc.local[t] = static_cast<std::int32_t>(
-              std::lower_bound(sc.tmp.begin(), sc.tmp.end(), yrank[ord[lo + t]]) - sc.tmp.begin());
-        LocalAccess A{ord + lo, f, sc.local.data()};
+          sc.local[t] = static_cast<std::int32_t>(std::lower_bound(sc.tmp.begin(), sc.tmp.end(), rk[lo + t]) -
+                                                  sc.tmp.begin());
+        ContigAccess A{fs.data() + lo, sc.local.data()};
         sweep_group(A, sc.local_values.data(), kg, n, weighted, sc, row);
       } else {
-        Access A{ord + lo, f, yrank};
+        ContigAccess A{fs.data() + lo, rk.data() + lo};
         sweep_group(A, values, K, n, weighted, sc, row);
       }
     }

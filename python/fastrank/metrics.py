@@ -119,13 +119,13 @@ def _label_ranks(y):
     return res
 
 
-def _pair_stats(y, f, gi, weighted, n_jobs=None):
+def _pair_stats(y, f, gi, weighted, n_jobs=None, ranks=None):
     """(n_groups, 6): pairs, relevant, discordant, tied_relevant, w_discordant, w_tied.
 
     discordant: y_i > y_j and f_i < f_j; tied_relevant: y_i != y_j and f_i == f_j; the w_ columns
     sum |y_i - y_j| over discordant pairs and over all score-tied pairs.
     """
-    yrank, values = _label_ranks(y)
+    yrank, values = _label_ranks(y) if ranks is None else ranks
     order = np.argsort(f).astype(np.int64, copy=False)
     if gi is None or gi.n_groups == 1:
         codes, n_groups = None, 1
@@ -180,9 +180,10 @@ def auc(y_true, y_score):
     1, +1).  Equal to sklearn.metrics.roc_auc_score.  O(m log m).
     """
     y, f = _as_pair(y_true, y_score, "y_true", "y_score")
-    if np.unique(y).size != 2:
+    ranks = _label_ranks(y)
+    if ranks[1].size != 2:
         raise ValueError("auc needs y_true with exactly two distinct values (both classes present)")
-    S = _pair_stats(y, f, None, False)[0]
+    S = _pair_stats(y, f, None, False, ranks=ranks)[0]
     return float(1.0 - (S[2] + 0.5 * S[3]) / S[1])
 
 

@@ -472,9 +472,17 @@ bool dense_ranks_small(const double* y, Index m, Index max_distinct, std::int32_
 void dense_ranks_from_order(const double* y, const std::int64_t* order, Index m, std::int32_t* rank,
                             std::vector<double>& values) {
   values.clear();
+  values.reserve(static_cast<std::size_t>(std::min<Index>(m, 1 << 20)));
   std::int32_t r = -1;
   double prev = 0.0;
   for (Index k = 0; k < m; ++k) {
+    if (k + 16 < m) {
+      const std::int64_t jn = order[k + 16];
+      if (jn >= 0 && jn < m) {
+        __builtin_prefetch(y + jn);
+        __builtin_prefetch(rank + jn, 1);
+      }
+    }
     const std::int64_t j = order[k];
     ensure(j >= 0 && j < m, "order is not a permutation");
     const double v = y[j];

@@ -9,10 +9,13 @@
 //   tied_relevant  pairs with y_i != y_j and f_i == f_j                    (ties in the scores)
 //   w_discordant   sum of |y_i - y_j| over discordant pairs                (002 eq. 2)
 //   w_tied         sum of |y_i - y_j| over pairs with f_i == f_j           (002 eq. 2)
-// Algorithm: rows in (group, f)-order (counting sort of a global argsort of f by group code);
-// a sweep over each group in increasing f with a Fenwick tree (or, for few labels, a direct
-// "count greater than" table) indexed by the dense rank of y, blocks of tied f queried before
-// they are inserted.  O(m log K) after the sort, K = distinct labels in the group.
+// Algorithm: rows in (group, f)-order (one group: the caller's argsort of f, streamed; several:
+// a counting sort of it by group code); a sweep over each group in increasing f, blocks of tied
+// f queried before they are inserted, against a "count (and sum) of labels greater than r"
+// structure over the dense label ranks: direct tables for K <= 32 labels (per tied block only a
+// histogram), a Fenwick tree up to 2^14 labels (group-local ranks for small groups), and above
+// that a merge sort of the ranks in score order counting strict inversions.  O(m log K) or
+// O(m log m) after the sort, K = distinct labels in the group.
 #pragma once
 #include <cstdint>
 #include <vector>

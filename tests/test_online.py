@@ -305,3 +305,20 @@ def test_widrow_hoff_streaming_and_errors():
         WidrowHoff(eta=-1.0).fit(X, y)
     with pytest.raises(ValueError, match="not in classes_"):
         part.partial_fit(X[:5], np.full(5, 0))
+
+
+def test_rank_loss_agrees_with_metrics_mean_rank_loss():
+    from fastrank.metrics import mean_rank_loss
+
+    X, y = stream(16, T=400, k=4)
+    labels = np.array([10, 20, 50, 90])[y - 1]  # unevenly spaced labels: loss counts rank steps
+    est = OAPBPM(n_estimators=7, random_state=0).fit(X[:300], labels[:300])
+    pred = est.predict(X[300:])
+    ranks_loss = np.abs(np.searchsorted(est.classes_, pred) - np.searchsorted(est.classes_, labels[300:])).mean()
+    assert mean_rank_loss(labels[300:], pred, classes=est.classes_) == pytest.approx(ranks_loss)
+    # the on-line record uses the same unit
+    one = OAPBPM(n_estimators=7, random_state=0).partial_fit(X[:1], labels[:1], classes=est.classes_)
+    yhat = one.predict(X[1:2])
+    before = one._losses.size
+    one.partial_fit(X[1:2], labels[1:2])
+    assert one._losses[before] == mean_rank_loss(labels[1:2], yhat, classes=est.classes_)

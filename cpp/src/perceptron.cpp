@@ -178,6 +178,7 @@ IntVector oap_linear_fit(RowMatrixCRef X, IndexVectorCRef y, const OapParams& p,
   if (T == 0) return loss;
   const bool bpm = p.variant == OapVariant::BPM, voted = p.variant == OapVariant::Voted;
   const std::uint64_t thr = oap_tau_threshold(p.tau);
+  const bool always = thr >= (std::uint64_t(1) << 53);  // tau = 1: every draw succeeds
   std::vector<std::uint64_t> keys(static_cast<size_t>(N));
   for (Index j = 0; j < N; ++j) keys[j] = oap_member_key(p.seed, j);
   if (N == 1) {
@@ -192,7 +193,7 @@ IntVector oap_linear_fit(RowMatrixCRef X, IndexVectorCRef y, const OapParams& p,
       const int pred = prank_rank(s, c, k);
       const int yt = static_cast<int>(y[t]);
       loss[t] = std::abs(pred - yt);
-      if (!oap_draw(keys[0], p.t0 + t, thr)) continue;
+      if (!always && !oap_draw(keys[0], p.t0 + t, thr)) continue;
       if (pred == yt) {
         ++v;
         continue;
@@ -231,7 +232,7 @@ IntVector oap_linear_fit(RowMatrixCRef X, IndexVectorCRef y, const OapParams& p,
             std::int64_t v = V[j];
             const std::uint64_t key = keys[static_cast<size_t>(j)];
             for (Index t = ts; t < te; ++t) {
-              const bool b = oap_draw(key, p.t0 + c0 + t, thr);
+              const bool b = always || oap_draw(key, p.t0 + c0 + t, thr);
               if (!b && bpm) continue;
               const double* x = X.data() + (c0 + t) * X.outerStride();
               const double s = dot(w, x, d);
@@ -314,6 +315,7 @@ IntVector oap_kernel_fit(RowMatrixCRef X, IndexVectorCRef y, IndexVectorCRef src
   IntVector loss(T);
   const bool bpm = p.variant == OapVariant::BPM, voted = p.variant == OapVariant::Voted;
   const std::uint64_t thr = oap_tau_threshold(p.tau);
+  const bool always = thr >= (std::uint64_t(1) << 53);  // tau = 1: every draw succeeds
   std::vector<std::uint64_t> keys(static_cast<size_t>(N));
   for (Index j = 0; j < N; ++j) keys[j] = oap_member_key(p.seed, j);
 
@@ -389,7 +391,7 @@ IntVector oap_kernel_fit(RowMatrixCRef X, IndexVectorCRef y, IndexVectorCRef src
           ups.clear();
           for (Index t = 0; t < len; ++t) {
             const std::int64_t tg = tb + t;
-            const bool b = oap_draw(key, tg, thr);
+            const bool b = always || oap_draw(key, tg, thr);
             if (!b && bpm) continue;
             const double* kc = Kb.col(t).data();
             double s = dot(a + lo[t], kc + lo[t], S - lo[t]);

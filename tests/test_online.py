@@ -322,3 +322,13 @@ def test_rank_loss_agrees_with_metrics_mean_rank_loss():
     before = one._losses.size
     one.partial_fit(X[1:2], labels[1:2])
     assert one._losses[before] == mean_rank_loss(labels[1:2], yhat, classes=est.classes_)
+
+
+def test_fractional_rating_scale_through_classes():
+    X, y = stream(17, T=300, k=6)
+    scale = np.round(np.linspace(0, 1, 6), 1)  # EachMovie-like ratings 0, 0.2, ..., 1
+    a = OAPBPM(n_estimators=5, random_state=0).partial_fit(X, scale[y - 1], classes=scale)
+    b = OAPBPM(n_estimators=5, random_state=0).fit(X, y)
+    np.testing.assert_array_equal(a.predict(X), scale[b.predict(X) - 1])
+    with pytest.raises(ValueError, match="not in classes_"):
+        a.partial_fit(X[:3], np.array([0.1, 0.2, 0.3]))

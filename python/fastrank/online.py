@@ -13,8 +13,10 @@ All perceptron-type learners share one streaming API:
   on-line predictions made on the stream so far (each made *before* the label was seen: the
   paper's learning-curve measure) and ``rank_loss_curve()`` returns it after every example.
 
-Labels can be any orderable values (ints, integral floats, strings ...); they are mapped to the
-ranks 1..k of ``classes_`` (sorted), and every rank loss is measured in rank steps.
+Labels can be any orderable values (ints, strings, floats ...); they are mapped to the ranks 1..k
+of ``classes_`` (sorted), and every rank loss is measured in rank steps.  ``fit`` follows
+scikit-learn and rejects continuous-looking float targets; fractional rating scales (0, 0.2, ...,
+1) go through ``partial_fit(..., classes=...)``, which checks every label against that set.
 
 The whole model state (member weights, thresholds, counts, stream position, seed) lives in numpy
 arrays and Python ints on the estimator, so ``pickle`` and ``sklearn.clone`` work mid-stream.
@@ -81,7 +83,10 @@ def _as_X(X):
     return as_float_matrix(X)
 
 
-def _check_labels(y, n_rows):
+def _check_labels(y, n_rows, *, label_set_fixed=False):
+    """1-D labels; continuous-looking floats are rejected (scikit-learn's classifier convention)
+    unless the ordered label set is fixed (``classes=`` / an ongoing stream), where every label is
+    checked against it instead — so e.g. ratings 0, 0.2, ..., 1 work through ``partial_fit``."""
     if y is None:
         raise ValueError("this estimator requires y to be passed, but the target y is None")
     y = np.asarray(y)
@@ -94,7 +99,8 @@ def _check_labels(y, n_rows):
     if y.dtype.kind == "f" and not np.isfinite(y).all():
         raise ValueError("Input y contains NaN or infinity.")
     _sorted_classes(y)  # orderability first: a clear message for mixed types
-    check_classification_targets(y)
+    if not label_set_fixed:
+        check_classification_targets(y)
     return y
 
 
@@ -264,7 +270,7 @@ class _OAPBase(ClassifierMixin, BaseEstimator):
         if first:
             self._validate_params()
         X = self._check_X(X, reset=first)
-        y = _check_labels(y, X.shape[0])
+        y = _check_labels(y, X.shape[0], label_set_fixed=not first or classes is not None)
         if first:
             cls = _sorted_classes(y if classes is None else classes)
             if classes is None and cls.size < 2:
@@ -511,7 +517,7 @@ class WidrowHoff(ClassifierMixin, BaseEstimator):
         """Continue the stream (``classes`` fixes the ordered label set on the first call)."""
         first = not hasattr(self, "classes_")
         X = _as_X(X)
-        y = _check_labels(y, X.shape[0])
+        y = _check_labels(y, X.shape[0], label_set_fixed=not first or classes is not None)
         if first:
             self._validate_params()
             cls = _sorted_classes(y if classes is None else classes)

@@ -1,6 +1,7 @@
 #include "fastrank/perceptron.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <limits>
 #include <string>
@@ -205,6 +206,11 @@ IntVector oap_linear_fit(RowMatrixCRef X, IndexVectorCRef y, const OapParams& p,
     return loss;
   }
   const int workers = static_cast<int>(std::max<Index>(1, std::min<Index>(std::max(1, p.n_threads), N)));
+  // Members are handed out in blocks through an atomic counter (dynamic scheduling keeps both
+  // cores busy when one is shared with other work).  Which worker runs a member never changes the
+  // result: members are independent and the cross-member sums are integers.
+  const Index block_size = std::max<Index>(1, (N + 4 * workers - 1) / (4 * workers));
+  const Index n_blocks = (N + block_size - 1) / block_size;
   std::vector<WorkerBuffers> bufs(static_cast<size_t>(workers));
   Vector wsum(d), csum(k - 1);
 
@@ -219,41 +225,44 @@ IntVector oap_linear_fit(RowMatrixCRef X, IndexVectorCRef y, const OapParams& p,
       }
     }
     for (auto& b : bufs) b.reset(len, k, p.variant);
+    std::atomic<Index> next_block{0};
     parallel_for(0, workers, workers, 1, [&](Index wlo, Index whi) {
       for (Index w_id = wlo; w_id < whi; ++w_id) {
         WorkerBuffers& buf = bufs[static_cast<size_t>(w_id)];
-        const Index mlo = N * w_id / workers, mhi = N * (w_id + 1) / workers;
-        for (Index ts = 0; ts < len; ts += kTile) {
-          const Index te = std::min(len, ts + kTile);
-          for (Index t = te; t < std::min(len, te + kTile); ++t) prefetch_row(X.data() + (c0 + t) * X.outerStride(), d);
-          for (Index j = mlo; j < mhi; ++j) {
-            double* w = W.data() + j * W.outerStride();
-            double* c = C.data() + j * C.outerStride();
-            std::int64_t v = V[j];
-            const std::uint64_t key = keys[static_cast<size_t>(j)];
-            for (Index t = ts; t < te; ++t) {
-              const bool b = always || oap_draw(key, p.t0 + c0 + t, thr);
-              if (!b && bpm) continue;
-              const double* x = X.data() + (c0 + t) * X.outerStride();
-              const double s = dot(w, x, d);
-              const int pred = prank_rank(s, c, k);
-              if (!bpm) {
-                buf.H[t] += pred;
-                if (voted) {
-                  buf.HV[t] += v * pred;
-                  buf.VV[t] += v;
+        for (Index blk; (blk = next_block.fetch_add(1)) < n_blocks;) {
+          const Index mlo = blk * block_size, mhi = std::min(N, mlo + block_size);
+          for (Index ts = 0; ts < len; ts += kTile) {
+            const Index te = std::min(len, ts + kTile);
+            for (Index t = te; t < std::min(len, te + kTile); ++t) prefetch_row(X.data() + (c0 + t) * X.outerStride(), d);
+            for (Index j = mlo; j < mhi; ++j) {
+              double* w = W.data() + j * W.outerStride();
+              double* c = C.data() + j * C.outerStride();
+              std::int64_t v = V[j];
+              const std::uint64_t key = keys[static_cast<size_t>(j)];
+              for (Index t = ts; t < te; ++t) {
+                const bool b = always || oap_draw(key, p.t0 + c0 + t, thr);
+                if (!b && bpm) continue;
+                const double* x = X.data() + (c0 + t) * X.outerStride();
+                const double s = dot(w, x, d);
+                const int pred = prank_rank(s, c, k);
+                if (!bpm) {
+                  buf.H[t] += pred;
+                  if (voted) {
+                    buf.HV[t] += v * pred;
+                    buf.VV[t] += v;
+                  }
                 }
+                if (!b) continue;
+                const int yt = static_cast<int>(y[c0 + t]);
+                if (pred == yt) {
+                  ++v;
+                  continue;
+                }
+                const int g = prank_update(s, c, yt, k, bpm ? buf.A.data() + t * (k - 1) : nullptr);
+                if (g != 0) axpy(static_cast<double>(g), x, w, d);
               }
-              if (!b) continue;
-              const int yt = static_cast<int>(y[c0 + t]);
-              if (pred == yt) {
-                ++v;
-                continue;
-              }
-              const int g = prank_update(s, c, yt, k, bpm ? buf.A.data() + t * (k - 1) : nullptr);
-              if (g != 0) axpy(static_cast<double>(g), x, w, d);
+              V[j] = v;
             }
-            V[j] = v;
           }
         }
       }
@@ -332,6 +341,11 @@ IntVector oap_kernel_fit(RowMatrixCRef X, IndexVectorCRef y, IndexVectorCRef src
       for (Index f = 0; f < d; ++f) sv_x[s * d + f] = state.sv_X(s, f);
   }
   const int workers = static_cast<int>(std::max<Index>(1, std::min<Index>(std::max(1, p.n_threads), N)));
+  // Members are handed out in blocks through an atomic counter (dynamic scheduling keeps both
+  // cores busy when one is shared with other work).  Which worker runs a member never changes the
+  // result: members are independent and the cross-member sums are integers.
+  const Index block_size = std::max<Index>(1, (N + 4 * workers - 1) / (4 * workers));
+  const Index n_blocks = (N + block_size - 1) / block_size;
   const Index B = 256;
   std::vector<std::int64_t> gblk(static_cast<size_t>(N * B));  // member j's step at block example u
   std::vector<WorkerBuffers> bufs(static_cast<size_t>(workers));
@@ -377,47 +391,50 @@ IntVector oap_kernel_fit(RowMatrixCRef X, IndexVectorCRef y, IndexVectorCRef src
     }
     std::fill(gblk.begin(), gblk.end(), 0);
     for (auto& b : bufs) b.reset(len, k, p.variant);
+    std::atomic<Index> next_block{0};
     parallel_for(0, workers, workers, 1, [&](Index wlo, Index whi) {
       for (Index w_id = wlo; w_id < whi; ++w_id) {
         WorkerBuffers& buf = bufs[static_cast<size_t>(w_id)];
-        const Index mlo = N * w_id / workers, mhi = N * (w_id + 1) / workers;
-        std::vector<Index> ups;
-        for (Index j = mlo; j < mhi; ++j) {
-          const double* a = coef[j].data();
-          double* c = C.data() + j * C.outerStride();
-          std::int64_t* g = gblk.data() + j * B;
-          std::int64_t v = V[j];
-          const std::uint64_t key = keys[static_cast<size_t>(j)];
-          ups.clear();
-          for (Index t = 0; t < len; ++t) {
-            const std::int64_t tg = tb + t;
-            const bool b = always || oap_draw(key, tg, thr);
-            if (!b && bpm) continue;
-            const double* kc = Kb.col(t).data();
-            double s = dot(a + lo[t], kc + lo[t], S - lo[t]);
-            for (Index u : ups)
-              if (budget == 0 || tb + u > tg - budget) s += static_cast<double>(g[u]) * kc[S + u];
-            const int pred = prank_rank(s, c, k);
-            if (!bpm) {
-              buf.H[t] += pred;
-              if (voted) {
-                buf.HV[t] += v * pred;
-                buf.VV[t] += v;
+        for (Index blk; (blk = next_block.fetch_add(1)) < n_blocks;) {
+          const Index mlo = blk * block_size, mhi = std::min(N, mlo + block_size);
+          std::vector<Index> ups;
+          for (Index j = mlo; j < mhi; ++j) {
+            const double* a = coef[j].data();
+            double* c = C.data() + j * C.outerStride();
+            std::int64_t* g = gblk.data() + j * B;
+            std::int64_t v = V[j];
+            const std::uint64_t key = keys[static_cast<size_t>(j)];
+            ups.clear();
+            for (Index t = 0; t < len; ++t) {
+              const std::int64_t tg = tb + t;
+              const bool b = always || oap_draw(key, tg, thr);
+              if (!b && bpm) continue;
+              const double* kc = Kb.col(t).data();
+              double s = dot(a + lo[t], kc + lo[t], S - lo[t]);
+              for (Index u : ups)
+                if (budget == 0 || tb + u > tg - budget) s += static_cast<double>(g[u]) * kc[S + u];
+              const int pred = prank_rank(s, c, k);
+              if (!bpm) {
+                buf.H[t] += pred;
+                if (voted) {
+                  buf.HV[t] += v * pred;
+                  buf.VV[t] += v;
+                }
+              }
+              if (!b) continue;
+              const int yt = static_cast<int>(y[b0 + t]);
+              if (pred == yt) {
+                ++v;
+                continue;
+              }
+              const int gt = prank_update(s, c, yt, k, bpm ? buf.A.data() + t * (k - 1) : nullptr);
+              if (gt != 0) {
+                g[t] = gt;
+                ups.push_back(t);
               }
             }
-            if (!b) continue;
-            const int yt = static_cast<int>(y[b0 + t]);
-            if (pred == yt) {
-              ++v;
-              continue;
-            }
-            const int gt = prank_update(s, c, yt, k, bpm ? buf.A.data() + t * (k - 1) : nullptr);
-            if (gt != 0) {
-              g[t] = gt;
-              ups.push_back(t);
-            }
+            V[j] = v;
           }
-          V[j] = v;
         }
       }
     });

@@ -209,7 +209,7 @@ IntVector oap_linear_fit(RowMatrixCRef X, IndexVectorCRef y, const OapParams& p,
   // Members are handed out in blocks through an atomic counter (dynamic scheduling keeps both
   // cores busy when one is shared with other work).  Which worker runs a member never changes the
   // result: members are independent and the cross-member sums are integers.
-  const Index block_size = std::max<Index>(1, (N + 4 * workers - 1) / (4 * workers));
+  const Index block_size = workers == 1 ? N : std::max<Index>(1, (N + 2 * workers - 1) / (2 * workers));
   const Index n_blocks = (N + block_size - 1) / block_size;
   std::vector<WorkerBuffers> bufs(static_cast<size_t>(workers));
   Vector wsum(d), csum(k - 1);
@@ -344,7 +344,7 @@ IntVector oap_kernel_fit(RowMatrixCRef X, IndexVectorCRef y, IndexVectorCRef src
   // Members are handed out in blocks through an atomic counter (dynamic scheduling keeps both
   // cores busy when one is shared with other work).  Which worker runs a member never changes the
   // result: members are independent and the cross-member sums are integers.
-  const Index block_size = std::max<Index>(1, (N + 4 * workers - 1) / (4 * workers));
+  const Index block_size = workers == 1 ? N : std::max<Index>(1, (N + 2 * workers - 1) / (2 * workers));
   const Index n_blocks = (N + block_size - 1) / block_size;
   const Index B = 256;
   std::vector<std::int64_t> gblk(static_cast<size_t>(N * B));  // member j's step at block example u

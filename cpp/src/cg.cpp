@@ -195,8 +195,10 @@ class CsrDesign {
   CsrDesign(const CsrView<I>& X, int n_threads, bool transpose_copy) : X_(X), use_t_(transpose_copy) {
     const int parts = std::max(1, std::min<int>(n_threads, static_cast<int>(std::max<Index>(1, X.nnz() / 20000))));
     bounds_ = balanced_row_chunks(X_, parts);
+    // The transposed copy uses int32 indices when they fit (less memory traffic than int64).
+    if (use_t_ && (X.nnz() >= (Index(1) << 31) || X.rows >= (Index(1) << 31))) use_t_ = false;
     if (use_t_) {
-      T_ = csr_transpose(X_);
+      T_ = csr_transpose<std::int32_t>(X_);
       tbounds_ = balanced_row_chunks(T_.view(), parts);
     }
   }
@@ -215,7 +217,7 @@ class CsrDesign {
   CsrView<I> X_;
   bool use_t_;
   std::vector<Index> bounds_, tbounds_;
-  CsrOwned T_;
+  CsrOwned<std::int32_t> T_;
   std::vector<RowMatrix> buffers_;
 };
 

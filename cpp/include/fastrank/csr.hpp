@@ -32,13 +32,14 @@ struct CsrView {
 };
 
 // An owned CSR matrix (used for the optional transposed copy).
+template <class J>
 struct CsrOwned {
   Index rows = 0, cols = 0;
-  std::vector<std::int64_t> indptr;
-  std::vector<std::int64_t> indices;
+  std::vector<J> indptr;
+  std::vector<J> indices;
   std::vector<double> data;
-  CsrView<std::int64_t> view() const {
-    CsrView<std::int64_t> v;
+  CsrView<J> view() const {
+    CsrView<J> v;
     v.rows = rows;
     v.cols = cols;
     v.data = data.data();
@@ -103,13 +104,7 @@ void csr_transpose_times(const CsrView<I>& A, const RowMatrix& U, RowMatrix& out
   const Index v = U.cols(), n = A.cols;
   const int parts = static_cast<int>(bounds.size()) - 1;
   out.resize(n, v);
-  if (parts <= 1) {
-    out.setZero();
-    for (Index i = 0; i < A.rows; ++i)
-      for (Index t = A.begin(i); t < A.end(i); ++t) out.row(static_cast<Index>(A.indices[t])) += A.data[t] * U.row(i);
-    return;
-  }
-  buffers.resize(parts - 1);
+  buffers.resize(std::max(0, parts - 1));
   run_chunks(bounds, [&](int p, Index lo, Index hi) {
     RowMatrix& buf = (p == 0) ? out : buffers[p - 1];
     buf.setZero(n, v);
@@ -128,6 +123,7 @@ void csr_transpose_times(const CsrView<I>& A, const RowMatrix& U, RowMatrix& out
   });
   // Reduce the partial sums into out, parallel over contiguous stretches of the n*v entries.
   const Index total = n * v;
+  if (parts <= 1) return;
   parallel_for(0, total, parts, 4096, [&](Index lo, Index hi) {
     double* o = out.data();
     for (int p = 0; p + 1 < parts; ++p) {
@@ -138,9 +134,10 @@ void csr_transpose_times(const CsrView<I>& A, const RowMatrix& U, RowMatrix& out
 }
 
 // The transpose as an owned CSR matrix (counting sort; duplicates are kept and still add up).
-template <class I>
-CsrOwned csr_transpose(const CsrView<I>& A) {
-  CsrOwned T;
+// J must hold nnz and the row count (checked by the caller).
+template <class J, class I>
+CsrOwned<J> csr_transpose(const CsrView<I>& A) {
+  CsrOwned<J> T;
   T.rows = A.cols;
   T.cols = A.rows;
   const Index nnz = A.nnz();
@@ -150,12 +147,12 @@ CsrOwned csr_transpose(const CsrView<I>& A) {
   for (Index i = 0; i < A.rows; ++i)
     for (Index t = A.begin(i); t < A.end(i); ++t) ++T.indptr[static_cast<Index>(A.indices[t]) + 1];
   for (Index k = 0; k < A.cols; ++k) T.indptr[k + 1] += T.indptr[k];
-  std::vector<std::int64_t> fill(T.indptr.begin(), T.indptr.end() - 1);
+  std::vector<J> fill(T.indptr.begin(), T.indptr.end() - 1);
   for (Index i = 0; i < A.rows; ++i)
     for (Index t = A.begin(i); t < A.end(i); ++t) {
       const Index k = static_cast<Index>(A.indices[t]);
-      const std::int64_t pos = fill[k]++;
-      T.indices[pos] = i;
+      const J pos = fill[k]++;
+      T.indices[pos] = static_cast<J>(i);
       T.data[pos] = A.data[t];
     }
   return T;

@@ -516,3 +516,169 @@ def basis_primal_weights(X_basis, coef):
     """Linear kernel only: w = X_R^T A ((n,) or (n, v)), so predictions are ``Z @ w`` in O(nnz)."""
     W = X_basis.T @ np.asarray(coef)
     return np.asarray(W)
+
+
+# ----------------------------------------------------------------------------------------------
+# Estimator glue: what fastrank.RankRLS calls for solver="cg", basis_vectors=... and sparse X
+# ----------------------------------------------------------------------------------------------
+
+
+def use_large_scale(est, X):
+    """True when :class:`fastrank.RankRLS` must take this module's path: sparse X,
+    ``solver="cg"`` or ``basis_vectors`` set."""
+    return sp.issparse(X) or getattr(est, "solver", None) == "cg" or getattr(est, "basis_vectors", None) is not None
+
+
+def _choose_large_mode(est, X, spec):
+    """"sparse" (basis vectors), "cg", or "dense" (sparse X densified for the dense solvers)."""
+    solver = est.solver
+    if est.basis_vectors is not None:
+        if solver in ("cg", "primal"):
+            raise ValueError(f"basis_vectors (sparse approximation) cannot be combined with solver={solver!r}; "
+                             "use solver='auto' or 'dual'")
+        return "sparse"
+    if solver in ("cg", "auto") and spec.linear:
+        return "cg"
+    if solver == "cg":
+        raise ValueError("solver='cg' solves the linear RankRLS (kernel='linear'); for other kernels on large "
+                         "data use basis_vectors=<int or indices> (subset-of-regressors approximation)")
+    return "dense"
+
+
+def _densify(X):
+    """Sparse X for an explicitly dense solver (solver="dual"/"primal", or a nonlinear kernel
+    without basis vectors), behind the memory guard."""
+    check_dense_memory(X.shape[0], 1, "dense copy of the sparse input X", n_cols=X.shape[1])
+    return X.toarray()
+
+
+def _check_X_any(X, name="X", min_rows=2):
+    if sp.issparse(X):
+        as_csr(X, name)  # validation only; fit_cg maps the arrays itself
+        if X.shape[0] < min_rows:
+            raise ValueError(f"Found array with {X.shape[0]} sample(s) while a minimum of {min_rows} is required.")
+        return X if X.format == "csr" else X.tocsr()
+    from ._validation import as_float_matrix
+
+    return as_float_matrix(X, name, min_rows=min_rows)
+
+
+def _warm_start(est, n, v):
+    if not getattr(est, "warm_start", False) or getattr(est, "fit_mode_", None) != "cg":
+        return None
+    W = getattr(est, "coef_", None)
+    if W is None:
+        return None
+    W = np.asarray(W).reshape(W.shape[0], -1)
+    return W if W.shape == (n, v) else None
+
+
+def _set_cg_fitted(est, X, res, one_d):
+    sq = (lambda a: a[:, 0]) if one_d else (lambda a: a)
+    est.fit_mode_ = "cg"
+    est.n_features_in_ = X.shape[1]
+    est._single_output = one_d
+    est.coef_ = sq(np.ascontiguousarray(res.coef))
+    est.dual_coef_ = None
+    est.X_fit_ = None
+    est.basis_indices_ = None
+    est.n_iter_ = int(res.n_iter[0]) if one_d else res.n_iter
+    est.converged_ = bool(res.converged[0]) if one_d else res.converged
+    est.residual_history_ = sq(res.residual_history)
+    return est
+
+
+def _set_sparse_fitted(est, X, spec, basis, A, one_d):
+    sq = (lambda a: a[:, 0]) if one_d else (lambda a: a)
+    est.fit_mode_ = "sparse"
+    est.n_features_in_ = X.shape[1]
+    est._single_output = one_d
+    est.basis_indices_ = basis
+    est.dual_coef_ = sq(np.ascontiguousarray(A))
+    est.X_fit_ = None if spec.precomputed else _take_rows(X, basis)  # the basis rows only
+    est.coef_ = sq(basis_primal_weights(est.X_fit_, A)) if spec.linear else None
+    for attr in ("n_iter_", "converged_", "residual_history_"):
+        if hasattr(est, attr):
+            delattr(est, attr)
+    return est
+
+
+def fit_scores(est, X, y, groups=None):
+    """RankRLS.fit for the large-scale paths (scoring setting)."""
+    from ._rankrls import _check_informative_targets
+    from ._validation import as_targets
+
+    alpha = check_alpha(est.alpha)
+    normalized = est._normalized()
+    if est.kernel == "precomputed":
+        if sp.issparse(X):
+            raise ValueError("a precomputed kernel must be a dense (m, m) array")
+        X = est._check_fit_X(X)
+    else:
+        X = _check_X_any(X)
+    Y, one_d = as_targets(y, X.shape[0])
+    gi = _group_index(groups, X.shape[0])
+    _check_informative_targets(Y, gi)
+    spec = est._kernel_spec(X.shape[1])
+    mode = _choose_large_mode(est, X, spec)
+    if mode == "dense":
+        return type(est).fit(est, _densify(X), y, groups)
+    if mode == "cg":
+        res = fit_cg(X, Y, group_index=gi, normalized=normalized, alpha=alpha, tol=est.tol, max_iter=est.max_iter,
+                     x0=_warm_start(est, X.shape[1], Y.shape[1]), preconditioner=est.preconditioner,
+                     n_jobs=est.n_jobs)
+        return _set_cg_fitted(est, X, res, one_d)
+    basis = select_basis(X.shape[0], est.basis_vectors, est.random_state)
+    A = fit_basis(X, Y, group_index=gi, normalized=normalized, alphas=[alpha], kernel_spec=spec,
+                  basis_indices=basis, n_jobs=est.n_jobs)[0]
+    return _set_sparse_fitted(est, X, spec, basis, A, one_d)
+
+
+def fit_preferences(est, X, pairs, magnitudes=None, cost=None):
+    """RankRLS.fit_preferences for the large-scale paths (preference graph, costs (20)-(22))."""
+    from ._rankrls import _preference_graph
+
+    alpha = check_alpha(est.alpha)
+    if est.kernel == "precomputed":
+        if sp.issparse(X):
+            raise ValueError("a precomputed kernel must be a dense (m, m) array")
+        X = est._check_fit_X(X)
+    else:
+        X = _check_X_any(X)
+    head, tail, weight, target = _preference_graph(pairs, magnitudes, cost, X.shape[0])
+    graph = (head, tail, weight, np.ascontiguousarray(target))
+    spec = est._kernel_spec(X.shape[1])
+    mode = _choose_large_mode(est, X, spec)
+    if mode == "dense":
+        return type(est).fit_preferences(est, _densify(X), pairs, magnitudes, cost)
+    if mode == "cg":
+        res = fit_cg(X, graph=graph, alpha=alpha, tol=est.tol, max_iter=est.max_iter,
+                     x0=_warm_start(est, X.shape[1], 1), preconditioner=est.preconditioner, n_jobs=est.n_jobs)
+        return _set_cg_fitted(est, X, res, True)
+    basis = select_basis(X.shape[0], est.basis_vectors, est.random_state)
+    A = fit_basis(X, graph=graph, alphas=[alpha], kernel_spec=spec, basis_indices=basis, n_jobs=est.n_jobs)[0]
+    return _set_sparse_fitted(est, X, spec, basis, A, True)
+
+
+def decision(est, X):
+    """Predictions of a fitted RankRLS for sparse X (any fit mode) or a sparse-approximation
+    model (any X); sparse X is never densified."""
+    n_threads = check_n_jobs(est.n_jobs)
+    if est.kernel == "precomputed":
+        from ._validation import as_float_matrix
+
+        K = X.toarray() if sp.issparse(X) else as_float_matrix(X, "X (precomputed kernel)")
+        if est.fit_mode_ == "sparse":
+            m = est.basis_indices_.max() + 1
+            if K.shape[1] < m:
+                raise ValueError(f"A precomputed test kernel must have one column per training row, got {K.shape}")
+            return K[:, est.basis_indices_] @ est.dual_coef_
+        return K @ est.dual_coef_
+    X = _check_X_any(X, min_rows=1)
+    if X.shape[1] != est.n_features_in_:
+        raise ValueError(f"X has {X.shape[1]} features, but {type(est).__name__} is expecting "
+                         f"{est.n_features_in_} features as input.")
+    if est.coef_ is not None:
+        return np.asarray(X @ est.coef_)
+    spec = est._kernel_spec(est.n_features_in_)
+    return predict_basis(X, est.X_fit_, est.dual_coef_, spec, n_threads)

@@ -24,7 +24,7 @@ import numpy as np
 from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.utils.validation import check_is_fitted
 
-from . import _core
+from . import _core, _large_scale
 from ._kernels import resolve_kernel
 from ._validation import (
     as_float_matrix,
@@ -123,9 +123,11 @@ class _DenseRankingBase(RegressorMixin, BaseEstimator):
         Yg = np.asfortranarray(gi.take(Y))
         order = np.empty(0, dtype=np.int64) if gi.is_identity else gi.order
         if solver == "primal":
+            _large_scale.check_dense_memory(X.shape[1], 1, "feature matrix X^T L X")
             W, rcond = _core.rankrls_primal_scores(X, order, gi.offsets, normalized, Yg, alphas, n_threads)
             _warn_if_ill_conditioned(rcond)
             return spec, "primal", W.reshape(W.shape[0], alphas.size, -1).transpose(1, 0, 2)
+        _large_scale.check_dense_memory(X.shape[0], 1 if alphas.size == 1 else 3, "kernel matrix")
         Kg = self._train_kernel_grouped(X, spec, gi, n_threads)
         A, rcond = _core.rankrls_dual_scores(Kg, gi.offsets, normalized, Yg, alphas, n_threads)
         del Kg
@@ -153,6 +155,8 @@ class _DenseRankingBase(RegressorMixin, BaseEstimator):
     # -- prediction ----------------------------------------------------------------------------
     def _decision(self, X):
         check_is_fitted(self, "fit_mode_")
+        if _large_scale.sp.issparse(X) or self.fit_mode_ == "sparse":  # issue 4: sparse X / basis model
+            return _large_scale.decision(self, X)
         if self.kernel == "precomputed":
             K = as_float_matrix(X, "X (precomputed kernel)")
             m = self.dual_coef_.shape[0]
@@ -288,6 +292,11 @@ class RankRLS(_DenseRankingBase):
         self.basis_vectors = basis_vectors
         self.random_state = random_state
 
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = self.kernel != "precomputed"  # issue 4: CG / basis vectors / densified
+        return tags
+
     def _normalized(self):
         if self.group_weighting not in _WEIGHTINGS:
             raise ValueError(f"group_weighting must be one of {_WEIGHTINGS}, got {self.group_weighting!r}")
@@ -298,6 +307,8 @@ class RankRLS(_DenseRankingBase):
 
         ``groups`` holds one id per row (any order, need not be contiguous or sorted).
         """
+        if _large_scale.use_large_scale(self, X):  # issue 4: solver="cg", basis_vectors, sparse X
+            return _large_scale.fit_scores(self, X, y, groups)
         alpha = check_alpha(self.alpha)
         normalized = self._normalized()
         X = self._check_fit_X(X)
@@ -322,6 +333,8 @@ class RankRLS(_DenseRankingBase):
             (21) magnitude: target g_e, weight 1; (22) normalized: target g_e, weight 1/g_e.
             Default: "binary" without magnitudes, "magnitude" with them.
         """
+        if _large_scale.use_large_scale(self, X):  # issue 4: solver="cg", basis_vectors, sparse X
+            return _large_scale.fit_preferences(self, X, pairs, magnitudes, cost)
         alpha = check_alpha(self.alpha)
         X = self._check_fit_X(X)
         m = X.shape[0]
@@ -331,9 +344,11 @@ class RankRLS(_DenseRankingBase):
         solver = self._choose_solver(spec, m, X.shape[1])
         alphas = np.array([alpha])
         if solver == "primal":
+            _large_scale.check_dense_memory(X.shape[1], 1, "feature matrix X^T L X")
             W, rcond = _core.rankrls_primal_graph(X, head, tail, weight, target, alphas, n_threads)
             _warn_if_ill_conditioned(rcond)
             return self._set_fitted(X, spec, "primal", W, True)
+        _large_scale.check_dense_memory(m, 1, "kernel matrix")
         K = self._train_kernel_grouped(X, spec, group_index(None, m), n_threads)
         A, rcond = _core.rankrls_dual_graph(K, head, tail, weight, target, alphas, n_threads)
         del K

@@ -138,3 +138,22 @@ def test_clone_and_pickle_cg_model():
     from _large_oracles import pairwise_error
 
     assert pairwise_error(y, est.predict(X), groups) < 0.5
+
+
+def test_rankrls_path_large_scale():
+    from fastrank import rankrls_path
+
+    X, y, groups, _ = _data(m=100, n=20, seed=7)
+    alphas = [10.0, 0.1, 1.0]
+    p = rankrls_path(X, y, alphas, groups=groups, estimator=RankRLS(kernel="rbf", gamma=0.3, basis_vectors=25,
+                                                                     random_state=0))
+    assert p.fit_mode == "sparse" and p.dual_coef_.shape == (3, 25, 1)
+    preds = p.predict(X)
+    for k, a in enumerate(alphas):
+        one = RankRLS(a, kernel="rbf", gamma=0.3, basis_vectors=25, random_state=0).fit(X, y, groups)
+        assert _rel(preds[k], one.predict(X)) < 1e-9
+    c = rankrls_path(X, y, alphas, groups=groups, estimator=RankRLS(solver="cg", tol=1e-12))
+    assert c.fit_mode == "cg" and c.coef_.shape == (3, 20, 1) and c.converged_.all()
+    for k, a in enumerate(alphas):
+        exact = RankRLS(a, solver="dual").fit(X.toarray(), y, groups)
+        assert _rel(c.predict(X)[k], exact.predict(X.toarray())) < 1e-6

@@ -682,3 +682,92 @@ def decision(est, X):
         return np.asarray(X @ est.coef_)
     spec = est._kernel_spec(est.n_features_in_)
     return predict_basis(X, est.X_fit_, est.dual_coef_, spec, n_threads)
+
+
+class LargeScalePath:
+    """Regularization path of the large-scale paths (returned by :func:`fastrank.rankrls_path`
+    when the estimator uses ``basis_vectors``, ``solver="cg"`` or X is sparse).
+
+    * ``fit_mode == "sparse"``: one Cholesky + eigendecomposition (eq. 42), O(|R|^2 v) per alpha;
+      ``dual_coef_`` (n_alphas, |R|, v) over ``basis_indices_``.
+    * ``fit_mode == "cg"``: one CG per alpha, in decreasing alpha order, each warm-started from
+      the previous solution; ``coef_`` (n_alphas, n, v), ``n_iter_`` (n_alphas, v).
+    """
+
+    def __init__(self, estimator, alphas, fit_mode, one_d):
+        self.estimator = estimator
+        self.alphas = alphas
+        self.fit_mode = fit_mode
+        self._one_d = one_d
+        self.coef_ = None
+        self.dual_coef_ = None
+        self.basis_indices_ = None
+        self.X_fit_ = None
+        self.n_iter_ = None
+        self.converged_ = None
+
+    def __len__(self):
+        return self.alphas.size
+
+    def fitted_estimator(self, k):
+        """A fitted :class:`fastrank.RankRLS` for ``alphas[k]`` (no refit)."""
+        est = type(self.estimator)(**{**self.estimator.get_params(deep=False), "alpha": float(self.alphas[k])})
+        sq = (lambda a: a[:, 0]) if self._one_d else (lambda a: a)
+        est.fit_mode_ = self.fit_mode
+        est.n_features_in_ = self._n_features
+        est._single_output = self._one_d
+        est.X_fit_ = self.X_fit_
+        est.basis_indices_ = self.basis_indices_
+        est.coef_ = None if self.coef_ is None else sq(self.coef_[k])
+        est.dual_coef_ = None if self.dual_coef_ is None else sq(self.dual_coef_[k])
+        if self.fit_mode == "cg":
+            est.n_iter_ = int(self.n_iter_[k, 0]) if self._one_d else self.n_iter_[k]
+            est.converged_ = bool(self.converged_[k, 0]) if self._one_d else self.converged_[k]
+        return est
+
+    def predict(self, X):
+        """Scores for every alpha: (n_alphas, p) or (n_alphas, p, v)."""
+        return np.stack([self.fitted_estimator(k).predict(X) for k in range(len(self))])
+
+
+def path(est, X, y, alphas, groups=None):
+    """:func:`fastrank.rankrls_path` for the large-scale paths (see :class:`LargeScalePath`)."""
+    from ._rankrls import _check_informative_targets
+    from ._validation import as_targets
+
+    alphas = check_alphas(alphas)
+    normalized = est._normalized()
+    X = est._check_fit_X(X) if est.kernel == "precomputed" else _check_X_any(X)
+    Y, one_d = as_targets(y, X.shape[0])
+    gi = _group_index(groups, X.shape[0])
+    _check_informative_targets(Y, gi)
+    spec = est._kernel_spec(X.shape[1])
+    mode = _choose_large_mode(est, X, spec)
+    if mode == "dense":
+        from ._rankrls import rankrls_path
+
+        return rankrls_path(_densify(X), y, alphas, groups=groups, estimator=est)
+    out = LargeScalePath(est, alphas, mode, one_d)
+    out._n_features = X.shape[1]
+    if mode == "sparse":
+        basis = select_basis(X.shape[0], est.basis_vectors, est.random_state)
+        A = fit_basis(X, Y, group_index=gi, normalized=normalized, alphas=alphas, kernel_spec=spec,
+                      basis_indices=basis, n_jobs=est.n_jobs)
+        out.basis_indices_ = basis
+        out.dual_coef_ = A
+        out.X_fit_ = None if spec.precomputed else _take_rows(X, basis)
+        if spec.linear:
+            out.coef_ = np.stack([basis_primal_weights(out.X_fit_, a) for a in A])
+        return out
+    n, v = X.shape[1], Y.shape[1]
+    coefs = np.empty((alphas.size, n, v))
+    n_iter = np.empty((alphas.size, v), dtype=np.int64)
+    conv = np.empty((alphas.size, v), dtype=bool)
+    x0 = None
+    for k in np.argsort(-alphas, kind="stable"):  # large alpha converges fast; warm-start smaller ones
+        res = fit_cg(X, Y, group_index=gi, normalized=normalized, alpha=float(alphas[k]), tol=est.tol,
+                     max_iter=est.max_iter, x0=x0, preconditioner=est.preconditioner, n_jobs=est.n_jobs)
+        coefs[k], n_iter[k], conv[k] = res.coef, res.n_iter, res.converged
+        x0 = res.coef
+    out.coef_, out.n_iter_, out.converged_ = coefs, n_iter, conv
+    return out

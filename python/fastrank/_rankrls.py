@@ -501,6 +501,8 @@ def rankrls_path(X, y, alphas, *, groups=None, estimator=None):
     est = RankRLS() if estimator is None else estimator
     if not isinstance(est, RankRLS):
         raise TypeError("estimator must be a fastrank.RankRLS")
+    if _large_scale.use_large_scale(est, X):  # issue 4: basis vectors (eq. 42), CG, sparse X
+        return _large_scale.path(est, X, y, alphas, groups)
     alphas = check_alphas(alphas)
     normalized = est._normalized()
     X = est._check_fit_X(X)

@@ -188,10 +188,11 @@ class _DenseRankingBase(RegressorMixin, BaseEstimator):
         return self._decision(X)
 
     def score(self, X, y, groups=None):
-        """Pairwise ranking accuracy: ``1 - pairwise_disagreement(y, predict(X), groups)`` with
-        ties in the predicted scores counted as half an error; pairs tied in ``y`` are ignored and
-        with ``groups`` only pairs inside a group count (pooled over groups).  Higher is better;
-        for binary ``y`` without groups it equals the AUC.  Multi-output: mean over outputs."""
+        """Pairwise ranking accuracy: ``1 - pairwise_disagreement(y, predict(X), groups,
+        ties="half")``.  Pairs tied in ``y`` are ignored, ties in the predicted scores count as half
+        an error, and with ``groups`` only pairs inside a group count, averaged per group (the
+        mean over groups that have a relevant pair).  Higher is better; for binary ``y`` without
+        groups it equals the AUC.  Multi-output: the mean over outputs."""
         from .metrics import pairwise_disagreement
 
         pred = self.predict(X)

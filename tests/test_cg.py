@@ -223,11 +223,14 @@ def test_zero_targets_give_zero_solution():
     assert res.converged.all() and res.n_iter[0] == 0 and not res.coef.any()
 
 
-def test_transpose_copy_same_answer():
-    X, Y, _ = _data(m=300, n=50, density=0.1, seed=11)
-    a = fit_cg(X, Y, alpha=0.1, tol=1e-12, n_jobs=2)
-    b = fit_cg(X, Y, alpha=0.1, tol=1e-12, n_jobs=2, transpose_copy=True)
-    assert _rel(b.coef, a.coef) < 1e-9
+@pytest.mark.parametrize("n_jobs", [1, 2])
+def test_product_variants_same_answer(n_jobs):
+    X, Y, rng = _data(m=300, n=50, density=0.1, seed=11)
+    gi = group_index(rng.integers(0, 20, size=300), 300)
+    for g in (None, gi):
+        a = fit_cg(X, Y, group_index=g, alpha=0.1, tol=1e-12, n_jobs=n_jobs)  # per-thread partial sums
+        b = fit_cg(X, Y, group_index=g, alpha=0.1, tol=1e-12, n_jobs=n_jobs, transpose_copy=True)
+        assert _rel(b.coef, a.coef) < 1e-9
 
 
 def test_memory_guard(monkeypatch):
@@ -249,3 +252,28 @@ def test_memory_guard(monkeypatch):
     assert lim is None or lim > 0
     with pytest.raises(MemoryError):
         check_dense_memory(10**7)  # 800 TB
+
+
+@pytest.mark.parametrize("normalized", [False, True])
+def test_large_and_small_groups_blockwise_oracle(normalized):
+    """A big group mixed with small ones; oracle X^T L X, X^T L y assembled group by group."""
+    rng = np.random.default_rng(12)
+    m, n = 2600, 40
+    X = sp.random(m, n, density=0.25, random_state=12, format="csr")
+    Y = X @ rng.normal(size=(n, 2)) + rng.normal(size=(m, 2))
+    groups = np.where(np.arange(m) % 13 == 0, 1000 + rng.integers(0, 30, size=m), 7)
+    gi = group_index(groups, m)
+    Xd = X.toarray()
+    A = 0.25 * np.eye(n)
+    B = np.zeros((n, 2))
+    for q in np.unique(groups):  # L_q = c_q (n_q I - 1 1^T)
+        idx = np.flatnonzero(groups == q)
+        c = 1.0 / idx.size if normalized else 1.0
+        Xq, Yq = Xd[idx], Y[idx]
+        A += c * (idx.size * Xq.T @ Xq - np.outer(Xq.sum(0), Xq.sum(0)))
+        B += c * (idx.size * Xq.T @ Yq - np.outer(Xq.sum(0), Yq.sum(0)))
+    W = np.linalg.solve(A, B)
+    for n_jobs in (1, 2):
+        res = fit_cg(X, Y, group_index=gi, normalized=normalized, alpha=0.25, tol=1e-13, n_jobs=n_jobs)
+        assert res.converged.all()
+        assert _rel(X @ res.coef, X @ W) < 1e-8

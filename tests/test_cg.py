@@ -277,3 +277,19 @@ def test_large_and_small_groups_blockwise_oracle(normalized):
         res = fit_cg(X, Y, group_index=gi, normalized=normalized, alpha=0.25, tol=1e-13, n_jobs=n_jobs)
         assert res.converged.all()
         assert _rel(X @ res.coef, X @ W) < 1e-8
+
+
+def test_binding_refuses_silent_conversions():
+    """The CSR arrays are mapped, never converted inside the binding: float32 data is refused."""
+    X, Y, _ = _data(m=10, n=5, seed=13)
+    with pytest.raises(TypeError):
+        _core.cg_rankrls_csr(X.data.astype(np.float32), X.indices, X.indptr, 10, 5, np.ascontiguousarray(Y),
+                             codes=np.zeros(10, dtype=np.int64))
+    with pytest.raises(ValueError, match="share one dtype"):
+        _core.cg_rankrls_csr(X.data, X.indices.astype(np.int64), X.indptr, 10, 5, np.ascontiguousarray(Y),
+                             codes=np.zeros(10, dtype=np.int64))
+    # float32 scipy input is accepted at the Python level (one copy of data only)
+    X32 = X.astype(np.float32)
+    a = fit_cg(X32, Y, alpha=1.0, tol=1e-12)
+    b = fit_cg(X32.astype(np.float64), Y, alpha=1.0, tol=1e-12)
+    np.testing.assert_allclose(a.coef, b.coef, rtol=1e-12)

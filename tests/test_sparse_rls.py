@@ -153,3 +153,26 @@ def test_memory_guard_in_fit_basis(monkeypatch):
     monkeypatch.setenv("FASTRANK_MAX_DENSE_BYTES", "1K")
     with pytest.raises(MemoryError, match="basis_vectors"):
         fit_basis(X, X[:, 0], alphas=[1.0], kernel_spec=spec, basis_indices=np.arange(50))
+
+
+def test_sparse_input_with_duplicates_and_int64_indices():
+    rng = np.random.default_rng(6)
+    m, n = 50, 20
+    X = sp.random(m, n, density=0.2, random_state=6, format="csr")
+    y = rng.normal(size=m)
+    coo = X.tocoo()
+    # every entry stored twice (half + half), int64 indices, not canonical
+    rows = np.r_[coo.row, coo.row]
+    order = np.argsort(rows, kind="stable")
+    Xdup = sp.csr_matrix((np.r_[0.5 * coo.data, 0.5 * coo.data][order], np.r_[coo.col, coo.col][order],
+                          np.r_[0, np.cumsum(np.bincount(rows, minlength=m))]), shape=X.shape)
+    Xdup.indices = Xdup.indices.astype(np.int64)  # scipy downcasts in the constructor
+    Xdup.indptr = Xdup.indptr.astype(np.int64)
+    assert not Xdup.has_canonical_format and Xdup.nnz == 2 * X.nnz
+    np.testing.assert_allclose(Xdup.toarray(), X.toarray(), atol=1e-15)
+    spec = resolve_kernel("rbf", 0.4, 3, 1, n)
+    basis = select_basis(m, 12, random_state=0)
+    a = fit_basis(X, y, alphas=[0.5], kernel_spec=spec, basis_indices=basis)
+    b = fit_basis(Xdup, y, alphas=[0.5], kernel_spec=spec, basis_indices=basis)
+    assert _rel(b, a) < 1e-10
+    assert not Xdup.has_canonical_format  # the caller's matrix was not modified

@@ -13,5 +13,10 @@ __version__ = "0.1.0"
 
 # --- public estimators and modules (one import line per area) ---
 from ._rankrls import MPRank, RankRLS, RankRLSPath, rankrls_path
+from . import datasets, metrics
 
-__all__ = ["RankRLS", "MPRank", "RankRLSPath", "rankrls_path", "LinAlgError", "IllConditionedWarning", "exceptions", "__version__"]
+__all__ = [
+    "RankRLS", "MPRank", "RankRLSPath", "rankrls_path",
+    "datasets", "metrics",
+    "LinAlgError", "IllConditionedWarning", "exceptions", "__version__",
+]

@@ -530,6 +530,11 @@ def basis_primal_weights(X_basis, coef):
 # ----------------------------------------------------------------------------------------------
 
 
+def issparse(X):
+    """``scipy.sparse.issparse`` (for the estimator's prediction dispatch)."""
+    return sp.issparse(X)
+
+
 def use_large_scale(est, X):
     """True when :class:`fastrank.RankRLS` must take this module's path: sparse X,
     ``solver="cg"`` or ``basis_vectors`` set."""

@@ -155,7 +155,7 @@ class _DenseRankingBase(RegressorMixin, BaseEstimator):
     # -- prediction ----------------------------------------------------------------------------
     def _decision(self, X):
         check_is_fitted(self, "fit_mode_")
-        if _large_scale.sp.issparse(X) or self.fit_mode_ == "sparse":  # issue 4: sparse X / basis model
+        if _large_scale.issparse(X) or self.fit_mode_ == "sparse":  # issue 4: sparse X / basis model
             return _large_scale.decision(self, X)
         if self.kernel == "precomputed":
             K = as_float_matrix(X, "X (precomputed kernel)")

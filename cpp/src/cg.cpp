@@ -54,6 +54,11 @@ void RankingLaplacian::apply(const RowMatrix& U, RowMatrix& out) const {
   out.resize(m, v);
   if (kind == Kind::Groups) {
     const Index q = group_size.size();
+    if (q == 1) {  // object ranking: c (m U - 1 1^T U), vectorized
+      const Eigen::RowVectorXd total = U.colwise().sum();
+      out = pair_weight[0] * (group_size[0] * U - Eigen::VectorXd::Ones(m) * total);
+      return;
+    }
     RowMatrix sums = RowMatrix::Zero(q, v);
     if (v == 1) {
       const double* u = U.data();
@@ -213,12 +218,66 @@ class CsrDesign {
   }
   Vector jacobi(const RankingLaplacian& L) const { return jacobi_csr(X_, L); }
 
+  // Scoring setting, one output: out = X^T L X p with L folded into the two product loops
+  // (no separate O(m) Laplacian passes): the X p loop also accumulates per-group sums S_q, and
+  // the X^T u loop forms u_i = c_q n_q (X p)_i - c_q S_q on the fly.  Returns false otherwise.
+  bool apply_scores(const RankingLaplacian& L, const RowMatrix& P, RowMatrix& out) {
+    if (L.kind != RankingLaplacian::Kind::Groups || P.cols() != 1 || use_t_) return false;
+    const Index m = X_.rows, n = X_.cols, q = L.group_size.size();
+    const int parts = static_cast<int>(bounds_.size()) - 1;
+    if (row_a_.size() != m) {
+      row_a_.resize(m);
+      for (Index i = 0; i < m; ++i) row_a_[i] = L.pair_weight[L.codes[i]] * L.group_size[L.codes[i]];
+    }
+    xp_.resize(m);
+    sums_.resize(parts);
+    const double* pv = P.data();
+    const std::int64_t* codes = L.codes;
+    run_chunks(bounds_, [&](int p, Index lo, Index hi) {
+      Vector& S = sums_[p];
+      S.setZero(q);
+      for (Index i = lo; i < hi; ++i) {
+        double acc = 0.0;
+        for (Index t = X_.begin(i); t < X_.end(i); ++t) acc += X_.data[t] * pv[X_.indices[t]];
+        xp_[i] = acc;
+        S[codes[i]] += acc;
+      }
+    });
+    Vector& S = sums_[0];
+    for (int p = 1; p < parts; ++p) S += sums_[p];
+    S.array() *= L.pair_weight.array();
+    out.resize(n, 1);
+    buffers_.resize(std::max(0, parts - 1));
+    run_chunks(bounds_, [&](int p, Index lo, Index hi) {
+      RowMatrix& buf = (p == 0) ? out : buffers_[p - 1];
+      buf.setZero(n, 1);
+      double* b = buf.data();
+      for (Index i = lo; i < hi; ++i) {
+        const double ui = row_a_[i] * xp_[i] - S[codes[i]];
+        if (ui == 0.0) continue;
+        for (Index t = X_.begin(i); t < X_.end(i); ++t) b[X_.indices[t]] += X_.data[t] * ui;
+      }
+    });
+    if (parts > 1) {
+      parallel_for(0, n, parts, 4096, [&](Index lo, Index hi) {
+        double* o = out.data();
+        for (int p = 0; p + 1 < parts; ++p) {
+          const double* b = buffers_[p].data();
+          for (Index k = lo; k < hi; ++k) o[k] += b[k];
+        }
+      });
+    }
+    return true;
+  }
+
  private:
   CsrView<I> X_;
   bool use_t_;
   std::vector<Index> bounds_, tbounds_;
   CsrOwned<std::int32_t> T_;
   std::vector<RowMatrix> buffers_;
+  Vector row_a_, xp_;         // apply_scores: c_q n_q per row, X p
+  std::vector<Vector> sums_;  // apply_scores: per-chunk group sums
 };
 
 class DenseDesign {
@@ -238,6 +297,7 @@ class DenseDesign {
     out.resize(n, v);
     lapack::gemm('N', 'T', v, n, m, 1.0, U.data(), v, X_.data(), X_.outerStride(), 0.0, out.data(), v);
   }
+  bool apply_scores(const RankingLaplacian&, const RowMatrix&, RowMatrix&) { return false; }
   Vector jacobi(const RankingLaplacian& L) const {
     const Index n = X_.cols();
     require(X_.rows() == L.m, "Jacobi diagonal: row count mismatch");
@@ -292,15 +352,17 @@ CgResult run_cg(Design& X, const RankingLaplacian& L, const RowMatrix& Y, const 
   CgResult res;
   res.rhs_norm = B.colwise().norm().transpose();
 
-  Vector dinv;
-  if (o.jacobi) dinv = (X.jacobi(L).array() + o.alpha).inverse().matrix();
+  RowMatrix Dinv = RowMatrix::Ones(n, 1);  // Jacobi: 1 / (diag(X^T L X) + alpha), n x 1
+  if (o.jacobi) Dinv.col(0) = (X.jacobi(L).array() + o.alpha).inverse().matrix();
 
   RowMatrix W = RowMatrix::Zero(n, v);
   RowMatrix XP, LXP, Q;
   auto apply = [&](const RowMatrix& P, RowMatrix& out) {
-    X.times(P, XP);
-    L.apply(XP, LXP);
-    X.ttimes(LXP, out);
+    if (!X.apply_scores(L, P, out)) {
+      X.times(P, XP);
+      L.apply(XP, LXP);
+      X.ttimes(LXP, out);
+    }
     out += o.alpha * P;
   };
   RowMatrix R = B;
@@ -312,7 +374,7 @@ CgResult run_cg(Design& X, const RankingLaplacian& L, const RowMatrix& Y, const 
       R -= Q;
     }
   }
-  RowMatrix Z = o.jacobi ? RowMatrix(R.array().colwise() * dinv.array()) : R;
+  RowMatrix Z = o.jacobi ? RowMatrix(R.array().colwise() * Dinv.col(0).array()) : R;
   RowMatrix P = Z;
   Vector rz(v), rel(v);
   res.n_iter.setZero(v);
@@ -345,39 +407,48 @@ CgResult run_cg(Design& X, const RankingLaplacian& L, const RowMatrix& Y, const 
     }
     apply(all ? P : Pact, Qact);
     std::vector<Index> still;
-    for (Index c = 0; c < a; ++c) {
-      const Index j = active[c];
-      const double pq = P.col(j).dot(Qact.col(c));
+    // One CG step on column j; w, r, p, q, z, d are that column's vectors (whole contiguous
+    // matrices when v == 1, so Eigen vectorizes; strided columns otherwise).
+    auto cg_step = [&](Index j, auto&& w, auto&& r, auto&& p, const auto& q, auto&& z, const auto& d) {
+      const double pq = p.cwiseProduct(q).sum();
       if (!(pq > 0.0) || !std::isfinite(pq))
         throw LinAlgError("conjugate gradient broke down (p^T A p = " + std::to_string(pq) +
                           "); the system is not numerically positive definite");
       const double step = rz[j] / pq;
-      W.col(j) += step * P.col(j);
-      R.col(j) -= step * Qact.col(c);
-      rel[j] = R.col(j).norm() / res.rhs_norm[j];
+      w += step * p;
+      r -= step * q;
+      rel[j] = std::sqrt(r.squaredNorm()) / res.rhs_norm[j];
       res.n_iter[j] = iter + 1;
       if (!o.fixed_iterations && rel[j] <= o.tol) {
         res.converged[j] = 1;
-        continue;
+        return;
       }
       double rz_new;
       if (o.jacobi) {
-        Z.col(j) = R.col(j).cwiseProduct(dinv);
-        rz_new = R.col(j).dot(Z.col(j));
+        z = r.cwiseProduct(d);
+        rz_new = r.cwiseProduct(z).sum();
       } else {
-        rz_new = R.col(j).squaredNorm();
+        rz_new = r.squaredNorm();
       }
       if (rz_new == 0.0) {
         res.converged[j] = 1;
-        continue;
+        return;
       }
       const double beta = rz_new / rz[j];
       rz[j] = rz_new;
       if (o.jacobi)
-        P.col(j) = Z.col(j) + beta * P.col(j);
+        p = z + beta * p;
       else
-        P.col(j) = R.col(j) + beta * P.col(j);
+        p = r + beta * p;
       still.push_back(j);
+    };
+    if (v == 1) {
+      cg_step(0, W, R, P, Qact, Z, Dinv);
+    } else {
+      for (Index c = 0; c < a; ++c) {
+        const Index j = active[c];
+        cg_step(j, W.col(j), R.col(j), P.col(j), Qact.col(c), Z.col(j), Dinv.col(0));
+      }
     }
     ++iter;
     Vector h = Vector::Constant(v, std::numeric_limits<double>::quiet_NaN());

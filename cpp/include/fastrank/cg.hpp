@@ -10,6 +10,8 @@
 //   * graph: (L u) = M (M^T u), four scalar updates per edge, O(l).
 // One iteration costs O(nnz + m + l) per output.  Every output column runs its own CG (own step
 // sizes and stopping); the products are batched over the still-active columns and threaded.
+// For one output in the scoring setting on CSR, L is folded into the two product loops (the X p
+// loop accumulates the group sums, the X^T u loop forms (L X p)_i on the fly).
 //
 // Jacobi preconditioner: diag(X^T L X) + alpha, in O(nnz) (O(nnz + l * row nnz) for graphs):
 //   groups: d_k = sum_q c_q ( n_q sum_{i in q} X_ik^2 - (sum_{i in q} X_ik)^2 ),

@@ -259,7 +259,7 @@ class CsrDesign {
       }
     });
     if (parts > 1) {
-      parallel_for(0, n, parts, 4096, [&](Index lo, Index hi) {
+      parallel_for(0, n, parts, 131072, [&](Index lo, Index hi) {
         double* o = out.data();
         for (int p = 0; p + 1 < parts; ++p) {
           const double* b = buffers_[p].data();

@@ -124,7 +124,7 @@ void csr_transpose_times(const CsrView<I>& A, const RowMatrix& U, RowMatrix& out
   // Reduce the partial sums into out, parallel over contiguous stretches of the n*v entries.
   const Index total = n * v;
   if (parts <= 1) return;
-  parallel_for(0, total, parts, 4096, [&](Index lo, Index hi) {
+  parallel_for(0, total, parts, 131072, [&](Index lo, Index hi) {
     double* o = out.data();
     for (int p = 0; p + 1 < parts; ++p) {
       const double* b = buffers[p].data();

@@ -566,10 +566,11 @@ def _densify(X):
 
 def _check_X_any(X, name="X", min_rows=2):
     if sp.issparse(X):
+        X = X if X.format == "csr" else X.tocsr()
         as_csr(X, name)  # validation only; fit_cg maps the arrays itself
         if X.shape[0] < min_rows:
             raise ValueError(f"Found array with {X.shape[0]} sample(s) while a minimum of {min_rows} is required.")
-        return X if X.format == "csr" else X.tocsr()
+        return X
     from ._validation import as_float_matrix
 
     return as_float_matrix(X, name, min_rows=min_rows)

@@ -13,7 +13,8 @@ fine.  Other sparse formats are converted to CSR once.
 Design notes.  CG runs in the primal (n unknowns) only: its iteration count is bounded by the rank
 of X^T L X <= min(m, n) in exact arithmetic, so n >> m data still stop within about m iterations
 (RLScore's rank_train: m=100, n=195,098, 60 iterations to tol=1e-6), and each iteration costs
-O(nnz + m + n).  X^T u uses per-thread partial sums (measured faster than a transposed copy of X,
+O(nnz + m + n).  For one output in the scoring setting the Laplacian is folded into the two CSR
+product loops (group sums accumulated during X p, (L X p)_i formed inside X^T u).  X^T u uses per-thread partial sums (measured faster than a transposed copy of X,
 which is kept as the option ``transpose_copy=True``); a one-pass fused X^T D X p operator was
 measured too and gave no gain (the products are latency-bound, not bandwidth-bound).
 

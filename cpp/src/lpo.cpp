@@ -1,0 +1,376 @@
+#include "fastrank/lpo.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <string>
+
+#include "fastrank/errors.hpp"
+#include "fastrank/lapack.hpp"
+#include "fastrank/parallel.hpp"
+
+namespace fastrank::cv {
+
+namespace {
+
+// C <- op(A) op(B) for Eigen column-major operands (no aliasing).
+Matrix mul(char ta, char tb, MatrixCRef a, MatrixCRef b, double alpha = 1.0) {
+  const Index m = (ta == 'N') ? a.rows() : a.cols();
+  const Index k = (ta == 'N') ? a.cols() : a.rows();
+  const Index n = (tb == 'N') ? b.cols() : b.rows();
+  Matrix c(m, n);
+  if (m == 0 || n == 0) return c;
+  if (k == 0) {
+    c.setZero();
+    return c;
+  }
+  lapack::gemm(ta, tb, m, n, k, alpha, a.data(), a.outerStride(), b.data(), b.outerStride(), 0.0, c.data(),
+               c.rows());
+  return c;
+}
+
+// S Y for one group block structure (copy).
+Matrix sqrt_laplacian_times(const GroupStructure& g, MatrixCRef Y) {
+  Matrix out = Y;
+  apply_sqrt_laplacian(g, out);
+  return out;
+}
+
+IndexVector row_groups(const GroupStructure& g) {
+  IndexVector grp(g.n_rows());
+  for (Index q = 0; q < g.n_groups(); ++q) grp.segment(g.offsets[q], g.group_size(q)).setConstant(q);
+  return grp;
+}
+
+void check_square(MatrixCRef A, Index m, const char* what) {
+  require(A.rows() == m && A.cols() == m, std::string(what) + " must be m x m");
+}
+
+// Rows idx of A (|idx| x A.cols()).
+Matrix gather_rows(MatrixCRef A, const std::vector<Index>& idx) {
+  Matrix out(static_cast<Index>(idx.size()), A.cols());
+  for (Index c = 0; c < A.cols(); ++c)
+    for (Index r = 0; r < out.rows(); ++r) out(r, c) = A(idx[r], c);
+  return out;
+}
+
+// Retained-pair Laplacian minus full Laplacian for one group (local n x n), held-out local rows.
+void add_group_delta(Matrix& Delta, Index at, Index n, double c, const std::vector<bool>& held) {
+  Index kept = 0;
+  for (Index a = 0; a < n; ++a) kept += held[a] ? 0 : 1;
+  for (Index b = 0; b < n; ++b) {
+    for (Index a = 0; a < n; ++a) {
+      const double full = c * ((a == b ? static_cast<double>(n) : 0.0) - 1.0);
+      double ret = 0.0;
+      if (!held[a] && !held[b]) ret = c * ((a == b ? static_cast<double>(kept) : 0.0) - 1.0);
+      Delta(at + a, at + b) = ret - full;
+    }
+  }
+}
+
+}  // namespace
+
+double pair_weight(const GroupStructure& g, Index q) {
+  const double s = g.scale[q];
+  return s * s / static_cast<double>(g.group_size(q));
+}
+
+void spectral(MatrixCRef K, const GroupStructure& g, Matrix& V, Vector& sigma, int n_threads) {
+  const Index m = g.n_rows();
+  check_square(K, m, "K");
+  V = K;
+  apply_sqrt_laplacian_both(g, V, n_threads);
+  lapack::syevd(V, sigma);
+  for (Index i = 0; i < sigma.size(); ++i) sigma[i] = std::max(sigma[i], 0.0);
+}
+
+Matrix ksv(MatrixCRef K, const GroupStructure& g, MatrixCRef V) {
+  const Index m = g.n_rows();
+  check_square(K, m, "K");
+  check_square(V, m, "V");
+  Matrix SK = K;
+  apply_sqrt_laplacian(g, SK);     // S K
+  return mul('T', 'N', SK, V);     // (S K)^T V = K S V
+}
+
+Matrix predictions_from_p(MatrixCRef P, MatrixCRef V, VectorCRef sigma, const GroupStructure& g, double alpha,
+                          MatrixCRef Y) {
+  Matrix VtSY = mul('T', 'N', V, sqrt_laplacian_times(g, Y));
+  for (Index i = 0; i < VtSY.rows(); ++i) VtSY.row(i) /= (sigma[i] + alpha);
+  return mul('N', 'N', P, VtSY);
+}
+
+PairBlocks object_prepare(MatrixCRef K, MatrixCRef V, VectorCRef sigma, double c, double alpha, MatrixCRef Y) {
+  const Index m = K.rows();
+  require(m >= 3, "leave-pair-out needs at least 3 inputs");
+  check_square(K, m, "K");
+  check_square(V, m, "V");
+  require(sigma.size() == m && Y.rows() == m, "object_prepare: size mismatch");
+  const double s2 = c * static_cast<double>(m), s = std::sqrt(s2);
+  const double rho = static_cast<double>(m - 2) / static_cast<double>(m);
+  IndexVector offs(2);
+  offs << 0, m;
+  GroupStructure g;
+  g.offsets = offs;
+  g.scale = Vector::Constant(1, s);
+
+  PairBlocks out;
+  // M = V diag(sigma / (rho sigma + alpha)) V^T / s^2  (paper's Q, eq. 39), lower triangle.
+  Matrix W = V;
+  for (Index k = 0; k < m; ++k) W.col(k) *= std::sqrt(sigma[k] / (rho * sigma[k] + alpha) / s2);
+  Matrix M(m, m);
+  lapack::syrk_lower('N', m, m, 1.0, W.data(), m, 0.0, M.data(), m);
+  W.resize(0, 0);
+  out.M.push_back(std::move(M));
+
+  const Vector dinv = (rho * sigma.array() + alpha).inverse().matrix();
+  // h = f(alpha / rho) - y, f(alpha/rho) = K S V diag(rho / (rho sigma + alpha)) V^T S Y.
+  Matrix coef = mul('T', 'N', V, sqrt_laplacian_times(g, Y));
+  for (Index i = 0; i < m; ++i) coef.row(i) *= rho * dinv[i];
+  Matrix a = mul('N', 'N', V, coef);
+  apply_sqrt_laplacian(g, a);
+  out.h = mul('N', 'N', K, a);
+  out.h -= Y;
+  // mu = V diag(1/(rho sigma + alpha)) V^T S K 1 / (m s).
+  Matrix k1 = K.rowwise().sum();
+  apply_sqrt_laplacian(g, k1);
+  Matrix w = mul('T', 'N', V, k1);
+  for (Index i = 0; i < m; ++i) w(i, 0) *= dinv[i] / (static_cast<double>(m) * s);
+  out.mu = mul('N', 'N', V, w).col(0);
+  return out;
+}
+
+PairBlocks group_prepare(MatrixCRef P, MatrixCRef V, VectorCRef sigma, const GroupStructure& g, double alpha,
+                         MatrixCRef Y) {
+  const Index m = g.n_rows();
+  check_square(P, m, "P");
+  check_square(V, m, "V");
+  require(sigma.size() == m && Y.rows() == m, "group_prepare: size mismatch");
+  const Index v = Y.cols();
+  PairBlocks out;
+  const Matrix F = predictions_from_p(P, V, sigma, g, alpha, Y);
+  const Vector D = (sigma.array() + alpha).inverse().matrix();
+  out.mu = Vector::Zero(m);
+  out.h = Matrix::Zero(m, v);
+  out.M.resize(g.n_groups());
+  for (Index q = 0; q < g.n_groups(); ++q) {
+    const Index o = g.offsets[q], n = g.group_size(q);
+    if (n < 2) continue;
+    const double s = g.scale[q], c = pair_weight(g, q);
+    Matrix PD = P.middleRows(o, n) * D.asDiagonal();
+    Matrix T(n, n);
+    // T = R C restricted to G: (1/s) P_G D V_G^T.
+    lapack::gemm('N', 'T', n, n, m, 1.0 / s, PD.data(), n, V.data() + o, m, 0.0, T.data(), n);
+    Matrix A = Matrix::Identity(n, n) - 2.0 * c * T;
+    Matrix B(n, n + v);
+    B.leftCols(n) = T;
+    B.rightCols(v) = F.middleRows(o, n) - Y.middleRows(o, n);
+    lapack::gesv(A, B);  // B <- Z [T, d]
+    Matrix J = B.leftCols(n);
+    const Eigen::RowVectorXd cm = J.colwise().mean();
+    out.mu.segment(o, n) = cm.transpose();
+    J.rowwise() -= cm;
+    out.M[q] = std::move(J);
+    out.h.middleRows(o, n) = B.rightCols(v);
+  }
+  return out;
+}
+
+RowMatrix lpo_pairs(const GroupStructure& g, const std::vector<const double*>& M, VectorCRef mu, MatrixCRef h,
+                    MatrixCRef Y, PairMatrixCRef pairs, int n_threads) {
+  const Index m = g.n_rows(), v = Y.cols(), np = pairs.rows();
+  require(pairs.cols() == 2 || np == 0, "pairs must have shape (n_pairs, 2)");
+  require(mu.size() == m && h.rows() == m && Y.rows() == m && h.cols() == v, "lpo_pairs: size mismatch");
+  require(static_cast<Index>(M.size()) == g.n_groups(), "lpo_pairs: one block per group");
+  const IndexVector grp = row_groups(g);
+  // Group means of h.
+  Matrix hbar(g.n_groups(), v);
+  for (Index q = 0; q < g.n_groups(); ++q) {
+    const Index n = g.group_size(q);
+    if (n > 0) hbar.row(q) = h.middleRows(g.offsets[q], n).colwise().mean();
+    else hbar.row(q).setZero();
+  }
+  RowMatrix out(np, 2 * v);
+  parallel_for(0, np, n_threads, 4096, [&](Index lo, Index hi) {
+    for (Index p = lo; p < hi; ++p) {
+      const Index a = pairs(p, 0), b = pairs(p, 1);
+      if (a < 0 || a >= m || b < 0 || b >= m || a == b)
+        throw std::invalid_argument("pair " + std::to_string(p) + " is invalid (index out of range or i == j)");
+      const Index q = grp[a];
+      if (grp[b] != q) throw std::invalid_argument("pair " + std::to_string(p) + " crosses groups");
+      const Index o = g.offsets[q], n = g.offsets[q + 1] - o;
+      double* row = out.data() + p * 2 * v;
+      if (n == 2) {  // the group keeps no pair: only the shift term remains
+        for (Index k = 0; k < v; ++k) {
+          row[k] = Y(a, k) + h(a, k);
+          row[v + k] = Y(b, k) + h(b, k);
+        }
+        continue;
+      }
+      const double* Mq = M[q];
+      const Index la = a - o, lb = b - o;
+      const double maa = Mq[la + la * n], mbb = Mq[lb + lb * n];
+      const double mab = Mq[std::max(la, lb) + std::min(la, lb) * n];
+      const double dn = static_cast<double>(n);
+      const double c = pair_weight(g, q);
+      const double f = 1.0 / (c * dn * (dn - 2.0));
+      const double n00 = f * (dn - 1.0) - maa, n11 = f * (dn - 1.0) - mbb, n01 = -f - mab;
+      const double det = n00 * n11 - n01 * n01;
+      if (!(std::abs(det) > 0.0)) throw LinAlgError("leave-pair-out: singular 2x2 system");
+      const double i00 = n11 / det, i11 = n00 / det, i01 = -n01 / det;
+      const double j00 = maa + mu[a], j01 = mab + mu[b], j10 = mab + mu[a], j11 = mbb + mu[b];
+      const double k00 = j00 * i00 + j01 * i01, k01 = j00 * i01 + j01 * i11;
+      const double k10 = j10 * i00 + j11 * i01, k11 = j10 * i01 + j11 * i11;
+      for (Index k = 0; k < v; ++k) {
+        const double ha = h(a, k), hb = h(b, k), hm = hbar(q, k);
+        const double r0 = ha - hm, r1 = hb - hm;
+        row[k] = Y(a, k) + ha + k00 * r0 + k01 * r1;
+        row[v + k] = Y(b, k) + hb + k10 * r0 + k11 * r1;
+      }
+    }
+  });
+  return out;
+}
+
+Matrix object_holdout(MatrixCRef K, MatrixCRef V, VectorCRef sigma, double c, double alpha, MatrixCRef Y,
+                      const IndexVector& rows, const IndexVector& fold_offsets) {
+  const Index m = K.rows(), v = Y.cols();
+  check_square(K, m, "K");
+  check_square(V, m, "V");
+  require(sigma.size() == m && Y.rows() == m, "object_holdout: size mismatch");
+  const double s2 = c * static_cast<double>(m), s = std::sqrt(s2);
+  IndexVector offs(2);
+  offs << 0, m;
+  GroupStructure g;
+  g.offsets = offs;
+  g.scale = Vector::Constant(1, s);
+  const Matrix VtSY = mul('T', 'N', V, sqrt_laplacian_times(g, Y));
+  Matrix k1 = K.rowwise().sum();
+  apply_sqrt_laplacian(g, k1);
+  const Vector VtSK1 = mul('T', 'N', V, k1).col(0);
+
+  struct PerSize {
+    Matrix h;
+    Vector mu;
+    Eigen::RowVectorXd hbar;
+  };
+  std::map<Index, PerSize> cache;
+  Matrix out(rows.size(), v);
+  const Index nf = fold_offsets.size() - 1;
+  for (Index fidx = 0; fidx < nf; ++fidx) {
+    const Index lo = fold_offsets[fidx], u = fold_offsets[fidx + 1] - lo;
+    if (u == 0) continue;
+    require(m - u >= 2, "a hold-out set leaves fewer than 2 training inputs (no training pairs)");
+    const double rho = static_cast<double>(m - u) / static_cast<double>(m);
+    const Vector dinv = (rho * sigma.array() + alpha).inverse().matrix();
+    auto it = cache.find(u);
+    if (it == cache.end()) {
+      PerSize ps;
+      Matrix coef = VtSY;
+      for (Index i = 0; i < m; ++i) coef.row(i) *= rho * dinv[i];
+      Matrix a = mul('N', 'N', V, coef);
+      apply_sqrt_laplacian(g, a);
+      ps.h = mul('N', 'N', K, a);
+      ps.h -= Y;
+      ps.hbar = ps.h.colwise().mean();
+      Matrix w = VtSK1.cwiseProduct(dinv) / (static_cast<double>(m) * s);
+      ps.mu = mul('N', 'N', V, w).col(0);
+      it = cache.emplace(u, std::move(ps)).first;
+    }
+    const PerSize& ps = it->second;
+    std::vector<Index> U(u);
+    for (Index k = 0; k < u; ++k) {
+      U[k] = rows[lo + k];
+      require(U[k] >= 0 && U[k] < m, "hold-out index out of range");
+    }
+    Matrix VU = gather_rows(V, U);
+    Matrix VUs = VU;
+    for (Index k = 0; k < m; ++k) VUs.col(k) *= sigma[k] * dinv[k] / s2;
+    Matrix MUU = mul('N', 'T', VUs, VU);
+    Matrix N = -MUU;
+    const double winv = 1.0 / (c * static_cast<double>(m - u));
+    for (Index a = 0; a < u; ++a)
+      for (Index b = 0; b < u; ++b) N(a, b) += winv * ((a == b ? 1.0 : 0.0) - 1.0 / static_cast<double>(m));
+    Matrix JU = MUU;
+    for (Index b = 0; b < u; ++b) JU.col(b).array() += ps.mu[U[b]];
+    Matrix hU = gather_rows(ps.h, U), yU = gather_rows(Y, U);
+    Matrix rhs = hU.rowwise() - ps.hbar;
+    lapack::gesv(N, rhs);
+    out.middleRows(lo, u) = yU + hU + JU * rhs;
+  }
+  return out;
+}
+
+Matrix group_holdout(MatrixCRef P, MatrixCRef V, VectorCRef sigma, const GroupStructure& g, double alpha,
+                     MatrixCRef Y, const IndexVector& rows, const IndexVector& fold_offsets) {
+  const Index m = g.n_rows(), v = Y.cols();
+  check_square(P, m, "P");
+  check_square(V, m, "V");
+  require(sigma.size() == m && Y.rows() == m, "group_holdout: size mismatch");
+  const Matrix F = predictions_from_p(P, V, sigma, g, alpha, Y);
+  const Vector D = (sigma.array() + alpha).inverse().matrix();
+  const IndexVector grp = row_groups(g);
+  const double total_pairs = n_relevant_pairs(g);
+  Matrix out(rows.size(), v);
+  const Index nf = fold_offsets.size() - 1;
+  for (Index fidx = 0; fidx < nf; ++fidx) {
+    const Index lo = fold_offsets[fidx], u = fold_offsets[fidx + 1] - lo;
+    if (u == 0) continue;
+    std::vector<Index> touched;
+    std::vector<std::vector<bool>> held_local;
+    std::map<Index, Index> tpos;
+    for (Index k = 0; k < u; ++k) {
+      const Index r = rows[lo + k];
+      require(r >= 0 && r < m, "hold-out index out of range");
+      const Index q = grp[r];
+      auto it = tpos.find(q);
+      if (it == tpos.end()) {
+        it = tpos.emplace(q, static_cast<Index>(touched.size())).first;
+        touched.push_back(q);
+        held_local.emplace_back(g.group_size(q), false);
+      }
+      require(!held_local[it->second][r - g.offsets[q]], "hold-out set contains a repeated index");
+      held_local[it->second][r - g.offsets[q]] = true;
+    }
+    // Training pairs left after removing the set.
+    double removed = 0.0;
+    for (std::size_t t = 0; t < touched.size(); ++t) {
+      const double n = static_cast<double>(g.group_size(touched[t]));
+      double kept = 0.0;
+      for (bool b : held_local[t]) kept += b ? 0.0 : 1.0;
+      removed += n * (n - 1.0) / 2.0 - kept * (kept - 1.0) / 2.0;
+    }
+    require(total_pairs - removed > 0.5, "a hold-out set leaves no training pairs");
+    // A = rows of the touched groups.
+    std::vector<Index> A;
+    std::vector<Index> at(touched.size());
+    for (std::size_t t = 0; t < touched.size(); ++t) {
+      at[t] = static_cast<Index>(A.size());
+      for (Index r = g.offsets[touched[t]]; r < g.offsets[touched[t] + 1]; ++r) A.push_back(r);
+    }
+    const Index na = static_cast<Index>(A.size());
+    Matrix PA = gather_rows(P, A) * D.asDiagonal();
+    Matrix VA = gather_rows(V, A);
+    Matrix T = mul('N', 'T', PA, VA);  // (R S)_{AA}; columns scaled by 1/s below give R C
+    for (std::size_t t = 0; t < touched.size(); ++t) {
+      const Index n = g.group_size(touched[t]);
+      T.middleCols(at[t], n) /= g.scale[touched[t]];
+    }
+    Matrix Delta = Matrix::Zero(na, na);
+    for (std::size_t t = 0; t < touched.size(); ++t)
+      add_group_delta(Delta, at[t], g.group_size(touched[t]), pair_weight(g, touched[t]), held_local[t]);
+    Matrix Amat = mul('N', 'N', T, Delta);
+    Amat += Matrix::Identity(na, na);
+    Matrix rhs(na, v);
+    for (Index k = 0; k < na; ++k) rhs.row(k) = F.row(A[k]) - Y.row(A[k]);
+    lapack::gesv(Amat, rhs);
+    for (Index k = 0; k < u; ++k) {
+      const Index r = rows[lo + k];
+      const Index t = tpos[grp[r]];
+      out.row(lo + k) = Y.row(r) + rhs.row(at[t] + (r - g.offsets[grp[r]]));
+    }
+  }
+  return out;
+}
+
+}  // namespace fastrank::cv

@@ -4,6 +4,7 @@
 #include <pybind11/stl.h>
 
 #include <cmath>
+#include <tuple>
 
 #include "fastrank/errors.hpp"
 #include "fastrank/lpo.hpp"
@@ -41,7 +42,7 @@ void bind_cv(py::module_& m) {
         Matrix V;
         Vector sigma;
         cv::spectral(K, make_groups(offsets, scale), V, sigma, n_threads);
-        return py::make_tuple(std::move(V), std::move(sigma));
+        return std::make_tuple(std::move(V), std::move(sigma));
       },
       py::arg("K").noconvert(), py::arg("offsets"), py::arg("scale"), py::arg("n_threads"),
       py::call_guard<py::gil_scoped_release>(), "(V, sigma) with S K S = V diag(sigma) V^T.");
@@ -65,7 +66,7 @@ void bind_cv(py::module_& m) {
       "cv_object_prepare",
       [](MatrixCRef K, MatrixCRef V, const Vector& sigma, double c, double alpha, MatrixCRef Y) {
         cv::PairBlocks b = cv::object_prepare(K, V, sigma, c, alpha, Y);
-        return py::make_tuple(std::move(b.M[0]), std::move(b.mu), std::move(b.h));
+        return std::make_tuple(std::move(b.M[0]), std::move(b.mu), std::move(b.h));
       },
       py::arg("K").noconvert(), py::arg("V").noconvert(), py::arg("sigma"), py::arg("c"), py::arg("alpha"),
       py::arg("Y").noconvert(), py::call_guard<py::gil_scoped_release>(),

@@ -1,5 +1,78 @@
+// RankRLS dense solvers.  Arrays arrive already validated and in group order from
+// python/fastrank/_rankrls.py; K is a writable Fortran-ordered buffer the solver overwrites.
+#include <pybind11/eigen.h>
 #include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <utility>
+
+#include "fastrank/laplacian.hpp"
+#include "fastrank/rankrls.hpp"
 
 namespace py = pybind11;
+using namespace fastrank;
 
-void bind_rankrls(py::module_& m) { (void)m; }
+namespace {
+
+PreferenceGraph make_graph(Index n_vertices, const IndexVector& head, const IndexVector& tail, const Vector& weight,
+                           const Matrix& target) {
+  PreferenceGraph g;
+  g.n_vertices = n_vertices;
+  g.head = head;
+  g.tail = tail;
+  g.weight = weight;
+  g.target = target;
+  return g;
+}
+
+}  // namespace
+
+void bind_rankrls(py::module_& m) {
+  m.def(
+      "rankrls_dual_scores",
+      [](Eigen::Ref<Matrix> K, const IndexVector& offsets, bool normalized, MatrixCRef Y, const Vector& alphas,
+         int n_threads) {
+        SolveReport report;
+        Matrix A = rankrls_dual_scores(K, GroupStructure::from_offsets(offsets, normalized), Y, alphas, n_threads,
+                                       &report);
+        return std::make_pair(std::move(A), report.rcond);
+      },
+      py::arg("K").noconvert(), py::arg("offsets"), py::arg("normalized"), py::arg("Y"), py::arg("alphas"),
+      py::arg("n_threads"), py::call_guard<py::gil_scoped_release>(),
+      "Dual RankRLS in the scoring setting; K is overwritten. Returns (A, rcond), A stacked alpha-major.");
+  m.def(
+      "rankrls_dual_graph",
+      [](Eigen::Ref<Matrix> K, const IndexVector& head, const IndexVector& tail, const Vector& weight,
+         const Matrix& target, const Vector& alphas, int n_threads) {
+        SolveReport report;
+        Matrix A = rankrls_dual_graph(K, make_graph(K.rows(), head, tail, weight, target), alphas, n_threads, &report);
+        return std::make_pair(std::move(A), report.rcond);
+      },
+      py::arg("K").noconvert(), py::arg("head"), py::arg("tail"), py::arg("weight"), py::arg("target"),
+      py::arg("alphas"), py::arg("n_threads"), py::call_guard<py::gil_scoped_release>(),
+      "Dual RankRLS from a preference graph; K is overwritten. Returns (A, rcond).");
+  m.def(
+      "rankrls_primal_scores",
+      [](RowMatrixCRef X, const IndexVector& order, const IndexVector& offsets, bool normalized, MatrixCRef Y,
+         const Vector& alphas, int n_threads) {
+        SolveReport report;
+        Matrix W = rankrls_primal_scores(X, order, GroupStructure::from_offsets(offsets, normalized), Y, alphas,
+                                         n_threads, &report);
+        return std::make_pair(std::move(W), report.rcond);
+      },
+      py::arg("X").noconvert(), py::arg("order"), py::arg("offsets"), py::arg("normalized"), py::arg("Y"),
+      py::arg("alphas"), py::arg("n_threads"), py::call_guard<py::gil_scoped_release>(),
+      "Primal (linear) RankRLS in the scoring setting. Returns (W, rcond).");
+  m.def(
+      "rankrls_primal_graph",
+      [](RowMatrixCRef X, const IndexVector& head, const IndexVector& tail, const Vector& weight,
+         const Matrix& target, const Vector& alphas, int n_threads) {
+        SolveReport report;
+        Matrix W = rankrls_primal_graph(X, make_graph(X.rows(), head, tail, weight, target), alphas, n_threads,
+                                        &report);
+        return std::make_pair(std::move(W), report.rcond);
+      },
+      py::arg("X").noconvert(), py::arg("head"), py::arg("tail"), py::arg("weight"), py::arg("target"),
+      py::arg("alphas"), py::arg("n_threads"), py::call_guard<py::gil_scoped_release>(),
+      "Primal (linear) RankRLS from a preference graph. Returns (W, rcond).");
+}

@@ -51,7 +51,7 @@ void syrk_lower(char trans, Index n, Index k, double alpha, const double* a, Ind
   checked().dsyrk(&uplo, &trans, &in, &ik, &alpha, a, &ilda, &beta, c, &ildc);
 }
 
-void symmetrize_from_lower(Matrix& a) {
+void symmetrize_from_lower(MatrixRef a) {
   const Index n = a.rows();
   // Blocked copy keeps both the read and the write cache-friendly for large n.
   constexpr Index B = 64;
@@ -61,28 +61,37 @@ void symmetrize_from_lower(Matrix& a) {
         for (Index i = std::max(ib, j + 1); i < std::min(n, ib + B); ++i) a(j, i) = a(i, j);
 }
 
-bool potrf_lower(Matrix& a) {
+void gemm(char transa, char transb, double alpha, MatrixCRef a, MatrixCRef b, double beta, MatrixRef c) {
+  const Index m = (transa == 'N') ? a.rows() : a.cols();
+  const Index k = (transa == 'N') ? a.cols() : a.rows();
+  const Index n = (transb == 'N') ? b.cols() : b.rows();
+  if (c.rows() != m || c.cols() != n) throw std::invalid_argument("gemm: output has the wrong shape");
+  gemm(transa, transb, m, n, k, alpha, a.data(), a.outerStride(), b.data(), b.outerStride(), beta, c.data(),
+       c.outerStride());
+}
+
+bool potrf_lower(MatrixRef a) {
   const char uplo = 'L';
-  const int n = to_int(a.rows()), lda = to_int(std::max<Index>(1, a.rows()));
+  const int n = to_int(a.rows()), lda = to_int(std::max<Index>(1, a.outerStride()));
   int info = 0;
   checked().dpotrf(&uplo, &n, a.data(), &lda, &info);
   if (info < 0) throw std::logic_error("dpotrf: illegal argument " + std::to_string(-info));
   return info == 0;
 }
 
-void potrs_lower(const Matrix& factor, Matrix& b) {
+void potrs_lower(MatrixCRef factor, MatrixRef b) {
   const char uplo = 'L';
-  const int n = to_int(factor.rows()), nrhs = to_int(b.cols()), lda = to_int(std::max<Index>(1, factor.rows())),
-            ldb = to_int(std::max<Index>(1, b.rows()));
+  const int n = to_int(factor.rows()), nrhs = to_int(b.cols()), lda = to_int(std::max<Index>(1, factor.outerStride())),
+            ldb = to_int(std::max<Index>(1, b.outerStride()));
   int info = 0;
   if (nrhs == 0 || n == 0) return;
   checked().dpotrs(&uplo, &n, &nrhs, factor.data(), &lda, b.data(), &ldb, &info);
   if (info != 0) throw std::logic_error("dpotrs failed with info " + std::to_string(info));
 }
 
-double pocon_lower(const Matrix& factor, double anorm) {
+double pocon_lower(MatrixCRef factor, double anorm) {
   const char uplo = 'L';
-  const int n = to_int(factor.rows()), lda = to_int(std::max<Index>(1, factor.rows()));
+  const int n = to_int(factor.rows()), lda = to_int(std::max<Index>(1, factor.outerStride()));
   if (n == 0) return 1.0;
   double rcond = 0.0;
   std::vector<double> work(3 * static_cast<size_t>(n));
@@ -93,12 +102,12 @@ double pocon_lower(const Matrix& factor, double anorm) {
   return rcond;
 }
 
-void syevd(Matrix& a, Vector& w) {
+void syevd(MatrixRef a, Vector& w) {
   const char jobz = 'V', uplo = 'L';
   const Index n = a.rows();
   w.resize(n);
   if (n == 0) return;
-  const int in = to_int(n), lda = to_int(n);
+  const int in = to_int(n), lda = to_int(std::max<Index>(1, a.outerStride()));
   // Workspace query, then the real call.
   int info = 0, lwork = -1, liwork = -1, iwork_query = 0;
   double work_query = 0.0;
@@ -121,9 +130,9 @@ void syevd(Matrix& a, Vector& w) {
                       ")");
 }
 
-void gesv(Matrix& a, Matrix& b) {
-  const int n = to_int(a.rows()), nrhs = to_int(b.cols()), lda = to_int(std::max<Index>(1, a.rows())),
-            ldb = to_int(std::max<Index>(1, b.rows()));
+void gesv(MatrixRef a, MatrixRef b) {
+  const int n = to_int(a.rows()), nrhs = to_int(b.cols()), lda = to_int(std::max<Index>(1, a.outerStride())),
+            ldb = to_int(std::max<Index>(1, b.outerStride()));
   if (n == 0) return;
   std::vector<int> ipiv(static_cast<size_t>(n));
   int info = 0;
@@ -132,10 +141,10 @@ void gesv(Matrix& a, Matrix& b) {
   if (info < 0) throw std::logic_error("dgesv: illegal argument " + std::to_string(-info));
 }
 
-void trsm_lower_left(char trans, const Matrix& a, Matrix& b) {
+void trsm_lower_left(char trans, MatrixCRef a, MatrixRef b) {
   const char side = 'L', uplo = 'L', diag = 'N';
-  const int m = to_int(b.rows()), n = to_int(b.cols()), lda = to_int(std::max<Index>(1, a.rows())),
-            ldb = to_int(std::max<Index>(1, b.rows()));
+  const int m = to_int(b.rows()), n = to_int(b.cols()), lda = to_int(std::max<Index>(1, a.outerStride())),
+            ldb = to_int(std::max<Index>(1, b.outerStride()));
   if (m == 0 || n == 0) return;
   const double one = 1.0;
   checked().dtrsm(&side, &uplo, &trans, &diag, &m, &n, &one, a.data(), &lda, b.data(), &ldb);

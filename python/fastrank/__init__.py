@@ -12,5 +12,6 @@ from .exceptions import IllConditionedWarning, LinAlgError
 __version__ = "0.1.0"
 
 # --- public estimators and modules (one import line per area) ---
+from ._rankrls import MPRank, RankRLS, RankRLSPath, rankrls_path
 
-__all__ = ["LinAlgError", "IllConditionedWarning", "exceptions", "__version__"]
+__all__ = ["RankRLS", "MPRank", "RankRLSPath", "rankrls_path", "LinAlgError", "IllConditionedWarning", "exceptions", "__version__"]

@@ -101,9 +101,10 @@ def check_alphas(alphas, name="alphas"):
 
 
 def check_n_jobs(n_jobs):
-    """scikit-learn semantics: None -> 1, -1 -> all cores, -2 -> all but one, k > 0 -> k."""
+    """Threads for fastrank's C++ kernels: None -> every core (as BLAS/LAPACK already do),
+    -1 -> every core, -2 -> all but one, k > 0 -> k."""
     if n_jobs is None:
-        return 1
+        return os.cpu_count() or 1
     if isinstance(n_jobs, (bool, np.bool_)) or not isinstance(n_jobs, numbers.Integral) or n_jobs == 0:
         raise ValueError(f"n_jobs must be None or a non-zero integer, got {n_jobs!r}")
     n_jobs = int(n_jobs)

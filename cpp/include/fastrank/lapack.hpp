@@ -47,32 +47,27 @@ int to_int(Index n);
 // C (m x n) = alpha * op(A) op(B) + beta * C, column-major raw storage.
 void gemm(char transa, char transb, Index m, Index n, Index k, double alpha, const double* a, Index lda,
           const double* b, Index ldb, double beta, double* c, Index ldc);
-inline void gemm(char transa, char transb, double alpha, const Matrix& a, const Matrix& b, double beta,
-                 Matrix& c) {
-  const Index m = (transa == 'N') ? a.rows() : a.cols();
-  const Index k = (transa == 'N') ? a.cols() : a.rows();
-  const Index n = (transb == 'N') ? b.cols() : b.rows();
-  gemm(transa, transb, m, n, k, alpha, a.data(), a.rows(), b.data(), b.rows(), beta, c.data(), c.rows());
-}
+// Same on Eigen column-major views (no copies; strides passed through).
+void gemm(char transa, char transb, double alpha, MatrixCRef a, MatrixCRef b, double beta, MatrixRef c);
 // Lower triangle of C (n x n) = alpha * op(A) op(A)^T + beta * C.  trans='N': A is n x k; 'T': k x n.
 void syrk_lower(char trans, Index n, Index k, double alpha, const double* a, Index lda, double beta, double* c,
                 Index ldc);
 // Copies the lower triangle of a square matrix into its upper triangle.
-void symmetrize_from_lower(Matrix& a);
+void symmetrize_from_lower(MatrixRef a);
 
 // In-place Cholesky A = L L^T (lower).  Returns false if A is not numerically positive definite.
-bool potrf_lower(Matrix& a);
+bool potrf_lower(MatrixRef a);
 // Solves A X = B given potrf_lower's factor; B is overwritten with X.
-void potrs_lower(const Matrix& factor, Matrix& b);
+void potrs_lower(MatrixCRef factor, MatrixRef b);
 // Reciprocal condition number estimate of A from its Cholesky factor and its 1-norm.
-double pocon_lower(const Matrix& factor, double anorm);
+double pocon_lower(MatrixCRef factor, double anorm);
 // Symmetric eigendecomposition (divide and conquer, as numpy.linalg.eigh): on return `a` holds
 // the eigenvectors as columns and `w` the ascending eigenvalues.  Throws LinAlgError on failure.
-void syevd(Matrix& a, Vector& w);
+void syevd(MatrixRef a, Vector& w);
 // General solve A X = B (LU with partial pivoting); A and B are overwritten.  Throws LinAlgError
 // if A is exactly singular.
-void gesv(Matrix& a, Matrix& b);
+void gesv(MatrixRef a, MatrixRef b);
 // B <- alpha * op(A)^-1 B, A lower triangular (side 'L').
-void trsm_lower_left(char trans, const Matrix& a, Matrix& b);
+void trsm_lower_left(char trans, MatrixCRef a, MatrixRef b);
 
 }  // namespace fastrank::lapack

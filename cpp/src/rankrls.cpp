@@ -1,0 +1,232 @@
+#include "fastrank/rankrls.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <mutex>
+#include <vector>
+#include <string>
+
+#include "fastrank/errors.hpp"
+#include "fastrank/lapack.hpp"
+#include "fastrank/parallel.hpp"
+
+namespace fastrank {
+
+namespace {
+
+void check_alphas(const Vector& alphas) {
+  require(alphas.size() >= 1, "at least one regularization value is needed");
+  for (Index k = 0; k < alphas.size(); ++k)
+    require(std::isfinite(alphas[k]) && alphas[k] > 0.0, "regularization values must be finite and > 0");
+}
+
+double one_norm_symmetric(MatrixCRef G) {
+  double best = 0.0;
+  for (Index j = 0; j < G.cols(); ++j) best = std::max(best, G.col(j).cwiseAbs().sum());
+  return best;
+}
+
+[[noreturn]] void not_positive_definite(double alpha) {
+  throw LinAlgError("the RankRLS system is not numerically positive definite for alpha=" + std::to_string(alpha) +
+                    " (alpha is too small relative to the kernel's scale, or the kernel is not positive "
+                    "semidefinite); increase alpha");
+}
+
+// Stacks diag(1/(sigma + alpha_k)) T for every alpha_k.
+Matrix shifted_inverse_blocks(const Vector& sigma, const Matrix& T, const Vector& alphas) {
+  const Index r = T.rows(), v = T.cols();
+  Matrix B(r, alphas.size() * v);
+  for (Index k = 0; k < alphas.size(); ++k) {
+    const Vector inv = (sigma.array() + alphas[k]).inverse();
+    B.middleCols(k * v, v) = inv.asDiagonal() * T;
+  }
+  return B;
+}
+
+}  // namespace
+
+Matrix solve_shifted_system(MatrixRef G, MatrixCRef R, const Vector& alphas, SolveReport* report) {
+  check_alphas(alphas);
+  const Index r = G.rows(), v = R.cols();
+  require(G.cols() == r && R.rows() == r, "solve_shifted_system: shape mismatch");
+  if (alphas.size() == 1) {
+    const double alpha = alphas[0];
+    G.diagonal().array() += alpha;
+    const double anorm = one_norm_symmetric(G);
+    if (!lapack::potrf_lower(G)) not_positive_definite(alpha);
+    Matrix U = R;
+    lapack::potrs_lower(G, U);
+    if (report) report->rcond = lapack::pocon_lower(G, anorm);
+    return U;
+  }
+  // One eigendecomposition serves every alpha (eq. 31, symmetric form).
+  Vector sigma;
+  lapack::syevd(G, sigma);  // G now holds the eigenvectors V
+  // Rounding can leave tiny negative eigenvalues of a PSD matrix; they are zero.
+  const double sigma_max = std::max(0.0, sigma.maxCoeff());
+  sigma = sigma.cwiseMax(0.0);
+  if (report) {
+    double rc = 1.0;
+    for (Index k = 0; k < alphas.size(); ++k) rc = std::min(rc, alphas[k] / (sigma_max + alphas[k]));
+    report->rcond = rc;
+  }
+  for (Index k = 0; k < alphas.size(); ++k)
+    if (alphas[k] <= sigma_max * std::numeric_limits<double>::epsilon()) not_positive_definite(alphas[k]);
+  Matrix T(r, v);
+  lapack::gemm('T', 'N', 1.0, G, R, 0.0, T);  // T = V^T R
+  const Matrix B = shifted_inverse_blocks(sigma, T, alphas);
+  Matrix U(r, B.cols());
+  lapack::gemm('N', 'N', 1.0, G, B, 0.0, U);  // all alphas in one GEMM
+  return U;
+}
+
+Matrix rankrls_dual_scores(MatrixRef K, const GroupStructure& groups, MatrixCRef Y, const Vector& alphas,
+                           int n_threads, SolveReport* report) {
+  const Index m = groups.n_rows();
+  require(K.rows() == m && K.cols() == m, "kernel matrix must be m x m");
+  require(Y.rows() == m, "targets must have one row per input");
+  apply_sqrt_laplacian_both(groups, K, n_threads);  // K <- S K S
+  Matrix c = Y;
+  apply_sqrt_laplacian(groups, c);                   // c = S y
+  Matrix A = solve_shifted_system(K, c, alphas, report);
+  apply_sqrt_laplacian(groups, A);                   // A = S u
+  return A;
+}
+
+Matrix rankrls_dual_graph(MatrixRef K, const PreferenceGraph& graph, const Vector& alphas, int n_threads,
+                          SolveReport* report) {
+  graph.validate();
+  const Index m = graph.n_vertices, l = graph.n_edges();
+  require(K.rows() == m && K.cols() == m, "kernel matrix must be m x m");
+  (void)n_threads;
+  if (l <= m) {
+    // F = M: G = M^T K M (l x l), c = N.
+    Matrix KMt(m, l);  // column e = K M e_e = w_e (K[:, head] - K[:, tail])
+    for (Index e = 0; e < l; ++e) KMt.col(e) = graph.weight[e] * (K.col(graph.head[e]) - K.col(graph.tail[e]));
+    Matrix G = graph_incidence_transpose_times(graph, KMt);  // M^T (K M), l x l
+    G = 0.5 * (G + G.transpose()).eval();
+    Matrix N = graph.target;
+    for (Index e = 0; e < l; ++e) N.row(e) *= graph.weight[e];
+    const Matrix U = solve_shifted_system(G, N, alphas, report);
+    return graph_incidence_times(graph, U);
+  }
+  // l > m: factor the Laplacian, F = U_+ D_+^{1/2}.
+  Matrix L = graph_laplacian(graph);
+  Vector d;
+  lapack::syevd(L, d);
+  const double d_max = std::max(0.0, d.maxCoeff());
+  const double tol = d_max * static_cast<double>(m) * std::numeric_limits<double>::epsilon();
+  Index first = 0;
+  while (first < m && d[first] <= tol) ++first;  // eigenvalues ascend; skip the null space
+  const Index r = m - first;
+  require(r >= 1, "the preference graph has no edges with non-zero weight");
+  Matrix F = L.rightCols(r);
+  const Vector sqrt_d = d.tail(r).cwiseSqrt();
+  F = F * sqrt_d.asDiagonal();
+  const Matrix b = graph_incidence_times_targets(graph);
+  Matrix c(r, b.cols());
+  lapack::gemm('T', 'N', 1.0, L.rightCols(r), b, 0.0, c);
+  c = sqrt_d.cwiseInverse().asDiagonal() * c;
+  Matrix KF(m, r);
+  lapack::gemm('N', 'N', 1.0, K, F, 0.0, KF);
+  Matrix G(r, r);
+  lapack::gemm('T', 'N', 1.0, F, KF, 0.0, G);
+  G = 0.5 * (G + G.transpose()).eval();
+  const Matrix U = solve_shifted_system(G, c, alphas, report);
+  Matrix A(m, U.cols());
+  lapack::gemm('N', 'N', 1.0, F, U, 0.0, A);
+  return A;
+}
+
+Matrix rankrls_primal_scores(RowMatrixCRef X, IndexVectorCRef order, const GroupStructure& groups, MatrixCRef Y,
+                             const Vector& alphas, int n_threads, SolveReport* report) {
+  const Index m = X.rows(), n = X.cols(), v = Y.cols(), q = groups.n_groups();
+  require(groups.n_rows() == m, "groups must cover every row of X");
+  require(Y.rows() == m, "targets must have one row per input");
+  const bool identity = order.size() == 0;
+  require(identity || order.size() == m, "row order must have one entry per row");
+  auto row_of = [&](Index pos) { return identity ? pos : static_cast<Index>(order[pos]); };
+
+  // Group means of X and Y (q x n, q x v).  Few large groups: rows split across threads;
+  // many groups: groups split across threads.
+  RowMatrix x_mean = RowMatrix::Zero(q, n);
+  RowMatrix y_mean = RowMatrix::Zero(q, v);
+  auto mean_of_group = [&](Index k, int threads) {
+    const Index o = groups.offsets[k], size = groups.group_size(k);
+    std::mutex lock;
+    parallel_for(o, o + size, threads, 4096, [&](Index lo, Index hi) {
+      Eigen::RowVectorXd sx = Eigen::RowVectorXd::Zero(n), sy = Eigen::RowVectorXd::Zero(v);
+      for (Index p = lo; p < hi; ++p) {
+        sx += X.row(row_of(p));
+        sy += Y.row(p);
+      }
+      std::lock_guard<std::mutex> guard(lock);
+      x_mean.row(k) += sx;
+      y_mean.row(k) += sy;
+    });
+    x_mean.row(k) /= static_cast<double>(size);
+    y_mean.row(k) /= static_cast<double>(size);
+  };
+  if (q < 4 * static_cast<Index>(std::max(1, n_threads))) {
+    for (Index k = 0; k < q; ++k) mean_of_group(k, n_threads);
+  } else {
+    parallel_for(0, q, n_threads, 16, [&](Index lo, Index hi) {
+      for (Index k = lo; k < hi; ++k) mean_of_group(k, 1);
+    });
+  }
+  std::vector<Index> group_of(static_cast<size_t>(m));
+  for (Index k = 0; k < q; ++k)
+    for (Index p = groups.offsets[k]; p < groups.offsets[k + 1]; ++p) group_of[p] = k;
+
+  // Accumulate G = (S X)^T (S X) and R = (S X)^T (S Y) (eq. 30) over row chunks of S X, held
+  // row-major so each centred row is written contiguously; as column-major the chunk is
+  // (S X)_chunk^T (n x rows), which SYRK/GEMM take directly.
+  const Index chunk_rows = std::max<Index>(256, std::min<Index>(m, (Index(1) << 21) / std::max<Index>(1, n)));
+  RowMatrix B(chunk_rows, n);
+  Matrix BY(chunk_rows, v);
+  Matrix G = Matrix::Zero(n, n);
+  Matrix R = Matrix::Zero(n, v);
+  for (Index start = 0; start < m; start += chunk_rows) {
+    const Index rows = std::min(chunk_rows, m - start);
+    parallel_for(0, rows, n_threads, 512, [&](Index lo, Index hi) {
+      for (Index r = lo; r < hi; ++r) {
+        const Index p = start + r, k = group_of[p];
+        const double s = groups.scale[k];
+        B.row(r) = s * (X.row(row_of(p)) - x_mean.row(k));
+        BY.row(r) = s * (Y.row(p) - y_mean.row(k));
+      }
+    });
+    lapack::syrk_lower('N', n, rows, 1.0, B.data(), n, 1.0, G.data(), G.rows());
+    lapack::gemm('N', 'N', n, v, rows, 1.0, B.data(), n, BY.data(), BY.rows(), 1.0, R.data(), R.rows());
+  }
+  lapack::symmetrize_from_lower(G);
+  return solve_shifted_system(G, R, alphas, report);
+}
+
+Matrix rankrls_primal_graph(RowMatrixCRef X, const PreferenceGraph& graph, const Vector& alphas, int n_threads,
+                            SolveReport* report) {
+  (void)n_threads;
+  graph.validate();
+  const Index m = X.rows(), n = X.cols();
+  require(graph.n_vertices == m, "the preference graph must have one vertex per row of X");
+  // L X = M M^T X, O(l n): each edge adds w^2 (x_h - x_t) to row h and subtracts it from row t.
+  Matrix LX = Matrix::Zero(m, n);
+  for (Index e = 0; e < graph.n_edges(); ++e) {
+    const Index h = graph.head[e], t = graph.tail[e];
+    const double w2 = graph.weight[e] * graph.weight[e];
+    const Eigen::RowVectorXd diff = w2 * (X.row(h) - X.row(t));
+    LX.row(h) += diff;
+    LX.row(t) -= diff;
+  }
+  Matrix G(n, n);
+  // X^T (L X): X row-major (m x n) is column-major X^T (n x m, ld = n).
+  lapack::gemm('N', 'N', n, n, m, 1.0, X.data(), X.outerStride(), LX.data(), LX.rows(), 0.0, G.data(), G.rows());
+  G = 0.5 * (G + G.transpose()).eval();
+  const Matrix b = graph_incidence_times_targets(graph);
+  Matrix R(n, b.cols());
+  lapack::gemm('N', 'N', n, b.cols(), m, 1.0, X.data(), X.outerStride(), b.data(), b.rows(), 0.0, R.data(), R.rows());
+  return solve_shifted_system(G, R, alphas, report);
+}
+
+}  // namespace fastrank

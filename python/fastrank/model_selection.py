@@ -491,10 +491,15 @@ def mprank_loo_approximation(estimator, X, y):
     SV = s * (V - V.mean(axis=0))
     U = (P / (sigma + alpha)) @ SV.T  # hat matrix: f = U y, rows sum to zero
     h = U @ yv
-    Vm = ((m - 1) * U + np.diag(U)[:, None]) / (m - 2)  # eq. 27
     pairs = prob.default_pairs()
     i, j = pairs[:, 0], pairs[:, 1]
-    Vii, Vjj, Vij, Vji = Vm[i, i], Vm[j, j], Vm[i, j], Vm[j, i]
+    Uii, Ujj, Uij, Uji = U[i, i], U[j, j], U[i, j], U[j, i]
+    # eq. 27 (rows of U sum to zero): V_ab = U_ab + (U_aa + U_ab)/(m-2) for b in the pair;
+    # the diagonal entries take the sum over k outside the PAIR {i, j}, not outside {i}.
+    Vij = Uij + (Uii + Uij) / (m - 2)
+    Vii = Uii + (Uii + Uij) / (m - 2)
+    Vji = Uji + (Ujj + Uji) / (m - 2)
+    Vjj = Ujj + (Ujj + Uji) / (m - 2)
     ei, ej = h[i] - yv[i], h[j] - yv[j]
     dbar = h.mean() - yv.mean()  # h-bar' approximated by h-bar
     den = (1 - Vjj) * (1 - Vii) - Vij * Vji

@@ -120,6 +120,7 @@ PairBlocks object_prepare(MatrixCRef K, MatrixCRef V, VectorCRef sigma, double c
   for (Index k = 0; k < m; ++k) W.col(k) *= std::sqrt(sigma[k] / (rho * sigma[k] + alpha) / s2);
   Matrix M(m, m);
   lapack::syrk_lower('N', m, m, 1.0, W.data(), m, 0.0, M.data(), m);
+  lapack::symmetrize_from_lower(M);
   W.resize(0, 0);
   out.M.push_back(std::move(M));
 

@@ -187,6 +187,7 @@ class _Problem:
 
     def lpo(self, pairs, alpha=None):
         alpha = self.alpha if alpha is None else alpha
+        pairs = np.ascontiguousarray(pairs, dtype=np.int64)
         V, sigma = self.decompose()
         if not self.grouped:
             M, mu, h = _core.cv_object_prepare(self.K, V, sigma, self.c, alpha, self.Yg)

@@ -115,4 +115,12 @@ void bind_cv(py::module_& m) {
       py::arg("P").noconvert(), py::arg("V").noconvert(), py::arg("sigma"), py::arg("offsets"), py::arg("scale"),
       py::arg("alpha"), py::arg("Y").noconvert(), py::arg("rows"), py::arg("fold_offsets"),
       py::call_guard<py::gil_scoped_release>(), "Hold-out predictions for index sets with query groups (eq. 33).");
+  m.def(
+      "cv_leave_group_out_cholesky",
+      [](MatrixCRef K, const IndexVector& offsets, const Vector& scale, double alpha, MatrixCRef Y, int n_threads) {
+        return cv::leave_group_out_cholesky(K, make_groups(offsets, scale), alpha, Y, n_threads);
+      },
+      py::arg("K").noconvert(), py::arg("offsets"), py::arg("scale"), py::arg("alpha"), py::arg("Y").noconvert(),
+      py::arg("n_threads"), py::call_guard<py::gil_scoped_release>(),
+      "Leave-one-group-out predictions (group order) for one alpha via a Cholesky factor.");
 }

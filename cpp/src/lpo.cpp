@@ -375,3 +375,53 @@ Matrix group_holdout(MatrixCRef P, MatrixCRef V, VectorCRef sigma, const GroupSt
 }
 
 }  // namespace fastrank::cv
+
+namespace fastrank::cv {
+
+Matrix leave_group_out_cholesky(MatrixCRef K, const GroupStructure& g, double alpha, MatrixCRef Y, int n_threads) {
+  const Index m = g.n_rows(), v = Y.cols(), ng = g.n_groups();
+  require(K.rows() == m && K.cols() == m, "K must be m x m");
+  require(Y.rows() == m, "Y must have m rows");
+  const double total = n_relevant_pairs(g);
+  for (Index q = 0; q < ng; ++q) {
+    const double n = static_cast<double>(g.group_size(q));
+    require(total - n * (n - 1.0) / 2.0 > 0.5, "holding out a group leaves no training pairs");
+  }
+  Matrix Lc = K;
+  apply_sqrt_laplacian_both(g, Lc, n_threads);
+  Lc.diagonal().array() += alpha;
+  if (!lapack::potrf_lower(Lc))
+    throw LinAlgError("leave-group-out: S K S + alpha I is not numerically positive definite; increase alpha");
+  // Full fit: a = S G S Y, f = K a.
+  Matrix a = Y;
+  apply_sqrt_laplacian(g, a);
+  lapack::potrs_lower(Lc, a);
+  apply_sqrt_laplacian(g, a);
+  Matrix F(m, v);
+  lapack::gemm('N', 'N', 1.0, K, a, 0.0, F);
+  // W = G S K E (column q: G S K 1_{G_q}).
+  Matrix KE(m, ng);
+  for (Index q = 0; q < ng; ++q) KE.col(q) = K.middleCols(g.offsets[q], g.group_size(q)).rowwise().sum();
+  apply_sqrt_laplacian(g, KE);
+  lapack::potrs_lower(Lc, KE);
+  Matrix out = F;
+  for (Index q = 0; q < ng; ++q) {
+    const Index o = g.offsets[q], n = g.group_size(q);
+    if (n < 2) continue;
+    const double s = g.scale[q], s2 = s * s;
+    Matrix Z = Matrix::Zero(m - o, n);
+    Z.topRows(n).setIdentity();
+    lapack::trsm_lower_left('N', Lc.bottomRightCorner(m - o, m - o), Z);  // (L^-1)_{o:, G}
+    Matrix A(n, n);
+    lapack::gemm('T', 'N', alpha, Z, Z, 0.0, A);  // alpha G_GG
+    Vector mu = KE.col(q).segment(o, n) / (static_cast<double>(n) * s);
+    mu.array() -= mu.mean();  // C mu
+    for (Index c = 0; c < n; ++c) A.col(c).array() -= s2 * mu[c];
+    Matrix rhs = F.middleRows(o, n) - Y.middleRows(o, n);
+    lapack::gesv(A, rhs);
+    out.middleRows(o, n) = Y.middleRows(o, n) + rhs;
+  }
+  return out;
+}
+
+}  // namespace fastrank::cv

@@ -288,11 +288,9 @@ def leave_group_out(estimator, X, y, groups):
     prob = _Problem(estimator, X, y, groups)
     if prob.gi.n_groups < 2:
         raise ValueError("leave_group_out needs at least two groups")
-    sets = [np.sort(prob.gi.order[prob.offsets[q]:prob.offsets[q + 1]]) for q in range(prob.gi.n_groups)]
-    out = prob.holdout(sets)
-    res = np.empty_like(prob.Y)
-    res[np.concatenate(sets)] = out
-    return _shape_out(res, prob.one_d)
+    # one alpha: Cholesky factor + diagonal blocks of the inverse (no eigendecomposition)
+    out = _core.cv_leave_group_out_cholesky(prob.K, prob.offsets, prob.scale, prob.alpha, prob.Yg, prob.n_threads)
+    return _shape_out(prob.gi.untake(out, 0), prob.one_d)
 
 
 def holdout_predictions(estimator, X, y, test_sets, groups=None):

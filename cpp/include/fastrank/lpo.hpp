@@ -68,3 +68,15 @@ Matrix group_holdout(MatrixCRef P, MatrixCRef V, VectorCRef sigma, const GroupSt
                      double alpha, MatrixCRef Y, const IndexVector& rows, const IndexVector& fold_offsets);
 
 }  // namespace fastrank::cv
+
+namespace fastrank::cv {
+
+// Leave-one-group-out for ONE alpha from a Cholesky factor instead of an eigendecomposition:
+// with G = (S K S + alpha I)^-1 = L^-T L^-1,  C T_GG = (I - alpha G_GG) / s^2 and the column
+// means of T_GG come from w_q = G S K 1_G, so (*) becomes
+//     f^{-G}_G = y_G + (alpha G_GG - s^2 1 (C mu)^T)^-1 (f_G - y_G),
+// needing only the diagonal blocks G_GG (trailing triangular solves, ~m^3/3 flops in total) and
+// one solve with q right-hand sides.  Groups of one row: the prediction of the full fit.
+Matrix leave_group_out_cholesky(MatrixCRef K, const GroupStructure& g, double alpha, MatrixCRef Y, int n_threads);
+
+}  // namespace fastrank::cv

@@ -428,3 +428,40 @@ def test_fitted_estimator_is_not_modified():
     coef = est.dual_coef_.copy()
     ms.leave_pair_out(est, X, y)
     np.testing.assert_array_equal(est.dual_coef_, coef)
+
+
+@pytest.mark.parametrize("weighting", ["unweighted", "normalized"])
+def test_leave_group_out_cholesky_panels_match_eigen_path(weighting):
+    # several 256-column panels of L^-1, unsorted ids, a singleton group
+    rng = np.random.default_rng(16)
+    m = 700
+    X = rng.normal(size=(m, 4))
+    Y = rng.normal(size=(m, 2))
+    groups = rng.integers(0, 37, size=m)
+    groups[5] = 99
+    est = fastrank.RankRLS(alpha=0.5, kernel="rbf", gamma=0.2, group_weighting=weighting)
+    out = ms.leave_group_out(est, X, Y, groups)
+    sets = [np.flatnonzero(groups == g) for g in np.unique(groups)]
+    ref = ms.holdout_predictions(est, X, Y, sets, groups=groups)
+    for U, r in zip(sets, ref):
+        _assert_close(out[U], r, rtol=1e-7)
+    # and one group against brute-force retraining
+    K = rbf(X, X, 0.2)
+    U = sets[3]
+    _assert_close(out[U], retrain_predict_fast(K, Y, 0.5, U, groups, weighting))
+
+
+def retrain_predict_fast(K, Y, alpha, held, groups, weighting):
+    """Vectorised oracle (same definition as cv_oracles.retrain_predict) for larger m."""
+    m = K.shape[0]
+    T = np.setdiff1d(np.arange(m), held)
+    gT = groups[T]
+    _, counts = np.unique(groups, return_counts=True)
+    full_n = dict(zip(np.unique(groups), counts))
+    c = np.array([1.0 / full_n[g] if weighting == "normalized" else 1.0 for g in gT])
+    same = (gT[:, None] == gT[None, :]).astype(float)
+    W = same * c[:, None]
+    np.fill_diagonal(W, 0.0)
+    L = np.diag(W.sum(1)) - W
+    A = np.linalg.solve(L @ K[np.ix_(T, T)] + alpha * np.eye(T.size), L @ Y[T])
+    return K[np.ix_(held, T)] @ A

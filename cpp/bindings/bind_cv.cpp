@@ -123,4 +123,29 @@ void bind_cv(py::module_& m) {
       py::arg("K").noconvert(), py::arg("offsets"), py::arg("scale"), py::arg("alpha"), py::arg("Y").noconvert(),
       py::arg("n_threads"), py::call_guard<py::gil_scoped_release>(),
       "Leave-one-group-out predictions (group order) for one alpha via a Cholesky factor.");
+  m.def(
+      "cv_object_lpo_disagreement",
+      [](MatrixCRef M, const Vector& mu, MatrixCRef h, MatrixCRef Y, double c, cv::PairMatrixCRef pairs,
+         int n_threads) {
+        const Index mm = Y.rows();
+        require(M.rows() == mm && M.cols() == mm && M.outerStride() == mm, "M must be a contiguous m x m matrix");
+        std::vector<const double*> blocks{M.data()};
+        return cv::lpo_disagreement(one_group(mm, c), blocks, mu, h, Y, Y, pairs, n_threads);
+      },
+      py::arg("M").noconvert(), py::arg("mu"), py::arg("h").noconvert(), py::arg("Y").noconvert(), py::arg("c"),
+      py::arg("pairs").noconvert(), py::arg("n_threads"), py::call_guard<py::gil_scoped_release>(),
+      "Pairwise disagreement (v,) of object leave-pair-out predictions against Y.");
+  m.def(
+      "cv_query_lpo_disagreement",
+      [](MatrixCRef P, MatrixCRef V, const Vector& sigma, const IndexVector& offsets, const Vector& scale,
+         double alpha, MatrixCRef Y, cv::PairMatrixCRef pairs, int n_threads) {
+        const GroupStructure g = make_groups(offsets, scale);
+        cv::PairBlocks b = cv::group_prepare(P, V, sigma, g, alpha, Y);
+        std::vector<const double*> blocks;
+        for (const auto& M : b.M) blocks.push_back(M.data());
+        return cv::lpo_disagreement(g, blocks, b.mu, b.h, Y, Y, pairs, n_threads);
+      },
+      py::arg("P").noconvert(), py::arg("V").noconvert(), py::arg("sigma"), py::arg("offsets"), py::arg("scale"),
+      py::arg("alpha"), py::arg("Y").noconvert(), py::arg("pairs").noconvert(), py::arg("n_threads"),
+      py::call_guard<py::gil_scoped_release>(), "Pairwise disagreement (v,) of query leave-pair-out predictions.");
 }

@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <map>
+#include <mutex>
 #include <string>
 
 #include "fastrank/errors.hpp"
@@ -177,22 +179,26 @@ PairBlocks group_prepare(MatrixCRef P, MatrixCRef V, VectorCRef sigma, const Gro
   return out;
 }
 
-RowMatrix lpo_pairs(const GroupStructure& g, const std::vector<const double*>& M, VectorCRef mu, MatrixCRef h,
-                    MatrixCRef Y, PairMatrixCRef pairs, int n_threads) {
+namespace {
+
+// The O(1)-per-pair core shared by lpo_pairs and lpo_disagreement.  make_sink() builds one
+// per-chunk sink with emit(p, k, f_first, f_second) and flush().
+template <class MakeSink>
+void pair_loop(const GroupStructure& g, const std::vector<const double*>& M, VectorCRef mu, MatrixCRef h,
+               MatrixCRef Y, PairMatrixCRef pairs, int n_threads, MakeSink make_sink) {
   const Index m = g.n_rows(), v = Y.cols(), np = pairs.rows();
   require(pairs.cols() == 2 || np == 0, "pairs must have shape (n_pairs, 2)");
   require(mu.size() == m && h.rows() == m && Y.rows() == m && h.cols() == v, "lpo_pairs: size mismatch");
   require(static_cast<Index>(M.size()) == g.n_groups(), "lpo_pairs: one block per group");
   const IndexVector grp = row_groups(g);
-  // Group means of h.
-  Matrix hbar(g.n_groups(), v);
+  Matrix hbar(g.n_groups(), v);  // group means of h
   for (Index q = 0; q < g.n_groups(); ++q) {
     const Index n = g.group_size(q);
     if (n > 0) hbar.row(q) = h.middleRows(g.offsets[q], n).colwise().mean();
     else hbar.row(q).setZero();
   }
-  RowMatrix out(np, 2 * v);
   parallel_for(0, np, n_threads, 4096, [&](Index lo, Index hi) {
+    auto sink = make_sink();
     for (Index p = lo; p < hi; ++p) {
       const Index a = pairs(p, 0), b = pairs(p, 1);
       if (a < 0 || a >= m || b < 0 || b >= m || a == b)
@@ -200,12 +206,8 @@ RowMatrix lpo_pairs(const GroupStructure& g, const std::vector<const double*>& M
       const Index q = grp[a];
       if (grp[b] != q) throw std::invalid_argument("pair " + std::to_string(p) + " crosses groups");
       const Index o = g.offsets[q], n = g.offsets[q + 1] - o;
-      double* row = out.data() + p * 2 * v;
       if (n == 2) {  // the group keeps no pair: only the shift term remains
-        for (Index k = 0; k < v; ++k) {
-          row[k] = Y(a, k) + h(a, k);
-          row[v + k] = Y(b, k) + h(b, k);
-        }
+        for (Index k = 0; k < v; ++k) sink.emit(p, k, Y(a, k) + h(a, k), Y(b, k) + h(b, k));
         continue;
       }
       const double* Mq = M[q];
@@ -225,11 +227,65 @@ RowMatrix lpo_pairs(const GroupStructure& g, const std::vector<const double*>& M
       for (Index k = 0; k < v; ++k) {
         const double ha = h(a, k), hb = h(b, k), hm = hbar(q, k);
         const double r0 = ha - hm, r1 = hb - hm;
-        row[k] = Y(a, k) + ha + k00 * r0 + k01 * r1;
-        row[v + k] = Y(b, k) + hb + k10 * r0 + k11 * r1;
+        sink.emit(p, k, Y(a, k) + ha + k00 * r0 + k01 * r1, Y(b, k) + hb + k10 * r0 + k11 * r1);
       }
     }
+    sink.flush();
   });
+}
+
+}  // namespace
+
+RowMatrix lpo_pairs(const GroupStructure& g, const std::vector<const double*>& M, VectorCRef mu, MatrixCRef h,
+                    MatrixCRef Y, PairMatrixCRef pairs, int n_threads) {
+  const Index v = Y.cols();
+  RowMatrix out(pairs.rows(), 2 * v);
+  struct Writer {
+    RowMatrix* out;
+    Index v;
+    void emit(Index p, Index k, double fa, double fb) {
+      double* row = out->data() + p * 2 * v;
+      row[k] = fa;
+      row[v + k] = fb;
+    }
+    void flush() {}
+  };
+  pair_loop(g, M, mu, h, Y, pairs, n_threads, [&] { return Writer{&out, v}; });
+  return out;
+}
+
+Vector lpo_disagreement(const GroupStructure& g, const std::vector<const double*>& M, VectorCRef mu, MatrixCRef h,
+                        MatrixCRef Y, MatrixCRef T, PairMatrixCRef pairs, int n_threads) {
+  const Index v = Y.cols();
+  require(T.rows() == Y.rows() && T.cols() == v, "targets must match Y");
+  Vector wrong = Vector::Zero(v), valid = Vector::Zero(v);
+  std::mutex lock;
+  struct Counter {
+    MatrixCRef* T;
+    PairMatrixCRef* pairs;
+    Vector wrong, valid;
+    Vector* gw;
+    Vector* gv;
+    std::mutex* lock;
+    void emit(Index p, Index k, double fa, double fb) {
+      const double dt = (*T)((*pairs)(p, 0), k) - (*T)((*pairs)(p, 1), k);
+      if (dt == 0.0) return;
+      valid[k] += 1.0;
+      const double dp = fa - fb;
+      wrong[k] += (dp * dt < 0.0) ? 1.0 : (dp == 0.0 ? 0.5 : 0.0);
+    }
+    void flush() {
+      std::lock_guard<std::mutex> guard(*lock);
+      *gw += wrong;
+      *gv += valid;
+    }
+  };
+  pair_loop(g, M, mu, h, Y, pairs, n_threads, [&] {
+    return Counter{&T, &pairs, Vector::Zero(v), Vector::Zero(v), &wrong, &valid, &lock};
+  });
+  Vector out(v);
+  for (Index k = 0; k < v; ++k)
+    out[k] = valid[k] > 0 ? wrong[k] / valid[k] : std::numeric_limits<double>::quiet_NaN();
   return out;
 }
 

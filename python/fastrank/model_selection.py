@@ -428,31 +428,16 @@ def permutation_test_lpo(estimator, X, y, n_permutations=100, random_state=None,
     return score, perm_scores, float(pvalue)
 
 
-def _lpo_scores(prob, pairs, alpha, chunk_bytes=64 << 20):
-    """Pairwise disagreement of the LPO predictions per output column, in column chunks so the
-    (n_pairs, 2, v) prediction array never exceeds ``chunk_bytes``."""
+def _lpo_scores(prob, pairs, alpha):
+    """Pairwise disagreement of the LPO predictions per output column, accumulated in C++
+    threads without materialising the (n_pairs, 2, v) predictions."""
     V, sigma = prob.decompose()
-    v = prob.Y.shape[1]
-    n = max(pairs.shape[0], 1)
-    step = max(1, int(chunk_bytes // (16 * n)))
-    res = np.empty(v)
     if not prob.grouped:
         M, mu, h = _core.cv_object_prepare(prob.K, V, sigma, prob.c, alpha, prob.Yg)
-        for lo in range(0, v, step):
-            hi = min(v, lo + step)
-            out = _core.cv_object_lpo_pairs(M, mu, np.asfortranarray(h[:, lo:hi]),
-                                            np.asfortranarray(prob.Yg[:, lo:hi]), prob.c, pairs, prob.n_threads)
-            res[lo:hi] = np.atleast_1d(pairwise_disagreement(out.reshape(-1, 2, hi - lo),
-                                                             _pair_targets(prob.Y[:, lo:hi], pairs)))
-    else:
-        pg = np.ascontiguousarray(prob.gi.inverse[pairs])
-        for lo in range(0, v, step):
-            hi = min(v, lo + step)
-            Yc = np.asfortranarray(prob.Yg[:, lo:hi])
-            out = _core.cv_query_lpo(prob.P(), V, sigma, prob.offsets, prob.scale, alpha, Yc, pg, prob.n_threads)
-            res[lo:hi] = np.atleast_1d(pairwise_disagreement(out.reshape(-1, 2, hi - lo),
-                                                             _pair_targets(prob.Y[:, lo:hi], pairs)))
-    return res
+        return _core.cv_object_lpo_disagreement(M, mu, h, prob.Yg, prob.c, pairs, prob.n_threads)
+    pg = np.ascontiguousarray(prob.gi.inverse[pairs])
+    return _core.cv_query_lpo_disagreement(prob.P(), V, sigma, prob.offsets, prob.scale, alpha, prob.Yg, pg,
+                                           prob.n_threads)
 
 
 # --------------------------------------------------------------------------------------------

@@ -130,7 +130,7 @@ void bind_cv(py::module_& m) {
         const Index mm = Y.rows();
         require(M.rows() == mm && M.cols() == mm && M.outerStride() == mm, "M must be a contiguous m x m matrix");
         std::vector<const double*> blocks{M.data()};
-        return cv::lpo_disagreement(one_group(mm, c), blocks, mu, h, Y, Y, pairs, n_threads);
+        return cv::lpo_disagreement(one_group(mm, c), blocks, mu, h, Y, pairs, n_threads);
       },
       py::arg("M").noconvert(), py::arg("mu"), py::arg("h").noconvert(), py::arg("Y").noconvert(), py::arg("c"),
       py::arg("pairs").noconvert(), py::arg("n_threads"), py::call_guard<py::gil_scoped_release>(),
@@ -143,7 +143,7 @@ void bind_cv(py::module_& m) {
         cv::PairBlocks b = cv::group_prepare(P, V, sigma, g, alpha, Y);
         std::vector<const double*> blocks;
         for (const auto& M : b.M) blocks.push_back(M.data());
-        return cv::lpo_disagreement(g, blocks, b.mu, b.h, Y, Y, pairs, n_threads);
+        return cv::lpo_disagreement(g, blocks, b.mu, b.h, Y, pairs, n_threads);
       },
       py::arg("P").noconvert(), py::arg("V").noconvert(), py::arg("sigma"), py::arg("offsets"), py::arg("scale"),
       py::arg("alpha"), py::arg("Y").noconvert(), py::arg("pairs").noconvert(), py::arg("n_threads"),

@@ -60,11 +60,11 @@ PairBlocks group_prepare(MatrixCRef P, MatrixCRef V, VectorCRef sigma, const Gro
 RowMatrix lpo_pairs(const GroupStructure& g, const std::vector<const double*>& M, VectorCRef mu,
                     MatrixCRef h, MatrixCRef Y, PairMatrixCRef pairs, int n_threads);
 
-// Pairwise disagreement of the held-out predictions against targets T (m x v, usually Y) per
-// output, without materialising them: pairs with T_a == T_b are skipped, ties in predictions
-// count 1/2; NaN for an output without a comparable pair.
+// Pairwise disagreement of the held-out predictions against the targets Y per output, without
+// materialising them: pairs with Y_a == Y_b are skipped, ties in predictions count 1/2; NaN for
+// an output without a comparable pair.
 Vector lpo_disagreement(const GroupStructure& g, const std::vector<const double*>& M, VectorCRef mu, MatrixCRef h,
-                        MatrixCRef Y, MatrixCRef T, PairMatrixCRef pairs, int n_threads);
+                        MatrixCRef Y, PairMatrixCRef pairs, int n_threads);
 
 // Hold-out sets (rows = concatenated sets in grouped positions, set k = rows[fold_offsets[k] ..
 // fold_offsets[k+1])).  Result: one row per entry of rows.

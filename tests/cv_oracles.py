@@ -39,14 +39,20 @@ def laplacian(rows, groups, cw):
 
 
 def retrain_predict(K, Y, alpha, held, groups=None, weighting="unweighted"):
-    """Dual: train on the rows not in `held` (all pairs among them), predict the held rows."""
+    """Dual: train on the rows not in `held` (all pairs among them), predict the held rows.
+
+    Normal equations (L K + alpha I) A = L Y (eq. 17) solved in the equivalent symmetric form
+    (S K S + alpha I) U = S Y, A = S U with S = L^{1/2} (better conditioned for small alpha)."""
     m = K.shape[0]
     held = np.asarray(held)
     T = np.setdiff1d(np.arange(m), held)
     cw = pair_weights(groups, weighting) if groups is not None else None
     L = laplacian(T, None if groups is None else np.asarray(groups), cw)
-    A = np.linalg.solve(L @ K[np.ix_(T, T)] + alpha * np.eye(T.size), L @ Y[T])
-    return K[np.ix_(held, T)] @ A
+    lam, Q = np.linalg.eigh(L)
+    S = (Q * np.sqrt(np.maximum(lam, 0.0))) @ Q.T
+    A = S @ K[np.ix_(T, T)] @ S
+    U = np.linalg.solve(0.5 * (A + A.T) + alpha * np.eye(T.size), S @ Y[T])
+    return K[np.ix_(held, T)] @ (S @ U)
 
 
 def retrain_predict_primal(X, Y, alpha, held, groups=None, weighting="unweighted"):

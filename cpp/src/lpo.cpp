@@ -70,6 +70,29 @@ void add_group_delta(Matrix& Delta, Index at, Index n, double c, const std::vect
   }
 }
 
+// Training predictions f = K S V diag(scale/(scale sigma + alpha)) V^T S Y of the model with
+// Laplacian scale*L, computed without the 1/alpha amplification of K a: the centred part from
+// S f = V diag(scale sigma/(scale sigma + alpha)) V^T S Y (bounded factors) and the group means
+// from means(K S V) (rows of E^T K S V / n_q, supplied as G x m).
+Matrix stable_predictions(const GroupStructure& g, MatrixCRef V, VectorCRef sigma, double scale, double alpha,
+                          MatrixCRef VtSY, MatrixCRef meanKSV) {
+  const Index m = g.n_rows();
+  Matrix coef = VtSY, cmean = VtSY;
+  for (Index i = 0; i < m; ++i) {
+    const double den = scale * sigma[i] + alpha;
+    coef.row(i) *= scale * sigma[i] / den;
+    cmean.row(i) *= scale / den;
+  }
+  Matrix F = mul('N', 'N', V, coef);  // S f
+  Matrix means = mul('N', 'N', meanKSV, cmean);  // G x v
+  for (Index q = 0; q < g.n_groups(); ++q) {
+    const Index o = g.offsets[q], n = g.group_size(q);
+    F.middleRows(o, n) /= g.scale[q];
+    F.middleRows(o, n).rowwise() += means.row(q);
+  }
+  return F;
+}
+
 }  // namespace
 
 double pair_weight(const GroupStructure& g, Index q) {
@@ -97,9 +120,11 @@ Matrix ksv(MatrixCRef K, const GroupStructure& g, MatrixCRef V) {
 
 Matrix predictions_from_p(MatrixCRef P, MatrixCRef V, VectorCRef sigma, const GroupStructure& g, double alpha,
                           MatrixCRef Y) {
-  Matrix VtSY = mul('T', 'N', V, sqrt_laplacian_times(g, Y));
-  for (Index i = 0; i < VtSY.rows(); ++i) VtSY.row(i) /= (sigma[i] + alpha);
-  return mul('N', 'N', P, VtSY);
+  const Matrix VtSY = mul('T', 'N', V, sqrt_laplacian_times(g, Y));
+  Matrix meanKSV(g.n_groups(), P.cols());
+  for (Index q = 0; q < g.n_groups(); ++q)
+    meanKSV.row(q) = P.middleRows(g.offsets[q], g.group_size(q)).colwise().mean();
+  return stable_predictions(g, V, sigma, 1.0, alpha, VtSY, meanKSV);
 }
 
 PairBlocks object_prepare(MatrixCRef K, MatrixCRef V, VectorCRef sigma, double c, double alpha, MatrixCRef Y) {
@@ -127,17 +152,15 @@ PairBlocks object_prepare(MatrixCRef K, MatrixCRef V, VectorCRef sigma, double c
   out.M.push_back(std::move(M));
 
   const Vector dinv = (rho * sigma.array() + alpha).inverse().matrix();
-  // h = f(alpha / rho) - y, f(alpha/rho) = K S V diag(rho / (rho sigma + alpha)) V^T S Y.
-  Matrix coef = mul('T', 'N', V, sqrt_laplacian_times(g, Y));
-  for (Index i = 0; i < m; ++i) coef.row(i) *= rho * dinv[i];
-  Matrix a = mul('N', 'N', V, coef);
-  apply_sqrt_laplacian(g, a);
-  out.h = mul('N', 'N', K, a);
-  out.h -= Y;
-  // mu = V diag(1/(rho sigma + alpha)) V^T S K 1 / (m s).
+  // mu = V diag(1/(rho sigma + alpha)) V^T S K 1 / (m s);  w = V^T S K 1.
   Matrix k1 = K.rowwise().sum();
   apply_sqrt_laplacian(g, k1);
   Matrix w = mul('T', 'N', V, k1);
+  Matrix meanKSV = w.transpose() / static_cast<double>(m);  // 1^T K S V / m
+  // h = f(alpha / rho) - y.
+  const Matrix VtSY = mul('T', 'N', V, sqrt_laplacian_times(g, Y));
+  out.h = stable_predictions(g, V, sigma, rho, alpha, VtSY, meanKSV);
+  out.h -= Y;
   for (Index i = 0; i < m; ++i) w(i, 0) *= dinv[i] / (static_cast<double>(m) * s);
   out.mu = mul('N', 'N', V, w).col(0);
   return out;
@@ -316,6 +339,7 @@ Matrix object_holdout(MatrixCRef K, MatrixCRef V, VectorCRef sigma, double c, do
   Matrix k1 = K.rowwise().sum();
   apply_sqrt_laplacian(g, k1);
   const Vector VtSK1 = mul('T', 'N', V, k1).col(0);
+  const Matrix meanKSV = VtSK1.transpose() / static_cast<double>(m);
 
   struct PerSize {
     Matrix h;
@@ -334,11 +358,7 @@ Matrix object_holdout(MatrixCRef K, MatrixCRef V, VectorCRef sigma, double c, do
     auto it = cache.find(u);
     if (it == cache.end()) {
       PerSize ps;
-      Matrix coef = VtSY;
-      for (Index i = 0; i < m; ++i) coef.row(i) *= rho * dinv[i];
-      Matrix a = mul('N', 'N', V, coef);
-      apply_sqrt_laplacian(g, a);
-      ps.h = mul('N', 'N', K, a);
+      ps.h = stable_predictions(g, V, sigma, rho, alpha, VtSY, meanKSV);
       ps.h -= Y;
       ps.hbar = ps.h.colwise().mean();
       Matrix w = VtSK1.cwiseProduct(dinv) / (static_cast<double>(m) * s);

@@ -324,14 +324,11 @@ def _resolve_folds(folds, m, gi, grouped):
             raise ValueError(f"cannot make {k} folds from {m} inputs")
         return [np.asarray(a, dtype=np.int64) for a in np.array_split(np.arange(m), k)]
     if hasattr(folds, "split"):
-        return None  # handled by caller
-    arr = np.asarray(folds, dtype=object) if not isinstance(folds, np.ndarray) else folds
-    if isinstance(folds, np.ndarray) and folds.ndim == 1 and folds.shape[0] == m and folds.dtype != object:
-        labels = np.unique(folds)
-        return [np.flatnonzero(folds == lab) for lab in labels]
-    del arr
-    sets = [np.asarray(s) for s in folds]
-    return sets
+        return None  # a scikit-learn splitter: the caller takes its test indices
+    if isinstance(folds, np.ndarray) and folds.ndim == 1 and folds.shape[0] == m and folds.dtype != object \
+            and folds.dtype != bool:
+        return [np.flatnonzero(folds == lab) for lab in np.unique(folds)]  # fold labels
+    return [np.asarray(s) for s in folds]
 
 
 def kfold_predictions(estimator, X, y, folds, groups=None):

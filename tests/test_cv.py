@@ -432,7 +432,7 @@ def test_fitted_estimator_is_not_modified():
 
 @pytest.mark.parametrize("weighting", ["unweighted", "normalized"])
 def test_leave_group_out_cholesky_panels_match_eigen_path(weighting):
-    # several 256-column panels of L^-1, unsorted ids, a singleton group
+    # several 512-column panels of L^-1, unsorted ids, a singleton group
     rng = np.random.default_rng(16)
     m = 700
     X = rng.normal(size=(m, 4))
@@ -468,3 +468,18 @@ def retrain_predict_fast(K, Y, alpha, held, groups, weighting):
     A = S @ K[np.ix_(T, T)] @ S
     U = np.linalg.solve(0.5 * (A + A.T) + alpha * np.eye(T.size), S @ Y[T])
     return K[np.ix_(held, T)] @ (S @ U)
+
+
+def test_query_lpo_and_scores_threads_equal_serial():
+    rng = np.random.default_rng(17)
+    X = rng.normal(size=(90, 3))
+    y = rng.normal(size=90)
+    groups = rng.integers(0, 4, size=90)
+    a = ms.leave_pair_out(fastrank.RankRLS(alpha=1.0, kernel="rbf", n_jobs=1), X, y, groups=groups)
+    b = ms.leave_pair_out(fastrank.RankRLS(alpha=1.0, kernel="rbf", n_jobs=2), X, y, groups=groups)
+    np.testing.assert_array_equal(a, b)
+    prob = ms._Problem(fastrank.RankRLS(alpha=1.0, kernel="rbf", n_jobs=2), X, y, groups)
+    pairs = prob.default_pairs()
+    d = ms._lpo_scores(prob, pairs, 1.0)
+    i, j = pairs[:, 0], pairs[:, 1]
+    assert d[0] == pytest.approx(ms.pairwise_disagreement(a, np.stack([y[i], y[j]], 1)), rel=1e-12)

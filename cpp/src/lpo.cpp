@@ -492,9 +492,9 @@ Matrix leave_group_out_cholesky(MatrixCRef K, const GroupStructure& g, double al
   apply_sqrt_laplacian(g, KE);
   lapack::potrs_lower(Lc, KE);
   Matrix out = F;
-  // Columns of L^-1 for consecutive groups batched into panels of >= 256 columns, so the
+  // Columns of L^-1 for consecutive groups batched into panels of >= 512 columns, so the
   // trailing triangular solves run as BLAS-3 (one narrow solve per group is several times slower).
-  const Index panel = 256;
+  const Index panel = 512;
   Index q0 = 0;
   while (q0 < ng) {
     Index q1 = q0 + 1;

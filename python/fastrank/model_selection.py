@@ -139,7 +139,7 @@ class _Problem:
     def default_pairs(self):
         if not self.grouped:
             i, j = np.triu_indices(self.m, 1)
-            return np.ascontiguousarray(np.stack([i, j], axis=1).astype(np.int64))
+            return np.ascontiguousarray(np.stack([i, j], axis=1).astype(np.int64, copy=False))
         chunks = []
         for q in range(self.gi.n_groups):
             members = np.sort(self.gi.order[self.offsets[q]:self.offsets[q + 1]])

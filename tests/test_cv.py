@@ -483,3 +483,22 @@ def test_query_lpo_and_scores_threads_equal_serial():
     d = ms._lpo_scores(prob, pairs, 1.0)
     i, j = pairs[:, 0], pairs[:, 1]
     assert d[0] == pytest.approx(ms.pairwise_disagreement(a, np.stack([y[i], y[j]], 1)), rel=1e-12)
+
+
+@pytest.mark.parametrize("solver", ["dual", "auto"])
+def test_linear_low_rank_path_grouped_holdout_and_path(solver):
+    # solver="auto" with n_features < m uses the rank-r factor of (S X)^T (S X); "dual" the m x m one
+    X, y = _data(m=GROUPS.size, d=3, seed=18)
+    K = X @ X.T
+    est = fastrank.RankRLS(kernel="linear", solver=solver, group_weighting="normalized")
+    prob = ms._Problem(est, X, y, GROUPS)
+    assert prob.low_rank == (solver == "auto")
+    sets = [np.array([0, 1, 2]), np.flatnonzero(GROUPS == 1)]
+    pairs = prob.default_pairs()
+    for a in (0.01, 1.0, 100.0):
+        for s, o in zip(sets, np.split(prob.holdout(sets, a), [3])):
+            _assert_close(o, retrain_predict(K, y[:, None], a, s, GROUPS, "normalized"))
+        _assert_close(prob.lpo(pairs, a), _oracle_pairs(K, y[:, None], a, pairs, GROUPS, "normalized")[:, :, 0])
+    obj = ms._Problem(est, X, y)
+    U = np.array([2, 5, 7, 11])
+    _assert_close(obj.holdout([U], 0.3), retrain_predict(K, y[:, None], 0.3, U))

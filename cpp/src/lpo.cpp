@@ -48,6 +48,13 @@ void check_square(MatrixCRef A, Index m, const char* what) {
   require(A.rows() == m && A.cols() == m, std::string(what) + " must be m x m");
 }
 
+// Spectral factor: V is m x r with orthonormal columns (r = m for the dual eigendecomposition,
+// r = rank for the primal/low-rank path), sigma its r eigenvalues; P (if given) is m x r.
+void check_factor(MatrixCRef V, VectorCRef sigma, Index m) {
+  require(V.rows() == m && V.cols() == sigma.size() && V.cols() >= 1 && V.cols() <= m,
+          "V must be m x r with one eigenvalue per column");
+}
+
 // Rows idx of A (|idx| x A.cols()).
 Matrix gather_rows(MatrixCRef A, const std::vector<Index>& idx) {
   Matrix out(static_cast<Index>(idx.size()), A.cols());
@@ -76,9 +83,8 @@ void add_group_delta(Matrix& Delta, Index at, Index n, double c, const std::vect
 // from means(K S V) (rows of E^T K S V / n_q, supplied as G x m).
 Matrix stable_predictions(const GroupStructure& g, MatrixCRef V, VectorCRef sigma, double scale, double alpha,
                           MatrixCRef VtSY, MatrixCRef meanKSV) {
-  const Index m = g.n_rows();
   Matrix coef = VtSY, cmean = VtSY;
-  for (Index i = 0; i < m; ++i) {
+  for (Index i = 0; i < sigma.size(); ++i) {
     const double den = scale * sigma[i] + alpha;
     coef.row(i) *= scale * sigma[i] / den;
     cmean.row(i) *= scale / den;
@@ -120,6 +126,8 @@ Matrix ksv(MatrixCRef K, const GroupStructure& g, MatrixCRef V) {
 
 Matrix predictions_from_p(MatrixCRef P, MatrixCRef V, VectorCRef sigma, const GroupStructure& g, double alpha,
                           MatrixCRef Y) {
+  check_factor(V, sigma, g.n_rows());
+  require(P.rows() == V.rows() && P.cols() == V.cols(), "P must have the shape of V");
   const Matrix VtSY = mul('T', 'N', V, sqrt_laplacian_times(g, Y));
   Matrix meanKSV(g.n_groups(), P.cols());
   for (Index q = 0; q < g.n_groups(); ++q)
@@ -131,8 +139,9 @@ PairBlocks object_prepare(MatrixCRef K, MatrixCRef V, VectorCRef sigma, double c
   const Index m = K.rows();
   require(m >= 3, "leave-pair-out needs at least 3 inputs");
   check_square(K, m, "K");
-  check_square(V, m, "V");
-  require(sigma.size() == m && Y.rows() == m, "object_prepare: size mismatch");
+  check_factor(V, sigma, m);
+  require(Y.rows() == m, "object_prepare: size mismatch");
+  const Index r = V.cols();
   const double s2 = c * static_cast<double>(m), s = std::sqrt(s2);
   const double rho = static_cast<double>(m - 2) / static_cast<double>(m);
   IndexVector offs(2);
@@ -144,9 +153,9 @@ PairBlocks object_prepare(MatrixCRef K, MatrixCRef V, VectorCRef sigma, double c
   PairBlocks out;
   // M = V diag(sigma / (rho sigma + alpha)) V^T / s^2  (paper's Q, eq. 39), lower triangle.
   Matrix W = V;
-  for (Index k = 0; k < m; ++k) W.col(k) *= std::sqrt(sigma[k] / (rho * sigma[k] + alpha) / s2);
+  for (Index k = 0; k < r; ++k) W.col(k) *= std::sqrt(sigma[k] / (rho * sigma[k] + alpha) / s2);
   Matrix M(m, m);
-  lapack::syrk_lower('N', m, m, 1.0, W.data(), m, 0.0, M.data(), m);
+  lapack::syrk_lower('N', m, r, 1.0, W.data(), m, 0.0, M.data(), m);
   lapack::symmetrize_from_lower(M);
   W.resize(0, 0);
   out.M.push_back(std::move(M));
@@ -161,7 +170,7 @@ PairBlocks object_prepare(MatrixCRef K, MatrixCRef V, VectorCRef sigma, double c
   const Matrix VtSY = mul('T', 'N', V, sqrt_laplacian_times(g, Y));
   out.h = stable_predictions(g, V, sigma, rho, alpha, VtSY, meanKSV);
   out.h -= Y;
-  for (Index i = 0; i < m; ++i) w(i, 0) *= dinv[i] / (static_cast<double>(m) * s);
+  for (Index i = 0; i < r; ++i) w(i, 0) *= dinv[i] / (static_cast<double>(m) * s);
   out.mu = mul('N', 'N', V, w).col(0);
   return out;
 }
@@ -169,9 +178,10 @@ PairBlocks object_prepare(MatrixCRef K, MatrixCRef V, VectorCRef sigma, double c
 PairBlocks group_prepare(MatrixCRef P, MatrixCRef V, VectorCRef sigma, const GroupStructure& g, double alpha,
                          MatrixCRef Y) {
   const Index m = g.n_rows();
-  check_square(P, m, "P");
-  check_square(V, m, "V");
-  require(sigma.size() == m && Y.rows() == m, "group_prepare: size mismatch");
+  check_factor(V, sigma, m);
+  require(P.rows() == m && P.cols() == V.cols(), "P must have the shape of V");
+  require(Y.rows() == m, "group_prepare: size mismatch");
+  const Index r = V.cols();
   const Index v = Y.cols();
   PairBlocks out;
   const Matrix F = predictions_from_p(P, V, sigma, g, alpha, Y);
@@ -186,7 +196,7 @@ PairBlocks group_prepare(MatrixCRef P, MatrixCRef V, VectorCRef sigma, const Gro
     Matrix PD = P.middleRows(o, n) * D.asDiagonal();
     Matrix T(n, n);
     // T = R C restricted to G: (1/s) P_G D V_G^T.
-    lapack::gemm('N', 'T', n, n, m, 1.0 / s, PD.data(), n, V.data() + o, m, 0.0, T.data(), n);
+    lapack::gemm('N', 'T', n, n, r, 1.0 / s, PD.data(), n, V.data() + o, V.outerStride(), 0.0, T.data(), n);
     Matrix A = Matrix::Identity(n, n) - 2.0 * c * T;
     Matrix B(n, n + v);
     B.leftCols(n) = T;
@@ -327,8 +337,9 @@ Matrix object_holdout(MatrixCRef K, MatrixCRef V, VectorCRef sigma, double c, do
                       const IndexVector& rows, const IndexVector& fold_offsets) {
   const Index m = K.rows(), v = Y.cols();
   check_square(K, m, "K");
-  check_square(V, m, "V");
-  require(sigma.size() == m && Y.rows() == m, "object_holdout: size mismatch");
+  check_factor(V, sigma, m);
+  require(Y.rows() == m, "object_holdout: size mismatch");
+  const Index r = V.cols();
   const double s2 = c * static_cast<double>(m), s = std::sqrt(s2);
   IndexVector offs(2);
   offs << 0, m;
@@ -373,7 +384,7 @@ Matrix object_holdout(MatrixCRef K, MatrixCRef V, VectorCRef sigma, double c, do
     }
     Matrix VU = gather_rows(V, U);
     Matrix VUs = VU;
-    for (Index k = 0; k < m; ++k) VUs.col(k) *= sigma[k] * dinv[k] / s2;
+    for (Index k = 0; k < r; ++k) VUs.col(k) *= sigma[k] * dinv[k] / s2;
     Matrix MUU = mul('N', 'T', VUs, VU);
     Matrix N = -MUU;
     const double winv = 1.0 / (c * static_cast<double>(m - u));
@@ -392,9 +403,9 @@ Matrix object_holdout(MatrixCRef K, MatrixCRef V, VectorCRef sigma, double c, do
 Matrix group_holdout(MatrixCRef P, MatrixCRef V, VectorCRef sigma, const GroupStructure& g, double alpha,
                      MatrixCRef Y, const IndexVector& rows, const IndexVector& fold_offsets) {
   const Index m = g.n_rows(), v = Y.cols();
-  check_square(P, m, "P");
-  check_square(V, m, "V");
-  require(sigma.size() == m && Y.rows() == m, "group_holdout: size mismatch");
+  check_factor(V, sigma, m);
+  require(P.rows() == m && P.cols() == V.cols(), "P must have the shape of V");
+  require(Y.rows() == m, "group_holdout: size mismatch");
   const Matrix F = predictions_from_p(P, V, sigma, g, alpha, Y);
   const Vector D = (sigma.array() + alpha).inverse().matrix();
   const IndexVector grp = row_groups(g);

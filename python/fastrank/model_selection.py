@@ -98,6 +98,11 @@ class _Problem:
         spec = _kernel_spec(estimator, X.shape[1])
         self.grouped = groups is not None
         self.gi = group_index(groups, m)
+        # Linear kernel with n_features < m (solver "auto"/"primal"): the spectral factor of
+        # S K S = (S X)(S X)^T comes from the n x n matrix (S X)^T (S X) -- O(m n^2 + m^2 n)
+        # instead of an m x m eigendecomposition; the rank-r factor gives the same exact result.
+        self.low_rank = spec.linear and not spec.precomputed and X.shape[1] < m and solver != "dual"
+        self.Xg = np.ascontiguousarray(self.gi.take(X, 0)) if self.low_rank else None
         if spec.precomputed:
             if X.shape[0] != X.shape[1]:
                 raise ValueError(f"a precomputed kernel must be square, got shape {X.shape}")
@@ -120,15 +125,39 @@ class _Problem:
     def c(self):
         return float(self.cweight[0])
 
+    def _sqrt_laplacian_rows(self, A):
+        """S A for an (m, k) array in group order."""
+        out = np.array(A, dtype=np.float64, copy=True)
+        starts = self.offsets[:-1]
+        sizes = self.gi.sizes[:, None].astype(np.float64)
+        means = np.add.reduceat(out, starts, axis=0) / sizes
+        out -= np.repeat(means, self.gi.sizes, axis=0)
+        out *= np.repeat(self.scale, self.gi.sizes)[:, None]
+        return out
+
     def decompose(self):
         if self._V is None:
-            self._V, self._sigma = _core.cv_spectral(self.K, self.offsets, self.scale, self.n_threads)
+            if self.low_rank:
+                SX = self._sqrt_laplacian_rows(self.Xg)
+                lam, W = np.linalg.eigh(SX.T @ SX)
+                keep = lam > max(lam.max(), 0.0) * max(SX.shape) * np.finfo(np.float64).eps
+                if not np.any(keep):
+                    self._V, self._sigma = np.zeros((self.m, 1), order="F"), np.zeros(1)
+                else:
+                    self._V = np.asfortranarray(SX @ (W[:, keep] / np.sqrt(lam[keep])))
+                    self._sigma = np.ascontiguousarray(lam[keep])
+                self._SX = SX
+            else:
+                self._V, self._sigma = _core.cv_spectral(self.K, self.offsets, self.scale, self.n_threads)
         return self._V, self._sigma
 
     def P(self):
         if self._P is None:
             V, _ = self.decompose()
-            self._P = _core.cv_ksv(self.K, self.offsets, self.scale, V)
+            if self.low_rank:
+                self._P = np.asfortranarray(self.Xg @ (self._SX.T @ V))  # K S V = X (S X)^T V
+            else:
+                self._P = _core.cv_ksv(self.K, self.offsets, self.scale, V)
         return self._P
 
     def total_pairs(self):

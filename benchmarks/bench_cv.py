@@ -38,6 +38,20 @@ class ObjectLeavePairOut:
         _core.cv_object_lpo_pairs(self.M, self.mu, self.h, self.Yg, 1.0, self.pairs, 2)
 
 
+class LinearLeavePairOut:
+    """Linear kernel, n_features < m: rank-n spectral factor (O(m n^2 + m^2 n))."""
+
+    params = [2000, 4000]
+    param_names = ["m"]
+
+    def setup(self, m):
+        self.X, self.y = dense_regression(m, 50)
+        self.est = fastrank.RankRLS(alpha=1.0, kernel="linear", n_jobs=2)
+
+    def time_leave_pair_out_linear(self, m):
+        ms.leave_pair_out(self.est, self.X, self.y)
+
+
 class QueryLeavePairOut:
     params = [1000, 2000]
     param_names = ["m"]

@@ -19,9 +19,11 @@ of the training problem instead of one retraining per hold-out set:
 Conventions.
 * ``estimator`` is an unfitted or fitted :class:`fastrank.RankRLS` (or :class:`fastrank.MPRank`,
   whose ``C`` maps to ``alpha = m^2 / (2 C)``); only its parameters are read (alpha, kernel,
-  gamma, degree, coef0, group_weighting, n_jobs).  The linear kernel / ``solver="primal"`` is
-  handled exactly through the rank-deficient dual kernel ``K = X X^T`` (the eigen form handles
-  singular K), so its cost is O(m^3) rather than O(m n^2).
+  gamma, degree, coef0, group_weighting, n_jobs).  Linear kernel with n_features < m and
+  solver "auto"/"primal" (the primal case): the spectral factor of ``S X X^T S`` is taken from
+  the n x n matrix ``(S X)^T (S X)`` (rank-n, O(m n^2 + m^2 n), no m x m eigendecomposition);
+  ``solver="dual"`` or any other kernel uses the m x m eigendecomposition, which handles
+  singular K exactly (the paper's limit interpretation of Lemma 2).
 * Group weighting ``"normalized"`` (pair weight ``1/n_q``): removing inputs does NOT renormalise,
   i.e. the retrained model keeps the weight ``1/n_q`` of the full group for its remaining pairs.
 * Groups with fewer than two members have no pairs: they contribute no default pairs to

@@ -502,3 +502,27 @@ def test_linear_low_rank_path_grouped_holdout_and_path(solver):
     obj = ms._Problem(est, X, y)
     U = np.array([2, 5, 7, 11])
     _assert_close(obj.holdout([U], 0.3), retrain_predict(K, y[:, None], 0.3, U))
+
+
+def test_permutation_test_with_groups_permutes_within_groups():
+    X, y = _data(m=GROUPS.size, seed=19)
+    est = fastrank.RankRLS(alpha=0.5, kernel="rbf", gamma=0.5)
+    score, perm, p = ms.permutation_test_lpo(est, X, y, n_permutations=4, random_state=1, groups=GROUPS)
+    P = ms.leave_pair_out(est, X, y, groups=GROUPS)
+    pairs = ms._Problem(est, X, y, GROUPS).default_pairs()
+    i, j = pairs[:, 0], pairs[:, 1]
+    assert score == pytest.approx(1 - ms.pairwise_disagreement(P, np.stack([y[i], y[j]], 1)), rel=1e-12)
+    assert perm.shape == (4,) and 0 < p <= 1
+
+
+def test_rankrlscv_multi_output_averages_outputs():
+    X, Y = _data(m=10, v=2, seed=20)
+    cv = fastrank.RankRLSCV(alphas=[0.1, 1.0], kernel="rbf", gamma=0.5).fit(X, Y)
+    K = rbf(X, X, 0.5)
+    i, j = np.triu_indices(10, 1)
+    for k, a in enumerate([0.1, 1.0]):
+        P = _oracle_pairs(K, Y, a, zip(i, j))
+        T = np.stack([Y[i], Y[j]], 1)
+        ref = 1 - np.mean(ms.pairwise_disagreement(P, T))
+        assert cv.cv_results_["scores"][k] == pytest.approx(ref, rel=1e-12)
+    assert cv.predict(X).shape == (10, 2)

@@ -1,5 +1,114 @@
+#include <pybind11/eigen.h>
+#include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 
-namespace py = pybind11;
+#include "fastrank/errors.hpp"
+#include "fastrank/measures.hpp"
 
-void bind_measures(py::module_& m) { (void)m; }
+namespace py = pybind11;
+using namespace fastrank;
+
+namespace {
+inline void ensure(bool ok, const char* message) {
+  if (!ok) throw std::invalid_argument(message);
+}
+
+using DArr = py::array_t<double, py::array::c_style>;
+using I64Arr = py::array_t<std::int64_t, py::array::c_style>;
+using I32Arr = py::array_t<std::int32_t, py::array::c_style>;
+
+void check_1d(const py::array& a, Index m, const char* name) {
+  if (!(a.ndim() == 1 && a.shape(0) == m)) throw std::invalid_argument(std::string(name) + " must be 1-D of the same length");
+}
+
+py::tuple ranks_result(I32Arr& rank, const std::vector<double>& values) {
+  DArr v(static_cast<py::ssize_t>(values.size()));
+  std::copy(values.begin(), values.end(), v.mutable_data());
+  return py::make_tuple(rank, v);
+}
+}  // namespace
+
+void bind_measures(py::module_& m) {
+  m.def(
+      "dense_ranks_small",
+      [](DArr y, Index max_distinct) -> py::object {
+        ensure(y.ndim() == 1, "y must be 1-D");
+        const Index n = y.shape(0);
+        I32Arr rank(n);
+        std::vector<double> values;
+        bool ok;
+        {
+          py::gil_scoped_release release;
+          ok = dense_ranks_small(y.data(), n, max_distinct, rank.mutable_data(), values);
+        }
+        if (!ok) return py::none();
+        return ranks_result(rank, values);
+      },
+      py::arg("y").noconvert(), py::arg("max_distinct"),
+      "(ranks int32, sorted distinct values) of y without sorting, or None if y has more than "
+      "max_distinct distinct values (integer-valued y in a modest range always succeeds).");
+  m.def(
+      "dense_ranks_from_order",
+      [](DArr y, I64Arr order) -> py::tuple {
+        ensure(y.ndim() == 1, "y must be 1-D");
+        const Index n = y.shape(0);
+        check_1d(order, n, "order");
+        I32Arr rank(n);
+        std::vector<double> values;
+        {
+          py::gil_scoped_release release;
+          dense_ranks_from_order(y.data(), order.data(), n, rank.mutable_data(), values);
+        }
+        return ranks_result(rank, values);
+      },
+      py::arg("y").noconvert(), py::arg("order").noconvert(),
+      "(ranks int32, sorted distinct values) of y given an ascending argsort of y.");
+  m.def(
+      "pair_statistics",
+      [](DArr f, I64Arr f_order, I32Arr yrank, DArr values, py::object codes, Index n_groups, bool weighted,
+         int n_threads) {
+        ensure(f.ndim() == 1, "f must be 1-D");
+        const Index n = f.shape(0);
+        check_1d(f_order, n, "f_order");
+        check_1d(yrank, n, "yrank");
+        ensure(values.ndim() == 1, "values must be 1-D");
+        const Index K = values.shape(0);
+        const std::int64_t* cp = nullptr;
+        I64Arr carr;
+        if (!codes.is_none()) {
+          carr = codes.cast<I64Arr>();
+          check_1d(carr, n, "codes");
+          cp = carr.data();
+        }
+        {
+          const std::int32_t* r = yrank.data();
+          for (Index i = 0; i < n; ++i) ensure(r[i] >= 0 && r[i] < K, "yrank out of range");
+        }
+        py::gil_scoped_release release;
+        return pair_statistics(f.data(), f_order.data(), yrank.data(), values.data(), K, n, cp, n_groups, weighted,
+                               n_threads);
+      },
+      py::arg("f").noconvert(), py::arg("f_order").noconvert(), py::arg("yrank").noconvert(),
+      py::arg("values").noconvert(), py::arg("codes"), py::arg("n_groups"), py::arg("weighted"),
+      py::arg("n_threads"),
+      "Per-group pair statistics (n_groups, 6): pairs, relevant, discordant, tied_relevant, "
+      "w_discordant, w_tied.");
+  m.def(
+      "dcg_statistics",
+      [](DArr y, DArr f, py::object codes, Index n_groups, Index k, int gain, int n_threads) {
+        ensure(y.ndim() == 1 && f.ndim() == 1 && y.shape(0) == f.shape(0), "y and f must be 1-D, same length");
+        const Index n = y.shape(0);
+        const std::int64_t* cp = nullptr;
+        I64Arr carr;
+        if (!codes.is_none()) {
+          carr = codes.cast<I64Arr>();
+          check_1d(carr, n, "codes");
+          cp = carr.data();
+        }
+        py::gil_scoped_release release;
+        return dcg_statistics(y.data(), f.data(), cp, n, n_groups, k, gain, n_threads);
+      },
+      py::arg("y").noconvert(), py::arg("f").noconvert(), py::arg("codes"), py::arg("n_groups"), py::arg("k"),
+      py::arg("gain"), py::arg("n_threads"),
+      "Per-group (DCG, ideal DCG) with tie-averaged gains; gain 0 linear, 1 exponential.");
+}

@@ -28,17 +28,18 @@ def as_float_matrix(X, name="X", *, min_rows=1, allow_nan=False):
     X = np.asarray(X)
     if X.dtype == object:
         try:
-            X = X.astype(np.float64)
-        except (TypeError, ValueError) as exc:
+            X = X.astype(np.float64)  # TypeError for non-numbers is numpy's own, kept as is
+        except ValueError as exc:
             raise ValueError(f"{name} must be numeric: {exc}") from None
+    if np.iscomplexobj(X):
+        raise ValueError(f"Complex data not supported: {name} has dtype {X.dtype}")
     if not (np.issubdtype(X.dtype, np.number) or X.dtype == bool):
         raise ValueError(f"{name} must be numeric, got dtype {X.dtype}")
-    if np.iscomplexobj(X):
-        raise ValueError(f"{name} must be real-valued, got complex dtype {X.dtype}")
     if X.ndim != 2:
         raise ValueError(
-            f"Expected 2D array for {name}, got {X.ndim}D array instead; reshape your data "
-            "with X.reshape(-1, 1) for a single feature or X.reshape(1, -1) for a single sample."
+            f"Expected 2D array for {name}, got {X.ndim}D array instead. Reshape your data "
+            "either using X.reshape(-1, 1) if it has a single feature or X.reshape(1, -1) if it "
+            "contains a single sample."
         )
     X = np.ascontiguousarray(X, dtype=np.float64)
     if X.shape[0] < min_rows:
@@ -57,13 +58,17 @@ def as_float_matrix(X, name="X", *, min_rows=1, allow_nan=False):
 
 def as_targets(y, n_rows, name="y"):
     """Targets as a float64 Fortran-ordered (m, v) array plus a flag telling whether y was 1-D."""
+    if y is None:
+        raise ValueError("This estimator requires y to be passed, but the target y is None")
     y = np.asarray(y)
     if y.dtype == object:
         try:
             y = y.astype(np.float64)
         except (TypeError, ValueError) as exc:
             raise ValueError(f"{name} must be numeric: {exc}") from None
-    if not (np.issubdtype(y.dtype, np.number) or y.dtype == bool) or np.iscomplexobj(y):
+    if np.iscomplexobj(y):
+        raise ValueError(f"Complex data not supported: {name} has dtype {y.dtype}")
+    if not (np.issubdtype(y.dtype, np.number) or y.dtype == bool):
         raise ValueError(f"{name} must be real-valued numbers, got dtype {y.dtype}")
     if y.ndim == 0 or y.ndim > 2:
         raise ValueError(f"{name} must be 1-D (m,) or 2-D (m, v), got shape {y.shape}")

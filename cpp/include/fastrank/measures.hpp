@@ -1,0 +1,64 @@
+// Ranking measures: pair counting in O(m log m) (the sort is done once, by the caller) and
+// per-query NDCG.  Pure C++17; the Python layer (fastrank.metrics) validates inputs, sorts with
+// numpy's argsort (SIMD-accelerated where available) and reduces the per-group statistics.
+//
+// Pair statistics of a labelled score vector (y, f), computed per group (query):
+//   pairs          C(n, 2), all unordered pairs of the group
+//   relevant       pairs with y_i != y_j                                   (004 eq. 1: the edges)
+//   discordant     pairs with y_i > y_j and f_i < f_j                      (wrongly ordered)
+//   tied_relevant  pairs with y_i != y_j and f_i == f_j                    (ties in the scores)
+//   w_discordant   sum of |y_i - y_j| over discordant pairs                (002 eq. 2)
+//   w_tied         sum of |y_i - y_j| over pairs with f_i == f_j           (002 eq. 2)
+// Algorithm: rows in (group, f)-order (one group: the caller's argsort of f, streamed; several:
+// a counting sort of it by group code); a sweep over each group in increasing f, blocks of tied
+// f queried before they are inserted, against a "count (and sum) of labels greater than r"
+// structure over the dense label ranks: direct tables for K <= 32 labels (per tied block only a
+// histogram), a Fenwick tree up to 2^14 labels (group-local ranks for small groups), and above
+// that a merge sort of the ranks in score order counting strict inversions.  O(m log K) or
+// O(m log m) after the sort, K = distinct labels in the group.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "fastrank/types.hpp"
+
+namespace fastrank {
+
+enum PairStat : int {
+  kPairs = 0,
+  kRelevant = 1,
+  kDiscordant = 2,
+  kTiedRelevant = 3,
+  kWeightedDiscordant = 4,
+  kWeightedTied = 5,
+  kNumPairStats = 6
+};
+
+// Dense ranks (0..K-1, increasing value) of y without sorting y, when y takes at most
+// max_distinct distinct values (integer-valued y through a direct table, otherwise a small hash
+// set).  Returns false (outputs unspecified) when there are more distinct values.  -0.0 == 0.0.
+bool dense_ranks_small(const double* y, Index m, Index max_distinct, std::int32_t* rank,
+                       std::vector<double>& values);
+
+// Dense ranks of y given any order that sorts y ascending.
+void dense_ranks_from_order(const double* y, const std::int64_t* order, Index m, std::int32_t* rank,
+                            std::vector<double>& values);
+
+// Per-group pair statistics, an (n_groups, kNumPairStats) matrix.
+//   f:        scores (m)
+//   f_order:  a permutation sorting f ascending (ties in any order)
+//   yrank:    dense ranks of y (m), values: y value of each rank (K)
+//   codes:    group code of each row in [0, n_groups), or nullptr for one group
+//   weighted: also compute the |y_i - y_j|-weighted columns (else they are 0)
+RowMatrix pair_statistics(const double* f, const std::int64_t* f_order, const std::int32_t* yrank,
+                          const double* values, Index K, Index m, const std::int64_t* codes,
+                          Index n_groups, bool weighted, int n_threads);
+
+// Per-group DCG and ideal DCG (n_groups, 2); codes as in pair_statistics (nullptr: one group).
+// gain: 0 -> linear (g = y), 1 -> exponential (g = 2^y - 1).  Discount 1/log2(position + 1),
+// positions 1..k (k <= 0: no cutoff).  Ties in the scores: the gains of a tied block are averaged
+// over the block's positions (the expectation over all orderings of the tie, as scikit-learn).
+RowMatrix dcg_statistics(const double* y, const double* f, const std::int64_t* codes, Index m, Index n_groups,
+                         Index k, int gain, int n_threads);
+
+}  // namespace fastrank

@@ -1,0 +1,59 @@
+"""Small datasets bundled with fastrank."""
+
+from __future__ import annotations
+
+from importlib import resources
+
+import numpy as np
+import scipy.sparse as sp
+from sklearn.utils import Bunch
+
+__all__ = ["load_lambdarank"]
+
+_DESCR = """\
+LightGBM lambdarank example (learning to rank with query groups)
+================================================================
+
+Source: github.com/microsoft/LightGBM, examples/lambdarank/ (rank.train, rank.test and their
+.query files), commit bae0b7ba; MIT licence, Copyright (c) Microsoft Corporation (the licence is
+shipped as fastrank/data/LICENSE-lightgbm; provenance in fastrank/data/PROVENANCE.md). The
+origin of the data is not documented upstream.
+
+- 300 features, values in [0.01, 1] (two decimals), about 95 non-zeros per row (sparse in the
+  source; absent entries are 0).
+- Relevance labels 0..4 (graded).
+- Train: 3005 rows in 201 queries (1-27 documents each); labels 0:645 1:1211 2:858 3:222 4:69.
+- Test: 768 rows in 50 queries (6-24 documents each); labels 0:206 1:256 2:252 3:44 4:10.
+- groups_train / groups_test: one query id per row (0..200 and 0..49, in file order; the
+  two id ranges are separate queries).
+"""
+
+
+def load_lambdarank(*, sparse=False):
+    """Load the LightGBM lambdarank sample (MIT) bundled with fastrank.
+
+    Parameters
+    ----------
+    sparse : bool, default False
+        Return X_train / X_test as scipy.sparse CSR matrices instead of dense arrays.
+
+    Returns
+    -------
+    Bunch with X_train (3005, 300), y_train (3005,), groups_train (3005,), X_test (768, 300),
+    y_test (768,), groups_test (768,), feature count n_features and DESCR.  X and y are float64,
+    groups int64.  The values are exactly those of the svmlight source files.
+    """
+    path = resources.files("fastrank") / "data" / "lambdarank.npz"
+    with resources.as_file(path) as p, np.load(p) as z:
+        n_features = int(z["n_features"])
+        out = {}
+        for part in ("train", "test"):
+            indptr = z[f"{part}_indptr"].astype(np.int64)
+            X = sp.csr_matrix(
+                (z[f"{part}_data_x100"].astype(np.float64) / 100.0, z[f"{part}_indices"].astype(np.int64), indptr),
+                shape=(indptr.size - 1, n_features),
+            )
+            out[f"X_{part}"] = X if sparse else X.toarray()
+            out[f"y_{part}"] = z[f"{part}_y"].astype(np.float64)
+            out[f"groups_{part}"] = z[f"{part}_groups"].astype(np.int64)
+    return Bunch(**out, n_features=n_features, DESCR=_DESCR)

@@ -14,9 +14,11 @@ __version__ = "0.1.0"
 # --- public estimators and modules (one import line per area) ---
 from ._rankrls import MPRank, RankRLS, RankRLSPath, rankrls_path
 from . import datasets, metrics
+from ._cv import RankRLSCV  # also imports fastrank.model_selection
 
 __all__ = [
     "RankRLS", "MPRank", "RankRLSPath", "rankrls_path",
+    "RankRLSCV", "model_selection",
     "datasets", "metrics",
     "LinAlgError", "IllConditionedWarning", "exceptions", "__version__",
 ]

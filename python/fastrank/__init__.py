@@ -14,7 +14,8 @@ __version__ = "0.1.0"
 # --- public estimators and modules (one import line per area) ---
 from ._rankrls import MPRank, RankRLS, RankRLSPath, rankrls_path
 from . import datasets, metrics
-from ._cv import RankRLSCV  # also imports fastrank.model_selection
+from . import model_selection
+from ._cv import RankRLSCV
 
 __all__ = [
     "RankRLS", "MPRank", "RankRLSPath", "rankrls_path",

@@ -98,8 +98,11 @@ class _DenseRankingBase(RegressorMixin, BaseEstimator):
         solver = self.solver
         if solver not in _SOLVERS:
             raise ValueError(f"solver must be one of {_SOLVERS}, got {solver!r}")
-        if solver == "cg":
-            raise ValueError("solver='cg' needs the large-scale module (not available in this build)")
+        if solver == "cg":  # RankRLS routes "cg" to _large_scale before reaching here
+            raise ValueError(
+                f"{type(self).__name__} has no solver='cg'; use RankRLS(solver='cg') (for MPRank with "
+                "alpha = m**2 / (2 C))"
+            )
         if solver == "primal" and not spec.linear:
             raise ValueError("solver='primal' needs kernel='linear' (the primal solves in feature space)")
         if solver == "auto":
@@ -227,16 +230,32 @@ class RankRLS(_DenseRankingBase):
         Polynomial offset: ``(gamma x.z + coef0) ** degree``.
     solver : {"auto", "dual", "primal", "cg"}, default="auto"
         "dual" factorizes the m x m kernel system (O(m^3), eq. 17, any kernel); "primal" the
-        n x n feature system (O(n^3 + n^2 m), eq. 28, linear kernel only); "auto" takes the
-        primal when the kernel is linear and n_features < n_samples.
+        n x n feature system (O(n^3 + n^2 m), eq. 28, linear kernel only); "cg" runs conjugate
+        gradient on the linear primal without forming pairs (O(nnz + m) per iteration, dense or
+        scipy.sparse X; Sect. 4.3).  "auto" takes CG for sparse X with the linear kernel, else
+        the primal when the kernel is linear and n_features < n_samples, else the dual.  Before
+        a dense solver allocates an m x m (or n x n) matrix larger than half the available
+        memory it raises MemoryError (override: environment FASTRANK_MAX_DENSE_BYTES).
     group_weighting : {"unweighted", "normalized"}, default="unweighted"
         With ``groups``: every within-group pair weighs 1 (the paper's Laplacian, eq. 25), or
         each pair of a group of n_q rows weighs 1/n_q (Laplacian blocks I - 11^T/n_q).
     n_jobs : int or None, default=None
         Threads for the C++ kernels (kernel matrices, centering).  None uses every core, like
         the BLAS/LAPACK calls do; positive k uses k threads.
-    tol, max_iter, warm_start, preconditioner : conjugate-gradient controls (solver="cg").
-    basis_vectors, random_state : sparse subset-of-regressors approximation.
+    tol : float, default=1e-6
+        solver="cg": stop when the residual norm falls below tol times the right-hand side's.
+    max_iter : int or None, default=None
+        solver="cg": iteration cap per output; None means min(10 n_features, 5000).  Stopping
+        at the cap emits :class:`sklearn.exceptions.ConvergenceWarning`.
+    warm_start : bool, default=False
+        solver="cg": start from the previous fit's ``coef_``.
+    preconditioner : {None, "jacobi"}, default=None
+        solver="cg": Jacobi (diagonal of X^T L X + alpha I) preconditioning.
+    basis_vectors : int, array of row indices, or None, default=None
+        Sparse subset-of-regressors RankRLS (eq. 40-42): an int draws that many basis rows at
+        random (``random_state``); an array gives them.  O(m |R|^2), any kernel.
+    random_state : int, RandomState or None
+        Seed for the random choice of basis vectors.
 
     Attributes
     ----------
@@ -248,6 +267,11 @@ class RankRLS(_DenseRankingBase):
     coef_ : ndarray (n,) or (n, v), or None
         Weight vector W (eq. 27/28) whenever the kernel is linear.
     n_features_in_ : int
+    n_iter_, converged_, residual_history_ :
+        solver="cg" only: iterations and convergence flag per output, residual norms per iteration.
+    basis_indices_ : ndarray
+        basis_vectors only: the training rows used as basis; then ``X_fit_`` holds just those rows
+        and ``dual_coef_`` their coefficients.
 
     Notes
     -----

@@ -51,15 +51,10 @@ RankingLaplacian make_laplacian(Index m, const std::optional<Int64Array>& codes,
     return RankingLaplacian::groups(m, codes->data(), n_groups, normalized);
   }
   require(head && tail && weight && targets, "give either group codes or a preference graph");
-  PreferenceGraph g;
-  g.n_vertices = m;
   const Index l = head->shape(0);
-  require(tail->shape(0) == l && weight->shape(0) == l && targets->rows() == l,
-          "preference arrays must have one entry per edge");
-  g.head = Eigen::Map<const IndexVector>(head->data(), l);
-  g.tail = Eigen::Map<const IndexVector>(tail->data(), l);
-  g.weight = Eigen::Map<const Vector>(weight->data(), l);
-  g.target = *targets;
+  PreferenceGraph g = PreferenceGraph::from_edges(m, Eigen::Map<const IndexVector>(head->data(), l),
+                                                  Eigen::Map<const IndexVector>(tail->data(), tail->shape(0)),
+                                                  Eigen::Map<const Vector>(weight->data(), weight->shape(0)), *targets);
   return RankingLaplacian::preferences(std::move(g));
 }
 

@@ -54,15 +54,10 @@ void bind_sparse_rls(py::module_& m) {
       [](MatrixCRef KRt, const Int64Array& head, const Int64Array& tail, const DoubleArray& weight,
          MatrixCRef targets, MatrixCRef KRR, const DoubleArray& alphas, int n_threads) {
         require(alphas.ndim() == 1 && alphas.shape(0) >= 1, "alphas must be a non-empty 1-D array");
-        PreferenceGraph g;
-        g.n_vertices = KRt.rows();
-        const Index l = head.shape(0);
-        require(tail.shape(0) == l && weight.shape(0) == l && targets.rows() == l,
-                "preference arrays must have one entry per edge");
-        g.head = Eigen::Map<const IndexVector>(head.data(), l);
-        g.tail = Eigen::Map<const IndexVector>(tail.data(), l);
-        g.weight = Eigen::Map<const Vector>(weight.data(), l);
-        g.target = targets;
+        const PreferenceGraph g = PreferenceGraph::from_edges(
+            KRt.rows(), Eigen::Map<const IndexVector>(head.data(), head.shape(0)),
+            Eigen::Map<const IndexVector>(tail.data(), tail.shape(0)),
+            Eigen::Map<const Vector>(weight.data(), weight.shape(0)), targets);
         SubsetDecomposition d;
         {
           py::gil_scoped_release release;

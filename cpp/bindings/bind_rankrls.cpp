@@ -12,21 +12,6 @@
 namespace py = pybind11;
 using namespace fastrank;
 
-namespace {
-
-PreferenceGraph make_graph(Index n_vertices, const IndexVector& head, const IndexVector& tail, const Vector& weight,
-                           const Matrix& target) {
-  PreferenceGraph g;
-  g.n_vertices = n_vertices;
-  g.head = head;
-  g.tail = tail;
-  g.weight = weight;
-  g.target = target;
-  return g;
-}
-
-}  // namespace
-
 void bind_rankrls(py::module_& m) {
   m.def(
       "rankrls_dual_scores",
@@ -45,7 +30,7 @@ void bind_rankrls(py::module_& m) {
       [](Eigen::Ref<Matrix> K, const IndexVector& head, const IndexVector& tail, const Vector& weight,
          const Matrix& target, const Vector& alphas, int n_threads) {
         SolveReport report;
-        Matrix A = rankrls_dual_graph(K, make_graph(K.rows(), head, tail, weight, target), alphas, n_threads, &report);
+        Matrix A = rankrls_dual_graph(K, PreferenceGraph::from_edges(K.rows(), head, tail, weight, target), alphas, n_threads, &report);
         return std::make_pair(std::move(A), report.rcond);
       },
       py::arg("K").noconvert(), py::arg("head"), py::arg("tail"), py::arg("weight"), py::arg("target"),
@@ -68,7 +53,7 @@ void bind_rankrls(py::module_& m) {
       [](RowMatrixCRef X, const IndexVector& head, const IndexVector& tail, const Vector& weight,
          const Matrix& target, const Vector& alphas, int n_threads) {
         SolveReport report;
-        Matrix W = rankrls_primal_graph(X, make_graph(X.rows(), head, tail, weight, target), alphas, n_threads,
+        Matrix W = rankrls_primal_graph(X, PreferenceGraph::from_edges(X.rows(), head, tail, weight, target), alphas, n_threads,
                                         &report);
         return std::make_pair(std::move(W), report.rcond);
       },

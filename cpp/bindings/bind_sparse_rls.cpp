@@ -1,5 +1,71 @@
+// Subset-of-regressors RankRLS (eqs. 40-42): decomposition + regularization path.
+#include <pybind11/eigen.h>
+#include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <cstdint>
+#include <optional>
+
+#include "fastrank/errors.hpp"
+#include "fastrank/sparse_rls.hpp"
 
 namespace py = pybind11;
+using namespace fastrank;
 
-void bind_sparse_rls(py::module_& m) { (void)m; }
+namespace {
+using Int64Array = py::array_t<std::int64_t, py::array::c_style>;
+using DoubleArray = py::array_t<double, py::array::c_style>;
+using MatrixMutRef = Eigen::Ref<Matrix>;
+
+py::tuple path_result(const SubsetDecomposition& d, const DoubleArray& alphas) {
+  const Index r = d.U.rows(), v = d.c.cols(), k = alphas.shape(0);
+  py::array_t<double> out({k, r, v});
+  auto o = out.mutable_unchecked<3>();
+  for (Index a = 0; a < k; ++a) {
+    const Matrix A = sparse_rls_coef(d, alphas.at(a));
+    for (Index i = 0; i < r; ++i)
+      for (Index j = 0; j < v; ++j) o(a, i, j) = A(i, j);
+  }
+  return py::make_tuple(out, d.cholesky, d.sigma);
+}
+}  // namespace
+
+void bind_sparse_rls(py::module_& m) {
+  m.def(
+      "sparse_rls_path_groups",
+      [](MatrixMutRef KRt, MatrixCRef Y, const Int64Array& codes, Index n_groups, bool normalized, MatrixCRef KRR,
+         const DoubleArray& alphas, int n_threads) {
+        require(codes.ndim() == 1 && codes.shape(0) == KRt.rows(), "group codes must have one entry per row");
+        require(alphas.ndim() == 1 && alphas.shape(0) >= 1, "alphas must be a non-empty 1-D array");
+        SubsetDecomposition d;
+        {
+          py::gil_scoped_release release;
+          d = sparse_rls_decompose_groups(KRt, Y, codes.data(), n_groups, normalized, KRR, n_threads);
+        }
+        return path_result(d, alphas);
+      },
+      py::arg("KRt").noconvert(), py::arg("Y"), py::arg("codes").noconvert(), py::arg("n_groups"),
+      py::arg("normalized"), py::arg("KRR"), py::arg("alphas"), py::arg("n_threads"),
+      "Scoring setting. KRt (m, r) Fortran-ordered is overwritten with S K_R^T. Returns "
+      "(coefs (n_alphas, r, v), cholesky_used, eigenvalues).");
+  m.def(
+      "sparse_rls_path_graph",
+      [](MatrixCRef KRt, const Int64Array& head, const Int64Array& tail, const DoubleArray& weight,
+         MatrixCRef targets, MatrixCRef KRR, const DoubleArray& alphas, int n_threads) {
+        require(alphas.ndim() == 1 && alphas.shape(0) >= 1, "alphas must be a non-empty 1-D array");
+        const PreferenceGraph g = PreferenceGraph::from_edges(
+            KRt.rows(), Eigen::Map<const IndexVector>(head.data(), head.shape(0)),
+            Eigen::Map<const IndexVector>(tail.data(), tail.shape(0)),
+            Eigen::Map<const Vector>(weight.data(), weight.shape(0)), targets);
+        SubsetDecomposition d;
+        {
+          py::gil_scoped_release release;
+          d = sparse_rls_decompose_graph(KRt, g, KRR, n_threads);
+        }
+        return path_result(d, alphas);
+      },
+      py::arg("KRt"), py::arg("head").noconvert(), py::arg("tail").noconvert(), py::arg("weight").noconvert(),
+      py::arg("targets"), py::arg("KRR"), py::arg("alphas"), py::arg("n_threads"),
+      "Preference-graph setting. Returns (coefs (n_alphas, r, v), cholesky_used, eigenvalues).");
+}

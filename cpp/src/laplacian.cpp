@@ -92,6 +92,20 @@ void apply_sqrt_laplacian_both(const GroupStructure& g, MatrixRef K, int n_threa
   });
 }
 
+PreferenceGraph PreferenceGraph::from_edges(Index n_vertices, IndexVectorCRef head, IndexVectorCRef tail,
+                                            VectorCRef weight, MatrixCRef target) {
+  const Index l = head.size();
+  require(tail.size() == l && weight.size() == l && target.rows() == l,
+          "preference arrays must have one entry per edge");
+  PreferenceGraph g;
+  g.n_vertices = n_vertices;
+  g.head = head;
+  g.tail = tail;
+  g.weight = weight;
+  g.target = target;
+  return g;
+}
+
 void PreferenceGraph::validate() const {
   const Index l = n_edges();
   require(tail.size() == l && weight.size() == l && target.rows() == l,

@@ -24,7 +24,7 @@ import numpy as np
 from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.utils.validation import check_is_fitted
 
-from . import _core
+from . import _core, _large_scale
 from ._kernels import resolve_kernel
 from ._validation import (
     as_float_matrix,
@@ -98,8 +98,11 @@ class _DenseRankingBase(RegressorMixin, BaseEstimator):
         solver = self.solver
         if solver not in _SOLVERS:
             raise ValueError(f"solver must be one of {_SOLVERS}, got {solver!r}")
-        if solver == "cg":
-            raise ValueError("solver='cg' needs the large-scale module (not available in this build)")
+        if solver == "cg":  # RankRLS routes "cg" to _large_scale before reaching here
+            raise ValueError(
+                f"{type(self).__name__} has no solver='cg'; use RankRLS(solver='cg') (for MPRank with "
+                "alpha = m**2 / (2 C))"
+            )
         if solver == "primal" and not spec.linear:
             raise ValueError("solver='primal' needs kernel='linear' (the primal solves in feature space)")
         if solver == "auto":
@@ -123,9 +126,11 @@ class _DenseRankingBase(RegressorMixin, BaseEstimator):
         Yg = np.asfortranarray(gi.take(Y))
         order = np.empty(0, dtype=np.int64) if gi.is_identity else gi.order
         if solver == "primal":
+            _large_scale.check_dense_memory(X.shape[1], 1, "feature matrix X^T L X")
             W, rcond = _core.rankrls_primal_scores(X, order, gi.offsets, normalized, Yg, alphas, n_threads)
             _warn_if_ill_conditioned(rcond)
             return spec, "primal", W.reshape(W.shape[0], alphas.size, -1).transpose(1, 0, 2)
+        _large_scale.check_dense_memory(X.shape[0], 1 if alphas.size == 1 else 3, "kernel matrix")
         Kg = self._train_kernel_grouped(X, spec, gi, n_threads)
         A, rcond = _core.rankrls_dual_scores(Kg, gi.offsets, normalized, Yg, alphas, n_threads)
         del Kg
@@ -153,6 +158,8 @@ class _DenseRankingBase(RegressorMixin, BaseEstimator):
     # -- prediction ----------------------------------------------------------------------------
     def _decision(self, X):
         check_is_fitted(self, "fit_mode_")
+        if _large_scale.issparse(X) or self.fit_mode_ == "sparse":  # issue 4: sparse X / basis model
+            return _large_scale.decision(self, X)
         if self.kernel == "precomputed":
             K = as_float_matrix(X, "X (precomputed kernel)")
             m = self.dual_coef_.shape[0]
@@ -223,16 +230,32 @@ class RankRLS(_DenseRankingBase):
         Polynomial offset: ``(gamma x.z + coef0) ** degree``.
     solver : {"auto", "dual", "primal", "cg"}, default="auto"
         "dual" factorizes the m x m kernel system (O(m^3), eq. 17, any kernel); "primal" the
-        n x n feature system (O(n^3 + n^2 m), eq. 28, linear kernel only); "auto" takes the
-        primal when the kernel is linear and n_features < n_samples.
+        n x n feature system (O(n^3 + n^2 m), eq. 28, linear kernel only); "cg" runs conjugate
+        gradient on the linear primal without forming pairs (O(nnz + m) per iteration, dense or
+        scipy.sparse X; Sect. 4.3).  "auto" takes CG for sparse X with the linear kernel, else
+        the primal when the kernel is linear and n_features < n_samples, else the dual.  Before
+        a dense solver allocates an m x m (or n x n) matrix larger than half the available
+        memory it raises MemoryError (override: environment FASTRANK_MAX_DENSE_BYTES).
     group_weighting : {"unweighted", "normalized"}, default="unweighted"
         With ``groups``: every within-group pair weighs 1 (the paper's Laplacian, eq. 25), or
         each pair of a group of n_q rows weighs 1/n_q (Laplacian blocks I - 11^T/n_q).
     n_jobs : int or None, default=None
         Threads for the C++ kernels (kernel matrices, centering).  None uses every core, like
         the BLAS/LAPACK calls do; positive k uses k threads.
-    tol, max_iter, warm_start, preconditioner : conjugate-gradient controls (solver="cg").
-    basis_vectors, random_state : sparse subset-of-regressors approximation.
+    tol : float, default=1e-6
+        solver="cg": stop when the residual norm falls below tol times the right-hand side's.
+    max_iter : int or None, default=None
+        solver="cg": iteration cap per output; None means min(10 n_features, 5000).  Stopping
+        at the cap emits :class:`sklearn.exceptions.ConvergenceWarning`.
+    warm_start : bool, default=False
+        solver="cg": start from the previous fit's ``coef_``.
+    preconditioner : {None, "jacobi"}, default=None
+        solver="cg": Jacobi (diagonal of X^T L X + alpha I) preconditioning.
+    basis_vectors : int, array of row indices, or None, default=None
+        Sparse subset-of-regressors RankRLS (eq. 40-42): an int draws that many basis rows at
+        random (``random_state``); an array gives them.  O(m |R|^2), any kernel.
+    random_state : int, RandomState or None
+        Seed for the random choice of basis vectors.
 
     Attributes
     ----------
@@ -244,6 +267,11 @@ class RankRLS(_DenseRankingBase):
     coef_ : ndarray (n,) or (n, v), or None
         Weight vector W (eq. 27/28) whenever the kernel is linear.
     n_features_in_ : int
+    n_iter_, converged_, residual_history_ :
+        solver="cg" only: iterations and convergence flag per output, residual norms per iteration.
+    basis_indices_ : ndarray
+        basis_vectors only: the training rows used as basis; then ``X_fit_`` holds just those rows
+        and ``dual_coef_`` their coefficients.
 
     Notes
     -----
@@ -289,6 +317,11 @@ class RankRLS(_DenseRankingBase):
         self.basis_vectors = basis_vectors
         self.random_state = random_state
 
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = self.kernel != "precomputed"  # issue 4: CG / basis vectors / densified
+        return tags
+
     def _normalized(self):
         if self.group_weighting not in _WEIGHTINGS:
             raise ValueError(f"group_weighting must be one of {_WEIGHTINGS}, got {self.group_weighting!r}")
@@ -299,6 +332,8 @@ class RankRLS(_DenseRankingBase):
 
         ``groups`` holds one id per row (any order, need not be contiguous or sorted).
         """
+        if _large_scale.use_large_scale(self, X):  # issue 4: solver="cg", basis_vectors, sparse X
+            return _large_scale.fit_scores(self, X, y, groups)
         alpha = check_alpha(self.alpha)
         normalized = self._normalized()
         X = self._check_fit_X(X)
@@ -323,6 +358,8 @@ class RankRLS(_DenseRankingBase):
             (21) magnitude: target g_e, weight 1; (22) normalized: target g_e, weight 1/g_e.
             Default: "binary" without magnitudes, "magnitude" with them.
         """
+        if _large_scale.use_large_scale(self, X):  # issue 4: solver="cg", basis_vectors, sparse X
+            return _large_scale.fit_preferences(self, X, pairs, magnitudes, cost)
         alpha = check_alpha(self.alpha)
         X = self._check_fit_X(X)
         m = X.shape[0]
@@ -332,9 +369,11 @@ class RankRLS(_DenseRankingBase):
         solver = self._choose_solver(spec, m, X.shape[1])
         alphas = np.array([alpha])
         if solver == "primal":
+            _large_scale.check_dense_memory(X.shape[1], 1, "feature matrix X^T L X")
             W, rcond = _core.rankrls_primal_graph(X, head, tail, weight, target, alphas, n_threads)
             _warn_if_ill_conditioned(rcond)
             return self._set_fitted(X, spec, "primal", W, True)
+        _large_scale.check_dense_memory(m, 1, "kernel matrix")
         K = self._train_kernel_grouped(X, spec, group_index(None, m), n_threads)
         A, rcond = _core.rankrls_dual_graph(K, head, tail, weight, target, alphas, n_threads)
         del K
@@ -487,6 +526,8 @@ def rankrls_path(X, y, alphas, *, groups=None, estimator=None):
     est = RankRLS() if estimator is None else estimator
     if not isinstance(est, RankRLS):
         raise TypeError("estimator must be a fastrank.RankRLS")
+    if _large_scale.use_large_scale(est, X):  # issue 4: basis vectors (eq. 42), CG, sparse X
+        return _large_scale.path(est, X, y, alphas, groups)
     alphas = check_alphas(alphas)
     normalized = est._normalized()
     X = est._check_fit_X(X)

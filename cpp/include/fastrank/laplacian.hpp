@@ -46,6 +46,9 @@ struct PreferenceGraph {
   Matrix target;     // l x v: z_e per output
 
   Index n_edges() const { return head.size(); }
+  // Copies the edge arrays; throws std::invalid_argument unless they have one entry per edge.
+  static PreferenceGraph from_edges(Index n_vertices, IndexVectorCRef head, IndexVectorCRef tail, VectorCRef weight,
+                                    MatrixCRef target);
   // Checks ranges, self-loops and finite positive weights; throws std::invalid_argument.
   void validate() const;
 };

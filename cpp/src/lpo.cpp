@@ -1,0 +1,535 @@
+#include "fastrank/lpo.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <mutex>
+#include <string>
+
+#include "fastrank/errors.hpp"
+#include "fastrank/lapack.hpp"
+#include "fastrank/parallel.hpp"
+
+namespace fastrank::cv {
+
+namespace {
+
+// C <- op(A) op(B) for Eigen column-major operands (no aliasing).
+Matrix mul(char ta, char tb, MatrixCRef a, MatrixCRef b, double alpha = 1.0) {
+  const Index m = (ta == 'N') ? a.rows() : a.cols();
+  const Index k = (ta == 'N') ? a.cols() : a.rows();
+  const Index n = (tb == 'N') ? b.cols() : b.rows();
+  Matrix c(m, n);
+  if (m == 0 || n == 0) return c;
+  if (k == 0) {
+    c.setZero();
+    return c;
+  }
+  lapack::gemm(ta, tb, m, n, k, alpha, a.data(), a.outerStride(), b.data(), b.outerStride(), 0.0, c.data(),
+               c.rows());
+  return c;
+}
+
+// S Y for one group block structure (copy).
+Matrix sqrt_laplacian_times(const GroupStructure& g, MatrixCRef Y) {
+  Matrix out = Y;
+  apply_sqrt_laplacian(g, out);
+  return out;
+}
+
+IndexVector row_groups(const GroupStructure& g) {
+  IndexVector grp(g.n_rows());
+  for (Index q = 0; q < g.n_groups(); ++q) grp.segment(g.offsets[q], g.group_size(q)).setConstant(q);
+  return grp;
+}
+
+void check_square(MatrixCRef A, Index m, const char* what) {
+  require(A.rows() == m && A.cols() == m, std::string(what) + " must be m x m");
+}
+
+// Spectral factor: V is m x r with orthonormal columns (r = m for the dual eigendecomposition,
+// r = rank for the primal/low-rank path), sigma its r eigenvalues; P (if given) is m x r.
+void check_factor(MatrixCRef V, VectorCRef sigma, Index m) {
+  require(V.rows() == m && V.cols() == sigma.size() && V.cols() >= 1 && V.cols() <= m,
+          "V must be m x r with one eigenvalue per column");
+}
+
+// Rows idx of A (|idx| x A.cols()).
+Matrix gather_rows(MatrixCRef A, const std::vector<Index>& idx) {
+  Matrix out(static_cast<Index>(idx.size()), A.cols());
+  for (Index c = 0; c < A.cols(); ++c)
+    for (Index r = 0; r < out.rows(); ++r) out(r, c) = A(idx[r], c);
+  return out;
+}
+
+// Retained-pair Laplacian minus full Laplacian for one group (local n x n), held-out local rows.
+void add_group_delta(Matrix& Delta, Index at, Index n, double c, const std::vector<bool>& held) {
+  Index kept = 0;
+  for (Index a = 0; a < n; ++a) kept += held[a] ? 0 : 1;
+  for (Index b = 0; b < n; ++b) {
+    for (Index a = 0; a < n; ++a) {
+      const double full = c * ((a == b ? static_cast<double>(n) : 0.0) - 1.0);
+      double ret = 0.0;
+      if (!held[a] && !held[b]) ret = c * ((a == b ? static_cast<double>(kept) : 0.0) - 1.0);
+      Delta(at + a, at + b) = ret - full;
+    }
+  }
+}
+
+// Training predictions f = K S V diag(scale/(scale sigma + alpha)) V^T S Y of the model with
+// Laplacian scale*L, computed without the 1/alpha amplification of K a: the centred part from
+// S f = V diag(scale sigma/(scale sigma + alpha)) V^T S Y (bounded factors) and the group means
+// from means(K S V) (rows of E^T K S V / n_q, supplied as G x m).
+Matrix stable_predictions(const GroupStructure& g, MatrixCRef V, VectorCRef sigma, double scale, double alpha,
+                          MatrixCRef VtSY, MatrixCRef meanKSV) {
+  Matrix coef = VtSY, cmean = VtSY;
+  for (Index i = 0; i < sigma.size(); ++i) {
+    const double den = scale * sigma[i] + alpha;
+    coef.row(i) *= scale * sigma[i] / den;
+    cmean.row(i) *= scale / den;
+  }
+  Matrix F = mul('N', 'N', V, coef);  // S f
+  Matrix means = mul('N', 'N', meanKSV, cmean);  // G x v
+  for (Index q = 0; q < g.n_groups(); ++q) {
+    const Index o = g.offsets[q], n = g.group_size(q);
+    F.middleRows(o, n) /= g.scale[q];
+    F.middleRows(o, n).rowwise() += means.row(q);
+  }
+  return F;
+}
+
+}  // namespace
+
+double pair_weight(const GroupStructure& g, Index q) {
+  const double s = g.scale[q];
+  return s * s / static_cast<double>(g.group_size(q));
+}
+
+void spectral(MatrixCRef K, const GroupStructure& g, Matrix& V, Vector& sigma, int n_threads) {
+  const Index m = g.n_rows();
+  check_square(K, m, "K");
+  V = K;
+  apply_sqrt_laplacian_both(g, V, n_threads);
+  lapack::syevd(V, sigma);
+  for (Index i = 0; i < sigma.size(); ++i) sigma[i] = std::max(sigma[i], 0.0);
+}
+
+Matrix ksv(MatrixCRef K, const GroupStructure& g, MatrixCRef V) {
+  const Index m = g.n_rows();
+  check_square(K, m, "K");
+  check_square(V, m, "V");
+  Matrix SK = K;
+  apply_sqrt_laplacian(g, SK);     // S K
+  return mul('T', 'N', SK, V);     // (S K)^T V = K S V
+}
+
+Matrix predictions_from_p(MatrixCRef P, MatrixCRef V, VectorCRef sigma, const GroupStructure& g, double alpha,
+                          MatrixCRef Y) {
+  check_factor(V, sigma, g.n_rows());
+  require(P.rows() == V.rows() && P.cols() == V.cols(), "P must have the shape of V");
+  const Matrix VtSY = mul('T', 'N', V, sqrt_laplacian_times(g, Y));
+  Matrix meanKSV(g.n_groups(), P.cols());
+  for (Index q = 0; q < g.n_groups(); ++q)
+    meanKSV.row(q) = P.middleRows(g.offsets[q], g.group_size(q)).colwise().mean();
+  return stable_predictions(g, V, sigma, 1.0, alpha, VtSY, meanKSV);
+}
+
+PairBlocks object_prepare(MatrixCRef K, MatrixCRef V, VectorCRef sigma, double c, double alpha, MatrixCRef Y) {
+  const Index m = K.rows();
+  require(m >= 3, "leave-pair-out needs at least 3 inputs");
+  check_square(K, m, "K");
+  check_factor(V, sigma, m);
+  require(Y.rows() == m, "object_prepare: size mismatch");
+  const Index r = V.cols();
+  const double s2 = c * static_cast<double>(m), s = std::sqrt(s2);
+  const double rho = static_cast<double>(m - 2) / static_cast<double>(m);
+  IndexVector offs(2);
+  offs << 0, m;
+  GroupStructure g;
+  g.offsets = offs;
+  g.scale = Vector::Constant(1, s);
+
+  PairBlocks out;
+  // M = V diag(sigma / (rho sigma + alpha)) V^T / s^2  (paper's Q, eq. 39), lower triangle.
+  Matrix W = V;
+  for (Index k = 0; k < r; ++k) W.col(k) *= std::sqrt(sigma[k] / (rho * sigma[k] + alpha) / s2);
+  Matrix M(m, m);
+  lapack::syrk_lower('N', m, r, 1.0, W.data(), m, 0.0, M.data(), m);
+  lapack::symmetrize_from_lower(M);
+  W.resize(0, 0);
+  out.M.push_back(std::move(M));
+
+  const Vector dinv = (rho * sigma.array() + alpha).inverse().matrix();
+  // mu = V diag(1/(rho sigma + alpha)) V^T S K 1 / (m s);  w = V^T S K 1.
+  Matrix k1 = K.rowwise().sum();
+  apply_sqrt_laplacian(g, k1);
+  Matrix w = mul('T', 'N', V, k1);
+  Matrix meanKSV = w.transpose() / static_cast<double>(m);  // 1^T K S V / m
+  // h = f(alpha / rho) - y.
+  const Matrix VtSY = mul('T', 'N', V, sqrt_laplacian_times(g, Y));
+  out.h = stable_predictions(g, V, sigma, rho, alpha, VtSY, meanKSV);
+  out.h -= Y;
+  for (Index i = 0; i < r; ++i) w(i, 0) *= dinv[i] / (static_cast<double>(m) * s);
+  out.mu = mul('N', 'N', V, w).col(0);
+  return out;
+}
+
+PairBlocks group_prepare(MatrixCRef P, MatrixCRef V, VectorCRef sigma, const GroupStructure& g, double alpha,
+                         MatrixCRef Y) {
+  const Index m = g.n_rows();
+  check_factor(V, sigma, m);
+  require(P.rows() == m && P.cols() == V.cols(), "P must have the shape of V");
+  require(Y.rows() == m, "group_prepare: size mismatch");
+  const Index r = V.cols();
+  const Index v = Y.cols();
+  PairBlocks out;
+  const Matrix F = predictions_from_p(P, V, sigma, g, alpha, Y);
+  const Vector D = (sigma.array() + alpha).inverse().matrix();
+  out.mu = Vector::Zero(m);
+  out.h = Matrix::Zero(m, v);
+  out.M.resize(g.n_groups());
+  for (Index q = 0; q < g.n_groups(); ++q) {
+    const Index o = g.offsets[q], n = g.group_size(q);
+    if (n < 2) continue;
+    const double s = g.scale[q], c = pair_weight(g, q);
+    Matrix PD = P.middleRows(o, n) * D.asDiagonal();
+    Matrix T(n, n);
+    // T = R C restricted to G: (1/s) P_G D V_G^T.
+    lapack::gemm('N', 'T', n, n, r, 1.0 / s, PD.data(), n, V.data() + o, V.outerStride(), 0.0, T.data(), n);
+    Matrix A = Matrix::Identity(n, n) - 2.0 * c * T;
+    Matrix B(n, n + v);
+    B.leftCols(n) = T;
+    B.rightCols(v) = F.middleRows(o, n) - Y.middleRows(o, n);
+    lapack::gesv(A, B);  // B <- Z [T, d]
+    Matrix J = B.leftCols(n);
+    const Eigen::RowVectorXd cm = J.colwise().mean();
+    out.mu.segment(o, n) = cm.transpose();
+    J.rowwise() -= cm;
+    out.M[q] = std::move(J);
+    out.h.middleRows(o, n) = B.rightCols(v);
+  }
+  return out;
+}
+
+namespace {
+
+// The O(1)-per-pair core shared by lpo_pairs and lpo_disagreement.  make_sink() builds one
+// per-chunk sink with emit(p, k, f_first, f_second) and flush().
+template <class MakeSink>
+void pair_loop(const GroupStructure& g, const std::vector<const double*>& M, VectorCRef mu, MatrixCRef h,
+               MatrixCRef Y, PairMatrixCRef pairs, int n_threads, MakeSink make_sink) {
+  const Index m = g.n_rows(), v = Y.cols(), np = pairs.rows();
+  require(pairs.cols() == 2 || np == 0, "pairs must have shape (n_pairs, 2)");
+  require(mu.size() == m && h.rows() == m && Y.rows() == m && h.cols() == v, "lpo_pairs: size mismatch");
+  require(static_cast<Index>(M.size()) == g.n_groups(), "lpo_pairs: one block per group");
+  const IndexVector grp = row_groups(g);
+  // Diagonals of the blocks, contiguous: reading M_bb in place would touch one page per pair.
+  Vector diag(m);
+  for (Index q = 0; q < g.n_groups(); ++q) {
+    const Index o = g.offsets[q], n = g.group_size(q);
+    if (n < 3) continue;
+    for (Index k = 0; k < n; ++k) diag[o + k] = M[q][k + k * n];
+  }
+  Vector wq(g.n_groups());  // f_q = 1 / (c_q n_q (n_q - 2)): W^-1 = f_q [[n-1, -1], [-1, n-1]]
+  for (Index q = 0; q < g.n_groups(); ++q) {
+    const double dn = static_cast<double>(g.group_size(q));
+    wq[q] = g.group_size(q) > 2 ? 1.0 / (pair_weight(g, q) * dn * (dn - 2.0)) : 0.0;
+  }
+  Matrix hbar(g.n_groups(), v);  // group means of h
+  for (Index q = 0; q < g.n_groups(); ++q) {
+    const Index n = g.group_size(q);
+    if (n > 0) hbar.row(q) = h.middleRows(g.offsets[q], n).colwise().mean();
+    else hbar.row(q).setZero();
+  }
+  parallel_for(0, np, n_threads, 4096, [&](Index lo, Index hi) {
+    auto sink = make_sink();
+    for (Index p = lo; p < hi; ++p) {
+      const Index a = pairs(p, 0), b = pairs(p, 1);
+      if (a < 0 || a >= m || b < 0 || b >= m || a == b)
+        throw std::invalid_argument("pair " + std::to_string(p) + " is invalid (index out of range or i == j)");
+      const Index q = grp[a];
+      if (grp[b] != q) throw std::invalid_argument("pair " + std::to_string(p) + " crosses groups");
+      const Index o = g.offsets[q], n = g.offsets[q + 1] - o;
+      if (n == 2) {  // the group keeps no pair: only the shift term remains
+        for (Index k = 0; k < v; ++k) {
+          const double ya = Y(a, k), yb = Y(b, k);
+          sink.emit(p, k, ya + h(a, k), yb + h(b, k), ya, yb);
+        }
+        continue;
+      }
+      const double* Mq = M[q];
+      const Index la = a - o, lb = b - o;
+      const double maa = diag[a], mbb = diag[b];
+      const double mab = Mq[std::max(la, lb) + std::min(la, lb) * n];
+      const double f = wq[q], fd = f * static_cast<double>(n - 1);
+      const double n00 = fd - maa, n11 = fd - mbb, n01 = -f - mab;
+      const double det = n00 * n11 - n01 * n01;
+      if (!(std::abs(det) > 0.0)) throw LinAlgError("leave-pair-out: singular 2x2 system");
+      const double r = 1.0 / det;
+      const double i00 = n11 * r, i11 = n00 * r, i01 = -n01 * r;
+      const double j00 = maa + mu[a], j01 = mab + mu[b], j10 = mab + mu[a], j11 = mbb + mu[b];
+      const double k00 = j00 * i00 + j01 * i01, k01 = j00 * i01 + j01 * i11;
+      const double k10 = j10 * i00 + j11 * i01, k11 = j10 * i01 + j11 * i11;
+      for (Index k = 0; k < v; ++k) {
+        const double ha = h(a, k), hb = h(b, k), hm = hbar(q, k);
+        const double r0 = ha - hm, r1 = hb - hm, ya = Y(a, k), yb = Y(b, k);
+        sink.emit(p, k, ya + ha + k00 * r0 + k01 * r1, yb + hb + k10 * r0 + k11 * r1, ya, yb);
+      }
+    }
+    sink.flush();
+  });
+}
+
+}  // namespace
+
+RowMatrix lpo_pairs(const GroupStructure& g, const std::vector<const double*>& M, VectorCRef mu, MatrixCRef h,
+                    MatrixCRef Y, PairMatrixCRef pairs, int n_threads) {
+  const Index v = Y.cols();
+  RowMatrix out(pairs.rows(), 2 * v);
+  struct Writer {
+    RowMatrix* out;
+    Index v;
+    void emit(Index p, Index k, double fa, double fb, double, double) {
+      double* row = out->data() + p * 2 * v;
+      row[k] = fa;
+      row[v + k] = fb;
+    }
+    void flush() {}
+  };
+  pair_loop(g, M, mu, h, Y, pairs, n_threads, [&] { return Writer{&out, v}; });
+  return out;
+}
+
+Vector lpo_disagreement(const GroupStructure& g, const std::vector<const double*>& M, VectorCRef mu, MatrixCRef h,
+                        MatrixCRef Y, PairMatrixCRef pairs, int n_threads) {
+  const Index v = Y.cols();
+  Vector wrong = Vector::Zero(v), valid = Vector::Zero(v);
+  std::mutex lock;
+  struct Counter {
+    Vector wrong, valid;
+    Vector* gw;
+    Vector* gv;
+    std::mutex* lock;
+    void emit(Index, Index k, double fa, double fb, double ya, double yb) {
+      const double dt = ya - yb;
+      if (dt == 0.0) return;
+      valid[k] += 1.0;
+      const double dp = fa - fb;
+      wrong[k] += (dp * dt < 0.0) ? 1.0 : (dp == 0.0 ? 0.5 : 0.0);
+    }
+    void flush() {
+      std::lock_guard<std::mutex> guard(*lock);
+      *gw += wrong;
+      *gv += valid;
+    }
+  };
+  pair_loop(g, M, mu, h, Y, pairs, n_threads, [&] {
+    return Counter{Vector::Zero(v), Vector::Zero(v), &wrong, &valid, &lock};
+  });
+  Vector out(v);
+  for (Index k = 0; k < v; ++k)
+    out[k] = valid[k] > 0 ? wrong[k] / valid[k] : std::numeric_limits<double>::quiet_NaN();
+  return out;
+}
+
+Matrix object_holdout(MatrixCRef K, MatrixCRef V, VectorCRef sigma, double c, double alpha, MatrixCRef Y,
+                      const IndexVector& rows, const IndexVector& fold_offsets) {
+  const Index m = K.rows(), v = Y.cols();
+  check_square(K, m, "K");
+  check_factor(V, sigma, m);
+  require(Y.rows() == m, "object_holdout: size mismatch");
+  const Index r = V.cols();
+  const double s2 = c * static_cast<double>(m), s = std::sqrt(s2);
+  IndexVector offs(2);
+  offs << 0, m;
+  GroupStructure g;
+  g.offsets = offs;
+  g.scale = Vector::Constant(1, s);
+  const Matrix VtSY = mul('T', 'N', V, sqrt_laplacian_times(g, Y));
+  Matrix k1 = K.rowwise().sum();
+  apply_sqrt_laplacian(g, k1);
+  const Vector VtSK1 = mul('T', 'N', V, k1).col(0);
+  const Matrix meanKSV = VtSK1.transpose() / static_cast<double>(m);
+
+  struct PerSize {
+    Matrix h;
+    Vector mu;
+    Eigen::RowVectorXd hbar;
+  };
+  std::map<Index, PerSize> cache;
+  Matrix out(rows.size(), v);
+  const Index nf = fold_offsets.size() - 1;
+  for (Index fidx = 0; fidx < nf; ++fidx) {
+    const Index lo = fold_offsets[fidx], u = fold_offsets[fidx + 1] - lo;
+    if (u == 0) continue;
+    require(m - u >= 2, "a hold-out set leaves fewer than 2 training inputs (no training pairs)");
+    const double rho = static_cast<double>(m - u) / static_cast<double>(m);
+    const Vector dinv = (rho * sigma.array() + alpha).inverse().matrix();
+    auto it = cache.find(u);
+    if (it == cache.end()) {
+      PerSize ps;
+      ps.h = stable_predictions(g, V, sigma, rho, alpha, VtSY, meanKSV);
+      ps.h -= Y;
+      ps.hbar = ps.h.colwise().mean();
+      Matrix w = VtSK1.cwiseProduct(dinv) / (static_cast<double>(m) * s);
+      ps.mu = mul('N', 'N', V, w).col(0);
+      it = cache.emplace(u, std::move(ps)).first;
+    }
+    const PerSize& ps = it->second;
+    std::vector<Index> U(u);
+    for (Index k = 0; k < u; ++k) {
+      U[k] = rows[lo + k];
+      require(U[k] >= 0 && U[k] < m, "hold-out index out of range");
+    }
+    Matrix VU = gather_rows(V, U);
+    Matrix VUs = VU;
+    for (Index k = 0; k < r; ++k) VUs.col(k) *= sigma[k] * dinv[k] / s2;
+    Matrix MUU = mul('N', 'T', VUs, VU);
+    Matrix N = -MUU;
+    const double winv = 1.0 / (c * static_cast<double>(m - u));
+    for (Index a = 0; a < u; ++a)
+      for (Index b = 0; b < u; ++b) N(a, b) += winv * ((a == b ? 1.0 : 0.0) - 1.0 / static_cast<double>(m));
+    Matrix JU = MUU;
+    for (Index b = 0; b < u; ++b) JU.col(b).array() += ps.mu[U[b]];
+    Matrix hU = gather_rows(ps.h, U), yU = gather_rows(Y, U);
+    Matrix rhs = hU.rowwise() - ps.hbar;
+    lapack::gesv(N, rhs);
+    out.middleRows(lo, u) = yU + hU + JU * rhs;
+  }
+  return out;
+}
+
+Matrix group_holdout(MatrixCRef P, MatrixCRef V, VectorCRef sigma, const GroupStructure& g, double alpha,
+                     MatrixCRef Y, const IndexVector& rows, const IndexVector& fold_offsets) {
+  const Index m = g.n_rows(), v = Y.cols();
+  check_factor(V, sigma, m);
+  require(P.rows() == m && P.cols() == V.cols(), "P must have the shape of V");
+  require(Y.rows() == m, "group_holdout: size mismatch");
+  const Matrix F = predictions_from_p(P, V, sigma, g, alpha, Y);
+  const Vector D = (sigma.array() + alpha).inverse().matrix();
+  const IndexVector grp = row_groups(g);
+  const double total_pairs = n_relevant_pairs(g);
+  Matrix out(rows.size(), v);
+  const Index nf = fold_offsets.size() - 1;
+  for (Index fidx = 0; fidx < nf; ++fidx) {
+    const Index lo = fold_offsets[fidx], u = fold_offsets[fidx + 1] - lo;
+    if (u == 0) continue;
+    std::vector<Index> touched;
+    std::vector<std::vector<bool>> held_local;
+    std::map<Index, Index> tpos;
+    for (Index k = 0; k < u; ++k) {
+      const Index r = rows[lo + k];
+      require(r >= 0 && r < m, "hold-out index out of range");
+      const Index q = grp[r];
+      auto it = tpos.find(q);
+      if (it == tpos.end()) {
+        it = tpos.emplace(q, static_cast<Index>(touched.size())).first;
+        touched.push_back(q);
+        held_local.emplace_back(g.group_size(q), false);
+      }
+      require(!held_local[it->second][r - g.offsets[q]], "hold-out set contains a repeated index");
+      held_local[it->second][r - g.offsets[q]] = true;
+    }
+    // Training pairs left after removing the set.
+    double removed = 0.0;
+    for (std::size_t t = 0; t < touched.size(); ++t) {
+      const double n = static_cast<double>(g.group_size(touched[t]));
+      double kept = 0.0;
+      for (bool b : held_local[t]) kept += b ? 0.0 : 1.0;
+      removed += n * (n - 1.0) / 2.0 - kept * (kept - 1.0) / 2.0;
+    }
+    require(total_pairs - removed > 0.5, "a hold-out set leaves no training pairs");
+    // A = rows of the touched groups.
+    std::vector<Index> A;
+    std::vector<Index> at(touched.size());
+    for (std::size_t t = 0; t < touched.size(); ++t) {
+      at[t] = static_cast<Index>(A.size());
+      for (Index r = g.offsets[touched[t]]; r < g.offsets[touched[t] + 1]; ++r) A.push_back(r);
+    }
+    const Index na = static_cast<Index>(A.size());
+    Matrix PA = gather_rows(P, A) * D.asDiagonal();
+    Matrix VA = gather_rows(V, A);
+    Matrix T = mul('N', 'T', PA, VA);  // (R S)_{AA}; columns scaled by 1/s below give R C
+    for (std::size_t t = 0; t < touched.size(); ++t) {
+      const Index n = g.group_size(touched[t]);
+      T.middleCols(at[t], n) /= g.scale[touched[t]];
+    }
+    Matrix Delta = Matrix::Zero(na, na);
+    for (std::size_t t = 0; t < touched.size(); ++t)
+      add_group_delta(Delta, at[t], g.group_size(touched[t]), pair_weight(g, touched[t]), held_local[t]);
+    Matrix Amat = mul('N', 'N', T, Delta);
+    Amat += Matrix::Identity(na, na);
+    Matrix rhs(na, v);
+    for (Index k = 0; k < na; ++k) rhs.row(k) = F.row(A[k]) - Y.row(A[k]);
+    lapack::gesv(Amat, rhs);
+    for (Index k = 0; k < u; ++k) {
+      const Index r = rows[lo + k];
+      const Index t = tpos[grp[r]];
+      out.row(lo + k) = Y.row(r) + rhs.row(at[t] + (r - g.offsets[grp[r]]));
+    }
+  }
+  return out;
+}
+
+}  // namespace fastrank::cv
+
+namespace fastrank::cv {
+
+Matrix leave_group_out_cholesky(MatrixCRef K, const GroupStructure& g, double alpha, MatrixCRef Y, int n_threads) {
+  const Index m = g.n_rows(), v = Y.cols(), ng = g.n_groups();
+  require(K.rows() == m && K.cols() == m, "K must be m x m");
+  require(Y.rows() == m, "Y must have m rows");
+  const double total = n_relevant_pairs(g);
+  for (Index q = 0; q < ng; ++q) {
+    const double n = static_cast<double>(g.group_size(q));
+    require(total - n * (n - 1.0) / 2.0 > 0.5, "holding out a group leaves no training pairs");
+  }
+  Matrix Lc = K;
+  apply_sqrt_laplacian_both(g, Lc, n_threads);
+  Lc.diagonal().array() += alpha;
+  if (!lapack::potrf_lower(Lc))
+    throw LinAlgError("leave-group-out: S K S + alpha I is not numerically positive definite; increase alpha");
+  // Full fit: a = S G S Y, f = K a.
+  Matrix a = Y;
+  apply_sqrt_laplacian(g, a);
+  lapack::potrs_lower(Lc, a);
+  apply_sqrt_laplacian(g, a);
+  Matrix F(m, v);
+  lapack::gemm('N', 'N', 1.0, K, a, 0.0, F);
+  // W = G S K E (column q: G S K 1_{G_q}).
+  Matrix KE(m, ng);
+  for (Index q = 0; q < ng; ++q) KE.col(q) = K.middleCols(g.offsets[q], g.group_size(q)).rowwise().sum();
+  apply_sqrt_laplacian(g, KE);
+  lapack::potrs_lower(Lc, KE);
+  Matrix out = F;
+  // Columns of L^-1 for consecutive groups batched into panels of >= 512 columns, so the
+  // trailing triangular solves run as BLAS-3 (one narrow solve per group is several times slower).
+  const Index panel = 512;
+  Index q0 = 0;
+  while (q0 < ng) {
+    Index q1 = q0 + 1;
+    while (q1 < ng && g.offsets[q1] - g.offsets[q0] < panel) ++q1;
+    const Index o = g.offsets[q0], w = g.offsets[q1] - o;
+    Matrix Z = Matrix::Zero(m - o, w);
+    Z.topRows(w).setIdentity();
+    lapack::trsm_lower_left('N', Lc.bottomRightCorner(m - o, m - o), Z);  // (L^-1)_{o:, panel}
+    for (Index q = q0; q < q1; ++q) {
+      const Index oq = g.offsets[q], n = g.group_size(q), r = oq - o;
+      if (n < 2) continue;
+      const double s = g.scale[q], s2 = s * s;
+      Matrix A(n, n);
+      lapack::gemm('T', 'N', alpha, Z.block(r, r, m - oq, n), Z.block(r, r, m - oq, n), 0.0, A);  // alpha G_GG
+      Vector mu = KE.col(q).segment(oq, n) / (static_cast<double>(n) * s);
+      mu.array() -= mu.mean();  // C mu
+      for (Index c = 0; c < n; ++c) A.col(c).array() -= s2 * mu[c];
+      Matrix rhs = F.middleRows(oq, n) - Y.middleRows(oq, n);
+      lapack::gesv(A, rhs);
+      out.middleRows(oq, n) = Y.middleRows(oq, n) + rhs;
+    }
+    q0 = q1;
+  }
+  return out;
+}
+
+}  // namespace fastrank::cv

@@ -1,0 +1,529 @@
+"""Exact fast cross-validation for RankRLS and MPRank (Pahikkala et al. 2009, Sections 3.3-3.4).
+
+Every function here returns *exactly* the predictions of the model retrained without the held-out
+inputs (all preference edges incident to them removed, every other pair kept with its original
+weight and the same ``alpha``), computed from one eigendecomposition ``S K S = V diag(sigma) V^T``
+of the training problem instead of one retraining per hold-out set:
+
+* :func:`leave_pair_out` -- object ranking (``groups=None``): the paper's leave-pair-out (Lemma 2,
+  eqs. 34-39) in O(1) per pair after one O(m^3) step; with ``groups``: leave-pair-out *inside*
+  query groups (pairs of one group held out, other groups untouched), O(1) per pair after
+  O(m^3 + m sum n_q^2).
+* :func:`leave_group_out` -- hold out each query group (eq. 33), O(m n_q + n_q^3) per group.
+* :func:`holdout_predictions` / :func:`kfold_predictions` -- arbitrary hold-out index sets / folds.
+* :func:`permutation_test_lpo` -- leave-pair-out AUC permutation test (Section 4.1), permuted
+  label vectors learned as extra outputs of one decomposition.
+* :func:`mprank_loo_approximation` -- Cortes et al.'s approximate MPRank leave-one(-pair)-out
+  (000, Proposition 2 with h-bar' replaced by h-bar, eq. 27) next to the exact value.
+
+Conventions.
+* ``estimator`` is an unfitted or fitted :class:`fastrank.RankRLS` (or :class:`fastrank.MPRank`,
+  whose ``C`` maps to ``alpha = m^2 / (2 C)``); only its parameters are read (alpha, kernel,
+  gamma, degree, coef0, group_weighting, n_jobs).  Linear kernel with n_features < m and
+  solver "auto"/"primal" (the primal case): the spectral factor of ``S X X^T S`` is taken from
+  the n x n matrix ``(S X)^T (S X)`` (rank-n, O(m n^2 + m^2 n), no m x m eigendecomposition);
+  ``solver="dual"`` or any other kernel uses the m x m eigendecomposition, which handles
+  singular K exactly (the paper's limit interpretation of Lemma 2).
+* Group weighting ``"normalized"`` (pair weight ``1/n_q``): removing inputs does NOT renormalise,
+  i.e. the retrained model keeps the weight ``1/n_q`` of the full group for its remaining pairs.
+* Groups with fewer than two members have no pairs: they contribute no default pairs to
+  :func:`leave_pair_out`, and holding them out does not change the model (their hold-out
+  prediction equals the full-data prediction).
+* Pairwise scores: a held-out pair (i, j) with ``y_i != y_j`` is ordered wrongly when the sign of
+  ``f_i - f_j`` differs from that of ``y_i - y_j``; ties in the predictions count 1/2; pairs with
+  ``y_i == y_j`` are ignored.  ``"auc"`` = 1 - disagreement (the LPO-AUC for binary labels).
+"""
+
+from __future__ import annotations
+
+import numbers
+from collections import namedtuple
+
+import numpy as np
+
+from . import _core
+from ._kernels import resolve_kernel
+from ._validation import as_float_matrix, as_targets, check_alpha, check_n_jobs, group_index
+
+__all__ = [
+    "leave_pair_out",
+    "leave_group_out",
+    "holdout_predictions",
+    "kfold_predictions",
+    "permutation_test_lpo",
+    "mprank_loo_approximation",
+    "pairwise_disagreement",
+    "MPRankLOO",
+]
+
+
+# --------------------------------------------------------------------------------------------
+# problem set-up shared by every shortcut
+# --------------------------------------------------------------------------------------------
+
+def _estimator_alpha(estimator, m):
+    if hasattr(estimator, "_equivalent_alpha") and not hasattr(estimator, "alpha"):
+        return check_alpha(float(estimator._equivalent_alpha(m)))
+    if not hasattr(estimator, "alpha") and hasattr(estimator, "C"):
+        C = check_alpha(estimator.C, "C")
+        return m * m / (2.0 * C)
+    return check_alpha(getattr(estimator, "alpha", 1.0))
+
+
+def _kernel_spec(estimator, n_features):
+    if hasattr(estimator, "_kernel_spec"):
+        return estimator._kernel_spec(n_features)
+    return resolve_kernel(getattr(estimator, "kernel", "linear"), getattr(estimator, "gamma", None),
+                          getattr(estimator, "degree", 3), getattr(estimator, "coef0", 1.0), n_features)
+
+
+class _Problem:
+    """Resolved data, Laplacian structure and the (lazily computed) eigendecomposition."""
+
+    def __init__(self, estimator, X, y, groups=None, *, min_rows=1, alpha=None):
+        solver = getattr(estimator, "solver", "auto")
+        if solver not in ("auto", "dual", "primal"):
+            raise ValueError(f"exact cross-validation shortcuts need the dense solver; got solver={solver!r}")
+        if getattr(estimator, "basis_vectors", None) is not None:
+            raise ValueError("exact cross-validation shortcuts do not support basis_vectors (sparse RankRLS)")
+        weighting = getattr(estimator, "group_weighting", "unweighted")
+        if weighting not in ("unweighted", "normalized"):
+            raise ValueError(f"group_weighting must be 'unweighted' or 'normalized', got {weighting!r}")
+        X = as_float_matrix(X, min_rows=1)
+        m = X.shape[0]
+        if m < min_rows:
+            raise ValueError(f"this cross-validation needs at least {min_rows} inputs, got {m}")
+        self.Y, self.one_d = as_targets(y, m)
+        self.m = m
+        self.n_threads = check_n_jobs(getattr(estimator, "n_jobs", None))
+        self.alpha = _estimator_alpha(estimator, m) if alpha is None else check_alpha(alpha)
+        spec = _kernel_spec(estimator, X.shape[1])
+        self.grouped = groups is not None
+        self.gi = group_index(groups, m)
+        # Linear kernel with n_features < m (solver "auto"/"primal"): the spectral factor of
+        # S K S = (S X)(S X)^T comes from the n x n matrix (S X)^T (S X) -- O(m n^2 + m^2 n)
+        # instead of an m x m eigendecomposition; the rank-r factor gives the same exact result.
+        self.low_rank = spec.linear and not spec.precomputed and X.shape[1] < m and solver != "dual"
+        self.Xg = np.ascontiguousarray(self.gi.take(X, 0)) if self.low_rank else None
+        if spec.precomputed:
+            if X.shape[0] != X.shape[1]:
+                raise ValueError(f"a precomputed kernel must be square, got shape {X.shape}")
+            Kg = self.gi.take(self.gi.take(X, 0), 1)
+            self.K = np.asfortranarray(0.5 * (Kg + Kg.T))
+        else:
+            self.K = spec.train(np.ascontiguousarray(self.gi.take(X, 0)), self.n_threads)
+        self.Yg = np.asfortranarray(self.gi.take(self.Y, 0))
+        sizes = self.gi.sizes.astype(np.float64)
+        if self.grouped and weighting == "normalized":
+            self.scale = np.ones_like(sizes)
+        else:
+            self.scale = np.sqrt(sizes)
+        self.offsets = self.gi.offsets.astype(np.int64)
+        self.cweight = self.scale ** 2 / sizes
+        self._V = self._sigma = self._P = None
+
+    # object ranking = one group with pair weight 1
+    @property
+    def c(self):
+        return float(self.cweight[0])
+
+    def _sqrt_laplacian_rows(self, A):
+        """S A for an (m, k) array in group order."""
+        out = np.array(A, dtype=np.float64, copy=True)
+        starts = self.offsets[:-1]
+        sizes = self.gi.sizes[:, None].astype(np.float64)
+        means = np.add.reduceat(out, starts, axis=0) / sizes
+        out -= np.repeat(means, self.gi.sizes, axis=0)
+        out *= np.repeat(self.scale, self.gi.sizes)[:, None]
+        return out
+
+    def decompose(self):
+        if self._V is None:
+            if self.low_rank:
+                SX = self._sqrt_laplacian_rows(self.Xg)
+                lam, W = np.linalg.eigh(SX.T @ SX)
+                keep = lam > max(lam.max(), 0.0) * max(SX.shape) * np.finfo(np.float64).eps
+                if not np.any(keep):
+                    self._V, self._sigma = np.zeros((self.m, 1), order="F"), np.zeros(1)
+                else:
+                    self._V = np.asfortranarray(SX @ (W[:, keep] / np.sqrt(lam[keep])))
+                    self._sigma = np.ascontiguousarray(lam[keep])
+                self._SX = SX
+            else:
+                self._V, self._sigma = _core.cv_spectral(self.K, self.offsets, self.scale, self.n_threads)
+        return self._V, self._sigma
+
+    def P(self):
+        if self._P is None:
+            V, _ = self.decompose()
+            if self.low_rank:
+                self._P = np.asfortranarray(self.Xg @ (self._SX.T @ V))  # K S V = X (S X)^T V
+            else:
+                self._P = _core.cv_ksv(self.K, self.offsets, self.scale, V)
+        return self._P
+
+    def total_pairs(self):
+        n = self.gi.sizes.astype(np.float64)
+        return float(np.sum(n * (n - 1) / 2))
+
+    # ---- leave-pair-out -----------------------------------------------------------------
+    def default_pairs(self):
+        if not self.grouped:
+            i, j = np.triu_indices(self.m, 1)
+            return np.ascontiguousarray(np.stack([i, j], axis=1).astype(np.int64, copy=False))
+        chunks = []
+        for q in range(self.gi.n_groups):
+            members = np.sort(self.gi.order[self.offsets[q]:self.offsets[q + 1]])
+            if members.size < 2:
+                continue
+            a, b = np.triu_indices(members.size, 1)
+            chunks.append(np.stack([members[a], members[b]], axis=1))
+        if not chunks:
+            return np.zeros((0, 2), dtype=np.int64)
+        pairs = np.concatenate(chunks).astype(np.int64)
+        order = np.lexsort((pairs[:, 1], pairs[:, 0]))
+        return np.ascontiguousarray(pairs[order])
+
+    def check_pairs(self, pairs):
+        pairs = np.asarray(pairs)
+        if pairs.ndim != 2 or pairs.shape[1] != 2:
+            raise ValueError(f"pairs must have shape (n_pairs, 2), got {pairs.shape}")
+        if pairs.size and not np.issubdtype(pairs.dtype, np.integer):
+            if not np.all(np.equal(np.mod(pairs, 1), 0)):
+                raise ValueError("pairs must contain integer indices")
+        pairs = np.ascontiguousarray(pairs, dtype=np.int64)
+        if pairs.size:
+            if pairs.min() < 0 or pairs.max() >= self.m:
+                raise ValueError(f"pair indices must lie in [0, {self.m}), got range "
+                                 f"[{pairs.min()}, {pairs.max()}]")
+            if np.any(pairs[:, 0] == pairs[:, 1]):
+                k = int(np.flatnonzero(pairs[:, 0] == pairs[:, 1])[0])
+                raise ValueError(f"pair {k} holds out the same index twice ({pairs[k, 0]})")
+            if self.grouped:
+                codes = self.gi.codes
+                bad = codes[pairs[:, 0]] != codes[pairs[:, 1]]
+                if np.any(bad):
+                    k = int(np.flatnonzero(bad)[0])
+                    raise ValueError(f"pair {k} = ({pairs[k, 0]}, {pairs[k, 1]}) joins inputs from different "
+                                     "groups; leave-pair-out with groups holds out pairs of one group")
+        return pairs
+
+    def check_pairs_leave_training(self, pairs):
+        if pairs.shape[0] == 0:
+            return
+        n = self.gi.sizes[self.gi.codes[pairs[:, 0]]].astype(np.float64)
+        removed = 2 * n - 3
+        if np.any(self.total_pairs() - removed <= 0.5):
+            raise ValueError("holding out a pair leaves no training pairs (every training pair touches it)")
+
+    def lpo(self, pairs, alpha=None):
+        alpha = self.alpha if alpha is None else alpha
+        pairs = np.ascontiguousarray(pairs, dtype=np.int64)
+        V, sigma = self.decompose()
+        if not self.grouped:
+            M, mu, h = _core.cv_object_prepare(self.K, V, sigma, self.c, alpha, self.Yg)
+            out = _core.cv_object_lpo_pairs(M, mu, h, self.Yg, self.c, pairs, self.n_threads)
+        else:
+            pg = np.ascontiguousarray(self.gi.inverse[pairs])
+            out = _core.cv_query_lpo(self.P(), V, sigma, self.offsets, self.scale, alpha, self.Yg, pg,
+                                     self.n_threads)
+        v = self.Y.shape[1]
+        out = out.reshape(pairs.shape[0], 2, v)
+        return out[:, :, 0] if self.one_d else out
+
+    # ---- hold-out sets --------------------------------------------------------------------
+    def holdout(self, sets, alpha=None):
+        """Predictions for each set (list of index arrays, original order) in one concatenation."""
+        alpha = self.alpha if alpha is None else alpha
+        rows = np.concatenate([s for s in sets]).astype(np.int64) if sets else np.zeros(0, np.int64)
+        fold_offsets = np.concatenate([[0], np.cumsum([len(s) for s in sets])]).astype(np.int64)
+        V, sigma = self.decompose()
+        if not self.grouped:
+            out = _core.cv_object_holdout(self.K, V, sigma, self.c, alpha, self.Yg, rows, fold_offsets)
+        else:
+            rg = self.gi.inverse[rows].astype(np.int64)
+            out = _core.cv_group_holdout(self.P(), V, sigma, self.offsets, self.scale, alpha, self.Yg, rg,
+                                         fold_offsets)
+        return out
+
+    def check_sets(self, sets):
+        checked = []
+        for k, s in enumerate(sets):
+            s = np.asarray(s)
+            if s.dtype == bool:
+                if s.shape != (self.m,):
+                    raise ValueError(f"boolean hold-out mask {k} must have shape ({self.m},)")
+                s = np.flatnonzero(s)
+            if s.ndim != 1:
+                raise ValueError(f"hold-out set {k} must be a 1-D array of indices")
+            if s.size and not np.issubdtype(s.dtype, np.integer):
+                raise ValueError(f"hold-out set {k} must contain integer indices")
+            s = s.astype(np.int64)
+            if s.size == 0:
+                raise ValueError(f"hold-out set {k} is empty")
+            if s.min() < 0 or s.max() >= self.m:
+                raise ValueError(f"hold-out set {k} has indices outside [0, {self.m})")
+            if np.unique(s).size != s.size:
+                raise ValueError(f"hold-out set {k} repeats an index")
+            if not self.grouped and self.m - s.size < 2:
+                raise ValueError(f"hold-out set {k} leaves fewer than 2 training inputs (no training pairs)")
+            checked.append(s)
+        return checked
+
+
+def _shape_out(out, one_d):
+    return out[:, 0] if one_d else out
+
+
+# --------------------------------------------------------------------------------------------
+# public functions
+# --------------------------------------------------------------------------------------------
+
+def leave_pair_out(estimator, X, y, pairs=None, groups=None):
+    """Exact leave-pair-out predictions (004 Lemma 2, eqs. 34-39).
+
+    For every pair (i, j) the predictions for ``x_i`` and ``x_j`` of the model retrained without
+    both inputs (every preference edge incident to i or j removed, same ``alpha``).  Without
+    ``groups`` this is the paper's object-ranking LPO: after one eigendecomposition of ``S K S``
+    and one m x m product (the paper's ``Q``, eq. 39) each pair costs O(1) (a 2 x 2 solve,
+    independent of m), run in C++ threads.  With ``groups`` the pairs come from one query group,
+    and only that group's edges incident to i and j are removed (O(1) per pair after an
+    O(n_q^3 + m n_q^2) step per group).
+
+    Parameters
+    ----------
+    estimator : RankRLS or MPRank (fitted or not; only its parameters are used)
+    X : (m, n_features) array, or (m, m) kernel when ``kernel="precomputed"``
+    y : (m,) or (m, v) scores
+    pairs : (n_pairs, 2) int array, optional.  Default: all i < j (inside groups when given) in
+        lexicographic order.
+    groups : (m,) group ids, optional
+
+    Returns
+    -------
+    (n_pairs, 2) array, or (n_pairs, 2, v) for 2-D ``y``: held-out predictions of each pair's first
+    and second index.
+    """
+    prob = _Problem(estimator, X, y, groups, min_rows=3)
+    pairs = prob.default_pairs() if pairs is None else prob.check_pairs(pairs)
+    prob.check_pairs_leave_training(pairs)
+    return prob.lpo(pairs)
+
+
+def leave_group_out(estimator, X, y, groups):
+    """Exact leave-group-out predictions (004 eq. 33): row k holds the prediction for ``x_k`` of
+    the model retrained without ``x_k``'s whole group (query setting: the Laplacian's blocks are
+    the groups).  One alpha needs no eigendecomposition: from the Cholesky factor of
+    ``S K S + alpha I`` (as in a fit) the diagonal blocks ``G_qq`` of its inverse (triangular
+    solves of ~m^3/3 flops in total) give every group in O(m n_q + n_q^3).  Groups of a single
+    row keep the full-data prediction (holding them out removes no pair).  Returns (m,) or
+    (m, v).  :class:`fastrank.RankRLSCV` with ``cv="lgo"`` shares one eigendecomposition over
+    all alphas instead."""
+    if groups is None:
+        raise ValueError("leave_group_out needs groups")
+    prob = _Problem(estimator, X, y, groups)
+    if prob.gi.n_groups < 2:
+        raise ValueError("leave_group_out needs at least two groups")
+    # one alpha: Cholesky factor + diagonal blocks of the inverse (no eigendecomposition)
+    out = _core.cv_leave_group_out_cholesky(prob.K, prob.offsets, prob.scale, prob.alpha, prob.Yg, prob.n_threads)
+    return _shape_out(prob.gi.untake(out, 0), prob.one_d)
+
+
+def holdout_predictions(estimator, X, y, test_sets, groups=None):
+    """Exact predictions for arbitrary hold-out index sets (each retrains without its set).
+
+    ``test_sets``: sequence of index arrays (or boolean masks).  Object ranking: O(m |U|^2 +
+    |U|^3) per set plus O(m^2) per distinct set size; with groups: O(m |A|^2 + |A|^3) with A the
+    rows of the groups the set touches (eq. 33 for whole groups).  Returns a list of (|U|,) or
+    (|U|, v) arrays.  A set that leaves no training pairs raises ValueError."""
+    prob = _Problem(estimator, X, y, groups)
+    sets = prob.check_sets(list(test_sets))
+    out = prob.holdout(sets)
+    res, at = [], 0
+    for s in sets:
+        res.append(_shape_out(out[at:at + s.size], prob.one_d))
+        at += s.size
+    return res
+
+
+def _resolve_folds(folds, m, gi, grouped):
+    if isinstance(folds, numbers.Integral) and not isinstance(folds, (bool, np.bool_)):
+        k = int(folds)
+        if k < 2:
+            raise ValueError(f"the number of folds must be at least 2, got {k}")
+        if grouped:
+            if k > gi.n_groups:
+                raise ValueError(f"cannot make {k} folds from {gi.n_groups} groups")
+            gfold = np.arange(gi.n_groups) % k
+            return [np.sort(np.flatnonzero(gfold[gi.codes] == f)) for f in range(k)]
+        if k > m:
+            raise ValueError(f"cannot make {k} folds from {m} inputs")
+        return [np.asarray(a, dtype=np.int64) for a in np.array_split(np.arange(m), k)]
+    if hasattr(folds, "split"):
+        return None  # a scikit-learn splitter: the caller takes its test indices
+    if isinstance(folds, np.ndarray) and folds.ndim == 1 and folds.shape[0] == m and folds.dtype != object \
+            and folds.dtype != bool:
+        return [np.flatnonzero(folds == lab) for lab in np.unique(folds)]  # fold labels
+    return [np.asarray(s) for s in folds]
+
+
+def kfold_predictions(estimator, X, y, folds, groups=None):
+    """Exact k-fold cross-validation predictions: row k is predicted by the model retrained without
+    the fold holding k.  ``folds``: an int k (contiguous folds; with groups, whole groups assigned
+    round-robin), an (m,) array of fold labels, or a sequence of disjoint index arrays covering
+    the rows to predict (rows in no fold get NaN).  Returns (m,) or (m, v)."""
+    prob = _Problem(estimator, X, y, groups)
+    sets = _resolve_folds(folds, prob.m, prob.gi, prob.grouped)
+    if sets is None:
+        sets = [np.asarray(te) for _, te in folds.split(np.zeros((prob.m, 1)), None, groups)]
+    sets = prob.check_sets(sets)
+    cat = np.concatenate(sets)
+    if np.unique(cat).size != cat.size:
+        raise ValueError("folds must be disjoint")
+    out = prob.holdout(sets)
+    res = np.full_like(prob.Y, np.nan)
+    res[cat] = out
+    return _shape_out(res, prob.one_d)
+
+
+# --------------------------------------------------------------------------------------------
+# scores
+# --------------------------------------------------------------------------------------------
+
+def pairwise_disagreement(pair_predictions, pair_targets):
+    """Fraction of pairs with different targets ordered wrongly by the predictions (ties in the
+    predictions count 1/2; pairs with equal targets are ignored).
+
+    pair_predictions, pair_targets : (n_pairs, 2) or (n_pairs, 2, v).  Returns a float, or a (v,)
+    array for 3-D input (NaN where no pair has different targets)."""
+    P = np.asarray(pair_predictions, dtype=np.float64)
+    T = np.asarray(pair_targets, dtype=np.float64)
+    dp = P[:, 0] - P[:, 1]
+    dt = T[:, 0] - T[:, 1]
+    valid = dt != 0
+    wrong = np.where(dp * dt < 0, 1.0, 0.0) + np.where(dp == 0, 0.5, 0.0)
+    n = valid.sum(axis=0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        res = np.where(n > 0, (wrong * valid).sum(axis=0) / np.maximum(n, 1), np.nan)
+    return float(res) if np.ndim(res) == 0 else res
+
+
+def _pair_targets(Y, pairs):
+    return np.stack([Y[pairs[:, 0]], Y[pairs[:, 1]]], axis=1)  # (n, 2, v)
+
+
+# --------------------------------------------------------------------------------------------
+# permutation test
+# --------------------------------------------------------------------------------------------
+
+def permutation_test_lpo(estimator, X, y, n_permutations=100, random_state=None, groups=None,
+                         scoring="auc"):
+    """Leave-pair-out permutation test (004 Section 4.1).
+
+    The LPO score of ``y`` (``"auc"`` = 1 - pairwise disagreement, higher is better) and of
+    ``n_permutations`` random permutations of ``y`` (within groups when given), all learned as
+    extra outputs of ONE decomposition (O(m^3 + m^2 n_permutations)).
+
+    Returns (score, permutation_scores, pvalue) with pvalue = (#{perm >= score} + 1) /
+    (n_permutations + 1).
+    """
+    if scoring not in ("auc",):
+        raise ValueError(f"scoring must be 'auc', got {scoring!r}")
+    if isinstance(n_permutations, (bool, np.bool_)) or not isinstance(n_permutations, numbers.Integral) \
+            or n_permutations < 1:
+        raise ValueError(f"n_permutations must be a positive integer, got {n_permutations!r}")
+    y = np.asarray(y)
+    if y.ndim != 1:
+        raise ValueError("permutation_test_lpo needs a 1-D y")
+    from sklearn.utils import check_random_state
+    rng = check_random_state(random_state)
+    m = y.shape[0]
+    cols = [y.astype(np.float64)]
+    if groups is None:
+        for _ in range(n_permutations):
+            cols.append(y[rng.permutation(m)].astype(np.float64))
+    else:
+        gi0 = group_index(groups, m)
+        for _ in range(n_permutations):
+            perm = np.arange(m)
+            for q in range(gi0.n_groups):
+                members = gi0.order[gi0.offsets[q]:gi0.offsets[q + 1]]
+                perm[members] = members[rng.permutation(members.size)]
+            cols.append(y[perm].astype(np.float64))
+    Y = np.column_stack(cols)
+    prob = _Problem(estimator, X, Y, groups, min_rows=3)
+    pairs = prob.default_pairs()
+    prob.check_pairs_leave_training(pairs)
+    scores = _lpo_scores(prob, pairs, prob.alpha)
+    auc = 1.0 - scores
+    score, perm_scores = float(auc[0]), auc[1:]
+    pvalue = (np.count_nonzero(perm_scores >= score) + 1.0) / (n_permutations + 1.0)
+    return score, perm_scores, float(pvalue)
+
+
+def _lpo_scores(prob, pairs, alpha):
+    """Pairwise disagreement of the LPO predictions per output column, accumulated in C++
+    threads without materialising the (n_pairs, 2, v) predictions."""
+    V, sigma = prob.decompose()
+    if not prob.grouped:
+        M, mu, h = _core.cv_object_prepare(prob.K, V, sigma, prob.c, alpha, prob.Yg)
+        return _core.cv_object_lpo_disagreement(M, mu, h, prob.Yg, prob.c, pairs, prob.n_threads)
+    pg = np.ascontiguousarray(prob.gi.inverse[pairs])
+    return _core.cv_query_lpo_disagreement(prob.P(), V, sigma, prob.offsets, prob.scale, alpha, prob.Yg, pg,
+                                           prob.n_threads)
+
+
+# --------------------------------------------------------------------------------------------
+# MPRank leave-one-out approximation (Cortes et al.)
+# --------------------------------------------------------------------------------------------
+
+MPRankLOO = namedtuple("MPRankLOO", ["approximate", "exact", "pairs", "approximate_predictions",
+                                     "exact_predictions"])
+
+
+def mprank_loo_approximation(estimator, X, y):
+    """Cortes et al.'s leave-one-out estimate for MPRank (000 Section 2.6) next to the exact value.
+
+    The cost is c(h, x_i, x_j) = [(h(x_j) - y_j) - (h(x_i) - y_i)]^2 averaged over all i != j
+    (000 eq. 17) of the model h_ij retrained without x_i and x_j.  The approximation solves the
+    two linear equations of Proposition 2 with the coefficients V_ij = ((m-1) U_ij + U_ii)/(m-2)
+    (eq. 27), U the full-data hat matrix, replacing the unknown mean h-bar' of h_ij by the mean
+    h-bar of the full model.  Note: Proposition 2's h_ij keeps the per-pair weight 2C/m^2 of the
+    full sample scaled by m/(m-2) (it is the minimiser of eq. 25 with the held-out terms zeroed),
+    while the exact value here is the leave-pair-out of :func:`leave_pair_out` with the same alpha
+    = m^2/(2C); both differences vanish as m grows (relative O(1/m)), which is what the
+    approximation relies on.
+
+    Returns ``MPRankLOO(approximate, exact, pairs, approximate_predictions, exact_predictions)``
+    with pairs = all i < j and the per-pair held-out predictions (n_pairs, 2).
+    """
+    prob = _Problem(estimator, X, y, None, min_rows=3)
+    if not prob.one_d:
+        raise ValueError("mprank_loo_approximation needs a 1-D y")
+    m, alpha = prob.m, prob.alpha
+    yv = prob.Y[:, 0]
+    V, sigma = prob.decompose()
+    P = prob.P()
+    s = np.sqrt(m * prob.c)
+    SV = s * (V - V.mean(axis=0))
+    U = (P / (sigma + alpha)) @ SV.T  # hat matrix: f = U y, rows sum to zero
+    h = U @ yv
+    pairs = prob.default_pairs()
+    i, j = pairs[:, 0], pairs[:, 1]
+    Uii, Ujj, Uij, Uji = U[i, i], U[j, j], U[i, j], U[j, i]
+    # eq. 27 (rows of U sum to zero): V_ab = U_ab + (U_aa + U_ab)/(m-2) for b in the pair;
+    # the diagonal entries take the sum over k outside the PAIR {i, j}, not outside {i}.
+    Vij = Uij + (Uii + Uij) / (m - 2)
+    Vii = Uii + (Uii + Uij) / (m - 2)
+    Vji = Uji + (Ujj + Uji) / (m - 2)
+    Vjj = Ujj + (Ujj + Uji) / (m - 2)
+    ei, ej = h[i] - yv[i], h[j] - yv[j]
+    dbar = h.mean() - yv.mean()  # h-bar' approximated by h-bar
+    den = (1 - Vjj) * (1 - Vii) - Vij * Vji
+    ri = ((1 - Vjj) * ei + Vij * ej - ((Vii + Vij) * (1 - Vjj) + (Vjj + Vji) * Vij) * dbar) / den
+    rj = (Vji * ei + (1 - Vii) * ej - ((Vii + Vij) * Vji + (Vjj + Vji) * (1 - Vii)) * dbar) / den
+    approx_pred = np.stack([yv[i] + ri, yv[j] + rj], axis=1)
+    approx = float(np.mean((rj - ri) ** 2))
+    exact_pred = prob.lpo(pairs)
+    ex = float(np.mean(((exact_pred[:, 1] - yv[j]) - (exact_pred[:, 0] - yv[i])) ** 2))
+    return MPRankLOO(approx, ex, pairs, approx_pred, exact_pred)

@@ -21,7 +21,7 @@ from .online import OAPBPM, OnlineMPRank, PRank, WidrowHoff
 __all__ = [
     "RankRLS", "MPRank", "RankRLSPath", "rankrls_path",
     "RankRLSCV", "model_selection",
+    "PRank", "OAPBPM", "WidrowHoff", "OnlineMPRank",
     "datasets", "metrics",
     "LinAlgError", "IllConditionedWarning", "exceptions", "__version__",
 ]
-__all__ += ["PRank", "OAPBPM", "WidrowHoff", "OnlineMPRank"]

@@ -22,8 +22,8 @@ def as_float_matrix(X, name="X", *, min_rows=1, allow_nan=False):
     """A C-contiguous float64 2-D array (one copy at most), finite, with at least ``min_rows`` rows."""
     if hasattr(X, "toarray") and not isinstance(X, np.ndarray):
         raise TypeError(
-            f"{name} is a sparse matrix; this solver needs dense input (use solver='cg' or "
-            "basis_vectors for sparse data, or call X.toarray())."
+            f"{name} is a sparse matrix; this estimator needs dense input (call X.toarray(); "
+            "RankRLS takes sparse X with solver='cg' or basis_vectors)."
         )
     X = np.asarray(X)
     if X.dtype == object:

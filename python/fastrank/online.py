@@ -66,20 +66,9 @@ def _check_real(value, name, *, low=None, high=None, low_open=True, high_open=Fa
 
 
 def _as_X(X):
-    """``_validation.as_float_matrix`` plus scikit-learn's wording for complex, object and 1-D input."""
+    """``_validation.as_float_matrix`` (scikit-learn's wording for bad input), None rejected."""
     if X is None:
         raise ValueError("X must be an array, got None")
-    if not hasattr(X, "toarray"):
-        X = np.asarray(X)
-        if np.iscomplexobj(X):
-            raise ValueError("Complex data not supported")
-        if X.dtype == object:
-            X = X.astype(np.float64)  # TypeError/ValueError from float() propagate unchanged
-        if X.ndim == 1:
-            raise ValueError(
-                "Expected 2D array, got 1D array instead. Reshape your data either using X.reshape(-1, 1) if "
-                "your data has a single feature or X.reshape(1, -1) if it contains a single sample."
-            )
     return as_float_matrix(X)
 
 

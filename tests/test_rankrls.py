@@ -400,3 +400,18 @@ def test_pickle_and_clone_roundtrip(data):
         np.testing.assert_array_equal(again.predict(X), est.predict(X))
         c = clone(est)
         assert c.get_params() == est.get_params() and not hasattr(c, "fit_mode_")
+
+
+@pytest.mark.parametrize("shift", [0.0, 1e6])
+def test_primal_object_ranking_both_gram_paths(data, shift):
+    """Small means use the uncentred Gram with a rank-one correction; a mean 1e6 times the spread
+    (or a constant feature) must take the explicitly centred path — both equal the oracle."""
+    X, y, _ = data
+    Xs = X + shift
+    Xs[:, 2] = 7.0  # a constant feature: zero variance
+    est = RankRLS(alpha=0.5, solver="primal").fit(Xs, y)
+    W = rankrls_primal(Xs - Xs.mean(axis=0), scoring_pairs(y), 0.5)[:, 0]  # centring is exact for L
+    rel_close(est.coef_, W)
+    X2 = X.copy()
+    est2 = RankRLS(alpha=0.5, solver="primal").fit(X2 + 0.1, y)  # fast path, tiny shift
+    rel_close(est2.coef_, rankrls_primal(X2, scoring_pairs(y), 0.5)[:, 0])

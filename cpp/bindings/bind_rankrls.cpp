@@ -14,6 +14,16 @@ using namespace fastrank;
 
 void bind_rankrls(py::module_& m) {
   m.def(
+      "solve_shifted_system",
+      [](Eigen::Ref<Matrix> G, MatrixCRef R, const Vector& alphas) {
+        SolveReport report;
+        Matrix U = solve_shifted_system(G, R, alphas, &report);
+        return std::make_pair(std::move(U), report.rcond);
+      },
+      py::arg("G").noconvert(), py::arg("R"), py::arg("alphas"), py::call_guard<py::gil_scoped_release>(),
+      "Solves (G + alpha_k I) U_k = R for every alpha (Cholesky for one, eigh for several); G (symmetric "
+      "PSD, Fortran-ordered) is overwritten. Returns (U stacked alpha-major, rcond).");
+  m.def(
       "rankrls_dual_scores",
       [](Eigen::Ref<Matrix> K, const IndexVector& offsets, bool normalized, MatrixCRef Y, const Vector& alphas,
          int n_threads) {

@@ -51,9 +51,18 @@ def as_float_matrix(X, name="X", *, min_rows=1, allow_nan=False):
         raise ValueError(
             f"Found array with 0 feature(s) (shape={X.shape}) while a minimum of 1 is required."
         )
-    if not allow_nan and not np.isfinite(X).all():
+    if not allow_nan and not _all_finite(X):
         raise ValueError(f"Input {name} contains NaN or infinity.")
     return X
+
+
+def _all_finite(A):
+    """A finite sum proves every entry finite (NaN and inf propagate); only when the sum is not
+    finite (bad entries, or an overflow of huge finite ones) is the full elementwise scan needed."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        if np.isfinite(np.sum(A)):
+            return True
+    return bool(np.isfinite(A).all())
 
 
 def as_targets(y, n_rows, name="y"):
@@ -81,7 +90,7 @@ def as_targets(y, n_rows, name="y"):
     if Y.shape[1] < 1:
         raise ValueError(f"{name} has no columns")
     Y = np.asfortranarray(Y, dtype=np.float64)
-    if not np.isfinite(Y).all():
+    if not _all_finite(Y):
         raise ValueError(f"Input {name} contains NaN or infinity.")
     return Y, one_d
 

@@ -117,6 +117,12 @@ class RankRLSCV(RegressorMixin, BaseEstimator):
         return RankRLS(kernel=self.kernel, gamma=self.gamma, degree=self.degree, coef0=self.coef0,
                        group_weighting=self.group_weighting, n_jobs=self.n_jobs)
 
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.target_tags.multi_output = True  # y (m, v): every output scored, alpha shared
+        tags.input_tags.pairwise = self.kernel == "precomputed"
+        return tags
+
     def fit(self, X, y, groups=None):
         alphas = check_alphas(np.logspace(-3, 3, 13) if self.alphas is None else self.alphas)
         scoring = "auc" if self.scoring is None else self.scoring

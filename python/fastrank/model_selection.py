@@ -92,7 +92,7 @@ class _Problem:
         X = as_float_matrix(X, min_rows=1)
         m = X.shape[0]
         if m < min_rows:
-            raise ValueError(f"this cross-validation needs at least {min_rows} inputs, got {m}")
+            raise ValueError(f"this cross-validation needs at least {min_rows} inputs, got n_samples={m}")
         self.Y, self.one_d = as_targets(y, m)
         self.m = m
         self.n_threads = check_n_jobs(getattr(estimator, "n_jobs", None))

@@ -1,6 +1,8 @@
 #include <pybind11/eigen.h>
+#include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 
+#include "fastrank/finite.hpp"
 #include "fastrank/kernels.hpp"
 
 namespace py = pybind11;
@@ -18,6 +20,17 @@ KernelSpec make_spec(int kind, double gamma, double degree, double coef0) {
 }  // namespace
 
 void bind_kernels(py::module_& m) {
+  m.def(
+      "all_finite",
+      [](const py::array_t<double, py::array::forcecast>& a, int n_threads) {
+        if (!(a.flags() & (py::array::c_style | py::array::f_style)))
+          throw std::invalid_argument("all_finite needs a contiguous array");
+        const double* p = a.data();
+        const Index n = a.size();
+        py::gil_scoped_release release;
+        return all_finite(p, n, n_threads);
+      },
+      py::arg("a").noconvert(), py::arg("n_threads"), "Whether every value of a contiguous float64 array is finite.");
   m.def(
       "kernel_train",
       [](int kind, double gamma, double degree, double coef0, RowMatrixCRef X, int n_threads) {

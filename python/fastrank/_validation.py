@@ -57,12 +57,11 @@ def as_float_matrix(X, name="X", *, min_rows=1, allow_nan=False):
 
 
 def _all_finite(A):
-    """A finite sum proves every entry finite (NaN and inf propagate); only when the sum is not
-    finite (bad entries, or an overflow of huge finite ones) is the full elementwise scan needed."""
-    with np.errstate(over="ignore", invalid="ignore"):
-        if np.isfinite(np.sum(A)):
-            return True
-    return bool(np.isfinite(A).all())
+    """Whether every entry of a contiguous float64 array is finite: one threaded C++ pass (about
+    twice as fast as ``np.isfinite(A).all()``, and no temporary the size of A)."""
+    from . import _core
+
+    return _core.all_finite(A, os.cpu_count() or 1)
 
 
 def as_targets(y, n_rows, name="y"):

@@ -4,13 +4,7 @@ import numpy as np
 
 import fastrank
 
-
-def _stream(T, d, k=5, seed=0):
-    rng = np.random.default_rng(seed)
-    X = rng.normal(size=(T, d))
-    s = X @ rng.normal(size=d)
-    y = np.digitize(s + 2.0 * rng.normal(size=T), np.quantile(s, np.linspace(0, 1, k + 1)[1:-1])) + 1
-    return X, y
+from .common import ordinal_stream as _stream
 
 
 class LinearOAP:

@@ -21,6 +21,15 @@ def grouped_regression(m, d, n_groups, seed=0):
     return X, y, groups
 
 
+def ordinal_stream(T, d, k=5, seed=0):
+    """A linear ordinal stream: labels 1..k from quantiles of a noisy linear score."""
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(T, d))
+    s = X @ rng.normal(size=d)
+    y = np.digitize(s + 2.0 * rng.normal(size=T), np.quantile(s, np.linspace(0, 1, k + 1)[1:-1])) + 1
+    return X, y
+
+
 def numpy_gaussian_kernel(X, gamma):
     """The yardstick kernel: squared norms + one GEMM + exp, as a numpy user would write it."""
     sq = np.einsum("ij,ij->i", X, X)

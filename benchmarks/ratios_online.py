@@ -18,6 +18,7 @@ Run:  python benchmarks/ratios_online.py [--quick] [--table1 [--trials 20]]
 from __future__ import annotations
 
 import argparse
+import sys
 import time
 
 import numpy as np
@@ -25,22 +26,8 @@ from threadpoolctl import threadpool_limits
 
 import fastrank
 
-
-def best(f, repeats=3):
-    out = np.inf
-    for _ in range(repeats):
-        t = time.perf_counter()
-        f()
-        out = min(out, time.perf_counter() - t)
-    return out
-
-
-def stream(T, d, k=5, seed=0):
-    rng = np.random.default_rng(seed)
-    X = rng.normal(size=(T, d))
-    s = X @ rng.normal(size=d)
-    y = np.digitize(s + 2.0 * rng.normal(size=T), np.quantile(s, np.linspace(0, 1, k + 1)[1:-1])) + 1
-    return X, y
+sys.path.insert(0, __file__.rsplit("/", 1)[0])
+from common import best_time as best, ordinal_stream as stream  # noqa: E402
 
 
 def speed(T, repeats):

@@ -422,7 +422,8 @@ class OAPBPM(_OAPBase):
     n_epochs, shuffle : passes / reshuffling in ``fit``.
     random_state : int, RandomState or None — fixes the Bernoulli draws (counter-based splitmix64
         hashing of (seed, j, t)), so the model never depends on ``n_jobs``.
-    n_jobs : threads over the members (scikit-learn semantics; the GIL is released).
+    n_jobs : threads over the members (None: every core; k > 0: k threads; -1: every core; the GIL
+        is released).  The model never depends on it.
     """
 
     def __init__(self, n_estimators=100, tau=0.3, *, variant="bpm", kernel="linear", gamma=None, degree=2,

@@ -526,3 +526,17 @@ def test_rankrlscv_multi_output_averages_outputs():
         ref = 1 - np.mean(ms.pairwise_disagreement(P, T))
         assert cv.cv_results_["scores"][k] == pytest.approx(ref, rel=1e-12)
     assert cv.predict(X).shape == (10, 2)
+
+
+def test_cv_shortcuts_respect_the_dense_memory_guard(monkeypatch):
+    """The shortcuts hold several m x m matrices: above the limit they refuse, before allocating."""
+    rng = np.random.default_rng(0)
+    X, y = rng.normal(size=(300, 3)), rng.normal(size=300)
+    monkeypatch.setenv("FASTRANK_MAX_DENSE_BYTES", "1M")
+    for call in (lambda: ms.leave_pair_out(fastrank.RankRLS(kernel="rbf"), X, y),
+                 lambda: ms.leave_group_out(fastrank.RankRLS(kernel="rbf"), X, y, np.arange(300) % 10),
+                 lambda: fastrank.RankRLSCV(alphas=[1.0, 2.0], kernel="rbf").fit(X, y)):
+        with pytest.raises(MemoryError, match="solver='cg'"):
+            call()
+    monkeypatch.setenv("FASTRANK_MAX_DENSE_BYTES", "none")
+    assert ms.leave_pair_out(fastrank.RankRLS(kernel="rbf"), X[:20], y[:20]).shape == (190, 2)

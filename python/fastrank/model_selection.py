@@ -41,7 +41,7 @@ from collections import namedtuple
 
 import numpy as np
 
-from . import _core
+from . import _core, _large_scale
 from ._kernels import resolve_kernel
 from ._validation import as_float_matrix, as_targets, check_alpha, check_n_jobs, group_index
 
@@ -105,6 +105,8 @@ class _Problem:
         # instead of an m x m eigendecomposition; the rank-r factor gives the same exact result.
         self.low_rank = spec.linear and not spec.precomputed and X.shape[1] < m and solver != "dual"
         self.Xg = np.ascontiguousarray(self.gi.take(X, 0)) if self.low_rank else None
+        # The kernel, its eigenvectors, the eigensolver's workspace (2) and the pair-phase matrix.
+        _large_scale.check_dense_memory(m, 5, "kernel matrix and its eigendecomposition")
         if spec.precomputed:
             if X.shape[0] != X.shape[1]:
                 raise ValueError(f"a precomputed kernel must be square, got shape {X.shape}")

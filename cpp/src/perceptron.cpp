@@ -158,6 +158,29 @@ struct WorkerBuffers {
   }
 };
 
+// One member's step on example t given its score s: tallies its vote for the Bagg/VP ensemble
+// rules, and when the example is presented to it (the Bernoulli draw succeeded) applies PRank's
+// mistake-driven threshold update, counting correct predictions in v (OAP-VP's v_j).  Returns the
+// weight step g (0: no update).  Shared by the linear and the kernel ensembles.
+inline int oap_member_step(double s, double* c, int k, int yt, bool presented, OapVariant variant,
+                           WorkerBuffers& buf, Index t, std::int64_t& v) {
+  const int pred = prank_rank(s, c, k);
+  const bool bpm = variant == OapVariant::BPM;
+  if (!bpm) {
+    buf.H[t] += pred;
+    if (variant == OapVariant::Voted) {
+      buf.HV[t] += v * pred;
+      buf.VV[t] += v;
+    }
+  }
+  if (!presented) return 0;
+  if (pred == yt) {
+    ++v;
+    return 0;
+  }
+  return prank_update(s, c, yt, k, bpm ? buf.A.data() + t * (k - 1) : nullptr);
+}
+
 // The ensemble's own prediction for non-BPM variants from the integer sums.
 inline int vote_prediction(OapVariant variant, std::int64_t H, std::int64_t HV, std::int64_t VV, Index N) {
   if (variant == OapVariant::Voted && VV > 0) return round_mean_rank(HV, VV);
@@ -244,21 +267,7 @@ IntVector oap_linear_fit(RowMatrixCRef X, IndexVectorCRef y, const OapParams& p,
                 if (!b && bpm) continue;
                 const double* x = X.data() + (c0 + t) * X.outerStride();
                 const double s = dot(w, x, d);
-                const int pred = prank_rank(s, c, k);
-                if (!bpm) {
-                  buf.H[t] += pred;
-                  if (voted) {
-                    buf.HV[t] += v * pred;
-                    buf.VV[t] += v;
-                  }
-                }
-                if (!b) continue;
-                const int yt = static_cast<int>(y[c0 + t]);
-                if (pred == yt) {
-                  ++v;
-                  continue;
-                }
-                const int g = prank_update(s, c, yt, k, bpm ? buf.A.data() + t * (k - 1) : nullptr);
+                const int g = oap_member_step(s, c, k, static_cast<int>(y[c0 + t]), b, p.variant, buf, t, v);
                 if (g != 0) axpy(static_cast<double>(g), x, w, d);
               }
               V[j] = v;
@@ -413,21 +422,7 @@ IntVector oap_kernel_fit(RowMatrixCRef X, IndexVectorCRef y, IndexVectorCRef src
               double s = dot(a + lo[t], kc + lo[t], S - lo[t]);
               for (Index u : ups)
                 if (budget == 0 || tb + u > tg - budget) s += static_cast<double>(g[u]) * kc[S + u];
-              const int pred = prank_rank(s, c, k);
-              if (!bpm) {
-                buf.H[t] += pred;
-                if (voted) {
-                  buf.HV[t] += v * pred;
-                  buf.VV[t] += v;
-                }
-              }
-              if (!b) continue;
-              const int yt = static_cast<int>(y[b0 + t]);
-              if (pred == yt) {
-                ++v;
-                continue;
-              }
-              const int gt = prank_update(s, c, yt, k, bpm ? buf.A.data() + t * (k - 1) : nullptr);
+              const int gt = oap_member_step(s, c, k, static_cast<int>(y[b0 + t]), b, p.variant, buf, t, v);
               if (gt != 0) {
                 g[t] = gt;
                 ups.push_back(t);

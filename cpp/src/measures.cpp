@@ -14,9 +14,22 @@ namespace fastrank {
 
 namespace {
 
-// Throws only on failure (no std::string built on the hot path).
-inline void ensure(bool ok, const char* message) {
-  if (!ok) throw std::invalid_argument(message);
+
+// Start of every group in (group, row) order from per-row codes, by counting (codes == nullptr:
+// one group with every row).
+std::vector<Index> group_offsets(const std::int64_t* codes, Index m, Index n_groups) {
+  std::vector<Index> offsets(static_cast<size_t>(n_groups + 1), 0);
+  if (codes == nullptr) {
+    require(n_groups == 1, "codes missing for several groups");
+    offsets[1] = m;
+    return offsets;
+  }
+  for (Index i = 0; i < m; ++i) {
+    require(codes[i] >= 0 && codes[i] < n_groups, "group code out of range");
+    ++offsets[codes[i] + 1];
+  }
+  for (Index q = 0; q < n_groups; ++q) offsets[q + 1] += offsets[q];
+  return offsets;
 }
 
 inline std::uint64_t double_bits(double v) {
@@ -484,9 +497,9 @@ void dense_ranks_from_order(const double* y, const std::int64_t* order, Index m,
       }
     }
     const std::int64_t j = order[k];
-    ensure(j >= 0 && j < m, "order is not a permutation");
+    require(j >= 0 && j < m, "order is not a permutation");
     const double v = y[j];
-    if (k > 0) ensure(!(v < prev), "order does not sort y ascending");
+    if (k > 0) require(!(v < prev), "order does not sort y ascending");
     if (k == 0 || v != prev) {
       ++r;
       values.push_back(v == 0.0 ? 0.0 : v);
@@ -499,24 +512,16 @@ void dense_ranks_from_order(const double* y, const std::int64_t* order, Index m,
 RowMatrix pair_statistics(const double* f, const std::int64_t* f_order, const std::int32_t* yrank,
                           const double* values, Index K, Index m, const std::int64_t* codes, Index n_groups,
                           bool weighted, int n_threads) {
-  ensure(n_groups >= 1, "n_groups must be >= 1");
+  require(n_groups >= 1, "n_groups must be >= 1");
   RowMatrix out = RowMatrix::Zero(n_groups, kNumPairStats);
   if (m == 0) return out;
   // One group: the sweep streams through f_order (no copies).  Several groups: rows gathered
   // into (group, f) order by a counting sort of f_order.
-  std::vector<Index> offsets(n_groups + 1, 0);
   std::vector<double> fs;
   std::vector<std::int32_t> rk;
-  for (Index k = 0; k < m; ++k) ensure(f_order[k] >= 0 && f_order[k] < m, "f_order is not a permutation");
-  if (codes == nullptr) {
-    ensure(n_groups == 1, "codes missing for several groups");
-    offsets[1] = m;
-  } else {
-    for (Index i = 0; i < m; ++i) {
-      ensure(codes[i] >= 0 && codes[i] < n_groups, "group code out of range");
-      ++offsets[codes[i] + 1];
-    }
-    for (Index q = 0; q < n_groups; ++q) offsets[q + 1] += offsets[q];
+  for (Index k = 0; k < m; ++k) require(f_order[k] >= 0 && f_order[k] < m, "f_order is not a permutation");
+  const std::vector<Index> offsets = group_offsets(codes, m, n_groups);
+  if (codes != nullptr) {
     std::vector<Index> pos(offsets.begin(), offsets.end() - 1);
     fs.resize(m);
     rk.resize(m);
@@ -567,20 +572,10 @@ RowMatrix pair_statistics(const double* f, const std::int64_t* f_order, const st
 
 RowMatrix dcg_statistics(const double* y, const double* f, const std::int64_t* codes, Index m, Index n_groups,
                          Index k, int gain, int n_threads) {
-  ensure(n_groups >= 1, "n_groups must be >= 1");
+  require(n_groups >= 1, "n_groups must be >= 1");
   RowMatrix out = RowMatrix::Zero(n_groups, 2);
   // Group blocks by a counting sort of the codes; each block holds (score, gain) pairs.
-  std::vector<Index> offsets(n_groups + 1, 0);
-  if (codes == nullptr) {
-    ensure(n_groups == 1, "codes missing for several groups");
-    offsets[1] = m;
-  } else {
-    for (Index i = 0; i < m; ++i) {
-      ensure(codes[i] >= 0 && codes[i] < n_groups, "group code out of range");
-      ++offsets[codes[i] + 1];
-    }
-    for (Index q = 0; q < n_groups; ++q) offsets[q + 1] += offsets[q];
-  }
+  const std::vector<Index> offsets = group_offsets(codes, m, n_groups);
   auto g = [gain](double v) { return gain == 1 ? std::exp2(v) - 1.0 : v; };
   std::vector<std::pair<double, double>> items(m);  // (-score, gain): ascending = best first
   {

@@ -617,6 +617,16 @@ def _set_sparse_fitted(est, X, spec, basis, A, one_d):
     return est
 
 
+def _check_fit_input(est, X):
+    """Training input of the large-scale paths: a dense (m, m) matrix for a precomputed kernel,
+    otherwise dense or sparse features."""
+    if est.kernel == "precomputed":
+        if sp.issparse(X):
+            raise ValueError("a precomputed kernel must be a dense (m, m) array")
+        return est._check_fit_X(X)
+    return _check_X_any(X)
+
+
 def fit_scores(est, X, y, groups=None):
     """RankRLS.fit for the large-scale paths (scoring setting)."""
     from ._rankrls import _check_informative_targets
@@ -624,12 +634,7 @@ def fit_scores(est, X, y, groups=None):
 
     alpha = check_alpha(est.alpha)
     normalized = est._normalized()
-    if est.kernel == "precomputed":
-        if sp.issparse(X):
-            raise ValueError("a precomputed kernel must be a dense (m, m) array")
-        X = est._check_fit_X(X)
-    else:
-        X = _check_X_any(X)
+    X = _check_fit_input(est, X)
     Y, one_d = as_targets(y, X.shape[0])
     gi = _group_index(groups, X.shape[0])
     _check_informative_targets(Y, gi)
@@ -653,12 +658,7 @@ def fit_preferences(est, X, pairs, magnitudes=None, cost=None):
     from ._rankrls import _preference_graph
 
     alpha = check_alpha(est.alpha)
-    if est.kernel == "precomputed":
-        if sp.issparse(X):
-            raise ValueError("a precomputed kernel must be a dense (m, m) array")
-        X = est._check_fit_X(X)
-    else:
-        X = _check_X_any(X)
+    X = _check_fit_input(est, X)
     head, tail, weight, target = _preference_graph(pairs, magnitudes, cost, X.shape[0])
     graph = (head, tail, weight, np.ascontiguousarray(target))
     spec = est._kernel_spec(X.shape[1])

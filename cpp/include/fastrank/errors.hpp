@@ -14,5 +14,9 @@ struct LinAlgError : std::runtime_error {
 inline void require(bool condition, const std::string& message) {
   if (!condition) throw std::invalid_argument(message);
 }
+// For hot loops: a literal message costs nothing until the check fails.
+inline void require(bool condition, const char* message) {
+  if (!condition) throw std::invalid_argument(message);
+}
 
 }  // namespace fastrank

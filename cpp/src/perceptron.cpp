@@ -187,6 +187,19 @@ inline int vote_prediction(OapVariant variant, std::int64_t H, std::int64_t HV, 
   return round_mean_rank(H, static_cast<std::int64_t>(N));
 }
 
+// The Bagg/VP ensemble's prediction for example t: the workers' integer vote sums, combined.
+inline int ensemble_vote(const std::vector<WorkerBuffers>& bufs, Index t, OapVariant variant, Index N) {
+  std::int64_t H = 0, HV = 0, VV = 0;
+  for (const auto& b : bufs) {
+    H += b.H[t];
+    if (variant == OapVariant::Voted) {
+      HV += b.HV[t];
+      VV += b.VV[t];
+    }
+  }
+  return vote_prediction(variant, H, HV, VV, N);
+}
+
 constexpr Index kChunk = 8192;  // examples per parallel section (bounds buffer memory)
 constexpr Index kTile = 8;      // examples per cache tile inside a worker (stays in L1 for d ~ 300)
 
@@ -200,7 +213,7 @@ IntVector oap_linear_fit(RowMatrixCRef X, IndexVectorCRef y, const OapParams& p,
   require(W.cols() == d, "weights have the wrong number of features");
   IntVector loss(T);
   if (T == 0) return loss;
-  const bool bpm = p.variant == OapVariant::BPM, voted = p.variant == OapVariant::Voted;
+  const bool bpm = p.variant == OapVariant::BPM;
   const std::uint64_t thr = oap_tau_threshold(p.tau);
   const bool always = thr >= (std::uint64_t(1) << 53);  // tau = 1: every draw succeeds
   std::vector<std::uint64_t> keys(static_cast<size_t>(N));
@@ -296,16 +309,7 @@ IntVector oap_linear_fit(RowMatrixCRef X, IndexVectorCRef y, const OapParams& p,
       }
     } else {
       for (Index t = 0; t < len; ++t) {
-        std::int64_t H = 0, HV = 0, VV = 0;
-        for (const auto& b : bufs) {
-          H += b.H[t];
-          if (voted) {
-            HV += b.HV[t];
-            VV += b.VV[t];
-          }
-        }
-        const int pred = vote_prediction(p.variant, H, HV, VV, N);
-        loss[c0 + t] = std::abs(pred - static_cast<int>(y[c0 + t]));
+        loss[c0 + t] = std::abs(ensemble_vote(bufs, t, p.variant, N) - static_cast<int>(y[c0 + t]));
       }
     }
   }
@@ -331,7 +335,7 @@ IntVector oap_kernel_fit(RowMatrixCRef X, IndexVectorCRef y, IndexVectorCRef src
     require(state.sv_X.rows() == S && (S == 0 || state.sv_X.cols() == d), "support features have the wrong shape");
   }
   IntVector loss(T);
-  const bool bpm = p.variant == OapVariant::BPM, voted = p.variant == OapVariant::Voted;
+  const bool bpm = p.variant == OapVariant::BPM;
   const std::uint64_t thr = oap_tau_threshold(p.tau);
   const bool always = thr >= (std::uint64_t(1) << 53);  // tau = 1: every draw succeeds
   std::vector<std::uint64_t> keys(static_cast<size_t>(N));
@@ -462,15 +466,7 @@ IntVector oap_kernel_fit(RowMatrixCRef X, IndexVectorCRef y, IndexVectorCRef src
       }
     } else {
       for (Index t = 0; t < len; ++t) {
-        std::int64_t H = 0, HV = 0, VV = 0;
-        for (const auto& b : bufs) {
-          H += b.H[t];
-          if (voted) {
-            HV += b.HV[t];
-            VV += b.VV[t];
-          }
-        }
-        loss[b0 + t] = std::abs(vote_prediction(p.variant, H, HV, VV, N) - static_cast<int>(y[b0 + t]));
+        loss[b0 + t] = std::abs(ensemble_vote(bufs, t, p.variant, N) - static_cast<int>(y[b0 + t]));
       }
     }
     // Append the block examples on which some member updated.

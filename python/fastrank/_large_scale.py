@@ -751,7 +751,7 @@ def path(est, X, y, alphas, groups=None):
 
     alphas = check_alphas(alphas)
     normalized = est._normalized()
-    X = est._check_fit_X(X) if est.kernel == "precomputed" else _check_X_any(X)
+    X = _check_fit_input(est, X)
     Y, one_d = as_targets(y, X.shape[0])
     gi = _group_index(groups, X.shape[0])
     _check_informative_targets(Y, gi)

@@ -5,7 +5,9 @@ import pytest
 import scipy.sparse as sp
 
 from fastrank import _core
-from fastrank._large_scale import as_csr, check_dense_memory, dense_memory_limit, fit_cg
+from fastrank._memory import check_dense_memory, dense_memory_limit
+from fastrank._solvers import fit_cg
+from fastrank._sparse import as_csr
 from fastrank._validation import group_index
 from fastrank.exceptions import ConvergenceWarning
 

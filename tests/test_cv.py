@@ -10,6 +10,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import fastrank  # noqa: E402
 from fastrank import model_selection as ms  # noqa: E402
+from fastrank._shortcuts import engine_for  # noqa: E402
 from cv_oracles import rbf, retrain_predict, retrain_predict_primal  # noqa: E402
 
 RTOL = 1e-8
@@ -153,7 +154,7 @@ def test_query_lpo_group_of_two_and_linear_multi_output():
 
 def test_query_lpo_default_pairs_lexicographic():
     X, y = _data(m=GROUPS.size)
-    prob = ms._Problem(fastrank.RankRLS(), X, y, GROUPS)
+    prob = engine_for(fastrank.RankRLS(), X, y, GROUPS)
     pairs = prob.default_pairs()
     expected = [(a, b) for a in range(GROUPS.size) for b in range(a + 1, GROUPS.size) if GROUPS[a] == GROUPS[b]]
     np.testing.assert_array_equal(pairs, np.array(expected))
@@ -234,8 +235,8 @@ def test_every_alpha_of_a_path_lpo_and_lgo():
     K = rbf(X, X, 0.5)
     alphas = np.logspace(-3, 3, 7)
     est = fastrank.RankRLS(kernel="rbf", gamma=0.5)
-    obj = ms._Problem(est, X, y)
-    grp = ms._Problem(est, X, y, GROUPS)
+    obj = engine_for(est, X, y)
+    grp = engine_for(est, X, y, GROUPS)
     pairs = obj.default_pairs()[::7]
     gpairs = grp.default_pairs()
     for a in alphas:
@@ -415,7 +416,7 @@ def test_bad_pairs_and_sizes():
     # the C++ layer re-checks cheap invariants too
     from fastrank import _core
 
-    prob = ms._Problem(est, X, y)
+    prob = engine_for(est, X, y)
     V, s = prob.decompose()
     M, mu, h = _core.cv_object_prepare(prob.K, V, s, 1.0, 1.0, prob.Yg)
     with pytest.raises(ValueError, match="invalid"):
@@ -478,9 +479,9 @@ def test_query_lpo_and_scores_threads_equal_serial():
     a = ms.leave_pair_out(fastrank.RankRLS(alpha=1.0, kernel="rbf", n_jobs=1), X, y, groups=groups)
     b = ms.leave_pair_out(fastrank.RankRLS(alpha=1.0, kernel="rbf", n_jobs=2), X, y, groups=groups)
     np.testing.assert_array_equal(a, b)
-    prob = ms._Problem(fastrank.RankRLS(alpha=1.0, kernel="rbf", n_jobs=2), X, y, groups)
+    prob = engine_for(fastrank.RankRLS(alpha=1.0, kernel="rbf", n_jobs=2), X, y, groups)
     pairs = prob.default_pairs()
-    d = ms._lpo_scores(prob, pairs, 1.0)
+    d = prob.lpo_disagreement(pairs, 1.0)
     i, j = pairs[:, 0], pairs[:, 1]
     assert d[0] == pytest.approx(ms.pairwise_disagreement(a, np.stack([y[i], y[j]], 1)), rel=1e-12)
 
@@ -491,7 +492,7 @@ def test_linear_low_rank_path_grouped_holdout_and_path(solver):
     X, y = _data(m=GROUPS.size, d=3, seed=18)
     K = X @ X.T
     est = fastrank.RankRLS(kernel="linear", solver=solver, group_weighting="normalized")
-    prob = ms._Problem(est, X, y, GROUPS)
+    prob = engine_for(est, X, y, GROUPS)
     assert prob.low_rank == (solver == "auto")
     sets = [np.array([0, 1, 2]), np.flatnonzero(GROUPS == 1)]
     pairs = prob.default_pairs()
@@ -499,7 +500,7 @@ def test_linear_low_rank_path_grouped_holdout_and_path(solver):
         for s, o in zip(sets, np.split(prob.holdout(sets, a), [3])):
             _assert_close(o, retrain_predict(K, y[:, None], a, s, GROUPS, "normalized"))
         _assert_close(prob.lpo(pairs, a), _oracle_pairs(K, y[:, None], a, pairs, GROUPS, "normalized")[:, :, 0])
-    obj = ms._Problem(est, X, y)
+    obj = engine_for(est, X, y)
     U = np.array([2, 5, 7, 11])
     _assert_close(obj.holdout([U], 0.3), retrain_predict(K, y[:, None], 0.3, U))
 
@@ -509,7 +510,7 @@ def test_permutation_test_with_groups_permutes_within_groups():
     est = fastrank.RankRLS(alpha=0.5, kernel="rbf", gamma=0.5)
     score, perm, p = ms.permutation_test_lpo(est, X, y, n_permutations=4, random_state=1, groups=GROUPS)
     P = ms.leave_pair_out(est, X, y, groups=GROUPS)
-    pairs = ms._Problem(est, X, y, GROUPS).default_pairs()
+    pairs = engine_for(est, X, y, GROUPS).default_pairs()
     i, j = pairs[:, 0], pairs[:, 1]
     assert score == pytest.approx(1 - ms.pairwise_disagreement(P, np.stack([y[i], y[j]], 1)), rel=1e-12)
     assert perm.shape == (4,) and 0 < p <= 1

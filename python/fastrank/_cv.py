@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 from sklearn.base import BaseEstimator, RegressorMixin, clone
+from sklearn.utils.validation import check_is_fitted
 
-from . import model_selection as _ms
+from ._rankrls import RankRLS
+from ._shortcuts import engine_for, resolve_folds
 from ._validation import check_alphas
 
 __all__ = ["RankRLSCV"]
@@ -112,8 +114,6 @@ class RankRLSCV(RegressorMixin, BaseEstimator):
         self.n_jobs = n_jobs
 
     def _base(self):
-        from ._rankrls import RankRLS
-
         return RankRLS(kernel=self.kernel, gamma=self.gamma, degree=self.degree, coef0=self.coef0,
                        group_weighting=self.group_weighting, n_jobs=self.n_jobs)
 
@@ -135,7 +135,7 @@ class RankRLSCV(RegressorMixin, BaseEstimator):
             raise ValueError(f"cv must be 'lpo', 'lgo', an int, fold labels or index sets; got {cv!r}")
         if is_lpo and scoring == "ndcg":
             raise ValueError("scoring='ndcg' needs hold-out sets (cv='lgo' or folds), not 'lpo'")
-        prob = _ms._Problem(base, X, y, groups, min_rows=3 if is_lpo else 2, alpha=float(alphas[0]))
+        prob = engine_for(base, X, y, groups, min_rows=3 if is_lpo else 2, alpha=float(alphas[0]))
         scores = np.empty(alphas.size)
         if is_lpo:
             pairs = prob.default_pairs()
@@ -143,7 +143,7 @@ class RankRLSCV(RegressorMixin, BaseEstimator):
                 raise ValueError("no pairs to leave out (every group has fewer than two members)")
             prob.check_pairs_leave_training(pairs)
             for k, a in enumerate(alphas):
-                dis = _ms._lpo_scores(prob, pairs, float(a))
+                dis = prob.lpo_disagreement(pairs, float(a))
                 if not np.all(np.isfinite(dis)):
                     raise ValueError("no held-out pair has different targets; cannot score")
                 d = float(np.mean(dis))
@@ -152,16 +152,13 @@ class RankRLSCV(RegressorMixin, BaseEstimator):
             if isinstance(cv, str):  # lgo
                 if groups is None:
                     raise ValueError("cv='lgo' needs groups")
-                gi = prob.gi
-                if gi.n_groups < 2:
+                if prob.groups.n_groups < 2:
                     raise ValueError("cv='lgo' needs at least two groups")
-                sets = [np.sort(gi.order[gi.offsets[q]:gi.offsets[q + 1]]) for q in range(gi.n_groups)]
+                sets = prob.group_sets()
             else:
-                sets = _ms._resolve_folds(cv, prob.m, prob.gi, prob.grouped)
-                if sets is None:
-                    sets = [np.asarray(te) for _, te in cv.split(np.zeros((prob.m, 1)), None, groups)]
+                sets = resolve_folds(cv, prob, groups)
             sets = prob.check_sets(sets)
-            codes = prob.gi.codes if groups is not None else None
+            codes = prob.groups.codes if groups is not None else None
             for k, a in enumerate(alphas):
                 out = prob.holdout(sets, float(a))
                 pred = np.full_like(prob.Y, np.nan)
@@ -176,14 +173,10 @@ class RankRLSCV(RegressorMixin, BaseEstimator):
         return self
 
     def predict(self, X):
-        from sklearn.utils.validation import check_is_fitted
-
         check_is_fitted(self, "best_estimator_")
         return self.best_estimator_.predict(X)
 
     def score(self, X, y, groups=None):
-        from sklearn.utils.validation import check_is_fitted
-
         check_is_fitted(self, "best_estimator_")
         return self.best_estimator_.score(X, y, groups)
 

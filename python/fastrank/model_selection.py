@@ -41,9 +41,10 @@ from collections import namedtuple
 
 import numpy as np
 
-from . import _core, _large_scale
-from ._kernels import resolve_kernel
-from ._validation import as_float_matrix, as_targets, check_alpha, check_n_jobs, group_index
+from sklearn.utils import check_random_state
+
+from ._shortcuts import engine_for, resolve_folds
+from ._validation import group_index
 
 __all__ = [
     "leave_pair_out",
@@ -55,222 +56,6 @@ __all__ = [
     "pairwise_disagreement",
     "MPRankLOO",
 ]
-
-
-# --------------------------------------------------------------------------------------------
-# problem set-up shared by every shortcut
-# --------------------------------------------------------------------------------------------
-
-def _estimator_alpha(estimator, m):
-    if hasattr(estimator, "_equivalent_alpha") and not hasattr(estimator, "alpha"):
-        return check_alpha(float(estimator._equivalent_alpha(m)))
-    if not hasattr(estimator, "alpha") and hasattr(estimator, "C"):
-        C = check_alpha(estimator.C, "C")
-        return m * m / (2.0 * C)
-    return check_alpha(getattr(estimator, "alpha", 1.0))
-
-
-def _kernel_spec(estimator, n_features):
-    if hasattr(estimator, "_kernel_spec"):
-        return estimator._kernel_spec(n_features)
-    return resolve_kernel(getattr(estimator, "kernel", "linear"), getattr(estimator, "gamma", None),
-                          getattr(estimator, "degree", 3), getattr(estimator, "coef0", 1.0), n_features)
-
-
-class _Problem:
-    """Resolved data, Laplacian structure and the (lazily computed) eigendecomposition."""
-
-    def __init__(self, estimator, X, y, groups=None, *, min_rows=1, alpha=None):
-        solver = getattr(estimator, "solver", "auto")
-        if solver not in ("auto", "dual", "primal"):
-            raise ValueError(f"exact cross-validation shortcuts need the dense solver; got solver={solver!r}")
-        if getattr(estimator, "basis_vectors", None) is not None:
-            raise ValueError("exact cross-validation shortcuts do not support basis_vectors (sparse RankRLS)")
-        weighting = getattr(estimator, "group_weighting", "unweighted")
-        if weighting not in ("unweighted", "normalized"):
-            raise ValueError(f"group_weighting must be 'unweighted' or 'normalized', got {weighting!r}")
-        X = as_float_matrix(X, min_rows=1)
-        m = X.shape[0]
-        if m < min_rows:
-            raise ValueError(f"this cross-validation needs at least {min_rows} inputs, got n_samples={m}")
-        self.Y, self.one_d = as_targets(y, m)
-        self.m = m
-        self.n_threads = check_n_jobs(getattr(estimator, "n_jobs", None))
-        self.alpha = _estimator_alpha(estimator, m) if alpha is None else check_alpha(alpha)
-        spec = _kernel_spec(estimator, X.shape[1])
-        self.grouped = groups is not None
-        self.gi = group_index(groups, m)
-        # Linear kernel with n_features < m (solver "auto"/"primal"): the spectral factor of
-        # S K S = (S X)(S X)^T comes from the n x n matrix (S X)^T (S X) -- O(m n^2 + m^2 n)
-        # instead of an m x m eigendecomposition; the rank-r factor gives the same exact result.
-        self.low_rank = spec.linear and not spec.precomputed and X.shape[1] < m and solver != "dual"
-        self.Xg = np.ascontiguousarray(self.gi.take(X, 0)) if self.low_rank else None
-        # The kernel, its eigenvectors, the eigensolver's workspace (2) and the pair-phase matrix.
-        _large_scale.check_dense_memory(m, 5, "kernel matrix and its eigendecomposition")
-        if spec.precomputed:
-            if X.shape[0] != X.shape[1]:
-                raise ValueError(f"a precomputed kernel must be square, got shape {X.shape}")
-            Kg = self.gi.take(self.gi.take(X, 0), 1)
-            self.K = np.asfortranarray(0.5 * (Kg + Kg.T))
-        else:
-            self.K = spec.train(np.ascontiguousarray(self.gi.take(X, 0)), self.n_threads)
-        self.Yg = np.asfortranarray(self.gi.take(self.Y, 0))
-        sizes = self.gi.sizes.astype(np.float64)
-        if self.grouped and weighting == "normalized":
-            self.scale = np.ones_like(sizes)
-        else:
-            self.scale = np.sqrt(sizes)
-        self.offsets = self.gi.offsets.astype(np.int64)
-        self.cweight = self.scale ** 2 / sizes
-        self._V = self._sigma = self._P = None
-
-    # object ranking = one group with pair weight 1
-    @property
-    def c(self):
-        return float(self.cweight[0])
-
-    def _sqrt_laplacian_rows(self, A):
-        """S A for an (m, k) array in group order."""
-        out = np.array(A, dtype=np.float64, copy=True)
-        starts = self.offsets[:-1]
-        sizes = self.gi.sizes[:, None].astype(np.float64)
-        means = np.add.reduceat(out, starts, axis=0) / sizes
-        out -= np.repeat(means, self.gi.sizes, axis=0)
-        out *= np.repeat(self.scale, self.gi.sizes)[:, None]
-        return out
-
-    def decompose(self):
-        if self._V is None:
-            if self.low_rank:
-                SX = self._sqrt_laplacian_rows(self.Xg)
-                lam, W = np.linalg.eigh(SX.T @ SX)
-                keep = lam > max(lam.max(), 0.0) * max(SX.shape) * np.finfo(np.float64).eps
-                if not np.any(keep):
-                    self._V, self._sigma = np.zeros((self.m, 1), order="F"), np.zeros(1)
-                else:
-                    self._V = np.asfortranarray(SX @ (W[:, keep] / np.sqrt(lam[keep])))
-                    self._sigma = np.ascontiguousarray(lam[keep])
-                self._SX = SX
-            else:
-                self._V, self._sigma = _core.cv_spectral(self.K, self.offsets, self.scale, self.n_threads)
-        return self._V, self._sigma
-
-    def P(self):
-        if self._P is None:
-            V, _ = self.decompose()
-            if self.low_rank:
-                self._P = np.asfortranarray(self.Xg @ (self._SX.T @ V))  # K S V = X (S X)^T V
-            else:
-                self._P = _core.cv_ksv(self.K, self.offsets, self.scale, V)
-        return self._P
-
-    def total_pairs(self):
-        n = self.gi.sizes.astype(np.float64)
-        return float(np.sum(n * (n - 1) / 2))
-
-    # ---- leave-pair-out -----------------------------------------------------------------
-    def default_pairs(self):
-        if not self.grouped:
-            i, j = np.triu_indices(self.m, 1)
-            return np.ascontiguousarray(np.stack([i, j], axis=1).astype(np.int64, copy=False))
-        chunks = []
-        for q in range(self.gi.n_groups):
-            members = np.sort(self.gi.order[self.offsets[q]:self.offsets[q + 1]])
-            if members.size < 2:
-                continue
-            a, b = np.triu_indices(members.size, 1)
-            chunks.append(np.stack([members[a], members[b]], axis=1))
-        if not chunks:
-            return np.zeros((0, 2), dtype=np.int64)
-        pairs = np.concatenate(chunks).astype(np.int64)
-        order = np.lexsort((pairs[:, 1], pairs[:, 0]))
-        return np.ascontiguousarray(pairs[order])
-
-    def check_pairs(self, pairs):
-        pairs = np.asarray(pairs)
-        if pairs.ndim != 2 or pairs.shape[1] != 2:
-            raise ValueError(f"pairs must have shape (n_pairs, 2), got {pairs.shape}")
-        if pairs.size and not np.issubdtype(pairs.dtype, np.integer):
-            if not np.all(np.equal(np.mod(pairs, 1), 0)):
-                raise ValueError("pairs must contain integer indices")
-        pairs = np.ascontiguousarray(pairs, dtype=np.int64)
-        if pairs.size:
-            if pairs.min() < 0 or pairs.max() >= self.m:
-                raise ValueError(f"pair indices must lie in [0, {self.m}), got range "
-                                 f"[{pairs.min()}, {pairs.max()}]")
-            if np.any(pairs[:, 0] == pairs[:, 1]):
-                k = int(np.flatnonzero(pairs[:, 0] == pairs[:, 1])[0])
-                raise ValueError(f"pair {k} holds out the same index twice ({pairs[k, 0]})")
-            if self.grouped:
-                codes = self.gi.codes
-                bad = codes[pairs[:, 0]] != codes[pairs[:, 1]]
-                if np.any(bad):
-                    k = int(np.flatnonzero(bad)[0])
-                    raise ValueError(f"pair {k} = ({pairs[k, 0]}, {pairs[k, 1]}) joins inputs from different "
-                                     "groups; leave-pair-out with groups holds out pairs of one group")
-        return pairs
-
-    def check_pairs_leave_training(self, pairs):
-        if pairs.shape[0] == 0:
-            return
-        n = self.gi.sizes[self.gi.codes[pairs[:, 0]]].astype(np.float64)
-        removed = 2 * n - 3
-        if np.any(self.total_pairs() - removed <= 0.5):
-            raise ValueError("holding out a pair leaves no training pairs (every training pair touches it)")
-
-    def lpo(self, pairs, alpha=None):
-        alpha = self.alpha if alpha is None else alpha
-        pairs = np.ascontiguousarray(pairs, dtype=np.int64)
-        V, sigma = self.decompose()
-        if not self.grouped:
-            M, mu, h = _core.cv_object_prepare(self.K, V, sigma, self.c, alpha, self.Yg)
-            out = _core.cv_object_lpo_pairs(M, mu, h, self.Yg, self.c, pairs, self.n_threads)
-        else:
-            pg = np.ascontiguousarray(self.gi.inverse[pairs])
-            out = _core.cv_query_lpo(self.P(), V, sigma, self.offsets, self.scale, alpha, self.Yg, pg,
-                                     self.n_threads)
-        v = self.Y.shape[1]
-        out = out.reshape(pairs.shape[0], 2, v)
-        return out[:, :, 0] if self.one_d else out
-
-    # ---- hold-out sets --------------------------------------------------------------------
-    def holdout(self, sets, alpha=None):
-        """Predictions for each set (list of index arrays, original order) in one concatenation."""
-        alpha = self.alpha if alpha is None else alpha
-        rows = np.concatenate([s for s in sets]).astype(np.int64) if sets else np.zeros(0, np.int64)
-        fold_offsets = np.concatenate([[0], np.cumsum([len(s) for s in sets])]).astype(np.int64)
-        V, sigma = self.decompose()
-        if not self.grouped:
-            out = _core.cv_object_holdout(self.K, V, sigma, self.c, alpha, self.Yg, rows, fold_offsets)
-        else:
-            rg = self.gi.inverse[rows].astype(np.int64)
-            out = _core.cv_group_holdout(self.P(), V, sigma, self.offsets, self.scale, alpha, self.Yg, rg,
-                                         fold_offsets)
-        return out
-
-    def check_sets(self, sets):
-        checked = []
-        for k, s in enumerate(sets):
-            s = np.asarray(s)
-            if s.dtype == bool:
-                if s.shape != (self.m,):
-                    raise ValueError(f"boolean hold-out mask {k} must have shape ({self.m},)")
-                s = np.flatnonzero(s)
-            if s.ndim != 1:
-                raise ValueError(f"hold-out set {k} must be a 1-D array of indices")
-            if s.size and not np.issubdtype(s.dtype, np.integer):
-                raise ValueError(f"hold-out set {k} must contain integer indices")
-            s = s.astype(np.int64)
-            if s.size == 0:
-                raise ValueError(f"hold-out set {k} is empty")
-            if s.min() < 0 or s.max() >= self.m:
-                raise ValueError(f"hold-out set {k} has indices outside [0, {self.m})")
-            if np.unique(s).size != s.size:
-                raise ValueError(f"hold-out set {k} repeats an index")
-            if not self.grouped and self.m - s.size < 2:
-                raise ValueError(f"hold-out set {k} leaves fewer than 2 training inputs (no training pairs)")
-            checked.append(s)
-        return checked
 
 
 def _shape_out(out, one_d):
@@ -306,7 +91,7 @@ def leave_pair_out(estimator, X, y, pairs=None, groups=None):
     (n_pairs, 2) array, or (n_pairs, 2, v) for 2-D ``y``: held-out predictions of each pair's first
     and second index.
     """
-    prob = _Problem(estimator, X, y, groups, min_rows=3)
+    prob = engine_for(estimator, X, y, groups, min_rows=3)
     pairs = prob.default_pairs() if pairs is None else prob.check_pairs(pairs)
     prob.check_pairs_leave_training(pairs)
     return prob.lpo(pairs)
@@ -323,12 +108,11 @@ def leave_group_out(estimator, X, y, groups):
     all alphas instead."""
     if groups is None:
         raise ValueError("leave_group_out needs groups")
-    prob = _Problem(estimator, X, y, groups)
-    if prob.gi.n_groups < 2:
+    prob = engine_for(estimator, X, y, groups)
+    if prob.groups.n_groups < 2:
         raise ValueError("leave_group_out needs at least two groups")
     # one alpha: Cholesky factor + diagonal blocks of the inverse (no eigendecomposition)
-    out = _core.cv_leave_group_out_cholesky(prob.K, prob.offsets, prob.scale, prob.alpha, prob.Yg, prob.n_threads)
-    return _shape_out(prob.gi.untake(out, 0), prob.one_d)
+    return _shape_out(prob.leave_group_out(), prob.one_d)
 
 
 def holdout_predictions(estimator, X, y, test_sets, groups=None):
@@ -338,7 +122,7 @@ def holdout_predictions(estimator, X, y, test_sets, groups=None):
     |U|^3) per set plus O(m^2) per distinct set size; with groups: O(m |A|^2 + |A|^3) with A the
     rows of the groups the set touches (eq. 33 for whole groups).  Returns a list of (|U|,) or
     (|U|, v) arrays.  A set that leaves no training pairs raises ValueError."""
-    prob = _Problem(estimator, X, y, groups)
+    prob = engine_for(estimator, X, y, groups)
     sets = prob.check_sets(list(test_sets))
     out = prob.holdout(sets)
     res, at = [], 0
@@ -348,37 +132,13 @@ def holdout_predictions(estimator, X, y, test_sets, groups=None):
     return res
 
 
-def _resolve_folds(folds, m, gi, grouped):
-    if isinstance(folds, numbers.Integral) and not isinstance(folds, (bool, np.bool_)):
-        k = int(folds)
-        if k < 2:
-            raise ValueError(f"the number of folds must be at least 2, got {k}")
-        if grouped:
-            if k > gi.n_groups:
-                raise ValueError(f"cannot make {k} folds from {gi.n_groups} groups")
-            gfold = np.arange(gi.n_groups) % k
-            return [np.sort(np.flatnonzero(gfold[gi.codes] == f)) for f in range(k)]
-        if k > m:
-            raise ValueError(f"cannot make {k} folds from {m} inputs")
-        return [np.asarray(a, dtype=np.int64) for a in np.array_split(np.arange(m), k)]
-    if hasattr(folds, "split"):
-        return None  # a scikit-learn splitter: the caller takes its test indices
-    if isinstance(folds, np.ndarray) and folds.ndim == 1 and folds.shape[0] == m and folds.dtype != object \
-            and folds.dtype != bool:
-        return [np.flatnonzero(folds == lab) for lab in np.unique(folds)]  # fold labels
-    return [np.asarray(s) for s in folds]
-
-
 def kfold_predictions(estimator, X, y, folds, groups=None):
     """Exact k-fold cross-validation predictions: row k is predicted by the model retrained without
     the fold holding k.  ``folds``: an int k (contiguous folds; with groups, whole groups assigned
     round-robin), an (m,) array of fold labels, or a sequence of disjoint index arrays covering
     the rows to predict (rows in no fold get NaN).  Returns (m,) or (m, v)."""
-    prob = _Problem(estimator, X, y, groups)
-    sets = _resolve_folds(folds, prob.m, prob.gi, prob.grouped)
-    if sets is None:
-        sets = [np.asarray(te) for _, te in folds.split(np.zeros((prob.m, 1)), None, groups)]
-    sets = prob.check_sets(sets)
+    prob = engine_for(estimator, X, y, groups)
+    sets = prob.check_sets(resolve_folds(folds, prob, groups))
     cat = np.concatenate(sets)
     if np.unique(cat).size != cat.size:
         raise ValueError("folds must be disjoint")
@@ -437,7 +197,6 @@ def permutation_test_lpo(estimator, X, y, n_permutations=100, random_state=None,
     y = np.asarray(y)
     if y.ndim != 1:
         raise ValueError("permutation_test_lpo needs a 1-D y")
-    from sklearn.utils import check_random_state
     rng = check_random_state(random_state)
     m = y.shape[0]
     cols = [y.astype(np.float64)]
@@ -453,26 +212,14 @@ def permutation_test_lpo(estimator, X, y, n_permutations=100, random_state=None,
                 perm[members] = members[rng.permutation(members.size)]
             cols.append(y[perm].astype(np.float64))
     Y = np.column_stack(cols)
-    prob = _Problem(estimator, X, Y, groups, min_rows=3)
+    prob = engine_for(estimator, X, Y, groups, min_rows=3)
     pairs = prob.default_pairs()
     prob.check_pairs_leave_training(pairs)
-    scores = _lpo_scores(prob, pairs, prob.alpha)
+    scores = prob.lpo_disagreement(pairs)
     auc = 1.0 - scores
     score, perm_scores = float(auc[0]), auc[1:]
     pvalue = (np.count_nonzero(perm_scores >= score) + 1.0) / (n_permutations + 1.0)
     return score, perm_scores, float(pvalue)
-
-
-def _lpo_scores(prob, pairs, alpha):
-    """Pairwise disagreement of the LPO predictions per output column, accumulated in C++
-    threads without materialising the (n_pairs, 2, v) predictions."""
-    V, sigma = prob.decompose()
-    if not prob.grouped:
-        M, mu, h = _core.cv_object_prepare(prob.K, V, sigma, prob.c, alpha, prob.Yg)
-        return _core.cv_object_lpo_disagreement(M, mu, h, prob.Yg, prob.c, pairs, prob.n_threads)
-    pg = np.ascontiguousarray(prob.gi.inverse[pairs])
-    return _core.cv_query_lpo_disagreement(prob.P(), V, sigma, prob.offsets, prob.scale, alpha, prob.Yg, pg,
-                                           prob.n_threads)
 
 
 # --------------------------------------------------------------------------------------------
@@ -499,7 +246,7 @@ def mprank_loo_approximation(estimator, X, y):
     Returns ``MPRankLOO(approximate, exact, pairs, approximate_predictions, exact_predictions)``
     with pairs = all i < j and the per-pair held-out predictions (n_pairs, 2).
     """
-    prob = _Problem(estimator, X, y, None, min_rows=3)
+    prob = engine_for(estimator, X, y, None, min_rows=3)
     if not prob.one_d:
         raise ValueError("mprank_loo_approximation needs a 1-D y")
     m, alpha = prob.m, prob.alpha

@@ -33,8 +33,9 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, column_or_1d
 
 from . import _core
-from ._kernels import resolve_kernel
+from ._kernels import _KIND, KernelSpec, resolve_kernel
 from ._validation import as_float_matrix, check_n_jobs
+from .metrics import pairwise_disagreement
 
 __all__ = ["PRank", "OAPBPM", "WidrowHoff", "OnlineMPRank"]
 
@@ -195,8 +196,6 @@ class _OAPBase(ClassifierMixin, BaseEstimator):
                                           W, C, V)
             self.members_coef_ = W
         else:
-            from ._kernels import _KIND
-
             pre = self._kernel_kind == "precomputed"
             kind = 0 if pre else _KIND[self._kernel_kind]
             g, deg, c0 = self._kernel_args
@@ -311,8 +310,6 @@ class _OAPBase(ClassifierMixin, BaseEstimator):
         elif self.support_time_.size == 0:
             out = np.zeros((X.shape[0], coef.shape[1]))
         else:
-            from ._kernels import KernelSpec
-
             spec = KernelSpec(self._kernel_kind, *self._kernel_args)
             out = spec.predict(X, self.support_vectors_, coef, check_n_jobs(getattr(self, "n_jobs", None)))
         return out[:, 0] if which == "mean" else out
@@ -709,21 +706,7 @@ class OnlineMPRank(RegressorMixin, BaseEstimator):
         (pairs tied in y ignored, tied scores half an error), as ``fastrank.MPRank.score``."""
         pred = self.predict(X)
         y = np.asarray(y, dtype=np.float64).ravel()
-        try:
-            from .metrics import pairwise_disagreement
-        except ImportError:  # metrics module not available: the same quantity without groups
-            pairwise_disagreement = None
-        if pairwise_disagreement is not None:
-            return 1.0 - pairwise_disagreement(y, pred, groups, ties="half")
-        if groups is not None:
-            raise ValueError("groups need fastrank.metrics")
-        dy = np.sign(y[:, None] - y[None, :])
-        dp = np.sign(pred[:, None] - pred[None, :])
-        rel = dy > 0
-        if not rel.any():
-            return float("nan")
-        err = (dp[rel] < 0).sum() + 0.5 * (dp[rel] == 0).sum()
-        return 1.0 - err / rel.sum()
+        return 1.0 - pairwise_disagreement(y, pred, groups, ties="half")
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

@@ -1,0 +1,324 @@
+"""One ranking problem: validated features, targets and the pair structure every learner and
+every cross-validation shortcut consumes (Pahikkala et al. 2009, Sect. 2).
+
+The pair structure is one of
+* all pairs (object ranking): one group holding every row, L = m I - 1 1^T;
+* query groups: pairs inside each group only, L block-diagonal (eq. 25), each pair weighted by
+  a per-group weight c_q (1, or 1/n_q for ``weighting="normalized"``);
+* a weighted preference multigraph (eqs. 12-14): edges (head preferred over tail) with weight
+  w_e and target z_e (costs (20)-(22)), L = M M^T with M the weighted incidence matrix.
+
+For the first two, S = L^{1/2} is block centring scaled by s_q = sqrt(c_q n_q) (see
+``cpp/include/fastrank/laplacian.hpp``); rows are kept in the caller's order and the
+:class:`~fastrank._validation.GroupIndex` permutes them into contiguous groups when a solver
+needs that.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+
+from ._sparse import as_csr, issparse
+from ._validation import as_float_matrix, as_targets, group_index
+
+__all__ = ["PreferenceGraph", "RankingProblem", "WEIGHTINGS", "COSTS", "check_weighting"]
+
+WEIGHTINGS = ("unweighted", "normalized")
+COSTS = ("binary", "magnitude", "normalized")
+
+
+def check_weighting(weighting):
+    if weighting not in WEIGHTINGS:
+        raise ValueError(f"group_weighting must be one of {WEIGHTINGS}, got {weighting!r}")
+    return weighting
+
+
+class PreferenceGraph(NamedTuple):
+    """Edges e = (head[e] preferred over tail[e]) with weight w_e > 0 and targets z_e (l, v)."""
+
+    head: np.ndarray
+    tail: np.ndarray
+    weight: np.ndarray
+    target: np.ndarray
+
+    @property
+    def n_edges(self):
+        return self.head.size
+
+    @classmethod
+    def from_pairs(cls, pairs, magnitudes, cost, m):
+        """Validated edges for the costs (20) binary (z = 1, w = 1), (21) magnitude (z = g, w = 1)
+        and (22) magnitude-normalized (z = g, w = 1/g) of Sect. 2.4."""
+        pairs = np.asarray(pairs)
+        if pairs.ndim != 2 or pairs.shape[1] != 2:
+            raise ValueError(f"pairs must have shape (n_pairs, 2), got {pairs.shape}")
+        if pairs.shape[0] == 0:
+            raise ValueError("pairs is empty: a preference graph needs at least one preference")
+        if not np.issubdtype(pairs.dtype, np.integer):
+            if np.issubdtype(pairs.dtype, np.floating) and np.all(np.isfinite(pairs)) \
+                    and np.all(pairs == np.round(pairs)):
+                pairs = pairs.astype(np.int64)
+            else:
+                raise TypeError("pairs must hold integer row indices")
+        pairs = pairs.astype(np.int64)
+        bad = (pairs < 0) | (pairs >= m)
+        if bad.any():
+            e = int(np.flatnonzero(bad.any(axis=1))[0])
+            raise ValueError(f"pairs[{e}] = {pairs[e].tolist()} refers to a row outside [0, {m})")
+        loops = pairs[:, 0] == pairs[:, 1]
+        if loops.any():
+            e = int(np.flatnonzero(loops)[0])
+            raise ValueError(f"pairs[{e}] = {pairs[e].tolist()} is a self-loop (a row preferred over itself)")
+        if cost is None:
+            cost = "binary" if magnitudes is None else "magnitude"
+        if cost not in COSTS:
+            raise ValueError(f"cost must be one of {COSTS}, got {cost!r}")
+        l = pairs.shape[0]
+        if magnitudes is None:
+            if cost != "binary":
+                raise ValueError(f"cost={cost!r} needs magnitudes")
+            g = np.ones(l)
+        else:
+            g = np.asarray(magnitudes, dtype=np.float64)
+            if g.shape != (l,):
+                raise ValueError(f"magnitudes must have shape ({l},), got {g.shape}")
+            if not np.isfinite(g).all():
+                raise ValueError("magnitudes contain NaN or infinity")
+            if (g < 0).any():
+                raise ValueError("magnitudes must be >= 0 (swap the pair to reverse a preference)")
+        if cost == "binary":
+            weight, target = np.ones(l), np.ones(l)
+        elif cost == "magnitude":
+            weight, target = np.ones(l), g
+        else:
+            if (g <= 0).any():
+                raise ValueError("cost='normalized' (eq. 22) weights each preference by 1/magnitude: "
+                                 "magnitudes must be > 0")
+            weight, target = 1.0 / g, g
+        return cls(np.ascontiguousarray(pairs[:, 0]), np.ascontiguousarray(pairs[:, 1]), weight,
+                   np.ascontiguousarray(target.reshape(-1, 1)))
+
+    @classmethod
+    def from_arrays(cls, graph, m):
+        """Edges from a ``(head, tail, weight, target)`` tuple or an object with those attributes."""
+        if isinstance(graph, (tuple, list)):
+            head, tail, weight, target = graph
+        else:
+            head, tail, weight, target = graph.head, graph.tail, graph.weight, graph.target
+        head = np.ascontiguousarray(head, dtype=np.int64).reshape(-1)
+        tail = np.ascontiguousarray(tail, dtype=np.int64).reshape(-1)
+        weight = np.ascontiguousarray(weight, dtype=np.float64).reshape(-1)
+        target = np.asarray(target, dtype=np.float64)
+        if target.ndim == 1:
+            target = target.reshape(-1, 1)
+        l = head.size
+        if tail.size != l or weight.size != l or target.shape[0] != l:
+            raise ValueError("preference graph arrays must have one entry per edge")
+        if l == 0:
+            raise ValueError("the preference graph has no edges")
+        if head.min() < 0 or tail.min() < 0 or head.max() >= m or tail.max() >= m:
+            raise ValueError(f"preference pairs refer to rows outside [0, {m})")
+        return cls(head, tail, weight, np.ascontiguousarray(target))
+
+
+def check_features(X, *, precomputed=False, allow_sparse=False, min_rows=2):
+    """Training input: a dense (m, m) kernel for a precomputed kernel (checked symmetric), dense
+    features, or (``allow_sparse``) a scipy.sparse matrix in CSR form."""
+    if precomputed:
+        if issparse(X):
+            raise ValueError("a precomputed kernel must be a dense (m, m) array")
+        K = as_float_matrix(X, "X (precomputed kernel)", min_rows=min_rows)
+        if K.shape[0] != K.shape[1]:
+            raise ValueError(f"A precomputed kernel must be square (m, m), got shape {K.shape}")
+        scale = max(1.0, float(np.abs(K).max()))
+        if not np.allclose(K, K.T, rtol=1e-10, atol=1e-12 * scale):
+            raise ValueError("A precomputed kernel matrix must be symmetric")
+        return K
+    if issparse(X):
+        if not allow_sparse:
+            raise TypeError("X is a sparse matrix; this function needs dense input (call X.toarray()); "
+                            "RankRLS takes sparse X with solver='cg' or basis_vectors.")
+        X = X if X.format == "csr" else X.tocsr()
+        as_csr(X, "X")  # validation only: the solvers map the arrays themselves
+        if X.shape[0] < min_rows:
+            raise ValueError(f"Found array with {X.shape[0]} sample(s) while a minimum of {min_rows} is required.")
+        return X
+    return as_float_matrix(X, "X", min_rows=min_rows)
+
+
+class RankingProblem:
+    """Validated features ``X`` (dense, CSR, or a precomputed (m, m) kernel), targets ``Y``
+    (m, v) Fortran-ordered (None for a preference graph), and the pair structure.
+
+    Build it with :meth:`from_scores` or :meth:`from_preferences`; it is read-only afterwards.
+    """
+
+    __slots__ = ("X", "Y", "one_d", "groups", "grouped", "weighting", "graph", "precomputed")
+
+    def __init__(self, X, Y, one_d, groups, grouped, weighting, graph, precomputed):
+        self.X, self.Y, self.one_d = X, Y, one_d
+        self.groups, self.grouped, self.weighting = groups, grouped, weighting
+        self.graph, self.precomputed = graph, precomputed
+
+    # -- construction ---------------------------------------------------------------------------
+    @classmethod
+    def from_scores(cls, X, y, groups=None, *, weighting="unweighted", precomputed=False, allow_sparse=False,
+                    min_rows=2, require_informative=True):
+        """Scoring setting (cost (21), z_ij = y_i - y_j): all pairs, or pairs inside ``groups``."""
+        check_weighting(weighting)
+        X = check_features(X, precomputed=precomputed, allow_sparse=allow_sparse, min_rows=min_rows)
+        Y, one_d = as_targets(y, X.shape[0])
+        gi = group_index(groups, X.shape[0])
+        # A per-group weighting needs groups: object ranking weighs every pair 1 (L = m I - 1 1^T).
+        prob = cls(X, Y, one_d, gi, groups is not None, weighting if groups is not None else "unweighted", None,
+                   precomputed)
+        if require_informative:
+            prob.check_informative_targets()
+        return prob
+
+    @classmethod
+    def from_preferences(cls, X, pairs, magnitudes=None, cost=None, *, precomputed=False, allow_sparse=False):
+        """Preference-graph setting: ``pairs[e] = (a, b)`` means row a is preferred over row b."""
+        X = check_features(X, precomputed=precomputed, allow_sparse=allow_sparse)
+        graph = PreferenceGraph.from_pairs(pairs, magnitudes, cost, X.shape[0])
+        return cls(X, None, True, None, False, "unweighted", graph, precomputed)
+
+    def with_features(self, X):
+        """The same pair structure and targets over other features (e.g. sparse X densified)."""
+        return RankingProblem(X, self.Y, self.one_d, self.groups, self.grouped, self.weighting, self.graph,
+                              self.precomputed)
+
+    # -- shape ------------------------------------------------------------------------------------
+    @property
+    def m(self):
+        return self.X.shape[0]
+
+    @property
+    def n_features(self):
+        return self.X.shape[1]
+
+    @property
+    def n_outputs(self):
+        return self.graph.target.shape[1] if self.graph is not None else self.Y.shape[1]
+
+    @property
+    def sparse(self):
+        return issparse(self.X)
+
+    @property
+    def is_graph(self):
+        return self.graph is not None
+
+    @property
+    def normalized(self):
+        """Pair weight 1/n_q inside group q (``weighting="normalized"``)."""
+        return self.weighting == "normalized"
+
+    # -- groups (scoring setting) -----------------------------------------------------------------
+    @property
+    def offsets(self):
+        return self.groups.offsets
+
+    @property
+    def sizes(self):
+        return self.groups.sizes
+
+    @property
+    def n_groups(self):
+        return self.groups.n_groups
+
+    @property
+    def codes(self):
+        return self.groups.codes
+
+    def pair_weight(self):
+        """c_q per group: 1 (eq. 25) or 1/n_q (normalized)."""
+        sizes = self.sizes.astype(np.float64)
+        return 1.0 / np.maximum(sizes, 1.0) if self.normalized else np.ones_like(sizes)
+
+    def sqrt_laplacian_scale(self):
+        """s_q = sqrt(c_q n_q): S's block q is s_q (I - 1 1^T / n_q)."""
+        return np.sqrt(self.pair_weight() * self.sizes)
+
+    def targets_grouped(self):
+        """Y with rows in group order, Fortran-ordered."""
+        return np.asfortranarray(self.groups.take(self.Y))
+
+    def apply_S(self, A):
+        """S A for an (m, k) array whose rows are in GROUP order (S = L^{1/2} is symmetric)."""
+        out = np.array(A, dtype=np.float64, copy=True)
+        sizes = self.sizes
+        means = np.add.reduceat(out, self.offsets[:-1], axis=0) / sizes[:, None]
+        out -= np.repeat(means, sizes, axis=0)
+        out *= np.repeat(self.sqrt_laplacian_scale(), sizes)[:, None]
+        return out
+
+    def apply_L(self, A):
+        """L A for an (m,) or (m, k) array in the caller's row order."""
+        A = np.asarray(A, dtype=np.float64)
+        one = A.ndim == 1
+        A2 = A.reshape(A.shape[0], -1)
+        if self.is_graph:
+            g = self.graph
+            d = g.weight[:, None] ** 2 * (A2[g.head] - A2[g.tail])  # M W^2 M^T A, edge by edge
+            out = np.zeros_like(A2)
+            np.add.at(out, g.head, d)
+            np.add.at(out, g.tail, -d)
+        else:
+            out = self.groups.untake(self.apply_S(self.apply_S(self.groups.take(A2))))
+        return out[:, 0] if one else out
+
+    def n_relevant_pairs(self):
+        """Number of relevant pairs (edges of a graph, with multiplicity)."""
+        if self.is_graph:
+            return int(self.graph.n_edges)
+        n = self.sizes.astype(np.int64)
+        return int(np.sum(n * (n - 1) // 2))
+
+    def edges(self):
+        """Every relevant pair as an explicit weighted edge list ``(head, tail, weight, target)``
+        with ``L = sum_e w_e^2 (e_h - e_t)(e_h - e_t)^T``; O(m^2) for the scoring setting, meant for
+        oracles and small problems only."""
+        if self.is_graph:
+            return self.graph
+        heads, tails, ws = [], [], []
+        c = self.pair_weight()
+        for q in range(self.n_groups):
+            rows = self.groups.order[self.offsets[q]:self.offsets[q + 1]]
+            a, b = np.triu_indices(rows.size, 1)
+            heads.append(rows[a])
+            tails.append(rows[b])
+            ws.append(np.full(a.size, np.sqrt(c[q])))
+        head = np.concatenate(heads).astype(np.int64)
+        tail = np.concatenate(tails).astype(np.int64)
+        target = self.Y[head] - self.Y[tail]
+        return PreferenceGraph(head, tail, np.concatenate(ws), np.ascontiguousarray(target))
+
+    def laplacian_args(self):
+        """Keyword arguments that describe L to the C++ solvers working in the caller's row order."""
+        if self.is_graph:
+            g = self.graph
+            return dict(head=g.head, tail=g.tail, weight=g.weight, targets=g.target)
+        return dict(codes=np.ascontiguousarray(self.codes, dtype=np.int64), n_groups=int(self.n_groups),
+                    normalized=self.normalized)
+
+    def check_informative_targets(self):
+        """Every output must order at least one relevant pair (else there is nothing to learn)."""
+        if not np.any(self.sizes >= 2):
+            raise ValueError(
+                "No relevant pairs: every group has a single row. RankRLS with groups learns only from "
+                "pairs of rows that share a group id."
+            )
+        Yg = self.groups.take(self.Y)
+        starts = self.offsets[:-1]
+        spread = np.maximum.reduceat(Yg, starts, axis=0) - np.minimum.reduceat(Yg, starts, axis=0)
+        tied = ~np.any(spread > 0, axis=0)
+        if np.any(tied):
+            cols = np.flatnonzero(tied).tolist()
+            where = "inside every group" if self.n_groups > 1 else "for all rows"
+            raise ValueError(
+                f"All targets are tied {where} (output column(s) {cols}): there are no preferences to "
+                "learn from."
+            )

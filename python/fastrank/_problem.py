@@ -4,7 +4,7 @@ every cross-validation shortcut consumes (Pahikkala et al. 2009, Sect. 2).
 The pair structure is one of
 * all pairs (object ranking): one group holding every row, L = m I - 1 1^T;
 * query groups: pairs inside each group only, L block-diagonal (eq. 25), each pair weighted by
-  a per-group weight c_q (1, or 1/n_q for ``weighting="normalized"``);
+  a per-group weight c_q chosen by ``weighting`` (see ``WEIGHTINGS``);
 * a weighted preference multigraph (eqs. 12-14): edges (head preferred over tail) with weight
   w_e and target z_e (costs (20)-(22)), L = M M^T with M the weighted incidence matrix.
 
@@ -23,10 +23,30 @@ import numpy as np
 from ._sparse import as_csr, issparse
 from ._validation import as_float_matrix, as_targets, group_index
 
-__all__ = ["PreferenceGraph", "RankingProblem", "WEIGHTINGS", "COSTS", "check_weighting"]
+__all__ = ["PreferenceGraph", "RankingProblem", "WEIGHTINGS", "COSTS", "check_weighting", "pair_weights"]
 
-WEIGHTINGS = ("unweighted", "normalized")
+# Pair weight c_q inside a group of n_q rows (P_q = n_q (n_q - 1) / 2 pairs):
+#   "unweighted"  c_q = 1              the paper's Laplacian (eq. 25); a query weighs P_q in total
+#   "per_query"   c_q = 1 / P_q        every query's pairs weigh 1 in total: the normalisation at
+#                                      the end of Sect. 2.4 (each edge of a sentence weighted by the
+#                                      inverse of the number of that sentence's edges)
+#   "per_object"  c_q = 1 / (n_q - 1)  every row's n_q - 1 pairs weigh 1 in total (each object
+#                                      counts equally; a query weighs n_q / 2)
+#   "normalized"  c_q = 1 / n_q        L_q = I - 1 1^T / n_q: least squares on query-centred
+#                                      scores, sum_i ((f_i - mean_q f) - (y_i - mean_q y))^2
+WEIGHTINGS = ("unweighted", "per_query", "per_object", "normalized")
 COSTS = ("binary", "magnitude", "normalized")
+
+
+def pair_weights(sizes, weighting):
+    """The pair weight c_q of every group of ``sizes`` rows under ``weighting``."""
+    n = np.asarray(sizes, dtype=np.float64)
+    if weighting == "unweighted":
+        return np.ones_like(n)
+    if weighting == "normalized":
+        return 1.0 / n
+    count = n * (n - 1.0) / 2.0 if weighting == "per_query" else n - 1.0
+    return np.where(n >= 2, 1.0 / np.maximum(count, 1.0), 1.0)
 
 
 def check_weighting(weighting):
@@ -211,11 +231,6 @@ class RankingProblem:
     def is_graph(self):
         return self.graph is not None
 
-    @property
-    def normalized(self):
-        """Pair weight 1/n_q inside group q (``weighting="normalized"``)."""
-        return self.weighting == "normalized"
-
     # -- groups (scoring setting) -----------------------------------------------------------------
     @property
     def offsets(self):
@@ -234,9 +249,8 @@ class RankingProblem:
         return self.groups.codes
 
     def pair_weight(self):
-        """c_q per group: 1 (eq. 25) or 1/n_q (normalized)."""
-        sizes = self.sizes.astype(np.float64)
-        return 1.0 / np.maximum(sizes, 1.0) if self.normalized else np.ones_like(sizes)
+        """c_q per group (see ``WEIGHTINGS``); groups of one row have no pairs and get c_q = 1."""
+        return pair_weights(self.sizes, self.weighting)
 
     def sqrt_laplacian_scale(self):
         """s_q = sqrt(c_q n_q): S's block q is s_q (I - 1 1^T / n_q)."""
@@ -302,7 +316,7 @@ class RankingProblem:
             g = self.graph
             return dict(head=g.head, tail=g.tail, weight=g.weight, targets=g.target)
         return dict(codes=np.ascontiguousarray(self.codes, dtype=np.int64), n_groups=int(self.n_groups),
-                    normalized=self.normalized)
+                    pair_weight=self.pair_weight())
 
     def check_informative_targets(self):
         """Every output must order at least one relevant pair (else there is nothing to learn)."""

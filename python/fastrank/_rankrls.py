@@ -7,8 +7,8 @@ RankRLS (Pahikkala et al. 2009) minimises, over f in the kernel's RKHS,
 * scoring setting (``fit(X, y, groups=None)``): z_ij = y_i - y_j (the magnitude cost, eq. 21);
   all pairs are relevant (object ranking) or only pairs inside the same group (query/label
   ranking).  With ``group_weighting="unweighted"`` every pair has weight 1 (the paper's
-  Laplacian D - P P^T, eq. 25); with ``"normalized"`` each pair of a group of size n_q has weight
-  1/n_q.  Groups of one row have no pairs and do not influence the model.
+  Laplacian D - P P^T, eq. 25); the other weightings scale each group's pairs (see RankRLS).
+  Groups of one row have no pairs and do not influence the model.
 * preference graph (``fit_preferences``): an explicit multigraph of preferences "row a is
   preferred over row b", with the costs (20) binary, (21) magnitude or (22) magnitude-normalized.
 
@@ -180,10 +180,12 @@ class RankRLS(_RankRLSBase):
         the primal when the kernel is linear and n_features < n_samples, else the dual.  Before
         a dense solver allocates an m x m (or n x n) matrix larger than half the available
         memory it raises MemoryError (override: environment FASTRANK_MAX_DENSE_BYTES).
-    group_weighting : {"unweighted", "normalized"}, default="unweighted"
-        With ``groups``: every within-group pair weighs 1 (the paper's Laplacian, eq. 25), or
-        each pair of a group of n_q rows weighs 1/n_q (Laplacian blocks I - 11^T/n_q).  Without
-        groups (object ranking) every pair weighs 1 whatever this says.
+    group_weighting : {"unweighted", "per_query", "per_object", "normalized"}, default="unweighted"
+        Weight c_q of each pair inside a group of n_q rows (P_q = n_q (n_q - 1) / 2 pairs):
+        "unweighted" 1 (the paper's Laplacian, eq. 25; a query weighs P_q); "per_query" 1 / P_q
+        (every query weighs 1, end of Sect. 2.4); "per_object" 1 / (n_q - 1) (every row's pairs
+        weigh 1); "normalized" 1 / n_q (Laplacian blocks I - 11^T/n_q: least squares on
+        query-centred scores).  Without groups (object ranking) every pair weighs 1.
     n_jobs : int or None, default=None
         Threads for the C++ kernels (kernel matrices, centering).  None uses every core, like
         the BLAS/LAPACK calls do; positive k uses k threads.

@@ -48,11 +48,9 @@ def engine_for(estimator, X, y, groups=None, *, min_rows=1, alpha=None):
         raise ValueError(f"exact cross-validation shortcuts need the dense solver; got solver={solver!r}")
     if getattr(estimator, "basis_vectors", None) is not None:
         raise ValueError("exact cross-validation shortcuts do not support basis_vectors (sparse RankRLS)")
-    weighting = getattr(estimator, "group_weighting", "unweighted")
-    if weighting not in ("unweighted", "normalized"):
-        raise ValueError(f"group_weighting must be 'unweighted' or 'normalized', got {weighting!r}")
+    weighting = check_weighting(getattr(estimator, "group_weighting", "unweighted"))
     precomputed = getattr(estimator, "kernel", "linear") == "precomputed"
-    problem = RankingProblem.from_scores(X, y, groups, weighting=check_weighting(weighting), precomputed=precomputed,
+    problem = RankingProblem.from_scores(X, y, groups, weighting=weighting, precomputed=precomputed,
                                          min_rows=1, require_informative=False)
     if problem.m < min_rows:
         raise ValueError(f"this cross-validation needs at least {min_rows} inputs, got n_samples={problem.m}")

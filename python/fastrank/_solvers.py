@@ -154,13 +154,13 @@ def solve_primal(problem, alphas, n_threads):
         W, rcond = _core.rankrls_primal_graph(X, g.head, g.tail, g.weight, g.target, alphas, n_threads)
     else:
         gi = problem.groups
-        system = _object_ranking_normal_equations(X, problem.Y) if gi.n_groups == 1 and not problem.normalized \
-            else None
+        system = _object_ranking_normal_equations(X, problem.Y) \
+            if gi.n_groups == 1 and problem.weighting == "unweighted" else None
         if system is not None:
             W, rcond = _core.solve_shifted_system(system[0], system[1], alphas)
         else:
             order = np.empty(0, dtype=np.int64) if gi.is_identity else gi.order
-            W, rcond = _core.rankrls_primal_scores(X, order, gi.offsets, problem.normalized,
+            W, rcond = _core.rankrls_primal_scores(X, order, gi.offsets, problem.pair_weight(),
                                                    problem.targets_grouped(), alphas, n_threads)
     _warn_if_ill_conditioned(rcond)
     W = _by_alpha(W, alphas.size)
@@ -194,7 +194,7 @@ def solve_dual(problem, spec, alphas, n_threads):
     else:
         gi = problem.groups
         Kg = _train_kernel(problem, spec, n_threads, None if gi.is_identity else gi.order)
-        A, rcond = _core.rankrls_dual_scores(Kg, gi.offsets, problem.normalized, problem.targets_grouped(),
+        A, rcond = _core.rankrls_dual_scores(Kg, gi.offsets, problem.pair_weight(), problem.targets_grouped(),
                                              alphas, n_threads)
         del Kg
         _warn_if_ill_conditioned(rcond)
@@ -317,7 +317,7 @@ def solve_cg_path(problem, alphas, *, tol=1e-6, max_iter=None, preconditioner=No
 
 
 def fit_cg(X, Y=None, *, group_index=None, normalized=False, graph=None, alpha=1.0, tol=1e-6, max_iter=None,
-           x0=None, preconditioner=None, n_jobs=None, callback=None, transpose_copy=False, warn=True):
+           x0=None, preconditioner=None, n_jobs=None, callback=None, transpose_copy=False, warn=True, weighting=None):
     """Linear RankRLS by conjugate gradient on arrays: ``(X^T L X + alpha I) w = X^T b`` with
     ``b = L y`` (scoring setting, cost (21)) or ``b = M N`` (preference graph, eqs. 12-13).
 
@@ -328,6 +328,7 @@ def fit_cg(X, Y=None, *, group_index=None, normalized=False, graph=None, alpha=1
     group_index : :class:`fastrank._validation.GroupIndex` (rows in ORIGINAL order) or None for
         object ranking (one group).
     normalized : pair weight 1/n_q inside group q ("normalized" group weighting).
+    weighting : any of :data:`fastrank._problem.WEIGHTINGS` (overrides ``normalized``).
     graph : ``(head, tail, weight, target)`` (or an object with those attributes): edge e says
         row head[e] is preferred over tail[e], with weight w_e and target z_e ((l,) or (l, v)).
     alpha, tol : regularization; stop when ``||X^T b - A w|| <= tol * ||X^T b||`` per output.
@@ -353,13 +354,13 @@ def fit_cg(X, Y=None, *, group_index=None, normalized=False, graph=None, alpha=1
         X = as_float_matrix(X)
     m, n = X.shape
     max_iter = _check_max_iter(max_iter, n)
-    problem = _array_problem(X, Y, group_index, normalized, graph, finite_check=True)
+    problem = _array_problem(X, Y, group_index, normalized, graph, finite_check=True, weighting=weighting)
     x0 = _check_x0(x0, n, problem.n_outputs)
     return _run_cg(problem, alpha, tol=tol, max_iter=max_iter, x0=x0, precond=precond, n_threads=n_threads,
                    callback=callback, transpose_copy=transpose_copy, warn=warn)
 
 
-def _array_problem(X, Y, gi, normalized, graph, *, finite_check):
+def _array_problem(X, Y, gi, normalized, graph, *, finite_check, weighting=None):
     """A :class:`RankingProblem` from already-validated arrays (the array-level solver API)."""
     m = X.shape[0]
     if graph is not None:
@@ -377,7 +378,8 @@ def _array_problem(X, Y, gi, normalized, graph, *, finite_check):
     gi = gi if gi is not None else group_index(None, m)
     if gi.codes.size != m:
         raise ValueError(f"group_index covers {gi.codes.size} rows but X has {m}")
-    weighting = "normalized" if normalized else "unweighted"
+    if weighting is None:
+        weighting = "normalized" if normalized else "unweighted"
     return RankingProblem(X, np.asfortranarray(Y), Y.shape[1] == 1, gi, True, weighting, None, False)
 
 
@@ -440,7 +442,7 @@ def _basis_coefficients(problem, spec, alphas, basis, n_threads):
         return coefs
     lap = problem.laplacian_args()
     coefs, _chol, _sigma = _core.sparse_rls_path_groups(KRt, np.asfortranarray(problem.Y), lap["codes"],
-                                                        lap["n_groups"], lap["normalized"], KRR, alphas, n_threads)
+                                                        lap["n_groups"], lap["pair_weight"], KRR, alphas, n_threads)
     return coefs
 
 
@@ -454,7 +456,7 @@ def solve_basis(problem, spec, alphas, basis, n_threads):
 
 
 def fit_basis(X, Y=None, *, group_index=None, normalized=False, graph=None, alphas=1.0, kernel_spec,
-              basis_indices, n_jobs=None):
+              basis_indices, n_jobs=None, weighting=None):
     """Sparse RankRLS coefficients over the basis rows for each alpha (eqs. 41-42), on arrays.
 
     X : (m, d) dense or scipy.sparse training inputs (or the (m, m) kernel matrix when
@@ -464,5 +466,5 @@ def fit_basis(X, Y=None, *, group_index=None, normalized=False, graph=None, alph
     alphas = check_alphas(alphas)
     n_threads = check_n_jobs(n_jobs)
     basis = np.asarray(basis_indices, dtype=np.int64)
-    problem = _array_problem(X, Y, group_index, normalized, graph, finite_check=False)
+    problem = _array_problem(X, Y, group_index, normalized, graph, finite_check=False, weighting=weighting)
     return _basis_coefficients(problem, kernel_spec, alphas, basis, n_threads)

@@ -24,8 +24,9 @@ Conventions.
   the n x n matrix ``(S X)^T (S X)`` (rank-n, O(m n^2 + m^2 n), no m x m eigendecomposition);
   ``solver="dual"`` or any other kernel uses the m x m eigendecomposition, which handles
   singular K exactly (the paper's limit interpretation of Lemma 2).
-* Group weighting ``"normalized"`` (pair weight ``1/n_q``): removing inputs does NOT renormalise,
-  i.e. the retrained model keeps the weight ``1/n_q`` of the full group for its remaining pairs.
+* Group weightings other than "unweighted" (pair weight c_q depending on the group's size):
+  removing inputs does NOT renormalise, i.e. the retrained model keeps the weight c_q of the
+  full group for its remaining pairs.
 * Groups with fewer than two members have no pairs: they contribute no default pairs to
   :func:`leave_pair_out`, and holding them out does not change the model (their hold-out
   prediction equals the full-data prediction).

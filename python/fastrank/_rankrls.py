@@ -318,7 +318,9 @@ class MPRank(_RankRLSBase):
     Minimises ``||h||_K^2 + C / m^2 * sum_{i,j} ((h(x_j) - h(x_i)) - (y_j - y_i))^2`` over all
     ordered pairs: the same problem as :class:`RankRLS` on all pairs with
     ``alpha = m^2 / (2 C)`` (each unordered pair appears twice in the double sum), solved by the
-    batch closed form through the same LAPACK-backed solvers.
+    batch closed form through the same LAPACK-backed solvers.  With ``groups`` the double sum runs
+    over the pairs inside each group, with the same C / m^2 (m = all rows).  Cross-validation in
+    :mod:`fastrank.model_selection` retrains at the same C: alpha = m_train^2 / (2 C).
 
     Parameters
     ----------
@@ -341,9 +343,10 @@ class MPRank(_RankRLSBase):
         """RankRLS regularization giving the same minimiser on m inputs: m^2 / (2C)."""
         return m * m / (2.0 * check_alpha(self.C, "C"))
 
-    def fit(self, X, y):
-        """Fit from real-valued scores y (m,) or (m, v) on all pairs."""
-        problem = self._scores_problem(X, y)
+    def fit(self, X, y, groups=None):
+        """Fit from real-valued scores y (m,) or (m, v) on all pairs, or (with ``groups``, one id
+        per row) on the pairs inside each group, with alpha = m^2 / (2 C) for the m rows given."""
+        problem = self._scores_problem(X, y, groups)
         alpha = self._equivalent_alpha(problem.m)
         if self.solver == "cg":
             raise ValueError("MPRank has no solver='cg'; use RankRLS(solver='cg') (for MPRank with "

@@ -23,14 +23,18 @@ from ._validation import check_alpha, check_n_jobs
 __all__ = ["HoldoutEngine", "engine_for", "estimator_alpha", "resolve_folds"]
 
 
+def fixed_C(estimator):
+    """MPRank's C (its alpha = m^2 / (2 C) follows the number m of training inputs), or None for
+    RankRLS (alpha fixed whatever the training set)."""
+    if not hasattr(estimator, "alpha") and hasattr(estimator, "C"):
+        return check_alpha(estimator.C, "C")
+    return None
+
+
 def estimator_alpha(estimator, m):
     """RankRLS's alpha, or MPRank's m^2 / (2 C) for m training inputs."""
-    if hasattr(estimator, "_equivalent_alpha") and not hasattr(estimator, "alpha"):
-        return check_alpha(float(estimator._equivalent_alpha(m)))
-    if not hasattr(estimator, "alpha") and hasattr(estimator, "C"):
-        C = check_alpha(estimator.C, "C")
-        return m * m / (2.0 * C)
-    return check_alpha(getattr(estimator, "alpha", 1.0))
+    C = fixed_C(estimator)
+    return m * m / (2.0 * C) if C is not None else check_alpha(getattr(estimator, "alpha", 1.0))
 
 
 def _kernel_spec(estimator, n_features):
@@ -54,19 +58,27 @@ def engine_for(estimator, X, y, groups=None, *, min_rows=1, alpha=None):
                                          min_rows=1, require_informative=False)
     if problem.m < min_rows:
         raise ValueError(f"this cross-validation needs at least {min_rows} inputs, got n_samples={problem.m}")
+    C = fixed_C(estimator) if alpha is None else None  # an explicit alpha is kept for every hold-out
     alpha = estimator_alpha(estimator, problem.m) if alpha is None else check_alpha(alpha)
     spec = _kernel_spec(estimator, problem.n_features)
     low_rank = spec.linear and not spec.precomputed and problem.n_features < problem.m and solver != "dual"
-    return HoldoutEngine(problem, spec, alpha, check_n_jobs(getattr(estimator, "n_jobs", None)), low_rank=low_rank)
+    return HoldoutEngine(problem, spec, alpha, check_n_jobs(getattr(estimator, "n_jobs", None)), low_rank=low_rank,
+                         C=C)
 
 
 class HoldoutEngine:
     """Kernel in group order plus the lazily computed spectral factor of ``S K S``; exact
-    leave-pair-out and hold-out-set predictions for any alpha."""
+    leave-pair-out and hold-out-set predictions for any alpha.
 
-    def __init__(self, problem, spec, alpha, n_threads, *, low_rank):
+    Without an explicit alpha, a hold-out retrains as the estimator's own ``fit`` would on the
+    training part: RankRLS keeps its alpha; MPRank (``C`` given) keeps C, so its alpha becomes
+    m_train^2 / (2 C) (Cortes et al. eq. 17: the leave-out model is MPRank on m - |U| points).
+    """
+
+    def __init__(self, problem, spec, alpha, n_threads, *, low_rank, C=None):
         self.problem = problem
         self.alpha = alpha
+        self.C = C
         self.n_threads = n_threads
         self.low_rank = low_rank
         gi = problem.groups
@@ -103,6 +115,10 @@ class HoldoutEngine:
     @property
     def groups(self):
         return self.problem.groups
+
+    def alpha_for(self, n_train):
+        """The alpha of the model retrained on ``n_train`` inputs."""
+        return self.alpha if self.C is None else n_train * n_train / (2.0 * self.C)
 
     @property
     def c(self):
@@ -191,7 +207,7 @@ class HoldoutEngine:
 
     def lpo(self, pairs, alpha=None):
         """(n_pairs, 2) or (n_pairs, 2, v) held-out predictions (Lemma 2, eqs. 34-39)."""
-        alpha = self.alpha if alpha is None else alpha
+        alpha = self.alpha_for(self.m - 2) if alpha is None else alpha
         pairs = np.ascontiguousarray(pairs, dtype=np.int64)
         V, sigma = self.decompose()
         if not self.grouped:
@@ -208,7 +224,7 @@ class HoldoutEngine:
     def lpo_disagreement(self, pairs, alpha=None):
         """Pairwise disagreement of the LPO predictions per output column, accumulated in C++
         threads without materialising the (n_pairs, 2, v) predictions."""
-        alpha = self.alpha if alpha is None else alpha
+        alpha = self.alpha_for(self.m - 2) if alpha is None else alpha
         V, sigma = self.decompose()
         if not self.grouped:
             M, mu, h = _core.cv_object_prepare(self.K, V, sigma, self.c, alpha, self.Yg)
@@ -220,6 +236,17 @@ class HoldoutEngine:
     # ---- hold-out sets --------------------------------------------------------------------
     def holdout(self, sets, alpha=None):
         """Predictions for each set (list of index arrays, caller's order) in one concatenation."""
+        if alpha is None and self.C is not None:
+            # MPRank: sets of one size share the retrained alpha; one pass per distinct size
+            sizes = np.array([len(s) for s in sets])
+            starts = np.concatenate([[0], np.cumsum(sizes)])
+            out = np.empty((starts[-1], self.Y.shape[1]))
+            for size in np.unique(sizes):
+                which = np.flatnonzero(sizes == size)
+                part = self.holdout([sets[k] for k in which], self.alpha_for(self.m - int(size)))
+                for at, k in zip(range(0, part.shape[0], int(size)), which):
+                    out[starts[k]:starts[k + 1]] = part[at:at + size]
+            return out
         alpha = self.alpha if alpha is None else alpha
         rows = np.concatenate([s for s in sets]).astype(np.int64) if sets else np.zeros(0, np.int64)
         fold_offsets = np.concatenate([[0], np.cumsum([len(s) for s in sets])]).astype(np.int64)
@@ -232,7 +259,13 @@ class HoldoutEngine:
 
     def leave_group_out(self):
         """(m, v) predictions, each group held out in turn (eq. 33): from the Cholesky factor of
-        ``S K S + alpha I`` and the diagonal blocks of its inverse, no eigendecomposition."""
+        ``S K S + alpha I`` and the diagonal blocks of its inverse, no eigendecomposition (for
+        MPRank, whose alpha depends on each group's size, through :meth:`holdout`)."""
+        if self.C is not None:
+            sets = self.group_sets()
+            out = np.empty_like(self.Y)
+            out[np.concatenate(sets)] = self.holdout(sets)
+            return out
         out = _core.cv_leave_group_out_cholesky(self.K, self.offsets, self.scale, self.alpha, self.Yg,
                                                 self.n_threads)
         return self.groups.untake(out, 0)

@@ -2,7 +2,8 @@
 
 Every function here returns *exactly* the predictions of the model retrained without the held-out
 inputs (all preference edges incident to them removed, every other pair kept with its original
-weight and the same ``alpha``), computed from one eigendecomposition ``S K S = V diag(sigma) V^T``
+weight; RankRLS keeps its ``alpha``, MPRank its ``C``, so its alpha = m_train^2 / (2 C) as in its
+own ``fit``), computed from one eigendecomposition ``S K S = V diag(sigma) V^T``
 of the training problem instead of one retraining per hold-out set:
 
 * :func:`leave_pair_out` -- object ranking (``groups=None``): the paper's leave-pair-out (Lemma 2,
@@ -18,7 +19,7 @@ of the training problem instead of one retraining per hold-out set:
 
 Conventions.
 * ``estimator`` is an unfitted or fitted :class:`fastrank.RankRLS` (or :class:`fastrank.MPRank`,
-  whose ``C`` maps to ``alpha = m^2 / (2 C)``); only its parameters are read (alpha, kernel,
+  whose ``C`` maps to ``alpha = m^2 / (2 C)`` for the m inputs each retrained model sees); only its parameters are read (alpha, kernel,
   gamma, degree, coef0, group_weighting, n_jobs).  Linear kernel with n_features < m and
   solver "auto"/"primal" (the primal case): the spectral factor of ``S X X^T S`` is taken from
   the n x n matrix ``(S X)^T (S X)`` (rank-n, O(m n^2 + m^2 n), no m x m eigendecomposition);
@@ -238,11 +239,12 @@ def mprank_loo_approximation(estimator, X, y):
     (000 eq. 17) of the model h_ij retrained without x_i and x_j.  The approximation solves the
     two linear equations of Proposition 2 with the coefficients V_ij = ((m-1) U_ij + U_ii)/(m-2)
     (eq. 27), U the full-data hat matrix, replacing the unknown mean h-bar' of h_ij by the mean
-    h-bar of the full model.  Note: Proposition 2's h_ij keeps the per-pair weight 2C/m^2 of the
-    full sample scaled by m/(m-2) (it is the minimiser of eq. 25 with the held-out terms zeroed),
-    while the exact value here is the leave-pair-out of :func:`leave_pair_out` with the same alpha
-    = m^2/(2C); both differences vanish as m grows (relative O(1/m)), which is what the
-    approximation relies on.
+    h-bar of the full model.  The exact value is eq. 17 itself: for an :class:`fastrank.MPRank`,
+    h_ij is ``MPRank(C).fit`` on the other m - 2 points (alpha = (m-2)^2 / (2C), as
+    :func:`leave_pair_out` retrains MPRank); for a :class:`fastrank.RankRLS`, the same alpha.
+    Proposition 2's h_ij instead keeps the full sample's per-pair weight (the minimiser of eq. 25
+    with the held-out terms zeroed), and h-bar' is replaced by h-bar: both differences vanish as
+    m grows (relative O(1/m)), which is what the approximation relies on.
 
     Returns ``MPRankLOO(approximate, exact, pairs, approximate_predictions, exact_predictions)``
     with pairs = all i < j and the per-pair held-out predictions (n_pairs, 2).

@@ -9,18 +9,9 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from fastrank import MPRank, RankRLS, RankRLSCV
 
-# Documented exceptions to check_estimator (each justified):
-EXPECTED_FAILED_CHECKS = {
-    # RankRLS has `max_iter` for solver="cg" only; the default dense solvers are direct
-    # factorizations that perform no iterations, so they set no `n_iter_`.
-    "check_non_transformer_estimators_n_iter": "max_iter applies to solver='cg' only; direct solvers have no n_iter_",
-}
-
-
 @parametrize_with_checks(
-    [RankRLS(), RankRLS(kernel="rbf", solver="dual"), MPRank(C=10.0, kernel="poly", degree=2),
+    [RankRLS(), RankRLS(kernel="rbf", solver="dual"), RankRLS(solver="cg"), MPRank(C=10.0, kernel="poly", degree=2),
      RankRLSCV(alphas=[0.1, 1.0, 10.0])],  # cv="lgo" needs groups at fit, which the checks never pass
-    expected_failed_checks=lambda est: EXPECTED_FAILED_CHECKS if isinstance(est, RankRLS) else {},
 )
 def test_check_estimator(estimator, check):
     check(estimator)

@@ -41,9 +41,6 @@ from .metrics import pairwise_disagreement
 
 __all__ = ["RankRLS", "MPRank", "RankRLSPath", "rankrls_path"]
 
-_CG_ATTRIBUTES = ("n_iter_", "converged_", "residual_history_")
-
-
 class _RankRLSBase(RegressorMixin, BaseEstimator):
     """What RankRLS and MPRank share: kernel resolution, solving a problem, the fitted state,
     prediction and the pairwise score."""
@@ -95,8 +92,11 @@ class _RankRLSBase(RegressorMixin, BaseEstimator):
             if fit.residual_history is not None:
                 self.residual_history_ = squeeze(fit.residual_history[k])
         else:
-            for attr in _CG_ATTRIBUTES:
-                self.__dict__.pop(attr, None)
+            # A direct solve (one factorization) counts as one iteration that converged.
+            n_out = 1 if one_d else (fit.coef if fit.coef is not None else fit.dual_coef).shape[2]
+            self.n_iter_ = 1 if one_d else np.ones(n_out, dtype=np.int64)
+            self.converged_ = True if one_d else np.ones(n_out, dtype=bool)
+            self.__dict__.pop("residual_history_", None)
         return self
 
     # -- prediction ----------------------------------------------------------------------------
@@ -214,8 +214,11 @@ class RankRLS(_RankRLSBase):
     coef_ : ndarray (n,) or (n, v), or None
         Weight vector W (eq. 27/28) whenever the kernel is linear.
     n_features_in_ : int
-    n_iter_, converged_, residual_history_ :
-        solver="cg" only: iterations and convergence flag per output, residual norms per iteration.
+    n_iter_, converged_ : int and bool (arrays (v,) for several outputs)
+        CG iterations and convergence per output; a direct solve (dual, primal, basis vectors)
+        reports 1 iteration, converged.
+    residual_history_ : ndarray
+        solver="cg" only: relative residual norms per iteration.
     basis_indices_ : ndarray
         basis_vectors only: the training rows used as basis; then ``X_fit_`` holds just those rows
         and ``dual_coef_`` their coefficients.

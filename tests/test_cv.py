@@ -625,3 +625,60 @@ def test_mprank_loo_approximation_exact_is_eq17():
         hi, hj = _mprank_refit(est, X, y, train, [i, j])
         costs.append(((hj - y[j]) - (hi - y[i])) ** 2)
     assert res.exact == pytest.approx(np.mean(costs), rel=1e-10)
+
+
+# ---------------------------------------------------------------------------------------------
+# preference graphs: edge weights and leave-out of objects (eq. 33, general form)
+# ---------------------------------------------------------------------------------------------
+
+def _random_graph(m, l, seed):
+    rng = np.random.default_rng(seed)
+    pairs = rng.integers(0, m, size=(l, 2))
+    pairs = pairs[pairs[:, 0] != pairs[:, 1]]
+    return pairs, rng.uniform(0.5, 2.0, size=pairs.shape[0])
+
+
+@pytest.mark.parametrize("kernel", ["rbf", "linear"])
+@pytest.mark.parametrize("cost", ["binary", "magnitude", "normalized"])
+def test_preference_holdout_equals_retraining_on_the_remaining_edges(kernel, cost):
+    m = 15
+    X, _ = _data(m=m, seed=40)
+    pairs, g = _random_graph(m, 40, 41)
+    w = np.random.default_rng(42).uniform(0.2, 3.0, size=pairs.shape[0])
+    est = fastrank.RankRLS(alpha=0.4, kernel=kernel, gamma=0.5, solver="dual")
+    sets = [np.array([0]), np.array([3, 7]), np.array([1, 2, 11, 14])]
+    got = ms.preference_holdout_predictions(est, X, pairs, sets, magnitudes=g, cost=cost, weights=w)
+    for U, pred in zip(sets, got):
+        keep = ~(np.isin(pairs[:, 0], U) | np.isin(pairs[:, 1], U))
+        refit = fastrank.RankRLS(alpha=0.4, kernel=kernel, gamma=0.5, solver="dual").fit_preferences(
+            X, pairs[keep], magnitudes=g[keep], cost=cost, weights=w[keep])
+        _assert_close(pred, refit.predict(X[U]))
+
+
+def test_edge_weights_equal_repeated_edges_and_the_explicit_objective():
+    m = 12
+    X, _ = _data(m=m, seed=43)
+    pairs, g = _random_graph(m, 20, 44)
+    k = np.random.default_rng(45).integers(1, 4, size=pairs.shape[0])
+    for solver in ("dual", "primal", "cg"):
+        est = fastrank.RankRLS(alpha=0.3, solver=solver, tol=1e-13)
+        a = est.fit_preferences(X, pairs, magnitudes=g, weights=k.astype(float)).coef_.copy()
+        b = fastrank.RankRLS(alpha=0.3, solver=solver, tol=1e-13).fit_preferences(
+            X, np.repeat(pairs, k, axis=0), magnitudes=np.repeat(g, k)).coef_
+        _assert_close(a, b, rtol=1e-7)
+    # and against the normal equations of sum_e weights_e (g_e - (f_h - f_t))^2 + alpha |w|^2
+    D = X[pairs[:, 0]] - X[pairs[:, 1]]
+    want = np.linalg.solve(D.T @ (k[:, None] * D) + 0.3 * np.eye(X.shape[1]), D.T @ (k * g))
+    _assert_close(fastrank.RankRLS(alpha=0.3, solver="primal").fit_preferences(X, pairs, g, weights=k).coef_, want)
+
+
+def test_preference_holdout_bad_input():
+    X, _ = _data(m=6, seed=46)
+    pairs = np.array([[0, 1], [1, 2], [2, 3]])
+    est = fastrank.RankRLS(alpha=1.0, kernel="rbf")
+    with pytest.raises(ValueError, match="every preference"):
+        ms.preference_holdout_predictions(est, X, pairs, [np.array([1, 2])])
+    with pytest.raises(ValueError, match="weights must be finite and > 0"):
+        est.fit_preferences(X, pairs, weights=[1.0, 0.0, 1.0])
+    with pytest.raises(ValueError, match="weights must have shape"):
+        est.fit_preferences(X, pairs, weights=[1.0, 2.0])

@@ -68,9 +68,10 @@ class PreferenceGraph(NamedTuple):
         return self.head.size
 
     @classmethod
-    def from_pairs(cls, pairs, magnitudes, cost, m):
+    def from_pairs(cls, pairs, magnitudes, cost, m, weights=None):
         """Validated edges for the costs (20) binary (z = 1, w = 1), (21) magnitude (z = g, w = 1)
-        and (22) magnitude-normalized (z = g, w = 1/g) of Sect. 2.4."""
+        and (22) magnitude-normalized (z = g, w = 1/g) of Sect. 2.4; ``weights`` (> 0) multiply
+        each edge's squared error (w_e -> w_e sqrt(weights_e), eq. 11)."""
         pairs = np.asarray(pairs)
         if pairs.ndim != 2 or pairs.shape[1] != 2:
             raise ValueError(f"pairs must have shape (n_pairs, 2), got {pairs.shape}")
@@ -117,6 +118,17 @@ class PreferenceGraph(NamedTuple):
                 raise ValueError("cost='normalized' (eq. 22) weights each preference by 1/magnitude: "
                                  "magnitudes must be > 0")
             weight, target = 1.0 / g, g
+        if weights is not None:
+            omega = np.asarray(weights)
+            if omega.dtype == object or not (np.issubdtype(omega.dtype, np.number) or omega.dtype == bool) \
+                    or np.iscomplexobj(omega):
+                raise ValueError(f"weights must be positive real numbers, got dtype {omega.dtype}")
+            omega = omega.astype(np.float64)
+            if omega.shape != (l,):
+                raise ValueError(f"weights must have shape ({l},) (one per pair), got {omega.shape}")
+            if not np.isfinite(omega).all() or (omega <= 0).any():
+                raise ValueError("weights must be finite and > 0 (drop a pair instead of giving it weight 0)")
+            weight = weight * np.sqrt(omega)
         return cls(np.ascontiguousarray(pairs[:, 0]), np.ascontiguousarray(pairs[:, 1]), weight,
                    np.ascontiguousarray(target.reshape(-1, 1)))
 
@@ -199,10 +211,11 @@ class RankingProblem:
         return prob
 
     @classmethod
-    def from_preferences(cls, X, pairs, magnitudes=None, cost=None, *, precomputed=False, allow_sparse=False):
+    def from_preferences(cls, X, pairs, magnitudes=None, cost=None, *, weights=None, precomputed=False,
+                         allow_sparse=False):
         """Preference-graph setting: ``pairs[e] = (a, b)`` means row a is preferred over row b."""
         X = check_features(X, precomputed=precomputed, allow_sparse=allow_sparse)
-        graph = PreferenceGraph.from_pairs(pairs, magnitudes, cost, X.shape[0])
+        graph = PreferenceGraph.from_pairs(pairs, magnitudes, cost, X.shape[0], weights)
         return cls(X, None, True, None, False, "unweighted", graph, precomputed)
 
     def with_features(self, X):

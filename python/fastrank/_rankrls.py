@@ -293,7 +293,7 @@ class RankRLS(_RankRLSBase):
                           x0=self._warm_start_coef(problem.n_features, problem.n_outputs))
         return self._apply_fit(fit, 0, problem.one_d, problem.n_features)
 
-    def fit_preferences(self, X, pairs, magnitudes=None, cost=None):
+    def fit_preferences(self, X, pairs, magnitudes=None, cost=None, weights=None):
         """Fit from an explicit preference graph (a multigraph; repeated pairs add up).
 
         Parameters
@@ -307,9 +307,12 @@ class RankRLS(_RankRLSBase):
             (20) binary: every preference targets a score difference of 1 with weight 1;
             (21) magnitude: target g_e, weight 1; (22) normalized: target g_e, weight 1/g_e.
             Default: "binary" without magnitudes, "magnitude" with them.
+        weights : array (l,) of positive numbers or None
+            Importance of each preference: its squared error is multiplied by ``weights[e]``
+            (an integer weight k is the same as repeating the pair k times).
         """
         alpha = check_alpha(self.alpha)
-        problem = RankingProblem.from_preferences(X, pairs, magnitudes, cost,
+        problem = RankingProblem.from_preferences(X, pairs, magnitudes, cost, weights=weights,
                                                   precomputed=self.kernel == "precomputed", allow_sparse=True)
         fit = self._solve(problem, np.array([alpha]), x0=self._warm_start_coef(problem.n_features, 1))
         return self._apply_fit(fit, 0, True, problem.n_features)

@@ -12,6 +12,8 @@ of the training problem instead of one retraining per hold-out set:
   O(m^3 + m sum n_q^2).
 * :func:`leave_group_out` -- hold out each query group (eq. 33), O(m n_q + n_q^3) per group.
 * :func:`holdout_predictions` / :func:`kfold_predictions` -- arbitrary hold-out index sets / folds.
+* :func:`preference_holdout_predictions` -- hold-out sets of objects of an explicit preference
+  graph (every edge touching them removed; eq. 33 in its general form).
 * :func:`permutation_test_lpo` -- leave-pair-out AUC permutation test (Section 4.1), permuted
   label vectors learned as extra outputs of one decomposition.
 * :func:`mprank_loo_approximation` -- Cortes et al.'s approximate MPRank leave-one(-pair)-out
@@ -45,13 +47,15 @@ import numpy as np
 
 from sklearn.utils import check_random_state
 
-from ._shortcuts import engine_for, resolve_folds
-from ._validation import group_index
+from ._problem import RankingProblem
+from ._shortcuts import check_sets, engine_for, estimator_alpha, preference_holdout, resolve_folds
+from ._validation import check_n_jobs, group_index
 
 __all__ = [
     "leave_pair_out",
     "leave_group_out",
     "holdout_predictions",
+    "preference_holdout_predictions",
     "kfold_predictions",
     "permutation_test_lpo",
     "mprank_loo_approximation",
@@ -132,6 +136,25 @@ def holdout_predictions(estimator, X, y, test_sets, groups=None):
         res.append(_shape_out(out[at:at + s.size], prob.one_d))
         at += s.size
     return res
+
+
+def preference_holdout_predictions(estimator, X, pairs, test_sets, magnitudes=None, cost=None, weights=None):
+    """Exact hold-out predictions for a RankRLS trained on an explicit preference graph (004 eq. 33
+    in its general form): for each index set U, the predictions for U of the model retrained with
+    every preference touching U removed (``estimator.fit_preferences`` on the remaining edges,
+    same alpha).  ``pairs``, ``magnitudes``, ``cost``, ``weights`` as for
+    :meth:`fastrank.RankRLS.fit_preferences`.  One LU factorization of L K + alpha I, then
+    O(m^2 |B|) per set, B = U and its neighbours in the graph.  Returns a list of (|U|,) arrays."""
+    if getattr(estimator, "basis_vectors", None) is not None or getattr(estimator, "solver", "auto") == "cg":
+        raise ValueError("preference_holdout_predictions needs the dense kernel model (no basis_vectors, no "
+                         "solver='cg')")
+    precomputed = getattr(estimator, "kernel", "linear") == "precomputed"
+    problem = RankingProblem.from_preferences(X, pairs, magnitudes, cost, weights=weights, precomputed=precomputed)
+    sets = check_sets(list(test_sets), problem.m, min_train=2)
+    spec = estimator._kernel_spec(problem.n_features)
+    alpha = estimator_alpha(estimator, problem.m)
+    out = preference_holdout(problem, spec, alpha, sets, check_n_jobs(getattr(estimator, "n_jobs", None)))
+    return [o[:, 0] for o in out]
 
 
 def kfold_predictions(estimator, X, y, folds, groups=None):

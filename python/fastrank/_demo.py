@@ -99,8 +99,8 @@ def write_cv_plot(row, path):
     alphas, errors = row["validation_curve"]
     fig = Figure(figsize=(6, 4))
     disp = CVCurveDisplay(alphas, errors, best_alpha=row["alpha"], scoring="disagreement",
-                          cv="held-out training queries").plot(ax=fig.subplots())
-    disp.ax_.set_title(f"{row['model']}: validation on held-out training queries")
+                          cv="held-out training queries", label="validation score").plot(ax=fig.subplots())
+    disp.ax_.set_title(f"{row['model']}\nalpha chosen on held-out training queries", fontsize=10)
     fig.tight_layout()
     fig.savefig(path, dpi=100)
     return disp

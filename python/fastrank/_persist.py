@@ -39,8 +39,12 @@ Kernel models store their training rows ``X_fit_`` (m x n float64: a Gaussian Ra
 rows of 300 features is 7.2 MB raw; ``compress=True``, the default, shrinks rows with many zeros
 or few distinct values) plus m dual coefficients.  ``dtype="float32"`` halves that: every float64
 array of the fitted state is stored as float32 and read back as float64, which changes each
-stored number by at most 2**-24 relative (about 6e-8), so predictions move by about 1e-7 of
-their scale — harmless for ranking, but the loaded model is no longer bit-identical.
+stored number by at most 2**-24 relative (about 6e-8); predictions move by a few 1e-7 of their
+scale (measured 4e-7 of the largest test score for the Gaussian model on the LightGBM sample) —
+harmless for ranking, but the loaded model is no longer bit-identical.
+Measured on the LightGBM sample (Gaussian RankRLS, 3005 x 300 training rows): pickle 7.24 MB;
+``save`` 0.61 MB (compressed; the features have two decimals) or 7.24 MB (``compress=False``);
+``dtype="float32"`` 0.55 MB / 3.62 MB; ``basis_vectors=300`` 0.07 MB; the linear model 2.5 kB.
 Basis-vector models (``RankRLS(kernel=..., basis_vectors=r)``) store only r rows.
 """
 

@@ -13,7 +13,8 @@ How a long-running function uses it (one line per call site, scikit-learn's ``ve
     for a in progress.iterate(alphas, desc="RankRLSCV", unit="alpha", verbose=verbose): ...
     with stage("factorizing the kernel", verbose=verbose): ...   # one step with its timing
 
-``verbose``: 0 / False / None -> silent (``update`` is an empty method call, ~50 ns);
+``verbose``: 0 / False / None -> silent (``update`` is an empty method call: 0.17 us measured,
+against 0.5 us for the log lines and 0.9 us for tqdm per call);
 1 / True -> a ``tqdm`` bar when tqdm is installed and stderr is a terminal, otherwise a log
 line to stderr at most every ``min_interval`` seconds (default 2 s) and one at the end;
 2 or more -> log lines as for 1, plus the per-stage timings of :func:`stage`;

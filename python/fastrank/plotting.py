@@ -53,12 +53,13 @@ class CVCurveDisplay:
     best_alpha : float or None — a dashed vertical line is drawn there.
     scoring : str — "auc", "disagreement", "ndcg" or any label for the y axis.
     cv : str or None — the cross-validation scheme, for the title.
+    label : legend entry of the curve.
 
     Attributes (after ``plot``): ``ax_``, ``figure_``, ``line_`` (the curve), ``best_line_``
     (the vertical line, or None).
     """
 
-    def __init__(self, alphas, scores, *, best_alpha=None, scoring="score", cv=None):
+    def __init__(self, alphas, scores, *, best_alpha=None, scoring="score", cv=None, label="CV score"):
         self.alphas = np.asarray(alphas, dtype=np.float64)
         self.scores = np.asarray(scores, dtype=np.float64)
         if self.alphas.ndim != 1 or self.alphas.shape != self.scores.shape:
@@ -67,6 +68,7 @@ class CVCurveDisplay:
         self.best_alpha = None if best_alpha is None else float(best_alpha)
         self.scoring = scoring
         self.cv = cv
+        self.label = label
 
     @classmethod
     def from_estimator(cls, estimator, *, ax=None):
@@ -80,7 +82,7 @@ class CVCurveDisplay:
 
     def plot(self, ax=None):
         ax, fig = _axes(ax)
-        (self.line_,) = ax.plot(self.alphas, self.scores, marker="o", markersize=3, label="CV score")
+        (self.line_,) = ax.plot(self.alphas, self.scores, marker="o", markersize=3, label=self.label)
         ax.set_xscale("log")
         ax.set_xlabel("alpha (regularization)")
         ax.set_ylabel(_SCORING_LABELS.get(self.scoring, str(self.scoring)))

@@ -400,14 +400,14 @@ def cmd_train(args):
     _say(args, _summary(args.train_file, X, qid))
     est = _build_estimator(args, qid, X.shape[0])
     groups = None if args.no_qid else qid
+    Xm = _as_model_input(X, est, "sparse" if args.sparse else "auto")
     fit_kw = {}
     if groups is not None:
         if _fit_takes_groups(est):
             fit_kw["groups"] = groups
-        else:
+        elif args.verbose_level >= 0:
             print(f"[fastrank] warning: {type(est).__name__} does not use query ids; it learns from all rows "
                   "together (use RankRLS for query-wise ranking)", file=sys.stderr)
-    Xm = _as_model_input(X, est, "sparse" if args.sparse else "auto")
     name = type(est).__name__
     with stage(f"fitting {name} on {X.shape[0]} rows", verbose=args.progress) as st:
         try:
@@ -415,7 +415,8 @@ def cmd_train(args):
         except (ValueError, TypeError, ArithmeticError, MemoryError) as exc:
             raise DataError(f"fitting {name} failed: {exc}") from None
     if name == "RankRLSCV" and args.verbose_level >= 0:
-        print(f"alpha chosen by cross-validation ({est.cv_results_['scoring']}, cv={est.cv}): "
+        cv_desc = est.cv if isinstance(est.cv, str) else f"{args.cv} folds of whole queries"
+        print(f"alpha chosen by cross-validation ({est.cv_results_['scoring']}, cv={cv_desc}): "
               f"{est.alpha_:.6g} (score {est.best_score_:.6g})", file=sys.stderr)
     meta = {"svmlight": {"zero_based": info.zero_based, "n_features": int(X.shape[1]), "has_qid": qid is not None,
                          "train_file": os.path.basename(args.train_file), "rows": int(X.shape[0])}}

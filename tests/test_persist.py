@@ -307,3 +307,16 @@ def test_cli_cv_estimator_is_clonable_after_load(saved):
     back = fastrank.load(saved)
     c = clone(back)
     assert c.get_params() == back.get_params()
+
+
+def test_file_permissions_follow_umask(data, tmp_path):
+    import os
+    import stat
+
+    X, y, g, _ = data
+    mask = os.umask(0o022)
+    try:
+        fastrank.save(fastrank.RankRLS().fit(X, y, g), tmp_path / "perm")
+    finally:
+        os.umask(mask)
+    assert stat.S_IMODE((tmp_path / "perm").stat().st_mode) == 0o644

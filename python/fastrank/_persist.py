@@ -222,6 +222,9 @@ def save(model, path, *, dtype=None, compress=True, metadata=None):
     try:
         with os.fdopen(fd, "wb") as fh:  # a file object: np.savez adds no ".npz" to the name
             (np.savez_compressed if compress else np.savez)(fh, header=raw, **enc.arrays)
+        mask = os.umask(0)  # mkstemp creates 0600; give the file the permissions open() would
+        os.umask(mask)
+        os.chmod(tmp, 0o666 & ~mask)
         os.replace(tmp, path)
     except BaseException:
         if os.path.exists(tmp):

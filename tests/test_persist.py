@@ -222,8 +222,10 @@ def test_tampered_newer_version(saved):
     (lambda h, a: h["state"].__setitem__("x_", {"$pickle": "cos\nsystem\n"}), "unknown tagged value"),
     (lambda h, a: a.__setitem__("a99", np.zeros(3)), "unexpected members"),
     (lambda h, a: h.__setitem__("format", "something-else"), "does not describe a fastrank model"),
+    (lambda h, a: h["arrays"][_key_of(h, "dual_coef_")].__setitem__("dtype", "|O"), "is not allowed"),
 ], ids=["os.system", "foreign-class", "missing-array", "wrong-shape", "wrong-dtype", "dunder-attr",
-        "method-attr", "unknown-param", "unknown-tag", "extra-member", "wrong-format"])
+        "method-attr", "unknown-param", "unknown-tag", "extra-member", "wrong-format",
+        "object-dtype"])
 def test_tampered_file_fails_cleanly(saved, edit, msg):
     h, a = _read(saved)
     edit(h, a)
@@ -231,6 +233,17 @@ def test_tampered_file_fails_cleanly(saved, edit, msg):
     with pytest.raises(ValueError, match=msg) as info:
         fastrank.load(saved)
     assert str(saved) in str(info.value)
+
+
+def test_deeply_nested_header_fails_cleanly(saved):
+    h, a = _read(saved)
+    text = json.dumps(h)
+    deep = '{"$list": [' * 20000 + "1" + "]}" * 20000
+    text = text.replace('"state": {', '"state": {"deep_": ' + deep + ", ", 1)
+    with open(saved, "wb") as fh:
+        np.savez(fh, header=np.frombuffer(text.encode(), dtype=np.uint8), **a)
+    with pytest.raises(ValueError, match="corrupted or tampered"):
+        fastrank.load(saved)
 
 
 def test_consistent_but_wrong_shapes_are_caught(saved):

@@ -253,6 +253,8 @@ class _Decoder:
         a = self.arrays[key]
         want_dtype = np.dtype(entry["dtype"])
         stored = np.dtype(entry.get("stored", entry["dtype"]))
+        if want_dtype.kind not in _ARRAY_KINDS or stored.kind not in _ARRAY_KINDS:
+            raise _Corrupt(f"array {key!r}: dtype {want_dtype} is not allowed")
         if a.dtype != stored or list(a.shape) != list(entry["shape"]) or tag.get("shape") != entry["shape"]:
             raise _Corrupt(f"array {key!r} has dtype {a.dtype} and shape {list(a.shape)} but the header says "
                            f"{stored} and {entry['shape']}")
@@ -396,7 +398,7 @@ def load(path, *, return_metadata=False):
         _check_usable(model)
     except _Newer:
         raise
-    except (ValueError, KeyError, TypeError, AttributeError, IndexError) as exc:
+    except (ValueError, KeyError, TypeError, AttributeError, IndexError, RecursionError) as exc:
         what = str(exc) if isinstance(exc, _Corrupt) else f"{type(exc).__name__}: {exc}"
         raise ValueError(f"{p}: corrupted or tampered model file: {what}") from None
     meta = header.get("metadata", {})

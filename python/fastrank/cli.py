@@ -83,7 +83,7 @@ def parse_measure(text):
     return name, (k or None)
 
 
-def evaluate_scores(y, scores, qid, measures):
+def evaluate_scores(y, scores, qid, measures, *, each_query=True, verbose=0):
     """Averaged and per-query values: (list of (label, mean), per_query dict label -> (ids, values)).
 
     The average is the measure's own (mean over the queries where it is defined, as
@@ -104,12 +104,20 @@ def evaluate_scores(y, scores, qid, measures):
             averaged.append((label, float(fn(y, scores, groups, k))))
         except ValueError as exc:
             raise DataError(f"cannot compute {label}: {exc}") from None
+        if not each_query:
+            continue
+        from ._progress import progress
+
         vals = np.full(ids.size, np.nan)
-        for i, r in enumerate(rows):
-            try:
-                vals[i] = fn(y[r], scores[r], None, k)
-            except ValueError:
-                pass
+        with progress(ids.size, f"{label} per query", unit="queries", verbose=verbose) as bar:
+            for i, r in enumerate(rows):
+                try:
+                    vals[i] = fn(y[r], scores[r], None, k)
+                except ValueError:  # undefined for this query (no pair to compare, no relevant row)
+                    pass
+                if i % 256 == 255:
+                    bar.update(256)
+            bar.update(ids.size % 256)
         per_query[label] = vals
     return averaged, ids, per_query
 
@@ -479,7 +487,8 @@ def cmd_evaluate(args):
         scores = _read_scores(args.scores, y.size)
     if qid is None:
         _say(args, f"{args.data_file} has no qid: every row is ranked as one query")
-    averaged, ids, per_query = evaluate_scores(y, scores, qid, measures)
+    averaged, ids, per_query = evaluate_scores(y, scores, qid, measures, each_query=args.per_query,
+                                               verbose=args.progress)
     _print_eval(averaged, ids, per_query, args, qid is not None)
     return 0
 

@@ -192,8 +192,9 @@ def test_rlscore_legacy_files(tmp_path, capsys):
     ("one qid:1 1:0.5\n", r":1: target 'one' is not a number"),
     ("1 qid:1 1:nan\n0 qid:1 1:1\n", r":1: value of feature 1: 'nan' is not finite"),
     ("1 qid:1 1:0.5 foo\n", r":1: token 'foo' is not of the form <index>:<value>"),
+    ("1 qid:1 1:0.5 1:0.7\n", r":1: feature index 1 in '1:0.7' is not greater than the previous index 1"),
     ("", r"no data lines"),
-], ids=["bad-value", "unsorted", "mixed-qid", "bad-qid", "bad-target", "nan", "bad-token", "empty"])
+], ids=["bad-value", "unsorted", "mixed-qid", "bad-qid", "bad-target", "nan", "bad-token", "duplicate", "empty"])
 def test_malformed_file_message_and_exit_code(content, message, tmp_path, capsys):
     bad = tmp_path / "bad.txt"
     bad.write_text(content)

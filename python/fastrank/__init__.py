@@ -17,11 +17,14 @@ from . import datasets, metrics
 from . import model_selection
 from ._cv import RankRLSCV
 from .online import OAPBPM, OnlineMPRank, PRank, WidrowHoff
+from ._persist import load, save
+from . import utils
 
 __all__ = [
     "RankRLS", "MPRank", "RankRLSPath", "rankrls_path",
     "RankRLSCV", "model_selection",
     "PRank", "OAPBPM", "WidrowHoff", "OnlineMPRank",
     "datasets", "metrics",
+    "save", "load", "utils",
     "LinAlgError", "IllConditionedWarning", "exceptions", "__version__",
 ]

@@ -9,7 +9,7 @@ fast ranking measures.  The compiled core routes every O(m^3) factorization to S
 from . import exceptions
 from .exceptions import IllConditionedWarning, LinAlgError
 
-__version__ = "0.1.0"
+from ._version import __version__
 
 # --- public estimators and modules (one import line per area) ---
 from ._rankrls import MPRank, RankRLS, RankRLSPath, rankrls_path

@@ -59,6 +59,9 @@ import zipfile
 import numpy as np
 import scipy.sparse as sp
 
+from ._registry import ESTIMATORS
+from ._version import __version__
+
 __all__ = ["save", "load", "FORMAT_VERSION"]
 
 FORMAT = "fastrank-model"
@@ -68,17 +71,8 @@ _SKIPPED_STATE = ("_metadata_request",)  # scikit-learn's routing requests: set 
 
 
 def _estimator_classes():
-    """The whitelist: scikit-learn estimator classes exported by ``fastrank`` (new learners join it
-    by being exported)."""
-    import fastrank
-    from sklearn.base import BaseEstimator
-
-    out = {}
-    for name in getattr(fastrank, "__all__", ()):
-        obj = getattr(fastrank, name, None)
-        if isinstance(obj, type) and issubclass(obj, BaseEstimator) and obj.__module__.startswith("fastrank."):
-            out[name] = obj
-    return out
+    """The whitelist: the estimator classes fastrank exports (see ``fastrank._registry``)."""
+    return dict(ESTIMATORS)
 
 
 class _Corrupt(ValueError):
@@ -209,11 +203,9 @@ def save(model, path, *, dtype=None, compress=True, metadata=None):
             json.dumps(metadata, allow_nan=False)
         except (TypeError, ValueError) as exc:
             raise TypeError(f"metadata must be JSON-serialisable: {exc}") from None
-    import fastrank
-
     enc = _Encoder(float32=dtype is not None)
     body = enc.estimator(model, "model")
-    header = {"format": FORMAT, "format_version": FORMAT_VERSION, "fastrank_version": fastrank.__version__,
+    header = {"format": FORMAT, "format_version": FORMAT_VERSION, "fastrank_version": __version__,
               **body, "arrays": enc.entries, "metadata": metadata or {}}
     raw = np.frombuffer(json.dumps(header, allow_nan=False).encode("utf-8"), dtype=np.uint8)
     path = os.fspath(path)

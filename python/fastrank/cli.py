@@ -232,7 +232,7 @@ def _as_model_input(X, est, how):
         raise UsageError(f"{type(est).__name__} does not accept sparse input; drop --sparse")
     if accepts_sparse and (how == "sparse" or (how == "auto" and density < 0.1)):
         return X
-    from ._large_scale import check_dense_memory
+    from ._memory import check_dense_memory
 
     try:
         check_dense_memory(m, 1, "dense copy of the input file", n_cols=n)
@@ -656,7 +656,7 @@ def build_parser():
                "run 'fastrank COMMAND -h' for the options of a command; 'python -m fastrank' runs a demo.\n"
                "exit codes: 0 ok, 1 data or model error, 2 usage error",
         formatter_class=argparse.RawDescriptionHelpFormatter)
-    from . import __version__
+    from ._version import __version__
 
     parser.add_argument("--version", action="version", version=f"fastrank {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")

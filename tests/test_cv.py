@@ -682,3 +682,49 @@ def test_preference_holdout_bad_input():
         est.fit_preferences(X, pairs, weights=[1.0, 0.0, 1.0])
     with pytest.raises(ValueError, match="weights must have shape"):
         est.fit_preferences(X, pairs, weights=[1.0, 2.0])
+
+
+# ---------------------------------------------------------------------------------------------
+# RankRLSCV: honest default, NDCG@k and callables, stored cross-validated predictions
+# ---------------------------------------------------------------------------------------------
+
+def test_rankrlscv_defaults_to_leave_group_out_with_groups():
+    X, y = _data(m=GROUPS.size, seed=50)
+    alphas = [0.1, 1.0, 10.0]
+    auto = fastrank.RankRLSCV(alphas=alphas, kernel="rbf", gamma=0.5).fit(X, y, GROUPS)
+    lgo = fastrank.RankRLSCV(alphas=alphas, cv="lgo", kernel="rbf", gamma=0.5).fit(X, y, GROUPS)
+    assert auto.cv_results_["cv"] == "lgo"
+    np.testing.assert_array_equal(auto.cv_results_["scores"], lgo.cv_results_["scores"])
+    # the stored predictions are the leave-group-out predictions of the chosen alpha
+    est = fastrank.RankRLS(alpha=auto.alpha_, kernel="rbf", gamma=0.5)
+    _assert_close(auto.cv_predictions_, ms.leave_group_out(est, X, y, GROUPS))
+    plain = fastrank.RankRLSCV(alphas=alphas, kernel="rbf", gamma=0.5).fit(X, y)
+    assert plain.cv_results_["cv"] == "lpo"
+    P = ms.leave_pair_out(fastrank.RankRLS(alpha=plain.alpha_, kernel="rbf", gamma=0.5), X, y)
+    _assert_close(plain.cv_predictions_, P)
+    np.testing.assert_array_equal(plain.cv_pairs_, np.stack(np.triu_indices(X.shape[0], 1), axis=1))
+
+
+def test_rankrlscv_ndcg_at_k_callable_and_splitter():
+    from functools import partial
+
+    from sklearn.model_selection import GroupKFold
+
+    X, y = _data(m=GROUPS.size, seed=51)
+    y = np.abs(np.round(y * 2))
+    alphas = [0.01, 1.0, 100.0]
+    at2 = fastrank.RankRLSCV(alphas=alphas, cv="lgo", scoring="ndcg@2", kernel="rbf").fit(X, y, GROUPS)
+    ndcg2 = partial(fastrank.metrics.ndcg, k=2)
+    call = fastrank.RankRLSCV(alphas=alphas, cv="lgo", scoring=ndcg2, kernel="rbf").fit(X, y, GROUPS)
+    for k, a in enumerate(alphas):
+        pred = ms.leave_group_out(fastrank.RankRLS(alpha=a, kernel="rbf"), X, y, GROUPS)
+        assert call.cv_results_["scores"][k] == pytest.approx(ndcg2(y, pred, GROUPS), rel=1e-12)
+    assert at2.cv_results_["scores"].shape == (3,) and np.all(at2.cv_results_["scores"] <= 1.0)
+    split = fastrank.RankRLSCV(alphas=alphas, cv=GroupKFold(n_splits=3), kernel="rbf").fit(X, y, GROUPS)
+    folds = [te for _, te in GroupKFold(n_splits=3).split(X, y, GROUPS)]
+    est = fastrank.RankRLS(alpha=split.alpha_, kernel="rbf")
+    _assert_close(split.cv_predictions_, ms.kfold_predictions(est, X, y, folds, groups=GROUPS))
+    with pytest.raises(ValueError, match="needs hold-out sets"):
+        fastrank.RankRLSCV(alphas=alphas, cv="lpo", scoring="ndcg@2").fit(X, y)
+    with pytest.raises(ValueError, match="ndcg@k"):
+        fastrank.RankRLSCV(alphas=alphas, scoring="ndcg@0").fit(X, y, GROUPS)

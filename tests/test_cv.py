@@ -728,3 +728,11 @@ def test_rankrlscv_ndcg_at_k_callable_and_splitter():
         fastrank.RankRLSCV(alphas=alphas, cv="lpo", scoring="ndcg@2").fit(X, y)
     with pytest.raises(ValueError, match="ndcg@k"):
         fastrank.RankRLSCV(alphas=alphas, scoring="ndcg@0").fit(X, y, GROUPS)
+
+
+def test_leave_pair_out_returns_its_pairs():
+    X, y = _data(m=GROUPS.size, seed=52)
+    est = fastrank.RankRLS(alpha=1.0, kernel="rbf")
+    pairs, P = ms.leave_pair_out(est, X, y, groups=GROUPS, return_pairs=True)
+    assert np.all(GROUPS[pairs[:, 0]] == GROUPS[pairs[:, 1]]) and np.all(pairs[:, 0] < pairs[:, 1])
+    _assert_close(P, ms.leave_pair_out(est, X, y, pairs=pairs, groups=GROUPS), rtol=1e-14)

@@ -72,7 +72,7 @@ def _shape_out(out, one_d):
 # public functions
 # --------------------------------------------------------------------------------------------
 
-def leave_pair_out(estimator, X, y, pairs=None, groups=None):
+def leave_pair_out(estimator, X, y, pairs=None, groups=None, *, return_pairs=False):
     """Exact leave-pair-out predictions (004 Lemma 2, eqs. 34-39).
 
     For every pair (i, j) the predictions for ``x_i`` and ``x_j`` of the model retrained without
@@ -91,16 +91,19 @@ def leave_pair_out(estimator, X, y, pairs=None, groups=None):
     pairs : (n_pairs, 2) int array, optional.  Default: all i < j (inside groups when given) in
         lexicographic order.
     groups : (m,) group ids, optional
+    return_pairs : bool, default=False
+        Also return the (n_pairs, 2) int64 pair indices (useful with the default pairs).
 
     Returns
     -------
     (n_pairs, 2) array, or (n_pairs, 2, v) for 2-D ``y``: held-out predictions of each pair's first
-    and second index.
+    and second index; ``(pairs, predictions)`` with ``return_pairs=True``.
     """
     prob = engine_for(estimator, X, y, groups, min_rows=3)
     pairs = prob.default_pairs() if pairs is None else prob.check_pairs(pairs)
     prob.check_pairs_leave_training(pairs)
-    return prob.lpo(pairs)
+    out = prob.lpo(pairs)
+    return (pairs, out) if return_pairs else out
 
 
 def leave_group_out(estimator, X, y, groups):

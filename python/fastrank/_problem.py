@@ -180,6 +180,23 @@ def check_features(X, *, precomputed=False, allow_sparse=False, min_rows=2):
     return as_float_matrix(X, "X", min_rows=min_rows)
 
 
+def _tie_cells(Y, gi):
+    """Rows grouped by (group, target value): a GroupIndex whose groups are the tie cells nested
+    in the query groups.  Every output column must tie the same pairs."""
+    _, ycode = np.unique(Y[:, 0], return_inverse=True)
+    ycode = ycode.reshape(-1)
+    for k in range(1, Y.shape[1]):
+        # the same partition into tie classes: the (class in column 0, class in column k) pairs
+        # are as many as the classes of either column
+        _, other = np.unique(Y[:, k], return_inverse=True)
+        joint = np.unique(np.stack([ycode, other.reshape(-1)], axis=1), axis=0).shape[0]
+        if joint != ycode.max() + 1 or joint != other.max() + 1:
+            raise ValueError("exclude_ties=True needs every output column of y to tie the same pairs; fit "
+                             "the outputs separately")
+    combined = gi.codes * (int(ycode.max()) + 1) + ycode
+    return group_index(combined, Y.shape[0])
+
+
 class RankingProblem:
     """Validated features ``X`` (dense, CSR, or a precomputed (m, m) kernel), targets ``Y``
     (m, v) Fortran-ordered (None for a preference graph), and the pair structure.
@@ -187,25 +204,30 @@ class RankingProblem:
     Build it with :meth:`from_scores` or :meth:`from_preferences`; it is read-only afterwards.
     """
 
-    __slots__ = ("X", "Y", "one_d", "groups", "grouped", "weighting", "graph", "precomputed")
+    __slots__ = ("X", "Y", "one_d", "groups", "grouped", "weighting", "graph", "precomputed", "cells")
 
-    def __init__(self, X, Y, one_d, groups, grouped, weighting, graph, precomputed):
+    def __init__(self, X, Y, one_d, groups, grouped, weighting, graph, precomputed, cells=None):
         self.X, self.Y, self.one_d = X, Y, one_d
         self.groups, self.grouped, self.weighting = groups, grouped, weighting
         self.graph, self.precomputed = graph, precomputed
+        # exclude_ties: rows grouped by (group, target value); tied pairs carry no preference
+        self.cells = cells
 
     # -- construction ---------------------------------------------------------------------------
     @classmethod
     def from_scores(cls, X, y, groups=None, *, weighting="unweighted", precomputed=False, allow_sparse=False,
-                    min_rows=2, require_informative=True):
-        """Scoring setting (cost (21), z_ij = y_i - y_j): all pairs, or pairs inside ``groups``."""
+                    min_rows=2, require_informative=True, exclude_ties=False):
+        """Scoring setting (cost (21), z_ij = y_i - y_j): all pairs, or pairs inside ``groups``;
+        with ``exclude_ties`` only pairs whose targets differ (every output must tie the same
+        pairs)."""
         check_weighting(weighting)
         X = check_features(X, precomputed=precomputed, allow_sparse=allow_sparse, min_rows=min_rows)
         Y, one_d = as_targets(y, X.shape[0])
         gi = group_index(groups, X.shape[0])
         # A per-group weighting needs groups: object ranking weighs every pair 1 (L = m I - 1 1^T).
+        cells = _tie_cells(Y, gi) if exclude_ties else None
         prob = cls(X, Y, one_d, gi, groups is not None, weighting if groups is not None else "unweighted", None,
-                   precomputed)
+                   precomputed, cells)
         if require_informative:
             prob.check_informative_targets()
         return prob
@@ -221,7 +243,7 @@ class RankingProblem:
     def with_features(self, X):
         """The same pair structure and targets over other features (e.g. sparse X densified)."""
         return RankingProblem(X, self.Y, self.one_d, self.groups, self.grouped, self.weighting, self.graph,
-                              self.precomputed)
+                              self.precomputed, self.cells)
 
     # -- shape ------------------------------------------------------------------------------------
     @property
@@ -243,6 +265,10 @@ class RankingProblem:
     @property
     def is_graph(self):
         return self.graph is not None
+
+    @property
+    def exclude_ties(self):
+        return self.cells is not None
 
     # -- groups (scoring setting) -----------------------------------------------------------------
     @property
@@ -282,6 +308,34 @@ class RankingProblem:
         out *= np.repeat(self.sqrt_laplacian_scale(), sizes)[:, None]
         return out
 
+    def apply_S_cells(self, A):
+        """S A with tied pairs excluded, rows of A in CELL order (``self.cells.order``).
+
+        Inside group q (pair weight c_q), the complete multipartite Laplacian over the tie cells t
+        splits into orthogonal projectors: L_q = c_q (n_q P_B + sum_t (n_q - n_t) P_t), P_B the
+        between-cell centring (cell mean minus group mean) and P_t the centring inside cell t, so
+        (S A)_i = sqrt(c_q) (sqrt(n_q) (mean_t - mean_q) + sqrt(n_q - n_t) (A_i - mean_t))."""
+        cells, cell_group, = self.cells, self._cell_groups()
+        A = np.asarray(A, dtype=np.float64)
+        csize = cells.sizes.astype(np.float64)
+        csum = np.add.reduceat(A, cells.offsets[:-1], axis=0)
+        gsize = self.sizes.astype(np.float64)
+        gsum = np.zeros((self.n_groups,) + A.shape[1:])
+        np.add.at(gsum, cell_group, csum)
+        cmean = csum / csize.reshape((-1,) + (1,) * (A.ndim - 1))
+        gmean = gsum / gsize.reshape((-1,) + (1,) * (A.ndim - 1))
+        n_q = gsize[cell_group]
+        c_q = self.pair_weight()[cell_group]
+        between = np.sqrt(c_q * n_q).reshape((-1,) + (1,) * (A.ndim - 1)) * (cmean - gmean[cell_group])
+        within = np.sqrt(c_q * (n_q - csize))
+        rep = cells.sizes
+        return np.repeat(between, rep, axis=0) + np.repeat(within, rep).reshape((-1,) + (1,) * (A.ndim - 1)) * (
+            A - np.repeat(cmean, rep, axis=0))
+
+    def _cell_groups(self):
+        """The group code of every tie cell."""
+        return self.codes[self.cells.order[self.cells.offsets[:-1]]]
+
     def apply_L(self, A):
         """L A for an (m,) or (m, k) array in the caller's row order."""
         A = np.asarray(A, dtype=np.float64)
@@ -293,6 +347,8 @@ class RankingProblem:
             out = np.zeros_like(A2)
             np.add.at(out, g.head, d)
             np.add.at(out, g.tail, -d)
+        elif self.exclude_ties:
+            out = self.cells.untake(self.apply_S_cells(self.apply_S_cells(self.cells.take(A2))))
         else:
             out = self.groups.untake(self.apply_S(self.apply_S(self.groups.take(A2))))
         return out[:, 0] if one else out
@@ -302,7 +358,11 @@ class RankingProblem:
         if self.is_graph:
             return int(self.graph.n_edges)
         n = self.sizes.astype(np.int64)
-        return int(np.sum(n * (n - 1) // 2))
+        pairs = int(np.sum(n * (n - 1) // 2))
+        if self.exclude_ties:
+            t = self.cells.sizes.astype(np.int64)
+            pairs -= int(np.sum(t * (t - 1) // 2))
+        return pairs
 
     def edges(self):
         """Every relevant pair as an explicit weighted edge list ``(head, tail, weight, target)``
@@ -315,6 +375,9 @@ class RankingProblem:
         for q in range(self.n_groups):
             rows = self.groups.order[self.offsets[q]:self.offsets[q + 1]]
             a, b = np.triu_indices(rows.size, 1)
+            if self.exclude_ties:
+                differ = np.any(self.Y[rows[a]] != self.Y[rows[b]], axis=1)
+                a, b = a[differ], b[differ]
             heads.append(rows[a])
             tails.append(rows[b])
             ws.append(np.full(a.size, np.sqrt(c[q])))

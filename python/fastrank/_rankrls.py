@@ -51,9 +51,9 @@ class _RankRLSBase(RegressorMixin, BaseEstimator):
     def _allow_sparse(self):
         return False
 
-    def _scores_problem(self, X, y, groups=None, weighting="unweighted"):
+    def _scores_problem(self, X, y, groups=None, weighting="unweighted", exclude_ties=False):
         return RankingProblem.from_scores(X, y, groups, weighting=weighting, precomputed=self.kernel == "precomputed",
-                                          allow_sparse=self._allow_sparse())
+                                          allow_sparse=self._allow_sparse(), exclude_ties=exclude_ties)
 
     def _solve(self, problem, alphas, *, x0=None):
         """Pick the solver for this problem and run it for every alpha; returns a ``Fit``."""
@@ -203,6 +203,12 @@ class RankRLS(_RankRLSBase):
         random (``random_state``); an array gives them.  O(m |R|^2), any kernel.
     random_state : int, RandomState or None
         Seed for the random choice of basis vectors.
+    exclude_ties : bool, default=False
+        Scoring setting: drop the pairs whose targets are equal (they carry no preference) instead
+        of fitting their score difference to 0 (the paper keeps them, Sect. 3, for efficiency).
+        Solved exactly and without forming pairs by the dense dual and primal solvers: inside a
+        group the Laplacian of the remaining (complete multipartite) graph splits into
+        between-tie-class and within-tie-class centrings, so S = L^{1/2} is still O(m) to apply.
 
     Attributes
     ----------
@@ -251,6 +257,7 @@ class RankRLS(_RankRLSBase):
         preconditioner=None,
         basis_vectors=None,
         random_state=None,
+        exclude_ties=False,
     ):
         self.alpha = alpha
         self.kernel = kernel
@@ -266,6 +273,7 @@ class RankRLS(_RankRLSBase):
         self.preconditioner = preconditioner
         self.basis_vectors = basis_vectors
         self.random_state = random_state
+        self.exclude_ties = exclude_ties
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -274,6 +282,11 @@ class RankRLS(_RankRLSBase):
 
     def _allow_sparse(self):
         return True
+
+    def _exclude_ties(self):
+        if not isinstance(self.exclude_ties, (bool, np.bool_)):
+            raise ValueError(f"exclude_ties must be True or False, got {self.exclude_ties!r}")
+        return bool(self.exclude_ties)
 
     def _warm_start_coef(self, n_features, n_outputs):
         """The previous CG solution as a starting point (``warm_start=True``), if it fits."""
@@ -288,7 +301,7 @@ class RankRLS(_RankRLSBase):
         ``groups`` holds one id per row (any order, need not be contiguous or sorted).
         """
         alpha = check_alpha(self.alpha)
-        problem = self._scores_problem(X, y, groups, check_weighting(self.group_weighting))
+        problem = self._scores_problem(X, y, groups, check_weighting(self.group_weighting), self._exclude_ties())
         fit = self._solve(problem, np.array([alpha]),
                           x0=self._warm_start_coef(problem.n_features, problem.n_outputs))
         return self._apply_fit(fit, 0, problem.one_d, problem.n_features)
@@ -420,6 +433,6 @@ def rankrls_path(X, y, alphas, *, groups=None, estimator=None):
     if not isinstance(est, RankRLS):
         raise TypeError("estimator must be a fastrank.RankRLS")
     alphas = check_alphas(alphas)
-    problem = est._scores_problem(X, y, groups, check_weighting(est.group_weighting))
+    problem = est._scores_problem(X, y, groups, check_weighting(est.group_weighting), est._exclude_ties())
     fit = est._solve(problem, alphas)
     return RankRLSPath(est, alphas, fit, problem.one_d, problem.n_features)

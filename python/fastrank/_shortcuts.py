@@ -51,6 +51,9 @@ def engine_for(estimator, X, y, groups=None, *, min_rows=1, alpha=None):
     solver = getattr(estimator, "solver", "auto")
     if solver not in ("auto", "dual", "primal"):
         raise ValueError(f"exact cross-validation shortcuts need the dense solver; got solver={solver!r}")
+    if getattr(estimator, "exclude_ties", False):
+        raise ValueError("exact cross-validation shortcuts keep tied pairs; use exclude_ties=False here, or "
+                         "retrain with sklearn.model_selection for exclude_ties=True")
     if getattr(estimator, "basis_vectors", None) is not None:
         raise ValueError("exact cross-validation shortcuts do not support basis_vectors (sparse RankRLS)")
     weighting = check_weighting(getattr(estimator, "group_weighting", "unweighted"))

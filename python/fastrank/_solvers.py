@@ -88,6 +88,12 @@ def choose_solver(solver, spec, problem, *, basis_vectors=None):
             raise ValueError(f"basis_vectors (sparse approximation) cannot be combined with solver={solver!r}; "
                              "use solver='auto' or 'dual'")
         return "sparse"
+    if problem.exclude_ties:
+        if basis_vectors is not None or solver == "cg":
+            raise ValueError("exclude_ties=True is solved by the dense dual or primal solvers; use solver='auto', "
+                             "'dual' or 'primal' without basis_vectors (or keep tied pairs with exclude_ties=False)")
+        if problem.sparse:
+            return "densify"
     if solver == "cg" or (solver == "auto" and problem.sparse):
         if spec.linear:
             return "cg"
@@ -149,7 +155,13 @@ def solve_primal(problem, alphas, n_threads):
     one eigendecomposition shared by every alpha when there are several (eq. 31)."""
     X = problem.X
     check_dense_memory(X.shape[1], 1, "feature matrix X^T L X")
-    if problem.is_graph:
+    if problem.exclude_ties:
+        cells = problem.cells
+        SX = problem.apply_S_cells(cells.take(X))
+        G = np.asfortranarray(SX.T @ SX)
+        R = np.asfortranarray(SX.T @ problem.apply_S_cells(cells.take(problem.Y)))
+        W, rcond = _core.solve_shifted_system(G, R, alphas)
+    elif problem.is_graph:
         g = problem.graph
         W, rcond = _core.rankrls_primal_graph(X, g.head, g.tail, g.weight, g.target, alphas, n_threads)
     else:
@@ -183,8 +195,22 @@ def solve_dual(problem, spec, alphas, n_threads):
     """Kernel RankRLS in the dual, (S K S + alpha I) u = S y, A = S u (eq. 17), O(m^3): Cholesky for
     one alpha, one eigendecomposition for several (eq. 31)."""
     m = problem.m
-    check_dense_memory(m, 1 if alphas.size == 1 else 3, "kernel matrix")
-    if problem.is_graph:
+    check_dense_memory(m, 3 if problem.exclude_ties or alphas.size > 1 else 1, "kernel matrix")
+    if problem.exclude_ties:
+        # (S K S + alpha I) u = S y, A = S u with the tie-excluding S (eq. 17 in symmetric form)
+        cells = problem.cells
+        K = _train_kernel(problem, spec, n_threads, None if cells.is_identity else cells.order)
+        SK = problem.apply_S_cells(K)
+        del K
+        G = np.asfortranarray(problem.apply_S_cells(SK.T))
+        del SK
+        U, rcond = _core.solve_shifted_system(G, np.asfortranarray(problem.apply_S_cells(cells.take(problem.Y))),
+                                              alphas)
+        del G
+        _warn_if_ill_conditioned(rcond)
+        U = _by_alpha(U, alphas.size)
+        A = cells.untake(np.stack([problem.apply_S_cells(u) for u in U]), axis=1)
+    elif problem.is_graph:
         g = problem.graph
         K = _train_kernel(problem, spec, n_threads)
         A, rcond = _core.rankrls_dual_graph(K, g.head, g.tail, g.weight, g.target, alphas, n_threads)

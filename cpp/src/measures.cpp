@@ -623,4 +623,138 @@ RowMatrix dcg_statistics(const double* y, const double* f, const std::int64_t* c
   return out;
 }
 
+namespace {
+
+// Rows of every group, gathered (counting sort by code): idx[offsets[q] .. offsets[q+1]).
+std::vector<Index> grouped_rows(const std::int64_t* codes, Index m, const std::vector<Index>& offsets) {
+  std::vector<Index> idx(static_cast<size_t>(m));
+  std::vector<Index> pos(offsets.begin(), offsets.end() - 1);
+  for (Index i = 0; i < m; ++i) idx[pos[codes == nullptr ? 0 : codes[i]]++] = i;
+  return idx;
+}
+
+struct DomNode {
+  double v[kNumDominance];
+};
+
+}  // namespace
+
+RowMatrix dominance_sums(const double* a, const double* b, const std::int64_t* codes, Index m, Index n_groups,
+                         int n_threads) {
+  require(n_groups >= 1, "n_groups must be >= 1");
+  RowMatrix out = RowMatrix::Zero(n_groups, kNumDominance);
+  if (m == 0) return out;
+  const std::vector<Index> offsets = group_offsets(codes, m, n_groups);
+  const std::vector<Index> idx = grouped_rows(codes, m, offsets);
+  parallel_for(0, n_groups, n_threads, 1, [&](Index q0, Index q1) {
+    std::vector<double> ac, bc;
+    std::vector<Index> ord;
+    std::vector<std::int32_t> brank;
+    std::vector<DomNode> tree;
+    for (Index q = q0; q < q1; ++q) {
+      const Index lo = offsets[q], n = offsets[q + 1] - lo;
+      if (n < 2) continue;
+      ac.resize(n);
+      bc.resize(n);
+      double ma = 0.0, mb = 0.0;
+      for (Index t = 0; t < n; ++t) {
+        ma += a[idx[lo + t]];
+        mb += b[idx[lo + t]];
+      }
+      ma /= static_cast<double>(n);
+      mb /= static_cast<double>(n);
+      for (Index t = 0; t < n; ++t) {
+        ac[t] = a[idx[lo + t]] - ma;
+        bc[t] = b[idx[lo + t]] - mb;
+      }
+      // dense ranks of b (equal values share a rank: strict comparisons below)
+      ord.resize(n);
+      for (Index t = 0; t < n; ++t) ord[t] = t;
+      std::sort(ord.begin(), ord.end(), [&](Index x, Index y) { return bc[x] < bc[y]; });
+      brank.resize(n);
+      std::int32_t r = 0;
+      for (Index t = 0; t < n; ++t) {
+        if (t > 0 && bc[ord[t]] != bc[ord[t - 1]]) ++r;
+        brank[ord[t]] = r;
+      }
+      const Index K = static_cast<Index>(r) + 1;
+      tree.assign(static_cast<size_t>(K + 1), DomNode{{0, 0, 0, 0, 0, 0}});
+      std::sort(ord.begin(), ord.end(), [&](Index x, Index y) { return ac[x] < ac[y]; });
+      double acc[kNumDominance] = {0, 0, 0, 0, 0, 0};
+      Index s = 0;
+      while (s < n) {
+        Index e = s + 1;
+        while (e < n && ac[ord[e]] == ac[ord[s]]) ++e;
+        for (Index t = s; t < e; ++t) {  // query: inserted rows have a strictly smaller a
+          const Index i = ord[t];
+          double S[kNumDominance] = {0, 0, 0, 0, 0, 0};
+          for (Index p = brank[i]; p > 0; p -= p & (-p))  // ranks < brank[i]: strictly smaller b
+            for (int c = 0; c < kNumDominance; ++c) S[c] += tree[p].v[c];
+          const double ai = ac[i], bi = bc[i], cnt = S[kDomCount];
+          acc[kDomCount] += cnt;
+          acc[kDomA] += cnt * ai - S[kDomA];
+          acc[kDomB] += cnt * bi - S[kDomB];
+          acc[kDomAA] += cnt * ai * ai - 2.0 * ai * S[kDomA] + S[kDomAA];
+          acc[kDomBB] += cnt * bi * bi - 2.0 * bi * S[kDomB] + S[kDomBB];
+          acc[kDomAB] += cnt * ai * bi - ai * S[kDomB] - bi * S[kDomA] + S[kDomAB];
+        }
+        for (Index t = s; t < e; ++t) {
+          const Index i = ord[t];
+          const double v[kNumDominance] = {1.0, ac[i], bc[i], ac[i] * ac[i], bc[i] * bc[i], ac[i] * bc[i]};
+          for (Index p = brank[i] + 1; p <= K; p += p & (-p))
+            for (int c = 0; c < kNumDominance; ++c) tree[p].v[c] += v[c];
+        }
+        s = e;
+      }
+      for (int c = 0; c < kNumDominance; ++c) out(q, c) = acc[c];
+    }
+  });
+  return out;
+}
+
+RowMatrix threshold_pair_sums(const double* z, const std::int64_t* codes, Index m, Index n_groups, double eps,
+                              int n_threads) {
+  require(n_groups >= 1, "n_groups must be >= 1");
+  require(eps >= 0.0, "eps must be >= 0");
+  RowMatrix out = RowMatrix::Zero(n_groups, 3);
+  if (m == 0) return out;
+  const std::vector<Index> offsets = group_offsets(codes, m, n_groups);
+  const std::vector<Index> idx = grouped_rows(codes, m, offsets);
+  parallel_for(0, n_groups, n_threads, 1, [&](Index q0, Index q1) {
+    std::vector<double> zs, s1, s2;
+    for (Index q = q0; q < q1; ++q) {
+      const Index lo = offsets[q], n = offsets[q + 1] - lo;
+      if (n < 2) continue;
+      zs.resize(n);
+      double mz = 0.0;
+      for (Index t = 0; t < n; ++t) mz += z[idx[lo + t]];
+      mz /= static_cast<double>(n);
+      for (Index t = 0; t < n; ++t) zs[t] = z[idx[lo + t]] - mz;
+      std::sort(zs.begin(), zs.end());
+      // suffix sums: s1[p] = sum_{j >= p} z_j, s2[p] = sum_{j >= p} z_j^2
+      s1.assign(n + 1, 0.0);
+      s2.assign(n + 1, 0.0);
+      for (Index p = n - 1; p >= 0; --p) {
+        s1[p] = s1[p + 1] + zs[p];
+        s2[p] = s2[p + 1] + zs[p] * zs[p];
+      }
+      double cnt = 0.0, sum1 = 0.0, sum2 = 0.0;
+      Index p = 0;
+      for (Index i = 0; i < n; ++i) {
+        const double t = zs[i] + eps;  // partners j with z_j - z_i > eps, i.e. z_j > t (j > i)
+        if (p < i + 1) p = i + 1;
+        while (p < n && !(zs[p] > t)) ++p;
+        const double c = static_cast<double>(n - p);
+        cnt += c;
+        sum1 += s1[p] - c * t;
+        sum2 += s2[p] - 2.0 * t * s1[p] + c * t * t;
+      }
+      out(q, 0) = cnt;
+      out(q, 1) = sum1;
+      out(q, 2) = sum2;
+    }
+  });
+  return out;
+}
+
 }  // namespace fastrank

@@ -14,14 +14,15 @@ __version__ = "0.1.0"
 # --- public estimators and modules (one import line per area) ---
 from ._rankrls import MPRank, RankRLS, RankRLSPath, rankrls_path
 from . import datasets, metrics
+from . import bounds
 from . import model_selection
 from ._cv import RankRLSCV
-from .online import OAPBPM, OnlineMPRank, PRank, WidrowHoff
+from .online import OAPBPM, OnlineMPRank, PRank, PRankVP, WidrowHoff
 
 __all__ = [
     "RankRLS", "MPRank", "RankRLSPath", "rankrls_path",
     "RankRLSCV", "model_selection",
-    "PRank", "OAPBPM", "WidrowHoff", "OnlineMPRank",
-    "datasets", "metrics",
+    "PRank", "PRankVP", "OAPBPM", "WidrowHoff", "OnlineMPRank",
+    "datasets", "metrics", "bounds",
     "LinAlgError", "IllConditionedWarning", "exceptions", "__version__",
 ]

@@ -103,7 +103,10 @@ def test_ir_measures_equal_literal_per_query(seed, ties):
         (M.err_at_k, lit_err, {"k": 4, "gmax": 5}),
     ]
     for func, lit, kw in cases:
-        want = per_query(lit, y, f, g, **kw)
+        lit_kw = dict(kw)
+        if lit is lit_err and "gmax" not in kw:
+            lit_kw["gmax"] = y.max()  # documented default: the largest grade of the whole input
+        want = per_query(lit, y, f, g, **lit_kw)
         api = {("relevance_threshold" if a == "thr" else "max_grade" if a == "gmax" else a): v for a, v in kw.items()}
         got = func(y, f, g, average=None, **api)
         np.testing.assert_allclose(got, want, rtol=1e-12, equal_nan=True)

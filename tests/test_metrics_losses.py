@@ -52,7 +52,7 @@ def oracle_cost(y, f, groups, cost, n, eps, average):
 
 
 def sgn(u):
-    return (u > 0) - (u < 0)
+    return int(u > 0) - int(u < 0)
 
 
 # ---- 002: losses on a pair (x, y), (x', y'), averaged over i < j and divided by C(m, 2)

@@ -130,3 +130,11 @@ def test_partial_fit_chunks_epochs_pickle_clone():
     np.testing.assert_array_equal(again.predict(X), one.predict(X))
     assert clone(one).get_params() == one.get_params()
     assert "budget" not in PRankVP().get_params()
+
+
+def test_check_estimator():
+    from sklearn.utils.estimator_checks import check_estimator
+
+    from test_online_sklearn import ORDINAL_EXPECTED_FAILURES
+
+    check_estimator(PRankVP(), expected_failed_checks=ORDINAL_EXPECTED_FAILURES, on_skip=None)

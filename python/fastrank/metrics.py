@@ -394,6 +394,11 @@ def mean_rank_loss(y_true, y_pred, *, scale="values", classes=None):
         if classes is not None:
             raise ValueError("classes is only used with scale='positions' (rank steps in an ordered label set); "
                              "pass scale='positions' or drop classes")
+        for name, v in (("y_true", yt), ("y_pred", yp)):
+            if not (v.dtype.kind in "iufb"):
+                raise ValueError(f"{name} must be numeric for scale='values' (|yhat - y| on the label values), got "
+                                 f"dtype {v.dtype}; for ordinal labels of another type use scale='positions' with "
+                                 "classes=")
         a = _as_vector(yt, "y_true")
         b = _as_vector(yp, "y_pred")
         return float(np.mean(np.abs(b - a)))
@@ -849,7 +854,7 @@ def err_at_k(y_true, y_score, groups=None, *, k=None, max_grade=None, average="g
     Rsat = (np.exp2(ys) - 1.0) / np.exp2(gmax)
     # prod_{i<r} (1 - R_i) inside each group: log-sums, with exact zeros for R_i = 1 tracked apart
     one = Rsat >= 1.0
-    logs = np.where(one, 0.0, np.log1p(-np.minimum(Rsat, 1.0 - 1e-300)))
+    logs = np.log1p(-np.where(one, 0.0, Rsat))  # the R_i = 1 factors are counted in cz instead
     cl = np.cumsum(logs)
     cz = np.cumsum(one.astype(np.int64))
     start_l = np.concatenate([[0.0], cl])[offsets[gs]]

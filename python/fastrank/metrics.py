@@ -16,7 +16,17 @@ Sect. 5 reports query data ("disagreement error averaged over the different test
 how NDCG is averaged; ``average="pooled"`` divides the total over all within-group pairs by the
 total number of pairs, which is eq. (1) applied literally to the whole preference graph (large
 queries weigh more).  Groups without any counted pair are skipped in both; if no group has one,
-``ValueError`` is raised.  Without ``groups`` both averages coincide.
+``ValueError`` is raised.  Without ``groups`` both averages coincide.  Most measures also take
+``average=None``: one value per group, in sorted group-id order (NaN where the group has nothing
+to measure).
+
+Besides the measures of 004, this module has the pairwise costs of Cortes et al. (000 eqs. 4-7,
+:func:`magnitude_preserving_cost`) and the ranking losses of Agarwal & Niyogi (002,
+:func:`stability_ranking_loss`) -- computed by a Fenwick-tree sweep over "dominance" pairs
+(``cpp/src/measures.cpp``, ``dominance_sums``), never a pair list --, the position and
+discounted errors of 003, the disagreement of an explicit edge list, the IR measures (MAP, MRR,
+precision@k, ERR@k) and :func:`make_ranking_scorer`, a scikit-learn scorer that receives the
+query groups.
 """
 
 from __future__ import annotations

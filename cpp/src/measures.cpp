@@ -637,6 +637,11 @@ struct DomNode {
   double v[kNumDominance];
 };
 
+inline std::int32_t* brank_buf(std::vector<std::int32_t>& r, Index n) {
+  r.resize(static_cast<size_t>(n));
+  return r.data();
+}
+
 }  // namespace
 
 RowMatrix dominance_sums(const double* a, const double* b, const std::int64_t* codes, Index m, Index n_groups,
@@ -647,10 +652,11 @@ RowMatrix dominance_sums(const double* a, const double* b, const std::int64_t* c
   const std::vector<Index> offsets = group_offsets(codes, m, n_groups);
   const std::vector<Index> idx = grouped_rows(codes, m, offsets);
   parallel_for(0, n_groups, n_threads, 1, [&](Index q0, Index q1) {
-    std::vector<double> ac, bc;
+    std::vector<double> ac, bc, sa;
     std::vector<Index> ord;
     std::vector<std::int32_t> brank;
     std::vector<DomNode> tree;
+    std::vector<std::pair<double, Index>> keyed;
     for (Index q = q0; q < q1; ++q) {
       const Index lo = offsets[q], n = offsets[q + 1] - lo;
       if (n < 2) continue;
@@ -667,28 +673,38 @@ RowMatrix dominance_sums(const double* a, const double* b, const std::int64_t* c
         ac[t] = a[idx[lo + t]] - ma;
         bc[t] = b[idx[lo + t]] - mb;
       }
-      // dense ranks of b (equal values share a rank: strict comparisons below)
-      ord.resize(n);
-      for (Index t = 0; t < n; ++t) ord[t] = t;
-      std::sort(ord.begin(), ord.end(), [&](Index x, Index y) { return bc[x] < bc[y]; });
-      brank.resize(n);
-      std::int32_t r = 0;
-      for (Index t = 0; t < n; ++t) {
-        if (t > 0 && bc[ord[t]] != bc[ord[t - 1]]) ++r;
-        brank[ord[t]] = r;
+      // The condition is symmetric in a and b: sweep in increasing order of one of them and keep
+      // the Fenwick tree over the dense ranks of the other, the one with fewer distinct values
+      // (labels usually), so that the tree is small and stays in cache.
+      // Few distinct values are ranked by a hash table (no sort); otherwise by sorting.
+      constexpr Index kSmall = 4096;
+      bool tree_on_a = dense_ranks_small(ac.data(), n, kSmall, brank_buf(brank, n), sa);
+      if (!tree_on_a && !dense_ranks_small(bc.data(), n, kSmall, brank_buf(brank, n), sa)) {
+        sa.assign(bc.begin(), bc.end());
+        std::sort(sa.begin(), sa.end());
+        sa.erase(std::unique(sa.begin(), sa.end()), sa.end());
+        for (Index t = 0; t < n; ++t)
+          brank[t] = static_cast<std::int32_t>(std::lower_bound(sa.begin(), sa.end(), bc[t]) - sa.begin());
       }
-      const Index K = static_cast<Index>(r) + 1;
+      const std::vector<double>& sv = tree_on_a ? bc : ac;  // sweep dimension
+      const std::vector<double>& tu = sa;                   // distinct values of the tree dimension
+      const Index K = static_cast<Index>(tu.size());
       tree.assign(static_cast<size_t>(K + 1), DomNode{{0, 0, 0, 0, 0, 0}});
-      std::sort(ord.begin(), ord.end(), [&](Index x, Index y) { return ac[x] < ac[y]; });
+      keyed.resize(n);
+      for (Index t = 0; t < n; ++t) keyed[t] = {sv[t], t};
+      std::sort(keyed.begin(), keyed.end(),
+                [](const std::pair<double, Index>& x, const std::pair<double, Index>& y) { return x.first < y.first; });
+      ord.resize(n);
+      for (Index t = 0; t < n; ++t) ord[t] = keyed[t].second;
       double acc[kNumDominance] = {0, 0, 0, 0, 0, 0};
       Index s = 0;
       while (s < n) {
         Index e = s + 1;
-        while (e < n && ac[ord[e]] == ac[ord[s]]) ++e;
-        for (Index t = s; t < e; ++t) {  // query: inserted rows have a strictly smaller a
+        while (e < n && keyed[e].first == keyed[s].first) ++e;
+        for (Index t = s; t < e; ++t) {  // query: inserted rows are strictly smaller in the sweep value
           const Index i = ord[t];
           double S[kNumDominance] = {0, 0, 0, 0, 0, 0};
-          for (Index p = brank[i]; p > 0; p -= p & (-p))  // ranks < brank[i]: strictly smaller b
+          for (Index p = brank[i]; p > 0; p -= p & (-p))  // ranks < brank[i]: strictly smaller tree value
             for (int c = 0; c < kNumDominance; ++c) S[c] += tree[p].v[c];
           const double ai = ac[i], bi = bc[i], cnt = S[kDomCount];
           acc[kDomCount] += cnt;

@@ -749,13 +749,34 @@ def _check_threshold(t):
     return float(t)
 
 
+def _stable_argsort_desc(f):
+    """Indices sorting f decreasingly, ties in input order: numpy's fast (unstable) argsort, then
+    only the tied runs re-sorted by index (a stable float sort is several times slower)."""
+    order = np.argsort(-f)
+    v = f[order]
+    tied = np.flatnonzero(v[1:] == v[:-1])
+    if tied.size * 8 > f.size:  # heavy ties: numpy's stable sort is cheaper than fixing the runs
+        return np.argsort(-f, kind="stable")
+    if tied.size:
+        pos = np.unique(np.concatenate([tied, tied + 1]))  # every member of a tied run
+        run = np.cumsum(np.r_[True, v[pos[1:]] != v[pos[:-1]]] | np.r_[True, np.diff(pos) > 1])
+        sub = order[pos]
+        order[pos] = sub[np.lexsort((sub, run))]
+    return order
+
+
 def _ranked(y_true, y_score, groups):
     """Rows sorted by (group, decreasing score, input order): ties in the scores keep the input
     order (a stable sort).  Returns y in that order, group codes, 1-based positions, G."""
     y, f, codes, G, n = _group_setup(y_true, y_score, groups)
     m = y.shape[0]
     cg = np.zeros(m, dtype=np.int64) if codes is None else codes
-    order = np.lexsort((np.arange(m), -f, cg))
+    order = _stable_argsort_desc(f)
+    if codes is not None:  # then by group, stably: a radix sort on small integer codes
+        key = cg[order]
+        if G <= np.iinfo(np.uint16).max:
+            key = key.astype(np.uint16)
+        order = order[np.argsort(key, kind="stable")]
     gs = cg[order]
     offsets = np.concatenate([[0], np.cumsum(n)]).astype(np.int64)
     pos = np.arange(m, dtype=np.int64) - offsets[gs] + 1

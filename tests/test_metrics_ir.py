@@ -217,3 +217,15 @@ def test_scorer_receives_groups_in_gridsearch_with_metadata_routing():
     # without groups reaching the scorer each test fold would be one query: a different number
     flat = _oracle_search(X, y, g, alphas, lambda yt, yp, gg: M.mean_average_precision(yt, yp), cv)
     assert not np.allclose(flat, want)
+
+
+@pytest.mark.parametrize("decimals", [0, 1, 3, None])
+def test_stable_descending_order_light_and_heavy_ties(decimals):
+    rng = np.random.default_rng(decimals or 0)
+    for _ in range(50):
+        f = rng.normal(size=int(rng.integers(1, 80)))
+        if decimals is not None:
+            f = np.round(f, decimals)
+        f[rng.random(f.size) < 0.1] = -0.0
+        want = sorted(range(f.size), key=lambda i: (-f[i], i))
+        assert list(M._stable_argsort_desc(f)) == want

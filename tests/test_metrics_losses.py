@@ -268,3 +268,33 @@ def test_edge_disagreement_bad_input():
         M.edge_disagreement([[0.5, 1]], f)
     with pytest.raises(ValueError, match="NaN"):
         M.edge_disagreement([[0, 1]], [np.nan, 1.0])
+
+
+def test_many_distinct_values_in_both_coordinates_merge_path():
+    # > 4096 distinct labels and scores in one group: the merge-sort path of the dominance sums;
+    # oracle: the double sums vectorised over blocks of rows
+    rng = np.random.default_rng(8)
+    m = 5000
+    y = rng.normal(size=m)
+    f = np.round(0.5 * y + rng.normal(size=m), 3)  # some score ties
+    y[:300] = np.round(y[:300], 1)  # some label ties
+
+    def block_sums(fn):
+        tot = 0.0
+        for lo in range(0, m, 500):
+            tot += fn(y[lo:lo + 500, None], y[None, :], f[lo:lo + 500, None], f[None, :]).sum()
+        return tot
+
+    npairs = m * (m - 1) / 2
+    hinge = block_sums(lambda yi, yj, fi, fj: (yi > yj) * np.maximum((yi - fi) - (yj - fj), 0.0)) / npairs
+    assert M.stability_ranking_loss(y, f, loss="hinge") == pytest.approx(hinge, rel=1e-9)
+    g = 0.7
+    l_g = block_sums(lambda yi, yj, fi, fj: (yi > yj) * np.clip((yi - yj) - (fi - fj) / g, 0.0, yi - yj)) / npairs
+    assert M.stability_ranking_loss(y, f, loss="gamma", gamma=g) == pytest.approx(l_g, rel=1e-9)
+    mis = lambda yi, yj, fi, fj: (yi > yj) & (fi < fj)  # noqa: E731
+    hr2 = 2 * block_sums(lambda yi, yj, fi, fj: mis(yi, yj, fi, fj) * (fj - fi) ** 2) / m**2
+    assert M.magnitude_preserving_cost(y, f, cost="hr", power=2) == pytest.approx(hr2, rel=1e-9)
+    hmp2 = 2 * block_sums(lambda yi, yj, fi, fj: mis(yi, yj, fi, fj) * ((yi - yj) + (fj - fi)) ** 2) / m**2
+    assert M.magnitude_preserving_cost(y, f, cost="hmp", power=2) == pytest.approx(hmp2, rel=1e-9)
+    sq = block_sums(lambda yi, yj, fi, fj: (yi != yj) * ((yi - yj) - (fi - fj)) ** 2) / 2 / npairs
+    assert M.stability_ranking_loss(y, f, loss="squared") == pytest.approx(sq, rel=1e-9)

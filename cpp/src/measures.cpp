@@ -637,6 +637,63 @@ struct DomNode {
   double v[kNumDominance];
 };
 
+struct PointAB {
+  double a, b;
+};
+
+// Dominance sums of one group by merge sort: points in increasing a (equal a: decreasing b, so
+// that a pair with equal a is never counted), then a bottom-up merge sort by b in which every
+// element taken from a right half pairs with the left-half elements already taken (strictly
+// smaller b); their six running sums give the pair sums of the element.
+void dominance_merge(const std::vector<double>& ac, const std::vector<double>& bc, std::vector<PointAB>& pts,
+                     std::vector<PointAB>& tmp, double* out) {
+  const Index n = static_cast<Index>(ac.size());
+  pts.resize(n);
+  tmp.resize(n);
+  for (Index t = 0; t < n; ++t) pts[t] = {ac[t], bc[t]};
+  std::sort(pts.begin(), pts.end(), [](const PointAB& x, const PointAB& y) {
+    return x.a < y.a || (x.a == y.a && x.b > y.b);
+  });
+  double acc[kNumDominance] = {0, 0, 0, 0, 0, 0};
+  PointAB* src = pts.data();
+  PointAB* dst = tmp.data();
+  for (Index width = 1; width < n; width *= 2) {
+    for (Index lo = 0; lo < n; lo += 2 * width) {
+      const Index mid = std::min(lo + width, n), hi = std::min(lo + 2 * width, n);
+      Index i = lo, j = mid, k = lo;
+      double L[kNumDominance] = {0, 0, 0, 0, 0, 0};  // left elements already taken
+      auto take_right = [&](const PointAB& r) {
+        const double cnt = L[kDomCount], ai = r.a, bi = r.b;
+        acc[kDomCount] += cnt;
+        acc[kDomA] += cnt * ai - L[kDomA];
+        acc[kDomB] += cnt * bi - L[kDomB];
+        acc[kDomAA] += cnt * ai * ai - 2.0 * ai * L[kDomA] + L[kDomAA];
+        acc[kDomBB] += cnt * bi * bi - 2.0 * bi * L[kDomB] + L[kDomBB];
+        acc[kDomAB] += cnt * ai * bi - ai * L[kDomB] - bi * L[kDomA] + L[kDomAB];
+        dst[k++] = r;
+      };
+      while (i < mid && j < hi) {
+        if (src[i].b < src[j].b) {
+          const PointAB& l = src[i++];
+          L[kDomCount] += 1.0;
+          L[kDomA] += l.a;
+          L[kDomB] += l.b;
+          L[kDomAA] += l.a * l.a;
+          L[kDomBB] += l.b * l.b;
+          L[kDomAB] += l.a * l.b;
+          dst[k++] = l;
+        } else {
+          take_right(src[j++]);
+        }
+      }
+      while (j < hi) take_right(src[j++]);
+      while (i < mid) dst[k++] = src[i++];
+    }
+    std::swap(src, dst);
+  }
+  for (int c = 0; c < kNumDominance; ++c) out[c] = acc[c];
+}
+
 inline std::int32_t* brank_buf(std::vector<std::int32_t>& r, Index n) {
   r.resize(static_cast<size_t>(n));
   return r.data();
@@ -657,6 +714,7 @@ RowMatrix dominance_sums(const double* a, const double* b, const std::int64_t* c
     std::vector<std::int32_t> brank;
     std::vector<DomNode> tree;
     std::vector<std::pair<double, Index>> keyed;
+    std::vector<PointAB> pts, pts_tmp;
     for (Index q = q0; q < q1; ++q) {
       const Index lo = offsets[q], n = offsets[q + 1] - lo;
       if (n < 2) continue;
@@ -680,11 +738,10 @@ RowMatrix dominance_sums(const double* a, const double* b, const std::int64_t* c
       constexpr Index kSmall = 4096;
       bool tree_on_a = dense_ranks_small(ac.data(), n, kSmall, brank_buf(brank, n), sa);
       if (!tree_on_a && !dense_ranks_small(bc.data(), n, kSmall, brank_buf(brank, n), sa)) {
-        sa.assign(bc.begin(), bc.end());
-        std::sort(sa.begin(), sa.end());
-        sa.erase(std::unique(sa.begin(), sa.end()), sa.end());
-        for (Index t = 0; t < n; ++t)
-          brank[t] = static_cast<std::int32_t>(std::lower_bound(sa.begin(), sa.end(), bc[t]) - sa.begin());
+        // Many distinct values in both: a Fenwick tree of n nodes would be cache-bound, so a
+        // merge sort instead (sequential memory).
+        dominance_merge(ac, bc, pts, pts_tmp, &out(q, 0));
+        continue;
       }
       const std::vector<double>& sv = tree_on_a ? bc : ac;  // sweep dimension
       const std::vector<double>& tu = sa;                   // distinct values of the tree dimension

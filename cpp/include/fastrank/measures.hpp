@@ -72,8 +72,9 @@ RowMatrix dcg_statistics(const double* y, const double* f, const std::int64_t* c
 // group, values centred (translation invariance, for accuracy); the condition being symmetric,
 // a sweep in increasing order of the coordinate with more distinct values (tied blocks queried
 // before they are inserted) against a Fenwick tree over the dense ranks of the other one (the
-// labels, typically: a small tree that stays in cache) holding the six running sums.
-// O(n_g log n_g) per group.
+// labels, typically: a small tree that stays in cache) holding the six running sums; when both
+// coordinates have more than 4096 distinct values, a merge sort by b of the points in a-order
+// instead.  O(n_g log n_g) per group.
 enum DominanceStat : int {
   kDomCount = 0,
   kDomA = 1,

@@ -191,6 +191,8 @@ def test_scorer_direct_call_and_names():
     with pytest.raises(ValueError, match="does not take groups"):
         M.make_ranking_scorer("auc")(est, X, (y > 1).astype(int), groups=g)
     assert "ndcg" in repr(sc)
+    assert sc.score_predictions(y, pred, g) == sc(est, X, y, groups=g) and sc.greater_is_better
+    assert loss.score_predictions(y, pred, g) < 0 and not loss.greater_is_better
 
 
 def _oracle_search(X, y, g, alphas, measure, cv):

@@ -973,12 +973,20 @@ class RankingScorer:
         response = getattr(estimator, self._response_method, None)
         if response is None:
             raise ValueError(f"{type(estimator).__name__} has no {self._response_method} method")
-        y_pred = response(X)
+        return self.score_predictions(y_true, response(X), groups)
+
+    def score_predictions(self, y_true, y_pred, groups=None):
+        """The signed score of given predictions (no estimator): for code that already has
+        cross-validated predictions, e.g. an exact leave-group-out path."""
         if groups is not None:
             if not _takes_groups(self._measure):
                 raise ValueError(f"{getattr(self._measure, '__name__', self._measure)!r} does not take groups")
             return self._sign * self._measure(y_true, y_pred, groups, **self._kwargs)
         return self._sign * self._measure(y_true, y_pred, **self._kwargs)
+
+    @property
+    def greater_is_better(self):
+        return self._sign > 0
 
     def set_score_request(self, **kwargs):
         """Request metadata for the scorer (e.g. ``groups=True``) under scikit-learn's metadata

@@ -357,14 +357,26 @@ def test_ndcg_skips_irrelevant_groups_and_errors():
 
 
 def test_mean_rank_loss():
-    # labels {1, 2, 5} -> positions 1, 2, 3
-    assert M.mean_rank_loss([1, 2, 5], [5, 5, 1]) == pytest.approx((2 + 1 + 2) / 3)
-    assert M.mean_rank_loss(["lo", "hi"], ["hi", "mid"], classes=["lo", "mid", "hi"]) == pytest.approx(1.5)
-    assert M.mean_rank_loss([3, 1], [3, 1], classes=[3, 2, 1]) == 0.0
+    # default: Harrington's (1/T) sum |yhat - y| on the label values themselves
+    assert M.mean_rank_loss([1, 5], [5, 1]) == 4.0
+    assert M.mean_rank_loss([1, 2, 5], [5, 5, 1]) == pytest.approx((4 + 3 + 4) / 3)
+    assert M.mean_rank_loss([0.0, 0.2], [0.4, 0.2]) == pytest.approx(0.2)
+    with pytest.raises(ValueError, match="scale='positions'"):
+        M.mean_rank_loss([1, 2], [1, 2], classes=[1, 2])
+    with pytest.raises(ValueError, match="numeric"):
+        M.mean_rank_loss(["lo", "hi"], ["hi", "lo"])
+    with pytest.raises(ValueError, match="scale must be"):
+        M.mean_rank_loss([1, 2], [1, 2], scale="ranks")
+    # positions, only when asked: labels {1, 2, 5} -> positions 1, 2, 3
+    assert M.mean_rank_loss([1, 5], [5, 1], scale="positions") == 1.0
+    assert M.mean_rank_loss([1, 2, 5], [5, 5, 1], scale="positions") == pytest.approx((2 + 1 + 2) / 3)
+    assert M.mean_rank_loss(["lo", "hi"], ["hi", "mid"], scale="positions",
+                            classes=["lo", "mid", "hi"]) == pytest.approx(1.5)
+    assert M.mean_rank_loss([3, 1], [3, 1], scale="positions", classes=[3, 2, 1]) == 0.0
     with pytest.raises(ValueError, match="not in classes"):
-        M.mean_rank_loss([1, 4], [1, 2], classes=[1, 2, 3])
+        M.mean_rank_loss([1, 4], [1, 2], scale="positions", classes=[1, 2, 3])
     with pytest.raises(ValueError, match="duplicates"):
-        M.mean_rank_loss([1], [1], classes=[1, 1])
+        M.mean_rank_loss([1], [1], scale="positions", classes=[1, 1])
     with pytest.raises(ValueError, match="inconsistent"):
         M.mean_rank_loss([1, 2], [1])
     with pytest.raises(ValueError, match="NaN"):
@@ -373,7 +385,12 @@ def test_mean_rank_loss():
     yt, yp = rng.integers(0, 7, 100), rng.integers(0, 7, 100)
     classes = np.unique(np.r_[yt, yp])
     expected = np.mean([abs(list(classes).index(a) - list(classes).index(b)) for a, b in zip(yt, yp)])
-    assert M.mean_rank_loss(yt, yp) == pytest.approx(expected)
+    assert M.mean_rank_loss(yt, yp, scale="positions") == pytest.approx(expected)
+    assert M.mean_rank_loss(yt, yp) == pytest.approx(np.mean([abs(int(a) - int(b)) for a, b in zip(yt, yp)]))
+    # consecutive integer ranks 1..k: both conventions agree
+    r1, r2 = rng.integers(1, 6, 50), rng.integers(1, 6, 50)
+    r1[:5], r2[:5] = np.arange(1, 6), np.arange(1, 6)
+    assert M.mean_rank_loss(r1, r2) == M.mean_rank_loss(r1, r2, scale="positions")
 
 
 # ---------------------------------------------------------------------------------------------

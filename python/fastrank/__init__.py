@@ -14,17 +14,18 @@ from ._version import __version__
 # --- public estimators and modules (one import line per area) ---
 from ._rankrls import MPRank, RankRLS, RankRLSPath, rankrls_path
 from . import datasets, metrics
+from . import bounds
 from . import model_selection
 from ._cv import RankRLSCV
-from .online import OAPBPM, OnlineMPRank, PRank, WidrowHoff
+from .online import OAPBPM, OnlineMPRank, PRank, PRankVP, WidrowHoff
 from ._persist import load, save
 from . import utils
 
 __all__ = [
     "RankRLS", "MPRank", "RankRLSPath", "rankrls_path",
     "RankRLSCV", "model_selection",
-    "PRank", "OAPBPM", "WidrowHoff", "OnlineMPRank",
-    "datasets", "metrics",
+    "PRank", "PRankVP", "OAPBPM", "WidrowHoff", "OnlineMPRank",
+    "datasets", "metrics", "bounds",
     "save", "load", "utils",
     "LinAlgError", "IllConditionedWarning", "exceptions", "__version__",
 ]

@@ -65,7 +65,7 @@ def test_train_predict_evaluate_equals_python_api(files, tmp_path, capsys):
     assert run(["predict", "-o", scores_file, model, te], capsys)[0] == 0
     assert np.array_equal(_scores(scores_file.read_text()), api_scores)
     expected = {"ndcg@10": ndcg(yt, api_scores, qt, k=10), "ndcg": ndcg(yt, api_scores, qt),
-                "disagreement": pairwise_disagreement(yt, api_scores, qt, ties="half")}
+                "disagreement": pairwise_disagreement(yt, api_scores, qt, tied_scores="half")}
     for source in ([te, scores_file], ["--model", model, te]):
         code, out, _ = run(["evaluate", "--format", "json", *source], capsys)
         assert code == 0
@@ -88,7 +88,7 @@ def test_evaluate_per_query_table(files, tmp_path, capsys):
     for i, (qid, a, b) in enumerate(body):
         r = qt == int(qid)  # a literal per-query computation
         assert float(a) == pytest.approx(ndcg(yt[r], s[r], k=5), abs=1e-6)
-        assert float(b) == pytest.approx(pairwise_disagreement(yt[r], s[r], ties="half"), abs=1e-6)
+        assert float(b) == pytest.approx(pairwise_disagreement(yt[r], s[r], tied_scores="half"), abs=1e-6)
     mean = lines[-1].split("\t")
     assert mean[0] == "mean"
     assert float(mean[1]) == pytest.approx(ndcg(yt, s, qt, k=5), abs=1e-6)
@@ -178,7 +178,7 @@ def test_rlscore_legacy_files(tmp_path, capsys):
     assert code == 0 and np.array_equal(_scores(out), api)
     code, out, _ = run(["evaluate", "--format", "json", "-m", "disagreement", "--model", model, te], capsys)
     assert json.loads(out)["mean"]["disagreement"] == pytest.approx(
-        pairwise_disagreement(yt, api, qt, ties="half"), rel=1e-12)
+        pairwise_disagreement(yt, api, qt, tied_scores="half"), rel=1e-12)
 
 
 # ----------------------------------------------------------------------------------------------

@@ -237,17 +237,17 @@ def test_edge_disagreement():
     P = rng.integers(0, 40, size=(300, 2))
     P = P[P[:, 0] != P[:, 1]]
     w = rng.uniform(0.1, 3.0, P.shape[0])
-    for ties, tw in (("error", 1.0), ("half", 0.5)):
+    for ties, tw in (("wrong", 1.0), ("half", 0.5)):
         num = sum(wi * (1.0 if f[a] < f[b] else tw if f[a] == f[b] else 0.0) for (a, b), wi in zip(P, w))
-        assert M.edge_disagreement(P, f, w, ties=ties) == pytest.approx(num / w.sum(), rel=1e-12)
+        assert M.edge_disagreement(P, f, w, tied_scores=ties) == pytest.approx(num / w.sum(), rel=1e-12)
         num1 = sum(1.0 if f[a] < f[b] else tw if f[a] == f[b] else 0.0 for a, b in P)
-        assert M.edge_disagreement(P, f, ties=ties) == pytest.approx(num1 / len(P), rel=1e-12)
+        assert M.edge_disagreement(P, f, tied_scores=ties) == pytest.approx(num1 / len(P), rel=1e-12)
     # all preference pairs of a label vector: the pooled pairwise disagreement
     y = rng.integers(0, 4, 40)
     E = np.array([(i, j) for i in range(40) for j in range(40) if y[i] > y[j]])
-    for ties in ("error", "half"):
-        assert M.edge_disagreement(E, f, ties=ties) == pytest.approx(
-            M.pairwise_disagreement(y, f, ties=ties, average="pooled"), rel=1e-12)
+    for ties in ("wrong", "half"):
+        assert M.edge_disagreement(E, f, tied_scores=ties) == pytest.approx(
+            M.pairwise_disagreement(y, f, tied_scores=ties, average="pooled"), rel=1e-12)
 
 
 def test_edge_disagreement_bad_input():

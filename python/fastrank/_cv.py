@@ -245,7 +245,7 @@ class RankRLSCV(RegressorMixin, BaseEstimator):
 
     def score(self, X, y, groups=None):
         """Pairwise ranking accuracy of the refitted model, ``1 - pairwise_disagreement(y,
-        predict(X), groups, ties="half")`` (see :meth:`fastrank.RankRLS.score`); not R^2."""
+        predict(X), groups, tied_scores="half")`` (see :meth:`fastrank.RankRLS.score`); not R^2."""
         check_is_fitted(self, "best_estimator_")
         return self.best_estimator_.score(X, y, groups)
 

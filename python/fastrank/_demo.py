@@ -37,11 +37,11 @@ def lambdarank_comparison():
     alphas = np.logspace(-2, 4, 31)
 
     def val_error(pred):
-        return pairwise_disagreement(ytr[val], pred, gtr[val], ties="half")
+        return pairwise_disagreement(ytr[val], pred, gtr[val], tied_scores="half")
 
     def test_row(name, alpha, model, t_select, t_fit):
         pred = model.predict(Xte)
-        return dict(model=name, alpha=float(alpha), disagreement=pairwise_disagreement(yte, pred, gte, ties="half"),
+        return dict(model=name, alpha=float(alpha), disagreement=pairwise_disagreement(yte, pred, gte, tied_scores="half"),
                     ndcg10=ndcg(yte, pred, gte, k=10), select_seconds=t_select, fit_seconds=t_fit)
 
     rows = []

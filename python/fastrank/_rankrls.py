@@ -138,15 +138,15 @@ class _RankRLSBase(RegressorMixin, BaseEstimator):
 
     def score(self, X, y, groups=None):
         """Pairwise ranking accuracy: ``1 - pairwise_disagreement(y, predict(X), groups,
-        ties="half")``.  Pairs tied in ``y`` are ignored, ties in the predicted scores count as half
+        tied_scores="half")``.  Pairs tied in ``y`` are ignored, ties in the predicted scores count as half
         an error, and with ``groups`` only pairs inside a group count, averaged per group (the
         mean over groups that have a relevant pair).  Higher is better; for binary ``y`` without
         groups it equals the AUC.  Multi-output: the mean over outputs."""
         pred = self.predict(X)
         y = np.asarray(y)
         if pred.ndim == 1:
-            return 1.0 - pairwise_disagreement(y, pred, groups, ties="half")
-        return float(np.mean([1.0 - pairwise_disagreement(y[:, k], pred[:, k], groups, ties="half")
+            return 1.0 - pairwise_disagreement(y, pred, groups, tied_scores="half")
+        return float(np.mean([1.0 - pairwise_disagreement(y[:, k], pred[:, k], groups, tied_scores="half")
                               for k in range(pred.shape[1])]))
 
     def __sklearn_tags__(self):

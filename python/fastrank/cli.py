@@ -47,7 +47,7 @@ def _m(name):
 def _disagreement(y, s, g, k):
     from .metrics import pairwise_disagreement
 
-    return pairwise_disagreement(y, s, g, ties="half")
+    return pairwise_disagreement(y, s, g, tied_scores="half")
 
 
 def _accuracy(y, s, g, k):

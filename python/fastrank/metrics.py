@@ -33,6 +33,8 @@ from __future__ import annotations
 
 import numbers
 
+import warnings
+
 import numpy as np
 
 from . import _core
@@ -175,13 +177,31 @@ def _average(num, den, average, what):
 # pairwise measures
 
 
-def pairwise_disagreement(y_true, y_score, groups=None, *, ties="error", average="group", n_jobs=None):
+def _tied_score_weight(tied_scores, ties, where):
+    """The error a pair with tied scores counts: 1/2 ("half", the default everywhere in fastrank:
+    score, RankRLSCV, the metrics) or 1 ("wrong", 004 eq. 1's sign(0) = -1).  ``ties`` is the
+    former name of the option ("error" meant "wrong"), accepted with a FutureWarning."""
+    if ties is not None:
+        warnings.warn(f"{where}(ties=...) is renamed tied_scores=...: ties='error' is tied_scores='wrong', "
+                      "ties='half' is tied_scores='half' (now the default)", FutureWarning, stacklevel=3)
+        if ties not in ("error", "half"):
+            raise ValueError(f"ties must be 'error' or 'half', got {ties!r}")
+        tied_scores = "wrong" if ties == "error" else "half"
+    if tied_scores not in ("half", "wrong"):
+        raise ValueError(f"tied_scores must be 'half' (a tie is half an error) or 'wrong' (a tie is an error), "
+                         f"got {tied_scores!r}")
+    return 0.5 if tied_scores == "half" else 1.0
+
+
+def pairwise_disagreement(y_true, y_score, groups=None, *, tied_scores="half", average="group", n_jobs=None,
+                          ties=None):
     """Fraction of relevant pairs that ``y_score`` orders wrongly (004 eq. 1).
 
     A pair (i, j) is relevant when ``y_true[i] != y_true[j]`` (pairs tied in ``y_true`` are not
     preferences and are excluded).  A relevant pair with ``y_true[i] > y_true[j]`` is an error
-    when ``y_score[i] < y_score[j]``; a tie ``y_score[i] == y_score[j]`` counts 1 with
-    ``ties="error"`` (eq. 1: sign(0) = -1) or 1/2 with ``ties="half"`` (ties broken at random).
+    when ``y_score[i] < y_score[j]``; a tie ``y_score[i] == y_score[j]`` counts 1/2 with
+    ``tied_scores="half"`` (the default: ties broken at random, as ``score`` and ``RankRLSCV``) or 1
+    with ``tied_scores="wrong"`` (eq. 1 read literally: sign(0) = -1).
 
     groups : optional, one id per row; only pairs inside a group count.  average : "group"
     (default, mean over groups that have a relevant pair) or "pooled" (all within-group errors
@@ -189,12 +209,10 @@ def pairwise_disagreement(y_true, y_score, groups=None, *, ties="error", average
     relevant pair exists at all.  O(m log m): one argsort of y_score plus an O(m log K) sweep.
     n_jobs : threads over groups.
     """
-    if ties not in ("error", "half"):
-        raise ValueError(f"ties must be 'error' or 'half', got {ties!r}")
+    w = _tied_score_weight(tied_scores, ties, "pairwise_disagreement")
     _check_average(average)
     y, f = _as_pair(y_true, y_score, "y_true", "y_score")
     S = _pair_stats(y, f, _groups(groups, y.shape[0]), False, n_jobs)
-    w = 1.0 if ties == "error" else 0.5
     return _average(S[:, 2] + w * S[:, 3], S[:, 1], average, "pairwise_disagreement")
 
 
@@ -689,18 +707,17 @@ def discounted_error(y_true, y_score, groups=None, *, discount="log2", average="
     return per if average is None else float(per.mean())
 
 
-def edge_disagreement(pairs, y_score, weights=None, *, ties="error"):
+def edge_disagreement(pairs, y_score, weights=None, *, tied_scores="half", ties=None):
     """Weighted disagreement of a score vector with an explicit preference graph (004 eq. 1).
 
     pairs : (E, 2) integer array; ``pairs[e] = (a, b)`` means row a is preferred over row b (a
     multigraph: repeated edges count repeatedly).  weights : optional positive weights, one per
     edge (default 1).  Returns sum_e w_e err_e / sum_e w_e with err_e = 1 when
-    y_score[a] < y_score[b]; a tie counts 1 with ``ties="error"`` (eq. 1's sign(0) = -1, as
-    :func:`pairwise_disagreement`) or 1/2 with ``ties="half"``.  With the edges of all pairs
+    y_score[a] < y_score[b]; a tie counts 1/2 with ``tied_scores="half"`` (default) or 1 with
+    ``tied_scores="wrong"`` (eq. 1's sign(0) = -1), as :func:`pairwise_disagreement`.  With the edges of all pairs
     y_i > y_j it equals ``pairwise_disagreement(y, y_score, average="pooled")``.  O(E).
     """
-    if ties not in ("error", "half"):
-        raise ValueError(f"ties must be 'error' or 'half', got {ties!r}")
+    tie_weight = _tied_score_weight(tied_scores, ties, "edge_disagreement")
     f = _as_vector(y_score, "y_score")
     P = np.asarray(pairs)
     if P.ndim != 2 or P.shape[1] != 2:
@@ -727,7 +744,7 @@ def edge_disagreement(pairs, y_score, weights=None, *, ties="error"):
         if (w <= 0).any():
             raise ValueError("weights must be > 0")
     fa, fb = f[P[:, 0]], f[P[:, 1]]
-    err = (fa < fb) + (1.0 if ties == "error" else 0.5) * (fa == fb)
+    err = (fa < fb) + tie_weight * (fa == fb)
     return float(np.dot(w, err) / w.sum())
 
 

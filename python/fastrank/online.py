@@ -861,11 +861,11 @@ class OnlineMPRank(RegressorMixin, BaseEstimator):
         return self._h(X)
 
     def score(self, X, y, groups=None):
-        """Pairwise ranking accuracy 1 - pairwise_disagreement(y, predict(X), groups, ties="half")
+        """Pairwise ranking accuracy 1 - pairwise_disagreement(y, predict(X), groups, tied_scores="half")
         (pairs tied in y ignored, tied scores half an error), as ``fastrank.MPRank.score``."""
         pred = self.predict(X)
         y = np.asarray(y, dtype=np.float64).ravel()
-        return 1.0 - pairwise_disagreement(y, pred, groups, ties="half")
+        return 1.0 - pairwise_disagreement(y, pred, groups, tied_scores="half")
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

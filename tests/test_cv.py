@@ -736,3 +736,20 @@ def test_leave_pair_out_returns_its_pairs():
     pairs, P = ms.leave_pair_out(est, X, y, groups=GROUPS, return_pairs=True)
     assert np.all(GROUPS[pairs[:, 0]] == GROUPS[pairs[:, 1]]) and np.all(pairs[:, 0] < pairs[:, 1])
     _assert_close(P, ms.leave_pair_out(est, X, y, pairs=pairs, groups=GROUPS), rtol=1e-14)
+
+
+def test_rankrlscv_accepts_every_measure_name_and_scorer():
+    X, y = _data(m=GROUPS.size, seed=53)
+    y = np.abs(np.round(y * 2))
+    alphas = [0.01, 1.0, 100.0]
+    by_name = fastrank.RankRLSCV(alphas=alphas, cv="lgo", scoring="map", kernel="rbf").fit(X, y, GROUPS)
+    scorer = fastrank.metrics.make_ranking_scorer("precision_at_k", k=2)
+    by_scorer = fastrank.RankRLSCV(alphas=alphas, cv="lgo", scoring=scorer, kernel="rbf").fit(X, y, GROUPS)
+    loss = fastrank.RankRLSCV(alphas=alphas, cv="lgo", scoring="m1d", kernel="rbf").fit(X, y, GROUPS)
+    for k, a in enumerate(alphas):
+        pred = ms.leave_group_out(fastrank.RankRLS(alpha=a, kernel="rbf"), X, y, GROUPS)
+        assert by_name.cv_results_["scores"][k] == pytest.approx(
+            fastrank.metrics.mean_average_precision(y, pred, GROUPS), rel=1e-12)
+        assert by_scorer.cv_results_["scores"][k] == pytest.approx(
+            fastrank.metrics.precision_at_k(y, pred, GROUPS, k=2), rel=1e-12)
+        assert loss.cv_results_["scores"][k] == pytest.approx(-fastrank.metrics.m1d(y, pred, GROUPS), rel=1e-12)

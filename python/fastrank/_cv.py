@@ -7,6 +7,7 @@ from sklearn.base import BaseEstimator, RegressorMixin, clone
 from sklearn.utils.validation import check_is_fitted
 
 from ._rankrls import RankRLS
+from .metrics import SCORER_NAMES, RankingScorer, make_ranking_scorer
 from ._shortcuts import engine_for, resolve_folds
 from ._progress import progress
 from ._validation import check_alphas
@@ -81,9 +82,14 @@ def holdout_score(pred, Y, sets, codes, scoring):
 
 
 def _check_scoring(scoring):
-    """"auc" (default), "disagreement", "ndcg", "ndcg@k" (k >= 1) or a callable."""
+    """"auc" (default), "disagreement", "ndcg", "ndcg@k" (k >= 1), any measure name of
+    :func:`fastrank.metrics.make_ranking_scorer`, a scorer it made, or a callable; returns a
+    string for the built-in pairwise/NDCG scores, else a callable (y, pred, groups) -> higher is
+    better."""
     if scoring is None:
         return "auc"
+    if isinstance(scoring, RankingScorer):
+        return scoring.score_predictions
     if callable(scoring):
         return scoring
     if isinstance(scoring, str):
@@ -93,8 +99,12 @@ def _check_scoring(scoring):
             tail = scoring[5:]
             if tail.isdigit() and int(tail) >= 1:
                 return scoring
-    raise ValueError(f"scoring must be 'auc', 'disagreement', 'ndcg', 'ndcg@k' (k >= 1, e.g. 'ndcg@10') or a "
-                     f"callable scoring(y_true, y_pred, groups) -> float (higher is better); got {scoring!r}")
+        if scoring in SCORER_NAMES:
+            return make_ranking_scorer(scoring).score_predictions
+    raise ValueError(f"scoring must be 'auc', 'disagreement', 'ndcg', 'ndcg@k' (k >= 1, e.g. 'ndcg@10'), a measure "
+                     f"name of fastrank.metrics.make_ranking_scorer ({', '.join(sorted(SCORER_NAMES))}), a scorer "
+                     f"it made, or a callable scoring(y_true, y_pred, groups) -> float (higher is better); "
+                     f"got {scoring!r}")
 
 
 class RankRLSCV(RegressorMixin, BaseEstimator):
@@ -116,14 +126,17 @@ class RankRLSCV(RegressorMixin, BaseEstimator):
         leave-one-group-out (needs ``groups``); an int k: k folds (whole groups with ``groups``);
         a scikit-learn splitter (e.g. ``GroupKFold``): its test folds, ``groups`` passed to its
         ``split``; otherwise fold labels or index sets.
-    scoring : {"auc", "disagreement", "ndcg", "ndcg@k"}, callable or None
+    scoring : {"auc", "disagreement", "ndcg", "ndcg@k"}, a measure name, a scorer, callable or None
         "auc" (default) = 1 - pairwise disagreement (ties in held-out predictions count 1/2,
         pairs with equal targets ignored): for "lpo" pooled over all held-out pairs (the LPO-AUC);
         for hold-out sets the mean over (set, group) units.  "disagreement" is minimised.
         "ndcg" / "ndcg@10": mean per-unit NDCG (at k) with gains 2^y - 1 (hold-out sets only;
         y >= 0).  A callable ``scoring(y_true, y_pred, groups)`` (higher is better; e.g.
         ``functools.partial(fastrank.metrics.ndcg, k=5)``) receives the targets and hold-out
-        predictions of all rows of the folds and their group ids (None without groups).
+        predictions of all rows of the folds and their group ids (None without groups).  Any
+        measure name of :func:`fastrank.metrics.make_ranking_scorer` (e.g. "map", "err") or a
+        scorer it made (e.g. ``make_ranking_scorer("precision_at_k", k=5)``) works the same way,
+        losses negated.
     kernel, gamma, degree, coef0, group_weighting, n_jobs : as for :class:`fastrank.RankRLS`.
     store_cv_predictions : bool, default=True
         Keep the cross-validated predictions of the chosen alpha (``cv_predictions_``).

@@ -33,9 +33,11 @@ from __future__ import annotations
 
 import numbers
 
+import inspect
 import warnings
 
 import numpy as np
+from sklearn.metrics import make_scorer
 
 from . import _core
 from ._validation import check_n_jobs, group_index
@@ -61,6 +63,7 @@ __all__ = [
     "err_at_k",
     "make_ranking_scorer",
     "RankingScorer",
+    "SCORER_NAMES",
 ]
 
 _AVERAGES = ("group", "pooled")
@@ -945,11 +948,10 @@ _SCORERS = {
     "spearman_footrule": ("spearman_footrule", False),
     "mean_rank_loss": ("mean_rank_loss", False),
 }
+SCORER_NAMES = frozenset(_SCORERS)
 
 
 def _takes_groups(func):
-    import inspect
-
     try:
         return "groups" in inspect.signature(func).parameters
     except (TypeError, ValueError):
@@ -973,8 +975,6 @@ class RankingScorer:
     """
 
     def __init__(self, measure, sign, kwargs, response_method="predict"):
-        from sklearn.metrics import make_scorer
-
         self._measure = measure
         self._sign = sign
         self._kwargs = dict(kwargs)

@@ -256,11 +256,11 @@ class RankRLSCV(RegressorMixin, BaseEstimator):
         check_is_fitted(self, "best_estimator_")
         return self.best_estimator_.predict(X)
 
-    def score(self, X, y, groups=None):
+    def score(self, X, y, groups=None, sample_weight=None):
         """Pairwise ranking accuracy of the refitted model, ``1 - pairwise_disagreement(y,
         predict(X), groups, tied_scores="half")`` (see :meth:`fastrank.RankRLS.score`); not R^2."""
         check_is_fitted(self, "best_estimator_")
-        return self.best_estimator_.score(X, y, groups)
+        return self.best_estimator_.score(X, y, groups, sample_weight)
 
 
 def _callable_score(scoring, Y, pred, rows, groups):

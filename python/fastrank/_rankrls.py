@@ -136,17 +136,25 @@ class _RankRLSBase(RegressorMixin, BaseEstimator):
         """
         return self._decision(X)
 
-    def score(self, X, y, groups=None):
+    def score(self, X, y, groups=None, sample_weight=None):
         """Pairwise ranking accuracy: ``1 - pairwise_disagreement(y, predict(X), groups,
-        tied_scores="half")``.  Pairs tied in ``y`` are ignored, ties in the predicted scores count as half
+        tied_scores="half", sample_weight=sample_weight)`` (with row weights a pair weighs
+        w_i w_j).  Pairs tied in ``y`` are ignored, ties in the predicted scores count as half
         an error, and with ``groups`` only pairs inside a group count, averaged per group (the
         mean over groups that have a relevant pair).  Higher is better; for binary ``y`` without
         groups it equals the AUC.  Multi-output: the mean over outputs."""
         pred = self.predict(X)
         y = np.asarray(y)
         if pred.ndim == 1:
-            return 1.0 - pairwise_disagreement(y, pred, groups, tied_scores="half")
-        return float(np.mean([1.0 - pairwise_disagreement(y[:, k], pred[:, k], groups, tied_scores="half")
+            if y.ndim == 2 and y.shape[1] == 1:
+                y = y[:, 0]
+            if y.ndim != 1:
+                raise ValueError(f"y must be 1-D for a single-output model, got shape {y.shape}")
+            return 1.0 - pairwise_disagreement(y, pred, groups, sample_weight=sample_weight)
+        if y.ndim != 2 or y.shape[1] != pred.shape[1]:
+            raise ValueError(f"y must have shape (n_samples, {pred.shape[1]}) for this {pred.shape[1]}-output "
+                             f"model, got {y.shape}")
+        return float(np.mean([1.0 - pairwise_disagreement(y[:, k], pred[:, k], groups, sample_weight=sample_weight)
                               for k in range(pred.shape[1])]))
 
     def __sklearn_tags__(self):

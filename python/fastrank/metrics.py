@@ -197,7 +197,7 @@ def _tied_score_weight(tied_scores, ties, where):
 
 
 def pairwise_disagreement(y_true, y_score, groups=None, *, tied_scores="half", average="group", n_jobs=None,
-                          ties=None):
+                          sample_weight=None, ties=None):
     """Fraction of relevant pairs that ``y_score`` orders wrongly (004 eq. 1).
 
     A pair (i, j) is relevant when ``y_true[i] != y_true[j]`` (pairs tied in ``y_true`` are not
@@ -211,12 +211,43 @@ def pairwise_disagreement(y_true, y_score, groups=None, *, tied_scores="half", a
     over all within-group relevant pairs); see the module docstring.  Raises ValueError when no
     relevant pair exists at all.  O(m log m): one argsort of y_score plus an O(m log K) sweep.
     n_jobs : threads over groups.
+    sample_weight : optional, one weight >= 0 per row; pair (i, j) then weighs w_i w_j (in the
+    errors and in the count of relevant pairs).  O(sum_q n_q^2) in blocks (what scikit-learn's
+    ``Pipeline`` routes to ``score``).
     """
     w = _tied_score_weight(tied_scores, ties, "pairwise_disagreement")
     _check_average(average)
     y, f = _as_pair(y_true, y_score, "y_true", "y_score")
+    if sample_weight is not None:
+        return _weighted_disagreement(y, f, groups, _as_vector(sample_weight, "sample_weight"), w, average)
     S = _pair_stats(y, f, _groups(groups, y.shape[0]), False, n_jobs)
     return _average(S[:, 2] + w * S[:, 3], S[:, 1], average, "pairwise_disagreement")
+
+
+def _weighted_disagreement(y, f, groups, sw, tie_weight, average):
+    """pairwise_disagreement with pair weights w_i w_j, by blocks of explicit pair differences."""
+    m = y.shape[0]
+    if sw.shape[0] != m:
+        raise ValueError(f"sample_weight has {sw.shape[0]} entries but y_true has {m}; give one weight per row")
+    if (sw < 0).any():
+        raise ValueError("sample_weight must be >= 0")
+    codes = np.zeros(m, dtype=np.int64) if groups is None else group_index(groups, m).codes
+    num, den = [], []
+    for q in range(int(codes.max()) + 1):
+        rows = np.flatnonzero(codes == q)
+        yq, fq, wq = y[rows], f[rows], sw[rows]
+        e = d = 0.0
+        step = max(1, 2**22 // max(1, rows.size))
+        for lo in range(0, rows.size, step):
+            dy = yq[lo:lo + step, None] - yq[None, :]
+            df = fq[lo:lo + step, None] - fq[None, :]
+            ww = wq[lo:lo + step, None] * wq[None, :]
+            higher = dy > 0  # each relevant pair once, from its higher-labelled end
+            d += ww[higher].sum()
+            e += (ww * higher * ((df < 0) + tie_weight * (df == 0))).sum()
+        num.append(e)
+        den.append(d)
+    return _average(num, den, average, "pairwise_disagreement")
 
 
 def auc(y_true, y_score):

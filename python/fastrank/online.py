@@ -860,12 +860,13 @@ class OnlineMPRank(RegressorMixin, BaseEstimator):
         """Ranking scores h(x) of eq. 13 (higher ranks higher; defined up to a constant)."""
         return self._h(X)
 
-    def score(self, X, y, groups=None):
-        """Pairwise ranking accuracy 1 - pairwise_disagreement(y, predict(X), groups, tied_scores="half")
-        (pairs tied in y ignored, tied scores half an error), as ``fastrank.MPRank.score``."""
+    def score(self, X, y, groups=None, sample_weight=None):
+        """Pairwise ranking accuracy 1 - pairwise_disagreement(y, predict(X), groups) (pairs tied in
+        y ignored, tied scores half an error; row weights make a pair weigh w_i w_j), as
+        ``fastrank.MPRank.score``."""
         pred = self.predict(X)
         y = np.asarray(y, dtype=np.float64).ravel()
-        return 1.0 - pairwise_disagreement(y, pred, groups, tied_scores="half")
+        return 1.0 - pairwise_disagreement(y, pred, groups, sample_weight=sample_weight)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

@@ -19,6 +19,7 @@ from . import _core
 from ._kernels import resolve_kernel
 from ._memory import check_dense_memory
 from ._problem import PreferenceGraph, RankingProblem, check_weighting
+from ._progress import stage
 from ._validation import check_alpha, check_n_jobs
 
 __all__ = ["HoldoutEngine", "engine_for", "estimator_alpha", "resolve_folds", "check_sets", "preference_holdout"]
@@ -45,7 +46,7 @@ def _kernel_spec(estimator, n_features):
                           getattr(estimator, "degree", 3), getattr(estimator, "coef0", 1.0), n_features)
 
 
-def engine_for(estimator, X, y, groups=None, *, min_rows=1, alpha=None):
+def engine_for(estimator, X, y, groups=None, *, min_rows=1, alpha=None, verbose=0):
     """A :class:`HoldoutEngine` for the parameters of ``estimator`` (a RankRLS or MPRank, fitted
     or not) on (X, y, groups)."""
     solver = getattr(estimator, "solver", "auto")
@@ -67,7 +68,7 @@ def engine_for(estimator, X, y, groups=None, *, min_rows=1, alpha=None):
     spec = _kernel_spec(estimator, problem.n_features)
     low_rank = spec.linear and not spec.precomputed and problem.n_features < problem.m and solver != "dual"
     return HoldoutEngine(problem, spec, alpha, check_n_jobs(getattr(estimator, "n_jobs", None)), low_rank=low_rank,
-                         C=C)
+                         C=C, verbose=verbose)
 
 
 class HoldoutEngine:
@@ -79,10 +80,11 @@ class HoldoutEngine:
     m_train^2 / (2 C) (Cortes et al. eq. 17: the leave-out model is MPRank on m - |U| points).
     """
 
-    def __init__(self, problem, spec, alpha, n_threads, *, low_rank, C=None):
+    def __init__(self, problem, spec, alpha, n_threads, *, low_rank, C=None, verbose=0):
         self.problem = problem
         self.alpha = alpha
         self.C = C
+        self.verbose = verbose
         self.n_threads = n_threads
         self.low_rank = low_rank
         gi = problem.groups
@@ -90,11 +92,12 @@ class HoldoutEngine:
         self.Xg = np.ascontiguousarray(gi.take(X, 0)) if low_rank else None
         # The kernel, its eigenvectors, the eigensolver's workspace (2) and the pair-phase matrix.
         check_dense_memory(problem.m, 5, "kernel matrix and its eigendecomposition")
-        if spec.precomputed:
-            Kg = gi.take(gi.take(X, 0), 1)
-            self.K = np.asfortranarray(0.5 * (Kg + Kg.T))
-        else:
-            self.K = spec.train(np.ascontiguousarray(gi.take(X, 0)), n_threads)
+        with stage(f"kernel matrix ({problem.m} x {problem.m})", verbose=verbose):
+            if spec.precomputed:
+                Kg = gi.take(gi.take(X, 0), 1)
+                self.K = np.asfortranarray(0.5 * (Kg + Kg.T))
+            else:
+                self.K = spec.train(np.ascontiguousarray(gi.take(X, 0)), n_threads)
         self.Yg = problem.targets_grouped()
         self.scale = problem.sqrt_laplacian_scale()
         self.offsets = gi.offsets.astype(np.int64)
@@ -132,19 +135,23 @@ class HoldoutEngine:
     def decompose(self):
         """V, sigma with S K S = V diag(sigma) V^T (rank-r factor on the low-rank route)."""
         if self._V is None:
-            if self.low_rank:
-                SX = self.problem.apply_S(self.Xg)
-                lam, W = np.linalg.eigh(SX.T @ SX)
-                keep = lam > max(lam.max(), 0.0) * max(SX.shape) * np.finfo(np.float64).eps
-                if not np.any(keep):
-                    self._V, self._sigma = np.zeros((self.m, 1), order="F"), np.zeros(1)
-                else:
-                    self._V = np.asfortranarray(SX @ (W[:, keep] / np.sqrt(lam[keep])))
-                    self._sigma = np.ascontiguousarray(lam[keep])
-                self._SX = SX
-            else:
-                self._V, self._sigma = _core.cv_spectral(self.K, self.offsets, self.scale, self.n_threads)
+            with stage("spectral factor of S K S", verbose=self.verbose):
+                self._decompose()
         return self._V, self._sigma
+
+    def _decompose(self):
+        if self.low_rank:
+            SX = self.problem.apply_S(self.Xg)
+            lam, W = np.linalg.eigh(SX.T @ SX)
+            keep = lam > max(lam.max(), 0.0) * max(SX.shape) * np.finfo(np.float64).eps
+            if not np.any(keep):
+                self._V, self._sigma = np.zeros((self.m, 1), order="F"), np.zeros(1)
+            else:
+                self._V = np.asfortranarray(SX @ (W[:, keep] / np.sqrt(lam[keep])))
+                self._sigma = np.ascontiguousarray(lam[keep])
+            self._SX = SX
+        else:
+            self._V, self._sigma = _core.cv_spectral(self.K, self.offsets, self.scale, self.n_threads)
 
     def P(self):
         """K S V (in group order)."""

@@ -20,6 +20,8 @@ of the training problem instead of one retraining per hold-out set:
   (000, Proposition 2 with h-bar' replaced by h-bar, eq. 27) next to the exact value.
 
 Conventions.
+* ``verbose`` (0, 1, 2, True or "auto"): the long steps (kernel, spectral factor, pair or set
+  phase) are reported on stderr with their timings; nothing is printed from inside the C++ loops.
 * ``estimator`` is an unfitted or fitted :class:`fastrank.RankRLS` (or :class:`fastrank.MPRank`,
   whose ``C`` maps to ``alpha = m^2 / (2 C)`` for the m inputs each retrained model sees); only its parameters are read (alpha, kernel,
   gamma, degree, coef0, group_weighting, n_jobs).  Linear kernel with n_features < m and
@@ -49,6 +51,7 @@ from sklearn.utils import check_random_state
 
 from ._problem import RankingProblem
 from ._shortcuts import check_sets, engine_for, estimator_alpha, preference_holdout, resolve_folds
+from ._progress import stage
 from ._validation import check_n_jobs, group_index
 
 __all__ = [
@@ -72,7 +75,7 @@ def _shape_out(out, one_d):
 # public functions
 # --------------------------------------------------------------------------------------------
 
-def leave_pair_out(estimator, X, y, pairs=None, groups=None, *, return_pairs=False):
+def leave_pair_out(estimator, X, y, pairs=None, groups=None, *, return_pairs=False, verbose=0):
     """Exact leave-pair-out predictions (004 Lemma 2, eqs. 34-39).
 
     For every pair (i, j) the predictions for ``x_i`` and ``x_j`` of the model retrained without
@@ -99,14 +102,16 @@ def leave_pair_out(estimator, X, y, pairs=None, groups=None, *, return_pairs=Fal
     (n_pairs, 2) array, or (n_pairs, 2, v) for 2-D ``y``: held-out predictions of each pair's first
     and second index; ``(pairs, predictions)`` with ``return_pairs=True``.
     """
-    prob = engine_for(estimator, X, y, groups, min_rows=3)
+    prob = engine_for(estimator, X, y, groups, min_rows=3, verbose=verbose)
     pairs = prob.default_pairs() if pairs is None else prob.check_pairs(pairs)
     prob.check_pairs_leave_training(pairs)
-    out = prob.lpo(pairs)
+    prob.decompose()
+    with stage(f"leave-pair-out predictions of {pairs.shape[0]} pairs", verbose=verbose):
+        out = prob.lpo(pairs)
     return (pairs, out) if return_pairs else out
 
 
-def leave_group_out(estimator, X, y, groups):
+def leave_group_out(estimator, X, y, groups, *, verbose=0):
     """Exact leave-group-out predictions (004 eq. 33): row k holds the prediction for ``x_k`` of
     the model retrained without ``x_k``'s whole group (query setting: the Laplacian's blocks are
     the groups).  One alpha needs no eigendecomposition: from the Cholesky factor of
@@ -117,21 +122,22 @@ def leave_group_out(estimator, X, y, groups):
     all alphas instead."""
     if groups is None:
         raise ValueError("leave_group_out needs groups")
-    prob = engine_for(estimator, X, y, groups)
+    prob = engine_for(estimator, X, y, groups, verbose=verbose)
     if prob.groups.n_groups < 2:
         raise ValueError("leave_group_out needs at least two groups")
     # one alpha: Cholesky factor + diagonal blocks of the inverse (no eigendecomposition)
-    return _shape_out(prob.leave_group_out(), prob.one_d)
+    with stage(f"leave-group-out over {prob.groups.n_groups} groups", verbose=verbose):
+        return _shape_out(prob.leave_group_out(), prob.one_d)
 
 
-def holdout_predictions(estimator, X, y, test_sets, groups=None):
+def holdout_predictions(estimator, X, y, test_sets, groups=None, *, verbose=0):
     """Exact predictions for arbitrary hold-out index sets (each retrains without its set).
 
     ``test_sets``: sequence of index arrays (or boolean masks).  Object ranking: O(m |U|^2 +
     |U|^3) per set plus O(m^2) per distinct set size; with groups: O(m |A|^2 + |A|^3) with A the
     rows of the groups the set touches (eq. 33 for whole groups).  Returns a list of (|U|,) or
     (|U|, v) arrays.  A set that leaves no training pairs raises ValueError."""
-    prob = engine_for(estimator, X, y, groups)
+    prob = engine_for(estimator, X, y, groups, verbose=verbose)
     sets = prob.check_sets(list(test_sets))
     out = prob.holdout(sets)
     res, at = [], 0
@@ -160,12 +166,12 @@ def preference_holdout_predictions(estimator, X, pairs, test_sets, magnitudes=No
     return [o[:, 0] for o in out]
 
 
-def kfold_predictions(estimator, X, y, folds, groups=None):
+def kfold_predictions(estimator, X, y, folds, groups=None, *, verbose=0):
     """Exact k-fold cross-validation predictions: row k is predicted by the model retrained without
     the fold holding k.  ``folds``: an int k (contiguous folds; with groups, whole groups assigned
     round-robin), an (m,) array of fold labels, or a sequence of disjoint index arrays covering
     the rows to predict (rows in no fold get NaN).  Returns (m,) or (m, v)."""
-    prob = engine_for(estimator, X, y, groups)
+    prob = engine_for(estimator, X, y, groups, verbose=verbose)
     sets = prob.check_sets(resolve_folds(folds, prob, groups))
     cat = np.concatenate(sets)
     if np.unique(cat).size != cat.size:
@@ -207,7 +213,7 @@ def _pair_targets(Y, pairs):
 # --------------------------------------------------------------------------------------------
 
 def permutation_test_lpo(estimator, X, y, n_permutations=100, random_state=None, groups=None,
-                         scoring="auc"):
+                         scoring="auc", *, verbose=0):
     """Leave-pair-out permutation test (004 Section 4.1).
 
     The LPO score of ``y`` (``"auc"`` = 1 - pairwise disagreement, higher is better) and of
@@ -240,10 +246,12 @@ def permutation_test_lpo(estimator, X, y, n_permutations=100, random_state=None,
                 perm[members] = members[rng.permutation(members.size)]
             cols.append(y[perm].astype(np.float64))
     Y = np.column_stack(cols)
-    prob = engine_for(estimator, X, Y, groups, min_rows=3)
+    prob = engine_for(estimator, X, Y, groups, min_rows=3, verbose=verbose)
     pairs = prob.default_pairs()
     prob.check_pairs_leave_training(pairs)
-    scores = prob.lpo_disagreement(pairs)
+    prob.decompose()
+    with stage(f"leave-pair-out AUC of y and {n_permutations} permutations", verbose=verbose):
+        scores = prob.lpo_disagreement(pairs)
     auc = 1.0 - scores
     score, perm_scores = float(auc[0]), auc[1:]
     pvalue = (np.count_nonzero(perm_scores >= score) + 1.0) / (n_permutations + 1.0)

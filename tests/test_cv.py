@@ -753,3 +753,21 @@ def test_rankrlscv_accepts_every_measure_name_and_scorer():
         assert by_scorer.cv_results_["scores"][k] == pytest.approx(
             fastrank.metrics.precision_at_k(y, pred, GROUPS, k=2), rel=1e-12)
         assert loss.cv_results_["scores"][k] == pytest.approx(-fastrank.metrics.m1d(y, pred, GROUPS), rel=1e-12)
+
+
+@pytest.mark.parametrize("kernel,d", [("linear", 3), ("rbf", 3), ("linear", 40)])
+def test_sparse_X_in_every_shortcut_equals_dense(kernel, d):
+    import scipy.sparse as sp
+
+    rng = np.random.default_rng(54)
+    X = rng.normal(size=(GROUPS.size, d)) * (rng.random((GROUPS.size, d)) < 0.4)
+    y = rng.normal(size=GROUPS.size)
+    Xs = sp.csr_matrix(X)
+    est = fastrank.RankRLS(alpha=0.5, kernel=kernel, gamma=0.3)
+    _assert_close(ms.leave_pair_out(est, Xs, y), ms.leave_pair_out(est, X, y), rtol=1e-10)
+    _assert_close(ms.leave_group_out(est, Xs, y, GROUPS), ms.leave_group_out(est, X, y, GROUPS), rtol=1e-10)
+    _assert_close(ms.kfold_predictions(est, Xs, y, 3, groups=GROUPS), ms.kfold_predictions(est, X, y, 3, groups=GROUPS),
+                  rtol=1e-10)
+    cv_s = fastrank.RankRLSCV(alphas=[0.1, 1.0], kernel=kernel, gamma=0.3).fit(Xs, y, GROUPS)
+    cv_d = fastrank.RankRLSCV(alphas=[0.1, 1.0], kernel=kernel, gamma=0.3).fit(X, y, GROUPS)
+    np.testing.assert_allclose(cv_s.cv_results_["scores"], cv_d.cv_results_["scores"], rtol=1e-10)

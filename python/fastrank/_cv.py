@@ -175,6 +175,7 @@ class RankRLSCV(RegressorMixin, BaseEstimator):
         tags = super().__sklearn_tags__()
         tags.target_tags.multi_output = True  # y (m, v): every output scored, alpha shared
         tags.input_tags.pairwise = self.kernel == "precomputed"
+        tags.input_tags.sparse = self.kernel != "precomputed"
         return tags
 
     def _scheme(self, groups):

@@ -16,10 +16,11 @@ import numpy as np
 from scipy.linalg import lu_factor, lu_solve
 
 from . import _core
-from ._kernels import resolve_kernel
+from ._kernels import kernel_block, resolve_kernel
 from ._memory import check_dense_memory
 from ._problem import PreferenceGraph, RankingProblem, check_weighting
 from ._progress import stage
+from ._sparse import issparse
 from ._validation import check_alpha, check_n_jobs
 
 __all__ = ["HoldoutEngine", "engine_for", "estimator_alpha", "resolve_folds", "check_sets", "preference_holdout"]
@@ -60,7 +61,7 @@ def engine_for(estimator, X, y, groups=None, *, min_rows=1, alpha=None, verbose=
     weighting = check_weighting(getattr(estimator, "group_weighting", "unweighted"))
     precomputed = getattr(estimator, "kernel", "linear") == "precomputed"
     problem = RankingProblem.from_scores(X, y, groups, weighting=weighting, precomputed=precomputed,
-                                         min_rows=1, require_informative=False)
+                                         min_rows=1, require_informative=False, allow_sparse=True)
     if problem.m < min_rows:
         raise ValueError(f"this cross-validation needs at least {min_rows} inputs, got n_samples={problem.m}")
     C = fixed_C(estimator) if alpha is None else None  # an explicit alpha is kept for every hold-out
@@ -89,15 +90,22 @@ class HoldoutEngine:
         self.low_rank = low_rank
         gi = problem.groups
         X = problem.X
-        self.Xg = np.ascontiguousarray(gi.take(X, 0)) if low_rank else None
+        Xg = X[gi.order] if issparse(X) and not gi.is_identity else gi.take(X, 0)
+        if low_rank and issparse(X):
+            # the rank-n factor needs S X, which block centring makes dense: m x n, n < m
+            check_dense_memory(problem.m, 1, "dense copy of the sparse X (linear low-rank route)",
+                               n_cols=problem.n_features)
+        self.Xg = np.ascontiguousarray(Xg.toarray() if issparse(Xg) else Xg) if low_rank else None
         # The kernel, its eigenvectors, the eigensolver's workspace (2) and the pair-phase matrix.
         check_dense_memory(problem.m, 5, "kernel matrix and its eigendecomposition")
         with stage(f"kernel matrix ({problem.m} x {problem.m})", verbose=verbose):
             if spec.precomputed:
                 Kg = gi.take(gi.take(X, 0), 1)
                 self.K = np.asfortranarray(0.5 * (Kg + Kg.T))
+            elif issparse(Xg):
+                self.K = kernel_block(spec, Xg, Xg, n_threads)  # sparse products, X never densified
             else:
-                self.K = spec.train(np.ascontiguousarray(gi.take(X, 0)), n_threads)
+                self.K = spec.train(np.ascontiguousarray(Xg), n_threads)
         self.Yg = problem.targets_grouped()
         self.scale = problem.sqrt_laplacian_scale()
         self.offsets = gi.offsets.astype(np.int64)
@@ -354,7 +362,10 @@ def preference_holdout(problem, spec, alpha, sets, n_threads):
     g, m = problem.graph, problem.m
     check_dense_memory(m, 3, "kernel matrix and the LU factor of L K + alpha I")
     X = problem.X
-    K = np.asarray(X if spec.precomputed else spec.train(X, n_threads), dtype=np.float64)
+    if spec.precomputed:
+        K = np.asarray(X, dtype=np.float64)
+    else:
+        K = kernel_block(spec, X, X, n_threads) if issparse(X) else spec.train(X, n_threads)
     L = _graph_laplacian(g, m)
     b = _graph_rhs(g, m)
     lu = lu_factor(L @ K + alpha * np.eye(m), check_finite=False)

@@ -158,7 +158,8 @@ def preference_holdout_predictions(estimator, X, pairs, test_sets, magnitudes=No
         raise ValueError("preference_holdout_predictions needs the dense kernel model (no basis_vectors, no "
                          "solver='cg')")
     precomputed = getattr(estimator, "kernel", "linear") == "precomputed"
-    problem = RankingProblem.from_preferences(X, pairs, magnitudes, cost, weights=weights, precomputed=precomputed)
+    problem = RankingProblem.from_preferences(X, pairs, magnitudes, cost, weights=weights, precomputed=precomputed,
+                                              allow_sparse=True)
     sets = check_sets(list(test_sets), problem.m, min_train=2)
     spec = estimator._kernel_spec(problem.n_features)
     alpha = estimator_alpha(estimator, problem.m)

@@ -86,6 +86,8 @@ class HoldoutEngine:
         self.alpha = alpha
         self.C = C
         self.verbose = verbose
+        self.linear = spec.linear
+        self.precomputed = spec.precomputed
         self.n_threads = n_threads
         self.low_rank = low_rank
         gi = problem.groups

@@ -50,9 +50,11 @@ import numpy as np
 from sklearn.utils import check_random_state
 
 from ._problem import RankingProblem
+from ._rankrls import RankRLS
+from ._solvers import Fit
 from ._shortcuts import check_sets, engine_for, estimator_alpha, preference_holdout, resolve_folds
 from ._progress import stage
-from ._validation import check_n_jobs, group_index
+from ._validation import check_alpha, check_n_jobs, group_index
 
 __all__ = [
     "leave_pair_out",
@@ -64,6 +66,8 @@ __all__ = [
     "mprank_loo_approximation",
     "pairwise_disagreement",
     "MPRankLOO",
+    "Factorization",
+    "factorize",
 ]
 
 
@@ -314,3 +318,88 @@ def mprank_loo_approximation(estimator, X, y):
     exact_pred = prob.lpo(pairs)
     ex = float(np.mean(((exact_pred[:, 1] - yv[j]) - (exact_pred[:, 0] - yv[i])) ** 2))
     return MPRankLOO(approx, ex, pairs, approx_pred, exact_pred)
+
+
+# --------------------------------------------------------------------------------------------
+# a reusable decomposition
+# --------------------------------------------------------------------------------------------
+
+class Factorization:
+    """The kernel and spectral factor of one training problem, reused by every hold-out question
+    and every alpha (004 Sect. 3.2-3.4): nothing is recomputed between calls.
+
+    Build it with :func:`factorize`.  Every method takes ``alpha`` (default: the estimator's, or
+    for MPRank the alpha of its C on each training part) and returns exactly what the function of
+    the same name in this module returns for that alpha.
+    """
+
+    def __init__(self, engine, estimator):
+        self._engine = engine
+        self._estimator = estimator
+
+    @property
+    def n_samples(self):
+        return self._engine.m
+
+    def leave_pair_out(self, pairs=None, *, alpha=None, return_pairs=False):
+        eng = self._engine
+        pairs = eng.default_pairs() if pairs is None else eng.check_pairs(pairs)
+        eng.check_pairs_leave_training(pairs)
+        out = eng.lpo(pairs, alpha)
+        return (pairs, out) if return_pairs else out
+
+    def holdout_predictions(self, test_sets, *, alpha=None):
+        eng = self._engine
+        sets = eng.check_sets(list(test_sets))
+        out = eng.holdout(sets, alpha)
+        res, at = [], 0
+        for s in sets:
+            res.append(_shape_out(out[at:at + s.size], eng.one_d))
+            at += s.size
+        return res
+
+    def kfold_predictions(self, folds, *, alpha=None, groups=None):
+        eng = self._engine
+        sets = eng.check_sets(resolve_folds(folds, eng, groups))
+        cat = np.concatenate(sets)
+        if np.unique(cat).size != cat.size:
+            raise ValueError("folds must be disjoint")
+        res = np.full_like(eng.Y, np.nan)
+        res[cat] = eng.holdout(sets, alpha)
+        return _shape_out(res, eng.one_d)
+
+    def leave_group_out(self, *, alpha=None):
+        eng = self._engine
+        if not eng.grouped or eng.groups.n_groups < 2:
+            raise ValueError("leave_group_out needs a factorization built with groups (at least two)")
+        sets = eng.group_sets()
+        res = np.empty_like(eng.Y)
+        res[np.concatenate(sets)] = eng.holdout(sets, alpha)
+        return _shape_out(res, eng.one_d)
+
+    def solve(self, alpha):
+        """The RankRLS fitted on all the data at ``alpha`` (dual form), from the factor alone:
+        u = V (Sigma + alpha)^-1 V^T S y + (S y - V V^T S y) / alpha,  A = S u (eq. 31)."""
+        alpha = check_alpha(alpha)
+        eng = self._engine
+        V, sigma = eng.decompose()
+        Sy = eng.problem.apply_S(eng.Yg)
+        c = V.T @ Sy
+        u = V @ (c / (sigma + alpha)[:, None]) + (Sy - V @ c) / alpha
+        A = eng.groups.untake(eng.problem.apply_S(u))[None]
+        X = eng.problem.X
+        coef = np.asarray(X.T @ A[0])[None] if eng.linear else None
+        keep = ("kernel", "gamma", "degree", "coef0", "group_weighting", "n_jobs")
+        est = RankRLS(alpha=alpha, **{k: v for k, v in self._estimator.get_params(deep=False).items() if k in keep})
+        fit = Fit("dual", coef=coef, dual_coef=A, X_fit=None if eng.precomputed else X)
+        return est._apply_fit(fit, 0, eng.one_d, eng.problem.n_features)
+
+
+def factorize(estimator, X, y, groups=None, *, verbose=0):
+    """Compute the kernel and the spectral factor of S K S once and return a
+    :class:`Factorization` that answers leave-pair-out, leave-group-out, hold-out and k-fold
+    questions and re-solves for any alpha without recomputing either (RLScore's learners keep
+    their decomposition the same way)."""
+    eng = engine_for(estimator, X, y, groups, verbose=verbose)
+    eng.decompose()
+    return Factorization(eng, estimator)

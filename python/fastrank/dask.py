@@ -101,6 +101,11 @@ def _aligned(X, other, name):
     """``other`` with X's row chunks (rechunking a target/group column is cheap; X is never moved)."""
     if other is None:
         return None
+    if not isinstance(other, da.Array) and not _is_dask_frame(other):
+        other = np.asarray(other)
+        if other.ndim == 0 or other.shape[0] != X.shape[0]:
+            raise ValueError(f"{name} has {other.shape[0] if other.ndim else 0} rows but X has {X.shape[0]}; "
+                             f"{name} must be aligned with X's rows")
     other = _as_dask(other, name, (1, 2), row_chunks=X.chunks[0])
     if other.shape[0] != X.shape[0]:
         raise ValueError(

@@ -166,7 +166,14 @@ def test_dataframe_input(client):
     est = DaskRankRLS(alpha=0.7).fit(ddf[feats], ddf["y"], ddf["qid"])
     ref = fastrank.RankRLS(alpha=0.7, solver="primal").fit(X, Y[:, 0], g)
     assert _rel(est.coef_, ref.coef_) < RTOL
-    assert _rel(est.predict(ddf[feats]).compute(), ref.predict(X)) < 1e-9
+    assert _rel(est.predict(ddf[feats]).compute(), ref.predict(X)) < 1e-9  # unknown chunks are fine here
+    with pytest.raises(ValueError, match="partitioned alike"):
+        DaskRankRLS().fit(ddf[feats], dd.from_pandas(df["y"], npartitions=3), ddf["qid"])
+    bad = df.copy()
+    bad.loc[200, "f3"] = np.nan  # in the last of the 4 partitions
+    bddf = dd.from_pandas(bad, npartitions=4)
+    with pytest.raises(ValueError, match=r"X partition 3 \(rows 180:240\) contains NaN"):
+        DaskRankRLS().fit(bddf[feats], bddf["y"], bddf["qid"])
 
 
 # ---------------------------------------------------------------------------------------------

@@ -46,7 +46,7 @@ import dask.array as da
 
 from ._kernels import resolve_kernel
 from ._rankrls import RankRLS
-from ._validation import check_alpha, check_alphas, check_n_jobs
+from ._validation import _all_finite, check_alpha, check_alphas, check_n_jobs
 
 # Internal helpers that are moving between modules: imported in ONE place.
 from ._large_scale import check_dense_memory, select_basis  # noqa: E402
@@ -75,19 +75,35 @@ def _is_dask_frame(obj):
     return hasattr(obj, "to_dask_array") and hasattr(obj, "npartitions")
 
 
-def _as_dask(obj, name, ndim_allowed, row_chunks=None):
-    """A dask array with known row chunks (dataframes/series: partition lengths are counted)."""
+def _frame_lengths(*objs):
+    """Partition lengths shared by the dask dataframes/series among ``objs`` (None if there are
+    none), counted on the narrowest of them so that a column read from e.g. Parquet suffices."""
+    frames = [o for o in objs if _is_dask_frame(o)]
+    if not frames:
+        return None
+    if len({f.npartitions for f in frames}) > 1:
+        raise ValueError("X, y and groups dataframes/series have different numbers of partitions "
+                         f"({[f.npartitions for f in frames]}); they must be partitioned alike (rows aligned)")
+    narrow = min(frames, key=lambda f: len(getattr(f, "columns", ())))
+    return tuple(int(k) for k in narrow.map_partitions(len).compute())
+
+
+def _as_dask(obj, name, ndim_allowed, row_chunks=None, *, lengths=None, allow_unknown=False):
+    """A dask array with known row chunks (dataframes/series take ``lengths``, or count them)."""
     if obj is None:
         return None
     if _is_dask_frame(obj):
-        obj = obj.to_dask_array(lengths=True)
+        if lengths is not None and len(lengths) != obj.npartitions:
+            raise ValueError(f"{name} has {obj.npartitions} partitions but X has {len(lengths)}; they must be "
+                             "partitioned alike")
+        obj = obj.to_dask_array(lengths=None if allow_unknown else (lengths if lengths is not None else True))
     elif not isinstance(obj, da.Array):
         arr = np.asarray(obj)
         chunks = row_chunks if row_chunks is not None else (arr.shape[0],) if arr.ndim else ()
         obj = da.from_array(arr, chunks=(chunks,) + tuple((s,) for s in arr.shape[1:]))
     if obj.ndim not in ndim_allowed:
         raise ValueError(f"{name} must have {' or '.join(map(str, ndim_allowed))} dimension(s), got shape {obj.shape}")
-    if any(np.isnan(c) for c in obj.chunks[0]) or np.isnan(obj.shape[0]):
+    if not allow_unknown and (any(np.isnan(c) for c in obj.chunks[0]) or np.isnan(obj.shape[0])):
         raise ValueError(
             f"{name} has unknown chunk sizes (NaN row chunks, e.g. from a dataframe's .values or boolean "
             f"indexing); call {name}.compute_chunk_sizes() or use .to_dask_array(lengths=True) first"
@@ -97,10 +113,12 @@ def _as_dask(obj, name, ndim_allowed, row_chunks=None):
     return obj
 
 
-def _aligned(X, other, name):
+def _aligned(X, other, name, lengths=None):
     """``other`` with X's row chunks (rechunking a target/group column is cheap; X is never moved)."""
     if other is None:
         return None
+    if _is_dask_frame(other):
+        other = _as_dask(other, name, (1, 2), lengths=lengths)
     if not isinstance(other, da.Array) and not _is_dask_frame(other):
         other = np.asarray(other)
         if other.ndim == 0 or other.shape[0] != X.shape[0]:
@@ -126,7 +144,7 @@ def _offsets(X):
 
 
 def _where(i, start, stop):
-    return f"partition {i} (rows {start}:{stop})"
+    return f"partition {i}" if start is None else f"partition {i} (rows {start}:{stop})"
 
 
 def _check_block(i, start, A, name, ndim):
@@ -138,10 +156,11 @@ def _check_block(i, start, A, name, ndim):
     A = np.ascontiguousarray(A, dtype=np.float64)
     if A.ndim == 1 and ndim == 2:
         A = A.reshape(-1, 1)
-    if not np.isfinite(A).all():
-        bad = int(np.flatnonzero(~np.isfinite(A).reshape(A.shape[0], -1).all(axis=1))[0]) + start
-        raise ValueError(f"{name} {_where(i, start, start + A.shape[0])} contains NaN or infinity "
-                         f"(first at row {bad})")
+    if A.size and not _all_finite(A):
+        bad = int(np.flatnonzero(~np.isfinite(A).reshape(A.shape[0], -1).all(axis=1))[0])
+        at = f"local row {bad}" if start is None else f"row {bad + start}"
+        stop = None if start is None else start + A.shape[0]
+        raise ValueError(f"{name} {_where(i, start, stop)} contains NaN or infinity (first at {at})")
     return A
 
 
@@ -221,7 +240,9 @@ def _partition_stats(i, start, Xp, Yp, gp, table, weighting, feature, p):
     nq = counts[u]
     sw = np.sqrt(_WEIGHTINGS[weighting](nq))[inv][:, None]
     # Centred inside the partition's piece of each group: no digits lost to large feature means.
-    Z = (F - mx[inv]) * sw
+    Z = mx[inv]
+    np.subtract(F, Z, out=Z)
+    Z *= sw
     Zy = (Yp - my[inv]) * sw
     part = n_loc < nq  # groups that continue in other partitions
     return {"M": Z.T @ Z, "R": Z.T @ Zy, "yLy": np.einsum("ij,ij->j", Zy, Zy),
@@ -277,11 +298,12 @@ class _BasisKernel:
 
 
 def _prepare(X, y, groups):
-    X = _as_dask(X, "X", (2,))
-    Y = _aligned(X, y, "y")
-    if Y is None:
+    if y is None:
         raise ValueError("This estimator requires y to be passed, but the target y is None")
-    G = _aligned(X, groups, "groups")
+    lengths = _frame_lengths(X, y, groups)
+    X = _as_dask(X, "X", (2,), lengths=lengths)
+    Y = _aligned(X, y, "y", lengths)
+    G = _aligned(X, groups, "groups", lengths)
     if G is not None and G.ndim != 1:
         raise ValueError(f"groups must be 1-D with one id per row, got shape {G.shape}")
     if X.shape[0] < 2:
@@ -378,7 +400,8 @@ def _subset_path(U, sigma, c, alphas):
 def _predict_block(block, coef, spec, XR, n_threads, one_d, block_info=None):
     loc = block_info[0]["array-location"][0] if block_info else (0, block.shape[0])
     i = block_info[0]["chunk-location"][0] if block_info else 0
-    B = _check_block(i, loc[0], block, "X", 2)
+    start = int(loc[0]) if loc[0] is not None and np.isfinite(loc[0]) else None
+    B = _check_block(i, start, block, "X", 2)
     if B.shape[0] == 0:
         out = np.zeros((0, coef.shape[1]))
     elif XR is None:
@@ -485,7 +508,7 @@ class DaskRankRLS(RegressorMixin, BaseEstimator):
         numpy input gives a numpy array."""
         check_is_fitted(self, "fit_mode_")
         local = not isinstance(X, da.Array) and not _is_dask_frame(X)
-        Xd = _as_dask(X, "X", (2,))
+        Xd = _as_dask(X, "X", (2,), allow_unknown=True)  # row counts are not needed to predict
         if Xd.shape[1] != self.n_features_in_:
             raise ValueError(f"X has {Xd.shape[1]} features, but {type(self).__name__} is expecting "
                              f"{self.n_features_in_} features as input.")
@@ -849,8 +872,9 @@ def fit_oapbpm(estimator, X, y, *, classes=None, n_blocks=None):
         raise ValueError("fit_oapbpm needs shuffle=False (the stream order must be the row order)")
     estimator._validate_params()
     N = int(estimator.n_estimators)
-    Xd = _as_dask(X, "X", (2,))
-    yd = _aligned(Xd, y, "y")
+    lengths = _frame_lengths(X, y)
+    Xd = _as_dask(X, "X", (2,), lengths=lengths)
+    yd = _aligned(Xd, y, "y", lengths)
     if yd is None or yd.ndim != 1:
         raise ValueError("y must be 1-D with one label per row of X")
     if classes is None:

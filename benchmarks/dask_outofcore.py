@@ -108,7 +108,7 @@ def main():
           f"({args.scale} x memory), {m // args.docs_per_query:,} queries, {-(-m // args.chunk_rows)} chunks")
 
     cluster = LocalCluster(n_workers=args.workers, threads_per_worker=1, processes=True,
-                           memory_limit=args.memory_limit, dashboard_address=None)
+                           memory_limit=args.memory_limit, dashboard_address=":0")
     client = Client(cluster)
     try:
         # warm-up: workers import fastrank and run one tiny fit before the clock starts

@@ -65,14 +65,16 @@ def main():
     from fastrank import dask as fdask
     from fastrank import model_selection as ms
 
-    cluster = LocalCluster(n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None)
+    cluster = LocalCluster(n_workers=2, threads_per_worker=1, processes=False, dashboard_address=":0")
     client = Client(cluster)
     try:
         if not args.skip_linear:
             X, y, groups = letor_like(args.rows, args.features, args.queries)
-            Xd = da.from_array(X, chunks=(-(-args.rows // args.chunks), args.features))
-            yd = da.from_array(y, chunks=Xd.chunks[0])
-            gd = da.from_array(groups, chunks=Xd.chunks[0])
+            # The chunks are handed to the workers once, before timing (as data loaded on a cluster,
+            # or X.persist()); in-process workers share the arrays, nothing is copied or pickled.
+            Xd = _scattered(client, X, args.chunks)
+            yd = _scattered(client, y, args.chunks)
+            gd = _scattered(client, groups, args.chunks)
             print(f"linear query RankRLS: {args.rows} x {args.features}, {args.queries} queries, "
                   f"{Xd.numblocks[0]} chunks, 2 workers (processes=False)")
             t_d, t_s, est, ref = paired_best(lambda: fdask.DaskRankRLS(alpha=1.0).fit(Xd, yd, gd),
@@ -109,6 +111,15 @@ def main():
     finally:
         client.close()
         cluster.close()
+
+
+def _scattered(client, A, n_chunks):
+    import dask.array as da
+
+    bounds = np.linspace(0, A.shape[0], n_chunks + 1).astype(int)
+    pieces = [A[a:b] for a, b in zip(bounds[:-1], bounds[1:])]
+    futures = client.scatter(pieces)
+    return da.concatenate([da.from_delayed(f, shape=p.shape, dtype=A.dtype) for f, p in zip(futures, pieces)])
 
 
 def _timed(fn):

@@ -167,7 +167,8 @@ def test_dataframe_input(client):
     with pytest.raises(ValueError, match="partitioned alike"):
         DaskRankRLS().fit(ddf[feats], dd.from_pandas(df["y"], npartitions=3), ddf["qid"])
     y_shifted = dd.from_pandas(df["y"].iloc[:200], npartitions=4)  # 4 partitions of 50: misaligned rows
-    with pytest.raises(ValueError, match=r"y partition \d \(rows \d+:\d+\) has 50 rows but the matching X partition has 60"):
+    msg = r"y partition \d \(rows \d+:\d+\) has 50 rows but the matching X partition has 60"
+    with pytest.raises(ValueError, match=msg):
         DaskRankRLS().fit(ddf[feats], y_shifted)
     bad = df.copy()
     bad.loc[200, "f3"] = np.nan  # in the last of the 4 partitions

@@ -167,7 +167,8 @@ def _check_block(i, start, A, name, ndim):
 def _check_groups_block(i, start, g):
     g = np.asarray(g)
     if g.ndim != 1:
-        raise ValueError(f"groups must be 1-D with one id per row; {_where(i, start, start + len(g))} has shape {g.shape}")
+        raise ValueError(f"groups must be 1-D with one id per row; {_where(i, start, start + len(g))} has "
+                         f"shape {g.shape}")
     if g.dtype.kind == "f" and not np.isfinite(g).all():
         raise ValueError(f"groups {_where(i, start, start + g.size)} contains NaN or infinity")
     return g

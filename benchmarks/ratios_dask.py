@@ -106,7 +106,7 @@ def main():
             print(f"  single machine: one decomposition + 1 permutation {t_1:.3f} s; pair phase of "
                   f"{args.perms} permutations ~{pair:.3f} s")
             for w in (2, 4, 8, 16):
-                print(f"  model with {w} workers of this kind: ~{t_1 + pair / w:.3f} s "
+                print(f"  model with {w} workers, each with the cores of this machine: ~{t_1 + pair / w:.3f} s "
                       f"(each worker repeats the decomposition, splits the pairs)")
     finally:
         client.close()

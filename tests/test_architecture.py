@@ -22,7 +22,7 @@ LAYERS = {
     "_rankrls": 6, "online": 6,
     "_cv": 7, "model_selection": 7,
     "datasets": 8, "_registry": 8,
-    "_persist": 9, "plotting": 9, "bounds": 7,
+    "_persist": 9, "plotting": 9, "bounds": 7, "dask": 9,
     "__init__": 50,  # the package facade: only applications (CLI, demo) may import it
     "_demo": 90, "cli": 90, "__main__": 95,
 }

@@ -9,6 +9,7 @@ import warnings
 
 import numpy as np
 from sklearn.base import BaseEstimator, RegressorMixin
+from sklearn.exceptions import DataConversionWarning
 from sklearn.utils.validation import check_is_fitted
 
 from . import _core
@@ -136,6 +137,11 @@ class SVRank(RegressorMixin, BaseEstimator):
                 raise ValueError("A precomputed kernel matrix must be symmetric")
         else:
             X = as_float_matrix(X, "X", min_rows=2)
+        y = np.asarray(y) if y is not None else y
+        if y is not None and y.ndim == 2 and y.shape[1] == 1:
+            warnings.warn("A column-vector y was passed when a 1d array was expected; it is used as y.ravel().",
+                          DataConversionWarning, stacklevel=2)
+            y = y.ravel()
         Y, one_d = as_targets(y, X.shape[0])
         if Y.shape[1] != 1:
             raise ValueError(f"SVRank takes one target column: y must have shape (m,), got {np.shape(y)}")

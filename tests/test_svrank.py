@@ -149,18 +149,27 @@ def test_pair_loss_equals_double_sum(eps, grouped):
     np.testing.assert_array_equal(g, gb)
 
 
-def test_pair_loss_threaded_large_group():
-    """The threaded sort (chunks merged) gives the same loss and subgradient as one thread."""
+def test_pair_loss_large_and_threaded():
+    """Large groups (radix path), values closer than float32 resolution (exact re-sorting of runs
+    of equal float keys), many groups over threads: equal to the double sum, whatever n_jobs."""
     rng = np.random.default_rng(4)
-    r = np.round(rng.normal(size=20000) * 4) / 4
-    L1, g1 = pair_loss(r, 0.25, n_jobs=1)
-    L4, g4 = pair_loss(r, 0.25, n_jobs=4)
-    assert L1 == pytest.approx(L4, rel=1e-12)
-    np.testing.assert_array_equal(g1, g4)
-    idx = rng.choice(r.size, 300, replace=False)  # brute force on the full sum for sampled rows
-    d = r[None, :] - r[idx, None]
-    h = np.where(np.abs(d) > 0.25, np.sign(d), 0.0)
-    np.testing.assert_array_equal(g1[idx], -2.0 * h.sum(axis=1))
+    m = 3000
+    r = 1.0 + rng.integers(0, 40, size=m) * 1e-12 + np.round(rng.normal(size=m) * 4) / 4
+    r[:500] = -r[:500]
+    r[500:600] = rng.normal(size=100) * 1e-40  # tiny values, all of one sign pattern in float32
+    for eps in (0.0, 1e-12, 0.25):
+        L, g = pair_loss(r, eps, n_jobs=1)
+        Lb, gb = brute_pair_loss(r, eps)
+        assert L == pytest.approx(Lb, rel=1e-12)
+        np.testing.assert_array_equal(g, gb)
+    groups = np.sort(rng.integers(0, 40, size=m))
+    offsets = np.concatenate([[0], np.cumsum(np.bincount(groups))])
+    L1, g1 = pair_loss(r, 0.25, offsets, n_jobs=1)
+    L2, g2 = pair_loss(r, 0.25, offsets, n_jobs=3)
+    Lb, gb = brute_pair_loss(r, 0.25, groups)
+    assert L1 == L2 and L1 == pytest.approx(Lb, rel=1e-12)
+    np.testing.assert_array_equal(g1, g2)
+    np.testing.assert_array_equal(g1, gb)
 
 
 def test_linear_oracle_is_scaled_subgradient():

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <string>
 #include <vector>
@@ -15,40 +16,97 @@ namespace fastrank {
 
 namespace {
 
-struct Item {
-  double v;
-  std::int64_t i;
+// Order-preserving map of a double's float32 rounding to an unsigned integer.  Rounding to float
+// is monotone (r < r' implies float(r) <= float(r')), so sorting by this key orders the residuals
+// up to runs of equal keys, which are then sorted by their exact double values.
+inline std::uint32_t sort_key(double v) {
+  const float f = static_cast<float>(v);
+  std::uint32_t u;
+  std::memcpy(&u, &f, sizeof u);
+  return (u >> 31) ? ~u : (u | 0x80000000u);
+}
+
+// Scratch of one group (slices of the evaluator's buffers).
+struct SortBuffers {
+  std::uint32_t* key;
+  std::uint32_t* idx;
+  std::uint32_t* key2;
+  std::uint32_t* idx2;
+  double* val;
 };
 
-inline bool item_less(const Item& a, const Item& b) { return a.v < b.v; }
-
-// Sorts a[0, n): with several threads the array is cut into 2^k chunks sorted concurrently and
-// merged pairwise (merges of one level run concurrently too).
-void sort_items(Item* a, Index n, int n_threads) {
-  int chunks = 1;
-  while (chunks * 2 <= n_threads && n / (chunks * 2) >= 4096) chunks *= 2;
-  if (chunks == 1) {
-    std::sort(a, a + n, item_less);
-    return;
+// Sorts the rows of one group by residual: LSD radix sort of (32-bit key, row) on 11-bit digits
+// (3 passes after one histogram pass; passes whose digit is constant are skipped), then exact
+// sorting inside runs of equal keys.  O(n) for the bulk instead of n log n comparisons: the sort
+// is the oracle's dominant cost.  On return val[k] is the k-th smallest residual, idx[k] its row.
+void sort_residuals(const double* r, SortBuffers b, Index n) {
+  for (Index i = 0; i < n; ++i) {
+    b.key[i] = sort_key(r[i]);
+    b.idx[i] = static_cast<std::uint32_t>(i);
   }
-  std::vector<Index> bounds(chunks + 1);
-  for (int c = 0; c <= chunks; ++c) bounds[c] = n * c / chunks;
-  parallel_for(0, chunks, chunks, 1, [&](Index lo, Index hi) {
-    for (Index c = lo; c < hi; ++c) std::sort(a + bounds[c], a + bounds[c + 1], item_less);
-  });
-  for (int width = 1; width < chunks; width *= 2) {
-    const Index n_merges = chunks / (2 * width);
-    parallel_for(0, n_merges, n_threads, 1, [&](Index lo, Index hi) {
-      for (Index s = lo; s < hi; ++s) {
-        const Index c = s * 2 * width;
-        std::inplace_merge(a + bounds[c], a + bounds[c + width], a + bounds[c + 2 * width], item_less);
+  constexpr int kBits = 11, kRadix = 1 << kBits, kPasses = 3;
+  std::uint32_t hist[kPasses][kRadix] = {};
+  for (Index i = 0; i < n; ++i) {
+    const std::uint32_t k = b.key[i];
+    ++hist[0][k & (kRadix - 1)];
+    ++hist[1][(k >> kBits) & (kRadix - 1)];
+    ++hist[2][k >> (2 * kBits)];
+  }
+  std::uint32_t *ks = b.key, *kd = b.key2, *is = b.idx, *id = b.idx2;
+  for (int p = 0; p < kPasses; ++p) {
+    std::uint32_t* h = hist[p];
+    const int shift = p * kBits;
+    if (h[(ks[0] >> shift) & (kRadix - 1)] == static_cast<std::uint32_t>(n)) continue;
+    std::uint32_t sum = 0;
+    for (int d = 0; d < kRadix; ++d) {
+      const std::uint32_t c = h[d];
+      h[d] = sum;
+      sum += c;
+    }
+    for (Index i = 0; i < n; ++i) {
+      const std::uint32_t pos = h[(ks[i] >> shift) & (kRadix - 1)]++;
+      kd[pos] = ks[i];
+      id[pos] = is[i];
+    }
+    std::swap(ks, kd);
+    std::swap(is, id);
+  }
+  if (is != b.idx) std::copy(is, is + n, b.idx);
+  for (Index i = 0; i < n; ++i) b.val[i] = r[b.idx[i]];
+  // Exact order inside runs of residuals that round to the same float.
+  for (Index i = 0; i < n;) {
+    Index j = i + 1;
+    while (j < n && ks[j] == ks[i]) ++j;
+    if (j - i > 1) {
+      if (j - i <= 32) {
+        for (Index a = i + 1; a < j; ++a) {
+          const double v = b.val[a];
+          const std::uint32_t x = b.idx[a];
+          Index c = a;
+          for (; c > i && b.val[c - 1] > v; --c) {
+            b.val[c] = b.val[c - 1];
+            b.idx[c] = b.idx[c - 1];
+          }
+          b.val[c] = v;
+          b.idx[c] = x;
+        }
+      } else {
+        std::vector<std::pair<double, std::uint32_t>> run(j - i);
+        for (Index a = i; a < j; ++a) run[a - i] = {b.val[a], b.idx[a]};
+        std::sort(run.begin(), run.end(),
+                  [](const auto& x, const auto& y) { return x.first < y.first; });
+        for (Index a = i; a < j; ++a) {
+          b.val[a] = run[a - i].first;
+          b.idx[a] = run[a - i].second;
+        }
       }
-    });
+    }
+    i = j;
   }
 }
 
-// One group [lo, hi): loss (ordered pairs) and g on its rows.  `work` is the group's slice.
-double group_pair_loss(const double* r, Index lo, Index hi, double eps, double* g, Item* work, int n_threads) {
+// One group [lo, hi): loss (ordered pairs) and g on its rows; `b` points at the group's slices.
+double group_pair_loss(const double* r, Index lo, Index hi, double eps, double* g, SortBuffers b) {
   const Index n = hi - lo;
   if (n < 2) {
     for (Index k = lo; k < hi; ++k) g[k] = 0.0;
@@ -57,22 +115,22 @@ double group_pair_loss(const double* r, Index lo, Index hi, double eps, double* 
   double shift = 0.0;
   for (Index k = lo; k < hi; ++k) shift += r[k];
   shift /= static_cast<double>(n);
-  for (Index k = 0; k < n; ++k) work[k] = Item{r[lo + k], lo + k};
-  sort_items(work, n, n_threads);
+  sort_residuals(r + lo, b, n);
+  const double* s = b.val;
   // Comparisons use the raw residuals (exactly the brute-force predicates r_k - r_j > eps); the
   // sums use residuals minus the group mean so that A_k s_k - prefix does not cancel badly.
   Index p = 0, q = 0;
   double prefix = 0.0, loss = 0.0;
   for (Index k = 0; k < n; ++k) {
-    const double sk = work[k].v;
-    while (p < n && sk - work[p].v > eps) {
-      prefix += work[p].v - shift;
+    const double sk = s[k];
+    while (p < n && sk - s[p] > eps) {
+      prefix += s[p] - shift;
       ++p;
     }
     if (q < k) q = k;
-    while (q < n && !(work[q].v - sk > eps)) ++q;
+    while (q < n && !(s[q] - sk > eps)) ++q;
     loss += static_cast<double>(p) * ((sk - shift) - eps) - prefix;
-    g[work[k].i] = 2.0 * static_cast<double>(p - (n - q));
+    g[lo + b.idx[k]] = 2.0 * static_cast<double>(p - (n - q));
   }
   return 2.0 * loss;
 }
@@ -98,14 +156,18 @@ double ordered_pairs(const std::int64_t* offsets, Index n_groups, bool* has_pair
 class PairLoss {
  public:
   PairLoss(Index m, const std::int64_t* offsets, Index n_groups, double eps, int n_threads)
-      : m_(m), offsets_(offsets), n_groups_(n_groups), eps_(eps), n_threads_(n_threads), work_(m),
-        group_loss_(n_groups) {}
+      : m_(m), offsets_(offsets), n_groups_(n_groups), eps_(eps), n_threads_(n_threads), key_(m), key2_(m),
+        idx_(m), idx2_(m), val_(m), group_loss_(n_groups) {
+    require(m < (Index(1) << 32), "svrank: more than 2^32 rows");
+  }
 
   double operator()(const double* r, double* g) {
-    if (n_groups_ == 1) return group_pair_loss(r, 0, m_, eps_, g, work_.data(), n_threads_);
     parallel_for(0, n_groups_, n_threads_, 16, [&](Index lo, Index hi) {
-      for (Index q = lo; q < hi; ++q)
-        group_loss_[q] = group_pair_loss(r, offsets_[q], offsets_[q + 1], eps_, g, work_.data() + offsets_[q], 1);
+      for (Index q = lo; q < hi; ++q) {
+        const Index o = offsets_[q];
+        SortBuffers b{key_.data() + o, idx_.data() + o, key2_.data() + o, idx2_.data() + o, val_.data() + o};
+        group_loss_[q] = group_pair_loss(r, o, offsets_[q + 1], eps_, g, b);
+      }
     });
     double total = 0.0;
     for (double v : group_loss_) total += v;  // fixed order: independent of the thread count
@@ -118,21 +180,15 @@ class PairLoss {
   Index n_groups_;
   double eps_;
   int n_threads_;
-  std::vector<Item> work_;
+  std::vector<std::uint32_t> key_, key2_, idx_, idx2_;
+  std::vector<double> val_;
   std::vector<double> group_loss_;
 };
 
-// f = X w and a = X^T c for row-major X through BLAS (X seen as its column-major transpose).
-void x_times(const RowMatrixCRef& X, const Vector& w, Vector& f) {
-  const Index m = X.rows(), n = X.cols();
-  f.resize(m);
-  lapack::gemm('T', 'N', m, 1, n, 1.0, X.data(), X.outerStride(), w.data(), n, 0.0, f.data(), m);
-}
-void xt_times(const RowMatrixCRef& X, const Vector& c, Vector& a) {
-  const Index m = X.rows(), n = X.cols();
-  a.resize(n);
-  lapack::gemm('N', 'N', n, 1, m, 1.0, X.data(), X.outerStride(), c.data(), m, 0.0, a.data(), n);
-}
+// f = X w and a = X^T c: matrix-vector products (Eigen's kernels; BLAS dgemm with one column
+// packs X first and was 3x slower than a plain pass here).
+void x_times(const RowMatrixCRef& X, const Vector& w, Vector& f) { f.noalias() = X * w; }
+void xt_times(const RowMatrixCRef& X, const Vector& c, Vector& a) { a.noalias() = X.transpose() * c; }
 
 // Linear model: planes a_t in R^n.
 class LinearModel {

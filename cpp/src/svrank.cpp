@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include <Eigen/Eigenvalues>
+
 #include "fastrank/errors.hpp"
 #include "fastrank/lapack.hpp"
 #include "fastrank/parallel.hpp"
@@ -374,6 +376,7 @@ SvrankResult svrank_kernel(const MatrixCRef& K, const VectorCRef& y, const Index
 // step in the eigenbasis of the reduced Hessian P (Q_WW / 2) P (P = centring projector), plus a
 // steepest-descent component in its null space (Q is only PSD: planes are linearly dependent once
 // there are more of them than dimensions), with an exact line search cut at the first bound.
+
 double simplex_qp(const MatrixCRef& Q, const VectorCRef& b, Vector& lam) {
   const Index k = b.size();
   require(Q.rows() == k && Q.cols() == k && lam.size() == k, "simplex_qp: sizes disagree");
@@ -385,13 +388,13 @@ double simplex_qp(const MatrixCRef& Q, const VectorCRef& b, Vector& lam) {
   lam /= lam.sum();
   std::vector<char> in_w(k);
   for (Index i = 0; i < k; ++i) in_w[i] = lam[i] > 0.0;
-  Vector grad(k), gw, gr, coeffs, p, d, qp;
+  Vector grad(k), ql(k), gw, gr, coeffs, p, d, qp;
   Matrix M;
   std::vector<Index> idx;
   const Index max_steps = 50 * k + 500;
   for (Index step = 0; step < max_steps; ++step) {
-    grad.noalias() = 0.5 * (Q * lam);
-    grad -= b;
+    ql.noalias() = Q * lam;
+    grad = 0.5 * ql - b;
     idx.clear();
     for (Index i = 0; i < k; ++i)
       if (in_w[i]) idx.push_back(i);
@@ -400,7 +403,7 @@ double simplex_qp(const MatrixCRef& Q, const VectorCRef& b, Vector& lam) {
     for (Index a = 0; a < f; ++a) gw[a] = grad[idx[a]];
     const double nu = gw.mean();
     gr = gw.array() - nu;
-    const double phi_scale = std::max({std::abs(b.dot(lam)), 0.25 * lam.dot(Q * lam), 1e-300});
+    const double phi_scale = std::max({std::abs(b.dot(lam)), 0.25 * lam.dot(ql), 1e-300});
     bool stationary = true;
     if (f > 1) {
       M.resize(f, f);
@@ -410,7 +413,15 @@ double simplex_qp(const MatrixCRef& Q, const VectorCRef& b, Vector& lam) {
       const double tm = rm.mean();
       for (Index a = 0; a < f; ++a)
         for (Index c = 0; c < f; ++c) M(a, c) -= rm[a] + rm[c] - tm;
-      lapack::syevd(M, d);  // M <- eigenvectors
+      if (f <= 64) {
+        // Tiny systems: Eigen's solver; a LAPACK call costs more in overhead (and in waking
+        // BLAS threads) than the O(f^3) work itself at this size.
+        Eigen::SelfAdjointEigenSolver<Matrix> es(M);
+        d = es.eigenvalues();
+        M = es.eigenvectors();
+      } else {
+        lapack::syevd(M, d);  // M <- eigenvectors
+      }
       const double dmax = std::max(d.maxCoeff(), 0.0);
       const double thr = 1e-11 * dmax;
       coeffs.noalias() = M.transpose() * gr;

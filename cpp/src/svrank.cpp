@@ -42,6 +42,12 @@ struct SortBuffers {
 // sorting inside runs of equal keys.  O(n) for the bulk instead of n log n comparisons: the sort
 // is the oracle's dominant cost.  On return val[k] is the k-th smallest residual, idx[k] its row.
 void sort_residuals(const double* r, SortBuffers b, Index n) {
+  if (n < 512) {  // small groups: the radix histograms would cost more than comparisons
+    for (Index i = 0; i < n; ++i) b.idx[i] = static_cast<std::uint32_t>(i);
+    std::sort(b.idx, b.idx + n, [r](std::uint32_t x, std::uint32_t y) { return r[x] < r[y]; });
+    for (Index i = 0; i < n; ++i) b.val[i] = r[b.idx[i]];
+    return;
+  }
   for (Index i = 0; i < n; ++i) {
     b.key[i] = sort_key(r[i]);
     b.idx[i] = static_cast<std::uint32_t>(i);

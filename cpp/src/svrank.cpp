@@ -222,6 +222,11 @@ class LinearModel {
     qcol.noalias() = A_.leftCols(k_).transpose() * a_;
   }
   const Vector& coef() const { return w_; }
+  // Keeps the planes listed in `keep` (increasing), in that order.
+  void compact(const std::vector<Index>& keep) {
+    for (Index j = 0; j < static_cast<Index>(keep.size()); ++j) A_.col(j) = A_.col(keep[j]);
+    k_ = static_cast<Index>(keep.size());
+  }
 
  private:
   const RowMatrixCRef& X_;
@@ -256,6 +261,13 @@ class KernelModel {
     qcol.noalias() = C_.leftCols(k_).transpose() * U_.col(k_ - 1);
   }
   const Vector& coef() const { return beta_; }
+  void compact(const std::vector<Index>& keep) {
+    for (Index j = 0; j < static_cast<Index>(keep.size()); ++j) {
+      C_.col(j) = C_.col(keep[j]);
+      U_.col(j) = U_.col(keep[j]);
+    }
+    k_ = static_cast<Index>(keep.size());
+  }
 
  private:
   const MatrixCRef& K_;
@@ -290,6 +302,12 @@ SvrankResult cutting_plane(Model& model, const VectorCRef& y, const IndexVectorC
   double best_F = std::numeric_limits<double>::infinity();
   double best_lb = -std::numeric_limits<double>::infinity();
   Vector best_coef = model.coef();
+  // Planes unused (lambda = 0) for kPrune consecutive iterations are dropped: the working set
+  // stays about n + 1 planes, so the inner QP stays small.  best_lb keeps the largest bound seen,
+  // which stays valid (every model was a lower bound of F when it was solved).
+  constexpr Index kPrune = 50;
+  std::vector<Index> idle;
+  Index k = 0;  // planes in the model
   for (Index t = 0; t < opt.max_iter; ++t) {
     r = f - y;
     const double R = scale * pair_loss(r.data(), g.data());
@@ -305,19 +323,21 @@ SvrankResult cutting_plane(Model& model, const VectorCRef& y, const IndexVectorC
       res.converged = true;
       break;
     }
-    // Plane tangent at the current point: a . w + b_t = R(w).
+    // Plane tangent at the current point: a . w + b_k = R(w).
     c = scale * g;
-    if (t == Q.cols()) {
-      Q.conservativeResize(2 * t, 2 * t);
-      b.conservativeResize(2 * t);
+    if (k == Q.cols()) {
+      Q.conservativeResize(2 * k, 2 * k);
+      b.conservativeResize(2 * k);
     }
-    b[t] = R - c.dot(f);
+    b[k] = R - c.dot(f);
     model.add(c, qcol);
-    Q.col(t).head(t + 1) = qcol;
-    Q.row(t).head(t + 1) = qcol.transpose();
-    lam.conservativeResize(t + 1);
-    lam[t] = (t == 0) ? 1.0 : 0.0;
-    const double lb = simplex_qp(Q.topLeftCorner(t + 1, t + 1), b.head(t + 1), lam);
+    Q.col(k).head(k + 1) = qcol;
+    Q.row(k).head(k + 1) = qcol.transpose();
+    lam.conservativeResize(k + 1);
+    lam[k] = (k == 0) ? 1.0 : 0.0;
+    idle.push_back(0);
+    ++k;
+    const double lb = simplex_qp(Q.topLeftCorner(k, k), b.head(k), lam);
     best_lb = std::max(best_lb, lb);
     const double gap = (best_F - best_lb) / best_F;
     res.gap_history.push_back(gap);
@@ -326,6 +346,27 @@ SvrankResult cutting_plane(Model& model, const VectorCRef& y, const IndexVectorC
       break;
     }
     norm2 = model.set(lam, f);
+    bool prune = false;
+    for (Index j = 0; j < k; ++j) {
+      idle[j] = lam[j] > 0.0 ? 0 : idle[j] + 1;
+      prune = prune || idle[j] > kPrune;
+    }
+    if (prune) {
+      std::vector<Index> keep;
+      for (Index j = 0; j < k; ++j)
+        if (idle[j] <= kPrune) keep.push_back(j);
+      const Index nk = static_cast<Index>(keep.size());
+      for (Index a = 0; a < nk; ++a) {
+        for (Index c2 = 0; c2 < nk; ++c2) Q(a, c2) = Q(keep[a], keep[c2]);  // keep[a] >= a: in place
+        b[a] = b[keep[a]];
+        lam[a] = lam[keep[a]];
+        idle[a] = idle[keep[a]];
+      }
+      lam.conservativeResize(nk);
+      idle.resize(nk);
+      model.compact(keep);
+      k = nk;
+    }
   }
   res.coef = best_coef;
   res.objective = best_F;

@@ -250,13 +250,12 @@ class KernelModel {
     return std::max(0.0, beta_.dot(f));  // ||w||^2 = beta^T K beta
   }
   void add(const Vector& c, Vector& qcol) {
-    const Index m = K_.rows();
     if (k_ == C_.cols()) {
       C_.conservativeResize(Eigen::NoChange, 2 * C_.cols());
       U_.conservativeResize(Eigen::NoChange, 2 * U_.cols());
     }
     C_.col(k_) = c;
-    lapack::gemm('N', 'N', m, 1, m, 1.0, K_.data(), K_.outerStride(), c.data(), m, 0.0, U_.col(k_).data(), m);
+    U_.col(k_).noalias() = K_ * c;  // matrix-vector: BLAS dgemm would pack K on every call
     ++k_;
     qcol.noalias() = C_.leftCols(k_).transpose() * U_.col(k_ - 1);
   }

@@ -434,6 +434,9 @@ double simplex_qp(const MatrixCRef& Q, const VectorCRef& b, Vector& lam) {
   lam /= lam.sum();
   std::vector<char> in_w(k);
   for (Index i = 0; i < k; ++i) in_w[i] = lam[i] > 0.0;
+  // The newest plane (last) is the cut just added: it is violated by the previous solution, so it
+  // enters the working set at once instead of after a first, wasted optimality check.
+  in_w[k - 1] = 1;
   Vector grad(k), ql(k), gw, gr, coeffs, p, d, qp;
   Matrix M;
   std::vector<Index> idx;

@@ -206,8 +206,8 @@ def test_object_lpo_inverse_pair_weight_and_disagreement():
 
 
 def test_object_lpo_inverse_small_alpha_matches_direct_fit_accuracy():
-    """The case that used to lose all accuracy (rbf, m = 8, alpha = 1e-8): the shortcut must be as
-    accurate as retraining itself, measured against extended-precision retraining."""
+    """The case that used to lose all accuracy (rbf, m = 8, alpha = 1e-8: the eigendecomposition
+    route is off by several hundred percent): 1e-8 against extended-precision retraining."""
     m = 8
     X, Y = _data(m, d=2, seed=7)
     K = _kernel(X, "rbf")
@@ -215,33 +215,33 @@ def test_object_lpo_inverse_small_alpha_matches_direct_fit_accuracy():
     pairs = np.stack([i, j], 1)
     for alpha in (1e-8, 1e-6, 1e-4):
         out = _object_lpo(K, Y, alpha, pairs).reshape(-1, 2)
-        ref = _oracle_longdouble(K, Y[:, 0], alpha, pairs)
-        direct = _oracle(K, Y, alpha, pairs)[:, :, 0]
-        err_shortcut = np.max(np.abs(out - ref)) / np.max(np.abs(ref))
-        err_direct = np.max(np.abs(direct - ref)) / np.max(np.abs(ref))
-        assert err_shortcut <= max(1e-9, 20 * err_direct), (alpha, err_shortcut, err_direct)
-        # the old eigendecomposition route, for the record: it is the one that fails
+        ref = np.array(_oracle_longdouble(K, Y[:, 0], alpha, pairs))
+        assert np.max(np.abs(out - ref)) / np.max(np.abs(ref)) < 1e-8, alpha
+    # the eigendecomposition route on the same case, for the record: it is the one that fails
     old = ms_lpo_old(K, Y, 1e-8, pairs)
-    assert np.max(np.abs(old - _oracle_longdouble(K, Y[:, 0], 1e-8, pairs))) > 1e-3
+    ref = np.array(_oracle_longdouble(K, Y[:, 0], 1e-8, pairs))
+    assert np.max(np.abs(old - ref)) / np.max(np.abs(ref)) > 1e-2
 
 
-def _oracle_longdouble(K, y, alpha, pairs):
-    """Retraining in the explicit-Laplacian normal equations (L K_TT + alpha I) a = L y_T with a
-    few steps of iterative refinement in extended precision."""
+def _oracle_longdouble(K, y, alpha, held_sets, groups=None, weighting="unweighted"):
+    """Retraining in the explicit-Laplacian normal equations (L K_TT + alpha I) a = L y_T with
+    iterative refinement in extended precision (the reference for tiny alpha)."""
     m = K.shape[0]
+    cw = pair_weights(groups, weighting) if groups is not None else None
     out = []
-    for p in pairs:
+    for p in held_sets:
+        p = np.asarray(p)
         T = np.setdiff1d(np.arange(m), p)
-        L = laplacian(T, None, None).astype(np.longdouble)
+        L = laplacian(T, groups, cw).astype(np.longdouble)
         KT = K[np.ix_(T, T)].astype(np.longdouble)
         M = L @ KT + alpha * np.eye(T.size, dtype=np.longdouble)
         rhs = L @ y[T].astype(np.longdouble)
-        a = np.linalg.solve(M.astype(np.float64), rhs.astype(np.float64)).astype(np.longdouble)
+        Md = M.astype(np.float64)
+        a = np.linalg.solve(Md, rhs.astype(np.float64)).astype(np.longdouble)
         for _ in range(6):
-            res = rhs - M @ a
-            a = a + np.linalg.solve(M.astype(np.float64), res.astype(np.float64)).astype(np.longdouble)
+            a = a + np.linalg.solve(Md, (rhs - M @ a).astype(np.float64)).astype(np.longdouble)
         out.append((K[np.ix_(p, T)].astype(np.longdouble) @ a).astype(np.float64))
-    return np.array(out)
+    return out
 
 
 def ms_lpo_old(K, Y, alpha, pairs):
@@ -330,15 +330,24 @@ def _full_prediction(K, Y, alpha, groups, weighting):
     return K @ A
 
 
-def test_inverse_routes_small_alpha_query():
-    """alpha = 1e-8 with query groups: as accurate as retraining in double precision."""
-    groups, K, Y, order, offsets, scale, inverse = _query_problem("rbf", "unweighted", sizes=(5, 6, 2), v=1)
+@pytest.mark.parametrize("weighting", ["unweighted", "normalized"])
+def test_inverse_routes_small_alpha_query(weighting):
+    """alpha in {1e-8, 1e-6} with query groups: 1e-8 against extended-precision retraining, for
+    leave-pair-out and leave-group-out."""
+    groups, K, Y, order, offsets, scale, inverse = _query_problem("rbf", weighting, sizes=(5, 6, 2, 4), v=1)
     pairs = np.array([(a, b) for a in range(groups.size) for b in range(a + 1, groups.size)
                       if groups[a] == groups[b]])
-    out = _core.cv_query_lpo_inverse(np.asfortranarray(K[np.ix_(order, order)]), offsets, scale, 1e-8,
-                                     np.asfortranarray(Y[order]), np.ascontiguousarray(inverse[pairs]), 1)
-    ref = _oracle(K, Y, 1e-8, pairs, groups)[:, :, 0]
-    assert np.max(np.abs(out - ref)) / np.max(np.abs(ref)) < 1e-5
+    Kg, Yg = np.asfortranarray(K[np.ix_(order, order)]), np.asfortranarray(Y[order])
+    for alpha in (1e-8, 1e-6):
+        out = _core.cv_query_lpo_inverse(Kg, offsets, scale, alpha, Yg, np.ascontiguousarray(inverse[pairs]), 1)
+        ref = np.array(_oracle_longdouble(K, Y[:, 0], alpha, pairs, groups, weighting))
+        assert np.max(np.abs(out - ref)) / np.max(np.abs(ref)) < 1e-8, alpha
+        lgo = _core.cv_leave_group_out_inverse(Kg, offsets, scale, alpha, Yg, 1)[inverse][:, 0]
+        sets = [np.flatnonzero(groups == g) for g in np.unique(groups)]
+        ref = np.empty(groups.size)
+        for U, r in zip(sets, _oracle_longdouble(K, Y[:, 0], alpha, sets, groups, weighting)):
+            ref[U] = r
+        assert np.max(np.abs(lgo - ref)) / np.max(np.abs(ref)) < 1e-8, alpha
 
 
 def test_inverse_routes_reject_bad_input():

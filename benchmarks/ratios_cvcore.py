@@ -1,7 +1,7 @@
 """Ratios of the tridiagonal path and the Cholesky (inverse-block) hold-outs against numpy
 yardsticks, measured in one run with the runs interleaved, plus peak memory per route.
 
-    python benchmarks/ratios_cvcore.py [--quick] [--no-memory]
+    python benchmarks/ratios_cvcore.py [--quick] [--no-memory]   (--quick: no m = 4000, memory at m = 1000)
 
 Cases (targets from the design notes, notes/cvcore.md):
 * 31-alpha path, Gaussian, m = 2000 / 4000: rankrls_dual_scores_tridiag (S K S reduced once by
@@ -15,11 +15,16 @@ Cases (targets from the design notes, notes/cvcore.md):
   vs the dense route model_selection.leave_group_out(kernel="linear", solver="dual")
   (target: >= 10x faster, no m x m matrix).
 Peak memory: VmHWM of a fresh subprocess per route above its baseline, in m x m float64 matrices.
+
+--cpu: every BLAS pool and fastrank limited to ONE thread and the ratios taken on process CPU
+time (time.process_time), which measures the work and is far less sensitive to other load on a
+shared machine than wall time; without it, wall time with 2 threads (best of interleaved runs).
 """
 
 import json
 import subprocess
 import sys
+import time
 
 import numpy as np
 
@@ -31,6 +36,8 @@ sys.path.insert(0, __file__.rsplit("/", 1)[0])
 from common import best_time, dense_regression, grouped_regression, numpy_gaussian_kernel  # noqa: E402
 
 GAMMA = 1.0 / 50
+NT = 2            # fastrank threads (1 with --cpu)
+CLOCK = None      # None: wall time; else time.process_time
 
 
 def paired(fns, repeat):
@@ -38,7 +45,12 @@ def paired(fns, repeat):
     best = [np.inf] * len(fns)
     for _ in range(repeat):
         for k, fn in enumerate(fns):
-            best[k] = min(best[k], best_time(fn, 1))
+            if CLOCK is None:
+                best[k] = min(best[k], best_time(fn, 1))
+            else:
+                t0 = CLOCK()
+                fn()
+                best[k] = min(best[k], CLOCK() - t0)
     return best
 
 
@@ -47,7 +59,7 @@ def row(name, ours, ref, target):
 
 
 def kernel(X):
-    return fastrank._kernels.resolve_kernel("rbf", GAMMA, 3, 1.0, X.shape[1]).train(np.ascontiguousarray(X), 2)
+    return fastrank._kernels.resolve_kernel("rbf", GAMMA, 3, 1.0, X.shape[1]).train(np.ascontiguousarray(X), NT)
 
 
 def one_group(m):
@@ -60,22 +72,19 @@ def path_cases(sizes):
         X, y = dense_regression(m, 50)
         K0 = kernel(X)
         Y = y[:, None]
-        Kz = K0.copy(order="F")
-        _core.rankrls_dual_scores_tridiag  # noqa: B018 (presence check)
         # the yardstick decomposes the same S K S matrix the solver reduces
         S = np.eye(m) - 1.0 / m
         SKS = np.sqrt(m) * S @ K0 @ S * np.sqrt(m)
-        rep = 2 if m >= 4000 else 3
+        rep = 1 if m >= 4000 else 2
         t_tri, t_eig_route, t_eigh = paired([
-            lambda: _core.rankrls_dual_scores_tridiag(K0.copy(order="F"), one_group(m), False, Y, alphas, 2),
-            lambda: _core.rankrls_dual_scores(K0.copy(order="F"), one_group(m), False, Y, alphas, 2),
+            lambda: _core.rankrls_dual_scores_tridiag(K0.copy(order="F"), one_group(m), False, Y, alphas, NT),
+            lambda: _core.rankrls_dual_scores(K0.copy(order="F"), one_group(m), False, Y, alphas, NT),
             lambda: np.linalg.eigh(SKS),
         ], rep)
         row(f"31-alpha path m={m}: tridiagonal route vs eigh", t_tri, t_eigh, "<= 0.6x")
         row(f"31-alpha path m={m}: eigendecomposition route vs eigh", t_eig_route, t_eigh, "(before)")
-        del Kz
-        A1, _ = _core.rankrls_dual_scores_tridiag(K0.copy(order="F"), one_group(m), False, Y, alphas, 2)
-        A2, _ = _core.rankrls_dual_scores(K0.copy(order="F"), one_group(m), False, Y, alphas, 2)
+        A1, _ = _core.rankrls_dual_scores_tridiag(K0.copy(order="F"), one_group(m), False, Y, alphas, NT)
+        A2, _ = _core.rankrls_dual_scores(K0.copy(order="F"), one_group(m), False, Y, alphas, NT)
         P1, P2 = K0 @ A1, K0 @ A2
         print(f"    max relative difference of the predictions, tridiagonal vs eigen route: "
               f"{np.max(np.abs(P1 - P2)) / np.max(np.abs(P2)):.1e}", flush=True)
@@ -88,16 +97,16 @@ def lpo_cases(sizes):
         i, j = np.triu_indices(m, 1)
         pairs = np.ascontiguousarray(np.stack([i, j], 1).astype(np.int64))
         del i, j
-        est = fastrank.RankRLS(alpha=1.0, kernel="rbf", gamma=GAMMA, n_jobs=2)
-        rep = 2 if m >= 4000 else 3
+        est = fastrank.RankRLS(alpha=1.0, kernel="rbf", gamma=GAMMA, n_jobs=NT)
+        rep = 1 if m >= 4000 else 2
         t_new, t_old, t_ref = paired([
-            lambda: _core.cv_object_lpo_inverse(kernel(X), 1.0, 1.0, Y, pairs, 2),
+            lambda: _core.cv_object_lpo_inverse(kernel(X), 1.0, 1.0, Y, pairs, NT),
             lambda: ms.leave_pair_out(est, X, y),
             lambda: np.linalg.eigh(numpy_gaussian_kernel(X, GAMMA)),
         ], rep)
         row(f"LPO all pairs m={m}: Cholesky route vs numpy kernel+eigh", t_new, t_ref, "<= 0.5x")
         row(f"LPO all pairs m={m}: leave_pair_out today vs numpy kernel+eigh", t_old, t_ref, "(before)")
-        out = _core.cv_object_lpo_inverse(kernel(X), 1.0, 1.0, Y, pairs, 2)
+        out = _core.cv_object_lpo_inverse(kernel(X), 1.0, 1.0, Y, pairs, NT)
         ref = ms.leave_pair_out(est, X, y)
         print(f"    max relative difference vs leave_pair_out today: "
               f"{np.max(np.abs(out - ref)) / np.max(np.abs(ref)):.1e}", flush=True)
@@ -111,9 +120,9 @@ def lgo_cases():
     Xg = np.ascontiguousarray(X[gi.order])
     Yg = np.asfortranarray(y[gi.order][:, None])
     scale = np.sqrt(gi.sizes.astype(float))
-    est = fastrank.RankRLS(alpha=1.0, kernel="rbf", gamma=GAMMA, n_jobs=2)
+    est = fastrank.RankRLS(alpha=1.0, kernel="rbf", gamma=GAMMA, n_jobs=NT)
     t_new, t_old, t_fit = paired([
-        lambda: _core.cv_leave_group_out_inverse(kernel(Xg), gi.offsets, scale, 1.0, Yg, 2),
+        lambda: _core.cv_leave_group_out_inverse(kernel(Xg), gi.offsets, scale, 1.0, Yg, NT),
         lambda: ms.leave_group_out(est, X, y, groups),
         lambda: est.fit(X, y, groups),
     ], 3)
@@ -130,6 +139,33 @@ def lgo_cases():
     b = ms.leave_group_out(lin, X, y, groups)
     print(f"    max relative difference vs the dense route: {np.max(np.abs(a - b)) / np.max(np.abs(b)):.1e}",
           flush=True)
+
+
+def grid_cases(m):
+    """LPO scored over an alpha grid (RankRLSCV): eigen route = one eigendecomposition + per alpha
+    one m x m SYRK (cv_object_prepare) + the pair phase; inverse route = per alpha dpotrf + dpotri +
+    the pair phase.  Prints the per-alpha costs and the grid size where the eigen route wins."""
+    X, y = dense_regression(m, 50)
+    Y = np.asfortranarray(y[:, None])
+    i, j = np.triu_indices(m, 1)
+    pairs = np.ascontiguousarray(np.stack([i, j], 1).astype(np.int64))
+    K = kernel(X)
+    off, sc = one_group(m), np.array([np.sqrt(m)])
+    V, s = _core.cv_spectral(K, off, sc, NT)
+
+    def eigen_alpha():
+        M, mu, h = _core.cv_object_prepare(K, V, s, 1.0, 1.0, Y)
+        _core.cv_object_lpo_disagreement(M, mu, h, Y, 1.0, pairs, NT)
+
+    t_spec, t_eig_alpha, t_inv_alpha = paired([
+        lambda: _core.cv_spectral(K, off, sc, NT),
+        eigen_alpha,
+        lambda: _core.cv_object_lpo_inverse_disagreement(K, 1.0, 1.0, Y, pairs, NT),
+    ], 2)
+    extra = t_inv_alpha - t_eig_alpha
+    cross = f"{t_spec / extra:.0f} alphas" if extra > 0 else "never (the inverse route is cheaper per alpha)"
+    print(f"LPO grid m={m}: eigendecomposition {t_spec:.3f} s once; per alpha: eigen route {t_eig_alpha:.3f} s, "
+          f"inverse route {t_inv_alpha:.3f} s -> eigen route wins beyond {cross}", flush=True)
 
 
 MEM_CHILD = r"""
@@ -197,14 +233,22 @@ def memory_cases(m):
               f"m x m matrices{note}", flush=True)
 
 
-def main(quick=False, memory=True):
+def main(quick=False, memory=True, cpu=False):
+    global NT, CLOCK
+    if cpu:
+        from threadpoolctl import threadpool_limits
+
+        threadpool_limits(1)
+        NT, CLOCK = 1, time.process_time
+        print("single-threaded, process CPU time")
     print(f"{'case':<58} {'fastrank':>11} {'yardstick':>11} {'ratio':>8}")
     path_cases([2000] if quick else [2000, 4000])
-    lpo_cases([1000] if quick else [1000, 2000, 4000])
+    lpo_cases([1000, 2000] if quick else [1000, 2000, 4000])
     lgo_cases()
+    grid_cases(1000 if quick else 2000)
     if memory:
-        memory_cases(2000)
+        memory_cases(1000 if quick else 2000)
 
 
 if __name__ == "__main__":
-    main(quick="--quick" in sys.argv, memory="--no-memory" not in sys.argv)
+    main(quick="--quick" in sys.argv, memory="--no-memory" not in sys.argv, cpu="--cpu" in sys.argv)

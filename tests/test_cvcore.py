@@ -494,3 +494,20 @@ def test_basis_features_rank_deficient_kernel_block():
         KTR = K[np.ix_(T, R)]
         a = np.linalg.lstsq(KTR.T @ L @ KTR + 0.5 * K[np.ix_(R, R)], KTR.T @ L @ Y[T], rcond=None)[0]
         _close(o, K[np.ix_(U, R)] @ a, 1e-8)
+
+
+@pytest.mark.parametrize("grouped", [False, True])
+def test_linear_and_basis_feature_leave_pair_out(grouped):
+    X, Y, groups = _grouped_data(m=15, seed=16)
+    g = groups if grouped else None
+    codes, q = _codes(g, 15)
+    pairs = np.array([(a, b) for a in range(15) for b in range(a + 1, 15) if g is None or g[a] == g[b]])
+    out = _holdout.feature_leave_pair_out(_holdout.linear_features(X), Y, codes, q, 1e-6, pairs)
+    ref = np.array([retrain_predict_primal(X, Y, 1e-6, list(p), g, "unweighted") for p in pairs])
+    _close(out, ref, 1e-8)
+    R = np.array([0, 4, 9])
+    K = rbf(X, X, 0.2)
+    Phi, _ = _holdout.basis_features(K[:, R], K[np.ix_(R, R)])
+    out = _holdout.feature_leave_pair_out(Phi, Y, codes, q, 0.1, pairs)
+    ref = np.array([_basis_oracle(K, Y, 0.1, list(p), R, g) for p in pairs])
+    _close(out, ref, 1e-8)

@@ -33,6 +33,7 @@ __all__ = [
     "basis_features",
     "feature_holdout",
     "feature_leave_group_out",
+    "feature_leave_pair_out",
 ]
 
 
@@ -171,4 +172,18 @@ def feature_leave_group_out(Phi, Y, codes, n_groups, alpha, *, normalized=False)
     for q in range(n_groups):
         rows = prob.rows[q]
         out[rows] = prob.predict_without(rows)
+    return out
+
+
+def feature_leave_pair_out(Phi, Y, codes, n_groups, alpha, pairs, *, normalized=False):
+    """Leave-pair-out predictions (n_pairs, 2, v): each pair retrained exactly through its p x p
+    system, O(p^3) per pair (the group Gram matrices are computed once) -- for a moderate number of
+    pairs; pairs must lie in one group each (validated by the caller)."""
+    Y = _check_y(Y, Phi.shape[0])
+    prob = _Centred(Phi, Y, codes, n_groups, normalized, alpha)
+    cache = {}
+    pairs = np.asarray(pairs, dtype=np.int64)
+    out = np.empty((pairs.shape[0], 2, Y.shape[1]))
+    for k, pair in enumerate(pairs):
+        out[k] = prob.predict_without(pair, cache)
     return out

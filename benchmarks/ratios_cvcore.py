@@ -177,9 +177,9 @@ from fastrank import _core, _holdout
 from fastrank import model_selection as ms
 from common import dense_regression, grouped_regression, numpy_gaussian_kernel
 
-def hwm():
+def status(key):
     for line in open("/proc/self/status"):
-        if line.startswith("VmHWM"):
+        if line.startswith(key):
             return float(line.split()[1]) / 1024.0
 m, route = int(sys.argv[1]), sys.argv[2]
 g = 1.0 / 50
@@ -193,7 +193,10 @@ pairs = None
 if route.startswith("lpo"):
     i, j = np.triu_indices(m, 1)
     pairs = np.ascontiguousarray(np.stack([i, j], 1).astype(np.int64)); del i, j
-base = hwm()
+# reset the high-water mark to the current RSS (Linux >= 4.0), so set-up temporaries do not count
+with open("/proc/self/clear_refs", "w") as f:
+    f.write("5")
+base = status("VmRSS")
 if route == "path-tridiag":
     _core.rankrls_dual_scores_tridiag(spec.train(X, 2), np.array([0, m], np.int64), False, Y, np.logspace(-3, 3, 31), 2)
 elif route == "path-eigen":
@@ -217,7 +220,7 @@ elif route == "linlgo-features":
     _holdout.feature_leave_group_out(X, y, gi.codes, gi.n_groups, 1.0)
 elif route == "linlgo-dense":
     ms.leave_group_out(fastrank.RankRLS(alpha=1.0, kernel="linear", solver="dual"), X, y, groups)
-print(json.dumps({"delta_mb": hwm() - base, "mxm_mb": 8.0 * m * m / 2**20}))
+print(json.dumps({"delta_mb": status("VmHWM") - base, "mxm_mb": 8.0 * m * m / 2**20}))
 """
 
 
@@ -228,7 +231,7 @@ def memory_cases(m):
         out = subprocess.run([sys.executable, "-c", MEM_CHILD, str(m), route, here], capture_output=True,
                              text=True, check=True)
         r = json.loads(out.stdout.strip().splitlines()[-1])
-        note = " (plus the pairs array and the (n_pairs, 2) output)" if route.startswith("lpo") else ""
+        note = " (includes the (n_pairs, 2) float64 output, ~1 m x m)" if route.startswith("lpo") else ""
         print(f"peak memory m={m} {route:<16}: +{r['delta_mb']:7.0f} MiB = {r['delta_mb'] / r['mxm_mb']:5.2f} "
               f"m x m matrices{note}", flush=True)
 

@@ -11,7 +11,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from fastrank import _core  # noqa: E402
+from fastrank import _core, _holdout  # noqa: E402
 from cv_oracles import laplacian, pair_weights, rbf, retrain_predict, retrain_predict_primal  # noqa: E402
 
 ALPHAS = [1e-6, 1e-2, 1.0, 1e3]
@@ -373,9 +373,6 @@ def test_inverse_routes_reject_bad_input():
 # feature-space hold-out (linear kernel, basis vectors): fastrank._holdout
 # ---------------------------------------------------------------------------------------------
 
-from fastrank import _holdout  # noqa: E402
-
-
 def _codes(groups, m):
     if groups is None:
         return np.zeros(m, np.int64), 1
@@ -443,7 +440,7 @@ def test_basis_feature_holdout_equals_retraining_through_the_estimator(alpha):
     m = X.shape[0]
     R = np.array([1, 4, 6, 9, 15, 20])
     K = rbf(X, X, 0.3)
-    Phi, B = _holdout.basis_features(K[:, R], K[np.ix_(R, R)])
+    Phi, _ = _holdout.basis_features(K[:, R], K[np.ix_(R, R)])
     codes, q = _codes(groups, m)
     rng = np.random.default_rng(1)
     others = np.setdiff1d(np.arange(m), R)
@@ -482,7 +479,7 @@ def test_basis_features_rank_deficient_kernel_block():
     X[5] = X[2]
     R = np.array([2, 5, 7, 11])
     K = X @ X.T + 1.0  # rank <= d + 1 (also singular on its own)
-    Phi, B = _holdout.basis_features(K[:, R], K[np.ix_(R, R)])
+    Phi, _ = _holdout.basis_features(K[:, R], K[np.ix_(R, R)])
     assert Phi.shape[1] < R.size
     codes, q = _codes(groups, 20)
     sets = [np.array([0, 1]), np.array([3, 9, 14])]

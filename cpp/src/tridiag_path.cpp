@@ -46,7 +46,8 @@ double tridiagonal_max_eigenvalue(const Vector& d, const Vector& e) {
   }
   const double pivmin = std::max(std::numeric_limits<double>::min(), std::numeric_limits<double>::min() * emax);
   // Largest eigenvalue = smallest x with count(x) == n.
-  for (int it = 0; it < 200 && hi - lo > 4.0 * std::numeric_limits<double>::epsilon() * std::max(std::abs(lo), std::abs(hi)); ++it) {
+  const double eps = std::numeric_limits<double>::epsilon();
+  for (int it = 0; it < 200 && hi - lo > 4.0 * eps * std::max(std::abs(lo), std::abs(hi)); ++it) {
     const double mid = 0.5 * (lo + hi);
     if (mid <= lo || mid >= hi) break;
     if (sturm_count(d, e, mid, pivmin) == n) hi = mid;

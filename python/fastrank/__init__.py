@@ -17,11 +17,13 @@ from . import datasets, metrics
 from . import model_selection
 from ._cv import RankRLSCV
 from .online import OAPBPM, OnlineMPRank, PRank, WidrowHoff
+from ._ranksvm import RankSVM
 
 __all__ = [
     "RankRLS", "MPRank", "RankRLSPath", "rankrls_path",
     "RankRLSCV", "model_selection",
     "PRank", "OAPBPM", "WidrowHoff", "OnlineMPRank",
+    "RankSVM",
     "datasets", "metrics",
     "LinAlgError", "IllConditionedWarning", "exceptions", "__version__",
 ]

@@ -1,5 +1,6 @@
 #include "fastrank/ranksvm.hpp"
 
+#include <Eigen/LU>
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -433,6 +434,13 @@ double backtrack(double F0, double slope, Phi&& phi, double* F_out) {
   return 0.0;
 }
 
+// The Newton step can no longer decrease F measurably (predicted decrease below a few ulps of F)
+// although the gradient test is not met: tol was below what double precision resolves.  The
+// point is then optimal to working precision provided the gradient already fell by 1e-6.
+bool at_precision_floor(double F, double slope, double gnorm, double g0) {
+  return -slope <= 8.0 * std::numeric_limits<double>::epsilon() * std::abs(F) && gnorm <= 1e-6 * g0;
+}
+
 // ---- squared hinge: truncated Newton with line search (Lee & Lin 2014, Sect. 4) ----------------
 //
 // F(w) = 1/2 w^T w + C L(X w), grad = w + C X^T g_f, H = I + C X^T H_f X with H_f the generalized
@@ -489,6 +497,10 @@ RankSvmResult newton_linear(const Model& X, PairwiseHingeLoss& P, const RankSvmO
       X.times(d, Xd);
     }
     const double F0 = 0.5 * w.squaredNorm() + o.C * L;
+    if (at_precision_floor(F0, g.dot(d), gnorm, g0)) {
+      res.converged = true;
+      break;
+    }
     const double ww = w.squaredNorm(), wd = w.dot(d), dd = d.squaredNorm();
     double Lt = 0.0, Fnew = 0.0;
     const double t = backtrack(F0, g.dot(d), [&](double s) {
@@ -572,6 +584,10 @@ RankSvmResult newton_kernel(const KernelOperator& K, PairwiseHingeLoss& P, const
     }
     const double bf = beta.dot(f), df = d.dot(f), dKd = d.dot(Kd);
     const double F0 = 0.5 * bf + o.C * L;
+    if (at_precision_floor(F0, Krho.dot(d), gnorm, g0)) {
+      res.converged = true;
+      break;
+    }
     double Lt = 0.0, Fnew = 0.0;
     const double t = backtrack(F0, Krho.dot(d), [&](double st) {
       ft = f + st * Kd;
@@ -631,171 +647,295 @@ class CutMaster {
     for (Index t = 0; t < size(); ++t) v += lambda_[t] * (b_[t] - 0.5 * (grad_[t] + b_[t]));
     return v;
   }
-  // SMO on {lambda >= 0, sum lambda + slack = C}: move mass between the most violating pair
-  // (the slack variable has zero gradient and zero curvature).  Returns the number of steps.
-  Index solve(double C, double eps) {
+  // The master's own duality gap at lambda (Frank-Wolfe gap over the simplex with slack):
+  // sum_t lambda_t g_t - C min(0, min_t g_t), g = G lambda - b.
+  double own_gap(double C) const {
+    double gl = 0.0, gmin = 0.0;
+    for (Index t = 0; t < size(); ++t) {
+      gl += lambda_[t] * grad_[t];
+      gmin = std::min(gmin, grad_[t]);
+    }
+    return gl - C * gmin;
+  }
+  // Solves the master to an own gap <= `gap`.  Why not SMO: G has rank <= n_features (linear) and
+  // many cuts, and SMO crawls on such degenerate problems.  Instead: proximal-point rounds
+  // min q(lambda) + eps/2 ||lambda - lambda_k||^2 (strictly convex for any eps > 0), each solved
+  // exactly by a primal active-set method on the simplex {lambda >= 0, slack >= 0, sum = C}
+  // whose equality subproblems are (|F|+1) KKT systems.  Returns active-set iterations.
+  Index solve(double C, double gap) {
     const Index T = size();
     if (T == 0) return 0;
-    double slack = C - lambda_.sum();
-    if (slack < 0.0) slack = 0.0;
-    Index steps = 0;
-    const Index cap = 200000 + 200 * T;
-    for (; steps < cap; ++steps) {
-      // i: smallest gradient (slack counts as 0) to increase; j: largest gradient among
-      // positive variables (slack if positive) to decrease.
-      Index i = -1, j = -1;
-      double gi = 0.0, gj = -std::numeric_limits<double>::infinity();
-      for (Index t = 0; t < T; ++t) {
-        if (grad_[t] < gi) {
-          gi = grad_[t];
-          i = t;
-        }
-        if (lambda_[t] > 0.0 && grad_[t] > gj) {
-          gj = grad_[t];
-          j = t;
-        }
-      }
-      if (slack > 0.0 && 0.0 > gj) {
-        gj = 0.0;
-        j = -1;
-      }
-      if (!(gj > -std::numeric_limits<double>::infinity()) || gj - gi <= eps) break;
-      if (i == j) break;
-      const double Gii = i >= 0 ? G_(i, i) : 0.0, Gjj = j >= 0 ? G_(j, j) : 0.0;
-      const double Gij = (i >= 0 && j >= 0) ? G_(i, j) : 0.0;
-      const double curv = Gii + Gjj - 2.0 * Gij;
-      const double avail = j >= 0 ? lambda_[j] : slack;
-      double delta = curv > 0.0 ? (gj - gi) / curv : avail;
-      if (delta >= avail) delta = avail;
-      if (delta <= 0.0) break;
-      if (i >= 0) {
-        lambda_[i] += delta;
-        grad_ += delta * G_.col(i);
-      } else {
-        slack += delta;
-      }
-      if (j >= 0) {
-        lambda_[j] = (delta == avail) ? 0.0 : lambda_[j] - delta;
-        grad_ -= delta * G_.col(j);
-      } else {
-        slack = (delta == avail) ? 0.0 : slack - delta;
-      }
+    const double eps = 1e-10 * std::max(1e-300, G_.diagonal().maxCoeff());
+    // Variables 0..T-1 are lambda, T is the slack (zero row and column in G, b = 0).
+    Vector v(T + 1);
+    v.head(T) = lambda_;
+    v[T] = std::max(0.0, C - lambda_.sum());
+    Index total = 0;
+    for (int round = 0; round < 50; ++round) {
+      refresh();
+      if (own_gap(C) <= gap) break;
+      const Vector center = v;
+      total += active_set(C, eps, center, v);
+      lambda_ = v.head(T);
     }
-    // Refresh the gradient to remove drift.
-    grad_ = G_ * lambda_;
-    for (Index t = 0; t < T; ++t) grad_[t] -= b_[t];
-    return steps;
+    refresh();
+    return total;
   }
 
  private:
   Matrix G_;
   std::vector<double> b_;
   Vector lambda_, grad_;
+
+  void refresh() {
+    grad_ = G_ * lambda_;
+    for (Index t = 0; t < size(); ++t) grad_[t] -= b_[t];
+  }
+  double H(Index s, Index t, double eps) const {
+    const Index T = size();
+    return (s < T && t < T ? G_(s, t) : 0.0) + (s == t ? eps : 0.0);
+  }
+  double lin(Index t, double eps, const Vector& center) const {
+    return (t < size() ? b_[t] : 0.0) + eps * center[t];
+  }
+  // min 1/2 v^T (G + eps I) v - (b + eps center)^T v over {v >= 0, sum v = C}; v feasible on entry.
+  Index active_set(double C, double eps, const Vector& center, Vector& v) const {
+    const Index N = v.size();
+    std::vector<Index> F;
+    for (Index t = 0; t < N; ++t)
+      if (v[t] > 0.0) F.push_back(t);
+    if (F.empty()) {  // cannot happen with sum v = C > 0, but stay feasible
+      v.setZero();
+      v[N - 1] = C;
+      F.push_back(N - 1);
+    }
+    Index it = 0;
+    const Index cap = 10 * N + 100;
+    for (; it < cap; ++it) {
+      const Index k = static_cast<Index>(F.size());
+      Matrix KKT = Matrix::Zero(k + 1, k + 1);
+      Vector rhs(k + 1);
+      for (Index a = 0; a < k; ++a) {
+        for (Index c = 0; c < k; ++c) KKT(a, c) = H(F[a], F[c], eps);
+        KKT(a, k) = 1.0;
+        KKT(k, a) = 1.0;
+        rhs[a] = lin(F[a], eps, center);
+      }
+      rhs[k] = C;
+      const Vector sol = KKT.partialPivLu().solve(rhs);  // sol = (z_F, nu) with H z - lin = -nu
+      bool feasible = true;
+      for (Index a = 0; a < k; ++a)
+        if (!(sol[a] >= 0.0)) feasible = false;
+      if (feasible) {
+        v.setZero();
+        for (Index a = 0; a < k; ++a) v[F[a]] = sol[a];
+        // Multiplier: on F the gradient equals mu = -sol[k]; outside F it must be >= mu.
+        const double mu = -sol[k];
+        Index add = -1;
+        double worst = -1e-13 * (1.0 + std::abs(mu));
+        std::vector<char> inF(static_cast<size_t>(N), 0);
+        for (Index t : F) inF[t] = 1;
+        for (Index t = 0; t < N; ++t) {
+          if (inF[t]) continue;
+          double g = -lin(t, eps, center);
+          for (Index a = 0; a < k; ++a) g += H(t, F[a], eps) * v[F[a]];
+          if (g - mu < worst) {
+            worst = g - mu;
+            add = t;
+          }
+        }
+        if (add < 0) break;
+        F.push_back(add);
+      } else {
+        // Step from v towards z until the first free variable reaches zero, then drop it.
+        double step = 1.0;
+        for (Index a = 0; a < k; ++a)
+          if (sol[a] < 0.0) step = std::min(step, v[F[a]] / (v[F[a]] - sol[a]));
+        std::vector<Index> keep;
+        for (Index a = 0; a < k; ++a) {
+          const double x = v[F[a]] + step * (sol[a] - v[F[a]]);
+          v[F[a]] = x > 0.0 ? x : 0.0;
+          if (x > 1e-300) keep.push_back(F[a]);
+        }
+        if (keep.empty()) {
+          v[N - 1] = C;
+          keep.push_back(N - 1);
+        }
+        F.swap(keep);
+      }
+    }
+    // Restore exact feasibility (rounding).
+    for (Index t = 0; t < N; ++t) v[t] = std::max(0.0, v[t]);
+    const double total = v.sum();
+    if (total > 0.0) v *= C / total;
+    return it;
+  }
 };
 
-double master_eps(double C, double scale) { return 1e-15 * std::max(1.0, scale) / std::max(1e-300, std::min(1.0, C)); }
 
+// Cut storage and products of the linear model: cuts a_t = X^T kappa_t in feature space.
 template <class Model>
-RankSvmResult cutting_plane_linear(const Model& X, PairwiseHingeLoss& P, const RankSvmOptions& o) {
-  const Index m = X.rows(), n = X.dim();
+class LinearCuts {
+ public:
+  explicit LinearCuts(const Model& X) : X_(X) {}
+  Index rows() const { return X_.rows(); }
+  Index dim() const { return X_.dim(); }
+  // Adds the cut of subgradient gf (kappa = -gf); row = Gram products with every cut, new last.
+  void add(const Vector& gf, Vector& row) {
+    Vector a;
+    X_.ttimes(gf, a);
+    a = -a;
+    row.resize(static_cast<Index>(cuts_.size()) + 1);
+    for (size_t t = 0; t < cuts_.size(); ++t) row[t] = cuts_[t].dot(a);
+    row[cuts_.size()] = a.squaredNorm();
+    cuts_.push_back(std::move(a));
+  }
+  void combine(const Vector& lambda, Vector& coef, Vector& f) const {
+    coef.setZero(dim());
+    for (size_t t = 0; t < cuts_.size(); ++t)
+      if (lambda[t] != 0.0) coef += lambda[t] * cuts_[t];
+    X_.times(coef, f);
+  }
+  // <w1, w2> of models given by (coef, f).
+  double inner(const Vector& c1, const Vector&, const Vector& c2, const Vector&) const { return c1.dot(c2); }
+
+ private:
+  const Model& X_;
+  std::vector<Vector> cuts_;
+};
+
+// Kernel model: cuts kappa_t in coefficient space, with K kappa_t kept (one K-product per cut).
+class KernelCuts {
+ public:
+  explicit KernelCuts(const KernelOperator& K) : K_(K) {}
+  Index rows() const { return K_.rows(); }
+  Index dim() const { return K_.rows(); }
+  void add(const Vector& gf, Vector& row) {
+    Vector kap = -gf, Kkap;
+    K_.times(kap, Kkap);
+    row.resize(static_cast<Index>(kappas_.size()) + 1);
+    for (size_t t = 0; t < kappas_.size(); ++t) row[t] = kappas_[t].dot(Kkap);
+    row[kappas_.size()] = kap.dot(Kkap);
+    kappas_.push_back(std::move(kap));
+    Kkappas_.push_back(std::move(Kkap));
+  }
+  void combine(const Vector& lambda, Vector& coef, Vector& f) const {
+    coef.setZero(dim());
+    f.setZero(rows());
+    for (size_t t = 0; t < kappas_.size(); ++t)
+      if (lambda[t] != 0.0) {
+        coef += lambda[t] * kappas_[t];
+        f += lambda[t] * Kkappas_[t];
+      }
+  }
+  double inner(const Vector& c1, const Vector&, const Vector&, const Vector& f2) const { return c1.dot(f2); }
+
+ private:
+  const KernelOperator& K_;
+  std::vector<Vector> kappas_, Kkappas_;
+};
+
+// Cutting planes with the OCAS line search (Franc & Sonnenburg, JMLR 10, 2009): besides the master
+// solution w_c, keep the best point w_b; each round moves w_b to the minimiser of F on the segment
+// towards w_c and places the next cut at (1 - mu) w_b + mu w_c.  Plain cutting planes (mu = 1
+// without line search) need hundreds to thousands of cuts for large C; this needs tens.  The line
+// search runs in score space (f_b + t (f_c - f_b)), so it never touches X or K: phi'(t) =
+// <w_b, D> + t ||D||^2 + C g(t) . (f_c - f_b) is monotone and is bracketed then bisected.
+template <class Cuts>
+RankSvmResult cutting_plane(Cuts& cuts, PairwiseHingeLoss& P, const RankSvmOptions& o) {
+  const Index m = cuts.rows(), n = cuts.dim();
   const int nt = o.n_threads;
+  constexpr double mu = 0.1;
   RankSvmResult res;
-  std::vector<Vector> cuts;  // a_t = X^T kappa_t
   CutMaster master;
-  Vector w = Vector::Zero(n), f = Vector::Zero(m), gf(m), a(n), best = w, row;
-  double best_F = std::numeric_limits<double>::infinity(), best_L = 0.0, bmax = 0.0;
+  Vector wb = Vector::Zero(n), fb = Vector::Zero(m), wc(n), fc(m), gf(m), g2(m), row, fD(m), ft(m);
+  Vector wcut = wb, fcut = fb;
+  double active = 0.0;
+  double Lb = P.evaluate(SvmLoss::Hinge, fb.data(), gf.data(), &active, nt);
+  double Fb = o.C * Lb, bmax = 0.0;
   Index iter = 0;
   while (true) {
-    double active = 0.0;
-    const double L = P.evaluate(SvmLoss::Hinge, f.data(), gf.data(), &active, nt);
-    const double F = 0.5 * w.squaredNorm() + o.C * L;
-    if (F < best_F) {
-      best_F = F;
-      best_L = L;
-      best = w;
-    }
+    // gf / active hold the oracle at the cut point.
+    cuts.add(gf, row);
+    master.add(active, row);
+    bmax = std::max(bmax, active);
+    // Certify the master to a tenth of the requested gap (and never below rounding level).
+    res.n_inner += master.solve(o.C, std::max(0.1 * o.tol * Fb, 1e-15 * (Fb + o.C * bmax)));
+    ++iter;
+    cuts.combine(master.lambda(), wc, fc);
     const double lower = master.lower_bound();
-    res.criterion = best_F > 0.0 ? (best_F - lower) / best_F : 0.0;
-    if (best_F - lower <= o.tol * best_F) {
+    // Line search from w_b towards w_c.
+    const Vector D = wc - wb;
+    fD = fc - fb;
+    const double bD = cuts.inner(wb, fb, D, fD), DD = cuts.inner(D, fD, D, fD);
+    auto slope = [&](double t) {
+      ft = fb + t * fD;
+      P.evaluate(SvmLoss::Hinge, ft.data(), g2.data(), nullptr, nt);
+      return bD + t * DD + o.C * g2.dot(fD);
+    };
+    double t = 0.0;
+    if (DD > 0.0 && slope(0.0) < 0.0) {
+      double lo = 0.0, hi = 1.0;
+      while (slope(hi) < 0.0 && hi < 1e6) {
+        lo = hi;
+        hi *= 2.0;
+      }
+      for (int k = 0; k < 40 && hi - lo > 1e-12 * hi; ++k) {
+        const double mid = 0.5 * (lo + hi);
+        if (slope(mid) < 0.0)
+          lo = mid;
+        else
+          hi = mid;
+      }
+      // phi is convex: of the bracket's ends keep the lower objective (both are exact values).
+      auto phi = [&](double s) {
+        ft = fb + s * fD;
+        const double L = P.evaluate(SvmLoss::Hinge, ft.data(), nullptr, nullptr, nt);
+        return std::make_pair(0.5 * cuts.inner(wb, fb, wb, fb) + s * bD + 0.5 * s * s * DD + o.C * L, L);
+      };
+      const auto plo = phi(lo), phi_hi = phi(hi);
+      t = phi_hi.first < plo.first ? hi : lo;
+      const auto best = phi_hi.first < plo.first ? phi_hi : plo;
+      if (best.first < Fb) {
+        Fb = best.first;
+        Lb = best.second;
+        wb += t * D;
+        fb += t * fD;
+      }
+    }
+    res.criterion = Fb > 0.0 ? (Fb - lower) / Fb : 0.0;
+    if (Fb - lower <= o.tol * Fb) {
       res.converged = true;
       break;
     }
     if (iter >= o.max_iter) break;
-    X.ttimes(gf, a);
-    a = -a;
-    row.resize(static_cast<Index>(cuts.size()) + 1);
-    for (size_t t = 0; t < cuts.size(); ++t) row[t] = cuts[t].dot(a);
-    row[cuts.size()] = a.squaredNorm();
-    cuts.push_back(a);
-    master.add(active, row);
-    bmax = std::max(bmax, active);
-    res.n_inner += master.solve(o.C, master_eps(o.C, bmax));
-    w.setZero();
-    const Vector& lam = master.lambda();
-    for (size_t t = 0; t < cuts.size(); ++t)
-      if (lam[t] != 0.0) w += lam[t] * cuts[t];
-    X.times(w, f);
-    ++iter;
+    wcut = (1.0 - mu) * wb + mu * wc;
+    fcut = (1.0 - mu) * fb + mu * fc;
+    const double Lcut = P.evaluate(SvmLoss::Hinge, fcut.data(), gf.data(), &active, nt);
+    const double Fcut = 0.5 * cuts.inner(wcut, fcut, wcut, fcut) + o.C * Lcut;
+    if (Fcut < Fb) {
+      Fb = Fcut;
+      Lb = Lcut;
+      wb = wcut;
+      fb = fcut;
+    }
   }
-  res.coef = std::move(best);
-  res.loss = best_L;
-  res.objective = best_F;
+  res.coef = std::move(wb);
+  res.loss = Lb;
+  res.objective = Fb;
   res.n_iter = iter;
   return res;
 }
 
-// Kernel form: cuts are kappa_t in coefficient space, G_st = kappa_s^T K kappa_t, f = sum lambda_t
-// K kappa_t (the K kappa_t are kept: one K-product per cut).
+template <class Model>
+RankSvmResult cutting_plane_linear(const Model& X, PairwiseHingeLoss& P, const RankSvmOptions& o) {
+  LinearCuts<Model> cuts(X);
+  return cutting_plane(cuts, P, o);
+}
+
 RankSvmResult cutting_plane_kernel(const KernelOperator& K, PairwiseHingeLoss& P, const RankSvmOptions& o) {
-  const Index m = K.rows();
-  const int nt = o.n_threads;
-  RankSvmResult res;
-  std::vector<Vector> kappas, Kkappas;
-  CutMaster master;
-  Vector beta = Vector::Zero(m), f = Vector::Zero(m), gf(m), kap(m), Kkap(m), best = beta, row;
-  double best_F = std::numeric_limits<double>::infinity(), best_L = 0.0, bmax = 0.0;
-  Index iter = 0;
-  while (true) {
-    double active = 0.0;
-    const double L = P.evaluate(SvmLoss::Hinge, f.data(), gf.data(), &active, nt);
-    const double F = 0.5 * beta.dot(f) + o.C * L;
-    if (F < best_F) {
-      best_F = F;
-      best_L = L;
-      best = beta;
-    }
-    const double lower = master.lower_bound();
-    res.criterion = best_F > 0.0 ? (best_F - lower) / best_F : 0.0;
-    if (best_F - lower <= o.tol * best_F) {
-      res.converged = true;
-      break;
-    }
-    if (iter >= o.max_iter) break;
-    kap = -gf;
-    K.times(kap, Kkap);
-    row.resize(static_cast<Index>(kappas.size()) + 1);
-    for (size_t t = 0; t < kappas.size(); ++t) row[t] = kappas[t].dot(Kkap);
-    row[kappas.size()] = kap.dot(Kkap);
-    kappas.push_back(kap);
-    Kkappas.push_back(Kkap);
-    master.add(active, row);
-    bmax = std::max(bmax, active);
-    res.n_inner += master.solve(o.C, master_eps(o.C, bmax));
-    beta.setZero();
-    f.setZero();
-    const Vector& lam = master.lambda();
-    for (size_t t = 0; t < kappas.size(); ++t)
-      if (lam[t] != 0.0) {
-        beta += lam[t] * kappas[t];
-        f += lam[t] * Kkappas[t];
-      }
-    ++iter;
-  }
-  res.coef = std::move(best);
-  res.loss = best_L;
-  res.objective = best_F;
-  res.n_iter = iter;
-  return res;
+  KernelCuts cuts(K);
+  return cutting_plane(cuts, P, o);
 }
 
 template <class Model>

@@ -671,9 +671,13 @@ class CutMaster {
     v.head(T) = lambda_;
     v[T] = std::max(0.0, C - lambda_.sum());
     Index total = 0;
+    double previous = std::numeric_limits<double>::infinity();
     for (int round = 0; round < 50; ++round) {
       refresh();
-      if (own_gap(C) <= gap) break;
+      const double current = own_gap(C);
+      // Done, or stalled at the rounding level of the KKT solves (the lower bound stays valid).
+      if (current <= gap || current > 0.5 * previous) break;
+      previous = current;
       const Vector center = v;
       total += active_set(C, eps, center, v);
       lambda_ = v.head(T);

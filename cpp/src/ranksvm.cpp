@@ -884,7 +884,7 @@ RankSvmResult cutting_plane(Cuts& cuts, PairwiseHingeLoss& P, const RankSvmOptio
         lo = hi;
         hi *= 2.0;
       }
-      for (int k = 0; k < 40 && hi - lo > 1e-12 * hi; ++k) {
+      for (int k = 0; k < 30 && hi - lo > 1e-7 * hi; ++k) {  // w_b need not be exact
         const double mid = 0.5 * (lo + hi);
         if (slope(mid) < 0.0)
           lo = mid;

@@ -18,6 +18,7 @@ from . import bounds
 from . import model_selection
 from ._cv import RankRLSCV
 from .online import OAPBPM, OnlineMPRank, PRank, PRankVP, WidrowHoff
+from ._ranksvm import RankSVM
 from ._svrank import SVRank
 from ._persist import load, save
 from . import utils
@@ -26,7 +27,7 @@ __all__ = [
     "RankRLS", "MPRank", "RankRLSPath", "rankrls_path",
     "RankRLSCV", "model_selection",
     "PRank", "PRankVP", "OAPBPM", "WidrowHoff", "OnlineMPRank",
-    "SVRank",
+    "RankSVM", "SVRank",
     "datasets", "metrics", "bounds",
     "save", "load", "utils",
     "LinAlgError", "IllConditionedWarning", "exceptions", "__version__",

@@ -15,12 +15,13 @@ import numbers
 import numpy as np
 from scipy.linalg import lu_factor, lu_solve
 
-from . import _core
+from . import _core, _holdout
 from ._kernels import kernel_block, resolve_kernel
 from ._memory import check_dense_memory
 from ._problem import PreferenceGraph, RankingProblem, check_weighting
 from ._progress import stage
-from ._sparse import issparse
+from ._solvers import select_basis
+from ._sparse import issparse, take_rows
 from ._validation import check_alpha, check_n_jobs
 
 __all__ = ["HoldoutEngine", "engine_for", "estimator_alpha", "resolve_folds", "check_sets", "preference_holdout"]
@@ -56,8 +57,6 @@ def engine_for(estimator, X, y, groups=None, *, min_rows=1, alpha=None, verbose=
     if getattr(estimator, "exclude_ties", False):
         raise ValueError("exact cross-validation shortcuts keep tied pairs; use exclude_ties=False here, or "
                          "retrain with sklearn.model_selection for exclude_ties=True")
-    if getattr(estimator, "basis_vectors", None) is not None:
-        raise ValueError("exact cross-validation shortcuts do not support basis_vectors (sparse RankRLS)")
     weighting = check_weighting(getattr(estimator, "group_weighting", "unweighted"))
     precomputed = getattr(estimator, "kernel", "linear") == "precomputed"
     problem = RankingProblem.from_scores(X, y, groups, weighting=weighting, precomputed=precomputed,
@@ -67,9 +66,21 @@ def engine_for(estimator, X, y, groups=None, *, min_rows=1, alpha=None, verbose=
     C = fixed_C(estimator) if alpha is None else None  # an explicit alpha is kept for every hold-out
     alpha = estimator_alpha(estimator, problem.m) if alpha is None else check_alpha(alpha)
     spec = _kernel_spec(estimator, problem.n_features)
+    n_threads = check_n_jobs(getattr(estimator, "n_jobs", None))
     low_rank = spec.linear and not spec.precomputed and problem.n_features < problem.m and solver != "dual"
-    return HoldoutEngine(problem, spec, alpha, check_n_jobs(getattr(estimator, "n_jobs", None)), low_rank=low_rank,
-                         C=C, verbose=verbose)
+    features = None
+    basis_vectors = getattr(estimator, "basis_vectors", None)
+    if basis_vectors is not None:
+        # subset of regressors: the same basis rows a fit would choose (eq. 41), as a feature map
+        basis = select_basis(problem.m, basis_vectors, getattr(estimator, "random_state", None))
+        check_dense_memory(problem.m, 1, "kernel block K(X, X_R)", n_cols=basis.size)
+        X = problem.X
+        KR = np.asarray(X[:, basis], dtype=np.float64) if spec.precomputed else \
+            kernel_block(spec, X, take_rows(X, basis), n_threads)
+        features = _holdout.basis_features(KR, KR[basis])[0]
+    elif low_rank:
+        features = _holdout.linear_features(problem.X)  # X itself: no m x m matrix for hold-out sets
+    return HoldoutEngine(problem, spec, alpha, n_threads, low_rank=low_rank, C=C, verbose=verbose, features=features)
 
 
 class HoldoutEngine:
@@ -81,8 +92,11 @@ class HoldoutEngine:
     m_train^2 / (2 C) (Cortes et al. eq. 17: the leave-out model is MPRank on m - |U| points).
     """
 
-    def __init__(self, problem, spec, alpha, n_threads, *, low_rank, C=None, verbose=0):
+    def __init__(self, problem, spec, alpha, n_threads, *, low_rank, C=None, verbose=0, features=None):
         self.problem = problem
+        self.spec = spec
+        self.features = features
+        self.basis = features is not None and not low_rank
         self.alpha = alpha
         self.C = C
         self.verbose = verbose
@@ -98,16 +112,8 @@ class HoldoutEngine:
             check_dense_memory(problem.m, 1, "dense copy of the sparse X (linear low-rank route)",
                                n_cols=problem.n_features)
         self.Xg = np.ascontiguousarray(Xg.toarray() if issparse(Xg) else Xg) if low_rank else None
-        # The kernel, its eigenvectors, the eigensolver's workspace (2) and the pair-phase matrix.
-        check_dense_memory(problem.m, 5, "kernel matrix and its eigendecomposition")
-        with stage(f"kernel matrix ({problem.m} x {problem.m})", verbose=verbose):
-            if spec.precomputed:
-                Kg = gi.take(gi.take(X, 0), 1)
-                self.K = np.asfortranarray(0.5 * (Kg + Kg.T))
-            elif issparse(Xg):
-                self.K = kernel_block(spec, Xg, Xg, n_threads)  # sparse products, X never densified
-            else:
-                self.K = spec.train(np.ascontiguousarray(Xg), n_threads)
+        self._Xg_any = Xg
+        self._K = None
         self.Yg = problem.targets_grouped()
         self.scale = problem.sqrt_laplacian_scale()
         self.offsets = gi.offsets.astype(np.int64)
@@ -132,6 +138,35 @@ class HoldoutEngine:
     @property
     def groups(self):
         return self.problem.groups
+
+    @property
+    def K(self):
+        """The kernel in group order, computed on first use (hold-out sets of linear and
+        basis-vector models never need it)."""
+        if self._K is None:
+            # The kernel, its eigenvectors, the eigensolver's workspace (2) and the pair-phase matrix.
+            check_dense_memory(self.m, 5, "kernel matrix and its eigendecomposition")
+            gi, X, Xg = self.groups, self.problem.X, self._Xg_any
+            with stage(f"kernel matrix ({self.m} x {self.m})", verbose=self.verbose):
+                if self.spec.precomputed:
+                    Kg = gi.take(gi.take(X, 0), 1)
+                    self._K = np.asfortranarray(0.5 * (Kg + Kg.T))
+                elif issparse(Xg):
+                    self._K = kernel_block(self.spec, Xg, Xg, self.n_threads)  # sparse products
+                else:
+                    self._K = self.spec.train(np.ascontiguousarray(Xg), self.n_threads)
+        return self._K
+
+    def _inverse_route(self, alpha):
+        """Whether one alpha's leave-pair-out / leave-group-out should come from the Cholesky
+        factor of S K S + alpha I (no eigendecomposition; accurate at any alpha) rather than the
+        spectral factor: always unless the factor already exists (a grid of alphas shares it) or is
+        cheap (the linear rank-n route), and then still below alpha = 1e-4 sigma_max, where the
+        spectral pair formula cancels digits."""
+        if self._V is None and not self.low_rank:
+            return True
+        _, sigma = self.decompose()
+        return alpha < 1e-4 * max(float(sigma.max()), np.finfo(np.float64).tiny)
 
     def alpha_for(self, n_train):
         """The alpha of the model retrained on ``n_train`` inputs."""
@@ -230,15 +265,27 @@ class HoldoutEngine:
         """(n_pairs, 2) or (n_pairs, 2, v) held-out predictions (Lemma 2, eqs. 34-39)."""
         alpha = self.alpha_for(self.m - 2) if alpha is None else alpha
         pairs = np.ascontiguousarray(pairs, dtype=np.int64)
-        V, sigma = self.decompose()
-        if not self.grouped:
+        v = self.Y.shape[1]
+        if self.basis:
+            out = _holdout.feature_leave_pair_out(self.features, self.Y, self.groups.codes, self.groups.n_groups,
+                                                  alpha, pairs, pair_weight=self.problem.pair_weight())
+            out = np.asarray(out).reshape(pairs.shape[0], 2, v)
+            return out[:, :, 0] if self.one_d else out
+        if self._inverse_route(alpha):
+            if not self.grouped:
+                out = _core.cv_object_lpo_inverse(self.K, self.c, alpha, self.Yg, pairs, self.n_threads)
+            else:
+                pg = np.ascontiguousarray(self.groups.inverse[pairs])
+                out = _core.cv_query_lpo_inverse(self.K, self.offsets, self.scale, alpha, self.Yg, pg, self.n_threads)
+        elif not self.grouped:
+            V, sigma = self.decompose()
             M, mu, h = _core.cv_object_prepare(self.K, V, sigma, self.c, alpha, self.Yg)
             out = _core.cv_object_lpo_pairs(M, mu, h, self.Yg, self.c, pairs, self.n_threads)
         else:
+            V, sigma = self.decompose()
             pg = np.ascontiguousarray(self.groups.inverse[pairs])
             out = _core.cv_query_lpo(self.P(), V, sigma, self.offsets, self.scale, alpha, self.Yg, pg,
                                      self.n_threads)
-        v = self.Y.shape[1]
         out = out.reshape(pairs.shape[0], 2, v)
         return out[:, :, 0] if self.one_d else out
 
@@ -246,6 +293,21 @@ class HoldoutEngine:
         """Pairwise disagreement of the LPO predictions per output column, accumulated in C++
         threads without materialising the (n_pairs, 2, v) predictions."""
         alpha = self.alpha_for(self.m - 2) if alpha is None else alpha
+        pairs = np.ascontiguousarray(pairs, dtype=np.int64)
+        if self.basis:
+            P = self.lpo(pairs, alpha).reshape(pairs.shape[0], 2, -1)
+            T = np.stack([self.Y[pairs[:, 0]], self.Y[pairs[:, 1]]], axis=1)
+            dp, dt = P[:, 0] - P[:, 1], T[:, 0] - T[:, 1]
+            valid = dt != 0
+            wrong = (dp * dt < 0) + 0.5 * (dp == 0)
+            with np.errstate(invalid="ignore", divide="ignore"):
+                return (wrong * valid).sum(axis=0) / valid.sum(axis=0)
+        if self._inverse_route(alpha):
+            if not self.grouped:
+                return _core.cv_object_lpo_inverse_disagreement(self.K, self.c, alpha, self.Yg, pairs, self.n_threads)
+            pg = np.ascontiguousarray(self.groups.inverse[pairs])
+            return _core.cv_query_lpo_inverse_disagreement(self.K, self.offsets, self.scale, alpha, self.Yg, pg,
+                                                           self.n_threads)
         V, sigma = self.decompose()
         if not self.grouped:
             M, mu, h = _core.cv_object_prepare(self.K, V, sigma, self.c, alpha, self.Yg)
@@ -269,6 +331,11 @@ class HoldoutEngine:
                     out[starts[k]:starts[k + 1]] = part[at:at + size]
             return out
         alpha = self.alpha if alpha is None else alpha
+        if self.features is not None:  # linear (n < m) or basis vectors: p x p systems, no m x m matrix
+            outs = _holdout.feature_holdout(self.features, self.Y, self.groups.codes, self.groups.n_groups, alpha,
+                                            sets, pair_weight=self.problem.pair_weight())
+            return np.concatenate([np.asarray(o).reshape(len(s), -1) for o, s in zip(outs, sets)]) if sets else \
+                np.zeros((0, self.Y.shape[1]))
         rows = np.concatenate([s for s in sets]).astype(np.int64) if sets else np.zeros(0, np.int64)
         fold_offsets = np.concatenate([[0], np.cumsum([len(s) for s in sets])]).astype(np.int64)
         V, sigma = self.decompose()
@@ -278,17 +345,22 @@ class HoldoutEngine:
         return _core.cv_group_holdout(self.P(), V, sigma, self.offsets, self.scale, alpha, self.Yg, rg,
                                       fold_offsets)
 
-    def leave_group_out(self):
+    def leave_group_out(self, alpha=None):
         """(m, v) predictions, each group held out in turn (eq. 33): from the Cholesky factor of
         ``S K S + alpha I`` and the diagonal blocks of its inverse, no eigendecomposition (for
         MPRank, whose alpha depends on each group's size, through :meth:`holdout`)."""
-        if self.C is not None:
+        if self.C is not None and alpha is None:
             sets = self.group_sets()
             out = np.empty_like(self.Y)
             out[np.concatenate(sets)] = self.holdout(sets)
             return out
-        out = _core.cv_leave_group_out_cholesky(self.K, self.offsets, self.scale, self.alpha, self.Yg,
-                                                self.n_threads)
+        alpha = self.alpha if alpha is None else alpha
+        if self.features is not None:
+            return np.asarray(_holdout.feature_leave_group_out(self.features, self.Y, self.groups.codes,
+                                                               self.groups.n_groups, alpha,
+                                                               pair_weight=self.problem.pair_weight())).reshape(
+                self.m, -1)
+        out = _core.cv_leave_group_out_inverse(self.K, self.offsets, self.scale, alpha, self.Yg, self.n_threads)
         return self.groups.untake(out, 0)
 
     def group_sets(self):

@@ -382,6 +382,10 @@ class Factorization:
         u = V (Sigma + alpha)^-1 V^T S y + (S y - V V^T S y) / alpha,  A = S u (eq. 31)."""
         alpha = check_alpha(alpha)
         eng = self._engine
+        if eng.basis:
+            raise ValueError("Factorization.solve re-solves the dense kernel model; for basis_vectors models fit "
+                             "RankRLS(basis_vectors=..., alpha=...) (eqs. 40-42 share one decomposition too: "
+                             "fastrank.rankrls_path)")
         V, sigma = eng.decompose()
         Sy = eng.problem.apply_S(eng.Yg)
         c = V.T @ Sy

@@ -3,6 +3,7 @@
 import numpy as np
 
 import fastrank
+from fastrank._shortcuts import engine_for
 from fastrank import _core
 from fastrank import model_selection as ms
 
@@ -19,7 +20,7 @@ class ObjectLeavePairOut:
     def setup(self, m):
         self.X, self.y = dense_regression(m, 50)
         self.est = fastrank.RankRLS(alpha=1.0, kernel="rbf", gamma=1.0 / 50, n_jobs=2)
-        prob = ms._Problem(self.est, self.X, self.y)
+        prob = engine_for(self.est, self.X, self.y)
         V, s = prob.decompose()
         self.M, self.mu, self.h = _core.cv_object_prepare(prob.K, V, s, prob.c, prob.alpha, prob.Yg)
         self.Yg = prob.Yg

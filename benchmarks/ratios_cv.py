@@ -15,6 +15,7 @@ import sys
 import numpy as np
 
 import fastrank
+from fastrank._shortcuts import engine_for
 from fastrank import _core
 from fastrank import model_selection as ms
 
@@ -47,7 +48,7 @@ def main(quick=False):
         t_ours, t_ref = paired(lambda: ms.leave_pair_out(est, X, y),
                                lambda: np.linalg.eigh(numpy_gaussian_kernel(X, g)), rep)
         row(f"LPO all pairs m={m} vs numpy kernel+eigh", t_ours, t_ref, 1.5)
-        prob = ms._Problem(est, X, y)
+        prob = engine_for(est, X, y)  # the spectral pair phase (shared by a grid of alphas)
         V, s = prob.decompose()
         M, mu, h = _core.cv_object_prepare(prob.K, V, s, prob.c, prob.alpha, prob.Yg)
         pairs = prob.default_pairs()

@@ -109,7 +109,6 @@ def leave_pair_out(estimator, X, y, pairs=None, groups=None, *, return_pairs=Fal
     prob = engine_for(estimator, X, y, groups, min_rows=3, verbose=verbose)
     pairs = prob.default_pairs() if pairs is None else prob.check_pairs(pairs)
     prob.check_pairs_leave_training(pairs)
-    prob.decompose()
     with stage(f"leave-pair-out predictions of {pairs.shape[0]} pairs", verbose=verbose):
         out = prob.lpo(pairs)
     return (pairs, out) if return_pairs else out
@@ -254,7 +253,6 @@ def permutation_test_lpo(estimator, X, y, n_permutations=100, random_state=None,
     prob = engine_for(estimator, X, Y, groups, min_rows=3, verbose=verbose)
     pairs = prob.default_pairs()
     prob.check_pairs_leave_training(pairs)
-    prob.decompose()
     with stage(f"leave-pair-out AUC of y and {n_permutations} permutations", verbose=verbose):
         scores = prob.lpo_disagreement(pairs)
     auc = 1.0 - scores

@@ -34,7 +34,8 @@ from sklearn.utils.validation import check_is_fitted, column_or_1d
 
 from . import _core
 from ._kernels import resolve_kernel
-from ._validation import as_float_matrix, check_n_jobs
+from ._large_scale import check_dense_memory  # the memory guard (moves to _memory: change this line only)
+from ._validation import as_float_matrix, check_n_jobs, check_precomputed_kernel
 
 __all__ = ["PRank", "OAPBPM", "WidrowHoff", "OnlineMPRank"]
 
@@ -87,15 +88,27 @@ def _check_labels(y, n_rows, *, label_set_fixed=False):
         raise ValueError(f"Found input variables with inconsistent numbers of samples: [{n_rows}, {y.shape[0]}]")
     if y.dtype.kind == "f" and not np.isfinite(y).all():
         raise ValueError("Input y contains NaN or infinity.")
-    _sorted_classes(y)  # orderability first: a clear message for mixed types
+    _sorted_classes(y, "y")  # orderability and NaN first: a clear message for mixed types
     if not label_set_fixed:
         check_classification_targets(y)
     return y
 
 
-def _sorted_classes(values):
+def _is_nan(v):
     try:
-        classes = np.unique(np.asarray(values))
+        return bool(v != v)  # NaN is the only value not equal to itself
+    except (TypeError, ValueError):
+        return False
+
+
+def _sorted_classes(values, name="classes"):
+    values = np.asarray(values)
+    if values.dtype.kind in "fc" and np.isnan(values).any() or \
+            values.dtype == object and any(_is_nan(v) for v in values.ravel()):
+        raise ValueError(f"{name} contains NaN; class labels must be orderable values (NaN has no place in an "
+                         "order)")
+    try:
+        classes = np.unique(values)
     except TypeError as exc:
         raise ValueError(f"labels must be orderable (mutually comparable): {exc}") from None
     return classes
@@ -515,6 +528,9 @@ class WidrowHoff(ClassifierMixin, BaseEstimator):
                 raise ValueError(f"the first partial_fit batch has only the label(s) {cls.tolist()!r}; pass the "
                                  "complete ordered label set with classes=")
             self._reset(cls, X.shape[1])
+        elif classes is not None and not np.array_equal(_sorted_classes(classes), self.classes_):
+            raise ValueError(f"classes={np.asarray(classes).tolist()!r} differs from classes_ fixed by the first "
+                             f"partial_fit call: {self.classes_.tolist()!r}")
         elif X.shape[1] != self.n_features_in_:
             raise ValueError(f"X has {X.shape[1]} features, but WidrowHoff is expecting {self.n_features_in_} "
                              "features as input (the feature count cannot change between partial_fit calls)")
@@ -591,11 +607,10 @@ class OnlineMPRank(RegressorMixin, BaseEstimator):
         check_n_jobs(self.n_jobs)
 
     def _kernel_matrix(self, X):
+        # K, the centred Kt and its Fortran copy exist at once (the C++ iteration works on the copy).
+        check_dense_memory(X.shape[0], 3, "kernel matrix of OnlineMPRank")
         if self._spec.precomputed:
-            K = np.asarray(X, dtype=np.float64)
-            if K.shape[0] != K.shape[1]:
-                raise ValueError(f"precomputed kernel: fit needs the square (m, m) kernel matrix, got {K.shape}")
-            return K
+            return check_precomputed_kernel(X, min_rows=2)
         return np.asarray(self._spec.train(X, check_n_jobs(self.n_jobs)))
 
     def _solve(self, K, y, alpha0):
@@ -622,6 +637,10 @@ class OnlineMPRank(RegressorMixin, BaseEstimator):
                 lam = float(v @ u / (v @ v))
                 v = u / nrm
             eta = 1.0 / (2.2 * max(lam, 0.0) + m / C)
+        if not (np.isfinite(eta) and eta > 0):
+            raise ValueError(f"OnlineMPRank: no usable step size (eta={eta!r}) for this kernel matrix (its entries "
+                             f"are too large, largest |Kt| = {float(np.abs(Kt).max()):.3g}); rescale X or the kernel, "
+                             "or pass eta")
         alpha = np.array(alpha0, dtype=np.float64)
         n_iter, converged, costs = _core.mprank_online(Kt, yt, C, eta, sequential, int(self.max_iter),
                                                        float(self.tol), alpha)
@@ -638,6 +657,9 @@ class OnlineMPRank(RegressorMixin, BaseEstimator):
         """Iterate to the MPRank solution on (X, y) from a = 0."""
         self._validate_params()
         X = _as_X(X)
+        if X.shape[0] < 2:
+            raise ValueError(f"OnlineMPRank needs at least 2 samples (a ranking compares pairs), got n_samples="
+                             f"{X.shape[0]}")
         if y is None:
             raise ValueError("OnlineMPRank requires y to be passed, but the target y is None")
         y = np.asarray(y)
@@ -689,8 +711,7 @@ class OnlineMPRank(RegressorMixin, BaseEstimator):
         check_is_fitted(self, "dual_coef_")
         X = _as_X(X)
         if self._spec.precomputed:
-            if X.shape[1] != self.dual_coef_.size:
-                raise ValueError(f"precomputed kernel: X must have {self.dual_coef_.size} columns, got {X.shape[1]}")
+            X = check_precomputed_kernel(X, n_train=self.dual_coef_.size)
             return (X - X.mean(axis=1, keepdims=True)) @ self.dual_coef_
         if X.shape[1] != self.n_features_in_:
             raise ValueError(f"X has {X.shape[1]} features, but OnlineMPRank is expecting {self.n_features_in_} "

@@ -108,8 +108,9 @@ def test_sparse_kernel_block_matches_exact(offset):
         np.testing.assert_allclose(K, exact, rtol=1e-10, atol=1e-12)
     for name, deg in [("poly", 3), ("linear", 3)]:
         spec = resolve_kernel(name, 0.2, deg, 1.0, 5)
-        np.testing.assert_allclose(kernel_block(spec, sp.csr_matrix(Z[:, 1:]), sp.csr_matrix(X[:, 1:])),
-                                   spec.cross(Z[:, 1:], X[:, 1:]), rtol=1e-12)
+        Zd, Xd = np.ascontiguousarray(Z[:, 1:]), np.ascontiguousarray(X[:, 1:])
+        np.testing.assert_allclose(kernel_block(spec, sp.csr_matrix(Zd), sp.csr_matrix(Xd)), spec.cross(Zd, Xd),
+                                   rtol=1e-12)
 
 
 # ------------------------------------------------------------------------------------------------

@@ -71,7 +71,10 @@ def _set_blas(n):
     if ctl is None:
         return None
     try:
-        return ctl.limit(limits=int(n), user_api="blas")
+        blas = ctl.select(user_api="blas")
+        if all(lib.num_threads == int(n) for lib in blas.lib_controllers):
+            return None  # already so (the common case n_jobs=None): no limit/restore round trip
+        return blas.limit(limits=int(n))
     except Exception:  # pragma: no cover
         return None
 

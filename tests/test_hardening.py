@@ -228,7 +228,7 @@ def test_non_numeric_inputs_name_the_argument():
     X, y = data()
     with pytest.raises(ValueError, match="X must be numeric"):
         RankRLS().fit(np.array([["a", "b", "c"]] * len(y)), y)
-    with pytest.raises(ValueError, match="X must be numeric"):
+    with pytest.raises(TypeError, match="X must be numeric"):
         RankRLS().fit(np.array([[{}, 1, 2]] * len(y), dtype=object), y)
     with pytest.raises(ValueError, match="X must be a rectangular array"):
         RankRLS().fit([[1.0, 2.0], [3.0]], [1.0, 2.0])
@@ -350,6 +350,19 @@ def test_online_mprank_precomputed_validated():
     m = OnlineMPRank(kernel="precomputed", max_iter=50).fit(K, y)
     with pytest.raises(ValueError, match=r"shape \(n_samples, 12\)"):
         m.predict(K[:, :5])
+
+
+def test_online_mprank_failed_fit_leaves_model():
+    X, y = data(12, 2)
+    est = OnlineMPRank(kernel="rbf", max_iter=20).fit(X, y)
+    before = (est.dual_coef_.copy(), est.X_fit_.copy(), est.predict(X))
+    with pytest.raises(ValueError):
+        est.fit(X * 1e160, y)  # Gaussian distances overflow
+    with pytest.raises(ValueError):
+        est.partial_fit(np.full((2, 2), 1e160), [0.0, 1.0])
+    np.testing.assert_array_equal(est.dual_coef_, before[0])
+    np.testing.assert_array_equal(est.X_fit_, before[1])
+    np.testing.assert_array_equal(est.predict(X), before[2])
 
 
 def test_online_mprank_huge_kernel_message_is_not_about_eta():

@@ -68,6 +68,9 @@ Matrix solve_shifted_system(MatrixRef G, MatrixCRef R, const Vector& alphas, Sol
     const double alpha = alphas[0];
     require_finite_system(G);
     const double scale = G.diagonal().maxCoeff();
+    // As on the eigendecomposition route below: alpha under the rounding level of the matrix
+    // (max diagonal <= largest eigenvalue) regularizes nothing, whatever the factorization says.
+    if (alpha <= scale * std::numeric_limits<double>::epsilon()) not_positive_definite(alpha, scale);
     G.diagonal().array() += alpha;
     const double anorm = one_norm_symmetric(G);
     if (!lapack::potrf_lower(G)) not_positive_definite(alpha, scale);

@@ -46,7 +46,9 @@ def _to_float(a, name, what="numeric"):
     if a.dtype == object:
         try:
             a = a.astype(np.float64)
-        except (TypeError, ValueError) as exc:
+        except TypeError as exc:  # e.g. a dict among the values (scikit-learn expects TypeError)
+            raise TypeError(f"{name} must be {what}: {exc}") from None
+        except ValueError as exc:
             raise ValueError(f"{name} must be {what}: {exc}") from None
     if np.iscomplexobj(a):
         raise ValueError(f"Complex data not supported: {name} has dtype {a.dtype}")

@@ -606,12 +606,12 @@ class OnlineMPRank(RegressorMixin, BaseEstimator):
         _check_real(self.tol, "tol", low=0.0, low_open=False)
         check_n_jobs(self.n_jobs)
 
-    def _kernel_matrix(self, X):
+    def _kernel_matrix(self, X, spec):
         # K, the centred Kt and its Fortran copy exist at once (the C++ iteration works on the copy).
         check_dense_memory(X.shape[0], 3, "kernel matrix of OnlineMPRank")
-        if self._spec.precomputed:
+        if spec.precomputed:
             return check_precomputed_kernel(X, min_rows=2)
-        return np.asarray(self._spec.train(X, check_n_jobs(self.n_jobs)))
+        return np.asarray(spec.train(X, check_n_jobs(self.n_jobs)))
 
     def _solve(self, K, y, alpha0):
         m = K.shape[0]
@@ -672,10 +672,12 @@ class OnlineMPRank(RegressorMixin, BaseEstimator):
             raise ValueError(f"Found input variables with inconsistent numbers of samples: [{X.shape[0]}, {y.shape[0]}]")
         if not np.isfinite(y).all():
             raise ValueError("Input y contains NaN or infinity.")
-        self._spec = resolve_kernel(self.kernel, self.gamma, self.degree, self.coef0, X.shape[1])
+        spec = resolve_kernel(self.kernel, self.gamma, self.degree, self.coef0, X.shape[1])
+        # Nothing is stored before the solve succeeded: a failed fit leaves a fitted model as it was.
+        self._solve(self._kernel_matrix(X, spec), y, np.zeros(X.shape[0]))
+        self._spec = spec
         self.n_features_in_ = X.shape[1]
         self.X_fit_ = X
-        self._solve(self._kernel_matrix(X), y, np.zeros(X.shape[0]))
         self._set_linear()
         return self
 
@@ -692,10 +694,11 @@ class OnlineMPRank(RegressorMixin, BaseEstimator):
                              "features as input")
         if y.shape[0] != X.shape[0] or not np.isfinite(y).all():
             raise ValueError("y must be finite with one value per row of X")
-        self.X_fit_ = np.ascontiguousarray(np.vstack([self.X_fit_, X]))
+        X_all = np.ascontiguousarray(np.vstack([self.X_fit_, X]))
         y_all = np.concatenate([self._y, y])
         alpha0 = np.concatenate([self.dual_coef_, np.zeros(X.shape[0])])
-        self._solve(self._kernel_matrix(self.X_fit_), y_all, alpha0)
+        self._solve(self._kernel_matrix(X_all, self._spec), y_all, alpha0)
+        self.X_fit_ = X_all
         self._set_linear()
         return self
 

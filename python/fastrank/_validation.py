@@ -205,8 +205,8 @@ def as_float_vector(v, name, n=None, *, allow_nan=False):
 
 
 def as_int_array(a, name, *, low=None, high=None, ndim=None):
-    """An int64 array of whole numbers (integer dtype, or floats/bools that are exactly integral
-    are refused unless integral), bounds checked, errors naming the argument."""
+    """An int64 array of whole numbers (an integer dtype, or floats that are exactly integral;
+    bools and non-integral floats are refused), bounds checked, errors naming the argument."""
     arr = _asarray(a, name)
     if arr.dtype == object:
         try:

@@ -456,3 +456,15 @@ def test_compute_region_budget_and_nesting():
     assert not any(t.is_alive() for t in threads)
     assert max(seen) == 1
     assert th._active == 0 and th._free == total
+
+
+def test_sparse_kernel_block_duplicates_not_mutated():
+    # duplicate entries add up (SciPy's meaning); the caller's matrix keeps its own format
+    X = sp.csr_matrix((np.array([1.0, 2.0, 3.0, 0.5]), np.array([1, 1, 0, 2]), np.array([0, 2, 4])), shape=(2, 3))
+    data_before = X.data.copy()
+    spec = resolve_kernel("rbf", 0.7, 3, 1, 3)
+    K = kernel_block(spec, X, X)
+    D = X.toarray()
+    np.testing.assert_allclose(K, exact_gaussian(D, D, 0.7), rtol=1e-12, atol=1e-14)
+    np.testing.assert_array_equal(X.data, data_before)
+    assert X.nnz == 4

@@ -101,8 +101,10 @@ _UNDERFLOW = 746.0       # exp(-746) == 0 in float64
 
 def _canonical(A):
     if sp.issparse(A):
-        A = sp.csr_matrix(A)
-        A.sum_duplicates()
+        A = A.tocsr()
+        if not A.has_canonical_format:  # duplicates add up; never canonicalise the caller's matrix
+            A = A.copy()
+            A.sum_duplicates()
         return A
     return np.ascontiguousarray(A, dtype=np.float64)
 

@@ -373,10 +373,10 @@ def test_online_mprank_huge_kernel_message_is_not_about_eta():
 
 def test_online_mprank_memory_guard(monkeypatch):
     X, y = data(40, 2)
-    monkeypatch.setenv("FASTRANK_MAX_DENSE_BYTES", str(8 * 40 * 40 * 2))
+    monkeypatch.setenv("FASTRANK_MAX_DENSE_BYTES", str(8 * 40 * 40 * 4))
     with pytest.raises(MemoryError, match="OnlineMPRank"):
         OnlineMPRank().fit(X, y)
-    monkeypatch.setenv("FASTRANK_MAX_DENSE_BYTES", str(8 * 40 * 40 * 3))
+    monkeypatch.setenv("FASTRANK_MAX_DENSE_BYTES", str(8 * 40 * 40 * 5))
     OnlineMPRank(max_iter=5).fit(X, y)
 
 

@@ -607,8 +607,9 @@ class OnlineMPRank(RegressorMixin, BaseEstimator):
         check_n_jobs(self.n_jobs)
 
     def _kernel_matrix(self, X, spec):
-        # K, the centred Kt and its Fortran copy exist at once (the C++ iteration works on the copy).
-        check_dense_memory(X.shape[0], 3, "kernel matrix of OnlineMPRank")
+        # Peak of _solve: K, the centred Kt and the temporaries of (Kt + Kt.T) / 2 and its Fortran
+        # copy (the C++ iteration works on that copy): 5 m x m matrices.
+        check_dense_memory(X.shape[0], 5, "kernel matrix of OnlineMPRank (and its centred copies)")
         if spec.precomputed:
             return check_precomputed_kernel(X, min_rows=2)
         return np.asarray(spec.train(X, check_n_jobs(self.n_jobs)))

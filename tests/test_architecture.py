@@ -15,7 +15,7 @@ PKG = Path(__file__).resolve().parents[1] / "python" / "fastrank"
 LAYERS = {
     "_core": 0, "_version": 0,
     "exceptions": 1,
-    "_validation": 2, "_memory": 2, "_sparse": 2, "_progress": 2, "_svmlight": 2, "utils": 2,
+    "_validation": 2, "_memory": 2, "_sparse": 2, "_threads": 2, "_progress": 2, "_svmlight": 2, "utils": 2,
     "_kernels": 3, "metrics": 3,
     "_problem": 4,
     "_solvers": 5, "_shortcuts": 5.5, "_holdout": 4,

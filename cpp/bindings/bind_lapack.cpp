@@ -2,6 +2,9 @@
 // bundled OpenBLAS) and registers the core's exception types.
 #include <pybind11/pybind11.h>
 
+#include <exception>
+#include <new>
+
 #include "fastrank/errors.hpp"
 #include "fastrank/lapack.hpp"
 
@@ -40,4 +43,15 @@ void bind_lapack(py::module_& m) {
 
   py::object numpy_linalg_error = py::module_::import("numpy.linalg").attr("LinAlgError");
   py::register_exception<fastrank::LinAlgError>(m, "LinAlgError", numpy_linalg_error);
+  // An allocation the memory guard did not foresee: MemoryError saying what to do, not "std::bad_alloc".
+  py::register_exception_translator([](std::exception_ptr p) {
+    try {
+      if (p) std::rethrow_exception(p);
+    } catch (const std::bad_alloc&) {
+      PyErr_SetString(PyExc_MemoryError,
+                      "fastrank: out of memory allocating a work array in the compiled core. For large data use "
+                      "RankRLS(solver='cg') or basis_vectors; FASTRANK_MAX_DENSE_BYTES lowers the limit at which "
+                      "the dense solvers refuse a problem up front");
+    }
+  });
 }

@@ -350,6 +350,20 @@ CgResult run_cg(Design& X, const RankingLaplacian& L, const RowMatrix& Y, const 
 
   RowMatrix target = L.target_vector(Y);  // m x v
   const Index v = target.cols();
+  // The solution is linear in the targets: solve for each target column divided by a power of two
+  // near its largest entry (exact, so results are bit-identical for ordinary scales) and scale the
+  // solution back.  Targets of 1e-200 or 1e200 then neither underflow nor overflow in the norms
+  // and r^T z, which would otherwise report convergence on a zero model (or NaN residuals).
+  Vector tscale = Vector::Ones(v);
+  for (Index j = 0; j < v; ++j) {
+    const double t = target.col(j).cwiseAbs().maxCoeff();
+    if (t > 0.0 && std::isfinite(t)) {
+      int e = 0;
+      std::frexp(t, &e);
+      tscale[j] = std::ldexp(1.0, e);
+      target.col(j) /= tscale[j];
+    }
+  }
   RowMatrix B;
   X.ttimes(target, B);  // n x v
   CgResult res;
@@ -372,6 +386,7 @@ CgResult run_cg(Design& X, const RankingLaplacian& L, const RowMatrix& Y, const 
   if (x0 != nullptr) {
     require(x0->rows() == n && x0->cols() == v, "the warm start has the wrong shape");
     W = *x0;
+    for (Index j = 0; j < v; ++j) W.col(j) /= tscale[j];
     if (!W.isZero(0.0)) {
       apply(W, Q);
       R -= Q;
@@ -462,6 +477,10 @@ CgResult run_cg(Design& X, const RankingLaplacian& L, const RowMatrix& Y, const 
   }
   if (o.fixed_iterations)
     for (Index j = 0; j < v; ++j) res.converged[j] = rel[j] <= o.tol ? 1 : 0;
+  for (Index j = 0; j < v; ++j) {
+    W.col(j) *= tscale[j];
+    res.rhs_norm[j] *= tscale[j];
+  }
   res.coef = std::move(W);
   res.residual_history.resize(static_cast<Index>(history.size()), v);
   for (Index k = 0; k < static_cast<Index>(history.size()); ++k) res.residual_history.row(k) = history[k].transpose();

@@ -107,6 +107,10 @@ void syevd(MatrixRef a, Vector& w) {
   const Index n = a.rows();
   w.resize(n);
   if (n == 0) return;
+  for (Index j = 0; j < n; ++j)
+    if (!a.col(j).allFinite())
+      throw LinAlgError("symmetric eigendecomposition: the matrix contains NaN or infinity (inputs, targets or "
+                        "pair weights overflow float64); rescale them");
   const int in = to_int(n), lda = to_int(std::max<Index>(1, a.outerStride()));
   // Workspace query, then the real call.
   int info = 0, lwork = -1, liwork = -1, iwork_query = 0;
@@ -127,7 +131,8 @@ void syevd(MatrixRef a, Vector& w) {
                    &info);
   if (info != 0)
     throw LinAlgError("symmetric eigendecomposition (dsyevd) did not converge (info=" + std::to_string(info) +
-                      ")");
+                      "); this happens when the matrix holds values near the float64 limits (inputs, targets or "
+                      "pair magnitudes below about 1e-150 or above 1e150): rescale them");
 }
 
 void gesv(MatrixRef a, MatrixRef b) {

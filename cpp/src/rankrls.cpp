@@ -27,10 +27,24 @@ double one_norm_symmetric(MatrixCRef G) {
   return best;
 }
 
-[[noreturn]] void not_positive_definite(double alpha) {
-  throw LinAlgError("the RankRLS system is not numerically positive definite for alpha=" + std::to_string(alpha) +
-                    " (alpha is too small relative to the kernel's scale, or the kernel is not positive "
-                    "semidefinite); increase alpha");
+[[noreturn]] void not_positive_definite(double alpha, double scale) {
+  throw LinAlgError(
+      "the RankRLS system S K S + alpha I is not numerically positive definite for alpha=" + std::to_string(alpha) +
+      " (largest diagonal entry of S K S: " + std::to_string(scale) +
+      "). Causes: alpha below the rounding level of the kernel (use alpha >= about 1e-12 x that entry); a "
+      "precomputed kernel that is not positive semidefinite; or inputs whose common offset is large compared "
+      "with their spread, which costs a linear or polynomial kernel its precision (centre X by "
+      "X - X.mean(axis=0); a linear ranking model is unchanged by it)");
+}
+
+// A non-finite system means overflow upstream (huge inputs, or pair weights 1/g of tiny magnitudes),
+// not a convergence or definiteness problem: say so before LAPACK reports something misleading.
+void require_finite_system(MatrixCRef G) {
+  for (Index j = 0; j < G.cols(); ++j)
+    if (!G.col(j).allFinite())
+      throw LinAlgError(
+          "the RankRLS system contains NaN or infinity: the kernel, targets or pair weights overflow float64 "
+          "(e.g. inputs near 1e154 or larger, or magnitudes near 1e-300 with cost='normalized'); rescale them");
 }
 
 // Stacks diag(1/(sigma + alpha_k)) T for every alpha_k.
@@ -52,9 +66,14 @@ Matrix solve_shifted_system(MatrixRef G, MatrixCRef R, const Vector& alphas, Sol
   require(G.cols() == r && R.rows() == r, "solve_shifted_system: shape mismatch");
   if (alphas.size() == 1) {
     const double alpha = alphas[0];
+    require_finite_system(G);
+    const double scale = G.diagonal().maxCoeff();
+    // As on the eigendecomposition route below: alpha under the rounding level of the matrix
+    // (max diagonal <= largest eigenvalue) regularizes nothing, whatever the factorization says.
+    if (alpha <= scale * std::numeric_limits<double>::epsilon()) not_positive_definite(alpha, scale);
     G.diagonal().array() += alpha;
     const double anorm = one_norm_symmetric(G);
-    if (!lapack::potrf_lower(G)) not_positive_definite(alpha);
+    if (!lapack::potrf_lower(G)) not_positive_definite(alpha, scale);
     Matrix U = R;
     lapack::potrs_lower(G, U);
     if (report) report->rcond = lapack::pocon_lower(G, anorm);
@@ -62,6 +81,8 @@ Matrix solve_shifted_system(MatrixRef G, MatrixCRef R, const Vector& alphas, Sol
   }
   // One eigendecomposition serves every alpha (eq. 31, symmetric form).
   Vector sigma;
+  require_finite_system(G);
+  const double scale = G.diagonal().maxCoeff();
   lapack::syevd(G, sigma);  // G now holds the eigenvectors V
   // Rounding can leave tiny negative eigenvalues of a PSD matrix; they are zero.
   const double sigma_max = std::max(0.0, sigma.maxCoeff());
@@ -72,7 +93,7 @@ Matrix solve_shifted_system(MatrixRef G, MatrixCRef R, const Vector& alphas, Sol
     report->rcond = rc;
   }
   for (Index k = 0; k < alphas.size(); ++k)
-    if (alphas[k] <= sigma_max * std::numeric_limits<double>::epsilon()) not_positive_definite(alphas[k]);
+    if (alphas[k] <= sigma_max * std::numeric_limits<double>::epsilon()) not_positive_definite(alphas[k], scale);
   Matrix T(r, v);
   lapack::gemm('T', 'N', 1.0, G, R, 0.0, T);  // T = V^T R
   const Matrix B = shifted_inverse_blocks(sigma, T, alphas);

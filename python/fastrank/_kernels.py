@@ -6,6 +6,7 @@ from __future__ import annotations
 import numbers
 
 import numpy as np
+import scipy.sparse as sp
 
 from . import _core
 from ._sparse import canonical_csr, issparse, row_sq_norms
@@ -22,7 +23,8 @@ class KernelSpec:
 
     * linear: ``k(x, z) = x . z``
     * rbf / gaussian: ``k(x, z) = exp(-gamma |x - z|^2)``, gamma defaults to 1 / n_features
-    * poly / polynomial: ``k(x, z) = (gamma x . z + coef0) ** degree``, gamma defaults to 1 / n_features
+    * poly / polynomial: ``k(x, z) = (gamma x . z + coef0) ** degree``, gamma defaults to 1 / n_features;
+      a non-integer degree is defined only where ``gamma x . z + coef0 >= 0`` (ValueError otherwise)
     * precomputed: X is the kernel matrix itself (fit: (m, m); predict: (p, m) against training rows)
     """
 
@@ -55,53 +57,136 @@ class KernelSpec:
         return _core.kernel_predict(*self._args(), Z, X, np.asfortranarray(coef, dtype=np.float64), n_threads)
 
 
+def _check_param(value, name, *, positive=False, nonneg=False):
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name} must be a real number, got {value!r}")
+    v = float(value)
+    if not np.isfinite(v) or (positive and v <= 0) or (nonneg and v < 0):
+        need = "a positive finite number" if positive else "a finite number >= 0" if nonneg else "a finite number"
+        raise ValueError(f"{name} must be {need}, got {value!r}")
+    return v
+
+
 def resolve_kernel(kernel, gamma, degree, coef0, n_features):
+    """Validate a kernel name and its parameters; returns a :class:`KernelSpec`."""
     if not isinstance(kernel, str) or kernel not in KERNELS:
         raise ValueError(f"Unknown kernel {kernel!r}; choose one of {', '.join(KERNELS)}")
     kind = {"gaussian": "rbf", "polynomial": "poly"}.get(kernel, kernel)
     if kind in ("rbf", "poly"):
         if gamma is None:
             gamma = 1.0 / n_features
-        if isinstance(gamma, (bool, np.bool_)) or not isinstance(gamma, numbers.Real) or not np.isfinite(gamma) \
-                or gamma <= 0:
-            raise ValueError(f"gamma must be a positive finite number or None, got {gamma!r}")
+        try:
+            gamma = _check_param(gamma, "gamma", positive=True)
+        except TypeError:
+            raise ValueError(f"gamma must be a positive finite number or None, got {gamma!r}") from None
     else:
         gamma = 1.0 if gamma is None else gamma
     if kind == "poly":
-        if isinstance(degree, (bool, np.bool_)) or not isinstance(degree, numbers.Real) or degree < 0 \
-                or not np.isfinite(degree):
-            raise ValueError(f"degree must be a non-negative number, got {degree!r}")
-        if not isinstance(coef0, numbers.Real) or not np.isfinite(coef0):
-            raise ValueError(f"coef0 must be a finite number, got {coef0!r}")
+        try:
+            degree = _check_param(degree, "degree", nonneg=True)
+        except TypeError:
+            raise ValueError(f"degree must be a non-negative number, got {degree!r}") from None
+        try:
+            coef0 = _check_param(coef0, "coef0")
+        except TypeError:
+            raise ValueError(f"coef0 must be a finite number, got {coef0!r}") from None
     return KernelSpec(kind, float(gamma), float(degree), float(coef0))
 
 
+# ----------------------------------------------------------------------------------------------
+# Kernel blocks for dense or sparse operands
+# ----------------------------------------------------------------------------------------------
+
+_EPS = float(np.finfo(np.float64).eps)
+_EXPANSION_TOL = 1e-11   # largest relative error of a Gaussian value taken from the expansion
+_UNDERFLOW = 746.0       # exp(-746) == 0 in float64
+
+
+def _canonical(A):
+    if sp.issparse(A):
+        A = A.tocsr()
+        if not A.has_canonical_format:  # duplicates add up; never canonicalise the caller's matrix
+            A = A.copy()
+            A.sum_duplicates()
+        return A
+    return np.ascontiguousarray(A, dtype=np.float64)
+
+
+def _row_sq_norms(A):
+    if sp.issparse(A):
+        return np.asarray(A.multiply(A).sum(axis=1), dtype=np.float64).reshape(-1)
+    return np.einsum("ij,ij->i", A, A)
+
+
+def _exact_sq_distances(Z, X, rows, cols, batch=4096):
+    """|Z[rows[k]] - X[cols[k]]|^2 from the differences, in batches (sparse rows stay sparse)."""
+    out = np.empty(rows.size)
+    dense = not (sp.issparse(Z) and sp.issparse(X))
+    for s in range(0, rows.size, batch):
+        r, c = rows[s:s + batch], cols[s:s + batch]
+        A, B = Z[r], X[c]
+        if dense:
+            A = A.toarray() if sp.issparse(A) else A
+            B = B.toarray() if sp.issparse(B) else B
+            D = A - B
+            out[s:s + batch] = np.einsum("ij,ij->i", D, D)
+        else:
+            D = (A - B).tocsr()
+            out[s:s + batch] = np.asarray(D.multiply(D).sum(axis=1)).reshape(-1)
+    return out
+
+
 def kernel_block(spec, Z, XR, n_threads=1):
-    """K(Z, XR) as a Fortran-ordered (p, r) array; Z and XR dense arrays or scipy.sparse matrices
-    (never densified: inner products are sparse x sparse, Gaussian distances use row norms)."""
-    if not issparse(Z) and not issparse(XR):
+    """K(Z, XR) as a Fortran-ordered (p, r) float64 array; Z and XR dense arrays or scipy.sparse
+    matrices (sparse operands are never densified whole).
+
+    Dense x dense goes to the compiled kernel (centred Gaussian distances, see ``kernels.hpp``).
+    With a sparse operand, centring would destroy sparsity, so Gaussian distances come from the
+    row-norm expansion |z|^2 + |x|^2 - 2 z.x and every entry whose value could be wrong by more
+    than 1e-11 relative (points far from the origin compared with 1/sqrt(gamma): a large common
+    offset) is recomputed from the row differences.  Every kernel value is checked for
+    finiteness; errors name the kernel parameters.
+    """
+    if not sp.issparse(Z) and not sp.issparse(XR):
         return spec.cross(np.ascontiguousarray(Z, dtype=np.float64), np.ascontiguousarray(XR, dtype=np.float64),
                           n_threads)
-    Zc = canonical_csr(Z) if issparse(Z) else np.ascontiguousarray(Z, dtype=np.float64)
-    Xc = canonical_csr(XR) if issparse(XR) else np.ascontiguousarray(XR, dtype=np.float64)
+    Zc, Xc = _canonical(Z), _canonical(XR)
     G = Zc @ Xc.T
-    G = G.toarray(order="F") if issparse(G) else np.asfortranarray(G)
+    G = G.toarray(order="F") if sp.issparse(G) else G
     G = np.asfortranarray(G, dtype=np.float64)
     if spec.kind == "rbf":
-        zn, xn = row_sq_norms(Zc), row_sq_norms(Xc)
-        G *= -2.0
-        G += zn[:, None]
-        G += xn[None, :]
-        np.maximum(G, 0.0, out=G)
-        G *= -spec.gamma
-        np.exp(G, out=G)
+        zn, xn = _row_sq_norms(Zc), _row_sq_norms(Xc)
+        S = zn[:, None] + xn[None, :]
+        with np.errstate(over="ignore", invalid="ignore"):
+            D2 = S - 2.0 * G
+            err = (4.0 + np.sqrt(Zc.shape[1])) * _EPS * S
+            redo = ~np.isfinite(D2) | ((spec.gamma * err > _EXPANSION_TOL) & (spec.gamma * (D2 - err) < _UNDERFLOW))
+        if redo.any():
+            rows, cols = np.nonzero(redo)
+            with np.errstate(over="ignore", invalid="ignore"):
+                D2[rows, cols] = _exact_sq_distances(Zc, Xc, rows, cols)
+            if not np.isfinite(D2[rows, cols]).all():
+                raise ValueError(f"Gaussian kernel (gamma={spec.gamma:.6g}): squared distances between rows of X "
+                                 "overflow float64; rescale X")
+        np.maximum(D2, 0.0, out=D2)
+        D2 *= -spec.gamma
+        G = np.asfortranarray(np.exp(D2))
     elif spec.kind == "poly":
-        G *= spec.gamma
-        G += spec.coef0
-        if spec.degree == int(spec.degree):
-            G[...] = G ** int(spec.degree)
-        else:
-            np.power(G, spec.degree, out=G)
+        params = f"gamma={spec.gamma:.6g}, degree={spec.degree:.6g}, coef0={spec.coef0:.6g}"
+        with np.errstate(over="ignore", invalid="ignore"):
+            G *= spec.gamma
+            G += spec.coef0
+            if spec.degree != np.floor(spec.degree) and (G < 0).any():
+                raise ValueError(
+                    f"polynomial kernel ({params}): gamma * x.z + coef0 is negative for some pairs of rows and the "
+                    "degree is not an integer, so (gamma * x.z + coef0) ** degree is undefined; use an integer "
+                    "degree or a coef0 large enough to keep gamma * x.z + coef0 >= 0")
+            np.power(G, spec.degree, out=G)  # float exponent: exact integer powers, no int conversion
+        if not np.isfinite(G).all():
+            raise ValueError(f"polynomial kernel ({params}): kernel values overflow float64; use a smaller gamma, "
+                             "degree or coef0, or rescale X")
+    elif not np.isfinite(G).all():
+        raise ValueError("linear kernel: inner products of rows of X overflow float64; rescale X")
     return G
 
 

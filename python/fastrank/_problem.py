@@ -21,7 +21,7 @@ from typing import NamedTuple
 import numpy as np
 
 from ._sparse import as_csr, issparse
-from ._validation import as_float_matrix, as_targets, group_index
+from ._validation import as_float_matrix, as_float_vector, as_targets, check_precomputed_kernel, group_index
 
 __all__ = ["PreferenceGraph", "RankingProblem", "WEIGHTINGS", "COSTS", "check_weighting", "pair_weights"]
 
@@ -102,11 +102,7 @@ class PreferenceGraph(NamedTuple):
                 raise ValueError(f"cost={cost!r} needs magnitudes")
             g = np.ones(l)
         else:
-            g = np.asarray(magnitudes, dtype=np.float64)
-            if g.shape != (l,):
-                raise ValueError(f"magnitudes must have shape ({l},), got {g.shape}")
-            if not np.isfinite(g).all():
-                raise ValueError("magnitudes contain NaN or infinity")
+            g = as_float_vector(magnitudes, "magnitudes", l)
             if (g < 0).any():
                 raise ValueError("magnitudes must be >= 0 (swap the pair to reverse a preference)")
         if cost == "binary":
@@ -161,13 +157,7 @@ def check_features(X, *, precomputed=False, allow_sparse=False, min_rows=2):
     if precomputed:
         if issparse(X):
             raise ValueError("a precomputed kernel must be a dense (m, m) array")
-        K = as_float_matrix(X, "X (precomputed kernel)", min_rows=min_rows)
-        if K.shape[0] != K.shape[1]:
-            raise ValueError(f"A precomputed kernel must be square (m, m), got shape {K.shape}")
-        scale = max(1.0, float(np.abs(K).max()))
-        if not np.allclose(K, K.T, rtol=1e-10, atol=1e-12 * scale):
-            raise ValueError("A precomputed kernel matrix must be symmetric")
-        return K
+        return np.ascontiguousarray(check_precomputed_kernel(X, min_rows=min_rows))
     if issparse(X):
         if not allow_sparse:
             raise TypeError("X is a sparse matrix; this function needs dense input (call X.toarray()); "

@@ -38,7 +38,8 @@ from ._solvers import (
 )
 from ._progress import progress, resolve_verbose, stage
 from ._sparse import issparse
-from ._validation import as_float_matrix, check_alpha, check_alphas, check_n_jobs
+from ._threads import compute_region
+from ._validation import check_alpha, check_alphas, check_n_jobs, check_precomputed_kernel
 from .metrics import pairwise_disagreement
 
 __all__ = ["RankRLS", "MPRank", "RankRLSPath", "rankrls_path"]
@@ -59,8 +60,12 @@ class _RankRLSBase(RegressorMixin, BaseEstimator):
 
     def _solve(self, problem, alphas, *, x0=None):
         """Pick the solver for this problem and run it for every alpha; returns a ``Fit``."""
-        spec = self._kernel_spec(problem.n_features)
         n_threads = check_n_jobs(self.n_jobs)
+        with compute_region(n_threads):  # fastrank's threads and BLAS's share the cores
+            return self._solve_in_region(problem, alphas, n_threads, x0)
+
+    def _solve_in_region(self, problem, alphas, n_threads, x0):
+        spec = self._kernel_spec(problem.n_features)
         verbose = getattr(self, "verbose", 0)
         mode = choose_solver(self.solver, spec, problem, basis_vectors=getattr(self, "basis_vectors", None))
         if mode == "densify":
@@ -84,11 +89,12 @@ class _RankRLSBase(RegressorMixin, BaseEstimator):
         basis = select_basis(problem.m, self.basis_vectors, self.random_state)
         return solve_basis(problem, spec, alphas, basis, n_threads)
 
-    def _apply_fit(self, fit, k, one_d, n_features):
+    def _apply_fit(self, fit, k, one_d, n_features, n_samples):
         """Copy the solution for ``alphas[k]`` of a solver's ``Fit`` onto this estimator."""
         squeeze = (lambda a: a[:, 0]) if one_d else (lambda a: a)
         self.fit_mode_ = fit.mode
         self.n_features_in_ = n_features
+        self.n_samples_fit_ = n_samples
         self._single_output = one_d
         self.coef_ = None if fit.coef is None else squeeze(np.ascontiguousarray(fit.coef[k]))
         self.dual_coef_ = None if fit.dual_coef is None else squeeze(np.ascontiguousarray(fit.dual_coef[k]))
@@ -111,19 +117,9 @@ class _RankRLSBase(RegressorMixin, BaseEstimator):
     def _decision(self, X):
         check_is_fitted(self, "fit_mode_")
         if self.kernel == "precomputed":
-            K = X.toarray() if issparse(X) else as_float_matrix(X, "X (precomputed kernel)")
+            K = check_precomputed_kernel(X.toarray() if issparse(X) else X, n_train=self.n_samples_fit_)
             if self.fit_mode_ == "sparse":
-                m = self.basis_indices_.max() + 1
-                if K.shape[1] < m:
-                    raise ValueError(
-                        f"A precomputed test kernel must have one column per training row, got {K.shape}")
                 return K[:, self.basis_indices_] @ self.dual_coef_
-            m = self.dual_coef_.shape[0]
-            if K.shape[1] != m:
-                raise ValueError(
-                    f"A precomputed test kernel must have shape (n_samples, {m}) against the training "
-                    f"rows, got {K.shape}"
-                )
             return K @ self.dual_coef_
         X = check_features(X, allow_sparse=True, min_rows=1)
         if X.shape[1] != self.n_features_in_:
@@ -134,7 +130,8 @@ class _RankRLSBase(RegressorMixin, BaseEstimator):
         if self.coef_ is not None:
             return np.asarray(X @ self.coef_)
         spec = self._kernel_spec(self.n_features_in_)
-        return predict_basis(X, self.X_fit_, self.dual_coef_, spec, self.n_jobs)
+        with compute_region(check_n_jobs(self.n_jobs)):
+            return predict_basis(X, self.X_fit_, self.dual_coef_, spec, self.n_jobs)
 
     def predict(self, X):
         """Scores for ranking: a higher score means ranked higher.  Shape (p,) or (p, v).
@@ -324,7 +321,7 @@ class RankRLS(_RankRLSBase):
         problem = self._scores_problem(X, y, groups, check_weighting(self.group_weighting), self._exclude_ties())
         fit = self._solve(problem, np.array([alpha]),
                           x0=self._warm_start_coef(problem.n_features, problem.n_outputs))
-        return self._apply_fit(fit, 0, problem.one_d, problem.n_features)
+        return self._apply_fit(fit, 0, problem.one_d, problem.n_features, problem.m)
 
     def fit_preferences(self, X, pairs, magnitudes=None, cost=None, weights=None):
         """Fit from an explicit preference graph (a multigraph; repeated pairs add up).
@@ -348,7 +345,7 @@ class RankRLS(_RankRLSBase):
         problem = RankingProblem.from_preferences(X, pairs, magnitudes, cost, weights=weights,
                                                   precomputed=self.kernel == "precomputed", allow_sparse=True)
         fit = self._solve(problem, np.array([alpha]), x0=self._warm_start_coef(problem.n_features, 1))
-        return self._apply_fit(fit, 0, True, problem.n_features)
+        return self._apply_fit(fit, 0, True, problem.n_features, problem.m)
 
 
 class MPRank(_RankRLSBase):
@@ -391,7 +388,7 @@ class MPRank(_RankRLSBase):
             raise ValueError("MPRank has no solver='cg'; use RankRLS(solver='cg') (for MPRank with "
                              "alpha = m**2 / (2 C))")
         fit = self._solve(problem, np.array([alpha]))
-        return self._apply_fit(fit, 0, problem.one_d, problem.n_features)
+        return self._apply_fit(fit, 0, problem.one_d, problem.n_features, problem.m)
 
 
 class RankRLSPath:
@@ -408,7 +405,7 @@ class RankRLSPath:
     n_iter_, converged_ : ndarray (n_alphas, v) (CG only)
     """
 
-    def __init__(self, estimator, alphas, fit, one_d, n_features):
+    def __init__(self, estimator, alphas, fit, one_d, n_features, n_samples):
         self.estimator = estimator
         self.alphas = alphas
         self.fit_mode = fit.mode
@@ -421,6 +418,7 @@ class RankRLSPath:
         self._fit = fit
         self._one_d = one_d
         self._n_features = n_features
+        self._n_samples = n_samples
 
     def __len__(self):
         return self.alphas.size
@@ -428,7 +426,7 @@ class RankRLSPath:
     def fitted_estimator(self, k):
         """A fitted :class:`RankRLS` for ``alphas[k]`` (shares arrays, no refit)."""
         est = type(self.estimator)(**{**self.estimator.get_params(deep=False), "alpha": float(self.alphas[k])})
-        return est._apply_fit(self._fit, k, self._one_d, self._n_features)
+        return est._apply_fit(self._fit, k, self._one_d, self._n_features, self._n_samples)
 
     def predict(self, X):
         """Scores for every alpha: (n_alphas, p) or (n_alphas, p, v)."""
@@ -455,4 +453,4 @@ def rankrls_path(X, y, alphas, *, groups=None, estimator=None):
     alphas = check_alphas(alphas)
     problem = est._scores_problem(X, y, groups, check_weighting(est.group_weighting), est._exclude_ties())
     fit = est._solve(problem, alphas)
-    return RankRLSPath(est, alphas, fit, problem.one_d, problem.n_features)
+    return RankRLSPath(est, alphas, fit, problem.one_d, problem.n_features, problem.m)

@@ -33,6 +33,7 @@ from ._memory import check_dense_memory
 from ._sparse import as_csr
 from ._validation import as_float_matrix, as_targets, check_alpha, check_n_jobs, group_index
 from .exceptions import ConvergenceWarning
+from .metrics import pairwise_disagreement
 
 __all__ = ["RankSVM"]
 
@@ -353,7 +354,6 @@ class RankSVM(RegressorMixin, BaseEstimator):
     def score(self, X, y, groups=None):
         """Pairwise ranking accuracy ``1 - pairwise_disagreement(y, predict(X), groups, tied_scores="half")``
         (with groups: the mean over groups that have a relevant pair)."""
-        from .metrics import pairwise_disagreement
 
         return 1.0 - pairwise_disagreement(y, self.predict(X), groups, tied_scores="half")
 

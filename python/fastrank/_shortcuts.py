@@ -10,6 +10,7 @@ m x m eigendecomposition; the rank-r factor gives the same exact result.
 
 from __future__ import annotations
 
+import functools
 import numbers
 
 import numpy as np
@@ -22,6 +23,7 @@ from ._problem import PreferenceGraph, RankingProblem, check_weighting
 from ._progress import stage
 from ._solvers import select_basis
 from ._sparse import issparse, take_rows
+from ._threads import compute_region
 from ._validation import check_alpha, check_n_jobs
 
 __all__ = ["HoldoutEngine", "engine_for", "estimator_alpha", "resolve_folds", "check_sets", "preference_holdout"]
@@ -83,6 +85,15 @@ def engine_for(estimator, X, y, groups=None, *, min_rows=1, alpha=None, verbose=
     return HoldoutEngine(problem, spec, alpha, n_threads, low_rank=low_rank, C=C, verbose=verbose, features=features)
 
 
+def _in_region(method):
+    """Run an engine method inside a compute region of its thread count (see fastrank._threads)."""
+    @functools.wraps(method)
+    def run(self, *args, **kwargs):
+        with compute_region(self.n_threads):
+            return method(self, *args, **kwargs)
+    return run
+
+
 class HoldoutEngine:
     """Kernel in group order plus the lazily computed spectral factor of ``S K S``; exact
     leave-pair-out and hold-out-set predictions for any alpha.
@@ -140,6 +151,7 @@ class HoldoutEngine:
         return self.problem.groups
 
     @property
+    @_in_region
     def K(self):
         """The kernel in group order, computed on first use (hold-out sets of linear and
         basis-vector models never need it)."""
@@ -184,6 +196,7 @@ class HoldoutEngine:
                 self._decompose()
         return self._V, self._sigma
 
+    @_in_region
     def _decompose(self):
         if self.low_rank:
             SX = self.problem.apply_S(self.Xg)
@@ -198,6 +211,7 @@ class HoldoutEngine:
         else:
             self._V, self._sigma = _core.cv_spectral(self.K, self.offsets, self.scale, self.n_threads)
 
+    @_in_region
     def P(self):
         """K S V (in group order)."""
         if self._P is None:
@@ -261,6 +275,7 @@ class HoldoutEngine:
         if np.any(self.problem.n_relevant_pairs() - removed <= 0.5):
             raise ValueError("holding out a pair leaves no training pairs (every training pair touches it)")
 
+    @_in_region
     def lpo(self, pairs, alpha=None):
         """(n_pairs, 2) or (n_pairs, 2, v) held-out predictions (Lemma 2, eqs. 34-39)."""
         alpha = self.alpha_for(self.m - 2) if alpha is None else alpha
@@ -289,6 +304,7 @@ class HoldoutEngine:
         out = out.reshape(pairs.shape[0], 2, v)
         return out[:, :, 0] if self.one_d else out
 
+    @_in_region
     def lpo_disagreement(self, pairs, alpha=None):
         """Pairwise disagreement of the LPO predictions per output column, accumulated in C++
         threads without materialising the (n_pairs, 2, v) predictions."""
@@ -317,6 +333,7 @@ class HoldoutEngine:
                                                self.n_threads)
 
     # ---- hold-out sets --------------------------------------------------------------------
+    @_in_region
     def holdout(self, sets, alpha=None):
         """Predictions for each set (list of index arrays, caller's order) in one concatenation."""
         if alpha is None and self.C is not None:
@@ -345,6 +362,7 @@ class HoldoutEngine:
         return _core.cv_group_holdout(self.P(), V, sigma, self.offsets, self.scale, alpha, self.Yg, rg,
                                       fold_offsets)
 
+    @_in_region
     def leave_group_out(self, alpha=None):
         """(m, v) predictions, each group held out in turn (eq. 33): from the Cholesky factor of
         ``S K S + alpha I`` and the diagonal blocks of its inverse, no eigendecomposition (for

@@ -180,10 +180,17 @@ def solve_primal(problem, alphas, n_threads):
     return Fit("primal", coef=W)
 
 
+def _centred_features(X):
+    """X minus its column means (dense X; sparse X as it is).  S 1 = 0 (and M^T 1 = 0 for graphs),
+    so the dual solution has 1^T A = 0 and K = Xc Xc^T gives the same A and W = Xc^T A = X^T A,
+    without the cancellation a large common feature offset causes in X X^T."""
+    return X if issparse(X) else X - X.mean(axis=0)
+
+
 def _train_kernel(problem, spec, n_threads, order=None):
     """K over the rows in ``order`` (default: as given) as a writable Fortran-ordered array that the
     solver may overwrite in place."""
-    X = problem.X
+    X = _centred_features(problem.X) if spec.linear else problem.X
     if spec.precomputed:
         Kg = X[np.ix_(order, order)] if order is not None else X.copy()
         Kg += Kg.T  # exact symmetry for the symmetric solvers
@@ -233,7 +240,8 @@ def solve_dual(problem, spec, alphas, n_threads):
         A = gi.untake(_by_alpha(A, alphas.size), axis=1)
     X_fit = None if spec.precomputed else problem.X
     # With the linear kernel the dual model is also a weight vector: W = X^T A (eq. 27).
-    coef = np.einsum("mn,amv->anv", problem.X, A) if spec.linear else None
+    # W = X^T A (eq. 27), with X centred as for the kernel (1^T A = 0): no cancellation under an offset
+    coef = np.stack([_centred_features(problem.X).T @ a for a in A]) if spec.linear else None
     return Fit("dual", coef=coef, dual_coef=A, X_fit=X_fit)
 
 
@@ -295,6 +303,8 @@ def _run_cg(problem, alpha, *, tol, max_iter, x0, precond, n_threads, callback, 
     """One CG solve of (X^T L X + alpha I) w = X^T b with b = L y or M N (eqs. 12-13); L is
     applied implicitly, never formed.  Arguments already validated."""
     X, m, n, v = problem.X, problem.m, problem.n_features, problem.n_outputs
+    check_dense_memory(n, 8, "CG work vectors", n_cols=v)  # W, R, Z, P, Q, B and the history
+    check_dense_memory(m, 3, "CG work vectors", n_cols=v)  # X p, L X p and the targets
     Y = np.zeros((m, v)) if problem.is_graph else np.ascontiguousarray(problem.Y)
     common = dict(x0=x0, alpha=alpha, tol=tol, max_iter=max_iter, jacobi=precond, n_threads=n_threads,
                   callback=callback, **problem.laplacian_args())

@@ -17,6 +17,7 @@ from ._kernels import resolve_kernel
 from ._memory import check_dense_memory
 from ._validation import as_float_matrix, as_targets, check_alpha, check_n_jobs, group_index
 from .exceptions import ConvergenceWarning
+from .metrics import pairwise_disagreement
 
 __all__ = ["SVRank"]
 
@@ -215,7 +216,6 @@ class SVRank(RegressorMixin, BaseEstimator):
     def score(self, X, y, groups=None):
         """``1 - pairwise_disagreement(y, predict(X), groups, tied_scores="half")``: pairs tied in ``y``
         are ignored, tied predictions count half an error; with ``groups``, the mean over groups."""
-        from .metrics import pairwise_disagreement
 
         return 1.0 - pairwise_disagreement(np.asarray(y), self.predict(X), groups, tied_scores="half")
 

@@ -9,15 +9,55 @@ import os
 import numpy as np
 
 from . import _core
+from .exceptions import LinAlgError
 
 __all__ = [
     "as_float_matrix",
+    "as_float_vector",
+    "as_int_array",
     "as_targets",
     "check_alpha",
+    "check_alphas",
+    "check_int",
     "check_n_jobs",
+    "check_pair_arrays",
+    "check_precomputed_kernel",
+    "check_psd_spectrum",
+    "system_scale",
     "GroupIndex",
     "group_index",
 ]
+
+# Largest value a C++ ``int`` argument can take (thread counts, cutoffs, iteration limits).
+INT_MAX = 2**31 - 1
+_EPS = float(np.finfo(np.float64).eps)
+_TINY = float(np.finfo(np.float64).tiny)  # smallest normal float64
+
+
+def _asarray(x, name):
+    """np.asarray with numpy's own errors (ragged lists, unconvertible objects) reworded to name
+    the argument."""
+    try:
+        return np.asarray(x)
+    except (ValueError, TypeError) as exc:
+        raise ValueError(f"{name} must be a rectangular array of numbers ({exc})") from None
+
+
+def _to_float(a, name, what="numeric"):
+    """A numeric array as float64, refusing strings, objects that are not numbers and complex
+    values with a message naming the argument."""
+    if a.dtype == object:
+        try:
+            a = a.astype(np.float64)
+        except TypeError as exc:  # e.g. a dict among the values (scikit-learn expects TypeError)
+            raise TypeError(f"{name} must be {what}: {exc}") from None
+        except ValueError as exc:
+            raise ValueError(f"{name} must be {what}: {exc}") from None
+    if np.iscomplexobj(a):
+        raise ValueError(f"Complex data not supported: {name} has dtype {a.dtype}")
+    if not (np.issubdtype(a.dtype, np.number) or a.dtype == bool):
+        raise ValueError(f"{name} must be {what}, got dtype {a.dtype}")
+    return a
 
 
 def as_float_matrix(X, name="X", *, min_rows=1, allow_nan=False):
@@ -27,16 +67,7 @@ def as_float_matrix(X, name="X", *, min_rows=1, allow_nan=False):
             f"{name} is a sparse matrix; this estimator needs dense input (call X.toarray(); "
             "RankRLS takes sparse X with solver='cg' or basis_vectors)."
         )
-    X = np.asarray(X)
-    if X.dtype == object:
-        try:
-            X = X.astype(np.float64)  # TypeError for non-numbers is numpy's own, kept as is
-        except ValueError as exc:
-            raise ValueError(f"{name} must be numeric: {exc}") from None
-    if np.iscomplexobj(X):
-        raise ValueError(f"Complex data not supported: {name} has dtype {X.dtype}")
-    if not (np.issubdtype(X.dtype, np.number) or X.dtype == bool):
-        raise ValueError(f"{name} must be numeric, got dtype {X.dtype}")
+    X = _to_float(_asarray(X, name), name)
     if X.ndim != 2:
         raise ValueError(
             f"Expected 2D array for {name}, got {X.ndim}D array instead. Reshape your data "
@@ -68,16 +99,7 @@ def as_targets(y, n_rows, name="y"):
     """Targets as a float64 Fortran-ordered (m, v) array plus a flag telling whether y was 1-D."""
     if y is None:
         raise ValueError("This estimator requires y to be passed, but the target y is None")
-    y = np.asarray(y)
-    if y.dtype == object:
-        try:
-            y = y.astype(np.float64)
-        except (TypeError, ValueError) as exc:
-            raise ValueError(f"{name} must be numeric: {exc}") from None
-    if np.iscomplexobj(y):
-        raise ValueError(f"Complex data not supported: {name} has dtype {y.dtype}")
-    if not (np.issubdtype(y.dtype, np.number) or y.dtype == bool):
-        raise ValueError(f"{name} must be real-valued numbers, got dtype {y.dtype}")
+    y = _to_float(_asarray(y, name), name, "real-valued numbers")
     if y.ndim == 0 or y.ndim > 2:
         raise ValueError(f"{name} must be 1-D (m,) or 2-D (m, v), got shape {y.shape}")
     one_d = y.ndim == 1
@@ -94,36 +116,220 @@ def as_targets(y, n_rows, name="y"):
     return Y, one_d
 
 
-def check_alpha(alpha, name="alpha"):
-    """A finite positive float; alpha <= 0 makes the RankRLS system singular."""
+def check_alpha(alpha, name="alpha", *, scale=None):
+    """A regularization value: a normal (not subnormal), finite, positive float.
+
+    ``scale`` (optional) is the magnitude of the matrix the regularizer is added to -- e.g.
+    :func:`system_scale` of ``S K S`` (dual) or of ``X^T L X`` (primal).  With it, alpha must lie
+    in ``[eps * scale, 1e100 * scale]``: below, ``alpha I`` is under the rounding level of the
+    matrix and the solution is rounding noise; above, every coefficient is ~ y / alpha and the
+    model carries no information in float64.  Without it only the float64 limits are checked
+    (``alpha >= 2.2e-308`` and ``<= 1e300``).
+    """
     if isinstance(alpha, (bool, np.bool_)) or not isinstance(alpha, numbers.Real):
         raise TypeError(f"{name} must be a positive real number, got {alpha!r}")
     alpha = float(alpha)
     if not np.isfinite(alpha) or alpha <= 0.0:
         raise ValueError(f"{name} must be finite and > 0, got {alpha!r}")
+    if alpha < _TINY:
+        raise ValueError(
+            f"{name}={alpha!r} is a subnormal float64 (below 2.2e-308): products with it lose all "
+            "precision. Use a value of the order of the kernel's scale (e.g. 1e-6 to 1e6 for a Gaussian "
+            "kernel)."
+        )
+    if alpha > 1e300:
+        raise ValueError(f"{name}={alpha!r} is too large: coefficients ~ y / {name} underflow. Use a "
+                         "value of the order of the kernel's scale.")
+    if scale is not None:
+        scale = float(scale)
+        if np.isfinite(scale) and scale > 0.0:
+            lo, hi = _EPS * scale, 1e100 * scale
+            if alpha < lo or alpha > hi:
+                side = "below the rounding level" if alpha < lo else "absurdly large compared with the scale"
+                raise ValueError(
+                    f"{name}={alpha!r} is {side} of this problem (its kernel / data matrix has scale "
+                    f"{scale:.3g}; {name} must lie in [{lo:.3g}, {hi:.3g}], and values in about "
+                    f"[{scale * 1e-10:.3g}, {scale * 1e6:.3g}] are the useful ones). Choose {name} "
+                    "relative to the kernel's scale, or rescale X."
+                )
     return alpha
 
 
-def check_alphas(alphas, name="alphas"):
-    arr = np.atleast_1d(np.asarray(alphas, dtype=np.float64))
+def check_alphas(alphas, name="alphas", *, scale=None):
+    """A non-empty 1-D float64 array of values that each pass :func:`check_alpha`."""
+    if isinstance(alphas, (str, bytes)):
+        raise TypeError(f"{name} must be a positive number or a 1-D sequence of them, got {alphas!r}")
+    arr = _to_float(_asarray(alphas, name), name, "positive real numbers")
+    arr = np.atleast_1d(np.asarray(arr, dtype=np.float64))
     if arr.ndim != 1 or arr.size == 0:
-        raise ValueError(f"{name} must be a non-empty 1-D sequence of positive numbers")
+        raise ValueError(f"{name} must be a non-empty 1-D sequence of positive numbers, got shape {arr.shape}")
     for a in arr:
-        check_alpha(float(a), name)
+        check_alpha(float(a), name, scale=scale)
+    return arr
+
+
+def system_scale(G):
+    """The scale alpha is compared with in :func:`check_alpha`: the largest diagonal entry of the
+    symmetric positive semidefinite matrix G (``S K S`` or ``X^T L X``), an O(m) bound on its
+    largest eigenvalue within a factor m (0 for an empty or non-finite diagonal)."""
+    d = np.diagonal(np.asarray(G))
+    if d.size == 0:
+        return 0.0
+    top = float(np.max(np.abs(d)))
+    return top if np.isfinite(top) else 0.0
+
+
+def check_int(value, name, *, low=None, high=INT_MAX):
+    """An integer (Python or numpy, not bool) in ``[low, high]``; ``high`` defaults to the C++
+    int limit so nothing out of range reaches a binding (which would fail with a signature dump)."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{name} must be an integer, got {value!r}")
+    value = int(value)
+    if (low is not None and value < low) or (high is not None and value > high):
+        lo = "-inf" if low is None else str(low)
+        hi = "inf" if high is None else str(high)
+        raise ValueError(f"{name} must be an integer in [{lo}, {hi}], got {value}")
+    return value
+
+
+def as_float_vector(v, name, n=None, *, allow_nan=False):
+    """A finite 1-D float64 array (with ``n`` entries when given), errors naming the argument."""
+    a = _to_float(_asarray(v, name), name)
+    if a.ndim != 1:
+        raise ValueError(f"{name} must be 1-D, got shape {a.shape}")
+    if n is not None and a.shape[0] != n:
+        raise ValueError(f"{name} must have {n} entries, got {a.shape[0]}")
+    a = np.ascontiguousarray(a, dtype=np.float64)
+    if not allow_nan and not np.isfinite(a).all():
+        raise ValueError(f"Input {name} contains NaN or infinity.")
+    return a
+
+
+def as_int_array(a, name, *, low=None, high=None, ndim=None):
+    """An int64 array of whole numbers (an integer dtype, or floats that are exactly integral;
+    bools and non-integral floats are refused), bounds checked, errors naming the argument."""
+    arr = _asarray(a, name)
+    if arr.dtype == object:
+        try:
+            arr = arr.astype(np.int64)
+        except (TypeError, ValueError, OverflowError) as exc:
+            raise ValueError(f"{name} must contain integers: {exc}") from None
+    if arr.dtype == bool or not (np.issubdtype(arr.dtype, np.integer) or np.issubdtype(arr.dtype, np.floating)):
+        raise ValueError(f"{name} must contain integers, got dtype {arr.dtype}")
+    if np.issubdtype(arr.dtype, np.floating):
+        if not np.isfinite(arr).all() or not np.array_equal(arr, np.round(arr)):
+            raise ValueError(f"{name} must contain integers, got non-integral values")
+        if arr.size and np.abs(arr).max() >= 2.0**63:
+            raise ValueError(f"{name} has values outside the int64 range")
+    if ndim is not None and arr.ndim != ndim:
+        raise ValueError(f"{name} must be {ndim}-D, got shape {arr.shape}")
+    arr = arr.astype(np.int64)
+    if arr.size:
+        if low is not None and arr.min() < low:
+            raise ValueError(f"{name} has values below {low} (min {arr.min()})")
+        if high is not None and arr.max() > high:
+            raise ValueError(f"{name} has values above {high} (max {arr.max()})")
     return arr
 
 
 def check_n_jobs(n_jobs):
     """Threads for fastrank's C++ kernels: None -> every core (as BLAS/LAPACK already do),
-    -1 -> every core, -2 -> all but one, k > 0 -> k."""
+    -1 -> every core, -2 -> all but one, k > 0 -> k, capped at 4 x the core count (more threads
+    only add overhead; results never depend on the thread count)."""
+    cores = os.cpu_count() or 1
     if n_jobs is None:
-        return os.cpu_count() or 1
+        return cores
     if isinstance(n_jobs, (bool, np.bool_)) or not isinstance(n_jobs, numbers.Integral) or n_jobs == 0:
         raise ValueError(f"n_jobs must be None or a non-zero integer, got {n_jobs!r}")
     n_jobs = int(n_jobs)
+    if abs(n_jobs) > INT_MAX:
+        raise ValueError(f"n_jobs={n_jobs} is out of range; use -1 for every core or a thread count <= {cores}")
     if n_jobs < 0:
-        return max(1, (os.cpu_count() or 1) + 1 + n_jobs)
-    return n_jobs
+        return max(1, cores + 1 + n_jobs)
+    return min(n_jobs, 4 * cores)
+
+
+def check_precomputed_kernel(K, name="X (precomputed kernel)", *, n_train=None, min_rows=1, rtol=1e-10):
+    """The one validation of user-supplied kernel matrices, used by every entry point.
+
+    Training kernel (``n_train=None``): a finite, square, symmetric (to ``rtol`` relative to its
+    largest entry) float64 matrix with at least ``min_rows`` rows; returned exactly symmetrised
+    (``(K + K^T) / 2``, Fortran order) so the symmetric solvers see the same matrix everywhere.
+    Test kernel (``n_train=m``): a finite (p, m) matrix, one column per training row.
+    Positive semidefiniteness is not checked here (O(m^3)); the factorizations detect it, see
+    :func:`check_psd_spectrum`.
+    """
+    K = as_float_matrix(K, name, min_rows=min_rows)
+    if n_train is not None:
+        if K.shape[1] != n_train:
+            raise ValueError(
+                f"A precomputed test kernel {name} must have shape (n_samples, {n_train}): one column per "
+                f"training row, got {K.shape}"
+            )
+        return K
+    if K.shape[0] != K.shape[1]:
+        raise ValueError(f"A precomputed kernel {name} must be square (m, m), got shape {K.shape}")
+    scale = max(1.0, float(np.abs(K).max()))
+    if not np.allclose(K, K.T, rtol=rtol, atol=1e-12 * scale):
+        err = float(np.abs(K - K.T).max())
+        raise ValueError(
+            f"A precomputed kernel matrix {name} must be symmetric (largest |K - K.T| = {err:.3g}, "
+            f"largest |K| = {scale:.3g}); pass (K + K.T) / 2 if the asymmetry is rounding"
+        )
+    return np.asfortranarray(0.5 * (K + K.T))
+
+
+def check_psd_spectrum(eigenvalues, what="kernel matrix", rtol=1e-8):
+    """Raise :class:`fastrank.LinAlgError` when a symmetric matrix's eigenvalues show it is
+    indefinite beyond rounding (min < -rtol * max |eigenvalue|); returns them unchanged.  For the
+    spectral routes (leave-pair-out, paths), which otherwise silently accept indefinite kernels."""
+    w = np.asarray(eigenvalues, dtype=np.float64)
+    if w.size == 0:
+        return w
+    if not np.isfinite(w).all():
+        raise LinAlgError(f"the {what} has non-finite eigenvalues (NaN or inf in the kernel)")
+    top = float(np.max(np.abs(w)))
+    if float(np.min(w)) < -rtol * top:
+        raise LinAlgError(
+            f"the {what} is not positive semidefinite (smallest eigenvalue {float(np.min(w)):.3g}, largest "
+            f"{top:.3g}): a precomputed kernel must be a valid (PSD) kernel matrix"
+        )
+    return w
+
+
+def check_pair_arrays(pair_predictions, pair_targets):
+    """Validated (n_pairs, 2) or (n_pairs, 2, v) prediction and target arrays of held-out pairs
+    (as returned by ``leave_pair_out``): numeric, finite, same shape, at least one pair."""
+    P = _to_float(_asarray(pair_predictions, "pair_predictions"), "pair_predictions")
+    T = _to_float(_asarray(pair_targets, "pair_targets"), "pair_targets")
+    for name, A in (("pair_predictions", P), ("pair_targets", T)):
+        if A.ndim not in (2, 3) or A.shape[1] != 2:
+            raise ValueError(f"{name} must have shape (n_pairs, 2) or (n_pairs, 2, v), got {A.shape}")
+        if A.shape[0] == 0:
+            raise ValueError(f"{name} has no pairs")
+    if P.shape != T.shape:
+        raise ValueError(f"pair_predictions and pair_targets must have the same shape, got {P.shape} and {T.shape}")
+    P = np.asarray(P, dtype=np.float64)
+    T = np.asarray(T, dtype=np.float64)
+    if not np.isfinite(P).all():
+        raise ValueError("Input pair_predictions contains NaN or infinity.")
+    if not np.isfinite(T).all():
+        raise ValueError("Input pair_targets contains NaN or infinity.")
+    return P, T
+
+
+def pair_disagreement(pair_predictions, pair_targets):
+    """``model_selection.pairwise_disagreement`` with its inputs validated: fraction of held-out
+    pairs with different targets ordered wrongly (prediction ties count 1/2).  A float, or a (v,)
+    array for 3-D input; NaN where no pair has different targets."""
+    P, T = check_pair_arrays(pair_predictions, pair_targets)
+    dp = P[:, 0] - P[:, 1]
+    dt = T[:, 0] - T[:, 1]
+    valid = dt != 0
+    wrong = np.where(dp * dt < 0, 1.0, 0.0) + np.where(dp == 0, 0.5, 0.0)
+    n = valid.sum(axis=0)
+    res = np.where(n > 0, (wrong * valid).sum(axis=0) / np.maximum(n, 1), np.nan)
+    return float(res) if np.ndim(res) == 0 else res
 
 
 class GroupIndex:

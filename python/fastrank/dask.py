@@ -46,13 +46,17 @@ from sklearn.utils.validation import check_is_fitted
 import dask
 import dask.array as da
 
+from ._cv import RankRLSCV
 from ._kernels import resolve_kernel
-from ._rankrls import RankRLS
-from ._validation import _all_finite, check_alpha, check_alphas, check_n_jobs
-
 from ._memory import check_dense_memory
 from ._problem import WEIGHTINGS, pair_weights
+from ._rankrls import RankRLS
 from ._solvers import select_basis
+from ._validation import _all_finite, check_alpha, check_alphas, check_n_jobs, group_index
+from .exceptions import LinAlgError
+from .metrics import pairwise_disagreement
+from .model_selection import permutation_test_lpo as _single
+from .online import OAPBPM, _seed_from
 
 __all__ = [
     "DaskRankRLS",
@@ -381,7 +385,6 @@ def _subset_decompose(H, g, KRR):
         cut = r * np.finfo(float).eps * max(e.max(), 0.0)
         keep = (e > cut) & (e > 0)
         if not np.any(keep):
-            from .exceptions import LinAlgError
 
             raise LinAlgError("the basis kernel matrix K_RR is zero; choose other basis vectors") from None
         B = E[:, keep] / np.sqrt(e[keep])
@@ -553,7 +556,6 @@ class DaskRankRLS(RegressorMixin, BaseEstimator):
         pred = pred.compute() if isinstance(pred, da.Array) else pred
         comp = [a.compute() if isinstance(a, da.Array) or _is_dask_frame(a) else a for a in (y, groups)]
         y, groups = (np.asarray(a) if a is not None else None for a in comp)
-        from .metrics import pairwise_disagreement
 
         if pred.ndim == 1:
             return 1.0 - pairwise_disagreement(y, pred, groups, ties="half")
@@ -650,7 +652,6 @@ def _local(a):
 
 
 def _cv_task(params, X, y, groups):
-    from ._cv import RankRLSCV
 
     return RankRLSCV(**params).fit(X, y, groups)
 
@@ -724,7 +725,6 @@ class DaskRankRLSCV(RegressorMixin, BaseEstimator):
 
 
 def _perm_task(estimator, X, y, groups, k, rng):
-    from .model_selection import permutation_test_lpo as _single
 
     score, perm, _ = _single(estimator, X, y, n_permutations=k, random_state=rng, groups=groups)
     return score, perm
@@ -757,7 +757,6 @@ def permutation_test_lpo(estimator, X, y, n_permutations=100, random_state=None,
     n_blocks : int or None — None uses one block per worker of the active distributed client (1
         without one).
     """
-    from ._validation import group_index
 
     if isinstance(n_permutations, (bool, np.bool_)) or not isinstance(n_permutations, numbers.Integral) \
             or n_permutations < 1:
@@ -822,7 +821,6 @@ def _block_seed(seed, first_member):
 
 
 def _oap_block_start(params, n_members, seed, classes, n_features):
-    from .online import OAPBPM
 
     est = OAPBPM(**{**params, "n_estimators": n_members})
     est._validate_params()
@@ -868,7 +866,6 @@ def fit_oapbpm(estimator, X, y, *, classes=None, n_blocks=None):
     classes : the ordered label set (default: the sorted distinct labels of y, one pass over y).
     n_blocks : member blocks (None: one per worker of the active distributed client).
     """
-    from .online import OAPBPM, _seed_from
 
     if not isinstance(estimator, OAPBPM):
         raise TypeError("estimator must be a fastrank.OAPBPM")

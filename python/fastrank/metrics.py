@@ -406,7 +406,7 @@ def ndcg(y_true, y_score, groups=None, *, k=None, gain="exponential", average="g
     elif isinstance(k, (bool, np.bool_)) or not isinstance(k, numbers.Integral) or k < 1:
         raise ValueError(f"k must be None or a positive integer, got {k!r}")
     else:
-        kk = int(k)
+        kk = int(min(int(k), y.shape[0]))  # a cutoff beyond the largest group is no cutoff (and fits a C int)
     gi = _groups(groups, y.shape[0])
     codes, n_groups = (None, 1) if gi is None else (gi.codes, gi.n_groups)
     S = _core.dcg_statistics(y, f, codes, n_groups, kk, 1 if gain == "exponential" else 0, check_n_jobs(n_jobs))

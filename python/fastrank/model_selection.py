@@ -42,19 +42,19 @@ Conventions.
 
 from __future__ import annotations
 
-import numbers
 from collections import namedtuple
 
 import numpy as np
 
 from sklearn.utils import check_random_state
 
+from ._memory import check_dense_memory
 from ._problem import RankingProblem
 from ._rankrls import RankRLS
 from ._solvers import Fit
 from ._shortcuts import check_sets, engine_for, estimator_alpha, preference_holdout, resolve_folds
 from ._progress import stage
-from ._validation import check_alpha, check_n_jobs, group_index
+from ._validation import check_alpha, check_int, check_n_jobs, group_index, pair_disagreement
 
 __all__ = [
     "leave_pair_out",
@@ -196,16 +196,7 @@ def pairwise_disagreement(pair_predictions, pair_targets):
 
     pair_predictions, pair_targets : (n_pairs, 2) or (n_pairs, 2, v).  Returns a float, or a (v,)
     array for 3-D input (NaN where no pair has different targets)."""
-    P = np.asarray(pair_predictions, dtype=np.float64)
-    T = np.asarray(pair_targets, dtype=np.float64)
-    dp = P[:, 0] - P[:, 1]
-    dt = T[:, 0] - T[:, 1]
-    valid = dt != 0
-    wrong = np.where(dp * dt < 0, 1.0, 0.0) + np.where(dp == 0, 0.5, 0.0)
-    n = valid.sum(axis=0)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        res = np.where(n > 0, (wrong * valid).sum(axis=0) / np.maximum(n, 1), np.nan)
-    return float(res) if np.ndim(res) == 0 else res
+    return pair_disagreement(pair_predictions, pair_targets)
 
 
 def _pair_targets(Y, pairs):
@@ -229,9 +220,7 @@ def permutation_test_lpo(estimator, X, y, n_permutations=100, random_state=None,
     """
     if scoring not in ("auc",):
         raise ValueError(f"scoring must be 'auc', got {scoring!r}")
-    if isinstance(n_permutations, (bool, np.bool_)) or not isinstance(n_permutations, numbers.Integral) \
-            or n_permutations < 1:
-        raise ValueError(f"n_permutations must be a positive integer, got {n_permutations!r}")
+    n_permutations = check_int(n_permutations, "n_permutations", low=1)
     y = np.asarray(y)
     if y.ndim != 1:
         raise ValueError("permutation_test_lpo needs a 1-D y")
@@ -289,6 +278,8 @@ def mprank_loo_approximation(estimator, X, y):
     prob = engine_for(estimator, X, y, None, min_rows=3)
     if not prob.one_d:
         raise ValueError("mprank_loo_approximation needs a 1-D y")
+    # kernel, spectral factor and its workspace, K S V, the hat matrix U and its pair gathers
+    check_dense_memory(prob.m, 18, "MPRank leave-one-out approximation (hat matrix and temporaries)")
     m, alpha = prob.m, prob.alpha
     yv = prob.Y[:, 0]
     V, sigma = prob.decompose()
@@ -394,7 +385,7 @@ class Factorization:
         keep = ("kernel", "gamma", "degree", "coef0", "group_weighting", "n_jobs")
         est = RankRLS(alpha=alpha, **{k: v for k, v in self._estimator.get_params(deep=False).items() if k in keep})
         fit = Fit("dual", coef=coef, dual_coef=A, X_fit=None if eng.precomputed else X)
-        return est._apply_fit(fit, 0, eng.one_d, eng.problem.n_features)
+        return est._apply_fit(fit, 0, eng.one_d, eng.problem.n_features, eng.m)
 
 
 def factorize(estimator, X, y, groups=None, *, verbose=0):

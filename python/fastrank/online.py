@@ -37,7 +37,8 @@ from sklearn.utils.validation import check_is_fitted, column_or_1d
 
 from . import _core
 from ._kernels import _KIND, KernelSpec, resolve_kernel
-from ._validation import as_float_matrix, check_n_jobs
+from ._memory import check_dense_memory
+from ._validation import as_float_matrix, check_n_jobs, check_precomputed_kernel
 from .metrics import pairwise_disagreement
 
 __all__ = ["PRank", "PRankVP", "OAPBPM", "WidrowHoff", "OnlineMPRank"]
@@ -91,15 +92,27 @@ def _check_labels(y, n_rows, *, label_set_fixed=False):
         raise ValueError(f"Found input variables with inconsistent numbers of samples: [{n_rows}, {y.shape[0]}]")
     if y.dtype.kind == "f" and not np.isfinite(y).all():
         raise ValueError("Input y contains NaN or infinity.")
-    _sorted_classes(y)  # orderability first: a clear message for mixed types
+    _sorted_classes(y, "y")  # orderability and NaN first: a clear message for mixed types
     if not label_set_fixed:
         check_classification_targets(y)
     return y
 
 
-def _sorted_classes(values):
+def _is_nan(v):
     try:
-        classes = np.unique(np.asarray(values))
+        return bool(v != v)  # NaN is the only value not equal to itself
+    except (TypeError, ValueError):
+        return False
+
+
+def _sorted_classes(values, name="classes"):
+    values = np.asarray(values)
+    if values.dtype.kind in "fc" and np.isnan(values).any() or \
+            values.dtype == object and any(_is_nan(v) for v in values.ravel()):
+        raise ValueError(f"{name} contains NaN; class labels must be orderable values (NaN has no place in an "
+                         "order)")
+    try:
+        classes = np.unique(values)
     except TypeError as exc:
         raise ValueError(f"labels must be orderable (mutually comparable): {exc}") from None
     return classes
@@ -481,8 +494,6 @@ class PRankVP(PRank):
             new_w = np.empty((upd.size, W.shape[1]))
         else:
             new_s = np.empty(upd.size, dtype=np.int64)
-            from ._kernels import _KIND
-
             pre = self._kernel_kind == "precomputed"
             kind = 0 if pre else _KIND[self._kernel_kind]
             g, deg, c0 = self._kernel_args
@@ -529,8 +540,6 @@ class PRankVP(PRank):
                                  f"example), got {X.shape[1]}")
             K = X[:, self.support_index_]
         else:
-            from ._kernels import KernelSpec
-
             K = np.asarray(KernelSpec(self._kernel_kind, *self._kernel_args).cross(
                 X, self.support_vectors_, check_n_jobs(None)))
         return K * coef[None, :]
@@ -671,6 +680,9 @@ class WidrowHoff(ClassifierMixin, BaseEstimator):
                 raise ValueError(f"the first partial_fit batch has only the label(s) {cls.tolist()!r}; pass the "
                                  "complete ordered label set with classes=")
             self._reset(cls, X.shape[1])
+        elif classes is not None and not np.array_equal(_sorted_classes(classes), self.classes_):
+            raise ValueError(f"classes={np.asarray(classes).tolist()!r} differs from classes_ fixed by the first "
+                             f"partial_fit call: {self.classes_.tolist()!r}")
         elif X.shape[1] != self.n_features_in_:
             raise ValueError(f"X has {X.shape[1]} features, but WidrowHoff is expecting {self.n_features_in_} "
                              "features as input (the feature count cannot change between partial_fit calls)")
@@ -746,13 +758,13 @@ class OnlineMPRank(RegressorMixin, BaseEstimator):
         _check_real(self.tol, "tol", low=0.0, low_open=False)
         check_n_jobs(self.n_jobs)
 
-    def _kernel_matrix(self, X):
-        if self._spec.precomputed:
-            K = np.asarray(X, dtype=np.float64)
-            if K.shape[0] != K.shape[1]:
-                raise ValueError(f"precomputed kernel: fit needs the square (m, m) kernel matrix, got {K.shape}")
-            return K
-        return np.asarray(self._spec.train(X, check_n_jobs(self.n_jobs)))
+    def _kernel_matrix(self, X, spec):
+        # Peak of _solve: K, the centred Kt and the temporaries of (Kt + Kt.T) / 2 and its Fortran
+        # copy (the C++ iteration works on that copy): 5 m x m matrices.
+        check_dense_memory(X.shape[0], 5, "kernel matrix of OnlineMPRank (and its centred copies)")
+        if spec.precomputed:
+            return check_precomputed_kernel(X, min_rows=2)
+        return np.asarray(spec.train(X, check_n_jobs(self.n_jobs)))
 
     def _solve(self, K, y, alpha0):
         m = K.shape[0]
@@ -778,6 +790,10 @@ class OnlineMPRank(RegressorMixin, BaseEstimator):
                 lam = float(v @ u / (v @ v))
                 v = u / nrm
             eta = 1.0 / (2.2 * max(lam, 0.0) + m / C)
+        if not (np.isfinite(eta) and eta > 0):
+            raise ValueError(f"OnlineMPRank: no usable step size (eta={eta!r}) for this kernel matrix (its entries "
+                             f"are too large, largest |Kt| = {float(np.abs(Kt).max()):.3g}); rescale X or the kernel, "
+                             "or pass eta")
         alpha = np.array(alpha0, dtype=np.float64)
         n_iter, converged, costs = _core.mprank_online(Kt, yt, C, eta, sequential, int(self.max_iter),
                                                        float(self.tol), alpha)
@@ -794,6 +810,9 @@ class OnlineMPRank(RegressorMixin, BaseEstimator):
         """Iterate to the MPRank solution on (X, y) from a = 0."""
         self._validate_params()
         X = _as_X(X)
+        if X.shape[0] < 2:
+            raise ValueError(f"OnlineMPRank needs at least 2 samples (a ranking compares pairs), got n_samples="
+                             f"{X.shape[0]}")
         if y is None:
             raise ValueError("OnlineMPRank requires y to be passed, but the target y is None")
         y = np.asarray(y)
@@ -806,10 +825,12 @@ class OnlineMPRank(RegressorMixin, BaseEstimator):
             raise ValueError(f"Found input variables with inconsistent numbers of samples: [{X.shape[0]}, {y.shape[0]}]")
         if not np.isfinite(y).all():
             raise ValueError("Input y contains NaN or infinity.")
-        self._spec = resolve_kernel(self.kernel, self.gamma, self.degree, self.coef0, X.shape[1])
+        spec = resolve_kernel(self.kernel, self.gamma, self.degree, self.coef0, X.shape[1])
+        # Nothing is stored before the solve succeeded: a failed fit leaves a fitted model as it was.
+        self._solve(self._kernel_matrix(X, spec), y, np.zeros(X.shape[0]))
+        self._spec = spec
         self.n_features_in_ = X.shape[1]
         self.X_fit_ = X
-        self._solve(self._kernel_matrix(X), y, np.zeros(X.shape[0]))
         self._set_linear()
         return self
 
@@ -826,10 +847,11 @@ class OnlineMPRank(RegressorMixin, BaseEstimator):
                              "features as input")
         if y.shape[0] != X.shape[0] or not np.isfinite(y).all():
             raise ValueError("y must be finite with one value per row of X")
-        self.X_fit_ = np.ascontiguousarray(np.vstack([self.X_fit_, X]))
+        X_all = np.ascontiguousarray(np.vstack([self.X_fit_, X]))
         y_all = np.concatenate([self._y, y])
         alpha0 = np.concatenate([self.dual_coef_, np.zeros(X.shape[0])])
-        self._solve(self._kernel_matrix(self.X_fit_), y_all, alpha0)
+        self._solve(self._kernel_matrix(X_all, self._spec), y_all, alpha0)
+        self.X_fit_ = X_all
         self._set_linear()
         return self
 
@@ -845,8 +867,7 @@ class OnlineMPRank(RegressorMixin, BaseEstimator):
         check_is_fitted(self, "dual_coef_")
         X = _as_X(X)
         if self._spec.precomputed:
-            if X.shape[1] != self.dual_coef_.size:
-                raise ValueError(f"precomputed kernel: X must have {self.dual_coef_.size} columns, got {X.shape[1]}")
+            X = check_precomputed_kernel(X, n_train=self.dual_coef_.size)
             return (X - X.mean(axis=1, keepdims=True)) @ self.dual_coef_
         if X.shape[1] != self.n_features_in_:
             raise ValueError(f"X has {X.shape[1]} features, but OnlineMPRank is expecting {self.n_features_in_} "

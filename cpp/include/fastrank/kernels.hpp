@@ -1,6 +1,11 @@
 // Kernel matrices (scikit-learn's conventions): linear x.z, polynomial (gamma x.z + coef0)^degree,
 // Gaussian exp(-gamma |x - z|^2).  Inner products go through BLAS dgemm; the elementwise
 // transform runs in parallel_for threads.  Precomputed kernels never reach this file.
+// Accuracy: Gaussian distances are translation invariant, so both operands are centred by the mean
+// of the training rows before the expansion |z|^2 + |x|^2 - 2 z.x (a large common offset no longer
+// cancels), and entries where the expansion could still lose more than 1e-11 of the value are
+// recomputed from the differences.  Every kernel value is checked: overflow, or a non-integer
+// polynomial degree on a negative base, raises std::invalid_argument naming the parameters.
 #pragma once
 #include "fastrank/types.hpp"
 

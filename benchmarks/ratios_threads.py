@@ -1,0 +1,84 @@
+"""Four concurrent Gaussian RankRLS fits in Python threads against the same four fits run one
+after another, without and with fastrank's thread policy (``fastrank._threads.compute_region``),
+measured in one run.
+
+    python benchmarks/ratios_threads.py [--m 1500] [--repeats 3]
+
+Ratio = wall time of the four concurrent fits / wall time of the four serial fits (lower is better;
+<= 1 means concurrency does not hurt); the CPU-time columns (process time of all threads) show the
+work burnt by oversubscription (spinning BLAS threads), which wall time hides on a shared machine
+where more threads simply take a larger share of the cores from other processes.  "policy off" is how the solvers behave when nothing limits
+BLAS threads; "policy on" wraps each fit in ``compute_region`` the way the solver layer does.
+"""
+
+import argparse
+import sys
+import threading
+import time
+
+import numpy as np
+
+import fastrank
+from fastrank._threads import compute_region
+from fastrank._validation import check_n_jobs
+
+sys.path.insert(0, __file__.rsplit("/", 1)[0])
+from common import dense_regression  # noqa: E402
+
+
+def fit(X, y, policy):
+    est = fastrank.RankRLS(alpha=1.0, kernel="rbf", gamma=1.0 / X.shape[1], solver="dual")
+    if policy:
+        with compute_region(check_n_jobs(est.n_jobs)):
+            return est.fit(X, y)
+    return est.fit(X, y)
+
+
+def serial(data, policy):
+    t, u = time.perf_counter(), time.process_time()
+    out = [fit(X, y, policy) for X, y in data]
+    return (time.perf_counter() - t, time.process_time() - u), out
+
+
+def concurrent(data, policy):
+    out = [None] * len(data)
+
+    def run(i):
+        out[i] = fit(*data[i], policy)
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(len(data))]
+    t, u = time.perf_counter(), time.process_time()
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    return (time.perf_counter() - t, time.process_time() - u), out
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--m", type=int, default=1500)
+    ap.add_argument("--repeats", type=int, default=3)
+    args = ap.parse_args()
+    data = [dense_regression(args.m, 20, seed=s) for s in range(4)]
+    fit(*data[0], True)  # warm-up (libraries, thread pools)
+    print(f"4 Gaussian dual fits, m={args.m}, d=20; best of {args.repeats} rounds (configurations interleaved)")
+    print(f"{'policy':<8} {'serial':>9} {'concurrent':>11} {'wall ratio':>11} {'cpu serial':>11} "
+          f"{'cpu concurrent':>15} {'cpu ratio':>10}")
+    times = {(p, k): [] for p in (False, True) for k in ("serial", "concurrent")}
+    for _ in range(args.repeats):  # every configuration once per round: load changes hit all alike
+        for policy in (False, True):
+            s, ref = serial(data, policy)
+            c, got = concurrent(data, policy)
+            times[policy, "serial"].append(s)
+            times[policy, "concurrent"].append(c)
+            for a, b in zip(ref, got):  # the concurrent fits are the serial fits
+                np.testing.assert_allclose(a.dual_coef_, b.dual_coef_, rtol=1e-9, atol=1e-12)
+    for policy in (False, True):
+        s = min(times[policy, "serial"])
+        c = min(times[policy, "concurrent"])
+        print(f"{'on' if policy else 'off':<8} {s[0]:8.3f}s {c[0]:10.3f}s {c[0] / s[0]:11.2f} {s[1]:10.3f}s "
+              f"{c[1]:14.3f}s {c[1] / s[1]:10.2f}")
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,153 @@
+"""Threads that compose: one rule for fastrank's C++ threads, BLAS threads and Python threads.
+
+The rule (README, "Threads"):
+
+1. fastrank's compute regions (a dense solve, a kernel matrix, a cross-validation) draw their
+   threads from one process-wide budget of ``os.cpu_count()`` cores.  A region that wants ``t``
+   threads (its resolved ``n_jobs``) waits until ``t`` cores are free, so concurrent fastrank
+   calls from Python threads run one after another (or side by side when their thread counts
+   fit) instead of oversubscribing the cores.
+2. While a region runs, BLAS/LAPACK (SciPy's and numpy's OpenBLAS, reached through
+   ``threadpoolctl``; the C++ core calls SciPy's OpenBLAS, so this covers the LAPACK calls made
+   from C++) use the region's thread count when it runs alone and one thread when other regions
+   run at the same time -- never ``cores`` BLAS threads on top of fastrank's own threads.  The
+   BLAS setting is only changed when no other region is running (changing OpenBLAS's thread count
+   during a call in another thread is not safe), and it is restored when the last region ends.
+3. Regions nest: a region entered by a thread that already holds one runs inside the outer one's
+   budget (no second wait, no deadlock).
+
+Results never depend on this: fastrank's threaded kernels give bit-identical results for every
+thread count, and BLAS results differ only in rounding (within the tests' tolerances).
+
+Use :func:`compute_region` around any call into the C++ core that runs threads or BLAS::
+
+    with compute_region(n_threads):
+        A = _core.rankrls_fit(...)
+
+``FASTRANK_THREAD_POLICY=off`` disables the mechanism (regions then do nothing).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import threading
+
+__all__ = ["compute_region", "cpu_budget", "blas_controller"]
+
+def cpu_budget():
+    """Cores shared by fastrank's compute regions (``os.cpu_count()``)."""
+    return max(1, os.cpu_count() or 1)
+
+
+class _ThreadBudget:
+    """The process-wide budget of cores that compute regions draw from, and the BLAS limit in
+    force while regions run (one instance, ``_BUDGET``)."""
+
+    def __init__(self):
+        self.cond = threading.Condition()
+        self.free = None           # cores not held by a region (lazily cpu_budget())
+        self.active = 0            # regions running now
+        self.saved_limits = None   # the limiter restoring the user's BLAS setting at the end
+        self.blas_now = 1          # BLAS threads set by the first of the running regions
+        self.local = threading.local()
+        self.controller = None
+        self.controller_failed = False
+
+    def blas_controller(self):
+        """threadpoolctl's controller of the loaded BLAS libraries (created once), or None."""
+        if self.controller is None and not self.controller_failed:
+            try:
+                import scipy.linalg.cython_lapack  # noqa: F401  (load SciPy's OpenBLAS before the scan)
+                from threadpoolctl import ThreadpoolController
+
+                self.controller = ThreadpoolController()
+            except Exception:  # pragma: no cover - threadpoolctl missing or failing: no BLAS control
+                self.controller_failed = True
+        return self.controller
+
+    def set_blas(self, n):
+        """Limit BLAS to n threads; returns the limiter whose restore_original_limits undoes it."""
+        ctl = self.blas_controller()
+        if ctl is None:
+            return None
+        try:
+            blas = ctl.select(user_api="blas")
+            if all(lib.num_threads == int(n) for lib in blas.lib_controllers):
+                return None  # already so (the common case n_jobs=None): no limit/restore round trip
+            return blas.limit(limits=int(n))
+        except Exception:  # pragma: no cover
+            return None
+
+    def depth(self):
+        return getattr(self.local, "depth", 0)
+
+    def set_depth(self, depth):
+        self.local.depth = depth
+
+    def acquire(self, n_threads):
+        """Wait for the cores; returns how many were taken."""
+        total = cpu_budget()
+        want = max(1, min(int(n_threads), total))
+        with self.cond:
+            if self.free is None:
+                self.free = total
+            while True:
+                # Joining running regions: this region's BLAS calls run with their BLAS setting,
+                # so it reserves at least that many cores.
+                need = want if self.active == 0 else max(want, self.blas_now)
+                if self.free >= need:
+                    break
+                self.cond.wait()
+            self.free -= need
+            self.active += 1
+            if self.active == 1:
+                # Alone: BLAS gets this region's threads (restored when the last region ends).
+                self.blas_now = need
+                self.saved_limits = self.set_blas(need)
+        return need
+
+    def release(self, taken):
+        with self.cond:
+            self.free += taken
+            self.active -= 1
+            if self.active == 0 and self.saved_limits is not None:
+                try:
+                    self.saved_limits.restore_original_limits()
+                except Exception:  # pragma: no cover
+                    pass
+                self.saved_limits = None
+            self.cond.notify_all()
+
+
+_BUDGET = _ThreadBudget()
+
+
+def blas_controller():
+    """The threadpoolctl controller of the loaded BLAS libraries (created once), or None when
+    threadpoolctl is unavailable."""
+    return _BUDGET.blas_controller()
+
+
+@contextlib.contextmanager
+def compute_region(n_threads):
+    """Run the body with ``n_threads`` cores of the process-wide budget and BLAS limited as the
+    module docstring says.  ``n_threads`` is a resolved thread count (``check_n_jobs``)."""
+    if os.environ.get("FASTRANK_THREAD_POLICY", "").strip().lower() == "off":
+        yield
+        return
+    depth = _BUDGET.depth()
+    if depth > 0:  # nested: already inside this thread's budget
+        _BUDGET.set_depth(depth + 1)
+        try:
+            yield
+        finally:
+            _BUDGET.set_depth(depth)
+        return
+    taken = _BUDGET.acquire(n_threads)
+    _BUDGET.set_depth(1)
+    try:
+        yield
+    finally:
+        _BUDGET.set_depth(0)
+        _BUDGET.release(taken)

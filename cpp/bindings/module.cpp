@@ -11,6 +11,7 @@ void bind_cv(py::module_& m);        // leave-pair-out / leave-group-out shortcu
 void bind_cg(py::module_& m);        // conjugate gradient on sparse data
 void bind_sparse_rls(py::module_& m);  // subset-of-regressors RankRLS
 void bind_online(py::module_& m);    // PRank, OAP-BPM family, Widrow-Hoff, on-line MPRank
+void bind_rankboost(py::module_& m);  // RankBoost with threshold weak rankers
 
 PYBIND11_MODULE(_core, m, py::mod_gil_not_used()) {
   m.doc() = "fastrank's compiled core (private; use the fastrank package)";
@@ -22,4 +23,5 @@ PYBIND11_MODULE(_core, m, py::mod_gil_not_used()) {
   bind_cg(m);
   bind_sparse_rls(m);
   bind_online(m);
+  bind_rankboost(m);
 }

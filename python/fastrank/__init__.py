@@ -17,11 +17,14 @@ from . import datasets, metrics
 from . import model_selection
 from ._cv import RankRLSCV
 from .online import OAPBPM, OnlineMPRank, PRank, WidrowHoff
+from ._rankboost import RankBoost
+from ._greedy import greedy_order
 
 __all__ = [
     "RankRLS", "MPRank", "RankRLSPath", "rankrls_path",
     "RankRLSCV", "model_selection",
     "PRank", "OAPBPM", "WidrowHoff", "OnlineMPRank",
+    "RankBoost", "greedy_order",
     "datasets", "metrics",
     "LinAlgError", "IllConditionedWarning", "exceptions", "__version__",
 ]

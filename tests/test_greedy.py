@@ -1,5 +1,6 @@
 """Cohen, Schapire & Singer's greedy ordering: hand example, naive recomputation, 1/2 bound."""
 
+import functools
 import itertools
 
 import numpy as np
@@ -14,9 +15,14 @@ def agreement(P, order):
     return float(P[order[i], order[j]].sum())
 
 
+@functools.lru_cache(maxsize=None)
+def permutations(n):
+    return np.array(list(itertools.permutations(range(n))), dtype=np.int8)
+
+
 def best_agreement(P):
     n = P.shape[0]
-    perms = np.array(list(itertools.permutations(range(n))))
+    perms = permutations(n)
     i, j = np.triu_indices(n, 1)
     return float(P[perms[:, i], perms[:, j]].sum(axis=1).max())
 

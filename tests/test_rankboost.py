@@ -7,6 +7,7 @@ import pytest
 import sklearn
 from sklearn.base import clone
 from sklearn.model_selection import GridSearchCV, GroupKFold
+from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from fastrank import RankBoost
 from fastrank.metrics import pairwise_disagreement
@@ -273,3 +274,8 @@ def test_gridsearch_routes_groups():
         search.fit(X, y, groups=groups)
     assert search.best_params_["n_estimators"] in (5, 20)
     assert len(seen) == 2 * 3 + 1 and all(seen)
+
+
+@parametrize_with_checks([RankBoost(n_estimators=20), RankBoost(n_estimators=10, n_thresholds=4, n_jobs=1)])
+def test_check_estimator(estimator, check):
+    check(estimator)

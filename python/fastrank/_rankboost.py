@@ -20,7 +20,7 @@ import numbers
 
 import numpy as np
 from sklearn.base import BaseEstimator, RegressorMixin
-from sklearn.utils.validation import check_is_fitted
+from sklearn.utils.validation import check_is_fitted, column_or_1d
 
 from . import _core
 from ._validation import as_float_matrix, check_n_jobs, group_index
@@ -45,7 +45,7 @@ def _as_scores(y, m):
         raise ValueError("This estimator requires y to be passed, but the target y is None")
     y = np.asarray(y)
     if y.ndim == 2 and y.shape[1] == 1:
-        y = y[:, 0]
+        y = column_or_1d(y, warn=True)  # DataConversionWarning, as scikit-learn regressors do
     if y.ndim != 1:
         raise ValueError(f"y must be 1-D with one relevance score per row, got shape {y.shape}")
     if y.dtype == object:

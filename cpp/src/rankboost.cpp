@@ -4,6 +4,7 @@
 #include <cmath>
 #include <limits>
 #include <numeric>
+#include <utility>
 
 #include "fastrank/errors.hpp"
 #include "fastrank/parallel.hpp"
@@ -104,14 +105,19 @@ RankBoostCandidates rankboost_candidates(const RowMatrixCRef& X, Index n_thresho
   c.cut.assign(static_cast<std::size_t>(m * n), 0);
   parallel_for(0, n, n_threads, 1, [&](Index lo, Index hi) {
     std::vector<Index> bounds;
+    // (value, row) pairs sorted in place: contiguous, unlike an indirect sort of strided X.
+    std::vector<std::pair<double, std::int32_t>> col(m);
     for (Index f = lo; f < hi; ++f) {
       std::int32_t* o = c.order.data() + f * m;
       std::uint8_t* cu = c.cut.data() + f * m;
-      std::iota(o, o + m, 0);
-      std::stable_sort(o, o + m, [&](std::int32_t a, std::int32_t b) { return X(a, f) > X(b, f); });
+      for (Index i = 0; i < m; ++i) col[i] = {X(i, f), static_cast<std::int32_t>(i)};
+      std::sort(col.begin(), col.end(), [](const auto& a, const auto& b) {
+        return a.first > b.first || (a.first == b.first && a.second < b.second);  // ties: row order
+      });
+      for (Index i = 0; i < m; ++i) o[i] = col[i].second;
       bounds.clear();
       for (Index i = 0; i + 1 < m; ++i)
-        if (X(o[i], f) != X(o[i + 1], f)) bounds.push_back(i);
+        if (col[i].first != col[i + 1].first) bounds.push_back(i);
       for (std::size_t k = 0; k < bounds.size(); ++k) {
         bool keep = true;
         if (n_thresholds > 0 && k + 1 < bounds.size()) {

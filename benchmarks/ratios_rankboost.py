@@ -4,12 +4,12 @@ Case (issue: the boosting rankers): m = 20,000 rows, n = 50 features, 5 relevanc
 1.6 x 10^8 crucial pairs, never formed), 100 rounds, every distinct value a threshold.
 
 Floor: a round must at least read, for every feature, the pair potential pi(x) of every row in
-that feature's sorted order and prefix-sum it (r(theta) for every threshold, Freund et al. 2003
-Fig. 2).  The floor is 100 x ``np.cumsum(P, axis=1)`` on an (n, m) C-ordered array P whose rows are
-ALREADY the potentials gathered in each feature's sorted order (no gather, no argmax, no potential or distribution update,
-no sort) -- a strict lower bound for any implementation of the paper's weak learner.  A second,
-more realistic yardstick adds the gather: 100 x ``np.cumsum(pi[order], axis=1)``.
-fastrank's time includes input validation, the one sort per feature, and everything per round.
+that feature's sorted order and prefix-sum it (r(theta) for every threshold of the paper's weak
+learner).  The floor is 100 x ``np.cumsum(P, axis=1)`` on an (n, m) C-ordered array P whose rows
+are ALREADY the potentials in each feature's sorted order: no gather, no argmax, no potential
+or distribution update, no sort.  A second yardstick adds the gather:
+100 x ``np.cumsum(pi[order], axis=1)``.  fastrank's time includes input validation, the one sort
+per feature, and all the work of every round.
 Target: <= 3x the floor.
 
 Run:  python benchmarks/ratios_rankboost.py [--quick]

@@ -16,7 +16,7 @@ TIE = 1e-9  # the documented tie rule between candidates (relative |r|)
 
 
 # ---------------------------------------------------------------------------------------------
-# oracle: Freund et al. 2003, Fig. 1 with the weak learner of Sect. 3.3, pairs listed explicitly
+# oracle: Freund et al. 2003, Fig. 1 with the threshold weak learner, pairs listed explicitly
 
 
 def candidate_thresholds(x, k):

@@ -45,7 +45,7 @@ RankBoostResult boost(const RowMatrixCRef& X, const RankBoostCandidates& cand, I
   std::vector<Index> feat_pos(n, -1);
   for (Index t = 0; t < n_rounds; ++t) {
     if (!potential(F, pi)) break;
-    // r(theta) = sum_{x_f > theta} pi(x): a prefix sum along the decreasing order (Fig. 2).
+    // r(theta) = sum_{x_f > theta} pi(x): a prefix sum along the decreasing order.
     parallel_for(0, n, n_threads, 1, [&](Index lo, Index hi) {
       for (Index f = lo; f < hi; ++f) {
         const std::int32_t* o = cand.order.data() + f * m;
@@ -76,7 +76,7 @@ RankBoostResult boost(const RowMatrixCRef& X, const RankBoostCandidates& cand, I
     const double r = feat_r[bf];
     const bool saturated = best_abs > 1.0 - kSaturated;
     const double rc = std::max(-1.0 + kSaturated, std::min(1.0 - kSaturated, r));
-    const double alpha = 0.5 * std::log((1.0 + rc) / (1.0 - rc));  // eq. 6 (Sect. 3.2)
+    const double alpha = 0.5 * std::log((1.0 + rc) / (1.0 - rc));  // minimises the bound sqrt(1 - r^2) on Z_t
     const Index pos = feat_pos[bf];
     const std::int32_t* o = cand.order.data() + bf * m;
     const double hi_v = X(o[pos], bf), lo_v = X(o[pos + 1], bf);

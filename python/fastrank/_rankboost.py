@@ -3,15 +3,15 @@ preferences", JMLR 4, 2003) with threshold weak rankers on single features.
 
 A crucial pair (x0, x1) says x1 should rank above x0.  RankBoost keeps a distribution D_t over
 crucial pairs, picks in round t the weak ranker h_t(x) = [x_f > theta] (values in {0, 1}) with
-the largest |r_t|, r_t = sum D_t(x0, x1) (h_t(x1) - h_t(x0)) (Sect. 3.3), weighs it by
-alpha_t = 1/2 ln((1 + r_t) / (1 - r_t)) (Sect. 3.2, the minimiser of the bound
+the largest |r_t|, r_t = sum D_t(x0, x1) (h_t(x1) - h_t(x0)) (the paper's threshold weak
+learner), weighs it by alpha_t = 1/2 ln((1 + r_t) / (1 - r_t)) (the minimiser of the bound
 Z_t <= sqrt(1 - r_t^2)), and re-weighs D_{t+1}(x0, x1) ∝ D_t(x0, x1) exp(alpha_t (h_t(x0) - h_t(x1)))
 (Fig. 1).  The final ranker is F(x) = sum_t alpha_t h_t(x).
 
 The pair distribution is never formed for graded targets: D_t(x0, x1) = c_g e^{F(x0)} e^{-F(x1)}
-factorises per pair of levels (the bipartite decomposition of Sect. 6, which extends to any
-number of levels), so every round costs O(m n) after one sort per feature, whatever the number
-of pairs.  See ``cpp/include/fastrank/rankboost.hpp``.
+factorises per pair of levels (the paper's efficient implementation for bipartite feedback,
+which extends to any number of levels), so every round costs O(m n) after one sort per feature,
+whatever the number of pairs.  See ``cpp/include/fastrank/rankboost.hpp``.
 """
 
 from __future__ import annotations
@@ -121,7 +121,7 @@ class RankBoost(RegressorMixin, BaseEstimator):
         r clipped to 1 - 1e-10, about 11.9, and boosting stops).
     n_thresholds : int or None, default=None
         None: every distinct value of a feature gives a candidate threshold (the paper's weak
-        learner, Fig. 2).  An int k keeps at most k thresholds per feature, spread over the
+        learner).  An int k keeps at most k thresholds per feature, spread over the
         quantiles of the feature (with c rows above a threshold and bin = floor(c k / m), the last
         threshold of each bin).  Cost per round is O(m n) either way; k only changes the model.
     group_weighting : {"pairs", "query"}, default="pairs"
@@ -140,7 +140,7 @@ class RankBoost(RegressorMixin, BaseEstimator):
         the two adjacent training values, so h_t is exact on the training rows.
     alphas_ : ndarray of float64, shape (n_estimators_,)
         Weights alpha_t = 1/2 ln((1 + r_t) / (1 - r_t)); negative when r_t < 0 (the weak ranker
-        is used reversed, which the {0, 1} weak learner of Sect. 3.3 allows).
+        is used reversed, which the paper's {0, 1} weak learner allows).
     correlations_ : ndarray, shape (n_estimators_,)
         r_t of each round.
     n_estimators_ : int

@@ -4,14 +4,16 @@
 // Notation of the paper: a crucial pair (x0, x1) means x1 should be ranked above x0; D_t is a
 // distribution over crucial pairs, F_t = sum_s alpha_s h_s the combined ranker, and
 //   D_{t+1}(x0, x1) = D_1(x0, x1) exp(F_t(x0) - F_t(x1)) / Z_t            (Fig. 1 unrolled).
-// The weak learner (Sect. 3.3, Fig. 2) maximises |r| with
+// The paper's threshold weak learner (on one feature, h in {0, 1}) maximises |r| with
 //   r = sum D(x0, x1) (h(x1) - h(x0)) = sum_x h(x) pi(x),  pi(x) = sum_x' D(x', x) - D(x, x'),
-// and alpha = 1/2 ln((1 + r) / (1 - r)) (eq. 6, the bound Z <= sqrt(1 - r^2), Sect. 3.2).
+// and alpha = 1/2 ln((1 + r) / (1 - r)) (the minimiser of the bound Z <= sqrt(1 - r^2) in
+// the paper's discussion of choosing alpha_t).
 //
 // The pair distribution is never formed.  Graded feedback (levels inside groups, every pair of
 // different levels of a group crucial, D_1 = c_g on the pairs of group g) factorises per level
-// pair:  D_t(x0, x1) = c_g u(x0) w(x1) with u = e^F, w = e^-F  (the bipartite decomposition of
-// Sect. 6, extended to layered feedback), so per level b of group g
+// pair:  D_t(x0, x1) = c_g u(x0) w(x1) with u = e^F, w = e^-F  (the paper's efficient
+// implementation for bipartite feedback, extended to any number of levels), so for x in level
+// b of group g
 //   pi(x) = w(x) * c_g sum_{a < b} U_a  -  u(x) * c_g sum_{c > b} W_c,    U_a = sum_{x in a} u,
 // O(m) per round.  An explicit preference multigraph keeps D per edge (O(#edges) per round).
 // Then r for every threshold of feature f is a prefix sum of pi over the rows sorted by

@@ -22,7 +22,7 @@ TIE = 1e-9  # the documented tie rule between candidates (relative |r|)
 def candidate_thresholds(x, k):
     """Thresholds of one feature, largest first, under the documented n_thresholds rule."""
     m = x.size
-    vals = np.unique(x)[::-1]  # distinct values, decreasing
+    vals = np.unique(x[~np.isnan(x)])[::-1]  # distinct values, decreasing; NaN = missing
     out = []
     for j in range(vals.size - 1):
         hi, lo = vals[j], vals[j + 1]
@@ -35,6 +35,8 @@ def candidate_thresholds(x, k):
         if not (th < hi) or th < lo:
             th = lo
         out.append(th)
+    if np.isnan(x).any() and vals.size:
+        out.append(-np.inf)  # "has the feature" vs q_def
     return out
 
 
@@ -45,26 +47,28 @@ def brute_rankboost(X, x0, x1, d1, T, k=None):
     for _ in range(T):
         per_feature = []
         for f in range(X.shape[1]):
-            best, best_th = 0.0, None
+            best, best_th, best_q = 0.0, None, 0
+            missing = np.isnan(X[:, f])
             for th in candidate_thresholds(X[:, f], k):
-                h = (X[:, f] > th).astype(float)
-                r = float(np.sum(D * (h[x1] - h[x0])))  # r = sum D(x0,x1)(h(x1) - h(x0))
-                if abs(r) > abs(best) * (1 + TIE):
-                    best, best_th = r, th
-            per_feature.append((best, best_th))
+                for q in (0, 1) if missing.any() else (0,):
+                    h = np.where(missing, q, X[:, f] > th).astype(float)
+                    r = float(np.sum(D * (h[x1] - h[x0])))  # r = sum D(x0,x1)(h(x1) - h(x0))
+                    if abs(r) > abs(best) * (1 + TIE):
+                        best, best_th, best_q = r, th, q
+            per_feature.append((best, best_th, best_q))
         bf, best_abs = None, 0.0
-        for f, (r, th) in enumerate(per_feature):
+        for f, (r, th, q) in enumerate(per_feature):
             if th is not None and abs(r) > best_abs * (1 + TIE):
                 bf, best_abs = f, abs(r)
         if bf is None or best_abs <= 1e-12:
             break
-        r, th = per_feature[bf]
+        r, th, q = per_feature[bf]
         rc = np.clip(r, -1 + 1e-10, 1 - 1e-10)
         alpha = 0.5 * np.log((1 + rc) / (1 - rc))
-        h = (X[:, bf] > th).astype(float)
+        h = np.where(np.isnan(X[:, bf]), q, X[:, bf] > th).astype(float)
         D = D * np.exp(-alpha * (h[x1] - h[x0]))  # Fig. 1 update
         D /= D.sum()
-        rounds.append((bf, th, alpha, r))
+        rounds.append((bf, th, alpha, r, q))
         if best_abs > 1 - 1e-10:
             break
     return rounds
@@ -90,6 +94,7 @@ def assert_same_rounds(model, rounds):
     np.testing.assert_array_equal(model.thresholds_, [r[1] for r in rounds])
     np.testing.assert_allclose(model.alphas_, [r[2] for r in rounds], rtol=1e-10, atol=1e-10)
     np.testing.assert_allclose(model.correlations_, [r[3] for r in rounds], rtol=1e-10, atol=1e-12)
+    np.testing.assert_array_equal(model.qdefs_, [r[4] for r in rounds])
 
 
 def data(seed, m=40, n=5, levels=4):
@@ -152,6 +157,29 @@ def test_preference_graph_equals_explicit_distribution():
     model = RankBoost(n_estimators=20).fit_preferences(X, pairs)
     # head preferred => x1 = head, x0 = tail
     assert_same_rounds(model, brute_rankboost(X, pairs[:, 1], pairs[:, 0], np.ones(len(pairs)), 20))
+
+
+@pytest.mark.parametrize("groups", [False, True])
+def test_missing_values_q_def_equals_explicit_distribution(groups):
+    X, y = data(12, m=50)
+    rng = np.random.default_rng(13)
+    X[rng.random(X.shape) < 0.2] = np.nan
+    X[:, 0][y > 0] = np.where(rng.random((y > 0).sum()) < 0.6, np.nan, X[:, 0][y > 0])  # informative
+    X[:, 3] = np.where((y > 0) & (rng.random(y.size) < 0.8), np.nan, 1.0)  # only "has x_3" vs q_def
+    g = rng.integers(0, 4, size=X.shape[0]) if groups else None
+    model = RankBoost(n_estimators=20, missing="q_def").fit(X, y, g)
+    x0, x1, w = graded_pairs(y, g)
+    rounds = brute_rankboost(X, x0, x1, w, 20)
+    assert_same_rounds(model, rounds)
+    assert model.qdefs_.any() and np.isneginf(model.thresholds_).any()  # both kinds are exercised
+    H = np.where(np.isnan(X[:, model.features_]), model.qdefs_, X[:, model.features_] > model.thresholds_)
+    np.testing.assert_allclose(model.predict(X), H @ model.alphas_, atol=1e-12)
+    with pytest.raises(ValueError, match="NaN"):
+        RankBoost().fit(X, y)
+    Xi = X.copy()
+    Xi[0, 0] = np.inf
+    with pytest.raises(ValueError, match="infinity"):
+        RankBoost(missing="q_def").fit(Xi, y)
 
 
 def test_threads_do_not_change_the_model():
@@ -238,6 +266,8 @@ def test_bad_input():
         RankBoost(n_thresholds=0).fit(X, y)
     with pytest.raises(ValueError, match="group_weighting"):
         RankBoost(group_weighting="x").fit(X, y)
+    with pytest.raises(ValueError, match="missing"):
+        RankBoost(missing="zero").fit(X, y)
     with pytest.raises(ValueError, match="outside"):
         RankBoost().fit_preferences(X, [[0, 1], [2, 20]])
     with pytest.raises(ValueError, match="self-loop"):
@@ -284,6 +314,7 @@ def test_gridsearch_routes_groups():
     assert len(seen) == 2 * 3 + 1 and all(seen)
 
 
-@parametrize_with_checks([RankBoost(n_estimators=20), RankBoost(n_estimators=10, n_thresholds=4, n_jobs=1)])
+@parametrize_with_checks([RankBoost(n_estimators=20), RankBoost(n_estimators=10, n_thresholds=4, n_jobs=1),
+                          RankBoost(n_estimators=10, missing="q_def")])
 def test_check_estimator(estimator, check):
     check(estimator)

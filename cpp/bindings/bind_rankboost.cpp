@@ -13,7 +13,7 @@ py::tuple to_python(const RankBoostResult& r) {
     using T = typename std::decay_t<decltype(v)>::value_type;
     return Eigen::Matrix<T, Eigen::Dynamic, 1>(Eigen::Map<const Eigen::Matrix<T, Eigen::Dynamic, 1>>(v.data(), v.size()));
   };
-  return py::make_tuple(vec(r.features), vec(r.thresholds), vec(r.alphas), vec(r.r));
+  return py::make_tuple(vec(r.features), vec(r.thresholds), vec(r.alphas), vec(r.r), vec(r.qdef));
 }
 }  // namespace
 
@@ -35,7 +35,7 @@ void bind_rankboost(py::module_& m) {
       },
       py::arg("X").noconvert(), py::arg("block"), py::arg("group_blocks"), py::arg("group_weight"),
       py::arg("n_rounds"), py::arg("n_thresholds"), py::arg("n_threads"),
-      "RankBoost on graded feedback (levels inside groups). Returns (features, thresholds, alphas, r).");
+      "RankBoost on graded feedback (levels inside groups). Returns (features, thresholds, alphas, r, qdef).");
   m.def(
       "rankboost_fit_graph",
       [](RowMatrixCRef X, const IndexVector& head, const IndexVector& tail, Index n_rounds, Index n_thresholds,
@@ -52,5 +52,5 @@ void bind_rankboost(py::module_& m) {
       py::arg("X").noconvert(), py::arg("head"), py::arg("tail"), py::arg("n_rounds"), py::arg("n_thresholds"),
       py::arg("n_threads"),
       "RankBoost on an explicit preference multigraph (head preferred over tail). Returns (features, "
-      "thresholds, alphas, r).");
+      "thresholds, alphas, r, qdef).");
 }

@@ -43,25 +43,52 @@ RankBoostResult boost(const RowMatrixCRef& X, const RankBoostCandidates& cand, I
   RankBoostResult res;
   std::vector<double> F(m, 0.0), pi(m, 0.0), feat_r(n, 0.0);
   std::vector<Index> feat_pos(n, -1);
+  std::vector<std::uint8_t> feat_q(n, 0);
   for (Index t = 0; t < n_rounds; ++t) {
     if (!potential(F, pi)) break;
-    // r(theta) = sum_{x_f > theta} pi(x): a prefix sum along the decreasing order.
+    // r(theta) = sum_{x_f > theta} pi(x) (+ sum of pi over rows missing x_f when q_def = 1): a
+    // prefix sum along the decreasing order of the rows that have x_f.
     parallel_for(0, n, n_threads, 1, [&](Index lo, Index hi) {
       for (Index f = lo; f < hi; ++f) {
         const std::int32_t* o = cand.order.data() + f * m;
         const std::uint8_t* c = cand.cut.data() + f * m;
+        const Index n_def = cand.n_defined[f];
+        double missing = 0.0;
+        for (Index i = n_def; i < m; ++i) missing += pi[o[i]];
         double s = 0.0, best_abs = 0.0, best = 0.0;
         Index pos = -1;
-        for (Index i = 0; i + 1 < m; ++i) {
-          s += pi[o[i]];
-          if (c[i] && better(std::abs(s), best_abs)) {
-            best_abs = std::abs(s);
-            best = s;
-            pos = i;
+        std::uint8_t q = 0;
+        if (missing == 0.0) {  // no missing values (or their pi cancels): q_def = 0 ties q_def = 1
+          for (Index i = 0; i < n_def; ++i) {
+            s += pi[o[i]];
+            if (c[i] && better(std::abs(s), best_abs)) {
+              best_abs = std::abs(s);
+              best = s;
+              pos = i;
+            }
+          }
+        } else {
+          for (Index i = 0; i < n_def; ++i) {
+            s += pi[o[i]];
+            if (!c[i]) continue;
+            if (better(std::abs(s), best_abs)) {
+              best_abs = std::abs(s);
+              best = s;
+              pos = i;
+              q = 0;
+            }
+            const double s1 = s + missing;
+            if (better(std::abs(s1), best_abs)) {
+              best_abs = std::abs(s1);
+              best = s1;
+              pos = i;
+              q = 1;
+            }
           }
         }
         feat_r[f] = best;
         feat_pos[f] = pos;
+        feat_q[f] = q;
       }
     });
     Index bf = -1;
@@ -78,15 +105,22 @@ RankBoostResult boost(const RowMatrixCRef& X, const RankBoostCandidates& cand, I
     const double rc = std::max(-1.0 + kSaturated, std::min(1.0 - kSaturated, r));
     const double alpha = 0.5 * std::log((1.0 + rc) / (1.0 - rc));  // minimises the bound sqrt(1 - r^2) on Z_t
     const Index pos = feat_pos[bf];
+    const Index n_def = cand.n_defined[bf];
     const std::int32_t* o = cand.order.data() + bf * m;
-    const double hi_v = X(o[pos], bf), lo_v = X(o[pos + 1], bf);
-    double theta = 0.5 * lo_v + 0.5 * hi_v;  // midpoint, kept in [lo, hi) so h is exact on X
-    if (!(theta < hi_v) || theta < lo_v) theta = lo_v;
+    double theta = -INFINITY;  // pos = n_def - 1: every row that has the feature is above
+    if (pos + 1 < n_def) {
+      const double hi_v = X(o[pos], bf), lo_v = X(o[pos + 1], bf);
+      theta = 0.5 * lo_v + 0.5 * hi_v;  // midpoint, kept in [lo, hi) so h is exact on X
+      if (!(theta < hi_v) || theta < lo_v) theta = lo_v;
+    }
     for (Index i = 0; i <= pos; ++i) F[o[i]] += alpha;
+    if (feat_q[bf])
+      for (Index i = n_def; i < m; ++i) F[o[i]] += alpha;
     res.features.push_back(bf);
     res.thresholds.push_back(theta);
     res.alphas.push_back(alpha);
     res.r.push_back(r);
+    res.qdef.push_back(feat_q[bf]);
     if (saturated) break;
   }
   return res;
@@ -103,6 +137,7 @@ RankBoostCandidates rankboost_candidates(const RowMatrixCRef& X, Index n_thresho
   c.n = n;
   c.order.resize(static_cast<std::size_t>(m * n));
   c.cut.assign(static_cast<std::size_t>(m * n), 0);
+  c.n_defined.assign(static_cast<std::size_t>(n), 0);
   parallel_for(0, n, n_threads, 1, [&](Index lo, Index hi) {
     std::vector<Index> bounds;
     // (value, row) pairs sorted in place: contiguous, unlike an indirect sort of strided X.
@@ -111,12 +146,21 @@ RankBoostCandidates rankboost_candidates(const RowMatrixCRef& X, Index n_thresho
       std::int32_t* o = c.order.data() + f * m;
       std::uint8_t* cu = c.cut.data() + f * m;
       for (Index i = 0; i < m; ++i) col[i] = {X(i, f), static_cast<std::int32_t>(i)};
+      // decreasing value, ties in row order, missing (NaN) rows last
       std::sort(col.begin(), col.end(), [](const auto& a, const auto& b) {
-        return a.first > b.first || (a.first == b.first && a.second < b.second);  // ties: row order
+        const bool an = std::isnan(a.first), bn = std::isnan(b.first);
+        if (an != bn) return bn;
+        if (!an && a.first != b.first) return a.first > b.first;
+        return a.second < b.second;
       });
-      for (Index i = 0; i < m; ++i) o[i] = col[i].second;
+      Index n_def = 0;
+      for (Index i = 0; i < m; ++i) {
+        o[i] = col[i].second;
+        n_def += std::isnan(col[i].first) ? 0 : 1;
+      }
+      c.n_defined[f] = n_def;
       bounds.clear();
-      for (Index i = 0; i + 1 < m; ++i)
+      for (Index i = 0; i + 1 < n_def; ++i)
         if (col[i].first != col[i + 1].first) bounds.push_back(i);
       for (std::size_t k = 0; k < bounds.size(); ++k) {
         bool keep = true;
@@ -128,6 +172,8 @@ RankBoostCandidates rankboost_candidates(const RowMatrixCRef& X, Index n_thresho
         }
         if (keep) cu[bounds[k]] = 1;
       }
+      // with missing rows, "every row that has the feature" vs q_def is a weak ranker too
+      if (n_def >= 1 && n_def < m) cu[n_def - 1] = 1;
     }
   });
   return c;

@@ -28,6 +28,7 @@ from ._validation import as_float_matrix, check_n_jobs, group_index
 __all__ = ["RankBoost"]
 
 _WEIGHTINGS = ("pairs", "query")
+_MISSING = ("error", "q_def")
 
 
 def _check_positive_int(value, name, *, allow_none=False):
@@ -128,6 +129,11 @@ class RankBoost(RegressorMixin, BaseEstimator):
         Initial distribution D_1 with ``groups``: "pairs" is uniform over all crucial pairs (large
         queries weigh more, as in the paper); "query" gives every group with a crucial pair the
         same total mass, uniform inside it.  Without groups both are uniform over all pairs.
+    missing : {"error", "q_def"}, default="error"
+        NaN in X: an error, or a missing value handled as in the paper's weak ranker with a
+        default: h(x) = q_def in {0, 1} when x_f is missing, q_def chosen together with the
+        threshold to maximise |r| (with missing values a feature also offers the weak ranker
+        "has x_f" vs q_def, stored as threshold -inf).  Infinite values are always an error.
     n_jobs : int or None, default=None
         Threads over features in the C++ round loop (None: every core).
 
@@ -141,6 +147,8 @@ class RankBoost(RegressorMixin, BaseEstimator):
     alphas_ : ndarray of float64, shape (n_estimators_,)
         Weights alpha_t = 1/2 ln((1 + r_t) / (1 - r_t)); negative when r_t < 0 (the weak ranker
         is used reversed, which the paper's {0, 1} weak learner allows).
+    qdefs_ : ndarray of int64, shape (n_estimators_,)
+        h_t on rows missing the feature (0 unless ``missing="q_def"`` chose 1).
     correlations_ : ndarray, shape (n_estimators_,)
         r_t of each round.
     n_estimators_ : int
@@ -156,13 +164,14 @@ class RankBoost(RegressorMixin, BaseEstimator):
     feature over rows sorted once by that feature (O(m n)); never O(#pairs).  The sums are kept
     in log domain, so large margins do not overflow.  Ties between candidates (|r| equal to
     relative 1e-9) go to the lowest feature index, then the largest threshold, whatever n_jobs.
-    Features must be finite (no missing values).
     """
 
-    def __init__(self, n_estimators=100, *, n_thresholds=None, group_weighting="pairs", n_jobs=None):
+    def __init__(self, n_estimators=100, *, n_thresholds=None, group_weighting="pairs", missing="error",
+                 n_jobs=None):
         self.n_estimators = n_estimators
         self.n_thresholds = n_thresholds
         self.group_weighting = group_weighting
+        self.missing = missing
         self.n_jobs = n_jobs
 
     # -- fitting ---------------------------------------------------------------------------------
@@ -171,13 +180,22 @@ class RankBoost(RegressorMixin, BaseEstimator):
         k = _check_positive_int(self.n_thresholds, "n_thresholds", allow_none=True)
         if self.group_weighting not in _WEIGHTINGS:
             raise ValueError(f"group_weighting must be one of {_WEIGHTINGS}, got {self.group_weighting!r}")
+        if self.missing not in _MISSING:
+            raise ValueError(f"missing must be one of {_MISSING}, got {self.missing!r}")
         return T, (0 if k is None else k), check_n_jobs(self.n_jobs)
+
+    def _check_X(self, X, min_rows=1):
+        allow = getattr(self, "missing", "error") == "q_def"
+        X = as_float_matrix(X, "X", min_rows=min_rows, allow_nan=allow)
+        if allow and np.isinf(X).any():
+            raise ValueError("Input X contains infinity (NaN marks a missing value with missing='q_def').")
+        return X
 
     def fit(self, X, y, groups=None):
         """Fit on graded relevance ``y``: every pair with y_i > y_j is crucial (only pairs inside
         a group when ``groups`` is given; one id per row, any order or type)."""
         T, k, n_threads = self._check_params()
-        X = as_float_matrix(X, "X", min_rows=2)
+        X = self._check_X(X, min_rows=2)
         m = X.shape[0]
         y = _as_scores(y, m)
         block, group_blocks, n_pairs = graded_blocks(y, groups, m)
@@ -199,42 +217,56 @@ class RankBoost(RegressorMixin, BaseEstimator):
         ``pairs[e, 1]``; D_1 is uniform over the edges (a repeated edge weighs more).  The edge
         distribution is kept explicitly: O(#edges + m n) per round."""
         T, k, n_threads = self._check_params()
-        X = as_float_matrix(X, "X", min_rows=2)
+        X = self._check_X(X, min_rows=2)
         head, tail = check_pairs(pairs, X.shape[0])
         res = _core.rankboost_fit_graph(X, head, tail, T, k, n_threads)
         return self._set_fitted(X, res)
 
     def _set_fitted(self, X, res):
-        features, thresholds, alphas, r = res
+        features, thresholds, alphas, r, qdef = res
         self.features_ = np.asarray(features, dtype=np.int64)
         self.thresholds_ = np.asarray(thresholds, dtype=np.float64)
         self.alphas_ = np.asarray(alphas, dtype=np.float64)
         self.correlations_ = np.asarray(r, dtype=np.float64)
+        self.qdefs_ = np.asarray(qdef, dtype=np.int64)
         self.n_estimators_ = int(self.alphas_.size)
         self.n_features_in_ = X.shape[1]
         return self
 
     # -- prediction ------------------------------------------------------------------------------
-    def predict(self, X):
-        """Ranking scores F(x) = sum_t alpha_t [x_{f_t} > theta_t]; higher ranks higher."""
+    def _weak_outputs(self, X):
+        """(p, n_estimators_) matrix of h_t(x) in {0, 1}."""
         check_is_fitted(self, "alphas_")
-        X = as_float_matrix(X, "X")
+        X = self._check_X(X)
         if X.shape[1] != self.n_features_in_:
             raise ValueError(
                 f"X has {X.shape[1]} features, but RankBoost is expecting {self.n_features_in_} features as input."
             )
-        if self.n_estimators_ == 0:
-            return np.zeros(X.shape[0])
-        return (X[:, self.features_] > self.thresholds_).astype(np.float64) @ self.alphas_
+        V = X[:, self.features_]
+        H = (V > self.thresholds_).astype(np.float64)
+        if self.missing == "q_def":
+            nan = np.isnan(V)
+            H[nan] = np.broadcast_to(self.qdefs_, H.shape)[nan]
+        return H
+
+    def predict(self, X):
+        """Ranking scores F(x) = sum_t alpha_t h_t(x), h_t(x) = [x_{f_t} > theta_t] (q_def_t when
+        x_{f_t} is missing); higher ranks higher."""
+        H = self._weak_outputs(X)
+        return H @ self.alphas_ if self.n_estimators_ else np.zeros(H.shape[0])
 
     def staged_predict(self, X):
         """Scores after each round t = 1..n_estimators_ (a generator), for choosing T."""
-        check_is_fitted(self, "alphas_")
-        X = as_float_matrix(X, "X")
-        F = np.zeros(X.shape[0])
-        for f, th, a in zip(self.features_, self.thresholds_, self.alphas_):
-            F = F + a * (X[:, f] > th)
+        H = self._weak_outputs(X)
+        F = np.zeros(H.shape[0])
+        for t in range(self.n_estimators_):
+            F = F + self.alphas_[t] * H[:, t]
             yield F
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.allow_nan = self.missing == "q_def"
+        return tags
 
     def score(self, X, y, groups=None):
         """Pairwise ranking accuracy ``1 - pairwise_disagreement(y, predict(X), groups,

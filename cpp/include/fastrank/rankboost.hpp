@@ -31,8 +31,12 @@ struct RankBoostCandidates {
   Index m = 0, n = 0;
   std::vector<std::int32_t> order;  // order[f*m + i]: row of rank i by decreasing x_f (stable)
   std::vector<std::uint8_t> cut;    // cut[f*m + i] = 1: threshold between ranks i and i+1
+  std::vector<Index> n_defined;     // rows with x_f not NaN; they come first in the order
 };
 
+// Missing values (NaN) follow the paper's weak ranker with a default: h(x) = q_def in {0, 1}
+// when x_f is missing, q_def chosen with the threshold to maximise |r|; the extra candidate
+// theta = -inf ("has the feature" vs q_def) exists when a feature has missing values.
 // n_thresholds <= 0: every distinct value gives a threshold.  Otherwise, with c = i + 1 rows
 // above a threshold and bin(c) = floor(c * n_thresholds / m), only the last threshold of each
 // bin is kept (at most n_thresholds per feature, spread over quantiles).
@@ -41,6 +45,7 @@ RankBoostCandidates rankboost_candidates(const RowMatrixCRef& X, Index n_thresho
 struct RankBoostResult {
   std::vector<std::int64_t> features;
   std::vector<double> thresholds, alphas, r;  // per round; r is the weighted correlation
+  std::vector<std::int64_t> qdef;             // per round: h on rows missing the feature
 };
 
 // Graded feedback.  block[x] = level block of row x; the blocks of group g are

@@ -1,12 +1,12 @@
-"""Cohen, Schapire & Singer's greedy ordering ("Learning to order things", JAIR 10, 1999, Fig. 2;
+"""Cohen, Schapire & Singer's greedy ordering ("Learning to order things", JAIR 10, 1999;
 lecture slides 003, "Cohen's algorithm" and its pseudocode).
 
 Given a preference function PREF(u, v) in [0, 1] ("u should be ranked above v"), finding the
 order that maximises AGREE(rho, PREF) = sum_{u before v} PREF(u, v) is NP-hard; the greedy
 algorithm repeatedly takes the item with the largest net preference
 pi(v) = sum_u PREF(v, u) - sum_u PREF(u, v) among the remaining items, then removes its
-contribution from the others.  Its agreement is at least half the optimum (Cohen et al.,
-Theorem 3).  O(n^2) time: one pass to form the net preferences, then O(n) per step.
+contribution from the others.  Its agreement is at least half the optimum (the paper's
+approximation guarantee).  O(n^2) time: one pass to form the net preferences, then O(n) per step.
 """
 
 from __future__ import annotations
@@ -56,17 +56,19 @@ def _preference_matrix(preference, X, n_items, pairwise, temperature):
         )
     if P.ndim != 2 or P.shape[0] != P.shape[1]:
         raise ValueError(f"a preference matrix must be square (n, n), got shape {P.shape}")
-    return _check_matrix(P.astype(np.float64), "preference")
+    return _check_matrix(P, "preference")
 
 
 def _check_matrix(P, name):
-    n = P.shape[0]
-    off = ~np.eye(n, dtype=bool)
-    vals = P[off]
-    if not np.isfinite(vals).all():
-        raise ValueError(f"{name} contains NaN or infinity")
-    if vals.size and (vals.min() < 0.0 or vals.max() > 1.0):
-        raise ValueError(f"{name} values must lie in [0, 1] (PREF(u, v) is a degree of preference)")
+    """P as a float64 copy with a zero diagonal (ignored), finite, entries in [0, 1]."""
+    P = np.array(P, dtype=np.float64)  # a copy: the diagonal is overwritten
+    np.fill_diagonal(P, 0.0)
+    if P.size:
+        lo, hi = P.min(), P.max()  # NaN propagates through min/max
+        if not (np.isfinite(lo) and np.isfinite(hi)):
+            raise ValueError(f"{name} contains NaN or infinity")
+        if lo < 0.0 or hi > 1.0:
+            raise ValueError(f"{name} values must lie in [0, 1] (PREF(u, v) is a degree of preference)")
     return P
 
 
@@ -105,12 +107,11 @@ def greedy_order(preference, X=None, *, n_items=None, pairwise="step", temperatu
     remaining v gets pi(v) += PREF[v*, v] - PREF[v, v*] (the slides' update), an O(n) row of the
     antisymmetric matrix PREF - PREF^T.  Total O(n^2) time and one n x n work matrix.  The
     agreement sum_{u before v} PREF[u, v] of the result is at least half the maximum over all
-    orders (Cohen et al. 1999, Theorem 3).
+    orders (Cohen et al.'s approximation guarantee).
     """
     P = _preference_matrix(preference, X, n_items, pairwise, temperature)
     n = P.shape[0]
     D = P - P.T  # D[v, u] = PREF(v, u) - PREF(u, v), zero diagonal
-    np.fill_diagonal(D, 0.0)
     pi = D.sum(axis=1)
     order = np.empty(n, dtype=np.int64)
     picked = np.empty(n)

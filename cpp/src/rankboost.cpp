@@ -34,6 +34,40 @@ double log_sum_exp_shift(double a, double b) {  // log(e^a + e^b), -inf aware
   return mx + std::log(std::exp(a - mx) + std::exp(b - mx));
 }
 
+// Best threshold of K complete features (no missing values) scanned together: K independent
+// prefix sums interleave in the pipeline (one feature alone is bound by the latency of its
+// serial additions).  Per feature the additions and comparisons are exactly those of a scan of
+// that feature alone, so the result does not depend on the grouping.
+template <int K>
+void scan_complete(const RankBoostCandidates& cand, const Index* fs, const double* pi, double* feat_r,
+                   Index* feat_pos) {
+  const Index m = cand.m;
+  const std::int32_t* o[K];
+  const std::uint8_t* c[K];
+  double s[K], best_abs[K], best[K];
+  Index pos[K];
+  for (int k = 0; k < K; ++k) {
+    o[k] = cand.order.data() + fs[k] * m;
+    c[k] = cand.cut.data() + fs[k] * m;
+    s[k] = best_abs[k] = best[k] = 0.0;
+    pos[k] = -1;
+  }
+  for (Index i = 0; i < m; ++i) {
+    for (int k = 0; k < K; ++k) {
+      s[k] += pi[o[k][i]];
+      if (c[k][i] && better(std::abs(s[k]), best_abs[k])) {
+        best_abs[k] = std::abs(s[k]);
+        best[k] = s[k];
+        pos[k] = i;
+      }
+    }
+  }
+  for (int k = 0; k < K; ++k) {
+    feat_r[fs[k]] = best[k];
+    feat_pos[fs[k]] = pos[k];
+  }
+}
+
 // The boosting loop shared by graded and graph feedback.  potential(F, pi) fills pi for the
 // normalised D_t of the current F and returns false if D_t cannot be formed.
 template <class Potential>
@@ -49,7 +83,18 @@ RankBoostResult boost(const RowMatrixCRef& X, const RankBoostCandidates& cand, I
     // r(theta) = sum_{x_f > theta} pi(x) (+ sum of pi over rows missing x_f when q_def = 1): a
     // prefix sum along the decreasing order of the rows that have x_f.
     parallel_for(0, n, n_threads, 1, [&](Index lo, Index hi) {
+      Index batch[4];
+      int nb = 0;
       for (Index f = lo; f < hi; ++f) {
+        if (cand.n_defined[f] == m) {  // complete features: scanned four at a time
+          feat_q[f] = 0;
+          batch[nb++] = f;
+          if (nb == 4) {
+            scan_complete<4>(cand, batch, pi.data(), feat_r.data(), feat_pos.data());
+            nb = 0;
+          }
+          continue;
+        }
         const std::int32_t* o = cand.order.data() + f * m;
         const std::uint8_t* c = cand.cut.data() + f * m;
         const Index n_def = cand.n_defined[f];
@@ -90,6 +135,7 @@ RankBoostResult boost(const RowMatrixCRef& X, const RankBoostCandidates& cand, I
         feat_pos[f] = pos;
         feat_q[f] = q;
       }
+      for (int k = 0; k < nb; ++k) scan_complete<1>(cand, batch + k, pi.data(), feat_r.data(), feat_pos.data());
     });
     Index bf = -1;
     double best_abs = 0.0;

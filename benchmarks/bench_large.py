@@ -70,7 +70,7 @@ class CGSparse:
         self.gi = group_index(groups if setting == "query" else None, self.X.shape[0])
 
     def _fit(self):
-        from fastrank._large_scale import fit_cg
+        from fastrank._solvers import fit_cg
 
         fit_cg(self.X, self.y, group_index=self.gi, alpha=1.0, tol=0.0, max_iter=200, n_jobs=-1, warn=False)
 
@@ -90,7 +90,7 @@ class SparseRankRLS:
     timeout = 600
 
     def setup(self):
-        from fastrank._large_scale import select_basis
+        from fastrank._solvers import select_basis
 
         self.X, self.y = gaussian_data()
         self.basis = select_basis(self.X.shape[0], 500, random_state=0)

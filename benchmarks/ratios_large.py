@@ -16,7 +16,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from bench_large import gaussian_data, numpy_basis_yardstick, scipy_products, zipf_csr  # noqa: E402
 
 import fastrank  # noqa: E402
-from fastrank._large_scale import fit_cg, select_basis  # noqa: E402
+from fastrank._solvers import fit_cg, select_basis  # noqa: E402
 from fastrank._validation import group_index  # noqa: E402
 
 
@@ -54,7 +54,7 @@ def peak_memory_cg(n_jobs):
         np.save(os.path.join(tmp, "g.npy"), groups)
         code = textwrap.dedent(f"""
             import numpy as np, scipy.sparse as sp
-            from fastrank._large_scale import fit_cg
+            from fastrank._solvers import fit_cg
             from fastrank._validation import group_index
 
             def status(key):

@@ -11,7 +11,7 @@ import time
 
 import numpy as np
 import scipy.stats
-from sklearn.metrics import ndcg_score, roc_auc_score
+from sklearn.metrics import average_precision_score, ndcg_score, roc_auc_score
 
 from fastrank import metrics as M
 
@@ -75,6 +75,17 @@ def main():
         best(lambda: np.abs(scipy.stats.rankdata(a) - scipy.stats.rankdata(b)).sum(), 3), "scipy rankdata x2")
     row("m1d", best(lambda: M.m1d(y, f_cont), 3), argsort_cont, "np.argsort(scores)")
     row("msd", best(lambda: M.msd(y, f_cont), 3), argsort_cont, "np.argsort(scores)")
+    # pairwise costs / losses of the stability papers: Fenwick-tree sweeps, no pair list
+    row("stability_ranking_loss hinge (5 labels)", best(lambda: M.stability_ranking_loss(y, f_cont, loss="hinge"), 3),
+        argsort_cont, "np.argsort(scores)")
+    row("stability_ranking_loss gamma (two sweeps)",
+        best(lambda: M.stability_ranking_loss(y, f_cont, loss="gamma", gamma=0.5), 3), argsort_cont,
+        "np.argsort(scores)")
+    row("magnitude_preserving_cost hmp, n=2", best(lambda: M.magnitude_preserving_cost(y, f_cont, cost="hmp"), 3),
+        argsort_cont, "np.argsort(scores)")
+    row("magnitude_preserving_cost svr, n=1, eps=0.5",
+        best(lambda: M.magnitude_preserving_cost(y, f_cont, cost="svr", power=1, epsilon=0.5), 3), argsort_cont,
+        "np.argsort(scores)")
     # grouped: pairwise disagreement over 10^4 queries of 100 documents, ids shuffled
     n_q, n_d = (1000, 100) if args.quick else (10000, 100)
     g = rng.permutation(np.repeat(np.arange(n_q), n_d))
@@ -98,6 +109,14 @@ def main():
     ours = best(lambda: M.ndcg(Y.ravel(), S2.ravel(), gq, k=10, gain="linear"), 3)
     ref = best(lambda: ndcg_score(Y, S2, k=10, ignore_ties=True), 3)
     row(f"ndcg@10 ({n_q} queries x {n_d}, no ties; sklearn ignore_ties)", ours, ref, "sklearn ndcg_score")
+    # MAP: sklearn has no grouped AP, so the yardstick is one average_precision_score call per query
+    Yb = (Y > 1).astype(np.float64)
+    Yb[:, 0] = 1.0
+    ours = best(lambda: M.mean_average_precision(Yb.ravel(), S2.ravel(), gq), 3)
+    ref = best(lambda: np.mean([average_precision_score(Yb[q], S2[q]) for q in range(n_q)]), 3)
+    row(f"mean_average_precision ({n_q} queries x {n_d}, no ties)", ours, ref, "sklearn AP per query")
+    ours = best(lambda: M.err_at_k(Y.ravel(), S2.ravel(), gq, k=10), 3)
+    row(f"err_at_k@10 ({n_q} queries x {n_d})", ours, best(lambda: np.argsort(S2.ravel()), 3), "np.argsort(scores)")
 
 
 if __name__ == "__main__":

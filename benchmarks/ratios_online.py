@@ -123,6 +123,7 @@ def table1(trials, n_train=50_000, n_test=1000):
             res.setdefault(name + " [on-line, train]", []).append(est.average_rank_loss_)
 
         add("PRank", fastrank.PRank())
+        add("PRank-VP", fastrank.PRankVP())  # the paper reports 0.31 +- 0.00
         for eta in (0.2, 0.1, 0.05, 0.01):
             add(f"WH eta={eta}", fastrank.WidrowHoff(eta=eta))
         for tau in (0.3, 0.6, 0.9):

@@ -16,8 +16,13 @@ def pair_weights(groups, weighting):
         return None
     groups = np.asarray(groups)
     _, codes, counts = np.unique(groups, return_inverse=True, return_counts=True)
+    n = counts[codes].astype(float)
     if weighting == "normalized":
-        return 1.0 / counts[codes]
+        return 1.0 / n
+    if weighting == "per_query":  # a query's pairs weigh 1 in total
+        return np.where(n >= 2, 2.0 / np.maximum(n * (n - 1), 1.0), 1.0)
+    if weighting == "per_object":  # a row's n - 1 pairs weigh 1 in total
+        return np.where(n >= 2, 1.0 / np.maximum(n - 1, 1.0), 1.0)
     return np.ones(m)
 
 

@@ -10,7 +10,7 @@ import numpy as np
 
 def scoring_pairs(y, groups=None, weighting="unweighted"):
     """Edges (i, j, w, z) of the scoring setting: every pair i < j (inside a group), target
-    z = y_i - y_j (cost 21), weight w with w^2 = 1 (unweighted) or 1/n_q (normalized)."""
+    z = y_i - y_j (cost 21), weight w with w^2 = c_q of the weighting."""
     y = np.asarray(y, dtype=float)
     m = y.shape[0]
     g = np.zeros(m) if groups is None else np.asarray(groups)
@@ -19,7 +19,10 @@ def scoring_pairs(y, groups=None, weighting="unweighted"):
         if g[i] != g[j]:
             continue
         n_q = np.sum(g == g[i])
-        w = 1.0 if weighting == "unweighted" else 1.0 / np.sqrt(n_q)
+        # pair weight c: 1; 1/n_q; 1/(pairs of the query); 1/(pairs of each row in the query)
+        c = {"unweighted": 1.0, "normalized": 1.0 / n_q, "per_query": 2.0 / (n_q * (n_q - 1)),
+             "per_object": 1.0 / (n_q - 1)}[weighting]
+        w = np.sqrt(c)
         edges.append((i, j, w, y[i] - y[j]))
     return edges
 

@@ -9,7 +9,8 @@ import pytest
 import scipy.sparse as sp
 
 from fastrank._kernels import resolve_kernel
-from fastrank._large_scale import fit_basis, fit_cg, predict_basis
+from fastrank._kernels import predict_basis
+from fastrank._solvers import fit_basis, fit_cg
 from fastrank._validation import group_index
 
 from _large_oracles import laplacian_groups, pairwise_error

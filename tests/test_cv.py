@@ -10,6 +10,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import fastrank  # noqa: E402
 from fastrank import model_selection as ms  # noqa: E402
+from fastrank._shortcuts import engine_for  # noqa: E402
 from cv_oracles import rbf, retrain_predict, retrain_predict_primal  # noqa: E402
 
 RTOL = 1e-8
@@ -119,7 +120,8 @@ def test_mprank_estimator_uses_equivalent_alpha():
     X, y = _data(m=10)
     C = 3.0
     a = ms.leave_pair_out(fastrank.MPRank(C=C, kernel="rbf", gamma=0.5), X, y)
-    b = ms.leave_pair_out(fastrank.RankRLS(alpha=100 / (2 * C), kernel="rbf", gamma=0.5), X, y)
+    # every pair's model is MPRank(C) on the other 8 rows: alpha = 8^2 / (2 C)
+    b = ms.leave_pair_out(fastrank.RankRLS(alpha=64 / (2 * C), kernel="rbf", gamma=0.5), X, y)
     _assert_close(a, b, rtol=1e-12)
 
 
@@ -153,7 +155,7 @@ def test_query_lpo_group_of_two_and_linear_multi_output():
 
 def test_query_lpo_default_pairs_lexicographic():
     X, y = _data(m=GROUPS.size)
-    prob = ms._Problem(fastrank.RankRLS(), X, y, GROUPS)
+    prob = engine_for(fastrank.RankRLS(), X, y, GROUPS)
     pairs = prob.default_pairs()
     expected = [(a, b) for a in range(GROUPS.size) for b in range(a + 1, GROUPS.size) if GROUPS[a] == GROUPS[b]]
     np.testing.assert_array_equal(pairs, np.array(expected))
@@ -234,8 +236,8 @@ def test_every_alpha_of_a_path_lpo_and_lgo():
     K = rbf(X, X, 0.5)
     alphas = np.logspace(-3, 3, 7)
     est = fastrank.RankRLS(kernel="rbf", gamma=0.5)
-    obj = ms._Problem(est, X, y)
-    grp = ms._Problem(est, X, y, GROUPS)
+    obj = engine_for(est, X, y)
+    grp = engine_for(est, X, y, GROUPS)
     pairs = obj.default_pairs()[::7]
     gpairs = grp.default_pairs()
     for a in alphas:
@@ -371,6 +373,33 @@ def test_cortes_proposition2_exact_with_true_mean():
         assert y[i] + ri == pytest.approx(hp[i], rel=1e-8)
 
 
+def test_cortes_approximation_values_are_proposition2_with_hbar():
+    # fastrank's approximate predictions and value against Proposition 2 written out in numpy
+    # (h-bar' replaced by the full model's mean, eq. 27 coefficients)
+    m, C = 14, 2.5
+    X, y = _data(m=m, seed=16)
+    K = rbf(X, X, 0.4)
+    res = ms.mprank_loo_approximation(fastrank.MPRank(C=C, kernel="rbf", gamma=0.4), X, y)
+    L = m * np.eye(m) - 1
+    U = K @ np.linalg.solve(L @ K + (m * m / (2 * C)) * np.eye(m), L)
+    h = U @ y
+    d = h.mean() - y.mean()
+    preds, costs = [], []
+    for i, j in res.pairs:
+        Vii = U[i, i] + (U[i, i] + U[i, j]) / (m - 2)
+        Vij = U[i, j] + (U[i, i] + U[i, j]) / (m - 2)
+        Vjj = U[j, j] + (U[j, j] + U[j, i]) / (m - 2)
+        Vji = U[j, i] + (U[j, j] + U[j, i]) / (m - 2)
+        ei, ej = h[i] - y[i], h[j] - y[j]
+        den = (1 - Vjj) * (1 - Vii) - Vij * Vji
+        ri = ((1 - Vjj) * ei + Vij * ej - ((Vii + Vij) * (1 - Vjj) + (Vjj + Vji) * Vij) * d) / den
+        rj = (Vji * ei + (1 - Vii) * ej - ((Vii + Vij) * Vji + (Vjj + Vji) * (1 - Vii)) * d) / den
+        preds.append([y[i] + ri, y[j] + rj])
+        costs.append((rj - ri) ** 2)
+    _assert_close(res.approximate_predictions, np.array(preds), rtol=1e-10)
+    assert res.approximate == pytest.approx(np.mean(costs), rel=1e-10)
+
+
 def test_cortes_approximation_error_shrinks_with_m():
     errs = []
     for m in (200, 800):
@@ -379,8 +408,9 @@ def test_cortes_approximation_error_shrinks_with_m():
         y = X @ rng.normal(size=5) + 0.5 * rng.normal(size=m)
         res = ms.mprank_loo_approximation(fastrank.MPRank(C=m / 2.0, kernel="rbf", gamma=0.2), X, y)
         errs.append(abs(res.approximate - res.exact) / res.exact)
-    assert errs[0] < 0.02  # stated tolerance at m = 200
-    assert errs[1] < 0.75 * errs[0]
+    # measured against the true eq. 17 leave-one-out: 0.43% at m = 200, 0.36% at m = 800
+    assert errs[0] < 0.006
+    assert errs[1] < errs[0]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -415,7 +445,7 @@ def test_bad_pairs_and_sizes():
     # the C++ layer re-checks cheap invariants too
     from fastrank import _core
 
-    prob = ms._Problem(est, X, y)
+    prob = engine_for(est, X, y)
     V, s = prob.decompose()
     M, mu, h = _core.cv_object_prepare(prob.K, V, s, 1.0, 1.0, prob.Yg)
     with pytest.raises(ValueError, match="invalid"):
@@ -478,9 +508,9 @@ def test_query_lpo_and_scores_threads_equal_serial():
     a = ms.leave_pair_out(fastrank.RankRLS(alpha=1.0, kernel="rbf", n_jobs=1), X, y, groups=groups)
     b = ms.leave_pair_out(fastrank.RankRLS(alpha=1.0, kernel="rbf", n_jobs=2), X, y, groups=groups)
     np.testing.assert_array_equal(a, b)
-    prob = ms._Problem(fastrank.RankRLS(alpha=1.0, kernel="rbf", n_jobs=2), X, y, groups)
+    prob = engine_for(fastrank.RankRLS(alpha=1.0, kernel="rbf", n_jobs=2), X, y, groups)
     pairs = prob.default_pairs()
-    d = ms._lpo_scores(prob, pairs, 1.0)
+    d = prob.lpo_disagreement(pairs, 1.0)
     i, j = pairs[:, 0], pairs[:, 1]
     assert d[0] == pytest.approx(ms.pairwise_disagreement(a, np.stack([y[i], y[j]], 1)), rel=1e-12)
 
@@ -491,7 +521,7 @@ def test_linear_low_rank_path_grouped_holdout_and_path(solver):
     X, y = _data(m=GROUPS.size, d=3, seed=18)
     K = X @ X.T
     est = fastrank.RankRLS(kernel="linear", solver=solver, group_weighting="normalized")
-    prob = ms._Problem(est, X, y, GROUPS)
+    prob = engine_for(est, X, y, GROUPS)
     assert prob.low_rank == (solver == "auto")
     sets = [np.array([0, 1, 2]), np.flatnonzero(GROUPS == 1)]
     pairs = prob.default_pairs()
@@ -499,7 +529,7 @@ def test_linear_low_rank_path_grouped_holdout_and_path(solver):
         for s, o in zip(sets, np.split(prob.holdout(sets, a), [3])):
             _assert_close(o, retrain_predict(K, y[:, None], a, s, GROUPS, "normalized"))
         _assert_close(prob.lpo(pairs, a), _oracle_pairs(K, y[:, None], a, pairs, GROUPS, "normalized")[:, :, 0])
-    obj = ms._Problem(est, X, y)
+    obj = engine_for(est, X, y)
     U = np.array([2, 5, 7, 11])
     _assert_close(obj.holdout([U], 0.3), retrain_predict(K, y[:, None], 0.3, U))
 
@@ -509,7 +539,7 @@ def test_permutation_test_with_groups_permutes_within_groups():
     est = fastrank.RankRLS(alpha=0.5, kernel="rbf", gamma=0.5)
     score, perm, p = ms.permutation_test_lpo(est, X, y, n_permutations=4, random_state=1, groups=GROUPS)
     P = ms.leave_pair_out(est, X, y, groups=GROUPS)
-    pairs = ms._Problem(est, X, y, GROUPS).default_pairs()
+    pairs = engine_for(est, X, y, GROUPS).default_pairs()
     i, j = pairs[:, 0], pairs[:, 1]
     assert score == pytest.approx(1 - ms.pairwise_disagreement(P, np.stack([y[i], y[j]], 1)), rel=1e-12)
     assert perm.shape == (4,) and 0 < p <= 1
@@ -540,3 +570,186 @@ def test_cv_shortcuts_respect_the_dense_memory_guard(monkeypatch):
             call()
     monkeypatch.setenv("FASTRANK_MAX_DENSE_BYTES", "none")
     assert ms.leave_pair_out(fastrank.RankRLS(kernel="rbf"), X[:20], y[:20]).shape == (190, 2)
+
+
+# ---------------------------------------------------------------------------------------------
+# MPRank retrains at fixed C (alpha = m_train^2 / (2 C), Cortes et al. eq. 17)
+# ---------------------------------------------------------------------------------------------
+
+def _mprank_refit(est, X, y, train, test, groups=None):
+    g = None if groups is None else groups[train]
+    return fastrank.MPRank(**est.get_params()).fit(X[train], y[train], g).predict(X[test])
+
+
+@pytest.mark.parametrize("kernel", ["rbf", "linear"])
+def test_mprank_holdouts_equal_refitting_mprank_at_the_same_C(kernel):
+    X, y = _data(m=GROUPS.size, seed=31)
+    est = fastrank.MPRank(C=2.0, kernel=kernel, gamma=0.5)
+    m = X.shape[0]
+    every = np.arange(m)
+    pairs = np.array([[0, 1], [4, 9], [2, 12]])
+    for (i, j), got in zip(pairs, ms.leave_pair_out(est, X, y, pairs=pairs)):
+        _assert_close(got, _mprank_refit(est, X, y, np.setdiff1d(every, [i, j]), [i, j]), rtol=1e-10)
+    # k-fold with folds of different sizes: each fold's model has its own alpha
+    folds = [np.array([0, 3]), np.array([1, 2, 5, 7, 8]), np.setdiff1d(every, [0, 3, 1, 2, 5, 7, 8])]
+    kf = ms.kfold_predictions(est, X, y, folds)
+    for f in folds:
+        _assert_close(kf[f], _mprank_refit(est, X, y, np.setdiff1d(every, f), f), rtol=1e-10)
+    # leave-group-out with MPRank on within-group pairs
+    lgo = ms.leave_group_out(est, X, y, GROUPS)
+    for g in np.unique(GROUPS):
+        rows = np.flatnonzero(GROUPS == g)
+        _assert_close(lgo[rows], _mprank_refit(est, X, y, np.setdiff1d(every, rows), rows, GROUPS), rtol=1e-10)
+
+
+def test_mprank_lpo_example_from_the_report():
+    # m = 10, Gaussian kernel: the held-out pair equals MPRank(C=2) refitted on the other 8 rows
+    X, y = _data(m=10, seed=32)
+    est = fastrank.MPRank(C=2.0, kernel="rbf", gamma=0.5)
+    got = ms.leave_pair_out(est, X, y, pairs=[[0, 1]])[0]
+    want = fastrank.MPRank(C=2.0, kernel="rbf", gamma=0.5).fit(X[2:], y[2:]).predict(X[:2])
+    _assert_close(got, want, rtol=1e-10)
+    # the fixed-alpha reading (alpha = 10^2 / 4 kept for 8 training rows) is a different model
+    fixed = ms.leave_pair_out(fastrank.RankRLS(alpha=100 / 4.0, kernel="rbf", gamma=0.5), X, y, pairs=[[0, 1]])[0]
+    assert np.max(np.abs(fixed - want)) > 1e-3
+
+
+def test_mprank_loo_approximation_exact_is_eq17():
+    X, y = _data(m=12, seed=33)
+    est = fastrank.MPRank(C=3.0, kernel="rbf", gamma=0.5)
+    res = ms.mprank_loo_approximation(est, X, y)
+    m = X.shape[0]
+    costs = []
+    for i, j in res.pairs:
+        train = np.setdiff1d(np.arange(m), [i, j])
+        hi, hj = _mprank_refit(est, X, y, train, [i, j])
+        costs.append(((hj - y[j]) - (hi - y[i])) ** 2)
+    assert res.exact == pytest.approx(np.mean(costs), rel=1e-10)
+
+
+# ---------------------------------------------------------------------------------------------
+# preference graphs: edge weights and leave-out of objects (eq. 33, general form)
+# ---------------------------------------------------------------------------------------------
+
+def _random_graph(m, l, seed):
+    rng = np.random.default_rng(seed)
+    pairs = rng.integers(0, m, size=(l, 2))
+    pairs = pairs[pairs[:, 0] != pairs[:, 1]]
+    return pairs, rng.uniform(0.5, 2.0, size=pairs.shape[0])
+
+
+@pytest.mark.parametrize("kernel", ["rbf", "linear"])
+@pytest.mark.parametrize("cost", ["binary", "magnitude", "normalized"])
+def test_preference_holdout_equals_retraining_on_the_remaining_edges(kernel, cost):
+    m = 15
+    X, _ = _data(m=m, seed=40)
+    pairs, g = _random_graph(m, 40, 41)
+    w = np.random.default_rng(42).uniform(0.2, 3.0, size=pairs.shape[0])
+    est = fastrank.RankRLS(alpha=0.4, kernel=kernel, gamma=0.5, solver="dual")
+    sets = [np.array([0]), np.array([3, 7]), np.array([1, 2, 11, 14])]
+    got = ms.preference_holdout_predictions(est, X, pairs, sets, magnitudes=g, cost=cost, weights=w)
+    for U, pred in zip(sets, got):
+        keep = ~(np.isin(pairs[:, 0], U) | np.isin(pairs[:, 1], U))
+        refit = fastrank.RankRLS(alpha=0.4, kernel=kernel, gamma=0.5, solver="dual").fit_preferences(
+            X, pairs[keep], magnitudes=g[keep], cost=cost, weights=w[keep])
+        _assert_close(pred, refit.predict(X[U]))
+
+
+def test_edge_weights_equal_repeated_edges_and_the_explicit_objective():
+    m = 12
+    X, _ = _data(m=m, seed=43)
+    pairs, g = _random_graph(m, 20, 44)
+    k = np.random.default_rng(45).integers(1, 4, size=pairs.shape[0])
+    for solver in ("dual", "primal", "cg"):
+        est = fastrank.RankRLS(alpha=0.3, solver=solver, tol=1e-13)
+        a = est.fit_preferences(X, pairs, magnitudes=g, weights=k.astype(float)).coef_.copy()
+        b = fastrank.RankRLS(alpha=0.3, solver=solver, tol=1e-13).fit_preferences(
+            X, np.repeat(pairs, k, axis=0), magnitudes=np.repeat(g, k)).coef_
+        _assert_close(a, b, rtol=1e-7)
+    # and against the normal equations of sum_e weights_e (g_e - (f_h - f_t))^2 + alpha |w|^2
+    D = X[pairs[:, 0]] - X[pairs[:, 1]]
+    want = np.linalg.solve(D.T @ (k[:, None] * D) + 0.3 * np.eye(X.shape[1]), D.T @ (k * g))
+    _assert_close(fastrank.RankRLS(alpha=0.3, solver="primal").fit_preferences(X, pairs, g, weights=k).coef_, want)
+
+
+def test_preference_holdout_bad_input():
+    X, _ = _data(m=6, seed=46)
+    pairs = np.array([[0, 1], [1, 2], [2, 3]])
+    est = fastrank.RankRLS(alpha=1.0, kernel="rbf")
+    with pytest.raises(ValueError, match="every preference"):
+        ms.preference_holdout_predictions(est, X, pairs, [np.array([1, 2])])
+    with pytest.raises(ValueError, match="weights must be finite and > 0"):
+        est.fit_preferences(X, pairs, weights=[1.0, 0.0, 1.0])
+    with pytest.raises(ValueError, match="weights must have shape"):
+        est.fit_preferences(X, pairs, weights=[1.0, 2.0])
+
+
+# ---------------------------------------------------------------------------------------------
+# RankRLSCV: honest default, NDCG@k and callables, stored cross-validated predictions
+# ---------------------------------------------------------------------------------------------
+
+def test_rankrlscv_defaults_to_leave_group_out_with_groups():
+    X, y = _data(m=GROUPS.size, seed=50)
+    alphas = [0.1, 1.0, 10.0]
+    auto = fastrank.RankRLSCV(alphas=alphas, kernel="rbf", gamma=0.5).fit(X, y, GROUPS)
+    lgo = fastrank.RankRLSCV(alphas=alphas, cv="lgo", kernel="rbf", gamma=0.5).fit(X, y, GROUPS)
+    assert auto.cv_results_["cv"] == "lgo"
+    np.testing.assert_array_equal(auto.cv_results_["scores"], lgo.cv_results_["scores"])
+    # the stored predictions are the leave-group-out predictions of the chosen alpha
+    est = fastrank.RankRLS(alpha=auto.alpha_, kernel="rbf", gamma=0.5)
+    _assert_close(auto.cv_predictions_, ms.leave_group_out(est, X, y, GROUPS))
+    plain = fastrank.RankRLSCV(alphas=alphas, kernel="rbf", gamma=0.5).fit(X, y)
+    assert plain.cv_results_["cv"] == "lpo"
+    P = ms.leave_pair_out(fastrank.RankRLS(alpha=plain.alpha_, kernel="rbf", gamma=0.5), X, y)
+    _assert_close(plain.cv_predictions_, P)
+    np.testing.assert_array_equal(plain.cv_pairs_, np.stack(np.triu_indices(X.shape[0], 1), axis=1))
+
+
+def test_rankrlscv_ndcg_at_k_callable_and_splitter():
+    from functools import partial
+
+    from sklearn.model_selection import GroupKFold
+
+    X, y = _data(m=GROUPS.size, seed=51)
+    y = np.abs(np.round(y * 2))
+    alphas = [0.01, 1.0, 100.0]
+    at2 = fastrank.RankRLSCV(alphas=alphas, cv="lgo", scoring="ndcg@2", kernel="rbf").fit(X, y, GROUPS)
+    ndcg2 = partial(fastrank.metrics.ndcg, k=2)
+    call = fastrank.RankRLSCV(alphas=alphas, cv="lgo", scoring=ndcg2, kernel="rbf").fit(X, y, GROUPS)
+    for k, a in enumerate(alphas):
+        pred = ms.leave_group_out(fastrank.RankRLS(alpha=a, kernel="rbf"), X, y, GROUPS)
+        assert call.cv_results_["scores"][k] == pytest.approx(ndcg2(y, pred, GROUPS), rel=1e-12)
+    assert at2.cv_results_["scores"].shape == (3,) and np.all(at2.cv_results_["scores"] <= 1.0)
+    split = fastrank.RankRLSCV(alphas=alphas, cv=GroupKFold(n_splits=3), kernel="rbf").fit(X, y, GROUPS)
+    folds = [te for _, te in GroupKFold(n_splits=3).split(X, y, GROUPS)]
+    est = fastrank.RankRLS(alpha=split.alpha_, kernel="rbf")
+    _assert_close(split.cv_predictions_, ms.kfold_predictions(est, X, y, folds, groups=GROUPS))
+    with pytest.raises(ValueError, match="needs hold-out sets"):
+        fastrank.RankRLSCV(alphas=alphas, cv="lpo", scoring="ndcg@2").fit(X, y)
+    with pytest.raises(ValueError, match="ndcg@k"):
+        fastrank.RankRLSCV(alphas=alphas, scoring="ndcg@0").fit(X, y, GROUPS)
+
+
+def test_leave_pair_out_returns_its_pairs():
+    X, y = _data(m=GROUPS.size, seed=52)
+    est = fastrank.RankRLS(alpha=1.0, kernel="rbf")
+    pairs, P = ms.leave_pair_out(est, X, y, groups=GROUPS, return_pairs=True)
+    assert np.all(GROUPS[pairs[:, 0]] == GROUPS[pairs[:, 1]]) and np.all(pairs[:, 0] < pairs[:, 1])
+    _assert_close(P, ms.leave_pair_out(est, X, y, pairs=pairs, groups=GROUPS), rtol=1e-14)
+
+
+def test_rankrlscv_accepts_every_measure_name_and_scorer():
+    X, y = _data(m=GROUPS.size, seed=53)
+    y = np.abs(np.round(y * 2))
+    alphas = [0.01, 1.0, 100.0]
+    by_name = fastrank.RankRLSCV(alphas=alphas, cv="lgo", scoring="map", kernel="rbf").fit(X, y, GROUPS)
+    scorer = fastrank.metrics.make_ranking_scorer("precision_at_k", k=2)
+    by_scorer = fastrank.RankRLSCV(alphas=alphas, cv="lgo", scoring=scorer, kernel="rbf").fit(X, y, GROUPS)
+    loss = fastrank.RankRLSCV(alphas=alphas, cv="lgo", scoring="m1d", kernel="rbf").fit(X, y, GROUPS)
+    for k, a in enumerate(alphas):
+        pred = ms.leave_group_out(fastrank.RankRLS(alpha=a, kernel="rbf"), X, y, GROUPS)
+        assert by_name.cv_results_["scores"][k] == pytest.approx(
+            fastrank.metrics.mean_average_precision(y, pred, GROUPS), rel=1e-12)
+        assert by_scorer.cv_results_["scores"][k] == pytest.approx(
+            fastrank.metrics.precision_at_k(y, pred, GROUPS, k=2), rel=1e-12)
+        assert loss.cv_results_["scores"][k] == pytest.approx(-fastrank.metrics.m1d(y, pred, GROUPS), rel=1e-12)

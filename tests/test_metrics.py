@@ -128,25 +128,27 @@ def _has_relevant(y, groups):
 
 
 @settings(max_examples=150, deadline=None)
-@given(labelled_scores(grouped=True), st.sampled_from(["error", "half"]), st.sampled_from(["group", "pooled"]))
-def test_disagreement_matches_pair_oracle(data, ties, average):
+@given(labelled_scores(grouped=True), st.sampled_from(["wrong", "half"]), st.sampled_from(["group", "pooled"]))
+def test_disagreement_matches_pair_oracle(data, tied, average):
     y, f, groups = data
     for g in (None, groups):
         if not _has_relevant(y, g):
             with pytest.raises(ValueError, match="no pair"):
-                M.pairwise_disagreement(y, f, g, ties=ties, average=average)
+                M.pairwise_disagreement(y, f, g, tied_scores=tied, average=average)
             continue
-        expected = oracle_disagreement(y, f, g, ties, average)
-        got = M.pairwise_disagreement(y, f, g, ties=ties, average=average)
+        expected = oracle_disagreement(y, f, g, "error" if tied == "wrong" else "half", average)
+        got = M.pairwise_disagreement(y, f, g, tied_scores=tied, average=average)
         assert got == pytest.approx(expected, rel=1e-12, abs=1e-15)
 
 
 def test_disagreement_paper_convention_and_tie_options():
     y = np.array([0.0, 1.0, 2.0])
     f = np.array([0.0, 0.0, 5.0])  # pair (0,1) tied, others correct
-    assert M.pairwise_disagreement(y, f) == pytest.approx(1 / 3)
-    assert M.pairwise_disagreement(y, f, ties="half") == pytest.approx(1 / 6)
-    assert M.pairwise_disagreement(y, -f) == pytest.approx(1.0)
+    assert M.pairwise_disagreement(y, f, tied_scores="wrong") == pytest.approx(1 / 3)
+    assert M.pairwise_disagreement(y, f) == pytest.approx(1 / 6)  # the default counts a tie 1/2
+    with pytest.warns(FutureWarning, match="tied_scores"):
+        assert M.pairwise_disagreement(y, f, ties="error") == pytest.approx(1 / 3)
+    assert M.pairwise_disagreement(y, -f, tied_scores="wrong") == pytest.approx(1.0)
     assert M.pairwise_disagreement([1, 1, 0], [-0.0, 0.0, 1.0]) == pytest.approx(1.0)  # -0.0 == 0.0 tie
 
 
@@ -175,11 +177,11 @@ def test_disagreement_large_label_sets_and_threads(n_jobs):
     for g in (None, groups):
         for avg in ("group", "pooled"):
             expected = oracle_disagreement(y, f, g, "error", avg)
-            got = M.pairwise_disagreement(y, f, g, average=avg, n_jobs=n_jobs)
+            got = M.pairwise_disagreement(y, f, g, average=avg, n_jobs=n_jobs, tied_scores="wrong")
             assert got == pytest.approx(expected, rel=1e-12)
     # many distinct labels in a few groups: direct tables would be wrong if used (K = 40)
     y = rng.integers(0, 40, size=m).astype(float)
-    assert M.pairwise_disagreement(y, f, groups, n_jobs=n_jobs) == pytest.approx(
+    assert M.pairwise_disagreement(y, f, groups, n_jobs=n_jobs, tied_scores="wrong") == pytest.approx(
         oracle_disagreement(y, f, groups), rel=1e-12)
 
 
@@ -191,7 +193,7 @@ def test_disagreement_hash_and_sort_rank_paths():
     y_sort = rng.normal(size=m) * 1e3  # many values, non-integer -> argsort fallback
     y_int = rng.integers(-10**6, 10**6, size=m).astype(float)  # integers, huge range
     for y in (y_hash, y_sort, y_int):
-        assert M.pairwise_disagreement(y, f) == pytest.approx(oracle_disagreement(y, f), rel=1e-12)
+        assert M.pairwise_disagreement(y, f, tied_scores="wrong") == pytest.approx(oracle_disagreement(y, f), rel=1e-12)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -208,7 +210,7 @@ def test_auc_matches_sklearn_and_disagreement(data):
             M.auc(yb, f)
         return
     assert M.auc(yb, f) == pytest.approx(roc_auc_score(yb, f), rel=1e-12)
-    assert M.auc(yb, f) == pytest.approx(1 - M.pairwise_disagreement(yb, f, ties="half"), rel=1e-12)
+    assert M.auc(yb, f) == pytest.approx(1 - M.pairwise_disagreement(yb, f, tied_scores="half"), rel=1e-12)
     assert M.auc(yb * 2 - 1, f) == pytest.approx(M.auc(yb.astype(bool), f))
 
 
@@ -357,14 +359,26 @@ def test_ndcg_skips_irrelevant_groups_and_errors():
 
 
 def test_mean_rank_loss():
-    # labels {1, 2, 5} -> positions 1, 2, 3
-    assert M.mean_rank_loss([1, 2, 5], [5, 5, 1]) == pytest.approx((2 + 1 + 2) / 3)
-    assert M.mean_rank_loss(["lo", "hi"], ["hi", "mid"], classes=["lo", "mid", "hi"]) == pytest.approx(1.5)
-    assert M.mean_rank_loss([3, 1], [3, 1], classes=[3, 2, 1]) == 0.0
+    # default: Harrington's (1/T) sum |yhat - y| on the label values themselves
+    assert M.mean_rank_loss([1, 5], [5, 1]) == 4.0
+    assert M.mean_rank_loss([1, 2, 5], [5, 5, 1]) == pytest.approx((4 + 3 + 4) / 3)
+    assert M.mean_rank_loss([0.0, 0.2], [0.4, 0.2]) == pytest.approx(0.2)
+    with pytest.raises(ValueError, match="scale='positions'"):
+        M.mean_rank_loss([1, 2], [1, 2], classes=[1, 2])
+    with pytest.raises(ValueError, match="numeric"):
+        M.mean_rank_loss(["lo", "hi"], ["hi", "lo"])
+    with pytest.raises(ValueError, match="scale must be"):
+        M.mean_rank_loss([1, 2], [1, 2], scale="ranks")
+    # positions, only when asked: labels {1, 2, 5} -> positions 1, 2, 3
+    assert M.mean_rank_loss([1, 5], [5, 1], scale="positions") == 1.0
+    assert M.mean_rank_loss([1, 2, 5], [5, 5, 1], scale="positions") == pytest.approx((2 + 1 + 2) / 3)
+    assert M.mean_rank_loss(["lo", "hi"], ["hi", "mid"], scale="positions",
+                            classes=["lo", "mid", "hi"]) == pytest.approx(1.5)
+    assert M.mean_rank_loss([3, 1], [3, 1], scale="positions", classes=[3, 2, 1]) == 0.0
     with pytest.raises(ValueError, match="not in classes"):
-        M.mean_rank_loss([1, 4], [1, 2], classes=[1, 2, 3])
+        M.mean_rank_loss([1, 4], [1, 2], scale="positions", classes=[1, 2, 3])
     with pytest.raises(ValueError, match="duplicates"):
-        M.mean_rank_loss([1], [1], classes=[1, 1])
+        M.mean_rank_loss([1], [1], scale="positions", classes=[1, 1])
     with pytest.raises(ValueError, match="inconsistent"):
         M.mean_rank_loss([1, 2], [1])
     with pytest.raises(ValueError, match="NaN"):
@@ -373,7 +387,12 @@ def test_mean_rank_loss():
     yt, yp = rng.integers(0, 7, 100), rng.integers(0, 7, 100)
     classes = np.unique(np.r_[yt, yp])
     expected = np.mean([abs(list(classes).index(a) - list(classes).index(b)) for a, b in zip(yt, yp)])
-    assert M.mean_rank_loss(yt, yp) == pytest.approx(expected)
+    assert M.mean_rank_loss(yt, yp, scale="positions") == pytest.approx(expected)
+    assert M.mean_rank_loss(yt, yp) == pytest.approx(np.mean([abs(int(a) - int(b)) for a, b in zip(yt, yp)]))
+    # consecutive integer ranks 1..k: both conventions agree
+    r1, r2 = rng.integers(1, 6, 50), rng.integers(1, 6, 50)
+    r1[:5], r2[:5] = np.arange(1, 6), np.arange(1, 6)
+    assert M.mean_rank_loss(r1, r2) == M.mean_rank_loss(r1, r2, scale="positions")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -402,8 +421,8 @@ def test_bad_groups_and_options():
         M.pairwise_disagreement([0, 1, 2], [1, 2, 3], groups=[0, 1])
     with pytest.raises(ValueError, match="average"):
         M.pairwise_disagreement([0, 1], [1, 2], average="micro")
-    with pytest.raises(ValueError, match="ties"):
-        M.pairwise_disagreement([0, 1], [1, 2], ties="ignore")
+    with pytest.raises(ValueError, match="tied_scores"):
+        M.pairwise_disagreement([0, 1], [1, 2], tied_scores="error")
     with pytest.raises(ValueError, match="no pair"):
         M.pairwise_disagreement([1, 1, 1], [1, 2, 3])
     with pytest.raises(ValueError, match="no pair"):
@@ -436,7 +455,7 @@ def test_many_distinct_labels_merge_path_against_chunked_pairs():
         tied += np.count_nonzero(tie & (dy != 0))
         wdisc += ady[dis].sum()
         wtied += ady[tie].sum()
-    assert M.pairwise_disagreement(y, f) == pytest.approx((disc + tied) / rel, rel=1e-12)
-    assert M.pairwise_disagreement(y, f, ties="half") == pytest.approx((disc + 0.5 * tied) / rel, rel=1e-12)
+    assert M.pairwise_disagreement(y, f, tied_scores="wrong") == pytest.approx((disc + tied) / rel, rel=1e-12)
+    assert M.pairwise_disagreement(y, f) == pytest.approx((disc + 0.5 * tied) / rel, rel=1e-12)
     assert M.discrete_ranking_loss(y, f) == pytest.approx((wdisc + 0.5 * wtied) / (m * (m - 1) / 2), rel=1e-10)
     assert M.kendall_distance(y, f, normalize=False) == disc

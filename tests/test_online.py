@@ -315,13 +315,13 @@ def test_rank_loss_agrees_with_metrics_mean_rank_loss():
     est = OAPBPM(n_estimators=7, random_state=0).fit(X[:300], labels[:300])
     pred = est.predict(X[300:])
     ranks_loss = np.abs(np.searchsorted(est.classes_, pred) - np.searchsorted(est.classes_, labels[300:])).mean()
-    assert mean_rank_loss(labels[300:], pred, classes=est.classes_) == pytest.approx(ranks_loss)
+    assert mean_rank_loss(labels[300:], pred, scale="positions", classes=est.classes_) == pytest.approx(ranks_loss)
     # the on-line record uses the same unit
     one = OAPBPM(n_estimators=7, random_state=0).partial_fit(X[:1], labels[:1], classes=est.classes_)
     yhat = one.predict(X[1:2])
     before = one._losses.size
     one.partial_fit(X[1:2], labels[1:2])
-    assert one._losses[before] == mean_rank_loss(labels[1:2], yhat, classes=est.classes_)
+    assert one._losses[before] == mean_rank_loss(labels[1:2], yhat, scale="positions", classes=est.classes_)
 
 
 def test_fractional_rating_scale_through_classes():

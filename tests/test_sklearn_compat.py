@@ -9,18 +9,9 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from fastrank import MPRank, RankRLS, RankRLSCV
 
-# Documented exceptions to check_estimator (each justified):
-EXPECTED_FAILED_CHECKS = {
-    # RankRLS has `max_iter` for solver="cg" only; the default dense solvers are direct
-    # factorizations that perform no iterations, so they set no `n_iter_`.
-    "check_non_transformer_estimators_n_iter": "max_iter applies to solver='cg' only; direct solvers have no n_iter_",
-}
-
-
 @parametrize_with_checks(
-    [RankRLS(), RankRLS(kernel="rbf", solver="dual"), MPRank(C=10.0, kernel="poly", degree=2),
+    [RankRLS(), RankRLS(kernel="rbf", solver="dual"), RankRLS(solver="cg"), MPRank(C=10.0, kernel="poly", degree=2),
      RankRLSCV(alphas=[0.1, 1.0, 10.0])],  # cv="lgo" needs groups at fit, which the checks never pass
-    expected_failed_checks=lambda est: EXPECTED_FAILED_CHECKS if isinstance(est, RankRLS) else {},
 )
 def test_check_estimator(estimator, check):
     check(estimator)
@@ -73,3 +64,42 @@ def test_cross_val_score_with_groups(grouped):
 def test_clone_keeps_params():
     est = RankRLS(alpha=3.0, kernel="poly", degree=2, group_weighting="normalized")
     assert clone(est).get_params() == est.get_params()
+
+
+@pytest.mark.parametrize("make", [lambda: RankRLS(), lambda: MPRank(C=10.0), lambda: RankRLSCV(alphas=[0.1, 1.0])])
+def test_pipeline_in_a_routed_search_scores_every_candidate(grouped, make):
+    # scikit-learn routes sample_weight to score inside a Pipeline; every candidate gets a real score
+    from sklearn.pipeline import Pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    X, y, groups = grouped
+    with sklearn.config_context(enable_metadata_routing=True):
+        est = make().set_fit_request(groups=True).set_score_request(groups=True)
+        pipe = Pipeline([("scale", StandardScaler()), ("rank", est)])
+        param = "rank__alphas" if isinstance(est, RankRLSCV) else ("rank__C" if isinstance(est, MPRank) else "rank__alpha")
+        grid = [[0.1], [10.0]] if isinstance(est, RankRLSCV) else [0.1, 10.0]
+        search = GridSearchCV(pipe, {param: grid}, cv=GroupKFold(n_splits=3), error_score="raise")
+        search.fit(X, y, groups=groups)
+    assert np.all(np.isfinite(search.cv_results_["mean_test_score"]))
+
+
+def test_weighted_score_equals_explicit_weighted_pairs():
+    from fastrank.metrics import pairwise_disagreement
+
+    rng = np.random.default_rng(5)
+    y = rng.integers(0, 3, 30).astype(float)
+    f = np.round(rng.normal(size=30), 1)
+    w = rng.uniform(0, 2, 30)
+    g = rng.integers(0, 3, 30)
+    per = []
+    for q in np.unique(g):
+        r = np.flatnonzero(g == q)
+        num = den = 0.0
+        for i in r:
+            for j in r:
+                if y[i] > y[j]:
+                    den += w[i] * w[j]
+                    num += w[i] * w[j] * ((f[i] < f[j]) + 0.5 * (f[i] == f[j]))
+        per.append(num / den)
+    assert pairwise_disagreement(y, f, g, sample_weight=w) == pytest.approx(np.mean(per), rel=1e-12)
+    assert pairwise_disagreement(y, f, g, sample_weight=np.ones(30)) == pytest.approx(pairwise_disagreement(y, f, g))

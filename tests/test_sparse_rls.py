@@ -5,7 +5,8 @@ import pytest
 import scipy.sparse as sp
 
 from fastrank._kernels import resolve_kernel
-from fastrank._large_scale import fit_basis, kernel_block, predict_basis, select_basis, basis_primal_weights
+from fastrank._kernels import kernel_block, predict_basis
+from fastrank._solvers import basis_primal_weights, fit_basis, select_basis
 from fastrank._validation import group_index
 
 from _large_oracles import graph_edges, laplacian_graph, laplacian_groups

@@ -111,4 +111,40 @@ void bind_measures(py::module_& m) {
       py::arg("y").noconvert(), py::arg("f").noconvert(), py::arg("codes"), py::arg("n_groups"), py::arg("k"),
       py::arg("gain"), py::arg("n_threads"),
       "Per-group (DCG, ideal DCG) with tie-averaged gains; gain 0 linear, 1 exponential.");
+  m.def(
+      "dominance_sums",
+      [](DArr a, DArr b, py::object codes, Index n_groups, int n_threads) {
+        ensure(a.ndim() == 1 && b.ndim() == 1 && a.shape(0) == b.shape(0), "a and b must be 1-D, same length");
+        const Index n = a.shape(0);
+        const std::int64_t* cp = nullptr;
+        I64Arr carr;
+        if (!codes.is_none()) {
+          carr = codes.cast<I64Arr>();
+          check_1d(carr, n, "codes");
+          cp = carr.data();
+        }
+        py::gil_scoped_release release;
+        return dominance_sums(a.data(), b.data(), cp, n, n_groups, n_threads);
+      },
+      py::arg("a").noconvert(), py::arg("b").noconvert(), py::arg("codes"), py::arg("n_groups"),
+      py::arg("n_threads"),
+      "Per-group sums over pairs with a_i > a_j and b_i > b_j (n_groups, 6): count, sum da, sum db, "
+      "sum da^2, sum db^2, sum da*db.");
+  m.def(
+      "threshold_pair_sums",
+      [](DArr z, py::object codes, Index n_groups, double eps, int n_threads) {
+        ensure(z.ndim() == 1, "z must be 1-D");
+        const Index n = z.shape(0);
+        const std::int64_t* cp = nullptr;
+        I64Arr carr;
+        if (!codes.is_none()) {
+          carr = codes.cast<I64Arr>();
+          check_1d(carr, n, "codes");
+          cp = carr.data();
+        }
+        py::gil_scoped_release release;
+        return threshold_pair_sums(z.data(), cp, n, n_groups, eps, n_threads);
+      },
+      py::arg("z").noconvert(), py::arg("codes"), py::arg("n_groups"), py::arg("eps"), py::arg("n_threads"),
+      "Per-group sums over pairs with |z_i - z_j| > eps (n_groups, 3): count, sum (d - eps), sum (d - eps)^2.");
 }

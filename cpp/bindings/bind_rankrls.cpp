@@ -25,14 +25,14 @@ void bind_rankrls(py::module_& m) {
       "PSD, Fortran-ordered) is overwritten. Returns (U stacked alpha-major, rcond).");
   m.def(
       "rankrls_dual_scores",
-      [](Eigen::Ref<Matrix> K, const IndexVector& offsets, bool normalized, MatrixCRef Y, const Vector& alphas,
+      [](Eigen::Ref<Matrix> K, const IndexVector& offsets, const Vector& pair_weight, MatrixCRef Y, const Vector& alphas,
          int n_threads) {
         SolveReport report;
-        Matrix A = rankrls_dual_scores(K, GroupStructure::from_offsets(offsets, normalized), Y, alphas, n_threads,
+        Matrix A = rankrls_dual_scores(K, GroupStructure::from_offsets(offsets, pair_weight), Y, alphas, n_threads,
                                        &report);
         return std::make_pair(std::move(A), report.rcond);
       },
-      py::arg("K").noconvert(), py::arg("offsets"), py::arg("normalized"), py::arg("Y"), py::arg("alphas"),
+      py::arg("K").noconvert(), py::arg("offsets"), py::arg("pair_weight"), py::arg("Y"), py::arg("alphas"),
       py::arg("n_threads"), py::call_guard<py::gil_scoped_release>(),
       "Dual RankRLS in the scoring setting; K is overwritten. Returns (A, rcond), A stacked alpha-major.");
   m.def(
@@ -48,14 +48,14 @@ void bind_rankrls(py::module_& m) {
       "Dual RankRLS from a preference graph; K is overwritten. Returns (A, rcond).");
   m.def(
       "rankrls_primal_scores",
-      [](RowMatrixCRef X, const IndexVector& order, const IndexVector& offsets, bool normalized, MatrixCRef Y,
+      [](RowMatrixCRef X, const IndexVector& order, const IndexVector& offsets, const Vector& pair_weight, MatrixCRef Y,
          const Vector& alphas, int n_threads) {
         SolveReport report;
-        Matrix W = rankrls_primal_scores(X, order, GroupStructure::from_offsets(offsets, normalized), Y, alphas,
+        Matrix W = rankrls_primal_scores(X, order, GroupStructure::from_offsets(offsets, pair_weight), Y, alphas,
                                          n_threads, &report);
         return std::make_pair(std::move(W), report.rcond);
       },
-      py::arg("X").noconvert(), py::arg("order"), py::arg("offsets"), py::arg("normalized"), py::arg("Y"),
+      py::arg("X").noconvert(), py::arg("order"), py::arg("offsets"), py::arg("pair_weight"), py::arg("Y"),
       py::arg("alphas"), py::arg("n_threads"), py::call_guard<py::gil_scoped_release>(),
       "Primal (linear) RankRLS in the scoring setting. Returns (W, rcond).");
   m.def(

@@ -15,8 +15,10 @@ namespace fastrank {
 // Implicit Laplacian
 // ---------------------------------------------------------------------------------------------
 
-RankingLaplacian RankingLaplacian::groups(Index m, const std::int64_t* codes, Index n_groups, bool normalized) {
+RankingLaplacian RankingLaplacian::groups(Index m, const std::int64_t* codes, Index n_groups,
+                                          VectorCRef pair_weight) {
   require(n_groups >= 1, "at least one group is needed");
+  require(pair_weight.size() == n_groups, "pair_weight needs one entry per group");
   RankingLaplacian L;
   L.kind = Kind::Groups;
   L.m = m;
@@ -30,7 +32,8 @@ RankingLaplacian RankingLaplacian::groups(Index m, const std::int64_t* codes, In
   L.pair_weight.resize(n_groups);
   for (Index q = 0; q < n_groups; ++q) {
     require(L.group_size[q] >= 1.0, "every group must contain at least one row");
-    L.pair_weight[q] = normalized ? 1.0 / L.group_size[q] : 1.0;
+    require(std::isfinite(pair_weight[q]) && pair_weight[q] > 0.0, "pair weights must be finite and > 0");
+    L.pair_weight[q] = pair_weight[q];
   }
   return L;
 }

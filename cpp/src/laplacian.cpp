@@ -8,17 +8,19 @@
 
 namespace fastrank {
 
-GroupStructure GroupStructure::from_offsets(const IndexVector& offsets, bool normalized) {
+GroupStructure GroupStructure::from_offsets(const IndexVector& offsets, VectorCRef pair_weight) {
   require(offsets.size() >= 2, "group offsets need at least one group");
   require(offsets[0] == 0, "group offsets must start at 0");
+  const Index q = offsets.size() - 1;
+  require(pair_weight.size() == q, "pair_weight needs one entry per group");
   GroupStructure g;
   g.offsets = offsets;
-  const Index q = offsets.size() - 1;
   g.scale.resize(q);
   for (Index k = 0; k < q; ++k) {
     const Index n = offsets[k + 1] - offsets[k];
     require(n >= 1, "every group must contain at least one row");
-    g.scale[k] = normalized ? 1.0 : std::sqrt(static_cast<double>(n));
+    require(std::isfinite(pair_weight[k]) && pair_weight[k] > 0.0, "pair weights must be finite and > 0");
+    g.scale[k] = std::sqrt(pair_weight[k] * static_cast<double>(n));
   }
   return g;
 }
@@ -26,7 +28,7 @@ GroupStructure GroupStructure::from_offsets(const IndexVector& offsets, bool nor
 GroupStructure GroupStructure::all_pairs(Index m) {
   IndexVector offsets(2);
   offsets << 0, m;
-  return from_offsets(offsets, false);
+  return from_offsets(offsets, Vector::Ones(1));
 }
 
 double n_relevant_pairs(const GroupStructure& g) {

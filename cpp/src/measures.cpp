@@ -623,4 +623,211 @@ RowMatrix dcg_statistics(const double* y, const double* f, const std::int64_t* c
   return out;
 }
 
+namespace {
+
+// Rows of every group, gathered (counting sort by code): idx[offsets[q] .. offsets[q+1]).
+std::vector<Index> grouped_rows(const std::int64_t* codes, Index m, const std::vector<Index>& offsets) {
+  std::vector<Index> idx(static_cast<size_t>(m));
+  std::vector<Index> pos(offsets.begin(), offsets.end() - 1);
+  for (Index i = 0; i < m; ++i) idx[pos[codes == nullptr ? 0 : codes[i]]++] = i;
+  return idx;
+}
+
+struct DomNode {
+  double v[kNumDominance];
+};
+
+struct PointAB {
+  double a, b;
+};
+
+// Dominance sums of one group by merge sort: points in increasing a (equal a: decreasing b, so
+// that a pair with equal a is never counted), then a bottom-up merge sort by b in which every
+// element taken from a right half pairs with the left-half elements already taken (strictly
+// smaller b); their six running sums give the pair sums of the element.
+void dominance_merge(const std::vector<double>& ac, const std::vector<double>& bc, std::vector<PointAB>& pts,
+                     std::vector<PointAB>& tmp, double* out) {
+  const Index n = static_cast<Index>(ac.size());
+  pts.resize(n);
+  tmp.resize(n);
+  for (Index t = 0; t < n; ++t) pts[t] = {ac[t], bc[t]};
+  std::sort(pts.begin(), pts.end(), [](const PointAB& x, const PointAB& y) {
+    return x.a < y.a || (x.a == y.a && x.b > y.b);
+  });
+  double acc[kNumDominance] = {0, 0, 0, 0, 0, 0};
+  PointAB* src = pts.data();
+  PointAB* dst = tmp.data();
+  for (Index width = 1; width < n; width *= 2) {
+    for (Index lo = 0; lo < n; lo += 2 * width) {
+      const Index mid = std::min(lo + width, n), hi = std::min(lo + 2 * width, n);
+      Index i = lo, j = mid, k = lo;
+      double L[kNumDominance] = {0, 0, 0, 0, 0, 0};  // left elements already taken
+      auto take_right = [&](const PointAB& r) {
+        const double cnt = L[kDomCount], ai = r.a, bi = r.b;
+        acc[kDomCount] += cnt;
+        acc[kDomA] += cnt * ai - L[kDomA];
+        acc[kDomB] += cnt * bi - L[kDomB];
+        acc[kDomAA] += cnt * ai * ai - 2.0 * ai * L[kDomA] + L[kDomAA];
+        acc[kDomBB] += cnt * bi * bi - 2.0 * bi * L[kDomB] + L[kDomBB];
+        acc[kDomAB] += cnt * ai * bi - ai * L[kDomB] - bi * L[kDomA] + L[kDomAB];
+        dst[k++] = r;
+      };
+      while (i < mid && j < hi) {
+        if (src[i].b < src[j].b) {
+          const PointAB& l = src[i++];
+          L[kDomCount] += 1.0;
+          L[kDomA] += l.a;
+          L[kDomB] += l.b;
+          L[kDomAA] += l.a * l.a;
+          L[kDomBB] += l.b * l.b;
+          L[kDomAB] += l.a * l.b;
+          dst[k++] = l;
+        } else {
+          take_right(src[j++]);
+        }
+      }
+      while (j < hi) take_right(src[j++]);
+      while (i < mid) dst[k++] = src[i++];
+    }
+    std::swap(src, dst);
+  }
+  for (int c = 0; c < kNumDominance; ++c) out[c] = acc[c];
+}
+
+inline std::int32_t* brank_buf(std::vector<std::int32_t>& r, Index n) {
+  r.resize(static_cast<size_t>(n));
+  return r.data();
+}
+
+}  // namespace
+
+RowMatrix dominance_sums(const double* a, const double* b, const std::int64_t* codes, Index m, Index n_groups,
+                         int n_threads) {
+  require(n_groups >= 1, "n_groups must be >= 1");
+  RowMatrix out = RowMatrix::Zero(n_groups, kNumDominance);
+  if (m == 0) return out;
+  const std::vector<Index> offsets = group_offsets(codes, m, n_groups);
+  const std::vector<Index> idx = grouped_rows(codes, m, offsets);
+  parallel_for(0, n_groups, n_threads, 1, [&](Index q0, Index q1) {
+    std::vector<double> ac, bc, sa;
+    std::vector<Index> ord;
+    std::vector<std::int32_t> brank;
+    std::vector<DomNode> tree;
+    std::vector<std::pair<double, Index>> keyed;
+    std::vector<PointAB> pts, pts_tmp;
+    for (Index q = q0; q < q1; ++q) {
+      const Index lo = offsets[q], n = offsets[q + 1] - lo;
+      if (n < 2) continue;
+      ac.resize(n);
+      bc.resize(n);
+      double ma = 0.0, mb = 0.0;
+      for (Index t = 0; t < n; ++t) {
+        ma += a[idx[lo + t]];
+        mb += b[idx[lo + t]];
+      }
+      ma /= static_cast<double>(n);
+      mb /= static_cast<double>(n);
+      for (Index t = 0; t < n; ++t) {
+        ac[t] = a[idx[lo + t]] - ma;
+        bc[t] = b[idx[lo + t]] - mb;
+      }
+      // The condition is symmetric in a and b: sweep in increasing order of one of them and keep
+      // the Fenwick tree over the dense ranks of the other, the one with fewer distinct values
+      // (labels usually), so that the tree is small and stays in cache.
+      // Few distinct values are ranked by a hash table (no sort); otherwise by sorting.
+      constexpr Index kSmall = 4096;
+      bool tree_on_a = dense_ranks_small(ac.data(), n, kSmall, brank_buf(brank, n), sa);
+      if (!tree_on_a && !dense_ranks_small(bc.data(), n, kSmall, brank_buf(brank, n), sa)) {
+        // Many distinct values in both: a Fenwick tree of n nodes would be cache-bound, so a
+        // merge sort instead (sequential memory).
+        dominance_merge(ac, bc, pts, pts_tmp, &out(q, 0));
+        continue;
+      }
+      const std::vector<double>& sv = tree_on_a ? bc : ac;  // sweep dimension
+      const std::vector<double>& tu = sa;                   // distinct values of the tree dimension
+      const Index K = static_cast<Index>(tu.size());
+      tree.assign(static_cast<size_t>(K + 1), DomNode{{0, 0, 0, 0, 0, 0}});
+      keyed.resize(n);
+      for (Index t = 0; t < n; ++t) keyed[t] = {sv[t], t};
+      std::sort(keyed.begin(), keyed.end(),
+                [](const std::pair<double, Index>& x, const std::pair<double, Index>& y) { return x.first < y.first; });
+      ord.resize(n);
+      for (Index t = 0; t < n; ++t) ord[t] = keyed[t].second;
+      double acc[kNumDominance] = {0, 0, 0, 0, 0, 0};
+      Index s = 0;
+      while (s < n) {
+        Index e = s + 1;
+        while (e < n && keyed[e].first == keyed[s].first) ++e;
+        for (Index t = s; t < e; ++t) {  // query: inserted rows are strictly smaller in the sweep value
+          const Index i = ord[t];
+          double S[kNumDominance] = {0, 0, 0, 0, 0, 0};
+          for (Index p = brank[i]; p > 0; p -= p & (-p))  // ranks < brank[i]: strictly smaller tree value
+            for (int c = 0; c < kNumDominance; ++c) S[c] += tree[p].v[c];
+          const double ai = ac[i], bi = bc[i], cnt = S[kDomCount];
+          acc[kDomCount] += cnt;
+          acc[kDomA] += cnt * ai - S[kDomA];
+          acc[kDomB] += cnt * bi - S[kDomB];
+          acc[kDomAA] += cnt * ai * ai - 2.0 * ai * S[kDomA] + S[kDomAA];
+          acc[kDomBB] += cnt * bi * bi - 2.0 * bi * S[kDomB] + S[kDomBB];
+          acc[kDomAB] += cnt * ai * bi - ai * S[kDomB] - bi * S[kDomA] + S[kDomAB];
+        }
+        for (Index t = s; t < e; ++t) {
+          const Index i = ord[t];
+          const double v[kNumDominance] = {1.0, ac[i], bc[i], ac[i] * ac[i], bc[i] * bc[i], ac[i] * bc[i]};
+          for (Index p = brank[i] + 1; p <= K; p += p & (-p))
+            for (int c = 0; c < kNumDominance; ++c) tree[p].v[c] += v[c];
+        }
+        s = e;
+      }
+      for (int c = 0; c < kNumDominance; ++c) out(q, c) = acc[c];
+    }
+  });
+  return out;
+}
+
+RowMatrix threshold_pair_sums(const double* z, const std::int64_t* codes, Index m, Index n_groups, double eps,
+                              int n_threads) {
+  require(n_groups >= 1, "n_groups must be >= 1");
+  require(eps >= 0.0, "eps must be >= 0");
+  RowMatrix out = RowMatrix::Zero(n_groups, 3);
+  if (m == 0) return out;
+  const std::vector<Index> offsets = group_offsets(codes, m, n_groups);
+  const std::vector<Index> idx = grouped_rows(codes, m, offsets);
+  parallel_for(0, n_groups, n_threads, 1, [&](Index q0, Index q1) {
+    std::vector<double> zs, s1, s2;
+    for (Index q = q0; q < q1; ++q) {
+      const Index lo = offsets[q], n = offsets[q + 1] - lo;
+      if (n < 2) continue;
+      zs.resize(n);
+      double mz = 0.0;
+      for (Index t = 0; t < n; ++t) mz += z[idx[lo + t]];
+      mz /= static_cast<double>(n);
+      for (Index t = 0; t < n; ++t) zs[t] = z[idx[lo + t]] - mz;
+      std::sort(zs.begin(), zs.end());
+      // suffix sums: s1[p] = sum_{j >= p} z_j, s2[p] = sum_{j >= p} z_j^2
+      s1.assign(n + 1, 0.0);
+      s2.assign(n + 1, 0.0);
+      for (Index p = n - 1; p >= 0; --p) {
+        s1[p] = s1[p + 1] + zs[p];
+        s2[p] = s2[p + 1] + zs[p] * zs[p];
+      }
+      double cnt = 0.0, sum1 = 0.0, sum2 = 0.0;
+      Index p = 0;
+      for (Index i = 0; i < n; ++i) {
+        const double t = zs[i] + eps;  // partners j with z_j - z_i > eps, i.e. z_j > t (j > i)
+        if (p < i + 1) p = i + 1;
+        while (p < n && !(zs[p] > t)) ++p;
+        const double c = static_cast<double>(n - p);
+        cnt += c;
+        sum1 += s1[p] - c * t;
+        sum2 += s2[p] - 2.0 * t * s1[p] + c * t * t;
+      }
+      out(q, 0) = cnt;
+      out(q, 1) = sum1;
+      out(q, 2) = sum2;
+    }
+  });
+  return out;
+}
+
 }  // namespace fastrank

@@ -11,10 +11,11 @@
 
 namespace fastrank {
 
-void apply_sqrt_laplacian_codes(MatrixRef Y, const std::int64_t* codes, Index n_groups, bool normalized,
+void apply_sqrt_laplacian_codes(MatrixRef Y, const std::int64_t* codes, Index n_groups, VectorCRef pair_weight,
                                 int n_threads) {
   const Index m = Y.rows();
   require(n_groups >= 1, "at least one group is needed");
+  require(pair_weight.size() == n_groups, "pair_weight needs one entry per group");
   Vector size = Vector::Zero(n_groups);
   for (Index i = 0; i < m; ++i) {
     require(codes[i] >= 0 && codes[i] < n_groups, "group code out of range");
@@ -23,7 +24,8 @@ void apply_sqrt_laplacian_codes(MatrixRef Y, const std::int64_t* codes, Index n_
   Vector scale(n_groups);
   for (Index q = 0; q < n_groups; ++q) {
     require(size[q] >= 1.0, "every group must contain at least one row");
-    scale[q] = normalized ? 1.0 : std::sqrt(size[q]);
+    require(std::isfinite(pair_weight[q]) && pair_weight[q] > 0.0, "pair weights must be finite and > 0");
+    scale[q] = std::sqrt(pair_weight[q] * size[q]);
   }
   parallel_for(0, Y.cols(), n_threads, 1, [&](Index lo, Index hi) {
     Vector mean(n_groups);
@@ -102,11 +104,11 @@ SubsetDecomposition decompose(MatrixCRef G, const Matrix& T, MatrixCRef KRR) {
 }  // namespace
 
 SubsetDecomposition sparse_rls_decompose_groups(MatrixRef KRt, MatrixCRef Y, const std::int64_t* codes,
-                                                Index n_groups, bool normalized, MatrixCRef KRR, int n_threads) {
+                                                Index n_groups, VectorCRef pair_weight, MatrixCRef KRR, int n_threads) {
   require(Y.rows() == KRt.rows(), "targets must have one row per input");
-  apply_sqrt_laplacian_codes(KRt, codes, n_groups, normalized, n_threads);
+  apply_sqrt_laplacian_codes(KRt, codes, n_groups, pair_weight, n_threads);
   Matrix T = Y;
-  apply_sqrt_laplacian_codes(T, codes, n_groups, normalized, 1);
+  apply_sqrt_laplacian_codes(T, codes, n_groups, pair_weight, 1);
   return decompose(KRt, T, KRR);
 }
 

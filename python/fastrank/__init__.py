@@ -9,22 +9,26 @@ fast ranking measures.  The compiled core routes every O(m^3) factorization to S
 from . import exceptions
 from .exceptions import IllConditionedWarning, LinAlgError
 
-__version__ = "0.1.0"
+from ._version import __version__
 
 # --- public estimators and modules (one import line per area) ---
 from ._rankrls import MPRank, RankRLS, RankRLSPath, rankrls_path
 from . import datasets, metrics
+from . import bounds
 from . import model_selection
 from ._cv import RankRLSCV
-from .online import OAPBPM, OnlineMPRank, PRank, WidrowHoff
+from .online import OAPBPM, OnlineMPRank, PRank, PRankVP, WidrowHoff
 from ._rankboost import RankBoost
 from ._greedy import greedy_order
+from ._persist import load, save
+from . import utils
 
 __all__ = [
     "RankRLS", "MPRank", "RankRLSPath", "rankrls_path",
     "RankRLSCV", "model_selection",
-    "PRank", "OAPBPM", "WidrowHoff", "OnlineMPRank",
+    "PRank", "PRankVP", "OAPBPM", "WidrowHoff", "OnlineMPRank",
     "RankBoost", "greedy_order",
-    "datasets", "metrics",
+    "datasets", "metrics", "bounds",
+    "save", "load", "utils",
     "LinAlgError", "IllConditionedWarning", "exceptions", "__version__",
 ]

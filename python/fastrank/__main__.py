@@ -1,85 +1,27 @@
-"""``python -m fastrank``: a short real demo on the bundled LightGBM lambdarank sample.
-
-Fits RankRLS with query groups (linear primal, and a Gaussian-kernel dual), picks alpha from a
-31-value regularization path by validation on held-out training queries, and prints test
-pairwise disagreement, NDCG@10 and timings next to ridge regression.
-"""
+"""``python -m fastrank``: the command-line program (``python -m fastrank train ...``, see
+``fastrank -h``), or without a command the demo on the bundled LightGBM sample
+(``python -m fastrank [--plot cv.png]``)."""
 
 from __future__ import annotations
 
-import argparse
-import time
-
-import numpy as np
-
-
-def _timed(fn):
-    t0 = time.perf_counter()
-    out = fn()
-    return out, time.perf_counter() - t0
-
-
-def lambdarank_comparison():
-    """Query-group RankRLS (linear primal, Gaussian dual) against ridge regression on the bundled
-    LightGBM sample.  Each model's alpha is chosen from 31 values (a RankRLS regularization
-    path, eq. 31) by pairwise disagreement on the last fifth of the training queries, then
-    refit on all training data.  Returns the data summary and one dict per model."""
-    import fastrank
-    from fastrank.datasets import load_lambdarank
-    from fastrank.metrics import ndcg, pairwise_disagreement
-    from sklearn.linear_model import Ridge
-
-    data = load_lambdarank()
-    Xtr, ytr, gtr = data.X_train, data.y_train, data.groups_train
-    Xte, yte, gte = data.X_test, data.y_test, data.groups_test
-    queries = np.unique(gtr)
-    val = np.isin(gtr, queries[-len(queries) // 5:])
-    alphas = np.logspace(-2, 4, 31)
-
-    def val_error(pred):
-        return pairwise_disagreement(ytr[val], pred, gtr[val], ties="half")
-
-    def test_row(name, alpha, model, t_select, t_fit):
-        pred = model.predict(Xte)
-        return dict(model=name, alpha=float(alpha), disagreement=pairwise_disagreement(yte, pred, gte, ties="half"),
-                    ndcg10=ndcg(yte, pred, gte, k=10), select_seconds=t_select, fit_seconds=t_fit)
-
-    rows = []
-    for name, est in (
-        ("RankRLS linear (primal)", fastrank.RankRLS(solver="primal", group_weighting="normalized")),
-        ("RankRLS Gaussian (dual)", fastrank.RankRLS(kernel="rbf", gamma=3e-3, group_weighting="normalized")),
-    ):
-        path, t_path = _timed(lambda: fastrank.rankrls_path(
-            Xtr[~val], ytr[~val], alphas, groups=gtr[~val], estimator=est))
-        alpha = alphas[int(np.argmin([val_error(p) for p in path.predict(Xtr[val])]))]
-        model, t_fit = _timed(lambda: est.set_params(alpha=alpha).fit(Xtr, ytr, gtr))
-        rows.append(test_row(name, alpha, model, t_path, t_fit))
-
-    (_, alpha), t_sel = _timed(lambda: min(
-        (val_error(Ridge(alpha=a).fit(Xtr[~val], ytr[~val]).predict(Xtr[val])), a) for a in alphas))
-    model, t_fit = _timed(lambda: Ridge(alpha=alpha).fit(Xtr, ytr))
-    rows.append(test_row("ridge regression (sklearn)", alpha, model, t_sel, t_fit))
-    summary = (f"LightGBM lambdarank sample (MIT), train {Xtr.shape[0]} rows / {np.unique(gtr).size} queries, "
-               f"test {Xte.shape[0]} rows / {np.unique(gte).size} queries, {Xtr.shape[1]} features")
-    return summary, rows
+import sys
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(prog="python -m fastrank", description=__doc__.splitlines()[0])
-    parser.parse_args(argv)
-    import fastrank
+    """Dispatch: a command (train, predict, evaluate, cv, -h) goes to :mod:`fastrank.cli` and
+    returns its exit code; otherwise the demo runs and returns its result rows."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    from .cli import COMMANDS
 
-    summary, rows = lambdarank_comparison()
-    print(f"fastrank {fastrank.__version__}: {summary}")
-    print(f"\n{'model':<28} {'alpha':>9} {'test disagreement':>18} {'test NDCG@10':>13} "
-          f"{'select alpha':>13} {'final fit':>10}")
-    for r in rows:
-        print(f"{r['model']:<28} {r['alpha']:9.3g} {r['disagreement']:18.4f} {r['ndcg10']:13.4f} "
-              f"{r['select_seconds']:11.3f} s {r['fit_seconds']:8.3f} s")
-    print("\n(disagreement: fraction of within-query pairs ordered wrongly, mean over test queries, lower is "
-          "better;\n NDCG@10 with exponential gain; alpha chosen from 31 values on held-out training queries)")
-    return rows
+    if argv and (argv[0] in COMMANDS or argv[0] in ("-h", "--help", "--version")):
+        from .cli import main as cli_main
+
+        return cli_main(argv)
+    from ._demo import main as demo_main
+
+    return demo_main(argv)
 
 
 if __name__ == "__main__":
-    main()  # return value (the rows) is for tests
+    out = main()
+    sys.exit(out if isinstance(out, int) else 0)

@@ -1,4 +1,5 @@
-"""Kernel specification shared by the estimators (scikit-learn's kernel conventions)."""
+"""Kernels: the resolved kernel specification every learner shares (scikit-learn's
+conventions), and kernel blocks / blocked predictions for dense or sparse rows."""
 
 from __future__ import annotations
 
@@ -7,8 +8,10 @@ import numbers
 import numpy as np
 
 from . import _core
+from ._sparse import canonical_csr, issparse, row_sq_norms
+from ._validation import check_n_jobs
 
-__all__ = ["KernelSpec", "resolve_kernel", "KERNELS"]
+__all__ = ["KernelSpec", "resolve_kernel", "KERNELS", "kernel_block", "predict_basis"]
 
 KERNELS = ("linear", "rbf", "gaussian", "poly", "polynomial", "precomputed")
 _KIND = {"linear": 0, "rbf": 1, "gaussian": 1, "poly": 2, "polynomial": 2}
@@ -71,3 +74,59 @@ def resolve_kernel(kernel, gamma, degree, coef0, n_features):
         if not isinstance(coef0, numbers.Real) or not np.isfinite(coef0):
             raise ValueError(f"coef0 must be a finite number, got {coef0!r}")
     return KernelSpec(kind, float(gamma), float(degree), float(coef0))
+
+
+def kernel_block(spec, Z, XR, n_threads=1):
+    """K(Z, XR) as a Fortran-ordered (p, r) array; Z and XR dense arrays or scipy.sparse matrices
+    (never densified: inner products are sparse x sparse, Gaussian distances use row norms)."""
+    if not issparse(Z) and not issparse(XR):
+        return spec.cross(np.ascontiguousarray(Z, dtype=np.float64), np.ascontiguousarray(XR, dtype=np.float64),
+                          n_threads)
+    Zc = canonical_csr(Z) if issparse(Z) else np.ascontiguousarray(Z, dtype=np.float64)
+    Xc = canonical_csr(XR) if issparse(XR) else np.ascontiguousarray(XR, dtype=np.float64)
+    G = Zc @ Xc.T
+    G = G.toarray(order="F") if issparse(G) else np.asfortranarray(G)
+    G = np.asfortranarray(G, dtype=np.float64)
+    if spec.kind == "rbf":
+        zn, xn = row_sq_norms(Zc), row_sq_norms(Xc)
+        G *= -2.0
+        G += zn[:, None]
+        G += xn[None, :]
+        np.maximum(G, 0.0, out=G)
+        G *= -spec.gamma
+        np.exp(G, out=G)
+    elif spec.kind == "poly":
+        G *= spec.gamma
+        G += spec.coef0
+        if spec.degree == int(spec.degree):
+            G[...] = G ** int(spec.degree)
+        else:
+            np.power(G, spec.degree, out=G)
+    return G
+
+
+def predict_basis(Z, X_basis, coef, kernel_spec, n_jobs=None, *, basis_indices=None, block_bytes=2**25):
+    """Predictions ``K(Z, X_basis) @ coef``: O(|R|) kernel evaluations per input, in row blocks so
+    at most ``block_bytes`` of kernel values exist at once; sparse Z stays sparse.  With a
+    precomputed kernel, Z is (p, m) against all training rows and ``basis_indices`` selects the
+    basis columns."""
+    spec, n_threads = kernel_spec, check_n_jobs(n_jobs)
+    coef = np.asarray(coef, dtype=np.float64)
+    one_d = coef.ndim == 1
+    C = coef.reshape(coef.shape[0], -1)
+    if spec.precomputed:
+        out = np.asarray(Z[:, basis_indices] @ C)
+        return out.reshape(-1) if one_d else out
+    if not issparse(Z) and not issparse(X_basis):
+        out = spec.predict(np.ascontiguousarray(Z, dtype=np.float64),
+                           np.ascontiguousarray(X_basis, dtype=np.float64), C, n_threads)
+        return out.reshape(-1) if one_d else out
+    p, r = Z.shape[0], C.shape[0]
+    block = max(1, int(block_bytes // (8 * max(1, r))))
+    out = np.empty((p, C.shape[1]))
+    Xb = canonical_csr(X_basis) if issparse(X_basis) else X_basis
+    Zc = canonical_csr(Z) if issparse(Z) else Z
+    for start in range(0, p, block):
+        K = kernel_block(spec, Zc[start:start + block], Xb, n_threads)
+        out[start:start + block] = K @ C
+    return out.reshape(-1) if one_d else out

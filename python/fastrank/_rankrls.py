@@ -1,4 +1,4 @@
-"""RankRLS and MPRank estimators (dense solvers), and the regularization path.
+"""RankRLS and MPRank estimators, and the regularization path.
 
 RankRLS (Pahikkala et al. 2009) minimises, over f in the kernel's RKHS,
 
@@ -7,190 +7,109 @@ RankRLS (Pahikkala et al. 2009) minimises, over f in the kernel's RKHS,
 * scoring setting (``fit(X, y, groups=None)``): z_ij = y_i - y_j (the magnitude cost, eq. 21);
   all pairs are relevant (object ranking) or only pairs inside the same group (query/label
   ranking).  With ``group_weighting="unweighted"`` every pair has weight 1 (the paper's
-  Laplacian D - P P^T, eq. 25); with ``"normalized"`` each pair of a group of size n_q has weight
-  1/n_q so every group counts about equally whatever its size.  Groups of one row have no pairs
-  and do not influence the model.
+  Laplacian D - P P^T, eq. 25); the other weightings scale each group's pairs (see RankRLS).
+  Groups of one row have no pairs and do not influence the model.
 * preference graph (``fit_preferences``): an explicit multigraph of preferences "row a is
   preferred over row b", with the costs (20) binary, (21) magnitude or (22) magnitude-normalized.
 
-``alpha`` is exactly the paper's lambda (not rescaled by the number of inputs or pairs).
+``alpha`` is exactly the paper's lambda (not rescaled by the number of inputs or pairs).  The
+estimators validate their parameters, build a :class:`~fastrank._problem.RankingProblem`, let
+:mod:`fastrank._solvers` solve it and copy the returned record onto themselves.
 """
 
 from __future__ import annotations
-
-import warnings
 
 import numpy as np
 from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.utils.validation import check_is_fitted
 
-from . import _core, _large_scale
-from ._kernels import resolve_kernel
-from ._validation import (
-    as_float_matrix,
-    as_targets,
-    check_alpha,
-    check_alphas,
-    check_n_jobs,
-    group_index,
+from ._kernels import predict_basis, resolve_kernel
+from ._problem import RankingProblem, check_features, check_weighting
+from ._solvers import (
+    choose_solver,
+    densify,
+    select_basis,
+    solve_basis,
+    solve_cg,
+    solve_cg_path,
+    solve_dual,
+    solve_primal,
 )
-from .exceptions import IllConditionedWarning
+from ._sparse import issparse
+from ._validation import as_float_matrix, check_alpha, check_alphas, check_n_jobs
+from .metrics import pairwise_disagreement
 
 __all__ = ["RankRLS", "MPRank", "RankRLSPath", "rankrls_path"]
 
-_SOLVERS = ("auto", "dual", "primal", "cg")
-_WEIGHTINGS = ("unweighted", "normalized")
-_COSTS = ("binary", "magnitude", "normalized")
-# rcond below this: the solution may carry rounding error well above 1e-4 relative.
-_RCOND_WARNING = 1e-12
+class _RankRLSBase(RegressorMixin, BaseEstimator):
+    """What RankRLS and MPRank share: kernel resolution, solving a problem, the fitted state,
+    prediction and the pairwise score."""
 
-
-def _warn_if_ill_conditioned(rcond):
-    if rcond < _RCOND_WARNING:
-        warnings.warn(
-            f"RankRLS system is ill-conditioned (reciprocal condition number {rcond:.2e}); the "
-            "solution may be inaccurate. Increase alpha.",
-            IllConditionedWarning,
-            stacklevel=3,
-        )
-
-
-def _check_informative_targets(Y, gi):
-    """Every output must order at least one relevant pair (else there is nothing to learn)."""
-    sizes = gi.sizes
-    if not np.any(sizes >= 2):
-        raise ValueError(
-            "No relevant pairs: every group has a single row. RankRLS with groups learns only from "
-            "pairs of rows that share a group id."
-        )
-    Yg = gi.take(Y)
-    starts = gi.offsets[:-1]
-    spread = np.maximum.reduceat(Yg, starts, axis=0) - np.minimum.reduceat(Yg, starts, axis=0)
-    tied = ~np.any(spread > 0, axis=0)
-    if np.any(tied):
-        cols = np.flatnonzero(tied).tolist()
-        where = "inside every group" if gi.n_groups > 1 else "for all rows"
-        raise ValueError(
-            f"All targets are tied {where} (output column(s) {cols}): there are no preferences to "
-            "learn from."
-        )
-
-
-def _object_ranking_normal_equations(X, Y):
-    """Primal system of object ranking (eq. 30 with L = m I - 1 1^T) without centring a copy of X:
-    X^T L X = m (X^T X - m mu mu^T), X^T L Y = m (X^T Y - m mu ybar^T).
-
-    The Gram is one ``X.T @ X`` (numpy's BLAS, which runs tall-skinny SYRK ~1.4x faster than
-    SciPy's here; the GIL is released).  The rank-one correction cancels digits when a feature's
-    mean dwarfs its spread: the error relative to the centred matrix's scale is about
-    eps * (1 + mu_j^2 / var_j), so this returns None (the caller centres explicitly, in C++)
-    unless mu_j^2 <= 1e4 var_j for every feature, which keeps it within ~1e-12.
-    """
-    m = X.shape[0]
-    G = X.T @ X
-    mu = X.sum(axis=0) / m
-    var = np.diag(G) / m - mu * mu
-    if not np.all(mu * mu <= 1e4 * var):  # also rejects constant features
-        return None
-    XtY = X.T @ Y
-    G -= m * np.outer(mu, mu)
-    G *= m
-    R = m * (XtY - m * np.outer(mu, Y.mean(axis=0)))
-    G += G.T  # exact symmetry for the symmetric solver
-    G *= 0.5
-    return np.asfortranarray(G), np.asfortranarray(R)
-
-
-class _DenseRankingBase(RegressorMixin, BaseEstimator):
-    """Shared fitting/prediction machinery of RankRLS and MPRank (dense solvers)."""
-
-    # -- helpers -------------------------------------------------------------------------------
     def _kernel_spec(self, n_features):
         return resolve_kernel(self.kernel, self.gamma, self.degree, self.coef0, n_features)
 
-    def _check_fit_X(self, X):
-        if self.kernel == "precomputed":
-            K = as_float_matrix(X, "X (precomputed kernel)", min_rows=2)
-            if K.shape[0] != K.shape[1]:
-                raise ValueError(f"A precomputed kernel must be square (m, m), got shape {K.shape}")
-            scale = max(1.0, float(np.abs(K).max()))
-            if not np.allclose(K, K.T, rtol=1e-10, atol=1e-12 * scale):
-                raise ValueError("A precomputed kernel matrix must be symmetric")
-            return K
-        return as_float_matrix(X, "X", min_rows=2)
+    def _allow_sparse(self):
+        return False
 
-    def _choose_solver(self, spec, n_rows, n_features):
-        solver = self.solver
-        if solver not in _SOLVERS:
-            raise ValueError(f"solver must be one of {_SOLVERS}, got {solver!r}")
-        if solver == "cg":  # RankRLS routes "cg" to _large_scale before reaching here
-            raise ValueError(
-                f"{type(self).__name__} has no solver='cg'; use RankRLS(solver='cg') (for MPRank with "
-                "alpha = m**2 / (2 C))"
-            )
-        if solver == "primal" and not spec.linear:
-            raise ValueError("solver='primal' needs kernel='linear' (the primal solves in feature space)")
-        if solver == "auto":
-            solver = "primal" if spec.linear and n_features < n_rows else "dual"
-        return solver
+    def _scores_problem(self, X, y, groups=None, weighting="unweighted", exclude_ties=False):
+        return RankingProblem.from_scores(X, y, groups, weighting=weighting, precomputed=self.kernel == "precomputed",
+                                          allow_sparse=self._allow_sparse(), exclude_ties=exclude_ties)
 
-    def _train_kernel_grouped(self, X, spec, gi, n_threads):
-        """K in group order as a writable Fortran-ordered array that the solver may overwrite."""
-        if spec.precomputed:
-            Kg = X[np.ix_(gi.order, gi.order)] if not gi.is_identity else X.copy()
-            Kg += Kg.T  # exact symmetry for the symmetric solvers
-            Kg *= 0.5
-            return Kg.T  # symmetric: the transpose is the F-ordered view of the same matrix
-        return spec.train(gi.take(X), n_threads)
-
-    def _solve_scores(self, X, Y, gi, alphas, normalized):
-        """Fit every alpha; returns ('dual', A (n_alphas, m, v)) or ('primal', W (n_alphas, n, v))."""
+    def _solve(self, problem, alphas, *, x0=None):
+        """Pick the solver for this problem and run it for every alpha; returns a ``Fit``."""
+        spec = self._kernel_spec(problem.n_features)
         n_threads = check_n_jobs(self.n_jobs)
-        spec = self._kernel_spec(X.shape[1])
-        solver = self._choose_solver(spec, X.shape[0], X.shape[1])
-        Yg = np.asfortranarray(gi.take(Y))
-        order = np.empty(0, dtype=np.int64) if gi.is_identity else gi.order
-        if solver == "primal":
-            _large_scale.check_dense_memory(X.shape[1], 1, "feature matrix X^T L X")
-            system = _object_ranking_normal_equations(X, Y) if gi.n_groups == 1 else None
-            if system is not None:
-                W, rcond = _core.solve_shifted_system(system[0], system[1], alphas)
-            else:
-                W, rcond = _core.rankrls_primal_scores(X, order, gi.offsets, normalized, Yg, alphas, n_threads)
-            _warn_if_ill_conditioned(rcond)
-            return spec, "primal", W.reshape(W.shape[0], alphas.size, -1).transpose(1, 0, 2)
-        _large_scale.check_dense_memory(X.shape[0], 1 if alphas.size == 1 else 3, "kernel matrix")
-        Kg = self._train_kernel_grouped(X, spec, gi, n_threads)
-        A, rcond = _core.rankrls_dual_scores(Kg, gi.offsets, normalized, Yg, alphas, n_threads)
-        del Kg
-        _warn_if_ill_conditioned(rcond)
-        A = A.reshape(A.shape[0], alphas.size, -1).transpose(1, 0, 2)
-        return spec, "dual", gi.untake(A, axis=1)
-
-    def _set_fitted(self, X, spec, mode, coef, one_d):
-        """coef: (m, v) dual or (n, v) primal for a single alpha."""
-        self.fit_mode_ = mode
-        self.n_features_in_ = X.shape[1]
-        self._single_output = one_d
-        squeeze = (lambda a: a[:, 0]) if one_d else (lambda a: a)
+        mode = choose_solver(self.solver, spec, problem, basis_vectors=getattr(self, "basis_vectors", None))
+        if mode == "densify":
+            problem = densify(problem)
+            mode = choose_solver(self.solver, spec, problem)
         if mode == "primal":
-            self.coef_ = squeeze(np.ascontiguousarray(coef))
-            self.dual_coef_ = None
-            self.X_fit_ = None
+            return solve_primal(problem, alphas, n_threads)
+        if mode == "dual":
+            return solve_dual(problem, spec, alphas, n_threads)
+        if mode == "cg":
+            if alphas.size > 1:
+                return solve_cg_path(problem, alphas, tol=self.tol, max_iter=self.max_iter,
+                                     preconditioner=self.preconditioner, n_threads=n_threads)
+            return solve_cg(problem, float(alphas[0]), tol=self.tol, max_iter=self.max_iter, x0=x0,
+                            preconditioner=self.preconditioner, n_threads=n_threads)
+        basis = select_basis(problem.m, self.basis_vectors, self.random_state)
+        return solve_basis(problem, spec, alphas, basis, n_threads)
+
+    def _apply_fit(self, fit, k, one_d, n_features):
+        """Copy the solution for ``alphas[k]`` of a solver's ``Fit`` onto this estimator."""
+        squeeze = (lambda a: a[:, 0]) if one_d else (lambda a: a)
+        self.fit_mode_ = fit.mode
+        self.n_features_in_ = n_features
+        self._single_output = one_d
+        self.coef_ = None if fit.coef is None else squeeze(np.ascontiguousarray(fit.coef[k]))
+        self.dual_coef_ = None if fit.dual_coef is None else squeeze(np.ascontiguousarray(fit.dual_coef[k]))
+        self.X_fit_ = fit.X_fit
+        self.basis_indices_ = fit.basis_indices
+        if fit.mode == "cg":
+            self.n_iter_ = int(fit.n_iter[k, 0]) if one_d else fit.n_iter[k]
+            self.converged_ = bool(fit.converged[k, 0]) if one_d else fit.converged[k]
+            if fit.residual_history is not None:
+                self.residual_history_ = squeeze(fit.residual_history[k])
         else:
-            self.dual_coef_ = squeeze(np.ascontiguousarray(coef))
-            self.X_fit_ = None if spec.precomputed else X
-            # With the linear kernel the dual model is also a weight vector: W = X^T A (eq. 27).
-            self.coef_ = squeeze(X.T @ coef) if spec.linear else None
+            # A direct solve (one factorization) counts as one iteration that converged.
+            n_out = 1 if one_d else (fit.coef if fit.coef is not None else fit.dual_coef).shape[2]
+            self.n_iter_ = 1 if one_d else np.ones(n_out, dtype=np.int64)
+            self.converged_ = True if one_d else np.ones(n_out, dtype=bool)
+            self.__dict__.pop("residual_history_", None)
         return self
 
     # -- prediction ----------------------------------------------------------------------------
     def _decision(self, X):
         check_is_fitted(self, "fit_mode_")
-        if _large_scale.issparse(X) or self.fit_mode_ == "sparse":  # issue 4: sparse X / basis model
-            return _large_scale.decision(self, X)
         if self.kernel == "precomputed":
-            K = as_float_matrix(X, "X (precomputed kernel)")
+            K = X.toarray() if issparse(X) else as_float_matrix(X, "X (precomputed kernel)")
+            if self.fit_mode_ == "sparse":
+                m = self.basis_indices_.max() + 1
+                if K.shape[1] < m:
+                    raise ValueError(
+                        f"A precomputed test kernel must have one column per training row, got {K.shape}")
+                return K[:, self.basis_indices_] @ self.dual_coef_
             m = self.dual_coef_.shape[0]
             if K.shape[1] != m:
                 raise ValueError(
@@ -198,18 +117,16 @@ class _DenseRankingBase(RegressorMixin, BaseEstimator):
                     f"rows, got {K.shape}"
                 )
             return K @ self.dual_coef_
-        X = as_float_matrix(X, "X")
+        X = check_features(X, allow_sparse=True, min_rows=1)
         if X.shape[1] != self.n_features_in_:
             raise ValueError(
                 f"X has {X.shape[1]} features, but {type(self).__name__} is expecting "
                 f"{self.n_features_in_} features as input."
             )
         if self.coef_ is not None:
-            return X @ self.coef_
+            return np.asarray(X @ self.coef_)
         spec = self._kernel_spec(self.n_features_in_)
-        coef = self.dual_coef_.reshape(self.dual_coef_.shape[0], -1)
-        out = spec.predict(X, self.X_fit_, coef, check_n_jobs(self.n_jobs))
-        return out[:, 0] if self.dual_coef_.ndim == 1 else out
+        return predict_basis(X, self.X_fit_, self.dual_coef_, spec, self.n_jobs)
 
     def predict(self, X):
         """Scores for ranking: a higher score means ranked higher.  Shape (p,) or (p, v).
@@ -219,19 +136,25 @@ class _DenseRankingBase(RegressorMixin, BaseEstimator):
         """
         return self._decision(X)
 
-    def score(self, X, y, groups=None):
+    def score(self, X, y, groups=None, sample_weight=None):
         """Pairwise ranking accuracy: ``1 - pairwise_disagreement(y, predict(X), groups,
-        ties="half")``.  Pairs tied in ``y`` are ignored, ties in the predicted scores count as half
+        tied_scores="half", sample_weight=sample_weight)`` (with row weights a pair weighs
+        w_i w_j).  Pairs tied in ``y`` are ignored, ties in the predicted scores count as half
         an error, and with ``groups`` only pairs inside a group count, averaged per group (the
         mean over groups that have a relevant pair).  Higher is better; for binary ``y`` without
         groups it equals the AUC.  Multi-output: the mean over outputs."""
-        from .metrics import pairwise_disagreement
-
         pred = self.predict(X)
         y = np.asarray(y)
         if pred.ndim == 1:
-            return 1.0 - pairwise_disagreement(y, pred, groups, ties="half")
-        return float(np.mean([1.0 - pairwise_disagreement(y[:, k], pred[:, k], groups, ties="half")
+            if y.ndim == 2 and y.shape[1] == 1:
+                y = y[:, 0]
+            if y.ndim != 1:
+                raise ValueError(f"y must be 1-D for a single-output model, got shape {y.shape}")
+            return 1.0 - pairwise_disagreement(y, pred, groups, sample_weight=sample_weight)
+        if y.ndim != 2 or y.shape[1] != pred.shape[1]:
+            raise ValueError(f"y must have shape (n_samples, {pred.shape[1]}) for this {pred.shape[1]}-output "
+                             f"model, got {y.shape}")
+        return float(np.mean([1.0 - pairwise_disagreement(y[:, k], pred[:, k], groups, sample_weight=sample_weight)
                               for k in range(pred.shape[1])]))
 
     def __sklearn_tags__(self):
@@ -241,7 +164,7 @@ class _DenseRankingBase(RegressorMixin, BaseEstimator):
         return tags
 
 
-class RankRLS(_DenseRankingBase):
+class RankRLS(_RankRLSBase):
     """Regularized least-squares ranking (RankRLS; Pahikkala et al., Machine Learning 2009).
 
     Parameters
@@ -265,9 +188,12 @@ class RankRLS(_DenseRankingBase):
         the primal when the kernel is linear and n_features < n_samples, else the dual.  Before
         a dense solver allocates an m x m (or n x n) matrix larger than half the available
         memory it raises MemoryError (override: environment FASTRANK_MAX_DENSE_BYTES).
-    group_weighting : {"unweighted", "normalized"}, default="unweighted"
-        With ``groups``: every within-group pair weighs 1 (the paper's Laplacian, eq. 25), or
-        each pair of a group of n_q rows weighs 1/n_q (Laplacian blocks I - 11^T/n_q).
+    group_weighting : {"unweighted", "per_query", "per_object", "normalized"}, default="unweighted"
+        Weight c_q of each pair inside a group of n_q rows (P_q = n_q (n_q - 1) / 2 pairs):
+        "unweighted" 1 (the paper's Laplacian, eq. 25; a query weighs P_q); "per_query" 1 / P_q
+        (every query weighs 1, end of Sect. 2.4); "per_object" 1 / (n_q - 1) (every row's pairs
+        weigh 1); "normalized" 1 / n_q (Laplacian blocks I - 11^T/n_q: least squares on
+        query-centred scores).  Without groups (object ranking) every pair weighs 1.
     n_jobs : int or None, default=None
         Threads for the C++ kernels (kernel matrices, centering).  None uses every core, like
         the BLAS/LAPACK calls do; positive k uses k threads.
@@ -285,6 +211,12 @@ class RankRLS(_DenseRankingBase):
         random (``random_state``); an array gives them.  O(m |R|^2), any kernel.
     random_state : int, RandomState or None
         Seed for the random choice of basis vectors.
+    exclude_ties : bool, default=False
+        Scoring setting: drop the pairs whose targets are equal (they carry no preference) instead
+        of fitting their score difference to 0 (the paper keeps them, Sect. 3, for efficiency).
+        Solved exactly and without forming pairs by the dense dual and primal solvers: inside a
+        group the Laplacian of the remaining (complete multipartite) graph splits into
+        between-tie-class and within-tie-class centrings, so S = L^{1/2} is still O(m) to apply.
 
     Attributes
     ----------
@@ -296,8 +228,11 @@ class RankRLS(_DenseRankingBase):
     coef_ : ndarray (n,) or (n, v), or None
         Weight vector W (eq. 27/28) whenever the kernel is linear.
     n_features_in_ : int
-    n_iter_, converged_, residual_history_ :
-        solver="cg" only: iterations and convergence flag per output, residual norms per iteration.
+    n_iter_, converged_ : int and bool (arrays (v,) for several outputs)
+        CG iterations and convergence per output; a direct solve (dual, primal, basis vectors)
+        reports 1 iteration, converged.
+    residual_history_ : ndarray
+        solver="cg" only: relative residual norms per iteration.
     basis_indices_ : ndarray
         basis_vectors only: the training rows used as basis; then ``X_fit_`` holds just those rows
         and ``dual_coef_`` their coefficients.
@@ -330,6 +265,7 @@ class RankRLS(_DenseRankingBase):
         preconditioner=None,
         basis_vectors=None,
         random_state=None,
+        exclude_ties=False,
     ):
         self.alpha = alpha
         self.kernel = kernel
@@ -345,34 +281,40 @@ class RankRLS(_DenseRankingBase):
         self.preconditioner = preconditioner
         self.basis_vectors = basis_vectors
         self.random_state = random_state
+        self.exclude_ties = exclude_ties
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
-        tags.input_tags.sparse = self.kernel != "precomputed"  # issue 4: CG / basis vectors / densified
+        tags.input_tags.sparse = self.kernel != "precomputed"  # CG, basis vectors, or densified
         return tags
 
-    def _normalized(self):
-        if self.group_weighting not in _WEIGHTINGS:
-            raise ValueError(f"group_weighting must be one of {_WEIGHTINGS}, got {self.group_weighting!r}")
-        return self.group_weighting == "normalized"
+    def _allow_sparse(self):
+        return True
+
+    def _exclude_ties(self):
+        if not isinstance(self.exclude_ties, (bool, np.bool_)):
+            raise ValueError(f"exclude_ties must be True or False, got {self.exclude_ties!r}")
+        return bool(self.exclude_ties)
+
+    def _warm_start_coef(self, n_features, n_outputs):
+        """The previous CG solution as a starting point (``warm_start=True``), if it fits."""
+        if not self.warm_start or getattr(self, "fit_mode_", None) != "cg" or self.coef_ is None:
+            return None
+        W = np.asarray(self.coef_).reshape(self.coef_.shape[0], -1)
+        return W if W.shape == (n_features, n_outputs) else None
 
     def fit(self, X, y, groups=None):
         """Fit from scores ``y`` (m,) or (m, v): all pairs relevant, or only pairs inside a group.
 
         ``groups`` holds one id per row (any order, need not be contiguous or sorted).
         """
-        if _large_scale.use_large_scale(self, X):  # issue 4: solver="cg", basis_vectors, sparse X
-            return _large_scale.fit_scores(self, X, y, groups)
         alpha = check_alpha(self.alpha)
-        normalized = self._normalized()
-        X = self._check_fit_X(X)
-        Y, one_d = as_targets(y, X.shape[0])
-        gi = group_index(groups, X.shape[0])
-        _check_informative_targets(Y, gi)
-        spec, mode, coefs = self._solve_scores(X, Y, gi, np.array([alpha]), normalized)
-        return self._set_fitted(X, spec, mode, coefs[0], one_d)
+        problem = self._scores_problem(X, y, groups, check_weighting(self.group_weighting), self._exclude_ties())
+        fit = self._solve(problem, np.array([alpha]),
+                          x0=self._warm_start_coef(problem.n_features, problem.n_outputs))
+        return self._apply_fit(fit, 0, problem.one_d, problem.n_features)
 
-    def fit_preferences(self, X, pairs, magnitudes=None, cost=None):
+    def fit_preferences(self, X, pairs, magnitudes=None, cost=None, weights=None):
         """Fit from an explicit preference graph (a multigraph; repeated pairs add up).
 
         Parameters
@@ -386,87 +328,26 @@ class RankRLS(_DenseRankingBase):
             (20) binary: every preference targets a score difference of 1 with weight 1;
             (21) magnitude: target g_e, weight 1; (22) normalized: target g_e, weight 1/g_e.
             Default: "binary" without magnitudes, "magnitude" with them.
+        weights : array (l,) of positive numbers or None
+            Importance of each preference: its squared error is multiplied by ``weights[e]``
+            (an integer weight k is the same as repeating the pair k times).
         """
-        if _large_scale.use_large_scale(self, X):  # issue 4: solver="cg", basis_vectors, sparse X
-            return _large_scale.fit_preferences(self, X, pairs, magnitudes, cost)
         alpha = check_alpha(self.alpha)
-        X = self._check_fit_X(X)
-        m = X.shape[0]
-        head, tail, weight, target = _preference_graph(pairs, magnitudes, cost, m)
-        n_threads = check_n_jobs(self.n_jobs)
-        spec = self._kernel_spec(X.shape[1])
-        solver = self._choose_solver(spec, m, X.shape[1])
-        alphas = np.array([alpha])
-        if solver == "primal":
-            _large_scale.check_dense_memory(X.shape[1], 1, "feature matrix X^T L X")
-            W, rcond = _core.rankrls_primal_graph(X, head, tail, weight, target, alphas, n_threads)
-            _warn_if_ill_conditioned(rcond)
-            return self._set_fitted(X, spec, "primal", W, True)
-        _large_scale.check_dense_memory(m, 1, "kernel matrix")
-        K = self._train_kernel_grouped(X, spec, group_index(None, m), n_threads)
-        A, rcond = _core.rankrls_dual_graph(K, head, tail, weight, target, alphas, n_threads)
-        del K
-        _warn_if_ill_conditioned(rcond)
-        return self._set_fitted(X, spec, "dual", A, True)
+        problem = RankingProblem.from_preferences(X, pairs, magnitudes, cost, weights=weights,
+                                                  precomputed=self.kernel == "precomputed", allow_sparse=True)
+        fit = self._solve(problem, np.array([alpha]), x0=self._warm_start_coef(problem.n_features, 1))
+        return self._apply_fit(fit, 0, True, problem.n_features)
 
 
-def _preference_graph(pairs, magnitudes, cost, m):
-    """Validated edge arrays (head, tail, weight, target) for costs (20)-(22) (paper Sect. 2.4)."""
-    pairs = np.asarray(pairs)
-    if pairs.ndim != 2 or pairs.shape[1] != 2:
-        raise ValueError(f"pairs must have shape (n_pairs, 2), got {pairs.shape}")
-    if pairs.shape[0] == 0:
-        raise ValueError("pairs is empty: a preference graph needs at least one preference")
-    if not np.issubdtype(pairs.dtype, np.integer):
-        if np.issubdtype(pairs.dtype, np.floating) and np.all(np.isfinite(pairs)) and np.all(pairs == np.round(pairs)):
-            pairs = pairs.astype(np.int64)
-        else:
-            raise TypeError("pairs must hold integer row indices")
-    pairs = pairs.astype(np.int64)
-    bad = (pairs < 0) | (pairs >= m)
-    if bad.any():
-        e = int(np.flatnonzero(bad.any(axis=1))[0])
-        raise ValueError(f"pairs[{e}] = {pairs[e].tolist()} refers to a row outside [0, {m})")
-    loops = pairs[:, 0] == pairs[:, 1]
-    if loops.any():
-        e = int(np.flatnonzero(loops)[0])
-        raise ValueError(f"pairs[{e}] = {pairs[e].tolist()} is a self-loop (a row preferred over itself)")
-    if cost is None:
-        cost = "binary" if magnitudes is None else "magnitude"
-    if cost not in _COSTS:
-        raise ValueError(f"cost must be one of {_COSTS}, got {cost!r}")
-    l = pairs.shape[0]
-    if magnitudes is None:
-        if cost != "binary":
-            raise ValueError(f"cost={cost!r} needs magnitudes")
-        g = np.ones(l)
-    else:
-        g = np.asarray(magnitudes, dtype=np.float64)
-        if g.shape != (l,):
-            raise ValueError(f"magnitudes must have shape ({l},), got {g.shape}")
-        if not np.isfinite(g).all():
-            raise ValueError("magnitudes contain NaN or infinity")
-        if (g < 0).any():
-            raise ValueError("magnitudes must be >= 0 (swap the pair to reverse a preference)")
-    if cost == "binary":
-        weight, target = np.ones(l), np.ones(l)
-    elif cost == "magnitude":
-        weight, target = np.ones(l), g
-    else:
-        if (g <= 0).any():
-            raise ValueError("cost='normalized' (eq. 22) weights each preference by 1/magnitude: magnitudes must be > 0")
-        weight, target = 1.0 / g, g
-    return (np.ascontiguousarray(pairs[:, 0]), np.ascontiguousarray(pairs[:, 1]), weight,
-            np.asfortranarray(target.reshape(-1, 1)))
-
-
-class MPRank(_DenseRankingBase):
+class MPRank(_RankRLSBase):
     """Magnitude-preserving ranking, MPRank (Cortes, Mohri, Rastogi; 000 eq. 8 with n = 2).
 
     Minimises ``||h||_K^2 + C / m^2 * sum_{i,j} ((h(x_j) - h(x_i)) - (y_j - y_i))^2`` over all
     ordered pairs: the same problem as :class:`RankRLS` on all pairs with
     ``alpha = m^2 / (2 C)`` (each unordered pair appears twice in the double sum), solved by the
-    batch closed form through the same LAPACK-backed solvers.
+    batch closed form through the same LAPACK-backed solvers.  With ``groups`` the double sum runs
+    over the pairs inside each group, with the same C / m^2 (m = all rows).  Cross-validation in
+    :mod:`fastrank.model_selection` retrains at the same C: alpha = m_train^2 / (2 C).
 
     Parameters
     ----------
@@ -489,55 +370,57 @@ class MPRank(_DenseRankingBase):
         """RankRLS regularization giving the same minimiser on m inputs: m^2 / (2C)."""
         return m * m / (2.0 * check_alpha(self.C, "C"))
 
-    def fit(self, X, y):
-        """Fit from real-valued scores y (m,) or (m, v) on all pairs."""
-        X = self._check_fit_X(X)
-        Y, one_d = as_targets(y, X.shape[0])
-        gi = group_index(None, X.shape[0])
-        _check_informative_targets(Y, gi)
-        alpha = self._equivalent_alpha(X.shape[0])
-        spec, mode, coefs = self._solve_scores(X, Y, gi, np.array([alpha]), False)
-        return self._set_fitted(X, spec, mode, coefs[0], one_d)
+    def fit(self, X, y, groups=None):
+        """Fit from real-valued scores y (m,) or (m, v) on all pairs, or (with ``groups``, one id
+        per row) on the pairs inside each group, with alpha = m^2 / (2 C) for the m rows given."""
+        problem = self._scores_problem(X, y, groups)
+        alpha = self._equivalent_alpha(problem.m)
+        if self.solver == "cg":
+            raise ValueError("MPRank has no solver='cg'; use RankRLS(solver='cg') (for MPRank with "
+                             "alpha = m**2 / (2 C))")
+        fit = self._solve(problem, np.array([alpha]))
+        return self._apply_fit(fit, 0, problem.one_d, problem.n_features)
 
 
 class RankRLSPath:
-    """RankRLS solutions for many regularization values from one decomposition (eq. 31).
+    """RankRLS solutions for many regularization values (eq. 31), as returned by
+    :func:`rankrls_path`.
 
     Attributes
     ----------
     alphas : ndarray (n_alphas,)
-    fit_mode : "dual" or "primal"
-    dual_coef_ : ndarray (n_alphas, m, v) or None
-    coef_ : ndarray (n_alphas, n, v) or None (linear kernel)
+    fit_mode : "dual", "primal", "cg" or "sparse"
+    dual_coef_ : ndarray (n_alphas, m or |R|, v) or None
+    coef_ : ndarray (n_alphas, n, v) or None (linear models)
+    basis_indices_, X_fit_ : the basis rows (``basis_vectors``) and rows kept for predictions
+    n_iter_, converged_ : ndarray (n_alphas, v) (CG only)
     """
 
-    def __init__(self, estimator, alphas, mode, coefs, X, one_d):
+    def __init__(self, estimator, alphas, fit, one_d, n_features):
         self.estimator = estimator
         self.alphas = alphas
-        self.fit_mode = mode
-        self._X = X
+        self.fit_mode = fit.mode
+        self.coef_ = fit.coef
+        self.dual_coef_ = fit.dual_coef
+        self.basis_indices_ = fit.basis_indices
+        self.X_fit_ = fit.X_fit
+        self.n_iter_ = fit.n_iter
+        self.converged_ = fit.converged
+        self._fit = fit
         self._one_d = one_d
-        spec = estimator._kernel_spec(X.shape[1])
-        self._spec = spec
-        if mode == "primal":
-            self.coef_, self.dual_coef_ = coefs, None
-        else:
-            self.dual_coef_ = coefs
-            self.coef_ = np.einsum("mn,amv->anv", X, coefs) if spec.linear else None
+        self._n_features = n_features
 
     def __len__(self):
         return self.alphas.size
 
     def fitted_estimator(self, k):
         """A fitted :class:`RankRLS` for ``alphas[k]`` (shares arrays, no refit)."""
-        est = RankRLS(**{**self.estimator.get_params(deep=False), "alpha": float(self.alphas[k])})
-        coef = self.coef_[k] if self.fit_mode == "primal" else self.dual_coef_[k]
-        return est._set_fitted(self._X, self._spec, self.fit_mode, coef, self._one_d)
+        est = type(self.estimator)(**{**self.estimator.get_params(deep=False), "alpha": float(self.alphas[k])})
+        return est._apply_fit(self._fit, k, self._one_d, self._n_features)
 
     def predict(self, X):
         """Scores for every alpha: (n_alphas, p) or (n_alphas, p, v)."""
-        out = np.stack([self.fitted_estimator(k).predict(X) for k in range(len(self))])
-        return out
+        return np.stack([self.fitted_estimator(k).predict(X) for k in range(len(self))])
 
 
 def rankrls_path(X, y, alphas, *, groups=None, estimator=None):
@@ -545,8 +428,10 @@ def rankrls_path(X, y, alphas, *, groups=None, estimator=None):
 
     The dual eigendecomposes S K S once (O(m^3)); each alpha then costs O(m^2 v), and all of
     them are formed in one matrix product.  The primal (linear kernel, n < m) does the same
-    with the n x n matrix X^T L X.  ``estimator`` (a :class:`RankRLS`, default ``RankRLS()``)
-    provides the kernel, solver and group weighting; its ``alpha`` is ignored.
+    with the n x n matrix X^T L X; subset-of-regressors models (``basis_vectors``) with the
+    |R| x |R| system (eq. 42); CG runs once per alpha, warm-started.  ``estimator`` (a
+    :class:`RankRLS`, default ``RankRLS()``) provides the kernel, solver and group weighting; its
+    ``alpha`` is ignored.
 
     Returns
     -------
@@ -555,13 +440,7 @@ def rankrls_path(X, y, alphas, *, groups=None, estimator=None):
     est = RankRLS() if estimator is None else estimator
     if not isinstance(est, RankRLS):
         raise TypeError("estimator must be a fastrank.RankRLS")
-    if _large_scale.use_large_scale(est, X):  # issue 4: basis vectors (eq. 42), CG, sparse X
-        return _large_scale.path(est, X, y, alphas, groups)
     alphas = check_alphas(alphas)
-    normalized = est._normalized()
-    X = est._check_fit_X(X)
-    Y, one_d = as_targets(y, X.shape[0])
-    gi = group_index(groups, X.shape[0])
-    _check_informative_targets(Y, gi)
-    _, mode, coefs = est._solve_scores(X, Y, gi, alphas, normalized)
-    return RankRLSPath(est, alphas, mode, coefs, X, one_d)
+    problem = est._scores_problem(X, y, groups, check_weighting(est.group_weighting), est._exclude_ties())
+    fit = est._solve(problem, alphas)
+    return RankRLSPath(est, alphas, fit, problem.one_d, problem.n_features)

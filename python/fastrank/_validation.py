@@ -1,5 +1,5 @@
-"""Input validation shared by every estimator and function (the C++ core re-checks only cheap
-shape invariants)."""
+"""Input validation shared by every estimator and function, and the grouping of rows by query id
+(the C++ core re-checks only cheap shape invariants)."""
 
 from __future__ import annotations
 
@@ -7,6 +7,8 @@ import numbers
 import os
 
 import numpy as np
+
+from . import _core
 
 __all__ = [
     "as_float_matrix",
@@ -59,8 +61,6 @@ def as_float_matrix(X, name="X", *, min_rows=1, allow_nan=False):
 def _all_finite(A):
     """Whether every entry of a contiguous float64 array is finite: one threaded C++ pass (about
     twice as fast as ``np.isfinite(A).all()``, and no temporary the size of A)."""
-    from . import _core
-
     return _core.all_finite(A, os.cpu_count() or 1)
 
 

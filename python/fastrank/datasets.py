@@ -8,7 +8,7 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.utils import Bunch
 
-__all__ = ["load_lambdarank"]
+__all__ = ["load_lambdarank", "load_svmlight"]
 
 _DESCR = """\
 LightGBM lambdarank example (learning to rank with query groups)
@@ -57,3 +57,38 @@ def load_lambdarank(*, sparse=False):
             out[f"y_{part}"] = z[f"{part}_y"].astype(np.float64)
             out[f"groups_{part}"] = z[f"{part}_groups"].astype(np.int64)
     return Bunch(**out, n_features=n_features, DESCR=_DESCR)
+
+
+def load_svmlight(path, *, n_features=None, zero_based="auto"):
+    """Read an svmlight / LETOR / LibSVM text file (optionally gzip- or bz2-compressed).
+
+    Each line is ``<target> [qid:<int>] <index>:<value> ... [# comment]``; blank lines and ``#``
+    lines are skipped.  A malformed file raises ``ValueError("<file>:<line>: <what is wrong>")``.
+
+    Parameters
+    ----------
+    path : str or path-like
+        The file; names ending in ``.gz`` / ``.bz2`` are decompressed.
+    n_features : int or None
+        Number of columns of X (None: as many as the largest feature index needs).  Give it
+        when a test file may not use the last features of its training file.
+    zero_based : "auto", True or False
+        Whether index 0 is the first column (LibSVM) or index 1 is (svm_light, LETOR).  "auto":
+        zero-based if index 0 occurs in the file, else one-based.
+
+    Returns
+    -------
+    X : scipy.sparse.csr_matrix, float64 (call ``X.toarray()`` for a dense array)
+    y : ndarray (m,) float64, the targets (relevance labels)
+    qid : ndarray (m,) int64 or None
+        The query id of every row (fastrank's ``groups``), or None when the file has no ``qid:``.
+
+    Examples
+    --------
+    >>> X, y, qid = load_svmlight("train.txt")                  # doctest: +SKIP
+    >>> RankRLS(alpha=10).fit(X.toarray(), y, groups=qid)       # doctest: +SKIP
+    """
+    from ._svmlight import read_svmlight
+
+    X, y, qid, _ = read_svmlight(path, n_features=n_features, zero_based=zero_based)
+    return X, y, qid

@@ -16,14 +16,28 @@ Sect. 5 reports query data ("disagreement error averaged over the different test
 how NDCG is averaged; ``average="pooled"`` divides the total over all within-group pairs by the
 total number of pairs, which is eq. (1) applied literally to the whole preference graph (large
 queries weigh more).  Groups without any counted pair are skipped in both; if no group has one,
-``ValueError`` is raised.  Without ``groups`` both averages coincide.
+``ValueError`` is raised.  Without ``groups`` both averages coincide.  Most measures also take
+``average=None``: one value per group, in sorted group-id order (NaN where the group has nothing
+to measure).
+
+Besides the measures of 004, this module has the pairwise costs of Cortes et al. (000 eqs. 4-7,
+:func:`magnitude_preserving_cost`) and the ranking losses of Agarwal & Niyogi (002,
+:func:`stability_ranking_loss`) -- computed by a Fenwick-tree sweep over "dominance" pairs
+(``cpp/src/measures.cpp``, ``dominance_sums``), never a pair list --, the position and
+discounted errors of 003, the disagreement of an explicit edge list, the IR measures (MAP, MRR,
+precision@k, ERR@k) and :func:`make_ranking_scorer`, a scikit-learn scorer that receives the
+query groups.
 """
 
 from __future__ import annotations
 
 import numbers
 
+import inspect
+import warnings
+
 import numpy as np
+from sklearn.metrics import make_scorer
 
 from . import _core
 from ._validation import check_n_jobs, group_index
@@ -38,6 +52,18 @@ __all__ = [
     "discrete_ranking_loss",
     "ndcg",
     "mean_rank_loss",
+    "magnitude_preserving_cost",
+    "stability_ranking_loss",
+    "position_error",
+    "discounted_error",
+    "edge_disagreement",
+    "mean_average_precision",
+    "mean_reciprocal_rank",
+    "precision_at_k",
+    "err_at_k",
+    "make_ranking_scorer",
+    "RankingScorer",
+    "SCORER_NAMES",
 ]
 
 _AVERAGES = ("group", "pooled")
@@ -81,6 +107,11 @@ def _as_pair(a, b, name_a, name_b):
 def _check_average(average):
     if average not in _AVERAGES:
         raise ValueError(f"average must be one of {_AVERAGES}, got {average!r}")
+
+
+def _check_average_listwise(average):
+    if average not in ("group", None):
+        raise ValueError(f"average must be 'group' (mean over groups) or None (one value per group), got {average!r}")
 
 
 class _Codes:
@@ -149,27 +180,74 @@ def _average(num, den, average, what):
 # pairwise measures
 
 
-def pairwise_disagreement(y_true, y_score, groups=None, *, ties="error", average="group", n_jobs=None):
+def _tied_score_weight(tied_scores, ties, where):
+    """The error a pair with tied scores counts: 1/2 ("half", the default everywhere in fastrank:
+    score, RankRLSCV, the metrics) or 1 ("wrong", 004 eq. 1's sign(0) = -1).  ``ties`` is the
+    former name of the option ("error" meant "wrong"), accepted with a FutureWarning."""
+    if ties is not None:
+        warnings.warn(f"{where}(ties=...) is renamed tied_scores=...: ties='error' is tied_scores='wrong', "
+                      "ties='half' is tied_scores='half' (now the default)", FutureWarning, stacklevel=3)
+        if ties not in ("error", "half"):
+            raise ValueError(f"ties must be 'error' or 'half', got {ties!r}")
+        tied_scores = "wrong" if ties == "error" else "half"
+    if tied_scores not in ("half", "wrong"):
+        raise ValueError(f"tied_scores must be 'half' (a tie is half an error) or 'wrong' (a tie is an error), "
+                         f"got {tied_scores!r}")
+    return 0.5 if tied_scores == "half" else 1.0
+
+
+def pairwise_disagreement(y_true, y_score, groups=None, *, tied_scores="half", average="group", n_jobs=None,
+                          sample_weight=None, ties=None):
     """Fraction of relevant pairs that ``y_score`` orders wrongly (004 eq. 1).
 
     A pair (i, j) is relevant when ``y_true[i] != y_true[j]`` (pairs tied in ``y_true`` are not
     preferences and are excluded).  A relevant pair with ``y_true[i] > y_true[j]`` is an error
-    when ``y_score[i] < y_score[j]``; a tie ``y_score[i] == y_score[j]`` counts 1 with
-    ``ties="error"`` (eq. 1: sign(0) = -1) or 1/2 with ``ties="half"`` (ties broken at random).
+    when ``y_score[i] < y_score[j]``; a tie ``y_score[i] == y_score[j]`` counts 1/2 with
+    ``tied_scores="half"`` (the default: ties broken at random, as ``score`` and ``RankRLSCV``) or 1
+    with ``tied_scores="wrong"`` (eq. 1 read literally: sign(0) = -1).
 
     groups : optional, one id per row; only pairs inside a group count.  average : "group"
     (default, mean over groups that have a relevant pair) or "pooled" (all within-group errors
     over all within-group relevant pairs); see the module docstring.  Raises ValueError when no
     relevant pair exists at all.  O(m log m): one argsort of y_score plus an O(m log K) sweep.
     n_jobs : threads over groups.
+    sample_weight : optional, one weight >= 0 per row; pair (i, j) then weighs w_i w_j (in the
+    errors and in the count of relevant pairs).  O(sum_q n_q^2) in blocks (what scikit-learn's
+    ``Pipeline`` routes to ``score``).
     """
-    if ties not in ("error", "half"):
-        raise ValueError(f"ties must be 'error' or 'half', got {ties!r}")
+    w = _tied_score_weight(tied_scores, ties, "pairwise_disagreement")
     _check_average(average)
     y, f = _as_pair(y_true, y_score, "y_true", "y_score")
+    if sample_weight is not None:
+        return _weighted_disagreement(y, f, groups, _as_vector(sample_weight, "sample_weight"), w, average)
     S = _pair_stats(y, f, _groups(groups, y.shape[0]), False, n_jobs)
-    w = 1.0 if ties == "error" else 0.5
     return _average(S[:, 2] + w * S[:, 3], S[:, 1], average, "pairwise_disagreement")
+
+
+def _weighted_disagreement(y, f, groups, sw, tie_weight, average):
+    """pairwise_disagreement with pair weights w_i w_j, by blocks of explicit pair differences."""
+    m = y.shape[0]
+    if sw.shape[0] != m:
+        raise ValueError(f"sample_weight has {sw.shape[0]} entries but y_true has {m}; give one weight per row")
+    if (sw < 0).any():
+        raise ValueError("sample_weight must be >= 0")
+    codes = np.zeros(m, dtype=np.int64) if groups is None else group_index(groups, m).codes
+    num, den = [], []
+    for q in range(int(codes.max()) + 1):
+        rows = np.flatnonzero(codes == q)
+        yq, fq, wq = y[rows], f[rows], sw[rows]
+        e = d = 0.0
+        step = max(1, 2**22 // max(1, rows.size))
+        for lo in range(0, rows.size, step):
+            dy = yq[lo:lo + step, None] - yq[None, :]
+            df = fq[lo:lo + step, None] - fq[None, :]
+            ww = wq[lo:lo + step, None] * wq[None, :]
+            higher = dy > 0  # each relevant pair once, from its higher-labelled end
+            d += ww[higher].sum()
+            e += (ww * higher * ((df < 0) + tie_weight * (df == 0))).sum()
+        num.append(e)
+        den.append(d)
+    return _average(num, den, average, "pairwise_disagreement")
 
 
 def auc(y_true, y_score):
@@ -299,7 +377,7 @@ def discrete_ranking_loss(y_true, y_score, groups=None, *, average="group", n_jo
 # listwise / ordinal measures
 
 
-def ndcg(y_true, y_score, groups=None, *, k=None, gain="exponential", n_jobs=None):
+def ndcg(y_true, y_score, groups=None, *, k=None, gain="exponential", average="group", n_jobs=None):
     """Normalized discounted cumulative gain, averaged over groups (queries) of any sizes.
 
     DCG@k of a group = sum over positions p = 1..k of the ranking by decreasing ``y_score`` of
@@ -311,8 +389,11 @@ def ndcg(y_true, y_score, groups=None, *, k=None, gain="exponential", n_jobs=Non
 
     Groups whose ideal DCG is 0 (no relevant row) are skipped, unlike sklearn which counts them
     as 0; ValueError if no group has a relevant row.  y_true must be >= 0.  Returns the mean
-    over the remaining groups.  O(m log n_g); n_jobs threads over groups.
+    over the remaining groups (``average="group"``, the default), or with ``average=None`` the
+    per-group values, one per distinct group id in sorted id order (NaN for a skipped group).
+    O(m log n_g); n_jobs threads over groups.
     """
+    _check_average_listwise(average)
     y, f = _as_pair(y_true, y_score, "y_true", "y_score")
     if (y < 0).any():
         raise ValueError("ndcg needs non-negative relevance labels y_true")
@@ -332,17 +413,32 @@ def ndcg(y_true, y_score, groups=None, *, k=None, gain="exponential", n_jobs=Non
     valid = S[:, 1] > 0
     if not valid.any():
         raise ValueError("ndcg: no group has a relevant item (every ideal DCG is 0)")
+    if average is None:
+        out = np.full(S.shape[0], np.nan)
+        out[valid] = S[valid, 0] / S[valid, 1]
+        return out
     return float(np.mean(S[valid, 0] / S[valid, 1]))
 
 
-def mean_rank_loss(y_true, y_pred, *, classes=None):
-    """Average rank loss (1/T) sum_t |yhat_t - y_t| (001 Sect. 4, after Crammer & Singer).
+def mean_rank_loss(y_true, y_pred, *, scale="values", classes=None):
+    """Average rank loss (1/T) sum_t |yhat_t - y_t| (001 Sect. 4, Table 1; after Crammer & Singer).
 
-    Labels are ordinal: each label is replaced by its position 1..k in the ordered label set,
-    which is ``classes`` in the order given (labels of any type), or, when ``classes`` is None,
-    the sorted union of the values in y_true and y_pred.  So with labels {1, 2, 5} a prediction
-    of 5 for a true 1 costs 2, not 4.  A label missing from ``classes`` raises ValueError.
+    scale : "values" (default) or "positions".
+        "values": the literal formula on the label values themselves, which must be numeric:
+        ``mean_rank_loss([1, 5], [5, 1]) == 4.0``.  ``classes`` must be None.
+        "positions": each label is first replaced by its position 1..k in the ordered label set,
+        which is ``classes`` in the order given (labels of any type: strings, ...), or, when
+        ``classes`` is None, the sorted union of the values in y_true and y_pred; so with labels
+        {1, 2, 5} a prediction of 5 for a true 1 costs 2, not 4.  A label missing from
+        ``classes`` raises ValueError.  This is the convention of the on-line learners
+        (``fastrank.online``): their ``average_rank_loss_`` counts rank steps between the
+        positions of the labels in ``classes_``, i.e. ``mean_rank_loss(y, yhat,
+        scale="positions", classes=est.classes_)``.
+    The two agree when the labels are the consecutive integers 1..k (the paper's ranks).
     """
+    if scale not in ("values", "positions"):
+        raise ValueError(f"scale must be 'values' (|yhat - y| on the labels) or 'positions' (rank steps in the "
+                         f"ordered label set), got {scale!r}")
     yt = np.asarray(y_true)
     yp = np.asarray(y_pred)
     for name, v in (("y_true", yt), ("y_pred", yp)):
@@ -356,6 +452,18 @@ def mean_rank_loss(y_true, y_pred, *, classes=None):
         raise ValueError(
             f"Found input variables with inconsistent numbers of samples: [{yt.shape[0]}, {yp.shape[0]}]"
         )
+    if scale == "values":
+        if classes is not None:
+            raise ValueError("classes is only used with scale='positions' (rank steps in an ordered label set); "
+                             "pass scale='positions' or drop classes")
+        for name, v in (("y_true", yt), ("y_pred", yp)):
+            if not (v.dtype.kind in "iufb"):
+                raise ValueError(f"{name} must be numeric for scale='values' (|yhat - y| on the label values), got "
+                                 f"dtype {v.dtype}; for ordinal labels of another type use scale='positions' with "
+                                 "classes=")
+        a = _as_vector(yt, "y_true")
+        b = _as_vector(yp, "y_pred")
+        return float(np.mean(np.abs(b - a)))
     if classes is None:
         try:
             classes = np.unique(np.concatenate([yt, yp]))
@@ -381,3 +489,601 @@ def mean_rank_loss(y_true, y_pred, *, classes=None):
         pos_t = positions(yt, "y_true")
         pos_p = positions(yp, "y_pred")
     return float(np.mean(np.abs(pos_p.astype(np.int64) - pos_t.astype(np.int64))))
+
+
+# --------------------------------------------------------------------------------------------
+# pairwise costs and losses of the stability papers (000 Sect. 2.1, 002 Sect. 2, 4, 5.2)
+
+
+def _group_setup(y_true, y_score, groups):
+    y, f = _as_pair(y_true, y_score, "y_true", "y_score")
+    gi = _groups(groups, y.shape[0])
+    codes, G = (None, 1) if gi is None else (gi.codes, gi.n_groups)
+    n = np.bincount(np.zeros(y.shape[0], dtype=np.int64) if codes is None else codes, minlength=G).astype(np.float64)
+    return y, f, codes, G, n
+
+
+def _dominance(a, b, codes, G, n_jobs):
+    return _core.dominance_sums(np.ascontiguousarray(a, dtype=np.float64), np.ascontiguousarray(b, dtype=np.float64),
+                                codes, G, check_n_jobs(n_jobs))
+
+
+def _reduce_groups(total, den, average, what):
+    if average is None:
+        out = np.full(den.shape[0], np.nan)
+        ok = den > 0
+        if not ok.any():
+            raise ValueError(f"{what}: there is no pair to evaluate")
+        out[ok] = total[ok] / den[ok]
+        return out
+    return _average(total, den, average, what)
+
+
+def _check_average_or_none(average):
+    if average is not None:
+        _check_average(average)
+
+
+_COSTS = ("hr", "mp", "hmp", "svr")
+
+
+def magnitude_preserving_cost(y_true, y_score, groups=None, *, cost="mp", power=2, epsilon=0.0, average="group",
+                              n_jobs=None):
+    """Empirical pairwise cost of Cortes, Mohri & Rastogi (000 eq. 2 with the costs of eqs. 4-7).
+
+    R(h, S) = (1/m^2) sum_i sum_j c(h, x_i, x_j) over all ordered pairs (i, j) (i = j included; it
+    costs 0), with dh = h(x_j) - h(x_i) and dy = y_j - y_i:
+
+    * ``cost="hr"`` hinge rank cost (eq. 4): |dh|^n on mis-ordered pairs (dh * dy < 0), else 0 —
+      the predicted magnitude of a wrong preference;
+    * ``cost="mp"`` magnitude-preserving cost (eq. 5): |dh - dy|^n on every pair (n = 2 is MSD, eq.
+      67, the MPRank objective; n = 1 is M1D, eq. 68);
+    * ``cost="hmp"`` one-sided MP cost (eq. 6): |dh - dy|^n on mis-ordered pairs only;
+    * ``cost="svr"`` epsilon-insensitive cost (eq. 7, SVRank): (|dh - dy| - epsilon)^n when
+      |dh - dy| > epsilon, else 0.  The extracted eq. 7 reads |dh - dy - epsilon|^n, which would
+      charge |u| + epsilon when u = dh - dy < -epsilon and be discontinuous at u = -epsilon; the
+      paper states that all four costs are convex and SVRank's constraints (Sect. 2.4) bound
+      both u - epsilon and -u - epsilon, so the symmetric form is the one implemented.
+
+    power : n, 1 or 2.  epsilon : >= 0, only for "svr".  Pairs tied in y or in h are never
+    mis-ordered (eqs. 4 and 6 charge 0 when dh * dy >= 0).  groups : one id per row; only pairs
+    inside a group count, each group normalised by n_g^2; ``average`` "group" (mean over groups
+    with >= 2 rows, default), "pooled" (sum over groups / sum of n_g^2) or None (one value per group
+    in sorted id order, NaN for groups of one row).  O(m log m): "hr"/"hmp" sweep a Fenwick tree of
+    running sums (no pair list), "mp" uses the closed forms of :func:`msd`/:func:`m1d`, "svr" a
+    sorted sweep.
+    """
+    if cost not in _COSTS:
+        raise ValueError(f"cost must be one of {_COSTS} (000 eqs. 4-7), got {cost!r}")
+    if isinstance(power, (bool, np.bool_)) or power not in (1, 2):
+        raise ValueError(f"power must be 1 or 2 (the exponent n of 000 eqs. 4-7), got {power!r}")
+    if isinstance(epsilon, (bool, np.bool_)) or not isinstance(epsilon, numbers.Real) or not np.isfinite(epsilon) \
+            or epsilon < 0:
+        raise ValueError(f"epsilon must be a finite number >= 0, got {epsilon!r}")
+    if epsilon != 0 and cost != "svr":
+        raise ValueError("epsilon is only used by cost='svr'")
+    _check_average_or_none(average)
+    y, f, codes, G, n = _group_setup(y_true, y_score, groups)
+    den = np.where(n >= 2, n * n, 0.0)
+    if cost == "mp":
+        c, codes_c, _, _ = _centred_diffs(y, f, groups, "magnitude_preserving_cost")
+        if power == 2:
+            total = 2.0 * n * np.bincount(codes_c, weights=c * c, minlength=G)
+        else:
+            order = np.lexsort((c, codes_c))
+            cs, gs = c[order], codes_c[order]
+            offsets = np.concatenate([[0], np.cumsum(n)])
+            k = np.arange(cs.size, dtype=np.float64) - offsets[gs]
+            total = 2.0 * np.bincount(gs, weights=cs * (2.0 * k - n[gs] + 1.0), minlength=G)
+    elif cost == "svr":
+        T = _core.threshold_pair_sums(np.ascontiguousarray(f - y), codes, G, float(epsilon), check_n_jobs(n_jobs))
+        total = 2.0 * T[:, power]  # ordered pairs: each unordered pair twice
+    else:
+        # mis-ordered pairs: y_i > y_j and f_i < f_j, the dominance pairs of (a, b) = (y, -f);
+        # |dh| = b_i - b_j and |dh - dy| = (a_i - a_j) + (b_i - b_j) on them.
+        D = _dominance(y, -f, codes, G, n_jobs)
+        if cost == "hr":
+            unordered = D[:, 2] if power == 1 else D[:, 4]
+        elif power == 1:
+            unordered = D[:, 1] + D[:, 2]
+        else:
+            unordered = D[:, 3] + 2.0 * D[:, 5] + D[:, 4]
+        total = 2.0 * unordered
+    return _reduce_groups(total, den, average, "magnitude_preserving_cost")
+
+
+_LOSSES = ("0-1", "disc", "gamma", "hinge", "squared")
+
+
+def stability_ranking_loss(y_true, y_score, groups=None, *, loss="hinge", gamma=1.0, average="group", n_jobs=None):
+    """Empirical l-error of Agarwal & Niyogi (002 Definition 3) for their ranking losses.
+
+    R_l(f; S) = 1/C(m,2) sum_{i<j} l(f, (x_i, y_i), (x_j, y_j)), with d = y_i - y_j and
+    u = (f_i - f_j) sgn(d) (the score margin in the direction of the preference; sgn(0) = 0):
+
+    * ``loss="0-1"`` (Sect. 2): I[d (f_i - f_j) < 0] + 1/2 I[f_i = f_j] — the fraction of
+      mis-ordered pairs, score ties half.  As written, the tie term does not look at the labels,
+      so a pair with equal labels and equal scores also costs 1/2 (use
+      :func:`pairwise_disagreement` for the fraction over relevant pairs only);
+    * ``loss="disc"`` (eq. 3): |d| (I[d (f_i - f_j) < 0] + 1/2 I[f_i = f_j]), the discrete ranking
+      loss (= :func:`discrete_ranking_loss`);
+    * ``loss="gamma"`` (Sect. 4, l_gamma; gamma=1 gives l_1 of Corollary 12):
+      |d| if u/gamma <= 0, |d| - u/gamma if 0 < u/gamma < |d|, 0 if u/gamma >= |d|;
+    * ``loss="hinge"`` (Sect. 5.2.1, l_h): (|d| - u)_+;
+    * ``loss="squared"`` (eq. 9, l_sq): (|d| - u)^2 — for d = 0 this is 0 whatever the scores
+      (sgn(0) = 0 in eq. 9); for d != 0 it equals ((y_i - y_j) - (f_i - f_j))^2.
+
+    Every loss but "0-1" is 0 on pairs with equal labels, and l_disc <= l_gamma <= l_h for
+    gamma = 1 (which is why Corollary 12's l_1 term is never larger than the hinge loss).
+    groups / average as :func:`magnitude_preserving_cost`, normalised by C(n_g, 2) per group.
+    O(m log m): Fenwick-tree sweeps over the pairs with y_i > y_j (no pair list);
+    l_gamma = (1/gamma) sum [(gamma |d| - u)_+ - (-u)_+].
+    """
+    if loss not in _LOSSES:
+        raise ValueError(f"loss must be one of {_LOSSES} (002 Sect. 2, 4, 5.2), got {loss!r}")
+    if isinstance(gamma, (bool, np.bool_)) or not isinstance(gamma, numbers.Real) or not np.isfinite(gamma) \
+            or gamma <= 0:
+        raise ValueError(f"gamma must be a finite number > 0, got {gamma!r}")
+    if gamma != 1.0 and loss != "gamma":
+        raise ValueError("gamma is only used by loss='gamma'")
+    _check_average_or_none(average)
+    y, f, codes, G, n = _group_setup(y_true, y_score, groups)
+    den = n * (n - 1) / 2.0
+    if loss in ("0-1", "disc"):
+        S = _pair_stats(y, f, _groups(groups, y.shape[0]), loss == "disc", n_jobs)
+        if loss == "disc":
+            total = S[:, 4] + 0.5 * S[:, 5]
+        else:
+            # all score-tied pairs of a group (labels ignored): sum over tied blocks of C(b, 2)
+            cg = np.zeros(y.shape[0], dtype=np.int64) if codes is None else codes
+            order = np.lexsort((f, cg))
+            fs, gs = f[order], cg[order]
+            start = np.r_[True, (fs[1:] != fs[:-1]) | (gs[1:] != gs[:-1])]
+            block = np.cumsum(start) - 1
+            sizes = np.bincount(block).astype(np.float64)
+            block_group = gs[start]
+            tied_all = np.bincount(block_group, weights=sizes * (sizes - 1) / 2.0, minlength=G)
+            total = S[:, 2] + 0.5 * tied_all
+    elif loss == "hinge":
+        # (|d| - u)_+ on pairs y_i > y_j is ((y_i - f_i) - (y_j - f_j))_+: dominance pairs of (y, y - f)
+        total = _dominance(y, y - f, codes, G, n_jobs)[:, 2]
+    elif loss == "gamma":
+        g = f / float(gamma)
+        total = _dominance(y, y - g, codes, G, n_jobs)[:, 2] - _dominance(y, -g, codes, G, n_jobs)[:, 2]
+    else:  # squared: sum over y_i > y_j of (z_i - z_j)^2, z = y - f (z ties contribute 0)
+        z = y - f
+        total = _dominance(y, z, codes, G, n_jobs)[:, 4] + _dominance(y, -z, codes, G, n_jobs)[:, 4]
+    return _reduce_groups(total, den, average, "stability_ranking_loss")
+
+
+# --------------------------------------------------------------------------------------------
+# position and discounted error (003, "Other loss functions for ranking"), explicit edges
+
+
+def _group_average_ranks(v, codes, G):
+    """1-based ranks of v inside each group in decreasing order of v (rank 1 = largest), tied
+    values sharing the mean of their positions."""
+    cg = np.zeros(v.shape[0], dtype=np.int64) if codes is None else codes
+    order = np.lexsort((-v, cg))
+    vs, gs = v[order], cg[order]
+    n = np.bincount(cg, minlength=G)
+    offsets = np.concatenate([[0], np.cumsum(n)])
+    pos = np.arange(v.shape[0], dtype=np.float64) - offsets[gs] + 1.0
+    start = np.r_[True, (vs[1:] != vs[:-1]) | (gs[1:] != gs[:-1])]
+    block = np.cumsum(start) - 1
+    mean_pos = np.bincount(block, weights=pos) / np.bincount(block)
+    out = np.empty(v.shape[0])
+    out[order] = mean_pos[block]
+    return out, cg
+
+
+def position_error(y_true, y_score, groups=None, *, average="group"):
+    """Position error d_PE = sigma'(x*) - 1 (003): how many wrong items the predicted ranking puts
+    before the target item x*, the item ranked first by the truth.
+
+    The targets of a group are its rows with the largest ``y_true``; the error counts the
+    non-target rows whose score exceeds the best target's score, plus 1/2 for each non-target row
+    tied with it (the expectation when ties are ordered at random; other targets are never wrong
+    items).  A group of one row (or whose rows all share the top label) has error 0.  groups: one
+    id per row.  average: "group" (mean over groups, default) or None (per group, sorted id
+    order).  O(m log m).
+    """
+    if average not in ("group", None):
+        raise ValueError(f"average must be 'group' or None, got {average!r}")
+    y, f, codes, G, n = _group_setup(y_true, y_score, groups)
+    cg = np.zeros(y.shape[0], dtype=np.int64) if codes is None else codes
+    ymax = np.full(G, -np.inf)
+    np.maximum.at(ymax, cg, y)
+    target = y == ymax[cg]
+    fstar = np.full(G, -np.inf)
+    np.maximum.at(fstar, cg[target], f[target])
+    other = ~target
+    above = np.bincount(cg[other], weights=(f[other] > fstar[cg[other]]).astype(np.float64), minlength=G)
+    tied = np.bincount(cg[other], weights=(f[other] == fstar[cg[other]]).astype(np.float64), minlength=G)
+    per = above + 0.5 * tied
+    return per if average is None else float(per.mean())
+
+
+def _discount_weights(discount, ranks):
+    if callable(discount):
+        w = np.asarray(discount(ranks.copy()), dtype=np.float64)
+        if w.shape != ranks.shape or not np.isfinite(w).all() or (w < 0).any():
+            raise ValueError("discount(ranks) must return finite non-negative weights, one per rank")
+        return w
+    if discount == "log2":
+        return 1.0 / np.log2(ranks + 1.0)
+    if discount == "reciprocal":
+        return 1.0 / ranks
+    if discount is None or discount == "none":
+        return np.ones_like(ranks)
+    raise ValueError(f"discount must be 'log2', 'reciprocal', 'none' or a callable of the true ranks, got {discount!r}")
+
+
+def discounted_error(y_true, y_score, groups=None, *, discount="log2", average="group"):
+    """Discounted error d_DE = sum_i v_i d_i(sigma, sigma') (003): per-item rank displacements,
+    down-weighted for items the truth ranks low.
+
+    sigma = ranks by decreasing ``y_true`` (1 = best), sigma' = ranks by decreasing ``y_score``;
+    ties share the mean of their positions in both.  d_i = |sigma(x_i) - sigma'(x_i)| (the
+    footrule's per-item distance) and v_i = discount(sigma(x_i)):
+    "log2" 1/log2(1 + sigma) (the DCG discount, default), "reciprocal" 1/sigma, "none" 1 (then
+    d_DE is Spearman's footrule), or a callable mapping the array of true ranks to weights.
+    Per group (ranks restart in each group); average "group" (mean over groups, default) or None.
+    O(m log m).
+    """
+    if average not in ("group", None):
+        raise ValueError(f"average must be 'group' or None, got {average!r}")
+    y, f, codes, G, n = _group_setup(y_true, y_score, groups)
+    rt, cg = _group_average_ranks(y, codes, G)
+    rp, _ = _group_average_ranks(f, codes, G)
+    w = _discount_weights(discount, rt)
+    per = np.bincount(cg, weights=w * np.abs(rt - rp), minlength=G)
+    return per if average is None else float(per.mean())
+
+
+def edge_disagreement(pairs, y_score, weights=None, *, tied_scores="half", ties=None):
+    """Weighted disagreement of a score vector with an explicit preference graph (004 eq. 1).
+
+    pairs : (E, 2) integer array; ``pairs[e] = (a, b)`` means row a is preferred over row b (a
+    multigraph: repeated edges count repeatedly).  weights : optional positive weights, one per
+    edge (default 1).  Returns sum_e w_e err_e / sum_e w_e with err_e = 1 when
+    y_score[a] < y_score[b]; a tie counts 1/2 with ``tied_scores="half"`` (default) or 1 with
+    ``tied_scores="wrong"`` (eq. 1's sign(0) = -1), as :func:`pairwise_disagreement`.  With the edges of all pairs
+    y_i > y_j it equals ``pairwise_disagreement(y, y_score, average="pooled")``.  O(E).
+    """
+    tie_weight = _tied_score_weight(tied_scores, ties, "edge_disagreement")
+    f = _as_vector(y_score, "y_score")
+    P = np.asarray(pairs)
+    if P.ndim != 2 or P.shape[1] != 2:
+        raise ValueError(f"pairs must have shape (n_edges, 2), got {P.shape}")
+    if P.shape[0] == 0:
+        raise ValueError("pairs is empty: there is no preference to evaluate")
+    if P.dtype.kind not in "iu":
+        if P.dtype.kind == "f" and np.all(np.isfinite(P)) and np.all(P == np.round(P)):
+            P = P.astype(np.int64)
+        else:
+            raise ValueError(f"pairs must hold integer row indices, got dtype {P.dtype}")
+    P = P.astype(np.int64, copy=False)
+    m = f.shape[0]
+    if P.min() < 0 or P.max() >= m:
+        raise ValueError(f"pairs contains row indices outside [0, {m}) (y_score has {m} rows)")
+    if np.any(P[:, 0] == P[:, 1]):
+        raise ValueError("pairs contains a self-loop (a, a): a row cannot be preferred over itself")
+    if weights is None:
+        w = np.ones(P.shape[0])
+    else:
+        w = _as_vector(weights, "weights")
+        if w.shape[0] != P.shape[0]:
+            raise ValueError(f"weights must have one value per edge: {w.shape[0]} weights for {P.shape[0]} edges")
+        if (w <= 0).any():
+            raise ValueError("weights must be > 0")
+    fa, fb = f[P[:, 0]], f[P[:, 1]]
+    err = (fa < fb) + tie_weight * (fa == fb)
+    return float(np.dot(w, err) / w.sum())
+
+
+# --------------------------------------------------------------------------------------------
+# IR measures over ragged query groups (MAP, MRR, precision@k, ERR@k)
+
+
+def _check_k(k, allow_none=True):
+    if k is None and allow_none:
+        return None
+    if isinstance(k, (bool, np.bool_)) or not isinstance(k, numbers.Integral) or k < 1:
+        raise ValueError(f"k must be {'None or ' if allow_none else ''}a positive integer, got {k!r}")
+    return int(k)
+
+
+def _check_threshold(t):
+    if isinstance(t, (bool, np.bool_)) or not isinstance(t, numbers.Real) or not np.isfinite(t):
+        raise ValueError(f"relevance_threshold must be a finite number, got {t!r}")
+    return float(t)
+
+
+def _stable_argsort_desc(f):
+    """Indices sorting f decreasingly, ties in input order: numpy's fast (unstable) argsort, then
+    only the tied runs re-sorted by index (a stable float sort is several times slower)."""
+    order = np.argsort(-f)
+    v = f[order]
+    tied = np.flatnonzero(v[1:] == v[:-1])
+    if tied.size * 8 > f.size:  # heavy ties: numpy's stable sort is cheaper than fixing the runs
+        return np.argsort(-f, kind="stable")
+    if tied.size:
+        pos = np.unique(np.concatenate([tied, tied + 1]))  # every member of a tied run
+        run = np.cumsum(np.r_[True, v[pos[1:]] != v[pos[:-1]]] | np.r_[True, np.diff(pos) > 1])
+        sub = order[pos]
+        order[pos] = sub[np.lexsort((sub, run))]
+    return order
+
+
+def _ranked(y_true, y_score, groups):
+    """Rows sorted by (group, decreasing score, input order): ties in the scores keep the input
+    order (a stable sort).  Returns y in that order, group codes, 1-based positions, G."""
+    y, f, codes, G, n = _group_setup(y_true, y_score, groups)
+    m = y.shape[0]
+    cg = np.zeros(m, dtype=np.int64) if codes is None else codes
+    order = _stable_argsort_desc(f)
+    if codes is not None:  # then by group, stably: a radix sort on small integer codes
+        key = cg[order]
+        if G <= np.iinfo(np.uint16).max:
+            key = key.astype(np.uint16)
+        order = order[np.argsort(key, kind="stable")]
+    gs = cg[order]
+    offsets = np.concatenate([[0], np.cumsum(n)]).astype(np.int64)
+    pos = np.arange(m, dtype=np.int64) - offsets[gs] + 1
+    return y[order], gs, pos, G, offsets
+
+
+def _finish_listwise(per, valid, average, what):
+    if not valid.any():
+        raise ValueError(f"{what}: no group has a relevant item")
+    if average is None:
+        out = np.full(per.shape[0], np.nan)
+        out[valid] = per[valid]
+        return out
+    return float(per[valid].mean())
+
+
+def mean_average_precision(y_true, y_score, groups=None, *, k=None, relevance_threshold=0.0, average="group"):
+    """Mean average precision (MAP) over query groups of any sizes.
+
+    A row is relevant when ``y_true > relevance_threshold`` (default 0: any positive grade, as
+    trec_eval's default relevance level 1 for integer grades).  Per group, rows are ranked by
+    decreasing ``y_score``; AP = (1/R) sum over relevant rows at position p <= k of
+    precision@p, with R the number of relevant rows of the group (trec_eval's AP) — with a cutoff
+    k, R is replaced by min(R, k) so that a perfect ranking scores 1.  Ties in y_score are
+    broken by input order (a stable sort: the earlier row is ranked first), so the value is
+    deterministic; give distinct scores when the order of tied rows must not matter.  Groups
+    without a relevant row are skipped (NaN with average=None), as :func:`ndcg` does; ValueError
+    if no group has one.  Equals ``sklearn.metrics.average_precision_score`` per group when the
+    scores have no ties.  O(m log m).
+    """
+    if average not in ("group", None):
+        raise ValueError(f"average must be 'group' or None, got {average!r}")
+    k = _check_k(k)
+    thr = _check_threshold(relevance_threshold)
+    ys, gs, pos, G, offsets = _ranked(y_true, y_score, groups)
+    rel = (ys > thr).astype(np.float64)
+    R = np.bincount(gs, weights=rel, minlength=G)
+    cum = np.cumsum(rel)
+    hits = cum - np.concatenate([[0.0], cum])[offsets[gs]]  # relevant rows up to and including p
+    take = rel * (1.0 if k is None else (pos <= k))
+    num = np.bincount(gs, weights=take * hits / pos, minlength=G)
+    den = R if k is None else np.minimum(R, k)
+    valid = R > 0
+    per = np.zeros(G)
+    per[valid] = num[valid] / den[valid]
+    return _finish_listwise(per, valid, average, "mean_average_precision")
+
+
+def mean_reciprocal_rank(y_true, y_score, groups=None, *, k=None, relevance_threshold=0.0, average="group"):
+    """Mean reciprocal rank (MRR): per group 1/p of the first relevant row in the ranking by
+    decreasing ``y_score`` (0 when it is below the cutoff k).  Relevance, ties (input order) and
+    skipped groups as :func:`mean_average_precision`.  O(m log m)."""
+    if average not in ("group", None):
+        raise ValueError(f"average must be 'group' or None, got {average!r}")
+    k = _check_k(k)
+    thr = _check_threshold(relevance_threshold)
+    ys, gs, pos, G, offsets = _ranked(y_true, y_score, groups)
+    rel = ys > thr
+    first = np.full(G, np.iinfo(np.int64).max)
+    np.minimum.at(first, gs[rel], pos[rel])
+    valid = first < np.iinfo(np.int64).max
+    per = np.zeros(G)
+    ok = valid if k is None else valid & (first <= k)
+    per[ok] = 1.0 / first[ok]
+    return _finish_listwise(per, valid, average, "mean_reciprocal_rank")
+
+
+def precision_at_k(y_true, y_score, groups=None, *, k=10, relevance_threshold=0.0, average="group"):
+    """Precision@k: per group the number of relevant rows among the k highest scores, divided by
+    k (also when the group has fewer than k rows, as trec_eval's P_k).  Relevance, ties (input
+    order) and skipped groups as :func:`mean_average_precision`.  O(m log m)."""
+    if average not in ("group", None):
+        raise ValueError(f"average must be 'group' or None, got {average!r}")
+    k = _check_k(k, allow_none=False)
+    thr = _check_threshold(relevance_threshold)
+    ys, gs, pos, G, offsets = _ranked(y_true, y_score, groups)
+    rel = (ys > thr).astype(np.float64)
+    R = np.bincount(gs, weights=rel, minlength=G)
+    top = np.bincount(gs, weights=rel * (pos <= k), minlength=G)
+    return _finish_listwise(top / k, R > 0, average, "precision_at_k")
+
+
+def err_at_k(y_true, y_score, groups=None, *, k=None, max_grade=None, average="group"):
+    """Expected reciprocal rank, ERR@k (Chapelle, Metzler, Zhang & Grinspan 2009).
+
+    With the grades g = y_true >= 0 and R(g) = (2^g - 1) / 2^g_max (the probability that a user
+    is satisfied by the row), ERR = sum_{r=1}^{k} (1/r) R_r prod_{i<r} (1 - R_i) over the ranking by
+    decreasing ``y_score`` (ties: input order, as :func:`mean_average_precision`).  max_grade:
+    g_max, the largest possible grade (default: the largest y_true in the input; pass the scale's
+    maximum, e.g. 4 for LETOR, to compare across data sets).  Groups whose grades are all 0 are
+    skipped (their ERR is 0), as :func:`ndcg` does.  k=None: no cutoff.  O(m log m).
+    """
+    if average not in ("group", None):
+        raise ValueError(f"average must be 'group' or None, got {average!r}")
+    k = _check_k(k)
+    ys, gs, pos, G, offsets = _ranked(y_true, y_score, groups)
+    if (ys < 0).any():
+        raise ValueError("err_at_k needs non-negative relevance grades y_true")
+    gmax = float(ys.max()) if max_grade is None else max_grade
+    if isinstance(gmax, (bool, np.bool_)) or not isinstance(gmax, numbers.Real) or not np.isfinite(gmax):
+        raise ValueError(f"max_grade must be None or a finite number, got {max_grade!r}")
+    if ys.max() > gmax:
+        raise ValueError(f"y_true has grades above max_grade={gmax}")
+    if gmax > 1000:
+        raise ValueError("grades too large for the gain 2^g - 1; rescale y_true")
+    Rsat = (np.exp2(ys) - 1.0) / np.exp2(gmax)
+    # prod_{i<r} (1 - R_i) inside each group: log-sums, with exact zeros for R_i = 1 tracked apart
+    one = Rsat >= 1.0
+    logs = np.log1p(-np.where(one, 0.0, Rsat))  # the R_i = 1 factors are counted in cz instead
+    cl = np.cumsum(logs)
+    cz = np.cumsum(one.astype(np.int64))
+    start_l = np.concatenate([[0.0], cl])[offsets[gs]]
+    start_z = np.concatenate([[0], cz])[offsets[gs]]
+    before_l = cl - logs - start_l
+    before_z = cz - one - start_z
+    stop = np.where(before_z > 0, 0.0, np.exp(before_l))
+    contrib = Rsat * stop / pos
+    if k is not None:
+        contrib = contrib * (pos <= k)
+    per = np.bincount(gs, weights=contrib, minlength=G)
+    valid = np.bincount(gs, weights=(ys > 0).astype(np.float64), minlength=G) > 0
+    return _finish_listwise(per, valid, average, "err_at_k")
+
+
+# --------------------------------------------------------------------------------------------
+# scikit-learn scorers that receive the query groups
+
+
+# name -> (function, greater_is_better)
+_SCORERS = {
+    "ndcg": ("ndcg", True),
+    "map": ("mean_average_precision", True),
+    "mean_average_precision": ("mean_average_precision", True),
+    "mrr": ("mean_reciprocal_rank", True),
+    "mean_reciprocal_rank": ("mean_reciprocal_rank", True),
+    "precision_at_k": ("precision_at_k", True),
+    "err": ("err_at_k", True),
+    "err_at_k": ("err_at_k", True),
+    "pairwise_disagreement": ("pairwise_disagreement", False),
+    "discrete_ranking_loss": ("discrete_ranking_loss", False),
+    "msd": ("msd", False),
+    "m1d": ("m1d", False),
+    "magnitude_preserving_cost": ("magnitude_preserving_cost", False),
+    "stability_ranking_loss": ("stability_ranking_loss", False),
+    "position_error": ("position_error", False),
+    "discounted_error": ("discounted_error", False),
+    "auc": ("auc", True),
+    "kendall_distance": ("kendall_distance", False),
+    "spearman_footrule": ("spearman_footrule", False),
+    "mean_rank_loss": ("mean_rank_loss", False),
+}
+SCORER_NAMES = frozenset(_SCORERS)
+
+
+def _takes_groups(func):
+    try:
+        return "groups" in inspect.signature(func).parameters
+    except (TypeError, ValueError):
+        return False
+
+
+class RankingScorer:
+    """A scikit-learn scorer for a ranking measure that needs the query groups of the test rows.
+
+    Call as ``scorer(estimator, X, y, groups=None)``: the measure is applied to
+    ``(y, estimator.predict(X), groups, **kwargs)`` (or ``decision_function`` with
+    ``response_method="decision_function"``) and multiplied by ``sign`` (+1 when greater is
+    better; -1 for losses, scikit-learn's convention, so that a search maximises it).
+
+    In a search (``GridSearchCV``, ``cross_validate``) the groups of each test fold reach the
+    scorer through scikit-learn's metadata routing:
+    ``sklearn.set_config(enable_metadata_routing=True)`` then
+    ``scorer.set_score_request(groups=True)`` (and ``estimator.set_fit_request(groups=True)`` for
+    the training part).  Without routing a search calls the scorer without groups, and the whole
+    test fold is then treated as one query.  Build one with :func:`make_ranking_scorer`.
+    """
+
+    def __init__(self, measure, sign, kwargs, response_method="predict"):
+        self._measure = measure
+        self._sign = sign
+        self._kwargs = dict(kwargs)
+        self._response_method = response_method
+        # scikit-learn's own scorer object carries the metadata-routing request (set_score_request,
+        # get_metadata_routing); the score itself is computed here so that groups can be passed
+        # directly too, with or without routing enabled.
+        self._router = make_scorer(measure, greater_is_better=sign > 0, response_method=response_method, **kwargs)
+
+    def __call__(self, estimator, X, y_true, groups=None, **kwargs):
+        if kwargs:
+            raise TypeError(f"{self!r} got unexpected keyword arguments {sorted(kwargs)}; only groups is accepted")
+        response = getattr(estimator, self._response_method, None)
+        if response is None:
+            raise ValueError(f"{type(estimator).__name__} has no {self._response_method} method")
+        return self.score_predictions(y_true, response(X), groups)
+
+    def score_predictions(self, y_true, y_pred, groups=None):
+        """The signed score of given predictions (no estimator): for code that already has
+        cross-validated predictions, e.g. an exact leave-group-out path."""
+        if groups is not None:
+            if not _takes_groups(self._measure):
+                raise ValueError(f"{getattr(self._measure, '__name__', self._measure)!r} does not take groups")
+            return self._sign * self._measure(y_true, y_pred, groups, **self._kwargs)
+        return self._sign * self._measure(y_true, y_pred, **self._kwargs)
+
+    @property
+    def greater_is_better(self):
+        return self._sign > 0
+
+    def set_score_request(self, **kwargs):
+        """Request metadata for the scorer (e.g. ``groups=True``) under scikit-learn's metadata
+        routing; returns self."""
+        self._router.set_score_request(**kwargs)
+        return self
+
+    def get_metadata_routing(self):
+        return self._router.get_metadata_routing()
+
+    def __repr__(self):
+        name = getattr(self._measure, "__name__", repr(self._measure))
+        args = "".join(f", {k}={v!r}" for k, v in self._kwargs.items())
+        sign = "" if self._sign > 0 else ", greater_is_better=False"
+        return f"make_ranking_scorer({name}{sign}{args})"
+
+
+def make_ranking_scorer(measure, *, greater_is_better=None, response_method="predict", **kwargs):
+    """A scorer ``scorer(estimator, X, y, groups=None)`` for a ranking measure.
+
+    measure : a name — "ndcg", "map" (mean_average_precision), "mrr" (mean_reciprocal_rank),
+        "precision_at_k", "err" (err_at_k), "pairwise_disagreement", "discrete_ranking_loss",
+        "msd", "m1d", "magnitude_preserving_cost", "stability_ranking_loss", "position_error",
+        "discounted_error", "auc", "kendall_distance", "spearman_footrule", "mean_rank_loss" — or
+        a callable ``measure(y_true, y_pred, groups=None, **kwargs)``.
+    greater_is_better : for a callable (default True); for a name it is known (losses and
+        errors are negated, scikit-learn's convention) and may not be contradicted.
+    response_method : estimator method giving the scores ("predict" or "decision_function").
+    kwargs : passed to the measure (e.g. ``k=10``).
+
+    Example (groups routed to both the estimator and the scorer)::
+
+        sklearn.set_config(enable_metadata_routing=True)
+        scorer = make_ranking_scorer("ndcg", k=10).set_score_request(groups=True)
+        search = GridSearchCV(RankRLS().set_fit_request(groups=True), {"alpha": [0.1, 1, 10]},
+                              cv=GroupKFold(3), scoring=scorer).fit(X, y, groups=groups)
+    """
+    if response_method not in ("predict", "decision_function"):
+        raise ValueError(f"response_method must be 'predict' or 'decision_function', got {response_method!r}")
+    if isinstance(measure, str):
+        if measure not in _SCORERS:
+            raise ValueError(f"unknown ranking measure {measure!r}; known: {sorted(_SCORERS)}")
+        fname, gib = _SCORERS[measure]
+        if greater_is_better is not None and bool(greater_is_better) != gib:
+            raise ValueError(f"{measure!r} is {'a score' if gib else 'a loss'}: greater_is_better must be {gib}")
+        func = globals()[fname]
+    elif callable(measure):
+        func = measure
+        gib = True if greater_is_better is None else bool(greater_is_better)
+    else:
+        raise TypeError(f"measure must be a measure name or a callable, got {type(measure).__name__}")
+    return RankingScorer(func, 1 if gib else -1, kwargs, response_method)

@@ -2,7 +2,8 @@
 
 Every function here returns *exactly* the predictions of the model retrained without the held-out
 inputs (all preference edges incident to them removed, every other pair kept with its original
-weight and the same ``alpha``), computed from one eigendecomposition ``S K S = V diag(sigma) V^T``
+weight; RankRLS keeps its ``alpha``, MPRank its ``C``, so its alpha = m_train^2 / (2 C) as in its
+own ``fit``), computed from one eigendecomposition ``S K S = V diag(sigma) V^T``
 of the training problem instead of one retraining per hold-out set:
 
 * :func:`leave_pair_out` -- object ranking (``groups=None``): the paper's leave-pair-out (Lemma 2,
@@ -11,6 +12,8 @@ of the training problem instead of one retraining per hold-out set:
   O(m^3 + m sum n_q^2).
 * :func:`leave_group_out` -- hold out each query group (eq. 33), O(m n_q + n_q^3) per group.
 * :func:`holdout_predictions` / :func:`kfold_predictions` -- arbitrary hold-out index sets / folds.
+* :func:`preference_holdout_predictions` -- hold-out sets of objects of an explicit preference
+  graph (every edge touching them removed; eq. 33 in its general form).
 * :func:`permutation_test_lpo` -- leave-pair-out AUC permutation test (Section 4.1), permuted
   label vectors learned as extra outputs of one decomposition.
 * :func:`mprank_loo_approximation` -- Cortes et al.'s approximate MPRank leave-one(-pair)-out
@@ -18,14 +21,15 @@ of the training problem instead of one retraining per hold-out set:
 
 Conventions.
 * ``estimator`` is an unfitted or fitted :class:`fastrank.RankRLS` (or :class:`fastrank.MPRank`,
-  whose ``C`` maps to ``alpha = m^2 / (2 C)``); only its parameters are read (alpha, kernel,
+  whose ``C`` maps to ``alpha = m^2 / (2 C)`` for the m inputs each retrained model sees); only its parameters are read (alpha, kernel,
   gamma, degree, coef0, group_weighting, n_jobs).  Linear kernel with n_features < m and
   solver "auto"/"primal" (the primal case): the spectral factor of ``S X X^T S`` is taken from
   the n x n matrix ``(S X)^T (S X)`` (rank-n, O(m n^2 + m^2 n), no m x m eigendecomposition);
   ``solver="dual"`` or any other kernel uses the m x m eigendecomposition, which handles
   singular K exactly (the paper's limit interpretation of Lemma 2).
-* Group weighting ``"normalized"`` (pair weight ``1/n_q``): removing inputs does NOT renormalise,
-  i.e. the retrained model keeps the weight ``1/n_q`` of the full group for its remaining pairs.
+* Group weightings other than "unweighted" (pair weight c_q depending on the group's size):
+  removing inputs does NOT renormalise, i.e. the retrained model keeps the weight c_q of the
+  full group for its remaining pairs.
 * Groups with fewer than two members have no pairs: they contribute no default pairs to
   :func:`leave_pair_out`, and holding them out does not change the model (their hold-out
   prediction equals the full-data prediction).
@@ -41,236 +45,23 @@ from collections import namedtuple
 
 import numpy as np
 
-from . import _core, _large_scale
-from ._kernels import resolve_kernel
-from ._validation import as_float_matrix, as_targets, check_alpha, check_n_jobs, group_index
+from sklearn.utils import check_random_state
+
+from ._problem import RankingProblem
+from ._shortcuts import check_sets, engine_for, estimator_alpha, preference_holdout, resolve_folds
+from ._validation import check_n_jobs, group_index
 
 __all__ = [
     "leave_pair_out",
     "leave_group_out",
     "holdout_predictions",
+    "preference_holdout_predictions",
     "kfold_predictions",
     "permutation_test_lpo",
     "mprank_loo_approximation",
     "pairwise_disagreement",
     "MPRankLOO",
 ]
-
-
-# --------------------------------------------------------------------------------------------
-# problem set-up shared by every shortcut
-# --------------------------------------------------------------------------------------------
-
-def _estimator_alpha(estimator, m):
-    if hasattr(estimator, "_equivalent_alpha") and not hasattr(estimator, "alpha"):
-        return check_alpha(float(estimator._equivalent_alpha(m)))
-    if not hasattr(estimator, "alpha") and hasattr(estimator, "C"):
-        C = check_alpha(estimator.C, "C")
-        return m * m / (2.0 * C)
-    return check_alpha(getattr(estimator, "alpha", 1.0))
-
-
-def _kernel_spec(estimator, n_features):
-    if hasattr(estimator, "_kernel_spec"):
-        return estimator._kernel_spec(n_features)
-    return resolve_kernel(getattr(estimator, "kernel", "linear"), getattr(estimator, "gamma", None),
-                          getattr(estimator, "degree", 3), getattr(estimator, "coef0", 1.0), n_features)
-
-
-class _Problem:
-    """Resolved data, Laplacian structure and the (lazily computed) eigendecomposition."""
-
-    def __init__(self, estimator, X, y, groups=None, *, min_rows=1, alpha=None):
-        solver = getattr(estimator, "solver", "auto")
-        if solver not in ("auto", "dual", "primal"):
-            raise ValueError(f"exact cross-validation shortcuts need the dense solver; got solver={solver!r}")
-        if getattr(estimator, "basis_vectors", None) is not None:
-            raise ValueError("exact cross-validation shortcuts do not support basis_vectors (sparse RankRLS)")
-        weighting = getattr(estimator, "group_weighting", "unweighted")
-        if weighting not in ("unweighted", "normalized"):
-            raise ValueError(f"group_weighting must be 'unweighted' or 'normalized', got {weighting!r}")
-        X = as_float_matrix(X, min_rows=1)
-        m = X.shape[0]
-        if m < min_rows:
-            raise ValueError(f"this cross-validation needs at least {min_rows} inputs, got n_samples={m}")
-        self.Y, self.one_d = as_targets(y, m)
-        self.m = m
-        self.n_threads = check_n_jobs(getattr(estimator, "n_jobs", None))
-        self.alpha = _estimator_alpha(estimator, m) if alpha is None else check_alpha(alpha)
-        spec = _kernel_spec(estimator, X.shape[1])
-        self.grouped = groups is not None
-        self.gi = group_index(groups, m)
-        # Linear kernel with n_features < m (solver "auto"/"primal"): the spectral factor of
-        # S K S = (S X)(S X)^T comes from the n x n matrix (S X)^T (S X) -- O(m n^2 + m^2 n)
-        # instead of an m x m eigendecomposition; the rank-r factor gives the same exact result.
-        self.low_rank = spec.linear and not spec.precomputed and X.shape[1] < m and solver != "dual"
-        self.Xg = np.ascontiguousarray(self.gi.take(X, 0)) if self.low_rank else None
-        # The kernel, its eigenvectors, the eigensolver's workspace (2) and the pair-phase matrix.
-        _large_scale.check_dense_memory(m, 5, "kernel matrix and its eigendecomposition")
-        if spec.precomputed:
-            if X.shape[0] != X.shape[1]:
-                raise ValueError(f"a precomputed kernel must be square, got shape {X.shape}")
-            Kg = self.gi.take(self.gi.take(X, 0), 1)
-            self.K = np.asfortranarray(0.5 * (Kg + Kg.T))
-        else:
-            self.K = spec.train(np.ascontiguousarray(self.gi.take(X, 0)), self.n_threads)
-        self.Yg = np.asfortranarray(self.gi.take(self.Y, 0))
-        sizes = self.gi.sizes.astype(np.float64)
-        if self.grouped and weighting == "normalized":
-            self.scale = np.ones_like(sizes)
-        else:
-            self.scale = np.sqrt(sizes)
-        self.offsets = self.gi.offsets.astype(np.int64)
-        self.cweight = self.scale ** 2 / sizes
-        self._V = self._sigma = self._P = None
-
-    # object ranking = one group with pair weight 1
-    @property
-    def c(self):
-        return float(self.cweight[0])
-
-    def _sqrt_laplacian_rows(self, A):
-        """S A for an (m, k) array in group order."""
-        out = np.array(A, dtype=np.float64, copy=True)
-        starts = self.offsets[:-1]
-        sizes = self.gi.sizes[:, None].astype(np.float64)
-        means = np.add.reduceat(out, starts, axis=0) / sizes
-        out -= np.repeat(means, self.gi.sizes, axis=0)
-        out *= np.repeat(self.scale, self.gi.sizes)[:, None]
-        return out
-
-    def decompose(self):
-        if self._V is None:
-            if self.low_rank:
-                SX = self._sqrt_laplacian_rows(self.Xg)
-                lam, W = np.linalg.eigh(SX.T @ SX)
-                keep = lam > max(lam.max(), 0.0) * max(SX.shape) * np.finfo(np.float64).eps
-                if not np.any(keep):
-                    self._V, self._sigma = np.zeros((self.m, 1), order="F"), np.zeros(1)
-                else:
-                    self._V = np.asfortranarray(SX @ (W[:, keep] / np.sqrt(lam[keep])))
-                    self._sigma = np.ascontiguousarray(lam[keep])
-                self._SX = SX
-            else:
-                self._V, self._sigma = _core.cv_spectral(self.K, self.offsets, self.scale, self.n_threads)
-        return self._V, self._sigma
-
-    def P(self):
-        if self._P is None:
-            V, _ = self.decompose()
-            if self.low_rank:
-                self._P = np.asfortranarray(self.Xg @ (self._SX.T @ V))  # K S V = X (S X)^T V
-            else:
-                self._P = _core.cv_ksv(self.K, self.offsets, self.scale, V)
-        return self._P
-
-    def total_pairs(self):
-        n = self.gi.sizes.astype(np.float64)
-        return float(np.sum(n * (n - 1) / 2))
-
-    # ---- leave-pair-out -----------------------------------------------------------------
-    def default_pairs(self):
-        if not self.grouped:
-            i, j = np.triu_indices(self.m, 1)
-            return np.ascontiguousarray(np.stack([i, j], axis=1).astype(np.int64, copy=False))
-        chunks = []
-        for q in range(self.gi.n_groups):
-            members = np.sort(self.gi.order[self.offsets[q]:self.offsets[q + 1]])
-            if members.size < 2:
-                continue
-            a, b = np.triu_indices(members.size, 1)
-            chunks.append(np.stack([members[a], members[b]], axis=1))
-        if not chunks:
-            return np.zeros((0, 2), dtype=np.int64)
-        pairs = np.concatenate(chunks).astype(np.int64)
-        order = np.lexsort((pairs[:, 1], pairs[:, 0]))
-        return np.ascontiguousarray(pairs[order])
-
-    def check_pairs(self, pairs):
-        pairs = np.asarray(pairs)
-        if pairs.ndim != 2 or pairs.shape[1] != 2:
-            raise ValueError(f"pairs must have shape (n_pairs, 2), got {pairs.shape}")
-        if pairs.size and not np.issubdtype(pairs.dtype, np.integer):
-            if not np.all(np.equal(np.mod(pairs, 1), 0)):
-                raise ValueError("pairs must contain integer indices")
-        pairs = np.ascontiguousarray(pairs, dtype=np.int64)
-        if pairs.size:
-            if pairs.min() < 0 or pairs.max() >= self.m:
-                raise ValueError(f"pair indices must lie in [0, {self.m}), got range "
-                                 f"[{pairs.min()}, {pairs.max()}]")
-            if np.any(pairs[:, 0] == pairs[:, 1]):
-                k = int(np.flatnonzero(pairs[:, 0] == pairs[:, 1])[0])
-                raise ValueError(f"pair {k} holds out the same index twice ({pairs[k, 0]})")
-            if self.grouped:
-                codes = self.gi.codes
-                bad = codes[pairs[:, 0]] != codes[pairs[:, 1]]
-                if np.any(bad):
-                    k = int(np.flatnonzero(bad)[0])
-                    raise ValueError(f"pair {k} = ({pairs[k, 0]}, {pairs[k, 1]}) joins inputs from different "
-                                     "groups; leave-pair-out with groups holds out pairs of one group")
-        return pairs
-
-    def check_pairs_leave_training(self, pairs):
-        if pairs.shape[0] == 0:
-            return
-        n = self.gi.sizes[self.gi.codes[pairs[:, 0]]].astype(np.float64)
-        removed = 2 * n - 3
-        if np.any(self.total_pairs() - removed <= 0.5):
-            raise ValueError("holding out a pair leaves no training pairs (every training pair touches it)")
-
-    def lpo(self, pairs, alpha=None):
-        alpha = self.alpha if alpha is None else alpha
-        pairs = np.ascontiguousarray(pairs, dtype=np.int64)
-        V, sigma = self.decompose()
-        if not self.grouped:
-            M, mu, h = _core.cv_object_prepare(self.K, V, sigma, self.c, alpha, self.Yg)
-            out = _core.cv_object_lpo_pairs(M, mu, h, self.Yg, self.c, pairs, self.n_threads)
-        else:
-            pg = np.ascontiguousarray(self.gi.inverse[pairs])
-            out = _core.cv_query_lpo(self.P(), V, sigma, self.offsets, self.scale, alpha, self.Yg, pg,
-                                     self.n_threads)
-        v = self.Y.shape[1]
-        out = out.reshape(pairs.shape[0], 2, v)
-        return out[:, :, 0] if self.one_d else out
-
-    # ---- hold-out sets --------------------------------------------------------------------
-    def holdout(self, sets, alpha=None):
-        """Predictions for each set (list of index arrays, original order) in one concatenation."""
-        alpha = self.alpha if alpha is None else alpha
-        rows = np.concatenate([s for s in sets]).astype(np.int64) if sets else np.zeros(0, np.int64)
-        fold_offsets = np.concatenate([[0], np.cumsum([len(s) for s in sets])]).astype(np.int64)
-        V, sigma = self.decompose()
-        if not self.grouped:
-            out = _core.cv_object_holdout(self.K, V, sigma, self.c, alpha, self.Yg, rows, fold_offsets)
-        else:
-            rg = self.gi.inverse[rows].astype(np.int64)
-            out = _core.cv_group_holdout(self.P(), V, sigma, self.offsets, self.scale, alpha, self.Yg, rg,
-                                         fold_offsets)
-        return out
-
-    def check_sets(self, sets):
-        checked = []
-        for k, s in enumerate(sets):
-            s = np.asarray(s)
-            if s.dtype == bool:
-                if s.shape != (self.m,):
-                    raise ValueError(f"boolean hold-out mask {k} must have shape ({self.m},)")
-                s = np.flatnonzero(s)
-            if s.ndim != 1:
-                raise ValueError(f"hold-out set {k} must be a 1-D array of indices")
-            if s.size and not np.issubdtype(s.dtype, np.integer):
-                raise ValueError(f"hold-out set {k} must contain integer indices")
-            s = s.astype(np.int64)
-            if s.size == 0:
-                raise ValueError(f"hold-out set {k} is empty")
-            if s.min() < 0 or s.max() >= self.m:
-                raise ValueError(f"hold-out set {k} has indices outside [0, {self.m})")
-            if np.unique(s).size != s.size:
-                raise ValueError(f"hold-out set {k} repeats an index")
-            if not self.grouped and self.m - s.size < 2:
-                raise ValueError(f"hold-out set {k} leaves fewer than 2 training inputs (no training pairs)")
-            checked.append(s)
-        return checked
 
 
 def _shape_out(out, one_d):
@@ -281,7 +72,7 @@ def _shape_out(out, one_d):
 # public functions
 # --------------------------------------------------------------------------------------------
 
-def leave_pair_out(estimator, X, y, pairs=None, groups=None):
+def leave_pair_out(estimator, X, y, pairs=None, groups=None, *, return_pairs=False):
     """Exact leave-pair-out predictions (004 Lemma 2, eqs. 34-39).
 
     For every pair (i, j) the predictions for ``x_i`` and ``x_j`` of the model retrained without
@@ -300,16 +91,19 @@ def leave_pair_out(estimator, X, y, pairs=None, groups=None):
     pairs : (n_pairs, 2) int array, optional.  Default: all i < j (inside groups when given) in
         lexicographic order.
     groups : (m,) group ids, optional
+    return_pairs : bool, default=False
+        Also return the (n_pairs, 2) int64 pair indices (useful with the default pairs).
 
     Returns
     -------
     (n_pairs, 2) array, or (n_pairs, 2, v) for 2-D ``y``: held-out predictions of each pair's first
-    and second index.
+    and second index; ``(pairs, predictions)`` with ``return_pairs=True``.
     """
-    prob = _Problem(estimator, X, y, groups, min_rows=3)
+    prob = engine_for(estimator, X, y, groups, min_rows=3)
     pairs = prob.default_pairs() if pairs is None else prob.check_pairs(pairs)
     prob.check_pairs_leave_training(pairs)
-    return prob.lpo(pairs)
+    out = prob.lpo(pairs)
+    return (pairs, out) if return_pairs else out
 
 
 def leave_group_out(estimator, X, y, groups):
@@ -323,12 +117,11 @@ def leave_group_out(estimator, X, y, groups):
     all alphas instead."""
     if groups is None:
         raise ValueError("leave_group_out needs groups")
-    prob = _Problem(estimator, X, y, groups)
-    if prob.gi.n_groups < 2:
+    prob = engine_for(estimator, X, y, groups)
+    if prob.groups.n_groups < 2:
         raise ValueError("leave_group_out needs at least two groups")
     # one alpha: Cholesky factor + diagonal blocks of the inverse (no eigendecomposition)
-    out = _core.cv_leave_group_out_cholesky(prob.K, prob.offsets, prob.scale, prob.alpha, prob.Yg, prob.n_threads)
-    return _shape_out(prob.gi.untake(out, 0), prob.one_d)
+    return _shape_out(prob.leave_group_out(), prob.one_d)
 
 
 def holdout_predictions(estimator, X, y, test_sets, groups=None):
@@ -338,7 +131,7 @@ def holdout_predictions(estimator, X, y, test_sets, groups=None):
     |U|^3) per set plus O(m^2) per distinct set size; with groups: O(m |A|^2 + |A|^3) with A the
     rows of the groups the set touches (eq. 33 for whole groups).  Returns a list of (|U|,) or
     (|U|, v) arrays.  A set that leaves no training pairs raises ValueError."""
-    prob = _Problem(estimator, X, y, groups)
+    prob = engine_for(estimator, X, y, groups)
     sets = prob.check_sets(list(test_sets))
     out = prob.holdout(sets)
     res, at = [], 0
@@ -348,25 +141,23 @@ def holdout_predictions(estimator, X, y, test_sets, groups=None):
     return res
 
 
-def _resolve_folds(folds, m, gi, grouped):
-    if isinstance(folds, numbers.Integral) and not isinstance(folds, (bool, np.bool_)):
-        k = int(folds)
-        if k < 2:
-            raise ValueError(f"the number of folds must be at least 2, got {k}")
-        if grouped:
-            if k > gi.n_groups:
-                raise ValueError(f"cannot make {k} folds from {gi.n_groups} groups")
-            gfold = np.arange(gi.n_groups) % k
-            return [np.sort(np.flatnonzero(gfold[gi.codes] == f)) for f in range(k)]
-        if k > m:
-            raise ValueError(f"cannot make {k} folds from {m} inputs")
-        return [np.asarray(a, dtype=np.int64) for a in np.array_split(np.arange(m), k)]
-    if hasattr(folds, "split"):
-        return None  # a scikit-learn splitter: the caller takes its test indices
-    if isinstance(folds, np.ndarray) and folds.ndim == 1 and folds.shape[0] == m and folds.dtype != object \
-            and folds.dtype != bool:
-        return [np.flatnonzero(folds == lab) for lab in np.unique(folds)]  # fold labels
-    return [np.asarray(s) for s in folds]
+def preference_holdout_predictions(estimator, X, pairs, test_sets, magnitudes=None, cost=None, weights=None):
+    """Exact hold-out predictions for a RankRLS trained on an explicit preference graph (004 eq. 33
+    in its general form): for each index set U, the predictions for U of the model retrained with
+    every preference touching U removed (``estimator.fit_preferences`` on the remaining edges,
+    same alpha).  ``pairs``, ``magnitudes``, ``cost``, ``weights`` as for
+    :meth:`fastrank.RankRLS.fit_preferences`.  One LU factorization of L K + alpha I, then
+    O(m^2 |B|) per set, B = U and its neighbours in the graph.  Returns a list of (|U|,) arrays."""
+    if getattr(estimator, "basis_vectors", None) is not None or getattr(estimator, "solver", "auto") == "cg":
+        raise ValueError("preference_holdout_predictions needs the dense kernel model (no basis_vectors, no "
+                         "solver='cg')")
+    precomputed = getattr(estimator, "kernel", "linear") == "precomputed"
+    problem = RankingProblem.from_preferences(X, pairs, magnitudes, cost, weights=weights, precomputed=precomputed)
+    sets = check_sets(list(test_sets), problem.m, min_train=2)
+    spec = estimator._kernel_spec(problem.n_features)
+    alpha = estimator_alpha(estimator, problem.m)
+    out = preference_holdout(problem, spec, alpha, sets, check_n_jobs(getattr(estimator, "n_jobs", None)))
+    return [o[:, 0] for o in out]
 
 
 def kfold_predictions(estimator, X, y, folds, groups=None):
@@ -374,11 +165,8 @@ def kfold_predictions(estimator, X, y, folds, groups=None):
     the fold holding k.  ``folds``: an int k (contiguous folds; with groups, whole groups assigned
     round-robin), an (m,) array of fold labels, or a sequence of disjoint index arrays covering
     the rows to predict (rows in no fold get NaN).  Returns (m,) or (m, v)."""
-    prob = _Problem(estimator, X, y, groups)
-    sets = _resolve_folds(folds, prob.m, prob.gi, prob.grouped)
-    if sets is None:
-        sets = [np.asarray(te) for _, te in folds.split(np.zeros((prob.m, 1)), None, groups)]
-    sets = prob.check_sets(sets)
+    prob = engine_for(estimator, X, y, groups)
+    sets = prob.check_sets(resolve_folds(folds, prob, groups))
     cat = np.concatenate(sets)
     if np.unique(cat).size != cat.size:
         raise ValueError("folds must be disjoint")
@@ -437,7 +225,6 @@ def permutation_test_lpo(estimator, X, y, n_permutations=100, random_state=None,
     y = np.asarray(y)
     if y.ndim != 1:
         raise ValueError("permutation_test_lpo needs a 1-D y")
-    from sklearn.utils import check_random_state
     rng = check_random_state(random_state)
     m = y.shape[0]
     cols = [y.astype(np.float64)]
@@ -453,26 +240,14 @@ def permutation_test_lpo(estimator, X, y, n_permutations=100, random_state=None,
                 perm[members] = members[rng.permutation(members.size)]
             cols.append(y[perm].astype(np.float64))
     Y = np.column_stack(cols)
-    prob = _Problem(estimator, X, Y, groups, min_rows=3)
+    prob = engine_for(estimator, X, Y, groups, min_rows=3)
     pairs = prob.default_pairs()
     prob.check_pairs_leave_training(pairs)
-    scores = _lpo_scores(prob, pairs, prob.alpha)
+    scores = prob.lpo_disagreement(pairs)
     auc = 1.0 - scores
     score, perm_scores = float(auc[0]), auc[1:]
     pvalue = (np.count_nonzero(perm_scores >= score) + 1.0) / (n_permutations + 1.0)
     return score, perm_scores, float(pvalue)
-
-
-def _lpo_scores(prob, pairs, alpha):
-    """Pairwise disagreement of the LPO predictions per output column, accumulated in C++
-    threads without materialising the (n_pairs, 2, v) predictions."""
-    V, sigma = prob.decompose()
-    if not prob.grouped:
-        M, mu, h = _core.cv_object_prepare(prob.K, V, sigma, prob.c, alpha, prob.Yg)
-        return _core.cv_object_lpo_disagreement(M, mu, h, prob.Yg, prob.c, pairs, prob.n_threads)
-    pg = np.ascontiguousarray(prob.gi.inverse[pairs])
-    return _core.cv_query_lpo_disagreement(prob.P(), V, sigma, prob.offsets, prob.scale, alpha, prob.Yg, pg,
-                                           prob.n_threads)
 
 
 # --------------------------------------------------------------------------------------------
@@ -490,16 +265,17 @@ def mprank_loo_approximation(estimator, X, y):
     (000 eq. 17) of the model h_ij retrained without x_i and x_j.  The approximation solves the
     two linear equations of Proposition 2 with the coefficients V_ij = ((m-1) U_ij + U_ii)/(m-2)
     (eq. 27), U the full-data hat matrix, replacing the unknown mean h-bar' of h_ij by the mean
-    h-bar of the full model.  Note: Proposition 2's h_ij keeps the per-pair weight 2C/m^2 of the
-    full sample scaled by m/(m-2) (it is the minimiser of eq. 25 with the held-out terms zeroed),
-    while the exact value here is the leave-pair-out of :func:`leave_pair_out` with the same alpha
-    = m^2/(2C); both differences vanish as m grows (relative O(1/m)), which is what the
-    approximation relies on.
+    h-bar of the full model.  The exact value is eq. 17 itself: for an :class:`fastrank.MPRank`,
+    h_ij is ``MPRank(C).fit`` on the other m - 2 points (alpha = (m-2)^2 / (2C), as
+    :func:`leave_pair_out` retrains MPRank); for a :class:`fastrank.RankRLS`, the same alpha.
+    Proposition 2's h_ij instead keeps the full sample's per-pair weight (the minimiser of eq. 25
+    with the held-out terms zeroed), and h-bar' is replaced by h-bar: both differences vanish as
+    m grows (relative O(1/m)), which is what the approximation relies on.
 
     Returns ``MPRankLOO(approximate, exact, pairs, approximate_predictions, exact_predictions)``
     with pairs = all i < j and the per-pair held-out predictions (n_pairs, 2).
     """
-    prob = _Problem(estimator, X, y, None, min_rows=3)
+    prob = engine_for(estimator, X, y, None, min_rows=3)
     if not prob.one_d:
         raise ValueError("mprank_loo_approximation needs a 1-D y")
     m, alpha = prob.m, prob.alpha

@@ -12,6 +12,9 @@ All perceptron-type learners share one streaming API:
 * ``average_rank_loss_`` is the cumulative average rank loss (1/T) sum_t |yhat_t - y_t| of the
   on-line predictions made on the stream so far (each made *before* the label was seen: the
   paper's learning-curve measure) and ``rank_loss_curve()`` returns it after every example.
+  It counts rank steps between positions in ``classes_`` (labels 10, 20, 50 are 1, 2, 3 steps
+  apart), i.e. ``fastrank.metrics.mean_rank_loss(..., scale="positions", classes=classes_)``;
+  with the ranks 1..k of the paper both conventions agree.
 
 Labels can be any orderable values (ints, strings, floats ...); they are mapped to the ranks 1..k
 of ``classes_`` (sorted), and every rank loss is measured in rank steps.  ``fit`` follows
@@ -33,10 +36,11 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, column_or_1d
 
 from . import _core
-from ._kernels import resolve_kernel
+from ._kernels import _KIND, KernelSpec, resolve_kernel
 from ._validation import as_float_matrix, check_n_jobs
+from .metrics import pairwise_disagreement
 
-__all__ = ["PRank", "OAPBPM", "WidrowHoff", "OnlineMPRank"]
+__all__ = ["PRank", "PRankVP", "OAPBPM", "WidrowHoff", "OnlineMPRank"]
 
 _VARIANTS = {"bpm": 0, "bagging": 1, "voted": 2}
 
@@ -195,8 +199,6 @@ class _OAPBase(ClassifierMixin, BaseEstimator):
                                           W, C, V)
             self.members_coef_ = W
         else:
-            from ._kernels import _KIND
-
             pre = self._kernel_kind == "precomputed"
             kind = 0 if pre else _KIND[self._kernel_kind]
             g, deg, c0 = self._kernel_args
@@ -311,8 +313,6 @@ class _OAPBase(ClassifierMixin, BaseEstimator):
         elif self.support_time_.size == 0:
             out = np.zeros((X.shape[0], coef.shape[1]))
         else:
-            from ._kernels import KernelSpec
-
             spec = KernelSpec(self._kernel_kind, *self._kernel_args)
             out = spec.predict(X, self.support_vectors_, coef, check_n_jobs(getattr(self, "n_jobs", None)))
         return out[:, 0] if which == "mean" else out
@@ -401,6 +401,162 @@ class PRank(_OAPBase):
     @property
     def weights_(self):
         return self.coef_
+
+
+class PRankVP(PRank):
+    """PRank-VP: a single PRank whose intermediate hypotheses vote (Harrington 2003, Sect. 3.1 and
+    4.1, "PRank with voted Perceptron"; the voted perceptron of Freund & Schapire applied to PRank).
+
+    Training is exactly :class:`PRank` (Algorithm 1, the same compiled update).  Every update
+    i = 1..u creates a new hypothesis h_i (weights w_i, thresholds c_i); h_0 is the starting rule
+    (w = 0, c = 0).  Each hypothesis counts its survival time v_i, the number of examples it
+    ranked correctly before the next update (on the stream so far, over all passes).  The final
+    rule is the normalised vote
+
+        H(x) = sum_i v_i h_i(x) / sum_i v_i,   h_i(x) = min{r : w_i . x - c_i(r) < 0},
+
+    returned by ``decision_function``; ``predict`` rounds it to the nearest rank (halves up),
+    as :class:`OAPBPM` does for OAP-VP.  Before any correct prediction (all v_i = 0) the plain
+    mean of the hypotheses is used.  ``average_rank_loss_`` / ``rank_loss_curve()`` are the
+    on-line losses of the underlying PRank (the predictions that drive its updates), so they equal
+    those of ``PRank`` on the same stream.
+
+    Memory: one weight vector (linear kernel) or one threshold vector and a support count (kernel
+    forms) per update — the voted perceptron keeps every intermediate hypothesis.  Kernel forms
+    replay the updates one at a time to record the thresholds (O(u^2) kernel evaluations for u
+    updates).  Parameters as :class:`PRank` without ``budget`` (a sliding window would change a
+    hypothesis between updates).
+
+    Attributes
+    ----------
+    vote_counts_ : (u + 1,) int — survival times v_0..v_u.
+    vote_thresholds_ : (u + 1, k - 1) — thresholds c_i.
+    vote_coef_ : (u + 1, d) — weights w_i (linear kernel only).
+    vote_n_support_ : (u + 1,) int — kernel forms: h_i uses the first ``vote_n_support_[i]``
+        entries of ``support_vectors_`` / ``dual_coef_``.
+    """
+
+    budget = None  # not a parameter: see the class docstring
+
+    def __init__(self, *, kernel="linear", gamma=None, degree=2, coef0=1.0, n_epochs=1, shuffle=False,
+                 random_state=None):
+        self.kernel = kernel
+        self.gamma = gamma
+        self.degree = degree
+        self.coef0 = coef0
+        self.n_epochs = n_epochs
+        self.shuffle = shuffle
+        self.random_state = random_state
+
+    def _reset(self, classes, n_features):
+        super()._reset(classes, n_features)
+        k = classes.size
+        self.vote_counts_ = np.zeros(1, dtype=np.int64)
+        self.vote_thresholds_ = np.zeros((1, k - 1))
+        if self._kernel_kind == "linear":
+            self.vote_coef_ = np.zeros((1, n_features))
+        else:
+            self.vote_n_support_ = np.zeros(1, dtype=np.int64)
+
+    def _stream(self, X, ranks, src):
+        k = self.classes_.size
+        t0 = self.n_seen_
+        linear = self._kernel_kind == "linear"
+        # state before this chunk, for the replay of the updates
+        C = np.array(self.members_thresholds_, dtype=np.float64, order="C")
+        V = np.array(self.members_counts_, dtype=np.int64)
+        if linear:
+            W = np.array(self.members_coef_, dtype=np.float64, order="C")
+        else:
+            A = np.ascontiguousarray(self.dual_coef_)
+            svX = np.ascontiguousarray(self.support_vectors_, dtype=np.float64)
+            svt, svs = self.support_time_, self.support_index_
+        super()._stream(X, ranks, src)  # the whole chunk in one compiled pass
+        losses = self._losses[self._losses.size - X.shape[0]:]
+        upd = np.flatnonzero(losses > 0)  # PRank updates exactly on its mistakes (Algorithm 1, line 2)
+        T = X.shape[0]
+        counts = np.diff(np.concatenate([[-1], upd, [T]])) - 1  # correct predictions between updates
+        new_c = np.empty((upd.size, k - 1))
+        if linear:
+            new_w = np.empty((upd.size, W.shape[1]))
+        else:
+            new_s = np.empty(upd.size, dtype=np.int64)
+            from ._kernels import _KIND
+
+            pre = self._kernel_kind == "precomputed"
+            kind = 0 if pre else _KIND[self._kernel_kind]
+            g, deg, c0 = self._kernel_args
+        for i, p in enumerate(upd):
+            # the same compiled PRank step, one example at a time from the state before it
+            xp = np.ascontiguousarray(X[p:p + 1])
+            yp = np.ascontiguousarray(ranks[p:p + 1])
+            if linear:
+                _core.oap_linear_fit(xp, yp, k, 1.0, self.seed_, t0 + int(p), 0, 1, W, C, V)
+                new_w[i] = W[0]
+            else:
+                sp = np.ascontiguousarray(src[p:p + 1], dtype=np.int64)
+                _, A, svX_new, svt, svs = _core.oap_kernel_fit(
+                    xp, yp, sp, k, 1.0, self.seed_, t0 + int(p), 0, 1, kind, g, deg, c0, pre, 0, A,
+                    svX if not pre else np.zeros((0, 0)), svt, svs, C, V)
+                svX = svX_new if not pre else svX
+                new_s[i] = svt.size
+            new_c[i] = C[0]
+        self.vote_counts_ = np.concatenate([self.vote_counts_[:-1], [self.vote_counts_[-1] + counts[0]],
+                                            counts[1:]]).astype(np.int64)
+        self.vote_thresholds_ = np.vstack([self.vote_thresholds_, new_c])
+        if linear:
+            self.vote_coef_ = np.vstack([self.vote_coef_, new_w])
+        else:
+            self.vote_n_support_ = np.concatenate([self.vote_n_support_, new_s]).astype(np.int64)
+
+    def _hypothesis_scores(self, X):
+        """Scores w_i . x of every hypothesis, (p, u + 1)."""
+        if self._kernel_kind == "linear":
+            return X @ self.vote_coef_.T
+        # f_i(x) = sum over the first n_i support entries of alpha_s K(x_s, x): prefix sums
+        per = self._member_scores_terms(X)  # (p, S)
+        pref = np.concatenate([np.zeros((per.shape[0], 1)), np.cumsum(per, axis=1)], axis=1)
+        return pref[:, self.vote_n_support_]
+
+    def _member_scores_terms(self, X):
+        coef = self.dual_coef_[0]
+        if coef.size == 0:
+            return np.zeros((X.shape[0], 0))
+        if self._kernel_kind == "precomputed":
+            need = int(self.support_index_.max()) + 1
+            if X.shape[1] < need:
+                raise ValueError(f"precomputed kernel: X needs at least {need} columns (one per training "
+                                 f"example), got {X.shape[1]}")
+            K = X[:, self.support_index_]
+        else:
+            from ._kernels import KernelSpec
+
+            K = np.asarray(KernelSpec(self._kernel_kind, *self._kernel_args).cross(
+                X, self.support_vectors_, check_n_jobs(None)))
+        return K * coef[None, :]
+
+    def _vote(self, X):
+        X = self._prepare_predict(X)
+        v = self.vote_counts_
+        den = int(v.sum())
+        H = np.empty(X.shape[0], dtype=np.int64)
+        # blocks of rows: the (rows, hypotheses, k - 1) comparison stays small
+        step = max(1, int(4_000_000 // max(1, v.size * max(1, self.classes_.size - 1))))
+        for lo in range(0, X.shape[0], step):
+            R = _rank_from_scores(self._hypothesis_scores(X[lo:lo + step]), self.vote_thresholds_)  # (b, u + 1)
+            H[lo:lo + step] = R @ v if den > 0 else R.sum(axis=1)
+        return H, (den if den > 0 else v.size)
+
+    def decision_function(self, X):
+        """The vote H(x) = sum_i v_i h_i(x) / sum_i v_i on the rank scale 1..k."""
+        H, den = self._vote(X)
+        return H / den
+
+    def predict(self, X):
+        """Labels: the vote rounded to the nearest rank (halves up), floor(H + 1/2)."""
+        H, den = self._vote(X)
+        ranks = (2 * H + den) // (2 * den)
+        return self.classes_[ranks - 1]
 
 
 class OAPBPM(_OAPBase):
@@ -704,26 +860,13 @@ class OnlineMPRank(RegressorMixin, BaseEstimator):
         """Ranking scores h(x) of eq. 13 (higher ranks higher; defined up to a constant)."""
         return self._h(X)
 
-    def score(self, X, y, groups=None):
-        """Pairwise ranking accuracy 1 - pairwise_disagreement(y, predict(X), groups, ties="half")
-        (pairs tied in y ignored, tied scores half an error), as ``fastrank.MPRank.score``."""
+    def score(self, X, y, groups=None, sample_weight=None):
+        """Pairwise ranking accuracy 1 - pairwise_disagreement(y, predict(X), groups) (pairs tied in
+        y ignored, tied scores half an error; row weights make a pair weigh w_i w_j), as
+        ``fastrank.MPRank.score``."""
         pred = self.predict(X)
         y = np.asarray(y, dtype=np.float64).ravel()
-        try:
-            from .metrics import pairwise_disagreement
-        except ImportError:  # metrics module not available: the same quantity without groups
-            pairwise_disagreement = None
-        if pairwise_disagreement is not None:
-            return 1.0 - pairwise_disagreement(y, pred, groups, ties="half")
-        if groups is not None:
-            raise ValueError("groups need fastrank.metrics")
-        dy = np.sign(y[:, None] - y[None, :])
-        dp = np.sign(pred[:, None] - pred[None, :])
-        rel = dy > 0
-        if not rel.any():
-            return float("nan")
-        err = (dp[rel] < 0).sum() + 0.5 * (dp[rel] == 0).sum()
-        return 1.0 - err / rel.sum()
+        return 1.0 - pairwise_disagreement(y, pred, groups, sample_weight=sample_weight)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

@@ -6,7 +6,7 @@
 // The operator is applied as X^T (L (X p)) + alpha p, never forming X^T L X, L or a pair list:
 //   * groups: rows stay in their ORIGINAL order; a per-row group code gives
 //     (L u)_i = c_q (n_q u_i - sum_{j in q} u_j) with one O(m) pass of per-group sums;
-//     object ranking is the single group; c_q = 1 (unweighted, the paper) or 1/n_q (normalized);
+//     object ranking is the single group; c_q = 1 (unweighted, the paper) or a per-group weight;
 //   * graph: (L u) = M (M^T u), four scalar updates per edge, O(l).
 // One iteration costs O(nnz + m + l) per output.  Every output column runs its own CG (own step
 // sizes and stopping); the products are batched over the still-active columns and threaded.
@@ -38,7 +38,7 @@ struct RankingLaplacian {
   // Graph.
   PreferenceGraph graph;
 
-  static RankingLaplacian groups(Index m, const std::int64_t* codes, Index n_groups, bool normalized);
+  static RankingLaplacian groups(Index m, const std::int64_t* codes, Index n_groups, VectorCRef pair_weight);
   static RankingLaplacian preferences(PreferenceGraph graph);
 
   // out = L U (m x v, row-major).

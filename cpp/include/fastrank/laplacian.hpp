@@ -5,8 +5,8 @@
 // block [offsets[q], offsets[q+1]).  With pair weight c_q, block q of L is
 //   L_q = c_q (n_q I - 1 1^T)                       (eq. 25: D - P P^T, c_q = 1)
 // and its symmetric square root is S_q = s_q C_q with C_q = I - 1 1^T / n_q (centering) and
-// s_q = sqrt(c_q n_q):  s_q = sqrt(n_q) for the paper's unweighted Laplacian, s_q = 1 for the
-// per-group normalized weighting c_q = 1/n_q.  S never exists as a matrix: applying it is a
+// s_q = sqrt(c_q n_q):  s_q = sqrt(n_q) for the paper's unweighted Laplacian (c_q = 1); the
+// Python layer chooses c_q (e.g. 1/n_q, or 1/#pairs of the group as at the end of Sect. 2.4).  S never exists as a matrix: applying it is a
 // block-centering pass, O(m v) on vectors and O(m^2) on a kernel matrix.
 //
 // Preference graph.  Edges e = (head preferred over tail) with weight w_e and target z_e; M is the
@@ -24,8 +24,8 @@ struct GroupStructure {
   Index n_groups() const { return offsets.size() == 0 ? 0 : offsets.size() - 1; }
   Index group_size(Index q) const { return offsets[q + 1] - offsets[q]; }
 
-  // Validates and builds; normalized selects c_q = 1/n_q.
-  static GroupStructure from_offsets(const IndexVector& offsets, bool normalized);
+  // Validates and builds from the per-group pair weights c_q > 0 (s_q = sqrt(c_q n_q)).
+  static GroupStructure from_offsets(const IndexVector& offsets, VectorCRef pair_weight);
   static GroupStructure all_pairs(Index m);
 };
 

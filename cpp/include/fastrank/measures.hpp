@@ -61,4 +61,37 @@ RowMatrix pair_statistics(const double* f, const std::int64_t* f_order, const st
 RowMatrix dcg_statistics(const double* y, const double* f, const std::int64_t* codes, Index m, Index n_groups,
                          Index k, int gain, int n_threads);
 
+// Per-group sums over the "dominance" pairs of two score vectors (a, b): the unordered pairs
+// {i, j} of a group with a_i > a_j and b_i > b_j (both strict), an (n_groups, kNumDominance)
+// matrix of
+//   count, sum (a_i - a_j), sum (b_i - b_j), sum (a_i - a_j)^2, sum (b_i - b_j)^2,
+//   sum (a_i - a_j)(b_i - b_j).
+// These give the pairwise costs of Cortes et al. (000 eqs. 4, 6: mis-ordered pairs are the
+// dominance pairs of (y, -f)) and the hinge and gamma losses of Agarwal & Niyogi (002 Sect. 4,
+// 5.2.1: pairs with y_i > y_j and y_i - f_i > y_j - f_j) without a pair list.  Algorithm: per
+// group, values centred (translation invariance, for accuracy); the condition being symmetric,
+// a sweep in increasing order of the coordinate with more distinct values (tied blocks queried
+// before they are inserted) against a Fenwick tree over the dense ranks of the other one (the
+// labels, typically: a small tree that stays in cache) holding the six running sums; when both
+// coordinates have more than 4096 distinct values, a merge sort by b of the points in a-order
+// instead.  O(n_g log n_g) per group.
+enum DominanceStat : int {
+  kDomCount = 0,
+  kDomA = 1,
+  kDomB = 2,
+  kDomAA = 3,
+  kDomBB = 4,
+  kDomAB = 5,
+  kNumDominance = 6
+};
+RowMatrix dominance_sums(const double* a, const double* b, const std::int64_t* codes, Index m, Index n_groups,
+                         int n_threads);
+
+// Per-group sums over the unordered pairs {i, j} of a group with |z_i - z_j| > eps (eps >= 0),
+// an (n_groups, 3) matrix of count, sum (|z_i - z_j| - eps), sum (|z_i - z_j| - eps)^2 (the
+// epsilon-insensitive cost of 000 eq. 7).  Per group: sort, then prefix sums of z and z^2 and a
+// moving lower bound.  O(n_g log n_g).
+RowMatrix threshold_pair_sums(const double* z, const std::int64_t* codes, Index m, Index n_groups, double eps,
+                              int n_threads);
+
 }  // namespace fastrank

@@ -31,12 +31,12 @@ struct SubsetDecomposition {
 };
 
 // Y <- S Y with per-row group codes (rows in original order), column-parallel, O(m v).
-void apply_sqrt_laplacian_codes(MatrixRef Y, const std::int64_t* codes, Index n_groups, bool normalized,
+void apply_sqrt_laplacian_codes(MatrixRef Y, const std::int64_t* codes, Index n_groups, VectorCRef pair_weight,
                                 int n_threads);
 
 // Scoring setting.  KRt (m x r) is overwritten with S K_R^T.
 SubsetDecomposition sparse_rls_decompose_groups(MatrixRef KRt, MatrixCRef Y, const std::int64_t* codes,
-                                                Index n_groups, bool normalized, MatrixCRef KRR, int n_threads);
+                                                Index n_groups, VectorCRef pair_weight, MatrixCRef KRR, int n_threads);
 // Preference graph setting.
 SubsetDecomposition sparse_rls_decompose_graph(MatrixCRef KRt, const PreferenceGraph& graph, MatrixCRef KRR,
                                                int n_threads);

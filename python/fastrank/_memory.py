@@ -1,0 +1,90 @@
+"""Memory guard for dense allocations.
+
+Every dense O(m^2) or O(n^2) allocation of fastrank is announced here first, so that a problem
+too large for the machine raises a clear :class:`MemoryError` (pointing to the CG and
+subset-of-regressors solvers) instead of swapping or dying with ``std::bad_alloc``.
+"""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+
+__all__ = ["available_memory", "dense_memory_limit", "check_dense_memory", "ENV_LIMIT"]
+
+ENV_LIMIT = "FASTRANK_MAX_DENSE_BYTES"
+_SUFFIX = {"": 1, "B": 1, "K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}
+
+
+def available_memory():
+    """Bytes of memory available now (``MemAvailable`` of /proc/meminfo, else sysconf), or None."""
+    try:
+        with open("/proc/meminfo") as fh:
+            for line in fh:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    try:
+        return int(os.sysconf("SC_AVPHYS_PAGES")) * int(os.sysconf("SC_PAGE_SIZE"))
+    except (ValueError, OSError, AttributeError):
+        return None
+
+
+def _parse_bytes(text):
+    s = str(text).strip().upper()
+    for tail in ("IB", "B"):
+        if s.endswith(tail) and len(s) > len(tail):
+            s = s[: -len(tail)]
+            break
+    unit = s[-1] if s and s[-1] in _SUFFIX else ""
+    number = s[:-1] if unit else s
+    try:
+        value = float(number) * _SUFFIX[unit]
+    except ValueError:
+        raise ValueError(f"{ENV_LIMIT}={text!r} is not a byte count (examples: 2000000000, 512M, 8G)") from None
+    if not np.isfinite(value) or value <= 0:
+        raise ValueError(f"{ENV_LIMIT}={text!r} must be positive")
+    return value
+
+
+def dense_memory_limit():
+    """The largest dense allocation (bytes) the dense solvers may make, or None for no limit.
+
+    ``FASTRANK_MAX_DENSE_BYTES`` (bytes, or with a K/M/G/T suffix; ``0``/``none`` disables the
+    guard) if set, else half of :func:`available_memory`.
+    """
+    env = os.environ.get(ENV_LIMIT)
+    if env is not None and env.strip() != "":
+        if env.strip().lower() in ("0", "none", "off", "inf"):
+            return None
+        return _parse_bytes(env)
+    avail = available_memory()
+    return None if avail is None else 0.5 * avail
+
+
+def _fmt_bytes(b):
+    for unit, size in (("TB", 2**40), ("GB", 2**30), ("MB", 2**20), ("KB", 2**10)):
+        if b >= size:
+            return f"{b / size:.1f} {unit}"
+    return f"{int(b)} B"
+
+
+def check_dense_memory(n_rows, n_matrices=1, what="kernel matrix", *, n_cols=None, limit=None):
+    """Raise :class:`MemoryError` before allocating ``n_matrices`` dense float64 ``n_rows x n_cols``
+    matrices (``n_cols`` defaults to ``n_rows``: an m x m kernel or n x n covariance) when they would
+    exceed ``limit`` bytes (default :func:`dense_memory_limit`).  Returns the byte count."""
+    n_cols = n_rows if n_cols is None else n_cols
+    need = 8.0 * float(n_rows) * float(n_cols) * float(n_matrices)
+    limit = dense_memory_limit() if limit is None else float(limit)
+    if limit is not None and need > limit:
+        shape = f"{int(n_rows)} x {int(n_cols)}"
+        count = f"{int(n_matrices)} x " if n_matrices != 1 else ""
+        raise MemoryError(
+            f"fastrank: this solver would allocate {count}a dense {shape} {what} ({_fmt_bytes(need)}), more than "
+            f"the limit of {_fmt_bytes(limit)} (half of the available memory unless {ENV_LIMIT} is set). "
+            "For large data use RankRLS(solver='cg') (linear kernel, sparse or dense X: O(nnz + m) memory) or "
+            "RankRLS(basis_vectors=<int or indices>) (subset-of-regressors approximation, O(m |R|) memory)."
+        )
+    return need

@@ -1,0 +1,414 @@
+"""One ranking problem: validated features, targets and the pair structure every learner and
+every cross-validation shortcut consumes (Pahikkala et al. 2009, Sect. 2).
+
+The pair structure is one of
+* all pairs (object ranking): one group holding every row, L = m I - 1 1^T;
+* query groups: pairs inside each group only, L block-diagonal (eq. 25), each pair weighted by
+  a per-group weight c_q chosen by ``weighting`` (see ``WEIGHTINGS``);
+* a weighted preference multigraph (eqs. 12-14): edges (head preferred over tail) with weight
+  w_e and target z_e (costs (20)-(22)), L = M M^T with M the weighted incidence matrix.
+
+For the first two, S = L^{1/2} is block centring scaled by s_q = sqrt(c_q n_q) (see
+``cpp/include/fastrank/laplacian.hpp``); rows are kept in the caller's order and the
+:class:`~fastrank._validation.GroupIndex` permutes them into contiguous groups when a solver
+needs that.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+
+from ._sparse import as_csr, issparse
+from ._validation import as_float_matrix, as_targets, group_index
+
+__all__ = ["PreferenceGraph", "RankingProblem", "WEIGHTINGS", "COSTS", "check_weighting", "pair_weights"]
+
+# Pair weight c_q inside a group of n_q rows (P_q = n_q (n_q - 1) / 2 pairs):
+#   "unweighted"  c_q = 1              the paper's Laplacian (eq. 25); a query weighs P_q in total
+#   "per_query"   c_q = 1 / P_q        every query's pairs weigh 1 in total: the normalisation at
+#                                      the end of Sect. 2.4 (each edge of a sentence weighted by the
+#                                      inverse of the number of that sentence's edges)
+#   "per_object"  c_q = 1 / (n_q - 1)  every row's n_q - 1 pairs weigh 1 in total (each object
+#                                      counts equally; a query weighs n_q / 2)
+#   "normalized"  c_q = 1 / n_q        L_q = I - 1 1^T / n_q: least squares on query-centred
+#                                      scores, sum_i ((f_i - mean_q f) - (y_i - mean_q y))^2
+WEIGHTINGS = ("unweighted", "per_query", "per_object", "normalized")
+COSTS = ("binary", "magnitude", "normalized")
+
+
+def pair_weights(sizes, weighting):
+    """The pair weight c_q of every group of ``sizes`` rows under ``weighting``."""
+    n = np.asarray(sizes, dtype=np.float64)
+    if weighting == "unweighted":
+        return np.ones_like(n)
+    if weighting == "normalized":
+        return 1.0 / n
+    count = n * (n - 1.0) / 2.0 if weighting == "per_query" else n - 1.0
+    return np.where(n >= 2, 1.0 / np.maximum(count, 1.0), 1.0)
+
+
+def check_weighting(weighting):
+    if weighting not in WEIGHTINGS:
+        raise ValueError(f"group_weighting must be one of {WEIGHTINGS}, got {weighting!r}")
+    return weighting
+
+
+class PreferenceGraph(NamedTuple):
+    """Edges e = (head[e] preferred over tail[e]) with weight w_e > 0 and targets z_e (l, v)."""
+
+    head: np.ndarray
+    tail: np.ndarray
+    weight: np.ndarray
+    target: np.ndarray
+
+    @property
+    def n_edges(self):
+        return self.head.size
+
+    @classmethod
+    def from_pairs(cls, pairs, magnitudes, cost, m, weights=None):
+        """Validated edges for the costs (20) binary (z = 1, w = 1), (21) magnitude (z = g, w = 1)
+        and (22) magnitude-normalized (z = g, w = 1/g) of Sect. 2.4; ``weights`` (> 0) multiply
+        each edge's squared error (w_e -> w_e sqrt(weights_e), eq. 11)."""
+        pairs = np.asarray(pairs)
+        if pairs.ndim != 2 or pairs.shape[1] != 2:
+            raise ValueError(f"pairs must have shape (n_pairs, 2), got {pairs.shape}")
+        if pairs.shape[0] == 0:
+            raise ValueError("pairs is empty: a preference graph needs at least one preference")
+        if not np.issubdtype(pairs.dtype, np.integer):
+            if np.issubdtype(pairs.dtype, np.floating) and np.all(np.isfinite(pairs)) \
+                    and np.all(pairs == np.round(pairs)):
+                pairs = pairs.astype(np.int64)
+            else:
+                raise TypeError("pairs must hold integer row indices")
+        pairs = pairs.astype(np.int64)
+        bad = (pairs < 0) | (pairs >= m)
+        if bad.any():
+            e = int(np.flatnonzero(bad.any(axis=1))[0])
+            raise ValueError(f"pairs[{e}] = {pairs[e].tolist()} refers to a row outside [0, {m})")
+        loops = pairs[:, 0] == pairs[:, 1]
+        if loops.any():
+            e = int(np.flatnonzero(loops)[0])
+            raise ValueError(f"pairs[{e}] = {pairs[e].tolist()} is a self-loop (a row preferred over itself)")
+        if cost is None:
+            cost = "binary" if magnitudes is None else "magnitude"
+        if cost not in COSTS:
+            raise ValueError(f"cost must be one of {COSTS}, got {cost!r}")
+        l = pairs.shape[0]
+        if magnitudes is None:
+            if cost != "binary":
+                raise ValueError(f"cost={cost!r} needs magnitudes")
+            g = np.ones(l)
+        else:
+            g = np.asarray(magnitudes, dtype=np.float64)
+            if g.shape != (l,):
+                raise ValueError(f"magnitudes must have shape ({l},), got {g.shape}")
+            if not np.isfinite(g).all():
+                raise ValueError("magnitudes contain NaN or infinity")
+            if (g < 0).any():
+                raise ValueError("magnitudes must be >= 0 (swap the pair to reverse a preference)")
+        if cost == "binary":
+            weight, target = np.ones(l), np.ones(l)
+        elif cost == "magnitude":
+            weight, target = np.ones(l), g
+        else:
+            if (g <= 0).any():
+                raise ValueError("cost='normalized' (eq. 22) weights each preference by 1/magnitude: "
+                                 "magnitudes must be > 0")
+            weight, target = 1.0 / g, g
+        if weights is not None:
+            omega = np.asarray(weights)
+            if omega.dtype == object or not (np.issubdtype(omega.dtype, np.number) or omega.dtype == bool) \
+                    or np.iscomplexobj(omega):
+                raise ValueError(f"weights must be positive real numbers, got dtype {omega.dtype}")
+            omega = omega.astype(np.float64)
+            if omega.shape != (l,):
+                raise ValueError(f"weights must have shape ({l},) (one per pair), got {omega.shape}")
+            if not np.isfinite(omega).all() or (omega <= 0).any():
+                raise ValueError("weights must be finite and > 0 (drop a pair instead of giving it weight 0)")
+            weight = weight * np.sqrt(omega)
+        return cls(np.ascontiguousarray(pairs[:, 0]), np.ascontiguousarray(pairs[:, 1]), weight,
+                   np.ascontiguousarray(target.reshape(-1, 1)))
+
+    @classmethod
+    def from_arrays(cls, graph, m):
+        """Edges from a ``(head, tail, weight, target)`` tuple or an object with those attributes."""
+        if isinstance(graph, (tuple, list)):
+            head, tail, weight, target = graph
+        else:
+            head, tail, weight, target = graph.head, graph.tail, graph.weight, graph.target
+        head = np.ascontiguousarray(head, dtype=np.int64).reshape(-1)
+        tail = np.ascontiguousarray(tail, dtype=np.int64).reshape(-1)
+        weight = np.ascontiguousarray(weight, dtype=np.float64).reshape(-1)
+        target = np.asarray(target, dtype=np.float64)
+        if target.ndim == 1:
+            target = target.reshape(-1, 1)
+        l = head.size
+        if tail.size != l or weight.size != l or target.shape[0] != l:
+            raise ValueError("preference graph arrays must have one entry per edge")
+        if l == 0:
+            raise ValueError("the preference graph has no edges")
+        if head.min() < 0 or tail.min() < 0 or head.max() >= m or tail.max() >= m:
+            raise ValueError(f"preference pairs refer to rows outside [0, {m})")
+        return cls(head, tail, weight, np.ascontiguousarray(target))
+
+
+def check_features(X, *, precomputed=False, allow_sparse=False, min_rows=2):
+    """Training input: a dense (m, m) kernel for a precomputed kernel (checked symmetric), dense
+    features, or (``allow_sparse``) a scipy.sparse matrix in CSR form."""
+    if precomputed:
+        if issparse(X):
+            raise ValueError("a precomputed kernel must be a dense (m, m) array")
+        K = as_float_matrix(X, "X (precomputed kernel)", min_rows=min_rows)
+        if K.shape[0] != K.shape[1]:
+            raise ValueError(f"A precomputed kernel must be square (m, m), got shape {K.shape}")
+        scale = max(1.0, float(np.abs(K).max()))
+        if not np.allclose(K, K.T, rtol=1e-10, atol=1e-12 * scale):
+            raise ValueError("A precomputed kernel matrix must be symmetric")
+        return K
+    if issparse(X):
+        if not allow_sparse:
+            raise TypeError("X is a sparse matrix; this function needs dense input (call X.toarray()); "
+                            "RankRLS takes sparse X with solver='cg' or basis_vectors.")
+        X = X if X.format == "csr" else X.tocsr()
+        as_csr(X, "X")  # validation only: the solvers map the arrays themselves
+        if X.shape[0] < min_rows:
+            raise ValueError(f"Found array with {X.shape[0]} sample(s) while a minimum of {min_rows} is required.")
+        return X
+    return as_float_matrix(X, "X", min_rows=min_rows)
+
+
+def _tie_cells(Y, gi):
+    """Rows grouped by (group, target value): a GroupIndex whose groups are the tie cells nested
+    in the query groups.  Every output column must tie the same pairs."""
+    _, ycode = np.unique(Y[:, 0], return_inverse=True)
+    ycode = ycode.reshape(-1)
+    for k in range(1, Y.shape[1]):
+        # the same partition into tie classes: the (class in column 0, class in column k) pairs
+        # are as many as the classes of either column
+        _, other = np.unique(Y[:, k], return_inverse=True)
+        joint = np.unique(np.stack([ycode, other.reshape(-1)], axis=1), axis=0).shape[0]
+        if joint != ycode.max() + 1 or joint != other.max() + 1:
+            raise ValueError("exclude_ties=True needs every output column of y to tie the same pairs; fit "
+                             "the outputs separately")
+    combined = gi.codes * (int(ycode.max()) + 1) + ycode
+    return group_index(combined, Y.shape[0])
+
+
+class RankingProblem:
+    """Validated features ``X`` (dense, CSR, or a precomputed (m, m) kernel), targets ``Y``
+    (m, v) Fortran-ordered (None for a preference graph), and the pair structure.
+
+    Build it with :meth:`from_scores` or :meth:`from_preferences`; it is read-only afterwards.
+    """
+
+    __slots__ = ("X", "Y", "one_d", "groups", "grouped", "weighting", "graph", "precomputed", "cells")
+
+    def __init__(self, X, Y, one_d, groups, grouped, weighting, graph, precomputed, cells=None):
+        self.X, self.Y, self.one_d = X, Y, one_d
+        self.groups, self.grouped, self.weighting = groups, grouped, weighting
+        self.graph, self.precomputed = graph, precomputed
+        # exclude_ties: rows grouped by (group, target value); tied pairs carry no preference
+        self.cells = cells
+
+    # -- construction ---------------------------------------------------------------------------
+    @classmethod
+    def from_scores(cls, X, y, groups=None, *, weighting="unweighted", precomputed=False, allow_sparse=False,
+                    min_rows=2, require_informative=True, exclude_ties=False):
+        """Scoring setting (cost (21), z_ij = y_i - y_j): all pairs, or pairs inside ``groups``;
+        with ``exclude_ties`` only pairs whose targets differ (every output must tie the same
+        pairs)."""
+        check_weighting(weighting)
+        X = check_features(X, precomputed=precomputed, allow_sparse=allow_sparse, min_rows=min_rows)
+        Y, one_d = as_targets(y, X.shape[0])
+        gi = group_index(groups, X.shape[0])
+        # A per-group weighting needs groups: object ranking weighs every pair 1 (L = m I - 1 1^T).
+        cells = _tie_cells(Y, gi) if exclude_ties else None
+        prob = cls(X, Y, one_d, gi, groups is not None, weighting if groups is not None else "unweighted", None,
+                   precomputed, cells)
+        if require_informative:
+            prob.check_informative_targets()
+        return prob
+
+    @classmethod
+    def from_preferences(cls, X, pairs, magnitudes=None, cost=None, *, weights=None, precomputed=False,
+                         allow_sparse=False):
+        """Preference-graph setting: ``pairs[e] = (a, b)`` means row a is preferred over row b."""
+        X = check_features(X, precomputed=precomputed, allow_sparse=allow_sparse)
+        graph = PreferenceGraph.from_pairs(pairs, magnitudes, cost, X.shape[0], weights)
+        return cls(X, None, True, None, False, "unweighted", graph, precomputed)
+
+    def with_features(self, X):
+        """The same pair structure and targets over other features (e.g. sparse X densified)."""
+        return RankingProblem(X, self.Y, self.one_d, self.groups, self.grouped, self.weighting, self.graph,
+                              self.precomputed, self.cells)
+
+    # -- shape ------------------------------------------------------------------------------------
+    @property
+    def m(self):
+        return self.X.shape[0]
+
+    @property
+    def n_features(self):
+        return self.X.shape[1]
+
+    @property
+    def n_outputs(self):
+        return self.graph.target.shape[1] if self.graph is not None else self.Y.shape[1]
+
+    @property
+    def sparse(self):
+        return issparse(self.X)
+
+    @property
+    def is_graph(self):
+        return self.graph is not None
+
+    @property
+    def exclude_ties(self):
+        return self.cells is not None
+
+    # -- groups (scoring setting) -----------------------------------------------------------------
+    @property
+    def offsets(self):
+        return self.groups.offsets
+
+    @property
+    def sizes(self):
+        return self.groups.sizes
+
+    @property
+    def n_groups(self):
+        return self.groups.n_groups
+
+    @property
+    def codes(self):
+        return self.groups.codes
+
+    def pair_weight(self):
+        """c_q per group (see ``WEIGHTINGS``); groups of one row have no pairs and get c_q = 1."""
+        return pair_weights(self.sizes, self.weighting)
+
+    def sqrt_laplacian_scale(self):
+        """s_q = sqrt(c_q n_q): S's block q is s_q (I - 1 1^T / n_q)."""
+        return np.sqrt(self.pair_weight() * self.sizes)
+
+    def targets_grouped(self):
+        """Y with rows in group order, Fortran-ordered."""
+        return np.asfortranarray(self.groups.take(self.Y))
+
+    def apply_S(self, A):
+        """S A for an (m, k) array whose rows are in GROUP order (S = L^{1/2} is symmetric)."""
+        out = np.array(A, dtype=np.float64, copy=True)
+        sizes = self.sizes
+        means = np.add.reduceat(out, self.offsets[:-1], axis=0) / sizes[:, None]
+        out -= np.repeat(means, sizes, axis=0)
+        out *= np.repeat(self.sqrt_laplacian_scale(), sizes)[:, None]
+        return out
+
+    def apply_S_cells(self, A):
+        """S A with tied pairs excluded, rows of A in CELL order (``self.cells.order``).
+
+        Inside group q (pair weight c_q), the complete multipartite Laplacian over the tie cells t
+        splits into orthogonal projectors: L_q = c_q (n_q P_B + sum_t (n_q - n_t) P_t), P_B the
+        between-cell centring (cell mean minus group mean) and P_t the centring inside cell t, so
+        (S A)_i = sqrt(c_q) (sqrt(n_q) (mean_t - mean_q) + sqrt(n_q - n_t) (A_i - mean_t))."""
+        cells, cell_group, = self.cells, self._cell_groups()
+        A = np.asarray(A, dtype=np.float64)
+        csize = cells.sizes.astype(np.float64)
+        csum = np.add.reduceat(A, cells.offsets[:-1], axis=0)
+        gsize = self.sizes.astype(np.float64)
+        gsum = np.zeros((self.n_groups,) + A.shape[1:])
+        np.add.at(gsum, cell_group, csum)
+        cmean = csum / csize.reshape((-1,) + (1,) * (A.ndim - 1))
+        gmean = gsum / gsize.reshape((-1,) + (1,) * (A.ndim - 1))
+        n_q = gsize[cell_group]
+        c_q = self.pair_weight()[cell_group]
+        between = np.sqrt(c_q * n_q).reshape((-1,) + (1,) * (A.ndim - 1)) * (cmean - gmean[cell_group])
+        within = np.sqrt(c_q * (n_q - csize))
+        rep = cells.sizes
+        return np.repeat(between, rep, axis=0) + np.repeat(within, rep).reshape((-1,) + (1,) * (A.ndim - 1)) * (
+            A - np.repeat(cmean, rep, axis=0))
+
+    def _cell_groups(self):
+        """The group code of every tie cell."""
+        return self.codes[self.cells.order[self.cells.offsets[:-1]]]
+
+    def apply_L(self, A):
+        """L A for an (m,) or (m, k) array in the caller's row order."""
+        A = np.asarray(A, dtype=np.float64)
+        one = A.ndim == 1
+        A2 = A.reshape(A.shape[0], -1)
+        if self.is_graph:
+            g = self.graph
+            d = g.weight[:, None] ** 2 * (A2[g.head] - A2[g.tail])  # M W^2 M^T A, edge by edge
+            out = np.zeros_like(A2)
+            np.add.at(out, g.head, d)
+            np.add.at(out, g.tail, -d)
+        elif self.exclude_ties:
+            out = self.cells.untake(self.apply_S_cells(self.apply_S_cells(self.cells.take(A2))))
+        else:
+            out = self.groups.untake(self.apply_S(self.apply_S(self.groups.take(A2))))
+        return out[:, 0] if one else out
+
+    def n_relevant_pairs(self):
+        """Number of relevant pairs (edges of a graph, with multiplicity)."""
+        if self.is_graph:
+            return int(self.graph.n_edges)
+        n = self.sizes.astype(np.int64)
+        pairs = int(np.sum(n * (n - 1) // 2))
+        if self.exclude_ties:
+            t = self.cells.sizes.astype(np.int64)
+            pairs -= int(np.sum(t * (t - 1) // 2))
+        return pairs
+
+    def edges(self):
+        """Every relevant pair as an explicit weighted edge list ``(head, tail, weight, target)``
+        with ``L = sum_e w_e^2 (e_h - e_t)(e_h - e_t)^T``; O(m^2) for the scoring setting, meant for
+        oracles and small problems only."""
+        if self.is_graph:
+            return self.graph
+        heads, tails, ws = [], [], []
+        c = self.pair_weight()
+        for q in range(self.n_groups):
+            rows = self.groups.order[self.offsets[q]:self.offsets[q + 1]]
+            a, b = np.triu_indices(rows.size, 1)
+            if self.exclude_ties:
+                differ = np.any(self.Y[rows[a]] != self.Y[rows[b]], axis=1)
+                a, b = a[differ], b[differ]
+            heads.append(rows[a])
+            tails.append(rows[b])
+            ws.append(np.full(a.size, np.sqrt(c[q])))
+        head = np.concatenate(heads).astype(np.int64)
+        tail = np.concatenate(tails).astype(np.int64)
+        target = self.Y[head] - self.Y[tail]
+        return PreferenceGraph(head, tail, np.concatenate(ws), np.ascontiguousarray(target))
+
+    def laplacian_args(self):
+        """Keyword arguments that describe L to the C++ solvers working in the caller's row order."""
+        if self.is_graph:
+            g = self.graph
+            return dict(head=g.head, tail=g.tail, weight=g.weight, targets=g.target)
+        return dict(codes=np.ascontiguousarray(self.codes, dtype=np.int64), n_groups=int(self.n_groups),
+                    pair_weight=self.pair_weight())
+
+    def check_informative_targets(self):
+        """Every output must order at least one relevant pair (else there is nothing to learn)."""
+        if not np.any(self.sizes >= 2):
+            raise ValueError(
+                "No relevant pairs: every group has a single row. RankRLS with groups learns only from "
+                "pairs of rows that share a group id."
+            )
+        Yg = self.groups.take(self.Y)
+        starts = self.offsets[:-1]
+        spread = np.maximum.reduceat(Yg, starts, axis=0) - np.minimum.reduceat(Yg, starts, axis=0)
+        tied = ~np.any(spread > 0, axis=0)
+        if np.any(tied):
+            cols = np.flatnonzero(tied).tolist()
+            where = "inside every group" if self.n_groups > 1 else "for all rows"
+            raise ValueError(
+                f"All targets are tied {where} (output column(s) {cols}): there are no preferences to "
+                "learn from."
+            )

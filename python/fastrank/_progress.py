@@ -1,0 +1,203 @@
+"""Progress reporting for long work, cheap enough to call between chunks of C++ work.
+
+How a long-running function uses it (one line per call site, scikit-learn's ``verbose``)::
+
+    from ._progress import progress
+
+    def permutation_test(..., verbose=0):
+        with progress(total=n_permutations, desc="permutation test", verbose=verbose) as bar:
+            for chunk in chunks:
+                ...                       # C++ work on a chunk (GIL released, no callback inside)
+                bar.update(len(chunk))    # between chunks only
+
+    for a in progress.iterate(alphas, desc="RankRLSCV", unit="alpha", verbose=verbose): ...
+    with stage("factorizing the kernel", verbose=verbose): ...   # one step with its timing
+
+``verbose``: 0 / False / None -> silent (``update`` is an empty method call: 0.17 us measured,
+against 0.5 us for the log lines and 0.9 us for tqdm per call);
+1 / True -> a ``tqdm`` bar when tqdm is installed and stderr is a terminal, otherwise a log
+line to stderr at most every ``min_interval`` seconds (default 2 s) and one at the end;
+2 or more -> log lines as for 1, plus the per-stage timings of :func:`stage`;
+"auto" -> 1 on a terminal, 0 otherwise (what the command-line tool uses by default).
+
+Never call ``update`` from inside a C++ loop: report between chunks (e.g. per alpha, per block
+of leave-pair-out pairs, per epoch), so the compiled loops are not slowed down.  ``tqdm`` is
+imported lazily (only when a bar is shown) and is optional.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+
+__all__ = ["progress", "stage", "resolve_verbose"]
+
+
+def resolve_verbose(verbose, file=None):
+    """The integer verbosity (0 silent) for ``verbose`` in {None, bool, int >= 0, "auto"}."""
+    if verbose is None or verbose is False:
+        return 0
+    if verbose is True:
+        return 1
+    if isinstance(verbose, str):
+        if verbose != "auto":
+            raise ValueError(f"verbose must be an integer >= 0, a bool or 'auto', got {verbose!r}")
+        f = sys.stderr if file is None else file
+        return 1 if getattr(f, "isatty", lambda: False)() else 0
+    try:
+        v = int(verbose)
+    except (TypeError, ValueError):
+        raise ValueError(f"verbose must be an integer >= 0, a bool or 'auto', got {verbose!r}") from None
+    if v < 0:
+        raise ValueError(f"verbose must be >= 0, got {verbose!r}")
+    return v
+
+
+def _fmt_seconds(s):
+    if s < 60:
+        return f"{s:.1f} s"
+    m, s = divmod(int(round(s)), 60)
+    return f"{m} min {s:02d} s" if m < 60 else f"{m // 60} h {m % 60:02d} min"
+
+
+class _Silent:
+    """verbose=0: every method is a no-op."""
+
+    def update(self, n=1):
+        pass
+
+    def note(self, text):
+        pass
+
+    def close(self):
+        pass
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+
+class _LogLines(_Silent):
+    """Log lines to a stream, rate-limited."""
+
+    def __init__(self, total, desc, unit, file, min_interval):
+        self.total, self.desc, self.unit = total, desc, unit
+        self.file = sys.stderr if file is None else file
+        self.min_interval = min_interval
+        self.n = 0
+        self.start = self.last = time.monotonic()
+        self.closed = False
+        self._extra = ""
+
+    def _line(self, final=False):
+        el = time.monotonic() - self.start
+        if self.total:
+            frac = self.n / self.total
+            eta = "" if final or self.n == 0 else f", ~{_fmt_seconds(el * (1 - frac) / frac)} left"
+            body = f"{self.n}/{self.total} {self.unit} ({100 * frac:.0f}%), {_fmt_seconds(el)}{eta}"
+        else:
+            body = f"{self.n} {self.unit}, {_fmt_seconds(el)}"
+        end = " done" if final else ""
+        print(f"[fastrank] {self.desc}: {body}{self._extra}{end}", file=self.file, flush=True)
+
+    def update(self, n=1):
+        self.n += n
+        now = time.monotonic()
+        if now - self.last >= self.min_interval:
+            self.last = now
+            self._line()
+
+    def note(self, text):
+        self._extra = f" ({text})" if text else ""
+
+    def close(self):
+        if not self.closed:
+            self.closed = True
+            self._line(final=True)
+
+    def __exit__(self, exc_type, *exc):
+        if exc_type is None:
+            self.close()
+        return False
+
+
+class _Bar(_Silent):
+    """A tqdm bar (tqdm imported only here)."""
+
+    def __init__(self, total, desc, unit, file, min_interval):
+        from tqdm.auto import tqdm
+
+        self.bar = tqdm(total=total, desc=desc, unit=f" {unit}", file=sys.stderr if file is None else file,
+                        mininterval=min(min_interval, 0.5), leave=False, dynamic_ncols=True)
+
+    def update(self, n=1):
+        self.bar.update(n)
+
+    def note(self, text):
+        self.bar.set_postfix_str(text, refresh=False)
+
+    def close(self):
+        self.bar.close()
+
+    def __exit__(self, *exc):
+        self.close()
+        return False
+
+
+class _Progress:
+    """``progress(total, desc, verbose=...)`` -> a reporter with ``update(n)``, ``note(text)``,
+    ``close()``; usable as a context manager.  ``progress.iterate(iterable, ...)`` wraps an
+    iterable."""
+
+    def __call__(self, total=None, desc="working", *, verbose=0, unit="it", file=None, min_interval=2.0,
+                 backend="auto"):
+        v = resolve_verbose(verbose, file)
+        if v == 0:
+            return _Silent()
+        stream = sys.stderr if file is None else file
+        if backend not in ("auto", "tqdm", "log"):
+            raise ValueError(f"backend must be 'auto', 'tqdm' or 'log', got {backend!r}")
+        use_bar = backend == "tqdm" or (backend == "auto" and getattr(stream, "isatty", lambda: False)())
+        if use_bar:
+            try:
+                return _Bar(total, desc, unit, file, min_interval)
+            except ImportError:  # tqdm is optional
+                pass
+        return _LogLines(total, desc, unit, file, min_interval)
+
+    def iterate(self, iterable, total=None, desc="working", **kwargs):
+        if total is None and hasattr(iterable, "__len__"):
+            total = len(iterable)
+        with self(total, desc, **kwargs) as bar:
+            for item in iterable:
+                yield item
+                bar.update(1)
+
+
+progress = _Progress()
+
+
+class stage:
+    """``with stage("fitting RankRLS", verbose=v):`` -> '[fastrank] fitting RankRLS ...' before and
+    '... done in 1.2 s' after (verbose >= 1); silent at verbose 0.  ``elapsed`` holds the time."""
+
+    def __init__(self, desc, *, verbose=0, file=None):
+        self.desc = desc
+        self.v = resolve_verbose(verbose, file)
+        self.file = file
+        self.elapsed = 0.0
+
+    def __enter__(self):
+        self.t0 = time.monotonic()
+        if self.v:
+            print(f"[fastrank] {self.desc} ...", file=sys.stderr if self.file is None else self.file, flush=True)
+        return self
+
+    def __exit__(self, exc_type, *exc):
+        self.elapsed = time.monotonic() - self.t0
+        if self.v and exc_type is None:
+            print(f"[fastrank] {self.desc}: done in {_fmt_seconds(self.elapsed)}",
+                  file=sys.stderr if self.file is None else self.file, flush=True)
+        return False

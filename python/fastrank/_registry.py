@@ -1,0 +1,11 @@
+"""The estimator classes fastrank exports, by name: the whitelist that model files may name and
+the learners the command line can train.  A new learner is added here and in ``__init__``."""
+
+from ._cv import RankRLSCV
+from ._rankrls import MPRank, RankRLS
+from .online import OAPBPM, OnlineMPRank, PRank, PRankVP, WidrowHoff
+
+__all__ = ["ESTIMATORS"]
+
+ESTIMATORS = {cls.__name__: cls for cls in (RankRLS, MPRank, RankRLSCV, PRank, PRankVP, OAPBPM, WidrowHoff,
+                                                   OnlineMPRank)}

@@ -1,0 +1,496 @@
+"""RankRLS solvers: functions of (ranking problem, hyper-parameters) returning a plain record.
+
+Pahikkala et al. (2009): the dual (eq. 17, solved in the symmetric form (S K S + alpha I) u = S y,
+A = S u), the primal for the linear kernel (eq. 28), a path over many alphas from one
+eigendecomposition (eq. 31), conjugate gradient on the primal without forming pairs (Sect. 4.3)
+and subset-of-regressors RankRLS (Sect. 3.5, eqs. 40-42).  No solver knows about estimators:
+each returns a :class:`Fit` that an estimator copies onto itself.
+
+Design notes on CG.  It runs in the primal (n unknowns) only: its iteration count is bounded by
+the rank of X^T L X <= min(m, n) in exact arithmetic, so n >> m data still stop within about m
+iterations, and each iteration costs O(nnz + m + n).  For one output in the scoring setting the
+Laplacian is folded into the two CSR product loops; X^T u uses per-thread partial sums (measured
+faster than a transposed copy of X, kept as ``transpose_copy=True``).
+"""
+
+from __future__ import annotations
+
+import numbers
+import warnings
+from typing import NamedTuple, Optional
+
+import numpy as np
+from sklearn.utils import check_random_state
+
+from . import _core
+from ._kernels import kernel_block
+from ._memory import check_dense_memory
+from ._problem import PreferenceGraph, RankingProblem
+from ._sparse import as_csr, issparse, take_rows
+from ._validation import as_float_matrix, as_targets, check_alpha, check_alphas, check_n_jobs, group_index
+from .exceptions import ConvergenceWarning, IllConditionedWarning
+
+__all__ = [
+    "Fit", "CGResult", "SOLVERS", "choose_solver", "densify",
+    "solve_dual", "solve_primal", "solve_cg", "solve_cg_path", "solve_basis",
+    "fit_cg", "fit_basis", "select_basis", "basis_primal_weights", "default_max_iter",
+]
+
+SOLVERS = ("auto", "dual", "primal", "cg")
+# rcond below this: the solution may carry rounding error well above 1e-4 relative.
+_RCOND_WARNING = 1e-12
+
+
+class Fit(NamedTuple):
+    """A fitted RankRLS for one or more alphas (leading axis: alpha).
+
+    mode: "dual", "primal", "cg" or "sparse" (subset of regressors);
+    coef: (n_alphas, n, v) weights whenever the model is linear in the features, else None;
+    dual_coef: (n_alphas, m or |R|, v) dual coefficients (dual and sparse modes), else None;
+    X_fit: rows kept for kernel predictions (all training rows, the basis rows, or None);
+    basis_indices: training rows used as basis (sparse mode);
+    n_iter, converged: (n_alphas, v) (CG only); residual_history: list over alphas of
+    (k + 1, v) relative residuals (CG only).
+    """
+
+    mode: str
+    coef: Optional[np.ndarray] = None
+    dual_coef: Optional[np.ndarray] = None
+    X_fit: object = None
+    basis_indices: Optional[np.ndarray] = None
+    n_iter: Optional[np.ndarray] = None
+    converged: Optional[np.ndarray] = None
+    residual_history: Optional[list] = None
+
+
+def _warn_if_ill_conditioned(rcond):
+    if rcond < _RCOND_WARNING:
+        warnings.warn(
+            f"RankRLS system is ill-conditioned (reciprocal condition number {rcond:.2e}); the "
+            "solution may be inaccurate. Increase alpha.",
+            IllConditionedWarning,
+            stacklevel=4,
+        )
+
+
+# ----------------------------------------------------------------------------------------------
+# Choosing a solver
+# ----------------------------------------------------------------------------------------------
+
+def choose_solver(solver, spec, problem, *, basis_vectors=None):
+    """"dual", "primal", "cg", "sparse" (subset of regressors) or "densify" (sparse X for a dense
+    solver).  "auto": CG for sparse X with the linear kernel, else the primal when the kernel is
+    linear and n_features < n_samples, else the dual."""
+    if solver not in SOLVERS:
+        raise ValueError(f"solver must be one of {SOLVERS}, got {solver!r}")
+    if basis_vectors is not None:
+        if solver in ("cg", "primal"):
+            raise ValueError(f"basis_vectors (sparse approximation) cannot be combined with solver={solver!r}; "
+                             "use solver='auto' or 'dual'")
+        return "sparse"
+    if problem.exclude_ties:
+        if basis_vectors is not None or solver == "cg":
+            raise ValueError("exclude_ties=True is solved by the dense dual or primal solvers; use solver='auto', "
+                             "'dual' or 'primal' without basis_vectors (or keep tied pairs with exclude_ties=False)")
+        if problem.sparse:
+            return "densify"
+    if solver == "cg" or (solver == "auto" and problem.sparse):
+        if spec.linear:
+            return "cg"
+        if solver == "cg":
+            raise ValueError("solver='cg' solves the linear RankRLS (kernel='linear'); for other kernels on large "
+                             "data use basis_vectors=<int or indices> (subset-of-regressors approximation)")
+    if problem.sparse:
+        return "densify"
+    if solver == "primal" and not spec.linear:
+        raise ValueError("solver='primal' needs kernel='linear' (the primal solves in feature space)")
+    if solver == "auto":
+        return "primal" if spec.linear and problem.n_features < problem.m else "dual"
+    return solver
+
+
+def densify(problem):
+    """Sparse X for an explicitly dense solver, behind the memory guard."""
+    X = problem.X
+    check_dense_memory(X.shape[0], 1, "dense copy of the sparse input X", n_cols=X.shape[1])
+    return problem.with_features(X.toarray())
+
+
+# ----------------------------------------------------------------------------------------------
+# Dense solvers: dual (eq. 17) and primal (eq. 28), one alpha or a path (eq. 31)
+# ----------------------------------------------------------------------------------------------
+
+def _object_ranking_normal_equations(X, Y):
+    """Primal system of object ranking (eq. 30 with L = m I - 1 1^T) without centring a copy of X:
+    X^T L X = m (X^T X - m mu mu^T), X^T L Y = m (X^T Y - m mu ybar^T).
+
+    The Gram is one ``X.T @ X`` (numpy's BLAS, which runs tall-skinny SYRK ~1.4x faster than
+    SciPy's here; the GIL is released).  The rank-one correction cancels digits when a feature's
+    mean dwarfs its spread: the error relative to the centred matrix's scale is about
+    eps * (1 + mu_j^2 / var_j), so this returns None (the caller centres explicitly, in C++)
+    unless mu_j^2 <= 1e4 var_j for every feature, which keeps it within ~1e-12.
+    """
+    m = X.shape[0]
+    G = X.T @ X
+    mu = X.sum(axis=0) / m
+    var = np.diag(G) / m - mu * mu
+    if not np.all(mu * mu <= 1e4 * var):  # also rejects constant features
+        return None
+    XtY = X.T @ Y
+    G -= m * np.outer(mu, mu)
+    G *= m
+    R = m * (XtY - m * np.outer(mu, Y.mean(axis=0)))
+    G += G.T  # exact symmetry for the symmetric solver
+    G *= 0.5
+    return np.asfortranarray(G), np.asfortranarray(R)
+
+
+def _by_alpha(W, n_alphas):
+    """(rows, n_alphas * v) from C++ -> (n_alphas, rows, v)."""
+    return W.reshape(W.shape[0], n_alphas, -1).transpose(1, 0, 2)
+
+
+def solve_primal(problem, alphas, n_threads):
+    """Linear RankRLS in feature space, (X^T L X + alpha I) w = X^T L y (eq. 28), O(n^3 + n^2 m);
+    one eigendecomposition shared by every alpha when there are several (eq. 31)."""
+    X = problem.X
+    check_dense_memory(X.shape[1], 1, "feature matrix X^T L X")
+    if problem.exclude_ties:
+        cells = problem.cells
+        SX = problem.apply_S_cells(cells.take(X))
+        G = np.asfortranarray(SX.T @ SX)
+        R = np.asfortranarray(SX.T @ problem.apply_S_cells(cells.take(problem.Y)))
+        W, rcond = _core.solve_shifted_system(G, R, alphas)
+    elif problem.is_graph:
+        g = problem.graph
+        W, rcond = _core.rankrls_primal_graph(X, g.head, g.tail, g.weight, g.target, alphas, n_threads)
+    else:
+        gi = problem.groups
+        system = _object_ranking_normal_equations(X, problem.Y) \
+            if gi.n_groups == 1 and problem.weighting == "unweighted" else None
+        if system is not None:
+            W, rcond = _core.solve_shifted_system(system[0], system[1], alphas)
+        else:
+            order = np.empty(0, dtype=np.int64) if gi.is_identity else gi.order
+            W, rcond = _core.rankrls_primal_scores(X, order, gi.offsets, problem.pair_weight(),
+                                                   problem.targets_grouped(), alphas, n_threads)
+    _warn_if_ill_conditioned(rcond)
+    W = _by_alpha(W, alphas.size)
+    return Fit("primal", coef=W)
+
+
+def _train_kernel(problem, spec, n_threads, order=None):
+    """K over the rows in ``order`` (default: as given) as a writable Fortran-ordered array that the
+    solver may overwrite in place."""
+    X = problem.X
+    if spec.precomputed:
+        Kg = X[np.ix_(order, order)] if order is not None else X.copy()
+        Kg += Kg.T  # exact symmetry for the symmetric solvers
+        Kg *= 0.5
+        return Kg.T  # symmetric: the transpose is the F-ordered view of the same matrix
+    return spec.train(X if order is None else np.take(X, order, axis=0), n_threads)
+
+
+def solve_dual(problem, spec, alphas, n_threads):
+    """Kernel RankRLS in the dual, (S K S + alpha I) u = S y, A = S u (eq. 17), O(m^3): Cholesky for
+    one alpha, one eigendecomposition for several (eq. 31)."""
+    m = problem.m
+    check_dense_memory(m, 3 if problem.exclude_ties or alphas.size > 1 else 1, "kernel matrix")
+    if problem.exclude_ties:
+        # (S K S + alpha I) u = S y, A = S u with the tie-excluding S (eq. 17 in symmetric form)
+        cells = problem.cells
+        K = _train_kernel(problem, spec, n_threads, None if cells.is_identity else cells.order)
+        SK = problem.apply_S_cells(K)
+        del K
+        G = np.asfortranarray(problem.apply_S_cells(SK.T))
+        del SK
+        U, rcond = _core.solve_shifted_system(G, np.asfortranarray(problem.apply_S_cells(cells.take(problem.Y))),
+                                              alphas)
+        del G
+        _warn_if_ill_conditioned(rcond)
+        U = _by_alpha(U, alphas.size)
+        A = cells.untake(np.stack([problem.apply_S_cells(u) for u in U]), axis=1)
+    elif problem.is_graph:
+        g = problem.graph
+        K = _train_kernel(problem, spec, n_threads)
+        A, rcond = _core.rankrls_dual_graph(K, g.head, g.tail, g.weight, g.target, alphas, n_threads)
+        del K
+        _warn_if_ill_conditioned(rcond)
+        A = _by_alpha(A, alphas.size)
+    else:
+        gi = problem.groups
+        Kg = _train_kernel(problem, spec, n_threads, None if gi.is_identity else gi.order)
+        A, rcond = _core.rankrls_dual_scores(Kg, gi.offsets, problem.pair_weight(), problem.targets_grouped(),
+                                             alphas, n_threads)
+        del Kg
+        _warn_if_ill_conditioned(rcond)
+        A = gi.untake(_by_alpha(A, alphas.size), axis=1)
+    X_fit = None if spec.precomputed else problem.X
+    # With the linear kernel the dual model is also a weight vector: W = X^T A (eq. 27).
+    coef = np.einsum("mn,amv->anv", problem.X, A) if spec.linear else None
+    return Fit("dual", coef=coef, dual_coef=A, X_fit=X_fit)
+
+
+# ----------------------------------------------------------------------------------------------
+# Conjugate gradient (Sect. 4.3)
+# ----------------------------------------------------------------------------------------------
+
+class CGResult(NamedTuple):
+    """coef (n, v); n_iter (v,); converged (v,) bool; residual_history (k + 1, v): relative
+    residuals ||X^T b - A w|| / ||X^T b|| per iteration (NaN after a column stopped)."""
+
+    coef: np.ndarray
+    n_iter: np.ndarray
+    converged: np.ndarray
+    residual_history: np.ndarray
+
+
+def default_max_iter(n_features):
+    """``max_iter=None`` means ``min(10 * n, 5000)`` iterations (CG is exact after n in exact arithmetic)."""
+    return int(max(1, min(10 * int(n_features), 5000)))
+
+
+def _check_tol(tol):
+    if isinstance(tol, (bool, np.bool_)) or not isinstance(tol, numbers.Real) or not np.isfinite(tol) or tol < 0:
+        raise ValueError(f"tol must be a finite number >= 0, got {tol!r}")
+    return float(tol)
+
+
+def _check_max_iter(max_iter, n_features):
+    if max_iter is None:
+        return default_max_iter(n_features)
+    if isinstance(max_iter, (bool, np.bool_)) or not isinstance(max_iter, numbers.Integral) or max_iter < 1:
+        raise ValueError(f"max_iter must be None or a positive integer, got {max_iter!r}")
+    return int(max_iter)
+
+
+def _check_preconditioner(preconditioner):
+    if preconditioner is None or preconditioner is False:
+        return False
+    if isinstance(preconditioner, str) and preconditioner.lower() in ("jacobi", "diagonal"):
+        return True
+    raise ValueError(f"preconditioner must be None or 'jacobi', got {preconditioner!r}")
+
+
+def _check_x0(x0, n, v):
+    if x0 is None:
+        return None
+    x0 = np.asarray(x0, dtype=np.float64)
+    if x0.ndim == 1:
+        x0 = x0.reshape(-1, 1)
+    if x0.shape != (n, v):
+        raise ValueError(f"warm start has shape {x0.shape}, expected ({n}, {v})")
+    if not np.isfinite(x0).all():
+        raise ValueError("warm start contains NaN or infinity")
+    return np.ascontiguousarray(x0)
+
+
+def _run_cg(problem, alpha, *, tol, max_iter, x0, precond, n_threads, callback, transpose_copy, warn):
+    """One CG solve of (X^T L X + alpha I) w = X^T b with b = L y or M N (eqs. 12-13); L is
+    applied implicitly, never formed.  Arguments already validated."""
+    X, m, n, v = problem.X, problem.m, problem.n_features, problem.n_outputs
+    Y = np.zeros((m, v)) if problem.is_graph else np.ascontiguousarray(problem.Y)
+    common = dict(x0=x0, alpha=alpha, tol=tol, max_iter=max_iter, jacobi=precond, n_threads=n_threads,
+                  callback=callback, **problem.laplacian_args())
+    if issparse(X):
+        parts = as_csr(X)
+        coef, n_iter, converged, history, _ = _core.cg_rankrls_csr(
+            parts.data, parts.indices, parts.indptr, m, n, Y, transpose_copy=bool(transpose_copy), **common)
+    else:
+        coef, n_iter, converged, history, _ = _core.cg_rankrls_dense(X, Y, **common)
+    converged = np.asarray(converged, dtype=bool).reshape(-1)
+    n_iter = np.asarray(n_iter, dtype=np.int64).reshape(-1)
+    if warn and not converged.all():
+        bad = np.flatnonzero(~converged)
+        last = history[-1, bad] if history.shape[0] else np.array([np.nan])
+        warnings.warn(
+            f"RankRLS conjugate gradient did not converge for {bad.size} of {v} output(s) within "
+            f"{int(n_iter.max())} iterations (relative residual {np.nanmax(last):.3g} > tol={tol:g}); "
+            "increase max_iter, loosen tol, raise alpha or try preconditioner='jacobi'.",
+            ConvergenceWarning,
+            stacklevel=4,
+        )
+    return CGResult(np.asarray(coef), n_iter, converged, np.asarray(history))
+
+
+def solve_cg(problem, alpha, *, tol=1e-6, max_iter=None, x0=None, preconditioner=None, n_threads=1,
+             callback=None, transpose_copy=False, warn=True):
+    """Linear RankRLS by conjugate gradient in the primal (Sect. 4.3); one alpha."""
+    res = _run_cg(problem, check_alpha(alpha), tol=_check_tol(tol), max_iter=_check_max_iter(max_iter,
+                  problem.n_features), x0=_check_x0(x0, problem.n_features, problem.n_outputs),
+                  precond=_check_preconditioner(preconditioner), n_threads=n_threads, callback=callback,
+                  transpose_copy=transpose_copy, warn=warn)
+    return Fit("cg", coef=res.coef[None], n_iter=res.n_iter[None], converged=res.converged[None],
+               residual_history=[res.residual_history])
+
+
+def solve_cg_path(problem, alphas, *, tol=1e-6, max_iter=None, preconditioner=None, n_threads=1):
+    """One CG per alpha, in decreasing alpha order, each warm-started from the previous solution
+    (large alphas converge fastest)."""
+    n, v = problem.n_features, problem.n_outputs
+    coefs = np.empty((alphas.size, n, v))
+    n_iter = np.empty((alphas.size, v), dtype=np.int64)
+    conv = np.empty((alphas.size, v), dtype=bool)
+    history = [None] * alphas.size
+    x0 = None
+    for k in np.argsort(-alphas, kind="stable"):
+        fit = solve_cg(problem, float(alphas[k]), tol=tol, max_iter=max_iter, x0=x0, preconditioner=preconditioner,
+                       n_threads=n_threads)
+        coefs[k], n_iter[k], conv[k], history[k] = fit.coef[0], fit.n_iter[0], fit.converged[0], \
+            fit.residual_history[0]
+        x0 = fit.coef[0]
+    return Fit("cg", coef=coefs, n_iter=n_iter, converged=conv, residual_history=history)
+
+
+def fit_cg(X, Y=None, *, group_index=None, normalized=False, graph=None, alpha=1.0, tol=1e-6, max_iter=None,
+           x0=None, preconditioner=None, n_jobs=None, callback=None, transpose_copy=False, warn=True, weighting=None):
+    """Linear RankRLS by conjugate gradient on arrays: ``(X^T L X + alpha I) w = X^T b`` with
+    ``b = L y`` (scoring setting, cost (21)) or ``b = M N`` (preference graph, eqs. 12-13).
+
+    Parameters
+    ----------
+    X : scipy.sparse matrix (CSR mapped with zero copy) or dense (m, n) array.
+    Y : (m,) or (m, v) targets for the scoring setting (ignored with ``graph``).
+    group_index : :class:`fastrank._validation.GroupIndex` (rows in ORIGINAL order) or None for
+        object ranking (one group).
+    normalized : pair weight 1/n_q inside group q ("normalized" group weighting).
+    weighting : any of :data:`fastrank._problem.WEIGHTINGS` (overrides ``normalized``).
+    graph : ``(head, tail, weight, target)`` (or an object with those attributes): edge e says
+        row head[e] is preferred over tail[e], with weight w_e and target z_e ((l,) or (l, v)).
+    alpha, tol : regularization; stop when ``||X^T b - A w|| <= tol * ||X^T b||`` per output.
+    max_iter : None -> :func:`default_max_iter`.
+    x0 : (n,) or (n, v) warm start.
+    preconditioner : None or "jacobi" (diag(X^T L X) + alpha, computed in O(nnz)).
+    n_jobs : threads for the sparse products.
+    callback : ``callback(iteration, relative_residuals)``; return True to stop early.
+    transpose_copy : build X^T once (O(nnz) extra memory) instead of per-thread partial sums.
+    warn : emit :class:`~fastrank.exceptions.ConvergenceWarning` when an output did not converge.
+
+    Returns :class:`CGResult` (coef is (n, v) even for one output).
+    """
+    alpha = check_alpha(alpha)
+    tol = _check_tol(tol)
+    precond = _check_preconditioner(preconditioner)
+    n_threads = check_n_jobs(n_jobs)
+    if callback is not None and not callable(callback):
+        raise TypeError("callback must be callable or None")
+    if issparse(X):
+        as_csr(X)
+    else:
+        X = as_float_matrix(X)
+    m, n = X.shape
+    max_iter = _check_max_iter(max_iter, n)
+    problem = _array_problem(X, Y, group_index, normalized, graph, finite_check=True, weighting=weighting)
+    x0 = _check_x0(x0, n, problem.n_outputs)
+    return _run_cg(problem, alpha, tol=tol, max_iter=max_iter, x0=x0, precond=precond, n_threads=n_threads,
+                   callback=callback, transpose_copy=transpose_copy, warn=warn)
+
+
+def _array_problem(X, Y, gi, normalized, graph, *, finite_check, weighting=None):
+    """A :class:`RankingProblem` from already-validated arrays (the array-level solver API)."""
+    m = X.shape[0]
+    if graph is not None:
+        g = PreferenceGraph.from_arrays(graph, m)
+        return RankingProblem(X, None, True, None, False, "unweighted", g, False)
+    if Y is None:
+        raise ValueError("targets Y are required unless a preference graph is given")
+    Y = np.asarray(Y, dtype=np.float64)
+    if Y.ndim == 1:
+        Y = Y.reshape(-1, 1)
+    if Y.ndim != 2 or Y.shape[0] != m:
+        raise ValueError(f"Y must have {m} rows, got shape {Y.shape}")
+    if finite_check and not np.isfinite(Y).all():
+        raise ValueError("Input y contains NaN or infinity.")
+    gi = gi if gi is not None else group_index(None, m)
+    if gi.codes.size != m:
+        raise ValueError(f"group_index covers {gi.codes.size} rows but X has {m}")
+    if weighting is None:
+        weighting = "normalized" if normalized else "unweighted"
+    return RankingProblem(X, np.asfortranarray(Y), Y.shape[1] == 1, gi, True, weighting, None, False)
+
+
+# ----------------------------------------------------------------------------------------------
+# Subset-of-regressors RankRLS (Sect. 3.5, eqs. 40-42)
+# ----------------------------------------------------------------------------------------------
+
+def select_basis(n_rows, basis_vectors, random_state=None):
+    """Basis indices (sorted, unique int64) from an int (that many rows chosen uniformly at random
+    without replacement with ``random_state``; random selection is as good as greedier schemes
+    for subset of regressors, Rifkin et al. 2003, cited in Sect. 3.5) or an explicit index list."""
+    if isinstance(basis_vectors, (bool, np.bool_)):
+        raise TypeError("basis_vectors must be an int or a sequence of row indices")
+    if isinstance(basis_vectors, numbers.Integral):
+        r = int(basis_vectors)
+        if r < 1 or r > n_rows:
+            raise ValueError(f"basis_vectors={r} must be between 1 and the number of training rows ({n_rows})")
+        if r == n_rows:
+            return np.arange(n_rows, dtype=np.int64)
+        rng = check_random_state(random_state)
+        return np.sort(rng.choice(n_rows, size=r, replace=False)).astype(np.int64)
+    idx = np.asarray(basis_vectors)
+    if idx.dtype == bool:
+        if idx.shape != (n_rows,):
+            raise ValueError("a boolean basis_vectors mask must have one entry per training row")
+        idx = np.flatnonzero(idx)
+    if idx.ndim != 1 or idx.size == 0 or not np.issubdtype(idx.dtype, np.integer):
+        raise ValueError("basis_vectors must be a positive int or a non-empty 1-D array of row indices")
+    idx = idx.astype(np.int64)
+    if idx.min() < -n_rows or idx.max() >= n_rows:
+        raise ValueError(f"basis_vectors indices must lie in [0, {n_rows})")
+    idx = np.where(idx < 0, idx + n_rows, idx)
+    if np.unique(idx).size != idx.size:
+        raise ValueError("basis_vectors contains duplicate indices")
+    return idx
+
+
+def basis_primal_weights(X_basis, coef):
+    """Linear kernel only: w = X_R^T A ((n,) or (n, v)), so predictions are ``Z @ w`` in O(nnz)."""
+    return np.asarray(X_basis.T @ np.asarray(coef))
+
+
+def _basis_coefficients(problem, spec, alphas, basis, n_threads):
+    """(n_alphas, |R|, v) coefficients over the basis rows (eqs. 41-42)."""
+    X, m = problem.X, problem.m
+    check_dense_memory(m, 1 if problem.is_graph else 2, "kernel block K(X, X_R)", n_cols=basis.size)
+    if spec.precomputed:
+        K = X.toarray() if issparse(X) else np.asarray(X, dtype=np.float64)
+        if K.ndim != 2 or K.shape[0] != K.shape[1]:
+            raise ValueError(f"a precomputed kernel must be square (m, m), got shape {K.shape}")
+        KRt = np.asfortranarray(K[:, basis], dtype=np.float64)
+    else:
+        KRt = kernel_block(spec, X, take_rows(X, basis), n_threads)
+    KRR = KRt[basis]
+    KRR = np.asfortranarray(0.5 * (KRR + KRR.T))
+    if problem.is_graph:
+        g = problem.graph
+        coefs, _chol, _sigma = _core.sparse_rls_path_graph(KRt, g.head, g.tail, g.weight, g.target, KRR, alphas,
+                                                           n_threads)
+        return coefs
+    lap = problem.laplacian_args()
+    coefs, _chol, _sigma = _core.sparse_rls_path_groups(KRt, np.asfortranarray(problem.Y), lap["codes"],
+                                                        lap["n_groups"], lap["pair_weight"], KRR, alphas, n_threads)
+    return coefs
+
+
+def solve_basis(problem, spec, alphas, basis, n_threads):
+    """Subset-of-regressors RankRLS over the basis rows ``basis`` for every alpha (eqs. 40-42):
+    one Cholesky + eigendecomposition of the |R|-dimensional system, O(m |R|^2) in all."""
+    A = _basis_coefficients(problem, spec, alphas, basis, n_threads)
+    X_fit = None if spec.precomputed else take_rows(problem.X, basis)  # the basis rows only
+    coef = np.stack([basis_primal_weights(X_fit, a) for a in A]) if spec.linear else None
+    return Fit("sparse", coef=coef, dual_coef=A, X_fit=X_fit, basis_indices=basis)
+
+
+def fit_basis(X, Y=None, *, group_index=None, normalized=False, graph=None, alphas=1.0, kernel_spec,
+              basis_indices, n_jobs=None, weighting=None):
+    """Sparse RankRLS coefficients over the basis rows for each alpha (eqs. 41-42), on arrays.
+
+    X : (m, d) dense or scipy.sparse training inputs (or the (m, m) kernel matrix when
+        ``kernel_spec.precomputed``).  Y : (m,) or (m, v) (scoring setting) or None with ``graph``.
+    Returns an array (n_alphas, r, v): A(alpha) with f(x) = k(x, X[basis]) A.
+    """
+    alphas = check_alphas(alphas)
+    n_threads = check_n_jobs(n_jobs)
+    basis = np.asarray(basis_indices, dtype=np.int64)
+    problem = _array_problem(X, Y, group_index, normalized, graph, finite_check=False, weighting=weighting)
+    return _basis_coefficients(problem, kernel_spec, alphas, basis, n_threads)

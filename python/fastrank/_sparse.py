@@ -1,0 +1,100 @@
+"""scipy.sparse input: CSR arrays validated once and handed to C++ without copies.
+
+CSR ``data``/``indices``/``indptr`` cross the boundary as they are (int32 or int64 indices).
+Unsorted column indices and duplicate entries are accepted and mean what SciPy means
+(duplicates add up); empty rows and columns are fine; other formats are converted to CSR once.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+import scipy.sparse as sp
+
+__all__ = ["CsrParts", "as_csr", "canonical_csr", "issparse", "take_rows", "row_sq_norms"]
+
+issparse = sp.issparse
+
+
+class CsrParts(NamedTuple):
+    """A validated CSR matrix as the arrays C++ maps without copying."""
+
+    data: np.ndarray
+    indices: np.ndarray
+    indptr: np.ndarray
+    shape: tuple
+
+    @property
+    def nnz(self):
+        return int(self.indptr[-1])
+
+
+def as_csr(X, name="X", *, n_features=None):
+    """Validate a ``scipy.sparse`` matrix and return its CSR arrays (:class:`CsrParts`).
+
+    No copy for a float64 CSR matrix with int32 or int64 indices (whatever their order, with or
+    without duplicates).  float32/int data are converted (a copy of ``data`` only); other formats
+    are converted to CSR once.  Raises ValueError on non-finite values, malformed index arrays
+    (out-of-range column indices, decreasing ``indptr``) or a feature-count mismatch.
+    """
+    if not sp.issparse(X):
+        raise TypeError(f"{name} must be a scipy.sparse matrix, got {type(X).__name__}")
+    if X.ndim != 2:
+        raise ValueError(f"{name} must be 2-D, got {X.ndim}-D")
+    if X.format != "csr":
+        X = X.tocsr()
+    m, n = X.shape
+    if m < 1 or n < 1:
+        raise ValueError(f"{name} has shape {X.shape}; at least one row and one column are needed")
+    if n_features is not None and n != n_features:
+        raise ValueError(f"{name} has {n} features, but the model was fitted with {n_features} features")
+    data = X.data
+    if np.iscomplexobj(data) or not (np.issubdtype(data.dtype, np.number) or data.dtype == bool):
+        raise ValueError(f"{name} must be real-valued, got dtype {data.dtype}")
+    data = np.ascontiguousarray(data, dtype=np.float64)
+    indices, indptr = X.indices, X.indptr
+    if indices.dtype not in (np.int32, np.int64) or indptr.dtype != indices.dtype:
+        indices = indices.astype(np.int64)
+        indptr = indptr.astype(np.int64)
+    indices = np.ascontiguousarray(indices)
+    indptr = np.ascontiguousarray(indptr)
+    if indptr.ndim != 1 or indptr.size != m + 1:
+        raise ValueError(f"{name}.indptr must have {m + 1} entries, got {indptr.size}")
+    if indptr[0] != 0:
+        raise ValueError(f"{name}.indptr must start at 0")
+    nnz = int(indptr[-1])
+    if nnz > indices.size or nnz > data.size:
+        raise ValueError(f"{name}.indptr[-1] = {nnz} exceeds the stored entries ({min(indices.size, data.size)})")
+    if m > 0 and np.any(np.diff(indptr) < 0):
+        raise ValueError(f"{name}.indptr must be non-decreasing")
+    if nnz:
+        used = indices[:nnz]
+        if used.min() < 0 or used.max() >= n:
+            raise ValueError(f"{name} has column indices outside [0, {n})")
+        if not np.isfinite(data[:nnz]).all():
+            raise ValueError(f"Input {name} contains NaN or infinity.")
+    return CsrParts(data, indices, indptr, (int(m), int(n)))
+
+
+def canonical_csr(X):
+    """A CSR matrix with sorted indices, no duplicates and float64 data (copies only when needed)."""
+    X = X.tocsr() if X.format != "csr" else X
+    if not X.has_canonical_format:
+        X = X.copy()
+        X.sum_duplicates()
+    if X.dtype != np.float64:
+        X = X.astype(np.float64)
+    return X
+
+
+def take_rows(X, idx):
+    """Rows ``idx`` of a dense array (C-contiguous copy) or a sparse matrix (CSR)."""
+    return X[idx] if sp.issparse(X) else np.ascontiguousarray(np.asarray(X)[idx])
+
+
+def row_sq_norms(Z):
+    """Squared Euclidean norm of every row of a dense or sparse matrix."""
+    if sp.issparse(Z):
+        return np.asarray(Z.multiply(Z).sum(axis=1)).reshape(-1)
+    return np.einsum("ij,ij->i", Z, Z)

@@ -1,0 +1,207 @@
+"""svmlight / LETOR text files with optional ``qid:`` (reading, with file:line error messages).
+
+The fast path is scikit-learn's compiled parser (``sklearn.datasets.load_svmlight_file``).  It
+reports what was wrong but not where, so on any failure (and for checks it does not make: NaN or
+infinite values, a file where only some lines carry a ``qid:``) the file is scanned again by the
+line-by-line checker below, which names the file, the line and the offending token.  The scan runs
+only when something is wrong, so a valid file is read at the compiled parser's speed.
+
+Grammar (svm_light / svm_rank / LETOR / LibSVM)::
+
+    line    := target [ "qid:" int ] { index ":" value } [ "#" comment ]
+    target  := a finite real number          index := integer >= 0, strictly increasing
+    value   := a finite real number          blank lines and lines starting with "#" are skipped
+
+Indices are 1-based in svm_light and LETOR and 0-based in LibSVM-style files; ``zero_based="auto"``
+(the default) takes a file that never uses index 0 as 1-based.
+"""
+
+from __future__ import annotations
+
+import bz2
+import gzip
+import math
+import os
+
+import numpy as np
+import scipy.sparse as sp
+
+__all__ = ["read_svmlight", "SvmlightInfo"]
+
+
+class SvmlightInfo:
+    """How a file was read: ``zero_based`` (resolved), ``n_features`` (columns of X), ``has_qid``."""
+
+    __slots__ = ("zero_based", "n_features", "has_qid", "max_index")
+
+    def __init__(self, zero_based, n_features, has_qid, max_index):
+        self.zero_based, self.n_features, self.has_qid, self.max_index = zero_based, n_features, has_qid, max_index
+
+
+def _open_text(path):
+    p = os.fspath(path)
+    if p.endswith(".gz"):
+        return gzip.open(p, "rb")
+    if p.endswith(".bz2"):
+        return bz2.open(p, "rb")
+    return open(p, "rb")
+
+
+def _real(tok, what):
+    try:
+        v = float(tok)
+    except ValueError:
+        raise _LineError(f"{what} {tok!r} is not a number") from None
+    if not math.isfinite(v):
+        raise _LineError(f"{what} {tok!r} is not finite")
+    return v
+
+
+class _LineError(Exception):
+    pass
+
+
+def _parse_line(raw):
+    """(target, qid or None, indices, values) of one data line, or None for a blank/comment line;
+    _LineError with a readable message for anything malformed."""
+    try:
+        line = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise _LineError("line is not valid UTF-8 text (is this a binary file?)") from None
+    line = line.split("#", 1)[0].strip()
+    if not line:
+        return None
+    toks = line.split()
+    target = _real(toks[0], "target")
+    qid = None
+    start = 1
+    if len(toks) > 1 and toks[1].startswith("qid:"):
+        q = toks[1][4:]
+        try:
+            qid = int(q)
+        except ValueError:
+            raise _LineError(f"query id {toks[1]!r} is not an integer (expected qid:<int>)") from None
+        start = 2
+    indices, values = [], []
+    last = -1
+    for tok in toks[start:]:
+        if tok.startswith("qid:"):
+            raise _LineError(f"{tok!r}: qid must come right after the target, once per line")
+        idx, sep, val = tok.partition(":")
+        if not sep:
+            raise _LineError(f"token {tok!r} is not of the form <index>:<value>")
+        try:
+            i = int(idx)
+        except ValueError:
+            raise _LineError(f"feature index {idx!r} in {tok!r} is not an integer") from None
+        if i < 0:
+            raise _LineError(f"feature index {i} in {tok!r} is negative")
+        if i <= last:
+            raise _LineError(f"feature index {i} in {tok!r} is not greater than the previous index {last} "
+                             "(indices must be strictly increasing)")
+        last = i
+        indices.append(i)
+        values.append(_real(val, f"value of feature {i}:"))
+    return target, qid, indices, values
+
+
+def _scan(path):
+    """Yield (line number, parsed line) for every data line; _LineError carries the line number."""
+    with _open_text(path) as fh:
+        for lineno, raw in enumerate(fh, start=1):
+            try:
+                parsed = _parse_line(raw)
+            except _LineError as exc:
+                raise _LineError(lineno, str(exc)) from None
+            if parsed is not None:
+                yield lineno, parsed
+
+
+def _diagnose(path, *, extra_checks=True):
+    """The first problem of the file as 'file:line: message', or None if the line checker finds
+    nothing wrong."""
+    has_qid = None
+    try:
+        for lineno, (_, qid, _, _) in _scan(path):
+            if extra_checks:
+                q = qid is not None
+                if has_qid is None:
+                    has_qid, first = q, lineno
+                elif q != has_qid:
+                    with_, without = (first, lineno) if has_qid else (lineno, first)
+                    return (f"{path}:{lineno}: some lines have a qid: and others do not (line {with_} has one, "
+                            f"line {without} has none); give every line a qid or none")
+    except _LineError as exc:
+        lineno, msg = exc.args
+        return f"{path}:{lineno}: {msg}"
+    except (OSError, EOFError) as exc:
+        return f"{path}: cannot read the file ({exc})"
+    return None
+
+
+def _line_of_row(path, row):
+    for k, (lineno, _) in enumerate(_scan(path)):
+        if k == row:
+            return lineno
+    return None  # pragma: no cover - row always exists
+
+
+def read_svmlight(path, *, n_features=None, zero_based="auto", extra_features="error"):
+    """Read an svmlight/LETOR file.  Returns (X CSR float64, y float64, qid int64 or None, info).
+
+    n_features : columns of X (None: as many as the largest index needs).  extra_features :
+    "error" (a feature index beyond n_features is an error) or "ignore" (such features are dropped,
+    as svm_rank_classify ignores features the model has no weight for).
+    """
+    from sklearn.datasets import load_svmlight_file
+
+    if zero_based not in ("auto", True, False):
+        raise ValueError(f"zero_based must be 'auto', True or False, got {zero_based!r}")
+    if extra_features not in ("error", "ignore"):
+        raise ValueError(f"extra_features must be 'error' or 'ignore', got {extra_features!r}")
+    p = os.fspath(path)
+    if not os.path.exists(p):
+        raise FileNotFoundError(f"{p}: no such file")
+    if os.path.isdir(p):
+        raise ValueError(f"{p}: is a directory, not a data file")
+    try:
+        # Read with zero_based=True (indices as written) and resolve the index base below, so the
+        # decision is known (the CLI stores it in the model for the test files).
+        X, y, qid = load_svmlight_file(p, zero_based=True, query_id=True, dtype=np.float64)
+    except Exception as exc:  # the compiled parser says what, the line checker says where
+        where = _diagnose(p)
+        if where is not None:
+            raise ValueError(where) from None
+        raise ValueError(f"{p}: not a valid svmlight/LETOR file ({type(exc).__name__}: {exc})") from None
+    if y.shape[0] == 0:
+        raise ValueError(f"{p}: the file has no data lines")
+    if qid.shape[0] not in (0, y.shape[0]):
+        raise ValueError(_diagnose(p) or f"{p}: some lines have a qid: and others do not")
+    if not (np.isfinite(y).all() and np.isfinite(X.data).all()):
+        raise ValueError(_diagnose(p) or f"{p}: contains NaN or infinite values")
+    X = X.tocsr()
+    max_index = int(X.indices.max()) if X.nnz else -1
+    if zero_based == "auto":
+        zb = bool(X.nnz) and int(X.indices.min()) == 0
+    else:
+        zb = bool(zero_based)
+    if not zb:
+        if X.nnz and int(X.indices.min()) == 0:
+            rows = np.repeat(np.arange(X.shape[0]), np.diff(X.indptr))
+            r = int(rows[X.indices == 0][0])
+            raise ValueError(f"{p}:{_line_of_row(p, r)}: feature index 0 in a file read as 1-based "
+                             "(zero_based=False)")
+        X = X[:, 1:] if X.shape[1] > 0 else X
+    needed = X.shape[1]
+    if n_features is not None:
+        n_features = int(n_features)
+        if needed > n_features:
+            if extra_features == "error":
+                raise ValueError(f"{p}: has feature index {max_index} but n_features={n_features}"
+                                 f" ({'0' if zb else '1'}-based indices)")
+            X = X[:, :n_features]
+        elif needed < n_features:
+            X = sp.csr_matrix((X.data, X.indices, X.indptr), shape=(X.shape[0], n_features))
+    X.sort_indices()
+    info = SvmlightInfo(zb, X.shape[1], qid.shape[0] > 0, max_index)
+    return X, np.asarray(y, dtype=np.float64), (np.asarray(qid, dtype=np.int64) if info.has_qid else None), info

@@ -1,0 +1,254 @@
+"""Stability-based generalization bounds for kernel ranking (Agarwal & Niyogi 2009; Cortes, Mohri
+& Rastogi 2007).
+
+Each calculator returns the right-hand side of a high-probability bound on the expected error of
+a ranking function learned by a regularized kernel method: with probability at least 1 - delta
+over the draw of the m training examples,
+
+    expected error  <  empirical term  +  stability term(m)  +  confidence term(m, delta).
+
+``empirical`` is the training-sample quantity the theorem names (default 0, which returns the
+two data-independent terms alone, i.e. the generalization gap); :func:`empirical_term` computes
+it from a fitted estimator and its training data.  Papers: 002 = Agarwal & Niyogi, "Generalization
+bounds for ranking algorithms via algorithmic stability" (JMLR 2009); 000 = Cortes, Mohri &
+Rastogi, "Magnitude-preserving ranking algorithms".  "ln" is the natural logarithm.
+
+Conventions (both papers): the kernel is bounded, K(x, x) <= kappa^2 for every x, so ``kappa`` is
+the square root of sup_x K(x, x) (kappa = 1 for the Gaussian kernel); an unbounded kernel
+(kappa = inf, e.g. a linear or polynomial kernel on unbounded inputs) has no such bound.
+:func:`kernel_kappa` gives the value sqrt(max_i K(x_i, x_i)) on given rows — a lower bound of the
+supremum over the input space, which the theorems need.
+
+Which regularization parameter: 002's algorithms minimise R_l(f; S) + lambda ||f||_K^2 with the
+empirical error averaged over the C(m, 2) pairs (Sect. 5.2), so ``RankRLS(alpha)`` on all pairs
+of continuous labels is 002's least-squares algorithm with lambda = alpha / C(m, 2) (RankRLS
+also penalises score differences of tied labels, which 002's l_sq does not).  000's algorithms
+minimise ||h||_K^2 + C (1/m^2) sum_{i,j} c(h, x_i, x_j) (eq. 8), so ``MPRank(C)`` is 000's MPRank
+with the same C.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+
+import numpy as np
+
+from ._kernels import resolve_kernel
+from ._validation import as_float_matrix
+from .metrics import magnitude_preserving_cost, stability_ranking_loss
+
+__all__ = [
+    "agarwal_niyogi_score_stability_bound",
+    "agarwal_niyogi_loss_stability_bound",
+    "hinge_ranking_bound",
+    "least_squares_ranking_bound",
+    "magnitude_preserving_bound",
+    "empirical_term",
+    "kernel_kappa",
+]
+
+
+# --------------------------------------------------------------------------------------------
+# parameter checks: each names the theorem's condition
+
+
+def _positive(value, name, condition):
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
+        raise ValueError(f"{name} must be a real number ({condition}), got {value!r}")
+    value = float(value)
+    if math.isnan(value) or value <= 0:
+        raise ValueError(f"{name} must be > 0 ({condition}), got {value!r}")
+    if math.isinf(value):
+        raise ValueError(f"{name} must be finite ({condition}), got {value!r}")
+    return value
+
+
+def _kappa(kappa):
+    if isinstance(kappa, (bool, np.bool_)) or not isinstance(kappa, numbers.Real) or math.isnan(float(kappa)):
+        raise ValueError(f"kappa must be a real number with K(x, x) <= kappa^2 for all x, got {kappa!r}")
+    kappa = float(kappa)
+    if math.isinf(kappa):
+        raise ValueError("kappa = inf: the kernel is unbounded, but the theorem needs a bounded kernel, "
+                         "K(x, x) <= kappa^2 < inf for all x (e.g. a Gaussian kernel, kappa = 1, or bounded inputs)")
+    if kappa <= 0:
+        raise ValueError(f"kappa must be > 0 (K(x, x) <= kappa^2 with a non-zero kernel), got {kappa!r}")
+    return kappa
+
+
+def _delta(delta):
+    if isinstance(delta, (bool, np.bool_)) or not isinstance(delta, numbers.Real) or not (0.0 < float(delta) < 1.0):
+        raise ValueError(f"delta must satisfy 0 < delta < 1 (the bound holds with probability 1 - delta), "
+                         f"got {delta!r}")
+    return float(delta)
+
+
+def _m(m):
+    if isinstance(m, (bool, np.bool_)) or not isinstance(m, numbers.Integral) or m < 2:
+        raise ValueError(f"m must be an integer >= 2 (the number of training examples; pairs need two), got {m!r}")
+    return int(m)
+
+
+def _empirical(value):
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real) or not math.isfinite(value) \
+            or value < 0:
+        raise ValueError(f"empirical must be a finite number >= 0 (an empirical error), got {value!r}")
+    return float(value)
+
+
+# --------------------------------------------------------------------------------------------
+# Agarwal & Niyogi (002)
+
+
+def agarwal_niyogi_score_stability_bound(m, lam, kappa, M, delta, *, sigma=1.0, empirical=0.0):
+    """002 Corollary 12 (Theorem 11 with Theorem 8 at gamma = 1).
+
+    For an algorithm minimising R_l(f; S) + lam ||f||_K^2 in an RKHS with K(x, x) <= kappa^2, a
+    loss l convex in f and sigma-admissible, and labels in [0, M]: with probability >= 1 - delta,
+
+        R(f_S) < R_l1(f_S; S) + 32 sigma kappa^2 / (lam m)
+                 + (16 sigma kappa^2 / lam + M) sqrt(2 ln(1/delta) / m)
+
+    where R is the expected discrete ranking error (002 eq. 1) and R_l1 the empirical l_1 error
+    (``stability_ranking_loss(loss="gamma", gamma=1)``), passed as ``empirical``.
+    """
+    m, delta = _m(m), _delta(delta)
+    lam = _positive(lam, "lam", "the regularization parameter lambda of 002 eq. 4 must be positive")
+    kappa = _kappa(kappa)
+    M = _positive(M, "M", "labels lie in [0, M] with M > 0")
+    sigma = _positive(sigma, "sigma", "the loss must be sigma-admissible with sigma > 0 (002 Definition 9)")
+    root = math.sqrt(2.0 * math.log(1.0 / delta) / m)
+    return _empirical(empirical) + 32.0 * sigma * kappa**2 / (lam * m) + (16.0 * sigma * kappa**2 / lam + M) * root
+
+
+def agarwal_niyogi_loss_stability_bound(m, lam, kappa, B, delta, *, sigma, empirical=0.0):
+    """002 Corollary 15 (Corollary 14 with Theorem 6).
+
+    If in addition the minimised loss satisfies l_disc <= l <= B: with probability >= 1 - delta,
+
+        R(f_S) < R_l(f_S; S) + 32 sigma^2 kappa^2 / (lam m)
+                 + (16 sigma^2 kappa^2 / lam + B) sqrt(2 ln(1/delta) / m)
+
+    with ``empirical`` = R_l(f_S; S), the empirical error in the minimised loss l itself.
+    """
+    m, delta = _m(m), _delta(delta)
+    lam = _positive(lam, "lam", "the regularization parameter lambda of 002 eq. 4 must be positive")
+    kappa = _kappa(kappa)
+    B = _positive(B, "B", "the loss must be bounded, l <= B with B > 0")
+    sigma = _positive(sigma, "sigma", "the loss must be sigma-admissible with sigma > 0 (002 Definition 9)")
+    root = math.sqrt(2.0 * math.log(1.0 / delta) / m)
+    s2k2 = sigma**2 * kappa**2
+    return _empirical(empirical) + 32.0 * s2k2 / (lam * m) + (16.0 * s2k2 / lam + B) * root
+
+
+def hinge_ranking_bound(m, lam, kappa, M, delta, *, empirical=0.0):
+    """002 Sect. 5.2.1: kernel ranking with the hinge ranking loss l_h (1-admissible), i.e.
+    Corollary 12 with sigma = 1:
+
+        R(f_S) < R_l1(f_S; S) + 32 kappa^2 / (lam m) + (16 kappa^2 / lam + M) sqrt(2 ln(1/delta) / m)
+    """
+    return agarwal_niyogi_score_stability_bound(m, lam, kappa, M, delta, sigma=1.0, empirical=empirical)
+
+
+def least_squares_ranking_bound(m, lam, kappa, M, delta, *, empirical=0.0):
+    """002 Sect. 5.2.2: kernel ranking with the least-squares ranking loss l_sq (eq. 9), which is
+    (2M + 4 kappa M / sqrt(lam))-admissible on the effective search space ||f||_K^2 <= M^2 / lam
+    (Lemma 16), plugged into Corollary 12:
+
+        R(f_S) < R_l1(f_S; S) + (64 kappa^2 M / (lam m)) (1 + 2 kappa / sqrt(lam))
+                 + ((32 kappa^2 M / lam) (1 + 2 kappa / sqrt(lam)) + M) sqrt(2 ln(1/delta) / m)
+    """
+    lam_ = _positive(lam, "lam", "the regularization parameter lambda of 002 eq. 4 must be positive")
+    kappa_ = _kappa(kappa)
+    M_ = _positive(M, "M", "labels lie in [0, M] with M > 0")
+    sigma = 2.0 * M_ * (1.0 + 2.0 * kappa_ / math.sqrt(lam_))
+    return agarwal_niyogi_score_stability_bound(m, lam_, kappa_, M_, delta, sigma=sigma, empirical=empirical)
+
+
+# --------------------------------------------------------------------------------------------
+# Cortes, Mohri & Rastogi (000)
+
+
+def magnitude_preserving_bound(m, C, kappa, M, delta, *, power=2, empirical=0.0):
+    """000 Corollary 1: magnitude-preserving regularization algorithms (MPRank: power=2 with the
+    cost c^2_MP; SVRank and the other costs of eqs. 4-7 with power n).
+
+    The algorithm minimises ||h||_K^2 + C (1/m^2) sum_{i,j} c(h, x_i, x_j) (eq. 31) with
+    K(x, x) <= kappa^2 and |h(x) - y_x| <= M for every hypothesis and sample point; by
+    Proposition 3 it is beta-stable with beta = 4 C sigma_n^2 kappa^2 / m (sigma_1 = 1,
+    sigma_2 = 4M, Lemma 1), and Theorem 1 gives, with probability >= 1 - delta,
+
+        n = 1 (eq. 65): R(h_S) <= R(h_S; S) + 8 kappa^2 C / m + 2 (2 kappa^2 C + M) sqrt((2/m) ln(2/delta))
+        n = 2 (eq. 66): R(h_S) <= R(h_S; S) + 128 kappa^2 C M^2 / m
+                                          + 4 M^2 (16 kappa^2 C + 1) sqrt((2/m) ln(2/delta))
+
+    R(h_S) is the expected cost E c(h, x, x') (eq. 3) and ``empirical`` R(h_S; S) the empirical
+    cost of eq. 2 (``magnitude_preserving_cost(..., power=n)``).
+    """
+    m, delta = _m(m), _delta(delta)
+    C = _positive(C, "C", "the trade-off constant C of 000 eq. 31 must be positive")
+    kappa = _kappa(kappa)
+    M = _positive(M, "M", "hypotheses must satisfy |h(x) - y| <= M with M > 0")
+    if isinstance(power, (bool, np.bool_)) or power not in (1, 2):
+        raise ValueError(f"power must be 1 or 2 (the exponent n of the cost, 000 eqs. 65-66), got {power!r}")
+    root = math.sqrt(2.0 / m * math.log(2.0 / delta))
+    k2C = kappa**2 * C
+    if power == 1:
+        return _empirical(empirical) + 8.0 * k2C / m + 2.0 * (2.0 * k2C + M) * root
+    return _empirical(empirical) + 128.0 * k2C * M**2 / m + 4.0 * M**2 * (16.0 * k2C + 1.0) * root
+
+
+# --------------------------------------------------------------------------------------------
+# data-dependent helpers
+
+
+_TERMS = ("l1", "hinge", "squared", "disc", "mp1", "mp2", "hr1", "hr2", "hmp1", "hmp2", "svr1", "svr2")
+
+
+def empirical_term(estimator, X, y, term="l1", *, epsilon=0.0, n_jobs=None):
+    """The empirical term of a bound, from a fitted estimator and its training data.
+
+    ``estimator.predict(X)`` gives the scores f(x_i); ``term`` selects the training error:
+    "l1" (R_l1, 002 Corollary 12 and Sect. 5.2.1-5.2.2), "hinge" / "squared" / "disc" (R_l of
+    002 for Corollary 15 with that loss), or for 000 Corollary 1 the empirical cost of eq. 2 with
+    cost c^n: "mp1", "mp2" (MPRank), "hr1", "hr2", "hmp1", "hmp2", "svr1", "svr2" (with
+    ``epsilon``).  The bounds are stated for one sample without query groups: all pairs count.
+    """
+
+    if term not in _TERMS:
+        raise ValueError(f"term must be one of {_TERMS}, got {term!r}")
+    if not hasattr(estimator, "predict"):
+        raise TypeError(f"estimator must be a fitted estimator with predict, got {type(estimator).__name__}")
+    f = np.asarray(estimator.predict(X), dtype=np.float64)
+    y = np.asarray(y, dtype=np.float64)
+    if f.ndim != 1 or y.ndim != 1:
+        raise ValueError("empirical_term needs one score per row and 1-D y (a single output)")
+    if term == "l1":
+        return stability_ranking_loss(y, f, loss="gamma", gamma=1.0, n_jobs=n_jobs)
+    if term in ("hinge", "squared", "disc"):
+        return stability_ranking_loss(y, f, loss=term, n_jobs=n_jobs)
+    cost, power = term[:-1], int(term[-1])
+    return magnitude_preserving_cost(y, f, cost=cost, power=power, epsilon=epsilon if cost == "svr" else 0.0,
+                                     n_jobs=n_jobs)
+
+
+def kernel_kappa(X, kernel="rbf", *, gamma=None, degree=3, coef0=1.0):
+    """sqrt(max_i K(x_i, x_i)) over the rows of X for a fastrank kernel name ("linear", "rbf",
+    "poly", ...): the smallest kappa with K(x, x) <= kappa^2 on these rows.  The theorems need
+    the supremum over the whole input space, which this only bounds from below (for "rbf" it is
+    exactly 1 everywhere)."""
+
+    X = as_float_matrix(X)
+    spec = resolve_kernel(kernel, gamma, degree, coef0, X.shape[1])
+    if spec.precomputed:
+        if X.shape[0] != X.shape[1]:
+            raise ValueError(f"precomputed kernel: X must be the square kernel matrix, got shape {X.shape}")
+        diag = np.diag(X)
+    elif spec.kind == "rbf":
+        return 1.0  # exp(0)
+    else:
+        sq = np.einsum("ij,ij->i", X, X)  # x . x
+        diag = sq if spec.kind == "linear" else (spec.gamma * sq + spec.coef0) ** spec.degree
+    if (diag < 0).any():
+        raise ValueError("the kernel has negative diagonal values: not a positive semi-definite kernel")
+    return float(np.sqrt(diag.max()))

@@ -1,0 +1,743 @@
+"""The ``fastrank`` command-line program: train, predict, evaluate and cross-validate on
+svmlight / LETOR files (``<target> [qid:<id>] <index>:<value> ... [# comment]``, ``.gz`` too).
+
+Exit codes: 0 success, 1 data / model / fitting error (message on stderr, naming file:line for
+malformed data), 2 usage error (bad options), 130 interrupted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import inspect
+import json
+import math
+import os
+import sys
+import time
+
+import numpy as np
+
+__all__ = ["main", "MEASURES"]
+
+PROG = "fastrank"
+COMMANDS = ("train", "predict", "evaluate", "cv")
+
+
+class UsageError(Exception):
+    """Bad options: exit code 2."""
+
+
+class DataError(Exception):
+    """Bad data or model: exit code 1."""
+
+
+# ----------------------------------------------------------------------------------------------
+# measures: name -> (function(y, scores, groups, k) -> float, higher is better, takes @k).
+# A measure added to fastrank.metrics becomes available here with one line.
+# ----------------------------------------------------------------------------------------------
+def _m(name):
+    def call(y, s, g, k):
+        from . import metrics
+
+        fn = getattr(metrics, name)
+        return fn(y, s, g, k=k) if k is not None else fn(y, s, g)
+    return call
+
+
+def _disagreement(y, s, g, k):
+    from .metrics import pairwise_disagreement
+
+    return pairwise_disagreement(y, s, g, tied_scores="half")
+
+
+def _accuracy(y, s, g, k):
+    return 1.0 - _disagreement(y, s, g, k)
+
+
+MEASURES = {
+    # name: (function, higher_is_better, accepts @k, description)
+    "ndcg": (_m("ndcg"), True, True, "NDCG (gains 2^y - 1), ndcg@k cuts at k"),
+    "disagreement": (_disagreement, False, False, "fraction of within-query pairs ordered wrongly (ties 1/2)"),
+    "pairwise_accuracy": (_accuracy, True, False, "1 - disagreement (RankRLS.score)"),
+    "discrete_ranking_loss": (_m("discrete_ranking_loss"), False, False, "discrete ranking loss"),
+    "msd": (_m("msd"), False, False, "mean squared difference of centred scores"),
+    "m1d": (_m("m1d"), False, False, "mean absolute difference of centred scores"),
+}
+DEFAULT_MEASURES = ("ndcg@10", "ndcg", "disagreement")
+
+
+def parse_measure(text):
+    """'ndcg@10' -> ('ndcg', 10); UsageError for unknown names."""
+    name, _, k = text.strip().lower().partition("@")
+    if name not in MEASURES:
+        raise UsageError(f"unknown measure {text!r}; choose from {', '.join(sorted(MEASURES))} (ndcg@k for a cutoff)")
+    if k:
+        if not MEASURES[name][2]:
+            raise UsageError(f"measure {name!r} takes no @k cutoff")
+        try:
+            k = int(k)
+        except ValueError:
+            raise UsageError(f"measure {text!r}: the cutoff after @ must be a positive integer") from None
+        if k < 1:
+            raise UsageError(f"measure {text!r}: the cutoff after @ must be a positive integer")
+    return name, (k or None)
+
+
+def evaluate_scores(y, scores, qid, measures, *, each_query=True, verbose=0):
+    """Averaged and per-query values: (list of (label, mean), per_query dict label -> (ids, values)).
+
+    The average is the measure's own (mean over the queries where it is defined, as
+    ``fastrank.metrics`` computes it); per-query values are the measure on each query alone
+    (NaN where undefined, e.g. a query without two different labels)."""
+    groups = qid
+    ids = np.unique(qid) if qid is not None else np.array([0])
+    order = np.argsort(qid, kind="stable") if qid is not None else np.arange(y.size)
+    bounds = np.searchsorted(qid[order], ids) if qid is not None else np.array([0])
+    bounds = np.append(bounds, y.size)
+    rows = [order[bounds[i]:bounds[i + 1]] for i in range(ids.size)]
+    averaged, per_query = [], {}
+    for text in measures:
+        name, k = parse_measure(text)
+        fn = MEASURES[name][0]
+        label = name if k is None else f"{name}@{k}"
+        try:
+            averaged.append((label, float(fn(y, scores, groups, k))))
+        except ValueError as exc:
+            raise DataError(f"cannot compute {label}: {exc}") from None
+        if not each_query:
+            continue
+        from ._progress import progress
+
+        vals = np.full(ids.size, np.nan)
+        with progress(ids.size, f"{label} per query", unit="queries", verbose=verbose) as bar:
+            for i, r in enumerate(rows):
+                try:
+                    vals[i] = fn(y[r], scores[r], None, k)
+                except ValueError:  # undefined for this query (no pair to compare, no relevant row)
+                    pass
+                if i % 256 == 255:
+                    bar.update(256)
+            bar.update(ids.size % 256)
+        per_query[label] = vals
+    return averaged, ids, per_query
+
+
+# ----------------------------------------------------------------------------------------------
+# helpers
+# ----------------------------------------------------------------------------------------------
+def _estimators():
+    from ._persist import _estimator_classes
+
+    return _estimator_classes()
+
+
+def _estimator_class(name):
+    classes = _estimators()
+    by_lower = {k.lower(): v for k, v in classes.items()}
+    cls = by_lower.get(name.lower())
+    if cls is None:
+        raise UsageError(f"unknown model {name!r}; choose from {', '.join(sorted(classes))}")
+    return cls
+
+
+def _parse_value(text):
+    t = text.strip()
+    low = t.lower()
+    if low in ("none", "null"):
+        return None
+    if low in ("true", "yes"):
+        return True
+    if low in ("false", "no"):
+        return False
+    for conv in (int, float):
+        try:
+            return conv(t)
+        except ValueError:
+            pass
+    if "," in t:
+        return [_parse_value(p) for p in t.split(",") if p.strip()]
+    return t
+
+
+def parse_grid(text):
+    """'1e-3:1e3:13' (log-spaced) or '0.1,1,10' -> array of alphas."""
+    t = text.strip()
+    try:
+        if ":" in t:
+            lo, hi, n = t.split(":")
+            lo, hi, n = float(lo), float(hi), int(n)
+            if lo <= 0 or hi <= 0 or n < 1:
+                raise ValueError
+            return np.logspace(math.log10(lo), math.log10(hi), n)
+        vals = np.array([float(v) for v in t.split(",") if v.strip()])
+        if vals.size == 0 or np.any(vals <= 0) or not np.all(np.isfinite(vals)):
+            raise ValueError
+        return vals
+    except ValueError:
+        raise UsageError(f"bad alpha grid {text!r}: use LOW:HIGH:N (N log-spaced values, e.g. 1e-3:1e3:13) "
+                         "or a comma list of positive numbers") from None
+
+
+def _cv_arg(text, has_qid):
+    if text is None:
+        return "lgo" if has_qid else "lpo"
+    t = text.lower()
+    if t in ("lpo", "lgo"):
+        return t
+    try:
+        k = int(t)
+    except ValueError:
+        raise UsageError(f"bad --cv {text!r}: use lpo, lgo or a number of folds") from None
+    if k < 2:
+        raise UsageError("--cv needs at least 2 folds")
+    return k
+
+
+def _folds(k, m, qid):
+    """k folds, whole queries kept together (GroupKFold-like by query, deterministic)."""
+    if qid is None:
+        return np.arange(m) % k
+    ids, codes = np.unique(qid, return_inverse=True)
+    if ids.size < k:
+        raise DataError(f"--cv {k} needs at least {k} queries, the file has {ids.size}")
+    return (codes.reshape(-1) % k).astype(np.int64)
+
+
+def _read(path, args, *, n_features=None, zero_based=None, extra="error", verbose=0):
+    from ._progress import stage
+    from ._svmlight import read_svmlight
+
+    zb = zero_based if zero_based is not None else {"auto": "auto", "yes": True, "no": False}[args.zero_based]
+    with stage(f"reading {path}", verbose=verbose):
+        try:
+            X, y, qid, info = read_svmlight(path, n_features=n_features, zero_based=zb, extra_features=extra)
+        except FileNotFoundError as exc:
+            raise DataError(str(exc)) from None
+        except ValueError as exc:
+            raise DataError(str(exc)) from None
+    return X, y, qid, info
+
+
+def _as_model_input(X, est, how):
+    """CSR for estimators that take sparse input when the data is sparse (density < 10%), else
+    dense (behind the memory guard)."""
+    accepts_sparse = False
+    try:
+        accepts_sparse = bool(est.__sklearn_tags__().input_tags.sparse)
+    except AttributeError:  # pragma: no cover - every fastrank estimator has tags
+        pass
+    m, n = X.shape
+    density = X.nnz / max(1, m * n)
+    if how == "sparse" and not accepts_sparse:
+        raise UsageError(f"{type(est).__name__} does not accept sparse input; drop --sparse")
+    if accepts_sparse and (how == "sparse" or (how == "auto" and density < 0.1)):
+        return X
+    from ._memory import check_dense_memory
+
+    try:
+        check_dense_memory(m, 1, "dense copy of the input file", n_cols=n)
+    except MemoryError as exc:
+        raise DataError(str(exc)) from None
+    return X.toarray()
+
+
+def _fit_takes_groups(est):
+    try:
+        return "groups" in inspect.signature(est.fit).parameters
+    except (TypeError, ValueError):  # pragma: no cover
+        return False
+
+
+def _summary(path, X, qid):
+    q = f", {np.unique(qid).size} queries" if qid is not None else ", no qid"
+    return f"{path}: {X.shape[0]} rows, {X.shape[1]} features{q}"
+
+
+def _say(args, text):
+    if args.verbose_level >= 1:
+        print(f"[fastrank] {text}", file=sys.stderr, flush=True)
+
+
+def _predict_chunked(model, X, verbose, chunk=20000):
+    from ._progress import progress
+
+    m = X.shape[0]
+    if m <= chunk:
+        return np.asarray(model.predict(X), dtype=np.float64)
+    out = []
+    with progress(total=m, desc="predicting", unit="rows", verbose=verbose) as bar:
+        for s in range(0, m, chunk):
+            out.append(np.asarray(model.predict(X[s:s + chunk]), dtype=np.float64))
+            bar.update(min(chunk, m - s))
+    return np.concatenate(out)
+
+
+def _load_model(path):
+    from ._persist import load
+
+    try:
+        model, meta = load(path, return_metadata=True)
+    except (FileNotFoundError, ValueError) as exc:
+        raise DataError(str(exc)) from None
+    return model, meta.get("svmlight", {})
+
+
+def _read_for_model(path, args, model, meta):
+    n = meta.get("n_features", getattr(model, "n_features_in_", None))
+    zb = meta.get("zero_based")
+    X, y, qid, info = _read(path, args, n_features=n, zero_based=zb, extra="ignore", verbose=args.progress)
+    if n is not None and info.max_index >= 0 and info.max_index - (0 if info.zero_based else 1) >= n:
+        _say(args, f"{path}: feature indices beyond the model's {n} features are ignored")
+    return X, y, qid
+
+
+def _scores_for(model, X, args):
+    Xm = _as_model_input(X, model, "auto")
+    try:
+        s = _predict_chunked(model, Xm, args.progress)
+    except (ValueError, TypeError) as exc:
+        raise DataError(f"prediction failed: {exc}") from None
+    if s.ndim != 1:
+        raise DataError(f"the model predicts {s.shape[1]} outputs per row; the command-line tool handles one")
+    return s
+
+
+def _write_scores(scores, out):
+    text = "".join(f"{v:.17g}\n" for v in scores.tolist())
+    if out in (None, "-"):
+        sys.stdout.write(text)
+        sys.stdout.flush()
+    else:
+        try:
+            with open(out, "w") as fh:
+                fh.write(text)
+        except OSError as exc:
+            raise DataError(f"cannot write {out}: {exc}") from None
+
+
+def _read_scores(path, m):
+    try:
+        with open(path) as fh:
+            lines = fh.read().split("\n")
+    except OSError as exc:
+        raise DataError(f"{path}: cannot read the score file ({exc})") from None
+    vals = []
+    for i, line in enumerate(lines, start=1):
+        t = line.strip()
+        if not t or t.startswith("#"):
+            continue
+        try:
+            v = float(t.split()[0])
+        except ValueError:
+            raise DataError(f"{path}:{i}: score {t!r} is not a number (one score per line expected)") from None
+        if not math.isfinite(v):
+            raise DataError(f"{path}:{i}: score {t!r} is not finite")
+        vals.append(v)
+    if len(vals) != m:
+        raise DataError(f"{path}: has {len(vals)} scores but the data file has {m} rows (one score per row)")
+    return np.array(vals)
+
+
+# ----------------------------------------------------------------------------------------------
+# commands
+# ----------------------------------------------------------------------------------------------
+_COMMON_FLAGS = {  # argparse dest -> estimator parameter
+    "alpha": "alpha", "C": "C", "kernel": "kernel", "gamma": "gamma", "degree": "degree", "coef0": "coef0",
+    "solver": "solver", "group_weighting": "group_weighting", "basis_vectors": "basis_vectors",
+    "seed": "random_state", "n_estimators": "n_estimators", "n_epochs": "n_epochs",
+}
+
+
+def _build_estimator(args, qid, n_rows):
+    has_qid = qid is not None
+    cls = _estimator_class(args.model)
+    names = set(cls().get_params(deep=False))
+    params = {}
+    for dest, pname in _COMMON_FLAGS.items():
+        v = getattr(args, dest, None)
+        if v is None or (dest == "alpha" and v == "auto"):
+            continue
+        if pname not in names:
+            hint = ""
+            if pname == "C" and "alpha" in names:
+                hint = f"; {cls.__name__} is regularized by --alpha (larger alpha = more regularization)"
+            elif pname == "alpha" and "C" in names:
+                hint = f"; {cls.__name__} is regularized by -c/--C"
+            raise UsageError(f"{cls.__name__} has no parameter {pname!r}{hint} (its parameters: "
+                             f"{', '.join(sorted(names))})")
+        params[pname] = v
+    for item in args.param or ():
+        name, sep, value = item.partition("=")
+        name = name.strip()
+        if not sep or not name:
+            raise UsageError(f"bad --param {item!r}: use --param NAME=VALUE")
+        if name not in names:
+            raise UsageError(f"{cls.__name__} has no parameter {name!r} (its parameters: {', '.join(sorted(names))})")
+        params[name] = _parse_value(value)
+    if "n_jobs" in names and args.n_jobs is not None:
+        params["n_jobs"] = args.n_jobs
+    if getattr(args, "alpha", None) == "auto":
+        if cls.__name__ != "RankRLS":
+            raise UsageError("--alpha auto selects RankRLS's alpha by cross-validation; it needs --model RankRLS")
+        from ._cv import RankRLSCV
+
+        cv_names = set(RankRLSCV().get_params(deep=False))
+        dropped = sorted(set(params) - cv_names)
+        if dropped:
+            raise UsageError(f"--alpha auto (RankRLSCV) does not take {', '.join(dropped)}")
+        cv = _cv_arg(args.cv, has_qid and not args.no_qid)
+        if isinstance(cv, int):
+            cv = _folds(cv, n_rows, None if args.no_qid else qid)
+        params.update(alphas=parse_grid(args.alphas), cv=cv)
+        if args.scoring:
+            params["scoring"] = args.scoring
+        cls, names = RankRLSCV, cv_names
+    if "verbose" in names and "verbose" not in params:  # estimators that report progress themselves
+        params["verbose"] = args.progress
+    try:
+        return cls(**params)
+    except TypeError as exc:
+        raise UsageError(str(exc)) from None
+
+
+def cmd_train(args):
+    from ._persist import save
+    from ._progress import stage
+
+    X, y, qid, info = _read(args.train_file, args, verbose=args.progress)
+    _say(args, _summary(args.train_file, X, qid))
+    est = _build_estimator(args, qid, X.shape[0])
+    groups = None if args.no_qid else qid
+    Xm = _as_model_input(X, est, "sparse" if args.sparse else "auto")
+    fit_kw = {}
+    if groups is not None:
+        if _fit_takes_groups(est):
+            fit_kw["groups"] = groups
+        elif args.verbose_level >= 0:
+            print(f"[fastrank] warning: {type(est).__name__} does not use query ids; it learns from all rows "
+                  "together (use RankRLS for query-wise ranking)", file=sys.stderr)
+    name = type(est).__name__
+    with stage(f"fitting {name} on {X.shape[0]} rows", verbose=args.progress) as st:
+        try:
+            est.fit(Xm, y, **fit_kw)
+        except (ValueError, TypeError, ArithmeticError, MemoryError) as exc:
+            raise DataError(f"fitting {name} failed: {exc}") from None
+    if name == "RankRLSCV" and args.verbose_level >= 0:
+        cv_desc = est.cv if isinstance(est.cv, str) else f"{args.cv} folds of whole queries"
+        print(f"alpha chosen by cross-validation ({est.cv_results_['scoring']}, cv={cv_desc}): "
+              f"{est.alpha_:.6g} (score {est.best_score_:.6g})", file=sys.stderr)
+    meta = {"svmlight": {"zero_based": info.zero_based, "n_features": int(X.shape[1]), "has_qid": qid is not None,
+                         "train_file": os.path.basename(args.train_file), "rows": int(X.shape[0])}}
+    try:
+        save(est, args.model_file, dtype="float32" if args.float32 else None, metadata=meta)
+    except OSError as exc:
+        raise DataError(f"cannot write {args.model_file}: {exc}") from None
+    except TypeError as exc:
+        raise DataError(f"cannot save the model: {exc}") from None
+    _say(args, f"{name} fitted in {st.elapsed:.3g} s; model written to {args.model_file} "
+               f"({os.path.getsize(args.model_file) / 1024:.1f} KiB)")
+    return 0
+
+
+def cmd_predict(args):
+    model, meta = _load_model(args.model_file)
+    X, _, _ = _read_for_model(args.test_file, args, model, meta)
+    s = _scores_for(model, X, args)
+    _write_scores(s, args.output)
+    if args.output not in (None, "-"):
+        _say(args, f"{s.size} scores written to {args.output}")
+    return 0
+
+
+def _print_eval(averaged, ids, per_query, args, has_qid):
+    out = sys.stdout
+    if args.format == "json":
+        doc = {"mean": {k: v for k, v in averaged}}
+        if args.per_query:
+            doc["per_query"] = {str(q): {k: (None if np.isnan(v[i]) else float(v[i])) for k, v in per_query.items()}
+                                for i, q in enumerate(ids.tolist())}
+        json.dump(doc, out, indent=1)
+        out.write("\n")
+        return
+    labels = [k for k, _ in averaged]
+    if args.per_query and has_qid:
+        out.write("qid\t" + "\t".join(labels) + "\n")
+        for i, q in enumerate(ids.tolist()):
+            out.write(f"{q}\t" + "\t".join("nan" if np.isnan(per_query[k][i]) else f"{per_query[k][i]:.6f}"
+                                           for k in labels) + "\n")
+        out.write("mean\t" + "\t".join(f"{v:.6f}" for _, v in averaged) + "\n")
+    else:
+        for k, v in averaged:
+            out.write(f"{k}\t{v:.6f}\n")
+    out.flush()
+
+
+def cmd_evaluate(args):
+    if (args.scores is None) == (args.model is None):
+        raise UsageError("evaluate needs either a score file (positional SCORES) or --model MODEL_FILE, not both")
+    measures = args.measure or list(DEFAULT_MEASURES)
+    for m in measures:
+        parse_measure(m)
+    if args.model is not None:
+        model, meta = _load_model(args.model)
+        X, y, qid = _read_for_model(args.data_file, args, model, meta)
+        scores = _scores_for(model, X, args)
+    else:
+        X, y, qid, _ = _read(args.data_file, args, verbose=args.progress)
+        scores = _read_scores(args.scores, y.size)
+    if qid is None:
+        _say(args, f"{args.data_file} has no qid: every row is ranked as one query")
+    averaged, ids, per_query = evaluate_scores(y, scores, qid, measures, each_query=args.per_query,
+                                               verbose=args.progress)
+    _print_eval(averaged, ids, per_query, args, qid is not None)
+    return 0
+
+
+def cmd_cv(args):
+    from ._cv import RankRLSCV
+    from ._progress import stage
+
+    X, y, qid, _ = _read(args.train_file, args, verbose=args.progress)
+    _say(args, _summary(args.train_file, X, qid))
+    groups = None if args.no_qid else qid
+    cv = _cv_arg(args.cv, groups is not None)
+    if cv == "lgo" and groups is None:
+        raise UsageError("--cv lgo (leave-query-out) needs qid: in the file")
+    if isinstance(cv, int):
+        cv = _folds(cv, X.shape[0], groups)
+    params = dict(alphas=parse_grid(args.alphas), cv=cv, kernel=args.kernel, gamma=args.gamma,
+                  group_weighting=args.group_weighting, n_jobs=args.n_jobs)
+    if args.scoring:
+        params["scoring"] = args.scoring
+    params = {k: v for k, v in params.items() if v is not None}
+    est = RankRLSCV(**params)
+    with stage(f"exact cross-validation over {params['alphas'].size} alphas", verbose=args.progress):
+        try:
+            est.fit(X.toarray(), y, groups)
+        except (ValueError, TypeError, ArithmeticError, MemoryError) as exc:
+            raise DataError(f"cross-validation failed: {exc}") from None
+    res = est.cv_results_
+    label = {"lpo": "leave-pair-out", "lgo": "leave-query-out"}.get(args.cv or ("lgo" if groups is not None else "lpo"),
+                                                                      f"{args.cv}-fold (queries kept together)")
+    out = sys.stdout
+    out.write(f"# exact {label} cross-validation of RankRLS (kernel={est.kernel}), scoring={res['scoring']}\n")
+    out.write("alpha\tscore\n")
+    for a, s in zip(res["alphas"].tolist(), res["scores"].tolist()):
+        mark = "\t<- best" if a == est.alpha_ else ""
+        out.write(f"{a:.6g}\t{s:.6f}{mark}\n")
+    out.write(f"# best alpha {est.alpha_:.6g}, score {est.best_score_:.6f}\n")
+    if args.plot:
+        try:
+            from matplotlib.figure import Figure  # no pyplot: no GUI backend needed
+        except ImportError:
+            raise DataError("--plot needs matplotlib (pip install matplotlib)") from None
+        from .plotting import CVCurveDisplay
+
+        fig = Figure(figsize=(6, 4))
+        CVCurveDisplay.from_estimator(est, ax=fig.subplots())
+        fig.tight_layout()
+        try:
+            fig.savefig(args.plot, dpi=100)
+        except (OSError, ValueError) as exc:
+            raise DataError(f"cannot write {args.plot}: {exc}") from None
+        _say(args, f"CV curve written to {args.plot}")
+    return 0
+
+
+# ----------------------------------------------------------------------------------------------
+# argument parsing
+# ----------------------------------------------------------------------------------------------
+_EPILOG_TRAIN = """\
+examples:
+  fastrank train train.txt model.frk                          # linear RankRLS, alpha=1, per-query pairs
+  fastrank train --alpha 10 --kernel rbf --gamma 0.003 train.txt model.frk
+  fastrank train --alpha auto --alphas 1e-2:1e4:31 train.txt model.frk   # alpha by leave-query-out CV
+  fastrank train --model OAPBPM --param n_estimators=50 --param tau=0.5 --seed 0 train.txt model.frk
+  fastrank train --model MPRank -c 3 train.txt model.frk
+models: {models}
+the model file is a fastrank model archive (fastrank.load(path) in Python; not a pickle)
+"""
+_EPILOG_PREDICT = """\
+examples:
+  fastrank predict model.frk test.txt > scores.txt
+  fastrank predict -o scores.txt model.frk test.txt.gz
+one score per input line (higher = ranked higher); feature indices the model was not trained on are ignored
+"""
+_EPILOG_EVAL = """\
+examples:
+  fastrank evaluate test.txt scores.txt                 # NDCG@10, NDCG, pairwise disagreement
+  fastrank evaluate --model model.frk -m ndcg@5 -m ndcg@10 --per-query test.txt
+  fastrank evaluate --format json test.txt scores.txt
+measures: {measures}
+averages are means over queries where the measure is defined (queries with a pair of different labels,
+or a relevant document for NDCG)
+"""
+_EPILOG_CV = """\
+examples:
+  fastrank cv train.txt                                 # leave-query-out over 13 alphas 1e-3..1e3
+  fastrank cv --cv lpo --kernel rbf --gamma 0.01 --alphas 1e-2:1e4:31 train.txt
+  fastrank cv --cv 5 --scoring ndcg --plot cv.png train.txt
+every CV value is exact (the same as retraining without the held-out rows), computed from one
+eigendecomposition for all alphas
+"""
+
+
+def _add_common(p):
+    g = p.add_argument_group("input and output")
+    g.add_argument("--zero-based", choices=("auto", "yes", "no"), default="auto",
+                   help="feature index base of the data file: auto (0-based if index 0 occurs; default), yes, no")
+    g.add_argument("--n-jobs", type=int, default=None, metavar="N",
+                   help="threads (default: all cores; -1 all cores)")
+    g.add_argument("-v", "--verbose", action="count", default=0, help="more messages on stderr (repeatable)")
+    g.add_argument("-q", "--quiet", action="store_true", help="no progress or messages on stderr")
+    g.add_argument("--progress", dest="progress_flag", action="store_true", default=None,
+                   help="show progress even when stderr is not a terminal")
+    g.add_argument("--no-progress", dest="progress_flag", action="store_false",
+                   help="never show progress (default: shown on a terminal)")
+
+
+def _add_model_params(p, *, cv_only=False):
+    g = p.add_argument_group("model and hyper-parameters")
+    if not cv_only:
+        g.add_argument("-m", "--model", default="RankRLS", metavar="NAME",
+                       help="estimator name (default RankRLS; see the list below)")
+        g.add_argument("--alpha", type=lambda t: t if t == "auto" else _positive(t, "--alpha"), default=None,
+                       help="regularization (RankRLS's lambda); 'auto' selects it by exact cross-validation")
+        g.add_argument("-c", "--C", dest="C", type=lambda t: _positive(t, "-c/--C"), default=None,
+                       help="MPRank / OnlineMPRank trade-off C (larger = less regularization)")
+    g.add_argument("--kernel", choices=("linear", "rbf", "gaussian", "poly", "polynomial"), default=None,
+                   help="kernel (default linear)")
+    g.add_argument("--gamma", type=lambda t: _positive(t, "--gamma"), default=None,
+                   help="rbf/poly kernel scale (default 1/n_features)")
+    if not cv_only:
+        g.add_argument("--degree", type=float, default=None, help="poly kernel degree")
+        g.add_argument("--coef0", type=float, default=None, help="poly kernel offset")
+        g.add_argument("--solver", default=None, help="RankRLS solver: auto, dual, primal, cg")
+        g.add_argument("--basis-vectors", dest="basis_vectors", type=int, default=None, metavar="R",
+                       help="RankRLS: subset-of-regressors model on R random training rows (kernel models)")
+        g.add_argument("--seed", type=int, default=None, help="random_state of the estimator")
+        g.add_argument("--n-estimators", dest="n_estimators", type=int, default=None, help="OAPBPM ensemble size")
+        g.add_argument("--n-epochs", dest="n_epochs", type=int, default=None, help="online learners: passes")
+        g.add_argument("--param", action="append", metavar="NAME=VALUE",
+                       help="any other estimator parameter (repeatable), e.g. --param tol=1e-8")
+    g.add_argument("--group-weighting", dest="group_weighting", choices=("unweighted", "normalized"), default=None,
+                   help="RankRLS: every pair weighs 1 (unweighted, default) or 1/query size (normalized)")
+    g.add_argument("--no-qid", action="store_true", help="ignore qid: (rank all rows together)")
+    c = p.add_argument_group("cross-validation (cv, and train --alpha auto)")
+    c.add_argument("--alphas", default="1e-3:1e3:13", metavar="GRID",
+                   help="LOW:HIGH:N log-spaced (default 1e-3:1e3:13) or a comma list")
+    c.add_argument("--cv", default=None, metavar="{lpo,lgo,K}",
+                   help="lpo (leave-pair-out), lgo (leave-query-out) or K folds of whole queries "
+                        "(default: lgo with qid, else lpo)")
+    c.add_argument("--scoring", choices=("auc", "disagreement", "ndcg"), default=None,
+                   help="CV measure (default auc = 1 - disagreement; ndcg needs lgo or K folds)")
+
+
+def _positive(text, flag):
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{flag} must be a positive number, got {text!r}") from None
+    if not (v > 0 and math.isfinite(v)):
+        raise argparse.ArgumentTypeError(f"{flag} must be a positive number, got {text!r}")
+    return v
+
+
+def build_parser():
+    models = ", ".join(sorted(_estimators()))
+    measures = ", ".join(f"{k}{'@k' if v[2] else ''}" for k, v in MEASURES.items())
+    parser = argparse.ArgumentParser(
+        prog=PROG,
+        description="Learning to rank on svmlight/LETOR files (<target> [qid:<id>] <index>:<value> ...): "
+                    "train, predict, evaluate, cross-validate.",
+        epilog="examples:\n  fastrank train --alpha auto train.txt model.frk\n"
+               "  fastrank predict model.frk test.txt > scores.txt\n"
+               "  fastrank evaluate test.txt scores.txt\n  fastrank cv --kernel rbf train.txt\n"
+               "run 'fastrank COMMAND -h' for the options of a command; 'python -m fastrank' runs a demo.\n"
+               "exit codes: 0 ok, 1 data or model error, 2 usage error",
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    from ._version import __version__
+
+    parser.add_argument("--version", action="version", version=f"fastrank {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    fmt = argparse.RawDescriptionHelpFormatter
+
+    p = sub.add_parser("train", help="fit a model on a training file and write a model file",
+                       epilog=_EPILOG_TRAIN.format(models=models), formatter_class=fmt)
+    p.add_argument("train_file", metavar="TRAIN_FILE")
+    p.add_argument("model_file", metavar="MODEL_FILE")
+    _add_model_params(p)
+    p.add_argument("--sparse", action="store_true",
+                   help="keep the data sparse (RankRLS: conjugate gradient / basis vectors); default: sparse only "
+                        "when under 10%% of the entries are non-zero")
+    p.add_argument("--float32", action="store_true", help="store the model's arrays in single precision (half size)")
+    _add_common(p)
+
+    p = sub.add_parser("predict", help="write one score per line for a data file",
+                       epilog=_EPILOG_PREDICT, formatter_class=fmt)
+    p.add_argument("model_file", metavar="MODEL_FILE")
+    p.add_argument("test_file", metavar="TEST_FILE")
+    p.add_argument("-o", "--output", default=None, metavar="FILE", help="score file (default: standard output)")
+    _add_common(p)
+
+    p = sub.add_parser("evaluate", help="ranking measures per query and averaged",
+                       epilog=_EPILOG_EVAL.format(measures=measures), formatter_class=fmt)
+    p.add_argument("data_file", metavar="DATA_FILE")
+    p.add_argument("scores", nargs="?", default=None, metavar="SCORES",
+                   help="score file, one per line (as written by fastrank predict)")
+    p.add_argument("--model", default=None, metavar="MODEL_FILE", help="score DATA_FILE with this model instead")
+    p.add_argument("-m", "--measure", action="append", metavar="NAME",
+                   help=f"measure (repeatable; default {' '.join(DEFAULT_MEASURES)})")
+    p.add_argument("--per-query", action="store_true", help="one line per query, then the means")
+    p.add_argument("--format", choices=("text", "json"), default="text", help="output format")
+    _add_common(p)
+
+    p = sub.add_parser("cv", help="exact cross-validation report of RankRLS over an alpha grid",
+                       epilog=_EPILOG_CV, formatter_class=fmt)
+    p.add_argument("train_file", metavar="TRAIN_FILE")
+    _add_model_params(p, cv_only=True)
+    p.add_argument("--plot", default=None, metavar="PNG", help="also draw score vs alpha (needs matplotlib)")
+    _add_common(p)
+    return parser
+
+
+_HANDLERS = {"train": cmd_train, "predict": cmd_predict, "evaluate": cmd_evaluate, "cv": cmd_cv}
+
+
+def main(argv=None):
+    """Run the command line; returns the exit code (0 ok, 1 data/model error, 2 usage error)."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # argparse: 0 after -h/--version, 2 on bad usage
+        return int(exc.code or 0)
+    if args.command is None:
+        parser.print_help(sys.stderr)
+        return 2
+    args.verbose_level = -1 if args.quiet else args.verbose
+    if args.quiet or args.progress_flag is False:
+        args.progress = 0
+    elif args.progress_flag:
+        args.progress = max(1, args.verbose)
+    else:
+        args.progress = max(args.verbose, 1) if sys.stderr.isatty() else (1 if args.verbose else 0)
+    cmd = args.command
+    try:
+        t0 = time.perf_counter()
+        code = _HANDLERS[cmd](args)
+        _say(args, f"{cmd}: {time.perf_counter() - t0:.3g} s")
+        return code
+    except UsageError as exc:
+        print(f"{PROG} {cmd}: error: {exc}", file=sys.stderr)
+        return 2
+    except DataError as exc:
+        print(f"{PROG} {cmd}: error: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print(f"{PROG} {cmd}: interrupted", file=sys.stderr)
+        return 130
+
+
+def console_main():  # pragma: no cover - the console-script entry point
+    sys.exit(main())

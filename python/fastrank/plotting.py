@@ -1,0 +1,177 @@
+"""Plots following scikit-learn's Display pattern (matplotlib is an optional extra:
+``pip install "fastrank-rls[plot]"``; it is imported only when a plot is drawn).
+
+* :class:`CVCurveDisplay` — cross-validated score against alpha (log axis), chosen alpha marked:
+  ``CVCurveDisplay.from_estimator(RankRLSCV(...).fit(X, y, groups))``.
+* :class:`RankLossCurveDisplay` — the on-line learners' cumulative average rank loss
+  (1/t) sum |yhat - y| after every example (Harrington 2003, Fig. 2):
+  ``RankLossCurveDisplay.from_estimator(OAPBPM().fit(X, y))``; call ``plot(ax=disp.ax_)`` of
+  another display to overlay learners.
+* :class:`PermutationTestDisplay` — the permutation test's null distribution with the observed
+  score: ``PermutationTestDisplay.from_result(*model_selection.permutation_test_lpo(...))``.
+
+Every display has ``plot(ax=None)`` and, after plotting, ``ax_`` and ``figure_`` (and the drawn
+artists, e.g. ``line_``).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["CVCurveDisplay", "RankLossCurveDisplay", "PermutationTestDisplay"]
+
+_SCORING_LABELS = {
+    "auc": "pairwise accuracy (1 - disagreement)",
+    "disagreement": "pairwise disagreement (lower is better)",
+    "ndcg": "NDCG",
+}
+
+
+def _pyplot():
+    try:
+        import matplotlib.pyplot as plt
+    except ImportError as exc:  # optional dependency
+        raise ImportError(
+            "fastrank's plots need matplotlib: pip install matplotlib (or the 'plot' extra of fastrank)"
+        ) from exc
+    return plt
+
+
+def _axes(ax):
+    if ax is None:
+        plt = _pyplot()
+        _, ax = plt.subplots()
+    return ax, ax.figure
+
+
+class CVCurveDisplay:
+    """Cross-validated score vs alpha with the chosen alpha marked.
+
+    Parameters
+    ----------
+    alphas, scores : arrays of the same length (as ``RankRLSCV.cv_results_``).
+    best_alpha : float or None — a dashed vertical line is drawn there.
+    scoring : str — "auc", "disagreement", "ndcg" or any label for the y axis.
+    cv : str or None — the cross-validation scheme, for the title.
+    label : legend entry of the curve.
+
+    Attributes (after ``plot``): ``ax_``, ``figure_``, ``line_`` (the curve), ``best_line_``
+    (the vertical line, or None).
+    """
+
+    def __init__(self, alphas, scores, *, best_alpha=None, scoring="score", cv=None, label="CV score"):
+        self.alphas = np.asarray(alphas, dtype=np.float64)
+        self.scores = np.asarray(scores, dtype=np.float64)
+        if self.alphas.ndim != 1 or self.alphas.shape != self.scores.shape:
+            raise ValueError(f"alphas and scores must be 1-D of the same length, got {self.alphas.shape} and "
+                             f"{self.scores.shape}")
+        self.best_alpha = None if best_alpha is None else float(best_alpha)
+        self.scoring = scoring
+        self.cv = cv
+        self.label = label
+
+    @classmethod
+    def from_estimator(cls, estimator, *, ax=None):
+        """From a fitted :class:`fastrank.RankRLSCV` (its ``cv_results_`` and ``alpha_``)."""
+        res = getattr(estimator, "cv_results_", None)
+        if res is None:
+            raise ValueError("CVCurveDisplay.from_estimator needs a fitted RankRLSCV (call fit first)")
+        cv = estimator.cv if isinstance(estimator.cv, (str, int)) else "folds"
+        disp = cls(res["alphas"], res["scores"], best_alpha=estimator.alpha_, scoring=res["scoring"], cv=cv)
+        return disp.plot(ax=ax)
+
+    def plot(self, ax=None):
+        ax, fig = _axes(ax)
+        (self.line_,) = ax.plot(self.alphas, self.scores, marker="o", markersize=3, label=self.label)
+        ax.set_xscale("log")
+        ax.set_xlabel("alpha (regularization)")
+        ax.set_ylabel(_SCORING_LABELS.get(self.scoring, str(self.scoring)))
+        self.best_line_ = None
+        if self.best_alpha is not None:
+            self.best_line_ = ax.axvline(self.best_alpha, color="C3", linestyle="--",
+                                         label=f"chosen alpha = {self.best_alpha:.3g}")
+        cv = {"lpo": "leave-pair-out", "lgo": "leave-query-out"}.get(self.cv, self.cv)
+        ax.set_title("exact cross-validation" + (f" ({cv})" if cv else ""))
+        ax.legend(loc="best")
+        self.ax_, self.figure_ = ax, fig
+        return self
+
+
+class RankLossCurveDisplay:
+    """Cumulative average rank loss of an on-line learner after every example of its stream.
+
+    Parameters
+    ----------
+    curve : 1-D array, ``estimator.rank_loss_curve()``.  label : legend entry.
+
+    Attributes (after ``plot``): ``ax_``, ``figure_``, ``line_``.
+    """
+
+    def __init__(self, curve, *, label=None):
+        self.curve = np.asarray(curve, dtype=np.float64)
+        if self.curve.ndim != 1 or self.curve.size == 0:
+            raise ValueError("curve must be a non-empty 1-D array (estimator.rank_loss_curve())")
+        self.label = label
+
+    @classmethod
+    def from_estimator(cls, estimator, *, ax=None, label=None):
+        """From a fitted on-line learner (PRank, OAPBPM, WidrowHoff): its ``rank_loss_curve()``."""
+        if not hasattr(estimator, "rank_loss_curve"):
+            raise TypeError(f"{type(estimator).__name__} has no rank_loss_curve(); use an on-line learner "
+                            "(PRank, OAPBPM, WidrowHoff)")
+        curve = estimator.rank_loss_curve()
+        if curve.size == 0:
+            raise ValueError("the estimator has seen no examples yet")
+        return cls(curve, label=label or type(estimator).__name__).plot(ax=ax)
+
+    def plot(self, ax=None):
+        ax, fig = _axes(ax)
+        t = np.arange(1, self.curve.size + 1)
+        (self.line_,) = ax.plot(t, self.curve, label=self.label)
+        ax.set_xlabel("examples seen (t)")
+        ax.set_ylabel("average rank loss (1/t) sum |ŷ - y|")
+        ax.set_title("on-line rank loss")
+        if self.label:
+            ax.legend(loc="best")
+        self.ax_, self.figure_ = ax, fig
+        return self
+
+
+class PermutationTestDisplay:
+    """Histogram of the permutation scores (the null distribution) with the observed score.
+
+    Parameters
+    ----------
+    score, permutation_scores, pvalue : as returned by
+        :func:`fastrank.model_selection.permutation_test_lpo`.
+    bins : number of histogram bars (default 20).
+
+    Attributes (after ``plot``): ``ax_``, ``figure_``, ``bars_`` (the histogram's bars),
+    ``score_line_``.
+    """
+
+    def __init__(self, score, permutation_scores, pvalue, *, bins=20, scoring="LPO AUC"):
+        self.score = float(score)
+        self.permutation_scores = np.asarray(permutation_scores, dtype=np.float64).ravel()
+        if self.permutation_scores.size == 0:
+            raise ValueError("permutation_scores is empty")
+        self.pvalue = float(pvalue)
+        self.bins = bins
+        self.scoring = scoring
+
+    @classmethod
+    def from_result(cls, score, permutation_scores, pvalue, *, bins=20, ax=None, scoring="LPO AUC"):
+        return cls(score, permutation_scores, pvalue, bins=bins, scoring=scoring).plot(ax=ax)
+
+    def plot(self, ax=None):
+        ax, fig = _axes(ax)
+        _, _, self.bars_ = ax.hist(self.permutation_scores, bins=self.bins, color="C0", alpha=0.7,
+                                   label=f"{self.permutation_scores.size} permutations")
+        self.score_line_ = ax.axvline(self.score, color="C3", linewidth=2,
+                                      label=f"observed {self.score:.3f} (p = {self.pvalue:.3g})")
+        ax.set_xlabel(self.scoring)
+        ax.set_ylabel("permutations")
+        ax.set_title("permutation test: null distribution")
+        ax.legend(loc="best")
+        self.ax_, self.figure_ = ax, fig
+        return self

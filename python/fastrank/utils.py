@@ -1,0 +1,155 @@
+"""Conversions between the query-group conventions of learning-to-rank tools.
+
+* fastrank (and scikit-learn's ``groups``): one id per row, any order, any orderable type;
+  rows of a query need not be contiguous.
+* LightGBM (``group=`` / ``.query`` files, also ``XGBRanker(group=...)`` in old versions): the
+  sizes of consecutive blocks of rows, e.g. ``[10, 20, 5]`` for rows 0-9, 10-29, 30-34.
+* XGBoost (``qid=``) and svmlight/LETOR files (``qid:``): one integer id per row; XGBoost wants
+  the rows of a query contiguous and the ids non-decreasing.
+
+Examples
+--------
+>>> import numpy as np
+>>> from fastrank.utils import groups_from_sizes, sizes_from_groups, qid_from_groups
+>>> g = groups_from_sizes([3, 2])
+>>> g
+array([0, 0, 0, 1, 1])
+>>> sizes_from_groups(g)
+array([3, 2])
+>>> qid_from_groups(np.array(["q7", "q7", "q2"]))
+array([0, 0, 1])
+"""
+
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+
+__all__ = ["groups_from_sizes", "sizes_from_groups", "groups_from_qid", "qid_from_groups", "group_order"]
+
+
+def _ids(groups, name):
+    g = np.asarray(groups)
+    if g.ndim != 1:
+        raise ValueError(f"{name} must be 1-D with one id per row, got shape {g.shape}")
+    if g.dtype == object or g.dtype.kind == "c":
+        raise TypeError(f"{name} must be an array of numbers or strings, got dtype {g.dtype}")
+    if g.dtype.kind == "f" and not np.isfinite(g).all():
+        raise ValueError(f"{name} contains NaN or infinity")
+    return g
+
+
+def _runs(g):
+    """(start of each run of equal consecutive ids, the run's id)."""
+    if g.size == 0:
+        return np.zeros(0, dtype=np.int64), g[:0]
+    starts = np.concatenate([[0], np.flatnonzero(g[1:] != g[:-1]) + 1]).astype(np.int64)
+    return starts, g[starts]
+
+
+def _check_contiguous(g, name, hint):
+    starts, ids = _runs(g)
+    uniq, first, counts = np.unique(ids, return_index=True, return_counts=True)
+    if uniq.size != ids.size:
+        bad = uniq[np.argmax(counts > 1)]
+        bad = bad.item() if hasattr(bad, "item") else bad
+        rows = np.flatnonzero(g == bad)
+        gap = int(rows[np.argmax(np.diff(rows) > 1)])
+        raise ValueError(
+            f"{name}: the rows of query {bad!r} are not contiguous (row {gap} is followed by a different query, "
+            f"and the query appears again at row {int(rows[np.argmax(np.diff(rows) > 1) + 1])}); {hint}"
+        )
+    return starts, ids
+
+
+def groups_from_sizes(sizes, n_samples=None):
+    """Per-row query ids 0, 1, ... from LightGBM-style group sizes (consecutive blocks).
+
+    Parameters
+    ----------
+    sizes : 1-D array of positive integers (LightGBM's ``group``; the lines of a ``.query`` file).
+    n_samples : int or None
+        If given, the number of rows the sizes must add up to.
+
+    Returns
+    -------
+    groups : int64 array of length ``sum(sizes)`` (group k's rows get id k).
+    """
+    s = np.asarray(sizes)
+    if s.ndim != 1:
+        raise ValueError(f"sizes must be a 1-D array of group sizes, got shape {s.shape}")
+    if s.size and s.dtype.kind == "f":
+        if not np.all(np.isfinite(s)) or np.any(s != np.round(s)):
+            raise ValueError("sizes must be whole numbers (the number of rows in each group)")
+        s = s.astype(np.int64)
+    elif s.size and s.dtype.kind not in "iu":
+        raise TypeError(f"sizes must be integers, got dtype {s.dtype}")
+    s = s.astype(np.int64)
+    if np.any(s < 1):
+        k = int(np.argmax(s < 1))
+        raise ValueError(f"sizes must be positive: sizes[{k}] = {int(s[k])} (a query needs at least one row)")
+    total = int(s.sum())
+    if n_samples is not None:
+        if isinstance(n_samples, (bool, np.bool_)) or not isinstance(n_samples, numbers.Integral):
+            raise TypeError(f"n_samples must be an integer, got {n_samples!r}")
+        if total != int(n_samples):
+            raise ValueError(f"the group sizes add up to {total} rows but there are {int(n_samples)} rows "
+                             "(n_samples); each row must belong to exactly one group")
+    return np.repeat(np.arange(s.size, dtype=np.int64), s)
+
+
+def sizes_from_groups(groups):
+    """LightGBM-style sizes of the consecutive blocks of rows of each query.
+
+    The rows of each query must be contiguous (fastrank itself does not need that): if they are
+    not, sort the data first with ``order = group_order(groups)`` (then ``X[order]``,
+    ``y[order]``, ``groups[order]``).  The ids themselves may be in any order (e.g. qids sorted as
+    strings, "10, 1001, 101"): only their contiguity matters.
+    """
+    g = _ids(groups, "groups")
+    starts, _ = _check_contiguous(g, "groups", "sort the rows with order = fastrank.utils.group_order(groups) "
+                                               "(X[order], y[order], groups[order]) first")
+    return np.diff(np.concatenate([starts, [g.size]])).astype(np.int64)
+
+
+def groups_from_qid(qid):
+    """fastrank ``groups`` from XGBoost/svmlight-style per-row query ids.
+
+    fastrank takes one id per row already, so this validates (1-D, one id per row, integers
+    or strings, no NaN) and returns an int64 copy (integers) or the ids unchanged (strings).
+    Unlike XGBoost, the ids need not be sorted or contiguous.
+    """
+    q = _ids(qid, "qid")
+    if q.dtype.kind == "f":
+        if np.any(q != np.round(q)):
+            raise ValueError("qid must be whole numbers (query ids)")
+        return q.astype(np.int64)
+    if q.dtype.kind in "iub":
+        return q.astype(np.int64)
+    return q.copy()
+
+
+def qid_from_groups(groups):
+    """XGBoost-style ``qid`` (non-decreasing integers 0, 1, ...) from per-row group ids.
+
+    Queries are numbered in order of first appearance, so rows that are contiguous per query get
+    non-decreasing ids, as ``XGBRanker.fit(qid=...)`` requires.  Raises ``ValueError`` if the rows of
+    a query are not contiguous (sort them with :func:`group_order` first).
+    """
+    g = _ids(groups, "groups")
+    starts, _ = _check_contiguous(g, "groups", "XGBoost needs each query's rows together: sort the rows with "
+                                               "order = fastrank.utils.group_order(groups) first")
+    return groups_from_sizes(np.diff(np.concatenate([starts, [g.size]]))) if g.size else np.zeros(0, np.int64)
+
+
+def group_order(groups):
+    """A stable permutation that makes the rows of each query contiguous, queries in order of
+    first appearance (rows inside a query keep their order): ``X[order]``, ``y[order]``."""
+    g = _ids(groups, "groups")
+    if g.size == 0:
+        return np.zeros(0, dtype=np.int64)
+    _, first, codes = np.unique(g, return_index=True, return_inverse=True)
+    rank = np.empty(first.size, dtype=np.int64)
+    rank[np.argsort(first, kind="stable")] = np.arange(first.size)
+    return np.argsort(rank[codes.reshape(-1)], kind="stable").astype(np.int64)

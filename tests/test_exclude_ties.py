@@ -1,0 +1,65 @@
+"""exclude_ties=True against the explicit list of non-tied pairs."""
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import fastrank  # noqa: E402
+from cv_oracles import rbf  # noqa: E402
+from oracles import rankrls_dual, rankrls_primal, scoring_pairs  # noqa: E402
+
+GROUPS = np.array([0, 1, 0, 2, 1, 0, 2, 1, 0, 2, 1, 1, 0, 3])
+
+
+def _data(seed):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(GROUPS.size, 3))
+    y = rng.integers(0, 3, size=GROUPS.size).astype(float)  # graded labels: many ties
+    return X, y
+
+
+def _untied(edges):
+    return [e for e in edges if e[3] != 0]
+
+
+def _close(a, b, rtol=1e-9):
+    np.testing.assert_allclose(a, b, rtol=rtol, atol=rtol * max(1.0, float(np.abs(b).max())))
+
+
+@pytest.mark.parametrize("weighting", ["unweighted", "per_query", "normalized"])
+@pytest.mark.parametrize("groups", [None, GROUPS])
+def test_exclude_ties_dual_and_primal_equal_explicit_untied_pairs(weighting, groups):
+    X, y = _data(0)
+    # without groups every pair weighs 1 whatever the weighting
+    edges = _untied(scoring_pairs(y, groups, weighting if groups is not None else "unweighted"))
+    dual = fastrank.RankRLS(alpha=0.5, kernel="rbf", gamma=0.7, solver="dual", group_weighting=weighting,
+                            exclude_ties=True).fit(X, y, groups)
+    _close(dual.dual_coef_, rankrls_dual(rbf(X, X, 0.7), edges, 0.5)[:, 0])
+    primal = fastrank.RankRLS(alpha=0.5, solver="primal", group_weighting=weighting, exclude_ties=True)
+    _close(primal.fit(X, y, groups).coef_, rankrls_primal(X, edges, 0.5)[:, 0])
+    # a path shares the decomposition
+    path = fastrank.rankrls_path(X, y, [0.5, 5.0], groups=groups, estimator=dual)
+    _close(path.dual_coef_[1, :, 0], rankrls_dual(rbf(X, X, 0.7), edges, 5.0)[:, 0])
+    # and it is a different model from keeping the ties
+    kept = fastrank.RankRLS(alpha=0.5, solver="primal", group_weighting=weighting).fit(X, y, groups).coef_
+    assert np.abs(kept - primal.coef_).max() > 1e-6
+
+
+def test_exclude_ties_multi_output_and_errors():
+    X, y = _data(1)
+    Y = np.column_stack([y, 2 * y + 1])  # same ties
+    est = fastrank.RankRLS(alpha=1.0, kernel="rbf", exclude_ties=True).fit(X, Y, GROUPS)
+    one = fastrank.RankRLS(alpha=1.0, kernel="rbf", exclude_ties=True).fit(X, 2 * y + 1, GROUPS)
+    _close(est.dual_coef_[:, 1], one.dual_coef_)
+    with pytest.raises(ValueError, match="tie the same pairs"):
+        fastrank.RankRLS(exclude_ties=True).fit(X, np.column_stack([y, np.arange(y.size)]))
+    with pytest.raises(ValueError, match="dense dual or primal"):
+        fastrank.RankRLS(exclude_ties=True, solver="cg").fit(X, y)
+    with pytest.raises(ValueError, match="exclude_ties must be True or False"):
+        fastrank.RankRLS(exclude_ties="yes").fit(X, y)
+    with pytest.raises(ValueError, match="keep tied pairs"):
+        fastrank.model_selection.leave_pair_out(fastrank.RankRLS(exclude_ties=True), X, y)

@@ -1,0 +1,74 @@
+"""fastrank._progress: silent at verbose=0, log lines or a tqdm bar otherwise."""
+
+import io
+
+import pytest
+
+from fastrank._progress import progress, resolve_verbose, stage
+
+
+class _Tty(io.StringIO):
+    def isatty(self):
+        return True
+
+
+def test_silent_by_default_and_at_zero():
+    buf = io.StringIO()
+    for v in (0, False, None):
+        with progress(10, "x", verbose=v, file=buf) as bar:
+            for _ in range(10):
+                bar.update()
+    assert list(progress.iterate(range(4), verbose=0, file=buf)) == [0, 1, 2, 3]
+    with stage("step", verbose=0, file=buf):
+        pass
+    assert buf.getvalue() == ""
+
+
+def test_log_lines_when_not_a_terminal():
+    buf = io.StringIO()
+    with progress(4, "RankRLSCV", verbose=1, unit="alphas", file=buf, min_interval=0.0) as bar:
+        for _ in range(4):
+            bar.update()
+            bar.note("best so far 0.7")
+    lines = buf.getvalue().strip().split("\n")
+    assert lines[0].startswith("[fastrank] RankRLSCV: 1/4 alphas (25%)") and "left" in lines[0]
+    assert "(best so far 0.7)" in lines[-1] and lines[-1].endswith("done") and "4/4 alphas (100%)" in lines[-1]
+    buf = io.StringIO()
+    with progress(1000, "rate-limited", verbose=1, file=buf, min_interval=3600) as bar:
+        for _ in range(1000):
+            bar.update()
+    assert buf.getvalue().count("\n") == 1  # only the final line
+
+
+def test_no_final_line_after_an_exception():
+    buf = io.StringIO()
+    with pytest.raises(RuntimeError):
+        with progress(3, "x", verbose=1, file=buf, min_interval=3600):
+            raise RuntimeError("boom")
+    assert "done" not in buf.getvalue()
+
+
+def test_tqdm_bar_on_a_terminal():
+    pytest.importorskip("tqdm")
+    buf = _Tty()
+    with progress(5, "lpo", verbose=1, file=buf) as bar:
+        assert type(bar).__name__ == "_Bar"
+        bar.update(5)
+    assert "lpo" in buf.getvalue()
+    buf = io.StringIO()
+    with progress(5, "lpo", verbose=1, file=buf, backend="log") as bar:
+        assert type(bar).__name__ == "_LogLines"
+
+
+def test_stage_and_verbose_resolution():
+    buf = io.StringIO()
+    with stage("fitting", verbose=1, file=buf) as st:
+        pass
+    assert buf.getvalue().startswith("[fastrank] fitting ...\n[fastrank] fitting: done in ")
+    assert st.elapsed >= 0
+    assert resolve_verbose("auto", io.StringIO()) == 0 and resolve_verbose("auto", _Tty()) == 1
+    assert resolve_verbose(True) == 1 and resolve_verbose(3) == 3
+    with pytest.raises(ValueError, match="verbose"):
+        resolve_verbose(-1)
+    with pytest.raises(ValueError, match="verbose"):
+        resolve_verbose("loud")

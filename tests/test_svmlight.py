@@ -1,0 +1,74 @@
+"""fastrank.datasets.load_svmlight: agrees with scikit-learn's parser on valid files, resolves the
+index base, pads/checks n_features, reads gzip/bz2, and names file:line for malformed input."""
+
+import bz2
+import gzip
+
+import numpy as np
+import pytest
+from sklearn.datasets import dump_svmlight_file, load_svmlight_file
+
+from conftest import shared_data
+from fastrank.datasets import load_lambdarank, load_svmlight
+
+
+def test_rlscore_light_matches_sklearn():
+    root = shared_data("rlscore_legacy")
+    for part in ("train", "test"):
+        path = root / f"rank_{part}.light"
+        X, y, q = load_svmlight(path, n_features=195098, zero_based=True)
+        Xs, ys, qs = load_svmlight_file(str(path), n_features=195098, zero_based=True, query_id=True)
+        assert (X != Xs).nnz == 0 and np.array_equal(y, ys) and np.array_equal(q, qs)
+        assert q.dtype == np.int64 and X.format == "csr"
+    # the qid file agrees with the qid: column (contiguous, sorted as strings)
+    q_file = np.loadtxt(root / "rank_train.qids", dtype=np.int64)
+    assert np.array_equal(load_svmlight(root / "rank_train.light")[2], q_file)
+
+
+@pytest.mark.parametrize("zero_based", [False, True])
+def test_index_base_auto_and_explicit(tmp_path, zero_based):
+    d = load_lambdarank(sparse=True)
+    X, y, g = d.X_test[:60], d.y_test[:60], d.groups_test[:60]
+    X = X.tolil()
+    X[:, 0] = 0.5  # column 0 used: a 0-based file has index 0
+    X = X.tocsr()
+    f = tmp_path / "f.txt"
+    dump_svmlight_file(X, y, str(f), query_id=g, zero_based=zero_based)
+    Xr, yr, qr = load_svmlight(f)  # auto
+    assert Xr.shape == X.shape and (Xr != X).nnz == 0 and np.array_equal(yr, y) and np.array_equal(qr, g)
+    Xr2, _, _ = load_svmlight(f, zero_based=zero_based, n_features=310)
+    assert Xr2.shape == (60, 310) and (Xr2[:, :300] != X).nnz == 0
+    with pytest.raises(ValueError, match=r"has feature index .* but n_features=100"):
+        load_svmlight(f, n_features=100)
+    if zero_based:
+        with pytest.raises(ValueError, match=r"f.txt:1: feature index 0 in a file read as 1-based"):
+            load_svmlight(f, zero_based=False)
+
+
+def test_compressed_and_plain(tmp_path):
+    text = "# header comment\n3 qid:7 1:0.5 4:2 # doc a\n\n1 qid:7 2:1.5\n0 qid:2 4:-1e-3\n"
+    (tmp_path / "p.txt").write_text(text)
+    with gzip.open(tmp_path / "p.txt.gz", "wt") as fh:
+        fh.write(text)
+    with bz2.open(tmp_path / "p.txt.bz2", "wt") as fh:
+        fh.write(text)
+    for name in ("p.txt", "p.txt.gz", "p.txt.bz2"):
+        X, y, q = load_svmlight(tmp_path / name)
+        assert np.array_equal(X.toarray(), [[0.5, 0, 0, 2], [0, 1.5, 0, 0], [0, 0, 0, -1e-3]])
+        assert np.array_equal(y, [3, 1, 0]) and np.array_equal(q, [7, 7, 2])
+    (tmp_path / "n.txt").write_text("1 1:1\n0 2:1\n")
+    assert load_svmlight(tmp_path / "n.txt")[2] is None
+
+
+def test_malformed_gzip_names_line(tmp_path):
+    with gzip.open(tmp_path / "bad.gz", "wt") as fh:
+        fh.write("1 qid:1 1:1\n1 qid:1 1:1 2:1e400\n")
+    with pytest.raises(ValueError, match=r"bad.gz:2: value of feature 2: '1e400' is not finite"):
+        load_svmlight(tmp_path / "bad.gz")
+    (tmp_path / "bin.gz").write_bytes(b"\x1f\x8b\x08\x00garbage")
+    with pytest.raises(ValueError, match=r"bin.gz"):
+        load_svmlight(tmp_path / "bin.gz")
+    with pytest.raises(FileNotFoundError, match="no such file"):
+        load_svmlight(tmp_path / "nope.txt")
+    with pytest.raises(ValueError, match="is a directory"):
+        load_svmlight(tmp_path)

@@ -84,7 +84,7 @@ def lambdarank(quick):
     for name, make in models(quick, query=True):
         est = fit(make(), d.X_train, d.y_train, d.groups_train)
         s = est.predict(d.X_test)
-        pd_ = pairwise_disagreement(d.y_test, s, d.groups_test, ties="half")
+        pd_ = pairwise_disagreement(d.y_test, s, d.groups_test)
         nd = ndcg(d.y_test, s, d.groups_test, k=10)
         print(f"  {name:18s} disagreement {pd_:.4f}  NDCG@10 {nd:.4f}  {best_params(est)}")
 
@@ -103,7 +103,7 @@ def anes(quick):
             s = est.predict(X[te])
             # MSD/M1D compare score differences with label differences: they need scores on the
             # label's scale, which a ranker's output is only up to a shift (differences only).
-            res.append((msd(y[te], s), m1d(y[te], s), pairwise_disagreement(y[te], s, ties="half")))
+            res.append((msd(y[te], s), m1d(y[te], s), pairwise_disagreement(y[te], s)))
         r = np.array(res)
         mean, sd = r.mean(0), r.std(0)
         print(f"  {name:18s} MSD {mean[0]:.3f}+-{sd[0]:.3f}  M1D {mean[1]:.3f}+-{sd[1]:.3f}  "

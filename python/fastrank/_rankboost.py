@@ -268,10 +268,15 @@ class RankBoost(RegressorMixin, BaseEstimator):
         tags.input_tags.allow_nan = self.missing == "q_def"
         return tags
 
-    def score(self, X, y, groups=None):
+    def score(self, X, y, groups=None, sample_weight=None):
         """Pairwise ranking accuracy ``1 - pairwise_disagreement(y, predict(X), groups,
-        ties="half")`` (ties in the scores count half an error; with ``groups`` the mean over
-        groups)."""
+        sample_weight=sample_weight)``: ties in the scores count half an error, with ``groups``
+        the mean over groups, with row weights a pair weighs w_i w_j."""
         from .metrics import pairwise_disagreement
 
-        return 1.0 - pairwise_disagreement(np.asarray(y), self.predict(X), groups, ties="half")
+        y = np.asarray(y)
+        if y.ndim == 2 and y.shape[1] == 1:
+            y = y[:, 0]
+        if y.ndim != 1:
+            raise ValueError(f"y must be 1-D with one relevance score per row, got shape {y.shape}")
+        return 1.0 - pairwise_disagreement(y, self.predict(X), groups, sample_weight=sample_weight)

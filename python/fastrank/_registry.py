@@ -2,10 +2,11 @@
 the learners the command line can train.  A new learner is added here and in ``__init__``."""
 
 from ._cv import RankRLSCV
+from ._rankboost import RankBoost
 from ._rankrls import MPRank, RankRLS
 from .online import OAPBPM, OnlineMPRank, PRank, PRankVP, WidrowHoff
 
 __all__ = ["ESTIMATORS"]
 
 ESTIMATORS = {cls.__name__: cls for cls in (RankRLS, MPRank, RankRLSCV, PRank, PRankVP, OAPBPM, WidrowHoff,
-                                                   OnlineMPRank)}
+                                                   OnlineMPRank, RankBoost)}

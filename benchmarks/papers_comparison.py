@@ -2,8 +2,8 @@
 cross-validation on the training part only (skeleton: RankRLS, MPRank, RankBoost; RankSVM and
 SVRank plug into MODELS the same way).
 
-* LightGBM lambdarank sample (query data; ``fastrank.datasets.load_lambdarank``): models fitted
-  with query groups where they support them; test pairwise disagreement (mean over queries, ties
+* LightGBM lambdarank sample (query data; ``fastrank.datasets.load_lambdarank``): every model
+  fitted on the pairs inside queries; test pairwise disagreement (mean over queries, ties
   count 1/2) and NDCG@10.  Parameters: ``RankRLSCV(cv="lgo")`` (exact leave-query-out), else
   ``GridSearchCV`` with ``GroupKFold(5)`` on the training queries, groups routed to ``fit``.
 * ANES96 party id (magnitude data, 0..6, as in 000 Table 1): 5 random 70/30 splits; test MSD and
@@ -47,10 +47,8 @@ def models(quick, query):
     cv = GroupKFold(n_splits=5) if query else KFold(n_splits=5, shuffle=True, random_state=0)
 
     def search(est, grid):
-        if query:  # groups reach fit where the model uses them (MPRank: all pairs, no groups)
-            if hasattr(est, "set_fit_request"):
-                est = est.set_fit_request(groups=True)
-            est = est.set_score_request(groups=True)
+        if query:  # groups reach fit (pairs inside queries) and score (mean over queries)
+            est = est.set_fit_request(groups=True).set_score_request(groups=True)
         return GridSearchCV(est, grid, cv=cv)
 
     rls_cv = "lgo" if query else "lpo"

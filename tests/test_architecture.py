@@ -19,10 +19,10 @@ LAYERS = {
     "_kernels": 3, "metrics": 3,
     "_problem": 4,
     "_solvers": 5, "_shortcuts": 5,
-    "_rankrls": 6, "online": 6, "model_selection": 6, "_rankboost": 6, "_greedy": 6,
-    "_cv": 7,
+    "_rankrls": 6, "online": 6, "_svrank": 6, "_rankboost": 6, "_greedy": 6,
+    "_cv": 7, "model_selection": 7,
     "datasets": 8, "_registry": 8,
-    "_persist": 9, "plotting": 9, "bounds": 7,
+    "_persist": 9, "plotting": 9, "bounds": 7, "dask": 9,
     "__init__": 50,  # the package facade: only applications (CLI, demo) may import it
     "_demo": 90, "cli": 90, "__main__": 95,
 }

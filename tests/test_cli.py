@@ -293,3 +293,22 @@ def test_console_script_declared():
     meta = tomllib.loads((root / "pyproject.toml").read_text())["project"]
     assert meta["scripts"]["fastrank"] == "fastrank.cli:console_main"
     assert meta["name"] != "fastrank"  # the PyPI name fastrank belongs to another project
+
+
+def test_evaluate_reports_the_ir_measures(files, tmp_path, capsys):
+    tr, te = files
+    m = tmp_path / "lin.frk"
+    assert run(["train", "--alpha", "10", tr, m], capsys)[0] == 0
+    code, out, _ = run(["evaluate", "--format", "json", "-m", "map", "-m", "mrr", "-m", "precision@5", "-m", "err@10",
+                        "--model", m, te], capsys)
+    assert code == 0
+    import json
+
+    got = json.loads(out)
+    model = fastrank.load(m)
+    X, y, q = load_svmlight(te, n_features=model.n_features_in_)
+    s = model.predict(X.toarray())
+    want = {"map": fastrank.metrics.mean_average_precision(y, s, q), "mrr": fastrank.metrics.mean_reciprocal_rank(y, s, q),
+            "precision@5": fastrank.metrics.precision_at_k(y, s, q, k=5), "err@10": fastrank.metrics.err_at_k(y, s, q, k=10)}
+    for name, value in want.items():
+        assert got["mean"][name] == pytest.approx(value, rel=1e-12)

@@ -753,3 +753,63 @@ def test_rankrlscv_accepts_every_measure_name_and_scorer():
         assert by_scorer.cv_results_["scores"][k] == pytest.approx(
             fastrank.metrics.precision_at_k(y, pred, GROUPS, k=2), rel=1e-12)
         assert loss.cv_results_["scores"][k] == pytest.approx(-fastrank.metrics.m1d(y, pred, GROUPS), rel=1e-12)
+
+
+@pytest.mark.parametrize("kernel,d", [("linear", 3), ("rbf", 3), ("linear", 40)])
+def test_sparse_X_in_every_shortcut_equals_dense(kernel, d):
+    import scipy.sparse as sp
+
+    rng = np.random.default_rng(54)
+    X = rng.normal(size=(GROUPS.size, d)) * (rng.random((GROUPS.size, d)) < 0.4)
+    y = rng.normal(size=GROUPS.size)
+    Xs = sp.csr_matrix(X)
+    est = fastrank.RankRLS(alpha=0.5, kernel=kernel, gamma=0.3)
+    _assert_close(ms.leave_pair_out(est, Xs, y), ms.leave_pair_out(est, X, y), rtol=1e-10)
+    _assert_close(ms.leave_group_out(est, Xs, y, GROUPS), ms.leave_group_out(est, X, y, GROUPS), rtol=1e-10)
+    _assert_close(ms.kfold_predictions(est, Xs, y, 3, groups=GROUPS), ms.kfold_predictions(est, X, y, 3, groups=GROUPS),
+                  rtol=1e-10)
+    cv_s = fastrank.RankRLSCV(alphas=[0.1, 1.0], kernel=kernel, gamma=0.3).fit(Xs, y, GROUPS)
+    cv_d = fastrank.RankRLSCV(alphas=[0.1, 1.0], kernel=kernel, gamma=0.3).fit(X, y, GROUPS)
+    np.testing.assert_allclose(cv_s.cv_results_["scores"], cv_d.cv_results_["scores"], rtol=1e-10)
+
+
+# ---------------------------------------------------------------------------------------------
+# a reusable factorization: no kernel or decomposition recomputed across questions and alphas
+# ---------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("kernel,d", [("rbf", 3), ("linear", 3)])
+def test_factorization_answers_everything_from_one_decomposition(kernel, d, monkeypatch):
+    from fastrank import _core, _kernels
+
+    X, y = _data(m=GROUPS.size, d=d, seed=55)
+    est = fastrank.RankRLS(alpha=1.0, kernel=kernel, gamma=0.4)
+    calls = {"kernel": 0, "spectral": 0, "eigh": 0}
+    real_train, real_spectral, real_eigh = _kernels.KernelSpec.train, _core.cv_spectral, np.linalg.eigh
+
+    def count(name, fn):
+        def probe(*a, **k):
+            calls[name] += 1
+            return fn(*a, **k)
+        return probe
+
+    monkeypatch.setattr(_kernels.KernelSpec, "train", count("kernel", real_train))
+    monkeypatch.setattr(_core, "cv_spectral", count("spectral", real_spectral))
+    monkeypatch.setattr(np.linalg, "eigh", count("eigh", real_eigh))
+    fac = ms.factorize(est, X, y, GROUPS)
+    before = dict(calls)
+    alphas = np.logspace(-2, 2, 31)
+    for a in alphas:
+        model = fac.solve(a)
+        fac.leave_group_out(alpha=a)
+    for k in range(100):
+        fac.holdout_predictions([np.array([k % GROUPS.size, (k + 3) % GROUPS.size])], alpha=1.0)
+    fac.leave_pair_out(alpha=0.3)
+    assert calls == before  # 31 re-solves, 31 LGO, 100 hold-out sets, one LPO: nothing recomputed
+    monkeypatch.undo()
+    for a in (alphas[0], alphas[15], alphas[-1]):
+        _assert_close(fac.solve(a).predict(X), fastrank.RankRLS(alpha=a, kernel=kernel, gamma=0.4).fit(
+            X, y, GROUPS).predict(X))
+        ref = fastrank.RankRLS(alpha=a, kernel=kernel, gamma=0.4)
+        _assert_close(fac.leave_group_out(alpha=a), ms.leave_group_out(ref, X, y, GROUPS))
+    _assert_close(fac.leave_pair_out(alpha=0.3), ms.leave_pair_out(fastrank.RankRLS(alpha=0.3, kernel=kernel,
+                                                                                     gamma=0.4), X, y, groups=GROUPS))

@@ -72,3 +72,29 @@ def test_stage_and_verbose_resolution():
         resolve_verbose(-1)
     with pytest.raises(ValueError, match="verbose"):
         resolve_verbose("loud")
+
+
+def test_long_functions_report_progress_only_when_asked(capsys):
+    import numpy as np
+
+    import fastrank
+    from fastrank import model_selection as ms
+
+    rng = np.random.default_rng(0)
+    X, y = rng.normal(size=(40, 3)), rng.normal(size=40)
+    est = fastrank.RankRLS(alpha=1.0, kernel="rbf")
+    quiet = ms.leave_pair_out(est, X, y)
+    assert capsys.readouterr().err == ""
+    loud = ms.leave_pair_out(est, X, y, verbose=1)
+    err = capsys.readouterr().err
+    assert "spectral factor" in err and "leave-pair-out predictions of 780 pairs" in err and "done in" in err
+    np.testing.assert_array_equal(quiet, loud)
+    ms.permutation_test_lpo(est, X, y, n_permutations=3, random_state=0, verbose=1)
+    assert "3 permutations" in capsys.readouterr().err
+    fastrank.RankRLSCV(alphas=[0.1, 1.0], verbose=1).fit(X, y)
+    assert "RankRLSCV" in capsys.readouterr().err
+    cg = fastrank.RankRLS(solver="cg", verbose=1, tol=1e-10).fit(X, y)
+    err = capsys.readouterr().err
+    assert "conjugate gradient" in err and f"{cg.n_iter_}" in err
+    fastrank.RankRLS(kernel="rbf", verbose=1).fit(X, y)
+    assert "dual solve" in capsys.readouterr().err

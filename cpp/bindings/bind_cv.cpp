@@ -7,6 +7,7 @@
 #include <tuple>
 
 #include "fastrank/errors.hpp"
+#include "fastrank/holdout_inverse.hpp"
 #include "fastrank/lpo.hpp"
 
 namespace py = pybind11;
@@ -148,4 +149,54 @@ void bind_cv(py::module_& m) {
       py::arg("P").noconvert(), py::arg("V").noconvert(), py::arg("sigma"), py::arg("offsets"), py::arg("scale"),
       py::arg("alpha"), py::arg("Y").noconvert(), py::arg("pairs").noconvert(), py::arg("n_threads"),
       py::call_guard<py::gil_scoped_release>(), "Pairwise disagreement (v,) of query leave-pair-out predictions.");
+
+  // ---- one alpha from a Cholesky factor (fastrank/holdout_inverse.hpp) ----------------------
+  m.def(
+      "cv_object_lpo_inverse",
+      [](MatrixCRef K, double c, double alpha, MatrixCRef Y, cv::PairMatrixCRef pairs, int n_threads) {
+        const cv::InversePairBlocks b = cv::object_prepare_inverse(K, c, alpha, Y, n_threads);
+        return cv::lpo_pairs_inverse(one_group(K.rows(), c), b, Y, pairs, n_threads);
+      },
+      py::arg("K").noconvert(), py::arg("c"), py::arg("alpha"), py::arg("Y").noconvert(),
+      py::arg("pairs").noconvert(), py::arg("n_threads"), py::call_guard<py::gil_scoped_release>(),
+      "Object leave-pair-out for one alpha via dpotrf + dpotri (no eigendecomposition): (n_pairs, 2 v).");
+  m.def(
+      "cv_object_lpo_inverse_disagreement",
+      [](MatrixCRef K, double c, double alpha, MatrixCRef Y, cv::PairMatrixCRef pairs, int n_threads) {
+        const cv::InversePairBlocks b = cv::object_prepare_inverse(K, c, alpha, Y, n_threads);
+        return cv::lpo_disagreement_inverse(one_group(K.rows(), c), b, Y, pairs, n_threads);
+      },
+      py::arg("K").noconvert(), py::arg("c"), py::arg("alpha"), py::arg("Y").noconvert(),
+      py::arg("pairs").noconvert(), py::arg("n_threads"), py::call_guard<py::gil_scoped_release>(),
+      "Pairwise disagreement (v,) of cv_object_lpo_inverse's predictions against Y.");
+  m.def(
+      "cv_query_lpo_inverse",
+      [](MatrixCRef K, const IndexVector& offsets, const Vector& scale, double alpha, MatrixCRef Y,
+         cv::PairMatrixCRef pairs, int n_threads) {
+        const GroupStructure g = make_groups(offsets, scale);
+        const cv::InversePairBlocks b = cv::group_prepare_inverse(K, g, alpha, Y, n_threads);
+        return cv::lpo_pairs_inverse(g, b, Y, pairs, n_threads);
+      },
+      py::arg("K").noconvert(), py::arg("offsets"), py::arg("scale"), py::arg("alpha"), py::arg("Y").noconvert(),
+      py::arg("pairs").noconvert(), py::arg("n_threads"), py::call_guard<py::gil_scoped_release>(),
+      "Leave-pair-out inside query groups for one alpha via a Cholesky factor: (n_pairs, 2 v).");
+  m.def(
+      "cv_query_lpo_inverse_disagreement",
+      [](MatrixCRef K, const IndexVector& offsets, const Vector& scale, double alpha, MatrixCRef Y,
+         cv::PairMatrixCRef pairs, int n_threads) {
+        const GroupStructure g = make_groups(offsets, scale);
+        const cv::InversePairBlocks b = cv::group_prepare_inverse(K, g, alpha, Y, n_threads);
+        return cv::lpo_disagreement_inverse(g, b, Y, pairs, n_threads);
+      },
+      py::arg("K").noconvert(), py::arg("offsets"), py::arg("scale"), py::arg("alpha"), py::arg("Y").noconvert(),
+      py::arg("pairs").noconvert(), py::arg("n_threads"), py::call_guard<py::gil_scoped_release>(),
+      "Pairwise disagreement (v,) of cv_query_lpo_inverse's predictions against Y.");
+  m.def(
+      "cv_leave_group_out_inverse",
+      [](MatrixCRef K, const IndexVector& offsets, const Vector& scale, double alpha, MatrixCRef Y, int n_threads) {
+        return cv::leave_group_out_inverse(K, make_groups(offsets, scale), alpha, Y, n_threads);
+      },
+      py::arg("K").noconvert(), py::arg("offsets"), py::arg("scale"), py::arg("alpha"), py::arg("Y").noconvert(),
+      py::arg("n_threads"), py::call_guard<py::gil_scoped_release>(),
+      "Leave-one-group-out predictions (group order) for one alpha, small-alpha stable form.");
 }

@@ -33,6 +33,9 @@ void bind_lapack(py::module_& m) {
   t.dsyevd = capsule_function<lp::dsyevd_t>(lapack_capi, "dsyevd");
   t.dgesv = capsule_function<lp::dgesv_t>(lapack_capi, "dgesv");
   t.dpocon = capsule_function<lp::dpocon_t>(lapack_capi, "dpocon");
+  t.dpotri = capsule_function<lp::dpotri_t>(lapack_capi, "dpotri");
+  t.dsytrd = capsule_function<lp::dsytrd_t>(lapack_capi, "dsytrd");
+  t.dormtr = capsule_function<lp::dormtr_t>(lapack_capi, "dormtr");
   lp::install(t);
 
   py::object numpy_linalg_error = py::module_::import("numpy.linalg").attr("LinAlgError");

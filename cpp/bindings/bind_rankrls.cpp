@@ -8,6 +8,7 @@
 
 #include "fastrank/laplacian.hpp"
 #include "fastrank/rankrls.hpp"
+#include "fastrank/tridiag_path.hpp"
 
 namespace py = pybind11;
 using namespace fastrank;
@@ -70,4 +71,27 @@ void bind_rankrls(py::module_& m) {
       py::arg("X").noconvert(), py::arg("head"), py::arg("tail"), py::arg("weight"), py::arg("target"),
       py::arg("alphas"), py::arg("n_threads"), py::call_guard<py::gil_scoped_release>(),
       "Primal (linear) RankRLS from a preference graph. Returns (W, rcond).");
+  m.def(
+      "solve_shifted_system_tridiag",
+      [](Eigen::Ref<Matrix> G, MatrixCRef R, const Vector& alphas) {
+        SolveReport report;
+        Matrix U = solve_shifted_system_tridiag(G, R, alphas, &report);
+        return std::make_pair(std::move(U), report.rcond);
+      },
+      py::arg("G").noconvert(), py::arg("R"), py::arg("alphas"), py::call_guard<py::gil_scoped_release>(),
+      "Solves (G + alpha_k I) U_k = R for every alpha through one tridiagonal reduction G = Q T Q^T "
+      "(dsytrd, LDL^T of T + alpha I per alpha, one dormtr for all). G (symmetric PSD, Fortran-ordered) is "
+      "overwritten. Returns (U stacked alpha-major, rcond).");
+  m.def(
+      "rankrls_dual_scores_tridiag",
+      [](Eigen::Ref<Matrix> K, const IndexVector& offsets, bool normalized, MatrixCRef Y, const Vector& alphas,
+         int n_threads) {
+        SolveReport report;
+        Matrix A = rankrls_dual_scores_tridiag(K, GroupStructure::from_offsets(offsets, normalized), Y, alphas,
+                                               n_threads, &report);
+        return std::make_pair(std::move(A), report.rcond);
+      },
+      py::arg("K").noconvert(), py::arg("offsets"), py::arg("normalized"), py::arg("Y"), py::arg("alphas"),
+      py::arg("n_threads"), py::call_guard<py::gil_scoped_release>(),
+      "rankrls_dual_scores through one tridiagonal reduction (same inputs and result); K is overwritten.");
 }

@@ -150,4 +150,59 @@ void trsm_lower_left(char trans, MatrixCRef a, MatrixRef b) {
   checked().dtrsm(&side, &uplo, &trans, &diag, &m, &n, &one, a.data(), &lda, b.data(), &ldb);
 }
 
+void potri_lower(MatrixRef a) {
+  const char uplo = 'L';
+  const int n = to_int(a.rows()), lda = to_int(std::max<Index>(1, a.outerStride()));
+  if (n == 0) return;
+  int info = 0;
+  if (checked().dpotri == nullptr) throw std::runtime_error("fastrank: dpotri not installed");
+  g_table.dpotri(&uplo, &n, a.data(), &lda, &info);
+  if (info > 0) throw LinAlgError("matrix inverse from the Cholesky factor failed (dpotri info=" +
+                                  std::to_string(info) + ")");
+  if (info < 0) throw std::logic_error("dpotri: illegal argument " + std::to_string(-info));
+}
+
+void sytrd_lower(MatrixRef a, Vector& d, Vector& e, Vector& tau) {
+  const char uplo = 'L';
+  const Index n = a.rows();
+  d.resize(n);
+  e.resize(std::max<Index>(0, n - 1));
+  tau.resize(std::max<Index>(0, n - 1));
+  if (n == 0) return;
+  if (checked().dsytrd == nullptr) throw std::runtime_error("fastrank: dsytrd not installed");
+  const int in = to_int(n), lda = to_int(std::max<Index>(1, a.outerStride()));
+  int info = 0, lwork = -1;
+  double query = 0.0;
+  // e/tau need at least one element for LAPACK even when n == 1.
+  Vector e1(std::max<Index>(1, n - 1)), tau1(std::max<Index>(1, n - 1));
+  g_table.dsytrd(&uplo, &in, a.data(), &lda, d.data(), e1.data(), tau1.data(), &query, &lwork, &info);
+  if (info != 0) throw std::logic_error("dsytrd workspace query failed");
+  lwork = std::max(1, static_cast<int>(query));
+  std::vector<double> work(static_cast<size_t>(lwork));
+  g_table.dsytrd(&uplo, &in, a.data(), &lda, d.data(), e1.data(), tau1.data(), work.data(), &lwork, &info);
+  if (info != 0) throw std::logic_error("dsytrd failed with info " + std::to_string(info));
+  e = e1.head(n - 1);
+  tau = tau1.head(n - 1);
+}
+
+void ormtr_lower_left(char trans, MatrixCRef a, const Vector& tau, MatrixRef c) {
+  const char side = 'L', uplo = 'L';
+  const Index n = a.rows();
+  require(c.rows() == n && a.cols() == n, "ormtr: shape mismatch");
+  if (n <= 1 || c.cols() == 0) return;
+  if (checked().dormtr == nullptr) throw std::runtime_error("fastrank: dormtr not installed");
+  const int im = to_int(n), inc = to_int(c.cols()), lda = to_int(std::max<Index>(1, a.outerStride())),
+            ldc = to_int(std::max<Index>(1, c.outerStride()));
+  int info = 0, lwork = -1;
+  double query = 0.0;
+  g_table.dormtr(&side, &uplo, &trans, &im, &inc, a.data(), &lda, tau.data(), c.data(), &ldc, &query, &lwork,
+                 &info);
+  if (info != 0) throw std::logic_error("dormtr workspace query failed");
+  lwork = std::max(1, static_cast<int>(query));
+  std::vector<double> work(static_cast<size_t>(lwork));
+  g_table.dormtr(&side, &uplo, &trans, &im, &inc, a.data(), &lda, tau.data(), c.data(), &ldc, work.data(), &lwork,
+                 &info);
+  if (info != 0) throw std::logic_error("dormtr failed with info " + std::to_string(info));
+}
+
 }  // namespace fastrank::lapack

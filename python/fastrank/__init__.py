@@ -18,6 +18,7 @@ from . import bounds
 from . import model_selection
 from ._cv import RankRLSCV
 from .online import OAPBPM, OnlineMPRank, PRank, PRankVP, WidrowHoff
+from ._svrank import SVRank
 from ._rankboost import RankBoost
 from ._greedy import greedy_order
 from ._persist import load, save
@@ -27,7 +28,7 @@ __all__ = [
     "RankRLS", "MPRank", "RankRLSPath", "rankrls_path",
     "RankRLSCV", "model_selection",
     "PRank", "PRankVP", "OAPBPM", "WidrowHoff", "OnlineMPRank",
-    "RankBoost", "greedy_order",
+    "SVRank", "RankBoost", "greedy_order",
     "datasets", "metrics", "bounds",
     "save", "load", "utils",
     "LinAlgError", "IllConditionedWarning", "exceptions", "__version__",

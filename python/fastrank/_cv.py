@@ -175,6 +175,7 @@ class RankRLSCV(RegressorMixin, BaseEstimator):
         tags = super().__sklearn_tags__()
         tags.target_tags.multi_output = True  # y (m, v): every output scored, alpha shared
         tags.input_tags.pairwise = self.kernel == "precomputed"
+        tags.input_tags.sparse = self.kernel != "precomputed"
         return tags
 
     def _scheme(self, groups):
@@ -199,7 +200,8 @@ class RankRLSCV(RegressorMixin, BaseEstimator):
         if is_lpo and not isinstance(scoring, str) or is_lpo and scoring not in ("auc", "disagreement"):
             raise ValueError(f"scoring={self.scoring!r} needs hold-out sets (cv='lgo', folds or a splitter), not "
                              "leave-pair-out, which scores pairs ('auc' or 'disagreement')")
-        prob = engine_for(base, X, y, groups, min_rows=3 if is_lpo else 2, alpha=float(alphas[0]))
+        prob = engine_for(base, X, y, groups, min_rows=3 if is_lpo else 2, alpha=float(alphas[0]),
+                          verbose=self.verbose)
         scores = np.empty(alphas.size)
         bar = progress.iterate(range(alphas.size), desc="RankRLSCV", unit="alpha", verbose=self.verbose)
         if is_lpo:

@@ -12,6 +12,8 @@ import time
 
 import numpy as np
 
+from ._progress import stage
+
 
 def _timed(fn):
     t0 = time.perf_counter()
@@ -19,7 +21,7 @@ def _timed(fn):
     return out, time.perf_counter() - t0
 
 
-def lambdarank_comparison():
+def lambdarank_comparison(verbose=0):
     """Query-group RankRLS (linear primal, Gaussian dual) against ridge regression on the bundled
     LightGBM sample.  Each model's alpha is chosen from 31 values (a RankRLS regularization
     path, eq. 31) by pairwise disagreement on the last fifth of the training queries, then
@@ -49,16 +51,18 @@ def lambdarank_comparison():
         ("RankRLS linear (primal)", fastrank.RankRLS(solver="primal", group_weighting="normalized")),
         ("RankRLS Gaussian (dual)", fastrank.RankRLS(kernel="rbf", gamma=3e-3, group_weighting="normalized")),
     ):
-        path, t_path = _timed(lambda: fastrank.rankrls_path(
-            Xtr[~val], ytr[~val], alphas, groups=gtr[~val], estimator=est))
+        with stage(f"{name}: regularization path over {alphas.size} alphas", verbose=verbose):
+            path, t_path = _timed(lambda: fastrank.rankrls_path(
+                Xtr[~val], ytr[~val], alphas, groups=gtr[~val], estimator=est))
         errors = np.array([val_error(p) for p in path.predict(Xtr[val])])
         alpha = alphas[int(np.argmin(errors))]
         model, t_fit = _timed(lambda: est.set_params(alpha=alpha).fit(Xtr, ytr, gtr))
         rows.append(test_row(name, alpha, model, t_path, t_fit))
         rows[-1]["validation_curve"] = (alphas, errors)  # for --plot
 
-    (_, alpha), t_sel = _timed(lambda: min(
-        (val_error(Ridge(alpha=a).fit(Xtr[~val], ytr[~val]).predict(Xtr[val])), a) for a in alphas))
+    with stage(f"ridge regression: {alphas.size} alphas", verbose=verbose):
+        (_, alpha), t_sel = _timed(lambda: min(
+            (val_error(Ridge(alpha=a).fit(Xtr[~val], ytr[~val]).predict(Xtr[val])), a) for a in alphas))
     model, t_fit = _timed(lambda: Ridge(alpha=alpha).fit(Xtr, ytr))
     rows.append(test_row("ridge regression (sklearn)", alpha, model, t_sel, t_fit))
     summary = (f"LightGBM lambdarank sample (MIT), train {Xtr.shape[0]} rows / {np.unique(gtr).size} queries, "
@@ -74,7 +78,7 @@ def main(argv=None):
     args = parser.parse_args(argv)
     import fastrank
 
-    summary, rows = lambdarank_comparison()
+    summary, rows = lambdarank_comparison(verbose=1)  # progress on stderr while alpha is selected
     print(f"fastrank {fastrank.__version__}: {summary}")
     print(f"\n{'model':<28} {'alpha':>9} {'test disagreement':>18} {'test NDCG@10':>13} "
           f"{'select alpha':>13} {'final fit':>10}")

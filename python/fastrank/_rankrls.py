@@ -27,6 +27,7 @@ from ._kernels import predict_basis, resolve_kernel
 from ._problem import RankingProblem, check_features, check_weighting
 from ._solvers import (
     choose_solver,
+    default_max_iter,
     densify,
     select_basis,
     solve_basis,
@@ -35,6 +36,7 @@ from ._solvers import (
     solve_dual,
     solve_primal,
 )
+from ._progress import progress, resolve_verbose, stage
 from ._sparse import issparse
 from ._validation import as_float_matrix, check_alpha, check_alphas, check_n_jobs
 from .metrics import pairwise_disagreement
@@ -59,20 +61,26 @@ class _RankRLSBase(RegressorMixin, BaseEstimator):
         """Pick the solver for this problem and run it for every alpha; returns a ``Fit``."""
         spec = self._kernel_spec(problem.n_features)
         n_threads = check_n_jobs(self.n_jobs)
+        verbose = getattr(self, "verbose", 0)
         mode = choose_solver(self.solver, spec, problem, basis_vectors=getattr(self, "basis_vectors", None))
         if mode == "densify":
             problem = densify(problem)
             mode = choose_solver(self.solver, spec, problem)
         if mode == "primal":
-            return solve_primal(problem, alphas, n_threads)
+            with stage(f"RankRLS primal solve ({problem.n_features} features)", verbose=verbose):
+                return solve_primal(problem, alphas, n_threads)
         if mode == "dual":
-            return solve_dual(problem, spec, alphas, n_threads)
+            with stage(f"RankRLS dual solve ({problem.m} x {problem.m} kernel)", verbose=verbose):
+                return solve_dual(problem, spec, alphas, n_threads)
         if mode == "cg":
             if alphas.size > 1:
                 return solve_cg_path(problem, alphas, tol=self.tol, max_iter=self.max_iter,
                                      preconditioner=self.preconditioner, n_threads=n_threads)
-            return solve_cg(problem, float(alphas[0]), tol=self.tol, max_iter=self.max_iter, x0=x0,
-                            preconditioner=self.preconditioner, n_threads=n_threads)
+            total = self.max_iter if self.max_iter is not None else default_max_iter(problem.n_features)
+            with progress(total, desc="RankRLS conjugate gradient", unit="it", verbose=verbose) as bar:
+                return solve_cg(problem, float(alphas[0]), tol=self.tol, max_iter=self.max_iter, x0=x0,
+                                preconditioner=self.preconditioner, n_threads=n_threads,
+                                callback=(lambda it, res: bar.update(1)) if resolve_verbose(verbose) else None)
         basis = select_basis(problem.m, self.basis_vectors, self.random_state)
         return solve_basis(problem, spec, alphas, basis, n_threads)
 
@@ -211,6 +219,8 @@ class RankRLS(_RankRLSBase):
         random (``random_state``); an array gives them.  O(m |R|^2), any kernel.
     random_state : int, RandomState or None
         Seed for the random choice of basis vectors.
+    verbose : int, bool or "auto", default=0
+        Progress on stderr: CG iterations (a tqdm bar if installed), the dense solve's duration.
     exclude_ties : bool, default=False
         Scoring setting: drop the pairs whose targets are equal (they carry no preference) instead
         of fitting their score difference to 0 (the paper keeps them, Sect. 3, for efficiency).
@@ -266,6 +276,7 @@ class RankRLS(_RankRLSBase):
         basis_vectors=None,
         random_state=None,
         exclude_ties=False,
+        verbose=0,
     ):
         self.alpha = alpha
         self.kernel = kernel
@@ -282,6 +293,7 @@ class RankRLS(_RankRLSBase):
         self.basis_vectors = basis_vectors
         self.random_state = random_state
         self.exclude_ties = exclude_ties
+        self.verbose = verbose
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

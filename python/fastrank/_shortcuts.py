@@ -16,9 +16,11 @@ import numpy as np
 from scipy.linalg import lu_factor, lu_solve
 
 from . import _core
-from ._kernels import resolve_kernel
+from ._kernels import kernel_block, resolve_kernel
 from ._memory import check_dense_memory
 from ._problem import PreferenceGraph, RankingProblem, check_weighting
+from ._progress import stage
+from ._sparse import issparse
 from ._validation import check_alpha, check_n_jobs
 
 __all__ = ["HoldoutEngine", "engine_for", "estimator_alpha", "resolve_folds", "check_sets", "preference_holdout"]
@@ -45,7 +47,7 @@ def _kernel_spec(estimator, n_features):
                           getattr(estimator, "degree", 3), getattr(estimator, "coef0", 1.0), n_features)
 
 
-def engine_for(estimator, X, y, groups=None, *, min_rows=1, alpha=None):
+def engine_for(estimator, X, y, groups=None, *, min_rows=1, alpha=None, verbose=0):
     """A :class:`HoldoutEngine` for the parameters of ``estimator`` (a RankRLS or MPRank, fitted
     or not) on (X, y, groups)."""
     solver = getattr(estimator, "solver", "auto")
@@ -59,7 +61,7 @@ def engine_for(estimator, X, y, groups=None, *, min_rows=1, alpha=None):
     weighting = check_weighting(getattr(estimator, "group_weighting", "unweighted"))
     precomputed = getattr(estimator, "kernel", "linear") == "precomputed"
     problem = RankingProblem.from_scores(X, y, groups, weighting=weighting, precomputed=precomputed,
-                                         min_rows=1, require_informative=False)
+                                         min_rows=1, require_informative=False, allow_sparse=True)
     if problem.m < min_rows:
         raise ValueError(f"this cross-validation needs at least {min_rows} inputs, got n_samples={problem.m}")
     C = fixed_C(estimator) if alpha is None else None  # an explicit alpha is kept for every hold-out
@@ -67,7 +69,7 @@ def engine_for(estimator, X, y, groups=None, *, min_rows=1, alpha=None):
     spec = _kernel_spec(estimator, problem.n_features)
     low_rank = spec.linear and not spec.precomputed and problem.n_features < problem.m and solver != "dual"
     return HoldoutEngine(problem, spec, alpha, check_n_jobs(getattr(estimator, "n_jobs", None)), low_rank=low_rank,
-                         C=C)
+                         C=C, verbose=verbose)
 
 
 class HoldoutEngine:
@@ -79,22 +81,33 @@ class HoldoutEngine:
     m_train^2 / (2 C) (Cortes et al. eq. 17: the leave-out model is MPRank on m - |U| points).
     """
 
-    def __init__(self, problem, spec, alpha, n_threads, *, low_rank, C=None):
+    def __init__(self, problem, spec, alpha, n_threads, *, low_rank, C=None, verbose=0):
         self.problem = problem
         self.alpha = alpha
         self.C = C
+        self.verbose = verbose
+        self.linear = spec.linear
+        self.precomputed = spec.precomputed
         self.n_threads = n_threads
         self.low_rank = low_rank
         gi = problem.groups
         X = problem.X
-        self.Xg = np.ascontiguousarray(gi.take(X, 0)) if low_rank else None
+        Xg = X[gi.order] if issparse(X) and not gi.is_identity else gi.take(X, 0)
+        if low_rank and issparse(X):
+            # the rank-n factor needs S X, which block centring makes dense: m x n, n < m
+            check_dense_memory(problem.m, 1, "dense copy of the sparse X (linear low-rank route)",
+                               n_cols=problem.n_features)
+        self.Xg = np.ascontiguousarray(Xg.toarray() if issparse(Xg) else Xg) if low_rank else None
         # The kernel, its eigenvectors, the eigensolver's workspace (2) and the pair-phase matrix.
         check_dense_memory(problem.m, 5, "kernel matrix and its eigendecomposition")
-        if spec.precomputed:
-            Kg = gi.take(gi.take(X, 0), 1)
-            self.K = np.asfortranarray(0.5 * (Kg + Kg.T))
-        else:
-            self.K = spec.train(np.ascontiguousarray(gi.take(X, 0)), n_threads)
+        with stage(f"kernel matrix ({problem.m} x {problem.m})", verbose=verbose):
+            if spec.precomputed:
+                Kg = gi.take(gi.take(X, 0), 1)
+                self.K = np.asfortranarray(0.5 * (Kg + Kg.T))
+            elif issparse(Xg):
+                self.K = kernel_block(spec, Xg, Xg, n_threads)  # sparse products, X never densified
+            else:
+                self.K = spec.train(np.ascontiguousarray(Xg), n_threads)
         self.Yg = problem.targets_grouped()
         self.scale = problem.sqrt_laplacian_scale()
         self.offsets = gi.offsets.astype(np.int64)
@@ -132,19 +145,23 @@ class HoldoutEngine:
     def decompose(self):
         """V, sigma with S K S = V diag(sigma) V^T (rank-r factor on the low-rank route)."""
         if self._V is None:
-            if self.low_rank:
-                SX = self.problem.apply_S(self.Xg)
-                lam, W = np.linalg.eigh(SX.T @ SX)
-                keep = lam > max(lam.max(), 0.0) * max(SX.shape) * np.finfo(np.float64).eps
-                if not np.any(keep):
-                    self._V, self._sigma = np.zeros((self.m, 1), order="F"), np.zeros(1)
-                else:
-                    self._V = np.asfortranarray(SX @ (W[:, keep] / np.sqrt(lam[keep])))
-                    self._sigma = np.ascontiguousarray(lam[keep])
-                self._SX = SX
-            else:
-                self._V, self._sigma = _core.cv_spectral(self.K, self.offsets, self.scale, self.n_threads)
+            with stage("spectral factor of S K S", verbose=self.verbose):
+                self._decompose()
         return self._V, self._sigma
+
+    def _decompose(self):
+        if self.low_rank:
+            SX = self.problem.apply_S(self.Xg)
+            lam, W = np.linalg.eigh(SX.T @ SX)
+            keep = lam > max(lam.max(), 0.0) * max(SX.shape) * np.finfo(np.float64).eps
+            if not np.any(keep):
+                self._V, self._sigma = np.zeros((self.m, 1), order="F"), np.zeros(1)
+            else:
+                self._V = np.asfortranarray(SX @ (W[:, keep] / np.sqrt(lam[keep])))
+                self._sigma = np.ascontiguousarray(lam[keep])
+            self._SX = SX
+        else:
+            self._V, self._sigma = _core.cv_spectral(self.K, self.offsets, self.scale, self.n_threads)
 
     def P(self):
         """K S V (in group order)."""
@@ -347,7 +364,10 @@ def preference_holdout(problem, spec, alpha, sets, n_threads):
     g, m = problem.graph, problem.m
     check_dense_memory(m, 3, "kernel matrix and the LU factor of L K + alpha I")
     X = problem.X
-    K = np.asarray(X if spec.precomputed else spec.train(X, n_threads), dtype=np.float64)
+    if spec.precomputed:
+        K = np.asarray(X, dtype=np.float64)
+    else:
+        K = kernel_block(spec, X, X, n_threads) if issparse(X) else spec.train(X, n_threads)
     L = _graph_laplacian(g, m)
     b = _graph_rhs(g, m)
     lu = lu_factor(L @ K + alpha * np.eye(m), check_finite=False)

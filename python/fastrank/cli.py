@@ -62,6 +62,10 @@ MEASURES = {
     "discrete_ranking_loss": (_m("discrete_ranking_loss"), False, False, "discrete ranking loss"),
     "msd": (_m("msd"), False, False, "mean squared difference of centred scores"),
     "m1d": (_m("m1d"), False, False, "mean absolute difference of centred scores"),
+    "map": (_m("mean_average_precision"), True, True, "mean average precision (relevant: y > 0), map@k cuts at k"),
+    "mrr": (_m("mean_reciprocal_rank"), True, False, "mean reciprocal rank of the first relevant row"),
+    "precision": (_m("precision_at_k"), True, True, "precision@k (relevant: y > 0)"),
+    "err": (_m("err_at_k"), True, True, "expected reciprocal rank, err@k cuts at k"),
 }
 DEFAULT_MEASURES = ("ndcg@10", "ndcg", "disagreement")
 

@@ -20,6 +20,8 @@ of the training problem instead of one retraining per hold-out set:
   (000, Proposition 2 with h-bar' replaced by h-bar, eq. 27) next to the exact value.
 
 Conventions.
+* ``verbose`` (0, 1, 2, True or "auto"): the long steps (kernel, spectral factor, pair or set
+  phase) are reported on stderr with their timings; nothing is printed from inside the C++ loops.
 * ``estimator`` is an unfitted or fitted :class:`fastrank.RankRLS` (or :class:`fastrank.MPRank`,
   whose ``C`` maps to ``alpha = m^2 / (2 C)`` for the m inputs each retrained model sees); only its parameters are read (alpha, kernel,
   gamma, degree, coef0, group_weighting, n_jobs).  Linear kernel with n_features < m and
@@ -48,8 +50,11 @@ import numpy as np
 from sklearn.utils import check_random_state
 
 from ._problem import RankingProblem
+from ._rankrls import RankRLS
+from ._solvers import Fit
 from ._shortcuts import check_sets, engine_for, estimator_alpha, preference_holdout, resolve_folds
-from ._validation import check_n_jobs, group_index
+from ._progress import stage
+from ._validation import check_alpha, check_n_jobs, group_index
 
 __all__ = [
     "leave_pair_out",
@@ -61,6 +66,8 @@ __all__ = [
     "mprank_loo_approximation",
     "pairwise_disagreement",
     "MPRankLOO",
+    "Factorization",
+    "factorize",
 ]
 
 
@@ -72,7 +79,7 @@ def _shape_out(out, one_d):
 # public functions
 # --------------------------------------------------------------------------------------------
 
-def leave_pair_out(estimator, X, y, pairs=None, groups=None, *, return_pairs=False):
+def leave_pair_out(estimator, X, y, pairs=None, groups=None, *, return_pairs=False, verbose=0):
     """Exact leave-pair-out predictions (004 Lemma 2, eqs. 34-39).
 
     For every pair (i, j) the predictions for ``x_i`` and ``x_j`` of the model retrained without
@@ -99,14 +106,16 @@ def leave_pair_out(estimator, X, y, pairs=None, groups=None, *, return_pairs=Fal
     (n_pairs, 2) array, or (n_pairs, 2, v) for 2-D ``y``: held-out predictions of each pair's first
     and second index; ``(pairs, predictions)`` with ``return_pairs=True``.
     """
-    prob = engine_for(estimator, X, y, groups, min_rows=3)
+    prob = engine_for(estimator, X, y, groups, min_rows=3, verbose=verbose)
     pairs = prob.default_pairs() if pairs is None else prob.check_pairs(pairs)
     prob.check_pairs_leave_training(pairs)
-    out = prob.lpo(pairs)
+    prob.decompose()
+    with stage(f"leave-pair-out predictions of {pairs.shape[0]} pairs", verbose=verbose):
+        out = prob.lpo(pairs)
     return (pairs, out) if return_pairs else out
 
 
-def leave_group_out(estimator, X, y, groups):
+def leave_group_out(estimator, X, y, groups, *, verbose=0):
     """Exact leave-group-out predictions (004 eq. 33): row k holds the prediction for ``x_k`` of
     the model retrained without ``x_k``'s whole group (query setting: the Laplacian's blocks are
     the groups).  One alpha needs no eigendecomposition: from the Cholesky factor of
@@ -117,21 +126,22 @@ def leave_group_out(estimator, X, y, groups):
     all alphas instead."""
     if groups is None:
         raise ValueError("leave_group_out needs groups")
-    prob = engine_for(estimator, X, y, groups)
+    prob = engine_for(estimator, X, y, groups, verbose=verbose)
     if prob.groups.n_groups < 2:
         raise ValueError("leave_group_out needs at least two groups")
     # one alpha: Cholesky factor + diagonal blocks of the inverse (no eigendecomposition)
-    return _shape_out(prob.leave_group_out(), prob.one_d)
+    with stage(f"leave-group-out over {prob.groups.n_groups} groups", verbose=verbose):
+        return _shape_out(prob.leave_group_out(), prob.one_d)
 
 
-def holdout_predictions(estimator, X, y, test_sets, groups=None):
+def holdout_predictions(estimator, X, y, test_sets, groups=None, *, verbose=0):
     """Exact predictions for arbitrary hold-out index sets (each retrains without its set).
 
     ``test_sets``: sequence of index arrays (or boolean masks).  Object ranking: O(m |U|^2 +
     |U|^3) per set plus O(m^2) per distinct set size; with groups: O(m |A|^2 + |A|^3) with A the
     rows of the groups the set touches (eq. 33 for whole groups).  Returns a list of (|U|,) or
     (|U|, v) arrays.  A set that leaves no training pairs raises ValueError."""
-    prob = engine_for(estimator, X, y, groups)
+    prob = engine_for(estimator, X, y, groups, verbose=verbose)
     sets = prob.check_sets(list(test_sets))
     out = prob.holdout(sets)
     res, at = [], 0
@@ -152,7 +162,8 @@ def preference_holdout_predictions(estimator, X, pairs, test_sets, magnitudes=No
         raise ValueError("preference_holdout_predictions needs the dense kernel model (no basis_vectors, no "
                          "solver='cg')")
     precomputed = getattr(estimator, "kernel", "linear") == "precomputed"
-    problem = RankingProblem.from_preferences(X, pairs, magnitudes, cost, weights=weights, precomputed=precomputed)
+    problem = RankingProblem.from_preferences(X, pairs, magnitudes, cost, weights=weights, precomputed=precomputed,
+                                              allow_sparse=True)
     sets = check_sets(list(test_sets), problem.m, min_train=2)
     spec = estimator._kernel_spec(problem.n_features)
     alpha = estimator_alpha(estimator, problem.m)
@@ -160,12 +171,12 @@ def preference_holdout_predictions(estimator, X, pairs, test_sets, magnitudes=No
     return [o[:, 0] for o in out]
 
 
-def kfold_predictions(estimator, X, y, folds, groups=None):
+def kfold_predictions(estimator, X, y, folds, groups=None, *, verbose=0):
     """Exact k-fold cross-validation predictions: row k is predicted by the model retrained without
     the fold holding k.  ``folds``: an int k (contiguous folds; with groups, whole groups assigned
     round-robin), an (m,) array of fold labels, or a sequence of disjoint index arrays covering
     the rows to predict (rows in no fold get NaN).  Returns (m,) or (m, v)."""
-    prob = engine_for(estimator, X, y, groups)
+    prob = engine_for(estimator, X, y, groups, verbose=verbose)
     sets = prob.check_sets(resolve_folds(folds, prob, groups))
     cat = np.concatenate(sets)
     if np.unique(cat).size != cat.size:
@@ -207,7 +218,7 @@ def _pair_targets(Y, pairs):
 # --------------------------------------------------------------------------------------------
 
 def permutation_test_lpo(estimator, X, y, n_permutations=100, random_state=None, groups=None,
-                         scoring="auc"):
+                         scoring="auc", *, verbose=0):
     """Leave-pair-out permutation test (004 Section 4.1).
 
     The LPO score of ``y`` (``"auc"`` = 1 - pairwise disagreement, higher is better) and of
@@ -240,10 +251,12 @@ def permutation_test_lpo(estimator, X, y, n_permutations=100, random_state=None,
                 perm[members] = members[rng.permutation(members.size)]
             cols.append(y[perm].astype(np.float64))
     Y = np.column_stack(cols)
-    prob = engine_for(estimator, X, Y, groups, min_rows=3)
+    prob = engine_for(estimator, X, Y, groups, min_rows=3, verbose=verbose)
     pairs = prob.default_pairs()
     prob.check_pairs_leave_training(pairs)
-    scores = prob.lpo_disagreement(pairs)
+    prob.decompose()
+    with stage(f"leave-pair-out AUC of y and {n_permutations} permutations", verbose=verbose):
+        scores = prob.lpo_disagreement(pairs)
     auc = 1.0 - scores
     score, perm_scores = float(auc[0]), auc[1:]
     pvalue = (np.count_nonzero(perm_scores >= score) + 1.0) / (n_permutations + 1.0)
@@ -305,3 +318,88 @@ def mprank_loo_approximation(estimator, X, y):
     exact_pred = prob.lpo(pairs)
     ex = float(np.mean(((exact_pred[:, 1] - yv[j]) - (exact_pred[:, 0] - yv[i])) ** 2))
     return MPRankLOO(approx, ex, pairs, approx_pred, exact_pred)
+
+
+# --------------------------------------------------------------------------------------------
+# a reusable decomposition
+# --------------------------------------------------------------------------------------------
+
+class Factorization:
+    """The kernel and spectral factor of one training problem, reused by every hold-out question
+    and every alpha (004 Sect. 3.2-3.4): nothing is recomputed between calls.
+
+    Build it with :func:`factorize`.  Every method takes ``alpha`` (default: the estimator's, or
+    for MPRank the alpha of its C on each training part) and returns exactly what the function of
+    the same name in this module returns for that alpha.
+    """
+
+    def __init__(self, engine, estimator):
+        self._engine = engine
+        self._estimator = estimator
+
+    @property
+    def n_samples(self):
+        return self._engine.m
+
+    def leave_pair_out(self, pairs=None, *, alpha=None, return_pairs=False):
+        eng = self._engine
+        pairs = eng.default_pairs() if pairs is None else eng.check_pairs(pairs)
+        eng.check_pairs_leave_training(pairs)
+        out = eng.lpo(pairs, alpha)
+        return (pairs, out) if return_pairs else out
+
+    def holdout_predictions(self, test_sets, *, alpha=None):
+        eng = self._engine
+        sets = eng.check_sets(list(test_sets))
+        out = eng.holdout(sets, alpha)
+        res, at = [], 0
+        for s in sets:
+            res.append(_shape_out(out[at:at + s.size], eng.one_d))
+            at += s.size
+        return res
+
+    def kfold_predictions(self, folds, *, alpha=None, groups=None):
+        eng = self._engine
+        sets = eng.check_sets(resolve_folds(folds, eng, groups))
+        cat = np.concatenate(sets)
+        if np.unique(cat).size != cat.size:
+            raise ValueError("folds must be disjoint")
+        res = np.full_like(eng.Y, np.nan)
+        res[cat] = eng.holdout(sets, alpha)
+        return _shape_out(res, eng.one_d)
+
+    def leave_group_out(self, *, alpha=None):
+        eng = self._engine
+        if not eng.grouped or eng.groups.n_groups < 2:
+            raise ValueError("leave_group_out needs a factorization built with groups (at least two)")
+        sets = eng.group_sets()
+        res = np.empty_like(eng.Y)
+        res[np.concatenate(sets)] = eng.holdout(sets, alpha)
+        return _shape_out(res, eng.one_d)
+
+    def solve(self, alpha):
+        """The RankRLS fitted on all the data at ``alpha`` (dual form), from the factor alone:
+        u = V (Sigma + alpha)^-1 V^T S y + (S y - V V^T S y) / alpha,  A = S u (eq. 31)."""
+        alpha = check_alpha(alpha)
+        eng = self._engine
+        V, sigma = eng.decompose()
+        Sy = eng.problem.apply_S(eng.Yg)
+        c = V.T @ Sy
+        u = V @ (c / (sigma + alpha)[:, None]) + (Sy - V @ c) / alpha
+        A = eng.groups.untake(eng.problem.apply_S(u))[None]
+        X = eng.problem.X
+        coef = np.asarray(X.T @ A[0])[None] if eng.linear else None
+        keep = ("kernel", "gamma", "degree", "coef0", "group_weighting", "n_jobs")
+        est = RankRLS(alpha=alpha, **{k: v for k, v in self._estimator.get_params(deep=False).items() if k in keep})
+        fit = Fit("dual", coef=coef, dual_coef=A, X_fit=None if eng.precomputed else X)
+        return est._apply_fit(fit, 0, eng.one_d, eng.problem.n_features)
+
+
+def factorize(estimator, X, y, groups=None, *, verbose=0):
+    """Compute the kernel and the spectral factor of S K S once and return a
+    :class:`Factorization` that answers leave-pair-out, leave-group-out, hold-out and k-fold
+    questions and re-solves for any alpha without recomputing either (RLScore's learners keep
+    their decomposition the same way)."""
+    eng = engine_for(estimator, X, y, groups, verbose=verbose)
+    eng.decompose()
+    return Factorization(eng, estimator)

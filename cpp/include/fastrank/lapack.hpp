@@ -25,6 +25,11 @@ using dtrsm_t = void (*)(const char*, const char*, const char*, const char*, con
                          const double*, const double*, const int*, double*, const int*);
 using dpocon_t = void (*)(const char*, const int*, const double*, const int*, const double*, double*,
                           double*, int*, int*);
+using dpotri_t = void (*)(const char*, const int*, double*, const int*, int*);
+using dsytrd_t = void (*)(const char*, const int*, double*, const int*, double*, double*, double*, double*,
+                          const int*, int*);
+using dormtr_t = void (*)(const char*, const char*, const char*, const int*, const int*, const double*,
+                          const int*, const double*, double*, const int*, double*, const int*, int*);
 
 struct Table {
   dgemm_t dgemm = nullptr;
@@ -35,6 +40,9 @@ struct Table {
   dsyevd_t dsyevd = nullptr;
   dgesv_t dgesv = nullptr;
   dpocon_t dpocon = nullptr;
+  dpotri_t dpotri = nullptr;
+  dsytrd_t dsytrd = nullptr;
+  dormtr_t dormtr = nullptr;
 };
 
 // Installed once by the bindings at import; read-only afterwards.
@@ -69,5 +77,13 @@ void syevd(MatrixRef a, Vector& w);
 void gesv(MatrixRef a, MatrixRef b);
 // B <- alpha * op(A)^-1 B, A lower triangular (side 'L').
 void trsm_lower_left(char trans, MatrixCRef a, MatrixRef b);
+// Given potrf_lower's factor in `a`, overwrites its lower triangle with that of A^-1 (dpotri).
+// Throws LinAlgError if the factor has a zero diagonal entry.
+void potri_lower(MatrixRef a);
+// Householder tridiagonal reduction A = Q T Q^T (dsytrd, lower): `a` keeps the reflectors below
+// the subdiagonal, d/e receive T's diagonal and subdiagonal, tau the reflector scalars.
+void sytrd_lower(MatrixRef a, Vector& d, Vector& e, Vector& tau);
+// C <- Q C (trans 'N') or Q^T C (trans 'T') with Q from sytrd_lower's `a`/`tau` (dormtr, blocked).
+void ormtr_lower_left(char trans, MatrixCRef a, const Vector& tau, MatrixRef c);
 
 }  // namespace fastrank::lapack

@@ -1,0 +1,102 @@
+// SVRank: the O(m log m) pair-loss oracle and the cutting-plane solvers.  Arrays arrive validated
+// and in group order from python/fastrank/_svrank.py.
+#include <pybind11/eigen.h>
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <utility>
+
+#include "fastrank/errors.hpp"
+#include "fastrank/svrank.hpp"
+
+namespace py = pybind11;
+using namespace fastrank;
+
+namespace {
+
+SvrankOptions make_options(double C, double eps, double tol, Index max_iter, int n_threads) {
+  SvrankOptions o;
+  o.C = C;
+  o.eps = eps;
+  o.tol = tol;
+  o.max_iter = max_iter;
+  o.n_threads = n_threads;
+  return o;
+}
+
+py::tuple pack(SvrankResult&& r) {
+  Vector history = Eigen::Map<const Vector>(r.gap_history.data(), static_cast<Index>(r.gap_history.size()));
+  return py::make_tuple(std::move(r.coef), r.n_iter, r.converged, r.objective, r.lower_bound, std::move(history));
+}
+
+}  // namespace
+
+void bind_svrank(py::module_& m) {
+  m.def(
+      "svrank_pair_loss",
+      [](const Vector& r, const IndexVector& offsets, double eps, int n_threads) {
+        require(offsets.size() >= 2, "svrank: group offsets need at least two entries");
+        Vector g(r.size());
+        double L;
+        {
+          py::gil_scoped_release release;
+          L = svrank_pair_loss(r.data(), r.size(), offsets.data(), offsets.size() - 1, eps, g.data(), n_threads);
+        }
+        return std::make_pair(L, std::move(g));
+      },
+      py::arg("r"), py::arg("offsets"), py::arg("eps"), py::arg("n_threads"),
+      "sum over ordered pairs inside groups of max(0, |r_j - r_i| - eps) and its subgradient in r. "
+      "Returns (loss, g).");
+  m.def(
+      "svrank_linear_oracle",
+      [](RowMatrixCRef X, VectorCRef y, VectorCRef w, IndexVectorCRef offsets, double C, double eps, int n_threads) {
+        Vector grad;
+        double R;
+        {
+          py::gil_scoped_release release;
+          R = svrank_linear_oracle(X, y, w, offsets, C, eps, grad, n_threads);
+        }
+        return std::make_pair(R, std::move(grad));
+      },
+      py::arg("X").noconvert(), py::arg("y").noconvert(), py::arg("w").noconvert(), py::arg("offsets").noconvert(),
+      py::arg("C"), py::arg("eps"), py::arg("n_threads"),
+      "R(w) = C/N * pair loss of Xw - y and its subgradient X^T (C/N) g. Returns (R, grad).");
+  m.def(
+      "svrank_linear",
+      [](RowMatrixCRef X, VectorCRef y, IndexVectorCRef offsets, double C, double eps, double tol, Index max_iter,
+         int n_threads) {
+        SvrankResult r;
+        {
+          py::gil_scoped_release release;
+          r = svrank_linear(X, y, offsets, make_options(C, eps, tol, max_iter, n_threads));
+        }
+        return pack(std::move(r));
+      },
+      py::arg("X").noconvert(), py::arg("y").noconvert(), py::arg("offsets").noconvert(), py::arg("C"),
+      py::arg("eps"), py::arg("tol"), py::arg("max_iter"), py::arg("n_threads"),
+      "Linear SVRank by cutting planes. Returns (w, n_iter, converged, objective, lower_bound, gap_history).");
+  m.def(
+      "svrank_kernel",
+      [](MatrixCRef K, VectorCRef y, IndexVectorCRef offsets, double C, double eps, double tol, Index max_iter,
+         int n_threads) {
+        SvrankResult r;
+        {
+          py::gil_scoped_release release;
+          r = svrank_kernel(K, y, offsets, make_options(C, eps, tol, max_iter, n_threads));
+        }
+        return pack(std::move(r));
+      },
+      py::arg("K").noconvert(), py::arg("y").noconvert(), py::arg("offsets").noconvert(), py::arg("C"),
+      py::arg("eps"), py::arg("tol"), py::arg("max_iter"), py::arg("n_threads"),
+      "Kernel SVRank (f = K beta) by cutting planes. Returns (beta, n_iter, converged, objective, lower_bound, "
+      "gap_history).");
+  m.def(
+      "simplex_qp",
+      [](MatrixCRef Q, VectorCRef b, Vector lam) {
+        double v = simplex_qp(Q, b, lam);
+        return std::make_pair(v, std::move(lam));
+      },
+      py::arg("Q"), py::arg("b"), py::arg("lam"),
+      "max b^T l - 1/4 l^T Q l over the simplex, warm-started from lam. Returns (value, l).");
+}

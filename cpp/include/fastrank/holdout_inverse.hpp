@@ -1,0 +1,73 @@
+// Exact leave-pair-out and leave-group-out for ONE alpha from a Cholesky factor, in a form that
+// stays accurate for small alpha (Pahikkala et al. 2009, 004 Sections 3.3-3.4, eqs. 33-39,
+// rederived on the symmetric S K S system).
+//
+// Notation as in fastrank/lpo.hpp: rows in group order, S = blockdiag(s_q C_q), t = S y,
+// Kz = S K S, and G_c = (Kz + alpha I)^+ restricted to range(S) (the per-group centred vectors).
+// G_c is obtained as (Kz + alpha I + tau sum_q 1_q 1_q^T / n_q)^-1 - sum_q 1_q 1_q^T/(n_q (alpha +
+// tau)): the shift tau (the mean diagonal of Kz) replaces the 1/alpha eigenvalue of every group's
+// constant vector by 1/(alpha + tau), so the factor never carries the null space of S.
+//
+// Virtual targets.  Holding out inputs changes the Laplacian to L' = S N S with N = I - E,
+// E supported on the rows of the touched groups (every retained pair keeps its weight).  The
+// retrained model is the full model trained on t~ = t - E r, r = t - Z w' (the retrained
+// residual in S-space), so r solves (I - H E) r = alpha G t with H = I - alpha G -- eq. (33)
+// written with G instead of the hat matrix.  Two cases:
+//   * whole group q (leave-group-out): E = I_q and  G_c,qq r = (G_c t)_q  (the ratio form of
+//     the LOO identity; no 1 - H cancellation), then
+//         f'_q = y_q - ybar_q - r / s_q + fbar_q - (1/n_q) kappa_q^T r,
+//     kappa_q = G_c S K 1_q (the mean of the retrained predictions moves by it).
+//   * pair {a, b} in group q of size n >= 3: removing the pair's 2n - 3 edges is
+//     L'_q = rho L_q - c C E_U W E_U^T C with rho = (n-2)/n, W = (n-2) I + 1 1^T (eq. 36/37 in
+//     this notation).  Step 1 scales group q by rho: its block of the new inverse is
+//     (I + gamma G_c,qq)^-1 G_c,qq / rho, gamma = 2 alpha / (n - 2) (Woodbury; SPD with
+//     eigenvalues >= 1, no cancellation).  Step 2 removes the rank-2 term; with
+//     M = (I + gamma G_c,qq)^-1 G_c,qq, b = (I + gamma G_c,qq)^-1 (G_c t)_q,
+//     k = (I + gamma G_c,qq)^-1 kappa_q:
+//         e = M_UU^-1 b_U,  r_a = e_a - (e_a + e_b)/n,
+//         f'_a = y_a - ybar_q - r_a / s_q + fbar1_q - (k_a e_a + k_b e_b) / n,
+//     fbar1_q = fbar_q - 2 alpha / (n (n-2)) kappa_q^T b  (mean prediction of the step-1 model).
+//     O(v) per pair after O(n^3) per group.
+//   * object ranking (one group, n = m): step 1 is the whole problem with alpha / rho, so M, b,
+//     k and fbar1 come directly from the factor of Kz + (alpha/rho) I (dpotrf + dpotri, ~m^3
+//     flops; no eigendecomposition).
+// A group of two rows loses all its pairs with the pair: its pair prediction is its
+// leave-group-out prediction.
+#pragma once
+#include <vector>
+
+#include "fastrank/laplacian.hpp"
+#include "fastrank/lpo.hpp"
+#include "fastrank/types.hpp"
+
+namespace fastrank::cv {
+
+// Pair-phase data: per group q with n_q >= 3 the n_q x n_q matrix M_q (lower triangle read);
+// per row b (m x v), k (m), base (m x v) = y - ybar + fbar1; rows of two-row groups: lgo (m x v).
+struct InversePairBlocks {
+  std::vector<Matrix> M;
+  Matrix b;
+  Vector k;
+  Matrix base;
+  Matrix lgo;
+};
+
+// Object ranking (one group of m rows, pair weight c): pairs of any two rows.
+InversePairBlocks object_prepare_inverse(MatrixCRef K, double c, double alpha, MatrixCRef Y, int n_threads);
+// Query groups (rows in group order): pairs inside one group.
+InversePairBlocks group_prepare_inverse(MatrixCRef K, const GroupStructure& g, double alpha, MatrixCRef Y,
+                                        int n_threads);
+
+// Held-out predictions (n_pairs x 2v: [first outputs, second outputs]) / pairwise disagreement per
+// output (as lpo_disagreement).  O(v) per pair, threaded.
+RowMatrix lpo_pairs_inverse(const GroupStructure& g, const InversePairBlocks& blocks, MatrixCRef Y,
+                            PairMatrixCRef pairs, int n_threads);
+Vector lpo_disagreement_inverse(const GroupStructure& g, const InversePairBlocks& blocks, MatrixCRef Y,
+                                PairMatrixCRef pairs, int n_threads);
+
+// Leave-one-group-out predictions (m x v, group order); groups of one row keep the full-data
+// prediction.  One Cholesky factor, the diagonal blocks of its inverse (~m^3/3 flops) and one
+// solve with q + v right-hand sides.
+Matrix leave_group_out_inverse(MatrixCRef K, const GroupStructure& g, double alpha, MatrixCRef Y, int n_threads);
+
+}  // namespace fastrank::cv

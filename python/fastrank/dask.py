@@ -1,0 +1,905 @@
+"""RankRLS and model selection on Dask: exact fits beyond one machine's memory or cores.
+
+Optional module (``pip install fastrank[dask]``); ``import fastrank`` never imports dask.
+
+Exact distributed estimators
+----------------------------
+Least-squares ranking reduces to sums over rows (Pahikkala et al. 2009, "004"):
+
+* linear RankRLS solves ``(X^T L X + alpha I) w = X^T L y`` (eq. 28);
+* subset-of-regressors RankRLS solves ``(K_mR^T L K_mR + alpha K_RR) a = K_mR^T L y`` (eqs. 40-41)
+  with the eq. 42 path over alpha from one decomposition.
+
+In the scoring setting every Laplacian block is ``L_q = w(n_q) (I - 1 1^T / n_q)``: the object
+ranking Laplacian ``m I - 1 1^T`` is one group with ``w = m`` (a group weighting needs groups);
+query groups have ``w(n) = c_q n`` with the pair weight c_q of ``group_weighting`` (``w(n) = n``
+for "unweighted", eq. 25; ``1`` for "normalized"; ``2 / (n - 1)`` for "per_query"; ``n / (n - 1)``
+for "per_object").  Hence
+``F^T L F = sum_q w(n_q) C_q`` with ``C_q`` the centred scatter of group q's rows of F (F = X or
+K_mR): per-group sufficient statistics.  Every partition returns its groups' centred scatter
+(weighted by the group's GLOBAL size, known from a cheap first pass over the group ids) and,
+for groups that continue in other partitions, their local count and means; the tree reduction
+merges those partial groups with the parallel-variance (Chan et al.) update, so no row is ever
+shuffled and no uncentred sum cancels digits.  A new weighting of the same block form is one entry
+of ``_WEIGHTINGS``.
+
+Model selection
+---------------
+:class:`DaskRankRLSCV` (one task per kernel parameter, each running fastrank's exact CV over the
+alpha grid), :func:`permutation_test_lpo` (blocks of permutations, the exact draws of the
+single-machine function) and :func:`fit_oapbpm` (blocks of OAP-BPM members, averaged to the
+identical model) run as dask tasks on whatever scheduler is active (a ``dask.distributed``
+client if one exists).
+"""
+
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+import scipy.linalg as sla
+import scipy.sparse as sp
+from sklearn.base import BaseEstimator, RegressorMixin, clone
+from sklearn.utils import check_random_state
+from sklearn.utils.validation import check_is_fitted
+
+import dask
+import dask.array as da
+
+from ._kernels import resolve_kernel
+from ._rankrls import RankRLS
+from ._validation import _all_finite, check_alpha, check_alphas, check_n_jobs
+
+from ._memory import check_dense_memory
+from ._problem import WEIGHTINGS, pair_weights
+from ._solvers import select_basis
+
+__all__ = [
+    "DaskRankRLS",
+    "DaskRankRLSPath",
+    "rankrls_path",
+    "DaskRankRLSCV",
+    "permutation_test_lpo",
+    "fit_oapbpm",
+]
+
+# Per-group weight w(n_q) = c_q n_q of the Laplacian block L_q = c_q (n_q I - 1 1^T)
+# = w(n_q) (I - 1 1^T / n_q), c_q the pair weight of the in-memory RankRLS (fastrank._problem).
+_WEIGHTINGS = {name: (lambda n, name=name: pair_weights(n, name) * n) for name in WEIGHTINGS}
+_TREE_FAN_IN = 8
+
+
+# ----------------------------------------------------------------------------------------------
+# Input: dask arrays / dataframes aligned by rows
+# ----------------------------------------------------------------------------------------------
+def _is_dask_frame(obj):
+    return hasattr(obj, "to_dask_array") and hasattr(obj, "npartitions")
+
+
+def _frame_lengths(*objs):
+    """Partition lengths shared by the dask dataframes/series among ``objs`` (None if there are
+    none), counted on the narrowest of them so that a column read from e.g. Parquet suffices."""
+    frames = [o for o in objs if _is_dask_frame(o)]
+    if not frames:
+        return None
+    if len({f.npartitions for f in frames}) > 1:
+        raise ValueError("X, y and groups dataframes/series have different numbers of partitions "
+                         f"({[f.npartitions for f in frames]}); they must be partitioned alike (rows aligned)")
+    narrow = min(frames, key=lambda f: len(getattr(f, "columns", ())))
+    return tuple(int(k) for k in narrow.map_partitions(len).compute())
+
+
+def _as_dask(obj, name, ndim_allowed, row_chunks=None, *, lengths=None, allow_unknown=False):
+    """A dask array with known row chunks (dataframes/series take ``lengths``, or count them)."""
+    if obj is None:
+        return None
+    if _is_dask_frame(obj):
+        if lengths is not None and len(lengths) != obj.npartitions:
+            raise ValueError(f"{name} has {obj.npartitions} partitions but X has {len(lengths)}; they must be "
+                             "partitioned alike")
+        obj = obj.to_dask_array(lengths=None if allow_unknown else (lengths if lengths is not None else True))
+    elif not isinstance(obj, da.Array):
+        arr = np.asarray(obj)
+        chunks = row_chunks if row_chunks is not None else (arr.shape[0],) if arr.ndim else ()
+        obj = da.from_array(arr, chunks=(chunks,) + tuple((s,) for s in arr.shape[1:]))
+    if obj.ndim not in ndim_allowed:
+        raise ValueError(f"{name} must have {' or '.join(map(str, ndim_allowed))} dimension(s), got shape {obj.shape}")
+    if not allow_unknown and (any(np.isnan(c) for c in obj.chunks[0]) or np.isnan(obj.shape[0])):
+        raise ValueError(
+            f"{name} has unknown chunk sizes (NaN row chunks, e.g. from a dataframe's .values or boolean "
+            f"indexing); call {name}.compute_chunk_sizes() or use .to_dask_array(lengths=True) first"
+        )
+    if obj.ndim == 2 and len(obj.chunks[1]) > 1:
+        obj = obj.rechunk({1: -1})  # whole rows in every block; rows are never moved between blocks
+    return obj
+
+
+def _aligned(X, other, name, lengths=None):
+    """``other`` with X's row chunks (rechunking a target/group column is cheap; X is never moved)."""
+    if other is None:
+        return None
+    if _is_dask_frame(other):
+        other = _as_dask(other, name, (1, 2), lengths=lengths)
+    if not isinstance(other, da.Array) and not _is_dask_frame(other):
+        other = np.asarray(other)
+        if other.ndim == 0 or other.shape[0] != X.shape[0]:
+            raise ValueError(f"{name} has {other.shape[0] if other.ndim else 0} rows but X has {X.shape[0]}; "
+                             f"{name} must be aligned with X's rows")
+    other = _as_dask(other, name, (1, 2), row_chunks=X.chunks[0])
+    if other.shape[0] != X.shape[0]:
+        raise ValueError(
+            f"{name} has {other.shape[0]} rows but X has {X.shape[0]}; {name} must be aligned with X's rows"
+        )
+    if other.chunks[0] != X.chunks[0]:
+        other = other.rechunk({0: X.chunks[0]})
+    return other
+
+
+def _blocks(arr):
+    """Row blocks of a dask array as a flat list of delayed objects (one per partition)."""
+    return list(arr.to_delayed().reshape(-1)) if arr is not None else None
+
+
+def _offsets(X):
+    return np.concatenate([[0], np.cumsum(X.chunks[0])]).astype(np.int64)
+
+
+def _where(i, start, stop):
+    return f"partition {i}" if start is None else f"partition {i} (rows {start}:{stop})"
+
+
+def _check_block(i, start, A, name, ndim):
+    A = np.asarray(A)
+    if A.dtype == object or not (np.issubdtype(A.dtype, np.number) or A.dtype == bool):
+        raise ValueError(f"{name} {_where(i, start, start + A.shape[0])} is not numeric (dtype {A.dtype})")
+    if np.iscomplexobj(A):
+        raise ValueError(f"{name} {_where(i, start, start + A.shape[0])} is complex; real numbers are required")
+    A = np.ascontiguousarray(A, dtype=np.float64)
+    if A.ndim == 1 and ndim == 2:
+        A = A.reshape(-1, 1)
+    if A.size and not _all_finite(A):
+        bad = int(np.flatnonzero(~np.isfinite(A).reshape(A.shape[0], -1).all(axis=1))[0])
+        at = f"local row {bad}" if start is None else f"row {bad + start}"
+        stop = None if start is None else start + A.shape[0]
+        raise ValueError(f"{name} {_where(i, start, stop)} contains NaN or infinity (first at {at})")
+    return A
+
+
+def _check_groups_block(i, start, g):
+    g = np.asarray(g)
+    if g.ndim != 1:
+        raise ValueError(f"groups must be 1-D with one id per row; {_where(i, start, start + len(g))} has "
+                         f"shape {g.shape}")
+    if g.dtype.kind == "f" and not np.isfinite(g).all():
+        raise ValueError(f"groups {_where(i, start, start + g.size)} contains NaN or infinity")
+    return g
+
+
+def _group_counts_block(i, start, g):
+    g = _check_groups_block(i, start, g)
+    try:
+        return np.unique(g, return_counts=True)
+    except TypeError as exc:
+        raise TypeError(f"group ids in {_where(i, start, start + g.size)} must be mutually comparable: {exc}") from None
+
+
+def _merge_counts(*parts):
+    ids = np.concatenate([p[0] for p in parts]) if parts else np.empty(0)
+    cnt = np.concatenate([p[1] for p in parts]) if parts else np.empty(0, np.int64)
+    u, inv = np.unique(ids, return_inverse=True)
+    return u, np.bincount(inv.reshape(-1), weights=cnt, minlength=u.size).astype(np.int64)
+
+
+def _tree(parts, combine):
+    """Tree reduction of delayed parts (fan-in 8): memory on any node stays O(fan-in x part)."""
+    parts = list(parts)
+    while len(parts) > 1:
+        parts = [dask.delayed(combine, pure=True)(*parts[k:k + _TREE_FAN_IN])
+                 for k in range(0, len(parts), _TREE_FAN_IN)]
+    return parts[0]
+
+
+# ----------------------------------------------------------------------------------------------
+# Per-group sufficient statistics of F^T L F, F^T L Y
+# ----------------------------------------------------------------------------------------------
+def _indicator(inv, k):
+    rows = inv.size
+    return sp.csr_matrix((np.ones(rows), (inv, np.arange(rows))), shape=(k, rows))
+
+
+def _empty_stats(p, v):
+    return {"M": np.zeros((p, p)), "R": np.zeros((p, v)), "yLy": np.zeros(v), "yy": np.zeros(v),
+            "codes": np.empty(0, np.int64), "n": np.empty(0, np.int64), "nq": np.empty(0, np.int64),
+            "mx": np.empty((0, p)), "my": np.empty((0, v))}
+
+
+def _partition_stats(i, start, Xp, Yp, gp, table, weighting, feature, p):
+    """One partition: sum over its groups of w(n_q) x centred scatter, plus partial groups."""
+    Xp = _check_block(i, start, Xp, "X", 2)
+    Yp = _check_block(i, start, Yp, "y", 2)
+    rows = Xp.shape[0]
+    if Yp.shape[0] != rows:
+        raise ValueError(f"y {_where(i, start, start + Yp.shape[0])} has {Yp.shape[0]} rows but the matching X "
+                         f"partition has {rows}; y must be aligned with X's rows")
+    v = Yp.shape[1]
+    if rows == 0:
+        return _empty_stats(p, v)
+    ids, counts = table
+    if gp is None:
+        codes = np.zeros(rows, np.int64)
+    else:
+        gp = _check_groups_block(i, start, gp)
+        if gp.shape[0] != rows:
+            raise ValueError(f"groups {_where(i, start, start + gp.shape[0])} has {gp.shape[0]} rows but the "
+                             f"matching X partition has {rows}; groups must be aligned with X's rows")
+        codes = np.searchsorted(ids, gp)
+    F = feature(Xp)
+    u, inv, n_loc = np.unique(codes, return_inverse=True, return_counts=True)
+    inv = inv.reshape(-1)
+    P = _indicator(inv, u.size)
+    mx = (P @ F) / n_loc[:, None]
+    my = (P @ Yp) / n_loc[:, None]
+    nq = counts[u]
+    sw = np.sqrt(_WEIGHTINGS[weighting](nq))[inv][:, None]
+    # Centred inside the partition's piece of each group: no digits lost to large feature means.
+    Z = mx[inv]
+    np.subtract(F, Z, out=Z)
+    Z *= sw
+    Zy = (Yp - my[inv]) * sw
+    part = n_loc < nq  # groups that continue in other partitions
+    return {"M": Z.T @ Z, "R": Z.T @ Zy, "yLy": np.einsum("ij,ij->j", Zy, Zy),
+            "yy": np.einsum("ij,ij->j", Yp * sw, Yp * sw),
+            "codes": u[part], "n": n_loc[part], "nq": nq[part], "mx": mx[part], "my": my[part]}
+
+
+def _combine_stats(weighting, *states):
+    """Sum the scatters and merge partial groups (Chan's update: the between-piece scatter
+    sum_p n_p (mean_p - mean)(mean_p - mean)^T about the merged mean, weighted by w(n_q))."""
+    out = {k: sum(s[k] for s in states) for k in ("M", "R", "yLy", "yy")}
+    codes = np.concatenate([s["codes"] for s in states])
+    n = np.concatenate([s["n"] for s in states])
+    nq = np.concatenate([s["nq"] for s in states])
+    mx = np.concatenate([s["mx"] for s in states])
+    my = np.concatenate([s["my"] for s in states])
+    if codes.size:
+        u, first, inv = np.unique(codes, return_index=True, return_inverse=True)
+        inv = inv.reshape(-1)
+        P = _indicator(inv, u.size)
+        ntot = np.asarray(P @ n.astype(np.float64)).reshape(-1)
+        gx = (P @ (n[:, None] * mx)) / ntot[:, None]
+        gy = (P @ (n[:, None] * my)) / ntot[:, None]
+        s = np.sqrt(_WEIGHTINGS[weighting](nq) * n)[:, None]
+        Dx = (mx - gx[inv]) * s
+        Dy = (my - gy[inv]) * s
+        out["M"] = out["M"] + Dx.T @ Dx
+        out["R"] = out["R"] + Dx.T @ Dy
+        out["yLy"] = out["yLy"] + np.einsum("ij,ij->j", Dy, Dy)
+        ntot = np.rint(ntot).astype(np.int64)
+        nq_u = nq[first]
+        keep = ntot < nq_u  # complete groups are finished
+        codes, n, nq, mx, my = u[keep], ntot[keep], nq_u[keep], gx[keep], gy[keep]
+    out.update(codes=codes, n=n, nq=nq, mx=mx, my=my)
+    return out
+
+
+class _Linear:
+    """Feature map of the linear primal: F = X."""
+
+    def __call__(self, X):
+        return X
+
+
+class _BasisKernel:
+    """Feature map of subset-of-regressors RankRLS: F = K(X, X_R)."""
+
+    def __init__(self, spec, XR, n_threads):
+        self.spec, self.XR, self.n_threads = spec, XR, n_threads
+
+    def __call__(self, X):
+        return np.asarray(self.spec.cross(np.ascontiguousarray(X), self.XR, self.n_threads))
+
+
+def _prepare(X, y, groups):
+    if y is None:
+        raise ValueError("This estimator requires y to be passed, but the target y is None")
+    lengths = _frame_lengths(X, y, groups)
+    X = _as_dask(X, "X", (2,), lengths=lengths)
+    Y = _aligned(X, y, "y", lengths)
+    G = _aligned(X, groups, "groups", lengths)
+    if G is not None and G.ndim != 1:
+        raise ValueError(f"groups must be 1-D with one id per row, got shape {G.shape}")
+    if X.shape[0] < 2:
+        raise ValueError(f"Found array with {X.shape[0]} sample(s) while a minimum of 2 is required.")
+    return X, Y, G
+
+
+def _group_table(X, G):
+    """(sorted ids, global counts): a first pass over the group ids only (or none without groups)."""
+    if G is None:
+        return np.array([0]), np.array([X.shape[0]], np.int64)
+    offs = _offsets(X)
+    parts = [dask.delayed(_group_counts_block, pure=True)(i, int(offs[i]), g) for i, g in enumerate(_blocks(G))]
+    ids, counts = dask.compute(_tree(parts, _merge_counts))[0]
+    if not np.any(counts >= 2):
+        raise ValueError("No relevant pairs: every group has a single row. RankRLS with groups learns only from "
+                         "pairs of rows that share a group id.")
+    return ids, counts
+
+
+def _statistics(X, Y, G, table, weighting, feature, p):
+    offs = _offsets(X)
+    gblocks = _blocks(G) if G is not None else [None] * X.numblocks[0]
+    table_d = dask.delayed(table, pure=True)
+    feat_d = dask.delayed(feature, pure=True)
+    parts = [dask.delayed(_partition_stats, pure=True)(i, int(offs[i]), xb, yb, gb, table_d, weighting, feat_d, p)
+             for i, (xb, yb, gb) in enumerate(zip(_blocks(X), _blocks(Y), gblocks))]
+
+    def combine(*states):
+        return _combine_stats(weighting, *states)
+
+    stats = dask.compute(_tree(parts, combine))[0]
+    if stats["codes"].size:  # cannot happen when the group table is right
+        raise RuntimeError("internal error: incomplete groups after merging the partitions")
+    yLy, yy = stats["yLy"], stats["yy"]
+    tied = np.sqrt(yLy) <= 1e-10 * np.sqrt(yy)
+    if np.any(tied):
+        where = "inside every group" if G is not None else "for all rows"
+        raise ValueError(f"All targets are tied {where} (output column(s) {np.flatnonzero(tied).tolist()}): there "
+                         "are no preferences to learn from.")
+    M = stats["M"]
+    M = 0.5 * (M + M.T)  # exact symmetry for the symmetric solver
+    return M, stats["R"]
+
+
+# ----------------------------------------------------------------------------------------------
+# Client-side solves
+# ----------------------------------------------------------------------------------------------
+def _primal_path(M, R, alphas):
+    """(M + alpha I)^-1 R for every alpha from one eigendecomposition (eq. 31 in feature space)."""
+    lam, V = sla.eigh(M)
+    lam = np.maximum(lam, 0.0)  # rounding can leave tiny negative eigenvalues of the PSD matrix
+    c = V.T @ R
+    return np.stack([V @ (c / (lam + a)[:, None]) for a in alphas])
+
+
+def _subset_decompose(H, g, KRR):
+    """A(alpha) = (H + alpha K_RR)^-1 g through one decomposition (eq. 42), in the formulation of
+    fastrank's in-memory solver: K_RR = Z Z^T, C = Z^-1 H Z^-T = V S V^T, A = Z^-T V (S + alpha)^-1
+    V^T Z^-1 g; a K_RR that is not positive definite is restricted to its numerically non-zero
+    eigenspace."""
+    r = KRR.shape[0]
+    try:
+        Z = sla.cholesky(KRR, lower=True)
+        C = sla.solve_triangular(Z, H, lower=True)
+        C = sla.solve_triangular(Z, C.T, lower=True)
+        C = 0.5 * (C + C.T)
+        sigma, V = sla.eigh(C)
+        c = V.T @ sla.solve_triangular(Z, g, lower=True)
+        U = sla.solve_triangular(Z, V, lower=True, trans="T")
+    except np.linalg.LinAlgError:
+        e, E = sla.eigh(0.5 * (KRR + KRR.T))
+        cut = r * np.finfo(float).eps * max(e.max(), 0.0)
+        keep = (e > cut) & (e > 0)
+        if not np.any(keep):
+            from .exceptions import LinAlgError
+
+            raise LinAlgError("the basis kernel matrix K_RR is zero; choose other basis vectors") from None
+        B = E[:, keep] / np.sqrt(e[keep])
+        C = B.T @ H @ B
+        sigma, V = sla.eigh(0.5 * (C + C.T))
+        c = V.T @ (B.T @ g)
+        U = B @ V
+    return U, np.maximum(sigma, 0.0), c
+
+
+def _subset_path(U, sigma, c, alphas):
+    return np.stack([U @ (c / (sigma + a)[:, None]) for a in alphas])
+
+
+# ----------------------------------------------------------------------------------------------
+# Estimator
+# ----------------------------------------------------------------------------------------------
+def _predict_block(block, coef, spec, XR, n_threads, one_d, block_info=None):
+    loc = block_info[0]["array-location"][0] if block_info else (0, block.shape[0])
+    i = block_info[0]["chunk-location"][0] if block_info else 0
+    start = int(loc[0]) if loc[0] is not None and np.isfinite(loc[0]) else None
+    B = _check_block(i, start, block, "X", 2)
+    if B.shape[0] == 0:
+        out = np.zeros((0, coef.shape[1]))
+    elif XR is None:
+        out = B @ coef
+    else:
+        out = np.asarray(spec.predict(B, XR, coef, n_threads))
+    return out[:, 0] if one_d else out
+
+
+class DaskRankRLS(RegressorMixin, BaseEstimator):
+    """RankRLS fitted exactly on dask arrays / dataframes (linear primal or subset of regressors).
+
+    The fit equals the in-memory :class:`fastrank.RankRLS` with the same parameters (the linear
+    kernel as ``solver="primal"``; a kernel with ``basis_vectors`` as its subset-of-regressors
+    fit, with the same basis rows for the same ``random_state``) up to rounding.  Rows are never
+    shuffled between workers: one pass over the group ids (when ``groups`` is given), one over the
+    data (plus one over the partitions holding the basis rows for ``basis_vectors``).
+
+    Parameters
+    ----------
+    alpha, kernel, gamma, degree, coef0, group_weighting, basis_vectors, random_state, n_jobs :
+        as for :class:`fastrank.RankRLS`.  ``kernel`` other than "linear" needs ``basis_vectors``
+        (the dense dual needs the whole m x m kernel on one machine); "precomputed" is not
+        supported.  ``n_jobs``: threads of the kernel evaluations inside each task.
+
+    Attributes
+    ----------
+    fit_mode_ : "primal" or "sparse"
+    coef_ : ndarray (n,) or (n, v), or None (non-linear kernel)
+    dual_coef_ : ndarray (|R|,) or (|R|, v), or None (linear primal)
+    basis_indices_, X_fit_ : basis rows (sparse mode)
+    n_features_in_ : int
+    """
+
+    def __init__(self, alpha=1.0, *, kernel="linear", gamma=None, degree=3, coef0=1.0,
+                 group_weighting="unweighted", basis_vectors=None, random_state=None, n_jobs=None):
+        self.alpha = alpha
+        self.kernel = kernel
+        self.gamma = gamma
+        self.degree = degree
+        self.coef0 = coef0
+        self.group_weighting = group_weighting
+        self.basis_vectors = basis_vectors
+        self.random_state = random_state
+        self.n_jobs = n_jobs
+
+    # -- fitting --------------------------------------------------------------------------------
+    def _check_params(self, n_features):
+        if self.group_weighting not in _WEIGHTINGS:
+            raise ValueError(f"group_weighting must be one of {tuple(_WEIGHTINGS)}, got {self.group_weighting!r}")
+        if self.kernel == "precomputed":
+            raise ValueError("kernel='precomputed' is not supported on dask inputs (the kernel matrix is m x m); "
+                             "give features and a kernel name with basis_vectors")
+        spec = resolve_kernel(self.kernel, self.gamma, self.degree, self.coef0, n_features)
+        if not spec.linear and self.basis_vectors is None:
+            raise ValueError(
+                "a non-linear kernel on dask inputs needs basis_vectors=<int or indices> (subset of regressors, "
+                "eqs. 40-42): the dense dual needs the whole m x m kernel on one machine; use fastrank.RankRLS "
+                "in memory for it")
+        return spec
+
+    def _weighting(self, G):
+        """The group weighting in force: object ranking (no groups) weighs every pair 1, as in memory."""
+        return self.group_weighting if G is not None else "unweighted"
+
+    def _fit_coefs(self, X, y, groups, alphas):
+        X, Y, G = _prepare(X, y, groups)
+        n = X.shape[1]
+        spec = self._check_params(n)
+        n_threads = check_n_jobs(self.n_jobs)
+        table = _group_table(X, G)
+        if self.basis_vectors is None:
+            check_dense_memory(n, 1, "feature matrix X^T L X")
+            M, R = _statistics(X, Y, G, table, self._weighting(G), _Linear(), n)
+            return X, Y, spec, "primal", _primal_path(M, R, alphas), None, None
+        basis = select_basis(X.shape[0], self.basis_vectors, self.random_state)
+        r = basis.size
+        check_dense_memory(r, 2, "basis system K_R^T L K_R")
+        XR = _take_rows(X, basis)
+        KRR = np.asarray(spec.cross(XR, XR, n_threads))
+        KRR = 0.5 * (KRR + KRR.T)
+        H, g = _statistics(X, Y, G, table, self._weighting(G), _BasisKernel(spec, XR, n_threads), r)
+        U, sigma, c = _subset_decompose(H, g, KRR)
+        return X, Y, spec, "sparse", _subset_path(U, sigma, c, alphas), basis, XR
+
+    def fit(self, X, y, groups=None):
+        """Fit from scores ``y`` (m,) or (m, v); ``groups`` one id per row (any order; groups may
+        straddle partitions).  X, y, groups: dask arrays/dataframes/series (or numpy arrays)."""
+        alpha = check_alpha(self.alpha)
+        X, Y, spec, mode, coefs, basis, XR = self._fit_coefs(X, y, groups, np.array([alpha]))
+        return self._set_fitted(X.shape[1], Y.ndim == 1, spec, mode, coefs[0], basis, XR)
+
+    def _set_fitted(self, n_features, one_d, spec, mode, coef, basis, XR):
+        sq = (lambda a: a[:, 0]) if one_d else (lambda a: a)
+        self.fit_mode_ = mode
+        self.n_features_in_ = n_features
+        self._single_output = one_d
+        if mode == "primal":
+            self.coef_, self.dual_coef_, self.basis_indices_, self.X_fit_ = sq(coef), None, None, None
+        else:
+            self.dual_coef_, self.basis_indices_, self.X_fit_ = sq(coef), basis, XR
+            self.coef_ = sq(XR.T @ coef) if spec.linear else None
+        return self
+
+    # -- prediction -----------------------------------------------------------------------------
+    def predict(self, X):
+        """Scores as a dask array (p,) or (p, v), one task per row block (``map_blocks``);
+        numpy input gives a numpy array."""
+        check_is_fitted(self, "fit_mode_")
+        local = not isinstance(X, da.Array) and not _is_dask_frame(X)
+        Xd = _as_dask(X, "X", (2,), allow_unknown=True)  # row counts are not needed to predict
+        if Xd.shape[1] != self.n_features_in_:
+            raise ValueError(f"X has {Xd.shape[1]} features, but {type(self).__name__} is expecting "
+                             f"{self.n_features_in_} features as input.")
+        one_d = self._single_output
+        if self.coef_ is not None:
+            coef, spec, XR = self.coef_.reshape(self.n_features_in_, -1), None, None
+        else:
+            coef = self.dual_coef_.reshape(self.dual_coef_.shape[0], -1)
+            spec = resolve_kernel(self.kernel, self.gamma, self.degree, self.coef0, self.n_features_in_)
+            XR = self.X_fit_
+        v = coef.shape[1]
+        kw = {"drop_axis": 1} if one_d else {"chunks": (Xd.chunks[0], (v,))}
+        out = Xd.map_blocks(_predict_block, coef, spec, XR, check_n_jobs(self.n_jobs), one_d, dtype=np.float64,
+                            meta=np.empty((0,) if one_d else (0, 0)), **kw)
+        return out.compute() if local else out
+
+    def to_local(self):
+        """The equivalent fitted in-memory :class:`fastrank.RankRLS` (no refit)."""
+        check_is_fitted(self, "fit_mode_")
+        est = RankRLS(alpha=self.alpha, kernel=self.kernel, gamma=self.gamma, degree=self.degree, coef0=self.coef0,
+                      group_weighting=self.group_weighting, basis_vectors=self.basis_vectors,
+                      random_state=self.random_state, n_jobs=self.n_jobs,
+                      solver="primal" if self.fit_mode_ == "primal" else "auto")
+        est.fit_mode_ = self.fit_mode_
+        est.n_features_in_ = self.n_features_in_
+        est._single_output = self._single_output
+        est.coef_ = self.coef_
+        est.dual_coef_ = self.dual_coef_
+        est.X_fit_ = self.X_fit_
+        est.basis_indices_ = self.basis_indices_
+        return est
+
+    def score(self, X, y, groups=None):
+        """Pairwise ranking accuracy as :meth:`fastrank.RankRLS.score` (computed in memory)."""
+        pred = self.predict(X)
+        pred = pred.compute() if isinstance(pred, da.Array) else pred
+        comp = [a.compute() if isinstance(a, da.Array) or _is_dask_frame(a) else a for a in (y, groups)]
+        y, groups = (np.asarray(a) if a is not None else None for a in comp)
+        from .metrics import pairwise_disagreement
+
+        if pred.ndim == 1:
+            return 1.0 - pairwise_disagreement(y, pred, groups, ties="half")
+        return float(np.mean([1.0 - pairwise_disagreement(y[:, k], pred[:, k], groups, ties="half")
+                              for k in range(pred.shape[1])]))
+
+
+def _fetch_rows(block, local):
+    return np.asarray(block, dtype=np.float64)[local]
+
+
+def _take_rows(X, idx):
+    """Rows ``idx`` of a dask array, reading only the partitions that hold them."""
+    offs = _offsets(X)
+    blocks = _blocks(X)
+    order = np.argsort(idx, kind="stable")
+    sidx = idx[order]
+    where = np.searchsorted(offs, sidx, side="right") - 1
+    pieces = [dask.delayed(_fetch_rows, pure=True)(blocks[i], sidx[where == i] - offs[i]) for i in np.unique(where)]
+    rows_sorted = np.concatenate(dask.compute(*pieces), axis=0)
+    rows = np.empty_like(rows_sorted)
+    rows[order] = rows_sorted
+    if not np.isfinite(rows).all():
+        raise ValueError("X contains NaN or infinity in the basis rows")
+    return np.ascontiguousarray(rows)
+
+
+class DaskRankRLSPath:
+    """Solutions of :func:`rankrls_path` for every alpha (one decomposition on the client).
+
+    Attributes: ``alphas``, ``fit_mode`` ("primal"/"sparse"), ``coef_`` (n_alphas, n, v) or None,
+    ``dual_coef_`` (n_alphas, |R|, v) or None, ``basis_indices_``, ``X_fit_``.
+    """
+
+    def __init__(self, estimator, alphas, fit_mode, coefs, n_features, one_d, spec, basis, XR):
+        self.estimator, self.alphas, self.fit_mode = estimator, alphas, fit_mode
+        self._n_features, self._one_d, self._spec = n_features, one_d, spec
+        self.basis_indices_, self.X_fit_ = basis, XR
+        if fit_mode == "primal":
+            self.coef_, self.dual_coef_ = coefs, None
+        else:
+            self.dual_coef_ = coefs
+            self.coef_ = np.einsum("rn,arv->anv", XR, coefs) if spec.linear else None
+
+    def __len__(self):
+        return self.alphas.size
+
+    def fitted_estimator(self, k):
+        """A fitted :class:`DaskRankRLS` for ``alphas[k]`` (no refit)."""
+        est = clone(self.estimator).set_params(alpha=float(self.alphas[k]))
+        coef = self.coef_[k] if self.fit_mode == "primal" else self.dual_coef_[k]
+        return est._set_fitted(self._n_features, self._one_d, self._spec, self.fit_mode, coef,
+                               self.basis_indices_, self.X_fit_)
+
+    def predict(self, X):
+        """Scores for every alpha, stacked: (n_alphas, p) or (n_alphas, p, v) (dask for dask input)."""
+        outs = [self.fitted_estimator(k).predict(X) for k in range(len(self))]
+        return da.stack(outs) if isinstance(outs[0], da.Array) else np.stack(outs)
+
+
+def rankrls_path(X, y, alphas, *, groups=None, estimator=None):
+    """Exact RankRLS for every alpha from one pass over the data and one decomposition on the
+    client: O(n^3) (linear, eq. 31 in feature space) or O(|R|^3) (basis vectors, eq. 42).
+
+    ``estimator`` (a :class:`DaskRankRLS`, default ``DaskRankRLS()``) gives the kernel, basis and
+    group weighting; its alpha is ignored.  Returns :class:`DaskRankRLSPath`.
+    """
+    est = DaskRankRLS() if estimator is None else estimator
+    if not isinstance(est, DaskRankRLS):
+        raise TypeError("estimator must be a fastrank.dask.DaskRankRLS")
+    alphas = check_alphas(alphas)
+    X, Y, spec, mode, coefs, basis, XR = est._fit_coefs(X, y, groups, alphas)
+    return DaskRankRLSPath(est, alphas, mode, coefs, X.shape[1], Y.ndim == 1, spec, basis, XR)
+
+
+# ----------------------------------------------------------------------------------------------
+# Model selection: independent tasks
+# ----------------------------------------------------------------------------------------------
+def _default_blocks():
+    try:
+        from distributed import default_client
+
+        return max(1, len(default_client().scheduler_info()["workers"]))
+    except (ImportError, ValueError):
+        return 1
+
+
+def _local(a):
+    if a is None:
+        return None
+    if isinstance(a, da.Array) or _is_dask_frame(a):
+        a = a.compute()
+    return np.asarray(a)
+
+
+def _cv_task(params, X, y, groups):
+    from ._cv import RankRLSCV
+
+    return RankRLSCV(**params).fit(X, y, groups)
+
+
+class DaskRankRLSCV(RegressorMixin, BaseEstimator):
+    """Kernel-parameter x alpha search by fastrank's exact cross-validation, one task per kernel
+    parameter value.
+
+    Each value of ``gammas`` is an independent task running :class:`fastrank.RankRLSCV` (one
+    eigendecomposition shared by the whole ``alphas`` grid) on one worker, so the result equals a
+    loop of ``RankRLSCV`` over ``gammas`` on one machine.  The best pair is the first maximum of
+    the score (minimum for ``scoring="disagreement"``) in gamma-major order.
+
+    Parameters
+    ----------
+    gammas : sequence of float > 0
+    alphas, cv, scoring, kernel, degree, coef0, group_weighting, n_jobs : as for
+        :class:`fastrank.RankRLSCV` (``kernel`` defaults to "rbf").
+
+    Attributes
+    ----------
+    gamma_, alpha_, best_score_, best_estimator_ (a fitted :class:`fastrank.RankRLS`),
+    cv_results_ : dict with "gammas", "alphas" and "scores" (n_gammas, n_alphas).
+    """
+
+    def __init__(self, gammas=None, alphas=None, *, cv="lpo", scoring=None, kernel="rbf", degree=3, coef0=1.0,
+                 group_weighting="unweighted", n_jobs=None):
+        self.gammas = gammas
+        self.alphas = alphas
+        self.cv = cv
+        self.scoring = scoring
+        self.kernel = kernel
+        self.degree = degree
+        self.coef0 = coef0
+        self.group_weighting = group_weighting
+        self.n_jobs = n_jobs
+
+    def fit(self, X, y, groups=None):
+        """X, y, groups: held in memory by each task (the exact CV needs the full kernel)."""
+        if self.gammas is None:
+            raise ValueError("gammas must be a non-empty sequence of positive numbers")
+        gammas = check_alphas(self.gammas, "gammas")
+        X, y, groups = _local(X), _local(y), _local(groups)
+        Xd, yd, gd = (dask.delayed(a) if a is not None else None for a in (X, y, groups))
+        base = {"alphas": self.alphas, "cv": self.cv, "scoring": self.scoring, "kernel": self.kernel,
+                "degree": self.degree, "coef0": self.coef0, "group_weighting": self.group_weighting,
+                "n_jobs": self.n_jobs}
+        tasks = [dask.delayed(_cv_task, pure=True)({**base, "gamma": float(g)}, Xd, yd, gd) for g in gammas]
+        fits = dask.compute(*tasks)
+        scores = np.stack([f.cv_results_["scores"] for f in fits])
+        scoring = fits[0].cv_results_["scoring"]
+        flat = np.argmin(scores) if scoring == "disagreement" else np.argmax(scores)
+        kg, ka = np.unravel_index(flat, scores.shape)
+        self.gamma_ = float(gammas[kg])
+        self.alpha_ = float(fits[kg].cv_results_["alphas"][ka])
+        self.best_score_ = float(scores[kg, ka])
+        self.cv_results_ = {"gammas": gammas, "alphas": fits[0].cv_results_["alphas"].copy(), "scores": scores,
+                            "scoring": scoring}
+        # The winning task already refitted its best alpha on all data: same model, no extra fit.
+        self.best_estimator_ = fits[kg].best_estimator_
+        self.n_features_in_ = getattr(self.best_estimator_, "n_features_in_", None)
+        return self
+
+    def predict(self, X):
+        check_is_fitted(self, "best_estimator_")
+        return self.best_estimator_.predict(X)
+
+    def score(self, X, y, groups=None):
+        check_is_fitted(self, "best_estimator_")
+        return self.best_estimator_.score(X, y, groups)
+
+
+def _perm_task(estimator, X, y, groups, k, rng):
+    from .model_selection import permutation_test_lpo as _single
+
+    score, perm, _ = _single(estimator, X, y, n_permutations=k, random_state=rng, groups=groups)
+    return score, perm
+
+
+def _advance_permutations(rng, m, k, groups):
+    """Consume exactly the draws of ``k`` permutations of fastrank.model_selection's
+    permutation_test_lpo (one ``permutation(m)`` each, or one per group in group order)."""
+    if groups is None:
+        for _ in range(k):
+            rng.permutation(m)
+        return
+    for _ in range(k):
+        for size in groups:
+            rng.permutation(size)
+
+
+def permutation_test_lpo(estimator, X, y, n_permutations=100, random_state=None, groups=None, scoring="auc",
+                         *, n_blocks=None):
+    """:func:`fastrank.model_selection.permutation_test_lpo` in blocks of permutations on dask.
+
+    Returns the same ``(score, permutation_scores, pvalue)`` as the single-machine function for
+    the same ``random_state``: the client walks the random stream (the draws themselves cost O(m)
+    each) and hands each task the generator state at the start of its block, so every task draws
+    exactly the permutations the single-machine run draws at those positions.  Each task repeats
+    the O(m^3) decomposition (the exact LPO needs the full kernel on one machine) and scores its
+    block's permutations as extra outputs of it; with B blocks the total work is B decompositions
+    plus the same pair phase, split over the workers.
+
+    n_blocks : int or None — None uses one block per worker of the active distributed client (1
+        without one).
+    """
+    from ._validation import group_index
+
+    if isinstance(n_permutations, (bool, np.bool_)) or not isinstance(n_permutations, numbers.Integral) \
+            or n_permutations < 1:
+        raise ValueError(f"n_permutations must be a positive integer, got {n_permutations!r}")
+    X, y, groups = _local(X), _local(y), _local(groups)
+    if y.ndim != 1:
+        raise ValueError("permutation_test_lpo needs a 1-D y")
+    n_blocks = _default_blocks() if n_blocks is None else n_blocks
+    if isinstance(n_blocks, (bool, np.bool_)) or not isinstance(n_blocks, numbers.Integral) or n_blocks < 1:
+        raise ValueError(f"n_blocks must be a positive integer, got {n_blocks!r}")
+    n_blocks = min(int(n_blocks), int(n_permutations))
+    sizes = None if groups is None else group_index(groups, y.shape[0]).sizes
+    rng = check_random_state(random_state)
+    bounds = np.linspace(0, n_permutations, n_blocks + 1).round().astype(int)
+    Xd, yd, gd, ed = dask.delayed(X), dask.delayed(y), dask.delayed(groups), dask.delayed(estimator)
+    tasks = []
+    for b in range(n_blocks):
+        k = int(bounds[b + 1] - bounds[b])
+        state = np.random.RandomState()
+        state.set_state(rng.get_state())
+        tasks.append(dask.delayed(_perm_task, pure=True)(ed, Xd, yd, gd, k, state))
+        _advance_permutations(rng, y.shape[0], k, sizes)
+    results = dask.compute(*tasks)
+    score = float(results[0][0])
+    perm_scores = np.concatenate([r[1] for r in results])
+    pvalue = (np.count_nonzero(perm_scores >= score) + 1.0) / (n_permutations + 1.0)
+    return score, perm_scores, float(pvalue)
+
+
+# -- OAP-BPM member blocks ---------------------------------------------------------------------
+_MASK64 = (1 << 64) - 1
+
+
+def _splitmix64(z):
+    z = (z + 0x9E3779B97F4A7C15) & _MASK64
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & _MASK64
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & _MASK64
+    return z ^ (z >> 31)
+
+
+def _unxorshift(z, s):
+    x = z
+    for _ in range(64 // s + 1):
+        x = z ^ (x >> s)
+    return x & _MASK64
+
+
+def _splitmix64_inverse(z):
+    z = _unxorshift(z, 31)
+    z = (z * pow(0x94D049BB133111EB, -1, 1 << 64)) & _MASK64
+    z = _unxorshift(z, 27)
+    z = (z * pow(0xBF58476D1CE4E5B9, -1, 1 << 64)) & _MASK64
+    z = _unxorshift(z, 30)
+    return (z - 0x9E3779B97F4A7C15) & _MASK64
+
+
+def _block_seed(seed, first_member):
+    """A seed whose member j draws exactly what member ``first_member + j`` draws under ``seed``:
+    fastrank keys member j by splitmix64(splitmix64(seed) + j) (cpp/include/fastrank/perceptron.hpp),
+    and splitmix64 is a bijection, so the block's seed is splitmix64^-1(splitmix64(seed) + first)."""
+    return _splitmix64_inverse((_splitmix64(int(seed)) + int(first_member)) & _MASK64)
+
+
+def _oap_block_start(params, n_members, seed, classes, n_features):
+    from .online import OAPBPM
+
+    est = OAPBPM(**{**params, "n_estimators": n_members})
+    est._validate_params()
+    est._reset(np.asarray(classes), n_features)
+    est.seed_ = seed
+    return est
+
+
+def _oap_block_step(est, Xc, yc):
+    Xc = np.asarray(Xc)
+    if Xc.shape[0] == 0:
+        return est
+    return est.partial_fit(Xc, np.asarray(yc))
+
+
+def _oap_merge(template, seed, *blocks):
+    est = clone(template)
+    first = blocks[0]
+    for attr in ("classes_", "n_features_in_", "_kernel_kind", "_kernel_args", "n_seen_", "n_samples_seen_"):
+        setattr(est, attr, getattr(first, attr))
+    est.seed_ = seed
+    est.members_coef_ = np.concatenate([b.members_coef_ for b in blocks])
+    est.members_thresholds_ = np.concatenate([b.members_thresholds_ for b in blocks])
+    est.members_counts_ = np.concatenate([b.members_counts_ for b in blocks])
+    # The ensemble's own on-line predictions need every member at every step: not available.
+    est._losses = np.zeros(0, dtype=np.int32)
+    est._finish()
+    return est
+
+
+def fit_oapbpm(estimator, X, y, *, classes=None, n_blocks=None):
+    """Fit a linear :class:`fastrank.OAPBPM` with its members split into blocks trained as
+    separate dask tasks; returns the fitted OAPBPM, identical (members, averaged weights and
+    thresholds, predictions) to ``estimator.fit(X, y)`` for the same ``random_state``.
+
+    Each block streams the row blocks of X in order (a dask array is never gathered: block b's
+    chain of ``partial_fit`` tasks reads chunk after chunk).  Member j's Bernoulli draws are a
+    counter-based hash of (seed, j, t), so a block of members starting at j0 reproduces them with
+    a derived seed (:func:`_block_seed`).  Only ``shuffle=False`` streams and the linear kernel are
+    supported; ``average_rank_loss_`` (the whole ensemble's on-line prediction at every step) is
+    not available (NaN).
+
+    classes : the ordered label set (default: the sorted distinct labels of y, one pass over y).
+    n_blocks : member blocks (None: one per worker of the active distributed client).
+    """
+    from .online import OAPBPM, _seed_from
+
+    if not isinstance(estimator, OAPBPM):
+        raise TypeError("estimator must be a fastrank.OAPBPM")
+    if estimator.kernel != "linear":
+        raise ValueError("fit_oapbpm supports the linear kernel only (kernel members share a support list)")
+    if estimator.shuffle:
+        raise ValueError("fit_oapbpm needs shuffle=False (the stream order must be the row order)")
+    estimator._validate_params()
+    N = int(estimator.n_estimators)
+    lengths = _frame_lengths(X, y)
+    Xd = _as_dask(X, "X", (2,), lengths=lengths)
+    yd = _aligned(Xd, y, "y", lengths)
+    if yd is None or yd.ndim != 1:
+        raise ValueError("y must be 1-D with one label per row of X")
+    if classes is None:
+        classes = np.unique(yd.compute())
+    classes = np.sort(np.asarray(classes))
+    n_blocks = _default_blocks() if n_blocks is None else n_blocks
+    if isinstance(n_blocks, (bool, np.bool_)) or not isinstance(n_blocks, numbers.Integral) or n_blocks < 1:
+        raise ValueError(f"n_blocks must be a positive integer, got {n_blocks!r}")
+    n_blocks = min(int(n_blocks), N)
+    seed = _seed_from(estimator.random_state)
+    bounds = np.linspace(0, N, n_blocks + 1).round().astype(int)
+    params = estimator.get_params(deep=False)
+    xb, ybl = _blocks(Xd), _blocks(yd)
+    states = []
+    for b in range(n_blocks):
+        st = dask.delayed(_oap_block_start, pure=True)(params, int(bounds[b + 1] - bounds[b]),
+                                                        _block_seed(seed, bounds[b]), classes, Xd.shape[1])
+        for _ in range(int(estimator.n_epochs)):
+            for xc, yc in zip(xb, ybl):
+                st = dask.delayed(_oap_block_step, pure=True)(st, xc, yc)
+        states.append(st)
+    return dask.compute(dask.delayed(_oap_merge, pure=True)(estimator, seed, *states))[0]

@@ -1,0 +1,394 @@
+"""SVRank (Cortes, Mohri, Rastogi §2.4, eq. 9 with cost (7)) against an explicit-pairs QP."""
+
+import pickle
+import warnings
+
+import numpy as np
+import pytest
+import sklearn
+from scipy.optimize import minimize
+from sklearn.base import clone
+from sklearn.metrics.pairwise import rbf_kernel
+from sklearn.model_selection import GridSearchCV, GroupKFold
+from sklearn.utils.estimator_checks import parametrize_with_checks
+from threadpoolctl import threadpool_limits
+
+import fastrank
+from fastrank import SVRank
+from fastrank._svrank import pair_loss
+from fastrank.exceptions import ConvergenceWarning
+from fastrank.metrics import pairwise_disagreement
+
+
+# ---------------------------------------------------------------------------------------------
+# Slow, obvious oracles written from the paper's definition
+# ---------------------------------------------------------------------------------------------
+
+
+def brute_pair_loss(r, eps, groups=None):
+    """sum over ordered pairs (i, j) in the same group of max(0, |r_j - r_i| - eps) and dL/dr."""
+    r = np.asarray(r, dtype=float)
+    same = np.ones((r.size, r.size), bool) if groups is None else (groups[:, None] == groups[None, :])
+    d = r[None, :] - r[:, None]  # d[i, j] = r_j - r_i
+    L = (np.maximum(0.0, np.abs(d) - eps) * same).sum()
+    h = np.where((np.abs(d) > eps) & same, np.sign(d), 0.0)  # h'(d) with 0 at the kinks
+    return L, h.sum(axis=0) - h.sum(axis=1)
+
+
+def pair_incidence(groups, m):
+    """Unordered pairs i < j in the same group: rows e_j - e_i of E."""
+    gr = np.zeros(m) if groups is None else np.asarray(groups)
+    I, J = np.triu_indices(m, 1)
+    keep = gr[I] == gr[J]
+    I, J = I[keep], J[keep]
+    E = np.zeros((I.size, m))
+    E[np.arange(I.size), J] = 1.0
+    E[np.arange(I.size), I] = -1.0
+    return E
+
+
+def explicit_objective(beta, K, y, C, eps, groups=None):
+    """F = beta^T K beta + C/N * sum over ordered same-group pairs of the eps-insensitive cost."""
+    f = K @ beta
+    n_pairs = y.size ** 2 if groups is None else sum(np.sum(groups == g) ** 2 for g in np.unique(groups))
+    return beta @ f + C / n_pairs * brute_pair_loss(f - y, eps, groups)[0]
+
+
+def explicit_qp(K, y, C, eps, groups=None):
+    """The explicit-pairs QP: one slack per pair (each unordered pair weighs 2 C / N: it appears
+    twice in the ordered double sum), solved in its dual
+        max_theta  -1/4 theta^T G theta + theta^T z - eps |theta|_1,   |theta_p| <= u,
+    G = E K E^T (the paper's pair kernel K_ij,kl), z = E y, beta = 1/2 E^T theta; by L-BFGS-B on
+    theta = s - t with s, t in [0, u], then polished by solving the KKT system of the identified
+    active pairs exactly.  Returns (beta, objective, dual lower bound)."""
+    m = y.size
+    E = pair_incidence(groups, m)
+    n_pairs = m * m if groups is None else sum(np.sum(groups == g) ** 2 for g in np.unique(groups))
+    u = 2.0 * C / n_pairs
+    G = E @ K @ E.T
+    z = E @ y
+    P = z.size
+
+    def fun(v):
+        s, t = v[:P], v[P:]
+        th = s - t
+        Gt = G @ th
+        val = 0.25 * th @ Gt - th @ z + eps * (s.sum() + t.sum())
+        gs = 0.5 * Gt - z + eps
+        gt = -0.5 * Gt + z + eps
+        return val, np.concatenate([gs, gt])
+
+    with threadpool_limits(1):  # tiny BLAS calls: threads only add contention
+        res = minimize(fun, np.zeros(2 * P), jac=True, method="L-BFGS-B", bounds=[(0.0, u)] * (2 * P),
+                       options={"maxiter": 400, "maxfun": 800, "ftol": 1e-16, "gtol": 1e-14, "maxcor": 10})
+    theta = res.x[:P] - res.x[P:]
+
+    def dual_value(th):
+        th = np.clip(th, -u, u)  # any point of the box gives a lower bound (weak duality)
+        return -0.25 * th @ G @ th + th @ z - eps * np.abs(th).sum()
+
+    lower = dual_value(theta)
+    beta = 0.5 * E.T @ theta
+    best = explicit_objective(beta, K, y, C, eps, groups)
+    scale = max(1.0, np.abs(z).max())
+    # Polish: pairs beyond the tube carry |theta| = u, pairs on its boundary solve
+    # E_K f - z_K = eps * sign exactly, pairs inside carry nothing (KKT of the slack form);
+    # re-identify from each improved point.
+    for _ in range(6):
+        t_res = E @ (K @ beta) - z
+        improved = False
+        for delta in (1e-9, 1e-7, 1e-5, 1e-3):
+            on = np.abs(np.abs(t_res) - eps) <= delta * scale
+            out = (np.abs(t_res) > eps) & ~on
+            mu = np.zeros(P)
+            mu[out] = u * np.sign(t_res[out])
+            if on.any():
+                rhs = z[on] + eps * np.sign(t_res[on]) + 0.5 * G[np.ix_(on, out)] @ mu[out]
+                mu[on] = np.linalg.lstsq(-0.5 * G[np.ix_(on, on)], rhs, rcond=None)[0]
+            cand = -0.5 * E.T @ mu
+            F = explicit_objective(cand, K, y, C, eps, groups)
+            lower = max(lower, dual_value(-mu))
+            if F < best:
+                best, beta, improved = F, cand, True
+        if not improved:
+            break
+    return beta, best, lower
+
+
+def make_data(m, n, seed, n_groups=None):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(m, n))
+    y = X @ rng.normal(size=n) + 0.5 * rng.normal(size=m)
+    y = np.round(y * 2) / 2  # ties in y
+    groups = None if n_groups is None else rng.integers(0, n_groups, size=m) * 7 + 3
+    return X, y, groups
+
+
+# ---------------------------------------------------------------------------------------------
+# O(m log m) oracle
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("eps", [0.0, 0.5, 1.0, 2.5])
+@pytest.mark.parametrize("grouped", [False, True])
+def test_pair_loss_equals_double_sum(eps, grouped):
+    rng = np.random.default_rng(3)
+    m = 200
+    r = rng.integers(-6, 7, size=m).astype(float) * 0.5  # many ties, differences hit eps exactly
+    r[:50] = rng.normal(size=50) * 3.0
+    groups = rng.integers(0, 9, size=m) if grouped else None
+    if grouped:
+        order = np.argsort(groups, kind="stable")
+        r, groups = r[order], groups[order]
+        offsets = np.concatenate([[0], np.cumsum(np.bincount(groups))])
+    else:
+        offsets = None
+    L, g = pair_loss(r, eps, offsets)
+    Lb, gb = brute_pair_loss(r, eps, groups)
+    assert L == pytest.approx(Lb, rel=1e-12, abs=1e-12)
+    np.testing.assert_array_equal(g, gb)
+
+
+def test_pair_loss_large_and_threaded():
+    """Large groups (radix path), values closer than float32 resolution (exact re-sorting of runs
+    of equal float keys), many groups over threads: equal to the double sum, whatever n_jobs."""
+    rng = np.random.default_rng(4)
+    m = 3000
+    r = 1.0 + rng.integers(0, 40, size=m) * 1e-12 + np.round(rng.normal(size=m) * 4) / 4
+    r[:500] = -r[:500]
+    r[500:600] = rng.normal(size=100) * 1e-40  # tiny values, all of one sign pattern in float32
+    for eps in (0.0, 1e-12, 0.25):
+        L, g = pair_loss(r, eps, n_jobs=1)
+        Lb, gb = brute_pair_loss(r, eps)
+        assert L == pytest.approx(Lb, rel=1e-12)
+        np.testing.assert_array_equal(g, gb)
+    groups = np.sort(rng.integers(0, 40, size=m))
+    offsets = np.concatenate([[0], np.cumsum(np.bincount(groups))])
+    L1, g1 = pair_loss(r, 0.25, offsets, n_jobs=1)
+    L2, g2 = pair_loss(r, 0.25, offsets, n_jobs=3)
+    Lb, gb = brute_pair_loss(r, 0.25, groups)
+    assert L1 == L2 and L1 == pytest.approx(Lb, rel=1e-12)
+    np.testing.assert_array_equal(g1, g2)
+    np.testing.assert_array_equal(g1, gb)
+
+
+def test_linear_oracle_is_scaled_subgradient():
+    rng = np.random.default_rng(5)
+    X, y, _ = make_data(60, 4, 5)
+    w = rng.normal(size=4)
+    R, grad = fastrank._core.svrank_linear_oracle(X, y, w, np.array([0, 60]), 2.0, 0.3, 1)
+    L, g = brute_pair_loss(X @ w - y, 0.3)
+    assert R == pytest.approx(2.0 / 3600 * L, rel=1e-12)
+    np.testing.assert_allclose(grad, X.T @ g * 2.0 / 3600, rtol=1e-12, atol=1e-15)
+
+
+# ---------------------------------------------------------------------------------------------
+# The solver equals the explicit-pairs QP
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("eps", [0.0, 0.1, 1.0])
+@pytest.mark.parametrize("kernel", ["linear", "rbf"])
+@pytest.mark.parametrize("grouped", [False, True])
+def test_equals_explicit_pairs_qp(eps, kernel, grouped):
+    m = 20 if grouped else 16
+    X, y, groups = make_data(m, 3, 11 + int(10 * eps), n_groups=3 if grouped else None)
+    Xt = np.random.default_rng(1).normal(size=(7, 3))
+    C = 30.0
+    if kernel == "linear":
+        K, Kt = X @ X.T, Xt @ X.T
+    else:
+        K, Kt = rbf_kernel(X, X, gamma=0.5), rbf_kernel(Xt, X, gamma=0.5)
+    beta_ref, F_ref, lower = explicit_qp(K, y, C, eps, groups)
+    assert (F_ref - lower) <= 1e-9 * F_ref  # the oracle itself is certified optimal
+    est = SVRank(C=C, epsilon=eps, kernel=kernel, gamma=0.5, tol=1e-11, max_iter=2000).fit(X, y, groups)
+    if kernel == "linear":
+        F = explicit_objective_linear(est.coef_, X, y, C, eps, groups)
+    else:
+        F = explicit_objective(est.dual_coef_, K, y, C, eps, groups)
+    assert F == pytest.approx(est.objective_, rel=1e-9)
+    assert F >= lower * (1 - 1e-12)  # weak duality against the explicit QP's dual
+    assert F == pytest.approx(F_ref, rel=1e-9)
+    scale = np.abs(K @ beta_ref).max()
+    np.testing.assert_allclose(est.predict(X), K @ beta_ref, atol=3e-4 * scale)
+    np.testing.assert_allclose(est.predict(Xt), Kt @ beta_ref, atol=3e-4 * scale)
+    # the solution is not trivial: some pairs are outside the tube, some inside
+    assert np.abs(est.predict(X)).max() > 1e-3
+
+
+def test_long_run_with_dropped_planes_equals_explicit_qp():
+    """A weakly regularised kernel problem needs hundreds of planes, so idle planes are dropped
+    from the model along the way; the certified optimum is still the explicit QP's."""
+    X, y, _ = make_data(20, 3, 5)
+    K = rbf_kernel(X, X, gamma=0.5)
+    beta_ref, F_ref, lower = explicit_qp(K, y, 3000.0, 0.1)
+    assert (F_ref - lower) <= 1e-9 * F_ref
+    est = SVRank(C=3000.0, epsilon=0.1, kernel="rbf", gamma=0.5, tol=1e-11, max_iter=3000).fit(X, y)
+    assert est.n_iter_ > 150
+    assert explicit_objective(est.dual_coef_, K, y, 3000.0, 0.1) == pytest.approx(F_ref, rel=1e-9)
+    np.testing.assert_allclose(est.predict(X), K @ beta_ref, atol=1e-4 * np.abs(K @ beta_ref).max())
+
+
+def explicit_objective_linear(w, X, y, C, eps, groups=None):
+    f = X @ w
+    n_pairs = y.size ** 2 if groups is None else sum(np.sum(groups == g) ** 2 for g in np.unique(groups))
+    return w @ w + C / n_pairs * brute_pair_loss(f - y, eps, groups)[0]
+
+
+def test_precomputed_equals_rbf():
+    X, y, groups = make_data(30, 3, 2, n_groups=4)
+    a = SVRank(C=5.0, kernel="rbf", gamma=0.3, tol=1e-10).fit(X, y, groups)
+    K = rbf_kernel(X, X, gamma=0.3)
+    b = SVRank(C=5.0, kernel="precomputed", tol=1e-10).fit(K, y, groups)
+    Xt = np.random.default_rng(0).normal(size=(5, 3))
+    np.testing.assert_allclose(a.predict(Xt), b.predict(rbf_kernel(Xt, X, gamma=0.3)), rtol=1e-6, atol=1e-8)
+    assert a.objective_ == pytest.approx(b.objective_, rel=1e-9)
+
+
+def test_group_order_does_not_matter():
+    X, y, groups = make_data(40, 3, 8, n_groups=5)
+    a = SVRank(C=10.0, tol=1e-11).fit(X, y, groups)
+    perm = np.random.default_rng(0).permutation(40)
+    b = SVRank(C=10.0, tol=1e-11).fit(X[perm], y[perm], groups[perm])
+    assert a.objective_ == pytest.approx(b.objective_, rel=1e-9)
+    np.testing.assert_allclose(a.coef_, b.coef_, rtol=1e-4, atol=1e-6)
+
+
+def test_groups_change_the_model():
+    X, y, groups = make_data(40, 3, 8, n_groups=5)
+    y = y + 3.0 * (groups % 2)  # per-group offsets only matter without groups
+    a = SVRank(C=10.0).fit(X, y, groups).coef_
+    b = SVRank(C=10.0).fit(X, y).coef_
+    assert np.abs(a - b).max() > 1e-3
+
+
+def test_large_epsilon_gives_zero_model():
+    X, y, _ = make_data(20, 3, 1)
+    est = SVRank(epsilon=np.ptp(y) + 1.0).fit(X, y)
+    np.testing.assert_array_equal(est.coef_, 0.0)
+    assert est.objective_ == 0.0 and est.n_iter_ == 1
+
+
+def test_simplex_qp_against_enumeration():
+    """The inner QP (max b'l - l'Ql/4 on the simplex) against KKT on every support set."""
+    rng = np.random.default_rng(0)
+    for trial in range(20):
+        k, n = rng.integers(2, 7), rng.integers(1, 4)
+        A = rng.normal(size=(n, k))
+        Q = A.T @ A  # rank <= n < k: singular on purpose
+        b = rng.normal(size=k)
+        val, lam = fastrank._core.simplex_qp(Q, b, np.eye(k)[0])
+        assert lam.min() >= 0 and lam.sum() == pytest.approx(1.0)
+        # the best value over a fine grid of random simplex points never beats it
+        pts = rng.dirichlet(np.ones(k) * 0.3, size=20000)
+        vals = pts @ b - 0.25 * np.einsum("ij,jk,ik->i", pts, Q, pts)
+        assert vals.max() <= val + 1e-12
+        # KKT: grad_i = Q l / 2 - b equal on the support, >= elsewhere
+        g = 0.5 * Q @ lam - b
+        nu = g[lam > 1e-12].mean()
+        assert np.all(g >= nu - 1e-9) and np.allclose(g[lam > 1e-12], nu, atol=1e-9)
+
+
+# ---------------------------------------------------------------------------------------------
+# Conventions: convergence, score, bad input, scikit-learn citizenship
+# ---------------------------------------------------------------------------------------------
+
+
+def test_max_iter_warns_and_keeps_best_point():
+    X, y, _ = make_data(60, 5, 3)
+    with pytest.warns(ConvergenceWarning, match="max_iter=3"):
+        est = SVRank(C=100.0, epsilon=0.0, max_iter=3, tol=1e-12).fit(X, y)
+    assert est.n_iter_ == 3 and not est.converged_ and est.gap_ > 1e-12
+    full = SVRank(C=100.0, epsilon=0.0, tol=1e-10).fit(X, y)
+    assert full.converged_ and full.gap_ <= 1e-10 and full.objective_ <= est.objective_
+
+
+def test_score_is_one_minus_disagreement():
+    X, y, groups = make_data(50, 3, 4, n_groups=4)
+    est = SVRank(C=10.0).fit(X, y, groups)
+    assert est.score(X, y, groups) == pytest.approx(1 - pairwise_disagreement(y, est.predict(X), groups, tied_scores="half"))
+    assert est.score(X, y) == pytest.approx(1 - pairwise_disagreement(y, est.predict(X), tied_scores="half"))
+
+
+@pytest.mark.parametrize(
+    "kwargs, fit_args, match",
+    [
+        ({"C": 0.0}, None, "C must be finite and > 0"),
+        ({"C": -1.0}, None, "C must be finite and > 0"),
+        ({"epsilon": -0.1}, None, "epsilon must be finite and >= 0"),
+        ({"epsilon": np.nan}, None, "epsilon must be finite"),
+        ({"max_iter": 0}, None, "max_iter"),
+        ({"kernel": "sigmoid"}, None, "Unknown kernel"),
+        ({}, "nan_X", "NaN or infinity"),
+        ({}, "inf_y", "NaN or infinity"),
+        ({}, "short_y", "inconsistent numbers of samples"),
+        ({}, "singletons", "No relevant pair"),
+        ({}, "bad_groups", "groups has"),
+        ({}, "y2d", "one target column"),
+    ],
+)
+def test_bad_input(kwargs, fit_args, match):
+    X, y, _ = make_data(12, 3, 0)
+    groups = None
+    if fit_args == "nan_X":
+        X[2, 1] = np.nan
+    elif fit_args == "inf_y":
+        y[3] = np.inf
+    elif fit_args == "short_y":
+        y = y[:-1]
+    elif fit_args == "singletons":
+        groups = np.arange(12)
+    elif fit_args == "bad_groups":
+        groups = np.zeros(5)
+    elif fit_args == "y2d":
+        y = np.c_[y, y]
+    fitted = SVRank().fit(*make_data(12, 3, 1)[:2])
+    before = fitted.coef_.copy()
+    with pytest.raises(ValueError, match=match):
+        fitted.set_params(**kwargs).fit(X, y, groups)
+    np.testing.assert_array_equal(fitted.coef_, before)  # a failed fit leaves the model as it was
+
+
+def test_predict_bad_input():
+    X, y, _ = make_data(12, 3, 0)
+    est = SVRank().fit(X, y)
+    with pytest.raises(ValueError, match="features"):
+        est.predict(X[:, :2])
+    with pytest.raises(ValueError, match="NaN"):
+        est.predict(np.full((2, 3), np.nan))
+    pre = SVRank(kernel="precomputed").fit(X @ X.T, y)
+    with pytest.raises(ValueError, match="against the training rows"):
+        pre.predict(np.ones((3, 5)))
+
+
+@parametrize_with_checks([SVRank(), SVRank(kernel="rbf", epsilon=0.0, C=10.0)])
+def test_check_estimator(estimator, check):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        check(estimator)
+
+
+def test_clone_and_pickle():
+    X, y, groups = make_data(30, 3, 6, n_groups=3)
+    est = SVRank(C=3.0, epsilon=0.2, kernel="poly", degree=2, tol=1e-8)
+    assert clone(est).get_params() == est.get_params()
+    est.fit(X, y, groups)
+    back = pickle.loads(pickle.dumps(est))
+    np.testing.assert_array_equal(back.predict(X), est.predict(X))
+
+
+def test_gridsearch_with_routed_groups():
+    X, y, groups = make_data(90, 4, 7, n_groups=9)
+    seen = []
+
+    class Spy(SVRank):
+        def fit(self, X, y, groups=None):
+            seen.append(groups)
+            return super().fit(X, y, groups)
+
+    with sklearn.config_context(enable_metadata_routing=True):
+        est = Spy().set_fit_request(groups=True).set_score_request(groups=True)
+        search = GridSearchCV(est, {"C": [0.1, 10.0], "epsilon": [0.0, 0.5]}, cv=GroupKFold(n_splits=3))
+        search.fit(X, y, groups=groups)
+    assert len(seen) == 4 * 3 + 1 and all(g is not None for g in seen)
+    assert search.best_score_ > 0.6

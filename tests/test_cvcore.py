@@ -94,8 +94,10 @@ def test_tridiag_path_equals_direct_solves(setting, kind):
         _, offsets, scale = _groups_struct(groups, "normalized" if normalized else "unweighted")
     lam_max = np.linalg.eigvalsh(K).max()
     alphas = lam_max * np.logspace(-6, 6, 9)
-    A, rcond = _core.rankrls_dual_scores_tridiag(np.asfortranarray(K), offsets, normalized, Y, alphas, 1)
-    A_eig, rcond_eig = _core.rankrls_dual_scores(np.asfortranarray(K), offsets, normalized, Y, alphas, 1)
+    sizes = np.diff(offsets).astype(float)
+    pair_weight = 1.0 / sizes if normalized else np.ones(sizes.size)
+    A, rcond = _core.rankrls_dual_scores_tridiag(np.asfortranarray(K), offsets, pair_weight, Y, alphas, 1)
+    A_eig, rcond_eig = _core.rankrls_dual_scores(np.asfortranarray(K), offsets, pair_weight, Y, alphas, 1)
     assert A.shape == (m, alphas.size * v)
     for k, a in enumerate(alphas):
         Ak = A[:, k * v:(k + 1) * v]

@@ -84,14 +84,14 @@ void bind_rankrls(py::module_& m) {
       "overwritten. Returns (U stacked alpha-major, rcond).");
   m.def(
       "rankrls_dual_scores_tridiag",
-      [](Eigen::Ref<Matrix> K, const IndexVector& offsets, bool normalized, MatrixCRef Y, const Vector& alphas,
+      [](Eigen::Ref<Matrix> K, const IndexVector& offsets, const Vector& pair_weight, MatrixCRef Y, const Vector& alphas,
          int n_threads) {
         SolveReport report;
-        Matrix A = rankrls_dual_scores_tridiag(K, GroupStructure::from_offsets(offsets, normalized), Y, alphas,
+        Matrix A = rankrls_dual_scores_tridiag(K, GroupStructure::from_offsets(offsets, pair_weight), Y, alphas,
                                                n_threads, &report);
         return std::make_pair(std::move(A), report.rcond);
       },
-      py::arg("K").noconvert(), py::arg("offsets"), py::arg("normalized"), py::arg("Y"), py::arg("alphas"),
+      py::arg("K").noconvert(), py::arg("offsets"), py::arg("pair_weight"), py::arg("Y"), py::arg("alphas"),
       py::arg("n_threads"), py::call_guard<py::gil_scoped_release>(),
       "rankrls_dual_scores through one tridiagonal reduction (same inputs and result); K is overwritten.");
 }

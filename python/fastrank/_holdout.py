@@ -72,11 +72,14 @@ def basis_features(KR, KRR):
 class _Centred:
     """Group-centred features and targets with the per-group pieces the hold-out update needs."""
 
-    def __init__(self, Phi, Y, codes, n_groups, normalized, alpha):
+    def __init__(self, Phi, Y, codes, n_groups, normalized, alpha, pair_weight=None):
         self.codes = np.asarray(codes, dtype=np.int64)
         m = self.codes.size
         self.sizes = np.bincount(self.codes, minlength=n_groups).astype(np.float64)
-        self.cw = 1.0 / self.sizes if normalized else np.ones(n_groups)
+        if pair_weight is not None:
+            self.cw = np.asarray(pair_weight, dtype=np.float64)
+        else:
+            self.cw = 1.0 / self.sizes if normalized else np.ones(n_groups)
         Pd = Phi.toarray() if sp.issparse(Phi) else Phi  # p is small: the centred copy is m x p
         mean = np.zeros((n_groups, Pd.shape[1]))
         np.add.at(mean, self.codes, Pd)
@@ -141,7 +144,7 @@ def _check_y(Y, m):
     return Y
 
 
-def feature_holdout(Phi, Y, codes, n_groups, alpha, sets, *, normalized=False):
+def feature_holdout(Phi, Y, codes, n_groups, alpha, sets, *, normalized=False, pair_weight=None):
     """Exact hold-out predictions of a feature-space RankRLS (linear kernel or basis model).
 
     Parameters
@@ -153,21 +156,22 @@ def feature_holdout(Phi, Y, codes, n_groups, alpha, sets, *, normalized=False):
     alpha : float > 0.
     sets : sequence of 1-D int arrays (validated: unique, in range, each leaving a training pair).
     normalized : bool, pair weight 1/n_q of the FULL group (never renormalised).
+    pair_weight : optional (n_groups,) pair weights c_q of any weighting (overrides ``normalized``).
 
     Returns
     -------
     list of (|U|, v) arrays, one per set.
     """
     Y = _check_y(Y, Phi.shape[0])
-    prob = _Centred(Phi, Y, codes, n_groups, normalized, alpha)
+    prob = _Centred(Phi, Y, codes, n_groups, normalized, alpha, pair_weight)
     cache = {} if n_groups <= 64 else None
     return [prob.predict_without(U, cache) for U in sets]
 
 
-def feature_leave_group_out(Phi, Y, codes, n_groups, alpha, *, normalized=False):
+def feature_leave_group_out(Phi, Y, codes, n_groups, alpha, *, normalized=False, pair_weight=None):
     """Leave-one-group-out predictions (m, v) in original row order: O(m p^2 + q p^3)."""
     Y = _check_y(Y, Phi.shape[0])
-    prob = _Centred(Phi, Y, codes, n_groups, normalized, alpha)
+    prob = _Centred(Phi, Y, codes, n_groups, normalized, alpha, pair_weight)
     out = np.empty((Phi.shape[0], Y.shape[1]))
     for q in range(n_groups):
         rows = prob.rows[q]
@@ -175,12 +179,12 @@ def feature_leave_group_out(Phi, Y, codes, n_groups, alpha, *, normalized=False)
     return out
 
 
-def feature_leave_pair_out(Phi, Y, codes, n_groups, alpha, pairs, *, normalized=False):
+def feature_leave_pair_out(Phi, Y, codes, n_groups, alpha, pairs, *, normalized=False, pair_weight=None):
     """Leave-pair-out predictions (n_pairs, 2, v): each pair retrained exactly through its p x p
     system, O(p^3) per pair (the group Gram matrices are computed once) -- for a moderate number of
     pairs; pairs must lie in one group each (validated by the caller)."""
     Y = _check_y(Y, Phi.shape[0])
-    prob = _Centred(Phi, Y, codes, n_groups, normalized, alpha)
+    prob = _Centred(Phi, Y, codes, n_groups, normalized, alpha, pair_weight)
     cache = {}
     pairs = np.asarray(pairs, dtype=np.int64)
     out = np.empty((pairs.shape[0], 2, Y.shape[1]))

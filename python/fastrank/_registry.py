@@ -4,10 +4,11 @@ the learners the command line can train.  A new learner is added here and in ``_
 from ._cv import RankRLSCV
 from ._rankboost import RankBoost
 from ._rankrls import MPRank, RankRLS
+from ._ranksvm import RankSVM
 from ._svrank import SVRank
 from .online import OAPBPM, OnlineMPRank, PRank, PRankVP, WidrowHoff
 
 __all__ = ["ESTIMATORS"]
 
-ESTIMATORS = {cls.__name__: cls for cls in (RankRLS, MPRank, RankRLSCV, SVRank, PRank, PRankVP, OAPBPM,
+ESTIMATORS = {cls.__name__: cls for cls in (RankRLS, MPRank, RankRLSCV, RankSVM, SVRank, PRank, PRankVP, OAPBPM,
                                                    WidrowHoff, OnlineMPRank, RankBoost)}

@@ -1,0 +1,132 @@
+"""Print fastrank / yardstick time ratios for RankSVM, measured in one run.
+
+    python benchmarks/ratios_ranksvm.py [--quick] [--skip-large]
+
+1. Linear L2-loss RankSVM, m=20,000, n=50 dense, 200 query groups x 100 rows, 5 relevance levels
+   (~800k preference pairs), against the pairs recipe: build the difference vectors x_i - x_j of
+   every preference pair (random signs so both classes occur; the objective is unchanged) and fit
+   ``LinearSVC(loss="squared_hinge", fit_intercept=False, C=C)`` -- pair construction included.
+   Both objectives are evaluated by the same explicit formula.
+2. m=1,000,000 (8000 groups x 125 rows, 5 levels, ~50M pairs): one loss + gradient evaluation
+   (X w, the pair-free oracle, X^T g) against numpy's ``X @ w`` + ``X.T @ g``; then the whole fit.
+3. Kernel (Gaussian) RankSVM, m=4,000, 40 groups x 100, against one
+   ``RankRLS(kernel="rbf", solver="dual")`` fit with the same groups.
+"""
+
+import sys
+import time
+import warnings
+
+import numpy as np
+
+import fastrank
+import fastrank._validation
+from fastrank import _core
+from fastrank._ranksvm import _pairwise_loss
+
+sys.path.insert(0, __file__.rsplit("/", 1)[0])
+from common import best_time  # noqa: E402
+
+
+def query_data(m, n, group_size, levels=5, seed=0):
+    """Query groups of `group_size` rows; labels 0..levels-1 by within-group quantiles of a noisy
+    linear score (so every group has all levels)."""
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(m, n))
+    s = X @ rng.normal(size=n) + rng.normal(size=m)
+    groups = np.repeat(np.arange(m // group_size), group_size)
+    S = s.reshape(-1, group_size)
+    ranks = S.argsort(axis=1).argsort(axis=1)
+    y = (ranks * levels // group_size).reshape(-1).astype(np.float64)
+    return X, y, groups
+
+
+def explicit_pairs(y, groups, group_size):
+    """Row indices (i, j) of every pair with y_i > y_j inside a group (contiguous equal groups)."""
+    Y = y.reshape(-1, group_size)
+    q, a, b = np.nonzero(Y[:, :, None] > Y[:, None, :])
+    return q * group_size + a, q * group_size + b
+
+
+def objective(X, w, y, groups, C):
+    L = _pairwise_loss(X @ w, y, groups, loss="squared_hinge")[0]
+    return 0.5 * w @ w + C * L
+
+
+def row(name, ours, ref, target, extra=""):
+    ratio = ours / ref
+    print(f"{name:<58} {ours:9.3f} s {ref:9.3f} s {ratio:8.3f}x  (target {target}) {extra}")
+
+
+def case_pairs_recipe(m=20_000, n=50, C=0.1):
+    from sklearn.svm import LinearSVC
+
+    X, y, groups = query_data(m, n, 100)
+    t0 = time.perf_counter()
+    est = fastrank.RankSVM(C=C, tol=1e-8).fit(X, y, groups)
+    t_ours = time.perf_counter() - t0
+    t_ours = min(t_ours, best_time(lambda: fastrank.RankSVM(C=C, tol=1e-8).fit(X, y, groups), 2))
+
+    def recipe():
+        i, j = explicit_pairs(y, groups, 100)
+        D = X[i] - X[j]
+        sign = np.where(np.random.default_rng(0).random(i.size) < 0.5, -1.0, 1.0)
+        D *= sign[:, None]
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            svc = LinearSVC(loss="squared_hinge", fit_intercept=False, dual=False, C=C, tol=1e-6,
+                            max_iter=10000).fit(D, sign)
+        return svc, i.size
+
+    t0 = time.perf_counter()
+    svc, n_pairs = recipe()
+    t_ref = time.perf_counter() - t0
+    f_ours, f_svc = objective(X, est.coef_, y, groups, C), objective(X, svc.coef_[0], y, groups, C)
+    print(f"  m={m}, n={n}, {m // 100} groups, 5 levels: {n_pairs} pairs; RankSVM {est.n_iter_} Newton iterations")
+    print(f"  objective fastrank {f_ours:.10g}, LinearSVC {f_svc:.10g}, relative difference "
+          f"{(f_svc - f_ours) / f_ours:.2e}")
+    row(f"linear L2 RankSVM m={m} vs pairs + LinearSVC", t_ours, t_ref, ">= 20x faster",
+        f"-> {t_ref / t_ours:.1f}x faster")
+    t_l1 = best_time(lambda: fastrank.RankSVM(C=C, loss="hinge").fit(X, y, groups), 1)
+    l1 = fastrank.RankSVM(C=C, loss="hinge").fit(X, y, groups)
+    print(f"  (hinge loss, same data, tol=1e-6 relative gap: {t_l1:.3f} s, {l1.n_iter_} cutting planes)")
+
+
+def case_large(m=1_000_000, n=50, C=0.01):
+    X, y, groups = query_data(m, n, 125, seed=1)
+    gi = fastrank._validation.group_index(groups, m)
+    oracle = _core.ranksvm_oracle(y, gi.order, gi.offsets)
+    w = np.random.default_rng(2).normal(size=n) * 0.1
+    g = np.random.default_rng(3).normal(size=m)
+    n_threads = fastrank._validation.check_n_jobs(None)
+    t_ours = best_time(lambda: oracle(X, w, 0, n_threads), 5)
+    t_ref = best_time(lambda: (X @ w, X.T @ g), 5)
+    row(f"loss+gradient m={m} n={n} vs numpy X@w + X.T@g", t_ours, t_ref, "<= 3x")
+    t0 = time.perf_counter()
+    est = fastrank.RankSVM(C=C).fit(X, y, groups)
+    t_fit = time.perf_counter() - t0
+    print(f"  whole fit, squared hinge, C={C}, tol=1e-6: {t_fit:.2f} s, {est.n_iter_} Newton iterations, "
+          f"{est.n_pairs_:.0f} pairs, objective {est.objective_:.8g}")
+
+
+def case_kernel(m=4000, n=50, C=0.1):
+    X, y, groups = query_data(m, n, 100, seed=4)
+    gamma = 1.0 / n
+    est = fastrank.RankSVM(C=C, kernel="rbf", gamma=gamma).fit(X, y, groups)
+    t_ours = best_time(lambda: fastrank.RankSVM(C=C, kernel="rbf", gamma=gamma).fit(X, y, groups), 2)
+    t_ref = best_time(lambda: fastrank.RankRLS(alpha=1.0, kernel="rbf", gamma=gamma, solver="dual").fit(X, y, groups),
+                      2)
+    row(f"Gaussian kernel RankSVM m={m} vs RankRLS dual fit", t_ours, t_ref, "<= 10x",
+        f"({est.n_iter_} Newton iterations)")
+
+
+def main(quick=False, skip_large=False):
+    print(f"{'case':<58} {'fastrank':>11} {'yardstick':>11} {'ratio':>9}")
+    case_pairs_recipe(m=5000 if quick else 20_000)
+    if not skip_large:
+        case_large(m=100_000 if quick else 1_000_000)
+    case_kernel(m=1000 if quick else 4000)
+
+
+if __name__ == "__main__":
+    main(quick="--quick" in sys.argv, skip_large="--skip-large" in sys.argv)

@@ -1,0 +1,203 @@
+// RankSVM: the pair-free oracle (exposed for tests) and the linear / kernel solvers.  Inputs
+// arrive validated from python/fastrank/_ranksvm.py; X, K and the CSR arrays are used without
+// copies.
+#include <pybind11/eigen.h>
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <cstdint>
+#include <optional>
+
+#include "fastrank/errors.hpp"
+#include "fastrank/ranksvm.hpp"
+
+namespace py = pybind11;
+using namespace fastrank;
+
+namespace {
+
+using DoubleArray = py::array_t<double, py::array::c_style>;
+
+// Groups (y, order, offsets) or a preference graph (head, tail, weight).
+PairwiseHingeLoss make_pairs(Index m, const std::optional<Vector>& y, const std::optional<IndexVector>& order,
+                             const std::optional<IndexVector>& offsets, const std::optional<IndexVector>& head,
+                             const std::optional<IndexVector>& tail, const std::optional<Vector>& weight) {
+  if (y) {
+    require(y->size() == m, "y must have one entry per row");
+    require(order.has_value() && offsets.has_value(), "groups need both order and offsets");
+    return PairwiseHingeLoss::from_groups(*y, *order, *offsets);
+  }
+  require(head && tail, "give either (y, order, offsets) or a preference graph (head, tail)");
+  const Vector w = weight ? *weight : Vector::Ones(head->size());
+  return PairwiseHingeLoss::from_graph(m, *head, *tail, w);
+}
+
+RankSvmOptions make_options(double C, int loss, double tol, Index max_iter, int n_threads) {
+  require(loss == 0 || loss == 1, "loss code must be 0 (squared hinge) or 1 (hinge)");
+  RankSvmOptions o;
+  o.C = C;
+  o.loss = static_cast<SvmLoss>(loss);
+  o.tol = tol;
+  o.max_iter = max_iter;
+  o.n_threads = n_threads;
+  return o;
+}
+
+py::dict pack(RankSvmResult&& r) {
+  py::dict d;
+  d["coef"] = std::move(r.coef);
+  d["objective"] = r.objective;
+  d["loss"] = r.loss;
+  d["n_iter"] = r.n_iter;
+  d["n_inner"] = r.n_inner;
+  d["converged"] = r.converged;
+  d["criterion"] = r.criterion;
+  return d;
+}
+
+template <class I>
+CsrView<I> csr_view(const DoubleArray& data, const py::array& indices, const py::array& indptr, Index rows,
+                    Index cols) {
+  require(indices.ndim() == 1 && indptr.ndim() == 1 && data.ndim() == 1, "CSR arrays must be 1-D");
+  require((indices.flags() & py::array::c_style) && (indptr.flags() & py::array::c_style),
+          "CSR index arrays must be contiguous");
+  require(indptr.shape(0) == rows + 1, "CSR indptr must have n_rows + 1 entries");
+  CsrView<I> v;
+  v.rows = rows;
+  v.cols = cols;
+  v.data = data.data();
+  v.indices = static_cast<const I*>(indices.data());
+  v.indptr = static_cast<const I*>(indptr.data());
+  require(v.indptr[0] == 0, "CSR indptr must start at 0");
+  require(static_cast<Index>(v.indptr[rows]) <= data.shape(0) && static_cast<Index>(v.indptr[rows]) <= indices.shape(0),
+          "CSR indptr[-1] exceeds the number of stored entries");
+  return v;
+}
+
+}  // namespace
+
+#define FASTRANK_PAIR_ARGS                                                                             \
+  py::arg("y") = py::none(), py::arg("order") = py::none(), py::arg("offsets") = py::none(),           \
+      py::arg("head") = py::none(), py::arg("tail") = py::none(), py::arg("weight") = py::none()
+#define FASTRANK_PAIR_PARAMS                                                                             \
+  const std::optional<Vector>&y, const std::optional<IndexVector>&order, const std::optional<IndexVector>&offsets, \
+      const std::optional<IndexVector>&head, const std::optional<IndexVector>&tail,                      \
+      const std::optional<Vector>&weight
+
+void bind_ranksvm(py::module_& m) {
+  m.def(
+      "ranksvm_pairwise_loss",
+      [](const Vector& f, int loss, int n_threads, FASTRANK_PAIR_PARAMS) {
+        PairwiseHingeLoss P = make_pairs(f.size(), y, order, offsets, head, tail, weight);
+        require(loss == 0 || loss == 1, "loss code must be 0 (squared hinge) or 1 (hinge)");
+        Vector grad(f.size());
+        double active = 0.0, value;
+        {
+          py::gil_scoped_release release;
+          value = P.evaluate(static_cast<SvmLoss>(loss), f.data(), grad.data(), &active, n_threads);
+        }
+        return py::make_tuple(value, grad, active, P.n_pairs());
+      },
+      py::arg("f"), py::arg("loss"), py::arg("n_threads") = 1, FASTRANK_PAIR_ARGS,
+      "Pair-free RankSVM loss at scores f: (loss, d loss / d f, active pair weight, number of pairs).");
+  m.def(
+      "ranksvm_hessian_times",
+      [](const Vector& f, const Vector& v, int n_threads, FASTRANK_PAIR_PARAMS) {
+        PairwiseHingeLoss P = make_pairs(f.size(), y, order, offsets, head, tail, weight);
+        require(v.size() == f.size(), "v must have one entry per row");
+        Vector out(f.size());
+        py::gil_scoped_release release;
+        P.evaluate(SvmLoss::SquaredHinge, f.data(), nullptr, nullptr, n_threads);
+        P.hessian_times(v.data(), out.data(), n_threads);
+        return out;
+      },
+      py::arg("f"), py::arg("v"), py::arg("n_threads") = 1, FASTRANK_PAIR_ARGS,
+      "Generalized Hessian of the squared-hinge pairwise loss at f, times v.");
+  m.def(
+      "ranksvm_fit_dense",
+      [](RowMatrixCRef X, double C, int loss, double tol, Index max_iter, int n_threads, FASTRANK_PAIR_PARAMS) {
+        PairwiseHingeLoss P = make_pairs(X.rows(), y, order, offsets, head, tail, weight);
+        const RankSvmOptions o = make_options(C, loss, tol, max_iter, n_threads);
+        RankSvmResult r;
+        {
+          py::gil_scoped_release release;
+          r = ranksvm_dense(X, P, o);
+        }
+        return pack(std::move(r));
+      },
+      py::arg("X").noconvert(), py::arg("C"), py::arg("loss"), py::arg("tol"), py::arg("max_iter"),
+      py::arg("n_threads"), FASTRANK_PAIR_ARGS, "Linear RankSVM on dense X (C-contiguous float64).");
+  m.def(
+      "ranksvm_fit_csr",
+      [](const DoubleArray& data, const py::array& indices, const py::array& indptr, Index n_rows, Index n_cols,
+         double C, int loss, double tol, Index max_iter, int n_threads, FASTRANK_PAIR_PARAMS) {
+        require(indices.dtype().is(indptr.dtype()), "CSR indices and indptr must share one dtype");
+        PairwiseHingeLoss P = make_pairs(n_rows, y, order, offsets, head, tail, weight);
+        const RankSvmOptions o = make_options(C, loss, tol, max_iter, n_threads);
+        RankSvmResult r;
+        if (indices.dtype().is(py::dtype::of<std::int32_t>())) {
+          const auto X = csr_view<std::int32_t>(data, indices, indptr, n_rows, n_cols);
+          py::gil_scoped_release release;
+          r = ranksvm_csr32(X, P, o);
+        } else if (indices.dtype().is(py::dtype::of<std::int64_t>())) {
+          const auto X = csr_view<std::int64_t>(data, indices, indptr, n_rows, n_cols);
+          py::gil_scoped_release release;
+          r = ranksvm_csr64(X, P, o);
+        } else {
+          throw std::invalid_argument("CSR indices must be int32 or int64");
+        }
+        return pack(std::move(r));
+      },
+      py::arg("data").noconvert(), py::arg("indices"), py::arg("indptr"), py::arg("n_rows"), py::arg("n_cols"),
+      py::arg("C"), py::arg("loss"), py::arg("tol"), py::arg("max_iter"), py::arg("n_threads"), FASTRANK_PAIR_ARGS,
+      "Linear RankSVM on CSR X (zero copy).");
+  m.def(
+      "ranksvm_fit_kernel",
+      [](MatrixCRef K, double C, int loss, double tol, Index max_iter, int n_threads, FASTRANK_PAIR_PARAMS) {
+        PairwiseHingeLoss P = make_pairs(K.rows(), y, order, offsets, head, tail, weight);
+        const RankSvmOptions o = make_options(C, loss, tol, max_iter, n_threads);
+        RankSvmResult r;
+        {
+          py::gil_scoped_release release;
+          r = ranksvm_kernel(K, P, o);
+        }
+        return pack(std::move(r));
+      },
+      py::arg("K").noconvert(), py::arg("C"), py::arg("loss"), py::arg("tol"), py::arg("max_iter"),
+      py::arg("n_threads"), FASTRANK_PAIR_ARGS,
+      "Kernel RankSVM (representer form) on a symmetric Fortran-ordered kernel matrix.");
+  m.def(
+      "ranksvm_loss_gradient_dense",
+      [](RowMatrixCRef X, const Vector& w, int loss, int n_threads, FASTRANK_PAIR_PARAMS) {
+        PairwiseHingeLoss P = make_pairs(X.rows(), y, order, offsets, head, tail, weight);
+        Vector grad;
+        double value;
+        {
+          py::gil_scoped_release release;
+          value = ranksvm_dense_loss_gradient(X, P, static_cast<SvmLoss>(loss), w, grad, n_threads);
+        }
+        return py::make_tuple(value, grad);
+      },
+      py::arg("X").noconvert(), py::arg("w"), py::arg("loss"), py::arg("n_threads") = 1, FASTRANK_PAIR_ARGS,
+      "Benchmark helper: loss at f = X w and X^T (d loss / d f).");
+  m.def(
+      "ranksvm_oracle",
+      [](const Vector& y, const IndexVector& order, const IndexVector& offsets) {
+        auto P = std::make_shared<PairwiseHingeLoss>(PairwiseHingeLoss::from_groups(y, order, offsets));
+        return py::cpp_function(
+            [P](RowMatrixCRef X, const Vector& w, int loss, int n_threads) {
+              Vector grad;
+              double value;
+              {
+                py::gil_scoped_release release;
+                value = ranksvm_dense_loss_gradient(X, *P, static_cast<SvmLoss>(loss), w, grad, n_threads);
+              }
+              return py::make_tuple(value, grad);
+            },
+            py::arg("X").noconvert(), py::arg("w"), py::arg("loss"), py::arg("n_threads") = 1);
+      },
+      py::arg("y"), py::arg("order"), py::arg("offsets"),
+      "Benchmark helper: a callable (X, w, loss, n_threads) -> (loss, X^T grad) with the group "
+      "structure built once.");
+}

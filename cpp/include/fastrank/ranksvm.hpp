@@ -1,0 +1,98 @@
+// RankSVM without a list of pairs (Joachims 2002; Airola, Pahikkala & Salakoski 2011; Lee & Lin,
+// "Large-scale linear RankSVM", Neural Computation 26, 2014).
+//
+// Problem:  min_w  1/2 ||w||^2 + C sum_{(i,j) in P} weight_ij * l(1 - (f_i - f_j)),   f = X w,
+// with l(z) = max(0, z)^2 (squared hinge, "L2") or max(0, z) (hinge, "L1"); P = the pairs with
+// y_i > y_j inside each query group (object ranking: one group), or an explicit weighted edge list.
+// Kernel form: f = K beta and ||w||^2 = beta^T K beta (representer theorem), m unknowns.
+//
+// Pair-free oracle (Lee & Lin 2014, Sect. 3): with rows of a group sorted by f, the active pairs of
+// row s as the preferred row are {t : y_t < y_s, f_t > f_s - 1} and as the less preferred row
+// {t : y_t > y_s, f_t < f_s + 1}.  A sweep over the sorted rows inserts rows into a Fenwick tree
+// indexed by the group's target level (k distinct levels) and reads counts, sums of f and sums of
+// f^2 over the levels below/above: loss, gradient and generalized-Hessian products cost
+// O(m log m) for the sort plus O(m log k) per sweep.  Both sweeps use the one predicate
+// (f_s - 1) < f_t for "pair (s over t) is active", so the Hessian is exactly symmetric.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "fastrank/csr.hpp"
+#include "fastrank/types.hpp"
+
+namespace fastrank {
+
+enum class SvmLoss : int { SquaredHinge = 0, Hinge = 1 };
+
+class PairwiseHingeLoss {
+ public:
+  // Scoring setting: y in original row order; `order` lists the rows group by group and
+  // offsets[q]..offsets[q+1] delimits group q in that order (object ranking: one group).
+  static PairwiseHingeLoss from_groups(VectorCRef y, IndexVectorCRef order, IndexVectorCRef offsets);
+  // Explicit preference multigraph: row head[e] preferred over row tail[e], weight[e] > 0.
+  static PairwiseHingeLoss from_graph(Index m, IndexVectorCRef head, IndexVectorCRef tail, VectorCRef weight);
+
+  Index n_rows() const { return m_; }
+  // Number of preference pairs (total weight for a graph).
+  double n_pairs() const { return n_pairs_; }
+
+  // Loss value sum_P weight * l(1 - (f_i - f_j)) at f (m values, original row order).  grad
+  // (optional, m values): d loss / d f for the squared hinge; for the hinge the subgradient that
+  // takes 0 at margin exactly 1.  active (optional): total weight of pairs with margin < 1.
+  // The squared hinge keeps the active structure for hessian_times.
+  double evaluate(SvmLoss loss, const double* f, double* grad, double* active, int n_threads);
+  // out = H v, H = 2 sum_{active} weight (e_i - e_j)(e_i - e_j)^T, the generalized Hessian of the
+  // squared-hinge loss at the f of the last evaluate(SquaredHinge, ...).
+  void hessian_times(const double* v, double* out, int n_threads) const;
+
+ private:
+  enum class Kind { Groups, Graph };
+  Kind kind_ = Kind::Groups;
+  Index m_ = 0;
+  double n_pairs_ = 0.0;
+  // Groups.
+  std::vector<std::int64_t> order_, offsets_;
+  std::vector<std::int32_t> level_;    // dense rank of y inside its group, grouped order
+  std::vector<std::int32_t> n_levels_;  // per group
+  std::vector<std::int32_t> sorted_;    // per group segment: local positions sorted by f (cached)
+  std::vector<double> n_active_;        // per grouped position: active pairs touching the row (cached)
+  std::vector<double> fv_cache_;        // per grouped position: f minus the group's shift (cached)
+  // Graph.
+  std::vector<std::int64_t> head_, tail_;
+  std::vector<double> weight_;
+  std::vector<char> edge_active_;  // cached
+  bool hessian_ready_ = false;
+
+  double evaluate_groups(SvmLoss loss, const double* f, double* grad, double* active, int n_threads);
+  double evaluate_graph(SvmLoss loss, const double* f, double* grad, double* active);
+};
+
+struct RankSvmOptions {
+  double C = 1.0;
+  SvmLoss loss = SvmLoss::SquaredHinge;
+  double tol = 1e-6;       // squared hinge: ||grad|| <= tol ||grad at 0||; hinge: relative duality gap
+  Index max_iter = 1000;   // Newton iterations (squared hinge) or cutting planes (hinge)
+  int n_threads = 1;
+};
+
+struct RankSvmResult {
+  Vector coef;             // w (n) for a linear model, beta (m) for a kernel model
+  double objective = 0.0;  // 1/2 ||w||^2 + C * loss at coef
+  double loss = 0.0;
+  Index n_iter = 0;        // Newton iterations or cutting planes
+  Index n_inner = 0;       // conjugate-gradient steps (squared hinge) or master QP steps (hinge)
+  bool converged = false;
+  double criterion = 0.0;  // final relative gradient norm or relative duality gap
+};
+
+// Linear RankSVM on dense X (m x n, row-major), CSR X, or a kernel matrix K (m x m, symmetric).
+RankSvmResult ranksvm_dense(RowMatrixCRef X, PairwiseHingeLoss& pairs, const RankSvmOptions& options);
+RankSvmResult ranksvm_csr32(const CsrView<std::int32_t>& X, PairwiseHingeLoss& pairs, const RankSvmOptions& options);
+RankSvmResult ranksvm_csr64(const CsrView<std::int64_t>& X, PairwiseHingeLoss& pairs, const RankSvmOptions& options);
+RankSvmResult ranksvm_kernel(MatrixCRef K, PairwiseHingeLoss& pairs, const RankSvmOptions& options);
+
+// Benchmark/diagnostic helper: loss and gradient in w of the linear model (f = X w, X^T grad_f).
+double ranksvm_dense_loss_gradient(RowMatrixCRef X, PairwiseHingeLoss& pairs, SvmLoss loss, const Vector& w,
+                                   Vector& grad, int n_threads);
+
+}  // namespace fastrank

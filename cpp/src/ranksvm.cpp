@@ -1,0 +1,988 @@
+#include "fastrank/ranksvm.hpp"
+
+#include <Eigen/LU>
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <numeric>
+#include <string>
+#include <utility>
+
+#include "fastrank/errors.hpp"
+#include "fastrank/parallel.hpp"
+
+namespace fastrank {
+
+namespace {
+
+// Below this many rows the oracle runs on the calling thread (thread start-up would dominate).
+constexpr Index kSerialRows = 20000;
+
+// Counts, sums of f and sums of f^2 of the inserted rows per target level, with prefix queries.
+struct LevelFenwick {
+  struct Node {
+    double cnt = 0.0, sum = 0.0, sq = 0.0;
+  };
+  std::vector<Node> t;
+  Node total;
+  Index K = 0;
+  void reset(Index k) {
+    K = k;
+    t.assign(static_cast<size_t>(k + 1), Node());
+    total = Node();
+  }
+  void add(Index level, double c, double s, double q) {
+    total.cnt += c;
+    total.sum += s;
+    total.sq += q;
+    for (Index i = level + 1; i <= K; i += i & (-i)) {
+      t[i].cnt += c;
+      t[i].sum += s;
+      t[i].sq += q;
+    }
+  }
+  // Sums over levels 0 .. level-1.
+  Node below(Index level) const {
+    Node r;
+    for (Index i = level; i > 0; i -= i & (-i)) {
+      r.cnt += t[i].cnt;
+      r.sum += t[i].sum;
+      r.sq += t[i].sq;
+    }
+    return r;
+  }
+  // Sums over levels level+1 .. K-1.
+  Node above(Index level) const {
+    Node b = below(level + 1), r;
+    r.cnt = total.cnt - b.cnt;
+    r.sum = total.sum - b.sum;
+    r.sq = total.sq - b.sq;
+    return r;
+  }
+};
+
+struct GroupWork {
+  std::vector<std::pair<double, std::int32_t>> keyed;
+  std::vector<double> fv, vv;
+  LevelFenwick fen;
+};
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------------
+// The pair-free oracle
+// ---------------------------------------------------------------------------------------------
+
+PairwiseHingeLoss PairwiseHingeLoss::from_groups(VectorCRef y, IndexVectorCRef order, IndexVectorCRef offsets) {
+  PairwiseHingeLoss P;
+  P.kind_ = Kind::Groups;
+  const Index m = y.size();
+  P.m_ = m;
+  require(order.size() == m, "group order must list every row once");
+  require(offsets.size() >= 2 && offsets[0] == 0 && offsets[offsets.size() - 1] == m,
+          "group offsets must run from 0 to the number of rows");
+  std::vector<char> seen(static_cast<size_t>(m), 0);
+  for (Index s = 0; s < m; ++s) {
+    const std::int64_t r = order[s];
+    require(r >= 0 && r < m && !seen[r], "group order must be a permutation of the rows");
+    seen[r] = 1;
+  }
+  const Index q = offsets.size() - 1;
+  P.order_.assign(order.data(), order.data() + m);
+  P.offsets_.assign(offsets.data(), offsets.data() + q + 1);
+  P.level_.assign(static_cast<size_t>(m), 0);
+  P.n_levels_.assign(static_cast<size_t>(q), 0);
+  std::vector<std::pair<double, Index>> buf;
+  for (Index g = 0; g < q; ++g) {
+    const Index a = P.offsets_[g], b = P.offsets_[g + 1];
+    require(b >= a, "group offsets must be non-decreasing");
+    buf.clear();
+    for (Index s = a; s < b; ++s) buf.emplace_back(y[P.order_[s]], s);
+    std::sort(buf.begin(), buf.end());
+    std::int32_t level = -1;
+    double run = 0.0, sumsq = 0.0;
+    for (size_t r = 0; r < buf.size(); ++r) {
+      if (r == 0 || buf[r].first != buf[r - 1].first) {
+        sumsq += run * run;
+        run = 0.0;
+        ++level;
+      }
+      run += 1.0;
+      P.level_[buf[r].second] = level;
+    }
+    sumsq += run * run;
+    P.n_levels_[g] = level + 1;
+    const double n = static_cast<double>(b - a);
+    P.n_pairs_ += 0.5 * (n * n - sumsq);
+  }
+  P.sorted_.assign(static_cast<size_t>(m), 0);
+  P.n_active_.assign(static_cast<size_t>(m), 0.0);
+  return P;
+}
+
+PairwiseHingeLoss PairwiseHingeLoss::from_graph(Index m, IndexVectorCRef head, IndexVectorCRef tail,
+                                                VectorCRef weight) {
+  PairwiseHingeLoss P;
+  P.kind_ = Kind::Graph;
+  P.m_ = m;
+  const Index l = head.size();
+  require(tail.size() == l && weight.size() == l, "preference arrays must have one entry per edge");
+  for (Index e = 0; e < l; ++e) {
+    require(head[e] >= 0 && head[e] < m && tail[e] >= 0 && tail[e] < m, "preference pair refers to a missing row");
+    require(head[e] != tail[e], "a preference pair is a self-loop");
+    require(std::isfinite(weight[e]) && weight[e] >= 0.0, "preference weights must be finite and >= 0");
+    P.n_pairs_ += weight[e];
+  }
+  P.head_.assign(head.data(), head.data() + l);
+  P.tail_.assign(tail.data(), tail.data() + l);
+  P.weight_.assign(weight.data(), weight.data() + l);
+  P.edge_active_.assign(static_cast<size_t>(l), 0);
+  return P;
+}
+
+double PairwiseHingeLoss::evaluate(SvmLoss loss, const double* f, double* grad, double* active, int n_threads) {
+  const double value =
+      kind_ == Kind::Groups ? evaluate_groups(loss, f, grad, active, n_threads) : evaluate_graph(loss, f, grad, active);
+  hessian_ready_ = (loss == SvmLoss::SquaredHinge);
+  return value;
+}
+
+double PairwiseHingeLoss::evaluate_groups(SvmLoss loss, const double* f, double* grad, double* active_out,
+                                          int n_threads) {
+  const Index q = static_cast<Index>(n_levels_.size());
+  std::vector<double> group_loss(static_cast<size_t>(q), 0.0), group_active(static_cast<size_t>(q), 0.0);
+  if (fv_cache_.size() != static_cast<size_t>(m_)) fv_cache_.assign(static_cast<size_t>(m_), 0.0);
+  const bool squared = (loss == SvmLoss::SquaredHinge);
+  const int threads = m_ < kSerialRows ? 1 : n_threads;
+  parallel_for(0, q, threads, 1, [&](Index glo, Index ghi) {
+    GroupWork w;
+    for (Index g = glo; g < ghi; ++g) {
+      const Index a = offsets_[g], n = offsets_[g + 1] - a;
+      std::int32_t* sorted = sorted_.data() + a;
+      double* nact = n_active_.data() + a;
+      double* fv = fv_cache_.data() + a;
+      const std::int32_t* lev = level_.data() + a;
+      const std::int64_t* rows = order_.data() + a;
+      if (n_levels_[g] < 2) {  // no pair inside this group
+        for (Index s = 0; s < n; ++s) {
+          nact[s] = 0.0;
+          sorted[s] = static_cast<std::int32_t>(s);
+          if (grad) grad[rows[s]] = 0.0;
+        }
+        continue;
+      }
+      w.keyed.resize(static_cast<size_t>(n));
+      for (Index s = 0; s < n; ++s) w.keyed[s] = {f[rows[s]], static_cast<std::int32_t>(s)};
+      std::sort(w.keyed.begin(), w.keyed.end(),
+                [](const auto& x, const auto& y) { return x.first < y.first; });
+      // Losses depend on differences only: shifting by a member's value (exact for the
+      // integer-valued f of the tests) keeps the expanded squares from cancelling digits.
+      const double shift = w.keyed[n / 2].first;
+      for (Index r = 0; r < n; ++r) {
+        sorted[r] = w.keyed[r].second;
+        fv[w.keyed[r].second] = w.keyed[r].first - shift;
+      }
+      LevelFenwick& fen = w.fen;
+      double L = 0.0, act = 0.0;
+      // Sweep 1, rows s as the preferred row: partners t with level_t < level_s and
+      // f_t > f_s - 1, inserted in decreasing f as the threshold f_s - 1 decreases.
+      fen.reset(n_levels_[g]);
+      Index ptr = n - 1;
+      for (Index r = n - 1; r >= 0; --r) {
+        const Index s = sorted[r];
+        const double thr = fv[s] - 1.0;
+        while (ptr >= 0 && fv[sorted[ptr]] > thr) {
+          const double x = fv[sorted[ptr]];
+          fen.add(lev[sorted[ptr]], 1.0, x, squared ? x * x : 0.0);
+          --ptr;
+        }
+        const LevelFenwick::Node b = fen.below(lev[s]);
+        const double c = 1.0 - fv[s];  // margin of pair (s, t) is c + f_t
+        nact[s] = b.cnt;
+        act += b.cnt;
+        if (squared) {
+          L += b.cnt * c * c + 2.0 * c * b.sum + b.sq;
+          if (grad) grad[rows[s]] = -2.0 * (b.cnt * c + b.sum);
+        } else {
+          L += b.cnt * c + b.sum;
+          if (grad) grad[rows[s]] = -b.cnt;
+        }
+      }
+      // Sweep 2, rows s as the less preferred row: partners t with level_t > level_s and
+      // f_t - 1 < f_s (the same predicate as sweep 1), inserted in increasing f.
+      fen.reset(n_levels_[g]);
+      ptr = 0;
+      for (Index r = 0; r < n; ++r) {
+        const Index s = sorted[r];
+        while (ptr < n && fv[sorted[ptr]] - 1.0 < fv[s]) {
+          fen.add(lev[sorted[ptr]], 1.0, fv[sorted[ptr]], 0.0);
+          ++ptr;
+        }
+        const LevelFenwick::Node u = fen.above(lev[s]);
+        nact[s] += u.cnt;
+        if (grad) {
+          if (squared)
+            grad[rows[s]] += 2.0 * (u.cnt * (1.0 + fv[s]) - u.sum);
+          else
+            grad[rows[s]] += u.cnt;
+        }
+      }
+      group_loss[g] = L;
+      group_active[g] = act;
+    }
+  });
+  double total = 0.0, act = 0.0;
+  for (Index g = 0; g < q; ++g) {  // fixed order: results do not depend on n_threads
+    total += group_loss[g];
+    act += group_active[g];
+  }
+  if (active_out) *active_out = act;
+  return total;
+}
+
+double PairwiseHingeLoss::evaluate_graph(SvmLoss loss, const double* f, double* grad, double* active_out) {
+  const Index l = static_cast<Index>(head_.size());
+  if (grad) std::fill(grad, grad + m_, 0.0);
+  double total = 0.0, act = 0.0;
+  const bool squared = (loss == SvmLoss::SquaredHinge);
+  for (Index e = 0; e < l; ++e) {
+    const Index h = head_[e], t = tail_[e];
+    const double z = 1.0 - (f[h] - f[t]), we = weight_[e];
+    const bool on = z > 0.0 && we > 0.0;
+    edge_active_[e] = on;
+    if (!on) continue;
+    act += we;
+    if (squared) {
+      total += we * z * z;
+      if (grad) {
+        grad[h] -= 2.0 * we * z;
+        grad[t] += 2.0 * we * z;
+      }
+    } else {
+      total += we * z;
+      if (grad) {
+        grad[h] -= we;
+        grad[t] += we;
+      }
+    }
+  }
+  if (active_out) *active_out = act;
+  return total;
+}
+
+void PairwiseHingeLoss::hessian_times(const double* v, double* out, int n_threads) const {
+  require(hessian_ready_, "hessian_times needs a squared-hinge evaluation first");
+  if (kind_ == Kind::Graph) {
+    std::fill(out, out + m_, 0.0);
+    for (Index e = 0; e < static_cast<Index>(head_.size()); ++e) {
+      if (!edge_active_[e]) continue;
+      const Index h = head_[e], t = tail_[e];
+      const double d = 2.0 * weight_[e] * (v[h] - v[t]);
+      out[h] += d;
+      out[t] -= d;
+    }
+    return;
+  }
+  const Index q = static_cast<Index>(n_levels_.size());
+  const int threads = m_ < kSerialRows ? 1 : n_threads;
+  parallel_for(0, q, threads, 1, [&](Index glo, Index ghi) {
+    GroupWork w;
+    for (Index g = glo; g < ghi; ++g) {
+      const Index a = offsets_[g], n = offsets_[g + 1] - a;
+      const std::int64_t* rows = order_.data() + a;
+      if (n_levels_[g] < 2) {
+        for (Index s = 0; s < n; ++s) out[rows[s]] = 0.0;
+        continue;
+      }
+      const std::int32_t* sorted = sorted_.data() + a;
+      const double* nact = n_active_.data() + a;
+      const double* fv = fv_cache_.data() + a;
+      const std::int32_t* lev = level_.data() + a;
+      w.vv.resize(static_cast<size_t>(n));
+      double* res = w.vv.data();  // the sum over partners, per local row
+      LevelFenwick& fen = w.fen;
+      fen.reset(n_levels_[g]);
+      Index ptr = n - 1;
+      for (Index r = n - 1; r >= 0; --r) {
+        const Index s = sorted[r];
+        const double thr = fv[s] - 1.0;
+        while (ptr >= 0 && fv[sorted[ptr]] > thr) {
+          fen.add(lev[sorted[ptr]], 0.0, v[rows[sorted[ptr]]], 0.0);
+          --ptr;
+        }
+        res[s] = fen.below(lev[s]).sum;
+      }
+      fen.reset(n_levels_[g]);
+      ptr = 0;
+      for (Index r = 0; r < n; ++r) {
+        const Index s = sorted[r];
+        while (ptr < n && fv[sorted[ptr]] - 1.0 < fv[s]) {
+          fen.add(lev[sorted[ptr]], 0.0, v[rows[sorted[ptr]]], 0.0);
+          ++ptr;
+        }
+        res[s] += fen.above(lev[s]).sum;
+      }
+      for (Index s = 0; s < n; ++s) out[rows[s]] = 2.0 * (nact[s] * v[rows[s]] - res[s]);
+    }
+  });
+}
+
+// ---------------------------------------------------------------------------------------------
+// Models: f = X w (dense or CSR) or f = K beta, threaded matrix-vector products
+// ---------------------------------------------------------------------------------------------
+
+namespace {
+
+class DenseModel {
+ public:
+  DenseModel(RowMatrixCRef X, int n_threads) : X_(X), threads_(std::max(1, n_threads)) {}
+  Index rows() const { return X_.rows(); }
+  Index dim() const { return X_.cols(); }
+  void times(const Vector& w, Vector& f) const {
+    f.resize(X_.rows());
+    parallel_for(0, X_.rows(), threads_, 4096, [&](Index lo, Index hi) {
+      f.segment(lo, hi - lo).noalias() = X_.middleRows(lo, hi - lo) * w;
+    });
+  }
+  void ttimes(const Vector& g, Vector& out) const {
+    const Index m = X_.rows(), n = X_.cols();
+    const int parts = static_cast<int>(std::min<Index>(threads_, std::max<Index>(1, m / 4096)));
+    partial_.resize(static_cast<size_t>(parts));
+    parallel_for(0, parts, parts, 1, [&](Index lo, Index hi) {
+      for (Index p = lo; p < hi; ++p) {
+        const Index a = m * p / parts, b = m * (p + 1) / parts;
+        partial_[p].noalias() = X_.middleRows(a, b - a).transpose() * g.segment(a, b - a);
+      }
+    });
+    out = partial_[0];
+    for (int p = 1; p < parts; ++p) out += partial_[p];
+    (void)n;
+  }
+
+ private:
+  RowMatrixCRef X_;
+  int threads_;
+  mutable std::vector<Vector> partial_;
+};
+
+template <class I>
+class CsrModel {
+ public:
+  CsrModel(const CsrView<I>& X, int n_threads) : X_(X) {
+    const int parts = std::max(1, std::min<int>(n_threads, static_cast<int>(std::max<Index>(1, X.nnz() / 20000))));
+    bounds_ = balanced_row_chunks(X_, parts);
+  }
+  Index rows() const { return X_.rows; }
+  Index dim() const { return X_.cols; }
+  void times(const Vector& w, Vector& f) const {
+    P_ = Eigen::Map<const RowMatrix>(w.data(), w.size(), 1);
+    csr_times(X_, P_, out_, bounds_);
+    f = Eigen::Map<const Vector>(out_.data(), out_.rows());
+  }
+  void ttimes(const Vector& g, Vector& out) const {
+    P_ = Eigen::Map<const RowMatrix>(g.data(), g.size(), 1);
+    csr_transpose_times(X_, P_, out_, bounds_, buffers_);
+    out = Eigen::Map<const Vector>(out_.data(), out_.rows());
+  }
+
+ private:
+  CsrView<I> X_;
+  std::vector<Index> bounds_;
+  mutable RowMatrix P_, out_;
+  mutable std::vector<RowMatrix> buffers_;
+};
+
+// K p for a symmetric column-major K: column blocks give contiguous dot products (K^T p = K p).
+class KernelOperator {
+ public:
+  KernelOperator(MatrixCRef K, int n_threads) : K_(K), threads_(std::max(1, n_threads)) {}
+  Index rows() const { return K_.rows(); }
+  void times(const Vector& p, Vector& out) const {
+    out.resize(K_.cols());
+    parallel_for(0, K_.cols(), threads_, 256, [&](Index lo, Index hi) {
+      out.segment(lo, hi - lo).noalias() = K_.middleCols(lo, hi - lo).transpose() * p;
+    });
+  }
+
+ private:
+  MatrixCRef K_;
+  int threads_;
+};
+
+void check_options(const RankSvmOptions& o) {
+  require(std::isfinite(o.C) && o.C > 0.0, "C must be finite and > 0");
+  require(std::isfinite(o.tol) && o.tol >= 0.0, "tol must be finite and >= 0");
+  require(o.max_iter >= 1, "max_iter must be >= 1");
+}
+
+// Conjugate-gradient cap per Newton step (the exact step needs at most `dim` steps).
+Index cg_cap(Index dim) { return std::max<Index>(20, std::min<Index>(2 * dim, 2000)); }
+
+// Armijo backtracking along w + t d, where phi(t) returns the objective at step t (and leaves the
+// oracle's state at that point); returns the accepted t or 0 when no decrease is possible.
+template <class Phi>
+double backtrack(double F0, double slope, Phi&& phi, double* F_out) {
+  double t = 1.0;
+  for (int k = 0; k < 60; ++k) {
+    const double Ft = phi(t);
+    if (Ft <= F0 + 1e-4 * t * slope) {
+      *F_out = Ft;
+      return t;
+    }
+    t *= 0.5;
+  }
+  return 0.0;
+}
+
+// The Newton step can no longer decrease F measurably (predicted decrease below a few ulps of F)
+// although the gradient test is not met: tol was below what double precision resolves.  The
+// point is then optimal to working precision provided the gradient already fell by 1e-6.
+bool at_precision_floor(double F, double slope, double gnorm, double g0) {
+  return -slope <= 8.0 * std::numeric_limits<double>::epsilon() * std::abs(F) && gnorm <= 1e-6 * g0;
+}
+
+// ---- squared hinge: truncated Newton with line search (Lee & Lin 2014, Sect. 4) ----------------
+//
+// F(w) = 1/2 w^T w + C L(X w), grad = w + C X^T g_f, H = I + C X^T H_f X with H_f the generalized
+// Hessian of the pairwise loss.  CG stops at ||r|| <= eta ||grad||, eta = min(0.5, sqrt(||grad||
+// / ||grad_0||)) (superlinear local rate); X d accumulates inside CG so the line search touches X
+// never: phi(t) = 1/2 ||w + t d||^2 + C L(f + t X d) costs one sort and two sweeps.
+template <class Model>
+RankSvmResult newton_linear(const Model& X, PairwiseHingeLoss& P, const RankSvmOptions& o) {
+  const Index m = X.rows(), n = X.dim();
+  const int nt = o.n_threads;
+  RankSvmResult res;
+  Vector w = Vector::Zero(n), f = Vector::Zero(m), gf(m), g(n), ft(m), gft(m);
+  double L = P.evaluate(SvmLoss::SquaredHinge, f.data(), gf.data(), nullptr, nt);
+  X.ttimes(gf, g);
+  g *= o.C;
+  g += w;
+  const double g0 = g.norm();
+  double gnorm = g0;
+  Vector d(n), r(n), p(n), q(n), Xp(m), Xd(m), HXp(m);
+  Index iter = 0;
+  while (true) {
+    res.criterion = g0 > 0.0 ? gnorm / g0 : 0.0;
+    if (gnorm <= o.tol * g0 || g0 == 0.0) {
+      res.converged = true;
+      break;
+    }
+    if (iter >= o.max_iter) break;
+    const double eta = std::min(0.5, std::sqrt(gnorm / g0));
+    d.setZero();
+    Xd.setZero();
+    r = -g;
+    p = r;
+    double rr = r.squaredNorm();
+    for (Index k = 0; k < cg_cap(n); ++k) {
+      X.times(p, Xp);
+      P.hessian_times(Xp.data(), HXp.data(), nt);
+      X.ttimes(HXp, q);
+      q *= o.C;
+      q += p;
+      const double pq = p.dot(q);
+      ++res.n_inner;
+      if (!(pq > 0.0)) break;
+      const double alpha = rr / pq;
+      d += alpha * p;
+      Xd += alpha * Xp;
+      r -= alpha * q;
+      const double rr_new = r.squaredNorm();
+      if (std::sqrt(rr_new) <= eta * gnorm) break;
+      p = r + (rr_new / rr) * p;
+      rr = rr_new;
+    }
+    if (d.isZero(0.0)) {  // CG broke down at once: fall back to steepest descent
+      d = -g;
+      X.times(d, Xd);
+    }
+    const double F0 = 0.5 * w.squaredNorm() + o.C * L;
+    if (at_precision_floor(F0, g.dot(d), gnorm, g0)) {
+      res.converged = true;
+      break;
+    }
+    const double ww = w.squaredNorm(), wd = w.dot(d), dd = d.squaredNorm();
+    double Lt = 0.0, Fnew = 0.0;
+    const double t = backtrack(F0, g.dot(d), [&](double s) {
+      ft = f + s * Xd;
+      Lt = P.evaluate(SvmLoss::SquaredHinge, ft.data(), gft.data(), nullptr, nt);
+      return 0.5 * (ww + 2.0 * s * wd + s * s * dd) + o.C * Lt;
+    }, &Fnew);
+    ++iter;
+    if (t == 0.0) break;  // no decrease at working precision
+    w += t * d;
+    f.swap(ft);
+    gf.swap(gft);
+    L = Lt;
+    X.ttimes(gf, g);
+    g *= o.C;
+    g += w;
+    gnorm = g.norm();
+  }
+  // The last evaluation may belong to a rejected trial point: recompute at w.
+  X.times(w, f);
+  res.loss = P.evaluate(SvmLoss::SquaredHinge, f.data(), nullptr, nullptr, nt);
+  res.objective = 0.5 * w.squaredNorm() + o.C * res.loss;
+  res.coef = std::move(w);
+  res.n_iter = iter;
+  return res;
+}
+
+// Kernel form: F(beta) = 1/2 beta^T K beta + C L(K beta); grad = K rho with rho = beta + C g_f;
+// Hessian K (I + C H_f K).  The Newton system K (I + C H_f K) d = -K rho is solved by CG
+// preconditioned with K itself (M = K, so the preconditioned residual is rho-space s with
+// K s the true residual; Kuo, Lee & Lin 2014): one K-product per CG step, K p and K d are carried
+// along by the recurrences.
+RankSvmResult newton_kernel(const KernelOperator& K, PairwiseHingeLoss& P, const RankSvmOptions& o) {
+  const Index m = K.rows();
+  const int nt = o.n_threads;
+  RankSvmResult res;
+  Vector beta = Vector::Zero(m), f = Vector::Zero(m), gf(m), rho(m), Krho(m), ft(m), gft(m);
+  double L = P.evaluate(SvmLoss::SquaredHinge, f.data(), gf.data(), nullptr, nt);
+  rho = o.C * gf;
+  K.times(rho, Krho);
+  const double g0 = Krho.norm();
+  double gnorm = g0;
+  Vector d(m), Kd(m), s(m), Ks(m), p(m), Kp(m), h(m), Kh(m);
+  Index iter = 0;
+  while (true) {
+    res.criterion = g0 > 0.0 ? gnorm / g0 : 0.0;
+    if (gnorm <= o.tol * g0 || g0 == 0.0) {
+      res.converged = true;
+      break;
+    }
+    if (iter >= o.max_iter) break;
+    const double eta = std::min(0.5, std::sqrt(gnorm / g0));
+    d.setZero();
+    Kd.setZero();
+    s = -rho;
+    Ks = -Krho;
+    p = s;
+    Kp = Ks;
+    double gamma = s.dot(Ks);
+    for (Index k = 0; k < cg_cap(m) && gamma > 0.0; ++k) {
+      P.hessian_times(Kp.data(), h.data(), nt);
+      K.times(h, Kh);
+      ++res.n_inner;
+      const double pAp = p.dot(Kp) + o.C * Kp.dot(h);
+      if (!(pAp > 0.0)) break;
+      const double alpha = gamma / pAp;
+      d += alpha * p;
+      Kd += alpha * Kp;
+      s -= alpha * (p + o.C * h);
+      Ks -= alpha * (Kp + o.C * Kh);
+      if (Ks.norm() <= eta * gnorm) break;
+      const double gamma_new = s.dot(Ks);
+      const double b = gamma_new / gamma;
+      p = s + b * p;
+      Kp = Ks + b * Kp;
+      gamma = gamma_new;
+    }
+    if (d.isZero(0.0)) {
+      d = -rho;
+      Kd = -Krho;
+    }
+    const double bf = beta.dot(f), df = d.dot(f), dKd = d.dot(Kd);
+    const double F0 = 0.5 * bf + o.C * L;
+    if (at_precision_floor(F0, Krho.dot(d), gnorm, g0)) {
+      res.converged = true;
+      break;
+    }
+    double Lt = 0.0, Fnew = 0.0;
+    const double t = backtrack(F0, Krho.dot(d), [&](double st) {
+      ft = f + st * Kd;
+      Lt = P.evaluate(SvmLoss::SquaredHinge, ft.data(), gft.data(), nullptr, nt);
+      return 0.5 * bf + st * df + 0.5 * st * st * dKd + o.C * Lt;
+    }, &Fnew);
+    ++iter;
+    if (t == 0.0) break;
+    beta += t * d;
+    f.swap(ft);
+    gf.swap(gft);
+    L = Lt;
+    rho = beta + o.C * gf;
+    K.times(rho, Krho);
+    gnorm = Krho.norm();
+  }
+  K.times(beta, f);
+  res.loss = P.evaluate(SvmLoss::SquaredHinge, f.data(), nullptr, nullptr, nt);
+  res.objective = 0.5 * beta.dot(f) + o.C * res.loss;
+  res.coef = std::move(beta);
+  res.n_iter = iter;
+  return res;
+}
+
+// ---- hinge: 1-slack cutting planes (Joachims 2006) over the pair-free oracle -------------------
+//
+// Why cutting planes: the hinge problem is a QP whose dual has one variable per pair; the 1-slack
+// reformulation  min 1/2 ||w||^2 + C xi,  xi >= b_c - a_c^T w  for every subset c of pairs
+// (b_c = weight of c, a_c = sum_{(i,j) in c} (x_i - x_j)) has the same optimum, and the most
+// violated constraint at w is the set of pairs with margin < 1, i.e. exactly what the oracle
+// returns (b = active weight, a = X^T kappa with kappa_s = -grad_s).  The master problem over the
+// cuts found so far is a small QP solved exactly in its dual
+//   max_lambda  b^T lambda - 1/2 lambda^T G lambda,  lambda >= 0,  sum lambda <= C,  G = (a_s^T a_t),
+// with w = sum lambda_t a_t.  Every feasible lambda gives a lower bound on the true optimum and
+// every w an upper bound, so the method stops on a certified relative duality gap; the hinge is
+// polyhedral, so the cut model becomes exact at the optimum after finitely many cuts.
+class CutMaster {
+ public:
+  void add(double b, const Vector& gram_row_with_new) {  // gram row includes the new diagonal last
+    const Index T = static_cast<Index>(b_.size()) + 1;
+    Matrix G(T, T);
+    if (T > 1) G.topLeftCorner(T - 1, T - 1) = G_;
+    G.row(T - 1).head(T) = gram_row_with_new.head(T).transpose();
+    G.col(T - 1).head(T) = gram_row_with_new.head(T);
+    G_.swap(G);
+    b_.push_back(b);
+    lambda_.conservativeResize(T);
+    lambda_[T - 1] = 0.0;
+    grad_.conservativeResize(T);
+    grad_[T - 1] = G_.row(T - 1).dot(lambda_) - b;
+  }
+  Index size() const { return static_cast<Index>(b_.size()); }
+  const Vector& lambda() const { return lambda_; }
+  // Dual objective b^T lambda - 1/2 lambda^T G lambda (a lower bound on the true optimum).
+  double lower_bound() const {
+    double v = 0.0;
+    for (Index t = 0; t < size(); ++t) v += lambda_[t] * (b_[t] - 0.5 * (grad_[t] + b_[t]));
+    return v;
+  }
+  // The master's own duality gap at lambda (Frank-Wolfe gap over the simplex with slack):
+  // sum_t lambda_t g_t - C min(0, min_t g_t), g = G lambda - b.
+  double own_gap(double C) const {
+    double gl = 0.0, gmin = 0.0;
+    for (Index t = 0; t < size(); ++t) {
+      gl += lambda_[t] * grad_[t];
+      gmin = std::min(gmin, grad_[t]);
+    }
+    return gl - C * gmin;
+  }
+  // Solves the master to an own gap <= `gap`.  Why not SMO: G has rank <= n_features (linear) and
+  // many cuts, and SMO crawls on such degenerate problems.  Instead: proximal-point rounds
+  // min q(lambda) + eps/2 ||lambda - lambda_k||^2 (strictly convex for any eps > 0), each solved
+  // exactly by a primal active-set method on the simplex {lambda >= 0, slack >= 0, sum = C}
+  // whose equality subproblems are (|F|+1) KKT systems.  Returns active-set iterations.
+  Index solve(double C, double gap) {
+    const Index T = size();
+    if (T == 0) return 0;
+    const double eps = 1e-10 * std::max(1e-300, G_.diagonal().maxCoeff());
+    // Variables 0..T-1 are lambda, T is the slack (zero row and column in G, b = 0).
+    Vector v(T + 1);
+    v.head(T) = lambda_;
+    v[T] = std::max(0.0, C - lambda_.sum());
+    Index total = 0;
+    double previous = std::numeric_limits<double>::infinity();
+    for (int round = 0; round < 50; ++round) {
+      refresh();
+      const double current = own_gap(C);
+      // Done, or stalled at the rounding level of the KKT solves (the lower bound stays valid).
+      if (current <= gap || current > 0.5 * previous) break;
+      previous = current;
+      const Vector center = v;
+      total += active_set(C, eps, center, v);
+      lambda_ = v.head(T);
+    }
+    refresh();
+    return total;
+  }
+
+ private:
+  Matrix G_;
+  std::vector<double> b_;
+  Vector lambda_, grad_;
+
+  void refresh() {
+    grad_ = G_ * lambda_;
+    for (Index t = 0; t < size(); ++t) grad_[t] -= b_[t];
+  }
+  double H(Index s, Index t, double eps) const {
+    const Index T = size();
+    return (s < T && t < T ? G_(s, t) : 0.0) + (s == t ? eps : 0.0);
+  }
+  double lin(Index t, double eps, const Vector& center) const {
+    return (t < size() ? b_[t] : 0.0) + eps * center[t];
+  }
+  // min 1/2 v^T (G + eps I) v - (b + eps center)^T v over {v >= 0, sum v = C}; v feasible on entry.
+  Index active_set(double C, double eps, const Vector& center, Vector& v) const {
+    const Index N = v.size();
+    std::vector<Index> F;
+    for (Index t = 0; t < N; ++t)
+      if (v[t] > 0.0) F.push_back(t);
+    if (F.empty()) {  // cannot happen with sum v = C > 0, but stay feasible
+      v.setZero();
+      v[N - 1] = C;
+      F.push_back(N - 1);
+    }
+    Index it = 0;
+    const Index cap = 10 * N + 100;
+    for (; it < cap; ++it) {
+      const Index k = static_cast<Index>(F.size());
+      Matrix KKT = Matrix::Zero(k + 1, k + 1);
+      Vector rhs(k + 1);
+      for (Index a = 0; a < k; ++a) {
+        for (Index c = 0; c < k; ++c) KKT(a, c) = H(F[a], F[c], eps);
+        KKT(a, k) = 1.0;
+        KKT(k, a) = 1.0;
+        rhs[a] = lin(F[a], eps, center);
+      }
+      rhs[k] = C;
+      const Vector sol = KKT.partialPivLu().solve(rhs);  // sol = (z_F, nu) with H z - lin = -nu
+      bool feasible = true;
+      for (Index a = 0; a < k; ++a)
+        if (!(sol[a] >= 0.0)) feasible = false;
+      if (feasible) {
+        v.setZero();
+        for (Index a = 0; a < k; ++a) v[F[a]] = sol[a];
+        // Multiplier: on F the gradient equals mu = -sol[k]; outside F it must be >= mu.
+        const double mu = -sol[k];
+        Index add = -1;
+        double worst = -1e-13 * (1.0 + std::abs(mu));
+        std::vector<char> inF(static_cast<size_t>(N), 0);
+        for (Index t : F) inF[t] = 1;
+        for (Index t = 0; t < N; ++t) {
+          if (inF[t]) continue;
+          double g = -lin(t, eps, center);
+          for (Index a = 0; a < k; ++a) g += H(t, F[a], eps) * v[F[a]];
+          if (g - mu < worst) {
+            worst = g - mu;
+            add = t;
+          }
+        }
+        if (add < 0) break;
+        F.push_back(add);
+      } else {
+        // Step from v towards z until the first free variable reaches zero, then drop it.
+        double step = 1.0;
+        for (Index a = 0; a < k; ++a)
+          if (sol[a] < 0.0) step = std::min(step, v[F[a]] / (v[F[a]] - sol[a]));
+        std::vector<Index> keep;
+        for (Index a = 0; a < k; ++a) {
+          const double x = v[F[a]] + step * (sol[a] - v[F[a]]);
+          v[F[a]] = x > 0.0 ? x : 0.0;
+          if (x > 1e-300) keep.push_back(F[a]);
+        }
+        if (keep.empty()) {
+          v[N - 1] = C;
+          keep.push_back(N - 1);
+        }
+        F.swap(keep);
+      }
+    }
+    // Restore exact feasibility (rounding).
+    for (Index t = 0; t < N; ++t) v[t] = std::max(0.0, v[t]);
+    const double total = v.sum();
+    if (total > 0.0) v *= C / total;
+    return it;
+  }
+};
+
+
+// Cut storage and products of the linear model: cuts a_t = X^T kappa_t in feature space.
+template <class Model>
+class LinearCuts {
+ public:
+  explicit LinearCuts(const Model& X) : X_(X) {}
+  Index rows() const { return X_.rows(); }
+  Index dim() const { return X_.dim(); }
+  // Adds the cut of subgradient gf (kappa = -gf); row = Gram products with every cut, new last.
+  void add(const Vector& gf, Vector& row) {
+    Vector a;
+    X_.ttimes(gf, a);
+    a = -a;
+    row.resize(static_cast<Index>(cuts_.size()) + 1);
+    for (size_t t = 0; t < cuts_.size(); ++t) row[t] = cuts_[t].dot(a);
+    row[cuts_.size()] = a.squaredNorm();
+    cuts_.push_back(std::move(a));
+  }
+  void combine(const Vector& lambda, Vector& coef, Vector& f) const {
+    coef.setZero(dim());
+    for (size_t t = 0; t < cuts_.size(); ++t)
+      if (lambda[t] != 0.0) coef += lambda[t] * cuts_[t];
+    X_.times(coef, f);
+  }
+  // <w1, w2> of models given by (coef, f).
+  double inner(const Vector& c1, const Vector&, const Vector& c2, const Vector&) const { return c1.dot(c2); }
+
+ private:
+  const Model& X_;
+  std::vector<Vector> cuts_;
+};
+
+// Kernel model: cuts kappa_t in coefficient space, with K kappa_t kept (one K-product per cut).
+class KernelCuts {
+ public:
+  explicit KernelCuts(const KernelOperator& K) : K_(K) {}
+  Index rows() const { return K_.rows(); }
+  Index dim() const { return K_.rows(); }
+  void add(const Vector& gf, Vector& row) {
+    Vector kap = -gf, Kkap;
+    K_.times(kap, Kkap);
+    row.resize(static_cast<Index>(kappas_.size()) + 1);
+    for (size_t t = 0; t < kappas_.size(); ++t) row[t] = kappas_[t].dot(Kkap);
+    row[kappas_.size()] = kap.dot(Kkap);
+    kappas_.push_back(std::move(kap));
+    Kkappas_.push_back(std::move(Kkap));
+  }
+  void combine(const Vector& lambda, Vector& coef, Vector& f) const {
+    coef.setZero(dim());
+    f.setZero(rows());
+    for (size_t t = 0; t < kappas_.size(); ++t)
+      if (lambda[t] != 0.0) {
+        coef += lambda[t] * kappas_[t];
+        f += lambda[t] * Kkappas_[t];
+      }
+  }
+  double inner(const Vector& c1, const Vector&, const Vector&, const Vector& f2) const { return c1.dot(f2); }
+
+ private:
+  const KernelOperator& K_;
+  std::vector<Vector> kappas_, Kkappas_;
+};
+
+// Cutting planes with the OCAS line search (Franc & Sonnenburg, JMLR 10, 2009): besides the master
+// solution w_c, keep the best point w_b; each round moves w_b to the minimiser of F on the segment
+// towards w_c and places the next cut at (1 - mu) w_b + mu w_c.  Plain cutting planes (mu = 1
+// without line search) need hundreds to thousands of cuts for large C; this needs tens.  The line
+// search runs in score space (f_b + t (f_c - f_b)), so it never touches X or K: phi'(t) =
+// <w_b, D> + t ||D||^2 + C g(t) . (f_c - f_b) is monotone and is bracketed then bisected.
+template <class Cuts>
+RankSvmResult cutting_plane(Cuts& cuts, PairwiseHingeLoss& P, const RankSvmOptions& o) {
+  const Index m = cuts.rows(), n = cuts.dim();
+  const int nt = o.n_threads;
+  constexpr double mu = 0.1;
+  RankSvmResult res;
+  CutMaster master;
+  Vector wb = Vector::Zero(n), fb = Vector::Zero(m), wc(n), fc(m), gf(m), g2(m), row, fD(m), ft(m);
+  Vector wcut = wb, fcut = fb;
+  double active = 0.0;
+  double Lb = P.evaluate(SvmLoss::Hinge, fb.data(), gf.data(), &active, nt);
+  double Fb = o.C * Lb, bmax = 0.0;
+  Index iter = 0;
+  while (true) {
+    // gf / active hold the oracle at the cut point.
+    cuts.add(gf, row);
+    master.add(active, row);
+    bmax = std::max(bmax, active);
+    // Certify the master to a tenth of the requested gap (and never below rounding level).
+    res.n_inner += master.solve(o.C, std::max(0.1 * o.tol * Fb, 1e-15 * (Fb + o.C * bmax)));
+    ++iter;
+    cuts.combine(master.lambda(), wc, fc);
+    const double lower = master.lower_bound();
+    // Line search from w_b towards w_c.
+    const Vector D = wc - wb;
+    fD = fc - fb;
+    const double bD = cuts.inner(wb, fb, D, fD), DD = cuts.inner(D, fD, D, fD);
+    auto slope = [&](double t) {
+      ft = fb + t * fD;
+      P.evaluate(SvmLoss::Hinge, ft.data(), g2.data(), nullptr, nt);
+      return bD + t * DD + o.C * g2.dot(fD);
+    };
+    double t = 0.0;
+    if (DD > 0.0 && slope(0.0) < 0.0) {
+      double lo = 0.0, hi = 1.0;
+      while (slope(hi) < 0.0 && hi < 1e6) {
+        lo = hi;
+        hi *= 2.0;
+      }
+      for (int k = 0; k < 30 && hi - lo > 1e-7 * hi; ++k) {  // w_b need not be exact
+        const double mid = 0.5 * (lo + hi);
+        if (slope(mid) < 0.0)
+          lo = mid;
+        else
+          hi = mid;
+      }
+      // phi is convex: of the bracket's ends keep the lower objective (both are exact values).
+      auto phi = [&](double s) {
+        ft = fb + s * fD;
+        const double L = P.evaluate(SvmLoss::Hinge, ft.data(), nullptr, nullptr, nt);
+        return std::make_pair(0.5 * cuts.inner(wb, fb, wb, fb) + s * bD + 0.5 * s * s * DD + o.C * L, L);
+      };
+      const auto plo = phi(lo), phi_hi = phi(hi);
+      t = phi_hi.first < plo.first ? hi : lo;
+      const auto best = phi_hi.first < plo.first ? phi_hi : plo;
+      if (best.first < Fb) {
+        Fb = best.first;
+        Lb = best.second;
+        wb += t * D;
+        fb += t * fD;
+      }
+    }
+    res.criterion = Fb > 0.0 ? (Fb - lower) / Fb : 0.0;
+    if (Fb - lower <= o.tol * Fb) {
+      res.converged = true;
+      break;
+    }
+    if (iter >= o.max_iter) break;
+    wcut = (1.0 - mu) * wb + mu * wc;
+    fcut = (1.0 - mu) * fb + mu * fc;
+    const double Lcut = P.evaluate(SvmLoss::Hinge, fcut.data(), gf.data(), &active, nt);
+    const double Fcut = 0.5 * cuts.inner(wcut, fcut, wcut, fcut) + o.C * Lcut;
+    if (Fcut < Fb) {
+      Fb = Fcut;
+      Lb = Lcut;
+      wb = wcut;
+      fb = fcut;
+    }
+  }
+  res.coef = std::move(wb);
+  res.loss = Lb;
+  res.objective = Fb;
+  res.n_iter = iter;
+  return res;
+}
+
+template <class Model>
+RankSvmResult cutting_plane_linear(const Model& X, PairwiseHingeLoss& P, const RankSvmOptions& o) {
+  LinearCuts<Model> cuts(X);
+  return cutting_plane(cuts, P, o);
+}
+
+RankSvmResult cutting_plane_kernel(const KernelOperator& K, PairwiseHingeLoss& P, const RankSvmOptions& o) {
+  KernelCuts cuts(K);
+  return cutting_plane(cuts, P, o);
+}
+
+template <class Model>
+RankSvmResult solve_linear(const Model& X, PairwiseHingeLoss& P, const RankSvmOptions& o) {
+  check_options(o);
+  require(P.n_rows() == X.rows(), "the ranking structure has " + std::to_string(P.n_rows()) + " rows but X has " +
+                                      std::to_string(X.rows()));
+  return o.loss == SvmLoss::SquaredHinge ? newton_linear(X, P, o) : cutting_plane_linear(X, P, o);
+}
+
+}  // namespace
+
+RankSvmResult ranksvm_dense(RowMatrixCRef X, PairwiseHingeLoss& pairs, const RankSvmOptions& options) {
+  return solve_linear(DenseModel(X, options.n_threads), pairs, options);
+}
+
+RankSvmResult ranksvm_csr32(const CsrView<std::int32_t>& X, PairwiseHingeLoss& pairs, const RankSvmOptions& options) {
+  return solve_linear(CsrModel<std::int32_t>(X, options.n_threads), pairs, options);
+}
+
+RankSvmResult ranksvm_csr64(const CsrView<std::int64_t>& X, PairwiseHingeLoss& pairs, const RankSvmOptions& options) {
+  return solve_linear(CsrModel<std::int64_t>(X, options.n_threads), pairs, options);
+}
+
+RankSvmResult ranksvm_kernel(MatrixCRef K, PairwiseHingeLoss& pairs, const RankSvmOptions& options) {
+  check_options(options);
+  require(K.rows() == K.cols(), "the kernel matrix must be square");
+  require(pairs.n_rows() == K.rows(), "the ranking structure and the kernel matrix disagree in size");
+  KernelOperator op(K, options.n_threads);
+  return options.loss == SvmLoss::SquaredHinge ? newton_kernel(op, pairs, options)
+                                               : cutting_plane_kernel(op, pairs, options);
+}
+
+double ranksvm_dense_loss_gradient(RowMatrixCRef X, PairwiseHingeLoss& pairs, SvmLoss loss, const Vector& w,
+                                   Vector& grad, int n_threads) {
+  require(w.size() == X.cols(), "w must have one entry per feature");
+  require(pairs.n_rows() == X.rows(), "the ranking structure and X disagree in rows");
+  DenseModel model(X, n_threads);
+  Vector f, gf(X.rows());
+  model.times(w, f);
+  const double L = pairs.evaluate(loss, f.data(), gf.data(), nullptr, n_threads);
+  model.ttimes(gf, grad);
+  return L;
+}
+
+}  // namespace fastrank

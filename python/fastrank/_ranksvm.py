@@ -1,0 +1,374 @@
+"""RankSVM (Joachims 2002; slides 003, "Hinge loss for preference learning") without a pair list.
+
+Minimises, over w (linear) or f = K beta in the kernel's RKHS,
+
+    1/2 ||w||^2  +  C * sum over preference pairs (i, j) of  weight_ij * l(1 - (f(x_i) - f(x_j)))
+
+with l the squared hinge max(0, z)^2 (``loss="squared_hinge"``, "L2-loss RankSVM") or the hinge
+max(0, z) (``loss="hinge"``, the original RankSVM QP).  Preference pairs: every (i, j) with
+y_i > y_j (``fit(X, y)``), only those inside a query group (``fit(X, y, groups)``), or an explicit
+multigraph (``fit_preferences(X, pairs, weights)``).  ``C`` multiplies the plain sum over pairs
+(not a mean), as in SVMrank's ``-c`` after its own rescaling is undone.
+
+The pairs are never listed: the C++ core sorts the scores inside each group and counts, with a
+Fenwick tree over the target levels, the pairs whose margin is below one (Airola, Pahikkala &
+Salakoski 2011; Lee & Lin 2014), so the loss, its gradient and Hessian-vector products cost
+O(m log m) per evaluation.  The squared hinge is solved by truncated Newton, the hinge by
+1-slack cutting planes with a certified duality gap (see ``cpp/src/ranksvm.cpp``).
+"""
+
+from __future__ import annotations
+
+import numbers
+import warnings
+
+import numpy as np
+import scipy.sparse as sp
+from sklearn.base import BaseEstimator, RegressorMixin
+from sklearn.utils.validation import check_is_fitted, column_or_1d
+
+from . import _core
+from ._kernels import resolve_kernel
+from ._memory import check_dense_memory
+from ._sparse import as_csr
+from ._validation import as_float_matrix, as_targets, check_alpha, check_n_jobs, group_index
+from .exceptions import ConvergenceWarning
+
+__all__ = ["RankSVM"]
+
+_LOSSES = {"squared_hinge": 0, "hinge": 1}
+
+
+def _check_loss(loss):
+    if not isinstance(loss, str) or loss not in _LOSSES:
+        raise ValueError(f"loss must be 'squared_hinge' or 'hinge', got {loss!r}")
+    return _LOSSES[loss]
+
+
+def _check_tol(tol):
+    if isinstance(tol, (bool, np.bool_)) or not isinstance(tol, numbers.Real) or not np.isfinite(tol) or tol < 0:
+        raise ValueError(f"tol must be a finite number >= 0, got {tol!r}")
+    return float(tol)
+
+
+def _check_max_iter(max_iter):
+    if isinstance(max_iter, (bool, np.bool_)) or not isinstance(max_iter, numbers.Integral) or max_iter < 1:
+        raise ValueError(f"max_iter must be a positive integer, got {max_iter!r}")
+    return int(max_iter)
+
+
+def _targets_1d(y, m):
+    """y as a finite float64 vector of length m; a column vector warns like scikit-learn."""
+    if y is None:
+        raise ValueError("This estimator requires y to be passed, but the target y is None")
+    arr = np.asarray(y)
+    if arr.ndim == 2 and arr.shape[1] == 1:
+        arr = column_or_1d(arr, warn=True)
+    elif arr.ndim == 2:
+        raise ValueError(f"RankSVM takes one target column: y should be 1-D, got shape {arr.shape}")
+    Y, _ = as_targets(arr, m)
+    return np.ascontiguousarray(Y[:, 0])
+
+
+def _group_structure(y, groups, m):
+    """Keyword arguments of the core's group structure; raises when no pair has y_i > y_j."""
+    gi = group_index(groups, m)
+    yg = y[gi.order]
+    starts = gi.offsets[:-1]
+    spread = np.maximum.reduceat(yg, starts) - np.minimum.reduceat(yg, starts)
+    if not np.any(spread > 0):
+        where = "inside any group" if groups is not None else "among the rows"
+        raise ValueError(
+            f"No preference pairs: y takes a single value {where}, so no pair (i, j) has y_i > y_j "
+            "(RankSVM learns only from such pairs)."
+        )
+    return dict(y=y, order=np.ascontiguousarray(gi.order, dtype=np.int64),
+                offsets=np.ascontiguousarray(gi.offsets, dtype=np.int64))
+
+
+def _graph_structure(pairs, weights, m):
+    """Keyword arguments of the core's preference graph, validated."""
+    pairs = np.asarray(pairs)
+    if pairs.ndim != 2 or pairs.shape[1] != 2:
+        raise ValueError(f"pairs must have shape (n_pairs, 2), got {pairs.shape}")
+    if pairs.shape[0] == 0:
+        raise ValueError("pairs is empty: a preference graph needs at least one preference")
+    if not np.issubdtype(pairs.dtype, np.integer):
+        if np.issubdtype(pairs.dtype, np.floating) and np.all(np.isfinite(pairs)) and np.all(pairs == np.round(pairs)):
+            pairs = pairs.astype(np.int64)
+        else:
+            raise TypeError("pairs must hold integer row indices")
+    pairs = pairs.astype(np.int64)
+    bad = (pairs < 0) | (pairs >= m)
+    if bad.any():
+        e = int(np.flatnonzero(bad.any(axis=1))[0])
+        raise ValueError(f"pairs[{e}] = {pairs[e].tolist()} refers to a row outside [0, {m})")
+    loops = pairs[:, 0] == pairs[:, 1]
+    if loops.any():
+        e = int(np.flatnonzero(loops)[0])
+        raise ValueError(f"pairs[{e}] = {pairs[e].tolist()} is a self-loop (a row preferred over itself)")
+    l = pairs.shape[0]
+    if weights is None:
+        w = np.ones(l)
+    else:
+        w = np.asarray(weights, dtype=np.float64)
+        if w.shape != (l,):
+            raise ValueError(f"weights must have shape ({l},) (one per pair), got {w.shape}")
+        if not np.isfinite(w).all():
+            raise ValueError("weights contain NaN or infinity")
+        if (w < 0).any():
+            raise ValueError("weights must be >= 0 (swap the pair to reverse a preference)")
+        if not (w > 0).any():
+            raise ValueError("No preference pairs: every weight is 0")
+    return dict(head=np.ascontiguousarray(pairs[:, 0]), tail=np.ascontiguousarray(pairs[:, 1]),
+                weight=np.ascontiguousarray(w))
+
+
+def _pairwise_loss(f, y=None, groups=None, *, pairs=None, weights=None, loss="squared_hinge", n_jobs=1):
+    """The core's pair-free oracle at scores f (for tests): ``(loss, d loss / d f, active weight,
+    n_pairs)`` of ``sum_P weight * l(1 - (f_i - f_j))``."""
+    f = np.ascontiguousarray(f, dtype=np.float64)
+    m = f.shape[0]
+    kw = _graph_structure(pairs, weights, m) if pairs is not None else _group_structure(
+        np.ascontiguousarray(y, dtype=np.float64), groups, m)
+    return _core.ranksvm_pairwise_loss(f, _check_loss(loss), check_n_jobs(n_jobs), **kw)
+
+
+def _hessian_times(f, v, y=None, groups=None, *, pairs=None, weights=None, n_jobs=1):
+    """Generalized Hessian (in f) of the squared-hinge pairwise loss at f, times v (for tests)."""
+    f = np.ascontiguousarray(f, dtype=np.float64)
+    m = f.shape[0]
+    kw = _graph_structure(pairs, weights, m) if pairs is not None else _group_structure(
+        np.ascontiguousarray(y, dtype=np.float64), groups, m)
+    return _core.ranksvm_hessian_times(f, np.ascontiguousarray(v, dtype=np.float64), check_n_jobs(n_jobs), **kw)
+
+
+class RankSVM(RegressorMixin, BaseEstimator):
+    """Ranking SVM (Joachims 2002), linear or kernel, exact and without forming pairs.
+
+    Minimises ``1/2 ||w||^2 + C * sum_{(i,j) in P} weight_ij * l(1 - (f(x_i) - f(x_j)))`` where P
+    holds the pairs with ``y_i > y_j`` (all rows, or inside each query group), or the edges given
+    to :meth:`fit_preferences`; l is the squared hinge or the hinge.
+
+    Parameters
+    ----------
+    C : float, default=1.0
+        Weight of the summed pairwise loss (> 0); larger C fits the pairs harder.
+    loss : {"squared_hinge", "hinge"}, default="squared_hinge"
+        "squared_hinge" (L2-loss RankSVM): truncated Newton with line search, O(m log m) per loss /
+        gradient / Hessian-vector evaluation (Lee & Lin 2014).  "hinge" (the original RankSVM QP):
+        1-slack cutting planes (Joachims 2006) over the same oracle, each master QP solved exactly.
+    kernel : {"linear", "rbf"/"gaussian", "poly"/"polynomial", "precomputed"}, default="linear"
+        "linear" works in the primal on dense or scipy.sparse X (CSR used without a copy).  Other
+        kernels use the representer form f = K beta with m unknowns (O(m^2) per iteration and one
+        m x m kernel matrix, behind the memory guard).  "precomputed": ``fit`` takes the (m, m)
+        kernel and ``predict`` the (p, m) kernel against the training rows.
+    gamma, degree, coef0 :
+        Kernel parameters, as for :class:`fastrank.RankRLS` (gamma None: 1 / n_features).
+    tol : float, default=1e-6
+        Squared hinge: stop when the gradient norm falls below tol times its value at zero.  Hinge:
+        stop when the certified relative duality gap (objective - lower bound) / objective <= tol.
+    max_iter : int, default=1000
+        Newton iterations (squared hinge) or cutting planes (hinge); stopping there emits
+        :class:`fastrank.exceptions.ConvergenceWarning`.
+    n_jobs : int or None, default=None
+        Threads of the C++ core (over query groups in the oracle, over rows in the products).
+        None: every core.
+
+    Attributes
+    ----------
+    coef_ : ndarray (n_features,) or None
+        The weight vector w (linear kernel).
+    dual_coef_ : ndarray (m,) or None
+        beta with f = K(., X_fit_) beta (non-linear or precomputed kernels).
+    X_fit_ : ndarray or None
+        Training rows kept for kernel predictions.
+    objective_ : float
+        The objective at the solution; ``loss_`` the summed pairwise loss there.
+    n_iter_ : int
+        Newton iterations or cutting planes used.
+    converged_ : bool
+    n_pairs_ : float
+        Number (total weight) of preference pairs in the training problem.
+    n_features_in_ : int
+
+    Notes
+    -----
+    Predictions are ranking scores; only their differences are meaningful.  ``score`` is
+    ``1 - pairwise_disagreement(y, predict(X), groups, tied_scores="half")``.
+    """
+
+    def __init__(self, C=1.0, *, loss="squared_hinge", kernel="linear", gamma=None, degree=3, coef0=1.0, tol=1e-6,
+                 max_iter=1000, n_jobs=None):
+        self.C = C
+        self.loss = loss
+        self.kernel = kernel
+        self.gamma = gamma
+        self.degree = degree
+        self.coef0 = coef0
+        self.tol = tol
+        self.max_iter = max_iter
+        self.n_jobs = n_jobs
+
+    # -- fitting -------------------------------------------------------------------------------
+    def _params(self):
+        C = check_alpha(self.C, "C")
+        code = _check_loss(self.loss)
+        tol = _check_tol(self.tol)
+        max_iter = _check_max_iter(self.max_iter)
+        n_threads = check_n_jobs(self.n_jobs)
+        return C, code, tol, max_iter, n_threads
+
+    def _check_fit_X(self, X):
+        """("csr", CsrParts, shape) / ("dense", array) / ("kernel", K) for the solver."""
+        if self.kernel == "precomputed":
+            if sp.issparse(X):
+                raise TypeError("a precomputed kernel must be a dense (m, m) array, not a sparse matrix")
+            K = as_float_matrix(X, "X (precomputed kernel)", min_rows=2)
+            if K.shape[0] != K.shape[1]:
+                raise ValueError(f"A precomputed kernel must be square (m, m), got shape {K.shape}")
+            scale = max(1.0, float(np.abs(K).max()))
+            if not np.allclose(K, K.T, rtol=1e-10, atol=1e-12 * scale):
+                raise ValueError("A precomputed kernel matrix must be symmetric")
+            return K
+        if sp.issparse(X):
+            parts = as_csr(X, "X")
+            if parts.shape[0] < 2:
+                raise ValueError(f"Found array with {parts.shape[0]} sample(s) (shape={parts.shape}) while a "
+                                 "minimum of 2 is required.")
+            return X
+        return as_float_matrix(X, "X", min_rows=2)
+
+    def _solve(self, X, structure):
+        C, code, tol, max_iter, n_threads = self._params()
+        m = X.shape[0]
+        spec = None if self.kernel == "precomputed" else resolve_kernel(
+            self.kernel, self.gamma, self.degree, self.coef0, X.shape[1])
+        X_fit = None
+        if spec is not None and spec.linear:
+            if sp.issparse(X):
+                p = as_csr(X, "X")
+                out = _core.ranksvm_fit_csr(p.data, p.indices, p.indptr, p.shape[0], p.shape[1], C, code, tol,
+                                            max_iter, n_threads, **structure)
+            else:
+                out = _core.ranksvm_fit_dense(X, C, code, tol, max_iter, n_threads, **structure)
+            mode = "linear"
+        else:
+            check_dense_memory(m, 1, "kernel matrix")
+            if spec is None:
+                K = np.asfortranarray(0.5 * (X + X.T))
+            else:
+                if sp.issparse(X):
+                    check_dense_memory(m, 1, "dense copy of the sparse input X", n_cols=X.shape[1])
+                    X = np.ascontiguousarray(X.toarray(), dtype=np.float64)
+                K = spec.train(X, n_threads)
+                X_fit = X
+            out = _core.ranksvm_fit_kernel(K, C, code, tol, max_iter, n_threads, **structure)
+            del K
+            mode = "kernel"
+        return mode, out, X_fit
+
+    def _set_fitted(self, X, mode, out, X_fit, n_pairs):
+        if not out["converged"]:
+            what = "Newton iterations" if self.loss == "squared_hinge" else "cutting planes"
+            warnings.warn(
+                f"RankSVM stopped after max_iter={self.max_iter} {what} before reaching tol={self.tol} "
+                f"(criterion {out['criterion']:.2e}); increase max_iter or tol.",
+                ConvergenceWarning,
+                stacklevel=3,
+            )
+        coef = np.asarray(out["coef"])
+        self.fit_mode_ = mode
+        self.coef_ = coef if mode == "linear" else None
+        self.dual_coef_ = coef if mode == "kernel" else None
+        self.X_fit_ = X_fit
+        self.objective_ = float(out["objective"])
+        self.loss_ = float(out["loss"])
+        self.n_iter_ = int(out["n_iter"])
+        self.converged_ = bool(out["converged"])
+        self.n_pairs_ = float(n_pairs)
+        self.n_features_in_ = X.shape[1]
+        return self
+
+    def fit(self, X, y, groups=None):
+        """Fit on the pairs with y_i > y_j: all rows, or only pairs inside a group.
+
+        ``groups`` holds one id per row (any order or type).  Groups of one row, or whose rows
+        share one target value, have no pairs and do not influence the model.
+        """
+        self._params()
+        X = self._check_fit_X(X)
+        m = X.shape[0]
+        y = _targets_1d(y, m)
+        structure = _group_structure(y, groups, m)
+        mode, out, X_fit = self._solve(X, structure)
+        return self._set_fitted(X, mode, out, X_fit, _count_pairs(y, groups, m))
+
+    def fit_preferences(self, X, pairs, weights=None):
+        """Fit on an explicit preference multigraph.
+
+        Parameters
+        ----------
+        X : (m, n) inputs, dense or scipy.sparse (or the (m, m) kernel for kernel="precomputed").
+        pairs : int array (l, 2)
+            Row ``pairs[e, 0]`` is preferred over row ``pairs[e, 1]``; repeated pairs add up.
+        weights : array (l,) or None
+            Non-negative weight of each preference in the loss (default 1).
+        """
+        self._params()
+        X = self._check_fit_X(X)
+        structure = _graph_structure(pairs, weights, X.shape[0])
+        mode, out, X_fit = self._solve(X, structure)
+        return self._set_fitted(X, mode, out, X_fit, float(structure["weight"].sum()))
+
+    # -- prediction ----------------------------------------------------------------------------
+    def predict(self, X):
+        """Ranking scores (p,): a higher score means ranked higher."""
+        check_is_fitted(self, "fit_mode_")
+        if self.kernel == "precomputed":
+            K = X.toarray() if sp.issparse(X) else X
+            K = as_float_matrix(K, "X (precomputed kernel)")
+            m = self.dual_coef_.shape[0]
+            if K.shape[1] != m:
+                raise ValueError(f"A precomputed test kernel must have shape (n_samples, {m}) against the training "
+                                 f"rows, got {K.shape}")
+            return K @ self.dual_coef_
+        if sp.issparse(X):
+            p = as_csr(X, "X")
+            n = p.shape[1]
+        else:
+            X = as_float_matrix(X, "X")
+            n = X.shape[1]
+        if n != self.n_features_in_:
+            raise ValueError(f"X has {n} features, but {type(self).__name__} is expecting {self.n_features_in_} "
+                             "features as input.")
+        if self.fit_mode_ == "linear":
+            return np.asarray(X @ self.coef_).reshape(-1)
+        if sp.issparse(X):
+            check_dense_memory(X.shape[0], 1, "dense copy of the sparse input X", n_cols=n)
+            X = np.ascontiguousarray(X.toarray(), dtype=np.float64)
+        spec = resolve_kernel(self.kernel, self.gamma, self.degree, self.coef0, self.n_features_in_)
+        return spec.predict(X, self.X_fit_, self.dual_coef_.reshape(-1, 1), check_n_jobs(self.n_jobs))[:, 0]
+
+    def score(self, X, y, groups=None):
+        """Pairwise ranking accuracy ``1 - pairwise_disagreement(y, predict(X), groups, tied_scores="half")``
+        (with groups: the mean over groups that have a relevant pair)."""
+        from .metrics import pairwise_disagreement
+
+        return 1.0 - pairwise_disagreement(y, self.predict(X), groups, tied_scores="half")
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.pairwise = self.kernel == "precomputed"
+        tags.input_tags.sparse = self.kernel != "precomputed"
+        return tags
+
+
+def _count_pairs(y, groups, m):
+    """Number of pairs with y_i > y_j (inside groups): sum over groups of (n^2 - sum_l n_l^2) / 2."""
+    codes = np.zeros(m, dtype=np.int64) if groups is None else group_index(groups, m).codes
+    _, level = np.unique(y, return_inverse=True)
+    key = codes * (int(level.max()) + 1) + level.reshape(-1)
+    group_sizes = np.bincount(codes).astype(np.float64)
+    level_sizes = np.bincount(key).astype(np.float64)
+    return 0.5 * (np.sum(group_sizes**2) - np.sum(level_sizes**2))

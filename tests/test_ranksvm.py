@@ -1,0 +1,520 @@
+"""RankSVM: the pair-free oracle against brute-force double sums, and every solver against an
+explicit-pairs QP solved independently (NNLS for the squared hinge's dual, a box-constrained
+dual with an exact active-set finish for the hinge)."""
+
+import pickle
+import warnings
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+import sklearn
+from scipy.optimize import lsq_linear, minimize
+from sklearn.base import clone
+from sklearn.model_selection import GridSearchCV, GroupKFold
+from sklearn.utils.estimator_checks import parametrize_with_checks
+from threadpoolctl import threadpool_limits
+
+import fastrank
+from fastrank import RankSVM
+from fastrank._ranksvm import _hessian_times, _pairwise_loss
+from fastrank.exceptions import ConvergenceWarning
+from fastrank.metrics import pairwise_disagreement
+
+
+# ---------------------------------------------------------------------------------------------
+# Explicit-pairs oracles (written from the definition; O(#pairs) memory)
+# ---------------------------------------------------------------------------------------------
+
+def explicit_pairs(y, groups=None):
+    """(head, tail): every (i, j) with y_i > y_j (inside a group)."""
+    same = np.ones((y.size, y.size), bool) if groups is None else groups[:, None] == groups[None, :]
+    head, tail = np.nonzero(same & (y[:, None] > y[None, :]))
+    return head, tail
+
+
+def brute_loss(f, head, tail, weight, loss):
+    """Loss, gradient and generalized Hessian (active pairs: margin < 1) by double sums."""
+    m = f.size
+    L, g, H, act = 0.0, np.zeros(m), np.zeros((m, m)), 0.0
+    for h, t, w in zip(head, tail, weight):
+        z = 1.0 - (f[h] - f[t])
+        if z <= 0:
+            continue
+        act += w
+        if loss == "squared_hinge":
+            L += w * z * z
+            g[h] -= 2 * w * z
+            g[t] += 2 * w * z
+            H[h, h] += 2 * w
+            H[t, t] += 2 * w
+            H[h, t] -= 2 * w
+            H[t, h] -= 2 * w
+        else:
+            L += w * z
+            g[h] -= w
+            g[t] += w
+    return L, g, H, act
+
+
+def incidence(head, tail, m):
+    A = np.zeros((head.size, m))
+    A[np.arange(head.size), head] = 1.0
+    A[np.arange(head.size), tail] = -1.0
+    return A
+
+
+def qp_oracle(K, head, tail, weight, C, loss):
+    with threadpool_limits(1):  # small dense algebra: OpenBLAS threads only add contention
+        return _qp_oracle(K, head, tail, weight, C, loss)
+
+
+def _qp_oracle(K, head, tail, weight, C, loss):
+    """beta of the explicit-pairs RankSVM in representer form (f = K beta) and its objective.
+
+    Dual over pairs e (margin_e = (A K A^T alpha)_e, beta = A^T alpha):
+    * squared hinge: the primal restricted to the active pairs is a linear system; finite Newton
+      over active sets stops at the exact optimum (asserted self-consistent);
+    * hinge: min 1/2 a^T P a - 1^T a, 0 <= a <= C w: L-BFGS-B, then the exact active-set finish
+      (pairs with margin < 1 at C w, > 1 at 0, the rest solved by bounded least squares so that
+      their margins are exactly 1), with the KKT conditions asserted.
+    """
+    m = K.shape[0]
+    A = incidence(head, tail, m)
+    P = A @ K @ A.T
+    P = 0.5 * (P + P.T)
+    if loss == "squared_hinge":
+        # Finite Newton on the active set S (pairs with margin < 1): for fixed S the optimum is
+        # beta = A_S^T a_S with (I + 2C W_S P_SS) a_S = 2C W_S 1; iterate until S reproduces itself,
+        # which is then the exact KKT point (every active pair has margin < 1, every other >= 1).
+        S = np.ones(head.size, bool)
+        for _ in range(100):
+            a = np.zeros(head.size)
+            WS = weight[S]
+            a[S] = np.linalg.solve(np.eye(S.sum()) + 2 * C * WS[:, None] * P[np.ix_(S, S)], 2 * C * WS)
+            margin = P @ a
+            S_new = margin < 1.0
+            if np.array_equal(S_new, S):
+                break
+            S = S_new
+        else:
+            raise AssertionError("the squared-hinge oracle did not settle on an active set")
+        alpha = a
+    else:
+        ub = C * weight
+        res = minimize(lambda a: (0.5 * a @ P @ a - a.sum(), P @ a - 1.0), np.zeros(head.size), jac=True,
+                       method="L-BFGS-B", bounds=list(zip(np.zeros(head.size), ub)),
+                       options=dict(maxiter=20000, ftol=1e-16, gtol=1e-11))
+        alpha = None
+        for delta in (1e-4, 1e-6, 1e-3, 1e-8, 1e-2):
+            margin = P @ res.x
+            low, high = margin < 1 - delta, margin > 1 + delta
+            E = ~(low | high)
+            a = np.where(low, ub, 0.0)
+            if E.any():
+                rhs = 1.0 - P[np.ix_(E, ~E)] @ a[~E]
+                sol = lsq_linear(P[np.ix_(E, E)], rhs, bounds=(np.zeros(E.sum()), ub[E]), method="bvls", tol=1e-14)
+                a[E] = sol.x
+            mg = P @ a
+            scale = max(1.0, np.abs(mg).max())
+            ok = (np.all(mg[low] < 1 + 1e-9 * scale) and np.all(mg[high] > 1 - 1e-9 * scale)
+                  and np.all(np.abs(mg[E] - 1) < 1e-9 * scale))
+            if ok:
+                alpha = a
+                break
+        assert alpha is not None, "the hinge oracle could not certify an exact KKT point"
+    beta = A.T @ alpha
+    return beta, objective(K, beta, head, tail, weight, C, loss)
+
+
+def objective(K, beta, head, tail, weight, C, loss):
+    f = K @ beta
+    z = np.maximum(0.0, 1.0 - (f[head] - f[tail]))
+    return 0.5 * beta @ f + C * np.sum(weight * (z * z if loss == "squared_hinge" else z))
+
+
+def linear_objective(X, w, head, tail, weight, C, loss):
+    f = X @ w
+    z = np.maximum(0.0, 1.0 - (f[head] - f[tail]))
+    return 0.5 * w @ w + C * np.sum(weight * (z * z if loss == "squared_hinge" else z))
+
+
+def rbf(X, Z, gamma):
+    d = (X**2).sum(1)[:, None] + (Z**2).sum(1)[None, :] - 2 * X @ Z.T
+    return np.exp(-gamma * np.maximum(d, 0))
+
+
+@pytest.fixture
+def data():
+    rng = np.random.default_rng(3)
+    m, n = 30, 4
+    X = rng.normal(size=(m, n))
+    y = np.round(X @ rng.normal(size=n) + 0.8 * rng.normal(size=m))  # integer targets: ties
+    groups = rng.integers(0, 4, size=m) * 7 + 3  # non-contiguous ids
+    return X, y, groups
+
+
+LOSSES = ["squared_hinge", "hinge"]
+
+
+# ---------------------------------------------------------------------------------------------
+# The O(m log m) oracle equals brute-force sums
+# ---------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("loss", LOSSES)
+@pytest.mark.parametrize("grouped", [False, True])
+def test_oracle_equals_brute_force_with_ties(loss, grouped):
+    rng = np.random.default_rng(11)
+    m = 70
+    y = rng.integers(0, 5, m).astype(float)          # ties in y
+    f = rng.integers(-4, 5, m) * 0.5                  # ties in f, margins exactly 0 and 1
+    groups = rng.integers(0, 5, m) if grouped else None
+    head, tail = explicit_pairs(y, groups)
+    w = np.ones(head.size)
+    L, g, act, n_pairs = _pairwise_loss(f, y, groups, loss=loss)
+    Lb, gb, Hb, actb = brute_loss(f, head, tail, w, loss)
+    assert n_pairs == head.size
+    assert act == actb
+    np.testing.assert_allclose(L, Lb, rtol=1e-13)
+    np.testing.assert_allclose(g, gb, rtol=1e-13, atol=1e-10)
+    if loss == "squared_hinge":
+        V = rng.normal(size=(m, 3))
+        for v in V.T:
+            np.testing.assert_allclose(_hessian_times(f, v, y, groups), Hb @ v, rtol=1e-10, atol=1e-10)
+
+
+def test_oracle_random_scores_and_exact_margin_kink():
+    """Continuous scores (no ties) and a pair exactly at margin 1 (not active, as in the brute force)."""
+    rng = np.random.default_rng(5)
+    m = 50
+    y = rng.normal(size=m).round(1)
+    f = rng.normal(size=m) * 2
+    f[0] = np.round(f[0] * 4) / 4  # dyadic: f[1] - f[0] is exactly 1
+    f[1] = f[0] + 1.0 if y[1] > y[0] else f[0] - 1.0
+    head, tail = explicit_pairs(y)
+    for loss in LOSSES:
+        L, g, act, _ = _pairwise_loss(f, y, loss=loss)
+        Lb, gb, Hb, actb = brute_loss(f, head, tail, np.ones(head.size), loss)
+        np.testing.assert_allclose([L, act], [Lb, actb], rtol=1e-10)
+        np.testing.assert_allclose(g, gb, rtol=1e-10, atol=1e-11)
+    Hb = brute_loss(f, head, tail, np.ones(head.size), "squared_hinge")[2]
+    v = rng.normal(size=m)
+    np.testing.assert_allclose(_hessian_times(f, v, y), Hb @ v, rtol=1e-10, atol=1e-11)
+
+
+def test_oracle_graph_weights_and_multiedges():
+    rng = np.random.default_rng(8)
+    m = 30
+    pairs = rng.integers(0, m, size=(120, 2))
+    pairs = pairs[pairs[:, 0] != pairs[:, 1]]
+    pairs = np.vstack([pairs, pairs[:5]])  # repeated edges add up
+    weights = rng.uniform(0.0, 2.0, size=pairs.shape[0])
+    f = rng.integers(-3, 4, m) * 0.5
+    for loss in LOSSES:
+        L, g, act, n_pairs = _pairwise_loss(f, pairs=pairs, weights=weights, loss=loss)
+        Lb, gb, Hb, actb = brute_loss(f, pairs[:, 0], pairs[:, 1], weights, loss)
+        np.testing.assert_allclose([L, act, n_pairs], [Lb, actb, weights.sum()], rtol=1e-10)
+        np.testing.assert_allclose(g, gb, rtol=1e-10, atol=1e-10)
+    Hb = brute_loss(f, pairs[:, 0], pairs[:, 1], weights, "squared_hinge")[2]
+    v = rng.normal(size=m)
+    np.testing.assert_allclose(_hessian_times(f, v, pairs=pairs, weights=weights), Hb @ v, rtol=1e-10, atol=1e-10)
+
+
+def test_oracle_threaded_many_groups():
+    """The threaded path (m >= 20000) equals per-group brute force, vectorized, and n_jobs=1."""
+    rng = np.random.default_rng(2)
+    q, size = 400, 50
+    m = q * size
+    groups = np.repeat(rng.permutation(q), size)
+    y = rng.integers(0, 4, m).astype(float)
+    f = rng.integers(-6, 7, m) * 0.25
+    v = rng.normal(size=m)
+    L1, g1, a1, _ = _pairwise_loss(f, y, groups, n_jobs=1)
+    L2, g2, a2, _ = _pairwise_loss(f, y, groups, n_jobs=2)
+    assert L1 == L2 and a1 == a2 and np.array_equal(g1, g2)
+    Hv = _hessian_times(f, v, y, groups, n_jobs=2)
+    Lb, ab, gb, hb = 0.0, 0.0, np.zeros(m), np.zeros(m)
+    for gid in range(q):
+        idx = np.flatnonzero(groups == gid)
+        fy, yy, vv = f[idx], y[idx], v[idx]
+        z = 1.0 - (fy[:, None] - fy[None, :])
+        act = (yy[:, None] > yy[None, :]) & (z > 0)
+        Z = np.where(act, z, 0.0)
+        Lb += (Z**2).sum()
+        ab += act.sum()
+        gb[idx] = -2 * Z.sum(1) + 2 * Z.sum(0)
+        S = (act | act.T).astype(float)
+        hb[idx] = 2 * (S.sum(1) * vv - S @ vv)
+    np.testing.assert_allclose(L1, Lb, rtol=1e-10)
+    assert a1 == ab
+    np.testing.assert_allclose(g1, gb, rtol=1e-10, atol=1e-10)
+    np.testing.assert_allclose(Hv, hb, rtol=1e-10, atol=1e-10)
+
+
+# ---------------------------------------------------------------------------------------------
+# Solvers equal the explicit-pairs QP
+# ---------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("loss", LOSSES)
+@pytest.mark.parametrize("grouped", [False, True])
+def test_linear_equals_explicit_pairs_qp(data, loss, grouped):
+    X, y, groups = data
+    g = groups if grouped else None
+    head, tail = explicit_pairs(y, g)
+    C = 0.3
+    beta, obj = qp_oracle(X @ X.T, head, tail, np.ones(head.size), C, loss)
+    w_star = X.T @ beta
+    est = RankSVM(C=C, loss=loss, tol=1e-10).fit(X, y, g)
+    assert est.converged_ and est.coef_.shape == (X.shape[1],)
+    np.testing.assert_allclose(est.objective_, obj, rtol=1e-9)
+    np.testing.assert_allclose(linear_objective(X, est.coef_, head, tail, np.ones(head.size), C, loss), obj,
+                               rtol=1e-9)
+    scale = np.abs(X @ w_star).max()
+    np.testing.assert_allclose(est.predict(X), X @ w_star, atol=1e-6 * scale)
+    assert est.n_pairs_ == head.size
+
+
+@pytest.mark.parametrize("loss", LOSSES)
+def test_linear_preference_graph_with_weights(data, loss):
+    X, y, _ = data
+    rng = np.random.default_rng(4)
+    m = X.shape[0]
+    pairs = rng.integers(0, m, size=(150, 2))
+    pairs = pairs[pairs[:, 0] != pairs[:, 1]]
+    weights = rng.uniform(0.2, 2.0, size=pairs.shape[0])
+    C = 0.5
+    beta, obj = qp_oracle(X @ X.T, pairs[:, 0], pairs[:, 1], weights, C, loss)
+    est = RankSVM(C=C, loss=loss, tol=1e-10).fit_preferences(X, pairs, weights)
+    np.testing.assert_allclose(est.objective_, obj, rtol=1e-9)
+    np.testing.assert_allclose(est.predict(X), X @ (X.T @ beta), atol=1e-6 * np.abs(X @ X.T @ beta).max())
+    # unit weights are the default; a multigraph's repeated edge counts twice
+    twice = np.vstack([pairs, pairs[:1]])
+    a = RankSVM(C=C, loss=loss, tol=1e-10).fit_preferences(X, twice)
+    ref = RankSVM(C=C, loss=loss, tol=1e-10).fit_preferences(X, pairs, np.r_[2.0, np.ones(len(pairs) - 1)])
+    np.testing.assert_allclose(a.objective_, ref.objective_, rtol=1e-9)
+
+
+@pytest.mark.parametrize("loss", LOSSES)
+@pytest.mark.parametrize("grouped", [False, True])
+def test_kernel_equals_explicit_pairs_qp(data, loss, grouped):
+    X, y, groups = data
+    g = groups if grouped else None
+    head, tail = explicit_pairs(y, g)
+    C, gamma = 0.5, 0.3
+    K = rbf(X, X, gamma)
+    beta, obj = qp_oracle(K, head, tail, np.ones(head.size), C, loss)
+    est = RankSVM(C=C, loss=loss, kernel="rbf", gamma=gamma, tol=1e-10).fit(X, y, g)
+    assert est.coef_ is None and est.dual_coef_.shape == (X.shape[0],)
+    np.testing.assert_allclose(est.objective_, obj, rtol=1e-9)
+    np.testing.assert_allclose(objective(K, est.dual_coef_, head, tail, np.ones(head.size), C, loss), obj, rtol=1e-9)
+    np.testing.assert_allclose(est.predict(X), K @ beta, atol=1e-5 * np.abs(K @ beta).max())
+    Xt = np.random.default_rng(0).normal(size=(7, X.shape[1]))
+    np.testing.assert_allclose(est.predict(Xt), rbf(Xt, X, gamma) @ est.dual_coef_, rtol=1e-10, atol=1e-10)
+    # precomputed kernel: the same problem
+    pre = RankSVM(C=C, loss=loss, kernel="precomputed", tol=1e-10).fit(K, y, g)
+    np.testing.assert_allclose(pre.objective_, obj, rtol=1e-9)
+    np.testing.assert_allclose(pre.predict(rbf(Xt, X, gamma)), est.predict(Xt), atol=1e-5 * np.abs(K @ beta).max())
+
+
+@pytest.mark.parametrize("loss", LOSSES)
+def test_kernel_preference_graph_poly(data, loss):
+    X, _, _ = data
+    rng = np.random.default_rng(9)
+    m = X.shape[0]
+    pairs = rng.integers(0, m, size=(100, 2))
+    pairs = pairs[pairs[:, 0] != pairs[:, 1]]
+    weights = rng.uniform(0.5, 1.5, size=pairs.shape[0])
+    K = (0.25 * X @ X.T + 1.0) ** 2
+    C = 0.2
+    beta, obj = qp_oracle(K, pairs[:, 0], pairs[:, 1], weights, C, loss)
+    est = RankSVM(C=C, loss=loss, kernel="poly", degree=2, gamma=0.25, coef0=1.0, tol=1e-10)
+    est.fit_preferences(X, pairs, weights)
+    np.testing.assert_allclose(est.objective_, obj, rtol=1e-9)
+    np.testing.assert_allclose(est.predict(X), K @ beta, atol=1e-5 * np.abs(K @ beta).max())
+
+
+def test_squared_hinge_equals_linearsvc_on_difference_vectors(data):
+    """The usual recipe: LinearSVC(squared hinge, no intercept) on +-(x_i - x_j); C per pair is the
+    same C (each pair appears twice with the two signs, so LinearSVC gets C / 2)."""
+    from sklearn.svm import LinearSVC
+
+    X, y, groups = data
+    head, tail = explicit_pairs(y, groups)
+    D = X[head] - X[tail]
+    Xd = np.vstack([D, -D])
+    yd = np.r_[np.ones(len(D)), -np.ones(len(D))]
+    C = 0.3
+    svc = LinearSVC(loss="squared_hinge", C=C / 2, fit_intercept=False, dual=False, tol=1e-10, max_iter=100000)
+    svc.fit(Xd, yd)
+    est = RankSVM(C=C, tol=1e-10).fit(X, y, groups)
+    ones = np.ones(head.size)
+    np.testing.assert_allclose(est.objective_, linear_objective(X, svc.coef_[0], head, tail, ones, C, "squared_hinge"),
+                               rtol=1e-8)
+    np.testing.assert_allclose(est.coef_, svc.coef_[0], rtol=1e-5, atol=1e-7)
+
+
+@pytest.mark.parametrize("loss", LOSSES)
+@pytest.mark.parametrize("index_dtype", [np.int32, np.int64])
+def test_sparse_csr_equals_dense(data, loss, index_dtype):
+    X, y, groups = data
+    Xs = X.copy()
+    Xs[np.abs(Xs) < 0.5] = 0.0
+    S = sp.csr_matrix(Xs)
+    S.indices = S.indices.astype(index_dtype)
+    S.indptr = S.indptr.astype(index_dtype)
+    dense = RankSVM(C=0.4, loss=loss, tol=1e-10).fit(Xs, y, groups)
+    sparse = RankSVM(C=0.4, loss=loss, tol=1e-10).fit(S, y, groups)
+    np.testing.assert_allclose(sparse.objective_, dense.objective_, rtol=1e-10)
+    np.testing.assert_allclose(sparse.predict(S), dense.predict(Xs), atol=1e-6 * np.abs(dense.predict(Xs)).max())
+    # sparse input to a kernel model is densified
+    k1 = RankSVM(C=0.4, loss=loss, kernel="rbf", tol=1e-10).fit(S, y)
+    k2 = RankSVM(C=0.4, loss=loss, kernel="rbf", tol=1e-10).fit(Xs, y)
+    np.testing.assert_allclose(k1.predict(S), k2.predict(Xs), rtol=1e-10, atol=1e-10)
+
+
+def test_n_jobs_and_row_order_do_not_change_the_model(data):
+    X, y, groups = data
+    a = RankSVM(C=0.3, n_jobs=1, tol=1e-10).fit(X, y, groups)
+    b = RankSVM(C=0.3, n_jobs=2, tol=1e-10).fit(X, y, groups)
+    np.testing.assert_array_equal(a.coef_, b.coef_)
+    p = np.random.default_rng(1).permutation(X.shape[0])
+    c = RankSVM(C=0.3, tol=1e-10).fit(X[p], y[p], groups[p])
+    np.testing.assert_allclose(c.coef_, a.coef_, rtol=1e-8, atol=1e-10)
+
+
+def test_groups_change_the_problem(data):
+    X, y, groups = data
+    a = RankSVM(C=0.3).fit(X, y, groups)
+    b = RankSVM(C=0.3).fit(X, y)
+    assert a.n_pairs_ < b.n_pairs_ and np.abs(a.coef_ - b.coef_).max() > 1e-3
+
+
+def test_score_is_one_minus_pairwise_disagreement(data):
+    X, y, groups = data
+    est = RankSVM(C=1.0).fit(X, y, groups)
+    pred = est.predict(X)
+    assert est.score(X, y, groups) == pytest.approx(1 - pairwise_disagreement(y, pred, groups, tied_scores="half"))
+    assert est.score(X, y) == pytest.approx(1 - pairwise_disagreement(y, pred, tied_scores="half"))
+    assert est.score(X, y) > 0.8
+
+
+@pytest.mark.parametrize("loss", LOSSES)
+def test_max_iter_warns_and_sets_n_iter(data, loss):
+    X, y, _ = data
+    with pytest.warns(ConvergenceWarning, match="max_iter"):
+        est = RankSVM(C=10.0, loss=loss, max_iter=1, tol=1e-14).fit(X, y)
+    assert est.n_iter_ == 1 and not est.converged_
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        est = RankSVM(C=10.0, loss=loss).fit(X, y)
+    assert est.converged_ and est.n_iter_ >= 1
+
+
+# ---------------------------------------------------------------------------------------------
+# Bad input
+# ---------------------------------------------------------------------------------------------
+
+def test_bad_input_raises_clear_errors(data):
+    X, y, groups = data
+    m = X.shape[0]
+    Xn = X.copy()
+    Xn[0, 0] = np.nan
+    yn = y.copy()
+    yn[3] = np.inf
+    with pytest.raises(ValueError, match="NaN or infinity"):
+        RankSVM().fit(Xn, y)
+    with pytest.raises(ValueError, match="NaN or infinity"):
+        RankSVM().fit(X, yn)
+    with pytest.raises(ValueError, match="inconsistent numbers of samples"):
+        RankSVM().fit(X, y[:-1])
+    with pytest.raises(ValueError, match="one group id per row"):
+        RankSVM().fit(X, y, groups[:-1])
+    with pytest.raises(ValueError, match="No preference pairs"):
+        RankSVM().fit(X, np.ones(m))
+    with pytest.raises(ValueError, match="No preference pairs"):
+        RankSVM().fit(X, y, np.arange(m))  # every group a single row
+    for C in (0.0, -1.0, np.inf):
+        with pytest.raises(ValueError, match="C must be finite and > 0"):
+            RankSVM(C=C).fit(X, y)
+    with pytest.raises(ValueError, match="loss must be"):
+        RankSVM(loss="l1").fit(X, y)
+    with pytest.raises(ValueError, match="tol"):
+        RankSVM(tol=-1).fit(X, y)
+    with pytest.raises(ValueError, match="max_iter"):
+        RankSVM(max_iter=0).fit(X, y)
+    with pytest.raises(ValueError, match="Unknown kernel"):
+        RankSVM(kernel="sigmoid").fit(X, y)
+    with pytest.raises(ValueError, match="outside"):
+        RankSVM().fit_preferences(X, [[0, 1], [2, m]])
+    with pytest.raises(ValueError, match="outside"):
+        RankSVM().fit_preferences(X, [[-1, 1]])
+    with pytest.raises(ValueError, match="self-loop"):
+        RankSVM().fit_preferences(X, [[0, 1], [4, 4]])
+    with pytest.raises(ValueError, match="shape"):
+        RankSVM().fit_preferences(X, [0, 1])
+    with pytest.raises(ValueError, match="weights must have shape"):
+        RankSVM().fit_preferences(X, [[0, 1]], [1.0, 2.0])
+    with pytest.raises(ValueError, match="weights must be >= 0"):
+        RankSVM().fit_preferences(X, [[0, 1]], [-1.0])
+    with pytest.raises(ValueError, match="every weight is 0"):
+        RankSVM().fit_preferences(X, [[0, 1]], [0.0])
+    with pytest.raises(ValueError, match="square"):
+        RankSVM(kernel="precomputed").fit(X, y)
+    with pytest.raises(ValueError, match="features"):
+        RankSVM().fit(X, y).predict(X[:, :2])
+
+
+def test_failed_fit_leaves_model_unchanged(data):
+    X, y, groups = data
+    est = RankSVM(C=0.3).fit(X, y, groups)
+    coef = est.coef_.copy()
+    with pytest.raises(ValueError):
+        est.fit(X, np.ones(X.shape[0]))
+    with pytest.raises(ValueError):
+        est.fit_preferences(X, [[0, 0]])
+    np.testing.assert_array_equal(est.coef_, coef)
+
+
+def test_memory_guard_before_kernel(data, monkeypatch):
+    X, y, _ = data
+    monkeypatch.setenv("FASTRANK_MAX_DENSE_BYTES", "1000")
+    with pytest.raises(MemoryError, match="kernel matrix"):
+        RankSVM(kernel="rbf").fit(X, y)
+    RankSVM().fit(X, y)  # the linear solver allocates no m x m matrix
+
+
+# ---------------------------------------------------------------------------------------------
+# scikit-learn citizenship
+# ---------------------------------------------------------------------------------------------
+
+@parametrize_with_checks([RankSVM(), RankSVM(loss="hinge"), RankSVM(kernel="rbf", loss="hinge")])
+def test_check_estimator(estimator, check):
+    check(estimator)
+
+
+def test_clone_and_pickle(data):
+    X, y, groups = data
+    est = RankSVM(C=2.0, loss="hinge", kernel="poly", degree=2, tol=1e-8)
+    assert clone(est).get_params() == est.get_params()
+    est.fit(X, y, groups)
+    back = pickle.loads(pickle.dumps(est))
+    np.testing.assert_array_equal(back.predict(X), est.predict(X))
+    assert isinstance(fastrank.RankSVM(), RankSVM)
+
+
+def test_gridsearch_routes_groups(data):
+    X, y, groups = data
+    seen = []
+
+    class Spy(RankSVM):
+        def fit(self, X, y, groups=None):
+            seen.append(groups)
+            return super().fit(X, y, groups)
+
+    with sklearn.config_context(enable_metadata_routing=True):
+        est = Spy().set_fit_request(groups=True).set_score_request(groups=True)
+        search = GridSearchCV(est, {"C": [0.01, 1.0]}, cv=GroupKFold(n_splits=3))
+        search.fit(X, y, groups=groups)
+    assert search.best_params_["C"] in (0.01, 1.0)
+    assert len(seen) == 2 * 3 + 1 and all(g is not None for g in seen)
+    np.testing.assert_array_equal(seen[-1], groups)

@@ -13,6 +13,7 @@ void bind_sparse_rls(py::module_& m);  // subset-of-regressors RankRLS
 void bind_online(py::module_& m);    // PRank, OAP-BPM family, Widrow-Hoff, on-line MPRank
 void bind_svrank(py::module_& m);    // SVRank pair-loss oracle and cutting-plane solvers
 void bind_ranksvm(py::module_& m);   // RankSVM: pair-free oracle, linear and kernel solvers
+void bind_rankboost(py::module_& m);  // RankBoost with threshold weak rankers
 
 PYBIND11_MODULE(_core, m, py::mod_gil_not_used()) {
   m.doc() = "fastrank's compiled core (private; use the fastrank package)";
@@ -26,4 +27,5 @@ PYBIND11_MODULE(_core, m, py::mod_gil_not_used()) {
   bind_online(m);
   bind_svrank(m);
   bind_ranksvm(m);
+  bind_rankboost(m);
 }

@@ -20,6 +20,8 @@ from ._cv import RankRLSCV
 from .online import OAPBPM, OnlineMPRank, PRank, PRankVP, WidrowHoff
 from ._ranksvm import RankSVM
 from ._svrank import SVRank
+from ._rankboost import RankBoost
+from ._greedy import greedy_order
 from ._persist import load, save
 from . import utils
 
@@ -27,7 +29,7 @@ __all__ = [
     "RankRLS", "MPRank", "RankRLSPath", "rankrls_path",
     "RankRLSCV", "model_selection",
     "PRank", "PRankVP", "OAPBPM", "WidrowHoff", "OnlineMPRank",
-    "RankSVM", "SVRank",
+    "RankSVM", "SVRank", "RankBoost", "greedy_order",
     "datasets", "metrics", "bounds",
     "save", "load", "utils",
     "LinAlgError", "IllConditionedWarning", "exceptions", "__version__",

@@ -2,6 +2,7 @@
 the learners the command line can train.  A new learner is added here and in ``__init__``."""
 
 from ._cv import RankRLSCV
+from ._rankboost import RankBoost
 from ._rankrls import MPRank, RankRLS
 from ._ranksvm import RankSVM
 from ._svrank import SVRank
@@ -10,4 +11,4 @@ from .online import OAPBPM, OnlineMPRank, PRank, PRankVP, WidrowHoff
 __all__ = ["ESTIMATORS"]
 
 ESTIMATORS = {cls.__name__: cls for cls in (RankRLS, MPRank, RankRLSCV, RankSVM, SVRank, PRank, PRankVP, OAPBPM,
-                                                   WidrowHoff, OnlineMPRank)}
+                                                   WidrowHoff, OnlineMPRank, RankBoost)}

@@ -1,0 +1,114 @@
+"""Cohen, Schapire & Singer's greedy ordering: hand example, naive recomputation, 1/2 bound."""
+
+import functools
+import itertools
+
+import numpy as np
+import pytest
+
+from fastrank import RankBoost, RankRLS, greedy_order
+
+
+def agreement(P, order):
+    order = np.asarray(order)
+    i, j = np.triu_indices(order.size, 1)
+    return float(P[order[i], order[j]].sum())
+
+
+@functools.lru_cache(maxsize=None)
+def permutations(n):
+    return np.array(list(itertools.permutations(range(n))), dtype=np.int8)
+
+
+def best_agreement(P):
+    n = P.shape[0]
+    perms = permutations(n)
+    i, j = np.triu_indices(n, 1)
+    return float(P[perms[:, i], perms[:, j]].sum(axis=1).max())
+
+
+def naive_greedy(P):
+    """Recompute every net preference over the remaining set at each step (no incremental update)."""
+    left = list(range(P.shape[0]))
+    out = []
+    while left:
+        pi = [sum(P[v, u] - P[u, v] for u in left if u != v) for v in left]
+        k = int(np.argmax(pi))
+        out.append(left.pop(k))
+    return out
+
+
+def slides_example():
+    a, b, c, d = range(4)
+    P = np.zeros((4, 4))
+    P[a, b], P[a, c], P[a, d] = 0, 1 / 4, 1 / 8
+    P[b, a], P[b, c], P[b, d] = 1, 1, 1
+    P[c, a], P[c, b], P[c, d] = 3 / 4, 0, 1 / 8
+    P[d, a], P[d, b], P[d, c] = 7 / 8, 0, 7 / 8
+    return P
+
+
+def test_hand_worked_example_from_the_slides():
+    order, picked = greedy_order(slides_example(), return_scores=True)
+    np.testing.assert_array_equal(order, [1, 3, 2, 0])  # b > d > c > a
+    np.testing.assert_allclose(picked, [3, 12 / 8, 2 / 4, 0], atol=1e-15)
+
+
+def test_callable_equals_matrix():
+    P = slides_example()
+    np.testing.assert_array_equal(greedy_order(lambda u, v: P[u, v], n_items=4), [1, 3, 2, 0])
+
+
+@pytest.mark.parametrize("kind", ["binary", "soft"])
+def test_half_of_optimum_on_random_tournaments(kind):
+    rng = np.random.default_rng(0)
+    for trial in range(60):
+        n = int(rng.integers(2, 9)) if trial % 10 else 8
+        if kind == "binary":
+            U = (rng.random((n, n)) < 0.5).astype(float)
+        else:
+            U = rng.random((n, n))
+        P = np.triu(U, 1) + np.tril(1 - U.T, -1)  # PREF(u, v) + PREF(v, u) = 1
+        order = greedy_order(P)
+        assert sorted(order.tolist()) == list(range(n))
+        assert order.tolist() == naive_greedy(P)
+        assert agreement(P, order) >= 0.5 * best_agreement(P) - 1e-12
+
+
+def test_general_preferences_match_naive_recomputation():
+    rng = np.random.default_rng(1)
+    for n in (1, 2, 5, 30):
+        P = rng.random((n, n))  # PREF need not be complementary
+        assert greedy_order(P).tolist() == naive_greedy(P)
+
+
+def test_fitted_ranker_step_and_sigmoid():
+    rng = np.random.default_rng(2)
+    X = rng.normal(size=(40, 3))
+    y = np.round(X[:, 0] + rng.normal(size=40))
+    for est in (RankRLS(alpha=1.0).fit(X, y), RankBoost(n_estimators=5).fit(X, y)):
+        s = est.predict(X)
+        # a consistent (transitive) preference: greedy recovers the score order, ties by index
+        np.testing.assert_array_equal(greedy_order(est, X), np.argsort(-s, kind="stable"))
+        order = greedy_order(est, X, pairwise="sigmoid", temperature=0.5)
+        d = s[:, None] - s[None, :]
+        assert order.tolist() == naive_greedy(1 / (1 + np.exp(-d / 0.5)))
+
+
+def test_bad_input():
+    with pytest.raises(ValueError, match="square"):
+        greedy_order(np.zeros((3, 4)))
+    with pytest.raises(ValueError, match=r"\[0, 1\]"):
+        greedy_order(np.array([[0, 2.0], [0, 0]]))
+    with pytest.raises(ValueError, match="NaN"):
+        greedy_order(np.array([[0, np.nan], [0, 0]]))
+    with pytest.raises(ValueError, match="n_items"):
+        greedy_order(lambda u, v: 0.5)
+    with pytest.raises(ValueError, match="needs X"):
+        greedy_order(RankRLS().fit(np.eye(3), [0, 1, 2]))
+    with pytest.raises(ValueError, match="temperature"):
+        greedy_order(RankRLS().fit(np.eye(3), [0, 1, 2]), np.eye(3), pairwise="sigmoid", temperature=0)
+    with pytest.raises(ValueError, match="pairwise"):
+        greedy_order(RankRLS().fit(np.eye(3), [0, 1, 2]), np.eye(3), pairwise="x")
+    with pytest.raises(TypeError, match="preference"):
+        greedy_order(np.array([["a", "b"], ["c", "d"]]))

@@ -1,6 +1,5 @@
 """The comparison the ranking papers are about, on real data, with parameters chosen by
-cross-validation on the training part only (skeleton: RankRLS, MPRank, RankBoost; RankSVM and
-SVRank plug into MODELS the same way).
+cross-validation on the training part only (RankRLS, MPRank, RankBoost, RankSVM, SVRank).
 
 * LightGBM lambdarank sample (query data; ``fastrank.datasets.load_lambdarank``): every model
   fitted on the pairs inside queries; test pairwise disagreement (mean over queries, ties
@@ -17,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+from pathlib import Path
 
 import numpy as np
 import sklearn
@@ -26,7 +26,7 @@ import fastrank
 from fastrank.datasets import load_lambdarank
 from fastrank.metrics import m1d, msd, ndcg, pairwise_disagreement
 
-ANES = "/work/shared/data/statsmodels_anes96/anes96.csv"
+ANES = Path(__file__).resolve().parents[2] / "shared" / "data" / "statsmodels_anes96" / "anes96.csv"
 ALPHAS = np.logspace(-3, 5, 17)
 
 
@@ -59,7 +59,8 @@ def models(quick, query):
     out += [
         ("MPRank linear", lambda: search(fastrank.MPRank(), {"C": list(10.0 ** np.arange(-2, 5))})),
         ("RankBoost", lambda: search(fastrank.RankBoost(), {"n_estimators": n_est})),
-        # ("RankSVM", ...), ("SVRank", ...): added with those estimators
+        ("RankSVM linear", lambda: search(fastrank.RankSVM(), {"C": [0.001, 0.01, 0.1, 1.0]})),
+        ("SVRank linear", lambda: search(fastrank.SVRank(epsilon=0.1), {"C": [1.0, 10.0, 100.0]})),
     ]
     return out
 

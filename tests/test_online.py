@@ -332,3 +332,25 @@ def test_fractional_rating_scale_through_classes():
     np.testing.assert_array_equal(a.predict(X), scale[b.predict(X) - 1])
     with pytest.raises(ValueError, match="not in classes_"):
         a.partial_fit(X[:3], np.array([0.1, 0.2, 0.3]))
+
+
+def test_online_learners_accept_csr_like_dense():
+    import scipy.sparse as sp
+
+    import fastrank
+
+    rng = np.random.default_rng(7)
+    X = rng.normal(size=(300, 6)) * (rng.random((300, 6)) < 0.5)
+    y = np.digitize(X @ rng.normal(size=6), [-1.0, 0.0, 1.0])
+    Xs = sp.csr_matrix(X)
+    for make in (lambda: fastrank.PRank(), lambda: fastrank.OAPBPM(n_estimators=5, random_state=0),
+                 lambda: fastrank.PRankVP(), lambda: fastrank.WidrowHoff()):
+        dense, sparse = make().fit(X, y), make().fit(Xs, y)
+        np.testing.assert_array_equal(dense.predict(X), sparse.predict(Xs))
+        chunked = make()
+        for lo in range(0, 300, 100):  # a sparse stream through partial_fit
+            chunked.partial_fit(Xs[lo:lo + 100], y[lo:lo + 100], classes=np.unique(y))
+        np.testing.assert_array_equal(chunked.predict(X), dense.predict(X))
+    reg = fastrank.OnlineMPRank(C=1.0).fit(Xs[:80], X[:80] @ np.arange(6.0))
+    ref = fastrank.OnlineMPRank(C=1.0).fit(X[:80], X[:80] @ np.arange(6.0))
+    np.testing.assert_allclose(reg.predict(Xs[80:]), ref.predict(X[80:]), rtol=1e-10)

@@ -38,6 +38,7 @@ from sklearn.utils.validation import check_is_fitted, column_or_1d
 from . import _core
 from ._kernels import _KIND, KernelSpec, resolve_kernel
 from ._memory import check_dense_memory
+from ._sparse import as_csr, issparse
 from ._validation import as_float_matrix, check_n_jobs, check_precomputed_kernel
 from .metrics import pairwise_disagreement
 
@@ -71,9 +72,18 @@ def _check_real(value, name, *, low=None, high=None, low_open=True, high_open=Fa
 
 
 def _as_X(X):
-    """``_validation.as_float_matrix`` (scikit-learn's wording for bad input), None rejected."""
+    """``_validation.as_float_matrix`` (scikit-learn's wording for bad input), None rejected.
+
+    scipy.sparse rows are accepted and densified for this call only, behind the memory guard: the
+    perceptron updates touch every weight anyway, and a stream of sparse data goes through
+    ``partial_fit`` chunk by chunk (chunks give the same model as one pass)."""
     if X is None:
         raise ValueError("X must be an array, got None")
+    if issparse(X):
+        as_csr(X, "X")  # validated (finite, well-formed) before densifying
+        check_dense_memory(X.shape[0], 1, "dense copy of this call's sparse rows (pass them through "
+                           "partial_fit in chunks)", n_cols=X.shape[1])
+        X = X.toarray()
     return as_float_matrix(X)
 
 
@@ -372,6 +382,7 @@ class _OAPBase(ClassifierMixin, BaseEstimator):
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.input_tags.pairwise = self.kernel == "precomputed"
+        tags.input_tags.sparse = self.kernel != "precomputed"
         tags.classifier_tags.multi_class = True
         return tags
 
@@ -711,6 +722,13 @@ class WidrowHoff(ClassifierMixin, BaseEstimator):
 # ----------------------------------------------------------------------------------------------
 # On-line MPRank
 # ----------------------------------------------------------------------------------------------
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True  # rows densified per call (see _as_X)
+        return tags
+
+
 class OnlineMPRank(RegressorMixin, BaseEstimator):
     """On-line (gradient) MPRank (Cortes, Mohri & Rastogi, section 2.5).
 
@@ -892,4 +910,5 @@ class OnlineMPRank(RegressorMixin, BaseEstimator):
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.input_tags.pairwise = self.kernel == "precomputed"
+        tags.input_tags.sparse = self.kernel != "precomputed"
         return tags

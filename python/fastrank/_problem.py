@@ -23,7 +23,7 @@ import numpy as np
 from ._sparse import as_csr, issparse
 from ._validation import as_float_matrix, as_float_vector, as_targets, check_precomputed_kernel, group_index
 
-__all__ = ["PreferenceGraph", "RankingProblem", "WEIGHTINGS", "COSTS", "check_weighting", "pair_weights"]
+__all__ = ["PreferenceGraph", "RankingProblem", "WEIGHTINGS", "COSTS", "check_weighting", "check_pairs", "pair_weights"]
 
 # Pair weight c_q inside a group of n_q rows (P_q = n_q (n_q - 1) / 2 pairs):
 #   "unweighted"  c_q = 1              the paper's Laplacian (eq. 25); a query weighs P_q in total
@@ -55,6 +55,31 @@ def check_weighting(weighting):
     return weighting
 
 
+def check_pairs(pairs, m):
+    """Validated (head, tail) int64 arrays of a preference list: ``pairs[e] = (a, b)`` means row a
+    is preferred over row b (rows in [0, m), no self-loops, at least one pair)."""
+    pairs = np.asarray(pairs)
+    if pairs.ndim != 2 or pairs.shape[1] != 2:
+        raise ValueError(f"pairs must have shape (n_pairs, 2), got {pairs.shape}")
+    if pairs.shape[0] == 0:
+        raise ValueError("pairs is empty: a preference graph needs at least one preference")
+    if not np.issubdtype(pairs.dtype, np.integer):
+        if np.issubdtype(pairs.dtype, np.floating) and np.all(np.isfinite(pairs)) and np.all(pairs == np.round(pairs)):
+            pairs = pairs.astype(np.int64)
+        else:
+            raise TypeError("pairs must hold integer row indices")
+    pairs = pairs.astype(np.int64)
+    bad = (pairs < 0) | (pairs >= m)
+    if bad.any():
+        e = int(np.flatnonzero(bad.any(axis=1))[0])
+        raise ValueError(f"pairs[{e}] = {pairs[e].tolist()} refers to a row outside [0, {m})")
+    loops = pairs[:, 0] == pairs[:, 1]
+    if loops.any():
+        e = int(np.flatnonzero(loops)[0])
+        raise ValueError(f"pairs[{e}] = {pairs[e].tolist()} is a self-loop (a row preferred over itself)")
+    return np.ascontiguousarray(pairs[:, 0]), np.ascontiguousarray(pairs[:, 1])
+
+
 class PreferenceGraph(NamedTuple):
     """Edges e = (head[e] preferred over tail[e]) with weight w_e > 0 and targets z_e (l, v)."""
 
@@ -72,26 +97,8 @@ class PreferenceGraph(NamedTuple):
         """Validated edges for the costs (20) binary (z = 1, w = 1), (21) magnitude (z = g, w = 1)
         and (22) magnitude-normalized (z = g, w = 1/g) of Sect. 2.4; ``weights`` (> 0) multiply
         each edge's squared error (w_e -> w_e sqrt(weights_e), eq. 11)."""
-        pairs = np.asarray(pairs)
-        if pairs.ndim != 2 or pairs.shape[1] != 2:
-            raise ValueError(f"pairs must have shape (n_pairs, 2), got {pairs.shape}")
-        if pairs.shape[0] == 0:
-            raise ValueError("pairs is empty: a preference graph needs at least one preference")
-        if not np.issubdtype(pairs.dtype, np.integer):
-            if np.issubdtype(pairs.dtype, np.floating) and np.all(np.isfinite(pairs)) \
-                    and np.all(pairs == np.round(pairs)):
-                pairs = pairs.astype(np.int64)
-            else:
-                raise TypeError("pairs must hold integer row indices")
-        pairs = pairs.astype(np.int64)
-        bad = (pairs < 0) | (pairs >= m)
-        if bad.any():
-            e = int(np.flatnonzero(bad.any(axis=1))[0])
-            raise ValueError(f"pairs[{e}] = {pairs[e].tolist()} refers to a row outside [0, {m})")
-        loops = pairs[:, 0] == pairs[:, 1]
-        if loops.any():
-            e = int(np.flatnonzero(loops)[0])
-            raise ValueError(f"pairs[{e}] = {pairs[e].tolist()} is a self-loop (a row preferred over itself)")
+        head, tail = check_pairs(pairs, m)
+        pairs = np.stack([head, tail], axis=1)
         if cost is None:
             cost = "binary" if magnitudes is None else "magnitude"
         if cost not in COSTS:

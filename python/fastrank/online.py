@@ -39,7 +39,7 @@ from . import _core
 from ._kernels import _KIND, KernelSpec, resolve_kernel
 from ._memory import check_dense_memory
 from ._sparse import as_csr, issparse
-from ._validation import as_float_matrix, check_n_jobs, check_precomputed_kernel
+from ._validation import as_float_matrix, check_n_jobs, check_precomputed_kernel, group_index
 from .metrics import pairwise_disagreement
 
 __all__ = ["PRank", "PRankVP", "OAPBPM", "WidrowHoff", "OnlineMPRank"]
@@ -729,6 +729,18 @@ class WidrowHoff(ClassifierMixin, BaseEstimator):
         return tags
 
 
+def _group_sqrt_laplacian(A, gi):
+    """St A for St = blockdiag(sqrt(n_q / m) (I - 1 1^T / n_q)), rows of A in the caller's order."""
+    A = np.asarray(A, dtype=np.float64)
+    m = A.shape[0]
+    sizes = gi.sizes.astype(np.float64)
+    sums = np.zeros((gi.n_groups,) + A.shape[1:])
+    np.add.at(sums, gi.codes, A)
+    means = sums / sizes.reshape((-1,) + (1,) * (A.ndim - 1))
+    w = np.sqrt(sizes / m)[gi.codes].reshape((-1,) + (1,) * (A.ndim - 1))
+    return w * (A - means[gi.codes])
+
+
 class OnlineMPRank(RegressorMixin, BaseEstimator):
     """On-line (gradient) MPRank (Cortes, Mohri & Rastogi, section 2.5).
 
@@ -784,13 +796,20 @@ class OnlineMPRank(RegressorMixin, BaseEstimator):
             return check_precomputed_kernel(X, min_rows=2)
         return np.asarray(spec.train(X, check_n_jobs(self.n_jobs)))
 
-    def _solve(self, K, y, alpha0):
+    def _solve(self, K, y, alpha0, groups=None):
         m = K.shape[0]
-        rmean = K.mean(axis=1)
-        Kt = K - rmean[:, None] - rmean[None, :] + rmean.mean()
+        if groups is None:
+            rmean = K.mean(axis=1)
+            Kt = K - rmean[:, None] - rmean[None, :] + rmean.mean()
+        else:
+            # Pairs inside groups (as fastrank.MPRank with groups): L = blockdiag(n_q I - 1 1^T) and
+            # alpha = m^2 / (2C), i.e. (St K St + m/(2C) I) a = St y with St = blockdiag(sqrt(n_q / m)
+            # (I - 1 1^T / n_q)) -- the paper's H K H when there is one group -- and A = St a.
+            rmean = None
+            Kt = _group_sqrt_laplacian(_group_sqrt_laplacian(K, groups).T, groups)
         Kt = np.asfortranarray((Kt + Kt.T) / 2)
         ymean = float(y.mean())
-        yt = np.ascontiguousarray(y - ymean)
+        yt = np.ascontiguousarray(y - ymean if groups is None else _group_sqrt_laplacian(y, groups))
         C = float(self.C)
         sequential = self.algorithm == "sequential"
         if self.eta is not None:
@@ -816,6 +835,8 @@ class OnlineMPRank(RegressorMixin, BaseEstimator):
         n_iter, converged, costs = _core.mprank_online(Kt, yt, C, eta, sequential, int(self.max_iter),
                                                        float(self.tol), alpha)
         self.dual_coef_ = alpha
+        # the expansion f(x) = sum_i expansion_coef_i K(x, x_i) (eq. 13: H a without groups)
+        self.expansion_coef_ = alpha - alpha.mean() if groups is None else _group_sqrt_laplacian(alpha, groups)
         self.eta_ = eta
         self.n_iter_ = n_iter
         self.converged_ = bool(converged)
@@ -824,8 +845,9 @@ class OnlineMPRank(RegressorMixin, BaseEstimator):
         self._y = np.asarray(y, dtype=np.float64)
         self._k_rowmean = rmean  # mean_k K(x_i, x_k), for nothing but inspection
 
-    def fit(self, X, y):
-        """Iterate to the MPRank solution on (X, y) from a = 0."""
+    def fit(self, X, y, groups=None):
+        """Iterate to the MPRank solution on (X, y) from a = 0; with ``groups`` (one id per row) only
+        pairs inside a group count, as in :class:`fastrank.MPRank`."""
         self._validate_params()
         X = _as_X(X)
         if X.shape[0] < 2:
@@ -844,18 +866,23 @@ class OnlineMPRank(RegressorMixin, BaseEstimator):
         if not np.isfinite(y).all():
             raise ValueError("Input y contains NaN or infinity.")
         spec = resolve_kernel(self.kernel, self.gamma, self.degree, self.coef0, X.shape[1])
+        codes = None if groups is None else group_index(groups, X.shape[0])
         # Nothing is stored before the solve succeeded: a failed fit leaves a fitted model as it was.
-        self._solve(self._kernel_matrix(X, spec), y, np.zeros(X.shape[0]))
+        self._solve(self._kernel_matrix(X, spec), y, np.zeros(X.shape[0]), codes)
+        self._groups = None if groups is None else np.asarray(groups)
         self._spec = spec
         self.n_features_in_ = X.shape[1]
         self.X_fit_ = X
         self._set_linear()
         return self
 
-    def partial_fit(self, X, y):
-        """Append (X, y) to the points kept so far and continue the iteration (warm start)."""
+    def partial_fit(self, X, y, groups=None):
+        """Append (X, y) (and their group ids, if the model has groups) to the points kept so far and
+        continue the iteration (warm start)."""
         if not hasattr(self, "X_fit_"):
-            return self.fit(X, y)
+            return self.fit(X, y, groups)
+        if (groups is None) != (getattr(self, "_groups", None) is None):
+            raise ValueError("partial_fit must get groups exactly when the model was fitted with groups")
         X = _as_X(X)
         y = np.asarray(y, dtype=np.float64).ravel()
         if self._spec.precomputed:
@@ -868,17 +895,16 @@ class OnlineMPRank(RegressorMixin, BaseEstimator):
         X_all = np.ascontiguousarray(np.vstack([self.X_fit_, X]))
         y_all = np.concatenate([self._y, y])
         alpha0 = np.concatenate([self.dual_coef_, np.zeros(X.shape[0])])
-        self._solve(self._kernel_matrix(X_all, self._spec), y_all, alpha0)
+        g_all = None if groups is None else np.concatenate([self._groups, np.asarray(groups)])
+        codes = None if g_all is None else group_index(g_all, X_all.shape[0])
+        self._solve(self._kernel_matrix(X_all, self._spec), y_all, alpha0, codes)
+        self._groups = g_all
         self.X_fit_ = X_all
         self._set_linear()
         return self
 
     def _set_linear(self):
-        if self._spec.linear:
-            Xc = self.X_fit_ - self.X_fit_.mean(axis=0)
-            self.coef_ = Xc.T @ self.dual_coef_
-        else:
-            self.coef_ = None
+        self.coef_ = self.X_fit_.T @ self.expansion_coef_ if self._spec.linear else None
 
     def _h(self, X):
         """h(x) of eq. 13 (centred; no intercept)."""
@@ -886,14 +912,14 @@ class OnlineMPRank(RegressorMixin, BaseEstimator):
         X = _as_X(X)
         if self._spec.precomputed:
             X = check_precomputed_kernel(X, n_train=self.dual_coef_.size)
-            return (X - X.mean(axis=1, keepdims=True)) @ self.dual_coef_
+            return X @ self.expansion_coef_
         if X.shape[1] != self.n_features_in_:
             raise ValueError(f"X has {X.shape[1]} features, but OnlineMPRank is expecting {self.n_features_in_} "
                              "features as input")
         if self._spec.linear:
             return X @ self.coef_
         Kx = np.asarray(self._spec.cross(X, self.X_fit_, check_n_jobs(self.n_jobs)))
-        return (Kx - Kx.mean(axis=1, keepdims=True)) @ self.dual_coef_
+        return Kx @ self.expansion_coef_
 
     def predict(self, X):
         """Ranking scores h(x) of eq. 13 (higher ranks higher; defined up to a constant)."""

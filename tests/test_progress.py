@@ -98,3 +98,19 @@ def test_long_functions_report_progress_only_when_asked(capsys):
     assert "conjugate gradient" in err and f"{cg.n_iter_}" in err
     fastrank.RankRLS(kernel="rbf", verbose=1).fit(X, y)
     assert "dual solve" in capsys.readouterr().err
+
+
+def test_online_passes_report_progress(capsys):
+    import numpy as np
+
+    import fastrank
+
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(50, 3))
+    y = np.digitize(X[:, 0], [-0.5, 0.5])
+    fastrank.OAPBPM(n_estimators=3, n_epochs=3, random_state=0).fit(X, y)
+    assert capsys.readouterr().err == ""
+    fastrank.OAPBPM(n_estimators=3, n_epochs=3, random_state=0, verbose=1).fit(X, y)
+    assert "OAPBPM passes" in capsys.readouterr().err
+    fastrank.WidrowHoff(n_epochs=2, verbose=1).fit(X, y)
+    assert "WidrowHoff passes" in capsys.readouterr().err

@@ -6,6 +6,7 @@ All perceptron-type learners share one streaming API:
 * ``partial_fit(X, y, classes=None)`` continues the stream (state kept across calls; a stream cut
   into several calls gives exactly the model one call on the concatenated stream gives, for the
   same ``random_state``);
+* ``verbose`` (as scikit-learn's) reports each pass of a multi-pass ``fit`` on stderr.
 * ``fit(X, y)`` restarts and makes ``n_epochs`` passes over (X, y) (reshuffled each pass when
   ``shuffle=True``);
 * ``predict(X)`` returns labels, ``decision_function(X)`` real scores;
@@ -38,6 +39,7 @@ from sklearn.utils.validation import check_is_fitted, column_or_1d
 from . import _core
 from ._kernels import _KIND, KernelSpec, resolve_kernel
 from ._memory import check_dense_memory
+from ._progress import progress
 from ._sparse import as_csr, issparse
 from ._validation import as_float_matrix, check_n_jobs, check_precomputed_kernel, group_index
 from .metrics import pairwise_disagreement
@@ -264,7 +266,8 @@ class _OAPBase(ClassifierMixin, BaseEstimator):
         ranks = _to_ranks(self.classes_, y)
         rng = np.random.default_rng(self.seed_)
         m = X.shape[0]
-        for _ in range(self.n_epochs):
+        for _ in progress.iterate(range(self.n_epochs), desc=f"{type(self).__name__} passes", unit="pass",
+                                  verbose=self.verbose):
             order = rng.permutation(m) if self.shuffle else np.arange(m)
             Xo = X if not self.shuffle else np.ascontiguousarray(X[order])
             self._stream(Xo, np.ascontiguousarray(ranks[order]), order)
@@ -409,7 +412,7 @@ class PRank(_OAPBase):
     """
 
     def __init__(self, *, kernel="linear", gamma=None, degree=2, coef0=1.0, budget=None, n_epochs=1,
-                 shuffle=False, random_state=None):
+                 shuffle=False, random_state=None, verbose=0):
         self.kernel = kernel
         self.gamma = gamma
         self.degree = degree
@@ -418,6 +421,7 @@ class PRank(_OAPBase):
         self.n_epochs = n_epochs
         self.shuffle = shuffle
         self.random_state = random_state
+        self.verbose = verbose
 
     def _members_tau_variant(self):
         return 1, 1.0, "bpm"
@@ -463,7 +467,7 @@ class PRankVP(PRank):
     budget = None  # not a parameter: see the class docstring
 
     def __init__(self, *, kernel="linear", gamma=None, degree=2, coef0=1.0, n_epochs=1, shuffle=False,
-                 random_state=None):
+                 random_state=None, verbose=0):
         self.kernel = kernel
         self.gamma = gamma
         self.degree = degree
@@ -471,6 +475,7 @@ class PRankVP(PRank):
         self.n_epochs = n_epochs
         self.shuffle = shuffle
         self.random_state = random_state
+        self.verbose = verbose
 
     def _reset(self, classes, n_features):
         super()._reset(classes, n_features)
@@ -603,7 +608,7 @@ class OAPBPM(_OAPBase):
     """
 
     def __init__(self, n_estimators=100, tau=0.3, *, variant="bpm", kernel="linear", gamma=None, degree=2,
-                 coef0=1.0, budget=None, n_epochs=1, shuffle=False, random_state=None, n_jobs=None):
+                 coef0=1.0, budget=None, n_epochs=1, shuffle=False, random_state=None, n_jobs=None, verbose=0):
         self.n_estimators = n_estimators
         self.tau = tau
         self.variant = variant
@@ -615,6 +620,7 @@ class OAPBPM(_OAPBase):
         self.n_epochs = n_epochs
         self.shuffle = shuffle
         self.random_state = random_state
+        self.verbose = verbose
         self.n_jobs = n_jobs
 
     def _members_tau_variant(self):
@@ -636,12 +642,13 @@ class WidrowHoff(ClassifierMixin, BaseEstimator):
     eta >= 2 / ||x||^2 (an error is raised on overflow): scale the features or lower eta.
     """
 
-    def __init__(self, eta=0.1, *, fit_intercept=True, n_epochs=1, shuffle=False, random_state=None):
+    def __init__(self, eta=0.1, *, fit_intercept=True, n_epochs=1, shuffle=False, random_state=None, verbose=0):
         self.eta = eta
         self.fit_intercept = fit_intercept
         self.n_epochs = n_epochs
         self.shuffle = shuffle
         self.random_state = random_state
+        self.verbose = verbose
 
     def _validate_params(self):
         _check_real(self.eta, "eta", low=0.0)
@@ -674,7 +681,7 @@ class WidrowHoff(ClassifierMixin, BaseEstimator):
         self._reset(_sorted_classes(y), X.shape[1])
         ranks = _to_ranks(self.classes_, y)
         rng = np.random.default_rng(self.seed_)
-        for _ in range(self.n_epochs):
+        for _ in progress.iterate(range(self.n_epochs), desc="WidrowHoff passes", unit="pass", verbose=self.verbose):
             order = rng.permutation(X.shape[0]) if self.shuffle else np.arange(X.shape[0])
             self._stream(np.ascontiguousarray(X[order]) if self.shuffle else X, np.ascontiguousarray(ranks[order]))
         return self

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "fastrank/cg.hpp"
+#include "csr_view.hpp"
 #include "fastrank/errors.hpp"
 
 namespace py = pybind11;
@@ -20,27 +21,7 @@ namespace {
 using DoubleArray = py::array_t<double, py::array::c_style>;
 using Int64Array = py::array_t<std::int64_t, py::array::c_style>;
 
-bool is_int32(const py::array& a) { return a.dtype().is(py::dtype::of<std::int32_t>()); }
-bool is_int64(const py::array& a) { return a.dtype().is(py::dtype::of<std::int64_t>()); }
 
-template <class I>
-CsrView<I> make_view(const DoubleArray& data, const py::array& indices, const py::array& indptr, Index rows,
-                     Index cols) {
-  require(indices.ndim() == 1 && indptr.ndim() == 1 && data.ndim() == 1, "CSR arrays must be 1-D");
-  require((indices.flags() & py::array::c_style) && (indptr.flags() & py::array::c_style),
-          "CSR index arrays must be contiguous");
-  require(indptr.shape(0) == rows + 1, "CSR indptr must have n_rows + 1 entries");
-  CsrView<I> v;
-  v.rows = rows;
-  v.cols = cols;
-  v.data = data.data();
-  v.indices = static_cast<const I*>(indices.data());
-  v.indptr = static_cast<const I*>(indptr.data());
-  require(v.indptr[0] == 0, "CSR indptr must start at 0");
-  require(static_cast<Index>(v.indptr[rows]) <= data.shape(0) && static_cast<Index>(v.indptr[rows]) <= indices.shape(0),
-          "CSR indptr[-1] exceeds the number of stored entries");
-  return v;
-}
 
 // Builds the implicit Laplacian; `codes` (int64, one per row) for groups, otherwise a graph.
 RankingLaplacian make_laplacian(Index m, const std::optional<Int64Array>& codes, Index n_groups,
@@ -103,12 +84,12 @@ void bind_cg(py::module_& m) {
         const CgCallback cb = wrap_callback(callback);
         const RowMatrix* w0 = x0 ? &*x0 : nullptr;
         CgResult r;
-        if (is_int32(indices)) {
-          const auto X = make_view<std::int32_t>(data, indices, indptr, n_rows, n_cols);
+        if (bindings::is_int32(indices)) {
+          const auto X = bindings::csr_view<std::int32_t>(data, indices, indptr, n_rows, n_cols);
           py::gil_scoped_release release;
           r = cg_rankrls_csr32(X, L, Y, w0, o, cb);
-        } else if (is_int64(indices)) {
-          const auto X = make_view<std::int64_t>(data, indices, indptr, n_rows, n_cols);
+        } else if (bindings::is_int64(indices)) {
+          const auto X = bindings::csr_view<std::int64_t>(data, indices, indptr, n_rows, n_cols);
           py::gil_scoped_release release;
           r = cg_rankrls_csr64(X, L, Y, w0, o, cb);
         } else {
@@ -162,8 +143,8 @@ void bind_cg(py::module_& m) {
           py::tuple t = X.cast<py::tuple>();
           DoubleArray data = t[0].cast<DoubleArray>();
           py::array indices = t[1].cast<py::array>(), indptr = t[2].cast<py::array>();
-          if (is_int32(indices)) return cg_jacobi_diagonal_csr32(make_view<std::int32_t>(data, indices, indptr, n_rows, n_cols), L);
-          return cg_jacobi_diagonal_csr64(make_view<std::int64_t>(data, indices, indptr, n_rows, n_cols), L);
+          if (bindings::is_int32(indices)) return cg_jacobi_diagonal_csr32(bindings::csr_view<std::int32_t>(data, indices, indptr, n_rows, n_cols), L);
+          return cg_jacobi_diagonal_csr64(bindings::csr_view<std::int64_t>(data, indices, indptr, n_rows, n_cols), L);
         }
         RowMatrix D = X.cast<RowMatrix>();
         return cg_jacobi_diagonal_dense(D, L);
@@ -176,8 +157,8 @@ void bind_cg(py::module_& m) {
       "csr_product_loop",
       [](const DoubleArray& data, const py::array& indices, const py::array& indptr, Index n_rows, Index n_cols,
          Index repeats, int n_threads, bool transpose_copy) {
-        require(is_int32(indices), "benchmark helper takes int32 indices");
-        const auto X = make_view<std::int32_t>(data, indices, indptr, n_rows, n_cols);
+        require(bindings::is_int32(indices), "benchmark helper takes int32 indices");
+        const auto X = bindings::csr_view<std::int32_t>(data, indices, indptr, n_rows, n_cols);
         py::gil_scoped_release release;
         csr_product_loop32(X, repeats, n_threads, transpose_copy);
       },

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <optional>
 
+#include "csr_view.hpp"
 #include "fastrank/errors.hpp"
 #include "fastrank/ranksvm.hpp"
 
@@ -56,24 +57,6 @@ py::dict pack(RankSvmResult&& r) {
   return d;
 }
 
-template <class I>
-CsrView<I> csr_view(const DoubleArray& data, const py::array& indices, const py::array& indptr, Index rows,
-                    Index cols) {
-  require(indices.ndim() == 1 && indptr.ndim() == 1 && data.ndim() == 1, "CSR arrays must be 1-D");
-  require((indices.flags() & py::array::c_style) && (indptr.flags() & py::array::c_style),
-          "CSR index arrays must be contiguous");
-  require(indptr.shape(0) == rows + 1, "CSR indptr must have n_rows + 1 entries");
-  CsrView<I> v;
-  v.rows = rows;
-  v.cols = cols;
-  v.data = data.data();
-  v.indices = static_cast<const I*>(indices.data());
-  v.indptr = static_cast<const I*>(indptr.data());
-  require(v.indptr[0] == 0, "CSR indptr must start at 0");
-  require(static_cast<Index>(v.indptr[rows]) <= data.shape(0) && static_cast<Index>(v.indptr[rows]) <= indices.shape(0),
-          "CSR indptr[-1] exceeds the number of stored entries");
-  return v;
-}
 
 }  // namespace
 
@@ -137,11 +120,11 @@ void bind_ranksvm(py::module_& m) {
         const RankSvmOptions o = make_options(C, loss, tol, max_iter, n_threads);
         RankSvmResult r;
         if (indices.dtype().is(py::dtype::of<std::int32_t>())) {
-          const auto X = csr_view<std::int32_t>(data, indices, indptr, n_rows, n_cols);
+          const auto X = bindings::csr_view<std::int32_t>(data, indices, indptr, n_rows, n_cols);
           py::gil_scoped_release release;
           r = ranksvm_csr32(X, P, o);
         } else if (indices.dtype().is(py::dtype::of<std::int64_t>())) {
-          const auto X = csr_view<std::int64_t>(data, indices, indptr, n_rows, n_cols);
+          const auto X = bindings::csr_view<std::int64_t>(data, indices, indptr, n_rows, n_cols);
           py::gil_scoped_release release;
           r = ranksvm_csr64(X, P, o);
         } else {

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "fastrank/errors.hpp"
+#include "fastrank/pair_disagreement.hpp"
 #include "fastrank/lapack.hpp"
 #include "fastrank/parallel.hpp"
 
@@ -294,34 +295,9 @@ RowMatrix lpo_pairs_inverse(const GroupStructure& g, const InversePairBlocks& bl
 
 Vector lpo_disagreement_inverse(const GroupStructure& g, const InversePairBlocks& blocks, MatrixCRef Y,
                                 PairMatrixCRef pairs, int n_threads) {
-  const Index v = Y.cols();
-  Vector wrong = Vector::Zero(v), valid = Vector::Zero(v);
-  std::mutex lock;
-  struct Counter {
-    Vector wrong, valid;
-    Vector* gw;
-    Vector* gv;
-    std::mutex* lock;
-    void emit(Index, Index k, double fa, double fb, double ya, double yb) {
-      const double dt = ya - yb;
-      if (dt == 0.0) return;
-      valid[k] += 1.0;
-      const double dp = fa - fb;
-      wrong[k] += (dp * dt < 0.0) ? 1.0 : (dp == 0.0 ? 0.5 : 0.0);
-    }
-    void flush() {
-      std::lock_guard<std::mutex> guard(*lock);
-      *gw += wrong;
-      *gv += valid;
-    }
-  };
-  inverse_pair_loop(g, blocks, Y, pairs, n_threads, [&] {
-    return Counter{Vector::Zero(v), Vector::Zero(v), &wrong, &valid, &lock};
-  });
-  Vector out(v);
-  for (Index k = 0; k < v; ++k)
-    out[k] = valid[k] > 0 ? wrong[k] / valid[k] : std::numeric_limits<double>::quiet_NaN();
-  return out;
+  PairDisagreement total(Y.cols());
+  inverse_pair_loop(g, blocks, Y, pairs, n_threads, [&] { return total.counter(); });
+  return total.result();
 }
 
 Matrix leave_group_out_inverse(MatrixCRef K, const GroupStructure& g, double alpha, MatrixCRef Y, int n_threads) {

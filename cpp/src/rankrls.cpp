@@ -103,14 +103,14 @@ Matrix solve_shifted_system(MatrixRef G, MatrixCRef R, const Vector& alphas, Sol
 }
 
 Matrix rankrls_dual_scores(MatrixRef K, const GroupStructure& groups, MatrixCRef Y, const Vector& alphas,
-                           int n_threads, SolveReport* report) {
+                           int n_threads, SolveReport* report, ShiftedSolver solve) {
   const Index m = groups.n_rows();
   require(K.rows() == m && K.cols() == m, "kernel matrix must be m x m");
   require(Y.rows() == m, "targets must have one row per input");
   apply_sqrt_laplacian_both(groups, K, n_threads);  // K <- S K S
   Matrix c = Y;
   apply_sqrt_laplacian(groups, c);                   // c = S y
-  Matrix A = solve_shifted_system(K, c, alphas, report);
+  Matrix A = (solve ? solve : solve_shifted_system)(K, c, alphas, report);
   apply_sqrt_laplacian(groups, A);                   // A = S u
   return A;
 }

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "fastrank/errors.hpp"
+#include "fastrank/rankrls.hpp"
 #include "fastrank/lapack.hpp"
 
 namespace fastrank {
@@ -102,15 +103,7 @@ Matrix solve_shifted_system_tridiag(MatrixRef G, MatrixCRef R, const Vector& alp
 
 Matrix rankrls_dual_scores_tridiag(MatrixRef K, const GroupStructure& groups, MatrixCRef Y, const Vector& alphas,
                                    int n_threads, SolveReport* report) {
-  const Index m = groups.n_rows();
-  require(K.rows() == m && K.cols() == m, "kernel matrix must be m x m");
-  require(Y.rows() == m, "targets must have one row per input");
-  apply_sqrt_laplacian_both(groups, K, n_threads);  // K <- S K S
-  Matrix c = Y;
-  apply_sqrt_laplacian(groups, c);  // c = S y
-  Matrix A = solve_shifted_system_tridiag(K, c, alphas, report);
-  apply_sqrt_laplacian(groups, A);  // A = S u
-  return A;
+  return rankrls_dual_scores(K, groups, Y, alphas, n_threads, report, solve_shifted_system_tridiag);
 }
 
 }  // namespace fastrank

@@ -33,10 +33,15 @@ struct SolveReport {
 // system is not numerically positive definite.
 Matrix solve_shifted_system(MatrixRef G, MatrixCRef R, const Vector& alphas, SolveReport* report);
 
+// A solver of the shifted systems (G + alpha_k I) U_k = R (solve_shifted_system, or the
+// tridiagonal path of tridiag_path.hpp).
+using ShiftedSolver = Matrix (*)(MatrixRef G, MatrixCRef R, const Vector& alphas, SolveReport* report);
+
 // Scoring setting, dual.  K (m x m kernel, rows/cols in group order) is overwritten; Y is m x v
-// in group order.  Returns A (m x n_alphas v) in group order.
+// in group order.  Returns A (m x n_alphas v) in group order.  `solve` defaults to
+// solve_shifted_system (Cholesky for one alpha, one eigendecomposition for several).
 Matrix rankrls_dual_scores(MatrixRef K, const GroupStructure& groups, MatrixCRef Y, const Vector& alphas,
-                           int n_threads, SolveReport* report);
+                           int n_threads, SolveReport* report, ShiftedSolver solve = nullptr);
 
 // Preference graph, dual.  K (m x m) is overwritten.  Returns A (m x n_alphas v).
 Matrix rankrls_dual_graph(MatrixRef K, const PreferenceGraph& graph, const Vector& alphas, int n_threads,

@@ -57,9 +57,26 @@ def test_exclude_ties_multi_output_and_errors():
     _close(est.dual_coef_[:, 1], one.dual_coef_)
     with pytest.raises(ValueError, match="tie the same pairs"):
         fastrank.RankRLS(exclude_ties=True).fit(X, np.column_stack([y, np.arange(y.size)]))
-    with pytest.raises(ValueError, match="dense dual or primal"):
-        fastrank.RankRLS(exclude_ties=True, solver="cg").fit(X, y)
     with pytest.raises(ValueError, match="exclude_ties must be True or False"):
         fastrank.RankRLS(exclude_ties="yes").fit(X, y)
     with pytest.raises(ValueError, match="keep tied pairs"):
         fastrank.model_selection.leave_pair_out(fastrank.RankRLS(exclude_ties=True), X, y)
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+def test_exclude_ties_cg_and_basis_equal_explicit_untied_pairs(sparse):
+    import scipy.sparse as sps
+
+    X, y = _data(2)
+    Xin = sps.csr_matrix(X) if sparse else X
+    edges = _untied(scoring_pairs(y, GROUPS, "unweighted"))
+    for precond in (None, "jacobi"):
+        cg = fastrank.RankRLS(alpha=0.4, solver="cg", tol=1e-12, preconditioner=precond, exclude_ties=True)
+        cg.fit(Xin, y, GROUPS)
+        _close(cg.coef_, rankrls_primal(X, edges, 0.4)[:, 0], rtol=1e-8)
+        assert cg.converged_ and cg.n_iter_ > 0
+    # every row in the basis: the subset-of-regressors model is the exact dual (eqs. 40-42)
+    K = rbf(X, X, 0.7)
+    sor = fastrank.RankRLS(alpha=0.5, kernel="rbf", gamma=0.7, basis_vectors=np.arange(GROUPS.size),
+                           exclude_ties=True).fit(Xin, y, GROUPS)
+    _close(sor.predict(X), K @ rankrls_dual(K, edges, 0.5)[:, 0], rtol=1e-7)

@@ -221,9 +221,10 @@ class RankRLS(_RankRLSBase):
     exclude_ties : bool, default=False
         Scoring setting: drop the pairs whose targets are equal (they carry no preference) instead
         of fitting their score difference to 0 (the paper keeps them, Sect. 3, for efficiency).
-        Solved exactly and without forming pairs by the dense dual and primal solvers: inside a
-        group the Laplacian of the remaining (complete multipartite) graph splits into
-        between-tie-class and within-tie-class centrings, so S = L^{1/2} is still O(m) to apply.
+        Solved exactly and without forming pairs by every solver (dual, primal, path, CG on dense
+        or sparse X, basis_vectors): inside a group the Laplacian of the remaining (complete
+        multipartite) graph splits into between-tie-class and within-tie-class centrings, so
+        S = L^{1/2} is still O(m) to apply.  The exact CV shortcuts keep tied pairs and refuse it.
 
     Attributes
     ----------

@@ -20,6 +20,8 @@ import warnings
 from typing import NamedTuple, Optional
 
 import numpy as np
+from scipy.sparse.linalg import LinearOperator
+from scipy.sparse.linalg import cg as sparse_cg
 from sklearn.utils import check_random_state
 
 from . import _core
@@ -88,12 +90,6 @@ def choose_solver(solver, spec, problem, *, basis_vectors=None):
             raise ValueError(f"basis_vectors (sparse approximation) cannot be combined with solver={solver!r}; "
                              "use solver='auto' or 'dual'")
         return "sparse"
-    if problem.exclude_ties:
-        if basis_vectors is not None or solver == "cg":
-            raise ValueError("exclude_ties=True is solved by the dense dual or primal solvers; use solver='auto', "
-                             "'dual' or 'primal' without basis_vectors (or keep tied pairs with exclude_ties=False)")
-        if problem.sparse:
-            return "densify"
     if solver == "cg" or (solver == "auto" and problem.sparse):
         if spec.linear:
             return "cg"
@@ -329,9 +325,66 @@ def _run_cg(problem, alpha, *, tol, max_iter, x0, precond, n_threads, callback, 
     return CGResult(np.asarray(coef), n_iter, converged, np.asarray(history))
 
 
+def _run_cg_ties(problem, alpha, *, tol, max_iter, x0, precond, callback, warn):
+    """CG on (X^T L X + alpha I) w = X^T L y with tied pairs excluded: L applied implicitly through
+    the tie-cell square root (O(m) per product, never a pair list), X products by numpy/SciPy."""
+    X, cells, n = problem.X, problem.cells, problem.n_features
+
+    def lap(u):
+        return cells.untake(problem.apply_S_cells(problem.apply_S_cells(cells.take(u))))
+
+    def normal(w):
+        return np.asarray(X.T @ lap(np.asarray(X @ w))).reshape(-1) + alpha * w
+
+    B = np.asarray(X.T @ lap(problem.Y))
+    M = None
+    if precond:  # diag(X^T L X) + alpha = ||S x_j||^2 + alpha, in column blocks
+        d = np.empty(n)
+        for lo in range(0, n, 256):
+            cols = X[:, lo:lo + 256]
+            cols = cols.toarray() if issparse(cols) else np.asarray(cols)
+            SX = problem.apply_S_cells(cells.take(cols))
+            d[lo:lo + 256] = np.einsum("ij,ij->j", SX, SX)
+        inv = 1.0 / (d + alpha)
+        M = LinearOperator((n, n), matvec=lambda r: inv * r)
+    A = LinearOperator((n, n), matvec=normal)
+    v = B.shape[1]
+    coef, n_iter, conv = np.zeros((n, v)), np.zeros(v, dtype=np.int64), np.zeros(v, dtype=bool)
+    history = []
+    for k in range(v):
+        rel = [1.0]
+        scale = max(float(np.linalg.norm(B[:, k])), np.finfo(np.float64).tiny)
+
+        def count(w, k=k, rel=rel):
+            rel.append(float(np.linalg.norm(B[:, k] - normal(w))) / scale)
+            if callback is not None:
+                callback(len(rel) - 1, np.array([rel[-1]]))
+
+        w, info = sparse_cg(A, B[:, k], x0=None if x0 is None else x0[:, k], rtol=tol, atol=0.0, maxiter=max_iter,
+                            M=M, callback=count)
+        coef[:, k], n_iter[k], conv[k] = w, len(rel) - 1, info == 0
+        history.append(rel)
+    rows = max(len(h) for h in history)
+    hist = np.full((rows, v), np.nan)
+    for k, h in enumerate(history):
+        hist[:len(h), k] = h
+    if warn and not conv.all():
+        warnings.warn(f"RankRLS conjugate gradient (exclude_ties) did not converge for {int((~conv).sum())} of {v} "
+                      f"output(s) within {max_iter} iterations; increase max_iter, loosen tol or raise alpha.",
+                      ConvergenceWarning, stacklevel=4)
+    return CGResult(coef, n_iter, conv, hist)
+
+
 def solve_cg(problem, alpha, *, tol=1e-6, max_iter=None, x0=None, preconditioner=None, n_threads=1,
              callback=None, transpose_copy=False, warn=True):
     """Linear RankRLS by conjugate gradient in the primal (Sect. 4.3); one alpha."""
+    if problem.exclude_ties:
+        res = _run_cg_ties(problem, check_alpha(alpha), tol=_check_tol(tol),
+                           max_iter=_check_max_iter(max_iter, problem.n_features),
+                           x0=_check_x0(x0, problem.n_features, problem.n_outputs),
+                           precond=_check_preconditioner(preconditioner), callback=callback, warn=warn)
+        return Fit("cg", coef=res.coef[None], n_iter=res.n_iter[None], converged=res.converged[None],
+                   residual_history=[res.residual_history])
     res = _run_cg(problem, check_alpha(alpha), tol=_check_tol(tol), max_iter=_check_max_iter(max_iter,
                   problem.n_features), x0=_check_x0(x0, problem.n_features, problem.n_outputs),
                   precond=_check_preconditioner(preconditioner), n_threads=n_threads, callback=callback,
@@ -477,6 +530,17 @@ def _basis_coefficients(problem, spec, alphas, basis, n_threads):
         KRt = kernel_block(spec, X, take_rows(X, basis), n_threads)
     KRR = KRt[basis]
     KRR = np.asfortranarray(0.5 * (KRR + KRR.T))
+    if problem.exclude_ties:
+        # eq. 41 with the tie-excluding L = S^2: (K_R^T L K_R + alpha K_RR) a = K_R^T L y
+        cells = problem.cells
+        SK = problem.apply_S_cells(cells.take(np.asarray(KRt)))
+        G, g = SK.T @ SK, SK.T @ problem.apply_S_cells(cells.take(problem.Y))
+        out = []
+        for a in alphas:
+            H = 0.5 * ((G + a * KRR) + (G + a * KRR).T)
+            out.append(np.linalg.lstsq(H, g, rcond=None)[0] if np.linalg.matrix_rank(H) < H.shape[0]
+                       else np.linalg.solve(H, g))
+        return np.stack(out)
     if problem.is_graph:
         g = problem.graph
         coefs, _chol, _sigma = _core.sparse_rls_path_graph(KRt, g.head, g.tail, g.weight, g.target, KRR, alphas,

@@ -77,14 +77,14 @@ def path_cases(sizes):
         SKS = np.sqrt(m) * S @ K0 @ S * np.sqrt(m)
         rep = 1 if m >= 4000 else 2
         t_tri, t_eig_route, t_eigh = paired([
-            lambda: _core.rankrls_dual_scores_tridiag(K0.copy(order="F"), one_group(m), False, Y, alphas, NT),
-            lambda: _core.rankrls_dual_scores(K0.copy(order="F"), one_group(m), False, Y, alphas, NT),
+            lambda: _core.rankrls_dual_scores_tridiag(K0.copy(order="F"), one_group(m), np.ones(1), Y, alphas, NT),
+            lambda: _core.rankrls_dual_scores(K0.copy(order="F"), one_group(m), np.ones(1), Y, alphas, NT),
             lambda: np.linalg.eigh(SKS),
         ], rep)
         row(f"31-alpha path m={m}: tridiagonal route vs eigh", t_tri, t_eigh, "<= 0.6x")
         row(f"31-alpha path m={m}: eigendecomposition route vs eigh", t_eig_route, t_eigh, "(before)")
-        A1, _ = _core.rankrls_dual_scores_tridiag(K0.copy(order="F"), one_group(m), False, Y, alphas, NT)
-        A2, _ = _core.rankrls_dual_scores(K0.copy(order="F"), one_group(m), False, Y, alphas, NT)
+        A1, _ = _core.rankrls_dual_scores_tridiag(K0.copy(order="F"), one_group(m), np.ones(1), Y, alphas, NT)
+        A2, _ = _core.rankrls_dual_scores(K0.copy(order="F"), one_group(m), np.ones(1), Y, alphas, NT)
         P1, P2 = K0 @ A1, K0 @ A2
         print(f"    max relative difference of the predictions, tridiagonal vs eigen route: "
               f"{np.max(np.abs(P1 - P2)) / np.max(np.abs(P2)):.1e}", flush=True)
@@ -198,9 +198,9 @@ with open("/proc/self/clear_refs", "w") as f:
     f.write("5")
 base = status("VmRSS")
 if route == "path-tridiag":
-    _core.rankrls_dual_scores_tridiag(spec.train(X, 2), np.array([0, m], np.int64), False, Y, np.logspace(-3, 3, 31), 2)
+    _core.rankrls_dual_scores_tridiag(spec.train(X, 2), np.array([0, m], np.int64), np.ones(1), Y, np.logspace(-3, 3, 31), 2)
 elif route == "path-eigen":
-    _core.rankrls_dual_scores(spec.train(X, 2), np.array([0, m], np.int64), False, Y, np.logspace(-3, 3, 31), 2)
+    _core.rankrls_dual_scores(spec.train(X, 2), np.array([0, m], np.int64), np.ones(1), Y, np.logspace(-3, 3, 31), 2)
 elif route == "eigh":
     np.linalg.eigh(numpy_gaussian_kernel(X, g))
 elif route == "lpo-inverse":

@@ -13,6 +13,30 @@
 
 namespace fastrank::cv {
 
+std::vector<Matrix> inverse_diagonal_blocks(MatrixCRef Lc, const GroupStructure& g) {
+  const Index m = g.n_rows(), ng = g.n_groups();
+  std::vector<Matrix> out(static_cast<size_t>(ng));
+  const Index panel = 512;
+  Index q0 = 0;
+  while (q0 < ng) {
+    Index q1 = q0 + 1;
+    while (q1 < ng && g.offsets[q1] - g.offsets[q0] < panel) ++q1;
+    const Index o = g.offsets[q0], w = g.offsets[q1] - o;
+    Matrix Z = Matrix::Zero(m - o, w);
+    Z.topRows(w).setIdentity();
+    lapack::trsm_lower_left('N', Lc.bottomRightCorner(m - o, m - o), Z);  // (L^-1)_{o:, panel}
+    for (Index q = q0; q < q1; ++q) {
+      const Index oq = g.offsets[q], n = g.group_size(q), r = oq - o;
+      Matrix B(n, n);
+      lapack::gemm('T', 'N', 1.0, Z.block(r, r, m - oq, n), Z.block(r, r, m - oq, n), 0.0, B);
+      out[static_cast<size_t>(q)] = std::move(B);
+    }
+    q0 = q1;
+  }
+  return out;
+}
+
+
 namespace {
 
 [[noreturn]] void not_pd(const char* what) {
@@ -38,30 +62,6 @@ void shift_and_factor(Matrix& A, const GroupStructure& g, double alpha, double t
   if (!lapack::potrf_lower(A)) not_pd(what);
 }
 
-// Diagonal blocks of (L L^T)^-1 from the lower factor L: columns of L^-1 for consecutive groups
-// batched into panels of >= 512 columns so the trailing triangular solves run as BLAS-3.
-std::vector<Matrix> inverse_diagonal_blocks(MatrixCRef Lc, const GroupStructure& g) {
-  const Index m = g.n_rows(), ng = g.n_groups();
-  std::vector<Matrix> out(static_cast<size_t>(ng));
-  const Index panel = 512;
-  Index q0 = 0;
-  while (q0 < ng) {
-    Index q1 = q0 + 1;
-    while (q1 < ng && g.offsets[q1] - g.offsets[q0] < panel) ++q1;
-    const Index o = g.offsets[q0], w = g.offsets[q1] - o;
-    Matrix Z = Matrix::Zero(m - o, w);
-    Z.topRows(w).setIdentity();
-    lapack::trsm_lower_left('N', Lc.bottomRightCorner(m - o, m - o), Z);  // (L^-1)_{o:, panel}
-    for (Index q = q0; q < q1; ++q) {
-      const Index oq = g.offsets[q], n = g.group_size(q), r = oq - o;
-      Matrix B(n, n);
-      lapack::gemm('T', 'N', 1.0, Z.block(r, r, m - oq, n), Z.block(r, r, m - oq, n), 0.0, B);
-      out[static_cast<size_t>(q)] = std::move(B);
-    }
-    q0 = q1;
-  }
-  return out;
-}
 
 IndexVector row_groups(const GroupStructure& g) {
   IndexVector grp(g.n_rows());

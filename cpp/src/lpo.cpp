@@ -8,6 +8,7 @@
 #include <string>
 
 #include "fastrank/errors.hpp"
+#include "fastrank/holdout_inverse.hpp"
 #include "fastrank/pair_disagreement.hpp"
 #include "fastrank/lapack.hpp"
 #include "fastrank/parallel.hpp"
@@ -479,31 +480,18 @@ Matrix leave_group_out_cholesky(MatrixCRef K, const GroupStructure& g, double al
   apply_sqrt_laplacian(g, KE);
   lapack::potrs_lower(Lc, KE);
   Matrix out = F;
-  // Columns of L^-1 for consecutive groups batched into panels of >= 512 columns, so the
-  // trailing triangular solves run as BLAS-3 (one narrow solve per group is several times slower).
-  const Index panel = 512;
-  Index q0 = 0;
-  while (q0 < ng) {
-    Index q1 = q0 + 1;
-    while (q1 < ng && g.offsets[q1] - g.offsets[q0] < panel) ++q1;
-    const Index o = g.offsets[q0], w = g.offsets[q1] - o;
-    Matrix Z = Matrix::Zero(m - o, w);
-    Z.topRows(w).setIdentity();
-    lapack::trsm_lower_left('N', Lc.bottomRightCorner(m - o, m - o), Z);  // (L^-1)_{o:, panel}
-    for (Index q = q0; q < q1; ++q) {
-      const Index oq = g.offsets[q], n = g.group_size(q), r = oq - o;
-      if (n < 2) continue;
-      const double s = g.scale[q], s2 = s * s;
-      Matrix A(n, n);
-      lapack::gemm('T', 'N', alpha, Z.block(r, r, m - oq, n), Z.block(r, r, m - oq, n), 0.0, A);  // alpha G_GG
-      Vector mu = KE.col(q).segment(oq, n) / (static_cast<double>(n) * s);
-      mu.array() -= mu.mean();  // C mu
-      for (Index c = 0; c < n; ++c) A.col(c).array() -= s2 * mu[c];
-      Matrix rhs = F.middleRows(oq, n) - Y.middleRows(oq, n);
-      lapack::gesv(A, rhs);
-      out.middleRows(oq, n) = Y.middleRows(oq, n) + rhs;
-    }
-    q0 = q1;
+  const std::vector<Matrix> G = inverse_diagonal_blocks(Lc, g);  // G_GG of (S K S + alpha I)^-1
+  for (Index q = 0; q < ng; ++q) {
+    const Index oq = g.offsets[q], n = g.group_size(q);
+    if (n < 2) continue;
+    const double s = g.scale[q], s2 = s * s;
+    Matrix A = alpha * G[static_cast<size_t>(q)];
+    Vector mu = KE.col(q).segment(oq, n) / (static_cast<double>(n) * s);
+    mu.array() -= mu.mean();  // C mu
+    for (Index c = 0; c < n; ++c) A.col(c).array() -= s2 * mu[c];
+    Matrix rhs = F.middleRows(oq, n) - Y.middleRows(oq, n);
+    lapack::gesv(A, rhs);
+    out.middleRows(oq, n) = Y.middleRows(oq, n) + rhs;
   }
   return out;
 }

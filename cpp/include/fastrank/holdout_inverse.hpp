@@ -70,4 +70,9 @@ Vector lpo_disagreement_inverse(const GroupStructure& g, const InversePairBlocks
 // solve with q + v right-hand sides.
 Matrix leave_group_out_inverse(MatrixCRef K, const GroupStructure& g, double alpha, MatrixCRef Y, int n_threads);
 
+// Diagonal blocks of (L L^T)^-1 for every group from the lower Cholesky factor L (group order):
+// columns of L^-1 for consecutive groups batched into panels of >= 512 columns, so the trailing
+// triangular solves run as BLAS-3.
+std::vector<Matrix> inverse_diagonal_blocks(MatrixCRef Lc, const GroupStructure& g);
+
 }  // namespace fastrank::cv

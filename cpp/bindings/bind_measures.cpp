@@ -21,6 +21,14 @@ void check_1d(const py::array& a, Index m, const char* name) {
   if (!(a.ndim() == 1 && a.shape(0) == m)) throw std::invalid_argument(std::string(name) + " must be 1-D of the same length");
 }
 
+// Per-row group codes (int64), or an empty array for None (one group); keeps the data alive.
+I64Arr optional_codes(const py::object& codes, Index n) {
+  if (codes.is_none()) return I64Arr();
+  I64Arr carr = codes.cast<I64Arr>();
+  check_1d(carr, n, "codes");
+  return carr;
+}
+
 py::tuple ranks_result(I32Arr& rank, const std::vector<double>& values) {
   DArr v(static_cast<py::ssize_t>(values.size()));
   std::copy(values.begin(), values.end(), v.mutable_data());
@@ -73,13 +81,8 @@ void bind_measures(py::module_& m) {
         check_1d(yrank, n, "yrank");
         ensure(values.ndim() == 1, "values must be 1-D");
         const Index K = values.shape(0);
-        const std::int64_t* cp = nullptr;
-        I64Arr carr;
-        if (!codes.is_none()) {
-          carr = codes.cast<I64Arr>();
-          check_1d(carr, n, "codes");
-          cp = carr.data();
-        }
+        const I64Arr carr = optional_codes(codes, n);
+        const std::int64_t* cp = codes.is_none() ? nullptr : carr.data();
         {
           const std::int32_t* r = yrank.data();
           for (Index i = 0; i < n; ++i) ensure(r[i] >= 0 && r[i] < K, "yrank out of range");
@@ -98,13 +101,8 @@ void bind_measures(py::module_& m) {
       [](DArr y, DArr f, py::object codes, Index n_groups, Index k, int gain, int n_threads) {
         ensure(y.ndim() == 1 && f.ndim() == 1 && y.shape(0) == f.shape(0), "y and f must be 1-D, same length");
         const Index n = y.shape(0);
-        const std::int64_t* cp = nullptr;
-        I64Arr carr;
-        if (!codes.is_none()) {
-          carr = codes.cast<I64Arr>();
-          check_1d(carr, n, "codes");
-          cp = carr.data();
-        }
+        const I64Arr carr = optional_codes(codes, n);
+        const std::int64_t* cp = codes.is_none() ? nullptr : carr.data();
         py::gil_scoped_release release;
         return dcg_statistics(y.data(), f.data(), cp, n, n_groups, k, gain, n_threads);
       },
@@ -116,13 +114,8 @@ void bind_measures(py::module_& m) {
       [](DArr a, DArr b, py::object codes, Index n_groups, int n_threads) {
         ensure(a.ndim() == 1 && b.ndim() == 1 && a.shape(0) == b.shape(0), "a and b must be 1-D, same length");
         const Index n = a.shape(0);
-        const std::int64_t* cp = nullptr;
-        I64Arr carr;
-        if (!codes.is_none()) {
-          carr = codes.cast<I64Arr>();
-          check_1d(carr, n, "codes");
-          cp = carr.data();
-        }
+        const I64Arr carr = optional_codes(codes, n);
+        const std::int64_t* cp = codes.is_none() ? nullptr : carr.data();
         py::gil_scoped_release release;
         return dominance_sums(a.data(), b.data(), cp, n, n_groups, n_threads);
       },
@@ -135,13 +128,8 @@ void bind_measures(py::module_& m) {
       [](DArr z, py::object codes, Index n_groups, double eps, int n_threads) {
         ensure(z.ndim() == 1, "z must be 1-D");
         const Index n = z.shape(0);
-        const std::int64_t* cp = nullptr;
-        I64Arr carr;
-        if (!codes.is_none()) {
-          carr = codes.cast<I64Arr>();
-          check_1d(carr, n, "codes");
-          cp = carr.data();
-        }
+        const I64Arr carr = optional_codes(codes, n);
+        const std::int64_t* cp = codes.is_none() ? nullptr : carr.data();
         py::gil_scoped_release release;
         return threshold_pair_sums(z.data(), cp, n, n_groups, eps, n_threads);
       },

@@ -8,19 +8,24 @@ import itertools
 import numpy as np
 
 
-def scoring_pairs(y, groups=None, weighting="unweighted"):
+def scoring_pairs(y, groups=None, weighting="unweighted", exclude_ties=False):
     """Edges (i, j, w, z) of the scoring setting: every pair i < j (inside a group), target
-    z = y_i - y_j (cost 21), weight w with w^2 = c_q of the weighting."""
+    z = y_i - y_j (cost 21), weight w with w^2 = c_q of the weighting.  With ``exclude_ties`` the
+    tied pairs are dropped, and "per_query" divides by the query's remaining edges (004, end of
+    Sect. 2.4: each edge weighs the inverse of its query's number of edges)."""
     y = np.asarray(y, dtype=float)
     m = y.shape[0]
     g = np.zeros(m) if groups is None else np.asarray(groups)
+    pairs = [(i, j) for i, j in itertools.combinations(range(m), 2)
+             if g[i] == g[j] and not (exclude_ties and np.all(y[i] == y[j]))]
+    n_edges = {}
+    for i, _ in pairs:
+        n_edges[g[i]] = n_edges.get(g[i], 0) + 1
     edges = []
-    for i, j in itertools.combinations(range(m), 2):
-        if g[i] != g[j]:
-            continue
+    for i, j in pairs:
         n_q = np.sum(g == g[i])
-        # pair weight c: 1; 1/n_q; 1/(pairs of the query); 1/(pairs of each row in the query)
-        c = {"unweighted": 1.0, "normalized": 1.0 / n_q, "per_query": 2.0 / (n_q * (n_q - 1)),
+        # pair weight c: 1; 1/n_q; 1/(edges of the query); 1/(pairs of each row in the query)
+        c = {"unweighted": 1.0, "normalized": 1.0 / n_q, "per_query": 1.0 / n_edges[g[i]],
              "per_object": 1.0 / (n_q - 1)}[weighting]
         w = np.sqrt(c)
         edges.append((i, j, w, y[i] - y[j]))

@@ -22,10 +22,6 @@ def _data(seed):
     return X, y
 
 
-def _untied(edges):
-    return [e for e in edges if e[3] != 0]
-
-
 def _close(a, b, rtol=1e-9):
     np.testing.assert_allclose(a, b, rtol=rtol, atol=rtol * max(1.0, float(np.abs(b).max())))
 
@@ -35,7 +31,7 @@ def _close(a, b, rtol=1e-9):
 def test_exclude_ties_dual_and_primal_equal_explicit_untied_pairs(weighting, groups):
     X, y = _data(0)
     # without groups every pair weighs 1 whatever the weighting
-    edges = _untied(scoring_pairs(y, groups, weighting if groups is not None else "unweighted"))
+    edges = scoring_pairs(y, groups, weighting if groups is not None else "unweighted", exclude_ties=True)
     dual = fastrank.RankRLS(alpha=0.5, kernel="rbf", gamma=0.7, solver="dual", group_weighting=weighting,
                             exclude_ties=True).fit(X, y, groups)
     _close(dual.dual_coef_, rankrls_dual(rbf(X, X, 0.7), edges, 0.5)[:, 0])
@@ -63,20 +59,39 @@ def test_exclude_ties_multi_output_and_errors():
         fastrank.model_selection.leave_pair_out(fastrank.RankRLS(exclude_ties=True), X, y)
 
 
+@pytest.mark.parametrize("weighting", ["unweighted", "per_query"])
 @pytest.mark.parametrize("sparse", [False, True])
-def test_exclude_ties_cg_and_basis_equal_explicit_untied_pairs(sparse):
+def test_exclude_ties_cg_and_basis_equal_explicit_untied_pairs(sparse, weighting):
     import scipy.sparse as sps
 
     X, y = _data(2)
     Xin = sps.csr_matrix(X) if sparse else X
-    edges = _untied(scoring_pairs(y, GROUPS, "unweighted"))
+    edges = scoring_pairs(y, GROUPS, weighting, exclude_ties=True)
     for precond in (None, "jacobi"):
-        cg = fastrank.RankRLS(alpha=0.4, solver="cg", tol=1e-12, preconditioner=precond, exclude_ties=True)
+        cg = fastrank.RankRLS(alpha=0.4, solver="cg", tol=1e-12, preconditioner=precond, exclude_ties=True,
+                              group_weighting=weighting)
         cg.fit(Xin, y, GROUPS)
         _close(cg.coef_, rankrls_primal(X, edges, 0.4)[:, 0], rtol=1e-8)
         assert cg.converged_ and cg.n_iter_ > 0
     # every row in the basis: the subset-of-regressors model is the exact dual (eqs. 40-42)
     K = rbf(X, X, 0.7)
     sor = fastrank.RankRLS(alpha=0.5, kernel="rbf", gamma=0.7, basis_vectors=np.arange(GROUPS.size),
-                           exclude_ties=True).fit(Xin, y, GROUPS)
+                           exclude_ties=True, group_weighting=weighting).fit(Xin, y, GROUPS)
     _close(sor.predict(X), K @ rankrls_dual(K, edges, 0.5)[:, 0], rtol=1e-7)
+
+
+def test_per_query_with_ties_excluded_weighs_every_query_one():
+    """004, end of Sect. 2.4: the edges of each query weigh 1 in total, ties excluded or not."""
+    X, y = _data(3)
+    for exclude in (False, True):
+        edges = scoring_pairs(y, GROUPS, "per_query", exclude_ties=exclude)
+        total = {}
+        for i, _, w, _ in edges:
+            total[GROUPS[i]] = total.get(GROUPS[i], 0.0) + w * w
+        np.testing.assert_allclose(list(total.values()), 1.0, rtol=1e-12)
+    # the model with ties excluded is the paper's, not the all-pairs weighting with ties dropped
+    est = fastrank.RankRLS(alpha=0.5, solver="primal", group_weighting="per_query", exclude_ties=True)
+    coef = est.fit(X, y, GROUPS).coef_
+    _close(coef, rankrls_primal(X, scoring_pairs(y, GROUPS, "per_query", exclude_ties=True), 0.5)[:, 0])
+    all_pairs_weight = [(i, j, w, z) for i, j, w, z in scoring_pairs(y, GROUPS, "per_query") if z != 0]
+    assert np.abs(coef - rankrls_primal(X, all_pairs_weight, 0.5)[:, 0]).max() > 1e-3

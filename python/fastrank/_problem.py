@@ -30,8 +30,10 @@ __all__ = ["PreferenceGraph", "RankingProblem", "WEIGHTINGS", "COSTS", "check_we
 #   "per_query"   c_q = 1 / P_q        every query's pairs weigh 1 in total: the normalisation at
 #                                      the end of Sect. 2.4 (each edge of a sentence weighted by the
 #                                      inverse of the number of that sentence's edges)
-#   "per_object"  c_q = 1 / (n_q - 1)  every row's n_q - 1 pairs weigh 1 in total (each object
-#                                      counts equally; a query weighs n_q / 2)
+#   "per_object"  c_q = 1 / (n_q - 1)  every row's n_q - 1 pairs weigh 1 in total (each ROW
+#                                      counts equally; a query weighs n_q / 2).  Not a weighting of
+#                                      the papers: in 004 an "object" is the query, whose
+#                                      normalisation is "per_query"
 #   "normalized"  c_q = 1 / n_q        L_q = I - 1 1^T / n_q: least squares on query-centred
 #                                      scores, sum_i ((f_i - mean_q f) - (y_i - mean_q y))^2
 WEIGHTINGS = ("unweighted", "per_query", "per_object", "normalized")
@@ -285,7 +287,17 @@ class RankingProblem:
         return self.groups.codes
 
     def pair_weight(self):
-        """c_q per group (see ``WEIGHTINGS``); groups of one row have no pairs and get c_q = 1."""
+        """c_q per group (see ``WEIGHTINGS``); groups of one row have no pairs and get c_q = 1.
+
+        With ties excluded, "per_query" divides by the query's edges, its untied pairs (004, end
+        of Sect. 2.4: each edge weighted by the inverse of the number of its query's edges), so
+        that every query still weighs 1 in total."""
+        if self.exclude_ties and self.weighting == "per_query":
+            t = self.cells.sizes.astype(np.float64)
+            tied = np.bincount(self._cell_groups(), weights=t * (t - 1.0) / 2.0, minlength=self.n_groups)
+            n = self.sizes.astype(np.float64)
+            edges = n * (n - 1.0) / 2.0 - tied
+            return np.where(edges > 0, 1.0 / np.maximum(edges, 1.0), 1.0)
         return pair_weights(self.sizes, self.weighting)
 
     def sqrt_laplacian_scale(self):

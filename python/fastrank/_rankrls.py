@@ -196,8 +196,10 @@ class RankRLS(_RankRLSBase):
     group_weighting : {"unweighted", "per_query", "per_object", "normalized"}, default="unweighted"
         Weight c_q of each pair inside a group of n_q rows (P_q = n_q (n_q - 1) / 2 pairs):
         "unweighted" 1 (the paper's Laplacian, eq. 25; a query weighs P_q); "per_query" 1 / P_q
-        (every query weighs 1, end of Sect. 2.4); "per_object" 1 / (n_q - 1) (every row's pairs
-        weigh 1); "normalized" 1 / n_q (Laplacian blocks I - 11^T/n_q: least squares on
+        (every query weighs 1, end of Sect. 2.4; with ``exclude_ties`` 1 / E_q, E_q the query's
+        untied pairs, its edges); "per_object" 1 / (n_q - 1) (every ROW's pairs weigh 1 — not a
+        weighting of the papers, where an "object" is the query: that normalisation is
+        "per_query"); "normalized" 1 / n_q (Laplacian blocks I - 11^T/n_q: least squares on
         query-centred scores).  Without groups (object ranking) every pair weighs 1.
     n_jobs : int or None, default=None
         Threads for the C++ kernels (kernel matrices, centering).  None uses every core, like

@@ -8,7 +8,8 @@ from sklearn.utils.validation import check_is_fitted
 
 from ._rankrls import RankRLS
 from .metrics import SCORER_NAMES, RankingScorer, make_ranking_scorer
-from ._shortcuts import engine_for, resolve_folds
+from ._exactcv import CVSpec, engine_for, resolve_folds
+from ._memory import check_dense_memory
 from ._progress import progress
 from ._validation import check_alphas
 
@@ -138,7 +139,10 @@ class RankRLSCV(RegressorMixin, BaseEstimator):
         measure name of :func:`fastrank.metrics.make_ranking_scorer` (e.g. "map", "err") or a
         scorer it made (e.g. ``make_ranking_scorer("precision_at_k", k=5)``) works the same way,
         losses negated.
-    kernel, gamma, degree, coef0, group_weighting, n_jobs : as for :class:`fastrank.RankRLS`.
+    kernel, gamma, degree, coef0, group_weighting, exclude_ties, n_jobs : as for :class:`fastrank.RankRLS`.
+        With ``exclude_ties=True`` every alpha is scored exactly through one LU factor of
+        ``L K + alpha I`` and a Woodbury update per touched group (O(m^2 n_q) per group, O(n_q^3)
+        per hold-out set; no spectral factor is shared across alphas).
     store_cv_predictions : bool, default=True
         Keep the cross-validated predictions of the chosen alpha (``cv_predictions_``).
     verbose : int, bool or "auto", default=0
@@ -146,7 +150,10 @@ class RankRLSCV(RegressorMixin, BaseEstimator):
 
     Attributes
     ----------
-    alpha_ : float, best_score_ : float, best_estimator_ : RankRLS (refitted on all data)
+    alpha_ : float, best_score_ : float
+    best_estimator_ : RankRLS
+        The model on all data at ``alpha_``, solved from the factorization the scores used (no
+        refit; basis-vector models, which share no factor, are refitted).
     cv_results_ : dict with "alphas" and "scores" (one per alpha), "scoring" and "cv" (the scheme).
     cv_predictions_ : ndarray
         Hold-out schemes: (m,) or (m, v) predictions of each row by the model trained without its
@@ -155,7 +162,8 @@ class RankRLSCV(RegressorMixin, BaseEstimator):
     """
 
     def __init__(self, alphas=None, *, cv=None, scoring=None, kernel="linear", gamma=None, degree=3,
-                 coef0=1.0, group_weighting="unweighted", n_jobs=None, store_cv_predictions=True, verbose=0):
+                 coef0=1.0, group_weighting="unweighted", exclude_ties=False, n_jobs=None, store_cv_predictions=True,
+                 verbose=0):
         self.alphas = alphas
         self.cv = cv
         self.scoring = scoring
@@ -164,13 +172,18 @@ class RankRLSCV(RegressorMixin, BaseEstimator):
         self.degree = degree
         self.coef0 = coef0
         self.group_weighting = group_weighting
+        self.exclude_ties = exclude_ties
         self.n_jobs = n_jobs
         self.store_cv_predictions = store_cv_predictions
         self.verbose = verbose
 
     def _base(self):
         return RankRLS(kernel=self.kernel, gamma=self.gamma, degree=self.degree, coef0=self.coef0,
-                       group_weighting=self.group_weighting, n_jobs=self.n_jobs)
+                       group_weighting=self.group_weighting, exclude_ties=self.exclude_ties, n_jobs=self.n_jobs)
+
+    def _cv_spec(self, alpha):
+        return CVSpec(alpha=alpha, kernel=self.kernel, gamma=self.gamma, degree=self.degree, coef0=self.coef0,
+                      group_weighting=self.group_weighting, exclude_ties=self.exclude_ties, n_jobs=self.n_jobs)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -201,7 +214,7 @@ class RankRLSCV(RegressorMixin, BaseEstimator):
         if is_lpo and not isinstance(scoring, str) or is_lpo and scoring not in ("auc", "disagreement"):
             raise ValueError(f"scoring={self.scoring!r} needs hold-out sets (cv='lgo', folds or a splitter), not "
                              "leave-pair-out, which scores pairs ('auc' or 'disagreement')")
-        prob = engine_for(base, X, y, groups, min_rows=3 if is_lpo else 2, alpha=float(alphas[0]),
+        prob = engine_for(self._cv_spec(float(alphas[0])), X, y, groups, min_rows=3 if is_lpo else 2,
                           verbose=self.verbose)
         # Route by the size of the grid (measured crossover ~33 alphas at m = 2000): up to 30 alphas
         # each gets its own Cholesky factor (no eigendecomposition, accurate at any alpha); more share
@@ -233,10 +246,13 @@ class RankRLSCV(RegressorMixin, BaseEstimator):
             sets = prob.check_sets(sets)
             codes = prob.groups.codes if groups is not None else None
             rows = np.concatenate(sets)
-            by_group = isinstance(cv, str) and alphas.size <= _SHARED_FACTOR_MIN_ALPHAS
+            if isinstance(scoring, str) and scoring in ("auc", "disagreement"):
+                # the pairwise score of a unit compares all its pairs: about four n x n matrices
+                unit = max(u.size for u in _units(sets, codes))
+                check_dense_memory(unit, 4, f"pairwise '{scoring}' score of a hold-out unit of {unit} rows")
             for k in bar:
                 pred = np.full_like(prob.Y, np.nan)
-                if by_group:  # leave-group-out from one Cholesky factor per alpha
+                if isinstance(cv, str):  # lgo
                     pred[:] = prob.leave_group_out(float(alphas[k]))
                 else:
                     pred[rows] = prob.holdout(sets, float(alphas[k]))
@@ -257,11 +273,19 @@ class RankRLSCV(RegressorMixin, BaseEstimator):
                 self.cv_predictions_ = prob.lpo(pairs, self.alpha_)
             else:
                 pred = np.full_like(prob.Y, np.nan)
-                pred[rows] = prob.holdout(sets, self.alpha_)
+                if isinstance(cv, str):  # lgo
+                    pred[:] = prob.leave_group_out(self.alpha_)
+                else:
+                    pred[rows] = prob.holdout(sets, self.alpha_)
                 self.cv_predictions_ = pred[:, 0] if prob.one_d else pred
-        self.best_estimator_ = clone(base).set_params(alpha=self.alpha_).fit(X, y, groups)
+        self.best_estimator_ = self._solved(prob, base)
         self.n_features_in_ = getattr(self.best_estimator_, "n_features_in_", None)
         return self
+
+    def _solved(self, prob, base):
+        """The RankRLS on all data at ``alpha_`` from the engine's factorization (no refit)."""
+        est = clone(base).set_params(alpha=self.alpha_)
+        return est._apply_fit(prob.solve(self.alpha_), 0, prob.one_d, prob.problem.n_features, prob.m)
 
     def predict(self, X):
         """Scores of the refitted best model (higher ranks higher)."""

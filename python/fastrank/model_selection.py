@@ -256,8 +256,9 @@ def mprank_loo_approximation(estimator, X, y):
                          "exclude_ties=False)")
     # Peak: the kernel, V, K S V, the hat matrix U (with one m x m temporary while it is formed), the
     # list of all pairs and the two (n_pairs, 2) prediction arrays (~1 m x m each); the pair formulas
-    # run in chunks of m pairs and U is freed before the exact phase (which adds its m x m M).
-    check_dense_memory(prob.m, 8, "MPRank leave-one-out approximation (hat matrix and pair predictions)")
+    # run in chunks of m pairs and U is freed before the exact phase (which adds its m x m M and the
+    # copy of its output): 8.3 m x m matrices measured (peak RSS at m = 1500).
+    check_dense_memory(prob.m, 9, "MPRank leave-one-out approximation (hat matrix and pair predictions)")
     m, alpha = prob.m, prob.alpha
     yv = prob.Y[:, 0]
     V, sigma = prob.decompose()

@@ -15,7 +15,7 @@ import sys
 import numpy as np
 
 import fastrank
-from fastrank._shortcuts import engine_for
+from fastrank._exactcv import engine_for
 from fastrank import _core
 from fastrank import model_selection as ms
 

@@ -18,7 +18,7 @@ LAYERS = {
     "_validation": 2, "_memory": 2, "_sparse": 2, "_threads": 2, "_progress": 2, "_svmlight": 2, "utils": 2,
     "_kernels": 3, "metrics": 3,
     "_problem": 4,
-    "_solvers": 5, "_shortcuts": 5.5, "_holdout": 4,
+    "_solvers": 5, "_exactcv": 5.5, "_holdout": 4,
     "_rankrls": 6, "online": 6, "_svrank": 6, "_ranksvm": 6, "_rankboost": 6, "_greedy": 6,
     "_cv": 7, "model_selection": 7,
     "datasets": 8, "_registry": 8,

@@ -10,7 +10,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import fastrank  # noqa: E402
 from fastrank import model_selection as ms  # noqa: E402
-from fastrank._shortcuts import engine_for  # noqa: E402
+from fastrank._exactcv import engine_for  # noqa: E402
 from cv_oracles import rbf, retrain_predict, retrain_predict_primal  # noqa: E402
 
 RTOL = 1e-8

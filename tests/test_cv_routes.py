@@ -79,14 +79,14 @@ def test_small_alpha_lpo_is_accurate_where_the_spectral_formula_cancels():
 
 
 def test_rankrlscv_routes_give_the_same_cv_results(monkeypatch):
-    from fastrank import _cv
+    from fastrank import _exactcv
 
     X, y = _data(5)
     alphas = np.logspace(-2, 2, 7)
     for cv in ("lpo", "lgo"):
-        monkeypatch.setattr(_cv, "_SHARED_FACTOR_MIN_ALPHAS", 1000)  # one Cholesky factor per alpha
+        monkeypatch.setattr(_exactcv, "SHARED_FACTOR_MIN_ALPHAS", 1000)  # one Cholesky factor per alpha
         a = fastrank.RankRLSCV(alphas=alphas, cv=cv, kernel="rbf", gamma=0.5).fit(X, y, GROUPS)
-        monkeypatch.setattr(_cv, "_SHARED_FACTOR_MIN_ALPHAS", 0)  # one shared spectral factor
+        monkeypatch.setattr(_exactcv, "SHARED_FACTOR_MIN_ALPHAS", 0)  # one shared spectral factor
         b = fastrank.RankRLSCV(alphas=alphas, cv=cv, kernel="rbf", gamma=0.5).fit(X, y, GROUPS)
         np.testing.assert_allclose(a.cv_results_["scores"], b.cv_results_["scores"], rtol=1e-10)
         _close(a.cv_predictions_, b.cv_predictions_, 1e-9)

@@ -16,7 +16,7 @@ from ._rankrls import MPRank, RankRLS, RankRLSPath, rankrls_path
 from . import datasets, metrics
 from . import bounds
 from . import model_selection
-from ._cv import RankRLSCV
+from ._cv import MPRankCV, RankRLSCV
 from .online import OAPBPM, OnlineMPRank, PRank, PRankVP, WidrowHoff
 from ._ranksvm import RankSVM
 from ._svrank import SVRank
@@ -27,7 +27,7 @@ from . import utils
 
 __all__ = [
     "RankRLS", "MPRank", "RankRLSPath", "rankrls_path",
-    "RankRLSCV", "model_selection",
+    "RankRLSCV", "MPRankCV", "model_selection",
     "PRank", "PRankVP", "OAPBPM", "WidrowHoff", "OnlineMPRank",
     "RankSVM", "SVRank", "RankBoost", "greedy_order",
     "datasets", "metrics", "bounds",

@@ -6,16 +6,17 @@ import numpy as np
 from sklearn.base import BaseEstimator, RegressorMixin, clone
 from sklearn.utils.validation import check_is_fitted
 
-from ._rankrls import RankRLS
+from ._problem import check_features
+from ._rankrls import MPRank, RankRLS
 from .metrics import SCORER_NAMES, RankingScorer, make_ranking_scorer
-from ._shortcuts import engine_for, resolve_folds
+from ._exactcv import CVSpec, engine_for, resolve_folds
+from ._memory import check_dense_memory
 from ._progress import progress
 from ._validation import check_alphas
 
-__all__ = ["RankRLSCV"]
+__all__ = ["RankRLSCV", "MPRankCV"]
 
 _SCORINGS = ("auc", "disagreement", "ndcg", "ndcg@k")
-_SHARED_FACTOR_MIN_ALPHAS = 30
 
 
 def _units(sets, codes):
@@ -138,7 +139,10 @@ class RankRLSCV(RegressorMixin, BaseEstimator):
         measure name of :func:`fastrank.metrics.make_ranking_scorer` (e.g. "map", "err") or a
         scorer it made (e.g. ``make_ranking_scorer("precision_at_k", k=5)``) works the same way,
         losses negated.
-    kernel, gamma, degree, coef0, group_weighting, n_jobs : as for :class:`fastrank.RankRLS`.
+    kernel, gamma, degree, coef0, group_weighting, exclude_ties, n_jobs : as for :class:`fastrank.RankRLS`.
+        With ``exclude_ties=True`` every alpha is scored exactly through one LU factor of
+        ``L K + alpha I`` and a Woodbury update per touched group (O(m^2 n_q) per group, O(n_q^3)
+        per hold-out set; no spectral factor is shared across alphas).
     store_cv_predictions : bool, default=True
         Keep the cross-validated predictions of the chosen alpha (``cv_predictions_``).
     verbose : int, bool or "auto", default=0
@@ -146,7 +150,10 @@ class RankRLSCV(RegressorMixin, BaseEstimator):
 
     Attributes
     ----------
-    alpha_ : float, best_score_ : float, best_estimator_ : RankRLS (refitted on all data)
+    alpha_ : float, best_score_ : float
+    best_estimator_ : RankRLS
+        The model on all data at ``alpha_``, solved from the factorization the scores used (no
+        refit; basis-vector models, which share no factor, are refitted).
     cv_results_ : dict with "alphas" and "scores" (one per alpha), "scoring" and "cv" (the scheme).
     cv_predictions_ : ndarray
         Hold-out schemes: (m,) or (m, v) predictions of each row by the model trained without its
@@ -155,7 +162,8 @@ class RankRLSCV(RegressorMixin, BaseEstimator):
     """
 
     def __init__(self, alphas=None, *, cv=None, scoring=None, kernel="linear", gamma=None, degree=3,
-                 coef0=1.0, group_weighting="unweighted", n_jobs=None, store_cv_predictions=True, verbose=0):
+                 coef0=1.0, group_weighting="unweighted", exclude_ties=False, n_jobs=None, store_cv_predictions=True,
+                 verbose=0):
         self.alphas = alphas
         self.cv = cv
         self.scoring = scoring
@@ -164,13 +172,18 @@ class RankRLSCV(RegressorMixin, BaseEstimator):
         self.degree = degree
         self.coef0 = coef0
         self.group_weighting = group_weighting
+        self.exclude_ties = exclude_ties
         self.n_jobs = n_jobs
         self.store_cv_predictions = store_cv_predictions
         self.verbose = verbose
 
     def _base(self):
         return RankRLS(kernel=self.kernel, gamma=self.gamma, degree=self.degree, coef0=self.coef0,
-                       group_weighting=self.group_weighting, n_jobs=self.n_jobs)
+                       group_weighting=self.group_weighting, exclude_ties=self.exclude_ties, n_jobs=self.n_jobs)
+
+    def _cv_spec(self, alpha):
+        return CVSpec(alpha=alpha, kernel=self.kernel, gamma=self.gamma, degree=self.degree, coef0=self.coef0,
+                      group_weighting=self.group_weighting, exclude_ties=self.exclude_ties, n_jobs=self.n_jobs)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -201,13 +214,9 @@ class RankRLSCV(RegressorMixin, BaseEstimator):
         if is_lpo and not isinstance(scoring, str) or is_lpo and scoring not in ("auc", "disagreement"):
             raise ValueError(f"scoring={self.scoring!r} needs hold-out sets (cv='lgo', folds or a splitter), not "
                              "leave-pair-out, which scores pairs ('auc' or 'disagreement')")
-        prob = engine_for(base, X, y, groups, min_rows=3 if is_lpo else 2, alpha=float(alphas[0]),
+        prob = engine_for(self._cv_spec(float(alphas[0])), X, y, groups, min_rows=3 if is_lpo else 2,
                           verbose=self.verbose)
-        # Route by the size of the grid (measured crossover ~33 alphas at m = 2000): up to 30 alphas
-        # each gets its own Cholesky factor (no eigendecomposition, accurate at any alpha); more share
-        # one spectral factor of S K S (one m x m product per alpha).
-        if alphas.size > _SHARED_FACTOR_MIN_ALPHAS:
-            prob.decompose()
+        prob.prepare_grid(alphas.size)
         scores = np.empty(alphas.size)
         bar = progress.iterate(range(alphas.size), desc="RankRLSCV", unit="alpha", verbose=self.verbose)
         if is_lpo:
@@ -233,10 +242,13 @@ class RankRLSCV(RegressorMixin, BaseEstimator):
             sets = prob.check_sets(sets)
             codes = prob.groups.codes if groups is not None else None
             rows = np.concatenate(sets)
-            by_group = isinstance(cv, str) and alphas.size <= _SHARED_FACTOR_MIN_ALPHAS
+            if isinstance(scoring, str) and scoring in ("auc", "disagreement"):
+                # the pairwise score of a unit compares all its pairs: about four n x n matrices
+                unit = max(u.size for u in _units(sets, codes))
+                check_dense_memory(unit, 4, f"pairwise '{scoring}' score of a hold-out unit of {unit} rows")
             for k in bar:
                 pred = np.full_like(prob.Y, np.nan)
-                if by_group:  # leave-group-out from one Cholesky factor per alpha
+                if isinstance(cv, str):  # lgo
                     pred[:] = prob.leave_group_out(float(alphas[k]))
                 else:
                     pred[rows] = prob.holdout(sets, float(alphas[k]))
@@ -257,11 +269,19 @@ class RankRLSCV(RegressorMixin, BaseEstimator):
                 self.cv_predictions_ = prob.lpo(pairs, self.alpha_)
             else:
                 pred = np.full_like(prob.Y, np.nan)
-                pred[rows] = prob.holdout(sets, self.alpha_)
+                if isinstance(cv, str):  # lgo
+                    pred[:] = prob.leave_group_out(self.alpha_)
+                else:
+                    pred[rows] = prob.holdout(sets, self.alpha_)
                 self.cv_predictions_ = pred[:, 0] if prob.one_d else pred
-        self.best_estimator_ = clone(base).set_params(alpha=self.alpha_).fit(X, y, groups)
+        self.best_estimator_ = self._solved(prob, base)
         self.n_features_in_ = getattr(self.best_estimator_, "n_features_in_", None)
         return self
+
+    def _solved(self, prob, base):
+        """The RankRLS on all data at ``alpha_`` from the engine's factorization (no refit)."""
+        est = clone(base).set_params(alpha=self.alpha_)
+        return est._apply_fit(prob.solve(self.alpha_), 0, prob.one_d, prob.problem.n_features, prob.m)
 
     def predict(self, X):
         """Scores of the refitted best model (higher ranks higher)."""
@@ -271,6 +291,92 @@ class RankRLSCV(RegressorMixin, BaseEstimator):
     def score(self, X, y, groups=None, sample_weight=None):
         """Pairwise ranking accuracy of the refitted model, ``1 - pairwise_disagreement(y,
         predict(X), groups, tied_scores="half")`` (see :meth:`fastrank.RankRLS.score`); not R^2."""
+        check_is_fitted(self, "best_estimator_")
+        return self.best_estimator_.score(X, y, groups, sample_weight)
+
+
+class MPRankCV(RegressorMixin, BaseEstimator):
+    """MPRank with ``C`` chosen by the exact leave-one-out of Cortes, Mohri & Rastogi (000 Sect.
+    2.6), then solved on all data from the same factorization.
+
+    The leave-one-out error of eq. 17 holds out every pair (x_i, x_j), i != j, retrains MPRank at
+    the same C on the other m - 2 points (alpha = (m - 2)^2 / (2 C)) and averages the n = 2 cost
+    c(h_ij, x_i, x_j) = [(h_ij(x_j) - y_j) - (h_ij(x_i) - y_i)]^2.  Every held-out model sees
+    m - 2 points, so each C is one alpha of the RankRLS leave-pair-out (004 Lemma 2): O(1) per pair
+    after the factorization, which a grid of more than 30 values of C shares (one spectral factor
+    of S K S); smaller grids take one Cholesky factor per C.  With ``groups`` the pairs (and
+    MPRank's double sum) run inside the groups.
+
+    Parameters
+    ----------
+    Cs : array-like of float > 0, default=np.logspace(-3, 3, 13)
+    kernel, gamma, degree, coef0, n_jobs : as for :class:`fastrank.MPRank`.
+    verbose : int, bool or "auto", default=0
+
+    Attributes
+    ----------
+    C_ : float, best_score_ : float (the smallest leave-one-out error), best_estimator_ : MPRank
+        solved on all data at ``C_`` from the shared factorization (no refit).
+    cv_results_ : dict with "Cs" and "loo" (eq. 17 for each C).
+    """
+
+    def __init__(self, Cs=None, *, kernel="linear", gamma=None, degree=3, coef0=1.0, n_jobs=None, verbose=0):
+        self.Cs = Cs
+        self.kernel = kernel
+        self.gamma = gamma
+        self.degree = degree
+        self.coef0 = coef0
+        self.n_jobs = n_jobs
+        self.verbose = verbose
+
+    def _base(self):
+        return MPRank(kernel=self.kernel, gamma=self.gamma, degree=self.degree, coef0=self.coef0, n_jobs=self.n_jobs)
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.target_tags.multi_output = True  # y (m, v): the cost summed over outputs, C shared
+        tags.input_tags.pairwise = self.kernel == "precomputed"
+        return tags
+
+    def fit(self, X, y, groups=None):
+        """Score every C by the exact leave-one-out error (000 eq. 17), keep the smallest, solve on
+        all data."""
+        Cs = check_alphas(np.logspace(-3, 3, 13) if self.Cs is None else self.Cs, "Cs")
+        base = self._base()
+        check_features(X, precomputed=self.kernel == "precomputed", min_rows=3)  # MPRank takes dense X only
+        prob = engine_for(base.set_params(C=float(Cs[0]))._cv_spec(), X, y, groups, min_rows=3,
+                          verbose=self.verbose)
+        pairs = prob.default_pairs()
+        if pairs.shape[0] == 0:
+            raise ValueError("no pairs to leave out (every group has fewer than two members)")
+        prob.check_pairs_leave_training(pairs)
+        prob.prepare_grid(Cs.size)
+        i, j = pairs[:, 0], pairs[:, 1]
+        dy = (prob.Y[j] - prob.Y[i]).reshape(pairs.shape[0], -1)
+        loo = np.empty(Cs.size)
+        n_train = prob.m - 2
+        for k in progress.iterate(range(Cs.size), desc="MPRankCV", unit="C", verbose=self.verbose):
+            P = prob.lpo(pairs, n_train * n_train / (2.0 * float(Cs[k]))).reshape(pairs.shape[0], 2, -1)
+            loo[k] = float(np.mean(np.sum((P[:, 1] - P[:, 0] - dy) ** 2, axis=1)))
+        if not np.all(np.isfinite(loo)):
+            raise ValueError(f"the leave-one-out error is not finite for C in {Cs[~np.isfinite(loo)]}")
+        best = int(np.argmin(loo))
+        self.C_ = float(Cs[best])
+        self.best_score_ = float(loo[best])
+        self.cv_results_ = {"Cs": Cs.copy(), "loo": loo}
+        est = base.set_params(C=self.C_)
+        self.best_estimator_ = est._apply_fit(prob.solve(prob.m * prob.m / (2.0 * self.C_)), 0, prob.one_d,
+                                              prob.problem.n_features, prob.m)
+        self.n_features_in_ = self.best_estimator_.n_features_in_
+        return self
+
+    def predict(self, X):
+        """Scores of the best model (higher ranks higher)."""
+        check_is_fitted(self, "best_estimator_")
+        return self.best_estimator_.predict(X)
+
+    def score(self, X, y, groups=None, sample_weight=None):
+        """Pairwise ranking accuracy of the best model (see :meth:`fastrank.MPRank.score`); not R^2."""
         check_is_fitted(self, "best_estimator_")
         return self.best_estimator_.score(X, y, groups, sample_weight)
 

@@ -37,6 +37,7 @@ from ._solvers import (
     solve_primal,
 )
 from ._progress import progress, resolve_verbose, stage
+from ._exactcv import CVSpec
 from ._sparse import issparse
 from ._threads import compute_region
 from ._validation import check_alpha, check_alphas, check_n_jobs, check_precomputed_kernel
@@ -308,6 +309,12 @@ class RankRLS(_RankRLSBase):
             raise ValueError(f"exclude_ties must be True or False, got {self.exclude_ties!r}")
         return bool(self.exclude_ties)
 
+    def _cv_spec(self):
+        """The validated model record the exact cross-validation engine retrains (fastrank._exactcv)."""
+        return CVSpec(alpha=self.alpha, kernel=self.kernel, gamma=self.gamma, degree=self.degree, coef0=self.coef0,
+                      group_weighting=self.group_weighting, solver=self.solver, basis_vectors=self.basis_vectors,
+                      random_state=self.random_state, exclude_ties=self._exclude_ties(), n_jobs=self.n_jobs)
+
     def _warm_start_coef(self, n_features, n_outputs):
         """The previous CG solution as a starting point (``warm_start=True``), if it fits."""
         if not self.warm_start or getattr(self, "fit_mode_", None) != "cg" or self.coef_ is None:
@@ -377,6 +384,11 @@ class MPRank(_RankRLSBase):
         self.coef0 = coef0
         self.solver = solver
         self.n_jobs = n_jobs
+
+    def _cv_spec(self):
+        """The validated model record the exact cross-validation engine retrains at fixed C."""
+        return CVSpec(alpha=None, C=self.C, kernel=self.kernel, gamma=self.gamma, degree=self.degree, coef0=self.coef0,
+                      solver=self.solver, n_jobs=self.n_jobs)
 
     def _equivalent_alpha(self, m):
         """RankRLS regularization giving the same minimiser on m inputs: m^2 / (2C)."""

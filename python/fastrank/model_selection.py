@@ -48,13 +48,12 @@ import numpy as np
 
 from sklearn.utils import check_random_state
 
+from ._exactcv import PreferenceRoute, check_sets, engine_for, resolve_folds, spec_of
 from ._memory import check_dense_memory
 from ._problem import RankingProblem
 from ._rankrls import RankRLS
-from ._solvers import Fit
-from ._shortcuts import check_sets, engine_for, estimator_alpha, preference_holdout, resolve_folds
 from ._progress import stage
-from ._validation import check_alpha, check_int, check_n_jobs, group_index, pair_disagreement
+from ._validation import check_alpha, check_int, group_index, pair_disagreement
 
 __all__ = [
     "leave_pair_out",
@@ -106,12 +105,8 @@ def leave_pair_out(estimator, X, y, pairs=None, groups=None, *, return_pairs=Fal
     (n_pairs, 2) array, or (n_pairs, 2, v) for 2-D ``y``: held-out predictions of each pair's first
     and second index; ``(pairs, predictions)`` with ``return_pairs=True``.
     """
-    prob = engine_for(estimator, X, y, groups, min_rows=3, verbose=verbose)
-    pairs = prob.default_pairs() if pairs is None else prob.check_pairs(pairs)
-    prob.check_pairs_leave_training(pairs)
-    with stage(f"leave-pair-out predictions of {pairs.shape[0]} pairs", verbose=verbose):
-        out = prob.lpo(pairs)
-    return (pairs, out) if return_pairs else out
+    fac = _factorization(estimator, X, y, groups, min_rows=3, verbose=verbose)
+    return fac.leave_pair_out(pairs, return_pairs=return_pairs)
 
 
 def leave_group_out(estimator, X, y, groups, *, verbose=0):
@@ -125,12 +120,7 @@ def leave_group_out(estimator, X, y, groups, *, verbose=0):
     all alphas instead."""
     if groups is None:
         raise ValueError("leave_group_out needs groups")
-    prob = engine_for(estimator, X, y, groups, verbose=verbose)
-    if prob.groups.n_groups < 2:
-        raise ValueError("leave_group_out needs at least two groups")
-    # one alpha: Cholesky factor + diagonal blocks of the inverse (no eigendecomposition)
-    with stage(f"leave-group-out over {prob.groups.n_groups} groups", verbose=verbose):
-        return _shape_out(prob.leave_group_out(), prob.one_d)
+    return _factorization(estimator, X, y, groups, verbose=verbose).leave_group_out()
 
 
 def holdout_predictions(estimator, X, y, test_sets, groups=None, *, verbose=0):
@@ -140,14 +130,7 @@ def holdout_predictions(estimator, X, y, test_sets, groups=None, *, verbose=0):
     |U|^3) per set plus O(m^2) per distinct set size; with groups: O(m |A|^2 + |A|^3) with A the
     rows of the groups the set touches (eq. 33 for whole groups).  Returns a list of (|U|,) or
     (|U|, v) arrays.  A set that leaves no training pairs raises ValueError."""
-    prob = engine_for(estimator, X, y, groups, verbose=verbose)
-    sets = prob.check_sets(list(test_sets))
-    out = prob.holdout(sets)
-    res, at = [], 0
-    for s in sets:
-        res.append(_shape_out(out[at:at + s.size], prob.one_d))
-        at += s.size
-    return res
+    return _factorization(estimator, X, y, groups, verbose=verbose).holdout_predictions(test_sets)
 
 
 def preference_holdout_predictions(estimator, X, pairs, test_sets, magnitudes=None, cost=None, weights=None):
@@ -157,16 +140,14 @@ def preference_holdout_predictions(estimator, X, pairs, test_sets, magnitudes=No
     same alpha).  ``pairs``, ``magnitudes``, ``cost``, ``weights`` as for
     :meth:`fastrank.RankRLS.fit_preferences`.  One LU factorization of L K + alpha I, then
     O(m^2 |B|) per set, B = U and its neighbours in the graph.  Returns a list of (|U|,) arrays."""
-    if getattr(estimator, "basis_vectors", None) is not None or getattr(estimator, "solver", "auto") == "cg":
+    spec = spec_of(estimator)
+    if spec.basis_vectors is not None:
         raise ValueError("preference_holdout_predictions needs the dense kernel model (no basis_vectors, no "
                          "solver='cg')")
-    precomputed = getattr(estimator, "kernel", "linear") == "precomputed"
-    problem = RankingProblem.from_preferences(X, pairs, magnitudes, cost, weights=weights, precomputed=precomputed,
+    problem = RankingProblem.from_preferences(X, pairs, magnitudes, cost, weights=weights, precomputed=spec.precomputed,
                                               allow_sparse=True)
     sets = check_sets(list(test_sets), problem.m, min_train=2)
-    spec = estimator._kernel_spec(problem.n_features)
-    alpha = estimator_alpha(estimator, problem.m)
-    out = preference_holdout(problem, spec, alpha, sets, check_n_jobs(getattr(estimator, "n_jobs", None)))
+    out = PreferenceRoute(problem, spec).holdout(sets, spec.alpha_for(problem.m))
     return [o[:, 0] for o in out]
 
 
@@ -175,15 +156,7 @@ def kfold_predictions(estimator, X, y, folds, groups=None, *, verbose=0):
     the fold holding k.  ``folds``: an int k (contiguous folds; with groups, whole groups assigned
     round-robin), an (m,) array of fold labels, or a sequence of disjoint index arrays covering
     the rows to predict (rows in no fold get NaN).  Returns (m,) or (m, v)."""
-    prob = engine_for(estimator, X, y, groups, verbose=verbose)
-    sets = prob.check_sets(resolve_folds(folds, prob, groups))
-    cat = np.concatenate(sets)
-    if np.unique(cat).size != cat.size:
-        raise ValueError("folds must be disjoint")
-    out = prob.holdout(sets)
-    res = np.full_like(prob.Y, np.nan)
-    res[cat] = out
-    return _shape_out(res, prob.one_d)
+    return _factorization(estimator, X, y, groups, verbose=verbose).kfold_predictions(folds, groups=groups)
 
 
 # --------------------------------------------------------------------------------------------
@@ -278,32 +251,44 @@ def mprank_loo_approximation(estimator, X, y):
     prob = engine_for(estimator, X, y, None, min_rows=3)
     if not prob.one_d:
         raise ValueError("mprank_loo_approximation needs a 1-D y")
-    # kernel, spectral factor and its workspace, K S V, the hat matrix U and its pair gathers
-    check_dense_memory(prob.m, 18, "MPRank leave-one-out approximation (hat matrix and temporaries)")
+    if prob.basis or prob.spec.exclude_ties:
+        raise ValueError("mprank_loo_approximation needs the dense kernel model (no basis_vectors, "
+                         "exclude_ties=False)")
+    # Peak: the kernel, V, K S V, the hat matrix U (with one m x m temporary while it is formed), the
+    # list of all pairs and the two (n_pairs, 2) prediction arrays (~1 m x m each); the pair formulas
+    # run in chunks of m pairs and U is freed before the exact phase (which adds its m x m M and the
+    # copy of its output): 8.3 m x m matrices measured (peak RSS at m = 1500).
+    check_dense_memory(prob.m, 9, "MPRank leave-one-out approximation (hat matrix and pair predictions)")
     m, alpha = prob.m, prob.alpha
     yv = prob.Y[:, 0]
     V, sigma = prob.decompose()
     P = prob.P()
-    s = np.sqrt(m * prob.c)
+    s = np.sqrt(m * prob.dual.c)
     SV = s * (V - V.mean(axis=0))
     U = (P / (sigma + alpha)) @ SV.T  # hat matrix: f = U y, rows sum to zero
+    del SV
     h = U @ yv
-    pairs = prob.default_pairs()
-    i, j = pairs[:, 0], pairs[:, 1]
-    Uii, Ujj, Uij, Uji = U[i, i], U[j, j], U[i, j], U[j, i]
-    # eq. 27 (rows of U sum to zero): V_ab = U_ab + (U_aa + U_ab)/(m-2) for b in the pair;
-    # the diagonal entries take the sum over k outside the PAIR {i, j}, not outside {i}.
-    Vij = Uij + (Uii + Uij) / (m - 2)
-    Vii = Uii + (Uii + Uij) / (m - 2)
-    Vji = Uji + (Ujj + Uji) / (m - 2)
-    Vjj = Ujj + (Ujj + Uji) / (m - 2)
-    ei, ej = h[i] - yv[i], h[j] - yv[j]
     dbar = h.mean() - yv.mean()  # h-bar' approximated by h-bar
-    den = (1 - Vjj) * (1 - Vii) - Vij * Vji
-    ri = ((1 - Vjj) * ei + Vij * ej - ((Vii + Vij) * (1 - Vjj) + (Vjj + Vji) * Vij) * dbar) / den
-    rj = (Vji * ei + (1 - Vii) * ej - ((Vii + Vij) * Vji + (Vjj + Vji) * (1 - Vii)) * dbar) / den
-    approx_pred = np.stack([yv[i] + ri, yv[j] + rj], axis=1)
-    approx = float(np.mean((rj - ri) ** 2))
+    pairs = prob.default_pairs()
+    approx_pred = np.empty((pairs.shape[0], 2))
+    for at in range(0, pairs.shape[0], m):
+        i, j = pairs[at:at + m, 0], pairs[at:at + m, 1]
+        Uii, Ujj, Uij, Uji = U[i, i], U[j, j], U[i, j], U[j, i]
+        # eq. 27 (rows of U sum to zero): V_ab = U_ab + (U_aa + U_ab)/(m-2) for b in the pair;
+        # the diagonal entries take the sum over k outside the PAIR {i, j}, not outside {i}.
+        Vij = Uij + (Uii + Uij) / (m - 2)
+        Vii = Uii + (Uii + Uij) / (m - 2)
+        Vji = Uji + (Ujj + Uji) / (m - 2)
+        Vjj = Ujj + (Ujj + Uji) / (m - 2)
+        ei, ej = h[i] - yv[i], h[j] - yv[j]
+        den = (1 - Vjj) * (1 - Vii) - Vij * Vji
+        approx_pred[at:at + m, 0] = yv[i] + ((1 - Vjj) * ei + Vij * ej
+                                             - ((Vii + Vij) * (1 - Vjj) + (Vjj + Vji) * Vij) * dbar) / den
+        approx_pred[at:at + m, 1] = yv[j] + (Vji * ei + (1 - Vii) * ej
+                                             - ((Vii + Vij) * Vji + (Vjj + Vji) * (1 - Vii)) * dbar) / den
+    del U
+    i, j = pairs[:, 0], pairs[:, 1]
+    approx = float(np.mean(((approx_pred[:, 1] - yv[j]) - (approx_pred[:, 0] - yv[i])) ** 2))
     exact_pred = prob.lpo(pairs)
     ex = float(np.mean(((exact_pred[:, 1] - yv[j]) - (exact_pred[:, 0] - yv[i])) ** 2))
     return MPRankLOO(approx, ex, pairs, approx_pred, exact_pred)
@@ -314,8 +299,8 @@ def mprank_loo_approximation(estimator, X, y):
 # --------------------------------------------------------------------------------------------
 
 class Factorization:
-    """The kernel and spectral factor of one training problem, reused by every hold-out question
-    and every alpha (004 Sect. 3.2-3.4): nothing is recomputed between calls.
+    """The kernel and the factors of one training problem, reused by every hold-out question and
+    every alpha (004 Sect. 3.2-3.4): nothing is recomputed between calls.
 
     Build it with :func:`factorize`.  Every method takes ``alpha`` (default: the estimator's, or
     for MPRank the alpha of its C on each training part) and returns exactly what the function of
@@ -334,7 +319,8 @@ class Factorization:
         eng = self._engine
         pairs = eng.default_pairs() if pairs is None else eng.check_pairs(pairs)
         eng.check_pairs_leave_training(pairs)
-        out = eng.lpo(pairs, alpha)
+        with stage(f"leave-pair-out predictions of {pairs.shape[0]} pairs", verbose=eng.verbose):
+            out = eng.lpo(pairs, alpha)
         return (pairs, out) if return_pairs else out
 
     def holdout_predictions(self, test_sets, *, alpha=None):
@@ -360,32 +346,30 @@ class Factorization:
     def leave_group_out(self, *, alpha=None):
         eng = self._engine
         if not eng.grouped or eng.groups.n_groups < 2:
-            raise ValueError("leave_group_out needs a factorization built with groups (at least two)")
-        sets = eng.group_sets()
-        res = np.empty_like(eng.Y)
-        res[np.concatenate(sets)] = eng.holdout(sets, alpha)
-        return _shape_out(res, eng.one_d)
+            raise ValueError("leave_group_out needs at least two groups")
+        with stage(f"leave-group-out over {eng.groups.n_groups} groups", verbose=eng.verbose):
+            return _shape_out(eng.leave_group_out(alpha), eng.one_d)
 
     def solve(self, alpha):
-        """The RankRLS fitted on all the data at ``alpha`` (dual form), from the factor alone:
-        u = V (Sigma + alpha)^-1 V^T S y + (S y - V V^T S y) / alpha,  A = S u (eq. 31)."""
+        """The RankRLS fitted on all the data at ``alpha``, from the factors alone (eq. 31 from the
+        spectral factor; the p x p system of the linear model's S X)."""
         alpha = check_alpha(alpha)
         eng = self._engine
-        if eng.basis:
+        fit = eng.solve(alpha)
+        if fit is None:
             raise ValueError("Factorization.solve re-solves the dense kernel model; for basis_vectors models fit "
                              "RankRLS(basis_vectors=..., alpha=...) (eqs. 40-42 share one decomposition too: "
                              "fastrank.rankrls_path)")
-        V, sigma = eng.decompose()
-        Sy = eng.problem.apply_S(eng.Yg)
-        c = V.T @ Sy
-        u = V @ (c / (sigma + alpha)[:, None]) + (Sy - V @ c) / alpha
-        A = eng.groups.untake(eng.problem.apply_S(u))[None]
-        X = eng.problem.X
-        coef = np.asarray(X.T @ A[0])[None] if eng.linear else None
-        keep = ("kernel", "gamma", "degree", "coef0", "group_weighting", "n_jobs")
+        keep = ("kernel", "gamma", "degree", "coef0", "group_weighting", "n_jobs", "exclude_ties")
         est = RankRLS(alpha=alpha, **{k: v for k, v in self._estimator.get_params(deep=False).items() if k in keep})
-        fit = Fit("dual", coef=coef, dual_coef=A, X_fit=None if eng.precomputed else X)
         return est._apply_fit(fit, 0, eng.one_d, eng.problem.n_features, eng.m)
+
+
+def _factorization(estimator, X, y, groups=None, *, min_rows=1, alpha=None, verbose=0):
+    """A :class:`Factorization` whose factors are computed when a question first needs them (one
+    alpha: Cholesky routes, no eigendecomposition)."""
+    return Factorization(engine_for(estimator, X, y, groups, min_rows=min_rows, alpha=alpha, verbose=verbose),
+                         estimator)
 
 
 def factorize(estimator, X, y, groups=None, *, verbose=0):
@@ -393,6 +377,6 @@ def factorize(estimator, X, y, groups=None, *, verbose=0):
     :class:`Factorization` that answers leave-pair-out, leave-group-out, hold-out and k-fold
     questions and re-solves for any alpha without recomputing either (RLScore's learners keep
     their decomposition the same way)."""
-    eng = engine_for(estimator, X, y, groups, verbose=verbose)
-    eng.decompose()
-    return Factorization(eng, estimator)
+    fac = _factorization(estimator, X, y, groups, verbose=verbose)
+    fac._engine.decompose()
+    return fac

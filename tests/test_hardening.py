@@ -472,3 +472,58 @@ def test_sparse_kernel_block_duplicates_not_mutated():
     np.testing.assert_allclose(K, exact_gaussian(D, D, 0.7), rtol=1e-12, atol=1e-14)
     np.testing.assert_array_equal(X.data, data_before)
     assert X.nnz == 4
+
+
+# ---- dense Cholesky: blocked above one LAPACK panel (SciPy's OpenBLAS dpotrf crashes at large orders) ----
+def test_blocked_cholesky_matches_lapack_and_detects_late_failure():
+    from fastrank import _core
+
+    nb = _core.cholesky_panel
+    n = 2 * nb + 5  # three panels, the last one short
+    rng = np.random.default_rng(3)
+    A = rng.normal(size=(n, 40))
+    G = A @ A.T + n * np.eye(n)
+    F = np.asfortranarray(G)
+    assert _core.cholesky_lower(F) is True
+    L = np.tril(F)
+    want = np.linalg.cholesky(G)  # numpy's own LAPACK call: the unblocked oracle
+    assert np.max(np.abs(L - want)) <= 1e-12 * np.max(np.abs(want))
+    # not positive definite only in the second panel: the leading nb + 100 minor is fine
+    bad = np.asfortranarray(G.copy())
+    bad[nb + 100, nb + 100] = -1.0
+    assert _core.cholesky_lower(bad) is False
+    with pytest.raises(TypeError):
+        _core.cholesky_lower(np.ascontiguousarray(G[:3, :3]) + 0.0j)
+
+
+_CRASH_SIZE_SCRIPT = """
+import numpy as np, fastrank
+rng = np.random.default_rng(0)
+X = rng.normal(size=(16000, 3))
+y = X[:, 0] + 0.1 * rng.normal(size=16000)
+est = fastrank.RankRLS(kernel="rbf", alpha=1.0, n_jobs=2).fit(X, y)
+print(float(est.predict(X[:1])[0]))
+"""
+
+
+@pytest.mark.slow
+def test_rbf_fit_at_the_openblas_crash_size_in_a_subprocess():
+    """m = 16,000 rows: one LAPACK dpotrf with 2 OpenBLAS threads segfaulted from n ~ 15,900
+    (cho_factor alone reproduces it); fastrank factorizes by panels and must finish."""
+    import os
+    import subprocess
+    import sys
+
+    from fastrank._memory import available_memory
+
+    avail = available_memory()
+    if avail is None or avail < 8 * 2**30:
+        pytest.skip(f"needs 8 GiB of free memory for two 16,000 x 16,000 float64 matrices (available: "
+                    f"{'unknown' if avail is None else f'{avail / 2**30:.1f} GiB'})")
+    env = dict(os.environ, FASTRANK_MAX_DENSE_BYTES="none", OPENBLAS_NUM_THREADS="2")
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (os.path.dirname(os.path.dirname(fastrank.__file__)),
+                                                    env.get("PYTHONPATH")) if p)
+    out = subprocess.run([sys.executable, "-c", _CRASH_SIZE_SCRIPT], env=env, capture_output=True, text=True,
+                         timeout=900)
+    assert out.returncode == 0, f"exit {out.returncode} (-11 is the segfault): {out.stderr[-2000:]}"
+    assert np.isfinite(float(out.stdout.split()[-1]))

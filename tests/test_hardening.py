@@ -527,3 +527,40 @@ def test_rbf_fit_at_the_openblas_crash_size_in_a_subprocess():
                          timeout=900)
     assert out.returncode == 0, f"exit {out.returncode} (-11 is the segfault): {out.stderr[-2000:]}"
     assert np.isfinite(float(out.stdout.split()[-1]))
+
+
+# ---- complex input refused; every sparse dtype converted to float64 once at the boundary ----
+@pytest.mark.parametrize("call", [
+    lambda X, y, g: OnlineMPRank(max_iter=5).fit(X, y + 0j),
+    lambda X, y, g: OnlineMPRank(max_iter=5).fit(X, y).partial_fit(X, y + 1j),
+    lambda X, y, g: fastrank.RankSVM().fit_preferences(X, np.array([[0, 1], [2, 3]]), weights=np.ones(2) + 0j),
+    lambda X, y, g: RankRLS().fit(X, y, g + 0j),
+    lambda X, y, g: fastrank.RankRLS().fit(X, y + 0j),
+], ids=["onlinemprank-y", "onlinemprank-partial-y", "ranksvm-weights", "groups", "rankrls-y"])
+def test_complex_input_is_refused_not_cast(call):
+    import warnings
+
+    X, y = data(m=30)
+    g = np.repeat(np.arange(3), 10)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a ComplexWarning cast would be an error here, not a pass
+        with pytest.raises(ValueError, match=r"(?i)complex|real-valued"):
+            call(X, y, g)
+
+
+@pytest.mark.parametrize("kernel", ["linear", "rbf"])
+@pytest.mark.parametrize("dtype,fmt", [(bool, "csr"), (np.float32, "csr"), (np.int8, "csc"), (bool, "coo")])
+def test_sparse_dtypes_with_basis_vectors_match_float64(kernel, dtype, fmt):
+    """Sparse bool products are logical (True @ True = True): they differed from the float64 model by
+    up to 240%.  Fit and predict with every dtype must equal the float64 model."""
+    rng = np.random.default_rng(0)
+    B = rng.random((200, 20)) < 0.3
+    Bt = rng.random((50, 20)) < 0.3
+    y = B[:, :3].sum(axis=1) + 0.1 * rng.normal(size=200)
+    make = lambda: RankRLS(kernel=kernel, basis_vectors=30, random_state=0)  # noqa: E731
+    want = make().fit(B.astype(np.float64), y).predict(Bt.astype(np.float64))
+    sparse = lambda A: sp.csr_matrix(A.astype(dtype)).asformat(fmt)  # noqa: E731
+    got = make().fit(sparse(B), y).predict(sparse(Bt))
+    assert np.max(np.abs(got - want)) <= 1e-10 * np.max(np.abs(want))
+    ref = make().fit(B.astype(np.float64), y)
+    assert np.max(np.abs(ref.predict(sparse(Bt)) - want)) <= 1e-10 * np.max(np.abs(want))

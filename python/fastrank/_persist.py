@@ -46,8 +46,8 @@ Kernel models store their training rows ``X_fit_`` (m x n float64: a Gaussian Ra
 rows of 300 features is 7.2 MB raw; ``compress=True``, the default, shrinks rows with many zeros
 or few distinct values) plus m dual coefficients.  ``dtype="float32"`` halves that: every float64
 array of the fitted state is stored as float32 and read back as float64, which changes each
-stored number by at most 2**-24 relative (about 6e-8); predictions move by a few 1e-7 of their
-scale (measured 4e-7 of the largest test score for the Gaussian model on the LightGBM sample) —
+stored number by at most 2**-24 relative (about 6e-8); predictions move by a few 1e-6 of their
+scale (measured 4.5e-6 of the largest test score for the Gaussian model on the LightGBM sample) —
 harmless for ranking, but the loaded model is no longer bit-identical.
 Measured on the LightGBM sample (Gaussian RankRLS, 3005 x 300 training rows): pickle 7.24 MB;
 ``save`` 0.61 MB (compressed; the features have two decimals) or 7.24 MB (``compress=False``);

@@ -532,9 +532,9 @@ def _check_params(est, where):
             check_alphas(params["alphas"])
         if callable(getattr(est, "_check_params", None)):
             est._check_params()
-        if "_validate_params" in vars(type(est)) or any("_validate_params" in vars(c) for c in type(est).__mro__
-                                                         if c.__module__.startswith("fastrank")):
-            est._validate_params()
+        if hasattr(type(est), "_parameter_constraints") or any(
+                "_validate_params" in vars(c) for c in type(est).__mro__ if c.__module__.startswith("fastrank")):
+            est._validate_params()  # fastrank's own, or scikit-learn's from _parameter_constraints
         n = getattr(est, "n_features_in_", None)
         if callable(getattr(est, "_kernel_spec", None)) and isinstance(n, (int, np.integer)):
             est._kernel_spec(int(n))

@@ -515,3 +515,22 @@ def test_linear_dual_model_stores_one_weight_vector(data, tmp_path, make):
     p, q = est.predict(Xt), back.predict(Xt)
     assert np.max(np.abs(p - q)) <= 1e-12 * np.max(np.abs(p))
     assert est.X_fit_ is not None  # saving does not change the fitted model
+
+
+def test_rankboost_minus_infinity_thresholds_roundtrip(tmp_path):
+    """missing="q_def" weak rankers store threshold -inf: legitimate, unlike NaN."""
+    rng = np.random.default_rng(0)
+    y = rng.integers(0, 3, 60).astype(float)
+    g = np.repeat(np.arange(6), 10)
+    X = rng.normal(size=(60, 3))
+    X[:, 0] = np.where(y > 0, rng.normal(size=60), np.nan)  # "has x_0" separates: a -inf threshold
+    est = fastrank.RankBoost(n_estimators=10, missing="q_def").fit(X, y, g)
+    assert np.isneginf(est.thresholds_).any()
+    fastrank.save(est, tmp_path / "rb")
+    back = fastrank.load(tmp_path / "rb")
+    assert np.array_equal(est.predict(X), back.predict(X), equal_nan=True)
+    h, a = _read(tmp_path / "rb")
+    a[_key_of(h, "thresholds_")][0] = np.nan
+    _write(tmp_path / "rb", h, a)
+    with pytest.raises(ValueError, match="thresholds_ contains NaN"):
+        fastrank.load(tmp_path / "rb")

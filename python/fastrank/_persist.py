@@ -501,14 +501,15 @@ def _verify_checksum(p, header, arrays):
         raise _Corrupt("the checksum does not match the header and arrays (the file was edited or damaged)")
 
 
-# Fitted arrays that may legitimately hold NaN or infinity (scores of failed CV candidates).
-_NON_FINITE_OK = ("cv_results_", "cv_scores_", "cv_values_")
+# Fitted arrays that may legitimately hold +-infinity (never NaN): RankBoost's "has x_f" weak
+# rankers (missing="q_def") store threshold -inf.
+_INFINITY_OK = ("thresholds_",)
 
 
 def _check_finite(est, where):
     for k, v in vars(est).items():
-        if isinstance(v, np.ndarray) and v.dtype.kind in "fc" and k not in _NON_FINITE_OK \
-                and not np.isfinite(v).all():
+        if isinstance(v, np.ndarray) and v.dtype.kind in "fc" and not (
+                np.isfinite(v).all() or (k in _INFINITY_OK and not np.isnan(v).any())):
             raise _Corrupt(f"{where}.{k} contains NaN or infinity")
         if sp.issparse(v) and v.dtype.kind in "fc" and not np.isfinite(v.data).all():
             raise _Corrupt(f"{where}.{k} contains NaN or infinity")

@@ -130,3 +130,66 @@ def test_kernel_kappa():
     assert B.kernel_kappa(X, "linear") == pytest.approx(3.0)
     assert B.kernel_kappa(X, "poly", gamma=0.5, degree=2, coef0=1.0) == pytest.approx(0.5 * 9 + 1.0)
     assert "bounds" in fastrank.__all__ and fastrank.bounds is B
+
+
+# ---- inputs whose intermediate powers leave float64: the bound is computed in log space --------
+def _decimal_score_bound(m, lam, kappa, top, delta, s):
+    """002 Corollary 12 / 15 in 60-digit decimal arithmetic (no float range limits)."""
+    from decimal import Decimal as D, localcontext
+
+    with localcontext() as ctx:
+        ctx.prec = 60
+        m, lam, kappa, top, delta, s = map(D, (m, lam, kappa, top, delta, s))
+        root = (2 * (1 / delta).ln() / m).sqrt()
+        return float(32 * s * kappa**2 / (lam * m) + (16 * s * kappa**2 / lam + top) * root)
+
+
+@pytest.mark.parametrize("kappa_, lam_, M_", [(1e200, 1e300, 4.0), (1e-200, 1e-300, 1e-150), (3.0, 1e-300, 1e-290),
+                                              (1e160, 1e299, 1e5)])
+def test_extreme_parameters_are_exact_not_overflow(kappa_, lam_, M_):
+    # kappa**2 overflowed float64 (OverflowError 34, 'Numerical result out of range') though the bound fits
+    want = _decimal_score_bound(1000, lam_, kappa_, M_, 0.05, 2.0)
+    assert B.agarwal_niyogi_score_stability_bound(1000, lam_, kappa_, M_, 0.05, sigma=2.0) == \
+        pytest.approx(want, rel=1e-12)
+    want_loss = _decimal_score_bound(1000, lam_, kappa_, M_, 0.05, 9.0)  # sigma^2 = 9
+    assert B.agarwal_niyogi_loss_stability_bound(1000, lam_, kappa_, M_, 0.05, sigma=3.0) == \
+        pytest.approx(want_loss, rel=1e-12)
+
+
+def test_least_squares_and_mp_with_extreme_parameters():
+    from decimal import Decimal as D, localcontext
+
+    k, lam_, M_, C = 1e150, 1e290, 1e-100, 1e-290
+    with localcontext() as ctx:
+        ctx.prec = 60
+        s = 2 * D(M_) * (1 + 2 * D(k) / D(lam_).sqrt())
+    want = _decimal_score_bound(1000, lam_, k, M_, 0.05, s)
+    assert B.least_squares_ranking_bound(1000, lam_, k, M_, 0.05) == pytest.approx(want, rel=1e-12)
+    with localcontext() as ctx:
+        ctx.prec = 60
+        dk, dC, dM, dm = D(k), D(C), D(M_), D(1000)
+        root = (2 / dm * (2 / D(0.05)).ln()).sqrt()
+        want1 = float(8 * dk**2 * dC / dm + 2 * (2 * dk**2 * dC + dM) * root)
+        want2 = float(128 * dk**2 * dC * dM**2 / dm + 4 * dM**2 * (16 * dk**2 * dC + 1) * root)
+    assert B.magnitude_preserving_bound(1000, C, k, M_, 0.05, power=1) == pytest.approx(want1, rel=1e-12)
+    assert B.magnitude_preserving_bound(1000, C, k, M_, 0.05, power=2) == pytest.approx(want2, rel=1e-12)
+
+
+@pytest.mark.parametrize("call", [
+    lambda: B.hinge_ranking_bound(1000, 1e-300, 1e200, 1.0, 0.05),
+    lambda: B.least_squares_ranking_bound(1000, 0.5, 1.0, 1e308, 0.05),
+    lambda: B.magnitude_preserving_bound(1000, 1.0, 1.0, 1e200, 0.05, power=2),
+    lambda: B.agarwal_niyogi_loss_stability_bound(1000, 1e-300, 1.0, 1.0, 0.05, sigma=1e200),
+])
+def test_bound_beyond_float64_is_a_clear_error(call):
+    with pytest.raises(ValueError, match="exceeds the largest float64.*vacuous"):
+        call()
+
+
+def test_huge_m_and_delta_near_one():
+    # m beyond float64 (int division overflowed) and delta next to 1 (ln(1/delta) rounds to 0)
+    got = B.hinge_ranking_bound(10**400, 0.5, 1.0, 4.0, 0.05)
+    assert got == pytest.approx(0.0, abs=1e-180)
+    d = float(np.nextafter(1.0, 0.0))
+    want = _decimal_score_bound(1000, 0.5, 1.0, 4.0, d, 1.0)
+    assert B.hinge_ranking_bound(1000, 0.5, 1.0, 4.0, d) == pytest.approx(want, rel=1e-10)

@@ -456,3 +456,214 @@ def test_lpo_small_alpha_accuracy():
     keep = np.arange(2, 8)
     ref = RankRLS(alpha=1e-8, kernel="rbf", gamma=0.5).fit(X[keep], y[keep]).predict(X[:2])
     np.testing.assert_allclose(P[0][0] - P[0][1], ref[0] - ref[1], rtol=1e-5)
+
+
+# ----------------------------------------------------------------------------------------------
+# model files: byte flips, truncation and header edits give a ValueError naming the file or the
+# exact model back -- never another exception, raw zlib/numpy text or a changed model
+# ----------------------------------------------------------------------------------------------
+def _saved_model_bytes():
+    import os
+    import tempfile
+
+    if not hasattr(_saved_model_bytes, "cache"):
+        rng = np.random.default_rng(7)
+        X = rng.normal(size=(40, 5))
+        y = X[:, 0] + 0.1 * rng.normal(size=40)
+        est = RankRLS(alpha=1.0, kernel="rbf", gamma=0.3).fit(X, y)
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "m")
+            fastrank.save(est, path)
+            with open(path, "rb") as fh:
+                raw = fh.read()
+        _saved_model_bytes.cache = (raw, X[:7], est.predict(X[:7]))
+    return _saved_model_bytes.cache
+
+
+def _load_bytes(raw):
+    """("ok", model) or ("error", message) for a model file holding ``raw``; anything else fails."""
+    import os
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "fuzzed.frk")
+        with open(path, "wb") as fh:
+            fh.write(raw)
+        try:
+            return "ok", fastrank.load(path)
+        except ValueError as exc:
+            msg = str(exc)
+            assert msg.startswith(f"{path}: "), msg
+            for raw_text in ("Error -3", "decompressing data", "Python int too large", "Unable to allocate",
+                             "Traceback"):
+                assert raw_text not in msg, msg
+            return "error", msg
+
+
+@FUZZ
+@given(flips=st.lists(st.tuples(st.floats(0, 1, exclude_max=True), st.integers(1, 255)), min_size=1, max_size=4))
+def test_model_file_byte_flips(flips):
+    raw, Xt, want = _saved_model_bytes()
+    buf = bytearray(raw)
+    for where, xor in flips:
+        buf[int(where * len(buf))] ^= xor
+    kind, value = _load_bytes(bytes(buf))
+    if kind == "ok":  # a flip in zip bookkeeping the checksum does not cover (e.g. a timestamp)
+        assert np.array_equal(value.predict(Xt), want)
+
+
+@FUZZ
+@given(keep=st.floats(0, 1, exclude_max=True))
+def test_model_file_truncation(keep):
+    raw, _, _ = _saved_model_bytes()
+    kind, _ = _load_bytes(raw[: int(keep * len(raw))])
+    assert kind == "error"
+
+
+_JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers(-2**70, 2**70) | st.floats(allow_nan=False) | st.text(max_size=8),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.sampled_from(
+        ["$array", "$float", "$scalar", "$tuple", "$list", "$dict", "$kernel", "$estimator", "$sparse", "shape",
+         "dtype", "value", "a0", "x"]), inner, max_size=3),
+    max_leaves=6)
+
+
+@FUZZ
+@given(data=st.data(), recompute=st.booleans())
+def test_model_file_header_edits(data, recompute):
+    import io
+    import json
+    import zipfile
+
+    from fastrank import _persist
+
+    raw, Xt, want = _saved_model_bytes()
+    with zipfile.ZipFile(io.BytesIO(raw)) as zf:
+        arrays = {n[:-4]: np.lib.format.read_array(io.BytesIO(zf.read(n))) for n in zf.namelist()}
+    header = json.loads(arrays.pop("header").tobytes())
+    section = data.draw(st.sampled_from(["params", "state", "arrays", "top"]))
+    target = header if section == "top" else header[section]
+    key = data.draw(st.sampled_from(sorted(target)) | st.text(min_size=1, max_size=6))
+    value = data.draw(_JSON_VALUES)
+    changed = target.get(key, object()) != value
+    target[key] = value
+    if recompute:  # someone who knows the format: only the structural and per-class checks remain
+        try:
+            header["checksum"] = {"sha256": _persist._digest(header, arrays)}
+        except (TypeError, ValueError):
+            pass
+    out = io.BytesIO()
+    np.savez(out, header=np.frombuffer(json.dumps(header).encode(), dtype=np.uint8), **arrays)
+    kind, value = _load_bytes(out.getvalue())
+    if not recompute and changed and key != "checksum":
+        assert kind == "error"  # any edit without a new checksum is detected
+    if kind == "ok":
+        p = value.predict(Xt)
+        assert p.shape == want.shape and np.isfinite(p).all()
+
+
+# ----------------------------------------------------------------------------------------------
+# bounds: any numbers give a finite bound >= the empirical term or a ValueError / TypeError
+# ----------------------------------------------------------------------------------------------
+_ANY_NUMBER = (st.floats() | st.integers(-2**80, 2**80) | st.sampled_from([True, None, "1", 1e308, 5e-324])
+               | st.floats(1e-320, 1e308).map(lambda v: v))
+
+
+@FUZZ
+@given(m=_ANY_NUMBER | st.integers(2, 10**400), lam=_ANY_NUMBER, kappa=_ANY_NUMBER, M=_ANY_NUMBER,
+       delta=_ANY_NUMBER, extra=_ANY_NUMBER, which=st.integers(0, 5))
+def test_bounds_any_numbers(m, lam, kappa, M, delta, extra, which):
+    from fastrank import bounds as B
+
+    calls = [
+        lambda: B.hinge_ranking_bound(m, lam, kappa, M, delta),
+        lambda: B.least_squares_ranking_bound(m, lam, kappa, M, delta),
+        lambda: B.agarwal_niyogi_score_stability_bound(m, lam, kappa, M, delta, sigma=extra),
+        lambda: B.agarwal_niyogi_loss_stability_bound(m, lam, kappa, M, delta, sigma=extra),
+        lambda: B.magnitude_preserving_bound(m, lam, kappa, M, delta, power=1),
+        lambda: B.magnitude_preserving_bound(m, lam, kappa, M, delta, power=2, empirical=extra),
+    ]
+    try:
+        value = calls[which]()
+    except (ValueError, TypeError) as exc:
+        assert str(exc).strip() and "Numerical result out of range" not in str(exc)
+        return
+    assert isinstance(value, float) and np.isfinite(value) and value >= 0
+
+
+# ----------------------------------------------------------------------------------------------
+# command line: random argv and malformed svmlight files end in exit code 0, 1 or 2 with a
+# one-line error, never a traceback or an exception escaping main()
+# ----------------------------------------------------------------------------------------------
+def _cli_vocabulary():
+    import argparse
+
+    from fastrank._registry import ESTIMATORS
+    from fastrank.cli import build_parser
+
+    words = {"train", "predict", "evaluate", "cv", "-h", "--version", "bogus"}
+    for action in build_parser()._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in action.choices.values():
+                for a in sub._actions:
+                    words.update(a.option_strings)
+                    words.update(str(c) for c in (a.choices or ()))
+    words.discard("-h")  # help text: exit 0 after printing, kept once above
+    return sorted(words) + sorted(ESTIMATORS)
+
+
+_FILES = ["good.txt", "bad.txt", "model.frk", "scores.txt", "missing.txt", ".", "out.txt"]
+_VALUES = ["0", "1", "-1", "2", "0.5", "nan", "inf", "-inf", "1e-300", "abc", "", "auto", "3,4", "lgo", "loo",
+           "alpha=2", "gamma=x", "ndcg", "ndcg@10"]
+
+
+def _cli_files(folder):
+    from pathlib import Path
+
+    folder = Path(folder)
+    rng = np.random.default_rng(0)
+    lines = []
+    for q in range(4):
+        for _ in range(6):
+            feats = " ".join(f"{j}:{rng.normal():.3f}" for j in range(1, 5))
+            lines.append(f"{rng.integers(0, 3)} qid:{q} {feats}")
+    (folder / "good.txt").write_text("\n".join(lines) + "\n")
+    (folder / "scores.txt").write_text("\n".join(str(v) for v in rng.normal(size=24)) + "\n")
+    from fastrank import cli
+
+    assert cli.main(["train", "-q", str(folder / "good.txt"), str(folder / "model.frk")]) == 0
+
+
+_BAD_TOKENS = ["1", "0", "-2", "qid:1", "qid:x", "qid:18446744073709551616", "1:0.5", "2:abc", "3:1e400", "-1:2",
+               "0:1", "18446744073709551616:1", "5:nan", "2:1:3", "#c", "qid:", ":", "1:", "\x00", "é", "4:inf",
+               "3:1", "2:0.25", "7:-1e308"]
+
+
+@FUZZ
+@given(argv=st.lists(st.sampled_from(_cli_vocabulary()) | st.sampled_from(_FILES) | st.sampled_from(_VALUES),
+                     max_size=8),
+       bad_lines=st.lists(st.lists(st.sampled_from(_BAD_TOKENS), max_size=5).map(" ".join), min_size=1,
+                          max_size=6))
+def test_cli_random_argv_and_malformed_files(argv, bad_lines):
+    import contextlib
+    import io
+    import os
+    import tempfile
+
+    from fastrank import cli
+
+    with tempfile.TemporaryDirectory() as d, contextlib.chdir(d):
+        _cli_files(d)
+        with open(os.path.join(d, "bad.txt"), "w", encoding="utf-8", errors="surrogatepass") as fh:
+            fh.write("\n".join(bad_lines) + "\n")
+        for args in (argv, ["train", "-q", "bad.txt", "m2.frk"], ["evaluate", "bad.txt", "scores.txt"],
+                     ["predict", "model.frk", "bad.txt"]):
+            err, out = io.StringIO(), io.StringIO()
+            with warnings.catch_warnings(), contextlib.redirect_stderr(err), contextlib.redirect_stdout(out):
+                warnings.simplefilter("ignore")  # warnings are the CLI's to print; this test is about errors
+                code = cli.main(list(args))
+            text = err.getvalue()
+            assert code in (0, 1, 2), (args, code, text)
+            assert "Traceback" not in text, (args, text)
+            if code:
+                assert text.strip(), (args, "an error exit without a message")

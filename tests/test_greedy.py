@@ -112,3 +112,48 @@ def test_bad_input():
         greedy_order(RankRLS().fit(np.eye(3), [0, 1, 2]), np.eye(3), pairwise="x")
     with pytest.raises(TypeError, match="preference"):
         greedy_order(np.array([["a", "b"], ["c", "d"]]))
+
+
+def test_memory_guard_counts_the_matrices_really_allocated(monkeypatch):
+    """3,000 items: one 3000 x 3000 float64 matrix (72 MB) for a ranker, two for a matrix or callable."""
+    import tracemalloc
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(3000, 4))
+    ranker = RankRLS().fit(X[:200], X[:200, 0])
+    monkeypatch.setenv("FASTRANK_MAX_DENSE_BYTES", "60M")
+    with pytest.raises(MemoryError, match=r"3000 x 3000 preference matrix \(greedy_order\).*FASTRANK_MAX_DENSE"):
+        greedy_order(ranker, X)
+    monkeypatch.setenv("FASTRANK_MAX_DENSE_BYTES", "100M")  # one matrix fits
+    tracemalloc.start()
+    try:
+        order = greedy_order(ranker, X)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 100 * 2**20  # what the guard was told is what was allocated (72 MB + O(n))
+    assert np.array_equal(order, np.argsort(-ranker.predict(X), kind="stable"))
+    P = np.full((3000, 3000), 0.5)
+    with pytest.raises(MemoryError, match=r"2 x a dense 3000 x 3000 preference matrix"):
+        greedy_order(P)
+    with pytest.raises(MemoryError, match="preference matrix"):
+        greedy_order(lambda u, v: 0.5, n_items=3000)  # refused before three million calls
+
+
+@pytest.mark.parametrize("bad", [None, "0.5", [0.5], np.array([0.5, 0.5]), 1j, True])
+def test_callable_returning_a_non_number_names_the_pair(bad):
+    with pytest.raises(TypeError, match=r"returned .* for \(u, v\) = \(0, 1\).*number in \[0, 1\]"):
+        greedy_order(lambda u, v: bad, n_items=3)
+
+
+def test_callable_numpy_scalars_accepted():
+    order = greedy_order(lambda u, v: np.float32(1.0) if u < v else np.array(0.0), n_items=4)
+    assert list(order) == [0, 1, 2, 3]
+
+
+def test_sigmoid_with_scores_beyond_float64_differences():
+    class Scores:
+        def predict(self, X):
+            return np.array([1e308, -1e308, 0.0])
+
+    assert list(greedy_order(Scores(), np.zeros((3, 1)), pairwise="sigmoid", temperature=1e-300)) == [0, 2, 1]

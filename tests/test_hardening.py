@@ -472,3 +472,95 @@ def test_sparse_kernel_block_duplicates_not_mutated():
     np.testing.assert_allclose(K, exact_gaussian(D, D, 0.7), rtol=1e-12, atol=1e-14)
     np.testing.assert_array_equal(X.data, data_before)
     assert X.nnz == 4
+
+
+# ---- dense Cholesky: blocked above one LAPACK panel (SciPy's OpenBLAS dpotrf crashes at large orders) ----
+def test_blocked_cholesky_matches_lapack_and_detects_late_failure():
+    from fastrank import _core
+
+    nb = _core.cholesky_panel
+    n = 2 * nb + 5  # three panels, the last one short
+    rng = np.random.default_rng(3)
+    A = rng.normal(size=(n, 40))
+    G = A @ A.T + n * np.eye(n)
+    F = np.asfortranarray(G)
+    assert _core.cholesky_lower(F) is True
+    L = np.tril(F)
+    want = np.linalg.cholesky(G)  # numpy's own LAPACK call: the unblocked oracle
+    assert np.max(np.abs(L - want)) <= 1e-12 * np.max(np.abs(want))
+    # not positive definite only in the second panel: the leading nb + 100 minor is fine
+    bad = np.asfortranarray(G.copy())
+    bad[nb + 100, nb + 100] = -1.0
+    assert _core.cholesky_lower(bad) is False
+    with pytest.raises(TypeError):
+        _core.cholesky_lower(np.ascontiguousarray(G[:3, :3]) + 0.0j)
+
+
+_CRASH_SIZE_SCRIPT = """
+import numpy as np, fastrank
+rng = np.random.default_rng(0)
+X = rng.normal(size=(16000, 3))
+y = X[:, 0] + 0.1 * rng.normal(size=16000)
+est = fastrank.RankRLS(kernel="rbf", alpha=1.0, n_jobs=2).fit(X, y)
+print(float(est.predict(X[:1])[0]))
+"""
+
+
+@pytest.mark.slow
+def test_rbf_fit_at_the_openblas_crash_size_in_a_subprocess():
+    """m = 16,000 rows: one LAPACK dpotrf with 2 OpenBLAS threads segfaulted from n ~ 15,900
+    (cho_factor alone reproduces it); fastrank factorizes by panels and must finish."""
+    import os
+    import subprocess
+    import sys
+
+    from fastrank._memory import available_memory
+
+    avail = available_memory()
+    if avail is None or avail < 8 * 2**30:
+        pytest.skip(f"needs 8 GiB of free memory for two 16,000 x 16,000 float64 matrices (available: "
+                    f"{'unknown' if avail is None else f'{avail / 2**30:.1f} GiB'})")
+    env = dict(os.environ, FASTRANK_MAX_DENSE_BYTES="none", OPENBLAS_NUM_THREADS="2")
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (os.path.dirname(os.path.dirname(fastrank.__file__)),
+                                                    env.get("PYTHONPATH")) if p)
+    out = subprocess.run([sys.executable, "-c", _CRASH_SIZE_SCRIPT], env=env, capture_output=True, text=True,
+                         timeout=900)
+    assert out.returncode == 0, f"exit {out.returncode} (-11 is the segfault): {out.stderr[-2000:]}"
+    assert np.isfinite(float(out.stdout.split()[-1]))
+
+
+# ---- complex input refused; every sparse dtype converted to float64 once at the boundary ----
+@pytest.mark.parametrize("call", [
+    lambda X, y, g: OnlineMPRank(max_iter=5).fit(X, y + 0j),
+    lambda X, y, g: OnlineMPRank(max_iter=5).fit(X, y).partial_fit(X, y + 1j),
+    lambda X, y, g: fastrank.RankSVM().fit_preferences(X, np.array([[0, 1], [2, 3]]), weights=np.ones(2) + 0j),
+    lambda X, y, g: RankRLS().fit(X, y, g + 0j),
+    lambda X, y, g: fastrank.RankRLS().fit(X, y + 0j),
+], ids=["onlinemprank-y", "onlinemprank-partial-y", "ranksvm-weights", "groups", "rankrls-y"])
+def test_complex_input_is_refused_not_cast(call):
+    import warnings
+
+    X, y = data(m=30)
+    g = np.repeat(np.arange(3), 10)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a ComplexWarning cast would be an error here, not a pass
+        with pytest.raises(ValueError, match=r"(?i)complex|real-valued"):
+            call(X, y, g)
+
+
+@pytest.mark.parametrize("kernel", ["linear", "rbf"])
+@pytest.mark.parametrize("dtype,fmt", [(bool, "csr"), (np.float32, "csr"), (np.int8, "csc"), (bool, "coo")])
+def test_sparse_dtypes_with_basis_vectors_match_float64(kernel, dtype, fmt):
+    """Sparse bool products are logical (True @ True = True): they differed from the float64 model by
+    up to 240%.  Fit and predict with every dtype must equal the float64 model."""
+    rng = np.random.default_rng(0)
+    B = rng.random((200, 20)) < 0.3
+    Bt = rng.random((50, 20)) < 0.3
+    y = B[:, :3].sum(axis=1) + 0.1 * rng.normal(size=200)
+    make = lambda: RankRLS(kernel=kernel, basis_vectors=30, random_state=0)  # noqa: E731
+    want = make().fit(B.astype(np.float64), y).predict(Bt.astype(np.float64))
+    sparse = lambda A: sp.csr_matrix(A.astype(dtype)).asformat(fmt)  # noqa: E731
+    got = make().fit(sparse(B), y).predict(sparse(Bt))
+    assert np.max(np.abs(got - want)) <= 1e-10 * np.max(np.abs(want))
+    ref = make().fit(B.astype(np.float64), y)
+    assert np.max(np.abs(ref.predict(sparse(Bt)) - want)) <= 1e-10 * np.max(np.abs(want))

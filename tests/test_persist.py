@@ -182,7 +182,14 @@ def _read(path):
     return json.loads(arrays.pop("header").tobytes()), arrays
 
 
-def _write(path, header, arrays, **extra):
+def _write(path, header, arrays, checksum=True, **extra):
+    """Write an edited model; by default with a recomputed checksum (an edit by someone who knows the
+    format), so that the structural checks behind the checksum are what the test exercises."""
+    if checksum:
+        try:
+            header["checksum"] = {"sha256": _persist._digest(header, arrays)}
+        except (TypeError, ValueError):  # object arrays cannot be hashed; the load refuses them anyway
+            pass
     raw = np.frombuffer(json.dumps(header).encode(), dtype=np.uint8)
     with open(path, "wb") as fh:
         np.savez(fh, header=raw, **arrays, **extra)
@@ -203,9 +210,10 @@ def _key_of(header, attr):
 
 def test_tampered_newer_version(saved):
     h, a = _read(saved)
-    h["format_version"] = 2
+    h["format_version"] = _persist.FORMAT_VERSION + 1
     _write(saved, h, a)
-    with pytest.raises(ValueError, match=r"format version 2 .*reads versions up to 1: upgrade"):
+    with pytest.raises(ValueError, match=rf"format version {_persist.FORMAT_VERSION + 1} .*reads versions up to "
+                                         rf"{_persist.FORMAT_VERSION}: upgrade"):
         fastrank.load(saved)
 
 
@@ -213,9 +221,9 @@ def test_tampered_newer_version(saved):
     (lambda h, a: h.__setitem__("class", "os.system"), "not a fastrank estimator"),
     (lambda h, a: h.__setitem__("class", "Ridge"), "not a fastrank estimator"),
     (lambda h, a: a.pop(_key_of(h, "dual_coef_")), "missing from the archive"),
-    (lambda h, a: a.__setitem__(_key_of(h, "dual_coef_"), a[_key_of(h, "dual_coef_")][:-1]), "has dtype"),
+    (lambda h, a: a.__setitem__(_key_of(h, "dual_coef_"), a[_key_of(h, "dual_coef_")][:-1]), "holds dtype"),
     (lambda h, a: a.__setitem__(_key_of(h, "dual_coef_"), a[_key_of(h, "dual_coef_")].astype(np.float32)),
-     "has dtype"),
+     "holds dtype"),
     (lambda h, a: h["state"].__setitem__("__class__", None), "not allowed"),
     (lambda h, a: h["state"].__setitem__("predict", None), "not allowed"),
     (lambda h, a: h["params"].__setitem__("no_such_param", 1), "parameters of RankRLS"),
@@ -308,7 +316,7 @@ def test_no_pickle_involved(saved, monkeypatch):
 
     monkeypatch.setattr(np, "load", spy)
     fastrank.load(saved)
-    assert calls == [False]
+    assert all(c is False for c in calls)  # arrays are read from their .npy headers, never unpickled
     with zipfile.ZipFile(saved) as zf:
         for name in zf.namelist():
             with zf.open(name) as fh:
@@ -333,3 +341,196 @@ def test_file_permissions_follow_umask(data, tmp_path):
     finally:
         os.umask(mask)
     assert stat.S_IMODE((tmp_path / "perm").stat().st_mode) == 0o644
+
+
+# ----------------------------------------------------------------------------------------------
+# sizes checked before inflation, checksum, per-class consistency, damaged compressed data
+# ----------------------------------------------------------------------------------------------
+def _rewrite_member(path, name, payload_writer):
+    """Copy the archive with member ``name`` replaced by what payload_writer(fh) streams."""
+    src = path.read_bytes()
+    import io
+
+    with zipfile.ZipFile(io.BytesIO(src)) as zin, zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as zout:
+        for info in zin.infolist():
+            if info.filename == name:
+                with zout.open(name, "w", force_zip64=True) as fh:
+                    payload_writer(fh)
+            else:
+                zout.writestr(info, zin.read(info.filename))
+
+
+def test_8_tib_member_header_refused_before_allocation(saved):
+    import tracemalloc
+
+    h, _ = _read(saved)
+    name = _key_of(h, "dual_coef_") + ".npy"
+
+    def huge(fh):  # a ~200-byte member whose .npy header asks for 2**40 float64 (8 TiB)
+        np.lib.format.write_array_header_1_0(fh, {"descr": "<f8", "fortran_order": False, "shape": (2**40,)})
+        fh.write(b"\0" * 64)
+
+    _rewrite_member(saved, name, huge)
+    tracemalloc.start()
+    try:
+        with pytest.raises(ValueError, match=rf"{saved}.*{name}") as info:
+            fastrank.load(saved)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 20 * 2**20
+    assert "Unable to allocate" not in str(info.value)
+
+
+def test_256_mib_member_is_not_inflated_before_the_size_check(saved):
+    import tracemalloc
+
+    h, _ = _read(saved)
+    name = _key_of(h, "dual_coef_") + ".npy"
+    shape = h["arrays"][_key_of(h, "dual_coef_")]["shape"]
+
+    def bomb(fh):  # the right .npy header followed by 256 MiB of zeros (compresses to ~250 kB)
+        np.lib.format.write_array_header_1_0(fh, {"descr": "<f8", "fortran_order": False, "shape": tuple(shape)})
+        chunk = b"\0" * 2**24
+        for _ in range(16):
+            fh.write(chunk)
+
+    _rewrite_member(saved, name, bomb)
+    tracemalloc.start()
+    try:
+        with pytest.raises(ValueError, match="size in the zip directory"):
+            fastrank.load(saved)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 20 * 2**20  # nothing of the 256 MiB was inflated
+
+
+def test_total_size_capped_by_the_memory_limit(saved, monkeypatch):
+    monkeypatch.setenv("FASTRANK_MAX_DENSE_BYTES", "1K")
+    with pytest.raises(ValueError, match=rf"{saved}.*more than the memory limit"):
+        fastrank.load(saved)
+
+
+@pytest.mark.parametrize("flip_at", [0.2, 0.5, 0.8])
+def test_byte_flipped_compressed_file_names_the_file_without_zlib_text(saved, flip_at):
+    raw = bytearray(saved.read_bytes())
+    with zipfile.ZipFile(saved) as zf:  # flip one byte inside the largest member's compressed data
+        info = max(zf.infolist(), key=lambda i: i.compress_size)
+        start = info.header_offset + 30 + len(info.filename.encode()) + len(info.extra)
+    pos = start + int(info.compress_size * flip_at)
+    raw[pos] ^= 0x5A
+    saved.write_bytes(bytes(raw))
+    with pytest.raises(ValueError) as err:
+        fastrank.load(saved)
+    msg = str(err.value)
+    assert msg.startswith(f"{saved}: ") and "Error -3" not in msg and "decompressing" not in msg
+
+
+def test_edits_without_a_new_checksum_are_detected(data, tmp_path):
+    X, y, g, Xt = data
+    classes = np.unique(y)
+    vp = fastrank.PRankVP().partial_fit(X, y, classes=classes)
+    fastrank.save(vp, tmp_path / "vp")
+    h, a = _read(tmp_path / "vp")
+    h["class"] = "PRank"  # PRank would load the same arrays and predict differently
+    _write(tmp_path / "vp", h, a, checksum=False)
+    with pytest.raises(ValueError, match=rf"{tmp_path / 'vp'}.*checksum does not match"):
+        fastrank.load(tmp_path / "vp")
+
+    rls = fastrank.RankRLS(alpha=2.0).fit(X, y, g)
+    fastrank.save(rls, tmp_path / "rls")
+    for edit in (lambda h, a: h["params"].__setitem__("alpha", 3.0),
+                 lambda h, a: a[_key_of(h, "coef_")].__setitem__(0, np.nan),
+                 lambda h, a: a[_key_of(h, "coef_")].__setitem__(1, 0.5)):
+        h, a = _read(tmp_path / "rls")
+        edit(h, a)
+        _write(tmp_path / "edited", h, a, checksum=False)
+        with pytest.raises(ValueError, match="checksum does not match"):
+            fastrank.load(tmp_path / "edited")
+    h, a = _read(tmp_path / "rls")
+    del h["checksum"]
+    _write(tmp_path / "edited", h, a, checksum=False)
+    with pytest.raises(ValueError, match="has no checksum"):
+        fastrank.load(tmp_path / "edited")
+
+
+@pytest.mark.parametrize("edit,msg", [
+    (lambda h, a: a[_key_of(h, "coef_")].__setitem__(0, np.nan), r"coef_ contains NaN"),
+    (lambda h, a: a[_key_of(h, "coef_")].__setitem__(0, np.inf), r"coef_ contains NaN"),
+    (lambda h, a: h["params"].__setitem__("alpha", -1.0), r"parameter fails RankRLS's checks.*alpha"),
+    (lambda h, a: h["params"].__setitem__("alpha", {"$float": "nan"}), r"parameter fails RankRLS's checks"),
+    (lambda h, a: h["params"].__setitem__("kernel", "no-such-kernel"), r"parameter fails RankRLS's checks"),
+], ids=["nan-weight", "inf-weight", "negative-alpha", "nan-alpha", "bad-kernel"])
+def test_consistent_edits_still_checked_per_class(data, tmp_path, edit, msg):
+    """Edited with a recomputed checksum: the class's own parameter checks and finite arrays."""
+    X, y, g, _ = data
+    fastrank.save(fastrank.RankRLS(alpha=2.0).fit(X, y, g), tmp_path / "m")
+    h, a = _read(tmp_path / "m")
+    edit(h, a)
+    _write(tmp_path / "m", h, a)
+    with pytest.raises(ValueError, match=msg):
+        fastrank.load(tmp_path / "m")
+
+
+def test_online_learner_parameters_rechecked(data, tmp_path):
+    X, y, _, _ = data
+    fastrank.save(fastrank.PRank(n_epochs=2).fit(X, y), tmp_path / "p")
+    h, a = _read(tmp_path / "p")
+    h["params"]["n_epochs"] = 0
+    _write(tmp_path / "p", h, a)
+    with pytest.raises(ValueError, match="n_epochs"):
+        fastrank.load(tmp_path / "p")
+
+
+def test_format_version_1_without_checksum_loads_with_a_warning(data, tmp_path):
+    from fastrank.exceptions import ModelFileWarning
+
+    X, y, g, Xt = data
+    est = fastrank.RankRLS(alpha=2.0).fit(X, y, g)
+    fastrank.save(est, tmp_path / "v1")
+    h, a = _read(tmp_path / "v1")
+    del h["checksum"]
+    h["format_version"] = 1
+    _write(tmp_path / "v1", h, a, checksum=False)
+    with pytest.warns(ModelFileWarning, match="no checksum"):
+        back = fastrank.load(tmp_path / "v1")
+    assert np.array_equal(back.predict(Xt), est.predict(Xt))
+
+
+@pytest.mark.parametrize("make", [
+    lambda: fastrank.RankRLS(alpha=2.0, solver="dual"),
+    lambda: fastrank.MPRank(C=3.0, solver="dual"),
+    lambda: fastrank.RankRLS(alpha=2.0, basis_vectors=60, random_state=0),
+], ids=["rankrls-dual", "mprank-dual", "rankrls-basis"])
+def test_linear_dual_model_stores_one_weight_vector(data, tmp_path, make):
+    X, y, g, Xt = data
+    est = make().fit(X, y, g)
+    assert est.X_fit_ is not None and est.dual_coef_ is not None  # fitted in the dual: it keeps training rows
+    fastrank.save(est, tmp_path / "lin")
+    h, a = _read(tmp_path / "lin")
+    assert sum(v.size for v in a.values()) <= X.shape[1] + 2 * 60  # the weight vector (+ basis indices)
+    back = fastrank.load(tmp_path / "lin")
+    assert back.X_fit_ is None and back.dual_coef_ is None and back.coef_.shape == (X.shape[1],)
+    p, q = est.predict(Xt), back.predict(Xt)
+    assert np.max(np.abs(p - q)) <= 1e-12 * np.max(np.abs(p))
+    assert est.X_fit_ is not None  # saving does not change the fitted model
+
+
+def test_rankboost_minus_infinity_thresholds_roundtrip(tmp_path):
+    """missing="q_def" weak rankers store threshold -inf: legitimate, unlike NaN."""
+    rng = np.random.default_rng(0)
+    y = rng.integers(0, 3, 60).astype(float)
+    g = np.repeat(np.arange(6), 10)
+    X = rng.normal(size=(60, 3))
+    X[:, 0] = np.where(y > 0, rng.normal(size=60), np.nan)  # "has x_0" separates: a -inf threshold
+    est = fastrank.RankBoost(n_estimators=10, missing="q_def").fit(X, y, g)
+    assert np.isneginf(est.thresholds_).any()
+    fastrank.save(est, tmp_path / "rb")
+    back = fastrank.load(tmp_path / "rb")
+    assert np.array_equal(est.predict(X), back.predict(X), equal_nan=True)
+    h, a = _read(tmp_path / "rb")
+    a[_key_of(h, "thresholds_")][0] = np.nan
+    _write(tmp_path / "rb", h, a)
+    with pytest.raises(ValueError, match="thresholds_ contains NaN"):
+        fastrank.load(tmp_path / "rb")

@@ -72,3 +72,17 @@ def test_malformed_gzip_names_line(tmp_path):
         load_svmlight(tmp_path / "nope.txt")
     with pytest.raises(ValueError, match="is a directory"):
         load_svmlight(tmp_path)
+
+
+@pytest.mark.parametrize("line,msg", [
+    ("1 qid:1 18446744073709551616:1.0", r":2: feature index 18446744073709551616 .* beyond the largest"),
+    ("1 qid:1 3:1 9223372036854775808:2", r":2: feature index 9223372036854775808 .* beyond the largest"),
+    ("1 qid:18446744073709551616 1:1.0", r":2: query id 'qid:18446744073709551616' is outside the 64-bit"),
+    ("1 qid:-9223372036854775809 1:1.0", r":2: query id .* is outside the 64-bit"),
+])
+def test_indices_beyond_int64_name_the_line(tmp_path, line, msg):
+    p = tmp_path / "big.txt"
+    p.write_text("0 qid:1 1:0.5\n" + line + "\n")
+    with pytest.raises(ValueError, match=msg) as info:
+        load_svmlight(p)
+    assert "Python int too large" not in str(info.value) and str(p) in str(info.value)

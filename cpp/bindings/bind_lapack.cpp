@@ -1,5 +1,6 @@
 // Fills fastrank::lapack's function table from SciPy's Cython LAPACK/BLAS capsules (SciPy's
 // bundled OpenBLAS) and registers the core's exception types.
+#include <pybind11/eigen.h>
 #include <pybind11/pybind11.h>
 
 #include <exception>
@@ -40,6 +41,17 @@ void bind_lapack(py::module_& m) {
   t.dsytrd = capsule_function<lp::dsytrd_t>(lapack_capi, "dsytrd");
   t.dormtr = capsule_function<lp::dormtr_t>(lapack_capi, "dormtr");
   lp::install(t);
+
+  m.def(
+      "cholesky_lower",
+      [](Eigen::Ref<fastrank::Matrix> a) {
+        if (a.rows() != a.cols()) throw std::invalid_argument("cholesky_lower: the matrix must be square");
+        return fastrank::lapack::potrf_lower(a);
+      },
+      py::arg("a").noconvert(), py::call_guard<py::gil_scoped_release>(),
+      "In place: the lower triangle of a (Fortran-ordered float64, square) becomes its Cholesky factor "
+      "(blocked above lapack panel size); returns False if a is not numerically positive definite.");
+  m.attr("cholesky_panel") = fastrank::lapack::kCholeskyPanel;
 
   py::object numpy_linalg_error = py::module_::import("numpy.linalg").attr("LinAlgError");
   py::register_exception<fastrank::LinAlgError>(m, "LinAlgError", numpy_linalg_error);

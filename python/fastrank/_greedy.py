@@ -15,12 +15,17 @@ import numbers
 
 import numpy as np
 
+from ._memory import check_dense_memory
+
 __all__ = ["greedy_order"]
 
 _PAIRWISE = ("step", "sigmoid")
 
 
-def _preference_matrix(preference, X, n_items, pairwise, temperature):
+def _net_preference_matrix(preference, X, n_items, pairwise, temperature):
+    """D = PREF - PREF^T (antisymmetric, D[v, u] = PREF(v, u) - PREF(u, v)), the only n x n matrix
+    the greedy loop needs; each route announces the n x n float64 matrices it allocates."""
+    what = "preference matrix (greedy_order)"
     if hasattr(preference, "predict") and not isinstance(preference, np.ndarray):
         if X is None:
             raise ValueError("greedy_order with a fitted ranker needs X, the items to order")
@@ -29,25 +34,32 @@ def _preference_matrix(preference, X, n_items, pairwise, temperature):
             raise ValueError(f"the ranker's predict(X) must return one score per item, got shape {s.shape}")
         if not np.isfinite(s).all():
             raise ValueError("the ranker's scores contain NaN or infinity")
-        d = s[:, None] - s[None, :]
-        if pairwise == "step":
-            return np.where(d > 0, 1.0, np.where(d < 0, 0.0, 0.5))
-        if pairwise == "sigmoid":
-            if isinstance(temperature, (bool, np.bool_)) or not isinstance(temperature, numbers.Real) or not (
-                    np.isfinite(temperature) and temperature > 0):
-                raise ValueError(f"temperature must be a finite number > 0, got {temperature!r}")
-            # 1 / (1 + exp(-d / T)) without overflow warnings: 0.5 (1 + tanh(d / 2T))
-            return 0.5 * (1.0 + np.tanh(d / (2.0 * float(temperature))))
-        raise ValueError(f"pairwise must be one of {_PAIRWISE}, got {pairwise!r}")
+        if pairwise not in _PAIRWISE:
+            raise ValueError(f"pairwise must be one of {_PAIRWISE}, got {pairwise!r}")
+        if pairwise == "sigmoid" and (
+                isinstance(temperature, (bool, np.bool_)) or not isinstance(temperature, numbers.Real)
+                or not (np.isfinite(temperature) and temperature > 0)):
+            raise ValueError(f"temperature must be a finite number > 0, got {temperature!r}")
+        check_dense_memory(s.size, 1, what)
+        with np.errstate(over="ignore"):  # s_u - s_v beyond float64 is +-inf: its sign and tanh are exact
+            D = np.subtract.outer(s, s)
+        if pairwise == "step":  # PREF = 1, 1/2, 0 for d > 0, = 0, < 0: PREF - PREF^T = sign(d)
+            return np.sign(D, out=D)
+        # PREF = 1 / (1 + exp(-d / T)) = (1 + tanh(d / 2T)) / 2, so PREF - PREF^T = tanh(d / 2T)
+        with np.errstate(over="ignore"):
+            D /= 2.0 * float(temperature)
+        return np.tanh(D, out=D)
     if callable(preference):
         if isinstance(n_items, (bool, np.bool_)) or not isinstance(n_items, numbers.Integral) or n_items < 0:
             raise ValueError("greedy_order with a callable preference needs n_items, a non-negative integer")
         n = int(n_items)
+        check_dense_memory(n, 2, what)  # PREF and PREF - PREF^T
         P = np.empty((n, n))
         for u in range(n):
             for v in range(n):
-                P[u, v] = 0.0 if u == v else float(preference(u, v))
-        return _check_matrix(P, "preference(u, v)")
+                P[u, v] = 0.0 if u == v else _preference_value(preference, u, v)
+        P = _check_matrix(P, "preference(u, v)", copy=False)
+        return P - P.T
     P = np.asarray(preference)
     if P.dtype == object or not (np.issubdtype(P.dtype, np.number) or P.dtype == bool) or np.iscomplexobj(P):
         raise TypeError(
@@ -56,12 +68,24 @@ def _preference_matrix(preference, X, n_items, pairwise, temperature):
         )
     if P.ndim != 2 or P.shape[0] != P.shape[1]:
         raise ValueError(f"a preference matrix must be square (n, n), got shape {P.shape}")
-    return _check_matrix(P, "preference")
+    check_dense_memory(P.shape[0], 2, what)  # a float64 copy and PREF - PREF^T
+    P = _check_matrix(P, "preference")
+    return P - P.T
 
 
-def _check_matrix(P, name):
-    """P as a float64 copy with a zero diagonal (ignored), finite, entries in [0, 1]."""
-    P = np.array(P, dtype=np.float64)  # a copy: the diagonal is overwritten
+def _preference_value(preference, u, v):
+    value = preference(u, v)
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (numbers.Real, np.ndarray)) or (
+            isinstance(value, np.ndarray) and (value.ndim != 0 or value.dtype.kind not in "iuf")):
+        raise TypeError(f"the preference callable returned {value!r} for (u, v) = ({u}, {v}); it must return a "
+                        "number in [0, 1] for every pair of item indices")
+    return float(value)
+
+
+def _check_matrix(P, name, copy=True):
+    """P as float64 (a copy unless ``copy=False`` and it already is) with a zero diagonal (ignored),
+    finite, entries in [0, 1]."""
+    P = np.array(P, dtype=np.float64, copy=copy or None)  # the diagonal is overwritten
     np.fill_diagonal(P, 0.0)
     if P.size:
         lo, hi = P.min(), P.max()  # NaN propagates through min/max
@@ -105,13 +129,13 @@ def greedy_order(preference, X=None, *, n_items=None, pairwise="step", temperatu
     -----
     pi(v) = sum_u PREF[v, u] - PREF[u, v] is formed once (O(n^2)); after picking v*, every
     remaining v gets pi(v) += PREF[v*, v] - PREF[v, v*] (the slides' update), an O(n) row of the
-    antisymmetric matrix PREF - PREF^T.  Total O(n^2) time and one n x n work matrix.  The
+    antisymmetric matrix PREF - PREF^T.  Total O(n^2) time; n x n float64 work matrices: one for a
+    ranker, two for a matrix or callable (checked against ``FASTRANK_MAX_DENSE_BYTES`` first).  The
     agreement sum_{u before v} PREF[u, v] of the result is at least half the maximum over all
     orders (Cohen et al.'s approximation guarantee).
     """
-    P = _preference_matrix(preference, X, n_items, pairwise, temperature)
-    n = P.shape[0]
-    D = P - P.T  # D[v, u] = PREF(v, u) - PREF(u, v), zero diagonal
+    D = _net_preference_matrix(preference, X, n_items, pairwise, temperature)
+    n = D.shape[0]
     pi = D.sum(axis=1)
     order = np.empty(n, dtype=np.int64)
     picked = np.empty(n)

@@ -1,12 +1,12 @@
 """Model files that are safe to load: ``fastrank.save(model, path)`` / ``fastrank.load(path)``.
 
-Format (version 1)
+Format (version 2)
 ------------------
 A model file is a NumPy ``.npz`` archive (a zip of ``.npy`` arrays) whatever its file name:
 
 * ``header``: a uint8 array holding UTF-8 JSON::
 
-      {"format": "fastrank-model", "format_version": 1, "fastrank_version": "0.1.0",
+      {"format": "fastrank-model", "format_version": 2, "fastrank_version": "0.1.0",
        "class": "RankRLS", "params": {...}, "state": {...}, "arrays": {"a0": {...}, ...},
        "metadata": {...}}
 
@@ -28,19 +28,26 @@ otherwise: ``{"$array": "a3", "dtype": "<f8", "shape": [m, n]}``, ``{"$float": "
 ``{"$random_state": [...]}`` (a ``numpy.random.RandomState``'s state) and ``{"$estimator":
 {"class", "params", "state"}}`` (a nested fitted estimator, e.g. ``RankRLSCV.best_estimator_``).
 
+``checksum`` (format version 2) is ``{"sha256": hex}`` over the header's JSON without it and every
+array member (name, dtype, shape, bytes); version 1 files, which have none, load with a
+``ModelFileWarning``.
+
 Nothing in a file is executed or imported: the class is looked up in a whitelist (the
-scikit-learn estimators exported by ``fastrank``), attribute names are checked, every array is
-checked against the header (present, dtype, shape), and the loaded model is asked for one
-prediction; any mismatch raises ``ValueError``.  Files with a newer ``format_version`` are refused
+scikit-learn estimators exported by ``fastrank``), attribute names are checked, every member's
+size in the zip directory is checked against the header (dtype, shape) and the total against the
+dense-memory limit before anything is inflated, the checksum is verified, the parameters must
+pass the class's own checks, fitted float arrays must be finite, and the loaded model is asked
+for one prediction; any mismatch raises ``ValueError`` naming the file.  Files with a newer ``format_version`` are refused
 with a message naming the version that wrote them.
 
-Size: a model stores what its ``predict`` needs.  Linear models store a weight vector (n floats).
+Size: a model stores what its ``predict`` needs.  Linear models store a weight vector (n floats),
+also when solved in the dual or on basis rows (their X_fit_ and dual_coef_ are not stored).
 Kernel models store their training rows ``X_fit_`` (m x n float64: a Gaussian RankRLS on 3,000
 rows of 300 features is 7.2 MB raw; ``compress=True``, the default, shrinks rows with many zeros
 or few distinct values) plus m dual coefficients.  ``dtype="float32"`` halves that: every float64
 array of the fitted state is stored as float32 and read back as float64, which changes each
-stored number by at most 2**-24 relative (about 6e-8); predictions move by a few 1e-7 of their
-scale (measured 4e-7 of the largest test score for the Gaussian model on the LightGBM sample) —
+stored number by at most 2**-24 relative (about 6e-8); predictions move by a few 1e-6 of their
+scale (measured 4.5e-6 of the largest test score for the Gaussian model on the LightGBM sample) —
 harmless for ranking, but the loaded model is no longer bit-identical.
 Measured on the LightGBM sample (Gaussian RankRLS, 3005 x 300 training rows): pickle 7.24 MB;
 ``save`` 0.61 MB (compressed; the features have two decimals) or 7.24 MB (``compress=False``);
@@ -50,22 +57,29 @@ Basis-vector models (``RankRLS(kernel=..., basis_vectors=r)``) store only r rows
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import os
+import re
 import tempfile
+import warnings
 import zipfile
+import zlib
 
 import numpy as np
 import scipy.sparse as sp
 
+from ._memory import dense_memory_limit
 from ._registry import ESTIMATORS
 from ._version import __version__
 
 __all__ = ["save", "load", "FORMAT_VERSION"]
 
 FORMAT = "fastrank-model"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2  # 2: the header carries a SHA-256 checksum over itself and every array
+_HEADER_CAP = 16 * 2**20  # a model header is a few kB; a larger one is refused before it is read
+_MEMBER = re.compile(r"(header|a[0-9]{1,9})\.npy")
 _ARRAY_KINDS = "biufcUS"  # bool, ints, floats, complex, fixed-width strings; never objects
 _SKIPPED_STATE = ("_metadata_request",)  # scikit-learn's routing requests: set them again after load
 
@@ -164,11 +178,35 @@ class _Encoder:
         params = est.get_params(deep=False)
         enc_params = {k: self.value(v, f"{where}.{k} (parameter)") for k, v in params.items()}
         state = {}
-        for k, v in vars(est).items():
+        for k, v in _stored_state(est).items():
             if k in params or k in _SKIPPED_STATE:
                 continue
             state[k] = self.value(v, f"{where}.{k}", shrink)
         return {"class": name, "params": enc_params, "state": state}
+
+
+def _stored_state(est):
+    """The attributes to store.  A linear-kernel model solved in the dual (or on basis rows) keeps
+    its training rows X_fit_ and dual coefficients next to the weight vector coef_ = X_fit_^T a
+    that its predictions use: the file stores coef_ alone (n floats instead of m x n)."""
+    from ._rankrls import _RankRLSBase
+
+    state = dict(vars(est))
+    if isinstance(est, _RankRLSBase) and est.kernel == "linear" and state.get("coef_") is not None:
+        state["X_fit_"] = state["dual_coef_"] = None
+    return state
+
+
+def _digest(header, arrays):
+    """SHA-256 over the header's canonical JSON (without its checksum) and every stored array
+    (name, dtype, shape, bytes): any edit of a saved file that does not recompute it is detected."""
+    h = hashlib.sha256(json.dumps({k: v for k, v in header.items() if k != "checksum"},
+                                  allow_nan=False).encode("utf-8"))
+    for key in sorted(arrays, key=lambda k: int(k[1:])):
+        a = np.ascontiguousarray(arrays[key])
+        h.update(f"\0{key}\0{a.dtype.str}\0{list(a.shape)}\0".encode())
+        h.update(a.view(np.uint8).reshape(-1) if a.size else b"")
+    return h.hexdigest()
 
 
 def save(model, path, *, dtype=None, compress=True, metadata=None):
@@ -207,6 +245,7 @@ def save(model, path, *, dtype=None, compress=True, metadata=None):
     body = enc.estimator(model, "model")
     header = {"format": FORMAT, "format_version": FORMAT_VERSION, "fastrank_version": __version__,
               **body, "arrays": enc.entries, "metadata": metadata or {}}
+    header["checksum"] = {"sha256": _digest(header, enc.arrays)}
     raw = np.frombuffer(json.dumps(header, allow_nan=False).encode("utf-8"), dtype=np.uint8)
     path = os.fspath(path)
     folder = os.path.dirname(os.path.abspath(path))
@@ -334,6 +373,181 @@ def _check_usable(model):
         raise _Corrupt(f"the fitted state is inconsistent (prediction of shape {out.shape} for one row)")
 
 
+def _npy_header(fh, name):
+    """(shape, fortran_order, dtype) of one .npy stream, read without touching its data."""
+    version = np.lib.format.read_magic(fh)
+    if version == (1, 0):
+        return np.lib.format.read_array_header_1_0(fh)
+    if version == (2, 0):
+        return np.lib.format.read_array_header_2_0(fh)
+    raise _Corrupt(f"member {name!r} has an unsupported .npy version {version}")
+
+
+def _read_member(zf, info, dtype, shape):
+    """One archive member as an array, after checking its .npy header against the model header
+    (dtype, shape) and its uncompressed size in the zip directory against both: nothing larger than
+    the model header announces is ever allocated or inflated."""
+    name = info.filename
+    try:
+        with zf.open(info) as fh:
+            got_shape, fortran, got_dtype = _npy_header(fh, name)
+            if got_dtype.hasobject or got_dtype != dtype or (shape is not None and list(got_shape) != list(shape)):
+                raise _Corrupt(f"member {name!r} holds dtype {got_dtype} and shape {list(got_shape)} but the header "
+                               f"says {dtype} and {shape}")
+            nbytes = math.prod(got_shape) * got_dtype.itemsize
+            if info.file_size != fh.tell() + nbytes:
+                raise _Corrupt(f"member {name!r}: its size in the zip directory ({info.file_size} bytes) does not "
+                               f"match its array ({nbytes} bytes of data)")
+            buf = bytearray(nbytes)
+            view, done = memoryview(buf), 0
+            while done < nbytes:
+                n = fh.readinto(view[done:])
+                if not n:
+                    raise _Corrupt(f"member {name!r} is truncated")
+                done += n
+            if fh.read(1):  # reading to the end also makes zipfile verify the member's CRC-32
+                raise _Corrupt(f"member {name!r} is longer than its array")
+    except _Corrupt:
+        raise
+    except (zlib.error, zipfile.BadZipFile, EOFError, OSError, ValueError, TypeError) as exc:
+        what = "its CRC-32 does not match" if "CRC" in str(exc) else "its compressed data is damaged or truncated"
+        raise _Corrupt(f"member {name!r} cannot be read ({what})") from None
+    a = np.frombuffer(buf, dtype=got_dtype)
+    return a.reshape(got_shape, order="F" if fortran else "C")
+
+
+def _entry_layout(key, entry):
+    """(stored dtype, shape) of a header array entry, checked to be plain."""
+    if not isinstance(entry, dict):
+        raise _Corrupt(f"array entry {key!r} is not an object")
+    try:
+        dtype = np.dtype(entry.get("stored", entry["dtype"]))
+    except (KeyError, TypeError, ValueError):
+        raise _Corrupt(f"array entry {key!r} has no valid dtype") from None
+    shape = entry.get("shape")
+    if dtype.kind not in _ARRAY_KINDS or dtype.fields is not None or not isinstance(shape, list) or not all(
+            isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in shape):
+        raise _Corrupt(f"array entry {key!r}: dtype {dtype} / shape {shape!r} is not allowed")
+    return dtype, shape
+
+
+def _read_archive(p):
+    """(header dict, {name: array}) of a model file.  Every size is checked before anything is inflated:
+    the header member against a cap, each array member's size in the zip directory against the
+    header's dtype and shape, and their total against the dense-memory limit."""
+    with open(p, "rb") as fh:  # our own handle: closed even when the archive is unreadable
+        if fh.read(6) == b"\x93NUMPY":
+            raise ValueError(f"{p}: not a fastrank model file (a single NumPy array, not a model archive)")
+        try:
+            zf = zipfile.ZipFile(fh)
+        except (zipfile.BadZipFile, OSError, EOFError, ValueError):
+            raise ValueError(f"{p}: not a readable fastrank model file (corrupted or truncated?): it is not a "
+                             "complete zip archive") from None
+        with zf:
+            members = {}
+            for info in zf.infolist():
+                match = _MEMBER.fullmatch(info.filename)
+                if match is None or match.group(1) in members:
+                    raise _Corrupt(f"unexpected member {info.filename!r} in the archive")
+                members[match.group(1)] = info
+            if "header" not in members:
+                raise ValueError(f"{p}: not a fastrank model file (no header)")
+            info = members.pop("header")
+            if info.file_size > _HEADER_CAP:
+                raise _Corrupt(f"the header member is {info.file_size} bytes (at most {_HEADER_CAP} allowed)")
+            raw = _read_member(zf, info, np.dtype(np.uint8), None)
+            if raw.ndim != 1:
+                raise _Corrupt("the header is not a byte string")
+            try:
+                header = json.loads(raw.tobytes().decode("utf-8"))
+            except (UnicodeDecodeError, ValueError, RecursionError):
+                raise _Corrupt("the header is not valid UTF-8 JSON") from None
+            if not isinstance(header, dict) or header.get("format") != FORMAT:
+                raise _Corrupt("the header does not describe a fastrank model")
+            version = header.get("format_version")
+            if not isinstance(version, int) or isinstance(version, bool) or version < 1:
+                raise _Corrupt(f"bad format_version {version!r}")
+            if version > FORMAT_VERSION:
+                raise _Newer(
+                    f"{p}: written in model format version {version} (by fastrank {header.get('fastrank_version')}); "
+                    f"this fastrank reads versions up to {FORMAT_VERSION}: upgrade fastrank to load it")
+            entries = header.get("arrays")
+            if not isinstance(entries, dict):
+                raise _Corrupt("the header has no array table")
+            extra = set(members) - set(entries)
+            if extra:
+                raise _Corrupt(f"unexpected members {sorted(extra)} in the archive")
+            layouts = {key: _entry_layout(key, entries[key]) for key in members}
+            total = sum(info.file_size for info in members.values())
+            limit = dense_memory_limit()
+            if limit is not None and total > limit:
+                raise _Corrupt(f"its arrays would take {total} bytes uncompressed, more than the memory limit of "
+                               f"{int(limit)} bytes (FASTRANK_MAX_DENSE_BYTES or half the available memory)")
+            arrays = {key: _read_member(zf, info, *layouts[key]) for key, info in members.items()}
+    return header, arrays
+
+
+def _verify_checksum(p, header, arrays):
+    stored = header.get("checksum")
+    if header["format_version"] < 2 and stored is None:
+        from .exceptions import ModelFileWarning
+
+        warnings.warn(f"{p}: written in model format version 1, which has no checksum: edits of the file cannot "
+                      "be detected; save the model again to add one", ModelFileWarning, stacklevel=3)
+        return
+    if not isinstance(stored, dict) or not isinstance(stored.get("sha256"), str):
+        raise _Corrupt("the header has no checksum")
+    if _digest(header, arrays) != stored["sha256"]:
+        raise _Corrupt("the checksum does not match the header and arrays (the file was edited or damaged)")
+
+
+# Fitted arrays that may legitimately hold +-infinity (never NaN): RankBoost's "has x_f" weak
+# rankers (missing="q_def") store threshold -inf.
+_INFINITY_OK = ("thresholds_",)
+
+
+def _check_finite(est, where):
+    for k, v in vars(est).items():
+        if isinstance(v, np.ndarray) and v.dtype.kind in "fc" and not (
+                np.isfinite(v).all() or (k in _INFINITY_OK and not np.isnan(v).any())):
+            raise _Corrupt(f"{where}.{k} contains NaN or infinity")
+        if sp.issparse(v) and v.dtype.kind in "fc" and not np.isfinite(v.data).all():
+            raise _Corrupt(f"{where}.{k} contains NaN or infinity")
+        if type(v).__name__ in ESTIMATORS and type(v) is ESTIMATORS[type(v).__name__]:
+            _check_model(v, f"{where}.{k}")
+
+
+def _check_params(est, where):
+    """The parameters pass the class's own checks (as at the start of fit)."""
+    from sklearn.base import clone
+
+    from ._validation import check_alpha, check_alphas
+
+    try:
+        clone(est)
+        params = est.get_params(deep=False)
+        for name in ("alpha", "C"):
+            if name in params:
+                check_alpha(params[name], name)
+        if params.get("alphas") is not None:
+            check_alphas(params["alphas"])
+        if callable(getattr(est, "_check_params", None)):
+            est._check_params()
+        if hasattr(type(est), "_parameter_constraints") or any(
+                "_validate_params" in vars(c) for c in type(est).__mro__ if c.__module__.startswith("fastrank")):
+            est._validate_params()  # fastrank's own, or scikit-learn's from _parameter_constraints
+        n = getattr(est, "n_features_in_", None)
+        if callable(getattr(est, "_kernel_spec", None)) and isinstance(n, (int, np.integer)):
+            est._kernel_spec(int(n))
+    except (ValueError, TypeError) as exc:
+        raise _Corrupt(f"{where}: a parameter fails {type(est).__name__}'s checks: {exc}") from None
+
+
+def _check_model(est, where="model"):
+    _check_params(est, where)
+    _check_finite(est, where)
+
+
 def load(path, *, return_metadata=False):
     """Read a model written by :func:`save`.  Nothing in the file is executed.
 
@@ -343,54 +557,28 @@ def load(path, *, return_metadata=False):
     ------
     FileNotFoundError if there is no such file; ValueError (naming the file) if it is not a
     fastrank model file, was written by a newer format version, or is truncated, corrupted or
-    tampered with (unknown class, missing or reshaped array, inconsistent fitted state).
+    tampered with (unknown class, missing or reshaped array, sizes that disagree with the header,
+    a checksum that does not match, parameters the class refuses, NaN or infinite fitted arrays,
+    inconsistent fitted state).  Every size is checked before an array is inflated.
     """
     p = os.fspath(path)
     if not os.path.exists(p):
         raise FileNotFoundError(f"{p}: no such model file")
     try:
-        with open(p, "rb") as fh:  # our own handle: closed even when the archive is unreadable
-            z = np.load(fh, allow_pickle=False)
-            if not isinstance(z, np.lib.npyio.NpzFile):
-                raise ValueError(f"{p}: not a fastrank model file (a single NumPy array, not a model archive)")
-            with z:
-                arrays = {k: z[k] for k in z.files}
-    except (ValueError, OSError, EOFError, zipfile.BadZipFile, KeyError) as exc:
-        if str(exc).startswith(f"{p}: "):
-            raise
-        raise ValueError(f"{p}: not a readable fastrank model file (corrupted or truncated?): "
-                         f"{type(exc).__name__}: {exc}") from None
-    if "header" not in arrays:
-        raise ValueError(f"{p}: not a fastrank model file (no header)")
-    raw = arrays.pop("header")
-    try:
-        if raw.dtype != np.uint8 or raw.ndim != 1:
-            raise _Corrupt("the header is not a byte string")
-        header = json.loads(raw.tobytes().decode("utf-8"))
-        if not isinstance(header, dict) or header.get("format") != FORMAT:
-            raise _Corrupt("the header does not describe a fastrank model")
-        version = header.get("format_version")
-        if not isinstance(version, int) or isinstance(version, bool):
-            raise _Corrupt(f"bad format_version {version!r}")
-        if version > FORMAT_VERSION:
-            raise _Newer(
-                f"{p}: written in model format version {version} (by fastrank {header.get('fastrank_version')}); "
-                f"this fastrank reads versions up to {FORMAT_VERSION}: upgrade fastrank to load it")
-        entries = header.get("arrays")
-        if not isinstance(entries, dict):
-            raise _Corrupt("the header has no array table")
-        extra = set(arrays) - set(entries)
-        if extra:
-            raise _Corrupt(f"unexpected members {sorted(extra)} in the archive")
-        dec = _Decoder(arrays, entries, _estimator_classes())
+        header, arrays = _read_archive(p)
+        _verify_checksum(p, header, arrays)
+        dec = _Decoder(arrays, header["arrays"], _estimator_classes())
         model = dec.estimator(header)
-        unused = set(entries) - dec.used
+        unused = set(header["arrays"]) - dec.used
         if unused:
             raise _Corrupt(f"arrays {sorted(unused)} are listed but not used")
+        _check_model(model)
         _check_usable(model)
     except _Newer:
         raise
     except (ValueError, KeyError, TypeError, AttributeError, IndexError, RecursionError) as exc:
+        if str(exc).startswith(f"{p}: "):
+            raise
         what = str(exc) if isinstance(exc, _Corrupt) else f"{type(exc).__name__}: {exc}"
         raise ValueError(f"{p}: corrupted or tampered model file: {what}") from None
     meta = header.get("metadata", {})

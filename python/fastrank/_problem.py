@@ -173,6 +173,8 @@ def check_features(X, *, precomputed=False, allow_sparse=False, min_rows=2):
                             "RankRLS takes sparse X with solver='cg' or basis_vectors.")
         X = X if X.format == "csr" else X.tocsr()
         as_csr(X, "X")  # validation only: the solvers map the arrays themselves
+        if X.dtype != np.float64:  # once, here: bool products are logical (True @ True = True), float32 rounds
+            X = X.astype(np.float64)
         if X.shape[0] < min_rows:
             raise ValueError(f"Found array with {X.shape[0]} sample(s) while a minimum of {min_rows} is required.")
         return X

@@ -32,7 +32,7 @@ from ._kernels import resolve_kernel
 from ._memory import check_dense_memory
 from ._problem import check_pairs
 from ._sparse import as_csr
-from ._validation import as_float_matrix, as_targets, check_alpha, check_n_jobs, group_index
+from ._validation import as_float_matrix, as_real_array, as_targets, check_alpha, check_n_jobs, group_index
 from .exceptions import ConvergenceWarning
 from .metrics import pairwise_disagreement
 
@@ -96,7 +96,7 @@ def _graph_structure(pairs, weights, m):
     if weights is None:
         w = np.ones(l)
     else:
-        w = np.asarray(weights, dtype=np.float64)
+        w = as_real_array(weights, "weights")
         if w.shape != (l,):
             raise ValueError(f"weights must have shape ({l},) (one per pair), got {w.shape}")
         if not np.isfinite(w).all():

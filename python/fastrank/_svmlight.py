@@ -38,6 +38,9 @@ class SvmlightInfo:
         self.zero_based, self.n_features, self.has_qid, self.max_index = zero_based, n_features, has_qid, max_index
 
 
+_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1  # indices and query ids the compiled reader holds (C long)
+
+
 def _open_text(path):
     p = os.fspath(path)
     if p.endswith(".gz"):
@@ -81,6 +84,8 @@ def _parse_line(raw):
             qid = int(q)
         except ValueError:
             raise _LineError(f"query id {toks[1]!r} is not an integer (expected qid:<int>)") from None
+        if not _INT64_MIN <= qid <= _INT64_MAX:
+            raise _LineError(f"query id {toks[1]!r} is outside the 64-bit integer range")
         start = 2
     indices, values = [], []
     last = -1
@@ -96,6 +101,8 @@ def _parse_line(raw):
             raise _LineError(f"feature index {idx!r} in {tok!r} is not an integer") from None
         if i < 0:
             raise _LineError(f"feature index {i} in {tok!r} is negative")
+        if i > _INT64_MAX:
+            raise _LineError(f"feature index {i} in {tok!r} is beyond the largest supported index {_INT64_MAX}")
         if i <= last:
             raise _LineError(f"feature index {i} in {tok!r} is not greater than the previous index {last} "
                              "(indices must be strictly increasing)")

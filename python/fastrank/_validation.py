@@ -60,6 +60,12 @@ def _to_float(a, name, what="numeric"):
     return a
 
 
+def as_real_array(a, name):
+    """``a`` as a float64 array of any shape; complex, string and object values are refused with a
+    message naming the argument (no silent ComplexWarning cast)."""
+    return np.asarray(_to_float(_asarray(a, name), name, "real-valued numbers"), dtype=np.float64)
+
+
 def as_float_matrix(X, name="X", *, min_rows=1, allow_nan=False):
     """A C-contiguous float64 2-D array (one copy at most), finite, with at least ``min_rows`` rows."""
     if hasattr(X, "toarray") and not isinstance(X, np.ndarray):
@@ -379,6 +385,8 @@ def group_index(groups, n_rows):
         raise ValueError(
             f"groups has {groups.shape[0]} entries but X has {n_rows} rows; give one group id per row"
         )
+    if groups.dtype.kind == "c":
+        raise ValueError(f"Complex data not supported: groups has dtype {groups.dtype} (give integer or string ids)")
     if groups.dtype.kind == "f" and not np.isfinite(groups).all():
         raise ValueError("groups contains NaN or infinity")
     try:

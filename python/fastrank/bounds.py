@@ -97,6 +97,35 @@ def _empirical(value):
 
 
 # --------------------------------------------------------------------------------------------
+# arithmetic in log space: kappa^2, M^2, 1/lam or m may each lie outside float64 while the bound
+# itself is representable (kappa = 1e200 with lam = 1e300), so every term is a product of logs.
+
+_LOG_MAX = math.log(np.finfo(np.float64).max)
+
+
+def _log_add(a, b):
+    """log(e^a + e^b) without overflow."""
+    hi, lo = max(a, b), min(a, b)
+    return hi + math.log1p(math.exp(lo - hi))
+
+
+def _log_root(m, log_of_delta_term):
+    """log sqrt(2 L / m) with L = exp(log_of_delta_term) > 0 (the confidence factor of 002 and 000)."""
+    return 0.5 * (math.log(2.0) + log_of_delta_term - math.log(m))
+
+
+def _total(empirical, log_terms, **inputs):
+    """empirical + sum(exp(log_terms)), or a ValueError naming the inputs when the bound exceeds float64."""
+    if max(log_terms) < _LOG_MAX:
+        total = _empirical(empirical) + math.fsum(math.exp(t) for t in log_terms)
+        if math.isfinite(total):
+            return total
+    shown = ", ".join(f"{k}={v!r}" for k, v in inputs.items())
+    raise ValueError(f"the bound exceeds the largest float64 (about 1.8e308) for {shown}: it is vacuous (a ranking "
+                     "error is at most 1, a cost at most its range); use a larger m or lam/smaller C, kappa or M")
+
+
+# --------------------------------------------------------------------------------------------
 # Agarwal & Niyogi (002)
 
 
@@ -117,8 +146,18 @@ def agarwal_niyogi_score_stability_bound(m, lam, kappa, M, delta, *, sigma=1.0, 
     kappa = _kappa(kappa)
     M = _positive(M, "M", "labels lie in [0, M] with M > 0")
     sigma = _positive(sigma, "sigma", "the loss must be sigma-admissible with sigma > 0 (002 Definition 9)")
-    root = math.sqrt(2.0 * math.log(1.0 / delta) / m)
-    return _empirical(empirical) + 32.0 * sigma * kappa**2 / (lam * m) + (16.0 * sigma * kappa**2 / lam + M) * root
+    return _stability_bound(m, lam, kappa, delta, log_s=math.log(sigma), empirical=empirical, M=M, sigma=sigma)
+
+
+def _stability_bound(m, lam, kappa, delta, *, log_s, empirical, **top):
+    """empirical + 32 s kappa^2 / (lam m) + (16 s kappa^2 / lam + top) sqrt(2 ln(1/delta) / m) in log
+    space, with s = exp(log_s): s = sigma in 002 Corollary 12 (top = M), sigma^2 in Corollary 15
+    (top = B); ``top`` is that one keyword."""
+    (top_value,) = (v for k, v in top.items() if k in ("M", "B"))
+    log_a = log_s + 2.0 * math.log(kappa) - math.log(lam)  # log(s kappa^2 / lam)
+    log_root = _log_root(m, math.log(-math.log(delta)))
+    terms = [math.log(32.0) + log_a - math.log(m), _log_add(math.log(16.0) + log_a, math.log(top_value)) + log_root]
+    return _total(empirical, terms, m=m, lam=lam, kappa=kappa, delta=delta, **top)
 
 
 def agarwal_niyogi_loss_stability_bound(m, lam, kappa, B, delta, *, sigma, empirical=0.0):
@@ -136,9 +175,7 @@ def agarwal_niyogi_loss_stability_bound(m, lam, kappa, B, delta, *, sigma, empir
     kappa = _kappa(kappa)
     B = _positive(B, "B", "the loss must be bounded, l <= B with B > 0")
     sigma = _positive(sigma, "sigma", "the loss must be sigma-admissible with sigma > 0 (002 Definition 9)")
-    root = math.sqrt(2.0 * math.log(1.0 / delta) / m)
-    s2k2 = sigma**2 * kappa**2
-    return _empirical(empirical) + 32.0 * s2k2 / (lam * m) + (16.0 * s2k2 / lam + B) * root
+    return _stability_bound(m, lam, kappa, delta, log_s=2.0 * math.log(sigma), empirical=empirical, B=B, sigma=sigma)
 
 
 def hinge_ranking_bound(m, lam, kappa, M, delta, *, empirical=0.0):
@@ -158,11 +195,13 @@ def least_squares_ranking_bound(m, lam, kappa, M, delta, *, empirical=0.0):
         R(f_S) < R_l1(f_S; S) + (64 kappa^2 M / (lam m)) (1 + 2 kappa / sqrt(lam))
                  + ((32 kappa^2 M / lam) (1 + 2 kappa / sqrt(lam)) + M) sqrt(2 ln(1/delta) / m)
     """
+    m, delta = _m(m), _delta(delta)
     lam_ = _positive(lam, "lam", "the regularization parameter lambda of 002 eq. 4 must be positive")
     kappa_ = _kappa(kappa)
     M_ = _positive(M, "M", "labels lie in [0, M] with M > 0")
-    sigma = 2.0 * M_ * (1.0 + 2.0 * kappa_ / math.sqrt(lam_))
-    return agarwal_niyogi_score_stability_bound(m, lam_, kappa_, M_, delta, sigma=sigma, empirical=empirical)
+    # log sigma, sigma = 2 M (1 + 2 kappa / sqrt(lam)): kappa / sqrt(lam) may overflow on its own
+    log_sigma = math.log(2.0 * M_) + _log_add(0.0, math.log(2.0 * kappa_) - 0.5 * math.log(lam_))
+    return _stability_bound(m, lam_, kappa_, delta, log_s=log_sigma, empirical=empirical, M=M_)
 
 
 # --------------------------------------------------------------------------------------------
@@ -191,11 +230,17 @@ def magnitude_preserving_bound(m, C, kappa, M, delta, *, power=2, empirical=0.0)
     M = _positive(M, "M", "hypotheses must satisfy |h(x) - y| <= M with M > 0")
     if isinstance(power, (bool, np.bool_)) or power not in (1, 2):
         raise ValueError(f"power must be 1 or 2 (the exponent n of the cost, 000 eqs. 65-66), got {power!r}")
-    root = math.sqrt(2.0 / m * math.log(2.0 / delta))
-    k2C = kappa**2 * C
+    log_root = _log_root(m, math.log(math.log(2.0) - math.log(delta)))  # log sqrt((2/m) ln(2/delta))
+    log_k2C = 2.0 * math.log(kappa) + math.log(C)
+    log_m = math.log(m)
     if power == 1:
-        return _empirical(empirical) + 8.0 * k2C / m + 2.0 * (2.0 * k2C + M) * root
-    return _empirical(empirical) + 128.0 * k2C * M**2 / m + 4.0 * M**2 * (16.0 * k2C + 1.0) * root
+        terms = [math.log(8.0) + log_k2C - log_m,
+                 math.log(2.0) + _log_add(math.log(2.0) + log_k2C, math.log(M)) + log_root]
+    else:
+        log_M2 = 2.0 * math.log(M)
+        terms = [math.log(128.0) + log_k2C + log_M2 - log_m,
+                 math.log(4.0) + log_M2 + _log_add(math.log(16.0) + log_k2C, 0.0) + log_root]
+    return _total(empirical, terms, m=m, C=C, kappa=kappa, M=M, delta=delta)
 
 
 # --------------------------------------------------------------------------------------------

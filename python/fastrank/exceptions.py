@@ -13,12 +13,17 @@ from sklearn.exceptions import ConvergenceWarning
 
 from ._core import LinAlgError
 
-__all__ = ["LinAlgError", "IllConditionedWarning", "ConvergenceWarning"]
+__all__ = ["LinAlgError", "IllConditionedWarning", "ConvergenceWarning", "ModelFileWarning"]
 
 
 class IllConditionedWarning(UserWarning):
     """The linear system was solved but its estimated condition number is so large that the
     solution may be dominated by rounding error (increase ``alpha``)."""
+
+
+class ModelFileWarning(UserWarning):
+    """A model file loaded, but without the integrity check of the current format (an older
+    format version with no checksum): save the model again."""
 
 
 LinAlgError.__module__ = "fastrank.exceptions"

@@ -41,7 +41,7 @@ from ._kernels import _KIND, KernelSpec, resolve_kernel
 from ._memory import check_dense_memory
 from ._progress import progress
 from ._sparse import as_csr, issparse
-from ._validation import as_float_matrix, check_n_jobs, check_precomputed_kernel, group_index
+from ._validation import as_float_matrix, as_real_array, check_n_jobs, check_precomputed_kernel, group_index
 from .metrics import pairwise_disagreement
 
 __all__ = ["PRank", "PRankVP", "OAPBPM", "WidrowHoff", "OnlineMPRank"]
@@ -867,7 +867,7 @@ class OnlineMPRank(RegressorMixin, BaseEstimator):
             y = column_or_1d(y, warn=True)
         if y.ndim != 1:
             raise ValueError(f"y must be 1-D, got shape {y.shape}")
-        y = np.asarray(y, dtype=np.float64)
+        y = as_real_array(y, "y")
         if y.shape[0] != X.shape[0]:
             raise ValueError(f"Found input variables with inconsistent numbers of samples: [{X.shape[0]}, {y.shape[0]}]")
         if not np.isfinite(y).all():
@@ -891,7 +891,7 @@ class OnlineMPRank(RegressorMixin, BaseEstimator):
         if (groups is None) != (getattr(self, "_groups", None) is None):
             raise ValueError("partial_fit must get groups exactly when the model was fitted with groups")
         X = _as_X(X)
-        y = np.asarray(y, dtype=np.float64).ravel()
+        y = as_real_array(y, "y").ravel()
         if self._spec.precomputed:
             raise ValueError("partial_fit is not available with a precomputed kernel; call fit with the full matrix")
         if X.shape[1] != self.n_features_in_:
@@ -937,7 +937,7 @@ class OnlineMPRank(RegressorMixin, BaseEstimator):
         y ignored, tied scores half an error; row weights make a pair weigh w_i w_j), as
         ``fastrank.MPRank.score``."""
         pred = self.predict(X)
-        y = np.asarray(y, dtype=np.float64).ravel()
+        y = as_real_array(y, "y").ravel()
         return 1.0 - pairwise_disagreement(y, pred, groups, sample_weight=sample_weight)
 
     def __sklearn_tags__(self):

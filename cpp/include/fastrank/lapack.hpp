@@ -63,7 +63,11 @@ void syrk_lower(char trans, Index n, Index k, double alpha, const double* a, Ind
 // Copies the lower triangle of a square matrix into its upper triangle.
 void symmetrize_from_lower(MatrixRef a);
 
+// Largest order handed to one LAPACK dpotrf call; larger matrices are factorized by blocks.
+inline constexpr Index kCholeskyPanel = 2048;
 // In-place Cholesky A = L L^T (lower).  Returns false if A is not numerically positive definite.
+// Orders above kCholeskyPanel go through a blocked factorization (dpotrf panels + dtrsm + dsyrk):
+// SciPy's bundled OpenBLAS dpotrf crashes on large orders with several threads.
 bool potrf_lower(MatrixRef a);
 // Solves A X = B given potrf_lower's factor; B is overwritten with X.
 void potrs_lower(MatrixCRef factor, MatrixRef b);

@@ -188,8 +188,12 @@ def test_scorer_direct_call_and_names():
         M.make_ranking_scorer("ndgc")
     with pytest.raises(ValueError, match="greater_is_better must be"):
         M.make_ranking_scorer("msd", greater_is_better=True)
+    # "auc" of the table takes groups: the mean over groups of the per-group AUC
+    yb = (y > 1).astype(int)
+    per_group = [M.auc(yb[g == q], pred[g == q]) for q in np.unique(g) if np.unique(yb[g == q]).size == 2]
+    assert M.make_ranking_scorer("auc")(est, X, yb, groups=g) == pytest.approx(np.mean(per_group), rel=1e-12)
     with pytest.raises(ValueError, match="does not take groups"):
-        M.make_ranking_scorer("auc")(est, X, (y > 1).astype(int), groups=g)
+        M.make_ranking_scorer(lambda yt, yp: M.auc(yt, yp))(est, X, yb, groups=g)
     assert "ndcg" in repr(sc)
     assert sc.score_predictions(y, pred, g) == sc(est, X, y, groups=g) and sc.greater_is_better
     assert loss.score_predictions(y, pred, g) < 0 and not loss.greater_is_better

@@ -38,6 +38,7 @@ import sys
 import warnings
 
 import numpy as np
+from scipy.special import gammaln
 from sklearn.metrics import make_scorer
 
 from . import _core
@@ -823,22 +824,55 @@ def _stable_argsort_desc(f):
     return order
 
 
-def _ranked(y_true, y_score, groups):
-    """Rows sorted by (group, decreasing score, input order): ties in the scores keep the input
-    order (a stable sort).  Returns y in that order, group codes, 1-based positions, G."""
-    y, f, codes, G, n = _group_setup(y_true, y_score, groups)
-    m = y.shape[0]
-    cg = np.zeros(m, dtype=np.int64) if codes is None else codes
-    order = _stable_argsort_desc(f)
-    if codes is not None:  # then by group, stably: a radix sort on small integer codes
-        key = cg[order]
-        if G <= np.iinfo(np.uint16).max:
-            key = key.astype(np.uint16)
-        order = order[np.argsort(key, kind="stable")]
-    gs = cg[order]
-    offsets = np.concatenate([[0], np.cumsum(n)]).astype(np.int64)
-    pos = np.arange(m, dtype=np.int64) - offsets[gs] + 1
-    return y[order], gs, pos, G, offsets
+class _Ranked:
+    """Rows sorted by (group, decreasing score) with their tied blocks.
+
+    ys, gs, pos: targets, group codes and 1-based positions in that order; G, offsets (group starts).
+    block: block id of each sorted row (a block = the rows of one group with one score); per block:
+    start (0-based, rows of the group before it), size, first (index of its first sorted row) and
+    group.  Inside a block the order is the input order, but no measure below depends on it: each
+    takes the expectation over the orders of the block."""
+
+    def __init__(self, y_true, y_score, groups):
+        y, f, codes, G, n = _group_setup(y_true, y_score, groups)
+        m = y.shape[0]
+        cg = np.zeros(m, dtype=np.int64) if codes is None else codes
+        order = _stable_argsort_desc(f)
+        if codes is not None:  # then by group, stably: a radix sort on small integer codes
+            key = cg[order]
+            if G <= np.iinfo(np.uint16).max:
+                key = key.astype(np.uint16)
+            order = order[np.argsort(key, kind="stable")]
+        self.ys, self.gs, self.G = y[order], cg[order], G
+        self.offsets = np.concatenate([[0], np.cumsum(n)]).astype(np.int64)
+        self.pos = np.arange(m, dtype=np.int64) - self.offsets[self.gs] + 1
+        fs = f[order]
+        new = np.r_[True, (fs[1:] != fs[:-1]) | (self.gs[1:] != self.gs[:-1])]
+        self.block = np.cumsum(new) - 1
+        self.first = np.flatnonzero(new)
+        self.size = np.diff(np.r_[self.first, m])
+        self.start = self.pos[self.first] - 1
+        self.group = self.gs[self.first]
+
+    def per_block(self, w):
+        return np.bincount(self.block, weights=w, minlength=self.first.size)
+
+    def before_block(self, w):
+        """Per block: the sum of w over the rows of its group in earlier blocks."""
+        c = np.concatenate([[0.0], np.cumsum(w)])
+        return c[self.first] - c[self.offsets[self.group]]
+
+
+def _mean_subset_products(q, T):
+    """E[t] = the mean over the t-element subsets of the values q of their product, t = 0..T-1
+    (T <= len(q) + 1), by adding one value at a time:
+    E_t(n + 1) = (n + 1 - t)/(n + 1) E_t(n) + t/(n + 1) q E_{t-1}(n) (a convex combination)."""
+    E = np.zeros(T)
+    E[0] = 1.0
+    for n, qi in enumerate(q):
+        t = np.arange(1, min(n + 1, T - 1) + 1)
+        E[t] = (n + 1 - t) / (n + 1) * E[t] + t / (n + 1) * qi * E[t - 1]
+    return E
 
 
 def _finish_listwise(per, valid, average, what):
@@ -858,9 +892,10 @@ def mean_average_precision(y_true, y_score, groups=None, *, k=None, relevance_th
     trec_eval's default relevance level 1 for integer grades).  Per group, rows are ranked by
     decreasing ``y_score``; AP = (1/R) sum over relevant rows at position p <= k of
     precision@p, with R the number of relevant rows of the group (trec_eval's AP) — with a cutoff
-    k, R is replaced by min(R, k) so that a perfect ranking scores 1.  Ties in y_score are
-    broken by input order (a stable sort: the earlier row is ranked first), so the value is
-    deterministic; give distinct scores when the order of tied rows must not matter.  Groups
+    k, R is replaced by min(R, k) so that a perfect ranking scores 1.  Tied scores: the
+    expected AP over the orders of the tied rows (each order equally likely; closed form per tied
+    block), so the value does not depend on the input order -- the tie convention of every
+    measure of this module, as :func:`ndcg` and :func:`pairwise_disagreement`.  Groups
     without a relevant row are skipped (NaN with average=None), as :func:`ndcg` does; ValueError
     if no group has one.  Equals ``sklearn.metrics.average_precision_score`` per group when the
     scores have no ties.  O(m log m).
@@ -869,13 +904,23 @@ def mean_average_precision(y_true, y_score, groups=None, *, k=None, relevance_th
         raise ValueError(f"average must be 'group' or None, got {average!r}")
     k = _check_k(k)
     thr = _check_threshold(relevance_threshold)
-    ys, gs, pos, G, offsets = _ranked(y_true, y_score, groups)
-    rel = (ys > thr).astype(np.float64)
-    R = np.bincount(gs, weights=rel, minlength=G)
-    cum = np.cumsum(rel)
-    hits = cum - np.concatenate([[0.0], cum])[offsets[gs]]  # relevant rows up to and including p
-    take = rel * (1.0 if k is None else (pos <= k))
-    num = np.bincount(gs, weights=take * hits / pos, minlength=G)
+    rk = _Ranked(y_true, y_score, groups)
+    G = rk.G
+    rel = (rk.ys > thr).astype(np.float64)
+    R = np.bincount(rk.gs, weights=rel, minlength=G)
+    # A relevant row of a block (start s, size b, r relevant rows, h relevant rows before it) is at
+    # each of the positions s + j, j = 1..b, with probability 1/b, and then has 1 + (j - 1)(r - 1)/(b - 1)
+    # relevant rows of its block at or before it on average: the expected precision it adds is
+    # (1/b) sum_j [s + j <= k] (h + 1 + (j - 1) B) / (s + j), B = (r - 1)/(b - 1).
+    in_k = np.ones(rk.ys.shape[0]) if k is None else (rk.pos <= k).astype(np.float64)
+    j_minus_1 = rk.pos - rk.start[rk.block] - 1
+    S1 = rk.per_block(in_k / rk.pos)
+    S2 = rk.per_block(in_k * j_minus_1 / rk.pos)
+    r = rk.per_block(rel)
+    h = rk.before_block(rel)
+    b = rk.size.astype(np.float64)
+    B = np.where(b > 1, (r - 1) / np.maximum(b - 1, 1), 0.0)
+    num = np.bincount(rk.group, weights=r / b * ((h + 1) * S1 + B * S2), minlength=G)
     den = R if k is None else np.minimum(R, k)
     valid = R > 0
     per = np.zeros(G)
@@ -885,35 +930,51 @@ def mean_average_precision(y_true, y_score, groups=None, *, k=None, relevance_th
 
 def mean_reciprocal_rank(y_true, y_score, groups=None, *, k=None, relevance_threshold=0.0, average="group"):
     """Mean reciprocal rank (MRR): per group 1/p of the first relevant row in the ranking by
-    decreasing ``y_score`` (0 when it is below the cutoff k).  Relevance, ties (input order) and
+    decreasing ``y_score`` (0 when it is below the cutoff k).  Relevance, ties (the expectation
+    over the orders of the tied rows) and
     skipped groups as :func:`mean_average_precision`.  O(m log m)."""
     if average not in ("group", None):
         raise ValueError(f"average must be 'group' or None, got {average!r}")
     k = _check_k(k)
     thr = _check_threshold(relevance_threshold)
-    ys, gs, pos, G, offsets = _ranked(y_true, y_score, groups)
-    rel = ys > thr
+    rk = _Ranked(y_true, y_score, groups)
+    G = rk.G
+    r = rk.per_block((rk.ys > thr).astype(np.float64))
+    # the first block of each group holding a relevant row: its first relevant row is at the j-th
+    # of its b positions with probability C(b - j, r - 1) / C(b, r)
     first = np.full(G, np.iinfo(np.int64).max)
-    np.minimum.at(first, gs[rel], pos[rel])
+    hit = np.flatnonzero(r > 0)
+    np.minimum.at(first, rk.group[hit], hit)
     valid = first < np.iinfo(np.int64).max
-    per = np.zeros(G)
-    ok = valid if k is None else valid & (first <= k)
-    per[ok] = 1.0 / first[ok]
+    rows = np.flatnonzero(rk.block == first[rk.gs])
+    blk = rk.block[rows]
+    bb, rr = rk.size[blk].astype(np.float64), r[blk]
+    j = (rk.pos[rows] - rk.start[blk]).astype(np.float64)
+    possible = bb - j >= rr - 1
+    n1, k1 = np.maximum(bb - j, 0.0), rr - 1
+    log_p = (gammaln(n1 + 1) - gammaln(k1 + 1) - gammaln(np.maximum(n1 - k1, 0.0) + 1)
+             - (gammaln(bb + 1) - gammaln(rr + 1) - gammaln(bb - rr + 1)))
+    prob = np.where(possible, np.exp(np.where(possible, log_p, 0.0)), 0.0)
+    in_k = np.ones(rows.size) if k is None else (rk.pos[rows] <= k)
+    per = np.bincount(rk.gs[rows], weights=prob * in_k / rk.pos[rows], minlength=G)
     return _finish_listwise(per, valid, average, "mean_reciprocal_rank")
 
 
 def precision_at_k(y_true, y_score, groups=None, *, k=10, relevance_threshold=0.0, average="group"):
     """Precision@k: per group the number of relevant rows among the k highest scores, divided by
-    k (also when the group has fewer than k rows, as trec_eval's P_k).  Relevance, ties (input
-    order) and skipped groups as :func:`mean_average_precision`.  O(m log m)."""
+    k (also when the group has fewer than k rows, as trec_eval's P_k).  Relevance, ties (the
+    expectation over the orders of the tied rows) and skipped groups as :func:`mean_average_precision`.  O(m log m)."""
     if average not in ("group", None):
         raise ValueError(f"average must be 'group' or None, got {average!r}")
     k = _check_k(k, allow_none=False)
     thr = _check_threshold(relevance_threshold)
-    ys, gs, pos, G, offsets = _ranked(y_true, y_score, groups)
-    rel = (ys > thr).astype(np.float64)
-    R = np.bincount(gs, weights=rel, minlength=G)
-    top = np.bincount(gs, weights=rel * (pos <= k), minlength=G)
+    rk = _Ranked(y_true, y_score, groups)
+    G = rk.G
+    rel = (rk.ys > thr).astype(np.float64)
+    R = np.bincount(rk.gs, weights=rel, minlength=G)
+    # a row of a block (start s, size b) is among the top k with probability clip((k - s)/b, 0, 1)
+    inside = np.clip((k - rk.start[rk.block]) / rk.size[rk.block], 0.0, 1.0)
+    top = np.bincount(rk.gs, weights=rel * inside, minlength=G)
     return _finish_listwise(top / k, R > 0, average, "precision_at_k")
 
 
@@ -922,7 +983,8 @@ def err_at_k(y_true, y_score, groups=None, *, k=None, max_grade=None, average="g
 
     With the grades g = y_true >= 0 and R(g) = (2^g - 1) / 2^g_max (the probability that a user
     is satisfied by the row), ERR = sum_{r=1}^{k} (1/r) R_r prod_{i<r} (1 - R_i) over the ranking by
-    decreasing ``y_score`` (ties: input order, as :func:`mean_average_precision`).  max_grade:
+    decreasing ``y_score`` (tied scores: the expectation over the orders of the tied rows, as
+    :func:`mean_average_precision`; O(b min(b, k)) per tied block of b rows).  max_grade:
     g_max, the largest possible grade (default: the largest y_true in the input; pass the scale's
     maximum, e.g. 4 for LETOR, to compare across data sets).  Groups whose grades are all 0 are
     skipped (their ERR is 0), as :func:`ndcg` does.  k=None: no cutoff.  O(m log m).
@@ -930,7 +992,8 @@ def err_at_k(y_true, y_score, groups=None, *, k=None, max_grade=None, average="g
     if average not in ("group", None):
         raise ValueError(f"average must be 'group' or None, got {average!r}")
     k = _check_k(k)
-    ys, gs, pos, G, offsets = _ranked(y_true, y_score, groups)
+    rk = _Ranked(y_true, y_score, groups)
+    ys, gs, pos, G = rk.ys, rk.gs, rk.pos, rk.G
     if (ys < 0).any():
         raise ValueError("err_at_k needs non-negative relevance grades y_true")
     gmax = float(ys.max()) if max_grade is None else max_grade
@@ -941,20 +1004,33 @@ def err_at_k(y_true, y_score, groups=None, *, k=None, max_grade=None, average="g
     if gmax > 1000:
         raise ValueError("grades too large for the gain 2^g - 1; rescale y_true")
     Rsat = (np.exp2(ys) - 1.0) / np.exp2(gmax)
-    # prod_{i<r} (1 - R_i) inside each group: log-sums, with exact zeros for R_i = 1 tracked apart
+    # prod (1 - R_i) over the earlier blocks of the group (the same for every order inside them):
+    # log-sums, with exact zeros for R_i = 1 counted apart
     one = Rsat >= 1.0
-    logs = np.log1p(-np.where(one, 0.0, Rsat))  # the R_i = 1 factors are counted in cz instead
-    cl = np.cumsum(logs)
-    cz = np.cumsum(one.astype(np.int64))
-    start_l = np.concatenate([[0.0], cl])[offsets[gs]]
-    start_z = np.concatenate([[0], cz])[offsets[gs]]
-    before_l = cl - logs - start_l
-    before_z = cz - one - start_z
-    stop = np.where(before_z > 0, 0.0, np.exp(before_l))
-    contrib = Rsat * stop / pos
-    if k is not None:
-        contrib = contrib * (pos <= k)
-    per = np.bincount(gs, weights=contrib, minlength=G)
+    logs = np.log1p(-np.where(one, 0.0, Rsat))
+    stop = np.where(rk.before_block(one.astype(np.float64)) > 0, 0.0, np.exp(rk.before_block(logs)))
+    b = rk.size
+    contrib = np.zeros(rk.first.size)
+    single = b == 1
+    f1 = rk.first[single]
+    contrib[single] = Rsat[f1] / pos[f1] * (1.0 if k is None else (pos[f1] <= k))
+    # a tied block (start s, size b): a row of it is at each position s + j with probability 1/b,
+    # after a uniformly random (j - 1)-subset of the other rows of the block, so it adds
+    # R (1/b) sum_j [s + j <= k] E_{j-1}(others) / (s + j), E_t = mean product of (1 - R) over t-subsets
+    for q in np.flatnonzero(~single):
+        s0, bq = int(rk.start[q]), int(b[q])
+        T = bq if k is None else min(bq, k - s0)
+        rows = slice(rk.first[q], rk.first[q] + bq)
+        Rq = Rsat[rows]
+        if T <= 0 or not (Rq > 0).any():
+            continue
+        weights = 1.0 / (s0 + np.arange(1, T + 1))
+        for value, count in zip(*np.unique(Rq, return_counts=True)):
+            if value == 0:
+                continue
+            others = np.delete(1.0 - Rq, int(np.flatnonzero(Rq == value)[0]))
+            contrib[q] += count * value / bq * float(_mean_subset_products(others, T) @ weights)
+    per = np.bincount(rk.group, weights=stop * contrib, minlength=G)
     valid = np.bincount(gs, weights=(ys > 0).astype(np.float64), minlength=G) > 0
     return _finish_listwise(per, valid, average, "err_at_k")
 

@@ -343,3 +343,28 @@ def test_score_estimator_is_the_pairwise_score():
         M.ndcg(y, est.predict(X), GROUPS, k=5), rel=1e-12)
     with pytest.raises(ValueError, match="does not take sample_weight"):
         M.score_estimator(est, X, y, GROUPS, w, measure="ndcg")
+
+
+def test_cli_scoring_takes_every_name_and_m_is_a_measure_everywhere(tmp_path, capsys):
+    from sklearn.datasets import dump_svmlight_file
+
+    from fastrank import cli
+
+    X, y = _data(12, binary_features=False)
+    data = tmp_path / "d.txt"
+    dump_svmlight_file(X, y, str(data), query_id=GROUPS)
+    for name in M.measure_names() + ("ndcg@5", "p@3"):
+        assert cli.main(["cv", "--cv", "lgo", "-m", name, "--alphas", "0.1,10", str(data)]) == 0
+        out = capsys.readouterr().out
+        ref = fastrank.RankRLSCV(alphas=[0.1, 10.0], cv="lgo", scoring=name).fit(X, y, GROUPS)
+        assert f"scoring={M.get_measure(name).name}" in out
+        assert f"score {ref.best_score_:.6f}" in out
+    model = tmp_path / "m.frk"
+    assert cli.main(["train", "-M", "RankRLS", "--alpha", "auto", "-m", "map@5", "--alphas", "0.1,10",
+                     str(data), str(model)]) == 0
+    assert fastrank.load(model).cv_results_["scoring"] == "map@5"
+    # without --scoring: NDCG@10 on the held-out queries
+    assert cli.main(["cv", "--alphas", "0.1,10", str(data)]) == 0
+    assert "scoring=ndcg@10" in capsys.readouterr().out
+    assert cli.main(["cv", "-m", "ndcg@0", str(data)]) == 2
+    assert "positive integer" in capsys.readouterr().err

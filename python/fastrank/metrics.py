@@ -855,6 +855,8 @@ class _Ranked:
         self.group = self.gs[self.first]
 
     def per_block(self, w):
+        if self.first.size == self.block.size:  # no tie: every row is its own block
+            return np.asarray(w, dtype=np.float64)
         return np.bincount(self.block, weights=w, minlength=self.first.size)
 
     def before_block(self, w):

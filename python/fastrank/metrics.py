@@ -1164,9 +1164,10 @@ class Measure:
         if groups is None:
             return self.func(y_true, y_score, **kw)
         y, f = _as_pair(y_true, y_score, "y_true", "y_score")
-        gi = group_index(groups, y.shape[0])
-        vals = [self.func(y[gi.codes == q], f[gi.codes == q], **kw) for q in range(gi.n_groups)]
-        return float(np.mean(vals))
+        codes = group_index(groups, y.shape[0]).codes
+        order = np.argsort(codes, kind="stable")
+        rows = np.split(order, np.flatnonzero(np.diff(codes[order])) + 1)
+        return float(np.mean([self.func(y[r], f[r], **kw) for r in rows]))
 
     def __repr__(self):
         return f"get_measure({self.name!r})"

@@ -264,3 +264,25 @@ def test_stable_descending_order_light_and_heavy_ties(decimals):
         f[rng.random(f.size) < 0.1] = -0.0
         want = sorted(range(f.size), key=lambda i: (-f[i], i))
         assert list(M._stable_argsort_desc(f)) == want
+
+
+@pytest.mark.parametrize("k", [None, 20])
+@pytest.mark.parametrize("small_block_limit", [4, 64])
+def test_err_large_tied_block_against_order_statistics(monkeypatch, k, small_block_limit):
+    # a tied block of b = 70 rows after 3 untied rows; r = 5 of the block have grade 1 (R = c), the
+    # rest grade 0.  In a random order of the block the i-th relevant row is at block position j with
+    # probability C(j - 1, i - 1) C(b - j, r - i) / C(b, r); it adds c (1 - c)^(i - 1) / (3 + j) times
+    # the continuation probability of the 3 rows before the block.
+    from math import comb
+
+    monkeypatch.setattr(M, "_SMALL_TIED_BLOCK", small_block_limit)  # both the batched and the per-block path
+    b, r, gmax = 70, 5, 2.0
+    y = np.r_[[2.0, 0.0, 1.0], np.zeros(b)]
+    y[3 + np.array([4, 9, 30, 50, 69])] = 1.0
+    f = np.r_[[3.0, 2.0, 1.5], np.zeros(b)]
+    R = (2.0 ** y - 1) / 2.0 ** gmax
+    head = sum(R[p] * np.prod(1 - R[:p]) / (p + 1) for p in range(3) if k is None or p < k)
+    c, before = 0.25, np.prod(1 - R[:3])
+    block = sum(comb(j - 1, i - 1) * comb(b - j, r - i) / comb(b, r) * c * (1 - c) ** (i - 1) / (3 + j)
+                for i in range(1, r + 1) for j in range(1, b + 1) if k is None or 3 + j <= k)
+    assert M.err_at_k(y, f, k=k, max_grade=gmax) == pytest.approx(head + before * block, rel=1e-12)

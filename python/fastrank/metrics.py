@@ -865,6 +865,34 @@ class _Ranked:
         return c[self.first] - c[self.offsets[self.group]]
 
 
+_SMALL_TIED_BLOCK = 64  # tied blocks up to this size: ERR's recurrence runs for all their rows at once
+
+
+def _tied_block_err(Rsat, first, size, start, span):
+    """ERR terms of tied blocks, all at once: for each row a of a block, the recurrence of
+    :func:`_mean_subset_products` over the other rows of its block (row-major, padded to the
+    largest block), then R_a (1/b) sum_{j <= span} E_{j-1} / (start + j), summed per block."""
+    n_blk = first.size
+    item_blk = np.repeat(np.arange(n_blk), size)
+    within = np.arange(item_blk.size) - np.repeat(np.cumsum(size) - size, size)
+    Bmax, T = int(size.max()), int(span.max())
+    n = np.arange(Bmax - 1)
+    # the n-th other row of item a is row n of its block, skipping a itself
+    src = first[item_blk, None] + n[None, :] + (n[None, :] >= within[:, None])
+    active = n[None, :] < (size[item_blk, None] - 1)
+    Q = np.where(active, 1.0 - Rsat[np.minimum(src, Rsat.size - 1)], 0.0)
+    E = np.zeros((item_blk.size, T))
+    E[:, 0] = 1.0
+    t = np.arange(1, T)
+    for step in range(Bmax - 1):
+        new = (step + 1 - t) / (step + 1) * E[:, 1:] + t / (step + 1) * Q[:, step, None] * E[:, :-1]
+        E[active[:, step], 1:] = new[active[:, step]]
+    j = np.arange(1, T + 1)
+    w = np.where(j[None, :] <= span[item_blk, None], 1.0 / (start[item_blk, None] + j[None, :]), 0.0)
+    R = Rsat[first[item_blk] + within]
+    return np.bincount(item_blk, weights=R / size[item_blk] * (E * w).sum(axis=1), minlength=n_blk)
+
+
 def _mean_subset_products(q, T):
     """E[t] = the mean over the t-element subsets of the values q of their product, t = 0..T-1
     (T <= len(q) + 1), by adding one value at a time:
@@ -1019,13 +1047,14 @@ def err_at_k(y_true, y_score, groups=None, *, k=None, max_grade=None, average="g
     # a tied block (start s, size b): a row of it is at each position s + j with probability 1/b,
     # after a uniformly random (j - 1)-subset of the other rows of the block, so it adds
     # R (1/b) sum_j [s + j <= k] E_{j-1}(others) / (s + j), E_t = mean product of (1 - R) over t-subsets
-    for q in np.flatnonzero(~single):
-        s0, bq = int(rk.start[q]), int(b[q])
-        T = bq if k is None else min(bq, k - s0)
-        rows = slice(rk.first[q], rk.first[q] + bq)
-        Rq = Rsat[rows]
-        if T <= 0 or not (Rq > 0).any():
-            continue
+    span = b if k is None else np.minimum(b, k - rk.start)  # positions of the block inside the cutoff
+    needed = (~single) & (span > 0) & (rk.per_block(Rsat) > 0)
+    small = needed & (b <= _SMALL_TIED_BLOCK)
+    if small.any():
+        contrib[small] = _tied_block_err(Rsat, rk.first[small], b[small], rk.start[small], span[small])
+    for q in np.flatnonzero(needed & ~small):  # large tied blocks: one recurrence per distinct grade
+        s0, bq, T = int(rk.start[q]), int(b[q]), int(span[q])
+        Rq = Rsat[rk.first[q]:rk.first[q] + bq]
         weights = 1.0 / (s0 + np.arange(1, T + 1))
         for value, count in zip(*np.unique(Rq, return_counts=True)):
             if value == 0:

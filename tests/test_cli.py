@@ -101,7 +101,8 @@ def test_alpha_auto_uses_leave_query_out(files, tmp_path, capsys):
     code, _, err = run(["train", "--alpha", "auto", "--alphas", "0.1,10,1000", tr, model], capsys)
     assert code == 0 and "alpha chosen by cross-validation" in err
     X, y, q = load_svmlight(tr)
-    ref = fastrank.RankRLSCV(alphas=[0.1, 10, 1000], cv="lgo").fit(X.toarray(), y, q)
+    # the default CV measure of query data is NDCG@10 on the held-out queries
+    ref = fastrank.RankRLSCV(alphas=[0.1, 10, 1000], cv="lgo", scoring="ndcg@10").fit(X.toarray(), y, q)
     loaded = fastrank.load(model)
     assert loaded.alpha_ == ref.alpha_ and np.array_equal(loaded.cv_results_["scores"], ref.cv_results_["scores"])
     code, out, _ = run(["predict", model, te], capsys)
@@ -115,10 +116,11 @@ def test_cv_report_matches_rankrlscv(files, capsys):
     assert code == 0
     rows = [ln.split("\t") for ln in out.split("\n") if ln and not ln.startswith(("#", "alpha"))]
     X, y, q = load_svmlight(tr)
-    ref = fastrank.RankRLSCV(alphas=np.logspace(-2, 2, 5), cv="lpo").fit(X.toarray(), y, q)
+    # leave-pair-out scores pairs: the default measure is then the pairwise disagreement (minimised)
+    ref = fastrank.RankRLSCV(alphas=np.logspace(-2, 2, 5), cv="lpo", scoring="disagreement").fit(X.toarray(), y, q)
     assert np.allclose([float(r[0]) for r in rows], ref.cv_results_["alphas"], rtol=1e-5)
     assert np.allclose([float(r[1]) for r in rows], ref.cv_results_["scores"], atol=1e-6)
-    assert [len(r) == 3 for r in rows].index(True) == int(np.argmax(ref.cv_results_["scores"]))
+    assert [len(r) == 3 for r in rows].index(True) == int(np.argmin(ref.cv_results_["scores"]))
     # k folds keep whole queries together
     code, out, _ = run(["cv", "--cv", "3", "--scoring", "ndcg", "--alphas", "1,10", tr], capsys)
     assert code == 0 and "3-fold" in out

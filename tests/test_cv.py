@@ -754,7 +754,9 @@ def test_rankrlscv_accepts_every_measure_name_and_scorer():
             fastrank.metrics.mean_average_precision(y, pred, GROUPS), rel=1e-12)
         assert by_scorer.cv_results_["scores"][k] == pytest.approx(
             fastrank.metrics.precision_at_k(y, pred, GROUPS, k=2), rel=1e-12)
-        assert loss.cv_results_["scores"][k] == pytest.approx(-fastrank.metrics.m1d(y, pred, GROUPS), rel=1e-12)
+        assert loss.cv_results_["scores"][k] == pytest.approx(fastrank.metrics.m1d(y, pred, GROUPS), rel=1e-12)
+    # a loss of the table is reported as it is and minimised
+    assert loss.alpha_ == alphas[int(np.argmin(loss.cv_results_["scores"]))]
 
 
 @pytest.mark.parametrize("kernel,d", [("linear", 3), ("rbf", 3), ("linear", 40)])

@@ -2,6 +2,8 @@
 scikit-learn where the definitions coincide; the group-aware scorer in GridSearchCV with metadata
 routing."""
 
+import itertools
+
 import numpy as np
 import pytest
 import sklearn
@@ -19,13 +21,25 @@ def _queries(groups, m):
     return [np.flatnonzero(g == u) for u in np.unique(g)]
 
 
-def _ranking(f):
-    # decreasing score, ties by input order (a stable sort)
-    return sorted(range(len(f)), key=lambda i: (-f[i], i))
+def _orders(f):
+    """Every ranking by decreasing score, tied rows taking all their relative orders."""
+    levels = sorted(set(np.asarray(f).tolist()), reverse=True)
+    blocks = [[i for i in range(len(f)) if f[i] == v] for v in levels]
+    for choice in itertools.product(*[list(itertools.permutations(b)) for b in blocks]):
+        yield [i for b in choice for i in b]
 
 
-def lit_ap(y, f, k=None, thr=0.0):
-    order = _ranking(f)
+def expected_over_tie_orders(lit):
+    """The literal measure of one order, averaged over the orders of the tied scores (the tie
+    convention of fastrank.metrics)."""
+    def expected(y, f, *args, **kw):
+        vals = [lit(y, order, *args, **kw) for order in _orders(f)]
+        return None if vals[0] is None else float(np.mean(vals))
+    return expected
+
+
+@expected_over_tie_orders
+def lit_ap(y, order, k=None, thr=0.0):
     rel = [y[i] > thr for i in order]
     R = sum(rel)
     if R == 0:
@@ -39,8 +53,8 @@ def lit_ap(y, f, k=None, thr=0.0):
     return s / (R if k is None else min(R, k))
 
 
-def lit_rr(y, f, k=None, thr=0.0):
-    order = _ranking(f)
+@expected_over_tie_orders
+def lit_rr(y, order, k=None, thr=0.0):
     if not any(y[i] > thr for i in order):
         return None
     for p, i in enumerate(order, start=1):
@@ -48,15 +62,15 @@ def lit_rr(y, f, k=None, thr=0.0):
             return 1.0 / p if (k is None or p <= k) else 0.0
 
 
-def lit_p(y, f, k, thr=0.0):
-    order = _ranking(f)
+@expected_over_tie_orders
+def lit_p(y, order, k, thr=0.0):
     if not any(y[i] > thr for i in order):
         return None
     return sum(y[i] > thr for i in order[:k]) / k
 
 
-def lit_err(y, f, k=None, gmax=None):
-    order = _ranking(f)
+@expected_over_tie_orders
+def lit_err(y, order, k=None, gmax=None):
     if not any(y[i] > 0 for i in order):
         return None
     gmax = max(y) if gmax is None else gmax
@@ -113,12 +127,27 @@ def test_ir_measures_equal_literal_per_query(seed, ties):
         assert func(y, f, g, **api) == pytest.approx(np.nanmean(want), rel=1e-12)
 
 
-def test_ties_broken_by_input_order():
-    # relevant row first among tied scores -> AP 1; last -> lower
-    assert M.mean_average_precision([1, 0], [0.5, 0.5]) == 1.0
-    assert M.mean_average_precision([0, 1], [0.5, 0.5]) == 0.5
-    assert M.mean_reciprocal_rank([0, 1], [0.5, 0.5]) == 0.5
-    assert M.precision_at_k([0, 1, 1], [1.0, 1.0, 0.0], k=1) == 0.0
+def test_tied_scores_count_by_the_expectation_over_their_orders():
+    # two rows tied, one relevant: AP is 1 or 1/2 with probability 1/2 each, wherever it is in the input
+    assert M.mean_average_precision([1, 0], [0.5, 0.5]) == 0.75
+    assert M.mean_average_precision([0, 1], [0.5, 0.5]) == 0.75
+    assert M.mean_reciprocal_rank([0, 1], [0.5, 0.5]) == 0.75
+    assert M.precision_at_k([0, 1, 1], [1.0, 1.0, 0.0], k=1) == 0.5
+    # ERR of three tied rows: the mean over their 6 orders
+    y, f = np.array([1.0, 0.0, 2.0]), np.array([0.3, 0.3, 0.3])
+    assert M.err_at_k(y, f) == pytest.approx(lit_err(y, f, gmax=2.0), rel=1e-14)
+
+
+@pytest.mark.parametrize("k", [None, 1, 3, 7])
+def test_err_and_map_one_large_tied_block(k):
+    rng = np.random.default_rng(11)
+    y = rng.integers(0, 4, 7).astype(float)
+    f = np.zeros(7)
+    f[:2] = 1.0  # a block of 2, then a block of 5
+    assert M.err_at_k(y, f, k=k) == pytest.approx(lit_err(y, f, k=k, gmax=y.max()), rel=1e-12)
+    assert M.mean_average_precision(y, f, k=k) == pytest.approx(lit_ap(y, f, k=k), rel=1e-12)
+    assert M.mean_reciprocal_rank(y, f, k=k) == pytest.approx(lit_rr(y, f, k=k), rel=1e-12)
+    assert M.precision_at_k(y, f, k=k or 4) == pytest.approx(lit_p(y, f, k=k or 4), rel=1e-12)
 
 
 def test_against_sklearn_where_definitions_coincide():
@@ -188,8 +217,12 @@ def test_scorer_direct_call_and_names():
         M.make_ranking_scorer("ndgc")
     with pytest.raises(ValueError, match="greater_is_better must be"):
         M.make_ranking_scorer("msd", greater_is_better=True)
+    # "auc" of the table takes groups: the mean over groups of the per-group AUC
+    yb = (y > 1).astype(int)
+    per_group = [M.auc(yb[g == q], pred[g == q]) for q in np.unique(g) if np.unique(yb[g == q]).size == 2]
+    assert M.make_ranking_scorer("auc")(est, X, yb, groups=g) == pytest.approx(np.mean(per_group), rel=1e-12)
     with pytest.raises(ValueError, match="does not take groups"):
-        M.make_ranking_scorer("auc")(est, X, (y > 1).astype(int), groups=g)
+        M.make_ranking_scorer(lambda yt, yp: M.auc(yt, yp))(est, X, yb, groups=g)
     assert "ndcg" in repr(sc)
     assert sc.score_predictions(y, pred, g) == sc(est, X, y, groups=g) and sc.greater_is_better
     assert loss.score_predictions(y, pred, g) < 0 and not loss.greater_is_better
@@ -231,3 +264,25 @@ def test_stable_descending_order_light_and_heavy_ties(decimals):
         f[rng.random(f.size) < 0.1] = -0.0
         want = sorted(range(f.size), key=lambda i: (-f[i], i))
         assert list(M._stable_argsort_desc(f)) == want
+
+
+@pytest.mark.parametrize("k", [None, 20])
+@pytest.mark.parametrize("small_block_limit", [4, 64])
+def test_err_large_tied_block_against_order_statistics(monkeypatch, k, small_block_limit):
+    # a tied block of b = 70 rows after 3 untied rows; r = 5 of the block have grade 1 (R = c), the
+    # rest grade 0.  In a random order of the block the i-th relevant row is at block position j with
+    # probability C(j - 1, i - 1) C(b - j, r - i) / C(b, r); it adds c (1 - c)^(i - 1) / (3 + j) times
+    # the continuation probability of the 3 rows before the block.
+    from math import comb
+
+    monkeypatch.setattr(M, "_SMALL_TIED_BLOCK", small_block_limit)  # both the batched and the per-block path
+    b, r, gmax = 70, 5, 2.0
+    y = np.r_[[2.0, 0.0, 1.0], np.zeros(b)]
+    y[3 + np.array([4, 9, 30, 50, 69])] = 1.0
+    f = np.r_[[3.0, 2.0, 1.5], np.zeros(b)]
+    R = (2.0 ** y - 1) / 2.0 ** gmax
+    head = sum(R[p] * np.prod(1 - R[:p]) / (p + 1) for p in range(3) if k is None or p < k)
+    c, before = 0.25, np.prod(1 - R[:3])
+    block = sum(comb(j - 1, i - 1) * comb(b - j, r - i) / comb(b, r) * c * (1 - c) ** (i - 1) / (3 + j)
+                for i in range(1, r + 1) for j in range(1, b + 1) if k is None or 3 + j <= k)
+    assert M.err_at_k(y, f, k=k, max_grade=gmax) == pytest.approx(head + before * block, rel=1e-12)

@@ -8,105 +8,69 @@ from sklearn.utils.validation import check_is_fitted
 
 from ._problem import check_features
 from ._rankrls import MPRank, RankRLS
-from .metrics import SCORER_NAMES, RankingScorer, make_ranking_scorer
+from .metrics import Measure, RankingScorer, get_measure, measure_names
 from ._exactcv import CVSpec, engine_for, resolve_folds
-from ._memory import check_dense_memory
 from ._progress import progress
 from ._validation import check_alphas
 
 __all__ = ["RankRLSCV", "MPRankCV"]
 
-_SCORINGS = ("auc", "disagreement", "ndcg", "ndcg@k")
 
-
-def _units(sets, codes):
-    """Split every hold-out set into its groups (codes=None: the whole set is one unit)."""
-    for s in sets:
-        if codes is None:
-            yield s
-        else:
-            c = codes[s]
-            for q in np.unique(c):
-                yield s[c == q]
-
-
-def _unit_disagreement(pred, y):
-    """(n,) predictions/targets of one unit -> disagreement over its pairs with y_i != y_j."""
-    dp = pred[:, None] - pred[None, :]
-    dt = y[:, None] - y[None, :]
-    iu = np.triu_indices(y.size, 1)
-    dp, dt = dp[iu], dt[iu]
-    valid = dt != 0
-    if not np.any(valid):
-        return np.nan
-    wrong = (dp * dt < 0) + 0.5 * (dp == 0)
-    return float(wrong[valid].mean())
-
-
-def _unit_ndcg(pred, y, k=None):
-    gains = np.exp2(y) - 1.0
-    disc = 1.0 / np.log2(np.arange(y.size) + 2.0)
-    if k is not None:
-        disc[k:] = 0.0
-    ideal = np.sort(gains)[::-1] @ disc
-    if ideal <= 0:
-        return np.nan
-    order = np.argsort(-pred, kind="stable")
-    return float(gains[order] @ disc / ideal)
+def _holdout_units(sets, codes):
+    """The rows of the hold-out sets and, per row, its unit: one id per (hold-out set, group) --
+    the rows one trained model ranks together (codes=None: each set is one unit)."""
+    rows = np.concatenate(sets)
+    unit = np.repeat(np.arange(len(sets), dtype=np.int64), [len(s) for s in sets])
+    if codes is not None:
+        unit = unit * (int(codes.max()) + 1) + codes[rows]
+    return rows, unit
 
 
 def holdout_score(pred, Y, sets, codes, scoring):
-    """Mean over (hold-out set x group) units of the per-unit score, averaged over outputs.
+    """The cross-validation score of hold-out predictions, averaged over outputs.
 
-    Units without a comparable pair (or with zero ideal DCG) are skipped."""
-    k_cut = None
-    if scoring.startswith("ndcg@"):
-        scoring, k_cut = "ndcg", int(scoring[5:])
-    if scoring == "ndcg" and np.any(Y < 0):
-        raise ValueError("scoring='ndcg' needs non-negative relevance labels y (gains 2^y - 1)")
-    vals = []
-    for k in range(Y.shape[1]):
-        per = []
-        for u in _units(sets, codes):
-            if u.size < 2:
-                continue
-            if scoring == "ndcg":
-                per.append(_unit_ndcg(pred[u, k], Y[u, k], k_cut))
-            else:
-                per.append(_unit_disagreement(pred[u, k], Y[u, k]))
-        per = np.asarray(per, dtype=np.float64)
-        per = per[np.isfinite(per)]
-        if per.size == 0:
-            raise ValueError("no hold-out set contains a pair with different targets; cannot score")
-        vals.append(per.mean())
-    v = float(np.mean(vals))
-    return 1.0 - v if scoring == "auc" else v
+    One definition for every scoring: the measure is applied to each hold-out unit -- the rows of
+    one hold-out set inside one query group, which one trained model ranks -- and averaged with
+    every unit weighing the same, i.e. ``measure(y, pred, groups=unit)`` over the rows of the sets.
+    For folds of whole queries (leave-group-out, ``GroupKFold``) the units are the queries, and the
+    score is the measure's own group average of the cross-validated predictions; without groups
+    each hold-out set is one ranking (predictions of different models are never compared).  Units
+    where the measure is undefined (no pair with different targets, no relevant row) are skipped,
+    as the measures skip such groups."""
+    scoring = _check_scoring(scoring) if isinstance(scoring, str) else scoring
+    rows, unit = _holdout_units(sets, codes)
+    return float(np.mean([float(scoring(Y[rows, k], pred[rows, k], unit)) for k in range(Y.shape[1])]))
 
 
 def _check_scoring(scoring):
-    """"auc" (default), "disagreement", "ndcg", "ndcg@k" (k >= 1), any measure name of
-    :func:`fastrank.metrics.make_ranking_scorer`, a scorer it made, or a callable; returns a
-    string for the built-in pairwise/NDCG scores, else a callable (y, pred, groups) -> higher is
-    better."""
+    """None ("auc"), a measure name of the table (:func:`fastrank.metrics.measure_names`, e.g.
+    "ndcg@10"), a scorer of :func:`fastrank.metrics.make_ranking_scorer` or a callable; returns a
+    :class:`fastrank.metrics.Measure` or a callable (y, pred, groups) -> higher is better."""
     if scoring is None:
-        return "auc"
+        return get_measure("auc")
     if isinstance(scoring, RankingScorer):
         return scoring.score_predictions
+    if isinstance(scoring, (str, Measure)):
+        try:
+            return get_measure(scoring)
+        except ValueError as exc:
+            raise ValueError(f"scoring={scoring!r}: {exc}. scoring is a measure name ({', '.join(measure_names())}; "
+                             "ndcg@k, map@k, precision@k, mrr@k, err@k with k >= 1), a scorer of "
+                             "fastrank.metrics.make_ranking_scorer, or a callable scoring(y_true, y_pred, groups) "
+                             "-> float (higher is better)") from None
     if callable(scoring):
         return scoring
-    if isinstance(scoring, str):
-        if scoring in ("auc", "disagreement", "ndcg"):
-            return scoring
-        if scoring.startswith("ndcg@"):
-            tail = scoring[5:]
-            if tail.isdigit() and int(tail) >= 1:
-                return scoring
-        if scoring in SCORER_NAMES:
-            return make_ranking_scorer(scoring).score_predictions
-    raise ValueError(f"scoring must be 'auc', 'disagreement', 'ndcg', 'ndcg@k' (k >= 1, e.g. 'ndcg@10'), a measure "
-                     f"name of fastrank.metrics.make_ranking_scorer ({', '.join(sorted(SCORER_NAMES))}), a scorer "
-                     f"it made, or a callable scoring(y_true, y_pred, groups) -> float (higher is better); "
-                     f"got {scoring!r}")
+    raise ValueError(f"scoring must be a measure name ({', '.join(measure_names())}, e.g. 'ndcg@k' with k >= 1 "
+                     "like 'ndcg@10'), a scorer of fastrank.metrics.make_ranking_scorer, or a callable "
+                     f"scoring(y_true, y_pred, groups) -> float (higher is better); got {scoring!r}")
+
+
+def _greater_is_better(scoring):
+    return scoring.greater_is_better if isinstance(scoring, Measure) else True
+
+
+def _scoring_name(scoring):
+    return scoring.name if isinstance(scoring, Measure) else getattr(scoring, "__name__", "callable")
 
 
 class RankRLSCV(RegressorMixin, BaseEstimator):
@@ -128,17 +92,20 @@ class RankRLSCV(RegressorMixin, BaseEstimator):
         leave-one-group-out (needs ``groups``); an int k: k folds (whole groups with ``groups``);
         a scikit-learn splitter (e.g. ``GroupKFold``): its test folds, ``groups`` passed to its
         ``split``; otherwise fold labels or index sets.
-    scoring : {"auc", "disagreement", "ndcg", "ndcg@k"}, a measure name, a scorer, callable or None
-        "auc" (default) = 1 - pairwise disagreement (ties in held-out predictions count 1/2,
-        pairs with equal targets ignored): for "lpo" pooled over all held-out pairs (the LPO-AUC);
-        for hold-out sets the mean over (set, group) units.  "disagreement" is minimised.
-        "ndcg" / "ndcg@10": mean per-unit NDCG (at k) with gains 2^y - 1 (hold-out sets only;
-        y >= 0).  A callable ``scoring(y_true, y_pred, groups)`` (higher is better; e.g.
-        ``functools.partial(fastrank.metrics.ndcg, k=5)``) receives the targets and hold-out
-        predictions of all rows of the folds and their group ids (None without groups).  Any
-        measure name of :func:`fastrank.metrics.make_ranking_scorer` (e.g. "map", "err") or a
-        scorer it made (e.g. ``make_ranking_scorer("precision_at_k", k=5)``) works the same way,
-        losses negated.
+    scoring : a measure name, a scorer, a callable or None
+        Any name of the measure table (:func:`fastrank.metrics.measure_names`: "auc", the default,
+        = 1 - pairwise disagreement with tied predictions 1/2; "disagreement"; "ndcg", "ndcg@10";
+        "map", "map@k"; "mrr"; "precision@k"; "err@5"; "msd"; "agree"; ...), minimised or
+        maximised as the table says.  "lpo" scores held-out pairs, so it takes "auc" or
+        "disagreement" only (pooled over all held-out pairs: the LPO-AUC).  Hold-out sets (lgo,
+        folds, a splitter) are scored by one definition: the measure of each hold-out unit -- the
+        rows of one hold-out set inside one query group, ranked by one trained model -- averaged
+        with every unit weighing the same (for folds of whole queries: the measure's mean over
+        queries of the cross-validated predictions; without groups each set is one ranking).  A
+        scorer of :func:`fastrank.metrics.make_ranking_scorer` (e.g. ``make_ranking_scorer("ndcg")``
+        gives the same scores as ``"ndcg"``; losses negated) or a callable
+        ``scoring(y_true, y_pred, groups)`` (higher is better) receives the targets and hold-out
+        predictions of the rows of the sets with the unit of each row as ``groups``.
     kernel, gamma, degree, coef0, group_weighting, exclude_ties, n_jobs : as for :class:`fastrank.RankRLS`.
         With ``exclude_ties=True`` every alpha is scored exactly through one LU factor of
         ``L K + alpha I`` and a Woodbury update per touched group (O(m^2 n_q) per group, O(n_q^3)
@@ -211,7 +178,7 @@ class RankRLSCV(RegressorMixin, BaseEstimator):
         base = self._base()
         cv = self._scheme(groups)
         is_lpo = isinstance(cv, str) and cv == "lpo"
-        if is_lpo and not isinstance(scoring, str) or is_lpo and scoring not in ("auc", "disagreement"):
+        if is_lpo and not (isinstance(scoring, Measure) and scoring.name in ("auc", "disagreement")):
             raise ValueError(f"scoring={self.scoring!r} needs hold-out sets (cv='lgo', folds or a splitter), not "
                              "leave-pair-out, which scores pairs ('auc' or 'disagreement')")
         prob = engine_for(self._cv_spec(float(alphas[0])), X, y, groups, min_rows=3 if is_lpo else 2,
@@ -229,7 +196,7 @@ class RankRLSCV(RegressorMixin, BaseEstimator):
                 if not np.all(np.isfinite(dis)):
                     raise ValueError("no held-out pair has different targets; cannot score")
                 d = float(np.mean(dis))
-                scores[k] = 1.0 - d if scoring == "auc" else d
+                scores[k] = 1.0 - d if scoring.name == "auc" else d
         else:
             if isinstance(cv, str):  # lgo
                 if groups is None:
@@ -242,26 +209,21 @@ class RankRLSCV(RegressorMixin, BaseEstimator):
             sets = prob.check_sets(sets)
             codes = prob.groups.codes if groups is not None else None
             rows = np.concatenate(sets)
-            if isinstance(scoring, str) and scoring in ("auc", "disagreement"):
-                # the pairwise score of a unit compares all its pairs: about four n x n matrices
-                unit = max(u.size for u in _units(sets, codes))
-                check_dense_memory(unit, 4, f"pairwise '{scoring}' score of a hold-out unit of {unit} rows")
             for k in bar:
                 pred = np.full_like(prob.Y, np.nan)
                 if isinstance(cv, str):  # lgo
                     pred[:] = prob.leave_group_out(float(alphas[k]))
                 else:
                     pred[rows] = prob.holdout(sets, float(alphas[k]))
-                scores[k] = _callable_score(scoring, prob.Y, pred, rows, groups) if callable(scoring) \
-                    else holdout_score(pred, prob.Y, sets, codes, scoring)
+                scores[k] = holdout_score(pred, prob.Y, sets, codes, scoring)
         if not np.all(np.isfinite(scores)):
             raise ValueError(f"the cross-validation score is not finite for alpha in {alphas[~np.isfinite(scores)]}")
-        best = int(np.argmin(scores)) if scoring == "disagreement" else int(np.argmax(scores))
+        best = int(np.argmax(scores)) if _greater_is_better(scoring) else int(np.argmin(scores))
         self.alpha_ = float(alphas[best])
         self.best_score_ = float(scores[best])
         scheme = cv if isinstance(cv, str) else type(cv).__name__
         self.cv_results_ = {"alphas": alphas.copy(), "scores": scores,
-                            "scoring": scoring if isinstance(scoring, str) else getattr(scoring, "__name__", "callable"),
+                            "scoring": _scoring_name(scoring),
                             "cv": scheme}
         if self.store_cv_predictions:
             if is_lpo:
@@ -380,9 +342,3 @@ class MPRankCV(RegressorMixin, BaseEstimator):
         check_is_fitted(self, "best_estimator_")
         return self.best_estimator_.score(X, y, groups, sample_weight)
 
-
-def _callable_score(scoring, Y, pred, rows, groups):
-    """A user scoring callable on the rows of the folds, averaged over outputs."""
-    g = None if groups is None else np.asarray(groups)[rows]
-    vals = [float(scoring(Y[rows, k], pred[rows, k], g)) for k in range(Y.shape[1])]
-    return float(np.mean(vals))

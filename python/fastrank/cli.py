@@ -17,7 +17,7 @@ import time
 
 import numpy as np
 
-__all__ = ["main", "MEASURES"]
+__all__ = ["main", "parse_measure"]
 
 PROG = "fastrank"
 COMMANDS = ("train", "predict", "evaluate", "cv")
@@ -32,59 +32,37 @@ class DataError(Exception):
 
 
 # ----------------------------------------------------------------------------------------------
-# measures: name -> (function(y, scores, groups, k) -> float, higher is better, takes @k).
-# A measure added to fastrank.metrics becomes available here with one line.
+# measures: the names of fastrank.metrics' measure table (get_measure parses "ndcg@10", "p@5", ...)
 # ----------------------------------------------------------------------------------------------
-def _m(name):
-    def call(y, s, g, k):
-        from . import metrics
-
-        fn = getattr(metrics, name)
-        return fn(y, s, g, k=k) if k is not None else fn(y, s, g)
-    return call
-
-
-def _disagreement(y, s, g, k):
-    from .metrics import pairwise_disagreement
-
-    return pairwise_disagreement(y, s, g, tied_scores="half")
-
-
-def _accuracy(y, s, g, k):
-    return 1.0 - _disagreement(y, s, g, k)
-
-
-MEASURES = {
-    # name: (function, higher_is_better, accepts @k, description)
-    "ndcg": (_m("ndcg"), True, True, "NDCG (gains 2^y - 1), ndcg@k cuts at k"),
-    "disagreement": (_disagreement, False, False, "fraction of within-query pairs ordered wrongly (ties 1/2)"),
-    "pairwise_accuracy": (_accuracy, True, False, "1 - disagreement (RankRLS.score)"),
-    "discrete_ranking_loss": (_m("discrete_ranking_loss"), False, False, "discrete ranking loss"),
-    "msd": (_m("msd"), False, False, "mean squared difference of centred scores"),
-    "m1d": (_m("m1d"), False, False, "mean absolute difference of centred scores"),
-    "map": (_m("mean_average_precision"), True, True, "mean average precision (relevant: y > 0), map@k cuts at k"),
-    "mrr": (_m("mean_reciprocal_rank"), True, False, "mean reciprocal rank of the first relevant row"),
-    "precision": (_m("precision_at_k"), True, True, "precision@k (relevant: y > 0)"),
-    "err": (_m("err_at_k"), True, True, "expected reciprocal rank, err@k cuts at k"),
-}
-DEFAULT_MEASURES = ("ndcg@10", "ndcg", "disagreement")
+DEFAULT_MEASURES = ("ndcg@10", "ndcg", "disagreement")  # evaluate, data with query ids
+DEFAULT_MEASURES_NO_QID = ("disagreement",)
 
 
 def parse_measure(text):
-    """'ndcg@10' -> ('ndcg', 10); UsageError for unknown names."""
-    name, _, k = text.strip().lower().partition("@")
-    if name not in MEASURES:
-        raise UsageError(f"unknown measure {text!r}; choose from {', '.join(sorted(MEASURES))} (ndcg@k for a cutoff)")
-    if k:
-        if not MEASURES[name][2]:
-            raise UsageError(f"measure {name!r} takes no @k cutoff")
-        try:
-            k = int(k)
-        except ValueError:
-            raise UsageError(f"measure {text!r}: the cutoff after @ must be a positive integer") from None
-        if k < 1:
-            raise UsageError(f"measure {text!r}: the cutoff after @ must be a positive integer")
-    return name, (k or None)
+    """A measure of the table for 'ndcg@10', 'map', 'p@5', ...; UsageError for unknown names."""
+    from .metrics import get_measure
+
+    try:
+        return get_measure(text)
+    except ValueError as exc:
+        raise UsageError(str(exc).replace("unknown ranking measure", "unknown measure")) from None
+
+
+def _measure_arg(text):
+    """argparse type of --measure/--scoring: the name itself, validated against the table."""
+    try:
+        parse_measure(text)
+    except UsageError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return text.strip().lower()
+
+
+def default_scoring(y, groups, cv):
+    """The CV measure when --scoring is not given: NDCG@10 for query data scored on hold-out
+    queries (non-negative grades), pairwise disagreement otherwise (leave-pair-out, no qid)."""
+    if groups is not None and cv != "lpo" and np.all(y >= 0):
+        return "ndcg@10"
+    return "disagreement"
 
 
 def evaluate_scores(y, scores, qid, measures, *, each_query=True, verbose=0):
@@ -101,11 +79,10 @@ def evaluate_scores(y, scores, qid, measures, *, each_query=True, verbose=0):
     rows = [order[bounds[i]:bounds[i + 1]] for i in range(ids.size)]
     averaged, per_query = [], {}
     for text in measures:
-        name, k = parse_measure(text)
-        fn = MEASURES[name][0]
-        label = name if k is None else f"{name}@{k}"
+        measure = parse_measure(text)
+        label = measure.name
         try:
-            averaged.append((label, float(fn(y, scores, groups, k))))
+            averaged.append((label, float(measure(y, scores, groups))))
         except ValueError as exc:
             raise DataError(f"cannot compute {label}: {exc}") from None
         if not each_query:
@@ -116,7 +93,7 @@ def evaluate_scores(y, scores, qid, measures, *, each_query=True, verbose=0):
         with progress(ids.size, f"{label} per query", unit="queries", verbose=verbose) as bar:
             for i, r in enumerate(rows):
                 try:
-                    vals[i] = fn(y[r], scores[r], None, k)
+                    vals[i] = measure(y[r], scores[r])
                 except ValueError:  # undefined for this query (no pair to compare, no relevant row)
                     pass
                 if i % 256 == 255:
@@ -195,16 +172,6 @@ def _cv_arg(text, has_qid):
     if k < 2:
         raise UsageError("--cv needs at least 2 folds")
     return k
-
-
-def _folds(k, m, qid):
-    """k folds, whole queries kept together (GroupKFold-like by query, deterministic)."""
-    if qid is None:
-        return np.arange(m) % k
-    ids, codes = np.unique(qid, return_inverse=True)
-    if ids.size < k:
-        raise DataError(f"--cv {k} needs at least {k} queries, the file has {ids.size}")
-    return (codes.reshape(-1) % k).astype(np.int64)
 
 
 def _read(path, args, *, n_features=None, zero_based=None, extra="error", verbose=0):
@@ -352,7 +319,7 @@ _COMMON_FLAGS = {  # argparse dest -> estimator parameter
 }
 
 
-def _build_estimator(args, qid, n_rows):
+def _build_estimator(args, qid, y):
     has_qid = qid is not None
     cls = _estimator_class(args.model)
     names = set(cls().get_params(deep=False))
@@ -390,11 +357,8 @@ def _build_estimator(args, qid, n_rows):
         if dropped:
             raise UsageError(f"--alpha auto (RankRLSCV) does not take {', '.join(dropped)}")
         cv = _cv_arg(args.cv, has_qid and not args.no_qid)
-        if isinstance(cv, int):
-            cv = _folds(cv, n_rows, None if args.no_qid else qid)
-        params.update(alphas=parse_grid(args.alphas), cv=cv)
-        if args.scoring:
-            params["scoring"] = args.scoring
+        params.update(alphas=parse_grid(args.alphas), cv=cv,
+                      scoring=args.scoring or default_scoring(y, None if args.no_qid else qid, cv))
         cls, names = RankRLSCV, cv_names
     if "verbose" in names and "verbose" not in params:  # estimators that report progress themselves
         params["verbose"] = args.progress
@@ -410,7 +374,7 @@ def cmd_train(args):
 
     X, y, qid, info = _read(args.train_file, args, verbose=args.progress)
     _say(args, _summary(args.train_file, X, qid))
-    est = _build_estimator(args, qid, X.shape[0])
+    est = _build_estimator(args, qid, y)
     groups = None if args.no_qid else qid
     Xm = _as_model_input(X, est, "sparse" if args.sparse else "auto")
     fit_kw = {}
@@ -479,9 +443,6 @@ def _print_eval(averaged, ids, per_query, args, has_qid):
 def cmd_evaluate(args):
     if (args.scores is None) == (args.model is None):
         raise UsageError("evaluate needs either a score file (positional SCORES) or --model MODEL_FILE, not both")
-    measures = args.measure or list(DEFAULT_MEASURES)
-    for m in measures:
-        parse_measure(m)
     if args.model is not None:
         model, meta = _load_model(args.model)
         X, y, qid = _read_for_model(args.data_file, args, model, meta)
@@ -491,6 +452,7 @@ def cmd_evaluate(args):
         scores = _read_scores(args.scores, y.size)
     if qid is None:
         _say(args, f"{args.data_file} has no qid: every row is ranked as one query")
+    measures = args.measure or list(DEFAULT_MEASURES if qid is not None else DEFAULT_MEASURES_NO_QID)
     averaged, ids, per_query = evaluate_scores(y, scores, qid, measures, each_query=args.per_query,
                                                verbose=args.progress)
     _print_eval(averaged, ids, per_query, args, qid is not None)
@@ -507,12 +469,9 @@ def cmd_cv(args):
     cv = _cv_arg(args.cv, groups is not None)
     if cv == "lgo" and groups is None:
         raise UsageError("--cv lgo (leave-query-out) needs qid: in the file")
-    if isinstance(cv, int):
-        cv = _folds(cv, X.shape[0], groups)
     params = dict(alphas=parse_grid(args.alphas), cv=cv, kernel=args.kernel, gamma=args.gamma,
-                  group_weighting=args.group_weighting, n_jobs=args.n_jobs)
-    if args.scoring:
-        params["scoring"] = args.scoring
+                  group_weighting=args.group_weighting, n_jobs=args.n_jobs,
+                  scoring=args.scoring or default_scoring(y, groups, cv))
     params = {k: v for k, v in params.items() if v is not None}
     est = RankRLSCV(**params)
     with stage(f"exact cross-validation over {params['alphas'].size} alphas", verbose=args.progress):
@@ -569,7 +528,7 @@ one score per input line (higher = ranked higher); feature indices the model was
 """
 _EPILOG_EVAL = """\
 examples:
-  fastrank evaluate test.txt scores.txt                 # NDCG@10, NDCG, pairwise disagreement
+  fastrank evaluate test.txt scores.txt                 # NDCG@10, NDCG, disagreement (no qid: disagreement)
   fastrank evaluate --model model.frk -m ndcg@5 -m ndcg@10 --per-query test.txt
   fastrank evaluate --format json test.txt scores.txt
 measures: {measures}
@@ -580,7 +539,7 @@ _EPILOG_CV = """\
 examples:
   fastrank cv train.txt                                 # leave-query-out over 13 alphas 1e-3..1e3
   fastrank cv --cv lpo --kernel rbf --gamma 0.01 --alphas 1e-2:1e4:31 train.txt
-  fastrank cv --cv 5 --scoring ndcg --plot cv.png train.txt
+  fastrank cv --cv 5 -m map@10 --plot cv.png train.txt
 every CV value is exact (the same as retraining without the held-out rows), computed from one
 eigendecomposition for all alphas
 """
@@ -603,7 +562,7 @@ def _add_common(p):
 def _add_model_params(p, *, cv_only=False):
     g = p.add_argument_group("model and hyper-parameters")
     if not cv_only:
-        g.add_argument("-m", "--model", default="RankRLS", metavar="NAME",
+        g.add_argument("-M", "--model", default="RankRLS", metavar="NAME",
                        help="estimator name (default RankRLS; see the list below)")
         g.add_argument("--alpha", type=lambda t: t if t == "auto" else _positive(t, "--alpha"), default=None,
                        help="regularization (RankRLS's lambda); 'auto' selects it by exact cross-validation")
@@ -633,8 +592,10 @@ def _add_model_params(p, *, cv_only=False):
     c.add_argument("--cv", default=None, metavar="{lpo,lgo,K}",
                    help="lpo (leave-pair-out), lgo (leave-query-out) or K folds of whole queries "
                         "(default: lgo with qid, else lpo)")
-    c.add_argument("--scoring", choices=("auc", "disagreement", "ndcg"), default=None,
-                   help="CV measure (default auc = 1 - disagreement; ndcg needs lgo or K folds)")
+    c.add_argument("-m", "--scoring", type=_measure_arg, default=None, metavar="MEASURE",
+                   help="CV measure, any name of the measure table (see 'fastrank evaluate -h'; e.g. ndcg@10, map, "
+                        "err@5, auc); default ndcg@10 with qid and held-out queries, else disagreement; "
+                        "lpo takes auc or disagreement")
 
 
 def _positive(text, flag):
@@ -649,7 +610,9 @@ def _positive(text, flag):
 
 def build_parser():
     models = ", ".join(sorted(_estimators()))
-    measures = ", ".join(f"{k}{'@k' if v[2] else ''}" for k, v in MEASURES.items())
+    from .metrics import get_measure, measure_names
+
+    measures = ", ".join(f"{k}{'@k' if get_measure(k).cutoff else ''}" for k in measure_names())
     parser = argparse.ArgumentParser(
         prog=PROG,
         description="Learning to rank on svmlight/LETOR files (<target> [qid:<id>] <index>:<value> ...): "
@@ -690,8 +653,9 @@ def build_parser():
     p.add_argument("scores", nargs="?", default=None, metavar="SCORES",
                    help="score file, one per line (as written by fastrank predict)")
     p.add_argument("--model", default=None, metavar="MODEL_FILE", help="score DATA_FILE with this model instead")
-    p.add_argument("-m", "--measure", action="append", metavar="NAME",
-                   help=f"measure (repeatable; default {' '.join(DEFAULT_MEASURES)})")
+    p.add_argument("-m", "--measure", action="append", type=_measure_arg, metavar="MEASURE",
+                   help=f"measure (repeatable; default {' '.join(DEFAULT_MEASURES)} with qid, "
+                        f"{' '.join(DEFAULT_MEASURES_NO_QID)} without)")
     p.add_argument("--per-query", action="store_true", help="one line per query, then the means")
     p.add_argument("--format", choices=("text", "json"), default="text", help="output format")
     _add_common(p)

@@ -5,6 +5,9 @@
   because ``alpha`` is tiny compared with the kernel's scale) raises :class:`LinAlgError`, a
   subclass of :class:`numpy.linalg.LinAlgError`.
 * A solve that succeeded but is badly conditioned emits :class:`IllConditionedWarning`.
+* A ranking scorer or ``score`` called without query groups on rows that evidently come from
+  several queries (typically a scikit-learn search without metadata routing) emits
+  :class:`MissingGroupsWarning`.
 * An iterative solver that stopped at ``max_iter`` emits
   :class:`sklearn.exceptions.ConvergenceWarning`.
 """
@@ -13,7 +16,7 @@ from sklearn.exceptions import ConvergenceWarning
 
 from ._core import LinAlgError
 
-__all__ = ["LinAlgError", "IllConditionedWarning", "ConvergenceWarning", "ModelFileWarning"]
+__all__ = ["LinAlgError", "IllConditionedWarning", "MissingGroupsWarning", "ModelFileWarning", "ConvergenceWarning"]
 
 
 class IllConditionedWarning(UserWarning):
@@ -24,6 +27,14 @@ class IllConditionedWarning(UserWarning):
 class ModelFileWarning(UserWarning):
     """A model file loaded, but without the integrity check of the current format (an older
     format version with no checksum): save the model again."""
+
+
+class MissingGroupsWarning(UserWarning):
+    """A per-query ranking measure was computed without the query groups although the rows come
+    from several queries (the estimator was fitted on several groups, or scikit-learn's model
+    selection was given groups): each test fold was scored as one query.  In a scikit-learn search
+    the groups reach the scorer only through metadata routing:
+    ``sklearn.set_config(enable_metadata_routing=True)`` and ``scorer.set_score_request(groups=True)``."""
 
 
 LinAlgError.__module__ = "fastrank.exceptions"

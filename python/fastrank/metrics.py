@@ -34,13 +34,16 @@ from __future__ import annotations
 import numbers
 
 import inspect
+import sys
 import warnings
 
 import numpy as np
+from scipy.special import gammaln
 from sklearn.metrics import make_scorer
 
 from . import _core
 from ._validation import check_n_jobs, group_index
+from .exceptions import MissingGroupsWarning
 
 __all__ = [
     "pairwise_disagreement",
@@ -61,9 +64,14 @@ __all__ = [
     "mean_reciprocal_rank",
     "precision_at_k",
     "err_at_k",
+    "agree",
     "make_ranking_scorer",
     "RankingScorer",
     "SCORER_NAMES",
+    "Measure",
+    "get_measure",
+    "measure_names",
+    "score_estimator",
 ]
 
 _AVERAGES = ("group", "pooled")
@@ -816,22 +824,85 @@ def _stable_argsort_desc(f):
     return order
 
 
-def _ranked(y_true, y_score, groups):
-    """Rows sorted by (group, decreasing score, input order): ties in the scores keep the input
-    order (a stable sort).  Returns y in that order, group codes, 1-based positions, G."""
-    y, f, codes, G, n = _group_setup(y_true, y_score, groups)
-    m = y.shape[0]
-    cg = np.zeros(m, dtype=np.int64) if codes is None else codes
-    order = _stable_argsort_desc(f)
-    if codes is not None:  # then by group, stably: a radix sort on small integer codes
-        key = cg[order]
-        if G <= np.iinfo(np.uint16).max:
-            key = key.astype(np.uint16)
-        order = order[np.argsort(key, kind="stable")]
-    gs = cg[order]
-    offsets = np.concatenate([[0], np.cumsum(n)]).astype(np.int64)
-    pos = np.arange(m, dtype=np.int64) - offsets[gs] + 1
-    return y[order], gs, pos, G, offsets
+class _Ranked:
+    """Rows sorted by (group, decreasing score) with their tied blocks.
+
+    ys, gs, pos: targets, group codes and 1-based positions in that order; G, offsets (group starts).
+    block: block id of each sorted row (a block = the rows of one group with one score); per block:
+    start (0-based, rows of the group before it), size, first (index of its first sorted row) and
+    group.  Inside a block the order is the input order, but no measure below depends on it: each
+    takes the expectation over the orders of the block."""
+
+    def __init__(self, y_true, y_score, groups):
+        y, f, codes, G, n = _group_setup(y_true, y_score, groups)
+        m = y.shape[0]
+        cg = np.zeros(m, dtype=np.int64) if codes is None else codes
+        order = _stable_argsort_desc(f)
+        if codes is not None:  # then by group, stably: a radix sort on small integer codes
+            key = cg[order]
+            if G <= np.iinfo(np.uint16).max:
+                key = key.astype(np.uint16)
+            order = order[np.argsort(key, kind="stable")]
+        self.ys, self.gs, self.G = y[order], cg[order], G
+        self.offsets = np.concatenate([[0], np.cumsum(n)]).astype(np.int64)
+        self.pos = np.arange(m, dtype=np.int64) - self.offsets[self.gs] + 1
+        fs = f[order]
+        new = np.r_[True, (fs[1:] != fs[:-1]) | (self.gs[1:] != self.gs[:-1])]
+        self.block = np.cumsum(new) - 1
+        self.first = np.flatnonzero(new)
+        self.size = np.diff(np.r_[self.first, m])
+        self.start = self.pos[self.first] - 1
+        self.group = self.gs[self.first]
+
+    def per_block(self, w):
+        if self.first.size == self.block.size:  # no tie: every row is its own block
+            return np.asarray(w, dtype=np.float64)
+        return np.bincount(self.block, weights=w, minlength=self.first.size)
+
+    def before_block(self, w):
+        """Per block: the sum of w over the rows of its group in earlier blocks."""
+        c = np.concatenate([[0.0], np.cumsum(w)])
+        return c[self.first] - c[self.offsets[self.group]]
+
+
+_SMALL_TIED_BLOCK = 64  # tied blocks up to this size: ERR's recurrence runs for all their rows at once
+
+
+def _tied_block_err(Rsat, first, size, start, span):
+    """ERR terms of tied blocks, all at once: for each row a of a block, the recurrence of
+    :func:`_mean_subset_products` over the other rows of its block (row-major, padded to the
+    largest block), then R_a (1/b) sum_{j <= span} E_{j-1} / (start + j), summed per block."""
+    n_blk = first.size
+    item_blk = np.repeat(np.arange(n_blk), size)
+    within = np.arange(item_blk.size) - np.repeat(np.cumsum(size) - size, size)
+    Bmax, T = int(size.max()), int(span.max())
+    n = np.arange(Bmax - 1)
+    # the n-th other row of item a is row n of its block, skipping a itself
+    src = first[item_blk, None] + n[None, :] + (n[None, :] >= within[:, None])
+    active = n[None, :] < (size[item_blk, None] - 1)
+    Q = np.where(active, 1.0 - Rsat[np.minimum(src, Rsat.size - 1)], 0.0)
+    E = np.zeros((item_blk.size, T))
+    E[:, 0] = 1.0
+    t = np.arange(1, T)
+    for step in range(Bmax - 1):
+        new = (step + 1 - t) / (step + 1) * E[:, 1:] + t / (step + 1) * Q[:, step, None] * E[:, :-1]
+        E[active[:, step], 1:] = new[active[:, step]]
+    j = np.arange(1, T + 1)
+    w = np.where(j[None, :] <= span[item_blk, None], 1.0 / (start[item_blk, None] + j[None, :]), 0.0)
+    R = Rsat[first[item_blk] + within]
+    return np.bincount(item_blk, weights=R / size[item_blk] * (E * w).sum(axis=1), minlength=n_blk)
+
+
+def _mean_subset_products(q, T):
+    """E[t] = the mean over the t-element subsets of the values q of their product, t = 0..T-1
+    (T <= len(q) + 1), by adding one value at a time:
+    E_t(n + 1) = (n + 1 - t)/(n + 1) E_t(n) + t/(n + 1) q E_{t-1}(n) (a convex combination)."""
+    E = np.zeros(T)
+    E[0] = 1.0
+    for n, qi in enumerate(q):
+        t = np.arange(1, min(n + 1, T - 1) + 1)
+        E[t] = (n + 1 - t) / (n + 1) * E[t] + t / (n + 1) * qi * E[t - 1]
+    return E
 
 
 def _finish_listwise(per, valid, average, what):
@@ -851,9 +922,10 @@ def mean_average_precision(y_true, y_score, groups=None, *, k=None, relevance_th
     trec_eval's default relevance level 1 for integer grades).  Per group, rows are ranked by
     decreasing ``y_score``; AP = (1/R) sum over relevant rows at position p <= k of
     precision@p, with R the number of relevant rows of the group (trec_eval's AP) — with a cutoff
-    k, R is replaced by min(R, k) so that a perfect ranking scores 1.  Ties in y_score are
-    broken by input order (a stable sort: the earlier row is ranked first), so the value is
-    deterministic; give distinct scores when the order of tied rows must not matter.  Groups
+    k, R is replaced by min(R, k) so that a perfect ranking scores 1.  Tied scores: the
+    expected AP over the orders of the tied rows (each order equally likely; closed form per tied
+    block), so the value does not depend on the input order -- the tie convention of every
+    measure of this module, as :func:`ndcg` and :func:`pairwise_disagreement`.  Groups
     without a relevant row are skipped (NaN with average=None), as :func:`ndcg` does; ValueError
     if no group has one.  Equals ``sklearn.metrics.average_precision_score`` per group when the
     scores have no ties.  O(m log m).
@@ -862,13 +934,23 @@ def mean_average_precision(y_true, y_score, groups=None, *, k=None, relevance_th
         raise ValueError(f"average must be 'group' or None, got {average!r}")
     k = _check_k(k)
     thr = _check_threshold(relevance_threshold)
-    ys, gs, pos, G, offsets = _ranked(y_true, y_score, groups)
-    rel = (ys > thr).astype(np.float64)
-    R = np.bincount(gs, weights=rel, minlength=G)
-    cum = np.cumsum(rel)
-    hits = cum - np.concatenate([[0.0], cum])[offsets[gs]]  # relevant rows up to and including p
-    take = rel * (1.0 if k is None else (pos <= k))
-    num = np.bincount(gs, weights=take * hits / pos, minlength=G)
+    rk = _Ranked(y_true, y_score, groups)
+    G = rk.G
+    rel = (rk.ys > thr).astype(np.float64)
+    R = np.bincount(rk.gs, weights=rel, minlength=G)
+    # A relevant row of a block (start s, size b, r relevant rows, h relevant rows before it) is at
+    # each of the positions s + j, j = 1..b, with probability 1/b, and then has 1 + (j - 1)(r - 1)/(b - 1)
+    # relevant rows of its block at or before it on average: the expected precision it adds is
+    # (1/b) sum_j [s + j <= k] (h + 1 + (j - 1) B) / (s + j), B = (r - 1)/(b - 1).
+    in_k = np.ones(rk.ys.shape[0]) if k is None else (rk.pos <= k).astype(np.float64)
+    j_minus_1 = rk.pos - rk.start[rk.block] - 1
+    S1 = rk.per_block(in_k / rk.pos)
+    S2 = rk.per_block(in_k * j_minus_1 / rk.pos)
+    r = rk.per_block(rel)
+    h = rk.before_block(rel)
+    b = rk.size.astype(np.float64)
+    B = np.where(b > 1, (r - 1) / np.maximum(b - 1, 1), 0.0)
+    num = np.bincount(rk.group, weights=r / b * ((h + 1) * S1 + B * S2), minlength=G)
     den = R if k is None else np.minimum(R, k)
     valid = R > 0
     per = np.zeros(G)
@@ -878,35 +960,51 @@ def mean_average_precision(y_true, y_score, groups=None, *, k=None, relevance_th
 
 def mean_reciprocal_rank(y_true, y_score, groups=None, *, k=None, relevance_threshold=0.0, average="group"):
     """Mean reciprocal rank (MRR): per group 1/p of the first relevant row in the ranking by
-    decreasing ``y_score`` (0 when it is below the cutoff k).  Relevance, ties (input order) and
+    decreasing ``y_score`` (0 when it is below the cutoff k).  Relevance, ties (the expectation
+    over the orders of the tied rows) and
     skipped groups as :func:`mean_average_precision`.  O(m log m)."""
     if average not in ("group", None):
         raise ValueError(f"average must be 'group' or None, got {average!r}")
     k = _check_k(k)
     thr = _check_threshold(relevance_threshold)
-    ys, gs, pos, G, offsets = _ranked(y_true, y_score, groups)
-    rel = ys > thr
+    rk = _Ranked(y_true, y_score, groups)
+    G = rk.G
+    r = rk.per_block((rk.ys > thr).astype(np.float64))
+    # the first block of each group holding a relevant row: its first relevant row is at the j-th
+    # of its b positions with probability C(b - j, r - 1) / C(b, r)
     first = np.full(G, np.iinfo(np.int64).max)
-    np.minimum.at(first, gs[rel], pos[rel])
+    hit = np.flatnonzero(r > 0)
+    np.minimum.at(first, rk.group[hit], hit)
     valid = first < np.iinfo(np.int64).max
-    per = np.zeros(G)
-    ok = valid if k is None else valid & (first <= k)
-    per[ok] = 1.0 / first[ok]
+    rows = np.flatnonzero(rk.block == first[rk.gs])
+    blk = rk.block[rows]
+    bb, rr = rk.size[blk].astype(np.float64), r[blk]
+    j = (rk.pos[rows] - rk.start[blk]).astype(np.float64)
+    possible = bb - j >= rr - 1
+    n1, k1 = np.maximum(bb - j, 0.0), rr - 1
+    log_p = (gammaln(n1 + 1) - gammaln(k1 + 1) - gammaln(np.maximum(n1 - k1, 0.0) + 1)
+             - (gammaln(bb + 1) - gammaln(rr + 1) - gammaln(bb - rr + 1)))
+    prob = np.where(possible, np.exp(np.where(possible, log_p, 0.0)), 0.0)
+    in_k = np.ones(rows.size) if k is None else (rk.pos[rows] <= k)
+    per = np.bincount(rk.gs[rows], weights=prob * in_k / rk.pos[rows], minlength=G)
     return _finish_listwise(per, valid, average, "mean_reciprocal_rank")
 
 
 def precision_at_k(y_true, y_score, groups=None, *, k=10, relevance_threshold=0.0, average="group"):
     """Precision@k: per group the number of relevant rows among the k highest scores, divided by
-    k (also when the group has fewer than k rows, as trec_eval's P_k).  Relevance, ties (input
-    order) and skipped groups as :func:`mean_average_precision`.  O(m log m)."""
+    k (also when the group has fewer than k rows, as trec_eval's P_k).  Relevance, ties (the
+    expectation over the orders of the tied rows) and skipped groups as :func:`mean_average_precision`.  O(m log m)."""
     if average not in ("group", None):
         raise ValueError(f"average must be 'group' or None, got {average!r}")
     k = _check_k(k, allow_none=False)
     thr = _check_threshold(relevance_threshold)
-    ys, gs, pos, G, offsets = _ranked(y_true, y_score, groups)
-    rel = (ys > thr).astype(np.float64)
-    R = np.bincount(gs, weights=rel, minlength=G)
-    top = np.bincount(gs, weights=rel * (pos <= k), minlength=G)
+    rk = _Ranked(y_true, y_score, groups)
+    G = rk.G
+    rel = (rk.ys > thr).astype(np.float64)
+    R = np.bincount(rk.gs, weights=rel, minlength=G)
+    # a row of a block (start s, size b) is among the top k with probability clip((k - s)/b, 0, 1)
+    inside = np.clip((k - rk.start[rk.block]) / rk.size[rk.block], 0.0, 1.0)
+    top = np.bincount(rk.gs, weights=rel * inside, minlength=G)
     return _finish_listwise(top / k, R > 0, average, "precision_at_k")
 
 
@@ -915,7 +1013,8 @@ def err_at_k(y_true, y_score, groups=None, *, k=None, max_grade=None, average="g
 
     With the grades g = y_true >= 0 and R(g) = (2^g - 1) / 2^g_max (the probability that a user
     is satisfied by the row), ERR = sum_{r=1}^{k} (1/r) R_r prod_{i<r} (1 - R_i) over the ranking by
-    decreasing ``y_score`` (ties: input order, as :func:`mean_average_precision`).  max_grade:
+    decreasing ``y_score`` (tied scores: the expectation over the orders of the tied rows, as
+    :func:`mean_average_precision`; O(b min(b, k)) per tied block of b rows).  max_grade:
     g_max, the largest possible grade (default: the largest y_true in the input; pass the scale's
     maximum, e.g. 4 for LETOR, to compare across data sets).  Groups whose grades are all 0 are
     skipped (their ERR is 0), as :func:`ndcg` does.  k=None: no cutoff.  O(m log m).
@@ -923,7 +1022,8 @@ def err_at_k(y_true, y_score, groups=None, *, k=None, max_grade=None, average="g
     if average not in ("group", None):
         raise ValueError(f"average must be 'group' or None, got {average!r}")
     k = _check_k(k)
-    ys, gs, pos, G, offsets = _ranked(y_true, y_score, groups)
+    rk = _Ranked(y_true, y_score, groups)
+    ys, gs, pos, G = rk.ys, rk.gs, rk.pos, rk.G
     if (ys < 0).any():
         raise ValueError("err_at_k needs non-negative relevance grades y_true")
     gmax = float(ys.max()) if max_grade is None else max_grade
@@ -934,52 +1034,304 @@ def err_at_k(y_true, y_score, groups=None, *, k=None, max_grade=None, average="g
     if gmax > 1000:
         raise ValueError("grades too large for the gain 2^g - 1; rescale y_true")
     Rsat = (np.exp2(ys) - 1.0) / np.exp2(gmax)
-    # prod_{i<r} (1 - R_i) inside each group: log-sums, with exact zeros for R_i = 1 tracked apart
+    # prod (1 - R_i) over the earlier blocks of the group (the same for every order inside them):
+    # log-sums, with exact zeros for R_i = 1 counted apart
     one = Rsat >= 1.0
-    logs = np.log1p(-np.where(one, 0.0, Rsat))  # the R_i = 1 factors are counted in cz instead
-    cl = np.cumsum(logs)
-    cz = np.cumsum(one.astype(np.int64))
-    start_l = np.concatenate([[0.0], cl])[offsets[gs]]
-    start_z = np.concatenate([[0], cz])[offsets[gs]]
-    before_l = cl - logs - start_l
-    before_z = cz - one - start_z
-    stop = np.where(before_z > 0, 0.0, np.exp(before_l))
-    contrib = Rsat * stop / pos
-    if k is not None:
-        contrib = contrib * (pos <= k)
-    per = np.bincount(gs, weights=contrib, minlength=G)
+    logs = np.log1p(-np.where(one, 0.0, Rsat))
+    stop = np.where(rk.before_block(one.astype(np.float64)) > 0, 0.0, np.exp(rk.before_block(logs)))
+    b = rk.size
+    contrib = np.zeros(rk.first.size)
+    single = b == 1
+    f1 = rk.first[single]
+    contrib[single] = Rsat[f1] / pos[f1] * (1.0 if k is None else (pos[f1] <= k))
+    # a tied block (start s, size b): a row of it is at each position s + j with probability 1/b,
+    # after a uniformly random (j - 1)-subset of the other rows of the block, so it adds
+    # R (1/b) sum_j [s + j <= k] E_{j-1}(others) / (s + j), E_t = mean product of (1 - R) over t-subsets
+    span = b if k is None else np.minimum(b, k - rk.start)  # positions of the block inside the cutoff
+    needed = (~single) & (span > 0) & (rk.per_block(Rsat) > 0)
+    small = needed & (b <= _SMALL_TIED_BLOCK)
+    if small.any():
+        contrib[small] = _tied_block_err(Rsat, rk.first[small], b[small], rk.start[small], span[small])
+    for q in np.flatnonzero(needed & ~small):  # large tied blocks: one recurrence per distinct grade
+        s0, bq, T = int(rk.start[q]), int(b[q]), int(span[q])
+        Rq = Rsat[rk.first[q]:rk.first[q] + bq]
+        weights = 1.0 / (s0 + np.arange(1, T + 1))
+        for value, count in zip(*np.unique(Rq, return_counts=True)):
+            if value == 0:
+                continue
+            others = np.delete(1.0 - Rq, int(np.flatnonzero(Rq == value)[0]))
+            contrib[q] += count * value / bq * float(_mean_subset_products(others, T) @ weights)
+    per = np.bincount(rk.group, weights=stop * contrib, minlength=G)
     valid = np.bincount(gs, weights=(ys > 0).astype(np.float64), minlength=G) > 0
     return _finish_listwise(per, valid, average, "err_at_k")
 
 
 # --------------------------------------------------------------------------------------------
-# scikit-learn scorers that receive the query groups
+# AGREE of the two-step scheme of Cohen, Schapire & Singer (003, "Second step: extracting a ranking")
 
 
-# name -> (function, greater_is_better)
-_SCORERS = {
-    "ndcg": ("ndcg", True),
-    "map": ("mean_average_precision", True),
-    "mean_average_precision": ("mean_average_precision", True),
-    "mrr": ("mean_reciprocal_rank", True),
-    "mean_reciprocal_rank": ("mean_reciprocal_rank", True),
-    "precision_at_k": ("precision_at_k", True),
-    "err": ("err_at_k", True),
-    "err_at_k": ("err_at_k", True),
-    "pairwise_disagreement": ("pairwise_disagreement", False),
-    "discrete_ranking_loss": ("discrete_ranking_loss", False),
-    "msd": ("msd", False),
-    "m1d": ("m1d", False),
-    "magnitude_preserving_cost": ("magnitude_preserving_cost", False),
-    "stability_ranking_loss": ("stability_ranking_loss", False),
-    "position_error": ("position_error", False),
-    "discounted_error": ("discounted_error", False),
-    "auc": ("auc", True),
-    "kendall_distance": ("kendall_distance", False),
-    "spearman_footrule": ("spearman_footrule", False),
-    "mean_rank_loss": ("mean_rank_loss", False),
-}
-SCORER_NAMES = frozenset(_SCORERS)
+def agree(y_true, y_score, groups=None, *, normalize=True, average="group"):
+    """AGREE(sigma, f) = sum over pairs with sigma(x_i) < sigma(x_j) of f(x_i, x_j) (003, after
+    Cohen et al. 1999): the preference scores that the ranking sigma keeps.
+
+    sigma is the ranking by decreasing ``y_score`` (sigma(x_i) < sigma(x_j): i is placed before j).
+    f is ``y_true``: either an (m, m) matrix of preference scores, ``f[i, j]`` = f(x_i, x_j) (the
+    slides scale them to [0, 1] with f(x_i, x_j) + f(x_j, x_i) = 1), or one target per row, read as
+    f(x_i, x_j) = 1 if y_i > y_j, 1/2 if y_i = y_j, 0 if y_i < y_j (which satisfies that scaling).
+    Tied scores: the expectation over a random order of the tie, i.e. a tied pair keeps
+    (f(x_i, x_j) + f(x_j, x_i)) / 2.
+
+    normalize : divide by sum_{i<j} f(x_i, x_j) + f(x_j, x_i), the number of pairs for scaled f, so
+    that 1 means sigma keeps every preference (default True); False returns the sum itself (over all
+    groups; ``average`` is then not used).  groups : only pairs inside a group
+    count (sigma ranks each group); average "group" (mean of the per-group values, default) or
+    "pooled" (total over total).  Targets: O(m log m) from the pair counts of
+    :func:`pairwise_disagreement`; a matrix: O(m^2), no copy beyond one (m, m) mask per group.
+    """
+    _check_average(average)
+    if not isinstance(normalize, (bool, np.bool_)):
+        raise ValueError(f"normalize must be True or False, got {normalize!r}")
+    F = np.asarray(y_true)
+    f = _as_vector(y_score, "y_score")
+    m = f.shape[0]
+    if F.ndim == 1:
+        y, f = _as_pair(F, f, "y_true", "y_score")
+        S = _pair_stats(y, f, _groups(groups, m), False)
+        # concordant relevant pairs keep 1, score-tied relevant pairs 1/2, label-tied pairs 1/2
+        kept = (S[:, 1] - S[:, 2] - S[:, 3]) + 0.5 * S[:, 3] + 0.5 * (S[:, 0] - S[:, 1])
+        mass = S[:, 0]
+    elif F.ndim == 2:
+        if F.shape != (m, m):
+            raise ValueError(f"y_true as a preference matrix must have shape (m, m) = ({m}, {m}) for the {m} scores, "
+                             f"got {F.shape}")
+        F = np.asarray(F, dtype=np.float64)
+        if not np.isfinite(F).all():
+            raise ValueError("Input y_true contains NaN or infinity.")
+        gi = _groups(groups, m)
+        codes = np.zeros(m, dtype=np.int64) if gi is None else gi.codes
+        G = 1 if gi is None else gi.n_groups
+        kept, mass = np.zeros(G), np.zeros(G)
+        for q in range(G):
+            rows = np.flatnonzero(codes == q)
+            Fq, fq = F[np.ix_(rows, rows)], f[rows]
+            before = (fq[:, None] > fq[None, :]) + 0.5 * (fq[:, None] == fq[None, :])
+            np.fill_diagonal(before, 0.0)
+            kept[q] = float((Fq * before).sum())
+            mass[q] = float(Fq.sum() - np.trace(Fq))
+    else:
+        raise ValueError(f"y_true must be 1-D targets or an (m, m) preference matrix, got shape {F.shape}")
+    if not normalize:
+        return float(kept.sum())
+    return _average(kept, mass, average, "agree")
+
+
+# --------------------------------------------------------------------------------------------
+# The measure table: the one list of measure names that make_ranking_scorer, score_estimator,
+# RankRLSCV(scoring=...) and the command line read.
+#
+# Tied predictions, everywhere: a measure of a ranking takes the expectation over a uniformly
+# random order of the rows whose scores tie -- a tied relevant pair is 1/2 an error (the pairwise
+# measures, AUC, Kendall, AGREE, the stability 0-1/discrete losses), NDCG averages the gains of a
+# tied block over its positions, the position error counts a tied wrong item 1/2, and the rank
+# displacement measures (Spearman's footrule, the discounted error) give tied rows their expected
+# position (the mean of the block's positions).  The value therefore never depends on the order
+# of the input rows, and a constant prediction never looks better than a random one.
+
+
+def _pairwise_accuracy(y_true, y_score, groups=None, *, sample_weight=None, n_jobs=None):
+    """1 - pairwise_disagreement (tied scores 1/2): on binary labels without groups this is
+    :func:`auc`; on graded labels the fraction of relevant pairs ordered right; with groups the
+    mean over groups (the ``score`` of the pairwise rankers)."""
+    return 1.0 - pairwise_disagreement(y_true, y_score, groups, sample_weight=sample_weight, n_jobs=n_jobs)
+
+
+def _kendall_tied_half(y_true, y_score, groups=None, *, average="group", n_jobs=None):
+    """Kendall distance of the predicted ranking from the targets, normalised by C(n, 2) per group;
+    a pair whose scores tie and whose targets differ counts 1/2 (the expectation over a random
+    order of the tie, where :func:`kendall_distance` of two rankings counts it 0)."""
+    _check_average(average)
+    y, f = _as_pair(y_true, y_score, "y_true", "y_score")
+    S = _pair_stats(y, f, _groups(groups, y.shape[0]), False, n_jobs)
+    return _average(S[:, 2] + 0.5 * S[:, 3], S[:, 0], average, "kendall_distance")
+
+
+class Measure:
+    """One entry of the measure table: ``measure(y_true, y_score, groups=None, **kwargs)``.
+
+    Attributes: ``name`` (as :func:`get_measure` parses it, e.g. "ndcg@10"), ``func`` (the function
+    of this module computing it), ``greater_is_better``, ``cutoff`` (the keyword that "@k" sets, or
+    None), ``kwargs`` (fixed keyword arguments, e.g. ``k=10``), ``description``.  With ``groups``
+    every measure is the mean over groups of its value on each group (functions of this module
+    that take no ``groups``, such as :func:`spearman_footrule`, are applied group by group)."""
+
+    __slots__ = ("name", "func", "greater_is_better", "cutoff", "kwargs", "description", "_takes_groups")
+
+    def __init__(self, name, func, greater_is_better, description, *, cutoff=None, takes_groups=True, **kwargs):
+        self.name, self.func, self.greater_is_better = name, func, bool(greater_is_better)
+        self.cutoff, self.kwargs, self.description = cutoff, dict(kwargs), description
+        self._takes_groups = takes_groups
+
+    @property
+    def __name__(self):
+        return self.name
+
+    def with_cutoff(self, k):
+        """The measure cut at the first k positions of each ranking ("ndcg" -> "ndcg@k")."""
+        if self.cutoff is None:
+            raise ValueError(f"measure {self.name!r} takes no @k cutoff")
+        base = self.name.partition("@")[0]
+        return Measure(f"{base}@{k}", self.func, self.greater_is_better, self.description, cutoff=self.cutoff,
+                       takes_groups=self._takes_groups, **{**self.kwargs, self.cutoff: k})
+
+    def __call__(self, y_true, y_score, groups=None, **kwargs):
+        clash = set(kwargs) & set(self.kwargs)
+        if clash:
+            raise ValueError(f"measure {self.name!r} already sets {', '.join(sorted(clash))}; give it once")
+        kw = {**self.kwargs, **kwargs}
+        if self._takes_groups:
+            return self.func(y_true, y_score, groups, **kw)
+        if groups is None:
+            return self.func(y_true, y_score, **kw)
+        y, f = _as_pair(y_true, y_score, "y_true", "y_score")
+        codes = group_index(groups, y.shape[0]).codes
+        order = np.argsort(codes, kind="stable")
+        rows = np.split(order, np.flatnonzero(np.diff(codes[order])) + 1)
+        return float(np.mean([self.func(y[r], f[r], **kw) for r in rows]))
+
+    def __repr__(self):
+        return f"get_measure({self.name!r})"
+
+
+_TABLE = {}
+_ALIASES = {}
+
+
+def _entry(name, func, greater_is_better, description, *, aliases=(), **kwargs):
+    _TABLE[name] = Measure(name, func, greater_is_better, description, **kwargs)
+    for a in (name, *aliases):
+        _ALIASES[a] = name
+
+
+_entry("ndcg", ndcg, True, "normalised DCG, gains 2^y - 1 (000-style graded relevance); ndcg@k cuts at k", cutoff="k")
+_entry("map", mean_average_precision, True, "mean average precision (relevant: y > 0); map@k cuts at k",
+       aliases=("mean_average_precision",), cutoff="k")
+_entry("mrr", mean_reciprocal_rank, True, "mean reciprocal rank of the first relevant row; mrr@k cuts at k",
+       aliases=("mean_reciprocal_rank",), cutoff="k")
+_entry("precision", precision_at_k, True, "precision@k (relevant: y > 0; default k=10)",
+       aliases=("p", "precision_at_k"), cutoff="k")
+_entry("err", err_at_k, True, "expected reciprocal rank; err@k cuts at k", aliases=("err_at_k",), cutoff="k")
+_entry("disagreement", pairwise_disagreement, False, "fraction of relevant pairs ordered wrongly (004 eq. 1)",
+       aliases=("pairwise_disagreement",))
+_entry("auc", _pairwise_accuracy, True, "1 - disagreement: AUC of binary labels, pairwise accuracy of graded ones",
+       aliases=("pairwise_accuracy",))
+_entry("kendall_distance", _kendall_tied_half, False, "discordant pairs / C(n, 2) (003)", aliases=("kendall",))
+_entry("spearman_footrule", spearman_footrule, False, "sum of rank displacements (003)", takes_groups=False,
+       aliases=("footrule",))
+_entry("position_error", position_error, False, "wrong items ranked above the best target (003)")
+_entry("discounted_error", discounted_error, False, "discounted rank displacements (003)")
+_entry("agree", agree, True, "AGREE(sigma, f) / number of pairs, f from the targets (003, Cohen et al.)")
+_entry("discrete_ranking_loss", discrete_ranking_loss, False, "|y_i - y_j|-weighted misordered pairs (002 eq. 2)")
+_entry("stability_ranking_loss", stability_ranking_loss, False, "hinge ranking loss l_h (002 Sect. 5.2.1)",
+       aliases=("hinge_ranking_loss",))
+_entry("squared_ranking_loss", stability_ranking_loss, False, "least-squares ranking loss l_sq (002 eq. 9)",
+       loss="squared")
+_entry("msd", msd, False, "mean squared difference of pair differences (000 eq. 67)")
+_entry("m1d", m1d, False, "mean absolute difference of pair differences (000 eq. 68)")
+_entry("magnitude_preserving_cost", magnitude_preserving_cost, False, "MP cost |dh - dy|^2 (000 eq. 5)",
+       aliases=("mp_cost",))
+_entry("hinge_rank_cost", magnitude_preserving_cost, False, "hinge rank cost |dh| on misordered pairs (000 eq. 4)",
+       cost="hr", power=1)
+_entry("mean_rank_loss", mean_rank_loss, False, "mean |prediction - label| (001 Table 1)", takes_groups=False)
+
+# every accepted spelling (names and aliases, without the @k forms)
+SCORER_NAMES = frozenset(_ALIASES)
+
+
+def measure_names():
+    """The names of the measure table (aliases and "@k" cutoffs aside), in table order."""
+    return tuple(_TABLE)
+
+
+def get_measure(name):
+    """The table entry for a measure name: "ndcg", "ndcg@10", "map@5", "p@10" / "precision@10",
+    "err@5", "disagreement", "auc", ... (see :func:`measure_names`; case-insensitive).
+
+    Returns a :class:`Measure`, a callable ``measure(y_true, y_score, groups=None, **kwargs)``
+    with ``greater_is_better``.  Raises ValueError for an unknown name or a bad cutoff."""
+    if isinstance(name, Measure):
+        return name
+    if not isinstance(name, str):
+        raise TypeError(f"a measure name must be a string, got {type(name).__name__}")
+    base, at, tail = name.strip().lower().partition("@")
+    canonical = _ALIASES.get(base)
+    if canonical is None:
+        raise ValueError(f"unknown ranking measure {name!r}; known: {', '.join(measure_names())} "
+                         "(cut at k with @k: ndcg@10, map@5, precision@10 or p@10, mrr@10, err@5)")
+    entry = _TABLE[canonical]
+    if not at:
+        return entry
+    if entry.cutoff is None:
+        raise ValueError(f"measure {base!r} takes no @k cutoff (those that do: "
+                         f"{', '.join(n for n, e in _TABLE.items() if e.cutoff)})")
+    if not tail.isdigit() or int(tail) < 1:
+        raise ValueError(f"measure {name!r}: the cutoff after @ must be a positive integer, e.g. {base}@10")
+    return entry.with_cutoff(int(tail))
+
+
+# --------------------------------------------------------------------------------------------
+# scikit-learn scorers that receive the query groups, and the missing-groups check
+
+
+_ROUTING_HINT = ("enable scikit-learn's metadata routing so that the groups reach it: "
+                 "sklearn.set_config(enable_metadata_routing=True), then scorer.set_score_request(groups=True) "
+                 "(estimator.set_score_request(groups=True) for the estimator's own score) and "
+                 "estimator.set_fit_request(groups=True)")
+
+
+def _groups_evidence(estimator):
+    """A sentence saying why the rows being scored probably come from several query groups, or None.
+
+    Evidence: (1) the estimator (or the last step of a pipeline) recorded more than one group at
+    fit (its ``n_fit_groups_`` attribute); (2) the caller is scikit-learn's model selection
+    (``cross_validate`` / ``cross_val_score`` / a search's ``fit``), which was given ``groups`` with
+    several values -- without metadata routing those groups go to the splitter only.  (2) is seen
+    only when the scoring runs in the caller's process (``n_jobs=None`` or 1)."""
+    est = estimator
+    for _ in range(8):
+        n = getattr(est, "n_fit_groups_", None)
+        if isinstance(n, numbers.Integral) and n > 1:
+            return f"{type(estimator).__name__} was fitted on {int(n)} query groups"
+        steps = getattr(est, "steps", None)
+        if not steps or not isinstance(steps, list):
+            break
+        est = steps[-1][1]
+    frame = sys._getframe(1)
+    while frame is not None:
+        if str(frame.f_globals.get("__name__", "")).startswith("sklearn.model_selection"):
+            loc = frame.f_locals
+            g = loc.get("groups")
+            params = loc.get("params")
+            if g is None and isinstance(params, dict):
+                g = params.get("groups")
+            if g is not None:
+                try:
+                    n = np.unique(np.asarray(g)).size
+                except TypeError:
+                    n = 0
+                if n > 1:
+                    return f"scikit-learn's {frame.f_code.co_name} was given {n} groups"
+        frame = frame.f_back
+    return None
+
+
+def _warn_missing_groups(estimator, what):
+    reason = _groups_evidence(estimator)
+    if reason is not None:
+        warnings.warn(f"{what} was called without groups although {reason}: every test fold is scored as one "
+                      f"query, which is not the per-query measure. To score per query, {_ROUTING_HINT}.",
+                      MissingGroupsWarning, stacklevel=3)
+        return True
+    return False
 
 
 def _takes_groups(func):
@@ -1002,7 +1354,10 @@ class RankingScorer:
     ``sklearn.set_config(enable_metadata_routing=True)`` then
     ``scorer.set_score_request(groups=True)`` (and ``estimator.set_fit_request(groups=True)`` for
     the training part).  Without routing a search calls the scorer without groups, and the whole
-    test fold is then treated as one query.  Build one with :func:`make_ranking_scorer`.
+    test fold is then treated as one query; when that is detectable (the estimator was fitted on
+    several groups, or the search was given groups) the scorer emits
+    :class:`fastrank.exceptions.MissingGroupsWarning`, once per scorer.  Build one with
+    :func:`make_ranking_scorer`.
     """
 
     def __init__(self, measure, sign, kwargs, response_method="predict"):
@@ -1010,6 +1365,7 @@ class RankingScorer:
         self._sign = sign
         self._kwargs = dict(kwargs)
         self._response_method = response_method
+        self._warned = False
         # scikit-learn's own scorer object carries the metadata-routing request (set_score_request,
         # get_metadata_routing); the score itself is computed here so that groups can be passed
         # directly too, with or without routing enabled.
@@ -1021,13 +1377,22 @@ class RankingScorer:
         response = getattr(estimator, self._response_method, None)
         if response is None:
             raise ValueError(f"{type(estimator).__name__} has no {self._response_method} method")
+        if groups is None and not self._warned and self._groups_requested() is not False:
+            self._warned = _warn_missing_groups(estimator, repr(self))
         return self.score_predictions(y_true, response(X), groups)
+
+    def _groups_requested(self):
+        """The metadata-routing request for groups: True, False (explicitly declined) or None."""
+        try:
+            return self._router.get_metadata_routing().score.requests.get("groups")
+        except AttributeError:  # pragma: no cover - scikit-learn internals
+            return None
 
     def score_predictions(self, y_true, y_pred, groups=None):
         """The signed score of given predictions (no estimator): for code that already has
         cross-validated predictions, e.g. an exact leave-group-out path."""
         if groups is not None:
-            if not _takes_groups(self._measure):
+            if not isinstance(self._measure, Measure) and not _takes_groups(self._measure):
                 raise ValueError(f"{getattr(self._measure, '__name__', self._measure)!r} does not take groups")
             return self._sign * self._measure(y_true, y_pred, groups, **self._kwargs)
         return self._sign * self._measure(y_true, y_pred, **self._kwargs)
@@ -1049,17 +1414,15 @@ class RankingScorer:
         name = getattr(self._measure, "__name__", repr(self._measure))
         args = "".join(f", {k}={v!r}" for k, v in self._kwargs.items())
         sign = "" if self._sign > 0 else ", greater_is_better=False"
-        return f"make_ranking_scorer({name}{sign}{args})"
+        return f"make_ranking_scorer({name!r}{sign}{args})"
 
 
 def make_ranking_scorer(measure, *, greater_is_better=None, response_method="predict", **kwargs):
     """A scorer ``scorer(estimator, X, y, groups=None)`` for a ranking measure.
 
-    measure : a name — "ndcg", "map" (mean_average_precision), "mrr" (mean_reciprocal_rank),
-        "precision_at_k", "err" (err_at_k), "pairwise_disagreement", "discrete_ranking_loss",
-        "msd", "m1d", "magnitude_preserving_cost", "stability_ranking_loss", "position_error",
-        "discounted_error", "auc", "kendall_distance", "spearman_footrule", "mean_rank_loss" — or
-        a callable ``measure(y_true, y_pred, groups=None, **kwargs)``.
+    measure : a name of the measure table (:func:`measure_names`: "ndcg", "ndcg@10", "map",
+        "mrr", "precision@10", "err@5", "disagreement", "auc", "msd", "agree", ...; see
+        :func:`get_measure`) or a callable ``measure(y_true, y_pred, groups=None, **kwargs)``.
     greater_is_better : for a callable (default True); for a name it is known (losses and
         errors are negated, scikit-learn's convention) and may not be contradicted.
     response_method : estimator method giving the scores ("predict" or "decision_function").
@@ -1068,22 +1431,42 @@ def make_ranking_scorer(measure, *, greater_is_better=None, response_method="pre
     Example (groups routed to both the estimator and the scorer)::
 
         sklearn.set_config(enable_metadata_routing=True)
-        scorer = make_ranking_scorer("ndcg", k=10).set_score_request(groups=True)
+        scorer = make_ranking_scorer("ndcg@10").set_score_request(groups=True)
         search = GridSearchCV(RankRLS().set_fit_request(groups=True), {"alpha": [0.1, 1, 10]},
                               cv=GroupKFold(3), scoring=scorer).fit(X, y, groups=groups)
     """
     if response_method not in ("predict", "decision_function"):
         raise ValueError(f"response_method must be 'predict' or 'decision_function', got {response_method!r}")
-    if isinstance(measure, str):
-        if measure not in _SCORERS:
-            raise ValueError(f"unknown ranking measure {measure!r}; known: {sorted(_SCORERS)}")
-        fname, gib = _SCORERS[measure]
+    if isinstance(measure, (str, Measure)):
+        func = get_measure(measure)
+        gib = func.greater_is_better
         if greater_is_better is not None and bool(greater_is_better) != gib:
-            raise ValueError(f"{measure!r} is {'a score' if gib else 'a loss'}: greater_is_better must be {gib}")
-        func = globals()[fname]
+            raise ValueError(f"{func.name!r} is {'a score' if gib else 'a loss'}: greater_is_better must be {gib}")
+        clash = set(kwargs) & set(func.kwargs)
+        if clash:
+            raise ValueError(f"measure {func.name!r} already sets {', '.join(sorted(clash))}; give it once")
     elif callable(measure):
         func = measure
         gib = True if greater_is_better is None else bool(greater_is_better)
     else:
         raise TypeError(f"measure must be a measure name or a callable, got {type(measure).__name__}")
     return RankingScorer(func, 1 if gib else -1, kwargs, response_method)
+
+
+def score_estimator(estimator, X, y, groups=None, sample_weight=None, *, measure="auc", response_method="predict"):
+    """The ``score`` of a fastrank ranker: ``measure`` (a table name, default "auc" = 1 -
+    pairwise disagreement with tied scores 1/2, the mean over ``groups``) of
+    ``estimator.predict(X)`` against ``y``.  ``sample_weight`` (one per row) is passed to measures
+    that take it ("auc", "disagreement": pair (i, j) weighs w_i w_j).  Called without ``groups``
+    where the rows evidently come from several queries (see :class:`RankingScorer`), it emits
+    :class:`fastrank.exceptions.MissingGroupsWarning`."""
+    meas = get_measure(measure)
+    if groups is None:
+        _warn_missing_groups(estimator, f"{type(estimator).__name__}.score")
+    pred = getattr(estimator, response_method)(X)
+    if sample_weight is None:
+        return meas(y, pred, groups)
+    if "sample_weight" not in inspect.signature(meas.func).parameters:
+        raise ValueError(f"measure {meas.name!r} does not take sample_weight; use 'auc' or 'disagreement', "
+                         "or drop sample_weight")
+    return meas(y, pred, groups, sample_weight=sample_weight)

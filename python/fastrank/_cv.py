@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import numpy as np
-from sklearn.base import BaseEstimator, RegressorMixin, clone
+from sklearn.base import clone
 from sklearn.utils.validation import check_is_fitted
 
+from ._base import KernelMixin, Ranker
 from ._rankrls import RankRLS
+from ._registry import register_estimator
 from .metrics import SCORER_NAMES, RankingScorer, make_ranking_scorer
 from ._shortcuts import engine_for, resolve_folds
 from ._progress import progress
@@ -108,7 +110,8 @@ def _check_scoring(scoring):
                      f"got {scoring!r}")
 
 
-class RankRLSCV(RegressorMixin, BaseEstimator):
+@register_estimator
+class RankRLSCV(KernelMixin, Ranker):
     """RankRLS with ``alpha`` chosen by exact fast cross-validation, then refitted.
 
     One eigendecomposition of ``S K S`` is shared by every alpha; each extra alpha costs one
@@ -175,7 +178,6 @@ class RankRLSCV(RegressorMixin, BaseEstimator):
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.target_tags.multi_output = True  # y (m, v): every output scored, alpha shared
-        tags.input_tags.pairwise = self.kernel == "precomputed"
         tags.input_tags.sparse = self.kernel != "precomputed"
         return tags
 
@@ -267,12 +269,6 @@ class RankRLSCV(RegressorMixin, BaseEstimator):
         """Scores of the refitted best model (higher ranks higher)."""
         check_is_fitted(self, "best_estimator_")
         return self.best_estimator_.predict(X)
-
-    def score(self, X, y, groups=None, sample_weight=None):
-        """Pairwise ranking accuracy of the refitted model, ``1 - pairwise_disagreement(y,
-        predict(X), groups, tied_scores="half")`` (see :meth:`fastrank.RankRLS.score`); not R^2."""
-        check_is_fitted(self, "best_estimator_")
-        return self.best_estimator_.score(X, y, groups, sample_weight)
 
 
 def _callable_score(scoring, Y, pred, rows, groups):

@@ -16,31 +16,19 @@ whatever the number of pairs.  See ``cpp/include/fastrank/rankboost.hpp``.
 
 from __future__ import annotations
 
-import numbers
-
 import numpy as np
-from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.utils.validation import check_is_fitted, column_or_1d
 
 from . import _core
+from ._base import N_JOBS, Ranker, StrOptions, positive_int
 from ._problem import check_pairs
+from ._registry import register_estimator
 from ._validation import as_float_matrix, check_n_jobs, group_index
-from .metrics import pairwise_disagreement
 
 __all__ = ["RankBoost"]
 
 _WEIGHTINGS = ("pairs", "query")
 _MISSING = ("error", "q_def")
-
-
-def _check_positive_int(value, name, *, allow_none=False):
-    if value is None and allow_none:
-        return None
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
-        raise TypeError(f"{name} must be {'None or ' if allow_none else ''}an integer >= 1, got {value!r}")
-    if value < 1:
-        raise ValueError(f"{name} must be >= 1, got {value!r}")
-    return int(value)
 
 
 def _as_scores(y, m):
@@ -89,7 +77,8 @@ def graded_blocks(y, groups, m):
     return block, group_blocks, n_pairs
 
 
-class RankBoost(RegressorMixin, BaseEstimator):
+@register_estimator
+class RankBoost(Ranker):
     """RankBoost with threshold weak rankers (Freund, Iyer, Schapire & Singer, JMLR 2003).
 
     Parameters
@@ -152,15 +141,15 @@ class RankBoost(RegressorMixin, BaseEstimator):
         self.missing = missing
         self.n_jobs = n_jobs
 
+    _parameter_constraints = {"n_estimators": [positive_int()], "n_thresholds": [None, positive_int()],
+                              "group_weighting": [StrOptions(set(_WEIGHTINGS))],
+                              "missing": [StrOptions(set(_MISSING))], "n_jobs": N_JOBS}
+
     # -- fitting ---------------------------------------------------------------------------------
     def _check_params(self):
-        T = _check_positive_int(self.n_estimators, "n_estimators")
-        k = _check_positive_int(self.n_thresholds, "n_thresholds", allow_none=True)
-        if self.group_weighting not in _WEIGHTINGS:
-            raise ValueError(f"group_weighting must be one of {_WEIGHTINGS}, got {self.group_weighting!r}")
-        if self.missing not in _MISSING:
-            raise ValueError(f"missing must be one of {_MISSING}, got {self.missing!r}")
-        return T, (0 if k is None else k), check_n_jobs(self.n_jobs)
+        self._validate_params()
+        k = 0 if self.n_thresholds is None else int(self.n_thresholds)
+        return int(self.n_estimators), k, check_n_jobs(self.n_jobs)
 
     def _check_X(self, X, min_rows=1):
         allow = getattr(self, "missing", "error") == "q_def"
@@ -245,15 +234,3 @@ class RankBoost(RegressorMixin, BaseEstimator):
         tags = super().__sklearn_tags__()
         tags.input_tags.allow_nan = self.missing == "q_def"
         return tags
-
-    def score(self, X, y, groups=None, sample_weight=None):
-        """Pairwise ranking accuracy ``1 - pairwise_disagreement(y, predict(X), groups,
-        sample_weight=sample_weight)``: ties in the scores count half an error, with ``groups``
-        the mean over groups, with row weights a pair weighs w_i w_j."""
-
-        y = np.asarray(y)
-        if y.ndim == 2 and y.shape[1] == 1:
-            y = y[:, 0]
-        if y.ndim != 1:
-            raise ValueError(f"y must be 1-D with one relevance score per row, got shape {y.shape}")
-        return 1.0 - pairwise_disagreement(y, self.predict(X), groups, sample_weight=sample_weight)

@@ -31,46 +31,24 @@ from __future__ import annotations
 import numbers
 
 import numpy as np
-from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
+from sklearn.base import ClassifierMixin
 from sklearn.utils import check_random_state
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, column_or_1d
 
 from . import _core
-from ._kernels import _KIND, KernelSpec, resolve_kernel
+from ._base import N_JOBS, FastrankEstimator, Interval, KernelMixin, Ranker, StrOptions, positive_int, positive_real, \
+    nonneg_real
+from ._kernels import _KIND, KernelSpec
 from ._memory import check_dense_memory
 from ._progress import progress
 from ._sparse import as_csr, issparse
+from ._registry import register_estimator
 from ._validation import as_float_matrix, check_n_jobs, check_precomputed_kernel, group_index
-from .metrics import pairwise_disagreement
 
 __all__ = ["PRank", "PRankVP", "OAPBPM", "WidrowHoff", "OnlineMPRank"]
 
 _VARIANTS = {"bpm": 0, "bagging": 1, "voted": 2}
-
-
-# ----------------------------------------------------------------------------------------------
-# validation helpers (local to this module)
-# ----------------------------------------------------------------------------------------------
-def _check_int(value, name, low, high=None):
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
-        raise ValueError(f"{name} must be an integer, got {value!r}")
-    value = int(value)
-    if value < low or (high is not None and value > high):
-        rng = f">= {low}" if high is None else f"in [{low}, {high}]"
-        raise ValueError(f"{name} must be {rng}, got {value}")
-    return value
-
-
-def _check_real(value, name, *, low=None, high=None, low_open=True, high_open=False):
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real) or not np.isfinite(value):
-        raise ValueError(f"{name} must be a finite real number, got {value!r}")
-    value = float(value)
-    if low is not None and (value <= low if low_open else value < low):
-        raise ValueError(f"{name} must be {'>' if low_open else '>='} {low}, got {value}")
-    if high is not None and (value >= high if high_open else value > high):
-        raise ValueError(f"{name} must be {'<' if high_open else '<='} {high}, got {value}")
-    return value
 
 
 def _as_X(X):
@@ -162,18 +140,17 @@ def _rank_from_scores(scores, thresholds):
 # ----------------------------------------------------------------------------------------------
 # PRank / OAP family
 # ----------------------------------------------------------------------------------------------
-class _OAPBase(ClassifierMixin, BaseEstimator):
+_STREAM_CONSTRAINTS = {"n_epochs": [positive_int()], "shuffle": ["boolean"], "random_state": ["random_state"]}
+
+
+class _OAPBase(KernelMixin, ClassifierMixin, FastrankEstimator):
     """Shared machinery of PRank and OAPBPM (PRank is the one-member, tau = 1 ensemble)."""
+
+    _parameter_constraints = {**_STREAM_CONSTRAINTS, "budget": [None, positive_int()], "n_jobs": N_JOBS}
 
     # -- parameters resolved by subclasses --
     def _members_tau_variant(self):  # pragma: no cover - abstract
         raise NotImplementedError
-
-    def _resolve_kernel(self, n_features):
-        spec = resolve_kernel(self.kernel, self.gamma, self.degree, self.coef0, n_features)
-        if self.budget is not None:
-            _check_int(self.budget, "budget", 1)
-        return spec
 
     # -- streaming core --
     def _reset(self, classes, n_features):
@@ -185,7 +162,7 @@ class _OAPBase(ClassifierMixin, BaseEstimator):
                 f"y has {k} class ({classes.tolist()!r}); need at least 2 distinct labels: PRank-type "
                 "learners rank into k >= 2 ordered classes"
             )
-        spec = self._resolve_kernel(n_features)
+        spec = self._kernel_spec(n_features)
         self.n_features_in_ = n_features
         self._kernel_kind = spec.kind
         self._kernel_args = (spec.gamma, spec.degree, spec.coef0)
@@ -242,13 +219,6 @@ class _OAPBase(ClassifierMixin, BaseEstimator):
         self.members_counts_ = V
         self.n_seen_ += X.shape[0]
         self._losses = np.concatenate([self._losses, losses.astype(np.int32)])
-
-    def _validate_params(self):
-        _check_int(self.n_epochs, "n_epochs", 1)
-        if not isinstance(self.shuffle, (bool, np.bool_)):
-            raise ValueError(f"shuffle must be a bool, got {self.shuffle!r}")
-        check_n_jobs(getattr(self, "n_jobs", None))
-        self._members_tau_variant()
 
     def fit(self, X, y):
         """Restart the stream and make ``n_epochs`` passes over (X, y).
@@ -384,12 +354,12 @@ class _OAPBase(ClassifierMixin, BaseEstimator):
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
-        tags.input_tags.pairwise = self.kernel == "precomputed"
         tags.input_tags.sparse = self.kernel != "precomputed"
         tags.classifier_tags.multi_class = True
         return tags
 
 
+@register_estimator
 class PRank(_OAPBase):
     """PRank, the perceptron ranking algorithm (Crammer & Singer; Harrington 2003, Algorithm 1).
 
@@ -431,6 +401,7 @@ class PRank(_OAPBase):
         return self.coef_
 
 
+@register_estimator
 class PRankVP(PRank):
     """PRank-VP: a single PRank whose intermediate hypotheses vote (Harrington 2003, Sect. 3.1 and
     4.1, "PRank with voted Perceptron"; the voted perceptron of Freund & Schapire applied to PRank).
@@ -584,6 +555,7 @@ class PRankVP(PRank):
         return self.classes_[ranks - 1]
 
 
+@register_estimator
 class OAPBPM(_OAPBase):
     """OAP-BPM: Online Aggregate PRank - Bayes Point Machine (Harrington 2003, Algorithm 2 and 3.1).
 
@@ -623,18 +595,19 @@ class OAPBPM(_OAPBase):
         self.verbose = verbose
         self.n_jobs = n_jobs
 
+    _parameter_constraints = {"n_estimators": [positive_int()],
+                              "tau": [Interval(numbers.Real, 0, 1, closed="right")],
+                              "variant": [StrOptions(set(_VARIANTS))]}
+
     def _members_tau_variant(self):
-        N = _check_int(self.n_estimators, "n_estimators", 1)
-        tau = _check_real(self.tau, "tau", low=0.0, high=1.0)
-        if self.variant not in _VARIANTS:
-            raise ValueError(f"variant must be one of {sorted(_VARIANTS)}, got {self.variant!r}")
-        return N, tau, self.variant
+        return int(self.n_estimators), float(self.tau), self.variant
 
 
 # ----------------------------------------------------------------------------------------------
 # Widrow-Hoff
 # ----------------------------------------------------------------------------------------------
-class WidrowHoff(ClassifierMixin, BaseEstimator):
+@register_estimator
+class WidrowHoff(ClassifierMixin, FastrankEstimator):
     """Widrow-Hoff (LMS) on-line least-squares regression on the ranks (Harrington 2003, section 4).
 
     s = w.x + b; after predicting, w <- w + eta (r - s) x and b <- b + eta (r - s) with r the rank
@@ -650,9 +623,7 @@ class WidrowHoff(ClassifierMixin, BaseEstimator):
         self.random_state = random_state
         self.verbose = verbose
 
-    def _validate_params(self):
-        _check_real(self.eta, "eta", low=0.0)
-        _check_int(self.n_epochs, "n_epochs", 1)
+    _parameter_constraints = {**_STREAM_CONSTRAINTS, "eta": [positive_real()], "fit_intercept": ["boolean"]}
 
     def _reset(self, classes, n_features):
         if classes.size < 2:
@@ -748,7 +719,8 @@ def _group_sqrt_laplacian(A, gi):
     return w * (A - means[gi.codes])
 
 
-class OnlineMPRank(RegressorMixin, BaseEstimator):
+@register_estimator
+class OnlineMPRank(KernelMixin, Ranker):
     """On-line (gradient) MPRank (Cortes, Mohri & Rastogi, section 2.5).
 
     Solves the MPRank problem  min ||w||^2 + C/m^2 sum_{i,j} ((h(x_j) - h(x_i)) - (y_j - y_i))^2
@@ -785,15 +757,9 @@ class OnlineMPRank(RegressorMixin, BaseEstimator):
         self.tol = tol
         self.n_jobs = n_jobs
 
-    def _validate_params(self):
-        _check_real(self.C, "C", low=0.0)
-        if self.eta is not None:
-            _check_real(self.eta, "eta", low=0.0)
-        if self.algorithm not in ("sequential", "gradient"):
-            raise ValueError(f"algorithm must be 'sequential' or 'gradient', got {self.algorithm!r}")
-        _check_int(self.max_iter, "max_iter", 0)
-        _check_real(self.tol, "tol", low=0.0, low_open=False)
-        check_n_jobs(self.n_jobs)
+    _parameter_constraints = {"C": [positive_real()], "eta": [None, positive_real()],
+                              "algorithm": [StrOptions({"sequential", "gradient"})],
+                              "max_iter": [positive_int(low=0)], "tol": [nonneg_real()], "n_jobs": N_JOBS}
 
     def _kernel_matrix(self, X, spec):
         # Peak of _solve: K, the centred Kt and the temporaries of (Kt + Kt.T) / 2 and its Fortran
@@ -872,7 +838,7 @@ class OnlineMPRank(RegressorMixin, BaseEstimator):
             raise ValueError(f"Found input variables with inconsistent numbers of samples: [{X.shape[0]}, {y.shape[0]}]")
         if not np.isfinite(y).all():
             raise ValueError("Input y contains NaN or infinity.")
-        spec = resolve_kernel(self.kernel, self.gamma, self.degree, self.coef0, X.shape[1])
+        spec = self._kernel_spec(X.shape[1])
         codes = None if groups is None else group_index(groups, X.shape[0])
         # Nothing is stored before the solve succeeded: a failed fit leaves a fitted model as it was.
         self._solve(self._kernel_matrix(X, spec), y, np.zeros(X.shape[0]), codes)
@@ -932,16 +898,7 @@ class OnlineMPRank(RegressorMixin, BaseEstimator):
         """Ranking scores h(x) of eq. 13 (higher ranks higher; defined up to a constant)."""
         return self._h(X)
 
-    def score(self, X, y, groups=None, sample_weight=None):
-        """Pairwise ranking accuracy 1 - pairwise_disagreement(y, predict(X), groups) (pairs tied in
-        y ignored, tied scores half an error; row weights make a pair weigh w_i w_j), as
-        ``fastrank.MPRank.score``."""
-        pred = self.predict(X)
-        y = np.asarray(y, dtype=np.float64).ravel()
-        return 1.0 - pairwise_disagreement(y, pred, groups, sample_weight=sample_weight)
-
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
-        tags.input_tags.pairwise = self.kernel == "precomputed"
         tags.input_tags.sparse = self.kernel != "precomputed"
         return tags

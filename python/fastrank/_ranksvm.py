@@ -89,25 +89,6 @@ def _graph_structure(pairs, weights, m):
                 weight=np.ascontiguousarray(w))
 
 
-def _pairwise_loss(f, y=None, groups=None, *, pairs=None, weights=None, loss="squared_hinge", n_jobs=1):
-    """The core's pair-free oracle at scores f (for tests): ``(loss, d loss / d f, active weight,
-    n_pairs)`` of ``sum_P weight * l(1 - (f_i - f_j))``."""
-    f = np.ascontiguousarray(f, dtype=np.float64)
-    m = f.shape[0]
-    kw = _graph_structure(pairs, weights, m) if pairs is not None else _group_structure(
-        np.ascontiguousarray(y, dtype=np.float64), groups, m)
-    return _core.ranksvm_pairwise_loss(f, _LOSSES[loss], check_n_jobs(n_jobs), **kw)
-
-
-def _hessian_times(f, v, y=None, groups=None, *, pairs=None, weights=None, n_jobs=1):
-    """Generalized Hessian (in f) of the squared-hinge pairwise loss at f, times v (for tests)."""
-    f = np.ascontiguousarray(f, dtype=np.float64)
-    m = f.shape[0]
-    kw = _graph_structure(pairs, weights, m) if pairs is not None else _group_structure(
-        np.ascontiguousarray(y, dtype=np.float64), groups, m)
-    return _core.ranksvm_hessian_times(f, np.ascontiguousarray(v, dtype=np.float64), check_n_jobs(n_jobs), **kw)
-
-
 @register_estimator
 class RankSVM(KernelMixin, Ranker):
     """Ranking SVM (Joachims 2002), linear or kernel, exact and without forming pairs.

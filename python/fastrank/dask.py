@@ -35,6 +35,7 @@ client if one exists).
 from __future__ import annotations
 
 import contextlib
+import copy
 import numbers
 import threading
 
@@ -59,7 +60,7 @@ from ._validation import _all_finite, check_alpha, check_alphas, check_n_jobs, g
 from .exceptions import LinAlgError
 from .metrics import pairwise_disagreement
 from .model_selection import permutation_test_lpo as _single
-from .online import OAPBPM, _seed_from
+from .online import OAPBPM
 
 __all__ = [
     "DaskRankRLS",
@@ -806,48 +807,6 @@ def permutation_test_lpo(estimator, X, y, n_permutations=100, random_state=None,
 
 
 # -- OAP-BPM member blocks ---------------------------------------------------------------------
-_MASK64 = (1 << 64) - 1
-
-
-def _splitmix64(z):
-    z = (z + 0x9E3779B97F4A7C15) & _MASK64
-    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & _MASK64
-    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & _MASK64
-    return z ^ (z >> 31)
-
-
-def _unxorshift(z, s):
-    x = z
-    for _ in range(64 // s + 1):
-        x = z ^ (x >> s)
-    return x & _MASK64
-
-
-def _splitmix64_inverse(z):
-    z = _unxorshift(z, 31)
-    z = (z * pow(0x94D049BB133111EB, -1, 1 << 64)) & _MASK64
-    z = _unxorshift(z, 27)
-    z = (z * pow(0xBF58476D1CE4E5B9, -1, 1 << 64)) & _MASK64
-    z = _unxorshift(z, 30)
-    return (z - 0x9E3779B97F4A7C15) & _MASK64
-
-
-def _block_seed(seed, first_member):
-    """A seed whose member j draws exactly what member ``first_member + j`` draws under ``seed``:
-    fastrank keys member j by splitmix64(splitmix64(seed) + j) (cpp/include/fastrank/perceptron.hpp),
-    and splitmix64 is a bijection, so the block's seed is splitmix64^-1(splitmix64(seed) + first)."""
-    return _splitmix64_inverse((_splitmix64(int(seed)) + int(first_member)) & _MASK64)
-
-
-def _oap_block_start(params, n_members, seed, classes, n_features):
-
-    est = OAPBPM(**{**params, "n_estimators": n_members})
-    est._validate_params()
-    est._reset(np.asarray(classes), n_features)
-    est.seed_ = seed
-    return est
-
-
 def _oap_block_step(est, Xc, yc):
     Xc = np.asarray(Xc)
     if Xc.shape[0] == 0:
@@ -855,19 +814,8 @@ def _oap_block_step(est, Xc, yc):
     return est.partial_fit(Xc, np.asarray(yc))
 
 
-def _oap_merge(template, seed, *blocks):
-    est = clone(template)
-    first = blocks[0]
-    for attr in ("classes_", "n_features_in_", "_kernel_kind", "_kernel_args", "n_seen_", "n_samples_seen_"):
-        setattr(est, attr, getattr(first, attr))
-    est.seed_ = seed
-    est.members_coef_ = np.concatenate([b.members_coef_ for b in blocks])
-    est.members_thresholds_ = np.concatenate([b.members_thresholds_ for b in blocks])
-    est.members_counts_ = np.concatenate([b.members_counts_ for b in blocks])
-    # The ensemble's own on-line predictions need every member at every step: not available.
-    est._losses = np.zeros(0, dtype=np.int32)
-    est._finish()
-    return est
+def _oap_merge(blocks):
+    return OAPBPM.from_members(blocks)
 
 
 def fit_oapbpm(estimator, X, y, *, classes=None, n_blocks=None):
@@ -878,7 +826,7 @@ def fit_oapbpm(estimator, X, y, *, classes=None, n_blocks=None):
     Each block streams the row blocks of X in order (a dask array is never gathered: block b's
     chain of ``partial_fit`` tasks reads chunk after chunk).  Member j's Bernoulli draws are a
     counter-based hash of (seed, j, t), so a block of members starting at j0 reproduces them with
-    a derived seed (:func:`_block_seed`).  Only ``shuffle=False`` streams and the linear kernel are
+    a derived seed (:meth:`fastrank.OAPBPM.member_blocks`).  Only ``shuffle=False`` streams and the linear kernel are
     supported; ``average_rank_loss_`` (the whole ensemble's on-line prediction at every step) is
     not available (NaN).
 
@@ -892,8 +840,6 @@ def fit_oapbpm(estimator, X, y, *, classes=None, n_blocks=None):
         raise ValueError("fit_oapbpm supports the linear kernel only (kernel members share a support list)")
     if estimator.shuffle:
         raise ValueError("fit_oapbpm needs shuffle=False (the stream order must be the row order)")
-    estimator._validate_params()
-    N = int(estimator.n_estimators)
     lengths = _frame_lengths(X, y)
     Xd = _as_dask(X, "X", (2,), lengths=lengths)
     yd = _aligned(Xd, y, "y", lengths)
@@ -901,21 +847,13 @@ def fit_oapbpm(estimator, X, y, *, classes=None, n_blocks=None):
         raise ValueError("y must be 1-D with one label per row of X")
     if classes is None:
         classes = np.unique(yd.compute())
-    classes = np.sort(np.asarray(classes))
     n_blocks = _default_blocks() if n_blocks is None else n_blocks
-    if isinstance(n_blocks, (bool, np.bool_)) or not isinstance(n_blocks, numbers.Integral) or n_blocks < 1:
-        raise ValueError(f"n_blocks must be a positive integer, got {n_blocks!r}")
-    n_blocks = min(int(n_blocks), N)
-    seed = _seed_from(estimator.random_state)
-    bounds = np.linspace(0, N, n_blocks + 1).round().astype(int)
-    params = estimator.get_params(deep=False)
     xb, ybl = _blocks(Xd), _blocks(yd)
     states = []
-    for b in range(n_blocks):
-        st = dask.delayed(_oap_block_start, pure=True)(params, int(bounds[b + 1] - bounds[b]),
-                                                        _block_seed(seed, bounds[b]), classes, Xd.shape[1])
+    for block in estimator.member_blocks(n_blocks, classes, Xd.shape[1]):
+        st = dask.delayed(copy.deepcopy, pure=True)(block)  # each task chain trains its own copy
         for _ in range(int(estimator.n_epochs)):
             for xc, yc in zip(xb, ybl):
                 st = dask.delayed(_oap_block_step, pure=True)(st, xc, yc)
         states.append(st)
-    return dask.compute(dask.delayed(_oap_merge, pure=True)(estimator, seed, *states))[0]
+    return dask.compute(dask.delayed(_oap_merge, pure=True)(states))[0]

@@ -31,7 +31,7 @@ from __future__ import annotations
 import numbers
 
 import numpy as np
-from sklearn.base import ClassifierMixin
+from sklearn.base import ClassifierMixin, clone
 from sklearn.utils import check_random_state
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, column_or_1d
@@ -128,6 +128,40 @@ def _to_ranks(classes, y):
 def _seed_from(random_state):
     rs = check_random_state(random_state)
     return int(rs.randint(0, 2**62, dtype=np.int64))
+
+
+# splitmix64 and its inverse, to key blocks of OAP-BPM members (see OAPBPM.member_blocks)
+_MASK64 = (1 << 64) - 1
+
+
+def _splitmix64(z):
+    z = (z + 0x9E3779B97F4A7C15) & _MASK64
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & _MASK64
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & _MASK64
+    return z ^ (z >> 31)
+
+
+def _unxorshift(z, s):
+    x = z
+    for _ in range(64 // s + 1):
+        x = z ^ (x >> s)
+    return x & _MASK64
+
+
+def _splitmix64_inverse(z):
+    z = _unxorshift(z, 31)
+    z = (z * pow(0x94D049BB133111EB, -1, 1 << 64)) & _MASK64
+    z = _unxorshift(z, 27)
+    z = (z * pow(0xBF58476D1CE4E5B9, -1, 1 << 64)) & _MASK64
+    z = _unxorshift(z, 30)
+    return (z - 0x9E3779B97F4A7C15) & _MASK64
+
+
+def _block_seed(seed, first_member):
+    """A seed whose member j draws exactly what member ``first_member + j`` draws under ``seed``:
+    fastrank keys member j by splitmix64(splitmix64(seed) + j) (cpp/include/fastrank/perceptron.hpp),
+    and splitmix64 is a bijection, so the block's seed is splitmix64^-1(splitmix64(seed) + first)."""
+    return _splitmix64_inverse((_splitmix64(int(seed)) + int(first_member)) & _MASK64)
 
 
 def _rank_from_scores(scores, thresholds):
@@ -601,6 +635,52 @@ class OAPBPM(_OAPBase):
 
     def _members_tau_variant(self):
         return int(self.n_estimators), float(self.tau), self.variant
+
+    # -- member blocks: the ensemble trained as independent streams (e.g. fastrank.dask) --
+    def member_blocks(self, n_blocks, classes, n_features):
+        """Untrained OAP-BPMs holding consecutive blocks of this ensemble's members, to be trained
+        as separate streams (``partial_fit`` on the same rows in the same order) and joined by
+        :meth:`from_members` into exactly the model ``fit`` gives (``shuffle=False``, linear kernel).
+
+        Member j's Bernoulli draws are a counter-based hash of (seed, j, t): member j is keyed by
+        splitmix64(splitmix64(seed) + j) (cpp/include/fastrank/perceptron.hpp), and splitmix64 is a
+        bijection, so a block starting at member j0 gets the seed
+        splitmix64^-1(splitmix64(seed) + j0) and its members draw what members j0, j0 + 1, ... draw.
+        """
+        self._validate_params()
+        if self.kernel != "linear":
+            raise ValueError("member blocks need the linear kernel (kernel members share a support list)")
+        if isinstance(n_blocks, (bool, np.bool_)) or not isinstance(n_blocks, numbers.Integral) or n_blocks < 1:
+            raise ValueError(f"n_blocks must be a positive integer, got {n_blocks!r}")
+        N = int(self.n_estimators)
+        classes = _sorted_classes(classes)
+        seed = _seed_from(self.random_state)
+        bounds = np.linspace(0, N, min(int(n_blocks), N) + 1).round().astype(int)
+        blocks = []
+        for first, stop in zip(bounds[:-1], bounds[1:]):
+            block = clone(self).set_params(n_estimators=int(stop - first))
+            block._reset(classes, n_features)
+            block.seed_ = _block_seed(seed, first)
+            block.ensemble_seed_ = seed
+            blocks.append(block)
+        return blocks
+
+    @classmethod
+    def from_members(cls, blocks):
+        """The ensemble of trained member blocks (in member order, as :meth:`member_blocks` made
+        them, each trained on the same stream).  ``average_rank_loss_`` is not available (NaN):
+        the ensemble's own on-line prediction needs every member at every step."""
+        first = blocks[0]
+        est = cls(**{**first.get_params(deep=False), "n_estimators": sum(int(b.n_estimators) for b in blocks)})
+        for attr in ("classes_", "n_features_in_", "_kernel_kind", "_kernel_args", "n_seen_", "n_samples_seen_"):
+            setattr(est, attr, getattr(first, attr))
+        est.seed_ = first.ensemble_seed_
+        est.members_coef_ = np.concatenate([b.members_coef_ for b in blocks])
+        est.members_thresholds_ = np.concatenate([b.members_thresholds_ for b in blocks])
+        est.members_counts_ = np.concatenate([b.members_counts_ for b in blocks])
+        est._losses = np.zeros(0, dtype=np.int32)
+        est._finish()
+        return est
 
 
 # ----------------------------------------------------------------------------------------------

@@ -28,7 +28,7 @@ from ._sparse import issparse
 from ._validation import INT_MAX, check_precomputed_kernel
 from .metrics import pairwise_disagreement
 
-__all__ = ["FastrankEstimator", "Ranker", "KernelMixin", "Interval", "StrOptions", "positive_int", "nonneg_real",
+__all__ = ["FastrankEstimator", "Ranker", "KernelMixin", "ranking_accuracy", "Interval", "StrOptions", "positive_int", "nonneg_real",
            "positive_real", "N_JOBS"]
 
 
@@ -115,16 +115,22 @@ class Ranker(RegressorMixin, FastrankEstimator):
         an error, and with ``groups`` only pairs inside a group count, averaged per group (the
         mean over groups that have a relevant pair).  Higher is better; for binary ``y`` without
         groups it equals the AUC.  Multi-output: the mean over outputs.  Not R^2."""
-        pred = self.predict(X)
-        y = np.asarray(y)
-        if pred.ndim == 1:
-            if y.ndim == 2 and y.shape[1] == 1:
-                y = y[:, 0]
-            if y.ndim != 1:
-                raise ValueError(f"y must be 1-D for a single-output model, got shape {y.shape}")
-            return 1.0 - pairwise_disagreement(y, pred, groups, sample_weight=sample_weight)
-        if y.ndim != 2 or y.shape[1] != pred.shape[1]:
-            raise ValueError(f"y must have shape (n_samples, {pred.shape[1]}) for this {pred.shape[1]}-output "
-                             f"model, got {y.shape}")
-        return float(np.mean([1.0 - pairwise_disagreement(y[:, k], pred[:, k], groups, sample_weight=sample_weight)
-                              for k in range(pred.shape[1])]))
+        return ranking_accuracy(y, self.predict(X), groups, sample_weight)
+
+
+def ranking_accuracy(y, pred, groups=None, sample_weight=None):
+    """``1 - pairwise_disagreement`` of predictions ``pred`` (p,) or (p, v) against targets ``y``
+    (the mean over outputs for several): the score of every fastrank ranker."""
+    y = np.asarray(y)
+    pred = np.asarray(pred)
+    if pred.ndim == 1:
+        if y.ndim == 2 and y.shape[1] == 1:
+            y = y[:, 0]
+        if y.ndim != 1:
+            raise ValueError(f"y must be 1-D for a single-output model, got shape {y.shape}")
+        return 1.0 - pairwise_disagreement(y, pred, groups, sample_weight=sample_weight)
+    if y.ndim != 2 or y.shape[1] != pred.shape[1]:
+        raise ValueError(f"y must have shape (n_samples, {pred.shape[1]}) for this {pred.shape[1]}-output "
+                         f"model, got {y.shape}")
+    return float(np.mean([1.0 - pairwise_disagreement(y[:, k], pred[:, k], groups, sample_weight=sample_weight)
+                          for k in range(pred.shape[1])]))

@@ -49,16 +49,17 @@ from sklearn.utils.validation import check_is_fitted
 import dask
 import dask.array as da
 
+from . import _core
 from ._cv import RankRLSCV
 from ._kernels import resolve_kernel
 from ._memory import check_dense_memory
 from ._problem import WEIGHTINGS, pair_weights
-from ._rankrls import RankRLS
-from ._solvers import select_basis
+from ._base import ranking_accuracy
+from ._rankrls import RankRLS, RankRLSPath
+from ._solvers import Fit, _by_alpha, _warn_if_ill_conditioned, select_basis
 from ._threads import blas_controller
 from ._validation import _all_finite, check_alpha, check_alphas, check_n_jobs, group_index
 from .exceptions import LinAlgError
-from .metrics import pairwise_disagreement
 from .model_selection import permutation_test_lpo as _single
 from .online import OAPBPM
 
@@ -378,14 +379,6 @@ def _statistics(X, Y, G, table, weighting, feature, p):
 # ----------------------------------------------------------------------------------------------
 # Client-side solves
 # ----------------------------------------------------------------------------------------------
-def _primal_path(M, R, alphas):
-    """(M + alpha I)^-1 R for every alpha from one eigendecomposition (eq. 31 in feature space)."""
-    lam, V = sla.eigh(M)
-    lam = np.maximum(lam, 0.0)  # rounding can leave tiny negative eigenvalues of the PSD matrix
-    c = V.T @ R
-    return np.stack([V @ (c / (lam + a)[:, None]) for a in alphas])
-
-
 def _subset_decompose(H, g, KRR):
     """A(alpha) = (H + alpha K_RR)^-1 g through one decomposition (eq. 42), in the formulation of
     fastrank's in-memory solver: K_RR = Z Z^T, C = Z^-1 H Z^-T = V S V^T, A = Z^-T V (S + alpha)^-1
@@ -501,7 +494,11 @@ class DaskRankRLS(RegressorMixin, BaseEstimator):
         if self.basis_vectors is None:
             check_dense_memory(n, 1, "feature matrix X^T L X")
             M, R = _statistics(X, Y, G, table, self._weighting(G), _Linear(), n)
-            return X, Y, spec, "primal", _primal_path(M, R, alphas), None, None
+            # the in-memory primal solver's LAPACK route (Cholesky for one alpha, tridiagonal for several)
+            shifted = _core.solve_shifted_system_tridiag if alphas.size > 1 else _core.solve_shifted_system
+            W, rcond = shifted(np.asfortranarray(M), np.asfortranarray(R), alphas)
+            _warn_if_ill_conditioned(rcond)
+            return X, Y, spec, "primal", _by_alpha(W, alphas.size), None, None
         basis = select_basis(X.shape[0], self.basis_vectors, self.random_state)
         r = basis.size
         check_dense_memory(r, 2, "basis system K_R^T L K_R")
@@ -561,26 +558,19 @@ class DaskRankRLS(RegressorMixin, BaseEstimator):
                       group_weighting=self.group_weighting, basis_vectors=self.basis_vectors,
                       random_state=self.random_state, n_jobs=self.n_jobs,
                       solver="primal" if self.fit_mode_ == "primal" else "auto")
-        est.fit_mode_ = self.fit_mode_
-        est.n_features_in_ = self.n_features_in_
-        est._single_output = self._single_output
-        est.coef_ = self.coef_
-        est.dual_coef_ = self.dual_coef_
-        est.X_fit_ = self.X_fit_
-        est.basis_indices_ = self.basis_indices_
-        return est
+        as_path = (lambda a: None if a is None else a.reshape(a.shape[0], -1)[None])  # (1, rows, v)
+        fit = Fit(self.fit_mode_, coef=as_path(self.coef_), dual_coef=as_path(self.dual_coef_), X_fit=self.X_fit_,
+                  basis_indices=self.basis_indices_)
+        return RankRLSPath(est, np.array([float(self.alpha)]), fit, self._single_output, self.n_features_in_,
+                           None).fitted_estimator(0)
 
-    def score(self, X, y, groups=None):
+    def score(self, X, y, groups=None, sample_weight=None):
         """Pairwise ranking accuracy as :meth:`fastrank.RankRLS.score` (computed in memory)."""
         pred = self.predict(X)
-        pred = pred.compute() if isinstance(pred, da.Array) else pred
-        comp = [a.compute() if isinstance(a, da.Array) or _is_dask_frame(a) else a for a in (y, groups)]
-        y, groups = (np.asarray(a) if a is not None else None for a in comp)
-
-        if pred.ndim == 1:
-            return 1.0 - pairwise_disagreement(y, pred, groups, ties="half")
-        return float(np.mean([1.0 - pairwise_disagreement(y[:, k], pred[:, k], groups, ties="half")
-                              for k in range(pred.shape[1])]))
+        y, groups, sample_weight = (a.compute() if isinstance(a, da.Array) or _is_dask_frame(a) else a
+                                    for a in (y, groups, sample_weight))
+        return ranking_accuracy(y, pred.compute() if isinstance(pred, da.Array) else pred,
+                                None if groups is None else np.asarray(groups), sample_weight)
 
 
 def _fetch_rows(block, local):
@@ -739,9 +729,9 @@ class DaskRankRLSCV(RegressorMixin, BaseEstimator):
         check_is_fitted(self, "best_estimator_")
         return self.best_estimator_.predict(X)
 
-    def score(self, X, y, groups=None):
+    def score(self, X, y, groups=None, sample_weight=None):
         check_is_fitted(self, "best_estimator_")
-        return self.best_estimator_.score(X, y, groups)
+        return self.best_estimator_.score(X, y, groups, sample_weight)
 
 
 def _perm_task(estimator, X, y, groups, k, rng):

@@ -54,6 +54,12 @@ class FastrankEstimator(BaseEstimator):
 
     _parameter_constraints: dict = {}
 
+    def _store_params(self, values):
+        """``__init__``'s body: every constructor argument stored unchanged under its own name (the
+        scikit-learn convention), from the constructor's ``locals()``."""
+        for name in self._get_param_names():
+            setattr(self, name, values[name])
+
     def _validate_params(self):
         """Check every constrained constructor parameter; bools are refused where a number is
         expected (``isinstance(True, numbers.Integral)`` holds, but ``max_iter=True`` is a mistake)."""

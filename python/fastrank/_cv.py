@@ -159,17 +159,7 @@ class RankRLSCV(KernelMixin, Ranker):
 
     def __init__(self, alphas=None, *, cv=None, scoring=None, kernel="linear", gamma=None, degree=3,
                  coef0=1.0, group_weighting="unweighted", n_jobs=None, store_cv_predictions=True, verbose=0):
-        self.alphas = alphas
-        self.cv = cv
-        self.scoring = scoring
-        self.kernel = kernel
-        self.gamma = gamma
-        self.degree = degree
-        self.coef0 = coef0
-        self.group_weighting = group_weighting
-        self.n_jobs = n_jobs
-        self.store_cv_predictions = store_cv_predictions
-        self.verbose = verbose
+        self._store_params(locals())
 
     def _base(self):
         return RankRLS(kernel=self.kernel, gamma=self.gamma, degree=self.degree, coef0=self.coef0,

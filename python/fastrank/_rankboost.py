@@ -135,11 +135,7 @@ class RankBoost(Ranker):
 
     def __init__(self, n_estimators=100, *, n_thresholds=None, group_weighting="pairs", missing="error",
                  n_jobs=None):
-        self.n_estimators = n_estimators
-        self.n_thresholds = n_thresholds
-        self.group_weighting = group_weighting
-        self.missing = missing
-        self.n_jobs = n_jobs
+        self._store_params(locals())
 
     _parameter_constraints = {"n_estimators": [positive_int()], "n_thresholds": [None, positive_int()],
                               "group_weighting": [StrOptions(set(_WEIGHTINGS))],

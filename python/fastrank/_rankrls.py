@@ -248,22 +248,7 @@ class RankRLS(_RankRLSBase):
         exclude_ties=False,
         verbose=0,
     ):
-        self.alpha = alpha
-        self.kernel = kernel
-        self.gamma = gamma
-        self.degree = degree
-        self.coef0 = coef0
-        self.solver = solver
-        self.group_weighting = group_weighting
-        self.n_jobs = n_jobs
-        self.tol = tol
-        self.max_iter = max_iter
-        self.warm_start = warm_start
-        self.preconditioner = preconditioner
-        self.basis_vectors = basis_vectors
-        self.random_state = random_state
-        self.exclude_ties = exclude_ties
-        self.verbose = verbose
+        self._store_params(locals())
 
     _parameter_constraints = {
         "group_weighting": [StrOptions(set(WEIGHTINGS))],
@@ -352,13 +337,7 @@ class MPRank(_RankRLSBase):
     """
 
     def __init__(self, C=1.0, *, kernel="linear", gamma=None, degree=3, coef0=1.0, solver="auto", n_jobs=None):
-        self.C = C
-        self.kernel = kernel
-        self.gamma = gamma
-        self.degree = degree
-        self.coef0 = coef0
-        self.solver = solver
-        self.n_jobs = n_jobs
+        self._store_params(locals())
 
     def _equivalent_alpha(self, m):
         """RankRLS regularization giving the same minimiser on m inputs: m^2 / (2C)."""

@@ -147,15 +147,7 @@ class RankSVM(KernelMixin, Ranker):
 
     def __init__(self, C=1.0, *, loss="squared_hinge", kernel="linear", gamma=None, degree=3, coef0=1.0, tol=1e-6,
                  max_iter=1000, n_jobs=None):
-        self.C = C
-        self.loss = loss
-        self.kernel = kernel
-        self.gamma = gamma
-        self.degree = degree
-        self.coef0 = coef0
-        self.tol = tol
-        self.max_iter = max_iter
-        self.n_jobs = n_jobs
+        self._store_params(locals())
 
     # C is checked by check_alpha (float64 limits)
     _parameter_constraints = {"loss": [StrOptions(set(_LOSSES))], "tol": [nonneg_real()],

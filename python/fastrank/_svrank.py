@@ -81,15 +81,7 @@ class SVRank(KernelMixin, Ranker):
 
     def __init__(self, C=1.0, *, epsilon=0.1, kernel="linear", gamma=None, degree=3, coef0=1.0, tol=1e-6,
                  max_iter=1000, n_jobs=None):
-        self.C = C
-        self.epsilon = epsilon
-        self.kernel = kernel
-        self.gamma = gamma
-        self.degree = degree
-        self.coef0 = coef0
-        self.tol = tol
-        self.max_iter = max_iter
-        self.n_jobs = n_jobs
+        self._store_params(locals())
 
     # C is checked by check_alpha (float64 limits)
     _parameter_constraints = {"epsilon": [nonneg_real()], "tol": [nonneg_real()], "max_iter": [positive_int()],

@@ -42,7 +42,7 @@ import threading
 import numpy as np
 import scipy.linalg as sla
 import scipy.sparse as sp
-from sklearn.base import BaseEstimator, RegressorMixin, clone
+from sklearn.base import RegressorMixin, clone
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted
 
@@ -54,7 +54,7 @@ from ._cv import RankRLSCV
 from ._kernels import resolve_kernel
 from ._memory import check_dense_memory
 from ._problem import WEIGHTINGS, pair_weights
-from ._base import ranking_accuracy
+from ._base import FastrankEstimator, ranking_accuracy
 from ._rankrls import RankRLS, RankRLSPath
 from ._solvers import Fit, _by_alpha, _warn_if_ill_conditioned, select_basis
 from ._threads import blas_controller
@@ -429,7 +429,7 @@ def _predict_block(block, coef, spec, XR, n_threads, one_d, block_info=None):
     return out[:, 0] if one_d else out
 
 
-class DaskRankRLS(RegressorMixin, BaseEstimator):
+class DaskRankRLS(RegressorMixin, FastrankEstimator):
     """RankRLS fitted exactly on dask arrays / dataframes (linear primal or subset of regressors).
 
     The fit equals the in-memory :class:`fastrank.RankRLS` with the same parameters (the linear
@@ -456,15 +456,7 @@ class DaskRankRLS(RegressorMixin, BaseEstimator):
 
     def __init__(self, alpha=1.0, *, kernel="linear", gamma=None, degree=3, coef0=1.0,
                  group_weighting="unweighted", basis_vectors=None, random_state=None, n_jobs=None):
-        self.alpha = alpha
-        self.kernel = kernel
-        self.gamma = gamma
-        self.degree = degree
-        self.coef0 = coef0
-        self.group_weighting = group_weighting
-        self.basis_vectors = basis_vectors
-        self.random_state = random_state
-        self.n_jobs = n_jobs
+        self._store_params(locals())
 
     # -- fitting --------------------------------------------------------------------------------
     def _check_params(self, n_features):
@@ -666,7 +658,7 @@ def _cv_task(params, X, y, groups):
     return RankRLSCV(**params).fit(X, y, groups)
 
 
-class DaskRankRLSCV(RegressorMixin, BaseEstimator):
+class DaskRankRLSCV(RegressorMixin, FastrankEstimator):
     """Kernel-parameter x alpha search by fastrank's exact cross-validation, one task per kernel
     parameter value.
 
@@ -689,15 +681,7 @@ class DaskRankRLSCV(RegressorMixin, BaseEstimator):
 
     def __init__(self, gammas=None, alphas=None, *, cv="lpo", scoring=None, kernel="rbf", degree=3, coef0=1.0,
                  group_weighting="unweighted", n_jobs=None):
-        self.gammas = gammas
-        self.alphas = alphas
-        self.cv = cv
-        self.scoring = scoring
-        self.kernel = kernel
-        self.degree = degree
-        self.coef0 = coef0
-        self.group_weighting = group_weighting
-        self.n_jobs = n_jobs
+        self._store_params(locals())
 
     def fit(self, X, y, groups=None):
         """X, y, groups: held in memory by each task (the exact CV needs the full kernel)."""

@@ -417,15 +417,7 @@ class PRank(_OAPBase):
 
     def __init__(self, *, kernel="linear", gamma=None, degree=2, coef0=1.0, budget=None, n_epochs=1,
                  shuffle=False, random_state=None, verbose=0):
-        self.kernel = kernel
-        self.gamma = gamma
-        self.degree = degree
-        self.coef0 = coef0
-        self.budget = budget
-        self.n_epochs = n_epochs
-        self.shuffle = shuffle
-        self.random_state = random_state
-        self.verbose = verbose
+        self._store_params(locals())
 
     def _members_tau_variant(self):
         return 1, 1.0, "bpm"
@@ -473,14 +465,7 @@ class PRankVP(PRank):
 
     def __init__(self, *, kernel="linear", gamma=None, degree=2, coef0=1.0, n_epochs=1, shuffle=False,
                  random_state=None, verbose=0):
-        self.kernel = kernel
-        self.gamma = gamma
-        self.degree = degree
-        self.coef0 = coef0
-        self.n_epochs = n_epochs
-        self.shuffle = shuffle
-        self.random_state = random_state
-        self.verbose = verbose
+        self._store_params(locals())
 
     def _reset(self, classes, n_features):
         super()._reset(classes, n_features)
@@ -615,19 +600,7 @@ class OAPBPM(_OAPBase):
 
     def __init__(self, n_estimators=100, tau=0.3, *, variant="bpm", kernel="linear", gamma=None, degree=2,
                  coef0=1.0, budget=None, n_epochs=1, shuffle=False, random_state=None, n_jobs=None, verbose=0):
-        self.n_estimators = n_estimators
-        self.tau = tau
-        self.variant = variant
-        self.kernel = kernel
-        self.gamma = gamma
-        self.degree = degree
-        self.coef0 = coef0
-        self.budget = budget
-        self.n_epochs = n_epochs
-        self.shuffle = shuffle
-        self.random_state = random_state
-        self.verbose = verbose
-        self.n_jobs = n_jobs
+        self._store_params(locals())
 
     _parameter_constraints = {"n_estimators": [positive_int()],
                               "tau": [Interval(numbers.Real, 0, 1, closed="right")],
@@ -696,12 +669,7 @@ class WidrowHoff(ClassifierMixin, FastrankEstimator):
     """
 
     def __init__(self, eta=0.1, *, fit_intercept=True, n_epochs=1, shuffle=False, random_state=None, verbose=0):
-        self.eta = eta
-        self.fit_intercept = fit_intercept
-        self.n_epochs = n_epochs
-        self.shuffle = shuffle
-        self.random_state = random_state
-        self.verbose = verbose
+        self._store_params(locals())
 
     _parameter_constraints = {**_STREAM_CONSTRAINTS, "eta": [positive_real()], "fit_intercept": ["boolean"]}
 
@@ -826,16 +794,7 @@ class OnlineMPRank(KernelMixin, Ranker):
 
     def __init__(self, C=1.0, *, kernel="linear", gamma=None, degree=3, coef0=1.0, eta=None,
                  algorithm="sequential", max_iter=1000, tol=1e-4, n_jobs=None):
-        self.C = C
-        self.kernel = kernel
-        self.gamma = gamma
-        self.degree = degree
-        self.coef0 = coef0
-        self.eta = eta
-        self.algorithm = algorithm
-        self.max_iter = max_iter
-        self.tol = tol
-        self.n_jobs = n_jobs
+        self._store_params(locals())
 
     _parameter_constraints = {"C": [positive_real()], "eta": [None, positive_real()],
                               "algorithm": [StrOptions({"sequential", "gradient"})],

@@ -15,6 +15,7 @@ import numbers
 
 import numpy as np
 from sklearn.base import BaseEstimator, RegressorMixin
+from sklearn.utils.validation import column_or_1d
 from sklearn.utils._param_validation import (
     Interval,
     InvalidParameterError,
@@ -25,7 +26,7 @@ from sklearn.utils._param_validation import (
 from ._kernels import resolve_kernel
 from ._problem import check_features
 from ._sparse import issparse
-from ._validation import INT_MAX, check_precomputed_kernel
+from ._validation import INT_MAX, _asarray, as_targets, check_precomputed_kernel
 from .metrics import pairwise_disagreement
 
 __all__ = ["FastrankEstimator", "Ranker", "KernelMixin", "ranking_accuracy", "Interval", "StrOptions", "positive_int", "nonneg_real",
@@ -102,6 +103,19 @@ class Ranker(RegressorMixin, FastrankEstimator):
         a dense (or, with ``allow_sparse``, CSR) matrix of at least two rows."""
         return check_features(X, precomputed=getattr(self, "kernel", None) == "precomputed",
                               allow_sparse=allow_sparse, min_rows=2)
+
+    def _check_target_vector(self, y, n_rows):
+        """One real-valued target per row as a finite float64 vector; a column vector is used as
+        ``y.ravel()`` with scikit-learn's DataConversionWarning."""
+        if y is None:
+            raise ValueError("This estimator requires y to be passed, but the target y is None")
+        y = _asarray(y, "y")
+        if y.ndim == 2 and y.shape[1] == 1:
+            y = column_or_1d(y, warn=True)
+        if y.ndim != 1:
+            raise ValueError(f"{type(self).__name__} takes one target column: y must be 1-D (m,), got shape {y.shape}")
+        Y, _ = as_targets(y, n_rows)
+        return np.ascontiguousarray(Y[:, 0])
 
     def _check_predict_X(self, X, *, n_train=None, allow_sparse=True):
         """Test input: the (p, n_train) kernel against the training rows for a precomputed kernel,

@@ -17,7 +17,7 @@ whatever the number of pairs.  See ``cpp/include/fastrank/rankboost.hpp``.
 from __future__ import annotations
 
 import numpy as np
-from sklearn.utils.validation import check_is_fitted, column_or_1d
+from sklearn.utils.validation import check_is_fitted
 
 from . import _core
 from ._base import N_JOBS, Ranker, StrOptions, positive_int
@@ -29,29 +29,6 @@ __all__ = ["RankBoost"]
 
 _WEIGHTINGS = ("pairs", "query")
 _MISSING = ("error", "q_def")
-
-
-def _as_scores(y, m):
-    if y is None:
-        raise ValueError("This estimator requires y to be passed, but the target y is None")
-    y = np.asarray(y)
-    if y.ndim == 2 and y.shape[1] == 1:
-        y = column_or_1d(y, warn=True)  # DataConversionWarning, as scikit-learn regressors do
-    if y.ndim != 1:
-        raise ValueError(f"y must be 1-D with one relevance score per row, got shape {y.shape}")
-    if y.dtype == object:
-        try:
-            y = y.astype(np.float64)
-        except (TypeError, ValueError) as exc:
-            raise ValueError(f"y must be numeric: {exc}") from None
-    if np.iscomplexobj(y) or not (np.issubdtype(y.dtype, np.number) or y.dtype == bool):
-        raise ValueError(f"y must be real-valued numbers, got dtype {y.dtype}")
-    if y.shape[0] != m:
-        raise ValueError(f"Found input variables with inconsistent numbers of samples: [{m}, {y.shape[0]}]")
-    y = y.astype(np.float64)
-    if not np.isfinite(y).all():
-        raise ValueError("Input y contains NaN or infinity.")
-    return y
 
 
 def graded_blocks(y, groups, m):
@@ -160,7 +137,7 @@ class RankBoost(Ranker):
         T, k, n_threads = self._check_params()
         X = self._check_X(X, min_rows=2)
         m = X.shape[0]
-        y = _as_scores(y, m)
+        y = self._check_target_vector(y, m)
         block, group_blocks, n_pairs = graded_blocks(y, groups, m)
         if not np.any(n_pairs > 0):
             where = "inside any group" if groups is not None else "among the rows"

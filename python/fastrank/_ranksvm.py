@@ -23,7 +23,7 @@ import warnings
 
 import numpy as np
 import scipy.sparse as sp
-from sklearn.utils.validation import check_is_fitted, column_or_1d
+from sklearn.utils.validation import check_is_fitted
 
 from . import _core
 from ._base import N_JOBS, KernelMixin, Ranker, StrOptions, nonneg_real, positive_int
@@ -31,25 +31,12 @@ from ._memory import check_dense_memory
 from ._problem import check_pairs
 from ._registry import register_estimator
 from ._sparse import as_csr
-from ._validation import as_targets, check_alpha, check_n_jobs, group_index
+from ._validation import check_alpha, check_n_jobs, group_index
 from .exceptions import ConvergenceWarning
 
 __all__ = ["RankSVM"]
 
 _LOSSES = {"squared_hinge": 0, "hinge": 1}
-
-
-def _targets_1d(y, m):
-    """y as a finite float64 vector of length m; a column vector warns like scikit-learn."""
-    if y is None:
-        raise ValueError("This estimator requires y to be passed, but the target y is None")
-    arr = np.asarray(y)
-    if arr.ndim == 2 and arr.shape[1] == 1:
-        arr = column_or_1d(arr, warn=True)
-    elif arr.ndim == 2:
-        raise ValueError(f"RankSVM takes one target column: y should be 1-D, got shape {arr.shape}")
-    Y, _ = as_targets(arr, m)
-    return np.ascontiguousarray(Y[:, 0])
 
 
 def _group_structure(y, groups, m):
@@ -218,7 +205,7 @@ class RankSVM(KernelMixin, Ranker):
         self._params()
         X = self._check_fit_X(X, allow_sparse=True)
         m = X.shape[0]
-        y = _targets_1d(y, m)
+        y = self._check_target_vector(y, m)
         structure = _group_structure(y, groups, m)
         mode, out, X_fit = self._solve(X, structure)
         return self._set_fitted(X, mode, out, X_fit, _count_pairs(y, groups, m))

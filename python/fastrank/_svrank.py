@@ -7,14 +7,13 @@ from __future__ import annotations
 import warnings
 
 import numpy as np
-from sklearn.exceptions import DataConversionWarning
 from sklearn.utils.validation import check_is_fitted
 
 from . import _core
 from ._base import N_JOBS, KernelMixin, Ranker, nonneg_real, positive_int
 from ._memory import check_dense_memory
 from ._registry import register_estimator
-from ._validation import as_targets, check_alpha, check_n_jobs, group_index
+from ._validation import check_alpha, check_n_jobs, group_index
 from .exceptions import ConvergenceWarning
 
 __all__ = ["SVRank"]
@@ -95,14 +94,7 @@ class SVRank(KernelMixin, Ranker):
         n_threads = check_n_jobs(self.n_jobs)
         precomputed = self.kernel == "precomputed"
         X = self._check_fit_X(X)
-        y = np.asarray(y) if y is not None else y
-        if y is not None and y.ndim == 2 and y.shape[1] == 1:
-            warnings.warn("A column-vector y was passed when a 1d array was expected; it is used as y.ravel().",
-                          DataConversionWarning, stacklevel=2)
-            y = y.ravel()
-        Y, one_d = as_targets(y, X.shape[0])
-        if Y.shape[1] != 1:
-            raise ValueError(f"SVRank takes one target column: y must have shape (m,), got {np.shape(y)}")
+        y = self._check_target_vector(y, X.shape[0])
         spec = self._kernel_spec(X.shape[1])
         gi = group_index(groups, X.shape[0])
         if not np.any(gi.sizes >= 2):
@@ -110,7 +102,7 @@ class SVRank(KernelMixin, Ranker):
                 "No relevant pair: every group has a single row, so SVRank has nothing to learn. Give "
                 "groups with at least two rows each (or groups=None for all pairs)."
             )
-        yg = np.ascontiguousarray(gi.take(Y[:, 0]))
+        yg = np.ascontiguousarray(gi.take(y))
         offsets = np.ascontiguousarray(gi.offsets, dtype=np.int64)
         if spec.linear:
             Xg = np.ascontiguousarray(gi.take(X))

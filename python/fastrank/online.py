@@ -865,18 +865,7 @@ class OnlineMPRank(KernelMixin, Ranker):
         if X.shape[0] < 2:
             raise ValueError(f"OnlineMPRank needs at least 2 samples (a ranking compares pairs), got n_samples="
                              f"{X.shape[0]}")
-        if y is None:
-            raise ValueError("OnlineMPRank requires y to be passed, but the target y is None")
-        y = np.asarray(y)
-        if y.ndim == 2 and y.shape[1] == 1:
-            y = column_or_1d(y, warn=True)
-        if y.ndim != 1:
-            raise ValueError(f"y must be 1-D, got shape {y.shape}")
-        y = np.asarray(y, dtype=np.float64)
-        if y.shape[0] != X.shape[0]:
-            raise ValueError(f"Found input variables with inconsistent numbers of samples: [{X.shape[0]}, {y.shape[0]}]")
-        if not np.isfinite(y).all():
-            raise ValueError("Input y contains NaN or infinity.")
+        y = self._check_target_vector(y, X.shape[0])
         spec = self._kernel_spec(X.shape[1])
         codes = None if groups is None else group_index(groups, X.shape[0])
         # Nothing is stored before the solve succeeded: a failed fit leaves a fitted model as it was.

@@ -77,8 +77,10 @@ def laplacian_graph(m, heads, tails, w):
     return L
 
 
-def pairwise_error(y, p, groups):
-    """Mean over queries of the fraction of discordant pairs (score ties count 1/2)."""
+def pairwise_error(y, p, groups, w=None):
+    """Mean over queries of the fraction of discordant pairs (score ties count 1/2); with row
+    weights w a pair weighs w_a w_b."""
+    w = np.ones(len(y)) if w is None else w
     errs = []
     for q in np.unique(groups):
         idx = np.flatnonzero(groups == q)
@@ -86,8 +88,8 @@ def pairwise_error(y, p, groups):
         for a in idx:
             for b in idx:
                 if y[a] > y[b]:
-                    tot += 1
-                    bad += 1.0 if p[a] < p[b] else (0.5 if p[a] == p[b] else 0.0)
+                    tot += w[a] * w[b]
+                    bad += w[a] * w[b] * (1.0 if p[a] < p[b] else (0.5 if p[a] == p[b] else 0.0))
         if tot:
             errs.append(bad / tot)
     return float(np.mean(errs))

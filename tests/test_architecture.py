@@ -9,24 +9,57 @@ import pytest
 
 PKG = Path(__file__).resolve().parents[1] / "python" / "fastrank"
 
-# Lower layers never import higher ones (the README's "Design" section draws this).  Modules not
-# listed are applications of the library (CLI, demo, optional integrations): nothing imports them,
-# and they may use the package facade ``import fastrank`` like any user.
-LAYERS = {
-    "_core": 0, "_version": 0,
-    "exceptions": 1,
-    "_validation": 2, "_memory": 2, "_sparse": 2, "_threads": 2, "_progress": 2, "_svmlight": 2, "utils": 2,
-    "_kernels": 3, "metrics": 3,
-    "_problem": 4,
-    "_solvers": 5, "_exactcv": 5.5, "_holdout": 4,
-    "_rankrls": 6, "online": 6, "_svrank": 6, "_ranksvm": 6, "_rankboost": 6, "_greedy": 6,
-    "_cv": 7, "model_selection": 7,
-    "datasets": 8, "_registry": 8,
-    "_persist": 9, "plotting": 9, "bounds": 7, "dask": 9,
-    "__init__": 50,  # the package facade: only applications (CLI, demo) may import it
-    "_demo": 90, "cli": 90, "__main__": 95,
-}
-TOP = 100
+# Layers by rule, from the import graph and the estimator registry (the README's "Design" section
+# draws them): private and public helpers (modules that reach no learner) < the learners' modules
+# (``fastrank._registry`` names them) < modules built on learners (cross-validation, model files,
+# integrations) < the package facade ``__init__`` < applications (modules that only applications
+# import: the CLI, the demo, the Dask and plotting integrations, which may use ``import fastrank``
+# like any user).  A module may import only
+# a lower layer or its own (a learner built on a learner, e.g. RankRLSCV on RankRLS); so a library
+# module that starts using the CLI, or the facade, stops being a library module and fails.
+ROLES = ("helper", "learner", "consumer", "facade", "application")
+
+
+def _learner_modules():
+    import fastrank  # noqa: F401  (importing the package registers every learner)
+    from fastrank._registry import ESTIMATORS
+
+    return {cls.__module__.rsplit(".", 1)[-1] for cls in ESTIMATORS.values() if cls.__module__.startswith("fastrank")}
+
+
+def _roles(graph, learners):
+    reach = {}
+
+    def reachable(mod):
+        if mod not in reach:
+            reach[mod] = set()
+            for dep in graph.get(mod, ()):
+                reach[mod] |= {dep} | reachable(dep)
+        return reach[mod]
+
+    importers = {mod: {other for other, deps in graph.items() if mod in deps} for mod in graph}
+    apps = set()
+    changed = True
+    while changed:  # applications: modules that only applications import (the CLI, integrations)
+        changed = False
+        for mod in graph:
+            if mod not in apps and mod != "__init__" and mod not in learners and importers[mod] <= apps:
+                apps.add(mod)
+                changed = True
+    role = {}
+    for mod in graph:
+        if mod == "__init__":
+            role[mod] = "facade"
+        elif mod in learners:
+            role[mod] = "learner"
+        elif mod in apps:
+            role[mod] = "application"
+        elif reachable(mod) & learners:
+            role[mod] = "consumer"
+        else:
+            role[mod] = "helper"
+    role.setdefault("_core", "helper")
+    return role
 
 
 def _modules():
@@ -88,13 +121,51 @@ def test_import_graph_has_no_cycle():
             visit(node, [node])
 
 
-def test_imports_point_down_the_layers():
+def _layer_violations(graph, learners):
+    role = _roles(graph, learners)
     bad = []
-    for mod, deps in _graph().items():
+    for mod, deps in graph.items():
         for dep in deps:
-            if LAYERS.get(mod, TOP) <= LAYERS.get(dep, TOP):
-                bad.append(f"{mod} (layer {LAYERS.get(mod, TOP)}) imports {dep} (layer {LAYERS.get(dep, TOP)})")
+            r_mod, r_dep = ROLES.index(role[mod]), ROLES.index(role.get(dep, "helper"))
+            if r_mod < r_dep:
+                bad.append(f"{mod} ({role[mod]}) imports {dep} ({role.get(dep, 'helper')})")
+    # the registry is a leaf: any module may register a learner without an import cycle
+    bad += [f"_registry imports {dep}" for dep in graph.get("_registry", ())]
+    return bad
+
+
+def test_imports_point_down_the_layers():
+    bad = _layer_violations(_graph(), _learner_modules())
     assert not bad, "\n".join(bad)
+
+
+def test_every_learner_module_is_a_learner_and_the_roles_are_not_empty():
+    role = _roles(_graph(), _learner_modules())
+    assert {"_rankrls", "_ranksvm", "_svrank", "_rankboost", "online", "_cv"} <= \
+        {m for m, r in role.items() if r == "learner"}
+    assert role["cli"] == "application" and role["_validation"] == "helper" and role["model_selection"] == "consumer"
+
+
+def test_the_layer_rule_catches_a_learner_using_the_facade_or_a_consumer():
+    graph = {"_h": set(), "_l": {"__init__", "_h"}, "__init__": {"_l"}, "cli": {"__init__"}}
+    assert _layer_violations(graph, {"_l"}) == ["_l (learner) imports __init__ (facade)"]
+    graph = {"_l": {"_c"}, "_c": {"_l2"}, "_l2": set(), "__init__": {"_l"}, "cli": {"__init__"}}
+    assert _layer_violations(graph, {"_l", "_l2"}) == ["_l (learner) imports _c (consumer)"]
+    graph = {"_h": set(), "_l": {"_h"}, "_c": {"_l"}, "__init__": {"_c", "_l"}, "cli": {"__init__"},
+             "_registry": {"_l"}}
+    assert _layer_violations(graph, {"_l"}) == ["_registry imports _l"]
+
+
+def test_lists_of_estimators_derive_from_the_registry():
+    import fastrank
+    from fastrank import _persist, cli
+    from fastrank._registry import ESTIMATORS
+
+    ours = {name: cls for name, cls in ESTIMATORS.items() if cls.__module__.startswith("fastrank.")}
+    assert len(ours) >= 11 and set(ours) <= set(fastrank.__all__)
+    assert all(getattr(fastrank, name) is cls for name, cls in ours.items())
+    assert _persist._estimator_classes() == ESTIMATORS
+    assert cli._estimators() == ESTIMATORS
 
 
 def test_the_architecture_test_sees_a_cycle(tmp_path, monkeypatch):

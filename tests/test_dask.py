@@ -315,7 +315,7 @@ def test_oapbpm_member_blocks_equal_single_machine(client, variant):
 
 
 def test_block_seed_inverts_splitmix():
-    from fastrank.dask import _block_seed, _splitmix64, _splitmix64_inverse
+    from fastrank.online import _block_seed, _splitmix64, _splitmix64_inverse
 
     for z in (0, 1, 2**63 + 5, 2**64 - 1, 123456789):
         assert _splitmix64_inverse(_splitmix64(z)) == z

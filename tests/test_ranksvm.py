@@ -17,9 +17,30 @@ from threadpoolctl import threadpool_limits
 
 import fastrank
 from fastrank import RankSVM
-from fastrank._ranksvm import _hessian_times, _pairwise_loss
+from fastrank import _core
+from fastrank._ranksvm import _LOSSES, _graph_structure, _group_structure
+from fastrank._validation import check_n_jobs
 from fastrank.exceptions import ConvergenceWarning
 from fastrank.metrics import pairwise_disagreement
+
+
+def _pairwise_loss(f, y=None, groups=None, *, pairs=None, weights=None, loss="squared_hinge", n_jobs=1):
+    """The core's pair-free oracle at scores f: ``(loss, d loss / d f, active weight,
+    n_pairs)`` of ``sum_P weight * l(1 - (f_i - f_j))``."""
+    f = np.ascontiguousarray(f, dtype=np.float64)
+    m = f.shape[0]
+    kw = _graph_structure(pairs, weights, m) if pairs is not None else _group_structure(
+        np.ascontiguousarray(y, dtype=np.float64), groups, m)
+    return _core.ranksvm_pairwise_loss(f, _LOSSES[loss], check_n_jobs(n_jobs), **kw)
+
+
+def _hessian_times(f, v, y=None, groups=None, *, pairs=None, weights=None, n_jobs=1):
+    """Generalized Hessian (in f) of the squared-hinge pairwise loss at f, times v."""
+    f = np.ascontiguousarray(f, dtype=np.float64)
+    m = f.shape[0]
+    kw = _graph_structure(pairs, weights, m) if pairs is not None else _group_structure(
+        np.ascontiguousarray(y, dtype=np.float64), groups, m)
+    return _core.ranksvm_hessian_times(f, np.ascontiguousarray(v, dtype=np.float64), check_n_jobs(n_jobs), **kw)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -436,7 +457,7 @@ def test_bad_input_raises_clear_errors(data):
     for C in (0.0, -1.0, np.inf):
         with pytest.raises(ValueError, match="C must be finite and > 0"):
             RankSVM(C=C).fit(X, y)
-    with pytest.raises(ValueError, match="loss must be"):
+    with pytest.raises(ValueError, match="loss"):
         RankSVM(loss="l1").fit(X, y)
     with pytest.raises(ValueError, match="tol"):
         RankSVM(tol=-1).fit(X, y)

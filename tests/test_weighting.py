@@ -131,7 +131,7 @@ def test_weighting_without_groups_is_object_ranking():
 
 def test_unknown_weighting_is_refused():
     X, y = _data(7)
-    with pytest.raises(ValueError, match="group_weighting must be one of"):
+    with pytest.raises(ValueError, match="group_weighting"):
         fastrank.RankRLS(group_weighting="per_pair").fit(X, y, GROUPS)
-    with pytest.raises(ValueError, match="group_weighting must be one of"):
+    with pytest.raises(ValueError, match="group_weighting"):
         ms.leave_group_out(fastrank.RankRLS(group_weighting="per_pair"), X, y, GROUPS)

@@ -152,17 +152,4 @@ void bind_cg(py::module_& m) {
       py::arg("X"), py::arg("n_rows"), py::arg("n_cols"), py::arg("codes") = py::none(), py::arg("n_groups") = 1,
       py::arg("pair_weight") = py::none(), py::arg("head") = py::none(), py::arg("tail") = py::none(),
       py::arg("weight") = py::none(), "diag(X^T L X); X is (data, indices, indptr) or a dense array.");
-
-  m.def(
-      "csr_product_loop",
-      [](const DoubleArray& data, const py::array& indices, const py::array& indptr, Index n_rows, Index n_cols,
-         Index repeats, int n_threads, bool transpose_copy) {
-        require(bindings::is_int32(indices), "benchmark helper takes int32 indices");
-        const auto X = bindings::csr_view<std::int32_t>(data, indices, indptr, n_rows, n_cols);
-        py::gil_scoped_release release;
-        csr_product_loop32(X, repeats, n_threads, transpose_copy);
-      },
-      py::arg("data").noconvert(), py::arg("indices"), py::arg("indptr"), py::arg("n_rows"), py::arg("n_cols"),
-      py::arg("repeats"), py::arg("n_threads"), py::arg("transpose_copy"),
-      "Benchmark helper: repeats x (X p, X^T u) with the CG's threaded products.");
 }

@@ -55,15 +55,6 @@ void bind_cv(py::module_& m) {
       py::arg("K").noconvert(), py::arg("offsets"), py::arg("scale"), py::arg("V").noconvert(),
       py::call_guard<py::gil_scoped_release>(), "P = K S V.");
   m.def(
-      "cv_predictions",
-      [](MatrixCRef P, MatrixCRef V, const Vector& sigma, const IndexVector& offsets, const Vector& scale,
-         double alpha, MatrixCRef Y) {
-        return cv::predictions_from_p(P, V, sigma, make_groups(offsets, scale), alpha, Y);
-      },
-      py::arg("P").noconvert(), py::arg("V").noconvert(), py::arg("sigma"), py::arg("offsets"), py::arg("scale"),
-      py::arg("alpha"), py::arg("Y").noconvert(), py::call_guard<py::gil_scoped_release>(),
-      "Full-data training predictions P diag(1/(sigma+alpha)) V^T S Y.");
-  m.def(
       "cv_object_prepare",
       [](MatrixCRef K, MatrixCRef V, const Vector& sigma, double c, double alpha, MatrixCRef Y) {
         cv::PairBlocks b = cv::object_prepare(K, V, sigma, c, alpha, Y);

@@ -151,20 +151,6 @@ void bind_ranksvm(py::module_& m) {
       py::arg("n_threads"), FASTRANK_PAIR_ARGS,
       "Kernel RankSVM (representer form) on a symmetric Fortran-ordered kernel matrix.");
   m.def(
-      "ranksvm_loss_gradient_dense",
-      [](RowMatrixCRef X, const Vector& w, int loss, int n_threads, FASTRANK_PAIR_PARAMS) {
-        PairwiseHingeLoss P = make_pairs(X.rows(), y, order, offsets, head, tail, weight);
-        Vector grad;
-        double value;
-        {
-          py::gil_scoped_release release;
-          value = ranksvm_dense_loss_gradient(X, P, static_cast<SvmLoss>(loss), w, grad, n_threads);
-        }
-        return py::make_tuple(value, grad);
-      },
-      py::arg("X").noconvert(), py::arg("w"), py::arg("loss"), py::arg("n_threads") = 1, FASTRANK_PAIR_ARGS,
-      "Benchmark helper: loss at f = X w and X^T (d loss / d f).");
-  m.def(
       "ranksvm_oracle",
       [](const Vector& y, const IndexVector& order, const IndexVector& offsets) {
         auto P = std::make_shared<PairwiseHingeLoss>(PairwiseHingeLoss::from_groups(y, order, offsets));

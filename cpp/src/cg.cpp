@@ -519,13 +519,4 @@ Vector cg_jacobi_diagonal_csr32(const CsrView<std::int32_t>& X, const RankingLap
 Vector cg_jacobi_diagonal_csr64(const CsrView<std::int64_t>& X, const RankingLaplacian& L) { return jacobi_csr(X, L); }
 Vector cg_jacobi_diagonal_dense(RowMatrixCRef X, const RankingLaplacian& L) { return DenseDesign(X).jacobi(L); }
 
-void csr_product_loop32(const CsrView<std::int32_t>& X, Index repeats, int n_threads, bool transpose_copy) {
-  CsrDesign<std::int32_t> D(X, n_threads, transpose_copy);
-  RowMatrix p = RowMatrix::Ones(X.cols, 1), u = RowMatrix::Ones(X.rows, 1), a, b;
-  for (Index r = 0; r < repeats; ++r) {
-    D.times(p, a);
-    D.ttimes(u, b);
-  }
-}
-
 }  // namespace fastrank

@@ -11,25 +11,24 @@ from .exceptions import IllConditionedWarning, LinAlgError
 
 from ._version import __version__
 
-# --- public estimators and modules (one import line per area) ---
-from ._rankrls import MPRank, RankRLS, RankRLSPath, rankrls_path
+# --- the learners: importing a learner's module registers its classes in ``_registry`` ---
+from . import _rankrls, _cv, online, _ranksvm, _svrank, _rankboost  # noqa: F401
+from ._registry import ESTIMATORS as _ESTIMATORS, register_estimator
+
+globals().update(_ESTIMATORS)
+
+# --- public functions and modules (one import line per area) ---
+from ._rankrls import RankRLSPath, rankrls_path
 from . import datasets, metrics
 from . import bounds
 from . import model_selection
-from ._cv import MPRankCV, RankRLSCV
-from .online import OAPBPM, OnlineMPRank, PRank, PRankVP, WidrowHoff
-from ._ranksvm import RankSVM
-from ._svrank import SVRank
-from ._rankboost import RankBoost
 from ._greedy import greedy_order
 from ._persist import load, save
 from . import utils
 
 __all__ = [
-    "RankRLS", "MPRank", "RankRLSPath", "rankrls_path",
-    "RankRLSCV", "MPRankCV", "model_selection",
-    "PRank", "PRankVP", "OAPBPM", "WidrowHoff", "OnlineMPRank",
-    "RankSVM", "SVRank", "RankBoost", "greedy_order",
+    *_ESTIMATORS, "register_estimator",
+    "RankRLSPath", "rankrls_path", "model_selection", "greedy_order",
     "datasets", "metrics", "bounds",
     "save", "load", "utils",
     "LinAlgError", "IllConditionedWarning", "exceptions", "__version__",

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import numpy as np
-from sklearn.base import BaseEstimator, RegressorMixin, clone
+from sklearn.base import clone
 from sklearn.utils.validation import check_is_fitted
 
+from ._base import KernelMixin, Ranker
 from ._problem import check_features
 from ._rankrls import MPRank, RankRLS
+from ._registry import register_estimator
 from .metrics import Measure, RankingScorer, get_measure, measure_names
 from ._exactcv import CVSpec, engine_for, resolve_folds
 from ._progress import progress
@@ -73,7 +75,8 @@ def _scoring_name(scoring):
     return scoring.name if isinstance(scoring, Measure) else getattr(scoring, "__name__", "callable")
 
 
-class RankRLSCV(RegressorMixin, BaseEstimator):
+@register_estimator
+class RankRLSCV(KernelMixin, Ranker):
     """RankRLS with ``alpha`` chosen by exact fast cross-validation, then refitted.
 
     One eigendecomposition of ``S K S`` is shared by every alpha; each extra alpha costs one
@@ -131,18 +134,7 @@ class RankRLSCV(RegressorMixin, BaseEstimator):
     def __init__(self, alphas=None, *, cv=None, scoring=None, kernel="linear", gamma=None, degree=3,
                  coef0=1.0, group_weighting="unweighted", exclude_ties=False, n_jobs=None, store_cv_predictions=True,
                  verbose=0):
-        self.alphas = alphas
-        self.cv = cv
-        self.scoring = scoring
-        self.kernel = kernel
-        self.gamma = gamma
-        self.degree = degree
-        self.coef0 = coef0
-        self.group_weighting = group_weighting
-        self.exclude_ties = exclude_ties
-        self.n_jobs = n_jobs
-        self.store_cv_predictions = store_cv_predictions
-        self.verbose = verbose
+        self._store_params(locals())
 
     def _base(self):
         return RankRLS(kernel=self.kernel, gamma=self.gamma, degree=self.degree, coef0=self.coef0,
@@ -155,7 +147,6 @@ class RankRLSCV(RegressorMixin, BaseEstimator):
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.target_tags.multi_output = True  # y (m, v): every output scored, alpha shared
-        tags.input_tags.pairwise = self.kernel == "precomputed"
         tags.input_tags.sparse = self.kernel != "precomputed"
         return tags
 
@@ -250,14 +241,9 @@ class RankRLSCV(RegressorMixin, BaseEstimator):
         check_is_fitted(self, "best_estimator_")
         return self.best_estimator_.predict(X)
 
-    def score(self, X, y, groups=None, sample_weight=None):
-        """Pairwise ranking accuracy of the refitted model, ``1 - pairwise_disagreement(y,
-        predict(X), groups, tied_scores="half")`` (see :meth:`fastrank.RankRLS.score`); not R^2."""
-        check_is_fitted(self, "best_estimator_")
-        return self.best_estimator_.score(X, y, groups, sample_weight)
 
-
-class MPRankCV(RegressorMixin, BaseEstimator):
+@register_estimator
+class MPRankCV(KernelMixin, Ranker):
     """MPRank with ``C`` chosen by the exact leave-one-out of Cortes, Mohri & Rastogi (000 Sect.
     2.6), then solved on all data from the same factorization.
 
@@ -283,13 +269,7 @@ class MPRankCV(RegressorMixin, BaseEstimator):
     """
 
     def __init__(self, Cs=None, *, kernel="linear", gamma=None, degree=3, coef0=1.0, n_jobs=None, verbose=0):
-        self.Cs = Cs
-        self.kernel = kernel
-        self.gamma = gamma
-        self.degree = degree
-        self.coef0 = coef0
-        self.n_jobs = n_jobs
-        self.verbose = verbose
+        self._store_params(locals())
 
     def _base(self):
         return MPRank(kernel=self.kernel, gamma=self.gamma, degree=self.degree, coef0=self.coef0, n_jobs=self.n_jobs)
@@ -337,8 +317,4 @@ class MPRankCV(RegressorMixin, BaseEstimator):
         check_is_fitted(self, "best_estimator_")
         return self.best_estimator_.predict(X)
 
-    def score(self, X, y, groups=None, sample_weight=None):
-        """Pairwise ranking accuracy of the best model (see :meth:`fastrank.MPRank.score`); not R^2."""
-        check_is_fitted(self, "best_estimator_")
-        return self.best_estimator_.score(X, y, groups, sample_weight)
 

@@ -85,7 +85,7 @@ _SKIPPED_STATE = ("_metadata_request",)  # scikit-learn's routing requests: set 
 
 
 def _estimator_classes():
-    """The whitelist: the estimator classes fastrank exports (see ``fastrank._registry``)."""
+    """The whitelist: the registered estimator classes (see ``fastrank._registry``)."""
     return dict(ESTIMATORS)
 
 

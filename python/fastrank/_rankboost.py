@@ -16,54 +16,19 @@ whatever the number of pairs.  See ``cpp/include/fastrank/rankboost.hpp``.
 
 from __future__ import annotations
 
-import numbers
-
 import numpy as np
-from sklearn.base import BaseEstimator, RegressorMixin
-from sklearn.utils.validation import check_is_fitted, column_or_1d
+from sklearn.utils.validation import check_is_fitted
 
 from . import _core
+from ._base import N_JOBS, Ranker, StrOptions, positive_int
 from ._problem import check_pairs
+from ._registry import register_estimator
 from ._validation import as_float_matrix, check_n_jobs, group_index
-from .metrics import pairwise_disagreement
 
 __all__ = ["RankBoost"]
 
 _WEIGHTINGS = ("pairs", "query")
 _MISSING = ("error", "q_def")
-
-
-def _check_positive_int(value, name, *, allow_none=False):
-    if value is None and allow_none:
-        return None
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
-        raise TypeError(f"{name} must be {'None or ' if allow_none else ''}an integer >= 1, got {value!r}")
-    if value < 1:
-        raise ValueError(f"{name} must be >= 1, got {value!r}")
-    return int(value)
-
-
-def _as_scores(y, m):
-    if y is None:
-        raise ValueError("This estimator requires y to be passed, but the target y is None")
-    y = np.asarray(y)
-    if y.ndim == 2 and y.shape[1] == 1:
-        y = column_or_1d(y, warn=True)  # DataConversionWarning, as scikit-learn regressors do
-    if y.ndim != 1:
-        raise ValueError(f"y must be 1-D with one relevance score per row, got shape {y.shape}")
-    if y.dtype == object:
-        try:
-            y = y.astype(np.float64)
-        except (TypeError, ValueError) as exc:
-            raise ValueError(f"y must be numeric: {exc}") from None
-    if np.iscomplexobj(y) or not (np.issubdtype(y.dtype, np.number) or y.dtype == bool):
-        raise ValueError(f"y must be real-valued numbers, got dtype {y.dtype}")
-    if y.shape[0] != m:
-        raise ValueError(f"Found input variables with inconsistent numbers of samples: [{m}, {y.shape[0]}]")
-    y = y.astype(np.float64)
-    if not np.isfinite(y).all():
-        raise ValueError("Input y contains NaN or infinity.")
-    return y
 
 
 def graded_blocks(y, groups, m):
@@ -89,7 +54,8 @@ def graded_blocks(y, groups, m):
     return block, group_blocks, n_pairs
 
 
-class RankBoost(RegressorMixin, BaseEstimator):
+@register_estimator
+class RankBoost(Ranker):
     """RankBoost with threshold weak rankers (Freund, Iyer, Schapire & Singer, JMLR 2003).
 
     Parameters
@@ -146,21 +112,17 @@ class RankBoost(RegressorMixin, BaseEstimator):
 
     def __init__(self, n_estimators=100, *, n_thresholds=None, group_weighting="pairs", missing="error",
                  n_jobs=None):
-        self.n_estimators = n_estimators
-        self.n_thresholds = n_thresholds
-        self.group_weighting = group_weighting
-        self.missing = missing
-        self.n_jobs = n_jobs
+        self._store_params(locals())
+
+    _parameter_constraints = {"n_estimators": [positive_int()], "n_thresholds": [None, positive_int()],
+                              "group_weighting": [StrOptions(set(_WEIGHTINGS))],
+                              "missing": [StrOptions(set(_MISSING))], "n_jobs": N_JOBS}
 
     # -- fitting ---------------------------------------------------------------------------------
     def _check_params(self):
-        T = _check_positive_int(self.n_estimators, "n_estimators")
-        k = _check_positive_int(self.n_thresholds, "n_thresholds", allow_none=True)
-        if self.group_weighting not in _WEIGHTINGS:
-            raise ValueError(f"group_weighting must be one of {_WEIGHTINGS}, got {self.group_weighting!r}")
-        if self.missing not in _MISSING:
-            raise ValueError(f"missing must be one of {_MISSING}, got {self.missing!r}")
-        return T, (0 if k is None else k), check_n_jobs(self.n_jobs)
+        self._validate_params()
+        k = 0 if self.n_thresholds is None else int(self.n_thresholds)
+        return int(self.n_estimators), k, check_n_jobs(self.n_jobs)
 
     def _check_X(self, X, min_rows=1):
         allow = getattr(self, "missing", "error") == "q_def"
@@ -175,7 +137,7 @@ class RankBoost(RegressorMixin, BaseEstimator):
         T, k, n_threads = self._check_params()
         X = self._check_X(X, min_rows=2)
         m = X.shape[0]
-        y = _as_scores(y, m)
+        y = self._check_target_vector(y, m)
         block, group_blocks, n_pairs = graded_blocks(y, groups, m)
         if not np.any(n_pairs > 0):
             where = "inside any group" if groups is not None else "among the rows"
@@ -245,15 +207,3 @@ class RankBoost(RegressorMixin, BaseEstimator):
         tags = super().__sklearn_tags__()
         tags.input_tags.allow_nan = self.missing == "q_def"
         return tags
-
-    def score(self, X, y, groups=None, sample_weight=None):
-        """Pairwise ranking accuracy ``1 - pairwise_disagreement(y, predict(X), groups,
-        sample_weight=sample_weight)``: ties in the scores count half an error, with ``groups``
-        the mean over groups, with row weights a pair weighs w_i w_j."""
-
-        y = np.asarray(y)
-        if y.ndim == 2 and y.shape[1] == 1:
-            y = y[:, 0]
-        if y.ndim != 1:
-            raise ValueError(f"y must be 1-D with one relevance score per row, got shape {y.shape}")
-        return 1.0 - pairwise_disagreement(y, self.predict(X), groups, sample_weight=sample_weight)

@@ -20,12 +20,14 @@ estimators validate their parameters, build a :class:`~fastrank._problem.Ranking
 from __future__ import annotations
 
 import numpy as np
-from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.utils.validation import check_is_fitted
 
-from ._kernels import predict_basis, resolve_kernel
-from ._problem import RankingProblem, check_features, check_weighting
+from ._base import N_JOBS, KernelMixin, Ranker, StrOptions, nonneg_real, positive_int
+from ._kernels import predict_basis
+from ._problem import WEIGHTINGS, RankingProblem
+from ._registry import register_estimator
 from ._solvers import (
+    SOLVERS,
     choose_solver,
     default_max_iter,
     densify,
@@ -38,19 +40,16 @@ from ._solvers import (
 )
 from ._progress import progress, resolve_verbose, stage
 from ._exactcv import CVSpec
-from ._sparse import issparse
 from ._threads import compute_region
-from ._validation import check_alpha, check_alphas, check_n_jobs, check_precomputed_kernel
-from .metrics import pairwise_disagreement
+from ._validation import check_alpha, check_alphas, check_n_jobs
 
 __all__ = ["RankRLS", "MPRank", "RankRLSPath", "rankrls_path"]
 
-class _RankRLSBase(RegressorMixin, BaseEstimator):
-    """What RankRLS and MPRank share: kernel resolution, solving a problem, the fitted state,
-    prediction and the pairwise score."""
+class _RankRLSBase(KernelMixin, Ranker):
+    """What RankRLS and MPRank share: solving a problem, the fitted state and prediction."""
 
-    def _kernel_spec(self, n_features):
-        return resolve_kernel(self.kernel, self.gamma, self.degree, self.coef0, n_features)
+    # alpha / C are checked by check_alpha (float64 limits and the problem's scale)
+    _parameter_constraints = {"solver": [StrOptions(set(SOLVERS))], "n_jobs": N_JOBS}
 
     def _allow_sparse(self):
         return False
@@ -117,17 +116,11 @@ class _RankRLSBase(RegressorMixin, BaseEstimator):
     # -- prediction ----------------------------------------------------------------------------
     def _decision(self, X):
         check_is_fitted(self, "fit_mode_")
+        X = self._check_predict_X(X, n_train=self.n_samples_fit_)
         if self.kernel == "precomputed":
-            K = check_precomputed_kernel(X.toarray() if issparse(X) else X, n_train=self.n_samples_fit_)
             if self.fit_mode_ == "sparse":
-                return K[:, self.basis_indices_] @ self.dual_coef_
-            return K @ self.dual_coef_
-        X = check_features(X, allow_sparse=True, min_rows=1)
-        if X.shape[1] != self.n_features_in_:
-            raise ValueError(
-                f"X has {X.shape[1]} features, but {type(self).__name__} is expecting "
-                f"{self.n_features_in_} features as input."
-            )
+                return X[:, self.basis_indices_] @ self.dual_coef_
+            return X @ self.dual_coef_
         if self.coef_ is not None:
             return np.asarray(X @ self.coef_)
         spec = self._kernel_spec(self.n_features_in_)
@@ -142,34 +135,13 @@ class _RankRLSBase(RegressorMixin, BaseEstimator):
         """
         return self._decision(X)
 
-    def score(self, X, y, groups=None, sample_weight=None):
-        """Pairwise ranking accuracy: ``1 - pairwise_disagreement(y, predict(X), groups,
-        tied_scores="half", sample_weight=sample_weight)`` (with row weights a pair weighs
-        w_i w_j).  Pairs tied in ``y`` are ignored, ties in the predicted scores count as half
-        an error, and with ``groups`` only pairs inside a group count, averaged per group (the
-        mean over groups that have a relevant pair).  Higher is better; for binary ``y`` without
-        groups it equals the AUC.  Multi-output: the mean over outputs."""
-        pred = self.predict(X)
-        y = np.asarray(y)
-        if pred.ndim == 1:
-            if y.ndim == 2 and y.shape[1] == 1:
-                y = y[:, 0]
-            if y.ndim != 1:
-                raise ValueError(f"y must be 1-D for a single-output model, got shape {y.shape}")
-            return 1.0 - pairwise_disagreement(y, pred, groups, sample_weight=sample_weight)
-        if y.ndim != 2 or y.shape[1] != pred.shape[1]:
-            raise ValueError(f"y must have shape (n_samples, {pred.shape[1]}) for this {pred.shape[1]}-output "
-                             f"model, got {y.shape}")
-        return float(np.mean([1.0 - pairwise_disagreement(y[:, k], pred[:, k], groups, sample_weight=sample_weight)
-                              for k in range(pred.shape[1])]))
-
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.target_tags.multi_output = True
-        tags.input_tags.pairwise = self.kernel == "precomputed"
         return tags
 
 
+@register_estimator
 class RankRLS(_RankRLSBase):
     """Regularized least-squares ranking (RankRLS; Pahikkala et al., Machine Learning 2009).
 
@@ -279,22 +251,16 @@ class RankRLS(_RankRLSBase):
         exclude_ties=False,
         verbose=0,
     ):
-        self.alpha = alpha
-        self.kernel = kernel
-        self.gamma = gamma
-        self.degree = degree
-        self.coef0 = coef0
-        self.solver = solver
-        self.group_weighting = group_weighting
-        self.n_jobs = n_jobs
-        self.tol = tol
-        self.max_iter = max_iter
-        self.warm_start = warm_start
-        self.preconditioner = preconditioner
-        self.basis_vectors = basis_vectors
-        self.random_state = random_state
-        self.exclude_ties = exclude_ties
-        self.verbose = verbose
+        self._store_params(locals())
+
+    _parameter_constraints = {
+        "group_weighting": [StrOptions(set(WEIGHTINGS))],
+        "tol": [nonneg_real()],
+        "max_iter": [None, positive_int()],
+        "warm_start": ["boolean"],
+        "preconditioner": [None, StrOptions({"jacobi"})],
+        "random_state": ["random_state"],
+    }
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -327,8 +293,9 @@ class RankRLS(_RankRLSBase):
 
         ``groups`` holds one id per row (any order, need not be contiguous or sorted).
         """
+        self._validate_params()
         alpha = check_alpha(self.alpha)
-        problem = self._scores_problem(X, y, groups, check_weighting(self.group_weighting), self._exclude_ties())
+        problem = self._scores_problem(X, y, groups, self.group_weighting, self._exclude_ties())
         fit = self._solve(problem, np.array([alpha]),
                           x0=self._warm_start_coef(problem.n_features, problem.n_outputs))
         return self._apply_fit(fit, 0, problem.one_d, problem.n_features, problem.m)
@@ -351,6 +318,7 @@ class RankRLS(_RankRLSBase):
             Importance of each preference: its squared error is multiplied by ``weights[e]``
             (an integer weight k is the same as repeating the pair k times).
         """
+        self._validate_params()
         alpha = check_alpha(self.alpha)
         problem = RankingProblem.from_preferences(X, pairs, magnitudes, cost, weights=weights,
                                                   precomputed=self.kernel == "precomputed", allow_sparse=True)
@@ -358,6 +326,7 @@ class RankRLS(_RankRLSBase):
         return self._apply_fit(fit, 0, True, problem.n_features, problem.m)
 
 
+@register_estimator
 class MPRank(_RankRLSBase):
     """Magnitude-preserving ranking, MPRank (Cortes, Mohri, Rastogi; 000 eq. 8 with n = 2).
 
@@ -377,13 +346,7 @@ class MPRank(_RankRLSBase):
     """
 
     def __init__(self, C=1.0, *, kernel="linear", gamma=None, degree=3, coef0=1.0, solver="auto", n_jobs=None):
-        self.C = C
-        self.kernel = kernel
-        self.gamma = gamma
-        self.degree = degree
-        self.coef0 = coef0
-        self.solver = solver
-        self.n_jobs = n_jobs
+        self._store_params(locals())
 
     def _cv_spec(self):
         """The validated model record the exact cross-validation engine retrains at fixed C."""
@@ -397,6 +360,7 @@ class MPRank(_RankRLSBase):
     def fit(self, X, y, groups=None):
         """Fit from real-valued scores y (m,) or (m, v) on all pairs, or (with ``groups``, one id
         per row) on the pairs inside each group, with alpha = m^2 / (2 C) for the m rows given."""
+        self._validate_params()
         problem = self._scores_problem(X, y, groups)
         alpha = self._equivalent_alpha(problem.m)
         if self.solver == "cg":
@@ -465,7 +429,8 @@ def rankrls_path(X, y, alphas, *, groups=None, estimator=None):
     est = RankRLS() if estimator is None else estimator
     if not isinstance(est, RankRLS):
         raise TypeError("estimator must be a fastrank.RankRLS")
+    est._validate_params()
     alphas = check_alphas(alphas)
-    problem = est._scores_problem(X, y, groups, check_weighting(est.group_weighting), est._exclude_ties())
+    problem = est._scores_problem(X, y, groups, est.group_weighting, est._exclude_ties())
     fit = est._solve(problem, alphas)
     return RankRLSPath(est, alphas, fit, problem.one_d, problem.n_features, problem.m)

@@ -19,57 +19,24 @@ O(m log m) per evaluation.  The squared hinge is solved by truncated Newton, the
 
 from __future__ import annotations
 
-import numbers
 import warnings
 
 import numpy as np
 import scipy.sparse as sp
-from sklearn.base import BaseEstimator, RegressorMixin
-from sklearn.utils.validation import check_is_fitted, column_or_1d
+from sklearn.utils.validation import check_is_fitted
 
 from . import _core
-from ._kernels import resolve_kernel
+from ._base import N_JOBS, KernelMixin, Ranker, StrOptions, nonneg_real, positive_int
 from ._memory import check_dense_memory
 from ._problem import check_pairs
+from ._registry import register_estimator
 from ._sparse import as_csr
-from ._validation import as_float_matrix, as_real_array, as_targets, check_alpha, check_n_jobs, group_index
+from ._validation import as_real_array, check_alpha, check_n_jobs, group_index
 from .exceptions import ConvergenceWarning
-from .metrics import pairwise_disagreement
 
 __all__ = ["RankSVM"]
 
 _LOSSES = {"squared_hinge": 0, "hinge": 1}
-
-
-def _check_loss(loss):
-    if not isinstance(loss, str) or loss not in _LOSSES:
-        raise ValueError(f"loss must be 'squared_hinge' or 'hinge', got {loss!r}")
-    return _LOSSES[loss]
-
-
-def _check_tol(tol):
-    if isinstance(tol, (bool, np.bool_)) or not isinstance(tol, numbers.Real) or not np.isfinite(tol) or tol < 0:
-        raise ValueError(f"tol must be a finite number >= 0, got {tol!r}")
-    return float(tol)
-
-
-def _check_max_iter(max_iter):
-    if isinstance(max_iter, (bool, np.bool_)) or not isinstance(max_iter, numbers.Integral) or max_iter < 1:
-        raise ValueError(f"max_iter must be a positive integer, got {max_iter!r}")
-    return int(max_iter)
-
-
-def _targets_1d(y, m):
-    """y as a finite float64 vector of length m; a column vector warns like scikit-learn."""
-    if y is None:
-        raise ValueError("This estimator requires y to be passed, but the target y is None")
-    arr = np.asarray(y)
-    if arr.ndim == 2 and arr.shape[1] == 1:
-        arr = column_or_1d(arr, warn=True)
-    elif arr.ndim == 2:
-        raise ValueError(f"RankSVM takes one target column: y should be 1-D, got shape {arr.shape}")
-    Y, _ = as_targets(arr, m)
-    return np.ascontiguousarray(Y[:, 0])
 
 
 def _group_structure(y, groups, m):
@@ -109,26 +76,8 @@ def _graph_structure(pairs, weights, m):
                 weight=np.ascontiguousarray(w))
 
 
-def _pairwise_loss(f, y=None, groups=None, *, pairs=None, weights=None, loss="squared_hinge", n_jobs=1):
-    """The core's pair-free oracle at scores f (for tests): ``(loss, d loss / d f, active weight,
-    n_pairs)`` of ``sum_P weight * l(1 - (f_i - f_j))``."""
-    f = np.ascontiguousarray(f, dtype=np.float64)
-    m = f.shape[0]
-    kw = _graph_structure(pairs, weights, m) if pairs is not None else _group_structure(
-        np.ascontiguousarray(y, dtype=np.float64), groups, m)
-    return _core.ranksvm_pairwise_loss(f, _check_loss(loss), check_n_jobs(n_jobs), **kw)
-
-
-def _hessian_times(f, v, y=None, groups=None, *, pairs=None, weights=None, n_jobs=1):
-    """Generalized Hessian (in f) of the squared-hinge pairwise loss at f, times v (for tests)."""
-    f = np.ascontiguousarray(f, dtype=np.float64)
-    m = f.shape[0]
-    kw = _graph_structure(pairs, weights, m) if pairs is not None else _group_structure(
-        np.ascontiguousarray(y, dtype=np.float64), groups, m)
-    return _core.ranksvm_hessian_times(f, np.ascontiguousarray(v, dtype=np.float64), check_n_jobs(n_jobs), **kw)
-
-
-class RankSVM(RegressorMixin, BaseEstimator):
+@register_estimator
+class RankSVM(KernelMixin, Ranker):
     """Ranking SVM (Joachims 2002), linear or kernel, exact and without forming pairs.
 
     Minimises ``1/2 ||w||^2 + C * sum_{(i,j) in P} weight_ij * l(1 - (f(x_i) - f(x_j)))`` where P
@@ -185,50 +134,22 @@ class RankSVM(RegressorMixin, BaseEstimator):
 
     def __init__(self, C=1.0, *, loss="squared_hinge", kernel="linear", gamma=None, degree=3, coef0=1.0, tol=1e-6,
                  max_iter=1000, n_jobs=None):
-        self.C = C
-        self.loss = loss
-        self.kernel = kernel
-        self.gamma = gamma
-        self.degree = degree
-        self.coef0 = coef0
-        self.tol = tol
-        self.max_iter = max_iter
-        self.n_jobs = n_jobs
+        self._store_params(locals())
+
+    # C is checked by check_alpha (float64 limits)
+    _parameter_constraints = {"loss": [StrOptions(set(_LOSSES))], "tol": [nonneg_real()],
+                              "max_iter": [positive_int()], "n_jobs": N_JOBS}
 
     # -- fitting -------------------------------------------------------------------------------
     def _params(self):
+        self._validate_params()
         C = check_alpha(self.C, "C")
-        code = _check_loss(self.loss)
-        tol = _check_tol(self.tol)
-        max_iter = _check_max_iter(self.max_iter)
-        n_threads = check_n_jobs(self.n_jobs)
-        return C, code, tol, max_iter, n_threads
-
-    def _check_fit_X(self, X):
-        """("csr", CsrParts, shape) / ("dense", array) / ("kernel", K) for the solver."""
-        if self.kernel == "precomputed":
-            if sp.issparse(X):
-                raise TypeError("a precomputed kernel must be a dense (m, m) array, not a sparse matrix")
-            K = as_float_matrix(X, "X (precomputed kernel)", min_rows=2)
-            if K.shape[0] != K.shape[1]:
-                raise ValueError(f"A precomputed kernel must be square (m, m), got shape {K.shape}")
-            scale = max(1.0, float(np.abs(K).max()))
-            if not np.allclose(K, K.T, rtol=1e-10, atol=1e-12 * scale):
-                raise ValueError("A precomputed kernel matrix must be symmetric")
-            return K
-        if sp.issparse(X):
-            parts = as_csr(X, "X")
-            if parts.shape[0] < 2:
-                raise ValueError(f"Found array with {parts.shape[0]} sample(s) (shape={parts.shape}) while a "
-                                 "minimum of 2 is required.")
-            return X
-        return as_float_matrix(X, "X", min_rows=2)
+        return C, _LOSSES[self.loss], float(self.tol), int(self.max_iter), check_n_jobs(self.n_jobs)
 
     def _solve(self, X, structure):
         C, code, tol, max_iter, n_threads = self._params()
         m = X.shape[0]
-        spec = None if self.kernel == "precomputed" else resolve_kernel(
-            self.kernel, self.gamma, self.degree, self.coef0, X.shape[1])
+        spec = None if self.kernel == "precomputed" else self._kernel_spec(X.shape[1])
         X_fit = None
         if spec is not None and spec.linear:
             if sp.issparse(X):
@@ -282,9 +203,9 @@ class RankSVM(RegressorMixin, BaseEstimator):
         share one target value, have no pairs and do not influence the model.
         """
         self._params()
-        X = self._check_fit_X(X)
+        X = self._check_fit_X(X, allow_sparse=True)
         m = X.shape[0]
-        y = _targets_1d(y, m)
+        y = self._check_target_vector(y, m)
         structure = _group_structure(y, groups, m)
         mode, out, X_fit = self._solve(X, structure)
         return self._set_fitted(X, mode, out, X_fit, _count_pairs(y, groups, m))
@@ -301,7 +222,7 @@ class RankSVM(RegressorMixin, BaseEstimator):
             Non-negative weight of each preference in the loss (default 1).
         """
         self._params()
-        X = self._check_fit_X(X)
+        X = self._check_fit_X(X, allow_sparse=True)
         structure = _graph_structure(pairs, weights, X.shape[0])
         mode, out, X_fit = self._solve(X, structure)
         return self._set_fitted(X, mode, out, X_fit, float(structure["weight"].sum()))
@@ -310,40 +231,20 @@ class RankSVM(RegressorMixin, BaseEstimator):
     def predict(self, X):
         """Ranking scores (p,): a higher score means ranked higher."""
         check_is_fitted(self, "fit_mode_")
+        n_train = None if self.dual_coef_ is None else self.dual_coef_.shape[0]
+        X = self._check_predict_X(X, n_train=n_train)
         if self.kernel == "precomputed":
-            K = X.toarray() if sp.issparse(X) else X
-            K = as_float_matrix(K, "X (precomputed kernel)")
-            m = self.dual_coef_.shape[0]
-            if K.shape[1] != m:
-                raise ValueError(f"A precomputed test kernel must have shape (n_samples, {m}) against the training "
-                                 f"rows, got {K.shape}")
-            return K @ self.dual_coef_
-        if sp.issparse(X):
-            p = as_csr(X, "X")
-            n = p.shape[1]
-        else:
-            X = as_float_matrix(X, "X")
-            n = X.shape[1]
-        if n != self.n_features_in_:
-            raise ValueError(f"X has {n} features, but {type(self).__name__} is expecting {self.n_features_in_} "
-                             "features as input.")
+            return X @ self.dual_coef_
         if self.fit_mode_ == "linear":
             return np.asarray(X @ self.coef_).reshape(-1)
         if sp.issparse(X):
-            check_dense_memory(X.shape[0], 1, "dense copy of the sparse input X", n_cols=n)
+            check_dense_memory(X.shape[0], 1, "dense copy of the sparse input X", n_cols=X.shape[1])
             X = np.ascontiguousarray(X.toarray(), dtype=np.float64)
-        spec = resolve_kernel(self.kernel, self.gamma, self.degree, self.coef0, self.n_features_in_)
+        spec = self._kernel_spec(self.n_features_in_)
         return spec.predict(X, self.X_fit_, self.dual_coef_.reshape(-1, 1), check_n_jobs(self.n_jobs))[:, 0]
-
-    def score(self, X, y, groups=None):
-        """Pairwise ranking accuracy ``1 - pairwise_disagreement(y, predict(X), groups, tied_scores="half")``
-        (with groups: the mean over groups that have a relevant pair)."""
-
-        return 1.0 - pairwise_disagreement(y, self.predict(X), groups, tied_scores="half")
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
-        tags.input_tags.pairwise = self.kernel == "precomputed"
         tags.input_tags.sparse = self.kernel != "precomputed"
         return tags
 

@@ -1,14 +1,20 @@
-"""The estimator classes fastrank exports, by name: the whitelist that model files may name and
-the learners the command line can train.  A new learner is added here and in ``__init__``."""
+"""The one estimator registry: every learner registers its class here (``@register_estimator``), and
+the package's exports, the model files' class whitelist, the command line's ``--model`` choices and
+the architecture test read their lists from :data:`ESTIMATORS`."""
 
-from ._cv import MPRankCV, RankRLSCV
-from ._rankboost import RankBoost
-from ._rankrls import MPRank, RankRLS
-from ._ranksvm import RankSVM
-from ._svrank import SVRank
-from .online import OAPBPM, OnlineMPRank, PRank, PRankVP, WidrowHoff
+__all__ = ["ESTIMATORS", "register_estimator"]
 
-__all__ = ["ESTIMATORS"]
+ESTIMATORS = {}
 
-ESTIMATORS = {cls.__name__: cls for cls in (RankRLS, MPRank, RankRLSCV, MPRankCV, RankSVM, SVRank, PRank, PRankVP,
-                                                   OAPBPM, WidrowHoff, OnlineMPRank, RankBoost)}
+
+def register_estimator(cls):
+    """Class decorator: make ``cls`` a fastrank learner by name (model files may name it, the CLI
+    can train it).  Names are unique; registering another class under a taken name is an error."""
+    name = cls.__name__
+    other = ESTIMATORS.get(name)
+    if other is not None and other is not cls and \
+            (other.__module__, other.__qualname__) != (cls.__module__, cls.__qualname__):
+        raise ValueError(f"an estimator named {name!r} is already registered ({other.__module__}.{name}); "
+                         "give the new learner another class name")
+    ESTIMATORS[name] = cls
+    return cls

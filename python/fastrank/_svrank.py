@@ -4,51 +4,23 @@ O(m log m) loss/subgradient oracle (the O(m^2) pairs are never formed)."""
 
 from __future__ import annotations
 
-import numbers
 import warnings
 
 import numpy as np
-from sklearn.base import BaseEstimator, RegressorMixin
-from sklearn.exceptions import DataConversionWarning
 from sklearn.utils.validation import check_is_fitted
 
 from . import _core
-from ._kernels import resolve_kernel
+from ._base import N_JOBS, KernelMixin, Ranker, nonneg_real, positive_int
 from ._memory import check_dense_memory
-from ._validation import as_float_matrix, as_targets, check_alpha, check_n_jobs, group_index
+from ._registry import register_estimator
+from ._validation import check_alpha, check_n_jobs, group_index
 from .exceptions import ConvergenceWarning
-from .metrics import pairwise_disagreement
 
 __all__ = ["SVRank"]
 
 
-def _check_nonneg(value, name):
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
-        raise TypeError(f"{name} must be a non-negative real number, got {value!r}")
-    value = float(value)
-    if not np.isfinite(value) or value < 0.0:
-        raise ValueError(f"{name} must be finite and >= 0, got {value!r}")
-    return value
-
-
-def _check_max_iter(max_iter):
-    if isinstance(max_iter, (bool, np.bool_)) or not isinstance(max_iter, numbers.Integral) or max_iter < 1:
-        raise ValueError(f"max_iter must be a positive integer, got {max_iter!r}")
-    return int(max_iter)
-
-
-def pair_loss(residuals, epsilon, offsets=None, n_jobs=None):
-    """``sum_q sum_{i,j in q} max(0, |r_j - r_i| - epsilon)`` over ordered pairs and its
-    subgradient with respect to ``r`` (rows grouped contiguously by ``offsets``; None: one group).
-
-    O(m log m): one sort per group and a two-pointer pass with prefix sums.  Returns (loss, g).
-    """
-    r = np.ascontiguousarray(residuals, dtype=np.float64).reshape(-1)
-    offsets = np.array([0, r.size], dtype=np.int64) if offsets is None else np.asarray(offsets, dtype=np.int64)
-    return _core.svrank_pair_loss(r, offsets, float(epsilon), check_n_jobs(n_jobs))
-
-
-class SVRank(RegressorMixin, BaseEstimator):
+@register_estimator
+class SVRank(KernelMixin, Ranker):
     r"""SVRank: magnitude-preserving ranking with the epsilon-insensitive pairwise cost.
 
     Minimises (Cortes, Mohri & Rastogi, eq. 9 with the cost c_SVR of eq. 7, n = 1; the
@@ -108,44 +80,21 @@ class SVRank(RegressorMixin, BaseEstimator):
 
     def __init__(self, C=1.0, *, epsilon=0.1, kernel="linear", gamma=None, degree=3, coef0=1.0, tol=1e-6,
                  max_iter=1000, n_jobs=None):
-        self.C = C
-        self.epsilon = epsilon
-        self.kernel = kernel
-        self.gamma = gamma
-        self.degree = degree
-        self.coef0 = coef0
-        self.tol = tol
-        self.max_iter = max_iter
-        self.n_jobs = n_jobs
+        self._store_params(locals())
 
-    def _kernel_spec(self, n_features):
-        return resolve_kernel(self.kernel, self.gamma, self.degree, self.coef0, n_features)
+    # C is checked by check_alpha (float64 limits)
+    _parameter_constraints = {"epsilon": [nonneg_real()], "tol": [nonneg_real()], "max_iter": [positive_int()],
+                              "n_jobs": N_JOBS}
 
     def fit(self, X, y, groups=None):
         """Fit from real-valued scores ``y`` (m,), on all pairs or on pairs inside ``groups``."""
+        self._validate_params()
         C = check_alpha(self.C, "C")
-        eps = _check_nonneg(self.epsilon, "epsilon")
-        tol = _check_nonneg(self.tol, "tol")
-        max_iter = _check_max_iter(self.max_iter)
+        eps, tol, max_iter = float(self.epsilon), float(self.tol), int(self.max_iter)
         n_threads = check_n_jobs(self.n_jobs)
         precomputed = self.kernel == "precomputed"
-        if precomputed:
-            X = as_float_matrix(X, "X (precomputed kernel)", min_rows=2)
-            if X.shape[0] != X.shape[1]:
-                raise ValueError(f"A precomputed kernel must be square (m, m), got shape {X.shape}")
-            scale = max(1.0, float(np.abs(X).max()))
-            if not np.allclose(X, X.T, rtol=1e-10, atol=1e-12 * scale):
-                raise ValueError("A precomputed kernel matrix must be symmetric")
-        else:
-            X = as_float_matrix(X, "X", min_rows=2)
-        y = np.asarray(y) if y is not None else y
-        if y is not None and y.ndim == 2 and y.shape[1] == 1:
-            warnings.warn("A column-vector y was passed when a 1d array was expected; it is used as y.ravel().",
-                          DataConversionWarning, stacklevel=2)
-            y = y.ravel()
-        Y, one_d = as_targets(y, X.shape[0])
-        if Y.shape[1] != 1:
-            raise ValueError(f"SVRank takes one target column: y must have shape (m,), got {np.shape(y)}")
+        X = self._check_fit_X(X)
+        y = self._check_target_vector(y, X.shape[0])
         spec = self._kernel_spec(X.shape[1])
         gi = group_index(groups, X.shape[0])
         if not np.any(gi.sizes >= 2):
@@ -153,7 +102,7 @@ class SVRank(RegressorMixin, BaseEstimator):
                 "No relevant pair: every group has a single row, so SVRank has nothing to learn. Give "
                 "groups with at least two rows each (or groups=None for all pairs)."
             )
-        yg = np.ascontiguousarray(gi.take(Y[:, 0]))
+        yg = np.ascontiguousarray(gi.take(y))
         offsets = np.ascontiguousarray(gi.offsets, dtype=np.int64)
         if spec.linear:
             Xg = np.ascontiguousarray(gi.take(X))
@@ -190,36 +139,14 @@ class SVRank(RegressorMixin, BaseEstimator):
                 "increase max_iter or tol.", ConvergenceWarning, stacklevel=2)
         return self
 
-    def _decision(self, X):
+    def predict(self, X):
+        """Ranking scores (higher ranks higher); only score differences are meaningful."""
         check_is_fitted(self, "n_iter_")
+        X = self._check_predict_X(X, n_train=None if self.dual_coef_ is None else self.dual_coef_.shape[0],
+                                  allow_sparse=False)
         if self.kernel == "precomputed":
-            K = as_float_matrix(X, "X (precomputed kernel)")
-            m = self.dual_coef_.shape[0]
-            if K.shape[1] != m:
-                raise ValueError(
-                    f"A precomputed test kernel must have shape (n_samples, {m}) against the training rows, "
-                    f"got {K.shape}")
-            return K @ self.dual_coef_
-        X = as_float_matrix(X, "X")
-        if X.shape[1] != self.n_features_in_:
-            raise ValueError(
-                f"X has {X.shape[1]} features, but SVRank is expecting {self.n_features_in_} features as input.")
+            return X @ self.dual_coef_
         if self.coef_ is not None:
             return X @ self.coef_
         spec = self._kernel_spec(self.n_features_in_)
         return spec.predict(X, self.X_fit_, self.dual_coef_.reshape(-1, 1), check_n_jobs(self.n_jobs))[:, 0]
-
-    def predict(self, X):
-        """Ranking scores (higher ranks higher); only score differences are meaningful."""
-        return self._decision(X)
-
-    def score(self, X, y, groups=None):
-        """``1 - pairwise_disagreement(y, predict(X), groups, tied_scores="half")``: pairs tied in ``y``
-        are ignored, tied predictions count half an error; with ``groups``, the mean over groups."""
-
-        return 1.0 - pairwise_disagreement(np.asarray(y), self.predict(X), groups, tied_scores="half")
-
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.input_tags.pairwise = self.kernel == "precomputed"
-        return tags

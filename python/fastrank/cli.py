@@ -107,9 +107,9 @@ def evaluate_scores(y, scores, qid, measures, *, each_query=True, verbose=0):
 # helpers
 # ----------------------------------------------------------------------------------------------
 def _estimators():
-    from ._persist import _estimator_classes
+    from ._registry import ESTIMATORS
 
-    return _estimator_classes()
+    return dict(ESTIMATORS)
 
 
 def _estimator_class(name):

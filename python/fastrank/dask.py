@@ -35,31 +35,33 @@ client if one exists).
 from __future__ import annotations
 
 import contextlib
+import copy
 import numbers
 import threading
 
 import numpy as np
 import scipy.linalg as sla
 import scipy.sparse as sp
-from sklearn.base import BaseEstimator, RegressorMixin, clone
+from sklearn.base import RegressorMixin, clone
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted
 
 import dask
 import dask.array as da
 
+from . import _core
 from ._cv import RankRLSCV
 from ._kernels import resolve_kernel
 from ._memory import check_dense_memory
 from ._problem import WEIGHTINGS, pair_weights
-from ._rankrls import RankRLS
-from ._solvers import select_basis
+from ._base import FastrankEstimator, ranking_accuracy
+from ._rankrls import RankRLS, RankRLSPath
+from ._solvers import Fit, _by_alpha, _warn_if_ill_conditioned, select_basis
 from ._threads import blas_controller
 from ._validation import _all_finite, check_alpha, check_alphas, check_n_jobs, group_index
 from .exceptions import LinAlgError
-from .metrics import pairwise_disagreement
 from .model_selection import permutation_test_lpo as _single
-from .online import OAPBPM, _seed_from
+from .online import OAPBPM
 
 __all__ = [
     "DaskRankRLS",
@@ -377,14 +379,6 @@ def _statistics(X, Y, G, table, weighting, feature, p):
 # ----------------------------------------------------------------------------------------------
 # Client-side solves
 # ----------------------------------------------------------------------------------------------
-def _primal_path(M, R, alphas):
-    """(M + alpha I)^-1 R for every alpha from one eigendecomposition (eq. 31 in feature space)."""
-    lam, V = sla.eigh(M)
-    lam = np.maximum(lam, 0.0)  # rounding can leave tiny negative eigenvalues of the PSD matrix
-    c = V.T @ R
-    return np.stack([V @ (c / (lam + a)[:, None]) for a in alphas])
-
-
 def _subset_decompose(H, g, KRR):
     """A(alpha) = (H + alpha K_RR)^-1 g through one decomposition (eq. 42), in the formulation of
     fastrank's in-memory solver: K_RR = Z Z^T, C = Z^-1 H Z^-T = V S V^T, A = Z^-T V (S + alpha)^-1
@@ -435,7 +429,7 @@ def _predict_block(block, coef, spec, XR, n_threads, one_d, block_info=None):
     return out[:, 0] if one_d else out
 
 
-class DaskRankRLS(RegressorMixin, BaseEstimator):
+class DaskRankRLS(RegressorMixin, FastrankEstimator):
     """RankRLS fitted exactly on dask arrays / dataframes (linear primal or subset of regressors).
 
     The fit equals the in-memory :class:`fastrank.RankRLS` with the same parameters (the linear
@@ -462,15 +456,7 @@ class DaskRankRLS(RegressorMixin, BaseEstimator):
 
     def __init__(self, alpha=1.0, *, kernel="linear", gamma=None, degree=3, coef0=1.0,
                  group_weighting="unweighted", basis_vectors=None, random_state=None, n_jobs=None):
-        self.alpha = alpha
-        self.kernel = kernel
-        self.gamma = gamma
-        self.degree = degree
-        self.coef0 = coef0
-        self.group_weighting = group_weighting
-        self.basis_vectors = basis_vectors
-        self.random_state = random_state
-        self.n_jobs = n_jobs
+        self._store_params(locals())
 
     # -- fitting --------------------------------------------------------------------------------
     def _check_params(self, n_features):
@@ -500,7 +486,11 @@ class DaskRankRLS(RegressorMixin, BaseEstimator):
         if self.basis_vectors is None:
             check_dense_memory(n, 1, "feature matrix X^T L X")
             M, R = _statistics(X, Y, G, table, self._weighting(G), _Linear(), n)
-            return X, Y, spec, "primal", _primal_path(M, R, alphas), None, None
+            # the in-memory primal solver's LAPACK route (Cholesky for one alpha, tridiagonal for several)
+            shifted = _core.solve_shifted_system_tridiag if alphas.size > 1 else _core.solve_shifted_system
+            W, rcond = shifted(np.asfortranarray(M), np.asfortranarray(R), alphas)
+            _warn_if_ill_conditioned(rcond)
+            return X, Y, spec, "primal", _by_alpha(W, alphas.size), None, None
         basis = select_basis(X.shape[0], self.basis_vectors, self.random_state)
         r = basis.size
         check_dense_memory(r, 2, "basis system K_R^T L K_R")
@@ -560,26 +550,19 @@ class DaskRankRLS(RegressorMixin, BaseEstimator):
                       group_weighting=self.group_weighting, basis_vectors=self.basis_vectors,
                       random_state=self.random_state, n_jobs=self.n_jobs,
                       solver="primal" if self.fit_mode_ == "primal" else "auto")
-        est.fit_mode_ = self.fit_mode_
-        est.n_features_in_ = self.n_features_in_
-        est._single_output = self._single_output
-        est.coef_ = self.coef_
-        est.dual_coef_ = self.dual_coef_
-        est.X_fit_ = self.X_fit_
-        est.basis_indices_ = self.basis_indices_
-        return est
+        as_path = (lambda a: None if a is None else a.reshape(a.shape[0], -1)[None])  # (1, rows, v)
+        fit = Fit(self.fit_mode_, coef=as_path(self.coef_), dual_coef=as_path(self.dual_coef_), X_fit=self.X_fit_,
+                  basis_indices=self.basis_indices_)
+        return RankRLSPath(est, np.array([float(self.alpha)]), fit, self._single_output, self.n_features_in_,
+                           None).fitted_estimator(0)
 
-    def score(self, X, y, groups=None):
+    def score(self, X, y, groups=None, sample_weight=None):
         """Pairwise ranking accuracy as :meth:`fastrank.RankRLS.score` (computed in memory)."""
         pred = self.predict(X)
-        pred = pred.compute() if isinstance(pred, da.Array) else pred
-        comp = [a.compute() if isinstance(a, da.Array) or _is_dask_frame(a) else a for a in (y, groups)]
-        y, groups = (np.asarray(a) if a is not None else None for a in comp)
-
-        if pred.ndim == 1:
-            return 1.0 - pairwise_disagreement(y, pred, groups, ties="half")
-        return float(np.mean([1.0 - pairwise_disagreement(y[:, k], pred[:, k], groups, ties="half")
-                              for k in range(pred.shape[1])]))
+        y, groups, sample_weight = (a.compute() if isinstance(a, da.Array) or _is_dask_frame(a) else a
+                                    for a in (y, groups, sample_weight))
+        return ranking_accuracy(y, pred.compute() if isinstance(pred, da.Array) else pred,
+                                None if groups is None else np.asarray(groups), sample_weight)
 
 
 def _fetch_rows(block, local):
@@ -675,7 +658,7 @@ def _cv_task(params, X, y, groups):
     return RankRLSCV(**params).fit(X, y, groups)
 
 
-class DaskRankRLSCV(RegressorMixin, BaseEstimator):
+class DaskRankRLSCV(RegressorMixin, FastrankEstimator):
     """Kernel-parameter x alpha search by fastrank's exact cross-validation, one task per kernel
     parameter value.
 
@@ -698,15 +681,7 @@ class DaskRankRLSCV(RegressorMixin, BaseEstimator):
 
     def __init__(self, gammas=None, alphas=None, *, cv="lpo", scoring=None, kernel="rbf", degree=3, coef0=1.0,
                  group_weighting="unweighted", n_jobs=None):
-        self.gammas = gammas
-        self.alphas = alphas
-        self.cv = cv
-        self.scoring = scoring
-        self.kernel = kernel
-        self.degree = degree
-        self.coef0 = coef0
-        self.group_weighting = group_weighting
-        self.n_jobs = n_jobs
+        self._store_params(locals())
 
     def fit(self, X, y, groups=None):
         """X, y, groups: held in memory by each task (the exact CV needs the full kernel)."""
@@ -738,9 +713,9 @@ class DaskRankRLSCV(RegressorMixin, BaseEstimator):
         check_is_fitted(self, "best_estimator_")
         return self.best_estimator_.predict(X)
 
-    def score(self, X, y, groups=None):
+    def score(self, X, y, groups=None, sample_weight=None):
         check_is_fitted(self, "best_estimator_")
-        return self.best_estimator_.score(X, y, groups)
+        return self.best_estimator_.score(X, y, groups, sample_weight)
 
 
 def _perm_task(estimator, X, y, groups, k, rng):
@@ -806,48 +781,6 @@ def permutation_test_lpo(estimator, X, y, n_permutations=100, random_state=None,
 
 
 # -- OAP-BPM member blocks ---------------------------------------------------------------------
-_MASK64 = (1 << 64) - 1
-
-
-def _splitmix64(z):
-    z = (z + 0x9E3779B97F4A7C15) & _MASK64
-    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & _MASK64
-    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & _MASK64
-    return z ^ (z >> 31)
-
-
-def _unxorshift(z, s):
-    x = z
-    for _ in range(64 // s + 1):
-        x = z ^ (x >> s)
-    return x & _MASK64
-
-
-def _splitmix64_inverse(z):
-    z = _unxorshift(z, 31)
-    z = (z * pow(0x94D049BB133111EB, -1, 1 << 64)) & _MASK64
-    z = _unxorshift(z, 27)
-    z = (z * pow(0xBF58476D1CE4E5B9, -1, 1 << 64)) & _MASK64
-    z = _unxorshift(z, 30)
-    return (z - 0x9E3779B97F4A7C15) & _MASK64
-
-
-def _block_seed(seed, first_member):
-    """A seed whose member j draws exactly what member ``first_member + j`` draws under ``seed``:
-    fastrank keys member j by splitmix64(splitmix64(seed) + j) (cpp/include/fastrank/perceptron.hpp),
-    and splitmix64 is a bijection, so the block's seed is splitmix64^-1(splitmix64(seed) + first)."""
-    return _splitmix64_inverse((_splitmix64(int(seed)) + int(first_member)) & _MASK64)
-
-
-def _oap_block_start(params, n_members, seed, classes, n_features):
-
-    est = OAPBPM(**{**params, "n_estimators": n_members})
-    est._validate_params()
-    est._reset(np.asarray(classes), n_features)
-    est.seed_ = seed
-    return est
-
-
 def _oap_block_step(est, Xc, yc):
     Xc = np.asarray(Xc)
     if Xc.shape[0] == 0:
@@ -855,19 +788,8 @@ def _oap_block_step(est, Xc, yc):
     return est.partial_fit(Xc, np.asarray(yc))
 
 
-def _oap_merge(template, seed, *blocks):
-    est = clone(template)
-    first = blocks[0]
-    for attr in ("classes_", "n_features_in_", "_kernel_kind", "_kernel_args", "n_seen_", "n_samples_seen_"):
-        setattr(est, attr, getattr(first, attr))
-    est.seed_ = seed
-    est.members_coef_ = np.concatenate([b.members_coef_ for b in blocks])
-    est.members_thresholds_ = np.concatenate([b.members_thresholds_ for b in blocks])
-    est.members_counts_ = np.concatenate([b.members_counts_ for b in blocks])
-    # The ensemble's own on-line predictions need every member at every step: not available.
-    est._losses = np.zeros(0, dtype=np.int32)
-    est._finish()
-    return est
+def _oap_merge(blocks):
+    return OAPBPM.from_members(blocks)
 
 
 def fit_oapbpm(estimator, X, y, *, classes=None, n_blocks=None):
@@ -878,7 +800,7 @@ def fit_oapbpm(estimator, X, y, *, classes=None, n_blocks=None):
     Each block streams the row blocks of X in order (a dask array is never gathered: block b's
     chain of ``partial_fit`` tasks reads chunk after chunk).  Member j's Bernoulli draws are a
     counter-based hash of (seed, j, t), so a block of members starting at j0 reproduces them with
-    a derived seed (:func:`_block_seed`).  Only ``shuffle=False`` streams and the linear kernel are
+    a derived seed (:meth:`fastrank.OAPBPM.member_blocks`).  Only ``shuffle=False`` streams and the linear kernel are
     supported; ``average_rank_loss_`` (the whole ensemble's on-line prediction at every step) is
     not available (NaN).
 
@@ -892,8 +814,6 @@ def fit_oapbpm(estimator, X, y, *, classes=None, n_blocks=None):
         raise ValueError("fit_oapbpm supports the linear kernel only (kernel members share a support list)")
     if estimator.shuffle:
         raise ValueError("fit_oapbpm needs shuffle=False (the stream order must be the row order)")
-    estimator._validate_params()
-    N = int(estimator.n_estimators)
     lengths = _frame_lengths(X, y)
     Xd = _as_dask(X, "X", (2,), lengths=lengths)
     yd = _aligned(Xd, y, "y", lengths)
@@ -901,21 +821,13 @@ def fit_oapbpm(estimator, X, y, *, classes=None, n_blocks=None):
         raise ValueError("y must be 1-D with one label per row of X")
     if classes is None:
         classes = np.unique(yd.compute())
-    classes = np.sort(np.asarray(classes))
     n_blocks = _default_blocks() if n_blocks is None else n_blocks
-    if isinstance(n_blocks, (bool, np.bool_)) or not isinstance(n_blocks, numbers.Integral) or n_blocks < 1:
-        raise ValueError(f"n_blocks must be a positive integer, got {n_blocks!r}")
-    n_blocks = min(int(n_blocks), N)
-    seed = _seed_from(estimator.random_state)
-    bounds = np.linspace(0, N, n_blocks + 1).round().astype(int)
-    params = estimator.get_params(deep=False)
     xb, ybl = _blocks(Xd), _blocks(yd)
     states = []
-    for b in range(n_blocks):
-        st = dask.delayed(_oap_block_start, pure=True)(params, int(bounds[b + 1] - bounds[b]),
-                                                        _block_seed(seed, bounds[b]), classes, Xd.shape[1])
+    for block in estimator.member_blocks(n_blocks, classes, Xd.shape[1]):
+        st = dask.delayed(copy.deepcopy, pure=True)(block)  # each task chain trains its own copy
         for _ in range(int(estimator.n_epochs)):
             for xc, yc in zip(xb, ybl):
                 st = dask.delayed(_oap_block_step, pure=True)(st, xc, yc)
         states.append(st)
-    return dask.compute(dask.delayed(_oap_merge, pure=True)(estimator, seed, *states))[0]
+    return dask.compute(dask.delayed(_oap_merge, pure=True)(states))[0]

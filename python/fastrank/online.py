@@ -31,46 +31,24 @@ from __future__ import annotations
 import numbers
 
 import numpy as np
-from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
+from sklearn.base import ClassifierMixin, clone
 from sklearn.utils import check_random_state
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, column_or_1d
 
 from . import _core
-from ._kernels import _KIND, KernelSpec, resolve_kernel
+from ._base import N_JOBS, FastrankEstimator, Interval, KernelMixin, Ranker, StrOptions, positive_int, positive_real, \
+    nonneg_real
+from ._kernels import _KIND, KernelSpec
 from ._memory import check_dense_memory
 from ._progress import progress
 from ._sparse import as_csr, issparse
+from ._registry import register_estimator
 from ._validation import as_float_matrix, as_real_array, check_n_jobs, check_precomputed_kernel, group_index
-from .metrics import pairwise_disagreement
 
 __all__ = ["PRank", "PRankVP", "OAPBPM", "WidrowHoff", "OnlineMPRank"]
 
 _VARIANTS = {"bpm": 0, "bagging": 1, "voted": 2}
-
-
-# ----------------------------------------------------------------------------------------------
-# validation helpers (local to this module)
-# ----------------------------------------------------------------------------------------------
-def _check_int(value, name, low, high=None):
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
-        raise ValueError(f"{name} must be an integer, got {value!r}")
-    value = int(value)
-    if value < low or (high is not None and value > high):
-        rng = f">= {low}" if high is None else f"in [{low}, {high}]"
-        raise ValueError(f"{name} must be {rng}, got {value}")
-    return value
-
-
-def _check_real(value, name, *, low=None, high=None, low_open=True, high_open=False):
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real) or not np.isfinite(value):
-        raise ValueError(f"{name} must be a finite real number, got {value!r}")
-    value = float(value)
-    if low is not None and (value <= low if low_open else value < low):
-        raise ValueError(f"{name} must be {'>' if low_open else '>='} {low}, got {value}")
-    if high is not None and (value >= high if high_open else value > high):
-        raise ValueError(f"{name} must be {'<' if high_open else '<='} {high}, got {value}")
-    return value
 
 
 def _as_X(X):
@@ -152,6 +130,40 @@ def _seed_from(random_state):
     return int(rs.randint(0, 2**62, dtype=np.int64))
 
 
+# splitmix64 and its inverse, to key blocks of OAP-BPM members (see OAPBPM.member_blocks)
+_MASK64 = (1 << 64) - 1
+
+
+def _splitmix64(z):
+    z = (z + 0x9E3779B97F4A7C15) & _MASK64
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & _MASK64
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & _MASK64
+    return z ^ (z >> 31)
+
+
+def _unxorshift(z, s):
+    x = z
+    for _ in range(64 // s + 1):
+        x = z ^ (x >> s)
+    return x & _MASK64
+
+
+def _splitmix64_inverse(z):
+    z = _unxorshift(z, 31)
+    z = (z * pow(0x94D049BB133111EB, -1, 1 << 64)) & _MASK64
+    z = _unxorshift(z, 27)
+    z = (z * pow(0xBF58476D1CE4E5B9, -1, 1 << 64)) & _MASK64
+    z = _unxorshift(z, 30)
+    return (z - 0x9E3779B97F4A7C15) & _MASK64
+
+
+def _block_seed(seed, first_member):
+    """A seed whose member j draws exactly what member ``first_member + j`` draws under ``seed``:
+    fastrank keys member j by splitmix64(splitmix64(seed) + j) (cpp/include/fastrank/perceptron.hpp),
+    and splitmix64 is a bijection, so the block's seed is splitmix64^-1(splitmix64(seed) + first)."""
+    return _splitmix64_inverse((_splitmix64(int(seed)) + int(first_member)) & _MASK64)
+
+
 def _rank_from_scores(scores, thresholds):
     """Smallest r with s - c(r) < 0 (rank k when no threshold exceeds s), as 1-based ranks."""
     k = thresholds.shape[-1] + 1
@@ -162,18 +174,17 @@ def _rank_from_scores(scores, thresholds):
 # ----------------------------------------------------------------------------------------------
 # PRank / OAP family
 # ----------------------------------------------------------------------------------------------
-class _OAPBase(ClassifierMixin, BaseEstimator):
+_STREAM_CONSTRAINTS = {"n_epochs": [positive_int()], "shuffle": ["boolean"], "random_state": ["random_state"]}
+
+
+class _OAPBase(KernelMixin, ClassifierMixin, FastrankEstimator):
     """Shared machinery of PRank and OAPBPM (PRank is the one-member, tau = 1 ensemble)."""
+
+    _parameter_constraints = {**_STREAM_CONSTRAINTS, "budget": [None, positive_int()], "n_jobs": N_JOBS}
 
     # -- parameters resolved by subclasses --
     def _members_tau_variant(self):  # pragma: no cover - abstract
         raise NotImplementedError
-
-    def _resolve_kernel(self, n_features):
-        spec = resolve_kernel(self.kernel, self.gamma, self.degree, self.coef0, n_features)
-        if self.budget is not None:
-            _check_int(self.budget, "budget", 1)
-        return spec
 
     # -- streaming core --
     def _reset(self, classes, n_features):
@@ -185,7 +196,7 @@ class _OAPBase(ClassifierMixin, BaseEstimator):
                 f"y has {k} class ({classes.tolist()!r}); need at least 2 distinct labels: PRank-type "
                 "learners rank into k >= 2 ordered classes"
             )
-        spec = self._resolve_kernel(n_features)
+        spec = self._kernel_spec(n_features)
         self.n_features_in_ = n_features
         self._kernel_kind = spec.kind
         self._kernel_args = (spec.gamma, spec.degree, spec.coef0)
@@ -242,13 +253,6 @@ class _OAPBase(ClassifierMixin, BaseEstimator):
         self.members_counts_ = V
         self.n_seen_ += X.shape[0]
         self._losses = np.concatenate([self._losses, losses.astype(np.int32)])
-
-    def _validate_params(self):
-        _check_int(self.n_epochs, "n_epochs", 1)
-        if not isinstance(self.shuffle, (bool, np.bool_)):
-            raise ValueError(f"shuffle must be a bool, got {self.shuffle!r}")
-        check_n_jobs(getattr(self, "n_jobs", None))
-        self._members_tau_variant()
 
     def fit(self, X, y):
         """Restart the stream and make ``n_epochs`` passes over (X, y).
@@ -384,12 +388,12 @@ class _OAPBase(ClassifierMixin, BaseEstimator):
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
-        tags.input_tags.pairwise = self.kernel == "precomputed"
         tags.input_tags.sparse = self.kernel != "precomputed"
         tags.classifier_tags.multi_class = True
         return tags
 
 
+@register_estimator
 class PRank(_OAPBase):
     """PRank, the perceptron ranking algorithm (Crammer & Singer; Harrington 2003, Algorithm 1).
 
@@ -413,15 +417,7 @@ class PRank(_OAPBase):
 
     def __init__(self, *, kernel="linear", gamma=None, degree=2, coef0=1.0, budget=None, n_epochs=1,
                  shuffle=False, random_state=None, verbose=0):
-        self.kernel = kernel
-        self.gamma = gamma
-        self.degree = degree
-        self.coef0 = coef0
-        self.budget = budget
-        self.n_epochs = n_epochs
-        self.shuffle = shuffle
-        self.random_state = random_state
-        self.verbose = verbose
+        self._store_params(locals())
 
     def _members_tau_variant(self):
         return 1, 1.0, "bpm"
@@ -431,6 +427,7 @@ class PRank(_OAPBase):
         return self.coef_
 
 
+@register_estimator
 class PRankVP(PRank):
     """PRank-VP: a single PRank whose intermediate hypotheses vote (Harrington 2003, Sect. 3.1 and
     4.1, "PRank with voted Perceptron"; the voted perceptron of Freund & Schapire applied to PRank).
@@ -468,14 +465,7 @@ class PRankVP(PRank):
 
     def __init__(self, *, kernel="linear", gamma=None, degree=2, coef0=1.0, n_epochs=1, shuffle=False,
                  random_state=None, verbose=0):
-        self.kernel = kernel
-        self.gamma = gamma
-        self.degree = degree
-        self.coef0 = coef0
-        self.n_epochs = n_epochs
-        self.shuffle = shuffle
-        self.random_state = random_state
-        self.verbose = verbose
+        self._store_params(locals())
 
     def _reset(self, classes, n_features):
         super()._reset(classes, n_features)
@@ -584,6 +574,7 @@ class PRankVP(PRank):
         return self.classes_[ranks - 1]
 
 
+@register_estimator
 class OAPBPM(_OAPBase):
     """OAP-BPM: Online Aggregate PRank - Bayes Point Machine (Harrington 2003, Algorithm 2 and 3.1).
 
@@ -609,32 +600,67 @@ class OAPBPM(_OAPBase):
 
     def __init__(self, n_estimators=100, tau=0.3, *, variant="bpm", kernel="linear", gamma=None, degree=2,
                  coef0=1.0, budget=None, n_epochs=1, shuffle=False, random_state=None, n_jobs=None, verbose=0):
-        self.n_estimators = n_estimators
-        self.tau = tau
-        self.variant = variant
-        self.kernel = kernel
-        self.gamma = gamma
-        self.degree = degree
-        self.coef0 = coef0
-        self.budget = budget
-        self.n_epochs = n_epochs
-        self.shuffle = shuffle
-        self.random_state = random_state
-        self.verbose = verbose
-        self.n_jobs = n_jobs
+        self._store_params(locals())
+
+    _parameter_constraints = {"n_estimators": [positive_int()],
+                              "tau": [Interval(numbers.Real, 0, 1, closed="right")],
+                              "variant": [StrOptions(set(_VARIANTS))]}
 
     def _members_tau_variant(self):
-        N = _check_int(self.n_estimators, "n_estimators", 1)
-        tau = _check_real(self.tau, "tau", low=0.0, high=1.0)
-        if self.variant not in _VARIANTS:
-            raise ValueError(f"variant must be one of {sorted(_VARIANTS)}, got {self.variant!r}")
-        return N, tau, self.variant
+        return int(self.n_estimators), float(self.tau), self.variant
+
+    # -- member blocks: the ensemble trained as independent streams (e.g. fastrank.dask) --
+    def member_blocks(self, n_blocks, classes, n_features):
+        """Untrained OAP-BPMs holding consecutive blocks of this ensemble's members, to be trained
+        as separate streams (``partial_fit`` on the same rows in the same order) and joined by
+        :meth:`from_members` into exactly the model ``fit`` gives (``shuffle=False``, linear kernel).
+
+        Member j's Bernoulli draws are a counter-based hash of (seed, j, t): member j is keyed by
+        splitmix64(splitmix64(seed) + j) (cpp/include/fastrank/perceptron.hpp), and splitmix64 is a
+        bijection, so a block starting at member j0 gets the seed
+        splitmix64^-1(splitmix64(seed) + j0) and its members draw what members j0, j0 + 1, ... draw.
+        """
+        self._validate_params()
+        if self.kernel != "linear":
+            raise ValueError("member blocks need the linear kernel (kernel members share a support list)")
+        if isinstance(n_blocks, (bool, np.bool_)) or not isinstance(n_blocks, numbers.Integral) or n_blocks < 1:
+            raise ValueError(f"n_blocks must be a positive integer, got {n_blocks!r}")
+        N = int(self.n_estimators)
+        classes = _sorted_classes(classes)
+        seed = _seed_from(self.random_state)
+        bounds = np.linspace(0, N, min(int(n_blocks), N) + 1).round().astype(int)
+        blocks = []
+        for first, stop in zip(bounds[:-1], bounds[1:]):
+            block = clone(self).set_params(n_estimators=int(stop - first))
+            block._reset(classes, n_features)
+            block.seed_ = _block_seed(seed, first)
+            block.ensemble_seed_ = seed
+            blocks.append(block)
+        return blocks
+
+    @classmethod
+    def from_members(cls, blocks):
+        """The ensemble of trained member blocks (in member order, as :meth:`member_blocks` made
+        them, each trained on the same stream).  ``average_rank_loss_`` is not available (NaN):
+        the ensemble's own on-line prediction needs every member at every step."""
+        first = blocks[0]
+        est = cls(**{**first.get_params(deep=False), "n_estimators": sum(int(b.n_estimators) for b in blocks)})
+        for attr in ("classes_", "n_features_in_", "_kernel_kind", "_kernel_args", "n_seen_", "n_samples_seen_"):
+            setattr(est, attr, getattr(first, attr))
+        est.seed_ = first.ensemble_seed_
+        est.members_coef_ = np.concatenate([b.members_coef_ for b in blocks])
+        est.members_thresholds_ = np.concatenate([b.members_thresholds_ for b in blocks])
+        est.members_counts_ = np.concatenate([b.members_counts_ for b in blocks])
+        est._losses = np.zeros(0, dtype=np.int32)
+        est._finish()
+        return est
 
 
 # ----------------------------------------------------------------------------------------------
 # Widrow-Hoff
 # ----------------------------------------------------------------------------------------------
-class WidrowHoff(ClassifierMixin, BaseEstimator):
+@register_estimator
+class WidrowHoff(ClassifierMixin, FastrankEstimator):
     """Widrow-Hoff (LMS) on-line least-squares regression on the ranks (Harrington 2003, section 4).
 
     s = w.x + b; after predicting, w <- w + eta (r - s) x and b <- b + eta (r - s) with r the rank
@@ -643,16 +669,9 @@ class WidrowHoff(ClassifierMixin, BaseEstimator):
     """
 
     def __init__(self, eta=0.1, *, fit_intercept=True, n_epochs=1, shuffle=False, random_state=None, verbose=0):
-        self.eta = eta
-        self.fit_intercept = fit_intercept
-        self.n_epochs = n_epochs
-        self.shuffle = shuffle
-        self.random_state = random_state
-        self.verbose = verbose
+        self._store_params(locals())
 
-    def _validate_params(self):
-        _check_real(self.eta, "eta", low=0.0)
-        _check_int(self.n_epochs, "n_epochs", 1)
+    _parameter_constraints = {**_STREAM_CONSTRAINTS, "eta": [positive_real()], "fit_intercept": ["boolean"]}
 
     def _reset(self, classes, n_features):
         if classes.size < 2:
@@ -748,7 +767,8 @@ def _group_sqrt_laplacian(A, gi):
     return w * (A - means[gi.codes])
 
 
-class OnlineMPRank(RegressorMixin, BaseEstimator):
+@register_estimator
+class OnlineMPRank(KernelMixin, Ranker):
     """On-line (gradient) MPRank (Cortes, Mohri & Rastogi, section 2.5).
 
     Solves the MPRank problem  min ||w||^2 + C/m^2 sum_{i,j} ((h(x_j) - h(x_i)) - (y_j - y_i))^2
@@ -774,26 +794,11 @@ class OnlineMPRank(RegressorMixin, BaseEstimator):
 
     def __init__(self, C=1.0, *, kernel="linear", gamma=None, degree=3, coef0=1.0, eta=None,
                  algorithm="sequential", max_iter=1000, tol=1e-4, n_jobs=None):
-        self.C = C
-        self.kernel = kernel
-        self.gamma = gamma
-        self.degree = degree
-        self.coef0 = coef0
-        self.eta = eta
-        self.algorithm = algorithm
-        self.max_iter = max_iter
-        self.tol = tol
-        self.n_jobs = n_jobs
+        self._store_params(locals())
 
-    def _validate_params(self):
-        _check_real(self.C, "C", low=0.0)
-        if self.eta is not None:
-            _check_real(self.eta, "eta", low=0.0)
-        if self.algorithm not in ("sequential", "gradient"):
-            raise ValueError(f"algorithm must be 'sequential' or 'gradient', got {self.algorithm!r}")
-        _check_int(self.max_iter, "max_iter", 0)
-        _check_real(self.tol, "tol", low=0.0, low_open=False)
-        check_n_jobs(self.n_jobs)
+    _parameter_constraints = {"C": [positive_real()], "eta": [None, positive_real()],
+                              "algorithm": [StrOptions({"sequential", "gradient"})],
+                              "max_iter": [positive_int(low=0)], "tol": [nonneg_real()], "n_jobs": N_JOBS}
 
     def _kernel_matrix(self, X, spec):
         # Peak of _solve: K, the centred Kt and the temporaries of (Kt + Kt.T) / 2 and its Fortran
@@ -860,19 +865,8 @@ class OnlineMPRank(RegressorMixin, BaseEstimator):
         if X.shape[0] < 2:
             raise ValueError(f"OnlineMPRank needs at least 2 samples (a ranking compares pairs), got n_samples="
                              f"{X.shape[0]}")
-        if y is None:
-            raise ValueError("OnlineMPRank requires y to be passed, but the target y is None")
-        y = np.asarray(y)
-        if y.ndim == 2 and y.shape[1] == 1:
-            y = column_or_1d(y, warn=True)
-        if y.ndim != 1:
-            raise ValueError(f"y must be 1-D, got shape {y.shape}")
-        y = as_real_array(y, "y")
-        if y.shape[0] != X.shape[0]:
-            raise ValueError(f"Found input variables with inconsistent numbers of samples: [{X.shape[0]}, {y.shape[0]}]")
-        if not np.isfinite(y).all():
-            raise ValueError("Input y contains NaN or infinity.")
-        spec = resolve_kernel(self.kernel, self.gamma, self.degree, self.coef0, X.shape[1])
+        y = self._check_target_vector(y, X.shape[0])
+        spec = self._kernel_spec(X.shape[1])
         codes = None if groups is None else group_index(groups, X.shape[0])
         # Nothing is stored before the solve succeeded: a failed fit leaves a fitted model as it was.
         self._solve(self._kernel_matrix(X, spec), y, np.zeros(X.shape[0]), codes)
@@ -932,16 +926,7 @@ class OnlineMPRank(RegressorMixin, BaseEstimator):
         """Ranking scores h(x) of eq. 13 (higher ranks higher; defined up to a constant)."""
         return self._h(X)
 
-    def score(self, X, y, groups=None, sample_weight=None):
-        """Pairwise ranking accuracy 1 - pairwise_disagreement(y, predict(X), groups) (pairs tied in
-        y ignored, tied scores half an error; row weights make a pair weigh w_i w_j), as
-        ``fastrank.MPRank.score``."""
-        pred = self.predict(X)
-        y = as_real_array(y, "y").ravel()
-        return 1.0 - pairwise_disagreement(y, pred, groups, sample_weight=sample_weight)
-
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
-        tags.input_tags.pairwise = self.kernel == "precomputed"
         tags.input_tags.sparse = self.kernel != "precomputed"
         return tags

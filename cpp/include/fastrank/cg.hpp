@@ -83,7 +83,4 @@ Vector cg_jacobi_diagonal_csr32(const CsrView<std::int32_t>& X, const RankingLap
 Vector cg_jacobi_diagonal_csr64(const CsrView<std::int64_t>& X, const RankingLaplacian& L);
 Vector cg_jacobi_diagonal_dense(RowMatrixCRef X, const RankingLaplacian& L);
 
-// Benchmark helper: `repeats` times (X p, X^T u) with the CG's own threaded products.
-void csr_product_loop32(const CsrView<std::int32_t>& X, Index repeats, int n_threads, bool transpose_copy);
-
 }  // namespace fastrank

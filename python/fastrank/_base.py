@@ -1,0 +1,156 @@
+"""The base every fastrank learner stands on.
+
+* :class:`FastrankEstimator`: parameter constraints declared once per family as a
+  ``_parameter_constraints`` dict (scikit-learn's ``Interval`` / ``StrOptions`` pattern) and checked by
+  ``_validate_params`` before anything reaches the compiled core; integers are bounded by the C++
+  ``int`` range, so an out-of-range value is a ``ValueError`` naming the parameter.
+* :class:`Ranker`: scikit-learn regressor-style rankers with the one pairwise ``score`` and the
+  prediction-input checks.
+* :class:`KernelMixin`: the four kernel parameters and their resolution into a ``KernelSpec``.
+"""
+
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+from sklearn.base import BaseEstimator, RegressorMixin
+from sklearn.utils.validation import column_or_1d
+from sklearn.utils._param_validation import (
+    Interval,
+    InvalidParameterError,
+    StrOptions,
+    validate_parameter_constraints,
+)
+
+from ._kernels import resolve_kernel
+from ._problem import check_features
+from ._sparse import issparse
+from ._validation import INT_MAX, _asarray, as_targets, check_precomputed_kernel
+from .metrics import pairwise_disagreement
+
+__all__ = ["FastrankEstimator", "Ranker", "KernelMixin", "ranking_accuracy", "Interval", "StrOptions", "positive_int", "nonneg_real",
+           "positive_real", "N_JOBS"]
+
+
+def positive_int(high=INT_MAX, low=1):
+    """Integers in ``[low, high]``; the default upper bound is what a C++ ``int`` holds."""
+    return Interval(numbers.Integral, low, high, closed="both")
+
+
+def nonneg_real():
+    return Interval(numbers.Real, 0, None, closed="left")
+
+
+def positive_real():
+    return Interval(numbers.Real, 0, None, closed="neither")
+
+
+# resolved by ``_validation.check_n_jobs`` (None, -1 = every core, k threads)
+N_JOBS = [None, Interval(numbers.Integral, -INT_MAX, INT_MAX, closed="both")]
+
+
+class FastrankEstimator(BaseEstimator):
+    """Parameter validation from ``_parameter_constraints`` (merged along the class hierarchy)."""
+
+    _parameter_constraints: dict = {}
+
+    def _store_params(self, values):
+        """``__init__``'s body: every constructor argument stored unchanged under its own name (the
+        scikit-learn convention), from the constructor's ``locals()``."""
+        for name in self._get_param_names():
+            setattr(self, name, values[name])
+
+    def _validate_params(self):
+        """Check every constrained constructor parameter; bools are refused where a number is
+        expected (``isinstance(True, numbers.Integral)`` holds, but ``max_iter=True`` is a mistake)."""
+        constraints = {}
+        for klass in reversed(type(self).__mro__):
+            constraints.update(getattr(klass, "_parameter_constraints", {}) or {})
+        params = self.get_params(deep=False)
+        constraints = {k: v for k, v in constraints.items() if k in params}
+        for name, options in constraints.items():
+            value = params[name]
+            if isinstance(value, (bool, np.bool_)) and "boolean" not in options and \
+                    any(isinstance(c, Interval) for c in options if not isinstance(c, str)):
+                raise InvalidParameterError(
+                    f"The {name!r} parameter of {type(self).__name__} must be a number, not a bool. "
+                    f"Got {value!r} instead.")
+        validate_parameter_constraints(constraints, params, caller_name=type(self).__name__)
+
+
+class KernelMixin:
+    """The kernel parameters (kernel, gamma, degree, coef0), validated and resolved in one place
+    (:func:`fastrank._kernels.resolve_kernel`, which knows ``gamma=None`` means 1 / n_features)."""
+
+    def _kernel_spec(self, n_features):
+        return resolve_kernel(self.kernel, self.gamma, self.degree, self.coef0, n_features)
+
+    def _precomputed(self):
+        return getattr(self, "kernel", None) == "precomputed"
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.pairwise = self._precomputed()
+        return tags
+
+
+class Ranker(RegressorMixin, FastrankEstimator):
+    """A learner whose ``predict`` returns ranking scores (higher ranks higher)."""
+
+    def _check_fit_X(self, X, *, allow_sparse=False):
+        """Training input: the (m, m) kernel (checked symmetric) for a precomputed kernel, else
+        a dense (or, with ``allow_sparse``, CSR) matrix of at least two rows."""
+        return check_features(X, precomputed=getattr(self, "kernel", None) == "precomputed",
+                              allow_sparse=allow_sparse, min_rows=2)
+
+    def _check_target_vector(self, y, n_rows):
+        """One real-valued target per row as a finite float64 vector; a column vector is used as
+        ``y.ravel()`` with scikit-learn's DataConversionWarning."""
+        if y is None:
+            raise ValueError("This estimator requires y to be passed, but the target y is None")
+        y = _asarray(y, "y")
+        if y.ndim == 2 and y.shape[1] == 1:
+            y = column_or_1d(y, warn=True)
+        if y.ndim != 1:
+            raise ValueError(f"{type(self).__name__} takes one target column: y must be 1-D (m,), got shape {y.shape}")
+        Y, _ = as_targets(y, n_rows)
+        return np.ascontiguousarray(Y[:, 0])
+
+    def _check_predict_X(self, X, *, n_train=None, allow_sparse=True):
+        """Test input: the (p, n_train) kernel against the training rows for a precomputed kernel,
+        else a dense (or CSR) matrix with the number of features seen in ``fit``."""
+        if getattr(self, "kernel", None) == "precomputed":
+            return check_precomputed_kernel(X.toarray() if issparse(X) else X, n_train=n_train)
+        X = check_features(X, allow_sparse=allow_sparse, min_rows=1)
+        if X.shape[1] != self.n_features_in_:
+            raise ValueError(f"X has {X.shape[1]} features, but {type(self).__name__} is expecting "
+                             f"{self.n_features_in_} features as input.")
+        return X
+
+    def score(self, X, y, groups=None, sample_weight=None):
+        """Pairwise ranking accuracy: ``1 - pairwise_disagreement(y, predict(X), groups,
+        tied_scores="half", sample_weight=sample_weight)`` (with row weights a pair weighs
+        w_i w_j).  Pairs tied in ``y`` are ignored, ties in the predicted scores count as half
+        an error, and with ``groups`` only pairs inside a group count, averaged per group (the
+        mean over groups that have a relevant pair).  Higher is better; for binary ``y`` without
+        groups it equals the AUC.  Multi-output: the mean over outputs.  Not R^2."""
+        return ranking_accuracy(y, self.predict(X), groups, sample_weight)
+
+
+def ranking_accuracy(y, pred, groups=None, sample_weight=None):
+    """``1 - pairwise_disagreement`` of predictions ``pred`` (p,) or (p, v) against targets ``y``
+    (the mean over outputs for several): the score of every fastrank ranker."""
+    y = np.asarray(y)
+    pred = np.asarray(pred)
+    if pred.ndim == 1:
+        if y.ndim == 2 and y.shape[1] == 1:
+            y = y[:, 0]
+        if y.ndim != 1:
+            raise ValueError(f"y must be 1-D for a single-output model, got shape {y.shape}")
+        return 1.0 - pairwise_disagreement(y, pred, groups, sample_weight=sample_weight)
+    if y.ndim != 2 or y.shape[1] != pred.shape[1]:
+        raise ValueError(f"y must have shape (n_samples, {pred.shape[1]}) for this {pred.shape[1]}-output "
+                         f"model, got {y.shape}")
+    return float(np.mean([1.0 - pairwise_disagreement(y[:, k], pred[:, k], groups, sample_weight=sample_weight)
+                          for k in range(pred.shape[1])]))

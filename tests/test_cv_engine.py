@@ -82,6 +82,12 @@ def test_tie_excluded_leave_pair_out_equals_retraining(kernel, grouped):
     ref = fastrank.RankRLS(alpha=0.7, kernel=kernel, gamma=0.5, exclude_ties=True, solver="dual").fit(
         X[keep], y[keep], None if groups is None else groups[keep]).predict(X[[i, j]])
     _close(P[3], ref, 1e-8)
+    # two outputs that tie the same pairs, explicit pairs in any order
+    Y2 = np.column_stack([y, 3 * y - 1])
+    some = np.array([[5, 2], [0, 17], [9, 3]]) if not grouped else np.array([[1, 3], [4, 0], [12, 9]])
+    for (i, j), got in zip(some, ms.leave_pair_out(est, X, Y2, pairs=some, groups=groups)):
+        for c in range(2):
+            _close(got[:, c], untied_retrain_predict(K, Y2[:, c], 0.7, [i, j], groups), 1e-8)
 
 
 @pytest.mark.parametrize("weighting", ["unweighted", "normalized"])
@@ -271,17 +277,20 @@ def test_rankrlscv_linear_kfold_guards_the_pairwise_fold_score(monkeypatch):
     assert fastrank.RankRLSCV(alphas=[1.0], cv=3, scoring="ndcg").fit(X, yg).best_score_ > 0
 
 
-@pytest.mark.parametrize("call,limit", [("mprank_loo", "10M"), ("tie_route", "4.5M"), ("mprankcv", "6M")])
+@pytest.mark.parametrize("call,limit", [("mprank_loo", "10M"), ("tie_route", "6M"), ("tie_lpo", "12M"),
+                                        ("mprankcv", "6M")])
 def test_dense_paths_refuse_before_allocating(call, limit, monkeypatch):
-    """Each limit lies between the counted matrices and one matrix fewer (400 x 400 float64 = 1.28 MB)."""
+    """Each limit lies just below the counted matrices (400 x 400 float64 = 1.28 MB)."""
     rng = np.random.default_rng(10)
     X, y = rng.normal(size=(400, 3)), rng.normal(size=400)
     monkeypatch.setenv("FASTRANK_MAX_DENSE_BYTES", limit)
     with pytest.raises(MemoryError, match="solver='cg'"):
         if call == "mprank_loo":  # 8.3 m x m matrices at its peak (measured), counted 9
             ms.mprank_loo_approximation(fastrank.MPRank(C=1.0, kernel="rbf"), X, y)
-        elif call == "tie_route":  # 3.5 measured, counted 4
+        elif call == "tie_route":  # 3.5 measured (peak RSS), counted 5
             ms.leave_group_out(fastrank.RankRLS(kernel="rbf", exclude_ties=True), X, np.round(y), np.arange(400) % 5)
+        elif call == "tie_lpo":  # all pairs of one group: the factors and the pair arrays, counted 11
+            ms.leave_pair_out(fastrank.RankRLS(kernel="rbf", exclude_ties=True), X, np.round(y))
         else:  # the dual route's kernel and eigendecomposition: 5
             fastrank.MPRankCV(Cs=[1.0], kernel="rbf").fit(X, y)
 

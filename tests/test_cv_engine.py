@@ -82,6 +82,12 @@ def test_tie_excluded_leave_pair_out_equals_retraining(kernel, grouped):
     ref = fastrank.RankRLS(alpha=0.7, kernel=kernel, gamma=0.5, exclude_ties=True, solver="dual").fit(
         X[keep], y[keep], None if groups is None else groups[keep]).predict(X[[i, j]])
     _close(P[3], ref, 1e-8)
+    # two outputs that tie the same pairs, explicit pairs in any order
+    Y2 = np.column_stack([y, 3 * y - 1])
+    some = np.array([[5, 2], [0, 17], [9, 3]]) if not grouped else np.array([[1, 3], [4, 0], [12, 9]])
+    for (i, j), got in zip(some, ms.leave_pair_out(est, X, Y2, pairs=some, groups=groups)):
+        for c in range(2):
+            _close(got[:, c], untied_retrain_predict(K, Y2[:, c], 0.7, [i, j], groups), 1e-8)
 
 
 @pytest.mark.parametrize("weighting", ["unweighted", "normalized"])
@@ -118,13 +124,11 @@ def test_rankrlscv_with_exclude_ties_scores_the_retrained_models(cv):
             d = ((P[:, 0] - P[:, 1]) * (y[i] - y[j]) < 0) + 0.5 * (P[:, 0] == P[:, 1])
             ref = 1.0 - d[untied].mean()
         else:
-            sets = [np.flatnonzero(GROUPS == q) for q in range(3)] if cv == "lgo" else \
-                [np.flatnonzero(GROUPS == q) for q in range(3)]  # 3 folds of 3 groups: one group each
             pred = np.empty(y.size)
-            for s in sets:
-                pred[s] = untied_retrain_predict(K, y, a, s, GROUPS)
-            ref = fastrank.metrics.pairwise_disagreement(y, pred, GROUPS)
-            ref = 1.0 - ref
+            for q in range(3):  # "lgo", or 3 folds of whole groups over 3 groups: one group each
+                rows = np.flatnonzero(GROUPS == q)
+                pred[rows] = untied_retrain_predict(K, y, a, rows, GROUPS)
+            ref = 1.0 - fastrank.metrics.pairwise_disagreement(y, pred, GROUPS)
         assert got.cv_results_["scores"][k] == pytest.approx(ref, rel=1e-10)
     fresh = fastrank.RankRLS(alpha=got.alpha_, kernel="rbf", gamma=0.5, exclude_ties=True).fit(X, y, groups)
     _close(got.best_estimator_.dual_coef_, fresh.dual_coef_, 1e-10)
@@ -259,29 +263,37 @@ def test_mprankcv_clone_pickle_and_grid_search_with_groups():
 # memory guards of the O(m^2) paths (FASTRANK_MAX_DENSE_BYTES small: the guard fires first)
 # ---------------------------------------------------------------------------------------------
 
-def test_rankrlscv_linear_kfold_guards_the_pairwise_fold_score(monkeypatch):
+def test_rankrlscv_linear_kfold_scores_folds_without_a_fold_square_matrix(monkeypatch):
+    """The pairwise fold score is sort-based (the measure table), so a fold of 1,000 rows scores
+    under a limit that its 1000 x 1000 pair matrices (4 x 8 MB) would break."""
     rng = np.random.default_rng(9)
     X = rng.normal(size=(3000, 4))
     y = X[:, 0] + rng.normal(size=3000)
-    monkeypatch.setenv("FASTRANK_MAX_DENSE_BYTES", "16M")  # a 1000-row fold's pairs: 4 x 8 MB
-    with pytest.raises(MemoryError, match="pairwise 'auc' score of a hold-out unit of 1000 rows"):
-        fastrank.RankRLSCV(alphas=[1.0], cv=3).fit(X, y)
+    monkeypatch.setenv("FASTRANK_MAX_DENSE_BYTES", "16M")
+    folds = np.arange(3000) % 3
+    est = fastrank.RankRLSCV(alphas=[1.0], cv=folds).fit(X, y)
+    pred = fastrank.model_selection.kfold_predictions(fastrank.RankRLS(alpha=1.0), X, y, folds)
+    expect = np.mean([1.0 - fastrank.metrics.pairwise_disagreement(y[folds == k], pred[folds == k]) for k in range(3)])
+    assert est.best_score_ == pytest.approx(expect, rel=1e-12)
     # the feature-space hold-out itself needs no m x m matrix: NDCG (per-unit sort) runs
     yg = np.clip(np.round(y), 0, None)
     assert fastrank.RankRLSCV(alphas=[1.0], cv=3, scoring="ndcg").fit(X, yg).best_score_ > 0
 
 
-@pytest.mark.parametrize("call,limit", [("mprank_loo", "10M"), ("tie_route", "4.5M"), ("mprankcv", "6M")])
+@pytest.mark.parametrize("call,limit", [("mprank_loo", "10M"), ("tie_route", "6M"), ("tie_lpo", "12M"),
+                                        ("mprankcv", "6M")])
 def test_dense_paths_refuse_before_allocating(call, limit, monkeypatch):
-    """Each limit lies between the counted matrices and one matrix fewer (400 x 400 float64 = 1.28 MB)."""
+    """Each limit lies just below the counted matrices (400 x 400 float64 = 1.28 MB)."""
     rng = np.random.default_rng(10)
     X, y = rng.normal(size=(400, 3)), rng.normal(size=400)
     monkeypatch.setenv("FASTRANK_MAX_DENSE_BYTES", limit)
     with pytest.raises(MemoryError, match="solver='cg'"):
         if call == "mprank_loo":  # 8.3 m x m matrices at its peak (measured), counted 9
             ms.mprank_loo_approximation(fastrank.MPRank(C=1.0, kernel="rbf"), X, y)
-        elif call == "tie_route":  # 3.5 measured, counted 4
+        elif call == "tie_route":  # 3.5 measured (peak RSS), counted 5
             ms.leave_group_out(fastrank.RankRLS(kernel="rbf", exclude_ties=True), X, np.round(y), np.arange(400) % 5)
+        elif call == "tie_lpo":  # all pairs of one group: the factors and the pair arrays, counted 11
+            ms.leave_pair_out(fastrank.RankRLS(kernel="rbf", exclude_ties=True), X, np.round(y))
         else:  # the dual route's kernel and eigendecomposition: 5
             fastrank.MPRankCV(Cs=[1.0], kernel="rbf").fit(X, y)
 

@@ -112,7 +112,7 @@ class RankRLSCV(KernelMixin, Ranker):
     kernel, gamma, degree, coef0, group_weighting, exclude_ties, n_jobs : as for :class:`fastrank.RankRLS`.
         With ``exclude_ties=True`` every alpha is scored exactly through one LU factor of
         ``L K + alpha I`` and a Woodbury update per touched group (O(m^2 n_q) per group, O(n_q^3)
-        per hold-out set; no spectral factor is shared across alphas).
+        per hold-out set, O(n_q) per held-out pair; no spectral factor is shared across alphas).
     store_cv_predictions : bool, default=True
         Keep the cross-validated predictions of the chosen alpha (``cv_predictions_``).
     verbose : int, bool or "auto", default=0

@@ -368,10 +368,12 @@ class TieExcludedRoute(_Route):
     Woodbury identity gives the retrained coefficients
     A' = H b' + H E_B D (I - K_B. H E_B D)^-1 K_B. H b', whose rows in U are zero, and the
     predictions K_U. A' need only |B| x |B| quantities once H E_B is known: O(m^2 |B|) per touched
-    group set (shared by every pair of one group), then O(|B|^3) per hold-out set."""
+    group set, then O(|B|^3) per hold-out set; a held-out pair is a rank-4 update of a system shared
+    by its pair of tie cells (:meth:`lpo`), O(|B|) per pair."""
 
-    # the kernel, the LU factor of L K + alpha I, H E_B and the dense tie-free Laplacian blocks
-    DENSE_MATRICES = 4
+    # the kernel, the LU factor of L K + alpha I, K_.B solved in place and K_B. H E_B (for a group of
+    # all m rows), and for pairs the LU factor of M0 and M0^-1 K_B. H E_B
+    DENSE_MATRICES = 5
 
     def __init__(self, engine):
         super().__init__(engine)
@@ -384,25 +386,31 @@ class TieExcludedRoute(_Route):
         self.blocks = [np.arange(gi.offsets[q], gi.offsets[q + 1]) for q in range(gi.n_groups)]
         self._alpha = None
 
-    def _laplacian(self, q, removed=None):
-        """c_q (D - W) of group q's rows (group order), without the edges touching ``removed``."""
+    def _local_cells(self, rows):
+        """Tie cells of the group-order rows ``rows`` as codes 0..T-1."""
+        return np.unique(self.cell[rows], return_inverse=True)[1].reshape(-1)
+
+    def _laplacian_rows(self, q, chunk, A):
+        """Rows ``chunk`` (local) of L_q A_q for group q, without forming L_q:
+        W A = w (1 1^T A - sum_t 1_t 1_t^T A), degrees w (n - n_t)."""
         rows = self.blocks[q]
-        cell = self.cell[rows]
-        W = (cell[:, None] != cell[None, :]).astype(np.float64)
-        if removed is not None:
-            W[removed, :] = 0.0
-            W[:, removed] = 0.0
-        return self.weight[q] * (np.diag(W.sum(axis=1)) - W)
+        Aq = A[rows[0]:rows[-1] + 1] if rows.size else A[:0]  # the group's rows: a view (groups are contiguous)
+        cl = self._local_cells(rows)
+        ind = np.eye(cl.max() + 1)[cl]
+        csum = ind.T @ Aq
+        deg = rows.size - ind.sum(axis=0)[cl[chunk]]
+        return self.weight[q] * (deg[:, None] * Aq[chunk] - csum.sum(axis=0)[None] + csum[cl[chunk]])
 
     @_in_region
     def _factor(self, alpha):
         if self._alpha != alpha:
-            LK = np.empty_like(self.K, order="C")
+            self._lu = self._touched = None  # the previous alpha's factor goes before the new one comes
+            LK = np.empty_like(self.K, order="F")  # factored in place
             b = np.empty_like(self.Yg)
             for q, rows in enumerate(self.blocks):
-                L = self._laplacian(q)
-                LK[rows] = L @ self.K[rows]
-                b[rows] = L @ self.Yg[rows]
+                b[rows] = self._laplacian_rows(q, np.arange(rows.size), self.Yg)
+                for chunk in np.array_split(np.arange(rows.size), max(1, rows.size // 256)):
+                    LK[rows[chunk]] = self._laplacian_rows(q, chunk, self.K)
             LK[np.diag_indices(self.m)] += alpha
             self._lu = lu_factor(LK, overwrite_a=True, check_finite=False)
             self._Hb = lu_solve(self._lu, b, check_finite=False)
@@ -410,33 +418,49 @@ class TieExcludedRoute(_Route):
             self._alpha = alpha
 
     def _group_terms(self, qs):
-        """H E_B restricted to K_B. (K_B. H E_B) and K_B. H b for the rows B of groups ``qs``."""
+        """K_B. H E_B and K_B. H b for the rows B of groups ``qs`` (one group set cached at a time).
+        K is symmetric, so K_B. H E_B = ((H^T K_.B)_B.)^T: one transposed solve in place of K_.B."""
         if qs not in self._touched:
+            self._touched = {}
             B = np.concatenate([self.blocks[q] for q in qs])
-            E = np.zeros((self.m, B.size))
-            E[B, np.arange(B.size)] = 1.0
-            HE = lu_solve(self._lu, E, check_finite=False)
-            KB = self.K[B]
-            self._touched = {qs: (B, KB @ HE, KB @ self._Hb)}  # one group set at a time: O(m |B|) memory
+            KB = np.asfortranarray(self.K[:, B])
+            KHb = KB.T @ self._Hb
+            HtKB = lu_solve(self._lu, KB, trans=1, overwrite_b=True, check_finite=False)
+            del KB
+            rows_B = slice(B[0], B[-1] + 1) if B[-1] - B[0] + 1 == B.size else B  # one group: a view
+            self._touched[qs] = (B, HtKB[rows_B].T, KHb)
         return self._touched[qs]
 
     def _predict_without(self, U):
-        """Predictions (|U|, v) for the group-order rows U of the model retrained without them."""
+        """Predictions (|U|, v) for the group-order rows U of the model retrained without them.
+
+        D = L_B - L'_B = diag(d) - W_.U E_U^T - E_U W_U. + E_U W_UU E_U^T with d_k = sum_u W_ku
+        outside U and the full degree on U (W the tie-free adjacency of B, w_q [cells differ]), so
+        I - K_B. H E_B D is formed from K_B. H E_B and the |B| x |U| block W_.U alone."""
         codes = self.groups.codes[self.groups.order]  # group code per group-order row
         qs = tuple(int(q) for q in np.unique(codes[U]))
         B, KHE, KHb = self._group_terms(qs)
         local = np.searchsorted(B, U)
-        D = np.zeros((B.size, B.size))
-        at = 0
-        for q in qs:
-            n = self.blocks[q].size
-            mine = local[(local >= at) & (local < at + n)] - at
-            D[at:at + n, at:at + n] = self._laplacian(q) - self._laplacian(q, mine)
-            at += n
-        KHb_new = KHb - KHE @ (D @ self.Yg[B])  # K_B. H b'
-        KHED = KHE @ D
-        z = np.linalg.solve(np.eye(B.size) - KHED, KHb_new)
-        return (KHb_new + KHED @ z)[local]
+        g, cell = codes[B], self.cell[B]
+        w = self.weight[g]
+        WU = np.where((g[:, None] == g[local][None, :]) & (cell[:, None] != cell[local][None, :]), w[:, None], 0.0)
+        d = WU.sum(axis=1)
+        d[local] = [w[k] * np.count_nonzero((g == g[k]) & (cell != cell[k])) for k in local]  # full degrees
+        WUU = WU[local]
+
+        def apply_D(Z):  # D Z for Z (|B|, k)
+            out = d[:, None] * Z - WU @ Z[local]
+            out[local] -= WU.T @ Z - WUU @ Z[local]
+            return out
+
+        M = KHE * -d[None, :]  # I - K_B. H E_B D, term by term
+        M[:, local] += KHE @ WU - KHE[:, local] @ WUU
+        for chunk in np.array_split(np.arange(B.size), max(1, B.size // 256)):  # no |B| x |B| temporary
+            M[chunk] += KHE[chunk][:, local] @ WU.T
+        M[np.diag_indices(B.size)] += 1.0
+        KHb_new = KHb - KHE @ apply_D(self.Yg[B])  # K_B. H b'
+        z = scipy.linalg.solve(M, KHb_new, overwrite_a=True, check_finite=False)
+        return (KHb_new + KHE @ apply_D(z))[local]
 
     @_in_region
     def holdout(self, sets, alpha):
@@ -447,8 +471,98 @@ class TieExcludedRoute(_Route):
         return np.concatenate([self._predict_without(np.sort(inv[s]))[np.argsort(np.argsort(inv[s]))]
                                for s in sets])
 
+    @_in_region
     def lpo(self, pairs, alpha):
-        return self.holdout(list(pairs), alpha).reshape(pairs.shape[0], -1)
+        """(n_pairs, 2 * v) leave-pair-out predictions, O(n_q) per pair after O(n_q^3) per pair of
+        tie cells (c_i, c_j) met in group q.
+
+        Removing U = {i, j} from group q (weight w, W_ab = w [a, b in different cells]) changes L
+        by D = Delta + R: Delta = diag(delta), delta_k = W_ki + W_kj = w ([c_k != c_i] + [c_k != c_j]),
+        depends only on the cells (c_i, c_j), and R = E_U X^T + Y E_U^T has rank 4 with
+        X = E_U C^T - W_.U, Y = -W_.U, C = diag(deg_U - W_ij) + W_UU.  So with
+        M0 = I - (K_B. H E_B) Delta factored once per cell pair, every pair is a rank-4 Woodbury
+        update of the |B| x |B| system of the class docstring."""
+        v = self.Y.shape[1]
+        # beyond the factors: the pair bookkeeping (positions, cells, order) and the predictions, about
+        # 6 arrays of 2 n_pairs v entries (all pairs of one group, v = 1: 9.5 m x m of numpy arrays at
+        # m = 300 by tracemalloc, peak RSS 14 m x m at m = 500)
+        check_dense_memory(self.m, self.DENSE_MATRICES + 6.0 * 2 * pairs.shape[0] * v / self.m ** 2,
+                           "leave-pair-out of the tie-excluded model (factors, pair bookkeeping, predictions)")
+        self._factor(alpha)
+        gi = self.groups
+        if gi.n_groups == 1:
+            return self._lpo_group(0, pairs if gi.is_identity else gi.inverse[pairs]).reshape(pairs.shape[0], -1)
+        pos = gi.inverse[pairs]  # group-order positions
+        codes = gi.codes[pairs[:, 0]]
+        out = np.empty((pairs.shape[0], 2, v))
+        for q in np.unique(codes):
+            at = np.flatnonzero(codes == q)
+            out[at] = self._lpo_group(int(q), pos[at] - gi.offsets[q])
+        return out.reshape(pairs.shape[0], -1)
+
+    def _lpo_group(self, q, local):
+        """Leave-pair-out predictions (p, 2, v) of the pairs ``local`` (indices inside group q)."""
+        B, KHE, KHb = self._group_terms((q,))
+        n, w = B.size, float(self.weight[q])
+        cl = self._local_cells(B).astype(np.int32)
+        ind = np.eye(cl.max() + 1)[cl]  # (n, T) cell indicators
+        yB = self.Yg[B]
+        KHE1, KHEc = KHE.sum(axis=1), KHE @ ind
+        out = np.empty((local.shape[0], 2, yB.shape[1]))
+        ci_all, cj_all = cl[local[:, 0]], cl[local[:, 1]]
+        factored = {}
+        # both orders of one cell pair next to each other: they share M0
+        for ci, cj in sorted({(int(a), int(b)) for a, b in zip(ci_all, cj_all)},
+                             key=lambda c: (min(c), max(c), c)):
+            key = (min(ci, cj), max(ci, cj))
+            if key not in factored:  # M0 = I - K_B. H E_B Delta, one cell pair's n x n factor at a time
+                factored.clear()
+                delta = w * ((cl != ci).astype(np.float64) + (cl != cj))
+                r0 = KHb - KHE @ (delta[:, None] * yB)
+                M0 = KHE * -delta[None, :]
+                M0[np.diag_indices(n)] += 1.0
+                lu0 = lu_factor(M0, overwrite_a=True, check_finite=False)
+                NK = lu_solve(lu0, KHE, check_finite=False)
+                Nr0 = lu_solve(lu0, r0, check_finite=False)
+                del lu0, M0
+                factored[key] = (delta, r0, NK, Nr0, NK.sum(axis=1), NK @ ind)
+            delta, r0, NK, Nr0, NK1, NKc = factored[key]
+            at = np.flatnonzero((ci_all == ci) & (cj_all == cj))
+            # chunks of about n / 16 pairs: the (pairs, n, k) arrays stay near m^2 / 16 elements each
+            for chunk in np.array_split(at, max(1, at.size * 16 // max(n, 256))):
+                I, J = local[chunk, 0], local[chunk, 1]
+                p = I.size
+                # per pair: U = {i, j}; W_.i = w (1 - 1_{c_i}); C = diag(deg_U - W_ij) + W_UU
+                wij = w * (ci != cj)
+                C = np.array([[w * (n - ind[:, ci].sum()) - wij, wij], [wij, w * (n - ind[:, cj].sum()) - wij]])
+                mi, mj = ind[:, ci], ind[:, cj]
+
+                def G(Z):  # (p, n, k) -> (p, 4, k): [C Z_U - W_U. Z ; Z_U]
+                    ZU = np.stack([Z[np.arange(p), I], Z[np.arange(p), J]], axis=1)
+                    tot = Z.sum(axis=1)
+                    WZ = np.stack([w * (tot - np.einsum("n,pnk->pk", mi, Z)),
+                                   w * (tot - np.einsum("n,pnk->pk", mj, Z))], axis=1)
+                    return np.concatenate([np.einsum("ab,pbk->pak", C, ZU) - WZ, ZU], axis=1)
+
+                yU = np.stack([yB[I], yB[J]], axis=1)  # (p, 2, v)
+                Wy = np.stack([w * (yB.sum(0) - mi @ yB), w * (yB.sum(0) - mj @ yB)])  # (2, v)
+                a = np.einsum("ab,pbk->pak", C, yU) - Wy[None]
+                KHEY = -w * np.stack([KHE1 - KHEc[:, ci], KHE1 - KHEc[:, cj]], axis=1)  # K_B. H E_B Y
+                NKY = -w * np.stack([NK1 - NKc[:, ci], NK1 - NKc[:, cj]], axis=1)
+                KU = np.stack([KHE[:, I].T, KHE[:, J].T], axis=2)  # (p, n, 2): K_B. H E_B E_U
+                NU = np.stack([NK[:, I].T, NK[:, J].T], axis=2)
+                r = r0[None] - np.einsum("pna,pak->pnk", KU, a) - np.einsum("na,pak->pnk", KHEY, yU)
+                Nr = Nr0[None] - np.einsum("pna,pak->pnk", NU, a) - np.einsum("na,pak->pnk", NKY, yU)
+                NKF = np.concatenate([NU, np.broadcast_to(NKY, (p, n, 2))], axis=2)  # (p, n, 4)
+                S4 = np.eye(4)[None] - G(NKF)
+                z = Nr + np.einsum("pnc,pck->pnk", NKF, np.linalg.solve(S4, G(Nr)))
+                # f_U = r_U + (K_B. H E_B D z)_U, D z = delta z + F G z
+                rows = np.stack([KHE[I], KHE[J]], axis=1)  # (p, 2, n)
+                KF = np.concatenate([np.stack([KU[np.arange(p), I], KU[np.arange(p), J]], axis=1),
+                                     np.stack([KHEY[I], KHEY[J]], axis=1)], axis=2)  # (p, 2, 4)
+                out[chunk] = np.stack([r[np.arange(p), I], r[np.arange(p), J]], axis=1) \
+                    + np.einsum("pun,pnk->puk", rows, delta[None, :, None] * z) + np.einsum("puc,pck->puk", KF, G(z))
+        return out
 
     def solve(self, alpha):
         """Dual coefficients (m, v), caller's row order, of the model fitted on all the data: H b."""

@@ -23,12 +23,14 @@ Conventions.
 * ``verbose`` (0, 1, 2, True or "auto"): the long steps (kernel, spectral factor, pair or set
   phase) are reported on stderr with their timings; nothing is printed from inside the C++ loops.
 * ``estimator`` is an unfitted or fitted :class:`fastrank.RankRLS` (or :class:`fastrank.MPRank`,
-  whose ``C`` maps to ``alpha = m^2 / (2 C)`` for the m inputs each retrained model sees); only its parameters are read (alpha, kernel,
-  gamma, degree, coef0, group_weighting, n_jobs).  Linear kernel with n_features < m and
-  solver "auto"/"primal" (the primal case): the spectral factor of ``S X X^T S`` is taken from
-  the n x n matrix ``(S X)^T (S X)`` (rank-n, O(m n^2 + m^2 n), no m x m eigendecomposition);
-  ``solver="dual"`` or any other kernel uses the m x m eigendecomposition, which handles
-  singular K exactly (the paper's limit interpretation of Lemma 2).
+  whose ``C`` maps to ``alpha = m^2 / (2 C)`` for the m inputs each retrained model sees); it hands
+  the engine (:mod:`fastrank._exactcv`) a validated record of its parameters.  Linear kernel with
+  n_features < m and solver "auto"/"primal": hold-out sets are retrained in feature space and the
+  spectral factor of ``S X X^T S`` comes from the n x n matrix ``(S X)^T (S X)`` (rank-n,
+  O(m n^2 + m^2 n), no m x m eigendecomposition); ``solver="dual"`` or any other kernel uses the
+  m x m factors, which handle singular K exactly (the paper's limit interpretation of Lemma 2).
+  ``exclude_ties=True`` (pairs with equal targets carry no preference) is retrained exactly
+  through one LU factor of ``L K + alpha I`` and a Woodbury update per touched group.
 * Group weightings other than "unweighted" (pair weight c_q depending on the group's size):
   removing inputs does NOT renormalise, i.e. the retrained model keeps the weight c_q of the
   full group for its remaining pairs.

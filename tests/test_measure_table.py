@@ -331,6 +331,10 @@ def test_cross_val_score_of_a_ranker_fitted_without_groups_warns():
     with pytest.warns(MissingGroupsWarning, match="enable_metadata_routing"):
         cross_val_score(fastrank.RankRLS(), X, y, groups=GROUPS, cv=GroupKFold(n_splits=3),
                         scoring=M.make_ranking_scorer("ndcg@10"))
+    # every fastrank learner's own score (the shared Ranker.score) warns the same way
+    for est in (fastrank.RankRLS(), fastrank.RankSVM(), fastrank.RankBoost(n_estimators=5)):
+        with pytest.warns(MissingGroupsWarning, match="RankSVM.score|RankRLS.score|RankBoost.score"):
+            cross_val_score(est, X, y, groups=GROUPS, cv=GroupKFold(n_splits=3))
 
 
 def test_score_estimator_is_the_pairwise_score():

@@ -27,7 +27,7 @@ from ._kernels import resolve_kernel
 from ._problem import check_features
 from ._sparse import issparse
 from ._validation import INT_MAX, _asarray, as_targets, check_precomputed_kernel
-from .metrics import pairwise_disagreement
+from .metrics import _warn_missing_groups, pairwise_disagreement
 
 __all__ = ["FastrankEstimator", "Ranker", "KernelMixin", "ranking_accuracy", "Interval", "StrOptions", "positive_int", "nonneg_real",
            "positive_real", "N_JOBS"]
@@ -134,7 +134,12 @@ class Ranker(RegressorMixin, FastrankEstimator):
         w_i w_j).  Pairs tied in ``y`` are ignored, ties in the predicted scores count as half
         an error, and with ``groups`` only pairs inside a group count, averaged per group (the
         mean over groups that have a relevant pair).  Higher is better; for binary ``y`` without
-        groups it equals the AUC.  Multi-output: the mean over outputs.  Not R^2."""
+        groups it equals the AUC.  Multi-output: the mean over outputs.  Not R^2.  Called without
+        ``groups`` where the rows evidently come from several queries (a scikit-learn
+        ``cross_val_score`` given groups without metadata routing), it emits
+        :class:`fastrank.exceptions.MissingGroupsWarning`."""
+        if groups is None:
+            _warn_missing_groups(self, f"{type(self).__name__}.score")
         return ranking_accuracy(y, self.predict(X), groups, sample_weight)
 
 

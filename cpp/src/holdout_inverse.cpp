@@ -109,25 +109,32 @@ GroupInverse group_inverse(MatrixCRef K, const GroupStructure& g, double alpha, 
   return out;
 }
 
-// Leave-group-out prediction of group q's rows (n x v): G_c,qq r = (G_c t)_q on the centred space.
-Matrix group_out_rows(const GroupStructure& g, const GroupInverse& gi, Index q, MatrixCRef Y) {
+// Leave-group-out prediction of group q's rows (n x v) from its block Gc of G_c, G_c t, the
+// group's rows of kappa_q = G_c S K 1_q and the full-data predictions F: G_c,qq r = (G_c t)_q on
+// the centred space.
+Matrix group_out_rows(const GroupStructure& g, Index q, const Matrix& Gc, MatrixCRef Gt, VectorCRef kappa_q,
+                      MatrixCRef F, MatrixCRef Y) {
   const Index o = g.offsets[q], n = g.group_size(q), v = Y.cols();
   const double s = g.scale[q], dn = static_cast<double>(n);
-  const Matrix& Gc = gi.Gc[static_cast<size_t>(q)];
   // Adding the projector on 1 (scaled like G_c) makes the block nonsingular without changing the
   // centred solution.
   const double shift = std::max(Gc.diagonal().mean(), std::numeric_limits<double>::min());
   Matrix B = Gc;
   B.array() += shift / dn;
-  Matrix r = gi.Gt.middleRows(o, n);
+  Matrix r = Gt.middleRows(o, n);
   if (!lapack::potrf_lower(B)) throw LinAlgError("leave-group-out: a group's block of the inverse is singular");
   lapack::potrs_lower(B, r);
   const Eigen::RowVectorXd ybar = Y.middleRows(o, n).colwise().mean();
-  const Eigen::RowVectorXd fbar = gi.F.middleRows(o, n).colwise().mean();
-  const Eigen::RowVectorXd shiftmean = gi.kappa.col(q).segment(o, n).transpose() * r / dn;
+  const Eigen::RowVectorXd fbar = F.middleRows(o, n).colwise().mean();
+  const Eigen::RowVectorXd shiftmean = kappa_q.transpose() * r / dn;
   Matrix out(n, v);
   for (Index i = 0; i < n; ++i) out.row(i) = Y.row(o + i) - ybar - r.row(i) / s + fbar - shiftmean;
   return out;
+}
+
+Matrix group_out_rows(const GroupStructure& g, const GroupInverse& gi, Index q, MatrixCRef Y) {
+  return group_out_rows(g, q, gi.Gc[static_cast<size_t>(q)], gi.Gt,
+                        gi.kappa.col(q).segment(g.offsets[q], g.group_size(q)), gi.F, Y);
 }
 
 void check_holdout_leaves_pairs(const GroupStructure& g) {
@@ -307,6 +314,70 @@ Matrix leave_group_out_inverse(MatrixCRef K, const GroupStructure& g, double alp
   for (Index q = 0; q < g.n_groups(); ++q) {
     if (g.group_size(q) < 2) continue;
     out.middleRows(g.offsets[q], g.group_size(q)) = group_out_rows(g, gi, q, Y);
+  }
+  return out;
+}
+
+Matrix leave_group_out_path(MatrixCRef K, const GroupStructure& g, const Vector& alphas, MatrixCRef Y,
+                            int n_threads) {
+  check_holdout_leaves_pairs(g);
+  const Index m = g.n_rows(), ng = g.n_groups(), v = Y.cols(), na = alphas.size();
+  require(K.rows() == m && K.cols() == m, "K must be m x m");
+  require(Y.rows() == m, "Y must have m rows");
+  for (Index a = 0; a < na; ++a) require(std::isfinite(alphas[a]) && alphas[a] > 0.0, "alphas must be finite and > 0");
+  Matrix src(m, ng);  // S K 1_q
+  for (Index q = 0; q < ng; ++q) src.col(q) = K.middleCols(g.offsets[q], g.group_size(q)).rowwise().sum();
+  apply_sqrt_laplacian(g, src);
+  Matrix t = Y;
+  apply_sqrt_laplacian(g, t);  // t = S y
+  Matrix V = K;
+  apply_sqrt_laplacian_both(g, V, n_threads);
+  const double tau = null_shift(V);
+  for (Index q = 0; q < ng; ++q) {
+    const Index o = g.offsets[q], n = g.group_size(q);
+    V.block(o, o, n, n).array() += tau / static_cast<double>(n);
+  }
+  Vector sigma;
+  lapack::syevd(V, sigma);  // S K S + tau E = V diag(sigma) V^T
+  // t and S K 1_q are centred per group (orthogonal to E), so G_c acts on them as V diag(1/(sigma +
+  // alpha)) V^T; the diagonal blocks of G_c subtract E's term 1 1^T / (n (alpha + tau)).
+  Matrix Vtt(m, v), Vsrc(m, ng);
+  lapack::gemm('T', 'N', 1.0, V, t, 0.0, Vtt);
+  lapack::gemm('T', 'N', 1.0, V, src, 0.0, Vsrc);
+  const Matrix Vt = V.transpose();  // group q's rows of V as contiguous columns
+  Matrix out(m, na * v);
+  Matrix Gt(m, v), a(m, v), F(m, v), scaled(m, v);
+  for (Index k = 0; k < na; ++k) {
+    const double alpha = alphas[k];
+    if ((sigma.array() + alpha).minCoeff() <= 0.0) not_pd("leave-group-out");
+    const Vector dinv = (sigma.array() + alpha).inverse().matrix();
+    scaled = dinv.asDiagonal() * Vtt;
+    lapack::gemm('N', 'N', 1.0, V, scaled, 0.0, Gt);
+    a = Gt;
+    apply_sqrt_laplacian(g, a);
+    lapack::gemm('N', 'N', 1.0, K, a, 0.0, F);
+    auto block = out.middleCols(k * v, v);
+    block = F;
+    // the blocks in fastrank's threads (Eigen kernels); the small solves on this thread (LAPACK)
+    std::vector<Matrix> Gc(static_cast<size_t>(ng));
+    Matrix kappa(m, 1);
+    parallel_for(0, ng, n_threads, 4, [&](Index lo, Index hi) {
+      for (Index q = lo; q < hi; ++q) {
+        const Index o = g.offsets[q], n = g.group_size(q);
+        if (n < 2) continue;
+        const auto Vq = Vt.middleCols(o, n);
+        Matrix B(n, n);
+        B.noalias() = Vq.transpose() * dinv.asDiagonal() * Vq;
+        B.array() -= 1.0 / (static_cast<double>(n) * (alpha + tau));
+        Gc[static_cast<size_t>(q)] = std::move(B);
+        kappa.col(0).segment(o, n).noalias() = Vq.transpose() * dinv.cwiseProduct(Vsrc.col(q));
+      }
+    });
+    for (Index q = 0; q < ng; ++q) {
+      const Index o = g.offsets[q], n = g.group_size(q);
+      if (n < 2) continue;
+      block.middleRows(o, n) = group_out_rows(g, q, Gc[static_cast<size_t>(q)], Gt, kappa.col(0).segment(o, n), F, Y);
+    }
   }
   return out;
 }

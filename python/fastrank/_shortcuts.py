@@ -282,9 +282,10 @@ class HoldoutEngine:
         alpha = self.alpha_for(self.m - 2) if alpha is None else alpha
         pairs = np.ascontiguousarray(pairs, dtype=np.int64)
         v = self.Y.shape[1]
-        if self.basis:
+        if self.features is not None:  # linear (n < m) or basis vectors: p x p systems (feature_cv.hpp)
             out = _holdout.feature_leave_pair_out(self.features, self.Y, self.groups.codes, self.groups.n_groups,
-                                                  alpha, pairs, pair_weight=self.problem.pair_weight())
+                                                  alpha, pairs, pair_weight=self.problem.pair_weight(),
+                                                  n_threads=self.n_threads)
             out = np.asarray(out).reshape(pairs.shape[0], 2, v)
             return out[:, :, 0] if self.one_d else out
         if self._inverse_route(alpha):
@@ -311,7 +312,7 @@ class HoldoutEngine:
         threads without materialising the (n_pairs, 2, v) predictions."""
         alpha = self.alpha_for(self.m - 2) if alpha is None else alpha
         pairs = np.ascontiguousarray(pairs, dtype=np.int64)
-        if self.basis:
+        if self.features is not None:
             P = self.lpo(pairs, alpha).reshape(pairs.shape[0], 2, -1)
             T = np.stack([self.Y[pairs[:, 0]], self.Y[pairs[:, 1]]], axis=1)
             dp, dt = P[:, 0] - P[:, 1], T[:, 0] - T[:, 1]
@@ -377,10 +378,23 @@ class HoldoutEngine:
         if self.features is not None:
             return np.asarray(_holdout.feature_leave_group_out(self.features, self.Y, self.groups.codes,
                                                                self.groups.n_groups, alpha,
-                                                               pair_weight=self.problem.pair_weight())).reshape(
+                                                               pair_weight=self.problem.pair_weight(),
+                                                               n_threads=self.n_threads)).reshape(
                 self.m, -1)
         out = _core.cv_leave_group_out_inverse(self.K, self.offsets, self.scale, alpha, self.Yg, self.n_threads)
         return self.groups.untake(out, 0)
+
+    @_in_region
+    def leave_group_out_path(self, alphas):
+        """(n_alphas, m, v) leave-group-out predictions for a grid of alphas: feature models per
+        alpha (p x p systems), kernels from one eigendecomposition shared by the grid
+        (``cv_leave_group_out_path``) instead of one Cholesky factor per alpha."""
+        alphas = np.asarray(alphas, dtype=np.float64)
+        if self.features is not None:
+            return np.stack([self.leave_group_out(float(a)) for a in alphas])
+        out = _core.cv_leave_group_out_path(self.K, self.offsets, self.scale, alphas, self.Yg, self.n_threads)
+        v = self.Y.shape[1]
+        return np.stack([self.groups.untake(out[:, k * v:(k + 1) * v], 0) for k in range(alphas.size)])
 
     def group_sets(self):
         """Each group's rows (sorted) as a hold-out set."""

@@ -206,7 +206,8 @@ class RankRLSCV(RegressorMixin, BaseEstimator):
         # Route by the size of the grid (measured crossover ~33 alphas at m = 2000): up to 30 alphas
         # each gets its own Cholesky factor (no eigendecomposition, accurate at any alpha); more share
         # one spectral factor of S K S (one m x m product per alpha).
-        if alphas.size > _SHARED_FACTOR_MIN_ALPHAS:
+        lgo_path = not is_lpo and isinstance(cv, str)  # leave-group-out: all alphas from one engine call
+        if alphas.size > _SHARED_FACTOR_MIN_ALPHAS and not lgo_path:
             prob.decompose()
         scores = np.empty(alphas.size)
         bar = progress.iterate(range(alphas.size), desc="RankRLSCV", unit="alpha", verbose=self.verbose)
@@ -233,11 +234,11 @@ class RankRLSCV(RegressorMixin, BaseEstimator):
             sets = prob.check_sets(sets)
             codes = prob.groups.codes if groups is not None else None
             rows = np.concatenate(sets)
-            by_group = isinstance(cv, str) and alphas.size <= _SHARED_FACTOR_MIN_ALPHAS
+            path = prob.leave_group_out_path(alphas) if lgo_path else None
             for k in bar:
                 pred = np.full_like(prob.Y, np.nan)
-                if by_group:  # leave-group-out from one Cholesky factor per alpha
-                    pred[:] = prob.leave_group_out(float(alphas[k]))
+                if lgo_path:
+                    pred[:] = path[k]
                 else:
                     pred[rows] = prob.holdout(sets, float(alphas[k]))
                 scores[k] = _callable_score(scoring, prob.Y, pred, rows, groups) if callable(scoring) \
@@ -257,7 +258,7 @@ class RankRLSCV(RegressorMixin, BaseEstimator):
                 self.cv_predictions_ = prob.lpo(pairs, self.alpha_)
             else:
                 pred = np.full_like(prob.Y, np.nan)
-                pred[rows] = prob.holdout(sets, self.alpha_)
+                pred[rows] = path[best][rows] if lgo_path else prob.holdout(sets, self.alpha_)
                 self.cv_predictions_ = pred[:, 0] if prob.one_d else pred
         self.best_estimator_ = clone(base).set_params(alpha=self.alpha_).fit(X, y, groups)
         self.n_features_in_ = getattr(self.best_estimator_, "n_features_in_", None)

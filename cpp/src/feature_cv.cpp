@@ -181,8 +181,8 @@ RowMatrix feature_leave_pair_out(RowMatrixCRef Phi, RowMatrixCRef Y, IndexVector
   }
   // Per group: the (n-2)/n-scaled system A_0, its factor L_0, and per row z = L_0^-1 xc, kappa,
   // the centred and full predictions of (A_0, b_0).
-  Matrix Zt(p, m), g(m, v), f(m, v);
-  Vector kappa(m);
+  Matrix Zt = Matrix::Zero(p, m), g = Matrix::Zero(m, v), f = Matrix::Zero(m, v);
+  Vector kappa = Vector::Zero(m);
   std::vector<Matrix> M(static_cast<size_t>(ng));  // dense blocks Z_q^T Z_q (lower) where worthwhile
   auto one_group = [&](Index q, bool blas) {
     const Index o = c.offsets[q], n = c.size(q);
@@ -247,29 +247,23 @@ RowMatrix feature_leave_pair_out(RowMatrixCRef Phi, RowMatrixCRef Y, IndexVector
   parallel_for(0, static_cast<Index>(small.size()), n_threads, 8, [&](Index lo, Index hi) {
     for (Index k = lo; k < hi; ++k) one_group(small[static_cast<size_t>(k)], false);
   });
+  Vector zz(m);  // G_aa = |z_a|^2
+  for (Index i = 0; i < m; ++i) zz[i] = Zt.col(i).squaredNorm();
   RowMatrix out(np, 2 * v);
   parallel_for(0, np, n_threads, 4096, [&](Index lo, Index hi) {
     for (Index k = lo; k < hi; ++k) {
-      const Index a = pairs(k, 0), b = pairs(k, 1), q = grp[a], o = c.offsets[q];
-      const double cq = c.weight[q], kk = static_cast<double>(c.size(q) - 2);
-      double gaa, gab, gbb;
+      const Index a = pairs(k, 0), b = pairs(k, 1), q = ng == 1 ? 0 : grp[a], o = c.offsets[q];
+      const double cq = c.weight[q], kk = static_cast<double>(c.offsets[q + 1] - o - 2);
+      const double gaa = zz[a], gbb = zz[b];
       const Matrix& Mq = M[static_cast<size_t>(q)];
-      if (Mq.size() > 0) {
-        const Index ia = a - o, ib = b - o;
-        gaa = Mq(ia, ia);
-        gbb = Mq(ib, ib);
-        gab = ia > ib ? Mq(ia, ib) : Mq(ib, ia);
-      } else {
-        gaa = Zt.col(a).squaredNorm();
-        gbb = Zt.col(b).squaredNorm();
-        gab = Zt.col(a).dot(Zt.col(b));
-      }
+      const double gab = Mq.size() == 0 ? Zt.col(a).dot(Zt.col(b))
+                                         : (a > b ? Mq(a - o, b - o) : Mq(b - o, a - o));
       // D = c [[k+1, 1], [1, k+1]];  H = (I - D G)^-1 D
       const double d0 = cq * (kk + 1.0), d1 = cq;
       const double n00 = 1.0 - (d0 * gaa + d1 * gab), n01 = -(d0 * gab + d1 * gbb);
       const double n10 = -(d1 * gaa + d0 * gab), n11 = 1.0 - (d1 * gab + d0 * gbb);
-      const double det = n00 * n11 - n01 * n10;
-      const double i00 = n11 / det, i01 = -n01 / det, i10 = -n10 / det, i11 = n00 / det;
+      const double inv_det = 1.0 / (n00 * n11 - n01 * n10);
+      const double i00 = n11 * inv_det, i01 = -n01 * inv_det, i10 = -n10 * inv_det, i11 = n00 * inv_det;
       const double h00 = i00 * d0 + i01 * d1, h01 = i00 * d1 + i01 * d0;
       const double h10 = i10 * d0 + i11 * d1, h11 = i10 * d1 + i11 * d0;
       const double ka = kappa[a], kb = kappa[b];

@@ -23,7 +23,7 @@ from ._problem import PreferenceGraph, RankingProblem, check_weighting
 from ._progress import stage
 from ._solvers import select_basis
 from ._sparse import issparse, take_rows
-from ._threads import compute_region
+from ._threads import compute_region, threads_for_work
 from ._validation import check_alpha, check_n_jobs
 
 __all__ = ["HoldoutEngine", "engine_for", "estimator_alpha", "resolve_folds", "check_sets", "preference_holdout"]
@@ -68,8 +68,11 @@ def engine_for(estimator, X, y, groups=None, *, min_rows=1, alpha=None, verbose=
     C = fixed_C(estimator) if alpha is None else None  # an explicit alpha is kept for every hold-out
     alpha = estimator_alpha(estimator, problem.m) if alpha is None else check_alpha(alpha)
     spec = _kernel_spec(estimator, problem.n_features)
-    n_threads = check_n_jobs(getattr(estimator, "n_jobs", None))
     low_rank = spec.linear and not spec.precomputed and problem.n_features < problem.m and solver != "dual"
+    n_jobs = getattr(estimator, "n_jobs", None)
+    # default threads by the work: p x p systems (m p^2) or the m x m kernel's factor (m^3)
+    work = problem.m * float(min(problem.n_features, problem.m)) ** 2 if low_rank else float(problem.m) ** 3
+    n_threads = check_n_jobs(n_jobs) if n_jobs is not None else threads_for_work(work)
     features = None
     basis_vectors = getattr(estimator, "basis_vectors", None)
     if basis_vectors is not None:
@@ -271,7 +274,9 @@ class HoldoutEngine:
         """Holding out a pair must leave at least one training pair."""
         if pairs.shape[0] == 0:
             return
-        n = self.groups.sizes[self.groups.codes[pairs[:, 0]]].astype(np.float64)
+        # one group: every pair has n = m (no per-pair lookup over all m^2/2 pairs)
+        n = np.array([float(self.m)]) if not self.grouped else \
+            self.groups.sizes[self.groups.codes[pairs[:, 0]]].astype(np.float64)
         removed = 2 * n - 3
         if np.any(self.problem.n_relevant_pairs() - removed <= 0.5):
             raise ValueError("holding out a pair leaves no training pairs (every training pair touches it)")

@@ -1,5 +1,7 @@
 #include "fastrank/holdout_inverse.hpp"
 
+#include <Eigen/Cholesky>
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -109,6 +111,9 @@ GroupInverse group_inverse(MatrixCRef K, const GroupStructure& g, double alpha, 
   return out;
 }
 
+// Blocks below this size are factored with Eigen (no BLAS call from a worker thread).
+constexpr Index kSmallBlock = 256;
+
 // Leave-group-out prediction of group q's rows (n x v) from its block Gc of G_c, G_c t, the
 // group's rows of kappa_q = G_c S K 1_q and the full-data predictions F: G_c,qq r = (G_c t)_q on
 // the centred space.
@@ -122,8 +127,14 @@ Matrix group_out_rows(const GroupStructure& g, Index q, const Matrix& Gc, Matrix
   Matrix B = Gc;
   B.array() += shift / dn;
   Matrix r = Gt.middleRows(o, n);
-  if (!lapack::potrf_lower(B)) throw LinAlgError("leave-group-out: a group's block of the inverse is singular");
-  lapack::potrs_lower(B, r);
+  if (n < kSmallBlock) {  // Eigen's kernels: safe in fastrank's worker threads
+    Eigen::LLT<Eigen::Ref<Matrix>> llt(B);
+    if (llt.info() != Eigen::Success) throw LinAlgError("leave-group-out: a group's block of the inverse is singular");
+    llt.solveInPlace(r);
+  } else {
+    if (!lapack::potrf_lower(B)) throw LinAlgError("leave-group-out: a group's block of the inverse is singular");
+    lapack::potrs_lower(B, r);
+  }
   const Eigen::RowVectorXd ybar = Y.middleRows(o, n).colwise().mean();
   const Eigen::RowVectorXd fbar = F.middleRows(o, n).colwise().mean();
   const Eigen::RowVectorXd shiftmean = kappa_q.transpose() * r / dn;
@@ -345,40 +356,47 @@ Matrix leave_group_out_path(MatrixCRef K, const GroupStructure& g, const Vector&
   lapack::gemm('T', 'N', 1.0, V, t, 0.0, Vtt);
   lapack::gemm('T', 'N', 1.0, V, src, 0.0, Vsrc);
   const Matrix Vt = V.transpose();  // group q's rows of V as contiguous columns
-  Matrix out(m, na * v);
-  Matrix Gt(m, v), a(m, v), F(m, v), scaled(m, v);
+  Matrix dinv(m, na);
   for (Index k = 0; k < na; ++k) {
-    const double alpha = alphas[k];
-    if ((sigma.array() + alpha).minCoeff() <= 0.0) not_pd("leave-group-out");
-    const Vector dinv = (sigma.array() + alpha).inverse().matrix();
-    scaled = dinv.asDiagonal() * Vtt;
-    lapack::gemm('N', 'N', 1.0, V, scaled, 0.0, Gt);
-    a = Gt;
-    apply_sqrt_laplacian(g, a);
-    lapack::gemm('N', 'N', 1.0, K, a, 0.0, F);
-    auto block = out.middleCols(k * v, v);
-    block = F;
-    // the blocks in fastrank's threads (Eigen kernels); the small solves on this thread (LAPACK)
-    std::vector<Matrix> Gc(static_cast<size_t>(ng));
-    Matrix kappa(m, 1);
-    parallel_for(0, ng, n_threads, 4, [&](Index lo, Index hi) {
-      for (Index q = lo; q < hi; ++q) {
-        const Index o = g.offsets[q], n = g.group_size(q);
-        if (n < 2) continue;
-        const auto Vq = Vt.middleCols(o, n);
-        Matrix B(n, n);
-        B.noalias() = Vq.transpose() * dinv.asDiagonal() * Vq;
-        B.array() -= 1.0 / (static_cast<double>(n) * (alpha + tau));
-        Gc[static_cast<size_t>(q)] = std::move(B);
-        kappa.col(0).segment(o, n).noalias() = Vq.transpose() * dinv.cwiseProduct(Vsrc.col(q));
-      }
-    });
-    for (Index q = 0; q < ng; ++q) {
-      const Index o = g.offsets[q], n = g.group_size(q);
-      if (n < 2) continue;
-      block.middleRows(o, n) = group_out_rows(g, q, Gc[static_cast<size_t>(q)], Gt, kappa.col(0).segment(o, n), F, Y);
+    if ((sigma.array() + alphas[k]).minCoeff() <= 0.0) not_pd("leave-group-out");
+    dinv.col(k) = (sigma.array() + alphas[k]).inverse().matrix();
+  }
+  // every alpha's G_c t and full-data predictions in one pass over V and K (memory-bound at this size)
+  Matrix scaled(m, na * v);
+  for (Index k = 0; k < na; ++k) scaled.middleCols(k * v, v) = dinv.col(k).asDiagonal() * Vtt;
+  Matrix Gt(m, na * v), F(m, na * v);
+  lapack::gemm('N', 'N', 1.0, V, scaled, 0.0, Gt);
+  Matrix a = Gt;
+  apply_sqrt_laplacian(g, a);
+  lapack::gemm('N', 'N', 1.0, K, a, 0.0, F);
+  Matrix out = F;
+  // per group, all alphas while its rows of V are in cache: small groups in fastrank's threads
+  auto one_group = [&](Index q) {
+    const Index o = g.offsets[q], n = g.group_size(q);
+    if (n < 2) return;
+    const auto Vq = Vt.middleCols(o, n);
+    Matrix Gc(n, n), Wq(m, n);
+    for (Index k = 0; k < na; ++k) {
+      const double alpha = alphas[k];
+      Wq.noalias() = dinv.col(k).asDiagonal() * Vq;
+      Gc.noalias() = Vq.transpose() * Wq;
+      Gc.array() -= 1.0 / (static_cast<double>(n) * (alpha + tau));
+      const Vector kappa_q = Wq.transpose() * Vsrc.col(q);
+      out.block(o, k * v, n, v) = group_out_rows(g, q, Gc, Gt.middleCols(k * v, v), kappa_q,
+                                                 F.middleCols(k * v, v), Y);
+    }
+  };
+  std::vector<Index> small;
+  for (Index q = 0; q < ng; ++q) {
+    if (g.group_size(q) >= kSmallBlock) {
+      one_group(q);
+    } else {
+      small.push_back(q);
     }
   }
+  parallel_for(0, static_cast<Index>(small.size()), n_threads, 2, [&](Index lo, Index hi) {
+    for (Index k = lo; k < hi; ++k) one_group(small[static_cast<size_t>(k)]);
+  });
   return out;
 }
 

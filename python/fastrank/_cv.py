@@ -10,6 +10,7 @@ from ._rankrls import RankRLS
 from .metrics import SCORER_NAMES, RankingScorer, make_ranking_scorer
 from ._shortcuts import engine_for, resolve_folds
 from ._progress import progress
+from ._threads import compute_region
 from ._validation import check_alphas
 
 __all__ = ["RankRLSCV"]
@@ -260,7 +261,8 @@ class RankRLSCV(RegressorMixin, BaseEstimator):
                 pred = np.full_like(prob.Y, np.nan)
                 pred[rows] = path[best][rows] if lgo_path else prob.holdout(sets, self.alpha_)
                 self.cv_predictions_ = pred[:, 0] if prob.one_d else pred
-        self.best_estimator_ = clone(base).set_params(alpha=self.alpha_).fit(X, y, groups)
+        with compute_region(prob.n_threads):  # the refit keeps the threads chosen for this problem's size
+            self.best_estimator_ = clone(base).set_params(alpha=self.alpha_).fit(X, y, groups)
         self.n_features_in_ = getattr(self.best_estimator_, "n_features_in_", None)
         return self
 

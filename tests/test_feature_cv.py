@@ -212,3 +212,33 @@ def test_rankrlscv_gaussian_grid_scores_equal_per_alpha_leave_group_out():
     pred = model_selection.leave_group_out(fastrank.RankRLS(alpha=alphas[best], kernel="rbf", gamma=0.3), X, y,
                                            groups)
     _close(cv.cv_predictions_, pred)
+
+
+# ---------------------------------------------------------------------------------------------
+# thread policy
+# ---------------------------------------------------------------------------------------------
+
+
+def test_compute_region_threads_one_blas_only():
+    from fastrank import _threads
+
+    ctl = _threads.blas_controller()
+    if ctl is None or _threads.cpu_budget() < 2:
+        pytest.skip("needs threadpoolctl and two cores")
+    libs = ctl.select(user_api="blas").lib_controllers
+    if not any(_threads._is_scipy_blas(lib) for lib in libs):
+        pytest.skip("SciPy's BLAS not visible to threadpoolctl")
+    before = [lib.num_threads for lib in libs]
+    with _threads.compute_region(2):
+        for lib in libs:  # SciPy's BLAS (the C++ core's) threaded, any other copy single-threaded
+            assert lib.num_threads == (2 if _threads._is_scipy_blas(lib) else 1)
+    assert [lib.num_threads for lib in libs] == before
+
+
+def test_threads_for_work_grows_with_the_work():
+    from fastrank._threads import cpu_budget, threads_for_work
+
+    assert threads_for_work(0) == 1
+    assert threads_for_work(1e6) == 1
+    assert threads_for_work(1e12) == cpu_budget()
+    assert all(threads_for_work(a) <= threads_for_work(b) for a, b in [(1e8, 4e8), (4e8, 1e10)])

@@ -15,8 +15,10 @@ the rows U_q removed (k = n_q - |U_q| kept) contributes c_q k (Xc_T^T Xc_T - s_T
 Xc_T^T Xc_T = Xc_q^T Xc_q - Xc_U^T Xc_U and s_T = -s_U (column sums; the centring uses the full
 group's mean, which leaves the kept rows' Laplacian term unchanged).  So each set costs
 O(|U| p^2 + p^3) plus O(n_q p^2) for the Gram matrix of each touched group, and the retrained
-p x p system is solved directly (Cholesky) -- as accurate as a direct fit at any alpha.
-Leave-group-out: O(m p^2 + q p^3) in total.
+p x p system is solved directly (Cholesky) -- as accurate as a direct fit at any alpha (general
+hold-out sets, :func:`feature_holdout`).  Leave-group-out and leave-pair-out run in C++ by
+low-rank (Woodbury) updates of one factor (fastrank/feature_cv.hpp): O(m p^2 + sum_q n_q^2 p) and
+O(1) per pair after O(n_q^2 p) per group.
 
 The basis rows R stay the same inputs in every retrained model (a held-out basis row still
 defines a basis function; only its target and pairs are dropped).

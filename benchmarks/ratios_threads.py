@@ -3,6 +3,11 @@ after another, without and with fastrank's thread policy (``fastrank._threads.co
 measured in one run.
 
     python benchmarks/ratios_threads.py [--m 1500] [--repeats 3]
+    python benchmarks/ratios_threads.py --scaling [--threads 1,2] [--repeats 3]
+
+--scaling: the thread-scaling curve instead -- each workload (Gaussian fits, exact linear and
+Gaussian cross-validation) at n_jobs = 1, 2, ... cores and at the default n_jobs=None, wall and
+process CPU time, speed-up = wall(n_jobs=1) / wall(n_jobs=k) (configurations interleaved).
 
 Ratio = wall time of the four concurrent fits / wall time of the four serial fits (lower is better;
 <= 1 means concurrency does not hurt); the CPU-time columns (process time of all threads) show the
@@ -55,11 +60,61 @@ def concurrent(data, policy):
     return (time.perf_counter() - t, time.process_time() - u), out
 
 
+def scaling_workloads():
+    """(name, callable(n_jobs)) pairs: the work whose thread scaling the policy must not spoil."""
+    rng = np.random.default_rng(0)
+    out = []
+    for m in (1000, 2000):
+        X, y = dense_regression(m, 20, seed=m)
+        out.append((f"Gaussian fit m={m}", lambda n, X=X, y=y: fastrank.RankRLS(
+            kernel="rbf", gamma=0.05, solver="dual", n_jobs=n).fit(X, y)))
+    X = rng.standard_normal((5000, 136))
+    y = rng.integers(0, 5, 5000).astype(float)
+    g = np.repeat(np.arange(250), 20)
+    out.append(("RankRLSCV linear LQO m=5000 d=136", lambda n: fastrank.RankRLSCV(n_jobs=n).fit(X, y, groups=g)))
+    X2 = rng.standard_normal((2000, 50))
+    y2 = X2 @ rng.standard_normal(50)
+    out.append(("linear LPO all pairs m=2000 d=50", lambda n: fastrank.model_selection.leave_pair_out(
+        fastrank.RankRLS(n_jobs=n), X2, y2)))
+    X3 = rng.standard_normal((2000, 20))
+    y3 = np.sin(X3[:, 0])
+    g3 = np.repeat(np.arange(100), 20)
+    out.append(("RankRLSCV rbf LQO 31 alphas m=2000", lambda n: fastrank.RankRLSCV(
+        alphas=np.logspace(-5, 5, 31), kernel="rbf", gamma=0.05, n_jobs=n).fit(X3, y3, groups=g3)))
+    return out
+
+
+def scaling(thread_counts, repeats):
+    print("thread scaling: best of", repeats, "rounds, configurations interleaved; wall / process CPU")
+    configs = list(thread_counts) + [None]
+    for name, run in scaling_workloads():
+        run(1)  # warm-up
+        best = {n: (1e9, 1e9) for n in configs}
+        for _ in range(repeats):
+            for n in configs:
+                t, u = time.perf_counter(), time.process_time()
+                run(n)
+                w, c = time.perf_counter() - t, time.process_time() - u
+                best[n] = (min(best[n][0], w), min(best[n][1], c))
+        base = best[configs[0]][0]
+        cells = "  ".join(f"n_jobs={'None' if n is None else n}: {best[n][0]:.3f}s wall {best[n][1]:.3f}s cpu "
+                          f"(x{base / best[n][0]:.2f})" for n in configs)
+        print(f"{name:<36} {cells}")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--m", type=int, default=1500)
     ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--scaling", action="store_true")
+    ap.add_argument("--threads", default=None, help="comma-separated n_jobs values (default: 1 .. cores)")
     args = ap.parse_args()
+    if args.scaling:
+        import os
+
+        counts = [int(t) for t in args.threads.split(",")] if args.threads else list(range(1, (os.cpu_count() or 1) + 1))
+        scaling(counts, args.repeats)
+        return
     data = [dense_regression(args.m, 20, seed=s) for s in range(4)]
     fit(*data[0], True)  # warm-up (libraries, thread pools)
     print(f"4 Gaussian dual fits, m={args.m}, d=20; best of {args.repeats} rounds (configurations interleaved)")

@@ -9,6 +9,7 @@ import pickle
 
 import numpy as np
 import pytest
+import sklearn
 from sklearn.base import clone
 from sklearn.model_selection import GridSearchCV, GroupKFold
 from sklearn.utils.estimator_checks import parametrize_with_checks
@@ -255,8 +256,11 @@ def test_mprankcv_clone_pickle_and_grid_search_with_groups():
     again = pickle.loads(pickle.dumps(est))
     np.testing.assert_array_equal(again.predict(X), est.predict(X))
     assert clone(est).get_params() == est.get_params()
-    grid = GridSearchCV(fastrank.MPRankCV(Cs=[0.1, 10.0]), {"kernel": ["linear", "rbf"]}, cv=GroupKFold(3))
-    assert grid.fit(X, y, groups=groups).best_params_["kernel"] in ("linear", "rbf")
+    # groups routed to fit (pairs inside queries) and score (mean over queries)
+    with sklearn.config_context(enable_metadata_routing=True):
+        inner = fastrank.MPRankCV(Cs=[0.1, 10.0]).set_fit_request(groups=True).set_score_request(groups=True)
+        grid = GridSearchCV(inner, {"kernel": ["linear", "rbf"]}, cv=GroupKFold(3))
+        assert grid.fit(X, y, groups=groups).best_params_["kernel"] in ("linear", "rbf")
 
 
 # ---------------------------------------------------------------------------------------------

@@ -36,7 +36,10 @@ GroupStructure one_group(Index m, double c) {
 
 }  // namespace
 
+void bind_feature_cv(py::module_& m);  // bind_feature_cv.cpp
+
 void bind_cv(py::module_& m) {
+  bind_feature_cv(m);
   m.def(
       "cv_spectral",
       [](MatrixCRef K, const IndexVector& offsets, const Vector& scale, int n_threads) {
@@ -190,4 +193,12 @@ void bind_cv(py::module_& m) {
       py::arg("K").noconvert(), py::arg("offsets"), py::arg("scale"), py::arg("alpha"), py::arg("Y").noconvert(),
       py::arg("n_threads"), py::call_guard<py::gil_scoped_release>(),
       "Leave-one-group-out predictions (group order) for one alpha, small-alpha stable form.");
+  m.def(
+      "cv_leave_group_out_path",
+      [](MatrixCRef K, const IndexVector& offsets, const Vector& scale, const Vector& alphas, MatrixCRef Y,
+         int n_threads) { return cv::leave_group_out_path(K, make_groups(offsets, scale), alphas, Y, n_threads); },
+      py::arg("K").noconvert(), py::arg("offsets"), py::arg("scale"), py::arg("alphas"), py::arg("Y").noconvert(),
+      py::arg("n_threads"), py::call_guard<py::gil_scoped_release>(),
+      "Leave-one-group-out predictions (group order, m x n_alphas v, alpha-major) for a grid of alphas from one "
+      "eigendecomposition.");
 }

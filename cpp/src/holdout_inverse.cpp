@@ -1,5 +1,7 @@
 #include "fastrank/holdout_inverse.hpp"
 
+#include <Eigen/Cholesky>
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -109,25 +111,41 @@ GroupInverse group_inverse(MatrixCRef K, const GroupStructure& g, double alpha, 
   return out;
 }
 
-// Leave-group-out prediction of group q's rows (n x v): G_c,qq r = (G_c t)_q on the centred space.
-Matrix group_out_rows(const GroupStructure& g, const GroupInverse& gi, Index q, MatrixCRef Y) {
+// Blocks below this size are factored with Eigen (no BLAS call from a worker thread).
+constexpr Index kSmallBlock = 256;
+
+// Leave-group-out prediction of group q's rows (n x v) from its block Gc of G_c, G_c t, the
+// group's rows of kappa_q = G_c S K 1_q and the full-data predictions F: G_c,qq r = (G_c t)_q on
+// the centred space.
+Matrix group_out_rows(const GroupStructure& g, Index q, const Matrix& Gc, MatrixCRef Gt, VectorCRef kappa_q,
+                      MatrixCRef F, MatrixCRef Y) {
   const Index o = g.offsets[q], n = g.group_size(q), v = Y.cols();
   const double s = g.scale[q], dn = static_cast<double>(n);
-  const Matrix& Gc = gi.Gc[static_cast<size_t>(q)];
   // Adding the projector on 1 (scaled like G_c) makes the block nonsingular without changing the
   // centred solution.
   const double shift = std::max(Gc.diagonal().mean(), std::numeric_limits<double>::min());
   Matrix B = Gc;
   B.array() += shift / dn;
-  Matrix r = gi.Gt.middleRows(o, n);
-  if (!lapack::potrf_lower(B)) throw LinAlgError("leave-group-out: a group's block of the inverse is singular");
-  lapack::potrs_lower(B, r);
+  Matrix r = Gt.middleRows(o, n);
+  if (n < kSmallBlock) {  // Eigen's kernels: safe in fastrank's worker threads
+    Eigen::LLT<Eigen::Ref<Matrix>> llt(B);
+    if (llt.info() != Eigen::Success) throw LinAlgError("leave-group-out: a group's block of the inverse is singular");
+    llt.solveInPlace(r);
+  } else {
+    if (!lapack::potrf_lower(B)) throw LinAlgError("leave-group-out: a group's block of the inverse is singular");
+    lapack::potrs_lower(B, r);
+  }
   const Eigen::RowVectorXd ybar = Y.middleRows(o, n).colwise().mean();
-  const Eigen::RowVectorXd fbar = gi.F.middleRows(o, n).colwise().mean();
-  const Eigen::RowVectorXd shiftmean = gi.kappa.col(q).segment(o, n).transpose() * r / dn;
+  const Eigen::RowVectorXd fbar = F.middleRows(o, n).colwise().mean();
+  const Eigen::RowVectorXd shiftmean = kappa_q.transpose() * r / dn;
   Matrix out(n, v);
   for (Index i = 0; i < n; ++i) out.row(i) = Y.row(o + i) - ybar - r.row(i) / s + fbar - shiftmean;
   return out;
+}
+
+Matrix group_out_rows(const GroupStructure& g, const GroupInverse& gi, Index q, MatrixCRef Y) {
+  return group_out_rows(g, q, gi.Gc[static_cast<size_t>(q)], gi.Gt,
+                        gi.kappa.col(q).segment(g.offsets[q], g.group_size(q)), gi.F, Y);
 }
 
 void check_holdout_leaves_pairs(const GroupStructure& g) {
@@ -308,6 +326,77 @@ Matrix leave_group_out_inverse(MatrixCRef K, const GroupStructure& g, double alp
     if (g.group_size(q) < 2) continue;
     out.middleRows(g.offsets[q], g.group_size(q)) = group_out_rows(g, gi, q, Y);
   }
+  return out;
+}
+
+Matrix leave_group_out_path(MatrixCRef K, const GroupStructure& g, const Vector& alphas, MatrixCRef Y,
+                            int n_threads) {
+  check_holdout_leaves_pairs(g);
+  const Index m = g.n_rows(), ng = g.n_groups(), v = Y.cols(), na = alphas.size();
+  require(K.rows() == m && K.cols() == m, "K must be m x m");
+  require(Y.rows() == m, "Y must have m rows");
+  for (Index a = 0; a < na; ++a) require(std::isfinite(alphas[a]) && alphas[a] > 0.0, "alphas must be finite and > 0");
+  Matrix src(m, ng);  // S K 1_q
+  for (Index q = 0; q < ng; ++q) src.col(q) = K.middleCols(g.offsets[q], g.group_size(q)).rowwise().sum();
+  apply_sqrt_laplacian(g, src);
+  Matrix t = Y;
+  apply_sqrt_laplacian(g, t);  // t = S y
+  Matrix V = K;
+  apply_sqrt_laplacian_both(g, V, n_threads);
+  const double tau = null_shift(V);
+  for (Index q = 0; q < ng; ++q) {
+    const Index o = g.offsets[q], n = g.group_size(q);
+    V.block(o, o, n, n).array() += tau / static_cast<double>(n);
+  }
+  Vector sigma;
+  lapack::syevd(V, sigma);  // S K S + tau E = V diag(sigma) V^T
+  // t and S K 1_q are centred per group (orthogonal to E), so G_c acts on them as V diag(1/(sigma +
+  // alpha)) V^T; the diagonal blocks of G_c subtract E's term 1 1^T / (n (alpha + tau)).
+  Matrix Vtt(m, v), Vsrc(m, ng);
+  lapack::gemm('T', 'N', 1.0, V, t, 0.0, Vtt);
+  lapack::gemm('T', 'N', 1.0, V, src, 0.0, Vsrc);
+  const Matrix Vt = V.transpose();  // group q's rows of V as contiguous columns
+  Matrix dinv(m, na);
+  for (Index k = 0; k < na; ++k) {
+    if ((sigma.array() + alphas[k]).minCoeff() <= 0.0) not_pd("leave-group-out");
+    dinv.col(k) = (sigma.array() + alphas[k]).inverse().matrix();
+  }
+  // every alpha's G_c t and full-data predictions in one pass over V and K (memory-bound at this size)
+  Matrix scaled(m, na * v);
+  for (Index k = 0; k < na; ++k) scaled.middleCols(k * v, v) = dinv.col(k).asDiagonal() * Vtt;
+  Matrix Gt(m, na * v), F(m, na * v);
+  lapack::gemm('N', 'N', 1.0, V, scaled, 0.0, Gt);
+  Matrix a = Gt;
+  apply_sqrt_laplacian(g, a);
+  lapack::gemm('N', 'N', 1.0, K, a, 0.0, F);
+  Matrix out = F;
+  // per group, all alphas while its rows of V are in cache: small groups in fastrank's threads
+  auto one_group = [&](Index q) {
+    const Index o = g.offsets[q], n = g.group_size(q);
+    if (n < 2) return;
+    const auto Vq = Vt.middleCols(o, n);
+    Matrix Gc(n, n), Wq(m, n);
+    for (Index k = 0; k < na; ++k) {
+      const double alpha = alphas[k];
+      Wq.noalias() = dinv.col(k).asDiagonal() * Vq;
+      Gc.noalias() = Vq.transpose() * Wq;
+      Gc.array() -= 1.0 / (static_cast<double>(n) * (alpha + tau));
+      const Vector kappa_q = Wq.transpose() * Vsrc.col(q);
+      out.block(o, k * v, n, v) = group_out_rows(g, q, Gc, Gt.middleCols(k * v, v), kappa_q,
+                                                 F.middleCols(k * v, v), Y);
+    }
+  };
+  std::vector<Index> small;
+  for (Index q = 0; q < ng; ++q) {
+    if (g.group_size(q) >= kSmallBlock) {
+      one_group(q);
+    } else {
+      small.push_back(q);
+    }
+  }
+  parallel_for(0, static_cast<Index>(small.size()), n_threads, 2, [&](Index lo, Index hi) {
+    for (Index k = lo; k < hi; ++k) one_group(small[static_cast<size_t>(k)]);
+  });
   return out;
 }
 

@@ -174,7 +174,9 @@ class RankRLSCV(KernelMixin, Ranker):
                              "leave-pair-out, which scores pairs ('auc' or 'disagreement')")
         prob = engine_for(self._cv_spec(float(alphas[0])), X, y, groups, min_rows=3 if is_lpo else 2,
                           verbose=self.verbose)
-        prob.prepare_grid(alphas.size)
+        lgo_path = not is_lpo and isinstance(cv, str)  # leave-group-out: every alpha from one engine call
+        if not lgo_path:
+            prob.prepare_grid(alphas.size)
         scores = np.empty(alphas.size)
         bar = progress.iterate(range(alphas.size), desc="RankRLSCV", unit="alpha", verbose=self.verbose)
         if is_lpo:
@@ -200,10 +202,11 @@ class RankRLSCV(KernelMixin, Ranker):
             sets = prob.check_sets(sets)
             codes = prob.groups.codes if groups is not None else None
             rows = np.concatenate(sets)
+            path = prob.leave_group_out_path(alphas) if lgo_path else None
             for k in bar:
                 pred = np.full_like(prob.Y, np.nan)
-                if isinstance(cv, str):  # lgo
-                    pred[:] = prob.leave_group_out(float(alphas[k]))
+                if lgo_path:
+                    pred[:] = path[k]
                 else:
                     pred[rows] = prob.holdout(sets, float(alphas[k]))
                 scores[k] = holdout_score(pred, prob.Y, sets, codes, scoring)
@@ -222,10 +225,7 @@ class RankRLSCV(KernelMixin, Ranker):
                 self.cv_predictions_ = prob.lpo(pairs, self.alpha_)
             else:
                 pred = np.full_like(prob.Y, np.nan)
-                if isinstance(cv, str):  # lgo
-                    pred[:] = prob.leave_group_out(self.alpha_)
-                else:
-                    pred[rows] = prob.holdout(sets, self.alpha_)
+                pred[rows] = path[best][rows] if lgo_path else prob.holdout(sets, self.alpha_)
                 self.cv_predictions_ = pred[:, 0] if prob.one_d else pred
         self.best_estimator_ = self._solved(prob, base)
         self.n_features_in_ = getattr(self.best_estimator_, "n_features_in_", None)

@@ -37,7 +37,7 @@ from ._problem import PreferenceGraph, RankingProblem, check_weighting
 from ._progress import stage
 from ._solvers import Fit, _by_alpha, _centred_features, select_basis
 from ._sparse import issparse, take_rows
-from ._threads import compute_region
+from ._threads import compute_region, threads_for_work
 from ._validation import check_alpha, check_n_jobs
 
 __all__ = ["CVSpec", "spec_of", "HoldoutEngine", "engine_for", "resolve_folds", "check_sets", "PreferenceRoute"]
@@ -85,7 +85,8 @@ class CVSpec:
             raise ValueError("exact cross-validation with exclude_ties=True needs the dense kernel model "
                              "(basis_vectors=None)")
         check_weighting(self.group_weighting)
-        object.__setattr__(self, "n_jobs", check_n_jobs(self.n_jobs))
+        if self.n_jobs is not None:  # None: threads chosen by the work (HoldoutEngine)
+            object.__setattr__(self, "n_jobs", check_n_jobs(self.n_jobs))
 
     @property
     def precomputed(self):
@@ -155,7 +156,7 @@ class _Route:
     def __init__(self, engine):
         self.problem = engine.problem
         self.kspec = engine.kspec
-        self.n_threads = engine.spec.n_jobs
+        self.n_threads = engine.n_threads
         self.verbose = engine.verbose
         self.m = engine.problem.m
         self.one_d = engine.problem.one_d
@@ -304,6 +305,12 @@ class DualRoute(_Route):
         return self.groups.untake(out, 0)
 
     @_in_region
+    def leave_group_out_path(self, alphas):
+        v = self.Y.shape[1]
+        out = _core.cv_leave_group_out_path(self.K, self.offsets, self.scale, alphas, self.Yg, self.n_threads)
+        return np.stack([self.groups.untake(out[:, k * v:(k + 1) * v], 0) for k in range(alphas.size)])
+
+    @_in_region
     def solve(self, alpha):
         """Dual coefficients (m, v), caller's row order, of the model fitted on all the data: from the
         spectral factor when it exists (eq. 31: u = V (Sigma + alpha)^-1 V^T S y + (S y - V V^T S y) /
@@ -342,7 +349,7 @@ class FeatureRoute(_Route):
 
     def lpo(self, pairs, alpha):
         out = _holdout.feature_leave_pair_out(self.features, self.Y, self.codes, self.n_groups, alpha, pairs,
-                                              pair_weight=self.pair_weight)
+                                              pair_weight=self.pair_weight, n_threads=self.n_threads)
         return np.asarray(out).reshape(pairs.shape[0], -1)
 
     def holdout(self, sets, alpha):
@@ -354,7 +361,7 @@ class FeatureRoute(_Route):
 
     def leave_group_out(self, alpha):
         out = _holdout.feature_leave_group_out(self.features, self.Y, self.codes, self.n_groups, alpha,
-                                               pair_weight=self.pair_weight)
+                                               pair_weight=self.pair_weight, n_threads=self.n_threads)
         return np.asarray(out).reshape(self.m, -1)
 
 
@@ -609,11 +616,13 @@ class HoldoutEngine:
         self.spec = spec
         self.verbose = verbose
         self.kspec = spec.kernel_spec(problem.n_features)
-        self.n_threads = spec.n_jobs
         gi, X = problem.groups, problem.X
         self.Xg = X[gi.order] if issparse(X) and not gi.is_identity else gi.take(X, 0)
         self.low_rank = self.kspec.linear and not self.kspec.precomputed and problem.n_features < problem.m \
             and spec.solver != "dual" and not spec.exclude_ties
+        # default threads by the work: p x p systems (m p^2) or the m x m kernel's factor (m^3)
+        work = problem.m * float(problem.n_features) ** 2 if self.low_rank else float(problem.m) ** 3
+        self.n_threads = spec.n_jobs if spec.n_jobs is not None else threads_for_work(work)
         self.features = None
         if spec.basis_vectors is not None:
             # subset of regressors: the same basis rows a fit would choose (eq. 41), as a feature map
@@ -650,7 +659,7 @@ class HoldoutEngine:
         return self.features is not None and not self.low_rank
 
     def _pair_route(self):
-        return self.tie if self.spec.exclude_ties else self.feature if self.basis else self.dual
+        return self.tie if self.spec.exclude_ties else self.feature if self.features is not None else self.dual
 
     def _set_route(self):
         return self.tie if self.spec.exclude_ties else self.feature if self.features is not None else self.dual
@@ -776,7 +785,9 @@ class HoldoutEngine:
         if pairs.shape[0] == 0:
             return
         i, j = pairs[:, 0], pairs[:, 1]
-        n = self.groups.sizes[self.groups.codes[i]].astype(np.float64)
+        # one group: every pair has n = m (no per-pair lookup over all m^2 / 2 pairs)
+        n = self.groups.sizes[self.groups.codes[i]].astype(np.float64) if self.grouped or self.problem.exclude_ties \
+            else np.array([float(self.m)])
         if self.problem.exclude_ties:  # the edges of i and j: their partners outside their tie cells
             cells = self.problem.cells
             ci, cj = cells.codes[i], cells.codes[j]
@@ -837,6 +848,16 @@ class HoldoutEngine:
             out[np.concatenate(sets)] = route.holdout(sets, alpha)
             return out
         return route.leave_group_out(alpha)
+
+    def leave_group_out_path(self, alphas):
+        """(n_alphas, m, v) leave-group-out predictions for a grid of alphas.  Dense kernel models
+        with 5 or more alphas share one eigendecomposition (``cv_leave_group_out_path``; it costs
+        about 4-5 Cholesky leave-group-outs at m = 2000); feature, tie-excluded and MPRank models,
+        and short grids, take one leave-group-out per alpha."""
+        alphas = np.asarray(alphas, dtype=np.float64)
+        if self.spec.C is not None or self._set_route() is not self.dual or alphas.size < 5:
+            return np.stack([self.leave_group_out(float(a)) for a in alphas])
+        return self.dual.leave_group_out_path(alphas)
 
     def group_sets(self):
         """Each group's rows (sorted) as a hold-out set."""
@@ -916,7 +937,7 @@ class PreferenceRoute:
     def __init__(self, problem, spec):
         self.problem = problem
         self.kspec = spec.kernel_spec(problem.n_features)
-        self.n_threads = spec.n_jobs
+        self.n_threads = check_n_jobs(spec.n_jobs)
 
     def holdout(self, sets, alpha):
         """A list of (|U|, v) predictions, one per set."""

@@ -15,8 +15,10 @@ the rows U_q removed (k = n_q - |U_q| kept) contributes c_q k (Xc_T^T Xc_T - s_T
 Xc_T^T Xc_T = Xc_q^T Xc_q - Xc_U^T Xc_U and s_T = -s_U (column sums; the centring uses the full
 group's mean, which leaves the kept rows' Laplacian term unchanged).  So each set costs
 O(|U| p^2 + p^3) plus O(n_q p^2) for the Gram matrix of each touched group, and the retrained
-p x p system is solved directly (Cholesky) -- as accurate as a direct fit at any alpha.
-Leave-group-out: O(m p^2 + q p^3) in total.
+p x p system is solved directly (Cholesky) -- as accurate as a direct fit at any alpha (general
+hold-out sets, :func:`feature_holdout`).  Leave-group-out and leave-pair-out run in C++ by
+low-rank (Woodbury) updates of one factor (fastrank/feature_cv.hpp): O(m p^2 + sum_q n_q^2 p) and
+O(1) per pair after O(n_q^2 p) per group.
 
 The basis rows R stay the same inputs in every retrained model (a held-out basis row still
 defines a basis function; only its target and pairs are dropped).
@@ -27,6 +29,8 @@ from __future__ import annotations
 import numpy as np
 import scipy.linalg
 import scipy.sparse as sp
+
+from . import _core
 
 __all__ = [
     "linear_features",
@@ -168,26 +172,50 @@ def feature_holdout(Phi, Y, codes, n_groups, alpha, sets, *, normalized=False, p
     return [prob.predict_without(U, cache) for U in sets]
 
 
-def feature_leave_group_out(Phi, Y, codes, n_groups, alpha, *, normalized=False, pair_weight=None):
-    """Leave-one-group-out predictions (m, v) in original row order: O(m p^2 + q p^3)."""
-    Y = _check_y(Y, Phi.shape[0])
-    prob = _Centred(Phi, Y, codes, n_groups, normalized, alpha, pair_weight)
-    out = np.empty((Phi.shape[0], Y.shape[1]))
-    for q in range(n_groups):
-        rows = prob.rows[q]
-        out[rows] = prob.predict_without(rows)
-    return out
+def _grouping(codes, n_groups, m, normalized, pair_weight):
+    """Rows in group order (stable), the group offsets and the pair weight c_q of every group."""
+    codes = np.asarray(codes, dtype=np.int64)
+    if codes.shape != (m,):
+        raise ValueError(f"codes must have one entry per row ({m}), got shape {codes.shape}")
+    order = np.argsort(codes, kind="stable").astype(np.int64)
+    sizes = np.bincount(codes, minlength=n_groups).astype(np.int64)
+    offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+    if pair_weight is not None:
+        weight = np.asarray(pair_weight, dtype=np.float64)
+    else:
+        weight = 1.0 / np.maximum(sizes, 1) if normalized else np.ones(n_groups)
+    return order, offsets, np.ascontiguousarray(weight, dtype=np.float64)
 
 
-def feature_leave_pair_out(Phi, Y, codes, n_groups, alpha, pairs, *, normalized=False, pair_weight=None):
-    """Leave-pair-out predictions (n_pairs, 2, v): each pair retrained exactly through its p x p
-    system, O(p^3) per pair (the group Gram matrices are computed once) -- for a moderate number of
-    pairs; pairs must lie in one group each (validated by the caller)."""
+def _dense_rows(Phi):
+    return np.ascontiguousarray(Phi.toarray() if sp.issparse(Phi) else Phi, dtype=np.float64)
+
+
+def feature_leave_group_out(Phi, Y, codes, n_groups, alpha, *, normalized=False, pair_weight=None, n_threads=1):
+    """Leave-one-group-out predictions (m, v) in original row order: one Cholesky factor of the
+    p x p system, then a rank-n_q (Woodbury) update per group in C++, O(m p^2 + sum_q n_q^2 p)
+    (fastrank/feature_cv.hpp)."""
     Y = _check_y(Y, Phi.shape[0])
-    prob = _Centred(Phi, Y, codes, n_groups, normalized, alpha, pair_weight)
-    cache = {}
-    pairs = np.asarray(pairs, dtype=np.int64)
-    out = np.empty((pairs.shape[0], 2, Y.shape[1]))
-    for k, pair in enumerate(pairs):
-        out[k] = prob.predict_without(pair, cache)
-    return out
+    order, offsets, weight = _grouping(codes, n_groups, Phi.shape[0], normalized, pair_weight)
+    return _core.cv_feature_leave_group_out(_dense_rows(Phi), np.ascontiguousarray(Y), order, offsets, weight,
+                                            float(alpha), int(n_threads))
+
+
+def feature_leave_pair_out(Phi, Y, codes, n_groups, alpha, pairs, *, normalized=False, pair_weight=None,
+                           n_threads=1):
+    """Leave-pair-out predictions (n_pairs, 2, v): one p x p factor per group with pairs (the group
+    scaled by (n_q - 2)/n_q), then O(v) per pair from the hat-matrix entries of its group, in C++
+    (fastrank/feature_cv.hpp); pairs must lie in one group each (validated by the caller)."""
+    Y = _check_y(Y, Phi.shape[0])
+    m = Phi.shape[0]
+    order, offsets, weight = _grouping(codes, n_groups, m, normalized, pair_weight)
+    pairs = np.ascontiguousarray(np.asarray(pairs, dtype=np.int64).reshape(-1, 2))
+    if np.any(order != np.arange(m)):  # pair rows -> positions in group order
+        position = np.empty(m, dtype=np.int64)
+        position[order] = np.arange(m, dtype=np.int64)
+        pairs_at = np.ascontiguousarray(position[pairs])
+    else:
+        pairs_at = pairs
+    out = _core.cv_feature_leave_pair_out(_dense_rows(Phi), np.ascontiguousarray(Y), order, offsets, weight,
+                                          float(alpha), pairs_at, int(n_threads))
+    return out.reshape(pairs.shape[0], 2, Y.shape[1])

@@ -7,12 +7,16 @@ The rule (README, "Threads"):
    threads (its resolved ``n_jobs``) waits until ``t`` cores are free, so concurrent fastrank
    calls from Python threads run one after another (or side by side when their thread counts
    fit) instead of oversubscribing the cores.
-2. While a region runs, BLAS/LAPACK (SciPy's and numpy's OpenBLAS, reached through
-   ``threadpoolctl``; the C++ core calls SciPy's OpenBLAS, so this covers the LAPACK calls made
-   from C++) use the region's thread count when it runs alone and one thread when other regions
-   run at the same time -- never ``cores`` BLAS threads on top of fastrank's own threads.  The
-   BLAS setting is only changed when no other region is running (changing OpenBLAS's thread count
-   during a call in another thread is not safe), and it is restored when the last region ends.
+2. While a region runs, ONE BLAS does its dense work: SciPy's OpenBLAS (the copy the C++ core
+   calls for every product and factorization, reached through ``threadpoolctl``) uses the region's
+   thread count when it runs alone and one thread when other regions run at the same time; any
+   other BLAS copy loaded in the process (numpy's own OpenBLAS) runs single-threaded inside the
+   region.  Two multi-threaded OpenBLAS pools used alternately spin against each other for the
+   same cores (measured on 2 cores: exact linear cross-validation 3-15x slower than with one
+   thread, and ``OPENBLAS_NUM_THREADS`` does not reach both), so a region never leaves two pools
+   threaded.  The BLAS setting is only changed when no other region is running (changing
+   OpenBLAS's thread count during a call in another thread is not safe), and it is restored when
+   the last region ends.
 3. Regions nest: a region entered by a thread that already holds one runs inside the outer one's
    budget (no second wait, no deadlock).
 
@@ -33,11 +37,26 @@ import contextlib
 import os
 import threading
 
-__all__ = ["compute_region", "cpu_budget", "blas_controller"]
+__all__ = ["compute_region", "cpu_budget", "blas_controller", "threads_for_work"]
 
 def cpu_budget():
     """Cores shared by fastrank's compute regions (``os.cpu_count()``)."""
     return max(1, os.cpu_count() or 1)
+
+
+# Floating-point operations one more thread must get before it pays for its start-up and
+# synchronisation (measured on 2 cores: exact linear leave-query-out at m = 5000, p = 136, ~1e8
+# flops, is no faster with two threads than with one; a Gaussian fit at m = 1000, ~3e8 flops, is).
+_FLOPS_PER_THREAD = 2e8
+
+
+def threads_for_work(flops):
+    """The default thread count (``n_jobs=None``) for a call of about ``flops`` floating-point
+    operations: one thread per ``_FLOPS_PER_THREAD`` of work, at least 1, at most every core."""
+    flops = float(flops)
+    if not flops > 0:
+        return 1
+    return int(max(1, min(cpu_budget(), flops // _FLOPS_PER_THREAD)))
 
 
 class _ThreadBudget:
@@ -67,15 +86,17 @@ class _ThreadBudget:
         return self.controller
 
     def set_blas(self, n):
-        """Limit BLAS to n threads; returns the limiter whose restore_original_limits undoes it."""
+        """SciPy's BLAS to n threads, every other BLAS copy to one (module docstring, rule 2);
+        returns the limiter whose restore_original_limits undoes it (None: nothing changed)."""
         ctl = self.blas_controller()
         if ctl is None:
             return None
         try:
-            blas = ctl.select(user_api="blas")
-            if all(lib.num_threads == int(n) for lib in blas.lib_controllers):
-                return None  # already so (the common case n_jobs=None): no limit/restore round trip
-            return blas.limit(limits=int(n))
+            libs = ctl.select(user_api="blas").lib_controllers
+            want = [(lib, int(n) if _is_scipy_blas(lib) else 1) for lib in libs]
+            if all(lib.num_threads == k for lib, k in want):
+                return None  # already so: no limit/restore round trip
+            return _BlasLimits(want)
         except Exception:  # pragma: no cover
             return None
 
@@ -118,6 +139,27 @@ class _ThreadBudget:
                     pass
                 self.saved_limits = None
             self.cond.notify_all()
+
+
+def _is_scipy_blas(lib):
+    """Whether a threadpoolctl library controller is SciPy's bundled BLAS (the C++ core's)."""
+    path = str(getattr(lib, "filepath", "")).replace("\\", "/")
+    return "/scipy.libs/" in path or "/scipy/" in path or "/scipy/.dylibs/" in path
+
+
+class _BlasLimits:
+    """Thread counts set on some BLAS libraries, restorable (threadpoolctl's limiter contract)."""
+
+    def __init__(self, want):
+        self.saved = [(lib, lib.num_threads) for lib, _ in want]
+        for lib, k in want:
+            if lib.num_threads != k:
+                lib.set_num_threads(k)
+
+    def restore_original_limits(self):
+        for lib, k in self.saved:
+            if lib.num_threads != k:
+                lib.set_num_threads(k)
 
 
 _BUDGET = _ThreadBudget()

@@ -70,6 +70,15 @@ Vector lpo_disagreement_inverse(const GroupStructure& g, const InversePairBlocks
 // solve with q + v right-hand sides.
 Matrix leave_group_out_inverse(MatrixCRef K, const GroupStructure& g, double alpha, MatrixCRef Y, int n_threads);
 
+// Leave-one-group-out predictions for every alpha of a grid (m x n_alphas v, alpha-major, group
+// order), exact for each alpha as leave_group_out_inverse: one eigendecomposition of
+// S K S + tau sum_q 1_q 1_q^T / n_q = V diag(sigma) V^T (the shift keeps every group's constant
+// vector away from the null space, as in the Cholesky form) replaces one Cholesky factor per alpha;
+// each alpha then costs O(m^2 (n_mean + v)) for the diagonal blocks of G_c = V diag(1/(sigma +
+// alpha)) V^T - sum_q 1_q 1_q^T / (n_q (alpha + tau)), G_c t and the group terms of kappa.
+Matrix leave_group_out_path(MatrixCRef K, const GroupStructure& g, const Vector& alphas, MatrixCRef Y,
+                            int n_threads);
+
 // Diagonal blocks of (L L^T)^-1 for every group from the lower Cholesky factor L (group order):
 // columns of L^-1 for consecutive groups batched into panels of >= 512 columns, so the trailing
 // triangular solves run as BLAS-3.

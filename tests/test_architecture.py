@@ -16,7 +16,7 @@ LAYERS = {
     "_core": 0, "_version": 0,
     "exceptions": 1,
     "_validation": 2, "_memory": 2, "_sparse": 2, "_threads": 2, "_progress": 2, "_svmlight": 2, "utils": 2,
-    "_kernels": 3, "metrics": 3,
+    "_kernels": 3, "metrics": 3, "preprocessing": 3,
     "_problem": 4,
     "_solvers": 5, "_shortcuts": 5.5, "_holdout": 4,
     "_rankrls": 6, "online": 6, "_svrank": 6, "_ranksvm": 6, "_rankboost": 6, "_greedy": 6,

@@ -24,6 +24,7 @@ from ._rankboost import RankBoost
 from ._greedy import greedy_order
 from ._persist import load, save
 from . import utils
+from . import preprocessing
 
 __all__ = [
     "RankRLS", "MPRank", "RankRLSPath", "rankrls_path",
@@ -31,6 +32,6 @@ __all__ = [
     "PRank", "PRankVP", "OAPBPM", "WidrowHoff", "OnlineMPRank",
     "RankSVM", "SVRank", "RankBoost", "greedy_order",
     "datasets", "metrics", "bounds",
-    "save", "load", "utils",
+    "save", "load", "utils", "preprocessing",
     "LinAlgError", "IllConditionedWarning", "exceptions", "__version__",
 ]

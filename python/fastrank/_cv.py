@@ -9,6 +9,7 @@ from sklearn.utils.validation import check_is_fitted
 from ._rankrls import RankRLS
 from .metrics import SCORER_NAMES, RankingScorer, make_ranking_scorer
 from ._shortcuts import engine_for, resolve_folds
+from ._solvers import one_conditioning_warning
 from ._progress import progress
 from ._validation import check_alphas
 
@@ -188,6 +189,7 @@ class RankRLSCV(RegressorMixin, BaseEstimator):
                              f"got {cv!r}")
         return cv
 
+    @one_conditioning_warning
     def fit(self, X, y, groups=None):
         """Score every alpha by exact cross-validation, keep the best, refit on all data.
 

@@ -638,11 +638,19 @@ class WidrowHoff(ClassifierMixin, BaseEstimator):
     """Widrow-Hoff (LMS) on-line least-squares regression on the ranks (Harrington 2003, section 4).
 
     s = w.x + b; after predicting, w <- w + eta (r - s) x and b <- b + eta (r - s) with r the rank
-    (1..k) of the label.  Predictions round s to the nearest rank, clipped to 1..k.  Diverges when
-    eta >= 2 / ||x||^2 (an error is raised on overflow): scale the features or lower eta.
+    (1..k) of the label.  Predictions round s to the nearest rank, clipped to 1..k.  One update
+    multiplies the error r - s on its own example by 1 - eta (||x||^2 + 1) (the 1 for the intercept),
+    so a fixed eta >= 2 / (||x||^2 + 1) diverges (an error is raised on overflow): 136 standardised
+    features have ||x||^2 ~ 136, and eta = 0.1 diverges there.
+
+    eta : float or "auto", default="auto"
+        "auto" takes eta = 1 / max_t (||x_t||^2 + fit_intercept) over the first ``fit`` /
+        ``partial_fit`` batch, the normalised-LMS step bound: every update then shrinks its
+        example's error (never overshoots), whatever the scale of the features.  ``eta_`` holds
+        the step used.
     """
 
-    def __init__(self, eta=0.1, *, fit_intercept=True, n_epochs=1, shuffle=False, random_state=None, verbose=0):
+    def __init__(self, eta="auto", *, fit_intercept=True, n_epochs=1, shuffle=False, random_state=None, verbose=0):
         self.eta = eta
         self.fit_intercept = fit_intercept
         self.n_epochs = n_epochs
@@ -651,8 +659,17 @@ class WidrowHoff(ClassifierMixin, BaseEstimator):
         self.verbose = verbose
 
     def _validate_params(self):
-        _check_real(self.eta, "eta", low=0.0)
+        if not (isinstance(self.eta, str) and self.eta == "auto"):
+            _check_real(self.eta, "eta", low=0.0)
         _check_int(self.n_epochs, "n_epochs", 1)
+
+    def _step(self, X):
+        if not (isinstance(self.eta, str) and self.eta == "auto"):
+            return float(self.eta)
+        sq = np.einsum("ij,ij->i", X, X).max(initial=0.0) + float(bool(self.fit_intercept))
+        if not (np.isfinite(sq) and sq > 0):  # all-zero rows without intercept: any step is exact
+            return 1.0
+        return 1.0 / sq
 
     def _reset(self, classes, n_features):
         if classes.size < 2:
@@ -667,7 +684,7 @@ class WidrowHoff(ClassifierMixin, BaseEstimator):
 
     def _stream(self, X, ranks):
         w = np.array(self.coef_, dtype=np.float64)
-        losses, b = _core.widrow_hoff_fit(X, ranks, self.classes_.size, float(self.eta), bool(self.fit_intercept),
+        losses, b = _core.widrow_hoff_fit(X, ranks, self.classes_.size, self.eta_, bool(self.fit_intercept),
                                           w, float(self.intercept_))
         self.coef_, self.intercept_ = w, float(b)
         self.n_seen_ += X.shape[0]
@@ -679,6 +696,7 @@ class WidrowHoff(ClassifierMixin, BaseEstimator):
         X = _as_X(X)
         y = _check_labels(y, X.shape[0])
         self._reset(_sorted_classes(y), X.shape[1])
+        self.eta_ = self._step(X)
         ranks = _to_ranks(self.classes_, y)
         rng = np.random.default_rng(self.seed_)
         for _ in progress.iterate(range(self.n_epochs), desc="WidrowHoff passes", unit="pass", verbose=self.verbose):
@@ -698,6 +716,7 @@ class WidrowHoff(ClassifierMixin, BaseEstimator):
                 raise ValueError(f"the first partial_fit batch has only the label(s) {cls.tolist()!r}; pass the "
                                  "complete ordered label set with classes=")
             self._reset(cls, X.shape[1])
+            self.eta_ = self._step(X)
         elif classes is not None and not np.array_equal(_sorted_classes(classes), self.classes_):
             raise ValueError(f"classes={np.asarray(classes).tolist()!r} differs from classes_ fixed by the first "
                              f"partial_fit call: {self.classes_.tolist()!r}")

@@ -78,7 +78,7 @@ def _warn_if_ill_conditioned(rcond):
         )
 
 
-_RCOND_TEXT = re.compile(r"(?:rcond\s*=|reciprocal condition number)\s*([0-9.eE+-]+)")
+_RCOND_TEXT = re.compile(r"(?:rcond\s*=|reciprocal condition number)\s*(\d+(?:\.\d+)?(?:[eE][+-]?\d+)?)")
 _SCALE_ADVICE = ("The features probably differ in scale by orders of magnitude (raw counts, lengths or BM25 "
                  "scores): standardise them (fastrank.preprocessing, sklearn's StandardScaler, or fastrank train "
                  "--normalize), or increase alpha.")

@@ -314,15 +314,18 @@ def _say(args, text):
 
 
 def _predict_chunked(model, X, verbose, chunk=20000):
+    """Ranking scores: ``decision_function`` for the ordinal classifiers (PRank, OAPBPM, WidrowHoff),
+    whose ``predict`` gives one of a few labels and so ties most pairs; ``predict`` otherwise."""
     from ._progress import progress
 
+    score = getattr(model, "decision_function", model.predict)
     m = X.shape[0]
     if m <= chunk:
-        return np.asarray(model.predict(X), dtype=np.float64)
+        return np.asarray(score(X), dtype=np.float64)
     out = []
     with progress(total=m, desc="predicting", unit="rows", verbose=verbose) as bar:
         for s in range(0, m, chunk):
-            out.append(np.asarray(model.predict(X[s:s + chunk]), dtype=np.float64))
+            out.append(np.asarray(score(X[s:s + chunk]), dtype=np.float64))
             bar.update(min(chunk, m - s))
     return np.concatenate(out)
 
@@ -798,16 +801,14 @@ def build_parser():
 _HANDLERS = {"train": cmd_train, "predict": cmd_predict, "evaluate": cmd_evaluate, "cv": cmd_cv}
 
 
-def _warning_printer(cmd, verbose_level):
-    """warnings.showwarning for the command line: one line 'fastrank CMD: warning: ...' (no source
-    line, no traceback-style location); nothing under --quiet."""
+def _print_warnings(cmd, caught, verbose_level):
+    """The warnings of a command as one line each, 'fastrank CMD: warning: ... [Category]' (no
+    source location or code line); nothing under --quiet."""
     from ._progress import write_line
 
-    def show(message, category, filename, lineno, file=None, line=None):
-        if verbose_level >= 0:
-            write_line(f"{PROG} {cmd}: warning: {message} [{category.__name__}]")
-
-    return show
+    if verbose_level >= 0:
+        for w in caught:
+            write_line(f"{PROG} {cmd}: warning: {w.message} [{w.category.__name__}]")
 
 
 def main(argv=None):
@@ -831,9 +832,12 @@ def main(argv=None):
     cmd = args.command
     try:
         t0 = time.perf_counter()
-        with warnings.catch_warnings():
-            warnings.showwarning = _warning_printer(cmd, args.verbose_level)
-            code = _HANDLERS[cmd](args)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("default")  # each distinct warning once, never an exception
+            try:
+                code = _HANDLERS[cmd](args)
+            finally:
+                _print_warnings(cmd, caught, args.verbose_level)
         _say(args, f"{cmd}: {time.perf_counter() - t0:.3g} s")
         return code
     except BrokenPipeError:

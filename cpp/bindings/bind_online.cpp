@@ -60,16 +60,19 @@ void bind_online(py::module_& m) {
       "One pass of the kernel OAP ensemble; C, V updated in place. Returns (losses, A, sv_X, sv_time, sv_src).");
   m.def(
       "widrow_hoff_fit",
-      [](RowMatrixCRef X, IndexVectorCRef y, int k, double eta, bool fit_intercept, Eigen::Ref<Vector> w, double b) {
+      [](RowMatrixCRef X, IndexVectorCRef y, int k, double eta, bool fit_intercept, Eigen::Ref<Vector> w, double b,
+         bool normalized) {
         IntVector loss;
         {
           py::gil_scoped_release release;
-          loss = widrow_hoff_fit(X, y, k, eta, fit_intercept, w, b);
+          loss = widrow_hoff_fit(X, y, k, eta, fit_intercept, w, b, normalized);
         }
         return py::make_tuple(loss, b);
       },
       py::arg("X").noconvert(), py::arg("y").noconvert(), py::arg("k"), py::arg("eta"), py::arg("fit_intercept"),
-      py::arg("w").noconvert(), py::arg("b"), "One Widrow-Hoff pass; w updated in place. Returns (losses, b).");
+      py::arg("w").noconvert(), py::arg("b"), py::arg("normalized") = false,
+      "One Widrow-Hoff pass (normalized: step eta / (||x||^2 + fit_intercept)); w updated in place. Returns "
+      "(losses, b).");
   m.def(
       "oap_draws",
       [](std::uint64_t seed, std::int64_t n_members, std::int64_t t0, std::int64_t T, double tau) {

@@ -430,7 +430,7 @@ CgResult run_cg(Design& X, const RankingLaplacian& L, const RowMatrix& Y, const 
     auto cg_step = [&](Index j, auto&& w, auto&& r, auto&& p, const auto& q, auto&& z, const auto& d) {
       const double pq = p.cwiseProduct(q).sum();
       if (!(pq > 0.0) || !std::isfinite(pq))
-        throw LinAlgError("conjugate gradient broke down (p^T A p = " + std::to_string(pq) +
+        throw LinAlgError("conjugate gradient broke down (p^T A p = " + format_number(pq) +
                           "); the system is not numerically positive definite");
       const double step = rz[j] / pq;
       w += step * p;

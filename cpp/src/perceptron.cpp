@@ -509,7 +509,7 @@ IntVector oap_kernel_fit(RowMatrixCRef X, IndexVectorCRef y, IndexVectorCRef src
 }
 
 IntVector widrow_hoff_fit(RowMatrixCRef X, IndexVectorCRef y, int k, double eta, bool fit_intercept,
-                          Eigen::Ref<Vector> w, double& b) {
+                          Eigen::Ref<Vector> w, double& b, bool normalized) {
   const Index T = X.rows(), d = X.cols();
   require(k >= 2, "need at least 2 ranks");
   require(std::isfinite(eta) && eta > 0.0, "eta must be positive and finite");
@@ -526,7 +526,8 @@ IntVector widrow_hoff_fit(RowMatrixCRef X, IndexVectorCRef y, int k, double eta,
     const int pred = r < 1.0 ? 1 : (r > k ? k : static_cast<int>(r));
     const int yt = static_cast<int>(y[t]);
     loss[t] = std::abs(pred - yt);
-    const double e = eta * (static_cast<double>(yt) - s);
+    const double norm = normalized ? dot(x, x, d) + (fit_intercept ? 1.0 : 0.0) : 1.0;
+    const double e = norm > 0.0 ? eta / norm * (static_cast<double>(yt) - s) : 0.0;
     axpy(e, x, w.data(), d);
     if (fit_intercept) b += e;
   }

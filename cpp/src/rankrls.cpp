@@ -29,12 +29,14 @@ double one_norm_symmetric(MatrixCRef G) {
 
 [[noreturn]] void not_positive_definite(double alpha, double scale) {
   throw LinAlgError(
-      "the RankRLS system S K S + alpha I is not numerically positive definite for alpha=" + std::to_string(alpha) +
-      " (largest diagonal entry of S K S: " + std::to_string(scale) +
-      "). Causes: alpha below the rounding level of the kernel (use alpha >= about 1e-12 x that entry); a "
-      "precomputed kernel that is not positive semidefinite; or inputs whose common offset is large compared "
-      "with their spread, which costs a linear or polynomial kernel its precision (centre X by "
-      "X - X.mean(axis=0); a linear ranking model is unchanged by it)");
+      "the RankRLS system S K S + alpha I is not numerically positive definite for alpha=" + format_number(alpha) +
+      " (largest diagonal entry of S K S: " + format_number(scale) +
+      "). Causes: features on very different scales (raw counts, lengths or BM25 scores next to values in "
+      "[0, 1]): standardise them (fastrank.preprocessing, sklearn's StandardScaler, fastrank train "
+      "--normalize) or raise alpha to about 1e-12 x that entry or more; a precomputed kernel that is not "
+      "positive semidefinite; or inputs whose common offset is large compared with their spread, which costs "
+      "a linear or polynomial kernel its precision (centre X by X - X.mean(axis=0); a linear ranking model is "
+      "unchanged by it)");
 }
 
 // A non-finite system means overflow upstream (huge inputs, or pair weights 1/g of tiny magnitudes),

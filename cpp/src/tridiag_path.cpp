@@ -28,7 +28,7 @@ Index sturm_count(const Vector& d, const Vector& e, double x, double pivmin) {
 }
 
 [[noreturn]] void not_positive_definite(double alpha) {
-  throw LinAlgError("the RankRLS system is not numerically positive definite for alpha=" + std::to_string(alpha) +
+  throw LinAlgError("the RankRLS system is not numerically positive definite for alpha=" + format_number(alpha) +
                     " (alpha is too small relative to the kernel's scale, or the kernel is not positive "
                     "semidefinite); increase alpha");
 }

@@ -25,11 +25,12 @@ from . import model_selection
 from ._greedy import greedy_order
 from ._persist import load, save
 from . import utils
+from . import preprocessing
 
 __all__ = [
     *_ESTIMATORS, "register_estimator",
     "RankRLSPath", "rankrls_path", "model_selection", "greedy_order",
     "datasets", "metrics", "bounds",
-    "save", "load", "utils",
+    "save", "load", "utils", "preprocessing",
     "LinAlgError", "IllConditionedWarning", "exceptions", "__version__",
 ]

@@ -12,6 +12,7 @@ from ._rankrls import MPRank, RankRLS
 from ._registry import register_estimator
 from .metrics import Measure, RankingScorer, get_measure, measure_names
 from ._exactcv import CVSpec, engine_for, resolve_folds
+from ._solvers import one_conditioning_warning
 from ._progress import progress
 from ._validation import check_alphas
 
@@ -159,6 +160,7 @@ class RankRLSCV(KernelMixin, Ranker):
                              f"got {cv!r}")
         return cv
 
+    @one_conditioning_warning
     def fit(self, X, y, groups=None):
         """Score every alpha by exact cross-validation, keep the best, refit on all data.
 

@@ -30,7 +30,21 @@ from __future__ import annotations
 import sys
 import time
 
-__all__ = ["progress", "stage", "resolve_verbose"]
+__all__ = ["progress", "stage", "resolve_verbose", "write_line"]
+
+_open_bars = []  # tqdm bars being drawn: a log line must go through tqdm.write or it breaks them
+
+
+def write_line(text, file=None):
+    """Print one log line to ``file`` (default stderr) without breaking a tqdm bar being drawn."""
+    stream = sys.stderr if file is None else file
+    if _open_bars:
+        from tqdm.auto import tqdm
+
+        tqdm.write(text, file=stream)
+        stream.flush()
+    else:
+        print(text, file=stream, flush=True)
 
 
 def resolve_verbose(verbose, file=None):
@@ -100,7 +114,7 @@ class _LogLines(_Silent):
         else:
             body = f"{self.n} {self.unit}, {_fmt_seconds(el)}"
         end = " done" if final else ""
-        print(f"[fastrank] {self.desc}: {body}{self._extra}{end}", file=self.file, flush=True)
+        write_line(f"[fastrank] {self.desc}: {body}{self._extra}{end}", self.file)
 
     def update(self, n=1):
         self.n += n
@@ -131,6 +145,7 @@ class _Bar(_Silent):
 
         self.bar = tqdm(total=total, desc=desc, unit=f" {unit}", file=sys.stderr if file is None else file,
                         mininterval=min(min_interval, 0.5), leave=False, dynamic_ncols=True)
+        _open_bars.append(self.bar)
 
     def update(self, n=1):
         self.bar.update(n)
@@ -139,6 +154,8 @@ class _Bar(_Silent):
         self.bar.set_postfix_str(text, refresh=False)
 
     def close(self):
+        if self.bar in _open_bars:
+            _open_bars.remove(self.bar)
         self.bar.close()
 
     def __exit__(self, *exc):
@@ -192,12 +209,11 @@ class stage:
     def __enter__(self):
         self.t0 = time.monotonic()
         if self.v:
-            print(f"[fastrank] {self.desc} ...", file=sys.stderr if self.file is None else self.file, flush=True)
+            write_line(f"[fastrank] {self.desc} ...", self.file)
         return self
 
     def __exit__(self, exc_type, *exc):
         self.elapsed = time.monotonic() - self.t0
         if self.v and exc_type is None:
-            print(f"[fastrank] {self.desc}: done in {_fmt_seconds(self.elapsed)}",
-                  file=sys.stderr if self.file is None else self.file, flush=True)
+            write_line(f"[fastrank] {self.desc}: done in {_fmt_seconds(self.elapsed)}", self.file)
         return False

@@ -31,6 +31,7 @@ from ._solvers import (
     choose_solver,
     default_max_iter,
     densify,
+    one_conditioning_warning,
     select_basis,
     solve_basis,
     solve_cg,
@@ -288,6 +289,7 @@ class RankRLS(_RankRLSBase):
         W = np.asarray(self.coef_).reshape(self.coef_.shape[0], -1)
         return W if W.shape == (n_features, n_outputs) else None
 
+    @one_conditioning_warning
     def fit(self, X, y, groups=None):
         """Fit from scores ``y`` (m,) or (m, v): all pairs relevant, or only pairs inside a group.
 

@@ -15,11 +15,14 @@ faster than a transposed copy of X, kept as ``transpose_copy=True``).
 
 from __future__ import annotations
 
+import functools
 import numbers
+import re
 import warnings
 from typing import NamedTuple, Optional
 
 import numpy as np
+from scipy.linalg import LinAlgWarning
 from scipy.sparse.linalg import LinearOperator
 from scipy.sparse.linalg import cg as sparse_cg
 from sklearn.utils import check_random_state
@@ -35,7 +38,7 @@ from .exceptions import ConvergenceWarning, IllConditionedWarning
 __all__ = [
     "Fit", "CGResult", "SOLVERS", "choose_solver", "densify",
     "solve_dual", "solve_primal", "solve_cg", "solve_cg_path", "solve_basis",
-    "fit_cg", "fit_basis", "select_basis", "basis_primal_weights", "default_max_iter",
+    "fit_cg", "fit_basis", "select_basis", "basis_primal_weights", "default_max_iter", "one_conditioning_warning",
 ]
 
 SOLVERS = ("auto", "dual", "primal", "cg")
@@ -73,6 +76,43 @@ def _warn_if_ill_conditioned(rcond):
             IllConditionedWarning,
             stacklevel=4,
         )
+
+
+_RCOND_TEXT = re.compile(r"(?:rcond\s*=|reciprocal condition number)\s*(\d+(?:\.\d+)?(?:[eE][+-]?\d+)?)")
+_SCALE_ADVICE = ("The features probably differ in scale by orders of magnitude (raw counts, lengths or BM25 "
+                 "scores): standardise them (fastrank.preprocessing, sklearn's StandardScaler, or fastrank train "
+                 "--normalize), or increase alpha.")
+
+
+def one_conditioning_warning(fit):
+    """Decorate an estimator's ``fit``: every SciPy ``LinAlgWarning`` and
+    :class:`IllConditionedWarning` raised inside (one per ill-conditioned LAPACK solve: hundreds in
+    a cross-validation over an alpha grid) becomes at most one :class:`IllConditionedWarning` with
+    the count, the smallest reciprocal condition number and advice.  Other warnings pass through
+    unchanged; a fit that raises reports its error only."""
+
+    @functools.wraps(fit)
+    def wrapper(self, *args, **kwargs):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            result = fit(self, *args, **kwargs)
+        n_solves, rconds = 0, []
+        for w in caught:
+            if issubclass(w.category, (LinAlgWarning, IllConditionedWarning)):
+                n_solves += getattr(w.message, "n_solves", 1)
+                rconds += [float(v) for v in _RCOND_TEXT.findall(str(w.message))]
+            else:
+                warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+        if n_solves:
+            worst = f" (smallest reciprocal condition number {min(rconds):.2e})" if rconds else ""
+            what = "1 linear solve was" if n_solves == 1 else f"{n_solves} linear solves were"
+            warning = IllConditionedWarning(f"{type(self).__name__}.fit: {what} ill-conditioned{worst}; the result "
+                                            f"may be inaccurate. {_SCALE_ADVICE}")
+            warning.n_solves = n_solves
+            warnings.warn(warning, stacklevel=2)
+        return result
+
+    return wrapper
 
 
 # ----------------------------------------------------------------------------------------------

@@ -14,6 +14,7 @@ import math
 import os
 import sys
 import time
+import warnings
 
 import numpy as np
 
@@ -36,6 +37,10 @@ class DataError(Exception):
 # ----------------------------------------------------------------------------------------------
 DEFAULT_MEASURES = ("ndcg@10", "ndcg", "disagreement")  # evaluate, data with query ids
 DEFAULT_MEASURES_NO_QID = ("disagreement",)
+
+# --normalize auto on dense files; chosen by test NDCG@10 on real and raw LETOR-style data
+# (README, "Preprocessing"; benchmarks/real_data_results.py)
+NORMALIZE_DEFAULT = "query-minmax"
 
 
 def parse_measure(text):
@@ -212,6 +217,50 @@ def _as_model_input(X, est, how):
     return X.toarray()
 
 
+def _dense(X):
+    from ._memory import check_dense_memory
+
+    try:
+        check_dense_memory(X.shape[0], 1, "dense copy of the input file", n_cols=X.shape[1])
+    except MemoryError as exc:
+        raise DataError(str(exc)) from None
+    return X.toarray()
+
+
+def _resolve_normalize(name, X):
+    """'auto' -> the measured default for dense files (README, "Preprocessing"); 'none' for sparse
+    files (under 10% non-zero), where normalising would densify X and lose the sparse solvers."""
+    if name != "auto":
+        return name
+    return NORMALIZE_DEFAULT if X.nnz >= 0.1 * X.shape[0] * X.shape[1] else "none"
+
+
+def _fit_normalizer(name, X, groups):
+    """(normalised dense X, JSON state for the model file) for a --normalize name other than none."""
+    from .preprocessing import make_normalizer
+
+    tr = make_normalizer(name)
+    Xd = _dense(X)
+    Xn = tr.fit_transform(Xd, groups=groups) if name.startswith("query-") else tr.fit_transform(Xd)
+    state = {"name": name}
+    if hasattr(tr, "scale_"):  # zscore, log1p-zscore: the training statistics are part of the model
+        state.update(mean=tr.mean_.tolist(), scale=tr.scale_.tolist())
+    return Xn, state
+
+
+def _apply_normalizer(state, X, qid):
+    """The training-time normalisation (model file metadata) applied to new rows."""
+    from .preprocessing import make_normalizer
+
+    tr = make_normalizer(state["name"])
+    Xd = _dense(X)
+    if state["name"].startswith("query-"):
+        return tr.fit(Xd).transform(Xd, groups=qid)
+    tr.fit(Xd[:1])  # shapes and fitted attributes; the statistics are the training data's
+    tr.mean_, tr.scale_ = np.asarray(state["mean"]), np.asarray(state["scale"])
+    return tr.transform(Xd)
+
+
 def _fit_takes_groups(est):
     try:
         return "groups" in inspect.signature(est.fit).parameters
@@ -226,19 +275,24 @@ def _summary(path, X, qid):
 
 def _say(args, text):
     if args.verbose_level >= 1:
-        print(f"[fastrank] {text}", file=sys.stderr, flush=True)
+        from ._progress import write_line
+
+        write_line(f"[fastrank] {text}")
 
 
 def _predict_chunked(model, X, verbose, chunk=20000):
+    """Ranking scores: ``decision_function`` for the ordinal classifiers (PRank, OAPBPM, WidrowHoff),
+    whose ``predict`` gives one of a few labels and so ties most pairs; ``predict`` otherwise."""
     from ._progress import progress
 
+    score = getattr(model, "decision_function", model.predict)
     m = X.shape[0]
     if m <= chunk:
-        return np.asarray(model.predict(X), dtype=np.float64)
+        return np.asarray(score(X), dtype=np.float64)
     out = []
     with progress(total=m, desc="predicting", unit="rows", verbose=verbose) as bar:
         for s in range(0, m, chunk):
-            out.append(np.asarray(model.predict(X[s:s + chunk]), dtype=np.float64))
+            out.append(np.asarray(score(X[s:s + chunk]), dtype=np.float64))
             bar.update(min(chunk, m - s))
     return np.concatenate(out)
 
@@ -262,8 +316,15 @@ def _read_for_model(path, args, model, meta):
     return X, y, qid
 
 
-def _scores_for(model, X, args):
-    Xm = _as_model_input(X, model, "auto")
+def _scores_for(model, X, args, meta=None, qid=None):
+    norm = (meta or {}).get("normalize")
+    if norm is not None:
+        if qid is None and norm["name"].startswith("query-"):
+            _say(args, f"the model normalises features per query ({norm['name']}) but the data has no qid: "
+                       "all rows are normalised as one query")
+        Xm = _apply_normalizer(norm, X, qid)
+    else:
+        Xm = _as_model_input(X, model, "auto")
     try:
         s = _predict_chunked(model, Xm, args.progress)
     except (ValueError, TypeError) as exc:
@@ -370,20 +431,28 @@ def _build_estimator(args, qid, y):
 
 def cmd_train(args):
     from ._persist import save
-    from ._progress import stage
+    from ._progress import stage, write_line
 
     X, y, qid, info = _read(args.train_file, args, verbose=args.progress)
     _say(args, _summary(args.train_file, X, qid))
     est = _build_estimator(args, qid, y)
     groups = None if args.no_qid else qid
-    Xm = _as_model_input(X, est, "sparse" if args.sparse else "auto")
+    normalize = _resolve_normalize(args.normalize, X)
+    norm_state = None
+    if normalize != "none":
+        if args.sparse:
+            raise UsageError(f"--normalize {normalize} makes the features dense; drop --sparse or use --normalize none")
+        Xm, norm_state = _fit_normalizer(normalize, X, groups)
+        _say(args, f"features normalised: {normalize}")
+    else:
+        Xm = _as_model_input(X, est, "sparse" if args.sparse else "auto")
     fit_kw = {}
     if groups is not None:
         if _fit_takes_groups(est):
             fit_kw["groups"] = groups
         elif args.verbose_level >= 0:
-            print(f"[fastrank] warning: {type(est).__name__} does not use query ids; it learns from all rows "
-                  "together (use RankRLS for query-wise ranking)", file=sys.stderr)
+            write_line(f"[fastrank] warning: {type(est).__name__} does not use query ids; it learns from all rows "
+                       "together (use RankRLS for query-wise ranking)")
     name = type(est).__name__
     with stage(f"fitting {name} on {X.shape[0]} rows", verbose=args.progress) as st:
         try:
@@ -392,10 +461,11 @@ def cmd_train(args):
             raise DataError(f"fitting {name} failed: {exc}") from None
     if name == "RankRLSCV" and args.verbose_level >= 0:
         cv_desc = est.cv if isinstance(est.cv, str) else f"{args.cv} folds of whole queries"
-        print(f"alpha chosen by cross-validation ({est.cv_results_['scoring']}, cv={cv_desc}): "
-              f"{est.alpha_:.6g} (score {est.best_score_:.6g})", file=sys.stderr)
+        write_line(f"alpha chosen by cross-validation ({est.cv_results_['scoring']}, cv={cv_desc}): "
+                   f"{est.alpha_:.6g} (score {est.best_score_:.6g})")
     meta = {"svmlight": {"zero_based": info.zero_based, "n_features": int(X.shape[1]), "has_qid": qid is not None,
-                         "train_file": os.path.basename(args.train_file), "rows": int(X.shape[0])}}
+                         "train_file": os.path.basename(args.train_file), "rows": int(X.shape[0]),
+                         "normalize": norm_state}}
     try:
         save(est, args.model_file, dtype="float32" if args.float32 else None, metadata=meta)
     except OSError as exc:
@@ -409,8 +479,8 @@ def cmd_train(args):
 
 def cmd_predict(args):
     model, meta = _load_model(args.model_file)
-    X, _, _ = _read_for_model(args.test_file, args, model, meta)
-    s = _scores_for(model, X, args)
+    X, _, qid = _read_for_model(args.test_file, args, model, meta)
+    s = _scores_for(model, X, args, meta, qid)
     _write_scores(s, args.output)
     if args.output not in (None, "-"):
         _say(args, f"{s.size} scores written to {args.output}")
@@ -446,7 +516,7 @@ def cmd_evaluate(args):
     if args.model is not None:
         model, meta = _load_model(args.model)
         X, y, qid = _read_for_model(args.data_file, args, model, meta)
-        scores = _scores_for(model, X, args)
+        scores = _scores_for(model, X, args, meta, qid)
     else:
         X, y, qid, _ = _read(args.data_file, args, verbose=args.progress)
         scores = _read_scores(args.scores, y.size)
@@ -469,21 +539,24 @@ def cmd_cv(args):
     cv = _cv_arg(args.cv, groups is not None)
     if cv == "lgo" and groups is None:
         raise UsageError("--cv lgo (leave-query-out) needs qid: in the file")
+    normalize = _resolve_normalize(args.normalize, X)
+    Xd = _fit_normalizer(normalize, X, groups)[0] if normalize != "none" else _dense(X)
     params = dict(alphas=parse_grid(args.alphas), cv=cv, kernel=args.kernel, gamma=args.gamma,
-                  group_weighting=args.group_weighting, n_jobs=args.n_jobs,
+                  group_weighting=args.group_weighting, n_jobs=args.n_jobs, verbose=args.progress,
                   scoring=args.scoring or default_scoring(y, groups, cv))
     params = {k: v for k, v in params.items() if v is not None}
     est = RankRLSCV(**params)
     with stage(f"exact cross-validation over {params['alphas'].size} alphas", verbose=args.progress):
         try:
-            est.fit(X.toarray(), y, groups)
+            est.fit(Xd, y, groups)
         except (ValueError, TypeError, ArithmeticError, MemoryError) as exc:
             raise DataError(f"cross-validation failed: {exc}") from None
     res = est.cv_results_
     label = {"lpo": "leave-pair-out", "lgo": "leave-query-out"}.get(args.cv or ("lgo" if groups is not None else "lpo"),
                                                                       f"{args.cv}-fold (queries kept together)")
     out = sys.stdout
-    out.write(f"# exact {label} cross-validation of RankRLS (kernel={est.kernel}), scoring={res['scoring']}\n")
+    out.write(f"# exact {label} cross-validation of RankRLS (kernel={est.kernel}, features: {normalize}), "
+              f"scoring={res['scoring']}\n")
     out.write("alpha\tscore\n")
     for a, s in zip(res["alphas"].tolist(), res["scores"].tolist()):
         mark = "\t<- best" if a == est.alpha_ else ""
@@ -559,33 +632,53 @@ def _add_common(p):
                    help="never show progress (default: shown on a terminal)")
 
 
+def _applies(param):
+    """' (models: A, B)': the estimators that have this parameter, for a flag's help text."""
+    names = [n for n, c in sorted(_estimators().items()) if param in c().get_params(deep=False)]
+    return f" (models: {', '.join(names)})"
+
+
 def _add_model_params(p, *, cv_only=False):
     g = p.add_argument_group("model and hyper-parameters")
     if not cv_only:
         g.add_argument("-M", "--model", default="RankRLS", metavar="NAME",
                        help="estimator name (default RankRLS; see the list below)")
         g.add_argument("--alpha", type=lambda t: t if t == "auto" else _positive(t, "--alpha"), default=None,
-                       help="regularization (RankRLS's lambda); 'auto' selects it by exact cross-validation")
+                       help="regularization (RankRLS's lambda; default 1 on the normalised features); 'auto' "
+                            "selects it by exact cross-validation (RankRLS only)" + _applies("alpha"))
         g.add_argument("-c", "--C", dest="C", type=lambda t: _positive(t, "-c/--C"), default=None,
-                       help="MPRank / OnlineMPRank trade-off C (larger = less regularization)")
+                       help="trade-off C (larger = less regularization)" + _applies("C"))
     g.add_argument("--kernel", choices=("linear", "rbf", "gaussian", "poly", "polynomial"), default=None,
-                   help="kernel (default linear)")
+                   help="kernel (default linear)" + _applies("kernel"))
     g.add_argument("--gamma", type=lambda t: _positive(t, "--gamma"), default=None,
-                   help="rbf/poly kernel scale (default 1/n_features)")
+                   help="rbf/poly kernel scale (default 1/n_features)" + _applies("gamma"))
     if not cv_only:
-        g.add_argument("--degree", type=float, default=None, help="poly kernel degree")
-        g.add_argument("--coef0", type=float, default=None, help="poly kernel offset")
-        g.add_argument("--solver", default=None, help="RankRLS solver: auto, dual, primal, cg")
+        g.add_argument("--degree", type=float, default=None, help="poly kernel degree" + _applies("degree"))
+        g.add_argument("--coef0", type=float, default=None, help="poly kernel offset" + _applies("coef0"))
+        g.add_argument("--solver", default=None, help="solver; RankRLS: auto, dual, primal, cg" + _applies("solver"))
         g.add_argument("--basis-vectors", dest="basis_vectors", type=int, default=None, metavar="R",
-                       help="RankRLS: subset-of-regressors model on R random training rows (kernel models)")
-        g.add_argument("--seed", type=int, default=None, help="random_state of the estimator")
-        g.add_argument("--n-estimators", dest="n_estimators", type=int, default=None, help="OAPBPM ensemble size")
-        g.add_argument("--n-epochs", dest="n_epochs", type=int, default=None, help="online learners: passes")
+                       help="subset-of-regressors model on R random training rows (kernel models)"
+                            + _applies("basis_vectors"))
+        g.add_argument("--seed", type=int, default=None, help="random_state of the estimator" + _applies("random_state"))
+        g.add_argument("--n-estimators", dest="n_estimators", type=int, default=None, help="ensemble size / boosting rounds" + _applies("n_estimators"))
+        g.add_argument("--n-epochs", dest="n_epochs", type=int, default=None, help="passes over the data" + _applies("n_epochs"))
         g.add_argument("--param", action="append", metavar="NAME=VALUE",
                        help="any other estimator parameter (repeatable), e.g. --param tol=1e-8")
-    g.add_argument("--group-weighting", dest="group_weighting", choices=("unweighted", "normalized"), default=None,
-                   help="RankRLS: every pair weighs 1 (unweighted, default) or 1/query size (normalized)")
+    from ._problem import WEIGHTINGS
+
+    g.add_argument("--group-weighting", dest="group_weighting", choices=WEIGHTINGS + ("pairs", "query"),
+                   default=None,
+                   help="weight of a query's pairs; RankRLS: unweighted (every pair 1, default), per_query (1/its "
+                        "number of pairs), per_object (1/(size - 1)), normalized (1/size); RankBoost: pairs "
+                        "(default), query (every query the same mass)" + _applies("group_weighting"))
     g.add_argument("--no-qid", action="store_true", help="ignore qid: (rank all rows together)")
+    from .preprocessing import NORMALIZERS
+
+    g.add_argument("--normalize", choices=("auto",) + NORMALIZERS, default="auto",
+                   help=f"feature normalisation, stored in the model and applied again by predict/evaluate: "
+                        f"zscore (StandardScaler), query-minmax (LETOR QueryLevelNorm), query-zscore (per-query "
+                        f"z-score), log1p-zscore (log(1+x) then z-score) or none; auto (default): "
+                        f"{NORMALIZE_DEFAULT} for dense files, none for sparse ones (under 10%% non-zero)")
     c = p.add_argument_group("cross-validation (cv, and train --alpha auto)")
     c.add_argument("--alphas", default="1e-3:1e3:13", metavar="GRID",
                    help="LOW:HIGH:N log-spaced (default 1e-3:1e3:13) or a comma list")
@@ -672,6 +765,16 @@ def build_parser():
 _HANDLERS = {"train": cmd_train, "predict": cmd_predict, "evaluate": cmd_evaluate, "cv": cmd_cv}
 
 
+def _print_warnings(cmd, caught, verbose_level):
+    """The warnings of a command as one line each, 'fastrank CMD: warning: ... [Category]' (no
+    source location or code line); nothing under --quiet."""
+    from ._progress import write_line
+
+    if verbose_level >= 0:
+        for w in caught:
+            write_line(f"{PROG} {cmd}: warning: {w.message} [{w.category.__name__}]")
+
+
 def main(argv=None):
     """Run the command line; returns the exit code (0 ok, 1 data/model error, 2 usage error)."""
     argv = list(sys.argv[1:] if argv is None else argv)
@@ -693,9 +796,20 @@ def main(argv=None):
     cmd = args.command
     try:
         t0 = time.perf_counter()
-        code = _HANDLERS[cmd](args)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("default")  # each distinct warning once, never an exception
+            try:
+                code = _HANDLERS[cmd](args)
+            finally:
+                _print_warnings(cmd, caught, args.verbose_level)
         _say(args, f"{cmd}: {time.perf_counter() - t0:.3g} s")
         return code
+    except BrokenPipeError:
+        # the reader of stdout went away (fastrank evaluate ... | head): exit quietly, as the Python
+        # docs recommend (signal module, "Note on SIGPIPE"), without a second error at interpreter exit
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 1
     except UsageError as exc:
         print(f"{PROG} {cmd}: error: {exc}", file=sys.stderr)
         return 2

@@ -49,6 +49,10 @@ from ._validation import as_float_matrix, as_real_array, check_n_jobs, check_pre
 __all__ = ["PRank", "PRankVP", "OAPBPM", "WidrowHoff", "OnlineMPRank"]
 
 _VARIANTS = {"bpm": 0, "bagging": 1, "voted": 2}
+# WidrowHoff(eta="auto"): the normalised-LMS factor (each update removes this fraction of its example's
+# error).  On the bundled LETOR sample, standardised, test mean rank loss for 0.02 / 0.05 / 0.1 / 0.2 /
+# 0.5 / 1: 1.027 / 0.878 / 0.781 / 0.706 / 0.747 / 0.831 (the training median predicts 0.75)
+_NLMS_STEP = 0.2
 
 
 def _as_X(X):
@@ -664,14 +668,23 @@ class WidrowHoff(ClassifierMixin, FastrankEstimator):
     """Widrow-Hoff (LMS) on-line least-squares regression on the ranks (Harrington 2003, section 4).
 
     s = w.x + b; after predicting, w <- w + eta (r - s) x and b <- b + eta (r - s) with r the rank
-    (1..k) of the label.  Predictions round s to the nearest rank, clipped to 1..k.  Diverges when
-    eta >= 2 / ||x||^2 (an error is raised on overflow): scale the features or lower eta.
+    (1..k) of the label.  Predictions round s to the nearest rank, clipped to 1..k.  One update
+    multiplies the error r - s on its own example by 1 - eta (||x||^2 + 1) (the 1 for the intercept),
+    so a fixed eta >= 2 / (||x||^2 + 1) diverges (an error is raised on overflow): 136 standardised
+    features have ||x||^2 ~ 136, and eta = 0.1 diverges there.
+
+    eta : float or "auto", default="auto"
+        A float is the fixed step above.  "auto" is normalised LMS: example t takes the step
+        0.2 / (||x_t||^2 + fit_intercept), which multiplies its own error by 0.8 (never overshoots)
+        whatever the scale of the features, and does not depend on how a stream is cut into
+        ``partial_fit`` calls.
     """
 
-    def __init__(self, eta=0.1, *, fit_intercept=True, n_epochs=1, shuffle=False, random_state=None, verbose=0):
+    def __init__(self, eta="auto", *, fit_intercept=True, n_epochs=1, shuffle=False, random_state=None, verbose=0):
         self._store_params(locals())
 
-    _parameter_constraints = {**_STREAM_CONSTRAINTS, "eta": [positive_real()], "fit_intercept": ["boolean"]}
+    _parameter_constraints = {**_STREAM_CONSTRAINTS, "eta": [positive_real(), StrOptions({"auto"})],
+                              "fit_intercept": ["boolean"]}
 
     def _reset(self, classes, n_features):
         if classes.size < 2:
@@ -686,8 +699,9 @@ class WidrowHoff(ClassifierMixin, FastrankEstimator):
 
     def _stream(self, X, ranks):
         w = np.array(self.coef_, dtype=np.float64)
-        losses, b = _core.widrow_hoff_fit(X, ranks, self.classes_.size, float(self.eta), bool(self.fit_intercept),
-                                          w, float(self.intercept_))
+        auto = isinstance(self.eta, str)
+        losses, b = _core.widrow_hoff_fit(X, ranks, self.classes_.size, _NLMS_STEP if auto else float(self.eta),
+                                          bool(self.fit_intercept), w, float(self.intercept_), normalized=auto)
         self.coef_, self.intercept_ = w, float(b)
         self.n_seen_ += X.shape[0]
         self._losses = np.concatenate([self._losses, losses.astype(np.int32)])

@@ -82,8 +82,10 @@ IntVector oap_kernel_fit(RowMatrixCRef X, IndexVectorCRef y, IndexVectorCRef src
 
 // Widrow-Hoff (LMS) regression on the ranks: s = w.x + b, w += eta (y - s) x, b += eta (y - s);
 // the on-line prediction is s rounded to the nearest rank in 1..k.  Returns |yhat_t - y_t|.
+// normalized: the step of example t is eta / (||x_t||^2 + fit_intercept) (normalised LMS: the update
+// multiplies that example's error by 1 - eta, so 0 < eta < 2 never diverges, whatever the scale of x).
 IntVector widrow_hoff_fit(RowMatrixCRef X, IndexVectorCRef y, int k, double eta, bool fit_intercept,
-                          Eigen::Ref<Vector> w, double& b);
+                          Eigen::Ref<Vector> w, double& b, bool normalized = false);
 
 // Rank of a score against ordered thresholds c(1..k-1): smallest r with s - c(r) < 0, else k.
 inline int prank_rank(double s, const double* c, int k) {

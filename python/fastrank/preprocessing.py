@@ -1,0 +1,188 @@
+"""Feature preprocessing for ranking data, as scikit-learn transformers.
+
+Raw learning-to-rank features (LETOR / MSLR: term counts, BM25 scores, document lengths,
+PageRank) differ in scale by many orders of magnitude, and their level often varies from query
+to query (a long query has larger BM25 scores for every document).  A ranking model only compares
+documents of one query, so LETOR ships features normalised *inside each query*
+("QueryLevelNorm"); this module provides that and a global log1p + z-score for heavy-tailed,
+non-negative features.
+
+* :class:`QueryNormalizer` -- per-query min-max (LETOR's QueryLevelNorm) or z-score.  Each
+  query is normalised with its own statistics, so ``fit`` learns nothing but the number of
+  features and ``transform`` needs the query ids of the rows it transforms (``groups``).
+  ``groups=None`` treats all rows of the call as one query, as fastrank's estimators do.
+* :class:`Log1pScaler` -- ``sign(x) log(1 + |x|)`` (``log1p`` on non-negative features), then
+  optionally a z-score with the training data's mean and standard deviation.
+* :func:`make_normalizer` -- the transformer behind ``fastrank train --normalize NAME``.
+
+Groups reach :class:`QueryNormalizer` in a :class:`~sklearn.pipeline.Pipeline` through
+scikit-learn's metadata routing (the transformer requests ``groups`` for ``fit`` and
+``transform`` by default)::
+
+    import sklearn
+    sklearn.set_config(enable_metadata_routing=True)
+    pipe = make_pipeline(QueryNormalizer(), RankRLS().set_fit_request(groups=True))
+    pipe.fit(X, y, groups=qid)
+    scores = pipe.predict(X_test, groups=qid_test)     # normalised inside each test query
+
+Without routing, ``pipe.fit(X, y, querynormalizer__groups=qid, rankrls__groups=qid)`` fits,
+and the test features must be normalised explicitly (``QueryNormalizer().transform(X_test,
+groups=qid_test)``) because ``Pipeline.predict`` then passes no groups to transformers.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from sklearn.base import BaseEstimator, OneToOneFeatureMixin, TransformerMixin
+from sklearn.preprocessing import StandardScaler
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from ._memory import check_dense_memory
+from ._sparse import issparse
+from ._validation import group_index
+
+__all__ = ["QueryNormalizer", "Log1pScaler", "make_normalizer", "NORMALIZERS"]
+
+NORMALIZERS = ("none", "zscore", "query-minmax", "query-zscore", "log1p-zscore")
+
+
+def _dense_float(est, X, *, reset):
+    """X validated by scikit-learn (finite, 2-D, n_features_in_ checked), densified behind the
+    memory guard: every normalisation here shifts zeros, so a sparse result would be dense anyway."""
+    X = validate_data(est, X, accept_sparse="csr", dtype=np.float64, reset=reset)
+    if issparse(X):
+        check_dense_memory(X.shape[0], 1, "dense copy of the sparse input X", n_cols=X.shape[1])
+        X = X.toarray()
+    return X
+
+
+class QueryNormalizer(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
+    """Normalise every feature inside each query (LETOR's QueryLevelNorm).
+
+    Parameters
+    ----------
+    method : {"minmax", "zscore"}, default="minmax"
+        "minmax": ``(x - min_q) / (max_q - min_q)`` per query q and feature, in [0, 1] (LETOR 3.0/4.0
+        and MSLR's QueryLevelNorm); "zscore": ``(x - mean_q) / std_q`` (population std).
+        A feature that is constant inside a query becomes 0 there (LETOR's convention).
+
+    Attributes
+    ----------
+    n_features_in_ : int
+
+    Notes
+    -----
+    The statistics are those of the rows passed to ``transform`` (per query), not of the training
+    data: a test query is normalised by itself, as LETOR normalises every query of every split.
+    """
+
+    __metadata_request__fit = {"groups": True}
+    __metadata_request__transform = {"groups": True}
+
+    _METHODS = ("minmax", "zscore")
+
+    def __init__(self, method="minmax"):
+        self.method = method
+
+    def fit(self, X, y=None, groups=None):
+        """Check X and record its number of features (the statistics are per query, at transform)."""
+        if self.method not in self._METHODS:
+            raise ValueError(f"method must be one of {self._METHODS}, got {self.method!r}")
+        _dense_float(self, X, reset=True)
+        return self
+
+    def transform(self, X, groups=None):
+        """X normalised inside each query of ``groups`` (one query id per row; None: one query)."""
+        check_is_fitted(self, "n_features_in_")
+        X = _dense_float(self, X, reset=False)
+        gi = group_index(groups, X.shape[0])
+        Xs = X[gi.order]
+        starts = gi.offsets[:-1]
+        sizes = np.diff(gi.offsets)
+        lo = np.minimum.reduceat(Xs, starts, axis=0)
+        hi = np.maximum.reduceat(Xs, starts, axis=0)
+        if self.method == "minmax":
+            shift, scale = lo, hi - lo
+        else:
+            shift = np.add.reduceat(Xs, starts, axis=0) / sizes[:, None]
+            centred = Xs - np.repeat(shift, sizes, axis=0)
+            scale = np.sqrt(np.add.reduceat(centred * centred, starts, axis=0) / sizes[:, None])
+        # a feature constant inside a query (tested exactly: min == max, since a rounded mean leaves
+        # a std of ~1e-16) carries no ranking information there: 0, LETOR's convention
+        scale = np.where(hi > lo, scale, np.inf)
+        out = np.empty_like(X)
+        out[gi.order] = (Xs - np.repeat(shift, sizes, axis=0)) / np.repeat(scale, sizes, axis=0)
+        return out
+
+    def fit_transform(self, X, y=None, groups=None):
+        return self.fit(X, y, groups).transform(X, groups)
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True
+        tags.requires_fit = True
+        return tags
+
+
+class Log1pScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
+    """``sign(x) log(1 + |x|)`` per entry, then (``zscore=True``) a z-score with the training mean
+    and standard deviation.
+
+    For non-negative heavy-tailed features (counts, lengths, PageRank) this is ``log1p``: it
+    compresses values spanning several orders of magnitude to a few units while keeping their order.
+    The signed form keeps the map monotone and defined for negative values.
+
+    Parameters
+    ----------
+    zscore : bool, default=True
+        Standardise the log-transformed features with the training data's mean and standard
+        deviation (features constant in training become 0).
+
+    Attributes
+    ----------
+    mean_, scale_ : ndarray of shape (n_features,) (``zscore=True`` only)
+    n_features_in_ : int
+    """
+
+    def __init__(self, zscore=True):
+        self.zscore = zscore
+
+    @staticmethod
+    def _log(X):
+        return np.sign(X) * np.log1p(np.abs(X))
+
+    def fit(self, X, y=None):
+        """Learn the mean and standard deviation of the log-transformed training features."""
+        L = self._log(_dense_float(self, X, reset=True))
+        if self.zscore:
+            scaler = StandardScaler().fit(L)
+            self.mean_, self.scale_ = scaler.mean_, scaler.scale_
+        return self
+
+    def transform(self, X):
+        check_is_fitted(self, "n_features_in_")
+        L = self._log(_dense_float(self, X, reset=False))
+        if self.zscore:
+            L = (L - self.mean_) / self.scale_
+        return L
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True
+        return tags
+
+
+def make_normalizer(name):
+    """The transformer for a ``--normalize`` name, or None for "none".
+
+    "zscore": :class:`~sklearn.preprocessing.StandardScaler`; "query-minmax" / "query-zscore":
+    :class:`QueryNormalizer`; "log1p-zscore": :class:`Log1pScaler`."""
+    if name not in NORMALIZERS:
+        raise ValueError(f"normalization must be one of {', '.join(NORMALIZERS)}, got {name!r}")
+    return {
+        "none": None,
+        "zscore": StandardScaler(),
+        "query-minmax": QueryNormalizer("minmax"),
+        "query-zscore": QueryNormalizer("zscore"),
+        "log1p-zscore": Log1pScaler(),
+    }[name]

@@ -1,0 +1,110 @@
+"""fastrank.preprocessing against explicit per-query loops, in pipelines, and scikit-learn's checks."""
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+import sklearn
+from sklearn.pipeline import make_pipeline
+from sklearn.utils.estimator_checks import parametrize_with_checks
+
+from fastrank import RankRLS
+from fastrank.preprocessing import NORMALIZERS, Log1pScaler, QueryNormalizer, make_normalizer
+
+
+def _raw(seed=0, m=60, n=7):
+    rng = np.random.default_rng(seed)
+    X = np.column_stack([rng.poisson(3, m), rng.lognormal(6, 2, m), rng.normal(20, 5, m), rng.uniform(0, 1e5, m),
+                         np.full(m, 0.1), rng.integers(0, 2, m), rng.exponential(1e-3, m)])[:, :n]
+    groups = rng.integers(0, 9, m) * 7 + 100  # interleaved, unsorted ids
+    return X.astype(float), groups
+
+
+def _loop_oracle(X, groups, method):
+    out = np.empty_like(X)
+    for q in np.unique(groups):
+        rows = np.flatnonzero(groups == q)
+        for j in range(X.shape[1]):
+            col = X[rows, j]
+            if method == "minmax":
+                lo, hi = col.min(), col.max()
+                out[rows, j] = (col - lo) / (hi - lo) if hi > lo else 0.0
+            else:
+                out[rows, j] = (col - col.mean()) / col.std() if col.max() > col.min() else 0.0
+    return out
+
+
+@pytest.mark.parametrize("method", ["minmax", "zscore"])
+def test_query_normalizer_matches_per_query_loop(method):
+    X, groups = _raw()
+    got = QueryNormalizer(method).fit(X, groups=groups).transform(X, groups=groups)
+    np.testing.assert_allclose(got, _loop_oracle(X, groups, method), rtol=1e-12, atol=1e-12)
+    # the constant feature is 0 everywhere, min-max stays inside [0, 1]
+    assert np.all(got[:, 4] == 0)
+    if method == "minmax":
+        assert got.min() >= 0 and got.max() <= 1
+
+
+def test_query_normalizer_without_groups_is_one_query_and_sparse_equals_dense():
+    X, groups = _raw(1)
+    qn = QueryNormalizer("zscore").fit(X)
+    np.testing.assert_allclose(qn.transform(X), _loop_oracle(X, np.zeros(len(X)), "zscore"), rtol=1e-12, atol=1e-12)
+    np.testing.assert_array_equal(qn.transform(sp.csr_matrix(X), groups=groups), qn.transform(X, groups=groups))
+
+
+def test_query_normalizer_errors_name_the_argument():
+    X, groups = _raw()
+    with pytest.raises(ValueError, match="method must be one of"):
+        QueryNormalizer("l2").fit(X)
+    with pytest.raises(ValueError, match="groups has 3 entries but X has 60 rows"):
+        QueryNormalizer().fit(X).transform(X, groups=[1, 2, 3])
+
+
+def test_log1p_scaler_matches_formula():
+    X, _ = _raw(2)
+    X[:3, 2] = -X[:3, 2]  # negative entries: the signed log keeps the order
+    L = np.sign(X) * np.log1p(np.abs(X))
+    mean, sd = L.mean(axis=0), L.std(axis=0)
+    sd = np.where(sd > 1e-10, sd, 1.0)  # a constant column: rounding leaves sd ~ 1e-16, not 0
+    expected = (L - mean) / sd
+    Xt = _raw(3)[0]
+    s = Log1pScaler().fit(X)
+    np.testing.assert_allclose(s.transform(X), expected, rtol=1e-12, atol=1e-12)
+    Lt = np.sign(Xt) * np.log1p(np.abs(Xt))
+    np.testing.assert_allclose(s.transform(Xt), (Lt - mean) / sd, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(Log1pScaler(zscore=False).fit_transform(X), L, rtol=1e-15)
+
+
+def test_make_normalizer_names():
+    assert make_normalizer("none") is None
+    for name in NORMALIZERS[1:]:
+        assert hasattr(make_normalizer(name), "transform")
+    with pytest.raises(ValueError, match="normalization must be one of"):
+        make_normalizer("l2")
+
+
+def test_pipeline_routes_groups_to_fit_and_transform():
+    X, groups = _raw(4)
+    y = np.random.default_rng(4).integers(0, 3, len(X)).astype(float)
+    Xt, gt = _raw(5)
+    manual = RankRLS().fit(_loop_oracle(X, groups, "minmax"), y, groups)
+    expected = manual.predict(_loop_oracle(Xt, gt, "minmax"))
+    with sklearn.config_context(enable_metadata_routing=True):
+        pipe = make_pipeline(QueryNormalizer(), RankRLS().set_fit_request(groups=True))
+        pipe.fit(X, y, groups=groups)
+        got = pipe.predict(Xt, groups=gt)
+    np.testing.assert_allclose(got, expected, rtol=1e-9, atol=1e-12)
+    # without routing: step-prefixed fit parameters
+    pipe = make_pipeline(QueryNormalizer(), RankRLS())
+    pipe.fit(X, y, querynormalizer__groups=groups, rankrls__groups=groups)
+    np.testing.assert_allclose(pipe[-1].coef_, manual.coef_, rtol=1e-9, atol=1e-12)
+
+
+@parametrize_with_checks(
+    [QueryNormalizer(), QueryNormalizer("zscore"), Log1pScaler(), Log1pScaler(zscore=False)],
+    expected_failed_checks=lambda est: (
+        {"check_methods_subset_invariance": "without groups the rows of one transform call are one query: "
+                                            "a subset is normalised by its own statistics"}
+        if isinstance(est, QueryNormalizer) else {}),
+)
+def test_sklearn_checks(estimator, check):
+    check(estimator)

@@ -140,9 +140,33 @@ PairwiseHingeLoss PairwiseHingeLoss::from_graph(Index m, IndexVectorCRef head, I
   return P;
 }
 
+void PairwiseHingeLoss::set_row_margins(VectorCRef y) {
+  require(kind_ == Kind::Groups, "per-pair margins y_i - y_j need targets, not a preference graph");
+  require(y.size() == m_, "row margins need one target per row");
+  row_margin_.assign(y.data(), y.data() + m_);
+  margin_ = 0.0;
+}
+
 double PairwiseHingeLoss::evaluate(SvmLoss loss, const double* f, double* grad, double* active, int n_threads) {
-  const double value =
-      kind_ == Kind::Groups ? evaluate_groups(loss, f, grad, active, n_threads) : evaluate_graph(loss, f, grad, active);
+  double value;
+  if (!row_margin_.empty()) {
+    shifted_.resize(static_cast<size_t>(m_));
+    for (Index i = 0; i < m_; ++i) shifted_[i] = f[i] - row_margin_[i];
+    double* g = grad;
+    if (active && !g) {
+      grad_buffer_.resize(static_cast<size_t>(m_));
+      g = grad_buffer_.data();
+    }
+    value = evaluate_groups(loss, shifted_.data(), g, nullptr, n_threads);
+    if (active) {  // sum over active pairs of (y_i - y_j) = L + sum_active (f_i - f_j) = L - g^T f (hinge)
+      double gf = 0.0;
+      for (Index i = 0; i < m_; ++i) gf += g[i] * f[i];
+      *active = value - gf;
+    }
+  } else {
+    value = kind_ == Kind::Groups ? evaluate_groups(loss, f, grad, active, n_threads)
+                                  : evaluate_graph(loss, f, grad, active);
+  }
   hessian_ready_ = (loss == SvmLoss::SquaredHinge);
   return value;
 }
@@ -190,14 +214,14 @@ double PairwiseHingeLoss::evaluate_groups(SvmLoss loss, const double* f, double*
       Index ptr = n - 1;
       for (Index r = n - 1; r >= 0; --r) {
         const Index s = sorted[r];
-        const double thr = fv[s] - 1.0;
+        const double thr = fv[s] - margin_;
         while (ptr >= 0 && fv[sorted[ptr]] > thr) {
           const double x = fv[sorted[ptr]];
           fen.add(lev[sorted[ptr]], 1.0, x, squared ? x * x : 0.0);
           --ptr;
         }
         const LevelFenwick::Node b = fen.below(lev[s]);
-        const double c = 1.0 - fv[s];  // margin of pair (s, t) is c + f_t
+        const double c = margin_ - fv[s];  // margin of pair (s, t) is c + f_t
         nact[s] = b.cnt;
         act += b.cnt;
         if (squared) {
@@ -214,7 +238,7 @@ double PairwiseHingeLoss::evaluate_groups(SvmLoss loss, const double* f, double*
       ptr = 0;
       for (Index r = 0; r < n; ++r) {
         const Index s = sorted[r];
-        while (ptr < n && fv[sorted[ptr]] - 1.0 < fv[s]) {
+        while (ptr < n && fv[sorted[ptr]] - margin_ < fv[s]) {
           fen.add(lev[sorted[ptr]], 1.0, fv[sorted[ptr]], 0.0);
           ++ptr;
         }
@@ -222,7 +246,7 @@ double PairwiseHingeLoss::evaluate_groups(SvmLoss loss, const double* f, double*
         nact[s] += u.cnt;
         if (grad) {
           if (squared)
-            grad[rows[s]] += 2.0 * (u.cnt * (1.0 + fv[s]) - u.sum);
+            grad[rows[s]] += 2.0 * (u.cnt * (margin_ + fv[s]) - u.sum);
           else
             grad[rows[s]] += u.cnt;
         }
@@ -305,7 +329,7 @@ void PairwiseHingeLoss::hessian_times(const double* v, double* out, int n_thread
       Index ptr = n - 1;
       for (Index r = n - 1; r >= 0; --r) {
         const Index s = sorted[r];
-        const double thr = fv[s] - 1.0;
+        const double thr = fv[s] - margin_;
         while (ptr >= 0 && fv[sorted[ptr]] > thr) {
           fen.add(lev[sorted[ptr]], 0.0, v[rows[sorted[ptr]]], 0.0);
           --ptr;
@@ -316,7 +340,7 @@ void PairwiseHingeLoss::hessian_times(const double* v, double* out, int n_thread
       ptr = 0;
       for (Index r = 0; r < n; ++r) {
         const Index s = sorted[r];
-        while (ptr < n && fv[sorted[ptr]] - 1.0 < fv[s]) {
+        while (ptr < n && fv[sorted[ptr]] - margin_ < fv[s]) {
           fen.add(lev[sorted[ptr]], 0.0, v[rows[sorted[ptr]]], 0.0);
           ++ptr;
         }
@@ -456,9 +480,17 @@ RankSvmResult newton_linear(const Model& X, PairwiseHingeLoss& P, const RankSvmO
   double L = P.evaluate(SvmLoss::SquaredHinge, f.data(), gf.data(), nullptr, nt);
   X.ttimes(gf, g);
   g *= o.C;
-  g += w;
+  // The stopping test stays relative to the gradient at w = 0 when warm started.
   const double g0 = g.norm();
-  double gnorm = g0;
+  if (o.w0.size() == n && g0 > 0.0) {
+    w = o.w0;
+    X.times(w, f);
+    L = P.evaluate(SvmLoss::SquaredHinge, f.data(), gf.data(), nullptr, nt);
+    X.ttimes(gf, g);
+    g *= o.C;
+    g += w;
+  }
+  double gnorm = g.norm();
   Vector d(n), r(n), p(n), q(n), Xp(m), Xd(m), HXp(m);
   Index iter = 0;
   while (true) {
@@ -861,6 +893,12 @@ RankSvmResult cutting_plane(Cuts& cuts, PairwiseHingeLoss& P, const RankSvmOptio
   while (true) {
     // gf / active hold the oracle at the cut point.
     cuts.add(gf, row);
+    if (iter == 0 && !(row[0] > 0.0)) {
+      // The loss's gradient at w = 0 is orthogonal to the model (identical rows, a kernel that
+      // cannot separate the pairs): w = 0 is the exact optimum, with a zero gap.
+      res.converged = true;
+      break;
+    }
     master.add(active, row);
     bmax = std::max(bmax, active);
     // Certify the master to a tenth of the requested gap (and never below rounding level).

@@ -18,7 +18,7 @@ from . import bounds
 from . import model_selection
 from ._cv import RankRLSCV
 from .online import OAPBPM, OnlineMPRank, PRank, PRankVP, WidrowHoff
-from ._ranksvm import RankSVM
+from ._ranksvm import RankSVM, ranksvm_path
 from ._svrank import SVRank
 from ._rankboost import RankBoost
 from ._greedy import greedy_order
@@ -29,7 +29,7 @@ __all__ = [
     "RankRLS", "MPRank", "RankRLSPath", "rankrls_path",
     "RankRLSCV", "model_selection",
     "PRank", "PRankVP", "OAPBPM", "WidrowHoff", "OnlineMPRank",
-    "RankSVM", "SVRank", "RankBoost", "greedy_order",
+    "RankSVM", "ranksvm_path", "SVRank", "RankBoost", "greedy_order",
     "datasets", "metrics", "bounds",
     "save", "load", "utils",
     "LinAlgError", "IllConditionedWarning", "exceptions", "__version__",

@@ -36,15 +36,28 @@ from ._validation import as_float_matrix, as_targets, check_alpha, check_n_jobs,
 from .exceptions import ConvergenceWarning
 from .metrics import pairwise_disagreement
 
-__all__ = ["RankSVM"]
+__all__ = ["RankSVM", "ranksvm_path"]
 
 _LOSSES = {"squared_hinge": 0, "hinge": 1}
+_MARGINS = ("unit", "difference")
 
 
 def _check_loss(loss):
     if not isinstance(loss, str) or loss not in _LOSSES:
         raise ValueError(f"loss must be 'squared_hinge' or 'hinge', got {loss!r}")
     return _LOSSES[loss]
+
+
+def _check_margin(margin):
+    if not isinstance(margin, str) or margin not in _MARGINS:
+        raise ValueError(f"margin must be 'unit' or 'difference', got {margin!r}")
+    return margin
+
+
+def _check_bool(value, name):
+    if not isinstance(value, (bool, np.bool_)):
+        raise ValueError(f"{name} must be True or False, got {value!r}")
+    return bool(value)
 
 
 def _check_tol(tol):
@@ -156,6 +169,18 @@ class RankSVM(RegressorMixin, BaseEstimator):
     max_iter : int, default=1000
         Newton iterations (squared hinge) or cutting planes (hinge); stopping there emits
         :class:`fastrank.exceptions.ConvergenceWarning`.
+    margin : {"unit", "difference"}, default="unit"
+        "unit": the loss of pair (i, j) is l(1 - (f_i - f_j)).  "difference": l((y_i - y_j) -
+        (f_i - f_j)), the hinge ranking loss of Agarwal & Niyogi (002, Sect. 5.2.1) for
+        ``loss="hinge"``.  Their learner A_h, argmin of (1 / C(m, 2)) sum_{i<j} l_h + lambda ||f||_K^2
+        over all pairs, is ``RankSVM(loss="hinge", margin="difference", C=1 / (lambda m (m - 1)))``
+        fitted without groups (tied pairs have l_h = 0 and are not in P); this is the learner
+        :func:`fastrank.bounds.hinge_ranking_bound` bounds, with the same lambda.  The learner of
+        their Sect. 5.2.2 (least-squares ranking loss, ties again contributing 0) is
+        ``RankRLS(exclude_ties=True)``.  Needs targets (``fit``), not ``fit_preferences``.
+    normalize_C : bool, default=False
+        True: the loss is divided by |P|, the number (total weight) of preference pairs, i.e.
+        ``1/2 ||w||^2 + (C / |P|) sum_P l`` as in the RankSVM of the slides (003).
     n_jobs : int or None, default=None
         Threads of the C++ core (over query groups in the oracle, over rows in the products).
         None: every core.
@@ -184,7 +209,7 @@ class RankSVM(RegressorMixin, BaseEstimator):
     """
 
     def __init__(self, C=1.0, *, loss="squared_hinge", kernel="linear", gamma=None, degree=3, coef0=1.0, tol=1e-6,
-                 max_iter=1000, n_jobs=None):
+                 max_iter=1000, margin="unit", normalize_C=False, n_jobs=None):
         self.C = C
         self.loss = loss
         self.kernel = kernel
@@ -193,6 +218,8 @@ class RankSVM(RegressorMixin, BaseEstimator):
         self.coef0 = coef0
         self.tol = tol
         self.max_iter = max_iter
+        self.margin = margin
+        self.normalize_C = normalize_C
         self.n_jobs = n_jobs
 
     # -- fitting -------------------------------------------------------------------------------
@@ -201,6 +228,8 @@ class RankSVM(RegressorMixin, BaseEstimator):
         code = _check_loss(self.loss)
         tol = _check_tol(self.tol)
         max_iter = _check_max_iter(self.max_iter)
+        _check_margin(self.margin)
+        _check_bool(self.normalize_C, "normalize_C")
         n_threads = check_n_jobs(self.n_jobs)
         return C, code, tol, max_iter, n_threads
 
@@ -224,8 +253,17 @@ class RankSVM(RegressorMixin, BaseEstimator):
             return X
         return as_float_matrix(X, "X", min_rows=2)
 
-    def _solve(self, X, structure):
+    def _solve(self, X, structure, n_pairs, w0=None):
         C, code, tol, max_iter, n_threads = self._params()
+        if self.normalize_C:
+            C = C / n_pairs
+            if not C > 0:
+                raise ValueError(f"C / |P| = {self.C!r} / {n_pairs:g} underflows to 0; use normalize_C=False")
+        if self.margin == "difference":
+            if "y" not in structure:
+                raise ValueError("margin='difference' needs targets: use fit(X, y), not fit_preferences")
+            structure = dict(structure, row_margin=structure["y"])
+        warm = {} if w0 is None else {"w0": w0}
         m = X.shape[0]
         spec = None if self.kernel == "precomputed" else resolve_kernel(
             self.kernel, self.gamma, self.degree, self.coef0, X.shape[1])
@@ -234,9 +272,9 @@ class RankSVM(RegressorMixin, BaseEstimator):
             if sp.issparse(X):
                 p = as_csr(X, "X")
                 out = _core.ranksvm_fit_csr(p.data, p.indices, p.indptr, p.shape[0], p.shape[1], C, code, tol,
-                                            max_iter, n_threads, **structure)
+                                            max_iter, n_threads, **structure, **warm)
             else:
-                out = _core.ranksvm_fit_dense(X, C, code, tol, max_iter, n_threads, **structure)
+                out = _core.ranksvm_fit_dense(X, C, code, tol, max_iter, n_threads, **structure, **warm)
             mode = "linear"
         else:
             check_dense_memory(m, 1, "kernel matrix")
@@ -281,13 +319,17 @@ class RankSVM(RegressorMixin, BaseEstimator):
         ``groups`` holds one id per row (any order or type).  Groups of one row, or whose rows
         share one target value, have no pairs and do not influence the model.
         """
+        X, structure, n_pairs = self._group_problem(X, y, groups)
+        mode, out, X_fit = self._solve(X, structure, n_pairs)
+        return self._set_fitted(X, mode, out, X_fit, n_pairs)
+
+    def _group_problem(self, X, y, groups):
+        """Validated X, the core's group structure and the number of pairs of ``fit(X, y, groups)``."""
         self._params()
         X = self._check_fit_X(X)
         m = X.shape[0]
         y = _targets_1d(y, m)
-        structure = _group_structure(y, groups, m)
-        mode, out, X_fit = self._solve(X, structure)
-        return self._set_fitted(X, mode, out, X_fit, _count_pairs(y, groups, m))
+        return X, _group_structure(y, groups, m), _count_pairs(y, groups, m)
 
     def fit_preferences(self, X, pairs, weights=None):
         """Fit on an explicit preference multigraph.
@@ -303,8 +345,9 @@ class RankSVM(RegressorMixin, BaseEstimator):
         self._params()
         X = self._check_fit_X(X)
         structure = _graph_structure(pairs, weights, X.shape[0])
-        mode, out, X_fit = self._solve(X, structure)
-        return self._set_fitted(X, mode, out, X_fit, float(structure["weight"].sum()))
+        n_pairs = float(structure["weight"].sum())
+        mode, out, X_fit = self._solve(X, structure, n_pairs)
+        return self._set_fitted(X, mode, out, X_fit, n_pairs)
 
     # -- prediction ----------------------------------------------------------------------------
     def predict(self, X):
@@ -356,3 +399,32 @@ def _count_pairs(y, groups, m):
     group_sizes = np.bincount(codes).astype(np.float64)
     level_sizes = np.bincount(key).astype(np.float64)
     return 0.5 * (np.sum(group_sizes**2) - np.sum(level_sizes**2))
+
+
+def ranksvm_path(X, y, Cs, groups=None, **params):
+    """Linear RankSVM fitted for every C in ``Cs``, warm-starting each fit from the previous one.
+
+    The values are visited in increasing order (the solution grows with C, so each start is close);
+    the squared hinge's truncated Newton then needs a few iterations per value.  The hinge is
+    solved from zero for each C (still exact).  Every fit is the model ``RankSVM(C=C, **params)``
+    would give, to its ``tol``.
+
+    Returns
+    -------
+    list of fitted :class:`RankSVM`, in the order of ``Cs``.
+    """
+    Cs = np.asarray(Cs, dtype=np.float64).reshape(-1)
+    if Cs.size == 0:
+        raise ValueError("Cs must hold at least one value of C")
+    base = RankSVM(**params)
+    if base.kernel != "linear":
+        raise ValueError(f"ranksvm_path fits linear models; got kernel={base.kernel!r}")
+    X, structure, n_pairs = base._group_problem(X, y, groups)
+    fitted = [None] * Cs.size
+    w = None
+    for k in np.argsort(Cs, kind="stable"):
+        est = RankSVM(C=float(Cs[k]), **params)
+        mode, out, X_fit = est._solve(X, structure, n_pairs, w0=w if est.loss == "squared_hinge" else None)
+        fitted[k] = est._set_fitted(X, mode, out, X_fit, n_pairs)
+        w = est.coef_
+    return fitted

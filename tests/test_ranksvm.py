@@ -536,6 +536,63 @@ def test_variant_parameters_are_validated(data):
 
 
 # ---------------------------------------------------------------------------------------------
+# Hostile scales: never a silent w = 0 for an informative optimum
+# ---------------------------------------------------------------------------------------------
+
+def gradient_at_zero(y, groups, loss):
+    """d loss / d f at f = 0 by the explicit double sum."""
+    head, tail = explicit_pairs(y, groups)
+    return brute_loss(np.zeros(y.size), head, tail, np.ones(head.size), loss)[1]
+
+
+@pytest.mark.parametrize("loss", LOSSES)
+@pytest.mark.parametrize("C, scale", [(1.0, 1e-200), (1e-300, 1.0)])
+def test_tiny_effective_C_gives_the_exact_small_C_solution(data, loss, C, scale):
+    """C max|X|^2 ~ 1e-300..1e-400: every pair stays active, so the optimum is w = -C X^T grad(0)
+    (exactly for the hinge, to double precision for the squared hinge); main returned 0 silently."""
+    X, y, groups = data
+    Xs = X * scale
+    expected = -C * (Xs.T @ gradient_at_zero(y, groups, loss))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        est = RankSVM(C=C, loss=loss).fit(Xs, y, groups)
+    assert est.converged_ and np.all(est.coef_ != 0)
+    np.testing.assert_allclose(est.coef_, expected, rtol=1e-10)
+
+
+@pytest.mark.parametrize("C, scale", [(1.0, 1e200), (1e300, 1.0)])
+def test_huge_effective_C_gives_the_large_C_limit_with_a_warning(data, C, scale):
+    """C max|X|^2 ~ 1e300..1e400 (squared hinge): the C -> infinity limit of the explicit-pairs QP
+    (its solution at C = 1e8 on the unscaled X, to 1e-5), with a warning that C was capped."""
+    X, y, groups = data
+    head, tail = explicit_pairs(y, groups)
+    beta, _ = qp_oracle(X @ X.T, head, tail, np.ones(head.size), 1e8, "squared_hinge")
+    with pytest.warns(ConvergenceWarning, match="exceeds"):
+        est = RankSVM(C=C).fit(X * scale, y, groups)
+    np.testing.assert_allclose(est.coef_ * scale, X.T @ beta, rtol=1e-5)
+
+
+def test_one_huge_column_warns_instead_of_a_silent_zero(data):
+    X, y, groups = data
+    Xc = X.copy()
+    Xc[:, 0] *= 1e300
+    with pytest.warns(ConvergenceWarning, match="Standardize X"):
+        est = RankSVM().fit(Xc, y, groups)
+    assert est.coef_[0] != 0 and np.all(np.isfinite(est.coef_))
+
+
+@pytest.mark.parametrize("C, scale", [(1.0, 1e200), (1e300, 1.0)])
+def test_hinge_huge_effective_C_stops_on_the_stall_limit(data, C, scale):
+    """main ran 47 s (X x 1e200) and over 300 s (C = 1e300): now the cap and the stall limit end
+    the run within about 50 cutting planes, with a ConvergenceWarning naming the gap."""
+    X, y, groups = data
+    with pytest.warns(ConvergenceWarning) as record:
+        est = RankSVM(C=C, loss="hinge").fit(X * scale, y, groups)
+    assert any("duality gap" in str(w.message) for w in record)
+    assert est.n_iter_ <= 60 and np.all(np.isfinite(est.coef_)) and np.any(est.coef_ != 0)
+
+
+# ---------------------------------------------------------------------------------------------
 # Bad input
 # ---------------------------------------------------------------------------------------------
 

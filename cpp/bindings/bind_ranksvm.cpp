@@ -57,6 +57,7 @@ py::dict pack(RankSvmResult&& r) {
   d["n_iter"] = r.n_iter;
   d["n_inner"] = r.n_inner;
   d["converged"] = r.converged;
+  d["stalled"] = r.stalled;
   d["criterion"] = r.criterion;
   return d;
 }

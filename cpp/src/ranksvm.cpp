@@ -481,7 +481,7 @@ RankSvmResult newton_linear(const Model& X, PairwiseHingeLoss& P, const RankSvmO
   X.ttimes(gf, g);
   g *= o.C;
   // The stopping test stays relative to the gradient at w = 0 when warm started.
-  const double g0 = g.norm();
+  const double g0 = g.stableNorm();  // stableNorm: no underflow or overflow of the squares
   if (o.w0.size() == n && g0 > 0.0) {
     w = o.w0;
     X.times(w, f);
@@ -490,7 +490,12 @@ RankSvmResult newton_linear(const Model& X, PairwiseHingeLoss& P, const RankSvmO
     g *= o.C;
     g += w;
   }
-  double gnorm = g.norm();
+  double gnorm = g.stableNorm();
+  if (!std::isfinite(g0)) {  // C X^T grad overflows: the caller rescales (see _ranksvm.py)
+    res.coef = Vector::Zero(n);
+    res.criterion = std::numeric_limits<double>::infinity();
+    return res;
+  }
   Vector d(n), r(n), p(n), q(n), Xp(m), Xd(m), HXp(m);
   Index iter = 0;
   while (true) {
@@ -549,7 +554,7 @@ RankSvmResult newton_linear(const Model& X, PairwiseHingeLoss& P, const RankSvmO
     X.ttimes(gf, g);
     g *= o.C;
     g += w;
-    gnorm = g.norm();
+    gnorm = g.stableNorm();
   }
   // The last evaluation may belong to a rejected trial point: recompute at w.
   X.times(w, f);
@@ -573,7 +578,7 @@ RankSvmResult newton_kernel(const KernelOperator& K, PairwiseHingeLoss& P, const
   double L = P.evaluate(SvmLoss::SquaredHinge, f.data(), gf.data(), nullptr, nt);
   rho = o.C * gf;
   K.times(rho, Krho);
-  const double g0 = Krho.norm();
+  const double g0 = Krho.stableNorm();
   double gnorm = g0;
   Vector d(m), Kd(m), s(m), Ks(m), p(m), Kp(m), h(m), Kh(m);
   Index iter = 0;
@@ -603,7 +608,7 @@ RankSvmResult newton_kernel(const KernelOperator& K, PairwiseHingeLoss& P, const
       Kd += alpha * Kp;
       s -= alpha * (p + o.C * h);
       Ks -= alpha * (Kp + o.C * Kh);
-      if (Ks.norm() <= eta * gnorm) break;
+      if (Ks.stableNorm() <= eta * gnorm) break;
       const double gamma_new = s.dot(Ks);
       const double b = gamma_new / gamma;
       p = s + b * p;
@@ -634,7 +639,7 @@ RankSvmResult newton_kernel(const KernelOperator& K, PairwiseHingeLoss& P, const
     L = Lt;
     rho = beta + o.C * gf;
     K.times(rho, Krho);
-    gnorm = Krho.norm();
+    gnorm = Krho.stableNorm();
   }
   K.times(beta, f);
   res.loss = P.evaluate(SvmLoss::SquaredHinge, f.data(), nullptr, nullptr, nt);
@@ -834,6 +839,7 @@ class LinearCuts {
   }
   // <w1, w2> of models given by (coef, f).
   double inner(const Vector& c1, const Vector&, const Vector& c2, const Vector&) const { return c1.dot(c2); }
+  bool last_is_zero() const { return cuts_.back().isZero(0.0); }  // exactly, not by an underflowing norm
 
  private:
   const Model& X_;
@@ -865,6 +871,7 @@ class KernelCuts {
       }
   }
   double inner(const Vector& c1, const Vector&, const Vector&, const Vector& f2) const { return c1.dot(f2); }
+  bool last_is_zero() const { return Kkappas_.back().isZero(0.0); }
 
  private:
   const KernelOperator& K_;
@@ -877,6 +884,8 @@ class KernelCuts {
 // without line search) need hundreds to thousands of cuts for large C; this needs tens.  The line
 // search runs in score space (f_b + t (f_c - f_b)), so it never touches X or K: phi'(t) =
 // <w_b, D> + t ||D||^2 + C g(t) . (f_c - f_b) is monotone and is bracketed then bisected.
+constexpr Index kStallCuts = 50;
+
 template <class Cuts>
 RankSvmResult cutting_plane(Cuts& cuts, PairwiseHingeLoss& P, const RankSvmOptions& o) {
   const Index m = cuts.rows(), n = cuts.dim();
@@ -889,15 +898,33 @@ RankSvmResult cutting_plane(Cuts& cuts, PairwiseHingeLoss& P, const RankSvmOptio
   double active = 0.0;
   double Lb = P.evaluate(SvmLoss::Hinge, fb.data(), gf.data(), &active, nt);
   double Fb = o.C * Lb, bmax = 0.0;
-  Index iter = 0;
+  Index iter = 0, mark_iter = 0;
+  double mark_gap = std::numeric_limits<double>::infinity();
   while (true) {
     // gf / active hold the oracle at the cut point.
     cuts.add(gf, row);
-    if (iter == 0 && !(row[0] > 0.0)) {
+    if (iter == 0 && cuts.last_is_zero()) {
       // The loss's gradient at w = 0 is orthogonal to the model (identical rows, a kernel that
       // cannot separate the pairs): w = 0 is the exact optimum, with a zero gap.
       res.converged = true;
       break;
+    }
+    if (iter == 0) {
+      // Small C: if every pair is still active (margin < its target) at w = C a, the hinge is
+      // linear around that point, its gradient is the one at 0, and w = C a solves the optimality
+      // condition w = -C X^T grad exactly (no master QP, whose Gram entries could underflow).
+      Vector one = Vector::Constant(1, o.C);
+      cuts.combine(one, wc, fc);
+      const double Lc = P.evaluate(SvmLoss::Hinge, fc.data(), g2.data(), nullptr, nt);
+      if (g2 == gf) {
+        wb = wc;
+        fb = fc;
+        Lb = Lc;
+        Fb = 0.5 * cuts.inner(wb, fb, wb, fb) + o.C * Lc;
+        res.converged = true;
+        iter = 1;
+        break;
+      }
     }
     master.add(active, row);
     bmax = std::max(bmax, active);
@@ -951,6 +978,17 @@ RankSvmResult cutting_plane(Cuts& cuts, PairwiseHingeLoss& P, const RankSvmOptio
       break;
     }
     if (iter >= o.max_iter) break;
+    // Stall limit: the gap must halve within every kStallCuts cuts (the master grows with the cuts,
+    // so a stalled run would only get slower); the caller warns with the gap reached.
+    if (!(res.criterion < 0.5 * mark_gap)) {
+      if (iter - mark_iter >= kStallCuts) {
+        res.stalled = true;
+        break;
+      }
+    } else {
+      mark_gap = res.criterion;
+      mark_iter = iter;
+    }
     wcut = (1.0 - mu) * wb + mu * wc;
     fcut = (1.0 - mu) * fb + mu * fc;
     const double Lcut = P.evaluate(SvmLoss::Hinge, fcut.data(), gf.data(), &active, nt);

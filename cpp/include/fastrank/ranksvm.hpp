@@ -92,7 +92,7 @@ struct RankSvmResult {
   Index n_iter = 0;        // Newton iterations or cutting planes
   Index n_inner = 0;       // conjugate-gradient steps (squared hinge) or master QP steps (hinge)
   bool converged = false;
-  bool stalled = false;    // hinge: stopped because the gap did not halve within 50 cuts
+  bool stalled = false;    // hinge: stopped because the gap did not shrink by 10% within 100 cuts
   double criterion = 0.0;  // final relative gradient norm or relative duality gap
 };
 

@@ -85,13 +85,14 @@ def incidence(head, tail, m):
     return A
 
 
-def qp_oracle(K, head, tail, weight, C, loss):
+def qp_oracle(K, head, tail, weight, C, loss, margins=None):
     with threadpool_limits(1):  # small dense algebra: OpenBLAS threads only add contention
-        return _qp_oracle(K, head, tail, weight, C, loss)
+        return _qp_oracle(K, head, tail, weight, C, loss, np.ones(head.size) if margins is None else margins)
 
 
-def _qp_oracle(K, head, tail, weight, C, loss):
-    """beta of the explicit-pairs RankSVM in representer form (f = K beta) and its objective.
+def _qp_oracle(K, head, tail, weight, C, loss, r):
+    """beta of the explicit-pairs RankSVM in representer form (f = K beta) and its objective, with
+    the loss l(r_e - (f_head - f_tail)) of pair e (r_e = 1: the usual RankSVM).
 
     Dual over pairs e (margin_e = (A K A^T alpha)_e, beta = A^T alpha):
     * squared hinge: the primal restricted to the active pairs is a linear system; finite Newton
@@ -112,9 +113,9 @@ def _qp_oracle(K, head, tail, weight, C, loss):
         for _ in range(100):
             a = np.zeros(head.size)
             WS = weight[S]
-            a[S] = np.linalg.solve(np.eye(S.sum()) + 2 * C * WS[:, None] * P[np.ix_(S, S)], 2 * C * WS)
+            a[S] = np.linalg.solve(np.eye(S.sum()) + 2 * C * WS[:, None] * P[np.ix_(S, S)], 2 * C * WS * r[S])
             margin = P @ a
-            S_new = margin < 1.0
+            S_new = margin < r
             if np.array_equal(S_new, S):
                 break
             S = S_new
@@ -123,40 +124,40 @@ def _qp_oracle(K, head, tail, weight, C, loss):
         alpha = a
     else:
         ub = C * weight
-        res = minimize(lambda a: (0.5 * a @ P @ a - a.sum(), P @ a - 1.0), np.zeros(head.size), jac=True,
+        res = minimize(lambda a: (0.5 * a @ P @ a - r @ a, P @ a - r), np.zeros(head.size), jac=True,
                        method="L-BFGS-B", bounds=list(zip(np.zeros(head.size), ub)),
                        options=dict(maxiter=20000, ftol=1e-16, gtol=1e-11))
         alpha = None
         for delta in (1e-4, 1e-6, 1e-3, 1e-8, 1e-2):
             margin = P @ res.x
-            low, high = margin < 1 - delta, margin > 1 + delta
+            low, high = margin < r - delta, margin > r + delta
             E = ~(low | high)
             a = np.where(low, ub, 0.0)
             if E.any():
-                rhs = 1.0 - P[np.ix_(E, ~E)] @ a[~E]
+                rhs = r[E] - P[np.ix_(E, ~E)] @ a[~E]
                 sol = lsq_linear(P[np.ix_(E, E)], rhs, bounds=(np.zeros(E.sum()), ub[E]), method="bvls", tol=1e-14)
                 a[E] = sol.x
             mg = P @ a
             scale = max(1.0, np.abs(mg).max())
-            ok = (np.all(mg[low] < 1 + 1e-9 * scale) and np.all(mg[high] > 1 - 1e-9 * scale)
-                  and np.all(np.abs(mg[E] - 1) < 1e-9 * scale))
+            ok = (np.all(mg[low] < r[low] + 1e-9 * scale) and np.all(mg[high] > r[high] - 1e-9 * scale)
+                  and np.all(np.abs(mg[E] - r[E]) < 1e-9 * scale))
             if ok:
                 alpha = a
                 break
         assert alpha is not None, "the hinge oracle could not certify an exact KKT point"
     beta = A.T @ alpha
-    return beta, objective(K, beta, head, tail, weight, C, loss)
+    return beta, objective(K, beta, head, tail, weight, C, loss, r)
 
 
-def objective(K, beta, head, tail, weight, C, loss):
+def objective(K, beta, head, tail, weight, C, loss, r=1.0):
     f = K @ beta
-    z = np.maximum(0.0, 1.0 - (f[head] - f[tail]))
+    z = np.maximum(0.0, r - (f[head] - f[tail]))
     return 0.5 * beta @ f + C * np.sum(weight * (z * z if loss == "squared_hinge" else z))
 
 
-def linear_objective(X, w, head, tail, weight, C, loss):
+def linear_objective(X, w, head, tail, weight, C, loss, r=1.0):
     f = X @ w
-    z = np.maximum(0.0, 1.0 - (f[head] - f[tail]))
+    z = np.maximum(0.0, r - (f[head] - f[tail]))
     return 0.5 * w @ w + C * np.sum(weight * (z * z if loss == "squared_hinge" else z))
 
 
@@ -429,6 +430,191 @@ def test_max_iter_warns_and_sets_n_iter(data, loss):
         warnings.simplefilter("error")
         est = RankSVM(C=10.0, loss=loss).fit(X, y)
     assert est.converged_ and est.n_iter_ >= 1
+
+
+# ---------------------------------------------------------------------------------------------
+# The papers' variants: margins |y_i - y_j| (002 Sect. 5.2.1), C / |P| (003), warm-started C grids
+# ---------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("loss", LOSSES)
+@pytest.mark.parametrize("grouped", [False, True])
+def test_margin_difference_equals_explicit_pairs_qp(data, loss, grouped):
+    """l((y_i - y_j) - (f_i - f_j)) over the pairs y_i > y_j: the explicit-pairs QP with margins
+    r_e = y_head - y_tail."""
+    X, y, groups = data
+    g = groups if grouped else None
+    head, tail = explicit_pairs(y, g)
+    r = y[head] - y[tail]
+    C = 0.3
+    beta, obj = qp_oracle(X @ X.T, head, tail, np.ones(head.size), C, loss, margins=r)
+    est = RankSVM(C=C, loss=loss, margin="difference", tol=1e-10).fit(X, y, g)
+    assert est.converged_
+    np.testing.assert_allclose(est.objective_, obj, rtol=1e-9)
+    np.testing.assert_allclose(linear_objective(X, est.coef_, head, tail, np.ones(head.size), C, loss, r), obj,
+                               rtol=1e-9)
+    scale = np.abs(X @ (X.T @ beta)).max()
+    np.testing.assert_allclose(est.predict(X), X @ (X.T @ beta), atol=1e-6 * scale)
+    # unit margins are a different problem
+    assert abs(RankSVM(C=C, loss=loss, tol=1e-10).fit(X, y, g).objective_ - obj) > 1e-3 * obj
+
+
+def test_margin_difference_is_the_learner_A_h_with_lambda_mapping(data):
+    """002 Sect. 5.2.1: A_h = argmin (1 / C(m, 2)) sum_{i<j} (|y_i - y_j| - (f_i - f_j) sgn(y_i - y_j))_+
+    + lambda ||f||^2 is RankSVM(hinge, margin="difference") with C = 1 / (lambda m (m - 1)): the
+    objectives differ by the factor 2 lambda, so they share the minimiser (checked against a
+    generic minimiser of the paper's objective around the solution)."""
+    X, y, _ = data
+    m = X.shape[0]
+    lam = 0.01
+    est = RankSVM(C=1.0 / (lam * m * (m - 1)), loss="hinge", margin="difference", tol=1e-12).fit(X, y)
+    i, j = np.triu_indices(m, 1)
+
+    def paper_objective(w):
+        f = X @ w
+        lh = np.maximum(0.0, np.abs(y[i] - y[j]) - (f[i] - f[j]) * np.sign(y[i] - y[j]))
+        return lh.sum() / (m * (m - 1) / 2) + lam * w @ w
+
+    np.testing.assert_allclose(paper_objective(est.coef_), 2 * lam * est.objective_, rtol=1e-12)
+    rng = np.random.default_rng(0)
+    J = paper_objective(est.coef_)
+    for _ in range(200):  # no direction decreases the paper's objective
+        assert paper_objective(est.coef_ + 1e-4 * rng.normal(size=X.shape[1])) >= J - 1e-12 * J
+
+
+def test_margin_difference_kernel(data):
+    X, y, groups = data
+    head, tail = explicit_pairs(y, groups)
+    K = rbf(X, X, 0.3)
+    beta, obj = qp_oracle(K, head, tail, np.ones(head.size), 0.5, "hinge", margins=y[head] - y[tail])
+    est = RankSVM(C=0.5, loss="hinge", kernel="rbf", gamma=0.3, margin="difference", tol=1e-10).fit(X, y, groups)
+    np.testing.assert_allclose(est.objective_, obj, rtol=1e-9)
+    np.testing.assert_allclose(est.predict(X), K @ beta, atol=1e-5 * np.abs(K @ beta).max())
+
+
+@pytest.mark.parametrize("loss", LOSSES)
+def test_normalize_C_divides_by_the_number_of_pairs(data, loss):
+    """003: 1/2 ||w||^2 + (C / |P|) sum_P xi; |P| = total weight for a preference graph."""
+    X, y, groups = data
+    head, tail = explicit_pairs(y, groups)
+    C = 20.0
+    _, obj = qp_oracle(X @ X.T, head, tail, np.ones(head.size), C / head.size, loss)
+    est = RankSVM(C=C, loss=loss, normalize_C=True, tol=1e-10).fit(X, y, groups)
+    np.testing.assert_allclose(est.objective_, obj, rtol=1e-9)
+    rng = np.random.default_rng(2)
+    pairs = rng.integers(0, X.shape[0], size=(80, 2))
+    pairs = pairs[pairs[:, 0] != pairs[:, 1]]
+    wts = rng.uniform(0.5, 2.0, size=len(pairs))
+    _, obj = qp_oracle(X @ X.T, pairs[:, 0], pairs[:, 1], wts, C / wts.sum(), loss)
+    est = RankSVM(C=C, loss=loss, normalize_C=True, tol=1e-10).fit_preferences(X, pairs, wts)
+    np.testing.assert_allclose(est.objective_, obj, rtol=1e-9)
+
+
+@pytest.mark.parametrize("loss", LOSSES)
+def test_ranksvm_path_equals_explicit_pairs_qp_for_every_C(data, loss, capsys):
+    X, y, groups = data
+    head, tail = explicit_pairs(y, groups)
+    Cs = [3.0, 0.01, 0.3, 30.0]  # any order; the path visits them increasingly
+    path = fastrank.ranksvm_path(X, y, Cs, groups, loss=loss, tol=1e-10)
+    assert [e.C for e in path] == Cs
+    for C, est in zip(Cs, path):
+        _, obj = qp_oracle(X @ X.T, head, tail, np.ones(head.size), C, loss)
+        assert est.converged_
+        np.testing.assert_allclose(est.objective_, obj, rtol=1e-9)
+        np.testing.assert_allclose(linear_objective(X, est.coef_, head, tail, np.ones(head.size), C, loss), obj,
+                                   rtol=1e-9)
+    sparse = fastrank.ranksvm_path(sp.csr_matrix(X), y, Cs, groups, loss=loss, tol=1e-10, verbose=2)
+    for a, b in zip(sparse, path):
+        np.testing.assert_allclose(a.objective_, b.objective_, rtol=1e-9)
+    assert "ranksvm_path" in capsys.readouterr().err  # verbose progress, per value of C
+    with pytest.raises(ValueError, match="linear"):
+        fastrank.ranksvm_path(X, y, Cs, kernel="rbf")
+    with pytest.raises(ValueError, match="at least one"):
+        fastrank.ranksvm_path(X, y, [])
+
+
+@pytest.mark.parametrize("kernel", ["linear", "rbf"])
+def test_hinge_on_identical_rows_stops_at_zero_at_once(kernel):
+    """Every pair has x_i - x_j = 0: w = 0 is exact and found by the first cut (main ran hundreds
+    of cutting planes here)."""
+    X = np.ones((12, 3))
+    y = np.arange(12.0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        est = RankSVM(loss="hinge", kernel=kernel, C=2.0).fit(X, y)
+    assert est.converged_ and est.n_iter_ == 0
+    coef = est.coef_ if kernel == "linear" else est.dual_coef_
+    np.testing.assert_array_equal(coef, 0.0)
+    assert est.objective_ == 2.0 * 66  # C * (number of pairs), each at loss 1
+
+
+def test_variant_parameters_are_validated(data):
+    X, y, _ = data
+    with pytest.raises(ValueError, match="margin must be"):
+        RankSVM(margin="relative").fit(X, y)
+    with pytest.raises(ValueError, match="normalize_C must be"):
+        RankSVM(normalize_C="yes").fit(X, y)
+    with pytest.raises(ValueError, match="needs targets"):
+        RankSVM(margin="difference").fit_preferences(X, [[0, 1], [2, 3]])
+
+
+# ---------------------------------------------------------------------------------------------
+# Hostile scales: never a silent w = 0 for an informative optimum
+# ---------------------------------------------------------------------------------------------
+
+def gradient_at_zero(y, groups, loss):
+    """d loss / d f at f = 0 by the explicit double sum."""
+    head, tail = explicit_pairs(y, groups)
+    return brute_loss(np.zeros(y.size), head, tail, np.ones(head.size), loss)[1]
+
+
+@pytest.mark.parametrize("loss", LOSSES)
+@pytest.mark.parametrize("C, scale", [(1.0, 1e-200), (1e-300, 1.0)])
+def test_tiny_effective_C_gives_the_exact_small_C_solution(data, loss, C, scale):
+    """C max|X|^2 ~ 1e-300..1e-400: every pair stays active, so the optimum is w = -C X^T grad(0)
+    (exactly for the hinge, to double precision for the squared hinge); main returned 0 silently."""
+    X, y, groups = data
+    Xs = X * scale
+    expected = -C * (Xs.T @ gradient_at_zero(y, groups, loss))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        est = RankSVM(C=C, loss=loss).fit(Xs, y, groups)
+    assert est.converged_ and np.all(est.coef_ != 0)
+    np.testing.assert_allclose(est.coef_, expected, rtol=1e-10)
+
+
+@pytest.mark.parametrize("C, scale", [(1.0, 1e200), (1e300, 1.0)])
+def test_huge_effective_C_gives_the_large_C_limit_with_a_warning(data, C, scale):
+    """C max|X|^2 ~ 1e300..1e400 (squared hinge): the C -> infinity limit of the explicit-pairs QP
+    (its solution at C = 1e8 on the unscaled X, to 1e-5), with a warning that C was capped."""
+    X, y, groups = data
+    head, tail = explicit_pairs(y, groups)
+    beta, _ = qp_oracle(X @ X.T, head, tail, np.ones(head.size), 1e8, "squared_hinge")
+    with pytest.warns(ConvergenceWarning, match="exceeds"):
+        est = RankSVM(C=C).fit(X * scale, y, groups)
+    np.testing.assert_allclose(est.coef_ * scale, X.T @ beta, rtol=1e-5)
+    with pytest.warns(ConvergenceWarning, match="exceeds"):  # CSR input: the same rescaling
+        sparse = RankSVM(C=C).fit(sp.csr_matrix(X * scale), y, groups)
+    np.testing.assert_allclose(sparse.coef_, est.coef_, rtol=1e-10)
+
+
+def test_one_huge_column_warns_instead_of_a_silent_zero(data):
+    X, y, groups = data
+    Xc = X.copy()
+    Xc[:, 0] *= 1e300
+    with pytest.warns(ConvergenceWarning, match="Standardize X"):
+        est = RankSVM().fit(Xc, y, groups)
+    assert est.coef_[0] != 0 and np.all(np.isfinite(est.coef_))
+
+
+@pytest.mark.parametrize("C, scale", [(1.0, 1e200), (1e300, 1.0)])
+def test_hinge_huge_effective_C_stops_on_the_stall_limit(data, C, scale):
+    """main ran 47 s (X x 1e200) and over 300 s (C = 1e300): now the cap and the stall limit end
+    the run within a few hundred cutting planes, with a ConvergenceWarning naming the gap."""
+    X, y, groups = data
+    with pytest.warns(ConvergenceWarning) as record:
+        est = RankSVM(C=C, loss="hinge").fit(X * scale, y, groups)
+    assert any("duality gap" in str(w.message) for w in record)
+    assert est.n_iter_ <= 300 and np.all(np.isfinite(est.coef_)) and np.any(est.coef_ != 0)
 
 
 # ---------------------------------------------------------------------------------------------

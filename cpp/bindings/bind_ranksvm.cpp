@@ -23,12 +23,16 @@ using DoubleArray = py::array_t<double, py::array::c_style>;
 // Groups (y, order, offsets) or a preference graph (head, tail, weight).
 PairwiseHingeLoss make_pairs(Index m, const std::optional<Vector>& y, const std::optional<IndexVector>& order,
                              const std::optional<IndexVector>& offsets, const std::optional<IndexVector>& head,
-                             const std::optional<IndexVector>& tail, const std::optional<Vector>& weight) {
+                             const std::optional<IndexVector>& tail, const std::optional<Vector>& weight,
+                             const std::optional<Vector>& row_margin) {
   if (y) {
     require(y->size() == m, "y must have one entry per row");
     require(order.has_value() && offsets.has_value(), "groups need both order and offsets");
-    return PairwiseHingeLoss::from_groups(*y, *order, *offsets);
+    PairwiseHingeLoss P = PairwiseHingeLoss::from_groups(*y, *order, *offsets);
+    if (row_margin) P.set_row_margins(*row_margin);
+    return P;
   }
+  require(!row_margin, "per-pair margins y_i - y_j need targets, not a preference graph");
   require(head && tail, "give either (y, order, offsets) or a preference graph (head, tail)");
   const Vector w = weight ? *weight : Vector::Ones(head->size());
   return PairwiseHingeLoss::from_graph(m, *head, *tail, w);
@@ -53,6 +57,7 @@ py::dict pack(RankSvmResult&& r) {
   d["n_iter"] = r.n_iter;
   d["n_inner"] = r.n_inner;
   d["converged"] = r.converged;
+  d["stalled"] = r.stalled;
   d["criterion"] = r.criterion;
   return d;
 }
@@ -62,17 +67,18 @@ py::dict pack(RankSvmResult&& r) {
 
 #define FASTRANK_PAIR_ARGS                                                                             \
   py::arg("y") = py::none(), py::arg("order") = py::none(), py::arg("offsets") = py::none(),           \
-      py::arg("head") = py::none(), py::arg("tail") = py::none(), py::arg("weight") = py::none()
+      py::arg("head") = py::none(), py::arg("tail") = py::none(), py::arg("weight") = py::none(),  \
+      py::arg("row_margin") = py::none()
 #define FASTRANK_PAIR_PARAMS                                                                             \
   const std::optional<Vector>&y, const std::optional<IndexVector>&order, const std::optional<IndexVector>&offsets, \
       const std::optional<IndexVector>&head, const std::optional<IndexVector>&tail,                      \
-      const std::optional<Vector>&weight
+      const std::optional<Vector>&weight, const std::optional<Vector>&row_margin
 
 void bind_ranksvm(py::module_& m) {
   m.def(
       "ranksvm_pairwise_loss",
       [](const Vector& f, int loss, int n_threads, FASTRANK_PAIR_PARAMS) {
-        PairwiseHingeLoss P = make_pairs(f.size(), y, order, offsets, head, tail, weight);
+        PairwiseHingeLoss P = make_pairs(f.size(), y, order, offsets, head, tail, weight, row_margin);
         require(loss == 0 || loss == 1, "loss code must be 0 (squared hinge) or 1 (hinge)");
         Vector grad(f.size());
         double active = 0.0, value;
@@ -87,7 +93,7 @@ void bind_ranksvm(py::module_& m) {
   m.def(
       "ranksvm_hessian_times",
       [](const Vector& f, const Vector& v, int n_threads, FASTRANK_PAIR_PARAMS) {
-        PairwiseHingeLoss P = make_pairs(f.size(), y, order, offsets, head, tail, weight);
+        PairwiseHingeLoss P = make_pairs(f.size(), y, order, offsets, head, tail, weight, row_margin);
         require(v.size() == f.size(), "v must have one entry per row");
         Vector out(f.size());
         py::gil_scoped_release release;
@@ -99,9 +105,11 @@ void bind_ranksvm(py::module_& m) {
       "Generalized Hessian of the squared-hinge pairwise loss at f, times v.");
   m.def(
       "ranksvm_fit_dense",
-      [](RowMatrixCRef X, double C, int loss, double tol, Index max_iter, int n_threads, FASTRANK_PAIR_PARAMS) {
-        PairwiseHingeLoss P = make_pairs(X.rows(), y, order, offsets, head, tail, weight);
-        const RankSvmOptions o = make_options(C, loss, tol, max_iter, n_threads);
+      [](RowMatrixCRef X, double C, int loss, double tol, Index max_iter, int n_threads, FASTRANK_PAIR_PARAMS,
+         const std::optional<Vector>& w0) {
+        PairwiseHingeLoss P = make_pairs(X.rows(), y, order, offsets, head, tail, weight, row_margin);
+        RankSvmOptions o = make_options(C, loss, tol, max_iter, n_threads);
+        if (w0) o.w0 = *w0;
         RankSvmResult r;
         {
           py::gil_scoped_release release;
@@ -110,14 +118,17 @@ void bind_ranksvm(py::module_& m) {
         return pack(std::move(r));
       },
       py::arg("X").noconvert(), py::arg("C"), py::arg("loss"), py::arg("tol"), py::arg("max_iter"),
-      py::arg("n_threads"), FASTRANK_PAIR_ARGS, "Linear RankSVM on dense X (C-contiguous float64).");
+      py::arg("n_threads"), FASTRANK_PAIR_ARGS, py::arg("w0") = py::none(),
+      "Linear RankSVM on dense X (C-contiguous float64); w0: warm start of the squared hinge.");
   m.def(
       "ranksvm_fit_csr",
       [](const DoubleArray& data, const py::array& indices, const py::array& indptr, Index n_rows, Index n_cols,
-         double C, int loss, double tol, Index max_iter, int n_threads, FASTRANK_PAIR_PARAMS) {
+         double C, int loss, double tol, Index max_iter, int n_threads, FASTRANK_PAIR_PARAMS,
+         const std::optional<Vector>& w0) {
         require(indices.dtype().is(indptr.dtype()), "CSR indices and indptr must share one dtype");
-        PairwiseHingeLoss P = make_pairs(n_rows, y, order, offsets, head, tail, weight);
-        const RankSvmOptions o = make_options(C, loss, tol, max_iter, n_threads);
+        PairwiseHingeLoss P = make_pairs(n_rows, y, order, offsets, head, tail, weight, row_margin);
+        RankSvmOptions o = make_options(C, loss, tol, max_iter, n_threads);
+        if (w0) o.w0 = *w0;
         RankSvmResult r;
         if (indices.dtype().is(py::dtype::of<std::int32_t>())) {
           const auto X = bindings::csr_view<std::int32_t>(data, indices, indptr, n_rows, n_cols);
@@ -134,11 +145,11 @@ void bind_ranksvm(py::module_& m) {
       },
       py::arg("data").noconvert(), py::arg("indices"), py::arg("indptr"), py::arg("n_rows"), py::arg("n_cols"),
       py::arg("C"), py::arg("loss"), py::arg("tol"), py::arg("max_iter"), py::arg("n_threads"), FASTRANK_PAIR_ARGS,
-      "Linear RankSVM on CSR X (zero copy).");
+      py::arg("w0") = py::none(), "Linear RankSVM on CSR X (zero copy); w0: warm start of the squared hinge.");
   m.def(
       "ranksvm_fit_kernel",
       [](MatrixCRef K, double C, int loss, double tol, Index max_iter, int n_threads, FASTRANK_PAIR_PARAMS) {
-        PairwiseHingeLoss P = make_pairs(K.rows(), y, order, offsets, head, tail, weight);
+        PairwiseHingeLoss P = make_pairs(K.rows(), y, order, offsets, head, tail, weight, row_margin);
         const RankSvmOptions o = make_options(C, loss, tol, max_iter, n_threads);
         RankSvmResult r;
         {

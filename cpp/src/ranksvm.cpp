@@ -140,9 +140,33 @@ PairwiseHingeLoss PairwiseHingeLoss::from_graph(Index m, IndexVectorCRef head, I
   return P;
 }
 
+void PairwiseHingeLoss::set_row_margins(VectorCRef y) {
+  require(kind_ == Kind::Groups, "per-pair margins y_i - y_j need targets, not a preference graph");
+  require(y.size() == m_, "row margins need one target per row");
+  row_margin_.assign(y.data(), y.data() + m_);
+  margin_ = 0.0;
+}
+
 double PairwiseHingeLoss::evaluate(SvmLoss loss, const double* f, double* grad, double* active, int n_threads) {
-  const double value =
-      kind_ == Kind::Groups ? evaluate_groups(loss, f, grad, active, n_threads) : evaluate_graph(loss, f, grad, active);
+  double value;
+  if (!row_margin_.empty()) {
+    shifted_.resize(static_cast<size_t>(m_));
+    for (Index i = 0; i < m_; ++i) shifted_[i] = f[i] - row_margin_[i];
+    double* g = grad;
+    if (active && !g) {
+      grad_buffer_.resize(static_cast<size_t>(m_));
+      g = grad_buffer_.data();
+    }
+    value = evaluate_groups(loss, shifted_.data(), g, nullptr, n_threads);
+    if (active) {  // sum over active pairs of (y_i - y_j) = L + sum_active (f_i - f_j) = L - g^T f (hinge)
+      double gf = 0.0;
+      for (Index i = 0; i < m_; ++i) gf += g[i] * f[i];
+      *active = value - gf;
+    }
+  } else {
+    value = kind_ == Kind::Groups ? evaluate_groups(loss, f, grad, active, n_threads)
+                                  : evaluate_graph(loss, f, grad, active);
+  }
   hessian_ready_ = (loss == SvmLoss::SquaredHinge);
   return value;
 }
@@ -190,14 +214,14 @@ double PairwiseHingeLoss::evaluate_groups(SvmLoss loss, const double* f, double*
       Index ptr = n - 1;
       for (Index r = n - 1; r >= 0; --r) {
         const Index s = sorted[r];
-        const double thr = fv[s] - 1.0;
+        const double thr = fv[s] - margin_;
         while (ptr >= 0 && fv[sorted[ptr]] > thr) {
           const double x = fv[sorted[ptr]];
           fen.add(lev[sorted[ptr]], 1.0, x, squared ? x * x : 0.0);
           --ptr;
         }
         const LevelFenwick::Node b = fen.below(lev[s]);
-        const double c = 1.0 - fv[s];  // margin of pair (s, t) is c + f_t
+        const double c = margin_ - fv[s];  // margin of pair (s, t) is c + f_t
         nact[s] = b.cnt;
         act += b.cnt;
         if (squared) {
@@ -214,7 +238,7 @@ double PairwiseHingeLoss::evaluate_groups(SvmLoss loss, const double* f, double*
       ptr = 0;
       for (Index r = 0; r < n; ++r) {
         const Index s = sorted[r];
-        while (ptr < n && fv[sorted[ptr]] - 1.0 < fv[s]) {
+        while (ptr < n && fv[sorted[ptr]] - margin_ < fv[s]) {
           fen.add(lev[sorted[ptr]], 1.0, fv[sorted[ptr]], 0.0);
           ++ptr;
         }
@@ -222,7 +246,7 @@ double PairwiseHingeLoss::evaluate_groups(SvmLoss loss, const double* f, double*
         nact[s] += u.cnt;
         if (grad) {
           if (squared)
-            grad[rows[s]] += 2.0 * (u.cnt * (1.0 + fv[s]) - u.sum);
+            grad[rows[s]] += 2.0 * (u.cnt * (margin_ + fv[s]) - u.sum);
           else
             grad[rows[s]] += u.cnt;
         }
@@ -305,7 +329,7 @@ void PairwiseHingeLoss::hessian_times(const double* v, double* out, int n_thread
       Index ptr = n - 1;
       for (Index r = n - 1; r >= 0; --r) {
         const Index s = sorted[r];
-        const double thr = fv[s] - 1.0;
+        const double thr = fv[s] - margin_;
         while (ptr >= 0 && fv[sorted[ptr]] > thr) {
           fen.add(lev[sorted[ptr]], 0.0, v[rows[sorted[ptr]]], 0.0);
           --ptr;
@@ -316,7 +340,7 @@ void PairwiseHingeLoss::hessian_times(const double* v, double* out, int n_thread
       ptr = 0;
       for (Index r = 0; r < n; ++r) {
         const Index s = sorted[r];
-        while (ptr < n && fv[sorted[ptr]] - 1.0 < fv[s]) {
+        while (ptr < n && fv[sorted[ptr]] - margin_ < fv[s]) {
           fen.add(lev[sorted[ptr]], 0.0, v[rows[sorted[ptr]]], 0.0);
           ++ptr;
         }
@@ -456,9 +480,22 @@ RankSvmResult newton_linear(const Model& X, PairwiseHingeLoss& P, const RankSvmO
   double L = P.evaluate(SvmLoss::SquaredHinge, f.data(), gf.data(), nullptr, nt);
   X.ttimes(gf, g);
   g *= o.C;
-  g += w;
-  const double g0 = g.norm();
-  double gnorm = g0;
+  // The stopping test stays relative to the gradient at w = 0 when warm started.
+  const double g0 = g.stableNorm();  // stableNorm: no underflow or overflow of the squares
+  if (o.w0.size() == n && g0 > 0.0) {
+    w = o.w0;
+    X.times(w, f);
+    L = P.evaluate(SvmLoss::SquaredHinge, f.data(), gf.data(), nullptr, nt);
+    X.ttimes(gf, g);
+    g *= o.C;
+    g += w;
+  }
+  double gnorm = g.stableNorm();
+  if (!std::isfinite(g0)) {  // C X^T grad overflows: the caller rescales (see _ranksvm.py)
+    res.coef = Vector::Zero(n);
+    res.criterion = std::numeric_limits<double>::infinity();
+    return res;
+  }
   Vector d(n), r(n), p(n), q(n), Xp(m), Xd(m), HXp(m);
   Index iter = 0;
   while (true) {
@@ -517,7 +554,7 @@ RankSvmResult newton_linear(const Model& X, PairwiseHingeLoss& P, const RankSvmO
     X.ttimes(gf, g);
     g *= o.C;
     g += w;
-    gnorm = g.norm();
+    gnorm = g.stableNorm();
   }
   // The last evaluation may belong to a rejected trial point: recompute at w.
   X.times(w, f);
@@ -541,7 +578,7 @@ RankSvmResult newton_kernel(const KernelOperator& K, PairwiseHingeLoss& P, const
   double L = P.evaluate(SvmLoss::SquaredHinge, f.data(), gf.data(), nullptr, nt);
   rho = o.C * gf;
   K.times(rho, Krho);
-  const double g0 = Krho.norm();
+  const double g0 = Krho.stableNorm();
   double gnorm = g0;
   Vector d(m), Kd(m), s(m), Ks(m), p(m), Kp(m), h(m), Kh(m);
   Index iter = 0;
@@ -571,7 +608,7 @@ RankSvmResult newton_kernel(const KernelOperator& K, PairwiseHingeLoss& P, const
       Kd += alpha * Kp;
       s -= alpha * (p + o.C * h);
       Ks -= alpha * (Kp + o.C * Kh);
-      if (Ks.norm() <= eta * gnorm) break;
+      if (Ks.stableNorm() <= eta * gnorm) break;
       const double gamma_new = s.dot(Ks);
       const double b = gamma_new / gamma;
       p = s + b * p;
@@ -602,7 +639,7 @@ RankSvmResult newton_kernel(const KernelOperator& K, PairwiseHingeLoss& P, const
     L = Lt;
     rho = beta + o.C * gf;
     K.times(rho, Krho);
-    gnorm = Krho.norm();
+    gnorm = Krho.stableNorm();
   }
   K.times(beta, f);
   res.loss = P.evaluate(SvmLoss::SquaredHinge, f.data(), nullptr, nullptr, nt);
@@ -802,6 +839,7 @@ class LinearCuts {
   }
   // <w1, w2> of models given by (coef, f).
   double inner(const Vector& c1, const Vector&, const Vector& c2, const Vector&) const { return c1.dot(c2); }
+  bool last_is_zero() const { return cuts_.back().isZero(0.0); }  // exactly, not by an underflowing norm
 
  private:
   const Model& X_;
@@ -833,6 +871,7 @@ class KernelCuts {
       }
   }
   double inner(const Vector& c1, const Vector&, const Vector&, const Vector& f2) const { return c1.dot(f2); }
+  bool last_is_zero() const { return Kkappas_.back().isZero(0.0); }
 
  private:
   const KernelOperator& K_;
@@ -845,6 +884,8 @@ class KernelCuts {
 // without line search) need hundreds to thousands of cuts for large C; this needs tens.  The line
 // search runs in score space (f_b + t (f_c - f_b)), so it never touches X or K: phi'(t) =
 // <w_b, D> + t ||D||^2 + C g(t) . (f_c - f_b) is monotone and is bracketed then bisected.
+constexpr Index kStallCuts = 100;
+
 template <class Cuts>
 RankSvmResult cutting_plane(Cuts& cuts, PairwiseHingeLoss& P, const RankSvmOptions& o) {
   const Index m = cuts.rows(), n = cuts.dim();
@@ -857,10 +898,34 @@ RankSvmResult cutting_plane(Cuts& cuts, PairwiseHingeLoss& P, const RankSvmOptio
   double active = 0.0;
   double Lb = P.evaluate(SvmLoss::Hinge, fb.data(), gf.data(), &active, nt);
   double Fb = o.C * Lb, bmax = 0.0;
-  Index iter = 0;
+  Index iter = 0, mark_iter = 0;
+  double mark_gap = std::numeric_limits<double>::infinity();
   while (true) {
     // gf / active hold the oracle at the cut point.
     cuts.add(gf, row);
+    if (iter == 0 && cuts.last_is_zero()) {
+      // The loss's gradient at w = 0 is orthogonal to the model (identical rows, a kernel that
+      // cannot separate the pairs): w = 0 is the exact optimum, with a zero gap.
+      res.converged = true;
+      break;
+    }
+    if (iter == 0) {
+      // Small C: if every pair is still active (margin < its target) at w = C a, the hinge is
+      // linear around that point, its gradient is the one at 0, and w = C a solves the optimality
+      // condition w = -C X^T grad exactly (no master QP, whose Gram entries could underflow).
+      Vector one = Vector::Constant(1, o.C);
+      cuts.combine(one, wc, fc);
+      const double Lc = P.evaluate(SvmLoss::Hinge, fc.data(), g2.data(), nullptr, nt);
+      if (g2 == gf) {
+        wb = wc;
+        fb = fc;
+        Lb = Lc;
+        Fb = 0.5 * cuts.inner(wb, fb, wb, fb) + o.C * Lc;
+        res.converged = true;
+        iter = 1;
+        break;
+      }
+    }
     master.add(active, row);
     bmax = std::max(bmax, active);
     // Certify the master to a tenth of the requested gap (and never below rounding level).
@@ -913,6 +978,17 @@ RankSvmResult cutting_plane(Cuts& cuts, PairwiseHingeLoss& P, const RankSvmOptio
       break;
     }
     if (iter >= o.max_iter) break;
+    // Stall limit: the gap must shrink by 10% within every kStallCuts cuts (the master grows with
+    // the cuts, so a stalled run would only get slower); the caller warns with the gap reached.
+    if (!(res.criterion < 0.9 * mark_gap)) {
+      if (iter - mark_iter >= kStallCuts) {
+        res.stalled = true;
+        break;
+      }
+    } else {
+      mark_gap = res.criterion;
+      mark_iter = iter;
+    }
     wcut = (1.0 - mu) * wb + mu * wc;
     fcut = (1.0 - mu) * fb + mu * fc;
     const double Lcut = P.evaluate(SvmLoss::Hinge, fcut.data(), gf.data(), &active, nt);

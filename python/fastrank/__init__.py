@@ -22,6 +22,7 @@ from ._rankrls import RankRLSPath, rankrls_path
 from . import datasets, metrics
 from . import bounds
 from . import model_selection
+from ._ranksvm import ranksvm_path
 from ._greedy import greedy_order
 from ._persist import load, save
 from . import utils
@@ -29,7 +30,7 @@ from . import preprocessing
 
 __all__ = [
     *_ESTIMATORS, "register_estimator",
-    "RankRLSPath", "rankrls_path", "model_selection", "greedy_order",
+    "RankRLSPath", "rankrls_path", "model_selection", "greedy_order", "ranksvm_path",
     "datasets", "metrics", "bounds",
     "save", "load", "utils", "preprocessing",
     "LinAlgError", "IllConditionedWarning", "exceptions", "__version__",

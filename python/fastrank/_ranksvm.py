@@ -29,14 +29,16 @@ from . import _core
 from ._base import N_JOBS, KernelMixin, Ranker, StrOptions, nonneg_real, positive_int
 from ._memory import check_dense_memory
 from ._problem import check_pairs
+from ._progress import progress
 from ._registry import register_estimator
 from ._sparse import as_csr
 from ._validation import as_real_array, check_alpha, check_n_jobs, group_index
 from .exceptions import ConvergenceWarning
 
-__all__ = ["RankSVM"]
+__all__ = ["RankSVM", "ranksvm_path"]
 
 _LOSSES = {"squared_hinge": 0, "hinge": 1}
+_MARGINS = ("unit", "difference")
 
 
 def _group_structure(y, groups, m):
@@ -76,6 +78,37 @@ def _graph_structure(pairs, weights, m):
                 weight=np.ascontiguousarray(w))
 
 
+# Beyond this C max|X|^2 the Newton / cutting-plane products overflow or lose every digit of the
+# regularizer; the squared hinge's solution is then its C -> infinity limit to double precision.
+_C_SCALED_MAX = 1e20
+
+
+def _rescaled(X, C):
+    """``(X / s, C s^2, s, capped)`` for s the power of two at max |X|: f = X w = (X / s)(s w) and
+    1/2 ||w||^2 + C L = (1/2 ||s w||^2 + C s^2 L) / s^2, so the minimiser is w' / s exactly (powers
+    of two scale without rounding) while X^T H X and C X^T grad stay clear of overflow and underflow
+    (X x 1e200, X x 1e-200).  C s^2 above _C_SCALED_MAX is capped there (``capped`` True)."""
+    if sp.issparse(X):
+        X = X.tocsr()  # no copy for CSR input
+    values = X.data if sp.issparse(X) else X
+    big = float(np.abs(values).max()) if values.size else 0.0
+    if not big > 0.0:
+        return X, C, 1.0, False
+    scale = 2.0 ** np.frexp(big)[1]
+    with np.errstate(over="ignore", under="ignore"):
+        C_scaled = C * scale * scale
+    capped = not C_scaled <= _C_SCALED_MAX
+    if capped:
+        C_scaled = _C_SCALED_MAX
+    elif 2.0**-32 <= big <= 2.0**32 or C_scaled == 0.0:
+        return X, C, 1.0, False  # ordinary scale, or C s^2 underflows: the solver's norms cope
+    if sp.issparse(X):
+        X = sp.csr_matrix((X.data / scale, X.indices, X.indptr), shape=X.shape)
+    else:
+        X = X / scale
+    return X, C_scaled, scale, capped
+
+
 @register_estimator
 class RankSVM(KernelMixin, Ranker):
     """Ranking SVM (Joachims 2002), linear or kernel, exact and without forming pairs.
@@ -105,6 +138,18 @@ class RankSVM(KernelMixin, Ranker):
     max_iter : int, default=1000
         Newton iterations (squared hinge) or cutting planes (hinge); stopping there emits
         :class:`fastrank.exceptions.ConvergenceWarning`.
+    margin : {"unit", "difference"}, default="unit"
+        "unit": the loss of pair (i, j) is l(1 - (f_i - f_j)).  "difference": l((y_i - y_j) -
+        (f_i - f_j)), the hinge ranking loss of Agarwal & Niyogi (002, Sect. 5.2.1) for
+        ``loss="hinge"``.  Their learner A_h, argmin of (1 / C(m, 2)) sum_{i<j} l_h + lambda ||f||_K^2
+        over all pairs, is ``RankSVM(loss="hinge", margin="difference", C=1 / (lambda m (m - 1)))``
+        fitted without groups (tied pairs have l_h = 0 and are not in P); this is the learner
+        :func:`fastrank.bounds.hinge_ranking_bound` bounds, with the same lambda.  The learner of
+        their Sect. 5.2.2 (least-squares ranking loss, ties again contributing 0) is
+        ``RankRLS(exclude_ties=True)``.  Needs targets (``fit``), not ``fit_preferences``.
+    normalize_C : bool, default=False
+        True: the loss is divided by |P|, the number (total weight) of preference pairs, i.e.
+        ``1/2 ||w||^2 + (C / |P|) sum_P l`` as in the RankSVM of the slides (003).
     n_jobs : int or None, default=None
         Threads of the C++ core (over query groups in the oracle, over rows in the products).
         None: every core.
@@ -133,12 +178,13 @@ class RankSVM(KernelMixin, Ranker):
     """
 
     def __init__(self, C=1.0, *, loss="squared_hinge", kernel="linear", gamma=None, degree=3, coef0=1.0, tol=1e-6,
-                 max_iter=1000, n_jobs=None):
+                 max_iter=1000, margin="unit", normalize_C=False, n_jobs=None):
         self._store_params(locals())
 
     # C is checked by check_alpha (float64 limits)
     _parameter_constraints = {"loss": [StrOptions(set(_LOSSES))], "tol": [nonneg_real()],
-                              "max_iter": [positive_int()], "n_jobs": N_JOBS}
+                              "max_iter": [positive_int()], "margin": [StrOptions(set(_MARGINS))],
+                              "normalize_C": ["boolean"], "n_jobs": N_JOBS}
 
     # -- fitting -------------------------------------------------------------------------------
     def _params(self):
@@ -146,19 +192,42 @@ class RankSVM(KernelMixin, Ranker):
         C = check_alpha(self.C, "C")
         return C, _LOSSES[self.loss], float(self.tol), int(self.max_iter), check_n_jobs(self.n_jobs)
 
-    def _solve(self, X, structure):
+    def _solve(self, X, structure, n_pairs, w0=None):
         C, code, tol, max_iter, n_threads = self._params()
+        if self.normalize_C:
+            C = C / n_pairs
+            if not C > 0:
+                raise ValueError(f"C / |P| = {self.C!r} / {n_pairs:g} underflows to 0; use normalize_C=False")
+        if self.margin == "difference":
+            if "y" not in structure:
+                raise ValueError("margin='difference' needs targets: use fit(X, y), not fit_preferences")
+            structure = dict(structure, row_margin=structure["y"])
+        warm = {} if w0 is None else {"w0": w0}
+        C_user = C
         m = X.shape[0]
         spec = None if self.kernel == "precomputed" else self._kernel_spec(X.shape[1])
         X_fit = None
         if spec is not None and spec.linear:
+            X, C, scale, capped = _rescaled(X, C)
+            if capped:
+                warnings.warn(
+                    f"C * max|X|^2 = {C_user:.3g} * {scale:.3g}^2 exceeds {_C_SCALED_MAX:g}: the problem is solved at "
+                    f"C * max|X|^2 = {_C_SCALED_MAX:g}, beyond which double precision resolves no change of the "
+                    "squared hinge's solution; features far smaller than max|X| lose their influence.  "
+                    "Standardize X or use a smaller C.",
+                    ConvergenceWarning,
+                    stacklevel=3,
+                )
             if sp.issparse(X):
                 p = as_csr(X, "X")
                 out = _core.ranksvm_fit_csr(p.data, p.indices, p.indptr, p.shape[0], p.shape[1], C, code, tol,
-                                            max_iter, n_threads, **structure)
+                                            max_iter, n_threads, **structure, **warm)
             else:
-                out = _core.ranksvm_fit_dense(X, C, code, tol, max_iter, n_threads, **structure)
+                out = _core.ranksvm_fit_dense(X, C, code, tol, max_iter, n_threads, **structure, **warm)
             mode = "linear"
+            if scale != 1.0:  # back to the caller's X: w = w' / s, objective 1/2 ||w||^2 + C L
+                out["coef"] = np.asarray(out["coef"]) / scale
+                out["objective"] = 0.5 * float(out["coef"] @ out["coef"]) + C_user * float(out["loss"])
         else:
             check_dense_memory(m, 1, "kernel matrix")
             if spec is None:
@@ -175,7 +244,15 @@ class RankSVM(KernelMixin, Ranker):
         return mode, out, X_fit
 
     def _set_fitted(self, X, mode, out, X_fit, n_pairs):
-        if not out["converged"]:
+        if out.get("stalled"):
+            warnings.warn(
+                f"RankSVM (hinge) stopped after {out['n_iter']} cutting planes: the relative duality gap "
+                f"{out['criterion']:.2e} did not shrink by 10% within 100 cutting planes (tol={self.tol}); the model is "
+                "the best point found.  Use loss='squared_hinge', a smaller C or a larger tol.",
+                ConvergenceWarning,
+                stacklevel=3,
+            )
+        elif not out["converged"]:
             what = "Newton iterations" if self.loss == "squared_hinge" else "cutting planes"
             warnings.warn(
                 f"RankSVM stopped after max_iter={self.max_iter} {what} before reaching tol={self.tol} "
@@ -202,13 +279,17 @@ class RankSVM(KernelMixin, Ranker):
         ``groups`` holds one id per row (any order or type).  Groups of one row, or whose rows
         share one target value, have no pairs and do not influence the model.
         """
+        X, structure, n_pairs = self._group_problem(X, y, groups)
+        mode, out, X_fit = self._solve(X, structure, n_pairs)
+        return self._set_fitted(X, mode, out, X_fit, n_pairs)
+
+    def _group_problem(self, X, y, groups):
+        """Validated X, the core's group structure and the number of pairs of ``fit(X, y, groups)``."""
         self._params()
         X = self._check_fit_X(X, allow_sparse=True)
         m = X.shape[0]
         y = self._check_target_vector(y, m)
-        structure = _group_structure(y, groups, m)
-        mode, out, X_fit = self._solve(X, structure)
-        return self._set_fitted(X, mode, out, X_fit, _count_pairs(y, groups, m))
+        return X, _group_structure(y, groups, m), _count_pairs(y, groups, m)
 
     def fit_preferences(self, X, pairs, weights=None):
         """Fit on an explicit preference multigraph.
@@ -224,8 +305,9 @@ class RankSVM(KernelMixin, Ranker):
         self._params()
         X = self._check_fit_X(X, allow_sparse=True)
         structure = _graph_structure(pairs, weights, X.shape[0])
-        mode, out, X_fit = self._solve(X, structure)
-        return self._set_fitted(X, mode, out, X_fit, float(structure["weight"].sum()))
+        n_pairs = float(structure["weight"].sum())
+        mode, out, X_fit = self._solve(X, structure, n_pairs)
+        return self._set_fitted(X, mode, out, X_fit, n_pairs)
 
     # -- prediction ----------------------------------------------------------------------------
     def predict(self, X):
@@ -257,3 +339,32 @@ def _count_pairs(y, groups, m):
     group_sizes = np.bincount(codes).astype(np.float64)
     level_sizes = np.bincount(key).astype(np.float64)
     return 0.5 * (np.sum(group_sizes**2) - np.sum(level_sizes**2))
+
+
+def ranksvm_path(X, y, Cs, groups=None, *, verbose=0, **params):
+    """Linear RankSVM fitted for every C in ``Cs``, warm-starting each fit from the previous one.
+
+    The values are visited in increasing order (the solution grows with C, so each start is close);
+    the squared hinge's truncated Newton then needs a few iterations per value.  The hinge is
+    solved from zero for each C (still exact).  Every fit is the model ``RankSVM(C=C, **params)``
+    would give, to its ``tol``.  ``verbose``: progress per value of C (see ``fastrank._progress``).
+
+    Returns
+    -------
+    list of fitted :class:`RankSVM`, in the order of ``Cs``.
+    """
+    Cs = np.asarray(Cs, dtype=np.float64).reshape(-1)
+    if Cs.size == 0:
+        raise ValueError("Cs must hold at least one value of C")
+    base = RankSVM(**params)
+    if base.kernel != "linear":
+        raise ValueError(f"ranksvm_path fits linear models; got kernel={base.kernel!r}")
+    X, structure, n_pairs = base._group_problem(X, y, groups)
+    fitted = [None] * Cs.size
+    w = None
+    for k in progress.iterate(np.argsort(Cs, kind="stable"), desc="ranksvm_path", unit="C", verbose=verbose):
+        est = RankSVM(C=float(Cs[k]), **params)
+        mode, out, X_fit = est._solve(X, structure, n_pairs, w0=w if est.loss == "squared_hinge" else None)
+        fitted[k] = est._set_fitted(X, mode, out, X_fit, n_pairs)
+        w = est.coef_
+    return fitted

@@ -45,6 +45,12 @@ class PairwiseHingeLoss {
   // squared-hinge loss at the f of the last evaluate(SquaredHinge, ...).
   void hessian_times(const double* v, double* out, int n_threads) const;
 
+  // Per-pair margins y_i - y_j instead of 1 (002 Sect. 5.2.1, the hinge ranking loss
+  // (|y_i - y_j| - (f_i - f_j))_+ of the learner A_h): l((y_i - y_j) - (f_i - f_j)) is the unit-
+  // free loss l(0 - (g_i - g_j)) at g = f - y, so the oracle runs at g with margin 0 (groups only).
+  // `active` then reports the summed margins of the active pairs (the cutting planes' b).
+  void set_row_margins(VectorCRef y);
+
  private:
   enum class Kind { Groups, Graph };
   Kind kind_ = Kind::Groups;
@@ -62,6 +68,9 @@ class PairwiseHingeLoss {
   std::vector<double> weight_;
   std::vector<char> edge_active_;  // cached
   bool hessian_ready_ = false;
+  double margin_ = 1.0;                // the margin of every pair (0 with row margins)
+  std::vector<double> row_margin_;     // y per row (empty: unit margins)
+  std::vector<double> shifted_, grad_buffer_;
 
   double evaluate_groups(SvmLoss loss, const double* f, double* grad, double* active, int n_threads);
   double evaluate_graph(SvmLoss loss, const double* f, double* grad, double* active);
@@ -73,6 +82,7 @@ struct RankSvmOptions {
   double tol = 1e-6;       // squared hinge: ||grad|| <= tol ||grad at 0||; hinge: relative duality gap
   Index max_iter = 1000;   // Newton iterations (squared hinge) or cutting planes (hinge)
   int n_threads = 1;
+  Vector w0;               // squared hinge, linear: warm start (empty: w = 0)
 };
 
 struct RankSvmResult {
@@ -82,6 +92,7 @@ struct RankSvmResult {
   Index n_iter = 0;        // Newton iterations or cutting planes
   Index n_inner = 0;       // conjugate-gradient steps (squared hinge) or master QP steps (hinge)
   bool converged = false;
+  bool stalled = false;    // hinge: stopped because the gap did not shrink by 10% within 100 cuts
   double criterion = 0.0;  // final relative gradient norm or relative duality gap
 };
 

@@ -217,14 +217,15 @@ def test_equals_explicit_pairs_qp(eps, kernel, grouped):
 
 
 def test_long_run_with_dropped_planes_equals_explicit_qp():
-    """A weakly regularised kernel problem needs hundreds of planes, so idle planes are dropped
-    from the model along the way; the certified optimum is still the explicit QP's."""
+    """A weakly regularised kernel problem needs tens of planes (OCAS line search), more than the
+    20 idle rounds after which a plane is dropped from the model; the certified optimum is still
+    the explicit QP's."""
     X, y, _ = make_data(20, 3, 5)
     K = rbf_kernel(X, X, gamma=0.5)
     beta_ref, F_ref, lower = explicit_qp(K, y, 3000.0, 0.1)
     assert (F_ref - lower) <= 1e-9 * F_ref
     est = SVRank(C=3000.0, epsilon=0.1, kernel="rbf", gamma=0.5, tol=1e-11, max_iter=3000).fit(X, y)
-    assert est.n_iter_ > 150
+    assert est.n_iter_ > 40
     assert explicit_objective(est.dual_coef_, K, y, 3000.0, 0.1) == pytest.approx(F_ref, rel=1e-9)
     np.testing.assert_allclose(est.predict(X), K @ beta_ref, atol=1e-4 * np.abs(K @ beta_ref).max())
 

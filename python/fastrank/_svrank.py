@@ -15,6 +15,7 @@ from sklearn.utils.validation import check_is_fitted
 from . import _core
 from ._kernels import resolve_kernel
 from ._memory import check_dense_memory
+from ._problem import require_preferences
 from ._validation import as_float_matrix, as_targets, check_alpha, check_n_jobs, group_index
 from .exceptions import ConvergenceWarning
 from .metrics import pairwise_disagreement
@@ -148,11 +149,7 @@ class SVRank(RegressorMixin, BaseEstimator):
             raise ValueError(f"SVRank takes one target column: y must have shape (m,), got {np.shape(y)}")
         spec = self._kernel_spec(X.shape[1])
         gi = group_index(groups, X.shape[0])
-        if not np.any(gi.sizes >= 2):
-            raise ValueError(
-                "No relevant pair: every group has a single row, so SVRank has nothing to learn. Give "
-                "groups with at least two rows each (or groups=None for all pairs)."
-            )
+        require_preferences(Y[:, 0], gi, "SVRank")
         yg = np.ascontiguousarray(gi.take(Y[:, 0]))
         offsets = np.ascontiguousarray(gi.offsets, dtype=np.int64)
         if spec.linear:

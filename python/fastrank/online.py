@@ -39,6 +39,7 @@ from sklearn.utils.validation import check_is_fitted, column_or_1d
 from . import _core
 from ._kernels import _KIND, KernelSpec, resolve_kernel
 from ._memory import check_dense_memory
+from ._problem import require_preferences
 from ._progress import progress
 from ._sparse import as_csr, issparse
 from ._validation import as_float_matrix, check_n_jobs, check_precomputed_kernel, group_index
@@ -874,6 +875,7 @@ class OnlineMPRank(RegressorMixin, BaseEstimator):
             raise ValueError("Input y contains NaN or infinity.")
         spec = resolve_kernel(self.kernel, self.gamma, self.degree, self.coef0, X.shape[1])
         codes = None if groups is None else group_index(groups, X.shape[0])
+        require_preferences(y, group_index(groups, X.shape[0]), "OnlineMPRank")
         # Nothing is stored before the solve succeeded: a failed fit leaves a fitted model as it was.
         self._solve(self._kernel_matrix(X, spec), y, np.zeros(X.shape[0]), codes)
         self._groups = None if groups is None else np.asarray(groups)
@@ -904,6 +906,7 @@ class OnlineMPRank(RegressorMixin, BaseEstimator):
         alpha0 = np.concatenate([self.dual_coef_, np.zeros(X.shape[0])])
         g_all = None if groups is None else np.concatenate([self._groups, np.asarray(groups)])
         codes = None if g_all is None else group_index(g_all, X_all.shape[0])
+        require_preferences(y_all, group_index(g_all, X_all.shape[0]), "OnlineMPRank")
         self._solve(self._kernel_matrix(X_all, self._spec), y_all, alpha0, codes)
         self._groups = g_all
         self.X_fit_ = X_all

@@ -445,3 +445,12 @@ def test_large_y_scale_gives_a_nonzero_model():
     ref = _first_order_optimum(X, y * 1e150, 1.0, 0.1)
     assert np.abs(est.coef_).max() > 0
     np.testing.assert_allclose(est.coef_, ref, rtol=1e-9)
+
+
+def test_verbose_reports_the_solve(capsys):
+    X, y, _ = make_data(30, 3, 2)
+    SVRank(C=10.0, kernel="rbf", verbose=1).fit(X, y)
+    err = capsys.readouterr().err
+    assert "SVRank kernel matrix" in err and "SVRank cutting planes" in err and "gap" in err
+    SVRank(C=10.0).fit(X, y)
+    assert capsys.readouterr().err == ""

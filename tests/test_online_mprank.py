@@ -122,3 +122,22 @@ def test_online_mprank_with_groups_reaches_mprank_with_groups():
     # without groups it is still the paper's all-pairs MPRank, and groups change the model
     plain = fastrank.OnlineMPRank(C=2.0, tol=1e-14, max_iter=20000).fit(X, y)
     assert np.abs(plain.predict(X) - fastrank.OnlineMPRank(C=2.0, tol=1e-14, max_iter=20000).fit(X, y, g).predict(X)).max() > 1e-6
+
+
+@pytest.mark.parametrize("case", ["constant", "tied_in_groups", "single_rows"])
+def test_no_preferences_raises_like_rankrls(case):
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(24, 3))
+    y = X @ rng.normal(size=3)
+    groups = np.repeat(np.arange(6), 4)
+    if case == "constant":
+        y, groups = np.full(24, 2.5), None
+    elif case == "tied_in_groups":
+        y = groups * 1.5
+    else:
+        groups = np.arange(24)
+    match = "every group has a single row" if case == "single_rows" else "no preferences to learn from"
+    with pytest.raises(ValueError, match=match):
+        fastrank.RankRLS().fit(X, y, groups)
+    with pytest.raises(ValueError, match=match):
+        fastrank.OnlineMPRank().fit(X, y, groups)

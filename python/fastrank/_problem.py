@@ -423,3 +423,19 @@ class RankingProblem:
                 f"All targets are tied {where} (output column(s) {cols}): there are no preferences to "
                 "learn from."
             )
+
+
+def require_preferences(y, gi, learner):
+    """Raise RankRLS's "no preference pairs" errors for one target vector ``y`` (m,) grouped by the
+    :class:`GroupIndex` ``gi``: every group a single row, or ``y`` tied inside every group.  For
+    learners that do not build a :class:`RankingProblem` (SVRank, OnlineMPRank)."""
+    if not np.any(gi.sizes >= 2):
+        raise ValueError(
+            f"No relevant pairs: every group has a single row. {learner} with groups learns only from "
+            "pairs of rows that share a group id."
+        )
+    yg = np.asarray(y, dtype=np.float64)[gi.order]
+    starts = gi.offsets[:-1][gi.sizes > 0]
+    if not np.any(np.maximum.reduceat(yg, starts) > np.minimum.reduceat(yg, starts)):
+        where = "inside every group" if gi.offsets.size > 2 else "for all rows"
+        raise ValueError(f"All targets are tied {where}: there are no preferences to learn from.")

@@ -4,6 +4,7 @@ O(m log m) loss/subgradient oracle (the O(m^2) pairs are never formed)."""
 
 from __future__ import annotations
 
+import sys
 import warnings
 
 import numpy as np
@@ -12,6 +13,8 @@ from sklearn.utils.validation import check_is_fitted
 from . import _core
 from ._base import N_JOBS, KernelMixin, Ranker, nonneg_real, positive_int
 from ._memory import check_dense_memory
+from ._problem import require_preferences
+from ._progress import resolve_verbose, stage
 from ._registry import register_estimator
 from ._validation import check_alpha, check_n_jobs, group_index
 from .exceptions import ConvergenceWarning
@@ -42,8 +45,11 @@ class SVRank(KernelMixin, Ranker):
     a subgradient cost one sort of the residuals per group, O(m log m).  The problem is solved to
     ``tol`` by a cutting-plane method on its one-slack form (Joachims 2006): every iteration adds the
     tangent plane of the pair term at the current point and solves the model's dual (a QP over the
-    simplex with one variable per plane) exactly.  The dual value certifies a lower bound, and the
-    loop stops when ``(F - lower bound) <= tol * F``.
+    simplex with one variable per plane) exactly, with the OCAS line search (Franc & Sonnenburg
+    2009) between the best point and the model's minimiser.  The dual value certifies a lower
+    bound, and the loop stops when ``F - lower bound <= tol * (F(0) - lower bound)``: the gap
+    relative to the achievable decrease, which does not vanish with the scale of X, y or C (a
+    decrease far below the rounding of F(0) is still found, never reported as w = 0).
 
     Parameters
     ----------
@@ -57,12 +63,16 @@ class SVRank(KernelMixin, Ranker):
         iteration, guarded by the dense-memory limit).  Kernel conventions as in :class:`RankRLS`.
     gamma, degree, coef0 : kernel parameters, as in :class:`RankRLS`.
     tol : float, default=1e-6
-        Relative cutting-plane gap at which to stop: ``(best F - certified lower bound) / best F``.
+        Cutting-plane gap at which to stop, relative to the achievable decrease:
+        ``(best F - lower bound) / (F(0) - lower bound)``.
     max_iter : int, default=1000
         Maximum number of oracle calls (cutting planes); reaching it emits
         :class:`fastrank.exceptions.ConvergenceWarning`.
     n_jobs : int or None
         Threads for the sorting oracle (None: every core).
+    verbose : int, bool or "auto", default=0
+        Progress on stderr (:mod:`fastrank._progress`): the kernel matrix and the cutting-plane
+        solve with their timings, then the planes used and the final gap.
 
     Attributes
     ----------
@@ -75,11 +85,11 @@ class SVRank(KernelMixin, Ranker):
     objective_ : float
         F at the returned model.
     gap_ : float
-        Certified relative gap ``(objective_ - lower bound) / objective_`` at exit.
+        Certified gap ``(objective_ - lower bound) / (F(0) - lower bound)`` at exit.
     """
 
     def __init__(self, C=1.0, *, epsilon=0.1, kernel="linear", gamma=None, degree=3, coef0=1.0, tol=1e-6,
-                 max_iter=1000, n_jobs=None):
+                 max_iter=1000, n_jobs=None, verbose=0):
         self._store_params(locals())
 
     # C is checked by check_alpha (float64 limits)
@@ -97,17 +107,14 @@ class SVRank(KernelMixin, Ranker):
         y = self._check_target_vector(y, X.shape[0])
         spec = self._kernel_spec(X.shape[1])
         gi = group_index(groups, X.shape[0])
-        if not np.any(gi.sizes >= 2):
-            raise ValueError(
-                "No relevant pair: every group has a single row, so SVRank has nothing to learn. Give "
-                "groups with at least two rows each (or groups=None for all pairs)."
-            )
+        require_preferences(y, gi, "SVRank")
         yg = np.ascontiguousarray(gi.take(y))
         offsets = np.ascontiguousarray(gi.offsets, dtype=np.int64)
         if spec.linear:
             Xg = np.ascontiguousarray(gi.take(X))
-            w, n_iter, converged, objective, lower, history = _core.svrank_linear(
-                Xg, yg, offsets, C, eps, tol, max_iter, n_threads)
+            with stage(f"SVRank cutting planes (linear, m={Xg.shape[0]})", verbose=self.verbose):
+                w, n_iter, converged, objective, lower, history = _core.svrank_linear(
+                    Xg, yg, offsets, C, eps, tol, max_iter, n_threads)
             coef, dual = w, None
             X_fit = None
         else:
@@ -116,13 +123,18 @@ class SVRank(KernelMixin, Ranker):
                 Kg = np.asfortranarray(X[np.ix_(gi.order, gi.order)] if not gi.is_identity else X)
                 Kg = np.asfortranarray(0.5 * (Kg + Kg.T))
             else:
-                Kg = spec.train(gi.take(X), n_threads)
-            beta, n_iter, converged, objective, lower, history = _core.svrank_kernel(
-                Kg, yg, offsets, C, eps, tol, max_iter, n_threads)
+                with stage(f"SVRank kernel matrix (m={X.shape[0]})", verbose=self.verbose):
+                    Kg = spec.train(gi.take(X), n_threads)
+            with stage(f"SVRank cutting planes (kernel, m={X.shape[0]})", verbose=self.verbose):
+                beta, n_iter, converged, objective, lower, history = _core.svrank_kernel(
+                    Kg, yg, offsets, C, eps, tol, max_iter, n_threads)
             del Kg
             coef, dual = None, gi.untake(beta)
             X_fit = None if precomputed else X
         gap = float(history[-1]) if history.size else 0.0
+        if resolve_verbose(self.verbose):
+            print(f"[fastrank] SVRank: {int(n_iter)} cutting planes, objective {float(objective):.10g}, gap {gap:.2e}",
+                  file=sys.stderr, flush=True)
         # all checks passed: only now replace a previous fit
         self.coef_ = coef
         self.dual_coef_ = dual

@@ -41,6 +41,7 @@ from ._base import N_JOBS, FastrankEstimator, Interval, KernelMixin, Ranker, Str
     nonneg_real
 from ._kernels import _KIND, KernelSpec
 from ._memory import check_dense_memory
+from ._problem import require_preferences
 from ._progress import progress
 from ._sparse import as_csr, issparse
 from ._registry import register_estimator
@@ -882,6 +883,7 @@ class OnlineMPRank(KernelMixin, Ranker):
         y = self._check_target_vector(y, X.shape[0])
         spec = self._kernel_spec(X.shape[1])
         codes = None if groups is None else group_index(groups, X.shape[0])
+        require_preferences(y, group_index(groups, X.shape[0]), "OnlineMPRank")
         # Nothing is stored before the solve succeeded: a failed fit leaves a fitted model as it was.
         self._solve(self._kernel_matrix(X, spec), y, np.zeros(X.shape[0]), codes)
         self._groups = None if groups is None else np.asarray(groups)
@@ -912,6 +914,7 @@ class OnlineMPRank(KernelMixin, Ranker):
         alpha0 = np.concatenate([self.dual_coef_, np.zeros(X.shape[0])])
         g_all = None if groups is None else np.concatenate([self._groups, np.asarray(groups)])
         codes = None if g_all is None else group_index(g_all, X_all.shape[0])
+        require_preferences(y_all, group_index(g_all, X_all.shape[0]), "OnlineMPRank")
         self._solve(self._kernel_matrix(X_all, self._spec), y_all, alpha0, codes)
         self._groups = g_all
         self.X_fit_ = X_all

@@ -18,8 +18,10 @@
 // linearisation point.  The model min_w ||w||^2 + max_t (a_t . w + b_t) is solved exactly in its
 // dual over the simplex, max_lambda b^T lambda - 1/4 lambda^T Q lambda (Q = Gram matrix of the
 // planes, w = -1/2 sum_t lambda_t a_t), by an active-set method warm-started from the previous
-// lambda.  The dual value is a lower bound on min F; the loop stops when
-// best F - best lower bound <= tol * best F.
+// lambda, with the OCAS line search (Franc & Sonnenburg 2009) between the best point and the
+// model minimiser.  The dual value is a lower bound on min F; the loop stops when
+// best F - best lower bound <= tol * (F(0) - lower bound), the gap relative to the achievable
+// decrease (scale-free; see cutting_plane in svrank.cpp).
 #pragma once
 #include <cstdint>
 #include <vector>
@@ -37,7 +39,7 @@ double svrank_pair_loss(const double* r, Index m, const std::int64_t* offsets, I
 struct SvrankOptions {
   double C = 1.0;
   double eps = 0.1;
-  double tol = 1e-6;     // relative cutting-plane gap
+  double tol = 1e-6;     // cutting-plane gap relative to F(0) - lower bound
   Index max_iter = 1000;  // oracle calls
   int n_threads = 1;
 };
@@ -48,7 +50,7 @@ struct SvrankResult {
   bool converged = false;
   double objective = 0;   // F at coef
   double lower_bound = 0; // certified lower bound on min F
-  std::vector<double> gap_history;  // (best F - best lower bound) / best F per iteration
+  std::vector<double> gap_history;  // (best F - best lower bound) / (F(0) - best lower bound) per iteration
 };
 
 // Linear SVRank; X (m x n, C order), y (m), rows grouped by offsets.
@@ -63,7 +65,9 @@ double svrank_linear_oracle(const RowMatrixCRef& X, const VectorCRef& y, const V
                             const IndexVectorCRef& offsets, double C, double eps, Vector& grad, int n_threads);
 
 // Exact solution of max_lambda b^T lambda - 1/4 lambda^T Q lambda over the probability simplex
-// (Q symmetric PSD, k x k), warm-started from lambda (feasible).  Returns the maximum.
-double simplex_qp(const MatrixCRef& Q, const VectorCRef& b, Vector& lambda);
+// (Q symmetric PSD, k x k), warm-started from lambda (feasible).  Returns the maximum.  The
+// active-set loop stops once a step moves no lambda by more than step_tol (or phi no longer
+// decreases); the cutting-plane solver loosens it while its own gap is large.
+double simplex_qp(const MatrixCRef& Q, const VectorCRef& b, Vector& lambda, double step_tol = 1e-14);
 
 }  // namespace fastrank

@@ -3,7 +3,7 @@ yardsticks, measured in one run with the runs interleaved, plus peak memory per 
 
     python benchmarks/ratios_cvcore.py [--quick] [--no-memory]   (--quick: no m = 4000, memory at m = 1000)
 
-Cases (targets from the design notes, docs/engineering-notes/cvcore.md):
+Cases (derivations and measurements: docs/design/exact-cv.md):
 * 31-alpha path, Gaussian, m = 2000 / 4000: rankrls_dual_scores_tridiag (S K S reduced once by
   dsytrd) vs one numpy.linalg.eigh of the same m x m matrix (target <= 0.6x).  The eigen route
   (rankrls_dual_scores) is shown beside it.

@@ -549,9 +549,9 @@ def test_hinge_on_identical_rows_stops_at_zero_at_once(kernel):
 
 def test_variant_parameters_are_validated(data):
     X, y, _ = data
-    with pytest.raises(ValueError, match="margin must be"):
+    with pytest.raises(ValueError, match="'margin' parameter of RankSVM"):
         RankSVM(margin="relative").fit(X, y)
-    with pytest.raises(ValueError, match="normalize_C must be"):
+    with pytest.raises(ValueError, match="'normalize_C' parameter of RankSVM"):
         RankSVM(normalize_C="yes").fit(X, y)
     with pytest.raises(ValueError, match="needs targets"):
         RankSVM(margin="difference").fit_preferences(X, [[0, 1], [2, 3]])

@@ -26,7 +26,7 @@ import numpy as np
 import fastrank
 import fastrank._validation
 from fastrank import _core
-from fastrank._ranksvm import _pairwise_loss
+from fastrank._ranksvm import _LOSSES, _group_structure
 
 sys.path.insert(0, __file__.rsplit("/", 1)[0])
 from common import best_time  # noqa: E402
@@ -53,7 +53,9 @@ def explicit_pairs(y, groups, group_size):
 
 
 def objective(X, w, y, groups, C):
-    L = _pairwise_loss(X @ w, y, groups, loss="squared_hinge")[0]
+    f = np.ascontiguousarray(X @ w, dtype=np.float64)
+    kw = _group_structure(np.ascontiguousarray(y, dtype=np.float64), groups, f.shape[0])
+    L = _core.ranksvm_pairwise_loss(f, _LOSSES["squared_hinge"], 1, **kw)[0]
     return 0.5 * w @ w + C * L
 
 

@@ -41,14 +41,15 @@ def candidate_thresholds(x, k):
     return out
 
 
-def exact_alpha(D, u, smoothing):
+def exact_alpha(D, u, smoothing, freund):
     """argmin_alpha Z(alpha) = sum_e D_e exp(-alpha u_e), u_e = h(x1) - h(x0) in {-1, 0, 1} (slides
     003), by a root of dZ/dalpha = -sum D_e u_e exp(-alpha u_e) (Z is convex), not the closed form.
     Without a wrong (or a right) pair the minimiser is at infinity: the documented smoothing
-    floors eps+ and eps- at 1 / (2N)."""
+    floors eps+ and eps- at 1 / (2N), keeping Freund's alpha (freund) if that is farther from 0."""
     eps_plus, eps_minus = D[u > 0].sum(), D[u < 0].sum()
     if min(eps_plus, eps_minus) < smoothing:
-        return 0.5 * np.log(max(eps_plus, smoothing) / max(eps_minus, smoothing))
+        smoothed = 0.5 * np.log(max(eps_plus, smoothing) / max(eps_minus, smoothing))
+        return smoothed if abs(smoothed) >= abs(freund) else freund
     return brentq(lambda a: -np.sum(D * u * np.exp(-a * u)), -60.0, 60.0, xtol=1e-15, rtol=1e-15)
 
 
@@ -78,11 +79,10 @@ def brute_rankboost(X, x0, x1, d1, T, k=None, rule="freund", trace=None):
         r, th, q = per_feature[bf]
         h = np.where(np.isnan(X[:, bf]), q, X[:, bf] > th).astype(float)
         u = h[x1] - h[x0]
+        rc = np.clip(r, -1 + 1e-10, 1 - 1e-10)
+        alpha = 0.5 * np.log((1 + rc) / (1 - rc))
         if rule == "exact":
-            alpha = exact_alpha(D, u, 0.5 / x0.size)
-        else:
-            rc = np.clip(r, -1 + 1e-10, 1 - 1e-10)
-            alpha = 0.5 * np.log((1 + rc) / (1 - rc))
+            alpha = exact_alpha(D, u, 0.5 / x0.size, alpha)
         D = D * np.exp(-alpha * u)  # Fig. 1 update
         if trace is not None:
             trace.append((D[u > 0].sum() * np.exp(alpha), D[u < 0].sum() * np.exp(-alpha), D[u == 0].sum(), D.sum()))
@@ -371,10 +371,10 @@ def test_exact_alpha_is_the_minimiser_of_z_on_explicit_pairs(seed):
     assert_pair_masses(model, trace)
     # the slides' closed forms: alpha = 1/2 ln(eps+/eps-), Z = eps0 + 2 sqrt(eps+ eps-)
     ep, em, e0 = model.pair_masses_.T
-    fp, fm = np.maximum(ep, 0.5 / x0.size), np.maximum(em, 0.5 / x0.size)  # the documented smoothing
-    np.testing.assert_allclose(model.alphas_, 0.5 * np.log(fp / fm), rtol=1e-9)
-    smooth = (ep < 0.5 / x0.size) | (em < 0.5 / x0.size)
+    smooth = (ep < 0.5 / x0.size) | (em < 0.5 / x0.size)  # the documented smoothing
+    np.testing.assert_allclose(model.alphas_[~smooth], 0.5 * np.log(ep[~smooth] / em[~smooth]), rtol=1e-9)
     np.testing.assert_allclose(model.normalizers_[~smooth], (e0 + 2 * np.sqrt(ep * em))[~smooth], rtol=1e-9)
+    assert np.all(model.normalizers_ <= np.sqrt(1 - model.correlations_**2) * (1 + 1e-12))
     np.testing.assert_allclose(ep - em, model.correlations_, atol=1e-12)
 
 
@@ -430,6 +430,29 @@ def test_exact_alpha_smoothed_without_wrong_pairs():
     ep, em, e0 = model.pair_masses_[0]
     assert em == 0 and e0 > 0
     np.testing.assert_allclose(model.alphas_[0], 0.5 * np.log(ep / (0.5 / 9)), rtol=1e-12)
+    freund = RankBoost(n_estimators=1).fit(X, y)
+    assert model.alphas_[0] > freund.alphas_[0]
+    assert model.normalizers_[0] < freund.normalizers_[0] <= np.sqrt(1 - model.correlations_[0] ** 2)
+
+    # late rounds whose floored alpha falls below Freund's (eps+ or eps- under 1/(2N) on a
+    # concentrated D_t): Freund's is kept, and the rounds still equal the explicit-pair oracle
+    rng = np.random.default_rng(30)
+    m = int(rng.integers(8, 30))
+    X = np.round(rng.normal(size=(m, 2)) * 1.5)
+    y = rng.integers(0, 2, m).astype(float)
+    groups = rng.integers(0, 3, m)
+    model = RankBoost(n_estimators=30, alpha_rule="exact").fit(X, y, groups)
+    x0, x1, w = graded_pairs(y, groups)
+    trace = []
+    assert_same_rounds(model, brute_rankboost(X, x0, x1, w, 30, rule="exact", trace=trace))
+    assert_pair_masses(model, trace)
+    delta, (ep, em, _), r = 0.5 / x0.size, model.pair_masses_.T, model.correlations_
+    floored = 0.5 * np.log(np.maximum(ep, delta) / np.maximum(em, delta))
+    freund_alpha = 0.5 * np.log((1 + r) / (1 - r))
+    kept = ((ep < delta) | (em < delta)) & (np.abs(floored) < np.abs(freund_alpha))
+    assert kept.any()
+    np.testing.assert_allclose(model.alphas_[kept], freund_alpha[kept], rtol=1e-12)
+    assert np.all(model.normalizers_ <= np.sqrt(1 - r**2) * (1 + 1e-12))
 
 
 @pytest.mark.parametrize("rule", ["freund", "exact"])

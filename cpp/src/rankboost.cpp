@@ -159,12 +159,17 @@ RankBoostResult boost(const RowMatrixCRef& X, const RankBoostCandidates& cand, I
     if (feat_q[bf])
       for (Index i = n_def; i < m; ++i) h[o[i]] = 1;
     const std::pair<double, double> eps = split(F, h);
-    double alpha;
-    if (rule.exact_alpha) {  // slides 003: argmin_alpha eps0 + eps+ e^-alpha + eps- e^alpha
-      alpha = 0.5 * std::log(std::max(eps.first, rule.smoothing) / std::max(eps.second, rule.smoothing));
-    } else {  // Freund et al.: minimises the bound sqrt(1 - r^2) on Z_t
-      const double rc = std::max(-1.0 + kSaturated, std::min(1.0 - kSaturated, r));
-      alpha = 0.5 * std::log((1.0 + rc) / (1.0 - rc));
+    // Freund et al.: minimises the bound sqrt(1 - r^2) on Z_t
+    const double rc = std::max(-1.0 + kSaturated, std::min(1.0 - kSaturated, r));
+    double alpha = 0.5 * std::log((1.0 + rc) / (1.0 - rc));
+    if (rule.exact_alpha) {
+      // slides 003: argmin_alpha eps0 + eps+ e^-alpha + eps- e^alpha = 1/2 ln(eps+/eps-).  With
+      // eps+ or eps- floored the value can fall between 0 and Freund's alpha, which lies between
+      // 0 and the minimiser (eps+/eps- >= (2 eps+ + eps0)/(2 eps- + eps0) for r > 0); Z_t
+      // decreases towards the minimiser, so the one farther from 0 is kept: Z_t <= sqrt(1 - r^2).
+      const double exact =
+          0.5 * std::log(std::max(eps.first, rule.smoothing) / std::max(eps.second, rule.smoothing));
+      if (std::abs(exact) >= std::abs(alpha)) alpha = exact;
     }
     const double eps0 = std::max(0.0, 1.0 - eps.first - eps.second);
     double theta = -INFINITY;  // pos = n_def - 1: every row that has the feature is above

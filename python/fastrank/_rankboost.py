@@ -89,9 +89,11 @@ class RankBoost(Ranker):
         Z_t <= sqrt(1 - r_t^2).  "exact": alpha_t = 1/2 ln(eps+ / eps-), the exact minimiser of
         Z_t(alpha) = eps0 + eps+ e^-alpha + eps- e^alpha for {0, 1} weak rankers that abstain on
         the pairs they tie (the lecture slides 003, "Weights of the weak rankers"; then
-        Z_t = eps0 + 2 sqrt(eps+ eps-)); eps+ and eps- are floored at 1 / (2 N), N the number of
-        crucial pairs (edges), since with no wrong pair the minimiser is at infinity (Schapire &
-        Singer's smoothing).  The two rules agree when no pair is tied (eps0 = 0) and differ
+        Z_t = eps0 + 2 sqrt(eps+ eps-)).  With no wrong (or no right) pair the minimiser is at
+        infinity: eps+ and eps- are then floored at 1 / (2 N), N the number of crucial pairs
+        (edges), as in Schapire & Singer's smoothing, and if that alpha_t is closer to 0 than
+        Freund's, Freund's is used (it lies between 0 and the minimiser, where Z_t decreases, so
+        Z_t <= sqrt(1 - r_t^2) still holds).  The two rules agree when no pair is tied (eps0 = 0) and differ
         otherwise; threshold rankers tie every pair on one side of the threshold, so the models
         differ.  "freund" is the default because it is the rule of the RankBoost paper this
         class implements (its weak learner maximises the same |r| it weighs by), it never needs

@@ -14,8 +14,9 @@
 //   Z_t(alpha) = eps0 + eps+ e^-alpha + eps- e^alpha,
 // whose exact minimiser is alpha = 1/2 ln(eps+ / eps-), Z_t = eps0 + 2 sqrt(eps+ eps-).  The two
 // rules coincide when eps0 = 0 (then r = eps+ - eps- and eps+ + eps- = 1).  eps+ or eps- below
-// `smoothing` is raised to it (the minimiser is at infinity otherwise).  The weak ranker is
-// chosen by |r| = |eps+ - eps-| under either rule.
+// `smoothing` is raised to it (the minimiser is at infinity otherwise), and the smoothed alpha
+// is never closer to 0 than Freund's, so Z_t <= sqrt(1 - r^2) under either rule.  The weak
+// ranker is chosen by |r| = |eps+ - eps-| under either rule.
 //
 // The pair distribution is never formed.  Graded feedback (levels inside groups, every pair of
 // different levels of a group crucial, D_1 = c_g on the pairs of group g) factorises per level

@@ -112,8 +112,8 @@ class RankBoost(Ranker):
         Threshold: h_t(x) = 1 if x[features_[t]] > thresholds_[t] else 0.  The midpoint between
         the two adjacent training values, so h_t is exact on the training rows.
     alphas_ : ndarray of float64, shape (n_estimators_,)
-        Weights alpha_t = 1/2 ln((1 + r_t) / (1 - r_t)); negative when r_t < 0 (the weak ranker
-        is used reversed, which the paper's {0, 1} weak learner allows).
+        Weights alpha_t under ``alpha_rule``; negative when r_t < 0 (the weak ranker is used
+        reversed, which the paper's {0, 1} weak learner allows).
     qdefs_ : ndarray of int64, shape (n_estimators_,)
         h_t on rows missing the feature (0 unless ``missing="q_def"`` chose 1).
     correlations_ : ndarray, shape (n_estimators_,)

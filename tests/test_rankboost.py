@@ -5,12 +5,13 @@ import pickle
 import numpy as np
 import pytest
 import sklearn
+from scipy.optimize import brentq
 from sklearn.base import clone
 from sklearn.model_selection import GridSearchCV, GroupKFold
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
-from fastrank import RankBoost
-from fastrank.metrics import pairwise_disagreement
+from fastrank import RankBoost, rankboost_path
+from fastrank.metrics import get_measure, pairwise_disagreement
 
 TIE = 1e-9  # the documented tie rule between candidates (relative |r|)
 
@@ -40,8 +41,21 @@ def candidate_thresholds(x, k):
     return out
 
 
-def brute_rankboost(X, x0, x1, d1, T, k=None):
-    """x0[e], x1[e]: crucial pair e (x1 should rank above x0) with initial weight d1[e]."""
+def exact_alpha(D, u, smoothing, freund):
+    """argmin_alpha Z(alpha) = sum_e D_e exp(-alpha u_e), u_e = h(x1) - h(x0) in {-1, 0, 1} (slides
+    003), by a root of dZ/dalpha = -sum D_e u_e exp(-alpha u_e) (Z is convex), not the closed form.
+    Without a wrong (or a right) pair the minimiser is at infinity: the documented smoothing
+    floors eps+ and eps- at 1 / (2N), keeping Freund's alpha (freund) if that is farther from 0."""
+    eps_plus, eps_minus = D[u > 0].sum(), D[u < 0].sum()
+    if min(eps_plus, eps_minus) < smoothing:
+        smoothed = 0.5 * np.log(max(eps_plus, smoothing) / max(eps_minus, smoothing))
+        return smoothed if abs(smoothed) >= abs(freund) else freund
+    return brentq(lambda a: -np.sum(D * u * np.exp(-a * u)), -60.0, 60.0, xtol=1e-15, rtol=1e-15)
+
+
+def brute_rankboost(X, x0, x1, d1, T, k=None, rule="freund", trace=None):
+    """x0[e], x1[e]: crucial pair e (x1 should rank above x0) with initial weight d1[e].
+    trace: a list that receives (eps+, eps-, eps0, Z_t) of every round."""
     D = d1 / d1.sum()
     rounds = []
     for _ in range(T):
@@ -63,10 +77,15 @@ def brute_rankboost(X, x0, x1, d1, T, k=None):
         if bf is None or best_abs <= 1e-12:
             break
         r, th, q = per_feature[bf]
+        h = np.where(np.isnan(X[:, bf]), q, X[:, bf] > th).astype(float)
+        u = h[x1] - h[x0]
         rc = np.clip(r, -1 + 1e-10, 1 - 1e-10)
         alpha = 0.5 * np.log((1 + rc) / (1 - rc))
-        h = np.where(np.isnan(X[:, bf]), q, X[:, bf] > th).astype(float)
-        D = D * np.exp(-alpha * (h[x1] - h[x0]))  # Fig. 1 update
+        if rule == "exact":
+            alpha = exact_alpha(D, u, 0.5 / x0.size, alpha)
+        D = D * np.exp(-alpha * u)  # Fig. 1 update
+        if trace is not None:
+            trace.append((D[u > 0].sum() * np.exp(alpha), D[u < 0].sum() * np.exp(-alpha), D[u == 0].sum(), D.sum()))
         D /= D.sum()
         rounds.append((bf, th, alpha, r, q))
         if best_abs > 1 - 1e-10:
@@ -330,3 +349,190 @@ def test_save_load_round_trip(tmp_path):
     back = fastrank.load(tmp_path / "rb.npz")
     np.testing.assert_array_equal(back.predict(X), est.predict(X))
     np.testing.assert_array_equal(back.qdefs_, est.qdefs_)
+
+
+# ---------------------------------------------------------------------------------------------
+# the slides' (003) exact alpha, Z_t and the training-error bound
+
+
+def assert_pair_masses(model, trace):
+    t = np.array(trace)
+    np.testing.assert_allclose(model.pair_masses_, t[:, :3], rtol=1e-9, atol=1e-13)
+    np.testing.assert_allclose(model.normalizers_, t[:, 3], rtol=1e-10)
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_exact_alpha_is_the_minimiser_of_z_on_explicit_pairs(seed):
+    X, y = data(seed)
+    model = RankBoost(n_estimators=25, alpha_rule="exact").fit(X, y)
+    x0, x1, w = graded_pairs(y)
+    trace = []
+    assert_same_rounds(model, brute_rankboost(X, x0, x1, w, 25, rule="exact", trace=trace))
+    assert_pair_masses(model, trace)
+    # the slides' closed forms: alpha = 1/2 ln(eps+/eps-), Z = eps0 + 2 sqrt(eps+ eps-)
+    ep, em, e0 = model.pair_masses_.T
+    smooth = (ep < 0.5 / x0.size) | (em < 0.5 / x0.size)  # the documented smoothing
+    np.testing.assert_allclose(model.alphas_[~smooth], 0.5 * np.log(ep[~smooth] / em[~smooth]), rtol=1e-9)
+    np.testing.assert_allclose(model.normalizers_[~smooth], (e0 + 2 * np.sqrt(ep * em))[~smooth], rtol=1e-9)
+    assert np.all(model.normalizers_ <= np.sqrt(1 - model.correlations_**2) * (1 + 1e-12))
+    np.testing.assert_allclose(ep - em, model.correlations_, atol=1e-12)
+
+
+@pytest.mark.parametrize("weighting", ["pairs", "query"])
+def test_exact_alpha_with_groups_and_missing_values(weighting):
+    X, y = data(3, m=48)
+    X[np.random.default_rng(2).random(X.shape) < 0.1] = np.nan
+    groups = np.random.default_rng(7).choice([5, 11, 2, 40], size=X.shape[0])
+    model = RankBoost(n_estimators=15, alpha_rule="exact", group_weighting=weighting, missing="q_def").fit(X, y, groups)
+    x0, x1, w = graded_pairs(y, groups, weighting)
+    trace = []
+    assert_same_rounds(model, brute_rankboost(X, x0, x1, w, 15, rule="exact", trace=trace))
+    assert_pair_masses(model, trace)
+
+
+def test_exact_alpha_on_a_preference_graph_and_freund_z():
+    rng = np.random.default_rng(5)
+    m = 30
+    X = rng.normal(size=(m, 4))
+    s = X[:, 0] + X[:, 3] + 0.7 * rng.normal(size=m)
+    pairs = np.array([(a, b) if s[a] > s[b] else (b, a) for a, b in (rng.choice(m, 2, replace=False) for _ in range(150))])
+    for rule in ("exact", "freund"):
+        model = RankBoost(n_estimators=20, alpha_rule=rule).fit_preferences(X, pairs)
+        trace = []
+        assert_same_rounds(model, brute_rankboost(X, pairs[:, 1], pairs[:, 0], np.ones(len(pairs)), 20, rule=rule,
+                                                  trace=trace))
+        assert_pair_masses(model, trace)
+
+
+def test_the_rules_differ_when_the_weak_ranker_ties_pairs():
+    X, y = data(0)
+    a = RankBoost(n_estimators=1, alpha_rule="freund").fit(X, y)
+    b = RankBoost(n_estimators=1, alpha_rule="exact").fit(X, y)
+    assert a.features_[0] == b.features_[0] and a.thresholds_[0] == b.thresholds_[0]
+    assert b.pair_masses_[0, 2] > 0.1  # the threshold ranker ties many crucial pairs
+    assert abs(a.alphas_[0] - b.alphas_[0]) > 0.05
+    assert b.normalizers_[0] < a.normalizers_[0]  # the exact minimiser lowers Z_t
+    # and agree when it ties none: one 0/1 feature, every preference across its two values
+    rng = np.random.default_rng(1)
+    Xb = np.r_[np.zeros(10), np.ones(10)][:, None]
+    pairs = np.array([(10 + i, j) if rng.random() < 0.8 else (j, 10 + i) for i in range(10) for j in range(10)])
+    a = RankBoost(n_estimators=1, alpha_rule="freund").fit_preferences(Xb, pairs)
+    b = RankBoost(n_estimators=1, alpha_rule="exact").fit_preferences(Xb, pairs)
+    assert a.pair_masses_[0, 2] == 0
+    np.testing.assert_allclose(a.alphas_, b.alphas_, rtol=1e-12)
+
+
+def test_exact_alpha_smoothed_without_wrong_pairs():
+    # bipartite, feature 0 puts every positive above every negative but ties some crucial pairs
+    X = np.array([[0.0], [0.0], [1.0], [1.0], [1.0], [2.0]])
+    y = np.array([0.0, 0.0, 0.0, 1.0, 1.0, 1.0])
+    model = RankBoost(n_estimators=1, alpha_rule="exact").fit(X, y)
+    ep, em, e0 = model.pair_masses_[0]
+    assert em == 0 and e0 > 0
+    np.testing.assert_allclose(model.alphas_[0], 0.5 * np.log(ep / (0.5 / 9)), rtol=1e-12)
+    freund = RankBoost(n_estimators=1).fit(X, y)
+    assert model.alphas_[0] > freund.alphas_[0]
+    assert model.normalizers_[0] < freund.normalizers_[0] <= np.sqrt(1 - model.correlations_[0] ** 2)
+
+    # late rounds whose floored alpha falls below Freund's (eps+ or eps- under 1/(2N) on a
+    # concentrated D_t): Freund's is kept, and the rounds still equal the explicit-pair oracle
+    rng = np.random.default_rng(30)
+    m = int(rng.integers(8, 30))
+    X = np.round(rng.normal(size=(m, 2)) * 1.5)
+    y = rng.integers(0, 2, m).astype(float)
+    groups = rng.integers(0, 3, m)
+    model = RankBoost(n_estimators=30, alpha_rule="exact").fit(X, y, groups)
+    x0, x1, w = graded_pairs(y, groups)
+    trace = []
+    assert_same_rounds(model, brute_rankboost(X, x0, x1, w, 30, rule="exact", trace=trace))
+    assert_pair_masses(model, trace)
+    delta, (ep, em, _), r = 0.5 / x0.size, model.pair_masses_.T, model.correlations_
+    floored = 0.5 * np.log(np.maximum(ep, delta) / np.maximum(em, delta))
+    freund_alpha = 0.5 * np.log((1 + r) / (1 - r))
+    kept = ((ep < delta) | (em < delta)) & (np.abs(floored) < np.abs(freund_alpha))
+    assert kept.any()
+    np.testing.assert_allclose(model.alphas_[kept], freund_alpha[kept], rtol=1e-12)
+    assert np.all(model.normalizers_ <= np.sqrt(1 - r**2) * (1 + 1e-12))
+
+
+@pytest.mark.parametrize("rule", ["freund", "exact"])
+@pytest.mark.parametrize("weighting", ["pairs", "query"])
+def test_training_error_bound_holds_against_explicit_disagreement(rule, weighting):
+    X, y = data(6, m=50)
+    groups = np.repeat(np.arange(5), 10)
+    x0, x1, w = graded_pairs(y, groups, weighting)
+    d1 = w / w.sum()
+    for T in (1, 3, 10, 40):
+        model = RankBoost(n_estimators=T, alpha_rule=rule, group_weighting=weighting).fit(X, y, groups)
+        F = model.predict(X)
+        error = np.sum(d1 * (F[x1] <= F[x0]))  # slides' R-hat: misordered or tied, D_1-weighted
+        exp_loss = np.sum(d1 * np.exp(F[x0] - F[x1]))
+        np.testing.assert_allclose(np.prod(model.normalizers_), exp_loss, rtol=1e-10)
+        gamma = np.abs(model.pair_masses_[:, 0] - model.pair_masses_[:, 1]) / 2
+        np.testing.assert_allclose(model.training_error_bound_, np.exp(-2 * np.sum(gamma**2)), rtol=1e-10)
+        assert error <= exp_loss <= model.training_error_bound_ * (1 + 1e-12)
+        assert model.training_error_bound_ < 1
+
+
+def test_verbose_reports_rounds(capsys):
+    X, y = data(0)
+    RankBoost(n_estimators=7).fit(X, y)
+    assert capsys.readouterr().err == ""
+    RankBoost(n_estimators=7, verbose=1).fit(X, y)
+    assert "RankBoost: 7/7 round" in capsys.readouterr().err
+    RankBoost(n_estimators=5, verbose=2).fit_preferences(X, np.array([[0, 1], [2, 3]]))
+    assert "RankBoost" in capsys.readouterr().err
+
+
+def test_alpha_rule_is_checked():
+    X, y = data(0)
+    with pytest.raises(ValueError, match="alpha_rule"):
+        RankBoost(alpha_rule="slides").fit(X, y)
+
+
+# ---------------------------------------------------------------------------------------------
+# choosing n_estimators from staged predictions
+
+
+@pytest.mark.parametrize("scoring", [None, "disagreement"])
+def test_rankboost_path_equals_refitting_at_every_n_estimators(scoring):
+    X, y = data(8, m=90)
+    y = y + 2  # graded relevance 0..4 (NDCG needs non-negative labels)
+    groups = np.repeat(np.arange(9), 10)
+    grid = [1, 2, 5, 9, 14, 30]
+    folds = list(GroupKFold(n_splits=3).split(X, y, groups))
+    path = rankboost_path(X, y, grid, groups, cv=folds, scoring=scoring, n_thresholds=8, alpha_rule="exact")
+    measure = get_measure(scoring or "ndcg@10")
+    expected = np.array([[measure(y[te], RankBoost(n_estimators=t, n_thresholds=8, alpha_rule="exact")
+                                  .fit(X[tr], y[tr], groups[tr]).predict(X[te]), groups[te]) for t in grid]
+                         for tr, te in folds])
+    np.testing.assert_allclose(path.scores, expected, rtol=1e-12)
+    np.testing.assert_array_equal(path.n_estimators, grid)
+    pick = np.argmax if measure.greater_is_better else np.argmin
+    assert path.best_n_estimators == grid[pick(expected.mean(axis=0))]
+    ref = RankBoost(n_estimators=path.best_n_estimators, n_thresholds=8, alpha_rule="exact").fit(X, y, groups)
+    np.testing.assert_array_equal(path.estimator.predict(X), ref.predict(X))
+
+
+def test_rankboost_path_past_an_early_stop_and_without_groups():
+    rng = np.random.default_rng(9)
+    X = rng.normal(size=(60, 3))
+    y = (X[:, 1] > 0.1).astype(float)  # separable: one round, then boosting stops
+    path = rankboost_path(X, y, 4, cv=3, refit=False)
+    np.testing.assert_array_equal(path.n_estimators, [1, 2, 3, 4])
+    assert path.measure.name == "disagreement" and path.estimator is None
+    from sklearn.model_selection import KFold
+
+    expected = [[pairwise_disagreement(y[te], RankBoost(n_estimators=t).fit(X[tr], y[tr]).predict(X[te]))
+                 for t in range(1, 5)] for tr, te in KFold(3).split(X)]
+    np.testing.assert_allclose(path.scores, expected, rtol=1e-12)
+
+
+def test_rankboost_path_bad_arguments():
+    X, y = data(0)
+    with pytest.raises(ValueError, match="n_estimators"):
+        rankboost_path(X, y, [0, 3])
+    with pytest.raises(ValueError, match="n_estimators"):
+        rankboost_path(X, y, [1.5])
+    with pytest.raises(ValueError, match="cv"):
+        rankboost_path(X, y, 5, cv=1)

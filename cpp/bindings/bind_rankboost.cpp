@@ -1,6 +1,8 @@
 #include <pybind11/eigen.h>
 #include <pybind11/pybind11.h>
 
+#include <string>
+
 #include "fastrank/errors.hpp"
 #include "fastrank/rankboost.hpp"
 
@@ -13,7 +15,24 @@ py::tuple to_python(const RankBoostResult& r) {
     using T = typename std::decay_t<decltype(v)>::value_type;
     return Eigen::Matrix<T, Eigen::Dynamic, 1>(Eigen::Map<const Eigen::Matrix<T, Eigen::Dynamic, 1>>(v.data(), v.size()));
   };
-  return py::make_tuple(vec(r.features), vec(r.thresholds), vec(r.alphas), vec(r.r), vec(r.qdef));
+  return py::make_tuple(vec(r.features), vec(r.thresholds), vec(r.alphas), vec(r.r), vec(r.qdef), vec(r.eps_plus),
+                        vec(r.eps_minus), vec(r.z));
+}
+
+// alpha_rule "exact" or "freund"; on_round: None or a Python callable taking the rounds done,
+// called between rounds with the GIL held.
+RankBoostRule make_rule(const std::string& alpha_rule, double smoothing, const py::object& on_round) {
+  require(alpha_rule == "exact" || alpha_rule == "freund", "alpha_rule must be 'exact' or 'freund'");
+  require(smoothing > 0.0, "smoothing must be > 0");
+  RankBoostRule rule;
+  rule.exact_alpha = alpha_rule == "exact";
+  rule.smoothing = smoothing;
+  if (!on_round.is_none())
+    rule.on_round = [on_round](Index t) {
+      py::gil_scoped_acquire hold;
+      on_round(t);
+    };
+  return rule;
 }
 }  // namespace
 
@@ -21,36 +40,42 @@ void bind_rankboost(py::module_& m) {
   m.def(
       "rankboost_fit_graded",
       [](RowMatrixCRef X, const IndexVector& block, const IndexVector& group_blocks, const Vector& group_weight,
-         Index n_rounds, Index n_thresholds, int n_threads) {
+         Index n_rounds, Index n_thresholds, int n_threads, const std::string& alpha_rule, double smoothing,
+         const py::object& on_round) {
         require(block.size() == X.rows(), "block must have one entry per row");
+        const RankBoostRule rule = make_rule(alpha_rule, smoothing, on_round);
         require(group_blocks.size() == group_weight.size() + 1, "group_blocks must have n_groups + 1 entries");
         RankBoostResult res;
         {
           py::gil_scoped_release release;
           const RankBoostCandidates cand = rankboost_candidates(X, n_thresholds, n_threads);
           res = rankboost_fit_graded(X, cand, block.data(), group_blocks.data(), group_weight.size(),
-                                     group_weight.data(), n_rounds, n_threads);
+                                     group_weight.data(), n_rounds, n_threads, rule);
         }
         return to_python(res);
       },
       py::arg("X").noconvert(), py::arg("block"), py::arg("group_blocks"), py::arg("group_weight"),
-      py::arg("n_rounds"), py::arg("n_thresholds"), py::arg("n_threads"),
-      "RankBoost on graded feedback (levels inside groups). Returns (features, thresholds, alphas, r, qdef).");
+      py::arg("n_rounds"), py::arg("n_thresholds"), py::arg("n_threads"), py::arg("alpha_rule") = "freund",
+      py::arg("smoothing") = 1e-10, py::arg("on_round") = py::none(),
+      "RankBoost on graded feedback (levels inside groups). Returns (features, thresholds, alphas, r, qdef, "
+      "eps_plus, eps_minus, z).");
   m.def(
       "rankboost_fit_graph",
       [](RowMatrixCRef X, const IndexVector& head, const IndexVector& tail, Index n_rounds, Index n_thresholds,
-         int n_threads) {
+         int n_threads, const std::string& alpha_rule, double smoothing, const py::object& on_round) {
         require(head.size() == tail.size(), "head and tail must have the same length");
+        const RankBoostRule rule = make_rule(alpha_rule, smoothing, on_round);
         RankBoostResult res;
         {
           py::gil_scoped_release release;
           const RankBoostCandidates cand = rankboost_candidates(X, n_thresholds, n_threads);
-          res = rankboost_fit_graph(X, cand, head.data(), tail.data(), head.size(), n_rounds, n_threads);
+          res = rankboost_fit_graph(X, cand, head.data(), tail.data(), head.size(), n_rounds, n_threads, rule);
         }
         return to_python(res);
       },
       py::arg("X").noconvert(), py::arg("head"), py::arg("tail"), py::arg("n_rounds"), py::arg("n_thresholds"),
-      py::arg("n_threads"),
+      py::arg("n_threads"), py::arg("alpha_rule") = "freund", py::arg("smoothing") = 1e-10,
+      py::arg("on_round") = py::none(),
       "RankBoost on an explicit preference multigraph (head preferred over tail). Returns (features, "
-      "thresholds, alphas, r, qdef).");
+      "thresholds, alphas, r, qdef, eps_plus, eps_minus, z).");
 }

@@ -70,11 +70,14 @@ void scan_complete(const RankBoostCandidates& cand, const Index* fs, const doubl
 
 // The boosting loop shared by graded and graph feedback.  potential(F, pi) fills pi for the
 // normalised D_t of the current F and returns false if D_t cannot be formed.
-template <class Potential>
+// split(h) returns (eps+, eps-): the mass under the D_t of the last potential() of the pairs
+// (x0, x1) with h(x0) = 0, h(x1) = 1 (ordered correctly) and h(x0) = 1, h(x1) = 0 (wrongly).
+template <class Potential, class Split>
 RankBoostResult boost(const RowMatrixCRef& X, const RankBoostCandidates& cand, Index n_rounds,
-                      int n_threads, Potential&& potential) {
+                      int n_threads, const RankBoostRule& rule, Potential&& potential, Split&& split) {
   const Index m = cand.m, n = cand.n;
   RankBoostResult res;
+  std::vector<std::uint8_t> h(m, 0);
   std::vector<double> F(m, 0.0), pi(m, 0.0), feat_r(n, 0.0);
   std::vector<Index> feat_pos(n, -1);
   std::vector<std::uint8_t> feat_q(n, 0);
@@ -148,11 +151,27 @@ RankBoostResult boost(const RowMatrixCRef& X, const RankBoostCandidates& cand, I
     if (bf < 0 || best_abs <= kNoEdge) break;
     const double r = feat_r[bf];
     const bool saturated = best_abs > 1.0 - kSaturated;
-    const double rc = std::max(-1.0 + kSaturated, std::min(1.0 - kSaturated, r));
-    const double alpha = 0.5 * std::log((1.0 + rc) / (1.0 - rc));  // minimises the bound sqrt(1 - r^2) on Z_t
     const Index pos = feat_pos[bf];
     const Index n_def = cand.n_defined[bf];
     const std::int32_t* o = cand.order.data() + bf * m;
+    std::fill(h.begin(), h.end(), std::uint8_t{0});
+    for (Index i = 0; i <= pos; ++i) h[o[i]] = 1;
+    if (feat_q[bf])
+      for (Index i = n_def; i < m; ++i) h[o[i]] = 1;
+    const std::pair<double, double> eps = split(F, h);
+    // Freund et al.: minimises the bound sqrt(1 - r^2) on Z_t
+    const double rc = std::max(-1.0 + kSaturated, std::min(1.0 - kSaturated, r));
+    double alpha = 0.5 * std::log((1.0 + rc) / (1.0 - rc));
+    if (rule.exact_alpha) {
+      // slides 003: argmin_alpha eps0 + eps+ e^-alpha + eps- e^alpha = 1/2 ln(eps+/eps-).  With
+      // eps+ or eps- floored the value can fall between 0 and Freund's alpha, which lies between
+      // 0 and the minimiser (eps+/eps- >= (2 eps+ + eps0)/(2 eps- + eps0) for r > 0); Z_t
+      // decreases towards the minimiser, so the one farther from 0 is kept: Z_t <= sqrt(1 - r^2).
+      const double exact =
+          0.5 * std::log(std::max(eps.first, rule.smoothing) / std::max(eps.second, rule.smoothing));
+      if (std::abs(exact) >= std::abs(alpha)) alpha = exact;
+    }
+    const double eps0 = std::max(0.0, 1.0 - eps.first - eps.second);
     double theta = -INFINITY;  // pos = n_def - 1: every row that has the feature is above
     if (pos + 1 < n_def) {
       const double hi_v = X(o[pos], bf), lo_v = X(o[pos + 1], bf);
@@ -167,6 +186,10 @@ RankBoostResult boost(const RowMatrixCRef& X, const RankBoostCandidates& cand, I
     res.alphas.push_back(alpha);
     res.r.push_back(r);
     res.qdef.push_back(feat_q[bf]);
+    res.eps_plus.push_back(eps.first);
+    res.eps_minus.push_back(eps.second);
+    res.z.push_back(eps0 + eps.first * std::exp(-alpha) + eps.second * std::exp(alpha));
+    if (rule.on_round) rule.on_round(t + 1);
     if (saturated) break;
   }
   return res;
@@ -228,7 +251,7 @@ RankBoostCandidates rankboost_candidates(const RowMatrixCRef& X, Index n_thresho
 RankBoostResult rankboost_fit_graded(const RowMatrixCRef& X, const RankBoostCandidates& cand,
                                      const std::int64_t* block, const std::int64_t* group_blocks,
                                      Index n_groups, const double* group_weight, Index n_rounds,
-                                     int n_threads) {
+                                     int n_threads, const RankBoostRule& rule) {
   const Index m = cand.m;
   require(n_groups >= 1, "no groups");
   const Index n_blocks = group_blocks[n_groups];
@@ -237,6 +260,7 @@ RankBoostResult rankboost_fit_graded(const RowMatrixCRef& X, const RankBoostCand
   // Log-domain block sums: F grows with the rounds and e^F would overflow.
   std::vector<double> mx(n_blocks), mn(n_blocks), logU(n_blocks), logW(n_blocks), logA(n_blocks),
       logB(n_blocks), sU(n_blocks), sW(n_blocks);
+  double logZ = 0.0;  // of the last potential()
   auto potential = [&](const std::vector<double>& F, std::vector<double>& pi) {
     std::fill(mx.begin(), mx.end(), -INFINITY);
     std::fill(mn.begin(), mn.end(), INFINITY);
@@ -257,7 +281,7 @@ RankBoostResult rankboost_fit_graded(const RowMatrixCRef& X, const RankBoostCand
       logW[b] = sW[b] > 0 ? -mn[b] + std::log(sW[b]) : -INFINITY;
     }
     // log A_b = log c_g sum_{a<b} U_a, log B_b = log c_g sum_{c>b} W_c; log Z = log sum W_b A_b
-    double logZ = -INFINITY;
+    logZ = -INFINITY;
     for (Index g = 0; g < n_groups; ++g) {
       const double lc = std::log(group_weight[g]);
       double acc = -INFINITY;
@@ -285,41 +309,76 @@ RankBoostResult rankboost_fit_graded(const RowMatrixCRef& X, const RankBoostCand
     }
     return true;
   };
-  return boost(X, cand, n_rounds, n_threads, potential);
+  // mass(lo, hi) = sum over groups of c_g sum_{x0 in level a, x1 in level b > a, h(x0) = lo,
+  // h(x1) = hi} e^{F(x0) - F(x1)} / Z_t: the log-sums of e^F over the rows with h = lo per block
+  // (mx, sU reused), their prefix over the lower levels of the group, times e^{-F(x1)}.
+  auto mass = [&](const std::vector<double>& F, const std::vector<std::uint8_t>& h, std::uint8_t lo,
+                  std::uint8_t hi) {
+    std::fill(mx.begin(), mx.end(), -INFINITY);
+    std::fill(sU.begin(), sU.end(), 0.0);
+    for (Index x = 0; x < m; ++x)
+      if (h[x] == lo) mx[block[x]] = std::max(mx[block[x]], F[x]);
+    for (Index x = 0; x < m; ++x)
+      if (h[x] == lo) sU[block[x]] += std::exp(F[x] - mx[block[x]]);
+    for (Index g = 0; g < n_groups; ++g) {
+      const double lc = std::log(group_weight[g]) - logZ;
+      double acc = -INFINITY;
+      for (Index b = group_blocks[g]; b < group_blocks[g + 1]; ++b) {
+        logA[b] = acc == -INFINITY ? -INFINITY : lc + acc;
+        acc = log_sum_exp_shift(acc, sU[b] > 0 ? mx[b] + std::log(sU[b]) : -INFINITY);
+      }
+    }
+    double total = 0.0;
+    for (Index x = 0; x < m; ++x)
+      if (h[x] == hi && logA[block[x]] != -INFINITY) total += std::exp(logA[block[x]] - F[x]);
+    return total;
+  };
+  auto split = [&](const std::vector<double>& F, const std::vector<std::uint8_t>& h) {
+    return std::make_pair(mass(F, h, 0, 1), mass(F, h, 1, 0));
+  };
+  return boost(X, cand, n_rounds, n_threads, rule, potential, split);
 }
 
 RankBoostResult rankboost_fit_graph(const RowMatrixCRef& X, const RankBoostCandidates& cand,
                                     const std::int64_t* head, const std::int64_t* tail, Index n_edges,
-                                    Index n_rounds, int n_threads) {
+                                    Index n_rounds, int n_threads, const RankBoostRule& rule) {
   const Index m = cand.m;
   require(n_edges >= 1, "pairs is empty: a preference graph needs at least one preference");
   for (Index e = 0; e < n_edges; ++e) {
     require(head[e] >= 0 && head[e] < m && tail[e] >= 0 && tail[e] < m, "pair refers to a row out of range");
     require(head[e] != tail[e], "pair is a self-loop");
   }
-  std::vector<double> logD(n_edges);
+  std::vector<double> D(n_edges);
   auto potential = [&](const std::vector<double>& F, std::vector<double>& pi) {
     // D_t(e) ∝ exp(F(x0) - F(x1)) with x1 = head (preferred), x0 = tail; shifted by its max.
     double mxl = -INFINITY;
     for (Index e = 0; e < n_edges; ++e) {
-      logD[e] = F[tail[e]] - F[head[e]];
-      mxl = std::max(mxl, logD[e]);
+      D[e] = F[tail[e]] - F[head[e]];
+      mxl = std::max(mxl, D[e]);
     }
     double Z = 0.0;
     for (Index e = 0; e < n_edges; ++e) {
-      logD[e] = std::exp(logD[e] - mxl);
-      Z += logD[e];
+      D[e] = std::exp(D[e] - mxl);
+      Z += D[e];
     }
     if (!(Z > 0.0) || !std::isfinite(Z)) return false;
     std::fill(pi.begin(), pi.end(), 0.0);
     for (Index e = 0; e < n_edges; ++e) {
-      const double d = logD[e] / Z;
-      pi[head[e]] += d;
-      pi[tail[e]] -= d;
+      D[e] /= Z;  // D_t(e)
+      pi[head[e]] += D[e];
+      pi[tail[e]] -= D[e];
     }
     return true;
   };
-  return boost(X, cand, n_rounds, n_threads, potential);
+  auto split = [&](const std::vector<double>&, const std::vector<std::uint8_t>& h) {
+    double plus = 0.0, minus = 0.0;
+    for (Index e = 0; e < n_edges; ++e) {
+      if (h[head[e]] && !h[tail[e]]) plus += D[e];
+      if (h[tail[e]] && !h[head[e]]) minus += D[e];
+    }
+    return std::make_pair(plus, minus);
+  };
+  return boost(X, cand, n_rounds, n_threads, rule, potential, split);
 }
 
 }  // namespace fastrank

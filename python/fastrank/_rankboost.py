@@ -5,8 +5,10 @@ A crucial pair (x0, x1) says x1 should rank above x0.  RankBoost keeps a distrib
 crucial pairs, picks in round t the weak ranker h_t(x) = [x_f > theta] (values in {0, 1}) with
 the largest |r_t|, r_t = sum D_t(x0, x1) (h_t(x1) - h_t(x0)) (the paper's threshold weak
 learner), weighs it by alpha_t = 1/2 ln((1 + r_t) / (1 - r_t)) (the minimiser of the bound
-Z_t <= sqrt(1 - r_t^2)), and re-weighs D_{t+1}(x0, x1) ∝ D_t(x0, x1) exp(alpha_t (h_t(x0) - h_t(x1)))
-(Fig. 1).  The final ranker is F(x) = sum_t alpha_t h_t(x).
+Z_t <= sqrt(1 - r_t^2); ``alpha_rule="freund"``) or by the exact minimiser of Z_t,
+alpha_t = 1/2 ln(eps+_t / eps-_t) (the lecture slides 003; ``alpha_rule="exact"``), and re-weighs
+D_{t+1}(x0, x1) ∝ D_t(x0, x1) exp(alpha_t (h_t(x0) - h_t(x1))) (Fig. 1).  The final ranker is
+F(x) = sum_t alpha_t h_t(x).
 
 The pair distribution is never formed for graded targets: D_t(x0, x1) = c_g e^{F(x0)} e^{-F(x1)}
 factorises per pair of levels (the paper's efficient implementation for bipartite feedback,
@@ -22,13 +24,15 @@ from sklearn.utils.validation import check_is_fitted
 from . import _core
 from ._base import N_JOBS, Ranker, StrOptions, positive_int
 from ._problem import check_pairs
+from ._progress import progress
 from ._registry import register_estimator
 from ._validation import as_float_matrix, check_n_jobs, group_index
 
-__all__ = ["RankBoost"]
+__all__ = ["RankBoost", "rankboost_path"]
 
 _WEIGHTINGS = ("pairs", "query")
 _MISSING = ("error", "q_def")
+_ALPHA_RULES = ("freund", "exact")
 
 
 def graded_blocks(y, groups, m):
@@ -78,8 +82,27 @@ class RankBoost(Ranker):
         default: h(x) = q_def in {0, 1} when x_f is missing, q_def chosen together with the
         threshold to maximise |r| (with missing values a feature also offers the weak ranker
         "has x_f" vs q_def, stored as threshold -inf).  Infinite values are always an error.
+    alpha_rule : {"freund", "exact"}, default="freund"
+        Weight of a chosen weak ranker h_t, from the D_t-masses eps+ / eps- / eps0 of the crucial
+        pairs it orders correctly / wrongly / ties (eps+ - eps- = r_t).  "freund":
+        alpha_t = 1/2 ln((1 + r_t) / (1 - r_t)), Freund et al.'s minimiser of the bound
+        Z_t <= sqrt(1 - r_t^2).  "exact": alpha_t = 1/2 ln(eps+ / eps-), the exact minimiser of
+        Z_t(alpha) = eps0 + eps+ e^-alpha + eps- e^alpha for {0, 1} weak rankers that abstain on
+        the pairs they tie (the lecture slides 003, "Weights of the weak rankers"; then
+        Z_t = eps0 + 2 sqrt(eps+ eps-)).  With no wrong (or no right) pair the minimiser is at
+        infinity: eps+ and eps- are then floored at 1 / (2 N), N the number of crucial pairs
+        (edges), as in Schapire & Singer's smoothing, and if that alpha_t is closer to 0 than
+        Freund's, Freund's is used (it lies between 0 and the minimiser, where Z_t decreases, so
+        Z_t <= sqrt(1 - r_t^2) still holds).  The two rules agree when no pair is tied (eps0 = 0) and differ
+        otherwise; threshold rankers tie every pair on one side of the threshold, so the models
+        differ.  "freund" is the default because it is the rule of the RankBoost paper this
+        class implements (its weak learner maximises the same |r| it weighs by), it never needs
+        smoothing, and it keeps earlier fitted models unchanged; "exact" lowers each Z_t (so the
+        training bound prod Z_t) further.  Both choose the weak ranker by |r_t|.
     n_jobs : int or None, default=None
         Threads over features in the C++ round loop (None: every core).
+    verbose : int, bool or "auto", default=0
+        Progress per boosting round on stderr (see :mod:`fastrank._progress`).
 
     Attributes
     ----------
@@ -89,12 +112,25 @@ class RankBoost(Ranker):
         Threshold: h_t(x) = 1 if x[features_[t]] > thresholds_[t] else 0.  The midpoint between
         the two adjacent training values, so h_t is exact on the training rows.
     alphas_ : ndarray of float64, shape (n_estimators_,)
-        Weights alpha_t = 1/2 ln((1 + r_t) / (1 - r_t)); negative when r_t < 0 (the weak ranker
-        is used reversed, which the paper's {0, 1} weak learner allows).
+        Weights alpha_t under ``alpha_rule``; negative when r_t < 0 (the weak ranker is used
+        reversed, which the paper's {0, 1} weak learner allows).
     qdefs_ : ndarray of int64, shape (n_estimators_,)
         h_t on rows missing the feature (0 unless ``missing="q_def"`` chose 1).
     correlations_ : ndarray, shape (n_estimators_,)
         r_t of each round.
+    pair_masses_ : ndarray, shape (n_estimators_, 3)
+        (eps+_t, eps-_t, eps0_t): the D_t-mass of the crucial pairs h_t orders correctly, wrongly
+        and ties (the slides' definitions, with ties as abstentions); eps+ - eps- = r_t.
+    normalizers_ : ndarray, shape (n_estimators_,)
+        Z_t = eps0 + eps+ e^-alpha_t + eps- e^alpha_t at the alpha_t used.  The D_1-weighted
+        fraction of crucial pairs with F(x1) <= F(x0) (misordered or tied: the slides' R-hat) is
+        at most sum D_1 e^{F(x0) - F(x1)} = prod_t Z_t.
+    training_error_bound_ : float
+        The slides' bound exp(-2 sum_t gamma_t^2) with gamma_t = |eps+_t - eps-_t| / 2 = |r_t| / 2
+        (003, "RankBoost error": exp(-2 gamma^2 T) when every gamma_t >= gamma): an upper bound
+        on the training error R-hat above, through R-hat <= prod Z_t <= prod sqrt(1 - r_t^2)
+        <= exp(-2 sum gamma_t^2) (either rule: the exact alpha_t only lowers Z_t).  1.0 before
+        any round.
     n_estimators_ : int
         Rounds actually performed.
     n_features_in_ : int
@@ -111,12 +147,13 @@ class RankBoost(Ranker):
     """
 
     def __init__(self, n_estimators=100, *, n_thresholds=None, group_weighting="pairs", missing="error",
-                 n_jobs=None):
+                 alpha_rule="freund", n_jobs=None, verbose=0):
         self._store_params(locals())
 
     _parameter_constraints = {"n_estimators": [positive_int()], "n_thresholds": [None, positive_int()],
                               "group_weighting": [StrOptions(set(_WEIGHTINGS))],
-                              "missing": [StrOptions(set(_MISSING))], "n_jobs": N_JOBS}
+                              "missing": [StrOptions(set(_MISSING))],
+                              "alpha_rule": [StrOptions(set(_ALPHA_RULES))], "n_jobs": N_JOBS}
 
     # -- fitting ---------------------------------------------------------------------------------
     def _check_params(self):
@@ -149,8 +186,22 @@ class RankBoost(Ranker):
             weight = np.where(n_pairs > 0, 1.0 / np.maximum(n_pairs, 1.0), 1.0)
         else:
             weight = np.ones(n_pairs.size)
-        res = _core.rankboost_fit_graded(X, block, group_blocks, weight, T, k, n_threads)
+        with progress(total=T, desc="RankBoost", unit="round", verbose=self.verbose) as bar:
+            res = _core.rankboost_fit_graded(X, block, group_blocks, weight, T, k, n_threads, self.alpha_rule,
+                                             0.5 / float(n_pairs.sum()), self._round_callback(bar))
         return self._set_fitted(X, res)
+
+    def _round_callback(self, bar):
+        """The per-round hook of the C++ loop: None when silent (no GIL round trip per round)."""
+        if not self.verbose:
+            return None
+        done = [0]
+
+        def on_round(t):
+            bar.update(t - done[0])
+            done[0] = t
+
+        return on_round
 
     def fit_preferences(self, X, pairs):
         """Fit on an explicit preference multigraph: row ``pairs[e, 0]`` is preferred over row
@@ -159,16 +210,22 @@ class RankBoost(Ranker):
         T, k, n_threads = self._check_params()
         X = self._check_X(X, min_rows=2)
         head, tail = check_pairs(pairs, X.shape[0])
-        res = _core.rankboost_fit_graph(X, head, tail, T, k, n_threads)
+        with progress(total=T, desc="RankBoost", unit="round", verbose=self.verbose) as bar:
+            res = _core.rankboost_fit_graph(X, head, tail, T, k, n_threads, self.alpha_rule, 0.5 / head.size,
+                                            self._round_callback(bar))
         return self._set_fitted(X, res)
 
     def _set_fitted(self, X, res):
-        features, thresholds, alphas, r, qdef = res
+        features, thresholds, alphas, r, qdef, eps_plus, eps_minus, z = res
         self.features_ = np.asarray(features, dtype=np.int64)
         self.thresholds_ = np.asarray(thresholds, dtype=np.float64)
         self.alphas_ = np.asarray(alphas, dtype=np.float64)
         self.correlations_ = np.asarray(r, dtype=np.float64)
         self.qdefs_ = np.asarray(qdef, dtype=np.int64)
+        eps_plus, eps_minus = np.asarray(eps_plus, dtype=np.float64), np.asarray(eps_minus, dtype=np.float64)
+        self.pair_masses_ = np.column_stack([eps_plus, eps_minus, np.maximum(0.0, 1.0 - eps_plus - eps_minus)])
+        self.normalizers_ = np.asarray(z, dtype=np.float64)
+        self.training_error_bound_ = float(np.exp(-0.5 * np.sum(self.correlations_**2)))
         self.n_estimators_ = int(self.alphas_.size)
         self.n_features_in_ = X.shape[1]
         return self
@@ -189,21 +246,121 @@ class RankBoost(Ranker):
             H[nan] = np.broadcast_to(self.qdefs_, H.shape)[nan]
         return H
 
+    def _cumulative_scores(self, X):
+        """(p, n_estimators_): column t holds sum_{s <= t} alpha_s h_s(x), added in round order, so
+        the scores after t rounds are bit-identical to those of a model fitted with t rounds
+        (tied scores, frequent with {0, 1} weak rankers, stay tied the same way)."""
+        H = self._weak_outputs(X)
+        H *= self.alphas_
+        return np.cumsum(H, axis=1, out=H)
+
     def predict(self, X):
         """Ranking scores F(x) = sum_t alpha_t h_t(x), h_t(x) = [x_{f_t} > theta_t] (q_def_t when
         x_{f_t} is missing); higher ranks higher."""
-        H = self._weak_outputs(X)
-        return H @ self.alphas_ if self.n_estimators_ else np.zeros(H.shape[0])
+        S = self._cumulative_scores(X)
+        return S[:, -1].copy() if self.n_estimators_ else np.zeros(S.shape[0])
 
     def staged_predict(self, X):
-        """Scores after each round t = 1..n_estimators_ (a generator), for choosing T."""
-        H = self._weak_outputs(X)
-        F = np.zeros(H.shape[0])
+        """Scores after each round t = 1..n_estimators_ (a generator), for choosing T; the scores
+        after t rounds equal ``predict`` of the model fitted with ``n_estimators=t`` exactly."""
+        S = self._cumulative_scores(X)
         for t in range(self.n_estimators_):
-            F = F + self.alphas_[t] * H[:, t]
-            yield F
+            yield S[:, t].copy()
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.input_tags.allow_nan = self.missing == "q_def"
         return tags
+
+
+class RankBoostPath:
+    """What :func:`rankboost_path` found: ``n_estimators`` (the grid, increasing), ``scores``
+    (n_folds, n_grid) held-out scores, ``mean_scores`` (n_grid,), ``measure`` (the
+    :class:`fastrank.metrics.Measure` used), ``best_n_estimators`` (the smallest value with the
+    best mean score) and ``estimator`` (a :class:`RankBoost` refitted on all rows at that value,
+    or None with ``refit=False``)."""
+
+    def __init__(self, n_estimators, scores, measure, estimator):
+        self.n_estimators, self.scores, self.measure, self.estimator = n_estimators, scores, measure, estimator
+        self.mean_scores = scores.mean(axis=0)
+        best = np.max(self.mean_scores) if measure.greater_is_better else np.min(self.mean_scores)
+        self.best_n_estimators = int(n_estimators[np.flatnonzero(self.mean_scores == best)[0]])
+
+    def __repr__(self):
+        return (f"RankBoostPath(best_n_estimators={self.best_n_estimators}, measure={self.measure.name!r}, "
+                f"n_grid={self.n_estimators.size}, n_folds={self.scores.shape[0]})")
+
+
+def _n_estimators_grid(n_estimators):
+    grid = np.asarray(n_estimators).reshape(-1)
+    if grid.size == 1 and grid.dtype.kind in "iu" and np.ndim(n_estimators) == 0:
+        grid = np.arange(1, int(grid[0]) + 1)
+    if grid.size == 0 or grid.dtype.kind not in "iu" or np.any(grid < 1):
+        raise ValueError(f"n_estimators must be a positive int or a sequence of positive ints, got {n_estimators!r}")
+    return np.unique(grid.astype(np.int64))
+
+
+def _folds(cv, X, y, groups):
+    from sklearn.model_selection import GroupKFold, KFold
+
+    if isinstance(cv, (int, np.integer)) and not isinstance(cv, bool):
+        if cv < 2:
+            raise ValueError(f"cv must be at least 2 folds, got {cv}")
+        cv = GroupKFold(n_splits=int(cv)) if groups is not None else KFold(n_splits=int(cv))
+    if hasattr(cv, "split"):
+        return list(cv.split(X, y, groups))
+    return [(np.asarray(tr), np.asarray(te)) for tr, te in cv]
+
+
+def rankboost_path(X, y, n_estimators, groups=None, *, cv=5, scoring=None, refit=True, verbose=0, **params):
+    """Choose RankBoost's number of rounds by cross-validation from one fit per fold.
+
+    RankBoost is greedy: the model fitted with ``n_estimators=t`` is the first t rounds of the
+    model fitted with any larger value (the same weak rankers and weights; fewer if boosting
+    stopped early, and then the same model).  So each fold fits once at the largest value and
+    scores :meth:`RankBoost.staged_predict` on its held-out rows: the scores equal those of a
+    refit at every value of the grid, for the cost of one fit per fold (plus O(p T) to predict).
+
+    Parameters
+    ----------
+    X, y, groups : the training data, as for :meth:`RankBoost.fit` (``groups``: query ids; the
+        folds then keep each query whole).
+    n_estimators : int or sequence of int
+        The grid: an int T means 1, 2, ..., T.
+    cv : int, splitter or iterable of (train, test) index arrays, default=5
+        An int k: ``GroupKFold(k)`` with groups, ``KFold(k)`` (no shuffling) without.
+    scoring : str or None
+        A measure name of :func:`fastrank.metrics.get_measure` (e.g. "ndcg@10",
+        "disagreement"), computed per held-out fold (inside its groups).  None: "ndcg@10" with
+        groups, "disagreement" without.
+    refit : bool, default=True
+        Fit ``RankBoost(n_estimators=best, **params)`` on all rows.
+    verbose : progress per fold (see ``fastrank._progress``).
+    **params : the other :class:`RankBoost` parameters.
+
+    Returns
+    -------
+    RankBoostPath
+    """
+    from .metrics import get_measure
+
+    grid = _n_estimators_grid(n_estimators)
+    measure = get_measure(scoring if scoring is not None else ("ndcg@10" if groups is not None else "disagreement"))
+    X = as_float_matrix(X, "X", min_rows=2, allow_nan=params.get("missing") == "q_def")
+    y = np.asarray(y)
+    g = None if groups is None else np.asarray(groups)
+    folds = _folds(cv, X, y, g)
+    scores = np.empty((len(folds), grid.size))
+    base = RankBoost(n_estimators=int(grid[-1]), **params)
+    for k, (train, test) in enumerate(progress.iterate(folds, desc="rankboost_path", unit="fold", verbose=verbose)):
+        est = base.fit(X[train], y[train], None if g is None else g[train])
+        g_test = None if g is None else g[test]
+        staged = [measure(y[test], f, g_test) for f in est.staged_predict(X[test])]
+        if not staged:  # no round: the constant ranker
+            staged = [measure(y[test], np.zeros(test.size), g_test)]
+        # beyond the rounds performed the model is the one that stopped
+        scores[k] = [staged[min(t, len(staged)) - 1] for t in grid]
+    path = RankBoostPath(grid, scores, measure, None)
+    if refit:
+        path.estimator = RankBoost(n_estimators=path.best_n_estimators, **params).fit(X, y, groups)
+    return path

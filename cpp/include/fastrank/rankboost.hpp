@@ -9,6 +9,15 @@
 // and alpha = 1/2 ln((1 + r) / (1 - r)) (the minimiser of the bound Z <= sqrt(1 - r^2) in
 // the paper's discussion of choosing alpha_t).
 //
+// The alternative rule of the lecture slides (003, "Weights of the weak rankers"): with
+// eps+ / eps- / eps0 the D_t-mass of the pairs h orders correctly / wrongly / ties,
+//   Z_t(alpha) = eps0 + eps+ e^-alpha + eps- e^alpha,
+// whose exact minimiser is alpha = 1/2 ln(eps+ / eps-), Z_t = eps0 + 2 sqrt(eps+ eps-).  The two
+// rules coincide when eps0 = 0 (then r = eps+ - eps- and eps+ + eps- = 1).  eps+ or eps- below
+// `smoothing` is raised to it (the minimiser is at infinity otherwise), and the smoothed alpha
+// is never closer to 0 than Freund's, so Z_t <= sqrt(1 - r^2) under either rule.  The weak
+// ranker is chosen by |r| = |eps+ - eps-| under either rule.
+//
 // The pair distribution is never formed.  Graded feedback (levels inside groups, every pair of
 // different levels of a group crucial, D_1 = c_g on the pairs of group g) factorises per level
 // pair:  D_t(x0, x1) = c_g u(x0) w(x1) with u = e^F, w = e^-F  (the paper's efficient
@@ -20,6 +29,7 @@
 // decreasing x_f: O(m n) per round after one sort per feature.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "fastrank/types.hpp"
@@ -46,6 +56,15 @@ struct RankBoostResult {
   std::vector<std::int64_t> features;
   std::vector<double> thresholds, alphas, r;  // per round; r is the weighted correlation
   std::vector<std::int64_t> qdef;             // per round: h on rows missing the feature
+  // per round: D_t-mass of the pairs h_t orders correctly, wrongly, and Z_t at the alpha used
+  std::vector<double> eps_plus, eps_minus, z;
+};
+
+// How alpha_t is set from the chosen weak ranker, and what is reported after each round.
+struct RankBoostRule {
+  bool exact_alpha = false;  // false: 1/2 ln((1+r)/(1-r)); true: 1/2 ln(eps+/eps-) (slides 003)
+  double smoothing = 0.0;    // floor on eps+ and eps- in the exact rule (> 0)
+  std::function<void(Index)> on_round;  // called with the number of rounds done (may be empty)
 };
 
 // Graded feedback.  block[x] = level block of row x; the blocks of group g are
@@ -53,12 +72,12 @@ struct RankBoostResult {
 RankBoostResult rankboost_fit_graded(const RowMatrixCRef& X, const RankBoostCandidates& cand,
                                      const std::int64_t* block, const std::int64_t* group_blocks,
                                      Index n_groups, const double* group_weight, Index n_rounds,
-                                     int n_threads);
+                                     int n_threads, const RankBoostRule& rule = {});
 
 // Explicit preferences: row head[e] is preferred over row tail[e] (x1 = head, x0 = tail),
 // D_1 uniform over the l edges (repeated edges count repeatedly).
 RankBoostResult rankboost_fit_graph(const RowMatrixCRef& X, const RankBoostCandidates& cand,
                                     const std::int64_t* head, const std::int64_t* tail, Index n_edges,
-                                    Index n_rounds, int n_threads);
+                                    Index n_rounds, int n_threads, const RankBoostRule& rule = {});
 
 }  // namespace fastrank

@@ -113,6 +113,15 @@ void sort_residuals(const double* r, SortBuffers b, Index n) {
   }
 }
 
+// Sorts the residuals of group [lo, hi) into b (see sort_residuals) and returns their mean, which
+// the prefix sums subtract so that they do not cancel badly.
+double sort_group(const double* r, Index lo, Index hi, SortBuffers b) {
+  double shift = 0.0;
+  for (Index k = lo; k < hi; ++k) shift += r[k];
+  sort_residuals(r + lo, b, hi - lo);
+  return shift / static_cast<double>(hi - lo);
+}
+
 // One group [lo, hi): loss (ordered pairs) and g on its rows; `b` points at the group's slices.
 // *outside counts the unordered pairs outside the tube (sum_k A_k).
 double group_pair_loss(const double* r, Index lo, Index hi, double eps, double* g, SortBuffers b, double* outside) {
@@ -122,10 +131,7 @@ double group_pair_loss(const double* r, Index lo, Index hi, double eps, double* 
     for (Index k = lo; k < hi; ++k) g[k] = 0.0;
     return 0.0;
   }
-  double shift = 0.0;
-  for (Index k = lo; k < hi; ++k) shift += r[k];
-  shift /= static_cast<double>(n);
-  sort_residuals(r + lo, b, n);
+  const double shift = sort_group(r, lo, hi, b);
   const double* s = b.val;
   // Comparisons use the raw residuals (exactly the brute-force predicates r_k - r_j > eps); the
   // sums use residuals minus the group mean so that A_k s_k - prefix does not cancel badly.
@@ -158,10 +164,7 @@ double group_squared_pair_loss(const double* r, Index lo, Index hi, double eps, 
     }
     return 0.0;
   }
-  double shift = 0.0;
-  for (Index k = lo; k < hi; ++k) shift += r[k];
-  shift /= static_cast<double>(n);
-  sort_residuals(r + lo, b, n);
+  const double shift = sort_group(r, lo, hi, b);
   const double* s = b.val;
   std::vector<double> P1(n + 1, 0.0), PV(v ? n + 1 : 0, 0.0);
   for (Index k = 0; k < n; ++k) {

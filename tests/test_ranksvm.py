@@ -874,3 +874,15 @@ def test_basis_vectors_model_file_stores_only_the_basis(data, tmp_path):
 @parametrize_with_checks([RankSVM(kernel="rbf", basis_vectors=[0, 1, 2], loss="hinge")])
 def test_check_estimator_basis_vectors(estimator, check):
     check(estimator)
+
+
+@pytest.mark.parametrize("kernel", ["rbf", "linear"])
+def test_basis_vectors_sparse_input_equals_dense(data, kernel):
+    X, y, groups = data
+    X = np.where(X < -0.5, 0.0, X)
+    basis = [1, 3, 5, 7] if kernel == "linear" else [0, 2, 4, 6, 8, 10, 12, 14, 16, 18]
+    kw = dict(C=0.5, kernel=kernel, gamma=0.3, basis_vectors=basis, tol=1e-12)
+    a = RankSVM(**kw).fit(sp.csr_matrix(X), y, groups)
+    b = RankSVM(**kw).fit(X, y, groups)
+    np.testing.assert_allclose(a.predict(sp.csr_matrix(X)), b.predict(X), rtol=1e-9, atol=1e-9)
+    np.testing.assert_allclose(a.predict(X), b.predict(X), rtol=1e-9, atol=1e-9)

@@ -28,7 +28,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from . import _core
 from ._base import N_JOBS, KernelMixin, Ranker, StrOptions, nonneg_real, positive_int
-from ._kernels import kernel_block
+from ._kernels import kernel_block, predict_basis
 from ._memory import check_dense_memory
 from ._problem import check_pairs
 from ._progress import progress
@@ -383,6 +383,8 @@ class RankSVM(KernelMixin, Ranker):
             return X @ self.dual_coef_ if basis is None else np.asarray(X[:, basis] @ self.dual_coef_).reshape(-1)
         if self.fit_mode_ == "linear":
             return np.asarray(X @ self.coef_).reshape(-1)
+        if basis is not None:  # K(X, X_B) beta in row blocks; sparse X and X_B stay sparse
+            return predict_basis(X, self.X_fit_, self.dual_coef_, self._kernel_spec(self.n_features_in_), self.n_jobs)
         if sp.issparse(X):
             check_dense_memory(X.shape[0], 1, "dense copy of the sparse input X", n_cols=X.shape[1])
             X = np.ascontiguousarray(X.toarray(), dtype=np.float64)

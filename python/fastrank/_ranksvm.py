@@ -14,7 +14,9 @@ The pairs are never listed: the C++ core sorts the scores inside each group and 
 Fenwick tree over the target levels, the pairs whose margin is below one (Airola, Pahikkala &
 Salakoski 2011; Lee & Lin 2014), so the loss, its gradient and Hessian-vector products cost
 O(m log m) per evaluation.  The squared hinge is solved by truncated Newton, the hinge by
-1-slack cutting planes with a certified duality gap (see ``cpp/src/ranksvm.cpp``).
+1-slack cutting planes with a certified duality gap (see ``cpp/src/ranksvm.cpp``).  The sparse
+(basis-vector) RankSVM of Pahikkala et al. (004 Sect. 4.4, eq. 43) is the linear RankSVM on the
+empirical kernel map K_mB L^{-T}, K_BB = L L^T (``basis_vectors``).
 """
 
 from __future__ import annotations
@@ -269,6 +271,7 @@ class RankSVM(KernelMixin, Ranker):
         Z = K_mB L^{-T}: a linear RankSVM on Z, mapped back by beta = L^{-T} u."""
         m = X.shape[0]
         basis = select_basis(m, self.basis_vectors, self.random_state)
+        check_dense_memory(m, 2, "kernel columns K_mB and features Z", n_cols=basis.size)
         if spec is None:
             K_mB = np.asarray(X[:, basis], dtype=np.float64)
             X_fit = None

@@ -212,8 +212,9 @@ class SVRank(KernelMixin, Ranker):
                     Xg, yg, offsets, C, eps, tol, max_iter, n_threads)
             coef, dual = w, None
             X_fit = None
-        else:
-            check_dense_memory(X.shape[0], 1, "kernel matrix")
+        else:  # the squared cost also holds K's eigenvectors and their scaled copy
+            check_dense_memory(X.shape[0], 3 if squared else 1,
+                               "kernel matrix and eigenvectors" if squared else "kernel matrix")
             if precomputed:
                 Kg = np.asfortranarray(X[np.ix_(gi.order, gi.order)] if not gi.is_identity else X)
                 Kg = np.asfortranarray(0.5 * (Kg + Kg.T))

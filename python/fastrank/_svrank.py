@@ -9,6 +9,8 @@ import sys
 import warnings
 
 import numpy as np
+import scipy.linalg
+import scipy.linalg.lapack
 from sklearn.utils.validation import check_is_fitted
 
 from . import _core
@@ -131,8 +133,9 @@ class SVRank(KernelMixin, Ranker):
     method (conjugate gradients on the Hessian 2 I + (C/N) X^T H X, with H four times the Laplacian
     of the pairs outside the tube, evaluated like the loss by one sort per group, O(m log m)), and
     the solve stops when the gradient norm is below ``tol`` times its value at h = 0.  Non-linear
-    kernels are solved in the coordinates u = Lambda^{1/2} V^T beta of K = V Lambda V^T (one
-    eigendecomposition, O(m^3)), in which ||h||^2 = ||u||^2.
+    kernels are solved in the coordinates u = L^T P^T beta of the pivoted Cholesky factorisation
+    K = P L L^T P^T (LAPACK dpstrf, rank-revealing for a semi-definite K; one O(m^3 / 3)
+    factorisation), in which ||h||^2 = ||u||^2 and f = K beta = P L u.
 
     Parameters
     ----------
@@ -212,9 +215,9 @@ class SVRank(KernelMixin, Ranker):
                     Xg, yg, offsets, C, eps, tol, max_iter, n_threads)
             coef, dual = w, None
             X_fit = None
-        else:  # the squared cost also holds K's eigenvectors and their scaled copy
+        else:  # the squared cost also holds K's Cholesky factor and its row permutation
             check_dense_memory(X.shape[0], 3 if squared else 1,
-                               "kernel matrix and eigenvectors" if squared else "kernel matrix")
+                               "kernel matrix and its Cholesky factor" if squared else "kernel matrix")
             if precomputed:
                 Kg = np.asfortranarray(X[np.ix_(gi.order, gi.order)] if not gi.is_identity else X)
                 Kg = np.asfortranarray(0.5 * (Kg + Kg.T))
@@ -223,13 +226,15 @@ class SVRank(KernelMixin, Ranker):
                     Kg = spec.train(gi.take(X), n_threads)
             if squared:
                 with stage(f"SVRank Newton (kernel, squared cost, m={X.shape[0]})", verbose=self.verbose):
-                    lam, V = np.linalg.eigh(Kg)
-                    keep = lam > X.shape[0] * np.finfo(float).eps * max(float(lam[-1]), 0.0)
-                    root = np.sqrt(lam[keep])
-                    V = V[:, keep]
-                    u, n_iter, converged, history = _squared_newton(
-                        np.ascontiguousarray(V * root), yg, offsets, c, eps, tol, max_iter, n_threads)
-                beta = V @ (u / root)
+                    # K = P L L^T P^T (pivoted Cholesky, rank r at LAPACK's tolerance m u max K_ii):
+                    # u = L_11^T (P^T beta)_{1..r} gives ||h||^2 = u^T u and f = K beta = Z u, Z = P L.
+                    factor, piv, rank, _ = scipy.linalg.lapack.dpstrf(Kg, lower=1)
+                    L = np.tril(factor)[:, :rank]
+                    Z = np.empty((L.shape[0], rank))
+                    Z[piv - 1] = L
+                    u, n_iter, converged, history = _squared_newton(Z, yg, offsets, c, eps, tol, max_iter, n_threads)
+                beta = np.zeros(Kg.shape[0])
+                beta[piv[:rank] - 1] = scipy.linalg.solve_triangular(L[:rank], u, lower=True, trans="T")
                 f = Kg @ beta
                 objective = beta @ f + _squared_pair_term(f, yg, offsets, c, eps, n_threads)
                 history = np.asarray(history)
@@ -242,7 +247,8 @@ class SVRank(KernelMixin, Ranker):
             X_fit = None if precomputed else X
         gap = float(history[-1]) if history.size else 0.0
         if resolve_verbose(self.verbose):
-            print(f"[fastrank] SVRank: {int(n_iter)} {'Newton iterations' if squared else 'cutting planes'}, objective {float(objective):.10g}, gap {gap:.2e}",
+            steps = "Newton iterations" if squared else "cutting planes"
+            print(f"[fastrank] SVRank: {int(n_iter)} {steps}, objective {float(objective):.10g}, gap {gap:.2e}",
                   file=sys.stderr, flush=True)
         # all checks passed: only now replace a previous fit
         self.coef_ = coef

@@ -725,3 +725,164 @@ def test_gridsearch_routes_groups(data):
     assert search.best_params_["C"] in (0.01, 1.0)
     assert len(seen) == 2 * 3 + 1 and all(g is not None for g in seen)
     np.testing.assert_array_equal(seen[-1], groups)
+
+
+# ---------------------------------------------------------------------------------------------
+# Sparse RankSVM through the empirical kernel map (004 Sect. 4.4, eq. 43)
+# ---------------------------------------------------------------------------------------------
+
+def basis_oracle(K_mB, K_BB, head, tail, C, loss):
+    """min over beta of 1/2 beta^T K_BB beta + C sum_P l(1 - (K_iB - K_jB) beta) with the pairs
+    listed explicitly, by a generic solver started at zero: L-BFGS-B on the smooth squared hinge;
+    for the hinge the QP with one slack per pair (xi >= 0, xi >= 1 - D beta) by SLSQP, then
+    polished by the exact solve of the active pairs' KKT system."""
+    D = K_mB[head] - K_mB[tail]
+    r = K_BB.shape[0]
+
+    def obj(b):
+        z = np.maximum(0.0, 1.0 - D @ b)
+        return 0.5 * b @ K_BB @ b + C * np.sum(z * z if loss == "squared_hinge" else z)
+
+    if loss == "squared_hinge":
+        def grad(b):
+            z = np.maximum(0.0, 1.0 - D @ b)
+            return K_BB @ b - 2.0 * C * D.T @ z
+        res = minimize(obj, np.zeros(r), jac=grad, method="L-BFGS-B",
+                       options=dict(ftol=1e-16, gtol=1e-13, maxiter=20000, maxcor=50))
+        return res.x, obj(res.x)
+    p = D.shape[0]
+    x0 = np.concatenate([np.zeros(r), np.ones(p)])
+    cons = [{"type": "ineq", "fun": lambda x: x[r:] - 1.0 + D @ x[:r],
+             "jac": lambda x: np.hstack([D, np.eye(p)])}]
+    res = minimize(lambda x: 0.5 * x[:r] @ K_BB @ x[:r] + C * x[r:].sum(), x0,
+                   jac=lambda x: np.concatenate([K_BB @ x[:r], np.full(p, C)]), method="SLSQP",
+                   bounds=[(None, None)] * r + [(0, None)] * p, constraints=cons,
+                   options=dict(ftol=1e-15, maxiter=2000))
+    # Polish: pairs at the margin (1 - D beta = 0) stay there, pairs with positive slack carry the
+    # full weight C; the stationarity K_BB beta = sum_P alpha_p D_p then fixes beta and alpha.
+    b = res.x[:r]
+    z = 1.0 - D @ b
+    on = np.abs(z) <= 1e-6
+    out = z > 1e-6
+    A = np.block([[K_BB, -D[on].T], [D[on], np.zeros((on.sum(), on.sum()))]])
+    rhs = np.concatenate([C * D[out].sum(0), np.ones(on.sum())])
+    sol = np.linalg.lstsq(A, rhs, rcond=None)[0]
+    alpha = sol[r:]
+    if np.all((alpha >= -1e-9) & (alpha <= C + 1e-9)) and obj(sol[:r]) <= obj(b):
+        b = sol[:r]
+    return b, obj(b)
+
+
+@pytest.mark.parametrize("loss", LOSSES)
+@pytest.mark.parametrize("kernel", ["rbf", "linear"])
+@pytest.mark.parametrize("grouped", [False, True])
+def test_basis_vectors_equal_explicit_pairs_minimiser(data, loss, kernel, grouped):
+    X, y, groups = data
+    groups = groups if grouped else None
+    basis = np.array([2, 5, 11, 17, 23, 29]) if kernel == "rbf" else np.array([1, 8, 20])
+    C = 0.4
+    est = RankSVM(C=C, loss=loss, kernel=kernel, gamma=0.4, basis_vectors=basis, tol=1e-12,
+                  max_iter=5000).fit(X, y, groups)
+    K_mB = rbf(X, X[basis], 0.4) if kernel == "rbf" else X @ X[basis].T
+    head, tail = explicit_pairs(y, groups)
+    beta_ref, obj_ref = basis_oracle(K_mB, K_mB[basis], head, tail, C, loss)
+    f = est.predict(X)
+    z = np.maximum(0.0, 1.0 - (f[head] - f[tail]))
+    if kernel == "rbf":
+        np.testing.assert_array_equal(est.basis_indices_, basis)
+        np.testing.assert_array_equal(est.X_fit_, X[basis])
+        assert est.dual_coef_.shape == (basis.size,) and est.coef_ is None
+        beta = est.dual_coef_
+        np.testing.assert_allclose(f, K_mB @ beta, rtol=1e-12, atol=1e-12)
+        obj = 0.5 * beta @ K_mB[basis] @ beta + C * np.sum(z * z if loss == "squared_hinge" else z)
+    else:  # only the weight vector X_B^T beta is kept; ||w||^2 = beta^T K_BB beta
+        assert est.X_fit_ is None and est.coef_.shape == (X.shape[1],)
+        w = est.coef_
+        obj = 0.5 * w @ w + C * np.sum(z * z if loss == "squared_hinge" else z)
+    assert abs(obj - obj_ref) <= 1e-9 * obj_ref
+    assert abs(est.objective_ - obj_ref) <= 1e-9 * obj_ref
+    np.testing.assert_allclose(f, K_mB @ beta_ref, rtol=1e-5, atol=1e-5 * np.abs(f).max())
+
+
+@pytest.mark.parametrize("loss", LOSSES)
+def test_basis_vectors_every_row_equals_full_kernel_ranksvm(data, loss):
+    X, y, groups = data
+    kw = dict(C=0.7, loss=loss, kernel="rbf", gamma=0.3, tol=1e-12, max_iter=5000)
+    full = RankSVM(**kw).fit(X, y, groups)
+    sparse = RankSVM(**kw, basis_vectors=X.shape[0]).fit(X, y, groups)
+    np.testing.assert_array_equal(sparse.basis_indices_, np.arange(X.shape[0]))
+    assert abs(sparse.objective_ - full.objective_) <= 1e-9 * full.objective_
+    np.testing.assert_allclose(sparse.predict(X), full.predict(X), rtol=1e-6, atol=1e-6)
+
+
+def test_basis_vectors_precomputed_equals_rbf_and_random_state(data):
+    X, y, groups = data
+    a = RankSVM(C=0.5, kernel="rbf", gamma=0.3, basis_vectors=7, random_state=4, tol=1e-10).fit(X, y, groups)
+    b = RankSVM(C=0.5, kernel="rbf", gamma=0.3, basis_vectors=7, random_state=4, tol=1e-10).fit(X, y, groups)
+    np.testing.assert_array_equal(a.basis_indices_, b.basis_indices_)
+    assert a.basis_indices_.size == 7
+    K = rbf(X, X, 0.3)
+    pre = RankSVM(C=0.5, kernel="precomputed", basis_vectors=a.basis_indices_, tol=1e-10).fit(K, y, groups)
+    assert pre.X_fit_ is None and pre.dual_coef_.shape == (7,)
+    Z = np.random.default_rng(0).normal(size=(5, X.shape[1]))
+    np.testing.assert_allclose(pre.predict(rbf(Z, X, 0.3)), a.predict(Z), rtol=1e-9, atol=1e-9)
+    with pytest.raises(ValueError, match="column"):
+        pre.predict(rbf(Z, X[:7], 0.3))
+
+
+def test_basis_vectors_preference_graph_equals_oracle(data):
+    X, y, _ = data
+    head, tail = explicit_pairs(y)
+    pairs = np.stack([head, tail], 1)[::3]
+    basis = np.array([0, 4, 9, 13, 21])
+    est = RankSVM(C=0.6, kernel="rbf", gamma=0.5, basis_vectors=basis, tol=1e-12).fit_preferences(X, pairs)
+    K_mB = rbf(X, X[basis], 0.5)
+    _, obj_ref = basis_oracle(K_mB, K_mB[basis], pairs[:, 0], pairs[:, 1], 0.6, "squared_hinge")
+    assert abs(est.objective_ - obj_ref) <= 1e-9 * obj_ref
+
+
+def test_basis_vectors_singular_kernel_matrix_is_refused(data):
+    X, y, groups = data
+    est = RankSVM(C=0.3, kernel="rbf", basis_vectors=[0, 1, 2]).fit(X, y, groups)
+    before = est.predict(X)
+    X2 = X.copy()
+    X2[5] = X2[3]  # duplicate basis rows: K_BB singular
+    with pytest.raises(ValueError, match="basis_vectors.*singular"):
+        est.set_params(basis_vectors=[3, 5, 8]).fit(X2, y, groups)
+    np.testing.assert_array_equal(est.predict(X), before)  # the failed fit left the model as it was
+    with pytest.raises(ValueError, match="singular"):  # linear kernel: more basis rows than features
+        RankSVM(basis_vectors=6).fit(X, y)
+    for bad in (0, X.shape[0] + 1, [1, 1], [100]):
+        with pytest.raises(ValueError, match="basis_vectors"):
+            RankSVM(kernel="rbf", basis_vectors=bad).fit(X, y)
+
+
+def test_basis_vectors_model_file_stores_only_the_basis(data, tmp_path):
+    X, y, groups = data
+    est = RankSVM(C=0.5, kernel="rbf", gamma=0.3, basis_vectors=6, random_state=1).fit(X, y, groups)
+    path = tmp_path / "basis.frk"
+    fastrank.save(est, path)
+    back = fastrank.load(path)
+    np.testing.assert_array_equal(back.predict(X), est.predict(X))
+    np.testing.assert_array_equal(back.basis_indices_, est.basis_indices_)
+    assert back.X_fit_.shape == (6, X.shape[1]) and back.dual_coef_.shape == (6,)
+    again = pickle.loads(pickle.dumps(est))
+    np.testing.assert_array_equal(again.predict(X), est.predict(X))
+    assert clone(est).get_params() == est.get_params()
+
+
+@parametrize_with_checks([RankSVM(kernel="rbf", basis_vectors=[0, 1, 2], loss="hinge")])
+def test_check_estimator_basis_vectors(estimator, check):
+    check(estimator)
+
+
+@pytest.mark.parametrize("kernel", ["rbf", "linear"])
+def test_basis_vectors_sparse_input_equals_dense(data, kernel):
+    X, y, groups = data
+    X = np.where(X < -0.5, 0.0, X)
+    basis = [1, 3, 5, 7] if kernel == "linear" else [0, 2, 4, 6, 8, 10, 12, 14, 16, 18]
+    kw = dict(C=0.5, kernel=kernel, gamma=0.3, basis_vectors=basis, tol=1e-12)
+    a = RankSVM(**kw).fit(sp.csr_matrix(X), y, groups)
+    b = RankSVM(**kw).fit(X, y, groups)
+    np.testing.assert_allclose(a.predict(sp.csr_matrix(X)), b.predict(X), rtol=1e-9, atol=1e-9)
+    np.testing.assert_allclose(a.predict(X), b.predict(X), rtol=1e-9, atol=1e-9)

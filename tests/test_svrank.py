@@ -466,3 +466,124 @@ def test_verbose_reports_the_solve(capsys):
     assert "SVRank kernel matrix" in err and "SVRank cutting planes" in err and "gap" in err
     SVRank(C=10.0).fit(X, y)
     assert capsys.readouterr().err == ""
+
+
+# ---------------------------------------------------------------------------------------------
+# The squared epsilon-insensitive cost (000 §2.2, eq. 7 with n = 2)
+# ---------------------------------------------------------------------------------------------
+
+SQUARED = "squared_epsilon_insensitive"
+
+
+def brute_squared_pair_loss(r, eps, groups=None):
+    """sum over ordered same-group pairs of max(0, |r_j - r_i| - eps)^2, dL/dr and the Hessian
+    (4 x the Laplacian of the pairs outside the tube), by double sums."""
+    r = np.asarray(r, dtype=float)
+    same = np.ones((r.size, r.size), bool) if groups is None else (groups[:, None] == groups[None, :])
+    d = r[None, :] - r[:, None]  # d[i, j] = r_j - r_i
+    h = np.maximum(0.0, np.abs(d) - eps) * same
+    dh = 2.0 * np.sign(d) * h  # h2'(r_j - r_i)
+    outside = ((np.abs(d) > eps) & same).astype(float)
+    H = 4.0 * (np.diag(outside.sum(1)) - outside)
+    return (h * h).sum(), dh.sum(axis=0) - dh.sum(axis=1), H
+
+
+@pytest.mark.parametrize("m, n_groups", [(60, None), (700, None), (300, 5)])
+def test_squared_pair_loss_equals_double_sum(m, n_groups):
+    rng = np.random.default_rng(m)
+    r = np.round(rng.normal(size=m) * 4) / 4  # ties, and differences exactly at eps
+    groups = None if n_groups is None else np.sort(rng.integers(0, n_groups, size=m))
+    offsets = np.array([0, m]) if groups is None else np.r_[0, np.flatnonzero(np.diff(groups)) + 1, m]
+    v = rng.normal(size=m)
+    L, g, Hv = _core.svrank_squared_pair_loss(r, offsets.astype(np.int64), 0.5, 2, v)
+    Lb, gb, H = brute_squared_pair_loss(r, 0.5, groups)
+    assert abs(L - Lb) <= 1e-12 * Lb
+    np.testing.assert_allclose(g, gb, rtol=1e-12, atol=1e-12 * np.abs(gb).max())
+    np.testing.assert_allclose(Hv, H @ v, rtol=1e-12, atol=1e-12 * np.abs(H @ v).max())
+    L1, g1, none = _core.svrank_squared_pair_loss(r, offsets.astype(np.int64), 0.5, 1)
+    assert none is None and L1 == L and np.array_equal(g1, g)
+
+
+def squared_explicit_minimiser(K, y, C, eps, groups=None):
+    """min over beta of beta^T K beta + C/N sum over ordered same-group pairs of
+    max(0, |(f_j - f_i) - (y_j - y_i)| - eps)^2, f = K beta, with the pairs formed explicitly
+    (pair incidence E, differences E f - E y), by L-BFGS-B from zero.  Returns the minimum."""
+    m = y.size
+    E = pair_incidence(groups, m)  # unordered pairs: each is two ordered pairs of equal cost
+    n_pairs = m * m if groups is None else sum(np.sum(groups == g) ** 2 for g in np.unique(groups))
+    c = 2.0 * C / n_pairs
+    Ey = E @ y
+
+    def fun(beta):
+        f = K @ beta
+        z = E @ f - Ey
+        h = np.maximum(0.0, np.abs(z) - eps)
+        return beta @ f + c * h @ h, 2.0 * f + c * K @ (E.T @ (2.0 * np.sign(z) * h))
+
+    res = minimize(fun, np.zeros(m), jac=True, method="L-BFGS-B",
+                   options=dict(ftol=1e-16, gtol=1e-14, maxiter=50000, maxcor=50))
+    return res.fun
+
+
+@pytest.mark.parametrize("kernel", ["linear", "rbf"])
+@pytest.mark.parametrize("grouped", [False, True])
+@pytest.mark.parametrize("eps", [0.0, 0.3])
+def test_squared_cost_equals_explicit_pairs_minimiser(kernel, grouped, eps):
+    X, y, groups = make_data(36, 4, 11, n_groups=3 if grouped else None)
+    C = 20.0
+    est = SVRank(C=C, epsilon=eps, loss=SQUARED, kernel=kernel, gamma=0.3, tol=1e-12).fit(X, y, groups)
+    K = X @ X.T if kernel == "linear" else rbf_kernel(X, gamma=0.3)
+    ref = squared_explicit_minimiser(K, y, C, eps, groups)
+    assert est.converged_ and est.gap_ <= 1e-8
+    if kernel == "linear":
+        w = est.coef_
+        f = X @ w
+        reg = w @ w
+    else:
+        beta = est.dual_coef_
+        f = K @ beta
+        reg = beta @ f
+    n_pairs = y.size ** 2 if groups is None else sum(np.sum(groups == g) ** 2 for g in np.unique(groups))
+    obj = reg + C / n_pairs * brute_squared_pair_loss(f - y, eps, groups)[0]
+    assert abs(obj - ref) <= 1e-9 * ref
+    assert abs(est.objective_ - ref) <= 1e-9 * ref
+    np.testing.assert_allclose(est.predict(X), f, rtol=1e-12, atol=1e-12 * np.abs(f).max())
+
+
+def test_squared_cost_differs_from_the_linear_cost_and_precomputed_equals_rbf():
+    X, y, groups = make_data(40, 3, 12, n_groups=4)
+    sq = SVRank(C=5.0, loss=SQUARED, kernel="rbf", gamma=0.5, tol=1e-10).fit(X, y, groups)
+    lin = SVRank(C=5.0, kernel="rbf", gamma=0.5, tol=1e-10).fit(X, y, groups)
+    assert np.abs(sq.predict(X) - lin.predict(X)).max() > 1e-3
+    pre = SVRank(C=5.0, loss=SQUARED, kernel="precomputed", tol=1e-10).fit(rbf_kernel(X, gamma=0.5), y, groups)
+    Z = np.random.default_rng(1).normal(size=(6, 3))
+    np.testing.assert_allclose(pre.predict(rbf_kernel(Z, X, gamma=0.5)), sq.predict(Z), rtol=1e-7, atol=1e-9)
+
+
+def test_squared_cost_large_epsilon_gives_zero_model_and_max_iter_warns():
+    X, y, groups = make_data(30, 3, 13)
+    est = SVRank(loss=SQUARED, epsilon=1e6).fit(X, y)
+    assert est.n_iter_ == 0 and np.all(est.coef_ == 0.0) and est.converged_
+    with pytest.warns(ConvergenceWarning, match="Newton iterations"):
+        est = SVRank(C=1e4, loss=SQUARED, tol=1e-14, max_iter=1).fit(X, y)
+    assert not est.converged_ and est.n_iter_ == 1
+    with pytest.raises(ValueError, match="loss"):
+        SVRank(loss="squared").fit(X, y)
+
+
+def test_squared_cost_clone_pickle_and_model_file(tmp_path):
+    X, y, groups = make_data(30, 3, 14, n_groups=3)
+    est = SVRank(C=3.0, loss=SQUARED, kernel="rbf", gamma=0.2).fit(X, y, groups)
+    assert clone(est).get_params() == est.get_params()
+    np.testing.assert_array_equal(pickle.loads(pickle.dumps(est)).predict(X), est.predict(X))
+    fastrank.save(est, tmp_path / "sq.frk")
+    back = fastrank.load(tmp_path / "sq.frk")
+    assert back.loss == SQUARED
+    np.testing.assert_array_equal(back.predict(X), est.predict(X))
+
+
+@parametrize_with_checks([SVRank(loss=SQUARED), SVRank(loss=SQUARED, kernel="rbf", epsilon=0.0, C=10.0)])
+def test_check_estimator_squared_cost(estimator, check):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        check(estimator)

@@ -5,6 +5,7 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <optional>
 #include <utility>
 
 #include "fastrank/errors.hpp"
@@ -48,6 +49,23 @@ void bind_svrank(py::module_& m) {
       py::arg("r"), py::arg("offsets"), py::arg("eps"), py::arg("n_threads"),
       "sum over ordered pairs inside groups of max(0, |r_j - r_i| - eps) and its subgradient in r. "
       "Returns (loss, g).");
+  m.def(
+      "svrank_squared_pair_loss",
+      [](const Vector& r, const IndexVector& offsets, double eps, int n_threads, std::optional<Vector> v) {
+        require(offsets.size() >= 2, "svrank: group offsets need at least two entries");
+        require(!v || v->size() == r.size(), "svrank: v and r have different lengths");
+        Vector g(r.size()), hv(v ? r.size() : 0);
+        double L;
+        {
+          py::gil_scoped_release release;
+          L = svrank_squared_pair_loss(r.data(), r.size(), offsets.data(), offsets.size() - 1, eps, g.data(),
+                                       v ? v->data() : nullptr, v ? hv.data() : nullptr, n_threads);
+        }
+        return py::make_tuple(L, std::move(g), v ? py::cast(std::move(hv)) : py::none());
+      },
+      py::arg("r"), py::arg("offsets"), py::arg("eps"), py::arg("n_threads"), py::arg("v") = py::none(),
+      "sum over ordered pairs inside groups of max(0, |r_j - r_i| - eps)^2, its gradient in r and (v given) "
+      "the generalised Hessian times v. Returns (loss, g, Hv or None).");
   m.def(
       "svrank_linear_oracle",
       [](RowMatrixCRef X, VectorCRef y, VectorCRef w, IndexVectorCRef offsets, double C, double eps, int n_threads) {

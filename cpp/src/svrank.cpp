@@ -113,6 +113,15 @@ void sort_residuals(const double* r, SortBuffers b, Index n) {
   }
 }
 
+// Sorts the residuals of group [lo, hi) into b (see sort_residuals) and returns their mean, which
+// the prefix sums subtract so that they do not cancel badly.
+double sort_group(const double* r, Index lo, Index hi, SortBuffers b) {
+  double shift = 0.0;
+  for (Index k = lo; k < hi; ++k) shift += r[k];
+  sort_residuals(r + lo, b, hi - lo);
+  return shift / static_cast<double>(hi - lo);
+}
+
 // One group [lo, hi): loss (ordered pairs) and g on its rows; `b` points at the group's slices.
 // *outside counts the unordered pairs outside the tube (sum_k A_k).
 double group_pair_loss(const double* r, Index lo, Index hi, double eps, double* g, SortBuffers b, double* outside) {
@@ -122,10 +131,7 @@ double group_pair_loss(const double* r, Index lo, Index hi, double eps, double* 
     for (Index k = lo; k < hi; ++k) g[k] = 0.0;
     return 0.0;
   }
-  double shift = 0.0;
-  for (Index k = lo; k < hi; ++k) shift += r[k];
-  shift /= static_cast<double>(n);
-  sort_residuals(r + lo, b, n);
+  const double shift = sort_group(r, lo, hi, b);
   const double* s = b.val;
   // Comparisons use the raw residuals (exactly the brute-force predicates r_k - r_j > eps); the
   // sums use residuals minus the group mean so that A_k s_k - prefix does not cancel badly.
@@ -142,6 +148,51 @@ double group_pair_loss(const double* r, Index lo, Index hi, double eps, double* 
     loss += static_cast<double>(p) * ((sk - shift) - eps) - prefix;
     g[lo + b.idx[k]] = 2.0 * static_cast<double>(p - (n - q));
     *outside += static_cast<double>(p);
+  }
+  return 2.0 * loss;
+}
+
+// One group [lo, hi) of the squared cost (see svrank.hpp): loss over ordered pairs, g and, when v
+// is given, hv = H v on its rows.
+double group_squared_pair_loss(const double* r, Index lo, Index hi, double eps, double* g, const double* v,
+                               double* hv, SortBuffers b) {
+  const Index n = hi - lo;
+  if (n < 2) {
+    for (Index k = lo; k < hi; ++k) {
+      g[k] = 0.0;
+      if (v) hv[k] = 0.0;
+    }
+    return 0.0;
+  }
+  const double shift = sort_group(r, lo, hi, b);
+  const double* s = b.val;
+  std::vector<double> P1(n + 1, 0.0), PV(v ? n + 1 : 0, 0.0);
+  for (Index k = 0; k < n; ++k) {
+    P1[k + 1] = P1[k] + (s[k] - shift);
+    if (v) PV[k + 1] = PV[k] + v[lo + b.idx[k]];
+  }
+  Index p = 0, q = 0;
+  double mean = 0.0, m2 = 0.0, loss = 0.0;  // Welford over the rows below: s[0 .. p)
+  for (Index k = 0; k < n; ++k) {
+    const double sk = s[k];
+    while (p < n && sk - s[p] > eps) {
+      const double t = s[p] - shift;
+      ++p;
+      const double d = t - mean;
+      mean += d / static_cast<double>(p);
+      m2 += d * (t - mean);
+    }
+    if (q < k) q = k;
+    while (q < n && !(s[q] - sk > eps)) ++q;
+    const double a = (sk - shift) - eps;
+    const double dp = static_cast<double>(p), dq = static_cast<double>(n - q);
+    // sum_{j < p} (a - t_j)^2 = p (a - mean)^2 + m2;  sum_{j < p} (a - t_j) = p (a - mean)
+    if (p > 0) loss += dp * (a - mean) * (a - mean) + m2;
+    const double below = p > 0 ? dp * (a - mean) : 0.0;
+    const double above = (P1[n] - P1[q]) - dq * ((sk - shift) + eps);
+    const Index row = lo + b.idx[k];
+    g[row] = 4.0 * (below - above);
+    if (v) hv[row] = 4.0 * ((dp + dq) * v[row] - PV[p] - (PV[n] - PV[q]));
   }
   return 2.0 * loss;
 }
@@ -524,6 +575,25 @@ double svrank_pair_loss(const double* r, Index m, const std::int64_t* offsets, I
   require(eps >= 0 && std::isfinite(eps), "svrank: epsilon must be finite and >= 0");
   PairLoss loss(m, offsets, n_groups, eps, n_threads);
   return loss(r, g);
+}
+
+double svrank_squared_pair_loss(const double* r, Index m, const std::int64_t* offsets, Index n_groups, double eps,
+                                double* g, const double* v, double* hv, int n_threads) {
+  check_offsets(offsets, n_groups, m);
+  require(eps >= 0 && std::isfinite(eps), "svrank: epsilon must be finite and >= 0");
+  require(m < (Index(1) << 32), "svrank: more than 2^32 rows");
+  std::vector<std::uint32_t> key(m), key2(m), idx(m), idx2(m);
+  std::vector<double> val(m), group_loss(n_groups);
+  parallel_for(0, n_groups, n_threads, 16, [&](Index lo, Index hi) {
+    for (Index q = lo; q < hi; ++q) {
+      const Index o = offsets[q];
+      SortBuffers b{key.data() + o, idx.data() + o, key2.data() + o, idx2.data() + o, val.data() + o};
+      group_loss[q] = group_squared_pair_loss(r, o, offsets[q + 1], eps, g, v, hv, b);
+    }
+  });
+  double total = 0.0;
+  for (Index q = 0; q < n_groups; ++q) total += group_loss[q];  // fixed order: thread-count independent
+  return total;
 }
 
 double svrank_linear_oracle(const RowMatrixCRef& X, const VectorCRef& y, const VectorCRef& w,

@@ -14,7 +14,9 @@ The pairs are never listed: the C++ core sorts the scores inside each group and 
 Fenwick tree over the target levels, the pairs whose margin is below one (Airola, Pahikkala &
 Salakoski 2011; Lee & Lin 2014), so the loss, its gradient and Hessian-vector products cost
 O(m log m) per evaluation.  The squared hinge is solved by truncated Newton, the hinge by
-1-slack cutting planes with a certified duality gap (see ``cpp/src/ranksvm.cpp``).
+1-slack cutting planes with a certified duality gap (see ``cpp/src/ranksvm.cpp``).  The sparse
+(basis-vector) RankSVM of Pahikkala et al. (004 Sect. 4.4, eq. 43) is the linear RankSVM on the
+empirical kernel map K_mB L^{-T}, K_BB = L L^T (``basis_vectors``).
 """
 
 from __future__ import annotations
@@ -22,15 +24,18 @@ from __future__ import annotations
 import warnings
 
 import numpy as np
+import scipy.linalg
 import scipy.sparse as sp
 from sklearn.utils.validation import check_is_fitted
 
 from . import _core
 from ._base import N_JOBS, KernelMixin, Ranker, StrOptions, nonneg_real, positive_int
+from ._kernels import kernel_block, predict_basis
 from ._memory import check_dense_memory
 from ._problem import check_pairs
 from ._progress import progress
 from ._registry import register_estimator
+from ._solvers import select_basis
 from ._sparse import as_csr
 from ._validation import as_real_array, check_alpha, check_n_jobs, group_index
 from .exceptions import ConvergenceWarning
@@ -153,6 +158,18 @@ class RankSVM(KernelMixin, Ranker):
     n_jobs : int or None, default=None
         Threads of the C++ core (over query groups in the oracle, over rows in the products).
         None: every core.
+    basis_vectors : int, array of row indices, boolean mask, or None, default=None
+        Sparse RankSVM through the empirical kernel map (Pahikkala et al., 004 Sect. 4.4, eq. 43):
+        f(x) = sum_{b in B} beta_b k(x, x_b) over a set B of basis rows, minimising
+        ``1/2 beta^T K_BB beta + C sum_P l(...)``.  With K_BB = L L^T (Cholesky, no jitter: a
+        singular K_BB, e.g. duplicate basis rows or more basis rows than features for the linear
+        kernel, is refused), the features Z = K_mB L^{-T} turn it into a linear RankSVM in
+        u = L^T beta, so one fit costs O(m r^2) plus the linear solver on r features.  An int draws
+        that many rows at random (``random_state``), as in ``RankRLS(basis_vectors=...)``.  Only the
+        basis rows and beta are kept.  Not with ``fit_preferences`` on a precomputed kernel
+        ... (precomputed kernels: ``fit`` takes the (m, m) kernel, ``predict`` the (p, m) kernel).
+    random_state : int, RandomState or None, default=None
+        Seed for drawing ``basis_vectors`` rows.
 
     Attributes
     ----------
@@ -170,6 +187,9 @@ class RankSVM(KernelMixin, Ranker):
     n_pairs_ : float
         Number (total weight) of preference pairs in the training problem.
     n_features_in_ : int
+    basis_indices_ : ndarray or None
+        ``basis_vectors`` only: the training rows of the basis (``X_fit_`` holds those rows and
+        ``dual_coef_`` their beta; a linear kernel keeps ``coef_ = X_B^T beta``).
 
     Notes
     -----
@@ -178,7 +198,7 @@ class RankSVM(KernelMixin, Ranker):
     """
 
     def __init__(self, C=1.0, *, loss="squared_hinge", kernel="linear", gamma=None, degree=3, coef0=1.0, tol=1e-6,
-                 max_iter=1000, margin="unit", normalize_C=False, n_jobs=None):
+                 max_iter=1000, margin="unit", normalize_C=False, basis_vectors=None, random_state=None, n_jobs=None):
         self._store_params(locals())
 
     # C is checked by check_alpha (float64 limits)
@@ -207,6 +227,8 @@ class RankSVM(KernelMixin, Ranker):
         m = X.shape[0]
         spec = None if self.kernel == "precomputed" else self._kernel_spec(X.shape[1])
         X_fit = None
+        if self.basis_vectors is not None:
+            return self._solve_basis(X, spec, structure, C, code, tol, max_iter, n_threads)
         if spec is not None and spec.linear:
             X, C, scale, capped = _rescaled(X, C)
             if capped:
@@ -243,6 +265,40 @@ class RankSVM(KernelMixin, Ranker):
             mode = "kernel"
         return mode, out, X_fit
 
+    def _solve_basis(self, X, spec, structure, C, code, tol, max_iter, n_threads):
+        """Sparse RankSVM of 004 eq. (43): f = K_mB beta with regulariser 1/2 beta^T K_BB beta.  With
+        K_BB = L L^T and u = L^T beta, beta^T K_BB beta = u^T u and K_mB beta = Z u for
+        Z = K_mB L^{-T}: a linear RankSVM on Z, mapped back by beta = L^{-T} u."""
+        m = X.shape[0]
+        basis = select_basis(m, self.basis_vectors, self.random_state)
+        check_dense_memory(m, 2, "kernel columns K_mB and features Z", n_cols=basis.size)
+        if spec is None:
+            K_mB = np.asarray(X[:, basis], dtype=np.float64)
+            X_fit = None
+            K_BB = 0.5 * (K_mB[basis] + K_mB[basis].T)
+        else:
+            X_B = X[basis]
+            X_fit = X_B
+            K_mB = np.asarray(kernel_block(spec, X, X_B, n_threads), dtype=np.float64)
+            K_BB = K_mB[basis]
+            K_BB = 0.5 * (K_BB + K_BB.T)
+        try:
+            L = scipy.linalg.cholesky(K_BB, lower=True, check_finite=False)
+            dmin = float(np.min(np.diag(L))) ** 2
+        except np.linalg.LinAlgError:
+            dmin = 0.0
+        r = basis.size
+        if not dmin > r * np.finfo(float).eps * float(np.max(np.abs(np.diag(K_BB)), initial=0.0)):
+            raise ValueError(
+                f"basis_vectors: the kernel matrix of the {r} basis rows is singular (duplicate basis rows, or more "
+                "basis rows than the kernel's feature space has dimensions, e.g. the linear kernel with more rows "
+                "than features); choose fewer or other basis_vectors.")
+        Z = np.ascontiguousarray(scipy.linalg.solve_triangular(L, K_mB.T, lower=True, check_finite=False).T)
+        out = _core.ranksvm_fit_dense(Z, C, code, tol, max_iter, n_threads, **structure)
+        beta = scipy.linalg.solve_triangular(L, np.asarray(out["coef"]), lower=True, trans="T", check_finite=False)
+        out = dict(out, coef=beta, basis=basis, basis_linear=spec is not None and spec.linear)
+        return "basis", out, X_fit
+
     def _set_fitted(self, X, mode, out, X_fit, n_pairs):
         if out.get("stalled"):
             warnings.warn(
@@ -261,10 +317,18 @@ class RankSVM(KernelMixin, Ranker):
                 stacklevel=3,
             )
         coef = np.asarray(out["coef"])
+        basis_indices = None
+        if mode == "basis":
+            basis_indices = out["basis"]
+            if out["basis_linear"]:  # f(x) = x^T X_B^T beta: keep the weight vector only
+                coef, mode, X_fit = np.asarray(X_fit.T @ coef).reshape(-1), "linear", None
+            else:
+                mode = "kernel"
         self.fit_mode_ = mode
         self.coef_ = coef if mode == "linear" else None
         self.dual_coef_ = coef if mode == "kernel" else None
         self.X_fit_ = X_fit
+        self.basis_indices_ = basis_indices
         self.objective_ = float(out["objective"])
         self.loss_ = float(out["loss"])
         self.n_iter_ = int(out["n_iter"])
@@ -313,12 +377,17 @@ class RankSVM(KernelMixin, Ranker):
     def predict(self, X):
         """Ranking scores (p,): a higher score means ranked higher."""
         check_is_fitted(self, "fit_mode_")
+        basis = getattr(self, "basis_indices_", None)
         n_train = None if self.dual_coef_ is None else self.dual_coef_.shape[0]
+        if basis is not None and self.kernel == "precomputed":
+            n_train = self.n_features_in_
         X = self._check_predict_X(X, n_train=n_train)
         if self.kernel == "precomputed":
-            return X @ self.dual_coef_
+            return X @ self.dual_coef_ if basis is None else np.asarray(X[:, basis] @ self.dual_coef_).reshape(-1)
         if self.fit_mode_ == "linear":
             return np.asarray(X @ self.coef_).reshape(-1)
+        if basis is not None:  # K(X, X_B) beta in row blocks; sparse X and X_B stay sparse
+            return predict_basis(X, self.X_fit_, self.dual_coef_, self._kernel_spec(self.n_features_in_), self.n_jobs)
         if sp.issparse(X):
             check_dense_memory(X.shape[0], 1, "dense copy of the sparse input X", n_cols=X.shape[1])
             X = np.ascontiguousarray(X.toarray(), dtype=np.float64)

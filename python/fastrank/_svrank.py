@@ -1,6 +1,7 @@
 """SVRank: magnitude-preserving ranking with the epsilon-insensitive pairwise cost (Cortes, Mohri,
 Rastogi, 000 §2.4, eq. 9 with the cost (7), n = 1), solved exactly by cutting planes over an
-O(m log m) loss/subgradient oracle (the O(m^2) pairs are never formed)."""
+O(m log m) loss/subgradient oracle (the O(m^2) pairs are never formed); with the squared cost
+(§2.2, n = 2) by a generalised Newton method over the same sorted-residual oracle."""
 
 from __future__ import annotations
 
@@ -8,10 +9,12 @@ import sys
 import warnings
 
 import numpy as np
+import scipy.linalg
+import scipy.linalg.lapack
 from sklearn.utils.validation import check_is_fitted
 
 from . import _core
-from ._base import N_JOBS, KernelMixin, Ranker, nonneg_real, positive_int
+from ._base import N_JOBS, KernelMixin, Ranker, StrOptions, nonneg_real, positive_int
 from ._memory import check_dense_memory
 from ._problem import require_preferences
 from ._progress import resolve_verbose, stage
@@ -20,6 +23,79 @@ from ._validation import check_alpha, check_n_jobs, group_index
 from .exceptions import ConvergenceWarning
 
 __all__ = ["SVRank"]
+
+_LOSSES = ("epsilon_insensitive", "squared_epsilon_insensitive")
+
+
+def _conjugate_gradient(hessp, b, rtol, max_iter):
+    """x with ||H x - b|| <= rtol ||b|| (H symmetric positive definite, given as a product)."""
+    x = np.zeros_like(b)
+    r = b.copy()
+    p = r.copy()
+    rr = r @ r
+    stop = (rtol * np.sqrt(rr)) ** 2
+    for _ in range(max_iter):
+        if rr <= stop:
+            break
+        Hp = hessp(p)
+        alpha = rr / (p @ Hp)
+        x += alpha * p
+        r -= alpha * Hp
+        rr_new = r @ r
+        p = r + (rr_new / rr) * p
+        rr = rr_new
+    return x
+
+
+def _squared_newton(Z, y, offsets, c, eps, tol, max_iter, n_threads):
+    """Minimiser of F(u) = ||u||^2 + c L2(Z u - y), L2 the squared epsilon-insensitive pair cost
+    (``_core.svrank_squared_pair_loss``).  F is convex and continuously differentiable with a
+    piecewise-constant generalised Hessian 2 I + c Z^T H Z (H = 4 x the Laplacian of the pairs
+    outside the tube), so Newton's method with a backtracking (Armijo) line search converges, and
+    once the set of pairs outside the tube settles a step solves the quadratic piece exactly.
+    Stops when ||grad F|| <= tol ||grad F(0)||, or when no step decreases F any more (rounding).
+    Returns (u, n_iter, converged, history)."""
+
+    def value_grad(u):
+        r = Z @ u - y
+        L, g, _ = _core.svrank_squared_pair_loss(r, offsets, eps, n_threads)
+        return u @ u + c * L, 2.0 * u + c * (Z.T @ g), r
+
+    u = np.zeros(Z.shape[1])
+    F, grad, r = value_grad(u)
+    g0 = float(np.linalg.norm(grad))
+    history = []
+    if not g0 > 0.0:  # every pair inside the tube at u = 0: u = 0 is optimal
+        return u, 0, True, history
+    for it in range(1, max_iter + 1):
+        gn = float(np.linalg.norm(grad))
+        history.append(gn / g0)
+        if gn <= tol * g0:
+            return u, it - 1, True, history
+
+        def hessp(v, r=r):
+            return 2.0 * v + c * (Z.T @ _core.svrank_squared_pair_loss(r, offsets, eps, n_threads, Z @ v)[2])
+
+        d = _conjugate_gradient(hessp, -grad, min(0.1, np.sqrt(gn / g0)), 10 * Z.shape[1] + 50)
+        slope = float(grad @ d)
+        step = 1.0
+        while True:
+            F_new, grad_new, r_new = value_grad(u + step * d)
+            if F_new <= F + 1e-4 * step * slope or step < 1e-12:
+                break
+            step *= 0.5
+        if not F_new < F:
+            # No decrease even along a tiny step: F is at its rounding floor.  The point is then as
+            # good as double precision resolves when the gradient is small (sqrt(machine eps)).
+            return u, it - 1, gn <= np.sqrt(np.finfo(float).eps) * g0, history
+        u, F, grad, r = u + step * d, F_new, grad_new, r_new
+    history.append(float(np.linalg.norm(grad)) / g0)
+    return u, max_iter, history[-1] <= tol, history
+
+
+def _squared_pair_term(f, y, offsets, c, eps, n_threads):
+    """(C / N) L2(f - y): the pair term of the squared-cost objective."""
+    return c * _core.svrank_squared_pair_loss(np.ascontiguousarray(f - y), offsets, eps, n_threads)[0]
 
 
 @register_estimator
@@ -51,12 +127,24 @@ class SVRank(KernelMixin, Ranker):
     relative to the achievable decrease, which does not vanish with the scale of X, y or C (a
     decrease far below the rounding of F(0) is still found, never reported as w = 0).
 
+    With ``loss="squared_epsilon_insensitive"`` the cost is squared (the paper's c_SVR with n = 2,
+    §2.2): ``max(0, |(h(x_j) - h(x_i)) - (y_j - y_i)| - epsilon)^2``, same pairs, same ``C / N``
+    and ``||h||^2``.  F is then smooth and strictly convex; it is minimised by a generalised Newton
+    method (conjugate gradients on the Hessian 2 I + (C/N) X^T H X, with H four times the Laplacian
+    of the pairs outside the tube, evaluated like the loss by one sort per group, O(m log m)), and
+    the solve stops when the gradient norm is below ``tol`` times its value at h = 0.  Non-linear
+    kernels are solved in the coordinates u = L^T P^T beta of the pivoted Cholesky factorisation
+    K = P L L^T P^T (LAPACK dpstrf, rank-revealing for a semi-definite K; one O(m^3 / 3)
+    factorisation), in which ||h||^2 = ||u||^2 and f = K beta = P L u.
+
     Parameters
     ----------
     C : float, default=1.0
         Trade-off, > 0.
     epsilon : float, default=0.1
         Width of the insensitive zone on predicted minus true score differences, >= 0.
+    loss : {"epsilon_insensitive", "squared_epsilon_insensitive"}, default="epsilon_insensitive"
+        The pair cost: n = 1 (cutting planes) or n = 2 (Newton) in the paper's c_SVR.
     kernel : {"linear", "rbf", "poly", "precomputed"}, default="linear"
         ``"linear"`` solves for a weight vector (primal, O(mn) per iteration); the others for the
         representer coefficients ``dual_coef_`` (f = K beta; one m x m kernel matrix, O(m^2) per
@@ -64,10 +152,11 @@ class SVRank(KernelMixin, Ranker):
     gamma, degree, coef0 : kernel parameters, as in :class:`RankRLS`.
     tol : float, default=1e-6
         Cutting-plane gap at which to stop, relative to the achievable decrease:
-        ``(best F - lower bound) / (F(0) - lower bound)``.
+        ``(best F - lower bound) / (F(0) - lower bound)``.  Squared cost: gradient norm relative to
+        its value at h = 0.
     max_iter : int, default=1000
-        Maximum number of oracle calls (cutting planes); reaching it emits
-        :class:`fastrank.exceptions.ConvergenceWarning`.
+        Maximum number of oracle calls (cutting planes; Newton iterations for the squared cost);
+        reaching it emits :class:`fastrank.exceptions.ConvergenceWarning`.
     n_jobs : int or None
         Threads for the sorting oracle (None: every core).
     verbose : int, bool or "auto", default=0
@@ -81,20 +170,21 @@ class SVRank(KernelMixin, Ranker):
     dual_coef_ : ndarray (m,) or None
         Representer coefficients beta, f(x) = sum_i beta_i k(x, x_i) (non-linear kernels).
     n_iter_ : int
-        Cutting planes used.
+        Cutting planes used (Newton iterations for the squared cost).
     objective_ : float
         F at the returned model.
     gap_ : float
-        Certified gap ``(objective_ - lower bound) / (F(0) - lower bound)`` at exit.
+        Certified gap ``(objective_ - lower bound) / (F(0) - lower bound)`` at exit; for the
+        squared cost the relative gradient norm ``||grad F|| / ||grad F(0)||``.
     """
 
-    def __init__(self, C=1.0, *, epsilon=0.1, kernel="linear", gamma=None, degree=3, coef0=1.0, tol=1e-6,
-                 max_iter=1000, n_jobs=None, verbose=0):
+    def __init__(self, C=1.0, *, epsilon=0.1, loss="epsilon_insensitive", kernel="linear", gamma=None, degree=3,
+                 coef0=1.0, tol=1e-6, max_iter=1000, n_jobs=None, verbose=0):
         self._store_params(locals())
 
     # C is checked by check_alpha (float64 limits)
-    _parameter_constraints = {"epsilon": [nonneg_real()], "tol": [nonneg_real()], "max_iter": [positive_int()],
-                              "n_jobs": N_JOBS}
+    _parameter_constraints = {"epsilon": [nonneg_real()], "loss": [StrOptions(set(_LOSSES))], "tol": [nonneg_real()],
+                              "max_iter": [positive_int()], "n_jobs": N_JOBS}
 
     def fit(self, X, y, groups=None):
         """Fit from real-valued scores ``y`` (m,), on all pairs or on pairs inside ``groups``."""
@@ -110,30 +200,55 @@ class SVRank(KernelMixin, Ranker):
         require_preferences(y, gi, "SVRank")
         yg = np.ascontiguousarray(gi.take(y))
         offsets = np.ascontiguousarray(gi.offsets, dtype=np.int64)
-        if spec.linear:
+        squared = self.loss == "squared_epsilon_insensitive"
+        c = C / float(np.sum(np.diff(offsets).astype(np.float64) ** 2))  # C / N, N ordered pairs
+        if spec.linear and squared:
+            Xg = np.ascontiguousarray(gi.take(X))
+            with stage(f"SVRank Newton (linear, squared cost, m={Xg.shape[0]})", verbose=self.verbose):
+                w, n_iter, converged, history = _squared_newton(Xg, yg, offsets, c, eps, tol, max_iter, n_threads)
+            objective = w @ w + _squared_pair_term(Xg @ w, yg, offsets, c, eps, n_threads)
+            coef, dual, X_fit, history = w, None, None, np.asarray(history)
+        elif spec.linear:
             Xg = np.ascontiguousarray(gi.take(X))
             with stage(f"SVRank cutting planes (linear, m={Xg.shape[0]})", verbose=self.verbose):
                 w, n_iter, converged, objective, lower, history = _core.svrank_linear(
                     Xg, yg, offsets, C, eps, tol, max_iter, n_threads)
             coef, dual = w, None
             X_fit = None
-        else:
-            check_dense_memory(X.shape[0], 1, "kernel matrix")
+        else:  # the squared cost also holds K's Cholesky factor and its row permutation
+            check_dense_memory(X.shape[0], 3 if squared else 1,
+                               "kernel matrix and its Cholesky factor" if squared else "kernel matrix")
             if precomputed:
                 Kg = np.asfortranarray(X[np.ix_(gi.order, gi.order)] if not gi.is_identity else X)
                 Kg = np.asfortranarray(0.5 * (Kg + Kg.T))
             else:
                 with stage(f"SVRank kernel matrix (m={X.shape[0]})", verbose=self.verbose):
                     Kg = spec.train(gi.take(X), n_threads)
-            with stage(f"SVRank cutting planes (kernel, m={X.shape[0]})", verbose=self.verbose):
-                beta, n_iter, converged, objective, lower, history = _core.svrank_kernel(
-                    Kg, yg, offsets, C, eps, tol, max_iter, n_threads)
+            if squared:
+                with stage(f"SVRank Newton (kernel, squared cost, m={X.shape[0]})", verbose=self.verbose):
+                    # K = P L L^T P^T (pivoted Cholesky, rank r at LAPACK's tolerance m u max K_ii):
+                    # u = L_11^T (P^T beta)_{1..r} gives ||h||^2 = u^T u and f = K beta = Z u, Z = P L.
+                    factor, piv, rank, _ = scipy.linalg.lapack.dpstrf(Kg, lower=1)
+                    L = np.tril(factor)[:, :rank]
+                    Z = np.empty((L.shape[0], rank))
+                    Z[piv - 1] = L
+                    u, n_iter, converged, history = _squared_newton(Z, yg, offsets, c, eps, tol, max_iter, n_threads)
+                beta = np.zeros(Kg.shape[0])
+                beta[piv[:rank] - 1] = scipy.linalg.solve_triangular(L[:rank], u, lower=True, trans="T")
+                f = Kg @ beta
+                objective = beta @ f + _squared_pair_term(f, yg, offsets, c, eps, n_threads)
+                history = np.asarray(history)
+            else:
+                with stage(f"SVRank cutting planes (kernel, m={X.shape[0]})", verbose=self.verbose):
+                    beta, n_iter, converged, objective, lower, history = _core.svrank_kernel(
+                        Kg, yg, offsets, C, eps, tol, max_iter, n_threads)
             del Kg
             coef, dual = None, gi.untake(beta)
             X_fit = None if precomputed else X
         gap = float(history[-1]) if history.size else 0.0
         if resolve_verbose(self.verbose):
-            print(f"[fastrank] SVRank: {int(n_iter)} cutting planes, objective {float(objective):.10g}, gap {gap:.2e}",
+            steps = "Newton iterations" if squared else "cutting planes"
+            print(f"[fastrank] SVRank: {int(n_iter)} {steps}, objective {float(objective):.10g}, gap {gap:.2e}",
                   file=sys.stderr, flush=True)
         # all checks passed: only now replace a previous fit
         self.coef_ = coef
@@ -146,8 +261,9 @@ class SVRank(KernelMixin, Ranker):
         self.converged_ = bool(converged)
         self.gap_history_ = np.asarray(history)
         if not converged:
+            what = "Newton iterations" if squared else "cutting planes"
             warnings.warn(
-                f"SVRank stopped at max_iter={max_iter} cutting planes with relative gap {gap:.3g} > tol={tol:g}; "
+                f"SVRank stopped at max_iter={max_iter} {what} with relative gap {gap:.3g} > tol={tol:g}; "
                 "increase max_iter or tol.", ConvergenceWarning, stacklevel=2)
         return self
 

@@ -36,6 +36,17 @@ namespace fastrank {
 double svrank_pair_loss(const double* r, Index m, const std::int64_t* offsets, Index n_groups, double eps,
                         double* g, int n_threads);
 
+// The squared epsilon-insensitive cost of 000 §2.2 with n = 2, h2(t) = max(0, |t| - eps)^2, summed
+// over ordered pairs inside groups: L2(r) = sum_{i,j} h2(r_j - r_i).  It is differentiable with
+// g_k = dL2/dr_k = 2 sum_j h2'(r_k - r_j) = 4 [sum_{r_k - r_j > eps} (r_k - r_j - eps)
+//                                            - sum_{r_j - r_k > eps} (r_j - r_k - eps)],
+// and its generalised Hessian is 4 times the Laplacian of the graph of pairs outside the tube:
+// (H v)_k = 4 [c_k v_k - sum_{j : |r_k - r_j| > eps} v_j],  c_k = #{j : |r_k - r_j| > eps}.
+// One sort per group and prefix sums (Welford's running mean and squared deviations for the loss,
+// which does not cancel): O(m log m).  Writes g (length m) and, when v is given, hv = H v.
+double svrank_squared_pair_loss(const double* r, Index m, const std::int64_t* offsets, Index n_groups, double eps,
+                                double* g, const double* v, double* hv, int n_threads);
+
 struct SvrankOptions {
   double C = 1.0;
   double eps = 0.1;

@@ -886,3 +886,16 @@ def test_basis_vectors_sparse_input_equals_dense(data, kernel):
     b = RankSVM(**kw).fit(X, y, groups)
     np.testing.assert_allclose(a.predict(sp.csr_matrix(X)), b.predict(X), rtol=1e-9, atol=1e-9)
     np.testing.assert_allclose(a.predict(X), b.predict(X), rtol=1e-9, atol=1e-9)
+
+
+@pytest.mark.parametrize("kwargs", [{}, {"loss": "hinge"}, {"kernel": "rbf"}, {"kernel": "rbf", "basis_vectors": 10, "random_state": 0}])
+def test_verbose_reports_the_solve(kwargs, capsys):
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(40, 3))
+    y = X[:, 0] + 0.3 * rng.normal(size=40)
+    quiet = RankSVM(**kwargs).fit(X, y)
+    assert capsys.readouterr().err == ""
+    loud = RankSVM(verbose=1, **kwargs).fit(X, y)
+    err = capsys.readouterr().err
+    assert "RankSVM" in err and f"{loud.n_iter_} " in err and "objective" in err
+    np.testing.assert_array_equal(loud.predict(X), quiet.predict(X))

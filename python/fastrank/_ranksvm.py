@@ -21,6 +21,7 @@ empirical kernel map K_mB L^{-T}, K_BB = L L^T (``basis_vectors``).
 
 from __future__ import annotations
 
+import sys
 import warnings
 
 import numpy as np
@@ -33,7 +34,7 @@ from ._base import N_JOBS, KernelMixin, Ranker, StrOptions, nonneg_real, positiv
 from ._kernels import kernel_block, predict_basis
 from ._memory import check_dense_memory
 from ._problem import check_pairs
-from ._progress import progress
+from ._progress import progress, resolve_verbose, stage
 from ._registry import register_estimator
 from ._solvers import select_basis
 from ._sparse import as_csr
@@ -158,6 +159,9 @@ class RankSVM(KernelMixin, Ranker):
     n_jobs : int or None, default=None
         Threads of the C++ core (over query groups in the oracle, over rows in the products).
         None: every core.
+    verbose : int, bool or "auto", default=0
+        Report the solve on stderr: its duration, then the iterations (Newton steps or cutting
+        planes), the objective and the stopping criterion reached.
     basis_vectors : int, array of row indices, boolean mask, or None, default=None
         Sparse RankSVM through the empirical kernel map (Pahikkala et al., 004 Sect. 4.4, eq. 43):
         f(x) = sum_{b in B} beta_b k(x, x_b) over a set B of basis rows, minimising
@@ -198,7 +202,8 @@ class RankSVM(KernelMixin, Ranker):
     """
 
     def __init__(self, C=1.0, *, loss="squared_hinge", kernel="linear", gamma=None, degree=3, coef0=1.0, tol=1e-6,
-                 max_iter=1000, margin="unit", normalize_C=False, basis_vectors=None, random_state=None, n_jobs=None):
+                 max_iter=1000, margin="unit", normalize_C=False, basis_vectors=None, random_state=None, n_jobs=None,
+                 verbose=0):
         self._store_params(locals())
 
     # C is checked by check_alpha (float64 limits)
@@ -335,6 +340,10 @@ class RankSVM(KernelMixin, Ranker):
         self.converged_ = bool(out["converged"])
         self.n_pairs_ = float(n_pairs)
         self.n_features_in_ = X.shape[1]
+        if resolve_verbose(self.verbose):
+            steps = "Newton iterations" if self.loss == "squared_hinge" else "cutting planes"
+            print(f"[fastrank] RankSVM: {self.n_iter_} {steps}, objective {self.objective_:.10g}, "
+                  f"criterion {float(out['criterion']):.2e}, converged={self.converged_}", file=sys.stderr, flush=True)
         return self
 
     def fit(self, X, y, groups=None):
@@ -344,7 +353,8 @@ class RankSVM(KernelMixin, Ranker):
         share one target value, have no pairs and do not influence the model.
         """
         X, structure, n_pairs = self._group_problem(X, y, groups)
-        mode, out, X_fit = self._solve(X, structure, n_pairs)
+        with stage(f"RankSVM {self.loss} (m={X.shape[0]}, {n_pairs:.0f} pairs)", verbose=self.verbose):
+            mode, out, X_fit = self._solve(X, structure, n_pairs)
         return self._set_fitted(X, mode, out, X_fit, n_pairs)
 
     def _group_problem(self, X, y, groups):
@@ -370,7 +380,8 @@ class RankSVM(KernelMixin, Ranker):
         X = self._check_fit_X(X, allow_sparse=True)
         structure = _graph_structure(pairs, weights, X.shape[0])
         n_pairs = float(structure["weight"].sum())
-        mode, out, X_fit = self._solve(X, structure, n_pairs)
+        with stage(f"RankSVM {self.loss} (m={X.shape[0]}, {n_pairs:.0f} pairs)", verbose=self.verbose):
+            mode, out, X_fit = self._solve(X, structure, n_pairs)
         return self._set_fitted(X, mode, out, X_fit, n_pairs)
 
     # -- prediction ----------------------------------------------------------------------------

@@ -141,3 +141,17 @@ def test_no_preferences_raises_like_rankrls(case):
         fastrank.RankRLS().fit(X, y, groups)
     with pytest.raises(ValueError, match=match):
         fastrank.OnlineMPRank().fit(X, y, groups)
+
+
+def test_verbose_reports_the_passes_and_the_batch_solve(capsys):
+    rng = np.random.default_rng(21)
+    X = rng.normal(size=(30, 3))
+    y = X[:, 0] + 0.1 * rng.normal(size=30)
+    quiet = fastrank.OnlineMPRank(C=10.0).fit(X, y)
+    assert capsys.readouterr().err == ""
+    loud = fastrank.OnlineMPRank(C=10.0, verbose=1).fit(X, y)
+    err = capsys.readouterr().err
+    assert "OnlineMPRank" in err and f"{loud.n_iter_} passes" in err
+    np.testing.assert_array_equal(loud.predict(X), quiet.predict(X))
+    fastrank.MPRank(C=10.0, verbose=1).fit(X, y)
+    assert "MPRank" in capsys.readouterr().err

@@ -103,3 +103,10 @@ def test_weighted_score_equals_explicit_weighted_pairs():
         per.append(num / den)
     assert pairwise_disagreement(y, f, g, sample_weight=w) == pytest.approx(np.mean(per), rel=1e-12)
     assert pairwise_disagreement(y, f, g, sample_weight=np.ones(30)) == pytest.approx(pairwise_disagreement(y, f, g))
+
+
+def test_every_registered_learner_takes_verbose():
+    from fastrank._registry import ESTIMATORS
+
+    missing = [name for name, cls in ESTIMATORS.items() if "verbose" not in cls().get_params()]
+    assert not missing, f"learners without a verbose parameter: {missing}"

@@ -73,10 +73,10 @@ class _RankRLSBase(KernelMixin, Ranker):
             problem = densify(problem)
             mode = choose_solver(self.solver, spec, problem)
         if mode == "primal":
-            with stage(f"RankRLS primal solve ({problem.n_features} features)", verbose=verbose):
+            with stage(f"{type(self).__name__} primal solve ({problem.n_features} features)", verbose=verbose):
                 return solve_primal(problem, alphas, n_threads)
         if mode == "dual":
-            with stage(f"RankRLS dual solve ({problem.m} x {problem.m} kernel)", verbose=verbose):
+            with stage(f"{type(self).__name__} dual solve ({problem.m} x {problem.m} kernel)", verbose=verbose):
                 return solve_dual(problem, spec, alphas, n_threads)
         if mode == "cg":
             if alphas.size > 1:
@@ -343,11 +343,12 @@ class MPRank(_RankRLSBase):
     ----------
     C : float, default=1.0
         Trade-off, > 0.
-    kernel, gamma, degree, coef0, solver, n_jobs : as for :class:`RankRLS`
+    kernel, gamma, degree, coef0, solver, n_jobs, verbose : as for :class:`RankRLS`
         (solver in {"auto", "dual", "primal"}).
     """
 
-    def __init__(self, C=1.0, *, kernel="linear", gamma=None, degree=3, coef0=1.0, solver="auto", n_jobs=None):
+    def __init__(self, C=1.0, *, kernel="linear", gamma=None, degree=3, coef0=1.0, solver="auto", n_jobs=None,
+                 verbose=0):
         self._store_params(locals())
 
     def _cv_spec(self):

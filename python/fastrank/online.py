@@ -29,6 +29,7 @@ arrays and Python ints on the estimator, so ``pickle`` and ``sklearn.clone`` wor
 from __future__ import annotations
 
 import numbers
+import sys
 
 import numpy as np
 from sklearn.base import ClassifierMixin, clone
@@ -42,7 +43,7 @@ from ._base import N_JOBS, FastrankEstimator, Interval, KernelMixin, Ranker, Str
 from ._kernels import _KIND, KernelSpec
 from ._memory import check_dense_memory
 from ._problem import require_preferences
-from ._progress import progress
+from ._progress import progress, resolve_verbose, stage
 from ._sparse import as_csr, issparse
 from ._registry import register_estimator
 from ._validation import as_float_matrix, as_real_array, check_n_jobs, check_precomputed_kernel, group_index
@@ -804,11 +805,12 @@ class OnlineMPRank(KernelMixin, Ranker):
     eta=None picks a safe step: 1 / (2 max_i Kt_ii + m/C) (sequential; exact coordinate steps when
     the diagonal is constant) or 1 / (2.2 lambda_max(Kt) + m/C) with lambda_max estimated by power
     iteration (gradient).  ``partial_fit`` appends points and continues from the current
-    coefficients (new points start at 0), iterating over all points kept so far.
+    coefficients (new points start at 0), iterating over all points kept so far.  ``verbose``
+    reports the passes' duration, their number, the final cost and convergence on stderr.
     """
 
     def __init__(self, C=1.0, *, kernel="linear", gamma=None, degree=3, coef0=1.0, eta=None,
-                 algorithm="sequential", max_iter=1000, tol=1e-4, n_jobs=None):
+                 algorithm="sequential", max_iter=1000, tol=1e-4, n_jobs=None, verbose=0):
         self._store_params(locals())
 
     _parameter_constraints = {"C": [positive_real()], "eta": [None, positive_real()],
@@ -859,8 +861,12 @@ class OnlineMPRank(KernelMixin, Ranker):
                              f"are too large, largest |Kt| = {float(np.abs(Kt).max()):.3g}); rescale X or the kernel, "
                              "or pass eta")
         alpha = np.array(alpha0, dtype=np.float64)
-        n_iter, converged, costs = _core.mprank_online(Kt, yt, C, eta, sequential, int(self.max_iter),
-                                                       float(self.tol), alpha)
+        with stage(f"OnlineMPRank {self.algorithm} passes (m={m}, eta={eta:.3g})", verbose=self.verbose):
+            n_iter, converged, costs = _core.mprank_online(Kt, yt, C, eta, sequential, int(self.max_iter),
+                                                           float(self.tol), alpha)
+        if resolve_verbose(self.verbose):
+            print(f"[fastrank] OnlineMPRank: {int(n_iter)} passes, cost {float(costs[-1]) if len(costs) else 0.0:.10g}, "
+                  f"converged={bool(converged)}", file=sys.stderr, flush=True)
         self.dual_coef_ = alpha
         # the expansion f(x) = sum_i expansion_coef_i K(x, x_i) (eq. 13: H a without groups)
         self.expansion_coef_ = alpha - alpha.mean() if groups is None else _group_sqrt_laplacian(alpha, groups)

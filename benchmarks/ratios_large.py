@@ -1,4 +1,4 @@
-"""Print fastrank / yardstick time ratios for the large-scale RankRLS solvers (issue 4),
+"""Print fastrank / yardstick time ratios for the large-scale RankRLS solvers,
 measured in one run (best of a few repeats), plus the peak memory of the CG path.
 
     python benchmarks/ratios_large.py [--quick]

@@ -90,8 +90,8 @@ def main():
           f"gap {est.gap_:.2e}")
 
     # -- kernel SVRank on graded targets in query groups vs one RankRLS Gaussian fit ------------
-    # (the slow case of the cutting-plane master: hundreds of active planes at large C).  Target
-    # of issue 18: kernel SVRank at m = 2,000 within 20x one RankRLS fit.
+    # (the slow case of the cutting-plane master: hundreds of active planes at large C); target:
+    # kernel SVRank at m = 2,000 within 20x one RankRLS fit.
     rng = np.random.default_rng(7)
     yq = np.clip(np.round(yk - np.median(yk) + 2 + 0.3 * rng.normal(size=mk)), 0, 4)  # grades 0..4
     gq = np.sort(rng.integers(0, 200, size=mk))

@@ -1,4 +1,4 @@
-"""asv benchmarks for the large-scale RankRLS solvers (issue 4): conjugate gradient on sparse
+"""asv benchmarks for the large-scale RankRLS solvers: conjugate gradient on sparse
 data and sparse (subset-of-regressors) RankRLS.  Self-contained (seeded data generators here),
 so ratios_large.py can import it directly."""
 

@@ -79,3 +79,16 @@ def mprank_cortes_dual(K, y, C, K_test):
     Kbar = Cp * (J @ K @ J)
     Kprime = K_test - K_test.mean(axis=1, keepdims=True)
     return Cp * Kprime @ np.linalg.solve(np.eye(m) + Kbar, y - y.mean())
+
+
+def no_preference_case(case, y):
+    """(y, groups, message) of an input with no preference to learn from: "constant" targets,
+    targets "tied_in_groups", or "single_rows" groups (24 rows)."""
+    groups = np.repeat(np.arange(6), 4)
+    if case == "constant":
+        y, groups = np.full(24, 2.5), None
+    elif case == "tied_in_groups":
+        y = groups * 1.5
+    else:
+        groups = np.arange(24)
+    return y, groups, "every group has a single row" if case == "single_rows" else "no preferences to learn from"

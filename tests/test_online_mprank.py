@@ -5,6 +5,7 @@ import pytest
 
 import fastrank
 from fastrank import OnlineMPRank
+from oracles import no_preference_case
 
 
 def batch_mprank_eq13(X, y, Z, C, kern):
@@ -129,14 +130,7 @@ def test_no_preferences_raises_like_rankrls(case):
     rng = np.random.default_rng(0)
     X = rng.normal(size=(24, 3))
     y = X @ rng.normal(size=3)
-    groups = np.repeat(np.arange(6), 4)
-    if case == "constant":
-        y, groups = np.full(24, 2.5), None
-    elif case == "tied_in_groups":
-        y = groups * 1.5
-    else:
-        groups = np.arange(24)
-    match = "every group has a single row" if case == "single_rows" else "no preferences to learn from"
+    y, groups, match = no_preference_case(case, y)
     with pytest.raises(ValueError, match=match):
         fastrank.RankRLS().fit(X, y, groups)
     with pytest.raises(ValueError, match=match):

@@ -18,6 +18,7 @@ from fastrank import SVRank
 from fastrank import _core
 from fastrank._validation import check_n_jobs
 from fastrank.exceptions import ConvergenceWarning
+from oracles import no_preference_case
 from fastrank.metrics import pairwise_disagreement
 
 
@@ -416,14 +417,7 @@ def test_gridsearch_with_routed_groups():
 @pytest.mark.parametrize("case", ["constant", "tied_in_groups", "single_rows"])
 def test_no_preferences_raises_like_rankrls(kernel, case):
     X, y, _ = make_data(24, 3, 4)
-    groups = np.repeat(np.arange(6), 4)
-    if case == "constant":
-        y, groups = np.full(24, 2.5), None
-    elif case == "tied_in_groups":
-        y = groups * 1.5
-    else:
-        groups = np.arange(24)
-    match = "every group has a single row" if case == "single_rows" else "no preferences to learn from"
+    y, groups, match = no_preference_case(case, y)
     with pytest.raises(ValueError, match=match):
         fastrank.RankRLS(kernel=kernel).fit(X, y, groups)
     with pytest.raises(ValueError, match=match):

@@ -407,35 +407,28 @@ class RankingProblem:
 
     def check_informative_targets(self):
         """Every output must order at least one relevant pair (else there is nothing to learn)."""
-        if not np.any(self.sizes >= 2):
-            raise ValueError(
-                "No relevant pairs: every group has a single row. RankRLS with groups learns only from "
-                "pairs of rows that share a group id."
-            )
-        Yg = self.groups.take(self.Y)
-        starts = self.offsets[:-1]
-        spread = np.maximum.reduceat(Yg, starts, axis=0) - np.minimum.reduceat(Yg, starts, axis=0)
-        tied = ~np.any(spread > 0, axis=0)
-        if np.any(tied):
-            cols = np.flatnonzero(tied).tolist()
-            where = "inside every group" if self.n_groups > 1 else "for all rows"
-            raise ValueError(
-                f"All targets are tied {where} (output column(s) {cols}): there are no preferences to "
-                "learn from."
-            )
+        require_preferences(self.Y, self.groups, "RankRLS")
 
 
-def require_preferences(y, gi, learner):
-    """Raise RankRLS's "no preference pairs" errors for one target vector ``y`` (m,) grouped by the
-    :class:`GroupIndex` ``gi``: every group a single row, or ``y`` tied inside every group.  For
-    learners that do not build a :class:`RankingProblem` (SVRank, OnlineMPRank)."""
+def require_preferences(Y, gi, learner):
+    """Raise the "no preference pairs" errors for targets ``Y`` ((m,) or (m, v)) grouped by the
+    :class:`GroupIndex` ``gi``: every group a single row, or an output tied inside every group.
+    Shared by :meth:`RankingProblem.check_informative_targets` and the learners that build no
+    :class:`RankingProblem` (SVRank, OnlineMPRank)."""
     if not np.any(gi.sizes >= 2):
         raise ValueError(
             f"No relevant pairs: every group has a single row. {learner} with groups learns only from "
             "pairs of rows that share a group id."
         )
-    yg = np.asarray(y, dtype=np.float64)[gi.order]
+    Y = np.asarray(Y, dtype=np.float64)
+    Yg = gi.take(Y.reshape(Y.shape[0], -1))
     starts = gi.offsets[:-1][gi.sizes > 0]
-    if not np.any(np.maximum.reduceat(yg, starts) > np.minimum.reduceat(yg, starts)):
-        where = "inside every group" if gi.offsets.size > 2 else "for all rows"
-        raise ValueError(f"All targets are tied {where}: there are no preferences to learn from.")
+    spread = np.maximum.reduceat(Yg, starts, axis=0) - np.minimum.reduceat(Yg, starts, axis=0)
+    tied = ~np.any(spread > 0, axis=0)
+    if np.any(tied):
+        cols = np.flatnonzero(tied).tolist()
+        where = "inside every group" if gi.n_groups > 1 else "for all rows"
+        raise ValueError(
+            f"All targets are tied {where} (output column(s) {cols}): there are no preferences to "
+            "learn from."
+        )

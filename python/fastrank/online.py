@@ -2,21 +2,19 @@
 on-line (gradient) version of MPRank (Cortes, Mohri & Rastogi, section 2.5).
 
 The ordinal learners share one streaming API: ``fit(X, y)`` restarts and makes ``n_epochs``
-passes (reshuffled each pass when ``shuffle=True``); ``partial_fit(X, y, classes=None)``
-continues the stream (a stream cut into several calls gives exactly the model of one call on the
-concatenated stream, for the same ``random_state``); ``predict`` returns labels,
-``decision_function`` real scores; ``verbose`` (as scikit-learn's) reports each pass of ``fit``.
-``average_rank_loss_`` is the paper's learning-curve measure (1/T) sum_t |yhat_t - y_t| of the
-on-line predictions (each made *before* its label was seen) and ``rank_loss_curve()`` its value
-after every example.  It counts rank steps between positions in ``classes_`` (labels 10, 20, 50
-are 1, 2, 3 steps apart), i.e. ``fastrank.metrics.mean_rank_loss(..., scale="positions",
-classes=classes_)``; with the paper's ranks 1..k both conventions agree.
+passes (reshuffled each pass when ``shuffle=True``, reported on stderr with ``verbose``);
+``partial_fit(X, y, classes=None)`` continues the stream, and a stream cut into several calls
+gives exactly the model of one call on the concatenation (same ``random_state``).  ``predict``
+returns labels, ``decision_function`` real scores.  ``average_rank_loss_`` is the paper's
+learning-curve measure (1/T) sum_t |yhat_t - y_t| of the on-line predictions (each made before its
+label was seen), ``rank_loss_curve()`` its value after every example, in rank steps between
+positions in ``classes_`` (``metrics.mean_rank_loss(..., scale="positions", classes=classes_)``).
 
-Labels are any orderable values (ints, strings, floats ...), mapped to the ranks 1..k of the
-sorted ``classes_``.  ``fit`` follows scikit-learn and rejects continuous-looking float targets;
-fractional rating scales (0, 0.2, ..., 1) go through ``partial_fit(..., classes=...)``, which
-checks every label against that set.  The whole model state lives in numpy arrays and Python ints
-on the estimator, so ``pickle`` and ``sklearn.clone`` work mid-stream.
+Labels are any orderable values, mapped to the ranks 1..k of the sorted ``classes_``.  ``fit``
+rejects continuous-looking float targets (scikit-learn's convention); fractional rating scales
+(0, 0.2, ..., 1) go through ``partial_fit(..., classes=...)``, which checks every label against
+that set.  The whole state is numpy arrays and Python ints on the estimator, so ``pickle`` and
+``sklearn.clone`` work mid-stream.
 """
 
 from __future__ import annotations
@@ -130,12 +128,13 @@ def _seed_from(random_state):
 
 # splitmix64 and its inverse, to key blocks of OAP-BPM members (see OAPBPM.member_blocks)
 _MASK64 = (1 << 64) - 1
+_GOLDEN, _MIX = 0x9E3779B97F4A7C15, ((30, 0xBF58476D1CE4E5B9), (27, 0x94D049BB133111EB))
 
 
 def _splitmix64(z):
-    z = (z + 0x9E3779B97F4A7C15) & _MASK64
-    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & _MASK64
-    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & _MASK64
+    z = (z + _GOLDEN) & _MASK64
+    for shift, mul in _MIX:
+        z = ((z ^ (z >> shift)) * mul) & _MASK64
     return z ^ (z >> 31)
 
 
@@ -148,11 +147,9 @@ def _unxorshift(z, s):
 
 def _splitmix64_inverse(z):
     z = _unxorshift(z, 31)
-    z = (z * pow(0x94D049BB133111EB, -1, 1 << 64)) & _MASK64
-    z = _unxorshift(z, 27)
-    z = (z * pow(0xBF58476D1CE4E5B9, -1, 1 << 64)) & _MASK64
-    z = _unxorshift(z, 30)
-    return (z - 0x9E3779B97F4A7C15) & _MASK64
+    for shift, mul in reversed(_MIX):
+        z = _unxorshift((z * pow(mul, -1, 1 << 64)) & _MASK64, shift)
+    return (z - _GOLDEN) & _MASK64
 
 
 def _block_seed(seed, first_member):
@@ -758,7 +755,6 @@ class OnlineMPRank(KernelMixin, Ranker):
             # Pairs inside groups (as fastrank.MPRank with groups): L = blockdiag(n_q I - 1 1^T) and
             # alpha = m^2 / (2C), i.e. (St K St + m/(2C) I) a = St y with St = blockdiag(sqrt(n_q / m)
             # (I - 1 1^T / n_q)) -- the paper's H K H when there is one group -- and A = St a.
-            rmean = None
             Kt = _group_sqrt_laplacian(_group_sqrt_laplacian(K, gi).T, gi)
         Kt = np.asfortranarray((Kt + Kt.T) / 2)
         ymean = float(y.mean())
@@ -800,7 +796,6 @@ class OnlineMPRank(KernelMixin, Ranker):
         self.cost_history_ = np.asarray(costs)
         self.y_mean_ = ymean
         self._y = np.asarray(y, dtype=np.float64)
-        self._k_rowmean = rmean  # mean_k K(x_i, x_k), for nothing but inspection
         self._groups = None if groups is None else np.asarray(groups)
         self._spec = spec
         self.n_features_in_ = X.shape[1]

@@ -3,21 +3,18 @@
 Optional module (``pip install fastrank[dask]``); ``import fastrank`` never imports dask.
 
 Least-squares ranking reduces to sums over rows (Pahikkala et al. 2009): linear RankRLS solves
-``(X^T L X + alpha I) w = X^T L y`` (eq. 28), subset-of-regressors RankRLS
-``(K_mR^T L K_mR + alpha K_RR) a = K_mR^T L y`` (eqs. 40-42).  Every Laplacian block is
-``L_q = w(n_q) (I - 1 1^T / n_q)`` (``w(n) = c_q n`` with the pair weight c_q of
-``group_weighting``; object ranking is one group with ``w = m``), so ``F^T L F = sum_q w(n_q) C_q``
-with ``C_q`` the centred scatter of group q's rows of F (F = X or K_mR).  Every partition returns
-its groups' weighted scatter and, for groups that continue in other partitions, their local count
-and means; a tree reduction merges those with the parallel-variance (Chan et al.) update, so no row
-is shuffled and no uncentred sum cancels digits.  The client solves the assembled system with the
-package's solver layer (:mod:`fastrank._solvers`).  Derivation and measurements:
-docs/design/dask.md.
+``(X^T L X + alpha I) w = X^T L y`` (eq. 28), subset of regressors
+``(K_mR^T L K_mR + alpha K_RR) a = K_mR^T L y`` (eqs. 40-42).  With every Laplacian block
+``L_q = w(n_q) (I - 1 1^T / n_q)``, ``F^T L F = sum_q w(n_q) C_q`` (F = X or K_mR, C_q the centred
+scatter of group q's rows): each partition returns its groups' weighted scatter plus the count
+and means of groups that continue elsewhere, a tree reduction merges them with the
+parallel-variance (Chan et al.) update (no row shuffled, no uncentred sum cancelling digits), and
+the client solves the assembled system with :mod:`fastrank._solvers`.  See docs/design/dask.md.
 
 :class:`DaskRankRLSCV` (one task per kernel parameter), :func:`permutation_test_lpo` (blocks of
-permutations, the exact draws of the single-machine function) and :func:`fit_oapbpm` (blocks of
-OAP-BPM members, joined into the identical model) run as dask tasks on whatever scheduler is
-active (a ``dask.distributed`` client if one exists).
+permutations, the exact single-machine draws) and :func:`fit_oapbpm` (blocks of OAP-BPM members,
+joined into the identical model) run as dask tasks on the active scheduler (a
+``dask.distributed`` client if one exists).
 """
 
 from __future__ import annotations
@@ -300,11 +297,11 @@ def _group_table(X, G):
 
 @contextlib.contextmanager
 def _one_blas_thread_per_task():
-    """Each task's scatter (a SYRK of its partition) runs on one BLAS thread: the workers are the
-    parallelism, and a threaded BLAS in every worker thread oversubscribes the cores (measured:
-    2.3x the single-machine fit with 2 threads per task, 1.3x with 1, 2M x 136 on 2 cores).  Set
-    here for in-process workers (OpenBLAS honours a limit set from the main thread); process
-    workers should be started with OPENBLAS_NUM_THREADS=1 (dask's usual advice)."""
+    """One BLAS thread per task's scatter (a SYRK of its partition): the workers are the parallelism,
+    and a threaded BLAS in every worker oversubscribes the cores (measured on 2M x 136, 2 cores: 2.3x
+    the single-machine fit with 2 threads per task, 1.3x with 1).  Set here for in-process workers
+    (OpenBLAS honours a limit set from the main thread); process workers should be started with
+    OPENBLAS_NUM_THREADS=1 (dask's usual advice)."""
     ctl = blas_controller()
     if ctl is None or threading.current_thread() is not threading.main_thread():
         yield
@@ -554,13 +551,11 @@ def _cv_task(params, X, y, groups):
 
 
 class DaskRankRLSCV(RegressorMixin, FastrankEstimator):
-    """Kernel-parameter x alpha search by fastrank's exact cross-validation, one task per kernel
-    parameter value.
-
-    Each value of ``gammas`` is an independent task running :class:`fastrank.RankRLSCV` (one
-    eigendecomposition shared by the whole ``alphas`` grid) on one worker, so the result equals a
-    loop of ``RankRLSCV`` over ``gammas`` on one machine.  The best pair is the first maximum of
-    the score (minimum for ``scoring="disagreement"``) in gamma-major order.
+    """Kernel-parameter x alpha search by fastrank's exact cross-validation, one task per ``gammas``
+    value, each running :class:`fastrank.RankRLSCV` (one factorization for the whole ``alphas``
+    grid) on one worker: the result equals a loop of ``RankRLSCV`` over ``gammas`` on one machine.
+    The best pair is the first maximum of the score (minimum for ``scoring="disagreement"``) in
+    gamma-major order.
 
     Parameters
     ----------
@@ -618,16 +613,13 @@ def permutation_test_lpo(estimator, X, y, n_permutations=100, random_state=None,
                          *, n_blocks=None):
     """:func:`fastrank.model_selection.permutation_test_lpo` in blocks of permutations on dask.
 
-    Returns the same ``(score, permutation_scores, pvalue)`` as the single-machine function for
-    the same ``random_state``: the client walks the random stream (the draws themselves cost O(m)
-    each) and hands each task the generator state at the start of its block, so every task draws
-    exactly the permutations the single-machine run draws at those positions.  Each task repeats
-    the O(m^3) decomposition (the exact LPO needs the full kernel on one machine) and scores its
-    block's permutations as extra outputs of it; with B blocks the total work is B decompositions
-    plus the same pair phase, split over the workers.
+    Returns the single-machine ``(score, permutation_scores, pvalue)`` for the same
+    ``random_state``: the client walks the random stream (O(m) per draw) and hands each task the
+    generator state at the start of its block.  Each task repeats the O(m^3) decomposition (the exact
+    LPO needs the full kernel on one machine) and scores its permutations as extra outputs of it: B
+    blocks cost B decompositions plus the same pair phase, split over the workers.
 
-    n_blocks : int or None — None uses one block per worker of the active distributed client (1
-        without one).
+    n_blocks : int or None — None: one block per worker of the active distributed client (1 without).
     """
     n_permutations = _check_count(n_permutations, "n_permutations")
     X, y, groups = _local(X), _local(y), _local(groups)
@@ -661,16 +653,15 @@ def _oap_block_step(est, Xc, yc):
 
 
 def fit_oapbpm(estimator, X, y, *, classes=None, n_blocks=None):
-    """Fit a linear :class:`fastrank.OAPBPM` with its members split into blocks trained as
-    separate dask tasks; returns the fitted OAPBPM, identical (members, averaged weights and
-    thresholds, predictions) to ``estimator.fit(X, y)`` for the same ``random_state``.
+    """A linear :class:`fastrank.OAPBPM` fitted with its members split into blocks trained as separate
+    dask tasks: identical (members, averaged weights and thresholds, predictions) to
+    ``estimator.fit(X, y)`` for the same ``random_state``.
 
-    Each block streams the row blocks of X in order (a dask array is never gathered: block b's
-    chain of ``partial_fit`` tasks reads chunk after chunk).  Member j's Bernoulli draws are a
-    counter-based hash of (seed, j, t), so a block of members starting at j0 reproduces them with
-    a derived seed (:meth:`fastrank.OAPBPM.member_blocks`).  Only ``shuffle=False`` streams and the
-    linear kernel are supported; ``average_rank_loss_`` (the whole ensemble's on-line prediction at
-    every step) is not available (NaN).
+    Each block's chain of ``partial_fit`` tasks streams the row blocks of X in order (a dask array is
+    never gathered); a block of members starting at j0 reproduces their Bernoulli draws with a
+    derived seed (:meth:`fastrank.OAPBPM.member_blocks`).  Only ``shuffle=False`` and the linear
+    kernel are supported; ``average_rank_loss_`` (the whole ensemble's on-line prediction at every
+    step) is not available (NaN).
 
     classes : the ordered label set (default: the sorted distinct labels of y, one pass over y).
     n_blocks : member blocks (None: one per worker of the active distributed client).

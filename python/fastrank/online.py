@@ -440,27 +440,19 @@ class PRank(_OAPBase):
 
 @register_estimator
 class PRankVP(PRank):
-    """PRank-VP: a single PRank whose intermediate hypotheses vote (Harrington 2003, Sect. 3.1 and
-    4.1, "PRank with voted Perceptron"; the voted perceptron of Freund & Schapire applied to PRank).
+    """PRank-VP: one PRank whose intermediate hypotheses vote (Harrington 2003, Sect. 3.1 and 4.1;
+    the voted perceptron of Freund & Schapire applied to PRank).
 
-    Training is exactly :class:`PRank` (Algorithm 1, the same compiled update).  Every update
-    i = 1..u creates a new hypothesis h_i (weights w_i, thresholds c_i); h_0 is the starting rule
-    (w = 0, c = 0).  Each hypothesis counts its survival time v_i, the number of examples it
-    ranked correctly before the next update (on the stream so far, over all passes).  The final
-    rule is the normalised vote
-
-        H(x) = sum_i v_i h_i(x) / sum_i v_i,   h_i(x) = min{r : w_i . x - c_i(r) < 0},
-
-    returned by ``decision_function``; ``predict`` rounds it to the nearest rank (halves up),
-    as :class:`OAPBPM` does for OAP-VP.  Before any correct prediction (all v_i = 0) the plain
-    mean of the hypotheses is used.  ``average_rank_loss_`` / ``rank_loss_curve()`` are the
-    on-line losses of the underlying PRank (the predictions that drive its updates), so they equal
-    those of ``PRank`` on the same stream.
+    Training is exactly :class:`PRank` (the same compiled update).  Update i = 1..u creates the
+    hypothesis h_i (weights w_i, thresholds c_i; h_0 is w = 0, c = 0), which survives v_i examples
+    ranked correctly before the next update (over the whole stream).  ``decision_function`` is the
+    vote H(x) = sum_i v_i h_i(x) / sum_i v_i with h_i(x) = min{r : w_i . x - c_i(r) < 0} (the plain
+    mean while every v_i = 0); ``predict`` rounds it to the nearest rank, halves up, as OAP-VP does.
+    ``average_rank_loss_`` / ``rank_loss_curve()`` are the on-line losses of the underlying PRank.
 
     Memory: one weight vector (linear kernel) or one threshold vector and a support count (kernel
-    forms) per update — the voted perceptron keeps every intermediate hypothesis.  Kernel forms
-    replay the updates one at a time to record the thresholds (O(u^2) kernel evaluations for u
-    updates).
+    forms) per update; kernel forms replay the updates one at a time to record the thresholds
+    (O(u^2) kernel evaluations for u updates).
 
     Parameters
     ----------
@@ -546,7 +538,7 @@ class PRankVP(PRank):
 
 @register_estimator
 class OAPBPM(_OAPBase):
-    """OAP-BPM: Online Aggregate PRank - Bayes Point Machine (Harrington 2003, Algorithm 2 and 3.1).
+    """OAP-BPM: Online Aggregate PRank - Bayes Point Machine (Harrington 2003, Algorithm 2, Sect. 3.1).
 
     ``n_estimators`` (N) PRank members run in parallel; for every example t and member j an
     independent Bernoulli(tau) draw b(j, t) decides whether member j trains on it.
@@ -554,21 +546,18 @@ class OAPBPM(_OAPBase):
     Parameters
     ----------
     n_estimators : int, the number N of members.  tau : float in (0, 1], the training probability.
-    variant : "bpm" (Algorithm 2): predict with the averaged weights w~ = sum_j w_j / N and the
-        averaged thresholds c~ = sum_j c_j / N (their order is preserved by averaging).
-        "bagging" (OAP-Bagg): H(x) = sum_j h_j(x) / N, the mean of the members' ranks.
-        "voted" (OAP-VP): H(x) = sum_j v_j h_j(x) / sum_j v_j with v_j the number of correct
-        predictions member j made on the examples presented to it (normalised as in the paper;
-        before any correct prediction the plain mean is used).
-        For "bagging"/"voted" the real-valued H(x) (``decision_function``) becomes a rank by rounding
-        to the nearest rank, halves up: floor(H + 1/2) (always within 1..k).
-    kernel, gamma, degree, coef0, budget, verbose : as for :class:`PRank`; each member has its own
-        coefficients on a shared list of stored examples (those on which any member updated).
-    n_epochs, shuffle : passes / reshuffling in ``fit``.
-    random_state : int, RandomState or None — fixes the Bernoulli draws (counter-based splitmix64
-        hashing of (seed, j, t)), so the model never depends on ``n_jobs``.
-    n_jobs : threads over the members (None: every core; k > 0: k threads; -1: every core; the GIL
-        is released).  The model never depends on it.
+    variant : "bpm" (Algorithm 2) predicts with the averaged weights w~ = sum_j w_j / N and
+        thresholds c~ = sum_j c_j / N (averaging keeps their order); "bagging" (OAP-Bagg) with
+        H(x) = sum_j h_j(x) / N, the members' mean rank; "voted" (OAP-VP) with
+        H(x) = sum_j v_j h_j(x) / sum_j v_j, v_j the number of correct predictions member j made on
+        the examples presented to it (the plain mean before any).  ``predict`` rounds that H (the
+        ``decision_function``) to the nearest rank, halves up: floor(H + 1/2), always within 1..k.
+    kernel, gamma, degree, coef0, budget, n_epochs, shuffle, verbose : as for :class:`PRank`; each
+        member has its own coefficients on a shared list of stored examples (those on which any
+        member updated).
+    random_state : fixes the Bernoulli draws (counter-based splitmix64 hashing of (seed, j, t)).
+    n_jobs : threads over the members (None or -1: every core; k > 0: k threads; the GIL is
+        released).  The model never depends on it.
     """
 
     def __init__(self, n_estimators=100, tau=0.3, *, variant="bpm", kernel="linear", gamma=None, degree=2,
@@ -636,18 +625,15 @@ class WidrowHoff(_OnlineOrdinal):
     """Widrow-Hoff (LMS) on-line least-squares regression on the ranks (Harrington 2003, section 4).
 
     s = w.x + b; after predicting, w <- w + eta (r - s) x and b <- b + eta (r - s) with r the rank
-    (1..k) of the label.  Predictions round s to the nearest rank, clipped to 1..k.  One update
-    multiplies the error r - s on its own example by 1 - eta (||x||^2 + 1) (the 1 for the intercept),
-    so a fixed eta >= 2 / (||x||^2 + 1) diverges (an error is raised on overflow): 136 standardised
-    features have ||x||^2 ~ 136, and eta = 0.1 diverges there.
+    (1..k) of the label; predictions round s to the nearest rank, clipped to 1..k.  An update
+    multiplies its own example's error by 1 - eta (||x||^2 + 1), so a fixed eta >= 2 / (||x||^2 + 1)
+    diverges (an error is raised on overflow): eta = 0.1 diverges on 136 standardised features.
 
     Parameters
     ----------
-    eta : float or "auto", default="auto"
-        A float is the fixed step above.  "auto" is normalised LMS: example t takes the step
-        0.2 / (||x_t||^2 + fit_intercept), which multiplies its own error by 0.8 (never overshoots)
-        whatever the scale of the features, and does not depend on how a stream is cut into
-        ``partial_fit`` calls.
+    eta : float or "auto", default="auto" — a float is the fixed step; "auto" is normalised LMS, the
+        step 0.2 / (||x_t||^2 + fit_intercept), which multiplies its example's error by 0.8 (never
+        overshoots) whatever the feature scale and however the stream is cut into ``partial_fit`` calls.
     fit_intercept : learn b (else b = 0).
     n_epochs, shuffle, random_state, verbose : as for :class:`PRank`.
     """
@@ -698,34 +684,30 @@ def _group_sqrt_laplacian(A, gi):
 class OnlineMPRank(KernelMixin, Ranker):
     """On-line (gradient) MPRank (Cortes, Mohri & Rastogi, section 2.5).
 
-    Solves the MPRank problem  min ||w||^2 + C/m^2 sum_{i,j} ((h(x_j) - h(x_i)) - (y_j - y_i))^2
-    (eq. 15) through its dual (eq. 16) without a matrix inversion: with the centred kernel
-    Kt = H K H and yt = y - mean(y), ``algorithm="sequential"`` (the paper's pseudo-code, points
-    processed one by one) sweeps  a_i <- a_i + eta [2 (yt_i - (Kt a)_i) - (m/C) a_i],  and
-    ``algorithm="gradient"`` takes full gradient steps a <- a + eta [2 (yt - Kt a) - (m/C) a].  A pass
-    is one sweep over the m points; passes stop when the primal cost changes by less than a
-    relative ``tol`` (the paper's 1e-4) or after ``max_iter`` passes (``n_iter_``, ``converged_``,
-    ``cost_history_``).  The fixed point is the batch solution (eq. 13): a = (Kt + m/(2C) I)^-1 yt,
-    the same model as ``fastrank.MPRank`` (RankRLS with alpha = m^2 / (2C) on all pairs).
+    Solves min ||w||^2 + C/m^2 sum_{i,j} ((h(x_j) - h(x_i)) - (y_j - y_i))^2 (eq. 15) through its
+    dual (eq. 16) without a matrix inversion: with the centred kernel Kt = H K H and yt = y - mean(y),
+    "sequential" (the paper's pseudo-code) sweeps the points one by one,
+    a_i <- a_i + eta [2 (yt_i - (Kt a)_i) - (m/C) a_i], and "gradient" takes full steps
+    a <- a + eta [2 (yt - Kt a) - (m/C) a].  Passes (sweeps over the m points) stop when the primal
+    cost changes by less than a relative ``tol`` (the paper's 1e-4) or after ``max_iter`` passes
+    (``n_iter_``, ``converged_``, ``cost_history_``).  The fixed point is eq. 13,
+    a = (Kt + m/(2C) I)^-1 yt: the model of ``fastrank.MPRank`` (RankRLS, alpha = m^2 / (2C)).
 
-    ``predict(x) = sum_i a_i (K(x, x_i) - mean_k K(x, x_k))`` is eq. 13 exactly, like
-    ``fastrank.MPRank.predict``: only differences of scores are meaningful (the objective is
-    invariant to adding a constant); ``y_mean_`` is the constant that puts them on the scale of y.
-    ``score`` is the pairwise ranking accuracy, as for ``fastrank.MPRank``.
+    ``predict(x) = sum_i a_i (K(x, x_i) - mean_k K(x, x_k))`` (eq. 13): only differences of scores
+    are meaningful; ``y_mean_`` puts them on the scale of y.  ``score`` is the pairwise ranking
+    accuracy.  ``partial_fit`` appends points and continues from the current coefficients (new points
+    start at 0), iterating over all points kept so far.
 
     Parameters
     ----------
-    C : float > 0, the weight of the pair loss.  kernel, gamma, degree, coef0 : as for :class:`PRank`
-        (degree defaults to 3).
+    C : float > 0, the weight of the pair loss.  kernel, gamma, degree, coef0 : as for
+        :class:`PRank` (degree defaults to 3).
     eta : float > 0 or None — None picks a safe step: 1 / (2 max_i Kt_ii + m/C) (sequential; exact
-        coordinate steps when the diagonal is constant) or 1 / (2.2 lambda_max(Kt) + m/C) with
-        lambda_max estimated by power iteration (gradient).
-    algorithm : "sequential" or "gradient" (above).  max_iter, tol : the pass limit and stop rule.
-    n_jobs : threads of the kernel evaluations.  verbose : report the passes' duration, their
-        number, the final cost and convergence on stderr.
-
-    ``partial_fit`` appends points and continues from the current coefficients (new points start
-    at 0), iterating over all points kept so far.
+        coordinate steps for a constant diagonal) or 1 / (2.2 lambda_max(Kt) + m/C) with lambda_max
+        from power iteration (gradient).
+    algorithm : "sequential" or "gradient".  max_iter, tol : the pass limit and the stop rule.
+    n_jobs : threads of the kernel evaluations.  verbose : report the passes' duration and number,
+        the final cost and convergence on stderr.
     """
 
     def __init__(self, C=1.0, *, kernel="linear", gamma=None, degree=3, coef0=1.0, eta=None,

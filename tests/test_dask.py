@@ -151,6 +151,21 @@ def test_paths_equal_in_memory_paths(client):
     R = fastrank.rankrls_path(X, Y[:, 0], alphas, groups=g, estimator=fastrank.RankRLS(
         kernel="rbf", gamma=0.3, basis_vectors=30, random_state=2, group_weighting="normalized"))
     assert _rel(P.dual_coef_, R.dual_coef_) < RTOL
+    assert isinstance(P.fitted_estimator(1), DaskRankRLS) and P.fitted_estimator(1).alpha == 1.0
+
+
+@pytest.mark.parametrize("params", [{}, {"kernel": "rbf", "gamma": 0.3, "basis_vectors": 30, "random_state": 2},
+                                    {"kernel": "linear", "basis_vectors": 20, "random_state": 1}])
+def test_to_local_is_the_in_memory_model(client, params):
+    X, Y, g = _data()
+    Xd = da.from_array(X, chunks=((50, 0, 70, 0, 120), 6))
+    for y in (Y[:, 0], Y):
+        est = DaskRankRLS(alpha=0.4, **params).fit(Xd, y, g)
+        local = est.to_local()
+        ref = fastrank.RankRLS(alpha=0.4, **params).fit(X, y, g)
+        assert type(local) is fastrank.RankRLS and local.alpha == 0.4
+        assert _rel(local.predict(X), ref.predict(X)) < 1e-9
+        assert _rel(local.predict(X), est.predict(X)) < 1e-12
 
 
 def test_dataframe_input(client):

@@ -27,7 +27,7 @@ import threading
 
 import numpy as np
 import scipy.sparse as sp
-from sklearn.base import RegressorMixin, clone
+from sklearn.base import RegressorMixin
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted
 
@@ -40,7 +40,7 @@ from ._memory import check_dense_memory
 from ._problem import WEIGHTINGS, pair_weights
 from ._base import FastrankEstimator, ranking_accuracy
 from ._rankrls import RankRLS, RankRLSPath
-from ._solvers import Fit, select_basis, solve_assembled_basis, solve_assembled_primal
+from ._solvers import Fit, basis_primal_weights, select_basis, solve_assembled_basis, solve_assembled_primal
 from ._threads import blas_controller
 from ._validation import _all_finite, check_alpha, check_alphas, check_n_jobs, group_index
 from .model_selection import permutation_test_lpo as _single
@@ -376,7 +376,8 @@ class DaskRankRLS(RegressorMixin, FastrankEstimator):
                  group_weighting="unweighted", basis_vectors=None, random_state=None, n_jobs=None):
         self._store_params(locals())
 
-    def _fit_coefs(self, X, y, groups, alphas):
+    def _fit_path(self, X, y, groups, alphas):
+        """(X, Y as dask arrays, the solver layer's :class:`Fit` for every alpha)."""
         X, Y, G = _prepare(X, y, groups)
         n = X.shape[1]
         if self.group_weighting not in _WEIGHTINGS:
@@ -396,32 +397,30 @@ class DaskRankRLS(RegressorMixin, FastrankEstimator):
         if self.basis_vectors is None:
             check_dense_memory(n, 1, "feature matrix X^T L X")
             M, R = _statistics(X, Y, G, table, weighting, None, n)
-            return X, Y, spec, "primal", solve_assembled_primal(M, R, alphas), None, None
+            return X, Y, Fit("primal", coef=solve_assembled_primal(M, R, alphas))
         basis = select_basis(X.shape[0], self.basis_vectors, self.random_state)
         check_dense_memory(basis.size, 2, "basis system K_R^T L K_R")
         XR = _take_rows(X, basis)
         KRR = np.asarray(spec.cross(XR, XR, n_threads))
         H, g = _statistics(X, Y, G, table, weighting, functools.partial(_basis_features, spec, XR, n_threads),
                            basis.size)
-        return X, Y, spec, "sparse", solve_assembled_basis(H, g, 0.5 * (KRR + KRR.T), alphas), basis, XR
+        A = solve_assembled_basis(H, g, 0.5 * (KRR + KRR.T), alphas)
+        coef = np.stack([basis_primal_weights(XR, a) for a in A]) if spec.linear else None
+        return X, Y, Fit("sparse", coef=coef, dual_coef=A, X_fit=XR, basis_indices=basis)
 
     def fit(self, X, y, groups=None):
         """Fit from scores ``y`` (m,) or (m, v); ``groups`` one id per row (any order; groups may
         straddle partitions).  X, y, groups: dask arrays/dataframes/series (or numpy arrays)."""
         alpha = check_alpha(self.alpha)
-        X, Y, spec, mode, coefs, basis, XR = self._fit_coefs(X, y, groups, np.array([alpha]))
-        return self._set_fitted(X.shape[1], Y.ndim == 1, spec, mode, coefs[0], basis, XR)
+        X, Y, fit = self._fit_path(X, y, groups, np.array([alpha]))
+        return self._apply_fit(fit, 0, Y.ndim == 1, X.shape[1], X.shape[0])
 
-    def _set_fitted(self, n_features, one_d, spec, mode, coef, basis, XR):
-        sq = (lambda a: a[:, 0]) if one_d else (lambda a: a)
-        self.fit_mode_ = mode
-        self.n_features_in_ = n_features
-        self._single_output = one_d
-        if mode == "primal":
-            self.coef_, self.dual_coef_, self.basis_indices_, self.X_fit_ = sq(coef), None, None, None
-        else:
-            self.dual_coef_, self.basis_indices_, self.X_fit_ = sq(coef), basis, XR
-            self.coef_ = sq(XR.T @ coef) if spec.linear else None
+    def _apply_fit(self, fit, k, one_d, n_features, n_samples):
+        """Copy the solution for ``alphas[k]`` of a solver's ``Fit`` onto this estimator."""
+        pick = (lambda a: None if a is None else a[k][:, 0] if one_d else a[k])
+        self.fit_mode_, self.n_features_in_, self._single_output = fit.mode, n_features, one_d
+        self.coef_, self.dual_coef_ = pick(fit.coef), pick(fit.dual_coef)
+        self.basis_indices_, self.X_fit_ = fit.basis_indices, fit.X_fit
         return self
 
     def predict(self, X):
@@ -447,10 +446,7 @@ class DaskRankRLS(RegressorMixin, FastrankEstimator):
     def to_local(self):
         """The equivalent fitted in-memory :class:`fastrank.RankRLS` (no refit)."""
         check_is_fitted(self, "fit_mode_")
-        est = RankRLS(alpha=self.alpha, kernel=self.kernel, gamma=self.gamma, degree=self.degree, coef0=self.coef0,
-                      group_weighting=self.group_weighting, basis_vectors=self.basis_vectors,
-                      random_state=self.random_state, n_jobs=self.n_jobs,
-                      solver="primal" if self.fit_mode_ == "primal" else "auto")
+        est = RankRLS(**self.get_params(deep=False), solver="primal" if self.fit_mode_ == "primal" else "auto")
         as_path = (lambda a: None if a is None else a.reshape(a.shape[0], -1)[None])  # (1, rows, v)
         fit = Fit(self.fit_mode_, coef=as_path(self.coef_), dual_coef=as_path(self.dual_coef_), X_fit=self.X_fit_,
                   basis_indices=self.basis_indices_)
@@ -474,32 +470,9 @@ def _take_rows(X, idx):
     return rows
 
 
-class DaskRankRLSPath:
-    """Solutions of :func:`rankrls_path` for every alpha (one decomposition on the client).
-
-    Attributes: ``alphas``, ``fit_mode`` ("primal"/"sparse"), ``coef_`` (n_alphas, n, v) or None,
-    ``dual_coef_`` (n_alphas, |R|, v) or None, ``basis_indices_``, ``X_fit_``.
-    """
-
-    def __init__(self, estimator, alphas, fit_mode, coefs, n_features, one_d, spec, basis, XR):
-        self.estimator, self.alphas, self.fit_mode = estimator, alphas, fit_mode
-        self._n_features, self._one_d, self._spec = n_features, one_d, spec
-        self.basis_indices_, self.X_fit_ = basis, XR
-        if fit_mode == "primal":
-            self.coef_, self.dual_coef_ = coefs, None
-        else:
-            self.dual_coef_ = coefs
-            self.coef_ = np.einsum("rn,arv->anv", XR, coefs) if spec.linear else None
-
-    def __len__(self):
-        return self.alphas.size
-
-    def fitted_estimator(self, k):
-        """A fitted :class:`DaskRankRLS` for ``alphas[k]`` (no refit)."""
-        est = clone(self.estimator).set_params(alpha=float(self.alphas[k]))
-        coef = self.coef_[k] if self.fit_mode == "primal" else self.dual_coef_[k]
-        return est._set_fitted(self._n_features, self._one_d, self._spec, self.fit_mode, coef,
-                               self.basis_indices_, self.X_fit_)
+class DaskRankRLSPath(RankRLSPath):
+    """Solutions of :func:`rankrls_path` for every alpha (one decomposition on the client), with the
+    attributes of :class:`fastrank.RankRLSPath`; ``fitted_estimator(k)`` is a :class:`DaskRankRLS`."""
 
     def predict(self, X):
         """Scores for every alpha, stacked: (n_alphas, p) or (n_alphas, p, v) (dask for dask input)."""
@@ -518,8 +491,8 @@ def rankrls_path(X, y, alphas, *, groups=None, estimator=None):
     if not isinstance(est, DaskRankRLS):
         raise TypeError("estimator must be a fastrank.dask.DaskRankRLS")
     alphas = check_alphas(alphas)
-    X, Y, spec, mode, coefs, basis, XR = est._fit_coefs(X, y, groups, alphas)
-    return DaskRankRLSPath(est, alphas, mode, coefs, X.shape[1], Y.ndim == 1, spec, basis, XR)
+    X, Y, fit = est._fit_path(X, y, groups, alphas)
+    return DaskRankRLSPath(est, alphas, fit, Y.ndim == 1, X.shape[1], X.shape[0])
 
 
 # ----------------------------------------------------------------------------------------------

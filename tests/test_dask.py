@@ -293,6 +293,18 @@ def test_permutation_test_equals_single_machine(client, grouped):
     assert r1.randint(1 << 30) == r2.randint(1 << 30)
 
 
+def test_permutation_test_checks_its_arguments_as_the_single_machine_one(client):
+    X = np.random.default_rng(0).normal(size=(20, 3))
+    y = X[:, 0]
+    est = fastrank.RankRLS()
+    with pytest.raises(ValueError, match="scoring"):  # passed on, not silently replaced by "auc"
+        permutation_test_lpo(est, X, y, 3, scoring="disagreement")
+    with pytest.raises(ValueError, match="n_permutations"):
+        permutation_test_lpo(est, X, y, 0)
+    with pytest.raises(ValueError, match="n_blocks"):
+        permutation_test_lpo(est, X, y, 3, n_blocks=0)
+
+
 def test_gamma_grid_equals_single_machine(client):
     rng = np.random.default_rng(4)
     X = rng.normal(size=(70, 3))

@@ -22,7 +22,6 @@ from __future__ import annotations
 import contextlib
 import copy
 import functools
-import numbers
 import threading
 
 import numpy as np
@@ -42,7 +41,7 @@ from ._base import FastrankEstimator, ranking_accuracy
 from ._rankrls import RankRLS, RankRLSPath
 from ._solvers import Fit, basis_primal_weights, select_basis, solve_assembled_basis, solve_assembled_primal
 from ._threads import blas_controller
-from ._validation import _all_finite, check_alpha, check_alphas, check_n_jobs, group_index
+from ._validation import _all_finite, check_alpha, check_alphas, check_int, check_n_jobs, group_index
 from .model_selection import permutation_test_lpo as _single
 from .online import OAPBPM
 
@@ -513,12 +512,6 @@ def _local(a):
     return np.asarray(a.compute() if _is_lazy(a) else a)
 
 
-def _check_count(value, name):
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral) or value < 1:
-        raise ValueError(f"{name} must be a positive integer, got {value!r}")
-    return int(value)
-
-
 def _cv_task(params, X, y, groups):
     return RankRLSCV(**params).fit(X, y, groups)
 
@@ -577,8 +570,8 @@ class DaskRankRLSCV(RegressorMixin, FastrankEstimator):
         return self.best_estimator_.score(X, y, groups, sample_weight)
 
 
-def _perm_task(estimator, X, y, groups, k, rng):
-    score, perm, _ = _single(estimator, X, y, n_permutations=k, random_state=rng, groups=groups)
+def _perm_task(estimator, X, y, groups, k, rng, scoring):
+    score, perm, _ = _single(estimator, X, y, n_permutations=k, random_state=rng, groups=groups, scoring=scoring)
     return score, perm
 
 
@@ -594,11 +587,11 @@ def permutation_test_lpo(estimator, X, y, n_permutations=100, random_state=None,
 
     n_blocks : int or None — None: one block per worker of the active distributed client (1 without).
     """
-    n_permutations = _check_count(n_permutations, "n_permutations")
+    n_permutations = check_int(n_permutations, "n_permutations", low=1)
     X, y, groups = _local(X), _local(y), _local(groups)
     if y.ndim != 1:
         raise ValueError("permutation_test_lpo needs a 1-D y")
-    n_blocks = min(_check_count(_default_blocks() if n_blocks is None else n_blocks, "n_blocks"), n_permutations)
+    n_blocks = min(check_int(_default_blocks() if n_blocks is None else n_blocks, "n_blocks", low=1), n_permutations)
     # the single-machine function draws one permutation(m) per permutation, or one per group in group order
     sizes = [y.shape[0]] if groups is None else group_index(groups, y.shape[0]).sizes
     rng = check_random_state(random_state)
@@ -609,7 +602,7 @@ def permutation_test_lpo(estimator, X, y, n_permutations=100, random_state=None,
         k = int(bounds[b + 1] - bounds[b])
         state = np.random.RandomState()
         state.set_state(rng.get_state())
-        tasks.append(dask.delayed(_perm_task, pure=True)(ed, Xd, yd, gd, k, state))
+        tasks.append(dask.delayed(_perm_task, pure=True)(ed, Xd, yd, gd, k, state, scoring))
         for _ in range(k):  # consume exactly the block's draws
             for size in sizes:
                 rng.permutation(size)

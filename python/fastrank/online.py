@@ -37,7 +37,8 @@ from ._problem import require_preferences
 from ._progress import progress, resolve_verbose, stage
 from ._sparse import as_csr, issparse
 from ._registry import register_estimator
-from ._validation import as_float_matrix, as_real_array, check_n_jobs, check_precomputed_kernel, group_index
+from ._validation import as_float_matrix, as_real_array, check_int, check_n_jobs, check_precomputed_kernel, \
+    group_index
 
 __all__ = ["PRank", "PRankVP", "OAPBPM", "WidrowHoff", "OnlineMPRank"]
 
@@ -486,8 +487,9 @@ class PRankVP(PRank):
     def _stream(self, X, ranks, src):
         t0, before = self.n_seen_, self._state()  # the state before this chunk, for the replay
         super()._stream(X, ranks, src)  # the whole chunk in one compiled pass
-        upd = np.flatnonzero(self._losses[self._losses.size - X.shape[0]:] > 0)  # PRank updates exactly on its
-        counts = np.diff(np.concatenate([[-1], upd, [X.shape[0]]])) - 1  # mistakes (Algorithm 1, line 2)
+        # PRank updates exactly on its mistakes (Algorithm 1, line 2)
+        upd = np.flatnonzero(self._losses[self._losses.size - X.shape[0]:] > 0)
+        counts = np.diff(np.concatenate([[-1], upd, [X.shape[0]]])) - 1  # correct predictions between updates
         linear = self._kernel_kind == "linear"
         new_c = np.empty((upd.size, self.classes_.size - 1))
         new_h = np.empty((upd.size, X.shape[1])) if linear else np.empty(upd.size, dtype=np.int64)
@@ -584,12 +586,10 @@ class OAPBPM(_OAPBase):
         self._validate_params()
         if self.kernel != "linear":
             raise ValueError("member blocks need the linear kernel (kernel members share a support list)")
-        if isinstance(n_blocks, (bool, np.bool_)) or not isinstance(n_blocks, numbers.Integral) or n_blocks < 1:
-            raise ValueError(f"n_blocks must be a positive integer, got {n_blocks!r}")
         N = int(self.n_estimators)
         classes = _sorted_classes(classes)
         seed = _seed_from(self.random_state)
-        bounds = np.linspace(0, N, min(int(n_blocks), N) + 1).round().astype(int)
+        bounds = np.linspace(0, N, min(check_int(n_blocks, "n_blocks", low=1), N) + 1).round().astype(int)
         blocks = []
         for first, stop in zip(bounds[:-1], bounds[1:]):
             block = clone(self).set_params(n_estimators=int(stop - first))
@@ -609,9 +609,8 @@ class OAPBPM(_OAPBase):
         for attr in ("classes_", "n_features_in_", "_kernel_kind", "_kernel_args", "n_seen_", "n_samples_seen_"):
             setattr(est, attr, getattr(first, attr))
         est.seed_ = first.ensemble_seed_
-        est.members_coef_ = np.concatenate([b.members_coef_ for b in blocks])
-        est.members_thresholds_ = np.concatenate([b.members_thresholds_ for b in blocks])
-        est.members_counts_ = np.concatenate([b.members_counts_ for b in blocks])
+        for attr in ("members_coef_", "members_thresholds_", "members_counts_"):
+            setattr(est, attr, np.concatenate([getattr(b, attr) for b in blocks]))
         est._losses = np.zeros(0, dtype=np.int32)
         est._finish()
         return est

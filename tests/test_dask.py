@@ -151,6 +151,21 @@ def test_paths_equal_in_memory_paths(client):
     R = fastrank.rankrls_path(X, Y[:, 0], alphas, groups=g, estimator=fastrank.RankRLS(
         kernel="rbf", gamma=0.3, basis_vectors=30, random_state=2, group_weighting="normalized"))
     assert _rel(P.dual_coef_, R.dual_coef_) < RTOL
+    assert isinstance(P.fitted_estimator(1), DaskRankRLS) and P.fitted_estimator(1).alpha == 1.0
+
+
+@pytest.mark.parametrize("params", [{}, {"kernel": "rbf", "gamma": 0.3, "basis_vectors": 30, "random_state": 2},
+                                    {"kernel": "linear", "basis_vectors": 20, "random_state": 1}])
+def test_to_local_is_the_in_memory_model(client, params):
+    X, Y, g = _data()
+    Xd = da.from_array(X, chunks=((50, 0, 70, 0, 120), 6))
+    for y in (Y[:, 0], Y):
+        est = DaskRankRLS(alpha=0.4, **params).fit(Xd, y, g)
+        local = est.to_local()
+        ref = fastrank.RankRLS(alpha=0.4, **params).fit(X, y, g)
+        assert type(local) is fastrank.RankRLS and local.alpha == 0.4
+        assert _rel(local.predict(X), ref.predict(X)) < 1e-9
+        assert _rel(local.predict(X), est.predict(X)) < 1e-12
 
 
 def test_dataframe_input(client):
@@ -276,6 +291,18 @@ def test_permutation_test_equals_single_machine(client, grouped):
     ms.permutation_test_lpo(est, X, y, 7, random_state=r1, groups=groups)
     permutation_test_lpo(est, X, y, 7, random_state=r2, groups=groups, n_blocks=2)
     assert r1.randint(1 << 30) == r2.randint(1 << 30)
+
+
+def test_permutation_test_checks_its_arguments_as_the_single_machine_one(client):
+    X = np.random.default_rng(0).normal(size=(20, 3))
+    y = X[:, 0]
+    est = fastrank.RankRLS()
+    with pytest.raises(ValueError, match="scoring"):  # passed on, not silently replaced by "auc"
+        permutation_test_lpo(est, X, y, 3, scoring="disagreement")
+    with pytest.raises(ValueError, match="n_permutations"):
+        permutation_test_lpo(est, X, y, 0)
+    with pytest.raises(ValueError, match="n_blocks"):
+        permutation_test_lpo(est, X, y, 3, n_blocks=0)
 
 
 def test_gamma_grid_equals_single_machine(client):

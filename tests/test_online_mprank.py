@@ -39,7 +39,7 @@ def test_online_mprank_reaches_batch_solution(algorithm, kernel):
     C = 5.0
     est = OnlineMPRank(C=C, kernel=kernel, gamma=0.5, algorithm=algorithm, tol=1e-12, max_iter=20000).fit(X, y)
     ref = batch_mprank_eq13(X, y, np.vstack([X, Z]), C, lin if kernel == "linear" else rbf)
-    got = est._h(np.vstack([X, Z]))
+    got = est.predict(np.vstack([X, Z]))
     # stated tolerance: 1e-6 of the prediction scale once the cost has converged to 1e-12
     np.testing.assert_allclose(got, ref, atol=1e-6 * np.abs(ref).max())
     assert est.converged_
@@ -55,7 +55,7 @@ def test_paper_stopping_rule_is_close_and_cost_decreases():
     ref = batch_mprank_eq13(X, y, X, 2.0, lin)
     assert est.converged_ and est.n_iter_ < 1000
     # the relative cost change < 1e-4 leaves predictions within 1% of the batch solution here
-    assert np.abs(est._h(X) - ref).max() <= 1e-2 * np.abs(ref).max()
+    assert np.abs(est.predict(X) - ref).max() <= 1e-2 * np.abs(ref).max()
     # dual ascent need not decrease the primal cost monotonically, but it never goes below the optimum
     exact = OnlineMPRank(C=2.0, tol=1e-14, max_iter=20000).fit(X, y)
     assert np.all(est.cost_history_ >= exact.cost_history_[-1] * (1 - 1e-12))
@@ -75,7 +75,7 @@ def test_partial_fit_warm_start_converges_to_batch():
     est = OnlineMPRank(C=3.0, tol=1e-12, max_iter=5000)
     est.partial_fit(X[:120], y[:120]).partial_fit(X[120:], y[120:])
     ref = batch_mprank_eq13(X, y, X, 3.0, lin)
-    np.testing.assert_allclose(est._h(X), ref, atol=1e-6 * np.abs(ref).max())
+    np.testing.assert_allclose(est.predict(X), ref, atol=1e-6 * np.abs(ref).max())
 
 
 def test_precomputed_and_errors():
@@ -85,7 +85,7 @@ def test_precomputed_and_errors():
     K = rbf(X, X)
     a = OnlineMPRank(C=1.0, kernel="precomputed", tol=1e-12, max_iter=5000).fit(K, y)
     b = OnlineMPRank(C=1.0, kernel="rbf", gamma=0.5, tol=1e-12, max_iter=5000).fit(X, y)
-    np.testing.assert_allclose(a._h(K), b._h(X), atol=1e-8)
+    np.testing.assert_allclose(a.predict(K), b.predict(X), atol=1e-8)
     with pytest.raises(ValueError, match="C"):
         OnlineMPRank(C=0).fit(X, y)
     with pytest.raises(ValueError, match="algorithm"):

@@ -68,4 +68,18 @@ void bind_sparse_rls(py::module_& m) {
       py::arg("KRt"), py::arg("head").noconvert(), py::arg("tail").noconvert(), py::arg("weight").noconvert(),
       py::arg("targets"), py::arg("KRR"), py::arg("alphas"), py::arg("n_threads"),
       "Preference-graph setting. Returns (coefs (n_alphas, r, v), cholesky_used, eigenvalues).");
+  m.def(
+      "sparse_rls_path_gram",
+      [](MatrixCRef H, MatrixCRef g, MatrixCRef KRR, const DoubleArray& alphas) {
+        require(alphas.ndim() == 1 && alphas.shape(0) >= 1, "alphas must be a non-empty 1-D array");
+        SubsetDecomposition d;
+        {
+          py::gil_scoped_release release;
+          d = sparse_rls_decompose_gram(H, g, KRR);
+        }
+        return path_result(d, alphas);
+      },
+      py::arg("H"), py::arg("g"), py::arg("KRR"), py::arg("alphas"),
+      "From assembled blocks H = K_R^T L K_R (r, r) and g = K_R^T L y (r, v). Returns "
+      "(coefs (n_alphas, r, v), cholesky_used, eigenvalues).");
 }

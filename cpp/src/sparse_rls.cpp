@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <utility>
 #include <vector>
 
 #include "fastrank/errors.hpp"
@@ -41,18 +42,11 @@ void apply_sqrt_laplacian_codes(MatrixRef Y, const std::int64_t* codes, Index n_
 
 namespace {
 
-// A = (G^T G + alpha K_RR)^-1 G^T t through eq. 42.
-SubsetDecomposition decompose(MatrixCRef G, const Matrix& T, MatrixCRef KRR) {
-  const Index r = G.cols(), rows = G.rows();
+// A = (H + alpha K_RR)^-1 g through eq. 42; H and g are consumed.
+SubsetDecomposition decompose_gram(Matrix H, Matrix g, MatrixCRef KRR) {
+  const Index r = H.rows();
+  require(H.cols() == r && g.rows() == r, "H must be r x r and g must have r rows");
   require(KRR.rows() == r && KRR.cols() == r, "K_RR must be r x r");
-  require(T.rows() == rows, "targets and design rows differ");
-  // H = G^T G (lower triangle by syrk), g = G^T t.
-  Matrix H(r, r);
-  lapack::syrk_lower('T', r, rows, 1.0, G.data(), G.outerStride(), 0.0, H.data(), r);
-  lapack::symmetrize_from_lower(H);
-  Matrix g(r, T.cols());
-  lapack::gemm('T', 'N', r, T.cols(), rows, 1.0, G.data(), G.outerStride(), T.data(), T.rows(), 0.0, g.data(), r);
-
   SubsetDecomposition d;
   Matrix Z = KRR;
   if (lapack::potrf_lower(Z)) {
@@ -101,7 +95,23 @@ SubsetDecomposition decompose(MatrixCRef G, const Matrix& T, MatrixCRef KRR) {
   return d;
 }
 
+// A = (G^T G + alpha K_RR)^-1 G^T t: H = G^T G (lower triangle by syrk), g = G^T t.
+SubsetDecomposition decompose(MatrixCRef G, const Matrix& T, MatrixCRef KRR) {
+  const Index r = G.cols(), rows = G.rows();
+  require(T.rows() == rows, "targets and design rows differ");
+  Matrix H(r, r);
+  lapack::syrk_lower('T', r, rows, 1.0, G.data(), G.outerStride(), 0.0, H.data(), r);
+  lapack::symmetrize_from_lower(H);
+  Matrix g(r, T.cols());
+  lapack::gemm('T', 'N', r, T.cols(), rows, 1.0, G.data(), G.outerStride(), T.data(), T.rows(), 0.0, g.data(), r);
+  return decompose_gram(std::move(H), std::move(g), KRR);
+}
+
 }  // namespace
+
+SubsetDecomposition sparse_rls_decompose_gram(MatrixCRef H, MatrixCRef g, MatrixCRef KRR) {
+  return decompose_gram(H, g, KRR);
+}
 
 SubsetDecomposition sparse_rls_decompose_groups(MatrixRef KRt, MatrixCRef Y, const std::int64_t* codes,
                                                 Index n_groups, VectorCRef pair_weight, MatrixCRef KRR, int n_threads) {

@@ -614,3 +614,26 @@ def fit_basis(X, Y=None, *, group_index=None, normalized=False, graph=None, alph
     basis = np.asarray(basis_indices, dtype=np.int64)
     problem = _array_problem(X, Y, group_index, normalized, graph, finite_check=False, weighting=weighting)
     return _basis_coefficients(problem, kernel_spec, alphas, basis, n_threads)
+
+
+# ----------------------------------------------------------------------------------------------
+# Assembled systems (e.g. summed over the partitions of distributed data, fastrank.dask)
+# ----------------------------------------------------------------------------------------------
+
+def solve_assembled_primal(G, R, alphas):
+    """(G + alpha I) W = R for every alpha with G = X^T L X, R = X^T L Y assembled by the caller
+    (eq. 28), by the primal solver's LAPACK route (Cholesky for one alpha, one tridiagonal reduction
+    for several, eq. 31); warns when ill-conditioned.  Returns (n_alphas, n, v)."""
+    shifted = _core.solve_shifted_system_tridiag if alphas.size > 1 else _core.solve_shifted_system
+    W, rcond = shifted(np.asfortranarray(G), np.asfortranarray(R), alphas)
+    _warn_if_ill_conditioned(rcond)
+    return _by_alpha(W, alphas.size)
+
+
+def solve_assembled_basis(H, g, KRR, alphas):
+    """Subset-of-regressors coefficients (n_alphas, |R|, v) from assembled H = K_R^T L K_R and
+    g = K_R^T L y: eq. 41's (H + alpha K_RR) a = g for every alpha through the one decomposition
+    of eq. 42 that :func:`solve_basis` uses."""
+    coefs, _chol, _sigma = _core.sparse_rls_path_gram(np.asfortranarray(H), np.asfortranarray(g),
+                                                      np.asfortranarray(KRR), alphas)
+    return coefs

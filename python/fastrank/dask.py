@@ -2,64 +2,46 @@
 
 Optional module (``pip install fastrank[dask]``); ``import fastrank`` never imports dask.
 
-Exact distributed estimators
-----------------------------
-Least-squares ranking reduces to sums over rows (Pahikkala et al. 2009, "004"):
+Least-squares ranking reduces to sums over rows (Pahikkala et al. 2009): linear RankRLS solves
+``(X^T L X + alpha I) w = X^T L y`` (eq. 28), subset of regressors
+``(K_mR^T L K_mR + alpha K_RR) a = K_mR^T L y`` (eqs. 40-42).  With every Laplacian block
+``L_q = w(n_q) (I - 1 1^T / n_q)``, ``F^T L F = sum_q w(n_q) C_q`` (F = X or K_mR, C_q the centred
+scatter of group q's rows): each partition returns its groups' weighted scatter plus the count
+and means of groups that continue elsewhere, a tree reduction merges them with the
+parallel-variance (Chan et al.) update (no row shuffled, no uncentred sum cancelling digits), and
+the client solves the assembled system with :mod:`fastrank._solvers`.  See docs/design/dask.md.
 
-* linear RankRLS solves ``(X^T L X + alpha I) w = X^T L y`` (eq. 28);
-* subset-of-regressors RankRLS solves ``(K_mR^T L K_mR + alpha K_RR) a = K_mR^T L y`` (eqs. 40-41)
-  with the eq. 42 path over alpha from one decomposition.
-
-In the scoring setting every Laplacian block is ``L_q = w(n_q) (I - 1 1^T / n_q)``: the object
-ranking Laplacian ``m I - 1 1^T`` is one group with ``w = m`` (a group weighting needs groups);
-query groups have ``w(n) = c_q n`` with the pair weight c_q of ``group_weighting`` (``w(n) = n``
-for "unweighted", eq. 25; ``1`` for "normalized"; ``2 / (n - 1)`` for "per_query"; ``n / (n - 1)``
-for "per_object").  Hence
-``F^T L F = sum_q w(n_q) C_q`` with ``C_q`` the centred scatter of group q's rows of F (F = X or
-K_mR): per-group sufficient statistics.  Every partition returns its groups' centred scatter
-(weighted by the group's GLOBAL size, known from a cheap first pass over the group ids) and,
-for groups that continue in other partitions, their local count and means; the tree reduction
-merges those partial groups with the parallel-variance (Chan et al.) update, so no row is ever
-shuffled and no uncentred sum cancels digits.  A new weighting of the same block form is one entry
-of ``_WEIGHTINGS``.
-
-Model selection
----------------
-:class:`DaskRankRLSCV` (one task per kernel parameter, each running fastrank's exact CV over the
-alpha grid), :func:`permutation_test_lpo` (blocks of permutations, the exact draws of the
-single-machine function) and :func:`fit_oapbpm` (blocks of OAP-BPM members, averaged to the
-identical model) run as dask tasks on whatever scheduler is active (a ``dask.distributed``
-client if one exists).
+:class:`DaskRankRLSCV` (one task per kernel parameter), :func:`permutation_test_lpo` (blocks of
+permutations, the exact single-machine draws) and :func:`fit_oapbpm` (blocks of OAP-BPM members,
+joined into the identical model) run as dask tasks on the active scheduler (a
+``dask.distributed`` client if one exists).
 """
 
 from __future__ import annotations
 
 import contextlib
 import copy
-import numbers
+import functools
 import threading
 
 import numpy as np
-import scipy.linalg as sla
 import scipy.sparse as sp
-from sklearn.base import RegressorMixin, clone
+from sklearn.base import RegressorMixin
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted
 
 import dask
 import dask.array as da
 
-from . import _core
 from ._cv import RankRLSCV
 from ._kernels import resolve_kernel
 from ._memory import check_dense_memory
 from ._problem import WEIGHTINGS, pair_weights
 from ._base import FastrankEstimator, ranking_accuracy
 from ._rankrls import RankRLS, RankRLSPath
-from ._solvers import Fit, _by_alpha, _warn_if_ill_conditioned, select_basis
+from ._solvers import Fit, basis_primal_weights, select_basis, solve_assembled_basis, solve_assembled_primal
 from ._threads import blas_controller
-from ._validation import _all_finite, check_alpha, check_alphas, check_n_jobs, group_index
-from .exceptions import LinAlgError
+from ._validation import _all_finite, check_alpha, check_alphas, check_int, check_n_jobs, group_index
 from .model_selection import permutation_test_lpo as _single
 from .online import OAPBPM
 
@@ -83,6 +65,10 @@ _TREE_FAN_IN = 8
 # ----------------------------------------------------------------------------------------------
 def _is_dask_frame(obj):
     return hasattr(obj, "to_dask_array") and hasattr(obj, "npartitions")
+
+
+def _is_lazy(obj):
+    return isinstance(obj, da.Array) or _is_dask_frame(obj)
 
 
 def _frame_lengths(*objs):
@@ -123,25 +109,21 @@ def _as_dask(obj, name, ndim_allowed, row_chunks=None, *, lengths=None, allow_un
     return obj
 
 
+def _check_rows(rows, X, name):
+    if rows != X.shape[0]:
+        raise ValueError(f"{name} has {rows} rows but X has {X.shape[0]}; {name} must be aligned with X's rows")
+
+
 def _aligned(X, other, name, lengths=None):
     """``other`` with X's row chunks (rechunking a target/group column is cheap; X is never moved)."""
     if other is None:
         return None
-    if _is_dask_frame(other):
-        other = _as_dask(other, name, (1, 2), lengths=lengths)
-    if not isinstance(other, da.Array) and not _is_dask_frame(other):
+    if not _is_lazy(other):
         other = np.asarray(other)
-        if other.ndim == 0 or other.shape[0] != X.shape[0]:
-            raise ValueError(f"{name} has {other.shape[0] if other.ndim else 0} rows but X has {X.shape[0]}; "
-                             f"{name} must be aligned with X's rows")
-    other = _as_dask(other, name, (1, 2), row_chunks=X.chunks[0])
-    if other.shape[0] != X.shape[0]:
-        raise ValueError(
-            f"{name} has {other.shape[0]} rows but X has {X.shape[0]}; {name} must be aligned with X's rows"
-        )
-    if other.chunks[0] != X.chunks[0]:
-        other = other.rechunk({0: X.chunks[0]})
-    return other
+        _check_rows(other.shape[0] if other.ndim else 0, X, name)
+    other = _as_dask(other, name, (1, 2), row_chunks=X.chunks[0], lengths=lengths)
+    _check_rows(other.shape[0], X, name)
+    return other if other.chunks[0] == X.chunks[0] else other.rechunk({0: X.chunks[0]})
 
 
 def _blocks(arr):
@@ -153,34 +135,32 @@ def _offsets(X):
     return np.concatenate([[0], np.cumsum(X.chunks[0])]).astype(np.int64)
 
 
-def _where(i, start, stop):
-    return f"partition {i}" if start is None else f"partition {i} (rows {start}:{stop})"
+def _where(i, start, rows):
+    return f"partition {i}" if start is None else f"partition {i} (rows {start}:{start + rows})"
 
 
 def _check_block(i, start, A, name, ndim):
     A = np.asarray(A)
     if A.dtype == object or not (np.issubdtype(A.dtype, np.number) or A.dtype == bool):
-        raise ValueError(f"{name} {_where(i, start, start + A.shape[0])} is not numeric (dtype {A.dtype})")
+        raise ValueError(f"{name} {_where(i, start, A.shape[0])} is not numeric (dtype {A.dtype})")
     if np.iscomplexobj(A):
-        raise ValueError(f"{name} {_where(i, start, start + A.shape[0])} is complex; real numbers are required")
+        raise ValueError(f"{name} {_where(i, start, A.shape[0])} is complex; real numbers are required")
     A = np.ascontiguousarray(A, dtype=np.float64)
     if A.ndim == 1 and ndim == 2:
         A = A.reshape(-1, 1)
     if A.size and not _all_finite(A):
         bad = int(np.flatnonzero(~np.isfinite(A).reshape(A.shape[0], -1).all(axis=1))[0])
         at = f"local row {bad}" if start is None else f"row {bad + start}"
-        stop = None if start is None else start + A.shape[0]
-        raise ValueError(f"{name} {_where(i, start, stop)} contains NaN or infinity (first at {at})")
+        raise ValueError(f"{name} {_where(i, start, A.shape[0])} contains NaN or infinity (first at {at})")
     return A
 
 
 def _check_groups_block(i, start, g):
     g = np.asarray(g)
     if g.ndim != 1:
-        raise ValueError(f"groups must be 1-D with one id per row; {_where(i, start, start + len(g))} has "
-                         f"shape {g.shape}")
+        raise ValueError(f"groups must be 1-D with one id per row; {_where(i, start, len(g))} has shape {g.shape}")
     if g.dtype.kind == "f" and not np.isfinite(g).all():
-        raise ValueError(f"groups {_where(i, start, start + g.size)} contains NaN or infinity")
+        raise ValueError(f"groups {_where(i, start, g.size)} contains NaN or infinity")
     return g
 
 
@@ -189,7 +169,7 @@ def _group_counts_block(i, start, g):
     try:
         return np.unique(g, return_counts=True)
     except TypeError as exc:
-        raise TypeError(f"group ids in {_where(i, start, start + g.size)} must be mutually comparable: {exc}") from None
+        raise TypeError(f"group ids in {_where(i, start, g.size)} must be mutually comparable: {exc}") from None
 
 
 def _merge_counts(*parts):
@@ -216,33 +196,28 @@ def _indicator(inv, k):
     return sp.csr_matrix((np.ones(rows), (inv, np.arange(rows))), shape=(k, rows))
 
 
-def _empty_stats(p, v):
-    return {"M": np.zeros((p, p)), "R": np.zeros((p, v)), "yLy": np.zeros(v), "yy": np.zeros(v),
-            "codes": np.empty(0, np.int64), "n": np.empty(0, np.int64), "nq": np.empty(0, np.int64),
-            "mx": np.empty((0, p)), "my": np.empty((0, v))}
-
-
 def _partition_stats(i, start, Xp, Yp, gp, table, weighting, feature, p):
     """One partition: sum over its groups of w(n_q) x centred scatter, plus partial groups."""
     Xp = _check_block(i, start, Xp, "X", 2)
     Yp = _check_block(i, start, Yp, "y", 2)
-    rows = Xp.shape[0]
-    if Yp.shape[0] != rows:
-        raise ValueError(f"y {_where(i, start, start + Yp.shape[0])} has {Yp.shape[0]} rows but the matching X "
-                         f"partition has {rows}; y must be aligned with X's rows")
-    v = Yp.shape[1]
-    if rows == 0:
-        return _empty_stats(p, v)
+    rows, v = Yp.shape
+    if rows != Xp.shape[0]:
+        raise ValueError(f"y {_where(i, start, rows)} has {rows} rows but the matching X partition has "
+                         f"{Xp.shape[0]}; y must be aligned with X's rows")
+    if Xp.shape[0] == 0:
+        return {"M": np.zeros((p, p)), "R": np.zeros((p, v)), "yLy": np.zeros(v), "yy": np.zeros(v),
+                "codes": np.empty(0, np.int64), "n": np.empty(0, np.int64), "nq": np.empty(0, np.int64),
+                "mx": np.empty((0, p)), "my": np.empty((0, v))}
     ids, counts = table
     if gp is None:
         codes = np.zeros(rows, np.int64)
     else:
         gp = _check_groups_block(i, start, gp)
         if gp.shape[0] != rows:
-            raise ValueError(f"groups {_where(i, start, start + gp.shape[0])} has {gp.shape[0]} rows but the "
+            raise ValueError(f"groups {_where(i, start, gp.shape[0])} has {gp.shape[0]} rows but the "
                              f"matching X partition has {rows}; groups must be aligned with X's rows")
         codes = np.searchsorted(ids, gp)
-    F = feature(Xp)
+    F = Xp if feature is None else feature(Xp)
     u, inv, n_loc = np.unique(codes, return_inverse=True, return_counts=True)
     inv = inv.reshape(-1)
     P = _indicator(inv, u.size)
@@ -265,11 +240,7 @@ def _combine_stats(weighting, *states):
     """Sum the scatters and merge partial groups (Chan's update: the between-piece scatter
     sum_p n_p (mean_p - mean)(mean_p - mean)^T about the merged mean, weighted by w(n_q))."""
     out = {k: sum(s[k] for s in states) for k in ("M", "R", "yLy", "yy")}
-    codes = np.concatenate([s["codes"] for s in states])
-    n = np.concatenate([s["n"] for s in states])
-    nq = np.concatenate([s["nq"] for s in states])
-    mx = np.concatenate([s["mx"] for s in states])
-    my = np.concatenate([s["my"] for s in states])
+    codes, n, nq, mx, my = (np.concatenate([s[k] for s in states]) for k in ("codes", "n", "nq", "mx", "my"))
     if codes.size:
         u, first, inv = np.unique(codes, return_index=True, return_inverse=True)
         inv = inv.reshape(-1)
@@ -291,21 +262,9 @@ def _combine_stats(weighting, *states):
     return out
 
 
-class _Linear:
-    """Feature map of the linear primal: F = X."""
-
-    def __call__(self, X):
-        return X
-
-
-class _BasisKernel:
+def _basis_features(spec, XR, n_threads, X):
     """Feature map of subset-of-regressors RankRLS: F = K(X, X_R)."""
-
-    def __init__(self, spec, XR, n_threads):
-        self.spec, self.XR, self.n_threads = spec, XR, n_threads
-
-    def __call__(self, X):
-        return np.asarray(self.spec.cross(np.ascontiguousarray(X), self.XR, self.n_threads))
+    return np.asarray(spec.cross(np.ascontiguousarray(X), XR, n_threads))
 
 
 def _prepare(X, y, groups):
@@ -337,11 +296,11 @@ def _group_table(X, G):
 
 @contextlib.contextmanager
 def _one_blas_thread_per_task():
-    """Each task's scatter (a SYRK of its partition) runs on one BLAS thread: the workers are the
-    parallelism, and a threaded BLAS in every worker thread oversubscribes the cores (measured:
-    2.3x the single-machine fit with 2 threads per task, 1.3x with 1, 2M x 136 on 2 cores).  Set
-    here for in-process workers (OpenBLAS honours a limit set from the main thread); process
-    workers should be started with OPENBLAS_NUM_THREADS=1 (dask's usual advice)."""
+    """One BLAS thread per task's scatter (a SYRK of its partition): the workers are the parallelism,
+    and a threaded BLAS in every worker oversubscribes the cores (measured on 2M x 136, 2 cores: 2.3x
+    the single-machine fit with 2 threads per task, 1.3x with 1).  Set here for in-process workers
+    (OpenBLAS honours a limit set from the main thread); process workers should be started with
+    OPENBLAS_NUM_THREADS=1 (dask's usual advice)."""
     ctl = blas_controller()
     if ctl is None or threading.current_thread() is not threading.main_thread():
         yield
@@ -351,65 +310,23 @@ def _one_blas_thread_per_task():
 
 
 def _statistics(X, Y, G, table, weighting, feature, p):
+    """The assembled ``F^T L F`` (symmetrised) and ``F^T L Y``; raises when every target is tied."""
     offs = _offsets(X)
     gblocks = _blocks(G) if G is not None else [None] * X.numblocks[0]
-    table_d = dask.delayed(table, pure=True)
-    feat_d = dask.delayed(feature, pure=True)
+    table_d, feat_d = dask.delayed(table, pure=True), dask.delayed(feature, pure=True)
     parts = [dask.delayed(_partition_stats, pure=True)(i, int(offs[i]), xb, yb, gb, table_d, weighting, feat_d, p)
              for i, (xb, yb, gb) in enumerate(zip(_blocks(X), _blocks(Y), gblocks))]
-
-    def combine(*states):
-        return _combine_stats(weighting, *states)
-
     with _one_blas_thread_per_task():
-        stats = dask.compute(_tree(parts, combine))[0]
+        stats = dask.compute(_tree(parts, functools.partial(_combine_stats, weighting)))[0]
     if stats["codes"].size:  # cannot happen when the group table is right
         raise RuntimeError("internal error: incomplete groups after merging the partitions")
-    yLy, yy = stats["yLy"], stats["yy"]
-    tied = np.sqrt(yLy) <= 1e-10 * np.sqrt(yy)
+    tied = np.sqrt(stats["yLy"]) <= 1e-10 * np.sqrt(stats["yy"])
     if np.any(tied):
         where = "inside every group" if G is not None else "for all rows"
         raise ValueError(f"All targets are tied {where} (output column(s) {np.flatnonzero(tied).tolist()}): there "
                          "are no preferences to learn from.")
     M = stats["M"]
-    M = 0.5 * (M + M.T)  # exact symmetry for the symmetric solver
-    return M, stats["R"]
-
-
-# ----------------------------------------------------------------------------------------------
-# Client-side solves
-# ----------------------------------------------------------------------------------------------
-def _subset_decompose(H, g, KRR):
-    """A(alpha) = (H + alpha K_RR)^-1 g through one decomposition (eq. 42), in the formulation of
-    fastrank's in-memory solver: K_RR = Z Z^T, C = Z^-1 H Z^-T = V S V^T, A = Z^-T V (S + alpha)^-1
-    V^T Z^-1 g; a K_RR that is not positive definite is restricted to its numerically non-zero
-    eigenspace."""
-    r = KRR.shape[0]
-    try:
-        Z = sla.cholesky(KRR, lower=True)
-        C = sla.solve_triangular(Z, H, lower=True)
-        C = sla.solve_triangular(Z, C.T, lower=True)
-        C = 0.5 * (C + C.T)
-        sigma, V = sla.eigh(C)
-        c = V.T @ sla.solve_triangular(Z, g, lower=True)
-        U = sla.solve_triangular(Z, V, lower=True, trans="T")
-    except np.linalg.LinAlgError:
-        e, E = sla.eigh(0.5 * (KRR + KRR.T))
-        cut = r * np.finfo(float).eps * max(e.max(), 0.0)
-        keep = (e > cut) & (e > 0)
-        if not np.any(keep):
-
-            raise LinAlgError("the basis kernel matrix K_RR is zero; choose other basis vectors") from None
-        B = E[:, keep] / np.sqrt(e[keep])
-        C = B.T @ H @ B
-        sigma, V = sla.eigh(0.5 * (C + C.T))
-        c = V.T @ (B.T @ g)
-        U = B @ V
-    return U, np.maximum(sigma, 0.0), c
-
-
-def _subset_path(U, sigma, c, alphas):
-    return np.stack([U @ (c / (sigma + a)[:, None]) for a in alphas])
+    return 0.5 * (M + M.T), stats["R"]  # exact symmetry for the symmetric solver
 
 
 # ----------------------------------------------------------------------------------------------
@@ -458,74 +375,57 @@ class DaskRankRLS(RegressorMixin, FastrankEstimator):
                  group_weighting="unweighted", basis_vectors=None, random_state=None, n_jobs=None):
         self._store_params(locals())
 
-    # -- fitting --------------------------------------------------------------------------------
-    def _check_params(self, n_features):
+    def _fit_path(self, X, y, groups, alphas):
+        """(X, Y as dask arrays, the solver layer's :class:`Fit` for every alpha)."""
+        X, Y, G = _prepare(X, y, groups)
+        n = X.shape[1]
         if self.group_weighting not in _WEIGHTINGS:
             raise ValueError(f"group_weighting must be one of {tuple(_WEIGHTINGS)}, got {self.group_weighting!r}")
         if self.kernel == "precomputed":
             raise ValueError("kernel='precomputed' is not supported on dask inputs (the kernel matrix is m x m); "
                              "give features and a kernel name with basis_vectors")
-        spec = resolve_kernel(self.kernel, self.gamma, self.degree, self.coef0, n_features)
+        spec = resolve_kernel(self.kernel, self.gamma, self.degree, self.coef0, n)
         if not spec.linear and self.basis_vectors is None:
             raise ValueError(
                 "a non-linear kernel on dask inputs needs basis_vectors=<int or indices> (subset of regressors, "
                 "eqs. 40-42): the dense dual needs the whole m x m kernel on one machine; use fastrank.RankRLS "
                 "in memory for it")
-        return spec
-
-    def _weighting(self, G):
-        """The group weighting in force: object ranking (no groups) weighs every pair 1, as in memory."""
-        return self.group_weighting if G is not None else "unweighted"
-
-    def _fit_coefs(self, X, y, groups, alphas):
-        X, Y, G = _prepare(X, y, groups)
-        n = X.shape[1]
-        spec = self._check_params(n)
         n_threads = check_n_jobs(self.n_jobs)
         table = _group_table(X, G)
+        weighting = self.group_weighting if G is not None else "unweighted"  # object ranking: every pair weighs 1
         if self.basis_vectors is None:
             check_dense_memory(n, 1, "feature matrix X^T L X")
-            M, R = _statistics(X, Y, G, table, self._weighting(G), _Linear(), n)
-            # the in-memory primal solver's LAPACK route (Cholesky for one alpha, tridiagonal for several)
-            shifted = _core.solve_shifted_system_tridiag if alphas.size > 1 else _core.solve_shifted_system
-            W, rcond = shifted(np.asfortranarray(M), np.asfortranarray(R), alphas)
-            _warn_if_ill_conditioned(rcond)
-            return X, Y, spec, "primal", _by_alpha(W, alphas.size), None, None
+            M, R = _statistics(X, Y, G, table, weighting, None, n)
+            return X, Y, Fit("primal", coef=solve_assembled_primal(M, R, alphas))
         basis = select_basis(X.shape[0], self.basis_vectors, self.random_state)
-        r = basis.size
-        check_dense_memory(r, 2, "basis system K_R^T L K_R")
+        check_dense_memory(basis.size, 2, "basis system K_R^T L K_R")
         XR = _take_rows(X, basis)
         KRR = np.asarray(spec.cross(XR, XR, n_threads))
-        KRR = 0.5 * (KRR + KRR.T)
-        H, g = _statistics(X, Y, G, table, self._weighting(G), _BasisKernel(spec, XR, n_threads), r)
-        U, sigma, c = _subset_decompose(H, g, KRR)
-        return X, Y, spec, "sparse", _subset_path(U, sigma, c, alphas), basis, XR
+        H, g = _statistics(X, Y, G, table, weighting, functools.partial(_basis_features, spec, XR, n_threads),
+                           basis.size)
+        A = solve_assembled_basis(H, g, 0.5 * (KRR + KRR.T), alphas)
+        coef = np.stack([basis_primal_weights(XR, a) for a in A]) if spec.linear else None
+        return X, Y, Fit("sparse", coef=coef, dual_coef=A, X_fit=XR, basis_indices=basis)
 
     def fit(self, X, y, groups=None):
         """Fit from scores ``y`` (m,) or (m, v); ``groups`` one id per row (any order; groups may
         straddle partitions).  X, y, groups: dask arrays/dataframes/series (or numpy arrays)."""
         alpha = check_alpha(self.alpha)
-        X, Y, spec, mode, coefs, basis, XR = self._fit_coefs(X, y, groups, np.array([alpha]))
-        return self._set_fitted(X.shape[1], Y.ndim == 1, spec, mode, coefs[0], basis, XR)
+        X, Y, fit = self._fit_path(X, y, groups, np.array([alpha]))
+        return self._apply_fit(fit, 0, Y.ndim == 1, X.shape[1], X.shape[0])
 
-    def _set_fitted(self, n_features, one_d, spec, mode, coef, basis, XR):
-        sq = (lambda a: a[:, 0]) if one_d else (lambda a: a)
-        self.fit_mode_ = mode
-        self.n_features_in_ = n_features
-        self._single_output = one_d
-        if mode == "primal":
-            self.coef_, self.dual_coef_, self.basis_indices_, self.X_fit_ = sq(coef), None, None, None
-        else:
-            self.dual_coef_, self.basis_indices_, self.X_fit_ = sq(coef), basis, XR
-            self.coef_ = sq(XR.T @ coef) if spec.linear else None
+    def _apply_fit(self, fit, k, one_d, n_features, n_samples):
+        """Copy the solution for ``alphas[k]`` of a solver's ``Fit`` onto this estimator."""
+        pick = (lambda a: None if a is None else a[k][:, 0] if one_d else a[k])
+        self.fit_mode_, self.n_features_in_, self._single_output = fit.mode, n_features, one_d
+        self.coef_, self.dual_coef_ = pick(fit.coef), pick(fit.dual_coef)
+        self.basis_indices_, self.X_fit_ = fit.basis_indices, fit.X_fit
         return self
 
-    # -- prediction -----------------------------------------------------------------------------
     def predict(self, X):
         """Scores as a dask array (p,) or (p, v), one task per row block (``map_blocks``);
         numpy input gives a numpy array."""
         check_is_fitted(self, "fit_mode_")
-        local = not isinstance(X, da.Array) and not _is_dask_frame(X)
         Xd = _as_dask(X, "X", (2,), allow_unknown=True)  # row counts are not needed to predict
         if Xd.shape[1] != self.n_features_in_:
             raise ValueError(f"X has {Xd.shape[1]} features, but {type(self).__name__} is expecting "
@@ -537,19 +437,15 @@ class DaskRankRLS(RegressorMixin, FastrankEstimator):
             coef = self.dual_coef_.reshape(self.dual_coef_.shape[0], -1)
             spec = resolve_kernel(self.kernel, self.gamma, self.degree, self.coef0, self.n_features_in_)
             XR = self.X_fit_
-        v = coef.shape[1]
-        kw = {"drop_axis": 1} if one_d else {"chunks": (Xd.chunks[0], (v,))}
+        kw = {"drop_axis": 1} if one_d else {"chunks": (Xd.chunks[0], (coef.shape[1],))}
         out = Xd.map_blocks(_predict_block, coef, spec, XR, check_n_jobs(self.n_jobs), one_d, dtype=np.float64,
                             meta=np.empty((0,) if one_d else (0, 0)), **kw)
-        return out.compute() if local else out
+        return out if _is_lazy(X) else out.compute()
 
     def to_local(self):
         """The equivalent fitted in-memory :class:`fastrank.RankRLS` (no refit)."""
         check_is_fitted(self, "fit_mode_")
-        est = RankRLS(alpha=self.alpha, kernel=self.kernel, gamma=self.gamma, degree=self.degree, coef0=self.coef0,
-                      group_weighting=self.group_weighting, basis_vectors=self.basis_vectors,
-                      random_state=self.random_state, n_jobs=self.n_jobs,
-                      solver="primal" if self.fit_mode_ == "primal" else "auto")
+        est = RankRLS(**self.get_params(deep=False), solver="primal" if self.fit_mode_ == "primal" else "auto")
         as_path = (lambda a: None if a is None else a.reshape(a.shape[0], -1)[None])  # (1, rows, v)
         fit = Fit(self.fit_mode_, coef=as_path(self.coef_), dual_coef=as_path(self.dual_coef_), X_fit=self.X_fit_,
                   basis_indices=self.basis_indices_)
@@ -558,59 +454,24 @@ class DaskRankRLS(RegressorMixin, FastrankEstimator):
 
     def score(self, X, y, groups=None, sample_weight=None):
         """Pairwise ranking accuracy as :meth:`fastrank.RankRLS.score` (computed in memory)."""
-        pred = self.predict(X)
-        y, groups, sample_weight = (a.compute() if isinstance(a, da.Array) or _is_dask_frame(a) else a
-                                    for a in (y, groups, sample_weight))
-        return ranking_accuracy(y, pred.compute() if isinstance(pred, da.Array) else pred,
-                                None if groups is None else np.asarray(groups), sample_weight)
-
-
-def _fetch_rows(block, local):
-    return np.asarray(block, dtype=np.float64)[local]
+        pred, y, groups, sample_weight = (_local(a) for a in (self.predict(X), y, groups, sample_weight))
+        return ranking_accuracy(y, pred, groups, sample_weight)
 
 
 def _take_rows(X, idx):
-    """Rows ``idx`` of a dask array, reading only the partitions that hold them."""
-    offs = _offsets(X)
-    blocks = _blocks(X)
+    """Rows ``idx`` of a dask array, reading only the partitions that hold them (sorted indices
+    keep dask's take to one slice per partition)."""
     order = np.argsort(idx, kind="stable")
-    sidx = idx[order]
-    where = np.searchsorted(offs, sidx, side="right") - 1
-    pieces = [dask.delayed(_fetch_rows, pure=True)(blocks[i], sidx[where == i] - offs[i]) for i in np.unique(where)]
-    rows_sorted = np.concatenate(dask.compute(*pieces), axis=0)
-    rows = np.empty_like(rows_sorted)
-    rows[order] = rows_sorted
+    rows = np.empty((idx.size, X.shape[1]))
+    rows[order] = X[idx[order]].compute()
     if not np.isfinite(rows).all():
         raise ValueError("X contains NaN or infinity in the basis rows")
-    return np.ascontiguousarray(rows)
+    return rows
 
 
-class DaskRankRLSPath:
-    """Solutions of :func:`rankrls_path` for every alpha (one decomposition on the client).
-
-    Attributes: ``alphas``, ``fit_mode`` ("primal"/"sparse"), ``coef_`` (n_alphas, n, v) or None,
-    ``dual_coef_`` (n_alphas, |R|, v) or None, ``basis_indices_``, ``X_fit_``.
-    """
-
-    def __init__(self, estimator, alphas, fit_mode, coefs, n_features, one_d, spec, basis, XR):
-        self.estimator, self.alphas, self.fit_mode = estimator, alphas, fit_mode
-        self._n_features, self._one_d, self._spec = n_features, one_d, spec
-        self.basis_indices_, self.X_fit_ = basis, XR
-        if fit_mode == "primal":
-            self.coef_, self.dual_coef_ = coefs, None
-        else:
-            self.dual_coef_ = coefs
-            self.coef_ = np.einsum("rn,arv->anv", XR, coefs) if spec.linear else None
-
-    def __len__(self):
-        return self.alphas.size
-
-    def fitted_estimator(self, k):
-        """A fitted :class:`DaskRankRLS` for ``alphas[k]`` (no refit)."""
-        est = clone(self.estimator).set_params(alpha=float(self.alphas[k]))
-        coef = self.coef_[k] if self.fit_mode == "primal" else self.dual_coef_[k]
-        return est._set_fitted(self._n_features, self._one_d, self._spec, self.fit_mode, coef,
-                               self.basis_indices_, self.X_fit_)
+class DaskRankRLSPath(RankRLSPath):
+    """Solutions of :func:`rankrls_path` for every alpha (one decomposition on the client), with the
+    attributes of :class:`fastrank.RankRLSPath`; ``fitted_estimator(k)`` is a :class:`DaskRankRLS`."""
 
     def predict(self, X):
         """Scores for every alpha, stacked: (n_alphas, p) or (n_alphas, p, v) (dask for dask input)."""
@@ -629,12 +490,12 @@ def rankrls_path(X, y, alphas, *, groups=None, estimator=None):
     if not isinstance(est, DaskRankRLS):
         raise TypeError("estimator must be a fastrank.dask.DaskRankRLS")
     alphas = check_alphas(alphas)
-    X, Y, spec, mode, coefs, basis, XR = est._fit_coefs(X, y, groups, alphas)
-    return DaskRankRLSPath(est, alphas, mode, coefs, X.shape[1], Y.ndim == 1, spec, basis, XR)
+    X, Y, fit = est._fit_path(X, y, groups, alphas)
+    return DaskRankRLSPath(est, alphas, fit, Y.ndim == 1, X.shape[1], X.shape[0])
 
 
 # ----------------------------------------------------------------------------------------------
-# Model selection: independent tasks
+# Model selection and ensembles: independent tasks
 # ----------------------------------------------------------------------------------------------
 def _default_blocks():
     try:
@@ -648,24 +509,19 @@ def _default_blocks():
 def _local(a):
     if a is None:
         return None
-    if isinstance(a, da.Array) or _is_dask_frame(a):
-        a = a.compute()
-    return np.asarray(a)
+    return np.asarray(a.compute() if _is_lazy(a) else a)
 
 
 def _cv_task(params, X, y, groups):
-
     return RankRLSCV(**params).fit(X, y, groups)
 
 
 class DaskRankRLSCV(RegressorMixin, FastrankEstimator):
-    """Kernel-parameter x alpha search by fastrank's exact cross-validation, one task per kernel
-    parameter value.
-
-    Each value of ``gammas`` is an independent task running :class:`fastrank.RankRLSCV` (one
-    eigendecomposition shared by the whole ``alphas`` grid) on one worker, so the result equals a
-    loop of ``RankRLSCV`` over ``gammas`` on one machine.  The best pair is the first maximum of
-    the score (minimum for ``scoring="disagreement"``) in gamma-major order.
+    """Kernel-parameter x alpha search by fastrank's exact cross-validation, one task per ``gammas``
+    value, each running :class:`fastrank.RankRLSCV` (one factorization for the whole ``alphas``
+    grid) on one worker: the result equals a loop of ``RankRLSCV`` over ``gammas`` on one machine.
+    The best pair is the first maximum of the score (minimum for ``scoring="disagreement"``) in
+    gamma-major order.
 
     Parameters
     ----------
@@ -688,17 +544,13 @@ class DaskRankRLSCV(RegressorMixin, FastrankEstimator):
         if self.gammas is None:
             raise ValueError("gammas must be a non-empty sequence of positive numbers")
         gammas = check_alphas(self.gammas, "gammas")
-        X, y, groups = _local(X), _local(y), _local(groups)
-        Xd, yd, gd = (dask.delayed(a) if a is not None else None for a in (X, y, groups))
-        base = {"alphas": self.alphas, "cv": self.cv, "scoring": self.scoring, "kernel": self.kernel,
-                "degree": self.degree, "coef0": self.coef0, "group_weighting": self.group_weighting,
-                "n_jobs": self.n_jobs}
+        Xd, yd, gd = (None if a is None else dask.delayed(_local(a)) for a in (X, y, groups))
+        base = {k: v for k, v in self.get_params(deep=False).items() if k != "gammas"}
         tasks = [dask.delayed(_cv_task, pure=True)({**base, "gamma": float(g)}, Xd, yd, gd) for g in gammas]
         fits = dask.compute(*tasks)
         scores = np.stack([f.cv_results_["scores"] for f in fits])
         scoring = fits[0].cv_results_["scoring"]
-        flat = np.argmin(scores) if scoring == "disagreement" else np.argmax(scores)
-        kg, ka = np.unravel_index(flat, scores.shape)
+        kg, ka = np.unravel_index(np.argmin(scores) if scoring == "disagreement" else np.argmax(scores), scores.shape)
         self.gamma_ = float(gammas[kg])
         self.alpha_ = float(fits[kg].cv_results_["alphas"][ka])
         self.best_score_ = float(scores[kg, ka])
@@ -718,51 +570,30 @@ class DaskRankRLSCV(RegressorMixin, FastrankEstimator):
         return self.best_estimator_.score(X, y, groups, sample_weight)
 
 
-def _perm_task(estimator, X, y, groups, k, rng):
-
-    score, perm, _ = _single(estimator, X, y, n_permutations=k, random_state=rng, groups=groups)
+def _perm_task(estimator, X, y, groups, k, rng, scoring):
+    score, perm, _ = _single(estimator, X, y, n_permutations=k, random_state=rng, groups=groups, scoring=scoring)
     return score, perm
-
-
-def _advance_permutations(rng, m, k, groups):
-    """Consume exactly the draws of ``k`` permutations of fastrank.model_selection's
-    permutation_test_lpo (one ``permutation(m)`` each, or one per group in group order)."""
-    if groups is None:
-        for _ in range(k):
-            rng.permutation(m)
-        return
-    for _ in range(k):
-        for size in groups:
-            rng.permutation(size)
 
 
 def permutation_test_lpo(estimator, X, y, n_permutations=100, random_state=None, groups=None, scoring="auc",
                          *, n_blocks=None):
     """:func:`fastrank.model_selection.permutation_test_lpo` in blocks of permutations on dask.
 
-    Returns the same ``(score, permutation_scores, pvalue)`` as the single-machine function for
-    the same ``random_state``: the client walks the random stream (the draws themselves cost O(m)
-    each) and hands each task the generator state at the start of its block, so every task draws
-    exactly the permutations the single-machine run draws at those positions.  Each task repeats
-    the O(m^3) decomposition (the exact LPO needs the full kernel on one machine) and scores its
-    block's permutations as extra outputs of it; with B blocks the total work is B decompositions
-    plus the same pair phase, split over the workers.
+    Returns the single-machine ``(score, permutation_scores, pvalue)`` for the same
+    ``random_state``: the client walks the random stream (O(m) per draw) and hands each task the
+    generator state at the start of its block.  Each task repeats the O(m^3) decomposition (the exact
+    LPO needs the full kernel on one machine) and scores its permutations as extra outputs of it: B
+    blocks cost B decompositions plus the same pair phase, split over the workers.
 
-    n_blocks : int or None — None uses one block per worker of the active distributed client (1
-        without one).
+    n_blocks : int or None — None: one block per worker of the active distributed client (1 without).
     """
-
-    if isinstance(n_permutations, (bool, np.bool_)) or not isinstance(n_permutations, numbers.Integral) \
-            or n_permutations < 1:
-        raise ValueError(f"n_permutations must be a positive integer, got {n_permutations!r}")
+    n_permutations = check_int(n_permutations, "n_permutations", low=1)
     X, y, groups = _local(X), _local(y), _local(groups)
     if y.ndim != 1:
         raise ValueError("permutation_test_lpo needs a 1-D y")
-    n_blocks = _default_blocks() if n_blocks is None else n_blocks
-    if isinstance(n_blocks, (bool, np.bool_)) or not isinstance(n_blocks, numbers.Integral) or n_blocks < 1:
-        raise ValueError(f"n_blocks must be a positive integer, got {n_blocks!r}")
-    n_blocks = min(int(n_blocks), int(n_permutations))
-    sizes = None if groups is None else group_index(groups, y.shape[0]).sizes
+    n_blocks = min(check_int(_default_blocks() if n_blocks is None else n_blocks, "n_blocks", low=1), n_permutations)
+    # the single-machine function draws one permutation(m) per permutation, or one per group in group order
+    sizes = [y.shape[0]] if groups is None else group_index(groups, y.shape[0]).sizes
     rng = check_random_state(random_state)
     bounds = np.linspace(0, n_permutations, n_blocks + 1).round().astype(int)
     Xd, yd, gd, ed = dask.delayed(X), dask.delayed(y), dask.delayed(groups), dask.delayed(estimator)
@@ -771,8 +602,10 @@ def permutation_test_lpo(estimator, X, y, n_permutations=100, random_state=None,
         k = int(bounds[b + 1] - bounds[b])
         state = np.random.RandomState()
         state.set_state(rng.get_state())
-        tasks.append(dask.delayed(_perm_task, pure=True)(ed, Xd, yd, gd, k, state))
-        _advance_permutations(rng, y.shape[0], k, sizes)
+        tasks.append(dask.delayed(_perm_task, pure=True)(ed, Xd, yd, gd, k, state, scoring))
+        for _ in range(k):  # consume exactly the block's draws
+            for size in sizes:
+                rng.permutation(size)
     results = dask.compute(*tasks)
     score = float(results[0][0])
     perm_scores = np.concatenate([r[1] for r in results])
@@ -780,34 +613,25 @@ def permutation_test_lpo(estimator, X, y, n_permutations=100, random_state=None,
     return score, perm_scores, float(pvalue)
 
 
-# -- OAP-BPM member blocks ---------------------------------------------------------------------
 def _oap_block_step(est, Xc, yc):
     Xc = np.asarray(Xc)
-    if Xc.shape[0] == 0:
-        return est
-    return est.partial_fit(Xc, np.asarray(yc))
-
-
-def _oap_merge(blocks):
-    return OAPBPM.from_members(blocks)
+    return est if Xc.shape[0] == 0 else est.partial_fit(Xc, np.asarray(yc))
 
 
 def fit_oapbpm(estimator, X, y, *, classes=None, n_blocks=None):
-    """Fit a linear :class:`fastrank.OAPBPM` with its members split into blocks trained as
-    separate dask tasks; returns the fitted OAPBPM, identical (members, averaged weights and
-    thresholds, predictions) to ``estimator.fit(X, y)`` for the same ``random_state``.
+    """A linear :class:`fastrank.OAPBPM` fitted with its members split into blocks trained as separate
+    dask tasks: identical (members, averaged weights and thresholds, predictions) to
+    ``estimator.fit(X, y)`` for the same ``random_state``.
 
-    Each block streams the row blocks of X in order (a dask array is never gathered: block b's
-    chain of ``partial_fit`` tasks reads chunk after chunk).  Member j's Bernoulli draws are a
-    counter-based hash of (seed, j, t), so a block of members starting at j0 reproduces them with
-    a derived seed (:meth:`fastrank.OAPBPM.member_blocks`).  Only ``shuffle=False`` streams and the linear kernel are
-    supported; ``average_rank_loss_`` (the whole ensemble's on-line prediction at every step) is
-    not available (NaN).
+    Each block's chain of ``partial_fit`` tasks streams the row blocks of X in order (a dask array is
+    never gathered); a block of members starting at j0 reproduces their Bernoulli draws with a
+    derived seed (:meth:`fastrank.OAPBPM.member_blocks`).  Only ``shuffle=False`` and the linear
+    kernel are supported; ``average_rank_loss_`` (the whole ensemble's on-line prediction at every
+    step) is not available (NaN).
 
     classes : the ordered label set (default: the sorted distinct labels of y, one pass over y).
     n_blocks : member blocks (None: one per worker of the active distributed client).
     """
-
     if not isinstance(estimator, OAPBPM):
         raise TypeError("estimator must be a fastrank.OAPBPM")
     if estimator.kernel != "linear":
@@ -830,4 +654,4 @@ def fit_oapbpm(estimator, X, y, *, classes=None, n_blocks=None):
             for xc, yc in zip(xb, ybl):
                 st = dask.delayed(_oap_block_step, pure=True)(st, xc, yc)
         states.append(st)
-    return dask.compute(dask.delayed(_oap_merge, pure=True)(states))[0]
+    return dask.compute(dask.delayed(OAPBPM.from_members, pure=True)(states))[0]

@@ -1,29 +1,20 @@
 """On-line ordinal learners: PRank, the OAP-BPM family and Widrow-Hoff (Harrington 2003), and the
 on-line (gradient) version of MPRank (Cortes, Mohri & Rastogi, section 2.5).
 
-All perceptron-type learners share one streaming API:
+The ordinal learners share one streaming API: ``fit(X, y)`` restarts and makes ``n_epochs``
+passes (reshuffled each pass when ``shuffle=True``, reported on stderr with ``verbose``);
+``partial_fit(X, y, classes=None)`` continues the stream, and a stream cut into several calls
+gives exactly the model of one call on the concatenation (same ``random_state``).  ``predict``
+returns labels, ``decision_function`` real scores.  ``average_rank_loss_`` is the paper's
+learning-curve measure (1/T) sum_t |yhat_t - y_t| of the on-line predictions (each made before its
+label was seen), ``rank_loss_curve()`` its value after every example, in rank steps between
+positions in ``classes_`` (``metrics.mean_rank_loss(..., scale="positions", classes=classes_)``).
 
-* ``partial_fit(X, y, classes=None)`` continues the stream (state kept across calls; a stream cut
-  into several calls gives exactly the model one call on the concatenated stream gives, for the
-  same ``random_state``);
-* ``verbose`` (as scikit-learn's) reports each pass of a multi-pass ``fit`` on stderr.
-* ``fit(X, y)`` restarts and makes ``n_epochs`` passes over (X, y) (reshuffled each pass when
-  ``shuffle=True``);
-* ``predict(X)`` returns labels, ``decision_function(X)`` real scores;
-* ``average_rank_loss_`` is the cumulative average rank loss (1/T) sum_t |yhat_t - y_t| of the
-  on-line predictions made on the stream so far (each made *before* the label was seen: the
-  paper's learning-curve measure) and ``rank_loss_curve()`` returns it after every example.
-  It counts rank steps between positions in ``classes_`` (labels 10, 20, 50 are 1, 2, 3 steps
-  apart), i.e. ``fastrank.metrics.mean_rank_loss(..., scale="positions", classes=classes_)``;
-  with the ranks 1..k of the paper both conventions agree.
-
-Labels can be any orderable values (ints, strings, floats ...); they are mapped to the ranks 1..k
-of ``classes_`` (sorted), and every rank loss is measured in rank steps.  ``fit`` follows
-scikit-learn and rejects continuous-looking float targets; fractional rating scales (0, 0.2, ...,
-1) go through ``partial_fit(..., classes=...)``, which checks every label against that set.
-
-The whole model state (member weights, thresholds, counts, stream position, seed) lives in numpy
-arrays and Python ints on the estimator, so ``pickle`` and ``sklearn.clone`` work mid-stream.
+Labels are any orderable values, mapped to the ranks 1..k of the sorted ``classes_``.  ``fit``
+rejects continuous-looking float targets (scikit-learn's convention); fractional rating scales
+(0, 0.2, ..., 1) go through ``partial_fit(..., classes=...)``, which checks every label against
+that set.  The whole state is numpy arrays and Python ints on the estimator, so ``pickle`` and
+``sklearn.clone`` work mid-stream.
 """
 
 from __future__ import annotations
@@ -46,7 +37,8 @@ from ._problem import require_preferences
 from ._progress import progress, resolve_verbose, stage
 from ._sparse import as_csr, issparse
 from ._registry import register_estimator
-from ._validation import as_float_matrix, as_real_array, check_n_jobs, check_precomputed_kernel, group_index
+from ._validation import as_float_matrix, as_real_array, check_int, check_n_jobs, check_precomputed_kernel, \
+    group_index
 
 __all__ = ["PRank", "PRankVP", "OAPBPM", "WidrowHoff", "OnlineMPRank"]
 
@@ -60,13 +52,13 @@ _NLMS_STEP = 0.2
 def _as_X(X):
     """``_validation.as_float_matrix`` (scikit-learn's wording for bad input), None rejected.
 
-    scipy.sparse rows are accepted and densified for this call only, behind the memory guard: the
-    perceptron updates touch every weight anyway, and a stream of sparse data goes through
-    ``partial_fit`` chunk by chunk (chunks give the same model as one pass)."""
+    scipy.sparse rows are validated and densified for this call only, behind the memory guard: the
+    perceptron updates touch every weight anyway, and a sparse stream goes through ``partial_fit``
+    chunk by chunk (chunks give the same model as one pass)."""
     if X is None:
         raise ValueError("X must be an array, got None")
     if issparse(X):
-        as_csr(X, "X")  # validated (finite, well-formed) before densifying
+        as_csr(X, "X")
         check_dense_memory(X.shape[0], 1, "dense copy of this call's sparse rows (pass them through "
                            "partial_fit in chunks)", n_cols=X.shape[1])
         X = X.toarray()
@@ -108,10 +100,9 @@ def _sorted_classes(values, name="classes"):
         raise ValueError(f"{name} contains NaN; class labels must be orderable values (NaN has no place in an "
                          "order)")
     try:
-        classes = np.unique(values)
+        return np.unique(values)
     except TypeError as exc:
         raise ValueError(f"labels must be orderable (mutually comparable): {exc}") from None
-    return classes
 
 
 def _to_ranks(classes, y):
@@ -138,12 +129,13 @@ def _seed_from(random_state):
 
 # splitmix64 and its inverse, to key blocks of OAP-BPM members (see OAPBPM.member_blocks)
 _MASK64 = (1 << 64) - 1
+_GOLDEN, _MIX = 0x9E3779B97F4A7C15, ((30, 0xBF58476D1CE4E5B9), (27, 0x94D049BB133111EB))
 
 
 def _splitmix64(z):
-    z = (z + 0x9E3779B97F4A7C15) & _MASK64
-    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & _MASK64
-    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & _MASK64
+    z = (z + _GOLDEN) & _MASK64
+    for shift, mul in _MIX:
+        z = ((z ^ (z >> shift)) * mul) & _MASK64
     return z ^ (z >> 31)
 
 
@@ -156,11 +148,9 @@ def _unxorshift(z, s):
 
 def _splitmix64_inverse(z):
     z = _unxorshift(z, 31)
-    z = (z * pow(0x94D049BB133111EB, -1, 1 << 64)) & _MASK64
-    z = _unxorshift(z, 27)
-    z = (z * pow(0xBF58476D1CE4E5B9, -1, 1 << 64)) & _MASK64
-    z = _unxorshift(z, 30)
-    return (z - 0x9E3779B97F4A7C15) & _MASK64
+    for shift, mul in reversed(_MIX):
+        z = _unxorshift((z * pow(mul, -1, 1 << 64)) & _MASK64, shift)
+    return (z - _GOLDEN) & _MASK64
 
 
 def _block_seed(seed, first_member):
@@ -177,88 +167,42 @@ def _rank_from_scores(scores, thresholds):
     return np.where(below.any(axis=-1), below.argmax(axis=-1) + 1, k).astype(np.int64)
 
 
-# ----------------------------------------------------------------------------------------------
-# PRank / OAP family
-# ----------------------------------------------------------------------------------------------
-_STREAM_CONSTRAINTS = {"n_epochs": [positive_int()], "shuffle": ["boolean"], "random_state": ["random_state"]}
+class _OnlineOrdinal(ClassifierMixin, FastrankEstimator):
+    """The streaming API of the ordinal learners (module docstring).  A subclass defines
+    ``_reset_model`` (its zero state), ``_stream`` (one compiled pass over a chunk), ``_finish``
+    (the predicting rule from the state) and ``decision_function`` / ``predict``."""
 
+    _parameter_constraints = {"n_epochs": [positive_int()], "shuffle": ["boolean"], "random_state": ["random_state"]}
 
-class _OAPBase(KernelMixin, ClassifierMixin, FastrankEstimator):
-    """Shared machinery of PRank and OAPBPM (PRank is the one-member, tau = 1 ensemble)."""
-
-    _parameter_constraints = {**_STREAM_CONSTRAINTS, "budget": [None, positive_int()], "n_jobs": N_JOBS}
-
-    # -- parameters resolved by subclasses --
-    def _members_tau_variant(self):  # pragma: no cover - abstract
-        raise NotImplementedError
-
-    # -- streaming core --
     def _reset(self, classes, n_features):
-        N, _, _ = self._members_tau_variant()
+        if classes.size < 2:
+            raise ValueError(f"y has {classes.size} class ({classes.tolist()!r}); need at least 2 distinct labels: "
+                             "the on-line ordinal learners rank into k >= 2 ordered classes")
+        self._reset_model(classes.size, n_features)
         self.classes_ = classes
-        k = classes.size
-        if k < 2:
-            raise ValueError(
-                f"y has {k} class ({classes.tolist()!r}); need at least 2 distinct labels: PRank-type "
-                "learners rank into k >= 2 ordered classes"
-            )
-        spec = self._kernel_spec(n_features)
         self.n_features_in_ = n_features
-        self._kernel_kind = spec.kind
-        self._kernel_args = (spec.gamma, spec.degree, spec.coef0)
         self.seed_ = _seed_from(self.random_state)
-        self.n_seen_ = 0              # stream position t (examples processed, over all passes)
-        self.n_samples_seen_ = 0      # distinct examples passed to partial_fit (precomputed columns)
-        self.members_thresholds_ = np.zeros((N, k - 1))
-        self.members_counts_ = np.zeros(N, dtype=np.int64)
-        if spec.linear:
-            self.members_coef_ = np.zeros((N, n_features))
-        else:
-            self.dual_coef_ = np.zeros((N, 0))
-            self.support_vectors_ = np.zeros((0, 0 if spec.precomputed else n_features))
-            self.support_time_ = np.zeros(0, dtype=np.int64)
-            self.support_index_ = np.zeros(0, dtype=np.int64)
+        self.n_seen_ = 0  # stream position t (examples processed, over all passes)
+        self.n_samples_seen_ = 0  # distinct examples passed to partial_fit (precomputed kernel columns)
         self._losses = np.zeros(0, dtype=np.int32)
 
-    def _check_X(self, X, *, reset):
+    def _append_losses(self, losses):
+        self.n_seen_ += losses.size
+        self._losses = np.concatenate([self._losses, losses.astype(np.int32)])
+
+    def _finish(self):
+        pass
+
+    def _check_X(self, X, *, reset=False):
         X = _as_X(X)
-        if not reset and X.shape[1] != self.n_features_in_ and self._kernel_kind != "precomputed":
-            raise ValueError(
-                f"X has {X.shape[1]} features, but {type(self).__name__} is expecting {self.n_features_in_} "
-                "features as input (the feature count cannot change between partial_fit calls)"
-            )
+        if not reset and X.shape[1] != self.n_features_in_ and getattr(self, "_kernel_kind", None) != "precomputed":
+            raise ValueError(f"X has {X.shape[1]} features, but {type(self).__name__} is expecting "
+                             f"{self.n_features_in_} features as input (fixed by the first fit/partial_fit call)")
         return X
 
-    def _stream(self, X, ranks, src):
-        N, tau, variant = self._members_tau_variant()
-        k = self.classes_.size
-        n_threads = check_n_jobs(getattr(self, "n_jobs", None))
-        C = np.array(self.members_thresholds_, dtype=np.float64, order="C")
-        V = np.array(self.members_counts_, dtype=np.int64)
-        if self._kernel_kind == "linear":
-            W = np.array(self.members_coef_, dtype=np.float64, order="C")
-            losses = _core.oap_linear_fit(X, ranks, k, tau, self.seed_, self.n_seen_, _VARIANTS[variant], n_threads,
-                                          W, C, V)
-            self.members_coef_ = W
-        else:
-            pre = self._kernel_kind == "precomputed"
-            kind = 0 if pre else _KIND[self._kernel_kind]
-            g, deg, c0 = self._kernel_args
-            budget = 0 if self.budget is None else int(self.budget)
-            sv = np.ascontiguousarray(self.support_vectors_, dtype=np.float64)
-            losses, A, svX, svt, svs = _core.oap_kernel_fit(
-                X, ranks, np.ascontiguousarray(src, dtype=np.int64), k, tau, self.seed_, self.n_seen_,
-                _VARIANTS[variant], n_threads, kind, g, deg, c0, pre, budget,
-                np.ascontiguousarray(self.dual_coef_), sv if not pre else np.zeros((0, 0)),
-                self.support_time_, self.support_index_, C, V)
-            self.dual_coef_ = A
-            self.support_vectors_ = svX if not pre else np.zeros((0, 0))
-            self.support_time_ = svt
-            self.support_index_ = svs
-        self.members_thresholds_ = C
-        self.members_counts_ = V
-        self.n_seen_ += X.shape[0]
-        self._losses = np.concatenate([self._losses, losses.astype(np.int32)])
+    def _prepare_predict(self, X):
+        check_is_fitted(self, "classes_")
+        return self._check_X(X)
 
     def fit(self, X, y):
         """Restart the stream and make ``n_epochs`` passes over (X, y).
@@ -270,7 +214,7 @@ class _OAPBase(KernelMixin, ClassifierMixin, FastrankEstimator):
         X = self._check_X(X, reset=True)
         y = _check_labels(y, X.shape[0])
         classes = _sorted_classes(y)
-        if self.kernel == "precomputed" and X.shape[0] != X.shape[1]:
+        if getattr(self, "kernel", None) == "precomputed" and X.shape[0] != X.shape[1]:
             raise ValueError(f"precomputed kernel: fit needs the square (m, m) kernel matrix, got {X.shape}")
         self._reset(classes, X.shape[1])
         ranks = _to_ranks(self.classes_, y)
@@ -279,7 +223,7 @@ class _OAPBase(KernelMixin, ClassifierMixin, FastrankEstimator):
         for _ in progress.iterate(range(self.n_epochs), desc=f"{type(self).__name__} passes", unit="pass",
                                   verbose=self.verbose):
             order = rng.permutation(m) if self.shuffle else np.arange(m)
-            Xo = X if not self.shuffle else np.ascontiguousarray(X[order])
+            Xo = np.ascontiguousarray(X[order]) if self.shuffle else X
             self._stream(Xo, np.ascontiguousarray(ranks[order]), order)
         self.n_samples_seen_ = m
         self._finish()
@@ -309,20 +253,12 @@ class _OAPBase(KernelMixin, ClassifierMixin, FastrankEstimator):
         elif classes is not None and not np.array_equal(_sorted_classes(classes), self.classes_):
             raise ValueError(f"classes={np.asarray(classes).tolist()!r} differs from classes_ fixed by the first "
                              f"partial_fit call: {self.classes_.tolist()!r}")
-        ranks = _to_ranks(self.classes_, y)
-        src = np.arange(self.n_samples_seen_, self.n_samples_seen_ + X.shape[0], dtype=np.int64)
-        self._stream(X, ranks, src)
-        self.n_samples_seen_ += X.shape[0]
+        n0 = self.n_samples_seen_
+        self._stream(X, _to_ranks(self.classes_, y), np.arange(n0, n0 + X.shape[0], dtype=np.int64))
+        self.n_samples_seen_ = n0 + X.shape[0]
         self._finish()
         return self
 
-    def _finish(self):
-        # The averaged rule (Algorithm 2, line 16): averaged weights and averaged thresholds.
-        self.thresholds_ = self.members_thresholds_.mean(axis=0)
-        if self._kernel_kind == "linear":
-            self.coef_ = self.members_coef_.mean(axis=0)
-
-    # -- prediction --
     @property
     def average_rank_loss_(self):
         """(1/T) sum_t |yhat_t - y_t| over the on-line predictions on the whole stream so far."""
@@ -334,18 +270,102 @@ class _OAPBase(KernelMixin, ClassifierMixin, FastrankEstimator):
         check_is_fitted(self, "classes_")
         return np.cumsum(self._losses, dtype=np.float64) / np.arange(1, self._losses.size + 1)
 
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = getattr(self, "kernel", None) != "precomputed"  # rows densified per call
+        return tags
+
+
+# ----------------------------------------------------------------------------------------------
+# PRank / OAP family
+# ----------------------------------------------------------------------------------------------
+class _OAPBase(KernelMixin, _OnlineOrdinal):
+    """Shared machinery of PRank and OAPBPM (PRank is the one-member, tau = 1 ensemble)."""
+
+    _parameter_constraints = {"budget": [None, positive_int()], "n_jobs": N_JOBS}
+
+    def _members_tau_variant(self):  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def _reset_model(self, k, n_features):
+        spec = self._kernel_spec(n_features)
+        N = self._members_tau_variant()[0]
+        self._kernel_kind = spec.kind
+        self._kernel_args = (spec.gamma, spec.degree, spec.coef0)
+        self.members_thresholds_ = np.zeros((N, k - 1))
+        self.members_counts_ = np.zeros(N, dtype=np.int64)
+        if spec.linear:
+            self.members_coef_ = np.zeros((N, n_features))
+        else:
+            self.dual_coef_ = np.zeros((N, 0))
+            self.support_vectors_ = np.zeros((0, 0 if spec.precomputed else n_features))
+            self.support_time_ = np.zeros(0, dtype=np.int64)
+            self.support_index_ = np.zeros(0, dtype=np.int64)
+
+    def _state(self):
+        """Copies of the member arrays, as the compiled passes read and update them."""
+        st = {"C": np.array(self.members_thresholds_, dtype=np.float64, order="C"),
+              "V": np.array(self.members_counts_, dtype=np.int64)}
+        if self._kernel_kind == "linear":
+            st["W"] = np.array(self.members_coef_, dtype=np.float64, order="C")
+        else:
+            pre = self._kernel_kind == "precomputed"
+            st.update(A=np.ascontiguousarray(self.dual_coef_), svt=self.support_time_, svs=self.support_index_,
+                      svX=np.zeros((0, 0)) if pre else np.ascontiguousarray(self.support_vectors_, dtype=np.float64))
+        return st
+
+    def _compiled_pass(self, st, X, ranks, src, *, t0, tau, variant, n_threads, budget):
+        """Algorithm 2 (Algorithm 1: one member, tau = 1) over (X, ranks) from state ``st``, which
+        it updates; returns the on-line rank losses.  ``src``: the examples' stream columns."""
+        k = self.classes_.size
+        if self._kernel_kind == "linear":
+            return _core.oap_linear_fit(X, ranks, k, tau, self.seed_, t0, _VARIANTS[variant], n_threads, st["W"],
+                                        st["C"], st["V"])
+        pre = self._kernel_kind == "precomputed"
+        losses, st["A"], svX, st["svt"], st["svs"] = _core.oap_kernel_fit(
+            X, ranks, np.ascontiguousarray(src, dtype=np.int64), k, tau, self.seed_, t0, _VARIANTS[variant],
+            n_threads, 0 if pre else _KIND[self._kernel_kind], *self._kernel_args, pre, budget, st["A"], st["svX"],
+            st["svt"], st["svs"], st["C"], st["V"])
+        if not pre:
+            st["svX"] = svX
+        return losses
+
+    def _stream(self, X, ranks, src):
+        _, tau, variant = self._members_tau_variant()
+        st = self._state()
+        losses = self._compiled_pass(st, X, ranks, src, t0=self.n_seen_, tau=tau, variant=variant,
+                                     n_threads=check_n_jobs(getattr(self, "n_jobs", None)),
+                                     budget=0 if self.budget is None else int(self.budget))
+        self.members_thresholds_, self.members_counts_ = st["C"], st["V"]
+        if self._kernel_kind == "linear":
+            self.members_coef_ = st["W"]
+        else:
+            self.dual_coef_, self.support_vectors_ = st["A"], st["svX"]
+            self.support_time_, self.support_index_ = st["svt"], st["svs"]
+        self._append_losses(losses)
+
+    def _finish(self):
+        # The averaged rule (Algorithm 2, line 16): averaged weights and averaged thresholds.
+        self.thresholds_ = self.members_thresholds_.mean(axis=0)
+        if self._kernel_kind == "linear":
+            self.coef_ = self.members_coef_.mean(axis=0)
+
+    # -- prediction --
+    def _support_columns(self, X):
+        """Precomputed kernel: X's columns of the stored examples (one column per training example)."""
+        need = int(self.support_index_.max()) + 1 if self.support_index_.size else 0
+        if X.shape[1] < need:
+            raise ValueError(f"precomputed kernel: X needs at least {need} columns (one per training "
+                             f"example), got {X.shape[1]}")
+        return X[:, self.support_index_]
+
     def _member_scores(self, X, which):
         """which='mean': scores of the averaged rule, (p,); 'all': every member's score, (p, N)."""
         if self._kernel_kind == "linear":
-            W = self.members_coef_
-            return X @ self.coef_ if which == "mean" else X @ W.T
+            return X @ self.coef_ if which == "mean" else X @ self.members_coef_.T
         coef = self.dual_coef_.mean(axis=0)[:, None] if which == "mean" else self.dual_coef_.T
         if self._kernel_kind == "precomputed":
-            need = int(self.support_index_.max()) + 1 if self.support_index_.size else 0
-            if X.shape[1] < need:
-                raise ValueError(f"precomputed kernel: X needs at least {need} columns (one per training "
-                                 f"example), got {X.shape[1]}")
-            out = X[:, self.support_index_] @ coef
+            out = self._support_columns(X) @ coef
         elif self.support_time_.size == 0:
             out = np.zeros((X.shape[0], coef.shape[1]))
         else:
@@ -353,50 +373,36 @@ class _OAPBase(KernelMixin, ClassifierMixin, FastrankEstimator):
             out = spec.predict(X, self.support_vectors_, coef, check_n_jobs(getattr(self, "n_jobs", None)))
         return out[:, 0] if which == "mean" else out
 
-    def _prepare_predict(self, X):
-        check_is_fitted(self, "classes_")
-        X = _as_X(X)
-        if self._kernel_kind != "precomputed" and X.shape[1] != self.n_features_in_:
-            raise ValueError(f"X has {X.shape[1]} features, but {type(self).__name__} is expecting "
-                             f"{self.n_features_in_} features as input")
-        return X
+    def _voting(self):
+        return self._members_tau_variant()[2] != "bpm"
+
+    def _votes(self, X):
+        """(sum of the members' ranks, count-weighted for OAP-VP; its normaliser)."""
+        R = _rank_from_scores(self._member_scores(X, "all"), self.members_thresholds_)  # (p, N)
+        v = self.members_counts_.astype(np.int64)
+        if self._members_tau_variant()[2] == "voted" and v.sum() > 0:
+            return R @ v, int(v.sum())
+        return R.sum(axis=1), R.shape[1]
 
     def decision_function(self, X):
-        """Real-valued scores: w~.x of the averaged rule (PRank, OAP-BPM); for OAP-Bagg and OAP-VP
-        the (count-weighted) mean of the members' predicted ranks on the 1..k scale."""
+        """Real-valued scores: w~.x of the averaged rule (PRank, OAP-BPM); for OAP-Bagg, OAP-VP and
+        PRank-VP the vote H(x) (the members' or hypotheses' mean rank) on the 1..k scale."""
         X = self._prepare_predict(X)
-        _, _, variant = self._members_tau_variant()
-        if variant == "bpm":
+        if not self._voting():
             return self._member_scores(X, "mean")
         H, den = self._votes(X)
         return H / den
 
-    def _votes(self, X):
-        _, _, variant = self._members_tau_variant()
-        R = _rank_from_scores(self._member_scores(X, "all"), self.members_thresholds_)  # (p, N)
-        N = R.shape[1]
-        v = self.members_counts_.astype(np.int64)
-        if variant == "voted" and v.sum() > 0:
-            return R @ v, int(v.sum())
-        return R.sum(axis=1), N
-
     def predict(self, X):
-        """Labels: the averaged rule's rank (PRank, OAP-BPM), or for OAP-Bagg / OAP-VP the real mean
-        rank rounded to the nearest rank (halves round up), i.e. floor(mean + 1/2)."""
+        """Labels: the averaged rule's rank (PRank, OAP-BPM), or for the votes the real H(x) rounded
+        to the nearest rank (halves round up), i.e. floor(H + 1/2)."""
         X = self._prepare_predict(X)
-        _, _, variant = self._members_tau_variant()
-        if variant == "bpm":
+        if not self._voting():
             ranks = _rank_from_scores(self._member_scores(X, "mean"), self.thresholds_)
         else:
             H, den = self._votes(X)
             ranks = (2 * H + den) // (2 * den)
         return self.classes_[ranks - 1]
-
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.input_tags.sparse = self.kernel != "precomputed"
-        tags.classifier_tags.multi_class = True
-        return tags
 
 
 @register_estimator
@@ -418,7 +424,7 @@ class PRank(_OAPBase):
         Williamson 2001; memory stays bounded and the result still depends only on the stream, not
         on how it is cut into ``partial_fit`` calls).  None: unbounded.  Ignored for "linear".
     n_epochs : passes over the data in ``fit``.  shuffle : reshuffle each pass in ``fit``.
-    random_state : seeds the shuffling.
+    random_state : seeds the shuffling.  verbose : report the passes of ``fit`` on stderr.
     """
 
     def __init__(self, *, kernel="linear", gamma=None, degree=2, coef0=1.0, budget=None, n_epochs=1,
@@ -435,28 +441,24 @@ class PRank(_OAPBase):
 
 @register_estimator
 class PRankVP(PRank):
-    """PRank-VP: a single PRank whose intermediate hypotheses vote (Harrington 2003, Sect. 3.1 and
-    4.1, "PRank with voted Perceptron"; the voted perceptron of Freund & Schapire applied to PRank).
+    """PRank-VP: one PRank whose intermediate hypotheses vote (Harrington 2003, Sect. 3.1 and 4.1;
+    the voted perceptron of Freund & Schapire applied to PRank).
 
-    Training is exactly :class:`PRank` (Algorithm 1, the same compiled update).  Every update
-    i = 1..u creates a new hypothesis h_i (weights w_i, thresholds c_i); h_0 is the starting rule
-    (w = 0, c = 0).  Each hypothesis counts its survival time v_i, the number of examples it
-    ranked correctly before the next update (on the stream so far, over all passes).  The final
-    rule is the normalised vote
-
-        H(x) = sum_i v_i h_i(x) / sum_i v_i,   h_i(x) = min{r : w_i . x - c_i(r) < 0},
-
-    returned by ``decision_function``; ``predict`` rounds it to the nearest rank (halves up),
-    as :class:`OAPBPM` does for OAP-VP.  Before any correct prediction (all v_i = 0) the plain
-    mean of the hypotheses is used.  ``average_rank_loss_`` / ``rank_loss_curve()`` are the
-    on-line losses of the underlying PRank (the predictions that drive its updates), so they equal
-    those of ``PRank`` on the same stream.
+    Training is exactly :class:`PRank` (the same compiled update).  Update i = 1..u creates the
+    hypothesis h_i (weights w_i, thresholds c_i; h_0 is w = 0, c = 0), which survives v_i examples
+    ranked correctly before the next update (over the whole stream).  ``decision_function`` is the
+    vote H(x) = sum_i v_i h_i(x) / sum_i v_i with h_i(x) = min{r : w_i . x - c_i(r) < 0} (the plain
+    mean while every v_i = 0); ``predict`` rounds it to the nearest rank, halves up, as OAP-VP does.
+    ``average_rank_loss_`` / ``rank_loss_curve()`` are the on-line losses of the underlying PRank.
 
     Memory: one weight vector (linear kernel) or one threshold vector and a support count (kernel
-    forms) per update — the voted perceptron keeps every intermediate hypothesis.  Kernel forms
-    replay the updates one at a time to record the thresholds (O(u^2) kernel evaluations for u
-    updates).  Parameters as :class:`PRank` without ``budget`` (a sliding window would change a
-    hypothesis between updates).
+    forms) per update; kernel forms replay the updates one at a time to record the thresholds
+    (O(u^2) kernel evaluations for u updates).
+
+    Parameters
+    ----------
+    kernel, gamma, degree, coef0, n_epochs, shuffle, random_state, verbose : as for :class:`PRank`
+        (no ``budget``: a sliding window would change a hypothesis between updates).
 
     Attributes
     ----------
@@ -473,9 +475,8 @@ class PRankVP(PRank):
                  random_state=None, verbose=0):
         self._store_params(locals())
 
-    def _reset(self, classes, n_features):
-        super()._reset(classes, n_features)
-        k = classes.size
+    def _reset_model(self, k, n_features):
+        super()._reset_model(k, n_features)
         self.vote_counts_ = np.zeros(1, dtype=np.int64)
         self.vote_thresholds_ = np.zeros((1, k - 1))
         if self._kernel_kind == "linear":
@@ -484,80 +485,48 @@ class PRankVP(PRank):
             self.vote_n_support_ = np.zeros(1, dtype=np.int64)
 
     def _stream(self, X, ranks, src):
-        k = self.classes_.size
-        t0 = self.n_seen_
-        linear = self._kernel_kind == "linear"
-        # state before this chunk, for the replay of the updates
-        C = np.array(self.members_thresholds_, dtype=np.float64, order="C")
-        V = np.array(self.members_counts_, dtype=np.int64)
-        if linear:
-            W = np.array(self.members_coef_, dtype=np.float64, order="C")
-        else:
-            A = np.ascontiguousarray(self.dual_coef_)
-            svX = np.ascontiguousarray(self.support_vectors_, dtype=np.float64)
-            svt, svs = self.support_time_, self.support_index_
+        t0, before = self.n_seen_, self._state()  # the state before this chunk, for the replay
         super()._stream(X, ranks, src)  # the whole chunk in one compiled pass
-        losses = self._losses[self._losses.size - X.shape[0]:]
-        upd = np.flatnonzero(losses > 0)  # PRank updates exactly on its mistakes (Algorithm 1, line 2)
-        T = X.shape[0]
-        counts = np.diff(np.concatenate([[-1], upd, [T]])) - 1  # correct predictions between updates
-        new_c = np.empty((upd.size, k - 1))
-        if linear:
-            new_w = np.empty((upd.size, W.shape[1]))
-        else:
-            new_s = np.empty(upd.size, dtype=np.int64)
-            pre = self._kernel_kind == "precomputed"
-            kind = 0 if pre else _KIND[self._kernel_kind]
-            g, deg, c0 = self._kernel_args
+        # PRank updates exactly on its mistakes (Algorithm 1, line 2)
+        upd = np.flatnonzero(self._losses[self._losses.size - X.shape[0]:] > 0)
+        counts = np.diff(np.concatenate([[-1], upd, [X.shape[0]]])) - 1  # correct predictions between updates
+        linear = self._kernel_kind == "linear"
+        new_c = np.empty((upd.size, self.classes_.size - 1))
+        new_h = np.empty((upd.size, X.shape[1])) if linear else np.empty(upd.size, dtype=np.int64)
         for i, p in enumerate(upd):
             # the same compiled PRank step, one example at a time from the state before it
-            xp = np.ascontiguousarray(X[p:p + 1])
-            yp = np.ascontiguousarray(ranks[p:p + 1])
-            if linear:
-                _core.oap_linear_fit(xp, yp, k, 1.0, self.seed_, t0 + int(p), 0, 1, W, C, V)
-                new_w[i] = W[0]
-            else:
-                sp = np.ascontiguousarray(src[p:p + 1], dtype=np.int64)
-                _, A, svX_new, svt, svs = _core.oap_kernel_fit(
-                    xp, yp, sp, k, 1.0, self.seed_, t0 + int(p), 0, 1, kind, g, deg, c0, pre, 0, A,
-                    svX if not pre else np.zeros((0, 0)), svt, svs, C, V)
-                svX = svX_new if not pre else svX
-                new_s[i] = svt.size
-            new_c[i] = C[0]
+            self._compiled_pass(before, np.ascontiguousarray(X[p:p + 1]), np.ascontiguousarray(ranks[p:p + 1]),
+                                src[p:p + 1], t0=t0 + int(p), tau=1.0, variant="bpm", n_threads=1, budget=0)
+            new_c[i] = before["C"][0]
+            new_h[i] = before["W"][0] if linear else before["svt"].size
         self.vote_counts_ = np.concatenate([self.vote_counts_[:-1], [self.vote_counts_[-1] + counts[0]],
                                             counts[1:]]).astype(np.int64)
         self.vote_thresholds_ = np.vstack([self.vote_thresholds_, new_c])
         if linear:
-            self.vote_coef_ = np.vstack([self.vote_coef_, new_w])
+            self.vote_coef_ = np.vstack([self.vote_coef_, new_h])
         else:
-            self.vote_n_support_ = np.concatenate([self.vote_n_support_, new_s]).astype(np.int64)
+            self.vote_n_support_ = np.concatenate([self.vote_n_support_, new_h]).astype(np.int64)
 
     def _hypothesis_scores(self, X):
         """Scores w_i . x of every hypothesis, (p, u + 1)."""
         if self._kernel_kind == "linear":
             return X @ self.vote_coef_.T
         # f_i(x) = sum over the first n_i support entries of alpha_s K(x_s, x): prefix sums
-        per = self._member_scores_terms(X)  # (p, S)
+        coef = self.dual_coef_[0]
+        if coef.size == 0:
+            per = np.zeros((X.shape[0], 0))
+        elif self._kernel_kind == "precomputed":
+            per = self._support_columns(X) * coef[None, :]
+        else:
+            spec = KernelSpec(self._kernel_kind, *self._kernel_args)
+            per = np.asarray(spec.cross(X, self.support_vectors_, check_n_jobs(None))) * coef[None, :]
         pref = np.concatenate([np.zeros((per.shape[0], 1)), np.cumsum(per, axis=1)], axis=1)
         return pref[:, self.vote_n_support_]
 
-    def _member_scores_terms(self, X):
-        coef = self.dual_coef_[0]
-        if coef.size == 0:
-            return np.zeros((X.shape[0], 0))
-        if self._kernel_kind == "precomputed":
-            need = int(self.support_index_.max()) + 1
-            if X.shape[1] < need:
-                raise ValueError(f"precomputed kernel: X needs at least {need} columns (one per training "
-                                 f"example), got {X.shape[1]}")
-            K = X[:, self.support_index_]
-        else:
-            K = np.asarray(KernelSpec(self._kernel_kind, *self._kernel_args).cross(
-                X, self.support_vectors_, check_n_jobs(None)))
-        return K * coef[None, :]
+    def _voting(self):
+        return True
 
-    def _vote(self, X):
-        X = self._prepare_predict(X)
+    def _votes(self, X):
         v = self.vote_counts_
         den = int(v.sum())
         H = np.empty(X.shape[0], dtype=np.int64)
@@ -568,40 +537,29 @@ class PRankVP(PRank):
             H[lo:lo + step] = R @ v if den > 0 else R.sum(axis=1)
         return H, (den if den > 0 else v.size)
 
-    def decision_function(self, X):
-        """The vote H(x) = sum_i v_i h_i(x) / sum_i v_i on the rank scale 1..k."""
-        H, den = self._vote(X)
-        return H / den
-
-    def predict(self, X):
-        """Labels: the vote rounded to the nearest rank (halves up), floor(H + 1/2)."""
-        H, den = self._vote(X)
-        ranks = (2 * H + den) // (2 * den)
-        return self.classes_[ranks - 1]
-
 
 @register_estimator
 class OAPBPM(_OAPBase):
-    """OAP-BPM: Online Aggregate PRank - Bayes Point Machine (Harrington 2003, Algorithm 2 and 3.1).
+    """OAP-BPM: Online Aggregate PRank - Bayes Point Machine (Harrington 2003, Algorithm 2, Sect. 3.1).
 
     ``n_estimators`` (N) PRank members run in parallel; for every example t and member j an
     independent Bernoulli(tau) draw b(j, t) decides whether member j trains on it.
 
-    variant : "bpm" (Algorithm 2): predict with the averaged weights w~ = sum_j w_j / N and the
-        averaged thresholds c~ = sum_j c_j / N (their order is preserved by averaging).
-        "bagging" (OAP-Bagg): H(x) = sum_j h_j(x) / N, the mean of the members' ranks.
-        "voted" (OAP-VP): H(x) = sum_j v_j h_j(x) / sum_j v_j with v_j the number of correct
-        predictions member j made on the examples presented to it (normalised as in the paper;
-        before any correct prediction the plain mean is used).
-        For "bagging"/"voted" the real-valued H(x) (``decision_function``) becomes a rank by rounding
-        to the nearest rank, halves up: floor(H + 1/2) (always within 1..k).
-    kernel, gamma, degree, coef0, budget : as for :class:`PRank`; each member has its own
-        coefficients on a shared list of stored examples (those on which any member updated).
-    n_epochs, shuffle : passes / reshuffling in ``fit``.
-    random_state : int, RandomState or None — fixes the Bernoulli draws (counter-based splitmix64
-        hashing of (seed, j, t)), so the model never depends on ``n_jobs``.
-    n_jobs : threads over the members (None: every core; k > 0: k threads; -1: every core; the GIL
-        is released).  The model never depends on it.
+    Parameters
+    ----------
+    n_estimators : int, the number N of members.  tau : float in (0, 1], the training probability.
+    variant : "bpm" (Algorithm 2) predicts with the averaged weights w~ = sum_j w_j / N and
+        thresholds c~ = sum_j c_j / N (averaging keeps their order); "bagging" (OAP-Bagg) with
+        H(x) = sum_j h_j(x) / N, the members' mean rank; "voted" (OAP-VP) with
+        H(x) = sum_j v_j h_j(x) / sum_j v_j, v_j the number of correct predictions member j made on
+        the examples presented to it (the plain mean before any).  ``predict`` rounds that H (the
+        ``decision_function``) to the nearest rank, halves up: floor(H + 1/2), always within 1..k.
+    kernel, gamma, degree, coef0, budget, n_epochs, shuffle, verbose : as for :class:`PRank`; each
+        member has its own coefficients on a shared list of stored examples (those on which any
+        member updated).
+    random_state : fixes the Bernoulli draws (counter-based splitmix64 hashing of (seed, j, t)).
+    n_jobs : threads over the members (None or -1: every core; k > 0: k threads; the GIL is
+        released).  The model never depends on it.
     """
 
     def __init__(self, n_estimators=100, tau=0.3, *, variant="bpm", kernel="linear", gamma=None, degree=2,
@@ -621,20 +579,17 @@ class OAPBPM(_OAPBase):
         as separate streams (``partial_fit`` on the same rows in the same order) and joined by
         :meth:`from_members` into exactly the model ``fit`` gives (``shuffle=False``, linear kernel).
 
-        Member j's Bernoulli draws are a counter-based hash of (seed, j, t): member j is keyed by
-        splitmix64(splitmix64(seed) + j) (cpp/include/fastrank/perceptron.hpp), and splitmix64 is a
-        bijection, so a block starting at member j0 gets the seed
-        splitmix64^-1(splitmix64(seed) + j0) and its members draw what members j0, j0 + 1, ... draw.
+        Member j's Bernoulli draws are a counter-based hash of (seed, j, t), so a block starting at
+        member j0 gets the seed of :func:`_block_seed` and its members draw what members j0, j0 + 1,
+        ... draw.
         """
         self._validate_params()
         if self.kernel != "linear":
             raise ValueError("member blocks need the linear kernel (kernel members share a support list)")
-        if isinstance(n_blocks, (bool, np.bool_)) or not isinstance(n_blocks, numbers.Integral) or n_blocks < 1:
-            raise ValueError(f"n_blocks must be a positive integer, got {n_blocks!r}")
         N = int(self.n_estimators)
         classes = _sorted_classes(classes)
         seed = _seed_from(self.random_state)
-        bounds = np.linspace(0, N, min(int(n_blocks), N) + 1).round().astype(int)
+        bounds = np.linspace(0, N, min(check_int(n_blocks, "n_blocks", low=1), N) + 1).round().astype(int)
         blocks = []
         for first, stop in zip(bounds[:-1], bounds[1:]):
             block = clone(self).set_params(n_estimators=int(stop - first))
@@ -654,9 +609,8 @@ class OAPBPM(_OAPBase):
         for attr in ("classes_", "n_features_in_", "_kernel_kind", "_kernel_args", "n_seen_", "n_samples_seen_"):
             setattr(est, attr, getattr(first, attr))
         est.seed_ = first.ensemble_seed_
-        est.members_coef_ = np.concatenate([b.members_coef_ for b in blocks])
-        est.members_thresholds_ = np.concatenate([b.members_thresholds_ for b in blocks])
-        est.members_counts_ = np.concatenate([b.members_counts_ for b in blocks])
+        for attr in ("members_coef_", "members_thresholds_", "members_counts_"):
+            setattr(est, attr, np.concatenate([getattr(b, attr) for b in blocks]))
         est._losses = np.zeros(0, dtype=np.int32)
         est._finish()
         return est
@@ -666,90 +620,43 @@ class OAPBPM(_OAPBase):
 # Widrow-Hoff
 # ----------------------------------------------------------------------------------------------
 @register_estimator
-class WidrowHoff(ClassifierMixin, FastrankEstimator):
+class WidrowHoff(_OnlineOrdinal):
     """Widrow-Hoff (LMS) on-line least-squares regression on the ranks (Harrington 2003, section 4).
 
     s = w.x + b; after predicting, w <- w + eta (r - s) x and b <- b + eta (r - s) with r the rank
-    (1..k) of the label.  Predictions round s to the nearest rank, clipped to 1..k.  One update
-    multiplies the error r - s on its own example by 1 - eta (||x||^2 + 1) (the 1 for the intercept),
-    so a fixed eta >= 2 / (||x||^2 + 1) diverges (an error is raised on overflow): 136 standardised
-    features have ||x||^2 ~ 136, and eta = 0.1 diverges there.
+    (1..k) of the label; predictions round s to the nearest rank, clipped to 1..k.  An update
+    multiplies its own example's error by 1 - eta (||x||^2 + 1), so a fixed eta >= 2 / (||x||^2 + 1)
+    diverges (an error is raised on overflow): eta = 0.1 diverges on 136 standardised features.
 
-    eta : float or "auto", default="auto"
-        A float is the fixed step above.  "auto" is normalised LMS: example t takes the step
-        0.2 / (||x_t||^2 + fit_intercept), which multiplies its own error by 0.8 (never overshoots)
-        whatever the scale of the features, and does not depend on how a stream is cut into
-        ``partial_fit`` calls.
+    Parameters
+    ----------
+    eta : float or "auto", default="auto" — a float is the fixed step; "auto" is normalised LMS, the
+        step 0.2 / (||x_t||^2 + fit_intercept), which multiplies its example's error by 0.8 (never
+        overshoots) whatever the feature scale and however the stream is cut into ``partial_fit`` calls.
+    fit_intercept : learn b (else b = 0).
+    n_epochs, shuffle, random_state, verbose : as for :class:`PRank`.
     """
 
     def __init__(self, eta="auto", *, fit_intercept=True, n_epochs=1, shuffle=False, random_state=None, verbose=0):
         self._store_params(locals())
 
-    _parameter_constraints = {**_STREAM_CONSTRAINTS, "eta": [positive_real(), StrOptions({"auto"})],
-                              "fit_intercept": ["boolean"]}
+    _parameter_constraints = {"eta": [positive_real(), StrOptions({"auto"})], "fit_intercept": ["boolean"]}
 
-    def _reset(self, classes, n_features):
-        if classes.size < 2:
-            raise ValueError(f"y has {classes.size} class ({classes.tolist()!r}); need at least 2 distinct labels")
-        self.classes_ = classes
-        self.n_features_in_ = n_features
+    def _reset_model(self, k, n_features):
         self.coef_ = np.zeros(n_features)
         self.intercept_ = 0.0
-        self.n_seen_ = 0
-        self.seed_ = _seed_from(self.random_state)
-        self._losses = np.zeros(0, dtype=np.int32)
 
-    def _stream(self, X, ranks):
+    def _stream(self, X, ranks, src):
         w = np.array(self.coef_, dtype=np.float64)
         auto = isinstance(self.eta, str)
         losses, b = _core.widrow_hoff_fit(X, ranks, self.classes_.size, _NLMS_STEP if auto else float(self.eta),
                                           bool(self.fit_intercept), w, float(self.intercept_), normalized=auto)
         self.coef_, self.intercept_ = w, float(b)
-        self.n_seen_ += X.shape[0]
-        self._losses = np.concatenate([self._losses, losses.astype(np.int32)])
-
-    def fit(self, X, y):
-        """Restart and make ``n_epochs`` passes over (X, y)."""
-        self._validate_params()
-        X = _as_X(X)
-        y = _check_labels(y, X.shape[0])
-        self._reset(_sorted_classes(y), X.shape[1])
-        ranks = _to_ranks(self.classes_, y)
-        rng = np.random.default_rng(self.seed_)
-        for _ in progress.iterate(range(self.n_epochs), desc="WidrowHoff passes", unit="pass", verbose=self.verbose):
-            order = rng.permutation(X.shape[0]) if self.shuffle else np.arange(X.shape[0])
-            self._stream(np.ascontiguousarray(X[order]) if self.shuffle else X, np.ascontiguousarray(ranks[order]))
-        return self
-
-    def partial_fit(self, X, y, classes=None):
-        """Continue the stream (``classes`` fixes the ordered label set on the first call)."""
-        first = not hasattr(self, "classes_")
-        X = _as_X(X)
-        y = _check_labels(y, X.shape[0], label_set_fixed=not first or classes is not None)
-        if first:
-            self._validate_params()
-            cls = _sorted_classes(y if classes is None else classes)
-            if classes is None and cls.size < 2:
-                raise ValueError(f"the first partial_fit batch has only the label(s) {cls.tolist()!r}; pass the "
-                                 "complete ordered label set with classes=")
-            self._reset(cls, X.shape[1])
-        elif classes is not None and not np.array_equal(_sorted_classes(classes), self.classes_):
-            raise ValueError(f"classes={np.asarray(classes).tolist()!r} differs from classes_ fixed by the first "
-                             f"partial_fit call: {self.classes_.tolist()!r}")
-        elif X.shape[1] != self.n_features_in_:
-            raise ValueError(f"X has {X.shape[1]} features, but WidrowHoff is expecting {self.n_features_in_} "
-                             "features as input (the feature count cannot change between partial_fit calls)")
-        self._stream(X, _to_ranks(self.classes_, y))
-        return self
+        self._append_losses(losses)
 
     def decision_function(self, X):
         """The regression score w.x + b on the rank scale 1..k."""
-        check_is_fitted(self, "classes_")
-        X = _as_X(X)
-        if X.shape[1] != self.n_features_in_:
-            raise ValueError(f"X has {X.shape[1]} features, but WidrowHoff is expecting {self.n_features_in_} "
-                             "features as input")
-        return X @ self.coef_ + self.intercept_
+        return self._prepare_predict(X) @ self.coef_ + self.intercept_
 
     def predict(self, X):
         """Labels: the score rounded to the nearest rank (halves up), clipped to 1..k."""
@@ -757,56 +664,49 @@ class WidrowHoff(ClassifierMixin, FastrankEstimator):
         r = np.clip(np.floor(s + 0.5), 1, self.classes_.size).astype(np.int64)
         return self.classes_[r - 1]
 
-    average_rank_loss_ = _OAPBase.average_rank_loss_
-    rank_loss_curve = _OAPBase.rank_loss_curve
-
 
 # ----------------------------------------------------------------------------------------------
 # On-line MPRank
 # ----------------------------------------------------------------------------------------------
-
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.input_tags.sparse = True  # rows densified per call (see _as_X)
-        return tags
-
-
 def _group_sqrt_laplacian(A, gi):
     """St A for St = blockdiag(sqrt(n_q / m) (I - 1 1^T / n_q)), rows of A in the caller's order."""
     A = np.asarray(A, dtype=np.float64)
-    m = A.shape[0]
+    col = (-1,) + (1,) * (A.ndim - 1)
     sizes = gi.sizes.astype(np.float64)
     sums = np.zeros((gi.n_groups,) + A.shape[1:])
     np.add.at(sums, gi.codes, A)
-    means = sums / sizes.reshape((-1,) + (1,) * (A.ndim - 1))
-    w = np.sqrt(sizes / m)[gi.codes].reshape((-1,) + (1,) * (A.ndim - 1))
-    return w * (A - means[gi.codes])
+    means = sums / sizes.reshape(col)
+    return np.sqrt(sizes / A.shape[0])[gi.codes].reshape(col) * (A - means[gi.codes])
 
 
 @register_estimator
 class OnlineMPRank(KernelMixin, Ranker):
     """On-line (gradient) MPRank (Cortes, Mohri & Rastogi, section 2.5).
 
-    Solves the MPRank problem  min ||w||^2 + C/m^2 sum_{i,j} ((h(x_j) - h(x_i)) - (y_j - y_i))^2
-    (eq. 15) through its dual (eq. 16) without a matrix inversion: with the centred kernel
-    Kt = H K H and yt = y - mean(y), ``algorithm="sequential"`` (the paper's pseudo-code, points
-    processed one by one) sweeps  a_i <- a_i + eta [2 (yt_i - (Kt a)_i) - (m/C) a_i],  and
-    ``algorithm="gradient"`` takes full gradient steps a <- a + eta [2 (yt - Kt a) - (m/C) a].  A pass
-    is one sweep over the m points; passes stop when the primal cost changes by less than a
-    relative ``tol`` (the paper's 1e-4) or after ``max_iter`` passes (``n_iter_``, ``converged_``,
-    ``cost_history_``).  The fixed point is the batch solution (eq. 13): a = (Kt + m/(2C) I)^-1 yt,
-    the same model as ``fastrank.MPRank`` (RankRLS with alpha = m^2 / (2C) on all pairs).
+    Solves min ||w||^2 + C/m^2 sum_{i,j} ((h(x_j) - h(x_i)) - (y_j - y_i))^2 (eq. 15) through its
+    dual (eq. 16) without a matrix inversion: with the centred kernel Kt = H K H and yt = y - mean(y),
+    "sequential" (the paper's pseudo-code) sweeps the points one by one,
+    a_i <- a_i + eta [2 (yt_i - (Kt a)_i) - (m/C) a_i], and "gradient" takes full steps
+    a <- a + eta [2 (yt - Kt a) - (m/C) a].  Passes (sweeps over the m points) stop when the primal
+    cost changes by less than a relative ``tol`` (the paper's 1e-4) or after ``max_iter`` passes
+    (``n_iter_``, ``converged_``, ``cost_history_``).  The fixed point is eq. 13,
+    a = (Kt + m/(2C) I)^-1 yt: the model of ``fastrank.MPRank`` (RankRLS, alpha = m^2 / (2C)).
 
-    ``predict(x) = sum_i a_i (K(x, x_i) - mean_k K(x, x_k))`` is eq. 13 exactly, like
-    ``fastrank.MPRank.predict``: only differences of scores are meaningful (the objective is
-    invariant to adding a constant); ``y_mean_`` is the constant that puts them on the scale of y.
-    ``score`` is the pairwise ranking accuracy, as for ``fastrank.MPRank``.
+    ``predict(x) = sum_i a_i (K(x, x_i) - mean_k K(x, x_k))`` (eq. 13): only differences of scores
+    are meaningful; ``y_mean_`` puts them on the scale of y.  ``score`` is the pairwise ranking
+    accuracy.  ``partial_fit`` appends points and continues from the current coefficients (new points
+    start at 0), iterating over all points kept so far.
 
-    eta=None picks a safe step: 1 / (2 max_i Kt_ii + m/C) (sequential; exact coordinate steps when
-    the diagonal is constant) or 1 / (2.2 lambda_max(Kt) + m/C) with lambda_max estimated by power
-    iteration (gradient).  ``partial_fit`` appends points and continues from the current
-    coefficients (new points start at 0), iterating over all points kept so far.  ``verbose``
-    reports the passes' duration, their number, the final cost and convergence on stderr.
+    Parameters
+    ----------
+    C : float > 0, the weight of the pair loss.  kernel, gamma, degree, coef0 : as for
+        :class:`PRank` (degree defaults to 3).
+    eta : float > 0 or None — None picks a safe step: 1 / (2 max_i Kt_ii + m/C) (sequential; exact
+        coordinate steps for a constant diagonal) or 1 / (2.2 lambda_max(Kt) + m/C) with lambda_max
+        from power iteration (gradient).
+    algorithm : "sequential" or "gradient".  max_iter, tol : the pass limit and the stop rule.
+    n_jobs : threads of the kernel evaluations.  verbose : report the passes' duration and number,
+        the final cost and convergence on stderr.
     """
 
     def __init__(self, C=1.0, *, kernel="linear", gamma=None, degree=3, coef0=1.0, eta=None,
@@ -817,15 +717,17 @@ class OnlineMPRank(KernelMixin, Ranker):
                               "algorithm": [StrOptions({"sequential", "gradient"})],
                               "max_iter": [positive_int(low=0)], "tol": [nonneg_real()], "n_jobs": N_JOBS}
 
-    def _kernel_matrix(self, X, spec):
-        # Peak of _solve: K, the centred Kt and the temporaries of (Kt + Kt.T) / 2 and its Fortran
-        # copy (the C++ iteration works on that copy): 5 m x m matrices.
+    def _solve(self, X, y, alpha0, groups, spec):
+        """Iterate from ``alpha0`` on the points (X, y); only pairs inside a group count with
+        ``groups``.  Nothing is stored before the solve succeeded: a failed fit leaves a fitted
+        model as it was."""
+        gi = group_index(groups, X.shape[0])
+        require_preferences(y, gi, "OnlineMPRank")
+        # Peak: K, the centred Kt and the temporaries of (Kt + Kt.T) / 2 and its Fortran copy (the
+        # C++ iteration works on that copy): 5 m x m matrices.
         check_dense_memory(X.shape[0], 5, "kernel matrix of OnlineMPRank (and its centred copies)")
-        if spec.precomputed:
-            return check_precomputed_kernel(X, min_rows=2)
-        return np.asarray(spec.train(X, check_n_jobs(self.n_jobs)))
-
-    def _solve(self, K, y, alpha0, groups=None):
+        K = check_precomputed_kernel(X, min_rows=2) if spec.precomputed else \
+            np.asarray(spec.train(X, check_n_jobs(self.n_jobs)))
         m = K.shape[0]
         if groups is None:
             rmean = K.mean(axis=1)
@@ -834,11 +736,10 @@ class OnlineMPRank(KernelMixin, Ranker):
             # Pairs inside groups (as fastrank.MPRank with groups): L = blockdiag(n_q I - 1 1^T) and
             # alpha = m^2 / (2C), i.e. (St K St + m/(2C) I) a = St y with St = blockdiag(sqrt(n_q / m)
             # (I - 1 1^T / n_q)) -- the paper's H K H when there is one group -- and A = St a.
-            rmean = None
-            Kt = _group_sqrt_laplacian(_group_sqrt_laplacian(K, groups).T, groups)
+            Kt = _group_sqrt_laplacian(_group_sqrt_laplacian(K, gi).T, gi)
         Kt = np.asfortranarray((Kt + Kt.T) / 2)
         ymean = float(y.mean())
-        yt = np.ascontiguousarray(y - ymean if groups is None else _group_sqrt_laplacian(y, groups))
+        yt = np.ascontiguousarray(y - ymean if groups is None else _group_sqrt_laplacian(y, gi))
         C = float(self.C)
         sequential = self.algorithm == "sequential"
         if self.eta is not None:
@@ -869,14 +770,19 @@ class OnlineMPRank(KernelMixin, Ranker):
                   f"converged={bool(converged)}", file=sys.stderr, flush=True)
         self.dual_coef_ = alpha
         # the expansion f(x) = sum_i expansion_coef_i K(x, x_i) (eq. 13: H a without groups)
-        self.expansion_coef_ = alpha - alpha.mean() if groups is None else _group_sqrt_laplacian(alpha, groups)
+        self.expansion_coef_ = alpha - alpha.mean() if groups is None else _group_sqrt_laplacian(alpha, gi)
         self.eta_ = eta
         self.n_iter_ = n_iter
         self.converged_ = bool(converged)
         self.cost_history_ = np.asarray(costs)
         self.y_mean_ = ymean
         self._y = np.asarray(y, dtype=np.float64)
-        self._k_rowmean = rmean  # mean_k K(x_i, x_k), for nothing but inspection
+        self._groups = None if groups is None else np.asarray(groups)
+        self._spec = spec
+        self.n_features_in_ = X.shape[1]
+        self.X_fit_ = X
+        self.coef_ = X.T @ self.expansion_coef_ if spec.linear else None
+        return self
 
     def fit(self, X, y, groups=None):
         """Iterate to the MPRank solution on (X, y) from a = 0; with ``groups`` (one id per row) only
@@ -887,17 +793,7 @@ class OnlineMPRank(KernelMixin, Ranker):
             raise ValueError(f"OnlineMPRank needs at least 2 samples (a ranking compares pairs), got n_samples="
                              f"{X.shape[0]}")
         y = self._check_target_vector(y, X.shape[0])
-        spec = self._kernel_spec(X.shape[1])
-        codes = None if groups is None else group_index(groups, X.shape[0])
-        require_preferences(y, group_index(groups, X.shape[0]), "OnlineMPRank")
-        # Nothing is stored before the solve succeeded: a failed fit leaves a fitted model as it was.
-        self._solve(self._kernel_matrix(X, spec), y, np.zeros(X.shape[0]), codes)
-        self._groups = None if groups is None else np.asarray(groups)
-        self._spec = spec
-        self.n_features_in_ = X.shape[1]
-        self.X_fit_ = X
-        self._set_linear()
-        return self
+        return self._solve(X, y, np.zeros(X.shape[0]), groups, self._kernel_spec(X.shape[1]))
 
     def partial_fit(self, X, y, groups=None):
         """Append (X, y) (and their group ids, if the model has groups) to the points kept so far and
@@ -910,46 +806,30 @@ class OnlineMPRank(KernelMixin, Ranker):
         y = as_real_array(y, "y").ravel()
         if self._spec.precomputed:
             raise ValueError("partial_fit is not available with a precomputed kernel; call fit with the full matrix")
+        self._check_features(X)
+        if y.shape[0] != X.shape[0] or not np.isfinite(y).all():
+            raise ValueError("y must be finite with one value per row of X")
+        return self._solve(np.ascontiguousarray(np.vstack([self.X_fit_, X])), np.concatenate([self._y, y]),
+                           np.concatenate([self.dual_coef_, np.zeros(X.shape[0])]),
+                           None if groups is None else np.concatenate([self._groups, np.asarray(groups)]), self._spec)
+
+    def _check_features(self, X):
         if X.shape[1] != self.n_features_in_:
             raise ValueError(f"X has {X.shape[1]} features, but OnlineMPRank is expecting {self.n_features_in_} "
                              "features as input")
-        if y.shape[0] != X.shape[0] or not np.isfinite(y).all():
-            raise ValueError("y must be finite with one value per row of X")
-        X_all = np.ascontiguousarray(np.vstack([self.X_fit_, X]))
-        y_all = np.concatenate([self._y, y])
-        alpha0 = np.concatenate([self.dual_coef_, np.zeros(X.shape[0])])
-        g_all = None if groups is None else np.concatenate([self._groups, np.asarray(groups)])
-        codes = None if g_all is None else group_index(g_all, X_all.shape[0])
-        require_preferences(y_all, group_index(g_all, X_all.shape[0]), "OnlineMPRank")
-        self._solve(self._kernel_matrix(X_all, self._spec), y_all, alpha0, codes)
-        self._groups = g_all
-        self.X_fit_ = X_all
-        self._set_linear()
-        return self
 
-    def _set_linear(self):
-        self.coef_ = self.X_fit_.T @ self.expansion_coef_ if self._spec.linear else None
-
-    def _h(self, X):
-        """h(x) of eq. 13 (centred; no intercept)."""
+    def predict(self, X):
+        """Ranking scores h(x) of eq. 13 (higher ranks higher; defined up to a constant; no intercept)."""
         check_is_fitted(self, "dual_coef_")
         X = _as_X(X)
         if self._spec.precomputed:
-            X = check_precomputed_kernel(X, n_train=self.dual_coef_.size)
-            return X @ self.expansion_coef_
-        if X.shape[1] != self.n_features_in_:
-            raise ValueError(f"X has {X.shape[1]} features, but OnlineMPRank is expecting {self.n_features_in_} "
-                             "features as input")
+            return check_precomputed_kernel(X, n_train=self.dual_coef_.size) @ self.expansion_coef_
+        self._check_features(X)
         if self._spec.linear:
             return X @ self.coef_
-        Kx = np.asarray(self._spec.cross(X, self.X_fit_, check_n_jobs(self.n_jobs)))
-        return Kx @ self.expansion_coef_
-
-    def predict(self, X):
-        """Ranking scores h(x) of eq. 13 (higher ranks higher; defined up to a constant)."""
-        return self._h(X)
+        return np.asarray(self._spec.cross(X, self.X_fit_, check_n_jobs(self.n_jobs))) @ self.expansion_coef_
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
-        tags.input_tags.sparse = self.kernel != "precomputed"
+        tags.input_tags.sparse = self.kernel != "precomputed"  # rows densified per call (see _as_X)
         return tags

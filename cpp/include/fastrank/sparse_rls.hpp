@@ -40,6 +40,9 @@ SubsetDecomposition sparse_rls_decompose_groups(MatrixRef KRt, MatrixCRef Y, con
 // Preference graph setting.
 SubsetDecomposition sparse_rls_decompose_graph(MatrixCRef KRt, const PreferenceGraph& graph, MatrixCRef KRR,
                                                int n_threads);
+// From assembled blocks H = G^T G (r x r) and g = G^T t (r x v), e.g. summed over the partitions
+// of distributed data.
+SubsetDecomposition sparse_rls_decompose_gram(MatrixCRef H, MatrixCRef g, MatrixCRef KRR);
 // A(alpha), r x v.
 Matrix sparse_rls_coef(const SubsetDecomposition& d, double alpha);
 

@@ -8,17 +8,18 @@ A model file is a NumPy ``.npz`` archive (a zip of ``.npy`` arrays) whatever its
 
       {"format": "fastrank-model", "format_version": 2, "fastrank_version": "0.1.0",
        "class": "RankRLS", "params": {...}, "state": {...}, "arrays": {"a0": {...}, ...},
-       "metadata": {...}}
+       "metadata": {...}, "checksum": {"sha256": hex}}
 
   ``class`` is the estimator's name in the ``fastrank`` namespace; ``params`` its
-  ``get_params(deep=False)``; ``state`` every attribute of the fitted estimator that is not a
-  parameter (the public ``*_`` attributes and the documented private state: e.g. the online
-  learners' stream position, seed and per-example losses), each encoded as JSON;
-  ``arrays`` records the dtype and shape of every array member; ``metadata`` is a JSON object
-  the caller chose (the command-line tool records how the training file was read).
+  ``get_params(deep=False)``; ``state`` every other attribute of the fitted estimator (the public
+  ``*_`` attributes and documented private state, e.g. the online learners' stream position, seed
+  and per-example losses); ``arrays`` the dtype and shape of every array member; ``metadata`` a JSON
+  object the caller chose (the command-line tool records how the training file was read);
+  ``checksum`` a SHA-256 over the header's JSON without it and every array member (name, dtype,
+  shape, bytes).  Version 1 files have no checksum and load with a ``ModelFileWarning``.
 * ``a0``, ``a1``, ...: the numeric arrays (float64 unless ``save(..., dtype="float32")``; integer,
-  boolean and fixed-width string arrays as they are).  Arrays are stored with ``np.save`` rules
-  (no object arrays) and loaded with ``np.load(..., allow_pickle=False)``.
+  boolean and fixed-width string arrays as they are), stored with ``np.save`` rules (no object
+  arrays) and loaded with ``np.load(..., allow_pickle=False)``.
 
 JSON values are plain JSON for None/bool/int/str/finite floats and a one-key tagged object
 otherwise: ``{"$array": "a3", "dtype": "<f8", "shape": [m, n]}``, ``{"$float": "nan"}``,
@@ -28,31 +29,23 @@ otherwise: ``{"$array": "a3", "dtype": "<f8", "shape": [m, n]}``, ``{"$float": "
 ``{"$random_state": [...]}`` (a ``numpy.random.RandomState``'s state) and ``{"$estimator":
 {"class", "params", "state"}}`` (a nested fitted estimator, e.g. ``RankRLSCV.best_estimator_``).
 
-``checksum`` (format version 2) is ``{"sha256": hex}`` over the header's JSON without it and every
-array member (name, dtype, shape, bytes); version 1 files, which have none, load with a
-``ModelFileWarning``.
-
-Nothing in a file is executed or imported: the class is looked up in a whitelist (the
-scikit-learn estimators exported by ``fastrank``), attribute names are checked, every member's
-size in the zip directory is checked against the header (dtype, shape) and the total against the
-dense-memory limit before anything is inflated, the checksum is verified, the parameters must
-pass the class's own checks, fitted float arrays must be finite, and the loaded model is asked
-for one prediction; any mismatch raises ``ValueError`` naming the file.  Files with a newer ``format_version`` are refused
-with a message naming the version that wrote them.
+Nothing in a file is executed or imported: the class must be a registered fastrank estimator,
+attribute names are checked, every member's size in the zip directory is checked against the
+header (dtype, shape) and the total against the dense-memory limit before anything is inflated,
+the checksum is verified, the parameters must pass the class's own checks, fitted float arrays
+must be finite, and the loaded model is asked for one prediction; any mismatch raises
+``ValueError`` naming the file.  Files with a newer ``format_version`` are refused with a message
+naming the version that wrote them.
 
 Size: a model stores what its ``predict`` needs.  Linear models store a weight vector (n floats),
-also when solved in the dual or on basis rows (their X_fit_ and dual_coef_ are not stored).
-Kernel models store their training rows ``X_fit_`` (m x n float64: a Gaussian RankRLS on 3,000
-rows of 300 features is 7.2 MB raw; ``compress=True``, the default, shrinks rows with many zeros
-or few distinct values) plus m dual coefficients.  ``dtype="float32"`` halves that: every float64
-array of the fitted state is stored as float32 and read back as float64, which changes each
-stored number by at most 2**-24 relative (about 6e-8); predictions move by a few 1e-6 of their
-scale (measured 4.5e-6 of the largest test score for the Gaussian model on the LightGBM sample) —
-harmless for ranking, but the loaded model is no longer bit-identical.
-Measured on the LightGBM sample (Gaussian RankRLS, 3005 x 300 training rows): pickle 7.24 MB;
-``save`` 0.61 MB (compressed; the features have two decimals) or 7.24 MB (``compress=False``);
-``dtype="float32"`` 0.55 MB / 3.62 MB; ``basis_vectors=300`` 0.07 MB; the linear model 2.5 kB.
-Basis-vector models (``RankRLS(kernel=..., basis_vectors=r)``) store only r rows.
+also when solved in the dual or on basis rows; kernel models store their training rows ``X_fit_``
+(m x n) and m dual coefficients (basis-vector models only r rows).  ``compress=True`` (the default)
+shrinks rows with many zeros or few distinct values; ``dtype="float32"`` stores every float64 array
+of the fitted state in single precision (at most 2**-24 relative change per number; predictions
+moved by 4.5e-6 of the largest test score for a Gaussian model: harmless for ranking, but no longer
+bit-identical).  Measured on the LightGBM sample (Gaussian RankRLS, 3005 x 300 training rows):
+pickle 7.24 MB; ``save`` 0.61 MB compressed, 7.24 MB with ``compress=False``; ``dtype="float32"``
+0.55 MB / 3.62 MB; ``basis_vectors=300`` 0.07 MB; the linear model 2.5 kB.
 """
 
 from __future__ import annotations
@@ -125,9 +118,7 @@ class _Encoder:
     def value(self, v, where, shrink=False):
         from ._kernels import KernelSpec
 
-        if v is None or isinstance(v, (bool, str)):
-            return v
-        if isinstance(v, int):
+        if v is None or isinstance(v, (bool, int, str)):
             return v
         if isinstance(v, float):
             return v if math.isfinite(v) else {"$float": repr(v)}
@@ -144,10 +135,9 @@ class _Encoder:
                     "data": self.array(c.data, where + ".data", shrink),
                     "indices": self.array(c.indices, where + ".indices", False),
                     "indptr": self.array(c.indptr, where + ".indptr", False)}
-        if isinstance(v, tuple):
-            return {"$tuple": [self.value(x, f"{where}[{i}]", shrink) for i, x in enumerate(v)]}
-        if isinstance(v, list):
-            return {"$list": [self.value(x, f"{where}[{i}]", shrink) for i, x in enumerate(v)]}
+        if isinstance(v, (tuple, list)):
+            tag = "$tuple" if isinstance(v, tuple) else "$list"
+            return {tag: [self.value(x, f"{where}[{i}]", shrink) for i, x in enumerate(v)]}
         if isinstance(v, dict):
             items = []
             for k, x in v.items():
@@ -318,10 +308,9 @@ class _Decoder:
                            shape=tuple(v["shape"]))
             except (TypeError, ValueError) as exc:
                 raise _Corrupt(f"inconsistent sparse matrix: {exc}") from None
-        if len(v) == 1 and "$tuple" in v:
-            return tuple(self.value(x) for x in v["$tuple"])
-        if len(v) == 1 and "$list" in v:
-            return [self.value(x) for x in v["$list"]]
+        if len(v) == 1 and ("$tuple" in v or "$list" in v):
+            items = [self.value(x) for x in v.get("$tuple", v.get("$list"))]
+            return tuple(items) if "$tuple" in v else items
         if len(v) == 1 and "$dict" in v:
             return {str(k): self.value(x) for k, x in v["$dict"]}
         if len(v) == 1 and "$kernel" in v:
@@ -506,7 +495,9 @@ def _verify_checksum(p, header, arrays):
 _INFINITY_OK = ("thresholds_",)
 
 
-def _check_finite(est, where):
+def _check_model(est, where="model"):
+    """The parameters pass the class's checks and the fitted arrays are finite (nested estimators too)."""
+    _check_params(est, where)
     for k, v in vars(est).items():
         if isinstance(v, np.ndarray) and v.dtype.kind in "fc" and not (
                 np.isfinite(v).all() or (k in _INFINITY_OK and not np.isnan(v).any())):
@@ -541,11 +532,6 @@ def _check_params(est, where):
             est._kernel_spec(int(n))
     except (ValueError, TypeError) as exc:
         raise _Corrupt(f"{where}: a parameter fails {type(est).__name__}'s checks: {exc}") from None
-
-
-def _check_model(est, where="model"):
-    _check_params(est, where)
-    _check_finite(est, where)
 
 
 def load(path, *, return_metadata=False):

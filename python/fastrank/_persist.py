@@ -29,23 +29,13 @@ otherwise: ``{"$array": "a3", "dtype": "<f8", "shape": [m, n]}``, ``{"$float": "
 ``{"$random_state": [...]}`` (a ``numpy.random.RandomState``'s state) and ``{"$estimator":
 {"class", "params", "state"}}`` (a nested fitted estimator, e.g. ``RankRLSCV.best_estimator_``).
 
-Nothing in a file is executed or imported: the class must be a registered fastrank estimator,
-attribute names are checked, every member's size in the zip directory is checked against the
-header (dtype, shape) and the total against the dense-memory limit before anything is inflated,
-the checksum is verified, the parameters must pass the class's own checks, fitted float arrays
-must be finite, and the loaded model is asked for one prediction; any mismatch raises
-``ValueError`` naming the file.  Files with a newer ``format_version`` are refused with a message
-naming the version that wrote them.
-
-Size: a model stores what its ``predict`` needs.  Linear models store a weight vector (n floats),
-also when solved in the dual or on basis rows; kernel models store their training rows ``X_fit_``
-(m x n) and m dual coefficients (basis-vector models only r rows).  ``compress=True`` (the default)
-shrinks rows with many zeros or few distinct values; ``dtype="float32"`` stores every float64 array
-of the fitted state in single precision (at most 2**-24 relative change per number; predictions
-moved by 4.5e-6 of the largest test score for a Gaussian model: harmless for ranking, but no longer
-bit-identical).  Measured on the LightGBM sample (Gaussian RankRLS, 3005 x 300 training rows):
-pickle 7.24 MB; ``save`` 0.61 MB compressed, 7.24 MB with ``compress=False``; ``dtype="float32"``
-0.55 MB / 3.62 MB; ``basis_vectors=300`` 0.07 MB; the linear model 2.5 kB.
+Loading executes and imports nothing and checks everything before use (class whitelist, attribute
+names, member sizes against the header and the memory limit before inflating, checksum, parameters,
+finite fitted arrays, one prediction): any mismatch raises ``ValueError`` naming the file, and a
+newer ``format_version`` is refused naming the version that wrote it.  A model stores what its
+``predict`` needs (a linear model its weight vector, a kernel model its training or basis rows and
+dual coefficients); ``compress`` and ``dtype="float32"`` shrink it.  The design and measured sizes
+are in docs/design/cli-and-model-files.md.
 """
 
 from __future__ import annotations
@@ -86,17 +76,10 @@ class _Corrupt(ValueError):
     pass
 
 
-class _Newer(ValueError):
-    pass
-
-
-# ----------------------------------------------------------------------------------------------
-# encoding
-# ----------------------------------------------------------------------------------------------
+# -- encoding ----------------------------------------------------------------------------------
 class _Encoder:
     def __init__(self, float32):
-        self.arrays = {}
-        self.entries = {}
+        self.arrays, self.entries = {}, {}  # member name -> array, and -> its header entry
         self.float32 = float32
         self.classes = _estimator_classes()
 
@@ -167,11 +150,8 @@ class _Encoder:
                             f"estimator (saveable: {', '.join(sorted(self.classes))})")
         params = est.get_params(deep=False)
         enc_params = {k: self.value(v, f"{where}.{k} (parameter)") for k, v in params.items()}
-        state = {}
-        for k, v in _stored_state(est).items():
-            if k in params or k in _SKIPPED_STATE:
-                continue
-            state[k] = self.value(v, f"{where}.{k}", shrink)
+        state = {k: self.value(v, f"{where}.{k}", shrink) for k, v in _stored_state(est).items()
+                 if k not in params and k not in _SKIPPED_STATE}
         return {"class": name, "params": enc_params, "state": state}
 
 
@@ -254,15 +234,11 @@ def save(model, path, *, dtype=None, compress=True, metadata=None):
     return path
 
 
-# ----------------------------------------------------------------------------------------------
-# decoding
-# ----------------------------------------------------------------------------------------------
+# -- decoding ----------------------------------------------------------------------------------
 class _Decoder:
     def __init__(self, arrays, entries, classes):
-        self.arrays = arrays
-        self.entries = entries
-        self.classes = classes
-        self.used = set()
+        self.arrays, self.entries, self.classes = arrays, entries, classes
+        self.used = set()  # the array members the header's values refer to: every member must be used
 
     def array(self, tag):
         key = tag.get("$array")
@@ -365,11 +341,9 @@ def _check_usable(model):
 def _npy_header(fh, name):
     """(shape, fortran_order, dtype) of one .npy stream, read without touching its data."""
     version = np.lib.format.read_magic(fh)
-    if version == (1, 0):
-        return np.lib.format.read_array_header_1_0(fh)
-    if version == (2, 0):
-        return np.lib.format.read_array_header_2_0(fh)
-    raise _Corrupt(f"member {name!r} has an unsupported .npy version {version}")
+    if version not in ((1, 0), (2, 0)):
+        raise _Corrupt(f"member {name!r} has an unsupported .npy version {version}")
+    return (np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0)(fh)
 
 
 def _read_member(zf, info, dtype, shape):
@@ -388,12 +362,8 @@ def _read_member(zf, info, dtype, shape):
                 raise _Corrupt(f"member {name!r}: its size in the zip directory ({info.file_size} bytes) does not "
                                f"match its array ({nbytes} bytes of data)")
             buf = bytearray(nbytes)
-            view, done = memoryview(buf), 0
-            while done < nbytes:
-                n = fh.readinto(view[done:])
-                if not n:
-                    raise _Corrupt(f"member {name!r} is truncated")
-                done += n
+            if fh.readinto(buf) != nbytes:  # ZipExtFile reads until n bytes or the end of the member
+                raise _Corrupt(f"member {name!r} is truncated")
             if fh.read(1):  # reading to the end also makes zipfile verify the member's CRC-32
                 raise _Corrupt(f"member {name!r} is longer than its array")
     except _Corrupt:
@@ -457,7 +427,7 @@ def _read_archive(p):
             if not isinstance(version, int) or isinstance(version, bool) or version < 1:
                 raise _Corrupt(f"bad format_version {version!r}")
             if version > FORMAT_VERSION:
-                raise _Newer(
+                raise ValueError(
                     f"{p}: written in model format version {version} (by fastrank {header.get('fastrank_version')}); "
                     f"this fastrank reads versions up to {FORMAT_VERSION}: upgrade fastrank to load it")
             entries = header.get("arrays")
@@ -560,10 +530,8 @@ def load(path, *, return_metadata=False):
             raise _Corrupt(f"arrays {sorted(unused)} are listed but not used")
         _check_model(model)
         _check_usable(model)
-    except _Newer:
-        raise
     except (ValueError, KeyError, TypeError, AttributeError, IndexError, RecursionError) as exc:
-        if str(exc).startswith(f"{p}: "):
+        if str(exc).startswith(f"{p}: "):  # already names the file: not a model file, a newer format
             raise
         what = str(exc) if isinstance(exc, _Corrupt) else f"{type(exc).__name__}: {exc}"
         raise ValueError(f"{p}: corrupted or tampered model file: {what}") from None

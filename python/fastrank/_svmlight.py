@@ -1,10 +1,9 @@
 """svmlight / LETOR text files with optional ``qid:`` (reading, with file:line error messages).
 
-The fast path is scikit-learn's compiled parser (``sklearn.datasets.load_svmlight_file``).  It
-reports what was wrong but not where, so on any failure (and for checks it does not make: NaN or
-infinite values, a file where only some lines carry a ``qid:``) the file is scanned again by the
-line-by-line checker below, which names the file, the line and the offending token.  The scan runs
-only when something is wrong, so a valid file is read at the compiled parser's speed.
+The fast path is scikit-learn's compiled parser (``sklearn.datasets.load_svmlight_file``); it says
+what was wrong but not where, so on a failure (and for the checks it does not make: NaN or infinite
+values, ``qid:`` on only some lines) the line checker below scans the file again to name the file,
+line and token.  A valid file is read at the compiled parser's speed.
 
 Grammar (svm_light / svm_rank / LETOR / LibSVM)::
 

@@ -32,9 +32,7 @@ class DataError(Exception):
     """Bad data or model: exit code 1."""
 
 
-# ----------------------------------------------------------------------------------------------
-# measures: the names of fastrank.metrics' measure table (get_measure parses "ndcg@10", "p@5", ...)
-# ----------------------------------------------------------------------------------------------
+# -- measures: the names of the measure table of fastrank.metrics (get_measure parses "ndcg@10") --
 DEFAULT_MEASURES = ("ndcg@10", "ndcg", "disagreement")  # evaluate, data with query ids
 DEFAULT_MEASURES_NO_QID = ("disagreement",)
 
@@ -71,7 +69,7 @@ def default_scoring(y, groups, cv):
 
 
 def evaluate_scores(y, scores, qid, measures, *, each_query=True, verbose=0):
-    """Averaged and per-query values: (list of (label, mean), per_query dict label -> (ids, values)).
+    """Averaged and per-query values: (list of (label, mean), query ids, dict label -> per-query values).
 
     The average is the measure's own (mean over the queries where it is defined, as
     ``fastrank.metrics`` computes it); per-query values are the measure on each query alone
@@ -103,9 +101,7 @@ def evaluate_scores(y, scores, qid, measures, *, each_query=True, verbose=0):
     return averaged, ids, per_query
 
 
-# ----------------------------------------------------------------------------------------------
-# helpers
-# ----------------------------------------------------------------------------------------------
+# -- helpers -----------------------------------------------------------------------------------
 def _estimators():
     from ._registry import ESTIMATORS
 
@@ -114,22 +110,20 @@ def _estimators():
 
 def _estimator_class(name):
     classes = _estimators()
-    by_lower = {k.lower(): v for k, v in classes.items()}
-    cls = by_lower.get(name.lower())
+    cls = {k.lower(): v for k, v in classes.items()}.get(name.lower())
     if cls is None:
         raise UsageError(f"unknown model {name!r}; choose from {', '.join(sorted(classes))}")
     return cls
 
 
+_WORDS = {"none": None, "null": None, "true": True, "yes": True, "false": False, "no": False}
+
+
 def _parse_value(text):
+    """A --param value: None, a bool, an int, a float, a comma list of values, or the text itself."""
     t = text.strip()
-    low = t.lower()
-    if low in ("none", "null"):
-        return None
-    if low in ("true", "yes"):
-        return True
-    if low in ("false", "no"):
-        return False
+    if t.lower() in _WORDS:
+        return _WORDS[t.lower()]
     for conv in (int, float):
         try:
             return conv(t)
@@ -157,6 +151,13 @@ def parse_grid(text):
     except ValueError:
         raise UsageError(f"bad alpha grid {text!r}: use LOW:HIGH:N (N log-spaced values, e.g. 1e-3:1e3:13) "
                          "or a comma list of positive numbers") from None
+
+
+def _cv_params(args, y, groups):
+    """RankRLSCV's alphas, cv and scoring from --alphas, --cv (default lgo with query ids, else lpo)
+    and --scoring."""
+    cv = _cv_arg(args.cv, groups is not None)
+    return dict(alphas=parse_grid(args.alphas), cv=cv, scoring=args.scoring or default_scoring(y, groups, cv))
 
 
 def _cv_arg(text, has_qid):
@@ -218,30 +219,22 @@ def _resolve_normalize(name, X):
     return NORMALIZE_DEFAULT if X.nnz >= 0.1 * X.shape[0] * X.shape[1] else "none"
 
 
-def _fit_normalizer(name, X, groups):
-    """(normalised dense X, JSON state for the model file) for a --normalize name other than none."""
-    from .preprocessing import make_normalizer
-
-    tr = make_normalizer(name)
-    Xd = _dense(X)
-    Xn = tr.fit_transform(Xd, groups=groups) if name.startswith("query-") else tr.fit_transform(Xd)
-    state = {"name": name}
-    if hasattr(tr, "scale_"):  # zscore, log1p-zscore: the training statistics are part of the model
-        state.update(mean=tr.mean_.tolist(), scale=tr.scale_.tolist())
-    return Xn, state
-
-
-def _apply_normalizer(state, X, qid):
-    """The training-time normalisation (model file metadata) applied to new rows."""
+def _normalize(X, groups, state, *, fit=False):
+    """(normalised dense X, the JSON state kept in the model file) for a --normalize state
+    ``{"name": ...}``; ``fit``: learn the statistics of zscore and log1p-zscore from X (training),
+    else apply the stored training ones (the per-query normalisers learn nothing)."""
     from .preprocessing import make_normalizer
 
     tr = make_normalizer(state["name"])
     Xd = _dense(X)
     if state["name"].startswith("query-"):
-        return tr.fit(Xd).transform(Xd, groups=qid)
+        return tr.fit(Xd).transform(Xd, groups=groups), state
+    if fit:
+        Xn = tr.fit_transform(Xd)
+        return Xn, {**state, "mean": tr.mean_.tolist(), "scale": tr.scale_.tolist()}
     tr.fit(Xd[:1])  # shapes and fitted attributes; the statistics are the training data's
     tr.mean_, tr.scale_ = np.asarray(state["mean"]), np.asarray(state["scale"])
-    return tr.transform(Xd)
+    return tr.transform(Xd), state
 
 
 def _summary(path, X, qid):
@@ -262,11 +255,8 @@ def _predict_chunked(model, X, verbose, chunk=20000):
     from ._progress import progress
 
     score = getattr(model, "decision_function", model.predict)
-    m = X.shape[0]
-    if m <= chunk:
-        return np.asarray(score(X), dtype=np.float64)
-    out = []
-    with progress(total=m, desc="predicting", unit="rows", verbose=verbose) as bar:
+    m, out = X.shape[0], []
+    with progress(total=m, desc="predicting", unit="rows", verbose=verbose if m > chunk else 0) as bar:
         for s in range(0, m, chunk):
             out.append(np.asarray(score(X[s:s + chunk]), dtype=np.float64))
             bar.update(min(chunk, m - s))
@@ -292,7 +282,7 @@ def _model_scores(model_file, data_file, args):
         if qid is None and norm["name"].startswith("query-"):
             _say(args, f"the model normalises features per query ({norm['name']}) but the data has no qid: "
                        "all rows are normalised as one query")
-        Xm = _apply_normalizer(norm, X, qid)
+        Xm = _normalize(X, qid, norm)[0]
     else:
         Xm = _as_model_input(X, model, "auto")
     try:
@@ -327,9 +317,7 @@ def _read_scores(path, m):
     return np.array(vals)
 
 
-# ----------------------------------------------------------------------------------------------
-# commands
-# ----------------------------------------------------------------------------------------------
+# -- commands ----------------------------------------------------------------------------------
 def _build_estimator(args, groups, y):
     cls = _estimator_class(args.model)
     names = set(cls().get_params(deep=False))
@@ -362,8 +350,7 @@ def _build_estimator(args, groups, y):
         dropped = sorted(set(params) - cv_names)
         if dropped:
             raise UsageError(f"--alpha auto (RankRLSCV) does not take {', '.join(dropped)}")
-        cv = _cv_arg(args.cv, groups is not None)
-        params.update(alphas=parse_grid(args.alphas), cv=cv, scoring=args.scoring or default_scoring(y, groups, cv))
+        params.update(_cv_params(args, y, groups))
         cls, names = RankRLSCV, cv_names
     if "verbose" in names and "verbose" not in params:  # estimators that report progress themselves
         params["verbose"] = args.progress
@@ -386,7 +373,7 @@ def cmd_train(args):
     if normalize != "none":
         if args.sparse:
             raise UsageError(f"--normalize {normalize} makes the features dense; drop --sparse or use --normalize none")
-        Xm, norm_state = _fit_normalizer(normalize, X, groups)
+        Xm, norm_state = _normalize(X, groups, {"name": normalize}, fit=True)
         _say(args, f"features normalised: {normalize}")
     else:
         Xm = _as_model_input(X, est, "sparse" if args.sparse else "auto")
@@ -437,29 +424,6 @@ def cmd_predict(args):
     return 0
 
 
-def _print_eval(averaged, ids, per_query, args, has_qid):
-    out = sys.stdout
-    if args.format == "json":
-        doc = {"mean": {k: v for k, v in averaged}}
-        if args.per_query:
-            doc["per_query"] = {str(q): {k: (None if np.isnan(v[i]) else float(v[i])) for k, v in per_query.items()}
-                                for i, q in enumerate(ids.tolist())}
-        json.dump(doc, out, indent=1)
-        out.write("\n")
-        return
-    labels = [k for k, _ in averaged]
-    if args.per_query and has_qid:
-        out.write("qid\t" + "\t".join(labels) + "\n")
-        for i, q in enumerate(ids.tolist()):
-            out.write(f"{q}\t" + "\t".join("nan" if np.isnan(per_query[k][i]) else f"{per_query[k][i]:.6f}"
-                                           for k in labels) + "\n")
-        out.write("mean\t" + "\t".join(f"{v:.6f}" for _, v in averaged) + "\n")
-    else:
-        for k, v in averaged:
-            out.write(f"{k}\t{v:.6f}\n")
-    out.flush()
-
-
 def cmd_evaluate(args):
     if (args.scores is None) == (args.model is None):
         raise UsageError("evaluate needs either a score file (positional SCORES) or --model MODEL_FILE, not both")
@@ -473,7 +437,21 @@ def cmd_evaluate(args):
     measures = args.measure or list(DEFAULT_MEASURES if qid is not None else DEFAULT_MEASURES_NO_QID)
     averaged, ids, per_query = evaluate_scores(y, scores, qid, measures, each_query=args.per_query,
                                                verbose=args.progress)
-    _print_eval(averaged, ids, per_query, args, qid is not None)
+    labels, out = [k for k, _ in averaged], sys.stdout
+    if args.format == "json":
+        doc = {"mean": dict(averaged)}
+        if args.per_query:
+            doc["per_query"] = {str(q): {k: (None if np.isnan(v[i]) else float(v[i])) for k, v in per_query.items()}
+                                for i, q in enumerate(ids.tolist())}
+        out.write(json.dumps(doc, indent=1) + "\n")
+    elif args.per_query and qid is not None:
+        out.write("qid\t" + "\t".join(labels) + "\n")
+        for i, q in enumerate(ids.tolist()):
+            out.write(f"{q}\t" + "\t".join(f"{per_query[k][i]:.6f}" for k in labels) + "\n")  # NaN: "nan"
+        out.write("mean\t" + "\t".join(f"{v:.6f}" for _, v in averaged) + "\n")
+    else:
+        out.write("".join(f"{k}\t{v:.6f}\n" for k, v in averaged))
+    out.flush()
     return 0
 
 
@@ -484,16 +462,14 @@ def cmd_cv(args):
     X, y, qid, _ = _read(args.train_file, args)
     _say(args, _summary(args.train_file, X, qid))
     groups = None if args.no_qid else qid
-    cv = _cv_arg(args.cv, groups is not None)
+    params = _cv_params(args, y, groups)
+    cv = params["cv"]
     if cv == "lgo" and groups is None:
         raise UsageError("--cv lgo (leave-query-out) needs qid: in the file")
     normalize = _resolve_normalize(args.normalize, X)
-    Xd = _fit_normalizer(normalize, X, groups)[0] if normalize != "none" else _dense(X)
-    params = dict(alphas=parse_grid(args.alphas), cv=cv, kernel=args.kernel, gamma=args.gamma,
-                  group_weighting=args.group_weighting, n_jobs=args.n_jobs, verbose=args.progress,
-                  scoring=args.scoring or default_scoring(y, groups, cv))
-    params = {k: v for k, v in params.items() if v is not None}
-    est = RankRLSCV(**params)
+    Xd = _normalize(X, groups, {"name": normalize}, fit=True)[0] if normalize != "none" else _dense(X)
+    flags = dict(kernel=args.kernel, gamma=args.gamma, group_weighting=args.group_weighting, n_jobs=args.n_jobs)
+    est = RankRLSCV(**params, **{k: v for k, v in flags.items() if v is not None}, verbose=args.progress)
     with stage(f"exact cross-validation over {params['alphas'].size} alphas", verbose=args.progress):
         try:
             est.fit(Xd, y, groups)
@@ -527,9 +503,7 @@ def cmd_cv(args):
     return 0
 
 
-# ----------------------------------------------------------------------------------------------
-# argument parsing
-# ----------------------------------------------------------------------------------------------
+# -- argument parsing --------------------------------------------------------------------------
 _EPILOG_TRAIN = """\
 examples:
   fastrank train train.txt model.frk                          # linear RankRLS, alpha=1, per-query pairs

@@ -1,14 +1,10 @@
-"""Plots following scikit-learn's Display pattern (matplotlib is an optional extra:
-``pip install "fastrank-rls[plot]"``; it is imported only when a plot is drawn).
+"""Plots following scikit-learn's Display pattern; matplotlib is an optional extra
+(``pip install "fastrank-rls[plot]"``), imported only when a plot is drawn.
 
-* :class:`CVCurveDisplay` — cross-validated score against alpha (log axis), chosen alpha marked:
-  ``CVCurveDisplay.from_estimator(RankRLSCV(...).fit(X, y, groups))``.
-* :class:`RankLossCurveDisplay` — the on-line learners' cumulative average rank loss
-  (1/t) sum |yhat - y| after every example (Harrington 2003, Fig. 2):
-  ``RankLossCurveDisplay.from_estimator(OAPBPM().fit(X, y))``; call ``plot(ax=disp.ax_)`` of
-  another display to overlay learners.
-* :class:`PermutationTestDisplay` — the permutation test's null distribution with the observed
-  score: ``PermutationTestDisplay.from_result(*model_selection.permutation_test_lpo(...))``.
+* :class:`CVCurveDisplay`: cross-validated score against alpha, the chosen alpha marked.
+* :class:`RankLossCurveDisplay`: an on-line learner's cumulative average rank loss (1/t) sum
+  |yhat - y| after every example (Harrington 2003, Fig. 2); ``plot(ax=other.ax_)`` overlays learners.
+* :class:`PermutationTestDisplay`: the permutation test's null distribution and the observed score.
 
 Every display has ``plot(ax=None)`` and, after plotting, ``ax_`` and ``figure_`` (and the drawn
 artists, e.g. ``line_``).
@@ -27,19 +23,14 @@ _SCORING_LABELS = {
 }
 
 
-def _pyplot():
-    try:
-        import matplotlib.pyplot as plt
-    except ImportError as exc:  # optional dependency
-        raise ImportError(
-            "fastrank's plots need matplotlib: pip install matplotlib (or the 'plot' extra of fastrank)"
-        ) from exc
-    return plt
-
-
 def _axes(ax):
+    """(ax, its figure); a new pyplot figure when ax is None (matplotlib is imported only then)."""
     if ax is None:
-        plt = _pyplot()
+        try:
+            import matplotlib.pyplot as plt
+        except ImportError as exc:  # optional dependency
+            raise ImportError("fastrank's plots need matplotlib: pip install matplotlib (or the 'plot' extra of "
+                              "fastrank)") from exc
         _, ax = plt.subplots()
     return ax, ax.figure
 

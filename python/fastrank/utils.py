@@ -47,8 +47,7 @@ def _block_sizes(groups, hint):
     starts = np.flatnonzero(np.r_[True, g[1:] != g[:-1]]) if g.size else np.zeros(0, dtype=np.int64)
     uniq, counts = np.unique(g[starts], return_counts=True)
     if uniq.size != starts.size:
-        bad = uniq[np.argmax(counts > 1)]
-        bad = bad.item() if hasattr(bad, "item") else bad
+        bad = uniq[np.argmax(counts > 1)].item()
         rows = np.flatnonzero(g == bad)
         gap = int(np.argmax(np.diff(rows) > 1))
         raise ValueError(

@@ -10,16 +10,12 @@ import sys
 def main(argv=None):
     """Dispatch: a command (train, predict, evaluate, cv, -h) goes to :mod:`fastrank.cli` and
     returns its exit code; otherwise the demo runs and returns its result rows."""
+    from . import _demo, cli
+
     argv = list(sys.argv[1:] if argv is None else argv)
-    from .cli import COMMANDS
-
-    if argv and (argv[0] in COMMANDS or argv[0] in ("-h", "--help", "--version")):
-        from .cli import main as cli_main
-
-        return cli_main(argv)
-    from ._demo import main as demo_main
-
-    return demo_main(argv)
+    if argv and argv[0] in cli.COMMANDS + ("-h", "--help", "--version"):
+        return cli.main(argv)
+    return _demo.main(argv)
 
 
 if __name__ == "__main__":

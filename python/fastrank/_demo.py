@@ -8,17 +8,10 @@ pairwise disagreement, NDCG@10 and timings next to ridge regression.
 from __future__ import annotations
 
 import argparse
-import time
 
 import numpy as np
 
 from ._progress import stage
-
-
-def _timed(fn):
-    t0 = time.perf_counter()
-    out = fn()
-    return out, time.perf_counter() - t0
 
 
 def lambdarank_comparison(verbose=0):
@@ -41,30 +34,28 @@ def lambdarank_comparison(verbose=0):
     def val_error(pred):
         return pairwise_disagreement(ytr[val], pred, gtr[val], tied_scores="half")
 
-    def test_row(name, alpha, model, t_select, t_fit):
+    def test_row(name, alpha, t_select, fit):
+        with stage(f"{name}: final fit") as st:  # verbose=0: its time only
+            model = fit(alpha)
         pred = model.predict(Xte)
         return dict(model=name, alpha=float(alpha), disagreement=pairwise_disagreement(yte, pred, gte, tied_scores="half"),
-                    ndcg10=ndcg(yte, pred, gte, k=10), select_seconds=t_select, fit_seconds=t_fit)
+                    ndcg10=ndcg(yte, pred, gte, k=10), select_seconds=t_select, fit_seconds=st.elapsed)
 
     rows = []
     for name, est in (
         ("RankRLS linear (primal)", fastrank.RankRLS(solver="primal", group_weighting="normalized")),
         ("RankRLS Gaussian (dual)", fastrank.RankRLS(kernel="rbf", gamma=3e-3, group_weighting="normalized")),
     ):
-        with stage(f"{name}: regularization path over {alphas.size} alphas", verbose=verbose):
-            path, t_path = _timed(lambda: fastrank.rankrls_path(
-                Xtr[~val], ytr[~val], alphas, groups=gtr[~val], estimator=est))
+        with stage(f"{name}: regularization path over {alphas.size} alphas", verbose=verbose) as st:
+            path = fastrank.rankrls_path(Xtr[~val], ytr[~val], alphas, groups=gtr[~val], estimator=est)
         errors = np.array([val_error(p) for p in path.predict(Xtr[val])])
         alpha = alphas[int(np.argmin(errors))]
-        model, t_fit = _timed(lambda: est.set_params(alpha=alpha).fit(Xtr, ytr, gtr))
-        rows.append(test_row(name, alpha, model, t_path, t_fit))
+        rows.append(test_row(name, alpha, st.elapsed, lambda a: est.set_params(alpha=a).fit(Xtr, ytr, gtr)))
         rows[-1]["validation_curve"] = (alphas, errors)  # for --plot
 
-    with stage(f"ridge regression: {alphas.size} alphas", verbose=verbose):
-        (_, alpha), t_sel = _timed(lambda: min(
-            (val_error(Ridge(alpha=a).fit(Xtr[~val], ytr[~val]).predict(Xtr[val])), a) for a in alphas))
-    model, t_fit = _timed(lambda: Ridge(alpha=alpha).fit(Xtr, ytr))
-    rows.append(test_row("ridge regression (sklearn)", alpha, model, t_sel, t_fit))
+    with stage(f"ridge regression: {alphas.size} alphas", verbose=verbose) as st:
+        alpha = min(alphas, key=lambda a: val_error(Ridge(alpha=a).fit(Xtr[~val], ytr[~val]).predict(Xtr[val])))
+    rows.append(test_row("ridge regression (sklearn)", alpha, st.elapsed, lambda a: Ridge(alpha=a).fit(Xtr, ytr)))
     summary = (f"LightGBM lambdarank sample (MIT), train {Xtr.shape[0]} rows / {np.unique(gtr).size} queries, "
                f"test {Xte.shape[0]} rows / {np.unique(gte).size} queries, {Xtr.shape[1]} features")
     return summary, rows

@@ -8,17 +8,18 @@ A model file is a NumPy ``.npz`` archive (a zip of ``.npy`` arrays) whatever its
 
       {"format": "fastrank-model", "format_version": 2, "fastrank_version": "0.1.0",
        "class": "RankRLS", "params": {...}, "state": {...}, "arrays": {"a0": {...}, ...},
-       "metadata": {...}}
+       "metadata": {...}, "checksum": {"sha256": hex}}
 
   ``class`` is the estimator's name in the ``fastrank`` namespace; ``params`` its
-  ``get_params(deep=False)``; ``state`` every attribute of the fitted estimator that is not a
-  parameter (the public ``*_`` attributes and the documented private state: e.g. the online
-  learners' stream position, seed and per-example losses), each encoded as JSON;
-  ``arrays`` records the dtype and shape of every array member; ``metadata`` is a JSON object
-  the caller chose (the command-line tool records how the training file was read).
+  ``get_params(deep=False)``; ``state`` every other attribute of the fitted estimator (the public
+  ``*_`` attributes and documented private state, e.g. the online learners' stream position, seed
+  and per-example losses); ``arrays`` the dtype and shape of every array member; ``metadata`` a JSON
+  object the caller chose (the command-line tool records how the training file was read);
+  ``checksum`` a SHA-256 over the header's JSON without it and every array member (name, dtype,
+  shape, bytes).  Version 1 files have no checksum and load with a ``ModelFileWarning``.
 * ``a0``, ``a1``, ...: the numeric arrays (float64 unless ``save(..., dtype="float32")``; integer,
-  boolean and fixed-width string arrays as they are).  Arrays are stored with ``np.save`` rules
-  (no object arrays) and loaded with ``np.load(..., allow_pickle=False)``.
+  boolean and fixed-width string arrays as they are), stored with ``np.save`` rules (no object
+  arrays) and loaded with ``np.load(..., allow_pickle=False)``.
 
 JSON values are plain JSON for None/bool/int/str/finite floats and a one-key tagged object
 otherwise: ``{"$array": "a3", "dtype": "<f8", "shape": [m, n]}``, ``{"$float": "nan"}``,
@@ -28,31 +29,13 @@ otherwise: ``{"$array": "a3", "dtype": "<f8", "shape": [m, n]}``, ``{"$float": "
 ``{"$random_state": [...]}`` (a ``numpy.random.RandomState``'s state) and ``{"$estimator":
 {"class", "params", "state"}}`` (a nested fitted estimator, e.g. ``RankRLSCV.best_estimator_``).
 
-``checksum`` (format version 2) is ``{"sha256": hex}`` over the header's JSON without it and every
-array member (name, dtype, shape, bytes); version 1 files, which have none, load with a
-``ModelFileWarning``.
-
-Nothing in a file is executed or imported: the class is looked up in a whitelist (the
-scikit-learn estimators exported by ``fastrank``), attribute names are checked, every member's
-size in the zip directory is checked against the header (dtype, shape) and the total against the
-dense-memory limit before anything is inflated, the checksum is verified, the parameters must
-pass the class's own checks, fitted float arrays must be finite, and the loaded model is asked
-for one prediction; any mismatch raises ``ValueError`` naming the file.  Files with a newer ``format_version`` are refused
-with a message naming the version that wrote them.
-
-Size: a model stores what its ``predict`` needs.  Linear models store a weight vector (n floats),
-also when solved in the dual or on basis rows (their X_fit_ and dual_coef_ are not stored).
-Kernel models store their training rows ``X_fit_`` (m x n float64: a Gaussian RankRLS on 3,000
-rows of 300 features is 7.2 MB raw; ``compress=True``, the default, shrinks rows with many zeros
-or few distinct values) plus m dual coefficients.  ``dtype="float32"`` halves that: every float64
-array of the fitted state is stored as float32 and read back as float64, which changes each
-stored number by at most 2**-24 relative (about 6e-8); predictions move by a few 1e-6 of their
-scale (measured 4.5e-6 of the largest test score for the Gaussian model on the LightGBM sample) —
-harmless for ranking, but the loaded model is no longer bit-identical.
-Measured on the LightGBM sample (Gaussian RankRLS, 3005 x 300 training rows): pickle 7.24 MB;
-``save`` 0.61 MB (compressed; the features have two decimals) or 7.24 MB (``compress=False``);
-``dtype="float32"`` 0.55 MB / 3.62 MB; ``basis_vectors=300`` 0.07 MB; the linear model 2.5 kB.
-Basis-vector models (``RankRLS(kernel=..., basis_vectors=r)``) store only r rows.
+Loading executes and imports nothing and checks everything before use (class whitelist, attribute
+names, member sizes against the header and the memory limit before inflating, checksum, parameters,
+finite fitted arrays, one prediction): any mismatch raises ``ValueError`` naming the file, and a
+newer ``format_version`` is refused naming the version that wrote it.  A model stores what its
+``predict`` needs (a linear model its weight vector, a kernel model its training or basis rows and
+dual coefficients); ``compress`` and ``dtype="float32"`` shrink it.  The design and measured sizes
+are in docs/design/cli-and-model-files.md.
 """
 
 from __future__ import annotations
@@ -93,17 +76,10 @@ class _Corrupt(ValueError):
     pass
 
 
-class _Newer(ValueError):
-    pass
-
-
-# ----------------------------------------------------------------------------------------------
-# encoding
-# ----------------------------------------------------------------------------------------------
+# -- encoding ----------------------------------------------------------------------------------
 class _Encoder:
     def __init__(self, float32):
-        self.arrays = {}
-        self.entries = {}
+        self.arrays, self.entries = {}, {}  # member name -> array, and -> its header entry
         self.float32 = float32
         self.classes = _estimator_classes()
 
@@ -125,9 +101,7 @@ class _Encoder:
     def value(self, v, where, shrink=False):
         from ._kernels import KernelSpec
 
-        if v is None or isinstance(v, (bool, str)):
-            return v
-        if isinstance(v, int):
+        if v is None or isinstance(v, (bool, int, str)):
             return v
         if isinstance(v, float):
             return v if math.isfinite(v) else {"$float": repr(v)}
@@ -144,10 +118,9 @@ class _Encoder:
                     "data": self.array(c.data, where + ".data", shrink),
                     "indices": self.array(c.indices, where + ".indices", False),
                     "indptr": self.array(c.indptr, where + ".indptr", False)}
-        if isinstance(v, tuple):
-            return {"$tuple": [self.value(x, f"{where}[{i}]", shrink) for i, x in enumerate(v)]}
-        if isinstance(v, list):
-            return {"$list": [self.value(x, f"{where}[{i}]", shrink) for i, x in enumerate(v)]}
+        if isinstance(v, (tuple, list)):
+            tag = "$tuple" if isinstance(v, tuple) else "$list"
+            return {tag: [self.value(x, f"{where}[{i}]", shrink) for i, x in enumerate(v)]}
         if isinstance(v, dict):
             items = []
             for k, x in v.items():
@@ -177,11 +150,8 @@ class _Encoder:
                             f"estimator (saveable: {', '.join(sorted(self.classes))})")
         params = est.get_params(deep=False)
         enc_params = {k: self.value(v, f"{where}.{k} (parameter)") for k, v in params.items()}
-        state = {}
-        for k, v in _stored_state(est).items():
-            if k in params or k in _SKIPPED_STATE:
-                continue
-            state[k] = self.value(v, f"{where}.{k}", shrink)
+        state = {k: self.value(v, f"{where}.{k}", shrink) for k, v in _stored_state(est).items()
+                 if k not in params and k not in _SKIPPED_STATE}
         return {"class": name, "params": enc_params, "state": state}
 
 
@@ -264,15 +234,11 @@ def save(model, path, *, dtype=None, compress=True, metadata=None):
     return path
 
 
-# ----------------------------------------------------------------------------------------------
-# decoding
-# ----------------------------------------------------------------------------------------------
+# -- decoding ----------------------------------------------------------------------------------
 class _Decoder:
     def __init__(self, arrays, entries, classes):
-        self.arrays = arrays
-        self.entries = entries
-        self.classes = classes
-        self.used = set()
+        self.arrays, self.entries, self.classes = arrays, entries, classes
+        self.used = set()  # the array members the header's values refer to: every member must be used
 
     def array(self, tag):
         key = tag.get("$array")
@@ -318,10 +284,9 @@ class _Decoder:
                            shape=tuple(v["shape"]))
             except (TypeError, ValueError) as exc:
                 raise _Corrupt(f"inconsistent sparse matrix: {exc}") from None
-        if len(v) == 1 and "$tuple" in v:
-            return tuple(self.value(x) for x in v["$tuple"])
-        if len(v) == 1 and "$list" in v:
-            return [self.value(x) for x in v["$list"]]
+        if len(v) == 1 and ("$tuple" in v or "$list" in v):
+            items = [self.value(x) for x in v.get("$tuple", v.get("$list"))]
+            return tuple(items) if "$tuple" in v else items
         if len(v) == 1 and "$dict" in v:
             return {str(k): self.value(x) for k, x in v["$dict"]}
         if len(v) == 1 and "$kernel" in v:
@@ -376,11 +341,9 @@ def _check_usable(model):
 def _npy_header(fh, name):
     """(shape, fortran_order, dtype) of one .npy stream, read without touching its data."""
     version = np.lib.format.read_magic(fh)
-    if version == (1, 0):
-        return np.lib.format.read_array_header_1_0(fh)
-    if version == (2, 0):
-        return np.lib.format.read_array_header_2_0(fh)
-    raise _Corrupt(f"member {name!r} has an unsupported .npy version {version}")
+    if version not in ((1, 0), (2, 0)):
+        raise _Corrupt(f"member {name!r} has an unsupported .npy version {version}")
+    return (np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0)(fh)
 
 
 def _read_member(zf, info, dtype, shape):
@@ -399,12 +362,8 @@ def _read_member(zf, info, dtype, shape):
                 raise _Corrupt(f"member {name!r}: its size in the zip directory ({info.file_size} bytes) does not "
                                f"match its array ({nbytes} bytes of data)")
             buf = bytearray(nbytes)
-            view, done = memoryview(buf), 0
-            while done < nbytes:
-                n = fh.readinto(view[done:])
-                if not n:
-                    raise _Corrupt(f"member {name!r} is truncated")
-                done += n
+            if fh.readinto(buf) != nbytes:  # ZipExtFile reads until n bytes or the end of the member
+                raise _Corrupt(f"member {name!r} is truncated")
             if fh.read(1):  # reading to the end also makes zipfile verify the member's CRC-32
                 raise _Corrupt(f"member {name!r} is longer than its array")
     except _Corrupt:
@@ -468,7 +427,7 @@ def _read_archive(p):
             if not isinstance(version, int) or isinstance(version, bool) or version < 1:
                 raise _Corrupt(f"bad format_version {version!r}")
             if version > FORMAT_VERSION:
-                raise _Newer(
+                raise ValueError(
                     f"{p}: written in model format version {version} (by fastrank {header.get('fastrank_version')}); "
                     f"this fastrank reads versions up to {FORMAT_VERSION}: upgrade fastrank to load it")
             entries = header.get("arrays")
@@ -506,7 +465,9 @@ def _verify_checksum(p, header, arrays):
 _INFINITY_OK = ("thresholds_",)
 
 
-def _check_finite(est, where):
+def _check_model(est, where="model"):
+    """The parameters pass the class's checks and the fitted arrays are finite (nested estimators too)."""
+    _check_params(est, where)
     for k, v in vars(est).items():
         if isinstance(v, np.ndarray) and v.dtype.kind in "fc" and not (
                 np.isfinite(v).all() or (k in _INFINITY_OK and not np.isnan(v).any())):
@@ -543,11 +504,6 @@ def _check_params(est, where):
         raise _Corrupt(f"{where}: a parameter fails {type(est).__name__}'s checks: {exc}") from None
 
 
-def _check_model(est, where="model"):
-    _check_params(est, where)
-    _check_finite(est, where)
-
-
 def load(path, *, return_metadata=False):
     """Read a model written by :func:`save`.  Nothing in the file is executed.
 
@@ -574,10 +530,8 @@ def load(path, *, return_metadata=False):
             raise _Corrupt(f"arrays {sorted(unused)} are listed but not used")
         _check_model(model)
         _check_usable(model)
-    except _Newer:
-        raise
     except (ValueError, KeyError, TypeError, AttributeError, IndexError, RecursionError) as exc:
-        if str(exc).startswith(f"{p}: "):
+        if str(exc).startswith(f"{p}: "):  # already names the file: not a model file, a newer format
             raise
         what = str(exc) if isinstance(exc, _Corrupt) else f"{type(exc).__name__}: {exc}"
         raise ValueError(f"{p}: corrupted or tampered model file: {what}") from None

@@ -1,28 +1,18 @@
-"""Progress reporting for long work, cheap enough to call between chunks of C++ work.
+"""Progress reporting for long work, cheap enough to call between chunks of C++ work::
 
-How a long-running function uses it (one line per call site, scikit-learn's ``verbose``)::
-
-    from ._progress import progress
-
-    def permutation_test(..., verbose=0):
-        with progress(total=n_permutations, desc="permutation test", verbose=verbose) as bar:
-            for chunk in chunks:
-                ...                       # C++ work on a chunk (GIL released, no callback inside)
-                bar.update(len(chunk))    # between chunks only
-
+    with progress(total=n_permutations, desc="permutation test", verbose=verbose) as bar:
+        for chunk in chunks:
+            ...                       # C++ work on a chunk (GIL released, no callback inside)
+            bar.update(len(chunk))    # between chunks only, never from inside a C++ loop
     for a in progress.iterate(alphas, desc="RankRLSCV", unit="alpha", verbose=verbose): ...
     with stage("factorizing the kernel", verbose=verbose): ...   # one step with its timing
 
-``verbose``: 0 / False / None -> silent (``update`` is an empty method call: 0.17 us measured,
-against 0.5 us for the log lines and 0.9 us for tqdm per call);
-1 / True -> a ``tqdm`` bar when tqdm is installed and stderr is a terminal, otherwise a log
-line to stderr at most every ``min_interval`` seconds (default 2 s) and one at the end;
-2 or more -> log lines as for 1, plus the per-stage timings of :func:`stage`;
-"auto" -> 1 on a terminal, 0 otherwise (what the command-line tool uses by default).
-
-Never call ``update`` from inside a C++ loop: report between chunks (e.g. per alpha, per block
-of leave-pair-out pairs, per epoch), so the compiled loops are not slowed down.  ``tqdm`` is
-imported lazily (only when a bar is shown) and is optional.
+``verbose`` (scikit-learn's): 0 / False / None -> silent (``update`` is an empty method call:
+0.17 us measured, against 0.5 us for the log lines and 0.9 us for tqdm per call); 1 / True -> a
+``tqdm`` bar when tqdm is installed and stderr is a terminal, otherwise a log line to stderr at
+most every ``min_interval`` seconds (default 2 s) and one at the end; 2 or more -> as 1, plus the
+timings of :func:`stage`; "auto" -> 1 on a terminal, 0 otherwise (the command-line default).
+``tqdm`` is optional and imported only when a bar is shown.
 """
 
 from __future__ import annotations
@@ -49,16 +39,13 @@ def write_line(text, file=None):
 
 def resolve_verbose(verbose, file=None):
     """The integer verbosity (0 silent) for ``verbose`` in {None, bool, int >= 0, "auto"}."""
-    if verbose is None or verbose is False:
-        return 0
-    if verbose is True:
-        return 1
-    if isinstance(verbose, str):
-        if verbose != "auto":
-            raise ValueError(f"verbose must be an integer >= 0, a bool or 'auto', got {verbose!r}")
-        f = sys.stderr if file is None else file
-        return 1 if getattr(f, "isatty", lambda: False)() else 0
+    if verbose is None or isinstance(verbose, bool):
+        return int(bool(verbose))
+    if isinstance(verbose, str) and verbose == "auto":
+        return 1 if getattr(sys.stderr if file is None else file, "isatty", lambda: False)() else 0
     try:
+        if isinstance(verbose, str):
+            raise ValueError
         v = int(verbose)
     except (TypeError, ValueError):
         raise ValueError(f"verbose must be an integer >= 0, a bool or 'auto', got {verbose!r}") from None
@@ -173,11 +160,9 @@ class _Progress:
         v = resolve_verbose(verbose, file)
         if v == 0:
             return _Silent()
-        stream = sys.stderr if file is None else file
         if backend not in ("auto", "tqdm", "log"):
             raise ValueError(f"backend must be 'auto', 'tqdm' or 'log', got {backend!r}")
-        use_bar = backend == "tqdm" or (backend == "auto" and getattr(stream, "isatty", lambda: False)())
-        if use_bar:
+        if backend == "tqdm" or (backend == "auto" and resolve_verbose("auto", file)):  # a bar on a terminal
             try:
                 return _Bar(total, desc, unit, file, min_interval)
             except ImportError:  # tqdm is optional

@@ -1,10 +1,9 @@
 """svmlight / LETOR text files with optional ``qid:`` (reading, with file:line error messages).
 
-The fast path is scikit-learn's compiled parser (``sklearn.datasets.load_svmlight_file``).  It
-reports what was wrong but not where, so on any failure (and for checks it does not make: NaN or
-infinite values, a file where only some lines carry a ``qid:``) the file is scanned again by the
-line-by-line checker below, which names the file, the line and the offending token.  The scan runs
-only when something is wrong, so a valid file is read at the compiled parser's speed.
+The fast path is scikit-learn's compiled parser (``sklearn.datasets.load_svmlight_file``); it says
+what was wrong but not where, so on a failure (and for the checks it does not make: NaN or infinite
+values, ``qid:`` on only some lines) the line checker below scans the file again to name the file,
+line and token.  A valid file is read at the compiled parser's speed.
 
 Grammar (svm_light / svm_rank / LETOR / LibSVM)::
 
@@ -43,11 +42,8 @@ _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1  # indices and query ids the compil
 
 def _open_text(path):
     p = os.fspath(path)
-    if p.endswith(".gz"):
-        return gzip.open(p, "rb")
-    if p.endswith(".bz2"):
-        return bz2.open(p, "rb")
-    return open(p, "rb")
+    opener = gzip.open if p.endswith(".gz") else bz2.open if p.endswith(".bz2") else open
+    return opener(p, "rb")
 
 
 def _real(tok, what):
@@ -76,12 +72,10 @@ def _parse_line(raw):
         return None
     toks = line.split()
     target = _real(toks[0], "target")
-    qid = None
-    start = 1
+    qid, start = None, 1
     if len(toks) > 1 and toks[1].startswith("qid:"):
-        q = toks[1][4:]
         try:
-            qid = int(q)
+            qid = int(toks[1][4:])
         except ValueError:
             raise _LineError(f"query id {toks[1]!r} is not an integer (expected qid:<int>)") from None
         if not _INT64_MIN <= qid <= _INT64_MAX:
@@ -124,33 +118,25 @@ def _scan(path):
                 yield lineno, parsed
 
 
-def _diagnose(path, *, extra_checks=True):
+def _diagnose(path):
     """The first problem of the file as 'file:line: message', or None if the line checker finds
     nothing wrong."""
     has_qid = None
     try:
         for lineno, (_, qid, _, _) in _scan(path):
-            if extra_checks:
-                q = qid is not None
-                if has_qid is None:
-                    has_qid, first = q, lineno
-                elif q != has_qid:
-                    with_, without = (first, lineno) if has_qid else (lineno, first)
-                    return (f"{path}:{lineno}: some lines have a qid: and others do not (line {with_} has one, "
-                            f"line {without} has none); give every line a qid or none")
+            q = qid is not None
+            if has_qid is None:
+                has_qid, first = q, lineno
+            elif q != has_qid:
+                with_, without = (first, lineno) if has_qid else (lineno, first)
+                return (f"{path}:{lineno}: some lines have a qid: and others do not (line {with_} has one, "
+                        f"line {without} has none); give every line a qid or none")
     except _LineError as exc:
         lineno, msg = exc.args
         return f"{path}:{lineno}: {msg}"
     except (OSError, EOFError) as exc:
         return f"{path}: cannot read the file ({exc})"
     return None
-
-
-def _line_of_row(path, row):
-    for k, (lineno, _) in enumerate(_scan(path)):
-        if k == row:
-            return lineno
-    return None  # pragma: no cover - row always exists
 
 
 def read_svmlight(path, *, n_features=None, zero_based="auto", extra_features="error"):
@@ -188,16 +174,13 @@ def read_svmlight(path, *, n_features=None, zero_based="auto", extra_features="e
         raise ValueError(_diagnose(p) or f"{p}: contains NaN or infinite values")
     X = X.tocsr()
     max_index = int(X.indices.max()) if X.nnz else -1
-    if zero_based == "auto":
-        zb = bool(X.nnz) and int(X.indices.min()) == 0
-    else:
-        zb = bool(zero_based)
+    has_zero = bool(X.nnz) and int(X.indices.min()) == 0
+    zb = has_zero if zero_based == "auto" else bool(zero_based)
     if not zb:
-        if X.nnz and int(X.indices.min()) == 0:
-            rows = np.repeat(np.arange(X.shape[0]), np.diff(X.indptr))
-            r = int(rows[X.indices == 0][0])
-            raise ValueError(f"{p}:{_line_of_row(p, r)}: feature index 0 in a file read as 1-based "
-                             "(zero_based=False)")
+        if has_zero:
+            row = int(np.searchsorted(X.indptr, np.flatnonzero(X.indices == 0)[0], side="right")) - 1
+            line = next(lineno for k, (lineno, _) in enumerate(_scan(p)) if k == row)
+            raise ValueError(f"{p}:{line}: feature index 0 in a file read as 1-based (zero_based=False)")
         X = X[:, 1:] if X.shape[1] > 0 else X
     needed = X.shape[1]
     if n_features is not None:

@@ -32,9 +32,7 @@ class DataError(Exception):
     """Bad data or model: exit code 1."""
 
 
-# ----------------------------------------------------------------------------------------------
-# measures: the names of fastrank.metrics' measure table (get_measure parses "ndcg@10", "p@5", ...)
-# ----------------------------------------------------------------------------------------------
+# -- measures: the names of the measure table of fastrank.metrics (get_measure parses "ndcg@10") --
 DEFAULT_MEASURES = ("ndcg@10", "ndcg", "disagreement")  # evaluate, data with query ids
 DEFAULT_MEASURES_NO_QID = ("disagreement",)
 
@@ -71,46 +69,39 @@ def default_scoring(y, groups, cv):
 
 
 def evaluate_scores(y, scores, qid, measures, *, each_query=True, verbose=0):
-    """Averaged and per-query values: (list of (label, mean), per_query dict label -> (ids, values)).
+    """Averaged and per-query values: (list of (label, mean), query ids, dict label -> per-query values).
 
     The average is the measure's own (mean over the queries where it is defined, as
     ``fastrank.metrics`` computes it); per-query values are the measure on each query alone
     (NaN where undefined, e.g. a query without two different labels)."""
-    groups = qid
-    ids = np.unique(qid) if qid is not None else np.array([0])
-    order = np.argsort(qid, kind="stable") if qid is not None else np.arange(y.size)
-    bounds = np.searchsorted(qid[order], ids) if qid is not None else np.array([0])
-    bounds = np.append(bounds, y.size)
-    rows = [order[bounds[i]:bounds[i + 1]] for i in range(ids.size)]
+    from ._progress import progress
+
+    codes = np.zeros(y.size, dtype=np.int64)
+    ids = np.array([0])
+    if qid is not None:
+        ids, codes = np.unique(qid, return_inverse=True)
+    rows = np.split(np.argsort(codes, kind="stable"), np.cumsum(np.bincount(codes, minlength=ids.size))[:-1])
     averaged, per_query = [], {}
     for text in measures:
         measure = parse_measure(text)
         label = measure.name
         try:
-            averaged.append((label, float(measure(y, scores, groups))))
+            averaged.append((label, float(measure(y, scores, qid))))
         except ValueError as exc:
             raise DataError(f"cannot compute {label}: {exc}") from None
         if not each_query:
             continue
-        from ._progress import progress
-
         vals = np.full(ids.size, np.nan)
-        with progress(ids.size, f"{label} per query", unit="queries", verbose=verbose) as bar:
-            for i, r in enumerate(rows):
-                try:
-                    vals[i] = measure(y[r], scores[r])
-                except ValueError:  # undefined for this query (no pair to compare, no relevant row)
-                    pass
-                if i % 256 == 255:
-                    bar.update(256)
-            bar.update(ids.size % 256)
+        for i, r in enumerate(progress.iterate(rows, desc=f"{label} per query", unit="queries", verbose=verbose)):
+            try:
+                vals[i] = measure(y[r], scores[r])
+            except ValueError:  # undefined for this query (no pair to compare, no relevant row)
+                pass
         per_query[label] = vals
     return averaged, ids, per_query
 
 
-# ----------------------------------------------------------------------------------------------
-# helpers
-# ----------------------------------------------------------------------------------------------
+# -- helpers -----------------------------------------------------------------------------------
 def _estimators():
     from ._registry import ESTIMATORS
 
@@ -119,22 +110,20 @@ def _estimators():
 
 def _estimator_class(name):
     classes = _estimators()
-    by_lower = {k.lower(): v for k, v in classes.items()}
-    cls = by_lower.get(name.lower())
+    cls = {k.lower(): v for k, v in classes.items()}.get(name.lower())
     if cls is None:
         raise UsageError(f"unknown model {name!r}; choose from {', '.join(sorted(classes))}")
     return cls
 
 
+_WORDS = {"none": None, "null": None, "true": True, "yes": True, "false": False, "no": False}
+
+
 def _parse_value(text):
+    """A --param value: None, a bool, an int, a float, a comma list of values, or the text itself."""
     t = text.strip()
-    low = t.lower()
-    if low in ("none", "null"):
-        return None
-    if low in ("true", "yes"):
-        return True
-    if low in ("false", "no"):
-        return False
+    if t.lower() in _WORDS:
+        return _WORDS[t.lower()]
     for conv in (int, float):
         try:
             return conv(t)
@@ -164,6 +153,13 @@ def parse_grid(text):
                          "or a comma list of positive numbers") from None
 
 
+def _cv_params(args, y, groups):
+    """RankRLSCV's alphas, cv and scoring from --alphas, --cv (default lgo with query ids, else lpo)
+    and --scoring."""
+    cv = _cv_arg(args.cv, groups is not None)
+    return dict(alphas=parse_grid(args.alphas), cv=cv, scoring=args.scoring or default_scoring(y, groups, cv))
+
+
 def _cv_arg(text, has_qid):
     if text is None:
         return "lgo" if has_qid else "lpo"
@@ -179,45 +175,33 @@ def _cv_arg(text, has_qid):
     return k
 
 
-def _read(path, args, *, n_features=None, zero_based=None, extra="error", verbose=0):
+def _read(path, args, *, n_features=None, zero_based=None, extra="error"):
     from ._progress import stage
     from ._svmlight import read_svmlight
 
     zb = zero_based if zero_based is not None else {"auto": "auto", "yes": True, "no": False}[args.zero_based]
-    with stage(f"reading {path}", verbose=verbose):
+    with stage(f"reading {path}", verbose=args.progress):
         try:
-            X, y, qid, info = read_svmlight(path, n_features=n_features, zero_based=zb, extra_features=extra)
-        except FileNotFoundError as exc:
+            return read_svmlight(path, n_features=n_features, zero_based=zb, extra_features=extra)
+        except (FileNotFoundError, ValueError) as exc:
             raise DataError(str(exc)) from None
-        except ValueError as exc:
-            raise DataError(str(exc)) from None
-    return X, y, qid, info
 
 
 def _as_model_input(X, est, how):
     """CSR for estimators that take sparse input when the data is sparse (density < 10%), else
     dense (behind the memory guard)."""
-    accepts_sparse = False
-    try:
-        accepts_sparse = bool(est.__sklearn_tags__().input_tags.sparse)
-    except AttributeError:  # pragma: no cover - every fastrank estimator has tags
-        pass
-    m, n = X.shape
-    density = X.nnz / max(1, m * n)
+    tags = getattr(est, "__sklearn_tags__", None)  # scikit-learn's; a registered learner may lack them
+    accepts_sparse = bool(tags and tags().input_tags.sparse)
+    density = X.nnz / max(1, X.shape[0] * X.shape[1])
     if how == "sparse" and not accepts_sparse:
         raise UsageError(f"{type(est).__name__} does not accept sparse input; drop --sparse")
     if accepts_sparse and (how == "sparse" or (how == "auto" and density < 0.1)):
         return X
-    from ._memory import check_dense_memory
-
-    try:
-        check_dense_memory(m, 1, "dense copy of the input file", n_cols=n)
-    except MemoryError as exc:
-        raise DataError(str(exc)) from None
-    return X.toarray()
+    return _dense(X)
 
 
 def _dense(X):
+    """X as a dense array, behind the memory guard."""
     from ._memory import check_dense_memory
 
     try:
@@ -235,37 +219,22 @@ def _resolve_normalize(name, X):
     return NORMALIZE_DEFAULT if X.nnz >= 0.1 * X.shape[0] * X.shape[1] else "none"
 
 
-def _fit_normalizer(name, X, groups):
-    """(normalised dense X, JSON state for the model file) for a --normalize name other than none."""
-    from .preprocessing import make_normalizer
-
-    tr = make_normalizer(name)
-    Xd = _dense(X)
-    Xn = tr.fit_transform(Xd, groups=groups) if name.startswith("query-") else tr.fit_transform(Xd)
-    state = {"name": name}
-    if hasattr(tr, "scale_"):  # zscore, log1p-zscore: the training statistics are part of the model
-        state.update(mean=tr.mean_.tolist(), scale=tr.scale_.tolist())
-    return Xn, state
-
-
-def _apply_normalizer(state, X, qid):
-    """The training-time normalisation (model file metadata) applied to new rows."""
+def _normalize(X, groups, state, *, fit=False):
+    """(normalised dense X, the JSON state kept in the model file) for a --normalize state
+    ``{"name": ...}``; ``fit``: learn the statistics of zscore and log1p-zscore from X (training),
+    else apply the stored training ones (the per-query normalisers learn nothing)."""
     from .preprocessing import make_normalizer
 
     tr = make_normalizer(state["name"])
     Xd = _dense(X)
     if state["name"].startswith("query-"):
-        return tr.fit(Xd).transform(Xd, groups=qid)
+        return tr.fit(Xd).transform(Xd, groups=groups), state
+    if fit:
+        Xn = tr.fit_transform(Xd)
+        return Xn, {**state, "mean": tr.mean_.tolist(), "scale": tr.scale_.tolist()}
     tr.fit(Xd[:1])  # shapes and fitted attributes; the statistics are the training data's
     tr.mean_, tr.scale_ = np.asarray(state["mean"]), np.asarray(state["scale"])
-    return tr.transform(Xd)
-
-
-def _fit_takes_groups(est):
-    try:
-        return "groups" in inspect.signature(est.fit).parameters
-    except (TypeError, ValueError):  # pragma: no cover
-        return False
+    return tr.transform(Xd), state
 
 
 def _summary(path, X, qid):
@@ -286,43 +255,34 @@ def _predict_chunked(model, X, verbose, chunk=20000):
     from ._progress import progress
 
     score = getattr(model, "decision_function", model.predict)
-    m = X.shape[0]
-    if m <= chunk:
-        return np.asarray(score(X), dtype=np.float64)
-    out = []
-    with progress(total=m, desc="predicting", unit="rows", verbose=verbose) as bar:
+    m, out = X.shape[0], []
+    with progress(total=m, desc="predicting", unit="rows", verbose=verbose if m > chunk else 0) as bar:
         for s in range(0, m, chunk):
             out.append(np.asarray(score(X[s:s + chunk]), dtype=np.float64))
             bar.update(min(chunk, m - s))
     return np.concatenate(out)
 
 
-def _load_model(path):
+def _model_scores(model_file, data_file, args):
+    """(y, qid, scores) of a data file read as the model's training file was (its feature count and
+    index base, its normalisation)."""
     from ._persist import load
 
     try:
-        model, meta = load(path, return_metadata=True)
+        model, meta = load(model_file, return_metadata=True)
     except (FileNotFoundError, ValueError) as exc:
         raise DataError(str(exc)) from None
-    return model, meta.get("svmlight", {})
-
-
-def _read_for_model(path, args, model, meta):
+    meta = meta.get("svmlight", {})
     n = meta.get("n_features", getattr(model, "n_features_in_", None))
-    zb = meta.get("zero_based")
-    X, y, qid, info = _read(path, args, n_features=n, zero_based=zb, extra="ignore", verbose=args.progress)
+    X, y, qid, info = _read(data_file, args, n_features=n, zero_based=meta.get("zero_based"), extra="ignore")
     if n is not None and info.max_index >= 0 and info.max_index - (0 if info.zero_based else 1) >= n:
-        _say(args, f"{path}: feature indices beyond the model's {n} features are ignored")
-    return X, y, qid
-
-
-def _scores_for(model, X, args, meta=None, qid=None):
-    norm = (meta or {}).get("normalize")
+        _say(args, f"{data_file}: feature indices beyond the model's {n} features are ignored")
+    norm = meta.get("normalize")
     if norm is not None:
         if qid is None and norm["name"].startswith("query-"):
             _say(args, f"the model normalises features per query ({norm['name']}) but the data has no qid: "
                        "all rows are normalised as one query")
-        Xm = _apply_normalizer(norm, X, qid)
+        Xm = _normalize(X, qid, norm)[0]
     else:
         Xm = _as_model_input(X, model, "auto")
     try:
@@ -331,20 +291,7 @@ def _scores_for(model, X, args, meta=None, qid=None):
         raise DataError(f"prediction failed: {exc}") from None
     if s.ndim != 1:
         raise DataError(f"the model predicts {s.shape[1]} outputs per row; the command-line tool handles one")
-    return s
-
-
-def _write_scores(scores, out):
-    text = "".join(f"{v:.17g}\n" for v in scores.tolist())
-    if out in (None, "-"):
-        sys.stdout.write(text)
-        sys.stdout.flush()
-    else:
-        try:
-            with open(out, "w") as fh:
-                fh.write(text)
-        except OSError as exc:
-            raise DataError(f"cannot write {out}: {exc}") from None
+    return y, qid, s
 
 
 def _read_scores(path, m):
@@ -370,42 +317,28 @@ def _read_scores(path, m):
     return np.array(vals)
 
 
-# ----------------------------------------------------------------------------------------------
-# commands
-# ----------------------------------------------------------------------------------------------
-_COMMON_FLAGS = {  # argparse dest -> estimator parameter
-    "alpha": "alpha", "C": "C", "kernel": "kernel", "gamma": "gamma", "degree": "degree", "coef0": "coef0",
-    "solver": "solver", "group_weighting": "group_weighting", "basis_vectors": "basis_vectors",
-    "seed": "random_state", "n_estimators": "n_estimators", "n_epochs": "n_epochs",
-}
-
-
-def _build_estimator(args, qid, y):
-    has_qid = qid is not None
+# -- commands ----------------------------------------------------------------------------------
+def _build_estimator(args, groups, y):
     cls = _estimator_class(args.model)
     names = set(cls().get_params(deep=False))
     params = {}
-    for dest, pname in _COMMON_FLAGS.items():
-        v = getattr(args, dest, None)
-        if v is None or (dest == "alpha" and v == "auto"):
-            continue
-        if pname not in names:
-            hint = ""
-            if pname == "C" and "alpha" in names:
-                hint = f"; {cls.__name__} is regularized by --alpha (larger alpha = more regularization)"
-            elif pname == "alpha" and "C" in names:
-                hint = f"; {cls.__name__} is regularized by -c/--C"
-            raise UsageError(f"{cls.__name__} has no parameter {pname!r}{hint} (its parameters: "
-                             f"{', '.join(sorted(names))})")
-        params[pname] = v
+    for _, pname, _, _ in _model_options():
+        v = getattr(args, pname, None)
+        if v is not None and not (pname == "alpha" and v == "auto"):
+            params[pname] = v
     for item in args.param or ():
         name, sep, value = item.partition("=")
-        name = name.strip()
-        if not sep or not name:
+        if not sep or not name.strip():
             raise UsageError(f"bad --param {item!r}: use --param NAME=VALUE")
-        if name not in names:
-            raise UsageError(f"{cls.__name__} has no parameter {name!r} (its parameters: {', '.join(sorted(names))})")
-        params[name] = _parse_value(value)
+        params[name.strip()] = _parse_value(value)
+    for pname in set(params) - names:
+        hint = ""
+        if pname == "C" and "alpha" in names:
+            hint = f"; {cls.__name__} is regularized by --alpha (larger alpha = more regularization)"
+        elif pname == "alpha" and "C" in names:
+            hint = f"; {cls.__name__} is regularized by -c/--C"
+        raise UsageError(f"{cls.__name__} has no parameter {pname!r}{hint} (its parameters: "
+                         f"{', '.join(sorted(names))})")
     if "n_jobs" in names and args.n_jobs is not None:
         params["n_jobs"] = args.n_jobs
     if getattr(args, "alpha", None) == "auto":
@@ -417,9 +350,7 @@ def _build_estimator(args, qid, y):
         dropped = sorted(set(params) - cv_names)
         if dropped:
             raise UsageError(f"--alpha auto (RankRLSCV) does not take {', '.join(dropped)}")
-        cv = _cv_arg(args.cv, has_qid and not args.no_qid)
-        params.update(alphas=parse_grid(args.alphas), cv=cv,
-                      scoring=args.scoring or default_scoring(y, None if args.no_qid else qid, cv))
+        params.update(_cv_params(args, y, groups))
         cls, names = RankRLSCV, cv_names
     if "verbose" in names and "verbose" not in params:  # estimators that report progress themselves
         params["verbose"] = args.progress
@@ -433,22 +364,22 @@ def cmd_train(args):
     from ._persist import save
     from ._progress import stage, write_line
 
-    X, y, qid, info = _read(args.train_file, args, verbose=args.progress)
+    X, y, qid, info = _read(args.train_file, args)
     _say(args, _summary(args.train_file, X, qid))
-    est = _build_estimator(args, qid, y)
     groups = None if args.no_qid else qid
+    est = _build_estimator(args, groups, y)
     normalize = _resolve_normalize(args.normalize, X)
     norm_state = None
     if normalize != "none":
         if args.sparse:
             raise UsageError(f"--normalize {normalize} makes the features dense; drop --sparse or use --normalize none")
-        Xm, norm_state = _fit_normalizer(normalize, X, groups)
+        Xm, norm_state = _normalize(X, groups, {"name": normalize}, fit=True)
         _say(args, f"features normalised: {normalize}")
     else:
         Xm = _as_model_input(X, est, "sparse" if args.sparse else "auto")
     fit_kw = {}
     if groups is not None:
-        if _fit_takes_groups(est):
+        if "groups" in inspect.signature(est.fit).parameters:
             fit_kw["groups"] = groups
         elif args.verbose_level >= 0:
             write_line(f"[fastrank] warning: {type(est).__name__} does not use query ids; it learns from all rows "
@@ -478,54 +409,49 @@ def cmd_train(args):
 
 
 def cmd_predict(args):
-    model, meta = _load_model(args.model_file)
-    X, _, qid = _read_for_model(args.test_file, args, model, meta)
-    s = _scores_for(model, X, args, meta, qid)
-    _write_scores(s, args.output)
-    if args.output not in (None, "-"):
-        _say(args, f"{s.size} scores written to {args.output}")
+    s = _model_scores(args.model_file, args.test_file, args)[2]
+    text = "".join(f"{v:.17g}\n" for v in s.tolist())
+    if args.output in (None, "-"):
+        sys.stdout.write(text)
+        sys.stdout.flush()
+        return 0
+    try:
+        with open(args.output, "w") as fh:
+            fh.write(text)
+    except OSError as exc:
+        raise DataError(f"cannot write {args.output}: {exc}") from None
+    _say(args, f"{s.size} scores written to {args.output}")
     return 0
-
-
-def _print_eval(averaged, ids, per_query, args, has_qid):
-    out = sys.stdout
-    if args.format == "json":
-        doc = {"mean": {k: v for k, v in averaged}}
-        if args.per_query:
-            doc["per_query"] = {str(q): {k: (None if np.isnan(v[i]) else float(v[i])) for k, v in per_query.items()}
-                                for i, q in enumerate(ids.tolist())}
-        json.dump(doc, out, indent=1)
-        out.write("\n")
-        return
-    labels = [k for k, _ in averaged]
-    if args.per_query and has_qid:
-        out.write("qid\t" + "\t".join(labels) + "\n")
-        for i, q in enumerate(ids.tolist()):
-            out.write(f"{q}\t" + "\t".join("nan" if np.isnan(per_query[k][i]) else f"{per_query[k][i]:.6f}"
-                                           for k in labels) + "\n")
-        out.write("mean\t" + "\t".join(f"{v:.6f}" for _, v in averaged) + "\n")
-    else:
-        for k, v in averaged:
-            out.write(f"{k}\t{v:.6f}\n")
-    out.flush()
 
 
 def cmd_evaluate(args):
     if (args.scores is None) == (args.model is None):
         raise UsageError("evaluate needs either a score file (positional SCORES) or --model MODEL_FILE, not both")
     if args.model is not None:
-        model, meta = _load_model(args.model)
-        X, y, qid = _read_for_model(args.data_file, args, model, meta)
-        scores = _scores_for(model, X, args, meta, qid)
+        y, qid, scores = _model_scores(args.model, args.data_file, args)
     else:
-        X, y, qid, _ = _read(args.data_file, args, verbose=args.progress)
+        X, y, qid, _ = _read(args.data_file, args)
         scores = _read_scores(args.scores, y.size)
     if qid is None:
         _say(args, f"{args.data_file} has no qid: every row is ranked as one query")
     measures = args.measure or list(DEFAULT_MEASURES if qid is not None else DEFAULT_MEASURES_NO_QID)
     averaged, ids, per_query = evaluate_scores(y, scores, qid, measures, each_query=args.per_query,
                                                verbose=args.progress)
-    _print_eval(averaged, ids, per_query, args, qid is not None)
+    labels, out = [k for k, _ in averaged], sys.stdout
+    if args.format == "json":
+        doc = {"mean": dict(averaged)}
+        if args.per_query:
+            doc["per_query"] = {str(q): {k: (None if np.isnan(v[i]) else float(v[i])) for k, v in per_query.items()}
+                                for i, q in enumerate(ids.tolist())}
+        out.write(json.dumps(doc, indent=1) + "\n")
+    elif args.per_query and qid is not None:
+        out.write("qid\t" + "\t".join(labels) + "\n")
+        for i, q in enumerate(ids.tolist()):
+            out.write(f"{q}\t" + "\t".join(f"{per_query[k][i]:.6f}" for k in labels) + "\n")  # NaN: "nan"
+        out.write("mean\t" + "\t".join(f"{v:.6f}" for _, v in averaged) + "\n")
+    else:
+        out.write("".join(f"{k}\t{v:.6f}\n" for k, v in averaged))
+    out.flush()
     return 0
 
 
@@ -533,27 +459,24 @@ def cmd_cv(args):
     from ._cv import RankRLSCV
     from ._progress import stage
 
-    X, y, qid, _ = _read(args.train_file, args, verbose=args.progress)
+    X, y, qid, _ = _read(args.train_file, args)
     _say(args, _summary(args.train_file, X, qid))
     groups = None if args.no_qid else qid
-    cv = _cv_arg(args.cv, groups is not None)
+    params = _cv_params(args, y, groups)
+    cv = params["cv"]
     if cv == "lgo" and groups is None:
         raise UsageError("--cv lgo (leave-query-out) needs qid: in the file")
     normalize = _resolve_normalize(args.normalize, X)
-    Xd = _fit_normalizer(normalize, X, groups)[0] if normalize != "none" else _dense(X)
-    params = dict(alphas=parse_grid(args.alphas), cv=cv, kernel=args.kernel, gamma=args.gamma,
-                  group_weighting=args.group_weighting, n_jobs=args.n_jobs, verbose=args.progress,
-                  scoring=args.scoring or default_scoring(y, groups, cv))
-    params = {k: v for k, v in params.items() if v is not None}
-    est = RankRLSCV(**params)
+    Xd = _normalize(X, groups, {"name": normalize}, fit=True)[0] if normalize != "none" else _dense(X)
+    flags = dict(kernel=args.kernel, gamma=args.gamma, group_weighting=args.group_weighting, n_jobs=args.n_jobs)
+    est = RankRLSCV(**params, **{k: v for k, v in flags.items() if v is not None}, verbose=args.progress)
     with stage(f"exact cross-validation over {params['alphas'].size} alphas", verbose=args.progress):
         try:
             est.fit(Xd, y, groups)
         except (ValueError, TypeError, ArithmeticError, MemoryError) as exc:
             raise DataError(f"cross-validation failed: {exc}") from None
     res = est.cv_results_
-    label = {"lpo": "leave-pair-out", "lgo": "leave-query-out"}.get(args.cv or ("lgo" if groups is not None else "lpo"),
-                                                                      f"{args.cv}-fold (queries kept together)")
+    label = {"lpo": "leave-pair-out", "lgo": "leave-query-out"}.get(cv, f"{cv}-fold (queries kept together)")
     out = sys.stdout
     out.write(f"# exact {label} cross-validation of RankRLS (kernel={est.kernel}, features: {normalize}), "
               f"scoring={res['scoring']}\n")
@@ -580,9 +503,7 @@ def cmd_cv(args):
     return 0
 
 
-# ----------------------------------------------------------------------------------------------
-# argument parsing
-# ----------------------------------------------------------------------------------------------
+# -- argument parsing --------------------------------------------------------------------------
 _EPILOG_TRAIN = """\
 examples:
   fastrank train train.txt model.frk                          # linear RankRLS, alpha=1, per-query pairs
@@ -638,39 +559,49 @@ def _applies(param):
     return f" (models: {', '.join(names)})"
 
 
+def _model_options():
+    """(option strings, estimator parameter = argparse dest, offered by cv too, add_argument keywords) of
+    the hyper-parameter flags; each one's help ends with the models that have the parameter."""
+    from ._problem import WEIGHTINGS
+
+    return (
+        (("--alpha",), "alpha", False, dict(
+            type=lambda t: t if t == "auto" else _positive(t, "--alpha"),
+            help="regularization (RankRLS's lambda; default 1 on the normalised features); 'auto' selects it by "
+                 "exact cross-validation (RankRLS only)")),
+        (("-c", "--C"), "C", False, dict(type=lambda t: _positive(t, "-c/--C"),
+                                          help="trade-off C (larger = less regularization)")),
+        (("--kernel",), "kernel", True, dict(choices=("linear", "rbf", "gaussian", "poly", "polynomial"),
+                                              help="kernel (default linear)")),
+        (("--gamma",), "gamma", True, dict(type=lambda t: _positive(t, "--gamma"),
+                                            help="rbf/poly kernel scale (default 1/n_features)")),
+        (("--degree",), "degree", False, dict(type=float, help="poly kernel degree")),
+        (("--coef0",), "coef0", False, dict(type=float, help="poly kernel offset")),
+        (("--solver",), "solver", False, dict(help="solver; RankRLS: auto, dual, primal, cg")),
+        (("--basis-vectors",), "basis_vectors", False, dict(
+            type=int, metavar="R", help="subset-of-regressors model on R random training rows (kernel models)")),
+        (("--seed",), "random_state", False, dict(type=int, metavar="SEED", help="random_state of the estimator")),
+        (("--n-estimators",), "n_estimators", False, dict(type=int, help="ensemble size / boosting rounds")),
+        (("--n-epochs",), "n_epochs", False, dict(type=int, help="passes over the data")),
+        (("--group-weighting",), "group_weighting", True, dict(
+            choices=WEIGHTINGS + ("pairs", "query"),
+            help="weight of a query's pairs; RankRLS: unweighted (every pair 1, default), per_query (1/its number "
+                 "of pairs), per_object (1/(size - 1)), normalized (1/size); RankBoost: pairs (default), query "
+                 "(every query the same mass)")),
+    )
+
+
 def _add_model_params(p, *, cv_only=False):
     g = p.add_argument_group("model and hyper-parameters")
     if not cv_only:
         g.add_argument("-M", "--model", default="RankRLS", metavar="NAME",
                        help="estimator name (default RankRLS; see the list below)")
-        g.add_argument("--alpha", type=lambda t: t if t == "auto" else _positive(t, "--alpha"), default=None,
-                       help="regularization (RankRLS's lambda; default 1 on the normalised features); 'auto' "
-                            "selects it by exact cross-validation (RankRLS only)" + _applies("alpha"))
-        g.add_argument("-c", "--C", dest="C", type=lambda t: _positive(t, "-c/--C"), default=None,
-                       help="trade-off C (larger = less regularization)" + _applies("C"))
-    g.add_argument("--kernel", choices=("linear", "rbf", "gaussian", "poly", "polynomial"), default=None,
-                   help="kernel (default linear)" + _applies("kernel"))
-    g.add_argument("--gamma", type=lambda t: _positive(t, "--gamma"), default=None,
-                   help="rbf/poly kernel scale (default 1/n_features)" + _applies("gamma"))
+    for flags, param, in_cv, kw in _model_options():
+        if in_cv or not cv_only:
+            g.add_argument(*flags, dest=param, default=None, **{**kw, "help": kw["help"] + _applies(param)})
     if not cv_only:
-        g.add_argument("--degree", type=float, default=None, help="poly kernel degree" + _applies("degree"))
-        g.add_argument("--coef0", type=float, default=None, help="poly kernel offset" + _applies("coef0"))
-        g.add_argument("--solver", default=None, help="solver; RankRLS: auto, dual, primal, cg" + _applies("solver"))
-        g.add_argument("--basis-vectors", dest="basis_vectors", type=int, default=None, metavar="R",
-                       help="subset-of-regressors model on R random training rows (kernel models)"
-                            + _applies("basis_vectors"))
-        g.add_argument("--seed", type=int, default=None, help="random_state of the estimator" + _applies("random_state"))
-        g.add_argument("--n-estimators", dest="n_estimators", type=int, default=None, help="ensemble size / boosting rounds" + _applies("n_estimators"))
-        g.add_argument("--n-epochs", dest="n_epochs", type=int, default=None, help="passes over the data" + _applies("n_epochs"))
         g.add_argument("--param", action="append", metavar="NAME=VALUE",
                        help="any other estimator parameter (repeatable), e.g. --param tol=1e-8")
-    from ._problem import WEIGHTINGS
-
-    g.add_argument("--group-weighting", dest="group_weighting", choices=WEIGHTINGS + ("pairs", "query"),
-                   default=None,
-                   help="weight of a query's pairs; RankRLS: unweighted (every pair 1, default), per_query (1/its "
-                        "number of pairs), per_object (1/(size - 1)), normalized (1/size); RankBoost: pairs "
-                        "(default), query (every query the same mass)" + _applies("group_weighting"))
     g.add_argument("--no-qid", action="store_true", help="ignore qid: (rank all rows together)")
     from .preprocessing import NORMALIZERS
 
@@ -695,14 +626,13 @@ def _positive(text, flag):
     try:
         v = float(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"{flag} must be a positive number, got {text!r}") from None
+        v = math.nan
     if not (v > 0 and math.isfinite(v)):
         raise argparse.ArgumentTypeError(f"{flag} must be a positive number, got {text!r}")
     return v
 
 
 def build_parser():
-    models = ", ".join(sorted(_estimators()))
     from .metrics import get_measure, measure_names
 
     measures = ", ".join(f"{k}{'@k' if get_measure(k).cutoff else ''}" for k in measure_names())
@@ -720,29 +650,24 @@ def build_parser():
 
     parser.add_argument("--version", action="version", version=f"fastrank {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    fmt = argparse.RawDescriptionHelpFormatter
 
-    p = sub.add_parser("train", help="fit a model on a training file and write a model file",
-                       epilog=_EPILOG_TRAIN.format(models=models), formatter_class=fmt)
-    p.add_argument("train_file", metavar="TRAIN_FILE")
-    p.add_argument("model_file", metavar="MODEL_FILE")
+    def command(name, summary, epilog, *files):
+        p = sub.add_parser(name, help=summary, epilog=epilog, formatter_class=argparse.RawDescriptionHelpFormatter)
+        for dest in files:
+            p.add_argument(dest, metavar=dest.upper())
+        return p
+
+    p = command("train", "fit a model on a training file and write a model file",
+                _EPILOG_TRAIN.format(models=", ".join(sorted(_estimators()))), "train_file", "model_file")
     _add_model_params(p)
     p.add_argument("--sparse", action="store_true",
                    help="keep the data sparse (RankRLS: conjugate gradient / basis vectors); default: sparse only "
                         "when under 10%% of the entries are non-zero")
     p.add_argument("--float32", action="store_true", help="store the model's arrays in single precision (half size)")
-    _add_common(p)
-
-    p = sub.add_parser("predict", help="write one score per line for a data file",
-                       epilog=_EPILOG_PREDICT, formatter_class=fmt)
-    p.add_argument("model_file", metavar="MODEL_FILE")
-    p.add_argument("test_file", metavar="TEST_FILE")
+    p = command("predict", "write one score per line for a data file", _EPILOG_PREDICT, "model_file", "test_file")
     p.add_argument("-o", "--output", default=None, metavar="FILE", help="score file (default: standard output)")
-    _add_common(p)
-
-    p = sub.add_parser("evaluate", help="ranking measures per query and averaged",
-                       epilog=_EPILOG_EVAL.format(measures=measures), formatter_class=fmt)
-    p.add_argument("data_file", metavar="DATA_FILE")
+    p = command("evaluate", "ranking measures per query and averaged", _EPILOG_EVAL.format(measures=measures),
+                "data_file")
     p.add_argument("scores", nargs="?", default=None, metavar="SCORES",
                    help="score file, one per line (as written by fastrank predict)")
     p.add_argument("--model", default=None, metavar="MODEL_FILE", help="score DATA_FILE with this model instead")
@@ -751,28 +676,15 @@ def build_parser():
                         f"{' '.join(DEFAULT_MEASURES_NO_QID)} without)")
     p.add_argument("--per-query", action="store_true", help="one line per query, then the means")
     p.add_argument("--format", choices=("text", "json"), default="text", help="output format")
-    _add_common(p)
-
-    p = sub.add_parser("cv", help="exact cross-validation report of RankRLS over an alpha grid",
-                       epilog=_EPILOG_CV, formatter_class=fmt)
-    p.add_argument("train_file", metavar="TRAIN_FILE")
+    p = command("cv", "exact cross-validation report of RankRLS over an alpha grid", _EPILOG_CV, "train_file")
     _add_model_params(p, cv_only=True)
     p.add_argument("--plot", default=None, metavar="PNG", help="also draw score vs alpha (needs matplotlib)")
-    _add_common(p)
+    for p in sub.choices.values():
+        _add_common(p)
     return parser
 
 
 _HANDLERS = {"train": cmd_train, "predict": cmd_predict, "evaluate": cmd_evaluate, "cv": cmd_cv}
-
-
-def _print_warnings(cmd, caught, verbose_level):
-    """The warnings of a command as one line each, 'fastrank CMD: warning: ... [Category]' (no
-    source location or code line); nothing under --quiet."""
-    from ._progress import write_line
-
-    if verbose_level >= 0:
-        for w in caught:
-            write_line(f"{PROG} {cmd}: warning: {w.message} [{w.category.__name__}]")
 
 
 def main(argv=None):
@@ -789,19 +701,22 @@ def main(argv=None):
     args.verbose_level = -1 if args.quiet else args.verbose
     if args.quiet or args.progress_flag is False:
         args.progress = 0
-    elif args.progress_flag:
+    elif args.progress_flag or sys.stderr.isatty():
         args.progress = max(1, args.verbose)
-    else:
-        args.progress = max(args.verbose, 1) if sys.stderr.isatty() else (1 if args.verbose else 0)
+    else:  # not a terminal: log lines with -v only
+        args.progress = min(1, args.verbose)
     cmd = args.command
+    from ._progress import write_line
+
     try:
         t0 = time.perf_counter()
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("default")  # each distinct warning once, never an exception
             try:
                 code = _HANDLERS[cmd](args)
-            finally:
-                _print_warnings(cmd, caught, args.verbose_level)
+            finally:  # one line per warning, no source location; nothing under --quiet
+                for w in caught if args.verbose_level >= 0 else ():
+                    write_line(f"{PROG} {cmd}: warning: {w.message} [{w.category.__name__}]")
         _say(args, f"{cmd}: {time.perf_counter() - t0:.3g} s")
         return code
     except BrokenPipeError:
@@ -810,12 +725,9 @@ def main(argv=None):
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         return 1
-    except UsageError as exc:
+    except (UsageError, DataError) as exc:
         print(f"{PROG} {cmd}: error: {exc}", file=sys.stderr)
-        return 2
-    except DataError as exc:
-        print(f"{PROG} {cmd}: error: {exc}", file=sys.stderr)
-        return 1
+        return 2 if isinstance(exc, UsageError) else 1
     except KeyboardInterrupt:
         print(f"{PROG} {cmd}: interrupted", file=sys.stderr)
         return 130

@@ -1,14 +1,10 @@
-"""Plots following scikit-learn's Display pattern (matplotlib is an optional extra:
-``pip install "fastrank-rls[plot]"``; it is imported only when a plot is drawn).
+"""Plots following scikit-learn's Display pattern; matplotlib is an optional extra
+(``pip install "fastrank-rls[plot]"``), imported only when a plot is drawn.
 
-* :class:`CVCurveDisplay` — cross-validated score against alpha (log axis), chosen alpha marked:
-  ``CVCurveDisplay.from_estimator(RankRLSCV(...).fit(X, y, groups))``.
-* :class:`RankLossCurveDisplay` — the on-line learners' cumulative average rank loss
-  (1/t) sum |yhat - y| after every example (Harrington 2003, Fig. 2):
-  ``RankLossCurveDisplay.from_estimator(OAPBPM().fit(X, y))``; call ``plot(ax=disp.ax_)`` of
-  another display to overlay learners.
-* :class:`PermutationTestDisplay` — the permutation test's null distribution with the observed
-  score: ``PermutationTestDisplay.from_result(*model_selection.permutation_test_lpo(...))``.
+* :class:`CVCurveDisplay`: cross-validated score against alpha, the chosen alpha marked.
+* :class:`RankLossCurveDisplay`: an on-line learner's cumulative average rank loss (1/t) sum
+  |yhat - y| after every example (Harrington 2003, Fig. 2); ``plot(ax=other.ax_)`` overlays learners.
+* :class:`PermutationTestDisplay`: the permutation test's null distribution and the observed score.
 
 Every display has ``plot(ax=None)`` and, after plotting, ``ax_`` and ``figure_`` (and the drawn
 artists, e.g. ``line_``).
@@ -27,24 +23,31 @@ _SCORING_LABELS = {
 }
 
 
-def _pyplot():
-    try:
-        import matplotlib.pyplot as plt
-    except ImportError as exc:  # optional dependency
-        raise ImportError(
-            "fastrank's plots need matplotlib: pip install matplotlib (or the 'plot' extra of fastrank)"
-        ) from exc
-    return plt
-
-
 def _axes(ax):
+    """ax, or the axes of a new pyplot figure when ax is None (matplotlib is imported only then)."""
     if ax is None:
-        plt = _pyplot()
+        try:
+            import matplotlib.pyplot as plt
+        except ImportError as exc:  # optional dependency
+            raise ImportError("fastrank's plots need matplotlib: pip install matplotlib (or the 'plot' extra of "
+                              "fastrank)") from exc
         _, ax = plt.subplots()
-    return ax, ax.figure
+    return ax
 
 
-class CVCurveDisplay:
+class _Display:
+    def _finish(self, ax, xlabel, ylabel, title, *, legend=True):
+        """Axis labels, title and legend; keeps ``ax_`` and ``figure_``."""
+        ax.set_xlabel(xlabel)
+        ax.set_ylabel(ylabel)
+        ax.set_title(title)
+        if legend:
+            ax.legend(loc="best")
+        self.ax_, self.figure_ = ax, ax.figure
+        return self
+
+
+class CVCurveDisplay(_Display):
     """Cross-validated score vs alpha with the chosen alpha marked.
 
     Parameters
@@ -81,23 +84,19 @@ class CVCurveDisplay:
         return disp.plot(ax=ax)
 
     def plot(self, ax=None):
-        ax, fig = _axes(ax)
+        ax = _axes(ax)
         (self.line_,) = ax.plot(self.alphas, self.scores, marker="o", markersize=3, label=self.label)
         ax.set_xscale("log")
-        ax.set_xlabel("alpha (regularization)")
-        ax.set_ylabel(_SCORING_LABELS.get(self.scoring, str(self.scoring)))
         self.best_line_ = None
         if self.best_alpha is not None:
             self.best_line_ = ax.axvline(self.best_alpha, color="C3", linestyle="--",
                                          label=f"chosen alpha = {self.best_alpha:.3g}")
         cv = {"lpo": "leave-pair-out", "lgo": "leave-query-out"}.get(self.cv, self.cv)
-        ax.set_title("exact cross-validation" + (f" ({cv})" if cv else ""))
-        ax.legend(loc="best")
-        self.ax_, self.figure_ = ax, fig
-        return self
+        return self._finish(ax, "alpha (regularization)", _SCORING_LABELS.get(self.scoring, str(self.scoring)),
+                            "exact cross-validation" + (f" ({cv})" if cv else ""))
 
 
-class RankLossCurveDisplay:
+class RankLossCurveDisplay(_Display):
     """Cumulative average rank loss of an on-line learner after every example of its stream.
 
     Parameters
@@ -125,19 +124,13 @@ class RankLossCurveDisplay:
         return cls(curve, label=label or type(estimator).__name__).plot(ax=ax)
 
     def plot(self, ax=None):
-        ax, fig = _axes(ax)
-        t = np.arange(1, self.curve.size + 1)
-        (self.line_,) = ax.plot(t, self.curve, label=self.label)
-        ax.set_xlabel("examples seen (t)")
-        ax.set_ylabel("average rank loss (1/t) sum |ŷ - y|")
-        ax.set_title("on-line rank loss")
-        if self.label:
-            ax.legend(loc="best")
-        self.ax_, self.figure_ = ax, fig
-        return self
+        ax = _axes(ax)
+        (self.line_,) = ax.plot(np.arange(1, self.curve.size + 1), self.curve, label=self.label)
+        return self._finish(ax, "examples seen (t)", "average rank loss (1/t) sum |ŷ - y|", "on-line rank loss",
+                            legend=bool(self.label))
 
 
-class PermutationTestDisplay:
+class PermutationTestDisplay(_Display):
     """Histogram of the permutation scores (the null distribution) with the observed score.
 
     Parameters
@@ -164,14 +157,9 @@ class PermutationTestDisplay:
         return cls(score, permutation_scores, pvalue, bins=bins, scoring=scoring).plot(ax=ax)
 
     def plot(self, ax=None):
-        ax, fig = _axes(ax)
+        ax = _axes(ax)
         _, _, self.bars_ = ax.hist(self.permutation_scores, bins=self.bins, color="C0", alpha=0.7,
                                    label=f"{self.permutation_scores.size} permutations")
         self.score_line_ = ax.axvline(self.score, color="C3", linewidth=2,
                                       label=f"observed {self.score:.3f} (p = {self.pvalue:.3g})")
-        ax.set_xlabel(self.scoring)
-        ax.set_ylabel("permutations")
-        ax.set_title("permutation test: null distribution")
-        ax.legend(loc="best")
-        self.ax_, self.figure_ = ax, fig
-        return self
+        return self._finish(ax, self.scoring, "permutations", "permutation test: null distribution")

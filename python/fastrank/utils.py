@@ -40,27 +40,21 @@ def _ids(groups, name):
     return g
 
 
-def _runs(g):
-    """(start of each run of equal consecutive ids, the run's id)."""
-    if g.size == 0:
-        return np.zeros(0, dtype=np.int64), g[:0]
-    starts = np.concatenate([[0], np.flatnonzero(g[1:] != g[:-1]) + 1]).astype(np.int64)
-    return starts, g[starts]
-
-
-def _check_contiguous(g, name, hint):
-    starts, ids = _runs(g)
-    uniq, first, counts = np.unique(ids, return_index=True, return_counts=True)
-    if uniq.size != ids.size:
-        bad = uniq[np.argmax(counts > 1)]
-        bad = bad.item() if hasattr(bad, "item") else bad
+def _block_sizes(groups, hint):
+    """Sizes of the blocks of equal consecutive ids of ``groups``; ValueError (ending with ``hint``)
+    if the rows of a query are not contiguous."""
+    g = _ids(groups, "groups")
+    starts = np.flatnonzero(np.r_[True, g[1:] != g[:-1]]) if g.size else np.zeros(0, dtype=np.int64)
+    uniq, counts = np.unique(g[starts], return_counts=True)
+    if uniq.size != starts.size:
+        bad = uniq[np.argmax(counts > 1)].item()
         rows = np.flatnonzero(g == bad)
-        gap = int(rows[np.argmax(np.diff(rows) > 1)])
+        gap = int(np.argmax(np.diff(rows) > 1))
         raise ValueError(
-            f"{name}: the rows of query {bad!r} are not contiguous (row {gap} is followed by a different query, "
-            f"and the query appears again at row {int(rows[np.argmax(np.diff(rows) > 1) + 1])}); {hint}"
+            f"groups: the rows of query {bad!r} are not contiguous (row {int(rows[gap])} is followed by a different "
+            f"query, and the query appears again at row {int(rows[gap + 1])}); {hint}"
         )
-    return starts, ids
+    return np.diff(np.append(starts, g.size)).astype(np.int64)
 
 
 def groups_from_sizes(sizes, n_samples=None):
@@ -82,7 +76,6 @@ def groups_from_sizes(sizes, n_samples=None):
     if s.size and s.dtype.kind == "f":
         if not np.all(np.isfinite(s)) or np.any(s != np.round(s)):
             raise ValueError("sizes must be whole numbers (the number of rows in each group)")
-        s = s.astype(np.int64)
     elif s.size and s.dtype.kind not in "iu":
         raise TypeError(f"sizes must be integers, got dtype {s.dtype}")
     s = s.astype(np.int64)
@@ -107,10 +100,8 @@ def sizes_from_groups(groups):
     ``y[order]``, ``groups[order]``).  The ids themselves may be in any order (e.g. qids sorted as
     strings, "10, 1001, 101"): only their contiguity matters.
     """
-    g = _ids(groups, "groups")
-    starts, _ = _check_contiguous(g, "groups", "sort the rows with order = fastrank.utils.group_order(groups) "
-                                               "(X[order], y[order], groups[order]) first")
-    return np.diff(np.concatenate([starts, [g.size]])).astype(np.int64)
+    return _block_sizes(groups, "sort the rows with order = fastrank.utils.group_order(groups) (X[order], "
+                                "y[order], groups[order]) first")
 
 
 def groups_from_qid(qid):
@@ -137,10 +128,8 @@ def qid_from_groups(groups):
     non-decreasing ids, as ``XGBRanker.fit(qid=...)`` requires.  Raises ``ValueError`` if the rows of
     a query are not contiguous (sort them with :func:`group_order` first).
     """
-    g = _ids(groups, "groups")
-    starts, _ = _check_contiguous(g, "groups", "XGBoost needs each query's rows together: sort the rows with "
-                                               "order = fastrank.utils.group_order(groups) first")
-    return groups_from_sizes(np.diff(np.concatenate([starts, [g.size]]))) if g.size else np.zeros(0, np.int64)
+    return groups_from_sizes(_block_sizes(groups, "XGBoost needs each query's rows together: sort the rows with "
+                                                  "order = fastrank.utils.group_order(groups) first"))
 
 
 def group_order(groups):

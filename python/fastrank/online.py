@@ -253,7 +253,8 @@ class _OnlineOrdinal(ClassifierMixin, FastrankEstimator):
         elif classes is not None and not np.array_equal(_sorted_classes(classes), self.classes_):
             raise ValueError(f"classes={np.asarray(classes).tolist()!r} differs from classes_ fixed by the first "
                              f"partial_fit call: {self.classes_.tolist()!r}")
-        n0 = self.n_samples_seen_
+        # WidrowHoff files written before it recorded n_samples_seen_ lack it; only kernels read it
+        n0 = getattr(self, "n_samples_seen_", 0)
         self._stream(X, _to_ranks(self.classes_, y), np.arange(n0, n0 + X.shape[0], dtype=np.int64))
         self.n_samples_seen_ = n0 + X.shape[0]
         self._finish()

@@ -307,6 +307,16 @@ def test_widrow_hoff_streaming_and_errors():
         part.partial_fit(X[:5], np.full(5, 0))
 
 
+def test_widrow_hoff_continues_a_model_saved_without_n_samples_seen():
+    # model files written before WidrowHoff recorded n_samples_seen_ must still stream on
+    X, y = stream(15, T=300)
+    full = WidrowHoff(eta=0.01).fit(X, y)
+    old = WidrowHoff(eta=0.01).partial_fit(X[:150], y[:150], classes=[1, 2, 3, 4, 5])
+    del old.n_samples_seen_
+    old.partial_fit(X[150:], y[150:])
+    np.testing.assert_array_equal(old.coef_, full.coef_)
+
+
 def test_rank_loss_agrees_with_metrics_mean_rank_loss():
     from fastrank.metrics import mean_rank_loss
 

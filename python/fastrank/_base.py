@@ -3,7 +3,8 @@
 * :class:`FastrankEstimator`: parameter constraints declared once per family as a
   ``_parameter_constraints`` dict (scikit-learn's ``Interval`` / ``StrOptions`` pattern) and checked by
   ``_validate_params`` before anything reaches the compiled core; integers are bounded by the C++
-  ``int`` range, so an out-of-range value is a ``ValueError`` naming the parameter.
+  ``int`` range, so an out-of-range value is a ``ValueError`` naming the parameter.  Shared parameter
+  descriptions (:data:`PARAM_DOCS`) are filled into the class docstrings.
 * :class:`Ranker`: scikit-learn regressor-style rankers with the one pairwise ``score`` and the
   prediction-input checks.
 * :class:`KernelMixin`: the four kernel parameters and their resolution into a ``KernelSpec``.
@@ -12,6 +13,7 @@
 from __future__ import annotations
 
 import numbers
+import re
 
 import numpy as np
 from sklearn.base import BaseEstimator, RegressorMixin
@@ -29,8 +31,8 @@ from ._sparse import issparse
 from ._validation import INT_MAX, _asarray, as_targets, check_precomputed_kernel
 from .metrics import _warn_missing_groups, pairwise_disagreement
 
-__all__ = ["FastrankEstimator", "Ranker", "KernelMixin", "ranking_accuracy", "Interval", "StrOptions", "positive_int", "nonneg_real",
-           "positive_real", "N_JOBS"]
+__all__ = ["FastrankEstimator", "Ranker", "KernelMixin", "ranking_accuracy", "Interval", "StrOptions", "positive_int",
+           "nonneg_real", "positive_real", "N_JOBS", "PARAM_DOCS", "fill_param_docs"]
 
 
 def positive_int(high=INT_MAX, low=1):
@@ -49,11 +51,66 @@ def positive_real():
 # resolved by ``_validation.check_n_jobs`` (None, -1 = every core, k threads)
 N_JOBS = [None, Interval(numbers.Integral, -INT_MAX, INT_MAX, closed="both")]
 
+# The numpydoc entries of parameters that several learners share.  A class docstring names them on a
+# line of placeholders, ``%(kernel)s %(gamma)s`` (SciPy's ``doccer`` spelling); lines indented below
+# the placeholder line continue the last entry.  ``help(fastrank.RankSVM)`` shows the full text.
+PARAM_DOCS = {
+    "kernel": """kernel : {"linear", "rbf"/"gaussian", "poly"/"polynomial", "precomputed"}, default="linear"
+    ``x.z``, ``exp(-gamma |x - z|^2)`` or ``(gamma x.z + coef0) ** degree``; for "precomputed",
+    ``fit`` takes the (m, m) kernel matrix and ``predict`` the (p, m) kernel against the training rows.""",
+    "gamma": """gamma : float or None, default=None
+    RBF/polynomial scale; None means 1 / n_features.""",
+    "degree": """degree : float, default=3
+    Polynomial degree.""",
+    "coef0": """coef0 : float, default=1.0
+    Polynomial offset.""",
+    "n_jobs": """n_jobs : int or None, default=None
+    Threads of the C++ core: None or -1 every core (as the BLAS/LAPACK calls do), -2 all but one,
+    k > 0 k threads.""",
+    "verbose": """verbose : int, bool or "auto", default=0
+    Progress on stderr (:mod:`fastrank._progress`; a tqdm bar if installed).""",
+    "group_weighting": """group_weighting : {"unweighted", "per_query", "per_object", "normalized"}, default="unweighted"
+    Weight c_q of each pair inside a group of n_q rows (P_q = n_q (n_q - 1) / 2 pairs):
+    "unweighted" 1 (the paper's Laplacian, eq. 25; a query weighs P_q); "per_query" 1 / P_q
+    (every query weighs 1, end of Sect. 2.4; with ``exclude_ties`` 1 / E_q, E_q the query's
+    untied pairs, its edges); "per_object" 1 / (n_q - 1) (every ROW's pairs weigh 1 — not a
+    weighting of the papers, where an "object" is the query: that normalisation is
+    "per_query"); "normalized" 1 / n_q (Laplacian blocks I - 11^T/n_q: least squares on
+    query-centred scores).  Without groups (object ranking) every pair weighs 1.""",
+    "exclude_ties": """exclude_ties : bool, default=False
+    Drop the pairs whose targets are equal (they carry no preference) instead of fitting their
+    score difference to 0 (the paper keeps them, Sect. 3, for efficiency); solved exactly without
+    forming pairs: inside a group the Laplacian of the remaining (complete multipartite) graph
+    splits into between- and within-tie-class centrings, so S = L^{1/2} is still O(m) to apply.""",
+}
+
+_PLACEHOLDERS = re.compile(r"^( *)((?:%\(\w+\)s ?)+)$", re.M)
+
+
+def fill_param_docs(doc):
+    """``doc`` with every line of ``%(name)s`` placeholders replaced by the :data:`PARAM_DOCS` entries,
+    indented like the line."""
+    if not doc:
+        return doc
+
+    def entries(match):
+        names = re.findall(r"%\((\w+)\)s", match.group(2))
+        return "\n".join(match.group(1) + line for name in names for line in PARAM_DOCS[name].splitlines())
+
+    return _PLACEHOLDERS.sub(entries, doc)
+
 
 class FastrankEstimator(BaseEstimator):
     """Parameter validation from ``_parameter_constraints`` (merged along the class hierarchy)."""
 
     _parameter_constraints: dict = {}
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        cls.__doc__ = fill_param_docs(cls.__dict__.get("__doc__"))
+
+    def _precomputed(self):
+        return getattr(self, "kernel", None) == "precomputed"
 
     def _store_params(self, values):
         """``__init__``'s body: every constructor argument stored unchanged under its own name (the
@@ -86,9 +143,6 @@ class KernelMixin:
     def _kernel_spec(self, n_features):
         return resolve_kernel(self.kernel, self.gamma, self.degree, self.coef0, n_features)
 
-    def _precomputed(self):
-        return getattr(self, "kernel", None) == "precomputed"
-
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.input_tags.pairwise = self._precomputed()
@@ -101,8 +155,7 @@ class Ranker(RegressorMixin, FastrankEstimator):
     def _check_fit_X(self, X, *, allow_sparse=False):
         """Training input: the (m, m) kernel (checked symmetric) for a precomputed kernel, else
         a dense (or, with ``allow_sparse``, CSR) matrix of at least two rows."""
-        return check_features(X, precomputed=getattr(self, "kernel", None) == "precomputed",
-                              allow_sparse=allow_sparse, min_rows=2)
+        return check_features(X, precomputed=self._precomputed(), allow_sparse=allow_sparse, min_rows=2)
 
     def _check_target_vector(self, y, n_rows):
         """One real-valued target per row as a finite float64 vector; a column vector is used as
@@ -120,7 +173,7 @@ class Ranker(RegressorMixin, FastrankEstimator):
     def _check_predict_X(self, X, *, n_train=None, allow_sparse=True):
         """Test input: the (p, n_train) kernel against the training rows for a precomputed kernel,
         else a dense (or CSR) matrix with the number of features seen in ``fit``."""
-        if getattr(self, "kernel", None) == "precomputed":
+        if self._precomputed():
             return check_precomputed_kernel(X.toarray() if issparse(X) else X, n_train=n_train)
         X = check_features(X, allow_sparse=allow_sparse, min_rows=1)
         if X.shape[1] != self.n_features_in_:

@@ -66,8 +66,7 @@ def _group_structure(y, groups, m):
 def _graph_structure(pairs, weights, m):
     """Keyword arguments of the core's preference graph, validated."""
     head, tail = check_pairs(pairs, m)
-    pairs = np.stack([head, tail], axis=1)
-    l = pairs.shape[0]
+    l = head.size
     if weights is None:
         w = np.ones(l)
     else:
@@ -80,8 +79,7 @@ def _graph_structure(pairs, weights, m):
             raise ValueError("weights must be >= 0 (swap the pair to reverse a preference)")
         if not (w > 0).any():
             raise ValueError("No preference pairs: every weight is 0")
-    return dict(head=np.ascontiguousarray(pairs[:, 0]), tail=np.ascontiguousarray(pairs[:, 1]),
-                weight=np.ascontiguousarray(w))
+    return dict(head=head, tail=tail, weight=np.ascontiguousarray(w))
 
 
 # Beyond this C max|X|^2 the Newton / cutting-plane products overflow or lose every digit of the
@@ -131,13 +129,11 @@ class RankSVM(KernelMixin, Ranker):
         "squared_hinge" (L2-loss RankSVM): truncated Newton with line search, O(m log m) per loss /
         gradient / Hessian-vector evaluation (Lee & Lin 2014).  "hinge" (the original RankSVM QP):
         1-slack cutting planes (Joachims 2006) over the same oracle, each master QP solved exactly.
-    kernel : {"linear", "rbf"/"gaussian", "poly"/"polynomial", "precomputed"}, default="linear"
-        "linear" works in the primal on dense or scipy.sparse X (CSR used without a copy).  Other
-        kernels use the representer form f = K beta with m unknowns (O(m^2) per iteration and one
-        m x m kernel matrix, behind the memory guard).  "precomputed": ``fit`` takes the (m, m)
-        kernel and ``predict`` the (p, m) kernel against the training rows.
-    gamma, degree, coef0 :
-        Kernel parameters, as for :class:`fastrank.RankRLS` (gamma None: 1 / n_features).
+    %(kernel)s
+        "linear" works in the primal on dense or scipy.sparse X (CSR used without a copy); other
+        kernels use the representer form f = K beta (O(m^2) per iteration, one m x m kernel matrix
+        behind the memory guard).
+    %(gamma)s %(degree)s %(coef0)s
     tol : float, default=1e-6
         Squared hinge: stop when the gradient norm falls below tol times its value at zero.  Hinge:
         stop when the certified relative duality gap (objective - lower bound) / objective <= tol.
@@ -156,12 +152,6 @@ class RankSVM(KernelMixin, Ranker):
     normalize_C : bool, default=False
         True: the loss is divided by |P|, the number (total weight) of preference pairs, i.e.
         ``1/2 ||w||^2 + (C / |P|) sum_P l`` as in the RankSVM of the slides (003).
-    n_jobs : int or None, default=None
-        Threads of the C++ core (over query groups in the oracle, over rows in the products).
-        None: every core.
-    verbose : int, bool or "auto", default=0
-        Report the solve on stderr: its duration, then the iterations (Newton steps or cutting
-        planes), the objective and the stopping criterion reached.
     basis_vectors : int, array of row indices, boolean mask, or None, default=None
         Sparse RankSVM through the empirical kernel map (Pahikkala et al., 004 Sect. 4.4, eq. 43):
         f(x) = sum_{b in B} beta_b k(x, x_b) over a set B of basis rows, minimising
@@ -170,10 +160,11 @@ class RankSVM(KernelMixin, Ranker):
         kernel, is refused), the features Z = K_mB L^{-T} turn it into a linear RankSVM in
         u = L^T beta, so one fit costs O(m r^2) plus the linear solver on r features.  An int draws
         that many rows at random (``random_state``), as in ``RankRLS(basis_vectors=...)``.  Only the
-        basis rows and beta are kept.  Not with ``fit_preferences`` on a precomputed kernel
-        ... (precomputed kernels: ``fit`` takes the (m, m) kernel, ``predict`` the (p, m) kernel).
+        basis rows and beta are kept.
     random_state : int, RandomState or None, default=None
         Seed for drawing ``basis_vectors`` rows.
+    %(n_jobs)s %(verbose)s
+        Reports the solve's duration, then the iterations, the objective and the criterion reached.
 
     Attributes
     ----------
@@ -197,8 +188,7 @@ class RankSVM(KernelMixin, Ranker):
 
     Notes
     -----
-    Predictions are ranking scores; only their differences are meaningful.  ``score`` is
-    ``1 - pairwise_disagreement(y, predict(X), groups, tied_scores="half")``.
+    Predictions are ranking scores; only their differences are meaningful.
     """
 
     def __init__(self, C=1.0, *, loss="squared_hinge", kernel="linear", gamma=None, degree=3, coef0=1.0, tol=1e-6,
@@ -305,6 +295,7 @@ class RankSVM(KernelMixin, Ranker):
         return "basis", out, X_fit
 
     def _set_fitted(self, X, mode, out, X_fit, n_pairs):
+        steps = "Newton iterations" if self.loss == "squared_hinge" else "cutting planes"
         if out.get("stalled"):
             warnings.warn(
                 f"RankSVM (hinge) stopped after {out['n_iter']} cutting planes: the relative duality gap "
@@ -314,9 +305,8 @@ class RankSVM(KernelMixin, Ranker):
                 stacklevel=3,
             )
         elif not out["converged"]:
-            what = "Newton iterations" if self.loss == "squared_hinge" else "cutting planes"
             warnings.warn(
-                f"RankSVM stopped after max_iter={self.max_iter} {what} before reaching tol={self.tol} "
+                f"RankSVM stopped after max_iter={self.max_iter} {steps} before reaching tol={self.tol} "
                 f"(criterion {out['criterion']:.2e}); increase max_iter or tol.",
                 ConvergenceWarning,
                 stacklevel=3,
@@ -341,7 +331,6 @@ class RankSVM(KernelMixin, Ranker):
         self.n_pairs_ = float(n_pairs)
         self.n_features_in_ = X.shape[1]
         if resolve_verbose(self.verbose):
-            steps = "Newton iterations" if self.loss == "squared_hinge" else "cutting planes"
             print(f"[fastrank] RankSVM: {self.n_iter_} {steps}, objective {self.objective_:.10g}, "
                   f"criterion {float(out['criterion']):.2e}, converged={self.converged_}", file=sys.stderr, flush=True)
         return self
@@ -352,7 +341,9 @@ class RankSVM(KernelMixin, Ranker):
         ``groups`` holds one id per row (any order or type).  Groups of one row, or whose rows
         share one target value, have no pairs and do not influence the model.
         """
-        X, structure, n_pairs = self._group_problem(X, y, groups)
+        return self._fit_structure(*self._group_problem(X, y, groups))
+
+    def _fit_structure(self, X, structure, n_pairs):
         with stage(f"RankSVM {self.loss} (m={X.shape[0]}, {n_pairs:.0f} pairs)", verbose=self.verbose):
             mode, out, X_fit = self._solve(X, structure, n_pairs)
         return self._set_fitted(X, mode, out, X_fit, n_pairs)
@@ -379,10 +370,7 @@ class RankSVM(KernelMixin, Ranker):
         self._params()
         X = self._check_fit_X(X, allow_sparse=True)
         structure = _graph_structure(pairs, weights, X.shape[0])
-        n_pairs = float(structure["weight"].sum())
-        with stage(f"RankSVM {self.loss} (m={X.shape[0]}, {n_pairs:.0f} pairs)", verbose=self.verbose):
-            mode, out, X_fit = self._solve(X, structure, n_pairs)
-        return self._set_fitted(X, mode, out, X_fit, n_pairs)
+        return self._fit_structure(X, structure, float(structure["weight"].sum()))
 
     # -- prediction ----------------------------------------------------------------------------
     def predict(self, X):
@@ -407,7 +395,7 @@ class RankSVM(KernelMixin, Ranker):
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
-        tags.input_tags.sparse = self.kernel != "precomputed"
+        tags.input_tags.sparse = not self._precomputed()
         return tags
 
 

@@ -4,17 +4,16 @@ RankRLS (Pahikkala et al. 2009) minimises, over f in the kernel's RKHS,
 
     sum over relevant pairs {i, j} of  w_ij^2 (z_ij - (f(x_i) - f(x_j)))^2  +  alpha ||f||_K^2
 
-* scoring setting (``fit(X, y, groups=None)``): z_ij = y_i - y_j (the magnitude cost, eq. 21);
-  all pairs are relevant (object ranking) or only pairs inside the same group (query/label
-  ranking).  With ``group_weighting="unweighted"`` every pair has weight 1 (the paper's
-  Laplacian D - P P^T, eq. 25); the other weightings scale each group's pairs (see RankRLS).
-  Groups of one row have no pairs and do not influence the model.
+* scoring setting (``fit(X, y, groups=None)``): z_ij = y_i - y_j (the magnitude cost, eq. 21) over
+  all pairs (object ranking) or the pairs inside each group (query/label ranking), weighted by
+  ``group_weighting`` (1 for "unweighted": the Laplacian D - P P^T of eq. 25); groups of one row
+  have no pairs and do not influence the model.
 * preference graph (``fit_preferences``): an explicit multigraph of preferences "row a is
   preferred over row b", with the costs (20) binary, (21) magnitude or (22) magnitude-normalized.
 
 ``alpha`` is exactly the paper's lambda (not rescaled by the number of inputs or pairs).  The
-estimators validate their parameters, build a :class:`~fastrank._problem.RankingProblem`, let
-:mod:`fastrank._solvers` solve it and copy the returned record onto themselves.
+estimators build a :class:`~fastrank._problem.RankingProblem`, let :mod:`fastrank._solvers` solve
+it and copy the returned record onto themselves.
 """
 
 from __future__ import annotations
@@ -179,21 +178,18 @@ class RankRLS(_RankRLSBase):
     Attributes
     ----------
     fit_mode_ : {"dual", "primal", "cg", "sparse"}
-    dual_coef_ : ndarray (m,) or (m, v), or None
-        Dual coefficients A (eq. 17) in the original row order (dual solver).
-    X_fit_ : ndarray (m, n) or None
-        Training rows kept for kernel predictions (dual solver, non-precomputed kernel).
+    dual_coef_, X_fit_ : ndarray (m,) or (m, v) and (m, n), or None
+        Dual coefficients A (eq. 17) in the original row order and the training rows kept for
+        kernel predictions (dual solver; no rows for a precomputed kernel).
     coef_ : ndarray (n,) or (n, v), or None
         Weight vector W (eq. 27/28) whenever the kernel is linear.
     n_features_in_ : int
     n_iter_, converged_ : int and bool (arrays (v,) for several outputs)
-        CG iterations and convergence per output; a direct solve (dual, primal, basis vectors)
-        reports 1 iteration, converged.
+        CG iterations and convergence per output; a direct solve reports 1 iteration, converged.
     residual_history_ : ndarray
         solver="cg" only: relative residual norms per iteration.
     basis_indices_ : ndarray
-        basis_vectors only: the training rows used as basis; then ``X_fit_`` holds just those rows
-        and ``dual_coef_`` their coefficients.
+        basis_vectors only: the basis rows; ``X_fit_`` holds just those rows, ``dual_coef_`` theirs.
 
     Notes
     -----

@@ -1,22 +1,12 @@
 """RankSVM (Joachims 2002; slides 003, "Hinge loss for preference learning") without a pair list.
 
-Minimises, over w (linear) or f = K beta in the kernel's RKHS,
-
-    1/2 ||w||^2  +  C * sum over preference pairs (i, j) of  weight_ij * l(1 - (f(x_i) - f(x_j)))
-
-with l the squared hinge max(0, z)^2 (``loss="squared_hinge"``, "L2-loss RankSVM") or the hinge
-max(0, z) (``loss="hinge"``, the original RankSVM QP).  Preference pairs: every (i, j) with
-y_i > y_j (``fit(X, y)``), only those inside a query group (``fit(X, y, groups)``), or an explicit
-multigraph (``fit_preferences(X, pairs, weights)``).  ``C`` multiplies the plain sum over pairs
-(not a mean), as in SVMrank's ``-c`` after its own rescaling is undone.
-
-The pairs are never listed: the C++ core sorts the scores inside each group and counts, with a
-Fenwick tree over the target levels, the pairs whose margin is below one (Airola, Pahikkala &
-Salakoski 2011; Lee & Lin 2014), so the loss, its gradient and Hessian-vector products cost
-O(m log m) per evaluation.  The squared hinge is solved by truncated Newton, the hinge by
-1-slack cutting planes with a certified duality gap (see ``cpp/src/ranksvm.cpp``).  The sparse
-(basis-vector) RankSVM of Pahikkala et al. (004 Sect. 4.4, eq. 43) is the linear RankSVM on the
-empirical kernel map K_mB L^{-T}, K_BB = L L^T (``basis_vectors``).
+``C`` multiplies the plain sum over preference pairs (not a mean), as SVMrank's ``-c`` after its
+own rescaling is undone.  The pairs are never listed: the C++ core sorts the scores inside each
+group and counts, with a Fenwick tree over the target levels, the pairs whose margin is below one
+(Airola, Pahikkala & Salakoski 2011; Lee & Lin 2014), so the loss, its gradient and Hessian-vector
+products cost O(m log m).  The squared hinge is solved by truncated Newton, the hinge by 1-slack
+cutting planes with a certified duality gap (``cpp/src/ranksvm.cpp``); the sparse (basis-vector)
+RankSVM (004 Sect. 4.4, eq. 43) is the linear RankSVM on the empirical kernel map K_mB L^{-T}.
 """
 
 from __future__ import annotations
@@ -117,9 +107,10 @@ def _rescaled(X, C):
 class RankSVM(KernelMixin, Ranker):
     """Ranking SVM (Joachims 2002), linear or kernel, exact and without forming pairs.
 
-    Minimises ``1/2 ||w||^2 + C * sum_{(i,j) in P} weight_ij * l(1 - (f(x_i) - f(x_j)))`` where P
-    holds the pairs with ``y_i > y_j`` (all rows, or inside each query group), or the edges given
-    to :meth:`fit_preferences`; l is the squared hinge or the hinge.
+    Minimises ``1/2 ||w||^2 + C * sum_{(i,j) in P} weight_ij * l(1 - (f(x_i) - f(x_j)))`` over w
+    (linear) or f = K beta, where P holds the pairs with ``y_i > y_j`` (all rows, or inside each
+    query group) or the edges given to :meth:`fit_preferences`, and l is the squared hinge
+    max(0, z)^2 ("L2-loss RankSVM") or the hinge max(0, z) (the original RankSVM QP).
 
     Parameters
     ----------
@@ -170,25 +161,20 @@ class RankSVM(KernelMixin, Ranker):
     ----------
     coef_ : ndarray (n_features,) or None
         The weight vector w (linear kernel).
-    dual_coef_ : ndarray (m,) or None
-        beta with f = K(., X_fit_) beta (non-linear or precomputed kernels).
-    X_fit_ : ndarray or None
-        Training rows kept for kernel predictions.
-    objective_ : float
-        The objective at the solution; ``loss_`` the summed pairwise loss there.
-    n_iter_ : int
-        Newton iterations or cutting planes used.
-    converged_ : bool
+    dual_coef_, X_fit_ : ndarray (m,) and the training rows, or None
+        beta with f = K(., X_fit_) beta (non-linear or precomputed kernels; no rows kept for
+        "precomputed").
+    objective_, loss_ : float
+        The objective at the solution and the summed pairwise loss there.
+    n_iter_ : int, converged_ : bool
+        Newton iterations or cutting planes used, and whether ``tol`` was reached.
     n_pairs_ : float
         Number (total weight) of preference pairs in the training problem.
     n_features_in_ : int
     basis_indices_ : ndarray or None
         ``basis_vectors`` only: the training rows of the basis (``X_fit_`` holds those rows and
-        ``dual_coef_`` their beta; a linear kernel keeps ``coef_ = X_B^T beta``).
-
-    Notes
-    -----
-    Predictions are ranking scores; only their differences are meaningful.
+        ``dual_coef_`` their beta; a linear kernel keeps ``coef_ = X_B^T beta``).  Predictions are
+        ranking scores; only their differences are meaningful.
     """
 
     def __init__(self, C=1.0, *, loss="squared_hinge", kernel="linear", gamma=None, degree=3, coef0=1.0, tol=1e-6,
@@ -201,7 +187,6 @@ class RankSVM(KernelMixin, Ranker):
                               "max_iter": [positive_int()], "margin": [StrOptions(set(_MARGINS))],
                               "normalize_C": ["boolean"], "n_jobs": N_JOBS}
 
-    # -- fitting -------------------------------------------------------------------------------
     def _params(self):
         self._validate_params()
         C = check_alpha(self.C, "C")
@@ -372,7 +357,6 @@ class RankSVM(KernelMixin, Ranker):
         structure = _graph_structure(pairs, weights, X.shape[0])
         return self._fit_structure(X, structure, float(structure["weight"].sum()))
 
-    # -- prediction ----------------------------------------------------------------------------
     def predict(self, X):
         """Ranking scores (p,): a higher score means ranked higher."""
         check_is_fitted(self, "fit_mode_")

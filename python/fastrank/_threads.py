@@ -1,34 +1,25 @@
 """Threads that compose: one rule for fastrank's C++ threads, BLAS threads and Python threads.
 
-The rule (README, "Threads"):
-
 1. fastrank's compute regions (a dense solve, a kernel matrix, a cross-validation) draw their
-   threads from one process-wide budget of ``os.cpu_count()`` cores.  A region that wants ``t``
-   threads (its resolved ``n_jobs``) waits until ``t`` cores are free, so concurrent fastrank
-   calls from Python threads run one after another (or side by side when their thread counts
-   fit) instead of oversubscribing the cores.
-2. While a region runs, ONE BLAS does its dense work: SciPy's OpenBLAS (the copy the C++ core
-   calls for every product and factorization, reached through ``threadpoolctl``) uses the region's
-   thread count when it runs alone and one thread when other regions run at the same time; any
-   other BLAS copy loaded in the process (numpy's own OpenBLAS) runs single-threaded inside the
-   region.  Two multi-threaded OpenBLAS pools used alternately spin against each other for the
-   same cores (measured on 2 cores: exact linear cross-validation 3-15x slower than with one
-   thread, and ``OPENBLAS_NUM_THREADS`` does not reach both), so a region never leaves two pools
-   threaded.  The BLAS setting is only changed when no other region is running (changing
-   OpenBLAS's thread count during a call in another thread is not safe), and it is restored when
-   the last region ends.
+   threads from one process-wide budget of ``os.cpu_count()`` cores: a region that wants ``t``
+   threads (its resolved ``n_jobs``) waits until ``t`` cores are free, so concurrent calls from
+   Python threads run one after another (or side by side when their thread counts fit) instead
+   of oversubscribing the cores.
+2. While a region runs, ONE BLAS does its dense work: SciPy's OpenBLAS (which the C++ core calls,
+   reached through ``threadpoolctl``) gets the region's thread count when it runs alone and one
+   thread when other regions run; any other BLAS copy (numpy's own OpenBLAS) runs single-threaded
+   inside the region.  Two threaded OpenBLAS pools used alternately spin against each other for
+   the same cores (measured on 2 cores: exact linear cross-validation 3-15x slower than with one
+   thread, and ``OPENBLAS_NUM_THREADS`` does not reach both).  The BLAS setting changes only when
+   no other region runs (changing it during another thread's call is not safe) and is restored
+   when the last region ends.
 3. Regions nest: a region entered by a thread that already holds one runs inside the outer one's
    budget (no second wait, no deadlock).
 
-Results never depend on this: fastrank's threaded kernels give bit-identical results for every
-thread count, and BLAS results differ only in rounding (within the tests' tolerances).
-
-Use :func:`compute_region` around any call into the C++ core that runs threads or BLAS::
-
-    with compute_region(n_threads):
-        A = _core.rankrls_fit(...)
-
-``FASTRANK_THREAD_POLICY=off`` disables the mechanism (regions then do nothing).
+Results never depend on this: the threaded kernels give bit-identical results for every thread
+count, and BLAS results differ only in rounding.  Use :func:`compute_region` around any call into
+the C++ core that runs threads or BLAS (``with compute_region(n_threads): ...``);
+``FASTRANK_THREAD_POLICY=off`` disables the mechanism.
 """
 
 from __future__ import annotations
@@ -67,7 +58,7 @@ class _ThreadBudget:
         self.cond = threading.Condition()
         self.free = None           # cores not held by a region (lazily cpu_budget())
         self.active = 0            # regions running now
-        self.saved_limits = None   # the limiter restoring the user's BLAS setting at the end
+        self.saved_limits = None   # (library, threads) pairs restoring the user's BLAS setting at the end
         self.blas_now = 1          # BLAS threads set by the first of the running regions
         self.local = threading.local()
         self.controller = None
@@ -87,7 +78,7 @@ class _ThreadBudget:
 
     def set_blas(self, n):
         """SciPy's BLAS to n threads, every other BLAS copy to one (module docstring, rule 2);
-        returns the limiter whose restore_original_limits undoes it (None: nothing changed)."""
+        returns what :func:`_set_threads` needs to undo it (None: nothing changed)."""
         ctl = self.blas_controller()
         if ctl is None:
             return None
@@ -96,15 +87,9 @@ class _ThreadBudget:
             want = [(lib, int(n) if _is_scipy_blas(lib) else 1) for lib in libs]
             if all(lib.num_threads == k for lib, k in want):
                 return None  # already so: no limit/restore round trip
-            return _BlasLimits(want)
+            return _set_threads(want)
         except Exception:  # pragma: no cover
             return None
-
-    def depth(self):
-        return getattr(self.local, "depth", 0)
-
-    def set_depth(self, depth):
-        self.local.depth = depth
 
     def acquire(self, n_threads):
         """Wait for the cores; returns how many were taken."""
@@ -134,7 +119,7 @@ class _ThreadBudget:
             self.active -= 1
             if self.active == 0 and self.saved_limits is not None:
                 try:
-                    self.saved_limits.restore_original_limits()
+                    _set_threads(self.saved_limits)
                 except Exception:  # pragma: no cover
                     pass
                 self.saved_limits = None
@@ -147,19 +132,14 @@ def _is_scipy_blas(lib):
     return "/scipy.libs/" in path or "/scipy/" in path or "/scipy/.dylibs/" in path
 
 
-class _BlasLimits:
-    """Thread counts set on some BLAS libraries, restorable (threadpoolctl's limiter contract)."""
-
-    def __init__(self, want):
-        self.saved = [(lib, lib.num_threads) for lib, _ in want]
-        for lib, k in want:
-            if lib.num_threads != k:
-                lib.set_num_threads(k)
-
-    def restore_original_limits(self):
-        for lib, k in self.saved:
-            if lib.num_threads != k:
-                lib.set_num_threads(k)
+def _set_threads(want):
+    """Set the thread count of each ``(library controller, threads)`` pair; returns the pairs that
+    restore the previous counts."""
+    saved = [(lib, lib.num_threads) for lib, _ in want]
+    for lib, k in want:
+        if lib.num_threads != k:
+            lib.set_num_threads(k)
+    return saved
 
 
 _BUDGET = _ThreadBudget()
@@ -178,18 +158,12 @@ def compute_region(n_threads):
     if os.environ.get("FASTRANK_THREAD_POLICY", "").strip().lower() == "off":
         yield
         return
-    depth = _BUDGET.depth()
-    if depth > 0:  # nested: already inside this thread's budget
-        _BUDGET.set_depth(depth + 1)
-        try:
-            yield
-        finally:
-            _BUDGET.set_depth(depth)
-        return
-    taken = _BUDGET.acquire(n_threads)
-    _BUDGET.set_depth(1)
+    depth = getattr(_BUDGET.local, "depth", 0)
+    taken = _BUDGET.acquire(n_threads) if depth == 0 else None  # nested: inside this thread's budget
+    _BUDGET.local.depth = depth + 1
     try:
         yield
     finally:
-        _BUDGET.set_depth(0)
-        _BUDGET.release(taken)
+        _BUDGET.local.depth = depth
+        if taken is not None:
+            _BUDGET.release(taken)

@@ -18,12 +18,7 @@ import re
 import numpy as np
 from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.utils.validation import column_or_1d
-from sklearn.utils._param_validation import (
-    Interval,
-    InvalidParameterError,
-    StrOptions,
-    validate_parameter_constraints,
-)
+from sklearn.utils._param_validation import Interval, InvalidParameterError, StrOptions, validate_parameter_constraints
 
 from ._kernels import resolve_kernel
 from ._problem import check_features
@@ -51,13 +46,13 @@ def positive_real():
 # resolved by ``_validation.check_n_jobs`` (None, -1 = every core, k threads)
 N_JOBS = [None, Interval(numbers.Integral, -INT_MAX, INT_MAX, closed="both")]
 
-# The numpydoc entries of parameters that several learners share.  A class docstring names them on a
-# line of placeholders, ``%(kernel)s %(gamma)s`` (SciPy's ``doccer`` spelling); lines indented below
-# the placeholder line continue the last entry.  ``help(fastrank.RankSVM)`` shows the full text.
+# The numpydoc entries of parameters that several learners share: a class docstring names them on a
+# line of placeholders, ``%(kernel)s %(gamma)s`` (SciPy's ``doccer`` spelling), and lines indented
+# below it continue the last entry; ``help()`` shows the full text.
 PARAM_DOCS = {
     "kernel": """kernel : {"linear", "rbf"/"gaussian", "poly"/"polynomial", "precomputed"}, default="linear"
-    ``x.z``, ``exp(-gamma |x - z|^2)`` or ``(gamma x.z + coef0) ** degree``; for "precomputed",
-    ``fit`` takes the (m, m) kernel matrix and ``predict`` the (p, m) kernel against the training rows.""",
+    ``x.z``, ``exp(-gamma |x - z|^2)`` or ``(gamma x.z + coef0) ** degree``; "precomputed": ``fit``
+    takes the (m, m) kernel matrix, ``predict`` the (p, m) kernel against the training rows.""",
     "gamma": """gamma : float or None, default=None
     RBF/polynomial scale; None means 1 / n_features.""",
     "degree": """degree : float, default=3
@@ -152,6 +147,15 @@ class KernelMixin:
 class Ranker(RegressorMixin, FastrankEstimator):
     """A learner whose ``predict`` returns ranking scores (higher ranks higher)."""
 
+    _sparse_input = False  # scipy.sparse X accepted (never with a precomputed kernel)
+    _multi_output = False  # y of shape (m, v) accepted
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = self._sparse_input and not self._precomputed()
+        tags.target_tags.multi_output = self._multi_output
+        return tags
+
     def _check_fit_X(self, X, *, allow_sparse=False):
         """Training input: the (m, m) kernel (checked symmetric) for a precomputed kernel, else
         a dense (or, with ``allow_sparse``, CSR) matrix of at least two rows."""
@@ -182,15 +186,12 @@ class Ranker(RegressorMixin, FastrankEstimator):
         return X
 
     def score(self, X, y, groups=None, sample_weight=None):
-        """Pairwise ranking accuracy: ``1 - pairwise_disagreement(y, predict(X), groups,
-        tied_scores="half", sample_weight=sample_weight)`` (with row weights a pair weighs
-        w_i w_j).  Pairs tied in ``y`` are ignored, ties in the predicted scores count as half
-        an error, and with ``groups`` only pairs inside a group count, averaged per group (the
-        mean over groups that have a relevant pair).  Higher is better; for binary ``y`` without
-        groups it equals the AUC.  Multi-output: the mean over outputs.  Not R^2.  Called without
-        ``groups`` where the rows evidently come from several queries (a scikit-learn
-        ``cross_val_score`` given groups without metadata routing), it emits
-        :class:`fastrank.exceptions.MissingGroupsWarning`."""
+        """Pairwise ranking accuracy ``1 - pairwise_disagreement(y, predict(X), groups,
+        tied_scores="half", sample_weight=sample_weight)`` (a pair weighs w_i w_j): pairs tied in
+        ``y`` are ignored, tied scores count half an error, with ``groups`` only pairs inside a
+        group count, averaged per group.  Higher is better; the AUC for binary ``y`` without groups;
+        the mean over outputs; not R^2.  Without ``groups`` on rows that evidently come from several
+        queries it emits :class:`fastrank.exceptions.MissingGroupsWarning`."""
         if groups is None:
             _warn_missing_groups(self, f"{type(self).__name__}.score")
         return ranking_accuracy(y, self.predict(X), groups, sample_weight)

@@ -19,15 +19,12 @@ __all__ = ["RankRLSCV", "MPRankCV"]
 
 
 def holdout_score(pred, Y, sets, codes, scoring):
-    """The cross-validation score of hold-out predictions, averaged over outputs.
-
-    One definition for every scoring: the measure of each hold-out unit -- the rows of one hold-out
-    set inside one query group (codes=None: the whole set), which one trained model ranks --
-    averaged with every unit weighing the same, i.e. ``measure(y, pred, groups=unit)`` over the rows
-    of the sets.  For folds of whole queries (leave-group-out, ``GroupKFold``) the units are the
-    queries; predictions of different models are never compared.  Units where the measure is
-    undefined (no pair with different targets, no relevant row) are skipped, as the measures skip
-    such groups."""
+    """The cross-validation score of hold-out predictions, averaged over outputs: the measure of
+    each hold-out unit -- the rows of one set inside one query group (codes=None: the whole set),
+    which one trained model ranks -- with every unit weighing the same, ``measure(y, pred,
+    groups=unit)``.  For folds of whole queries the units are the queries; predictions of different
+    models are never compared; units where the measure is undefined are skipped, as the measures
+    skip such groups."""
     scoring = _check_scoring(scoring) if isinstance(scoring, str) else scoring
     rows = np.concatenate(sets)
     unit = np.repeat(np.arange(len(sets), dtype=np.int64), [len(s) for s in sets])
@@ -70,10 +67,9 @@ def _lpo_pairs(engine):
 class RankRLSCV(KernelMixin, Ranker):
     """RankRLS with ``alpha`` chosen by exact fast cross-validation, then solved on all data.
 
-    One eigendecomposition of ``S K S`` is shared by every alpha; each extra alpha costs one
-    m x m matrix product (object leave-pair-out: the paper's Q of eq. 39) or O(m sum n_q^2)
-    (groups) plus the O(1)-per-pair / O(m|U| + |U|^3)-per-set hold-out phase -- never a
-    refactorisation (004 Section 3.2 combined with Sections 3.3-3.4).
+    One eigendecomposition of ``S K S`` is shared by every alpha; each extra alpha costs one m x m
+    product (object leave-pair-out: the paper's Q of eq. 39) or O(m sum n_q^2) (groups) plus the
+    hold-out phase -- never a refactorisation (004 Section 3.2 with Sections 3.3-3.4).
 
     Parameters
     ----------
@@ -87,17 +83,13 @@ class RankRLSCV(KernelMixin, Ranker):
         a scikit-learn splitter (e.g. ``GroupKFold``): its test folds, ``groups`` passed to its
         ``split``; otherwise fold labels or index sets.
     scoring : a measure name, a scorer, a callable or None
-        Any name of the measure table (:func:`fastrank.metrics.measure_names`: "auc", the default,
-        = 1 - pairwise disagreement with tied predictions 1/2; "disagreement"; "ndcg", "ndcg@10";
-        "map", "map@k"; "mrr"; "precision@k"; "err@5"; "msd"; "agree"; ...), minimised or
-        maximised as the table says.  "lpo" scores held-out pairs, so it takes "auc" or
-        "disagreement" only (pooled over all held-out pairs: the LPO-AUC).  Hold-out sets (lgo,
-        folds, a splitter) are scored by :func:`holdout_score`: the measure of each hold-out unit
-        (the rows of one set inside one query group), every unit weighing the same.  A scorer of
-        :func:`fastrank.metrics.make_ranking_scorer` (``make_ranking_scorer("ndcg")`` gives the
-        scores of ``"ndcg"``; losses negated) or a callable ``scoring(y_true, y_pred, groups)``
-        (higher is better) receives the targets and hold-out predictions of the rows of the sets
-        with the unit of each row as ``groups``.
+        Any name of :func:`fastrank.metrics.measure_names` ("auc", the default, = 1 - pairwise
+        disagreement with tied predictions 1/2; "disagreement", "ndcg@10", "map", "err@5", ...),
+        minimised or maximised as the table says; "lpo" scores held-out pairs and takes "auc" or
+        "disagreement" only (the pooled LPO-AUC).  Hold-out sets are scored by
+        :func:`holdout_score`.  A scorer of :func:`fastrank.metrics.make_ranking_scorer` (the same
+        scores as the name; losses negated) or a callable ``scoring(y_true, y_pred, groups)``
+        (higher is better) gets the targets and hold-out predictions with each row's unit as groups.
     %(kernel)s %(gamma)s %(degree)s %(coef0)s %(group_weighting)s %(exclude_ties)s
         Every alpha is then scored through one LU factor of ``L K + alpha I`` and a Woodbury
         update per touched group (O(m^2 n_q) per group, O(n_q^3) per hold-out set, O(n_q) per
@@ -129,11 +121,8 @@ class RankRLSCV(KernelMixin, Ranker):
         return RankRLS(kernel=self.kernel, gamma=self.gamma, degree=self.degree, coef0=self.coef0,
                        group_weighting=self.group_weighting, exclude_ties=self.exclude_ties, n_jobs=self.n_jobs)
 
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.target_tags.multi_output = True  # y (m, v): every output scored, alpha shared
-        tags.input_tags.sparse = not self._precomputed()
-        return tags
+    _sparse_input = True
+    _multi_output = True  # y (m, v): every output scored, alpha shared
 
     def _scheme(self, groups):
         cv = self.cv
@@ -224,13 +213,11 @@ class MPRankCV(KernelMixin, Ranker):
     """MPRank with ``C`` chosen by the exact leave-one-out of Cortes, Mohri & Rastogi (000 Sect.
     2.6), then solved on all data from the same factorization.
 
-    The leave-one-out error of eq. 17 holds out every pair (x_i, x_j), i != j, retrains MPRank at
-    the same C on the other m - 2 points (alpha = (m - 2)^2 / (2 C)) and averages the n = 2 cost
-    c(h_ij, x_i, x_j) = [(h_ij(x_j) - y_j) - (h_ij(x_i) - y_i)]^2.  Every held-out model sees
-    m - 2 points, so each C is one alpha of the RankRLS leave-pair-out (004 Lemma 2): O(1) per pair
-    after the factorization, which a grid of more than 30 values of C shares (one spectral factor
-    of S K S); smaller grids take one Cholesky factor per C.  With ``groups`` the pairs (and
-    MPRank's double sum) run inside the groups.
+    Eq. 17 holds out every pair (x_i, x_j), i != j, retrains MPRank at the same C on the other
+    m - 2 points (alpha = (m - 2)^2 / (2 C)) and averages the cost [(h_ij(x_j) - y_j) - (h_ij(x_i)
+    - y_i)]^2: each C is one alpha of the RankRLS leave-pair-out (004 Lemma 2), O(1) per pair after
+    the factorization (one spectral factor shared by a grid of more than 30 values of C, else one
+    Cholesky factor per C).  With ``groups`` the pairs (and MPRank's double sum) run inside groups.
 
     Parameters
     ----------
@@ -251,10 +238,7 @@ class MPRankCV(KernelMixin, Ranker):
     def _base(self):
         return MPRank(kernel=self.kernel, gamma=self.gamma, degree=self.degree, coef0=self.coef0, n_jobs=self.n_jobs)
 
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.target_tags.multi_output = True  # y (m, v): the cost summed over outputs, C shared
-        return tags
+    _multi_output = True  # y (m, v): the cost summed over outputs, C shared
 
     def fit(self, X, y, groups=None):
         """Score every C by the exact leave-one-out error (000 eq. 17), keep the smallest, solve on

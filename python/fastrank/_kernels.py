@@ -95,15 +95,12 @@ def _exact_sq_distances(Z, X, rows, cols, batch=4096):
 
 
 def kernel_block(spec, Z, XR, n_threads=1):
-    """K(Z, XR) as a Fortran-ordered (p, r) float64 array; Z and XR dense arrays or scipy.sparse
-    matrices (sparse operands are never densified whole).
-
-    Dense x dense goes to the compiled kernel (centred Gaussian distances, see ``kernels.hpp``).
-    With a sparse operand, centring would destroy sparsity, so Gaussian distances come from the
-    row-norm expansion |z|^2 + |x|^2 - 2 z.x and every entry whose value could be wrong by more
-    than 1e-11 relative (points far from the origin compared with 1/sqrt(gamma): a large common
-    offset) is recomputed from the row differences.  Every kernel value is checked for
-    finiteness; errors name the kernel parameters.
+    """K(Z, XR) as a Fortran-ordered (p, r) float64 array; Z and XR dense or scipy.sparse (sparse
+    operands are never densified whole).  Dense x dense goes to the compiled kernel (centred
+    Gaussian distances, ``kernels.hpp``); with a sparse operand, centring would destroy sparsity,
+    so Gaussian distances come from |z|^2 + |x|^2 - 2 z.x and every entry that could be wrong by
+    more than 1e-11 relative (points far from the origin compared with 1/sqrt(gamma)) is recomputed
+    from the row differences.  Non-finite kernel values raise errors naming the kernel parameters.
     """
     if not sp.issparse(Z) and not sp.issparse(XR):
         return spec.cross(np.ascontiguousarray(Z, dtype=np.float64), np.ascontiguousarray(XR, dtype=np.float64),

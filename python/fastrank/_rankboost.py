@@ -83,19 +83,15 @@ class RankBoost(Ranker):
         threshold to maximise |r| (a feature with missing values also offers the weak ranker
         "has x_f" vs q_def, stored as threshold -inf).  Infinite values are always an error.
     alpha_rule : {"freund", "exact"}, default="freund"
-        Weight of a chosen weak ranker h_t, from the D_t-masses eps+ / eps- / eps0 of the crucial
-        pairs it orders correctly / wrongly / ties (eps+ - eps- = r_t).  "freund":
+        Weight of the chosen weak ranker h_t (chosen by |r_t| under both rules), from the D_t-masses
+        eps+ / eps- / eps0 of the crucial pairs it orders correctly / wrongly / ties.  "freund":
         alpha_t = 1/2 ln((1 + r_t) / (1 - r_t)), the paper's minimiser of the bound
-        Z_t <= sqrt(1 - r_t^2); its weak learner maximises the same |r|, it never needs smoothing
-        and keeps earlier fitted models unchanged.  "exact": alpha_t = 1/2 ln(eps+ / eps-), the
-        exact minimiser of Z_t(alpha) = eps0 + eps+ e^-alpha + eps- e^alpha for {0, 1} weak rankers
-        that abstain on the pairs they tie (slides 003, "Weights of the weak rankers"; then
-        Z_t = eps0 + 2 sqrt(eps+ eps-)).  With no wrong (or no right) pair that minimiser is at
-        infinity: eps+ and eps- are floored at 1 / (2 N), N the number of crucial pairs (Schapire
-        & Singer's smoothing), and if that alpha_t is closer to 0 than Freund's, Freund's is used
-        (Z_t decreases between 0 and the minimiser, so Z_t <= sqrt(1 - r_t^2) still holds).  The
-        rules agree when no pair is tied (eps0 = 0); threshold rankers tie every pair on one side
-        of the threshold, so the models differ.  Both choose the weak ranker by |r_t|.
+        Z_t <= sqrt(1 - r_t^2) (no smoothing needed).  "exact": alpha_t = 1/2 ln(eps+ / eps-), the
+        minimiser of Z_t(alpha) = eps0 + eps+ e^-alpha + eps- e^alpha for weak rankers that abstain
+        on ties (slides 003, "Weights of the weak rankers"); with no wrong (or right) pair eps+ and
+        eps- are floored at 1 / (2 N), N crucial pairs (Schapire & Singer's smoothing), and Freund's
+        alpha_t is used if it is farther from 0 (Z_t <= sqrt(1 - r_t^2) still holds).  The rules
+        differ only when pairs are tied (eps0 > 0), as threshold rankers make them.
     %(n_jobs)s %(verbose)s
         Reports progress per boosting round.
 

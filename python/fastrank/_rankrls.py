@@ -25,19 +25,8 @@ from ._base import N_JOBS, KernelMixin, Ranker, StrOptions, nonneg_real, positiv
 from ._kernels import predict_basis
 from ._problem import WEIGHTINGS, RankingProblem
 from ._registry import register_estimator
-from ._solvers import (
-    SOLVERS,
-    choose_solver,
-    default_max_iter,
-    densify,
-    one_conditioning_warning,
-    select_basis,
-    solve_basis,
-    solve_cg,
-    solve_cg_path,
-    solve_dual,
-    solve_primal,
-)
+from ._solvers import (SOLVERS, choose_solver, default_max_iter, densify, one_conditioning_warning, select_basis,
+                       solve_basis, solve_cg, solve_cg_path, solve_dual, solve_primal)
 from ._progress import progress, resolve_verbose, stage
 from ._exactcv import CVSpec
 from ._threads import compute_region
@@ -50,7 +39,7 @@ class _RankRLSBase(KernelMixin, Ranker):
 
     # alpha / C are checked by check_alpha (float64 limits and the problem's scale)
     _parameter_constraints = {"solver": [StrOptions(set(SOLVERS))], "n_jobs": N_JOBS}
-    _sparse_input = False
+    _multi_output = True
 
     def _scores_problem(self, X, y, groups=None, weighting="unweighted", exclude_ties=False):
         return RankingProblem.from_scores(X, y, groups, weighting=weighting, precomputed=self._precomputed(),
@@ -134,11 +123,6 @@ class _RankRLSBase(KernelMixin, Ranker):
         with compute_region(check_n_jobs(self.n_jobs)):
             return predict_basis(X, self.X_fit_, self.dual_coef_, spec, self.n_jobs)
 
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.target_tags.multi_output = True
-        return tags
-
 
 @register_estimator
 class RankRLS(_RankRLSBase):
@@ -150,13 +134,12 @@ class RankRLS(_RankRLSBase):
         Regularization (the paper's lambda, not rescaled), > 0.
     %(kernel)s %(gamma)s %(degree)s %(coef0)s
     solver : {"auto", "dual", "primal", "cg"}, default="auto"
-        "dual" factorizes the m x m kernel system (O(m^3), eq. 17, any kernel); "primal" the
-        n x n feature system (O(n^3 + n^2 m), eq. 28, linear kernel only); "cg" runs conjugate
-        gradient on the linear primal without forming pairs (O(nnz + m) per iteration, dense or
-        scipy.sparse X; Sect. 4.3).  "auto" takes CG for sparse X with the linear kernel, else
-        the primal when the kernel is linear and n_features < n_samples, else the dual.  Before
-        a dense solver allocates an m x m (or n x n) matrix larger than half the available
-        memory it raises MemoryError (override: environment FASTRANK_MAX_DENSE_BYTES).
+        "dual": the m x m kernel system (O(m^3), eq. 17, any kernel); "primal": the n x n feature
+        system (O(n^3 + n^2 m), eq. 28, linear kernel); "cg": conjugate gradient on the linear
+        primal without forming pairs (O(nnz + m) per iteration, dense or sparse X; Sect. 4.3).
+        "auto": CG for sparse X with the linear kernel, else the primal for a linear kernel with
+        n_features < n_samples, else the dual.  A dense solver that would allocate more than half
+        the available memory raises MemoryError (limit: environment FASTRANK_MAX_DENSE_BYTES).
     %(group_weighting)s %(n_jobs)s
     tol : float, default=1e-6
         solver="cg": stop when the residual norm falls below tol times the right-hand side's.
@@ -193,13 +176,12 @@ class RankRLS(_RankRLSBase):
 
     Notes
     -----
-    The dual is solved in the symmetric form ``(S K S + alpha I) u = S y``, ``A = S u`` with
-    ``S = L^{1/2}`` (block centering), by SciPy's LAPACK (Cholesky for one alpha, one
-    eigendecomposition for a path).  Peak memory of a dual fit: one m x m float64 matrix (the
-    kernel, overwritten in place by the system and its factor) plus O(m v); a path adds the
-    eigensolver's workspace (about 2 more m x m).  A Cholesky failure (alpha tiny relative to the
-    kernel's scale, or an indefinite precomputed kernel) raises :class:`fastrank.LinAlgError`; a
-    reciprocal condition number below 1e-12 emits :class:`fastrank.IllConditionedWarning`.
+    The dual is solved as ``(S K S + alpha I) u = S y``, ``A = S u``, ``S = L^{1/2}`` (block
+    centering), by SciPy's LAPACK (Cholesky for one alpha, an eigendecomposition for a path) in one
+    m x m float64 matrix overwritten in place, plus O(m v) (a path: about 2 more m x m).  A Cholesky
+    failure (alpha tiny relative to the kernel's scale, or an indefinite precomputed kernel) raises
+    :class:`fastrank.LinAlgError`; a reciprocal condition number below 1e-12 emits
+    :class:`fastrank.IllConditionedWarning`.
     """
 
     def __init__(self, alpha=1.0, *, kernel="linear", gamma=None, degree=3, coef0=1.0, solver="auto",
@@ -217,11 +199,6 @@ class RankRLS(_RankRLSBase):
     }
 
     _sparse_input = True  # CG, basis vectors, or densified
-
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.input_tags.sparse = not self._precomputed()
-        return tags
 
     def _exclude_ties(self):
         if not isinstance(self.exclude_ties, (bool, np.bool_)):
@@ -357,12 +334,10 @@ class RankRLSPath:
 def rankrls_path(X, y, alphas, *, groups=None, estimator=None):
     """Fit RankRLS for every value in ``alphas`` from one decomposition (paper Sect. 3.2, eq. 31).
 
-    The dual eigendecomposes S K S once (O(m^3)); each alpha then costs O(m^2 v), and all of
-    them are formed in one matrix product.  The primal (linear kernel, n < m) does the same
-    with the n x n matrix X^T L X; subset-of-regressors models (``basis_vectors``) with the
+    The dual eigendecomposes S K S once (O(m^3)), then all alphas cost one O(m^2 v) product; the
+    primal (linear kernel, n < m) does the same with X^T L X, ``basis_vectors`` models with the
     |R| x |R| system (eq. 42); CG runs once per alpha, warm-started.  ``estimator`` (a
-    :class:`RankRLS`, default ``RankRLS()``) provides the kernel, solver and group weighting; its
-    ``alpha`` is ignored.
+    :class:`RankRLS`, default ``RankRLS()``) gives every parameter but ``alpha``.
 
     Returns
     -------

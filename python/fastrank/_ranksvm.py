@@ -182,6 +182,7 @@ class RankSVM(KernelMixin, Ranker):
                  verbose=0):
         self._store_params(locals())
 
+    _sparse_input = True
     # C is checked by check_alpha (float64 limits)
     _parameter_constraints = {"loss": [StrOptions(set(_LOSSES))], "tol": [nonneg_real()],
                               "max_iter": [positive_int()], "margin": [StrOptions(set(_MARGINS))],
@@ -216,10 +217,7 @@ class RankSVM(KernelMixin, Ranker):
                     f"C * max|X|^2 = {C_user:.3g} * {scale:.3g}^2 exceeds {_C_SCALED_MAX:g}: the problem is solved at "
                     f"C * max|X|^2 = {_C_SCALED_MAX:g}, beyond which double precision resolves no change of the "
                     "squared hinge's solution; features far smaller than max|X| lose their influence.  "
-                    "Standardize X or use a smaller C.",
-                    ConvergenceWarning,
-                    stacklevel=3,
-                )
+                    "Standardize X or use a smaller C.", ConvergenceWarning, stacklevel=3)
             if sp.issparse(X):
                 p = as_csr(X, "X")
                 out = _core.ranksvm_fit_csr(p.data, p.indices, p.indptr, p.shape[0], p.shape[1], C, code, tol,
@@ -252,16 +250,9 @@ class RankSVM(KernelMixin, Ranker):
         m = X.shape[0]
         basis = select_basis(m, self.basis_vectors, self.random_state)
         check_dense_memory(m, 2, "kernel columns K_mB and features Z", n_cols=basis.size)
-        if spec is None:
-            K_mB = np.asarray(X[:, basis], dtype=np.float64)
-            X_fit = None
-            K_BB = 0.5 * (K_mB[basis] + K_mB[basis].T)
-        else:
-            X_B = X[basis]
-            X_fit = X_B
-            K_mB = np.asarray(kernel_block(spec, X, X_B, n_threads), dtype=np.float64)
-            K_BB = K_mB[basis]
-            K_BB = 0.5 * (K_BB + K_BB.T)
+        X_fit = None if spec is None else X[basis]  # the basis rows X_B
+        K_mB = np.asarray(X[:, basis] if spec is None else kernel_block(spec, X, X_fit, n_threads), dtype=np.float64)
+        K_BB = 0.5 * (K_mB[basis] + K_mB[basis].T)
         try:
             L = scipy.linalg.cholesky(K_BB, lower=True, check_finite=False)
             dmin = float(np.min(np.diag(L))) ** 2
@@ -285,17 +276,12 @@ class RankSVM(KernelMixin, Ranker):
             warnings.warn(
                 f"RankSVM (hinge) stopped after {out['n_iter']} cutting planes: the relative duality gap "
                 f"{out['criterion']:.2e} did not shrink by 10% within 100 cutting planes (tol={self.tol}); the model is "
-                "the best point found.  Use loss='squared_hinge', a smaller C or a larger tol.",
-                ConvergenceWarning,
-                stacklevel=3,
-            )
+                "the best point found.  Use loss='squared_hinge', a smaller C or a larger tol.", ConvergenceWarning,
+                stacklevel=3)
         elif not out["converged"]:
             warnings.warn(
                 f"RankSVM stopped after max_iter={self.max_iter} {steps} before reaching tol={self.tol} "
-                f"(criterion {out['criterion']:.2e}); increase max_iter or tol.",
-                ConvergenceWarning,
-                stacklevel=3,
-            )
+                f"(criterion {out['criterion']:.2e}); increase max_iter or tol.", ConvergenceWarning, stacklevel=3)
         coef = np.asarray(out["coef"])
         basis_indices = None
         if mode == "basis":
@@ -376,11 +362,6 @@ class RankSVM(KernelMixin, Ranker):
             X = np.ascontiguousarray(X.toarray(), dtype=np.float64)
         spec = self._kernel_spec(self.n_features_in_)
         return spec.predict(X, self.X_fit_, self.dual_coef_.reshape(-1, 1), check_n_jobs(self.n_jobs))[:, 0]
-
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.input_tags.sparse = not self._precomputed()
-        return tags
 
 
 def _count_pairs(y, groups, m):

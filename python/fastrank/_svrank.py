@@ -116,23 +116,15 @@ class SVRank(KernelMixin, Ranker):
     ``C`` times the mean pair cost (a group of n_q rows weighs n_q^2 / N).  The regulariser is
     ``||h||^2`` (no 1/2), as in the paper.
 
-    The pair term depends only on residual differences r_j - r_i (r = h(X) - y), so the loss and a
+    The pair term depends only on residual differences r_j - r_i (r = h(X) - y): the loss and a
     subgradient cost one sort of the residuals per group, O(m log m).  Cutting planes on the
-    one-slack form (Joachims 2006) solve it to ``tol``: each iteration adds the tangent plane of
-    the pair term and solves the model's dual (a QP over the simplex, one variable per plane)
-    exactly, with the OCAS line search (Franc & Sonnenburg 2009) between the best point and the
-    model's minimiser.  The dual value certifies a lower bound; the loop stops when
-    ``F - lower bound <= tol * (F(0) - lower bound)``, a gap relative to the achievable decrease
-    that does not vanish with the scale of X, y or C.
-
-    ``loss="squared_epsilon_insensitive"`` squares the cost (c_SVR with n = 2, §2.2), same pairs,
-    ``C / N`` and ``||h||^2``.  F is then smooth and strictly convex and is minimised by a
-    generalised Newton method (conjugate gradients on the Hessian 2 I + (C/N) X^T H X, H four
-    times the Laplacian of the pairs outside the tube, evaluated by one sort per group), stopping
-    when the gradient norm is below ``tol`` times its value at h = 0.  Non-linear kernels are
-    solved in the coordinates u = L^T P^T beta of the pivoted Cholesky factorisation
-    K = P L L^T P^T (LAPACK dpstrf, rank-revealing for a semi-definite K; O(m^3 / 3)), in which
-    ||h||^2 = ||u||^2 and f = K beta = P L u.
+    one-slack form (Joachims 2006) solve each model's dual exactly, with the OCAS line search
+    (Franc & Sonnenburg 2009); the dual value certifies a lower bound.  The squared cost
+    (``loss="squared_epsilon_insensitive"``, c_SVR with n = 2, §2.2) makes F smooth and strictly
+    convex: a generalised Newton method (conjugate gradients on 2 I + (C/N) X^T H X, H four times
+    the Laplacian of the pairs outside the tube).  Non-linear kernels are solved in the coordinates
+    u = L^T P^T beta of the pivoted Cholesky factorisation K = P L L^T P^T (LAPACK dpstrf,
+    rank-revealing for a semi-definite K), where ||h||^2 = ||u||^2 and f = K beta = P L u.
 
     Parameters
     ----------
@@ -148,9 +140,9 @@ class SVRank(KernelMixin, Ranker):
         limit, O(m^2) per iteration).
     %(gamma)s %(degree)s %(coef0)s
     tol : float, default=1e-6
-        Cutting-plane gap at which to stop, relative to the achievable decrease:
-        ``(best F - lower bound) / (F(0) - lower bound)``.  Squared cost: gradient norm relative to
-        its value at h = 0.
+        Stop when the cutting-plane gap relative to the achievable decrease, ``(best F - lower
+        bound) / (F(0) - lower bound)``, is below tol (it does not vanish with the scale of X, y or
+        C).  Squared cost: the gradient norm relative to its value at h = 0.
     max_iter : int, default=1000
         Maximum number of oracle calls (cutting planes; Newton iterations for the squared cost);
         reaching it emits :class:`fastrank.exceptions.ConvergenceWarning`.

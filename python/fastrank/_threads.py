@@ -25,6 +25,7 @@ the C++ core that runs threads or BLAS (``with compute_region(n_threads): ...``)
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import threading
 
@@ -61,25 +62,11 @@ class _ThreadBudget:
         self.saved_limits = None   # (library, threads) pairs restoring the user's BLAS setting at the end
         self.blas_now = 1          # BLAS threads set by the first of the running regions
         self.local = threading.local()
-        self.controller = None
-        self.controller_failed = False
-
-    def blas_controller(self):
-        """threadpoolctl's controller of the loaded BLAS libraries (created once), or None."""
-        if self.controller is None and not self.controller_failed:
-            try:
-                import scipy.linalg.cython_lapack  # noqa: F401  (load SciPy's OpenBLAS before the scan)
-                from threadpoolctl import ThreadpoolController
-
-                self.controller = ThreadpoolController()
-            except Exception:  # pragma: no cover - threadpoolctl missing or failing: no BLAS control
-                self.controller_failed = True
-        return self.controller
 
     def set_blas(self, n):
         """SciPy's BLAS to n threads, every other BLAS copy to one (module docstring, rule 2);
         returns what :func:`_set_threads` needs to undo it (None: nothing changed)."""
-        ctl = self.blas_controller()
+        ctl = blas_controller()
         if ctl is None:
             return None
         try:
@@ -145,10 +132,17 @@ def _set_threads(want):
 _BUDGET = _ThreadBudget()
 
 
+@functools.lru_cache(maxsize=None)
 def blas_controller():
     """The threadpoolctl controller of the loaded BLAS libraries (created once), or None when
     threadpoolctl is unavailable."""
-    return _BUDGET.blas_controller()
+    try:
+        import scipy.linalg.cython_lapack  # noqa: F401  (load SciPy's OpenBLAS before the scan)
+        from threadpoolctl import ThreadpoolController
+
+        return ThreadpoolController()
+    except Exception:  # pragma: no cover - threadpoolctl missing or failing: no BLAS control
+        return None
 
 
 @contextlib.contextmanager

@@ -1,30 +1,23 @@
 """Stability-based generalization bounds for kernel ranking (Agarwal & Niyogi 2009; Cortes, Mohri
 & Rastogi 2007).
 
-Each calculator returns the right-hand side of a high-probability bound on the expected error of
-a ranking function learned by a regularized kernel method: with probability at least 1 - delta
-over the draw of the m training examples,
+Each calculator returns the right-hand side of a bound that holds with probability >= 1 - delta
+over the draw of the m training examples: expected error < empirical term + stability term(m) +
+confidence term(m, delta).  ``empirical`` is the training-sample quantity the theorem names
+(default 0: the generalization gap alone); :func:`empirical_term` computes it from a fitted
+estimator.  Papers: 002 = Agarwal & Niyogi, "Generalization bounds for ranking algorithms via
+algorithmic stability" (JMLR 2009); 000 = Cortes, Mohri & Rastogi, "Magnitude-preserving ranking
+algorithms".  "ln" is the natural logarithm.
 
-    expected error  <  empirical term  +  stability term(m)  +  confidence term(m, delta).
+Both papers need a bounded kernel, K(x, x) <= kappa^2 for every x (kappa = 1 for the Gaussian
+kernel; kappa = inf, e.g. a linear kernel on unbounded inputs, has no bound).
+:func:`kernel_kappa` gives sqrt(max_i K(x_i, x_i)) on given rows, a lower bound of the supremum.
 
-``empirical`` is the training-sample quantity the theorem names (default 0, which returns the
-two data-independent terms alone, i.e. the generalization gap); :func:`empirical_term` computes
-it from a fitted estimator and its training data.  Papers: 002 = Agarwal & Niyogi, "Generalization
-bounds for ranking algorithms via algorithmic stability" (JMLR 2009); 000 = Cortes, Mohri &
-Rastogi, "Magnitude-preserving ranking algorithms".  "ln" is the natural logarithm.
-
-Conventions (both papers): the kernel is bounded, K(x, x) <= kappa^2 for every x, so ``kappa`` is
-the square root of sup_x K(x, x) (kappa = 1 for the Gaussian kernel); an unbounded kernel
-(kappa = inf, e.g. a linear or polynomial kernel on unbounded inputs) has no such bound.
-:func:`kernel_kappa` gives the value sqrt(max_i K(x_i, x_i)) on given rows — a lower bound of the
-supremum over the input space, which the theorems need.
-
-Which regularization parameter: 002's algorithms minimise R_l(f; S) + lambda ||f||_K^2 with the
-empirical error averaged over the C(m, 2) pairs (Sect. 5.2), so ``RankRLS(alpha)`` on all pairs
-of continuous labels is 002's least-squares algorithm with lambda = alpha / C(m, 2) (RankRLS
-also penalises score differences of tied labels, which 002's l_sq does not).  000's algorithms
-minimise ||h||_K^2 + C (1/m^2) sum_{i,j} c(h, x_i, x_j) (eq. 8), so ``MPRank(C)`` is 000's MPRank
-with the same C.
+Regularization parameters: 002 minimises R_l(f; S) + lambda ||f||_K^2 with the empirical error
+averaged over the C(m, 2) pairs (Sect. 5.2), so ``RankRLS(alpha)`` on all pairs of continuous
+labels is 002's least-squares algorithm with lambda = alpha / C(m, 2) (RankRLS also penalises
+score differences of tied labels, which 002's l_sq does not).  000 minimises ||h||_K^2 +
+C (1/m^2) sum_{i,j} c(h, x_i, x_j) (eq. 8), so ``MPRank(C)`` is 000's MPRank with the same C.
 """
 
 from __future__ import annotations
@@ -38,15 +31,8 @@ from ._kernels import resolve_kernel
 from ._validation import as_float_matrix
 from .metrics import magnitude_preserving_cost, stability_ranking_loss
 
-__all__ = [
-    "agarwal_niyogi_score_stability_bound",
-    "agarwal_niyogi_loss_stability_bound",
-    "hinge_ranking_bound",
-    "least_squares_ranking_bound",
-    "magnitude_preserving_bound",
-    "empirical_term",
-    "kernel_kappa",
-]
+__all__ = ["agarwal_niyogi_score_stability_bound", "agarwal_niyogi_loss_stability_bound", "hinge_ranking_bound",
+           "least_squares_ranking_bound", "magnitude_preserving_bound", "empirical_term", "kernel_kappa"]
 
 
 # Parameter checks: each names the theorem's condition.

@@ -3,18 +3,11 @@
 Every function returns *exactly* the predictions of the model retrained without the held-out
 inputs (every preference edge incident to them removed, every other pair kept with its weight;
 RankRLS keeps its ``alpha``, MPRank its ``C``, i.e. alpha = m_train^2 / (2 C) as in its ``fit``),
-from one factorization of the training problem instead of one retraining per hold-out set:
-
-* :func:`leave_pair_out` -- object ranking: the paper's leave-pair-out (Lemma 2, eqs. 34-39), O(1)
-  per pair after one O(m^3) step; with ``groups``, pairs held out inside their query group, O(1)
-  per pair after O(m^3 + m sum n_q^2).
-* :func:`leave_group_out` -- hold out each query group (eq. 33), O(m n_q + n_q^3) per group.
-* :func:`holdout_predictions` / :func:`kfold_predictions` -- arbitrary hold-out index sets / folds.
-* :func:`preference_holdout_predictions` -- hold-out sets of an explicit preference graph.
-* :func:`permutation_test_lpo` -- leave-pair-out AUC permutation test (Section 4.1).
-* :func:`mprank_loo_approximation` -- Cortes et al.'s approximate MPRank leave-one(-pair)-out
-  (000, Proposition 2, eq. 27) next to the exact value.
-* :func:`factorize` -- the factors kept for many questions and alphas (:class:`Factorization`).
+from one factorization of the training problem instead of one retraining per hold-out set: leave-
+pair-out (Lemma 2, eqs. 34-39; inside query groups with ``groups``), leave-group-out (eq. 33),
+arbitrary hold-out sets and k folds, hold-out sets of a preference graph, the leave-pair-out AUC
+permutation test (Section 4.1) and Cortes et al.'s approximate MPRank leave-one(-pair)-out; and
+:func:`factorize`, which keeps the factors for many questions and alphas.
 
 Conventions.
 * ``estimator``: an unfitted or fitted :class:`fastrank.RankRLS` or :class:`fastrank.MPRank`; only
@@ -49,19 +42,9 @@ from ._rankrls import RankRLS
 from ._progress import stage
 from ._validation import check_alpha, check_int, group_index, pair_disagreement
 
-__all__ = [
-    "leave_pair_out",
-    "leave_group_out",
-    "holdout_predictions",
-    "preference_holdout_predictions",
-    "kfold_predictions",
-    "permutation_test_lpo",
-    "mprank_loo_approximation",
-    "pairwise_disagreement",
-    "MPRankLOO",
-    "Factorization",
-    "factorize",
-]
+__all__ = ["leave_pair_out", "leave_group_out", "holdout_predictions", "preference_holdout_predictions",
+           "kfold_predictions", "permutation_test_lpo", "mprank_loo_approximation", "pairwise_disagreement",
+           "MPRankLOO", "Factorization", "factorize"]
 
 
 def _shape_out(out, one_d):
@@ -72,11 +55,10 @@ def leave_pair_out(estimator, X, y, pairs=None, groups=None, *, return_pairs=Fal
     """Exact leave-pair-out predictions (004 Lemma 2, eqs. 34-39).
 
     For every pair (i, j) the predictions for ``x_i`` and ``x_j`` of the model retrained without
-    both inputs (every preference edge incident to i or j removed, same ``alpha``).  Without
-    ``groups``: after one eigendecomposition of ``S K S`` and one m x m product (the paper's ``Q``,
-    eq. 39) each pair costs O(1) (a 2 x 2 solve), run in C++ threads.  With ``groups`` the pairs
-    come from one query group, and only that group's edges incident to i and j are removed (O(1)
-    per pair after an O(n_q^3 + m n_q^2) step per group).
+    both (every preference edge incident to i or j removed, same ``alpha``): O(1) per pair (a 2 x 2
+    solve, in C++ threads) after one eigendecomposition of ``S K S`` and one m x m product (the
+    paper's ``Q``, eq. 39).  With ``groups`` the pairs come from one query group and only that
+    group's edges incident to i and j are removed (O(n_q^3 + m n_q^2) per group first).
 
     Parameters
     ----------
@@ -87,7 +69,7 @@ def leave_pair_out(estimator, X, y, pairs=None, groups=None, *, return_pairs=Fal
         Default: all i < j (inside groups when given) in lexicographic order.
     groups : (m,) group ids, optional
     return_pairs : bool, default=False
-        Also return the (n_pairs, 2) int64 pair indices (useful with the default pairs).
+        Also return the (n_pairs, 2) int64 pair indices.
     verbose : int, bool or "auto", default=0
 
     Returns
@@ -158,11 +140,9 @@ def pairwise_disagreement(pair_predictions, pair_targets):
 
 def permutation_test_lpo(estimator, X, y, n_permutations=100, random_state=None, groups=None,
                          scoring="auc", *, verbose=0):
-    """Leave-pair-out permutation test (004 Section 4.1).
-
-    The LPO score of ``y`` (``"auc"`` = 1 - pairwise disagreement, higher is better) and of
-    ``n_permutations`` random permutations of ``y`` (within groups when given), all learned as
-    extra outputs of ONE decomposition (O(m^3 + m^2 n_permutations)).
+    """Leave-pair-out permutation test (004 Section 4.1): the LPO score of ``y`` (``"auc"`` = 1 -
+    pairwise disagreement) and of ``n_permutations`` random permutations of ``y`` (within groups
+    when given), all learned as extra outputs of ONE decomposition (O(m^3 + m^2 n_permutations)).
 
     Returns (score, permutation_scores, pvalue) with pvalue = (#{perm >= score} + 1) /
     (n_permutations + 1).
@@ -202,16 +182,13 @@ MPRankLOO = namedtuple("MPRankLOO", ["approximate", "exact", "pairs", "approxima
 def mprank_loo_approximation(estimator, X, y):
     """Cortes et al.'s leave-one-out estimate for MPRank (000 Section 2.6) next to the exact value.
 
-    The cost is c(h, x_i, x_j) = [(h(x_j) - y_j) - (h(x_i) - y_i)]^2 averaged over all i != j
-    (000 eq. 17) of the model h_ij retrained without x_i and x_j.  The approximation solves the
-    two linear equations of Proposition 2 with the coefficients V_ij = ((m-1) U_ij + U_ii)/(m-2)
-    (eq. 27), U the full-data hat matrix, replacing the unknown mean h-bar' of h_ij by the mean
-    h-bar of the full model.  The exact value is eq. 17 itself: for an :class:`fastrank.MPRank`,
-    h_ij is ``MPRank(C).fit`` on the other m - 2 points (alpha = (m-2)^2 / (2C), as
-    :func:`leave_pair_out` retrains MPRank); for a :class:`fastrank.RankRLS`, the same alpha.
-    Proposition 2's h_ij instead keeps the full sample's per-pair weight (the minimiser of eq. 25
-    with the held-out terms zeroed), and h-bar' is replaced by h-bar: both differences vanish as
-    m grows (relative O(1/m)), which is what the approximation relies on.
+    The cost c(h, x_i, x_j) = [(h(x_j) - y_j) - (h(x_i) - y_i)]^2 averaged over all i != j (000
+    eq. 17), h_ij retrained without x_i and x_j.  The approximation solves the two linear
+    equations of Proposition 2 with V_ij = ((m-1) U_ij + U_ii)/(m-2) (eq. 27), U the full-data hat
+    matrix, and the unknown mean h-bar' of h_ij replaced by the full model's h-bar.  The exact
+    value is eq. 17 itself, h_ij retrained at alpha = (m-2)^2 / (2C) as :func:`leave_pair_out`
+    retrains MPRank (a RankRLS keeps its alpha).  Proposition 2's h_ij keeps the full sample's
+    per-pair weight instead: both differences vanish as m grows (relative O(1/m)).
 
     Returns ``MPRankLOO(approximate, exact, pairs, approximate_predictions, exact_predictions)``
     with pairs = all i < j and the per-pair held-out predictions (n_pairs, 2).
@@ -264,11 +241,9 @@ def mprank_loo_approximation(estimator, X, y):
 
 class Factorization:
     """The kernel and the factors of one training problem, reused by every hold-out question and
-    every alpha (004 Sect. 3.2-3.4): nothing is recomputed between calls.
-
-    Build it with :func:`factorize`.  Every method takes ``alpha`` (default: the estimator's, or
-    for MPRank the alpha of its C on each training part) and returns exactly what the function of
-    the same name in this module returns for that alpha.
+    every alpha (004 Sect. 3.2-3.4; built by :func:`factorize`).  Every method takes ``alpha``
+    (default: the estimator's, or MPRank's alpha of its C on each training part) and returns
+    exactly what the function of the same name returns for that alpha.
     """
 
     def __init__(self, engine, estimator):

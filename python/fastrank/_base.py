@@ -65,18 +65,16 @@ PARAM_DOCS = {
     "verbose": """verbose : int, bool or "auto", default=0
     Progress on stderr (:mod:`fastrank._progress`; a tqdm bar if installed).""",
     "group_weighting": """group_weighting : {"unweighted", "per_query", "per_object", "normalized"}, default="unweighted"
-    Weight c_q of each pair inside a group of n_q rows (P_q = n_q (n_q - 1) / 2 pairs):
-    "unweighted" 1 (the paper's Laplacian, eq. 25; a query weighs P_q); "per_query" 1 / P_q
-    (every query weighs 1, end of Sect. 2.4; with ``exclude_ties`` 1 / E_q, E_q the query's
-    untied pairs, its edges); "per_object" 1 / (n_q - 1) (every ROW's pairs weigh 1 — not a
-    weighting of the papers, where an "object" is the query: that normalisation is
-    "per_query"); "normalized" 1 / n_q (Laplacian blocks I - 11^T/n_q: least squares on
-    query-centred scores).  Without groups (object ranking) every pair weighs 1.""",
+    Weight c_q of each pair inside a group of n_q rows (P_q = n_q (n_q - 1) / 2 pairs): "unweighted"
+    1 (the paper's Laplacian, eq. 25; a query weighs P_q); "per_query" 1 / P_q (every query weighs 1,
+    end of Sect. 2.4; with ``exclude_ties`` 1 / E_q, E_q the query's untied pairs); "per_object"
+    1 / (n_q - 1) (every ROW's pairs weigh 1; the papers' "object" is the query, i.e. "per_query");
+    "normalized" 1 / n_q (blocks I - 11^T/n_q: least squares on query-centred scores).  Without
+    groups (object ranking) every pair weighs 1.""",
     "exclude_ties": """exclude_ties : bool, default=False
-    Drop the pairs whose targets are equal (they carry no preference) instead of fitting their
-    score difference to 0 (the paper keeps them, Sect. 3, for efficiency); solved exactly without
-    forming pairs: inside a group the Laplacian of the remaining (complete multipartite) graph
-    splits into between- and within-tie-class centrings, so S = L^{1/2} is still O(m) to apply.""",
+    Drop the pairs with equal targets (no preference) instead of fitting their score difference to
+    0 (the paper keeps them, Sect. 3); exact without forming pairs: a group's Laplacian splits into
+    between- and within-tie-class centrings, so S = L^{1/2} stays O(m) to apply.""",
 }
 
 _PLACEHOLDERS = re.compile(r"^( *)((?:%\(\w+\)s ?)+)$", re.M)

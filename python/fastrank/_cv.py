@@ -75,13 +75,11 @@ class RankRLSCV(KernelMixin, Ranker):
     ----------
     alphas : array-like of float > 0, default=np.logspace(-3, 3, 13)
     cv : None, "lpo", "lgo", int, (m,) fold labels, sequence of index arrays, or a splitter
-        None (default) picks the honest estimate for the data: leave-one-group-out when
-        ``groups`` are given (a model is judged on queries it has not seen), leave-pair-out
-        otherwise.  "lpo": leave-pair-out over all pairs (with ``groups``: pairs inside a group,
+        None (default): leave-one-group-out with ``groups`` (judged on unseen queries), else
+        leave-pair-out.  "lpo": leave-pair-out over all pairs (with ``groups``: pairs inside a group,
         the rest of the group still trained on -- optimistic for new queries); "lgo":
-        leave-one-group-out (needs ``groups``); an int k: k folds (whole groups with ``groups``);
-        a scikit-learn splitter (e.g. ``GroupKFold``): its test folds, ``groups`` passed to its
-        ``split``; otherwise fold labels or index sets.
+        leave-one-group-out (needs ``groups``); an int k: k folds (whole groups with ``groups``); a
+        scikit-learn splitter (e.g. ``GroupKFold``): its test folds, given ``groups``.
     scoring : a measure name, a scorer, a callable or None
         Any name of :func:`fastrank.metrics.measure_names` ("auc", the default, = 1 - pairwise
         disagreement with tied predictions 1/2; "disagreement", "ndcg@10", "map", "err@5", ...),

@@ -60,10 +60,8 @@ def _net_preference_matrix(preference, X, n_items, pairwise, temperature):
         return P - P.T
     P = np.asarray(preference)
     if P.dtype == object or not (np.issubdtype(P.dtype, np.number) or P.dtype == bool) or np.iscomplexobj(P):
-        raise TypeError(
-            "preference must be an (n, n) matrix of numbers in [0, 1], a callable f(u, v) with n_items, "
-            "or a fitted ranker with X"
-        )
+        raise TypeError("preference must be an (n, n) matrix of numbers in [0, 1], a callable f(u, v) with n_items, "
+                        "or a fitted ranker with X")
     if P.ndim != 2 or P.shape[0] != P.shape[1]:
         raise ValueError(f"a preference matrix must be square (n, n), got shape {P.shape}")
     check_dense_memory(P.shape[0], 2, what)  # a float64 copy and PREF - PREF^T

@@ -132,26 +132,22 @@ class RankSVM(KernelMixin, Ranker):
         Newton iterations (squared hinge) or cutting planes (hinge); stopping there emits
         :class:`fastrank.exceptions.ConvergenceWarning`.
     margin : {"unit", "difference"}, default="unit"
-        "unit": the loss of pair (i, j) is l(1 - (f_i - f_j)).  "difference": l((y_i - y_j) -
-        (f_i - f_j)), the hinge ranking loss of Agarwal & Niyogi (002, Sect. 5.2.1) for
-        ``loss="hinge"``.  Their learner A_h, argmin of (1 / C(m, 2)) sum_{i<j} l_h + lambda ||f||_K^2
-        over all pairs, is ``RankSVM(loss="hinge", margin="difference", C=1 / (lambda m (m - 1)))``
-        fitted without groups (tied pairs have l_h = 0 and are not in P); this is the learner
-        :func:`fastrank.bounds.hinge_ranking_bound` bounds, with the same lambda.  The learner of
-        their Sect. 5.2.2 (least-squares ranking loss, ties again contributing 0) is
-        ``RankRLS(exclude_ties=True)``.  Needs targets (``fit``), not ``fit_preferences``.
+        "unit": the loss of pair (i, j) is l(1 - (f_i - f_j)); "difference": l((y_i - y_j) - (f_i -
+        f_j)) (needs ``fit``'s targets), with ``loss="hinge"`` the hinge ranking loss of Agarwal &
+        Niyogi (002, Sect. 5.2.1): their A_h, argmin of (1 / C(m, 2)) sum_{i<j} l_h + lambda
+        ||f||_K^2, is ``RankSVM(loss="hinge", margin="difference", C=1 / (lambda m (m - 1)))`` without
+        groups, bounded by :func:`fastrank.bounds.hinge_ranking_bound` with the same lambda (their
+        least-squares learner of Sect. 5.2.2 is ``RankRLS(exclude_ties=True)``).
     normalize_C : bool, default=False
         True: the loss is divided by |P|, the number (total weight) of preference pairs, i.e.
         ``1/2 ||w||^2 + (C / |P|) sum_P l`` as in the RankSVM of the slides (003).
     basis_vectors : int, array of row indices, boolean mask, or None, default=None
-        Sparse RankSVM through the empirical kernel map (Pahikkala et al., 004 Sect. 4.4, eq. 43):
-        f(x) = sum_{b in B} beta_b k(x, x_b) over a set B of basis rows, minimising
-        ``1/2 beta^T K_BB beta + C sum_P l(...)``.  With K_BB = L L^T (Cholesky, no jitter: a
-        singular K_BB, e.g. duplicate basis rows or more basis rows than features for the linear
-        kernel, is refused), the features Z = K_mB L^{-T} turn it into a linear RankSVM in
-        u = L^T beta, so one fit costs O(m r^2) plus the linear solver on r features.  An int draws
-        that many rows at random (``random_state``), as in ``RankRLS(basis_vectors=...)``.  Only the
-        basis rows and beta are kept.
+        Sparse RankSVM through the empirical kernel map (004 Sect. 4.4, eq. 43): f(x) = sum_{b in B}
+        beta_b k(x, x_b) over basis rows B, minimising ``1/2 beta^T K_BB beta + C sum_P l(...)``:
+        with K_BB = L L^T (Cholesky, no jitter: a singular K_BB -- duplicate basis rows, or more than
+        n_features with the linear kernel -- is refused) a linear RankSVM on Z = K_mB L^{-T}, O(m r^2)
+        plus the linear solver on r features.  An int draws that many rows at random
+        (``random_state``); only the basis rows and beta are kept.
     random_state : int, RandomState or None, default=None
         Seed for drawing ``basis_vectors`` rows.
     %(n_jobs)s %(verbose)s

@@ -1,25 +1,19 @@
 """Threads that compose: one rule for fastrank's C++ threads, BLAS threads and Python threads.
 
-1. fastrank's compute regions (a dense solve, a kernel matrix, a cross-validation) draw their
-   threads from one process-wide budget of ``os.cpu_count()`` cores: a region that wants ``t``
-   threads (its resolved ``n_jobs``) waits until ``t`` cores are free, so concurrent calls from
-   Python threads run one after another (or side by side when their thread counts fit) instead
-   of oversubscribing the cores.
-2. While a region runs, ONE BLAS does its dense work: SciPy's OpenBLAS (which the C++ core calls,
-   reached through ``threadpoolctl``) gets the region's thread count when it runs alone and one
-   thread when other regions run; any other BLAS copy (numpy's own OpenBLAS) runs single-threaded
-   inside the region.  Two threaded OpenBLAS pools used alternately spin against each other for
-   the same cores (measured on 2 cores: exact linear cross-validation 3-15x slower than with one
-   thread, and ``OPENBLAS_NUM_THREADS`` does not reach both).  The BLAS setting changes only when
-   no other region runs (changing it during another thread's call is not safe) and is restored
-   when the last region ends.
-3. Regions nest: a region entered by a thread that already holds one runs inside the outer one's
-   budget (no second wait, no deadlock).
+1. Compute regions (a dense solve, a kernel matrix, a cross-validation) draw their threads from
+   one process-wide budget of ``os.cpu_count()`` cores: a region that wants ``t`` threads waits
+   until ``t`` cores are free, so concurrent calls from Python threads do not oversubscribe.
+2. While a region runs, ONE BLAS does its dense work: SciPy's OpenBLAS (the C++ core's, through
+   ``threadpoolctl``) gets the region's threads when it runs alone and one thread otherwise; any
+   other BLAS copy (numpy's) runs single-threaded.  Two threaded OpenBLAS pools used alternately
+   spin against each other (measured on 2 cores: exact linear cross-validation 3-15x slower, and
+   ``OPENBLAS_NUM_THREADS`` does not reach both).  The setting changes only when no other region
+   runs (not safe during another thread's call) and is restored when the last region ends.
+3. Regions nest: a thread that already holds a region runs inside its budget (no deadlock).
 
-Results never depend on this: the threaded kernels give bit-identical results for every thread
-count, and BLAS results differ only in rounding.  Use :func:`compute_region` around any call into
-the C++ core that runs threads or BLAS (``with compute_region(n_threads): ...``);
-``FASTRANK_THREAD_POLICY=off`` disables the mechanism.
+Results never depend on this (the threaded kernels are bit-identical for every thread count; BLAS
+differs only in rounding).  Wrap any call into the C++ core that runs threads or BLAS in
+``with compute_region(n_threads):``; ``FASTRANK_THREAD_POLICY=off`` disables the mechanism.
 """
 
 from __future__ import annotations
@@ -46,9 +40,7 @@ def threads_for_work(flops):
     """The default thread count (``n_jobs=None``) for a call of about ``flops`` floating-point
     operations: one thread per ``_FLOPS_PER_THREAD`` of work, at least 1, at most every core."""
     flops = float(flops)
-    if not flops > 0:
-        return 1
-    return int(max(1, min(cpu_budget(), flops // _FLOPS_PER_THREAD)))
+    return int(max(1, min(cpu_budget(), flops // _FLOPS_PER_THREAD))) if flops > 0 else 1
 
 
 class _ThreadBudget:
@@ -77,6 +69,12 @@ class _ThreadBudget:
             return _set_threads(want)
         except Exception:  # pragma: no cover
             return None
+
+    def depth(self):
+        return getattr(self.local, "depth", 0)
+
+    def set_depth(self, depth):
+        self.local.depth = depth
 
     def acquire(self, n_threads):
         """Wait for the cores; returns how many were taken."""
@@ -152,12 +150,12 @@ def compute_region(n_threads):
     if os.environ.get("FASTRANK_THREAD_POLICY", "").strip().lower() == "off":
         yield
         return
-    depth = getattr(_BUDGET.local, "depth", 0)
+    depth = _BUDGET.depth()
     taken = _BUDGET.acquire(n_threads) if depth == 0 else None  # nested: inside this thread's budget
-    _BUDGET.local.depth = depth + 1
+    _BUDGET.set_depth(depth + 1)
     try:
         yield
     finally:
-        _BUDGET.local.depth = depth
+        _BUDGET.set_depth(depth)
         if taken is not None:
             _BUDGET.release(taken)

@@ -53,17 +53,13 @@ PARAM_DOCS = {
     "kernel": """kernel : {"linear", "rbf"/"gaussian", "poly"/"polynomial", "precomputed"}, default="linear"
     ``x.z``, ``exp(-gamma |x - z|^2)`` or ``(gamma x.z + coef0) ** degree``; "precomputed": ``fit``
     takes the (m, m) kernel matrix, ``predict`` the (p, m) kernel against the training rows.""",
-    "gamma": """gamma : float or None, default=None
-    RBF/polynomial scale; None means 1 / n_features.""",
-    "degree": """degree : float, default=3
-    Polynomial degree.""",
-    "coef0": """coef0 : float, default=1.0
-    Polynomial offset.""",
+    "gamma": "gamma : float or None, default=None\n    RBF/polynomial scale; None means 1 / n_features.",
+    "degree": "degree : float, default=3\n    Polynomial degree.",
+    "coef0": "coef0 : float, default=1.0\n    Polynomial offset.",
     "n_jobs": """n_jobs : int or None, default=None
     Threads of the C++ core: None or -1 every core (as the BLAS/LAPACK calls do), -2 all but one,
     k > 0 k threads.""",
-    "verbose": """verbose : int, bool or "auto", default=0
-    Progress on stderr (:mod:`fastrank._progress`; a tqdm bar if installed).""",
+    "verbose": 'verbose : int, bool or "auto", default=0\n    Progress on stderr (:mod:`fastrank._progress`).',
     "group_weighting": """group_weighting : {"unweighted", "per_query", "per_object", "normalized"}, default="unweighted"
     Weight c_q of each pair inside a group of n_q rows (P_q = n_q (n_q - 1) / 2 pairs): "unweighted"
     1 (the paper's Laplacian, eq. 25; a query weighs P_q); "per_query" 1 / P_q (every query weighs 1,

@@ -122,15 +122,6 @@ class RankRLSCV(KernelMixin, Ranker):
     _sparse_input = True
     _multi_output = True  # y (m, v): every output scored, alpha shared
 
-    def _scheme(self, groups):
-        cv = self.cv
-        if cv is None:
-            return "lgo" if groups is not None and np.unique(np.asarray(groups)).size >= 2 else "lpo"
-        if isinstance(cv, str) and cv not in ("lpo", "lgo"):
-            raise ValueError(f"cv must be None, 'lpo', 'lgo', an int, fold labels, index sets or a splitter; "
-                             f"got {cv!r}")
-        return cv
-
     @one_conditioning_warning
     def fit(self, X, y, groups=None):
         """Score every alpha by exact cross-validation, keep the best, solve on all data.
@@ -140,7 +131,12 @@ class RankRLSCV(KernelMixin, Ranker):
         alphas = check_alphas(np.logspace(-3, 3, 13) if self.alphas is None else self.alphas)
         scoring = _check_scoring(self.scoring)
         base = self._base()
-        cv = self._scheme(groups)
+        cv = self.cv
+        if cv is None:
+            cv = "lgo" if groups is not None and np.unique(np.asarray(groups)).size >= 2 else "lpo"
+        elif isinstance(cv, str) and cv not in ("lpo", "lgo"):
+            raise ValueError(f"cv must be None, 'lpo', 'lgo', an int, fold labels, index sets or a splitter; "
+                             f"got {cv!r}")
         is_lpo = isinstance(cv, str) and cv == "lpo"
         if is_lpo and not (isinstance(scoring, Measure) and scoring.name in ("auc", "disagreement")):
             raise ValueError(f"scoring={self.scoring!r} needs hold-out sets (cv='lgo', folds or a splitter), not "
@@ -161,15 +157,9 @@ class RankRLSCV(KernelMixin, Ranker):
                 d = float(np.mean(dis))
                 scores[k] = 1.0 - d if scoring.name == "auc" else d
         else:
-            if isinstance(cv, str):  # lgo
-                if groups is None:
-                    raise ValueError("cv='lgo' needs groups")
-                if prob.groups.n_groups < 2:
-                    raise ValueError("cv='lgo' needs at least two groups")
-                sets = prob.group_sets()
-            else:
-                sets = resolve_folds(cv, prob, groups)
-            sets = prob.check_sets(sets)
+            if lgo_path and (groups is None or prob.groups.n_groups < 2):
+                raise ValueError("cv='lgo' needs groups" if groups is None else "cv='lgo' needs at least two groups")
+            sets = prob.check_sets(prob.group_sets() if lgo_path else resolve_folds(cv, prob, groups))
             rows = np.concatenate(sets)
             path = prob.leave_group_out_path(alphas) if lgo_path else None
 

@@ -104,21 +104,17 @@ def greedy_order(preference, X=None, *, n_items=None, pairwise="step", temperatu
         * any fitted estimator with ``predict`` (every fastrank ranker), with ``X``: its scores s
           give PREF[u, v] = 1, 1/2, 0 for s_u >, ==, < s_v (``pairwise="step"``), or the logistic
           1 / (1 + exp(-(s_u - s_v) / temperature)) (``pairwise="sigmoid"``).
-    X : array or None
-        Items to score, with a fitted ranker.
-    n_items : int or None
-        Number of items, with a callable.
+    X, n_items : the items to score (with a ranker); their number (with a callable)
     pairwise : {"step", "sigmoid"}, temperature : float > 0
         How a ranker's scores become pairwise preferences.
     return_scores : bool, default=False
-        Also return the net preference of each item at the moment it was picked.
+        Also return the net preference pi of each item at the moment it was picked.
 
     Returns
     -------
     order : ndarray of int64, shape (n,)
-        Item indices, most preferred first.  Ties in the net preference go to the lowest index.
+        Item indices, most preferred first (ties in pi go to the lowest index).
     picked_scores : ndarray (n,), only if return_scores
-        pi of order[t] when it was picked.
 
     Notes
     -----

@@ -107,8 +107,7 @@ def kernel_block(spec, Z, XR, n_threads=1):
                           n_threads)
     Zc, Xc = (canonical_csr(A) if sp.issparse(A) else np.ascontiguousarray(A, dtype=np.float64) for A in (Z, XR))
     G = Zc @ Xc.T
-    G = G.toarray(order="F") if sp.issparse(G) else G
-    G = np.asfortranarray(G, dtype=np.float64)
+    G = np.asfortranarray(G.toarray(order="F") if sp.issparse(G) else G, dtype=np.float64)
     if spec.kind == "rbf":
         zn, xn = row_sq_norms(Zc), row_sq_norms(Xc)
         S = zn[:, None] + xn[None, :]

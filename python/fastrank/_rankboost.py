@@ -103,10 +103,8 @@ class RankBoost(Ranker):
     alphas_ : ndarray of float64, shape (n_estimators_,)
         Weights alpha_t under ``alpha_rule``; negative when r_t < 0 (the weak ranker is used
         reversed, which the paper's {0, 1} weak learner allows).
-    qdefs_ : ndarray of int64, shape (n_estimators_,)
-        h_t on rows missing the feature (0 unless ``missing="q_def"`` chose 1).
-    correlations_ : ndarray, shape (n_estimators_,)
-        r_t of each round.
+    qdefs_, correlations_ : ndarray (n_estimators_,) of int64 and float64
+        h_t on rows missing the feature (0 unless ``missing="q_def"`` chose 1), and r_t.
     pair_masses_ : ndarray, shape (n_estimators_, 3)
         (eps+_t, eps-_t, eps0_t): the D_t-mass of the crucial pairs h_t orders correctly, wrongly
         and ties (ties as abstentions); eps+ - eps- = r_t.
@@ -118,9 +116,8 @@ class RankBoost(Ranker):
         exp(-2 sum_t gamma_t^2), gamma_t = |r_t| / 2 (003, "RankBoost error"): an upper bound on
         R-hat through R-hat <= prod Z_t <= prod sqrt(1 - r_t^2) <= exp(-2 sum gamma_t^2) (either
         rule: the exact alpha_t only lowers Z_t).  1.0 before any round.
-    n_estimators_ : int
-        Rounds actually performed.
-    n_features_in_ : int
+    n_estimators_, n_features_in_ : int
+        Rounds actually performed; features seen in ``fit``.
 
     Notes
     -----

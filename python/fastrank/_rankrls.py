@@ -11,9 +11,8 @@ RankRLS (Pahikkala et al. 2009) minimises, over f in the kernel's RKHS,
 * preference graph (``fit_preferences``): an explicit multigraph of preferences "row a is
   preferred over row b", with the costs (20) binary, (21) magnitude or (22) magnitude-normalized.
 
-``alpha`` is exactly the paper's lambda (not rescaled by the number of inputs or pairs).  The
-estimators build a :class:`~fastrank._problem.RankingProblem`, let :mod:`fastrank._solvers` solve
-it and copy the returned record onto themselves.
+``alpha`` is exactly the paper's lambda (not rescaled).  The estimators build a
+:class:`~fastrank._problem.RankingProblem` that :mod:`fastrank._solvers` solves.
 """
 
 from __future__ import annotations

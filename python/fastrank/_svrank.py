@@ -155,10 +155,8 @@ class SVRank(KernelMixin, Ranker):
         Weight vector (linear kernel).
     dual_coef_ : ndarray (m,) or None
         Representer coefficients beta, f(x) = sum_i beta_i k(x, x_i) (non-linear kernels).
-    n_iter_ : int
-        Cutting planes used (Newton iterations for the squared cost).
-    objective_ : float
-        F at the returned model.
+    n_iter_, objective_ : int and float
+        Cutting planes used (Newton iterations for the squared cost) and F at the returned model.
     gap_ : float
         Certified gap ``(objective_ - lower bound) / (F(0) - lower bound)`` at exit; for the
         squared cost the relative gradient norm ``||grad F|| / ||grad F(0)||``.

@@ -1,11 +1,10 @@
 """Feature preprocessing for ranking data, as scikit-learn transformers.
 
-Raw learning-to-rank features (LETOR / MSLR: term counts, BM25 scores, document lengths, PageRank)
-differ in scale by orders of magnitude, and their level often varies from query to query.  A
-ranking model only compares documents of one query, so LETOR ships features normalised inside each
-query ("QueryLevelNorm"): :class:`QueryNormalizer`.  :class:`Log1pScaler` is a global log1p +
-z-score for heavy-tailed features; :func:`make_normalizer` builds the transformer of
-``fastrank train --normalize NAME``.
+Raw learning-to-rank features (LETOR / MSLR: term counts, BM25, lengths, PageRank) differ in scale
+by orders of magnitude, and their level varies from query to query; a ranking model only compares
+documents of one query, so LETOR normalises inside each query ("QueryLevelNorm"):
+:class:`QueryNormalizer`.  :class:`Log1pScaler` is a global log1p + z-score for heavy-tailed
+features; :func:`make_normalizer` builds the transformer of ``fastrank train --normalize NAME``.
 
 Groups reach :class:`QueryNormalizer` in a :class:`~sklearn.pipeline.Pipeline` through metadata
 routing (it requests ``groups`` for ``fit`` and ``transform`` by default)::

@@ -215,8 +215,7 @@ class MPRankCV(KernelMixin, Ranker):
 
     Attributes
     ----------
-    C_ : float, best_score_ : float (the smallest leave-one-out error), best_estimator_ : MPRank
-        solved on all data at ``C_`` from the shared factorization (no refit).
+    C_, best_score_ : float (the smallest leave-one-out error); best_estimator_ : MPRank at ``C_``
     cv_results_ : dict with "Cs" and "loo" (eq. 17 for each C).
     """
 

@@ -126,8 +126,8 @@ class RankSVM(KernelMixin, Ranker):
         behind the memory guard).
     %(gamma)s %(degree)s %(coef0)s
     tol : float, default=1e-6
-        Squared hinge: stop when the gradient norm falls below tol times its value at zero.  Hinge:
-        stop when the certified relative duality gap (objective - lower bound) / objective <= tol.
+        Stop when the gradient norm falls below tol times its value at zero (squared hinge), or the
+        certified relative duality gap (objective - lower bound) / objective <= tol (hinge).
     max_iter : int, default=1000
         Newton iterations (squared hinge) or cutting planes (hinge); stopping there emits
         :class:`fastrank.exceptions.ConvergenceWarning`.
@@ -373,10 +373,10 @@ def _count_pairs(y, groups, m):
 def ranksvm_path(X, y, Cs, groups=None, *, verbose=0, **params):
     """Linear RankSVM fitted for every C in ``Cs``, warm-starting each fit from the previous one.
 
-    The values are visited in increasing order (the solution grows with C, so each start is close);
-    the squared hinge's truncated Newton then needs a few iterations per value.  The hinge is
-    solved from zero for each C (still exact).  Every fit is the model ``RankSVM(C=C, **params)``
-    would give, to its ``tol``.  ``verbose``: progress per value of C (see ``fastrank._progress``).
+    The values are visited in increasing order (the solution grows with C, so each start is close:
+    the squared hinge's truncated Newton needs a few iterations per value; the hinge starts from
+    zero).  Every fit is the model ``RankSVM(C=C, **params)`` gives, to its ``tol``.  ``verbose``:
+    progress per value of C.
 
     Returns
     -------

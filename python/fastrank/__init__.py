@@ -17,23 +17,16 @@ from ._registry import ESTIMATORS as _ESTIMATORS, register_estimator
 
 globals().update(_ESTIMATORS)
 
-# --- public functions and modules (one import line per area) ---
+# --- public functions and modules ---
+from . import bounds, datasets, metrics, model_selection, preprocessing, utils
 from ._rankrls import RankRLSPath, rankrls_path
-from . import datasets, metrics
-from . import bounds
-from . import model_selection
 from ._ranksvm import ranksvm_path
 from ._rankboost import rankboost_path
 from ._greedy import greedy_order
 from ._persist import load, save
-from . import utils
-from . import preprocessing
 
 __all__ = [
-    *_ESTIMATORS, "register_estimator",
-    "RankRLSPath", "rankrls_path", "model_selection", "greedy_order", "ranksvm_path",
-    "datasets", "metrics", "bounds",
-    "rankboost_path",
-    "save", "load", "utils", "preprocessing",
+    *_ESTIMATORS, "register_estimator", "RankRLSPath", "rankrls_path", "ranksvm_path", "rankboost_path",
+    "greedy_order", "model_selection", "datasets", "metrics", "bounds", "save", "load", "utils", "preprocessing",
     "LinAlgError", "IllConditionedWarning", "exceptions", "__version__",
 ]

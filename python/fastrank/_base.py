@@ -3,7 +3,8 @@
 * :class:`FastrankEstimator`: parameter constraints declared once per family as a
   ``_parameter_constraints`` dict (scikit-learn's ``Interval`` / ``StrOptions`` pattern) and checked by
   ``_validate_params`` before anything reaches the compiled core; integers are bounded by the C++
-  ``int`` range, so an out-of-range value is a ``ValueError`` naming the parameter.
+  ``int`` range, so an out-of-range value is a ``ValueError`` naming the parameter.  Shared parameter
+  descriptions (:data:`PARAM_DOCS`) are filled into the class docstrings.
 * :class:`Ranker`: scikit-learn regressor-style rankers with the one pairwise ``score`` and the
   prediction-input checks.
 * :class:`KernelMixin`: the four kernel parameters and their resolution into a ``KernelSpec``.
@@ -12,16 +13,12 @@
 from __future__ import annotations
 
 import numbers
+import re
 
 import numpy as np
 from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.utils.validation import column_or_1d
-from sklearn.utils._param_validation import (
-    Interval,
-    InvalidParameterError,
-    StrOptions,
-    validate_parameter_constraints,
-)
+from sklearn.utils._param_validation import Interval, InvalidParameterError, StrOptions, validate_parameter_constraints
 
 from ._kernels import resolve_kernel
 from ._problem import check_features
@@ -29,8 +26,8 @@ from ._sparse import issparse
 from ._validation import INT_MAX, _asarray, as_targets, check_precomputed_kernel
 from .metrics import _warn_missing_groups, pairwise_disagreement
 
-__all__ = ["FastrankEstimator", "Ranker", "KernelMixin", "ranking_accuracy", "Interval", "StrOptions", "positive_int", "nonneg_real",
-           "positive_real", "N_JOBS"]
+__all__ = ["FastrankEstimator", "Ranker", "KernelMixin", "ranking_accuracy", "Interval", "StrOptions", "positive_int",
+           "nonneg_real", "positive_real", "N_JOBS", "PARAM_DOCS", "fill_param_docs"]
 
 
 def positive_int(high=INT_MAX, low=1):
@@ -49,11 +46,60 @@ def positive_real():
 # resolved by ``_validation.check_n_jobs`` (None, -1 = every core, k threads)
 N_JOBS = [None, Interval(numbers.Integral, -INT_MAX, INT_MAX, closed="both")]
 
+# The numpydoc entries of parameters that several learners share: a class docstring names them on a
+# line of placeholders, ``%(kernel)s %(gamma)s`` (SciPy's ``doccer`` spelling), and lines indented
+# below it continue the last entry; ``help()`` shows the full text.
+PARAM_DOCS = {
+    "kernel": """kernel : {"linear", "rbf"/"gaussian", "poly"/"polynomial", "precomputed"}, default="linear"
+    ``x.z``, ``exp(-gamma |x - z|^2)`` or ``(gamma x.z + coef0) ** degree``; "precomputed": ``fit``
+    takes the (m, m) kernel matrix, ``predict`` the (p, m) kernel against the training rows.""",
+    "gamma": "gamma : float or None, default=None\n    RBF/polynomial scale; None means 1 / n_features.",
+    "degree": "degree : float, default=3\n    Polynomial degree.",
+    "coef0": "coef0 : float, default=1.0\n    Polynomial offset.",
+    "n_jobs": """n_jobs : int or None, default=None
+    Threads of the C++ core: None or -1 every core (as the BLAS/LAPACK calls do), -2 all but one,
+    k > 0 k threads.""",
+    "verbose": 'verbose : int, bool or "auto", default=0\n    Progress on stderr (:mod:`fastrank._progress`).',
+    "group_weighting": """group_weighting : {"unweighted", "per_query", "per_object", "normalized"}, default="unweighted"
+    Weight c_q of each pair inside a group of n_q rows (P_q = n_q (n_q - 1) / 2 pairs): "unweighted"
+    1 (the paper's Laplacian, eq. 25; a query weighs P_q); "per_query" 1 / P_q (every query weighs 1,
+    end of Sect. 2.4; with ``exclude_ties`` 1 / E_q, E_q the query's untied pairs); "per_object"
+    1 / (n_q - 1) (every ROW's pairs weigh 1; the papers' "object" is the query, i.e. "per_query");
+    "normalized" 1 / n_q (blocks I - 11^T/n_q: least squares on query-centred scores).  Without
+    groups (object ranking) every pair weighs 1.""",
+    "exclude_ties": """exclude_ties : bool, default=False
+    Drop the pairs with equal targets (no preference) instead of fitting their score difference to
+    0 (the paper keeps them, Sect. 3); exact without forming pairs: a group's Laplacian splits into
+    between- and within-tie-class centrings, so S = L^{1/2} stays O(m) to apply.""",
+}
+
+_PLACEHOLDERS = re.compile(r"^( *)((?:%\(\w+\)s ?)+)$", re.M)
+
+
+def fill_param_docs(doc):
+    """``doc`` with every line of ``%(name)s`` placeholders replaced by the :data:`PARAM_DOCS` entries,
+    indented like the line."""
+    if not doc:
+        return doc
+
+    def entries(match):
+        names = re.findall(r"%\((\w+)\)s", match.group(2))
+        return "\n".join(match.group(1) + line for name in names for line in PARAM_DOCS[name].splitlines())
+
+    return _PLACEHOLDERS.sub(entries, doc)
+
 
 class FastrankEstimator(BaseEstimator):
     """Parameter validation from ``_parameter_constraints`` (merged along the class hierarchy)."""
 
     _parameter_constraints: dict = {}
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        cls.__doc__ = fill_param_docs(cls.__dict__.get("__doc__"))
+
+    def _precomputed(self):
+        return getattr(self, "kernel", None) == "precomputed"
 
     def _store_params(self, values):
         """``__init__``'s body: every constructor argument stored unchanged under its own name (the
@@ -86,9 +132,6 @@ class KernelMixin:
     def _kernel_spec(self, n_features):
         return resolve_kernel(self.kernel, self.gamma, self.degree, self.coef0, n_features)
 
-    def _precomputed(self):
-        return getattr(self, "kernel", None) == "precomputed"
-
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.input_tags.pairwise = self._precomputed()
@@ -98,11 +141,19 @@ class KernelMixin:
 class Ranker(RegressorMixin, FastrankEstimator):
     """A learner whose ``predict`` returns ranking scores (higher ranks higher)."""
 
+    _sparse_input = False  # scipy.sparse X accepted (never with a precomputed kernel)
+    _multi_output = False  # y of shape (m, v) accepted
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = self._sparse_input and not self._precomputed()
+        tags.target_tags.multi_output = self._multi_output
+        return tags
+
     def _check_fit_X(self, X, *, allow_sparse=False):
         """Training input: the (m, m) kernel (checked symmetric) for a precomputed kernel, else
         a dense (or, with ``allow_sparse``, CSR) matrix of at least two rows."""
-        return check_features(X, precomputed=getattr(self, "kernel", None) == "precomputed",
-                              allow_sparse=allow_sparse, min_rows=2)
+        return check_features(X, precomputed=self._precomputed(), allow_sparse=allow_sparse, min_rows=2)
 
     def _check_target_vector(self, y, n_rows):
         """One real-valued target per row as a finite float64 vector; a column vector is used as
@@ -120,7 +171,7 @@ class Ranker(RegressorMixin, FastrankEstimator):
     def _check_predict_X(self, X, *, n_train=None, allow_sparse=True):
         """Test input: the (p, n_train) kernel against the training rows for a precomputed kernel,
         else a dense (or CSR) matrix with the number of features seen in ``fit``."""
-        if getattr(self, "kernel", None) == "precomputed":
+        if self._precomputed():
             return check_precomputed_kernel(X.toarray() if issparse(X) else X, n_train=n_train)
         X = check_features(X, allow_sparse=allow_sparse, min_rows=1)
         if X.shape[1] != self.n_features_in_:
@@ -129,15 +180,12 @@ class Ranker(RegressorMixin, FastrankEstimator):
         return X
 
     def score(self, X, y, groups=None, sample_weight=None):
-        """Pairwise ranking accuracy: ``1 - pairwise_disagreement(y, predict(X), groups,
-        tied_scores="half", sample_weight=sample_weight)`` (with row weights a pair weighs
-        w_i w_j).  Pairs tied in ``y`` are ignored, ties in the predicted scores count as half
-        an error, and with ``groups`` only pairs inside a group count, averaged per group (the
-        mean over groups that have a relevant pair).  Higher is better; for binary ``y`` without
-        groups it equals the AUC.  Multi-output: the mean over outputs.  Not R^2.  Called without
-        ``groups`` where the rows evidently come from several queries (a scikit-learn
-        ``cross_val_score`` given groups without metadata routing), it emits
-        :class:`fastrank.exceptions.MissingGroupsWarning`."""
+        """Pairwise ranking accuracy ``1 - pairwise_disagreement(y, predict(X), groups,
+        tied_scores="half", sample_weight=sample_weight)`` (a pair weighs w_i w_j): pairs tied in
+        ``y`` are ignored, tied scores count half an error, with ``groups`` only pairs inside a
+        group count, averaged per group.  Higher is better; the AUC for binary ``y`` without groups;
+        the mean over outputs; not R^2.  Without ``groups`` on rows that evidently come from several
+        queries it emits :class:`fastrank.exceptions.MissingGroupsWarning`."""
         if groups is None:
             _warn_missing_groups(self, f"{type(self).__name__}.score")
         return ranking_accuracy(y, self.predict(X), groups, sample_weight)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import numpy as np
-from sklearn.base import clone
 from sklearn.utils.validation import check_is_fitted
 
 from ._base import KernelMixin, Ranker
@@ -11,7 +10,7 @@ from ._problem import check_features
 from ._rankrls import MPRank, RankRLS
 from ._registry import register_estimator
 from .metrics import Measure, RankingScorer, get_measure, measure_names
-from ._exactcv import CVSpec, engine_for, resolve_folds
+from ._exactcv import engine_for, resolve_folds
 from ._solvers import one_conditioning_warning
 from ._progress import progress
 from ._validation import check_alphas
@@ -19,29 +18,18 @@ from ._validation import check_alphas
 __all__ = ["RankRLSCV", "MPRankCV"]
 
 
-def _holdout_units(sets, codes):
-    """The rows of the hold-out sets and, per row, its unit: one id per (hold-out set, group) --
-    the rows one trained model ranks together (codes=None: each set is one unit)."""
+def holdout_score(pred, Y, sets, codes, scoring):
+    """The cross-validation score of hold-out predictions, averaged over outputs: the measure of
+    each hold-out unit -- the rows of one set inside one query group (codes=None: the whole set),
+    which one trained model ranks -- with every unit weighing the same, ``measure(y, pred,
+    groups=unit)``.  For folds of whole queries the units are the queries; predictions of different
+    models are never compared; units where the measure is undefined are skipped, as the measures
+    skip such groups."""
+    scoring = _check_scoring(scoring) if isinstance(scoring, str) else scoring
     rows = np.concatenate(sets)
     unit = np.repeat(np.arange(len(sets), dtype=np.int64), [len(s) for s in sets])
     if codes is not None:
         unit = unit * (int(codes.max()) + 1) + codes[rows]
-    return rows, unit
-
-
-def holdout_score(pred, Y, sets, codes, scoring):
-    """The cross-validation score of hold-out predictions, averaged over outputs.
-
-    One definition for every scoring: the measure is applied to each hold-out unit -- the rows of
-    one hold-out set inside one query group, which one trained model ranks -- and averaged with
-    every unit weighing the same, i.e. ``measure(y, pred, groups=unit)`` over the rows of the sets.
-    For folds of whole queries (leave-group-out, ``GroupKFold``) the units are the queries, and the
-    score is the measure's own group average of the cross-validated predictions; without groups
-    each hold-out set is one ranking (predictions of different models are never compared).  Units
-    where the measure is undefined (no pair with different targets, no relevant row) are skipped,
-    as the measures skip such groups."""
-    scoring = _check_scoring(scoring) if isinstance(scoring, str) else scoring
-    rows, unit = _holdout_units(sets, codes)
     return float(np.mean([float(scoring(Y[rows, k], pred[rows, k], unit)) for k in range(Y.shape[1])]))
 
 
@@ -53,78 +41,68 @@ def _check_scoring(scoring):
         return get_measure("auc")
     if isinstance(scoring, RankingScorer):
         return scoring.score_predictions
+    usage = (f"scoring is a measure name ({', '.join(measure_names())}; ndcg@k, map@k, precision@k, mrr@k, err@k "
+             "with k >= 1, e.g. 'ndcg@10'), a scorer of fastrank.metrics.make_ranking_scorer, or a callable "
+             "scoring(y_true, y_pred, groups) -> float (higher is better)")
     if isinstance(scoring, (str, Measure)):
         try:
             return get_measure(scoring)
         except ValueError as exc:
-            raise ValueError(f"scoring={scoring!r}: {exc}. scoring is a measure name ({', '.join(measure_names())}; "
-                             "ndcg@k, map@k, precision@k, mrr@k, err@k with k >= 1), a scorer of "
-                             "fastrank.metrics.make_ranking_scorer, or a callable scoring(y_true, y_pred, groups) "
-                             "-> float (higher is better)") from None
+            raise ValueError(f"scoring={scoring!r}: {exc}. {usage}") from None
     if callable(scoring):
         return scoring
-    raise ValueError(f"scoring must be a measure name ({', '.join(measure_names())}, e.g. 'ndcg@k' with k >= 1 "
-                     "like 'ndcg@10'), a scorer of fastrank.metrics.make_ranking_scorer, or a callable "
-                     f"scoring(y_true, y_pred, groups) -> float (higher is better); got {scoring!r}")
+    raise ValueError(f"{usage}; got {scoring!r}")
 
 
-def _greater_is_better(scoring):
-    return scoring.greater_is_better if isinstance(scoring, Measure) else True
-
-
-def _scoring_name(scoring):
-    return scoring.name if isinstance(scoring, Measure) else getattr(scoring, "__name__", "callable")
+def _lpo_pairs(engine):
+    """The default pairs of a leave-pair-out, checked to leave training pairs."""
+    pairs = engine.default_pairs()
+    if pairs.shape[0] == 0:
+        raise ValueError("no pairs to leave out (every group has fewer than two members)")
+    engine.check_pairs_leave_training(pairs)
+    return pairs
 
 
 @register_estimator
 class RankRLSCV(KernelMixin, Ranker):
-    """RankRLS with ``alpha`` chosen by exact fast cross-validation, then refitted.
+    """RankRLS with ``alpha`` chosen by exact fast cross-validation, then solved on all data.
 
-    One eigendecomposition of ``S K S`` is shared by every alpha; each extra alpha costs one
-    m x m matrix product (object leave-pair-out: the paper's Q of eq. 39) or O(m sum n_q^2)
-    (groups) plus the O(1)-per-pair / O(m|U| + |U|^3)-per-set hold-out phase -- never a
-    refactorisation (004 Section 3.2 combined with Sections 3.3-3.4).
+    One eigendecomposition of ``S K S`` is shared by every alpha; each extra alpha costs one m x m
+    product (object leave-pair-out: the paper's Q of eq. 39) or O(m sum n_q^2) (groups) plus the
+    hold-out phase -- never a refactorisation (004 Section 3.2 with Sections 3.3-3.4).
 
     Parameters
     ----------
     alphas : array-like of float > 0, default=np.logspace(-3, 3, 13)
     cv : None, "lpo", "lgo", int, (m,) fold labels, sequence of index arrays, or a splitter
-        None (default) picks the honest estimate for the data: leave-one-group-out when
-        ``groups`` are given (a model is judged on queries it has not seen), leave-pair-out
-        otherwise.  "lpo": leave-pair-out over all pairs (with ``groups``: pairs inside a group,
+        None (default): leave-one-group-out with ``groups`` (judged on unseen queries), else
+        leave-pair-out.  "lpo": leave-pair-out over all pairs (with ``groups``: pairs inside a group,
         the rest of the group still trained on -- optimistic for new queries); "lgo":
-        leave-one-group-out (needs ``groups``); an int k: k folds (whole groups with ``groups``);
-        a scikit-learn splitter (e.g. ``GroupKFold``): its test folds, ``groups`` passed to its
-        ``split``; otherwise fold labels or index sets.
+        leave-one-group-out (needs ``groups``); an int k: k folds (whole groups with ``groups``); a
+        scikit-learn splitter (e.g. ``GroupKFold``): its test folds, given ``groups``.
     scoring : a measure name, a scorer, a callable or None
-        Any name of the measure table (:func:`fastrank.metrics.measure_names`: "auc", the default,
-        = 1 - pairwise disagreement with tied predictions 1/2; "disagreement"; "ndcg", "ndcg@10";
-        "map", "map@k"; "mrr"; "precision@k"; "err@5"; "msd"; "agree"; ...), minimised or
-        maximised as the table says.  "lpo" scores held-out pairs, so it takes "auc" or
-        "disagreement" only (pooled over all held-out pairs: the LPO-AUC).  Hold-out sets (lgo,
-        folds, a splitter) are scored by one definition: the measure of each hold-out unit -- the
-        rows of one hold-out set inside one query group, ranked by one trained model -- averaged
-        with every unit weighing the same (for folds of whole queries: the measure's mean over
-        queries of the cross-validated predictions; without groups each set is one ranking).  A
-        scorer of :func:`fastrank.metrics.make_ranking_scorer` (e.g. ``make_ranking_scorer("ndcg")``
-        gives the same scores as ``"ndcg"``; losses negated) or a callable
-        ``scoring(y_true, y_pred, groups)`` (higher is better) receives the targets and hold-out
-        predictions of the rows of the sets with the unit of each row as ``groups``.
-    kernel, gamma, degree, coef0, group_weighting, exclude_ties, n_jobs : as for :class:`fastrank.RankRLS`.
-        With ``exclude_ties=True`` every alpha is scored exactly through one LU factor of
-        ``L K + alpha I`` and a Woodbury update per touched group (O(m^2 n_q) per group, O(n_q^3)
-        per hold-out set, O(n_q) per held-out pair; no spectral factor is shared across alphas).
+        Any name of :func:`fastrank.metrics.measure_names` ("auc", the default, = 1 - pairwise
+        disagreement with tied predictions 1/2; "disagreement", "ndcg@10", "map", "err@5", ...),
+        minimised or maximised as the table says; "lpo" scores held-out pairs and takes "auc" or
+        "disagreement" only (the pooled LPO-AUC).  Hold-out sets are scored by
+        :func:`holdout_score`.  A scorer of :func:`fastrank.metrics.make_ranking_scorer` (the same
+        scores as the name; losses negated) or a callable ``scoring(y_true, y_pred, groups)``
+        (higher is better) gets the targets and hold-out predictions with each row's unit as groups.
+    %(kernel)s %(gamma)s %(degree)s %(coef0)s %(group_weighting)s %(exclude_ties)s
+        Every alpha is then scored through one LU factor of ``L K + alpha I`` and a Woodbury
+        update per touched group (O(m^2 n_q) per group, O(n_q^3) per hold-out set, O(n_q) per
+        held-out pair; no spectral factor is shared across alphas).
+    %(n_jobs)s
     store_cv_predictions : bool, default=True
         Keep the cross-validated predictions of the chosen alpha (``cv_predictions_``).
-    verbose : int, bool or "auto", default=0
-        Progress per alpha on stderr (a tqdm bar if installed).
+    %(verbose)s
+        Reports progress per alpha.
 
     Attributes
     ----------
     alpha_ : float, best_score_ : float
     best_estimator_ : RankRLS
-        The model on all data at ``alpha_``, solved from the factorization the scores used (no
-        refit; basis-vector models, which share no factor, are refitted).
+        The model on all data at ``alpha_``, solved from the factorization the scores used (no refit).
     cv_results_ : dict with "alphas" and "scores" (one per alpha), "scoring" and "cv" (the scheme).
     cv_predictions_ : ndarray
         Hold-out schemes: (m,) or (m, v) predictions of each row by the model trained without its
@@ -141,40 +119,29 @@ class RankRLSCV(KernelMixin, Ranker):
         return RankRLS(kernel=self.kernel, gamma=self.gamma, degree=self.degree, coef0=self.coef0,
                        group_weighting=self.group_weighting, exclude_ties=self.exclude_ties, n_jobs=self.n_jobs)
 
-    def _cv_spec(self, alpha):
-        return CVSpec(alpha=alpha, kernel=self.kernel, gamma=self.gamma, degree=self.degree, coef0=self.coef0,
-                      group_weighting=self.group_weighting, exclude_ties=self.exclude_ties, n_jobs=self.n_jobs)
-
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.target_tags.multi_output = True  # y (m, v): every output scored, alpha shared
-        tags.input_tags.sparse = self.kernel != "precomputed"
-        return tags
-
-    def _scheme(self, groups):
-        cv = self.cv
-        if cv is None:
-            return "lgo" if groups is not None and np.unique(np.asarray(groups)).size >= 2 else "lpo"
-        if isinstance(cv, str) and cv not in ("lpo", "lgo"):
-            raise ValueError(f"cv must be None, 'lpo', 'lgo', an int, fold labels, index sets or a splitter; "
-                             f"got {cv!r}")
-        return cv
+    _sparse_input = True
+    _multi_output = True  # y (m, v): every output scored, alpha shared
 
     @one_conditioning_warning
     def fit(self, X, y, groups=None):
-        """Score every alpha by exact cross-validation, keep the best, refit on all data.
+        """Score every alpha by exact cross-validation, keep the best, solve on all data.
 
         ``groups`` (one id per row) restricts the pairs to queries and, with the default
         ``cv=None``, makes the estimate leave-one-query-out."""
         alphas = check_alphas(np.logspace(-3, 3, 13) if self.alphas is None else self.alphas)
         scoring = _check_scoring(self.scoring)
         base = self._base()
-        cv = self._scheme(groups)
+        cv = self.cv
+        if cv is None:
+            cv = "lgo" if groups is not None and np.unique(np.asarray(groups)).size >= 2 else "lpo"
+        elif isinstance(cv, str) and cv not in ("lpo", "lgo"):
+            raise ValueError(f"cv must be None, 'lpo', 'lgo', an int, fold labels, index sets or a splitter; "
+                             f"got {cv!r}")
         is_lpo = isinstance(cv, str) and cv == "lpo"
         if is_lpo and not (isinstance(scoring, Measure) and scoring.name in ("auc", "disagreement")):
             raise ValueError(f"scoring={self.scoring!r} needs hold-out sets (cv='lgo', folds or a splitter), not "
                              "leave-pair-out, which scores pairs ('auc' or 'disagreement')")
-        prob = engine_for(self._cv_spec(float(alphas[0])), X, y, groups, min_rows=3 if is_lpo else 2,
+        prob = engine_for(base.set_params(alpha=float(alphas[0])), X, y, groups, min_rows=3 if is_lpo else 2,
                           verbose=self.verbose)
         lgo_path = not is_lpo and isinstance(cv, str)  # leave-group-out: every alpha from one engine call
         if not lgo_path:
@@ -182,10 +149,7 @@ class RankRLSCV(KernelMixin, Ranker):
         scores = np.empty(alphas.size)
         bar = progress.iterate(range(alphas.size), desc="RankRLSCV", unit="alpha", verbose=self.verbose)
         if is_lpo:
-            pairs = prob.default_pairs()
-            if pairs.shape[0] == 0:
-                raise ValueError("no pairs to leave out (every group has fewer than two members)")
-            prob.check_pairs_leave_training(pairs)
+            pairs = _lpo_pairs(prob)
             for k in bar:
                 dis = prob.lpo_disagreement(pairs, float(alphas[k]))
                 if not np.all(np.isfinite(dis)):
@@ -193,53 +157,41 @@ class RankRLSCV(KernelMixin, Ranker):
                 d = float(np.mean(dis))
                 scores[k] = 1.0 - d if scoring.name == "auc" else d
         else:
-            if isinstance(cv, str):  # lgo
-                if groups is None:
-                    raise ValueError("cv='lgo' needs groups")
-                if prob.groups.n_groups < 2:
-                    raise ValueError("cv='lgo' needs at least two groups")
-                sets = prob.group_sets()
-            else:
-                sets = resolve_folds(cv, prob, groups)
-            sets = prob.check_sets(sets)
-            codes = prob.groups.codes if groups is not None else None
+            if lgo_path and (groups is None or prob.groups.n_groups < 2):
+                raise ValueError("cv='lgo' needs groups" if groups is None else "cv='lgo' needs at least two groups")
+            sets = prob.check_sets(prob.group_sets() if lgo_path else resolve_folds(cv, prob, groups))
             rows = np.concatenate(sets)
             path = prob.leave_group_out_path(alphas) if lgo_path else None
-            for k in bar:
+
+            def predictions(k):  # rows in no hold-out set stay NaN
                 pred = np.full_like(prob.Y, np.nan)
-                if lgo_path:
-                    pred[:] = path[k]
-                else:
-                    pred[rows] = prob.holdout(sets, float(alphas[k]))
-                scores[k] = holdout_score(pred, prob.Y, sets, codes, scoring)
+                pred[rows] = path[k][rows] if lgo_path else prob.holdout(sets, float(alphas[k]))
+                return pred
+
+            codes = prob.groups.codes if groups is not None else None
+            for k in bar:
+                scores[k] = holdout_score(predictions(k), prob.Y, sets, codes, scoring)
         if not np.all(np.isfinite(scores)):
             raise ValueError(f"the cross-validation score is not finite for alpha in {alphas[~np.isfinite(scores)]}")
-        best = int(np.argmax(scores)) if _greater_is_better(scoring) else int(np.argmin(scores))
+        greater_is_better = scoring.greater_is_better if isinstance(scoring, Measure) else True
+        best = int(np.argmax(scores)) if greater_is_better else int(np.argmin(scores))
         self.alpha_ = float(alphas[best])
         self.best_score_ = float(scores[best])
+        name = scoring.name if isinstance(scoring, Measure) else getattr(scoring, "__name__", "callable")
         scheme = cv if isinstance(cv, str) else type(cv).__name__
-        self.cv_results_ = {"alphas": alphas.copy(), "scores": scores,
-                            "scoring": _scoring_name(scoring),
-                            "cv": scheme}
-        if self.store_cv_predictions:
-            if is_lpo:
-                self.cv_pairs_ = pairs
-                self.cv_predictions_ = prob.lpo(pairs, self.alpha_)
-            else:
-                pred = np.full_like(prob.Y, np.nan)
-                pred[rows] = path[best][rows] if lgo_path else prob.holdout(sets, self.alpha_)
-                self.cv_predictions_ = pred[:, 0] if prob.one_d else pred
-        self.best_estimator_ = self._solved(prob, base)
+        self.cv_results_ = {"alphas": alphas.copy(), "scores": scores, "scoring": name, "cv": scheme}
+        if self.store_cv_predictions and is_lpo:
+            self.cv_pairs_ = pairs
+            self.cv_predictions_ = prob.lpo(pairs, self.alpha_)
+        elif self.store_cv_predictions:
+            pred = predictions(best)
+            self.cv_predictions_ = pred[:, 0] if prob.one_d else pred
+        self.best_estimator_ = base.set_params(alpha=self.alpha_)._apply_engine_fit(prob, self.alpha_)
         self.n_features_in_ = getattr(self.best_estimator_, "n_features_in_", None)
         return self
 
-    def _solved(self, prob, base):
-        """The RankRLS on all data at ``alpha_`` from the engine's factorization (no refit)."""
-        est = clone(base).set_params(alpha=self.alpha_)
-        return est._apply_fit(prob.solve(self.alpha_), 0, prob.one_d, prob.problem.n_features, prob.m)
-
     def predict(self, X):
-        """Scores of the refitted best model (higher ranks higher)."""
+        """Scores of the best model (higher ranks higher)."""
         check_is_fitted(self, "best_estimator_")
         return self.best_estimator_.predict(X)
 
@@ -249,24 +201,21 @@ class MPRankCV(KernelMixin, Ranker):
     """MPRank with ``C`` chosen by the exact leave-one-out of Cortes, Mohri & Rastogi (000 Sect.
     2.6), then solved on all data from the same factorization.
 
-    The leave-one-out error of eq. 17 holds out every pair (x_i, x_j), i != j, retrains MPRank at
-    the same C on the other m - 2 points (alpha = (m - 2)^2 / (2 C)) and averages the n = 2 cost
-    c(h_ij, x_i, x_j) = [(h_ij(x_j) - y_j) - (h_ij(x_i) - y_i)]^2.  Every held-out model sees
-    m - 2 points, so each C is one alpha of the RankRLS leave-pair-out (004 Lemma 2): O(1) per pair
-    after the factorization, which a grid of more than 30 values of C shares (one spectral factor
-    of S K S); smaller grids take one Cholesky factor per C.  With ``groups`` the pairs (and
-    MPRank's double sum) run inside the groups.
+    Eq. 17 holds out every pair (x_i, x_j), i != j, retrains MPRank at the same C on the other
+    m - 2 points (alpha = (m - 2)^2 / (2 C)) and averages the cost [(h_ij(x_j) - y_j) - (h_ij(x_i)
+    - y_i)]^2: each C is one alpha of the RankRLS leave-pair-out (004 Lemma 2), O(1) per pair after
+    the factorization (one spectral factor shared by a grid of more than 30 values of C, else one
+    Cholesky factor per C).  With ``groups`` the pairs (and MPRank's double sum) run inside groups.
 
     Parameters
     ----------
     Cs : array-like of float > 0, default=np.logspace(-3, 3, 13)
-    kernel, gamma, degree, coef0, n_jobs : as for :class:`fastrank.MPRank`.
-    verbose : int, bool or "auto", default=0
+    %(kernel)s %(gamma)s %(degree)s %(coef0)s %(n_jobs)s %(verbose)s
+        Reports progress per value of C.
 
     Attributes
     ----------
-    C_ : float, best_score_ : float (the smallest leave-one-out error), best_estimator_ : MPRank
-        solved on all data at ``C_`` from the shared factorization (no refit).
+    C_, best_score_ : float (the smallest leave-one-out error); best_estimator_ : MPRank at ``C_``
     cv_results_ : dict with "Cs" and "loo" (eq. 17 for each C).
     """
 
@@ -276,24 +225,16 @@ class MPRankCV(KernelMixin, Ranker):
     def _base(self):
         return MPRank(kernel=self.kernel, gamma=self.gamma, degree=self.degree, coef0=self.coef0, n_jobs=self.n_jobs)
 
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.target_tags.multi_output = True  # y (m, v): the cost summed over outputs, C shared
-        tags.input_tags.pairwise = self.kernel == "precomputed"
-        return tags
+    _multi_output = True  # y (m, v): the cost summed over outputs, C shared
 
     def fit(self, X, y, groups=None):
         """Score every C by the exact leave-one-out error (000 eq. 17), keep the smallest, solve on
         all data."""
         Cs = check_alphas(np.logspace(-3, 3, 13) if self.Cs is None else self.Cs, "Cs")
         base = self._base()
-        check_features(X, precomputed=self.kernel == "precomputed", min_rows=3)  # MPRank takes dense X only
-        prob = engine_for(base.set_params(C=float(Cs[0]))._cv_spec(), X, y, groups, min_rows=3,
-                          verbose=self.verbose)
-        pairs = prob.default_pairs()
-        if pairs.shape[0] == 0:
-            raise ValueError("no pairs to leave out (every group has fewer than two members)")
-        prob.check_pairs_leave_training(pairs)
+        check_features(X, precomputed=self._precomputed(), min_rows=3)  # MPRank takes dense X only
+        prob = engine_for(base.set_params(C=float(Cs[0])), X, y, groups, min_rows=3, verbose=self.verbose)
+        pairs = _lpo_pairs(prob)
         prob.prepare_grid(Cs.size)
         i, j = pairs[:, 0], pairs[:, 1]
         dy = (prob.Y[j] - prob.Y[i]).reshape(pairs.shape[0], -1)
@@ -308,9 +249,7 @@ class MPRankCV(KernelMixin, Ranker):
         self.C_ = float(Cs[best])
         self.best_score_ = float(loo[best])
         self.cv_results_ = {"Cs": Cs.copy(), "loo": loo}
-        est = base.set_params(C=self.C_)
-        self.best_estimator_ = est._apply_fit(prob.solve(prob.m * prob.m / (2.0 * self.C_)), 0, prob.one_d,
-                                              prob.problem.n_features, prob.m)
+        self.best_estimator_ = base.set_params(C=self.C_)._apply_engine_fit(prob, prob.m * prob.m / (2.0 * self.C_))
         self.n_features_in_ = self.best_estimator_.n_features_in_
         return self
 
@@ -318,5 +257,3 @@ class MPRankCV(KernelMixin, Ranker):
         """Scores of the best model (higher ranks higher)."""
         check_is_fitted(self, "best_estimator_")
         return self.best_estimator_.predict(X)
-
-

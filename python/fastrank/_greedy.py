@@ -1,12 +1,10 @@
 """Cohen, Schapire & Singer's greedy ordering ("Learning to order things", JAIR 10, 1999;
-lecture slides 003, "Cohen's algorithm" and its pseudocode).
+lecture slides 003, "Cohen's algorithm").
 
-Given a preference function PREF(u, v) in [0, 1] ("u should be ranked above v"), finding the
-order that maximises AGREE(rho, PREF) = sum_{u before v} PREF(u, v) is NP-hard; the greedy
-algorithm repeatedly takes the item with the largest net preference
-pi(v) = sum_u PREF(v, u) - sum_u PREF(u, v) among the remaining items, then removes its
-contribution from the others.  Its agreement is at least half the optimum (the paper's
-approximation guarantee).  O(n^2) time: one pass to form the net preferences, then O(n) per step.
+Finding the order that maximises AGREE(rho, PREF) = sum_{u before v} PREF(u, v) for a preference
+function PREF(u, v) in [0, 1] is NP-hard; the greedy algorithm repeatedly takes the remaining item
+with the largest net preference pi(v) = sum_u PREF(v, u) - PREF(u, v) and removes its
+contribution from the others, in O(n^2), with at least half the optimal agreement.
 """
 
 from __future__ import annotations
@@ -62,10 +60,8 @@ def _net_preference_matrix(preference, X, n_items, pairwise, temperature):
         return P - P.T
     P = np.asarray(preference)
     if P.dtype == object or not (np.issubdtype(P.dtype, np.number) or P.dtype == bool) or np.iscomplexobj(P):
-        raise TypeError(
-            "preference must be an (n, n) matrix of numbers in [0, 1], a callable f(u, v) with n_items, "
-            "or a fitted ranker with X"
-        )
+        raise TypeError("preference must be an (n, n) matrix of numbers in [0, 1], a callable f(u, v) with n_items, "
+                        "or a fitted ranker with X")
     if P.ndim != 2 or P.shape[0] != P.shape[1]:
         raise ValueError(f"a preference matrix must be square (n, n), got shape {P.shape}")
     check_dense_memory(P.shape[0], 2, what)  # a float64 copy and PREF - PREF^T
@@ -103,36 +99,30 @@ def greedy_order(preference, X=None, *, n_items=None, pairwise="step", temperatu
     ----------
     preference : array (n, n), callable, or fitted ranker
         * an (n, n) matrix with PREF[u, v] in [0, 1], the degree to which u should be ranked
-          above v (the diagonal is ignored; PREF need not satisfy PREF[u, v] + PREF[v, u] = 1);
+          above v (the diagonal is ignored; PREF[u, v] + PREF[v, u] = 1 is not required);
         * a callable ``f(u, v) -> float in [0, 1]`` on item indices, with ``n_items``;
         * any fitted estimator with ``predict`` (every fastrank ranker), with ``X``: its scores s
-          give PREF[u, v] = 1 if s_u > s_v, 1/2 if s_u == s_v, 0 otherwise
-          (``pairwise="step"``), or the logistic 1 / (1 + exp(-(s_u - s_v) / temperature))
-          (``pairwise="sigmoid"``).
-    X : array or None
-        Items to score, with a fitted ranker.
-    n_items : int or None
-        Number of items, with a callable.
+          give PREF[u, v] = 1, 1/2, 0 for s_u >, ==, < s_v (``pairwise="step"``), or the logistic
+          1 / (1 + exp(-(s_u - s_v) / temperature)) (``pairwise="sigmoid"``).
+    X, n_items : the items to score (with a ranker); their number (with a callable)
     pairwise : {"step", "sigmoid"}, temperature : float > 0
         How a ranker's scores become pairwise preferences.
     return_scores : bool, default=False
-        Also return the net preference of each item at the moment it was picked.
+        Also return the net preference pi of each item at the moment it was picked.
 
     Returns
     -------
     order : ndarray of int64, shape (n,)
-        Item indices, most preferred first.  Ties in the net preference go to the lowest index.
+        Item indices, most preferred first (ties in pi go to the lowest index).
     picked_scores : ndarray (n,), only if return_scores
-        pi of order[t] when it was picked.
 
     Notes
     -----
-    pi(v) = sum_u PREF[v, u] - PREF[u, v] is formed once (O(n^2)); after picking v*, every
-    remaining v gets pi(v) += PREF[v*, v] - PREF[v, v*] (the slides' update), an O(n) row of the
-    antisymmetric matrix PREF - PREF^T.  Total O(n^2) time; n x n float64 work matrices: one for a
-    ranker, two for a matrix or callable (checked against ``FASTRANK_MAX_DENSE_BYTES`` first).  The
-    agreement sum_{u before v} PREF[u, v] of the result is at least half the maximum over all
-    orders (Cohen et al.'s approximation guarantee).
+    pi is formed once (O(n^2)); after picking v*, every remaining v gets pi(v) += PREF[v*, v] -
+    PREF[v, v*] (the slides' update), an O(n) row of the antisymmetric PREF - PREF^T.  n x n float64
+    work matrices: one for a ranker, two for a matrix or callable (checked against
+    ``FASTRANK_MAX_DENSE_BYTES`` first).  The agreement of the result is at least half the maximum
+    over all orders (Cohen et al.'s approximation guarantee).
     """
     D = _net_preference_matrix(preference, X, n_items, pairwise, temperature)
     n = D.shape[0]

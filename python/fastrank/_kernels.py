@@ -19,14 +19,10 @@ _KIND = {"linear": 0, "rbf": 1, "gaussian": 1, "poly": 2, "polynomial": 2}
 
 
 class KernelSpec:
-    """A resolved kernel: ``kind`` in {"linear", "rbf", "poly", "precomputed"} plus parameters.
-
-    * linear: ``k(x, z) = x . z``
-    * rbf / gaussian: ``k(x, z) = exp(-gamma |x - z|^2)``, gamma defaults to 1 / n_features
-    * poly / polynomial: ``k(x, z) = (gamma x . z + coef0) ** degree``, gamma defaults to 1 / n_features;
-      a non-integer degree is defined only where ``gamma x . z + coef0 >= 0`` (ValueError otherwise)
-    * precomputed: X is the kernel matrix itself (fit: (m, m); predict: (p, m) against training rows)
-    """
+    """A resolved kernel: ``kind`` in {"linear", "rbf", "poly", "precomputed"} plus parameters:
+    ``x . z``, ``exp(-gamma |x - z|^2)``, ``(gamma x . z + coef0) ** degree`` (a non-integer degree
+    defined only where ``gamma x . z + coef0 >= 0``, ValueError otherwise), or X is the kernel matrix
+    itself (fit: (m, m); predict: (p, m) against training rows)."""
 
     __slots__ = ("kind", "gamma", "degree", "coef0")
 
@@ -57,14 +53,12 @@ class KernelSpec:
         return _core.kernel_predict(*self._args(), Z, X, np.asfortranarray(coef, dtype=np.float64), n_threads)
 
 
-def _check_param(value, name, *, positive=False, nonneg=False):
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
-        raise TypeError(f"{name} must be a real number, got {value!r}")
-    v = float(value)
-    if not np.isfinite(v) or (positive and v <= 0) or (nonneg and v < 0):
-        need = "a positive finite number" if positive else "a finite number >= 0" if nonneg else "a finite number"
+def _real(value, name, need, ok=lambda v: True):
+    """``float(value)`` for a finite real number with ``ok(value)``, else a ValueError saying ``need``."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real) or not np.isfinite(float(value)) \
+            or not ok(float(value)):
         raise ValueError(f"{name} must be {need}, got {value!r}")
-    return v
+    return float(value)
 
 
 def resolve_kernel(kernel, gamma, degree, coef0, n_features):
@@ -73,89 +67,49 @@ def resolve_kernel(kernel, gamma, degree, coef0, n_features):
         raise ValueError(f"Unknown kernel {kernel!r}; choose one of {', '.join(KERNELS)}")
     kind = {"gaussian": "rbf", "polynomial": "poly"}.get(kernel, kernel)
     if kind in ("rbf", "poly"):
-        if gamma is None:
-            gamma = 1.0 / n_features
-        try:
-            gamma = _check_param(gamma, "gamma", positive=True)
-        except TypeError:
-            raise ValueError(f"gamma must be a positive finite number or None, got {gamma!r}") from None
+        gamma = _real(1.0 / n_features if gamma is None else gamma, "gamma", "a positive finite number or None",
+                      lambda v: v > 0)
     else:
         gamma = 1.0 if gamma is None else gamma
     if kind == "poly":
-        try:
-            degree = _check_param(degree, "degree", nonneg=True)
-        except TypeError:
-            raise ValueError(f"degree must be a non-negative number, got {degree!r}") from None
-        try:
-            coef0 = _check_param(coef0, "coef0")
-        except TypeError:
-            raise ValueError(f"coef0 must be a finite number, got {coef0!r}") from None
+        degree = _real(degree, "degree", "a non-negative finite number", lambda v: v >= 0)
+        coef0 = _real(coef0, "coef0", "a finite number")
     return KernelSpec(kind, float(gamma), float(degree), float(coef0))
 
 
-# ----------------------------------------------------------------------------------------------
 # Kernel blocks for dense or sparse operands
-# ----------------------------------------------------------------------------------------------
-
 _EPS = float(np.finfo(np.float64).eps)
 _EXPANSION_TOL = 1e-11   # largest relative error of a Gaussian value taken from the expansion
 _UNDERFLOW = 746.0       # exp(-746) == 0 in float64
 
 
-def _canonical(A):
-    if sp.issparse(A):
-        A = A.tocsr()
-        if not A.has_canonical_format:  # duplicates add up; never canonicalise the caller's matrix
-            A = A.copy()
-            A.sum_duplicates()
-        return A
-    return np.ascontiguousarray(A, dtype=np.float64)
-
-
-def _row_sq_norms(A):
-    if sp.issparse(A):
-        return np.asarray(A.multiply(A).sum(axis=1), dtype=np.float64).reshape(-1)
-    return np.einsum("ij,ij->i", A, A)
-
-
 def _exact_sq_distances(Z, X, rows, cols, batch=4096):
     """|Z[rows[k]] - X[cols[k]]|^2 from the differences, in batches (sparse rows stay sparse)."""
     out = np.empty(rows.size)
-    dense = not (sp.issparse(Z) and sp.issparse(X))
     for s in range(0, rows.size, batch):
-        r, c = rows[s:s + batch], cols[s:s + batch]
-        A, B = Z[r], X[c]
-        if dense:
-            A = A.toarray() if sp.issparse(A) else A
-            B = B.toarray() if sp.issparse(B) else B
-            D = A - B
-            out[s:s + batch] = np.einsum("ij,ij->i", D, D)
-        else:
-            D = (A - B).tocsr()
-            out[s:s + batch] = np.asarray(D.multiply(D).sum(axis=1)).reshape(-1)
+        A, B = Z[rows[s:s + batch]], X[cols[s:s + batch]]
+        if not (sp.issparse(A) and sp.issparse(B)):
+            A, B = (M.toarray() if sp.issparse(M) else M for M in (A, B))
+        out[s:s + batch] = row_sq_norms(A - B)
     return out
 
 
 def kernel_block(spec, Z, XR, n_threads=1):
-    """K(Z, XR) as a Fortran-ordered (p, r) float64 array; Z and XR dense arrays or scipy.sparse
-    matrices (sparse operands are never densified whole).
-
-    Dense x dense goes to the compiled kernel (centred Gaussian distances, see ``kernels.hpp``).
-    With a sparse operand, centring would destroy sparsity, so Gaussian distances come from the
-    row-norm expansion |z|^2 + |x|^2 - 2 z.x and every entry whose value could be wrong by more
-    than 1e-11 relative (points far from the origin compared with 1/sqrt(gamma): a large common
-    offset) is recomputed from the row differences.  Every kernel value is checked for
-    finiteness; errors name the kernel parameters.
+    """K(Z, XR) as a Fortran-ordered (p, r) float64 array; Z and XR dense or scipy.sparse (sparse
+    operands are never densified whole).  Dense x dense goes to the compiled kernel (centred
+    Gaussian distances, ``kernels.hpp``); with a sparse operand, centring would destroy sparsity,
+    so Gaussian distances come from |z|^2 + |x|^2 - 2 z.x and every entry that could be wrong by
+    more than 1e-11 relative (points far from the origin compared with 1/sqrt(gamma)) is recomputed
+    from the row differences.  Non-finite kernel values raise errors naming the kernel parameters.
     """
     if not sp.issparse(Z) and not sp.issparse(XR):
         return spec.cross(np.ascontiguousarray(Z, dtype=np.float64), np.ascontiguousarray(XR, dtype=np.float64),
                           n_threads)
-    Zc, Xc = _canonical(Z), _canonical(XR)
+    Zc, Xc = (canonical_csr(A) if sp.issparse(A) else np.ascontiguousarray(A, dtype=np.float64) for A in (Z, XR))
     G = Zc @ Xc.T
-    G = G.toarray(order="F") if sp.issparse(G) else G
-    G = np.asfortranarray(G, dtype=np.float64)
+    G = np.asfortranarray(G.toarray(order="F") if sp.issparse(G) else G, dtype=np.float64)
     if spec.kind == "rbf":
-        zn, xn = _row_sq_norms(Zc), _row_sq_norms(Xc)
+        zn, xn = row_sq_norms(Zc), row_sq_norms(Xc)
         S = zn[:, None] + xn[None, :]
         with np.errstate(over="ignore", invalid="ignore"):
             D2 = S - 2.0 * G
@@ -201,17 +155,14 @@ def predict_basis(Z, X_basis, coef, kernel_spec, n_jobs=None, *, basis_indices=N
     C = coef.reshape(coef.shape[0], -1)
     if spec.precomputed:
         out = np.asarray(Z[:, basis_indices] @ C)
-        return out.reshape(-1) if one_d else out
-    if not issparse(Z) and not issparse(X_basis):
-        out = spec.predict(np.ascontiguousarray(Z, dtype=np.float64),
-                           np.ascontiguousarray(X_basis, dtype=np.float64), C, n_threads)
-        return out.reshape(-1) if one_d else out
-    p, r = Z.shape[0], C.shape[0]
-    block = max(1, int(block_bytes // (8 * max(1, r))))
-    out = np.empty((p, C.shape[1]))
-    Xb = canonical_csr(X_basis) if issparse(X_basis) else X_basis
-    Zc = canonical_csr(Z) if issparse(Z) else Z
-    for start in range(0, p, block):
-        K = kernel_block(spec, Zc[start:start + block], Xb, n_threads)
-        out[start:start + block] = K @ C
+    elif not issparse(Z) and not issparse(X_basis):
+        out = spec.predict(np.ascontiguousarray(Z, dtype=np.float64), np.ascontiguousarray(X_basis, dtype=np.float64),
+                           C, n_threads)
+    else:
+        block = max(1, int(block_bytes // (8 * max(1, C.shape[0]))))
+        out = np.empty((Z.shape[0], C.shape[1]))
+        Xb = canonical_csr(X_basis) if issparse(X_basis) else X_basis
+        Zc = canonical_csr(Z) if issparse(Z) else Z
+        for start in range(0, Z.shape[0], block):
+            out[start:start + block] = kernel_block(spec, Zc[start:start + block], Xb, n_threads) @ C
     return out.reshape(-1) if one_d else out

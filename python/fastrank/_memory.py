@@ -8,13 +8,13 @@ subset-of-regressors solvers) instead of swapping or dying with ``std::bad_alloc
 from __future__ import annotations
 
 import os
+import re
 
 import numpy as np
 
 __all__ = ["available_memory", "dense_memory_limit", "check_dense_memory", "ENV_LIMIT"]
 
 ENV_LIMIT = "FASTRANK_MAX_DENSE_BYTES"
-_SUFFIX = {"": 1, "B": 1, "K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}
 
 
 def available_memory():
@@ -33,15 +33,10 @@ def available_memory():
 
 
 def _parse_bytes(text):
-    s = str(text).strip().upper()
-    for tail in ("IB", "B"):
-        if s.endswith(tail) and len(s) > len(tail):
-            s = s[: -len(tail)]
-            break
-    unit = s[-1] if s and s[-1] in _SUFFIX else ""
-    number = s[:-1] if unit else s
+    """Bytes of ``2000000000``, ``512M``, ``8G``, ``8GB`` or ``8GiB`` (K/M/G/T: powers of 1024)."""
+    number, unit = re.fullmatch(r"(.*?)([KMGT]?)I?B?", str(text).strip().upper()).groups()
     try:
-        value = float(number) * _SUFFIX[unit]
+        value = float(number) * 2.0 ** (10 * " KMGT".index(unit))
     except ValueError:
         raise ValueError(f"{ENV_LIMIT}={text!r} is not a byte count (examples: 2000000000, 512M, 8G)") from None
     if not np.isfinite(value) or value <= 0:

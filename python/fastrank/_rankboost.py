@@ -70,9 +70,9 @@ class RankBoost(Ranker):
         r clipped to 1 - 1e-10, about 11.9, and boosting stops).
     n_thresholds : int or None, default=None
         None: every distinct value of a feature gives a candidate threshold (the paper's weak
-        learner).  An int k keeps at most k thresholds per feature, spread over the
-        quantiles of the feature (with c rows above a threshold and bin = floor(c k / m), the last
-        threshold of each bin).  Cost per round is O(m n) either way; k only changes the model.
+        learner).  An int k keeps at most k thresholds per feature, spread over its quantiles
+        (with c rows above a threshold and bin = floor(c k / m), the last threshold of each bin).
+        Cost per round is O(m n) either way; k only changes the model.
     group_weighting : {"pairs", "query"}, default="pairs"
         Initial distribution D_1 with ``groups``: "pairs" is uniform over all crucial pairs (large
         queries weigh more, as in the paper); "query" gives every group with a crucial pair the
@@ -80,60 +80,44 @@ class RankBoost(Ranker):
     missing : {"error", "q_def"}, default="error"
         NaN in X: an error, or a missing value handled as in the paper's weak ranker with a
         default: h(x) = q_def in {0, 1} when x_f is missing, q_def chosen together with the
-        threshold to maximise |r| (with missing values a feature also offers the weak ranker
+        threshold to maximise |r| (a feature with missing values also offers the weak ranker
         "has x_f" vs q_def, stored as threshold -inf).  Infinite values are always an error.
     alpha_rule : {"freund", "exact"}, default="freund"
-        Weight of a chosen weak ranker h_t, from the D_t-masses eps+ / eps- / eps0 of the crucial
-        pairs it orders correctly / wrongly / ties (eps+ - eps- = r_t).  "freund":
-        alpha_t = 1/2 ln((1 + r_t) / (1 - r_t)), Freund et al.'s minimiser of the bound
-        Z_t <= sqrt(1 - r_t^2).  "exact": alpha_t = 1/2 ln(eps+ / eps-), the exact minimiser of
-        Z_t(alpha) = eps0 + eps+ e^-alpha + eps- e^alpha for {0, 1} weak rankers that abstain on
-        the pairs they tie (the lecture slides 003, "Weights of the weak rankers"; then
-        Z_t = eps0 + 2 sqrt(eps+ eps-)).  With no wrong (or no right) pair the minimiser is at
-        infinity: eps+ and eps- are then floored at 1 / (2 N), N the number of crucial pairs
-        (edges), as in Schapire & Singer's smoothing, and if that alpha_t is closer to 0 than
-        Freund's, Freund's is used (it lies between 0 and the minimiser, where Z_t decreases, so
-        Z_t <= sqrt(1 - r_t^2) still holds).  The two rules agree when no pair is tied (eps0 = 0) and differ
-        otherwise; threshold rankers tie every pair on one side of the threshold, so the models
-        differ.  "freund" is the default because it is the rule of the RankBoost paper this
-        class implements (its weak learner maximises the same |r| it weighs by), it never needs
-        smoothing, and it keeps earlier fitted models unchanged; "exact" lowers each Z_t (so the
-        training bound prod Z_t) further.  Both choose the weak ranker by |r_t|.
-    n_jobs : int or None, default=None
-        Threads over features in the C++ round loop (None: every core).
-    verbose : int, bool or "auto", default=0
-        Progress per boosting round on stderr (see :mod:`fastrank._progress`).
+        Weight of the chosen weak ranker h_t (chosen by |r_t| under both rules), from the D_t-masses
+        eps+ / eps- / eps0 of the crucial pairs it orders correctly / wrongly / ties.  "freund":
+        alpha_t = 1/2 ln((1 + r_t) / (1 - r_t)), the paper's minimiser of the bound
+        Z_t <= sqrt(1 - r_t^2) (no smoothing needed).  "exact": alpha_t = 1/2 ln(eps+ / eps-), the
+        minimiser of Z_t(alpha) = eps0 + eps+ e^-alpha + eps- e^alpha for weak rankers that abstain
+        on ties (slides 003, "Weights of the weak rankers"); with no wrong (or right) pair eps+ and
+        eps- are floored at 1 / (2 N), N crucial pairs (Schapire & Singer's smoothing), and Freund's
+        alpha_t is used if it is farther from 0 (Z_t <= sqrt(1 - r_t^2) still holds).  The rules
+        differ only when pairs are tied (eps0 > 0), as threshold rankers make them.
+    %(n_jobs)s %(verbose)s
+        Reports progress per boosting round.
 
     Attributes
     ----------
-    features_ : ndarray of int64, shape (n_estimators_,)
-        Feature of each round's weak ranker.
-    thresholds_ : ndarray of float64, shape (n_estimators_,)
-        Threshold: h_t(x) = 1 if x[features_[t]] > thresholds_[t] else 0.  The midpoint between
-        the two adjacent training values, so h_t is exact on the training rows.
+    features_, thresholds_ : ndarray (n_estimators_,) of int64 and float64
+        The weak ranker of each round: h_t(x) = 1 if x[features_[t]] > thresholds_[t] else 0, the
+        threshold the midpoint between two adjacent training values (exact on the training rows).
     alphas_ : ndarray of float64, shape (n_estimators_,)
         Weights alpha_t under ``alpha_rule``; negative when r_t < 0 (the weak ranker is used
         reversed, which the paper's {0, 1} weak learner allows).
-    qdefs_ : ndarray of int64, shape (n_estimators_,)
-        h_t on rows missing the feature (0 unless ``missing="q_def"`` chose 1).
-    correlations_ : ndarray, shape (n_estimators_,)
-        r_t of each round.
+    qdefs_, correlations_ : ndarray (n_estimators_,) of int64 and float64
+        h_t on rows missing the feature (0 unless ``missing="q_def"`` chose 1), and r_t.
     pair_masses_ : ndarray, shape (n_estimators_, 3)
         (eps+_t, eps-_t, eps0_t): the D_t-mass of the crucial pairs h_t orders correctly, wrongly
-        and ties (the slides' definitions, with ties as abstentions); eps+ - eps- = r_t.
+        and ties (ties as abstentions); eps+ - eps- = r_t.
     normalizers_ : ndarray, shape (n_estimators_,)
         Z_t = eps0 + eps+ e^-alpha_t + eps- e^alpha_t at the alpha_t used.  The D_1-weighted
         fraction of crucial pairs with F(x1) <= F(x0) (misordered or tied: the slides' R-hat) is
         at most sum D_1 e^{F(x0) - F(x1)} = prod_t Z_t.
     training_error_bound_ : float
-        The slides' bound exp(-2 sum_t gamma_t^2) with gamma_t = |eps+_t - eps-_t| / 2 = |r_t| / 2
-        (003, "RankBoost error": exp(-2 gamma^2 T) when every gamma_t >= gamma): an upper bound
-        on the training error R-hat above, through R-hat <= prod Z_t <= prod sqrt(1 - r_t^2)
-        <= exp(-2 sum gamma_t^2) (either rule: the exact alpha_t only lowers Z_t).  1.0 before
-        any round.
-    n_estimators_ : int
-        Rounds actually performed.
-    n_features_in_ : int
+        exp(-2 sum_t gamma_t^2), gamma_t = |r_t| / 2 (003, "RankBoost error"): an upper bound on
+        R-hat through R-hat <= prod Z_t <= prod sqrt(1 - r_t^2) <= exp(-2 sum gamma_t^2) (either
+        rule: the exact alpha_t only lowers Z_t).  1.0 before any round.
+    n_estimators_, n_features_in_ : int
+        Rounds actually performed; features seen in ``fit``.
 
     Notes
     -----

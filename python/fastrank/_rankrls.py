@@ -4,17 +4,15 @@ RankRLS (Pahikkala et al. 2009) minimises, over f in the kernel's RKHS,
 
     sum over relevant pairs {i, j} of  w_ij^2 (z_ij - (f(x_i) - f(x_j)))^2  +  alpha ||f||_K^2
 
-* scoring setting (``fit(X, y, groups=None)``): z_ij = y_i - y_j (the magnitude cost, eq. 21);
-  all pairs are relevant (object ranking) or only pairs inside the same group (query/label
-  ranking).  With ``group_weighting="unweighted"`` every pair has weight 1 (the paper's
-  Laplacian D - P P^T, eq. 25); the other weightings scale each group's pairs (see RankRLS).
-  Groups of one row have no pairs and do not influence the model.
+* scoring setting (``fit(X, y, groups=None)``): z_ij = y_i - y_j (the magnitude cost, eq. 21) over
+  all pairs (object ranking) or the pairs inside each group (query/label ranking), weighted by
+  ``group_weighting`` (1 for "unweighted": the Laplacian D - P P^T of eq. 25); groups of one row
+  have no pairs and do not influence the model.
 * preference graph (``fit_preferences``): an explicit multigraph of preferences "row a is
   preferred over row b", with the costs (20) binary, (21) magnitude or (22) magnitude-normalized.
 
-``alpha`` is exactly the paper's lambda (not rescaled by the number of inputs or pairs).  The
-estimators validate their parameters, build a :class:`~fastrank._problem.RankingProblem`, let
-:mod:`fastrank._solvers` solve it and copy the returned record onto themselves.
+``alpha`` is exactly the paper's lambda (not rescaled).  The estimators build a
+:class:`~fastrank._problem.RankingProblem` that :mod:`fastrank._solvers` solves.
 """
 
 from __future__ import annotations
@@ -26,19 +24,8 @@ from ._base import N_JOBS, KernelMixin, Ranker, StrOptions, nonneg_real, positiv
 from ._kernels import predict_basis
 from ._problem import WEIGHTINGS, RankingProblem
 from ._registry import register_estimator
-from ._solvers import (
-    SOLVERS,
-    choose_solver,
-    default_max_iter,
-    densify,
-    one_conditioning_warning,
-    select_basis,
-    solve_basis,
-    solve_cg,
-    solve_cg_path,
-    solve_dual,
-    solve_primal,
-)
+from ._solvers import (SOLVERS, choose_solver, default_max_iter, densify, one_conditioning_warning, select_basis,
+                       solve_basis, solve_cg, solve_cg_path, solve_dual, solve_primal)
 from ._progress import progress, resolve_verbose, stage
 from ._exactcv import CVSpec
 from ._threads import compute_region
@@ -51,44 +38,40 @@ class _RankRLSBase(KernelMixin, Ranker):
 
     # alpha / C are checked by check_alpha (float64 limits and the problem's scale)
     _parameter_constraints = {"solver": [StrOptions(set(SOLVERS))], "n_jobs": N_JOBS}
-
-    def _allow_sparse(self):
-        return False
+    _multi_output = True
 
     def _scores_problem(self, X, y, groups=None, weighting="unweighted", exclude_ties=False):
-        return RankingProblem.from_scores(X, y, groups, weighting=weighting, precomputed=self.kernel == "precomputed",
-                                          allow_sparse=self._allow_sparse(), exclude_ties=exclude_ties)
+        return RankingProblem.from_scores(X, y, groups, weighting=weighting, precomputed=self._precomputed(),
+                                          allow_sparse=self._sparse_input, exclude_ties=exclude_ties)
 
     def _solve(self, problem, alphas, *, x0=None):
         """Pick the solver for this problem and run it for every alpha; returns a ``Fit``."""
         n_threads = check_n_jobs(self.n_jobs)
-        with compute_region(n_threads):  # fastrank's threads and BLAS's share the cores
-            return self._solve_in_region(problem, alphas, n_threads, x0)
-
-    def _solve_in_region(self, problem, alphas, n_threads, x0):
         spec = self._kernel_spec(problem.n_features)
         verbose = getattr(self, "verbose", 0)
-        mode = choose_solver(self.solver, spec, problem, basis_vectors=getattr(self, "basis_vectors", None))
-        if mode == "densify":
-            problem = densify(problem)
-            mode = choose_solver(self.solver, spec, problem)
-        if mode == "primal":
-            with stage(f"{type(self).__name__} primal solve ({problem.n_features} features)", verbose=verbose):
-                return solve_primal(problem, alphas, n_threads)
-        if mode == "dual":
-            with stage(f"{type(self).__name__} dual solve ({problem.m} x {problem.m} kernel)", verbose=verbose):
-                return solve_dual(problem, spec, alphas, n_threads)
-        if mode == "cg":
-            if alphas.size > 1:
-                return solve_cg_path(problem, alphas, tol=self.tol, max_iter=self.max_iter,
-                                     preconditioner=self.preconditioner, n_threads=n_threads)
-            total = self.max_iter if self.max_iter is not None else default_max_iter(problem.n_features)
-            with progress(total, desc="RankRLS conjugate gradient", unit="it", verbose=verbose) as bar:
-                return solve_cg(problem, float(alphas[0]), tol=self.tol, max_iter=self.max_iter, x0=x0,
-                                preconditioner=self.preconditioner, n_threads=n_threads,
-                                callback=(lambda it, res: bar.update(1)) if resolve_verbose(verbose) else None)
-        basis = select_basis(problem.m, self.basis_vectors, self.random_state)
-        return solve_basis(problem, spec, alphas, basis, n_threads)
+        name = type(self).__name__
+        with compute_region(n_threads):  # fastrank's threads and BLAS's share the cores
+            mode = choose_solver(self.solver, spec, problem, basis_vectors=getattr(self, "basis_vectors", None))
+            if mode == "densify":
+                problem = densify(problem)
+                mode = choose_solver(self.solver, spec, problem)
+            if mode == "primal":
+                with stage(f"{name} primal solve ({problem.n_features} features)", verbose=verbose):
+                    return solve_primal(problem, alphas, n_threads)
+            if mode == "dual":
+                with stage(f"{name} dual solve ({problem.m} x {problem.m} kernel)", verbose=verbose):
+                    return solve_dual(problem, spec, alphas, n_threads)
+            if mode == "cg":
+                if alphas.size > 1:
+                    return solve_cg_path(problem, alphas, tol=self.tol, max_iter=self.max_iter,
+                                         preconditioner=self.preconditioner, n_threads=n_threads)
+                total = self.max_iter if self.max_iter is not None else default_max_iter(problem.n_features)
+                with progress(total, desc="RankRLS conjugate gradient", unit="it", verbose=verbose) as bar:
+                    return solve_cg(problem, float(alphas[0]), tol=self.tol, max_iter=self.max_iter, x0=x0,
+                                    preconditioner=self.preconditioner, n_threads=n_threads,
+                                    callback=(lambda it, res: bar.update(1)) if resolve_verbose(verbose) else None)
+            basis = select_basis(problem.m, self.basis_vectors, self.random_state)
+            return solve_basis(problem, spec, alphas, basis, n_threads)
 
     def _apply_fit(self, fit, k, one_d, n_features, n_samples):
         """Copy the solution for ``alphas[k]`` of a solver's ``Fit`` onto this estimator."""
@@ -114,19 +97,14 @@ class _RankRLSBase(KernelMixin, Ranker):
             self.__dict__.pop("residual_history_", None)
         return self
 
-    # -- prediction ----------------------------------------------------------------------------
-    def _decision(self, X):
-        check_is_fitted(self, "fit_mode_")
-        X = self._check_predict_X(X, n_train=self.n_samples_fit_)
-        if self.kernel == "precomputed":
-            if self.fit_mode_ == "sparse":
-                return X[:, self.basis_indices_] @ self.dual_coef_
-            return X @ self.dual_coef_
-        if self.coef_ is not None:
-            return np.asarray(X @ self.coef_)
-        spec = self._kernel_spec(self.n_features_in_)
-        with compute_region(check_n_jobs(self.n_jobs)):
-            return predict_basis(X, self.X_fit_, self.dual_coef_, spec, self.n_jobs)
+    def _fit_problem(self, problem, alpha, x0=None):
+        return self._apply_fit(self._solve(problem, np.array([alpha]), x0=x0), 0, problem.one_d, problem.n_features,
+                               problem.m)
+
+    def _apply_engine_fit(self, engine, alpha):
+        """This estimator fitted on all of an exact-CV engine's data at ``alpha``, from the engine's
+        factors (no refit)."""
+        return self._apply_fit(engine.solve(alpha), 0, engine.one_d, engine.problem.n_features, engine.m)
 
     def predict(self, X):
         """Scores for ranking: a higher score means ranked higher.  Shape (p,) or (p, v).
@@ -134,12 +112,15 @@ class _RankRLSBase(KernelMixin, Ranker):
         Only differences of scores are meaningful (the objective is invariant to adding a
         constant), so the scores are not on the scale of ``y``.
         """
-        return self._decision(X)
-
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.target_tags.multi_output = True
-        return tags
+        check_is_fitted(self, "fit_mode_")
+        X = self._check_predict_X(X, n_train=self.n_samples_fit_)
+        if self._precomputed():
+            return X[:, self.basis_indices_] @ self.dual_coef_ if self.fit_mode_ == "sparse" else X @ self.dual_coef_
+        if self.coef_ is not None:
+            return np.asarray(X @ self.coef_)
+        spec = self._kernel_spec(self.n_features_in_)
+        with compute_region(check_n_jobs(self.n_jobs)):
+            return predict_basis(X, self.X_fit_, self.dual_coef_, spec, self.n_jobs)
 
 
 @register_estimator
@@ -150,34 +131,15 @@ class RankRLS(_RankRLSBase):
     ----------
     alpha : float, default=1.0
         Regularization (the paper's lambda, not rescaled), > 0.
-    kernel : {"linear", "rbf"/"gaussian", "poly"/"polynomial", "precomputed"}, default="linear"
-        Kernel; for "precomputed", ``fit`` takes the (m, m) kernel matrix and ``predict`` the
-        (p, m) kernel between test and training rows.
-    gamma : float or None, default=None
-        RBF/polynomial scale; None means 1 / n_features.
-    degree : float, default=3
-        Polynomial degree.
-    coef0 : float, default=1.0
-        Polynomial offset: ``(gamma x.z + coef0) ** degree``.
+    %(kernel)s %(gamma)s %(degree)s %(coef0)s
     solver : {"auto", "dual", "primal", "cg"}, default="auto"
-        "dual" factorizes the m x m kernel system (O(m^3), eq. 17, any kernel); "primal" the
-        n x n feature system (O(n^3 + n^2 m), eq. 28, linear kernel only); "cg" runs conjugate
-        gradient on the linear primal without forming pairs (O(nnz + m) per iteration, dense or
-        scipy.sparse X; Sect. 4.3).  "auto" takes CG for sparse X with the linear kernel, else
-        the primal when the kernel is linear and n_features < n_samples, else the dual.  Before
-        a dense solver allocates an m x m (or n x n) matrix larger than half the available
-        memory it raises MemoryError (override: environment FASTRANK_MAX_DENSE_BYTES).
-    group_weighting : {"unweighted", "per_query", "per_object", "normalized"}, default="unweighted"
-        Weight c_q of each pair inside a group of n_q rows (P_q = n_q (n_q - 1) / 2 pairs):
-        "unweighted" 1 (the paper's Laplacian, eq. 25; a query weighs P_q); "per_query" 1 / P_q
-        (every query weighs 1, end of Sect. 2.4; with ``exclude_ties`` 1 / E_q, E_q the query's
-        untied pairs, its edges); "per_object" 1 / (n_q - 1) (every ROW's pairs weigh 1 — not a
-        weighting of the papers, where an "object" is the query: that normalisation is
-        "per_query"); "normalized" 1 / n_q (Laplacian blocks I - 11^T/n_q: least squares on
-        query-centred scores).  Without groups (object ranking) every pair weighs 1.
-    n_jobs : int or None, default=None
-        Threads for the C++ kernels (kernel matrices, centering).  None uses every core, like
-        the BLAS/LAPACK calls do; positive k uses k threads.
+        "dual": the m x m kernel system (O(m^3), eq. 17, any kernel); "primal": the n x n feature
+        system (O(n^3 + n^2 m), eq. 28, linear kernel); "cg": conjugate gradient on the linear
+        primal without forming pairs (O(nnz + m) per iteration, dense or sparse X; Sect. 4.3).
+        "auto": CG for sparse X with the linear kernel, else the primal for a linear kernel with
+        n_features < n_samples, else the dual.  A dense solver that would allocate more than half
+        the available memory raises MemoryError (limit: environment FASTRANK_MAX_DENSE_BYTES).
+    %(group_weighting)s %(n_jobs)s
     tol : float, default=1e-6
         solver="cg": stop when the residual norm falls below tol times the right-hand side's.
     max_iter : int or None, default=None
@@ -192,66 +154,38 @@ class RankRLS(_RankRLSBase):
         random (``random_state``); an array gives them.  O(m |R|^2), any kernel.
     random_state : int, RandomState or None
         Seed for the random choice of basis vectors.
-    verbose : int, bool or "auto", default=0
-        Progress on stderr: CG iterations (a tqdm bar if installed), the dense solve's duration.
-    exclude_ties : bool, default=False
-        Scoring setting: drop the pairs whose targets are equal (they carry no preference) instead
-        of fitting their score difference to 0 (the paper keeps them, Sect. 3, for efficiency).
-        Solved exactly and without forming pairs by every solver (dual, primal, path, CG on dense
-        or sparse X, basis_vectors): inside a group the Laplacian of the remaining (complete
-        multipartite) graph splits into between-tie-class and within-tie-class centrings, so
-        S = L^{1/2} is still O(m) to apply.  The exact CV shortcuts keep tied pairs and refuse it.
+    %(exclude_ties)s %(verbose)s
+        Reports the CG iterations or the dense solve's duration.
 
     Attributes
     ----------
     fit_mode_ : {"dual", "primal", "cg", "sparse"}
-    dual_coef_ : ndarray (m,) or (m, v), or None
-        Dual coefficients A (eq. 17) in the original row order (dual solver).
-    X_fit_ : ndarray (m, n) or None
-        Training rows kept for kernel predictions (dual solver, non-precomputed kernel).
+    dual_coef_, X_fit_ : ndarray (m,) or (m, v) and (m, n), or None
+        Dual coefficients A (eq. 17) in the original row order and the training rows kept for
+        kernel predictions (dual solver; no rows for a precomputed kernel).
     coef_ : ndarray (n,) or (n, v), or None
         Weight vector W (eq. 27/28) whenever the kernel is linear.
     n_features_in_ : int
     n_iter_, converged_ : int and bool (arrays (v,) for several outputs)
-        CG iterations and convergence per output; a direct solve (dual, primal, basis vectors)
-        reports 1 iteration, converged.
+        CG iterations and convergence per output; a direct solve reports 1 iteration, converged.
     residual_history_ : ndarray
         solver="cg" only: relative residual norms per iteration.
     basis_indices_ : ndarray
-        basis_vectors only: the training rows used as basis; then ``X_fit_`` holds just those rows
-        and ``dual_coef_`` their coefficients.
+        basis_vectors only: the basis rows; ``X_fit_`` holds just those rows, ``dual_coef_`` theirs.
 
     Notes
     -----
-    The dual is solved in the symmetric form ``(S K S + alpha I) u = S y``, ``A = S u`` with
-    ``S = L^{1/2}`` (block centering), by SciPy's LAPACK (Cholesky for one alpha, one
-    eigendecomposition for a path).  Peak memory of a dual fit: one m x m float64 matrix (the
-    kernel, overwritten in place by the system and its factor) plus O(m v); a path adds the
-    eigensolver's workspace (about 2 more m x m).  A Cholesky failure (alpha tiny relative to the
-    kernel's scale, or an indefinite precomputed kernel) raises :class:`fastrank.LinAlgError`; a
-    reciprocal condition number below 1e-12 emits :class:`fastrank.IllConditionedWarning`.
+    The dual is solved as ``(S K S + alpha I) u = S y``, ``A = S u``, ``S = L^{1/2}`` (block
+    centering), by SciPy's LAPACK (Cholesky for one alpha, an eigendecomposition for a path) in one
+    m x m float64 matrix overwritten in place, plus O(m v) (a path: about 2 more m x m).  A Cholesky
+    failure (alpha tiny relative to the kernel's scale, or an indefinite precomputed kernel) raises
+    :class:`fastrank.LinAlgError`; a reciprocal condition number below 1e-12 emits
+    :class:`fastrank.IllConditionedWarning`.
     """
 
-    def __init__(
-        self,
-        alpha=1.0,
-        *,
-        kernel="linear",
-        gamma=None,
-        degree=3,
-        coef0=1.0,
-        solver="auto",
-        group_weighting="unweighted",
-        n_jobs=None,
-        tol=1e-6,
-        max_iter=None,
-        warm_start=False,
-        preconditioner=None,
-        basis_vectors=None,
-        random_state=None,
-        exclude_ties=False,
-        verbose=0,
-    ):
+    def __init__(self, alpha=1.0, *, kernel="linear", gamma=None, degree=3, coef0=1.0, solver="auto",
+                 group_weighting="unweighted", n_jobs=None, tol=1e-6, max_iter=None, warm_start=False,
+                 preconditioner=None, basis_vectors=None, random_state=None, exclude_ties=False, verbose=0):
         self._store_params(locals())
 
     _parameter_constraints = {
@@ -263,13 +197,7 @@ class RankRLS(_RankRLSBase):
         "random_state": ["random_state"],
     }
 
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.input_tags.sparse = self.kernel != "precomputed"  # CG, basis vectors, or densified
-        return tags
-
-    def _allow_sparse(self):
-        return True
+    _sparse_input = True  # CG, basis vectors, or densified
 
     def _exclude_ties(self):
         if not isinstance(self.exclude_ties, (bool, np.bool_)):
@@ -298,9 +226,7 @@ class RankRLS(_RankRLSBase):
         self._validate_params()
         alpha = check_alpha(self.alpha)
         problem = self._scores_problem(X, y, groups, self.group_weighting, self._exclude_ties())
-        fit = self._solve(problem, np.array([alpha]),
-                          x0=self._warm_start_coef(problem.n_features, problem.n_outputs))
-        return self._apply_fit(fit, 0, problem.one_d, problem.n_features, problem.m)
+        return self._fit_problem(problem, alpha, self._warm_start_coef(problem.n_features, problem.n_outputs))
 
     def fit_preferences(self, X, pairs, magnitudes=None, cost=None, weights=None):
         """Fit from an explicit preference graph (a multigraph; repeated pairs add up).
@@ -323,9 +249,8 @@ class RankRLS(_RankRLSBase):
         self._validate_params()
         alpha = check_alpha(self.alpha)
         problem = RankingProblem.from_preferences(X, pairs, magnitudes, cost, weights=weights,
-                                                  precomputed=self.kernel == "precomputed", allow_sparse=True)
-        fit = self._solve(problem, np.array([alpha]), x0=self._warm_start_coef(problem.n_features, 1))
-        return self._apply_fit(fit, 0, True, problem.n_features, problem.m)
+                                                  precomputed=self._precomputed(), allow_sparse=True)
+        return self._fit_problem(problem, alpha, self._warm_start_coef(problem.n_features, 1))
 
 
 @register_estimator
@@ -343,8 +268,10 @@ class MPRank(_RankRLSBase):
     ----------
     C : float, default=1.0
         Trade-off, > 0.
-    kernel, gamma, degree, coef0, solver, n_jobs, verbose : as for :class:`RankRLS`
-        (solver in {"auto", "dual", "primal"}).
+    %(kernel)s %(gamma)s %(degree)s %(coef0)s
+    solver : {"auto", "dual", "primal"}, default="auto"
+        As for :class:`RankRLS`.
+    %(n_jobs)s %(verbose)s
     """
 
     def __init__(self, C=1.0, *, kernel="linear", gamma=None, degree=3, coef0=1.0, solver="auto", n_jobs=None,
@@ -356,21 +283,16 @@ class MPRank(_RankRLSBase):
         return CVSpec(alpha=None, C=self.C, kernel=self.kernel, gamma=self.gamma, degree=self.degree, coef0=self.coef0,
                       solver=self.solver, n_jobs=self.n_jobs)
 
-    def _equivalent_alpha(self, m):
-        """RankRLS regularization giving the same minimiser on m inputs: m^2 / (2C)."""
-        return m * m / (2.0 * check_alpha(self.C, "C"))
-
     def fit(self, X, y, groups=None):
         """Fit from real-valued scores y (m,) or (m, v) on all pairs, or (with ``groups``, one id
         per row) on the pairs inside each group, with alpha = m^2 / (2 C) for the m rows given."""
         self._validate_params()
         problem = self._scores_problem(X, y, groups)
-        alpha = self._equivalent_alpha(problem.m)
+        alpha = problem.m * problem.m / (2.0 * check_alpha(self.C, "C"))  # same minimiser as RankRLS
         if self.solver == "cg":
             raise ValueError("MPRank has no solver='cg'; use RankRLS(solver='cg') (for MPRank with "
                              "alpha = m**2 / (2 C))")
-        fit = self._solve(problem, np.array([alpha]))
-        return self._apply_fit(fit, 0, problem.one_d, problem.n_features, problem.m)
+        return self._fit_problem(problem, alpha)
 
 
 class RankRLSPath:
@@ -388,19 +310,11 @@ class RankRLSPath:
     """
 
     def __init__(self, estimator, alphas, fit, one_d, n_features, n_samples):
-        self.estimator = estimator
-        self.alphas = alphas
-        self.fit_mode = fit.mode
-        self.coef_ = fit.coef
-        self.dual_coef_ = fit.dual_coef
-        self.basis_indices_ = fit.basis_indices
-        self.X_fit_ = fit.X_fit
-        self.n_iter_ = fit.n_iter
-        self.converged_ = fit.converged
-        self._fit = fit
-        self._one_d = one_d
-        self._n_features = n_features
-        self._n_samples = n_samples
+        self.estimator, self.alphas = estimator, alphas
+        self.fit_mode, self.coef_, self.dual_coef_ = fit.mode, fit.coef, fit.dual_coef
+        self.basis_indices_, self.X_fit_ = fit.basis_indices, fit.X_fit
+        self.n_iter_, self.converged_ = fit.n_iter, fit.converged
+        self._fit_args = (fit, one_d, n_features, n_samples)
 
     def __len__(self):
         return self.alphas.size
@@ -408,7 +322,8 @@ class RankRLSPath:
     def fitted_estimator(self, k):
         """A fitted :class:`RankRLS` for ``alphas[k]`` (shares arrays, no refit)."""
         est = type(self.estimator)(**{**self.estimator.get_params(deep=False), "alpha": float(self.alphas[k])})
-        return est._apply_fit(self._fit, k, self._one_d, self._n_features, self._n_samples)
+        fit, one_d, n_features, n_samples = self._fit_args
+        return est._apply_fit(fit, k, one_d, n_features, n_samples)
 
     def predict(self, X):
         """Scores for every alpha: (n_alphas, p) or (n_alphas, p, v)."""
@@ -418,12 +333,10 @@ class RankRLSPath:
 def rankrls_path(X, y, alphas, *, groups=None, estimator=None):
     """Fit RankRLS for every value in ``alphas`` from one decomposition (paper Sect. 3.2, eq. 31).
 
-    The dual eigendecomposes S K S once (O(m^3)); each alpha then costs O(m^2 v), and all of
-    them are formed in one matrix product.  The primal (linear kernel, n < m) does the same
-    with the n x n matrix X^T L X; subset-of-regressors models (``basis_vectors``) with the
+    The dual eigendecomposes S K S once (O(m^3)), then all alphas cost one O(m^2 v) product; the
+    primal (linear kernel, n < m) does the same with X^T L X, ``basis_vectors`` models with the
     |R| x |R| system (eq. 42); CG runs once per alpha, warm-started.  ``estimator`` (a
-    :class:`RankRLS`, default ``RankRLS()``) provides the kernel, solver and group weighting; its
-    ``alpha`` is ignored.
+    :class:`RankRLS`, default ``RankRLS()``) gives every parameter but ``alpha``.
 
     Returns
     -------
@@ -435,5 +348,4 @@ def rankrls_path(X, y, alphas, *, groups=None, estimator=None):
     est._validate_params()
     alphas = check_alphas(alphas)
     problem = est._scores_problem(X, y, groups, est.group_weighting, est._exclude_ties())
-    fit = est._solve(problem, alphas)
-    return RankRLSPath(est, alphas, fit, problem.one_d, problem.n_features, problem.m)
+    return RankRLSPath(est, alphas, est._solve(problem, alphas), problem.one_d, problem.n_features, problem.m)

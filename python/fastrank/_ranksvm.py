@@ -1,22 +1,12 @@
 """RankSVM (Joachims 2002; slides 003, "Hinge loss for preference learning") without a pair list.
 
-Minimises, over w (linear) or f = K beta in the kernel's RKHS,
-
-    1/2 ||w||^2  +  C * sum over preference pairs (i, j) of  weight_ij * l(1 - (f(x_i) - f(x_j)))
-
-with l the squared hinge max(0, z)^2 (``loss="squared_hinge"``, "L2-loss RankSVM") or the hinge
-max(0, z) (``loss="hinge"``, the original RankSVM QP).  Preference pairs: every (i, j) with
-y_i > y_j (``fit(X, y)``), only those inside a query group (``fit(X, y, groups)``), or an explicit
-multigraph (``fit_preferences(X, pairs, weights)``).  ``C`` multiplies the plain sum over pairs
-(not a mean), as in SVMrank's ``-c`` after its own rescaling is undone.
-
-The pairs are never listed: the C++ core sorts the scores inside each group and counts, with a
-Fenwick tree over the target levels, the pairs whose margin is below one (Airola, Pahikkala &
-Salakoski 2011; Lee & Lin 2014), so the loss, its gradient and Hessian-vector products cost
-O(m log m) per evaluation.  The squared hinge is solved by truncated Newton, the hinge by
-1-slack cutting planes with a certified duality gap (see ``cpp/src/ranksvm.cpp``).  The sparse
-(basis-vector) RankSVM of Pahikkala et al. (004 Sect. 4.4, eq. 43) is the linear RankSVM on the
-empirical kernel map K_mB L^{-T}, K_BB = L L^T (``basis_vectors``).
+``C`` multiplies the plain sum over preference pairs (not a mean), as SVMrank's ``-c`` after its
+own rescaling is undone.  The pairs are never listed: the C++ core sorts the scores inside each
+group and counts, with a Fenwick tree over the target levels, the pairs whose margin is below one
+(Airola, Pahikkala & Salakoski 2011; Lee & Lin 2014), so the loss, its gradient and Hessian-vector
+products cost O(m log m).  The squared hinge is solved by truncated Newton, the hinge by 1-slack
+cutting planes with a certified duality gap (``cpp/src/ranksvm.cpp``); the sparse (basis-vector)
+RankSVM (004 Sect. 4.4, eq. 43) is the linear RankSVM on the empirical kernel map K_mB L^{-T}.
 """
 
 from __future__ import annotations
@@ -66,8 +56,7 @@ def _group_structure(y, groups, m):
 def _graph_structure(pairs, weights, m):
     """Keyword arguments of the core's preference graph, validated."""
     head, tail = check_pairs(pairs, m)
-    pairs = np.stack([head, tail], axis=1)
-    l = pairs.shape[0]
+    l = head.size
     if weights is None:
         w = np.ones(l)
     else:
@@ -80,8 +69,7 @@ def _graph_structure(pairs, weights, m):
             raise ValueError("weights must be >= 0 (swap the pair to reverse a preference)")
         if not (w > 0).any():
             raise ValueError("No preference pairs: every weight is 0")
-    return dict(head=np.ascontiguousarray(pairs[:, 0]), tail=np.ascontiguousarray(pairs[:, 1]),
-                weight=np.ascontiguousarray(w))
+    return dict(head=head, tail=tail, weight=np.ascontiguousarray(w))
 
 
 # Beyond this C max|X|^2 the Newton / cutting-plane products overflow or lose every digit of the
@@ -119,9 +107,10 @@ def _rescaled(X, C):
 class RankSVM(KernelMixin, Ranker):
     """Ranking SVM (Joachims 2002), linear or kernel, exact and without forming pairs.
 
-    Minimises ``1/2 ||w||^2 + C * sum_{(i,j) in P} weight_ij * l(1 - (f(x_i) - f(x_j)))`` where P
-    holds the pairs with ``y_i > y_j`` (all rows, or inside each query group), or the edges given
-    to :meth:`fit_preferences`; l is the squared hinge or the hinge.
+    Minimises ``1/2 ||w||^2 + C * sum_{(i,j) in P} weight_ij * l(1 - (f(x_i) - f(x_j)))`` over w
+    (linear) or f = K beta, where P holds the pairs with ``y_i > y_j`` (all rows, or inside each
+    query group) or the edges given to :meth:`fit_preferences`, and l is the squared hinge
+    max(0, z)^2 ("L2-loss RankSVM") or the hinge max(0, z) (the original RankSVM QP).
 
     Parameters
     ----------
@@ -131,74 +120,57 @@ class RankSVM(KernelMixin, Ranker):
         "squared_hinge" (L2-loss RankSVM): truncated Newton with line search, O(m log m) per loss /
         gradient / Hessian-vector evaluation (Lee & Lin 2014).  "hinge" (the original RankSVM QP):
         1-slack cutting planes (Joachims 2006) over the same oracle, each master QP solved exactly.
-    kernel : {"linear", "rbf"/"gaussian", "poly"/"polynomial", "precomputed"}, default="linear"
-        "linear" works in the primal on dense or scipy.sparse X (CSR used without a copy).  Other
-        kernels use the representer form f = K beta with m unknowns (O(m^2) per iteration and one
-        m x m kernel matrix, behind the memory guard).  "precomputed": ``fit`` takes the (m, m)
-        kernel and ``predict`` the (p, m) kernel against the training rows.
-    gamma, degree, coef0 :
-        Kernel parameters, as for :class:`fastrank.RankRLS` (gamma None: 1 / n_features).
+    %(kernel)s
+        "linear" works in the primal on dense or scipy.sparse X (CSR used without a copy); other
+        kernels use the representer form f = K beta (O(m^2) per iteration, one m x m kernel matrix
+        behind the memory guard).
+    %(gamma)s %(degree)s %(coef0)s
     tol : float, default=1e-6
-        Squared hinge: stop when the gradient norm falls below tol times its value at zero.  Hinge:
-        stop when the certified relative duality gap (objective - lower bound) / objective <= tol.
+        Stop when the gradient norm falls below tol times its value at zero (squared hinge), or the
+        certified relative duality gap (objective - lower bound) / objective <= tol (hinge).
     max_iter : int, default=1000
         Newton iterations (squared hinge) or cutting planes (hinge); stopping there emits
         :class:`fastrank.exceptions.ConvergenceWarning`.
     margin : {"unit", "difference"}, default="unit"
-        "unit": the loss of pair (i, j) is l(1 - (f_i - f_j)).  "difference": l((y_i - y_j) -
-        (f_i - f_j)), the hinge ranking loss of Agarwal & Niyogi (002, Sect. 5.2.1) for
-        ``loss="hinge"``.  Their learner A_h, argmin of (1 / C(m, 2)) sum_{i<j} l_h + lambda ||f||_K^2
-        over all pairs, is ``RankSVM(loss="hinge", margin="difference", C=1 / (lambda m (m - 1)))``
-        fitted without groups (tied pairs have l_h = 0 and are not in P); this is the learner
-        :func:`fastrank.bounds.hinge_ranking_bound` bounds, with the same lambda.  The learner of
-        their Sect. 5.2.2 (least-squares ranking loss, ties again contributing 0) is
-        ``RankRLS(exclude_ties=True)``.  Needs targets (``fit``), not ``fit_preferences``.
+        "unit": the loss of pair (i, j) is l(1 - (f_i - f_j)); "difference": l((y_i - y_j) - (f_i -
+        f_j)) (needs ``fit``'s targets), with ``loss="hinge"`` the hinge ranking loss of Agarwal &
+        Niyogi (002, Sect. 5.2.1): their A_h, argmin of (1 / C(m, 2)) sum_{i<j} l_h + lambda
+        ||f||_K^2, is ``RankSVM(loss="hinge", margin="difference", C=1 / (lambda m (m - 1)))`` without
+        groups, bounded by :func:`fastrank.bounds.hinge_ranking_bound` with the same lambda (their
+        least-squares learner of Sect. 5.2.2 is ``RankRLS(exclude_ties=True)``).
     normalize_C : bool, default=False
         True: the loss is divided by |P|, the number (total weight) of preference pairs, i.e.
         ``1/2 ||w||^2 + (C / |P|) sum_P l`` as in the RankSVM of the slides (003).
-    n_jobs : int or None, default=None
-        Threads of the C++ core (over query groups in the oracle, over rows in the products).
-        None: every core.
-    verbose : int, bool or "auto", default=0
-        Report the solve on stderr: its duration, then the iterations (Newton steps or cutting
-        planes), the objective and the stopping criterion reached.
     basis_vectors : int, array of row indices, boolean mask, or None, default=None
-        Sparse RankSVM through the empirical kernel map (Pahikkala et al., 004 Sect. 4.4, eq. 43):
-        f(x) = sum_{b in B} beta_b k(x, x_b) over a set B of basis rows, minimising
-        ``1/2 beta^T K_BB beta + C sum_P l(...)``.  With K_BB = L L^T (Cholesky, no jitter: a
-        singular K_BB, e.g. duplicate basis rows or more basis rows than features for the linear
-        kernel, is refused), the features Z = K_mB L^{-T} turn it into a linear RankSVM in
-        u = L^T beta, so one fit costs O(m r^2) plus the linear solver on r features.  An int draws
-        that many rows at random (``random_state``), as in ``RankRLS(basis_vectors=...)``.  Only the
-        basis rows and beta are kept.  Not with ``fit_preferences`` on a precomputed kernel
-        ... (precomputed kernels: ``fit`` takes the (m, m) kernel, ``predict`` the (p, m) kernel).
+        Sparse RankSVM through the empirical kernel map (004 Sect. 4.4, eq. 43): f(x) = sum_{b in B}
+        beta_b k(x, x_b) over basis rows B, minimising ``1/2 beta^T K_BB beta + C sum_P l(...)``:
+        with K_BB = L L^T (Cholesky, no jitter: a singular K_BB -- duplicate basis rows, or more than
+        n_features with the linear kernel -- is refused) a linear RankSVM on Z = K_mB L^{-T}, O(m r^2)
+        plus the linear solver on r features.  An int draws that many rows at random
+        (``random_state``); only the basis rows and beta are kept.
     random_state : int, RandomState or None, default=None
         Seed for drawing ``basis_vectors`` rows.
+    %(n_jobs)s %(verbose)s
+        Reports the solve's duration, then the iterations, the objective and the criterion reached.
 
     Attributes
     ----------
     coef_ : ndarray (n_features,) or None
         The weight vector w (linear kernel).
-    dual_coef_ : ndarray (m,) or None
-        beta with f = K(., X_fit_) beta (non-linear or precomputed kernels).
-    X_fit_ : ndarray or None
-        Training rows kept for kernel predictions.
-    objective_ : float
-        The objective at the solution; ``loss_`` the summed pairwise loss there.
-    n_iter_ : int
-        Newton iterations or cutting planes used.
-    converged_ : bool
+    dual_coef_, X_fit_ : ndarray (m,) and the training rows, or None
+        beta with f = K(., X_fit_) beta (non-linear or precomputed kernels; no rows kept for
+        "precomputed").
+    objective_, loss_ : float
+        The objective at the solution and the summed pairwise loss there.
+    n_iter_ : int, converged_ : bool
+        Newton iterations or cutting planes used, and whether ``tol`` was reached.
     n_pairs_ : float
         Number (total weight) of preference pairs in the training problem.
     n_features_in_ : int
     basis_indices_ : ndarray or None
         ``basis_vectors`` only: the training rows of the basis (``X_fit_`` holds those rows and
-        ``dual_coef_`` their beta; a linear kernel keeps ``coef_ = X_B^T beta``).
-
-    Notes
-    -----
-    Predictions are ranking scores; only their differences are meaningful.  ``score`` is
-    ``1 - pairwise_disagreement(y, predict(X), groups, tied_scores="half")``.
+        ``dual_coef_`` their beta; a linear kernel keeps ``coef_ = X_B^T beta``).  Predictions are
+        ranking scores; only their differences are meaningful.
     """
 
     def __init__(self, C=1.0, *, loss="squared_hinge", kernel="linear", gamma=None, degree=3, coef0=1.0, tol=1e-6,
@@ -206,12 +178,12 @@ class RankSVM(KernelMixin, Ranker):
                  verbose=0):
         self._store_params(locals())
 
+    _sparse_input = True
     # C is checked by check_alpha (float64 limits)
     _parameter_constraints = {"loss": [StrOptions(set(_LOSSES))], "tol": [nonneg_real()],
                               "max_iter": [positive_int()], "margin": [StrOptions(set(_MARGINS))],
                               "normalize_C": ["boolean"], "n_jobs": N_JOBS}
 
-    # -- fitting -------------------------------------------------------------------------------
     def _params(self):
         self._validate_params()
         C = check_alpha(self.C, "C")
@@ -241,10 +213,7 @@ class RankSVM(KernelMixin, Ranker):
                     f"C * max|X|^2 = {C_user:.3g} * {scale:.3g}^2 exceeds {_C_SCALED_MAX:g}: the problem is solved at "
                     f"C * max|X|^2 = {_C_SCALED_MAX:g}, beyond which double precision resolves no change of the "
                     "squared hinge's solution; features far smaller than max|X| lose their influence.  "
-                    "Standardize X or use a smaller C.",
-                    ConvergenceWarning,
-                    stacklevel=3,
-                )
+                    "Standardize X or use a smaller C.", ConvergenceWarning, stacklevel=3)
             if sp.issparse(X):
                 p = as_csr(X, "X")
                 out = _core.ranksvm_fit_csr(p.data, p.indices, p.indptr, p.shape[0], p.shape[1], C, code, tol,
@@ -277,16 +246,9 @@ class RankSVM(KernelMixin, Ranker):
         m = X.shape[0]
         basis = select_basis(m, self.basis_vectors, self.random_state)
         check_dense_memory(m, 2, "kernel columns K_mB and features Z", n_cols=basis.size)
-        if spec is None:
-            K_mB = np.asarray(X[:, basis], dtype=np.float64)
-            X_fit = None
-            K_BB = 0.5 * (K_mB[basis] + K_mB[basis].T)
-        else:
-            X_B = X[basis]
-            X_fit = X_B
-            K_mB = np.asarray(kernel_block(spec, X, X_B, n_threads), dtype=np.float64)
-            K_BB = K_mB[basis]
-            K_BB = 0.5 * (K_BB + K_BB.T)
+        X_fit = None if spec is None else X[basis]  # the basis rows X_B
+        K_mB = np.asarray(X[:, basis] if spec is None else kernel_block(spec, X, X_fit, n_threads), dtype=np.float64)
+        K_BB = 0.5 * (K_mB[basis] + K_mB[basis].T)
         try:
             L = scipy.linalg.cholesky(K_BB, lower=True, check_finite=False)
             dmin = float(np.min(np.diag(L))) ** 2
@@ -305,22 +267,17 @@ class RankSVM(KernelMixin, Ranker):
         return "basis", out, X_fit
 
     def _set_fitted(self, X, mode, out, X_fit, n_pairs):
+        steps = "Newton iterations" if self.loss == "squared_hinge" else "cutting planes"
         if out.get("stalled"):
             warnings.warn(
                 f"RankSVM (hinge) stopped after {out['n_iter']} cutting planes: the relative duality gap "
                 f"{out['criterion']:.2e} did not shrink by 10% within 100 cutting planes (tol={self.tol}); the model is "
-                "the best point found.  Use loss='squared_hinge', a smaller C or a larger tol.",
-                ConvergenceWarning,
-                stacklevel=3,
-            )
+                "the best point found.  Use loss='squared_hinge', a smaller C or a larger tol.", ConvergenceWarning,
+                stacklevel=3)
         elif not out["converged"]:
-            what = "Newton iterations" if self.loss == "squared_hinge" else "cutting planes"
             warnings.warn(
-                f"RankSVM stopped after max_iter={self.max_iter} {what} before reaching tol={self.tol} "
-                f"(criterion {out['criterion']:.2e}); increase max_iter or tol.",
-                ConvergenceWarning,
-                stacklevel=3,
-            )
+                f"RankSVM stopped after max_iter={self.max_iter} {steps} before reaching tol={self.tol} "
+                f"(criterion {out['criterion']:.2e}); increase max_iter or tol.", ConvergenceWarning, stacklevel=3)
         coef = np.asarray(out["coef"])
         basis_indices = None
         if mode == "basis":
@@ -341,7 +298,6 @@ class RankSVM(KernelMixin, Ranker):
         self.n_pairs_ = float(n_pairs)
         self.n_features_in_ = X.shape[1]
         if resolve_verbose(self.verbose):
-            steps = "Newton iterations" if self.loss == "squared_hinge" else "cutting planes"
             print(f"[fastrank] RankSVM: {self.n_iter_} {steps}, objective {self.objective_:.10g}, "
                   f"criterion {float(out['criterion']):.2e}, converged={self.converged_}", file=sys.stderr, flush=True)
         return self
@@ -352,7 +308,9 @@ class RankSVM(KernelMixin, Ranker):
         ``groups`` holds one id per row (any order or type).  Groups of one row, or whose rows
         share one target value, have no pairs and do not influence the model.
         """
-        X, structure, n_pairs = self._group_problem(X, y, groups)
+        return self._fit_structure(*self._group_problem(X, y, groups))
+
+    def _fit_structure(self, X, structure, n_pairs):
         with stage(f"RankSVM {self.loss} (m={X.shape[0]}, {n_pairs:.0f} pairs)", verbose=self.verbose):
             mode, out, X_fit = self._solve(X, structure, n_pairs)
         return self._set_fitted(X, mode, out, X_fit, n_pairs)
@@ -379,12 +337,8 @@ class RankSVM(KernelMixin, Ranker):
         self._params()
         X = self._check_fit_X(X, allow_sparse=True)
         structure = _graph_structure(pairs, weights, X.shape[0])
-        n_pairs = float(structure["weight"].sum())
-        with stage(f"RankSVM {self.loss} (m={X.shape[0]}, {n_pairs:.0f} pairs)", verbose=self.verbose):
-            mode, out, X_fit = self._solve(X, structure, n_pairs)
-        return self._set_fitted(X, mode, out, X_fit, n_pairs)
+        return self._fit_structure(X, structure, float(structure["weight"].sum()))
 
-    # -- prediction ----------------------------------------------------------------------------
     def predict(self, X):
         """Ranking scores (p,): a higher score means ranked higher."""
         check_is_fitted(self, "fit_mode_")
@@ -405,11 +359,6 @@ class RankSVM(KernelMixin, Ranker):
         spec = self._kernel_spec(self.n_features_in_)
         return spec.predict(X, self.X_fit_, self.dual_coef_.reshape(-1, 1), check_n_jobs(self.n_jobs))[:, 0]
 
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.input_tags.sparse = self.kernel != "precomputed"
-        return tags
-
 
 def _count_pairs(y, groups, m):
     """Number of pairs with y_i > y_j (inside groups): sum over groups of (n^2 - sum_l n_l^2) / 2."""
@@ -424,10 +373,10 @@ def _count_pairs(y, groups, m):
 def ranksvm_path(X, y, Cs, groups=None, *, verbose=0, **params):
     """Linear RankSVM fitted for every C in ``Cs``, warm-starting each fit from the previous one.
 
-    The values are visited in increasing order (the solution grows with C, so each start is close);
-    the squared hinge's truncated Newton then needs a few iterations per value.  The hinge is
-    solved from zero for each C (still exact).  Every fit is the model ``RankSVM(C=C, **params)``
-    would give, to its ``tol``.  ``verbose``: progress per value of C (see ``fastrank._progress``).
+    The values are visited in increasing order (the solution grows with C, so each start is close:
+    the squared hinge's truncated Newton needs a few iterations per value; the hinge starts from
+    zero).  Every fit is the model ``RankSVM(C=C, **params)`` gives, to its ``tol``.  ``verbose``:
+    progress per value of C.
 
     Returns
     -------

@@ -111,31 +111,20 @@ class SVRank(KernelMixin, Ranker):
                \max\bigl(0,\ |(h(x_j) - h(x_i)) - (y_j - y_i)| - \varepsilon\bigr)
 
     over **ordered** pairs (i, j) of rows (each unordered pair counts twice; i = j costs 0), with
-    ``N = sum_q n_q^2`` the number of ordered pairs.  Without ``groups`` there is one group and
-    ``N = m^2``: exactly the paper's ``C / m^2`` normalisation.  With ``groups`` only pairs inside a
-    group count and the pair term stays a mean over the ordered pairs (paper's spirit: ``C`` times
-    the average pair cost), so a group of n_q rows weighs n_q^2 / N.  Note the regulariser is
+    ``N = sum_q n_q^2`` the number of ordered pairs: without ``groups`` one group and ``N = m^2``,
+    the paper's ``C / m^2``; with ``groups`` only pairs inside a group count and the pair term stays
+    ``C`` times the mean pair cost (a group of n_q rows weighs n_q^2 / N).  The regulariser is
     ``||h||^2`` (no 1/2), as in the paper.
 
-    The pair term depends only on residual differences r_j - r_i (r = h(X) - y), so the loss and
-    a subgradient cost one sort of the residuals per group, O(m log m).  The problem is solved to
-    ``tol`` by a cutting-plane method on its one-slack form (Joachims 2006): every iteration adds the
-    tangent plane of the pair term at the current point and solves the model's dual (a QP over the
-    simplex with one variable per plane) exactly, with the OCAS line search (Franc & Sonnenburg
-    2009) between the best point and the model's minimiser.  The dual value certifies a lower
-    bound, and the loop stops when ``F - lower bound <= tol * (F(0) - lower bound)``: the gap
-    relative to the achievable decrease, which does not vanish with the scale of X, y or C (a
-    decrease far below the rounding of F(0) is still found, never reported as w = 0).
-
-    With ``loss="squared_epsilon_insensitive"`` the cost is squared (the paper's c_SVR with n = 2,
-    §2.2): ``max(0, |(h(x_j) - h(x_i)) - (y_j - y_i)| - epsilon)^2``, same pairs, same ``C / N``
-    and ``||h||^2``.  F is then smooth and strictly convex; it is minimised by a generalised Newton
-    method (conjugate gradients on the Hessian 2 I + (C/N) X^T H X, with H four times the Laplacian
-    of the pairs outside the tube, evaluated like the loss by one sort per group, O(m log m)), and
-    the solve stops when the gradient norm is below ``tol`` times its value at h = 0.  Non-linear
-    kernels are solved in the coordinates u = L^T P^T beta of the pivoted Cholesky factorisation
-    K = P L L^T P^T (LAPACK dpstrf, rank-revealing for a semi-definite K; one O(m^3 / 3)
-    factorisation), in which ||h||^2 = ||u||^2 and f = K beta = P L u.
+    The pair term depends only on residual differences r_j - r_i (r = h(X) - y): the loss and a
+    subgradient cost one sort of the residuals per group, O(m log m).  Cutting planes on the
+    one-slack form (Joachims 2006) solve each model's dual exactly, with the OCAS line search
+    (Franc & Sonnenburg 2009); the dual value certifies a lower bound.  The squared cost
+    (``loss="squared_epsilon_insensitive"``, c_SVR with n = 2, §2.2) makes F smooth and strictly
+    convex: a generalised Newton method (conjugate gradients on 2 I + (C/N) X^T H X, H four times
+    the Laplacian of the pairs outside the tube).  Non-linear kernels are solved in the coordinates
+    u = L^T P^T beta of the pivoted Cholesky factorisation K = P L L^T P^T (LAPACK dpstrf,
+    rank-revealing for a semi-definite K), where ||h||^2 = ||u||^2 and f = K beta = P L u.
 
     Parameters
     ----------
@@ -145,23 +134,20 @@ class SVRank(KernelMixin, Ranker):
         Width of the insensitive zone on predicted minus true score differences, >= 0.
     loss : {"epsilon_insensitive", "squared_epsilon_insensitive"}, default="epsilon_insensitive"
         The pair cost: n = 1 (cutting planes) or n = 2 (Newton) in the paper's c_SVR.
-    kernel : {"linear", "rbf", "poly", "precomputed"}, default="linear"
-        ``"linear"`` solves for a weight vector (primal, O(mn) per iteration); the others for the
-        representer coefficients ``dual_coef_`` (f = K beta; one m x m kernel matrix, O(m^2) per
-        iteration, guarded by the dense-memory limit).  Kernel conventions as in :class:`RankRLS`.
-    gamma, degree, coef0 : kernel parameters, as in :class:`RankRLS`.
+    %(kernel)s
+        "linear" solves for a weight vector (O(mn) per iteration); the others for the representer
+        coefficients ``dual_coef_`` (f = K beta; one m x m kernel matrix behind the dense-memory
+        limit, O(m^2) per iteration).
+    %(gamma)s %(degree)s %(coef0)s
     tol : float, default=1e-6
-        Cutting-plane gap at which to stop, relative to the achievable decrease:
-        ``(best F - lower bound) / (F(0) - lower bound)``.  Squared cost: gradient norm relative to
-        its value at h = 0.
+        Stop when the cutting-plane gap relative to the achievable decrease, ``(best F - lower
+        bound) / (F(0) - lower bound)``, is below tol (it does not vanish with the scale of X, y or
+        C).  Squared cost: the gradient norm relative to its value at h = 0.
     max_iter : int, default=1000
         Maximum number of oracle calls (cutting planes; Newton iterations for the squared cost);
         reaching it emits :class:`fastrank.exceptions.ConvergenceWarning`.
-    n_jobs : int or None
-        Threads for the sorting oracle (None: every core).
-    verbose : int, bool or "auto", default=0
-        Progress on stderr (:mod:`fastrank._progress`): the kernel matrix and the cutting-plane
-        solve with their timings, then the planes used and the final gap.
+    %(n_jobs)s %(verbose)s
+        Reports the kernel matrix and the solve with their timings, then the iterations and the gap.
 
     Attributes
     ----------
@@ -169,10 +155,8 @@ class SVRank(KernelMixin, Ranker):
         Weight vector (linear kernel).
     dual_coef_ : ndarray (m,) or None
         Representer coefficients beta, f(x) = sum_i beta_i k(x, x_i) (non-linear kernels).
-    n_iter_ : int
-        Cutting planes used (Newton iterations for the squared cost).
-    objective_ : float
-        F at the returned model.
+    n_iter_, objective_ : int and float
+        Cutting planes used (Newton iterations for the squared cost) and F at the returned model.
     gap_ : float
         Certified gap ``(objective_ - lower bound) / (F(0) - lower bound)`` at exit; for the
         squared cost the relative gradient norm ``||grad F|| / ||grad F(0)||``.

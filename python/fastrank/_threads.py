@@ -1,39 +1,25 @@
 """Threads that compose: one rule for fastrank's C++ threads, BLAS threads and Python threads.
 
-The rule (README, "Threads"):
+1. Compute regions (a dense solve, a kernel matrix, a cross-validation) draw their threads from
+   one process-wide budget of ``os.cpu_count()`` cores: a region that wants ``t`` threads waits
+   until ``t`` cores are free, so concurrent calls from Python threads do not oversubscribe.
+2. While a region runs, ONE BLAS does its dense work: SciPy's OpenBLAS (the C++ core's, through
+   ``threadpoolctl``) gets the region's threads when it runs alone and one thread otherwise; any
+   other BLAS copy (numpy's) runs single-threaded.  Two threaded OpenBLAS pools used alternately
+   spin against each other (measured on 2 cores: exact linear cross-validation 3-15x slower, and
+   ``OPENBLAS_NUM_THREADS`` does not reach both).  The setting changes only when no other region
+   runs (not safe during another thread's call) and is restored when the last region ends.
+3. Regions nest: a thread that already holds a region runs inside its budget (no deadlock).
 
-1. fastrank's compute regions (a dense solve, a kernel matrix, a cross-validation) draw their
-   threads from one process-wide budget of ``os.cpu_count()`` cores.  A region that wants ``t``
-   threads (its resolved ``n_jobs``) waits until ``t`` cores are free, so concurrent fastrank
-   calls from Python threads run one after another (or side by side when their thread counts
-   fit) instead of oversubscribing the cores.
-2. While a region runs, ONE BLAS does its dense work: SciPy's OpenBLAS (the copy the C++ core
-   calls for every product and factorization, reached through ``threadpoolctl``) uses the region's
-   thread count when it runs alone and one thread when other regions run at the same time; any
-   other BLAS copy loaded in the process (numpy's own OpenBLAS) runs single-threaded inside the
-   region.  Two multi-threaded OpenBLAS pools used alternately spin against each other for the
-   same cores (measured on 2 cores: exact linear cross-validation 3-15x slower than with one
-   thread, and ``OPENBLAS_NUM_THREADS`` does not reach both), so a region never leaves two pools
-   threaded.  The BLAS setting is only changed when no other region is running (changing
-   OpenBLAS's thread count during a call in another thread is not safe), and it is restored when
-   the last region ends.
-3. Regions nest: a region entered by a thread that already holds one runs inside the outer one's
-   budget (no second wait, no deadlock).
-
-Results never depend on this: fastrank's threaded kernels give bit-identical results for every
-thread count, and BLAS results differ only in rounding (within the tests' tolerances).
-
-Use :func:`compute_region` around any call into the C++ core that runs threads or BLAS::
-
-    with compute_region(n_threads):
-        A = _core.rankrls_fit(...)
-
-``FASTRANK_THREAD_POLICY=off`` disables the mechanism (regions then do nothing).
+Results never depend on this (the threaded kernels are bit-identical for every thread count; BLAS
+differs only in rounding).  Wrap any call into the C++ core that runs threads or BLAS in
+``with compute_region(n_threads):``; ``FASTRANK_THREAD_POLICY=off`` disables the mechanism.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import threading
 
@@ -54,9 +40,7 @@ def threads_for_work(flops):
     """The default thread count (``n_jobs=None``) for a call of about ``flops`` floating-point
     operations: one thread per ``_FLOPS_PER_THREAD`` of work, at least 1, at most every core."""
     flops = float(flops)
-    if not flops > 0:
-        return 1
-    return int(max(1, min(cpu_budget(), flops // _FLOPS_PER_THREAD)))
+    return int(max(1, min(cpu_budget(), flops // _FLOPS_PER_THREAD))) if flops > 0 else 1
 
 
 class _ThreadBudget:
@@ -67,28 +51,14 @@ class _ThreadBudget:
         self.cond = threading.Condition()
         self.free = None           # cores not held by a region (lazily cpu_budget())
         self.active = 0            # regions running now
-        self.saved_limits = None   # the limiter restoring the user's BLAS setting at the end
+        self.saved_limits = None   # (library, threads) pairs restoring the user's BLAS setting at the end
         self.blas_now = 1          # BLAS threads set by the first of the running regions
         self.local = threading.local()
-        self.controller = None
-        self.controller_failed = False
-
-    def blas_controller(self):
-        """threadpoolctl's controller of the loaded BLAS libraries (created once), or None."""
-        if self.controller is None and not self.controller_failed:
-            try:
-                import scipy.linalg.cython_lapack  # noqa: F401  (load SciPy's OpenBLAS before the scan)
-                from threadpoolctl import ThreadpoolController
-
-                self.controller = ThreadpoolController()
-            except Exception:  # pragma: no cover - threadpoolctl missing or failing: no BLAS control
-                self.controller_failed = True
-        return self.controller
 
     def set_blas(self, n):
         """SciPy's BLAS to n threads, every other BLAS copy to one (module docstring, rule 2);
-        returns the limiter whose restore_original_limits undoes it (None: nothing changed)."""
-        ctl = self.blas_controller()
+        returns what :func:`_set_threads` needs to undo it (None: nothing changed)."""
+        ctl = blas_controller()
         if ctl is None:
             return None
         try:
@@ -96,7 +66,7 @@ class _ThreadBudget:
             want = [(lib, int(n) if _is_scipy_blas(lib) else 1) for lib in libs]
             if all(lib.num_threads == k for lib, k in want):
                 return None  # already so: no limit/restore round trip
-            return _BlasLimits(want)
+            return _set_threads(want)
         except Exception:  # pragma: no cover
             return None
 
@@ -134,7 +104,7 @@ class _ThreadBudget:
             self.active -= 1
             if self.active == 0 and self.saved_limits is not None:
                 try:
-                    self.saved_limits.restore_original_limits()
+                    _set_threads(self.saved_limits)
                 except Exception:  # pragma: no cover
                     pass
                 self.saved_limits = None
@@ -147,28 +117,30 @@ def _is_scipy_blas(lib):
     return "/scipy.libs/" in path or "/scipy/" in path or "/scipy/.dylibs/" in path
 
 
-class _BlasLimits:
-    """Thread counts set on some BLAS libraries, restorable (threadpoolctl's limiter contract)."""
-
-    def __init__(self, want):
-        self.saved = [(lib, lib.num_threads) for lib, _ in want]
-        for lib, k in want:
-            if lib.num_threads != k:
-                lib.set_num_threads(k)
-
-    def restore_original_limits(self):
-        for lib, k in self.saved:
-            if lib.num_threads != k:
-                lib.set_num_threads(k)
+def _set_threads(want):
+    """Set the thread count of each ``(library controller, threads)`` pair; returns the pairs that
+    restore the previous counts."""
+    saved = [(lib, lib.num_threads) for lib, _ in want]
+    for lib, k in want:
+        if lib.num_threads != k:
+            lib.set_num_threads(k)
+    return saved
 
 
 _BUDGET = _ThreadBudget()
 
 
+@functools.lru_cache(maxsize=None)
 def blas_controller():
     """The threadpoolctl controller of the loaded BLAS libraries (created once), or None when
     threadpoolctl is unavailable."""
-    return _BUDGET.blas_controller()
+    try:
+        import scipy.linalg.cython_lapack  # noqa: F401  (load SciPy's OpenBLAS before the scan)
+        from threadpoolctl import ThreadpoolController
+
+        return ThreadpoolController()
+    except Exception:  # pragma: no cover - threadpoolctl missing or failing: no BLAS control
+        return None
 
 
 @contextlib.contextmanager
@@ -179,17 +151,11 @@ def compute_region(n_threads):
         yield
         return
     depth = _BUDGET.depth()
-    if depth > 0:  # nested: already inside this thread's budget
-        _BUDGET.set_depth(depth + 1)
-        try:
-            yield
-        finally:
-            _BUDGET.set_depth(depth)
-        return
-    taken = _BUDGET.acquire(n_threads)
-    _BUDGET.set_depth(1)
+    taken = _BUDGET.acquire(n_threads) if depth == 0 else None  # nested: inside this thread's budget
+    _BUDGET.set_depth(depth + 1)
     try:
         yield
     finally:
-        _BUDGET.set_depth(0)
-        _BUDGET.release(taken)
+        _BUDGET.set_depth(depth)
+        if taken is not None:
+            _BUDGET.release(taken)

@@ -1,30 +1,23 @@
 """Stability-based generalization bounds for kernel ranking (Agarwal & Niyogi 2009; Cortes, Mohri
 & Rastogi 2007).
 
-Each calculator returns the right-hand side of a high-probability bound on the expected error of
-a ranking function learned by a regularized kernel method: with probability at least 1 - delta
-over the draw of the m training examples,
+Each calculator returns the right-hand side of a bound that holds with probability >= 1 - delta
+over the draw of the m training examples: expected error < empirical term + stability term(m) +
+confidence term(m, delta).  ``empirical`` is the training-sample quantity the theorem names
+(default 0: the generalization gap alone); :func:`empirical_term` computes it from a fitted
+estimator.  Papers: 002 = Agarwal & Niyogi, "Generalization bounds for ranking algorithms via
+algorithmic stability" (JMLR 2009); 000 = Cortes, Mohri & Rastogi, "Magnitude-preserving ranking
+algorithms".  "ln" is the natural logarithm.
 
-    expected error  <  empirical term  +  stability term(m)  +  confidence term(m, delta).
+Both papers need a bounded kernel, K(x, x) <= kappa^2 for every x (kappa = 1 for the Gaussian
+kernel; kappa = inf, e.g. a linear kernel on unbounded inputs, has no bound).
+:func:`kernel_kappa` gives sqrt(max_i K(x_i, x_i)) on given rows, a lower bound of the supremum.
 
-``empirical`` is the training-sample quantity the theorem names (default 0, which returns the
-two data-independent terms alone, i.e. the generalization gap); :func:`empirical_term` computes
-it from a fitted estimator and its training data.  Papers: 002 = Agarwal & Niyogi, "Generalization
-bounds for ranking algorithms via algorithmic stability" (JMLR 2009); 000 = Cortes, Mohri &
-Rastogi, "Magnitude-preserving ranking algorithms".  "ln" is the natural logarithm.
-
-Conventions (both papers): the kernel is bounded, K(x, x) <= kappa^2 for every x, so ``kappa`` is
-the square root of sup_x K(x, x) (kappa = 1 for the Gaussian kernel); an unbounded kernel
-(kappa = inf, e.g. a linear or polynomial kernel on unbounded inputs) has no such bound.
-:func:`kernel_kappa` gives the value sqrt(max_i K(x_i, x_i)) on given rows — a lower bound of the
-supremum over the input space, which the theorems need.
-
-Which regularization parameter: 002's algorithms minimise R_l(f; S) + lambda ||f||_K^2 with the
-empirical error averaged over the C(m, 2) pairs (Sect. 5.2), so ``RankRLS(alpha)`` on all pairs
-of continuous labels is 002's least-squares algorithm with lambda = alpha / C(m, 2) (RankRLS
-also penalises score differences of tied labels, which 002's l_sq does not).  000's algorithms
-minimise ||h||_K^2 + C (1/m^2) sum_{i,j} c(h, x_i, x_j) (eq. 8), so ``MPRank(C)`` is 000's MPRank
-with the same C.
+Regularization parameters: 002 minimises R_l(f; S) + lambda ||f||_K^2 with the empirical error
+averaged over the C(m, 2) pairs (Sect. 5.2), so ``RankRLS(alpha)`` on all pairs of continuous
+labels is 002's least-squares algorithm with lambda = alpha / C(m, 2) (RankRLS also penalises
+score differences of tied labels, which 002's l_sq does not).  000 minimises ||h||_K^2 +
+C (1/m^2) sum_{i,j} c(h, x_i, x_j) (eq. 8), so ``MPRank(C)`` is 000's MPRank with the same C.
 """
 
 from __future__ import annotations
@@ -38,66 +31,46 @@ from ._kernels import resolve_kernel
 from ._validation import as_float_matrix
 from .metrics import magnitude_preserving_cost, stability_ranking_loss
 
-__all__ = [
-    "agarwal_niyogi_score_stability_bound",
-    "agarwal_niyogi_loss_stability_bound",
-    "hinge_ranking_bound",
-    "least_squares_ranking_bound",
-    "magnitude_preserving_bound",
-    "empirical_term",
-    "kernel_kappa",
-]
+__all__ = ["agarwal_niyogi_score_stability_bound", "agarwal_niyogi_loss_stability_bound", "hinge_ranking_bound",
+           "least_squares_ranking_bound", "magnitude_preserving_bound", "empirical_term", "kernel_kappa"]
 
 
-# --------------------------------------------------------------------------------------------
-# parameter checks: each names the theorem's condition
+# Parameter checks: each names the theorem's condition.
+_LAM = "the regularization parameter lambda of 002 eq. 4 must be positive"
+_SIGMA = "the loss must be sigma-admissible with sigma > 0 (002 Definition 9)"
+_LABELS = "labels lie in [0, M] with M > 0"
+
+
+def _check(value, name, need, ok, kind=numbers.Real):
+    """``value`` (a number of ``kind``, not a bool, with ``ok(value)``) as float, or int for
+    ``numbers.Integral``; otherwise a ValueError "{name} must {need}"."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, kind) or not ok(value):
+        raise ValueError(f"{name} must {need}, got {value!r}")
+    return int(value) if kind is numbers.Integral else float(value)
 
 
 def _positive(value, name, condition):
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
-        raise ValueError(f"{name} must be a real number ({condition}), got {value!r}")
-    value = float(value)
-    if math.isnan(value) or value <= 0:
-        raise ValueError(f"{name} must be > 0 ({condition}), got {value!r}")
-    if math.isinf(value):
-        raise ValueError(f"{name} must be finite ({condition}), got {value!r}")
-    return value
+    return _check(value, name, f"be > 0 and finite ({condition})", lambda v: 0 < v < math.inf)
 
 
 def _kappa(kappa):
-    if isinstance(kappa, (bool, np.bool_)) or not isinstance(kappa, numbers.Real) or math.isnan(float(kappa)):
-        raise ValueError(f"kappa must be a real number with K(x, x) <= kappa^2 for all x, got {kappa!r}")
-    kappa = float(kappa)
-    if math.isinf(kappa):
+    if isinstance(kappa, numbers.Real) and not isinstance(kappa, (bool, np.bool_)) and math.isinf(kappa):
         raise ValueError("kappa = inf: the kernel is unbounded, but the theorem needs a bounded kernel, "
                          "K(x, x) <= kappa^2 < inf for all x (e.g. a Gaussian kernel, kappa = 1, or bounded inputs)")
-    if kappa <= 0:
-        raise ValueError(f"kappa must be > 0 (K(x, x) <= kappa^2 with a non-zero kernel), got {kappa!r}")
-    return kappa
+    return _check(kappa, "kappa", "be a real number > 0 with K(x, x) <= kappa^2 for all x (a non-zero kernel)",
+                  lambda v: v > 0)
 
 
-def _delta(delta):
-    if isinstance(delta, (bool, np.bool_)) or not isinstance(delta, numbers.Real) or not (0.0 < float(delta) < 1.0):
-        raise ValueError(f"delta must satisfy 0 < delta < 1 (the bound holds with probability 1 - delta), "
-                         f"got {delta!r}")
-    return float(delta)
+def _m_kappa_delta(m, kappa, delta):
+    """The arguments every bound shares, checked."""
+    m = _check(m, "m", "be an integer >= 2 (the number of training examples; pairs need two)", lambda v: v >= 2,
+               numbers.Integral)
+    delta = _check(delta, "delta", "satisfy 0 < delta < 1 (the bound holds with probability 1 - delta)",
+                   lambda v: 0 < v < 1)
+    return m, _kappa(kappa), delta
 
 
-def _m(m):
-    if isinstance(m, (bool, np.bool_)) or not isinstance(m, numbers.Integral) or m < 2:
-        raise ValueError(f"m must be an integer >= 2 (the number of training examples; pairs need two), got {m!r}")
-    return int(m)
-
-
-def _empirical(value):
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real) or not math.isfinite(value) \
-            or value < 0:
-        raise ValueError(f"empirical must be a finite number >= 0 (an empirical error), got {value!r}")
-    return float(value)
-
-
-# --------------------------------------------------------------------------------------------
-# arithmetic in log space: kappa^2, M^2, 1/lam or m may each lie outside float64 while the bound
+# Arithmetic in log space: kappa^2, M^2, 1/lam or m may each lie outside float64 while the bound
 # itself is representable (kappa = 1e200 with lam = 1e300), so every term is a product of logs.
 
 _LOG_MAX = math.log(np.finfo(np.float64).max)
@@ -117,7 +90,9 @@ def _log_root(m, log_of_delta_term):
 def _total(empirical, log_terms, **inputs):
     """empirical + sum(exp(log_terms)), or a ValueError naming the inputs when the bound exceeds float64."""
     if max(log_terms) < _LOG_MAX:
-        total = _empirical(empirical) + math.fsum(math.exp(t) for t in log_terms)
+        empirical = _check(empirical, "empirical", "be a finite number >= 0 (an empirical error)",
+                           lambda v: 0 <= v < math.inf)
+        total = empirical + math.fsum(math.exp(t) for t in log_terms)
         if math.isfinite(total):
             return total
     shown = ", ".join(f"{k}={v!r}" for k, v in inputs.items())
@@ -125,7 +100,6 @@ def _total(empirical, log_terms, **inputs):
                      "error is at most 1, a cost at most its range); use a larger m or lam/smaller C, kappa or M")
 
 
-# --------------------------------------------------------------------------------------------
 # Agarwal & Niyogi (002)
 
 
@@ -141,11 +115,8 @@ def agarwal_niyogi_score_stability_bound(m, lam, kappa, M, delta, *, sigma=1.0, 
     where R is the expected discrete ranking error (002 eq. 1) and R_l1 the empirical l_1 error
     (``stability_ranking_loss(loss="gamma", gamma=1)``), passed as ``empirical``.
     """
-    m, delta = _m(m), _delta(delta)
-    lam = _positive(lam, "lam", "the regularization parameter lambda of 002 eq. 4 must be positive")
-    kappa = _kappa(kappa)
-    M = _positive(M, "M", "labels lie in [0, M] with M > 0")
-    sigma = _positive(sigma, "sigma", "the loss must be sigma-admissible with sigma > 0 (002 Definition 9)")
+    m, kappa, delta = _m_kappa_delta(m, kappa, delta)
+    lam, M, sigma = _positive(lam, "lam", _LAM), _positive(M, "M", _LABELS), _positive(sigma, "sigma", _SIGMA)
     return _stability_bound(m, lam, kappa, delta, log_s=math.log(sigma), empirical=empirical, M=M, sigma=sigma)
 
 
@@ -170,11 +141,9 @@ def agarwal_niyogi_loss_stability_bound(m, lam, kappa, B, delta, *, sigma, empir
 
     with ``empirical`` = R_l(f_S; S), the empirical error in the minimised loss l itself.
     """
-    m, delta = _m(m), _delta(delta)
-    lam = _positive(lam, "lam", "the regularization parameter lambda of 002 eq. 4 must be positive")
-    kappa = _kappa(kappa)
+    m, kappa, delta = _m_kappa_delta(m, kappa, delta)
+    lam, sigma = _positive(lam, "lam", _LAM), _positive(sigma, "sigma", _SIGMA)
     B = _positive(B, "B", "the loss must be bounded, l <= B with B > 0")
-    sigma = _positive(sigma, "sigma", "the loss must be sigma-admissible with sigma > 0 (002 Definition 9)")
     return _stability_bound(m, lam, kappa, delta, log_s=2.0 * math.log(sigma), empirical=empirical, B=B, sigma=sigma)
 
 
@@ -195,16 +164,13 @@ def least_squares_ranking_bound(m, lam, kappa, M, delta, *, empirical=0.0):
         R(f_S) < R_l1(f_S; S) + (64 kappa^2 M / (lam m)) (1 + 2 kappa / sqrt(lam))
                  + ((32 kappa^2 M / lam) (1 + 2 kappa / sqrt(lam)) + M) sqrt(2 ln(1/delta) / m)
     """
-    m, delta = _m(m), _delta(delta)
-    lam_ = _positive(lam, "lam", "the regularization parameter lambda of 002 eq. 4 must be positive")
-    kappa_ = _kappa(kappa)
-    M_ = _positive(M, "M", "labels lie in [0, M] with M > 0")
+    m, kappa, delta = _m_kappa_delta(m, kappa, delta)
+    lam, M = _positive(lam, "lam", _LAM), _positive(M, "M", _LABELS)
     # log sigma, sigma = 2 M (1 + 2 kappa / sqrt(lam)): kappa / sqrt(lam) may overflow on its own
-    log_sigma = math.log(2.0 * M_) + _log_add(0.0, math.log(2.0 * kappa_) - 0.5 * math.log(lam_))
-    return _stability_bound(m, lam_, kappa_, delta, log_s=log_sigma, empirical=empirical, M=M_)
+    log_sigma = math.log(2.0 * M) + _log_add(0.0, math.log(2.0 * kappa) - 0.5 * math.log(lam))
+    return _stability_bound(m, lam, kappa, delta, log_s=log_sigma, empirical=empirical, M=M)
 
 
-# --------------------------------------------------------------------------------------------
 # Cortes, Mohri & Rastogi (000)
 
 
@@ -224,9 +190,8 @@ def magnitude_preserving_bound(m, C, kappa, M, delta, *, power=2, empirical=0.0)
     R(h_S) is the expected cost E c(h, x, x') (eq. 3) and ``empirical`` R(h_S; S) the empirical
     cost of eq. 2 (``magnitude_preserving_cost(..., power=n)``).
     """
-    m, delta = _m(m), _delta(delta)
+    m, kappa, delta = _m_kappa_delta(m, kappa, delta)
     C = _positive(C, "C", "the trade-off constant C of 000 eq. 31 must be positive")
-    kappa = _kappa(kappa)
     M = _positive(M, "M", "hypotheses must satisfy |h(x) - y| <= M with M > 0")
     if isinstance(power, (bool, np.bool_)) or power not in (1, 2):
         raise ValueError(f"power must be 1 or 2 (the exponent n of the cost, 000 eqs. 65-66), got {power!r}")
@@ -243,8 +208,7 @@ def magnitude_preserving_bound(m, C, kappa, M, delta, *, power=2, empirical=0.0)
     return _total(empirical, terms, m=m, C=C, kappa=kappa, M=M, delta=delta)
 
 
-# --------------------------------------------------------------------------------------------
-# data-dependent helpers
+# Data-dependent helpers
 
 
 _TERMS = ("l1", "hinge", "squared", "disc", "mp1", "mp2", "hr1", "hr2", "hmp1", "hmp2", "svr1", "svr2")

@@ -1,15 +1,10 @@
 """Exceptions and warnings raised by fastrank.
 
-* Invalid user input raises :class:`ValueError` or :class:`TypeError`.
-* Numerical breakdown (for example a kernel system that is not numerically positive definite
-  because ``alpha`` is tiny compared with the kernel's scale) raises :class:`LinAlgError`, a
-  subclass of :class:`numpy.linalg.LinAlgError`.
-* A solve that succeeded but is badly conditioned emits :class:`IllConditionedWarning`.
-* A ranking scorer or ``score`` called without query groups on rows that evidently come from
-  several queries (typically a scikit-learn search without metadata routing) emits
-  :class:`MissingGroupsWarning`.
-* An iterative solver that stopped at ``max_iter`` emits
-  :class:`sklearn.exceptions.ConvergenceWarning`.
+Invalid user input raises :class:`ValueError` or :class:`TypeError`; numerical breakdown (e.g. a
+kernel system that is not numerically positive definite because ``alpha`` is tiny compared with
+the kernel's scale) raises :class:`LinAlgError`, a subclass of :class:`numpy.linalg.LinAlgError`;
+an iterative solver stopped at ``max_iter`` emits :class:`sklearn.exceptions.ConvergenceWarning`.
+The warning classes below say when they are emitted.
 """
 
 from sklearn.exceptions import ConvergenceWarning

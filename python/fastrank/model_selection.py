@@ -1,45 +1,30 @@
 """Exact fast cross-validation for RankRLS and MPRank (Pahikkala et al. 2009, Sections 3.3-3.4).
 
-Every function here returns *exactly* the predictions of the model retrained without the held-out
-inputs (all preference edges incident to them removed, every other pair kept with its original
-weight; RankRLS keeps its ``alpha``, MPRank its ``C``, so its alpha = m_train^2 / (2 C) as in its
-own ``fit``), computed from one eigendecomposition ``S K S = V diag(sigma) V^T``
-of the training problem instead of one retraining per hold-out set:
-
-* :func:`leave_pair_out` -- object ranking (``groups=None``): the paper's leave-pair-out (Lemma 2,
-  eqs. 34-39) in O(1) per pair after one O(m^3) step; with ``groups``: leave-pair-out *inside*
-  query groups (pairs of one group held out, other groups untouched), O(1) per pair after
-  O(m^3 + m sum n_q^2).
-* :func:`leave_group_out` -- hold out each query group (eq. 33), O(m n_q + n_q^3) per group.
-* :func:`holdout_predictions` / :func:`kfold_predictions` -- arbitrary hold-out index sets / folds.
-* :func:`preference_holdout_predictions` -- hold-out sets of objects of an explicit preference
-  graph (every edge touching them removed; eq. 33 in its general form).
-* :func:`permutation_test_lpo` -- leave-pair-out AUC permutation test (Section 4.1), permuted
-  label vectors learned as extra outputs of one decomposition.
-* :func:`mprank_loo_approximation` -- Cortes et al.'s approximate MPRank leave-one(-pair)-out
-  (000, Proposition 2 with h-bar' replaced by h-bar, eq. 27) next to the exact value.
+Every function returns *exactly* the predictions of the model retrained without the held-out
+inputs (every preference edge incident to them removed, every other pair kept with its weight;
+RankRLS keeps its ``alpha``, MPRank its ``C``, i.e. alpha = m_train^2 / (2 C) as in its ``fit``),
+from one factorization of the training problem instead of one retraining per hold-out set: leave-
+pair-out (Lemma 2, eqs. 34-39; inside query groups with ``groups``), leave-group-out (eq. 33),
+arbitrary hold-out sets and k folds, hold-out sets of a preference graph, the leave-pair-out AUC
+permutation test (Section 4.1) and Cortes et al.'s approximate MPRank leave-one(-pair)-out; and
+:func:`factorize`, which keeps the factors for many questions and alphas.
 
 Conventions.
-* ``verbose`` (0, 1, 2, True or "auto"): the long steps (kernel, spectral factor, pair or set
-  phase) are reported on stderr with their timings; nothing is printed from inside the C++ loops.
-* ``estimator`` is an unfitted or fitted :class:`fastrank.RankRLS` (or :class:`fastrank.MPRank`,
-  whose ``C`` maps to ``alpha = m^2 / (2 C)`` for the m inputs each retrained model sees); it hands
-  the engine (:mod:`fastrank._exactcv`) a validated record of its parameters.  Linear kernel with
-  n_features < m and solver "auto"/"primal": hold-out sets are retrained in feature space and the
-  spectral factor of ``S X X^T S`` comes from the n x n matrix ``(S X)^T (S X)`` (rank-n,
-  O(m n^2 + m^2 n), no m x m eigendecomposition); ``solver="dual"`` or any other kernel uses the
-  m x m factors, which handle singular K exactly (the paper's limit interpretation of Lemma 2).
-  ``exclude_ties=True`` (pairs with equal targets carry no preference) is retrained exactly
-  through one LU factor of ``L K + alpha I`` and a Woodbury update per touched group.
-* Group weightings other than "unweighted" (pair weight c_q depending on the group's size):
-  removing inputs does NOT renormalise, i.e. the retrained model keeps the weight c_q of the
-  full group for its remaining pairs.
-* Groups with fewer than two members have no pairs: they contribute no default pairs to
-  :func:`leave_pair_out`, and holding them out does not change the model (their hold-out
-  prediction equals the full-data prediction).
+* ``estimator``: an unfitted or fitted :class:`fastrank.RankRLS` or :class:`fastrank.MPRank`; only
+  its parameters are used.  Linear kernel with n_features < m and solver "auto"/"primal": the
+  spectral factor of ``S X X^T S`` comes from the n x n matrix ``(S X)^T (S X)`` (O(m n^2 +
+  m^2 n), no m x m eigendecomposition); ``solver="dual"`` or another kernel uses the m x m
+  factors, which handle singular K exactly (the paper's limit interpretation of Lemma 2).
+  ``exclude_ties=True`` is retrained exactly through one LU factor of ``L K + alpha I`` and a
+  Woodbury update per touched group.
+* Group weightings other than "unweighted": removing inputs does NOT renormalise; the retrained
+  model keeps the weight c_q of the full group for its remaining pairs.  Groups of one row have
+  no pairs: no default pairs, and holding them out does not change the model.
 * Pairwise scores: a held-out pair (i, j) with ``y_i != y_j`` is ordered wrongly when the sign of
-  ``f_i - f_j`` differs from that of ``y_i - y_j``; ties in the predictions count 1/2; pairs with
+  ``f_i - f_j`` differs from that of ``y_i - y_j``; tied predictions count 1/2; pairs with
   ``y_i == y_j`` are ignored.  ``"auc"`` = 1 - disagreement (the LPO-AUC for binary labels).
+* ``verbose`` (0, 1, 2, True or "auto"): the long steps (kernel, spectral factor, pair or set
+  phase) are reported on stderr with their timings.
 """
 
 from __future__ import annotations
@@ -57,50 +42,35 @@ from ._rankrls import RankRLS
 from ._progress import stage
 from ._validation import check_alpha, check_int, group_index, pair_disagreement
 
-__all__ = [
-    "leave_pair_out",
-    "leave_group_out",
-    "holdout_predictions",
-    "preference_holdout_predictions",
-    "kfold_predictions",
-    "permutation_test_lpo",
-    "mprank_loo_approximation",
-    "pairwise_disagreement",
-    "MPRankLOO",
-    "Factorization",
-    "factorize",
-]
+__all__ = ["leave_pair_out", "leave_group_out", "holdout_predictions", "preference_holdout_predictions",
+           "kfold_predictions", "permutation_test_lpo", "mprank_loo_approximation", "pairwise_disagreement",
+           "MPRankLOO", "Factorization", "factorize"]
 
 
 def _shape_out(out, one_d):
     return out[:, 0] if one_d else out
 
 
-# --------------------------------------------------------------------------------------------
-# public functions
-# --------------------------------------------------------------------------------------------
-
 def leave_pair_out(estimator, X, y, pairs=None, groups=None, *, return_pairs=False, verbose=0):
     """Exact leave-pair-out predictions (004 Lemma 2, eqs. 34-39).
 
     For every pair (i, j) the predictions for ``x_i`` and ``x_j`` of the model retrained without
-    both inputs (every preference edge incident to i or j removed, same ``alpha``).  Without
-    ``groups`` this is the paper's object-ranking LPO: after one eigendecomposition of ``S K S``
-    and one m x m product (the paper's ``Q``, eq. 39) each pair costs O(1) (a 2 x 2 solve,
-    independent of m), run in C++ threads.  With ``groups`` the pairs come from one query group,
-    and only that group's edges incident to i and j are removed (O(1) per pair after an
-    O(n_q^3 + m n_q^2) step per group).
+    both (every preference edge incident to i or j removed, same ``alpha``): O(1) per pair (a 2 x 2
+    solve, in C++ threads) after one eigendecomposition of ``S K S`` and one m x m product (the
+    paper's ``Q``, eq. 39).  With ``groups`` the pairs come from one query group and only that
+    group's edges incident to i and j are removed (O(n_q^3 + m n_q^2) per group first).
 
     Parameters
     ----------
     estimator : RankRLS or MPRank (fitted or not; only its parameters are used)
     X : (m, n_features) array, or (m, m) kernel when ``kernel="precomputed"``
     y : (m,) or (m, v) scores
-    pairs : (n_pairs, 2) int array, optional.  Default: all i < j (inside groups when given) in
-        lexicographic order.
+    pairs : (n_pairs, 2) int array, optional
+        Default: all i < j (inside groups when given) in lexicographic order.
     groups : (m,) group ids, optional
     return_pairs : bool, default=False
-        Also return the (n_pairs, 2) int64 pair indices (useful with the default pairs).
+        Also return the (n_pairs, 2) int64 pair indices.
+    verbose : int, bool or "auto", default=0
 
     Returns
     -------
@@ -113,13 +83,11 @@ def leave_pair_out(estimator, X, y, pairs=None, groups=None, *, return_pairs=Fal
 
 def leave_group_out(estimator, X, y, groups, *, verbose=0):
     """Exact leave-group-out predictions (004 eq. 33): row k holds the prediction for ``x_k`` of
-    the model retrained without ``x_k``'s whole group (query setting: the Laplacian's blocks are
-    the groups).  One alpha needs no eigendecomposition: from the Cholesky factor of
-    ``S K S + alpha I`` (as in a fit) the diagonal blocks ``G_qq`` of its inverse (triangular
-    solves of ~m^3/3 flops in total) give every group in O(m n_q + n_q^3).  Groups of a single
-    row keep the full-data prediction (holding them out removes no pair).  Returns (m,) or
-    (m, v).  :class:`fastrank.RankRLSCV` with ``cv="lgo"`` shares one eigendecomposition over
-    all alphas instead."""
+    the model retrained without ``x_k``'s whole group.  One alpha needs no eigendecomposition: from
+    the Cholesky factor of ``S K S + alpha I`` (as in a fit) the diagonal blocks ``G_qq`` of its
+    inverse (~m^3/3 flops of triangular solves) give every group in O(m n_q + n_q^3).  Groups of a
+    single row keep the full-data prediction.  Returns (m,) or (m, v).  :class:`fastrank.RankRLSCV`
+    with ``cv="lgo"`` shares one eigendecomposition over all alphas instead."""
     if groups is None:
         raise ValueError("leave_group_out needs groups")
     return _factorization(estimator, X, y, groups, verbose=verbose).leave_group_out()
@@ -161,10 +129,6 @@ def kfold_predictions(estimator, X, y, folds, groups=None, *, verbose=0):
     return _factorization(estimator, X, y, groups, verbose=verbose).kfold_predictions(folds, groups=groups)
 
 
-# --------------------------------------------------------------------------------------------
-# scores
-# --------------------------------------------------------------------------------------------
-
 def pairwise_disagreement(pair_predictions, pair_targets):
     """Fraction of pairs with different targets ordered wrongly by the predictions (ties in the
     predictions count 1/2; pairs with equal targets are ignored).
@@ -174,21 +138,11 @@ def pairwise_disagreement(pair_predictions, pair_targets):
     return pair_disagreement(pair_predictions, pair_targets)
 
 
-def _pair_targets(Y, pairs):
-    return np.stack([Y[pairs[:, 0]], Y[pairs[:, 1]]], axis=1)  # (n, 2, v)
-
-
-# --------------------------------------------------------------------------------------------
-# permutation test
-# --------------------------------------------------------------------------------------------
-
 def permutation_test_lpo(estimator, X, y, n_permutations=100, random_state=None, groups=None,
                          scoring="auc", *, verbose=0):
-    """Leave-pair-out permutation test (004 Section 4.1).
-
-    The LPO score of ``y`` (``"auc"`` = 1 - pairwise disagreement, higher is better) and of
-    ``n_permutations`` random permutations of ``y`` (within groups when given), all learned as
-    extra outputs of ONE decomposition (O(m^3 + m^2 n_permutations)).
+    """Leave-pair-out permutation test (004 Section 4.1): the LPO score of ``y`` (``"auc"`` = 1 -
+    pairwise disagreement) and of ``n_permutations`` random permutations of ``y`` (within groups
+    when given), all learned as extra outputs of ONE decomposition (O(m^3 + m^2 n_permutations)).
 
     Returns (score, permutation_scores, pvalue) with pvalue = (#{perm >= score} + 1) /
     (n_permutations + 1).
@@ -201,18 +155,14 @@ def permutation_test_lpo(estimator, X, y, n_permutations=100, random_state=None,
         raise ValueError("permutation_test_lpo needs a 1-D y")
     rng = check_random_state(random_state)
     m = y.shape[0]
+    gi = group_index(groups, m)  # None: one group of every row, so each draw is rng.permutation(m)
     cols = [y.astype(np.float64)]
-    if groups is None:
-        for _ in range(n_permutations):
-            cols.append(y[rng.permutation(m)].astype(np.float64))
-    else:
-        gi0 = group_index(groups, m)
-        for _ in range(n_permutations):
-            perm = np.arange(m)
-            for q in range(gi0.n_groups):
-                members = gi0.order[gi0.offsets[q]:gi0.offsets[q + 1]]
-                perm[members] = members[rng.permutation(members.size)]
-            cols.append(y[perm].astype(np.float64))
+    for _ in range(n_permutations):
+        perm = np.arange(m)
+        for q in range(gi.n_groups):
+            members = gi.order[gi.offsets[q]:gi.offsets[q + 1]]
+            perm[members] = members[rng.permutation(members.size)]
+        cols.append(y[perm].astype(np.float64))
     Y = np.column_stack(cols)
     prob = engine_for(estimator, X, Y, groups, min_rows=3, verbose=verbose)
     pairs = prob.default_pairs()
@@ -225,10 +175,6 @@ def permutation_test_lpo(estimator, X, y, n_permutations=100, random_state=None,
     return score, perm_scores, float(pvalue)
 
 
-# --------------------------------------------------------------------------------------------
-# MPRank leave-one-out approximation (Cortes et al.)
-# --------------------------------------------------------------------------------------------
-
 MPRankLOO = namedtuple("MPRankLOO", ["approximate", "exact", "pairs", "approximate_predictions",
                                      "exact_predictions"])
 
@@ -236,16 +182,13 @@ MPRankLOO = namedtuple("MPRankLOO", ["approximate", "exact", "pairs", "approxima
 def mprank_loo_approximation(estimator, X, y):
     """Cortes et al.'s leave-one-out estimate for MPRank (000 Section 2.6) next to the exact value.
 
-    The cost is c(h, x_i, x_j) = [(h(x_j) - y_j) - (h(x_i) - y_i)]^2 averaged over all i != j
-    (000 eq. 17) of the model h_ij retrained without x_i and x_j.  The approximation solves the
-    two linear equations of Proposition 2 with the coefficients V_ij = ((m-1) U_ij + U_ii)/(m-2)
-    (eq. 27), U the full-data hat matrix, replacing the unknown mean h-bar' of h_ij by the mean
-    h-bar of the full model.  The exact value is eq. 17 itself: for an :class:`fastrank.MPRank`,
-    h_ij is ``MPRank(C).fit`` on the other m - 2 points (alpha = (m-2)^2 / (2C), as
-    :func:`leave_pair_out` retrains MPRank); for a :class:`fastrank.RankRLS`, the same alpha.
-    Proposition 2's h_ij instead keeps the full sample's per-pair weight (the minimiser of eq. 25
-    with the held-out terms zeroed), and h-bar' is replaced by h-bar: both differences vanish as
-    m grows (relative O(1/m)), which is what the approximation relies on.
+    The cost c(h, x_i, x_j) = [(h(x_j) - y_j) - (h(x_i) - y_i)]^2 averaged over all i != j (000
+    eq. 17), h_ij retrained without x_i and x_j.  The approximation solves the two linear
+    equations of Proposition 2 with V_ij = ((m-1) U_ij + U_ii)/(m-2) (eq. 27), U the full-data hat
+    matrix, and the unknown mean h-bar' of h_ij replaced by the full model's h-bar.  The exact
+    value is eq. 17 itself, h_ij retrained at alpha = (m-2)^2 / (2C) as :func:`leave_pair_out`
+    retrains MPRank (a RankRLS keeps its alpha).  Proposition 2's h_ij keeps the full sample's
+    per-pair weight instead: both differences vanish as m grows (relative O(1/m)).
 
     Returns ``MPRankLOO(approximate, exact, pairs, approximate_predictions, exact_predictions)``
     with pairs = all i < j and the per-pair held-out predictions (n_pairs, 2).
@@ -296,22 +239,15 @@ def mprank_loo_approximation(estimator, X, y):
     return MPRankLOO(approx, ex, pairs, approx_pred, exact_pred)
 
 
-# --------------------------------------------------------------------------------------------
-# a reusable decomposition
-# --------------------------------------------------------------------------------------------
-
 class Factorization:
     """The kernel and the factors of one training problem, reused by every hold-out question and
-    every alpha (004 Sect. 3.2-3.4): nothing is recomputed between calls.
-
-    Build it with :func:`factorize`.  Every method takes ``alpha`` (default: the estimator's, or
-    for MPRank the alpha of its C on each training part) and returns exactly what the function of
-    the same name in this module returns for that alpha.
+    every alpha (004 Sect. 3.2-3.4; built by :func:`factorize`).  Every method takes ``alpha``
+    (default: the estimator's, or MPRank's alpha of its C on each training part) and returns
+    exactly what the function of the same name returns for that alpha.
     """
 
     def __init__(self, engine, estimator):
-        self._engine = engine
-        self._estimator = estimator
+        self._engine, self._estimator = engine, estimator
 
     @property
     def n_samples(self):
@@ -329,11 +265,7 @@ class Factorization:
         eng = self._engine
         sets = eng.check_sets(list(test_sets))
         out = eng.holdout(sets, alpha)
-        res, at = [], 0
-        for s in sets:
-            res.append(_shape_out(out[at:at + s.size], eng.one_d))
-            at += s.size
-        return res
+        return [_shape_out(o, eng.one_d) for o in np.split(out, np.cumsum([s.size for s in sets])[:-1])]
 
     def kfold_predictions(self, folds, *, alpha=None, groups=None):
         eng = self._engine
@@ -367,11 +299,10 @@ class Factorization:
         return est._apply_fit(fit, 0, eng.one_d, eng.problem.n_features, eng.m)
 
 
-def _factorization(estimator, X, y, groups=None, *, min_rows=1, alpha=None, verbose=0):
+def _factorization(estimator, X, y, groups=None, *, min_rows=1, verbose=0):
     """A :class:`Factorization` whose factors are computed when a question first needs them (one
     alpha: Cholesky routes, no eigendecomposition)."""
-    return Factorization(engine_for(estimator, X, y, groups, min_rows=min_rows, alpha=alpha, verbose=verbose),
-                         estimator)
+    return Factorization(engine_for(estimator, X, y, groups, min_rows=min_rows, verbose=verbose), estimator)
 
 
 def factorize(estimator, X, y, groups=None, *, verbose=0):

@@ -1,32 +1,21 @@
 """Feature preprocessing for ranking data, as scikit-learn transformers.
 
-Raw learning-to-rank features (LETOR / MSLR: term counts, BM25 scores, document lengths,
-PageRank) differ in scale by many orders of magnitude, and their level often varies from query
-to query (a long query has larger BM25 scores for every document).  A ranking model only compares
-documents of one query, so LETOR ships features normalised *inside each query*
-("QueryLevelNorm"); this module provides that and a global log1p + z-score for heavy-tailed,
-non-negative features.
+Raw learning-to-rank features (LETOR / MSLR: term counts, BM25, lengths, PageRank) differ in scale
+by orders of magnitude, and their level varies from query to query; a ranking model only compares
+documents of one query, so LETOR normalises inside each query ("QueryLevelNorm"):
+:class:`QueryNormalizer`.  :class:`Log1pScaler` is a global log1p + z-score for heavy-tailed
+features; :func:`make_normalizer` builds the transformer of ``fastrank train --normalize NAME``.
 
-* :class:`QueryNormalizer` -- per-query min-max (LETOR's QueryLevelNorm) or z-score.  Each
-  query is normalised with its own statistics, so ``fit`` learns nothing but the number of
-  features and ``transform`` needs the query ids of the rows it transforms (``groups``).
-  ``groups=None`` treats all rows of the call as one query, as fastrank's estimators do.
-* :class:`Log1pScaler` -- ``sign(x) log(1 + |x|)`` (``log1p`` on non-negative features), then
-  optionally a z-score with the training data's mean and standard deviation.
-* :func:`make_normalizer` -- the transformer behind ``fastrank train --normalize NAME``.
+Groups reach :class:`QueryNormalizer` in a :class:`~sklearn.pipeline.Pipeline` through metadata
+routing (it requests ``groups`` for ``fit`` and ``transform`` by default)::
 
-Groups reach :class:`QueryNormalizer` in a :class:`~sklearn.pipeline.Pipeline` through
-scikit-learn's metadata routing (the transformer requests ``groups`` for ``fit`` and
-``transform`` by default)::
-
-    import sklearn
     sklearn.set_config(enable_metadata_routing=True)
     pipe = make_pipeline(QueryNormalizer(), RankRLS().set_fit_request(groups=True))
     pipe.fit(X, y, groups=qid)
     scores = pipe.predict(X_test, groups=qid_test)     # normalised inside each test query
 
-Without routing, ``pipe.fit(X, y, querynormalizer__groups=qid, rankrls__groups=qid)`` fits,
-and the test features must be normalised explicitly (``QueryNormalizer().transform(X_test,
+Without routing, ``pipe.fit(X, y, querynormalizer__groups=qid, rankrls__groups=qid)`` fits, and
+test features must be normalised explicitly (``QueryNormalizer().transform(X_test,
 groups=qid_test)``) because ``Pipeline.predict`` then passes no groups to transformers.
 """
 
@@ -59,6 +48,11 @@ def _dense_float(est, X, *, reset):
 class QueryNormalizer(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
     """Normalise every feature inside each query (LETOR's QueryLevelNorm).
 
+    Each query is normalised with its own statistics, those of the rows passed to ``transform``
+    (a test query by itself, as LETOR normalises every split), so ``fit`` learns only the number
+    of features and ``transform`` needs the query id of each row (``groups``; None: all rows are
+    one query, as for fastrank's estimators).
+
     Parameters
     ----------
     method : {"minmax", "zscore"}, default="minmax"
@@ -69,11 +63,6 @@ class QueryNormalizer(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
     Attributes
     ----------
     n_features_in_ : int
-
-    Notes
-    -----
-    The statistics are those of the rows passed to ``transform`` (per query), not of the training
-    data: a test query is normalised by itself, as LETOR normalises every query of every split.
     """
 
     __metadata_request__fit = {"groups": True}
@@ -125,12 +114,9 @@ class QueryNormalizer(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
 
 
 class Log1pScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
-    """``sign(x) log(1 + |x|)`` per entry, then (``zscore=True``) a z-score with the training mean
-    and standard deviation.
-
-    For non-negative heavy-tailed features (counts, lengths, PageRank) this is ``log1p``: it
-    compresses values spanning several orders of magnitude to a few units while keeping their order.
-    The signed form keeps the map monotone and defined for negative values.
+    """``sign(x) log(1 + |x|)`` per entry (``log1p`` on non-negative features: values spanning orders
+    of magnitude compressed to a few units, order kept; monotone and defined for negative values),
+    then (``zscore=True``) a z-score with the training mean and standard deviation.
 
     Parameters
     ----------

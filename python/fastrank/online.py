@@ -416,16 +416,25 @@ class PRank(_OAPBase):
 
     Parameters
     ----------
-    kernel : "linear" (a plain weight vector), "rbf"/"gaussian", "poly"/"polynomial" or
-        "precomputed" — the kernel form keeps the representer expansion
-        f(x) = sum_t alpha_t K(x_t, x) with alpha_t = sum_r a_t(r) (section 3 end).
-    gamma, degree, coef0 : kernel parameters (scikit-learn conventions; gamma=None -> 1/n_features).
-    budget : int or None — kernel forms only: the expansion keeps only the stream examples of the
-        last ``budget`` rounds (a sliding-window truncation in the spirit of Kivinen, Smola &
-        Williamson 2001; memory stays bounded and the result still depends only on the stream, not
-        on how it is cut into ``partial_fit`` calls).  None: unbounded.  Ignored for "linear".
-    n_epochs : passes over the data in ``fit``.  shuffle : reshuffle each pass in ``fit``.
-    random_state : seeds the shuffling.  verbose : report the passes of ``fit`` on stderr.
+    %(kernel)s
+        The kernel forms keep the representer expansion f(x) = sum_t alpha_t K(x_t, x) with
+        alpha_t = sum_r a_t(r) (section 3 end).
+    %(gamma)s
+    degree : float, default=2
+        Polynomial degree.
+    %(coef0)s
+    budget : int or None, default=None
+        Kernel forms only: the expansion keeps only the stream examples of the last ``budget``
+        rounds (a sliding-window truncation in the spirit of Kivinen, Smola & Williamson 2001;
+        memory stays bounded and the result still depends only on the stream, not on how it is cut
+        into ``partial_fit`` calls).  None: unbounded.  Ignored for "linear".
+    n_epochs : int, default=1
+        Passes over the data in ``fit``.
+    shuffle : bool, default=False
+        Reshuffle each pass in ``fit``.
+    random_state : int, RandomState or None, default=None
+        Seeds the shuffling.
+    %(verbose)s
     """
 
     def __init__(self, *, kernel="linear", gamma=None, degree=2, coef0=1.0, budget=None, n_epochs=1,
@@ -548,19 +557,24 @@ class OAPBPM(_OAPBase):
 
     Parameters
     ----------
-    n_estimators : int, the number N of members.  tau : float in (0, 1], the training probability.
-    variant : "bpm" (Algorithm 2) predicts with the averaged weights w~ = sum_j w_j / N and
-        thresholds c~ = sum_j c_j / N (averaging keeps their order); "bagging" (OAP-Bagg) with
+    n_estimators : int, default=100
+        The number N of members.
+    tau : float in (0, 1], default=0.3
+        The training probability.
+    variant : {"bpm", "bagging", "voted"}, default="bpm"
+        "bpm" (Algorithm 2) predicts with the averaged weights w~ = sum_j w_j / N and thresholds
+        c~ = sum_j c_j / N (averaging keeps their order); "bagging" (OAP-Bagg) with
         H(x) = sum_j h_j(x) / N, the members' mean rank; "voted" (OAP-VP) with
         H(x) = sum_j v_j h_j(x) / sum_j v_j, v_j the number of correct predictions member j made on
         the examples presented to it (the plain mean before any).  ``predict`` rounds that H (the
         ``decision_function``) to the nearest rank, halves up: floor(H + 1/2), always within 1..k.
-    kernel, gamma, degree, coef0, budget, n_epochs, shuffle, verbose : as for :class:`PRank`; each
-        member has its own coefficients on a shared list of stored examples (those on which any
-        member updated).
-    random_state : fixes the Bernoulli draws (counter-based splitmix64 hashing of (seed, j, t)).
-    n_jobs : threads over the members (None or -1: every core; k > 0: k threads; the GIL is
-        released).  The model never depends on it.
+    kernel, gamma, degree, coef0, budget, n_epochs, shuffle, verbose
+        As for :class:`PRank`; each member has its own coefficients on a shared list of stored
+        examples (those on which any member updated).
+    random_state : int, RandomState or None, default=None
+        Fixes the Bernoulli draws (counter-based splitmix64 hashing of (seed, j, t)).
+    %(n_jobs)s
+        Threads run over the members; the GIL is released and the model never depends on it.
     """
 
     def __init__(self, n_estimators=100, tau=0.3, *, variant="bpm", kernel="linear", gamma=None, degree=2,
@@ -700,14 +714,23 @@ class OnlineMPRank(KernelMixin, Ranker):
 
     Parameters
     ----------
-    C : float > 0, the weight of the pair loss.  kernel, gamma, degree, coef0 : as for
-        :class:`PRank` (degree defaults to 3).
-    eta : float > 0 or None — None picks a safe step: 1 / (2 max_i Kt_ii + m/C) (sequential; exact
-        coordinate steps for a constant diagonal) or 1 / (2.2 lambda_max(Kt) + m/C) with lambda_max
-        from power iteration (gradient).
-    algorithm : "sequential" or "gradient".  max_iter, tol : the pass limit and the stop rule.
-    n_jobs : threads of the kernel evaluations.  verbose : report the passes' duration and number,
-        the final cost and convergence on stderr.
+    C : float > 0, default=1.0
+        The weight of the pair loss.
+    %(kernel)s %(gamma)s %(degree)s %(coef0)s
+    eta : float > 0 or None, default=None
+        None picks a safe step: 1 / (2 max_i Kt_ii + m/C) (sequential; exact coordinate steps for a
+        constant diagonal) or 1 / (2.2 lambda_max(Kt) + m/C) with lambda_max from power iteration
+        (gradient).
+    algorithm : {"sequential", "gradient"}, default="sequential"
+        The update rule above.
+    max_iter : int, default=1000
+        The pass limit.
+    tol : float, default=1e-4
+        The stop rule: relative change of the primal cost.
+    %(n_jobs)s
+        Threads of the kernel evaluations.
+    %(verbose)s
+        Reports the passes' duration and number, the final cost and convergence.
     """
 
     def __init__(self, C=1.0, *, kernel="linear", gamma=None, degree=3, coef0=1.0, eta=None,

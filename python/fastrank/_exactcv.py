@@ -1,10 +1,10 @@
-"""The exact cross-validation engine for RankRLS and MPRank (Pahikkala et al. 2009, 004 Sects.
-3.2-3.4; Cortes, Mohri & Rastogi, 000 Sect. 2.6): every hold-out question -- leave-pair-out,
-leave-group-out, hold-out sets, k folds -- answered exactly (the predictions of the model retrained
-without the held-out rows) from one factorization of the training problem.
+"""The exact cross-validation engine for RankRLS and MPRank (Pahikkala et al. 2009, 004 Sects. 3.2-3.4; Cortes, Mohri &
+Rastogi, 000 Sect. 2.6): every hold-out question -- leave-pair-out, leave-group-out, hold-out sets, k folds -- answered
+exactly (the predictions of the model retrained without the held-out rows) from one factorization of the training
+problem.
 
-* :class:`CVSpec` -- what the engine needs to know about the model, built and validated by the
-  estimator (``RankRLS._cv_spec()``, ``MPRank._cv_spec()``, :class:`fastrank.RankRLSCV`).
+* :class:`CVSpec` -- what the engine needs to know about the model, built and validated by the estimator
+  (``RankRLS._cv_spec()``, ``MPRank._cv_spec()``, :class:`fastrank.RankRLSCV`).
 * One route object per method:
 
   - :class:`DualRoute` -- the kernel in group order with the Cholesky factor of ``S K S + alpha I``
@@ -16,8 +16,8 @@ without the held-out rows) from one factorization of the training problem.
     LU factor of ``L K + alpha I`` and a Woodbury update per touched group;
   - :class:`PreferenceRoute` -- an explicit preference graph (eq. 33 in its general form).
 
-* :class:`HoldoutEngine` -- the route POLICY: which route answers which question, at which sizes,
-  and MPRank's fixed C (its alpha = m_train^2 / (2 C) follows the training size).
+* :class:`HoldoutEngine` -- the route POLICY: which route answers which question, at which sizes, and MPRank's fixed C
+  (its alpha = m_train^2 / (2 C) follows the training size).
 """
 
 from __future__ import annotations
@@ -53,8 +53,8 @@ SHARED_FACTOR_MIN_ALPHAS = 30
 class CVSpec:
     """The model an exact cross-validation retrains, as a validated record.
 
-    Exactly one of ``alpha`` (RankRLS: fixed regularization) and ``C`` (MPRank: alpha =
-    m_train^2 / (2 C) for the m_train rows each retrained model sees, 000 eq. 8) is set."""
+    Exactly one of ``alpha`` (RankRLS: fixed regularization) and ``C`` (MPRank: alpha = m_train^2 / (2 C) for the
+    m_train rows each retrained model sees, 000 eq. 8) is set."""
 
     alpha: float | None = 1.0
     C: float | None = None
@@ -116,8 +116,8 @@ def spec_of(model):
 
 
 def engine_for(model, X, y, groups=None, *, min_rows=1, alpha=None, verbose=0):
-    """A :class:`HoldoutEngine` for ``model`` (a :class:`CVSpec`, RankRLS or MPRank) on (X, y,
-    groups); an explicit ``alpha`` is kept for every hold-out (also for MPRank)."""
+    """A :class:`HoldoutEngine` for ``model`` (a :class:`CVSpec`, RankRLS or MPRank) on (X, y, groups); an explicit
+    ``alpha`` is kept for every hold-out (also for MPRank)."""
     spec = spec_of(model)
     if alpha is not None:
         spec = spec.with_alpha(alpha)
@@ -167,12 +167,12 @@ class _Route:
 
 
 class DualRoute(_Route):
-    """The kernel model through ``S K S`` (004 eqs. 31-39): Cholesky factor of ``S K S + alpha I``
-    for one alpha, or the spectral factor shared by every alpha.
+    """The kernel model through ``S K S`` (004 eqs. 31-39): Cholesky factor of ``S K S + alpha I`` for one alpha, or
+    the spectral factor shared by every alpha.
 
-    For the linear kernel with n_features < m (``low_rank``), the spectral factor comes from the
-    n x n matrix ``(S X)^T (S X)`` (rank <= n, O(m n^2 + m^2 n)) instead of an m x m
-    eigendecomposition; the rank-r factor gives the same exact result."""
+    For the linear kernel with n_features < m (``low_rank``), the spectral factor comes from the n x n matrix ``(S
+    X)^T (S X)`` (rank <= n, O(m n^2 + m^2 n)) instead of an m x m eigendecomposition; the rank-r factor gives the
+    same exact result."""
 
     # The kernel, its eigenvectors, the eigensolver's workspace (2) and the pair-phase matrix.
     DENSE_MATRICES = 5
@@ -209,12 +209,11 @@ class DualRoute(_Route):
         return self._V is not None
 
     def uses_cholesky(self, alpha):
-        """Whether one alpha's leave-pair-out / leave-group-out should come from the Cholesky
-        factor of S K S + alpha I (no eigendecomposition; accurate at any alpha) rather than the
-        spectral factor: always unless the factor already exists (a grid of alphas shares it), and
-        then still below alpha = 1e-4 sigma_max, where the spectral pair formula cancels digits.
-        (For one alpha the Cholesky route beats even the linear rank-n factor: 0.36 s against
-        0.41 s at m = 2000, n = 50, since both need the m x m kernel for the pair phase.)"""
+        """Whether one alpha's leave-pair-out / leave-group-out should come from the Cholesky factor of S K S +
+        alpha I (no eigendecomposition; accurate at any alpha) rather than the spectral factor: always unless the
+        factor already exists (a grid of alphas shares it), and then still below alpha = 1e-4 sigma_max, where the
+        spectral pair formula cancels digits. (For one alpha the Cholesky route beats even the linear rank-n factor:
+        0.36 s against 0.41 s at m = 2000, n = 50, since both need the m x m kernel for the pair phase.)"""
         if self._V is None:
             return True
         _, sigma = self.decompose()
@@ -270,8 +269,8 @@ class DualRoute(_Route):
 
     @_in_region
     def lpo_disagreement(self, pairs, alpha):
-        """Pairwise disagreement of the LPO predictions per output column, accumulated in C++
-        threads without materialising the (n_pairs, 2, v) predictions."""
+        """Pairwise disagreement of the LPO predictions per output column, accumulated in C++ threads without
+        materialising the (n_pairs, 2, v) predictions."""
         if self.uses_cholesky(alpha):
             if not self.grouped:
                 return _core.cv_object_lpo_inverse_disagreement(self.K, self.c, alpha, self.Yg, pairs, self.n_threads)
@@ -299,8 +298,8 @@ class DualRoute(_Route):
 
     @_in_region
     def leave_group_out(self, alpha):
-        """(m, v) predictions, each group held out in turn (eq. 33), from the Cholesky factor of
-        ``S K S + alpha I`` and the diagonal blocks of its inverse."""
+        """(m, v) predictions, each group held out in turn (eq. 33), from the Cholesky factor of ``S K S + alpha I``
+        and the diagonal blocks of its inverse."""
         out = _core.cv_leave_group_out_inverse(self.K, self.offsets, self.scale, alpha, self.Yg, self.n_threads)
         return self.groups.untake(out, 0)
 
@@ -312,9 +311,9 @@ class DualRoute(_Route):
 
     @_in_region
     def solve(self, alpha):
-        """Dual coefficients (m, v), caller's row order, of the model fitted on all the data: from the
-        spectral factor when it exists (eq. 31: u = V (Sigma + alpha)^-1 V^T S y + (S y - V V^T S y) /
-        alpha, A = S u), else from one Cholesky factor of S K S + alpha I over the kernel at hand."""
+        """Dual coefficients (m, v), caller's row order, of the model fitted on all the data: from the spectral
+        factor when it exists (eq. 31: u = V (Sigma + alpha)^-1 V^T S y + (S y - V V^T S y) / alpha, A = S u), else
+        from one Cholesky factor of S K S + alpha I over the kernel at hand."""
         if self.uses_cholesky(alpha):
             A, _ = _core.rankrls_dual_scores(np.array(self.K, order="F"), self.offsets, self.problem.pair_weight(),
                                              self.Yg, np.array([alpha]), self.n_threads)
@@ -327,8 +326,8 @@ class DualRoute(_Route):
 
     @_in_region
     def solve_primal(self, alpha):
-        """Weights (n, v) of the linear model fitted on all the data (eq. 28) from S X, shared with
-        the rank-n spectral factor: (X^T S S X + alpha I) w = X^T S S y."""
+        """Weights (n, v) of the linear model fitted on all the data (eq. 28) from S X, shared with the rank-n
+        spectral factor: (X^T S S X + alpha I) w = X^T S S y."""
         SX = self._SX if self._SX is not None else self.problem.apply_S(self.Xd)
         G = SX.T @ SX
         G[np.diag_indices_from(G)] += alpha
@@ -336,9 +335,8 @@ class DualRoute(_Route):
 
 
 class FeatureRoute(_Route):
-    """A finite feature map (linear kernel with n_features < m, or the subset-of-regressors basis,
-    eq. 41): every hold-out retrained exactly through its p x p system by :mod:`fastrank._holdout`
-    -- no m x m matrix."""
+    """A finite feature map (linear kernel with n_features < m, or the subset-of-regressors basis, eq. 41): every
+    hold-out retrained exactly through its p x p system by :mod:`fastrank._holdout` -- no m x m matrix."""
 
     def __init__(self, engine, features):
         super().__init__(engine)
@@ -366,17 +364,15 @@ class FeatureRoute(_Route):
 
 
 class TieExcludedRoute(_Route):
-    """``exclude_ties=True``: the Laplacian L of the pairs with different targets (004, Sect. 2.4),
-    L_q = c_q (D_q - W_q) with W_q[a, b] = 1 when rows a, b of group q differ in target.
+    """``exclude_ties=True``: the Laplacian L of the pairs with different targets (004, Sect. 2.4), L_q = c_q (D_q -
+    W_q) with W_q[a, b] = 1 when rows a, b of group q differ in target.
 
-    Retraining without a set U removes every edge touching U: L' = L - E_B D E_B^T with B the rows
-    of the groups U touches (D = L_B - L'_B, the tie-free Laplacian of B without U's edges), and
-    b' = L' y = b - E_B D y_B.  With H = (L K + alpha I)^-1 factorized once per alpha (eq. 17), the
-    Woodbury identity gives the retrained coefficients
-    A' = H b' + H E_B D (I - K_B. H E_B D)^-1 K_B. H b', whose rows in U are zero, and the
-    predictions K_U. A' need only |B| x |B| quantities once H E_B is known: O(m^2 |B|) per touched
-    group set, then O(|B|^3) per hold-out set; a held-out pair is a rank-4 update of a system shared
-    by its pair of tie cells (:meth:`lpo`), O(|B|) per pair."""
+    Retraining without a set U removes every edge touching U: L' = L - E_B D E_B^T with B the rows of the groups U
+    touches (D = L_B - L'_B, the tie-free Laplacian of B without U's edges), and b' = L' y = b - E_B D y_B.  With H
+    = (L K + alpha I)^-1 factorized once per alpha (eq. 17), the Woodbury identity gives the retrained coefficients
+    A' = H b' + H E_B D (I - K_B. H E_B D)^-1 K_B. H b', whose rows in U are zero, and the predictions K_U. A' need
+    only |B| x |B| quantities once H E_B is known: O(m^2 |B|) per touched group set, then O(|B|^3) per hold-out set;
+    a held-out pair is a rank-4 update of a system shared by its pair of tie cells (:meth:`lpo`), O(|B|) per pair."""
 
     # the kernel, the LU factor of L K + alpha I, K_.B solved in place and K_B. H E_B (for a group of
     # all m rows), and for pairs the LU factor of M0 and M0^-1 K_B. H E_B
@@ -398,8 +394,8 @@ class TieExcludedRoute(_Route):
         return np.unique(self.cell[rows], return_inverse=True)[1].reshape(-1)
 
     def _laplacian_rows(self, q, chunk, A):
-        """Rows ``chunk`` (local) of L_q A_q for group q, without forming L_q:
-        W A = w (1 1^T A - sum_t 1_t 1_t^T A), degrees w (n - n_t)."""
+        """Rows ``chunk`` (local) of L_q A_q for group q, without forming L_q: W A = w (1 1^T A - sum_t 1_t 1_t^T
+        A), degrees w (n - n_t)."""
         rows = self.blocks[q]
         Aq = A[rows[0]:rows[-1] + 1] if rows.size else A[:0]  # the group's rows: a view (groups are contiguous)
         cl = self._local_cells(rows)
@@ -425,8 +421,8 @@ class TieExcludedRoute(_Route):
             self._alpha = alpha
 
     def _group_terms(self, qs):
-        """K_B. H E_B and K_B. H b for the rows B of groups ``qs`` (one group set cached at a time).
-        K is symmetric, so K_B. H E_B = ((H^T K_.B)_B.)^T: one transposed solve in place of K_.B."""
+        """K_B. H E_B and K_B. H b for the rows B of groups ``qs`` (one group set cached at a time). K is symmetric,
+        so K_B. H E_B = ((H^T K_.B)_B.)^T: one transposed solve in place of K_.B."""
         if qs not in self._touched:
             self._touched = {}
             B = np.concatenate([self.blocks[q] for q in qs])
@@ -441,9 +437,9 @@ class TieExcludedRoute(_Route):
     def _predict_without(self, U):
         """Predictions (|U|, v) for the group-order rows U of the model retrained without them.
 
-        D = L_B - L'_B = diag(d) - W_.U E_U^T - E_U W_U. + E_U W_UU E_U^T with d_k = sum_u W_ku
-        outside U and the full degree on U (W the tie-free adjacency of B, w_q [cells differ]), so
-        I - K_B. H E_B D is formed from K_B. H E_B and the |B| x |U| block W_.U alone."""
+        D = L_B - L'_B = diag(d) - W_.U E_U^T - E_U W_U. + E_U W_UU E_U^T with d_k = sum_u W_ku outside U and the
+        full degree on U (W the tie-free adjacency of B, w_q [cells differ]), so I - K_B. H E_B D is formed from
+        K_B. H E_B and the |B| x |U| block W_.U alone."""
         codes = self.groups.codes[self.groups.order]  # group code per group-order row
         qs = tuple(int(q) for q in np.unique(codes[U]))
         B, KHE, KHb = self._group_terms(qs)
@@ -480,14 +476,13 @@ class TieExcludedRoute(_Route):
 
     @_in_region
     def lpo(self, pairs, alpha):
-        """(n_pairs, 2 * v) leave-pair-out predictions, O(n_q) per pair after O(n_q^3) per pair of
-        tie cells (c_i, c_j) met in group q.
+        """(n_pairs, 2 * v) leave-pair-out predictions, O(n_q) per pair after O(n_q^3) per pair of tie cells (c_i, c_j)
+        met in group q.
 
-        Removing U = {i, j} from group q (weight w, W_ab = w [a, b in different cells]) changes L
-        by D = Delta + R: Delta = diag(delta), delta_k = W_ki + W_kj = w ([c_k != c_i] + [c_k != c_j]),
-        depends only on the cells (c_i, c_j), and R = E_U X^T + Y E_U^T has rank 4 with
-        X = E_U C^T - W_.U, Y = -W_.U, C = diag(deg_U - W_ij) + W_UU.  So with
-        M0 = I - (K_B. H E_B) Delta factored once per cell pair, every pair is a rank-4 Woodbury
+        Removing U = {i, j} from group q (weight w, W_ab = w [a, b in different cells]) changes L by D = Delta + R:
+        Delta = diag(delta), delta_k = W_ki + W_kj = w ([c_k != c_i] + [c_k != c_j]), depends only on the cells
+        (c_i, c_j), and R = E_U X^T + Y E_U^T has rank 4 with X = E_U C^T - W_.U, Y = -W_.U, C = diag(deg_U - W_ij)
+        + W_UU.  So with M0 = I - (K_B. H E_B) Delta factored once per cell pair, every pair is a rank-4 Woodbury
         update of the |B| x |B| system of the class docstring."""
         v = self.Y.shape[1]
         # beyond the factors: the pair bookkeeping (positions, cells, order) and the predictions, about
@@ -595,20 +590,19 @@ def _pair_disagreement(pred, Y, pairs):
 
 
 class HoldoutEngine:
-    """The route policy: one training problem, the routes that answer its hold-out questions, and
-    the alpha each retrained model uses.
+    """The route policy: one training problem, the routes that answer its hold-out questions, and the alpha each
+    retrained model uses.
 
     * ``exclude_ties`` -> :class:`TieExcludedRoute` for every question;
     * ``basis_vectors`` -> :class:`FeatureRoute` for every question;
-    * linear kernel with n_features < m (solver not "dual") -> :class:`FeatureRoute` for hold-out
-      sets and leave-group-out, :class:`DualRoute` with the rank-n spectral factor for pairs;
-    * otherwise :class:`DualRoute`: Cholesky per alpha for pairs and leave-group-out until a
-      spectral factor exists (:meth:`decompose`, done for grids of many alphas), spectral factor for
-      hold-out sets.
+    * linear kernel with n_features < m (solver not "dual") -> :class:`FeatureRoute` for hold-out sets and
+      leave-group-out, :class:`DualRoute` with the rank-n spectral factor for pairs;
+    * otherwise :class:`DualRoute`: Cholesky per alpha for pairs and leave-group-out until a spectral factor exists
+      (:meth:`decompose`, done for grids of many alphas), spectral factor for hold-out sets.
 
-    Without an explicit alpha, a hold-out retrains as the estimator's own ``fit`` would on the
-    training part: RankRLS keeps its alpha; MPRank keeps C, so its alpha becomes m_train^2 / (2 C)
-    (Cortes et al. eq. 17: the leave-out model is MPRank on m - |U| points).
+    Without an explicit alpha, a hold-out retrains as the estimator's own ``fit`` would on the training part: RankRLS
+    keeps its alpha; MPRank keeps C, so its alpha becomes m_train^2 / (2 C) (Cortes et al. eq. 17: the leave-out model
+    is MPRank on m - |U| points).
     """
 
     def __init__(self, problem, spec, *, verbose=0):
@@ -722,9 +716,9 @@ class HoldoutEngine:
         return self.dual.P()
 
     def solve(self, alpha):
-        """The model fitted on all the data at ``alpha`` from this engine's factorization, as a
-        solver :class:`~fastrank._solvers.Fit` ("primal" for the linear kernel with n < m, else
-        "dual"), or None for basis-vector models (no shared factor: their O(m |R|^2) fit is cheap)."""
+        """The model fitted on all the data at ``alpha`` from this engine's factorization, as a solver
+        :class:`~fastrank._solvers.Fit` ("primal" for the linear kernel with n < m, else "dual"), or None for
+        basis-vector models (no shared factor: their O(m |R|^2) fit is cheap)."""
         if self.basis:
             return None
         if self.low_rank:
@@ -831,10 +825,9 @@ class HoldoutEngine:
         return self._set_route().holdout(sets, alpha)
 
     def leave_group_out(self, alpha=None):
-        """(m, v) predictions, each group held out in turn (eq. 33): from the spectral factor when
-        it exists, else from the Cholesky factor of ``S K S + alpha I`` and the diagonal blocks of
-        its inverse, no eigendecomposition (for MPRank, whose alpha depends on each group's size,
-        through :meth:`holdout`)."""
+        """(m, v) predictions, each group held out in turn (eq. 33): from the spectral factor when it exists, else
+        from the Cholesky factor of ``S K S + alpha I`` and the diagonal blocks of its inverse, no
+        eigendecomposition (for MPRank, whose alpha depends on each group's size, through :meth:`holdout`)."""
         if self.spec.C is not None and alpha is None:
             sets = self.group_sets()
             out = np.empty_like(self.Y)
@@ -850,10 +843,10 @@ class HoldoutEngine:
         return route.leave_group_out(alpha)
 
     def leave_group_out_path(self, alphas):
-        """(n_alphas, m, v) leave-group-out predictions for a grid of alphas.  Dense kernel models
-        with 5 or more alphas share one eigendecomposition (``cv_leave_group_out_path``; it costs
-        about 4-5 Cholesky leave-group-outs at m = 2000); feature, tie-excluded and MPRank models,
-        and short grids, take one leave-group-out per alpha."""
+        """(n_alphas, m, v) leave-group-out predictions for a grid of alphas.  Dense kernel models with 5 or more
+        alphas share one eigendecomposition (``cv_leave_group_out_path``; it costs about 4-5 Cholesky
+        leave-group-outs at m = 2000); feature, tie-excluded and MPRank models, and short grids, take one
+        leave-group-out per alpha."""
         alphas = np.asarray(alphas, dtype=np.float64)
         if self.spec.C is not None or self._set_route() is not self.dual or alphas.size < 5:
             return np.stack([self.leave_group_out(float(a)) for a in alphas])
@@ -869,8 +862,8 @@ class HoldoutEngine:
 
 
 def check_sets(sets, m, *, min_train=2):
-    """Hold-out index sets (arrays or boolean masks) as int64 arrays: non-empty, in range, no
-    repeats, each leaving at least ``min_train`` training inputs."""
+    """Hold-out index sets (arrays or boolean masks) as int64 arrays: non-empty, in range, no repeats, each leaving
+    at least ``min_train`` training inputs."""
     checked = []
     for k, s in enumerate(sets):
         s = np.asarray(s)
@@ -896,8 +889,8 @@ def check_sets(sets, m, *, min_train=2):
 
 
 def resolve_folds(folds, engine, groups=None):
-    """Hold-out index sets from an int k, (m,) fold labels, a sequence of index arrays, or a
-    scikit-learn splitter (its test indices; ``groups`` are passed to ``split``)."""
+    """Hold-out index sets from an int k, (m,) fold labels, a sequence of index arrays, or a scikit-learn splitter
+    (its test indices; ``groups`` are passed to ``split``)."""
     m, gi, grouped = engine.m, engine.groups, engine.grouped
     if isinstance(folds, numbers.Integral) and not isinstance(folds, (bool, np.bool_)):
         k = int(folds)
@@ -920,14 +913,13 @@ def resolve_folds(folds, engine, groups=None):
 
 
 class PreferenceRoute:
-    """Exact hold-out predictions on a preference graph (004 eq. 33 in its general form): for each
-    set U, the model retrained with every edge touching U removed, predicting U.
+    """Exact hold-out predictions on a preference graph (004 eq. 33 in its general form): for each set U, the model
+    retrained with every edge touching U removed, predicting U.
 
-    With P = L K + alpha I factorized once (A = P^-1 b, eq. 17), removing U's edges changes L and
-    b only on B = U and U's neighbours: L' = L - E_B D E_B^T, b' = b - E_B d.  The rows of U then
-    have no edge, so the retrained A'_U = 0 and, by the Woodbury identity,
-    A' = H b' + H E_B D (I - K_B. H E_B D)^-1 K_B. H b'  with H = P^-1,
-    O(m^2 |B|) per set instead of O(m^3) for retraining.
+    With P = L K + alpha I factorized once (A = P^-1 b, eq. 17), removing U's edges changes L and b only on B = U and
+    U's neighbours: L' = L - E_B D E_B^T, b' = b - E_B d.  The rows of U then have no edge, so the retrained A'_U = 0
+    and, by the Woodbury identity, A' = H b' + H E_B D (I - K_B. H E_B D)^-1 K_B. H b'  with H = P^-1, O(m^2 |B|) per
+    set instead of O(m^3) for retraining.
     """
 
     # the kernel, the LU factor of L K + alpha I (built in place of L K, next to the dense L) and, for a

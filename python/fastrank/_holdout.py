@@ -3,25 +3,22 @@
 Two model forms have one (Pahikkala et al. 2009, 004):
 
 * linear kernel: f(x) = x . w, w = (X^T L X + alpha I)^-1 X^T L y  (eq. 28);
-* subset of regressors (``basis_vectors``): f(x) = k(x, X_R) a,
-  a = (K_R^T L K_R + alpha K_RR)^-1 K_R^T L y  (eq. 41).  With K_RR = Z Z^T (Cholesky; an
-  eigendecomposition restricted to the positive eigenvalues if K_RR is singular) the features
-  phi(x) = Z^-1 k(X_R, x) turn it into the linear form with ridge alpha I, f = phi . (Z^T a).
+* subset of regressors (``basis_vectors``): f(x) = k(x, X_R) a, a = (K_R^T L K_R + alpha K_RR)^-1 K_R^T L y  (eq. 41).
+  With K_RR = Z Z^T (Cholesky; an eigendecomposition restricted to the positive eigenvalues if K_RR is singular) the
+  features phi(x) = Z^-1 k(X_R, x) turn it into the linear form with ridge alpha I, f = phi . (Z^T a).
 
-In the scoring setting L = blockdiag(c_q (n_q I - 1 1^T)), so the p x p system is a sum over
-groups, X^T L X = sum_q c_q n_q Xc_q^T Xc_q with Xc_q the group-centred rows (eq. 30).  Retraining
-without a hold-out set U keeps every pair among the remaining rows with its weight: group q with
-the rows U_q removed (k = n_q - |U_q| kept) contributes c_q k (Xc_T^T Xc_T - s_T s_T^T / k), where
-Xc_T^T Xc_T = Xc_q^T Xc_q - Xc_U^T Xc_U and s_T = -s_U (column sums; the centring uses the full
-group's mean, which leaves the kept rows' Laplacian term unchanged).  So each set costs
-O(|U| p^2 + p^3) plus O(n_q p^2) for the Gram matrix of each touched group, and the retrained
-p x p system is solved directly (Cholesky) -- as accurate as a direct fit at any alpha (general
-hold-out sets, :func:`feature_holdout`).  Leave-group-out and leave-pair-out run in C++ by
-low-rank (Woodbury) updates of one factor (fastrank/feature_cv.hpp): O(m p^2 + sum_q n_q^2 p) and
-O(1) per pair after O(n_q^2 p) per group.
+In the scoring setting L = blockdiag(c_q (n_q I - 1 1^T)), so the p x p system is a sum over groups, X^T L X = sum_q
+c_q n_q Xc_q^T Xc_q with Xc_q the group-centred rows (eq. 30).  Retraining without a hold-out set U keeps every pair
+among the remaining rows with its weight: group q with the rows U_q removed (k = n_q - |U_q| kept) contributes c_q k
+(Xc_T^T Xc_T - s_T s_T^T / k), where Xc_T^T Xc_T = Xc_q^T Xc_q - Xc_U^T Xc_U and s_T = -s_U (column sums; the centring
+uses the full group's mean, which leaves the kept rows' Laplacian term unchanged).  So each set costs O(|U| p^2 + p^3)
+plus O(n_q p^2) for the Gram matrix of each touched group, and the retrained p x p system is solved directly (Cholesky)
+-- as accurate as a direct fit at any alpha (general hold-out sets, :func:`feature_holdout`).  Leave-group-out and
+leave-pair-out run in C++ by low-rank (Woodbury) updates of one factor (fastrank/feature_cv.hpp): O(m p^2 + sum_q n_q^2
+p) and O(1) per pair after O(n_q^2 p) per group.
 
-The basis rows R stay the same inputs in every retrained model (a held-out basis row still
-defines a basis function; only its target and pairs are dropped).
+The basis rows R stay the same inputs in every retrained model (a held-out basis row still defines a basis function;
+only its target and pairs are dropped).
 """
 
 from __future__ import annotations

@@ -70,6 +70,8 @@ __all__ = [
 ]
 
 _AVERAGES = ("group", "pooled")
+_PER_GROUP = ("group", None)  # the listwise measures: mean over groups or one value per group
+_ANY_AVERAGE = ("group", "pooled", None)
 # Labels with at most this many distinct values are ranked without sorting (hash / direct table).
 _SMALL_LABEL_SET = 4096
 
@@ -107,14 +109,24 @@ def _as_pair(a, b, name_a, name_b):
     return a, b
 
 
-def _check_average(average):
-    if average not in _AVERAGES:
-        raise ValueError(f"average must be one of {_AVERAGES}, got {average!r}")
+def _check_average(average, allowed=_AVERAGES):
+    if average not in allowed:
+        raise ValueError(f"average must be one of {allowed}, got {average!r}")
 
 
-def _check_average_listwise(average):
-    if average not in ("group", None):
-        raise ValueError(f"average must be 'group' (mean over groups) or None (one value per group), got {average!r}")
+def _check_real(value, name, what, ok=lambda v: True, *, integral=False):
+    """``value`` if it is a finite real number (an integer with ``integral``, never a bool) for which ``ok`` holds."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral if integral else numbers.Real) \
+            or not (integral or np.isfinite(value)) or not ok(value):
+        raise ValueError(f"{name} must be {what}, got {value!r}")
+    return value
+
+
+def _check_k(k, allow_none=True):
+    if k is None and allow_none:
+        return None
+    return int(_check_real(k, "k", f"{'None or ' if allow_none else ''}a positive integer", lambda v: v >= 1,
+                           integral=True))
 
 
 class _Codes:
@@ -168,14 +180,20 @@ def _pair_stats(y, f, gi, weighted, n_jobs=None, ranks=None):
     return _core.pair_statistics(f, order, yrank, values, codes, n_groups, bool(weighted), check_n_jobs(n_jobs))
 
 
-def _average(num, den, average, what):
+def _average(num, den, average, what, nothing="there is no pair to evaluate"):
+    """Per group num / den over the groups with den > 0: their mean ("group"), total num over total den ("pooled"),
+    or every group's value, NaN where den = 0 (None)."""
     num = np.asarray(num, dtype=np.float64)
     den = np.asarray(den, dtype=np.float64)
     valid = den > 0
     if not valid.any():
-        raise ValueError(f"{what}: there is no pair to evaluate")
+        raise ValueError(f"{what}: {nothing}")
     if average == "pooled":
         return float(num[valid].sum() / den[valid].sum())
+    if average is None:
+        out = np.full(den.shape[0], np.nan)
+        out[valid] = num[valid] / den[valid]
+        return out
     return float(np.mean(num[valid] / den[valid]))
 
 
@@ -287,18 +305,6 @@ def kendall_distance(a, b, *, normalize=True):
     return d / (m * (m - 1) / 2)
 
 
-def _average_ranks(x):
-    # scipy.stats.rankdata(x, method="average"), 1-based
-    order = np.argsort(x)  # tied values get the same average rank: stability is irrelevant
-    xs = x[order]
-    starts = np.flatnonzero(np.r_[True, xs[1:] != xs[:-1]])
-    ends = np.r_[starts[1:], xs.size]
-    avg = (starts + ends + 1) / 2.0  # mean of positions starts+1 .. ends
-    ranks = np.empty(x.size, dtype=np.float64)
-    ranks[order] = np.repeat(avg, ends - starts)
-    return ranks
-
-
 def spearman_footrule(a, b):
     """Spearman's footrule sum_i |rank_a(i) - rank_b(i)| (003, "Other loss functions for ranking").
 
@@ -306,7 +312,8 @@ def spearman_footrule(a, b):
     (scipy.stats.rankdata(method="average")), so the value may be a half-integer. O(m log m).
     """
     a, b = _as_pair(a, b, "a", "b")
-    return float(np.abs(_average_ranks(a) - _average_ranks(b)).sum())
+    # ranks by decreasing score, m + 1 - the increasing ones: the same displacements
+    return float(np.abs(_group_average_ranks(a, None, 1)[0] - _group_average_ranks(b, None, 1)[0]).sum())
 
 
 def _centred_diffs(y_true, y_score, groups, name):
@@ -330,10 +337,21 @@ def msd(y_true, y_score, groups=None, *, average="group"):
     "pooled" (sum over groups / sum of n_g^2).
     """
     _check_average(average)
-    c, codes, n, G = _centred_diffs(y_true, y_score, groups, "msd")
-    ss = np.bincount(codes, weights=c * c, minlength=G)
-    total = 2.0 * n * ss  # sum_ij (c_j - c_i)^2 = 2 n sum c^2 (c centred)
+    total, n = _mp_total(y_true, y_score, groups, 2)
     return _average(total, np.where(n >= 2, n * n, 0.0), average, "msd")
+
+
+def _mp_total(y_true, y_score, groups, power):
+    """Per group the sum over ordered pairs of |dh - dy|^power, and the group sizes n.  With c = h - y centred per
+    group: sum_ij (c_j - c_i)^2 = 2 n sum c^2; with c sorted, sum_ij |c_j - c_i| = 2 sum_k c_(k) (2k - n + 1)."""
+    c, codes, n, G = _centred_diffs(y_true, y_score, groups, "magnitude_preserving_cost")
+    if power == 2:
+        return 2.0 * n * np.bincount(codes, weights=c * c, minlength=G), n
+    order = np.lexsort((c, codes))
+    cs, gs = c[order], codes[order]
+    offsets = np.concatenate([[0], np.cumsum(n)])
+    k = np.arange(cs.size, dtype=np.float64) - offsets[gs]
+    return 2.0 * np.bincount(gs, weights=cs * (2.0 * k - n[gs] + 1.0), minlength=G), n
 
 
 def m1d(y_true, y_score, groups=None, *, average="group"):
@@ -343,15 +361,7 @@ def m1d(y_true, y_score, groups=None, *, average="group"):
     sum_k d_(k) (2k - m + 1) (k = 0..m-1): O(m log m).  Groups and averaging as in :func:`msd`.
     """
     _check_average(average)
-    c, codes, n, G = _centred_diffs(y_true, y_score, groups, "m1d")
-    if G == 1:
-        cs, gs = np.sort(c), codes
-    else:
-        order = np.lexsort((c, codes))
-        cs, gs = c[order], codes[order]
-    offsets = np.concatenate([[0], np.cumsum(n)])
-    k = np.arange(cs.size, dtype=np.float64) - offsets[gs]
-    total = 2.0 * np.bincount(gs, weights=cs * (2.0 * k - n[gs] + 1.0), minlength=G)
+    total, n = _mp_total(y_true, y_score, groups, 1)
     return _average(total, np.where(n >= 2, n * n, 0.0), average, "m1d")
 
 
@@ -387,7 +397,7 @@ def ndcg(y_true, y_score, groups=None, *, k=None, gain="exponential", average="g
     the default), or with ``average=None`` the per-group values, one per distinct group id in sorted id order (NaN for
     a skipped group). O(m log n_g); n_jobs threads over groups.
     """
-    _check_average_listwise(average)
+    _check_average(average, _PER_GROUP)
     y, f = _as_pair(y_true, y_score, "y_true", "y_score")
     if (y < 0).any():
         raise ValueError("ndcg needs non-negative relevance labels y_true")
@@ -395,23 +405,12 @@ def ndcg(y_true, y_score, groups=None, *, k=None, gain="exponential", average="g
         raise ValueError(f"gain must be 'exponential' or 'linear', got {gain!r}")
     if gain == "exponential" and y.max() > 1000:
         raise ValueError("y_true too large for exponential gain 2^y - 1; use gain='linear'")
-    if k is None:
-        kk = 0
-    elif isinstance(k, (bool, np.bool_)) or not isinstance(k, numbers.Integral) or k < 1:
-        raise ValueError(f"k must be None or a positive integer, got {k!r}")
-    else:
-        kk = int(min(int(k), y.shape[0]))  # a cutoff beyond the largest group is no cutoff (and fits a C int)
+    # a cutoff beyond the largest group is no cutoff (and fits a C int)
+    kk = 0 if k is None else min(_check_k(k), y.shape[0])
     gi = _groups(groups, y.shape[0])
     codes, n_groups = (None, 1) if gi is None else (gi.codes, gi.n_groups)
     S = _core.dcg_statistics(y, f, codes, n_groups, kk, 1 if gain == "exponential" else 0, check_n_jobs(n_jobs))
-    valid = S[:, 1] > 0
-    if not valid.any():
-        raise ValueError("ndcg: no group has a relevant item (every ideal DCG is 0)")
-    if average is None:
-        out = np.full(S.shape[0], np.nan)
-        out[valid] = S[valid, 0] / S[valid, 1]
-        return out
-    return float(np.mean(S[valid, 0] / S[valid, 1]))
+    return _average(S[:, 0], S[:, 1], average, "ndcg", "no group has a relevant item (every ideal DCG is 0)")
 
 
 def mean_rank_loss(y_true, y_pred, *, scale="values", classes=None):
@@ -502,22 +501,6 @@ def _dominance(a, b, codes, G, n_jobs):
                                 codes, G, check_n_jobs(n_jobs))
 
 
-def _reduce_groups(total, den, average, what):
-    if average is None:
-        out = np.full(den.shape[0], np.nan)
-        ok = den > 0
-        if not ok.any():
-            raise ValueError(f"{what}: there is no pair to evaluate")
-        out[ok] = total[ok] / den[ok]
-        return out
-    return _average(total, den, average, what)
-
-
-def _check_average_or_none(average):
-    if average is not None:
-        _check_average(average)
-
-
 _COSTS = ("hr", "mp", "hmp", "svr")
 
 
@@ -548,24 +531,14 @@ def magnitude_preserving_cost(y_true, y_score, groups=None, *, cost="mp", power=
         raise ValueError(f"cost must be one of {_COSTS} (000 eqs. 4-7), got {cost!r}")
     if isinstance(power, (bool, np.bool_)) or power not in (1, 2):
         raise ValueError(f"power must be 1 or 2 (the exponent n of 000 eqs. 4-7), got {power!r}")
-    if isinstance(epsilon, (bool, np.bool_)) or not isinstance(epsilon, numbers.Real) or not np.isfinite(epsilon) \
-            or epsilon < 0:
-        raise ValueError(f"epsilon must be a finite number >= 0, got {epsilon!r}")
+    _check_real(epsilon, "epsilon", "a finite number >= 0", lambda v: v >= 0)
     if epsilon != 0 and cost != "svr":
         raise ValueError("epsilon is only used by cost='svr'")
-    _check_average_or_none(average)
+    _check_average(average, _ANY_AVERAGE)
     y, f, codes, G, n = _group_setup(y_true, y_score, groups)
     den = np.where(n >= 2, n * n, 0.0)
     if cost == "mp":
-        c, codes_c, _, _ = _centred_diffs(y, f, groups, "magnitude_preserving_cost")
-        if power == 2:
-            total = 2.0 * n * np.bincount(codes_c, weights=c * c, minlength=G)
-        else:
-            order = np.lexsort((c, codes_c))
-            cs, gs = c[order], codes_c[order]
-            offsets = np.concatenate([[0], np.cumsum(n)])
-            k = np.arange(cs.size, dtype=np.float64) - offsets[gs]
-            total = 2.0 * np.bincount(gs, weights=cs * (2.0 * k - n[gs] + 1.0), minlength=G)
+        total = _mp_total(y, f, groups, power)[0]
     elif cost == "svr":
         T = _core.threshold_pair_sums(np.ascontiguousarray(f - y), codes, G, float(epsilon), check_n_jobs(n_jobs))
         total = 2.0 * T[:, power]  # ordered pairs: each unordered pair twice
@@ -580,7 +553,7 @@ def magnitude_preserving_cost(y_true, y_score, groups=None, *, cost="mp", power=
         else:
             unordered = D[:, 3] + 2.0 * D[:, 5] + D[:, 4]
         total = 2.0 * unordered
-    return _reduce_groups(total, den, average, "magnitude_preserving_cost")
+    return _average(total, den, average, "magnitude_preserving_cost")
 
 
 _LOSSES = ("0-1", "disc", "gamma", "hinge", "squared")
@@ -610,12 +583,10 @@ def stability_ranking_loss(y_true, y_score, groups=None, *, loss="hinge", gamma=
     """
     if loss not in _LOSSES:
         raise ValueError(f"loss must be one of {_LOSSES} (002 Sect. 2, 4, 5.2), got {loss!r}")
-    if isinstance(gamma, (bool, np.bool_)) or not isinstance(gamma, numbers.Real) or not np.isfinite(gamma) \
-            or gamma <= 0:
-        raise ValueError(f"gamma must be a finite number > 0, got {gamma!r}")
+    _check_real(gamma, "gamma", "a finite number > 0", lambda v: v > 0)
     if gamma != 1.0 and loss != "gamma":
         raise ValueError("gamma is only used by loss='gamma'")
-    _check_average_or_none(average)
+    _check_average(average, _ANY_AVERAGE)
     y, f, codes, G, n = _group_setup(y_true, y_score, groups)
     den = n * (n - 1) / 2.0
     if loss in ("0-1", "disc"):
@@ -624,15 +595,8 @@ def stability_ranking_loss(y_true, y_score, groups=None, *, loss="hinge", gamma=
             total = S[:, 4] + 0.5 * S[:, 5]
         else:
             # all score-tied pairs of a group (labels ignored): sum over tied blocks of C(b, 2)
-            cg = np.zeros(y.shape[0], dtype=np.int64) if codes is None else codes
-            order = np.lexsort((f, cg))
-            fs, gs = f[order], cg[order]
-            start = np.r_[True, (fs[1:] != fs[:-1]) | (gs[1:] != gs[:-1])]
-            block = np.cumsum(start) - 1
-            sizes = np.bincount(block).astype(np.float64)
-            block_group = gs[start]
-            tied_all = np.bincount(block_group, weights=sizes * (sizes - 1) / 2.0, minlength=G)
-            total = S[:, 2] + 0.5 * tied_all
+            rk = _Ranked(y, f, groups)
+            total = S[:, 2] + 0.5 * np.bincount(rk.group, weights=rk.size * (rk.size - 1) / 2.0, minlength=G)
     elif loss == "hinge":
         # (|d| - u)_+ on pairs y_i > y_j is ((y_i - f_i) - (y_j - f_j))_+: dominance pairs of (y, y - f)
         total = _dominance(y, y - f, codes, G, n_jobs)[:, 2]
@@ -642,7 +606,7 @@ def stability_ranking_loss(y_true, y_score, groups=None, *, loss="hinge", gamma=
     else:  # squared: sum over y_i > y_j of (z_i - z_j)^2, z = y - f (z ties contribute 0)
         z = y - f
         total = _dominance(y, z, codes, G, n_jobs)[:, 4] + _dominance(y, -z, codes, G, n_jobs)[:, 4]
-    return _reduce_groups(total, den, average, "stability_ranking_loss")
+    return _average(total, den, average, "stability_ranking_loss")
 
 
 # --------------------------------------------------------------------------------------------
@@ -676,8 +640,7 @@ def position_error(y_true, y_score, groups=None, *, average="group"):
     label) has error 0.  groups: one id per row.  average: "group" (mean over groups, default) or None (per group,
     sorted id order).  O(m log m).
     """
-    if average not in ("group", None):
-        raise ValueError(f"average must be 'group' or None, got {average!r}")
+    _check_average(average, _PER_GROUP)
     y, f, codes, G, n = _group_setup(y_true, y_score, groups)
     cg = np.zeros(y.shape[0], dtype=np.int64) if codes is None else codes
     ymax = np.full(G, -np.inf)
@@ -717,8 +680,7 @@ def discounted_error(y_true, y_score, groups=None, *, discount="log2", average="
     d_DE is Spearman's footrule), or a callable mapping the array of true ranks to weights. Per group (ranks restart in
     each group); average "group" (mean over groups, default) or None. O(m log m).
     """
-    if average not in ("group", None):
-        raise ValueError(f"average must be 'group' or None, got {average!r}")
+    _check_average(average, _PER_GROUP)
     y, f, codes, G, n = _group_setup(y_true, y_score, groups)
     rt, cg = _group_average_ranks(y, codes, G)
     rp, _ = _group_average_ranks(f, codes, G)
@@ -769,20 +731,6 @@ def edge_disagreement(pairs, y_score, weights=None, *, tied_scores="half", ties=
 
 # --------------------------------------------------------------------------------------------
 # IR measures over ragged query groups (MAP, MRR, precision@k, ERR@k)
-
-
-def _check_k(k, allow_none=True):
-    if k is None and allow_none:
-        return None
-    if isinstance(k, (bool, np.bool_)) or not isinstance(k, numbers.Integral) or k < 1:
-        raise ValueError(f"k must be {'None or ' if allow_none else ''}a positive integer, got {k!r}")
-    return int(k)
-
-
-def _check_threshold(t):
-    if isinstance(t, (bool, np.bool_)) or not isinstance(t, numbers.Real) or not np.isfinite(t):
-        raise ValueError(f"relevance_threshold must be a finite number, got {t!r}")
-    return float(t)
 
 
 def _stable_argsort_desc(f):
@@ -881,14 +829,18 @@ def _mean_subset_products(q, T):
     return E
 
 
-def _finish_listwise(per, valid, average, what):
-    if not valid.any():
-        raise ValueError(f"{what}: no group has a relevant item")
-    if average is None:
-        out = np.full(per.shape[0], np.nan)
-        out[valid] = per[valid]
-        return out
-    return float(per[valid].mean())
+_NO_RELEVANT = "no group has a relevant item"
+
+
+def _ranked_relevance(y_true, y_score, groups, k, relevance_threshold, average, k_optional=True):
+    """The IR measures' checks, then the rows ranked per group, the cutoff k, the relevance (y_true >
+    relevance_threshold, 1.0 or 0.0) of every ranked row and the number of relevant rows of every group."""
+    _check_average(average, _PER_GROUP)
+    k = _check_k(k, k_optional)
+    thr = float(_check_real(relevance_threshold, "relevance_threshold", "a finite number"))
+    rk = _Ranked(y_true, y_score, groups)
+    rel = (rk.ys > thr).astype(np.float64)
+    return rk, k, rel, np.bincount(rk.gs, weights=rel, minlength=rk.G)
 
 
 def mean_average_precision(y_true, y_score, groups=None, *, k=None, relevance_threshold=0.0, average="group"):
@@ -904,14 +856,7 @@ def mean_average_precision(y_true, y_score, groups=None, *, k=None, relevance_th
     does; ValueError if no group has one.  Equals ``sklearn.metrics.average_precision_score`` per group when the scores
     have no ties.  O(m log m).
     """
-    if average not in ("group", None):
-        raise ValueError(f"average must be 'group' or None, got {average!r}")
-    k = _check_k(k)
-    thr = _check_threshold(relevance_threshold)
-    rk = _Ranked(y_true, y_score, groups)
-    G = rk.G
-    rel = (rk.ys > thr).astype(np.float64)
-    R = np.bincount(rk.gs, weights=rel, minlength=G)
+    rk, k, rel, R = _ranked_relevance(y_true, y_score, groups, k, relevance_threshold, average)
     # A relevant row of a block (start s, size b, r relevant rows, h relevant rows before it) is at
     # each of the positions s + j, j = 1..b, with probability 1/b, and then has 1 + (j - 1)(r - 1)/(b - 1)
     # relevant rows of its block at or before it on average: the expected precision it adds is
@@ -924,31 +869,23 @@ def mean_average_precision(y_true, y_score, groups=None, *, k=None, relevance_th
     h = rk.before_block(rel)
     b = rk.size.astype(np.float64)
     B = np.where(b > 1, (r - 1) / np.maximum(b - 1, 1), 0.0)
-    num = np.bincount(rk.group, weights=r / b * ((h + 1) * S1 + B * S2), minlength=G)
+    num = np.bincount(rk.group, weights=r / b * ((h + 1) * S1 + B * S2), minlength=rk.G)
     den = R if k is None else np.minimum(R, k)
-    valid = R > 0
-    per = np.zeros(G)
-    per[valid] = num[valid] / den[valid]
-    return _finish_listwise(per, valid, average, "mean_average_precision")
+    return _average(num, den, average, "mean_average_precision", _NO_RELEVANT)
 
 
 def mean_reciprocal_rank(y_true, y_score, groups=None, *, k=None, relevance_threshold=0.0, average="group"):
     """Mean reciprocal rank (MRR): per group 1/p of the first relevant row in the ranking by decreasing ``y_score``
     (0 when it is below the cutoff k).  Relevance, ties (the expectation over the orders of the tied rows) and
     skipped groups as :func:`mean_average_precision`.  O(m log m)."""
-    if average not in ("group", None):
-        raise ValueError(f"average must be 'group' or None, got {average!r}")
-    k = _check_k(k)
-    thr = _check_threshold(relevance_threshold)
-    rk = _Ranked(y_true, y_score, groups)
+    rk, k, rel, R = _ranked_relevance(y_true, y_score, groups, k, relevance_threshold, average)
     G = rk.G
-    r = rk.per_block((rk.ys > thr).astype(np.float64))
+    r = rk.per_block(rel)
     # the first block of each group holding a relevant row: its first relevant row is at the j-th
     # of its b positions with probability C(b - j, r - 1) / C(b, r)
     first = np.full(G, np.iinfo(np.int64).max)
     hit = np.flatnonzero(r > 0)
     np.minimum.at(first, rk.group[hit], hit)
-    valid = first < np.iinfo(np.int64).max
     rows = np.flatnonzero(rk.block == first[rk.gs])
     blk = rk.block[rows]
     bb, rr = rk.size[blk].astype(np.float64), r[blk]
@@ -960,25 +897,18 @@ def mean_reciprocal_rank(y_true, y_score, groups=None, *, k=None, relevance_thre
     prob = np.where(possible, np.exp(np.where(possible, log_p, 0.0)), 0.0)
     in_k = np.ones(rows.size) if k is None else (rk.pos[rows] <= k)
     per = np.bincount(rk.gs[rows], weights=prob * in_k / rk.pos[rows], minlength=G)
-    return _finish_listwise(per, valid, average, "mean_reciprocal_rank")
+    return _average(per, R > 0, average, "mean_reciprocal_rank", _NO_RELEVANT)
 
 
 def precision_at_k(y_true, y_score, groups=None, *, k=10, relevance_threshold=0.0, average="group"):
     """Precision@k: per group the number of relevant rows among the k highest scores, divided by k (also when the
     group has fewer than k rows, as trec_eval's P_k).  Relevance, ties (the expectation over the orders of the tied
     rows) and skipped groups as :func:`mean_average_precision`.  O(m log m)."""
-    if average not in ("group", None):
-        raise ValueError(f"average must be 'group' or None, got {average!r}")
-    k = _check_k(k, allow_none=False)
-    thr = _check_threshold(relevance_threshold)
-    rk = _Ranked(y_true, y_score, groups)
-    G = rk.G
-    rel = (rk.ys > thr).astype(np.float64)
-    R = np.bincount(rk.gs, weights=rel, minlength=G)
+    rk, k, rel, R = _ranked_relevance(y_true, y_score, groups, k, relevance_threshold, average, k_optional=False)
     # a row of a block (start s, size b) is among the top k with probability clip((k - s)/b, 0, 1)
     inside = np.clip((k - rk.start[rk.block]) / rk.size[rk.block], 0.0, 1.0)
-    top = np.bincount(rk.gs, weights=rel * inside, minlength=G)
-    return _finish_listwise(top / k, R > 0, average, "precision_at_k")
+    top = np.bincount(rk.gs, weights=rel * inside, minlength=rk.G)
+    return _average(top / k, R > 0, average, "precision_at_k", _NO_RELEVANT)
 
 
 def err_at_k(y_true, y_score, groups=None, *, k=None, max_grade=None, average="group"):
@@ -991,16 +921,11 @@ def err_at_k(y_true, y_score, groups=None, *, k=None, max_grade=None, average="g
     scale's maximum, e.g. 4 for LETOR, to compare across data sets).  Groups whose grades are all 0 are skipped (their
     ERR is 0), as :func:`ndcg` does.  k=None: no cutoff.  O(m log m).
     """
-    if average not in ("group", None):
-        raise ValueError(f"average must be 'group' or None, got {average!r}")
-    k = _check_k(k)
-    rk = _Ranked(y_true, y_score, groups)
-    ys, gs, pos, G = rk.ys, rk.gs, rk.pos, rk.G
+    rk, k, _, graded = _ranked_relevance(y_true, y_score, groups, k, 0.0, average)
+    ys, pos = rk.ys, rk.pos
     if (ys < 0).any():
         raise ValueError("err_at_k needs non-negative relevance grades y_true")
-    gmax = float(ys.max()) if max_grade is None else max_grade
-    if isinstance(gmax, (bool, np.bool_)) or not isinstance(gmax, numbers.Real) or not np.isfinite(gmax):
-        raise ValueError(f"max_grade must be None or a finite number, got {max_grade!r}")
+    gmax = float(ys.max()) if max_grade is None else _check_real(max_grade, "max_grade", "None or a finite number")
     if ys.max() > gmax:
         raise ValueError(f"y_true has grades above max_grade={gmax}")
     if gmax > 1000:
@@ -1033,9 +958,8 @@ def err_at_k(y_true, y_score, groups=None, *, k=None, max_grade=None, average="g
                 continue
             others = np.delete(1.0 - Rq, int(np.flatnonzero(Rq == value)[0]))
             contrib[q] += count * value / bq * float(_mean_subset_products(others, T) @ weights)
-    per = np.bincount(rk.group, weights=stop * contrib, minlength=G)
-    valid = np.bincount(gs, weights=(ys > 0).astype(np.float64), minlength=G) > 0
-    return _finish_listwise(per, valid, average, "err_at_k")
+    per = np.bincount(rk.group, weights=stop * contrib, minlength=rk.G)
+    return _average(per, graded > 0, average, "err_at_k", _NO_RELEVANT)
 
 
 # --------------------------------------------------------------------------------------------

@@ -627,76 +627,38 @@ class HoldoutEngine:
             self.features = _holdout.basis_features(KR, KR[basis])[0]
         elif self.low_rank:
             self.features = _holdout.linear_features(X)  # X itself: no m x m matrix for hold-out sets
-        self._dual = self._tie = self._feature = None
 
     # ---- the routes, built on first use ----------------------------------------------------------
-    @property
+    @functools.cached_property
     def dual(self):
-        if self._dual is None:
-            self._dual = DualRoute(self, low_rank=self.low_rank)
-        return self._dual
+        return DualRoute(self, low_rank=self.low_rank)
 
-    @property
+    @functools.cached_property
     def feature(self):
-        if self._feature is None:
-            self._feature = FeatureRoute(self, self.features)
-        return self._feature
+        return FeatureRoute(self, self.features)
 
-    @property
+    @functools.cached_property
     def tie(self):
-        if self._tie is None:
-            self._tie = TieExcludedRoute(self)
-        return self._tie
+        return TieExcludedRoute(self)
 
     @property
     def basis(self):
         return self.features is not None and not self.low_rank
 
-    def _pair_route(self):
+    def _route(self):
+        """The route of every question: tie-excluded, else feature space when there is a feature map, else dual."""
         return self.tie if self.spec.exclude_ties else self.feature if self.features is not None else self.dual
 
-    def _set_route(self):
-        return self.tie if self.spec.exclude_ties else self.feature if self.features is not None else self.dual
-
-    # ---- shape -------------------------------------------------------------------------------------
-    @property
-    def m(self):
-        return self.problem.m
-
-    @property
-    def Y(self):
-        return self.problem.Y
-
-    @property
-    def one_d(self):
-        return self.problem.one_d
-
-    @property
-    def grouped(self):
-        return self.problem.grouped
-
-    @property
-    def groups(self):
-        return self.problem.groups
-
-    @property
-    def K(self):
-        """The kernel in group order (dense kernel routes)."""
-        return self.dual.K
-
-    @property
-    def Yg(self):
-        """The targets in group order."""
-        return self.dual.Yg
-
-    @property
-    def c(self):
-        """Pair weight of object ranking (one group)."""
-        return self.dual.c
-
-    @property
-    def alpha(self):
-        return self.spec.alpha_for(self.m)
+    # ---- shape, and the dense route's kernel (group order), targets (group order) and object-ranking pair weight
+    m = property(lambda self: self.problem.m)
+    Y = property(lambda self: self.problem.Y)
+    one_d = property(lambda self: self.problem.one_d)
+    grouped = property(lambda self: self.problem.grouped)
+    groups = property(lambda self: self.problem.groups)
+    K = property(lambda self: self.dual.K)
+    Yg = property(lambda self: self.dual.Yg)
+    c = property(lambda self: self.dual.c)
+    alpha = property(lambda self: self.spec.alpha_for(self.m))
 
     def alpha_for(self, n_train):
         return self.spec.alpha_for(n_train)
@@ -795,14 +757,14 @@ class HoldoutEngine:
         """(n_pairs, 2) or (n_pairs, 2, v) held-out predictions (Lemma 2, eqs. 34-39)."""
         alpha = self.alpha_for(self.m - 2) if alpha is None else alpha
         pairs = np.ascontiguousarray(pairs, dtype=np.int64)
-        out = self._pair_route().lpo(pairs, alpha).reshape(pairs.shape[0], 2, self.Y.shape[1])
+        out = self._route().lpo(pairs, alpha).reshape(pairs.shape[0], 2, self.Y.shape[1])
         return out[:, :, 0] if self.one_d else out
 
     def lpo_disagreement(self, pairs, alpha=None):
         """Pairwise disagreement of the leave-pair-out predictions per output column."""
         alpha = self.alpha_for(self.m - 2) if alpha is None else alpha
         pairs = np.ascontiguousarray(pairs, dtype=np.int64)
-        route = self._pair_route()
+        route = self._route()
         if route is self.dual:
             return route.lpo_disagreement(pairs, alpha)
         return _pair_disagreement(route.lpo(pairs, alpha), self.Y, pairs)
@@ -822,25 +784,26 @@ class HoldoutEngine:
                     out[starts[k]:starts[k + 1]] = part[at:at + size]
             return out
         alpha = self.alpha if alpha is None else alpha
-        return self._set_route().holdout(sets, alpha)
+        return self._route().holdout(sets, alpha)
 
     def leave_group_out(self, alpha=None):
         """(m, v) predictions, each group held out in turn (eq. 33): from the spectral factor when it exists, else
         from the Cholesky factor of ``S K S + alpha I`` and the diagonal blocks of its inverse, no
         eigendecomposition (for MPRank, whose alpha depends on each group's size, through :meth:`holdout`)."""
         if self.spec.C is not None and alpha is None:
-            sets = self.group_sets()
-            out = np.empty_like(self.Y)
-            out[np.concatenate(sets)] = self.holdout(sets)
-            return out
+            return self._each_group_held_out(self.holdout)
         alpha = self.alpha if alpha is None else alpha
-        route = self._set_route()
+        route = self._route()
         if route is self.dual and route.factored():  # a shared spectral factor answers every group
-            sets = self.group_sets()
-            out = np.empty_like(self.Y)
-            out[np.concatenate(sets)] = route.holdout(sets, alpha)
-            return out
+            return self._each_group_held_out(lambda sets: route.holdout(sets, alpha))
         return route.leave_group_out(alpha)
+
+    def _each_group_held_out(self, holdout):
+        """(m, v) predictions in row order of every group held out in turn by ``holdout(sets)``."""
+        sets = self.group_sets()
+        out = np.empty_like(self.Y)
+        out[np.concatenate(sets)] = holdout(sets)
+        return out
 
     def leave_group_out_path(self, alphas):
         """(n_alphas, m, v) leave-group-out predictions for a grid of alphas.  Dense kernel models with 5 or more
@@ -848,7 +811,7 @@ class HoldoutEngine:
         leave-group-outs at m = 2000); feature, tie-excluded and MPRank models, and short grids, take one
         leave-group-out per alpha."""
         alphas = np.asarray(alphas, dtype=np.float64)
-        if self.spec.C is not None or self._set_route() is not self.dual or alphas.size < 5:
+        if self.spec.C is not None or self._route() is not self.dual or alphas.size < 5:
             return np.stack([self.leave_group_out(float(a)) for a in alphas])
         return self.dual.leave_group_out_path(alphas)
 

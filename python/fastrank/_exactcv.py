@@ -368,8 +368,8 @@ class TieExcludedRoute(_Route):
     W_q) with W_q[a, b] = 1 when rows a, b of group q differ in target.
 
     Retraining without a set U removes every edge touching U: L' = L - E_B D E_B^T with B the rows of the groups U
-    touches (D = L_B - L'_B, the tie-free Laplacian of B without U's edges), and b' = L' y = b - E_B D y_B.  With H
-    = (L K + alpha I)^-1 factorized once per alpha (eq. 17), the Woodbury identity gives the retrained coefficients
+    touches (D = L_B - L'_B, the tie-free Laplacian of B without U's edges), and b' = L' y = b - E_B D y_B.  With
+    H = (L K + alpha I)^-1 factorized once per alpha (eq. 17), the Woodbury identity gives the retrained coefficients
     A' = H b' + H E_B D (I - K_B. H E_B D)^-1 K_B. H b', whose rows in U are zero, and the predictions K_U. A' need
     only |B| x |B| quantities once H E_B is known: O(m^2 |B|) per touched group set, then O(|B|^3) per hold-out set;
     a held-out pair is a rank-4 update of a system shared by its pair of tie cells (:meth:`lpo`), O(|B|) per pair."""
@@ -481,8 +481,8 @@ class TieExcludedRoute(_Route):
 
         Removing U = {i, j} from group q (weight w, W_ab = w [a, b in different cells]) changes L by D = Delta + R:
         Delta = diag(delta), delta_k = W_ki + W_kj = w ([c_k != c_i] + [c_k != c_j]), depends only on the cells
-        (c_i, c_j), and R = E_U X^T + Y E_U^T has rank 4 with X = E_U C^T - W_.U, Y = -W_.U, C = diag(deg_U - W_ij)
-        + W_UU.  So with M0 = I - (K_B. H E_B) Delta factored once per cell pair, every pair is a rank-4 Woodbury
+        (c_i, c_j), and R = E_U X^T + Y E_U^T has rank 4 with X = E_U C^T - W_.U, Y = -W_.U, C = diag(deg_U -
+        W_ij) + W_UU.  So with M0 = I - (K_B. H E_B) Delta factored once per cell pair, every pair is a rank-4 Woodbury
         update of the |B| x |B| system of the class docstring."""
         v = self.Y.shape[1]
         # beyond the factors: the pair bookkeeping (positions, cells, order) and the predictions, about

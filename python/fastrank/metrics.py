@@ -411,31 +411,26 @@ def mean_rank_loss(y_true, y_pred, *, scale="values", classes=None):
         a = _as_vector(yt, "y_true")
         b = _as_vector(yp, "y_pred")
         return float(np.mean(np.abs(b - a)))
-    if classes is None:
+    given = classes is not None  # the sorted union of the labels holds every label
+    if not given:
         try:
             classes = np.unique(np.concatenate([yt, yp]))
         except TypeError as exc:
             raise ValueError(f"labels must be mutually comparable: {exc}") from None
-        pos_t = np.searchsorted(classes, yt)
-        pos_p = np.searchsorted(classes, yp)
-    else:
-        classes = np.asarray(classes)
-        if classes.ndim != 1 or classes.size == 0:
-            raise ValueError("classes must be a non-empty 1-D sequence")
-        if np.unique(classes).size != classes.size:
-            raise ValueError("classes contains duplicates")
-        sorter = np.argsort(classes, kind="stable")
-        sc = classes[sorter]
-
-        def positions(v, name):
-            idx = np.clip(np.searchsorted(sc, v), 0, sc.size - 1)
-            if not np.array_equal(sc[idx], v):
-                raise ValueError(f"{name} contains labels that are not in classes")
-            return sorter[idx]
-
-        pos_t = positions(yt, "y_true")
-        pos_p = positions(yp, "y_pred")
-    return float(np.mean(np.abs(pos_p.astype(np.int64) - pos_t.astype(np.int64))))
+    classes = np.asarray(classes)
+    if classes.ndim != 1 or classes.size == 0:
+        raise ValueError("classes must be a non-empty 1-D sequence")
+    if np.unique(classes).size != classes.size:
+        raise ValueError("classes contains duplicates")
+    sorter = np.argsort(classes, kind="stable")
+    sc = classes[sorter]
+    pos = []
+    for name, v in (("y_true", yt), ("y_pred", yp)):
+        idx = np.clip(np.searchsorted(sc, v), 0, sc.size - 1)
+        if given and not np.array_equal(sc[idx], v):
+            raise ValueError(f"{name} contains labels that are not in classes")
+        pos.append(sorter[idx].astype(np.int64))
+    return float(np.mean(np.abs(pos[1] - pos[0])))
 
 
 # --------------------------------------------------------------------------------------------

@@ -1,24 +1,21 @@
 """The exact cross-validation engine for RankRLS and MPRank (Pahikkala et al. 2009, 004 Sects. 3.2-3.4; Cortes, Mohri &
-Rastogi, 000 Sect. 2.6): every hold-out question -- leave-pair-out, leave-group-out, hold-out sets, k folds -- answered
-exactly (the predictions of the model retrained without the held-out rows) from one factorization of the training
-problem.
+Rastogi, 000 Sect. 2.6): leave-pair-out, leave-group-out, hold-out sets and k folds answered exactly (the predictions
+of the model retrained without the held-out rows) from one factorization of the training problem.
 
-* :class:`CVSpec` -- what the engine needs to know about the model, built and validated by the estimator
-  (``RankRLS._cv_spec()``, ``MPRank._cv_spec()``, :class:`fastrank.RankRLSCV`).
-* One route object per method:
+* :class:`CVSpec` -- the model, built and validated by the estimator (``RankRLS._cv_spec()``, ``MPRank._cv_spec()``).
+* One route object per method (the first three share :class:`_Route`):
 
-  - :class:`DualRoute` -- the kernel in group order with the Cholesky factor of ``S K S + alpha I``
-    (one alpha; accurate at any alpha) or the spectral factor ``S K S = V diag(sigma) V^T`` shared
-    by every alpha (rank-n factor from ``(S X)^T (S X)`` for the linear kernel with n < m);
-  - :class:`FeatureRoute` -- finite feature maps (linear kernel with n < m; subset of regressors,
-    eq. 41): p x p systems through :mod:`fastrank._holdout`, no m x m matrix;
-  - :class:`TieExcludedRoute` -- ``exclude_ties=True`` (the tie-free multipartite Laplacian): one
-    LU factor of ``L K + alpha I`` and a Woodbury update per touched group;
+  - :class:`DualRoute` -- the kernel in group order with the Cholesky factor of ``S K S + alpha I`` (one alpha,
+    accurate at any alpha) or the spectral factor ``S K S = V diag(sigma) V^T`` shared by every alpha (rank-n, from
+    ``(S X)^T (S X)``, for the linear kernel with n < m);
+  - :class:`FeatureRoute` -- finite feature maps (linear kernel with n < m; subset of regressors, eq. 41): p x p
+    systems through :mod:`fastrank._holdout`, no m x m matrix;
+  - :class:`TieExcludedRoute` -- ``exclude_ties=True``: one LU factor of ``L K + alpha I``, a Woodbury update per
+    touched group;
   - :class:`PreferenceRoute` -- an explicit preference graph (eq. 33 in its general form).
 
-* :class:`HoldoutEngine` -- the route POLICY: which route answers which question, at which sizes, and MPRank's fixed C
-  (its alpha = m_train^2 / (2 C) follows the training size).
-"""
+* :class:`HoldoutEngine` -- the route policy: which route answers which question at which sizes, and MPRank's fixed
+  C (alpha = m_train^2 / (2 C) follows the training size)."""
 
 from __future__ import annotations
 
@@ -43,18 +40,16 @@ from ._validation import check_alpha, check_n_jobs
 __all__ = ["CVSpec", "spec_of", "HoldoutEngine", "engine_for", "resolve_folds", "check_sets", "PreferenceRoute"]
 
 _SOLVERS = ("auto", "dual", "primal")
-# Grids of more alphas than this share one spectral factor of S K S (one m x m product per alpha);
-# smaller grids factor S K S + alpha I by Cholesky per alpha (no eigendecomposition, accurate at
-# any alpha).  Measured crossover: ~33 alphas at m = 2000.
+# Grids of more alphas than this share one spectral factor of S K S (one m x m product per alpha); smaller grids factor
+# S K S + alpha I by Cholesky per alpha (no eigendecomposition, accurate at any alpha).  Measured crossover: ~33 alphas
+# at m = 2000.
 SHARED_FACTOR_MIN_ALPHAS = 30
 
 
 @dataclasses.dataclass(frozen=True)
 class CVSpec:
-    """The model an exact cross-validation retrains, as a validated record.
-
-    Exactly one of ``alpha`` (RankRLS: fixed regularization) and ``C`` (MPRank: alpha = m_train^2 / (2 C) for the
-    m_train rows each retrained model sees, 000 eq. 8) is set."""
+    """The model an exact cross-validation retrains, as a validated record: exactly one of ``alpha`` (RankRLS) and
+    ``C`` (MPRank: alpha = m_train^2 / (2 C) for the m_train rows of each retrained model, 000 eq. 8)."""
 
     alpha: float | None = 1.0
     C: float | None = None
@@ -150,7 +145,17 @@ def _kernel_in_group_order(problem, kspec, Xg, n_threads, verbose):
         return kspec.train(np.ascontiguousarray(Xg), n_threads)
 
 
-class _Route:
+class _OnProblem:
+    """The training problem's shape, read by the engine and its routes."""
+
+    m = property(lambda self: self.problem.m)
+    Y = property(lambda self: self.problem.Y)
+    one_d = property(lambda self: self.problem.one_d)
+    grouped = property(lambda self: self.problem.grouped)
+    groups = property(lambda self: self.problem.groups)
+
+
+class _Route(_OnProblem):
     """What every route shares: the problem, its rows in group order and the thread count."""
 
     def __init__(self, engine):
@@ -158,21 +163,14 @@ class _Route:
         self.kspec = engine.kspec
         self.n_threads = engine.n_threads
         self.verbose = engine.verbose
-        self.m = engine.problem.m
-        self.one_d = engine.problem.one_d
-        self.grouped = engine.problem.grouped
-        self.groups = engine.problem.groups
-        self.Y = engine.problem.Y
         self.Xg = engine.Xg
 
 
 class DualRoute(_Route):
     """The kernel model through ``S K S`` (004 eqs. 31-39): Cholesky factor of ``S K S + alpha I`` for one alpha, or
-    the spectral factor shared by every alpha.
-
-    For the linear kernel with n_features < m (``low_rank``), the spectral factor comes from the n x n matrix ``(S
-    X)^T (S X)`` (rank <= n, O(m n^2 + m^2 n)) instead of an m x m eigendecomposition; the rank-r factor gives the
-    same exact result."""
+    the spectral factor shared by every alpha.  For the linear kernel with n_features < m (``low_rank``) that factor
+    comes from the n x n ``(S X)^T (S X)`` (rank <= n, O(m n^2 + m^2 n)): the same exact result without an m x m
+    eigendecomposition."""
 
     # The kernel, its eigenvectors, the eigensolver's workspace (2) and the pair-phase matrix.
     DENSE_MATRICES = 5
@@ -209,11 +207,11 @@ class DualRoute(_Route):
         return self._V is not None
 
     def uses_cholesky(self, alpha):
-        """Whether one alpha's leave-pair-out / leave-group-out should come from the Cholesky factor of S K S +
-        alpha I (no eigendecomposition; accurate at any alpha) rather than the spectral factor: always unless the
-        factor already exists (a grid of alphas shares it), and then still below alpha = 1e-4 sigma_max, where the
-        spectral pair formula cancels digits. (For one alpha the Cholesky route beats even the linear rank-n factor:
-        0.36 s against 0.41 s at m = 2000, n = 50, since both need the m x m kernel for the pair phase.)"""
+        """Whether one alpha's leave-pair-out / leave-group-out comes from the Cholesky factor of S K S + alpha I
+        (accurate at any alpha) rather than the spectral one: always unless a spectral factor exists (a grid shares
+        it), and then below alpha = 1e-4 sigma_max, where the spectral pair formula cancels digits.  (For one alpha
+        Cholesky beats even the linear rank-n factor, 0.36 s against 0.41 s at m = 2000, n = 50: both need the m x m
+        kernel for the pairs.)"""
         if self._V is None:
             return True
         _, sigma = self.decompose()
@@ -374,8 +372,8 @@ class TieExcludedRoute(_Route):
     only |B| x |B| quantities once H E_B is known: O(m^2 |B|) per touched group set, then O(|B|^3) per hold-out set;
     a held-out pair is a rank-4 update of a system shared by its pair of tie cells (:meth:`lpo`), O(|B|) per pair."""
 
-    # the kernel, the LU factor of L K + alpha I, K_.B solved in place and K_B. H E_B (for a group of
-    # all m rows), and for pairs the LU factor of M0 and M0^-1 K_B. H E_B
+    # the kernel, the LU factor of L K + alpha I, K_.B solved in place and K_B. H E_B (for a group of all m rows), and
+    # for pairs the LU factor of M0 and M0^-1 K_B. H E_B
     DENSE_MATRICES = 5
 
     def __init__(self, engine):
@@ -485,9 +483,9 @@ class TieExcludedRoute(_Route):
         W_ij) + W_UU.  So with M0 = I - (K_B. H E_B) Delta factored once per cell pair, every pair is a rank-4 Woodbury
         update of the |B| x |B| system of the class docstring."""
         v = self.Y.shape[1]
-        # beyond the factors: the pair bookkeeping (positions, cells, order) and the predictions, about
-        # 6 arrays of 2 n_pairs v entries (all pairs of one group, v = 1: 9.5 m x m of numpy arrays at
-        # m = 300 by tracemalloc, peak RSS 14 m x m at m = 500)
+        # beyond the factors: the pair bookkeeping (positions, cells, order) and the predictions, about 6 arrays of 2
+        # n_pairs v entries (all pairs of one group, v = 1: 9.5 m x m of numpy arrays at m = 300 by tracemalloc, peak
+        # RSS 14 m x m at m = 500)
         check_dense_memory(self.m, self.DENSE_MATRICES + 6.0 * 2 * pairs.shape[0] * v / self.m ** 2,
                            "leave-pair-out of the tie-excluded model (factors, pair bookkeeping, predictions)")
         self._factor(alpha)
@@ -589,21 +587,17 @@ def _pair_disagreement(pred, Y, pairs):
         return (wrong * valid).sum(axis=0) / valid.sum(axis=0)
 
 
-class HoldoutEngine:
-    """The route policy: one training problem, the routes that answer its hold-out questions, and the alpha each
+class HoldoutEngine(_OnProblem):
+    """The route policy: one training problem, the routes answering its hold-out questions, and the alpha each
     retrained model uses.
 
-    * ``exclude_ties`` -> :class:`TieExcludedRoute` for every question;
-    * ``basis_vectors`` -> :class:`FeatureRoute` for every question;
-    * linear kernel with n_features < m (solver not "dual") -> :class:`FeatureRoute` for hold-out sets and
-      leave-group-out, :class:`DualRoute` with the rank-n spectral factor for pairs;
+    * ``exclude_ties`` -> :class:`TieExcludedRoute`; a feature map (``basis_vectors``, or the linear kernel with
+      n_features < m and solver not "dual") -> :class:`FeatureRoute`; both for every question;
     * otherwise :class:`DualRoute`: Cholesky per alpha for pairs and leave-group-out until a spectral factor exists
-      (:meth:`decompose`, done for grids of many alphas), spectral factor for hold-out sets.
+      (:meth:`decompose`, done for grids of many alphas), the spectral factor for hold-out sets.
 
-    Without an explicit alpha, a hold-out retrains as the estimator's own ``fit`` would on the training part: RankRLS
-    keeps its alpha; MPRank keeps C, so its alpha becomes m_train^2 / (2 C) (Cortes et al. eq. 17: the leave-out model
-    is MPRank on m - |U| points).
-    """
+    Without an explicit alpha a hold-out retrains as the estimator's ``fit`` would on the training part: RankRLS
+    keeps alpha; MPRank keeps C, so alpha = m_train^2 / (2 C) (Cortes et al. eq. 17: MPRank on m - |U| points)."""
 
     def __init__(self, problem, spec, *, verbose=0):
         self.problem = problem
@@ -649,12 +643,7 @@ class HoldoutEngine:
         """The route of every question: tie-excluded, else feature space when there is a feature map, else dual."""
         return self.tie if self.spec.exclude_ties else self.feature if self.features is not None else self.dual
 
-    # ---- shape, and the dense route's kernel (group order), targets (group order) and object-ranking pair weight
-    m = property(lambda self: self.problem.m)
-    Y = property(lambda self: self.problem.Y)
-    one_d = property(lambda self: self.problem.one_d)
-    grouped = property(lambda self: self.problem.grouped)
-    groups = property(lambda self: self.problem.groups)
+    # ---- the dense route's kernel (group order), targets (group order) and object-ranking pair weight
     K = property(lambda self: self.dual.K)
     Yg = property(lambda self: self.dual.Yg)
     c = property(lambda self: self.dual.c)
@@ -788,8 +777,8 @@ class HoldoutEngine:
 
     def leave_group_out(self, alpha=None):
         """(m, v) predictions, each group held out in turn (eq. 33): from the spectral factor when it exists, else
-        from the Cholesky factor of ``S K S + alpha I`` and the diagonal blocks of its inverse, no
-        eigendecomposition (for MPRank, whose alpha depends on each group's size, through :meth:`holdout`)."""
+        from the Cholesky factor of ``S K S + alpha I`` and the diagonal blocks of its inverse (MPRank, whose alpha
+        depends on each group's size: through :meth:`holdout`)."""
         if self.spec.C is not None and alpha is None:
             return self._each_group_held_out(self.holdout)
         alpha = self.alpha if alpha is None else alpha
@@ -806,10 +795,9 @@ class HoldoutEngine:
         return out
 
     def leave_group_out_path(self, alphas):
-        """(n_alphas, m, v) leave-group-out predictions for a grid of alphas.  Dense kernel models with 5 or more
-        alphas share one eigendecomposition (``cv_leave_group_out_path``; it costs about 4-5 Cholesky
-        leave-group-outs at m = 2000); feature, tie-excluded and MPRank models, and short grids, take one
-        leave-group-out per alpha."""
+        """(n_alphas, m, v) leave-group-out predictions for a grid of alphas: dense kernel models with 5 or more
+        alphas share one eigendecomposition (``cv_leave_group_out_path``, about 4-5 Cholesky leave-group-outs at m =
+        2000); other models and short grids take one leave-group-out per alpha."""
         alphas = np.asarray(alphas, dtype=np.float64)
         if self.spec.C is not None or self._route() is not self.dual or alphas.size < 5:
             return np.stack([self.leave_group_out(float(a)) for a in alphas])
@@ -876,17 +864,15 @@ def resolve_folds(folds, engine, groups=None):
 
 
 class PreferenceRoute:
-    """Exact hold-out predictions on a preference graph (004 eq. 33 in its general form): for each set U, the model
-    retrained with every edge touching U removed, predicting U.
+    """Exact hold-out predictions on a preference graph (004 eq. 33 in its general form): each set U predicted by the
+    model retrained without every edge touching U.
 
-    With P = L K + alpha I factorized once (A = P^-1 b, eq. 17), removing U's edges changes L and b only on B = U and
-    U's neighbours: L' = L - E_B D E_B^T, b' = b - E_B d.  The rows of U then have no edge, so the retrained A'_U = 0
-    and, by the Woodbury identity, A' = H b' + H E_B D (I - K_B. H E_B D)^-1 K_B. H b'  with H = P^-1, O(m^2 |B|) per
-    set instead of O(m^3) for retraining.
-    """
+    With P = L K + alpha I factorized once (A = P^-1 b, eq. 17), removing U's edges changes L and b only on B = U
+    and its neighbours: L' = L - E_B D E_B^T, b' = b - E_B d.  U then has no edge, so A'_U = 0 and by the Woodbury
+    identity A' = H b' + H E_B D (I - K_B. H E_B D)^-1 K_B. H b', H = P^-1: O(m^2 |B|) per set instead of O(m^3)."""
 
-    # the kernel, the LU factor of L K + alpha I (built in place of L K, next to the dense L) and, for a
-    # set whose edges reach every row, E_B and H E_B
+    # the kernel, the LU factor of L K + alpha I (built in place of L K, next to the dense L) and, for a set whose
+    # edges reach every row, E_B and H E_B
     DENSE_MATRICES = 4
 
     def __init__(self, problem, spec):

@@ -488,8 +488,8 @@ def magnitude_preserving_cost(y_true, y_score, groups=None, *, cost="mp", power=
         T = _core.threshold_pair_sums(np.ascontiguousarray(f - y), codes, G, float(epsilon), check_n_jobs(n_jobs))
         total = 2.0 * T[:, power]  # ordered pairs: each unordered pair twice
     else:
-        # mis-ordered pairs: y_i > y_j and f_i < f_j, the dominance pairs of (a, b) = (y, -f);
-        # |dh| = b_i - b_j and |dh - dy| = (a_i - a_j) + (b_i - b_j) on them.
+        # mis-ordered pairs: y_i > y_j and f_i < f_j, the dominance pairs of (a, b) = (y, -f); |dh| = b_i - b_j and
+        # |dh - dy| = (a_i - a_j) + (b_i - b_j) on them.
         D = _dominance(y, -f, codes, G, n_jobs)
         if cost == "hr":
             unordered = D[:, 2] if power == 1 else D[:, 4]
@@ -784,10 +784,10 @@ def mean_average_precision(y_true, y_score, groups=None, *, k=None, relevance_th
     without a relevant row are skipped (NaN with average=None), ValueError if all are.  Equals
     ``sklearn.metrics.average_precision_score`` per group without ties."""
     rk, k, rel, R = _ranked_relevance(y_true, y_score, groups, k, relevance_threshold, average)
-    # A relevant row of a block (start s, size b, r relevant rows, h relevant rows before it) is at
-    # each of the positions s + j, j = 1..b, with probability 1/b, and then has 1 + (j - 1)(r - 1)/(b - 1)
-    # relevant rows of its block at or before it on average: the expected precision it adds is
-    # (1/b) sum_j [s + j <= k] (h + 1 + (j - 1) B) / (s + j), B = (r - 1)/(b - 1).
+    # A relevant row of a block (start s, size b, r relevant rows, h relevant rows before it) is at each of the
+    # positions s + j, j = 1..b, with probability 1/b, and then has 1 + (j - 1)(r - 1)/(b - 1) relevant rows of its
+    # block at or before it on average: the expected precision it adds is (1/b) sum_j [s + j <= k] (h + 1 + (j - 1)
+    # B) / (s + j), B = (r - 1)/(b - 1).
     in_k = np.ones(rk.ys.shape[0]) if k is None else (rk.pos <= k).astype(np.float64)
     j_minus_1 = rk.pos - rk.start[rk.block] - 1
     S1 = rk.per_block(in_k / rk.pos)
@@ -808,8 +808,8 @@ def mean_reciprocal_rank(y_true, y_score, groups=None, *, k=None, relevance_thre
     rk, k, rel, R = _ranked_relevance(y_true, y_score, groups, k, relevance_threshold, average)
     G = rk.G
     r = rk.per_block(rel)
-    # the first block of each group holding a relevant row: its first relevant row is at the j-th
-    # of its b positions with probability C(b - j, r - 1) / C(b, r)
+    # the first block of each group holding a relevant row: its first relevant row is at the j-th of its b positions
+    # with probability C(b - j, r - 1) / C(b, r)
     first = np.full(G, np.iinfo(np.int64).max)
     hit = np.flatnonzero(r > 0)
     np.minimum.at(first, rk.group[hit], hit)
@@ -855,8 +855,8 @@ def err_at_k(y_true, y_score, groups=None, *, k=None, max_grade=None, average="g
     if gmax > 1000:
         raise ValueError("grades too large for the gain 2^g - 1; rescale y_true")
     Rsat = (np.exp2(ys) - 1.0) / np.exp2(gmax)
-    # prod (1 - R_i) over the earlier blocks of the group (the same for every order inside them):
-    # log-sums, with exact zeros for R_i = 1 counted apart
+    # prod (1 - R_i) over the earlier blocks of the group (the same for every order inside them): log-sums, with exact
+    # zeros for R_i = 1 counted apart
     one = Rsat >= 1.0
     logs = np.log1p(-np.where(one, 0.0, Rsat))
     stop = np.where(rk.before_block(one.astype(np.float64)) > 0, 0.0, np.exp(rk.before_block(logs)))
@@ -865,9 +865,9 @@ def err_at_k(y_true, y_score, groups=None, *, k=None, max_grade=None, average="g
     single = b == 1
     f1 = rk.first[single]
     contrib[single] = Rsat[f1] / pos[f1] * (1.0 if k is None else (pos[f1] <= k))
-    # a tied block (start s, size b): a row of it is at each position s + j with probability 1/b,
-    # after a uniformly random (j - 1)-subset of the other rows of the block, so it adds
-    # R (1/b) sum_j [s + j <= k] E_{j-1}(others) / (s + j), E_t = mean product of (1 - R) over t-subsets
+    # a tied block (start s, size b): a row of it is at each position s + j with probability 1/b, after a uniformly
+    # random (j - 1)-subset of the other rows of the block, so it adds R (1/b) sum_j [s + j <= k] E_{j-1}(others) /
+    # (s + j), E_t = mean product of (1 - R) over t-subsets
     span = b if k is None else np.minimum(b, k - rk.start)  # positions of the block inside the cutoff
     needed = (~single) & (span > 0) & (rk.per_block(Rsat) > 0)
     small = needed & (b <= _SMALL_TIED_BLOCK)
@@ -938,16 +938,15 @@ def agree(y_true, y_score, groups=None, *, normalize=True, average="group"):
 
 
 # --------------------------------------------------------------------------------------------
-# The measure table: the one list of measure names that make_ranking_scorer, score_estimator,
-# RankRLSCV(scoring=...) and the command line read.
+# The measure table: the one list of measure names that make_ranking_scorer, score_estimator, RankRLSCV(scoring=...)
+# and the command line read.
 #
-# Tied predictions, everywhere: a measure of a ranking takes the expectation over a uniformly
-# random order of the rows whose scores tie -- a tied relevant pair is 1/2 an error (the pairwise
-# measures, AUC, Kendall, AGREE, the stability 0-1/discrete losses), NDCG averages the gains of a
-# tied block over its positions, the position error counts a tied wrong item 1/2, and the rank
-# displacement measures (Spearman's footrule, the discounted error) give tied rows their expected
-# position (the mean of the block's positions).  The value therefore never depends on the order
-# of the input rows, and a constant prediction never looks better than a random one.
+# Tied predictions, everywhere: a measure of a ranking takes the expectation over a uniformly random order of the rows
+# whose scores tie -- a tied relevant pair is 1/2 an error (the pairwise measures, AUC, Kendall, AGREE, the stability
+# 0-1/discrete losses), NDCG averages the gains of a tied block over its positions, the position error counts a tied
+# wrong item 1/2, and the rank displacement measures (Spearman's footrule, the discounted error) give tied rows their
+# expected position (the mean of the block's positions).  The value therefore never depends on the order of the input
+# rows, and a constant prediction never looks better than a random one.
 
 
 def _pairwise_accuracy(y_true, y_score, groups=None, *, sample_weight=None, n_jobs=None):
@@ -1162,8 +1161,8 @@ class RankingScorer:
         self._response_method = response_method
         self._warned = False
         # scikit-learn's own scorer object carries the metadata-routing request (set_score_request,
-        # get_metadata_routing); the score itself is computed here so that groups can be passed
-        # directly too, with or without routing enabled.
+        # get_metadata_routing); the score itself is computed here so that groups can be passed directly too, with or
+        # without routing enabled.
         self._router = make_scorer(measure, greater_is_better=sign > 0, response_method=response_method, **kwargs)
 
     def __call__(self, estimator, X, y_true, groups=None, **kwargs):

@@ -648,9 +648,8 @@ class HoldoutEngine(_OnProblem):
     Yg = property(lambda self: self.dual.Yg)
     c = property(lambda self: self.dual.c)
     alpha = property(lambda self: self.spec.alpha_for(self.m))
-
-    def alpha_for(self, n_train):
-        return self.spec.alpha_for(n_train)
+    alpha_for = property(lambda self: self.spec.alpha_for)  # the alpha of a model retrained on n_train rows
+    P = property(lambda self: self.dual.P)  # engine.P(): K S V of the dense route
 
     def prepare_grid(self, n_alphas):
         """Route a grid of ``n_alphas`` values: share one spectral factor when the grid is large."""
@@ -662,9 +661,6 @@ class HoldoutEngine(_OnProblem):
         if self.spec.exclude_ties or self.basis:
             return None
         return self.dual.decompose()
-
-    def P(self):
-        return self.dual.P()
 
     def solve(self, alpha):
         """The model fitted on all the data at ``alpha`` from this engine's factorization, as a solver
@@ -705,9 +701,8 @@ class HoldoutEngine(_OnProblem):
         pairs = np.asarray(pairs)
         if pairs.ndim != 2 or pairs.shape[1] != 2:
             raise ValueError(f"pairs must have shape (n_pairs, 2), got {pairs.shape}")
-        if pairs.size and not np.issubdtype(pairs.dtype, np.integer):
-            if not np.all(np.equal(np.mod(pairs, 1), 0)):
-                raise ValueError("pairs must contain integer indices")
+        if pairs.size and not np.issubdtype(pairs.dtype, np.integer) and not np.all(np.equal(np.mod(pairs, 1), 0)):
+            raise ValueError("pairs must contain integer indices")
         pairs = np.ascontiguousarray(pairs, dtype=np.int64)
         if pairs.size:
             if pairs.min() < 0 or pairs.max() >= self.m:

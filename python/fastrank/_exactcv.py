@@ -183,20 +183,17 @@ class DualRoute(_Route):
             check_dense_memory(self.m, 1, "dense copy of the sparse X (linear low-rank route)",
                                n_cols=self.problem.n_features)
         self.Xd = np.ascontiguousarray(self.Xg.toarray() if issparse(self.Xg) else self.Xg) if low_rank else None
-        self._K = None
         self.Yg = self.problem.targets_grouped()
         self.scale = self.problem.sqrt_laplacian_scale()
         self.offsets = self.groups.offsets.astype(np.int64)
         self._V = self._sigma = self._P = self._SX = None
 
-    @property
+    @functools.cached_property
     @_in_region
     def K(self):
         """The kernel in group order, computed on first use."""
-        if self._K is None:
-            check_dense_memory(self.m, self.DENSE_MATRICES, "kernel matrix and its eigendecomposition")
-            self._K = _kernel_in_group_order(self.problem, self.kspec, self.Xg, self.n_threads, self.verbose)
-        return self._K
+        check_dense_memory(self.m, self.DENSE_MATRICES, "kernel matrix and its eigendecomposition")
+        return _kernel_in_group_order(self.problem, self.kspec, self.Xg, self.n_threads, self.verbose)
 
     @property
     def c(self):

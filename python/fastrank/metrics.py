@@ -585,9 +585,8 @@ def position_error(y_true, y_score, groups=None, *, average="group"):
     fstar = np.full(G, -np.inf)
     np.maximum.at(fstar, cg[target], f[target])
     other = ~target
-    above = np.bincount(cg[other], weights=(f[other] > fstar[cg[other]]).astype(np.float64), minlength=G)
-    tied = np.bincount(cg[other], weights=(f[other] == fstar[cg[other]]).astype(np.float64), minlength=G)
-    per = above + 0.5 * tied
+    fo, best = f[other], fstar[cg[other]]
+    per = np.bincount(cg[other], weights=(fo > best) + 0.5 * (fo == best), minlength=G)
     return per if average is None else float(per.mean())
 
 

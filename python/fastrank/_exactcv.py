@@ -566,12 +566,6 @@ class TieExcludedRoute(_Route):
         self._factor(alpha)
         return self.groups.untake(self._Hb)
 
-    def leave_group_out(self, alpha):
-        sets = [self.groups.order[rows] for rows in self.blocks]
-        out = np.empty_like(self.Y)
-        out[np.concatenate(sets)] = self.holdout(sets, alpha)
-        return out
-
 
 def _pair_disagreement(pred, Y, pairs):
     """Disagreement per output column of (n_pairs, 2 * v) pair predictions (ties count 1/2)."""
@@ -775,7 +769,7 @@ class HoldoutEngine(_OnProblem):
             return self._each_group_held_out(self.holdout)
         alpha = self.alpha if alpha is None else alpha
         route = self._route()
-        if route is self.dual and route.factored():  # a shared spectral factor answers every group
+        if self.spec.exclude_ties or (route is self.dual and route.factored()):  # each group as a hold-out set
             return self._each_group_held_out(lambda sets: route.holdout(sets, alpha))
         return route.leave_group_out(alpha)
 

@@ -978,9 +978,7 @@ class Measure:
         self.cutoff, self.kwargs, self.description = cutoff, dict(kwargs), description
         self._takes_groups = takes_groups
 
-    @property
-    def __name__(self):
-        return self.name
+    __name__ = property(lambda self: self.name)  # scikit-learn's scorers and reprs name the measure by it
 
     def with_cutoff(self, k):
         """The measure cut at the first k positions of each ranking ("ndcg" -> "ndcg@k")."""
@@ -1131,8 +1129,7 @@ def _warn_missing_groups(estimator, what):
         warnings.warn(f"{what} was called without groups although {reason}: every test fold is scored as one "
                       f"query, which is not the per-query measure. To score per query, {_ROUTING_HINT}.",
                       MissingGroupsWarning, stacklevel=3)
-        return True
-    return False
+    return reason is not None
 
 
 def _takes_groups(func):
@@ -1189,9 +1186,7 @@ class RankingScorer:
             return self._sign * self._measure(y_true, y_pred, groups, **self._kwargs)
         return self._sign * self._measure(y_true, y_pred, **self._kwargs)
 
-    @property
-    def greater_is_better(self):
-        return self._sign > 0
+    greater_is_better = property(lambda self: self._sign > 0)
 
     def set_score_request(self, **kwargs):
         """Request metadata (e.g. ``groups=True``) under scikit-learn's metadata routing; returns self."""

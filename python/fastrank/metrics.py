@@ -318,8 +318,11 @@ def _mp_total(y_true, y_score, groups, power):
     c, codes, n, G = _centred_diffs(y_true, y_score, groups, "magnitude_preserving_cost")
     if power == 2:
         return 2.0 * n * np.bincount(codes, weights=c * c, minlength=G), n
-    order = np.lexsort((c, codes))
-    cs, gs = c[order], codes[order]
+    if G == 1:
+        cs, gs = np.sort(c), codes
+    else:
+        order = np.lexsort((c, codes))
+        cs, gs = c[order], codes[order]
     offsets = np.concatenate([[0], np.cumsum(n)])
     k = np.arange(cs.size, dtype=np.float64) - offsets[gs]
     return 2.0 * np.bincount(gs, weights=cs * (2.0 * k - n[gs] + 1.0), minlength=G), n

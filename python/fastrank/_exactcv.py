@@ -1,24 +1,21 @@
-"""The exact cross-validation engine for RankRLS and MPRank (Pahikkala et al. 2009, 004 Sects.
-3.2-3.4; Cortes, Mohri & Rastogi, 000 Sect. 2.6): every hold-out question -- leave-pair-out,
-leave-group-out, hold-out sets, k folds -- answered exactly (the predictions of the model retrained
-without the held-out rows) from one factorization of the training problem.
+"""The exact cross-validation engine for RankRLS and MPRank (Pahikkala et al. 2009, 004 Sects. 3.2-3.4; Cortes, Mohri &
+Rastogi, 000 Sect. 2.6): leave-pair-out, leave-group-out, hold-out sets and k folds answered exactly (the predictions
+of the model retrained without the held-out rows) from one factorization of the training problem.
 
-* :class:`CVSpec` -- what the engine needs to know about the model, built and validated by the
-  estimator (``RankRLS._cv_spec()``, ``MPRank._cv_spec()``, :class:`fastrank.RankRLSCV`).
-* One route object per method:
+* :class:`CVSpec` -- the model, built and validated by the estimator (``RankRLS._cv_spec()``, ``MPRank._cv_spec()``).
+* One route object per method (the first three share :class:`_Route`):
 
-  - :class:`DualRoute` -- the kernel in group order with the Cholesky factor of ``S K S + alpha I``
-    (one alpha; accurate at any alpha) or the spectral factor ``S K S = V diag(sigma) V^T`` shared
-    by every alpha (rank-n factor from ``(S X)^T (S X)`` for the linear kernel with n < m);
-  - :class:`FeatureRoute` -- finite feature maps (linear kernel with n < m; subset of regressors,
-    eq. 41): p x p systems through :mod:`fastrank._holdout`, no m x m matrix;
-  - :class:`TieExcludedRoute` -- ``exclude_ties=True`` (the tie-free multipartite Laplacian): one
-    LU factor of ``L K + alpha I`` and a Woodbury update per touched group;
+  - :class:`DualRoute` -- the kernel in group order with the Cholesky factor of ``S K S + alpha I`` (one alpha,
+    accurate at any alpha) or the spectral factor ``S K S = V diag(sigma) V^T`` shared by every alpha (rank-n, from
+    ``(S X)^T (S X)``, for the linear kernel with n < m);
+  - :class:`FeatureRoute` -- finite feature maps (linear kernel with n < m; subset of regressors, eq. 41): p x p
+    systems through :mod:`fastrank._holdout`, no m x m matrix;
+  - :class:`TieExcludedRoute` -- ``exclude_ties=True``: one LU factor of ``L K + alpha I``, a Woodbury update per
+    touched group;
   - :class:`PreferenceRoute` -- an explicit preference graph (eq. 33 in its general form).
 
-* :class:`HoldoutEngine` -- the route POLICY: which route answers which question, at which sizes,
-  and MPRank's fixed C (its alpha = m_train^2 / (2 C) follows the training size).
-"""
+* :class:`HoldoutEngine` -- the route policy: which route answers which question at which sizes, and MPRank's fixed
+  C (alpha = m_train^2 / (2 C) follows the training size)."""
 
 from __future__ import annotations
 
@@ -43,18 +40,16 @@ from ._validation import check_alpha, check_n_jobs
 __all__ = ["CVSpec", "spec_of", "HoldoutEngine", "engine_for", "resolve_folds", "check_sets", "PreferenceRoute"]
 
 _SOLVERS = ("auto", "dual", "primal")
-# Grids of more alphas than this share one spectral factor of S K S (one m x m product per alpha);
-# smaller grids factor S K S + alpha I by Cholesky per alpha (no eigendecomposition, accurate at
-# any alpha).  Measured crossover: ~33 alphas at m = 2000.
+# Grids of more alphas than this share one spectral factor of S K S (one m x m product per alpha); smaller grids factor
+# S K S + alpha I by Cholesky per alpha (no eigendecomposition, accurate at any alpha).  Measured crossover: ~33 alphas
+# at m = 2000.
 SHARED_FACTOR_MIN_ALPHAS = 30
 
 
 @dataclasses.dataclass(frozen=True)
 class CVSpec:
-    """The model an exact cross-validation retrains, as a validated record.
-
-    Exactly one of ``alpha`` (RankRLS: fixed regularization) and ``C`` (MPRank: alpha =
-    m_train^2 / (2 C) for the m_train rows each retrained model sees, 000 eq. 8) is set."""
+    """The model an exact cross-validation retrains, as a validated record: exactly one of ``alpha`` (RankRLS) and
+    ``C`` (MPRank: alpha = m_train^2 / (2 C) for the m_train rows of each retrained model, 000 eq. 8)."""
 
     alpha: float | None = 1.0
     C: float | None = None
@@ -116,8 +111,8 @@ def spec_of(model):
 
 
 def engine_for(model, X, y, groups=None, *, min_rows=1, alpha=None, verbose=0):
-    """A :class:`HoldoutEngine` for ``model`` (a :class:`CVSpec`, RankRLS or MPRank) on (X, y,
-    groups); an explicit ``alpha`` is kept for every hold-out (also for MPRank)."""
+    """A :class:`HoldoutEngine` for ``model`` (a :class:`CVSpec`, RankRLS or MPRank) on (X, y, groups); an explicit
+    ``alpha`` is kept for every hold-out (also for MPRank)."""
     spec = spec_of(model)
     if alpha is not None:
         spec = spec.with_alpha(alpha)
@@ -150,7 +145,17 @@ def _kernel_in_group_order(problem, kspec, Xg, n_threads, verbose):
         return kspec.train(np.ascontiguousarray(Xg), n_threads)
 
 
-class _Route:
+class _OnProblem:
+    """The training problem's shape, read by the engine and its routes."""
+
+    m = property(lambda self: self.problem.m)
+    Y = property(lambda self: self.problem.Y)
+    one_d = property(lambda self: self.problem.one_d)
+    grouped = property(lambda self: self.problem.grouped)
+    groups = property(lambda self: self.problem.groups)
+
+
+class _Route(_OnProblem):
     """What every route shares: the problem, its rows in group order and the thread count."""
 
     def __init__(self, engine):
@@ -158,21 +163,14 @@ class _Route:
         self.kspec = engine.kspec
         self.n_threads = engine.n_threads
         self.verbose = engine.verbose
-        self.m = engine.problem.m
-        self.one_d = engine.problem.one_d
-        self.grouped = engine.problem.grouped
-        self.groups = engine.problem.groups
-        self.Y = engine.problem.Y
         self.Xg = engine.Xg
 
 
 class DualRoute(_Route):
-    """The kernel model through ``S K S`` (004 eqs. 31-39): Cholesky factor of ``S K S + alpha I``
-    for one alpha, or the spectral factor shared by every alpha.
-
-    For the linear kernel with n_features < m (``low_rank``), the spectral factor comes from the
-    n x n matrix ``(S X)^T (S X)`` (rank <= n, O(m n^2 + m^2 n)) instead of an m x m
-    eigendecomposition; the rank-r factor gives the same exact result."""
+    """The kernel model through ``S K S`` (004 eqs. 31-39): Cholesky factor of ``S K S + alpha I`` for one alpha, or
+    the spectral factor shared by every alpha.  For the linear kernel with n_features < m (``low_rank``) that factor
+    comes from the n x n ``(S X)^T (S X)`` (rank <= n, O(m n^2 + m^2 n)): the same exact result without an m x m
+    eigendecomposition."""
 
     # The kernel, its eigenvectors, the eigensolver's workspace (2) and the pair-phase matrix.
     DENSE_MATRICES = 5
@@ -185,20 +183,17 @@ class DualRoute(_Route):
             check_dense_memory(self.m, 1, "dense copy of the sparse X (linear low-rank route)",
                                n_cols=self.problem.n_features)
         self.Xd = np.ascontiguousarray(self.Xg.toarray() if issparse(self.Xg) else self.Xg) if low_rank else None
-        self._K = None
         self.Yg = self.problem.targets_grouped()
         self.scale = self.problem.sqrt_laplacian_scale()
         self.offsets = self.groups.offsets.astype(np.int64)
         self._V = self._sigma = self._P = self._SX = None
 
-    @property
+    @functools.cached_property
     @_in_region
     def K(self):
         """The kernel in group order, computed on first use."""
-        if self._K is None:
-            check_dense_memory(self.m, self.DENSE_MATRICES, "kernel matrix and its eigendecomposition")
-            self._K = _kernel_in_group_order(self.problem, self.kspec, self.Xg, self.n_threads, self.verbose)
-        return self._K
+        check_dense_memory(self.m, self.DENSE_MATRICES, "kernel matrix and its eigendecomposition")
+        return _kernel_in_group_order(self.problem, self.kspec, self.Xg, self.n_threads, self.verbose)
 
     @property
     def c(self):
@@ -209,12 +204,11 @@ class DualRoute(_Route):
         return self._V is not None
 
     def uses_cholesky(self, alpha):
-        """Whether one alpha's leave-pair-out / leave-group-out should come from the Cholesky
-        factor of S K S + alpha I (no eigendecomposition; accurate at any alpha) rather than the
-        spectral factor: always unless the factor already exists (a grid of alphas shares it), and
-        then still below alpha = 1e-4 sigma_max, where the spectral pair formula cancels digits.
-        (For one alpha the Cholesky route beats even the linear rank-n factor: 0.36 s against
-        0.41 s at m = 2000, n = 50, since both need the m x m kernel for the pair phase.)"""
+        """Whether one alpha's leave-pair-out / leave-group-out comes from the Cholesky factor of S K S + alpha I
+        (accurate at any alpha) rather than the spectral one: always unless a spectral factor exists (a grid shares
+        it), and then below alpha = 1e-4 sigma_max, where the spectral pair formula cancels digits.  (For one alpha
+        Cholesky beats even the linear rank-n factor, 0.36 s against 0.41 s at m = 2000, n = 50: both need the m x m
+        kernel for the pairs.)"""
         if self._V is None:
             return True
         _, sigma = self.decompose()
@@ -270,8 +264,8 @@ class DualRoute(_Route):
 
     @_in_region
     def lpo_disagreement(self, pairs, alpha):
-        """Pairwise disagreement of the LPO predictions per output column, accumulated in C++
-        threads without materialising the (n_pairs, 2, v) predictions."""
+        """Pairwise disagreement of the LPO predictions per output column, accumulated in C++ threads without
+        materialising the (n_pairs, 2, v) predictions."""
         if self.uses_cholesky(alpha):
             if not self.grouped:
                 return _core.cv_object_lpo_inverse_disagreement(self.K, self.c, alpha, self.Yg, pairs, self.n_threads)
@@ -299,8 +293,8 @@ class DualRoute(_Route):
 
     @_in_region
     def leave_group_out(self, alpha):
-        """(m, v) predictions, each group held out in turn (eq. 33), from the Cholesky factor of
-        ``S K S + alpha I`` and the diagonal blocks of its inverse."""
+        """(m, v) predictions, each group held out in turn (eq. 33), from the Cholesky factor of ``S K S + alpha I``
+        and the diagonal blocks of its inverse."""
         out = _core.cv_leave_group_out_inverse(self.K, self.offsets, self.scale, alpha, self.Yg, self.n_threads)
         return self.groups.untake(out, 0)
 
@@ -312,9 +306,9 @@ class DualRoute(_Route):
 
     @_in_region
     def solve(self, alpha):
-        """Dual coefficients (m, v), caller's row order, of the model fitted on all the data: from the
-        spectral factor when it exists (eq. 31: u = V (Sigma + alpha)^-1 V^T S y + (S y - V V^T S y) /
-        alpha, A = S u), else from one Cholesky factor of S K S + alpha I over the kernel at hand."""
+        """Dual coefficients (m, v), caller's row order, of the model fitted on all the data: from the spectral
+        factor when it exists (eq. 31: u = V (Sigma + alpha)^-1 V^T S y + (S y - V V^T S y) / alpha, A = S u), else
+        from one Cholesky factor of S K S + alpha I over the kernel at hand."""
         if self.uses_cholesky(alpha):
             A, _ = _core.rankrls_dual_scores(np.array(self.K, order="F"), self.offsets, self.problem.pair_weight(),
                                              self.Yg, np.array([alpha]), self.n_threads)
@@ -327,8 +321,8 @@ class DualRoute(_Route):
 
     @_in_region
     def solve_primal(self, alpha):
-        """Weights (n, v) of the linear model fitted on all the data (eq. 28) from S X, shared with
-        the rank-n spectral factor: (X^T S S X + alpha I) w = X^T S S y."""
+        """Weights (n, v) of the linear model fitted on all the data (eq. 28) from S X, shared with the rank-n
+        spectral factor: (X^T S S X + alpha I) w = X^T S S y."""
         SX = self._SX if self._SX is not None else self.problem.apply_S(self.Xd)
         G = SX.T @ SX
         G[np.diag_indices_from(G)] += alpha
@@ -336,9 +330,8 @@ class DualRoute(_Route):
 
 
 class FeatureRoute(_Route):
-    """A finite feature map (linear kernel with n_features < m, or the subset-of-regressors basis,
-    eq. 41): every hold-out retrained exactly through its p x p system by :mod:`fastrank._holdout`
-    -- no m x m matrix."""
+    """A finite feature map (linear kernel with n_features < m, or the subset-of-regressors basis, eq. 41): every
+    hold-out retrained exactly through its p x p system by :mod:`fastrank._holdout` -- no m x m matrix."""
 
     def __init__(self, engine, features):
         super().__init__(engine)
@@ -366,20 +359,18 @@ class FeatureRoute(_Route):
 
 
 class TieExcludedRoute(_Route):
-    """``exclude_ties=True``: the Laplacian L of the pairs with different targets (004, Sect. 2.4),
-    L_q = c_q (D_q - W_q) with W_q[a, b] = 1 when rows a, b of group q differ in target.
+    """``exclude_ties=True``: the Laplacian L of the pairs with different targets (004, Sect. 2.4), L_q = c_q (D_q -
+    W_q) with W_q[a, b] = 1 when rows a, b of group q differ in target.
 
-    Retraining without a set U removes every edge touching U: L' = L - E_B D E_B^T with B the rows
-    of the groups U touches (D = L_B - L'_B, the tie-free Laplacian of B without U's edges), and
-    b' = L' y = b - E_B D y_B.  With H = (L K + alpha I)^-1 factorized once per alpha (eq. 17), the
-    Woodbury identity gives the retrained coefficients
-    A' = H b' + H E_B D (I - K_B. H E_B D)^-1 K_B. H b', whose rows in U are zero, and the
-    predictions K_U. A' need only |B| x |B| quantities once H E_B is known: O(m^2 |B|) per touched
-    group set, then O(|B|^3) per hold-out set; a held-out pair is a rank-4 update of a system shared
-    by its pair of tie cells (:meth:`lpo`), O(|B|) per pair."""
+    Retraining without a set U removes every edge touching U: L' = L - E_B D E_B^T with B the rows of the groups U
+    touches (D = L_B - L'_B, the tie-free Laplacian of B without U's edges), and b' = L' y = b - E_B D y_B.  With
+    H = (L K + alpha I)^-1 factorized once per alpha (eq. 17), the Woodbury identity gives the retrained coefficients
+    A' = H b' + H E_B D (I - K_B. H E_B D)^-1 K_B. H b', whose rows in U are zero, and the predictions K_U. A' need
+    only |B| x |B| quantities once H E_B is known: O(m^2 |B|) per touched group set, then O(|B|^3) per hold-out set;
+    a held-out pair is a rank-4 update of a system shared by its pair of tie cells (:meth:`lpo`), O(|B|) per pair."""
 
-    # the kernel, the LU factor of L K + alpha I, K_.B solved in place and K_B. H E_B (for a group of
-    # all m rows), and for pairs the LU factor of M0 and M0^-1 K_B. H E_B
+    # the kernel, the LU factor of L K + alpha I, K_.B solved in place and K_B. H E_B (for a group of all m rows), and
+    # for pairs the LU factor of M0 and M0^-1 K_B. H E_B
     DENSE_MATRICES = 5
 
     def __init__(self, engine):
@@ -398,8 +389,8 @@ class TieExcludedRoute(_Route):
         return np.unique(self.cell[rows], return_inverse=True)[1].reshape(-1)
 
     def _laplacian_rows(self, q, chunk, A):
-        """Rows ``chunk`` (local) of L_q A_q for group q, without forming L_q:
-        W A = w (1 1^T A - sum_t 1_t 1_t^T A), degrees w (n - n_t)."""
+        """Rows ``chunk`` (local) of L_q A_q for group q, without forming L_q: W A = w (1 1^T A - sum_t 1_t 1_t^T
+        A), degrees w (n - n_t)."""
         rows = self.blocks[q]
         Aq = A[rows[0]:rows[-1] + 1] if rows.size else A[:0]  # the group's rows: a view (groups are contiguous)
         cl = self._local_cells(rows)
@@ -425,8 +416,8 @@ class TieExcludedRoute(_Route):
             self._alpha = alpha
 
     def _group_terms(self, qs):
-        """K_B. H E_B and K_B. H b for the rows B of groups ``qs`` (one group set cached at a time).
-        K is symmetric, so K_B. H E_B = ((H^T K_.B)_B.)^T: one transposed solve in place of K_.B."""
+        """K_B. H E_B and K_B. H b for the rows B of groups ``qs`` (one group set cached at a time). K is symmetric,
+        so K_B. H E_B = ((H^T K_.B)_B.)^T: one transposed solve in place of K_.B."""
         if qs not in self._touched:
             self._touched = {}
             B = np.concatenate([self.blocks[q] for q in qs])
@@ -441,9 +432,9 @@ class TieExcludedRoute(_Route):
     def _predict_without(self, U):
         """Predictions (|U|, v) for the group-order rows U of the model retrained without them.
 
-        D = L_B - L'_B = diag(d) - W_.U E_U^T - E_U W_U. + E_U W_UU E_U^T with d_k = sum_u W_ku
-        outside U and the full degree on U (W the tie-free adjacency of B, w_q [cells differ]), so
-        I - K_B. H E_B D is formed from K_B. H E_B and the |B| x |U| block W_.U alone."""
+        D = L_B - L'_B = diag(d) - W_.U E_U^T - E_U W_U. + E_U W_UU E_U^T with d_k = sum_u W_ku outside U and the
+        full degree on U (W the tie-free adjacency of B, w_q [cells differ]), so I - K_B. H E_B D is formed from
+        K_B. H E_B and the |B| x |U| block W_.U alone."""
         codes = self.groups.codes[self.groups.order]  # group code per group-order row
         qs = tuple(int(q) for q in np.unique(codes[U]))
         B, KHE, KHb = self._group_terms(qs)
@@ -480,19 +471,18 @@ class TieExcludedRoute(_Route):
 
     @_in_region
     def lpo(self, pairs, alpha):
-        """(n_pairs, 2 * v) leave-pair-out predictions, O(n_q) per pair after O(n_q^3) per pair of
-        tie cells (c_i, c_j) met in group q.
+        """(n_pairs, 2 * v) leave-pair-out predictions, O(n_q) per pair after O(n_q^3) per pair of tie cells (c_i, c_j)
+        met in group q.
 
-        Removing U = {i, j} from group q (weight w, W_ab = w [a, b in different cells]) changes L
-        by D = Delta + R: Delta = diag(delta), delta_k = W_ki + W_kj = w ([c_k != c_i] + [c_k != c_j]),
-        depends only on the cells (c_i, c_j), and R = E_U X^T + Y E_U^T has rank 4 with
-        X = E_U C^T - W_.U, Y = -W_.U, C = diag(deg_U - W_ij) + W_UU.  So with
-        M0 = I - (K_B. H E_B) Delta factored once per cell pair, every pair is a rank-4 Woodbury
+        Removing U = {i, j} from group q (weight w, W_ab = w [a, b in different cells]) changes L by D = Delta + R:
+        Delta = diag(delta), delta_k = W_ki + W_kj = w ([c_k != c_i] + [c_k != c_j]), depends only on the cells
+        (c_i, c_j), and R = E_U X^T + Y E_U^T has rank 4 with X = E_U C^T - W_.U, Y = -W_.U, C = diag(deg_U -
+        W_ij) + W_UU.  So with M0 = I - (K_B. H E_B) Delta factored once per cell pair, every pair is a rank-4 Woodbury
         update of the |B| x |B| system of the class docstring."""
         v = self.Y.shape[1]
-        # beyond the factors: the pair bookkeeping (positions, cells, order) and the predictions, about
-        # 6 arrays of 2 n_pairs v entries (all pairs of one group, v = 1: 9.5 m x m of numpy arrays at
-        # m = 300 by tracemalloc, peak RSS 14 m x m at m = 500)
+        # beyond the factors: the pair bookkeeping (positions, cells, order) and the predictions, about 6 arrays of 2
+        # n_pairs v entries (all pairs of one group, v = 1: 9.5 m x m of numpy arrays at m = 300 by tracemalloc, peak
+        # RSS 14 m x m at m = 500)
         check_dense_memory(self.m, self.DENSE_MATRICES + 6.0 * 2 * pairs.shape[0] * v / self.m ** 2,
                            "leave-pair-out of the tie-excluded model (factors, pair bookkeeping, predictions)")
         self._factor(alpha)
@@ -576,12 +566,6 @@ class TieExcludedRoute(_Route):
         self._factor(alpha)
         return self.groups.untake(self._Hb)
 
-    def leave_group_out(self, alpha):
-        sets = [self.groups.order[rows] for rows in self.blocks]
-        out = np.empty_like(self.Y)
-        out[np.concatenate(sets)] = self.holdout(sets, alpha)
-        return out
-
 
 def _pair_disagreement(pred, Y, pairs):
     """Disagreement per output column of (n_pairs, 2 * v) pair predictions (ties count 1/2)."""
@@ -594,22 +578,17 @@ def _pair_disagreement(pred, Y, pairs):
         return (wrong * valid).sum(axis=0) / valid.sum(axis=0)
 
 
-class HoldoutEngine:
-    """The route policy: one training problem, the routes that answer its hold-out questions, and
-    the alpha each retrained model uses.
+class HoldoutEngine(_OnProblem):
+    """The route policy: one training problem, the routes answering its hold-out questions, and the alpha each
+    retrained model uses.
 
-    * ``exclude_ties`` -> :class:`TieExcludedRoute` for every question;
-    * ``basis_vectors`` -> :class:`FeatureRoute` for every question;
-    * linear kernel with n_features < m (solver not "dual") -> :class:`FeatureRoute` for hold-out
-      sets and leave-group-out, :class:`DualRoute` with the rank-n spectral factor for pairs;
-    * otherwise :class:`DualRoute`: Cholesky per alpha for pairs and leave-group-out until a
-      spectral factor exists (:meth:`decompose`, done for grids of many alphas), spectral factor for
-      hold-out sets.
+    * ``exclude_ties`` -> :class:`TieExcludedRoute`; a feature map (``basis_vectors``, or the linear kernel with
+      n_features < m and solver not "dual") -> :class:`FeatureRoute`; both for every question;
+    * otherwise :class:`DualRoute`: Cholesky per alpha for pairs and leave-group-out until a spectral factor exists
+      (:meth:`decompose`, done for grids of many alphas), the spectral factor for hold-out sets.
 
-    Without an explicit alpha, a hold-out retrains as the estimator's own ``fit`` would on the
-    training part: RankRLS keeps its alpha; MPRank keeps C, so its alpha becomes m_train^2 / (2 C)
-    (Cortes et al. eq. 17: the leave-out model is MPRank on m - |U| points).
-    """
+    Without an explicit alpha a hold-out retrains as the estimator's ``fit`` would on the training part: RankRLS
+    keeps alpha; MPRank keeps C, so alpha = m_train^2 / (2 C) (Cortes et al. eq. 17: MPRank on m - |U| points)."""
 
     def __init__(self, problem, spec, *, verbose=0):
         self.problem = problem
@@ -633,79 +612,35 @@ class HoldoutEngine:
             self.features = _holdout.basis_features(KR, KR[basis])[0]
         elif self.low_rank:
             self.features = _holdout.linear_features(X)  # X itself: no m x m matrix for hold-out sets
-        self._dual = self._tie = self._feature = None
 
     # ---- the routes, built on first use ----------------------------------------------------------
-    @property
+    @functools.cached_property
     def dual(self):
-        if self._dual is None:
-            self._dual = DualRoute(self, low_rank=self.low_rank)
-        return self._dual
+        return DualRoute(self, low_rank=self.low_rank)
 
-    @property
+    @functools.cached_property
     def feature(self):
-        if self._feature is None:
-            self._feature = FeatureRoute(self, self.features)
-        return self._feature
+        return FeatureRoute(self, self.features)
 
-    @property
+    @functools.cached_property
     def tie(self):
-        if self._tie is None:
-            self._tie = TieExcludedRoute(self)
-        return self._tie
+        return TieExcludedRoute(self)
 
     @property
     def basis(self):
         return self.features is not None and not self.low_rank
 
-    def _pair_route(self):
+    def _route(self):
+        """The route of every question: tie-excluded, else feature space when there is a feature map, else dual."""
         return self.tie if self.spec.exclude_ties else self.feature if self.features is not None else self.dual
 
-    def _set_route(self):
-        return self.tie if self.spec.exclude_ties else self.feature if self.features is not None else self.dual
-
-    # ---- shape -------------------------------------------------------------------------------------
-    @property
-    def m(self):
-        return self.problem.m
-
-    @property
-    def Y(self):
-        return self.problem.Y
-
-    @property
-    def one_d(self):
-        return self.problem.one_d
-
-    @property
-    def grouped(self):
-        return self.problem.grouped
-
-    @property
-    def groups(self):
-        return self.problem.groups
-
-    @property
-    def K(self):
-        """The kernel in group order (dense kernel routes)."""
-        return self.dual.K
-
-    @property
-    def Yg(self):
-        """The targets in group order."""
-        return self.dual.Yg
-
-    @property
-    def c(self):
-        """Pair weight of object ranking (one group)."""
-        return self.dual.c
-
-    @property
-    def alpha(self):
-        return self.spec.alpha_for(self.m)
-
-    def alpha_for(self, n_train):
-        return self.spec.alpha_for(n_train)
+    # ---- the dense route's kernel (group order), targets (group order) and object-ranking pair weight
+    K = property(lambda self: self.dual.K)
+    Yg = property(lambda self: self.dual.Yg)
+    c = property(lambda self: self.dual.c)
+    alpha = property(lambda self: self.spec.alpha_for(self.m))
+    alpha_for = property(lambda self: self.spec.alpha_for)  # the alpha of a model retrained on n_train rows
+    P = property(lambda self: self.dual.P)  # engine.P(): K S V of the dense route
 
     def prepare_grid(self, n_alphas):
         """Route a grid of ``n_alphas`` values: share one spectral factor when the grid is large."""
@@ -718,13 +653,10 @@ class HoldoutEngine:
             return None
         return self.dual.decompose()
 
-    def P(self):
-        return self.dual.P()
-
     def solve(self, alpha):
-        """The model fitted on all the data at ``alpha`` from this engine's factorization, as a
-        solver :class:`~fastrank._solvers.Fit` ("primal" for the linear kernel with n < m, else
-        "dual"), or None for basis-vector models (no shared factor: their O(m |R|^2) fit is cheap)."""
+        """The model fitted on all the data at ``alpha`` from this engine's factorization, as a solver
+        :class:`~fastrank._solvers.Fit` ("primal" for the linear kernel with n < m, else "dual"), or None for
+        basis-vector models (no shared factor: their O(m |R|^2) fit is cheap)."""
         if self.basis:
             return None
         if self.low_rank:
@@ -760,9 +692,8 @@ class HoldoutEngine:
         pairs = np.asarray(pairs)
         if pairs.ndim != 2 or pairs.shape[1] != 2:
             raise ValueError(f"pairs must have shape (n_pairs, 2), got {pairs.shape}")
-        if pairs.size and not np.issubdtype(pairs.dtype, np.integer):
-            if not np.all(np.equal(np.mod(pairs, 1), 0)):
-                raise ValueError("pairs must contain integer indices")
+        if pairs.size and not np.issubdtype(pairs.dtype, np.integer) and not np.all(np.equal(np.mod(pairs, 1), 0)):
+            raise ValueError("pairs must contain integer indices")
         pairs = np.ascontiguousarray(pairs, dtype=np.int64)
         if pairs.size:
             if pairs.min() < 0 or pairs.max() >= self.m:
@@ -801,14 +732,14 @@ class HoldoutEngine:
         """(n_pairs, 2) or (n_pairs, 2, v) held-out predictions (Lemma 2, eqs. 34-39)."""
         alpha = self.alpha_for(self.m - 2) if alpha is None else alpha
         pairs = np.ascontiguousarray(pairs, dtype=np.int64)
-        out = self._pair_route().lpo(pairs, alpha).reshape(pairs.shape[0], 2, self.Y.shape[1])
+        out = self._route().lpo(pairs, alpha).reshape(pairs.shape[0], 2, self.Y.shape[1])
         return out[:, :, 0] if self.one_d else out
 
     def lpo_disagreement(self, pairs, alpha=None):
         """Pairwise disagreement of the leave-pair-out predictions per output column."""
         alpha = self.alpha_for(self.m - 2) if alpha is None else alpha
         pairs = np.ascontiguousarray(pairs, dtype=np.int64)
-        route = self._pair_route()
+        route = self._route()
         if route is self.dual:
             return route.lpo_disagreement(pairs, alpha)
         return _pair_disagreement(route.lpo(pairs, alpha), self.Y, pairs)
@@ -828,34 +759,33 @@ class HoldoutEngine:
                     out[starts[k]:starts[k + 1]] = part[at:at + size]
             return out
         alpha = self.alpha if alpha is None else alpha
-        return self._set_route().holdout(sets, alpha)
+        return self._route().holdout(sets, alpha)
 
     def leave_group_out(self, alpha=None):
-        """(m, v) predictions, each group held out in turn (eq. 33): from the spectral factor when
-        it exists, else from the Cholesky factor of ``S K S + alpha I`` and the diagonal blocks of
-        its inverse, no eigendecomposition (for MPRank, whose alpha depends on each group's size,
-        through :meth:`holdout`)."""
+        """(m, v) predictions, each group held out in turn (eq. 33): from the spectral factor when it exists, else
+        from the Cholesky factor of ``S K S + alpha I`` and the diagonal blocks of its inverse (MPRank, whose alpha
+        depends on each group's size: through :meth:`holdout`)."""
         if self.spec.C is not None and alpha is None:
-            sets = self.group_sets()
-            out = np.empty_like(self.Y)
-            out[np.concatenate(sets)] = self.holdout(sets)
-            return out
+            return self._each_group_held_out(self.holdout)
         alpha = self.alpha if alpha is None else alpha
-        route = self._set_route()
-        if route is self.dual and route.factored():  # a shared spectral factor answers every group
-            sets = self.group_sets()
-            out = np.empty_like(self.Y)
-            out[np.concatenate(sets)] = route.holdout(sets, alpha)
-            return out
+        route = self._route()
+        if self.spec.exclude_ties or (route is self.dual and route.factored()):  # each group as a hold-out set
+            return self._each_group_held_out(lambda sets: route.holdout(sets, alpha))
         return route.leave_group_out(alpha)
 
+    def _each_group_held_out(self, holdout):
+        """(m, v) predictions in row order of every group held out in turn by ``holdout(sets)``."""
+        sets = self.group_sets()
+        out = np.empty_like(self.Y)
+        out[np.concatenate(sets)] = holdout(sets)
+        return out
+
     def leave_group_out_path(self, alphas):
-        """(n_alphas, m, v) leave-group-out predictions for a grid of alphas.  Dense kernel models
-        with 5 or more alphas share one eigendecomposition (``cv_leave_group_out_path``; it costs
-        about 4-5 Cholesky leave-group-outs at m = 2000); feature, tie-excluded and MPRank models,
-        and short grids, take one leave-group-out per alpha."""
+        """(n_alphas, m, v) leave-group-out predictions for a grid of alphas: dense kernel models with 5 or more
+        alphas share one eigendecomposition (``cv_leave_group_out_path``, about 4-5 Cholesky leave-group-outs at m =
+        2000); other models and short grids take one leave-group-out per alpha."""
         alphas = np.asarray(alphas, dtype=np.float64)
-        if self.spec.C is not None or self._set_route() is not self.dual or alphas.size < 5:
+        if self.spec.C is not None or self._route() is not self.dual or alphas.size < 5:
             return np.stack([self.leave_group_out(float(a)) for a in alphas])
         return self.dual.leave_group_out_path(alphas)
 
@@ -869,8 +799,8 @@ class HoldoutEngine:
 
 
 def check_sets(sets, m, *, min_train=2):
-    """Hold-out index sets (arrays or boolean masks) as int64 arrays: non-empty, in range, no
-    repeats, each leaving at least ``min_train`` training inputs."""
+    """Hold-out index sets (arrays or boolean masks) as int64 arrays: non-empty, in range, no repeats, each leaving
+    at least ``min_train`` training inputs."""
     checked = []
     for k, s in enumerate(sets):
         s = np.asarray(s)
@@ -896,8 +826,8 @@ def check_sets(sets, m, *, min_train=2):
 
 
 def resolve_folds(folds, engine, groups=None):
-    """Hold-out index sets from an int k, (m,) fold labels, a sequence of index arrays, or a
-    scikit-learn splitter (its test indices; ``groups`` are passed to ``split``)."""
+    """Hold-out index sets from an int k, (m,) fold labels, a sequence of index arrays, or a scikit-learn splitter
+    (its test indices; ``groups`` are passed to ``split``)."""
     m, gi, grouped = engine.m, engine.groups, engine.grouped
     if isinstance(folds, numbers.Integral) and not isinstance(folds, (bool, np.bool_)):
         k = int(folds)
@@ -920,18 +850,15 @@ def resolve_folds(folds, engine, groups=None):
 
 
 class PreferenceRoute:
-    """Exact hold-out predictions on a preference graph (004 eq. 33 in its general form): for each
-    set U, the model retrained with every edge touching U removed, predicting U.
+    """Exact hold-out predictions on a preference graph (004 eq. 33 in its general form): each set U predicted by the
+    model retrained without every edge touching U.
 
-    With P = L K + alpha I factorized once (A = P^-1 b, eq. 17), removing U's edges changes L and
-    b only on B = U and U's neighbours: L' = L - E_B D E_B^T, b' = b - E_B d.  The rows of U then
-    have no edge, so the retrained A'_U = 0 and, by the Woodbury identity,
-    A' = H b' + H E_B D (I - K_B. H E_B D)^-1 K_B. H b'  with H = P^-1,
-    O(m^2 |B|) per set instead of O(m^3) for retraining.
-    """
+    With P = L K + alpha I factorized once (A = P^-1 b, eq. 17), removing U's edges changes L and b only on B = U
+    and its neighbours: L' = L - E_B D E_B^T, b' = b - E_B d.  U then has no edge, so A'_U = 0 and by the Woodbury
+    identity A' = H b' + H E_B D (I - K_B. H E_B D)^-1 K_B. H b', H = P^-1: O(m^2 |B|) per set instead of O(m^3)."""
 
-    # the kernel, the LU factor of L K + alpha I (built in place of L K, next to the dense L) and, for a
-    # set whose edges reach every row, E_B and H E_B
+    # the kernel, the LU factor of L K + alpha I (built in place of L K, next to the dense L) and, for a set whose
+    # edges reach every row, E_B and H E_B
     DENSE_MATRICES = 4
 
     def __init__(self, problem, spec):

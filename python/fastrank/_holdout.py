@@ -1,28 +1,20 @@
 """Exact hold-out predictions for RankRLS models with a finite feature map, without any m x m matrix.
 
-Two model forms have one (Pahikkala et al. 2009, 004):
+Two model forms have one (Pahikkala et al. 2009, 004): the linear kernel, f(x) = x . w with w = (X^T L X + alpha I)^-1
+X^T L y (eq. 28), and the subset of regressors (``basis_vectors``), f(x) = k(x, X_R) a with a = (K_R^T L K_R + alpha
+K_RR)^-1 K_R^T L y (eq. 41): with K_RR = Z Z^T (Cholesky, or an eigendecomposition restricted to the positive
+eigenvalues when K_RR is singular) the features phi(x) = Z^-1 k(X_R, x) give the linear form with ridge alpha I, f =
+phi . (Z^T a).  The basis rows stay inputs of every retrained model (a held-out basis row still defines a basis
+function; only its target and pairs are dropped).
 
-* linear kernel: f(x) = x . w, w = (X^T L X + alpha I)^-1 X^T L y  (eq. 28);
-* subset of regressors (``basis_vectors``): f(x) = k(x, X_R) a,
-  a = (K_R^T L K_R + alpha K_RR)^-1 K_R^T L y  (eq. 41).  With K_RR = Z Z^T (Cholesky; an
-  eigendecomposition restricted to the positive eigenvalues if K_RR is singular) the features
-  phi(x) = Z^-1 k(X_R, x) turn it into the linear form with ridge alpha I, f = phi . (Z^T a).
-
-In the scoring setting L = blockdiag(c_q (n_q I - 1 1^T)), so the p x p system is a sum over
-groups, X^T L X = sum_q c_q n_q Xc_q^T Xc_q with Xc_q the group-centred rows (eq. 30).  Retraining
-without a hold-out set U keeps every pair among the remaining rows with its weight: group q with
-the rows U_q removed (k = n_q - |U_q| kept) contributes c_q k (Xc_T^T Xc_T - s_T s_T^T / k), where
-Xc_T^T Xc_T = Xc_q^T Xc_q - Xc_U^T Xc_U and s_T = -s_U (column sums; the centring uses the full
-group's mean, which leaves the kept rows' Laplacian term unchanged).  So each set costs
-O(|U| p^2 + p^3) plus O(n_q p^2) for the Gram matrix of each touched group, and the retrained
-p x p system is solved directly (Cholesky) -- as accurate as a direct fit at any alpha (general
-hold-out sets, :func:`feature_holdout`).  Leave-group-out and leave-pair-out run in C++ by
-low-rank (Woodbury) updates of one factor (fastrank/feature_cv.hpp): O(m p^2 + sum_q n_q^2 p) and
-O(1) per pair after O(n_q^2 p) per group.
-
-The basis rows R stay the same inputs in every retrained model (a held-out basis row still
-defines a basis function; only its target and pairs are dropped).
-"""
+With L = blockdiag(c_q (n_q I - 1 1^T)) the p x p system is a sum over groups, X^T L X = sum_q c_q n_q Xc_q^T Xc_q
+(Xc_q: the group-centred rows, eq. 30).  Retraining without a set U keeps every other pair with its weight: group q
+without U_q (k = n_q - |U_q| rows kept) contributes c_q k (Xc_T^T Xc_T - s_T s_T^T / k), Xc_T^T Xc_T = Xc_q^T Xc_q -
+Xc_U^T Xc_U, s_T = -s_U (column sums; centring by the full group's mean leaves the kept rows' Laplacian term
+unchanged).  So a set costs O(|U| p^2 + p^3) plus O(n_q p^2) per touched group's Gram matrix, and the retrained
+system is solved directly, as accurate as a fit at any alpha (:func:`feature_holdout`).  Leave-group-out and
+leave-pair-out run in C++ by low-rank (Woodbury) updates of one factor (fastrank/feature_cv.hpp): O(m p^2 + sum_q
+n_q^2 p), and O(1) per pair after O(n_q^2 p) per group."""
 
 from __future__ import annotations
 
@@ -78,32 +70,28 @@ class _Centred:
 
     def __init__(self, Phi, Y, codes, n_groups, normalized, alpha, pair_weight=None):
         self.codes = np.asarray(codes, dtype=np.int64)
-        m = self.codes.size
         self.sizes = np.bincount(self.codes, minlength=n_groups).astype(np.float64)
         if pair_weight is not None:
             self.cw = np.asarray(pair_weight, dtype=np.float64)
         else:
             self.cw = 1.0 / self.sizes if normalized else np.ones(n_groups)
-        Pd = Phi.toarray() if sp.issparse(Phi) else Phi  # p is small: the centred copy is m x p
-        mean = np.zeros((n_groups, Pd.shape[1]))
-        np.add.at(mean, self.codes, Pd)
-        mean /= self.sizes[:, None]
-        ymean = np.zeros((n_groups, Y.shape[1]))
-        np.add.at(ymean, self.codes, Y)
-        ymean /= self.sizes[:, None]
-        self.Xc = Pd - mean[self.codes]
-        self.Yc = Y - ymean[self.codes]
-        self.Phi = Pd
+        self.Phi = Phi.toarray() if sp.issparse(Phi) else Phi  # p is small: the centred copy is m x p
+        self.Xc, self.Yc = self._centred(self.Phi, n_groups), self._centred(Y, n_groups)
         w = np.sqrt(self.cw * self.sizes)[self.codes][:, None]  # S's scale s_q per row
         SX, SY = w * self.Xc, w * self.Yc
-        p = Pd.shape[1]
         self.A = SX.T @ SX  # X^T L X (eq. 30)
         self.b = SX.T @ SY
         self.alpha = float(alpha)
-        self.eye = np.eye(p)
         order = np.argsort(self.codes, kind="stable")
         offsets = np.concatenate([[0], np.cumsum(self.sizes.astype(np.int64))])
         self.rows = [order[offsets[q]:offsets[q + 1]] for q in range(n_groups)]
+
+    def _centred(self, A, n_groups):
+        """A minus the mean of its group on every row."""
+        mean = np.zeros((n_groups, A.shape[1]))
+        np.add.at(mean, self.codes, A)
+        mean /= self.sizes[:, None]
+        return A - mean[self.codes]
 
     def group_terms(self, q):
         rows = self.rows[q]

@@ -1,33 +1,19 @@
-"""Ranking measures, exact and fast (O(m log m) where the definition allows).
+"""Ranking measures, exact and fast (O(m log m) where the definition allows); no pair list is ever built.
 
-Pairwise measures share one compiled kernel (``cpp/src/measures.cpp``): the scores are sorted once
-with numpy's ``argsort`` (SIMD-accelerated where numpy has it), the labels are turned into dense
-ranks without sorting when they take few distinct values, and one sweep per group counts the
-relevant, discordant and score-tied pairs (and their ``|y_i - y_j|``-weighted sums) in
-O(m log K), K = number of distinct labels.  No pair list is ever built.
+Papers: 004 = Pahikkala et al. 2009 (RankRLS), 000 = Cortes, Mohri, Rastogi (MPRank), 002 = Agarwal & Niyogi 2009,
+001 = Harrington 2003, 003 = lecture slides on preference learning.  Pairwise measures share one compiled sweep
+(``cpp/src/measures.cpp``): scores sorted once by numpy's ``argsort``, labels turned into dense ranks (without sorting
+when they take few values), then per group the relevant, discordant and score-tied pairs and their |y_i - y_j|-weighted
+sums in O(m log K), K distinct labels.  The costs of 000 (eqs. 4-7) and losses of 002 use a Fenwick-tree sweep over
+"dominance" pairs (``dominance_sums``).  Also: the position and discounted errors of 003, the disagreement of an edge
+list, the IR measures (MAP, MRR, precision@k, ERR@k), the measure table and :func:`make_ranking_scorer`.
 
-Papers: 004 = Pahikkala et al. 2009 (RankRLS), 000 = Cortes, Mohri, Rastogi (MPRank),
-002 = Agarwal & Niyogi 2009, 001 = Harrington 2003, 003 = lecture slides on preference learning.
-
-Groups (queries): where a function takes ``groups`` (one id per row; ids need not be sorted,
-contiguous or numeric), only pairs inside the same group count.  ``average="group"`` (the
-default) is the mean of the per-group values, every query weighing the same -- this is how 004
-Sect. 5 reports query data ("disagreement error averaged over the different test queries") and
-how NDCG is averaged; ``average="pooled"`` divides the total over all within-group pairs by the
-total number of pairs, which is eq. (1) applied literally to the whole preference graph (large
-queries weigh more).  Groups without any counted pair are skipped in both; if no group has one,
-``ValueError`` is raised.  Without ``groups`` both averages coincide.  Most measures also take
-``average=None``: one value per group, in sorted group-id order (NaN where the group has nothing
-to measure).
-
-Besides the measures of 004, this module has the pairwise costs of Cortes et al. (000 eqs. 4-7,
-:func:`magnitude_preserving_cost`) and the ranking losses of Agarwal & Niyogi (002,
-:func:`stability_ranking_loss`) -- computed by a Fenwick-tree sweep over "dominance" pairs
-(``cpp/src/measures.cpp``, ``dominance_sums``), never a pair list --, the position and
-discounted errors of 003, the disagreement of an explicit edge list, the IR measures (MAP, MRR,
-precision@k, ERR@k) and :func:`make_ranking_scorer`, a scikit-learn scorer that receives the
-query groups.
-"""
+Groups (queries): where a function takes ``groups`` (one id per row, any ids), only pairs inside a group count.
+``average="group"`` (default) is the mean of the per-group values, every query weighing the same, as 004 Sect. 5
+reports query data and as NDCG is averaged; ``average="pooled"`` is the total over all within-group pairs divided by
+their number, eq. (1) on the whole preference graph (large queries weigh more); ``average=None`` (most measures)
+gives one value per group in sorted id order (NaN where there is nothing to measure).  Groups without a counted pair
+are skipped; ValueError if no group has one."""
 
 from __future__ import annotations
 
@@ -75,6 +61,8 @@ __all__ = [
 ]
 
 _AVERAGES = ("group", "pooled")
+_PER_GROUP = ("group", None)  # the listwise measures: mean over groups or one value per group
+_ANY_AVERAGE = ("group", "pooled", None)
 # Labels with at most this many distinct values are ranked without sorting (hash / direct table).
 _SMALL_LABEL_SET = 4096
 
@@ -112,14 +100,24 @@ def _as_pair(a, b, name_a, name_b):
     return a, b
 
 
-def _check_average(average):
-    if average not in _AVERAGES:
-        raise ValueError(f"average must be one of {_AVERAGES}, got {average!r}")
+def _check_average(average, allowed=_AVERAGES):
+    if average not in allowed:
+        raise ValueError(f"average must be one of {allowed}, got {average!r}")
 
 
-def _check_average_listwise(average):
-    if average not in ("group", None):
-        raise ValueError(f"average must be 'group' (mean over groups) or None (one value per group), got {average!r}")
+def _check_real(value, name, what, ok=lambda v: True, *, integral=False):
+    """``value`` if it is a finite real number (an integer with ``integral``, never a bool) for which ``ok`` holds."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral if integral else numbers.Real) \
+            or not (integral or np.isfinite(value)) or not ok(value):
+        raise ValueError(f"{name} must be {what}, got {value!r}")
+    return value
+
+
+def _check_k(k, allow_none=True):
+    if k is None and allow_none:
+        return None
+    return int(_check_real(k, "k", f"{'None or ' if allow_none else ''}a positive integer", lambda v: v >= 1,
+                           integral=True))
 
 
 class _Codes:
@@ -173,14 +171,20 @@ def _pair_stats(y, f, gi, weighted, n_jobs=None, ranks=None):
     return _core.pair_statistics(f, order, yrank, values, codes, n_groups, bool(weighted), check_n_jobs(n_jobs))
 
 
-def _average(num, den, average, what):
+def _average(num, den, average, what, nothing="there is no pair to evaluate"):
+    """Per group num / den over the groups with den > 0: their mean ("group"), total num over total den ("pooled"),
+    or every group's value, NaN where den = 0 (None)."""
     num = np.asarray(num, dtype=np.float64)
     den = np.asarray(den, dtype=np.float64)
     valid = den > 0
     if not valid.any():
-        raise ValueError(f"{what}: there is no pair to evaluate")
+        raise ValueError(f"{what}: {nothing}")
     if average == "pooled":
         return float(num[valid].sum() / den[valid].sum())
+    if average is None:
+        out = np.full(den.shape[0], np.nan)
+        out[valid] = num[valid] / den[valid]
+        return out
     return float(np.mean(num[valid] / den[valid]))
 
 
@@ -189,9 +193,8 @@ def _average(num, den, average, what):
 
 
 def _tied_score_weight(tied_scores, ties, where):
-    """The error a pair with tied scores counts: 1/2 ("half", the default everywhere in fastrank:
-    score, RankRLSCV, the metrics) or 1 ("wrong", 004 eq. 1's sign(0) = -1).  ``ties`` is the
-    former name of the option ("error" meant "wrong"), accepted with a FutureWarning."""
+    """The error of a pair with tied scores: 1/2 ("half", fastrank's default everywhere) or 1 ("wrong", 004 eq. 1's
+    sign(0) = -1).  ``ties`` is the option's former name ("error" meant "wrong"), accepted with a FutureWarning."""
     if ties is not None:
         warnings.warn(f"{where}(ties=...) is renamed tied_scores=...: ties='error' is tied_scores='wrong', "
                       "ties='half' is tied_scores='half' (now the default)", FutureWarning, stacklevel=3)
@@ -208,21 +211,12 @@ def pairwise_disagreement(y_true, y_score, groups=None, *, tied_scores="half", a
                           sample_weight=None, ties=None):
     """Fraction of relevant pairs that ``y_score`` orders wrongly (004 eq. 1).
 
-    A pair (i, j) is relevant when ``y_true[i] != y_true[j]`` (pairs tied in ``y_true`` are not
-    preferences and are excluded).  A relevant pair with ``y_true[i] > y_true[j]`` is an error
-    when ``y_score[i] < y_score[j]``; a tie ``y_score[i] == y_score[j]`` counts 1/2 with
-    ``tied_scores="half"`` (the default: ties broken at random, as ``score`` and ``RankRLSCV``) or 1
-    with ``tied_scores="wrong"`` (eq. 1 read literally: sign(0) = -1).
-
-    groups : optional, one id per row; only pairs inside a group count.  average : "group"
-    (default, mean over groups that have a relevant pair) or "pooled" (all within-group errors
-    over all within-group relevant pairs); see the module docstring.  Raises ValueError when no
-    relevant pair exists at all.  O(m log m): one argsort of y_score plus an O(m log K) sweep.
-    n_jobs : threads over groups.
-    sample_weight : optional, one weight >= 0 per row; pair (i, j) then weighs w_i w_j (in the
-    errors and in the count of relevant pairs).  O(sum_q n_q^2) in blocks (what scikit-learn's
-    ``Pipeline`` routes to ``score``).
-    """
+    A pair is relevant when its ``y_true`` differ; it is an error when the higher-labelled row scores lower, and a
+    score tie counts 1/2 (``tied_scores="half"``, default: ties broken at random, as ``score`` and ``RankRLSCV``) or
+    1 (``"wrong"``: eq. 1 read literally, sign(0) = -1).  groups, average ("group" or "pooled"): see the module
+    docstring; ValueError when no relevant pair exists.  n_jobs: threads over groups.  O(m log m).  sample_weight:
+    one weight >= 0 per row, pair (i, j) weighing w_i w_j in the errors and in the count (what a ``Pipeline`` routes
+    to ``score``), O(sum_q n_q^2) in blocks."""
     w = _tied_score_weight(tied_scores, ties, "pairwise_disagreement")
     _check_average(average)
     y, f = _as_pair(y_true, y_score, "y_true", "y_score")
@@ -259,12 +253,9 @@ def _weighted_disagreement(y, f, groups, sw, tie_weight, average):
 
 
 def auc(y_true, y_score):
-    """Area under the ROC curve of binary labels: the fraction of (positive, negative) pairs that
-    the scores order correctly, score ties counted 1/2 (= 1 - pairwise_disagreement(ties="half")).
-
-    y_true must take exactly two distinct values; the larger one is the positive class (True,
-    1, +1).  Equal to sklearn.metrics.roc_auc_score.  O(m log m).
-    """
+    """Area under the ROC curve of binary labels (= sklearn.metrics.roc_auc_score): the fraction of (positive,
+    negative) pairs ordered correctly, score ties 1/2.  y_true must take exactly two values, the larger one
+    positive."""
     y, f = _as_pair(y_true, y_score, "y_true", "y_score")
     ranks = _label_ranks(y)
     if ranks[1].size != 2:
@@ -274,16 +265,11 @@ def auc(y_true, y_score):
 
 
 def kendall_distance(a, b, *, normalize=True):
-    """Kendall distance between two rankings given as score vectors (003, "Kendall's distance").
+    """Kendall distance #{(i, j) : a_i > a_j and b_i < b_j} between two score vectors (003).
 
-    d_K(a, b) = #{(i, j) : a_i > a_j and b_i < b_j}, the number of pairs the two vectors order in
-    opposite directions.  Tie convention: a pair tied in ``a`` or in ``b`` (or both) is not
-    counted (it is neither inverted nor, for scipy, discordant).  With ``normalize=True`` the
-    count is divided by m(m-1)/2, its maximum, so the result lies in [0, 1]; without ties this
-    equals (1 - tau) / 2 with Kendall's tau (scipy.stats.kendalltau).  O(m log m).
-
-    Returns a float (normalize=True) or an int.
-    """
+    A pair tied in ``a`` or ``b`` is not counted (neither inverted nor, for scipy, discordant).  normalize=True
+    divides by m(m-1)/2, giving (1 - tau) / 2 without ties (scipy.stats.kendalltau); else the int count.  O(m log
+    m)."""
     a, b = _as_pair(a, b, "a", "b")
     m = a.shape[0]
     S = _pair_stats(a, b, None, False)[0]
@@ -295,27 +281,12 @@ def kendall_distance(a, b, *, normalize=True):
     return d / (m * (m - 1) / 2)
 
 
-def _average_ranks(x):
-    # scipy.stats.rankdata(x, method="average"), 1-based
-    order = np.argsort(x)  # tied values get the same average rank: stability is irrelevant
-    xs = x[order]
-    starts = np.flatnonzero(np.r_[True, xs[1:] != xs[:-1]])
-    ends = np.r_[starts[1:], xs.size]
-    avg = (starts + ends + 1) / 2.0  # mean of positions starts+1 .. ends
-    ranks = np.empty(x.size, dtype=np.float64)
-    ranks[order] = np.repeat(avg, ends - starts)
-    return ranks
-
-
 def spearman_footrule(a, b):
-    """Spearman's footrule sum_i |rank_a(i) - rank_b(i)| (003, "Other loss functions for ranking").
-
-    Ranks are 1..m in increasing order of the scores; tied items share the average of their
-    positions (scipy.stats.rankdata(method="average")), so the value may be a half-integer.
-    O(m log m).
-    """
+    """Spearman's footrule sum_i |rank_a(i) - rank_b(i)| (003), tied items sharing the mean of their positions
+    (scipy.stats.rankdata(method="average")), so the value may be a half-integer.  O(m log m)."""
     a, b = _as_pair(a, b, "a", "b")
-    return float(np.abs(_average_ranks(a) - _average_ranks(b)).sum())
+    # ranks by decreasing score, m + 1 - the increasing ones: the same displacements
+    return float(np.abs(_group_average_ranks(a, None, 1)[0] - _group_average_ranks(b, None, 1)[0]).sum())
 
 
 def _centred_diffs(y_true, y_score, groups, name):
@@ -331,30 +302,22 @@ def _centred_diffs(y_true, y_score, groups, name):
 
 
 def msd(y_true, y_score, groups=None, *, average="group"):
-    """Mean squared difference of pairwise differences (000 eq. 67).
+    """Mean squared difference of pairwise differences (000 eq. 67), O(m).
 
-    MSD = (1/m^2) sum_i sum_j ((h(x_j) - h(x_i)) - (y_j - y_i))^2 over all ordered pairs
-    (including i = j, as in the paper), which equals 2 * the population variance of h(x) - y:
-    O(m).  With groups the sum runs inside each group and is normalized by n_g^2; groups of one
-    row (no pair) are skipped; average "group" (mean over groups, default) or "pooled"
-    (sum over groups / sum of n_g^2).
-    """
+    MSD = (1/m^2) sum_i sum_j ((h(x_j) - h(x_i)) - (y_j - y_i))^2 over all ordered pairs (i = j included, as in the
+    paper) = 2 * the population variance of h(x) - y.  With groups: per group over n_g^2, groups of one row skipped;
+    average "group" (default) or "pooled" (sum over groups / sum of n_g^2)."""
     _check_average(average)
-    c, codes, n, G = _centred_diffs(y_true, y_score, groups, "msd")
-    ss = np.bincount(codes, weights=c * c, minlength=G)
-    total = 2.0 * n * ss  # sum_ij (c_j - c_i)^2 = 2 n sum c^2 (c centred)
+    total, n = _mp_total(y_true, y_score, groups, 2)
     return _average(total, np.where(n >= 2, n * n, 0.0), average, "msd")
 
 
-def m1d(y_true, y_score, groups=None, *, average="group"):
-    """Mean absolute difference of pairwise differences, M1D (000 eq. 68).
-
-    M1D = (1/m^2) sum_i sum_j |(h(x_j) - h(x_i)) - (y_j - y_i)|.  With d = h(x) - y sorted,
-    sum_ij |d_j - d_i| = 2 sum_k d_(k) (2k - m + 1) (k = 0..m-1): O(m log m).  Groups and
-    averaging as in :func:`msd`.
-    """
-    _check_average(average)
-    c, codes, n, G = _centred_diffs(y_true, y_score, groups, "m1d")
+def _mp_total(y_true, y_score, groups, power):
+    """Per group the sum over ordered pairs of |dh - dy|^power, and the group sizes n.  With c = h - y centred per
+    group: sum_ij (c_j - c_i)^2 = 2 n sum c^2; with c sorted, sum_ij |c_j - c_i| = 2 sum_k c_(k) (2k - n + 1)."""
+    c, codes, n, G = _centred_diffs(y_true, y_score, groups, "magnitude_preserving_cost")
+    if power == 2:
+        return 2.0 * n * np.bincount(codes, weights=c * c, minlength=G), n
     if G == 1:
         cs, gs = np.sort(c), codes
     else:
@@ -362,19 +325,23 @@ def m1d(y_true, y_score, groups=None, *, average="group"):
         cs, gs = c[order], codes[order]
     offsets = np.concatenate([[0], np.cumsum(n)])
     k = np.arange(cs.size, dtype=np.float64) - offsets[gs]
-    total = 2.0 * np.bincount(gs, weights=cs * (2.0 * k - n[gs] + 1.0), minlength=G)
+    return 2.0 * np.bincount(gs, weights=cs * (2.0 * k - n[gs] + 1.0), minlength=G), n
+
+
+def m1d(y_true, y_score, groups=None, *, average="group"):
+    """Mean absolute difference of pairwise differences (000 eq. 68): (1/m^2) sum_ij |(h(x_j) - h(x_i)) - (y_j -
+    y_i)|, O(m log m) by sorting h - y.  Groups and averages as :func:`msd`."""
+    _check_average(average)
+    total, n = _mp_total(y_true, y_score, groups, 1)
     return _average(total, np.where(n >= 2, n * n, 0.0), average, "m1d")
 
 
 def discrete_ranking_loss(y_true, y_score, groups=None, *, average="group", n_jobs=None):
-    """Empirical discrete ranking loss of Agarwal & Niyogi (002 eq. 2).
+    """Empirical discrete ranking loss of Agarwal & Niyogi (002 eq. 2), O(m log m).
 
-    R(f; S) = 1/C(m,2) sum_{i<j} |y_i - y_j| (I[(y_i - y_j)(f_i - f_j) < 0] + 1/2 I[f_i = f_j]):
-    mis-ordered pairs weigh |y_i - y_j|, score ties half of it, pairs with equal labels nothing;
-    the normalization counts all C(m,2) pairs.  O(m log m) (a Fenwick tree of label counts and
-    sums over the score order).  With groups: per group over C(n_g, 2) pairs; groups of one row
-    are skipped; average "group" (default) or "pooled" (sum / sum of C(n_g, 2)).
-    """
+    R(f; S) = 1/C(m,2) sum_{i<j} |y_i - y_j| (I[(y_i - y_j)(f_i - f_j) < 0] + 1/2 I[f_i = f_j]): mis-ordered pairs
+    weigh |y_i - y_j|, score ties half of it, over all C(m,2) pairs.  With groups: per group over C(n_g, 2), groups
+    of one row skipped; average "group" (default) or "pooled" (sum / sum of C(n_g, 2))."""
     _check_average(average)
     y, f = _as_pair(y_true, y_score, "y_true", "y_score")
     S = _pair_stats(y, f, _groups(groups, y.shape[0]), True, n_jobs)
@@ -386,22 +353,15 @@ def discrete_ranking_loss(y_true, y_score, groups=None, *, average="group", n_jo
 
 
 def ndcg(y_true, y_score, groups=None, *, k=None, gain="exponential", average="group", n_jobs=None):
-    """Normalized discounted cumulative gain, averaged over groups (queries) of any sizes.
+    """Normalized discounted cumulative gain over groups (queries) of any sizes, O(m log n_g).
 
-    DCG@k of a group = sum over positions p = 1..k of the ranking by decreasing ``y_score`` of
-    gain(y) / log2(p + 1); NDCG = DCG / ideal DCG (the DCG of the ranking by decreasing y_true).
-    gain: "exponential" 2^y - 1 (Burges et al.; LightGBM's lambdarank) or "linear" y
-    (sklearn.metrics.ndcg_score).  k=None: no cutoff.  Ties in y_score: as scikit-learn, the
-    gains of a tied block are averaged over the block's positions (the expected DCG over all
-    orderings of the tie), so the value does not depend on the input order.
-
-    Groups whose ideal DCG is 0 (no relevant row) are skipped, unlike sklearn which counts them
-    as 0; ValueError if no group has a relevant row.  y_true must be >= 0.  Returns the mean
-    over the remaining groups (``average="group"``, the default), or with ``average=None`` the
-    per-group values, one per distinct group id in sorted id order (NaN for a skipped group).
-    O(m log n_g); n_jobs threads over groups.
-    """
-    _check_average_listwise(average)
+    DCG@k = sum over positions p = 1..k of the ranking by decreasing ``y_score`` of gain(y) / log2(p + 1), divided
+    by the ideal DCG (ranking by y_true).  gain: "exponential" 2^y - 1 (Burges et al., LightGBM's lambdarank) or
+    "linear" y (sklearn.metrics.ndcg_score); k=None: no cutoff; y_true >= 0.  Tied scores: as scikit-learn, a tied
+    block's gains are averaged over its positions (the expected DCG over the orders of the tie).  Groups with ideal
+    DCG 0 are skipped (sklearn counts them as 0); ValueError if all are.  average "group" (mean) or None (per group,
+    sorted id order, NaN where skipped).  n_jobs: threads over groups."""
+    _check_average(average, _PER_GROUP)
     y, f = _as_pair(y_true, y_score, "y_true", "y_score")
     if (y < 0).any():
         raise ValueError("ndcg needs non-negative relevance labels y_true")
@@ -409,41 +369,23 @@ def ndcg(y_true, y_score, groups=None, *, k=None, gain="exponential", average="g
         raise ValueError(f"gain must be 'exponential' or 'linear', got {gain!r}")
     if gain == "exponential" and y.max() > 1000:
         raise ValueError("y_true too large for exponential gain 2^y - 1; use gain='linear'")
-    if k is None:
-        kk = 0
-    elif isinstance(k, (bool, np.bool_)) or not isinstance(k, numbers.Integral) or k < 1:
-        raise ValueError(f"k must be None or a positive integer, got {k!r}")
-    else:
-        kk = int(min(int(k), y.shape[0]))  # a cutoff beyond the largest group is no cutoff (and fits a C int)
+    # a cutoff beyond the largest group is no cutoff (and fits a C int)
+    kk = 0 if k is None else min(_check_k(k), y.shape[0])
     gi = _groups(groups, y.shape[0])
     codes, n_groups = (None, 1) if gi is None else (gi.codes, gi.n_groups)
     S = _core.dcg_statistics(y, f, codes, n_groups, kk, 1 if gain == "exponential" else 0, check_n_jobs(n_jobs))
-    valid = S[:, 1] > 0
-    if not valid.any():
-        raise ValueError("ndcg: no group has a relevant item (every ideal DCG is 0)")
-    if average is None:
-        out = np.full(S.shape[0], np.nan)
-        out[valid] = S[valid, 0] / S[valid, 1]
-        return out
-    return float(np.mean(S[valid, 0] / S[valid, 1]))
+    return _average(S[:, 0], S[:, 1], average, "ndcg", "no group has a relevant item (every ideal DCG is 0)")
 
 
 def mean_rank_loss(y_true, y_pred, *, scale="values", classes=None):
     """Average rank loss (1/T) sum_t |yhat_t - y_t| (001 Sect. 4, Table 1; after Crammer & Singer).
 
-    scale : "values" (default) or "positions".
-        "values": the literal formula on the label values themselves, which must be numeric:
-        ``mean_rank_loss([1, 5], [5, 1]) == 4.0``.  ``classes`` must be None.
-        "positions": each label is first replaced by its position 1..k in the ordered label set,
-        which is ``classes`` in the order given (labels of any type: strings, ...), or, when
-        ``classes`` is None, the sorted union of the values in y_true and y_pred; so with labels
-        {1, 2, 5} a prediction of 5 for a true 1 costs 2, not 4.  A label missing from
-        ``classes`` raises ValueError.  This is the convention of the on-line learners
-        (``fastrank.online``): their ``average_rank_loss_`` counts rank steps between the
-        positions of the labels in ``classes_``, i.e. ``mean_rank_loss(y, yhat,
-        scale="positions", classes=est.classes_)``.
-    The two agree when the labels are the consecutive integers 1..k (the paper's ranks).
-    """
+    scale : "values" (default): the formula on the numeric label values, ``mean_rank_loss([1, 5], [5, 1]) == 4.0``
+        (``classes`` must be None).  "positions": each label replaced by its position 1..k in ``classes`` (labels of
+        any type, in the order given; a label missing from it raises ValueError) or, when None, in the sorted union of
+        the labels, so with labels {1, 2, 5} predicting 5 for 1 costs 2.  That is the on-line learners' convention:
+        ``average_rank_loss_`` = ``mean_rank_loss(y, yhat, scale="positions", classes=est.classes_)``.
+    The two agree when the labels are the consecutive integers 1..k (the paper's ranks)."""
     if scale not in ("values", "positions"):
         raise ValueError(f"scale must be 'values' (|yhat - y| on the labels) or 'positions' (rank steps in the "
                          f"ordered label set), got {scale!r}")
@@ -472,31 +414,26 @@ def mean_rank_loss(y_true, y_pred, *, scale="values", classes=None):
         a = _as_vector(yt, "y_true")
         b = _as_vector(yp, "y_pred")
         return float(np.mean(np.abs(b - a)))
-    if classes is None:
+    given = classes is not None  # the sorted union of the labels holds every label
+    if not given:
         try:
             classes = np.unique(np.concatenate([yt, yp]))
         except TypeError as exc:
             raise ValueError(f"labels must be mutually comparable: {exc}") from None
-        pos_t = np.searchsorted(classes, yt)
-        pos_p = np.searchsorted(classes, yp)
-    else:
-        classes = np.asarray(classes)
-        if classes.ndim != 1 or classes.size == 0:
-            raise ValueError("classes must be a non-empty 1-D sequence")
-        if np.unique(classes).size != classes.size:
-            raise ValueError("classes contains duplicates")
-        sorter = np.argsort(classes, kind="stable")
-        sc = classes[sorter]
-
-        def positions(v, name):
-            idx = np.clip(np.searchsorted(sc, v), 0, sc.size - 1)
-            if not np.array_equal(sc[idx], v):
-                raise ValueError(f"{name} contains labels that are not in classes")
-            return sorter[idx]
-
-        pos_t = positions(yt, "y_true")
-        pos_p = positions(yp, "y_pred")
-    return float(np.mean(np.abs(pos_p.astype(np.int64) - pos_t.astype(np.int64))))
+    classes = np.asarray(classes)
+    if classes.ndim != 1 or classes.size == 0:
+        raise ValueError("classes must be a non-empty 1-D sequence")
+    if np.unique(classes).size != classes.size:
+        raise ValueError("classes contains duplicates")
+    sorter = np.argsort(classes, kind="stable")
+    sc = classes[sorter]
+    pos = []
+    for name, v in (("y_true", yt), ("y_pred", yp)):
+        idx = np.clip(np.searchsorted(sc, v), 0, sc.size - 1)
+        if given and not np.array_equal(sc[idx], v):
+            raise ValueError(f"{name} contains labels that are not in classes")
+        pos.append(sorter[idx].astype(np.int64))
+    return float(np.mean(np.abs(pos[1] - pos[0])))
 
 
 # --------------------------------------------------------------------------------------------
@@ -516,22 +453,6 @@ def _dominance(a, b, codes, G, n_jobs):
                                 codes, G, check_n_jobs(n_jobs))
 
 
-def _reduce_groups(total, den, average, what):
-    if average is None:
-        out = np.full(den.shape[0], np.nan)
-        ok = den > 0
-        if not ok.any():
-            raise ValueError(f"{what}: there is no pair to evaluate")
-        out[ok] = total[ok] / den[ok]
-        return out
-    return _average(total, den, average, what)
-
-
-def _check_average_or_none(average):
-    if average is not None:
-        _check_average(average)
-
-
 _COSTS = ("hr", "mp", "hmp", "svr")
 
 
@@ -539,56 +460,39 @@ def magnitude_preserving_cost(y_true, y_score, groups=None, *, cost="mp", power=
                               n_jobs=None):
     """Empirical pairwise cost of Cortes, Mohri & Rastogi (000 eq. 2 with the costs of eqs. 4-7).
 
-    R(h, S) = (1/m^2) sum_i sum_j c(h, x_i, x_j) over all ordered pairs (i, j) (i = j included; it
-    costs 0), with dh = h(x_j) - h(x_i) and dy = y_j - y_i:
+    R(h, S) = (1/m^2) sum_i sum_j c(h, x_i, x_j) over all ordered pairs (i = j costs 0), with dh = h(x_j) - h(x_i)
+    and dy = y_j - y_i:
 
-    * ``cost="hr"`` hinge rank cost (eq. 4): |dh|^n on mis-ordered pairs (dh * dy < 0), else 0 —
-      the predicted magnitude of a wrong preference;
-    * ``cost="mp"`` magnitude-preserving cost (eq. 5): |dh - dy|^n on every pair (n = 2 is MSD, eq.
-      67, the MPRank objective; n = 1 is M1D, eq. 68);
-    * ``cost="hmp"`` one-sided MP cost (eq. 6): |dh - dy|^n on mis-ordered pairs only;
-    * ``cost="svr"`` epsilon-insensitive cost (eq. 7, SVRank): (|dh - dy| - epsilon)^n when
-      |dh - dy| > epsilon, else 0.  The extracted eq. 7 reads |dh - dy - epsilon|^n, which would
-      charge |u| + epsilon when u = dh - dy < -epsilon and be discontinuous at u = -epsilon; the
-      paper states that all four costs are convex and SVRank's constraints (Sect. 2.4) bound
-      both u - epsilon and -u - epsilon, so the symmetric form is the one implemented.
+    * ``cost="hr"`` hinge rank cost (eq. 4): |dh|^n on mis-ordered pairs (dh * dy < 0);
+    * ``cost="mp"`` magnitude-preserving cost (eq. 5): |dh - dy|^n on every pair (n = 2: MSD, eq. 67, the MPRank
+      objective; n = 1: M1D, eq. 68);
+    * ``cost="hmp"`` one-sided MP cost (eq. 6): |dh - dy|^n on mis-ordered pairs;
+    * ``cost="svr"`` epsilon-insensitive cost (eq. 7, SVRank): (|dh - dy| - epsilon)^n where |dh - dy| > epsilon.  The
+      extracted eq. 7 reads |dh - dy - epsilon|^n, which is not convex; the paper calls all four costs convex and
+      SVRank's constraints (Sect. 2.4) bound both u - epsilon and -u - epsilon (u = dh - dy), hence the symmetric form.
 
-    power : n, 1 or 2.  epsilon : >= 0, only for "svr".  Pairs tied in y or in h are never
-    mis-ordered (eqs. 4 and 6 charge 0 when dh * dy >= 0).  groups : one id per row; only pairs
-    inside a group count, each group normalised by n_g^2; ``average`` "group" (mean over groups
-    with >= 2 rows, default), "pooled" (sum over groups / sum of n_g^2) or None (one value per group
-    in sorted id order, NaN for groups of one row).  O(m log m): "hr"/"hmp" sweep a Fenwick tree of
-    running sums (no pair list), "mp" uses the closed forms of :func:`msd`/:func:`m1d`, "svr" a
-    sorted sweep.
-    """
+    power : n, 1 or 2.  epsilon : >= 0, "svr" only.  Ties in y or h are never mis-ordered.  groups: per group over
+    n_g^2; average "group" (mean over groups of >= 2 rows, default), "pooled" (sum / sum of n_g^2) or None (per
+    group, NaN for one row).  O(m log m): Fenwick-tree sweeps ("hr", "hmp"), the closed forms of :func:`msd` /
+    :func:`m1d` ("mp"), a sorted sweep ("svr")."""
     if cost not in _COSTS:
         raise ValueError(f"cost must be one of {_COSTS} (000 eqs. 4-7), got {cost!r}")
     if isinstance(power, (bool, np.bool_)) or power not in (1, 2):
         raise ValueError(f"power must be 1 or 2 (the exponent n of 000 eqs. 4-7), got {power!r}")
-    if isinstance(epsilon, (bool, np.bool_)) or not isinstance(epsilon, numbers.Real) or not np.isfinite(epsilon) \
-            or epsilon < 0:
-        raise ValueError(f"epsilon must be a finite number >= 0, got {epsilon!r}")
+    _check_real(epsilon, "epsilon", "a finite number >= 0", lambda v: v >= 0)
     if epsilon != 0 and cost != "svr":
         raise ValueError("epsilon is only used by cost='svr'")
-    _check_average_or_none(average)
+    _check_average(average, _ANY_AVERAGE)
     y, f, codes, G, n = _group_setup(y_true, y_score, groups)
     den = np.where(n >= 2, n * n, 0.0)
     if cost == "mp":
-        c, codes_c, _, _ = _centred_diffs(y, f, groups, "magnitude_preserving_cost")
-        if power == 2:
-            total = 2.0 * n * np.bincount(codes_c, weights=c * c, minlength=G)
-        else:
-            order = np.lexsort((c, codes_c))
-            cs, gs = c[order], codes_c[order]
-            offsets = np.concatenate([[0], np.cumsum(n)])
-            k = np.arange(cs.size, dtype=np.float64) - offsets[gs]
-            total = 2.0 * np.bincount(gs, weights=cs * (2.0 * k - n[gs] + 1.0), minlength=G)
+        total = _mp_total(y, f, groups, power)[0]
     elif cost == "svr":
         T = _core.threshold_pair_sums(np.ascontiguousarray(f - y), codes, G, float(epsilon), check_n_jobs(n_jobs))
         total = 2.0 * T[:, power]  # ordered pairs: each unordered pair twice
     else:
-        # mis-ordered pairs: y_i > y_j and f_i < f_j, the dominance pairs of (a, b) = (y, -f);
-        # |dh| = b_i - b_j and |dh - dy| = (a_i - a_j) + (b_i - b_j) on them.
+        # mis-ordered pairs: y_i > y_j and f_i < f_j, the dominance pairs of (a, b) = (y, -f); |dh| = b_i - b_j and
+        # |dh - dy| = (a_i - a_j) + (b_i - b_j) on them.
         D = _dominance(y, -f, codes, G, n_jobs)
         if cost == "hr":
             unordered = D[:, 2] if power == 1 else D[:, 4]
@@ -597,7 +501,7 @@ def magnitude_preserving_cost(y_true, y_score, groups=None, *, cost="mp", power=
         else:
             unordered = D[:, 3] + 2.0 * D[:, 5] + D[:, 4]
         total = 2.0 * unordered
-    return _reduce_groups(total, den, average, "magnitude_preserving_cost")
+    return _average(total, den, average, "magnitude_preserving_cost")
 
 
 _LOSSES = ("0-1", "disc", "gamma", "hinge", "squared")
@@ -606,35 +510,26 @@ _LOSSES = ("0-1", "disc", "gamma", "hinge", "squared")
 def stability_ranking_loss(y_true, y_score, groups=None, *, loss="hinge", gamma=1.0, average="group", n_jobs=None):
     """Empirical l-error of Agarwal & Niyogi (002 Definition 3) for their ranking losses.
 
-    R_l(f; S) = 1/C(m,2) sum_{i<j} l(f, (x_i, y_i), (x_j, y_j)), with d = y_i - y_j and
-    u = (f_i - f_j) sgn(d) (the score margin in the direction of the preference; sgn(0) = 0):
+    R_l(f; S) = 1/C(m,2) sum_{i<j} l(f, (x_i, y_i), (x_j, y_j)), d = y_i - y_j, u = (f_i - f_j) sgn(d) (the margin in
+    the direction of the preference; sgn(0) = 0):
 
-    * ``loss="0-1"`` (Sect. 2): I[d (f_i - f_j) < 0] + 1/2 I[f_i = f_j] — the fraction of
-      mis-ordered pairs, score ties half.  As written, the tie term does not look at the labels,
-      so a pair with equal labels and equal scores also costs 1/2 (use
-      :func:`pairwise_disagreement` for the fraction over relevant pairs only);
-    * ``loss="disc"`` (eq. 3): |d| (I[d (f_i - f_j) < 0] + 1/2 I[f_i = f_j]), the discrete ranking
-      loss (= :func:`discrete_ranking_loss`);
-    * ``loss="gamma"`` (Sect. 4, l_gamma; gamma=1 gives l_1 of Corollary 12):
-      |d| if u/gamma <= 0, |d| - u/gamma if 0 < u/gamma < |d|, 0 if u/gamma >= |d|;
+    * ``loss="0-1"`` (Sect. 2): I[d (f_i - f_j) < 0] + 1/2 I[f_i = f_j].  As written the tie term ignores the labels,
+      so a pair with equal labels and scores costs 1/2 (:func:`pairwise_disagreement` counts relevant pairs only);
+    * ``loss="disc"`` (eq. 3): |d| (I[d (f_i - f_j) < 0] + 1/2 I[f_i = f_j]) (= :func:`discrete_ranking_loss`);
+    * ``loss="gamma"`` (Sect. 4, l_gamma; gamma=1 is Corollary 12's l_1): |d| if u/gamma <= 0, |d| - u/gamma below |d|,
+      else 0;
     * ``loss="hinge"`` (Sect. 5.2.1, l_h): (|d| - u)_+;
-    * ``loss="squared"`` (eq. 9, l_sq): (|d| - u)^2 — for d = 0 this is 0 whatever the scores
-      (sgn(0) = 0 in eq. 9); for d != 0 it equals ((y_i - y_j) - (f_i - f_j))^2.
+    * ``loss="squared"`` (eq. 9, l_sq): (|d| - u)^2, 0 when d = 0 (sgn(0) = 0), else ((y_i - y_j) - (f_i - f_j))^2.
 
-    Every loss but "0-1" is 0 on pairs with equal labels, and l_disc <= l_gamma <= l_h for
-    gamma = 1 (which is why Corollary 12's l_1 term is never larger than the hinge loss).
-    groups / average as :func:`magnitude_preserving_cost`, normalised by C(n_g, 2) per group.
-    O(m log m): Fenwick-tree sweeps over the pairs with y_i > y_j (no pair list);
-    l_gamma = (1/gamma) sum [(gamma |d| - u)_+ - (-u)_+].
-    """
+    All but "0-1" are 0 on equal labels, and l_disc <= l_gamma <= l_h at gamma = 1.  groups / average as
+    :func:`magnitude_preserving_cost`, per group over C(n_g, 2).  O(m log m): Fenwick-tree sweeps over the pairs
+    y_i > y_j; l_gamma = (1/gamma) sum [(gamma |d| - u)_+ - (-u)_+]."""
     if loss not in _LOSSES:
         raise ValueError(f"loss must be one of {_LOSSES} (002 Sect. 2, 4, 5.2), got {loss!r}")
-    if isinstance(gamma, (bool, np.bool_)) or not isinstance(gamma, numbers.Real) or not np.isfinite(gamma) \
-            or gamma <= 0:
-        raise ValueError(f"gamma must be a finite number > 0, got {gamma!r}")
+    _check_real(gamma, "gamma", "a finite number > 0", lambda v: v > 0)
     if gamma != 1.0 and loss != "gamma":
         raise ValueError("gamma is only used by loss='gamma'")
-    _check_average_or_none(average)
+    _check_average(average, _ANY_AVERAGE)
     y, f, codes, G, n = _group_setup(y_true, y_score, groups)
     den = n * (n - 1) / 2.0
     if loss in ("0-1", "disc"):
@@ -643,15 +538,8 @@ def stability_ranking_loss(y_true, y_score, groups=None, *, loss="hinge", gamma=
             total = S[:, 4] + 0.5 * S[:, 5]
         else:
             # all score-tied pairs of a group (labels ignored): sum over tied blocks of C(b, 2)
-            cg = np.zeros(y.shape[0], dtype=np.int64) if codes is None else codes
-            order = np.lexsort((f, cg))
-            fs, gs = f[order], cg[order]
-            start = np.r_[True, (fs[1:] != fs[:-1]) | (gs[1:] != gs[:-1])]
-            block = np.cumsum(start) - 1
-            sizes = np.bincount(block).astype(np.float64)
-            block_group = gs[start]
-            tied_all = np.bincount(block_group, weights=sizes * (sizes - 1) / 2.0, minlength=G)
-            total = S[:, 2] + 0.5 * tied_all
+            rk = _Ranked(y, f, groups)
+            total = S[:, 2] + 0.5 * np.bincount(rk.group, weights=rk.size * (rk.size - 1) / 2.0, minlength=G)
     elif loss == "hinge":
         # (|d| - u)_+ on pairs y_i > y_j is ((y_i - f_i) - (y_j - f_j))_+: dominance pairs of (y, y - f)
         total = _dominance(y, y - f, codes, G, n_jobs)[:, 2]
@@ -661,7 +549,7 @@ def stability_ranking_loss(y_true, y_score, groups=None, *, loss="hinge", gamma=
     else:  # squared: sum over y_i > y_j of (z_i - z_j)^2, z = y - f (z ties contribute 0)
         z = y - f
         total = _dominance(y, z, codes, G, n_jobs)[:, 4] + _dominance(y, -z, codes, G, n_jobs)[:, 4]
-    return _reduce_groups(total, den, average, "stability_ranking_loss")
+    return _average(total, den, average, "stability_ranking_loss")
 
 
 # --------------------------------------------------------------------------------------------
@@ -669,8 +557,7 @@ def stability_ranking_loss(y_true, y_score, groups=None, *, loss="hinge", gamma=
 
 
 def _group_average_ranks(v, codes, G):
-    """1-based ranks of v inside each group in decreasing order of v (rank 1 = largest), tied
-    values sharing the mean of their positions."""
+    """1-based ranks of v inside each group by decreasing v, tied values sharing the mean of their positions."""
     cg = np.zeros(v.shape[0], dtype=np.int64) if codes is None else codes
     order = np.lexsort((-v, cg))
     vs, gs = v[order], cg[order]
@@ -686,18 +573,13 @@ def _group_average_ranks(v, codes, G):
 
 
 def position_error(y_true, y_score, groups=None, *, average="group"):
-    """Position error d_PE = sigma'(x*) - 1 (003): how many wrong items the predicted ranking puts
-    before the target item x*, the item ranked first by the truth.
+    """Position error d_PE = sigma'(x*) - 1 (003): the wrong items ranked before the target x*.
 
-    The targets of a group are its rows with the largest ``y_true``; the error counts the
-    non-target rows whose score exceeds the best target's score, plus 1/2 for each non-target row
-    tied with it (the expectation when ties are ordered at random; other targets are never wrong
-    items).  A group of one row (or whose rows all share the top label) has error 0.  groups: one
-    id per row.  average: "group" (mean over groups, default) or None (per group, sorted id
-    order).  O(m log m).
-    """
-    if average not in ("group", None):
-        raise ValueError(f"average must be 'group' or None, got {average!r}")
+    The targets of a group are its rows with the largest ``y_true``; the error counts the other rows scoring above
+    the best target, plus 1/2 per other row tied with it (the expectation over random tie orders).  0 for a group of
+    one row or of one label.  average "group" (mean over groups, default) or None (per group, sorted id order).  O(m
+    log m)."""
+    _check_average(average, _PER_GROUP)
     y, f, codes, G, n = _group_setup(y_true, y_score, groups)
     cg = np.zeros(y.shape[0], dtype=np.int64) if codes is None else codes
     ymax = np.full(G, -np.inf)
@@ -706,9 +588,8 @@ def position_error(y_true, y_score, groups=None, *, average="group"):
     fstar = np.full(G, -np.inf)
     np.maximum.at(fstar, cg[target], f[target])
     other = ~target
-    above = np.bincount(cg[other], weights=(f[other] > fstar[cg[other]]).astype(np.float64), minlength=G)
-    tied = np.bincount(cg[other], weights=(f[other] == fstar[cg[other]]).astype(np.float64), minlength=G)
-    per = above + 0.5 * tied
+    fo, best = f[other], fstar[cg[other]]
+    per = np.bincount(cg[other], weights=(fo > best) + 0.5 * (fo == best), minlength=G)
     return per if average is None else float(per.mean())
 
 
@@ -728,19 +609,14 @@ def _discount_weights(discount, ranks):
 
 
 def discounted_error(y_true, y_score, groups=None, *, discount="log2", average="group"):
-    """Discounted error d_DE = sum_i v_i d_i(sigma, sigma') (003): per-item rank displacements,
-    down-weighted for items the truth ranks low.
+    """Discounted error d_DE = sum_i v_i |sigma(x_i) - sigma'(x_i)| (003): rank displacements weighted down for items
+    the truth ranks low, O(m log m).
 
-    sigma = ranks by decreasing ``y_true`` (1 = best), sigma' = ranks by decreasing ``y_score``;
-    ties share the mean of their positions in both.  d_i = |sigma(x_i) - sigma'(x_i)| (the
-    footrule's per-item distance) and v_i = discount(sigma(x_i)):
-    "log2" 1/log2(1 + sigma) (the DCG discount, default), "reciprocal" 1/sigma, "none" 1 (then
-    d_DE is Spearman's footrule), or a callable mapping the array of true ranks to weights.
-    Per group (ranks restart in each group); average "group" (mean over groups, default) or None.
-    O(m log m).
-    """
-    if average not in ("group", None):
-        raise ValueError(f"average must be 'group' or None, got {average!r}")
+    sigma / sigma': ranks (1 = best, ties sharing their mean position) by decreasing ``y_true`` / ``y_score``,
+    restarting in each group.  v_i = discount(sigma(x_i)): "log2" 1/log2(1 + sigma) (the DCG discount, default),
+    "reciprocal" 1/sigma, "none" 1 (Spearman's footrule) or a callable of the array of true ranks.  average "group"
+    or None."""
+    _check_average(average, _PER_GROUP)
     y, f, codes, G, n = _group_setup(y_true, y_score, groups)
     rt, cg = _group_average_ranks(y, codes, G)
     rp, _ = _group_average_ranks(f, codes, G)
@@ -750,15 +626,12 @@ def discounted_error(y_true, y_score, groups=None, *, discount="log2", average="
 
 
 def edge_disagreement(pairs, y_score, weights=None, *, tied_scores="half", ties=None):
-    """Weighted disagreement of a score vector with an explicit preference graph (004 eq. 1).
+    """Weighted disagreement of ``y_score`` with an explicit preference graph (004 eq. 1), O(E).
 
-    pairs : (E, 2) integer array; ``pairs[e] = (a, b)`` means row a is preferred over row b (a
-    multigraph: repeated edges count repeatedly).  weights : optional positive weights, one per
-    edge (default 1).  Returns sum_e w_e err_e / sum_e w_e with err_e = 1 when
-    y_score[a] < y_score[b]; a tie counts 1/2 with ``tied_scores="half"`` (default) or 1 with
-    ``tied_scores="wrong"`` (eq. 1's sign(0) = -1), as :func:`pairwise_disagreement`.  With the edges of all pairs
-    y_i > y_j it equals ``pairwise_disagreement(y, y_score, average="pooled")``.  O(E).
-    """
+    pairs : (E, 2) ints, ``(a, b)``: row a preferred over row b (repeated edges count repeatedly).  weights :
+    optional, one > 0 per edge.  Returns sum_e w_e err_e / sum_e w_e, err_e = 1 when y_score[a] < y_score[b] and for
+    a tie 1/2 (``tied_scores="half"``) or 1 (``"wrong"``), as :func:`pairwise_disagreement`, which it equals with
+    ``average="pooled"`` on the edges of all pairs y_i > y_j."""
     tie_weight = _tied_score_weight(tied_scores, ties, "edge_disagreement")
     f = _as_vector(y_score, "y_score")
     P = np.asarray(pairs)
@@ -794,23 +667,9 @@ def edge_disagreement(pairs, y_score, weights=None, *, tied_scores="half", ties=
 # IR measures over ragged query groups (MAP, MRR, precision@k, ERR@k)
 
 
-def _check_k(k, allow_none=True):
-    if k is None and allow_none:
-        return None
-    if isinstance(k, (bool, np.bool_)) or not isinstance(k, numbers.Integral) or k < 1:
-        raise ValueError(f"k must be {'None or ' if allow_none else ''}a positive integer, got {k!r}")
-    return int(k)
-
-
-def _check_threshold(t):
-    if isinstance(t, (bool, np.bool_)) or not isinstance(t, numbers.Real) or not np.isfinite(t):
-        raise ValueError(f"relevance_threshold must be a finite number, got {t!r}")
-    return float(t)
-
-
 def _stable_argsort_desc(f):
-    """Indices sorting f decreasingly, ties in input order: numpy's fast (unstable) argsort, then
-    only the tied runs re-sorted by index (a stable float sort is several times slower)."""
+    """Indices sorting f decreasingly, ties in input order: numpy's fast unstable argsort, then only the tied runs
+    re-sorted by index (a stable float sort is several times slower)."""
     order = np.argsort(-f)
     v = f[order]
     tied = np.flatnonzero(v[1:] == v[:-1])
@@ -825,13 +684,12 @@ def _stable_argsort_desc(f):
 
 
 class _Ranked:
-    """Rows sorted by (group, decreasing score) with their tied blocks.
+    """Rows sorted by (group, decreasing score) with their tied blocks (the rows of a group with one score).
 
-    ys, gs, pos: targets, group codes and 1-based positions in that order; G, offsets (group starts).
-    block: block id of each sorted row (a block = the rows of one group with one score); per block:
-    start (0-based, rows of the group before it), size, first (index of its first sorted row) and
-    group.  Inside a block the order is the input order, but no measure below depends on it: each
-    takes the expectation over the orders of the block."""
+    ys, gs, pos: targets, group codes and 1-based positions in that order; G; offsets (group starts); block: block
+    id of each sorted row; per block: start (rows of the group before it), size, first (its first sorted row) and
+    group.  Every measure takes the expectation over the orders inside a block, so the input order there does not
+    matter."""
 
     def __init__(self, y_true, y_score, groups):
         y, f, codes, G, n = _group_setup(y_true, y_score, groups)
@@ -869,9 +727,9 @@ _SMALL_TIED_BLOCK = 64  # tied blocks up to this size: ERR's recurrence runs for
 
 
 def _tied_block_err(Rsat, first, size, start, span):
-    """ERR terms of tied blocks, all at once: for each row a of a block, the recurrence of
-    :func:`_mean_subset_products` over the other rows of its block (row-major, padded to the
-    largest block), then R_a (1/b) sum_{j <= span} E_{j-1} / (start + j), summed per block."""
+    """ERR terms of tied blocks at once: for each row a, the recurrence of :func:`_mean_subset_products` over the
+    other rows of its block (padded to the largest block), then R_a (1/b) sum_{j <= span} E_{j-1} / (start + j),
+    summed per block."""
     n_blk = first.size
     item_blk = np.repeat(np.arange(n_blk), size)
     within = np.arange(item_blk.size) - np.repeat(np.cumsum(size) - size, size)
@@ -894,9 +752,8 @@ def _tied_block_err(Rsat, first, size, start, span):
 
 
 def _mean_subset_products(q, T):
-    """E[t] = the mean over the t-element subsets of the values q of their product, t = 0..T-1
-    (T <= len(q) + 1), by adding one value at a time:
-    E_t(n + 1) = (n + 1 - t)/(n + 1) E_t(n) + t/(n + 1) q E_{t-1}(n) (a convex combination)."""
+    """E[t] = mean over the t-subsets of the values q of their product, t = 0..T-1 (T <= len(q) + 1), adding one
+    value at a time: E_t(n + 1) = (n + 1 - t)/(n + 1) E_t(n) + t/(n + 1) q E_{t-1}(n) (a convex combination)."""
     E = np.zeros(T)
     E[0] = 1.0
     for n, qi in enumerate(q):
@@ -905,43 +762,34 @@ def _mean_subset_products(q, T):
     return E
 
 
-def _finish_listwise(per, valid, average, what):
-    if not valid.any():
-        raise ValueError(f"{what}: no group has a relevant item")
-    if average is None:
-        out = np.full(per.shape[0], np.nan)
-        out[valid] = per[valid]
-        return out
-    return float(per[valid].mean())
+_NO_RELEVANT = "no group has a relevant item"
+
+
+def _ranked_relevance(y_true, y_score, groups, k, relevance_threshold, average, k_optional=True):
+    """The IR measures' checks, the ranked rows, the cutoff k, every ranked row's relevance (1.0 when y_true >
+    relevance_threshold) and the number of relevant rows per group."""
+    _check_average(average, _PER_GROUP)
+    k = _check_k(k, k_optional)
+    thr = float(_check_real(relevance_threshold, "relevance_threshold", "a finite number"))
+    rk = _Ranked(y_true, y_score, groups)
+    rel = (rk.ys > thr).astype(np.float64)
+    return rk, k, rel, np.bincount(rk.gs, weights=rel, minlength=rk.G)
 
 
 def mean_average_precision(y_true, y_score, groups=None, *, k=None, relevance_threshold=0.0, average="group"):
-    """Mean average precision (MAP) over query groups of any sizes.
+    """Mean average precision (MAP) over query groups of any sizes, O(m log m).
 
-    A row is relevant when ``y_true > relevance_threshold`` (default 0: any positive grade, as
-    trec_eval's default relevance level 1 for integer grades).  Per group, rows are ranked by
-    decreasing ``y_score``; AP = (1/R) sum over relevant rows at position p <= k of
-    precision@p, with R the number of relevant rows of the group (trec_eval's AP) — with a cutoff
-    k, R is replaced by min(R, k) so that a perfect ranking scores 1.  Tied scores: the
-    expected AP over the orders of the tied rows (each order equally likely; closed form per tied
-    block), so the value does not depend on the input order -- the tie convention of every
-    measure of this module, as :func:`ndcg` and :func:`pairwise_disagreement`.  Groups
-    without a relevant row are skipped (NaN with average=None), as :func:`ndcg` does; ValueError
-    if no group has one.  Equals ``sklearn.metrics.average_precision_score`` per group when the
-    scores have no ties.  O(m log m).
-    """
-    if average not in ("group", None):
-        raise ValueError(f"average must be 'group' or None, got {average!r}")
-    k = _check_k(k)
-    thr = _check_threshold(relevance_threshold)
-    rk = _Ranked(y_true, y_score, groups)
-    G = rk.G
-    rel = (rk.ys > thr).astype(np.float64)
-    R = np.bincount(rk.gs, weights=rel, minlength=G)
-    # A relevant row of a block (start s, size b, r relevant rows, h relevant rows before it) is at
-    # each of the positions s + j, j = 1..b, with probability 1/b, and then has 1 + (j - 1)(r - 1)/(b - 1)
-    # relevant rows of its block at or before it on average: the expected precision it adds is
-    # (1/b) sum_j [s + j <= k] (h + 1 + (j - 1) B) / (s + j), B = (r - 1)/(b - 1).
+    Relevant: ``y_true > relevance_threshold`` (default 0, as trec_eval's level 1 for integer grades).  AP of a
+    group = (1/R) sum over its relevant rows at positions p <= k (ranked by decreasing ``y_score``) of precision@p,
+    R = its relevant rows (trec_eval), min(R, k) with a cutoff so that a perfect ranking scores 1.  Tied scores: the
+    expected AP over the orders of the tie (closed form per block), the tie rule of every measure here.  Groups
+    without a relevant row are skipped (NaN with average=None), ValueError if all are.  Equals
+    ``sklearn.metrics.average_precision_score`` per group without ties."""
+    rk, k, rel, R = _ranked_relevance(y_true, y_score, groups, k, relevance_threshold, average)
+    # A relevant row of a block (start s, size b, r relevant rows, h relevant rows before it) is at each of the
+    # positions s + j, j = 1..b, with probability 1/b, and then has 1 + (j - 1)(r - 1)/(b - 1) relevant rows of its
+    # block at or before it on average: the expected precision it adds is (1/b) sum_j [s + j <= k] (h + 1 + (j - 1)
+    # B) / (s + j), B = (r - 1)/(b - 1).
     in_k = np.ones(rk.ys.shape[0]) if k is None else (rk.pos <= k).astype(np.float64)
     j_minus_1 = rk.pos - rk.start[rk.block] - 1
     S1 = rk.per_block(in_k / rk.pos)
@@ -950,32 +798,23 @@ def mean_average_precision(y_true, y_score, groups=None, *, k=None, relevance_th
     h = rk.before_block(rel)
     b = rk.size.astype(np.float64)
     B = np.where(b > 1, (r - 1) / np.maximum(b - 1, 1), 0.0)
-    num = np.bincount(rk.group, weights=r / b * ((h + 1) * S1 + B * S2), minlength=G)
+    num = np.bincount(rk.group, weights=r / b * ((h + 1) * S1 + B * S2), minlength=rk.G)
     den = R if k is None else np.minimum(R, k)
-    valid = R > 0
-    per = np.zeros(G)
-    per[valid] = num[valid] / den[valid]
-    return _finish_listwise(per, valid, average, "mean_average_precision")
+    return _average(num, den, average, "mean_average_precision", _NO_RELEVANT)
 
 
 def mean_reciprocal_rank(y_true, y_score, groups=None, *, k=None, relevance_threshold=0.0, average="group"):
-    """Mean reciprocal rank (MRR): per group 1/p of the first relevant row in the ranking by
-    decreasing ``y_score`` (0 when it is below the cutoff k).  Relevance, ties (the expectation
-    over the orders of the tied rows) and
-    skipped groups as :func:`mean_average_precision`.  O(m log m)."""
-    if average not in ("group", None):
-        raise ValueError(f"average must be 'group' or None, got {average!r}")
-    k = _check_k(k)
-    thr = _check_threshold(relevance_threshold)
-    rk = _Ranked(y_true, y_score, groups)
+    """Mean reciprocal rank (MRR): per group 1/p of the first relevant row by decreasing ``y_score`` (0 below the
+    cutoff k).  Relevance, ties (expectation over their orders) and skipped groups as
+    :func:`mean_average_precision`."""
+    rk, k, rel, R = _ranked_relevance(y_true, y_score, groups, k, relevance_threshold, average)
     G = rk.G
-    r = rk.per_block((rk.ys > thr).astype(np.float64))
-    # the first block of each group holding a relevant row: its first relevant row is at the j-th
-    # of its b positions with probability C(b - j, r - 1) / C(b, r)
+    r = rk.per_block(rel)
+    # the first block of each group holding a relevant row: its first relevant row is at the j-th of its b positions
+    # with probability C(b - j, r - 1) / C(b, r)
     first = np.full(G, np.iinfo(np.int64).max)
     hit = np.flatnonzero(r > 0)
     np.minimum.at(first, rk.group[hit], hit)
-    valid = first < np.iinfo(np.int64).max
     rows = np.flatnonzero(rk.block == first[rk.gs])
     blk = rk.block[rows]
     bb, rr = rk.size[blk].astype(np.float64), r[blk]
@@ -987,55 +826,39 @@ def mean_reciprocal_rank(y_true, y_score, groups=None, *, k=None, relevance_thre
     prob = np.where(possible, np.exp(np.where(possible, log_p, 0.0)), 0.0)
     in_k = np.ones(rows.size) if k is None else (rk.pos[rows] <= k)
     per = np.bincount(rk.gs[rows], weights=prob * in_k / rk.pos[rows], minlength=G)
-    return _finish_listwise(per, valid, average, "mean_reciprocal_rank")
+    return _average(per, R > 0, average, "mean_reciprocal_rank", _NO_RELEVANT)
 
 
 def precision_at_k(y_true, y_score, groups=None, *, k=10, relevance_threshold=0.0, average="group"):
-    """Precision@k: per group the number of relevant rows among the k highest scores, divided by
-    k (also when the group has fewer than k rows, as trec_eval's P_k).  Relevance, ties (the
-    expectation over the orders of the tied rows) and skipped groups as :func:`mean_average_precision`.  O(m log m)."""
-    if average not in ("group", None):
-        raise ValueError(f"average must be 'group' or None, got {average!r}")
-    k = _check_k(k, allow_none=False)
-    thr = _check_threshold(relevance_threshold)
-    rk = _Ranked(y_true, y_score, groups)
-    G = rk.G
-    rel = (rk.ys > thr).astype(np.float64)
-    R = np.bincount(rk.gs, weights=rel, minlength=G)
+    """Precision@k: per group the relevant rows among the k highest scores over k (also for groups of fewer rows, as
+    trec_eval's P_k).  Relevance, ties and skipped groups as :func:`mean_average_precision`.  O(m log m)."""
+    rk, k, rel, R = _ranked_relevance(y_true, y_score, groups, k, relevance_threshold, average, k_optional=False)
     # a row of a block (start s, size b) is among the top k with probability clip((k - s)/b, 0, 1)
     inside = np.clip((k - rk.start[rk.block]) / rk.size[rk.block], 0.0, 1.0)
-    top = np.bincount(rk.gs, weights=rel * inside, minlength=G)
-    return _finish_listwise(top / k, R > 0, average, "precision_at_k")
+    top = np.bincount(rk.gs, weights=rel * inside, minlength=rk.G)
+    return _average(top / k, R > 0, average, "precision_at_k", _NO_RELEVANT)
 
 
 def err_at_k(y_true, y_score, groups=None, *, k=None, max_grade=None, average="group"):
-    """Expected reciprocal rank, ERR@k (Chapelle, Metzler, Zhang & Grinspan 2009).
+    """Expected reciprocal rank, ERR@k (Chapelle, Metzler, Zhang & Grinspan 2009), O(m log m).
 
-    With the grades g = y_true >= 0 and R(g) = (2^g - 1) / 2^g_max (the probability that a user
-    is satisfied by the row), ERR = sum_{r=1}^{k} (1/r) R_r prod_{i<r} (1 - R_i) over the ranking by
-    decreasing ``y_score`` (tied scores: the expectation over the orders of the tied rows, as
-    :func:`mean_average_precision`; O(b min(b, k)) per tied block of b rows).  max_grade:
-    g_max, the largest possible grade (default: the largest y_true in the input; pass the scale's
-    maximum, e.g. 4 for LETOR, to compare across data sets).  Groups whose grades are all 0 are
-    skipped (their ERR is 0), as :func:`ndcg` does.  k=None: no cutoff.  O(m log m).
-    """
-    if average not in ("group", None):
-        raise ValueError(f"average must be 'group' or None, got {average!r}")
-    k = _check_k(k)
-    rk = _Ranked(y_true, y_score, groups)
-    ys, gs, pos, G = rk.ys, rk.gs, rk.pos, rk.G
+    With grades g = y_true >= 0 and R(g) = (2^g - 1) / 2^g_max (the probability that the row satisfies the user),
+    ERR = sum_{r<=k} (1/r) R_r prod_{i<r} (1 - R_i) by decreasing ``y_score``; tied scores: expectation over their
+    orders, O(b min(b, k)) per tied block of b rows.  max_grade: g_max (default the largest y_true; give the scale's
+    maximum, e.g. 4 for LETOR, to compare data sets).  Groups of grade 0 only are skipped, as in :func:`ndcg`.
+    k=None: no cutoff."""
+    rk, k, _, graded = _ranked_relevance(y_true, y_score, groups, k, 0.0, average)
+    ys, pos = rk.ys, rk.pos
     if (ys < 0).any():
         raise ValueError("err_at_k needs non-negative relevance grades y_true")
-    gmax = float(ys.max()) if max_grade is None else max_grade
-    if isinstance(gmax, (bool, np.bool_)) or not isinstance(gmax, numbers.Real) or not np.isfinite(gmax):
-        raise ValueError(f"max_grade must be None or a finite number, got {max_grade!r}")
+    gmax = float(ys.max()) if max_grade is None else _check_real(max_grade, "max_grade", "None or a finite number")
     if ys.max() > gmax:
         raise ValueError(f"y_true has grades above max_grade={gmax}")
     if gmax > 1000:
         raise ValueError("grades too large for the gain 2^g - 1; rescale y_true")
     Rsat = (np.exp2(ys) - 1.0) / np.exp2(gmax)
-    # prod (1 - R_i) over the earlier blocks of the group (the same for every order inside them):
-    # log-sums, with exact zeros for R_i = 1 counted apart
+    # prod (1 - R_i) over the earlier blocks of the group (the same for every order inside them): log-sums, with exact
+    # zeros for R_i = 1 counted apart
     one = Rsat >= 1.0
     logs = np.log1p(-np.where(one, 0.0, Rsat))
     stop = np.where(rk.before_block(one.astype(np.float64)) > 0, 0.0, np.exp(rk.before_block(logs)))
@@ -1044,9 +867,9 @@ def err_at_k(y_true, y_score, groups=None, *, k=None, max_grade=None, average="g
     single = b == 1
     f1 = rk.first[single]
     contrib[single] = Rsat[f1] / pos[f1] * (1.0 if k is None else (pos[f1] <= k))
-    # a tied block (start s, size b): a row of it is at each position s + j with probability 1/b,
-    # after a uniformly random (j - 1)-subset of the other rows of the block, so it adds
-    # R (1/b) sum_j [s + j <= k] E_{j-1}(others) / (s + j), E_t = mean product of (1 - R) over t-subsets
+    # a tied block (start s, size b): a row of it is at each position s + j with probability 1/b, after a uniformly
+    # random (j - 1)-subset of the other rows of the block, so it adds R (1/b) sum_j [s + j <= k] E_{j-1}(others) /
+    # (s + j), E_t = mean product of (1 - R) over t-subsets
     span = b if k is None else np.minimum(b, k - rk.start)  # positions of the block inside the cutoff
     needed = (~single) & (span > 0) & (rk.per_block(Rsat) > 0)
     small = needed & (b <= _SMALL_TIED_BLOCK)
@@ -1061,9 +884,8 @@ def err_at_k(y_true, y_score, groups=None, *, k=None, max_grade=None, average="g
                 continue
             others = np.delete(1.0 - Rq, int(np.flatnonzero(Rq == value)[0]))
             contrib[q] += count * value / bq * float(_mean_subset_products(others, T) @ weights)
-    per = np.bincount(rk.group, weights=stop * contrib, minlength=G)
-    valid = np.bincount(gs, weights=(ys > 0).astype(np.float64), minlength=G) > 0
-    return _finish_listwise(per, valid, average, "err_at_k")
+    per = np.bincount(rk.group, weights=stop * contrib, minlength=rk.G)
+    return _average(per, graded > 0, average, "err_at_k", _NO_RELEVANT)
 
 
 # --------------------------------------------------------------------------------------------
@@ -1071,23 +893,15 @@ def err_at_k(y_true, y_score, groups=None, *, k=None, max_grade=None, average="g
 
 
 def agree(y_true, y_score, groups=None, *, normalize=True, average="group"):
-    """AGREE(sigma, f) = sum over pairs with sigma(x_i) < sigma(x_j) of f(x_i, x_j) (003, after
-    Cohen et al. 1999): the preference scores that the ranking sigma keeps.
+    """AGREE(sigma, f) = sum over pairs with sigma(x_i) < sigma(x_j) of f(x_i, x_j) (003, after Cohen et al. 1999): the
+    preference scores kept by the ranking sigma by decreasing ``y_score``.
 
-    sigma is the ranking by decreasing ``y_score`` (sigma(x_i) < sigma(x_j): i is placed before j).
-    f is ``y_true``: either an (m, m) matrix of preference scores, ``f[i, j]`` = f(x_i, x_j) (the
-    slides scale them to [0, 1] with f(x_i, x_j) + f(x_j, x_i) = 1), or one target per row, read as
-    f(x_i, x_j) = 1 if y_i > y_j, 1/2 if y_i = y_j, 0 if y_i < y_j (which satisfies that scaling).
-    Tied scores: the expectation over a random order of the tie, i.e. a tied pair keeps
-    (f(x_i, x_j) + f(x_j, x_i)) / 2.
-
-    normalize : divide by sum_{i<j} f(x_i, x_j) + f(x_j, x_i), the number of pairs for scaled f, so
-    that 1 means sigma keeps every preference (default True); False returns the sum itself (over all
-    groups; ``average`` is then not used).  groups : only pairs inside a group
-    count (sigma ranks each group); average "group" (mean of the per-group values, default) or
-    "pooled" (total over total).  Targets: O(m log m) from the pair counts of
-    :func:`pairwise_disagreement`; a matrix: O(m^2), no copy beyond one (m, m) mask per group.
-    """
+    f is ``y_true``: an (m, m) matrix ``f[i, j]`` (the slides scale f(x_i, x_j) + f(x_j, x_i) = 1), or one target
+    per row read as f = 1 if y_i > y_j, 1/2 if equal, 0 if lower.  Tied scores: the expectation over their orders,
+    i.e. the tied pair keeps (f(x_i, x_j) + f(x_j, x_i)) / 2.  normalize: divide by sum_{i<j} f(x_i, x_j) + f(x_j,
+    x_i), so 1 means every preference kept (default); False returns the sum over all groups (``average`` unused).
+    groups: pairs inside a group; average "group" or "pooled".  Targets: O(m log m) from the counts of
+    :func:`pairwise_disagreement`; a matrix: O(m^2), one (m, m) mask per group."""
     _check_average(average)
     if not isinstance(normalize, (bool, np.bool_)):
         raise ValueError(f"normalize must be True or False, got {normalize!r}")
@@ -1126,29 +940,26 @@ def agree(y_true, y_score, groups=None, *, normalize=True, average="group"):
 
 
 # --------------------------------------------------------------------------------------------
-# The measure table: the one list of measure names that make_ranking_scorer, score_estimator,
-# RankRLSCV(scoring=...) and the command line read.
+# The measure table: the one list of measure names that make_ranking_scorer, score_estimator, RankRLSCV(scoring=...)
+# and the command line read.
 #
-# Tied predictions, everywhere: a measure of a ranking takes the expectation over a uniformly
-# random order of the rows whose scores tie -- a tied relevant pair is 1/2 an error (the pairwise
-# measures, AUC, Kendall, AGREE, the stability 0-1/discrete losses), NDCG averages the gains of a
-# tied block over its positions, the position error counts a tied wrong item 1/2, and the rank
-# displacement measures (Spearman's footrule, the discounted error) give tied rows their expected
-# position (the mean of the block's positions).  The value therefore never depends on the order
-# of the input rows, and a constant prediction never looks better than a random one.
+# Tied predictions, everywhere: a measure of a ranking takes the expectation over a uniformly random order of the rows
+# whose scores tie -- a tied relevant pair is 1/2 an error (the pairwise measures, AUC, Kendall, AGREE, the stability
+# 0-1/discrete losses), NDCG averages the gains of a tied block over its positions, the position error counts a tied
+# wrong item 1/2, and the rank displacement measures (Spearman's footrule, the discounted error) give tied rows their
+# expected position (the mean of the block's positions).  The value therefore never depends on the order of the input
+# rows, and a constant prediction never looks better than a random one.
 
 
 def _pairwise_accuracy(y_true, y_score, groups=None, *, sample_weight=None, n_jobs=None):
-    """1 - pairwise_disagreement (tied scores 1/2): on binary labels without groups this is
-    :func:`auc`; on graded labels the fraction of relevant pairs ordered right; with groups the
-    mean over groups (the ``score`` of the pairwise rankers)."""
+    """1 - pairwise_disagreement (ties 1/2): :func:`auc` for binary labels without groups, the fraction of relevant
+    pairs ordered right for graded ones, the mean over groups with groups (the pairwise rankers' ``score``)."""
     return 1.0 - pairwise_disagreement(y_true, y_score, groups, sample_weight=sample_weight, n_jobs=n_jobs)
 
 
 def _kendall_tied_half(y_true, y_score, groups=None, *, average="group", n_jobs=None):
-    """Kendall distance of the predicted ranking from the targets, normalised by C(n, 2) per group;
-    a pair whose scores tie and whose targets differ counts 1/2 (the expectation over a random
-    order of the tie, where :func:`kendall_distance` of two rankings counts it 0)."""
+    """Kendall distance of the predicted ranking from the targets over C(n, 2) per group; a score-tied pair with
+    different targets counts 1/2 (the expectation over tie orders; :func:`kendall_distance` counts it 0)."""
     _check_average(average)
     y, f = _as_pair(y_true, y_score, "y_true", "y_score")
     S = _pair_stats(y, f, _groups(groups, y.shape[0]), False, n_jobs)
@@ -1158,11 +969,10 @@ def _kendall_tied_half(y_true, y_score, groups=None, *, average="group", n_jobs=
 class Measure:
     """One entry of the measure table: ``measure(y_true, y_score, groups=None, **kwargs)``.
 
-    Attributes: ``name`` (as :func:`get_measure` parses it, e.g. "ndcg@10"), ``func`` (the function
-    of this module computing it), ``greater_is_better``, ``cutoff`` (the keyword that "@k" sets, or
-    None), ``kwargs`` (fixed keyword arguments, e.g. ``k=10``), ``description``.  With ``groups``
-    every measure is the mean over groups of its value on each group (functions of this module
-    that take no ``groups``, such as :func:`spearman_footrule`, are applied group by group)."""
+    ``name`` (as :func:`get_measure` parses it, e.g. "ndcg@10"), ``func`` (the function computing it),
+    ``greater_is_better``, ``cutoff`` (the keyword "@k" sets, or None), ``kwargs`` (fixed, e.g. ``k=10``),
+    ``description``.  With ``groups`` every measure is the mean over groups (functions without ``groups``, such as
+    :func:`spearman_footrule`, are applied group by group)."""
 
     __slots__ = ("name", "func", "greater_is_better", "cutoff", "kwargs", "description", "_takes_groups")
 
@@ -1171,9 +981,7 @@ class Measure:
         self.cutoff, self.kwargs, self.description = cutoff, dict(kwargs), description
         self._takes_groups = takes_groups
 
-    @property
-    def __name__(self):
-        return self.name
+    __name__ = property(lambda self: self.name)  # scikit-learn's scorers and reprs name the measure by it
 
     def with_cutoff(self, k):
         """The measure cut at the first k positions of each ranking ("ndcg" -> "ndcg@k")."""
@@ -1253,11 +1061,8 @@ def measure_names():
 
 
 def get_measure(name):
-    """The table entry for a measure name: "ndcg", "ndcg@10", "map@5", "p@10" / "precision@10",
-    "err@5", "disagreement", "auc", ... (see :func:`measure_names`; case-insensitive).
-
-    Returns a :class:`Measure`, a callable ``measure(y_true, y_score, groups=None, **kwargs)``
-    with ``greater_is_better``.  Raises ValueError for an unknown name or a bad cutoff."""
+    """The table entry (a :class:`Measure`) for a name, case-insensitive: "ndcg", "ndcg@10", "map@5", "p@10",
+    "err@5", "disagreement", "auc", ... (:func:`measure_names`).  ValueError for an unknown name or a bad cutoff."""
     if isinstance(name, Measure):
         return name
     if not isinstance(name, str):
@@ -1289,13 +1094,10 @@ _ROUTING_HINT = ("enable scikit-learn's metadata routing so that the groups reac
 
 
 def _groups_evidence(estimator):
-    """A sentence saying why the rows being scored probably come from several query groups, or None.
-
-    Evidence: (1) the estimator (or the last step of a pipeline) recorded more than one group at
-    fit (its ``n_fit_groups_`` attribute); (2) the caller is scikit-learn's model selection
-    (``cross_validate`` / ``cross_val_score`` / a search's ``fit``), which was given ``groups`` with
-    several values -- without metadata routing those groups go to the splitter only.  (2) is seen
-    only when the scoring runs in the caller's process (``n_jobs=None`` or 1)."""
+    """Why the scored rows probably come from several query groups, or None: the estimator (or a pipeline's last
+    step) recorded ``n_fit_groups_`` > 1, or the caller is scikit-learn's model selection (``cross_validate``, a
+    search's ``fit``, ...) given several ``groups`` -- which without metadata routing reach the splitter only; seen
+    only when the scoring runs in the caller's process (``n_jobs`` None or 1)."""
     est = estimator
     for _ in range(8):
         n = getattr(est, "n_fit_groups_", None)
@@ -1330,8 +1132,7 @@ def _warn_missing_groups(estimator, what):
         warnings.warn(f"{what} was called without groups although {reason}: every test fold is scored as one "
                       f"query, which is not the per-query measure. To score per query, {_ROUTING_HINT}.",
                       MissingGroupsWarning, stacklevel=3)
-        return True
-    return False
+    return reason is not None
 
 
 def _takes_groups(func):
@@ -1342,23 +1143,15 @@ def _takes_groups(func):
 
 
 class RankingScorer:
-    """A scikit-learn scorer for a ranking measure that needs the query groups of the test rows.
+    """A scikit-learn scorer of a ranking measure that receives the test rows' query groups.
 
-    Call as ``scorer(estimator, X, y, groups=None)``: the measure is applied to
-    ``(y, estimator.predict(X), groups, **kwargs)`` (or ``decision_function`` with
-    ``response_method="decision_function"``) and multiplied by ``sign`` (+1 when greater is
-    better; -1 for losses, scikit-learn's convention, so that a search maximises it).
-
-    In a search (``GridSearchCV``, ``cross_validate``) the groups of each test fold reach the
-    scorer through scikit-learn's metadata routing:
-    ``sklearn.set_config(enable_metadata_routing=True)`` then
-    ``scorer.set_score_request(groups=True)`` (and ``estimator.set_fit_request(groups=True)`` for
-    the training part).  Without routing a search calls the scorer without groups, and the whole
-    test fold is then treated as one query; when that is detectable (the estimator was fitted on
-    several groups, or the search was given groups) the scorer emits
-    :class:`fastrank.exceptions.MissingGroupsWarning`, once per scorer.  Build one with
-    :func:`make_ranking_scorer`.
-    """
+    ``scorer(estimator, X, y, groups=None)`` is ``sign * measure(y, estimator.predict(X), groups, **kwargs)``
+    (``decision_function`` with that ``response_method``); sign = -1 for losses (scikit-learn's convention).  In a
+    search the groups of each test fold come by metadata routing:
+    ``sklearn.set_config(enable_metadata_routing=True)``, then ``scorer.set_score_request(groups=True)`` (and
+    ``estimator.set_fit_request(groups=True)``).  Without routing a fold is scored as one query; when that is
+    detectable (the estimator was fitted on several groups, or the search was given groups) the scorer emits
+    :class:`fastrank.exceptions.MissingGroupsWarning`, once.  Made by :func:`make_ranking_scorer`."""
 
     def __init__(self, measure, sign, kwargs, response_method="predict"):
         self._measure = measure
@@ -1367,8 +1160,8 @@ class RankingScorer:
         self._response_method = response_method
         self._warned = False
         # scikit-learn's own scorer object carries the metadata-routing request (set_score_request,
-        # get_metadata_routing); the score itself is computed here so that groups can be passed
-        # directly too, with or without routing enabled.
+        # get_metadata_routing); the score itself is computed here so that groups can be passed directly too, with or
+        # without routing enabled.
         self._router = make_scorer(measure, greater_is_better=sign > 0, response_method=response_method, **kwargs)
 
     def __call__(self, estimator, X, y_true, groups=None, **kwargs):
@@ -1382,28 +1175,24 @@ class RankingScorer:
         return self.score_predictions(y_true, response(X), groups)
 
     def _groups_requested(self):
-        """The metadata-routing request for groups: True, False (explicitly declined) or None."""
+        """The metadata-routing request for groups: True, False (declined) or None."""
         try:
             return self._router.get_metadata_routing().score.requests.get("groups")
         except AttributeError:  # pragma: no cover - scikit-learn internals
             return None
 
     def score_predictions(self, y_true, y_pred, groups=None):
-        """The signed score of given predictions (no estimator): for code that already has
-        cross-validated predictions, e.g. an exact leave-group-out path."""
+        """The signed score of given predictions, e.g. exact cross-validated ones."""
         if groups is not None:
             if not isinstance(self._measure, Measure) and not _takes_groups(self._measure):
                 raise ValueError(f"{getattr(self._measure, '__name__', self._measure)!r} does not take groups")
             return self._sign * self._measure(y_true, y_pred, groups, **self._kwargs)
         return self._sign * self._measure(y_true, y_pred, **self._kwargs)
 
-    @property
-    def greater_is_better(self):
-        return self._sign > 0
+    greater_is_better = property(lambda self: self._sign > 0)
 
     def set_score_request(self, **kwargs):
-        """Request metadata for the scorer (e.g. ``groups=True``) under scikit-learn's metadata
-        routing; returns self."""
+        """Request metadata (e.g. ``groups=True``) under scikit-learn's metadata routing; returns self."""
         self._router.set_score_request(**kwargs)
         return self
 
@@ -1420,11 +1209,11 @@ class RankingScorer:
 def make_ranking_scorer(measure, *, greater_is_better=None, response_method="predict", **kwargs):
     """A scorer ``scorer(estimator, X, y, groups=None)`` for a ranking measure.
 
-    measure : a name of the measure table (:func:`measure_names`: "ndcg", "ndcg@10", "map",
-        "mrr", "precision@10", "err@5", "disagreement", "auc", "msd", "agree", ...; see
-        :func:`get_measure`) or a callable ``measure(y_true, y_pred, groups=None, **kwargs)``.
-    greater_is_better : for a callable (default True); for a name it is known (losses and
-        errors are negated, scikit-learn's convention) and may not be contradicted.
+    measure : a name of the measure table (:func:`measure_names`: "ndcg", "ndcg@10", "map", "mrr", "precision@10",
+        "err@5", "disagreement", "auc", "msd", "agree", ...; see :func:`get_measure`) or a callable ``measure(y_true,
+        y_pred, groups=None, **kwargs)``.
+    greater_is_better : for a callable (default True); for a name it is known (losses and errors are negated,
+        scikit-learn's convention) and may not be contradicted.
     response_method : estimator method giving the scores ("predict" or "decision_function").
     kwargs : passed to the measure (e.g. ``k=10``).
 
@@ -1454,11 +1243,10 @@ def make_ranking_scorer(measure, *, greater_is_better=None, response_method="pre
 
 
 def score_estimator(estimator, X, y, groups=None, sample_weight=None, *, measure="auc", response_method="predict"):
-    """The ``score`` of a fastrank ranker: ``measure`` (a table name, default "auc" = 1 -
-    pairwise disagreement with tied scores 1/2, the mean over ``groups``) of
-    ``estimator.predict(X)`` against ``y``.  ``sample_weight`` (one per row) is passed to measures
-    that take it ("auc", "disagreement": pair (i, j) weighs w_i w_j).  Called without ``groups``
-    where the rows evidently come from several queries (see :class:`RankingScorer`), it emits
+    """The ``score`` of a fastrank ranker: ``measure`` (a table name; default "auc" = 1 - pairwise disagreement,
+    ties 1/2, mean over ``groups``) of ``estimator.predict(X)`` against ``y``.  ``sample_weight`` goes to the
+    measures that take it ("auc", "disagreement": pair weight w_i w_j).  Without ``groups`` where the rows evidently
+    come from several queries (see :class:`RankingScorer`) it emits
     :class:`fastrank.exceptions.MissingGroupsWarning`."""
     meas = get_measure(measure)
     if groups is None:

@@ -122,33 +122,14 @@ def _check_average_listwise(average):
         raise ValueError(f"average must be 'group' (mean over groups) or None (one value per group), got {average!r}")
 
 
-class _Codes:
-    """Dense group codes 0..n_groups-1 (the semantics of _validation.group_index, without the
-    stable argsort and inverse permutation it also builds, which cost ~100 ms per 10^6 rows and
-    are not needed here: the compiled kernels group rows by a counting sort)."""
-
-    __slots__ = ("codes", "n_groups")
-
-    def __init__(self, codes, n_groups):
-        self.codes, self.n_groups = codes, n_groups
-
-
 def _groups(groups, m):
-    if groups is None:
-        return None
-    g = np.asarray(groups)
-    if g.ndim != 1 or g.shape[0] != m or g.dtype.kind not in "iu":
-        return _Codes(*_codes_from_index(group_index(g, m)))  # validation + general ids
-    lo, hi = int(g.min()), int(g.max())
-    if hi - lo > 4 * m + 1024:
-        return _Codes(*_codes_from_index(group_index(g, m)))
-    present = np.bincount(g - lo, minlength=hi - lo + 1) > 0
-    table = np.cumsum(present) - 1
-    return _Codes(table[g - lo].astype(np.int64, copy=False), int(present.sum()))
+    return None if groups is None else group_index(groups, m)
 
 
-def _codes_from_index(gi):
-    return gi.codes, gi.n_groups
+def _grouping(gi, m):
+    """The core's group arguments (order, offsets); ``gi`` None is one group."""
+    gi = group_index(None, m) if gi is None else gi
+    return gi.order, gi.offsets
 
 
 def _label_ranks(y):
@@ -166,11 +147,8 @@ def _pair_stats(y, f, gi, weighted, n_jobs=None, ranks=None):
     """
     yrank, values = _label_ranks(y) if ranks is None else ranks
     order = np.argsort(f).astype(np.int64, copy=False)
-    if gi is None or gi.n_groups == 1:
-        codes, n_groups = None, 1
-    else:
-        codes, n_groups = gi.codes, gi.n_groups
-    return _core.pair_statistics(f, order, yrank, values, codes, n_groups, bool(weighted), check_n_jobs(n_jobs))
+    return _core.pair_statistics(f, order, yrank, values, *_grouping(gi, f.shape[0]), bool(weighted),
+                                 check_n_jobs(n_jobs))
 
 
 def _average(num, den, average, what):
@@ -416,8 +394,8 @@ def ndcg(y_true, y_score, groups=None, *, k=None, gain="exponential", average="g
     else:
         kk = int(min(int(k), y.shape[0]))  # a cutoff beyond the largest group is no cutoff (and fits a C int)
     gi = _groups(groups, y.shape[0])
-    codes, n_groups = (None, 1) if gi is None else (gi.codes, gi.n_groups)
-    S = _core.dcg_statistics(y, f, codes, n_groups, kk, 1 if gain == "exponential" else 0, check_n_jobs(n_jobs))
+    S = _core.dcg_statistics(y, f, *_grouping(gi, y.shape[0]), kk, 1 if gain == "exponential" else 0,
+                             check_n_jobs(n_jobs))
     valid = S[:, 1] > 0
     if not valid.any():
         raise ValueError("ndcg: no group has a relevant item (every ideal DCG is 0)")
@@ -508,12 +486,12 @@ def _group_setup(y_true, y_score, groups):
     gi = _groups(groups, y.shape[0])
     codes, G = (None, 1) if gi is None else (gi.codes, gi.n_groups)
     n = np.bincount(np.zeros(y.shape[0], dtype=np.int64) if codes is None else codes, minlength=G).astype(np.float64)
-    return y, f, codes, G, n
+    return y, f, gi, codes, G, n
 
 
-def _dominance(a, b, codes, G, n_jobs):
+def _dominance(a, b, gi, n_jobs):
     return _core.dominance_sums(np.ascontiguousarray(a, dtype=np.float64), np.ascontiguousarray(b, dtype=np.float64),
-                                codes, G, check_n_jobs(n_jobs))
+                                *_grouping(gi, a.shape[0]), check_n_jobs(n_jobs))
 
 
 def _reduce_groups(total, den, average, what):
@@ -571,7 +549,7 @@ def magnitude_preserving_cost(y_true, y_score, groups=None, *, cost="mp", power=
     if epsilon != 0 and cost != "svr":
         raise ValueError("epsilon is only used by cost='svr'")
     _check_average_or_none(average)
-    y, f, codes, G, n = _group_setup(y_true, y_score, groups)
+    y, f, gi, codes, G, n = _group_setup(y_true, y_score, groups)
     den = np.where(n >= 2, n * n, 0.0)
     if cost == "mp":
         c, codes_c, _, _ = _centred_diffs(y, f, groups, "magnitude_preserving_cost")
@@ -584,12 +562,13 @@ def magnitude_preserving_cost(y_true, y_score, groups=None, *, cost="mp", power=
             k = np.arange(cs.size, dtype=np.float64) - offsets[gs]
             total = 2.0 * np.bincount(gs, weights=cs * (2.0 * k - n[gs] + 1.0), minlength=G)
     elif cost == "svr":
-        T = _core.threshold_pair_sums(np.ascontiguousarray(f - y), codes, G, float(epsilon), check_n_jobs(n_jobs))
+        T = _core.threshold_pair_sums(np.ascontiguousarray(f - y), *_grouping(gi, y.shape[0]), float(epsilon),
+                                      check_n_jobs(n_jobs))
         total = 2.0 * T[:, power]  # ordered pairs: each unordered pair twice
     else:
         # mis-ordered pairs: y_i > y_j and f_i < f_j, the dominance pairs of (a, b) = (y, -f);
         # |dh| = b_i - b_j and |dh - dy| = (a_i - a_j) + (b_i - b_j) on them.
-        D = _dominance(y, -f, codes, G, n_jobs)
+        D = _dominance(y, -f, gi, n_jobs)
         if cost == "hr":
             unordered = D[:, 2] if power == 1 else D[:, 4]
         elif power == 1:
@@ -635,7 +614,7 @@ def stability_ranking_loss(y_true, y_score, groups=None, *, loss="hinge", gamma=
     if gamma != 1.0 and loss != "gamma":
         raise ValueError("gamma is only used by loss='gamma'")
     _check_average_or_none(average)
-    y, f, codes, G, n = _group_setup(y_true, y_score, groups)
+    y, f, gi, codes, G, n = _group_setup(y_true, y_score, groups)
     den = n * (n - 1) / 2.0
     if loss in ("0-1", "disc"):
         S = _pair_stats(y, f, _groups(groups, y.shape[0]), loss == "disc", n_jobs)
@@ -654,13 +633,13 @@ def stability_ranking_loss(y_true, y_score, groups=None, *, loss="hinge", gamma=
             total = S[:, 2] + 0.5 * tied_all
     elif loss == "hinge":
         # (|d| - u)_+ on pairs y_i > y_j is ((y_i - f_i) - (y_j - f_j))_+: dominance pairs of (y, y - f)
-        total = _dominance(y, y - f, codes, G, n_jobs)[:, 2]
+        total = _dominance(y, y - f, gi, n_jobs)[:, 2]
     elif loss == "gamma":
         g = f / float(gamma)
-        total = _dominance(y, y - g, codes, G, n_jobs)[:, 2] - _dominance(y, -g, codes, G, n_jobs)[:, 2]
+        total = _dominance(y, y - g, gi, n_jobs)[:, 2] - _dominance(y, -g, gi, n_jobs)[:, 2]
     else:  # squared: sum over y_i > y_j of (z_i - z_j)^2, z = y - f (z ties contribute 0)
         z = y - f
-        total = _dominance(y, z, codes, G, n_jobs)[:, 4] + _dominance(y, -z, codes, G, n_jobs)[:, 4]
+        total = _dominance(y, z, gi, n_jobs)[:, 4] + _dominance(y, -z, gi, n_jobs)[:, 4]
     return _reduce_groups(total, den, average, "stability_ranking_loss")
 
 
@@ -698,7 +677,7 @@ def position_error(y_true, y_score, groups=None, *, average="group"):
     """
     if average not in ("group", None):
         raise ValueError(f"average must be 'group' or None, got {average!r}")
-    y, f, codes, G, n = _group_setup(y_true, y_score, groups)
+    y, f, gi, codes, G, n = _group_setup(y_true, y_score, groups)
     cg = np.zeros(y.shape[0], dtype=np.int64) if codes is None else codes
     ymax = np.full(G, -np.inf)
     np.maximum.at(ymax, cg, y)
@@ -741,7 +720,7 @@ def discounted_error(y_true, y_score, groups=None, *, discount="log2", average="
     """
     if average not in ("group", None):
         raise ValueError(f"average must be 'group' or None, got {average!r}")
-    y, f, codes, G, n = _group_setup(y_true, y_score, groups)
+    y, f, gi, codes, G, n = _group_setup(y_true, y_score, groups)
     rt, cg = _group_average_ranks(y, codes, G)
     rp, _ = _group_average_ranks(f, codes, G)
     w = _discount_weights(discount, rt)
@@ -834,7 +813,7 @@ class _Ranked:
     takes the expectation over the orders of the block."""
 
     def __init__(self, y_true, y_score, groups):
-        y, f, codes, G, n = _group_setup(y_true, y_score, groups)
+        y, f, gi, codes, G, n = _group_setup(y_true, y_score, groups)
         m = y.shape[0]
         cg = np.zeros(m, dtype=np.int64) if codes is None else codes
         order = _stable_argsort_desc(f)

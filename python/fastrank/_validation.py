@@ -347,7 +347,7 @@ class GroupIndex:
     grouped order back to the original row.  Ids need not be sorted, contiguous or numeric.
     """
 
-    __slots__ = ("order", "offsets", "labels", "sizes", "inverse", "codes", "is_identity")
+    __slots__ = ("order", "offsets", "labels", "sizes", "codes", "_inverse", "_is_identity")
 
     def __init__(self, order, offsets, labels, codes):
         self.order = order
@@ -355,9 +355,20 @@ class GroupIndex:
         self.labels = labels
         self.codes = codes
         self.sizes = np.diff(offsets)
-        self.inverse = np.empty_like(order)
-        self.inverse[order] = np.arange(order.size, dtype=order.dtype)
-        self.is_identity = bool(np.array_equal(order, np.arange(order.size)))
+        self._inverse = self._is_identity = None  # computed on first use
+
+    @property
+    def inverse(self):
+        if self._inverse is None:
+            self._inverse = np.empty_like(self.order)
+            self._inverse[self.order] = np.arange(self.order.size, dtype=self.order.dtype)
+        return self._inverse
+
+    @property
+    def is_identity(self):
+        if self._is_identity is None:
+            self._is_identity = bool(np.array_equal(self.order, np.arange(self.order.size)))
+        return self._is_identity
 
     @property
     def n_groups(self):
@@ -395,7 +406,7 @@ def group_index(groups, n_rows):
         shifted = groups.astype(np.int64) - lo
         present = np.bincount(shifted) > 0
         labels = (np.flatnonzero(present) + lo).astype(groups.dtype)
-        codes = (np.cumsum(present) - 1)[shifted].astype(np.int64)
+        codes = (np.cumsum(present) - 1)[shifted]
     else:
         try:
             labels, codes = np.unique(groups, return_inverse=True)
@@ -408,4 +419,4 @@ def group_index(groups, n_rows):
         order = order[np.argsort((codes[order] >> 16).astype(np.uint16), kind="stable")]
     counts = np.bincount(codes, minlength=labels.size)
     offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
-    return GroupIndex(order.astype(np.int64), offsets, labels, codes)
+    return GroupIndex(order.astype(np.int64, copy=False), offsets, labels, codes)

@@ -112,8 +112,8 @@ void bind_cg(py::module_& m) {
 
   m.def(
       "cg_rankrls_dense",
-      [](RowMatrixCRef X, const RowMatrix& Y, const std::optional<IndexVector>& order, const std::optional<IndexVector>& offsets,
-         const std::optional<Vector>& pair_weight,
+      [](RowMatrixCRef X, const RowMatrix& Y, const std::optional<IndexVector>& order,
+         const std::optional<IndexVector>& offsets, const std::optional<Vector>& pair_weight,
          const std::optional<Int64Array>& head, const std::optional<Int64Array>& tail,
          const std::optional<DoubleArray>& weight, const std::optional<RowMatrix>& targets,
          const std::optional<RowMatrix>& x0, double alpha, double tol, Index max_iter, bool jacobi, int n_threads,
@@ -138,7 +138,8 @@ void bind_cg(py::module_& m) {
   m.def(
       "cg_jacobi_diagonal",
       [](const py::object& X, Index n_rows, Index n_cols, const std::optional<IndexVector>& order,
-         const std::optional<IndexVector>& offsets, const std::optional<Vector>& pair_weight, const std::optional<Int64Array>& head, const std::optional<Int64Array>& tail,
+         const std::optional<IndexVector>& offsets, const std::optional<Vector>& pair_weight,
+         const std::optional<Int64Array>& head, const std::optional<Int64Array>& tail,
          const std::optional<DoubleArray>& weight) -> Vector {
         std::optional<RowMatrix> targets;
         if (head) targets = RowMatrix::Zero(head->shape(0), 1);

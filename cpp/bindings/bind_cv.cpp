@@ -67,17 +67,18 @@ void bind_cv(py::module_& m) {
       "Pair phase of object leave-pair-out: (n_pairs, 2 v) held-out predictions.");
   m.def(
       "cv_query_lpo",
-      [](MatrixCRef P, MatrixCRef V, const Vector& sigma, IndexVectorCRef order, IndexVectorCRef offsets, const Vector& pair_weight,
-         double alpha, MatrixCRef Y, cv::PairMatrixCRef pairs, int n_threads) {
+      [](MatrixCRef P, MatrixCRef V, const Vector& sigma, IndexVectorCRef order, IndexVectorCRef offsets,
+         const Vector& pair_weight, double alpha, MatrixCRef Y, cv::PairMatrixCRef pairs, int n_threads) {
         const GroupStructure g = bindings::scaled_groups(order, offsets, pair_weight, Y.rows());
         cv::PairBlocks b = cv::group_prepare(P, V, sigma, g, alpha, Y);
         std::vector<const double*> blocks;
         for (const auto& M : b.M) blocks.push_back(M.data());
         return cv::lpo_pairs(g, blocks, b.mu, b.h, Y, pairs, n_threads);
       },
-      py::arg("P").noconvert(), py::arg("V").noconvert(), py::arg("sigma"), py::arg("order"), py::arg("offsets"), py::arg("pair_weight"),
-      py::arg("alpha"), py::arg("Y").noconvert(), py::arg("pairs").noconvert(), py::arg("n_threads"),
-      py::call_guard<py::gil_scoped_release>(), "Leave-pair-out inside query groups: (n_pairs, 2 v).");
+      py::arg("P").noconvert(), py::arg("V").noconvert(), py::arg("sigma"), py::arg("order"), py::arg("offsets"),
+      py::arg("pair_weight"), py::arg("alpha"), py::arg("Y").noconvert(), py::arg("pairs").noconvert(),
+      py::arg("n_threads"), py::call_guard<py::gil_scoped_release>(),
+      "Leave-pair-out inside query groups: (n_pairs, 2 v).");
   m.def(
       "cv_object_holdout",
       [](MatrixCRef K, MatrixCRef V, const Vector& sigma, double c, double alpha, MatrixCRef Y,
@@ -89,21 +90,24 @@ void bind_cv(py::module_& m) {
       "Hold-out predictions for index sets in object ranking.");
   m.def(
       "cv_group_holdout",
-      [](MatrixCRef P, MatrixCRef V, const Vector& sigma, IndexVectorCRef order, IndexVectorCRef offsets, const Vector& pair_weight,
-         double alpha, MatrixCRef Y, const IndexVector& rows, const IndexVector& fold_offsets) {
-        return cv::group_holdout(P, V, sigma, bindings::scaled_groups(order, offsets, pair_weight, Y.rows()), alpha, Y, rows, fold_offsets);
+      [](MatrixCRef P, MatrixCRef V, const Vector& sigma, IndexVectorCRef order, IndexVectorCRef offsets,
+         const Vector& pair_weight, double alpha, MatrixCRef Y, const IndexVector& rows,
+         const IndexVector& fold_offsets) {
+        const GroupStructure g = bindings::scaled_groups(order, offsets, pair_weight, Y.rows());
+        return cv::group_holdout(P, V, sigma, g, alpha, Y, rows, fold_offsets);
       },
-      py::arg("P").noconvert(), py::arg("V").noconvert(), py::arg("sigma"), py::arg("order"), py::arg("offsets"), py::arg("pair_weight"),
-      py::arg("alpha"), py::arg("Y").noconvert(), py::arg("rows"), py::arg("fold_offsets"),
+      py::arg("P").noconvert(), py::arg("V").noconvert(), py::arg("sigma"), py::arg("order"), py::arg("offsets"),
+      py::arg("pair_weight"), py::arg("alpha"), py::arg("Y").noconvert(), py::arg("rows"), py::arg("fold_offsets"),
       py::call_guard<py::gil_scoped_release>(), "Hold-out predictions for index sets with query groups (eq. 33).");
   m.def(
       "cv_leave_group_out_cholesky",
-      [](MatrixCRef K, IndexVectorCRef order, IndexVectorCRef offsets, const Vector& pair_weight, double alpha, MatrixCRef Y, int n_threads) {
+      [](MatrixCRef K, IndexVectorCRef order, IndexVectorCRef offsets, const Vector& pair_weight, double alpha,
+         MatrixCRef Y, int n_threads) {
         const GroupStructure g = bindings::scaled_groups(order, offsets, pair_weight, Y.rows());
         return g.to_row_order(cv::leave_group_out_cholesky(K, g, alpha, Y, n_threads));
       },
-      py::arg("K").noconvert(), py::arg("order"), py::arg("offsets"), py::arg("pair_weight"), py::arg("alpha"), py::arg("Y").noconvert(),
-      py::arg("n_threads"), py::call_guard<py::gil_scoped_release>(),
+      py::arg("K").noconvert(), py::arg("order"), py::arg("offsets"), py::arg("pair_weight"), py::arg("alpha"),
+      py::arg("Y").noconvert(), py::arg("n_threads"), py::call_guard<py::gil_scoped_release>(),
       "Leave-one-group-out predictions (caller's row order) for one alpha via a Cholesky factor.");
   m.def(
       "cv_object_lpo_disagreement",
@@ -119,17 +123,18 @@ void bind_cv(py::module_& m) {
       "Pairwise disagreement (v,) of object leave-pair-out predictions against Y.");
   m.def(
       "cv_query_lpo_disagreement",
-      [](MatrixCRef P, MatrixCRef V, const Vector& sigma, IndexVectorCRef order, IndexVectorCRef offsets, const Vector& pair_weight,
-         double alpha, MatrixCRef Y, cv::PairMatrixCRef pairs, int n_threads) {
+      [](MatrixCRef P, MatrixCRef V, const Vector& sigma, IndexVectorCRef order, IndexVectorCRef offsets,
+         const Vector& pair_weight, double alpha, MatrixCRef Y, cv::PairMatrixCRef pairs, int n_threads) {
         const GroupStructure g = bindings::scaled_groups(order, offsets, pair_weight, Y.rows());
         cv::PairBlocks b = cv::group_prepare(P, V, sigma, g, alpha, Y);
         std::vector<const double*> blocks;
         for (const auto& M : b.M) blocks.push_back(M.data());
         return cv::lpo_disagreement(g, blocks, b.mu, b.h, Y, pairs, n_threads);
       },
-      py::arg("P").noconvert(), py::arg("V").noconvert(), py::arg("sigma"), py::arg("order"), py::arg("offsets"), py::arg("pair_weight"),
-      py::arg("alpha"), py::arg("Y").noconvert(), py::arg("pairs").noconvert(), py::arg("n_threads"),
-      py::call_guard<py::gil_scoped_release>(), "Pairwise disagreement (v,) of query leave-pair-out predictions.");
+      py::arg("P").noconvert(), py::arg("V").noconvert(), py::arg("sigma"), py::arg("order"), py::arg("offsets"),
+      py::arg("pair_weight"), py::arg("alpha"), py::arg("Y").noconvert(), py::arg("pairs").noconvert(),
+      py::arg("n_threads"), py::call_guard<py::gil_scoped_release>(),
+      "Pairwise disagreement (v,) of query leave-pair-out predictions.");
 
   // ---- one alpha from a Cholesky factor (fastrank/holdout_inverse.hpp) ----------------------
   m.def(
@@ -152,44 +157,47 @@ void bind_cv(py::module_& m) {
       "Pairwise disagreement (v,) of cv_object_lpo_inverse's predictions against Y.");
   m.def(
       "cv_query_lpo_inverse",
-      [](MatrixCRef K, IndexVectorCRef order, IndexVectorCRef offsets, const Vector& pair_weight, double alpha, MatrixCRef Y,
-         cv::PairMatrixCRef pairs, int n_threads) {
+      [](MatrixCRef K, IndexVectorCRef order, IndexVectorCRef offsets, const Vector& pair_weight, double alpha,
+         MatrixCRef Y, cv::PairMatrixCRef pairs, int n_threads) {
         const GroupStructure g = bindings::scaled_groups(order, offsets, pair_weight, Y.rows());
         const cv::InversePairBlocks b = cv::group_prepare_inverse(K, g, alpha, Y, n_threads);
         return cv::lpo_pairs_inverse(g, b, Y, pairs, n_threads);
       },
-      py::arg("K").noconvert(), py::arg("order"), py::arg("offsets"), py::arg("pair_weight"), py::arg("alpha"), py::arg("Y").noconvert(),
-      py::arg("pairs").noconvert(), py::arg("n_threads"), py::call_guard<py::gil_scoped_release>(),
+      py::arg("K").noconvert(), py::arg("order"), py::arg("offsets"), py::arg("pair_weight"), py::arg("alpha"),
+      py::arg("Y").noconvert(), py::arg("pairs").noconvert(), py::arg("n_threads"),
+      py::call_guard<py::gil_scoped_release>(),
       "Leave-pair-out inside query groups for one alpha via a Cholesky factor: (n_pairs, 2 v).");
   m.def(
       "cv_query_lpo_inverse_disagreement",
-      [](MatrixCRef K, IndexVectorCRef order, IndexVectorCRef offsets, const Vector& pair_weight, double alpha, MatrixCRef Y,
-         cv::PairMatrixCRef pairs, int n_threads) {
+      [](MatrixCRef K, IndexVectorCRef order, IndexVectorCRef offsets, const Vector& pair_weight, double alpha,
+         MatrixCRef Y, cv::PairMatrixCRef pairs, int n_threads) {
         const GroupStructure g = bindings::scaled_groups(order, offsets, pair_weight, Y.rows());
         const cv::InversePairBlocks b = cv::group_prepare_inverse(K, g, alpha, Y, n_threads);
         return cv::lpo_disagreement_inverse(g, b, Y, pairs, n_threads);
       },
-      py::arg("K").noconvert(), py::arg("order"), py::arg("offsets"), py::arg("pair_weight"), py::arg("alpha"), py::arg("Y").noconvert(),
-      py::arg("pairs").noconvert(), py::arg("n_threads"), py::call_guard<py::gil_scoped_release>(),
+      py::arg("K").noconvert(), py::arg("order"), py::arg("offsets"), py::arg("pair_weight"), py::arg("alpha"),
+      py::arg("Y").noconvert(), py::arg("pairs").noconvert(), py::arg("n_threads"),
+      py::call_guard<py::gil_scoped_release>(),
       "Pairwise disagreement (v,) of cv_query_lpo_inverse's predictions against Y.");
   m.def(
       "cv_leave_group_out_inverse",
-      [](MatrixCRef K, IndexVectorCRef order, IndexVectorCRef offsets, const Vector& pair_weight, double alpha, MatrixCRef Y, int n_threads) {
+      [](MatrixCRef K, IndexVectorCRef order, IndexVectorCRef offsets, const Vector& pair_weight, double alpha,
+         MatrixCRef Y, int n_threads) {
         const GroupStructure g = bindings::scaled_groups(order, offsets, pair_weight, Y.rows());
         return g.to_row_order(cv::leave_group_out_inverse(K, g, alpha, Y, n_threads));
       },
-      py::arg("K").noconvert(), py::arg("order"), py::arg("offsets"), py::arg("pair_weight"), py::arg("alpha"), py::arg("Y").noconvert(),
-      py::arg("n_threads"), py::call_guard<py::gil_scoped_release>(),
+      py::arg("K").noconvert(), py::arg("order"), py::arg("offsets"), py::arg("pair_weight"), py::arg("alpha"),
+      py::arg("Y").noconvert(), py::arg("n_threads"), py::call_guard<py::gil_scoped_release>(),
       "Leave-one-group-out predictions (caller's row order) for one alpha, small-alpha stable form.");
   m.def(
       "cv_leave_group_out_path",
-      [](MatrixCRef K, IndexVectorCRef order, IndexVectorCRef offsets, const Vector& pair_weight, const Vector& alphas, MatrixCRef Y,
-         int n_threads) {
+      [](MatrixCRef K, IndexVectorCRef order, IndexVectorCRef offsets, const Vector& pair_weight,
+         const Vector& alphas, MatrixCRef Y, int n_threads) {
         const GroupStructure g = bindings::scaled_groups(order, offsets, pair_weight, Y.rows());
         return g.to_row_order(cv::leave_group_out_path(K, g, alphas, Y, n_threads));
       },
-      py::arg("K").noconvert(), py::arg("order"), py::arg("offsets"), py::arg("pair_weight"), py::arg("alphas"), py::arg("Y").noconvert(),
-      py::arg("n_threads"), py::call_guard<py::gil_scoped_release>(),
+      py::arg("K").noconvert(), py::arg("order"), py::arg("offsets"), py::arg("pair_weight"), py::arg("alphas"),
+      py::arg("Y").noconvert(), py::arg("n_threads"), py::call_guard<py::gil_scoped_release>(),
       "Leave-one-group-out predictions (caller's row order, m x n_alphas v, alpha-major) for a grid of alphas from one "
       "eigendecomposition.");
 }

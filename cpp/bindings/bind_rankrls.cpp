@@ -55,7 +55,8 @@ void bind_rankrls(py::module_& m) {
          const Vector& alphas, int n_threads) {
         SolveReport report;
         const GroupStructure g = bindings::scaled_groups(order, offsets, pair_weight, X.rows());
-        Matrix W = rankrls_primal_scores(X, g.is_identity() ? IndexVector() : g.order, g, Y, alphas, n_threads, &report);
+        const IndexVector order_or_identity = g.is_identity() ? IndexVector() : g.order;  // empty: no permutation
+        Matrix W = rankrls_primal_scores(X, order_or_identity, g, Y, alphas, n_threads, &report);
         return std::make_pair(std::move(W), report.rcond);
       },
       py::arg("X").noconvert(), py::arg("order"), py::arg("offsets"), py::arg("pair_weight"), py::arg("Y"),

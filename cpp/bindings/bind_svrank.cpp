@@ -82,13 +82,13 @@ void bind_svrank(py::module_& m) {
         }
         return std::make_pair(R, std::move(grad));
       },
-      py::arg("X").noconvert(), py::arg("y").noconvert(), py::arg("w").noconvert(), py::arg("order"), py::arg("offsets"),
-      py::arg("C"), py::arg("eps"), py::arg("n_threads"),
+      py::arg("X").noconvert(), py::arg("y").noconvert(), py::arg("w").noconvert(), py::arg("order"),
+      py::arg("offsets"), py::arg("C"), py::arg("eps"), py::arg("n_threads"),
       "R(w) = C/N * pair loss of Xw - y and its subgradient X^T (C/N) g. Returns (R, grad).");
   m.def(
       "svrank_linear",
-      [](RowMatrixCRef X, VectorCRef y, IndexVectorCRef order, IndexVectorCRef offsets, double C, double eps, double tol,
-         Index max_iter, int n_threads) {
+      [](RowMatrixCRef X, VectorCRef y, IndexVectorCRef order, IndexVectorCRef offsets, double C, double eps,
+         double tol, Index max_iter, int n_threads) {
         const GroupIndex gi = bindings::group_index(order, offsets, X.rows());
         SvrankResult r;
         {

@@ -63,7 +63,8 @@ def kernel(X):
 
 
 def one_group(m):
-    return np.array([0, m], np.int64)
+    """The core's group arguments (order, offsets, pair_weight) of object ranking."""
+    return np.arange(m), np.array([0, m], np.int64), np.ones(1)
 
 
 def path_cases(sizes):
@@ -77,14 +78,14 @@ def path_cases(sizes):
         SKS = np.sqrt(m) * S @ K0 @ S * np.sqrt(m)
         rep = 1 if m >= 4000 else 2
         t_tri, t_eig_route, t_eigh = paired([
-            lambda: _core.rankrls_dual_scores_tridiag(K0.copy(order="F"), one_group(m), np.ones(1), Y, alphas, NT),
-            lambda: _core.rankrls_dual_scores(K0.copy(order="F"), one_group(m), np.ones(1), Y, alphas, NT),
+            lambda: _core.rankrls_dual_scores_tridiag(K0.copy(order="F"), *one_group(m), Y, alphas, NT),
+            lambda: _core.rankrls_dual_scores(K0.copy(order="F"), *one_group(m), Y, alphas, NT),
             lambda: np.linalg.eigh(SKS),
         ], rep)
         row(f"31-alpha path m={m}: tridiagonal route vs eigh", t_tri, t_eigh, "<= 0.6x")
         row(f"31-alpha path m={m}: eigendecomposition route vs eigh", t_eig_route, t_eigh, "(before)")
-        A1, _ = _core.rankrls_dual_scores_tridiag(K0.copy(order="F"), one_group(m), np.ones(1), Y, alphas, NT)
-        A2, _ = _core.rankrls_dual_scores(K0.copy(order="F"), one_group(m), np.ones(1), Y, alphas, NT)
+        A1, _ = _core.rankrls_dual_scores_tridiag(K0.copy(order="F"), *one_group(m), Y, alphas, NT)
+        A2, _ = _core.rankrls_dual_scores(K0.copy(order="F"), *one_group(m), Y, alphas, NT)
         P1, P2 = K0 @ A1, K0 @ A2
         print(f"    max relative difference of the predictions, tridiagonal vs eigen route: "
               f"{np.max(np.abs(P1 - P2)) / np.max(np.abs(P2)):.1e}", flush=True)
@@ -119,10 +120,9 @@ def lgo_cases():
     gi = fastrank._validation.group_index(groups, m)
     Xg = np.ascontiguousarray(X[gi.order])
     Yg = np.asfortranarray(y[gi.order][:, None])
-    scale = np.sqrt(gi.sizes.astype(float))
     est = fastrank.RankRLS(alpha=1.0, kernel="rbf", gamma=GAMMA, n_jobs=NT)
     t_new, t_old, t_fit = paired([
-        lambda: _core.cv_leave_group_out_inverse(kernel(Xg), gi.offsets, scale, 1.0, Yg, NT),
+        lambda: _core.cv_leave_group_out_inverse(kernel(Xg), gi.order, gi.offsets, np.ones(gi.n_groups), 1.0, Yg, NT),
         lambda: ms.leave_group_out(est, X, y, groups),
         lambda: est.fit(X, y, groups),
     ], 3)
@@ -150,15 +150,14 @@ def grid_cases(m):
     i, j = np.triu_indices(m, 1)
     pairs = np.ascontiguousarray(np.stack([i, j], 1).astype(np.int64))
     K = kernel(X)
-    off, sc = one_group(m), np.array([np.sqrt(m)])
-    V, s = _core.cv_spectral(K, off, sc, NT)
+    V, s = _core.cv_spectral(K, *one_group(m), NT)
 
     def eigen_alpha():
         M, mu, h = _core.cv_object_prepare(K, V, s, 1.0, 1.0, Y)
         _core.cv_object_lpo_disagreement(M, mu, h, Y, 1.0, pairs, NT)
 
     t_spec, t_eig_alpha, t_inv_alpha = paired([
-        lambda: _core.cv_spectral(K, off, sc, NT),
+        lambda: _core.cv_spectral(K, *one_group(m), NT),
         eigen_alpha,
         lambda: _core.cv_object_lpo_inverse_disagreement(K, 1.0, 1.0, Y, pairs, NT),
     ], 2)
@@ -198,9 +197,9 @@ with open("/proc/self/clear_refs", "w") as f:
     f.write("5")
 base = status("VmRSS")
 if route == "path-tridiag":
-    _core.rankrls_dual_scores_tridiag(spec.train(X, 2), np.array([0, m], np.int64), np.ones(1), Y, np.logspace(-3, 3, 31), 2)
+    _core.rankrls_dual_scores_tridiag(spec.train(X, 2), np.arange(m), np.array([0, m]), np.ones(1), Y, np.logspace(-3, 3, 31), 2)
 elif route == "path-eigen":
-    _core.rankrls_dual_scores(spec.train(X, 2), np.array([0, m], np.int64), np.ones(1), Y, np.logspace(-3, 3, 31), 2)
+    _core.rankrls_dual_scores(spec.train(X, 2), np.arange(m), np.array([0, m]), np.ones(1), Y, np.logspace(-3, 3, 31), 2)
 elif route == "eigh":
     np.linalg.eigh(numpy_gaussian_kernel(X, g))
 elif route == "lpo-inverse":
@@ -209,8 +208,8 @@ elif route == "lpo-today":
     out = ms.leave_pair_out(fastrank.RankRLS(alpha=1.0, kernel="rbf", gamma=g), X, y, pairs=pairs)
 elif route == "lgo-inverse":
     gi = fastrank._validation.group_index(groups, m)
-    _core.cv_leave_group_out_inverse(spec.train(np.ascontiguousarray(X[gi.order]), 2), gi.offsets,
-                                     np.sqrt(gi.sizes.astype(float)), 1.0, np.asfortranarray(Y[gi.order]), 2)
+    _core.cv_leave_group_out_inverse(spec.train(np.ascontiguousarray(X[gi.order]), 2), gi.order, gi.offsets,
+                                     np.ones(gi.n_groups), 1.0, np.asfortranarray(Y[gi.order]), 2)
 elif route == "lgo-today":
     ms.leave_group_out(fastrank.RankRLS(alpha=1.0, kernel="rbf", gamma=g), X, y, groups)
 elif route == "fit-groups":

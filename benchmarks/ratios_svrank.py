@@ -55,12 +55,12 @@ def main():
     t_y = best(yardstick, args.repeats)
     t_sort = best(lambda: np.argsort(r), args.repeats)
     for label, nt in (("1 thread", 1), (f"{threads} threads", threads)):
-        t_o = best(lambda: fastrank._core.svrank_linear_oracle(X, y, w, offsets, args.C, args.epsilon, nt),
+        t_o = best(lambda: fastrank._core.svrank_linear_oracle(X, y, w, np.arange(m), offsets, args.C, args.epsilon, nt),
                    args.repeats)
         rows.append((f"oracle, all pairs, {label}", t_o, t_y))
     gi = np.sort(np.random.default_rng(4).integers(0, 100, size=m))
     goffsets = np.concatenate([[0], np.cumsum(np.bincount(gi, minlength=100))]).astype(np.int64)
-    t_o = best(lambda: fastrank._core.svrank_linear_oracle(X, y, w, goffsets, args.C, args.epsilon, threads),
+    t_o = best(lambda: fastrank._core.svrank_linear_oracle(X, y, w, np.arange(m), goffsets, args.C, args.epsilon, threads),
                args.repeats)
     rows.append(("oracle, 100 query groups", t_o, t_y))
     print(f"np.argsort alone: {t_sort * 1e3:.3f} ms; yardstick argsort + X@w + X.T@g: {t_y * 1e3:.3f} ms")

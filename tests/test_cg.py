@@ -123,10 +123,11 @@ def test_jacobi_diagonal_matches_dense_oracle_with_duplicates_and_unsorted():
         want = np.diag(Xd.T @ L @ Xd)
         for M in (X, Xdup):
             p = as_csr(M)
-            got = _core.cg_jacobi_diagonal((p.data, p.indices, p.indptr), 60, 10, codes=gi.codes,
-                                           n_groups=gi.n_groups, pair_weight=1.0 / gi.sizes if normalized else None)
+            got = _core.cg_jacobi_diagonal((p.data, p.indices, p.indptr), 60, 10, order=gi.order,
+                                           offsets=gi.offsets, pair_weight=1.0 / gi.sizes if normalized else None)
             np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-12)
-        got = _core.cg_jacobi_diagonal(Xd, 60, 10, codes=gi.codes, n_groups=gi.n_groups, pair_weight=1.0 / gi.sizes if normalized else None)
+        got = _core.cg_jacobi_diagonal(Xd, 60, 10, order=gi.order, offsets=gi.offsets,
+                                       pair_weight=1.0 / gi.sizes if normalized else None)
         np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-12)
     heads, tails, w, z = graph_edges(Y[:, 0], 90, rng, "normalized")
     L = laplacian_graph(60, heads, tails, w)
@@ -286,10 +287,10 @@ def test_binding_refuses_silent_conversions():
     X, Y, _ = _data(m=10, n=5, seed=13)
     with pytest.raises(TypeError):
         _core.cg_rankrls_csr(X.data.astype(np.float32), X.indices, X.indptr, 10, 5, np.ascontiguousarray(Y),
-                             codes=np.zeros(10, dtype=np.int64))
+                             order=np.arange(10), offsets=np.array([0, 10]))
     with pytest.raises(ValueError, match="share one dtype"):
         _core.cg_rankrls_csr(X.data, X.indices.astype(np.int64), X.indptr, 10, 5, np.ascontiguousarray(Y),
-                             codes=np.zeros(10, dtype=np.int64))
+                             order=np.arange(10), offsets=np.array([0, 10]))
     # float32 scipy input is accepted at the Python level (one copy of data only)
     X32 = X.astype(np.float32)
     a = fit_cg(X32, Y, alpha=1.0, tol=1e-12)

@@ -24,12 +24,12 @@ def _close(a, b, rtol):
 
 
 def _groups_struct(groups, weighting):
-    """(order, offsets, scale) of the group-ordered layout the core expects."""
+    """(order, offsets, pair_weight): the core's groups and the pair weight c_q of every group."""
     labels, codes, counts = np.unique(groups, return_inverse=True, return_counts=True)
     order = np.argsort(codes, kind="stable")
     offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
-    scale = np.ones(counts.size) if weighting == "normalized" else np.sqrt(counts.astype(float))
-    return order, offsets, scale
+    pair_weight = 1.0 / counts if weighting == "normalized" else np.ones(counts.size)
+    return order, offsets, pair_weight
 
 
 def _data(m, d=3, v=None, seed=0):
@@ -91,13 +91,15 @@ def test_tridiag_path_equals_direct_solves(setting, kind):
     else:
         groups = np.repeat(np.arange(5), 8)
         normalized = setting.endswith("normalized")
-        _, offsets, scale = _groups_struct(groups, "normalized" if normalized else "unweighted")
+        _, offsets, pair_weight = _groups_struct(groups, "normalized" if normalized else "unweighted")
+        scale = np.sqrt(pair_weight * np.diff(offsets))
     lam_max = np.linalg.eigvalsh(K).max()
     alphas = lam_max * np.logspace(-6, 6, 9)
     sizes = np.diff(offsets).astype(float)
     pair_weight = 1.0 / sizes if normalized else np.ones(sizes.size)
-    A, rcond = _core.rankrls_dual_scores_tridiag(np.asfortranarray(K), offsets, pair_weight, Y, alphas, 1)
-    A_eig, rcond_eig = _core.rankrls_dual_scores(np.asfortranarray(K), offsets, pair_weight, Y, alphas, 1)
+    rows = np.arange(m)  # K and Y are taken as already in group order
+    A, rcond = _core.rankrls_dual_scores_tridiag(np.asfortranarray(K), rows, offsets, pair_weight, Y, alphas, 1)
+    A_eig, rcond_eig = _core.rankrls_dual_scores(np.asfortranarray(K), rows, offsets, pair_weight, Y, alphas, 1)
     assert A.shape == (m, alphas.size * v)
     for k, a in enumerate(alphas):
         Ak = A[:, k * v:(k + 1) * v]
@@ -249,7 +251,7 @@ def _oracle_longdouble(K, y, alpha, held_sets, groups=None, weighting="unweighte
 def ms_lpo_old(K, Y, alpha, pairs):
     Kf = np.asfortranarray(K)
     m = K.shape[0]
-    V, sigma = _core.cv_spectral(Kf, np.array([0, m], np.int64), np.array([np.sqrt(m)]), 1)
+    V, sigma = _core.cv_spectral(Kf, np.arange(m), np.array([0, m], np.int64), np.ones(1), 1)
     M, mu, h = _core.cv_object_prepare(Kf, V, sigma, 1.0, alpha, np.asfortranarray(Y))
     return _core.cv_object_lpo_pairs(M, mu, h, np.asfortranarray(Y), 1.0,
                                      np.ascontiguousarray(pairs, dtype=np.int64), 1)
@@ -262,32 +264,32 @@ def _query_problem(kind, weighting, sizes=(4, 2, 6, 1, 5), v=2, seed=8, d=3, ret
     m = groups.size
     X, Y = _data(m, d=d, v=v, seed=seed)
     K = _kernel(X, kind)
-    order, offsets, scale = _groups_struct(groups, weighting)
+    order, offsets, pair_weight = _groups_struct(groups, weighting)
     inverse = np.empty_like(order)
     inverse[order] = np.arange(m)
     if return_X:
         return X
-    return groups, K, Y, order, offsets, scale, inverse
+    return groups, K, Y, order, offsets, pair_weight, inverse
 
 
 @pytest.mark.parametrize("weighting", ["unweighted", "normalized"])
 @pytest.mark.parametrize("kind", ["rbf", "linear"])
 @pytest.mark.parametrize("alpha", ALPHAS)
 def test_query_lpo_inverse_equals_retraining(weighting, kind, alpha):
-    groups, K, Y, order, offsets, scale, inverse = _query_problem(kind, weighting)
+    groups, K, Y, order, offsets, pw, inverse = _query_problem(kind, weighting)
     pairs = np.array([(a, b) for a in range(groups.size) for b in range(a + 1, groups.size)
                       if groups[a] == groups[b]])
     Kg = np.asfortranarray(K[np.ix_(order, order)])
     Yg = np.asfortranarray(Y[order])
     pg = np.ascontiguousarray(inverse[pairs], dtype=np.int64)
-    out = _core.cv_query_lpo_inverse(Kg, offsets, scale, alpha, Yg, pg, 2).reshape(-1, 2, Y.shape[1])
+    out = _core.cv_query_lpo_inverse(Kg, order, offsets, pw, alpha, Yg, pg, 2).reshape(-1, 2, Y.shape[1])
     ref = _oracle(K, Y, alpha, pairs, groups, weighting)
     exact = None
     if kind == "linear":
         X = _query_problem(kind, weighting, return_X=True)
         exact = np.array([retrain_predict_primal(X, Y, alpha, list(p), groups, weighting) for p in pairs])
     _check_against_retraining(out, ref, exact)
-    dis = _core.cv_query_lpo_inverse_disagreement(Kg, offsets, scale, alpha, Yg, pg, 1)
+    dis = _core.cv_query_lpo_inverse_disagreement(Kg, order, offsets, pw, alpha, Yg, pg, 1)
     for k in range(Y.shape[1]):
         dt = Y[pairs[:, 0], k] - Y[pairs[:, 1], k]
         dp = ref[:, 0, k] - ref[:, 1, k]
@@ -299,9 +301,9 @@ def test_query_lpo_inverse_equals_retraining(weighting, kind, alpha):
 @pytest.mark.parametrize("kind", ["rbf", "linear"])
 @pytest.mark.parametrize("alpha", ALPHAS)
 def test_leave_group_out_inverse_equals_retraining(weighting, kind, alpha):
-    groups, K, Y, order, offsets, scale, inverse = _query_problem(kind, weighting)
-    out = _core.cv_leave_group_out_inverse(np.asfortranarray(K[np.ix_(order, order)]), offsets, scale, alpha,
-                                           np.asfortranarray(Y[order]), 2)[inverse]
+    groups, K, Y, order, offsets, pw, inverse = _query_problem(kind, weighting)
+    out = _core.cv_leave_group_out_inverse(np.asfortranarray(K[np.ix_(order, order)]), order, offsets, pw, alpha,
+                                           np.asfortranarray(Y[order]), 2)
     ref = np.empty_like(Y)
     for g in np.unique(groups):
         rows = np.flatnonzero(groups == g)
@@ -320,8 +322,8 @@ def test_leave_group_out_inverse_equals_retraining(weighting, kind, alpha):
     _check_against_retraining(out, ref, exact)
     # the existing Cholesky route agrees (where it is accurate)
     if alpha >= 1e-2:
-        old = _core.cv_leave_group_out_cholesky(np.asfortranarray(K[np.ix_(order, order)]), offsets, scale, alpha,
-                                                np.asfortranarray(Y[order]), 1)[inverse]
+        old = _core.cv_leave_group_out_cholesky(np.asfortranarray(K[np.ix_(order, order)]), order, offsets, pw,
+                                                alpha, np.asfortranarray(Y[order]), 1)
         _close(out, old, 1e-7)
 
 
@@ -336,15 +338,15 @@ def _full_prediction(K, Y, alpha, groups, weighting):
 def test_inverse_routes_small_alpha_query(weighting):
     """alpha in {1e-8, 1e-6} with query groups: 1e-8 against extended-precision retraining, for
     leave-pair-out and leave-group-out."""
-    groups, K, Y, order, offsets, scale, inverse = _query_problem("rbf", weighting, sizes=(5, 6, 2, 4), v=1)
+    groups, K, Y, order, offsets, pw, inverse = _query_problem("rbf", weighting, sizes=(5, 6, 2, 4), v=1)
     pairs = np.array([(a, b) for a in range(groups.size) for b in range(a + 1, groups.size)
                       if groups[a] == groups[b]])
     Kg, Yg = np.asfortranarray(K[np.ix_(order, order)]), np.asfortranarray(Y[order])
     for alpha in (1e-8, 1e-6):
-        out = _core.cv_query_lpo_inverse(Kg, offsets, scale, alpha, Yg, np.ascontiguousarray(inverse[pairs]), 1)
+        out = _core.cv_query_lpo_inverse(Kg, order, offsets, pw, alpha, Yg, np.ascontiguousarray(inverse[pairs]), 1)
         ref = np.array(_oracle_longdouble(K, Y[:, 0], alpha, pairs, groups, weighting))
         assert np.max(np.abs(out - ref)) / np.max(np.abs(ref)) < 1e-8, alpha
-        lgo = _core.cv_leave_group_out_inverse(Kg, offsets, scale, alpha, Yg, 1)[inverse][:, 0]
+        lgo = _core.cv_leave_group_out_inverse(Kg, order, offsets, pw, alpha, Yg, 1)[:, 0]
         sets = [np.flatnonzero(groups == g) for g in np.unique(groups)]
         ref = np.empty(groups.size)
         for U, r in zip(sets, _oracle_longdouble(K, Y[:, 0], alpha, sets, groups, weighting)):
@@ -364,11 +366,15 @@ def test_inverse_routes_reject_bad_input():
         _core.cv_object_lpo_inverse(K, 1.0, -1.0, Yf, np.array([[0, 1]], np.int64), 1)
     with pytest.raises(np.linalg.LinAlgError):
         _core.cv_object_lpo_inverse(np.asfortranarray(-K), 1.0, 1e-3, Yf, np.array([[0, 1]], np.int64), 1)
-    offsets, scale = np.array([0, 3, 6], np.int64), np.ones(2)
+    rows, offsets, pw = np.arange(6), np.array([0, 3, 6], np.int64), np.ones(2)
     with pytest.raises(ValueError, match="crosses groups"):
-        _core.cv_query_lpo_inverse(K, offsets, scale, 0.1, Yf, np.array([[0, 4]], np.int64), 1)
+        _core.cv_query_lpo_inverse(K, rows, offsets, pw, 0.1, Yf, np.array([[0, 4]], np.int64), 1)
     with pytest.raises(ValueError, match="no training pairs"):
-        _core.cv_leave_group_out_inverse(K, np.array([0, 5, 6], np.int64), np.ones(2), 0.1, Yf, 1)
+        _core.cv_leave_group_out_inverse(K, rows, np.array([0, 5, 6], np.int64), pw, 0.1, Yf, 1)
+    with pytest.raises(ValueError, match="order must be a permutation"):
+        _core.cv_leave_group_out_inverse(K, np.array([0, 1, 2, 3, 4, 4]), offsets, pw, 0.1, Yf, 1)
+    with pytest.raises(ValueError, match="offsets must end at the number of rows"):
+        _core.cv_leave_group_out_inverse(K, rows, np.array([0, 3, 5], np.int64), pw, 0.1, Yf, 1)
 
 
 # ---------------------------------------------------------------------------------------------

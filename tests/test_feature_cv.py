@@ -185,11 +185,11 @@ def test_leave_group_out_path_equals_cholesky_and_retraining(weighting):
     groups, codes, counts, X, Y = _grouped((6, 2, 9, 1, 5, 4), d=3, v=2, seed=8, shuffle=False)
     K = rbf(X, X, 0.4)
     offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
-    scale = np.sqrt(_weights(counts, weighting) * counts)
+    groups_args = (np.arange(K.shape[0]), offsets, _weights(counts, weighting))  # rows already grouped
     alphas = np.array([1e-3, 0.05, 1.0, 30.0])
-    path = _core.cv_leave_group_out_path(np.asfortranarray(K), offsets, scale, alphas, np.asfortranarray(Y), 2)
+    path = _core.cv_leave_group_out_path(np.asfortranarray(K), *groups_args, alphas, np.asfortranarray(Y), 2)
     for k, a in enumerate(alphas):
-        one = _core.cv_leave_group_out_inverse(np.asfortranarray(K), offsets, scale, a, np.asfortranarray(Y), 1)
+        one = _core.cv_leave_group_out_inverse(np.asfortranarray(K), *groups_args, a, np.asfortranarray(Y), 1)
         _close(path[:, 2 * k:2 * k + 2], one)
         for g in np.unique(groups):
             rows = np.flatnonzero(groups == g)

@@ -30,7 +30,7 @@ def pair_loss(residuals, epsilon, offsets=None, n_jobs=None):
     """
     r = np.ascontiguousarray(residuals, dtype=np.float64).reshape(-1)
     offsets = np.array([0, r.size], dtype=np.int64) if offsets is None else np.asarray(offsets, dtype=np.int64)
-    return _core.svrank_pair_loss(r, offsets, float(epsilon), check_n_jobs(n_jobs))
+    return _core.svrank_pair_loss(r, np.arange(r.size), offsets, float(epsilon), check_n_jobs(n_jobs))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -189,7 +189,7 @@ def test_linear_oracle_is_scaled_subgradient():
     rng = np.random.default_rng(5)
     X, y, _ = make_data(60, 4, 5)
     w = rng.normal(size=4)
-    R, grad = fastrank._core.svrank_linear_oracle(X, y, w, np.array([0, 60]), 2.0, 0.3, 1)
+    R, grad = fastrank._core.svrank_linear_oracle(X, y, w, np.arange(60), np.array([0, 60]), 2.0, 0.3, 1)
     L, g = brute_pair_loss(X @ w - y, 0.3)
     assert R == pytest.approx(2.0 / 3600 * L, rel=1e-12)
     np.testing.assert_allclose(grad, X.T @ g * 2.0 / 3600, rtol=1e-12, atol=1e-15)
@@ -489,12 +489,12 @@ def test_squared_pair_loss_equals_double_sum(m, n_groups):
     groups = None if n_groups is None else np.sort(rng.integers(0, n_groups, size=m))
     offsets = np.array([0, m]) if groups is None else np.r_[0, np.flatnonzero(np.diff(groups)) + 1, m]
     v = rng.normal(size=m)
-    L, g, Hv = _core.svrank_squared_pair_loss(r, offsets.astype(np.int64), 0.5, 2, v)
+    L, g, Hv = _core.svrank_squared_pair_loss(r, np.arange(m), offsets.astype(np.int64), 0.5, 2, v)
     Lb, gb, H = brute_squared_pair_loss(r, 0.5, groups)
     assert abs(L - Lb) <= 1e-12 * Lb
     np.testing.assert_allclose(g, gb, rtol=1e-12, atol=1e-12 * np.abs(gb).max())
     np.testing.assert_allclose(Hv, H @ v, rtol=1e-12, atol=1e-12 * np.abs(H @ v).max())
-    L1, g1, none = _core.svrank_squared_pair_loss(r, offsets.astype(np.int64), 0.5, 1)
+    L1, g1, none = _core.svrank_squared_pair_loss(r, np.arange(m), offsets.astype(np.int64), 0.5, 1)
     assert none is None and L1 == L and np.array_equal(g1, g)
 
 

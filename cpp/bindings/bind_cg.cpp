@@ -8,10 +8,12 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 
 #include "fastrank/cg.hpp"
 #include "csr_view.hpp"
 #include "fastrank/errors.hpp"
+#include "groups_arg.hpp"
 
 namespace py = pybind11;
 using namespace fastrank;
@@ -23,16 +25,16 @@ using Int64Array = py::array_t<std::int64_t, py::array::c_style>;
 
 
 
-// Builds the implicit Laplacian; `codes` (int64, one per row) for groups, otherwise a graph.
-RankingLaplacian make_laplacian(Index m, const std::optional<Int64Array>& codes, Index n_groups,
-                                const std::optional<Vector>& pair_weight,
+// The implicit Laplacian: groups (order, offsets) or a preference graph (head, tail, weight, targets).
+RankingLaplacian make_laplacian(Index m, const std::optional<IndexVector>& order,
+                                const std::optional<IndexVector>& offsets, const std::optional<Vector>& pair_weight,
                                 const std::optional<Int64Array>& head, const std::optional<Int64Array>& tail,
                                 const std::optional<DoubleArray>& weight, const std::optional<RowMatrix>& targets) {
-  if (codes) {
-    require(codes->ndim() == 1 && codes->shape(0) == m, "group codes must have one entry per row");
-    return RankingLaplacian::groups(m, codes->data(), n_groups, pair_weight ? *pair_weight : Vector::Ones(n_groups));
+  if (std::optional<GroupIndex> groups = bindings::optional_group_index(order, offsets, m)) {
+    const Index q = groups->n_groups();
+    return RankingLaplacian::groups(std::move(*groups), pair_weight ? *pair_weight : Vector::Ones(q));
   }
-  require(head && tail && weight && targets, "give either group codes or a preference graph");
+  require(head && tail && weight && targets, "give either groups (order, offsets) or a preference graph");
   const Index l = head->shape(0);
   PreferenceGraph g = PreferenceGraph::from_edges(m, Eigen::Map<const IndexVector>(head->data(), l),
                                                   Eigen::Map<const IndexVector>(tail->data(), tail->shape(0)),
@@ -73,13 +75,14 @@ void bind_cg(py::module_& m) {
   m.def(
       "cg_rankrls_csr",
       [](const DoubleArray& data, const py::array& indices, const py::array& indptr, Index n_rows, Index n_cols,
-         const RowMatrix& Y, const std::optional<Int64Array>& codes, Index n_groups, const std::optional<Vector>& pair_weight,
+         const RowMatrix& Y, const std::optional<IndexVector>& order, const std::optional<IndexVector>& offsets,
+         const std::optional<Vector>& pair_weight,
          const std::optional<Int64Array>& head, const std::optional<Int64Array>& tail,
          const std::optional<DoubleArray>& weight, const std::optional<RowMatrix>& targets,
          const std::optional<RowMatrix>& x0, double alpha, double tol, Index max_iter, bool jacobi, int n_threads,
          bool transpose_copy, bool fixed_iterations, const py::object& callback) {
         require(indices.dtype().is(indptr.dtype()), "CSR indices and indptr must share one dtype");
-        RankingLaplacian L = make_laplacian(n_rows, codes, n_groups, pair_weight, head, tail, weight, targets);
+        RankingLaplacian L = make_laplacian(n_rows, order, offsets, pair_weight, head, tail, weight, targets);
         const CgOptions o = make_options(alpha, tol, max_iter, jacobi, n_threads, transpose_copy, fixed_iterations);
         const CgCallback cb = wrap_callback(callback);
         const RowMatrix* w0 = x0 ? &*x0 : nullptr;
@@ -98,7 +101,7 @@ void bind_cg(py::module_& m) {
         return pack(std::move(r));
       },
       py::arg("data").noconvert(), py::arg("indices"), py::arg("indptr"), py::arg("n_rows"), py::arg("n_cols"),
-      py::arg("Y"), py::arg("codes").noconvert() = py::none(), py::arg("n_groups") = 1, py::arg("pair_weight") = py::none(),
+      py::arg("Y"), py::arg("order") = py::none(), py::arg("offsets") = py::none(), py::arg("pair_weight") = py::none(),
       py::arg("head").noconvert() = py::none(), py::arg("tail").noconvert() = py::none(),
       py::arg("weight").noconvert() = py::none(), py::arg("targets") = py::none(), py::arg("x0") = py::none(),
       py::arg("alpha") = 1.0, py::arg("tol") = 1e-6, py::arg("max_iter") = 1000, py::arg("jacobi") = false,
@@ -109,12 +112,13 @@ void bind_cg(py::module_& m) {
 
   m.def(
       "cg_rankrls_dense",
-      [](RowMatrixCRef X, const RowMatrix& Y, const std::optional<Int64Array>& codes, Index n_groups, const std::optional<Vector>& pair_weight,
+      [](RowMatrixCRef X, const RowMatrix& Y, const std::optional<IndexVector>& order,
+         const std::optional<IndexVector>& offsets, const std::optional<Vector>& pair_weight,
          const std::optional<Int64Array>& head, const std::optional<Int64Array>& tail,
          const std::optional<DoubleArray>& weight, const std::optional<RowMatrix>& targets,
          const std::optional<RowMatrix>& x0, double alpha, double tol, Index max_iter, bool jacobi, int n_threads,
          const py::object& callback) {
-        RankingLaplacian L = make_laplacian(X.rows(), codes, n_groups, pair_weight, head, tail, weight, targets);
+        RankingLaplacian L = make_laplacian(X.rows(), order, offsets, pair_weight, head, tail, weight, targets);
         const CgOptions o = make_options(alpha, tol, max_iter, jacobi, n_threads, false, false);
         const CgCallback cb = wrap_callback(callback);
         const RowMatrix* w0 = x0 ? &*x0 : nullptr;
@@ -125,7 +129,7 @@ void bind_cg(py::module_& m) {
         }
         return pack(std::move(r));
       },
-      py::arg("X").noconvert(), py::arg("Y"), py::arg("codes").noconvert() = py::none(), py::arg("n_groups") = 1,
+      py::arg("X").noconvert(), py::arg("Y"), py::arg("order") = py::none(), py::arg("offsets") = py::none(),
       py::arg("pair_weight") = py::none(), py::arg("head").noconvert() = py::none(), py::arg("tail").noconvert() = py::none(),
       py::arg("weight").noconvert() = py::none(), py::arg("targets") = py::none(), py::arg("x0") = py::none(),
       py::arg("alpha") = 1.0, py::arg("tol") = 1e-6, py::arg("max_iter") = 1000, py::arg("jacobi") = false,
@@ -133,12 +137,13 @@ void bind_cg(py::module_& m) {
 
   m.def(
       "cg_jacobi_diagonal",
-      [](const py::object& X, Index n_rows, Index n_cols, const std::optional<Int64Array>& codes, Index n_groups,
-         const std::optional<Vector>& pair_weight, const std::optional<Int64Array>& head, const std::optional<Int64Array>& tail,
+      [](const py::object& X, Index n_rows, Index n_cols, const std::optional<IndexVector>& order,
+         const std::optional<IndexVector>& offsets, const std::optional<Vector>& pair_weight,
+         const std::optional<Int64Array>& head, const std::optional<Int64Array>& tail,
          const std::optional<DoubleArray>& weight) -> Vector {
         std::optional<RowMatrix> targets;
         if (head) targets = RowMatrix::Zero(head->shape(0), 1);
-        RankingLaplacian L = make_laplacian(n_rows, codes, n_groups, pair_weight, head, tail, weight, targets);
+        RankingLaplacian L = make_laplacian(n_rows, order, offsets, pair_weight, head, tail, weight, targets);
         if (py::isinstance<py::tuple>(X)) {
           py::tuple t = X.cast<py::tuple>();
           DoubleArray data = t[0].cast<DoubleArray>();
@@ -149,7 +154,7 @@ void bind_cg(py::module_& m) {
         RowMatrix D = X.cast<RowMatrix>();
         return cg_jacobi_diagonal_dense(D, L);
       },
-      py::arg("X"), py::arg("n_rows"), py::arg("n_cols"), py::arg("codes") = py::none(), py::arg("n_groups") = 1,
+      py::arg("X"), py::arg("n_rows"), py::arg("n_cols"), py::arg("order") = py::none(), py::arg("offsets") = py::none(),
       py::arg("pair_weight") = py::none(), py::arg("head") = py::none(), py::arg("tail") = py::none(),
       py::arg("weight") = py::none(), "diag(X^T L X); X is (data, indices, indptr) or a dense array.");
 }

@@ -7,6 +7,7 @@
 #include <tuple>
 
 #include "fastrank/errors.hpp"
+#include "groups_arg.hpp"
 #include "fastrank/holdout_inverse.hpp"
 #include "fastrank/lpo.hpp"
 
@@ -15,23 +16,8 @@ using namespace fastrank;
 
 namespace {
 
-GroupStructure make_groups(const IndexVector& offsets, const Vector& scale) {
-  require(offsets.size() >= 2 && offsets[0] == 0, "group offsets must start at 0 and name at least one group");
-  require(scale.size() == offsets.size() - 1, "one scale per group");
-  for (Index q = 0; q + 1 < offsets.size(); ++q) {
-    require(offsets[q + 1] >= offsets[q] + 1, "every group must contain at least one row");
-    require(scale[q] > 0.0 && std::isfinite(scale[q]), "group scales must be positive");
-  }
-  GroupStructure g;
-  g.offsets = offsets;
-  g.scale = scale;
-  return g;
-}
-
 GroupStructure one_group(Index m, double c) {
-  IndexVector offs(2);
-  offs << 0, m;
-  return make_groups(offs, Vector::Constant(1, std::sqrt(c * static_cast<double>(m))));
+  return GroupStructure::from_index(GroupIndex::one_group(m), Vector::Constant(1, c));
 }
 
 }  // namespace
@@ -42,20 +28,20 @@ void bind_cv(py::module_& m) {
   bind_feature_cv(m);
   m.def(
       "cv_spectral",
-      [](MatrixCRef K, const IndexVector& offsets, const Vector& scale, int n_threads) {
+      [](MatrixCRef K, IndexVectorCRef order, IndexVectorCRef offsets, const Vector& pair_weight, int n_threads) {
         Matrix V;
         Vector sigma;
-        cv::spectral(K, make_groups(offsets, scale), V, sigma, n_threads);
+        cv::spectral(K, bindings::scaled_groups(order, offsets, pair_weight, K.rows()), V, sigma, n_threads);
         return std::make_tuple(std::move(V), std::move(sigma));
       },
-      py::arg("K").noconvert(), py::arg("offsets"), py::arg("scale"), py::arg("n_threads"),
+      py::arg("K").noconvert(), py::arg("order"), py::arg("offsets"), py::arg("pair_weight"), py::arg("n_threads"),
       py::call_guard<py::gil_scoped_release>(), "(V, sigma) with S K S = V diag(sigma) V^T.");
   m.def(
       "cv_ksv",
-      [](MatrixCRef K, const IndexVector& offsets, const Vector& scale, MatrixCRef V) {
-        return cv::ksv(K, make_groups(offsets, scale), V);
+      [](MatrixCRef K, IndexVectorCRef order, IndexVectorCRef offsets, const Vector& pair_weight, MatrixCRef V) {
+        return cv::ksv(K, bindings::scaled_groups(order, offsets, pair_weight, K.rows()), V);
       },
-      py::arg("K").noconvert(), py::arg("offsets"), py::arg("scale"), py::arg("V").noconvert(),
+      py::arg("K").noconvert(), py::arg("order"), py::arg("offsets"), py::arg("pair_weight"), py::arg("V").noconvert(),
       py::call_guard<py::gil_scoped_release>(), "P = K S V.");
   m.def(
       "cv_object_prepare",
@@ -81,17 +67,18 @@ void bind_cv(py::module_& m) {
       "Pair phase of object leave-pair-out: (n_pairs, 2 v) held-out predictions.");
   m.def(
       "cv_query_lpo",
-      [](MatrixCRef P, MatrixCRef V, const Vector& sigma, const IndexVector& offsets, const Vector& scale,
-         double alpha, MatrixCRef Y, cv::PairMatrixCRef pairs, int n_threads) {
-        const GroupStructure g = make_groups(offsets, scale);
+      [](MatrixCRef P, MatrixCRef V, const Vector& sigma, IndexVectorCRef order, IndexVectorCRef offsets,
+         const Vector& pair_weight, double alpha, MatrixCRef Y, cv::PairMatrixCRef pairs, int n_threads) {
+        const GroupStructure g = bindings::scaled_groups(order, offsets, pair_weight, Y.rows());
         cv::PairBlocks b = cv::group_prepare(P, V, sigma, g, alpha, Y);
         std::vector<const double*> blocks;
         for (const auto& M : b.M) blocks.push_back(M.data());
         return cv::lpo_pairs(g, blocks, b.mu, b.h, Y, pairs, n_threads);
       },
-      py::arg("P").noconvert(), py::arg("V").noconvert(), py::arg("sigma"), py::arg("offsets"), py::arg("scale"),
-      py::arg("alpha"), py::arg("Y").noconvert(), py::arg("pairs").noconvert(), py::arg("n_threads"),
-      py::call_guard<py::gil_scoped_release>(), "Leave-pair-out inside query groups: (n_pairs, 2 v).");
+      py::arg("P").noconvert(), py::arg("V").noconvert(), py::arg("sigma"), py::arg("order"), py::arg("offsets"),
+      py::arg("pair_weight"), py::arg("alpha"), py::arg("Y").noconvert(), py::arg("pairs").noconvert(),
+      py::arg("n_threads"), py::call_guard<py::gil_scoped_release>(),
+      "Leave-pair-out inside query groups: (n_pairs, 2 v).");
   m.def(
       "cv_object_holdout",
       [](MatrixCRef K, MatrixCRef V, const Vector& sigma, double c, double alpha, MatrixCRef Y,
@@ -103,21 +90,25 @@ void bind_cv(py::module_& m) {
       "Hold-out predictions for index sets in object ranking.");
   m.def(
       "cv_group_holdout",
-      [](MatrixCRef P, MatrixCRef V, const Vector& sigma, const IndexVector& offsets, const Vector& scale,
-         double alpha, MatrixCRef Y, const IndexVector& rows, const IndexVector& fold_offsets) {
-        return cv::group_holdout(P, V, sigma, make_groups(offsets, scale), alpha, Y, rows, fold_offsets);
+      [](MatrixCRef P, MatrixCRef V, const Vector& sigma, IndexVectorCRef order, IndexVectorCRef offsets,
+         const Vector& pair_weight, double alpha, MatrixCRef Y, const IndexVector& rows,
+         const IndexVector& fold_offsets) {
+        const GroupStructure g = bindings::scaled_groups(order, offsets, pair_weight, Y.rows());
+        return cv::group_holdout(P, V, sigma, g, alpha, Y, rows, fold_offsets);
       },
-      py::arg("P").noconvert(), py::arg("V").noconvert(), py::arg("sigma"), py::arg("offsets"), py::arg("scale"),
-      py::arg("alpha"), py::arg("Y").noconvert(), py::arg("rows"), py::arg("fold_offsets"),
+      py::arg("P").noconvert(), py::arg("V").noconvert(), py::arg("sigma"), py::arg("order"), py::arg("offsets"),
+      py::arg("pair_weight"), py::arg("alpha"), py::arg("Y").noconvert(), py::arg("rows"), py::arg("fold_offsets"),
       py::call_guard<py::gil_scoped_release>(), "Hold-out predictions for index sets with query groups (eq. 33).");
   m.def(
       "cv_leave_group_out_cholesky",
-      [](MatrixCRef K, const IndexVector& offsets, const Vector& scale, double alpha, MatrixCRef Y, int n_threads) {
-        return cv::leave_group_out_cholesky(K, make_groups(offsets, scale), alpha, Y, n_threads);
+      [](MatrixCRef K, IndexVectorCRef order, IndexVectorCRef offsets, const Vector& pair_weight, double alpha,
+         MatrixCRef Y, int n_threads) {
+        const GroupStructure g = bindings::scaled_groups(order, offsets, pair_weight, Y.rows());
+        return g.to_row_order(cv::leave_group_out_cholesky(K, g, alpha, Y, n_threads));
       },
-      py::arg("K").noconvert(), py::arg("offsets"), py::arg("scale"), py::arg("alpha"), py::arg("Y").noconvert(),
-      py::arg("n_threads"), py::call_guard<py::gil_scoped_release>(),
-      "Leave-one-group-out predictions (group order) for one alpha via a Cholesky factor.");
+      py::arg("K").noconvert(), py::arg("order"), py::arg("offsets"), py::arg("pair_weight"), py::arg("alpha"),
+      py::arg("Y").noconvert(), py::arg("n_threads"), py::call_guard<py::gil_scoped_release>(),
+      "Leave-one-group-out predictions (caller's row order) for one alpha via a Cholesky factor.");
   m.def(
       "cv_object_lpo_disagreement",
       [](MatrixCRef M, const Vector& mu, MatrixCRef h, MatrixCRef Y, double c, cv::PairMatrixCRef pairs,
@@ -132,17 +123,18 @@ void bind_cv(py::module_& m) {
       "Pairwise disagreement (v,) of object leave-pair-out predictions against Y.");
   m.def(
       "cv_query_lpo_disagreement",
-      [](MatrixCRef P, MatrixCRef V, const Vector& sigma, const IndexVector& offsets, const Vector& scale,
-         double alpha, MatrixCRef Y, cv::PairMatrixCRef pairs, int n_threads) {
-        const GroupStructure g = make_groups(offsets, scale);
+      [](MatrixCRef P, MatrixCRef V, const Vector& sigma, IndexVectorCRef order, IndexVectorCRef offsets,
+         const Vector& pair_weight, double alpha, MatrixCRef Y, cv::PairMatrixCRef pairs, int n_threads) {
+        const GroupStructure g = bindings::scaled_groups(order, offsets, pair_weight, Y.rows());
         cv::PairBlocks b = cv::group_prepare(P, V, sigma, g, alpha, Y);
         std::vector<const double*> blocks;
         for (const auto& M : b.M) blocks.push_back(M.data());
         return cv::lpo_disagreement(g, blocks, b.mu, b.h, Y, pairs, n_threads);
       },
-      py::arg("P").noconvert(), py::arg("V").noconvert(), py::arg("sigma"), py::arg("offsets"), py::arg("scale"),
-      py::arg("alpha"), py::arg("Y").noconvert(), py::arg("pairs").noconvert(), py::arg("n_threads"),
-      py::call_guard<py::gil_scoped_release>(), "Pairwise disagreement (v,) of query leave-pair-out predictions.");
+      py::arg("P").noconvert(), py::arg("V").noconvert(), py::arg("sigma"), py::arg("order"), py::arg("offsets"),
+      py::arg("pair_weight"), py::arg("alpha"), py::arg("Y").noconvert(), py::arg("pairs").noconvert(),
+      py::arg("n_threads"), py::call_guard<py::gil_scoped_release>(),
+      "Pairwise disagreement (v,) of query leave-pair-out predictions.");
 
   // ---- one alpha from a Cholesky factor (fastrank/holdout_inverse.hpp) ----------------------
   m.def(
@@ -165,40 +157,47 @@ void bind_cv(py::module_& m) {
       "Pairwise disagreement (v,) of cv_object_lpo_inverse's predictions against Y.");
   m.def(
       "cv_query_lpo_inverse",
-      [](MatrixCRef K, const IndexVector& offsets, const Vector& scale, double alpha, MatrixCRef Y,
-         cv::PairMatrixCRef pairs, int n_threads) {
-        const GroupStructure g = make_groups(offsets, scale);
+      [](MatrixCRef K, IndexVectorCRef order, IndexVectorCRef offsets, const Vector& pair_weight, double alpha,
+         MatrixCRef Y, cv::PairMatrixCRef pairs, int n_threads) {
+        const GroupStructure g = bindings::scaled_groups(order, offsets, pair_weight, Y.rows());
         const cv::InversePairBlocks b = cv::group_prepare_inverse(K, g, alpha, Y, n_threads);
         return cv::lpo_pairs_inverse(g, b, Y, pairs, n_threads);
       },
-      py::arg("K").noconvert(), py::arg("offsets"), py::arg("scale"), py::arg("alpha"), py::arg("Y").noconvert(),
-      py::arg("pairs").noconvert(), py::arg("n_threads"), py::call_guard<py::gil_scoped_release>(),
+      py::arg("K").noconvert(), py::arg("order"), py::arg("offsets"), py::arg("pair_weight"), py::arg("alpha"),
+      py::arg("Y").noconvert(), py::arg("pairs").noconvert(), py::arg("n_threads"),
+      py::call_guard<py::gil_scoped_release>(),
       "Leave-pair-out inside query groups for one alpha via a Cholesky factor: (n_pairs, 2 v).");
   m.def(
       "cv_query_lpo_inverse_disagreement",
-      [](MatrixCRef K, const IndexVector& offsets, const Vector& scale, double alpha, MatrixCRef Y,
-         cv::PairMatrixCRef pairs, int n_threads) {
-        const GroupStructure g = make_groups(offsets, scale);
+      [](MatrixCRef K, IndexVectorCRef order, IndexVectorCRef offsets, const Vector& pair_weight, double alpha,
+         MatrixCRef Y, cv::PairMatrixCRef pairs, int n_threads) {
+        const GroupStructure g = bindings::scaled_groups(order, offsets, pair_weight, Y.rows());
         const cv::InversePairBlocks b = cv::group_prepare_inverse(K, g, alpha, Y, n_threads);
         return cv::lpo_disagreement_inverse(g, b, Y, pairs, n_threads);
       },
-      py::arg("K").noconvert(), py::arg("offsets"), py::arg("scale"), py::arg("alpha"), py::arg("Y").noconvert(),
-      py::arg("pairs").noconvert(), py::arg("n_threads"), py::call_guard<py::gil_scoped_release>(),
+      py::arg("K").noconvert(), py::arg("order"), py::arg("offsets"), py::arg("pair_weight"), py::arg("alpha"),
+      py::arg("Y").noconvert(), py::arg("pairs").noconvert(), py::arg("n_threads"),
+      py::call_guard<py::gil_scoped_release>(),
       "Pairwise disagreement (v,) of cv_query_lpo_inverse's predictions against Y.");
   m.def(
       "cv_leave_group_out_inverse",
-      [](MatrixCRef K, const IndexVector& offsets, const Vector& scale, double alpha, MatrixCRef Y, int n_threads) {
-        return cv::leave_group_out_inverse(K, make_groups(offsets, scale), alpha, Y, n_threads);
+      [](MatrixCRef K, IndexVectorCRef order, IndexVectorCRef offsets, const Vector& pair_weight, double alpha,
+         MatrixCRef Y, int n_threads) {
+        const GroupStructure g = bindings::scaled_groups(order, offsets, pair_weight, Y.rows());
+        return g.to_row_order(cv::leave_group_out_inverse(K, g, alpha, Y, n_threads));
       },
-      py::arg("K").noconvert(), py::arg("offsets"), py::arg("scale"), py::arg("alpha"), py::arg("Y").noconvert(),
-      py::arg("n_threads"), py::call_guard<py::gil_scoped_release>(),
-      "Leave-one-group-out predictions (group order) for one alpha, small-alpha stable form.");
+      py::arg("K").noconvert(), py::arg("order"), py::arg("offsets"), py::arg("pair_weight"), py::arg("alpha"),
+      py::arg("Y").noconvert(), py::arg("n_threads"), py::call_guard<py::gil_scoped_release>(),
+      "Leave-one-group-out predictions (caller's row order) for one alpha, small-alpha stable form.");
   m.def(
       "cv_leave_group_out_path",
-      [](MatrixCRef K, const IndexVector& offsets, const Vector& scale, const Vector& alphas, MatrixCRef Y,
-         int n_threads) { return cv::leave_group_out_path(K, make_groups(offsets, scale), alphas, Y, n_threads); },
-      py::arg("K").noconvert(), py::arg("offsets"), py::arg("scale"), py::arg("alphas"), py::arg("Y").noconvert(),
-      py::arg("n_threads"), py::call_guard<py::gil_scoped_release>(),
-      "Leave-one-group-out predictions (group order, m x n_alphas v, alpha-major) for a grid of alphas from one "
+      [](MatrixCRef K, IndexVectorCRef order, IndexVectorCRef offsets, const Vector& pair_weight,
+         const Vector& alphas, MatrixCRef Y, int n_threads) {
+        const GroupStructure g = bindings::scaled_groups(order, offsets, pair_weight, Y.rows());
+        return g.to_row_order(cv::leave_group_out_path(K, g, alphas, Y, n_threads));
+      },
+      py::arg("K").noconvert(), py::arg("order"), py::arg("offsets"), py::arg("pair_weight"), py::arg("alphas"),
+      py::arg("Y").noconvert(), py::arg("n_threads"), py::call_guard<py::gil_scoped_release>(),
+      "Leave-one-group-out predictions (caller's row order, m x n_alphas v, alpha-major) for a grid of alphas from one "
       "eigendecomposition.");
 }

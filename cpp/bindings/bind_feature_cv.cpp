@@ -3,17 +3,30 @@
 #include <pybind11/pybind11.h>
 
 #include "fastrank/feature_cv.hpp"
+#include "groups_arg.hpp"
 
 namespace py = pybind11;
 using namespace fastrank;
 
 void bind_feature_cv(py::module_& m) {
-  m.def("cv_feature_leave_group_out", &cv::feature_leave_group_out, py::arg("Phi").noconvert(),
-        py::arg("Y").noconvert(), py::arg("order"), py::arg("offsets"), py::arg("weight"), py::arg("alpha"),
-        py::arg("n_threads"), py::call_guard<py::gil_scoped_release>(),
-        "Leave-one-group-out predictions (m, v) in Phi's row order from p x p systems (Woodbury per group).");
-  m.def("cv_feature_leave_pair_out", &cv::feature_leave_pair_out, py::arg("Phi").noconvert(),
-        py::arg("Y").noconvert(), py::arg("order"), py::arg("offsets"), py::arg("weight"), py::arg("alpha"),
-        py::arg("pairs").noconvert(), py::arg("n_threads"), py::call_guard<py::gil_scoped_release>(),
-        "Leave-pair-out predictions (n_pairs, 2 v) from p x p systems; pairs are positions in order.");
+  m.def(
+      "cv_feature_leave_group_out",
+      [](RowMatrixCRef Phi, RowMatrixCRef Y, IndexVectorCRef order, IndexVectorCRef offsets, VectorCRef weight,
+         double alpha, int n_threads) {
+        const GroupIndex g = bindings::group_index(order, offsets, Phi.rows());
+        return cv::feature_leave_group_out(Phi, Y, g.order, g.offsets, weight, alpha, n_threads);
+      },
+      py::arg("Phi").noconvert(), py::arg("Y").noconvert(), py::arg("order"), py::arg("offsets"), py::arg("weight"),
+      py::arg("alpha"), py::arg("n_threads"), py::call_guard<py::gil_scoped_release>(),
+      "Leave-one-group-out predictions (m, v) in Phi's row order from p x p systems (Woodbury per group).");
+  m.def(
+      "cv_feature_leave_pair_out",
+      [](RowMatrixCRef Phi, RowMatrixCRef Y, IndexVectorCRef order, IndexVectorCRef offsets, VectorCRef weight,
+         double alpha, cv::PairMatrixCRef pairs, int n_threads) {
+        const GroupIndex g = bindings::group_index(order, offsets, Phi.rows());
+        return cv::feature_leave_pair_out(Phi, Y, g.order, g.offsets, weight, alpha, pairs, n_threads);
+      },
+      py::arg("Phi").noconvert(), py::arg("Y").noconvert(), py::arg("order"), py::arg("offsets"), py::arg("weight"),
+      py::arg("alpha"), py::arg("pairs").noconvert(), py::arg("n_threads"), py::call_guard<py::gil_scoped_release>(),
+      "Leave-pair-out predictions (n_pairs, 2 v) from p x p systems; pairs are positions in order.");
 }

@@ -4,6 +4,7 @@
 
 #include "fastrank/errors.hpp"
 #include "fastrank/measures.hpp"
+#include "groups_arg.hpp"
 
 namespace py = pybind11;
 using namespace fastrank;
@@ -19,14 +20,6 @@ using I32Arr = py::array_t<std::int32_t, py::array::c_style>;
 
 void check_1d(const py::array& a, Index m, const char* name) {
   if (!(a.ndim() == 1 && a.shape(0) == m)) throw std::invalid_argument(std::string(name) + " must be 1-D of the same length");
-}
-
-// Per-row group codes (int64), or an empty array for None (one group); keeps the data alive.
-I64Arr optional_codes(const py::object& codes, Index n) {
-  if (codes.is_none()) return I64Arr();
-  I64Arr carr = codes.cast<I64Arr>();
-  check_1d(carr, n, "codes");
-  return carr;
 }
 
 py::tuple ranks_result(I32Arr& rank, const std::vector<double>& values) {
@@ -73,66 +66,58 @@ void bind_measures(py::module_& m) {
       "(ranks int32, sorted distinct values) of y given an ascending argsort of y.");
   m.def(
       "pair_statistics",
-      [](DArr f, I64Arr f_order, I32Arr yrank, DArr values, py::object codes, Index n_groups, bool weighted,
-         int n_threads) {
+      [](DArr f, I64Arr f_order, I32Arr yrank, DArr values, IndexVectorCRef order, IndexVectorCRef offsets,
+         bool weighted, int n_threads) {
         ensure(f.ndim() == 1, "f must be 1-D");
         const Index n = f.shape(0);
         check_1d(f_order, n, "f_order");
         check_1d(yrank, n, "yrank");
         ensure(values.ndim() == 1, "values must be 1-D");
         const Index K = values.shape(0);
-        const I64Arr carr = optional_codes(codes, n);
-        const std::int64_t* cp = codes.is_none() ? nullptr : carr.data();
+        const GroupIndex groups = bindings::group_index(order, offsets, n);
         {
           const std::int32_t* r = yrank.data();
           for (Index i = 0; i < n; ++i) ensure(r[i] >= 0 && r[i] < K, "yrank out of range");
         }
         py::gil_scoped_release release;
-        return pair_statistics(f.data(), f_order.data(), yrank.data(), values.data(), K, n, cp, n_groups, weighted,
-                               n_threads);
+        return pair_statistics(f.data(), f_order.data(), yrank.data(), values.data(), K, groups, weighted, n_threads);
       },
       py::arg("f").noconvert(), py::arg("f_order").noconvert(), py::arg("yrank").noconvert(),
-      py::arg("values").noconvert(), py::arg("codes"), py::arg("n_groups"), py::arg("weighted"),
+      py::arg("values").noconvert(), py::arg("order"), py::arg("offsets"), py::arg("weighted"),
       py::arg("n_threads"),
       "Per-group pair statistics (n_groups, 6): pairs, relevant, discordant, tied_relevant, "
       "w_discordant, w_tied.");
   m.def(
       "dcg_statistics",
-      [](DArr y, DArr f, py::object codes, Index n_groups, Index k, int gain, int n_threads) {
+      [](DArr y, DArr f, IndexVectorCRef order, IndexVectorCRef offsets, Index k, int gain, int n_threads) {
         ensure(y.ndim() == 1 && f.ndim() == 1 && y.shape(0) == f.shape(0), "y and f must be 1-D, same length");
-        const Index n = y.shape(0);
-        const I64Arr carr = optional_codes(codes, n);
-        const std::int64_t* cp = codes.is_none() ? nullptr : carr.data();
+        const GroupIndex groups = bindings::group_index(order, offsets, y.shape(0));
         py::gil_scoped_release release;
-        return dcg_statistics(y.data(), f.data(), cp, n, n_groups, k, gain, n_threads);
+        return dcg_statistics(y.data(), f.data(), groups, k, gain, n_threads);
       },
-      py::arg("y").noconvert(), py::arg("f").noconvert(), py::arg("codes"), py::arg("n_groups"), py::arg("k"),
+      py::arg("y").noconvert(), py::arg("f").noconvert(), py::arg("order"), py::arg("offsets"), py::arg("k"),
       py::arg("gain"), py::arg("n_threads"),
       "Per-group (DCG, ideal DCG) with tie-averaged gains; gain 0 linear, 1 exponential.");
   m.def(
       "dominance_sums",
-      [](DArr a, DArr b, py::object codes, Index n_groups, int n_threads) {
+      [](DArr a, DArr b, IndexVectorCRef order, IndexVectorCRef offsets, int n_threads) {
         ensure(a.ndim() == 1 && b.ndim() == 1 && a.shape(0) == b.shape(0), "a and b must be 1-D, same length");
-        const Index n = a.shape(0);
-        const I64Arr carr = optional_codes(codes, n);
-        const std::int64_t* cp = codes.is_none() ? nullptr : carr.data();
+        const GroupIndex groups = bindings::group_index(order, offsets, a.shape(0));
         py::gil_scoped_release release;
-        return dominance_sums(a.data(), b.data(), cp, n, n_groups, n_threads);
+        return dominance_sums(a.data(), b.data(), groups, n_threads);
       },
-      py::arg("a").noconvert(), py::arg("b").noconvert(), py::arg("codes"), py::arg("n_groups"),
+      py::arg("a").noconvert(), py::arg("b").noconvert(), py::arg("order"), py::arg("offsets"),
       py::arg("n_threads"),
       "Per-group sums over pairs with a_i > a_j and b_i > b_j (n_groups, 6): count, sum da, sum db, "
       "sum da^2, sum db^2, sum da*db.");
   m.def(
       "threshold_pair_sums",
-      [](DArr z, py::object codes, Index n_groups, double eps, int n_threads) {
+      [](DArr z, IndexVectorCRef order, IndexVectorCRef offsets, double eps, int n_threads) {
         ensure(z.ndim() == 1, "z must be 1-D");
-        const Index n = z.shape(0);
-        const I64Arr carr = optional_codes(codes, n);
-        const std::int64_t* cp = codes.is_none() ? nullptr : carr.data();
+        const GroupIndex groups = bindings::group_index(order, offsets, z.shape(0));
         py::gil_scoped_release release;
-        return threshold_pair_sums(z.data(), cp, n, n_groups, eps, n_threads);
+        return threshold_pair_sums(z.data(), groups, eps, n_threads);
       },
-      py::arg("z").noconvert(), py::arg("codes"), py::arg("n_groups"), py::arg("eps"), py::arg("n_threads"),
+      py::arg("z").noconvert(), py::arg("order"), py::arg("offsets"), py::arg("eps"), py::arg("n_threads"),
       "Per-group sums over pairs with |z_i - z_j| > eps (n_groups, 3): count, sum (d - eps), sum (d - eps)^2.");
 }

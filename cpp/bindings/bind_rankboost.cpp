@@ -5,6 +5,7 @@
 
 #include "fastrank/errors.hpp"
 #include "fastrank/rankboost.hpp"
+#include "groups_arg.hpp"
 
 namespace py = pybind11;
 using namespace fastrank;
@@ -39,22 +40,22 @@ RankBoostRule make_rule(const std::string& alpha_rule, double smoothing, const p
 void bind_rankboost(py::module_& m) {
   m.def(
       "rankboost_fit_graded",
-      [](RowMatrixCRef X, const IndexVector& block, const IndexVector& group_blocks, const Vector& group_weight,
+      [](RowMatrixCRef X, VectorCRef y, IndexVectorCRef order, IndexVectorCRef offsets, VectorCRef group_weight,
          Index n_rounds, Index n_thresholds, int n_threads, const std::string& alpha_rule, double smoothing,
          const py::object& on_round) {
-        require(block.size() == X.rows(), "block must have one entry per row");
+        require(y.size() == X.rows(), "y must have one entry per row");
+        const GroupIndex groups = bindings::group_index(order, offsets, X.rows());
+        require(group_weight.size() == groups.n_groups(), "group_weight must have one entry per group");
         const RankBoostRule rule = make_rule(alpha_rule, smoothing, on_round);
-        require(group_blocks.size() == group_weight.size() + 1, "group_blocks must have n_groups + 1 entries");
         RankBoostResult res;
         {
           py::gil_scoped_release release;
           const RankBoostCandidates cand = rankboost_candidates(X, n_thresholds, n_threads);
-          res = rankboost_fit_graded(X, cand, block.data(), group_blocks.data(), group_weight.size(),
-                                     group_weight.data(), n_rounds, n_threads, rule);
+          res = rankboost_fit_graded(X, cand, y.data(), groups, group_weight.data(), n_rounds, n_threads, rule);
         }
         return to_python(res);
       },
-      py::arg("X").noconvert(), py::arg("block"), py::arg("group_blocks"), py::arg("group_weight"),
+      py::arg("X").noconvert(), py::arg("y"), py::arg("order"), py::arg("offsets"), py::arg("group_weight"),
       py::arg("n_rounds"), py::arg("n_thresholds"), py::arg("n_threads"), py::arg("alpha_rule") = "freund",
       py::arg("smoothing") = 1e-10, py::arg("on_round") = py::none(),
       "RankBoost on graded feedback (levels inside groups). Returns (features, thresholds, alphas, r, qdef, "

@@ -1,5 +1,5 @@
-// RankRLS dense solvers.  Arrays arrive already validated and in group order from
-// python/fastrank/_rankrls.py; K is a writable Fortran-ordered buffer the solver overwrites.
+// RankRLS dense solvers.  Arrays arrive validated from python/fastrank/_solvers.py (K and Y in group
+// order); K is a writable Fortran-ordered buffer the solver overwrites.
 #include <pybind11/eigen.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
@@ -9,6 +9,7 @@
 #include "fastrank/laplacian.hpp"
 #include "fastrank/rankrls.hpp"
 #include "fastrank/tridiag_path.hpp"
+#include "groups_arg.hpp"
 
 namespace py = pybind11;
 using namespace fastrank;
@@ -26,16 +27,17 @@ void bind_rankrls(py::module_& m) {
       "PSD, Fortran-ordered) is overwritten. Returns (U stacked alpha-major, rcond).");
   m.def(
       "rankrls_dual_scores",
-      [](Eigen::Ref<Matrix> K, const IndexVector& offsets, const Vector& pair_weight, MatrixCRef Y, const Vector& alphas,
-         int n_threads) {
+      [](Eigen::Ref<Matrix> K, IndexVectorCRef order, IndexVectorCRef offsets, const Vector& pair_weight, MatrixCRef Y,
+         const Vector& alphas, int n_threads) {
         SolveReport report;
-        Matrix A = rankrls_dual_scores(K, GroupStructure::from_offsets(offsets, pair_weight), Y, alphas, n_threads,
-                                       &report);
-        return std::make_pair(std::move(A), report.rcond);
+        const GroupStructure g = bindings::scaled_groups(order, offsets, pair_weight, K.rows());
+        Matrix A = rankrls_dual_scores(K, g, Y, alphas, n_threads, &report);
+        return std::make_pair(g.to_row_order(A), report.rcond);
       },
-      py::arg("K").noconvert(), py::arg("offsets"), py::arg("pair_weight"), py::arg("Y"), py::arg("alphas"),
-      py::arg("n_threads"), py::call_guard<py::gil_scoped_release>(),
-      "Dual RankRLS in the scoring setting; K is overwritten. Returns (A, rcond), A stacked alpha-major.");
+      py::arg("K").noconvert(), py::arg("order"), py::arg("offsets"), py::arg("pair_weight"), py::arg("Y"),
+      py::arg("alphas"), py::arg("n_threads"), py::call_guard<py::gil_scoped_release>(),
+      "Dual RankRLS in the scoring setting; K and Y in group order, K is overwritten. Returns (A, rcond), A in the "
+      "caller's row order, stacked alpha-major.");
   m.def(
       "rankrls_dual_graph",
       [](Eigen::Ref<Matrix> K, const IndexVector& head, const IndexVector& tail, const Vector& weight,
@@ -49,11 +51,12 @@ void bind_rankrls(py::module_& m) {
       "Dual RankRLS from a preference graph; K is overwritten. Returns (A, rcond).");
   m.def(
       "rankrls_primal_scores",
-      [](RowMatrixCRef X, const IndexVector& order, const IndexVector& offsets, const Vector& pair_weight, MatrixCRef Y,
+      [](RowMatrixCRef X, IndexVectorCRef order, IndexVectorCRef offsets, const Vector& pair_weight, MatrixCRef Y,
          const Vector& alphas, int n_threads) {
         SolveReport report;
-        Matrix W = rankrls_primal_scores(X, order, GroupStructure::from_offsets(offsets, pair_weight), Y, alphas,
-                                         n_threads, &report);
+        const GroupStructure g = bindings::scaled_groups(order, offsets, pair_weight, X.rows());
+        const IndexVector order_or_identity = g.is_identity() ? IndexVector() : g.order;  // empty: no permutation
+        Matrix W = rankrls_primal_scores(X, order_or_identity, g, Y, alphas, n_threads, &report);
         return std::make_pair(std::move(W), report.rcond);
       },
       py::arg("X").noconvert(), py::arg("order"), py::arg("offsets"), py::arg("pair_weight"), py::arg("Y"),
@@ -84,14 +87,14 @@ void bind_rankrls(py::module_& m) {
       "overwritten. Returns (U stacked alpha-major, rcond).");
   m.def(
       "rankrls_dual_scores_tridiag",
-      [](Eigen::Ref<Matrix> K, const IndexVector& offsets, const Vector& pair_weight, MatrixCRef Y, const Vector& alphas,
-         int n_threads) {
+      [](Eigen::Ref<Matrix> K, IndexVectorCRef order, IndexVectorCRef offsets, const Vector& pair_weight, MatrixCRef Y,
+         const Vector& alphas, int n_threads) {
         SolveReport report;
-        Matrix A = rankrls_dual_scores_tridiag(K, GroupStructure::from_offsets(offsets, pair_weight), Y, alphas,
-                                               n_threads, &report);
-        return std::make_pair(std::move(A), report.rcond);
+        const GroupStructure g = bindings::scaled_groups(order, offsets, pair_weight, K.rows());
+        Matrix A = rankrls_dual_scores_tridiag(K, g, Y, alphas, n_threads, &report);
+        return std::make_pair(g.to_row_order(A), report.rcond);
       },
-      py::arg("K").noconvert(), py::arg("offsets"), py::arg("pair_weight"), py::arg("Y"), py::arg("alphas"),
-      py::arg("n_threads"), py::call_guard<py::gil_scoped_release>(),
+      py::arg("K").noconvert(), py::arg("order"), py::arg("offsets"), py::arg("pair_weight"), py::arg("Y"),
+      py::arg("alphas"), py::arg("n_threads"), py::call_guard<py::gil_scoped_release>(),
       "rankrls_dual_scores through one tridiagonal reduction (same inputs and result); K is overwritten.");
 }

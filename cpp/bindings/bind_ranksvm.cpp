@@ -12,6 +12,7 @@
 #include "csr_view.hpp"
 #include "fastrank/errors.hpp"
 #include "fastrank/ranksvm.hpp"
+#include "groups_arg.hpp"
 
 namespace py = pybind11;
 using namespace fastrank;
@@ -27,8 +28,9 @@ PairwiseHingeLoss make_pairs(Index m, const std::optional<Vector>& y, const std:
                              const std::optional<Vector>& row_margin) {
   if (y) {
     require(y->size() == m, "y must have one entry per row");
-    require(order.has_value() && offsets.has_value(), "groups need both order and offsets");
-    PairwiseHingeLoss P = PairwiseHingeLoss::from_groups(*y, *order, *offsets);
+    const std::optional<GroupIndex> g = bindings::optional_group_index(order, offsets, m);
+    require(g.has_value(), "targets y need groups (order, offsets)");
+    PairwiseHingeLoss P = PairwiseHingeLoss::from_groups(*y, g->order, g->offsets);
     if (row_margin) P.set_row_margins(*row_margin);
     return P;
   }
@@ -163,8 +165,9 @@ void bind_ranksvm(py::module_& m) {
       "Kernel RankSVM (representer form) on a symmetric Fortran-ordered kernel matrix.");
   m.def(
       "ranksvm_oracle",
-      [](const Vector& y, const IndexVector& order, const IndexVector& offsets) {
-        auto P = std::make_shared<PairwiseHingeLoss>(PairwiseHingeLoss::from_groups(y, order, offsets));
+      [](const Vector& y, IndexVectorCRef order, IndexVectorCRef offsets) {
+        const GroupIndex g = bindings::group_index(order, offsets, y.size());
+        auto P = std::make_shared<PairwiseHingeLoss>(PairwiseHingeLoss::from_groups(y, g.order, g.offsets));
         return py::cpp_function(
             [P](RowMatrixCRef X, const Vector& w, int loss, int n_threads) {
               Vector grad;

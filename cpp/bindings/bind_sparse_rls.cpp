@@ -9,6 +9,7 @@
 
 #include "fastrank/errors.hpp"
 #include "fastrank/sparse_rls.hpp"
+#include "groups_arg.hpp"
 
 namespace py = pybind11;
 using namespace fastrank;
@@ -34,18 +35,18 @@ py::tuple path_result(const SubsetDecomposition& d, const DoubleArray& alphas) {
 void bind_sparse_rls(py::module_& m) {
   m.def(
       "sparse_rls_path_groups",
-      [](MatrixMutRef KRt, MatrixCRef Y, const Int64Array& codes, Index n_groups, const Vector& pair_weight, MatrixCRef KRR,
-         const DoubleArray& alphas, int n_threads) {
-        require(codes.ndim() == 1 && codes.shape(0) == KRt.rows(), "group codes must have one entry per row");
+      [](MatrixMutRef KRt, MatrixCRef Y, IndexVectorCRef order, IndexVectorCRef offsets, const Vector& pair_weight,
+         MatrixCRef KRR, const DoubleArray& alphas, int n_threads) {
+        const GroupStructure groups = bindings::scaled_groups(order, offsets, pair_weight, KRt.rows());
         require(alphas.ndim() == 1 && alphas.shape(0) >= 1, "alphas must be a non-empty 1-D array");
         SubsetDecomposition d;
         {
           py::gil_scoped_release release;
-          d = sparse_rls_decompose_groups(KRt, Y, codes.data(), n_groups, pair_weight, KRR, n_threads);
+          d = sparse_rls_decompose_groups(KRt, Y, groups, KRR, n_threads);
         }
         return path_result(d, alphas);
       },
-      py::arg("KRt").noconvert(), py::arg("Y"), py::arg("codes").noconvert(), py::arg("n_groups"),
+      py::arg("KRt").noconvert(), py::arg("Y"), py::arg("order"), py::arg("offsets"),
       py::arg("pair_weight"), py::arg("KRR"), py::arg("alphas"), py::arg("n_threads"),
       "Scoring setting. KRt (m, r) Fortran-ordered is overwritten with S K_R^T. Returns "
       "(coefs (n_alphas, r, v), cholesky_used, eigenvalues).");

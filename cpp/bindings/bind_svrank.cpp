@@ -1,5 +1,5 @@
 // SVRank: the O(m log m) pair-loss oracle and the cutting-plane solvers.  Arrays arrive validated
-// and in group order from python/fastrank/_svrank.py.
+// and in group order from python/fastrank/_svrank.py, with the GroupIndex (order, offsets).
 #include <pybind11/eigen.h>
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
@@ -10,6 +10,7 @@
 
 #include "fastrank/errors.hpp"
 #include "fastrank/svrank.hpp"
+#include "groups_arg.hpp"
 
 namespace py = pybind11;
 using namespace fastrank;
@@ -36,76 +37,82 @@ py::tuple pack(SvrankResult&& r) {
 void bind_svrank(py::module_& m) {
   m.def(
       "svrank_pair_loss",
-      [](const Vector& r, const IndexVector& offsets, double eps, int n_threads) {
-        require(offsets.size() >= 2, "svrank: group offsets need at least two entries");
+      [](const Vector& r, IndexVectorCRef order, IndexVectorCRef offsets, double eps, int n_threads) {
+        const GroupIndex gi = bindings::group_index(order, offsets, r.size());
         Vector g(r.size());
         double L;
         {
           py::gil_scoped_release release;
-          L = svrank_pair_loss(r.data(), r.size(), offsets.data(), offsets.size() - 1, eps, g.data(), n_threads);
+          L = svrank_pair_loss(r.data(), r.size(), gi.offsets.data(), gi.n_groups(), eps, g.data(), n_threads);
         }
         return std::make_pair(L, std::move(g));
       },
-      py::arg("r"), py::arg("offsets"), py::arg("eps"), py::arg("n_threads"),
+      py::arg("r"), py::arg("order"), py::arg("offsets"), py::arg("eps"), py::arg("n_threads"),
       "sum over ordered pairs inside groups of max(0, |r_j - r_i| - eps) and its subgradient in r. "
       "Returns (loss, g).");
   m.def(
       "svrank_squared_pair_loss",
-      [](const Vector& r, const IndexVector& offsets, double eps, int n_threads, std::optional<Vector> v) {
-        require(offsets.size() >= 2, "svrank: group offsets need at least two entries");
+      [](const Vector& r, IndexVectorCRef order, IndexVectorCRef offsets, double eps, int n_threads,
+         std::optional<Vector> v) {
+        const GroupIndex gi = bindings::group_index(order, offsets, r.size());
         require(!v || v->size() == r.size(), "svrank: v and r have different lengths");
         Vector g(r.size()), hv(v ? r.size() : 0);
         double L;
         {
           py::gil_scoped_release release;
-          L = svrank_squared_pair_loss(r.data(), r.size(), offsets.data(), offsets.size() - 1, eps, g.data(),
+          L = svrank_squared_pair_loss(r.data(), r.size(), gi.offsets.data(), gi.n_groups(), eps, g.data(),
                                        v ? v->data() : nullptr, v ? hv.data() : nullptr, n_threads);
         }
         return py::make_tuple(L, std::move(g), v ? py::cast(std::move(hv)) : py::none());
       },
-      py::arg("r"), py::arg("offsets"), py::arg("eps"), py::arg("n_threads"), py::arg("v") = py::none(),
+      py::arg("r"), py::arg("order"), py::arg("offsets"), py::arg("eps"), py::arg("n_threads"),
+      py::arg("v") = py::none(),
       "sum over ordered pairs inside groups of max(0, |r_j - r_i| - eps)^2, its gradient in r and (v given) "
       "the generalised Hessian times v. Returns (loss, g, Hv or None).");
   m.def(
       "svrank_linear_oracle",
-      [](RowMatrixCRef X, VectorCRef y, VectorCRef w, IndexVectorCRef offsets, double C, double eps, int n_threads) {
+      [](RowMatrixCRef X, VectorCRef y, VectorCRef w, IndexVectorCRef order, IndexVectorCRef offsets, double C,
+         double eps, int n_threads) {
+        const GroupIndex gi = bindings::group_index(order, offsets, X.rows());
         Vector grad;
         double R;
         {
           py::gil_scoped_release release;
-          R = svrank_linear_oracle(X, y, w, offsets, C, eps, grad, n_threads);
+          R = svrank_linear_oracle(X, y, w, gi.offsets, C, eps, grad, n_threads);
         }
         return std::make_pair(R, std::move(grad));
       },
-      py::arg("X").noconvert(), py::arg("y").noconvert(), py::arg("w").noconvert(), py::arg("offsets").noconvert(),
-      py::arg("C"), py::arg("eps"), py::arg("n_threads"),
+      py::arg("X").noconvert(), py::arg("y").noconvert(), py::arg("w").noconvert(), py::arg("order"),
+      py::arg("offsets"), py::arg("C"), py::arg("eps"), py::arg("n_threads"),
       "R(w) = C/N * pair loss of Xw - y and its subgradient X^T (C/N) g. Returns (R, grad).");
   m.def(
       "svrank_linear",
-      [](RowMatrixCRef X, VectorCRef y, IndexVectorCRef offsets, double C, double eps, double tol, Index max_iter,
-         int n_threads) {
+      [](RowMatrixCRef X, VectorCRef y, IndexVectorCRef order, IndexVectorCRef offsets, double C, double eps,
+         double tol, Index max_iter, int n_threads) {
+        const GroupIndex gi = bindings::group_index(order, offsets, X.rows());
         SvrankResult r;
         {
           py::gil_scoped_release release;
-          r = svrank_linear(X, y, offsets, make_options(C, eps, tol, max_iter, n_threads));
+          r = svrank_linear(X, y, gi.offsets, make_options(C, eps, tol, max_iter, n_threads));
         }
         return pack(std::move(r));
       },
-      py::arg("X").noconvert(), py::arg("y").noconvert(), py::arg("offsets").noconvert(), py::arg("C"),
+      py::arg("X").noconvert(), py::arg("y").noconvert(), py::arg("order"), py::arg("offsets"), py::arg("C"),
       py::arg("eps"), py::arg("tol"), py::arg("max_iter"), py::arg("n_threads"),
       "Linear SVRank by cutting planes. Returns (w, n_iter, converged, objective, lower_bound, gap_history).");
   m.def(
       "svrank_kernel",
-      [](MatrixCRef K, VectorCRef y, IndexVectorCRef offsets, double C, double eps, double tol, Index max_iter,
-         int n_threads) {
+      [](MatrixCRef K, VectorCRef y, IndexVectorCRef order, IndexVectorCRef offsets, double C, double eps, double tol,
+         Index max_iter, int n_threads) {
+        const GroupIndex gi = bindings::group_index(order, offsets, K.rows());
         SvrankResult r;
         {
           py::gil_scoped_release release;
-          r = svrank_kernel(K, y, offsets, make_options(C, eps, tol, max_iter, n_threads));
+          r = svrank_kernel(K, y, gi.offsets, make_options(C, eps, tol, max_iter, n_threads));
         }
         return pack(std::move(r));
       },
-      py::arg("K").noconvert(), py::arg("y").noconvert(), py::arg("offsets").noconvert(), py::arg("C"),
+      py::arg("K").noconvert(), py::arg("y").noconvert(), py::arg("order"), py::arg("offsets"), py::arg("C"),
       py::arg("eps"), py::arg("tol"), py::arg("max_iter"), py::arg("n_threads"),
       "Kernel SVRank (f = K beta) by cutting planes. Returns (beta, n_iter, converged, objective, lower_bound, "
       "gap_history).");

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <limits>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "fastrank/errors.hpp"
@@ -15,26 +16,23 @@ namespace fastrank {
 // Implicit Laplacian
 // ---------------------------------------------------------------------------------------------
 
-RankingLaplacian RankingLaplacian::groups(Index m, const std::int64_t* codes, Index n_groups,
-                                          VectorCRef pair_weight) {
+RankingLaplacian RankingLaplacian::groups(GroupIndex groups, VectorCRef pair_weight) {
+  const Index n_groups = groups.n_groups();
   require(n_groups >= 1, "at least one group is needed");
   require(pair_weight.size() == n_groups, "pair_weight needs one entry per group");
   RankingLaplacian L;
   L.kind = Kind::Groups;
-  L.m = m;
-  L.codes = codes;
-  L.group_size = Vector::Zero(n_groups);
-  for (Index i = 0; i < m; ++i) {
-    const std::int64_t q = codes[i];
-    require(q >= 0 && q < n_groups, "group code out of range");
-    L.group_size[q] += 1.0;
-  }
+  L.m = groups.n_rows();
+  L.codes = groups.row_groups();
+  L.group_size.resize(n_groups);
   L.pair_weight.resize(n_groups);
   for (Index q = 0; q < n_groups; ++q) {
+    L.group_size[q] = static_cast<double>(groups.group_size(q));
     require(L.group_size[q] >= 1.0, "every group must contain at least one row");
     require(std::isfinite(pair_weight[q]) && pair_weight[q] > 0.0, "pair weights must be finite and > 0");
     L.pair_weight[q] = pair_weight[q];
   }
+  L.rows = std::move(groups);
   return L;
 }
 
@@ -108,17 +106,6 @@ RowMatrix RankingLaplacian::target_vector(const RowMatrix& Y) const {
 
 namespace {
 
-// Group rows by code (counting sort): rows of group q are order[start[q] .. start[q+1]).
-void rows_by_group(const RankingLaplacian& L, std::vector<Index>& order, std::vector<Index>& start) {
-  const Index q = L.group_size.size();
-  start.assign(q + 1, 0);
-  for (Index i = 0; i < L.m; ++i) ++start[L.codes[i] + 1];
-  for (Index g = 0; g < q; ++g) start[g + 1] += start[g];
-  order.resize(L.m);
-  std::vector<Index> fill(start.begin(), start.end() - 1);
-  for (Index i = 0; i < L.m; ++i) order[fill[L.codes[i]]++] = i;
-}
-
 // Scatter helper: merges a sparse row (duplicates summed, any index order) in a dense buffer.
 struct RowMerger {
   Vector buf;
@@ -153,9 +140,8 @@ Vector jacobi_csr(const CsrView<I>& X, const RankingLaplacian& L) {
     for (Index t = X.begin(i); t < X.end(i); ++t) row.add(static_cast<Index>(X.indices[t]), X.data[t]);
   };
   if (L.kind == RankingLaplacian::Kind::Groups) {
-    std::vector<Index> order, start;
-    rows_by_group(L, order, start);
-    for (Index q = 0; q + 1 < static_cast<Index>(start.size()); ++q) {
+    const IndexVector &order = L.rows.order, &start = L.rows.offsets;
+    for (Index q = 0; q + 1 < start.size(); ++q) {
       const double c = L.pair_weight[q], nq = L.group_size[q];
       for (Index s = start[q]; s < start[q + 1]; ++s) {
         merge_row(order[s]);
@@ -235,7 +221,7 @@ class CsrDesign {
     xp_.resize(m);
     sums_.resize(parts);
     const double* pv = P.data();
-    const std::int64_t* codes = L.codes;
+    const std::int64_t* codes = L.codes.data();
     run_chunks(bounds_, [&](int p, Index lo, Index hi) {
       Vector& S = sums_[p];
       S.setZero(q);
@@ -306,10 +292,9 @@ class DenseDesign {
     require(X_.rows() == L.m, "Jacobi diagonal: row count mismatch");
     Vector d = Vector::Zero(n);
     if (L.kind == RankingLaplacian::Kind::Groups) {
-      std::vector<Index> order, start;
-      rows_by_group(L, order, start);
+      const IndexVector &order = L.rows.order, &start = L.rows.offsets;
       Eigen::RowVectorXd s(n);
-      for (Index q = 0; q + 1 < static_cast<Index>(start.size()); ++q) {
+      for (Index q = 0; q + 1 < start.size(); ++q) {
         const double c = L.pair_weight[q], nq = L.group_size[q];
         s.setZero();
         for (Index t = start[q]; t < start[q + 1]; ++t) {

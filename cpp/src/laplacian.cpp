@@ -2,33 +2,27 @@
 
 #include <cmath>
 #include <string>
+#include <utility>
 
 #include "fastrank/errors.hpp"
 #include "fastrank/parallel.hpp"
 
 namespace fastrank {
 
-GroupStructure GroupStructure::from_offsets(const IndexVector& offsets, VectorCRef pair_weight) {
-  require(offsets.size() >= 2, "group offsets need at least one group");
-  require(offsets[0] == 0, "group offsets must start at 0");
-  const Index q = offsets.size() - 1;
+GroupStructure GroupStructure::from_index(GroupIndex groups, VectorCRef pair_weight) {
+  const Index q = groups.n_groups();
+  require(q >= 1, "group offsets need at least one group");
   require(pair_weight.size() == q, "pair_weight needs one entry per group");
   GroupStructure g;
-  g.offsets = offsets;
+  static_cast<GroupIndex&>(g) = std::move(groups);
   g.scale.resize(q);
   for (Index k = 0; k < q; ++k) {
-    const Index n = offsets[k + 1] - offsets[k];
+    const Index n = g.group_size(k);
     require(n >= 1, "every group must contain at least one row");
     require(std::isfinite(pair_weight[k]) && pair_weight[k] > 0.0, "pair weights must be finite and > 0");
     g.scale[k] = std::sqrt(pair_weight[k] * static_cast<double>(n));
   }
   return g;
-}
-
-GroupStructure GroupStructure::all_pairs(Index m) {
-  IndexVector offsets(2);
-  offsets << 0, m;
-  return from_offsets(offsets, Vector::Ones(1));
 }
 
 double n_relevant_pairs(const GroupStructure& g) {

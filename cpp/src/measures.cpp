@@ -15,23 +15,6 @@ namespace fastrank {
 namespace {
 
 
-// Start of every group in (group, row) order from per-row codes, by counting (codes == nullptr:
-// one group with every row).
-std::vector<Index> group_offsets(const std::int64_t* codes, Index m, Index n_groups) {
-  std::vector<Index> offsets(static_cast<size_t>(n_groups + 1), 0);
-  if (codes == nullptr) {
-    require(n_groups == 1, "codes missing for several groups");
-    offsets[1] = m;
-    return offsets;
-  }
-  for (Index i = 0; i < m; ++i) {
-    require(codes[i] >= 0 && codes[i] < n_groups, "group code out of range");
-    ++offsets[codes[i] + 1];
-  }
-  for (Index q = 0; q < n_groups; ++q) offsets[q + 1] += offsets[q];
-  return offsets;
-}
-
 inline std::uint64_t double_bits(double v) {
   if (v == 0.0) v = 0.0;  // -0.0 and 0.0 are one value
   std::uint64_t b;
@@ -510,9 +493,9 @@ void dense_ranks_from_order(const double* y, const std::int64_t* order, Index m,
 }
 
 RowMatrix pair_statistics(const double* f, const std::int64_t* f_order, const std::int32_t* yrank,
-                          const double* values, Index K, Index m, const std::int64_t* codes, Index n_groups,
-                          bool weighted, int n_threads) {
-  require(n_groups >= 1, "n_groups must be >= 1");
+                          const double* values, Index K, const GroupIndex& groups, bool weighted,
+                          int n_threads) {
+  const Index m = groups.n_rows(), n_groups = groups.n_groups();
   RowMatrix out = RowMatrix::Zero(n_groups, kNumPairStats);
   if (m == 0) return out;
   // One group: the sweep streams through f_order (no copies).  Several groups: rows gathered
@@ -520,9 +503,12 @@ RowMatrix pair_statistics(const double* f, const std::int64_t* f_order, const st
   std::vector<double> fs;
   std::vector<std::int32_t> rk;
   for (Index k = 0; k < m; ++k) require(f_order[k] >= 0 && f_order[k] < m, "f_order is not a permutation");
-  const std::vector<Index> offsets = group_offsets(codes, m, n_groups);
+  const IndexVector& offsets = groups.offsets;
+  // one group: no per-row group codes, the sweep streams through f_order
+  const std::vector<std::int64_t> row_group = n_groups > 1 ? groups.row_groups() : std::vector<std::int64_t>();
+  const std::int64_t* codes = n_groups > 1 ? row_group.data() : nullptr;
   if (codes != nullptr) {
-    std::vector<Index> pos(offsets.begin(), offsets.end() - 1);
+    std::vector<Index> pos(offsets.data(), offsets.data() + n_groups);
     fs.resize(m);
     rk.resize(m);
     constexpr Index ahead = 16;
@@ -570,18 +556,15 @@ RowMatrix pair_statistics(const double* f, const std::int64_t* f_order, const st
   return out;
 }
 
-RowMatrix dcg_statistics(const double* y, const double* f, const std::int64_t* codes, Index m, Index n_groups,
-                         Index k, int gain, int n_threads) {
-  require(n_groups >= 1, "n_groups must be >= 1");
+RowMatrix dcg_statistics(const double* y, const double* f, const GroupIndex& groups, Index k, int gain,
+                         int n_threads) {
+  const Index m = groups.n_rows(), n_groups = groups.n_groups();
   RowMatrix out = RowMatrix::Zero(n_groups, 2);
-  // Group blocks by a counting sort of the codes; each block holds (score, gain) pairs.
-  const std::vector<Index> offsets = group_offsets(codes, m, n_groups);
+  // Group blocks in group order; each block holds (score, gain) pairs.
+  const IndexVector& offsets = groups.offsets;
   auto g = [gain](double v) { return gain == 1 ? std::exp2(v) - 1.0 : v; };
   std::vector<std::pair<double, double>> items(m);  // (-score, gain): ascending = best first
-  {
-    std::vector<Index> pos(offsets.begin(), offsets.end() - 1);
-    for (Index i = 0; i < m; ++i) items[pos[codes == nullptr ? 0 : codes[i]]++] = {-f[i], g(y[i])};
-  }
+  for (Index p = 0; p < m; ++p) items[p] = {-f[groups.order[p]], g(y[groups.order[p]])};
   Index max_n = 0;
   for (Index q = 0; q < n_groups; ++q) max_n = std::max<Index>(max_n, offsets[q + 1] - offsets[q]);
   const Index cut = k <= 0 ? max_n : std::min<Index>(k, max_n);
@@ -624,14 +607,6 @@ RowMatrix dcg_statistics(const double* y, const double* f, const std::int64_t* c
 }
 
 namespace {
-
-// Rows of every group, gathered (counting sort by code): idx[offsets[q] .. offsets[q+1]).
-std::vector<Index> grouped_rows(const std::int64_t* codes, Index m, const std::vector<Index>& offsets) {
-  std::vector<Index> idx(static_cast<size_t>(m));
-  std::vector<Index> pos(offsets.begin(), offsets.end() - 1);
-  for (Index i = 0; i < m; ++i) idx[pos[codes == nullptr ? 0 : codes[i]]++] = i;
-  return idx;
-}
 
 struct DomNode {
   double v[kNumDominance];
@@ -701,13 +676,12 @@ inline std::int32_t* brank_buf(std::vector<std::int32_t>& r, Index n) {
 
 }  // namespace
 
-RowMatrix dominance_sums(const double* a, const double* b, const std::int64_t* codes, Index m, Index n_groups,
-                         int n_threads) {
-  require(n_groups >= 1, "n_groups must be >= 1");
+RowMatrix dominance_sums(const double* a, const double* b, const GroupIndex& groups, int n_threads) {
+  const Index m = groups.n_rows(), n_groups = groups.n_groups();
   RowMatrix out = RowMatrix::Zero(n_groups, kNumDominance);
   if (m == 0) return out;
-  const std::vector<Index> offsets = group_offsets(codes, m, n_groups);
-  const std::vector<Index> idx = grouped_rows(codes, m, offsets);
+  const IndexVector& offsets = groups.offsets;
+  const IndexVector& idx = groups.order;
   parallel_for(0, n_groups, n_threads, 1, [&](Index q0, Index q1) {
     std::vector<double> ac, bc, sa;
     std::vector<Index> ord;
@@ -785,14 +759,13 @@ RowMatrix dominance_sums(const double* a, const double* b, const std::int64_t* c
   return out;
 }
 
-RowMatrix threshold_pair_sums(const double* z, const std::int64_t* codes, Index m, Index n_groups, double eps,
-                              int n_threads) {
-  require(n_groups >= 1, "n_groups must be >= 1");
+RowMatrix threshold_pair_sums(const double* z, const GroupIndex& groups, double eps, int n_threads) {
+  const Index m = groups.n_rows(), n_groups = groups.n_groups();
   require(eps >= 0.0, "eps must be >= 0");
   RowMatrix out = RowMatrix::Zero(n_groups, 3);
   if (m == 0) return out;
-  const std::vector<Index> offsets = group_offsets(codes, m, n_groups);
-  const std::vector<Index> idx = grouped_rows(codes, m, offsets);
+  const IndexVector& offsets = groups.offsets;
+  const IndexVector& idx = groups.order;
   parallel_for(0, n_groups, n_threads, 1, [&](Index q0, Index q1) {
     std::vector<double> zs, s1, s2;
     for (Index q = q0; q < q1; ++q) {

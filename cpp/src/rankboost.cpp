@@ -248,14 +248,39 @@ RankBoostCandidates rankboost_candidates(const RowMatrixCRef& X, Index n_thresho
   return c;
 }
 
-RankBoostResult rankboost_fit_graded(const RowMatrixCRef& X, const RankBoostCandidates& cand,
-                                     const std::int64_t* block, const std::int64_t* group_blocks,
-                                     Index n_groups, const double* group_weight, Index n_rounds,
+namespace {
+
+// Level blocks of graded feedback: the rows of group g with one y value form a block; the blocks
+// of group g are group_blocks[g] .. group_blocks[g+1]-1 in increasing y.  Returns the block of
+// every row.
+std::vector<std::int64_t> level_blocks(const double* y, const GroupIndex& groups,
+                                       std::vector<std::int64_t>& group_blocks) {
+  std::vector<std::int64_t> block(static_cast<size_t>(groups.n_rows())), rows;
+  group_blocks.assign(static_cast<size_t>(groups.n_groups() + 1), 0);
+  std::int64_t n_blocks = 0;
+  for (Index g = 0; g < groups.n_groups(); ++g) {
+    group_blocks[g] = n_blocks;
+    rows.assign(groups.order.data() + groups.offsets[g], groups.order.data() + groups.offsets[g + 1]);
+    std::stable_sort(rows.begin(), rows.end(), [y](std::int64_t a, std::int64_t b) { return y[a] < y[b]; });
+    for (size_t t = 0; t < rows.size(); ++t) {
+      if (t == 0 || y[rows[t]] != y[rows[t - 1]]) ++n_blocks;
+      block[rows[t]] = n_blocks - 1;
+    }
+  }
+  group_blocks.back() = n_blocks;
+  return block;
+}
+
+}  // namespace
+
+RankBoostResult rankboost_fit_graded(const RowMatrixCRef& X, const RankBoostCandidates& cand, const double* y,
+                                     const GroupIndex& groups, const double* group_weight, Index n_rounds,
                                      int n_threads, const RankBoostRule& rule) {
-  const Index m = cand.m;
-  require(n_groups >= 1, "no groups");
+  const Index m = cand.m, n_groups = groups.n_groups();
+  require(n_groups >= 1 && groups.n_rows() == m, "groups must cover the rows of X");
+  std::vector<std::int64_t> group_blocks;
+  const std::vector<std::int64_t> block = level_blocks(y, groups, group_blocks);
   const Index n_blocks = group_blocks[n_groups];
-  for (Index x = 0; x < m; ++x) require(block[x] >= 0 && block[x] < n_blocks, "block id out of range");
   for (Index g = 0; g < n_groups; ++g) require(group_weight[g] > 0.0, "group weights must be > 0");
   // Log-domain block sums: F grows with the rounds and e^F would overflow.
   std::vector<double> mx(n_blocks), mn(n_blocks), logU(n_blocks), logW(n_blocks), logA(n_blocks),

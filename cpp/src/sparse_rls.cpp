@@ -12,30 +12,19 @@
 
 namespace fastrank {
 
-void apply_sqrt_laplacian_codes(MatrixRef Y, const std::int64_t* codes, Index n_groups, VectorCRef pair_weight,
-                                int n_threads) {
-  const Index m = Y.rows();
-  require(n_groups >= 1, "at least one group is needed");
-  require(pair_weight.size() == n_groups, "pair_weight needs one entry per group");
-  Vector size = Vector::Zero(n_groups);
-  for (Index i = 0; i < m; ++i) {
-    require(codes[i] >= 0 && codes[i] < n_groups, "group code out of range");
-    size[codes[i]] += 1.0;
-  }
-  Vector scale(n_groups);
-  for (Index q = 0; q < n_groups; ++q) {
-    require(size[q] >= 1.0, "every group must contain at least one row");
-    require(std::isfinite(pair_weight[q]) && pair_weight[q] > 0.0, "pair weights must be finite and > 0");
-    scale[q] = std::sqrt(pair_weight[q] * size[q]);
-  }
+void apply_sqrt_laplacian_rows(MatrixRef Y, const GroupStructure& g, int n_threads) {
+  require(Y.rows() == g.n_rows(), "apply_sqrt_laplacian_rows: row count mismatch");
+  const std::int64_t* order = g.order.data();
   parallel_for(0, Y.cols(), n_threads, 1, [&](Index lo, Index hi) {
-    Vector mean(n_groups);
     for (Index j = lo; j < hi; ++j) {
       double* col = Y.col(j).data();
-      mean.setZero();
-      for (Index i = 0; i < m; ++i) mean[codes[i]] += col[i];
-      mean.array() /= size.array();
-      for (Index i = 0; i < m; ++i) col[i] = scale[codes[i]] * (col[i] - mean[codes[i]]);
+      for (Index q = 0; q < g.n_groups(); ++q) {
+        const Index o = g.offsets[q], e = g.offsets[q + 1];
+        double mean = 0.0;
+        for (Index p = o; p < e; ++p) mean += col[order[p]];
+        mean /= static_cast<double>(e - o);
+        for (Index p = o; p < e; ++p) col[order[p]] = g.scale[q] * (col[order[p]] - mean);
+      }
     }
   });
 }
@@ -113,12 +102,12 @@ SubsetDecomposition sparse_rls_decompose_gram(MatrixCRef H, MatrixCRef g, Matrix
   return decompose_gram(H, g, KRR);
 }
 
-SubsetDecomposition sparse_rls_decompose_groups(MatrixRef KRt, MatrixCRef Y, const std::int64_t* codes,
-                                                Index n_groups, VectorCRef pair_weight, MatrixCRef KRR, int n_threads) {
+SubsetDecomposition sparse_rls_decompose_groups(MatrixRef KRt, MatrixCRef Y, const GroupStructure& groups,
+                                                MatrixCRef KRR, int n_threads) {
   require(Y.rows() == KRt.rows(), "targets must have one row per input");
-  apply_sqrt_laplacian_codes(KRt, codes, n_groups, pair_weight, n_threads);
+  apply_sqrt_laplacian_rows(KRt, groups, n_threads);
   Matrix T = Y;
-  apply_sqrt_laplacian_codes(T, codes, n_groups, pair_weight, 1);
+  apply_sqrt_laplacian_rows(T, groups, 1);
   return decompose(KRt, T, KRR);
 }
 

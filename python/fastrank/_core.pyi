@@ -1,7 +1,9 @@
 """Type stub for fastrank._core, the private compiled module (use the fastrank package).
 
 Arrays are numpy float64/int64 arrays; see each function's docstring (help(fastrank._core.NAME))
-for shapes.  Signatures are deliberately loose: the Python layer validates before calling."""
+for shapes.  Signatures are deliberately loose: the Python layer validates before calling.
+Query groups cross in one form: ``order, offsets`` (int64) of fastrank._validation.group_index,
+rows of group g being order[offsets[g]:offsets[g+1]]; per-group pair weights travel beside them."""
 
 from typing import Any
 

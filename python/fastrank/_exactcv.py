@@ -184,8 +184,7 @@ class DualRoute(_Route):
                                n_cols=self.problem.n_features)
         self.Xd = np.ascontiguousarray(self.Xg.toarray() if issparse(self.Xg) else self.Xg) if low_rank else None
         self.Yg = self.problem.targets_grouped()
-        self.scale = self.problem.sqrt_laplacian_scale()
-        self.offsets = self.groups.offsets.astype(np.int64)
+        self.group_args = (self.groups.order, self.groups.offsets, self.problem.pair_weight())
         self._V = self._sigma = self._P = self._SX = None
 
     @functools.cached_property
@@ -234,7 +233,7 @@ class DualRoute(_Route):
                 self._sigma = np.ascontiguousarray(lam[keep])
             self._SX = SX
         else:
-            self._V, self._sigma = _core.cv_spectral(self.K, self.offsets, self.scale, self.n_threads)
+            self._V, self._sigma = _core.cv_spectral(self.K, *self.group_args, self.n_threads)
 
     @_in_region
     def P(self):
@@ -244,7 +243,7 @@ class DualRoute(_Route):
             if self.low_rank:
                 self._P = np.asfortranarray(self.Xd @ (self._SX.T @ V))  # K S V = X (S X)^T V
             else:
-                self._P = _core.cv_ksv(self.K, self.offsets, self.scale, V)
+                self._P = _core.cv_ksv(self.K, *self.group_args, V)
         return self._P
 
     @_in_region
@@ -254,13 +253,13 @@ class DualRoute(_Route):
             if not self.grouped:
                 return _core.cv_object_lpo_inverse(self.K, self.c, alpha, self.Yg, pairs, self.n_threads)
             pg = np.ascontiguousarray(self.groups.inverse[pairs])
-            return _core.cv_query_lpo_inverse(self.K, self.offsets, self.scale, alpha, self.Yg, pg, self.n_threads)
+            return _core.cv_query_lpo_inverse(self.K, *self.group_args, alpha, self.Yg, pg, self.n_threads)
         V, sigma = self.decompose()
         if not self.grouped:
             M, mu, h = _core.cv_object_prepare(self.K, V, sigma, self.c, alpha, self.Yg)
             return _core.cv_object_lpo_pairs(M, mu, h, self.Yg, self.c, pairs, self.n_threads)
         pg = np.ascontiguousarray(self.groups.inverse[pairs])
-        return _core.cv_query_lpo(self.P(), V, sigma, self.offsets, self.scale, alpha, self.Yg, pg, self.n_threads)
+        return _core.cv_query_lpo(self.P(), V, sigma, *self.group_args, alpha, self.Yg, pg, self.n_threads)
 
     @_in_region
     def lpo_disagreement(self, pairs, alpha):
@@ -270,14 +269,14 @@ class DualRoute(_Route):
             if not self.grouped:
                 return _core.cv_object_lpo_inverse_disagreement(self.K, self.c, alpha, self.Yg, pairs, self.n_threads)
             pg = np.ascontiguousarray(self.groups.inverse[pairs])
-            return _core.cv_query_lpo_inverse_disagreement(self.K, self.offsets, self.scale, alpha, self.Yg, pg,
+            return _core.cv_query_lpo_inverse_disagreement(self.K, *self.group_args, alpha, self.Yg, pg,
                                                            self.n_threads)
         V, sigma = self.decompose()
         if not self.grouped:
             M, mu, h = _core.cv_object_prepare(self.K, V, sigma, self.c, alpha, self.Yg)
             return _core.cv_object_lpo_disagreement(M, mu, h, self.Yg, self.c, pairs, self.n_threads)
         pg = np.ascontiguousarray(self.groups.inverse[pairs])
-        return _core.cv_query_lpo_disagreement(self.P(), V, sigma, self.offsets, self.scale, alpha, self.Yg, pg,
+        return _core.cv_query_lpo_disagreement(self.P(), V, sigma, *self.group_args, alpha, self.Yg, pg,
                                                self.n_threads)
 
     @_in_region
@@ -289,20 +288,19 @@ class DualRoute(_Route):
         if not self.grouped:
             return _core.cv_object_holdout(self.K, V, sigma, self.c, alpha, self.Yg, rows, fold_offsets)
         rg = self.groups.inverse[rows].astype(np.int64)
-        return _core.cv_group_holdout(self.P(), V, sigma, self.offsets, self.scale, alpha, self.Yg, rg, fold_offsets)
+        return _core.cv_group_holdout(self.P(), V, sigma, *self.group_args, alpha, self.Yg, rg, fold_offsets)
 
     @_in_region
     def leave_group_out(self, alpha):
         """(m, v) predictions, each group held out in turn (eq. 33), from the Cholesky factor of ``S K S + alpha I``
         and the diagonal blocks of its inverse."""
-        out = _core.cv_leave_group_out_inverse(self.K, self.offsets, self.scale, alpha, self.Yg, self.n_threads)
-        return self.groups.untake(out, 0)
+        return _core.cv_leave_group_out_inverse(self.K, *self.group_args, alpha, self.Yg, self.n_threads)
 
     @_in_region
     def leave_group_out_path(self, alphas):
         v = self.Y.shape[1]
-        out = _core.cv_leave_group_out_path(self.K, self.offsets, self.scale, alphas, self.Yg, self.n_threads)
-        return np.stack([self.groups.untake(out[:, k * v:(k + 1) * v], 0) for k in range(alphas.size)])
+        out = _core.cv_leave_group_out_path(self.K, *self.group_args, alphas, self.Yg, self.n_threads)
+        return np.stack([out[:, k * v:(k + 1) * v] for k in range(alphas.size)])
 
     @_in_region
     def solve(self, alpha):
@@ -310,9 +308,9 @@ class DualRoute(_Route):
         factor when it exists (eq. 31: u = V (Sigma + alpha)^-1 V^T S y + (S y - V V^T S y) / alpha, A = S u), else
         from one Cholesky factor of S K S + alpha I over the kernel at hand."""
         if self.uses_cholesky(alpha):
-            A, _ = _core.rankrls_dual_scores(np.array(self.K, order="F"), self.offsets, self.problem.pair_weight(),
-                                             self.Yg, np.array([alpha]), self.n_threads)
-            return self.groups.untake(_by_alpha(A, 1)[0])
+            A, _ = _core.rankrls_dual_scores(np.array(self.K, order="F"), *self.group_args, self.Yg,
+                                             np.array([alpha]), self.n_threads)
+            return _by_alpha(A, 1)[0]
         V, sigma = self.decompose()
         Sy = self.problem.apply_S(self.Yg)
         c = V.T @ Sy

@@ -23,6 +23,7 @@ import scipy.linalg
 import scipy.sparse as sp
 
 from . import _core
+from ._validation import group_index
 
 __all__ = [
     "linear_features",
@@ -161,13 +162,15 @@ def feature_holdout(Phi, Y, codes, n_groups, alpha, sets, *, normalized=False, p
 
 
 def _grouping(codes, n_groups, m, normalized, pair_weight):
-    """Rows in group order (stable), the group offsets and the pair weight c_q of every group."""
+    """The core's groups (order, offsets) of ``codes`` 0..n_groups-1 and the pair weight c_q of every
+    group."""
     codes = np.asarray(codes, dtype=np.int64)
     if codes.shape != (m,):
         raise ValueError(f"codes must have one entry per row ({m}), got shape {codes.shape}")
-    order = np.argsort(codes, kind="stable").astype(np.int64)
-    sizes = np.bincount(codes, minlength=n_groups).astype(np.int64)
-    offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+    gi = group_index(codes, m)
+    if not np.array_equal(gi.labels, np.arange(n_groups)):
+        raise ValueError(f"codes must name every group 0..{n_groups - 1} at least once")
+    order, offsets, sizes = gi.order, gi.offsets, gi.sizes
     if pair_weight is not None:
         weight = np.asarray(pair_weight, dtype=np.float64)
     else:

@@ -402,8 +402,7 @@ class RankingProblem:
         if self.is_graph:
             g = self.graph
             return dict(head=g.head, tail=g.tail, weight=g.weight, targets=g.target)
-        return dict(codes=np.ascontiguousarray(self.codes, dtype=np.int64), n_groups=int(self.n_groups),
-                    pair_weight=self.pair_weight())
+        return dict(order=self.groups.order, offsets=self.offsets, pair_weight=self.pair_weight())
 
     def check_informative_targets(self):
         """Every output must order at least one relevant pair (else there is nothing to learn)."""

@@ -23,7 +23,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from . import _core
 from ._base import N_JOBS, Ranker, StrOptions, positive_int
-from ._problem import check_pairs
+from ._problem import _tie_cells, check_pairs
 from ._progress import progress
 from ._registry import register_estimator
 from ._validation import as_float_matrix, check_n_jobs, group_index
@@ -35,27 +35,12 @@ _MISSING = ("error", "q_def")
 _ALPHA_RULES = ("freund", "exact")
 
 
-def graded_blocks(y, groups, m):
-    """Level blocks of graded feedback: (block id per row, first block of each group (n_groups+1),
-    number of crucial pairs per group).  Blocks of a group are numbered by increasing y."""
-    gi = group_index(groups, m)
-    codes = gi.codes
-    order = np.lexsort((y, codes))
-    ys, cs = y[order], codes[order]
-    new = np.empty(m, dtype=bool)
-    new[0] = True
-    new[1:] = (cs[1:] != cs[:-1]) | (ys[1:] != ys[:-1])
-    block_sorted = np.cumsum(new) - 1
-    block = np.empty(m, dtype=np.int64)
-    block[order] = block_sorted
-    n_blocks = int(block_sorted[-1]) + 1
-    block_group = cs[new]
-    blocks_per_group = np.bincount(block_group, minlength=gi.n_groups)
-    group_blocks = np.concatenate([[0], np.cumsum(blocks_per_group)]).astype(np.int64)
-    block_size = np.bincount(block_sorted, minlength=n_blocks).astype(np.float64)
-    sq = np.bincount(block_group, weights=block_size**2, minlength=gi.n_groups)
-    n_pairs = (gi.sizes.astype(np.float64) ** 2 - sq) / 2.0
-    return block, group_blocks, n_pairs
+def _crucial_pairs(y, gi):
+    """Crucial pairs per group: the pairs of the group whose targets differ."""
+    cells = _tie_cells(y.reshape(-1, 1), gi)
+    t = cells.sizes.astype(np.float64)
+    tied = np.bincount(gi.codes[cells.order[cells.offsets[:-1]]], weights=t**2, minlength=gi.n_groups)
+    return (gi.sizes.astype(np.float64) ** 2 - tied) / 2.0
 
 
 @register_estimator
@@ -159,7 +144,8 @@ class RankBoost(Ranker):
         X = self._check_X(X, min_rows=2)
         m = X.shape[0]
         y = self._check_target_vector(y, m)
-        block, group_blocks, n_pairs = graded_blocks(y, groups, m)
+        gi = group_index(groups, m)
+        n_pairs = _crucial_pairs(y, gi)
         if not np.any(n_pairs > 0):
             where = "inside any group" if groups is not None else "among the rows"
             raise ValueError(
@@ -171,7 +157,7 @@ class RankBoost(Ranker):
         else:
             weight = np.ones(n_pairs.size)
         with progress(total=T, desc="RankBoost", unit="round", verbose=self.verbose) as bar:
-            res = _core.rankboost_fit_graded(X, block, group_blocks, weight, T, k, n_threads, self.alpha_rule,
+            res = _core.rankboost_fit_graded(X, y, gi.order, gi.offsets, weight, T, k, n_threads, self.alpha_rule,
                                              0.5 / float(n_pairs.sum()), self._round_callback(bar))
         return self._set_fitted(X, res)
 

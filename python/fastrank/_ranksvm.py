@@ -49,8 +49,7 @@ def _group_structure(y, groups, m):
             f"No preference pairs: y takes a single value {where}, so no pair (i, j) has y_i > y_j "
             "(RankSVM learns only from such pairs)."
         )
-    return dict(y=y, order=np.ascontiguousarray(gi.order, dtype=np.int64),
-                offsets=np.ascontiguousarray(gi.offsets, dtype=np.int64))
+    return dict(y=y, order=gi.order, offsets=gi.offsets)
 
 
 def _graph_structure(pairs, weights, m):

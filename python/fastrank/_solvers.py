@@ -208,8 +208,7 @@ def solve_primal(problem, alphas, n_threads):
             shifted = _core.solve_shifted_system_tridiag if alphas.size > 1 else _core.solve_shifted_system
             W, rcond = shifted(system[0], system[1], alphas)
         else:
-            order = np.empty(0, dtype=np.int64) if gi.is_identity else gi.order
-            W, rcond = _core.rankrls_primal_scores(X, order, gi.offsets, problem.pair_weight(),
+            W, rcond = _core.rankrls_primal_scores(X, gi.order, gi.offsets, problem.pair_weight(),
                                                    problem.targets_grouped(), alphas, n_threads)
     _warn_if_ill_conditioned(rcond)
     W = _by_alpha(W, alphas.size)
@@ -270,10 +269,11 @@ def solve_dual(problem, spec, alphas, n_threads):
         # many alphas: one tridiagonal reduction S K S = Q T Q^T, O(m) per alpha, Q applied once
         # (eq. 31 without the eigenvectors: ~0.4x the eigendecomposition route)
         dual_scores = _core.rankrls_dual_scores_tridiag if alphas.size > 1 else _core.rankrls_dual_scores
-        A, rcond = dual_scores(Kg, gi.offsets, problem.pair_weight(), problem.targets_grouped(), alphas, n_threads)
+        A, rcond = dual_scores(Kg, gi.order, gi.offsets, problem.pair_weight(), problem.targets_grouped(), alphas,
+                               n_threads)
         del Kg
         _warn_if_ill_conditioned(rcond)
-        A = gi.untake(_by_alpha(A, alphas.size), axis=1)
+        A = _by_alpha(A, alphas.size)
     X_fit = None if spec.precomputed else problem.X
     # With the linear kernel the dual model is also a weight vector: W = X^T A (eq. 27).
     # W = X^T A (eq. 27), with X centred as for the kernel (1^T A = 0): no cancellation under an offset
@@ -586,9 +586,9 @@ def _basis_coefficients(problem, spec, alphas, basis, n_threads):
         coefs, _chol, _sigma = _core.sparse_rls_path_graph(KRt, g.head, g.tail, g.weight, g.target, KRR, alphas,
                                                            n_threads)
         return coefs
-    lap = problem.laplacian_args()
-    coefs, _chol, _sigma = _core.sparse_rls_path_groups(KRt, np.asfortranarray(problem.Y), lap["codes"],
-                                                        lap["n_groups"], lap["pair_weight"], KRR, alphas, n_threads)
+    gi = problem.groups
+    coefs, _chol, _sigma = _core.sparse_rls_path_groups(KRt, np.asfortranarray(problem.Y), gi.order, gi.offsets,
+                                                        problem.pair_weight(), KRR, alphas, n_threads)
     return coefs
 
 

@@ -47,7 +47,7 @@ def _conjugate_gradient(hessp, b, rtol, max_iter):
     return x
 
 
-def _squared_newton(Z, y, offsets, c, eps, tol, max_iter, n_threads):
+def _squared_newton(Z, y, groups, c, eps, tol, max_iter, n_threads):
     """Minimiser of F(u) = ||u||^2 + c L2(Z u - y), L2 the squared epsilon-insensitive pair cost
     (``_core.svrank_squared_pair_loss``).  F is convex and continuously differentiable with a
     piecewise-constant generalised Hessian 2 I + c Z^T H Z (H = 4 x the Laplacian of the pairs
@@ -58,7 +58,7 @@ def _squared_newton(Z, y, offsets, c, eps, tol, max_iter, n_threads):
 
     def value_grad(u):
         r = Z @ u - y
-        L, g, _ = _core.svrank_squared_pair_loss(r, offsets, eps, n_threads)
+        L, g, _ = _core.svrank_squared_pair_loss(r, *groups, eps, n_threads)
         return u @ u + c * L, 2.0 * u + c * (Z.T @ g), r
 
     u = np.zeros(Z.shape[1])
@@ -74,7 +74,7 @@ def _squared_newton(Z, y, offsets, c, eps, tol, max_iter, n_threads):
             return u, it - 1, True, history
 
         def hessp(v, r=r):
-            return 2.0 * v + c * (Z.T @ _core.svrank_squared_pair_loss(r, offsets, eps, n_threads, Z @ v)[2])
+            return 2.0 * v + c * (Z.T @ _core.svrank_squared_pair_loss(r, *groups, eps, n_threads, Z @ v)[2])
 
         d = _conjugate_gradient(hessp, -grad, min(0.1, np.sqrt(gn / g0)), 10 * Z.shape[1] + 50)
         slope = float(grad @ d)
@@ -93,9 +93,9 @@ def _squared_newton(Z, y, offsets, c, eps, tol, max_iter, n_threads):
     return u, max_iter, history[-1] <= tol, history
 
 
-def _squared_pair_term(f, y, offsets, c, eps, n_threads):
+def _squared_pair_term(f, y, groups, c, eps, n_threads):
     """(C / N) L2(f - y): the pair term of the squared-cost objective."""
-    return c * _core.svrank_squared_pair_loss(np.ascontiguousarray(f - y), offsets, eps, n_threads)[0]
+    return c * _core.svrank_squared_pair_loss(np.ascontiguousarray(f - y), *groups, eps, n_threads)[0]
 
 
 @register_estimator
@@ -183,20 +183,20 @@ class SVRank(KernelMixin, Ranker):
         gi = group_index(groups, X.shape[0])
         require_preferences(y, gi, "SVRank")
         yg = np.ascontiguousarray(gi.take(y))
-        offsets = np.ascontiguousarray(gi.offsets, dtype=np.int64)
+        grouping = (gi.order, gi.offsets)  # the rows below are in group order
         squared = self.loss == "squared_epsilon_insensitive"
-        c = C / float(np.sum(np.diff(offsets).astype(np.float64) ** 2))  # C / N, N ordered pairs
+        c = C / float(np.sum(gi.sizes.astype(np.float64) ** 2))  # C / N, N ordered pairs
         if spec.linear and squared:
             Xg = np.ascontiguousarray(gi.take(X))
             with stage(f"SVRank Newton (linear, squared cost, m={Xg.shape[0]})", verbose=self.verbose):
-                w, n_iter, converged, history = _squared_newton(Xg, yg, offsets, c, eps, tol, max_iter, n_threads)
-            objective = w @ w + _squared_pair_term(Xg @ w, yg, offsets, c, eps, n_threads)
+                w, n_iter, converged, history = _squared_newton(Xg, yg, grouping, c, eps, tol, max_iter, n_threads)
+            objective = w @ w + _squared_pair_term(Xg @ w, yg, grouping, c, eps, n_threads)
             coef, dual, X_fit, history = w, None, None, np.asarray(history)
         elif spec.linear:
             Xg = np.ascontiguousarray(gi.take(X))
             with stage(f"SVRank cutting planes (linear, m={Xg.shape[0]})", verbose=self.verbose):
                 w, n_iter, converged, objective, lower, history = _core.svrank_linear(
-                    Xg, yg, offsets, C, eps, tol, max_iter, n_threads)
+                    Xg, yg, *grouping, C, eps, tol, max_iter, n_threads)
             coef, dual = w, None
             X_fit = None
         else:  # the squared cost also holds K's Cholesky factor and its row permutation
@@ -216,16 +216,16 @@ class SVRank(KernelMixin, Ranker):
                     L = np.tril(factor)[:, :rank]
                     Z = np.empty((L.shape[0], rank))
                     Z[piv - 1] = L
-                    u, n_iter, converged, history = _squared_newton(Z, yg, offsets, c, eps, tol, max_iter, n_threads)
+                    u, n_iter, converged, history = _squared_newton(Z, yg, grouping, c, eps, tol, max_iter, n_threads)
                 beta = np.zeros(Kg.shape[0])
                 beta[piv[:rank] - 1] = scipy.linalg.solve_triangular(L[:rank], u, lower=True, trans="T")
                 f = Kg @ beta
-                objective = beta @ f + _squared_pair_term(f, yg, offsets, c, eps, n_threads)
+                objective = beta @ f + _squared_pair_term(f, yg, grouping, c, eps, n_threads)
                 history = np.asarray(history)
             else:
                 with stage(f"SVRank cutting planes (kernel, m={X.shape[0]})", verbose=self.verbose):
                     beta, n_iter, converged, objective, lower, history = _core.svrank_kernel(
-                        Kg, yg, offsets, C, eps, tol, max_iter, n_threads)
+                        Kg, yg, *grouping, C, eps, tol, max_iter, n_threads)
             del Kg
             coef, dual = None, gi.untake(beta)
             X_fit = None if precomputed else X

@@ -347,7 +347,7 @@ class GroupIndex:
     grouped order back to the original row.  Ids need not be sorted, contiguous or numeric.
     """
 
-    __slots__ = ("order", "offsets", "labels", "sizes", "inverse", "codes", "is_identity")
+    __slots__ = ("order", "offsets", "labels", "sizes", "codes", "_inverse", "_is_identity")
 
     def __init__(self, order, offsets, labels, codes):
         self.order = order
@@ -355,9 +355,20 @@ class GroupIndex:
         self.labels = labels
         self.codes = codes
         self.sizes = np.diff(offsets)
-        self.inverse = np.empty_like(order)
-        self.inverse[order] = np.arange(order.size, dtype=order.dtype)
-        self.is_identity = bool(np.array_equal(order, np.arange(order.size)))
+        self._inverse = self._is_identity = None  # computed on first use
+
+    @property
+    def inverse(self):
+        if self._inverse is None:
+            self._inverse = np.empty_like(self.order)
+            self._inverse[self.order] = np.arange(self.order.size, dtype=self.order.dtype)
+        return self._inverse
+
+    @property
+    def is_identity(self):
+        if self._is_identity is None:
+            self._is_identity = bool(np.array_equal(self.order, np.arange(self.order.size)))
+        return self._is_identity
 
     @property
     def n_groups(self):
@@ -389,12 +400,23 @@ def group_index(groups, n_rows):
         raise ValueError(f"Complex data not supported: groups has dtype {groups.dtype} (give integer or string ids)")
     if groups.dtype.kind == "f" and not np.isfinite(groups).all():
         raise ValueError("groups contains NaN or infinity")
-    try:
-        labels, codes = np.unique(groups, return_inverse=True)
-    except TypeError as exc:
-        raise TypeError(f"group ids must be mutually comparable: {exc}") from None
-    codes = codes.reshape(-1).astype(np.int64)
-    order = np.argsort(codes, kind="stable").astype(np.int64)
+    lo, hi = (int(groups.min()), int(groups.max())) if groups.dtype.kind in "iu" and n_rows else (0, -1)
+    if -(2**63) <= lo <= hi < 2**63 and hi - lo <= 4 * n_rows + 1024:
+        # integer ids in a modest range: dense codes from a table, no sort
+        shifted = groups.astype(np.int64) - lo
+        present = np.bincount(shifted) > 0
+        labels = (np.flatnonzero(present) + lo).astype(groups.dtype)
+        codes = (np.cumsum(present) - 1)[shifted]
+    else:
+        try:
+            labels, codes = np.unique(groups, return_inverse=True)
+        except TypeError as exc:
+            raise TypeError(f"group ids must be mutually comparable: {exc}") from None
+        codes = codes.reshape(-1).astype(np.int64)
+    # stable counting order of the codes: two stable (radix) sorts on 16-bit halves, O(m)
+    order = np.argsort((codes & 0xFFFF).astype(np.uint16), kind="stable")
+    if labels.size > 0x10000:
+        order = order[np.argsort((codes[order] >> 16).astype(np.uint16), kind="stable")]
     counts = np.bincount(codes, minlength=labels.size)
     offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
-    return GroupIndex(order, offsets, labels, codes)
+    return GroupIndex(order.astype(np.int64, copy=False), offsets, labels, codes)

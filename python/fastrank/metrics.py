@@ -120,33 +120,14 @@ def _check_k(k, allow_none=True):
                            integral=True))
 
 
-class _Codes:
-    """Dense group codes 0..n_groups-1 (the semantics of _validation.group_index, without the
-    stable argsort and inverse permutation it also builds, which cost ~100 ms per 10^6 rows and
-    are not needed here: the compiled kernels group rows by a counting sort)."""
-
-    __slots__ = ("codes", "n_groups")
-
-    def __init__(self, codes, n_groups):
-        self.codes, self.n_groups = codes, n_groups
-
-
 def _groups(groups, m):
-    if groups is None:
-        return None
-    g = np.asarray(groups)
-    if g.ndim != 1 or g.shape[0] != m or g.dtype.kind not in "iu":
-        return _Codes(*_codes_from_index(group_index(g, m)))  # validation + general ids
-    lo, hi = int(g.min()), int(g.max())
-    if hi - lo > 4 * m + 1024:
-        return _Codes(*_codes_from_index(group_index(g, m)))
-    present = np.bincount(g - lo, minlength=hi - lo + 1) > 0
-    table = np.cumsum(present) - 1
-    return _Codes(table[g - lo].astype(np.int64, copy=False), int(present.sum()))
+    return None if groups is None else group_index(groups, m)
 
 
-def _codes_from_index(gi):
-    return gi.codes, gi.n_groups
+def _grouping(gi, m):
+    """The core's group arguments (order, offsets); ``gi`` None is one group."""
+    gi = group_index(None, m) if gi is None else gi
+    return gi.order, gi.offsets
 
 
 def _label_ranks(y):
@@ -164,11 +145,8 @@ def _pair_stats(y, f, gi, weighted, n_jobs=None, ranks=None):
     """
     yrank, values = _label_ranks(y) if ranks is None else ranks
     order = np.argsort(f).astype(np.int64, copy=False)
-    if gi is None or gi.n_groups == 1:
-        codes, n_groups = None, 1
-    else:
-        codes, n_groups = gi.codes, gi.n_groups
-    return _core.pair_statistics(f, order, yrank, values, codes, n_groups, bool(weighted), check_n_jobs(n_jobs))
+    return _core.pair_statistics(f, order, yrank, values, *_grouping(gi, f.shape[0]), bool(weighted),
+                                 check_n_jobs(n_jobs))
 
 
 def _average(num, den, average, what, nothing="there is no pair to evaluate"):
@@ -372,8 +350,8 @@ def ndcg(y_true, y_score, groups=None, *, k=None, gain="exponential", average="g
     # a cutoff beyond the largest group is no cutoff (and fits a C int)
     kk = 0 if k is None else min(_check_k(k), y.shape[0])
     gi = _groups(groups, y.shape[0])
-    codes, n_groups = (None, 1) if gi is None else (gi.codes, gi.n_groups)
-    S = _core.dcg_statistics(y, f, codes, n_groups, kk, 1 if gain == "exponential" else 0, check_n_jobs(n_jobs))
+    S = _core.dcg_statistics(y, f, *_grouping(gi, y.shape[0]), kk, 1 if gain == "exponential" else 0,
+                             check_n_jobs(n_jobs))
     return _average(S[:, 0], S[:, 1], average, "ndcg", "no group has a relevant item (every ideal DCG is 0)")
 
 
@@ -445,12 +423,12 @@ def _group_setup(y_true, y_score, groups):
     gi = _groups(groups, y.shape[0])
     codes, G = (None, 1) if gi is None else (gi.codes, gi.n_groups)
     n = np.bincount(np.zeros(y.shape[0], dtype=np.int64) if codes is None else codes, minlength=G).astype(np.float64)
-    return y, f, codes, G, n
+    return y, f, gi, codes, G, n
 
 
-def _dominance(a, b, codes, G, n_jobs):
+def _dominance(a, b, gi, n_jobs):
     return _core.dominance_sums(np.ascontiguousarray(a, dtype=np.float64), np.ascontiguousarray(b, dtype=np.float64),
-                                codes, G, check_n_jobs(n_jobs))
+                                *_grouping(gi, a.shape[0]), check_n_jobs(n_jobs))
 
 
 _COSTS = ("hr", "mp", "hmp", "svr")
@@ -483,17 +461,18 @@ def magnitude_preserving_cost(y_true, y_score, groups=None, *, cost="mp", power=
     if epsilon != 0 and cost != "svr":
         raise ValueError("epsilon is only used by cost='svr'")
     _check_average(average, _ANY_AVERAGE)
-    y, f, codes, G, n = _group_setup(y_true, y_score, groups)
+    y, f, gi, codes, G, n = _group_setup(y_true, y_score, groups)
     den = np.where(n >= 2, n * n, 0.0)
     if cost == "mp":
         total = _mp_total(y, f, groups, power)[0]
     elif cost == "svr":
-        T = _core.threshold_pair_sums(np.ascontiguousarray(f - y), codes, G, float(epsilon), check_n_jobs(n_jobs))
+        T = _core.threshold_pair_sums(np.ascontiguousarray(f - y), *_grouping(gi, y.shape[0]), float(epsilon),
+                                      check_n_jobs(n_jobs))
         total = 2.0 * T[:, power]  # ordered pairs: each unordered pair twice
     else:
         # mis-ordered pairs: y_i > y_j and f_i < f_j, the dominance pairs of (a, b) = (y, -f); |dh| = b_i - b_j and
         # |dh - dy| = (a_i - a_j) + (b_i - b_j) on them.
-        D = _dominance(y, -f, codes, G, n_jobs)
+        D = _dominance(y, -f, gi, n_jobs)
         if cost == "hr":
             unordered = D[:, 2] if power == 1 else D[:, 4]
         elif power == 1:
@@ -530,7 +509,7 @@ def stability_ranking_loss(y_true, y_score, groups=None, *, loss="hinge", gamma=
     if gamma != 1.0 and loss != "gamma":
         raise ValueError("gamma is only used by loss='gamma'")
     _check_average(average, _ANY_AVERAGE)
-    y, f, codes, G, n = _group_setup(y_true, y_score, groups)
+    y, f, gi, codes, G, n = _group_setup(y_true, y_score, groups)
     den = n * (n - 1) / 2.0
     if loss in ("0-1", "disc"):
         S = _pair_stats(y, f, _groups(groups, y.shape[0]), loss == "disc", n_jobs)
@@ -542,13 +521,13 @@ def stability_ranking_loss(y_true, y_score, groups=None, *, loss="hinge", gamma=
             total = S[:, 2] + 0.5 * np.bincount(rk.group, weights=rk.size * (rk.size - 1) / 2.0, minlength=G)
     elif loss == "hinge":
         # (|d| - u)_+ on pairs y_i > y_j is ((y_i - f_i) - (y_j - f_j))_+: dominance pairs of (y, y - f)
-        total = _dominance(y, y - f, codes, G, n_jobs)[:, 2]
+        total = _dominance(y, y - f, gi, n_jobs)[:, 2]
     elif loss == "gamma":
         g = f / float(gamma)
-        total = _dominance(y, y - g, codes, G, n_jobs)[:, 2] - _dominance(y, -g, codes, G, n_jobs)[:, 2]
+        total = _dominance(y, y - g, gi, n_jobs)[:, 2] - _dominance(y, -g, gi, n_jobs)[:, 2]
     else:  # squared: sum over y_i > y_j of (z_i - z_j)^2, z = y - f (z ties contribute 0)
         z = y - f
-        total = _dominance(y, z, codes, G, n_jobs)[:, 4] + _dominance(y, -z, codes, G, n_jobs)[:, 4]
+        total = _dominance(y, z, gi, n_jobs)[:, 4] + _dominance(y, -z, gi, n_jobs)[:, 4]
     return _average(total, den, average, "stability_ranking_loss")
 
 
@@ -580,7 +559,7 @@ def position_error(y_true, y_score, groups=None, *, average="group"):
     one row or of one label.  average "group" (mean over groups, default) or None (per group, sorted id order).  O(m
     log m)."""
     _check_average(average, _PER_GROUP)
-    y, f, codes, G, n = _group_setup(y_true, y_score, groups)
+    y, f, gi, codes, G, n = _group_setup(y_true, y_score, groups)
     cg = np.zeros(y.shape[0], dtype=np.int64) if codes is None else codes
     ymax = np.full(G, -np.inf)
     np.maximum.at(ymax, cg, y)
@@ -617,7 +596,7 @@ def discounted_error(y_true, y_score, groups=None, *, discount="log2", average="
     "reciprocal" 1/sigma, "none" 1 (Spearman's footrule) or a callable of the array of true ranks.  average "group"
     or None."""
     _check_average(average, _PER_GROUP)
-    y, f, codes, G, n = _group_setup(y_true, y_score, groups)
+    y, f, gi, codes, G, n = _group_setup(y_true, y_score, groups)
     rt, cg = _group_average_ranks(y, codes, G)
     rp, _ = _group_average_ranks(f, codes, G)
     w = _discount_weights(discount, rt)
@@ -692,7 +671,7 @@ class _Ranked:
     matter."""
 
     def __init__(self, y_true, y_score, groups):
-        y, f, codes, G, n = _group_setup(y_true, y_score, groups)
+        y, f, gi, codes, G, n = _group_setup(y_true, y_score, groups)
         m = y.shape[0]
         cg = np.zeros(m, dtype=np.int64) if codes is None else codes
         order = _stable_argsort_desc(f)

@@ -4,7 +4,7 @@
 //   scoring setting (cost (21)):   b = L y,  L = blockdiag_q c_q (n_q I - 1 1^T)   (eq. 25),
 //   preference graph (eq. 12-13):  b = M N,  L = M M^T.
 // The operator is applied as X^T (L (X p)) + alpha p, never forming X^T L X, L or a pair list:
-//   * groups: rows stay in their ORIGINAL order; a per-row group code gives
+//   * groups: rows stay in their ORIGINAL order; the group of every row (from the GroupIndex) gives
 //     (L u)_i = c_q (n_q u_i - sum_{j in q} u_j) with one O(m) pass of per-group sums;
 //     object ranking is the single group; c_q = 1 (unweighted, the paper) or a per-group weight;
 //   * graph: (L u) = M (M^T u), four scalar updates per edge, O(l).
@@ -19,6 +19,7 @@
 #pragma once
 #include <cstdint>
 #include <functional>
+#include <vector>
 
 #include "fastrank/csr.hpp"
 #include "fastrank/laplacian.hpp"
@@ -31,14 +32,15 @@ struct RankingLaplacian {
   enum class Kind { Groups, Graph };
   Kind kind = Kind::Groups;
   Index m = 0;
-  // Groups: codes[i] in [0, q) (not owned), per-group size n_q and pair weight c_q.
-  const std::int64_t* codes = nullptr;
+  // Groups: the rows of every group, the group of every row, size n_q and pair weight c_q.
+  GroupIndex rows;
+  std::vector<std::int64_t> codes;
   Vector group_size;
   Vector pair_weight;
   // Graph.
   PreferenceGraph graph;
 
-  static RankingLaplacian groups(Index m, const std::int64_t* codes, Index n_groups, VectorCRef pair_weight);
+  static RankingLaplacian groups(GroupIndex groups, VectorCRef pair_weight);
   static RankingLaplacian preferences(PreferenceGraph graph);
 
   // out = L U (m x v, row-major).

@@ -1,8 +1,8 @@
 // Laplacians of the preference graphs RankRLS learns from (Pahikkala et al. 2009, eqs. 12-14, 25).
 //
 // Scoring setting.  Relevant pairs are all pairs inside each group (object ranking = one group).
-// Rows are already in group order (the Python layer permutes once), so group q is the contiguous
-// block [offsets[q], offsets[q+1]).  With pair weight c_q, block q of L is
+// Rows are in group order (position p holds row order[p] of the GroupIndex), so group q is the
+// contiguous block [offsets[q], offsets[q+1]).  With pair weight c_q, block q of L is
 //   L_q = c_q (n_q I - 1 1^T)                       (eq. 25: D - P P^T, c_q = 1)
 // and its symmetric square root is S_q = s_q C_q with C_q = I - 1 1^T / n_q (centering) and
 // s_q = sqrt(c_q n_q):  s_q = sqrt(n_q) for the paper's unweighted Laplacian (c_q = 1); the
@@ -12,21 +12,17 @@
 // Preference graph.  Edges e = (head preferred over tail) with weight w_e and target z_e; M is the
 // weighted oriented incidence matrix (eq. 12), L = M M^T, N = (w_e z_e) (eq. 13), b = M N.
 #pragma once
+#include "fastrank/groups.hpp"
 #include "fastrank/types.hpp"
 
 namespace fastrank {
 
-struct GroupStructure {
-  IndexVector offsets;  // size q + 1, offsets[0] = 0, offsets[q] = m, non-decreasing
-  Vector scale;         // size q: s_q
+// A GroupIndex with the per-group scale s_q of S; rows of the data it describes are in group order.
+struct GroupStructure : GroupIndex {
+  Vector scale;  // size q: s_q
 
-  Index n_rows() const { return offsets.size() == 0 ? 0 : offsets[offsets.size() - 1]; }
-  Index n_groups() const { return offsets.size() == 0 ? 0 : offsets.size() - 1; }
-  Index group_size(Index q) const { return offsets[q + 1] - offsets[q]; }
-
-  // Validates and builds from the per-group pair weights c_q > 0 (s_q = sqrt(c_q n_q)).
-  static GroupStructure from_offsets(const IndexVector& offsets, VectorCRef pair_weight);
-  static GroupStructure all_pairs(Index m);
+  // s_q = sqrt(c_q n_q) from the per-group pair weights c_q > 0; every group needs a row.
+  static GroupStructure from_index(GroupIndex groups, VectorCRef pair_weight);
 };
 
 // Y <- S Y (each column block-centered and scaled), O(m v).

@@ -20,6 +20,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "fastrank/groups.hpp"
 #include "fastrank/types.hpp"
 
 namespace fastrank {
@@ -48,18 +49,18 @@ void dense_ranks_from_order(const double* y, const std::int64_t* order, Index m,
 //   f:        scores (m)
 //   f_order:  a permutation sorting f ascending (ties in any order)
 //   yrank:    dense ranks of y (m), values: y value of each rank (K)
-//   codes:    group code of each row in [0, n_groups), or nullptr for one group
+//   groups:   the query groups of the m rows (one group: every row)
 //   weighted: also compute the |y_i - y_j|-weighted columns (else they are 0)
 RowMatrix pair_statistics(const double* f, const std::int64_t* f_order, const std::int32_t* yrank,
-                          const double* values, Index K, Index m, const std::int64_t* codes,
-                          Index n_groups, bool weighted, int n_threads);
+                          const double* values, Index K, const GroupIndex& groups, bool weighted,
+                          int n_threads);
 
-// Per-group DCG and ideal DCG (n_groups, 2); codes as in pair_statistics (nullptr: one group).
+// Per-group DCG and ideal DCG (n_groups, 2) of the m = groups.n_rows() rows.
 // gain: 0 -> linear (g = y), 1 -> exponential (g = 2^y - 1).  Discount 1/log2(position + 1),
 // positions 1..k (k <= 0: no cutoff).  Ties in the scores: the gains of a tied block are averaged
 // over the block's positions (the expectation over all orderings of the tie, as scikit-learn).
-RowMatrix dcg_statistics(const double* y, const double* f, const std::int64_t* codes, Index m, Index n_groups,
-                         Index k, int gain, int n_threads);
+RowMatrix dcg_statistics(const double* y, const double* f, const GroupIndex& groups, Index k, int gain,
+                         int n_threads);
 
 // Per-group sums over the "dominance" pairs of two score vectors (a, b): the unordered pairs
 // {i, j} of a group with a_i > a_j and b_i > b_j (both strict), an (n_groups, kNumDominance)
@@ -84,14 +85,12 @@ enum DominanceStat : int {
   kDomAB = 5,
   kNumDominance = 6
 };
-RowMatrix dominance_sums(const double* a, const double* b, const std::int64_t* codes, Index m, Index n_groups,
-                         int n_threads);
+RowMatrix dominance_sums(const double* a, const double* b, const GroupIndex& groups, int n_threads);
 
 // Per-group sums over the unordered pairs {i, j} of a group with |z_i - z_j| > eps (eps >= 0),
 // an (n_groups, 3) matrix of count, sum (|z_i - z_j| - eps), sum (|z_i - z_j| - eps)^2 (the
 // epsilon-insensitive cost of 000 eq. 7).  Per group: sort, then prefix sums of z and z^2 and a
 // moving lower bound.  O(n_g log n_g).
-RowMatrix threshold_pair_sums(const double* z, const std::int64_t* codes, Index m, Index n_groups, double eps,
-                              int n_threads);
+RowMatrix threshold_pair_sums(const double* z, const GroupIndex& groups, double eps, int n_threads);
 
 }  // namespace fastrank

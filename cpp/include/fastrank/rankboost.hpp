@@ -32,6 +32,7 @@
 #include <functional>
 #include <vector>
 
+#include "fastrank/groups.hpp"
 #include "fastrank/types.hpp"
 
 namespace fastrank {
@@ -67,11 +68,10 @@ struct RankBoostRule {
   std::function<void(Index)> on_round;  // called with the number of rounds done (may be empty)
 };
 
-// Graded feedback.  block[x] = level block of row x; the blocks of group g are
-// group_blocks[g] .. group_blocks[g+1]-1 in increasing level; group_weight[g] = c_g (> 0).
-RankBoostResult rankboost_fit_graded(const RowMatrixCRef& X, const RankBoostCandidates& cand,
-                                     const std::int64_t* block, const std::int64_t* group_blocks,
-                                     Index n_groups, const double* group_weight, Index n_rounds,
+// Graded feedback y (m): the crucial pairs are the pairs of one group with different y, the rows
+// of a group with one y value form a level block; group_weight[g] = c_g (> 0).
+RankBoostResult rankboost_fit_graded(const RowMatrixCRef& X, const RankBoostCandidates& cand, const double* y,
+                                     const GroupIndex& groups, const double* group_weight, Index n_rounds,
                                      int n_threads, const RankBoostRule& rule = {});
 
 // Explicit preferences: row head[e] is preferred over row tail[e] (x1 = head, x0 = tail),

@@ -5,7 +5,7 @@
 // with K_R the |R| x m kernel block between basis vectors and training inputs.  Both settings are
 // written as a least-squares problem over a design G and a target t:
 //   scoring (cost (21)): M M^T = L = S^2, S the block-centering square root (rows in ORIGINAL
-//                        order, per-row group codes), G = S K_R^T (m x r), t = S y;
+//                        order, groups read through the GroupIndex), G = S K_R^T (m x r), t = S y;
 //   preference graph:    G = M^T K_R^T (l x r, row e = w_e (K_h - K_t)), t = N (N_e = w_e z_e);
 // so A = (G^T G + alpha K_RR)^-1 G^T t.  G^T G is one syrk, O(m r^2).
 //
@@ -30,13 +30,12 @@ struct SubsetDecomposition {
   bool cholesky = true;  // false: K_RR was rank deficient, the eigen fallback was used
 };
 
-// Y <- S Y with per-row group codes (rows in original order), column-parallel, O(m v).
-void apply_sqrt_laplacian_codes(MatrixRef Y, const std::int64_t* codes, Index n_groups, VectorCRef pair_weight,
-                                int n_threads);
+// Y <- S Y for rows in the caller's (original) order, column-parallel, O(m v).
+void apply_sqrt_laplacian_rows(MatrixRef Y, const GroupStructure& groups, int n_threads);
 
 // Scoring setting.  KRt (m x r) is overwritten with S K_R^T.
-SubsetDecomposition sparse_rls_decompose_groups(MatrixRef KRt, MatrixCRef Y, const std::int64_t* codes,
-                                                Index n_groups, VectorCRef pair_weight, MatrixCRef KRR, int n_threads);
+SubsetDecomposition sparse_rls_decompose_groups(MatrixRef KRt, MatrixCRef Y, const GroupStructure& groups,
+                                                MatrixCRef KRR, int n_threads);
 // Preference graph setting.
 SubsetDecomposition sparse_rls_decompose_graph(MatrixCRef KRt, const PreferenceGraph& graph, MatrixCRef KRR,
                                                int n_threads);

@@ -1,0 +1,37 @@
+// Query groups: the one encoding of "which rows belong together" every group-aware algorithm reads.
+//
+// `order` lists the caller's rows group by group (a permutation of 0..m-1); group g is
+// order[offsets[g] .. offsets[g+1]).  Algorithms that work on group-contiguous data read position
+// p of such data as caller row order[p]; algorithms that keep the caller's row order look rows up
+// through `order` or through the per-row group of row_groups().  Per-group weights travel beside
+// a GroupIndex (see GroupStructure in fastrank/laplacian.hpp), never as a second encoding.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "fastrank/types.hpp"
+
+namespace fastrank {
+
+struct GroupIndex {
+  IndexVector order;    // m rows, group by group
+  IndexVector offsets;  // n_groups + 1: 0 = offsets[0] <= ... <= offsets[n_groups] = m
+
+  Index n_rows() const { return offsets.size() == 0 ? 0 : offsets[offsets.size() - 1]; }
+  Index n_groups() const { return offsets.size() == 0 ? 0 : offsets.size() - 1; }
+  Index group_size(Index g) const { return offsets[g + 1] - offsets[g]; }
+
+  // A validated copy of (order, offsets) for m rows, O(m): offsets start at 0, never decrease and
+  // end at m; order is a permutation of 0..m-1.  Throws std::invalid_argument otherwise.
+  static GroupIndex from_arrays(IndexVectorCRef order, IndexVectorCRef offsets, Index m);
+  // Object ranking: every row in one group, identity order.
+  static GroupIndex one_group(Index m);
+
+  bool is_identity() const;
+  // The group of every row, in the caller's row order, O(m).
+  std::vector<std::int64_t> row_groups() const;
+  // out.row(order[p]) = A.row(p): rows of group-ordered A back in the caller's row order.
+  Matrix to_row_order(MatrixCRef A) const;
+};
+
+}  // namespace fastrank

@@ -1,0 +1,57 @@
+#include "fastrank/groups.hpp"
+
+#include <string>
+
+#include "fastrank/errors.hpp"
+
+namespace fastrank {
+
+GroupIndex GroupIndex::from_arrays(IndexVectorCRef order, IndexVectorCRef offsets, Index m) {
+  require(order.size() == m,
+          "groups: order has " + std::to_string(order.size()) + " entries for " + std::to_string(m) + " rows");
+  require(offsets.size() >= 2 && offsets[0] == 0, "groups: offsets must start at 0 and name at least one group");
+  require(offsets[offsets.size() - 1] == m, "groups: offsets must end at the number of rows");
+  for (Index g = 0; g + 1 < offsets.size(); ++g)
+    require(offsets[g + 1] >= offsets[g], "groups: offsets must be non-decreasing");
+  std::vector<char> seen(static_cast<size_t>(m), 0);
+  for (Index p = 0; p < m; ++p) {
+    const std::int64_t i = order[p];
+    require(i >= 0 && i < m && !seen[static_cast<size_t>(i)], "groups: order must be a permutation of the rows");
+    seen[static_cast<size_t>(i)] = 1;
+  }
+  GroupIndex gi;
+  gi.order = order;
+  gi.offsets = offsets;
+  return gi;
+}
+
+GroupIndex GroupIndex::one_group(Index m) {
+  GroupIndex gi;
+  gi.order = IndexVector::LinSpaced(m, 0, m - 1);
+  gi.offsets.resize(2);
+  gi.offsets << 0, m;
+  return gi;
+}
+
+bool GroupIndex::is_identity() const {
+  for (Index p = 0; p < order.size(); ++p)
+    if (order[p] != p) return false;
+  return true;
+}
+
+std::vector<std::int64_t> GroupIndex::row_groups() const {
+  std::vector<std::int64_t> group(static_cast<size_t>(n_rows()));
+  for (Index g = 0; g < n_groups(); ++g)
+    for (Index p = offsets[g]; p < offsets[g + 1]; ++p) group[static_cast<size_t>(order[p])] = g;
+  return group;
+}
+
+Matrix GroupIndex::to_row_order(MatrixCRef A) const {
+  require(A.rows() == order.size(), "groups: row count mismatch");
+  Matrix out(A.rows(), A.cols());
+  for (Index j = 0; j < A.cols(); ++j)
+    for (Index p = 0; p < A.rows(); ++p) out(order[p], j) = A(p, j);
+  return out;
+}
+
+}  // namespace fastrank

@@ -23,6 +23,20 @@ constexpr Index kBlasGroup = 256;
                     ": the p x p system X^T L X + alpha I is not numerically positive definite; increase alpha");
 }
 
+void check_input(RowMatrixCRef Phi, RowMatrixCRef Y, IndexVectorCRef order, IndexVectorCRef offsets,
+                 VectorCRef weight, double alpha) {
+  const Index m = Phi.rows(), ng = offsets.size() - 1;
+  require(ng >= 1 && offsets[0] == 0 && offsets[ng] == m, "group offsets must run from 0 to m");
+  require(order.size() == m && Y.rows() == m, "order and Y must have one entry per row of Phi");
+  require(weight.size() == ng, "one pair weight per group");
+  require(std::isfinite(alpha) && alpha > 0.0, "alpha must be finite and > 0");
+  for (Index q = 0; q < ng; ++q) {
+    require(offsets[q + 1] > offsets[q], "every group must contain at least one row");
+    require(weight[q] >= 0.0 && std::isfinite(weight[q]), "pair weights must be finite and >= 0");
+  }
+  for (Index i = 0; i < m; ++i) require(order[i] >= 0 && order[i] < m, "order must index the rows");
+}
+
 // Centred data in group order and the full-data system (header comment).
 struct Centred {
   Index m = 0, p = 0, v = 0, ng = 0;
@@ -39,20 +53,12 @@ struct Centred {
 
 Centred centre(RowMatrixCRef Phi, RowMatrixCRef Y, IndexVectorCRef order, IndexVectorCRef offsets,
                VectorCRef weight, double alpha, int n_threads) {
+  check_input(Phi, Y, order, offsets, weight, alpha);
   Centred c;
   c.m = Phi.rows();
   c.p = Phi.cols();
   c.v = Y.cols();
   c.ng = offsets.size() - 1;
-  require(c.ng >= 1 && offsets[0] == 0 && offsets[c.ng] == c.m, "group offsets must run from 0 to m");
-  require(order.size() == c.m && Y.rows() == c.m, "order and Y must have one entry per row of Phi");
-  require(weight.size() == c.ng, "one pair weight per group");
-  require(std::isfinite(alpha) && alpha > 0.0, "alpha must be finite and > 0");
-  for (Index q = 0; q < c.ng; ++q) {
-    require(offsets[q + 1] > offsets[q], "every group must contain at least one row");
-    require(weight[q] >= 0.0 && std::isfinite(weight[q]), "pair weights must be finite and >= 0");
-  }
-  for (Index i = 0; i < c.m; ++i) require(order[i] >= 0 && order[i] < c.m, "order must index the rows");
   c.offsets = offsets;
   c.weight = weight;
   c.Xt.resize(c.p, c.m);
@@ -88,75 +94,125 @@ Centred centre(RowMatrixCRef Phi, RowMatrixCRef Y, IndexVectorCRef order, IndexV
   return c;
 }
 
-// Retrained predictions of group q's rows without the whole group, from its p x p system directly.
-Matrix group_out_direct(const Centred& c, Index q) {
-  const Index o = c.offsets[q], n = c.size(q);
-  const double cn = c.weight[q] * static_cast<double>(n);
-  const auto Xq = c.Xt.middleCols(o, n);
-  Matrix A = c.A.selfadjointView<Eigen::Lower>();
-  A.noalias() -= cn * Xq * Xq.transpose();
-  Matrix bq = c.b;
-  bq.noalias() -= cn * Xq * c.Yc.middleRows(o, n);
-  Eigen::LLT<Matrix> llt(A);
-  if (llt.info() != Eigen::Success) not_pd("leave-group-out");
-  const Matrix w = llt.solve(bq);
-  Matrix out = Xq.transpose() * w;
-  out.rowwise() += c.mu.col(q).transpose() * w;
-  return out;
-}
-
 }  // namespace
 
+// Leave-group-out keeps one p x m array: the rows scaled by s_q = sqrt(c_q n_q), X^_q = s_q Xc_q
+// (so A = X^ X^^T + alpha I and b = X^ (s Yc)), overwritten by Z^ = L^-1 X^ after the centred
+// predictions are read off it.  With G^ = Z^_q^T Z^_q = c_q n_q G and k^ = Z^_q^T L^-1 mu_q = s_q
+// kappa, the header's update with D = c_q n_q I reads
+//     t' = (I - G^)^-1 (g - G^ Yc_q) - Yc_q,   P^T w' = f0_q + G^ t' + 1 s_q k^^T t'.
 RowMatrix feature_leave_group_out(RowMatrixCRef Phi, RowMatrixCRef Y, IndexVectorCRef order,
                                   IndexVectorCRef offsets, VectorCRef weight, double alpha, int n_threads) {
-  const Centred c = centre(Phi, Y, order, offsets, weight, alpha, n_threads);
-  const Index m = c.m, p = c.p, v = c.v, ng = c.ng;
-  Matrix L = c.A;
+  check_input(Phi, Y, order, offsets, weight, alpha);
+  const Index m = Phi.rows(), p = Phi.cols(), v = Y.cols(), ng = offsets.size() - 1;
+  auto size = [&](Index q) { return offsets[q + 1] - offsets[q]; };
+  Matrix Xs(p, m), Ys(m, v), Yc(m, v), mu(p, ng);
+  Vector scale(ng);
+  parallel_for(0, ng, n_threads, 16, [&](Index lo, Index hi) {
+    for (Index q = lo; q < hi; ++q) {
+      const Index o = offsets[q], n = size(q);
+      Vector mx = Vector::Zero(p);
+      Eigen::RowVectorXd my = Eigen::RowVectorXd::Zero(v);
+      for (Index i = 0; i < n; ++i) {
+        mx += Phi.row(order[o + i]).transpose();
+        my += Y.row(order[o + i]);
+      }
+      mx /= static_cast<double>(n);
+      my /= static_cast<double>(n);
+      mu.col(q) = mx;
+      const double s = std::sqrt(weight[q] * static_cast<double>(n));
+      scale[q] = s;
+      for (Index i = 0; i < n; ++i) {
+        Xs.col(o + i) = s * (Phi.row(order[o + i]).transpose() - mx);
+        Yc.row(o + i) = Y.row(order[o + i]) - my;
+        Ys.row(o + i) = s * Yc.row(o + i);
+      }
+    }
+  });
+  Matrix A = Matrix::Zero(p, p);
+  A.diagonal().setConstant(alpha);
+  lapack::syrk_lower('N', p, m, 1.0, Xs.data(), p, 1.0, A.data(), p);
+  Matrix b(p, v);
+  lapack::gemm('N', 'N', 1.0, Xs, Ys, 0.0, b);
+  Matrix L = A;
   if (!lapack::potrf_lower(L)) not_pd("leave-group-out");
-  Matrix w = c.b;
+  Matrix w = b;
   lapack::potrs_lower(L, w);
-  Matrix g(m, v);  // centred full-data predictions Xc w
-  lapack::gemm('T', 'N', 1.0, c.Xt, w, 0.0, g);
-  const Matrix muw = c.mu.transpose() * w;  // ng x v
-  Matrix nu = c.mu;                         // L^-1 mu_q
+  Matrix gs(m, v);  // s_q Xc w
+  lapack::gemm('T', 'N', 1.0, Xs, w, 0.0, gs);
+  const Matrix muw = mu.transpose() * w;  // ng x v
+  Matrix nu = mu;                         // L^-1 mu_q
   lapack::trsm_lower_left('N', L, nu);
-  Matrix Zt = c.Xt;  // L^-1 Xc^T: G_q = Z_q^T Z_q = Xc_q A^-1 Xc_q^T
-  lapack::trsm_lower_left('N', L, Zt);
+  {  // Xs := Z^ = L^-1 X^ as GEMMs with the p x p inverse factor, a cache-sized block of columns at a
+     // time (a product runs several times faster than the triangular solve over m columns)
+    Matrix Linv = Matrix::Identity(p, p);
+    lapack::trsm_lower_left('N', L, Linv);
+    const Index nb = std::max<Index>(64, 32768 / std::max<Index>(p, 1));
+    Matrix block(p, nb);
+    for (Index lo = 0; lo < m; lo += nb) {
+      const Index cols = std::min(nb, m - lo);
+      block.leftCols(cols) = Xs.middleCols(lo, cols);
+      lapack::gemm('N', 'N', 1.0, Linv, block.leftCols(cols), 0.0, Xs.middleCols(lo, cols));
+    }
+  }
+  // Retrained predictions of group q without its rows from the p x p system directly (A' = A -
+  // c_q n_q Xc_q^T Xc_q), the better-conditioned form where the group dominates some direction.
+  auto direct = [&](Index q) {
+    const Index o = offsets[q], n = size(q);
+    const double cn = weight[q] * static_cast<double>(n);
+    Matrix Xq(p, n);
+    for (Index i = 0; i < n; ++i) Xq.col(i) = Phi.row(order[o + i]).transpose() - mu.col(q);
+    Matrix Aq = A.selfadjointView<Eigen::Lower>();
+    Aq.noalias() -= cn * Xq * Xq.transpose();
+    Matrix bq = b;
+    bq.noalias() -= cn * Xq * Yc.middleRows(o, n);
+    Eigen::LLT<Matrix> llt(Aq);
+    if (llt.info() != Eigen::Success) not_pd("leave-group-out");
+    const Matrix wq = llt.solve(bq);
+    Matrix out = Xq.transpose() * wq;
+    out.rowwise() += mu.col(q).transpose() * wq;
+    return out;
+  };
   RowMatrix out(m, v);
   auto one_group = [&](Index q) {
-    const Index o = c.offsets[q], n = c.size(q);
-    const double cn = c.weight[q] * static_cast<double>(n);
-    Matrix pred = g.middleRows(o, n);
-    pred.rowwise() += muw.row(q);
-    if (n >= 2 && cn > 0.0) {
+    const Index o = offsets[q], n = size(q);
+    const double s = scale[q];
+    Matrix pred(n, v);
+    if (n < 2 || s == 0.0) {  // no pair leaves: the full-data predictions
+      for (Index i = 0; i < n; ++i) pred.row(i) = Phi.row(order[o + i]) * w;
+    } else {
+      const Matrix g = gs.middleRows(o, n) / s;
+      pred = g;
+      pred.rowwise() += muw.row(q);
       bool done = false;
-      if (n < p) {  // Woodbury on the n x n block (header comment, D = c_q n_q I)
-        const auto Zq = Zt.middleCols(o, n);
+      if (n < p) {
+        const auto Zq = Xs.middleCols(o, n);
         Matrix G(n, n);
-        G.noalias() = Zq.transpose() * Zq;
+        for (Index j = 0; j < n; ++j) {
+          for (Index i = j; i < n; ++i) G(j, i) = G(i, j) = Zq.col(i).dot(Zq.col(j));
+        }
         const Vector kappa = Zq.transpose() * nu.col(q);
-        const auto Yq = c.Yc.middleRows(o, n);
-        Matrix r = g.middleRows(o, n);
-        r.noalias() -= cn * G * Yq;
-        Matrix N = -cn * G;
+        const auto Yq = Yc.middleRows(o, n);
+        Matrix r = g;
+        r.noalias() -= G * Yq;
+        Matrix N = -G;
         N.diagonal().array() += 1.0;
         Eigen::LLT<Matrix> llt(N);
-        // I - c n G is SPD (A' is); a tiny pivot means the group dominates some direction, where the
-        // direct p x p retraining is the better-conditioned form.
+        // I - G^ is SPD (A' is); a tiny pivot: retrain directly
         if (llt.info() == Eigen::Success && llt.matrixLLT().diagonal().minCoeff() > 1e-4) {
-          Matrix t = cn * llt.solve(r);
-          t.noalias() -= cn * Yq;
-          pred.noalias() += G * t;  // (G + 1 kappa^T) t
-          pred.rowwise() += kappa.transpose() * t;
+          Matrix t = llt.solve(r);
+          t -= Yq;
+          pred.noalias() += G * t;
+          pred.rowwise() += s * (kappa.transpose() * t);
           done = true;
         }
       }
-      if (!done) pred = group_out_direct(c, q);
+      if (!done) pred = direct(q);
     }
     for (Index i = 0; i < n; ++i) out.row(order[o + i]) = pred.row(i);
   };
   std::vector<Index> small, large;
-  for (Index q = 0; q < ng; ++q) (c.size(q) >= kBlasGroup ? large : small).push_back(q);
+  for (Index q = 0; q < ng; ++q) (size(q) >= kBlasGroup ? large : small).push_back(q);
   parallel_for(0, static_cast<Index>(small.size()), n_threads, 8, [&](Index lo, Index hi) {
     for (Index k = lo; k < hi; ++k) one_group(small[static_cast<size_t>(k)]);
   });

@@ -106,7 +106,7 @@ RowMatrix feature_leave_group_out(RowMatrixCRef Phi, RowMatrixCRef Y, IndexVecto
   check_input(Phi, Y, order, offsets, weight, alpha);
   const Index m = Phi.rows(), p = Phi.cols(), v = Y.cols(), ng = offsets.size() - 1;
   auto size = [&](Index q) { return offsets[q + 1] - offsets[q]; };
-  Matrix Xs(p, m), Ys(m, v), Yc(m, v), mu(p, ng);
+  Matrix Xs(p, m), Yc(m, v), mu(p, ng), bterms(p, ng * v);  // group q's term of b in columns q v ..
   Vector scale(ng);
   parallel_for(0, ng, n_threads, 16, [&](Index lo, Index hi) {
     for (Index q = lo; q < hi; ++q) {
@@ -125,21 +125,21 @@ RowMatrix feature_leave_group_out(RowMatrixCRef Phi, RowMatrixCRef Y, IndexVecto
       for (Index i = 0; i < n; ++i) {
         Xs.col(o + i) = s * (Phi.row(order[o + i]).transpose() - mx);
         Yc.row(o + i) = Y.row(order[o + i]) - my;
-        Ys.row(o + i) = s * Yc.row(o + i);
       }
+      bterms.middleCols(q * v, v).noalias() = Xs.middleCols(o, n) * (s * Yc.middleRows(o, n));
     }
   });
   Matrix A = Matrix::Zero(p, p);
   A.diagonal().setConstant(alpha);
   lapack::syrk_lower('N', p, m, 1.0, Xs.data(), p, 1.0, A.data(), p);
-  Matrix b(p, v);
-  lapack::gemm('N', 'N', 1.0, Xs, Ys, 0.0, b);
+  Matrix b = Matrix::Zero(p, v);  // summed in group order: the same for every thread count
+  for (Index q = 0; q < ng; ++q) b += bterms.middleCols(q * v, v);
   Matrix L = A;
   if (!lapack::potrf_lower(L)) not_pd("leave-group-out");
   Matrix w = b;
   lapack::potrs_lower(L, w);
-  Matrix gs(m, v);  // s_q Xc w
-  lapack::gemm('T', 'N', 1.0, Xs, w, 0.0, gs);
+  Matrix u = w;  // L^T w: s_q Xc_q w = Z^_q^T u, read off Z^ per group
+  u = L.triangularView<Eigen::Lower>().transpose() * w;
   const Matrix muw = mu.transpose() * w;  // ng x v
   Matrix nu = mu;                         // L^-1 mu_q
   lapack::trsm_lower_left('N', L, nu);
@@ -147,7 +147,7 @@ RowMatrix feature_leave_group_out(RowMatrixCRef Phi, RowMatrixCRef Y, IndexVecto
      // time (a product runs several times faster than the triangular solve over m columns)
     Matrix Linv = Matrix::Identity(p, p);
     lapack::trsm_lower_left('N', L, Linv);
-    const Index nb = std::max<Index>(64, 32768 / std::max<Index>(p, 1));
+    const Index nb = std::max<Index>(4096, 32768 / std::max<Index>(p, 1));  // few BLAS hand-overs
     Matrix block(p, nb);
     for (Index lo = 0; lo < m; lo += nb) {
       const Index cols = std::min(nb, m - lo);
@@ -181,12 +181,12 @@ RowMatrix feature_leave_group_out(RowMatrixCRef Phi, RowMatrixCRef Y, IndexVecto
     if (n < 2 || s == 0.0) {  // no pair leaves: the full-data predictions
       for (Index i = 0; i < n; ++i) pred.row(i) = Phi.row(order[o + i]) * w;
     } else {
-      const Matrix g = gs.middleRows(o, n) / s;
+      const auto Zq = Xs.middleCols(o, n);
+      const Matrix g = Zq.transpose() * u / s;
       pred = g;
       pred.rowwise() += muw.row(q);
       bool done = false;
       if (n < p) {
-        const auto Zq = Xs.middleCols(o, n);
         Matrix G(n, n);
         for (Index j = 0; j < n; ++j) {
           for (Index i = j; i < n; ++i) G(j, i) = G(i, j) = Zq.col(i).dot(Zq.col(j));
@@ -427,20 +427,35 @@ RowMatrix feature_leave_all_pairs_out(RowMatrixCRef Phi, RowMatrixCRef Y, IndexV
       }
     }
   });
-  // large groups: column blocks of the hat block with BLAS on this thread, rows of pairs in threads
+  // large groups: a few column blocks of the hat block with BLAS on this thread (at most 8 MB each:
+  // few hand-overs between BLAS and the pair threads), each block's rows of pairs in threads, split
+  // into ranges of about equal pair counts (column t has n - 1 - t pairs)
+  const Index parts = 4 * static_cast<Index>(std::max(1, n_threads));
+  std::vector<Index> cut(static_cast<size_t>(parts) + 1);
   for (Index q : large) {
     const Index o = c.offsets[q], n = c.size(q);
     const PairKernel kern = kernel_for(c, pp, q);
-    const Index nb = std::clamp<Index>(131072 / n, 16, 512);
-    Matrix Mb(n, nb);
+    const Index nb = std::clamp<Index>((Index{1} << 20) / n, 64, n);
+    Matrix Mb(n, std::min(nb, n - 1));
     for (Index lo = 0; lo + 1 < n; lo += nb) {
       const Index hi = std::min(n - 1, lo + nb), rows = n - lo;
       // Mb(s - lo, t - lo) = z_s . z_t for s >= lo, lo <= t < hi
       lapack::gemm('T', 'N', rows, hi - lo, p, 1.0, pp.Zt.col(o + lo).data(), p, pp.Zt.col(o + lo).data(), p, 0.0,
                    Mb.data(), n);
-      parallel_for(lo, hi, n_threads, 8, [&](Index tlo, Index thi) {
-        for (Index t = tlo; t < thi; ++t) {
-          kern.row(o + t, n - 1 - t, &Mb(t + 1 - lo, t - lo), out.data() + start[order[o + t]] * width);
+      const double total = 0.5 * static_cast<double>(hi - lo) * static_cast<double>(2 * n - 1 - lo - hi);
+      double acc = 0.0;
+      Index t = lo;
+      cut[0] = lo;
+      for (Index k = 1; k <= parts; ++k) {
+        while (t < hi && acc < total * static_cast<double>(k) / static_cast<double>(parts)) {
+          acc += static_cast<double>(n - 1 - t);
+          ++t;
+        }
+        cut[static_cast<size_t>(k)] = k == parts ? hi : t;
+      }
+      parallel_for(0, parts, n_threads, 1, [&](Index klo, Index khi) {
+        for (Index t0 = cut[static_cast<size_t>(klo)]; t0 < cut[static_cast<size_t>(khi)]; ++t0) {
+          kern.row(o + t0, n - 1 - t0, &Mb(t0 + 1 - lo, t0 - lo), out.data() + start[order[o + t0]] * width);
         }
       });
     }

@@ -809,6 +809,15 @@ class HoldoutEngine:
         out = self._pair_route().lpo(pairs, alpha).reshape(pairs.shape[0], 2, self.Y.shape[1])
         return out[:, :, 0] if self.one_d else out
 
+    def _pair_group_sizes(self):
+        gi = self.groups
+        return gi.sizes[gi.sizes >= 2].astype(np.float64) if self.grouped else np.array([float(self.m)])
+
+    def n_default_pairs(self):
+        """The number of :meth:`default_pairs`."""
+        n = self._pair_group_sizes()
+        return int((n * (n - 1) / 2).sum())
+
     def lpo_all_pairs(self, alpha=None):
         """:meth:`lpo` of :meth:`default_pairs` (with their check that a training pair remains); feature
         maps never list the pairs (the C++ loop generates them), other routes take the listed pairs."""
@@ -816,9 +825,8 @@ class HoldoutEngine:
             pairs = self.default_pairs()
             self.check_pairs_leave_training(pairs)
             return self.lpo(pairs, alpha)
-        gi = self.groups
-        n = gi.sizes[gi.sizes >= 2].astype(np.float64) if self.grouped else np.array([float(self.m)])
-        n_pairs = int((n * (n - 1) / 2).sum())
+        n = self._pair_group_sizes()
+        n_pairs = self.n_default_pairs()
         if n_pairs and np.any(self.problem.n_relevant_pairs() - (2 * n - 3) <= 0.5):
             raise ValueError("holding out a pair leaves no training pairs (every training pair touches it)")
         check_dense_memory(n_pairs, 1, "array of all leave-pair-out pairs' predictions", n_cols=2 * self.Y.shape[1])

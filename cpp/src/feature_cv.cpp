@@ -143,8 +143,8 @@ RowMatrix feature_leave_group_out(RowMatrixCRef Phi, RowMatrixCRef Y, IndexVecto
   const Matrix muw = mu.transpose() * w;  // ng x v
   Matrix nu = mu;                         // L^-1 mu_q
   lapack::trsm_lower_left('N', L, nu);
-  {  // Xs := Z^ = L^-1 X^ as GEMMs with the p x p inverse factor, a cache-sized block of columns at a
-     // time (a product runs several times faster than the triangular solve over m columns)
+  {  // Xs := Z^ = L^-1 X^ as GEMMs with the p x p inverse factor, a block of at least 4096 columns at
+     // a time (a product runs several times faster than the triangular solve over m columns)
     Matrix Linv = Matrix::Identity(p, p);
     lapack::trsm_lower_left('N', L, Linv);
     const Index nb = std::max<Index>(4096, 32768 / std::max<Index>(p, 1));  // few BLAS hand-overs

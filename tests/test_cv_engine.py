@@ -303,9 +303,10 @@ def test_dense_paths_refuse_before_allocating(call, limit, monkeypatch):
 
 
 def test_the_list_of_all_pairs_is_guarded(monkeypatch):
-    """Basis-vector models hold no m x m kernel; the default pair list of object ranking is O(m^2)."""
+    """Basis-vector models hold no m x m kernel; the predictions of all pairs of object ranking are
+    O(m^2) (1.3 MB here)."""
     rng = np.random.default_rng(11)
     X, y = rng.normal(size=(400, 3)), rng.normal(size=400)
-    monkeypatch.setenv("FASTRANK_MAX_DENSE_BYTES", "2M")
+    monkeypatch.setenv("FASTRANK_MAX_DENSE_BYTES", "1M")
     with pytest.raises(MemoryError, match="leave-pair-out pairs"):
         ms.leave_pair_out(fastrank.RankRLS(kernel="rbf", basis_vectors=10, random_state=0), X, y)

@@ -29,4 +29,14 @@ void bind_feature_cv(py::module_& m) {
       py::arg("Phi").noconvert(), py::arg("Y").noconvert(), py::arg("order"), py::arg("offsets"), py::arg("weight"),
       py::arg("alpha"), py::arg("pairs").noconvert(), py::arg("n_threads"), py::call_guard<py::gil_scoped_release>(),
       "Leave-pair-out predictions (n_pairs, 2 v) from p x p systems; pairs are positions in order.");
+  m.def(
+      "cv_feature_leave_all_pairs_out",
+      [](RowMatrixCRef Phi, RowMatrixCRef Y, IndexVectorCRef order, IndexVectorCRef offsets, VectorCRef weight,
+         double alpha, int n_threads) {
+        const GroupIndex g = bindings::group_index(order, offsets, Phi.rows());
+        return cv::feature_leave_all_pairs_out(Phi, Y, g.order, g.offsets, weight, alpha, n_threads);
+      },
+      py::arg("Phi").noconvert(), py::arg("Y").noconvert(), py::arg("order"), py::arg("offsets"), py::arg("weight"),
+      py::arg("alpha"), py::arg("n_threads"), py::call_guard<py::gil_scoped_release>(),
+      "Leave-pair-out predictions (n_pairs, 2 v) of all rows i < j inside each group, lexicographic.");
 }

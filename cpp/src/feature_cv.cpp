@@ -23,6 +23,20 @@ constexpr Index kBlasGroup = 256;
                     ": the p x p system X^T L X + alpha I is not numerically positive definite; increase alpha");
 }
 
+void check_input(RowMatrixCRef Phi, RowMatrixCRef Y, IndexVectorCRef order, IndexVectorCRef offsets,
+                 VectorCRef weight, double alpha) {
+  const Index m = Phi.rows(), ng = offsets.size() - 1;
+  require(ng >= 1 && offsets[0] == 0 && offsets[ng] == m, "group offsets must run from 0 to m");
+  require(order.size() == m && Y.rows() == m, "order and Y must have one entry per row of Phi");
+  require(weight.size() == ng, "one pair weight per group");
+  require(std::isfinite(alpha) && alpha > 0.0, "alpha must be finite and > 0");
+  for (Index q = 0; q < ng; ++q) {
+    require(offsets[q + 1] > offsets[q], "every group must contain at least one row");
+    require(weight[q] >= 0.0 && std::isfinite(weight[q]), "pair weights must be finite and >= 0");
+  }
+  for (Index i = 0; i < m; ++i) require(order[i] >= 0 && order[i] < m, "order must index the rows");
+}
+
 // Centred data in group order and the full-data system (header comment).
 struct Centred {
   Index m = 0, p = 0, v = 0, ng = 0;
@@ -39,20 +53,12 @@ struct Centred {
 
 Centred centre(RowMatrixCRef Phi, RowMatrixCRef Y, IndexVectorCRef order, IndexVectorCRef offsets,
                VectorCRef weight, double alpha, int n_threads) {
+  check_input(Phi, Y, order, offsets, weight, alpha);
   Centred c;
   c.m = Phi.rows();
   c.p = Phi.cols();
   c.v = Y.cols();
   c.ng = offsets.size() - 1;
-  require(c.ng >= 1 && offsets[0] == 0 && offsets[c.ng] == c.m, "group offsets must run from 0 to m");
-  require(order.size() == c.m && Y.rows() == c.m, "order and Y must have one entry per row of Phi");
-  require(weight.size() == c.ng, "one pair weight per group");
-  require(std::isfinite(alpha) && alpha > 0.0, "alpha must be finite and > 0");
-  for (Index q = 0; q < c.ng; ++q) {
-    require(offsets[q + 1] > offsets[q], "every group must contain at least one row");
-    require(weight[q] >= 0.0 && std::isfinite(weight[q]), "pair weights must be finite and >= 0");
-  }
-  for (Index i = 0; i < c.m; ++i) require(order[i] >= 0 && order[i] < c.m, "order must index the rows");
   c.offsets = offsets;
   c.weight = weight;
   c.Xt.resize(c.p, c.m);
@@ -88,75 +94,125 @@ Centred centre(RowMatrixCRef Phi, RowMatrixCRef Y, IndexVectorCRef order, IndexV
   return c;
 }
 
-// Retrained predictions of group q's rows without the whole group, from its p x p system directly.
-Matrix group_out_direct(const Centred& c, Index q) {
-  const Index o = c.offsets[q], n = c.size(q);
-  const double cn = c.weight[q] * static_cast<double>(n);
-  const auto Xq = c.Xt.middleCols(o, n);
-  Matrix A = c.A.selfadjointView<Eigen::Lower>();
-  A.noalias() -= cn * Xq * Xq.transpose();
-  Matrix bq = c.b;
-  bq.noalias() -= cn * Xq * c.Yc.middleRows(o, n);
-  Eigen::LLT<Matrix> llt(A);
-  if (llt.info() != Eigen::Success) not_pd("leave-group-out");
-  const Matrix w = llt.solve(bq);
-  Matrix out = Xq.transpose() * w;
-  out.rowwise() += c.mu.col(q).transpose() * w;
-  return out;
-}
-
 }  // namespace
 
+// Leave-group-out keeps one p x m array: the rows scaled by s_q = sqrt(c_q n_q), X^_q = s_q Xc_q
+// (so A = X^ X^^T + alpha I and b = X^ (s Yc)), overwritten by Z^ = L^-1 X^ after the centred
+// predictions are read off it.  With G^ = Z^_q^T Z^_q = c_q n_q G and k^ = Z^_q^T L^-1 mu_q = s_q
+// kappa, the header's update with D = c_q n_q I reads
+//     t' = (I - G^)^-1 (g - G^ Yc_q) - Yc_q,   P^T w' = f0_q + G^ t' + 1 s_q k^^T t'.
 RowMatrix feature_leave_group_out(RowMatrixCRef Phi, RowMatrixCRef Y, IndexVectorCRef order,
                                   IndexVectorCRef offsets, VectorCRef weight, double alpha, int n_threads) {
-  const Centred c = centre(Phi, Y, order, offsets, weight, alpha, n_threads);
-  const Index m = c.m, p = c.p, v = c.v, ng = c.ng;
-  Matrix L = c.A;
+  check_input(Phi, Y, order, offsets, weight, alpha);
+  const Index m = Phi.rows(), p = Phi.cols(), v = Y.cols(), ng = offsets.size() - 1;
+  auto size = [&](Index q) { return offsets[q + 1] - offsets[q]; };
+  Matrix Xs(p, m), Yc(m, v), mu(p, ng), bterms(p, ng * v);  // group q's term of b in columns q v ..
+  Vector scale(ng);
+  parallel_for(0, ng, n_threads, 16, [&](Index lo, Index hi) {
+    for (Index q = lo; q < hi; ++q) {
+      const Index o = offsets[q], n = size(q);
+      Vector mx = Vector::Zero(p);
+      Eigen::RowVectorXd my = Eigen::RowVectorXd::Zero(v);
+      for (Index i = 0; i < n; ++i) {
+        mx += Phi.row(order[o + i]).transpose();
+        my += Y.row(order[o + i]);
+      }
+      mx /= static_cast<double>(n);
+      my /= static_cast<double>(n);
+      mu.col(q) = mx;
+      const double s = std::sqrt(weight[q] * static_cast<double>(n));
+      scale[q] = s;
+      for (Index i = 0; i < n; ++i) {
+        Xs.col(o + i) = s * (Phi.row(order[o + i]).transpose() - mx);
+        Yc.row(o + i) = Y.row(order[o + i]) - my;
+      }
+      bterms.middleCols(q * v, v).noalias() = Xs.middleCols(o, n) * (s * Yc.middleRows(o, n));
+    }
+  });
+  Matrix A = Matrix::Zero(p, p);
+  A.diagonal().setConstant(alpha);
+  lapack::syrk_lower('N', p, m, 1.0, Xs.data(), p, 1.0, A.data(), p);
+  Matrix b = Matrix::Zero(p, v);  // summed in group order: the same for every thread count
+  for (Index q = 0; q < ng; ++q) b += bterms.middleCols(q * v, v);
+  Matrix L = A;
   if (!lapack::potrf_lower(L)) not_pd("leave-group-out");
-  Matrix w = c.b;
+  Matrix w = b;
   lapack::potrs_lower(L, w);
-  Matrix g(m, v);  // centred full-data predictions Xc w
-  lapack::gemm('T', 'N', 1.0, c.Xt, w, 0.0, g);
-  const Matrix muw = c.mu.transpose() * w;  // ng x v
-  Matrix nu = c.mu;                         // L^-1 mu_q
+  Matrix u = w;  // L^T w: s_q Xc_q w = Z^_q^T u, read off Z^ per group
+  u = L.triangularView<Eigen::Lower>().transpose() * w;
+  const Matrix muw = mu.transpose() * w;  // ng x v
+  Matrix nu = mu;                         // L^-1 mu_q
   lapack::trsm_lower_left('N', L, nu);
-  Matrix Zt = c.Xt;  // L^-1 Xc^T: G_q = Z_q^T Z_q = Xc_q A^-1 Xc_q^T
-  lapack::trsm_lower_left('N', L, Zt);
+  {  // Xs := Z^ = L^-1 X^ as GEMMs with the p x p inverse factor, a block of at least 4096 columns at
+     // a time (a product runs several times faster than the triangular solve over m columns)
+    Matrix Linv = Matrix::Identity(p, p);
+    lapack::trsm_lower_left('N', L, Linv);
+    const Index nb = std::max<Index>(4096, 32768 / std::max<Index>(p, 1));  // few BLAS hand-overs
+    Matrix block(p, nb);
+    for (Index lo = 0; lo < m; lo += nb) {
+      const Index cols = std::min(nb, m - lo);
+      block.leftCols(cols) = Xs.middleCols(lo, cols);
+      lapack::gemm('N', 'N', 1.0, Linv, block.leftCols(cols), 0.0, Xs.middleCols(lo, cols));
+    }
+  }
+  // Retrained predictions of group q without its rows from the p x p system directly (A' = A -
+  // c_q n_q Xc_q^T Xc_q), the better-conditioned form where the group dominates some direction.
+  auto direct = [&](Index q) {
+    const Index o = offsets[q], n = size(q);
+    const double cn = weight[q] * static_cast<double>(n);
+    Matrix Xq(p, n);
+    for (Index i = 0; i < n; ++i) Xq.col(i) = Phi.row(order[o + i]).transpose() - mu.col(q);
+    Matrix Aq = A.selfadjointView<Eigen::Lower>();
+    Aq.noalias() -= cn * Xq * Xq.transpose();
+    Matrix bq = b;
+    bq.noalias() -= cn * Xq * Yc.middleRows(o, n);
+    Eigen::LLT<Matrix> llt(Aq);
+    if (llt.info() != Eigen::Success) not_pd("leave-group-out");
+    const Matrix wq = llt.solve(bq);
+    Matrix out = Xq.transpose() * wq;
+    out.rowwise() += mu.col(q).transpose() * wq;
+    return out;
+  };
   RowMatrix out(m, v);
   auto one_group = [&](Index q) {
-    const Index o = c.offsets[q], n = c.size(q);
-    const double cn = c.weight[q] * static_cast<double>(n);
-    Matrix pred = g.middleRows(o, n);
-    pred.rowwise() += muw.row(q);
-    if (n >= 2 && cn > 0.0) {
+    const Index o = offsets[q], n = size(q);
+    const double s = scale[q];
+    Matrix pred(n, v);
+    if (n < 2 || s == 0.0) {  // no pair leaves: the full-data predictions
+      for (Index i = 0; i < n; ++i) pred.row(i) = Phi.row(order[o + i]) * w;
+    } else {
+      const auto Zq = Xs.middleCols(o, n);
+      const Matrix g = Zq.transpose() * u / s;
+      pred = g;
+      pred.rowwise() += muw.row(q);
       bool done = false;
-      if (n < p) {  // Woodbury on the n x n block (header comment, D = c_q n_q I)
-        const auto Zq = Zt.middleCols(o, n);
+      if (n < p) {
         Matrix G(n, n);
-        G.noalias() = Zq.transpose() * Zq;
+        for (Index j = 0; j < n; ++j) {
+          for (Index i = j; i < n; ++i) G(j, i) = G(i, j) = Zq.col(i).dot(Zq.col(j));
+        }
         const Vector kappa = Zq.transpose() * nu.col(q);
-        const auto Yq = c.Yc.middleRows(o, n);
-        Matrix r = g.middleRows(o, n);
-        r.noalias() -= cn * G * Yq;
-        Matrix N = -cn * G;
+        const auto Yq = Yc.middleRows(o, n);
+        Matrix r = g;
+        r.noalias() -= G * Yq;
+        Matrix N = -G;
         N.diagonal().array() += 1.0;
         Eigen::LLT<Matrix> llt(N);
-        // I - c n G is SPD (A' is); a tiny pivot means the group dominates some direction, where the
-        // direct p x p retraining is the better-conditioned form.
+        // I - G^ is SPD (A' is); a tiny pivot: retrain directly
         if (llt.info() == Eigen::Success && llt.matrixLLT().diagonal().minCoeff() > 1e-4) {
-          Matrix t = cn * llt.solve(r);
-          t.noalias() -= cn * Yq;
-          pred.noalias() += G * t;  // (G + 1 kappa^T) t
-          pred.rowwise() += kappa.transpose() * t;
+          Matrix t = llt.solve(r);
+          t -= Yq;
+          pred.noalias() += G * t;
+          pred.rowwise() += s * (kappa.transpose() * t);
           done = true;
         }
       }
-      if (!done) pred = group_out_direct(c, q);
+      if (!done) pred = direct(q);
     }
     for (Index i = 0; i < n; ++i) out.row(order[o + i]) = pred.row(i);
   };
   std::vector<Index> small, large;
-  for (Index q = 0; q < ng; ++q) (c.size(q) >= kBlasGroup ? large : small).push_back(q);
+  for (Index q = 0; q < ng; ++q) (size(q) >= kBlasGroup ? large : small).push_back(q);
   parallel_for(0, static_cast<Index>(small.size()), n_threads, 8, [&](Index lo, Index hi) {
     for (Index k = lo; k < hi; ++k) one_group(small[static_cast<size_t>(k)]);
   });
@@ -164,29 +220,36 @@ RowMatrix feature_leave_group_out(RowMatrixCRef Phi, RowMatrixCRef Y, IndexVecto
   return out;
 }
 
-RowMatrix feature_leave_pair_out(RowMatrixCRef Phi, RowMatrixCRef Y, IndexVectorCRef order,
-                                 IndexVectorCRef offsets, VectorCRef weight, double alpha, PairMatrixCRef pairs,
-                                 int n_threads) {
-  const Centred c = centre(Phi, Y, order, offsets, weight, alpha, n_threads);
-  const Index m = c.m, p = c.p, v = c.v, ng = c.ng, np = pairs.rows();
-  require(pairs.cols() == 2, "pairs must have two columns");
-  IndexVector grp(m);
-  for (Index q = 0; q < ng; ++q) grp.segment(c.offsets[q], c.size(q)).setConstant(q);
-  std::vector<Index> count(static_cast<size_t>(ng), 0);
-  for (Index k = 0; k < np; ++k) {
-    const Index a = pairs(k, 0), b = pairs(k, 1);
-    require(a >= 0 && a < m && b >= 0 && b < m && a != b, "pair positions must be distinct rows");
-    require(grp[a] == grp[b], "both rows of a pair must lie in one group");
-    ++count[static_cast<size_t>(grp[a])];
+namespace {
+
+// Per group with pairs: the (n-2)/n-scaled system A_0 = A - 2 c_q Xc_q^T Xc_q, b_0 likewise
+// (header comment), its factor L_0, and per row z = L_0^-1 xc (a column of Zt), kappa = z . L_0^-1
+// mu_q, the full-data predictions f of (A_0, b_0) and the residuals e = Xc w_0 - Yc.  With them a
+// pair {a, b} costs O(v): t = (I - D G)^-1 D e_U (the header's t, as D r - (I - D G) D Yc_U =
+// D e_U) and P^T w' = f_U + (G + 1 kappa^T) t.
+struct PairPieces {
+  Matrix Zt, e, f;
+  Vector kappa, zz;  // zz = G_aa = |z_a|^2
+
+  PairPieces(const Centred& c, const std::vector<char>& used, int n_threads)
+      : Zt(Matrix::Zero(c.p, c.m)), e(Matrix::Zero(c.m, c.v)), f(Matrix::Zero(c.m, c.v)),
+        kappa(Vector::Zero(c.m)), zz(Vector::Zero(c.m)) {
+    std::vector<Index> small;
+    for (Index q = 0; q < c.ng; ++q) {
+      if (!used[static_cast<size_t>(q)]) continue;
+      if (c.size(q) >= kBlasGroup) {
+        group(c, q, true);
+      } else {
+        small.push_back(q);
+      }
+    }
+    parallel_for(0, static_cast<Index>(small.size()), n_threads, 8, [&](Index lo, Index hi) {
+      for (Index k = lo; k < hi; ++k) group(c, small[static_cast<size_t>(k)], false);
+    });
   }
-  // Per group: the (n-2)/n-scaled system A_0, its factor L_0, and per row z = L_0^-1 xc, kappa,
-  // the centred and full predictions of (A_0, b_0).
-  Matrix Zt = Matrix::Zero(p, m), g = Matrix::Zero(m, v), f = Matrix::Zero(m, v);
-  Vector kappa = Vector::Zero(m);
-  std::vector<Matrix> M(static_cast<size_t>(ng));  // dense blocks Z_q^T Z_q (lower) where worthwhile
-  auto one_group = [&](Index q, bool blas) {
-    const Index o = c.offsets[q], n = c.size(q);
-    if (count[static_cast<size_t>(q)] == 0) return;
+
+  void group(const Centred& c, Index q, bool blas) {
+    const Index o = c.offsets[q], n = c.size(q), p = c.p, v = c.v;
     const double cq = c.weight[q];
     const auto Xq = c.Xt.middleCols(o, n);
     Matrix L = c.A;
@@ -215,68 +278,188 @@ RowMatrix feature_leave_pair_out(RowMatrixCRef Phi, RowMatrixCRef Y, IndexVector
     }
     const Vector nu = Lv.solve(c.mu.col(q));
     kappa.segment(o, n).noalias() = Zq.transpose() * nu;
+    zz.segment(o, n) = Zq.colwise().squaredNorm().transpose();
+    Matrix gq(n, v);  // centred predictions Xc_q w_0
     if (blas) {
-      Matrix gq(n, v);
       lapack::gemm('T', 'N', 1.0, Xq, w, 0.0, gq);
-      g.middleRows(o, n) = gq;
     } else {
-      g.middleRows(o, n).noalias() = Xq.transpose() * w;
+      gq.noalias() = Xq.transpose() * w;
     }
-    f.middleRows(o, n) = g.middleRows(o, n);
+    e.middleRows(o, n) = gq - c.Yc.middleRows(o, n);
+    f.middleRows(o, n) = gq;
     f.middleRows(o, n).rowwise() += c.mu.col(q).transpose() * w;
-    const double dn = static_cast<double>(n);
-    const bool dense = 16.0 * static_cast<double>(count[static_cast<size_t>(q)]) >= dn * dn && dn <= 5792.0;
-    if (dense) {
-      Matrix Mq(n, n);
-      if (blas) {
-        lapack::syrk_lower('T', n, p, 1.0, Zq.data(), p, 0.0, Mq.data(), n);
-      } else {
-        Mq.noalias() = Zq.transpose() * Zq;
-      }
-      M[static_cast<size_t>(q)] = std::move(Mq);
-    }
-  };
-  std::vector<Index> small;
-  for (Index q = 0; q < ng; ++q) {
-    if (c.size(q) >= kBlasGroup) {
-      one_group(q, true);
-    } else {
-      small.push_back(q);
+  }
+};
+
+// The pair {a, b} of group q (D = c_q [[k+1, 1], [1, k+1]], k = n_q - 2; PairPieces comment):
+// writes the retrained predictions of a to out_a[j] and of b to out_b[j], j < v.
+struct PairKernel {
+  const PairPieces& pp;
+  double d0, d1;
+  Index v;
+
+  void operator()(Index a, Index b, double gab, double* out_a, double* out_b) const {
+    const double gaa = pp.zz[a], gbb = pp.zz[b], ka = pp.kappa[a], kb = pp.kappa[b];
+    const double n00 = 1.0 - (d0 * gaa + d1 * gab), n01 = -(d0 * gab + d1 * gbb);
+    const double n10 = -(d1 * gaa + d0 * gab), n11 = 1.0 - (d1 * gab + d0 * gbb);
+    const double inv_det = 1.0 / (n00 * n11 - n01 * n10);
+    for (Index j = 0; j < v; ++j) {
+      const double ea = pp.e(a, j), eb = pp.e(b, j);
+      const double ua = d0 * ea + d1 * eb, ub = d1 * ea + d0 * eb;
+      const double ta = (n11 * ua - n01 * ub) * inv_det, tb = (n00 * ub - n10 * ua) * inv_det;
+      out_a[j] = pp.f(a, j) + (gaa + ka) * ta + (gab + kb) * tb;
+      out_b[j] = pp.f(b, j) + (gab + ka) * ta + (gbb + kb) * tb;
     }
   }
-  parallel_for(0, static_cast<Index>(small.size()), n_threads, 8, [&](Index lo, Index hi) {
-    for (Index k = lo; k < hi; ++k) one_group(small[static_cast<size_t>(k)], false);
-  });
-  Vector zz(m);  // G_aa = |z_a|^2
-  for (Index i = 0; i < m; ++i) zz[i] = Zt.col(i).squaredNorm();
+
+  // Row a against the rows b = a+1 .. a+len of its group, G_ab = gcol[b - a - 1]; pair s of the
+  // row goes to out[s * 2v ...] (RowMatrix rows [first outputs, second outputs]).  The one-output
+  // case is a flat loop over b that the compiler vectorizes.
+  void row(Index a, Index len, const double* __restrict gcol, double* __restrict out) const {
+    if (v != 1) {
+      for (Index s = 0; s < len; ++s) (*this)(a, a + 1 + s, gcol[s], out + 2 * v * s, out + 2 * v * s + v);
+      return;
+    }
+    const double d0 = this->d0, d1 = this->d1;  // locals: no reload after each store to out
+    const double gaa = pp.zz[a], ka = pp.kappa[a], ea = pp.e(a, 0), fa = pp.f(a, 0);
+    const double* __restrict zz = pp.zz.data() + a + 1;
+    const double* __restrict kap = pp.kappa.data() + a + 1;
+    const double* __restrict e = pp.e.data() + a + 1;
+    const double* __restrict f = pp.f.data() + a + 1;
+    const double c00 = 1.0 - d0 * gaa, c10 = -d1 * gaa, uea0 = d0 * ea, uea1 = d1 * ea;
+    for (Index s = 0; s < len; ++s) {
+      const double gab = gcol[s], gbb = zz[s], eb = e[s];
+      const double n00 = c00 - d1 * gab, n01 = -(d0 * gab + d1 * gbb);
+      const double n10 = c10 - d0 * gab, n11 = 1.0 - (d1 * gab + d0 * gbb);
+      const double inv_det = 1.0 / (n00 * n11 - n01 * n10);
+      const double ua = uea0 + d1 * eb, ub = uea1 + d0 * eb;
+      const double ta = (n11 * ua - n01 * ub) * inv_det, tb = (n00 * ub - n10 * ua) * inv_det;
+      out[2 * s] = fa + (gaa + ka) * ta + (gab + kap[s]) * tb;
+      out[2 * s + 1] = f[s] + (gab + ka) * ta + (gbb + kap[s]) * tb;
+    }
+  }
+};
+
+PairKernel kernel_for(const Centred& c, const PairPieces& pp, Index q) {
+  const double cq = c.weight[q], k = static_cast<double>(c.size(q) - 2);
+  return PairKernel{pp, cq * (k + 1.0), cq, c.v};
+}
+
+}  // namespace
+
+RowMatrix feature_leave_pair_out(RowMatrixCRef Phi, RowMatrixCRef Y, IndexVectorCRef order,
+                                 IndexVectorCRef offsets, VectorCRef weight, double alpha, PairMatrixCRef pairs,
+                                 int n_threads) {
+  const Centred c = centre(Phi, Y, order, offsets, weight, alpha, n_threads);
+  const Index m = c.m, v = c.v, ng = c.ng, np = pairs.rows();
+  require(pairs.cols() == 2, "pairs must have two columns");
+  IndexVector grp(m);
+  for (Index q = 0; q < ng; ++q) grp.segment(c.offsets[q], c.size(q)).setConstant(q);
+  std::vector<Index> count(static_cast<size_t>(ng), 0);
+  for (Index k = 0; k < np; ++k) {
+    const Index a = pairs(k, 0), b = pairs(k, 1);
+    require(a >= 0 && a < m && b >= 0 && b < m && a != b, "pair positions must be distinct rows");
+    require(grp[a] == grp[b], "both rows of a pair must lie in one group");
+    ++count[static_cast<size_t>(grp[a])];
+  }
+  std::vector<char> used(static_cast<size_t>(ng));
+  for (Index q = 0; q < ng; ++q) used[static_cast<size_t>(q)] = count[static_cast<size_t>(q)] > 0;
+  const PairPieces pp(c, used, n_threads);
+  // dense blocks Z_q^T Z_q (lower) where a group's pairs are dense, else one dot product per pair
+  std::vector<Matrix> M(static_cast<size_t>(ng));
+  for (Index q = 0; q < ng; ++q) {
+    const Index o = c.offsets[q], n = c.size(q);
+    const double dn = static_cast<double>(n);
+    if (16.0 * static_cast<double>(count[static_cast<size_t>(q)]) < dn * dn || dn > 5792.0) continue;
+    Matrix Mq(n, n);
+    lapack::syrk_lower('T', n, c.p, 1.0, pp.Zt.col(o).data(), c.p, 0.0, Mq.data(), n);
+    M[static_cast<size_t>(q)] = std::move(Mq);
+  }
   RowMatrix out(np, 2 * v);
   parallel_for(0, np, n_threads, 4096, [&](Index lo, Index hi) {
     for (Index k = lo; k < hi; ++k) {
       const Index a = pairs(k, 0), b = pairs(k, 1), q = ng == 1 ? 0 : grp[a], o = c.offsets[q];
-      const double cq = c.weight[q], kk = static_cast<double>(c.offsets[q + 1] - o - 2);
-      const double gaa = zz[a], gbb = zz[b];
       const Matrix& Mq = M[static_cast<size_t>(q)];
-      const double gab = Mq.size() == 0 ? Zt.col(a).dot(Zt.col(b))
+      const double gab = Mq.size() == 0 ? pp.Zt.col(a).dot(pp.Zt.col(b))
                                          : (a > b ? Mq(a - o, b - o) : Mq(b - o, a - o));
-      // D = c [[k+1, 1], [1, k+1]];  H = (I - D G)^-1 D
-      const double d0 = cq * (kk + 1.0), d1 = cq;
-      const double n00 = 1.0 - (d0 * gaa + d1 * gab), n01 = -(d0 * gab + d1 * gbb);
-      const double n10 = -(d1 * gaa + d0 * gab), n11 = 1.0 - (d1 * gab + d0 * gbb);
-      const double inv_det = 1.0 / (n00 * n11 - n01 * n10);
-      const double i00 = n11 * inv_det, i01 = -n01 * inv_det, i10 = -n10 * inv_det, i11 = n00 * inv_det;
-      const double h00 = i00 * d0 + i01 * d1, h01 = i00 * d1 + i01 * d0;
-      const double h10 = i10 * d0 + i11 * d1, h11 = i10 * d1 + i11 * d0;
-      const double ka = kappa[a], kb = kappa[b];
-      for (Index j = 0; j < v; ++j) {
-        const double ya = c.Yc(a, j), yb = c.Yc(b, j);
-        const double dya = d0 * ya + d1 * yb, dyb = d1 * ya + d0 * yb;
-        const double ra = g(a, j) - (gaa * dya + gab * dyb), rb = g(b, j) - (gab * dya + gbb * dyb);
-        const double ta = h00 * ra + h01 * rb - dya, tb = h10 * ra + h11 * rb - dyb;
-        out(k, j) = f(a, j) + (gaa + ka) * ta + (gab + kb) * tb;
-        out(k, v + j) = f(b, j) + (gab + ka) * ta + (gbb + kb) * tb;
+      kernel_for(c, pp, q)(a, b, gab, &out(k, 0), &out(k, v));
+    }
+  });
+  return out;
+}
+
+RowMatrix feature_leave_all_pairs_out(RowMatrixCRef Phi, RowMatrixCRef Y, IndexVectorCRef order,
+                                      IndexVectorCRef offsets, VectorCRef weight, double alpha, int n_threads) {
+  const Centred c = centre(Phi, Y, order, offsets, weight, alpha, n_threads);
+  const Index m = c.m, p = c.p, v = c.v, ng = c.ng;
+  // Output row of each row's first pair: rows in the caller's order, each followed by its later
+  // group members (positions t+1 .. in group order, increasing rows as order is increasing there).
+  IndexVector start(m + 1);
+  std::vector<char> used(static_cast<size_t>(ng));
+  for (Index q = 0; q < ng; ++q) {
+    const Index o = c.offsets[q], n = c.size(q);
+    used[static_cast<size_t>(q)] = n >= 2;
+    for (Index t = o; t < o + n; ++t) {
+      require(t == o || order[t] > order[t - 1], "order must list each group's rows in increasing order");
+      start[order[t] + 1] = o + n - 1 - t;
+    }
+  }
+  start[0] = 0;
+  for (Index i = 0; i < m; ++i) start[i + 1] += start[i];
+  const PairPieces pp(c, used, n_threads);
+  RowMatrix out(start[m], 2 * v);
+  const Index width = 2 * v;
+  // small groups: one worker each, hat block Z_q^T Z_q with Eigen (no BLAS in worker threads)
+  std::vector<Index> small, large;
+  for (Index q = 0; q < ng; ++q) {
+    if (c.size(q) >= 2) (c.size(q) >= kBlasGroup ? large : small).push_back(q);
+  }
+  parallel_for(0, static_cast<Index>(small.size()), n_threads, 8, [&](Index lo, Index hi) {
+    Matrix Mq;
+    for (Index k = lo; k < hi; ++k) {
+      const Index q = small[static_cast<size_t>(k)], o = c.offsets[q], n = c.size(q);
+      const auto Zq = pp.Zt.middleCols(o, n);
+      Mq.resize(n, n);
+      Mq.noalias() = Zq.transpose() * Zq;
+      const PairKernel kern = kernel_for(c, pp, q);
+      for (Index t = 0; t + 1 < n; ++t) {
+        kern.row(o + t, n - 1 - t, &Mq(t + 1, t), out.data() + start[order[o + t]] * width);
       }
     }
   });
+  // large groups: a few column blocks of the hat block with BLAS on this thread (at most 8 MB each:
+  // few hand-overs between BLAS and the pair threads), each block's rows of pairs in threads, split
+  // into ranges of about equal pair counts (column t has n - 1 - t pairs)
+  const Index parts = 4 * static_cast<Index>(std::max(1, n_threads));
+  std::vector<Index> cut(static_cast<size_t>(parts) + 1);
+  for (Index q : large) {
+    const Index o = c.offsets[q], n = c.size(q);
+    const PairKernel kern = kernel_for(c, pp, q);
+    const Index nb = std::clamp<Index>((Index{1} << 20) / n, 64, n);
+    Matrix Mb(n, std::min(nb, n - 1));
+    for (Index lo = 0; lo + 1 < n; lo += nb) {
+      const Index hi = std::min(n - 1, lo + nb), rows = n - lo;
+      // Mb(s - lo, t - lo) = z_s . z_t for s >= lo, lo <= t < hi
+      lapack::gemm('T', 'N', rows, hi - lo, p, 1.0, pp.Zt.col(o + lo).data(), p, pp.Zt.col(o + lo).data(), p, 0.0,
+                   Mb.data(), n);
+      const double total = 0.5 * static_cast<double>(hi - lo) * static_cast<double>(2 * n - 1 - lo - hi);
+      double acc = 0.0;
+      Index t = lo;
+      cut[0] = lo;
+      for (Index k = 1; k <= parts; ++k) {
+        while (t < hi && acc < total * static_cast<double>(k) / static_cast<double>(parts)) {
+          acc += static_cast<double>(n - 1 - t);
+          ++t;
+        }
+        cut[static_cast<size_t>(k)] = k == parts ? hi : t;
+      }
+      parallel_for(0, parts, n_threads, 1, [&](Index klo, Index khi) {
+        for (Index t0 = cut[static_cast<size_t>(klo)]; t0 < cut[static_cast<size_t>(khi)]; ++t0) {
+          kern.row(o + t0, n - 1 - t0, &Mb(t0 + 1 - lo, t0 - lo), out.data() + start[order[o + t0]] * width);
+        }
+      });
+    }
+  }
   return out;
 }
 

@@ -343,6 +343,11 @@ class FeatureRoute(_Route):
                                               pair_weight=self.pair_weight, n_threads=self.n_threads)
         return np.asarray(out).reshape(pairs.shape[0], -1)
 
+    def lpo_all_pairs(self, alpha):
+        out = _holdout.feature_leave_all_pairs_out(self.features, self.Y, self.codes, self.n_groups, alpha,
+                                                   pair_weight=self.pair_weight, n_threads=self.n_threads)
+        return out.reshape(out.shape[0], -1)
+
     def holdout(self, sets, alpha):
         outs = _holdout.feature_holdout(self.features, self.Y, self.codes, self.n_groups, alpha, sets,
                                         pair_weight=self.pair_weight)
@@ -731,6 +736,31 @@ class HoldoutEngine(_OnProblem):
         alpha = self.alpha_for(self.m - 2) if alpha is None else alpha
         pairs = np.ascontiguousarray(pairs, dtype=np.int64)
         out = self._route().lpo(pairs, alpha).reshape(pairs.shape[0], 2, self.Y.shape[1])
+        return out[:, :, 0] if self.one_d else out
+
+    def _pair_group_sizes(self):
+        gi = self.groups
+        return gi.sizes[gi.sizes >= 2].astype(np.float64) if self.grouped else np.array([float(self.m)])
+
+    def n_default_pairs(self):
+        """The number of :meth:`default_pairs`."""
+        n = self._pair_group_sizes()
+        return int((n * (n - 1) / 2).sum())
+
+    def lpo_all_pairs(self, alpha=None):
+        """:meth:`lpo` of :meth:`default_pairs` (with their check that a training pair remains); feature
+        maps never list the pairs (the C++ loop generates them), other routes take the listed pairs."""
+        if self.spec.exclude_ties or self.features is None:
+            pairs = self.default_pairs()
+            self.check_pairs_leave_training(pairs)
+            return self.lpo(pairs, alpha)
+        n = self._pair_group_sizes()
+        n_pairs = self.n_default_pairs()
+        if n_pairs and np.any(self.problem.n_relevant_pairs() - (2 * n - 3) <= 0.5):
+            raise ValueError("holding out a pair leaves no training pairs (every training pair touches it)")
+        check_dense_memory(n_pairs, 1, "array of all leave-pair-out pairs' predictions", n_cols=2 * self.Y.shape[1])
+        alpha = self.alpha_for(self.m - 2) if alpha is None else alpha
+        out = self.feature.lpo_all_pairs(alpha).reshape(n_pairs, 2, self.Y.shape[1])
         return out[:, :, 0] if self.one_d else out
 
     def lpo_disagreement(self, pairs, alpha=None):

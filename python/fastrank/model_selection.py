@@ -255,6 +255,9 @@ class Factorization:
 
     def leave_pair_out(self, pairs=None, *, alpha=None, return_pairs=False):
         eng = self._engine
+        if pairs is None and not return_pairs:  # all pairs, not listed where the route allows
+            with stage(f"leave-pair-out predictions of {eng.n_default_pairs()} pairs", verbose=eng.verbose):
+                return eng.lpo_all_pairs(alpha)
         pairs = eng.default_pairs() if pairs is None else eng.check_pairs(pairs)
         eng.check_pairs_leave_training(pairs)
         with stage(f"leave-pair-out predictions of {pairs.shape[0]} pairs", verbose=eng.verbose):

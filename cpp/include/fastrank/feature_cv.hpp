@@ -38,4 +38,11 @@ RowMatrix feature_leave_pair_out(RowMatrixCRef Phi, RowMatrixCRef Y, IndexVector
                                  IndexVectorCRef offsets, VectorCRef weight, double alpha, PairMatrixCRef pairs,
                                  int n_threads);
 
+// Leave-pair-out predictions of every pair of rows inside each group, never listing the pairs:
+// rows i < j of the caller's order, lexicographic (order must list each group's rows in increasing
+// order, as a stable sort by group does), (n_pairs x 2v).  The hat block of a group is formed a
+// block of columns at a time and each row's pairs are computed in one vectorizable loop.
+RowMatrix feature_leave_all_pairs_out(RowMatrixCRef Phi, RowMatrixCRef Y, IndexVectorCRef order,
+                                      IndexVectorCRef offsets, VectorCRef weight, double alpha, int n_threads);
+
 }  // namespace fastrank::cv

@@ -340,9 +340,9 @@ namespace {
 // Each group's centred vectors in an orthonormal basis, from one Householder reflector per group:
 // H_q = I - 2 w w^T / (w^T w), w = 1_q / sqrt(n) + e_1, maps 1_q / sqrt(n) to -e_1, so its other
 // n - 1 columns Q_q are an orthonormal basis of the vectors orthogonal to 1_q and the centring is
-// C_q = Q_q Q_q^T.  With Qs = blockdiag(s_q Q_q) (m x m', m' = m - number of non-empty groups),
-// S = Qs Qs^T / s and S K S = Qs (Qs^T K Qs) Qs^T: the null space of S (one constant vector per
-// group) drops out of the eigenproblem instead of being shifted away.
+// C_q = Q_q Q_q^T.  With Q = blockdiag(Q_q) (m x m', m' = m - number of non-empty groups) and
+// Qs = blockdiag(s_q Q_q), S = Q Qs^T and S K S = Q (Qs^T K Qs) Q^T: the null space of S (one
+// constant vector per group) drops out of the eigenproblem instead of being shifted away.
 // Group q's n_q - 1 reduced coordinates start at the returned offset q.
 IndexVector reduced_offsets(const GroupStructure& g) {
   IndexVector ro(g.n_groups() + 1);
@@ -394,7 +394,8 @@ Matrix expand_group(Index n, MatrixCRef z) {
   return x;
 }
 
-// Khatri-Rao rows of a group with n' = n_q - 1 reduced coordinates (see leave_group_out_path).
+// Khatri-Rao product rows of a group with n' = n_q - 1 reduced coordinates: n'(n'+1)/2 pairs and
+// n' kappa rows (see leave_group_out_path).
 Index khatri_rao_rows(Index n1) { return n1 * (n1 + 1) / 2 + n1; }
 
 // Group q's held-out rows (n x v) for one alpha, from B (n' x n', lower triangle read, destroyed):
@@ -424,8 +425,8 @@ Matrix leave_group_out_path(MatrixCRef K, const GroupStructure& g, const Vector&
   const Index nav = na * v;
   const IndexVector ro = reduced_offsets(g);
   const Index mr = ro[ng];
-  // Qs^T K Qs = U diag(lambda) U^T (order m'); G_c = Qs U diag(1/(lambda + alpha)) U^T Qs^T / s^2 on
-  // range(S), i.e. Q^T G_c Q = U diag(dinv) U^T with Q = blockdiag(Q_q).
+  // Qs^T K Qs = U diag(lambda) U^T (order m'), so on range(S) G_c = Q U diag(dinv) U^T Q^T with
+  // dinv = 1 / (lambda + alpha).
   Matrix U = reduce_rows(g, ro, reduce_cols(g, ro, K, n_threads));
   Vector lambda;
   lapack::syevd(U, lambda);
@@ -464,14 +465,22 @@ Matrix leave_group_out_path(MatrixCRef K, const GroupStructure& g, const Vector&
     const Index o = g.offsets[q], n = g.group_size(q);
     return fbar.row(q).segment(k * v, v) - Y.middleRows(o, n).colwise().mean();
   };
-  // Small groups in panels of at most kPanel Khatri-Rao rows, every alpha at once: for group q
-  // (reduced rows U_q) the rows U_q,i o U_q,j (i <= j) and U_q,i o (U^T Q^T S K 1_q), so that one
-  // GEMM with dinv (m' x n_alphas) gives every alpha's lower triangle of U_q diag(dinv) U_q^T and
-  // U_q diag(dinv) U^T Q^T S K 1_q.  The GEMM runs in BLAS on the calling thread; the products and
-  // the per-group solves in fastrank's threads (Eigen only).  Larger groups: one BLAS product per
-  // alpha.
+  // Every alpha's group blocks at once, from Khatri-Rao rows: for group q (reduced rows U_q,
+  // n' = n_q - 1) the rows U_q,i o U_q,j (i <= j) and U_q,i o (U^T Q^T S K 1_q), so that a GEMM
+  // with dinv (m' x n_alphas) gives every alpha's lower triangle of U_q diag(dinv) U_q^T and rows
+  // of U_q diag(dinv) U^T Q^T S K 1_q (the same flops as one product per alpha and group, in one
+  // large BLAS call).  Groups are taken in segments whose results R (rows x n_alphas) take at most
+  // the memory of one m x m' matrix; the rows are formed in panels of about kPanel rows (in
+  // fastrank's threads, Eigen only), each followed by one BLAS GEMM on the calling thread; the
+  // per-group solves run in fastrank's threads.  A group too large for one segment takes one BLAS
+  // product per alpha.
   constexpr Index kPanel = 512;
-  std::vector<Index> first;  // each panel group's first Khatri-Rao row
+  const Index max_rows = std::max<Index>(8 * kPanel, m * mr / std::max<Index>(1, na));
+  std::vector<Index> first;  // each segment group's first row of R
+  struct Unit {              // rows of R: pairs (i, j >= i) of group q, or (i = n') its kappa rows
+    Index q, i, row;
+  };
+  std::vector<Unit> units;
   Index q0 = 0;
   while (q0 < ng) {
     const Index o0 = g.offsets[q0], n0 = g.group_size(q0);
@@ -479,14 +488,14 @@ Matrix leave_group_out_path(MatrixCRef K, const GroupStructure& g, const Vector&
       ++q0;
       continue;
     }
-    if (khatri_rao_rows(n0 - 1) > kPanel) {
+    if (khatri_rao_rows(n0 - 1) > max_rows) {
       const Index r = ro[q0], n1 = n0 - 1;
       const auto Uq = U.middleRows(r, n1);
       Matrix W(n1, mr), B(n1, n1);
       for (Index k = 0; k < na; ++k) {
-        W.noalias() = Uq * dinv.col(k).asDiagonal();
-        lapack::gemm('N', 'T', 1.0, Uq, W, 0.0, B);
-        const Vector kap = W * Us.col(q0);
+        W.noalias() = Uq * dinv.col(k).cwiseSqrt().asDiagonal();
+        lapack::syrk_lower('N', n1, mr, 1.0, W.data(), n1, 0.0, B.data(), n1);  // U_q diag(dinv) U_q^T
+        const Vector kap = Uq * dinv.col(k).cwiseProduct(Us.col(q0));
         out.block(o0, k * v, n0, v) =
             group_path_rows(g, q0, B, Gt.block(r, k * v, n1, v), kap, fbar_minus_ybar(q0, k), Y);
       }
@@ -495,29 +504,43 @@ Matrix leave_group_out_path(MatrixCRef K, const GroupStructure& g, const Vector&
     }
     Index q1 = q0, rows = 0;
     first.clear();
-    while (q1 < ng && khatri_rao_rows(n1_of(q1)) <= kPanel && rows + khatri_rao_rows(n1_of(q1)) <= kPanel) {
+    units.clear();
+    while (q1 < ng && rows + khatri_rao_rows(n1_of(q1)) <= max_rows) {
       first.push_back(rows);
-      rows += khatri_rao_rows(n1_of(q1));
+      const Index n1 = n1_of(q1);
+      for (Index i = 0; i < n1; ++i) {
+        units.push_back({q1, i, rows});
+        rows += n1 - i;
+      }
+      if (n1 > 0) {
+        units.push_back({q1, n1, rows});
+        rows += n1;
+      }
       ++q1;
     }
-    Matrix KR(rows, mr);  // column k: products of entries of column k of U
-    parallel_for(0, mr, n_threads, 64, [&](Index lo, Index hi) {
-      for (Index k = lo; k < hi; ++k) {
-        const double* u = U.data() + k * mr;
-        double* p = KR.data() + k * rows;
-        for (Index q = q0; q < q1; ++q) {
-          const Index n1 = n1_of(q), r = ro[q];
-          for (Index i = 0; i < n1; ++i) {
-            const double ui = u[r + i];
-            for (Index j = i; j < n1; ++j) *p++ = ui * u[r + j];
-          }
-          const double sk = Us(k, q);
-          for (Index i = 0; i < n1; ++i) *p++ = u[r + i] * sk;
-        }
-      }
-    });
     Matrix R(rows, na);
-    lapack::gemm('N', 'N', 1.0, KR, dinv, 0.0, R);
+    for (size_t u0 = 0; u0 < units.size();) {
+      size_t u1 = u0 + 1;
+      const Index row0 = units[u0].row;
+      auto end_row = [&](size_t u) { return u < units.size() ? units[u].row : rows; };
+      while (u1 < units.size() && end_row(u1 + 1) - row0 <= kPanel) ++u1;
+      const Index prows = end_row(u1) - row0;
+      Matrix KR(prows, mr);  // column k: products of entries of column k of U
+      parallel_for(0, mr, n_threads, 64, [&](Index lo, Index hi) {
+        for (Index k = lo; k < hi; ++k) {
+          const double* uk = U.data() + k * mr;
+          double* p = KR.data() + k * prows;
+          for (size_t t = u0; t < u1; ++t) {
+            const Index q = units[t].q, i = units[t].i, n1 = n1_of(q), r = ro[q];
+            const double f = i < n1 ? uk[r + i] : Us(k, q);
+            for (Index j = i < n1 ? i : 0; j < n1; ++j) *p++ = f * uk[r + j];
+          }
+        }
+      });
+      auto Rp = R.middleRows(row0, prows);
+      lapack::gemm('N', 'N', 1.0, KR, dinv, 0.0, Rp);
+      u0 = u1;
+    }
     parallel_for(q0, q1, n_threads, 2, [&](Index lo, Index hi) {
       for (Index q = lo; q < hi; ++q) {
         const Index o = g.offsets[q], n = g.group_size(q), n1 = n - 1, r = ro[q];

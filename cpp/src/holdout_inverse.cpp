@@ -353,18 +353,21 @@ IndexVector reduced_offsets(const GroupStructure& g) {
 
 // Qs^T A (m' x c): for x = a group's part of a column, (H x)_i = x_i - (x_0 + sum(x) / sqrt(n)) /
 // (sqrt(n) + 1) for i = 1..n-1, times s_q.
-Matrix reduce_rows(const GroupStructure& g, const IndexVector& ro, MatrixCRef A) {
+// Columns in fastrank's threads (Eigen only).
+Matrix reduce_rows(const GroupStructure& g, const IndexVector& ro, MatrixCRef A, int n_threads) {
   Matrix out(ro[g.n_groups()], A.cols());
-  for (Index c = 0; c < A.cols(); ++c) {
-    for (Index q = 0; q < g.n_groups(); ++q) {
-      const Index o = g.offsets[q], n = g.group_size(q);
-      if (n < 2) continue;
-      const double rn = std::sqrt(static_cast<double>(n));
-      const auto x = A.col(c).segment(o, n);
-      const double wx = (x[0] + x.sum() / rn) / (rn + 1.0), s = g.scale[q];
-      out.col(c).segment(ro[q], n - 1) = s * (x.tail(n - 1).array() - wx).matrix();
+  parallel_for(0, A.cols(), n_threads, 64, [&](Index lo, Index hi) {
+    for (Index c = lo; c < hi; ++c) {
+      for (Index q = 0; q < g.n_groups(); ++q) {
+        const Index o = g.offsets[q], n = g.group_size(q);
+        if (n < 2) continue;
+        const double rn = std::sqrt(static_cast<double>(n));
+        const auto x = A.col(c).segment(o, n);
+        const double wx = (x[0] + x.sum() / rn) / (rn + 1.0), s = g.scale[q];
+        out.col(c).segment(ro[q], n - 1) = s * (x.tail(n - 1).array() - wx).matrix();
+      }
     }
-  }
+  });
   return out;
 }
 
@@ -427,7 +430,7 @@ Matrix leave_group_out_path(MatrixCRef K, const GroupStructure& g, const Vector&
   const Index mr = ro[ng];
   // Qs^T K Qs = U diag(lambda) U^T (order m'), so on range(S) G_c = Q U diag(dinv) U^T Q^T with
   // dinv = 1 / (lambda + alpha).
-  Matrix U = reduce_rows(g, ro, reduce_cols(g, ro, K, n_threads));
+  Matrix U = reduce_rows(g, ro, reduce_cols(g, ro, K, n_threads), n_threads);
   Vector lambda;
   lapack::syevd(U, lambda);
   Matrix dinv(mr, na);
@@ -438,8 +441,8 @@ Matrix leave_group_out_path(MatrixCRef K, const GroupStructure& g, const Vector&
   Matrix K1(m, ng);  // K 1_q
   for (Index q = 0; q < ng; ++q) K1.col(q) = K.middleCols(g.offsets[q], g.group_size(q)).rowwise().sum();
   Matrix Ut(mr, v), Us(mr, ng);  // U^T Q^T t and U^T Q^T S K 1_q (t = S y, Q^T S = diag(s) Q^T)
-  lapack::gemm('T', 'N', 1.0, U, reduce_rows(g, ro, Y), 0.0, Ut);
-  lapack::gemm('T', 'N', 1.0, U, reduce_rows(g, ro, K1), 0.0, Us);
+  lapack::gemm('T', 'N', 1.0, U, reduce_rows(g, ro, Y, 1), 0.0, Ut);
+  lapack::gemm('T', 'N', 1.0, U, reduce_rows(g, ro, K1, n_threads), 0.0, Us);
   // every alpha's Q^T G_c t (m' x n_alphas v) and dual coefficients S G_c t (m x n_alphas v)
   Matrix scaled(mr, nav);
   for (Index k = 0; k < na; ++k) scaled.middleCols(k * v, v) = dinv.col(k).asDiagonal() * Ut;
@@ -533,7 +536,9 @@ Matrix leave_group_out_path(MatrixCRef K, const GroupStructure& g, const Vector&
           for (size_t t = u0; t < u1; ++t) {
             const Index q = units[t].q, i = units[t].i, n1 = n1_of(q), r = ro[q];
             const double f = i < n1 ? uk[r + i] : Us(k, q);
-            for (Index j = i < n1 ? i : 0; j < n1; ++j) *p++ = f * uk[r + j];
+            const Index j0 = i < n1 ? i : 0;
+            Eigen::Map<Vector>(p, n1 - j0) = f * Eigen::Map<const Vector>(uk + r + j0, n1 - j0);
+            p += n1 - j0;
           }
         }
       });

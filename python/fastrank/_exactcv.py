@@ -318,7 +318,8 @@ class DualRoute(_Route):
     def solve(self, alpha):
         """Dual coefficients (m, v), caller's row order, of the model fitted on all the data: from the
         spectral factor when it exists (eq. 31: u = V (Sigma + alpha)^-1 V^T S y + (S y - V V^T S y) /
-        alpha, A = S u), else from one Cholesky factor of S K S + alpha I over the kernel at hand."""
+        alpha, A = S u), else from one Cholesky factor of S K S + alpha I over the kernel at hand; an
+        alpha of the last :meth:`leave_group_out_path` grid takes that call's coefficients."""
         if float(alpha) in self._path_coef:
             return self.groups.untake(self._path_coef[float(alpha)])
         if self.uses_cholesky(alpha):

@@ -67,10 +67,14 @@ def main(which):
         g = np.repeat(np.arange(q), m // q)
         alphas = np.logspace(-5, 5, 31)
         cv = fastrank.RankRLSCV(alphas=alphas, kernel="rbf", gamma=0.05, n_jobs=N_JOBS)
-        a = best(lambda: cv.fit(X, y, groups=g), 2)
         K = np.exp(-0.05 * ((X[:, None, :] - X[None]) ** 2).sum(-1))
-        b = best(lambda: np.linalg.eigh(K), 2)
-        print(f"Gaussian LQO 31 alphas m=2000: {a:.3f}s; eigh {b:.3f}s; ratio {a / b:.2f} (target <=1)")
+        fits, eighs = [], []
+        for _ in range(3):  # interleaved: load on a shared machine hits both alike
+            fits.append(best(lambda: cv.fit(X, y, groups=g), 1))
+            eighs.append(best(lambda: np.linalg.eigh(K), 1))
+        a, b = min(fits), min(eighs)
+        print(f"Gaussian LQO 31 alphas m=2000: {a:.3f}s; eigh {b:.3f}s; ratio {a / b:.2f} (target <=1); "
+              f"per-repeat ratios {' '.join(f'{f / e:.2f}' for f, e in zip(fits, eighs))}")
     if "cvthreads" in which:
         m, d, q = 5000, 136, 250
         X = rng.standard_normal((m, d))

@@ -199,5 +199,5 @@ void bind_cv(py::module_& m) {
       py::arg("K").noconvert(), py::arg("order"), py::arg("offsets"), py::arg("pair_weight"), py::arg("alphas"),
       py::arg("Y").noconvert(), py::arg("n_threads"), py::call_guard<py::gil_scoped_release>(),
       "Leave-one-group-out predictions (caller's row order, m x n_alphas v, alpha-major) for a grid of alphas from one "
-      "eigendecomposition.");
+      "eigendecomposition, followed by every alpha's full-data dual coefficients (m x n_alphas v).");
 }

@@ -114,6 +114,19 @@ GroupInverse group_inverse(MatrixCRef K, const GroupStructure& g, double alpha, 
 // Blocks below this size are factored with Eigen (no BLAS call from a worker thread).
 constexpr Index kSmallBlock = 256;
 
+// B X = R in place for a group's SPD block B (lower triangle read, destroyed).  Blocks below
+// kSmallBlock use Eigen's kernels (safe in fastrank's worker threads), larger ones LAPACK.
+void solve_group_block(MatrixRef B, MatrixRef R) {
+  if (B.rows() < kSmallBlock) {
+    Eigen::LLT<Eigen::Ref<Matrix>> llt(B);
+    if (llt.info() != Eigen::Success) throw LinAlgError("leave-group-out: a group's block of the inverse is singular");
+    llt.solveInPlace(R);
+  } else {
+    if (!lapack::potrf_lower(B)) throw LinAlgError("leave-group-out: a group's block of the inverse is singular");
+    lapack::potrs_lower(B, R);
+  }
+}
+
 // Leave-group-out prediction of group q's rows (n x v) from its block Gc of G_c, G_c t, the
 // group's rows of kappa_q = G_c S K 1_q and the full-data predictions F: G_c,qq r = (G_c t)_q on
 // the centred space.
@@ -127,14 +140,7 @@ Matrix group_out_rows(const GroupStructure& g, Index q, const Matrix& Gc, Matrix
   Matrix B = Gc;
   B.array() += shift / dn;
   Matrix r = Gt.middleRows(o, n);
-  if (n < kSmallBlock) {  // Eigen's kernels: safe in fastrank's worker threads
-    Eigen::LLT<Eigen::Ref<Matrix>> llt(B);
-    if (llt.info() != Eigen::Success) throw LinAlgError("leave-group-out: a group's block of the inverse is singular");
-    llt.solveInPlace(r);
-  } else {
-    if (!lapack::potrf_lower(B)) throw LinAlgError("leave-group-out: a group's block of the inverse is singular");
-    lapack::potrs_lower(B, r);
-  }
+  solve_group_block(B, r);
   const Eigen::RowVectorXd ybar = Y.middleRows(o, n).colwise().mean();
   const Eigen::RowVectorXd fbar = F.middleRows(o, n).colwise().mean();
   const Eigen::RowVectorXd shiftmean = kappa_q.transpose() * r / dn;
@@ -329,6 +335,89 @@ Matrix leave_group_out_inverse(MatrixCRef K, const GroupStructure& g, double alp
   return out;
 }
 
+namespace {
+
+// Each group's centred vectors in an orthonormal basis, from one Householder reflector per group:
+// H_q = I - 2 w w^T / (w^T w), w = 1_q / sqrt(n) + e_1, maps 1_q / sqrt(n) to -e_1, so its other
+// n - 1 columns Q_q are an orthonormal basis of the vectors orthogonal to 1_q and the centring is
+// C_q = Q_q Q_q^T.  With Q = blockdiag(Q_q) (m x m', m' = m - number of non-empty groups) and
+// Qs = blockdiag(s_q Q_q), S = Q Qs^T and S K S = Q (Qs^T K Qs) Q^T: the null space of S (one
+// constant vector per group) drops out of the eigenproblem instead of being shifted away.
+// Group q's n_q - 1 reduced coordinates start at the returned offset q.
+IndexVector reduced_offsets(const GroupStructure& g) {
+  IndexVector ro(g.n_groups() + 1);
+  ro[0] = 0;
+  for (Index q = 0; q < g.n_groups(); ++q) ro[q + 1] = ro[q] + std::max<Index>(0, g.group_size(q) - 1);
+  return ro;
+}
+
+// Qs^T A (m' x c): for x = a group's part of a column, (H x)_i = x_i - (x_0 + sum(x) / sqrt(n)) /
+// (sqrt(n) + 1) for i = 1..n-1, times s_q.
+// Columns in fastrank's threads (Eigen only).
+Matrix reduce_rows(const GroupStructure& g, const IndexVector& ro, MatrixCRef A, int n_threads) {
+  Matrix out(ro[g.n_groups()], A.cols());
+  parallel_for(0, A.cols(), n_threads, 64, [&](Index lo, Index hi) {
+    for (Index c = lo; c < hi; ++c) {
+      for (Index q = 0; q < g.n_groups(); ++q) {
+        const Index o = g.offsets[q], n = g.group_size(q);
+        if (n < 2) continue;
+        const double rn = std::sqrt(static_cast<double>(n));
+        const auto x = A.col(c).segment(o, n);
+        const double wx = (x[0] + x.sum() / rn) / (rn + 1.0), s = g.scale[q];
+        out.col(c).segment(ro[q], n - 1) = s * (x.tail(n - 1).array() - wx).matrix();
+      }
+    }
+  });
+  return out;
+}
+
+// A Qs (r x m'), the same reflection on columns, groups in fastrank's threads (Eigen only).
+Matrix reduce_cols(const GroupStructure& g, const IndexVector& ro, MatrixCRef A, int n_threads) {
+  Matrix out(A.rows(), ro[g.n_groups()]);
+  parallel_for(0, g.n_groups(), n_threads, 8, [&](Index lo, Index hi) {
+    for (Index q = lo; q < hi; ++q) {
+      const Index o = g.offsets[q], n = g.group_size(q);
+      if (n < 2) continue;
+      const double rn = std::sqrt(static_cast<double>(n)), s = g.scale[q];
+      const Vector wx = (A.col(o) + A.middleCols(o, n).rowwise().sum() / rn) / (rn + 1.0);
+      for (Index i = 1; i < n; ++i) out.col(ro[q] + i - 1) = s * (A.col(o + i) - wx);
+    }
+  });
+  return out;
+}
+
+// Q_q z for one group (n x c from (n-1) x c): H [0; z] has first row -sum(z) / sqrt(n) and rows
+// z_i - sum(z) / (sqrt(n) (sqrt(n) + 1)).
+Matrix expand_group(Index n, MatrixCRef z) {
+  const double rn = std::sqrt(static_cast<double>(n));
+  const Eigen::RowVectorXd sum = z.colwise().sum();
+  Matrix x(n, z.cols());
+  x.row(0) = -sum / rn;
+  x.bottomRows(n - 1) = z.rowwise() - sum / (rn * (rn + 1.0));
+  return x;
+}
+
+// Khatri-Rao product rows of a group with n' = n_q - 1 reduced coordinates: n'(n'+1)/2 pairs and
+// n' kappa rows (see leave_group_out_path).
+Index khatri_rao_rows(Index n1) { return n1 * (n1 + 1) / 2 + n1; }
+
+// Group q's held-out rows (n x v) for one alpha, from B (n' x n', lower triangle read, destroyed):
+// the group's block of G_c in the basis Q_q, z = Q_q^T (G_c t)_q and kap = Q_q^T (G_c S K 1_q)_q.
+// G_c,qq r = (G_c t)_q on the centred space is B z' = z with r = Q_q z' (B is the block of an SPD
+// matrix: no shift needed), and
+//     f'_q = y_q - ybar_q - r / s_q + fbar_q - kap^T z' / n_q.
+Matrix group_path_rows(const GroupStructure& g, Index q, MatrixRef B, Matrix z, VectorCRef kap,
+                       const Eigen::RowVectorXd& fbar_minus_ybar, MatrixCRef Y) {
+  const Index o = g.offsets[q], n = g.group_size(q);
+  solve_group_block(B, z);
+  const Eigen::RowVectorXd shiftmean = kap.transpose() * z / static_cast<double>(n);
+  Matrix pred = expand_group(n, z) / (-g.scale[q]);
+  pred.rowwise() += fbar_minus_ybar - shiftmean;
+  return Y.middleRows(o, n) + pred;
+}
+
+}  // namespace
+
 Matrix leave_group_out_path(MatrixCRef K, const GroupStructure& g, const Vector& alphas, MatrixCRef Y,
                             int n_threads) {
   check_holdout_leaves_pairs(g);
@@ -336,67 +425,143 @@ Matrix leave_group_out_path(MatrixCRef K, const GroupStructure& g, const Vector&
   require(K.rows() == m && K.cols() == m, "K must be m x m");
   require(Y.rows() == m, "Y must have m rows");
   for (Index a = 0; a < na; ++a) require(std::isfinite(alphas[a]) && alphas[a] > 0.0, "alphas must be finite and > 0");
-  Matrix src(m, ng);  // S K 1_q
-  for (Index q = 0; q < ng; ++q) src.col(q) = K.middleCols(g.offsets[q], g.group_size(q)).rowwise().sum();
-  apply_sqrt_laplacian(g, src);
-  Matrix t = Y;
-  apply_sqrt_laplacian(g, t);  // t = S y
-  Matrix V = K;
-  apply_sqrt_laplacian_both(g, V, n_threads);
-  const double tau = null_shift(V);
-  for (Index q = 0; q < ng; ++q) {
-    const Index o = g.offsets[q], n = g.group_size(q);
-    V.block(o, o, n, n).array() += tau / static_cast<double>(n);
-  }
-  Vector sigma;
-  lapack::syevd(V, sigma);  // S K S + tau E = V diag(sigma) V^T
-  // t and S K 1_q are centred per group (orthogonal to E), so G_c acts on them as V diag(1/(sigma +
-  // alpha)) V^T; the diagonal blocks of G_c subtract E's term 1 1^T / (n (alpha + tau)).
-  Matrix Vtt(m, v), Vsrc(m, ng);
-  lapack::gemm('T', 'N', 1.0, V, t, 0.0, Vtt);
-  lapack::gemm('T', 'N', 1.0, V, src, 0.0, Vsrc);
-  const Matrix Vt = V.transpose();  // group q's rows of V as contiguous columns
-  Matrix dinv(m, na);
+  const Index nav = na * v;
+  const IndexVector ro = reduced_offsets(g);
+  const Index mr = ro[ng];
+  // Qs^T K Qs = U diag(lambda) U^T (order m'), so on range(S) G_c = Q U diag(dinv) U^T Q^T with
+  // dinv = 1 / (lambda + alpha).
+  Matrix U = reduce_rows(g, ro, reduce_cols(g, ro, K, n_threads), n_threads);
+  Vector lambda;
+  lapack::syevd(U, lambda);
+  Matrix dinv(mr, na);
   for (Index k = 0; k < na; ++k) {
-    if ((sigma.array() + alphas[k]).minCoeff() <= 0.0) not_pd("leave-group-out");
-    dinv.col(k) = (sigma.array() + alphas[k]).inverse().matrix();
+    if (mr > 0 && lambda.minCoeff() + alphas[k] <= 0.0) not_pd("leave-group-out");
+    dinv.col(k) = (lambda.array() + alphas[k]).inverse().matrix();
   }
-  // every alpha's G_c t and full-data predictions in one pass over V and K (memory-bound at this size)
-  Matrix scaled(m, na * v);
-  for (Index k = 0; k < na; ++k) scaled.middleCols(k * v, v) = dinv.col(k).asDiagonal() * Vtt;
-  Matrix Gt(m, na * v), F(m, na * v);
-  lapack::gemm('N', 'N', 1.0, V, scaled, 0.0, Gt);
-  Matrix a = Gt;
-  apply_sqrt_laplacian(g, a);
-  lapack::gemm('N', 'N', 1.0, K, a, 0.0, F);
-  Matrix out = F;
-  // per group, all alphas while its rows of V are in cache: small groups in fastrank's threads
-  auto one_group = [&](Index q) {
-    const Index o = g.offsets[q], n = g.group_size(q);
-    if (n < 2) return;
-    const auto Vq = Vt.middleCols(o, n);
-    Matrix Gc(n, n), Wq(m, n);
-    for (Index k = 0; k < na; ++k) {
-      const double alpha = alphas[k];
-      Wq.noalias() = dinv.col(k).asDiagonal() * Vq;
-      Gc.noalias() = Vq.transpose() * Wq;
-      Gc.array() -= 1.0 / (static_cast<double>(n) * (alpha + tau));
-      const Vector kappa_q = Wq.transpose() * Vsrc.col(q);
-      out.block(o, k * v, n, v) = group_out_rows(g, q, Gc, Gt.middleCols(k * v, v), kappa_q,
-                                                 F.middleCols(k * v, v), Y);
-    }
-  };
-  std::vector<Index> small;
+  Matrix K1(m, ng);  // K 1_q
+  for (Index q = 0; q < ng; ++q) K1.col(q) = K.middleCols(g.offsets[q], g.group_size(q)).rowwise().sum();
+  Matrix Ut(mr, v), Us(mr, ng);  // U^T Q^T t and U^T Q^T S K 1_q (t = S y, Q^T S = diag(s) Q^T)
+  lapack::gemm('T', 'N', 1.0, U, reduce_rows(g, ro, Y, 1), 0.0, Ut);
+  lapack::gemm('T', 'N', 1.0, U, reduce_rows(g, ro, K1, n_threads), 0.0, Us);
+  // every alpha's Q^T G_c t (m' x n_alphas v) and dual coefficients S G_c t (m x n_alphas v)
+  Matrix scaled(mr, nav);
+  for (Index k = 0; k < na; ++k) scaled.middleCols(k * v, v) = dinv.col(k).asDiagonal() * Ut;
+  Matrix Gt(mr, nav);
+  lapack::gemm('N', 'N', 1.0, U, scaled, 0.0, Gt);
+  Matrix out(m, 2 * nav);
+  auto coef = out.rightCols(nav);
+  coef.setZero();
   for (Index q = 0; q < ng; ++q) {
-    if (g.group_size(q) >= kSmallBlock) {
-      one_group(q);
-    } else {
-      small.push_back(q);
-    }
+    const Index n = g.group_size(q);
+    if (n >= 2) coef.middleRows(g.offsets[q], n) = g.scale[q] * expand_group(n, Gt.middleRows(ro[q], n - 1));
   }
-  parallel_for(0, static_cast<Index>(small.size()), n_threads, 2, [&](Index lo, Index hi) {
-    for (Index k = lo; k < hi; ++k) one_group(small[static_cast<size_t>(k)]);
-  });
+  // group means of the full-data predictions K S G_c t; rows of one-row groups keep these predictions
+  Matrix fbar(ng, nav);
+  lapack::gemm('T', 'N', 1.0, K1, coef, 0.0, fbar);
+  for (Index q = 0; q < ng; ++q) {
+    const Index o = g.offsets[q], n = g.group_size(q);
+    fbar.row(q) /= static_cast<double>(std::max<Index>(1, n));
+    if (n == 1) out.row(o).head(nav) = K.row(o) * coef;
+  }
+  auto n1_of = [&](Index q) { return std::max<Index>(0, g.group_size(q) - 1); };
+  auto fbar_minus_ybar = [&](Index q, Index k) -> Eigen::RowVectorXd {
+    const Index o = g.offsets[q], n = g.group_size(q);
+    return fbar.row(q).segment(k * v, v) - Y.middleRows(o, n).colwise().mean();
+  };
+  // Every alpha's group blocks at once, from Khatri-Rao rows: for group q (reduced rows U_q,
+  // n' = n_q - 1) the rows U_q,i o U_q,j (i <= j) and U_q,i o (U^T Q^T S K 1_q), so that a GEMM
+  // with dinv (m' x n_alphas) gives every alpha's lower triangle of U_q diag(dinv) U_q^T and rows
+  // of U_q diag(dinv) U^T Q^T S K 1_q (the same flops as one product per alpha and group, in one
+  // large BLAS call).  Groups are taken in segments whose results R (rows x n_alphas) take at most
+  // the memory of one m x m' matrix; the rows are formed in panels of about kPanel rows (in
+  // fastrank's threads, Eigen only), each followed by one BLAS GEMM on the calling thread; the
+  // per-group solves run in fastrank's threads.  A group too large for one segment takes one BLAS
+  // product per alpha.
+  constexpr Index kPanel = 512;
+  const Index max_rows = std::max<Index>(8 * kPanel, m * mr / std::max<Index>(1, na));
+  std::vector<Index> first;  // each segment group's first row of R
+  struct Unit {              // rows of R: pairs (i, j >= i) of group q, or (i = n') its kappa rows
+    Index q, i, row;
+  };
+  std::vector<Unit> units;
+  Index q0 = 0;
+  while (q0 < ng) {
+    const Index o0 = g.offsets[q0], n0 = g.group_size(q0);
+    if (n0 < 2) {
+      ++q0;
+      continue;
+    }
+    if (khatri_rao_rows(n0 - 1) > max_rows) {
+      const Index r = ro[q0], n1 = n0 - 1;
+      const auto Uq = U.middleRows(r, n1);
+      Matrix W(n1, mr), B(n1, n1);
+      for (Index k = 0; k < na; ++k) {
+        W.noalias() = Uq * dinv.col(k).cwiseSqrt().asDiagonal();
+        lapack::syrk_lower('N', n1, mr, 1.0, W.data(), n1, 0.0, B.data(), n1);  // U_q diag(dinv) U_q^T
+        const Vector kap = Uq * dinv.col(k).cwiseProduct(Us.col(q0));
+        out.block(o0, k * v, n0, v) =
+            group_path_rows(g, q0, B, Gt.block(r, k * v, n1, v), kap, fbar_minus_ybar(q0, k), Y);
+      }
+      ++q0;
+      continue;
+    }
+    Index q1 = q0, rows = 0;
+    first.clear();
+    units.clear();
+    while (q1 < ng && rows + khatri_rao_rows(n1_of(q1)) <= max_rows) {
+      first.push_back(rows);
+      const Index n1 = n1_of(q1);
+      for (Index i = 0; i < n1; ++i) {
+        units.push_back({q1, i, rows});
+        rows += n1 - i;
+      }
+      if (n1 > 0) {
+        units.push_back({q1, n1, rows});
+        rows += n1;
+      }
+      ++q1;
+    }
+    Matrix R(rows, na);
+    for (size_t u0 = 0; u0 < units.size();) {
+      size_t u1 = u0 + 1;
+      const Index row0 = units[u0].row;
+      auto end_row = [&](size_t u) { return u < units.size() ? units[u].row : rows; };
+      while (u1 < units.size() && end_row(u1 + 1) - row0 <= kPanel) ++u1;
+      const Index prows = end_row(u1) - row0;
+      Matrix KR(prows, mr);  // column k: products of entries of column k of U
+      parallel_for(0, mr, n_threads, 64, [&](Index lo, Index hi) {
+        for (Index k = lo; k < hi; ++k) {
+          const double* uk = U.data() + k * mr;
+          double* p = KR.data() + k * prows;
+          for (size_t t = u0; t < u1; ++t) {
+            const Index q = units[t].q, i = units[t].i, n1 = n1_of(q), r = ro[q];
+            const double f = i < n1 ? uk[r + i] : Us(k, q);
+            const Index j0 = i < n1 ? i : 0;
+            Eigen::Map<Vector>(p, n1 - j0) = f * Eigen::Map<const Vector>(uk + r + j0, n1 - j0);
+            p += n1 - j0;
+          }
+        }
+      });
+      auto Rp = R.middleRows(row0, prows);
+      lapack::gemm('N', 'N', 1.0, KR, dinv, 0.0, Rp);
+      u0 = u1;
+    }
+    parallel_for(q0, q1, n_threads, 2, [&](Index lo, Index hi) {
+      for (Index q = lo; q < hi; ++q) {
+        const Index o = g.offsets[q], n = g.group_size(q), n1 = n - 1, r = ro[q];
+        if (n < 2) continue;
+        Matrix B(n1, n1);
+        for (Index k = 0; k < na; ++k) {
+          Index p = first[static_cast<size_t>(q - q0)];
+          for (Index i = 0; i < n1; ++i)
+            for (Index j = i; j < n1; ++j) B(j, i) = R(p++, k);
+          out.block(o, k * v, n, v) = group_path_rows(g, q, B, Gt.block(r, k * v, n1, v), R.col(k).segment(p, n1),
+                                                      fbar_minus_ybar(q, k), Y);
+        }
+      }
+    });
+    q0 = q1;
+  }
   return out;
 }
 

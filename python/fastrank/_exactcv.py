@@ -186,6 +186,7 @@ class DualRoute(_Route):
         self.Yg = self.problem.targets_grouped()
         self.group_args = (self.groups.order, self.groups.offsets, self.problem.pair_weight())
         self._V = self._sigma = self._P = self._SX = None
+        self._path_coef = {}  # alpha -> dual coefficients (group order) from leave_group_out_path
 
     @functools.cached_property
     @_in_region
@@ -298,15 +299,21 @@ class DualRoute(_Route):
 
     @_in_region
     def leave_group_out_path(self, alphas):
-        v = self.Y.shape[1]
+        """(n_alphas, m, v) leave-group-out predictions; the same call's full-data dual coefficients
+        of every alpha are kept, so that :meth:`solve` at a grid alpha needs no factorization."""
+        v, na = self.Y.shape[1], alphas.size
         out = _core.cv_leave_group_out_path(self.K, *self.group_args, alphas, self.Yg, self.n_threads)
-        return np.stack([out[:, k * v:(k + 1) * v] for k in range(alphas.size)])
+        self._path_coef = {float(a): out[:, (na + k) * v:(na + k + 1) * v] for k, a in enumerate(alphas)}
+        return np.stack([out[:, k * v:(k + 1) * v] for k in range(na)])
 
     @_in_region
     def solve(self, alpha):
-        """Dual coefficients (m, v), caller's row order, of the model fitted on all the data: from the spectral
-        factor when it exists (eq. 31: u = V (Sigma + alpha)^-1 V^T S y + (S y - V V^T S y) / alpha, A = S u), else
-        from one Cholesky factor of S K S + alpha I over the kernel at hand."""
+        """Dual coefficients (m, v), caller's row order, of the model fitted on all the data: from the
+        spectral factor when it exists (eq. 31: u = V (Sigma + alpha)^-1 V^T S y + (S y - V V^T S y) /
+        alpha, A = S u), else from one Cholesky factor of S K S + alpha I over the kernel at hand; an
+        alpha of the last :meth:`leave_group_out_path` grid takes that call's coefficients."""
+        if float(alpha) in self._path_coef:
+            return self._path_coef[float(alpha)]
         if self.uses_cholesky(alpha):
             A, _ = _core.rankrls_dual_scores(np.array(self.K, order="F"), *self.group_args, self.Yg,
                                              np.array([alpha]), self.n_threads)

@@ -70,12 +70,14 @@ Vector lpo_disagreement_inverse(const GroupStructure& g, const InversePairBlocks
 // solve with q + v right-hand sides.
 Matrix leave_group_out_inverse(MatrixCRef K, const GroupStructure& g, double alpha, MatrixCRef Y, int n_threads);
 
-// Leave-one-group-out predictions for every alpha of a grid (m x n_alphas v, alpha-major, group
-// order), exact for each alpha as leave_group_out_inverse: one eigendecomposition of
-// S K S + tau sum_q 1_q 1_q^T / n_q = V diag(sigma) V^T (the shift keeps every group's constant
-// vector away from the null space, as in the Cholesky form) replaces one Cholesky factor per alpha;
-// each alpha then costs O(m^2 (n_mean + v)) for the diagonal blocks of G_c = V diag(1/(sigma +
-// alpha)) V^T - sum_q 1_q 1_q^T / (n_q (alpha + tau)), G_c t and the group terms of kappa.
+// Leave-one-group-out predictions for every alpha of a grid, exact for each alpha as
+// leave_group_out_inverse, and the dual coefficients S G_c t of the model on all the data for
+// every alpha (one call serves the selection and the refit): m x 2 n_alphas v, group order,
+// columns [predictions alpha-major | dual coefficients alpha-major].  S K S is eigendecomposed only
+// on the centred vectors of each group (one Householder reflector per group maps the group's
+// constant vector, S's null space, to one coordinate): Q^T S K S Q = U diag(lambda) U^T of order
+// m - (number of groups); each alpha then costs O(m^2 n_mean) for its group blocks of G_c =
+// Q U diag(1/(lambda + alpha)) U^T Q^T, all alphas' blocks from one GEMM per panel of groups.
 Matrix leave_group_out_path(MatrixCRef K, const GroupStructure& g, const Vector& alphas, MatrixCRef Y,
                             int n_threads);
 

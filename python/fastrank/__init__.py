@@ -24,6 +24,7 @@ from . import bounds
 from . import model_selection
 from ._ranksvm import ranksvm_path
 from ._rankboost import rankboost_path
+from ._svrank import svrank_path
 from ._greedy import greedy_order
 from ._persist import load, save
 from . import utils
@@ -33,7 +34,7 @@ __all__ = [
     *_ESTIMATORS, "register_estimator",
     "RankRLSPath", "rankrls_path", "model_selection", "greedy_order", "ranksvm_path",
     "datasets", "metrics", "bounds",
-    "rankboost_path",
+    "rankboost_path", "svrank_path",
     "save", "load", "utils", "preprocessing",
     "LinAlgError", "IllConditionedWarning", "exceptions", "__version__",
 ]

@@ -1149,7 +1149,7 @@ bool hinge_huber(const Model& X, PairwiseHingeLoss& P, const RankSvmOptions& o, 
   const double scale = P.margin_scale();
   if (!(scale > 0.0 && std::isfinite(scale))) return false;
   // Start wide (from w = 0 a narrow band is nearly the hinge itself, and Newton crawls there).
-  double h = 0.5 * scale, g0 = -1.0;
+  double h = 1.0 * scale, g0 = -1.0, h_prev = 0.0, smooth_prev = 0.0;
   const Index cap = std::min<Index>(o.max_iter, 200);
   Index newton = 0, cg = 0;
   for (int level = 0; level < 30 && newton < cap && h > 1e-12 * scale; ++level) {
@@ -1193,10 +1193,16 @@ bool hinge_huber(const Model& X, PairwiseHingeLoss& P, const RankSvmOptions& o, 
       res.converged = true;
       return true;
     }
-    // The smoothing term falls like h^2 (dense pairs) or h (pairs held at the kink): aim at a
-    // quarter of the target assuming h^2, shrinking h by 3x to 1000x; by 3x only when Newton did
-    // not finish (a narrower band from a poor start makes it crawl).
-    const double ratio = smooth > 0.0 ? std::sqrt(0.25 * o.tol * F / smooth) : 0.3;
+    // The smoothing term falls like h^p, p = 2 for densely spread pairs and p = 1 for pairs held at
+    // the kink (ties, discrete targets): p is measured from the last two levels (2 at first), and
+    // h aims at a quarter of the target, shrinking by 3x to 1000x; by 3x only when Newton did not
+    // finish (a narrower band from a poor start makes it crawl).
+    double p = 2.0;
+    if (smooth_prev > 0.0 && smooth > 0.0 && h_prev > h)
+      p = std::min(2.0, std::max(1.0, std::log(smooth_prev / smooth) / std::log(h_prev / h)));
+    const double ratio = smooth > 0.0 ? std::pow(0.25 * o.tol * F / smooth, 1.0 / p) : 0.3;
+    h_prev = h;
+    smooth_prev = smooth;
     h *= r.converged ? std::min(0.3, std::max(1e-3, ratio)) : 0.3;
   }
   return false;

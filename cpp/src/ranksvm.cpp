@@ -1158,8 +1158,8 @@ bool hinge_huber(const Model& X, PairwiseHingeLoss& P, const RankSvmOptions& o, 
     lo.tol = 0.0;
     lo.max_iter = std::min<Index>(50, cap - newton);
     if (level > 0) lo.w0 = w;
-    // The Newton part of the gap, 1/2 ||grad||^2, to a tenth of the target.
-    const RankSvmResult r = newton_linear(X, term, lo, std::sqrt(0.2 * o.tol * F), g0, &gf);
+    // The Newton part of the gap, 1/2 ||grad||^2, to half the target (the smoothing aims at a quarter).
+    const RankSvmResult r = newton_linear(X, term, lo, std::sqrt(o.tol * F), g0, &gf);
     newton += r.n_iter;
     cg += r.n_inner;
     if (!(r.coef.allFinite())) return false;
@@ -1195,7 +1195,7 @@ bool hinge_huber(const Model& X, PairwiseHingeLoss& P, const RankSvmOptions& o, 
     }
     // The smoothing term falls like h^p, p = 2 for densely spread pairs and p = 1 for pairs held at
     // the kink (ties, discrete targets): p is measured from the last two levels (2 at first), and
-    // h aims at a quarter of the target, shrinking by 3x to 1000x; by 3x only when Newton did not
+    // h aims at a quarter of the target, shrinking by 3x to 100x; by 3x only when Newton did not
     // finish (a narrower band from a poor start makes it crawl).
     double p = 2.0;
     if (smooth_prev > 0.0 && smooth > 0.0 && h_prev > h)
@@ -1203,7 +1203,7 @@ bool hinge_huber(const Model& X, PairwiseHingeLoss& P, const RankSvmOptions& o, 
     const double ratio = smooth > 0.0 ? std::pow(0.25 * o.tol * F / smooth, 1.0 / p) : 0.3;
     h_prev = h;
     smooth_prev = smooth;
-    h *= r.converged ? std::min(0.3, std::max(1e-3, ratio)) : 0.3;
+    h *= r.converged ? std::min(0.3, std::max(1e-2, ratio)) : 0.3;
   }
   return false;
 }

@@ -3,6 +3,8 @@
 * Linear SVRank on all pairs, m = 10,000 (m^2 = 10^8 ordered pairs, 5 * 10^7 unordered), n = 20:
   time to the default tolerance (relative cutting-plane gap 1e-6), iterations, and the same
   problem with tol=1e-8.  No pair is ever formed.
+* ``svrank_path`` over 13 values of C (warm starts) against one fit and 13 cold fits, CPU time,
+  one thread (target <= 3x one fit).
 * One loss/subgradient oracle call (X w, sort of the residuals, two-pointer counts, X^T g) vs the
   yardstick ``np.argsort(r)`` of m values + ``X @ w`` + ``X.T @ g`` (one pass of X each way);
   target <= 2x.  Also with 100 query groups.
@@ -88,6 +90,26 @@ def main():
     est, t, c = timed_fit(SVRank(C=1e4, epsilon=args.epsilon, kernel="rbf", gamma=1.0 / n), Xk, yk)
     print(f"fit, Gaussian kernel, C=1e4, m={mk}, tol=1e-06: wall {t:.3f} s, CPU {c:.3f} s, {est.n_iter_} iterations, "
           f"gap {est.gap_:.2e}")
+
+    # -- a C grid of 13 values (C * 10^-3 .. C * 10^3): svrank_path (warm starts: solution and cut
+    # model carried from C to C) over one fit at the middle C (target <= 3x), and 13 cold fits --------
+    Cs = args.C * np.logspace(-3, 3, 13)
+
+    def cpu_best(fn, repeat):
+        best_c = np.inf
+        for _ in range(repeat):
+            c0 = time.process_time()
+            fn()
+            best_c = min(best_c, time.process_time() - c0)
+        return best_c
+
+    c_one = cpu_best(lambda: SVRank(C=args.C, epsilon=args.epsilon, n_jobs=1).fit(X, y), 3)
+    c_path = cpu_best(lambda: fastrank.svrank_path(X, y, Cs, epsilon=args.epsilon, n_jobs=1), 2)
+    c_cold = cpu_best(lambda: [SVRank(C=C, epsilon=args.epsilon, n_jobs=1).fit(X, y) for C in Cs], 1)
+    path = fastrank.svrank_path(X, y, Cs, epsilon=args.epsilon, n_jobs=1)
+    print(f"svrank_path, 13 C, all pairs, 1 thread: CPU {c_path:.3f} s = {c_path / c_one:.2f} x one fit "
+          f"({c_one:.3f} s; target <= 3); 13 cold fits {c_cold / c_one:.2f} x; planes per C "
+          f"{[e.n_iter_ for e in path]}")
 
     # -- kernel SVRank on graded targets in query groups vs one RankRLS Gaussian fit ------------
     # (the slow case of the cutting-plane master: hundreds of active planes at large C); target:

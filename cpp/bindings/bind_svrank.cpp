@@ -88,18 +88,32 @@ void bind_svrank(py::module_& m) {
   m.def(
       "svrank_linear",
       [](RowMatrixCRef X, VectorCRef y, IndexVectorCRef order, IndexVectorCRef offsets, double C, double eps,
-         double tol, Index max_iter, int n_threads) {
+         double tol, Index max_iter, int n_threads, std::optional<py::dict> warm) {
         const GroupIndex gi = bindings::group_index(order, offsets, X.rows());
         SvrankResult r;
+        SvrankOptions o = make_options(C, eps, tol, max_iter, n_threads);
+        if (warm && warm->contains("w0")) {  // in/out: a neighbouring C's solution and cut model
+          o.w0 = (*warm)["w0"].cast<Vector>();
+          o.warm_planes = (*warm)["planes"].cast<Matrix>();
+          o.warm_deltas = (*warm)["deltas"].cast<Vector>();
+          o.warm_weights = (*warm)["weights"].cast<Vector>();
+        }
         {
           py::gil_scoped_release release;
-          r = svrank_linear(X, y, gi.offsets, make_options(C, eps, tol, max_iter, n_threads));
+          r = svrank_linear(X, y, gi.offsets, o);
+        }
+        if (warm) {
+          (*warm)["w0"] = r.coef;
+          (*warm)["planes"] = std::move(r.planes);
+          (*warm)["deltas"] = std::move(r.deltas);
+          (*warm)["weights"] = std::move(r.weights);
         }
         return pack(std::move(r));
       },
       py::arg("X").noconvert(), py::arg("y").noconvert(), py::arg("order"), py::arg("offsets"), py::arg("C"),
-      py::arg("eps"), py::arg("tol"), py::arg("max_iter"), py::arg("n_threads"),
-      "Linear SVRank by cutting planes. Returns (w, n_iter, converged, objective, lower_bound, gap_history).");
+      py::arg("eps"), py::arg("tol"), py::arg("max_iter"), py::arg("n_threads"), py::arg("warm") = py::none(),
+      "Linear SVRank by cutting planes (warm: a dict carrying w0 and the cut model from C to C, updated). "
+      "Returns (w, n_iter, converged, objective, lower_bound, gap_history).");
   m.def(
       "svrank_kernel",
       [](MatrixCRef K, VectorCRef y, IndexVectorCRef order, IndexVectorCRef offsets, double C, double eps, double tol,

@@ -116,7 +116,6 @@ PairwiseHingeLoss PairwiseHingeLoss::from_groups(VectorCRef y, IndexVectorCRef o
     P.n_pairs_ += 0.5 * (n * n - sumsq);
   }
   P.sorted_.assign(static_cast<size_t>(m), 0);
-  P.n_active_.assign(static_cast<size_t>(m), 0.0);
   return P;
 }
 
@@ -147,6 +146,15 @@ void PairwiseHingeLoss::set_row_margins(VectorCRef y) {
   margin_ = 0.0;
 }
 
+double PairwiseHingeLoss::margin_scale() const {
+  if (row_margin_.empty()) return margin_;
+  double mean = 0.0, sq = 0.0;
+  for (double v : row_margin_) mean += v;
+  mean /= static_cast<double>(m_);
+  for (double v : row_margin_) sq += (v - mean) * (v - mean);
+  return std::sqrt(sq / static_cast<double>(m_));
+}
+
 double PairwiseHingeLoss::evaluate(SvmLoss loss, const double* f, double* grad, double* active, int n_threads) {
   double value;
   if (!row_margin_.empty()) {
@@ -171,6 +179,16 @@ double PairwiseHingeLoss::evaluate(SvmLoss loss, const double* f, double* grad, 
   return value;
 }
 
+double PairwiseHingeLoss::evaluate_like(const PairwiseHingeLoss& sorted, SvmLoss loss, const double* f, double* grad,
+                                        double* active, int n_threads) {
+  const bool reuse = kind_ == Kind::Groups && sorted.kind_ == Kind::Groups && sorted.m_ == m_ &&
+                     sorted.fv_cache_.size() == static_cast<size_t>(m_);
+  presorted_ = reuse ? &sorted : nullptr;
+  const double value = evaluate(loss, f, grad, active, n_threads);
+  presorted_ = nullptr;
+  return value;
+}
+
 double PairwiseHingeLoss::evaluate_groups(SvmLoss loss, const double* f, double* grad, double* active_out,
                                           int n_threads) {
   const Index q = static_cast<Index>(n_levels_.size());
@@ -183,28 +201,31 @@ double PairwiseHingeLoss::evaluate_groups(SvmLoss loss, const double* f, double*
     for (Index g = glo; g < ghi; ++g) {
       const Index a = offsets_[g], n = offsets_[g + 1] - a;
       std::int32_t* sorted = sorted_.data() + a;
-      double* nact = n_active_.data() + a;
       double* fv = fv_cache_.data() + a;
       const std::int32_t* lev = level_.data() + a;
       const std::int64_t* rows = order_.data() + a;
       if (n_levels_[g] < 2) {  // no pair inside this group
         for (Index s = 0; s < n; ++s) {
-          nact[s] = 0.0;
           sorted[s] = static_cast<std::int32_t>(s);
           if (grad) grad[rows[s]] = 0.0;
         }
         continue;
       }
-      w.keyed.resize(static_cast<size_t>(n));
-      for (Index s = 0; s < n; ++s) w.keyed[s] = {f[rows[s]], static_cast<std::int32_t>(s)};
-      std::sort(w.keyed.begin(), w.keyed.end(),
-                [](const auto& x, const auto& y) { return x.first < y.first; });
-      // Losses depend on differences only: shifting by a member's value (exact for the
-      // integer-valued f of the tests) keeps the expanded squares from cancelling digits.
-      const double shift = w.keyed[n / 2].first;
-      for (Index r = 0; r < n; ++r) {
-        sorted[r] = w.keyed[r].second;
-        fv[w.keyed[r].second] = w.keyed[r].first - shift;
+      if (presorted_) {  // the same scores, sorted (and shifted) by another oracle's last evaluation
+        std::copy_n(presorted_->sorted_.data() + a, n, sorted);
+        std::copy_n(presorted_->fv_cache_.data() + a, n, fv);
+      } else {
+        w.keyed.resize(static_cast<size_t>(n));
+        for (Index s = 0; s < n; ++s) w.keyed[s] = {f[rows[s]], static_cast<std::int32_t>(s)};
+        std::sort(w.keyed.begin(), w.keyed.end(),
+                  [](const auto& x, const auto& y) { return x.first < y.first; });
+        // Losses depend on differences only: shifting by a member's value (exact for the
+        // integer-valued f of the tests) keeps the expanded squares from cancelling digits.
+        const double shift = w.keyed[n / 2].first;
+        for (Index r = 0; r < n; ++r) {
+          sorted[r] = w.keyed[r].second;
+          fv[w.keyed[r].second] = w.keyed[r].first - shift;
+        }
       }
       LevelFenwick& fen = w.fen;
       double L = 0.0, act = 0.0;
@@ -222,7 +243,6 @@ double PairwiseHingeLoss::evaluate_groups(SvmLoss loss, const double* f, double*
         }
         const LevelFenwick::Node b = fen.below(lev[s]);
         const double c = margin_ - fv[s];  // margin of pair (s, t) is c + f_t
-        nact[s] = b.cnt;
         act += b.cnt;
         if (squared) {
           L += b.cnt * c * c + 2.0 * c * b.sum + b.sq;
@@ -243,7 +263,6 @@ double PairwiseHingeLoss::evaluate_groups(SvmLoss loss, const double* f, double*
           ++ptr;
         }
         const LevelFenwick::Node u = fen.above(lev[s]);
-        nact[s] += u.cnt;
         if (grad) {
           if (squared)
             grad[rows[s]] += 2.0 * (u.cnt * (margin_ + fv[s]) - u.sum);
@@ -271,7 +290,7 @@ double PairwiseHingeLoss::evaluate_graph(SvmLoss loss, const double* f, double* 
   const bool squared = (loss == SvmLoss::SquaredHinge);
   for (Index e = 0; e < l; ++e) {
     const Index h = head_[e], t = tail_[e];
-    const double z = 1.0 - (f[h] - f[t]), we = weight_[e];
+    const double z = margin_ - (f[h] - f[t]), we = weight_[e];
     const bool on = z > 0.0 && we > 0.0;
     edge_active_[e] = on;
     if (!on) continue;
@@ -294,6 +313,13 @@ double PairwiseHingeLoss::evaluate_graph(SvmLoss loss, const double* f, double* 
   return total;
 }
 
+bool PairwiseHingeLoss::band_hessian_times(double h, const double* v, double* out, int n_threads) const {
+  require(hessian_ready_, "band_hessian_times needs a squared-hinge evaluation first");
+  if (kind_ == Kind::Graph) return false;
+  laplacian_times(margin_ - h, 1.0 / h, v, out, n_threads);  // the lowered copy's margin, rounded alike
+  return true;
+}
+
 void PairwiseHingeLoss::hessian_times(const double* v, double* out, int n_threads) const {
   require(hessian_ready_, "hessian_times needs a squared-hinge evaluation first");
   if (kind_ == Kind::Graph) {
@@ -307,6 +333,14 @@ void PairwiseHingeLoss::hessian_times(const double* v, double* out, int n_thread
     }
     return;
   }
+  laplacian_times(-std::numeric_limits<double>::infinity(), 2.0, v, out, n_threads);
+}
+
+// out = factor * L v, L the Laplacian of the pairs active at margin_ but not at `lowered` (every
+// active pair for lowered = -inf), at the sort of the last evaluation: the pairs enter a Fenwick
+// tree over the target levels as the sweep passes the margin and leave it as it passes `lowered`.
+void PairwiseHingeLoss::laplacian_times(double lowered, double factor, const double* v, double* out,
+                                        int n_threads) const {
   const Index q = static_cast<Index>(n_levels_.size());
   const int threads = m_ < kSerialRows ? 1 : n_threads;
   parallel_for(0, q, threads, 1, [&](Index glo, Index ghi) {
@@ -319,34 +353,49 @@ void PairwiseHingeLoss::hessian_times(const double* v, double* out, int n_thread
         continue;
       }
       const std::int32_t* sorted = sorted_.data() + a;
-      const double* nact = n_active_.data() + a;
       const double* fv = fv_cache_.data() + a;
       const std::int32_t* lev = level_.data() + a;
       w.vv.resize(static_cast<size_t>(n));
-      double* res = w.vv.data();  // the sum over partners, per local row
+      w.fv.resize(static_cast<size_t>(n));
+      double* res = w.vv.data();  // the sum of v over partners, per local row
+      double* cnt = w.fv.data();  // the number of partners
       LevelFenwick& fen = w.fen;
+      // Sweep 1: partners t below s with fv_s - margin < fv_t (and not fv_s - lowered < fv_t).
       fen.reset(n_levels_[g]);
-      Index ptr = n - 1;
+      Index in = n - 1, out_ptr = n - 1;
       for (Index r = n - 1; r >= 0; --r) {
         const Index s = sorted[r];
-        const double thr = fv[s] - margin_;
-        while (ptr >= 0 && fv[sorted[ptr]] > thr) {
-          fen.add(lev[sorted[ptr]], 0.0, v[rows[sorted[ptr]]], 0.0);
-          --ptr;
+        while (in >= 0 && fv[sorted[in]] > fv[s] - margin_) {
+          fen.add(lev[sorted[in]], 1.0, v[rows[sorted[in]]], 0.0);
+          --in;
         }
-        res[s] = fen.below(lev[s]).sum;
+        while (out_ptr >= 0 && fv[sorted[out_ptr]] > fv[s] - lowered) {
+          fen.add(lev[sorted[out_ptr]], -1.0, -v[rows[sorted[out_ptr]]], 0.0);
+          --out_ptr;
+        }
+        const LevelFenwick::Node b = fen.below(lev[s]);
+        res[s] = b.sum;
+        cnt[s] = b.cnt;
       }
+      // Sweep 2: partners t above s with fv_t - margin < fv_s (and not fv_t - lowered < fv_s).
       fen.reset(n_levels_[g]);
-      ptr = 0;
+      in = 0;
+      out_ptr = 0;
       for (Index r = 0; r < n; ++r) {
         const Index s = sorted[r];
-        while (ptr < n && fv[sorted[ptr]] - margin_ < fv[s]) {
-          fen.add(lev[sorted[ptr]], 0.0, v[rows[sorted[ptr]]], 0.0);
-          ++ptr;
+        while (in < n && fv[sorted[in]] - margin_ < fv[s]) {
+          fen.add(lev[sorted[in]], 1.0, v[rows[sorted[in]]], 0.0);
+          ++in;
         }
-        res[s] += fen.above(lev[s]).sum;
+        while (out_ptr < n && fv[sorted[out_ptr]] - lowered < fv[s]) {
+          fen.add(lev[sorted[out_ptr]], -1.0, -v[rows[sorted[out_ptr]]], 0.0);
+          ++out_ptr;
+        }
+        const LevelFenwick::Node u = fen.above(lev[s]);
+        res[s] += u.sum;
+        cnt[s] += u.cnt;
       }
-      for (Index s = 0; s < n; ++s) out[rows[s]] = 2.0 * (nact[s] * v[rows[s]] - res[s]);
+      for (Index s = 0; s < n; ++s) out[rows[s]] = factor * (cnt[s] * v[rows[s]] - res[s]);
     }
   });
 }
@@ -465,27 +514,79 @@ bool at_precision_floor(double F, double slope, double gnorm, double g0) {
   return -slope <= 8.0 * std::numeric_limits<double>::epsilon() * std::abs(F) && gnorm <= 1e-6 * g0;
 }
 
+// The smooth pairwise losses Newton minimises: value and gradient in f, and generalized-Hessian
+// products at the f of the last evaluation.
+class SquaredHingeTerm {
+ public:
+  explicit SquaredHingeTerm(PairwiseHingeLoss& P) : P_(P) {}
+  double evaluate(const double* f, double* g, int nt) { return P_.evaluate(SvmLoss::SquaredHinge, f, g, nullptr, nt); }
+  void hessian_times(const double* v, double* out, int nt) const { P_.hessian_times(v, out, nt); }
+
+ private:
+  PairwiseHingeLoss& P_;
+};
+
+// The Huber-smoothed hinge of width h: l_h(z) = z^2 / (2h) on [0, h], z - h/2 above, 0 below, is
+// (max(0, z)^2 - max(0, z - h)^2) / (2h): the squared hinges of the pairs at margin c and at the
+// lowered margin c - h (a second oracle), so value, gradient and Hessian products are two runs of
+// the squared-hinge sweeps.  l_h'(z) = min(1, z^+ / h).
+class HuberTerm {
+ public:
+  HuberTerm(PairwiseHingeLoss& P, PairwiseHingeLoss& lowered, double h) : P_(P), Q_(lowered), h_(h) {
+    Q_.set_margin(P.margin() - h);
+  }
+  double evaluate(const double* f, double* g, int nt) {
+    buf_.resize(static_cast<size_t>(P_.n_rows()));
+    const double a = P_.evaluate(SvmLoss::SquaredHinge, f, g, nullptr, nt);
+    const double b = Q_.evaluate_like(P_, SvmLoss::SquaredHinge, f, g ? buf_.data() : nullptr, nullptr, nt);
+    if (g)
+      for (Index i = 0; i < P_.n_rows(); ++i) g[i] = (g[i] - buf_[i]) / (2.0 * h_);
+    return (a - b) / (2.0 * h_);
+  }
+  void hessian_times(const double* v, double* out, int nt) const {
+    if (P_.band_hessian_times(h_, v, out, nt)) return;
+    buf_.resize(static_cast<size_t>(P_.n_rows()));
+    P_.hessian_times(v, out, nt);
+    Q_.hessian_times(v, buf_.data(), nt);
+    for (Index i = 0; i < P_.n_rows(); ++i) out[i] = (out[i] - buf_[i]) / (2.0 * h_);
+  }
+  double width() const { return h_; }
+
+ private:
+  PairwiseHingeLoss& P_;
+  PairwiseHingeLoss& Q_;
+  double h_;
+  mutable std::vector<double> buf_;
+};
+
 // ---- squared hinge: truncated Newton with line search (Lee & Lin 2014, Sect. 4) ----------------
 //
 // F(w) = 1/2 w^T w + C L(X w), grad = w + C X^T g_f, H = I + C X^T H_f X with H_f the generalized
 // Hessian of the pairwise loss.  CG stops at ||r|| <= eta ||grad||, eta = min(0.5, sqrt(||grad||
 // / ||grad_0||)) (superlinear local rate); X d accumulates inside CG so the line search touches X
-// never: phi(t) = 1/2 ||w + t d||^2 + C L(f + t X d) costs one sort and two sweeps.
-template <class Model>
-RankSvmResult newton_linear(const Model& X, PairwiseHingeLoss& P, const RankSvmOptions& o) {
+// never: phi(t) = 1/2 ||w + t d||^2 + C L(f + t X d) costs one sort and two sweeps.  The same
+// iteration minimises the Huber-smoothed hinge (Term = HuberTerm), then also stopping once
+// ||grad|| <= gabs; a caller that knows ||grad|| at w = 0 passes it as g0_known (>= 0) and saves an
+// evaluation.  grad_f (optional) receives d loss / d f at the returned coef.
+template <class Model, class Term>
+RankSvmResult newton_linear(const Model& X, Term& P, const RankSvmOptions& o, double gabs = 0.0,
+                            double g0_known = -1.0, Vector* grad_f = nullptr) {
   const Index m = X.rows(), n = X.dim();
   const int nt = o.n_threads;
   RankSvmResult res;
   Vector w = Vector::Zero(n), f = Vector::Zero(m), gf(m), g(n), ft(m), gft(m);
-  double L = P.evaluate(SvmLoss::SquaredHinge, f.data(), gf.data(), nullptr, nt);
-  X.ttimes(gf, g);
-  g *= o.C;
+  double L = 0.0;
+  if (!(g0_known >= 0.0 && o.w0.size() == n)) {
+    L = P.evaluate(f.data(), gf.data(), nt);
+    X.ttimes(gf, g);
+    g *= o.C;
+  }
   // The stopping test stays relative to the gradient at w = 0 when warm started.
-  const double g0 = g.stableNorm();  // stableNorm: no underflow or overflow of the squares
+  const double g0 = g0_known >= 0.0 ? g0_known : g.stableNorm();  // stableNorm: no underflow or overflow
   if (o.w0.size() == n && g0 > 0.0) {
     w = o.w0;
     X.times(w, f);
-    L = P.evaluate(SvmLoss::SquaredHinge, f.data(), gf.data(), nullptr, nt);
+    L = P.evaluate(f.data(), gf.data(), nt);
     X.ttimes(gf, g);
     g *= o.C;
     g += w;
@@ -500,7 +601,7 @@ RankSvmResult newton_linear(const Model& X, PairwiseHingeLoss& P, const RankSvmO
   Index iter = 0;
   while (true) {
     res.criterion = g0 > 0.0 ? gnorm / g0 : 0.0;
-    if (gnorm <= o.tol * g0 || g0 == 0.0) {
+    if (gnorm <= std::max(o.tol * g0, gabs) || g0 == 0.0) {
       res.converged = true;
       break;
     }
@@ -542,7 +643,7 @@ RankSvmResult newton_linear(const Model& X, PairwiseHingeLoss& P, const RankSvmO
     double Lt = 0.0, Fnew = 0.0;
     const double t = backtrack(F0, g.dot(d), [&](double s) {
       ft = f + s * Xd;
-      Lt = P.evaluate(SvmLoss::SquaredHinge, ft.data(), gft.data(), nullptr, nt);
+      Lt = P.evaluate(ft.data(), gft.data(), nt);
       return 0.5 * (ww + 2.0 * s * wd + s * s * dd) + o.C * Lt;
     }, &Fnew);
     ++iter;
@@ -558,7 +659,8 @@ RankSvmResult newton_linear(const Model& X, PairwiseHingeLoss& P, const RankSvmO
   }
   // The last evaluation may belong to a rejected trial point: recompute at w.
   X.times(w, f);
-  res.loss = P.evaluate(SvmLoss::SquaredHinge, f.data(), nullptr, nullptr, nt);
+  if (grad_f) grad_f->resize(m);
+  res.loss = P.evaluate(f.data(), grad_f ? grad_f->data() : nullptr, nt);
   res.objective = 0.5 * w.squaredNorm() + o.C * res.loss;
   res.coef = std::move(w);
   res.n_iter = iter;
@@ -1018,12 +1120,109 @@ RankSvmResult cutting_plane_kernel(const KernelOperator& K, PairwiseHingeLoss& P
   return cutting_plane(cuts, P, o);
 }
 
+// ---- hinge, linear: Huber continuation with a certified duality gap ---------------------------
+//
+// Why: cutting planes need ever more cuts as the hinge problem approaches an LP (large C, many
+// pairs: hundreds of cuts without reaching the gap at m = 20,000 with 2e8 pairs).  Instead minimise
+// the Huber-smoothed objective F_h(w) = 1/2 ||w||^2 + C sum_p l_h(z_p) (z_p = c_p - (f_i - f_j),
+// l_h as in HuberTerm) by Newton for a decreasing width h, and certify every solve with a dual
+// point of the HINGE problem.  Its dual is  D(alpha) = sum_p alpha_p c_p - 1/2 ||sum_p alpha_p
+// (x_i - x_j)||^2  over 0 <= alpha_p <= C (Joachims 2002), and alpha_p = C l_h'(z_p) is feasible at
+// any w.  With v = sum_p alpha_p (x_i - x_j) = w - grad F_h(w) and sum_p alpha_p z_p =
+// C (2 H_h - S_low) (H_h = sum l_h, S_low = sum (z_p - h)^+, the hinge at the lowered margin):
+//   F(w) - D(alpha) = 1/2 ||grad F_h(w)||^2 + C sum_p [z_p^+ - 2 l_h(z_p) + (z_p - h)^+],
+// whose second term is C sum over the pairs with 0 < z_p < h of z_p (1 - z_p / h) <= C h / 4 each:
+// a Newton solve to a small gradient at a small enough h closes the gap, and F(w) - gap is a
+// certified lower bound.  Both terms are sums of non-negative parts (no cancellation of F against
+// D).  The gap's smoothing term shrinks like h^2 for densely spread pairs: each level picks the next
+// h from the measured term.  Whatever this cannot certify (rounding at tiny h) is left to the
+// cutting planes.
+template <class Model>
+bool hinge_huber(const Model& X, PairwiseHingeLoss& P, const RankSvmOptions& o, RankSvmResult& res) {
+  const Index m = X.rows(), n = X.dim();
+  const int nt = o.n_threads;
+  PairwiseHingeLoss lowered = P;
+  Vector w = Vector::Zero(n), f = Vector::Zero(m), gf(m), g(n);
+  double F = o.C * P.evaluate(SvmLoss::Hinge, f.data(), nullptr, nullptr, nt);
+  const double F_zero = F;
+  if (!(std::isfinite(F) && F > 0.0)) return false;
+  const double scale = P.margin_scale();
+  if (!(scale > 0.0 && std::isfinite(scale))) return false;
+  // Start wide (from w = 0 a narrow band is nearly the hinge itself, and Newton crawls there).
+  double h = 1.0 * scale, g0 = -1.0, h_prev = 0.0, smooth_prev = 0.0;
+  const Index cap = std::min<Index>(o.max_iter, 200);
+  Index newton = 0, cg = 0;
+  for (int level = 0; level < 30 && newton < cap && h > 1e-12 * scale; ++level) {
+    HuberTerm term(P, lowered, h);
+    RankSvmOptions lo = o;
+    lo.tol = 0.0;
+    lo.max_iter = std::min<Index>(50, cap - newton);
+    if (level > 0) lo.w0 = w;
+    // The Newton part of the gap, 1/2 ||grad||^2, to half the target (the smoothing aims at a quarter).
+    const RankSvmResult r = newton_linear(X, term, lo, std::sqrt(o.tol * F), g0, &gf);
+    newton += r.n_iter;
+    cg += r.n_inner;
+    if (!(r.coef.allFinite())) return false;
+    if (g0 < 0.0) {  // ||grad F_h(0)|| = C ||X^T grad hinge(0)|| for every h below the margins
+      Vector gz, fz = Vector::Zero(m), g_at0(m);
+      term.evaluate(fz.data(), g_at0.data(), nt);
+      X.ttimes(g_at0, gz);
+      g0 = o.C * gz.stableNorm();
+    }
+    w = r.coef;
+    X.times(w, f);
+    const double Hh = r.loss;  // newton_linear's last evaluation: H_h and gf at w
+    X.ttimes(gf, g);
+    g *= o.C;
+    g += w;  // grad F_h(w)
+    const double S = P.evaluate(SvmLoss::Hinge, f.data(), nullptr, nullptr, nt);
+    const double S_low = lowered.evaluate_like(P, SvmLoss::Hinge, f.data(), nullptr, nullptr, nt);
+    F = 0.5 * w.squaredNorm() + o.C * S;
+    const double smooth = o.C * std::max(0.0, S + S_low - 2.0 * Hh);
+    const double gap = 0.5 * g.squaredNorm() + smooth;
+    res.criterion = F > 0.0 ? gap / F : 0.0;
+    if (!std::isfinite(gap)) return false;
+    // Relative to the decrease from w = 0 too: a decrease far below the rounding of F(0) (tiny
+    // C ||X||^2) is left to the cutting planes, which solve that case exactly.
+    if (F < F_zero && gap <= o.tol * std::min(F, F_zero - F)) {
+      res.coef = w;
+      res.loss = S;
+      res.objective = F;
+      res.n_iter = newton;
+      res.n_inner = cg;
+      res.converged = true;
+      return true;
+    }
+    // The smoothing term falls like h^p, p = 2 for densely spread pairs and p = 1 for pairs held at
+    // the kink (ties, discrete targets): p is measured from the last two levels (2 at first), and
+    // h aims at a quarter of the target, shrinking by 3x to 100x; by 3x only when Newton did not
+    // finish (a narrower band from a poor start makes it crawl).
+    double p = 2.0;
+    if (smooth_prev > 0.0 && smooth > 0.0 && h_prev > h)
+      p = std::min(2.0, std::max(1.0, std::log(smooth_prev / smooth) / std::log(h_prev / h)));
+    const double ratio = smooth > 0.0 ? std::pow(0.25 * o.tol * F / smooth, 1.0 / p) : 0.3;
+    h_prev = h;
+    smooth_prev = smooth;
+    h *= r.converged ? std::min(0.3, std::max(1e-2, ratio)) : 0.3;
+  }
+  return false;
+}
+
+template <class Model>
+RankSvmResult hinge_linear(const Model& X, PairwiseHingeLoss& P, const RankSvmOptions& o) {
+  RankSvmResult res;
+  if (hinge_huber(X, P, o, res)) return res;
+  return cutting_plane_linear(X, P, o);
+}
+
 template <class Model>
 RankSvmResult solve_linear(const Model& X, PairwiseHingeLoss& P, const RankSvmOptions& o) {
   check_options(o);
   require(P.n_rows() == X.rows(), "the ranking structure has " + std::to_string(P.n_rows()) + " rows but X has " +
                                       std::to_string(X.rows()));
-  return o.loss == SvmLoss::SquaredHinge ? newton_linear(X, P, o) : cutting_plane_linear(X, P, o);
+  if (o.loss == SvmLoss::Hinge) return hinge_linear(X, P, o);
+  SquaredHingeTerm term(P);
+  return newton_linear(X, term, o);
 }
 
 }  // namespace

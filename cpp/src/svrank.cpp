@@ -362,7 +362,9 @@ class ScaledOracle {
     return uu + phi_ * g.dot(fu) + plane_offset();
   }
   // b^ = phi Delta / kappa of the piece (g, P) last evaluated.
-  double plane_offset() const { return phi_ * ((-(g - g0_).dot(y_) - 2.0 * eps_ * (P - P0_)) / kappa_); }
+  double plane_offset() const { return phi_ * delta() / kappa_; }
+  // Delta = -(g - g_0) . y - 2 eps (P - P_0) of that piece: independent of C, kappa and phi.
+  double delta() const { return -(g - g0_).dot(y_) - 2.0 * eps_ * (P - P0_); }
 
   Vector g;
   double P = 0.0, scale = 0.0;
@@ -437,8 +439,26 @@ SvrankResult cutting_plane(Model& model, const VectorCRef& y, const IndexVectorC
   constexpr double mu = 0.1;
   Vector ub = Vector::Zero(n), fb = Vector::Zero(m), uc(n), fc(m), ucut = ub, fcut = fb, D, fD, ft(m), qcol;
   Vector gcut = g0;
-  double bcut = 0.0;   // b^ of the plane at 0
+  double bcut = 0.0, dcut = 0.0;   // b^ and Delta of the plane at 0
   double Fb = 0.0;     // F^(0) = 0
+  double Fb_scale = 0.0;
+  if (opt.w0.size() == n && opt.w0.allFinite()) {
+    // Warm start (a neighbouring C's solution): the first plane and the best point at w0 instead
+    // of at 0 when w0 is the better point.  Exactness is untouched: every plane is a tangent of R,
+    // and the gap test is the same.
+    ucut = opt.w0 / kappa;
+    model.fu(ucut, fcut);
+    const double Fw = oracle(model.inner(ucut, fcut, ucut, fcut), fcut);
+    if (Fw < 0.0) {
+      gcut = oracle.g;
+      bcut = oracle.plane_offset();
+      dcut = oracle.delta();
+      Fb = Fw;
+      Fb_scale = oracle.scale;
+      ub = ucut;
+      fb = fcut;
+    }
+  }
   Matrix Q(16, 16);
   Vector b(16), lam;
   // Planes unused (lambda = 0) for kPrune consecutive iterations are dropped: the working set
@@ -447,22 +467,37 @@ SvrankResult cutting_plane(Model& model, const VectorCRef& y, const IndexVectorC
   std::vector<Index> idle;
   Index k = 0;
   double best_lb = -std::numeric_limits<double>::infinity();
-  double last_gap = 1.0, Fb_scale = 0.0;
+  double last_gap = 1.0;
   const double tiny = std::numeric_limits<double>::epsilon();
-  for (Index t = 1;; ++t) {
-    res.n_iter = t;
+  // The planes' pieces (g_t, Delta_t) are kept unscaled: they are tangents of the pair loss L
+  // itself, valid for every C, and seed the model of a neighbouring C (opt.warm_planes).
+  std::vector<Vector> plane_g;
+  std::vector<double> plane_delta;
+  auto add_plane = [&](const Vector& gt, double delta, double weight) {
     if (k == Q.cols()) {
       Q.conservativeResize(2 * k, 2 * k);
       b.conservativeResize(2 * k);
     }
-    b[k] = bcut;
-    model.add(gcut, phi, qcol);
+    b[k] = phi * delta / kappa;
+    model.add(gt, phi, qcol);
     Q.col(k).head(k + 1) = qcol;
     Q.row(k).head(k + 1) = qcol.transpose();
     lam.conservativeResize(k + 1);
-    lam[k] = (k == 0) ? 1.0 : 0.0;
+    lam[k] = weight;
     idle.push_back(0);
+    plane_g.push_back(gt);
+    plane_delta.push_back(delta);
     ++k;
+  };
+  const Index n_warm = opt.warm_planes.cols();
+  if (n_warm > 0 && opt.warm_planes.rows() == m && opt.warm_deltas.size() == n_warm &&
+      opt.warm_weights.size() == n_warm && opt.warm_weights.sum() > 0.0)
+    for (Index j = 0; j < n_warm; ++j) add_plane(opt.warm_planes.col(j), opt.warm_deltas[j], opt.warm_weights[j]);
+  if (k > 0) lam /= lam.sum();
+  (void)bcut;
+  for (Index t = 1;; ++t) {
+    res.n_iter = t;
+    add_plane(gcut, dcut, k == 0 ? 1.0 : 0.0);
     // The model minimiser is needed to about the precision of the current gap (first order).
     const double step_tol = std::min(1e-6, std::max(1e-14, 1e-3 * last_gap));
     best_lb = std::max(best_lb, simplex_qp(Q.topLeftCorner(k, k), b.head(k), lam, step_tol));
@@ -529,7 +564,7 @@ SvrankResult cutting_plane(Model& model, const VectorCRef& y, const IndexVectorC
     fcut = (1.0 - mu_t) * fb + mu_t * fc;
     const double Fcut = oracle(model.inner(ucut, fcut, ucut, fcut), fcut);
     gcut = oracle.g;
-    bcut = oracle.plane_offset();
+    dcut = oracle.delta();
     if (Fcut < Fb) {
       Fb = Fcut;
       Fb_scale = oracle.scale;
@@ -551,7 +586,11 @@ SvrankResult cutting_plane(Model& model, const VectorCRef& y, const IndexVectorC
         b[a] = b[keep[a]];
         lam[a] = lam[keep[a]];
         idle[a] = idle[keep[a]];
+        plane_g[a].swap(plane_g[keep[a]]);
+        plane_delta[a] = plane_delta[keep[a]];
       }
+      plane_g.resize(nk);
+      plane_delta.resize(nk);
       lam.conservativeResize(nk);
       idle.resize(nk);
       model.compact(keep);
@@ -565,6 +604,10 @@ SvrankResult cutting_plane(Model& model, const VectorCRef& y, const IndexVectorC
   const double Lb = pair_loss(r.data(), g.data());
   res.objective = kappa * kappa * model.inner(ub, fb, ub, fb) + cn * Lb;
   res.lower_bound = cn * L0 + kappa * kappa * best_lb;
+  res.planes.resize(m, k);
+  for (Index j = 0; j < k; ++j) res.planes.col(j) = plane_g[j];
+  res.deltas = Eigen::Map<const Vector>(plane_delta.data(), k);
+  res.weights = lam.head(k);
   return res;
 }
 }  // namespace

@@ -22,11 +22,12 @@ from . import bounds, datasets, metrics, model_selection, preprocessing, utils
 from ._rankrls import RankRLSPath, rankrls_path
 from ._ranksvm import ranksvm_path
 from ._rankboost import rankboost_path
+from ._svrank import svrank_path
 from ._greedy import greedy_order
 from ._persist import load, save
 
 __all__ = [
-    *_ESTIMATORS, "register_estimator", "RankRLSPath", "rankrls_path", "ranksvm_path", "rankboost_path",
+    *_ESTIMATORS, "register_estimator", "RankRLSPath", "rankrls_path", "ranksvm_path", "rankboost_path", "svrank_path",
     "greedy_order", "model_selection", "datasets", "metrics", "bounds", "save", "load", "utils", "preprocessing",
     "LinAlgError", "IllConditionedWarning", "exceptions", "__version__",
 ]

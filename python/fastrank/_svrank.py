@@ -17,12 +17,12 @@ from . import _core
 from ._base import N_JOBS, KernelMixin, Ranker, StrOptions, nonneg_real, positive_int
 from ._memory import check_dense_memory
 from ._problem import require_preferences
-from ._progress import resolve_verbose, stage
+from ._progress import progress, resolve_verbose, stage
 from ._registry import register_estimator
 from ._validation import check_alpha, check_n_jobs, group_index
 from .exceptions import ConvergenceWarning
 
-__all__ = ["SVRank"]
+__all__ = ["SVRank", "svrank_path"]
 
 _LOSSES = ("epsilon_insensitive", "squared_epsilon_insensitive")
 
@@ -196,7 +196,7 @@ class SVRank(KernelMixin, Ranker):
             Xg = np.ascontiguousarray(gi.take(X))
             with stage(f"SVRank cutting planes (linear, m={Xg.shape[0]})", verbose=self.verbose):
                 w, n_iter, converged, objective, lower, history = _core.svrank_linear(
-                    Xg, yg, *grouping, C, eps, tol, max_iter, n_threads)
+                    Xg, yg, *grouping, C, eps, tol, max_iter, n_threads, warm=getattr(self, "_path_warm", None))
             coef, dual = w, None
             X_fit = None
         else:  # the squared cost also holds K's Cholesky factor and its row permutation
@@ -262,3 +262,37 @@ class SVRank(KernelMixin, Ranker):
             return X @ self.coef_
         spec = self._kernel_spec(self.n_features_in_)
         return spec.predict(X, self.X_fit_, self.dual_coef_.reshape(-1, 1), check_n_jobs(self.n_jobs))[:, 0]
+
+
+def svrank_path(X, y, Cs, groups=None, *, verbose=0, **params):
+    """Linear SVRank fitted for every C in ``Cs``, warm-starting each fit from the previous one.
+
+    The values are visited in increasing order; each cutting-plane solve starts from the previous
+    C's solution (its first plane and best point are placed there) and from its cut model: the
+    planes are tangents of the pair loss itself, valid for every C, so the new master problem
+    starts with a lower bound close to the optimum instead of at w = 0.  Every fit is still
+    certified by its own duality gap, so it is the model ``SVRank(C=C, **params)`` would give, to
+    its ``tol``.  The squared cost
+    (``loss="squared_epsilon_insensitive"``) is solved from zero for each C.  ``verbose``: progress
+    per value of C (see ``fastrank._progress``).
+
+    Returns
+    -------
+    list of fitted :class:`SVRank`, in the order of ``Cs``.
+    """
+    Cs = np.asarray(Cs, dtype=np.float64).reshape(-1)
+    if Cs.size == 0:
+        raise ValueError("Cs must hold at least one value of C")
+    if SVRank(**params).kernel != "linear":
+        raise ValueError(f"svrank_path fits linear models; got kernel={params.get('kernel')!r}")
+    fitted = [None] * Cs.size
+    warm = {}  # the solution and cut model, carried from C to C by the core
+    for k in progress.iterate(np.argsort(Cs, kind="stable"), desc="svrank_path", unit="C", verbose=verbose):
+        est = SVRank(C=float(Cs[k]), **params)
+        est._path_warm = warm
+        try:
+            est.fit(X, y, groups)
+        finally:
+            del est._path_warm
+        fitted[k] = est
+    return fitted

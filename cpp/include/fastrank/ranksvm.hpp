@@ -41,15 +41,30 @@ class PairwiseHingeLoss {
   // takes 0 at margin exactly 1.  active (optional): total weight of pairs with margin < 1.
   // The squared hinge keeps the active structure for hessian_times.
   double evaluate(SvmLoss loss, const double* f, double* grad, double* active, int n_threads);
+  // evaluate() at the f of `sorted`'s last evaluation (same groups): reuses its sort of the scores.
+  double evaluate_like(const PairwiseHingeLoss& sorted, SvmLoss loss, const double* f, double* grad, double* active,
+                       int n_threads);
   // out = H v, H = 2 sum_{active} weight (e_i - e_j)(e_i - e_j)^T, the generalized Hessian of the
   // squared-hinge loss at the f of the last evaluate(SquaredHinge, ...).
   void hessian_times(const double* v, double* out, int n_threads) const;
+  // out = (H - H_h) v / (2h), H_h the Hessian at the margin lowered by h (see set_margin): the
+  // Huber-smoothed hinge's generalized Hessian (1/h) sum over the pairs with 0 < z <= h, in one pair
+  // of sweeps (the band enters and leaves a Fenwick tree).  Groups only (returns false for a graph).
+  bool band_hessian_times(double h, const double* v, double* out, int n_threads) const;
 
   // Per-pair margins y_i - y_j instead of 1 (002 Sect. 5.2.1, the hinge ranking loss
   // (|y_i - y_j| - (f_i - f_j))_+ of the learner A_h): l((y_i - y_j) - (f_i - f_j)) is the unit-
   // free loss l(0 - (g_i - g_j)) at g = f - y, so the oracle runs at g with margin 0 (groups only).
   // `active` then reports the summed margins of the active pairs (the cutting planes' b).
   void set_row_margins(VectorCRef y);
+
+  // The margin every pair must reach (1; 0 with row margins, where the pair's own margin is carried by
+  // y).  The hinge solver's Huber smoothing evaluates a copy whose margin is lowered by the smoothing
+  // width (see hinge_huber in ranksvm.cpp).
+  double margin() const { return margin_; }
+  void set_margin(double margin) { margin_ = margin; }
+  // Typical size of a pair's margin: 1, or the standard deviation of y with row margins.
+  double margin_scale() const;
 
  private:
   enum class Kind { Groups, Graph };
@@ -61,7 +76,6 @@ class PairwiseHingeLoss {
   std::vector<std::int32_t> level_;    // dense rank of y inside its group, grouped order
   std::vector<std::int32_t> n_levels_;  // per group
   std::vector<std::int32_t> sorted_;    // per group segment: local positions sorted by f (cached)
-  std::vector<double> n_active_;        // per grouped position: active pairs touching the row (cached)
   std::vector<double> fv_cache_;        // per grouped position: f minus the group's shift (cached)
   // Graph.
   std::vector<std::int64_t> head_, tail_;
@@ -71,9 +85,11 @@ class PairwiseHingeLoss {
   double margin_ = 1.0;                // the margin of every pair (0 with row margins)
   std::vector<double> row_margin_;     // y per row (empty: unit margins)
   std::vector<double> shifted_, grad_buffer_;
+  const PairwiseHingeLoss* presorted_ = nullptr;  // during evaluate_like only
 
   double evaluate_groups(SvmLoss loss, const double* f, double* grad, double* active, int n_threads);
   double evaluate_graph(SvmLoss loss, const double* f, double* grad, double* active);
+  void laplacian_times(double lowered, double factor, const double* v, double* out, int n_threads) const;
 };
 
 struct RankSvmOptions {

@@ -53,6 +53,11 @@ struct SvrankOptions {
   double tol = 1e-6;     // cutting-plane gap relative to F(0) - lower bound
   Index max_iter = 1000;  // oracle calls
   int n_threads = 1;
+  Vector w0;              // warm start: w (linear) or beta (kernel); empty: w = 0
+  // Warm start of the cut model: planes (g_t, m x k), their Delta_t and master weights, as returned
+  // in SvrankResult by a solve on the same X, y, groups and epsilon with any C (empty: none).
+  Matrix warm_planes;
+  Vector warm_deltas, warm_weights;
 };
 
 struct SvrankResult {
@@ -62,6 +67,8 @@ struct SvrankResult {
   double objective = 0;   // F at coef
   double lower_bound = 0; // certified lower bound on min F
   std::vector<double> gap_history;  // (best F - best lower bound) / (F(0) - best lower bound) per iteration
+  Matrix planes;          // the final cut model: subgradients g_t of the pair loss (m x k), their
+  Vector deltas, weights; // Delta_t and master weights (SvrankOptions::warm_planes)
 };
 
 // Linear SVRank; X (m x n, C order), y (m), rows grouped by offsets.

@@ -24,7 +24,7 @@ def _close(a, b, rtol=1e-8):
 
 
 def _case(sizes, d, v, seed, weighting, gamma):
-    """Rows in group order (the core's layout): K, Y, offsets, scale, group labels."""
+    """Rows in group order: K, Y, order, offsets, per-group pair weights, group labels."""
     rng = np.random.default_rng(seed)
     counts = np.asarray(sizes)
     groups = np.repeat(np.arange(counts.size), counts)
@@ -32,14 +32,14 @@ def _case(sizes, d, v, seed, weighting, gamma):
     Y = X @ rng.normal(size=(d, v)) + rng.normal(size=(groups.size, v))
     K = rbf(X, X, gamma)
     offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
-    scale = np.sqrt(group_pair_weights(counts, weighting) * counts)
-    return np.asfortranarray(K), np.asfortranarray(Y), offsets, scale, groups
+    order = np.arange(groups.size, dtype=np.int64)
+    return np.asfortranarray(K), np.asfortranarray(Y), order, offsets, group_pair_weights(counts, weighting), groups
 
 
 def _check_path(sizes, alphas, weighting, d=4, v=2, seed=0, gamma=0.3, rtol=1e-8):
-    K, Y, offsets, scale, groups = _case(sizes, d, v, seed, weighting, gamma)
+    K, Y, order, offsets, weight, groups = _case(sizes, d, v, seed, weighting, gamma)
     m, na = K.shape[0], alphas.size
-    out = _core.cv_leave_group_out_path(K, offsets, scale, alphas, Y, 2)
+    out = _core.cv_leave_group_out_path(K, order, offsets, weight, alphas, Y, 2)
     assert out.shape == (m, 2 * na * v)
     cw = pair_weights(groups, weighting)
     L = laplacian(np.arange(m), groups, cw)

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "fastrank/errors.hpp"
+#include "fastrank/huge_pages.hpp"
 #include "fastrank/lapack.hpp"
 #include "fastrank/parallel.hpp"
 
@@ -408,6 +409,7 @@ RowMatrix feature_leave_all_pairs_out(RowMatrixCRef Phi, RowMatrixCRef Y, IndexV
   for (Index i = 0; i < m; ++i) start[i + 1] += start[i];
   const PairPieces pp(c, used, n_threads);
   RowMatrix out(start[m], 2 * v);
+  advise_huge_pages(out.data(), sizeof(double) * static_cast<size_t>(out.size()));
   const Index width = 2 * v;
   // small groups: one worker each, hat block Z_q^T Z_q with Eigen (no BLAS in worker threads)
   std::vector<Index> small, large;

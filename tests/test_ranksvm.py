@@ -532,6 +532,21 @@ def test_ranksvm_path_equals_explicit_pairs_qp_for_every_C(data, loss, capsys):
         fastrank.ranksvm_path(X, y, [])
 
 
+def test_ranksvm_path_warm_starts_in_the_rescaled_units(data):
+    """X far from unit scale is solved rescaled by a power of two s (w' = s w): the warm start of
+    each C must be carried into those units, giving the cold fits' models."""
+    X, y, groups = data
+    X = X * 2.0**60
+    Cs = [2.0**-130, 2.0**-124, 2.0**-118]
+    path = fastrank.ranksvm_path(X, y, Cs, groups, tol=1e-10)
+    cold = [RankSVM(C=C, tol=1e-10).fit(X, y, groups) for C in Cs]
+    for est, ref in zip(path, cold):
+        np.testing.assert_allclose(est.objective_, ref.objective_, rtol=1e-9)
+        np.testing.assert_allclose(est.coef_, ref.coef_, rtol=1e-6, atol=1e-6 * np.abs(ref.coef_).max())
+    # a start in the wrong units is as far as w = 0: no Newton step would be saved
+    assert sum(e.n_iter_ for e in path[1:]) < sum(e.n_iter_ for e in cold[1:])
+
+
 @pytest.mark.parametrize("kernel", ["linear", "rbf"])
 def test_hinge_on_identical_rows_stops_at_zero_at_once(kernel):
     """Every pair has x_i - x_j = 0: w = 0 is exact and found by the first cut (main ran hundreds

@@ -657,10 +657,16 @@ RankSvmResult newton_linear(const Model& X, Term& P, const RankSvmOptions& o, do
     g += w;
     gnorm = g.stableNorm();
   }
-  // The last evaluation may belong to a rejected trial point: recompute at w.
-  X.times(w, f);
-  if (grad_f) grad_f->resize(m);
-  res.loss = P.evaluate(f.data(), grad_f ? grad_f->data() : nullptr, nt);
+  // The last evaluation may belong to a rejected trial point, and f = X w drifts by the step
+  // updates: recompute at w, unless no step was taken (f = X w and L, gf evaluated there).
+  if (iter > 0 || o.w0.size() != n || !(g0 > 0.0)) {
+    X.times(w, f);
+    if (grad_f) grad_f->resize(m);
+    L = P.evaluate(f.data(), grad_f ? grad_f->data() : nullptr, nt);
+  } else if (grad_f) {
+    *grad_f = gf;
+  }
+  res.loss = L;
   res.objective = 0.5 * w.squaredNorm() + o.C * res.loss;
   res.coef = std::move(w);
   res.n_iter = iter;

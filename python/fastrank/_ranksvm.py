@@ -84,7 +84,7 @@ def _rescaled(X, C):
     if sp.issparse(X):
         X = X.tocsr()  # no copy for CSR input
     values = X.data if sp.issparse(X) else X
-    big = float(np.abs(values).max()) if values.size else 0.0
+    big = max(float(values.max()), -float(values.min())) if values.size else 0.0  # max |X|, no temporary
     if not big > 0.0:
         return X, C, 1.0, False
     scale = 2.0 ** np.frexp(big)[1]
@@ -207,6 +207,8 @@ class RankSVM(KernelMixin, Ranker):
             return self._solve_basis(X, spec, structure, C, code, tol, max_iter, n_threads)
         if spec is not None and spec.linear:
             X, C, scale, capped = _rescaled(X, C)
+            if "w0" in warm and scale != 1.0:  # the start in the rescaled problem's units: w' = s w
+                warm["w0"] = warm["w0"] * scale
             if capped:
                 warnings.warn(
                     f"C * max|X|^2 = {C_user:.3g} * {scale:.3g}^2 exceeds {_C_SCALED_MAX:g}: the problem is solved at "

@@ -4,8 +4,10 @@
 own rescaling is undone.  The pairs are never listed: the C++ core sorts the scores inside each
 group and counts, with a Fenwick tree over the target levels, the pairs whose margin is below one
 (Airola, Pahikkala & Salakoski 2011; Lee & Lin 2014), so the loss, its gradient and Hessian-vector
-products cost O(m log m).  The squared hinge is solved by truncated Newton, the hinge by 1-slack
-cutting planes with a certified duality gap (``cpp/src/ranksvm.cpp``); the sparse (basis-vector)
+products cost O(m log m).  The squared hinge is solved by truncated Newton; the linear hinge by the
+same Newton on a Huber-smoothed hinge of shrinking width, whose derivative is a feasible point of
+the hinge's dual and so certifies the duality gap, with 1-slack cutting planes where that cannot
+certify and for kernels (``cpp/src/ranksvm.cpp``); the sparse (basis-vector)
 RankSVM (004 Sect. 4.4, eq. 43) is the linear RankSVM on the empirical kernel map K_mB L^{-T}.
 """
 
@@ -118,7 +120,9 @@ class RankSVM(KernelMixin, Ranker):
     loss : {"squared_hinge", "hinge"}, default="squared_hinge"
         "squared_hinge" (L2-loss RankSVM): truncated Newton with line search, O(m log m) per loss /
         gradient / Hessian-vector evaluation (Lee & Lin 2014).  "hinge" (the original RankSVM QP):
-        1-slack cutting planes (Joachims 2006) over the same oracle, each master QP solved exactly.
+        linear: Newton on a Huber-smoothed hinge of shrinking width, certified by the hinge's dual;
+        kernels (and the rare linear case that smoothing cannot certify): 1-slack cutting planes
+        (Joachims 2006) over the same oracle, each master QP solved exactly.
     %(kernel)s
         "linear" works in the primal on dense or scipy.sparse X (CSR used without a copy); other
         kernels use the representer form f = K beta (O(m^2) per iteration, one m x m kernel matrix
@@ -128,7 +132,7 @@ class RankSVM(KernelMixin, Ranker):
         Stop when the gradient norm falls below tol times its value at zero (squared hinge), or the
         certified relative duality gap (objective - lower bound) / objective <= tol (hinge).
     max_iter : int, default=1000
-        Newton iterations (squared hinge) or cutting planes (hinge); stopping there emits
+        Newton iterations (squared hinge, linear hinge) or cutting planes (kernel hinge); stopping there emits
         :class:`fastrank.exceptions.ConvergenceWarning`.
     margin : {"unit", "difference"}, default="unit"
         "unit": the loss of pair (i, j) is l(1 - (f_i - f_j)); "difference": l((y_i - y_j) - (f_i -
@@ -268,7 +272,7 @@ class RankSVM(KernelMixin, Ranker):
         return "basis", out, X_fit
 
     def _set_fitted(self, X, mode, out, X_fit, n_pairs):
-        steps = "Newton iterations" if self.loss == "squared_hinge" else "cutting planes"
+        steps = "cutting planes" if self.loss == "hinge" and mode != "linear" else "Newton iterations"
         if out.get("stalled"):
             warnings.warn(
                 f"RankSVM (hinge) stopped after {out['n_iter']} cutting planes: the relative duality gap "

@@ -4,6 +4,7 @@
 namespace py = pybind11;
 
 void bind_lapack(py::module_& m);    // installs SciPy's LAPACK/BLAS, registers exceptions
+void bind_groups(py::module_& m);    // query groups: (order, offsets) from group codes
 void bind_kernels(py::module_& m);   // kernel matrices
 void bind_rankrls(py::module_& m);   // RankRLS / MPRank dense solvers and paths
 void bind_measures(py::module_& m);  // ranking measures
@@ -18,6 +19,7 @@ void bind_rankboost(py::module_& m);  // RankBoost with threshold weak rankers
 PYBIND11_MODULE(_core, m, py::mod_gil_not_used()) {
   m.doc() = "fastrank's compiled core (private; use the fastrank package)";
   bind_lapack(m);
+  bind_groups(m);
   bind_kernels(m);
   bind_rankrls(m);
   bind_measures(m);

@@ -25,6 +25,21 @@ GroupIndex GroupIndex::from_arrays(IndexVectorCRef order, IndexVectorCRef offset
   return gi;
 }
 
+GroupIndex GroupIndex::from_codes(const std::int64_t* codes, Index m, Index n_groups) {
+  require(n_groups >= 1, "groups: at least one group");
+  GroupIndex gi;
+  gi.offsets = IndexVector::Zero(n_groups + 1);
+  for (Index i = 0; i < m; ++i) {
+    require(codes[i] >= 0 && codes[i] < n_groups, "groups: codes must lie in 0..n_groups-1");
+    ++gi.offsets[codes[i] + 1];
+  }
+  for (Index g = 0; g < n_groups; ++g) gi.offsets[g + 1] += gi.offsets[g];
+  IndexVector next = gi.offsets.head(n_groups);
+  gi.order.resize(m);
+  for (Index i = 0; i < m; ++i) gi.order[next[codes[i]]++] = i;
+  return gi;
+}
+
 GroupIndex GroupIndex::one_group(Index m) {
   GroupIndex gi;
   gi.order = IndexVector::LinSpaced(m, 0, m - 1);

@@ -413,10 +413,8 @@ def group_index(groups, n_rows):
         except TypeError as exc:
             raise TypeError(f"group ids must be mutually comparable: {exc}") from None
         codes = codes.reshape(-1).astype(np.int64)
-    # stable counting order of the codes: two stable (radix) sorts on 16-bit halves, O(m)
-    order = np.argsort((codes & 0xFFFF).astype(np.uint16), kind="stable")
-    if labels.size > 0x10000:
-        order = order[np.argsort((codes[order] >> 16).astype(np.uint16), kind="stable")]
-    counts = np.bincount(codes, minlength=labels.size)
-    offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
-    return GroupIndex(order.astype(np.int64, copy=False), offsets, labels, codes)
+    codes = np.ascontiguousarray(codes, dtype=np.int64)
+    if labels.size == 0:  # no rows
+        return GroupIndex(np.zeros(0, np.int64), np.zeros(1, np.int64), labels, codes)
+    order, offsets = _core.group_order(codes, labels.size)  # stable counting sort, O(m)
+    return GroupIndex(order, offsets, labels, codes)

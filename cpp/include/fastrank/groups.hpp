@@ -26,6 +26,9 @@ struct GroupIndex {
   static GroupIndex from_arrays(IndexVectorCRef order, IndexVectorCRef offsets, Index m);
   // Object ranking: every row in one group, identity order.
   static GroupIndex one_group(Index m);
+  // From dense group codes 0..n_groups-1 (one per row, each code used): a stable counting sort,
+  // O(m + n_groups), so each group lists its rows in increasing order.
+  static GroupIndex from_codes(const std::int64_t* codes, Index m, Index n_groups);
 
   bool is_identity() const;
   // The group of every row, in the caller's row order, O(m).

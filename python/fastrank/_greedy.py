@@ -135,6 +135,4 @@ def greedy_order(preference, X=None, *, n_items=None, pairwise="step", temperatu
         picked[t] = pi[v]
         pi[v] = -np.inf
         pi += D[v]  # pi(x) += PREF(v, x) - PREF(x, v)
-    if return_scores:
-        return order, picked
-    return order
+    return (order, picked) if return_scores else order

@@ -192,8 +192,7 @@ def check_int(value, name, *, low=None, high=INT_MAX):
         raise TypeError(f"{name} must be an integer, got {value!r}")
     value = int(value)
     if (low is not None and value < low) or (high is not None and value > high):
-        lo = "-inf" if low is None else str(low)
-        hi = "inf" if high is None else str(high)
+        lo, hi = ("-inf" if low is None else low), ("inf" if high is None else high)
         raise ValueError(f"{name} must be an integer in [{lo}, {hi}], got {value}")
     return value
 
@@ -306,21 +305,19 @@ def check_psd_spectrum(eigenvalues, what="kernel matrix", rtol=1e-8):
 def check_pair_arrays(pair_predictions, pair_targets):
     """Validated (n_pairs, 2) or (n_pairs, 2, v) prediction and target arrays of held-out pairs
     (as returned by ``leave_pair_out``): numeric, finite, same shape, at least one pair."""
-    P = _to_float(_asarray(pair_predictions, "pair_predictions"), "pair_predictions")
-    T = _to_float(_asarray(pair_targets, "pair_targets"), "pair_targets")
-    for name, A in (("pair_predictions", P), ("pair_targets", T)):
+    names = ("pair_predictions", "pair_targets")
+    P, T = (_to_float(_asarray(A, name), name) for name, A in zip(names, (pair_predictions, pair_targets)))
+    for name, A in zip(names, (P, T)):
         if A.ndim not in (2, 3) or A.shape[1] != 2:
             raise ValueError(f"{name} must have shape (n_pairs, 2) or (n_pairs, 2, v), got {A.shape}")
         if A.shape[0] == 0:
             raise ValueError(f"{name} has no pairs")
     if P.shape != T.shape:
         raise ValueError(f"pair_predictions and pair_targets must have the same shape, got {P.shape} and {T.shape}")
-    P = np.asarray(P, dtype=np.float64)
-    T = np.asarray(T, dtype=np.float64)
-    if not np.isfinite(P).all():
-        raise ValueError("Input pair_predictions contains NaN or infinity.")
-    if not np.isfinite(T).all():
-        raise ValueError("Input pair_targets contains NaN or infinity.")
+    P, T = np.asarray(P, dtype=np.float64), np.asarray(T, dtype=np.float64)
+    for name, A in zip(names, (P, T)):
+        if not np.isfinite(A).all():
+            raise ValueError(f"Input {name} contains NaN or infinity.")
     return P, T
 
 

@@ -14,7 +14,6 @@ from .exceptions import LinAlgError
 __all__ = [
     "as_float_matrix",
     "as_float_vector",
-    "as_int_array",
     "as_targets",
     "check_alpha",
     "check_alphas",
@@ -208,33 +207,6 @@ def as_float_vector(v, name, n=None, *, allow_nan=False):
     if not allow_nan and not np.isfinite(a).all():
         raise ValueError(f"Input {name} contains NaN or infinity.")
     return a
-
-
-def as_int_array(a, name, *, low=None, high=None, ndim=None):
-    """An int64 array of whole numbers (an integer dtype, or floats that are exactly integral;
-    bools and non-integral floats are refused), bounds checked, errors naming the argument."""
-    arr = _asarray(a, name)
-    if arr.dtype == object:
-        try:
-            arr = arr.astype(np.int64)
-        except (TypeError, ValueError, OverflowError) as exc:
-            raise ValueError(f"{name} must contain integers: {exc}") from None
-    if arr.dtype == bool or not (np.issubdtype(arr.dtype, np.integer) or np.issubdtype(arr.dtype, np.floating)):
-        raise ValueError(f"{name} must contain integers, got dtype {arr.dtype}")
-    if np.issubdtype(arr.dtype, np.floating):
-        if not np.isfinite(arr).all() or not np.array_equal(arr, np.round(arr)):
-            raise ValueError(f"{name} must contain integers, got non-integral values")
-        if arr.size and np.abs(arr).max() >= 2.0**63:
-            raise ValueError(f"{name} has values outside the int64 range")
-    if ndim is not None and arr.ndim != ndim:
-        raise ValueError(f"{name} must be {ndim}-D, got shape {arr.shape}")
-    arr = arr.astype(np.int64)
-    if arr.size:
-        if low is not None and arr.min() < low:
-            raise ValueError(f"{name} has values below {low} (min {arr.min()})")
-        if high is not None and arr.max() > high:
-            raise ValueError(f"{name} has values above {high} (max {arr.max()})")
-    return arr
 
 
 def check_n_jobs(n_jobs):

@@ -173,14 +173,10 @@ class RankBoost(Ranker):
         with progress(total=params[0], desc="RankBoost", unit="round", verbose=self.verbose) as bar:
             res = core_fit(X, *data, *params, self.alpha_rule, 0.5 / float(n_pairs), on_round if self.verbose else None)
         features, thresholds, alphas, r, qdef, eps_plus, eps_minus, z = res
-        self.features_ = np.asarray(features, dtype=np.int64)
-        self.thresholds_ = np.asarray(thresholds, dtype=np.float64)
-        self.alphas_ = np.asarray(alphas, dtype=np.float64)
-        self.correlations_ = np.asarray(r, dtype=np.float64)
-        self.qdefs_ = np.asarray(qdef, dtype=np.int64)
-        eps_plus, eps_minus = np.asarray(eps_plus, dtype=np.float64), np.asarray(eps_minus, dtype=np.float64)
+        self.features_, self.qdefs_ = np.asarray(features, dtype=np.int64), np.asarray(qdef, dtype=np.int64)
+        self.thresholds_, self.alphas_, self.correlations_, self.normalizers_, eps_plus, eps_minus = (
+            np.asarray(a, dtype=np.float64) for a in (thresholds, alphas, r, z, eps_plus, eps_minus))
         self.pair_masses_ = np.column_stack([eps_plus, eps_minus, np.maximum(0.0, 1.0 - eps_plus - eps_minus)])
-        self.normalizers_ = np.asarray(z, dtype=np.float64)
         self.training_error_bound_ = float(np.exp(-0.5 * np.sum(self.correlations_**2)))
         self.n_estimators_ = int(self.alphas_.size)
         self.n_features_in_ = X.shape[1]

@@ -233,15 +233,9 @@ class SVRank(KernelMixin, Ranker):
             print(f"[fastrank] SVRank: {int(n_iter)} {steps}, objective {float(objective):.10g}, gap {gap:.2e}",
                   file=sys.stderr, flush=True)
         # all checks passed: only now replace a previous fit
-        self.coef_ = coef
-        self.dual_coef_ = dual
-        self.X_fit_ = X_fit
-        self.n_features_in_ = X.shape[1]
-        self.n_iter_ = int(n_iter)
-        self.objective_ = float(objective)
-        self.gap_ = gap
-        self.converged_ = bool(converged)
-        self.gap_history_ = np.asarray(history)
+        self.coef_, self.dual_coef_, self.X_fit_, self.n_features_in_ = coef, dual, X_fit, X.shape[1]
+        self.n_iter_, self.objective_, self.gap_ = int(n_iter), float(objective), gap
+        self.converged_, self.gap_history_ = bool(converged), np.asarray(history)
         if not converged:
             warnings.warn(
                 f"SVRank stopped at max_iter={max_iter} {steps} with relative gap {gap:.3g} > tol={tol:g}; "

@@ -34,8 +34,7 @@ _TINY = float(np.finfo(np.float64).tiny)  # smallest normal float64
 
 
 def _asarray(x, name):
-    """np.asarray with numpy's own errors (ragged lists, unconvertible objects) reworded to name
-    the argument."""
+    """np.asarray, with numpy's errors (ragged lists, unconvertible objects) naming the argument."""
     try:
         return np.asarray(x)
     except (ValueError, TypeError) as exc:

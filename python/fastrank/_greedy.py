@@ -1,10 +1,8 @@
-"""Cohen, Schapire & Singer's greedy ordering ("Learning to order things", JAIR 10, 1999;
-lecture slides 003, "Cohen's algorithm").
-
-Finding the order that maximises AGREE(rho, PREF) = sum_{u before v} PREF(u, v) for a preference
-function PREF(u, v) in [0, 1] is NP-hard; the greedy algorithm repeatedly takes the remaining item
-with the largest net preference pi(v) = sum_u PREF(v, u) - PREF(u, v) and removes its
-contribution from the others, in O(n^2), with at least half the optimal agreement.
+"""Cohen, Schapire & Singer's greedy ordering ("Learning to order things", JAIR 10, 1999; lecture
+slides 003, "Cohen's algorithm").  Finding the order that maximises AGREE(rho, PREF) =
+sum_{u before v} PREF(u, v) for a preference function PREF(u, v) in [0, 1] is NP-hard;
+:func:`greedy_order` picks by net preference pi(v) = sum_u PREF(v, u) - PREF(u, v), in O(n^2), with
+at least half the optimal agreement.
 """
 
 from __future__ import annotations

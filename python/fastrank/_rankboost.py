@@ -188,9 +188,8 @@ class RankBoost(Ranker):
         check_is_fitted(self, "alphas_")
         X = self._check_X(X)
         if X.shape[1] != self.n_features_in_:
-            raise ValueError(
-                f"X has {X.shape[1]} features, but RankBoost is expecting {self.n_features_in_} features as input."
-            )
+            raise ValueError(f"X has {X.shape[1]} features, but RankBoost is expecting {self.n_features_in_} "
+                             "features as input.")
         V = X[:, self.features_]
         H = (V > self.thresholds_).astype(np.float64)
         if self.missing == "q_def":

@@ -1,7 +1,5 @@
-"""SVRank: magnitude-preserving ranking with the epsilon-insensitive pairwise cost (Cortes, Mohri,
-Rastogi, 000 §2.4, eq. 9 with the cost (7), n = 1), solved exactly by cutting planes over an
-O(m log m) loss/subgradient oracle (the O(m^2) pairs are never formed); with the squared cost
-(§2.2, n = 2) by a generalised Newton method over the same sorted-residual oracle."""
+"""SVRank (Cortes, Mohri & Rastogi, paper 000, eq. 9): cutting planes and generalised Newton over an
+O(m log m) sorted-residual loss oracle that never forms the O(m^2) pairs; see :class:`SVRank`."""
 
 from __future__ import annotations
 

@@ -15,7 +15,6 @@ from fastrank._kernels import kernel_block, resolve_kernel
 from fastrank._threads import compute_region
 from fastrank._validation import (
     as_float_vector,
-    as_int_array,
     check_alpha,
     check_alphas,
     check_int,
@@ -238,13 +237,6 @@ def test_non_numeric_inputs_name_the_argument():
         as_float_vector(["a", "b"], "magnitudes")
     with pytest.raises(ValueError, match="magnitudes must have 3 entries"):
         as_float_vector([1.0, 2.0], "magnitudes", 3)
-    with pytest.raises(ValueError, match="folds must contain integers"):
-        as_int_array(["x", "y"], "folds")
-    with pytest.raises(ValueError, match="folds must contain integers"):
-        as_int_array([0.5, 1.0], "folds")
-    with pytest.raises(ValueError, match="folds has values above 3"):
-        as_int_array([0, 4], "folds", low=0, high=3)
-    np.testing.assert_array_equal(as_int_array([0.0, 2.0], "folds"), [0, 2])
 
 
 # ------------------------------------------------------------------------------------------------

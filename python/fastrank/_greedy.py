@@ -1,10 +1,8 @@
-"""Cohen, Schapire & Singer's greedy ordering ("Learning to order things", JAIR 10, 1999;
-lecture slides 003, "Cohen's algorithm").
-
-Finding the order that maximises AGREE(rho, PREF) = sum_{u before v} PREF(u, v) for a preference
-function PREF(u, v) in [0, 1] is NP-hard; the greedy algorithm repeatedly takes the remaining item
-with the largest net preference pi(v) = sum_u PREF(v, u) - PREF(u, v) and removes its
-contribution from the others, in O(n^2), with at least half the optimal agreement.
+"""Cohen, Schapire & Singer's greedy ordering ("Learning to order things", JAIR 10, 1999; lecture
+slides 003, "Cohen's algorithm").  Finding the order that maximises AGREE(rho, PREF) =
+sum_{u before v} PREF(u, v) for a preference function PREF(u, v) in [0, 1] is NP-hard;
+:func:`greedy_order` picks by net preference pi(v) = sum_u PREF(v, u) - PREF(u, v), in O(n^2), with
+at least half the optimal agreement.
 """
 
 from __future__ import annotations
@@ -56,16 +54,24 @@ def _net_preference_matrix(preference, X, n_items, pairwise, temperature):
         for u in range(n):
             for v in range(n):
                 P[u, v] = 0.0 if u == v else _preference_value(preference, u, v)
-        P = _check_matrix(P, "preference(u, v)", copy=False)
-        return P - P.T
-    P = np.asarray(preference)
-    if P.dtype == object or not (np.issubdtype(P.dtype, np.number) or P.dtype == bool) or np.iscomplexobj(P):
-        raise TypeError("preference must be an (n, n) matrix of numbers in [0, 1], a callable f(u, v) with n_items, "
-                        "or a fitted ranker with X")
-    if P.ndim != 2 or P.shape[0] != P.shape[1]:
-        raise ValueError(f"a preference matrix must be square (n, n), got shape {P.shape}")
-    check_dense_memory(P.shape[0], 2, what)  # a float64 copy and PREF - PREF^T
-    P = _check_matrix(P, "preference")
+        name = "preference(u, v)"
+    else:
+        P = np.asarray(preference)
+        if P.dtype == object or not (np.issubdtype(P.dtype, np.number) or P.dtype == bool) or np.iscomplexobj(P):
+            raise TypeError("preference must be an (n, n) matrix of numbers in [0, 1], a callable f(u, v) with "
+                            "n_items, or a fitted ranker with X")
+        if P.ndim != 2 or P.shape[0] != P.shape[1]:
+            raise ValueError(f"a preference matrix must be square (n, n), got shape {P.shape}")
+        check_dense_memory(P.shape[0], 2, what)  # a float64 copy and PREF - PREF^T
+        P = np.array(P, dtype=np.float64)  # a copy: the diagonal is ignored and overwritten
+        name = "preference"
+    np.fill_diagonal(P, 0.0)
+    if P.size:  # finite, entries in [0, 1]
+        lo, hi = P.min(), P.max()  # NaN propagates through min/max
+        if not (np.isfinite(lo) and np.isfinite(hi)):
+            raise ValueError(f"{name} contains NaN or infinity")
+        if lo < 0.0 or hi > 1.0:
+            raise ValueError(f"{name} values must lie in [0, 1] (PREF(u, v) is a degree of preference)")
     return P - P.T
 
 
@@ -76,20 +82,6 @@ def _preference_value(preference, u, v):
         raise TypeError(f"the preference callable returned {value!r} for (u, v) = ({u}, {v}); it must return a "
                         "number in [0, 1] for every pair of item indices")
     return float(value)
-
-
-def _check_matrix(P, name, copy=True):
-    """P as float64 (a copy unless ``copy=False`` and it already is) with a zero diagonal (ignored),
-    finite, entries in [0, 1]."""
-    P = np.array(P, dtype=np.float64, copy=copy or None)  # the diagonal is overwritten
-    np.fill_diagonal(P, 0.0)
-    if P.size:
-        lo, hi = P.min(), P.max()  # NaN propagates through min/max
-        if not (np.isfinite(lo) and np.isfinite(hi)):
-            raise ValueError(f"{name} contains NaN or infinity")
-        if lo < 0.0 or hi > 1.0:
-            raise ValueError(f"{name} values must lie in [0, 1] (PREF(u, v) is a degree of preference)")
-    return P
 
 
 def greedy_order(preference, X=None, *, n_items=None, pairwise="step", temperature=1.0, return_scores=False):
@@ -135,6 +127,4 @@ def greedy_order(preference, X=None, *, n_items=None, pairwise="step", temperatu
         picked[t] = pi[v]
         pi[v] = -np.inf
         pi += D[v]  # pi(x) += PREF(v, x) - PREF(x, v)
-    if return_scores:
-        return order, picked
-    return order
+    return (order, picked) if return_scores else order

@@ -1,19 +1,11 @@
 """RankBoost (Freund, Iyer, Schapire & Singer, "An efficient boosting algorithm for combining
-preferences", JMLR 4, 2003) with threshold weak rankers on single features.
+preferences", JMLR 4, 2003) with threshold weak rankers h_t(x) = [x_f > theta] on single features.
 
-A crucial pair (x0, x1) says x1 should rank above x0.  RankBoost keeps a distribution D_t over
-crucial pairs, picks in round t the weak ranker h_t(x) = [x_f > theta] (values in {0, 1}) with
-the largest |r_t|, r_t = sum D_t(x0, x1) (h_t(x1) - h_t(x0)) (the paper's threshold weak
-learner), weighs it by alpha_t = 1/2 ln((1 + r_t) / (1 - r_t)) (the minimiser of the bound
-Z_t <= sqrt(1 - r_t^2); ``alpha_rule="freund"``) or by the exact minimiser of Z_t,
-alpha_t = 1/2 ln(eps+_t / eps-_t) (the lecture slides 003; ``alpha_rule="exact"``), and re-weighs
-D_{t+1}(x0, x1) ∝ D_t(x0, x1) exp(alpha_t (h_t(x0) - h_t(x1))) (Fig. 1).  The final ranker is
-F(x) = sum_t alpha_t h_t(x).
-
-The pair distribution is never formed for graded targets: D_t(x0, x1) = c_g e^{F(x0)} e^{-F(x1)}
-factorises per pair of levels (the paper's efficient implementation for bipartite feedback,
-which extends to any number of levels), so every round costs O(m n) after one sort per feature,
-whatever the number of pairs.  See ``cpp/include/fastrank/rankboost.hpp``.
+A crucial pair (x0, x1) says x1 should rank above x0.  Round t picks the h_t with the largest
+|r_t|, r_t = sum D_t(x0, x1) (h_t(x1) - h_t(x0)) (the paper's threshold weak learner), weighs it by
+alpha_t (``alpha_rule``, see :class:`RankBoost`) and re-weighs D_{t+1}(x0, x1) ∝ D_t(x0, x1)
+exp(alpha_t (h_t(x0) - h_t(x1))) (Fig. 1).  The final ranker is F(x) = sum_t alpha_t h_t(x).  For
+graded targets D_t is never formed (class Notes; ``cpp/include/fastrank/rankboost.hpp``).
 """
 
 from __future__ import annotations
@@ -108,7 +100,8 @@ class RankBoost(Ranker):
     -----
     Crucial pairs: ``fit(X, y)`` all pairs with y_i > y_j; ``fit(X, y, groups)`` only inside
     groups; ``fit_preferences(X, pairs)`` the given multigraph, D_1 uniform over its edges.
-    For graded targets D_t is kept implicitly, D_t(x0, x1) = c_g e^{F(x0)} e^{-F(x1)} / Z_t, so a
+    For graded targets D_t is kept implicitly, D_t(x0, x1) = c_g e^{F(x0)} e^{-F(x1)} / Z_t (the
+    paper's efficient implementation for bipartite feedback, extended to any number of levels), so a
     round needs only the per-level sums of e^{F} and e^{-F} (O(m)) and one prefix-sum scan per
     feature over rows sorted once by that feature (O(m n)); never O(#pairs).  The sums are kept
     in log domain, so large margins do not overflow.  Ties between candidates (|r| equal to
@@ -140,7 +133,7 @@ class RankBoost(Ranker):
     def fit(self, X, y, groups=None):
         """Fit on graded relevance ``y``: every pair with y_i > y_j is crucial (only pairs inside
         a group when ``groups`` is given; one id per row, any order or type)."""
-        T, k, n_threads = self._check_params()
+        params = self._check_params()
         X = self._check_X(X, min_rows=2)
         m = X.shape[0]
         y = self._check_target_vector(y, m)
@@ -156,45 +149,34 @@ class RankBoost(Ranker):
             weight = np.where(n_pairs > 0, 1.0 / np.maximum(n_pairs, 1.0), 1.0)
         else:
             weight = np.ones(n_pairs.size)
-        with progress(total=T, desc="RankBoost", unit="round", verbose=self.verbose) as bar:
-            res = _core.rankboost_fit_graded(X, y, gi.order, gi.offsets, weight, T, k, n_threads, self.alpha_rule,
-                                             0.5 / float(n_pairs.sum()), self._round_callback(bar))
-        return self._set_fitted(X, res)
+        return self._boost(params, _core.rankboost_fit_graded, X, (y, gi.order, gi.offsets, weight), n_pairs.sum())
 
-    def _round_callback(self, bar):
-        """The per-round hook of the C++ loop: None when silent (no GIL round trip per round)."""
-        if not self.verbose:
-            return None
+    def fit_preferences(self, X, pairs):
+        """Fit on an explicit preference multigraph: row ``pairs[e, 0]`` is preferred over row
+        ``pairs[e, 1]``; D_1 is uniform over the edges (a repeated edge weighs more).  The edge
+        distribution is kept explicitly: O(#edges + m n) per round."""
+        params = self._check_params()
+        X = self._check_X(X, min_rows=2)
+        head, tail = check_pairs(pairs, X.shape[0])
+        return self._boost(params, _core.rankboost_fit_graph, X, (head, tail), head.size)
+
+    def _boost(self, params, core_fit, X, data, n_pairs):
+        """Run the C++ boosting loop on ``data`` (``n_pairs`` crucial pairs N; eps+ and eps- floored at
+        1 / (2 N)) and store its result.  The per-round hook is None when silent (no GIL round trip
+        per round)."""
         done = [0]
 
         def on_round(t):
             bar.update(t - done[0])
             done[0] = t
 
-        return on_round
-
-    def fit_preferences(self, X, pairs):
-        """Fit on an explicit preference multigraph: row ``pairs[e, 0]`` is preferred over row
-        ``pairs[e, 1]``; D_1 is uniform over the edges (a repeated edge weighs more).  The edge
-        distribution is kept explicitly: O(#edges + m n) per round."""
-        T, k, n_threads = self._check_params()
-        X = self._check_X(X, min_rows=2)
-        head, tail = check_pairs(pairs, X.shape[0])
-        with progress(total=T, desc="RankBoost", unit="round", verbose=self.verbose) as bar:
-            res = _core.rankboost_fit_graph(X, head, tail, T, k, n_threads, self.alpha_rule, 0.5 / head.size,
-                                            self._round_callback(bar))
-        return self._set_fitted(X, res)
-
-    def _set_fitted(self, X, res):
+        with progress(total=params[0], desc="RankBoost", unit="round", verbose=self.verbose) as bar:
+            res = core_fit(X, *data, *params, self.alpha_rule, 0.5 / float(n_pairs), on_round if self.verbose else None)
         features, thresholds, alphas, r, qdef, eps_plus, eps_minus, z = res
-        self.features_ = np.asarray(features, dtype=np.int64)
-        self.thresholds_ = np.asarray(thresholds, dtype=np.float64)
-        self.alphas_ = np.asarray(alphas, dtype=np.float64)
-        self.correlations_ = np.asarray(r, dtype=np.float64)
-        self.qdefs_ = np.asarray(qdef, dtype=np.int64)
-        eps_plus, eps_minus = np.asarray(eps_plus, dtype=np.float64), np.asarray(eps_minus, dtype=np.float64)
+        self.features_, self.qdefs_ = np.asarray(features, dtype=np.int64), np.asarray(qdef, dtype=np.int64)
+        self.thresholds_, self.alphas_, self.correlations_, self.normalizers_, eps_plus, eps_minus = (
+            np.asarray(a, dtype=np.float64) for a in (thresholds, alphas, r, z, eps_plus, eps_minus))
         self.pair_masses_ = np.column_stack([eps_plus, eps_minus, np.maximum(0.0, 1.0 - eps_plus - eps_minus)])
-        self.normalizers_ = np.asarray(z, dtype=np.float64)
         self.training_error_bound_ = float(np.exp(-0.5 * np.sum(self.correlations_**2)))
         self.n_estimators_ = int(self.alphas_.size)
         self.n_features_in_ = X.shape[1]
@@ -206,9 +188,8 @@ class RankBoost(Ranker):
         check_is_fitted(self, "alphas_")
         X = self._check_X(X)
         if X.shape[1] != self.n_features_in_:
-            raise ValueError(
-                f"X has {X.shape[1]} features, but RankBoost is expecting {self.n_features_in_} features as input."
-            )
+            raise ValueError(f"X has {X.shape[1]} features, but RankBoost is expecting {self.n_features_in_} "
+                             "features as input.")
         V = X[:, self.features_]
         H = (V > self.thresholds_).astype(np.float64)
         if self.missing == "q_def":

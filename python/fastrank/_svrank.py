@@ -1,7 +1,5 @@
-"""SVRank: magnitude-preserving ranking with the epsilon-insensitive pairwise cost (Cortes, Mohri,
-Rastogi, 000 §2.4, eq. 9 with the cost (7), n = 1), solved exactly by cutting planes over an
-O(m log m) loss/subgradient oracle (the O(m^2) pairs are never formed); with the squared cost
-(§2.2, n = 2) by a generalised Newton method over the same sorted-residual oracle."""
+"""SVRank (Cortes, Mohri & Rastogi, paper 000, eq. 9): cutting planes and generalised Newton over an
+O(m log m) sorted-residual loss oracle that never forms the O(m^2) pairs; see :class:`SVRank`."""
 
 from __future__ import annotations
 
@@ -186,19 +184,18 @@ class SVRank(KernelMixin, Ranker):
         grouping = (gi.order, gi.offsets)  # the rows below are in group order
         squared = self.loss == "squared_epsilon_insensitive"
         c = C / float(np.sum(gi.sizes.astype(np.float64) ** 2))  # C / N, N ordered pairs
+        Xg = np.ascontiguousarray(gi.take(X)) if spec.linear else None
+        steps = "Newton iterations" if squared else "cutting planes"
         if spec.linear and squared:
-            Xg = np.ascontiguousarray(gi.take(X))
             with stage(f"SVRank Newton (linear, squared cost, m={Xg.shape[0]})", verbose=self.verbose):
                 w, n_iter, converged, history = _squared_newton(Xg, yg, grouping, c, eps, tol, max_iter, n_threads)
             objective = w @ w + _squared_pair_term(Xg @ w, yg, grouping, c, eps, n_threads)
             coef, dual, X_fit, history = w, None, None, np.asarray(history)
         elif spec.linear:
-            Xg = np.ascontiguousarray(gi.take(X))
             with stage(f"SVRank cutting planes (linear, m={Xg.shape[0]})", verbose=self.verbose):
                 w, n_iter, converged, objective, lower, history = _core.svrank_linear(
                     Xg, yg, *grouping, C, eps, tol, max_iter, n_threads, warm=getattr(self, "_path_warm", None))
-            coef, dual = w, None
-            X_fit = None
+            coef, dual, X_fit = w, None, None
         else:  # the squared cost also holds K's Cholesky factor and its row permutation
             check_dense_memory(X.shape[0], 3 if squared else 1,
                                "kernel matrix and its Cholesky factor" if squared else "kernel matrix")
@@ -231,23 +228,15 @@ class SVRank(KernelMixin, Ranker):
             X_fit = None if precomputed else X
         gap = float(history[-1]) if history.size else 0.0
         if resolve_verbose(self.verbose):
-            steps = "Newton iterations" if squared else "cutting planes"
             print(f"[fastrank] SVRank: {int(n_iter)} {steps}, objective {float(objective):.10g}, gap {gap:.2e}",
                   file=sys.stderr, flush=True)
         # all checks passed: only now replace a previous fit
-        self.coef_ = coef
-        self.dual_coef_ = dual
-        self.X_fit_ = X_fit
-        self.n_features_in_ = X.shape[1]
-        self.n_iter_ = int(n_iter)
-        self.objective_ = float(objective)
-        self.gap_ = gap
-        self.converged_ = bool(converged)
-        self.gap_history_ = np.asarray(history)
+        self.coef_, self.dual_coef_, self.X_fit_, self.n_features_in_ = coef, dual, X_fit, X.shape[1]
+        self.n_iter_, self.objective_, self.gap_ = int(n_iter), float(objective), gap
+        self.converged_, self.gap_history_ = bool(converged), np.asarray(history)
         if not converged:
-            what = "Newton iterations" if squared else "cutting planes"
             warnings.warn(
-                f"SVRank stopped at max_iter={max_iter} {what} with relative gap {gap:.3g} > tol={tol:g}; "
+                f"SVRank stopped at max_iter={max_iter} {steps} with relative gap {gap:.3g} > tol={tol:g}; "
                 "increase max_iter or tol.", ConvergenceWarning, stacklevel=2)
         return self
 
@@ -272,9 +261,8 @@ def svrank_path(X, y, Cs, groups=None, *, verbose=0, **params):
     planes are tangents of the pair loss itself, valid for every C, so the new master problem
     starts with a lower bound close to the optimum instead of at w = 0.  Every fit is still
     certified by its own duality gap, so it is the model ``SVRank(C=C, **params)`` would give, to
-    its ``tol``.  The squared cost
-    (``loss="squared_epsilon_insensitive"``) is solved from zero for each C.  ``verbose``: progress
-    per value of C (see ``fastrank._progress``).
+    its ``tol``.  The squared cost (``loss="squared_epsilon_insensitive"``) is solved from zero for
+    each C.  ``verbose``: progress per value of C (see ``fastrank._progress``).
 
     Returns
     -------

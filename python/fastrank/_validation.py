@@ -14,7 +14,6 @@ from .exceptions import LinAlgError
 __all__ = [
     "as_float_matrix",
     "as_float_vector",
-    "as_int_array",
     "as_targets",
     "check_alpha",
     "check_alphas",
@@ -35,8 +34,7 @@ _TINY = float(np.finfo(np.float64).tiny)  # smallest normal float64
 
 
 def _asarray(x, name):
-    """np.asarray with numpy's own errors (ragged lists, unconvertible objects) reworded to name
-    the argument."""
+    """np.asarray, with numpy's errors (ragged lists, unconvertible objects) naming the argument."""
     try:
         return np.asarray(x)
     except (ValueError, TypeError) as exc:
@@ -192,8 +190,7 @@ def check_int(value, name, *, low=None, high=INT_MAX):
         raise TypeError(f"{name} must be an integer, got {value!r}")
     value = int(value)
     if (low is not None and value < low) or (high is not None and value > high):
-        lo = "-inf" if low is None else str(low)
-        hi = "inf" if high is None else str(high)
+        lo, hi = ("-inf" if low is None else low), ("inf" if high is None else high)
         raise ValueError(f"{name} must be an integer in [{lo}, {hi}], got {value}")
     return value
 
@@ -209,33 +206,6 @@ def as_float_vector(v, name, n=None, *, allow_nan=False):
     if not allow_nan and not np.isfinite(a).all():
         raise ValueError(f"Input {name} contains NaN or infinity.")
     return a
-
-
-def as_int_array(a, name, *, low=None, high=None, ndim=None):
-    """An int64 array of whole numbers (an integer dtype, or floats that are exactly integral;
-    bools and non-integral floats are refused), bounds checked, errors naming the argument."""
-    arr = _asarray(a, name)
-    if arr.dtype == object:
-        try:
-            arr = arr.astype(np.int64)
-        except (TypeError, ValueError, OverflowError) as exc:
-            raise ValueError(f"{name} must contain integers: {exc}") from None
-    if arr.dtype == bool or not (np.issubdtype(arr.dtype, np.integer) or np.issubdtype(arr.dtype, np.floating)):
-        raise ValueError(f"{name} must contain integers, got dtype {arr.dtype}")
-    if np.issubdtype(arr.dtype, np.floating):
-        if not np.isfinite(arr).all() or not np.array_equal(arr, np.round(arr)):
-            raise ValueError(f"{name} must contain integers, got non-integral values")
-        if arr.size and np.abs(arr).max() >= 2.0**63:
-            raise ValueError(f"{name} has values outside the int64 range")
-    if ndim is not None and arr.ndim != ndim:
-        raise ValueError(f"{name} must be {ndim}-D, got shape {arr.shape}")
-    arr = arr.astype(np.int64)
-    if arr.size:
-        if low is not None and arr.min() < low:
-            raise ValueError(f"{name} has values below {low} (min {arr.min()})")
-        if high is not None and arr.max() > high:
-            raise ValueError(f"{name} has values above {high} (max {arr.max()})")
-    return arr
 
 
 def check_n_jobs(n_jobs):
@@ -306,21 +276,19 @@ def check_psd_spectrum(eigenvalues, what="kernel matrix", rtol=1e-8):
 def check_pair_arrays(pair_predictions, pair_targets):
     """Validated (n_pairs, 2) or (n_pairs, 2, v) prediction and target arrays of held-out pairs
     (as returned by ``leave_pair_out``): numeric, finite, same shape, at least one pair."""
-    P = _to_float(_asarray(pair_predictions, "pair_predictions"), "pair_predictions")
-    T = _to_float(_asarray(pair_targets, "pair_targets"), "pair_targets")
-    for name, A in (("pair_predictions", P), ("pair_targets", T)):
+    names = ("pair_predictions", "pair_targets")
+    P, T = (_to_float(_asarray(A, name), name) for name, A in zip(names, (pair_predictions, pair_targets)))
+    for name, A in zip(names, (P, T)):
         if A.ndim not in (2, 3) or A.shape[1] != 2:
             raise ValueError(f"{name} must have shape (n_pairs, 2) or (n_pairs, 2, v), got {A.shape}")
         if A.shape[0] == 0:
             raise ValueError(f"{name} has no pairs")
     if P.shape != T.shape:
         raise ValueError(f"pair_predictions and pair_targets must have the same shape, got {P.shape} and {T.shape}")
-    P = np.asarray(P, dtype=np.float64)
-    T = np.asarray(T, dtype=np.float64)
-    if not np.isfinite(P).all():
-        raise ValueError("Input pair_predictions contains NaN or infinity.")
-    if not np.isfinite(T).all():
-        raise ValueError("Input pair_targets contains NaN or infinity.")
+    P, T = np.asarray(P, dtype=np.float64), np.asarray(T, dtype=np.float64)
+    for name, A in zip(names, (P, T)):
+        if not np.isfinite(A).all():
+            raise ValueError(f"Input {name} contains NaN or infinity.")
     return P, T
 
 

@@ -9,7 +9,6 @@ import os
 import numpy as np
 
 from . import _core
-from .exceptions import LinAlgError
 
 __all__ = [
     "as_float_matrix",
@@ -21,15 +20,12 @@ __all__ = [
     "check_n_jobs",
     "check_pair_arrays",
     "check_precomputed_kernel",
-    "check_psd_spectrum",
-    "system_scale",
     "GroupIndex",
     "group_index",
 ]
 
 # Largest value a C++ ``int`` argument can take (thread counts, cutoffs, iteration limits).
 INT_MAX = 2**31 - 1
-_EPS = float(np.finfo(np.float64).eps)
 _TINY = float(np.finfo(np.float64).tiny)  # smallest normal float64
 
 
@@ -120,16 +116,10 @@ def as_targets(y, n_rows, name="y"):
     return Y, one_d
 
 
-def check_alpha(alpha, name="alpha", *, scale=None):
-    """A regularization value: a normal (not subnormal), finite, positive float.
-
-    ``scale`` (optional) is the magnitude of the matrix the regularizer is added to -- e.g.
-    :func:`system_scale` of ``S K S`` (dual) or of ``X^T L X`` (primal).  With it, alpha must lie
-    in ``[eps * scale, 1e100 * scale]``: below, ``alpha I`` is under the rounding level of the
-    matrix and the solution is rounding noise; above, every coefficient is ~ y / alpha and the
-    model carries no information in float64.  Without it only the float64 limits are checked
-    (``alpha >= 2.2e-308`` and ``<= 1e300``).
-    """
+def check_alpha(alpha, name="alpha"):
+    """A regularization value: a normal (not subnormal), finite, positive float (``alpha >= 2.2e-308``
+    and ``<= 1e300``).  The solvers refuse alpha at the rounding level of their own matrix
+    (``fastrank.LinAlgError``)."""
     if isinstance(alpha, (bool, np.bool_)) or not isinstance(alpha, numbers.Real):
         raise TypeError(f"{name} must be a positive real number, got {alpha!r}")
     alpha = float(alpha)
@@ -144,22 +134,10 @@ def check_alpha(alpha, name="alpha", *, scale=None):
     if alpha > 1e300:
         raise ValueError(f"{name}={alpha!r} is too large: coefficients ~ y / {name} underflow. Use a "
                          "value of the order of the kernel's scale.")
-    if scale is not None:
-        scale = float(scale)
-        if np.isfinite(scale) and scale > 0.0:
-            lo, hi = _EPS * scale, 1e100 * scale
-            if alpha < lo or alpha > hi:
-                side = "below the rounding level" if alpha < lo else "absurdly large compared with the scale"
-                raise ValueError(
-                    f"{name}={alpha!r} is {side} of this problem (its kernel / data matrix has scale "
-                    f"{scale:.3g}; {name} must lie in [{lo:.3g}, {hi:.3g}], and values in about "
-                    f"[{scale * 1e-10:.3g}, {scale * 1e6:.3g}] are the useful ones). Choose {name} "
-                    "relative to the kernel's scale, or rescale X."
-                )
     return alpha
 
 
-def check_alphas(alphas, name="alphas", *, scale=None):
+def check_alphas(alphas, name="alphas"):
     """A non-empty 1-D float64 array of values that each pass :func:`check_alpha`."""
     if isinstance(alphas, (str, bytes)):
         raise TypeError(f"{name} must be a positive number or a 1-D sequence of them, got {alphas!r}")
@@ -168,19 +146,8 @@ def check_alphas(alphas, name="alphas", *, scale=None):
     if arr.ndim != 1 or arr.size == 0:
         raise ValueError(f"{name} must be a non-empty 1-D sequence of positive numbers, got shape {arr.shape}")
     for a in arr:
-        check_alpha(float(a), name, scale=scale)
+        check_alpha(float(a), name)
     return arr
-
-
-def system_scale(G):
-    """The scale alpha is compared with in :func:`check_alpha`: the largest diagonal entry of the
-    symmetric positive semidefinite matrix G (``S K S`` or ``X^T L X``), an O(m) bound on its
-    largest eigenvalue within a factor m (0 for an empty or non-finite diagonal)."""
-    d = np.diagonal(np.asarray(G))
-    if d.size == 0:
-        return 0.0
-    top = float(np.max(np.abs(d)))
-    return top if np.isfinite(top) else 0.0
 
 
 def check_int(value, name, *, low=None, high=INT_MAX):
@@ -232,8 +199,7 @@ def check_precomputed_kernel(K, name="X (precomputed kernel)", *, n_train=None, 
     largest entry) float64 matrix with at least ``min_rows`` rows; returned exactly symmetrised
     (``(K + K^T) / 2``, Fortran order) so the symmetric solvers see the same matrix everywhere.
     Test kernel (``n_train=m``): a finite (p, m) matrix, one column per training row.
-    Positive semidefiniteness is not checked here (O(m^3)); the factorizations detect it, see
-    :func:`check_psd_spectrum`.
+    Positive semidefiniteness is not checked here (O(m^3)); the factorizations detect it.
     """
     K = as_float_matrix(K, name, min_rows=min_rows)
     if n_train is not None:
@@ -253,24 +219,6 @@ def check_precomputed_kernel(K, name="X (precomputed kernel)", *, n_train=None, 
             f"largest |K| = {scale:.3g}); pass (K + K.T) / 2 if the asymmetry is rounding"
         )
     return np.asfortranarray(0.5 * (K + K.T))
-
-
-def check_psd_spectrum(eigenvalues, what="kernel matrix", rtol=1e-8):
-    """Raise :class:`fastrank.LinAlgError` when a symmetric matrix's eigenvalues show it is
-    indefinite beyond rounding (min < -rtol * max |eigenvalue|); returns them unchanged.  For the
-    spectral routes (leave-pair-out, paths), which otherwise silently accept indefinite kernels."""
-    w = np.asarray(eigenvalues, dtype=np.float64)
-    if w.size == 0:
-        return w
-    if not np.isfinite(w).all():
-        raise LinAlgError(f"the {what} has non-finite eigenvalues (NaN or inf in the kernel)")
-    top = float(np.max(np.abs(w)))
-    if float(np.min(w)) < -rtol * top:
-        raise LinAlgError(
-            f"the {what} is not positive semidefinite (smallest eigenvalue {float(np.min(w)):.3g}, largest "
-            f"{top:.3g}): a precomputed kernel must be a valid (PSD) kernel matrix"
-        )
-    return w
 
 
 def check_pair_arrays(pair_predictions, pair_targets):

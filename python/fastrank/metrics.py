@@ -67,8 +67,7 @@ _ANY_AVERAGE = ("group", "pooled", None)
 _SMALL_LABEL_SET = 4096
 
 
-# --------------------------------------------------------------------------------------------
-# validation helpers (module-private)
+# -- validation helpers (module-private)
 
 
 def _as_vector(x, name):
@@ -161,8 +160,7 @@ def _average(num, den, average, what, nothing="there is no pair to evaluate"):
     return float(np.mean(num[valid] / den[valid]))
 
 
-# --------------------------------------------------------------------------------------------
-# pairwise measures
+# -- pairwise measures
 
 
 def _tied_score_weight(tied_scores, ties, where):
@@ -310,8 +308,7 @@ def discrete_ranking_loss(y_true, y_score, groups=None, *, average="group", n_jo
     return _average(S[:, 4] + 0.5 * S[:, 5], S[:, 0], average, "discrete_ranking_loss")
 
 
-# --------------------------------------------------------------------------------------------
-# listwise / ordinal measures
+# -- listwise / ordinal measures
 
 
 def ndcg(y_true, y_score, groups=None, *, k=None, gain="exponential", average="group", n_jobs=None):
@@ -398,8 +395,7 @@ def mean_rank_loss(y_true, y_pred, *, scale="values", classes=None):
     return float(np.mean(np.abs(pos[1] - pos[0])))
 
 
-# --------------------------------------------------------------------------------------------
-# pairwise costs and losses of the stability papers (000 Sect. 2.1, 002 Sect. 2, 4, 5.2)
+# -- pairwise costs and losses of the stability papers (000 Sect. 2.1, 002 Sect. 2, 4, 5.2)
 
 
 def _group_setup(y_true, y_score, groups):
@@ -515,20 +511,15 @@ def stability_ranking_loss(y_true, y_score, groups=None, *, loss="hinge", gamma=
     return _average(total, den, average, "stability_ranking_loss")
 
 
-# --------------------------------------------------------------------------------------------
-# position and discounted error (003, "Other loss functions for ranking"), explicit edges
+# -- position and discounted error (003, "Other loss functions for ranking"), explicit edges
 
 
 def _group_average_ranks(v, gi):
-    """1-based ranks of v inside each group by decreasing v, tied values sharing the mean of their positions."""
-    order = np.lexsort((-v, gi.codes))
-    vs, gs = v[order], gi.codes[order]
-    pos = np.arange(v.shape[0], dtype=np.float64) - gi.offsets[gs] + 1.0
-    start = np.r_[True, (vs[1:] != vs[:-1]) | (gs[1:] != gs[:-1])]
-    block = np.cumsum(start) - 1
-    mean_pos = np.bincount(block, weights=pos) / np.bincount(block)
+    """1-based ranks of v inside each group by decreasing v, tied values sharing the mean of their positions (a tied
+    block of size b after s rows: s + (b + 1)/2, exact in floating point)."""
+    rk = _Ranked(v, v, gi)
     out = np.empty(v.shape[0])
-    out[order] = mean_pos[block]
+    out[rk.order] = (rk.start + (rk.size + 1) / 2.0)[rk.block]
     return out
 
 
@@ -622,8 +613,7 @@ def edge_disagreement(pairs, y_score, weights=None, *, tied_scores="half", ties=
     return float(np.dot(w, err) / w.sum())
 
 
-# --------------------------------------------------------------------------------------------
-# IR measures over ragged query groups (MAP, MRR, precision@k, ERR@k)
+# -- IR measures over ragged query groups (MAP, MRR, precision@k, ERR@k)
 
 
 def _stable_argsort_desc(f):
@@ -645,10 +635,10 @@ def _stable_argsort_desc(f):
 class _Ranked:
     """Rows sorted by (group, decreasing score) with their tied blocks (the rows of a group with one score).
 
-    ys, gs, pos: targets, group codes and 1-based positions in that order; G; offsets (group starts); block: block
-    id of each sorted row; per block: start (rows of the group before it), size, first (its first sorted row) and
-    group.  Every measure takes the expectation over the orders inside a block, so the input order there does not
-    matter."""
+    order, ys, gs, pos: the sorting permutation, targets, group codes and 1-based positions in that order; G; offsets
+    (group starts); block: block id of each sorted row; per block: start (rows of the group before it), size, first
+    (its first sorted row) and group.  Every measure takes the expectation over the orders inside a block, so the
+    input order there does not matter."""
 
     def __init__(self, y, f, gi):
         m, G = y.shape[0], gi.n_groups
@@ -658,7 +648,7 @@ class _Ranked:
             if G <= np.iinfo(np.uint16).max:
                 key = key.astype(np.uint16)
             order = order[np.argsort(key, kind="stable")]
-        self.ys, self.gs, self.G = y[order], gi.codes[order], G
+        self.order, self.ys, self.gs, self.G = order, y[order], gi.codes[order], G
         self.offsets = gi.offsets
         self.pos = np.arange(m, dtype=np.int64) - self.offsets[self.gs] + 1
         fs = f[order]
@@ -845,8 +835,7 @@ def err_at_k(y_true, y_score, groups=None, *, k=None, max_grade=None, average="g
     return _average(per, graded > 0, average, "err_at_k", _NO_RELEVANT)
 
 
-# --------------------------------------------------------------------------------------------
-# AGREE of the two-step scheme of Cohen, Schapire & Singer (003, "Second step: extracting a ranking")
+# -- AGREE of the two-step scheme of Cohen, Schapire & Singer (003, "Second step: extracting a ranking")
 
 
 def agree(y_true, y_score, groups=None, *, normalize=True, average="group"):
@@ -893,9 +882,8 @@ def agree(y_true, y_score, groups=None, *, normalize=True, average="group"):
     return _average(kept, mass, average, "agree")
 
 
-# --------------------------------------------------------------------------------------------
-# The measure table: the one list of measure names that make_ranking_scorer, score_estimator, RankRLSCV(scoring=...)
-# and the command line read.
+# -- The measure table: the one list of measure names that make_ranking_scorer, score_estimator,
+# RankRLSCV(scoring=...) and the command line read.
 #
 # Tied predictions, everywhere: a measure of a ranking takes the expectation over a uniformly random order of the rows
 # whose scores tie -- a tied relevant pair is 1/2 an error (the pairwise measures, AUC, Kendall, AGREE, the stability
@@ -1035,8 +1023,7 @@ def get_measure(name):
     return entry.with_cutoff(int(tail))
 
 
-# --------------------------------------------------------------------------------------------
-# scikit-learn scorers that receive the query groups, and the missing-groups check
+# -- scikit-learn scorers that receive the query groups, and the missing-groups check
 
 
 _ROUTING_HINT = ("enable scikit-learn's metadata routing so that the groups reach it: "

@@ -17,9 +17,8 @@ are skipped; ValueError if no group has one."""
 
 from __future__ import annotations
 
-import numbers
-
 import inspect
+import numbers
 import sys
 import warnings
 
@@ -370,9 +369,7 @@ def mean_rank_loss(y_true, y_pred, *, scale="values", classes=None):
                 raise ValueError(f"{name} must be numeric for scale='values' (|yhat - y| on the label values), got "
                                  f"dtype {v.dtype}; for ordinal labels of another type use scale='positions' with "
                                  "classes=")
-        a = _as_vector(yt, "y_true")
-        b = _as_vector(yp, "y_pred")
-        return float(np.mean(np.abs(b - a)))
+        return float(np.mean(np.abs(yp.astype(np.float64) - yt.astype(np.float64))))
     given = classes is not None  # the sorted union of the labels holds every label
     if not given:
         try:

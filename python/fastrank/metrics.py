@@ -25,6 +25,7 @@ import warnings
 import numpy as np
 from scipy.special import gammaln
 from sklearn.metrics import make_scorer
+from sklearn.utils import check_consistent_length
 
 from . import _core
 from ._validation import check_n_jobs, group_index
@@ -89,12 +90,8 @@ def _as_vector(x, name):
 
 
 def _as_pair(a, b, name_a, name_b):
-    a = _as_vector(a, name_a)
-    b = _as_vector(b, name_b)
-    if a.shape[0] != b.shape[0]:
-        raise ValueError(
-            f"Found input variables with inconsistent numbers of samples: [{a.shape[0]}, {b.shape[0]}]"
-        )
+    a, b = _as_vector(a, name_a), _as_vector(b, name_b)
+    check_consistent_length(a, b)
     return a, b
 
 
@@ -356,10 +353,7 @@ def mean_rank_loss(y_true, y_pred, *, scale="values", classes=None):
             raise ValueError(f"{name} is empty")
         if v.dtype.kind in "fc" and not np.isfinite(v).all():
             raise ValueError(f"Input {name} contains NaN or infinity.")
-    if yt.shape[0] != yp.shape[0]:
-        raise ValueError(
-            f"Found input variables with inconsistent numbers of samples: [{yt.shape[0]}, {yp.shape[0]}]"
-        )
+    check_consistent_length(yt, yp)
     if scale == "values":
         if classes is not None:
             raise ValueError("classes is only used with scale='positions' (rank steps in an ordered label set); "

@@ -265,10 +265,6 @@ class _Decoder:
             raise _Corrupt(f"unexpected JSON value {v!r}")
         if "$array" in v:
             return self.array(v)
-        if len(v) == 1 and "$float" in v:
-            if v["$float"] not in ("nan", "inf", "-inf"):
-                raise _Corrupt(f"bad float {v['$float']!r}")
-            return float(v["$float"])
         if "$scalar" in v:
             dt = np.dtype(v["$scalar"])
             if dt.kind not in _ARRAY_KINDS:
@@ -284,25 +280,29 @@ class _Decoder:
                            shape=tuple(v["shape"]))
             except (TypeError, ValueError) as exc:
                 raise _Corrupt(f"inconsistent sparse matrix: {exc}") from None
-        if len(v) == 1 and ("$tuple" in v or "$list" in v):
-            items = [self.value(x) for x in v.get("$tuple", v.get("$list"))]
-            return tuple(items) if "$tuple" in v else items
-        if len(v) == 1 and "$dict" in v:
-            return {str(k): self.value(x) for k, x in v["$dict"]}
-        if len(v) == 1 and "$kernel" in v:
+        ((tag, x),) = v.items() if len(v) == 1 else ((None, None),)  # the other tags are one-key objects
+        if tag == "$float":
+            if x not in ("nan", "inf", "-inf"):
+                raise _Corrupt(f"bad float {x!r}")
+            return float(x)
+        if tag in ("$tuple", "$list"):
+            items = [self.value(e) for e in x]
+            return tuple(items) if tag == "$tuple" else items
+        if tag == "$dict":
+            return {str(k): self.value(e) for k, e in x}
+        if tag == "$kernel":
             from ._kernels import KernelSpec
 
-            d = v["$kernel"]
-            if d.get("kind") not in ("linear", "rbf", "poly", "precomputed"):
-                raise _Corrupt(f"unknown kernel kind {d.get('kind')!r}")
-            return KernelSpec(d["kind"], self.value(d["gamma"]), self.value(d["degree"]), self.value(d["coef0"]))
-        if len(v) == 1 and "$random_state" in v:
-            name, keys, pos, has_gauss, cached = v["$random_state"]
+            if x.get("kind") not in ("linear", "rbf", "poly", "precomputed"):
+                raise _Corrupt(f"unknown kernel kind {x.get('kind')!r}")
+            return KernelSpec(x["kind"], self.value(x["gamma"]), self.value(x["degree"]), self.value(x["coef0"]))
+        if tag == "$random_state":
+            name, keys, pos, has_gauss, cached = x
             rs = np.random.RandomState()
             rs.set_state((name, self.array(keys), int(pos), int(has_gauss), float(self.value(cached))))
             return rs
-        if len(v) == 1 and "$estimator" in v:
-            return self.estimator(v["$estimator"])
+        if tag == "$estimator":
+            return self.estimator(x)
         raise _Corrupt(f"unknown tagged value with keys {sorted(v)}")
 
     def estimator(self, body):

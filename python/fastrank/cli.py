@@ -75,12 +75,10 @@ def evaluate_scores(y, scores, qid, measures, *, each_query=True, verbose=0):
     ``fastrank.metrics`` computes it); per-query values are the measure on each query alone
     (NaN where undefined, e.g. a query without two different labels)."""
     from ._progress import progress
+    from ._validation import group_index
 
-    codes = np.zeros(y.size, dtype=np.int64)
-    ids = np.array([0])
-    if qid is not None:
-        ids, codes = np.unique(qid, return_inverse=True)
-    rows = np.split(np.argsort(codes, kind="stable"), np.cumsum(np.bincount(codes, minlength=ids.size))[:-1])
+    gi = group_index(qid, y.size)
+    ids, rows = gi.labels, np.split(gi.order, gi.offsets[1:-1])
     averaged, per_query = [], {}
     for text in measures:
         measure = parse_measure(text)
@@ -237,9 +235,13 @@ def _normalize(X, groups, state, *, fit=False):
     return tr.transform(Xd), state
 
 
-def _summary(path, X, qid):
+def _read_training(args):
+    """(X, y, qid, info, groups, normalize) of the training file: groups None with --no-qid; normalize is the
+    resolved --normalize."""
+    X, y, qid, info = _read(args.train_file, args)
     q = f", {np.unique(qid).size} queries" if qid is not None else ", no qid"
-    return f"{path}: {X.shape[0]} rows, {X.shape[1]} features{q}"
+    _say(args, f"{args.train_file}: {X.shape[0]} rows, {X.shape[1]} features{q}")
+    return X, y, qid, info, None if args.no_qid else qid, _resolve_normalize(args.normalize, X)
 
 
 def _say(args, text):
@@ -364,11 +366,8 @@ def cmd_train(args):
     from ._persist import save
     from ._progress import stage, write_line
 
-    X, y, qid, info = _read(args.train_file, args)
-    _say(args, _summary(args.train_file, X, qid))
-    groups = None if args.no_qid else qid
+    X, y, qid, info, groups, normalize = _read_training(args)
     est = _build_estimator(args, groups, y)
-    normalize = _resolve_normalize(args.normalize, X)
     norm_state = None
     if normalize != "none":
         if args.sparse:
@@ -459,14 +458,11 @@ def cmd_cv(args):
     from ._cv import RankRLSCV
     from ._progress import stage
 
-    X, y, qid, _ = _read(args.train_file, args)
-    _say(args, _summary(args.train_file, X, qid))
-    groups = None if args.no_qid else qid
+    X, y, qid, _, groups, normalize = _read_training(args)
     params = _cv_params(args, y, groups)
     cv = params["cv"]
     if cv == "lgo" and groups is None:
         raise UsageError("--cv lgo (leave-query-out) needs qid: in the file")
-    normalize = _resolve_normalize(args.normalize, X)
     Xd = _normalize(X, groups, {"name": normalize}, fit=True)[0] if normalize != "none" else _dense(X)
     flags = dict(kernel=args.kernel, gamma=args.gamma, group_weighting=args.group_weighting, n_jobs=args.n_jobs)
     est = RankRLSCV(**params, **{k: v for k, v in flags.items() if v is not None}, verbose=args.progress)

@@ -17,15 +17,15 @@ are skipped; ValueError if no group has one."""
 
 from __future__ import annotations
 
-import numbers
-
 import inspect
+import numbers
 import sys
 import warnings
 
 import numpy as np
 from scipy.special import gammaln
 from sklearn.metrics import make_scorer
+from sklearn.utils import check_consistent_length
 
 from . import _core
 from ._validation import check_n_jobs, group_index
@@ -67,8 +67,7 @@ _ANY_AVERAGE = ("group", "pooled", None)
 _SMALL_LABEL_SET = 4096
 
 
-# --------------------------------------------------------------------------------------------
-# validation helpers (module-private)
+# -- validation helpers (module-private)
 
 
 def _as_vector(x, name):
@@ -91,12 +90,8 @@ def _as_vector(x, name):
 
 
 def _as_pair(a, b, name_a, name_b):
-    a = _as_vector(a, name_a)
-    b = _as_vector(b, name_b)
-    if a.shape[0] != b.shape[0]:
-        raise ValueError(
-            f"Found input variables with inconsistent numbers of samples: [{a.shape[0]}, {b.shape[0]}]"
-        )
+    a, b = _as_vector(a, name_a), _as_vector(b, name_b)
+    check_consistent_length(a, b)
     return a, b
 
 
@@ -120,14 +115,9 @@ def _check_k(k, allow_none=True):
                            integral=True))
 
 
-def _groups(groups, m):
-    return None if groups is None else group_index(groups, m)
-
-
-def _grouping(gi, m):
-    """The core's group arguments (order, offsets); ``gi`` None is one group."""
-    gi = group_index(None, m) if gi is None else gi
-    return gi.order, gi.offsets
+def _group_rows(gi):
+    """The row indices of every group, in increasing order."""
+    return np.split(gi.order, gi.offsets[1:-1])
 
 
 def _label_ranks(y):
@@ -145,7 +135,7 @@ def _pair_stats(y, f, gi, weighted, n_jobs=None, ranks=None):
     """
     yrank, values = _label_ranks(y) if ranks is None else ranks
     order = np.argsort(f).astype(np.int64, copy=False)
-    return _core.pair_statistics(f, order, yrank, values, *_grouping(gi, f.shape[0]), bool(weighted),
+    return _core.pair_statistics(f, order, yrank, values, gi.order, gi.offsets, bool(weighted),
                                  check_n_jobs(n_jobs))
 
 
@@ -166,8 +156,7 @@ def _average(num, den, average, what, nothing="there is no pair to evaluate"):
     return float(np.mean(num[valid] / den[valid]))
 
 
-# --------------------------------------------------------------------------------------------
-# pairwise measures
+# -- pairwise measures
 
 
 def _tied_score_weight(tied_scores, ties, where):
@@ -198,23 +187,22 @@ def pairwise_disagreement(y_true, y_score, groups=None, *, tied_scores="half", a
     w = _tied_score_weight(tied_scores, ties, "pairwise_disagreement")
     _check_average(average)
     y, f = _as_pair(y_true, y_score, "y_true", "y_score")
+    gi = group_index(groups, y.shape[0])
     if sample_weight is not None:
-        return _weighted_disagreement(y, f, groups, _as_vector(sample_weight, "sample_weight"), w, average)
-    S = _pair_stats(y, f, _groups(groups, y.shape[0]), False, n_jobs)
+        return _weighted_disagreement(y, f, gi, _as_vector(sample_weight, "sample_weight"), w, average)
+    S = _pair_stats(y, f, gi, False, n_jobs)
     return _average(S[:, 2] + w * S[:, 3], S[:, 1], average, "pairwise_disagreement")
 
 
-def _weighted_disagreement(y, f, groups, sw, tie_weight, average):
+def _weighted_disagreement(y, f, gi, sw, tie_weight, average):
     """pairwise_disagreement with pair weights w_i w_j, by blocks of explicit pair differences."""
     m = y.shape[0]
     if sw.shape[0] != m:
         raise ValueError(f"sample_weight has {sw.shape[0]} entries but y_true has {m}; give one weight per row")
     if (sw < 0).any():
         raise ValueError("sample_weight must be >= 0")
-    codes = np.zeros(m, dtype=np.int64) if groups is None else group_index(groups, m).codes
     num, den = [], []
-    for q in range(int(codes.max()) + 1):
-        rows = np.flatnonzero(codes == q)
+    for rows in _group_rows(gi):
         yq, fq, wq = y[rows], f[rows], sw[rows]
         e = d = 0.0
         step = max(1, 2**22 // max(1, rows.size))
@@ -238,7 +226,7 @@ def auc(y_true, y_score):
     ranks = _label_ranks(y)
     if ranks[1].size != 2:
         raise ValueError("auc needs y_true with exactly two distinct values (both classes present)")
-    S = _pair_stats(y, f, None, False, ranks=ranks)[0]
+    S = _pair_stats(y, f, group_index(None, y.shape[0]), False, ranks=ranks)[0]
     return float(1.0 - (S[2] + 0.5 * S[3]) / S[1])
 
 
@@ -250,7 +238,7 @@ def kendall_distance(a, b, *, normalize=True):
     m)."""
     a, b = _as_pair(a, b, "a", "b")
     m = a.shape[0]
-    S = _pair_stats(a, b, None, False)[0]
+    S = _pair_stats(a, b, group_index(None, m), False)[0]
     d = int(S[2])
     if not normalize:
         return d
@@ -264,19 +252,8 @@ def spearman_footrule(a, b):
     (scipy.stats.rankdata(method="average")), so the value may be a half-integer.  O(m log m)."""
     a, b = _as_pair(a, b, "a", "b")
     # ranks by decreasing score, m + 1 - the increasing ones: the same displacements
-    return float(np.abs(_group_average_ranks(a, None, 1)[0] - _group_average_ranks(b, None, 1)[0]).sum())
-
-
-def _centred_diffs(y_true, y_score, groups, name):
-    y, f = _as_pair(y_true, y_score, "y_true", "y_score")
-    m = y.shape[0]
-    gi = _groups(groups, m)
-    codes = np.zeros(m, dtype=np.int64) if gi is None else gi.codes
-    G = 1 if gi is None else gi.n_groups
-    n = np.bincount(codes, minlength=G).astype(np.float64)
-    d = f - y
-    mean = np.bincount(codes, weights=d, minlength=G) / n
-    return d - mean[codes], codes, n, G
+    gi = group_index(None, a.shape[0])
+    return float(np.abs(_group_average_ranks(a, gi) - _group_average_ranks(b, gi)).sum())
 
 
 def msd(y_true, y_score, groups=None, *, average="group"):
@@ -286,14 +263,16 @@ def msd(y_true, y_score, groups=None, *, average="group"):
     paper) = 2 * the population variance of h(x) - y.  With groups: per group over n_g^2, groups of one row skipped;
     average "group" (default) or "pooled" (sum over groups / sum of n_g^2)."""
     _check_average(average)
-    total, n = _mp_total(y_true, y_score, groups, 2)
+    total, n = _mp_total(*_group_setup(y_true, y_score, groups), 2)
     return _average(total, np.where(n >= 2, n * n, 0.0), average, "msd")
 
 
-def _mp_total(y_true, y_score, groups, power):
+def _mp_total(y, f, gi, power):
     """Per group the sum over ordered pairs of |dh - dy|^power, and the group sizes n.  With c = h - y centred per
     group: sum_ij (c_j - c_i)^2 = 2 n sum c^2; with c sorted, sum_ij |c_j - c_i| = 2 sum_k c_(k) (2k - n + 1)."""
-    c, codes, n, G = _centred_diffs(y_true, y_score, groups, "magnitude_preserving_cost")
+    codes, G, n = gi.codes, gi.n_groups, gi.sizes.astype(np.float64)
+    d = f - y
+    c = d - (np.bincount(codes, weights=d, minlength=G) / n)[codes]
     if power == 2:
         return 2.0 * n * np.bincount(codes, weights=c * c, minlength=G), n
     if G == 1:
@@ -301,8 +280,7 @@ def _mp_total(y_true, y_score, groups, power):
     else:
         order = np.lexsort((c, codes))
         cs, gs = c[order], codes[order]
-    offsets = np.concatenate([[0], np.cumsum(n)])
-    k = np.arange(cs.size, dtype=np.float64) - offsets[gs]
+    k = np.arange(cs.size, dtype=np.float64) - gi.offsets[gs]
     return 2.0 * np.bincount(gs, weights=cs * (2.0 * k - n[gs] + 1.0), minlength=G), n
 
 
@@ -310,7 +288,7 @@ def m1d(y_true, y_score, groups=None, *, average="group"):
     """Mean absolute difference of pairwise differences (000 eq. 68): (1/m^2) sum_ij |(h(x_j) - h(x_i)) - (y_j -
     y_i)|, O(m log m) by sorting h - y.  Groups and averages as :func:`msd`."""
     _check_average(average)
-    total, n = _mp_total(y_true, y_score, groups, 1)
+    total, n = _mp_total(*_group_setup(y_true, y_score, groups), 1)
     return _average(total, np.where(n >= 2, n * n, 0.0), average, "m1d")
 
 
@@ -322,12 +300,11 @@ def discrete_ranking_loss(y_true, y_score, groups=None, *, average="group", n_jo
     of one row skipped; average "group" (default) or "pooled" (sum / sum of C(n_g, 2))."""
     _check_average(average)
     y, f = _as_pair(y_true, y_score, "y_true", "y_score")
-    S = _pair_stats(y, f, _groups(groups, y.shape[0]), True, n_jobs)
+    S = _pair_stats(y, f, group_index(groups, y.shape[0]), True, n_jobs)
     return _average(S[:, 4] + 0.5 * S[:, 5], S[:, 0], average, "discrete_ranking_loss")
 
 
-# --------------------------------------------------------------------------------------------
-# listwise / ordinal measures
+# -- listwise / ordinal measures
 
 
 def ndcg(y_true, y_score, groups=None, *, k=None, gain="exponential", average="group", n_jobs=None):
@@ -349,8 +326,8 @@ def ndcg(y_true, y_score, groups=None, *, k=None, gain="exponential", average="g
         raise ValueError("y_true too large for exponential gain 2^y - 1; use gain='linear'")
     # a cutoff beyond the largest group is no cutoff (and fits a C int)
     kk = 0 if k is None else min(_check_k(k), y.shape[0])
-    gi = _groups(groups, y.shape[0])
-    S = _core.dcg_statistics(y, f, *_grouping(gi, y.shape[0]), kk, 1 if gain == "exponential" else 0,
+    gi = group_index(groups, y.shape[0])
+    S = _core.dcg_statistics(y, f, gi.order, gi.offsets, kk, 1 if gain == "exponential" else 0,
                              check_n_jobs(n_jobs))
     return _average(S[:, 0], S[:, 1], average, "ndcg", "no group has a relevant item (every ideal DCG is 0)")
 
@@ -376,10 +353,7 @@ def mean_rank_loss(y_true, y_pred, *, scale="values", classes=None):
             raise ValueError(f"{name} is empty")
         if v.dtype.kind in "fc" and not np.isfinite(v).all():
             raise ValueError(f"Input {name} contains NaN or infinity.")
-    if yt.shape[0] != yp.shape[0]:
-        raise ValueError(
-            f"Found input variables with inconsistent numbers of samples: [{yt.shape[0]}, {yp.shape[0]}]"
-        )
+    check_consistent_length(yt, yp)
     if scale == "values":
         if classes is not None:
             raise ValueError("classes is only used with scale='positions' (rank steps in an ordered label set); "
@@ -389,9 +363,7 @@ def mean_rank_loss(y_true, y_pred, *, scale="values", classes=None):
                 raise ValueError(f"{name} must be numeric for scale='values' (|yhat - y| on the label values), got "
                                  f"dtype {v.dtype}; for ordinal labels of another type use scale='positions' with "
                                  "classes=")
-        a = _as_vector(yt, "y_true")
-        b = _as_vector(yp, "y_pred")
-        return float(np.mean(np.abs(b - a)))
+        return float(np.mean(np.abs(yp.astype(np.float64) - yt.astype(np.float64))))
     given = classes is not None  # the sorted union of the labels holds every label
     if not given:
         try:
@@ -414,21 +386,18 @@ def mean_rank_loss(y_true, y_pred, *, scale="values", classes=None):
     return float(np.mean(np.abs(pos[1] - pos[0])))
 
 
-# --------------------------------------------------------------------------------------------
-# pairwise costs and losses of the stability papers (000 Sect. 2.1, 002 Sect. 2, 4, 5.2)
+# -- pairwise costs and losses of the stability papers (000 Sect. 2.1, 002 Sect. 2, 4, 5.2)
 
 
 def _group_setup(y_true, y_score, groups):
+    """The checked (y, f) and their GroupIndex (one group when ``groups`` is None)."""
     y, f = _as_pair(y_true, y_score, "y_true", "y_score")
-    gi = _groups(groups, y.shape[0])
-    codes, G = (None, 1) if gi is None else (gi.codes, gi.n_groups)
-    n = np.bincount(np.zeros(y.shape[0], dtype=np.int64) if codes is None else codes, minlength=G).astype(np.float64)
-    return y, f, gi, codes, G, n
+    return y, f, group_index(groups, y.shape[0])
 
 
 def _dominance(a, b, gi, n_jobs):
     return _core.dominance_sums(np.ascontiguousarray(a, dtype=np.float64), np.ascontiguousarray(b, dtype=np.float64),
-                                *_grouping(gi, a.shape[0]), check_n_jobs(n_jobs))
+                                gi.order, gi.offsets, check_n_jobs(n_jobs))
 
 
 _COSTS = ("hr", "mp", "hmp", "svr")
@@ -461,12 +430,13 @@ def magnitude_preserving_cost(y_true, y_score, groups=None, *, cost="mp", power=
     if epsilon != 0 and cost != "svr":
         raise ValueError("epsilon is only used by cost='svr'")
     _check_average(average, _ANY_AVERAGE)
-    y, f, gi, codes, G, n = _group_setup(y_true, y_score, groups)
+    y, f, gi = _group_setup(y_true, y_score, groups)
+    n = gi.sizes.astype(np.float64)
     den = np.where(n >= 2, n * n, 0.0)
     if cost == "mp":
-        total = _mp_total(y, f, groups, power)[0]
+        total = _mp_total(y, f, gi, power)[0]
     elif cost == "svr":
-        T = _core.threshold_pair_sums(np.ascontiguousarray(f - y), *_grouping(gi, y.shape[0]), float(epsilon),
+        T = _core.threshold_pair_sums(np.ascontiguousarray(f - y), gi.order, gi.offsets, float(epsilon),
                                       check_n_jobs(n_jobs))
         total = 2.0 * T[:, power]  # ordered pairs: each unordered pair twice
     else:
@@ -509,16 +479,17 @@ def stability_ranking_loss(y_true, y_score, groups=None, *, loss="hinge", gamma=
     if gamma != 1.0 and loss != "gamma":
         raise ValueError("gamma is only used by loss='gamma'")
     _check_average(average, _ANY_AVERAGE)
-    y, f, gi, codes, G, n = _group_setup(y_true, y_score, groups)
+    y, f, gi = _group_setup(y_true, y_score, groups)
+    n = gi.sizes.astype(np.float64)
     den = n * (n - 1) / 2.0
     if loss in ("0-1", "disc"):
-        S = _pair_stats(y, f, _groups(groups, y.shape[0]), loss == "disc", n_jobs)
+        S = _pair_stats(y, f, gi, loss == "disc", n_jobs)
         if loss == "disc":
             total = S[:, 4] + 0.5 * S[:, 5]
         else:
             # all score-tied pairs of a group (labels ignored): sum over tied blocks of C(b, 2)
-            rk = _Ranked(y, f, groups)
-            total = S[:, 2] + 0.5 * np.bincount(rk.group, weights=rk.size * (rk.size - 1) / 2.0, minlength=G)
+            rk = _Ranked(y, f, gi)
+            total = S[:, 2] + 0.5 * np.bincount(rk.group, weights=rk.size * (rk.size - 1) / 2.0, minlength=rk.G)
     elif loss == "hinge":
         # (|d| - u)_+ on pairs y_i > y_j is ((y_i - f_i) - (y_j - f_j))_+: dominance pairs of (y, y - f)
         total = _dominance(y, y - f, gi, n_jobs)[:, 2]
@@ -531,24 +502,16 @@ def stability_ranking_loss(y_true, y_score, groups=None, *, loss="hinge", gamma=
     return _average(total, den, average, "stability_ranking_loss")
 
 
-# --------------------------------------------------------------------------------------------
-# position and discounted error (003, "Other loss functions for ranking"), explicit edges
+# -- position and discounted error (003, "Other loss functions for ranking"), explicit edges
 
 
-def _group_average_ranks(v, codes, G):
-    """1-based ranks of v inside each group by decreasing v, tied values sharing the mean of their positions."""
-    cg = np.zeros(v.shape[0], dtype=np.int64) if codes is None else codes
-    order = np.lexsort((-v, cg))
-    vs, gs = v[order], cg[order]
-    n = np.bincount(cg, minlength=G)
-    offsets = np.concatenate([[0], np.cumsum(n)])
-    pos = np.arange(v.shape[0], dtype=np.float64) - offsets[gs] + 1.0
-    start = np.r_[True, (vs[1:] != vs[:-1]) | (gs[1:] != gs[:-1])]
-    block = np.cumsum(start) - 1
-    mean_pos = np.bincount(block, weights=pos) / np.bincount(block)
+def _group_average_ranks(v, gi):
+    """1-based ranks of v inside each group by decreasing v, tied values sharing the mean of their positions (a tied
+    block of size b after s rows: s + (b + 1)/2, exact in floating point)."""
+    rk = _Ranked(v, v, gi)
     out = np.empty(v.shape[0])
-    out[order] = mean_pos[block]
-    return out, cg
+    out[rk.order] = (rk.start + (rk.size + 1) / 2.0)[rk.block]
+    return out
 
 
 def position_error(y_true, y_score, groups=None, *, average="group"):
@@ -559,8 +522,8 @@ def position_error(y_true, y_score, groups=None, *, average="group"):
     one row or of one label.  average "group" (mean over groups, default) or None (per group, sorted id order).  O(m
     log m)."""
     _check_average(average, _PER_GROUP)
-    y, f, gi, codes, G, n = _group_setup(y_true, y_score, groups)
-    cg = np.zeros(y.shape[0], dtype=np.int64) if codes is None else codes
+    y, f, gi = _group_setup(y_true, y_score, groups)
+    cg, G = gi.codes, gi.n_groups
     ymax = np.full(G, -np.inf)
     np.maximum.at(ymax, cg, y)
     target = y == ymax[cg]
@@ -596,11 +559,10 @@ def discounted_error(y_true, y_score, groups=None, *, discount="log2", average="
     "reciprocal" 1/sigma, "none" 1 (Spearman's footrule) or a callable of the array of true ranks.  average "group"
     or None."""
     _check_average(average, _PER_GROUP)
-    y, f, gi, codes, G, n = _group_setup(y_true, y_score, groups)
-    rt, cg = _group_average_ranks(y, codes, G)
-    rp, _ = _group_average_ranks(f, codes, G)
+    y, f, gi = _group_setup(y_true, y_score, groups)
+    rt, rp = _group_average_ranks(y, gi), _group_average_ranks(f, gi)
     w = _discount_weights(discount, rt)
-    per = np.bincount(cg, weights=w * np.abs(rt - rp), minlength=G)
+    per = np.bincount(gi.codes, weights=w * np.abs(rt - rp), minlength=gi.n_groups)
     return per if average is None else float(per.mean())
 
 
@@ -642,8 +604,7 @@ def edge_disagreement(pairs, y_score, weights=None, *, tied_scores="half", ties=
     return float(np.dot(w, err) / w.sum())
 
 
-# --------------------------------------------------------------------------------------------
-# IR measures over ragged query groups (MAP, MRR, precision@k, ERR@k)
+# -- IR measures over ragged query groups (MAP, MRR, precision@k, ERR@k)
 
 
 def _stable_argsort_desc(f):
@@ -665,23 +626,21 @@ def _stable_argsort_desc(f):
 class _Ranked:
     """Rows sorted by (group, decreasing score) with their tied blocks (the rows of a group with one score).
 
-    ys, gs, pos: targets, group codes and 1-based positions in that order; G; offsets (group starts); block: block
-    id of each sorted row; per block: start (rows of the group before it), size, first (its first sorted row) and
-    group.  Every measure takes the expectation over the orders inside a block, so the input order there does not
-    matter."""
+    order, ys, gs, pos: the sorting permutation, targets, group codes and 1-based positions in that order; G; offsets
+    (group starts); block: block id of each sorted row; per block: start (rows of the group before it), size, first
+    (its first sorted row) and group.  Every measure takes the expectation over the orders inside a block, so the
+    input order there does not matter."""
 
-    def __init__(self, y_true, y_score, groups):
-        y, f, gi, codes, G, n = _group_setup(y_true, y_score, groups)
-        m = y.shape[0]
-        cg = np.zeros(m, dtype=np.int64) if codes is None else codes
+    def __init__(self, y, f, gi):
+        m, G = y.shape[0], gi.n_groups
         order = _stable_argsort_desc(f)
-        if codes is not None:  # then by group, stably: a radix sort on small integer codes
-            key = cg[order]
+        if G > 1:  # then by group, stably: a radix sort on small integer codes
+            key = gi.codes[order]
             if G <= np.iinfo(np.uint16).max:
                 key = key.astype(np.uint16)
             order = order[np.argsort(key, kind="stable")]
-        self.ys, self.gs, self.G = y[order], cg[order], G
-        self.offsets = np.concatenate([[0], np.cumsum(n)]).astype(np.int64)
+        self.order, self.ys, self.gs, self.G = order, y[order], gi.codes[order], G
+        self.offsets = gi.offsets
         self.pos = np.arange(m, dtype=np.int64) - self.offsets[self.gs] + 1
         fs = f[order]
         new = np.r_[True, (fs[1:] != fs[:-1]) | (self.gs[1:] != self.gs[:-1])]
@@ -750,7 +709,7 @@ def _ranked_relevance(y_true, y_score, groups, k, relevance_threshold, average, 
     _check_average(average, _PER_GROUP)
     k = _check_k(k, k_optional)
     thr = float(_check_real(relevance_threshold, "relevance_threshold", "a finite number"))
-    rk = _Ranked(y_true, y_score, groups)
+    rk = _Ranked(*_group_setup(y_true, y_score, groups))
     rel = (rk.ys > thr).astype(np.float64)
     return rk, k, rel, np.bincount(rk.gs, weights=rel, minlength=rk.G)
 
@@ -867,8 +826,7 @@ def err_at_k(y_true, y_score, groups=None, *, k=None, max_grade=None, average="g
     return _average(per, graded > 0, average, "err_at_k", _NO_RELEVANT)
 
 
-# --------------------------------------------------------------------------------------------
-# AGREE of the two-step scheme of Cohen, Schapire & Singer (003, "Second step: extracting a ranking")
+# -- AGREE of the two-step scheme of Cohen, Schapire & Singer (003, "Second step: extracting a ranking")
 
 
 def agree(y_true, y_score, groups=None, *, normalize=True, average="group"):
@@ -889,7 +847,7 @@ def agree(y_true, y_score, groups=None, *, normalize=True, average="group"):
     m = f.shape[0]
     if F.ndim == 1:
         y, f = _as_pair(F, f, "y_true", "y_score")
-        S = _pair_stats(y, f, _groups(groups, m), False)
+        S = _pair_stats(y, f, group_index(groups, m), False)
         # concordant relevant pairs keep 1, score-tied relevant pairs 1/2, label-tied pairs 1/2
         kept = (S[:, 1] - S[:, 2] - S[:, 3]) + 0.5 * S[:, 3] + 0.5 * (S[:, 0] - S[:, 1])
         mass = S[:, 0]
@@ -900,12 +858,9 @@ def agree(y_true, y_score, groups=None, *, normalize=True, average="group"):
         F = np.asarray(F, dtype=np.float64)
         if not np.isfinite(F).all():
             raise ValueError("Input y_true contains NaN or infinity.")
-        gi = _groups(groups, m)
-        codes = np.zeros(m, dtype=np.int64) if gi is None else gi.codes
-        G = 1 if gi is None else gi.n_groups
-        kept, mass = np.zeros(G), np.zeros(G)
-        for q in range(G):
-            rows = np.flatnonzero(codes == q)
+        gi = group_index(groups, m)
+        kept, mass = np.zeros(gi.n_groups), np.zeros(gi.n_groups)
+        for q, rows in enumerate(_group_rows(gi)):
             Fq, fq = F[np.ix_(rows, rows)], f[rows]
             before = (fq[:, None] > fq[None, :]) + 0.5 * (fq[:, None] == fq[None, :])
             np.fill_diagonal(before, 0.0)
@@ -918,9 +873,8 @@ def agree(y_true, y_score, groups=None, *, normalize=True, average="group"):
     return _average(kept, mass, average, "agree")
 
 
-# --------------------------------------------------------------------------------------------
-# The measure table: the one list of measure names that make_ranking_scorer, score_estimator, RankRLSCV(scoring=...)
-# and the command line read.
+# -- The measure table: the one list of measure names that make_ranking_scorer, score_estimator,
+# RankRLSCV(scoring=...) and the command line read.
 #
 # Tied predictions, everywhere: a measure of a ranking takes the expectation over a uniformly random order of the rows
 # whose scores tie -- a tied relevant pair is 1/2 an error (the pairwise measures, AUC, Kendall, AGREE, the stability
@@ -941,7 +895,7 @@ def _kendall_tied_half(y_true, y_score, groups=None, *, average="group", n_jobs=
     different targets counts 1/2 (the expectation over tie orders; :func:`kendall_distance` counts it 0)."""
     _check_average(average)
     y, f = _as_pair(y_true, y_score, "y_true", "y_score")
-    S = _pair_stats(y, f, _groups(groups, y.shape[0]), False, n_jobs)
+    S = _pair_stats(y, f, group_index(groups, y.shape[0]), False, n_jobs)
     return _average(S[:, 2] + 0.5 * S[:, 3], S[:, 0], average, "kendall_distance")
 
 
@@ -980,9 +934,7 @@ class Measure:
         if groups is None:
             return self.func(y_true, y_score, **kw)
         y, f = _as_pair(y_true, y_score, "y_true", "y_score")
-        codes = group_index(groups, y.shape[0]).codes
-        order = np.argsort(codes, kind="stable")
-        rows = np.split(order, np.flatnonzero(np.diff(codes[order])) + 1)
+        rows = _group_rows(group_index(groups, y.shape[0]))
         return float(np.mean([self.func(y[r], f[r], **kw) for r in rows]))
 
     def __repr__(self):
@@ -1062,8 +1014,7 @@ def get_measure(name):
     return entry.with_cutoff(int(tail))
 
 
-# --------------------------------------------------------------------------------------------
-# scikit-learn scorers that receive the query groups, and the missing-groups check
+# -- scikit-learn scorers that receive the query groups, and the missing-groups check
 
 
 _ROUTING_HINT = ("enable scikit-learn's metadata routing so that the groups reach it: "

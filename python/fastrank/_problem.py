@@ -65,11 +65,9 @@ def check_pairs(pairs, m):
         raise ValueError(f"pairs must have shape (n_pairs, 2), got {pairs.shape}")
     if pairs.shape[0] == 0:
         raise ValueError("pairs is empty: a preference graph needs at least one preference")
-    if not np.issubdtype(pairs.dtype, np.integer):
-        if np.issubdtype(pairs.dtype, np.floating) and np.all(np.isfinite(pairs)) and np.all(pairs == np.round(pairs)):
-            pairs = pairs.astype(np.int64)
-        else:
-            raise TypeError("pairs must hold integer row indices")
+    whole = np.issubdtype(pairs.dtype, np.floating) and np.all(np.isfinite(pairs)) and np.all(pairs == np.round(pairs))
+    if not (np.issubdtype(pairs.dtype, np.integer) or whole):
+        raise TypeError("pairs must hold integer row indices")
     pairs = pairs.astype(np.int64)
     bad = (pairs < 0) | (pairs >= m)
     if bad.any():
@@ -90,22 +88,17 @@ class PreferenceGraph(NamedTuple):
     weight: np.ndarray
     target: np.ndarray
 
-    @property
-    def n_edges(self):
-        return self.head.size
-
     @classmethod
     def from_pairs(cls, pairs, magnitudes, cost, m, weights=None):
         """Validated edges for the costs (20) binary (z = 1, w = 1), (21) magnitude (z = g, w = 1)
         and (22) magnitude-normalized (z = g, w = 1/g) of Sect. 2.4; ``weights`` (> 0) multiply
         each edge's squared error (w_e -> w_e sqrt(weights_e), eq. 11)."""
         head, tail = check_pairs(pairs, m)
-        pairs = np.stack([head, tail], axis=1)
         if cost is None:
             cost = "binary" if magnitudes is None else "magnitude"
         if cost not in COSTS:
             raise ValueError(f"cost must be one of {COSTS}, got {cost!r}")
-        l = pairs.shape[0]
+        l = head.size
         if magnitudes is None:
             if cost != "binary":
                 raise ValueError(f"cost={cost!r} needs magnitudes")
@@ -134,8 +127,7 @@ class PreferenceGraph(NamedTuple):
             if not np.isfinite(omega).all() or (omega <= 0).any():
                 raise ValueError("weights must be finite and > 0 (drop a pair instead of giving it weight 0)")
             weight = weight * np.sqrt(omega)
-        return cls(np.ascontiguousarray(pairs[:, 0]), np.ascontiguousarray(pairs[:, 1]), weight,
-                   np.ascontiguousarray(target.reshape(-1, 1)))
+        return cls(head, tail, weight, np.ascontiguousarray(target.reshape(-1, 1)))
 
     @classmethod
     def from_arrays(cls, graph, m):
@@ -229,8 +221,8 @@ class RankingProblem:
         cells = _tie_cells(Y, gi) if exclude_ties else None
         prob = cls(X, Y, one_d, gi, groups is not None, weighting if groups is not None else "unweighted", None,
                    precomputed, cells)
-        if require_informative:
-            prob.check_informative_targets()
+        if require_informative:  # every output must order at least one relevant pair
+            require_preferences(Y, gi, "RankRLS")
         return prob
 
     @classmethod
@@ -272,22 +264,6 @@ class RankingProblem:
         return self.cells is not None
 
     # -- groups (scoring setting) -----------------------------------------------------------------
-    @property
-    def offsets(self):
-        return self.groups.offsets
-
-    @property
-    def sizes(self):
-        return self.groups.sizes
-
-    @property
-    def n_groups(self):
-        return self.groups.n_groups
-
-    @property
-    def codes(self):
-        return self.groups.codes
-
     def pair_weight(self):
         """c_q per group (see ``WEIGHTINGS``); groups of one row have no pairs and get c_q = 1.
 
@@ -296,27 +272,24 @@ class RankingProblem:
         that every query still weighs 1 in total."""
         if self.exclude_ties and self.weighting == "per_query":
             t = self.cells.sizes.astype(np.float64)
-            tied = np.bincount(self._cell_groups(), weights=t * (t - 1.0) / 2.0, minlength=self.n_groups)
-            n = self.sizes.astype(np.float64)
+            tied = np.bincount(self._cell_groups(), weights=t * (t - 1.0) / 2.0, minlength=self.groups.n_groups)
+            n = self.groups.sizes.astype(np.float64)
             edges = n * (n - 1.0) / 2.0 - tied
             return np.where(edges > 0, 1.0 / np.maximum(edges, 1.0), 1.0)
-        return pair_weights(self.sizes, self.weighting)
-
-    def sqrt_laplacian_scale(self):
-        """s_q = sqrt(c_q n_q): S's block q is s_q (I - 1 1^T / n_q)."""
-        return np.sqrt(self.pair_weight() * self.sizes)
+        return pair_weights(self.groups.sizes, self.weighting)
 
     def targets_grouped(self):
         """Y with rows in group order, Fortran-ordered."""
         return np.asfortranarray(self.groups.take(self.Y))
 
     def apply_S(self, A):
-        """S A for an (m, k) array whose rows are in GROUP order (S = L^{1/2} is symmetric)."""
+        """S A for an (m, k) array whose rows are in GROUP order (S = L^{1/2} is symmetric): block q
+        of S is s_q (I - 1 1^T / n_q) with s_q = sqrt(c_q n_q)."""
         out = np.array(A, dtype=np.float64, copy=True)
-        sizes = self.sizes
-        means = np.add.reduceat(out, self.offsets[:-1], axis=0) / sizes[:, None]
+        sizes = self.groups.sizes
+        means = np.add.reduceat(out, self.groups.offsets[:-1], axis=0) / sizes[:, None]
         out -= np.repeat(means, sizes, axis=0)
-        out *= np.repeat(self.sqrt_laplacian_scale(), sizes)[:, None]
+        out *= np.repeat(np.sqrt(self.pair_weight() * sizes), sizes)[:, None]
         return out
 
     def apply_S_cells(self, A):
@@ -330,8 +303,8 @@ class RankingProblem:
         A = np.asarray(A, dtype=np.float64)
         csize = cells.sizes.astype(np.float64)
         csum = np.add.reduceat(A, cells.offsets[:-1], axis=0)
-        gsize = self.sizes.astype(np.float64)
-        gsum = np.zeros((self.n_groups,) + A.shape[1:])
+        gsize = self.groups.sizes.astype(np.float64)
+        gsum = np.zeros((self.groups.n_groups,) + A.shape[1:])
         np.add.at(gsum, cell_group, csum)
         cmean = csum / csize.reshape((-1,) + (1,) * (A.ndim - 1))
         gmean = gsum / gsize.reshape((-1,) + (1,) * (A.ndim - 1))
@@ -345,74 +318,31 @@ class RankingProblem:
 
     def _cell_groups(self):
         """The group code of every tie cell."""
-        return self.codes[self.cells.order[self.cells.offsets[:-1]]]
-
-    def apply_L(self, A):
-        """L A for an (m,) or (m, k) array in the caller's row order."""
-        A = np.asarray(A, dtype=np.float64)
-        one = A.ndim == 1
-        A2 = A.reshape(A.shape[0], -1)
-        if self.is_graph:
-            g = self.graph
-            d = g.weight[:, None] ** 2 * (A2[g.head] - A2[g.tail])  # M W^2 M^T A, edge by edge
-            out = np.zeros_like(A2)
-            np.add.at(out, g.head, d)
-            np.add.at(out, g.tail, -d)
-        elif self.exclude_ties:
-            out = self.cells.untake(self.apply_S_cells(self.apply_S_cells(self.cells.take(A2))))
-        else:
-            out = self.groups.untake(self.apply_S(self.apply_S(self.groups.take(A2))))
-        return out[:, 0] if one else out
+        return self.groups.codes[self.cells.order[self.cells.offsets[:-1]]]
 
     def n_relevant_pairs(self):
         """Number of relevant pairs (edges of a graph, with multiplicity)."""
         if self.is_graph:
-            return int(self.graph.n_edges)
-        n = self.sizes.astype(np.int64)
+            return int(self.graph.head.size)
+        n = self.groups.sizes.astype(np.int64)
         pairs = int(np.sum(n * (n - 1) // 2))
         if self.exclude_ties:
             t = self.cells.sizes.astype(np.int64)
             pairs -= int(np.sum(t * (t - 1) // 2))
         return pairs
 
-    def edges(self):
-        """Every relevant pair as an explicit weighted edge list ``(head, tail, weight, target)``
-        with ``L = sum_e w_e^2 (e_h - e_t)(e_h - e_t)^T``; O(m^2) for the scoring setting, meant for
-        oracles and small problems only."""
-        if self.is_graph:
-            return self.graph
-        heads, tails, ws = [], [], []
-        c = self.pair_weight()
-        for q in range(self.n_groups):
-            rows = self.groups.order[self.offsets[q]:self.offsets[q + 1]]
-            a, b = np.triu_indices(rows.size, 1)
-            if self.exclude_ties:
-                differ = np.any(self.Y[rows[a]] != self.Y[rows[b]], axis=1)
-                a, b = a[differ], b[differ]
-            heads.append(rows[a])
-            tails.append(rows[b])
-            ws.append(np.full(a.size, np.sqrt(c[q])))
-        head = np.concatenate(heads).astype(np.int64)
-        tail = np.concatenate(tails).astype(np.int64)
-        target = self.Y[head] - self.Y[tail]
-        return PreferenceGraph(head, tail, np.concatenate(ws), np.ascontiguousarray(target))
-
     def laplacian_args(self):
         """Keyword arguments that describe L to the C++ solvers working in the caller's row order."""
         if self.is_graph:
             g = self.graph
             return dict(head=g.head, tail=g.tail, weight=g.weight, targets=g.target)
-        return dict(order=self.groups.order, offsets=self.offsets, pair_weight=self.pair_weight())
-
-    def check_informative_targets(self):
-        """Every output must order at least one relevant pair (else there is nothing to learn)."""
-        require_preferences(self.Y, self.groups, "RankRLS")
+        return dict(order=self.groups.order, offsets=self.groups.offsets, pair_weight=self.pair_weight())
 
 
 def require_preferences(Y, gi, learner):
     """Raise the "no preference pairs" errors for targets ``Y`` ((m,) or (m, v)) grouped by the
     :class:`GroupIndex` ``gi``: every group a single row, or an output tied inside every group.
-    Shared by :meth:`RankingProblem.check_informative_targets` and the learners that build no
+    Shared by :meth:`RankingProblem.from_scores` and the learners that build no
     :class:`RankingProblem` (SVRank, OnlineMPRank)."""
     if not np.any(gi.sizes >= 2):
         raise ValueError(

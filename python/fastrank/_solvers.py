@@ -39,6 +39,7 @@ __all__ = [
     "Fit", "CGResult", "SOLVERS", "choose_solver", "densify",
     "solve_dual", "solve_primal", "solve_cg", "solve_cg_path", "solve_basis",
     "fit_cg", "fit_basis", "select_basis", "basis_primal_weights", "default_max_iter", "one_conditioning_warning",
+    "solve_assembled_primal", "solve_assembled_basis",
 ]
 
 SOLVERS = ("auto", "dual", "primal", "cg")
@@ -68,7 +69,8 @@ class Fit(NamedTuple):
     residual_history: Optional[list] = None
 
 
-def _warn_if_ill_conditioned(rcond):
+def _checked(W, rcond, n_alphas):
+    """:func:`_by_alpha` of a solution, warning when its system was ill-conditioned."""
     if rcond < _RCOND_WARNING:
         warnings.warn(
             f"RankRLS system is ill-conditioned (reciprocal condition number {rcond:.2e}); the "
@@ -76,6 +78,12 @@ def _warn_if_ill_conditioned(rcond):
             IllConditionedWarning,
             stacklevel=4,
         )
+    return _by_alpha(W, n_alphas)
+
+
+def _by_alpha(W, n_alphas):
+    """(rows, n_alphas * v) from C++ -> (n_alphas, rows, v)."""
+    return W.reshape(W.shape[0], n_alphas, -1).transpose(1, 0, 2)
 
 
 _RCOND_TEXT = re.compile(r"(?:rcond\s*=|reciprocal condition number)\s*(\d+(?:\.\d+)?(?:[eE][+-]?\d+)?)")
@@ -115,9 +123,7 @@ def one_conditioning_warning(fit):
     return wrapper
 
 
-# ----------------------------------------------------------------------------------------------
-# Choosing a solver
-# ----------------------------------------------------------------------------------------------
+# ---- Choosing a solver -----------------------------------------------------------------------------
 
 def choose_solver(solver, spec, problem, *, basis_vectors=None):
     """"dual", "primal", "cg", "sparse" (subset of regressors) or "densify" (sparse X for a dense
@@ -152,9 +158,7 @@ def densify(problem):
     return problem.with_features(X.toarray())
 
 
-# ----------------------------------------------------------------------------------------------
-# Dense solvers: dual (eq. 17) and primal (eq. 28), one alpha or a path (eq. 31)
-# ----------------------------------------------------------------------------------------------
+# ---- Dense solvers: dual (eq. 17) and primal (eq. 28), one alpha or a path (eq. 31) ----------------
 
 def _object_ranking_normal_equations(X, Y):
     """Primal system of object ranking (eq. 30 with L = m I - 1 1^T) without centring a copy of X:
@@ -181,11 +185,6 @@ def _object_ranking_normal_equations(X, Y):
     return np.asfortranarray(G), np.asfortranarray(R)
 
 
-def _by_alpha(W, n_alphas):
-    """(rows, n_alphas * v) from C++ -> (n_alphas, rows, v)."""
-    return W.reshape(W.shape[0], n_alphas, -1).transpose(1, 0, 2)
-
-
 def solve_primal(problem, alphas, n_threads):
     """Linear RankRLS in feature space, (X^T L X + alpha I) w = X^T L y (eq. 28), O(n^3 + n^2 m);
     one eigendecomposition shared by every alpha when there are several (eq. 31)."""
@@ -205,14 +204,10 @@ def solve_primal(problem, alphas, n_threads):
         system = _object_ranking_normal_equations(X, problem.Y) \
             if gi.n_groups == 1 and problem.weighting == "unweighted" else None
         if system is not None:
-            shifted = _core.solve_shifted_system_tridiag if alphas.size > 1 else _core.solve_shifted_system
-            W, rcond = shifted(system[0], system[1], alphas)
-        else:
-            W, rcond = _core.rankrls_primal_scores(X, gi.order, gi.offsets, problem.pair_weight(),
-                                                   problem.targets_grouped(), alphas, n_threads)
-    _warn_if_ill_conditioned(rcond)
-    W = _by_alpha(W, alphas.size)
-    return Fit("primal", coef=W)
+            return Fit("primal", coef=solve_assembled_primal(*system, alphas))
+        W, rcond = _core.rankrls_primal_scores(X, gi.order, gi.offsets, problem.pair_weight(),
+                                               problem.targets_grouped(), alphas, n_threads)
+    return Fit("primal", coef=_checked(W, rcond, alphas.size))
 
 
 def _centred_features(X):
@@ -253,16 +248,14 @@ def solve_dual(problem, spec, alphas, n_threads):
         U, rcond = _core.solve_shifted_system(G, np.asfortranarray(problem.apply_S_cells(cells.take(problem.Y))),
                                               alphas)
         del G
-        _warn_if_ill_conditioned(rcond)
-        U = _by_alpha(U, alphas.size)
+        U = _checked(U, rcond, alphas.size)
         A = cells.untake(np.stack([problem.apply_S_cells(u) for u in U]), axis=1)
     elif problem.is_graph:
         g = problem.graph
         K = _train_kernel(problem, spec, n_threads)
         A, rcond = _core.rankrls_dual_graph(K, g.head, g.tail, g.weight, g.target, alphas, n_threads)
         del K
-        _warn_if_ill_conditioned(rcond)
-        A = _by_alpha(A, alphas.size)
+        A = _checked(A, rcond, alphas.size)
     else:
         gi = problem.groups
         Kg = _train_kernel(problem, spec, n_threads, None if gi.is_identity else gi.order)
@@ -272,18 +265,14 @@ def solve_dual(problem, spec, alphas, n_threads):
         A, rcond = dual_scores(Kg, gi.order, gi.offsets, problem.pair_weight(), problem.targets_grouped(), alphas,
                                n_threads)
         del Kg
-        _warn_if_ill_conditioned(rcond)
-        A = _by_alpha(A, alphas.size)
+        A = _checked(A, rcond, alphas.size)
     X_fit = None if spec.precomputed else problem.X
-    # With the linear kernel the dual model is also a weight vector: W = X^T A (eq. 27).
-    # W = X^T A (eq. 27), with X centred as for the kernel (1^T A = 0): no cancellation under an offset
+    # linear kernel: W = X^T A (eq. 27), X centred as for the kernel (1^T A = 0): no cancellation under an offset
     coef = np.stack([_centred_features(problem.X).T @ a for a in A]) if spec.linear else None
     return Fit("dual", coef=coef, dual_coef=A, X_fit=X_fit)
 
 
-# ----------------------------------------------------------------------------------------------
-# Conjugate gradient (Sect. 4.3)
-# ----------------------------------------------------------------------------------------------
+# ---- Conjugate gradient (Sect. 4.3) ----------------------------------------------------------------
 
 class CGResult(NamedTuple):
     """coef (n, v); n_iter (v,); converged (v,) bool; residual_history (k + 1, v): relative
@@ -418,17 +407,13 @@ def _run_cg_ties(problem, alpha, *, tol, max_iter, x0, precond, callback, warn):
 def solve_cg(problem, alpha, *, tol=1e-6, max_iter=None, x0=None, preconditioner=None, n_threads=1,
              callback=None, transpose_copy=False, warn=True):
     """Linear RankRLS by conjugate gradient in the primal (Sect. 4.3); one alpha."""
+    alpha, n = check_alpha(alpha), problem.n_features
+    args = dict(tol=_check_tol(tol), max_iter=_check_max_iter(max_iter, n), x0=_check_x0(x0, n, problem.n_outputs),
+                precond=_check_preconditioner(preconditioner), callback=callback, warn=warn)
     if problem.exclude_ties:
-        res = _run_cg_ties(problem, check_alpha(alpha), tol=_check_tol(tol),
-                           max_iter=_check_max_iter(max_iter, problem.n_features),
-                           x0=_check_x0(x0, problem.n_features, problem.n_outputs),
-                           precond=_check_preconditioner(preconditioner), callback=callback, warn=warn)
-        return Fit("cg", coef=res.coef[None], n_iter=res.n_iter[None], converged=res.converged[None],
-                   residual_history=[res.residual_history])
-    res = _run_cg(problem, check_alpha(alpha), tol=_check_tol(tol), max_iter=_check_max_iter(max_iter,
-                  problem.n_features), x0=_check_x0(x0, problem.n_features, problem.n_outputs),
-                  precond=_check_preconditioner(preconditioner), n_threads=n_threads, callback=callback,
-                  transpose_copy=transpose_copy, warn=warn)
+        res = _run_cg_ties(problem, alpha, **args)
+    else:
+        res = _run_cg(problem, alpha, n_threads=n_threads, transpose_copy=transpose_copy, **args)
     return Fit("cg", coef=res.coef[None], n_iter=res.n_iter[None], converged=res.converged[None],
                residual_history=[res.residual_history])
 
@@ -518,9 +503,7 @@ def _array_problem(X, Y, gi, normalized, graph, *, finite_check, weighting=None)
     return RankingProblem(X, np.asfortranarray(Y), Y.shape[1] == 1, gi, True, weighting, None, False)
 
 
-# ----------------------------------------------------------------------------------------------
-# Subset-of-regressors RankRLS (Sect. 3.5, eqs. 40-42)
-# ----------------------------------------------------------------------------------------------
+# ---- Subset-of-regressors RankRLS (Sect. 3.5, eqs. 40-42) ------------------------------------------
 
 def select_basis(n_rows, basis_vectors, random_state=None):
     """Basis indices (sorted, unique int64) from an int (that many rows chosen uniformly at random
@@ -583,13 +566,10 @@ def _basis_coefficients(problem, spec, alphas, basis, n_threads):
         return np.stack(out)
     if problem.is_graph:
         g = problem.graph
-        coefs, _chol, _sigma = _core.sparse_rls_path_graph(KRt, g.head, g.tail, g.weight, g.target, KRR, alphas,
-                                                           n_threads)
-        return coefs
+        return _core.sparse_rls_path_graph(KRt, g.head, g.tail, g.weight, g.target, KRR, alphas, n_threads)[0]
     gi = problem.groups
-    coefs, _chol, _sigma = _core.sparse_rls_path_groups(KRt, np.asfortranarray(problem.Y), gi.order, gi.offsets,
-                                                        problem.pair_weight(), KRR, alphas, n_threads)
-    return coefs
+    return _core.sparse_rls_path_groups(KRt, np.asfortranarray(problem.Y), gi.order, gi.offsets, problem.pair_weight(),
+                                        KRR, alphas, n_threads)[0]
 
 
 def solve_basis(problem, spec, alphas, basis, n_threads):
@@ -616,9 +596,7 @@ def fit_basis(X, Y=None, *, group_index=None, normalized=False, graph=None, alph
     return _basis_coefficients(problem, kernel_spec, alphas, basis, n_threads)
 
 
-# ----------------------------------------------------------------------------------------------
-# Assembled systems (e.g. summed over the partitions of distributed data, fastrank.dask)
-# ----------------------------------------------------------------------------------------------
+# ---- Assembled systems (e.g. summed over the partitions of distributed data, fastrank.dask) --------
 
 def solve_assembled_primal(G, R, alphas):
     """(G + alpha I) W = R for every alpha with G = X^T L X, R = X^T L Y assembled by the caller
@@ -626,14 +604,11 @@ def solve_assembled_primal(G, R, alphas):
     for several, eq. 31); warns when ill-conditioned.  Returns (n_alphas, n, v)."""
     shifted = _core.solve_shifted_system_tridiag if alphas.size > 1 else _core.solve_shifted_system
     W, rcond = shifted(np.asfortranarray(G), np.asfortranarray(R), alphas)
-    _warn_if_ill_conditioned(rcond)
-    return _by_alpha(W, alphas.size)
+    return _checked(W, rcond, alphas.size)
 
 
 def solve_assembled_basis(H, g, KRR, alphas):
     """Subset-of-regressors coefficients (n_alphas, |R|, v) from assembled H = K_R^T L K_R and
     g = K_R^T L y: eq. 41's (H + alpha K_RR) a = g for every alpha through the one decomposition
     of eq. 42 that :func:`solve_basis` uses."""
-    coefs, _chol, _sigma = _core.sparse_rls_path_gram(np.asfortranarray(H), np.asfortranarray(g),
-                                                      np.asfortranarray(KRR), alphas)
-    return coefs
+    return _core.sparse_rls_path_gram(np.asfortranarray(H), np.asfortranarray(g), np.asfortranarray(KRR), alphas)[0]

@@ -25,10 +25,6 @@ class CsrParts(NamedTuple):
     indptr: np.ndarray
     shape: tuple
 
-    @property
-    def nnz(self):
-        return int(self.indptr[-1])
-
 
 def as_csr(X, name="X", *, n_features=None):
     """Validate a ``scipy.sparse`` matrix and return its CSR arrays (:class:`CsrParts`).

@@ -239,29 +239,12 @@ class RankingProblem:
                               self.precomputed, self.cells)
 
     # -- shape ------------------------------------------------------------------------------------
-    @property
-    def m(self):
-        return self.X.shape[0]
-
-    @property
-    def n_features(self):
-        return self.X.shape[1]
-
-    @property
-    def n_outputs(self):
-        return self.graph.target.shape[1] if self.graph is not None else self.Y.shape[1]
-
-    @property
-    def sparse(self):
-        return issparse(self.X)
-
-    @property
-    def is_graph(self):
-        return self.graph is not None
-
-    @property
-    def exclude_ties(self):
-        return self.cells is not None
+    m = property(lambda self: self.X.shape[0])
+    n_features = property(lambda self: self.X.shape[1])
+    n_outputs = property(lambda self: self.graph.target.shape[1] if self.graph is not None else self.Y.shape[1])
+    sparse = property(lambda self: issparse(self.X))
+    is_graph = property(lambda self: self.graph is not None)
+    exclude_ties = property(lambda self: self.cells is not None)
 
     # -- groups (scoring setting) -----------------------------------------------------------------
     def pair_weight(self):
@@ -301,20 +284,20 @@ class RankingProblem:
         (S A)_i = sqrt(c_q) (sqrt(n_q) (mean_t - mean_q) + sqrt(n_q - n_t) (A_i - mean_t))."""
         cells, cell_group, = self.cells, self._cell_groups()
         A = np.asarray(A, dtype=np.float64)
+        col = (-1,) + (1,) * (A.ndim - 1)  # a per-row factor broadcast over A's other axes
         csize = cells.sizes.astype(np.float64)
         csum = np.add.reduceat(A, cells.offsets[:-1], axis=0)
         gsize = self.groups.sizes.astype(np.float64)
         gsum = np.zeros((self.groups.n_groups,) + A.shape[1:])
         np.add.at(gsum, cell_group, csum)
-        cmean = csum / csize.reshape((-1,) + (1,) * (A.ndim - 1))
-        gmean = gsum / gsize.reshape((-1,) + (1,) * (A.ndim - 1))
+        cmean = csum / csize.reshape(col)
+        gmean = gsum / gsize.reshape(col)
         n_q = gsize[cell_group]
         c_q = self.pair_weight()[cell_group]
-        between = np.sqrt(c_q * n_q).reshape((-1,) + (1,) * (A.ndim - 1)) * (cmean - gmean[cell_group])
-        within = np.sqrt(c_q * (n_q - csize))
+        between = np.sqrt(c_q * n_q).reshape(col) * (cmean - gmean[cell_group])
+        within = np.sqrt(c_q * (n_q - csize)).reshape(col)
         rep = cells.sizes
-        return np.repeat(between, rep, axis=0) + np.repeat(within, rep).reshape((-1,) + (1,) * (A.ndim - 1)) * (
-            A - np.repeat(cmean, rep, axis=0))
+        return np.repeat(between, rep, axis=0) + np.repeat(within, rep, axis=0) * (A - np.repeat(cmean, rep, axis=0))
 
     def _cell_groups(self):
         """The group code of every tie cell."""

@@ -48,9 +48,8 @@ _RCOND_WARNING = 1e-12
 
 
 class Fit(NamedTuple):
-    """A fitted RankRLS for one or more alphas (leading axis: alpha).
-
-    mode: "dual", "primal", "cg" or "sparse" (subset of regressors);
+    """A fitted RankRLS for one or more alphas (leading axis: alpha).  mode: "dual", "primal", "cg"
+    or "sparse" (subset of regressors);
     coef: (n_alphas, n, v) weights whenever the model is linear in the features, else None;
     dual_coef: (n_alphas, m or |R|, v) dual coefficients (dual and sparse modes), else None;
     X_fit: rows kept for kernel predictions (all training rows, the basis rows, or None);
@@ -72,12 +71,8 @@ class Fit(NamedTuple):
 def _checked(W, rcond, n_alphas):
     """:func:`_by_alpha` of a solution, warning when its system was ill-conditioned."""
     if rcond < _RCOND_WARNING:
-        warnings.warn(
-            f"RankRLS system is ill-conditioned (reciprocal condition number {rcond:.2e}); the "
-            "solution may be inaccurate. Increase alpha.",
-            IllConditionedWarning,
-            stacklevel=4,
-        )
+        warnings.warn(f"RankRLS system is ill-conditioned (reciprocal condition number {rcond:.2e}); the solution "
+                      "may be inaccurate. Increase alpha.", IllConditionedWarning, stacklevel=4)
     return _by_alpha(W, n_alphas)
 
 
@@ -162,14 +157,11 @@ def densify(problem):
 
 def _object_ranking_normal_equations(X, Y):
     """Primal system of object ranking (eq. 30 with L = m I - 1 1^T) without centring a copy of X:
-    X^T L X = m (X^T X - m mu mu^T), X^T L Y = m (X^T Y - m mu ybar^T).
-
-    The Gram is one ``X.T @ X`` (numpy's BLAS, which runs tall-skinny SYRK ~1.4x faster than
-    SciPy's here; the GIL is released).  The rank-one correction cancels digits when a feature's
-    mean dwarfs its spread: the error relative to the centred matrix's scale is about
-    eps * (1 + mu_j^2 / var_j), so this returns None (the caller centres explicitly, in C++)
-    unless mu_j^2 <= 1e4 var_j for every feature, which keeps it within ~1e-12.
-    """
+    X^T L X = m (X^T X - m mu mu^T), X^T L Y = m (X^T Y - m mu ybar^T).  The Gram is one ``X.T @ X``
+    (numpy's BLAS runs tall-skinny SYRK ~1.4x faster than SciPy's here; the GIL is released).  The
+    rank-one correction cancels digits when a feature's mean dwarfs its spread (error ~ eps (1 +
+    mu_j^2 / var_j) of the centred matrix's scale), so this returns None (the caller centres
+    explicitly, in C++) unless mu_j^2 <= 1e4 var_j for every feature, which keeps it within ~1e-12."""
     m = X.shape[0]
     G = X.T @ X
     mu = X.sum(axis=0) / m
@@ -344,13 +336,10 @@ def _run_cg(problem, alpha, *, tol, max_iter, x0, precond, n_threads, callback, 
     if warn and not converged.all():
         bad = np.flatnonzero(~converged)
         last = history[-1, bad] if history.shape[0] else np.array([np.nan])
-        warnings.warn(
-            f"RankRLS conjugate gradient did not converge for {bad.size} of {v} output(s) within "
-            f"{int(n_iter.max())} iterations (relative residual {np.nanmax(last):.3g} > tol={tol:g}); "
-            "increase max_iter, loosen tol, raise alpha or try preconditioner='jacobi'.",
-            ConvergenceWarning,
-            stacklevel=4,
-        )
+        warnings.warn(f"RankRLS conjugate gradient did not converge for {bad.size} of {v} output(s) within "
+                      f"{int(n_iter.max())} iterations (relative residual {np.nanmax(last):.3g} > tol={tol:g}); "
+                      "increase max_iter, loosen tol, raise alpha or try preconditioner='jacobi'.",
+                      ConvergenceWarning, stacklevel=4)
     return CGResult(np.asarray(coef), n_iter, converged, np.asarray(history))
 
 
@@ -393,8 +382,7 @@ def _run_cg_ties(problem, alpha, *, tol, max_iter, x0, precond, callback, warn):
                             M=M, callback=count)
         coef[:, k], n_iter[k], conv[k] = w, len(rel) - 1, info == 0
         history.append(rel)
-    rows = max(len(h) for h in history)
-    hist = np.full((rows, v), np.nan)
+    hist = np.full((max(len(h) for h in history), v), np.nan)
     for k, h in enumerate(history):
         hist[:len(h), k] = h
     if warn and not conv.all():
@@ -421,19 +409,14 @@ def solve_cg(problem, alpha, *, tol=1e-6, max_iter=None, x0=None, preconditioner
 def solve_cg_path(problem, alphas, *, tol=1e-6, max_iter=None, preconditioner=None, n_threads=1):
     """One CG per alpha, in decreasing alpha order, each warm-started from the previous solution
     (large alphas converge fastest)."""
-    n, v = problem.n_features, problem.n_outputs
-    coefs = np.empty((alphas.size, n, v))
-    n_iter = np.empty((alphas.size, v), dtype=np.int64)
-    conv = np.empty((alphas.size, v), dtype=bool)
-    history = [None] * alphas.size
-    x0 = None
+    fits, x0 = [None] * alphas.size, None
     for k in np.argsort(-alphas, kind="stable"):
-        fit = solve_cg(problem, float(alphas[k]), tol=tol, max_iter=max_iter, x0=x0, preconditioner=preconditioner,
-                       n_threads=n_threads)
-        coefs[k], n_iter[k], conv[k], history[k] = fit.coef[0], fit.n_iter[0], fit.converged[0], \
-            fit.residual_history[0]
-        x0 = fit.coef[0]
-    return Fit("cg", coef=coefs, n_iter=n_iter, converged=conv, residual_history=history)
+        fits[k] = solve_cg(problem, float(alphas[k]), tol=tol, max_iter=max_iter, x0=x0,
+                           preconditioner=preconditioner, n_threads=n_threads)
+        x0 = fits[k].coef[0]
+    return Fit("cg", coef=np.concatenate([f.coef for f in fits]), n_iter=np.concatenate([f.n_iter for f in fits]),
+               converged=np.concatenate([f.converged for f in fits]),
+               residual_history=[f.residual_history[0] for f in fits])
 
 
 def fit_cg(X, Y=None, *, group_index=None, normalized=False, graph=None, alpha=1.0, tol=1e-6, max_iter=None,
@@ -441,26 +424,18 @@ def fit_cg(X, Y=None, *, group_index=None, normalized=False, graph=None, alpha=1
     """Linear RankRLS by conjugate gradient on arrays: ``(X^T L X + alpha I) w = X^T b`` with
     ``b = L y`` (scoring setting, cost (21)) or ``b = M N`` (preference graph, eqs. 12-13).
 
-    Parameters
-    ----------
-    X : scipy.sparse matrix (CSR mapped with zero copy) or dense (m, n) array.
-    Y : (m,) or (m, v) targets for the scoring setting (ignored with ``graph``).
-    group_index : :class:`fastrank._validation.GroupIndex` (rows in ORIGINAL order) or None for
-        object ranking (one group).
-    normalized : pair weight 1/n_q inside group q ("normalized" group weighting).
-    weighting : any of :data:`fastrank._problem.WEIGHTINGS` (overrides ``normalized``).
-    graph : ``(head, tail, weight, target)`` (or an object with those attributes): edge e says
-        row head[e] is preferred over tail[e], with weight w_e and target z_e ((l,) or (l, v)).
-    alpha, tol : regularization; stop when ``||X^T b - A w|| <= tol * ||X^T b||`` per output.
-    max_iter : None -> :func:`default_max_iter`.
-    x0 : (n,) or (n, v) warm start.
-    preconditioner : None or "jacobi" (diag(X^T L X) + alpha, computed in O(nnz)).
-    n_jobs : threads for the sparse products.
-    callback : ``callback(iteration, relative_residuals)``; return True to stop early.
-    transpose_copy : build X^T once (O(nnz) extra memory) instead of per-thread partial sums.
-    warn : emit :class:`~fastrank.exceptions.ConvergenceWarning` when an output did not converge.
-
-    Returns :class:`CGResult` (coef is (n, v) even for one output).
+    X: scipy.sparse (CSR mapped with zero copy) or dense (m, n); Y: (m,) or (m, v) targets of the
+    scoring setting (ignored with ``graph``); group_index: a :class:`~fastrank._validation.GroupIndex`
+    (rows in ORIGINAL order), None for object ranking (one group); normalized: pair weight 1/n_q in
+    group q ("normalized"), overridden by ``weighting`` (any of :data:`fastrank._problem.WEIGHTINGS`);
+    graph: ``(head, tail, weight, target)`` or an object with those attributes, edge e preferring
+    row head[e] over tail[e] with weight w_e and target z_e ((l,) or (l, v)); stop when
+    ``||X^T b - A w|| <= tol * ||X^T b||`` per output or after max_iter (None: :func:`default_max_iter`);
+    x0: (n,) or (n, v) warm start; preconditioner: None or "jacobi" (diag(X^T L X) + alpha, O(nnz));
+    n_jobs: threads of the sparse products; ``callback(iteration, relative_residuals)`` returns True
+    to stop early; transpose_copy: build X^T once (O(nnz) memory) instead of per-thread partial
+    sums; warn: :class:`~fastrank.exceptions.ConvergenceWarning` when an output did not converge.
+    Returns a :class:`CGResult` (coef (n, v) even for one output).
     """
     alpha = check_alpha(alpha)
     tol = _check_tol(tol)

@@ -107,15 +107,11 @@ class PreferenceGraph(NamedTuple):
             g = as_float_vector(magnitudes, "magnitudes", l)
             if (g < 0).any():
                 raise ValueError("magnitudes must be >= 0 (swap the pair to reverse a preference)")
-        if cost == "binary":
-            weight, target = np.ones(l), np.ones(l)
-        elif cost == "magnitude":
-            weight, target = np.ones(l), g
-        else:
-            if (g <= 0).any():
-                raise ValueError("cost='normalized' (eq. 22) weights each preference by 1/magnitude: "
-                                 "magnitudes must be > 0")
-            weight, target = 1.0 / g, g
+        if cost == "normalized" and (g <= 0).any():
+            raise ValueError("cost='normalized' (eq. 22) weights each preference by 1/magnitude: "
+                             "magnitudes must be > 0")
+        weight = 1.0 / g if cost == "normalized" else np.ones(l)
+        target = np.ones(l) if cost == "binary" else g
         if weights is not None:
             omega = np.asarray(weights)
             if omega.dtype == object or not (np.issubdtype(omega.dtype, np.number) or omega.dtype == bool) \
@@ -136,12 +132,10 @@ class PreferenceGraph(NamedTuple):
             head, tail, weight, target = graph
         else:
             head, tail, weight, target = graph.head, graph.tail, graph.weight, graph.target
-        head = np.ascontiguousarray(head, dtype=np.int64).reshape(-1)
-        tail = np.ascontiguousarray(tail, dtype=np.int64).reshape(-1)
+        head, tail = (np.ascontiguousarray(a, dtype=np.int64).reshape(-1) for a in (head, tail))
         weight = np.ascontiguousarray(weight, dtype=np.float64).reshape(-1)
         target = np.asarray(target, dtype=np.float64)
-        if target.ndim == 1:
-            target = target.reshape(-1, 1)
+        target = target.reshape(-1, 1) if target.ndim == 1 else target
         l = head.size
         if tail.size != l or weight.size != l or target.shape[0] != l:
             raise ValueError("preference graph arrays must have one entry per edge")

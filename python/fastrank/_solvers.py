@@ -307,8 +307,7 @@ def _check_x0(x0, n, v):
     if x0 is None:
         return None
     x0 = np.asarray(x0, dtype=np.float64)
-    if x0.ndim == 1:
-        x0 = x0.reshape(-1, 1)
+    x0 = x0.reshape(-1, 1) if x0.ndim == 1 else x0
     if x0.shape != (n, v):
         raise ValueError(f"warm start has shape {x0.shape}, expected ({n}, {v})")
     if not np.isfinite(x0).all():
@@ -429,8 +428,8 @@ def fit_cg(X, Y=None, *, group_index=None, normalized=False, graph=None, alpha=1
     (rows in ORIGINAL order), None for object ranking (one group); normalized: pair weight 1/n_q in
     group q ("normalized"), overridden by ``weighting`` (any of :data:`fastrank._problem.WEIGHTINGS`);
     graph: ``(head, tail, weight, target)`` or an object with those attributes, edge e preferring
-    row head[e] over tail[e] with weight w_e and target z_e ((l,) or (l, v)); stop when
-    ``||X^T b - A w|| <= tol * ||X^T b||`` per output or after max_iter (None: :func:`default_max_iter`);
+    row head[e] over tail[e] with weight w_e and target z_e ((l,) or (l, v)); alpha: regularization;
+    stop when ``||X^T b - A w|| <= tol * ||X^T b||`` per output or after max_iter (None: :func:`default_max_iter`);
     x0: (n,) or (n, v) warm start; preconditioner: None or "jacobi" (diag(X^T L X) + alpha, O(nnz));
     n_jobs: threads of the sparse products; ``callback(iteration, relative_residuals)`` returns True
     to stop early; transpose_copy: build X^T once (O(nnz) memory) instead of per-thread partial
@@ -464,8 +463,7 @@ def _array_problem(X, Y, gi, normalized, graph, *, finite_check, weighting=None)
     if Y is None:
         raise ValueError("targets Y are required unless a preference graph is given")
     Y = np.asarray(Y, dtype=np.float64)
-    if Y.ndim == 1:
-        Y = Y.reshape(-1, 1)
+    Y = Y.reshape(-1, 1) if Y.ndim == 1 else Y
     if Y.ndim != 2 or Y.shape[0] != m:
         raise ValueError(f"Y must have {m} rows, got shape {Y.shape}")
     if finite_check and not np.isfinite(Y).all():

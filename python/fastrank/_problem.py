@@ -9,9 +9,8 @@ The pair structure is one of
   w_e and target z_e (costs (20)-(22)), L = M M^T with M the weighted incidence matrix.
 
 For the first two, S = L^{1/2} is block centring scaled by s_q = sqrt(c_q n_q) (see
-``cpp/include/fastrank/laplacian.hpp``); rows are kept in the caller's order and the
-:class:`~fastrank._validation.GroupIndex` permutes them into contiguous groups when a solver
-needs that.
+``cpp/include/fastrank/laplacian.hpp``); rows keep the caller's order and the
+:class:`~fastrank._validation.GroupIndex` permutes them into contiguous groups for a solver that needs it.
 """
 
 from __future__ import annotations
@@ -185,11 +184,9 @@ def _tie_cells(Y, gi):
 
 
 class RankingProblem:
-    """Validated features ``X`` (dense, CSR, or a precomputed (m, m) kernel), targets ``Y``
-    (m, v) Fortran-ordered (None for a preference graph), and the pair structure.
-
-    Build it with :meth:`from_scores` or :meth:`from_preferences`; it is read-only afterwards.
-    """
+    """Validated features ``X`` (dense, CSR, or a precomputed (m, m) kernel), targets ``Y`` (m, v)
+    Fortran-ordered (None for a preference graph), and the pair structure.  Build it with
+    :meth:`from_scores` or :meth:`from_preferences`; it is read-only afterwards."""
 
     __slots__ = ("X", "Y", "one_d", "groups", "grouped", "weighting", "graph", "precomputed", "cells")
 

@@ -88,11 +88,10 @@ _SCALE_ADVICE = ("The features probably differ in scale by orders of magnitude (
 
 
 def one_conditioning_warning(fit):
-    """Decorate an estimator's ``fit``: every SciPy ``LinAlgWarning`` and
-    :class:`IllConditionedWarning` raised inside (one per ill-conditioned LAPACK solve: hundreds in
-    a cross-validation over an alpha grid) becomes at most one :class:`IllConditionedWarning` with
-    the count, the smallest reciprocal condition number and advice.  Other warnings pass through
-    unchanged; a fit that raises reports its error only."""
+    """Decorate an estimator's ``fit``: every SciPy ``LinAlgWarning`` and :class:`IllConditionedWarning`
+    raised inside (one per ill-conditioned LAPACK solve: hundreds in a cross-validation over an alpha
+    grid) becomes at most one :class:`IllConditionedWarning` with the count, the smallest reciprocal
+    condition number and advice.  Other warnings pass through; a fit that raises reports its error only."""
 
     @functools.wraps(fit)
     def wrapper(self, *args, **kwargs):
@@ -557,11 +556,9 @@ def solve_basis(problem, spec, alphas, basis, n_threads):
 def fit_basis(X, Y=None, *, group_index=None, normalized=False, graph=None, alphas=1.0, kernel_spec,
               basis_indices, n_jobs=None, weighting=None):
     """Sparse RankRLS coefficients over the basis rows for each alpha (eqs. 41-42), on arrays.
-
-    X : (m, d) dense or scipy.sparse training inputs (or the (m, m) kernel matrix when
-        ``kernel_spec.precomputed``).  Y : (m,) or (m, v) (scoring setting) or None with ``graph``.
-    Returns an array (n_alphas, r, v): A(alpha) with f(x) = k(x, X[basis]) A.
-    """
+    X: (m, d) dense or scipy.sparse training inputs (the (m, m) kernel matrix when
+    ``kernel_spec.precomputed``); Y: (m,) or (m, v) (scoring setting) or None with ``graph``.
+    Returns an array (n_alphas, r, v): A(alpha) with f(x) = k(x, X[basis]) A."""
     alphas = check_alphas(alphas)
     n_threads = check_n_jobs(n_jobs)
     basis = np.asarray(basis_indices, dtype=np.int64)

@@ -9,9 +9,8 @@ The pair structure is one of
   w_e and target z_e (costs (20)-(22)), L = M M^T with M the weighted incidence matrix.
 
 For the first two, S = L^{1/2} is block centring scaled by s_q = sqrt(c_q n_q) (see
-``cpp/include/fastrank/laplacian.hpp``); rows are kept in the caller's order and the
-:class:`~fastrank._validation.GroupIndex` permutes them into contiguous groups when a solver
-needs that.
+``cpp/include/fastrank/laplacian.hpp``); rows keep the caller's order and the
+:class:`~fastrank._validation.GroupIndex` permutes them into contiguous groups for a solver that needs it.
 """
 
 from __future__ import annotations
@@ -65,11 +64,9 @@ def check_pairs(pairs, m):
         raise ValueError(f"pairs must have shape (n_pairs, 2), got {pairs.shape}")
     if pairs.shape[0] == 0:
         raise ValueError("pairs is empty: a preference graph needs at least one preference")
-    if not np.issubdtype(pairs.dtype, np.integer):
-        if np.issubdtype(pairs.dtype, np.floating) and np.all(np.isfinite(pairs)) and np.all(pairs == np.round(pairs)):
-            pairs = pairs.astype(np.int64)
-        else:
-            raise TypeError("pairs must hold integer row indices")
+    whole = np.issubdtype(pairs.dtype, np.floating) and np.all(np.isfinite(pairs)) and np.all(pairs == np.round(pairs))
+    if not (np.issubdtype(pairs.dtype, np.integer) or whole):
+        raise TypeError("pairs must hold integer row indices")
     pairs = pairs.astype(np.int64)
     bad = (pairs < 0) | (pairs >= m)
     if bad.any():
@@ -90,22 +87,17 @@ class PreferenceGraph(NamedTuple):
     weight: np.ndarray
     target: np.ndarray
 
-    @property
-    def n_edges(self):
-        return self.head.size
-
     @classmethod
     def from_pairs(cls, pairs, magnitudes, cost, m, weights=None):
         """Validated edges for the costs (20) binary (z = 1, w = 1), (21) magnitude (z = g, w = 1)
         and (22) magnitude-normalized (z = g, w = 1/g) of Sect. 2.4; ``weights`` (> 0) multiply
         each edge's squared error (w_e -> w_e sqrt(weights_e), eq. 11)."""
         head, tail = check_pairs(pairs, m)
-        pairs = np.stack([head, tail], axis=1)
         if cost is None:
             cost = "binary" if magnitudes is None else "magnitude"
         if cost not in COSTS:
             raise ValueError(f"cost must be one of {COSTS}, got {cost!r}")
-        l = pairs.shape[0]
+        l = head.size
         if magnitudes is None:
             if cost != "binary":
                 raise ValueError(f"cost={cost!r} needs magnitudes")
@@ -114,15 +106,11 @@ class PreferenceGraph(NamedTuple):
             g = as_float_vector(magnitudes, "magnitudes", l)
             if (g < 0).any():
                 raise ValueError("magnitudes must be >= 0 (swap the pair to reverse a preference)")
-        if cost == "binary":
-            weight, target = np.ones(l), np.ones(l)
-        elif cost == "magnitude":
-            weight, target = np.ones(l), g
-        else:
-            if (g <= 0).any():
-                raise ValueError("cost='normalized' (eq. 22) weights each preference by 1/magnitude: "
-                                 "magnitudes must be > 0")
-            weight, target = 1.0 / g, g
+        if cost == "normalized" and (g <= 0).any():
+            raise ValueError("cost='normalized' (eq. 22) weights each preference by 1/magnitude: "
+                             "magnitudes must be > 0")
+        weight = 1.0 / g if cost == "normalized" else np.ones(l)
+        target = np.ones(l) if cost == "binary" else g
         if weights is not None:
             omega = np.asarray(weights)
             if omega.dtype == object or not (np.issubdtype(omega.dtype, np.number) or omega.dtype == bool) \
@@ -134,8 +122,7 @@ class PreferenceGraph(NamedTuple):
             if not np.isfinite(omega).all() or (omega <= 0).any():
                 raise ValueError("weights must be finite and > 0 (drop a pair instead of giving it weight 0)")
             weight = weight * np.sqrt(omega)
-        return cls(np.ascontiguousarray(pairs[:, 0]), np.ascontiguousarray(pairs[:, 1]), weight,
-                   np.ascontiguousarray(target.reshape(-1, 1)))
+        return cls(head, tail, weight, np.ascontiguousarray(target.reshape(-1, 1)))
 
     @classmethod
     def from_arrays(cls, graph, m):
@@ -144,12 +131,10 @@ class PreferenceGraph(NamedTuple):
             head, tail, weight, target = graph
         else:
             head, tail, weight, target = graph.head, graph.tail, graph.weight, graph.target
-        head = np.ascontiguousarray(head, dtype=np.int64).reshape(-1)
-        tail = np.ascontiguousarray(tail, dtype=np.int64).reshape(-1)
+        head, tail = (np.ascontiguousarray(a, dtype=np.int64).reshape(-1) for a in (head, tail))
         weight = np.ascontiguousarray(weight, dtype=np.float64).reshape(-1)
         target = np.asarray(target, dtype=np.float64)
-        if target.ndim == 1:
-            target = target.reshape(-1, 1)
+        target = target.reshape(-1, 1) if target.ndim == 1 else target
         l = head.size
         if tail.size != l or weight.size != l or target.shape[0] != l:
             raise ValueError("preference graph arrays must have one entry per edge")
@@ -199,11 +184,9 @@ def _tie_cells(Y, gi):
 
 
 class RankingProblem:
-    """Validated features ``X`` (dense, CSR, or a precomputed (m, m) kernel), targets ``Y``
-    (m, v) Fortran-ordered (None for a preference graph), and the pair structure.
-
-    Build it with :meth:`from_scores` or :meth:`from_preferences`; it is read-only afterwards.
-    """
+    """Validated features ``X`` (dense, CSR, or a precomputed (m, m) kernel), targets ``Y`` (m, v)
+    Fortran-ordered (None for a preference graph), and the pair structure.  Build it with
+    :meth:`from_scores` or :meth:`from_preferences`; it is read-only afterwards."""
 
     __slots__ = ("X", "Y", "one_d", "groups", "grouped", "weighting", "graph", "precomputed", "cells")
 
@@ -229,8 +212,8 @@ class RankingProblem:
         cells = _tie_cells(Y, gi) if exclude_ties else None
         prob = cls(X, Y, one_d, gi, groups is not None, weighting if groups is not None else "unweighted", None,
                    precomputed, cells)
-        if require_informative:
-            prob.check_informative_targets()
+        if require_informative:  # every output must order at least one relevant pair
+            require_preferences(Y, gi, "RankRLS")
         return prob
 
     @classmethod
@@ -247,47 +230,14 @@ class RankingProblem:
                               self.precomputed, self.cells)
 
     # -- shape ------------------------------------------------------------------------------------
-    @property
-    def m(self):
-        return self.X.shape[0]
-
-    @property
-    def n_features(self):
-        return self.X.shape[1]
-
-    @property
-    def n_outputs(self):
-        return self.graph.target.shape[1] if self.graph is not None else self.Y.shape[1]
-
-    @property
-    def sparse(self):
-        return issparse(self.X)
-
-    @property
-    def is_graph(self):
-        return self.graph is not None
-
-    @property
-    def exclude_ties(self):
-        return self.cells is not None
+    m = property(lambda self: self.X.shape[0])
+    n_features = property(lambda self: self.X.shape[1])
+    n_outputs = property(lambda self: self.graph.target.shape[1] if self.graph is not None else self.Y.shape[1])
+    sparse = property(lambda self: issparse(self.X))
+    is_graph = property(lambda self: self.graph is not None)
+    exclude_ties = property(lambda self: self.cells is not None)
 
     # -- groups (scoring setting) -----------------------------------------------------------------
-    @property
-    def offsets(self):
-        return self.groups.offsets
-
-    @property
-    def sizes(self):
-        return self.groups.sizes
-
-    @property
-    def n_groups(self):
-        return self.groups.n_groups
-
-    @property
-    def codes(self):
-        return self.groups.codes
-
     def pair_weight(self):
         """c_q per group (see ``WEIGHTINGS``); groups of one row have no pairs and get c_q = 1.
 
@@ -296,27 +246,24 @@ class RankingProblem:
         that every query still weighs 1 in total."""
         if self.exclude_ties and self.weighting == "per_query":
             t = self.cells.sizes.astype(np.float64)
-            tied = np.bincount(self._cell_groups(), weights=t * (t - 1.0) / 2.0, minlength=self.n_groups)
-            n = self.sizes.astype(np.float64)
+            tied = np.bincount(self._cell_groups(), weights=t * (t - 1.0) / 2.0, minlength=self.groups.n_groups)
+            n = self.groups.sizes.astype(np.float64)
             edges = n * (n - 1.0) / 2.0 - tied
             return np.where(edges > 0, 1.0 / np.maximum(edges, 1.0), 1.0)
-        return pair_weights(self.sizes, self.weighting)
-
-    def sqrt_laplacian_scale(self):
-        """s_q = sqrt(c_q n_q): S's block q is s_q (I - 1 1^T / n_q)."""
-        return np.sqrt(self.pair_weight() * self.sizes)
+        return pair_weights(self.groups.sizes, self.weighting)
 
     def targets_grouped(self):
         """Y with rows in group order, Fortran-ordered."""
         return np.asfortranarray(self.groups.take(self.Y))
 
     def apply_S(self, A):
-        """S A for an (m, k) array whose rows are in GROUP order (S = L^{1/2} is symmetric)."""
+        """S A for an (m, k) array whose rows are in GROUP order (S = L^{1/2} is symmetric): block q
+        of S is s_q (I - 1 1^T / n_q) with s_q = sqrt(c_q n_q)."""
         out = np.array(A, dtype=np.float64, copy=True)
-        sizes = self.sizes
-        means = np.add.reduceat(out, self.offsets[:-1], axis=0) / sizes[:, None]
+        sizes = self.groups.sizes
+        means = np.add.reduceat(out, self.groups.offsets[:-1], axis=0) / sizes[:, None]
         out -= np.repeat(means, sizes, axis=0)
-        out *= np.repeat(self.sqrt_laplacian_scale(), sizes)[:, None]
+        out *= np.repeat(np.sqrt(self.pair_weight() * sizes), sizes)[:, None]
         return out
 
     def apply_S_cells(self, A):
@@ -328,91 +275,48 @@ class RankingProblem:
         (S A)_i = sqrt(c_q) (sqrt(n_q) (mean_t - mean_q) + sqrt(n_q - n_t) (A_i - mean_t))."""
         cells, cell_group, = self.cells, self._cell_groups()
         A = np.asarray(A, dtype=np.float64)
+        col = (-1,) + (1,) * (A.ndim - 1)  # a per-row factor broadcast over A's other axes
         csize = cells.sizes.astype(np.float64)
         csum = np.add.reduceat(A, cells.offsets[:-1], axis=0)
-        gsize = self.sizes.astype(np.float64)
-        gsum = np.zeros((self.n_groups,) + A.shape[1:])
+        gsize = self.groups.sizes.astype(np.float64)
+        gsum = np.zeros((self.groups.n_groups,) + A.shape[1:])
         np.add.at(gsum, cell_group, csum)
-        cmean = csum / csize.reshape((-1,) + (1,) * (A.ndim - 1))
-        gmean = gsum / gsize.reshape((-1,) + (1,) * (A.ndim - 1))
+        cmean = csum / csize.reshape(col)
+        gmean = gsum / gsize.reshape(col)
         n_q = gsize[cell_group]
         c_q = self.pair_weight()[cell_group]
-        between = np.sqrt(c_q * n_q).reshape((-1,) + (1,) * (A.ndim - 1)) * (cmean - gmean[cell_group])
-        within = np.sqrt(c_q * (n_q - csize))
+        between = np.sqrt(c_q * n_q).reshape(col) * (cmean - gmean[cell_group])
+        within = np.sqrt(c_q * (n_q - csize)).reshape(col)
         rep = cells.sizes
-        return np.repeat(between, rep, axis=0) + np.repeat(within, rep).reshape((-1,) + (1,) * (A.ndim - 1)) * (
-            A - np.repeat(cmean, rep, axis=0))
+        return np.repeat(between, rep, axis=0) + np.repeat(within, rep, axis=0) * (A - np.repeat(cmean, rep, axis=0))
 
     def _cell_groups(self):
         """The group code of every tie cell."""
-        return self.codes[self.cells.order[self.cells.offsets[:-1]]]
-
-    def apply_L(self, A):
-        """L A for an (m,) or (m, k) array in the caller's row order."""
-        A = np.asarray(A, dtype=np.float64)
-        one = A.ndim == 1
-        A2 = A.reshape(A.shape[0], -1)
-        if self.is_graph:
-            g = self.graph
-            d = g.weight[:, None] ** 2 * (A2[g.head] - A2[g.tail])  # M W^2 M^T A, edge by edge
-            out = np.zeros_like(A2)
-            np.add.at(out, g.head, d)
-            np.add.at(out, g.tail, -d)
-        elif self.exclude_ties:
-            out = self.cells.untake(self.apply_S_cells(self.apply_S_cells(self.cells.take(A2))))
-        else:
-            out = self.groups.untake(self.apply_S(self.apply_S(self.groups.take(A2))))
-        return out[:, 0] if one else out
+        return self.groups.codes[self.cells.order[self.cells.offsets[:-1]]]
 
     def n_relevant_pairs(self):
         """Number of relevant pairs (edges of a graph, with multiplicity)."""
         if self.is_graph:
-            return int(self.graph.n_edges)
-        n = self.sizes.astype(np.int64)
+            return int(self.graph.head.size)
+        n = self.groups.sizes.astype(np.int64)
         pairs = int(np.sum(n * (n - 1) // 2))
         if self.exclude_ties:
             t = self.cells.sizes.astype(np.int64)
             pairs -= int(np.sum(t * (t - 1) // 2))
         return pairs
 
-    def edges(self):
-        """Every relevant pair as an explicit weighted edge list ``(head, tail, weight, target)``
-        with ``L = sum_e w_e^2 (e_h - e_t)(e_h - e_t)^T``; O(m^2) for the scoring setting, meant for
-        oracles and small problems only."""
-        if self.is_graph:
-            return self.graph
-        heads, tails, ws = [], [], []
-        c = self.pair_weight()
-        for q in range(self.n_groups):
-            rows = self.groups.order[self.offsets[q]:self.offsets[q + 1]]
-            a, b = np.triu_indices(rows.size, 1)
-            if self.exclude_ties:
-                differ = np.any(self.Y[rows[a]] != self.Y[rows[b]], axis=1)
-                a, b = a[differ], b[differ]
-            heads.append(rows[a])
-            tails.append(rows[b])
-            ws.append(np.full(a.size, np.sqrt(c[q])))
-        head = np.concatenate(heads).astype(np.int64)
-        tail = np.concatenate(tails).astype(np.int64)
-        target = self.Y[head] - self.Y[tail]
-        return PreferenceGraph(head, tail, np.concatenate(ws), np.ascontiguousarray(target))
-
     def laplacian_args(self):
         """Keyword arguments that describe L to the C++ solvers working in the caller's row order."""
         if self.is_graph:
             g = self.graph
             return dict(head=g.head, tail=g.tail, weight=g.weight, targets=g.target)
-        return dict(order=self.groups.order, offsets=self.offsets, pair_weight=self.pair_weight())
-
-    def check_informative_targets(self):
-        """Every output must order at least one relevant pair (else there is nothing to learn)."""
-        require_preferences(self.Y, self.groups, "RankRLS")
+        return dict(order=self.groups.order, offsets=self.groups.offsets, pair_weight=self.pair_weight())
 
 
 def require_preferences(Y, gi, learner):
     """Raise the "no preference pairs" errors for targets ``Y`` ((m,) or (m, v)) grouped by the
     :class:`GroupIndex` ``gi``: every group a single row, or an output tied inside every group.
-    Shared by :meth:`RankingProblem.check_informative_targets` and the learners that build no
+    Shared by :meth:`RankingProblem.from_scores` and the learners that build no
     :class:`RankingProblem` (SVRank, OnlineMPRank)."""
     if not np.any(gi.sizes >= 2):
         raise ValueError(

@@ -39,6 +39,7 @@ __all__ = [
     "Fit", "CGResult", "SOLVERS", "choose_solver", "densify",
     "solve_dual", "solve_primal", "solve_cg", "solve_cg_path", "solve_basis",
     "fit_cg", "fit_basis", "select_basis", "basis_primal_weights", "default_max_iter", "one_conditioning_warning",
+    "solve_assembled_primal", "solve_assembled_basis",
 ]
 
 SOLVERS = ("auto", "dual", "primal", "cg")
@@ -47,9 +48,8 @@ _RCOND_WARNING = 1e-12
 
 
 class Fit(NamedTuple):
-    """A fitted RankRLS for one or more alphas (leading axis: alpha).
-
-    mode: "dual", "primal", "cg" or "sparse" (subset of regressors);
+    """A fitted RankRLS for one or more alphas (leading axis: alpha).  mode: "dual", "primal", "cg"
+    or "sparse" (subset of regressors);
     coef: (n_alphas, n, v) weights whenever the model is linear in the features, else None;
     dual_coef: (n_alphas, m or |R|, v) dual coefficients (dual and sparse modes), else None;
     X_fit: rows kept for kernel predictions (all training rows, the basis rows, or None);
@@ -68,14 +68,17 @@ class Fit(NamedTuple):
     residual_history: Optional[list] = None
 
 
-def _warn_if_ill_conditioned(rcond):
+def _checked(W, rcond, n_alphas):
+    """:func:`_by_alpha` of a solution, warning when its system was ill-conditioned."""
     if rcond < _RCOND_WARNING:
-        warnings.warn(
-            f"RankRLS system is ill-conditioned (reciprocal condition number {rcond:.2e}); the "
-            "solution may be inaccurate. Increase alpha.",
-            IllConditionedWarning,
-            stacklevel=4,
-        )
+        warnings.warn(f"RankRLS system is ill-conditioned (reciprocal condition number {rcond:.2e}); the solution "
+                      "may be inaccurate. Increase alpha.", IllConditionedWarning, stacklevel=4)
+    return _by_alpha(W, n_alphas)
+
+
+def _by_alpha(W, n_alphas):
+    """(rows, n_alphas * v) from C++ -> (n_alphas, rows, v)."""
+    return W.reshape(W.shape[0], n_alphas, -1).transpose(1, 0, 2)
 
 
 _RCOND_TEXT = re.compile(r"(?:rcond\s*=|reciprocal condition number)\s*(\d+(?:\.\d+)?(?:[eE][+-]?\d+)?)")
@@ -85,11 +88,10 @@ _SCALE_ADVICE = ("The features probably differ in scale by orders of magnitude (
 
 
 def one_conditioning_warning(fit):
-    """Decorate an estimator's ``fit``: every SciPy ``LinAlgWarning`` and
-    :class:`IllConditionedWarning` raised inside (one per ill-conditioned LAPACK solve: hundreds in
-    a cross-validation over an alpha grid) becomes at most one :class:`IllConditionedWarning` with
-    the count, the smallest reciprocal condition number and advice.  Other warnings pass through
-    unchanged; a fit that raises reports its error only."""
+    """Decorate an estimator's ``fit``: every SciPy ``LinAlgWarning`` and :class:`IllConditionedWarning`
+    raised inside (one per ill-conditioned LAPACK solve: hundreds in a cross-validation over an alpha
+    grid) becomes at most one :class:`IllConditionedWarning` with the count, the smallest reciprocal
+    condition number and advice.  Other warnings pass through; a fit that raises reports its error only."""
 
     @functools.wraps(fit)
     def wrapper(self, *args, **kwargs):
@@ -115,9 +117,7 @@ def one_conditioning_warning(fit):
     return wrapper
 
 
-# ----------------------------------------------------------------------------------------------
-# Choosing a solver
-# ----------------------------------------------------------------------------------------------
+# ---- Choosing a solver -----------------------------------------------------------------------------
 
 def choose_solver(solver, spec, problem, *, basis_vectors=None):
     """"dual", "primal", "cg", "sparse" (subset of regressors) or "densify" (sparse X for a dense
@@ -152,20 +152,15 @@ def densify(problem):
     return problem.with_features(X.toarray())
 
 
-# ----------------------------------------------------------------------------------------------
-# Dense solvers: dual (eq. 17) and primal (eq. 28), one alpha or a path (eq. 31)
-# ----------------------------------------------------------------------------------------------
+# ---- Dense solvers: dual (eq. 17) and primal (eq. 28), one alpha or a path (eq. 31) ----------------
 
 def _object_ranking_normal_equations(X, Y):
     """Primal system of object ranking (eq. 30 with L = m I - 1 1^T) without centring a copy of X:
-    X^T L X = m (X^T X - m mu mu^T), X^T L Y = m (X^T Y - m mu ybar^T).
-
-    The Gram is one ``X.T @ X`` (numpy's BLAS, which runs tall-skinny SYRK ~1.4x faster than
-    SciPy's here; the GIL is released).  The rank-one correction cancels digits when a feature's
-    mean dwarfs its spread: the error relative to the centred matrix's scale is about
-    eps * (1 + mu_j^2 / var_j), so this returns None (the caller centres explicitly, in C++)
-    unless mu_j^2 <= 1e4 var_j for every feature, which keeps it within ~1e-12.
-    """
+    X^T L X = m (X^T X - m mu mu^T), X^T L Y = m (X^T Y - m mu ybar^T).  The Gram is one ``X.T @ X``
+    (numpy's BLAS runs tall-skinny SYRK ~1.4x faster than SciPy's here; the GIL is released).  The
+    rank-one correction cancels digits when a feature's mean dwarfs its spread (error ~ eps (1 +
+    mu_j^2 / var_j) of the centred matrix's scale), so this returns None (the caller centres
+    explicitly, in C++) unless mu_j^2 <= 1e4 var_j for every feature, which keeps it within ~1e-12."""
     m = X.shape[0]
     G = X.T @ X
     mu = X.sum(axis=0) / m
@@ -179,11 +174,6 @@ def _object_ranking_normal_equations(X, Y):
     G += G.T  # exact symmetry for the symmetric solver
     G *= 0.5
     return np.asfortranarray(G), np.asfortranarray(R)
-
-
-def _by_alpha(W, n_alphas):
-    """(rows, n_alphas * v) from C++ -> (n_alphas, rows, v)."""
-    return W.reshape(W.shape[0], n_alphas, -1).transpose(1, 0, 2)
 
 
 def solve_primal(problem, alphas, n_threads):
@@ -205,14 +195,10 @@ def solve_primal(problem, alphas, n_threads):
         system = _object_ranking_normal_equations(X, problem.Y) \
             if gi.n_groups == 1 and problem.weighting == "unweighted" else None
         if system is not None:
-            shifted = _core.solve_shifted_system_tridiag if alphas.size > 1 else _core.solve_shifted_system
-            W, rcond = shifted(system[0], system[1], alphas)
-        else:
-            W, rcond = _core.rankrls_primal_scores(X, gi.order, gi.offsets, problem.pair_weight(),
-                                                   problem.targets_grouped(), alphas, n_threads)
-    _warn_if_ill_conditioned(rcond)
-    W = _by_alpha(W, alphas.size)
-    return Fit("primal", coef=W)
+            return Fit("primal", coef=solve_assembled_primal(*system, alphas))
+        W, rcond = _core.rankrls_primal_scores(X, gi.order, gi.offsets, problem.pair_weight(),
+                                               problem.targets_grouped(), alphas, n_threads)
+    return Fit("primal", coef=_checked(W, rcond, alphas.size))
 
 
 def _centred_features(X):
@@ -253,16 +239,14 @@ def solve_dual(problem, spec, alphas, n_threads):
         U, rcond = _core.solve_shifted_system(G, np.asfortranarray(problem.apply_S_cells(cells.take(problem.Y))),
                                               alphas)
         del G
-        _warn_if_ill_conditioned(rcond)
-        U = _by_alpha(U, alphas.size)
+        U = _checked(U, rcond, alphas.size)
         A = cells.untake(np.stack([problem.apply_S_cells(u) for u in U]), axis=1)
     elif problem.is_graph:
         g = problem.graph
         K = _train_kernel(problem, spec, n_threads)
         A, rcond = _core.rankrls_dual_graph(K, g.head, g.tail, g.weight, g.target, alphas, n_threads)
         del K
-        _warn_if_ill_conditioned(rcond)
-        A = _by_alpha(A, alphas.size)
+        A = _checked(A, rcond, alphas.size)
     else:
         gi = problem.groups
         Kg = _train_kernel(problem, spec, n_threads, None if gi.is_identity else gi.order)
@@ -272,18 +256,14 @@ def solve_dual(problem, spec, alphas, n_threads):
         A, rcond = dual_scores(Kg, gi.order, gi.offsets, problem.pair_weight(), problem.targets_grouped(), alphas,
                                n_threads)
         del Kg
-        _warn_if_ill_conditioned(rcond)
-        A = _by_alpha(A, alphas.size)
+        A = _checked(A, rcond, alphas.size)
     X_fit = None if spec.precomputed else problem.X
-    # With the linear kernel the dual model is also a weight vector: W = X^T A (eq. 27).
-    # W = X^T A (eq. 27), with X centred as for the kernel (1^T A = 0): no cancellation under an offset
+    # linear kernel: W = X^T A (eq. 27), X centred as for the kernel (1^T A = 0): no cancellation under an offset
     coef = np.stack([_centred_features(problem.X).T @ a for a in A]) if spec.linear else None
     return Fit("dual", coef=coef, dual_coef=A, X_fit=X_fit)
 
 
-# ----------------------------------------------------------------------------------------------
-# Conjugate gradient (Sect. 4.3)
-# ----------------------------------------------------------------------------------------------
+# ---- Conjugate gradient (Sect. 4.3) ----------------------------------------------------------------
 
 class CGResult(NamedTuple):
     """coef (n, v); n_iter (v,); converged (v,) bool; residual_history (k + 1, v): relative
@@ -326,8 +306,7 @@ def _check_x0(x0, n, v):
     if x0 is None:
         return None
     x0 = np.asarray(x0, dtype=np.float64)
-    if x0.ndim == 1:
-        x0 = x0.reshape(-1, 1)
+    x0 = x0.reshape(-1, 1) if x0.ndim == 1 else x0
     if x0.shape != (n, v):
         raise ValueError(f"warm start has shape {x0.shape}, expected ({n}, {v})")
     if not np.isfinite(x0).all():
@@ -355,13 +334,10 @@ def _run_cg(problem, alpha, *, tol, max_iter, x0, precond, n_threads, callback, 
     if warn and not converged.all():
         bad = np.flatnonzero(~converged)
         last = history[-1, bad] if history.shape[0] else np.array([np.nan])
-        warnings.warn(
-            f"RankRLS conjugate gradient did not converge for {bad.size} of {v} output(s) within "
-            f"{int(n_iter.max())} iterations (relative residual {np.nanmax(last):.3g} > tol={tol:g}); "
-            "increase max_iter, loosen tol, raise alpha or try preconditioner='jacobi'.",
-            ConvergenceWarning,
-            stacklevel=4,
-        )
+        warnings.warn(f"RankRLS conjugate gradient did not converge for {bad.size} of {v} output(s) within "
+                      f"{int(n_iter.max())} iterations (relative residual {np.nanmax(last):.3g} > tol={tol:g}); "
+                      "increase max_iter, loosen tol, raise alpha or try preconditioner='jacobi'.",
+                      ConvergenceWarning, stacklevel=4)
     return CGResult(np.asarray(coef), n_iter, converged, np.asarray(history))
 
 
@@ -404,8 +380,7 @@ def _run_cg_ties(problem, alpha, *, tol, max_iter, x0, precond, callback, warn):
                             M=M, callback=count)
         coef[:, k], n_iter[k], conv[k] = w, len(rel) - 1, info == 0
         history.append(rel)
-    rows = max(len(h) for h in history)
-    hist = np.full((rows, v), np.nan)
+    hist = np.full((max(len(h) for h in history), v), np.nan)
     for k, h in enumerate(history):
         hist[:len(h), k] = h
     if warn and not conv.all():
@@ -418,17 +393,13 @@ def _run_cg_ties(problem, alpha, *, tol, max_iter, x0, precond, callback, warn):
 def solve_cg(problem, alpha, *, tol=1e-6, max_iter=None, x0=None, preconditioner=None, n_threads=1,
              callback=None, transpose_copy=False, warn=True):
     """Linear RankRLS by conjugate gradient in the primal (Sect. 4.3); one alpha."""
+    alpha, n = check_alpha(alpha), problem.n_features
+    args = dict(tol=_check_tol(tol), max_iter=_check_max_iter(max_iter, n), x0=_check_x0(x0, n, problem.n_outputs),
+                precond=_check_preconditioner(preconditioner), callback=callback, warn=warn)
     if problem.exclude_ties:
-        res = _run_cg_ties(problem, check_alpha(alpha), tol=_check_tol(tol),
-                           max_iter=_check_max_iter(max_iter, problem.n_features),
-                           x0=_check_x0(x0, problem.n_features, problem.n_outputs),
-                           precond=_check_preconditioner(preconditioner), callback=callback, warn=warn)
-        return Fit("cg", coef=res.coef[None], n_iter=res.n_iter[None], converged=res.converged[None],
-                   residual_history=[res.residual_history])
-    res = _run_cg(problem, check_alpha(alpha), tol=_check_tol(tol), max_iter=_check_max_iter(max_iter,
-                  problem.n_features), x0=_check_x0(x0, problem.n_features, problem.n_outputs),
-                  precond=_check_preconditioner(preconditioner), n_threads=n_threads, callback=callback,
-                  transpose_copy=transpose_copy, warn=warn)
+        res = _run_cg_ties(problem, alpha, **args)
+    else:
+        res = _run_cg(problem, alpha, n_threads=n_threads, transpose_copy=transpose_copy, **args)
     return Fit("cg", coef=res.coef[None], n_iter=res.n_iter[None], converged=res.converged[None],
                residual_history=[res.residual_history])
 
@@ -436,19 +407,14 @@ def solve_cg(problem, alpha, *, tol=1e-6, max_iter=None, x0=None, preconditioner
 def solve_cg_path(problem, alphas, *, tol=1e-6, max_iter=None, preconditioner=None, n_threads=1):
     """One CG per alpha, in decreasing alpha order, each warm-started from the previous solution
     (large alphas converge fastest)."""
-    n, v = problem.n_features, problem.n_outputs
-    coefs = np.empty((alphas.size, n, v))
-    n_iter = np.empty((alphas.size, v), dtype=np.int64)
-    conv = np.empty((alphas.size, v), dtype=bool)
-    history = [None] * alphas.size
-    x0 = None
+    fits, x0 = [None] * alphas.size, None
     for k in np.argsort(-alphas, kind="stable"):
-        fit = solve_cg(problem, float(alphas[k]), tol=tol, max_iter=max_iter, x0=x0, preconditioner=preconditioner,
-                       n_threads=n_threads)
-        coefs[k], n_iter[k], conv[k], history[k] = fit.coef[0], fit.n_iter[0], fit.converged[0], \
-            fit.residual_history[0]
-        x0 = fit.coef[0]
-    return Fit("cg", coef=coefs, n_iter=n_iter, converged=conv, residual_history=history)
+        fits[k] = solve_cg(problem, float(alphas[k]), tol=tol, max_iter=max_iter, x0=x0,
+                           preconditioner=preconditioner, n_threads=n_threads)
+        x0 = fits[k].coef[0]
+    return Fit("cg", coef=np.concatenate([f.coef for f in fits]), n_iter=np.concatenate([f.n_iter for f in fits]),
+               converged=np.concatenate([f.converged for f in fits]),
+               residual_history=[f.residual_history[0] for f in fits])
 
 
 def fit_cg(X, Y=None, *, group_index=None, normalized=False, graph=None, alpha=1.0, tol=1e-6, max_iter=None,
@@ -456,26 +422,18 @@ def fit_cg(X, Y=None, *, group_index=None, normalized=False, graph=None, alpha=1
     """Linear RankRLS by conjugate gradient on arrays: ``(X^T L X + alpha I) w = X^T b`` with
     ``b = L y`` (scoring setting, cost (21)) or ``b = M N`` (preference graph, eqs. 12-13).
 
-    Parameters
-    ----------
-    X : scipy.sparse matrix (CSR mapped with zero copy) or dense (m, n) array.
-    Y : (m,) or (m, v) targets for the scoring setting (ignored with ``graph``).
-    group_index : :class:`fastrank._validation.GroupIndex` (rows in ORIGINAL order) or None for
-        object ranking (one group).
-    normalized : pair weight 1/n_q inside group q ("normalized" group weighting).
-    weighting : any of :data:`fastrank._problem.WEIGHTINGS` (overrides ``normalized``).
-    graph : ``(head, tail, weight, target)`` (or an object with those attributes): edge e says
-        row head[e] is preferred over tail[e], with weight w_e and target z_e ((l,) or (l, v)).
-    alpha, tol : regularization; stop when ``||X^T b - A w|| <= tol * ||X^T b||`` per output.
-    max_iter : None -> :func:`default_max_iter`.
-    x0 : (n,) or (n, v) warm start.
-    preconditioner : None or "jacobi" (diag(X^T L X) + alpha, computed in O(nnz)).
-    n_jobs : threads for the sparse products.
-    callback : ``callback(iteration, relative_residuals)``; return True to stop early.
-    transpose_copy : build X^T once (O(nnz) extra memory) instead of per-thread partial sums.
-    warn : emit :class:`~fastrank.exceptions.ConvergenceWarning` when an output did not converge.
-
-    Returns :class:`CGResult` (coef is (n, v) even for one output).
+    X: scipy.sparse (CSR mapped with zero copy) or dense (m, n); Y: (m,) or (m, v) targets of the
+    scoring setting (ignored with ``graph``); group_index: a :class:`~fastrank._validation.GroupIndex`
+    (rows in ORIGINAL order), None for object ranking (one group); normalized: pair weight 1/n_q in
+    group q ("normalized"), overridden by ``weighting`` (any of :data:`fastrank._problem.WEIGHTINGS`);
+    graph: ``(head, tail, weight, target)`` or an object with those attributes, edge e preferring
+    row head[e] over tail[e] with weight w_e and target z_e ((l,) or (l, v)); alpha: regularization;
+    stop when ``||X^T b - A w|| <= tol * ||X^T b||`` per output or after max_iter (None: :func:`default_max_iter`);
+    x0: (n,) or (n, v) warm start; preconditioner: None or "jacobi" (diag(X^T L X) + alpha, O(nnz));
+    n_jobs: threads of the sparse products; ``callback(iteration, relative_residuals)`` returns True
+    to stop early; transpose_copy: build X^T once (O(nnz) memory) instead of per-thread partial
+    sums; warn: :class:`~fastrank.exceptions.ConvergenceWarning` when an output did not converge.
+    Returns a :class:`CGResult` (coef (n, v) even for one output).
     """
     alpha = check_alpha(alpha)
     tol = _check_tol(tol)
@@ -504,8 +462,7 @@ def _array_problem(X, Y, gi, normalized, graph, *, finite_check, weighting=None)
     if Y is None:
         raise ValueError("targets Y are required unless a preference graph is given")
     Y = np.asarray(Y, dtype=np.float64)
-    if Y.ndim == 1:
-        Y = Y.reshape(-1, 1)
+    Y = Y.reshape(-1, 1) if Y.ndim == 1 else Y
     if Y.ndim != 2 or Y.shape[0] != m:
         raise ValueError(f"Y must have {m} rows, got shape {Y.shape}")
     if finite_check and not np.isfinite(Y).all():
@@ -518,9 +475,7 @@ def _array_problem(X, Y, gi, normalized, graph, *, finite_check, weighting=None)
     return RankingProblem(X, np.asfortranarray(Y), Y.shape[1] == 1, gi, True, weighting, None, False)
 
 
-# ----------------------------------------------------------------------------------------------
-# Subset-of-regressors RankRLS (Sect. 3.5, eqs. 40-42)
-# ----------------------------------------------------------------------------------------------
+# ---- Subset-of-regressors RankRLS (Sect. 3.5, eqs. 40-42) ------------------------------------------
 
 def select_basis(n_rows, basis_vectors, random_state=None):
     """Basis indices (sorted, unique int64) from an int (that many rows chosen uniformly at random
@@ -583,13 +538,10 @@ def _basis_coefficients(problem, spec, alphas, basis, n_threads):
         return np.stack(out)
     if problem.is_graph:
         g = problem.graph
-        coefs, _chol, _sigma = _core.sparse_rls_path_graph(KRt, g.head, g.tail, g.weight, g.target, KRR, alphas,
-                                                           n_threads)
-        return coefs
+        return _core.sparse_rls_path_graph(KRt, g.head, g.tail, g.weight, g.target, KRR, alphas, n_threads)[0]
     gi = problem.groups
-    coefs, _chol, _sigma = _core.sparse_rls_path_groups(KRt, np.asfortranarray(problem.Y), gi.order, gi.offsets,
-                                                        problem.pair_weight(), KRR, alphas, n_threads)
-    return coefs
+    return _core.sparse_rls_path_groups(KRt, np.asfortranarray(problem.Y), gi.order, gi.offsets, problem.pair_weight(),
+                                        KRR, alphas, n_threads)[0]
 
 
 def solve_basis(problem, spec, alphas, basis, n_threads):
@@ -604,11 +556,9 @@ def solve_basis(problem, spec, alphas, basis, n_threads):
 def fit_basis(X, Y=None, *, group_index=None, normalized=False, graph=None, alphas=1.0, kernel_spec,
               basis_indices, n_jobs=None, weighting=None):
     """Sparse RankRLS coefficients over the basis rows for each alpha (eqs. 41-42), on arrays.
-
-    X : (m, d) dense or scipy.sparse training inputs (or the (m, m) kernel matrix when
-        ``kernel_spec.precomputed``).  Y : (m,) or (m, v) (scoring setting) or None with ``graph``.
-    Returns an array (n_alphas, r, v): A(alpha) with f(x) = k(x, X[basis]) A.
-    """
+    X: (m, d) dense or scipy.sparse training inputs (the (m, m) kernel matrix when
+    ``kernel_spec.precomputed``); Y: (m,) or (m, v) (scoring setting) or None with ``graph``.
+    Returns an array (n_alphas, r, v): A(alpha) with f(x) = k(x, X[basis]) A."""
     alphas = check_alphas(alphas)
     n_threads = check_n_jobs(n_jobs)
     basis = np.asarray(basis_indices, dtype=np.int64)
@@ -616,9 +566,7 @@ def fit_basis(X, Y=None, *, group_index=None, normalized=False, graph=None, alph
     return _basis_coefficients(problem, kernel_spec, alphas, basis, n_threads)
 
 
-# ----------------------------------------------------------------------------------------------
-# Assembled systems (e.g. summed over the partitions of distributed data, fastrank.dask)
-# ----------------------------------------------------------------------------------------------
+# ---- Assembled systems (e.g. summed over the partitions of distributed data, fastrank.dask) --------
 
 def solve_assembled_primal(G, R, alphas):
     """(G + alpha I) W = R for every alpha with G = X^T L X, R = X^T L Y assembled by the caller
@@ -626,14 +574,11 @@ def solve_assembled_primal(G, R, alphas):
     for several, eq. 31); warns when ill-conditioned.  Returns (n_alphas, n, v)."""
     shifted = _core.solve_shifted_system_tridiag if alphas.size > 1 else _core.solve_shifted_system
     W, rcond = shifted(np.asfortranarray(G), np.asfortranarray(R), alphas)
-    _warn_if_ill_conditioned(rcond)
-    return _by_alpha(W, alphas.size)
+    return _checked(W, rcond, alphas.size)
 
 
 def solve_assembled_basis(H, g, KRR, alphas):
     """Subset-of-regressors coefficients (n_alphas, |R|, v) from assembled H = K_R^T L K_R and
     g = K_R^T L y: eq. 41's (H + alpha K_RR) a = g for every alpha through the one decomposition
     of eq. 42 that :func:`solve_basis` uses."""
-    coefs, _chol, _sigma = _core.sparse_rls_path_gram(np.asfortranarray(H), np.asfortranarray(g),
-                                                      np.asfortranarray(KRR), alphas)
-    return coefs
+    return _core.sparse_rls_path_gram(np.asfortranarray(H), np.asfortranarray(g), np.asfortranarray(KRR), alphas)[0]

@@ -25,10 +25,6 @@ class CsrParts(NamedTuple):
     indptr: np.ndarray
     shape: tuple
 
-    @property
-    def nnz(self):
-        return int(self.indptr[-1])
-
 
 def as_csr(X, name="X", *, n_features=None):
     """Validate a ``scipy.sparse`` matrix and return its CSR arrays (:class:`CsrParts`).
@@ -55,10 +51,8 @@ def as_csr(X, name="X", *, n_features=None):
     data = np.ascontiguousarray(data, dtype=np.float64)
     indices, indptr = X.indices, X.indptr
     if indices.dtype not in (np.int32, np.int64) or indptr.dtype != indices.dtype:
-        indices = indices.astype(np.int64)
-        indptr = indptr.astype(np.int64)
-    indices = np.ascontiguousarray(indices)
-    indptr = np.ascontiguousarray(indptr)
+        indices, indptr = indices.astype(np.int64), indptr.astype(np.int64)
+    indices, indptr = np.ascontiguousarray(indices), np.ascontiguousarray(indptr)
     if indptr.ndim != 1 or indptr.size != m + 1:
         raise ValueError(f"{name}.indptr must have {m + 1} entries, got {indptr.size}")
     if indptr[0] != 0:

@@ -351,36 +351,48 @@ IndexVector reduced_offsets(const GroupStructure& g) {
   return ro;
 }
 
-// Qs^T A (m' x c): for x = a group's part of a column, (H x)_i = x_i - (x_0 + sum(x) / sqrt(n)) /
-// (sqrt(n) + 1) for i = 1..n-1, times s_q.
-// Columns in fastrank's threads (Eigen only).
+// Qs^T x for one column x (m) into r (m'): for a group's part x of the column, (H x)_i = x_i -
+// (x_0 + sum(x) / sqrt(n)) / (sqrt(n) + 1) for i = 1..n-1, times s_q.
+void reflect_rows(const GroupStructure& g, const IndexVector& ro, VectorCRef x, double* r) {
+  for (Index q = 0; q < g.n_groups(); ++q) {
+    const Index o = g.offsets[q], n = g.group_size(q);
+    if (n < 2) continue;
+    const double rn = std::sqrt(static_cast<double>(n));
+    const auto xq = x.segment(o, n);
+    const double wx = (xq[0] + xq.sum() / rn) / (rn + 1.0), s = g.scale[q];
+    Eigen::Map<Vector>(r + ro[q], n - 1) = s * (xq.tail(n - 1).array() - wx).matrix();
+  }
+}
+
+// Qs^T A (m' x c), columns in fastrank's threads (Eigen only).
 Matrix reduce_rows(const GroupStructure& g, const IndexVector& ro, MatrixCRef A, int n_threads) {
   Matrix out(ro[g.n_groups()], A.cols());
   parallel_for(0, A.cols(), n_threads, 64, [&](Index lo, Index hi) {
-    for (Index c = lo; c < hi; ++c) {
-      for (Index q = 0; q < g.n_groups(); ++q) {
-        const Index o = g.offsets[q], n = g.group_size(q);
-        if (n < 2) continue;
-        const double rn = std::sqrt(static_cast<double>(n));
-        const auto x = A.col(c).segment(o, n);
-        const double wx = (x[0] + x.sum() / rn) / (rn + 1.0), s = g.scale[q];
-        out.col(c).segment(ro[q], n - 1) = s * (x.tail(n - 1).array() - wx).matrix();
-      }
-    }
+    for (Index c = lo; c < hi; ++c) reflect_rows(g, ro, A.col(c), out.col(c).data());
   });
   return out;
 }
 
-// A Qs (r x m'), the same reflection on columns, groups in fastrank's threads (Eigen only).
-Matrix reduce_cols(const GroupStructure& g, const IndexVector& ro, MatrixCRef A, int n_threads) {
-  Matrix out(A.rows(), ro[g.n_groups()]);
-  parallel_for(0, g.n_groups(), n_threads, 8, [&](Index lo, Index hi) {
+// Qs^T K Qs (m' x m') and K1 = [K 1_q] (m x n_groups) in one pass over K: each group's columns
+// are summed and reflected (K Qs, the row reflection applied to the group's columns) and each
+// reflected column's rows reflected at once, while it is in cache.  Groups in fastrank's threads
+// (Eigen only).
+Matrix reduce_kernel(const GroupStructure& g, const IndexVector& ro, MatrixCRef K, Matrix& K1, int n_threads) {
+  const Index m = K.rows(), ng = g.n_groups();
+  Matrix out(ro[ng], ro[ng]);
+  K1.resize(m, ng);
+  parallel_for(0, ng, n_threads, 4, [&](Index lo, Index hi) {
+    Vector col(m), wx(m);
     for (Index q = lo; q < hi; ++q) {
       const Index o = g.offsets[q], n = g.group_size(q);
+      K1.col(q) = K.middleCols(o, n).rowwise().sum();
       if (n < 2) continue;
       const double rn = std::sqrt(static_cast<double>(n)), s = g.scale[q];
-      const Vector wx = (A.col(o) + A.middleCols(o, n).rowwise().sum() / rn) / (rn + 1.0);
-      for (Index i = 1; i < n; ++i) out.col(ro[q] + i - 1) = s * (A.col(o + i) - wx);
+      wx = (K.col(o) + K1.col(q) / rn) / (rn + 1.0);
+      for (Index i = 1; i < n; ++i) {
+        col = s * (K.col(o + i) - wx);
+        reflect_rows(g, ro, col, out.col(ro[q] + i - 1).data());
+      }
     }
   });
   return out;
@@ -430,7 +442,8 @@ Matrix leave_group_out_path(MatrixCRef K, const GroupStructure& g, const Vector&
   const Index mr = ro[ng];
   // Qs^T K Qs = U diag(lambda) U^T (order m'), so on range(S) G_c = Q U diag(dinv) U^T Q^T with
   // dinv = 1 / (lambda + alpha).
-  Matrix U = reduce_rows(g, ro, reduce_cols(g, ro, K, n_threads), n_threads);
+  Matrix K1;  // K 1_q
+  Matrix U = reduce_kernel(g, ro, K, K1, n_threads);
   Vector lambda;
   lapack::syevd(U, lambda);
   Matrix dinv(mr, na);
@@ -438,8 +451,6 @@ Matrix leave_group_out_path(MatrixCRef K, const GroupStructure& g, const Vector&
     if (mr > 0 && lambda.minCoeff() + alphas[k] <= 0.0) not_pd("leave-group-out");
     dinv.col(k) = (lambda.array() + alphas[k]).inverse().matrix();
   }
-  Matrix K1(m, ng);  // K 1_q
-  for (Index q = 0; q < ng; ++q) K1.col(q) = K.middleCols(g.offsets[q], g.group_size(q)).rowwise().sum();
   Matrix Ut(mr, v), Us(mr, ng);  // U^T Q^T t and U^T Q^T S K 1_q (t = S y, Q^T S = diag(s) Q^T)
   lapack::gemm('T', 'N', 1.0, U, reduce_rows(g, ro, Y, 1), 0.0, Ut);
   lapack::gemm('T', 'N', 1.0, U, reduce_rows(g, ro, K1, n_threads), 0.0, Us);

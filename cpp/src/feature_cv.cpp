@@ -218,11 +218,12 @@ RowMatrix feature_leave_group_out(RowMatrixCRef Phi, RowMatrixCRef Y, IndexVecto
   const Matrix muw = mu.transpose() * w;  // ng x v
   Matrix nu = mu;                         // L^-1 mu_q
   lapack::trsm_lower_left('N', L, nu);
-  {  // Xs := Z^ = L^-1 X^ as GEMMs with the p x p inverse factor, a block of at least 4096 columns at
-     // a time (a product runs several times faster than the triangular solve over m columns)
+  {  // Xs := Z^ = L^-1 X^ as GEMMs with the p x p inverse factor, a block of columns at a time,
+     // copied out so that the product writes in place (a product runs several times faster than the
+     // triangular solve over m columns; a block of ~256 KB stays in cache while it is copied and used)
     Matrix Linv = Matrix::Identity(p, p);
     lapack::trsm_lower_left('N', L, Linv);
-    const Index nb = std::max<Index>(4096, 32768 / std::max<Index>(p, 1));  // few BLAS hand-overs
+    const Index nb = std::max<Index>(512, 32768 / std::max<Index>(p, 1));
     Matrix block(p, nb);
     for (Index lo = 0; lo < m; lo += nb) {
       const Index cols = std::min(nb, m - lo);

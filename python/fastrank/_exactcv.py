@@ -347,12 +347,14 @@ class FeatureRoute(_Route):
 
     def lpo(self, pairs, alpha):
         out = _holdout.feature_leave_pair_out(self.features, self.Y, self.codes, self.n_groups, alpha, pairs,
-                                              pair_weight=self.pair_weight, n_threads=self.n_threads)
+                                              pair_weight=self.pair_weight, n_threads=self.n_threads,
+                                              groups=self.groups)
         return np.asarray(out).reshape(pairs.shape[0], -1)
 
     def lpo_all_pairs(self, alpha):
         out = _holdout.feature_leave_all_pairs_out(self.features, self.Y, self.codes, self.n_groups, alpha,
-                                                   pair_weight=self.pair_weight, n_threads=self.n_threads)
+                                                   pair_weight=self.pair_weight, n_threads=self.n_threads,
+                                                   groups=self.groups)
         return out.reshape(out.shape[0], -1)
 
     def holdout(self, sets, alpha):
@@ -364,7 +366,8 @@ class FeatureRoute(_Route):
 
     def leave_group_out(self, alpha):
         out = _holdout.feature_leave_group_out(self.features, self.Y, self.codes, self.n_groups, alpha,
-                                               pair_weight=self.pair_weight, n_threads=self.n_threads)
+                                               pair_weight=self.pair_weight, n_threads=self.n_threads,
+                                               groups=self.groups)
         return np.asarray(out).reshape(self.m, -1)
 
 

@@ -162,15 +162,18 @@ def feature_holdout(Phi, Y, codes, n_groups, alpha, sets, *, normalized=False, p
     return [prob.predict_without(U, cache) for U in sets]
 
 
-def _grouping(codes, n_groups, m, normalized, pair_weight):
+def _grouping(codes, n_groups, m, normalized, pair_weight, groups=None):
     """The core's groups (order, offsets) of ``codes`` 0..n_groups-1 and the pair weight c_q of every
-    group."""
-    codes = np.asarray(codes, dtype=np.int64)
-    if codes.shape != (m,):
-        raise ValueError(f"codes must have one entry per row ({m}), got shape {codes.shape}")
-    gi = group_index(codes, m)
-    if not np.array_equal(gi.labels, np.arange(n_groups)):
-        raise ValueError(f"codes must name every group 0..{n_groups - 1} at least once")
+    group; ``groups``, the GroupIndex of ``codes`` when the caller has it, is used as it is (one encoding)."""
+    if groups is not None:
+        gi = groups
+    else:
+        codes = np.asarray(codes, dtype=np.int64)
+        if codes.shape != (m,):
+            raise ValueError(f"codes must have one entry per row ({m}), got shape {codes.shape}")
+        gi = group_index(codes, m)
+        if not np.array_equal(gi.labels, np.arange(n_groups)):
+            raise ValueError(f"codes must name every group 0..{n_groups - 1} at least once")
     order, offsets, sizes = gi.order, gi.offsets, gi.sizes
     if pair_weight is not None:
         weight = np.asarray(pair_weight, dtype=np.float64)
@@ -183,24 +186,25 @@ def _dense_rows(Phi):
     return np.ascontiguousarray(Phi.toarray() if sp.issparse(Phi) else Phi, dtype=np.float64)
 
 
-def feature_leave_group_out(Phi, Y, codes, n_groups, alpha, *, normalized=False, pair_weight=None, n_threads=1):
+def feature_leave_group_out(Phi, Y, codes, n_groups, alpha, *, normalized=False, pair_weight=None, n_threads=1,
+                            groups=None):
     """Leave-one-group-out predictions (m, v) in original row order: one Cholesky factor of the
     p x p system, then a rank-n_q (Woodbury) update per group in C++, O(m p^2 + sum_q n_q^2 p)
     (fastrank/feature_cv.hpp)."""
     Y = _check_y(Y, Phi.shape[0])
-    order, offsets, weight = _grouping(codes, n_groups, Phi.shape[0], normalized, pair_weight)
+    order, offsets, weight = _grouping(codes, n_groups, Phi.shape[0], normalized, pair_weight, groups)
     return _core.cv_feature_leave_group_out(_dense_rows(Phi), np.ascontiguousarray(Y), order, offsets, weight,
                                             float(alpha), int(n_threads))
 
 
 def feature_leave_pair_out(Phi, Y, codes, n_groups, alpha, pairs, *, normalized=False, pair_weight=None,
-                           n_threads=1):
+                           n_threads=1, groups=None):
     """Leave-pair-out predictions (n_pairs, 2, v): one p x p factor per group with pairs (the group
     scaled by (n_q - 2)/n_q), then O(v) per pair from the hat-matrix entries of its group, in C++
     (fastrank/feature_cv.hpp); pairs must lie in one group each (validated by the caller)."""
     Y = _check_y(Y, Phi.shape[0])
     m = Phi.shape[0]
-    order, offsets, weight = _grouping(codes, n_groups, m, normalized, pair_weight)
+    order, offsets, weight = _grouping(codes, n_groups, m, normalized, pair_weight, groups)
     pairs = np.ascontiguousarray(np.asarray(pairs, dtype=np.int64).reshape(-1, 2))
     if np.any(order != np.arange(m)):  # pair rows -> positions in group order
         position = np.empty(m, dtype=np.int64)
@@ -213,12 +217,13 @@ def feature_leave_pair_out(Phi, Y, codes, n_groups, alpha, pairs, *, normalized=
     return out.reshape(pairs.shape[0], 2, Y.shape[1])
 
 
-def feature_leave_all_pairs_out(Phi, Y, codes, n_groups, alpha, *, normalized=False, pair_weight=None, n_threads=1):
+def feature_leave_all_pairs_out(Phi, Y, codes, n_groups, alpha, *, normalized=False, pair_weight=None, n_threads=1,
+                                groups=None):
     """Leave-pair-out predictions (n_pairs, 2, v) of every pair of rows i < j inside each group, in
     lexicographic order, without listing the pairs: the hat block of a group a block of columns
     at a time and one vectorized loop per row's pairs, in C++ (fastrank/feature_cv.hpp)."""
     Y = _check_y(Y, Phi.shape[0])
-    order, offsets, weight = _grouping(codes, n_groups, Phi.shape[0], normalized, pair_weight)
+    order, offsets, weight = _grouping(codes, n_groups, Phi.shape[0], normalized, pair_weight, groups)
     out = _core.cv_feature_leave_all_pairs_out(_dense_rows(Phi), np.ascontiguousarray(Y), order, offsets, weight,
                                                float(alpha), int(n_threads))
     return out.reshape(-1, 2, Y.shape[1])

@@ -95,17 +95,9 @@ def main():
     # model carried from C to C) over one fit at the middle C (target <= 3x), and 13 cold fits --------
     Cs = args.C * np.logspace(-3, 3, 13)
 
-    def cpu_best(fn, repeat):
-        best_c = np.inf
-        for _ in range(repeat):
-            c0 = time.process_time()
-            fn()
-            best_c = min(best_c, time.process_time() - c0)
-        return best_c
-
-    c_one = cpu_best(lambda: SVRank(C=args.C, epsilon=args.epsilon, n_jobs=1).fit(X, y), 3)
-    c_path = cpu_best(lambda: fastrank.svrank_path(X, y, Cs, epsilon=args.epsilon, n_jobs=1), 2)
-    c_cold = cpu_best(lambda: [SVRank(C=C, epsilon=args.epsilon, n_jobs=1).fit(X, y) for C in Cs], 1)
+    c_one = best(lambda: SVRank(C=args.C, epsilon=args.epsilon, n_jobs=1).fit(X, y), 3, time.process_time)
+    c_path = best(lambda: fastrank.svrank_path(X, y, Cs, epsilon=args.epsilon, n_jobs=1), 2, time.process_time)
+    c_cold = best(lambda: [SVRank(C=C, epsilon=args.epsilon, n_jobs=1).fit(X, y) for C in Cs], 1, time.process_time)
     path = fastrank.svrank_path(X, y, Cs, epsilon=args.epsilon, n_jobs=1)
     print(f"svrank_path, 13 C, all pairs, 1 thread: CPU {c_path:.3f} s = {c_path / c_one:.2f} x one fit "
           f"({c_one:.3f} s; target <= 3); 13 cold fits {c_cold / c_one:.2f} x; planes per C "

@@ -170,6 +170,11 @@ class SVRank(KernelMixin, Ranker):
 
     def fit(self, X, y, groups=None):
         """Fit from real-valued scores ``y`` (m,), on all pairs or on pairs inside ``groups``."""
+        return self._fit(X, y, groups)
+
+    def _fit(self, X, y, groups=None, warm=None):
+        """``fit``; ``warm`` (linear kernel): a dict carrying a neighbouring C's solution and cut model
+        into the core and back (``svrank_path``)."""
         self._validate_params()
         C = check_alpha(self.C, "C")
         eps, tol, max_iter = float(self.epsilon), float(self.tol), int(self.max_iter)
@@ -194,7 +199,7 @@ class SVRank(KernelMixin, Ranker):
         elif spec.linear:
             with stage(f"SVRank cutting planes (linear, m={Xg.shape[0]})", verbose=self.verbose):
                 w, n_iter, converged, objective, lower, history = _core.svrank_linear(
-                    Xg, yg, *grouping, C, eps, tol, max_iter, n_threads, warm=getattr(self, "_path_warm", None))
+                    Xg, yg, *grouping, C, eps, tol, max_iter, n_threads, warm=warm)
             coef, dual, X_fit = w, None, None
         else:  # the squared cost also holds K's Cholesky factor and its row permutation
             check_dense_memory(X.shape[0], 3 if squared else 1,
@@ -276,11 +281,5 @@ def svrank_path(X, y, Cs, groups=None, *, verbose=0, **params):
     fitted = [None] * Cs.size
     warm = {}  # the solution and cut model, carried from C to C by the core
     for k in progress.iterate(np.argsort(Cs, kind="stable"), desc="svrank_path", unit="C", verbose=verbose):
-        est = SVRank(C=float(Cs[k]), **params)
-        est._path_warm = warm
-        try:
-            est.fit(X, y, groups)
-        finally:
-            del est._path_warm
-        fitted[k] = est
+        fitted[k] = SVRank(C=float(Cs[k]), **params)._fit(X, y, groups, warm=warm)
     return fitted

@@ -2,20 +2,10 @@
 Rastogi, 000 Sect. 2.6): leave-pair-out, leave-group-out, hold-out sets and k folds answered exactly (the predictions
 of the model retrained without the held-out rows) from one factorization of the training problem.
 
-* :class:`CVSpec` -- the model, built and validated by the estimator (``RankRLS._cv_spec()``, ``MPRank._cv_spec()``).
-* One route object per method (the first three share :class:`_Route`):
-
-  - :class:`DualRoute` -- the kernel in group order with the Cholesky factor of ``S K S + alpha I`` (one alpha,
-    accurate at any alpha) or the spectral factor ``S K S = V diag(sigma) V^T`` shared by every alpha (rank-n, from
-    ``(S X)^T (S X)``, for the linear kernel with n < m);
-  - :class:`FeatureRoute` -- finite feature maps (linear kernel with n < m; subset of regressors, eq. 41): p x p
-    systems through :mod:`fastrank._holdout`, no m x m matrix;
-  - :class:`TieExcludedRoute` -- ``exclude_ties=True``: one LU factor of ``L K + alpha I``, a Woodbury update per
-    touched group;
-  - :class:`PreferenceRoute` -- an explicit preference graph (eq. 33 in its general form).
-
-* :class:`HoldoutEngine` -- the route policy: which route answers which question at which sizes, and MPRank's fixed
-  C (alpha = m_train^2 / (2 C) follows the training size)."""
+:class:`CVSpec` is the model, built and validated by the estimator (``RankRLS._cv_spec()``, ``MPRank._cv_spec()``);
+one route object per method (:class:`DualRoute`, :class:`FeatureRoute`, :class:`TieExcludedRoute` on one base;
+:class:`PreferenceRoute`); :class:`HoldoutEngine` is the route policy and MPRank's fixed C.  The routes, the policy and
+their derivations: docs/design/exact-cv.md."""
 
 from __future__ import annotations
 
@@ -41,8 +31,7 @@ __all__ = ["CVSpec", "spec_of", "HoldoutEngine", "engine_for", "resolve_folds", 
 
 _SOLVERS = ("auto", "dual", "primal")
 # Grids of more alphas than this share one spectral factor of S K S (one m x m product per alpha); smaller grids factor
-# S K S + alpha I by Cholesky per alpha (no eigendecomposition, accurate at any alpha).  Measured crossover: ~33 alphas
-# at m = 2000.
+# S K S + alpha I by Cholesky per alpha (accurate at any alpha).  Measured crossover: ~33 alphas at m = 2000.
 SHARED_FACTOR_MIN_ALPHAS = 30
 
 
@@ -140,9 +129,12 @@ def _kernel_in_group_order(problem, kspec, Xg, n_threads, verbose):
         if kspec.precomputed:
             Kg = gi.take(gi.take(X, 0), 1)
             return np.asfortranarray(0.5 * (Kg + Kg.T))
-        if issparse(Xg):
-            return kernel_block(kspec, Xg, Xg, n_threads)  # sparse products
-        return kspec.train(np.ascontiguousarray(Xg), n_threads)
+        return _kernel_matrix(kspec, Xg, n_threads)
+
+
+def _kernel_matrix(kspec, X, n_threads):
+    """K(X, X) of a computed kernel (sparse products for sparse X)."""
+    return kernel_block(kspec, X, X, n_threads) if issparse(X) else kspec.train(np.ascontiguousarray(X), n_threads)
 
 
 class _OnProblem:
@@ -159,11 +151,8 @@ class _Route(_OnProblem):
     """What every route shares: the problem, its rows in group order and the thread count."""
 
     def __init__(self, engine):
-        self.problem = engine.problem
-        self.kspec = engine.kspec
-        self.n_threads = engine.n_threads
-        self.verbose = engine.verbose
-        self.Xg = engine.Xg
+        for name in ("problem", "kspec", "n_threads", "verbose", "Xg"):
+            setattr(self, name, getattr(engine, name))
 
 
 class DualRoute(_Route):
@@ -206,9 +195,8 @@ class DualRoute(_Route):
     def uses_cholesky(self, alpha):
         """Whether one alpha's leave-pair-out / leave-group-out comes from the Cholesky factor of S K S + alpha I
         (accurate at any alpha) rather than the spectral one: always unless a spectral factor exists (a grid shares
-        it), and then below alpha = 1e-4 sigma_max, where the spectral pair formula cancels digits.  (For one alpha
-        Cholesky beats even the linear rank-n factor, 0.36 s against 0.41 s at m = 2000, n = 50: both need the m x m
-        kernel for the pairs.)"""
+        it), and then below alpha = 1e-4 sigma_max, where the spectral pair formula cancels digits (measurements:
+        docs/design/exact-cv.md)."""
         if self._V is None:
             return True
         _, sigma = self.decompose()
@@ -247,38 +235,27 @@ class DualRoute(_Route):
                 self._P = _core.cv_ksv(self.K, *self.group_args, V)
         return self._P
 
-    @_in_region
-    def lpo(self, pairs, alpha):
-        """(n_pairs, 2 * v) held-out predictions (Lemma 2, eqs. 34-39)."""
-        if self.uses_cholesky(alpha):
-            if not self.grouped:
-                return _core.cv_object_lpo_inverse(self.K, self.c, alpha, self.Yg, pairs, self.n_threads)
-            pg = np.ascontiguousarray(self.groups.inverse[pairs])
-            return _core.cv_query_lpo_inverse(self.K, *self.group_args, alpha, self.Yg, pg, self.n_threads)
-        V, sigma = self.decompose()
-        if not self.grouped:
-            M, mu, h = _core.cv_object_prepare(self.K, V, sigma, self.c, alpha, self.Yg)
-            return _core.cv_object_lpo_pairs(M, mu, h, self.Yg, self.c, pairs, self.n_threads)
-        pg = np.ascontiguousarray(self.groups.inverse[pairs])
-        return _core.cv_query_lpo(self.P(), V, sigma, *self.group_args, alpha, self.Yg, pg, self.n_threads)
+    # the pair kernels of _core (Cholesky object, Cholesky query, spectral object, spectral query): predictions, or
+    # their disagreement accumulated in C++ threads without materialising the (n_pairs, 2, v) predictions
+    _LPO = {False: ("cv_object_lpo_inverse", "cv_query_lpo_inverse", "cv_object_lpo_pairs", "cv_query_lpo"),
+            True: ("cv_object_lpo_inverse_disagreement", "cv_query_lpo_inverse_disagreement",
+                   "cv_object_lpo_disagreement", "cv_query_lpo_disagreement")}
 
     @_in_region
-    def lpo_disagreement(self, pairs, alpha):
-        """Pairwise disagreement of the LPO predictions per output column, accumulated in C++ threads without
-        materialising the (n_pairs, 2, v) predictions."""
+    def lpo(self, pairs, alpha, disagreement=False):
+        """(n_pairs, 2 * v) held-out predictions (Lemma 2, eqs. 34-39), or with ``disagreement`` their pairwise
+        disagreement per output column."""
+        chol_object, chol_query, spectral_object, spectral_query = (getattr(_core, f) for f in self._LPO[disagreement])
+        pg = np.ascontiguousarray(self.groups.inverse[pairs]) if self.grouped else None
         if self.uses_cholesky(alpha):
             if not self.grouped:
-                return _core.cv_object_lpo_inverse_disagreement(self.K, self.c, alpha, self.Yg, pairs, self.n_threads)
-            pg = np.ascontiguousarray(self.groups.inverse[pairs])
-            return _core.cv_query_lpo_inverse_disagreement(self.K, *self.group_args, alpha, self.Yg, pg,
-                                                           self.n_threads)
+                return chol_object(self.K, self.c, alpha, self.Yg, pairs, self.n_threads)
+            return chol_query(self.K, *self.group_args, alpha, self.Yg, pg, self.n_threads)
         V, sigma = self.decompose()
         if not self.grouped:
             M, mu, h = _core.cv_object_prepare(self.K, V, sigma, self.c, alpha, self.Yg)
-            return _core.cv_object_lpo_disagreement(M, mu, h, self.Yg, self.c, pairs, self.n_threads)
-        pg = np.ascontiguousarray(self.groups.inverse[pairs])
-        return _core.cv_query_lpo_disagreement(self.P(), V, sigma, *self.group_args, alpha, self.Yg, pg,
-                                               self.n_threads)
+            return spectral_object(M, mu, h, self.Yg, self.c, pairs, self.n_threads)
+        return spectral_query(self.P(), V, sigma, *self.group_args, alpha, self.Yg, pg, self.n_threads)
 
     @_in_region
     def holdout(self, sets, alpha):
@@ -340,35 +317,24 @@ class FeatureRoute(_Route):
 
     def __init__(self, engine, features):
         super().__init__(engine)
-        self.features = features
-        self.codes = self.groups.codes
-        self.n_groups = self.groups.n_groups
-        self.pair_weight = self.problem.pair_weight()
+        self.args = (features, self.Y, self.groups.codes, self.groups.n_groups)
+        self.kwargs = dict(pair_weight=self.problem.pair_weight(), n_threads=self.n_threads, groups=self.groups)
 
     def lpo(self, pairs, alpha):
-        out = _holdout.feature_leave_pair_out(self.features, self.Y, self.codes, self.n_groups, alpha, pairs,
-                                              pair_weight=self.pair_weight, n_threads=self.n_threads,
-                                              groups=self.groups)
-        return np.asarray(out).reshape(pairs.shape[0], -1)
+        return _holdout.feature_leave_pair_out(*self.args, alpha, pairs, **self.kwargs).reshape(pairs.shape[0], -1)
 
     def lpo_all_pairs(self, alpha):
-        out = _holdout.feature_leave_all_pairs_out(self.features, self.Y, self.codes, self.n_groups, alpha,
-                                                   pair_weight=self.pair_weight, n_threads=self.n_threads,
-                                                   groups=self.groups)
+        out = _holdout.feature_leave_all_pairs_out(*self.args, alpha, **self.kwargs)
         return out.reshape(out.shape[0], -1)
 
     def holdout(self, sets, alpha):
-        outs = _holdout.feature_holdout(self.features, self.Y, self.codes, self.n_groups, alpha, sets,
-                                        pair_weight=self.pair_weight)
         if not sets:
             return np.zeros((0, self.Y.shape[1]))
+        outs = _holdout.feature_holdout(*self.args, alpha, sets, pair_weight=self.kwargs["pair_weight"])
         return np.concatenate([np.asarray(o).reshape(len(s), -1) for o, s in zip(outs, sets)])
 
     def leave_group_out(self, alpha):
-        out = _holdout.feature_leave_group_out(self.features, self.Y, self.codes, self.n_groups, alpha,
-                                               pair_weight=self.pair_weight, n_threads=self.n_threads,
-                                               groups=self.groups)
-        return np.asarray(out).reshape(self.m, -1)
+        return _holdout.feature_leave_group_out(*self.args, alpha, **self.kwargs).reshape(self.m, -1)
 
 
 class TieExcludedRoute(_Route):
@@ -592,13 +558,8 @@ def _pair_disagreement(pred, Y, pairs):
 
 
 class HoldoutEngine(_OnProblem):
-    """The route policy: one training problem, the routes answering its hold-out questions, and the alpha each
-    retrained model uses.
-
-    * ``exclude_ties`` -> :class:`TieExcludedRoute`; a feature map (``basis_vectors``, or the linear kernel with
-      n_features < m and solver not "dual") -> :class:`FeatureRoute`; both for every question;
-    * otherwise :class:`DualRoute`: Cholesky per alpha for pairs and leave-group-out until a spectral factor exists
-      (:meth:`decompose`, done for grids of many alphas), the spectral factor for hold-out sets.
+    """The route policy (:meth:`_route`: a feature map, ``exclude_ties`` or the dense :class:`DualRoute`, which takes
+    one Cholesky factor per alpha until a spectral factor exists, :meth:`decompose`) on one training problem.
 
     Without an explicit alpha a hold-out retrains as the estimator's ``fit`` would on the training part: RankRLS
     keeps alpha; MPRank keeps C, so alpha = m_train^2 / (2 C) (Cortes et al. eq. 17: MPRank on m - |U| points)."""
@@ -687,12 +648,8 @@ class HoldoutEngine(_OnProblem):
             check_dense_memory(self.m, 2, "list of all leave-pair-out pairs (m (m - 1) / 2 index pairs)")
             i, j = np.triu_indices(self.m, 1)
             return np.ascontiguousarray(np.stack([i, j], axis=1).astype(np.int64, copy=False))
-        gi = self.groups
         chunks = []
-        for q in range(gi.n_groups):
-            members = np.sort(gi.order[gi.offsets[q]:gi.offsets[q + 1]])
-            if members.size < 2:
-                continue
+        for members in self.group_sets():
             a, b = np.triu_indices(members.size, 1)
             chunks.append(np.stack([members[a], members[b]], axis=1))
         if not chunks:
@@ -724,29 +681,36 @@ class HoldoutEngine(_OnProblem):
                                      "groups; leave-pair-out with groups holds out pairs of one group")
         return pairs
 
-    def check_pairs_leave_training(self, pairs):
-        """Holding out a pair must leave at least one training pair."""
-        if pairs.shape[0] == 0:
+    def check_pairs_leave_training(self, pairs=None):
+        """Holding out a pair must leave at least one training pair (``pairs=None``: the default pairs, by their groups'
+        sizes; not with exclude_ties)."""
+        if pairs is not None and pairs.shape[0] == 0:
             return
-        i, j = pairs[:, 0], pairs[:, 1]
-        # one group: every pair has n = m (no per-pair lookup over all m^2 / 2 pairs)
-        n = self.groups.sizes[self.groups.codes[i]].astype(np.float64) if self.grouped or self.problem.exclude_ties \
-            else np.array([float(self.m)])
-        if self.problem.exclude_ties:  # the edges of i and j: their partners outside their tie cells
-            cells = self.problem.cells
-            ci, cj = cells.codes[i], cells.codes[j]
-            removed = (n - cells.sizes[ci]) + (n - cells.sizes[cj]) - (ci != cj)
+        if pairs is None or not (self.grouped or self.problem.exclude_ties):
+            removed = 2 * self._pair_group_sizes() - 3  # one group: every pair has n = m (no per-pair lookup)
         else:
+            i, j = pairs[:, 0], pairs[:, 1]
+            n = self.groups.sizes[self.groups.codes[i]].astype(np.float64)
             removed = 2 * n - 3
+            if self.problem.exclude_ties:  # the edges of i and j: their partners outside their tie cells
+                cells = self.problem.cells
+                ci, cj = cells.codes[i], cells.codes[j]
+                removed = (n - cells.sizes[ci]) + (n - cells.sizes[cj]) - (ci != cj)
         if np.any(self.problem.n_relevant_pairs() - removed <= 0.5):
             raise ValueError("holding out a pair leaves no training pairs (every training pair touches it)")
 
+    def shaped(self, out):
+        """``out`` without its last axis (the outputs) when y is 1-D."""
+        return out[..., 0] if self.one_d else out
+
+    def _lpo_alpha(self, alpha):
+        return self.alpha_for(self.m - 2) if alpha is None else alpha
+
     def lpo(self, pairs, alpha=None):
         """(n_pairs, 2) or (n_pairs, 2, v) held-out predictions (Lemma 2, eqs. 34-39)."""
-        alpha = self.alpha_for(self.m - 2) if alpha is None else alpha
         pairs = np.ascontiguousarray(pairs, dtype=np.int64)
-        out = self._route().lpo(pairs, alpha).reshape(pairs.shape[0], 2, self.Y.shape[1])
-        return out[:, :, 0] if self.one_d else out
+        out = self._route().lpo(pairs, self._lpo_alpha(alpha))
+        return self.shaped(out.reshape(pairs.shape[0], 2, self.Y.shape[1]))
 
     def _pair_group_sizes(self):
         gi = self.groups
@@ -760,26 +724,20 @@ class HoldoutEngine(_OnProblem):
     def lpo_all_pairs(self, alpha=None):
         """:meth:`lpo` of :meth:`default_pairs` (with their check that a training pair remains); feature
         maps never list the pairs (the C++ loop generates them), other routes take the listed pairs."""
-        if self.spec.exclude_ties or self.features is None:
-            pairs = self.default_pairs()
-            self.check_pairs_leave_training(pairs)
+        pairs = None if self.features is not None and not self.spec.exclude_ties else self.default_pairs()
+        self.check_pairs_leave_training(pairs)
+        if pairs is not None:
             return self.lpo(pairs, alpha)
-        n = self._pair_group_sizes()
         n_pairs = self.n_default_pairs()
-        if n_pairs and np.any(self.problem.n_relevant_pairs() - (2 * n - 3) <= 0.5):
-            raise ValueError("holding out a pair leaves no training pairs (every training pair touches it)")
         check_dense_memory(n_pairs, 1, "array of all leave-pair-out pairs' predictions", n_cols=2 * self.Y.shape[1])
-        alpha = self.alpha_for(self.m - 2) if alpha is None else alpha
-        out = self.feature.lpo_all_pairs(alpha).reshape(n_pairs, 2, self.Y.shape[1])
-        return out[:, :, 0] if self.one_d else out
+        return self.shaped(self.feature.lpo_all_pairs(self._lpo_alpha(alpha)).reshape(n_pairs, 2, self.Y.shape[1]))
 
     def lpo_disagreement(self, pairs, alpha=None):
         """Pairwise disagreement of the leave-pair-out predictions per output column."""
-        alpha = self.alpha_for(self.m - 2) if alpha is None else alpha
-        pairs = np.ascontiguousarray(pairs, dtype=np.int64)
+        alpha, pairs = self._lpo_alpha(alpha), np.ascontiguousarray(pairs, dtype=np.int64)
         route = self._route()
         if route is self.dual:
-            return route.lpo_disagreement(pairs, alpha)
+            return route.lpo(pairs, alpha, disagreement=True)
         return _pair_disagreement(route.lpo(pairs, alpha), self.Y, pairs)
 
     # ---- hold-out sets -----------------------------------------------------------------------------
@@ -909,10 +867,7 @@ class PreferenceRoute:
         g, m = self.problem.graph, self.problem.m
         check_dense_memory(m, self.DENSE_MATRICES, "kernel matrix and the LU factor of L K + alpha I")
         X = self.problem.X
-        if self.kspec.precomputed:
-            K = np.asarray(X, dtype=np.float64)
-        else:
-            K = kernel_block(self.kspec, X, X, self.n_threads) if issparse(X) else self.kspec.train(X, self.n_threads)
+        K = np.asarray(X, dtype=np.float64) if self.kspec.precomputed else _kernel_matrix(self.kspec, X, self.n_threads)
         LK = _graph_laplacian(g, m) @ K
         LK[np.diag_indices(m)] += alpha
         lu = lu_factor(LK, overwrite_a=True, check_finite=False)

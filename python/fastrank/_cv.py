@@ -19,12 +19,11 @@ __all__ = ["RankRLSCV", "MPRankCV"]
 
 
 def holdout_score(pred, Y, sets, codes, scoring):
-    """The cross-validation score of hold-out predictions, averaged over outputs: the measure of
-    each hold-out unit -- the rows of one set inside one query group (codes=None: the whole set),
-    which one trained model ranks -- with every unit weighing the same, ``measure(y, pred,
-    groups=unit)``.  For folds of whole queries the units are the queries; predictions of different
-    models are never compared; units where the measure is undefined are skipped, as the measures
-    skip such groups."""
+    """The cross-validation score of hold-out predictions, averaged over outputs: the measure of each hold-out unit --
+    the rows of one set inside one query group (codes=None: the whole set), which one trained model ranks -- with every
+    unit weighing the same, ``measure(y, pred, groups=unit)``.  For folds of whole queries the units are the queries;
+    predictions of different models are never compared; units where the measure is undefined are skipped, as the
+    measures skip such groups."""
     scoring = _check_scoring(scoring) if isinstance(scoring, str) else scoring
     rows = np.concatenate(sets)
     unit = np.repeat(np.arange(len(sets), dtype=np.int64), [len(s) for s in sets])
@@ -34,9 +33,9 @@ def holdout_score(pred, Y, sets, codes, scoring):
 
 
 def _check_scoring(scoring):
-    """None ("auc"), a measure name of the table (:func:`fastrank.metrics.measure_names`, e.g.
-    "ndcg@10"), a scorer of :func:`fastrank.metrics.make_ranking_scorer` or a callable; returns a
-    :class:`fastrank.metrics.Measure` or a callable (y, pred, groups) -> higher is better."""
+    """None ("auc"), a measure name of the table (:func:`fastrank.metrics.measure_names`, e.g. "ndcg@10"), a scorer of
+    :func:`fastrank.metrics.make_ranking_scorer` or a callable; returns a :class:`fastrank.metrics.Measure` or a
+    callable (y, pred, groups) -> higher is better."""
     if scoring is None:
         return get_measure("auc")
     if isinstance(scoring, RankingScorer):
@@ -56,42 +55,60 @@ def _check_scoring(scoring):
 
 def _lpo_pairs(engine):
     """The default pairs of a leave-pair-out, checked to leave training pairs."""
-    pairs = engine.default_pairs()
+    pairs = engine.training_pairs()
     if pairs.shape[0] == 0:
         raise ValueError("no pairs to leave out (every group has fewer than two members)")
-    engine.check_pairs_leave_training(pairs)
     return pairs
 
 
+class _ExactCVSearch(KernelMixin, Ranker):
+    """A parameter grid scored by exact cross-validation, then the best model solved from the same factorization."""
+
+    def _keep_best(self, engine, base, name, grid, scores, what, greater_is_better=False):
+        """Keep the best value of ``grid`` as ``<name>_``, its score and ``base`` at it, solved from ``engine``."""
+        if not np.all(np.isfinite(scores)):
+            raise ValueError(f"{what} is not finite for {name} in {grid[~np.isfinite(scores)]}")
+        best = int(np.argmax(scores)) if greater_is_better else int(np.argmin(scores))
+        setattr(self, name + "_", float(grid[best]))
+        self.best_score_ = float(scores[best])
+        model = base.set_params(**{name: float(grid[best])})
+        self.best_estimator_ = model._apply_engine_fit(engine, model._cv_spec().alpha_for(engine.m))
+        self.n_features_in_ = getattr(self.best_estimator_, "n_features_in_", None)
+        return best
+
+    def predict(self, X):
+        """Scores of the best model (higher ranks higher)."""
+        check_is_fitted(self, "best_estimator_")
+        return self.best_estimator_.predict(X)
+
+
 @register_estimator
-class RankRLSCV(KernelMixin, Ranker):
+class RankRLSCV(_ExactCVSearch):
     """RankRLS with ``alpha`` chosen by exact fast cross-validation, then solved on all data.
 
-    One eigendecomposition of ``S K S`` is shared by every alpha; each extra alpha costs one m x m
-    product (object leave-pair-out: the paper's Q of eq. 39) or O(m sum n_q^2) (groups) plus the
-    hold-out phase -- never a refactorisation (004 Section 3.2 with Sections 3.3-3.4).
+    One eigendecomposition of ``S K S`` is shared by every alpha; each extra alpha costs one m x m product (object
+    leave-pair-out: the paper's Q of eq. 39) or O(m sum n_q^2) (groups) plus the hold-out phase -- never a
+    refactorisation (004 Section 3.2 with Sections 3.3-3.4).
 
     Parameters
     ----------
     alphas : array-like of float > 0, default=np.logspace(-3, 3, 13)
     cv : None, "lpo", "lgo", int, (m,) fold labels, sequence of index arrays, or a splitter
-        None (default): leave-one-group-out with ``groups`` (judged on unseen queries), else
-        leave-pair-out.  "lpo": leave-pair-out over all pairs (with ``groups``: pairs inside a group,
-        the rest of the group still trained on -- optimistic for new queries); "lgo":
-        leave-one-group-out (needs ``groups``); an int k: k folds (whole groups with ``groups``); a
-        scikit-learn splitter (e.g. ``GroupKFold``): its test folds, given ``groups``.
+        None (default): leave-one-group-out with ``groups`` (judged on unseen queries), else leave-pair-out.  "lpo":
+        leave-pair-out over all pairs (with ``groups``: pairs inside a group, the rest of the group still trained on --
+        optimistic for new queries); "lgo": leave-one-group-out (needs ``groups``); an int k: k folds (whole groups with
+        ``groups``); a scikit-learn splitter (e.g. ``GroupKFold``): its test folds, given ``groups``.
     scoring : a measure name, a scorer, a callable or None
-        Any name of :func:`fastrank.metrics.measure_names` ("auc", the default, = 1 - pairwise
-        disagreement with tied predictions 1/2; "disagreement", "ndcg@10", "map", "err@5", ...),
-        minimised or maximised as the table says; "lpo" scores held-out pairs and takes "auc" or
-        "disagreement" only (the pooled LPO-AUC).  Hold-out sets are scored by
-        :func:`holdout_score`.  A scorer of :func:`fastrank.metrics.make_ranking_scorer` (the same
-        scores as the name; losses negated) or a callable ``scoring(y_true, y_pred, groups)``
-        (higher is better) gets the targets and hold-out predictions with each row's unit as groups.
+        Any name of :func:`fastrank.metrics.measure_names` ("auc", the default, = 1 - pairwise disagreement with tied
+        predictions 1/2; "disagreement", "ndcg@10", "map", "err@5", ...), minimised or maximised as the table says;
+        "lpo" scores held-out pairs and takes "auc" or "disagreement" only (the pooled LPO-AUC).  Hold-out sets are
+        scored by :func:`holdout_score`.  A scorer of :func:`fastrank.metrics.make_ranking_scorer` (the same scores as
+        the name; losses negated) or a callable ``scoring(y_true, y_pred, groups)`` (higher is better) gets the targets
+        and hold-out predictions with each row's unit as groups.
     %(kernel)s %(gamma)s %(degree)s %(coef0)s %(group_weighting)s %(exclude_ties)s
-        Every alpha is then scored through one LU factor of ``L K + alpha I`` and a Woodbury
-        update per touched group (O(m^2 n_q) per group, O(n_q^3) per hold-out set, O(n_q) per
-        held-out pair; no spectral factor is shared across alphas).
+        Every alpha is then scored through one LU factor of ``L K + alpha I`` and a Woodbury update per touched group
+        (O(m^2 n_q) per group, O(n_q^3) per hold-out set, O(n_q) per held-out pair; no spectral factor is shared across
+        alphas).
     %(n_jobs)s
     store_cv_predictions : bool, default=True
         Keep the cross-validated predictions of the chosen alpha (``cv_predictions_``).
@@ -105,14 +122,12 @@ class RankRLSCV(KernelMixin, Ranker):
         The model on all data at ``alpha_``, solved from the factorization the scores used (no refit).
     cv_results_ : dict with "alphas" and "scores" (one per alpha), "scoring" and "cv" (the scheme).
     cv_predictions_ : ndarray
-        Hold-out schemes: (m,) or (m, v) predictions of each row by the model trained without its
-        fold (NaN for rows in no fold); "lpo": (n_pairs, 2[, v]) held-out pair predictions, with
-        the pairs in ``cv_pairs_``.
+        Hold-out schemes: (m,) or (m, v) predictions of each row by the model trained without its fold (NaN for rows in
+        no fold); "lpo": (n_pairs, 2[, v]) held-out pair predictions, with the pairs in ``cv_pairs_``.
     """
 
-    def __init__(self, alphas=None, *, cv=None, scoring=None, kernel="linear", gamma=None, degree=3,
-                 coef0=1.0, group_weighting="unweighted", exclude_ties=False, n_jobs=None, store_cv_predictions=True,
-                 verbose=0):
+    def __init__(self, alphas=None, *, cv=None, scoring=None, kernel="linear", gamma=None, degree=3, coef0=1.0,
+                 group_weighting="unweighted", exclude_ties=False, n_jobs=None, store_cv_predictions=True, verbose=0):
         self._store_params(locals())
 
     def _base(self):
@@ -126,8 +141,8 @@ class RankRLSCV(KernelMixin, Ranker):
     def fit(self, X, y, groups=None):
         """Score every alpha by exact cross-validation, keep the best, solve on all data.
 
-        ``groups`` (one id per row) restricts the pairs to queries and, with the default
-        ``cv=None``, makes the estimate leave-one-query-out."""
+        ``groups`` (one id per row) restricts the pairs to queries and, with the default ``cv=None``, makes the estimate
+        leave-one-query-out."""
         alphas = check_alphas(np.logspace(-3, 3, 13) if self.alphas is None else self.alphas)
         scoring = _check_scoring(self.scoring)
         base = self._base()
@@ -171,12 +186,8 @@ class RankRLSCV(KernelMixin, Ranker):
             codes = prob.groups.codes if groups is not None else None
             for k in bar:
                 scores[k] = holdout_score(predictions(k), prob.Y, sets, codes, scoring)
-        if not np.all(np.isfinite(scores)):
-            raise ValueError(f"the cross-validation score is not finite for alpha in {alphas[~np.isfinite(scores)]}")
         greater_is_better = scoring.greater_is_better if isinstance(scoring, Measure) else True
-        best = int(np.argmax(scores)) if greater_is_better else int(np.argmin(scores))
-        self.alpha_ = float(alphas[best])
-        self.best_score_ = float(scores[best])
+        best = self._keep_best(prob, base, "alpha", alphas, scores, "the cross-validation score", greater_is_better)
         name = scoring.name if isinstance(scoring, Measure) else getattr(scoring, "__name__", "callable")
         scheme = cv if isinstance(cv, str) else type(cv).__name__
         self.cv_results_ = {"alphas": alphas.copy(), "scores": scores, "scoring": name, "cv": scheme}
@@ -184,28 +195,20 @@ class RankRLSCV(KernelMixin, Ranker):
             self.cv_pairs_ = pairs
             self.cv_predictions_ = prob.lpo(pairs, self.alpha_)
         elif self.store_cv_predictions:
-            pred = predictions(best)
-            self.cv_predictions_ = pred[:, 0] if prob.one_d else pred
-        self.best_estimator_ = base.set_params(alpha=self.alpha_)._apply_engine_fit(prob, self.alpha_)
-        self.n_features_in_ = getattr(self.best_estimator_, "n_features_in_", None)
+            self.cv_predictions_ = prob.shaped(predictions(best))
         return self
-
-    def predict(self, X):
-        """Scores of the best model (higher ranks higher)."""
-        check_is_fitted(self, "best_estimator_")
-        return self.best_estimator_.predict(X)
 
 
 @register_estimator
-class MPRankCV(KernelMixin, Ranker):
-    """MPRank with ``C`` chosen by the exact leave-one-out of Cortes, Mohri & Rastogi (000 Sect.
-    2.6), then solved on all data from the same factorization.
+class MPRankCV(_ExactCVSearch):
+    """MPRank with ``C`` chosen by the exact leave-one-out of Cortes, Mohri & Rastogi (000 Sect. 2.6), then solved on
+    all data from the same factorization.
 
-    Eq. 17 holds out every pair (x_i, x_j), i != j, retrains MPRank at the same C on the other
-    m - 2 points (alpha = (m - 2)^2 / (2 C)) and averages the cost [(h_ij(x_j) - y_j) - (h_ij(x_i)
-    - y_i)]^2: each C is one alpha of the RankRLS leave-pair-out (004 Lemma 2), O(1) per pair after
-    the factorization (one spectral factor shared by a grid of more than 30 values of C, else one
-    Cholesky factor per C).  With ``groups`` the pairs (and MPRank's double sum) run inside groups.
+    Eq. 17 holds out every pair (x_i, x_j), i != j, retrains MPRank at the same C on the other m - 2 points (alpha = (m
+    - 2)^2 / (2 C)) and averages the cost [(h_ij(x_j) - y_j) - (h_ij(x_i) - y_i)]^2: each C is one alpha of the RankRLS
+    leave-pair-out (004 Lemma 2), O(1) per pair after the factorization (one spectral factor shared by a grid of more
+    than 30 values of C, else one Cholesky factor per C).  With ``groups`` the pairs (and MPRank's double sum) run
+    inside groups.
 
     Parameters
     ----------
@@ -228,8 +231,7 @@ class MPRankCV(KernelMixin, Ranker):
     _multi_output = True  # y (m, v): the cost summed over outputs, C shared
 
     def fit(self, X, y, groups=None):
-        """Score every C by the exact leave-one-out error (000 eq. 17), keep the smallest, solve on
-        all data."""
+        """Score every C by the exact leave-one-out error (000 eq. 17), keep the smallest, solve on all data."""
         Cs = check_alphas(np.logspace(-3, 3, 13) if self.Cs is None else self.Cs, "Cs")
         base = self._base()
         check_features(X, precomputed=self._precomputed(), min_rows=3)  # MPRank takes dense X only
@@ -243,17 +245,6 @@ class MPRankCV(KernelMixin, Ranker):
         for k in progress.iterate(range(Cs.size), desc="MPRankCV", unit="C", verbose=self.verbose):
             P = prob.lpo(pairs, n_train * n_train / (2.0 * float(Cs[k]))).reshape(pairs.shape[0], 2, -1)
             loo[k] = float(np.mean(np.sum((P[:, 1] - P[:, 0] - dy) ** 2, axis=1)))
-        if not np.all(np.isfinite(loo)):
-            raise ValueError(f"the leave-one-out error is not finite for C in {Cs[~np.isfinite(loo)]}")
-        best = int(np.argmin(loo))
-        self.C_ = float(Cs[best])
-        self.best_score_ = float(loo[best])
+        self._keep_best(prob, base, "C", Cs, loo, "the leave-one-out error")
         self.cv_results_ = {"Cs": Cs.copy(), "loo": loo}
-        self.best_estimator_ = base.set_params(C=self.C_)._apply_engine_fit(prob, prob.m * prob.m / (2.0 * self.C_))
-        self.n_features_in_ = self.best_estimator_.n_features_in_
         return self
-
-    def predict(self, X):
-        """Scores of the best model (higher ranks higher)."""
-        check_is_fitted(self, "best_estimator_")
-        return self.best_estimator_.predict(X)

@@ -681,6 +681,12 @@ class HoldoutEngine(_OnProblem):
                                      "groups; leave-pair-out with groups holds out pairs of one group")
         return pairs
 
+    def training_pairs(self, pairs=None):
+        """``pairs`` checked (:meth:`check_pairs`; default :meth:`default_pairs`), each leaving a training pair."""
+        pairs = self.default_pairs() if pairs is None else self.check_pairs(pairs)
+        self.check_pairs_leave_training(pairs)
+        return pairs
+
     def check_pairs_leave_training(self, pairs=None):
         """Holding out a pair must leave at least one training pair (``pairs=None``: the default pairs, by their groups'
         sizes; not with exclude_ties)."""
@@ -724,10 +730,9 @@ class HoldoutEngine(_OnProblem):
     def lpo_all_pairs(self, alpha=None):
         """:meth:`lpo` of :meth:`default_pairs` (with their check that a training pair remains); feature
         maps never list the pairs (the C++ loop generates them), other routes take the listed pairs."""
-        pairs = None if self.features is not None and not self.spec.exclude_ties else self.default_pairs()
-        self.check_pairs_leave_training(pairs)
-        if pairs is not None:
-            return self.lpo(pairs, alpha)
+        if self.features is None or self.spec.exclude_ties:
+            return self.lpo(self.training_pairs(), alpha)
+        self.check_pairs_leave_training()
         n_pairs = self.n_default_pairs()
         check_dense_memory(n_pairs, 1, "array of all leave-pair-out pairs' predictions", n_cols=2 * self.Y.shape[1])
         return self.shaped(self.feature.lpo_all_pairs(self._lpo_alpha(alpha)).reshape(n_pairs, 2, self.Y.shape[1]))

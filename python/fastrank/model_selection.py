@@ -1,30 +1,30 @@
 """Exact fast cross-validation for RankRLS and MPRank (Pahikkala et al. 2009, Sections 3.3-3.4).
 
-Every function returns *exactly* the predictions of the model retrained without the held-out
-inputs (every preference edge incident to them removed, every other pair kept with its weight;
-RankRLS keeps its ``alpha``, MPRank its ``C``, i.e. alpha = m_train^2 / (2 C) as in its ``fit``),
-from one factorization of the training problem instead of one retraining per hold-out set: leave-
-pair-out (Lemma 2, eqs. 34-39; inside query groups with ``groups``), leave-group-out (eq. 33),
-arbitrary hold-out sets and k folds, hold-out sets of a preference graph, the leave-pair-out AUC
-permutation test (Section 4.1) and Cortes et al.'s approximate MPRank leave-one(-pair)-out; and
-:func:`factorize`, which keeps the factors for many questions and alphas.
+Every function returns *exactly* the predictions of the model retrained without the held-out inputs (every preference
+edge incident to them removed, every other pair kept with its weight; RankRLS keeps its ``alpha``, MPRank its ``C``,
+i.e. alpha = m_train^2 / (2 C) as in its ``fit``), from one factorization of the training problem instead of one
+retraining per hold-out set: leave-pair-out (Lemma 2, eqs. 34-39; inside query groups with ``groups``),
+leave-group-out (eq. 33), arbitrary hold-out sets and k folds, hold-out sets of a preference graph, the leave-pair-out
+AUC permutation test (Section 4.1) and Cortes et al.'s approximate MPRank leave-one(-pair)-out; and :func:`factorize`,
+which keeps the factors for many questions and alphas.  Which factor answers which question: docs/design/exact-cv.md.
 
 Conventions.
-* ``estimator``: an unfitted or fitted :class:`fastrank.RankRLS` or :class:`fastrank.MPRank`; only
-  its parameters are used.  Linear kernel with n_features < m and solver "auto"/"primal": the
-  spectral factor of ``S X X^T S`` comes from the n x n matrix ``(S X)^T (S X)`` (O(m n^2 +
-  m^2 n), no m x m eigendecomposition); ``solver="dual"`` or another kernel uses the m x m
-  factors, which handle singular K exactly (the paper's limit interpretation of Lemma 2).
-  ``exclude_ties=True`` is retrained exactly through one LU factor of ``L K + alpha I`` and a
-  Woodbury update per touched group.
-* Group weightings other than "unweighted": removing inputs does NOT renormalise; the retrained
-  model keeps the weight c_q of the full group for its remaining pairs.  Groups of one row have
-  no pairs: no default pairs, and holding them out does not change the model.
-* Pairwise scores: a held-out pair (i, j) with ``y_i != y_j`` is ordered wrongly when the sign of
-  ``f_i - f_j`` differs from that of ``y_i - y_j``; tied predictions count 1/2; pairs with
-  ``y_i == y_j`` are ignored.  ``"auc"`` = 1 - disagreement (the LPO-AUC for binary labels).
-* ``verbose`` (0, 1, 2, True or "auto"): the long steps (kernel, spectral factor, pair or set
-  phase) are reported on stderr with their timings.
+* ``estimator``: an unfitted or fitted :class:`fastrank.RankRLS` or :class:`fastrank.MPRank`; only its parameters are
+  used.  Linear kernel with n_features < m and solver "auto"/"primal": the spectral factor of ``S X X^T S`` comes from
+  the n x n matrix ``(S X)^T (S X)`` (O(m n^2 + m^2 n), no m x m eigendecomposition); ``solver="dual"`` or another
+  kernel uses the m x m factors, which handle singular K exactly (the paper's limit interpretation of Lemma 2).
+  ``exclude_ties=True`` is retrained exactly through one LU factor of ``L K + alpha I`` and a Woodbury update per
+  touched group.
+* ``X``: (m, n_features) array, or (m, m) kernel when ``kernel="precomputed"``; ``y``: (m,) or (m, v) scores, and the
+  predictions (m,) or (m, v) alike; ``groups``: optional (m,) group ids.
+* Group weightings other than "unweighted": removing inputs does NOT renormalise; the retrained model keeps the weight
+  c_q of the full group for its remaining pairs.  Groups of one row have no pairs: no default pairs, and holding them
+  out does not change the model.
+* Pairwise scores: a held-out pair (i, j) with ``y_i != y_j`` is ordered wrongly when the sign of ``f_i - f_j`` differs
+  from that of ``y_i - y_j``; tied predictions count 1/2; pairs with ``y_i == y_j`` are ignored.  ``"auc"`` = 1 -
+  disagreement (the LPO-AUC for binary labels).
+* ``verbose`` (0, 1, 2, True or "auto"): the long steps (kernel, spectral factor, pair or set phase) are reported on
+  stderr with their timings.
 """
 
 from __future__ import annotations
@@ -47,47 +47,29 @@ __all__ = ["leave_pair_out", "leave_group_out", "holdout_predictions", "preferen
            "MPRankLOO", "Factorization", "factorize"]
 
 
-def _shape_out(out, one_d):
-    return out[:, 0] if one_d else out
-
-
 def leave_pair_out(estimator, X, y, pairs=None, groups=None, *, return_pairs=False, verbose=0):
     """Exact leave-pair-out predictions (004 Lemma 2, eqs. 34-39).
 
-    For every pair (i, j) the predictions for ``x_i`` and ``x_j`` of the model retrained without
-    both (every preference edge incident to i or j removed, same ``alpha``): O(1) per pair (a 2 x 2
-    solve, in C++ threads) after one eigendecomposition of ``S K S`` and one m x m product (the
-    paper's ``Q``, eq. 39).  With ``groups`` the pairs come from one query group and only that
-    group's edges incident to i and j are removed (O(n_q^3 + m n_q^2) per group first).
+    For every pair (i, j) the predictions for ``x_i`` and ``x_j`` of the model retrained without both (every preference
+    edge incident to i or j removed, same ``alpha``): O(1) per pair (a 2 x 2 solve, in C++ threads) after one
+    eigendecomposition of ``S K S`` and one m x m product (the paper's ``Q``, eq. 39).  With ``groups`` the pairs come
+    from one query group and only that group's edges incident to i and j are removed (O(n_q^3 + m n_q^2) per group
+    first).
 
-    Parameters
-    ----------
-    estimator : RankRLS or MPRank (fitted or not; only its parameters are used)
-    X : (m, n_features) array, or (m, m) kernel when ``kernel="precomputed"``
-    y : (m,) or (m, v) scores
-    pairs : (n_pairs, 2) int array, optional
-        Default: all i < j (inside groups when given) in lexicographic order.
-    groups : (m,) group ids, optional
-    return_pairs : bool, default=False
-        Also return the (n_pairs, 2) int64 pair indices.
-    verbose : int, bool or "auto", default=0
-
-    Returns
-    -------
-    (n_pairs, 2) array, or (n_pairs, 2, v) for 2-D ``y``: held-out predictions of each pair's first
-    and second index; ``(pairs, predictions)`` with ``return_pairs=True``.
+    ``pairs``: (n_pairs, 2) int array, default all i < j (inside groups when given) in lexicographic order.  Returns
+    (n_pairs, 2), or (n_pairs, 2, v) for 2-D ``y``: held-out predictions of each pair's first and second index;
+    ``(pairs, predictions)`` with ``return_pairs=True`` (the (n_pairs, 2) int64 pair indices).
     """
     fac = _factorization(estimator, X, y, groups, min_rows=3, verbose=verbose)
     return fac.leave_pair_out(pairs, return_pairs=return_pairs)
 
 
 def leave_group_out(estimator, X, y, groups, *, verbose=0):
-    """Exact leave-group-out predictions (004 eq. 33): row k holds the prediction for ``x_k`` of
-    the model retrained without ``x_k``'s whole group.  One alpha needs no eigendecomposition: from
-    the Cholesky factor of ``S K S + alpha I`` (as in a fit) the diagonal blocks ``G_qq`` of its
-    inverse (~m^3/3 flops of triangular solves) give every group in O(m n_q + n_q^3).  Groups of a
-    single row keep the full-data prediction.  Returns (m,) or (m, v).  :class:`fastrank.RankRLSCV`
-    with ``cv="lgo"`` shares one eigendecomposition over all alphas instead."""
+    """Exact leave-group-out predictions (004 eq. 33): row k holds the prediction for ``x_k`` of the model retrained
+    without ``x_k``'s whole group.  One alpha needs no eigendecomposition: from the Cholesky factor of ``S K S + alpha
+    I`` (as in a fit) the diagonal blocks ``G_qq`` of its inverse (~m^3/3 flops of triangular solves) give every group
+    in O(m n_q + n_q^3).  Groups of a single row keep the full-data prediction.  :class:`fastrank.RankRLSCV` with
+    ``cv="lgo"`` shares one eigendecomposition over all alphas instead."""
     if groups is None:
         raise ValueError("leave_group_out needs groups")
     return _factorization(estimator, X, y, groups, verbose=verbose).leave_group_out()
@@ -96,20 +78,19 @@ def leave_group_out(estimator, X, y, groups, *, verbose=0):
 def holdout_predictions(estimator, X, y, test_sets, groups=None, *, verbose=0):
     """Exact predictions for arbitrary hold-out index sets (each retrains without its set).
 
-    ``test_sets``: sequence of index arrays (or boolean masks).  Object ranking: O(m |U|^2 +
-    |U|^3) per set plus O(m^2) per distinct set size; with groups: O(m |A|^2 + |A|^3) with A the
-    rows of the groups the set touches (eq. 33 for whole groups).  Returns a list of (|U|,) or
-    (|U|, v) arrays.  A set that leaves no training pairs raises ValueError."""
+    ``test_sets``: sequence of index arrays (or boolean masks).  Object ranking: O(m |U|^2 + |U|^3) per set plus O(m^2)
+    per distinct set size; with groups: O(m |A|^2 + |A|^3) with A the rows of the groups the set touches (eq. 33 for
+    whole groups).  Returns a list of (|U|,) or (|U|, v) arrays.  A set that leaves no training pairs raises
+    ValueError."""
     return _factorization(estimator, X, y, groups, verbose=verbose).holdout_predictions(test_sets)
 
 
 def preference_holdout_predictions(estimator, X, pairs, test_sets, magnitudes=None, cost=None, weights=None):
-    """Exact hold-out predictions for a RankRLS trained on an explicit preference graph (004 eq. 33
-    in its general form): for each index set U, the predictions for U of the model retrained with
-    every preference touching U removed (``estimator.fit_preferences`` on the remaining edges,
-    same alpha).  ``pairs``, ``magnitudes``, ``cost``, ``weights`` as for
-    :meth:`fastrank.RankRLS.fit_preferences`.  One LU factorization of L K + alpha I, then
-    O(m^2 |B|) per set, B = U and its neighbours in the graph.  Returns a list of (|U|,) arrays."""
+    """Exact hold-out predictions for a RankRLS trained on an explicit preference graph (004 eq. 33 in its general
+    form): for each index set U, the predictions for U of the model retrained with every preference touching U removed
+    (``estimator.fit_preferences`` on the remaining edges, same alpha).  ``pairs``, ``magnitudes``, ``cost``,
+    ``weights`` as for :meth:`fastrank.RankRLS.fit_preferences`.  One LU factorization of L K + alpha I, then O(m^2
+    |B|) per set, B = U and its neighbours in the graph.  Returns a list of (|U|,) arrays."""
     spec = spec_of(estimator)
     if spec.basis_vectors is not None:
         raise ValueError("preference_holdout_predictions needs the dense kernel model (no basis_vectors, no "
@@ -122,30 +103,28 @@ def preference_holdout_predictions(estimator, X, pairs, test_sets, magnitudes=No
 
 
 def kfold_predictions(estimator, X, y, folds, groups=None, *, verbose=0):
-    """Exact k-fold cross-validation predictions: row k is predicted by the model retrained without
-    the fold holding k.  ``folds``: an int k (contiguous folds; with groups, whole groups assigned
-    round-robin), an (m,) array of fold labels, or a sequence of disjoint index arrays covering
-    the rows to predict (rows in no fold get NaN).  Returns (m,) or (m, v)."""
+    """Exact k-fold cross-validation predictions: row k is predicted by the model retrained without the fold holding k.
+    ``folds``: an int k (contiguous folds; with groups, whole groups assigned round-robin), an (m,) array of fold
+    labels, or a sequence of disjoint index arrays covering the rows to predict (rows in no fold get NaN)."""
     return _factorization(estimator, X, y, groups, verbose=verbose).kfold_predictions(folds, groups=groups)
 
 
 def pairwise_disagreement(pair_predictions, pair_targets):
-    """Fraction of pairs with different targets ordered wrongly by the predictions (ties in the
-    predictions count 1/2; pairs with equal targets are ignored).
+    """Fraction of pairs with different targets ordered wrongly by the predictions (ties in the predictions count 1/2;
+    pairs with equal targets are ignored).
 
-    pair_predictions, pair_targets : (n_pairs, 2) or (n_pairs, 2, v).  Returns a float, or a (v,)
-    array for 3-D input (NaN where no pair has different targets)."""
+    pair_predictions, pair_targets : (n_pairs, 2) or (n_pairs, 2, v).  Returns a float, or a (v,) array for 3-D input
+    (NaN where no pair has different targets)."""
     return pair_disagreement(pair_predictions, pair_targets)
 
 
 def permutation_test_lpo(estimator, X, y, n_permutations=100, random_state=None, groups=None,
                          scoring="auc", *, verbose=0):
-    """Leave-pair-out permutation test (004 Section 4.1): the LPO score of ``y`` (``"auc"`` = 1 -
-    pairwise disagreement) and of ``n_permutations`` random permutations of ``y`` (within groups
-    when given), all learned as extra outputs of ONE decomposition (O(m^3 + m^2 n_permutations)).
+    """Leave-pair-out permutation test (004 Section 4.1): the LPO score of ``y`` (``"auc"`` = 1 - pairwise
+    disagreement) and of ``n_permutations`` random permutations of ``y`` (within groups when given), all learned as
+    extra outputs of ONE decomposition (O(m^3 + m^2 n_permutations)).
 
-    Returns (score, permutation_scores, pvalue) with pvalue = (#{perm >= score} + 1) /
-    (n_permutations + 1).
+    Returns (score, permutation_scores, pvalue) with pvalue = (#{perm >= score} + 1) / (n_permutations + 1).
     """
     if scoring not in ("auc",):
         raise ValueError(f"scoring must be 'auc', got {scoring!r}")
@@ -165,8 +144,7 @@ def permutation_test_lpo(estimator, X, y, n_permutations=100, random_state=None,
         cols.append(y[perm].astype(np.float64))
     Y = np.column_stack(cols)
     prob = engine_for(estimator, X, Y, groups, min_rows=3, verbose=verbose)
-    pairs = prob.default_pairs()
-    prob.check_pairs_leave_training(pairs)
+    pairs = prob.training_pairs()
     with stage(f"leave-pair-out AUC of y and {n_permutations} permutations", verbose=verbose):
         scores = prob.lpo_disagreement(pairs)
     auc = 1.0 - scores
@@ -175,23 +153,21 @@ def permutation_test_lpo(estimator, X, y, n_permutations=100, random_state=None,
     return score, perm_scores, float(pvalue)
 
 
-MPRankLOO = namedtuple("MPRankLOO", ["approximate", "exact", "pairs", "approximate_predictions",
-                                     "exact_predictions"])
+MPRankLOO = namedtuple("MPRankLOO", ["approximate", "exact", "pairs", "approximate_predictions", "exact_predictions"])
 
 
 def mprank_loo_approximation(estimator, X, y):
     """Cortes et al.'s leave-one-out estimate for MPRank (000 Section 2.6) next to the exact value.
 
-    The cost c(h, x_i, x_j) = [(h(x_j) - y_j) - (h(x_i) - y_i)]^2 averaged over all i != j (000
-    eq. 17), h_ij retrained without x_i and x_j.  The approximation solves the two linear
-    equations of Proposition 2 with V_ij = ((m-1) U_ij + U_ii)/(m-2) (eq. 27), U the full-data hat
-    matrix, and the unknown mean h-bar' of h_ij replaced by the full model's h-bar.  The exact
-    value is eq. 17 itself, h_ij retrained at alpha = (m-2)^2 / (2C) as :func:`leave_pair_out`
-    retrains MPRank (a RankRLS keeps its alpha).  Proposition 2's h_ij keeps the full sample's
-    per-pair weight instead: both differences vanish as m grows (relative O(1/m)).
+    The cost c(h, x_i, x_j) = [(h(x_j) - y_j) - (h(x_i) - y_i)]^2 averaged over all i != j (000 eq. 17), h_ij retrained
+    without x_i and x_j.  The approximation solves the two linear equations of Proposition 2 with V_ij = ((m-1) U_ij +
+    U_ii)/(m-2) (eq. 27), U the full-data hat matrix, and the unknown mean h-bar' of h_ij replaced by the full model's
+    h-bar.  The exact value is eq. 17 itself, h_ij retrained at alpha = (m-2)^2 / (2C) as :func:`leave_pair_out`
+    retrains MPRank (a RankRLS keeps its alpha).  Proposition 2's h_ij keeps the full sample's per-pair weight instead:
+    both differences vanish as m grows (relative O(1/m)).
 
-    Returns ``MPRankLOO(approximate, exact, pairs, approximate_predictions, exact_predictions)``
-    with pairs = all i < j and the per-pair held-out predictions (n_pairs, 2).
+    Returns ``MPRankLOO(approximate, exact, pairs, approximate_predictions, exact_predictions)`` with pairs = all i < j
+    and the per-pair held-out predictions (n_pairs, 2).
     """
     prob = engine_for(estimator, X, y, None, min_rows=3)
     if not prob.one_d:
@@ -199,10 +175,10 @@ def mprank_loo_approximation(estimator, X, y):
     if prob.basis or prob.spec.exclude_ties:
         raise ValueError("mprank_loo_approximation needs the dense kernel model (no basis_vectors, "
                          "exclude_ties=False)")
-    # Peak: the kernel, V, K S V, the hat matrix U (with one m x m temporary while it is formed), the
-    # list of all pairs and the two (n_pairs, 2) prediction arrays (~1 m x m each); the pair formulas
-    # run in chunks of m pairs and U is freed before the exact phase (which adds its m x m M and the
-    # copy of its output): 8.3 m x m matrices measured (peak RSS at m = 1500).
+    # Peak: the kernel, V, K S V, the hat matrix U (with one m x m temporary while it is formed), the list of all pairs
+    # and the two (n_pairs, 2) prediction arrays (~1 m x m each); the pair formulas run in chunks of m pairs and U is
+    # freed before the exact phase (which adds its m x m M and the copy of its output): 8.3 m x m matrices measured
+    # (peak RSS at m = 1500).
     check_dense_memory(prob.m, 9, "MPRank leave-one-out approximation (hat matrix and pair predictions)")
     m, alpha = prob.m, prob.alpha
     yv = prob.Y[:, 0]
@@ -240,10 +216,10 @@ def mprank_loo_approximation(estimator, X, y):
 
 
 class Factorization:
-    """The kernel and the factors of one training problem, reused by every hold-out question and
-    every alpha (004 Sect. 3.2-3.4; built by :func:`factorize`).  Every method takes ``alpha``
-    (default: the estimator's, or MPRank's alpha of its C on each training part) and returns
-    exactly what the function of the same name returns for that alpha.
+    """The kernel and the factors of one training problem, reused by every hold-out question and every alpha (004
+    Sect. 3.2-3.4; built by :func:`factorize`).  Every method takes ``alpha`` (default: the estimator's, or MPRank's
+    alpha of its C on each training part) and returns exactly what the function of the same name returns for that
+    alpha.
     """
 
     def __init__(self, engine, estimator):
@@ -258,8 +234,7 @@ class Factorization:
         if pairs is None and not return_pairs:  # all pairs, not listed where the route allows
             with stage(f"leave-pair-out predictions of {eng.n_default_pairs()} pairs", verbose=eng.verbose):
                 return eng.lpo_all_pairs(alpha)
-        pairs = eng.default_pairs() if pairs is None else eng.check_pairs(pairs)
-        eng.check_pairs_leave_training(pairs)
+        pairs = eng.training_pairs(pairs)
         with stage(f"leave-pair-out predictions of {pairs.shape[0]} pairs", verbose=eng.verbose):
             out = eng.lpo(pairs, alpha)
         return (pairs, out) if return_pairs else out
@@ -268,7 +243,7 @@ class Factorization:
         eng = self._engine
         sets = eng.check_sets(list(test_sets))
         out = eng.holdout(sets, alpha)
-        return [_shape_out(o, eng.one_d) for o in np.split(out, np.cumsum([s.size for s in sets])[:-1])]
+        return [eng.shaped(o) for o in np.split(out, np.cumsum([s.size for s in sets])[:-1])]
 
     def kfold_predictions(self, folds, *, alpha=None, groups=None):
         eng = self._engine
@@ -278,41 +253,38 @@ class Factorization:
             raise ValueError("folds must be disjoint")
         res = np.full_like(eng.Y, np.nan)
         res[cat] = eng.holdout(sets, alpha)
-        return _shape_out(res, eng.one_d)
+        return eng.shaped(res)
 
     def leave_group_out(self, *, alpha=None):
         eng = self._engine
         if not eng.grouped or eng.groups.n_groups < 2:
             raise ValueError("leave_group_out needs at least two groups")
         with stage(f"leave-group-out over {eng.groups.n_groups} groups", verbose=eng.verbose):
-            return _shape_out(eng.leave_group_out(alpha), eng.one_d)
+            return eng.shaped(eng.leave_group_out(alpha))
 
     def solve(self, alpha):
-        """The RankRLS fitted on all the data at ``alpha``, from the factors alone (eq. 31 from the
-        spectral factor; the p x p system of the linear model's S X)."""
+        """The RankRLS fitted on all the data at ``alpha``, from the factors alone (eq. 31 from the spectral factor;
+        the p x p system of the linear model's S X)."""
         alpha = check_alpha(alpha)
-        eng = self._engine
-        fit = eng.solve(alpha)
-        if fit is None:
+        if self._engine.basis:  # no shared factor (the engine solves None)
             raise ValueError("Factorization.solve re-solves the dense kernel model; for basis_vectors models fit "
                              "RankRLS(basis_vectors=..., alpha=...) (eqs. 40-42 share one decomposition too: "
                              "fastrank.rankrls_path)")
         keep = ("kernel", "gamma", "degree", "coef0", "group_weighting", "n_jobs", "exclude_ties")
         est = RankRLS(alpha=alpha, **{k: v for k, v in self._estimator.get_params(deep=False).items() if k in keep})
-        return est._apply_fit(fit, 0, eng.one_d, eng.problem.n_features, eng.m)
+        return est._apply_engine_fit(self._engine, alpha)
 
 
 def _factorization(estimator, X, y, groups=None, *, min_rows=1, verbose=0):
-    """A :class:`Factorization` whose factors are computed when a question first needs them (one
-    alpha: Cholesky routes, no eigendecomposition)."""
+    """A :class:`Factorization` whose factors are computed when a question first needs them (one alpha: Cholesky
+    routes, no eigendecomposition)."""
     return Factorization(engine_for(estimator, X, y, groups, min_rows=min_rows, verbose=verbose), estimator)
 
 
 def factorize(estimator, X, y, groups=None, *, verbose=0):
-    """Compute the kernel and the spectral factor of S K S once and return a
-    :class:`Factorization` that answers leave-pair-out, leave-group-out, hold-out and k-fold
-    questions and re-solves for any alpha without recomputing either (RLScore's learners keep
-    their decomposition the same way)."""
+    """Compute the kernel and the spectral factor of S K S once and return a :class:`Factorization` that answers
+    leave-pair-out, leave-group-out, hold-out and k-fold questions and re-solves for any alpha without recomputing
+    either (RLScore's learners keep their decomposition the same way)."""
     fac = _factorization(estimator, X, y, groups, verbose=verbose)
     fac._engine.decompose()
     return fac

@@ -14,7 +14,13 @@ Xc_U^T Xc_U, s_T = -s_U (column sums; centring by the full group's mean leaves t
 unchanged).  So a set costs O(|U| p^2 + p^3) plus O(n_q p^2) per touched group's Gram matrix, and the retrained
 system is solved directly, as accurate as a fit at any alpha (:func:`feature_holdout`).  Leave-group-out and
 leave-pair-out run in C++ by low-rank (Woodbury) updates of one factor (fastrank/feature_cv.hpp): O(m p^2 + sum_q
-n_q^2 p), and O(1) per pair after O(n_q^2 p) per group."""
+n_q^2 p), and O(1) per pair after O(n_q^2 p) per group.
+
+Arguments of the ``feature_*`` functions: ``Phi`` (m, p) array or CSR matrix, the feature map (:func:`linear_features`,
+:func:`basis_features`); ``Y`` (m,) or (m, v) targets; ``codes`` (m,) int array, the group code of each row in [0,
+n_groups) (all zeros: object ranking); ``alpha`` > 0; ``normalized``: pair weight 1/n_q of the FULL group (never
+renormalised); ``pair_weight``: optional (n_groups,) pair weights c_q of any weighting (overrides ``normalized``);
+``n_threads``; ``groups``: the GroupIndex of ``codes`` when the caller has it (used as it is: one encoding)."""
 
 from __future__ import annotations
 
@@ -43,18 +49,9 @@ def linear_features(X):
 
 
 def basis_features(KR, KRR):
-    """Features phi = K(X, X_R) Z^-T with Z Z^T = K_RR, and the map back to basis coefficients.
-
-    Parameters
-    ----------
-    KR : (m, r) array, K(X, X_R).
-    KRR : (r, r) array, K(X_R, X_R).
-
-    Returns
-    -------
-    Phi : (m, p) array with p = r (Cholesky) or the numerical rank of K_RR.
-    B : (r, p) array with a = B w: the basis coefficients of a feature-space weight vector w.
-    """
+    """Features phi = K(X, X_R) Z^-T with Z Z^T = K_RR, and the map back to basis coefficients, from KR = K(X, X_R)
+    (m, r) and KRR = K(X_R, X_R) (r, r): returns Phi (m, p), p = r (Cholesky) or the numerical rank of K_RR, and B (r,
+    p) with a = B w the basis coefficients of a feature-space weight vector w."""
     KRR = 0.5 * (KRR + KRR.T)
     r = KRR.shape[0]
     try:
@@ -73,10 +70,7 @@ class _Centred:
     def __init__(self, Phi, Y, codes, n_groups, normalized, alpha, pair_weight=None):
         self.codes = np.asarray(codes, dtype=np.int64)
         self.sizes = np.bincount(self.codes, minlength=n_groups).astype(np.float64)
-        if pair_weight is not None:
-            self.cw = np.asarray(pair_weight, dtype=np.float64)
-        else:
-            self.cw = 1.0 / self.sizes if normalized else np.ones(n_groups)
+        self.cw = _pair_weights(self.sizes, normalized, pair_weight)
         self.Phi = Phi.toarray() if sp.issparse(Phi) else Phi  # p is small: the centred copy is m x p
         self.Xc, self.Yc = self._centred(self.Phi, n_groups), self._centred(Y, n_groups)
         w = np.sqrt(self.cw * self.sizes)[self.codes][:, None]  # S's scale s_q per row
@@ -109,12 +103,9 @@ class _Centred:
             Uq = U[self.codes[U] == q]
             n, c = self.sizes[q], self.cw[q]
             k = n - Uq.size
-            if group_cache is not None and q in group_cache:
-                P, R = group_cache[q]
-            else:
-                P, R = self.group_terms(q)
-                if group_cache is not None:
-                    group_cache[q] = (P, R)
+            P, R = group_cache[q] if group_cache is not None and q in group_cache else self.group_terms(q)
+            if group_cache is not None:
+                group_cache[q] = (P, R)
             XU, YU = self.Xc[Uq], self.Yc[Uq]
             sU, tU = XU.sum(0), YU.sum(0)
             # remove the full group's term, add the kept rows' term (module docstring)
@@ -139,72 +130,54 @@ def _check_y(Y, m):
 
 
 def feature_holdout(Phi, Y, codes, n_groups, alpha, sets, *, normalized=False, pair_weight=None):
-    """Exact hold-out predictions of a feature-space RankRLS (linear kernel or basis model).
-
-    Parameters
-    ----------
-    Phi : (m, p) array or CSR matrix, feature map (:func:`linear_features`, :func:`basis_features`).
-    Y : (m,) or (m, v) targets.
-    codes : (m,) int array, group code of each row in [0, n_groups) (all zeros: object ranking).
-    n_groups : int.
-    alpha : float > 0.
-    sets : sequence of 1-D int arrays (validated: unique, in range, each leaving a training pair).
-    normalized : bool, pair weight 1/n_q of the FULL group (never renormalised).
-    pair_weight : optional (n_groups,) pair weights c_q of any weighting (overrides ``normalized``).
-
-    Returns
-    -------
-    list of (|U|, v) arrays, one per set.
-    """
+    """Exact hold-out predictions of a feature-space RankRLS (linear kernel or basis model): a list of (|U|, v) arrays,
+    one per set of ``sets`` (1-D int arrays, validated: unique, in range, each leaving a training pair)."""
     Y = _check_y(Y, Phi.shape[0])
     prob = _Centred(Phi, Y, codes, n_groups, normalized, alpha, pair_weight)
     cache = {} if n_groups <= 64 else None
     return [prob.predict_without(U, cache) for U in sets]
 
 
-def _grouping(codes, n_groups, m, normalized, pair_weight, groups=None):
-    """The core's groups (order, offsets) of ``codes`` 0..n_groups-1 and the pair weight c_q of every
-    group; ``groups``, the GroupIndex of ``codes`` when the caller has it, is used as it is (one encoding)."""
-    if groups is not None:
-        gi = groups
-    else:
+def _pair_weights(sizes, normalized, pair_weight):
+    """The pair weight c_q of every group: ``pair_weight``, else 1 / n_q (``normalized``) or 1."""
+    if pair_weight is not None:
+        return np.asarray(pair_weight, dtype=np.float64)
+    return 1.0 / np.maximum(sizes, 1) if normalized else np.ones(sizes.size)
+
+
+def _core_args(Phi, Y, codes, n_groups, normalized, pair_weight, groups):
+    """The dense rows of ``Phi``, ``Y`` as (m, v), the core's groups (order, offsets) of ``codes`` 0..n_groups-1
+    (``groups``, their GroupIndex, as it is when given) and the pair weight c_q of every group."""
+    m = Phi.shape[0]
+    Y = _check_y(Y, m)
+    gi = groups
+    if gi is None:
         codes = np.asarray(codes, dtype=np.int64)
         if codes.shape != (m,):
             raise ValueError(f"codes must have one entry per row ({m}), got shape {codes.shape}")
         gi = group_index(codes, m)
         if not np.array_equal(gi.labels, np.arange(n_groups)):
             raise ValueError(f"codes must name every group 0..{n_groups - 1} at least once")
-    order, offsets, sizes = gi.order, gi.offsets, gi.sizes
-    if pair_weight is not None:
-        weight = np.asarray(pair_weight, dtype=np.float64)
-    else:
-        weight = 1.0 / np.maximum(sizes, 1) if normalized else np.ones(n_groups)
-    return order, offsets, np.ascontiguousarray(weight, dtype=np.float64)
-
-
-def _dense_rows(Phi):
-    return np.ascontiguousarray(Phi.toarray() if sp.issparse(Phi) else Phi, dtype=np.float64)
+    weight = np.ascontiguousarray(_pair_weights(gi.sizes, normalized, pair_weight), dtype=np.float64)
+    rows = np.ascontiguousarray(Phi.toarray() if sp.issparse(Phi) else Phi, dtype=np.float64)
+    return rows, np.ascontiguousarray(Y), gi.order, gi.offsets, weight
 
 
 def feature_leave_group_out(Phi, Y, codes, n_groups, alpha, *, normalized=False, pair_weight=None, n_threads=1,
                             groups=None):
-    """Leave-one-group-out predictions (m, v) in original row order: one Cholesky factor of the
-    p x p system, then a rank-n_q (Woodbury) update per group in C++, O(m p^2 + sum_q n_q^2 p)
-    (fastrank/feature_cv.hpp)."""
-    Y = _check_y(Y, Phi.shape[0])
-    order, offsets, weight = _grouping(codes, n_groups, Phi.shape[0], normalized, pair_weight, groups)
-    return _core.cv_feature_leave_group_out(_dense_rows(Phi), np.ascontiguousarray(Y), order, offsets, weight,
-                                            float(alpha), int(n_threads))
+    """Leave-one-group-out predictions (m, v) in original row order: one Cholesky factor of the p x p system, then a
+    rank-n_q (Woodbury) update per group in C++, O(m p^2 + sum_q n_q^2 p) (fastrank/feature_cv.hpp)."""
+    args = _core_args(Phi, Y, codes, n_groups, normalized, pair_weight, groups)
+    return _core.cv_feature_leave_group_out(*args, float(alpha), int(n_threads))
 
 
 def feature_leave_pair_out(Phi, Y, codes, n_groups, alpha, pairs, *, normalized=False, pair_weight=None,
                            n_threads=1, groups=None):
-    """Leave-pair-out predictions (n_pairs, 2, v): one p x p factor per group with pairs (the group
-    scaled by (n_q - 2)/n_q), then O(v) per pair from the hat-matrix entries of its group, in C++
-    (fastrank/feature_cv.hpp); pairs must lie in one group each (validated by the caller)."""
-    Y = _check_y(Y, Phi.shape[0])
-    m = Phi.shape[0]
-    order, offsets, weight = _grouping(codes, n_groups, m, normalized, pair_weight, groups)
+    """Leave-pair-out predictions (n_pairs, 2, v): one p x p factor per group with pairs (the group scaled by (n_q -
+    2)/n_q), then O(v) per pair from the hat-matrix entries of its group, in C++ (fastrank/feature_cv.hpp); pairs must
+    lie in one group each (validated by the caller)."""
+    args = _core_args(Phi, Y, codes, n_groups, normalized, pair_weight, groups)
+    m, order = Phi.shape[0], args[2]
     pairs = np.ascontiguousarray(np.asarray(pairs, dtype=np.int64).reshape(-1, 2))
     if np.any(order != np.arange(m)):  # pair rows -> positions in group order
         position = np.empty(m, dtype=np.int64)
@@ -212,18 +185,14 @@ def feature_leave_pair_out(Phi, Y, codes, n_groups, alpha, pairs, *, normalized=
         pairs_at = np.ascontiguousarray(position[pairs])
     else:
         pairs_at = pairs
-    out = _core.cv_feature_leave_pair_out(_dense_rows(Phi), np.ascontiguousarray(Y), order, offsets, weight,
-                                          float(alpha), pairs_at, int(n_threads))
-    return out.reshape(pairs.shape[0], 2, Y.shape[1])
+    out = _core.cv_feature_leave_pair_out(*args, float(alpha), pairs_at, int(n_threads))
+    return out.reshape(pairs.shape[0], 2, args[1].shape[1])
 
 
 def feature_leave_all_pairs_out(Phi, Y, codes, n_groups, alpha, *, normalized=False, pair_weight=None, n_threads=1,
                                 groups=None):
-    """Leave-pair-out predictions (n_pairs, 2, v) of every pair of rows i < j inside each group, in
-    lexicographic order, without listing the pairs: the hat block of a group a block of columns
-    at a time and one vectorized loop per row's pairs, in C++ (fastrank/feature_cv.hpp)."""
-    Y = _check_y(Y, Phi.shape[0])
-    order, offsets, weight = _grouping(codes, n_groups, Phi.shape[0], normalized, pair_weight, groups)
-    out = _core.cv_feature_leave_all_pairs_out(_dense_rows(Phi), np.ascontiguousarray(Y), order, offsets, weight,
-                                               float(alpha), int(n_threads))
-    return out.reshape(-1, 2, Y.shape[1])
+    """Leave-pair-out predictions (n_pairs, 2, v) of every pair of rows i < j inside each group, in lexicographic
+    order, without listing the pairs: the hat block of a group a block of columns at a time and one vectorized loop
+    per row's pairs, in C++ (fastrank/feature_cv.hpp)."""
+    args = _core_args(Phi, Y, codes, n_groups, normalized, pair_weight, groups)
+    return _core.cv_feature_leave_all_pairs_out(*args, float(alpha), int(n_threads)).reshape(-1, 2, args[1].shape[1])

@@ -204,11 +204,11 @@ class MPRankCV(_ExactCVSearch):
     """MPRank with ``C`` chosen by the exact leave-one-out of Cortes, Mohri & Rastogi (000 Sect. 2.6), then solved on
     all data from the same factorization.
 
-    Eq. 17 holds out every pair (x_i, x_j), i != j, retrains MPRank at the same C on the other m - 2 points (alpha = (m
-    - 2)^2 / (2 C)) and averages the cost [(h_ij(x_j) - y_j) - (h_ij(x_i) - y_i)]^2: each C is one alpha of the RankRLS
-    leave-pair-out (004 Lemma 2), O(1) per pair after the factorization (one spectral factor shared by a grid of more
-    than 30 values of C, else one Cholesky factor per C).  With ``groups`` the pairs (and MPRank's double sum) run
-    inside groups.
+    Eq. 17 holds out every pair (x_i, x_j), i != j, retrains MPRank at the same C on the other m - 2 points
+    (alpha = (m - 2)^2 / (2 C)) and averages the cost [(h_ij(x_j) - y_j) - (h_ij(x_i) - y_i)]^2: each C is one alpha of
+    the RankRLS leave-pair-out (004 Lemma 2), O(1) per pair after the factorization (one spectral factor shared by a
+    grid of more than 30 values of C, else one Cholesky factor per C).  With ``groups`` the pairs (and MPRank's double
+    sum) run inside groups.
 
     Parameters
     ----------

@@ -56,10 +56,8 @@ class CVSpec:
     def __post_init__(self):
         if (self.alpha is None) == (self.C is None):
             raise ValueError("a CVSpec needs exactly one of alpha (RankRLS) and C (MPRank)")
-        if self.alpha is not None:
-            object.__setattr__(self, "alpha", check_alpha(self.alpha))
-        else:
-            object.__setattr__(self, "C", check_alpha(self.C, "C"))
+        name = "alpha" if self.alpha is not None else "C"
+        object.__setattr__(self, name, check_alpha(getattr(self, name), name))
         if self.solver not in _SOLVERS:
             raise ValueError(f"exact cross-validation needs the dense solver (solver in {_SOLVERS}); got "
                              f"solver={self.solver!r}")
@@ -75,10 +73,6 @@ class CVSpec:
     @property
     def precomputed(self):
         return self.kernel == "precomputed"
-
-    def with_alpha(self, alpha):
-        """The same model at a fixed alpha (kept for every hold-out)."""
-        return dataclasses.replace(self, alpha=alpha, C=None)
 
     def alpha_for(self, n_train):
         """The alpha of the model retrained on ``n_train`` rows."""
@@ -99,12 +93,9 @@ def spec_of(model):
     return build(model)
 
 
-def engine_for(model, X, y, groups=None, *, min_rows=1, alpha=None, verbose=0):
-    """A :class:`HoldoutEngine` for ``model`` (a :class:`CVSpec`, RankRLS or MPRank) on (X, y, groups); an explicit
-    ``alpha`` is kept for every hold-out (also for MPRank)."""
+def engine_for(model, X, y, groups=None, *, min_rows=1, verbose=0):
+    """A :class:`HoldoutEngine` for ``model`` (a :class:`CVSpec`, RankRLS or MPRank) on (X, y, groups)."""
     spec = spec_of(model)
-    if alpha is not None:
-        spec = spec.with_alpha(alpha)
     problem = RankingProblem.from_scores(X, y, groups, weighting=spec.group_weighting,
                                          precomputed=spec.precomputed, min_rows=1, require_informative=False,
                                          allow_sparse=True, exclude_ties=bool(spec.exclude_ties))
@@ -260,7 +251,7 @@ class DualRoute(_Route):
     @_in_region
     def holdout(self, sets, alpha):
         """Predictions of every set, concatenated, from the spectral factor (eq. 33)."""
-        rows = np.concatenate(sets).astype(np.int64) if sets else np.zeros(0, np.int64)
+        rows = np.concatenate(sets).astype(np.int64)
         fold_offsets = np.concatenate([[0], np.cumsum([len(s) for s in sets])]).astype(np.int64)
         V, sigma = self.decompose()
         if not self.grouped:
@@ -328,8 +319,6 @@ class FeatureRoute(_Route):
         return out.reshape(out.shape[0], -1)
 
     def holdout(self, sets, alpha):
-        if not sets:
-            return np.zeros((0, self.Y.shape[1]))
         outs = _holdout.feature_holdout(*self.args, alpha, sets, pair_weight=self.kwargs["pair_weight"])
         return np.concatenate([np.asarray(o).reshape(len(s), -1) for o, s in zip(outs, sets)])
 
@@ -411,9 +400,9 @@ class TieExcludedRoute(_Route):
     def _predict_without(self, U):
         """Predictions (|U|, v) for the group-order rows U of the model retrained without them.
 
-        D = L_B - L'_B = diag(d) - W_.U E_U^T - E_U W_U. + E_U W_UU E_U^T with d_k = sum_u W_ku outside U and the
-        full degree on U (W the tie-free adjacency of B, w_q [cells differ]), so I - K_B. H E_B D is formed from
-        K_B. H E_B and the |B| x |U| block W_.U alone."""
+        D = L_B - L'_B = diag(d) - W_.U E_U^T - E_U W_U. + E_U W_UU E_U^T with d_k = sum_u W_ku outside U and the full
+        degree on U (W the tie-free adjacency of B, w_q [cells differ]), so I - K_B. H E_B D is formed from K_B. H E_B
+        and the |B| x |U| block W_.U alone."""
         codes = self.groups.codes[self.groups.order]  # group code per group-order row
         qs = tuple(int(q) for q in np.unique(codes[U]))
         B, KHE, KHb = self._group_terms(qs)
@@ -443,8 +432,6 @@ class TieExcludedRoute(_Route):
     def holdout(self, sets, alpha):
         self._factor(alpha)
         inv = self.groups.inverse
-        if not sets:
-            return np.zeros((0, self.Y.shape[1]))
         return np.concatenate([self._predict_without(np.sort(inv[s]))[np.argsort(np.argsort(inv[s]))]
                                for s in sets])
 
@@ -748,6 +735,8 @@ class HoldoutEngine(_OnProblem):
     # ---- hold-out sets -----------------------------------------------------------------------------
     def holdout(self, sets, alpha=None):
         """Predictions for each set (list of index arrays, caller's order) in one concatenation."""
+        if not sets:
+            return np.zeros((0, self.Y.shape[1]))
         if alpha is None and self.spec.C is not None:
             # MPRank: sets of one size share the retrained alpha; one pass per distinct size
             sizes = np.array([len(s) for s in sets])
@@ -854,9 +843,9 @@ class PreferenceRoute:
     """Exact hold-out predictions on a preference graph (004 eq. 33 in its general form): each set U predicted by the
     model retrained without every edge touching U.
 
-    With P = L K + alpha I factorized once (A = P^-1 b, eq. 17), removing U's edges changes L and b only on B = U
-    and its neighbours: L' = L - E_B D E_B^T, b' = b - E_B d.  U then has no edge, so A'_U = 0 and by the Woodbury
-    identity A' = H b' + H E_B D (I - K_B. H E_B D)^-1 K_B. H b', H = P^-1: O(m^2 |B|) per set instead of O(m^3)."""
+    With P = L K + alpha I factorized once (A = P^-1 b, eq. 17), removing U's edges changes L and b only on B = U and
+    its neighbours: L' = L - E_B D E_B^T, b' = b - E_B d.  U then has no edge, so A'_U = 0 and by the Woodbury identity
+    A' = H b' + H E_B D (I - K_B. H E_B D)^-1 K_B. H b', H = P^-1: O(m^2 |B|) per set instead of O(m^3)."""
 
     # the kernel, the LU factor of L K + alpha I (built in place of L K, next to the dense L) and, for a set whose
     # edges reach every row, E_B and H E_B

@@ -62,7 +62,9 @@ def _fmt_seconds(s):
 
 
 class _Silent:
-    """verbose=0: every method is a no-op."""
+    """verbose=0: every method is a no-op; leaving a ``with`` closes (on an exception too if close_on_error)."""
+
+    close_on_error = True
 
     def update(self, n=1):
         pass
@@ -76,12 +78,16 @@ class _Silent:
     def __enter__(self):
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, exc_type, *exc):
+        if exc_type is None or self.close_on_error:
+            self.close()
         return False
 
 
 class _LogLines(_Silent):
-    """Log lines to a stream, rate-limited."""
+    """Log lines to a stream, rate-limited; no final line after an exception."""
+
+    close_on_error = False
 
     def __init__(self, total, desc, unit, file, min_interval):
         self.total, self.desc, self.unit = total, desc, unit
@@ -118,11 +124,6 @@ class _LogLines(_Silent):
             self.closed = True
             self._line(final=True)
 
-    def __exit__(self, exc_type, *exc):
-        if exc_type is None:
-            self.close()
-        return False
-
 
 class _Bar(_Silent):
     """A tqdm bar (tqdm imported only here)."""
@@ -144,10 +145,6 @@ class _Bar(_Silent):
         if self.bar in _open_bars:
             _open_bars.remove(self.bar)
         self.bar.close()
-
-    def __exit__(self, *exc):
-        self.close()
-        return False
 
 
 class _Progress:

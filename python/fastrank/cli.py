@@ -8,6 +8,7 @@ malformed data), 2 usage error (bad options), 130 interrupted.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import inspect
 import json
 import math
@@ -53,10 +54,8 @@ def parse_measure(text):
 
 def _measure_arg(text):
     """argparse type of --measure/--scoring: the name itself, validated against the table."""
-    try:
+    with _errors_as(argparse.ArgumentTypeError, UsageError):
         parse_measure(text)
-    except UsageError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
     return text.strip().lower()
 
 
@@ -100,6 +99,18 @@ def evaluate_scores(y, scores, qid, measures, *, each_query=True, verbose=0):
 
 
 # -- helpers -----------------------------------------------------------------------------------
+_FIT_ERRORS = (ValueError, TypeError, ArithmeticError, MemoryError)
+
+
+@contextlib.contextmanager
+def _errors_as(error, types, prefix=""):
+    """Exceptions of ``types`` raised inside become ``error(prefix + message)``, without a traceback."""
+    try:
+        yield
+    except types as exc:
+        raise error(f"{prefix}{exc}") from None
+
+
 def _estimators():
     from ._registry import ESTIMATORS
 
@@ -178,11 +189,8 @@ def _read(path, args, *, n_features=None, zero_based=None, extra="error"):
     from ._svmlight import read_svmlight
 
     zb = zero_based if zero_based is not None else {"auto": "auto", "yes": True, "no": False}[args.zero_based]
-    with stage(f"reading {path}", verbose=args.progress):
-        try:
-            return read_svmlight(path, n_features=n_features, zero_based=zb, extra_features=extra)
-        except (FileNotFoundError, ValueError) as exc:
-            raise DataError(str(exc)) from None
+    with stage(f"reading {path}", verbose=args.progress), _errors_as(DataError, (FileNotFoundError, ValueError)):
+        return read_svmlight(path, n_features=n_features, zero_based=zb, extra_features=extra)
 
 
 def _as_model_input(X, est, how):
@@ -202,10 +210,8 @@ def _dense(X):
     """X as a dense array, behind the memory guard."""
     from ._memory import check_dense_memory
 
-    try:
+    with _errors_as(DataError, MemoryError):
         check_dense_memory(X.shape[0], 1, "dense copy of the input file", n_cols=X.shape[1])
-    except MemoryError as exc:
-        raise DataError(str(exc)) from None
     return X.toarray()
 
 
@@ -270,10 +276,8 @@ def _model_scores(model_file, data_file, args):
     index base, its normalisation)."""
     from ._persist import load
 
-    try:
+    with _errors_as(DataError, (FileNotFoundError, ValueError)):
         model, meta = load(model_file, return_metadata=True)
-    except (FileNotFoundError, ValueError) as exc:
-        raise DataError(str(exc)) from None
     meta = meta.get("svmlight", {})
     n = meta.get("n_features", getattr(model, "n_features_in_", None))
     X, y, qid, info = _read(data_file, args, n_features=n, zero_based=meta.get("zero_based"), extra="ignore")
@@ -287,10 +291,8 @@ def _model_scores(model_file, data_file, args):
         Xm = _normalize(X, qid, norm)[0]
     else:
         Xm = _as_model_input(X, model, "auto")
-    try:
+    with _errors_as(DataError, (ValueError, TypeError), "prediction failed: "):
         s = _predict_chunked(model, Xm, args.progress)
-    except (ValueError, TypeError) as exc:
-        raise DataError(f"prediction failed: {exc}") from None
     if s.ndim != 1:
         raise DataError(f"the model predicts {s.shape[1]} outputs per row; the command-line tool handles one")
     return y, qid, s
@@ -334,11 +336,9 @@ def _build_estimator(args, groups, y):
             raise UsageError(f"bad --param {item!r}: use --param NAME=VALUE")
         params[name.strip()] = _parse_value(value)
     for pname in set(params) - names:
-        hint = ""
-        if pname == "C" and "alpha" in names:
-            hint = f"; {cls.__name__} is regularized by --alpha (larger alpha = more regularization)"
-        elif pname == "alpha" and "C" in names:
-            hint = f"; {cls.__name__} is regularized by -c/--C"
+        other, flag = {"C": ("alpha", "--alpha (larger alpha = more regularization)"), "alpha": ("C", "-c/--C")}.get(
+            pname, (None, ""))
+        hint = f"; {cls.__name__} is regularized by {flag}" if other in names else ""
         raise UsageError(f"{cls.__name__} has no parameter {pname!r}{hint} (its parameters: "
                          f"{', '.join(sorted(names))})")
     if "n_jobs" in names and args.n_jobs is not None:
@@ -356,10 +356,8 @@ def _build_estimator(args, groups, y):
         cls, names = RankRLSCV, cv_names
     if "verbose" in names and "verbose" not in params:  # estimators that report progress themselves
         params["verbose"] = args.progress
-    try:
+    with _errors_as(UsageError, TypeError):
         return cls(**params)
-    except TypeError as exc:
-        raise UsageError(str(exc)) from None
 
 
 def cmd_train(args):
@@ -384,11 +382,9 @@ def cmd_train(args):
             write_line(f"[fastrank] warning: {type(est).__name__} does not use query ids; it learns from all rows "
                        "together (use RankRLS for query-wise ranking)")
     name = type(est).__name__
-    with stage(f"fitting {name} on {X.shape[0]} rows", verbose=args.progress) as st:
-        try:
-            est.fit(Xm, y, **fit_kw)
-        except (ValueError, TypeError, ArithmeticError, MemoryError) as exc:
-            raise DataError(f"fitting {name} failed: {exc}") from None
+    with stage(f"fitting {name} on {X.shape[0]} rows", verbose=args.progress) as st, \
+            _errors_as(DataError, _FIT_ERRORS, f"fitting {name} failed: "):
+        est.fit(Xm, y, **fit_kw)
     if name == "RankRLSCV" and args.verbose_level >= 0:
         cv_desc = est.cv if isinstance(est.cv, str) else f"{args.cv} folds of whole queries"
         write_line(f"alpha chosen by cross-validation ({est.cv_results_['scoring']}, cv={cv_desc}): "
@@ -396,12 +392,9 @@ def cmd_train(args):
     meta = {"svmlight": {"zero_based": info.zero_based, "n_features": int(X.shape[1]), "has_qid": qid is not None,
                          "train_file": os.path.basename(args.train_file), "rows": int(X.shape[0]),
                          "normalize": norm_state}}
-    try:
+    with _errors_as(DataError, OSError, f"cannot write {args.model_file}: "), \
+            _errors_as(DataError, TypeError, "cannot save the model: "):
         save(est, args.model_file, dtype="float32" if args.float32 else None, metadata=meta)
-    except OSError as exc:
-        raise DataError(f"cannot write {args.model_file}: {exc}") from None
-    except TypeError as exc:
-        raise DataError(f"cannot save the model: {exc}") from None
     _say(args, f"{name} fitted in {st.elapsed:.3g} s; model written to {args.model_file} "
                f"({os.path.getsize(args.model_file) / 1024:.1f} KiB)")
     return 0
@@ -414,11 +407,8 @@ def cmd_predict(args):
         sys.stdout.write(text)
         sys.stdout.flush()
         return 0
-    try:
-        with open(args.output, "w") as fh:
-            fh.write(text)
-    except OSError as exc:
-        raise DataError(f"cannot write {args.output}: {exc}") from None
+    with _errors_as(DataError, OSError, f"cannot write {args.output}: "), open(args.output, "w") as fh:
+        fh.write(text)
     _say(args, f"{s.size} scores written to {args.output}")
     return 0
 
@@ -455,22 +445,18 @@ def cmd_evaluate(args):
 
 
 def cmd_cv(args):
-    from ._cv import RankRLSCV
     from ._progress import stage
 
     X, y, qid, _, groups, normalize = _read_training(args)
-    params = _cv_params(args, y, groups)
-    cv = params["cv"]
+    args.model, args.alpha, args.param = "RankRLS", "auto", None  # RankRLSCV, as train --alpha auto builds it
+    est = _build_estimator(args, groups, y)
+    cv = est.cv
     if cv == "lgo" and groups is None:
         raise UsageError("--cv lgo (leave-query-out) needs qid: in the file")
     Xd = _normalize(X, groups, {"name": normalize}, fit=True)[0] if normalize != "none" else _dense(X)
-    flags = dict(kernel=args.kernel, gamma=args.gamma, group_weighting=args.group_weighting, n_jobs=args.n_jobs)
-    est = RankRLSCV(**params, **{k: v for k, v in flags.items() if v is not None}, verbose=args.progress)
-    with stage(f"exact cross-validation over {params['alphas'].size} alphas", verbose=args.progress):
-        try:
-            est.fit(Xd, y, groups)
-        except (ValueError, TypeError, ArithmeticError, MemoryError) as exc:
-            raise DataError(f"cross-validation failed: {exc}") from None
+    with stage(f"exact cross-validation over {est.alphas.size} alphas", verbose=args.progress), \
+            _errors_as(DataError, _FIT_ERRORS, "cross-validation failed: "):
+        est.fit(Xd, y, groups)
     res = est.cv_results_
     label = {"lpo": "leave-pair-out", "lgo": "leave-query-out"}.get(cv, f"{cv}-fold (queries kept together)")
     out = sys.stdout
@@ -482,19 +468,14 @@ def cmd_cv(args):
         out.write(f"{a:.6g}\t{s:.6f}{mark}\n")
     out.write(f"# best alpha {est.alpha_:.6g}, score {est.best_score_:.6f}\n")
     if args.plot:
+        from .plotting import CVCurveDisplay, _write_png
+
         try:
-            from matplotlib.figure import Figure  # no pyplot: no GUI backend needed
+            import matplotlib  # noqa: F401
         except ImportError:
             raise DataError("--plot needs matplotlib (pip install matplotlib)") from None
-        from .plotting import CVCurveDisplay
-
-        fig = Figure(figsize=(6, 4))
-        CVCurveDisplay.from_estimator(est, ax=fig.subplots())
-        fig.tight_layout()
-        try:
-            fig.savefig(args.plot, dpi=100)
-        except (OSError, ValueError) as exc:
-            raise DataError(f"cannot write {args.plot}: {exc}") from None
+        with _errors_as(DataError, (OSError, ValueError), f"cannot write {args.plot}: "):
+            _write_png(args.plot, lambda ax: CVCurveDisplay.from_estimator(est, ax=ax))
         _say(args, f"CV curve written to {args.plot}")
     return 0
 

@@ -29,13 +29,8 @@ otherwise: ``{"$array": "a3", "dtype": "<f8", "shape": [m, n]}``, ``{"$float": "
 ``{"$random_state": [...]}`` (a ``numpy.random.RandomState``'s state) and ``{"$estimator":
 {"class", "params", "state"}}`` (a nested fitted estimator, e.g. ``RankRLSCV.best_estimator_``).
 
-Loading executes and imports nothing and checks everything before use (class whitelist, attribute
-names, member sizes against the header and the memory limit before inflating, checksum, parameters,
-finite fitted arrays, one prediction): any mismatch raises ``ValueError`` naming the file, and a
-newer ``format_version`` is refused naming the version that wrote it.  A model stores what its
-``predict`` needs (a linear model its weight vector, a kernel model its training or basis rows and
-dual coefficients); ``compress`` and ``dtype="float32"`` shrink it.  The design and measured sizes
-are in docs/design/cli-and-model-files.md.
+Loading executes and imports nothing; its checks, what a model stores and the measured sizes are in
+docs/design/cli-and-model-files.md.
 """
 
 from __future__ import annotations

@@ -7,12 +7,11 @@
     for a in progress.iterate(alphas, desc="RankRLSCV", unit="alpha", verbose=verbose): ...
     with stage("factorizing the kernel", verbose=verbose): ...   # one step with its timing
 
-``verbose`` (scikit-learn's): 0 / False / None -> silent (``update`` is an empty method call:
-0.17 us measured, against 0.5 us for the log lines and 0.9 us for tqdm per call); 1 / True -> a
-``tqdm`` bar when tqdm is installed and stderr is a terminal, otherwise a log line to stderr at
-most every ``min_interval`` seconds (default 2 s) and one at the end; 2 or more -> as 1, plus the
-timings of :func:`stage`; "auto" -> 1 on a terminal, 0 otherwise (the command-line default).
-``tqdm`` is optional and imported only when a bar is shown.
+``verbose`` (scikit-learn's): 0 / False / None -> silent (``update`` is an empty method call; overheads
+in docs/design/cli-and-model-files.md); 1 / True -> a ``tqdm`` bar when tqdm is installed and stderr is
+a terminal, otherwise a log line to stderr at most every ``min_interval`` seconds (default 2 s) and
+one at the end; 2 or more -> as 1, plus the timings of :func:`stage`; "auto" -> 1 on a terminal, 0
+otherwise (the command-line default).  ``tqdm`` is optional and imported only when a bar is shown.
 """
 
 from __future__ import annotations

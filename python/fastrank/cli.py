@@ -103,12 +103,13 @@ _FIT_ERRORS = (ValueError, TypeError, ArithmeticError, MemoryError)
 
 
 @contextlib.contextmanager
-def _errors_as(error, types, prefix=""):
-    """Exceptions of ``types`` raised inside become ``error(prefix + message)``, without a traceback."""
+def _errors_as(error, types, prefix="", message=None):
+    """Exceptions of ``types`` raised inside become ``error(prefix + their message)`` (``error(message)``
+    if given), without a traceback."""
     try:
         yield
     except types as exc:
-        raise error(f"{prefix}{exc}") from None
+        raise error(f"{prefix}{exc}" if message is None else message) from None
 
 
 def _estimators():
@@ -146,7 +147,8 @@ def _parse_value(text):
 def parse_grid(text):
     """'1e-3:1e3:13' (log-spaced) or '0.1,1,10' -> array of alphas."""
     t = text.strip()
-    try:
+    with _errors_as(UsageError, ValueError, message=f"bad alpha grid {text!r}: use LOW:HIGH:N (N log-spaced values, "
+                                                    "e.g. 1e-3:1e3:13) or a comma list of positive numbers"):
         if ":" in t:
             lo, hi, n = t.split(":")
             lo, hi, n = float(lo), float(hi), int(n)
@@ -157,16 +159,6 @@ def parse_grid(text):
         if vals.size == 0 or np.any(vals <= 0) or not np.all(np.isfinite(vals)):
             raise ValueError
         return vals
-    except ValueError:
-        raise UsageError(f"bad alpha grid {text!r}: use LOW:HIGH:N (N log-spaced values, e.g. 1e-3:1e3:13) "
-                         "or a comma list of positive numbers") from None
-
-
-def _cv_params(args, y, groups):
-    """RankRLSCV's alphas, cv and scoring from --alphas, --cv (default lgo with query ids, else lpo)
-    and --scoring."""
-    cv = _cv_arg(args.cv, groups is not None)
-    return dict(alphas=parse_grid(args.alphas), cv=cv, scoring=args.scoring or default_scoring(y, groups, cv))
 
 
 def _cv_arg(text, has_qid):
@@ -175,10 +167,8 @@ def _cv_arg(text, has_qid):
     t = text.lower()
     if t in ("lpo", "lgo"):
         return t
-    try:
+    with _errors_as(UsageError, ValueError, message=f"bad --cv {text!r}: use lpo, lgo or a number of folds"):
         k = int(t)
-    except ValueError:
-        raise UsageError(f"bad --cv {text!r}: use lpo, lgo or a number of folds") from None
     if k < 2:
         raise UsageError("--cv needs at least 2 folds")
     return k
@@ -352,7 +342,8 @@ def _build_estimator(args, groups, y):
         dropped = sorted(set(params) - cv_names)
         if dropped:
             raise UsageError(f"--alpha auto (RankRLSCV) does not take {', '.join(dropped)}")
-        params.update(_cv_params(args, y, groups))
+        cv = _cv_arg(args.cv, groups is not None)  # RankRLSCV's alphas, cv and scoring
+        params.update(alphas=parse_grid(args.alphas), cv=cv, scoring=args.scoring or default_scoring(y, groups, cv))
         cls, names = RankRLSCV, cv_names
     if "verbose" in names and "verbose" not in params:  # estimators that report progress themselves
         params["verbose"] = args.progress
@@ -470,10 +461,8 @@ def cmd_cv(args):
     if args.plot:
         from .plotting import CVCurveDisplay, _write_png
 
-        try:
+        with _errors_as(DataError, ImportError, message="--plot needs matplotlib (pip install matplotlib)"):
             import matplotlib  # noqa: F401
-        except ImportError:
-            raise DataError("--plot needs matplotlib (pip install matplotlib)") from None
         with _errors_as(DataError, (OSError, ValueError), f"cannot write {args.plot}: "):
             _write_png(args.plot, lambda ax: CVCurveDisplay.from_estimator(est, ax=ax))
         _say(args, f"CV curve written to {args.plot}")
@@ -524,10 +513,8 @@ def _add_common(p):
                    help="threads (default: all cores; -1 all cores)")
     g.add_argument("-v", "--verbose", action="count", default=0, help="more messages on stderr (repeatable)")
     g.add_argument("-q", "--quiet", action="store_true", help="no progress or messages on stderr")
-    g.add_argument("--progress", dest="progress_flag", action="store_true", default=None,
-                   help="show progress even when stderr is not a terminal")
-    g.add_argument("--no-progress", dest="progress_flag", action="store_false",
-                   help="never show progress (default: shown on a terminal)")
+    g.add_argument("--progress", dest="progress_flag", action=argparse.BooleanOptionalAction, default=None,
+                   help="show progress even when stderr is not a terminal, or never (default: shown on a terminal)")
 
 
 def _applies(param):

@@ -179,9 +179,8 @@ def save(model, path, *, dtype=None, compress=True, metadata=None):
 
     Parameters
     ----------
-    model : a fastrank estimator (RankRLS, RankRLSCV, MPRank, PRank, OAPBPM, WidrowHoff,
-        OnlineMPRank, ... any estimator class exported by ``fastrank``).  Online learners may be
-        saved mid-stream: ``partial_fit`` on the loaded model continues exactly.
+    model : a fastrank estimator (any class of ``fastrank._registry.ESTIMATORS``); on-line learners
+        may be saved mid-stream (``partial_fit`` on the loaded model continues exactly).
     path : str or path-like; written as given (no extension is added), atomically (a temporary
         file in the same folder is renamed over it).
     dtype : None or "float32"
@@ -464,10 +463,9 @@ def _check_model(est, where="model"):
     """The parameters pass the class's checks and the fitted arrays are finite (nested estimators too)."""
     _check_params(est, where)
     for k, v in vars(est).items():
-        if isinstance(v, np.ndarray) and v.dtype.kind in "fc" and not (
-                np.isfinite(v).all() or (k in _INFINITY_OK and not np.isnan(v).any())):
-            raise _Corrupt(f"{where}.{k} contains NaN or infinity")
-        if sp.issparse(v) and v.dtype.kind in "fc" and not np.isfinite(v.data).all():
+        a = v.data if sp.issparse(v) else v  # a CSR matrix: its stored values
+        if isinstance(a, np.ndarray) and a.dtype.kind in "fc" and not (
+                np.isfinite(a).all() or (k in _INFINITY_OK and not sp.issparse(v) and not np.isnan(a).any())):
             raise _Corrupt(f"{where}.{k} contains NaN or infinity")
         if type(v).__name__ in ESTIMATORS and type(v) is ESTIMATORS[type(v).__name__]:
             _check_model(v, f"{where}.{k}")
@@ -508,9 +506,7 @@ def load(path, *, return_metadata=False):
     ------
     FileNotFoundError if there is no such file; ValueError (naming the file) if it is not a
     fastrank model file, was written by a newer format version, or is truncated, corrupted or
-    tampered with (unknown class, missing or reshaped array, sizes that disagree with the header,
-    a checksum that does not match, parameters the class refuses, NaN or infinite fitted arrays,
-    inconsistent fitted state).  Every size is checked before an array is inflated.
+    tampered with (the checks: docs/design/cli-and-model-files.md, "Model files").
     """
     p = os.fspath(path)
     if not os.path.exists(p):

@@ -439,8 +439,7 @@ def cmd_cv(args):
     from ._progress import stage
 
     X, y, qid, _, groups, normalize = _read_training(args)
-    args.model, args.alpha, args.param = "RankRLS", "auto", None  # RankRLSCV, as train --alpha auto builds it
-    est = _build_estimator(args, groups, y)
+    est = _build_estimator(args, groups, y)  # RankRLSCV, as train --alpha auto builds it (the parser's defaults)
     cv = est.cv
     if cv == "lgo" and groups is None:
         raise UsageError("--cv lgo (leave-query-out) needs qid: in the file")
@@ -642,6 +641,7 @@ def build_parser():
     p.add_argument("--format", choices=("text", "json"), default="text", help="output format")
     p = command("cv", "exact cross-validation report of RankRLS over an alpha grid", _EPILOG_CV, "train_file")
     _add_model_params(p, cv_only=True)
+    p.set_defaults(model="RankRLS", alpha="auto", param=None)
     p.add_argument("--plot", default=None, metavar="PNG", help="also draw score vs alpha (needs matplotlib)")
     for p in sub.choices.values():
         _add_common(p)

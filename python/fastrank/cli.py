@@ -326,8 +326,8 @@ def _build_estimator(args, groups, y):
             raise UsageError(f"bad --param {item!r}: use --param NAME=VALUE")
         params[name.strip()] = _parse_value(value)
     for pname in set(params) - names:
-        other, flag = {"C": ("alpha", "--alpha (larger alpha = more regularization)"), "alpha": ("C", "-c/--C")}.get(
-            pname, (None, ""))
+        other, flag = {"C": ("alpha", "--alpha (larger alpha = more regularization)"),
+                       "alpha": ("C", "-c/--C")}.get(pname, (None, ""))
         hint = f"; {cls.__name__} is regularized by {flag}" if other in names else ""
         raise UsageError(f"{cls.__name__} has no parameter {pname!r}{hint} (its parameters: "
                          f"{', '.join(sorted(names))})")

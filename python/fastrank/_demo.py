@@ -87,15 +87,18 @@ def main(argv=None):
 def write_cv_plot(row, path):
     """PNG of a demo row's validation curve (disagreement vs alpha, chosen alpha marked), drawn on a
     matplotlib Figure without pyplot (no GUI backend needed)."""
-    from .plotting import CVCurveDisplay, _write_png
+    from matplotlib.figure import Figure
 
-    def draw(ax):
-        disp = CVCurveDisplay(*row["validation_curve"], best_alpha=row["alpha"], scoring="disagreement",
-                              cv="held-out training queries", label="validation score").plot(ax=ax)
-        disp.ax_.set_title(f"{row['model']}\nalpha chosen on held-out training queries", fontsize=10)
-        return disp
+    from .plotting import CVCurveDisplay
 
-    return _write_png(path, draw)
+    alphas, errors = row["validation_curve"]
+    fig = Figure(figsize=(6, 4))
+    disp = CVCurveDisplay(alphas, errors, best_alpha=row["alpha"], scoring="disagreement",
+                          cv="held-out training queries", label="validation score").plot(ax=fig.subplots())
+    disp.ax_.set_title(f"{row['model']}\nalpha chosen on held-out training queries", fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    return disp
 
 
 if __name__ == "__main__":

@@ -458,12 +458,15 @@ def cmd_cv(args):
         out.write(f"{a:.6g}\t{s:.6f}{mark}\n")
     out.write(f"# best alpha {est.alpha_:.6g}, score {est.best_score_:.6f}\n")
     if args.plot:
-        from .plotting import CVCurveDisplay, _write_png
-
         with _errors_as(DataError, ImportError, message="--plot needs matplotlib (pip install matplotlib)"):
-            import matplotlib  # noqa: F401
+            from matplotlib.figure import Figure  # no pyplot: no GUI backend needed
+        from .plotting import CVCurveDisplay
+
+        fig = Figure(figsize=(6, 4))
+        CVCurveDisplay.from_estimator(est, ax=fig.subplots())
+        fig.tight_layout()
         with _errors_as(DataError, (OSError, ValueError), f"cannot write {args.plot}: "):
-            _write_png(args.plot, lambda ax: CVCurveDisplay.from_estimator(est, ax=ax))
+            fig.savefig(args.plot, dpi=100)
         _say(args, f"CV curve written to {args.plot}")
     return 0
 

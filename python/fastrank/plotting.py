@@ -35,18 +35,6 @@ def _axes(ax):
     return ax
 
 
-def _write_png(path, draw):
-    """``draw(ax)`` on a 6 x 4 inch matplotlib Figure made without pyplot (no GUI backend needed),
-    written to ``path`` as a PNG at 100 dpi; returns what ``draw`` returns."""
-    from matplotlib.figure import Figure
-
-    fig = Figure(figsize=(6, 4))
-    out = draw(fig.subplots())
-    fig.tight_layout()
-    fig.savefig(path, dpi=100)
-    return out
-
-
 class _Display:
     def _finish(self, ax, xlabel, ylabel, title, *, legend=True):
         """Axis labels, title and legend; keeps ``ax_`` and ``figure_``."""

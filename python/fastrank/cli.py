@@ -62,9 +62,7 @@ def _measure_arg(text):
 def default_scoring(y, groups, cv):
     """The CV measure when --scoring is not given: NDCG@10 for query data scored on hold-out
     queries (non-negative grades), pairwise disagreement otherwise (leave-pair-out, no qid)."""
-    if groups is not None and cv != "lpo" and np.all(y >= 0):
-        return "ndcg@10"
-    return "disagreement"
+    return "ndcg@10" if groups is not None and cv != "lpo" and np.all(y >= 0) else "disagreement"
 
 
 def evaluate_scores(y, scores, qid, measures, *, each_query=True, verbose=0):
@@ -82,18 +80,14 @@ def evaluate_scores(y, scores, qid, measures, *, each_query=True, verbose=0):
     for text in measures:
         measure = parse_measure(text)
         label = measure.name
-        try:
+        with _errors_as(DataError, ValueError, f"cannot compute {label}: "):
             averaged.append((label, float(measure(y, scores, qid))))
-        except ValueError as exc:
-            raise DataError(f"cannot compute {label}: {exc}") from None
         if not each_query:
             continue
         vals = np.full(ids.size, np.nan)
         for i, r in enumerate(progress.iterate(rows, desc=f"{label} per query", unit="queries", verbose=verbose)):
-            try:
+            with contextlib.suppress(ValueError):  # undefined for this query (no pair to compare, no relevant row)
                 vals[i] = measure(y[r], scores[r])
-            except ValueError:  # undefined for this query (no pair to compare, no relevant row)
-                pass
         per_query[label] = vals
     return averaged, ids, per_query
 
@@ -223,9 +217,8 @@ def _normalize(X, groups, state, *, fit=False):
     Xd = _dense(X)
     if state["name"].startswith("query-"):
         return tr.fit(Xd).transform(Xd, groups=groups), state
-    if fit:
-        Xn = tr.fit_transform(Xd)
-        return Xn, {**state, "mean": tr.mean_.tolist(), "scale": tr.scale_.tolist()}
+    if fit:  # fit_transform runs before the statistics are read
+        return tr.fit_transform(Xd), {**state, "mean": tr.mean_.tolist(), "scale": tr.scale_.tolist()}
     tr.fit(Xd[:1])  # shapes and fitted attributes; the statistics are the training data's
     tr.mean_, tr.scale_ = np.asarray(state["mean"]), np.asarray(state["scale"])
     return tr.transform(Xd), state

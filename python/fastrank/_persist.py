@@ -29,13 +29,8 @@ otherwise: ``{"$array": "a3", "dtype": "<f8", "shape": [m, n]}``, ``{"$float": "
 ``{"$random_state": [...]}`` (a ``numpy.random.RandomState``'s state) and ``{"$estimator":
 {"class", "params", "state"}}`` (a nested fitted estimator, e.g. ``RankRLSCV.best_estimator_``).
 
-Loading executes and imports nothing and checks everything before use (class whitelist, attribute
-names, member sizes against the header and the memory limit before inflating, checksum, parameters,
-finite fitted arrays, one prediction): any mismatch raises ``ValueError`` naming the file, and a
-newer ``format_version`` is refused naming the version that wrote it.  A model stores what its
-``predict`` needs (a linear model its weight vector, a kernel model its training or basis rows and
-dual coefficients); ``compress`` and ``dtype="float32"`` shrink it.  The design and measured sizes
-are in docs/design/cli-and-model-files.md.
+Loading executes and imports nothing; its checks, what a model stores and the measured sizes are in
+docs/design/cli-and-model-files.md.
 """
 
 from __future__ import annotations
@@ -184,9 +179,8 @@ def save(model, path, *, dtype=None, compress=True, metadata=None):
 
     Parameters
     ----------
-    model : a fastrank estimator (RankRLS, RankRLSCV, MPRank, PRank, OAPBPM, WidrowHoff,
-        OnlineMPRank, ... any estimator class exported by ``fastrank``).  Online learners may be
-        saved mid-stream: ``partial_fit`` on the loaded model continues exactly.
+    model : a fastrank estimator (any class of ``fastrank._registry.ESTIMATORS``); on-line learners
+        may be saved mid-stream (``partial_fit`` on the loaded model continues exactly).
     path : str or path-like; written as given (no extension is added), atomically (a temporary
         file in the same folder is renamed over it).
     dtype : None or "float32"
@@ -469,10 +463,9 @@ def _check_model(est, where="model"):
     """The parameters pass the class's checks and the fitted arrays are finite (nested estimators too)."""
     _check_params(est, where)
     for k, v in vars(est).items():
-        if isinstance(v, np.ndarray) and v.dtype.kind in "fc" and not (
-                np.isfinite(v).all() or (k in _INFINITY_OK and not np.isnan(v).any())):
-            raise _Corrupt(f"{where}.{k} contains NaN or infinity")
-        if sp.issparse(v) and v.dtype.kind in "fc" and not np.isfinite(v.data).all():
+        a = v.data if sp.issparse(v) else v  # a CSR matrix: its stored values
+        if isinstance(a, np.ndarray) and a.dtype.kind in "fc" and not (
+                np.isfinite(a).all() or (k in _INFINITY_OK and not sp.issparse(v) and not np.isnan(a).any())):
             raise _Corrupt(f"{where}.{k} contains NaN or infinity")
         if type(v).__name__ in ESTIMATORS and type(v) is ESTIMATORS[type(v).__name__]:
             _check_model(v, f"{where}.{k}")
@@ -513,9 +506,7 @@ def load(path, *, return_metadata=False):
     ------
     FileNotFoundError if there is no such file; ValueError (naming the file) if it is not a
     fastrank model file, was written by a newer format version, or is truncated, corrupted or
-    tampered with (unknown class, missing or reshaped array, sizes that disagree with the header,
-    a checksum that does not match, parameters the class refuses, NaN or infinite fitted arrays,
-    inconsistent fitted state).  Every size is checked before an array is inflated.
+    tampered with (the checks: docs/design/cli-and-model-files.md, "Model files").
     """
     p = os.fspath(path)
     if not os.path.exists(p):

@@ -7,12 +7,11 @@
     for a in progress.iterate(alphas, desc="RankRLSCV", unit="alpha", verbose=verbose): ...
     with stage("factorizing the kernel", verbose=verbose): ...   # one step with its timing
 
-``verbose`` (scikit-learn's): 0 / False / None -> silent (``update`` is an empty method call:
-0.17 us measured, against 0.5 us for the log lines and 0.9 us for tqdm per call); 1 / True -> a
-``tqdm`` bar when tqdm is installed and stderr is a terminal, otherwise a log line to stderr at
-most every ``min_interval`` seconds (default 2 s) and one at the end; 2 or more -> as 1, plus the
-timings of :func:`stage`; "auto" -> 1 on a terminal, 0 otherwise (the command-line default).
-``tqdm`` is optional and imported only when a bar is shown.
+``verbose`` (scikit-learn's): 0 / False / None -> silent (``update`` is an empty method call; overheads
+in docs/design/cli-and-model-files.md); 1 / True -> a ``tqdm`` bar when tqdm is installed and stderr is
+a terminal, otherwise a log line to stderr at most every ``min_interval`` seconds (default 2 s) and
+one at the end; 2 or more -> as 1, plus the timings of :func:`stage`; "auto" -> 1 on a terminal, 0
+otherwise (the command-line default).  ``tqdm`` is optional and imported only when a bar is shown.
 """
 
 from __future__ import annotations
@@ -62,7 +61,9 @@ def _fmt_seconds(s):
 
 
 class _Silent:
-    """verbose=0: every method is a no-op."""
+    """verbose=0: every method is a no-op; leaving a ``with`` closes (on an exception too if close_on_error)."""
+
+    close_on_error = True
 
     def update(self, n=1):
         pass
@@ -76,12 +77,16 @@ class _Silent:
     def __enter__(self):
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, exc_type, *exc):
+        if exc_type is None or self.close_on_error:
+            self.close()
         return False
 
 
 class _LogLines(_Silent):
-    """Log lines to a stream, rate-limited."""
+    """Log lines to a stream, rate-limited; no final line after an exception."""
+
+    close_on_error = False
 
     def __init__(self, total, desc, unit, file, min_interval):
         self.total, self.desc, self.unit = total, desc, unit
@@ -118,11 +123,6 @@ class _LogLines(_Silent):
             self.closed = True
             self._line(final=True)
 
-    def __exit__(self, exc_type, *exc):
-        if exc_type is None:
-            self.close()
-        return False
-
 
 class _Bar(_Silent):
     """A tqdm bar (tqdm imported only here)."""
@@ -144,10 +144,6 @@ class _Bar(_Silent):
         if self.bar in _open_bars:
             _open_bars.remove(self.bar)
         self.bar.close()
-
-    def __exit__(self, *exc):
-        self.close()
-        return False
 
 
 class _Progress:

@@ -1,9 +1,7 @@
 """svmlight / LETOR text files with optional ``qid:`` (reading, with file:line error messages).
 
-The fast path is scikit-learn's compiled parser (``sklearn.datasets.load_svmlight_file``); it says
-what was wrong but not where, so on a failure (and for the checks it does not make: NaN or infinite
-values, ``qid:`` on only some lines) the line checker below scans the file again to name the file,
-line and token.  A valid file is read at the compiled parser's speed.
+The fast path is ``sklearn.datasets.load_svmlight_file``; on a failure the line checker below names
+the file, line and token (docs/design/cli-and-model-files.md).
 
 Grammar (svm_light / svm_rank / LETOR / LibSVM)::
 
@@ -21,6 +19,7 @@ import bz2
 import gzip
 import math
 import os
+from collections import namedtuple
 
 import numpy as np
 import scipy.sparse as sp
@@ -28,13 +27,8 @@ import scipy.sparse as sp
 __all__ = ["read_svmlight", "SvmlightInfo"]
 
 
-class SvmlightInfo:
-    """How a file was read: ``zero_based`` (resolved), ``n_features`` (columns of X), ``has_qid``."""
-
-    __slots__ = ("zero_based", "n_features", "has_qid", "max_index")
-
-    def __init__(self, zero_based, n_features, has_qid, max_index):
-        self.zero_based, self.n_features, self.has_qid, self.max_index = zero_based, n_features, has_qid, max_index
+# How a file was read: zero_based (resolved), n_features (columns of X), has_qid, max_index (largest index written)
+SvmlightInfo = namedtuple("SvmlightInfo", "zero_based n_features has_qid max_index")
 
 
 _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1  # indices and query ids the compiled reader holds (C long)
@@ -46,11 +40,16 @@ def _open_text(path):
     return opener(p, "rb")
 
 
-def _real(tok, what):
+def _convert(conv, text, message, *args, error=ValueError):
+    """conv(text); _LineError(message.format(*args)) when it raises ``error`` (formatted only then)."""
     try:
-        v = float(tok)
-    except ValueError:
-        raise _LineError(f"{what} {tok!r} is not a number") from None
+        return conv(text)
+    except error:
+        raise _LineError(message.format(*args)) from None
+
+
+def _real(tok, what):
+    v = _convert(float, tok, "{} {!r} is not a number", what, tok)
     if not math.isfinite(v):
         raise _LineError(f"{what} {tok!r} is not finite")
     return v
@@ -63,21 +62,15 @@ class _LineError(Exception):
 def _parse_line(raw):
     """(target, qid or None, indices, values) of one data line, or None for a blank/comment line;
     _LineError with a readable message for anything malformed."""
-    try:
-        line = raw.decode("utf-8")
-    except UnicodeDecodeError:
-        raise _LineError("line is not valid UTF-8 text (is this a binary file?)") from None
-    line = line.split("#", 1)[0].strip()
+    line = _convert(bytes.decode, raw, "line is not valid UTF-8 text (is this a binary file?)",
+                    error=UnicodeDecodeError).split("#", 1)[0].strip()
     if not line:
         return None
     toks = line.split()
     target = _real(toks[0], "target")
     qid, start = None, 1
     if len(toks) > 1 and toks[1].startswith("qid:"):
-        try:
-            qid = int(toks[1][4:])
-        except ValueError:
-            raise _LineError(f"query id {toks[1]!r} is not an integer (expected qid:<int>)") from None
+        qid = _convert(int, toks[1][4:], "query id {!r} is not an integer (expected qid:<int>)", toks[1])
         if not _INT64_MIN <= qid <= _INT64_MAX:
             raise _LineError(f"query id {toks[1]!r} is outside the 64-bit integer range")
         start = 2
@@ -89,10 +82,7 @@ def _parse_line(raw):
         idx, sep, val = tok.partition(":")
         if not sep:
             raise _LineError(f"token {tok!r} is not of the form <index>:<value>")
-        try:
-            i = int(idx)
-        except ValueError:
-            raise _LineError(f"feature index {idx!r} in {tok!r} is not an integer") from None
+        i = _convert(int, idx, "feature index {!r} in {!r} is not an integer", idx, tok)
         if i < 0:
             raise _LineError(f"feature index {i} in {tok!r} is negative")
         if i > _INT64_MAX:

@@ -8,6 +8,7 @@ malformed data), 2 usage error (bad options), 130 interrupted.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import inspect
 import json
 import math
@@ -53,19 +54,15 @@ def parse_measure(text):
 
 def _measure_arg(text):
     """argparse type of --measure/--scoring: the name itself, validated against the table."""
-    try:
+    with _errors_as(argparse.ArgumentTypeError, UsageError):
         parse_measure(text)
-    except UsageError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
     return text.strip().lower()
 
 
 def default_scoring(y, groups, cv):
     """The CV measure when --scoring is not given: NDCG@10 for query data scored on hold-out
     queries (non-negative grades), pairwise disagreement otherwise (leave-pair-out, no qid)."""
-    if groups is not None and cv != "lpo" and np.all(y >= 0):
-        return "ndcg@10"
-    return "disagreement"
+    return "ndcg@10" if groups is not None and cv != "lpo" and np.all(y >= 0) else "disagreement"
 
 
 def evaluate_scores(y, scores, qid, measures, *, each_query=True, verbose=0):
@@ -83,23 +80,32 @@ def evaluate_scores(y, scores, qid, measures, *, each_query=True, verbose=0):
     for text in measures:
         measure = parse_measure(text)
         label = measure.name
-        try:
+        with _errors_as(DataError, ValueError, f"cannot compute {label}: "):
             averaged.append((label, float(measure(y, scores, qid))))
-        except ValueError as exc:
-            raise DataError(f"cannot compute {label}: {exc}") from None
         if not each_query:
             continue
         vals = np.full(ids.size, np.nan)
         for i, r in enumerate(progress.iterate(rows, desc=f"{label} per query", unit="queries", verbose=verbose)):
-            try:
+            with contextlib.suppress(ValueError):  # undefined for this query (no pair to compare, no relevant row)
                 vals[i] = measure(y[r], scores[r])
-            except ValueError:  # undefined for this query (no pair to compare, no relevant row)
-                pass
         per_query[label] = vals
     return averaged, ids, per_query
 
 
 # -- helpers -----------------------------------------------------------------------------------
+_FIT_ERRORS = (ValueError, TypeError, ArithmeticError, MemoryError)
+
+
+@contextlib.contextmanager
+def _errors_as(error, types, prefix="", message=None):
+    """Exceptions of ``types`` raised inside become ``error(prefix + their message)`` (``error(message)``
+    if given), without a traceback."""
+    try:
+        yield
+    except types as exc:
+        raise error(f"{prefix}{exc}" if message is None else message) from None
+
+
 def _estimators():
     from ._registry import ESTIMATORS
 
@@ -135,7 +141,8 @@ def _parse_value(text):
 def parse_grid(text):
     """'1e-3:1e3:13' (log-spaced) or '0.1,1,10' -> array of alphas."""
     t = text.strip()
-    try:
+    with _errors_as(UsageError, ValueError, message=f"bad alpha grid {text!r}: use LOW:HIGH:N (N log-spaced values, "
+                                                    "e.g. 1e-3:1e3:13) or a comma list of positive numbers"):
         if ":" in t:
             lo, hi, n = t.split(":")
             lo, hi, n = float(lo), float(hi), int(n)
@@ -146,16 +153,6 @@ def parse_grid(text):
         if vals.size == 0 or np.any(vals <= 0) or not np.all(np.isfinite(vals)):
             raise ValueError
         return vals
-    except ValueError:
-        raise UsageError(f"bad alpha grid {text!r}: use LOW:HIGH:N (N log-spaced values, e.g. 1e-3:1e3:13) "
-                         "or a comma list of positive numbers") from None
-
-
-def _cv_params(args, y, groups):
-    """RankRLSCV's alphas, cv and scoring from --alphas, --cv (default lgo with query ids, else lpo)
-    and --scoring."""
-    cv = _cv_arg(args.cv, groups is not None)
-    return dict(alphas=parse_grid(args.alphas), cv=cv, scoring=args.scoring or default_scoring(y, groups, cv))
 
 
 def _cv_arg(text, has_qid):
@@ -164,10 +161,8 @@ def _cv_arg(text, has_qid):
     t = text.lower()
     if t in ("lpo", "lgo"):
         return t
-    try:
+    with _errors_as(UsageError, ValueError, message=f"bad --cv {text!r}: use lpo, lgo or a number of folds"):
         k = int(t)
-    except ValueError:
-        raise UsageError(f"bad --cv {text!r}: use lpo, lgo or a number of folds") from None
     if k < 2:
         raise UsageError("--cv needs at least 2 folds")
     return k
@@ -178,11 +173,8 @@ def _read(path, args, *, n_features=None, zero_based=None, extra="error"):
     from ._svmlight import read_svmlight
 
     zb = zero_based if zero_based is not None else {"auto": "auto", "yes": True, "no": False}[args.zero_based]
-    with stage(f"reading {path}", verbose=args.progress):
-        try:
-            return read_svmlight(path, n_features=n_features, zero_based=zb, extra_features=extra)
-        except (FileNotFoundError, ValueError) as exc:
-            raise DataError(str(exc)) from None
+    with stage(f"reading {path}", verbose=args.progress), _errors_as(DataError, (FileNotFoundError, ValueError)):
+        return read_svmlight(path, n_features=n_features, zero_based=zb, extra_features=extra)
 
 
 def _as_model_input(X, est, how):
@@ -202,10 +194,8 @@ def _dense(X):
     """X as a dense array, behind the memory guard."""
     from ._memory import check_dense_memory
 
-    try:
+    with _errors_as(DataError, MemoryError):
         check_dense_memory(X.shape[0], 1, "dense copy of the input file", n_cols=X.shape[1])
-    except MemoryError as exc:
-        raise DataError(str(exc)) from None
     return X.toarray()
 
 
@@ -227,9 +217,8 @@ def _normalize(X, groups, state, *, fit=False):
     Xd = _dense(X)
     if state["name"].startswith("query-"):
         return tr.fit(Xd).transform(Xd, groups=groups), state
-    if fit:
-        Xn = tr.fit_transform(Xd)
-        return Xn, {**state, "mean": tr.mean_.tolist(), "scale": tr.scale_.tolist()}
+    if fit:  # fit_transform runs before the statistics are read
+        return tr.fit_transform(Xd), {**state, "mean": tr.mean_.tolist(), "scale": tr.scale_.tolist()}
     tr.fit(Xd[:1])  # shapes and fitted attributes; the statistics are the training data's
     tr.mean_, tr.scale_ = np.asarray(state["mean"]), np.asarray(state["scale"])
     return tr.transform(Xd), state
@@ -270,10 +259,8 @@ def _model_scores(model_file, data_file, args):
     index base, its normalisation)."""
     from ._persist import load
 
-    try:
+    with _errors_as(DataError, (FileNotFoundError, ValueError)):
         model, meta = load(model_file, return_metadata=True)
-    except (FileNotFoundError, ValueError) as exc:
-        raise DataError(str(exc)) from None
     meta = meta.get("svmlight", {})
     n = meta.get("n_features", getattr(model, "n_features_in_", None))
     X, y, qid, info = _read(data_file, args, n_features=n, zero_based=meta.get("zero_based"), extra="ignore")
@@ -287,10 +274,8 @@ def _model_scores(model_file, data_file, args):
         Xm = _normalize(X, qid, norm)[0]
     else:
         Xm = _as_model_input(X, model, "auto")
-    try:
+    with _errors_as(DataError, (ValueError, TypeError), "prediction failed: "):
         s = _predict_chunked(model, Xm, args.progress)
-    except (ValueError, TypeError) as exc:
-        raise DataError(f"prediction failed: {exc}") from None
     if s.ndim != 1:
         raise DataError(f"the model predicts {s.shape[1]} outputs per row; the command-line tool handles one")
     return y, qid, s
@@ -334,11 +319,9 @@ def _build_estimator(args, groups, y):
             raise UsageError(f"bad --param {item!r}: use --param NAME=VALUE")
         params[name.strip()] = _parse_value(value)
     for pname in set(params) - names:
-        hint = ""
-        if pname == "C" and "alpha" in names:
-            hint = f"; {cls.__name__} is regularized by --alpha (larger alpha = more regularization)"
-        elif pname == "alpha" and "C" in names:
-            hint = f"; {cls.__name__} is regularized by -c/--C"
+        other, flag = {"C": ("alpha", "--alpha (larger alpha = more regularization)"),
+                       "alpha": ("C", "-c/--C")}.get(pname, (None, ""))
+        hint = f"; {cls.__name__} is regularized by {flag}" if other in names else ""
         raise UsageError(f"{cls.__name__} has no parameter {pname!r}{hint} (its parameters: "
                          f"{', '.join(sorted(names))})")
     if "n_jobs" in names and args.n_jobs is not None:
@@ -352,14 +335,13 @@ def _build_estimator(args, groups, y):
         dropped = sorted(set(params) - cv_names)
         if dropped:
             raise UsageError(f"--alpha auto (RankRLSCV) does not take {', '.join(dropped)}")
-        params.update(_cv_params(args, y, groups))
+        cv = _cv_arg(args.cv, groups is not None)  # RankRLSCV's alphas, cv and scoring
+        params.update(alphas=parse_grid(args.alphas), cv=cv, scoring=args.scoring or default_scoring(y, groups, cv))
         cls, names = RankRLSCV, cv_names
     if "verbose" in names and "verbose" not in params:  # estimators that report progress themselves
         params["verbose"] = args.progress
-    try:
+    with _errors_as(UsageError, TypeError):
         return cls(**params)
-    except TypeError as exc:
-        raise UsageError(str(exc)) from None
 
 
 def cmd_train(args):
@@ -384,11 +366,9 @@ def cmd_train(args):
             write_line(f"[fastrank] warning: {type(est).__name__} does not use query ids; it learns from all rows "
                        "together (use RankRLS for query-wise ranking)")
     name = type(est).__name__
-    with stage(f"fitting {name} on {X.shape[0]} rows", verbose=args.progress) as st:
-        try:
-            est.fit(Xm, y, **fit_kw)
-        except (ValueError, TypeError, ArithmeticError, MemoryError) as exc:
-            raise DataError(f"fitting {name} failed: {exc}") from None
+    with stage(f"fitting {name} on {X.shape[0]} rows", verbose=args.progress) as st, \
+            _errors_as(DataError, _FIT_ERRORS, f"fitting {name} failed: "):
+        est.fit(Xm, y, **fit_kw)
     if name == "RankRLSCV" and args.verbose_level >= 0:
         cv_desc = est.cv if isinstance(est.cv, str) else f"{args.cv} folds of whole queries"
         write_line(f"alpha chosen by cross-validation ({est.cv_results_['scoring']}, cv={cv_desc}): "
@@ -396,12 +376,9 @@ def cmd_train(args):
     meta = {"svmlight": {"zero_based": info.zero_based, "n_features": int(X.shape[1]), "has_qid": qid is not None,
                          "train_file": os.path.basename(args.train_file), "rows": int(X.shape[0]),
                          "normalize": norm_state}}
-    try:
+    with _errors_as(DataError, OSError, f"cannot write {args.model_file}: "), \
+            _errors_as(DataError, TypeError, "cannot save the model: "):
         save(est, args.model_file, dtype="float32" if args.float32 else None, metadata=meta)
-    except OSError as exc:
-        raise DataError(f"cannot write {args.model_file}: {exc}") from None
-    except TypeError as exc:
-        raise DataError(f"cannot save the model: {exc}") from None
     _say(args, f"{name} fitted in {st.elapsed:.3g} s; model written to {args.model_file} "
                f"({os.path.getsize(args.model_file) / 1024:.1f} KiB)")
     return 0
@@ -414,11 +391,8 @@ def cmd_predict(args):
         sys.stdout.write(text)
         sys.stdout.flush()
         return 0
-    try:
-        with open(args.output, "w") as fh:
-            fh.write(text)
-    except OSError as exc:
-        raise DataError(f"cannot write {args.output}: {exc}") from None
+    with _errors_as(DataError, OSError, f"cannot write {args.output}: "), open(args.output, "w") as fh:
+        fh.write(text)
     _say(args, f"{s.size} scores written to {args.output}")
     return 0
 
@@ -455,22 +429,17 @@ def cmd_evaluate(args):
 
 
 def cmd_cv(args):
-    from ._cv import RankRLSCV
     from ._progress import stage
 
     X, y, qid, _, groups, normalize = _read_training(args)
-    params = _cv_params(args, y, groups)
-    cv = params["cv"]
+    est = _build_estimator(args, groups, y)  # RankRLSCV, as train --alpha auto builds it (the parser's defaults)
+    cv = est.cv
     if cv == "lgo" and groups is None:
         raise UsageError("--cv lgo (leave-query-out) needs qid: in the file")
     Xd = _normalize(X, groups, {"name": normalize}, fit=True)[0] if normalize != "none" else _dense(X)
-    flags = dict(kernel=args.kernel, gamma=args.gamma, group_weighting=args.group_weighting, n_jobs=args.n_jobs)
-    est = RankRLSCV(**params, **{k: v for k, v in flags.items() if v is not None}, verbose=args.progress)
-    with stage(f"exact cross-validation over {params['alphas'].size} alphas", verbose=args.progress):
-        try:
-            est.fit(Xd, y, groups)
-        except (ValueError, TypeError, ArithmeticError, MemoryError) as exc:
-            raise DataError(f"cross-validation failed: {exc}") from None
+    with stage(f"exact cross-validation over {est.alphas.size} alphas", verbose=args.progress), \
+            _errors_as(DataError, _FIT_ERRORS, "cross-validation failed: "):
+        est.fit(Xd, y, groups)
     res = est.cv_results_
     label = {"lpo": "leave-pair-out", "lgo": "leave-query-out"}.get(cv, f"{cv}-fold (queries kept together)")
     out = sys.stdout
@@ -482,19 +451,15 @@ def cmd_cv(args):
         out.write(f"{a:.6g}\t{s:.6f}{mark}\n")
     out.write(f"# best alpha {est.alpha_:.6g}, score {est.best_score_:.6f}\n")
     if args.plot:
-        try:
+        with _errors_as(DataError, ImportError, message="--plot needs matplotlib (pip install matplotlib)"):
             from matplotlib.figure import Figure  # no pyplot: no GUI backend needed
-        except ImportError:
-            raise DataError("--plot needs matplotlib (pip install matplotlib)") from None
         from .plotting import CVCurveDisplay
 
         fig = Figure(figsize=(6, 4))
         CVCurveDisplay.from_estimator(est, ax=fig.subplots())
         fig.tight_layout()
-        try:
+        with _errors_as(DataError, (OSError, ValueError), f"cannot write {args.plot}: "):
             fig.savefig(args.plot, dpi=100)
-        except (OSError, ValueError) as exc:
-            raise DataError(f"cannot write {args.plot}: {exc}") from None
         _say(args, f"CV curve written to {args.plot}")
     return 0
 
@@ -543,10 +508,8 @@ def _add_common(p):
                    help="threads (default: all cores; -1 all cores)")
     g.add_argument("-v", "--verbose", action="count", default=0, help="more messages on stderr (repeatable)")
     g.add_argument("-q", "--quiet", action="store_true", help="no progress or messages on stderr")
-    g.add_argument("--progress", dest="progress_flag", action="store_true", default=None,
-                   help="show progress even when stderr is not a terminal")
-    g.add_argument("--no-progress", dest="progress_flag", action="store_false",
-                   help="never show progress (default: shown on a terminal)")
+    g.add_argument("--progress", dest="progress_flag", action=argparse.BooleanOptionalAction, default=None,
+                   help="show progress even when stderr is not a terminal, or never (default: shown on a terminal)")
 
 
 def _applies(param):
@@ -674,6 +637,7 @@ def build_parser():
     p.add_argument("--format", choices=("text", "json"), default="text", help="output format")
     p = command("cv", "exact cross-validation report of RankRLS over an alpha grid", _EPILOG_CV, "train_file")
     _add_model_params(p, cv_only=True)
+    p.set_defaults(model="RankRLS", alpha="auto", param=None)
     p.add_argument("--plot", default=None, metavar="PNG", help="also draw score vs alpha (needs matplotlib)")
     for p in sub.choices.values():
         _add_common(p)

@@ -1,14 +1,8 @@
 """RankSVM (Joachims 2002; slides 003, "Hinge loss for preference learning") without a pair list.
 
-``C`` multiplies the plain sum over preference pairs (not a mean), as SVMrank's ``-c`` after its
-own rescaling is undone.  The pairs are never listed: the C++ core sorts the scores inside each
-group and counts, with a Fenwick tree over the target levels, the pairs whose margin is below one
-(Airola, Pahikkala & Salakoski 2011; Lee & Lin 2014), so the loss, its gradient and Hessian-vector
-products cost O(m log m).  The squared hinge is solved by truncated Newton; the linear hinge by the
-same Newton on a Huber-smoothed hinge of shrinking width, whose derivative is a feasible point of
-the hinge's dual and so certifies the duality gap, with 1-slack cutting planes where that cannot
-certify and for kernels (``cpp/src/ranksvm.cpp``); the sparse (basis-vector)
-RankSVM (004 Sect. 4.4, eq. 43) is the linear RankSVM on the empirical kernel map K_mB L^{-T}.
+``C`` multiplies the plain sum over preference pairs (not a mean), as SVMrank's ``-c`` after its own rescaling is
+undone.  The O(m log m) pair sums and the solvers (``cpp/src/ranksvm.cpp``): docs/design/large-margin-and-boosting.md.
+The sparse (basis-vector) RankSVM (004 Sect. 4.4, eq. 43) is the linear RankSVM on the empirical kernel map K_mB L^{-T}.
 """
 
 from __future__ import annotations
@@ -108,49 +102,44 @@ def _rescaled(X, C):
 class RankSVM(KernelMixin, Ranker):
     """Ranking SVM (Joachims 2002), linear or kernel, exact and without forming pairs.
 
-    Minimises ``1/2 ||w||^2 + C * sum_{(i,j) in P} weight_ij * l(1 - (f(x_i) - f(x_j)))`` over w
-    (linear) or f = K beta, where P holds the pairs with ``y_i > y_j`` (all rows, or inside each
-    query group) or the edges given to :meth:`fit_preferences`, and l is the squared hinge
-    max(0, z)^2 ("L2-loss RankSVM") or the hinge max(0, z) (the original RankSVM QP).
+    Minimises ``1/2 ||w||^2 + C * sum_{(i,j) in P} weight_ij * l(1 - (f(x_i) - f(x_j)))`` over w (linear) or
+    f = K beta, where P holds the pairs with ``y_i > y_j`` (all rows, or inside each query group) or the edges given
+    to :meth:`fit_preferences`, and l is the squared hinge max(0, z)^2 or the hinge max(0, z).
 
     Parameters
     ----------
     C : float, default=1.0
         Weight of the summed pairwise loss (> 0); larger C fits the pairs harder.
     loss : {"squared_hinge", "hinge"}, default="squared_hinge"
-        "squared_hinge" (L2-loss RankSVM): truncated Newton with line search, O(m log m) per loss /
-        gradient / Hessian-vector evaluation (Lee & Lin 2014).  "hinge" (the original RankSVM QP):
-        linear: Newton on a Huber-smoothed hinge of shrinking width, certified by the hinge's dual;
-        kernels (and the rare linear case that smoothing cannot certify): 1-slack cutting planes
-        (Joachims 2006) over the same oracle, each master QP solved exactly.
+        "squared_hinge" (L2-loss RankSVM, Lee & Lin 2014): truncated Newton.  "hinge" (the original RankSVM QP):
+        Newton on a Huber-smoothed hinge certified by the hinge's dual (linear), else 1-slack cutting planes
+        (Joachims 2006), each master QP solved exactly (docs/design/large-margin-and-boosting.md).
     %(kernel)s
-        "linear" works in the primal on dense or scipy.sparse X (CSR used without a copy); other
-        kernels use the representer form f = K beta (O(m^2) per iteration, one m x m kernel matrix
-        behind the memory guard).
+        "linear" works in the primal on dense or scipy.sparse X (CSR used without a copy); other kernels use the
+        representer form f = K beta (O(m^2) per iteration, one m x m kernel matrix behind the memory guard).
     %(gamma)s %(degree)s %(coef0)s
     tol : float, default=1e-6
-        Stop when the gradient norm falls below tol times its value at zero (squared hinge), or the
-        certified relative duality gap (objective - lower bound) / objective <= tol (hinge).
+        Stop when the gradient norm falls below tol times its value at zero (squared hinge), or the certified
+        relative duality gap (objective - lower bound) / objective <= tol (hinge).
     max_iter : int, default=1000
         Newton iterations (squared hinge, linear hinge) or cutting planes (kernel hinge); stopping there emits
         :class:`fastrank.exceptions.ConvergenceWarning`.
     margin : {"unit", "difference"}, default="unit"
-        "unit": the loss of pair (i, j) is l(1 - (f_i - f_j)); "difference": l((y_i - y_j) - (f_i -
-        f_j)) (needs ``fit``'s targets), with ``loss="hinge"`` the hinge ranking loss of Agarwal &
-        Niyogi (002, Sect. 5.2.1): their A_h, argmin of (1 / C(m, 2)) sum_{i<j} l_h + lambda
-        ||f||_K^2, is ``RankSVM(loss="hinge", margin="difference", C=1 / (lambda m (m - 1)))`` without
-        groups, bounded by :func:`fastrank.bounds.hinge_ranking_bound` with the same lambda (their
-        least-squares learner of Sect. 5.2.2 is ``RankRLS(exclude_ties=True)``).
+        "unit": the loss of pair (i, j) is l(1 - (f_i - f_j)); "difference": l((y_i - y_j) - (f_i - f_j)) (needs
+        ``fit``'s targets), with ``loss="hinge"`` the hinge ranking loss of Agarwal & Niyogi (002, Sect. 5.2.1):
+        their A_h, argmin of (1 / C(m, 2)) sum_{i<j} l_h + lambda ||f||_K^2, is ``RankSVM(loss="hinge",
+        margin="difference", C=1 / (lambda m (m - 1)))`` without groups, bounded by
+        :func:`fastrank.bounds.hinge_ranking_bound` with the same lambda (their least-squares learner of
+        Sect. 5.2.2 is ``RankRLS(exclude_ties=True)``).
     normalize_C : bool, default=False
         True: the loss is divided by |P|, the number (total weight) of preference pairs, i.e.
         ``1/2 ||w||^2 + (C / |P|) sum_P l`` as in the RankSVM of the slides (003).
     basis_vectors : int, array of row indices, boolean mask, or None, default=None
-        Sparse RankSVM through the empirical kernel map (004 Sect. 4.4, eq. 43): f(x) = sum_{b in B}
-        beta_b k(x, x_b) over basis rows B, minimising ``1/2 beta^T K_BB beta + C sum_P l(...)``:
-        with K_BB = L L^T (Cholesky, no jitter: a singular K_BB -- duplicate basis rows, or more than
-        n_features with the linear kernel -- is refused) a linear RankSVM on Z = K_mB L^{-T}, O(m r^2)
-        plus the linear solver on r features.  An int draws that many rows at random
-        (``random_state``); only the basis rows and beta are kept.
+        Sparse RankSVM through the empirical kernel map (004 Sect. 4.4, eq. 43): f(x) = sum_{b in B} beta_b k(x, x_b)
+        over basis rows B, minimising ``1/2 beta^T K_BB beta + C sum_P l(...)``: with K_BB = L L^T (Cholesky, no
+        jitter: a singular K_BB -- duplicate basis rows, or more than n_features with the linear kernel -- is
+        refused) a linear RankSVM on Z = K_mB L^{-T}, O(m r^2) plus the linear solver on r features.  An int draws
+        that many rows at random (``random_state``); only the basis rows and beta are kept.
     random_state : int, RandomState or None, default=None
         Seed for drawing ``basis_vectors`` rows.
     %(n_jobs)s %(verbose)s
@@ -161,8 +150,7 @@ class RankSVM(KernelMixin, Ranker):
     coef_ : ndarray (n_features,) or None
         The weight vector w (linear kernel).
     dual_coef_, X_fit_ : ndarray (m,) and the training rows, or None
-        beta with f = K(., X_fit_) beta (non-linear or precomputed kernels; no rows kept for
-        "precomputed").
+        beta with f = K(., X_fit_) beta (non-linear or precomputed kernels; no rows kept for "precomputed").
     objective_, loss_ : float
         The objective at the solution and the summed pairwise loss there.
     n_iter_ : int, converged_ : bool
@@ -171,9 +159,9 @@ class RankSVM(KernelMixin, Ranker):
         Number (total weight) of preference pairs in the training problem.
     n_features_in_ : int
     basis_indices_ : ndarray or None
-        ``basis_vectors`` only: the training rows of the basis (``X_fit_`` holds those rows and
-        ``dual_coef_`` their beta; a linear kernel keeps ``coef_ = X_B^T beta``).  Predictions are
-        ranking scores; only their differences are meaningful.
+        ``basis_vectors`` only: the training rows of the basis (``X_fit_`` holds those rows and ``dual_coef_`` their
+        beta; a linear kernel keeps ``coef_ = X_B^T beta``).  Predictions are ranking scores; only their
+        differences are meaningful.
     """
 
     def __init__(self, C=1.0, *, loss="squared_hinge", kernel="linear", gamma=None, degree=3, coef0=1.0, tol=1e-6,

@@ -76,10 +76,9 @@ def check_dense_memory(n_rows, n_matrices=1, what="kernel matrix", *, n_cols=Non
     if limit is not None and need > limit:
         shape = f"{int(n_rows)} x {int(n_cols)}"
         count = f"{int(n_matrices)} x " if n_matrices != 1 else ""
-        raise MemoryError(
-            f"fastrank: this solver would allocate {count}a dense {shape} {what} ({_fmt_bytes(need)}), more than "
-            f"the limit of {_fmt_bytes(limit)} (half of the available memory unless {ENV_LIMIT} is set). "
-            "For large data use RankRLS(solver='cg') (linear kernel, sparse or dense X: O(nnz + m) memory) or "
-            "RankRLS(basis_vectors=<int or indices>) (subset-of-regressors approximation, O(m |R|) memory)."
-        )
+        raise MemoryError(f"fastrank: this solver would allocate {count}a dense {shape} {what} ({_fmt_bytes(need)}), "
+                          f"more than the limit of {_fmt_bytes(limit)} (half of the available memory unless "
+                          f"{ENV_LIMIT} is set). For large data use RankRLS(solver='cg') (linear kernel, sparse or "
+                          "dense X: O(nnz + m) memory) or RankRLS(basis_vectors=<int or indices>) "
+                          "(subset-of-regressors approximation, O(m |R|) memory).")
     return need

@@ -133,10 +133,8 @@ class RankBoost(Ranker):
         n_pairs = _crucial_pairs(y, gi)
         if not np.any(n_pairs > 0):
             where = "inside any group" if groups is not None else "among the rows"
-            raise ValueError(
-                f"No relevant pairs: all targets are tied {where}, so there are no preferences "
-                "to learn from (RankBoost with groups uses only pairs of rows sharing a group id)."
-            )
+            raise ValueError(f"No relevant pairs: all targets are tied {where}, so there are no preferences to learn "
+                             "from (RankBoost with groups uses only pairs of rows sharing a group id).")
         if self.group_weighting == "query":
             weight = np.where(n_pairs > 0, 1.0 / np.maximum(n_pairs, 1.0), 1.0)
         else:

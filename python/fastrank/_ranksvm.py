@@ -41,10 +41,8 @@ def _group_structure(y, groups, m):
     spread = np.maximum.reduceat(yg, starts) - np.minimum.reduceat(yg, starts)
     if not np.any(spread > 0):
         where = "inside any group" if groups is not None else "among the rows"
-        raise ValueError(
-            f"No preference pairs: y takes a single value {where}, so no pair (i, j) has y_i > y_j "
-            "(RankSVM learns only from such pairs)."
-        )
+        raise ValueError(f"No preference pairs: y takes a single value {where}, so no pair (i, j) has y_i > y_j "
+                         "(RankSVM learns only from such pairs).")
     return dict(y=y, order=gi.order, offsets=gi.offsets)
 
 
@@ -73,10 +71,10 @@ _C_SCALED_MAX = 1e20
 
 
 def _rescaled(X, C):
-    """``(X / s, C s^2, s, capped)`` for s the power of two at max |X|: f = X w = (X / s)(s w) and
-    1/2 ||w||^2 + C L = (1/2 ||s w||^2 + C s^2 L) / s^2, so the minimiser is w' / s exactly (powers
-    of two scale without rounding) while X^T H X and C X^T grad stay clear of overflow and underflow
-    (X x 1e200, X x 1e-200).  C s^2 above _C_SCALED_MAX is capped there (``capped`` True)."""
+    """``(X / s, C s^2, s, capped)`` for s the power of two at max |X|: f = X w = (X / s)(s w) and 1/2 ||w||^2 + C L =
+    (1/2 ||s w||^2 + C s^2 L) / s^2, so the minimiser is w' / s exactly (powers of two scale without rounding) while
+    X^T H X and C X^T grad stay clear of overflow and underflow (X x 1e200, X x 1e-200).  C s^2 above _C_SCALED_MAX
+    is capped there (``capped`` True)."""
     if sp.issparse(X):
         X = X.tocsr()  # no copy for CSR input
     values = X.data if sp.issparse(X) else X
@@ -233,9 +231,9 @@ class RankSVM(KernelMixin, Ranker):
         return mode, out, X_fit
 
     def _solve_basis(self, X, spec, structure, C, code, tol, max_iter, n_threads):
-        """Sparse RankSVM of 004 eq. (43): f = K_mB beta with regulariser 1/2 beta^T K_BB beta.  With
-        K_BB = L L^T and u = L^T beta, beta^T K_BB beta = u^T u and K_mB beta = Z u for
-        Z = K_mB L^{-T}: a linear RankSVM on Z, mapped back by beta = L^{-T} u."""
+        """Sparse RankSVM of 004 eq. (43): f = K_mB beta with regulariser 1/2 beta^T K_BB beta.  With K_BB = L L^T and
+        u = L^T beta, beta^T K_BB beta = u^T u and K_mB beta = Z u for Z = K_mB L^{-T}: a linear RankSVM on Z, mapped
+        back by beta = L^{-T} u."""
         m = X.shape[0]
         basis = select_basis(m, self.basis_vectors, self.random_state)
         check_dense_memory(m, 2, "kernel columns K_mB and features Z", n_cols=basis.size)
@@ -279,28 +277,21 @@ class RankSVM(KernelMixin, Ranker):
                 coef, mode, X_fit = np.asarray(X_fit.T @ coef).reshape(-1), "linear", None
             else:
                 mode = "kernel"
-        self.fit_mode_ = mode
+        self.fit_mode_, self.X_fit_, self.basis_indices_ = mode, X_fit, basis_indices
         self.coef_ = coef if mode == "linear" else None
         self.dual_coef_ = coef if mode == "kernel" else None
-        self.X_fit_ = X_fit
-        self.basis_indices_ = basis_indices
-        self.objective_ = float(out["objective"])
-        self.loss_ = float(out["loss"])
-        self.n_iter_ = int(out["n_iter"])
-        self.converged_ = bool(out["converged"])
-        self.n_pairs_ = float(n_pairs)
-        self.n_features_in_ = X.shape[1]
+        self.objective_, self.loss_ = float(out["objective"]), float(out["loss"])
+        self.n_iter_, self.converged_ = int(out["n_iter"]), bool(out["converged"])
+        self.n_pairs_, self.n_features_in_ = float(n_pairs), X.shape[1]
         if resolve_verbose(self.verbose):
             print(f"[fastrank] RankSVM: {self.n_iter_} {steps}, objective {self.objective_:.10g}, "
                   f"criterion {float(out['criterion']):.2e}, converged={self.converged_}", file=sys.stderr, flush=True)
         return self
 
     def fit(self, X, y, groups=None):
-        """Fit on the pairs with y_i > y_j: all rows, or only pairs inside a group.
-
-        ``groups`` holds one id per row (any order or type).  Groups of one row, or whose rows
-        share one target value, have no pairs and do not influence the model.
-        """
+        """Fit on the pairs with y_i > y_j: all rows, or only pairs inside a group (``groups``: one id per row, any order
+        or type).  Groups of one row, or whose rows share one target value, have no pairs and do not influence the
+        model."""
         return self._fit_structure(*self._group_problem(X, y, groups))
 
     def _fit_structure(self, X, structure, n_pairs):
@@ -317,16 +308,9 @@ class RankSVM(KernelMixin, Ranker):
         return X, _group_structure(y, groups, m), _count_pairs(y, groups, m)
 
     def fit_preferences(self, X, pairs, weights=None):
-        """Fit on an explicit preference multigraph.
-
-        Parameters
-        ----------
-        X : (m, n) inputs, dense or scipy.sparse (or the (m, m) kernel for kernel="precomputed").
-        pairs : int array (l, 2)
-            Row ``pairs[e, 0]`` is preferred over row ``pairs[e, 1]``; repeated pairs add up.
-        weights : array (l,) or None
-            Non-negative weight of each preference in the loss (default 1).
-        """
+        """Fit on an explicit preference multigraph: row ``pairs[e, 0]`` (an int array (l, 2)) is preferred over row
+        ``pairs[e, 1]``, repeated pairs add up, with the non-negative loss weight ``weights[e]`` (default 1); X (m, n)
+        dense or scipy.sparse, or the (m, m) kernel for kernel="precomputed"."""
         self._params()
         X = self._check_fit_X(X, allow_sparse=True)
         structure = _graph_structure(pairs, weights, X.shape[0])
@@ -364,16 +348,12 @@ def _count_pairs(y, groups, m):
 
 
 def ranksvm_path(X, y, Cs, groups=None, *, verbose=0, **params):
-    """Linear RankSVM fitted for every C in ``Cs``, warm-starting each fit from the previous one.
+    """Linear RankSVM fitted for every C in ``Cs``, warm-starting each fit from the previous one; returns the list
+    of fitted :class:`RankSVM`, in the order of ``Cs``.
 
-    The values are visited in increasing order (the solution grows with C, so each start is close:
-    the squared hinge's truncated Newton needs a few iterations per value; the hinge starts from
-    zero).  Every fit is the model ``RankSVM(C=C, **params)`` gives, to its ``tol``.  ``verbose``:
-    progress per value of C.
-
-    Returns
-    -------
-    list of fitted :class:`RankSVM`, in the order of ``Cs``.
+    The values are visited in increasing order (the solution grows with C, so each start is close: the squared
+    hinge's truncated Newton needs a few iterations per value; the hinge starts from zero).  Every fit is the model
+    ``RankSVM(C=C, **params)`` gives, to its ``tol``.  ``verbose``: progress per value of C.
     """
     Cs = np.asarray(Cs, dtype=np.float64).reshape(-1)
     if Cs.size == 0:

@@ -47,12 +47,11 @@ def _conjugate_gradient(hessp, b, rtol, max_iter):
 
 def _squared_newton(Z, y, groups, c, eps, tol, max_iter, n_threads):
     """Minimiser of F(u) = ||u||^2 + c L2(Z u - y), L2 the squared epsilon-insensitive pair cost
-    (``_core.svrank_squared_pair_loss``).  F is convex and continuously differentiable with a
-    piecewise-constant generalised Hessian 2 I + c Z^T H Z (H = 4 x the Laplacian of the pairs
-    outside the tube), so Newton's method with a backtracking (Armijo) line search converges, and
-    once the set of pairs outside the tube settles a step solves the quadratic piece exactly.
-    Stops when ||grad F|| <= tol ||grad F(0)||, or when no step decreases F any more (rounding).
-    Returns (u, n_iter, converged, history)."""
+    (``_core.svrank_squared_pair_loss``).  F is convex and continuously differentiable with a piecewise-constant
+    generalised Hessian 2 I + c Z^T H Z (H = 4 x the Laplacian of the pairs outside the tube), so Newton's method with
+    a backtracking (Armijo) line search converges, and once the set of pairs outside the tube settles a step solves
+    the quadratic piece exactly.  Stops when ||grad F|| <= tol ||grad F(0)||, or when no step decreases F any more
+    (rounding).  Returns (u, n_iter, converged, history)."""
 
     def value_grad(u):
         r = Z @ u - y
@@ -100,28 +99,23 @@ def _squared_pair_term(f, y, groups, c, eps, n_threads):
 class SVRank(KernelMixin, Ranker):
     r"""SVRank: magnitude-preserving ranking with the epsilon-insensitive pairwise cost.
 
-    Minimises (Cortes, Mohri & Rastogi, eq. 9 with the cost c_SVR of eq. 7, n = 1; the
-    constrained form of §2.4 with slacks xi_ij + xi*_ij):
+    Minimises (Cortes, Mohri & Rastogi, eq. 9 with the cost c_SVR of eq. 7, n = 1; the constrained form of §2.4 with
+    slacks xi_ij + xi*_ij)
 
     .. math::
 
         F(h) = \|h\|_K^2 + \frac{C}{N} \sum_{q} \sum_{i \in q} \sum_{j \in q}
                \max\bigl(0,\ |(h(x_j) - h(x_i)) - (y_j - y_i)| - \varepsilon\bigr)
 
-    over **ordered** pairs (i, j) of rows (each unordered pair counts twice; i = j costs 0), with
-    ``N = sum_q n_q^2`` the number of ordered pairs: without ``groups`` one group and ``N = m^2``,
-    the paper's ``C / m^2``; with ``groups`` only pairs inside a group count and the pair term stays
-    ``C`` times the mean pair cost (a group of n_q rows weighs n_q^2 / N).  The regulariser is
-    ``||h||^2`` (no 1/2), as in the paper.
-
-    The pair term depends only on residual differences r_j - r_i (r = h(X) - y): the loss and a
-    subgradient cost one sort of the residuals per group, O(m log m).  Cutting planes on the
-    one-slack form (Joachims 2006) solve each model's dual exactly, with the OCAS line search
-    (Franc & Sonnenburg 2009); the dual value certifies a lower bound.  The squared cost
-    (``loss="squared_epsilon_insensitive"``, c_SVR with n = 2, §2.2) makes F smooth and strictly
-    convex: a generalised Newton method (conjugate gradients on 2 I + (C/N) X^T H X, H four times
-    the Laplacian of the pairs outside the tube).  Non-linear kernels are solved in the coordinates
-    u = L^T P^T beta of the pivoted Cholesky factorisation K = P L L^T P^T (LAPACK dpstrf,
+    over **ordered** pairs (i, j) of rows (each unordered pair counts twice; i = j costs 0), ``N = sum_q n_q^2``:
+    without ``groups`` one group and ``N = m^2``, the paper's ``C / m^2``; with ``groups`` only pairs inside a group
+    count and the pair term stays ``C`` times the mean pair cost (a group of n_q rows weighs n_q^2 / N).  The
+    regulariser is ``||h||^2`` (no 1/2), as in the paper.  The O(m log m) loss oracle and the one-slack cutting
+    planes (Joachims 2006, OCAS line search of Franc & Sonnenburg 2009; the dual value certifies a lower bound):
+    docs/design/large-margin-and-boosting.md.  The squared cost (``loss="squared_epsilon_insensitive"``, c_SVR with
+    n = 2, §2.2) makes F smooth and strictly convex: a generalised Newton method (conjugate gradients on
+    2 I + (C/N) X^T H X, H four times the Laplacian of the pairs outside the tube).  Non-linear kernels are solved in
+    the coordinates u = L^T P^T beta of the pivoted Cholesky factorisation K = P L L^T P^T (LAPACK dpstrf,
     rank-revealing for a semi-definite K), where ||h||^2 = ||u||^2 and f = K beta = P L u.
 
     Parameters
@@ -133,17 +127,16 @@ class SVRank(KernelMixin, Ranker):
     loss : {"epsilon_insensitive", "squared_epsilon_insensitive"}, default="epsilon_insensitive"
         The pair cost: n = 1 (cutting planes) or n = 2 (Newton) in the paper's c_SVR.
     %(kernel)s
-        "linear" solves for a weight vector (O(mn) per iteration); the others for the representer
-        coefficients ``dual_coef_`` (f = K beta; one m x m kernel matrix behind the dense-memory
-        limit, O(m^2) per iteration).
+        "linear" solves for a weight vector (O(mn) per iteration); the others for the representer coefficients
+        ``dual_coef_`` (f = K beta; one m x m kernel matrix behind the dense-memory limit, O(m^2) per iteration).
     %(gamma)s %(degree)s %(coef0)s
     tol : float, default=1e-6
-        Stop when the cutting-plane gap relative to the achievable decrease, ``(best F - lower
-        bound) / (F(0) - lower bound)``, is below tol (it does not vanish with the scale of X, y or
-        C).  Squared cost: the gradient norm relative to its value at h = 0.
+        Stop when the cutting-plane gap relative to the achievable decrease, ``(best F - lower bound) / (F(0) - lower
+        bound)``, is below tol (it does not vanish with the scale of X, y or C).  Squared cost: the gradient norm
+        relative to its value at h = 0.
     max_iter : int, default=1000
-        Maximum number of oracle calls (cutting planes; Newton iterations for the squared cost);
-        reaching it emits :class:`fastrank.exceptions.ConvergenceWarning`.
+        Maximum number of oracle calls (cutting planes; Newton iterations for the squared cost); reaching it emits
+        :class:`fastrank.exceptions.ConvergenceWarning`.
     %(n_jobs)s %(verbose)s
         Reports the kernel matrix and the solve with their timings, then the iterations and the gap.
 
@@ -156,8 +149,8 @@ class SVRank(KernelMixin, Ranker):
     n_iter_, objective_ : int and float
         Cutting planes used (Newton iterations for the squared cost) and F at the returned model.
     gap_ : float
-        Certified gap ``(objective_ - lower bound) / (F(0) - lower bound)`` at exit; for the
-        squared cost the relative gradient norm ``||grad F|| / ||grad F(0)||``.
+        Certified gap ``(objective_ - lower bound) / (F(0) - lower bound)`` at exit; for the squared cost the
+        relative gradient norm ``||grad F|| / ||grad F(0)||``.
     """
 
     def __init__(self, C=1.0, *, epsilon=0.1, loss="epsilon_insensitive", kernel="linear", gamma=None, degree=3,
@@ -259,19 +252,15 @@ class SVRank(KernelMixin, Ranker):
 
 
 def svrank_path(X, y, Cs, groups=None, *, verbose=0, **params):
-    """Linear SVRank fitted for every C in ``Cs``, warm-starting each fit from the previous one.
+    """Linear SVRank fitted for every C in ``Cs``, warm-starting each fit from the previous one; returns the list of
+    fitted :class:`SVRank`, in the order of ``Cs``.
 
-    The values are visited in increasing order; each cutting-plane solve starts from the previous
-    C's solution (its first plane and best point are placed there) and from its cut model: the
-    planes are tangents of the pair loss itself, valid for every C, so the new master problem
-    starts with a lower bound close to the optimum instead of at w = 0.  Every fit is still
-    certified by its own duality gap, so it is the model ``SVRank(C=C, **params)`` would give, to
-    its ``tol``.  The squared cost (``loss="squared_epsilon_insensitive"``) is solved from zero for
-    each C.  ``verbose``: progress per value of C (see ``fastrank._progress``).
-
-    Returns
-    -------
-    list of fitted :class:`SVRank`, in the order of ``Cs``.
+    The values are visited in increasing order; each cutting-plane solve starts from the previous C's solution (its
+    first plane and best point are placed there) and from its cut model: the planes are tangents of the pair loss
+    itself, valid for every C, so the new master problem starts with a lower bound close to the optimum instead of at
+    w = 0.  Every fit is still certified by its own duality gap, so it is the model ``SVRank(C=C, **params)`` would
+    give, to its ``tol``.  The squared cost (``loss="squared_epsilon_insensitive"``) is solved from zero for each C.
+    ``verbose``: progress per value of C (see ``fastrank._progress``).
     """
     Cs = np.asarray(Cs, dtype=np.float64).reshape(-1)
     if Cs.size == 0:

@@ -10,19 +10,8 @@ import numpy as np
 
 from . import _core
 
-__all__ = [
-    "as_float_matrix",
-    "as_float_vector",
-    "as_targets",
-    "check_alpha",
-    "check_alphas",
-    "check_int",
-    "check_n_jobs",
-    "check_pair_arrays",
-    "check_precomputed_kernel",
-    "GroupIndex",
-    "group_index",
-]
+__all__ = ["as_float_matrix", "as_float_vector", "as_targets", "check_alpha", "check_alphas", "check_int", "check_n_jobs",
+           "check_pair_arrays", "check_precomputed_kernel", "GroupIndex", "group_index"]
 
 # Largest value a C++ ``int`` argument can take (thread counts, cutoffs, iteration limits).
 INT_MAX = 2**31 - 1
@@ -63,27 +52,19 @@ def as_real_array(a, name):
 def as_float_matrix(X, name="X", *, min_rows=1, allow_nan=False):
     """A C-contiguous float64 2-D array (one copy at most), finite, with at least ``min_rows`` rows."""
     if hasattr(X, "toarray") and not isinstance(X, np.ndarray):
-        raise TypeError(
-            f"{name} is a sparse matrix; this estimator needs dense input (call X.toarray(); "
-            "RankRLS takes sparse X with solver='cg' or basis_vectors)."
-        )
+        raise TypeError(f"{name} is a sparse matrix; this estimator needs dense input (call X.toarray(); RankRLS takes "
+                        "sparse X with solver='cg' or basis_vectors).")
     X = _to_float(_asarray(X, name), name)
     if X.ndim != 2:
-        raise ValueError(
-            f"Expected 2D array for {name}, got {X.ndim}D array instead. Reshape your data "
-            "either using X.reshape(-1, 1) if it has a single feature or X.reshape(1, -1) if it "
-            "contains a single sample."
-        )
+        raise ValueError(f"Expected 2D array for {name}, got {X.ndim}D array instead. Reshape your data either using "
+                         "X.reshape(-1, 1) if it has a single feature or X.reshape(1, -1) if it contains a single "
+                         "sample.")
     X = np.ascontiguousarray(X, dtype=np.float64)
     if X.shape[0] < min_rows:
-        raise ValueError(
-            f"Found array with {X.shape[0]} sample(s) (shape={X.shape}) while a minimum of "
-            f"{min_rows} is required."
-        )
+        raise ValueError(f"Found array with {X.shape[0]} sample(s) (shape={X.shape}) while a minimum of {min_rows} is "
+                         "required.")
     if X.shape[1] < 1:
-        raise ValueError(
-            f"Found array with 0 feature(s) (shape={X.shape}) while a minimum of 1 is required."
-        )
+        raise ValueError(f"Found array with 0 feature(s) (shape={X.shape}) while a minimum of 1 is required.")
     if not allow_nan and not _all_finite(X):
         raise ValueError(f"Input {name} contains NaN or infinity.")
     return X
@@ -105,9 +86,7 @@ def as_targets(y, n_rows, name="y"):
     one_d = y.ndim == 1
     Y = y.reshape(-1, 1) if one_d else y
     if Y.shape[0] != n_rows:
-        raise ValueError(
-            f"Found input variables with inconsistent numbers of samples: [{n_rows}, {Y.shape[0]}]"
-        )
+        raise ValueError(f"Found input variables with inconsistent numbers of samples: [{n_rows}, {Y.shape[0]}]")
     if Y.shape[1] < 1:
         raise ValueError(f"{name} has no columns")
     Y = np.asfortranarray(Y, dtype=np.float64)
@@ -126,11 +105,9 @@ def check_alpha(alpha, name="alpha"):
     if not np.isfinite(alpha) or alpha <= 0.0:
         raise ValueError(f"{name} must be finite and > 0, got {alpha!r}")
     if alpha < _TINY:
-        raise ValueError(
-            f"{name}={alpha!r} is a subnormal float64 (below 2.2e-308): products with it lose all "
-            "precision. Use a value of the order of the kernel's scale (e.g. 1e-6 to 1e6 for a Gaussian "
-            "kernel)."
-        )
+        raise ValueError(f"{name}={alpha!r} is a subnormal float64 (below 2.2e-308): products with it lose all "
+                         "precision. Use a value of the order of the kernel's scale (e.g. 1e-6 to 1e6 for a Gaussian "
+                         "kernel).")
     if alpha > 1e300:
         raise ValueError(f"{name}={alpha!r} is too large: coefficients ~ y / {name} underflow. Use a "
                          "value of the order of the kernel's scale.")
@@ -204,20 +181,16 @@ def check_precomputed_kernel(K, name="X (precomputed kernel)", *, n_train=None, 
     K = as_float_matrix(K, name, min_rows=min_rows)
     if n_train is not None:
         if K.shape[1] != n_train:
-            raise ValueError(
-                f"A precomputed test kernel {name} must have shape (n_samples, {n_train}): one column per "
-                f"training row, got {K.shape}"
-            )
+            raise ValueError(f"A precomputed test kernel {name} must have shape (n_samples, {n_train}): one column per "
+                             f"training row, got {K.shape}")
         return K
     if K.shape[0] != K.shape[1]:
         raise ValueError(f"A precomputed kernel {name} must be square (m, m), got shape {K.shape}")
     scale = max(1.0, float(np.abs(K).max()))
     if not np.allclose(K, K.T, rtol=rtol, atol=1e-12 * scale):
         err = float(np.abs(K - K.T).max())
-        raise ValueError(
-            f"A precomputed kernel matrix {name} must be symmetric (largest |K - K.T| = {err:.3g}, "
-            f"largest |K| = {scale:.3g}); pass (K + K.T) / 2 if the asymmetry is rounding"
-        )
+        raise ValueError(f"A precomputed kernel matrix {name} must be symmetric (largest |K - K.T| = {err:.3g}, "
+                         f"largest |K| = {scale:.3g}); pass (K + K.T) / 2 if the asymmetry is rounding")
     return np.asfortranarray(0.5 * (K + K.T))
 
 

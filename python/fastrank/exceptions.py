@@ -33,7 +33,5 @@ class MissingGroupsWarning(UserWarning):
 
 
 LinAlgError.__module__ = "fastrank.exceptions"
-LinAlgError.__doc__ = (
-    "Numerical breakdown in a fastrank solver (subclass of numpy.linalg.LinAlgError): the system "
-    "is singular or not positive definite to working precision. Increase alpha or check the kernel."
-)
+LinAlgError.__doc__ = ("Numerical breakdown in a fastrank solver (subclass of numpy.linalg.LinAlgError): the system is "
+                       "singular or not positive definite to working precision. Increase alpha or check the kernel.")

@@ -50,10 +50,8 @@ def _block_sizes(groups, hint):
         bad = uniq[np.argmax(counts > 1)].item()
         rows = np.flatnonzero(g == bad)
         gap = int(np.argmax(np.diff(rows) > 1))
-        raise ValueError(
-            f"groups: the rows of query {bad!r} are not contiguous (row {int(rows[gap])} is followed by a different "
-            f"query, and the query appears again at row {int(rows[gap + 1])}); {hint}"
-        )
+        raise ValueError(f"groups: the rows of query {bad!r} are not contiguous (row {int(rows[gap])} is followed by a "
+                         f"different query, and the query appears again at row {int(rows[gap + 1])}); {hint}")
     return np.diff(np.append(starts, g.size)).astype(np.int64)
 
 

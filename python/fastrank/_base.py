@@ -1,12 +1,10 @@
 """The base every fastrank learner stands on.
 
-* :class:`FastrankEstimator`: parameter constraints declared once per family as a
-  ``_parameter_constraints`` dict (scikit-learn's ``Interval`` / ``StrOptions`` pattern) and checked by
-  ``_validate_params`` before anything reaches the compiled core; integers are bounded by the C++
-  ``int`` range, so an out-of-range value is a ``ValueError`` naming the parameter.  Shared parameter
-  descriptions (:data:`PARAM_DOCS`) are filled into the class docstrings.
-* :class:`Ranker`: scikit-learn regressor-style rankers with the one pairwise ``score`` and the
-  prediction-input checks.
+* :class:`FastrankEstimator`: parameter constraints declared once per family as a ``_parameter_constraints`` dict
+  (scikit-learn's ``Interval`` / ``StrOptions`` pattern) and checked by ``_validate_params`` before anything reaches the
+  compiled core; integers are bounded by the C++ ``int`` range, so an out-of-range value is a ``ValueError`` naming the
+  parameter.  Shared parameter descriptions (:data:`PARAM_DOCS`) are filled into the class docstrings.
+* :class:`Ranker`: scikit-learn regressor-style rankers with the one pairwise ``score`` and the prediction-input checks.
 * :class:`KernelMixin`: the four kernel parameters and their resolution into a ``KernelSpec``.
 """
 
@@ -77,8 +75,8 @@ _PLACEHOLDERS = re.compile(r"^( *)((?:%\(\w+\)s ?)+)$", re.M)
 
 
 def fill_param_docs(doc):
-    """``doc`` with every line of ``%(name)s`` placeholders replaced by the :data:`PARAM_DOCS` entries,
-    indented like the line."""
+    """``doc`` with every line of ``%(name)s`` placeholders replaced by the :data:`PARAM_DOCS` entries, indented like
+    the line."""
     if not doc:
         return doc
 
@@ -102,14 +100,14 @@ class FastrankEstimator(BaseEstimator):
         return getattr(self, "kernel", None) == "precomputed"
 
     def _store_params(self, values):
-        """``__init__``'s body: every constructor argument stored unchanged under its own name (the
-        scikit-learn convention), from the constructor's ``locals()``."""
+        """``__init__``'s body: every constructor argument stored unchanged under its own name (the scikit-learn
+        convention), from the constructor's ``locals()``."""
         for name in self._get_param_names():
             setattr(self, name, values[name])
 
     def _validate_params(self):
-        """Check every constrained constructor parameter; bools are refused where a number is
-        expected (``isinstance(True, numbers.Integral)`` holds, but ``max_iter=True`` is a mistake)."""
+        """Check every constrained constructor parameter; bools are refused where a number is expected
+        (``isinstance(True, numbers.Integral)`` holds, but ``max_iter=True`` is a mistake)."""
         constraints = {}
         for klass in reversed(type(self).__mro__):
             constraints.update(getattr(klass, "_parameter_constraints", {}) or {})
@@ -151,13 +149,13 @@ class Ranker(RegressorMixin, FastrankEstimator):
         return tags
 
     def _check_fit_X(self, X, *, allow_sparse=False):
-        """Training input: the (m, m) kernel (checked symmetric) for a precomputed kernel, else
-        a dense (or, with ``allow_sparse``, CSR) matrix of at least two rows."""
+        """Training input: the (m, m) kernel (checked symmetric) for a precomputed kernel, else a dense (or, with
+        ``allow_sparse``, CSR) matrix of at least two rows."""
         return check_features(X, precomputed=self._precomputed(), allow_sparse=allow_sparse, min_rows=2)
 
     def _check_target_vector(self, y, n_rows):
-        """One real-valued target per row as a finite float64 vector; a column vector is used as
-        ``y.ravel()`` with scikit-learn's DataConversionWarning."""
+        """One real-valued target per row as a finite float64 vector; a column vector is used as ``y.ravel()`` with
+        scikit-learn's DataConversionWarning."""
         if y is None:
             raise ValueError("This estimator requires y to be passed, but the target y is None")
         y = _asarray(y, "y")
@@ -169,8 +167,8 @@ class Ranker(RegressorMixin, FastrankEstimator):
         return np.ascontiguousarray(Y[:, 0])
 
     def _check_predict_X(self, X, *, n_train=None, allow_sparse=True):
-        """Test input: the (p, n_train) kernel against the training rows for a precomputed kernel,
-        else a dense (or CSR) matrix with the number of features seen in ``fit``."""
+        """Test input: the (p, n_train) kernel against the training rows for a precomputed kernel, else a dense (or CSR)
+        matrix with the number of features seen in ``fit``."""
         if self._precomputed():
             return check_precomputed_kernel(X.toarray() if issparse(X) else X, n_train=n_train)
         X = check_features(X, allow_sparse=allow_sparse, min_rows=1)
@@ -180,20 +178,20 @@ class Ranker(RegressorMixin, FastrankEstimator):
         return X
 
     def score(self, X, y, groups=None, sample_weight=None):
-        """Pairwise ranking accuracy ``1 - pairwise_disagreement(y, predict(X), groups,
-        tied_scores="half", sample_weight=sample_weight)`` (a pair weighs w_i w_j): pairs tied in
-        ``y`` are ignored, tied scores count half an error, with ``groups`` only pairs inside a
-        group count, averaged per group.  Higher is better; the AUC for binary ``y`` without groups;
-        the mean over outputs; not R^2.  Without ``groups`` on rows that evidently come from several
-        queries it emits :class:`fastrank.exceptions.MissingGroupsWarning`."""
+        """Pairwise ranking accuracy
+        ``1 - pairwise_disagreement(y, predict(X), groups, tied_scores="half", sample_weight=sample_weight)`` (a pair
+        weighs w_i w_j): pairs tied in ``y`` are ignored, tied scores count half an error, with ``groups`` only pairs
+        inside a group count, averaged per group.  Higher is better; the AUC for binary ``y`` without groups; the mean
+        over outputs; not R^2.  Without ``groups`` on rows that evidently come from several queries it emits
+        :class:`fastrank.exceptions.MissingGroupsWarning`."""
         if groups is None:
             _warn_missing_groups(self, f"{type(self).__name__}.score")
         return ranking_accuracy(y, self.predict(X), groups, sample_weight)
 
 
 def ranking_accuracy(y, pred, groups=None, sample_weight=None):
-    """``1 - pairwise_disagreement`` of predictions ``pred`` (p,) or (p, v) against targets ``y``
-    (the mean over outputs for several): the score of every fastrank ranker."""
+    """``1 - pairwise_disagreement`` of predictions ``pred`` (p,) or (p, v) against targets ``y`` (the mean over outputs
+    for several): the score of every fastrank ranker."""
     y = np.asarray(y)
     pred = np.asarray(pred)
     if pred.ndim == 1:

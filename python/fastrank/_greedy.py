@@ -1,7 +1,7 @@
-"""Cohen, Schapire & Singer's greedy ordering ("Learning to order things", JAIR 10, 1999; lecture slides 003,
-"Cohen's algorithm").  Finding the order that maximises AGREE(rho, PREF) = sum_{u before v} PREF(u, v) for a
-preference function PREF(u, v) in [0, 1] is NP-hard; :func:`greedy_order` picks by net preference
-pi(v) = sum_u PREF(v, u) - PREF(u, v), in O(n^2), with at least half the optimal agreement.
+"""Cohen, Schapire & Singer's greedy ordering ("Learning to order things", JAIR 10, 1999; lecture slides 003, "Cohen's
+algorithm").  Finding the order that maximises AGREE(rho, PREF) = sum_{u before v} PREF(u, v) for a preference function
+PREF(u, v) in [0, 1] is NP-hard; :func:`greedy_order` picks by net preference pi(v) = sum_u PREF(v, u) - PREF(u, v), in
+O(n^2), with at least half the optimal agreement.
 """
 
 from __future__ import annotations
@@ -89,12 +89,12 @@ def greedy_order(preference, X=None, *, n_items=None, pairwise="step", temperatu
     Parameters
     ----------
     preference : array (n, n), callable, or fitted ranker
-        * an (n, n) matrix with PREF[u, v] in [0, 1], the degree to which u should be ranked above v (the diagonal
-          is ignored; PREF[u, v] + PREF[v, u] = 1 is not required);
+        * an (n, n) matrix with PREF[u, v] in [0, 1], the degree to which u should be ranked above v (the diagonal is
+          ignored; PREF[u, v] + PREF[v, u] = 1 is not required);
         * a callable ``f(u, v) -> float in [0, 1]`` on item indices, with ``n_items``;
-        * any fitted estimator with ``predict`` (every fastrank ranker), with ``X``: its scores s give
-          PREF[u, v] = 1, 1/2, 0 for s_u >, ==, < s_v (``pairwise="step"``), or the logistic
-          1 / (1 + exp(-(s_u - s_v) / temperature)) (``pairwise="sigmoid"``).
+        * any fitted estimator with ``predict`` (every fastrank ranker), with ``X``: its scores s give PREF[u, v] = 1,
+          1/2, 0 for s_u >, ==, < s_v (``pairwise="step"``), or the logistic 1 / (1 + exp(-(s_u - s_v) / temperature))
+          (``pairwise="sigmoid"``).
     X, n_items : the items to score (with a ranker); their number (with a callable)
     pairwise : {"step", "sigmoid"}, temperature : float > 0
         How a ranker's scores become pairwise preferences.
@@ -109,10 +109,10 @@ def greedy_order(preference, X=None, *, n_items=None, pairwise="step", temperatu
 
     Notes
     -----
-    pi is formed once (O(n^2)); after picking v*, every remaining v gets pi(v) += PREF[v*, v] - PREF[v, v*] (the
-    slides' update), an O(n) row of the antisymmetric PREF - PREF^T.  n x n float64 work matrices: one for a ranker,
-    two for a matrix or callable (checked against ``FASTRANK_MAX_DENSE_BYTES`` first).  The agreement of the result is
-    at least half the maximum over all orders (Cohen et al.'s approximation guarantee).
+    pi is formed once (O(n^2)); after picking v*, every remaining v gets pi(v) += PREF[v*, v] - PREF[v, v*] (the slides'
+    update), an O(n) row of the antisymmetric PREF - PREF^T.  n x n float64 work matrices: one for a ranker, two for a
+    matrix or callable (checked against ``FASTRANK_MAX_DENSE_BYTES`` first).  The agreement of the result is at least
+    half the maximum over all orders (Cohen et al.'s approximation guarantee).
     """
     D = _net_preference_matrix(preference, X, n_items, pairwise, temperature)
     n = D.shape[0]

@@ -1,5 +1,5 @@
-"""Kernels: the resolved kernel specification every learner shares (scikit-learn's
-conventions), and kernel blocks / blocked predictions for dense or sparse rows."""
+"""Kernels: the resolved kernel specification every learner shares (scikit-learn's conventions), and kernel
+blocks / blocked predictions for dense or sparse rows."""
 
 from __future__ import annotations
 
@@ -19,10 +19,10 @@ _KIND = {"linear": 0, "rbf": 1, "gaussian": 1, "poly": 2, "polynomial": 2}
 
 
 class KernelSpec:
-    """A resolved kernel: ``kind`` in {"linear", "rbf", "poly", "precomputed"} plus parameters:
-    ``x . z``, ``exp(-gamma |x - z|^2)``, ``(gamma x . z + coef0) ** degree`` (a non-integer degree
-    defined only where ``gamma x . z + coef0 >= 0``, ValueError otherwise), or X is the kernel matrix
-    itself (fit: (m, m); predict: (p, m) against training rows)."""
+    """A resolved kernel: ``kind`` in {"linear", "rbf", "poly", "precomputed"} plus parameters: ``x . z``,
+    ``exp(-gamma |x - z|^2)``, ``(gamma x . z + coef0) ** degree`` (a non-integer degree defined only where
+    ``gamma x . z + coef0 >= 0``, ValueError otherwise), or X is the kernel matrix itself (fit: (m, m); predict: (p, m)
+    against training rows)."""
 
     __slots__ = ("kind", "gamma", "degree", "coef0")
 
@@ -95,12 +95,11 @@ def _exact_sq_distances(Z, X, rows, cols, batch=4096):
 
 
 def kernel_block(spec, Z, XR, n_threads=1):
-    """K(Z, XR) as a Fortran-ordered (p, r) float64 array; Z and XR dense or scipy.sparse (sparse
-    operands are never densified whole).  Dense x dense goes to the compiled kernel (centred
-    Gaussian distances, ``kernels.hpp``); with a sparse operand, centring would destroy sparsity,
-    so Gaussian distances come from |z|^2 + |x|^2 - 2 z.x and every entry that could be wrong by
-    more than 1e-11 relative (points far from the origin compared with 1/sqrt(gamma)) is recomputed
-    from the row differences.  Non-finite kernel values raise errors naming the kernel parameters.
+    """K(Z, XR) as a Fortran-ordered (p, r) float64 array; Z and XR dense or scipy.sparse (sparse operands are never
+    densified whole).  Dense x dense goes to the compiled kernel (centred Gaussian distances, ``kernels.hpp``); with a
+    sparse operand, centring would destroy sparsity, so Gaussian distances come from |z|^2 + |x|^2 - 2 z.x and every
+    entry that could be wrong by more than 1e-11 relative (points far from the origin compared with 1/sqrt(gamma)) is
+    recomputed from the row differences.  Non-finite kernel values raise errors naming the kernel parameters.
     """
     if not sp.issparse(Z) and not sp.issparse(XR):
         return spec.cross(np.ascontiguousarray(Z, dtype=np.float64), np.ascontiguousarray(XR, dtype=np.float64),
@@ -145,10 +144,9 @@ def kernel_block(spec, Z, XR, n_threads=1):
 
 
 def predict_basis(Z, X_basis, coef, kernel_spec, n_jobs=None, *, basis_indices=None, block_bytes=2**25):
-    """Predictions ``K(Z, X_basis) @ coef``: O(|R|) kernel evaluations per input, in row blocks so
-    at most ``block_bytes`` of kernel values exist at once; sparse Z stays sparse.  With a
-    precomputed kernel, Z is (p, m) against all training rows and ``basis_indices`` selects the
-    basis columns."""
+    """Predictions ``K(Z, X_basis) @ coef``: O(|R|) kernel evaluations per input, in row blocks so at most
+    ``block_bytes`` of kernel values exist at once; sparse Z stays sparse.  With a precomputed kernel, Z is (p, m)
+    against all training rows and ``basis_indices`` selects the basis columns."""
     spec, n_threads = kernel_spec, check_n_jobs(n_jobs)
     coef = np.asarray(coef, dtype=np.float64)
     one_d = coef.ndim == 1

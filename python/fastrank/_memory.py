@@ -1,8 +1,8 @@
 """Memory guard for dense allocations.
 
-Every dense O(m^2) or O(n^2) allocation of fastrank is announced here first, so that a problem
-too large for the machine raises a clear :class:`MemoryError` (pointing to the CG and
-subset-of-regressors solvers) instead of swapping or dying with ``std::bad_alloc``.
+Every dense O(m^2) or O(n^2) allocation of fastrank is announced here first, so that a problem too large for the machine
+raises a clear :class:`MemoryError` (pointing to the CG and subset-of-regressors solvers) instead of swapping or dying
+with ``std::bad_alloc``.
 """
 
 from __future__ import annotations
@@ -47,8 +47,8 @@ def _parse_bytes(text):
 def dense_memory_limit():
     """The largest dense allocation (bytes) the dense solvers may make, or None for no limit.
 
-    ``FASTRANK_MAX_DENSE_BYTES`` (bytes, or with a K/M/G/T suffix; ``0``/``none`` disables the
-    guard) if set, else half of :func:`available_memory`.
+    ``FASTRANK_MAX_DENSE_BYTES`` (bytes, or with a K/M/G/T suffix; ``0``/``none`` disables the guard) if set, else half
+    of :func:`available_memory`.
     """
     env = os.environ.get(ENV_LIMIT)
     if env is not None and env.strip() != "":
@@ -67,9 +67,9 @@ def _fmt_bytes(b):
 
 
 def check_dense_memory(n_rows, n_matrices=1, what="kernel matrix", *, n_cols=None, limit=None):
-    """Raise :class:`MemoryError` before allocating ``n_matrices`` dense float64 ``n_rows x n_cols``
-    matrices (``n_cols`` defaults to ``n_rows``: an m x m kernel or n x n covariance) when they would
-    exceed ``limit`` bytes (default :func:`dense_memory_limit`).  Returns the byte count."""
+    """Raise :class:`MemoryError` before allocating ``n_matrices`` dense float64 ``n_rows x n_cols`` matrices
+    (``n_cols`` defaults to ``n_rows``: an m x m kernel or n x n covariance) when they would exceed ``limit`` bytes
+    (default :func:`dense_memory_limit`).  Returns the byte count."""
     n_cols = n_rows if n_cols is None else n_cols
     need = 8.0 * float(n_rows) * float(n_cols) * float(n_matrices)
     limit = dense_memory_limit() if limit is None else float(limit)

@@ -1,10 +1,10 @@
 """RankBoost (Freund, Iyer, Schapire & Singer, "An efficient boosting algorithm for combining preferences", JMLR 4,
 2003) with threshold weak rankers h_t(x) = [x_f > theta] on single features.
 
-A crucial pair (x0, x1) says x1 should rank above x0.  Round t picks the h_t with the largest |r_t|,
-r_t = sum D_t(x0, x1) (h_t(x1) - h_t(x0)) (the paper's threshold weak learner), weighs it by alpha_t (``alpha_rule``,
-see :class:`RankBoost`) and re-weighs D_{t+1}(x0, x1) ∝ D_t(x0, x1) exp(alpha_t (h_t(x0) - h_t(x1))) (Fig. 1).  The
-final ranker is F(x) = sum_t alpha_t h_t(x).  For graded targets D_t is never formed (O(m n) per round:
+A crucial pair (x0, x1) says x1 should rank above x0.  Round t picks the h_t with the largest |r_t|, r_t = sum D_t(x0,
+x1) (h_t(x1) - h_t(x0)) (the paper's threshold weak learner), weighs it by alpha_t (``alpha_rule``, see
+:class:`RankBoost`) and re-weighs D_{t+1}(x0, x1) ∝ D_t(x0, x1) exp(alpha_t (h_t(x0) - h_t(x1))) (Fig. 1).  The final
+ranker is F(x) = sum_t alpha_t h_t(x).  For graded targets D_t is never formed (O(m n) per round:
 docs/design/large-margin-and-boosting.md; ``cpp/include/fastrank/rankboost.hpp``).
 """
 
@@ -45,57 +45,55 @@ class RankBoost(Ranker):
     Parameters
     ----------
     n_estimators : int, default=100
-        Boosting rounds T (>= 1).  Fewer are kept if no weak ranker has an edge left (|r| <= 1e-12) or one orders
-        every weighted pair correctly (|r| = 1; it is added with alpha from r clipped to 1 - 1e-10, about 11.9, and
-        boosting stops).
+        Boosting rounds T (>= 1).  Fewer are kept if no weak ranker has an edge left (|r| <= 1e-12) or one orders every
+        weighted pair correctly (|r| = 1; it is added with alpha from r clipped to 1 - 1e-10, about 11.9, and boosting
+        stops).
     n_thresholds : int or None, default=None
-        None: every distinct value of a feature gives a candidate threshold (the paper's weak learner).  An int k
-        keeps at most k thresholds per feature, spread over its quantiles (with c rows above a threshold and
-        bin = floor(c k / m), the last threshold of each bin).  Cost per round is O(m n) either way; k only changes
-        the model.  Ties between candidates (|r| equal to relative 1e-9) go to the lowest feature index, then the
-        largest threshold, whatever n_jobs.
+        None: every distinct value of a feature gives a candidate threshold (the paper's weak learner).  An int k keeps
+        at most k thresholds per feature, spread over its quantiles (with c rows above a threshold and bin = floor(c
+        k / m), the last threshold of each bin).  Cost per round is O(m n) either way; k only changes the model.  Ties
+        between candidates (|r| equal to relative 1e-9) go to the lowest feature index, then the largest threshold,
+        whatever n_jobs.
     group_weighting : {"pairs", "query"}, default="pairs"
-        Initial distribution D_1 with ``groups``: "pairs" is uniform over all crucial pairs (large queries weigh
-        more, as in the paper); "query" gives every group with a crucial pair the same total mass, uniform inside
-        it.  Without groups both are uniform over all pairs.
+        Initial distribution D_1 with ``groups``: "pairs" is uniform over all crucial pairs (large queries weigh more,
+        as in the paper); "query" gives every group with a crucial pair the same total mass, uniform inside it.  Without
+        groups both are uniform over all pairs.
     missing : {"error", "q_def"}, default="error"
-        NaN in X: an error, or a missing value handled as in the paper's weak ranker with a default: h(x) = q_def in
-        {0, 1} when x_f is missing, q_def chosen together with the threshold to maximise |r| (a feature with missing
-        values also offers the weak ranker "has x_f" vs q_def, stored as threshold -inf).  Infinite values are
-        always an error.
+        NaN in X: an error, or a missing value handled as in the paper's weak ranker with a default: h(x) = q_def in {0,
+        1} when x_f is missing, q_def chosen together with the threshold to maximise |r| (a feature with missing values
+        also offers the weak ranker "has x_f" vs q_def, stored as threshold -inf).  Infinite values are always an error.
     alpha_rule : {"freund", "exact"}, default="freund"
-        Weight of the chosen weak ranker h_t (chosen by |r_t| under both rules), from the D_t-masses eps+ / eps- /
-        eps0 of the crucial pairs it orders correctly / wrongly / ties.  "freund": alpha_t = 1/2 ln((1 + r_t) /
-        (1 - r_t)), the paper's minimiser of the bound Z_t <= sqrt(1 - r_t^2) (no smoothing needed).  "exact":
-        alpha_t = 1/2 ln(eps+ / eps-), the minimiser of Z_t(alpha) = eps0 + eps+ e^-alpha + eps- e^alpha for weak
-        rankers that abstain on ties (slides 003, "Weights of the weak rankers"); with no wrong (or right) pair eps+
-        and eps- are floored at 1 / (2 N), N crucial pairs (Schapire & Singer's smoothing), and Freund's alpha_t is
-        used if it is farther from 0 (Z_t <= sqrt(1 - r_t^2) still holds).  The rules differ only when pairs are
-        tied (eps0 > 0), as threshold rankers make them.
+        Weight of the chosen weak ranker h_t (chosen by |r_t| under both rules), from the D_t-masses eps+ / eps- / eps0
+        of the crucial pairs it orders correctly / wrongly / ties.  "freund": alpha_t = 1/2 ln((1 + r_t) / (1 - r_t)),
+        the paper's minimiser of the bound Z_t <= sqrt(1 - r_t^2) (no smoothing needed).  "exact": alpha_t = 1/2
+        ln(eps+ / eps-), the minimiser of Z_t(alpha) = eps0 + eps+ e^-alpha + eps- e^alpha for weak rankers that abstain
+        on ties (slides 003, "Weights of the weak rankers"); with no wrong (or right) pair eps+ and eps- are floored at
+        1 / (2 N), N crucial pairs (Schapire & Singer's smoothing), and Freund's alpha_t is used if it is farther from 0
+        (Z_t <= sqrt(1 - r_t^2) still holds).  The rules differ only when pairs are tied (eps0 > 0), as threshold
+        rankers make them.
     %(n_jobs)s %(verbose)s
         Reports progress per boosting round.
 
     Attributes
     ----------
     features_, thresholds_ : ndarray (n_estimators_,) of int64 and float64
-        The weak ranker of each round: h_t(x) = 1 if x[features_[t]] > thresholds_[t] else 0, the threshold the
-        midpoint between two adjacent training values (exact on the training rows).
+        The weak ranker of each round: h_t(x) = 1 if x[features_[t]] > thresholds_[t] else 0, the threshold the midpoint
+        between two adjacent training values (exact on the training rows).
     alphas_ : ndarray of float64, shape (n_estimators_,)
-        Weights alpha_t under ``alpha_rule``; negative when r_t < 0 (the weak ranker is used reversed, which the
-        paper's {0, 1} weak learner allows).
+        Weights alpha_t under ``alpha_rule``; negative when r_t < 0 (the weak ranker is used reversed, which the paper's
+        {0, 1} weak learner allows).
     qdefs_, correlations_ : ndarray (n_estimators_,) of int64 and float64
         h_t on rows missing the feature (0 unless ``missing="q_def"`` chose 1), and r_t.
     pair_masses_ : ndarray, shape (n_estimators_, 3)
         (eps+_t, eps-_t, eps0_t): the D_t-mass of the crucial pairs h_t orders correctly, wrongly and ties (ties as
         abstentions); eps+ - eps- = r_t.
     normalizers_ : ndarray, shape (n_estimators_,)
-        Z_t = eps0 + eps+ e^-alpha_t + eps- e^alpha_t at the alpha_t used.  The D_1-weighted fraction of crucial
-        pairs with F(x1) <= F(x0) (misordered or tied: the slides' R-hat) is at most
-        sum D_1 e^{F(x0) - F(x1)} = prod_t Z_t.
+        Z_t = eps0 + eps+ e^-alpha_t + eps- e^alpha_t at the alpha_t used.  The D_1-weighted fraction of crucial pairs
+        with F(x1) <= F(x0) (misordered or tied: the slides' R-hat) is at most sum D_1 e^{F(x0) - F(x1)} = prod_t Z_t.
     training_error_bound_ : float
         exp(-2 sum_t gamma_t^2), gamma_t = |r_t| / 2 (003, "RankBoost error"): an upper bound on R-hat through
-        R-hat <= prod Z_t <= prod sqrt(1 - r_t^2) <= exp(-2 sum gamma_t^2) (either rule: the exact alpha_t only
-        lowers Z_t).  1.0 before any round.
+        R-hat <= prod Z_t <= prod sqrt(1 - r_t^2) <= exp(-2 sum gamma_t^2) (either rule: the exact alpha_t only lowers
+        Z_t).  1.0 before any round.
     n_estimators_, n_features_in_ : int
         Rounds actually performed; features seen in ``fit``.
     """
@@ -142,8 +140,8 @@ class RankBoost(Ranker):
         return self._boost(params, _core.rankboost_fit_graded, X, (y, gi.order, gi.offsets, weight), n_pairs.sum())
 
     def fit_preferences(self, X, pairs):
-        """Fit on an explicit preference multigraph: row ``pairs[e, 0]`` is preferred over row ``pairs[e, 1]``; D_1
-        is uniform over the edges (a repeated edge weighs more), kept explicitly: O(#edges + m n) per round."""
+        """Fit on an explicit preference multigraph: row ``pairs[e, 0]`` is preferred over row ``pairs[e, 1]``; D_1 is
+        uniform over the edges (a repeated edge weighs more), kept explicitly: O(#edges + m n) per round."""
         params = self._check_params()
         X = self._check_X(X, min_rows=2)
         head, tail = check_pairs(pairs, X.shape[0])
@@ -194,8 +192,8 @@ class RankBoost(Ranker):
         return np.cumsum(H, axis=1, out=H)
 
     def predict(self, X):
-        """Ranking scores F(x) = sum_t alpha_t h_t(x), h_t(x) = [x_{f_t} > theta_t] (q_def_t when x_{f_t} is
-        missing); higher ranks higher."""
+        """Ranking scores F(x) = sum_t alpha_t h_t(x), h_t(x) = [x_{f_t} > theta_t] (q_def_t when x_{f_t} is missing);
+        higher ranks higher."""
         S = self._cumulative_scores(X)
         return S[:, -1].copy() if self.n_estimators_ else np.zeros(S.shape[0])
 
@@ -213,10 +211,10 @@ class RankBoost(Ranker):
 
 
 class RankBoostPath:
-    """What :func:`rankboost_path` found: ``n_estimators`` (the grid, increasing), ``scores`` (n_folds, n_grid)
-    held-out scores, ``mean_scores`` (n_grid,), ``measure`` (the :class:`fastrank.metrics.Measure` used),
-    ``best_n_estimators`` (the smallest value with the best mean score) and ``estimator`` (a :class:`RankBoost`
-    refitted on all rows at that value, or None with ``refit=False``)."""
+    """What :func:`rankboost_path` found: ``n_estimators`` (the grid, increasing), ``scores`` (n_folds, n_grid) held-out
+    scores, ``mean_scores`` (n_grid,), ``measure`` (the :class:`fastrank.metrics.Measure` used), ``best_n_estimators``
+    (the smallest value with the best mean score) and ``estimator`` (a :class:`RankBoost` refitted on all rows at that
+    value, or None with ``refit=False``)."""
 
     def __init__(self, n_estimators, scores, measure, estimator):
         self.n_estimators, self.scores, self.measure, self.estimator = n_estimators, scores, measure, estimator
@@ -251,14 +249,12 @@ def _folds(cv, X, y, groups):
 
 
 def rankboost_path(X, y, n_estimators, groups=None, *, cv=5, scoring=None, refit=True, verbose=0, **params):
-    """Choose RankBoost's number of rounds by cross-validation from one fit per fold; returns a
-    :class:`RankBoostPath`.
+    """Choose RankBoost's number of rounds by cross-validation from one fit per fold; returns a :class:`RankBoostPath`.
 
     RankBoost is greedy: the model fitted with ``n_estimators=t`` is the first t rounds of the model fitted with any
-    larger value (the same weak rankers and weights; fewer if boosting stopped early, and then the same model).  So
-    each fold fits once at the largest value and scores :meth:`RankBoost.staged_predict` on its held-out rows: the
-    scores equal those of a refit at every value of the grid, for the cost of one fit per fold (plus O(p T) to
-    predict).
+    larger value (the same weak rankers and weights; fewer if boosting stopped early, and then the same model).  So each
+    fold fits once at the largest value and scores :meth:`RankBoost.staged_predict` on its held-out rows: the scores
+    equal those of a refit at every value of the grid, for the cost of one fit per fold (plus O(p T) to predict).
 
     Parameters
     ----------
@@ -269,8 +265,8 @@ def rankboost_path(X, y, n_estimators, groups=None, *, cv=5, scoring=None, refit
     cv : int, splitter or iterable of (train, test) index arrays, default=5
         An int k: ``GroupKFold(k)`` with groups, ``KFold(k)`` (no shuffling) without.
     scoring : str or None
-        A measure name of :func:`fastrank.metrics.get_measure` (e.g. "ndcg@10", "disagreement"), computed per
-        held-out fold (inside its groups).  None: "ndcg@10" with groups, "disagreement" without.
+        A measure name of :func:`fastrank.metrics.get_measure` (e.g. "ndcg@10", "disagreement"), computed per held-out
+        fold (inside its groups).  None: "ndcg@10" with groups, "disagreement" without.
     refit : bool, default=True
         Fit ``RankBoost(n_estimators=best, **params)`` on all rows.
     verbose : progress per fold (see ``fastrank._progress``).

@@ -5,10 +5,10 @@ RankRLS (Pahikkala et al. 2009) minimises, over f in the kernel's RKHS,
     sum over relevant pairs {i, j} of  w_ij^2 (z_ij - (f(x_i) - f(x_j)))^2  +  alpha ||f||_K^2
 
 * scoring setting (``fit(X, y, groups=None)``): z_ij = y_i - y_j (the magnitude cost, eq. 21) over all pairs (object
-  ranking) or the pairs inside each group (query/label ranking), weighted by ``group_weighting`` (1 for
-  "unweighted": the Laplacian D - P P^T of eq. 25); groups of one row have no pairs and do not influence the model.
-* preference graph (``fit_preferences``): an explicit multigraph of preferences "row a is preferred over row b",
-  with the costs (20) binary, (21) magnitude or (22) magnitude-normalized.
+  ranking) or the pairs inside each group (query/label ranking), weighted by ``group_weighting`` (1 for "unweighted":
+  the Laplacian D - P P^T of eq. 25); groups of one row have no pairs and do not influence the model.
+* preference graph (``fit_preferences``): an explicit multigraph of preferences "row a is preferred over row b", with
+  the costs (20) binary, (21) magnitude or (22) magnitude-normalized.
 
 ``alpha`` is exactly the paper's lambda (not rescaled).  The estimators build a
 :class:`~fastrank._problem.RankingProblem` that :mod:`fastrank._solvers` solves (docs/design/solvers.md).
@@ -101,8 +101,8 @@ class _RankRLSBase(KernelMixin, Ranker):
                                problem.m)
 
     def _apply_engine_fit(self, engine, alpha):
-        """This estimator fitted on all of an exact-CV engine's data at ``alpha``, from the engine's
-        factors (no refit)."""
+        """This estimator fitted on all of an exact-CV engine's data at ``alpha``, from the engine's factors (no
+        refit)."""
         return self._apply_fit(engine.solve(alpha), 0, engine.one_d, engine.problem.n_features, engine.m)
 
     def predict(self, X):
@@ -129,11 +129,11 @@ class RankRLS(_RankRLSBase):
         Regularization (the paper's lambda, not rescaled), > 0.
     %(kernel)s %(gamma)s %(degree)s %(coef0)s
     solver : {"auto", "dual", "primal", "cg"}, default="auto"
-        "dual": the m x m kernel system (O(m^3), eq. 17, any kernel); "primal": the n x n feature system
-        (O(n^3 + n^2 m), eq. 28, linear kernel); "cg": conjugate gradient on the linear primal without forming pairs
-        (O(nnz + m) per iteration, dense or sparse X; Sect. 4.3).  "auto": CG for sparse X with the linear kernel,
-        else the primal for a linear kernel with n_features < n_samples, else the dual.  A dense solver that would
-        allocate more than half the available memory raises MemoryError (limit: FASTRANK_MAX_DENSE_BYTES).
+        "dual": the m x m kernel system (O(m^3), eq. 17, any kernel); "primal": the n x n feature system (O(n^3 + n^2
+        m), eq. 28, linear kernel); "cg": conjugate gradient on the linear primal without forming pairs (O(nnz + m) per
+        iteration, dense or sparse X; Sect. 4.3).  "auto": CG for sparse X with the linear kernel, else the primal for a
+        linear kernel with n_features < n_samples, else the dual.  A dense solver that would allocate more than half the
+        available memory raises MemoryError (limit: FASTRANK_MAX_DENSE_BYTES).
     %(group_weighting)s %(n_jobs)s
     tol : float, default=1e-6
         solver="cg": stop when the residual norm falls below tol times the right-hand side's.
@@ -145,8 +145,8 @@ class RankRLS(_RankRLSBase):
     preconditioner : {None, "jacobi"}, default=None
         solver="cg": Jacobi (diagonal of X^T L X + alpha I) preconditioning.
     basis_vectors : int, array of row indices, or None, default=None
-        Sparse subset-of-regressors RankRLS (eq. 40-42): an int draws that many basis rows at random
-        (``random_state``); an array gives them.  O(m |R|^2), any kernel.
+        Sparse subset-of-regressors RankRLS (eq. 40-42): an int draws that many basis rows at random (``random_state``);
+        an array gives them.  O(m |R|^2), any kernel.
     random_state : int, RandomState or None
         Seed for the random choice of basis vectors.
     %(exclude_ties)s %(verbose)s
@@ -156,8 +156,8 @@ class RankRLS(_RankRLSBase):
     ----------
     fit_mode_ : {"dual", "primal", "cg", "sparse"}
     dual_coef_, X_fit_ : ndarray (m,) or (m, v) and (m, n), or None
-        Dual coefficients A (eq. 17) in the original row order and the training rows kept for kernel predictions
-        (dual solver; no rows for a precomputed kernel).
+        Dual coefficients A (eq. 17) in the original row order and the training rows kept for kernel predictions (dual
+        solver; no rows for a precomputed kernel).
     coef_ : ndarray (n,) or (n, v), or None
         Weight vector W (eq. 27/28) whenever the kernel is linear.
     n_features_in_ : int
@@ -231,12 +231,12 @@ class RankRLS(_RankRLSBase):
         magnitudes : array (l,) or None
             Preference magnitudes g_e (>= 0; > 0 for cost="normalized").
         cost : {"binary", "magnitude", "normalized"} or None
-            (20) binary: every preference targets a score difference of 1 with weight 1; (21) magnitude: target
-            g_e, weight 1; (22) normalized: target g_e, weight 1/g_e.  Default: "binary" without magnitudes,
-            "magnitude" with them.
+            (20) binary: every preference targets a score difference of 1 with weight 1; (21) magnitude: target g_e,
+            weight 1; (22) normalized: target g_e, weight 1/g_e.  Default: "binary" without magnitudes, "magnitude" with
+            them.
         weights : array (l,) of positive numbers or None
-            Importance of each preference: its squared error is multiplied by ``weights[e]`` (an integer weight k
-            is the same as repeating the pair k times).
+            Importance of each preference: its squared error is multiplied by ``weights[e]`` (an integer weight k is the
+            same as repeating the pair k times).
         """
         self._validate_params()
         alpha = check_alpha(self.alpha)
@@ -249,11 +249,11 @@ class RankRLS(_RankRLSBase):
 class MPRank(_RankRLSBase):
     """Magnitude-preserving ranking, MPRank (Cortes, Mohri, Rastogi; 000 eq. 8 with n = 2).
 
-    Minimises ``||h||_K^2 + C / m^2 * sum_{i,j} ((h(x_j) - h(x_i)) - (y_j - y_i))^2`` over all ordered pairs: the
-    same problem as :class:`RankRLS` on all pairs with ``alpha = m^2 / (2 C)`` (each unordered pair appears twice in
-    the double sum), solved by the same solvers.  With ``groups`` the double sum runs over the pairs inside each
-    group, with the same C / m^2 (m = all rows).  Cross-validation in :mod:`fastrank.model_selection` retrains at
-    the same C: alpha = m_train^2 / (2 C).
+    Minimises ``||h||_K^2 + C / m^2 * sum_{i,j} ((h(x_j) - h(x_i)) - (y_j - y_i))^2`` over all ordered pairs: the same
+    problem as :class:`RankRLS` on all pairs with ``alpha = m^2 / (2 C)`` (each unordered pair appears twice in the
+    double sum), solved by the same solvers.  With ``groups`` the double sum runs over the pairs inside each group, with
+    the same C / m^2 (m = all rows).  Cross-validation in :mod:`fastrank.model_selection` retrains at the same C:
+    alpha = m_train^2 / (2 C).
 
     Parameters
     ----------
@@ -325,9 +325,9 @@ def rankrls_path(X, y, alphas, *, groups=None, estimator=None):
     :class:`RankRLSPath`.
 
     The dual factorizes S K S once (O(m^3); docs/design/solvers.md), then all alphas cost O(m^2 v); the primal (linear
-    kernel, n < m) does the same with X^T L X, ``basis_vectors`` models with the |R| x |R| system (eq. 42); CG runs
-    once per alpha, warm-started.  ``estimator`` (a :class:`RankRLS`, default ``RankRLS()``) gives every parameter
-    but ``alpha``.
+    kernel, n < m) does the same with X^T L X, ``basis_vectors`` models with the |R| x |R| system (eq. 42); CG runs once
+    per alpha, warm-started.  ``estimator`` (a :class:`RankRLS`, default ``RankRLS()``) gives every parameter but
+    ``alpha``.
     """
     est = RankRLS() if estimator is None else estimator
     if not isinstance(est, RankRLS):

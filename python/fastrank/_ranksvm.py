@@ -71,10 +71,10 @@ _C_SCALED_MAX = 1e20
 
 
 def _rescaled(X, C):
-    """``(X / s, C s^2, s, capped)`` for s the power of two at max |X|: f = X w = (X / s)(s w) and 1/2 ||w||^2 + C L =
-    (1/2 ||s w||^2 + C s^2 L) / s^2, so the minimiser is w' / s exactly (powers of two scale without rounding) while
-    X^T H X and C X^T grad stay clear of overflow and underflow (X x 1e200, X x 1e-200).  C s^2 above _C_SCALED_MAX
-    is capped there (``capped`` True)."""
+    """``(X / s, C s^2, s, capped)`` for s the power of two at max |X|: f = X w = (X / s)(s w) and 1/2 ||w||^2 + C
+    L = (1/2 ||s w||^2 + C s^2 L) / s^2, so the minimiser is w' / s exactly (powers of two scale without rounding) while
+    X^T H X and C X^T grad stay clear of overflow and underflow (X x 1e200, X x 1e-200).  C s^2 above _C_SCALED_MAX is
+    capped there (``capped`` True)."""
     if sp.issparse(X):
         X = X.tocsr()  # no copy for CSR input
     values = X.data if sp.issparse(X) else X
@@ -100,44 +100,44 @@ def _rescaled(X, C):
 class RankSVM(KernelMixin, Ranker):
     """Ranking SVM (Joachims 2002), linear or kernel, exact and without forming pairs.
 
-    Minimises ``1/2 ||w||^2 + C * sum_{(i,j) in P} weight_ij * l(1 - (f(x_i) - f(x_j)))`` over w (linear) or
-    f = K beta, where P holds the pairs with ``y_i > y_j`` (all rows, or inside each query group) or the edges given
-    to :meth:`fit_preferences`, and l is the squared hinge max(0, z)^2 or the hinge max(0, z).
+    Minimises ``1/2 ||w||^2 + C * sum_{(i,j) in P} weight_ij * l(1 - (f(x_i) - f(x_j)))`` over w (linear) or f = K beta,
+    where P holds the pairs with ``y_i > y_j`` (all rows, or inside each query group) or the edges given to
+    :meth:`fit_preferences`, and l is the squared hinge max(0, z)^2 or the hinge max(0, z).
 
     Parameters
     ----------
     C : float, default=1.0
         Weight of the summed pairwise loss (> 0); larger C fits the pairs harder.
     loss : {"squared_hinge", "hinge"}, default="squared_hinge"
-        "squared_hinge" (L2-loss RankSVM, Lee & Lin 2014): truncated Newton.  "hinge" (the original RankSVM QP):
-        Newton on a Huber-smoothed hinge certified by the hinge's dual (linear), else 1-slack cutting planes
-        (Joachims 2006), each master QP solved exactly (docs/design/large-margin-and-boosting.md).
+        "squared_hinge" (L2-loss RankSVM, Lee & Lin 2014): truncated Newton.  "hinge" (the original RankSVM QP): Newton
+        on a Huber-smoothed hinge certified by the hinge's dual (linear), else 1-slack cutting planes (Joachims 2006),
+        each master QP solved exactly (docs/design/large-margin-and-boosting.md).
     %(kernel)s
         "linear" works in the primal on dense or scipy.sparse X (CSR used without a copy); other kernels use the
         representer form f = K beta (O(m^2) per iteration, one m x m kernel matrix behind the memory guard).
     %(gamma)s %(degree)s %(coef0)s
     tol : float, default=1e-6
-        Stop when the gradient norm falls below tol times its value at zero (squared hinge), or the certified
-        relative duality gap (objective - lower bound) / objective <= tol (hinge).
+        Stop when the gradient norm falls below tol times its value at zero (squared hinge), or the certified relative
+        duality gap (objective - lower bound) / objective <= tol (hinge).
     max_iter : int, default=1000
         Newton iterations (squared hinge, linear hinge) or cutting planes (kernel hinge); stopping there emits
         :class:`fastrank.exceptions.ConvergenceWarning`.
     margin : {"unit", "difference"}, default="unit"
         "unit": the loss of pair (i, j) is l(1 - (f_i - f_j)); "difference": l((y_i - y_j) - (f_i - f_j)) (needs
-        ``fit``'s targets), with ``loss="hinge"`` the hinge ranking loss of Agarwal & Niyogi (002, Sect. 5.2.1):
-        their A_h, argmin of (1 / C(m, 2)) sum_{i<j} l_h + lambda ||f||_K^2, is ``RankSVM(loss="hinge",
-        margin="difference", C=1 / (lambda m (m - 1)))`` without groups, bounded by
-        :func:`fastrank.bounds.hinge_ranking_bound` with the same lambda (their least-squares learner of
-        Sect. 5.2.2 is ``RankRLS(exclude_ties=True)``).
+        ``fit``'s targets), with ``loss="hinge"`` the hinge ranking loss of Agarwal & Niyogi (002, Sect. 5.2.1): their
+        A_h, argmin of (1 / C(m, 2)) sum_{i<j} l_h + lambda ||f||_K^2, is
+        ``RankSVM(loss="hinge", margin="difference", C=1 / (lambda m (m - 1)))`` without groups, bounded by
+        :func:`fastrank.bounds.hinge_ranking_bound` with the same lambda (their least-squares learner of Sect. 5.2.2 is
+        ``RankRLS(exclude_ties=True)``).
     normalize_C : bool, default=False
         True: the loss is divided by |P|, the number (total weight) of preference pairs, i.e.
         ``1/2 ||w||^2 + (C / |P|) sum_P l`` as in the RankSVM of the slides (003).
     basis_vectors : int, array of row indices, boolean mask, or None, default=None
         Sparse RankSVM through the empirical kernel map (004 Sect. 4.4, eq. 43): f(x) = sum_{b in B} beta_b k(x, x_b)
-        over basis rows B, minimising ``1/2 beta^T K_BB beta + C sum_P l(...)``: with K_BB = L L^T (Cholesky, no
-        jitter: a singular K_BB -- duplicate basis rows, or more than n_features with the linear kernel -- is
-        refused) a linear RankSVM on Z = K_mB L^{-T}, O(m r^2) plus the linear solver on r features.  An int draws
-        that many rows at random (``random_state``); only the basis rows and beta are kept.
+        over basis rows B, minimising ``1/2 beta^T K_BB beta + C sum_P l(...)``: with K_BB = L L^T (Cholesky, no jitter:
+        a singular K_BB -- duplicate basis rows, or more than n_features with the linear kernel -- is refused) a linear
+        RankSVM on Z = K_mB L^{-T}, O(m r^2) plus the linear solver on r features.  An int draws that many rows at
+        random (``random_state``); only the basis rows and beta are kept.
     random_state : int, RandomState or None, default=None
         Seed for drawing ``basis_vectors`` rows.
     %(n_jobs)s %(verbose)s
@@ -158,8 +158,8 @@ class RankSVM(KernelMixin, Ranker):
     n_features_in_ : int
     basis_indices_ : ndarray or None
         ``basis_vectors`` only: the training rows of the basis (``X_fit_`` holds those rows and ``dual_coef_`` their
-        beta; a linear kernel keeps ``coef_ = X_B^T beta``).  Predictions are ranking scores; only their
-        differences are meaningful.
+        beta; a linear kernel keeps ``coef_ = X_B^T beta``).  Predictions are ranking scores; only their differences are
+        meaningful.
     """
 
     def __init__(self, C=1.0, *, loss="squared_hinge", kernel="linear", gamma=None, degree=3, coef0=1.0, tol=1e-6,
@@ -289,8 +289,8 @@ class RankSVM(KernelMixin, Ranker):
         return self
 
     def fit(self, X, y, groups=None):
-        """Fit on the pairs with y_i > y_j: all rows, or only pairs inside a group (``groups``: one id per row, any order
-        or type).  Groups of one row, or whose rows share one target value, have no pairs and do not influence the
+        """Fit on the pairs with y_i > y_j: all rows, or only pairs inside a group (``groups``: one id per row, any
+        order or type).  Groups of one row, or whose rows share one target value, have no pairs and do not influence the
         model."""
         return self._fit_structure(*self._group_problem(X, y, groups))
 
@@ -348,11 +348,11 @@ def _count_pairs(y, groups, m):
 
 
 def ranksvm_path(X, y, Cs, groups=None, *, verbose=0, **params):
-    """Linear RankSVM fitted for every C in ``Cs``, warm-starting each fit from the previous one; returns the list
-    of fitted :class:`RankSVM`, in the order of ``Cs``.
+    """Linear RankSVM fitted for every C in ``Cs``, warm-starting each fit from the previous one; returns the list of
+    fitted :class:`RankSVM`, in the order of ``Cs``.
 
-    The values are visited in increasing order (the solution grows with C, so each start is close: the squared
-    hinge's truncated Newton needs a few iterations per value; the hinge starts from zero).  Every fit is the model
+    The values are visited in increasing order (the solution grows with C, so each start is close: the squared hinge's
+    truncated Newton needs a few iterations per value; the hinge starts from zero).  Every fit is the model
     ``RankSVM(C=C, **params)`` gives, to its ``tol``.  ``verbose``: progress per value of C.
     """
     Cs = np.asarray(Cs, dtype=np.float64).reshape(-1)

@@ -1,8 +1,8 @@
 """scipy.sparse input: CSR arrays validated once and handed to C++ without copies.
 
-CSR ``data``/``indices``/``indptr`` cross the boundary as they are (int32 or int64 indices).
-Unsorted column indices and duplicate entries are accepted and mean what SciPy means
-(duplicates add up); empty rows and columns are fine; other formats are converted to CSR once.
+CSR ``data``/``indices``/``indptr`` cross the boundary as they are (int32 or int64 indices). Unsorted column indices and
+duplicate entries are accepted and mean what SciPy means (duplicates add up); empty rows and columns are fine; other
+formats are converted to CSR once.
 """
 
 from __future__ import annotations
@@ -29,10 +29,10 @@ class CsrParts(NamedTuple):
 def as_csr(X, name="X", *, n_features=None):
     """Validate a ``scipy.sparse`` matrix and return its CSR arrays (:class:`CsrParts`).
 
-    No copy for a float64 CSR matrix with int32 or int64 indices (whatever their order, with or
-    without duplicates).  float32/int data are converted (a copy of ``data`` only); other formats
-    are converted to CSR once.  Raises ValueError on non-finite values, malformed index arrays
-    (out-of-range column indices, decreasing ``indptr``) or a feature-count mismatch.
+    No copy for a float64 CSR matrix with int32 or int64 indices (whatever their order, with or without duplicates). 
+    float32/int data are converted (a copy of ``data`` only); other formats are converted to CSR once.  Raises
+    ValueError on non-finite values, malformed index arrays (out-of-range column indices, decreasing ``indptr``) or a
+    feature-count mismatch.
     """
     if not sp.issparse(X):
         raise TypeError(f"{name} must be a scipy.sparse matrix, got {type(X).__name__}")

@@ -1,5 +1,5 @@
-"""SVRank (Cortes, Mohri & Rastogi, paper 000, eq. 9): cutting planes and generalised Newton over an
-O(m log m) sorted-residual loss oracle that never forms the O(m^2) pairs; see :class:`SVRank`."""
+"""SVRank (Cortes, Mohri & Rastogi, paper 000, eq. 9): cutting planes and generalised Newton over an O(m log m)
+sorted-residual loss oracle that never forms the O(m^2) pairs; see :class:`SVRank`."""
 
 from __future__ import annotations
 
@@ -48,9 +48,9 @@ def _conjugate_gradient(hessp, b, rtol, max_iter):
 def _squared_newton(Z, y, groups, c, eps, tol, max_iter, n_threads):
     """Minimiser of F(u) = ||u||^2 + c L2(Z u - y), L2 the squared epsilon-insensitive pair cost
     (``_core.svrank_squared_pair_loss``).  F is convex and continuously differentiable with a piecewise-constant
-    generalised Hessian 2 I + c Z^T H Z (H = 4 x the Laplacian of the pairs outside the tube), so Newton's method with
-    a backtracking (Armijo) line search converges, and once the set of pairs outside the tube settles a step solves
-    the quadratic piece exactly.  Stops when ||grad F|| <= tol ||grad F(0)||, or when no step decreases F any more
+    generalised Hessian 2 I + c Z^T H Z (H = 4 x the Laplacian of the pairs outside the tube), so Newton's method with a
+    backtracking (Armijo) line search converges, and once the set of pairs outside the tube settles a step solves the
+    quadratic piece exactly.  Stops when ||grad F|| <= tol ||grad F(0)||, or when no step decreases F any more
     (rounding).  Returns (u, n_iter, converged, history)."""
 
     def value_grad(u):
@@ -110,13 +110,13 @@ class SVRank(KernelMixin, Ranker):
     over **ordered** pairs (i, j) of rows (each unordered pair counts twice; i = j costs 0), ``N = sum_q n_q^2``:
     without ``groups`` one group and ``N = m^2``, the paper's ``C / m^2``; with ``groups`` only pairs inside a group
     count and the pair term stays ``C`` times the mean pair cost (a group of n_q rows weighs n_q^2 / N).  The
-    regulariser is ``||h||^2`` (no 1/2), as in the paper.  The O(m log m) loss oracle and the one-slack cutting
-    planes (Joachims 2006, OCAS line search of Franc & Sonnenburg 2009; the dual value certifies a lower bound):
+    regulariser is ``||h||^2`` (no 1/2), as in the paper.  The O(m log m) loss oracle and the one-slack cutting planes
+    (Joachims 2006, OCAS line search of Franc & Sonnenburg 2009; the dual value certifies a lower bound):
     docs/design/large-margin-and-boosting.md.  The squared cost (``loss="squared_epsilon_insensitive"``, c_SVR with
-    n = 2, §2.2) makes F smooth and strictly convex: a generalised Newton method (conjugate gradients on
-    2 I + (C/N) X^T H X, H four times the Laplacian of the pairs outside the tube).  Non-linear kernels are solved in
-    the coordinates u = L^T P^T beta of the pivoted Cholesky factorisation K = P L L^T P^T (LAPACK dpstrf,
-    rank-revealing for a semi-definite K), where ||h||^2 = ||u||^2 and f = K beta = P L u.
+    n = 2, §2.2) makes F smooth and strictly convex: a generalised Newton method (conjugate gradients on 2 I + (C/N) X^T
+    H X, H four times the Laplacian of the pairs outside the tube).  Non-linear kernels are solved in the coordinates
+    u = L^T P^T beta of the pivoted Cholesky factorisation K = P L L^T P^T (LAPACK dpstrf, rank-revealing for a
+    semi-definite K), where ||h||^2 = ||u||^2 and f = K beta = P L u.
 
     Parameters
     ----------
@@ -131,9 +131,9 @@ class SVRank(KernelMixin, Ranker):
         ``dual_coef_`` (f = K beta; one m x m kernel matrix behind the dense-memory limit, O(m^2) per iteration).
     %(gamma)s %(degree)s %(coef0)s
     tol : float, default=1e-6
-        Stop when the cutting-plane gap relative to the achievable decrease, ``(best F - lower bound) / (F(0) - lower
-        bound)``, is below tol (it does not vanish with the scale of X, y or C).  Squared cost: the gradient norm
-        relative to its value at h = 0.
+        Stop when the cutting-plane gap relative to the achievable decrease,
+        ``(best F - lower bound) / (F(0) - lower bound)``, is below tol (it does not vanish with the scale of X, y or
+        C).  Squared cost: the gradient norm relative to its value at h = 0.
     max_iter : int, default=1000
         Maximum number of oracle calls (cutting planes; Newton iterations for the squared cost); reaching it emits
         :class:`fastrank.exceptions.ConvergenceWarning`.
@@ -149,8 +149,8 @@ class SVRank(KernelMixin, Ranker):
     n_iter_, objective_ : int and float
         Cutting planes used (Newton iterations for the squared cost) and F at the returned model.
     gap_ : float
-        Certified gap ``(objective_ - lower bound) / (F(0) - lower bound)`` at exit; for the squared cost the
-        relative gradient norm ``||grad F|| / ||grad F(0)||``.
+        Certified gap ``(objective_ - lower bound) / (F(0) - lower bound)`` at exit; for the squared cost the relative
+        gradient norm ``||grad F|| / ||grad F(0)||``.
     """
 
     def __init__(self, C=1.0, *, epsilon=0.1, loss="epsilon_insensitive", kernel="linear", gamma=None, degree=3,
@@ -166,8 +166,8 @@ class SVRank(KernelMixin, Ranker):
         return self._fit(X, y, groups)
 
     def _fit(self, X, y, groups=None, warm=None):
-        """``fit``; ``warm`` (linear kernel): a dict carrying a neighbouring C's solution and cut model
-        into the core and back (``svrank_path``)."""
+        """``fit``; ``warm`` (linear kernel): a dict carrying a neighbouring C's solution and cut model into the core
+        and back (``svrank_path``)."""
         self._validate_params()
         C = check_alpha(self.C, "C")
         eps, tol, max_iter = float(self.epsilon), float(self.tol), int(self.max_iter)

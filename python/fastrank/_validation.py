@@ -1,5 +1,5 @@
-"""Input validation shared by every estimator and function, and the grouping of rows by query id
-(the C++ core re-checks only cheap shape invariants)."""
+"""Input validation shared by every estimator and function, and the grouping of rows by query id (the C++ core re-checks
+only cheap shape invariants)."""
 
 from __future__ import annotations
 
@@ -27,8 +27,8 @@ def _asarray(x, name):
 
 
 def _to_float(a, name, what="numeric"):
-    """A numeric array as float64, refusing strings, objects that are not numbers and complex
-    values with a message naming the argument."""
+    """A numeric array as float64, refusing strings, objects that are not numbers and complex values with a message
+    naming the argument."""
     if a.dtype == object:
         try:
             a = a.astype(np.float64)
@@ -44,8 +44,8 @@ def _to_float(a, name, what="numeric"):
 
 
 def as_real_array(a, name):
-    """``a`` as a float64 array of any shape; complex, string and object values are refused with a
-    message naming the argument (no silent ComplexWarning cast)."""
+    """``a`` as a float64 array of any shape; complex, string and object values are refused with a message naming the
+    argument (no silent ComplexWarning cast)."""
     return np.asarray(_to_float(_asarray(a, name), name, "real-valued numbers"), dtype=np.float64)
 
 
@@ -71,8 +71,8 @@ def as_float_matrix(X, name="X", *, min_rows=1, allow_nan=False):
 
 
 def _all_finite(A):
-    """Whether every entry of a contiguous float64 array is finite: one threaded C++ pass (about
-    twice as fast as ``np.isfinite(A).all()``, and no temporary the size of A)."""
+    """Whether every entry of a contiguous float64 array is finite: one threaded C++ pass (about twice as fast as
+    ``np.isfinite(A).all()``, and no temporary the size of A)."""
     return _core.all_finite(A, os.cpu_count() or 1)
 
 
@@ -96,9 +96,8 @@ def as_targets(y, n_rows, name="y"):
 
 
 def check_alpha(alpha, name="alpha"):
-    """A regularization value: a normal (not subnormal), finite, positive float (``alpha >= 2.2e-308``
-    and ``<= 1e300``).  The solvers refuse alpha at the rounding level of their own matrix
-    (``fastrank.LinAlgError``)."""
+    """A regularization value: a normal (not subnormal), finite, positive float (``alpha >= 2.2e-308`` and
+    ``<= 1e300``).  The solvers refuse alpha at the rounding level of their own matrix (``fastrank.LinAlgError``)."""
     if isinstance(alpha, (bool, np.bool_)) or not isinstance(alpha, numbers.Real):
         raise TypeError(f"{name} must be a positive real number, got {alpha!r}")
     alpha = float(alpha)
@@ -128,8 +127,8 @@ def check_alphas(alphas, name="alphas"):
 
 
 def check_int(value, name, *, low=None, high=INT_MAX):
-    """An integer (Python or numpy, not bool) in ``[low, high]``; ``high`` defaults to the C++
-    int limit so nothing out of range reaches a binding (which would fail with a signature dump)."""
+    """An integer (Python or numpy, not bool) in ``[low, high]``; ``high`` defaults to the C++ int limit so nothing out
+    of range reaches a binding (which would fail with a signature dump)."""
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
         raise TypeError(f"{name} must be an integer, got {value!r}")
     value = int(value)
@@ -153,9 +152,9 @@ def as_float_vector(v, name, n=None, *, allow_nan=False):
 
 
 def check_n_jobs(n_jobs):
-    """Threads for fastrank's C++ kernels: None -> every core (as BLAS/LAPACK already do),
-    -1 -> every core, -2 -> all but one, k > 0 -> k, capped at 4 x the core count (more threads
-    only add overhead; results never depend on the thread count)."""
+    """Threads for fastrank's C++ kernels: None -> every core (as BLAS/LAPACK already do), -1 -> every core, -2 -> all
+    but one, k > 0 -> k, capped at 4 x the core count (more threads only add overhead; results never depend on the
+    thread count)."""
     cores = os.cpu_count() or 1
     if n_jobs is None:
         return cores
@@ -172,11 +171,10 @@ def check_n_jobs(n_jobs):
 def check_precomputed_kernel(K, name="X (precomputed kernel)", *, n_train=None, min_rows=1, rtol=1e-10):
     """The one validation of user-supplied kernel matrices, used by every entry point.
 
-    Training kernel (``n_train=None``): a finite, square, symmetric (to ``rtol`` relative to its
-    largest entry) float64 matrix with at least ``min_rows`` rows; returned exactly symmetrised
-    (``(K + K^T) / 2``, Fortran order) so the symmetric solvers see the same matrix everywhere.
-    Test kernel (``n_train=m``): a finite (p, m) matrix, one column per training row.
-    Positive semidefiniteness is not checked here (O(m^3)); the factorizations detect it.
+    Training kernel (``n_train=None``): a finite, square, symmetric (to ``rtol`` relative to its largest entry) float64
+    matrix with at least ``min_rows`` rows; returned exactly symmetrised (``(K + K^T) / 2``, Fortran order) so the
+    symmetric solvers see the same matrix everywhere. Test kernel (``n_train=m``): a finite (p, m) matrix, one column
+    per training row. Positive semidefiniteness is not checked here (O(m^3)); the factorizations detect it.
     """
     K = as_float_matrix(K, name, min_rows=min_rows)
     if n_train is not None:
@@ -195,8 +193,8 @@ def check_precomputed_kernel(K, name="X (precomputed kernel)", *, n_train=None, 
 
 
 def check_pair_arrays(pair_predictions, pair_targets):
-    """Validated (n_pairs, 2) or (n_pairs, 2, v) prediction and target arrays of held-out pairs
-    (as returned by ``leave_pair_out``): numeric, finite, same shape, at least one pair."""
+    """Validated (n_pairs, 2) or (n_pairs, 2, v) prediction and target arrays of held-out pairs (as returned by
+    ``leave_pair_out``): numeric, finite, same shape, at least one pair."""
     names = ("pair_predictions", "pair_targets")
     P, T = (_to_float(_asarray(A, name), name) for name, A in zip(names, (pair_predictions, pair_targets)))
     for name, A in zip(names, (P, T)):
@@ -214,9 +212,9 @@ def check_pair_arrays(pair_predictions, pair_targets):
 
 
 def pair_disagreement(pair_predictions, pair_targets):
-    """``model_selection.pairwise_disagreement`` with its inputs validated: fraction of held-out
-    pairs with different targets ordered wrongly (prediction ties count 1/2).  A float, or a (v,)
-    array for 3-D input; NaN where no pair has different targets."""
+    """``model_selection.pairwise_disagreement`` with its inputs validated: fraction of held-out pairs with different
+    targets ordered wrongly (prediction ties count 1/2).  A float, or a (v,) array for 3-D input; NaN where no pair has
+    different targets."""
     P, T = check_pair_arrays(pair_predictions, pair_targets)
     dp = P[:, 0] - P[:, 1]
     dt = T[:, 0] - T[:, 1]
@@ -230,10 +228,10 @@ def pair_disagreement(pair_predictions, pair_targets):
 class GroupIndex:
     """Rows reordered so that every group is a contiguous block.
 
-    ``order`` lists the original row indices group by group (stable, so rows keep their
-    relative order inside a group); ``offsets[q]:offsets[q+1]`` is group ``q`` in that order;
-    ``labels`` are the distinct group ids in sorted order; ``inverse`` maps position in the
-    grouped order back to the original row.  Ids need not be sorted, contiguous or numeric.
+    ``order`` lists the original row indices group by group (stable, so rows keep their relative order inside a group);
+    ``offsets[q]:offsets[q+1]`` is group ``q`` in that order; ``labels`` are the distinct group ids in sorted order;
+    ``inverse`` maps position in the grouped order back to the original row.  Ids need not be sorted, contiguous or
+    numeric.
     """
 
     __slots__ = ("order", "offsets", "labels", "sizes", "codes", "_inverse", "_is_identity")

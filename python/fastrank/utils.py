@@ -1,11 +1,11 @@
 """Conversions between the query-group conventions of learning-to-rank tools.
 
-* fastrank (and scikit-learn's ``groups``): one id per row, any order, any orderable type;
-  rows of a query need not be contiguous.
-* LightGBM (``group=`` / ``.query`` files, also ``XGBRanker(group=...)`` in old versions): the
-  sizes of consecutive blocks of rows, e.g. ``[10, 20, 5]`` for rows 0-9, 10-29, 30-34.
-* XGBoost (``qid=``) and svmlight/LETOR files (``qid:``): one integer id per row; XGBoost wants
-  the rows of a query contiguous and the ids non-decreasing.
+* fastrank (and scikit-learn's ``groups``): one id per row, any order, any orderable type; rows of a query need not be
+  contiguous.
+* LightGBM (``group=`` / ``.query`` files, also ``XGBRanker(group=...)`` in old versions): the sizes of consecutive
+  blocks of rows, e.g. ``[10, 20, 5]`` for rows 0-9, 10-29, 30-34.
+* XGBoost (``qid=``) and svmlight/LETOR files (``qid:``): one integer id per row; XGBoost wants the rows of a query
+  contiguous and the ids non-decreasing.
 
 Examples
 --------
@@ -41,8 +41,8 @@ def _ids(groups, name):
 
 
 def _block_sizes(groups, hint):
-    """Sizes of the blocks of equal consecutive ids of ``groups``; ValueError (ending with ``hint``)
-    if the rows of a query are not contiguous."""
+    """Sizes of the blocks of equal consecutive ids of ``groups``; ValueError (ending with ``hint``) if the rows of a
+    query are not contiguous."""
     g = _ids(groups, "groups")
     starts = np.flatnonzero(np.r_[True, g[1:] != g[:-1]]) if g.size else np.zeros(0, dtype=np.int64)
     uniq, counts = np.unique(g[starts], return_counts=True)
@@ -93,10 +93,9 @@ def groups_from_sizes(sizes, n_samples=None):
 def sizes_from_groups(groups):
     """LightGBM-style sizes of the consecutive blocks of rows of each query.
 
-    The rows of each query must be contiguous (fastrank itself does not need that): if they are
-    not, sort the data first with ``order = group_order(groups)`` (then ``X[order]``,
-    ``y[order]``, ``groups[order]``).  The ids themselves may be in any order (e.g. qids sorted as
-    strings, "10, 1001, 101"): only their contiguity matters.
+    The rows of each query must be contiguous (fastrank itself does not need that): if they are not, sort the data first
+    with ``order = group_order(groups)`` (then ``X[order]``, ``y[order]``, ``groups[order]``).  The ids themselves may
+    be in any order (e.g. qids sorted as strings, "10, 1001, 101"): only their contiguity matters.
     """
     return _block_sizes(groups, "sort the rows with order = fastrank.utils.group_order(groups) (X[order], "
                                 "y[order], groups[order]) first")
@@ -105,9 +104,9 @@ def sizes_from_groups(groups):
 def groups_from_qid(qid):
     """fastrank ``groups`` from XGBoost/svmlight-style per-row query ids.
 
-    fastrank takes one id per row already, so this validates (1-D, one id per row, integers
-    or strings, no NaN) and returns an int64 copy (integers) or the ids unchanged (strings).
-    Unlike XGBoost, the ids need not be sorted or contiguous.
+    fastrank takes one id per row already, so this validates (1-D, one id per row, integers or strings, no NaN) and
+    returns an int64 copy (integers) or the ids unchanged (strings). Unlike XGBoost, the ids need not be sorted or
+    contiguous.
     """
     q = _ids(qid, "qid")
     if q.dtype.kind == "f":
@@ -122,17 +121,17 @@ def groups_from_qid(qid):
 def qid_from_groups(groups):
     """XGBoost-style ``qid`` (non-decreasing integers 0, 1, ...) from per-row group ids.
 
-    Queries are numbered in order of first appearance, so rows that are contiguous per query get
-    non-decreasing ids, as ``XGBRanker.fit(qid=...)`` requires.  Raises ``ValueError`` if the rows of
-    a query are not contiguous (sort them with :func:`group_order` first).
+    Queries are numbered in order of first appearance, so rows that are contiguous per query get non-decreasing ids, as
+    ``XGBRanker.fit(qid=...)`` requires.  Raises ``ValueError`` if the rows of a query are not contiguous (sort them
+    with :func:`group_order` first).
     """
     return groups_from_sizes(_block_sizes(groups, "XGBoost needs each query's rows together: sort the rows with "
                                                   "order = fastrank.utils.group_order(groups) first"))
 
 
 def group_order(groups):
-    """A stable permutation that makes the rows of each query contiguous, queries in order of
-    first appearance (rows inside a query keep their order): ``X[order]``, ``y[order]``."""
+    """A stable permutation that makes the rows of each query contiguous, queries in order of first appearance (rows
+    inside a query keep their order): ``X[order]``, ``y[order]``."""
     g = _ids(groups, "groups")
     if g.size == 0:
         return np.zeros(0, dtype=np.int64)

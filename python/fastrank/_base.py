@@ -19,13 +19,14 @@ from sklearn.utils.validation import column_or_1d
 from sklearn.utils._param_validation import Interval, InvalidParameterError, StrOptions, validate_parameter_constraints
 
 from ._kernels import resolve_kernel
-from ._problem import check_features
+from ._problem import _tie_cells, check_features
+from ._progress import progress
 from ._sparse import issparse
 from ._validation import INT_MAX, _asarray, as_targets, check_precomputed_kernel
 from .metrics import _warn_missing_groups, pairwise_disagreement
 
 __all__ = ["FastrankEstimator", "Ranker", "KernelMixin", "ranking_accuracy", "Interval", "StrOptions", "positive_int",
-           "nonneg_real", "positive_real", "N_JOBS", "PARAM_DOCS", "fill_param_docs"]
+           "nonneg_real", "positive_real", "N_JOBS", "PARAM_DOCS", "fill_param_docs", "crucial_pairs", "c_path"]
 
 
 def positive_int(high=INT_MAX, low=1):
@@ -85,6 +86,25 @@ def fill_param_docs(doc):
         return "\n".join(match.group(1) + line for name in names for line in PARAM_DOCS[name].splitlines())
 
     return _PLACEHOLDERS.sub(entries, doc)
+
+
+def crucial_pairs(y, gi):
+    """Per group of the :class:`GroupIndex` ``gi``: the number of pairs whose targets ``y`` (m,) differ."""
+    cells = _tie_cells(y.reshape(-1, 1), gi)
+    t = cells.sizes.astype(np.float64)
+    tied = np.bincount(gi.codes[cells.order[cells.offsets[:-1]]], weights=t**2, minlength=gi.n_groups)
+    return (gi.sizes.astype(np.float64) ** 2 - tied) / 2.0
+
+
+def c_path(Cs, kernel, name, verbose):
+    """``Cs`` as a flat float64 array and its indices in increasing order, with progress per value: the visiting
+    order of the warm-started paths of linear models (``ranksvm_path``, ``svrank_path``)."""
+    Cs = np.asarray(Cs, dtype=np.float64).reshape(-1)
+    if Cs.size == 0:
+        raise ValueError("Cs must hold at least one value of C")
+    if kernel != "linear":
+        raise ValueError(f"{name} fits linear models; got kernel={kernel!r}")
+    return Cs, progress.iterate(np.argsort(Cs, kind="stable"), desc=name, unit="C", verbose=verbose)
 
 
 class FastrankEstimator(BaseEstimator):

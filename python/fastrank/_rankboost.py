@@ -14,8 +14,8 @@ import numpy as np
 from sklearn.utils.validation import check_is_fitted
 
 from . import _core
-from ._base import N_JOBS, Ranker, StrOptions, positive_int
-from ._problem import _tie_cells, check_pairs
+from ._base import N_JOBS, Ranker, StrOptions, crucial_pairs, positive_int
+from ._problem import check_pairs
 from ._progress import progress
 from ._registry import register_estimator
 from ._validation import as_float_matrix, check_n_jobs, group_index
@@ -27,41 +27,28 @@ _MISSING = ("error", "q_def")
 _ALPHA_RULES = ("freund", "exact")
 
 
-def _crucial_pairs(y, gi):
-    """Crucial pairs per group: the pairs of the group whose targets differ."""
-    cells = _tie_cells(y.reshape(-1, 1), gi)
-    t = cells.sizes.astype(np.float64)
-    tied = np.bincount(gi.codes[cells.order[cells.offsets[:-1]]], weights=t**2, minlength=gi.n_groups)
-    return (gi.sizes.astype(np.float64) ** 2 - tied) / 2.0
-
-
 @register_estimator
 class RankBoost(Ranker):
     """RankBoost with threshold weak rankers (Freund, Iyer, Schapire & Singer, JMLR 2003).
 
     Crucial pairs: ``fit(X, y)`` all pairs with y_i > y_j; ``fit(X, y, groups)`` only inside groups;
-    ``fit_preferences(X, pairs)`` the given multigraph, D_1 uniform over its edges.
+    ``fit_preferences(X, pairs)`` the given multigraph, D_1 uniform over its edges.  Stopping rules, tie-breaking
+    between candidates and missing values: docs/design/large-margin-and-boosting.md.
 
     Parameters
     ----------
     n_estimators : int, default=100
-        Boosting rounds T (>= 1).  Fewer are kept if no weak ranker has an edge left (|r| <= 1e-12) or one orders every
-        weighted pair correctly (|r| = 1; it is added with alpha from r clipped to 1 - 1e-10, about 11.9, and boosting
-        stops).
+        Boosting rounds T (>= 1); fewer are kept if no weak ranker has an edge left or one orders every pair correctly.
     n_thresholds : int or None, default=None
         None: every distinct value of a feature gives a candidate threshold (the paper's weak learner).  An int k keeps
-        at most k thresholds per feature, spread over its quantiles (with c rows above a threshold and bin = floor(c
-        k / m), the last threshold of each bin).  Cost per round is O(m n) either way; k only changes the model.  Ties
-        between candidates (|r| equal to relative 1e-9) go to the lowest feature index, then the largest threshold,
-        whatever n_jobs.
+        at most k thresholds per feature, spread over its quantiles (with c rows above a threshold and
+        bin = floor(c k / m), the last threshold of each bin).  O(m n) per round either way; k only changes the model.
     group_weighting : {"pairs", "query"}, default="pairs"
-        Initial distribution D_1 with ``groups``: "pairs" is uniform over all crucial pairs (large queries weigh more,
-        as in the paper); "query" gives every group with a crucial pair the same total mass, uniform inside it.  Without
-        groups both are uniform over all pairs.
+        D_1 with ``groups``: uniform over all crucial pairs (the paper's; large queries weigh more), or the same total
+        mass for every group with a crucial pair, uniform inside it.  Without groups both are uniform over all pairs.
     missing : {"error", "q_def"}, default="error"
-        NaN in X: an error, or a missing value handled as in the paper's weak ranker with a default: h(x) = q_def in {0,
-        1} when x_f is missing, q_def chosen together with the threshold to maximise |r| (a feature with missing values
-        also offers the weak ranker "has x_f" vs q_def, stored as threshold -inf).  Infinite values are always an error.
+        NaN in X: an error, or a missing value, h(x) = q_def in {0, 1} chosen with the threshold (the paper's weak
+        ranker with a default).  Infinite values are always an error.
     alpha_rule : {"freund", "exact"}, default="freund"
         Weight of the chosen weak ranker h_t (chosen by |r_t| under both rules), from the D_t-masses eps+ / eps- / eps0
         of the crucial pairs it orders correctly / wrongly / ties.  "freund": alpha_t = 1/2 ln((1 + r_t) / (1 - r_t)),
@@ -77,8 +64,8 @@ class RankBoost(Ranker):
     Attributes
     ----------
     features_, thresholds_ : ndarray (n_estimators_,) of int64 and float64
-        The weak ranker of each round: h_t(x) = 1 if x[features_[t]] > thresholds_[t] else 0, the threshold the midpoint
-        between two adjacent training values (exact on the training rows).
+        The weak ranker of each round: h_t(x) = 1 if x[features_[t]] > thresholds_[t] else 0 (threshold -inf: "has
+        x_f"), the threshold the midpoint between two adjacent training values (exact on the training rows).
     alphas_ : ndarray of float64, shape (n_estimators_,)
         Weights alpha_t under ``alpha_rule``; negative when r_t < 0 (the weak ranker is used reversed, which the paper's
         {0, 1} weak learner allows).
@@ -128,7 +115,7 @@ class RankBoost(Ranker):
         m = X.shape[0]
         y = self._check_target_vector(y, m)
         gi = group_index(groups, m)
-        n_pairs = _crucial_pairs(y, gi)
+        n_pairs = crucial_pairs(y, gi)
         if not np.any(n_pairs > 0):
             where = "inside any group" if groups is not None else "among the rows"
             raise ValueError(f"No relevant pairs: all targets are tied {where}, so there are no preferences to learn "

@@ -7,7 +7,6 @@ The sparse (basis-vector) RankSVM (004 Sect. 4.4, eq. 43) is the linear RankSVM 
 
 from __future__ import annotations
 
-import sys
 import warnings
 
 import numpy as np
@@ -16,11 +15,11 @@ import scipy.sparse as sp
 from sklearn.utils.validation import check_is_fitted
 
 from . import _core
-from ._base import N_JOBS, KernelMixin, Ranker, StrOptions, nonneg_real, positive_int
+from ._base import N_JOBS, KernelMixin, Ranker, StrOptions, c_path, crucial_pairs, nonneg_real, positive_int
 from ._kernels import kernel_block, predict_basis
 from ._memory import check_dense_memory
 from ._problem import check_pairs
-from ._progress import progress, resolve_verbose, stage
+from ._progress import resolve_verbose, stage, write_line
 from ._registry import register_estimator
 from ._solvers import select_basis
 from ._sparse import as_csr
@@ -284,8 +283,8 @@ class RankSVM(KernelMixin, Ranker):
         self.n_iter_, self.converged_ = int(out["n_iter"]), bool(out["converged"])
         self.n_pairs_, self.n_features_in_ = float(n_pairs), X.shape[1]
         if resolve_verbose(self.verbose):
-            print(f"[fastrank] RankSVM: {self.n_iter_} {steps}, objective {self.objective_:.10g}, "
-                  f"criterion {float(out['criterion']):.2e}, converged={self.converged_}", file=sys.stderr, flush=True)
+            write_line(f"[fastrank] RankSVM: {self.n_iter_} {steps}, objective {self.objective_:.10g}, "
+                       f"criterion {float(out['criterion']):.2e}, converged={self.converged_}")
         return self
 
     def fit(self, X, y, groups=None):
@@ -305,7 +304,7 @@ class RankSVM(KernelMixin, Ranker):
         X = self._check_fit_X(X, allow_sparse=True)
         m = X.shape[0]
         y = self._check_target_vector(y, m)
-        return X, _group_structure(y, groups, m), _count_pairs(y, groups, m)
+        return X, _group_structure(y, groups, m), float(crucial_pairs(y, group_index(groups, m)).sum())
 
     def fit_preferences(self, X, pairs, weights=None):
         """Fit on an explicit preference multigraph: row ``pairs[e, 0]`` (an int array (l, 2)) is preferred over row
@@ -337,16 +336,6 @@ class RankSVM(KernelMixin, Ranker):
         return spec.predict(X, self.X_fit_, self.dual_coef_.reshape(-1, 1), check_n_jobs(self.n_jobs))[:, 0]
 
 
-def _count_pairs(y, groups, m):
-    """Number of pairs with y_i > y_j (inside groups): sum over groups of (n^2 - sum_l n_l^2) / 2."""
-    codes = np.zeros(m, dtype=np.int64) if groups is None else group_index(groups, m).codes
-    _, level = np.unique(y, return_inverse=True)
-    key = codes * (int(level.max()) + 1) + level.reshape(-1)
-    group_sizes = np.bincount(codes).astype(np.float64)
-    level_sizes = np.bincount(key).astype(np.float64)
-    return 0.5 * (np.sum(group_sizes**2) - np.sum(level_sizes**2))
-
-
 def ranksvm_path(X, y, Cs, groups=None, *, verbose=0, **params):
     """Linear RankSVM fitted for every C in ``Cs``, warm-starting each fit from the previous one; returns the list of
     fitted :class:`RankSVM`, in the order of ``Cs``.
@@ -355,16 +344,12 @@ def ranksvm_path(X, y, Cs, groups=None, *, verbose=0, **params):
     truncated Newton needs a few iterations per value; the hinge starts from zero).  Every fit is the model
     ``RankSVM(C=C, **params)`` gives, to its ``tol``.  ``verbose``: progress per value of C.
     """
-    Cs = np.asarray(Cs, dtype=np.float64).reshape(-1)
-    if Cs.size == 0:
-        raise ValueError("Cs must hold at least one value of C")
     base = RankSVM(**params)
-    if base.kernel != "linear":
-        raise ValueError(f"ranksvm_path fits linear models; got kernel={base.kernel!r}")
+    Cs, visit = c_path(Cs, base.kernel, "ranksvm_path", verbose)
     X, structure, n_pairs = base._group_problem(X, y, groups)
     fitted = [None] * Cs.size
     w = None
-    for k in progress.iterate(np.argsort(Cs, kind="stable"), desc="ranksvm_path", unit="C", verbose=verbose):
+    for k in visit:
         est = RankSVM(C=float(Cs[k]), **params)
         mode, out, X_fit = est._solve(X, structure, n_pairs, w0=w if est.loss == "squared_hinge" else None)
         fitted[k] = est._set_fitted(X, mode, out, X_fit, n_pairs)

@@ -7,7 +7,7 @@ formats are converted to CSR once.
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from collections import namedtuple
 
 import numpy as np
 import scipy.sparse as sp
@@ -16,14 +16,8 @@ __all__ = ["CsrParts", "as_csr", "canonical_csr", "issparse", "take_rows", "row_
 
 issparse = sp.issparse
 
-
-class CsrParts(NamedTuple):
-    """A validated CSR matrix as the arrays C++ maps without copying."""
-
-    data: np.ndarray
-    indices: np.ndarray
-    indptr: np.ndarray
-    shape: tuple
+# A validated CSR matrix as the arrays C++ maps without copying.
+CsrParts = namedtuple("CsrParts", ["data", "indices", "indptr", "shape"])
 
 
 def as_csr(X, name="X", *, n_features=None):

@@ -3,7 +3,6 @@ sorted-residual loss oracle that never forms the O(m^2) pairs; see :class:`SVRan
 
 from __future__ import annotations
 
-import sys
 import warnings
 
 import numpy as np
@@ -12,10 +11,10 @@ import scipy.linalg.lapack
 from sklearn.utils.validation import check_is_fitted
 
 from . import _core
-from ._base import N_JOBS, KernelMixin, Ranker, StrOptions, nonneg_real, positive_int
+from ._base import N_JOBS, KernelMixin, Ranker, StrOptions, c_path, nonneg_real, positive_int
 from ._memory import check_dense_memory
 from ._problem import require_preferences
-from ._progress import progress, resolve_verbose, stage
+from ._progress import resolve_verbose, stage, write_line
 from ._registry import register_estimator
 from ._validation import check_alpha, check_n_jobs, group_index
 from .exceptions import ConvergenceWarning
@@ -226,8 +225,7 @@ class SVRank(KernelMixin, Ranker):
             X_fit = None if precomputed else X
         gap = float(history[-1]) if history.size else 0.0
         if resolve_verbose(self.verbose):
-            print(f"[fastrank] SVRank: {int(n_iter)} {steps}, objective {float(objective):.10g}, gap {gap:.2e}",
-                  file=sys.stderr, flush=True)
+            write_line(f"[fastrank] SVRank: {int(n_iter)} {steps}, objective {float(objective):.10g}, gap {gap:.2e}")
         # all checks passed: only now replace a previous fit
         self.coef_, self.dual_coef_, self.X_fit_, self.n_features_in_ = coef, dual, X_fit, X.shape[1]
         self.n_iter_, self.objective_, self.gap_ = int(n_iter), float(objective), gap
@@ -262,13 +260,9 @@ def svrank_path(X, y, Cs, groups=None, *, verbose=0, **params):
     give, to its ``tol``.  The squared cost (``loss="squared_epsilon_insensitive"``) is solved from zero for each C.
     ``verbose``: progress per value of C (see ``fastrank._progress``).
     """
-    Cs = np.asarray(Cs, dtype=np.float64).reshape(-1)
-    if Cs.size == 0:
-        raise ValueError("Cs must hold at least one value of C")
-    if SVRank(**params).kernel != "linear":
-        raise ValueError(f"svrank_path fits linear models; got kernel={params.get('kernel')!r}")
+    Cs, visit = c_path(Cs, SVRank(**params).kernel, "svrank_path", verbose)
     fitted = [None] * Cs.size
     warm = {}  # the solution and cut model, carried from C to C by the core
-    for k in progress.iterate(np.argsort(Cs, kind="stable"), desc="svrank_path", unit="C", verbose=verbose):
+    for k in visit:
         fitted[k] = SVRank(C=float(Cs[k]), **params)._fit(X, y, groups, warm=warm)
     return fitted

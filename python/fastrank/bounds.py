@@ -69,7 +69,6 @@ def _m_kappa_delta(m, kappa, delta):
 
 # Arithmetic in log space: kappa^2, M^2, 1/lam or m may each lie outside float64 while the bound
 # itself is representable (kappa = 1e200 with lam = 1e300), so every term is a product of logs.
-
 _LOG_MAX = math.log(np.finfo(np.float64).max)
 
 
@@ -98,8 +97,6 @@ def _total(empirical, log_terms, **inputs):
 
 
 # Agarwal & Niyogi (002)
-
-
 def agarwal_niyogi_score_stability_bound(m, lam, kappa, M, delta, *, sigma=1.0, empirical=0.0):
     """002 Corollary 12 (Theorem 11 with Theorem 8 at gamma = 1).
 
@@ -168,8 +165,6 @@ def least_squares_ranking_bound(m, lam, kappa, M, delta, *, empirical=0.0):
 
 
 # Cortes, Mohri & Rastogi (000)
-
-
 def magnitude_preserving_bound(m, C, kappa, M, delta, *, power=2, empirical=0.0):
     """000 Corollary 1: magnitude-preserving regularization algorithms (MPRank: power=2 with the cost c^2_MP; SVRank and
     the other costs of eqs. 4-7 with power n).
@@ -204,8 +199,6 @@ def magnitude_preserving_bound(m, C, kappa, M, delta, *, power=2, empirical=0.0)
 
 
 # Data-dependent helpers
-
-
 _TERMS = ("l1", "hinge", "squared", "disc", "mp1", "mp2", "hr1", "hr2", "hmp1", "hmp2", "svr1", "svr2")
 
 

@@ -95,11 +95,9 @@ def _exact_sq_distances(Z, X, rows, cols, batch=4096):
 
 
 def kernel_block(spec, Z, XR, n_threads=1):
-    """K(Z, XR) as a Fortran-ordered (p, r) float64 array; Z and XR dense or scipy.sparse (sparse operands are never
-    densified whole).  Dense x dense goes to the compiled kernel (centred Gaussian distances, ``kernels.hpp``); with a
-    sparse operand, centring would destroy sparsity, so Gaussian distances come from |z|^2 + |x|^2 - 2 z.x and every
-    entry that could be wrong by more than 1e-11 relative (points far from the origin compared with 1/sqrt(gamma)) is
-    recomputed from the row differences.  Non-finite kernel values raise errors naming the kernel parameters.
+    """K(Z, XR) as a Fortran-ordered (p, r) float64 array; Z and XR dense (the compiled kernel) or scipy.sparse (never
+    densified whole: Gaussian distances from the expansion with the entries at risk recomputed exactly,
+    docs/design/robustness.md "Kernels").  Non-finite kernel values raise errors naming the kernel parameters.
     """
     if not sp.issparse(Z) and not sp.issparse(XR):
         return spec.cross(np.ascontiguousarray(Z, dtype=np.float64), np.ascontiguousarray(XR, dtype=np.float64),

@@ -75,14 +75,10 @@ class _RankRLSBase(KernelMixin, Ranker):
     def _apply_fit(self, fit, k, one_d, n_features, n_samples):
         """Copy the solution for ``alphas[k]`` of a solver's ``Fit`` onto this estimator."""
         squeeze = (lambda a: a[:, 0]) if one_d else (lambda a: a)
-        self.fit_mode_ = fit.mode
-        self.n_features_in_ = n_features
-        self.n_samples_fit_ = n_samples
-        self._single_output = one_d
+        self.fit_mode_, self.X_fit_, self.basis_indices_ = fit.mode, fit.X_fit, fit.basis_indices
+        self.n_features_in_, self.n_samples_fit_, self._single_output = n_features, n_samples, one_d
         self.coef_ = None if fit.coef is None else squeeze(np.ascontiguousarray(fit.coef[k]))
         self.dual_coef_ = None if fit.dual_coef is None else squeeze(np.ascontiguousarray(fit.dual_coef[k]))
-        self.X_fit_ = fit.X_fit
-        self.basis_indices_ = fit.basis_indices
         if fit.mode == "cg":
             self.n_iter_ = int(fit.n_iter[k, 0]) if one_d else fit.n_iter[k]
             self.converged_ = bool(fit.converged[k, 0]) if one_d else fit.converged[k]
@@ -147,9 +143,7 @@ class RankRLS(_RankRLSBase):
     basis_vectors : int, array of row indices, or None, default=None
         Sparse subset-of-regressors RankRLS (eq. 40-42): an int draws that many basis rows at random (``random_state``);
         an array gives them.  O(m |R|^2), any kernel.
-    random_state : int, RandomState or None
-        Seed for the random choice of basis vectors.
-    %(exclude_ties)s %(verbose)s
+    %(random_state)s %(exclude_ties)s %(verbose)s
         Reports the CG iterations or the dense solve's duration.
 
     Attributes
@@ -257,9 +251,7 @@ class MPRank(_RankRLSBase):
 
     Parameters
     ----------
-    C : float, default=1.0
-        Trade-off, > 0.
-    %(kernel)s %(gamma)s %(degree)s %(coef0)s
+    %(C)s %(kernel)s %(gamma)s %(degree)s %(coef0)s
     solver : {"auto", "dual", "primal"}, default="auto"
         As for :class:`RankRLS`.
     %(n_jobs)s %(verbose)s

@@ -137,9 +137,7 @@ class RankSVM(KernelMixin, Ranker):
         a singular K_BB -- duplicate basis rows, or more than n_features with the linear kernel -- is refused) a linear
         RankSVM on Z = K_mB L^{-T}, O(m r^2) plus the linear solver on r features.  An int draws that many rows at
         random (``random_state``); only the basis rows and beta are kept.
-    random_state : int, RandomState or None, default=None
-        Seed for drawing ``basis_vectors`` rows.
-    %(n_jobs)s %(verbose)s
+    %(random_state)s %(n_jobs)s %(verbose)s
         Reports the solve's duration, then the iterations, the objective and the criterion reached.
 
     Attributes

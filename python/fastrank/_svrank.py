@@ -119,8 +119,7 @@ class SVRank(KernelMixin, Ranker):
 
     Parameters
     ----------
-    C : float, default=1.0
-        Trade-off, > 0.
+    %(C)s
     epsilon : float, default=0.1
         Width of the insensitive zone on predicted minus true score differences, >= 0.
     loss : {"epsilon_insensitive", "squared_epsilon_insensitive"}, default="epsilon_insensitive"

@@ -1,9 +1,8 @@
-"""Exceptions and warnings raised by fastrank.
+"""Exceptions and warnings raised by fastrank (the table of when: docs/design/robustness.md, "Errors and warnings").
 
-Invalid user input raises :class:`ValueError` or :class:`TypeError`; numerical breakdown (e.g. a kernel system that is
-not numerically positive definite because ``alpha`` is tiny compared with the kernel's scale) raises
-:class:`LinAlgError`, a subclass of :class:`numpy.linalg.LinAlgError`; an iterative solver stopped at ``max_iter`` emits
-:class:`sklearn.exceptions.ConvergenceWarning`. The warning classes below say when they are emitted.
+Invalid user input raises :class:`ValueError` or :class:`TypeError`; numerical breakdown raises :class:`LinAlgError`,
+a subclass of :class:`numpy.linalg.LinAlgError`; an iterative solver stopped at ``max_iter`` emits
+:class:`sklearn.exceptions.ConvergenceWarning`.
 """
 
 from sklearn.exceptions import ConvergenceWarning

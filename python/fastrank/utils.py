@@ -56,18 +56,9 @@ def _block_sizes(groups, hint):
 
 
 def groups_from_sizes(sizes, n_samples=None):
-    """Per-row query ids 0, 1, ... from LightGBM-style group sizes (consecutive blocks).
-
-    Parameters
-    ----------
-    sizes : 1-D array of positive integers (LightGBM's ``group``; the lines of a ``.query`` file).
-    n_samples : int or None
-        If given, the number of rows the sizes must add up to.
-
-    Returns
-    -------
-    groups : int64 array of length ``sum(sizes)`` (group k's rows get id k).
-    """
+    """Per-row query ids 0, 1, ... (an int64 array of length ``sum(sizes)``, group k's rows get id k) from
+    LightGBM-style group sizes of consecutive blocks: ``sizes`` a 1-D array of positive integers (LightGBM's ``group``;
+    the lines of a ``.query`` file); ``n_samples``, if given, the number of rows they must add up to."""
     s = np.asarray(sizes)
     if s.ndim != 1:
         raise ValueError(f"sizes must be a 1-D array of group sizes, got shape {s.shape}")
@@ -109,13 +100,9 @@ def groups_from_qid(qid):
     contiguous.
     """
     q = _ids(qid, "qid")
-    if q.dtype.kind == "f":
-        if np.any(q != np.round(q)):
-            raise ValueError("qid must be whole numbers (query ids)")
-        return q.astype(np.int64)
-    if q.dtype.kind in "iub":
-        return q.astype(np.int64)
-    return q.copy()
+    if q.dtype.kind == "f" and np.any(q != np.round(q)):
+        raise ValueError("qid must be whole numbers (query ids)")
+    return q.astype(np.int64) if q.dtype.kind in "fiub" else q.copy()
 
 
 def qid_from_groups(groups):

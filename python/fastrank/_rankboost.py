@@ -94,7 +94,6 @@ class RankBoost(Ranker):
                               "missing": [StrOptions(set(_MISSING))],
                               "alpha_rule": [StrOptions(set(_ALPHA_RULES))], "n_jobs": N_JOBS}
 
-    # -- fitting ---------------------------------------------------------------------------------
     def _check_params(self):
         self._validate_params()
         k = 0 if self.n_thresholds is None else int(self.n_thresholds)
@@ -120,10 +119,8 @@ class RankBoost(Ranker):
             where = "inside any group" if groups is not None else "among the rows"
             raise ValueError(f"No relevant pairs: all targets are tied {where}, so there are no preferences to learn "
                              "from (RankBoost with groups uses only pairs of rows sharing a group id).")
-        if self.group_weighting == "query":
-            weight = np.where(n_pairs > 0, 1.0 / np.maximum(n_pairs, 1.0), 1.0)
-        else:
-            weight = np.ones(n_pairs.size)
+        query = self.group_weighting == "query"
+        weight = np.where(n_pairs > 0, 1.0 / np.maximum(n_pairs, 1.0), 1.0) if query else np.ones(n_pairs.size)
         return self._boost(params, _core.rankboost_fit_graded, X, (y, gi.order, gi.offsets, weight), n_pairs.sum())
 
     def fit_preferences(self, X, pairs):
@@ -155,7 +152,6 @@ class RankBoost(Ranker):
         self.n_features_in_ = X.shape[1]
         return self
 
-    # -- prediction ------------------------------------------------------------------------------
     def _weak_outputs(self, X):
         """(p, n_estimators_) matrix of h_t(x) in {0, 1}."""
         check_is_fitted(self, "alphas_")

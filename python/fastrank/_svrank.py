@@ -147,8 +147,7 @@ class SVRank(KernelMixin, Ranker):
     n_iter_, objective_ : int and float
         Cutting planes used (Newton iterations for the squared cost) and F at the returned model.
     gap_ : float
-        Certified gap ``(objective_ - lower bound) / (F(0) - lower bound)`` at exit; for the squared cost the relative
-        gradient norm ``||grad F|| / ||grad F(0)||``.
+        The criterion ``tol`` bounds, at exit (the certified gap; the relative gradient norm for the squared cost).
     """
 
     def __init__(self, C=1.0, *, epsilon=0.1, loss="epsilon_insensitive", kernel="linear", gamma=None, degree=3,
@@ -186,12 +185,10 @@ class SVRank(KernelMixin, Ranker):
             with stage(f"SVRank Newton (linear, squared cost, m={Xg.shape[0]})", verbose=self.verbose):
                 w, n_iter, converged, history = _squared_newton(Xg, yg, grouping, c, eps, tol, max_iter, n_threads)
             objective = w @ w + _squared_pair_term(Xg @ w, yg, grouping, c, eps, n_threads)
-            coef, dual, X_fit, history = w, None, None, np.asarray(history)
         elif spec.linear:
             with stage(f"SVRank cutting planes (linear, m={Xg.shape[0]})", verbose=self.verbose):
                 w, n_iter, converged, objective, lower, history = _core.svrank_linear(
                     Xg, yg, *grouping, C, eps, tol, max_iter, n_threads, warm=warm)
-            coef, dual, X_fit = w, None, None
         else:  # the squared cost also holds K's Cholesky factor and its row permutation
             check_dense_memory(X.shape[0], 3 if squared else 1,
                                "kernel matrix and its Cholesky factor" if squared else "kernel matrix")
@@ -214,21 +211,21 @@ class SVRank(KernelMixin, Ranker):
                 beta[piv[:rank] - 1] = scipy.linalg.solve_triangular(L[:rank], u, lower=True, trans="T")
                 f = Kg @ beta
                 objective = beta @ f + _squared_pair_term(f, yg, grouping, c, eps, n_threads)
-                history = np.asarray(history)
             else:
                 with stage(f"SVRank cutting planes (kernel, m={X.shape[0]})", verbose=self.verbose):
                     beta, n_iter, converged, objective, lower, history = _core.svrank_kernel(
                         Kg, yg, *grouping, C, eps, tol, max_iter, n_threads)
             del Kg
-            coef, dual = None, gi.untake(beta)
-            X_fit = None if precomputed else X
+        coef, dual = (w, None) if spec.linear else (None, gi.untake(beta))
+        X_fit = None if spec.linear or precomputed else X
+        history = np.asarray(history)
         gap = float(history[-1]) if history.size else 0.0
         if resolve_verbose(self.verbose):
             write_line(f"[fastrank] SVRank: {int(n_iter)} {steps}, objective {float(objective):.10g}, gap {gap:.2e}")
         # all checks passed: only now replace a previous fit
         self.coef_, self.dual_coef_, self.X_fit_, self.n_features_in_ = coef, dual, X_fit, X.shape[1]
         self.n_iter_, self.objective_, self.gap_ = int(n_iter), float(objective), gap
-        self.converged_, self.gap_history_ = bool(converged), np.asarray(history)
+        self.converged_, self.gap_history_ = bool(converged), history
         if not converged:
             warnings.warn(
                 f"SVRank stopped at max_iter={max_iter} {steps} with relative gap {gap:.3g} > tol={tol:g}; "

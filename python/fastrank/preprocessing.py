@@ -164,10 +164,5 @@ def make_normalizer(name):
     "log1p-zscore": :class:`Log1pScaler`."""
     if name not in NORMALIZERS:
         raise ValueError(f"normalization must be one of {', '.join(NORMALIZERS)}, got {name!r}")
-    return {
-        "none": None,
-        "zscore": StandardScaler(),
-        "query-minmax": QueryNormalizer("minmax"),
-        "query-zscore": QueryNormalizer("zscore"),
-        "log1p-zscore": Log1pScaler(),
-    }[name]
+    return {"none": None, "zscore": StandardScaler(), "query-minmax": QueryNormalizer("minmax"),
+            "query-zscore": QueryNormalizer("zscore"), "log1p-zscore": Log1pScaler()}[name]

@@ -22,9 +22,9 @@ array([0, 0, 1])
 
 from __future__ import annotations
 
-import numbers
-
 import numpy as np
+
+from ._validation import check_int
 
 __all__ = ["groups_from_sizes", "sizes_from_groups", "groups_from_qid", "qid_from_groups", "group_order"]
 
@@ -73,9 +73,7 @@ def groups_from_sizes(sizes, n_samples=None):
         raise ValueError(f"sizes must be positive: sizes[{k}] = {int(s[k])} (a query needs at least one row)")
     total = int(s.sum())
     if n_samples is not None:
-        if isinstance(n_samples, (bool, np.bool_)) or not isinstance(n_samples, numbers.Integral):
-            raise TypeError(f"n_samples must be an integer, got {n_samples!r}")
-        if total != int(n_samples):
+        if total != check_int(n_samples, "n_samples", high=None):
             raise ValueError(f"the group sizes add up to {total} rows but there are {int(n_samples)} rows "
                              "(n_samples); each row must belong to exactly one group")
     return np.repeat(np.arange(s.size, dtype=np.int64), s)

@@ -109,10 +109,8 @@ def greedy_order(preference, X=None, *, n_items=None, pairwise="step", temperatu
 
     Notes
     -----
-    pi is formed once (O(n^2)); after picking v*, every remaining v gets pi(v) += PREF[v*, v] - PREF[v, v*] (the slides'
-    update), an O(n) row of the antisymmetric PREF - PREF^T.  n x n float64 work matrices: one for a ranker, two for a
-    matrix or callable (checked against ``FASTRANK_MAX_DENSE_BYTES`` first).  The agreement of the result is at least
-    half the maximum over all orders (Cohen et al.'s approximation guarantee).
+    O(n^2) with O(n) updates (docs/design/large-margin-and-boosting.md).  n x n float64 work matrices: one for a ranker,
+    two for a matrix or callable (checked against ``FASTRANK_MAX_DENSE_BYTES`` first).
     """
     D = _net_preference_matrix(preference, X, n_items, pairwise, temperature)
     n = D.shape[0]

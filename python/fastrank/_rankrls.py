@@ -10,8 +10,8 @@ RankRLS (Pahikkala et al. 2009) minimises, over f in the kernel's RKHS,
 * preference graph (``fit_preferences``): an explicit multigraph of preferences "row a is preferred over row b", with
   the costs (20) binary, (21) magnitude or (22) magnitude-normalized.
 
-``alpha`` is exactly the paper's lambda (not rescaled).  The estimators build a
-:class:`~fastrank._problem.RankingProblem` that :mod:`fastrank._solvers` solves (docs/design/solvers.md).
+The estimators build a :class:`~fastrank._problem.RankingProblem` that :mod:`fastrank._solvers` solves
+(docs/design/solvers.md).
 """
 
 from __future__ import annotations
@@ -125,9 +125,9 @@ class RankRLS(_RankRLSBase):
         Regularization (the paper's lambda, not rescaled), > 0.
     %(kernel)s %(gamma)s %(degree)s %(coef0)s
     solver : {"auto", "dual", "primal", "cg"}, default="auto"
-        "dual": the m x m kernel system (O(m^3), eq. 17, any kernel); "primal": the n x n feature system (O(n^3 + n^2
-        m), eq. 28, linear kernel); "cg": conjugate gradient on the linear primal without forming pairs (O(nnz + m) per
-        iteration, dense or sparse X; Sect. 4.3).  "auto": CG for sparse X with the linear kernel, else the primal for a
+        "dual": the m x m kernel system (O(m^3), eq. 17, any kernel); "primal": the n x n feature system
+        (O(n^3 + n^2 m), eq. 28, linear kernel); "cg": conjugate gradient on the linear primal without forming pairs
+        (O(nnz + m) per iteration, dense or sparse X; Sect. 4.3).  "auto": CG for sparse X with the linear kernel, else the primal for a
         linear kernel with n_features < n_samples, else the dual.  A dense solver that would allocate more than half the
         available memory raises MemoryError (limit: FASTRANK_MAX_DENSE_BYTES).
     %(group_weighting)s %(n_jobs)s
@@ -164,11 +164,10 @@ class RankRLS(_RankRLSBase):
 
     Notes
     -----
-    The dual is solved as ``(S K S + alpha I) u = S y``, ``A = S u``, ``S = L^{1/2}`` (docs/design/solvers.md) by
-    SciPy's LAPACK in one m x m float64 matrix overwritten in place, plus O(m v) (a path: about 2 more m x m).  A
-    Cholesky failure (alpha tiny relative to the kernel's scale, or an indefinite precomputed kernel) raises
-    :class:`fastrank.LinAlgError`; a reciprocal condition number below 1e-12 emits
-    :class:`fastrank.IllConditionedWarning`.
+    The dual is solved as ``(S K S + alpha I) u = S y``, ``A = S u``, ``S = L^{1/2}`` (docs/design/solvers.md) in one
+    m x m float64 matrix overwritten in place, plus O(m v) (a path: about 2 more m x m).  Breakdown raises
+    :class:`fastrank.LinAlgError`, ill-conditioning emits :class:`fastrank.IllConditionedWarning`
+    (docs/design/robustness.md).
     """
 
     def __init__(self, alpha=1.0, *, kernel="linear", gamma=None, degree=3, coef0=1.0, solver="auto",
@@ -215,22 +214,14 @@ class RankRLS(_RankRLSBase):
         return self._fit_problem(problem, alpha, self._warm_start_coef(problem.n_features, problem.n_outputs))
 
     def fit_preferences(self, X, pairs, magnitudes=None, cost=None, weights=None):
-        """Fit from an explicit preference graph (a multigraph; repeated pairs add up).
+        """Fit from an explicit preference multigraph (repeated pairs add up) on X (m, n), or the (m, m) kernel for
+        kernel="precomputed": row ``pairs[e, 0]`` is preferred over row ``pairs[e, 1]`` (``pairs`` an int array (l, 2)).
 
-        Parameters
-        ----------
-        X : (m, n) inputs (or (m, m) kernel for kernel="precomputed").
-        pairs : int array (l, 2)
-            Row ``pairs[e, 0]`` is preferred over row ``pairs[e, 1]``.
-        magnitudes : array (l,) or None
-            Preference magnitudes g_e (>= 0; > 0 for cost="normalized").
-        cost : {"binary", "magnitude", "normalized"} or None
-            (20) binary: every preference targets a score difference of 1 with weight 1; (21) magnitude: target g_e,
-            weight 1; (22) normalized: target g_e, weight 1/g_e.  Default: "binary" without magnitudes, "magnitude" with
-            them.
-        weights : array (l,) of positive numbers or None
-            Importance of each preference: its squared error is multiplied by ``weights[e]`` (an integer weight k is the
-            same as repeating the pair k times).
+        ``cost`` (default "binary" without ``magnitudes``, "magnitude" with them; magnitudes g_e (l,) >= 0, > 0 for
+        "normalized"): (20) "binary": every preference targets a score difference of 1 with weight 1; (21) "magnitude":
+        target g_e, weight 1; (22) "normalized": target g_e, weight 1/g_e.  ``weights`` (l,) > 0 or None: the squared
+        error of preference e is multiplied by ``weights[e]`` (an integer weight k is the same as repeating the pair k
+        times).
         """
         self._validate_params()
         alpha = check_alpha(self.alpha)

@@ -88,10 +88,7 @@ def _rescaled(X, C):
         C_scaled = _C_SCALED_MAX
     elif 2.0**-32 <= big <= 2.0**32 or C_scaled == 0.0:
         return X, C, 1.0, False  # ordinary scale, or C s^2 underflows: the solver's norms cope
-    if sp.issparse(X):
-        X = sp.csr_matrix((X.data / scale, X.indices, X.indptr), shape=X.shape)
-    else:
-        X = X / scale
+    X = sp.csr_matrix((X.data / scale, X.indices, X.indptr), shape=X.shape) if sp.issparse(X) else X / scale
     return X, C_scaled, scale, capped
 
 
@@ -186,46 +183,40 @@ class RankSVM(KernelMixin, Ranker):
                 raise ValueError("margin='difference' needs targets: use fit(X, y), not fit_preferences")
             structure = dict(structure, row_margin=structure["y"])
         warm = {} if w0 is None else {"w0": w0}
-        C_user = C
-        m = X.shape[0]
         spec = None if self.kernel == "precomputed" else self._kernel_spec(X.shape[1])
-        X_fit = None
         if self.basis_vectors is not None:
             return self._solve_basis(X, spec, structure, C, code, tol, max_iter, n_threads)
         if spec is not None and spec.linear:
-            X, C, scale, capped = _rescaled(X, C)
+            X, C_scaled, scale, capped = _rescaled(X, C)
             if "w0" in warm and scale != 1.0:  # the start in the rescaled problem's units: w' = s w
                 warm["w0"] = warm["w0"] * scale
             if capped:
                 warnings.warn(
-                    f"C * max|X|^2 = {C_user:.3g} * {scale:.3g}^2 exceeds {_C_SCALED_MAX:g}: the problem is solved at "
+                    f"C * max|X|^2 = {C:.3g} * {scale:.3g}^2 exceeds {_C_SCALED_MAX:g}: the problem is solved at "
                     f"C * max|X|^2 = {_C_SCALED_MAX:g}, beyond which double precision resolves no change of the "
                     "squared hinge's solution; features far smaller than max|X| lose their influence.  "
                     "Standardize X or use a smaller C.", ConvergenceWarning, stacklevel=3)
             if sp.issparse(X):
                 p = as_csr(X, "X")
-                out = _core.ranksvm_fit_csr(p.data, p.indices, p.indptr, p.shape[0], p.shape[1], C, code, tol,
+                out = _core.ranksvm_fit_csr(p.data, p.indices, p.indptr, p.shape[0], p.shape[1], C_scaled, code, tol,
                                             max_iter, n_threads, **structure, **warm)
             else:
-                out = _core.ranksvm_fit_dense(X, C, code, tol, max_iter, n_threads, **structure, **warm)
-            mode = "linear"
+                out = _core.ranksvm_fit_dense(X, C_scaled, code, tol, max_iter, n_threads, **structure, **warm)
             if scale != 1.0:  # back to the caller's X: w = w' / s, objective 1/2 ||w||^2 + C L
                 out["coef"] = np.asarray(out["coef"]) / scale
-                out["objective"] = 0.5 * float(out["coef"] @ out["coef"]) + C_user * float(out["loss"])
+                out["objective"] = 0.5 * float(out["coef"] @ out["coef"]) + C * float(out["loss"])
+            return "linear", out, None
+        check_dense_memory(X.shape[0], 1, "kernel matrix")
+        if spec is None:
+            K, X_fit = np.asfortranarray(0.5 * (X + X.T)), None
         else:
-            check_dense_memory(m, 1, "kernel matrix")
-            if spec is None:
-                K = np.asfortranarray(0.5 * (X + X.T))
-            else:
-                if sp.issparse(X):
-                    check_dense_memory(m, 1, "dense copy of the sparse input X", n_cols=X.shape[1])
-                    X = np.ascontiguousarray(X.toarray(), dtype=np.float64)
-                K = spec.train(X, n_threads)
-                X_fit = X
-            out = _core.ranksvm_fit_kernel(K, C, code, tol, max_iter, n_threads, **structure)
-            del K
-            mode = "kernel"
-        return mode, out, X_fit
+            if sp.issparse(X):
+                check_dense_memory(X.shape[0], 1, "dense copy of the sparse input X", n_cols=X.shape[1])
+                X = np.ascontiguousarray(X.toarray(), dtype=np.float64)
+            K, X_fit = spec.train(X, n_threads), X
+        out = _core.ranksvm_fit_kernel(K, C, code, tol, max_iter, n_threads, **structure)
+        del K
+        return "kernel", out, X_fit
 
     def _solve_basis(self, X, spec, structure, C, code, tol, max_iter, n_threads):
         """Sparse RankSVM of 004 eq. (43): f = K_mB beta with regulariser 1/2 beta^T K_BB beta.  With K_BB = L L^T and

@@ -117,8 +117,7 @@ def check_alphas(alphas, name="alphas"):
     """A non-empty 1-D float64 array of values that each pass :func:`check_alpha`."""
     if isinstance(alphas, (str, bytes)):
         raise TypeError(f"{name} must be a positive number or a 1-D sequence of them, got {alphas!r}")
-    arr = _to_float(_asarray(alphas, name), name, "positive real numbers")
-    arr = np.atleast_1d(np.asarray(arr, dtype=np.float64))
+    arr = np.atleast_1d(np.asarray(_to_float(_asarray(alphas, name), name, "positive real numbers"), dtype=np.float64))
     if arr.ndim != 1 or arr.size == 0:
         raise ValueError(f"{name} must be a non-empty 1-D sequence of positive numbers, got shape {arr.shape}")
     for a in arr:
@@ -216,8 +215,7 @@ def pair_disagreement(pair_predictions, pair_targets):
     targets ordered wrongly (prediction ties count 1/2).  A float, or a (v,) array for 3-D input; NaN where no pair has
     different targets."""
     P, T = check_pair_arrays(pair_predictions, pair_targets)
-    dp = P[:, 0] - P[:, 1]
-    dt = T[:, 0] - T[:, 1]
+    dp, dt = P[:, 0] - P[:, 1], T[:, 0] - T[:, 1]
     valid = dt != 0
     wrong = np.where(dp * dt < 0, 1.0, 0.0) + np.where(dp == 0, 0.5, 0.0)
     n = valid.sum(axis=0)
@@ -237,10 +235,7 @@ class GroupIndex:
     __slots__ = ("order", "offsets", "labels", "sizes", "codes", "_inverse", "_is_identity")
 
     def __init__(self, order, offsets, labels, codes):
-        self.order = order
-        self.offsets = offsets
-        self.labels = labels
-        self.codes = codes
+        self.order, self.offsets, self.labels, self.codes = order, offsets, labels, codes
         self.sizes = np.diff(offsets)
         self._inverse = self._is_identity = None  # computed on first use
 

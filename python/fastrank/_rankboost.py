@@ -239,21 +239,13 @@ def rankboost_path(X, y, n_estimators, groups=None, *, cv=5, scoring=None, refit
     fold fits once at the largest value and scores :meth:`RankBoost.staged_predict` on its held-out rows: the scores
     equal those of a refit at every value of the grid, for the cost of one fit per fold (plus O(p T) to predict).
 
-    Parameters
-    ----------
-    X, y, groups : the training data, as for :meth:`RankBoost.fit` (``groups``: query ids; the folds then keep each
-        query whole).
-    n_estimators : int or sequence of int
-        The grid: an int T means 1, 2, ..., T.
-    cv : int, splitter or iterable of (train, test) index arrays, default=5
-        An int k: ``GroupKFold(k)`` with groups, ``KFold(k)`` (no shuffling) without.
-    scoring : str or None
-        A measure name of :func:`fastrank.metrics.get_measure` (e.g. "ndcg@10", "disagreement"), computed per held-out
-        fold (inside its groups).  None: "ndcg@10" with groups, "disagreement" without.
-    refit : bool, default=True
-        Fit ``RankBoost(n_estimators=best, **params)`` on all rows.
-    verbose : progress per fold (see ``fastrank._progress``).
-    **params : the other :class:`RankBoost` parameters.
+    ``X, y, groups``: the training data, as for :meth:`RankBoost.fit` (with query ids the folds keep each query whole);
+    ``n_estimators``: the grid, an int T meaning 1, 2, ..., T; ``cv``: an int k (``GroupKFold(k)`` with groups,
+    ``KFold(k)`` without, no shuffling; default 5), a splitter or an iterable of (train, test) index arrays;
+    ``scoring``: a measure name of :func:`fastrank.metrics.get_measure` (e.g. "ndcg@10", "disagreement") computed per
+    held-out fold (inside its groups), None meaning "ndcg@10" with groups and "disagreement" without; ``refit``
+    (default True): fit ``RankBoost(n_estimators=best, **params)`` on all rows; ``verbose``: progress per fold (see
+    ``fastrank._progress``); ``**params``: the other :class:`RankBoost` parameters.
     """
     from .metrics import get_measure
 

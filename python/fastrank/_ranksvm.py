@@ -139,10 +139,9 @@ class RankSVM(KernelMixin, Ranker):
 
     Attributes
     ----------
-    coef_ : ndarray (n_features,) or None
-        The weight vector w (linear kernel).
-    dual_coef_, X_fit_ : ndarray (m,) and the training rows, or None
-        beta with f = K(., X_fit_) beta (non-linear or precomputed kernels; no rows kept for "precomputed").
+    coef_, dual_coef_, X_fit_ : ndarray (n_features,), (m,) and the training rows, or None
+        The weight vector w (linear kernel), or beta with f = K(., X_fit_) beta (non-linear or precomputed kernels; no
+        rows kept for "precomputed").
     objective_, loss_ : float
         The objective at the solution and the summed pairwise loss there.
     n_iter_ : int, converged_ : bool

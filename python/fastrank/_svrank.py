@@ -112,10 +112,9 @@ class SVRank(KernelMixin, Ranker):
     regulariser is ``||h||^2`` (no 1/2), as in the paper.  The O(m log m) loss oracle and the one-slack cutting planes
     (Joachims 2006, OCAS line search of Franc & Sonnenburg 2009; the dual value certifies a lower bound):
     docs/design/large-margin-and-boosting.md.  The squared cost (``loss="squared_epsilon_insensitive"``, c_SVR with
-    n = 2, §2.2) makes F smooth and strictly convex: a generalised Newton method (conjugate gradients on 2 I + (C/N) X^T
-    H X, H four times the Laplacian of the pairs outside the tube).  Non-linear kernels are solved in the coordinates
-    u = L^T P^T beta of the pivoted Cholesky factorisation K = P L L^T P^T (LAPACK dpstrf, rank-revealing for a
-    semi-definite K), where ||h||^2 = ||u||^2 and f = K beta = P L u.
+    n = 2, §2.2) makes F smooth and strictly convex: a generalised Newton method (:func:`_squared_newton`), for
+    non-linear kernels in the coordinates of the pivoted Cholesky factorisation of K (LAPACK dpstrf, rank-revealing for
+    a semi-definite K).
 
     Parameters
     ----------
@@ -140,10 +139,8 @@ class SVRank(KernelMixin, Ranker):
 
     Attributes
     ----------
-    coef_ : ndarray (n_features,) or None
-        Weight vector (linear kernel).
-    dual_coef_ : ndarray (m,) or None
-        Representer coefficients beta, f(x) = sum_i beta_i k(x, x_i) (non-linear kernels).
+    coef_, dual_coef_ : ndarray (n_features,) and (m,), or None
+        Weight vector (linear kernel) or representer coefficients beta, f(x) = sum_i beta_i k(x, x_i) (other kernels).
     n_iter_, objective_ : int and float
         Cutting planes used (Newton iterations for the squared cost) and F at the returned model.
     gap_ : float

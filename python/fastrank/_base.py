@@ -50,7 +50,8 @@ N_JOBS = [None, Interval(numbers.Integral, -INT_MAX, INT_MAX, closed="both")]
 # entry; ``help()`` shows the full text.
 PARAM_DOCS = {
     "C": "C : float, default=1.0\n    Trade-off, > 0.",
-    "random_state": "random_state : int, RandomState or None, default=None\n    Seed for drawing ``basis_vectors`` rows.",
+    "random_state": """random_state : int, RandomState or None, default=None
+    Seed for drawing ``basis_vectors`` rows.""",
     "kernel": """kernel : {"linear", "rbf"/"gaussian", "poly"/"polynomial", "precomputed"}, default="linear"
     ``x.z``, ``exp(-gamma |x - z|^2)`` or ``(gamma x.z + coef0) ** degree``; "precomputed": ``fit`` takes the (m, m)
     kernel matrix, ``predict`` the (p, m) kernel against the training rows.""",

@@ -45,16 +45,11 @@ def _parse_bytes(text):
 
 
 def dense_memory_limit():
-    """The largest dense allocation (bytes) the dense solvers may make, or None for no limit.
-
-    ``FASTRANK_MAX_DENSE_BYTES`` (bytes, or with a K/M/G/T suffix; ``0``/``none`` disables the guard) if set, else half
-    of :func:`available_memory`.
-    """
+    """The largest dense allocation (bytes) the dense solvers may make: ``FASTRANK_MAX_DENSE_BYTES`` (bytes, or with a
+    K/M/G/T suffix; ``0``/``none`` disables the guard, None) if set, else half of :func:`available_memory`."""
     env = os.environ.get(ENV_LIMIT)
-    if env is not None and env.strip() != "":
-        if env.strip().lower() in ("0", "none", "off", "inf"):
-            return None
-        return _parse_bytes(env)
+    if env and env.strip():
+        return None if env.strip().lower() in ("0", "none", "off", "inf") else _parse_bytes(env)
     avail = available_memory()
     return None if avail is None else 0.5 * avail
 

@@ -127,9 +127,9 @@ class RankRLS(_RankRLSBase):
     solver : {"auto", "dual", "primal", "cg"}, default="auto"
         "dual": the m x m kernel system (O(m^3), eq. 17, any kernel); "primal": the n x n feature system
         (O(n^3 + n^2 m), eq. 28, linear kernel); "cg": conjugate gradient on the linear primal without forming pairs
-        (O(nnz + m) per iteration, dense or sparse X; Sect. 4.3).  "auto": CG for sparse X with the linear kernel, else the primal for a
-        linear kernel with n_features < n_samples, else the dual.  A dense solver that would allocate more than half the
-        available memory raises MemoryError (limit: FASTRANK_MAX_DENSE_BYTES).
+        (O(nnz + m) per iteration, dense or sparse X; Sect. 4.3).  "auto": CG for sparse X with the linear kernel, else
+        the primal for a linear kernel with n_features < n_samples, else the dual.  A dense solver that would allocate
+        more than half the available memory raises MemoryError (limit: FASTRANK_MAX_DENSE_BYTES).
     %(group_weighting)s %(n_jobs)s
     tol : float, default=1e-6
         solver="cg": stop when the residual norm falls below tol times the right-hand side's.
@@ -287,7 +287,7 @@ class RankRLSPath:
         self.fit_mode, self.coef_, self.dual_coef_ = fit.mode, fit.coef, fit.dual_coef
         self.basis_indices_, self.X_fit_ = fit.basis_indices, fit.X_fit
         self.n_iter_, self.converged_ = fit.n_iter, fit.converged
-        self._fit_args = (fit, one_d, n_features, n_samples)
+        self._fit, self._fit_args = fit, (one_d, n_features, n_samples)
 
     def __len__(self):
         return self.alphas.size
@@ -295,8 +295,7 @@ class RankRLSPath:
     def fitted_estimator(self, k):
         """A fitted :class:`RankRLS` for ``alphas[k]`` (shares arrays, no refit)."""
         est = type(self.estimator)(**{**self.estimator.get_params(deep=False), "alpha": float(self.alphas[k])})
-        fit, one_d, n_features, n_samples = self._fit_args
-        return est._apply_fit(fit, k, one_d, n_features, n_samples)
+        return est._apply_fit(self._fit, k, *self._fit_args)
 
     def predict(self, X):
         """Scores for every alpha: (n_alphas, p) or (n_alphas, p, v)."""

@@ -10,8 +10,8 @@ import numpy as np
 
 from . import _core
 
-__all__ = ["as_float_matrix", "as_float_vector", "as_targets", "check_alpha", "check_alphas", "check_int", "check_n_jobs",
-           "check_pair_arrays", "check_precomputed_kernel", "GroupIndex", "group_index"]
+__all__ = ["as_float_matrix", "as_float_vector", "as_targets", "check_alpha", "check_alphas", "check_int",
+           "check_n_jobs", "check_pair_arrays", "check_precomputed_kernel", "GroupIndex", "group_index"]
 
 # Largest value a C++ ``int`` argument can take (thread counts, cutoffs, iteration limits).
 INT_MAX = 2**31 - 1

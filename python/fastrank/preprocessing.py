@@ -85,8 +85,7 @@ class QueryNormalizer(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         X = _dense_float(self, X, reset=False)
         gi = group_index(groups, X.shape[0])
         Xs = X[gi.order]
-        starts = gi.offsets[:-1]
-        sizes = np.diff(gi.offsets)
+        starts, sizes = gi.offsets[:-1], gi.sizes
         lo = np.minimum.reduceat(Xs, starts, axis=0)
         hi = np.maximum.reduceat(Xs, starts, axis=0)
         if self.method == "minmax":

@@ -71,18 +71,17 @@ class RankBoost(Ranker):
         {0, 1} weak learner allows).
     qdefs_, correlations_ : ndarray (n_estimators_,) of int64 and float64
         h_t on rows missing the feature (0 unless ``missing="q_def"`` chose 1), and r_t.
-    pair_masses_ : ndarray, shape (n_estimators_, 3)
-        (eps+_t, eps-_t, eps0_t): the D_t-mass of the crucial pairs h_t orders correctly, wrongly and ties (ties as
-        abstentions); eps+ - eps- = r_t.
-    normalizers_ : ndarray, shape (n_estimators_,)
-        Z_t = eps0 + eps+ e^-alpha_t + eps- e^alpha_t at the alpha_t used.  The D_1-weighted fraction of crucial pairs
-        with F(x1) <= F(x0) (misordered or tied: the slides' R-hat) is at most sum D_1 e^{F(x0) - F(x1)} = prod_t Z_t.
+    pair_masses_, normalizers_ : ndarray (n_estimators_, 3) and (n_estimators_,)
+        (eps+_t, eps-_t, eps0_t), the D_t-mass of the crucial pairs h_t orders correctly, wrongly and ties (ties as
+        abstentions; eps+ - eps- = r_t), and Z_t = eps0 + eps+ e^-alpha_t + eps- e^alpha_t at the alpha_t used.  The
+        D_1-weighted fraction of crucial pairs with F(x1) <= F(x0) (misordered or tied: the slides' R-hat) is at most
+        sum D_1 e^{F(x0) - F(x1)} = prod_t Z_t.
     training_error_bound_ : float
         exp(-2 sum_t gamma_t^2), gamma_t = |r_t| / 2 (003, "RankBoost error"): an upper bound on R-hat through
         R-hat <= prod Z_t <= prod sqrt(1 - r_t^2) <= exp(-2 sum gamma_t^2) (either rule: the exact alpha_t only lowers
         Z_t).  1.0 before any round.
     n_estimators_, n_features_in_ : int
-        Rounds actually performed; features seen in ``fit``.
+        Rounds performed; features seen in ``fit``.
     """
 
     def __init__(self, n_estimators=100, *, n_thresholds=None, group_weighting="pairs", missing="error",

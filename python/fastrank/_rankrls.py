@@ -131,11 +131,9 @@ class RankRLS(_RankRLSBase):
         the primal for a linear kernel with n_features < n_samples, else the dual.  A dense solver that would allocate
         more than half the available memory raises MemoryError (limit: FASTRANK_MAX_DENSE_BYTES).
     %(group_weighting)s %(n_jobs)s
-    tol : float, default=1e-6
-        solver="cg": stop when the residual norm falls below tol times the right-hand side's.
-    max_iter : int or None, default=None
-        solver="cg": iteration cap per output; None means min(10 n_features, 5000).  Stopping at the cap emits
-        :class:`sklearn.exceptions.ConvergenceWarning`.
+    tol, max_iter : float, default=1e-6, and int or None, default=None
+        solver="cg": stop when the residual norm falls below tol times the right-hand side's, or after max_iter
+        iterations per output (None: min(10 n_features, 5000)) with :class:`sklearn.exceptions.ConvergenceWarning`.
     warm_start : bool, default=False
         solver="cg": start from the previous fit's ``coef_``.
     preconditioner : {None, "jacobi"}, default=None

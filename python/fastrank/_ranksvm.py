@@ -112,12 +112,10 @@ class RankSVM(KernelMixin, Ranker):
         "linear" works in the primal on dense or scipy.sparse X (CSR used without a copy); other kernels use the
         representer form f = K beta (O(m^2) per iteration, one m x m kernel matrix behind the memory guard).
     %(gamma)s %(degree)s %(coef0)s
-    tol : float, default=1e-6
-        Stop when the gradient norm falls below tol times its value at zero (squared hinge), or the certified relative
-        duality gap (objective - lower bound) / objective <= tol (hinge).
-    max_iter : int, default=1000
-        Newton iterations (squared hinge, linear hinge) or cutting planes (kernel hinge); stopping there emits
-        :class:`fastrank.exceptions.ConvergenceWarning`.
+    tol, max_iter : float, default=1e-6, and int, default=1000
+        Stop when the gradient norm is below tol times its value at zero (squared hinge), or the certified relative
+        duality gap (objective - lower bound) / objective <= tol (hinge), or after max_iter Newton iterations (cutting
+        planes for the kernel hinge) with :class:`fastrank.exceptions.ConvergenceWarning`.
     margin : {"unit", "difference"}, default="unit"
         "unit": the loss of pair (i, j) is l(1 - (f_i - f_j)); "difference": l((y_i - y_j) - (f_i - f_j)) (needs
         ``fit``'s targets), with ``loss="hinge"`` the hinge ranking loss of Agarwal & Niyogi (002, Sect. 5.2.1): their
@@ -126,8 +124,7 @@ class RankSVM(KernelMixin, Ranker):
         :func:`fastrank.bounds.hinge_ranking_bound` with the same lambda (their least-squares learner of Sect. 5.2.2 is
         ``RankRLS(exclude_ties=True)``).
     normalize_C : bool, default=False
-        True: the loss is divided by |P|, the number (total weight) of preference pairs, i.e.
-        ``1/2 ||w||^2 + (C / |P|) sum_P l`` as in the RankSVM of the slides (003).
+        True: ``1/2 ||w||^2 + (C / |P|) sum_P l``, |P| the number (total weight) of pairs, as in the slides (003).
     basis_vectors : int, array of row indices, boolean mask, or None, default=None
         Sparse RankSVM through the empirical kernel map (004 Sect. 4.4, eq. 43): f(x) = sum_{b in B} beta_b k(x, x_b)
         over basis rows B, minimising ``1/2 beta^T K_BB beta + C sum_P l(...)``: with K_BB = L L^T (Cholesky, no jitter:
@@ -142,12 +139,10 @@ class RankSVM(KernelMixin, Ranker):
     coef_, dual_coef_, X_fit_ : ndarray (n_features,), (m,) and the training rows, or None
         The weight vector w (linear kernel), or beta with f = K(., X_fit_) beta (non-linear or precomputed kernels; no
         rows kept for "precomputed").
-    objective_, loss_ : float
-        The objective at the solution and the summed pairwise loss there.
+    objective_, loss_, n_pairs_ : float
+        The objective at the solution, the summed pairwise loss there and the number (total weight) of pairs.
     n_iter_ : int, converged_ : bool
         Newton iterations or cutting planes used, and whether ``tol`` was reached.
-    n_pairs_ : float
-        Number (total weight) of preference pairs in the training problem.
     n_features_in_ : int
     basis_indices_ : ndarray or None
         ``basis_vectors`` only: the training rows of the basis (``X_fit_`` holds those rows and ``dual_coef_`` their

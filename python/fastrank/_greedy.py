@@ -11,6 +11,7 @@ import numbers
 import numpy as np
 
 from ._memory import check_dense_memory
+from ._validation import check_real
 
 __all__ = ["greedy_order"]
 
@@ -31,10 +32,8 @@ def _net_preference_matrix(preference, X, n_items, pairwise, temperature):
             raise ValueError("the ranker's scores contain NaN or infinity")
         if pairwise not in _PAIRWISE:
             raise ValueError(f"pairwise must be one of {_PAIRWISE}, got {pairwise!r}")
-        if pairwise == "sigmoid" and (
-                isinstance(temperature, (bool, np.bool_)) or not isinstance(temperature, numbers.Real)
-                or not (np.isfinite(temperature) and temperature > 0)):
-            raise ValueError(f"temperature must be a finite number > 0, got {temperature!r}")
+        if pairwise == "sigmoid":
+            check_real(temperature, "temperature", "a finite number > 0", lambda v: v > 0)
         check_dense_memory(s.size, 1, what)
         with np.errstate(over="ignore"):  # s_u - s_v beyond float64 is +-inf: its sign and tanh are exact
             D = np.subtract.outer(s, s)

@@ -3,14 +3,12 @@ blocks / blocked predictions for dense or sparse rows."""
 
 from __future__ import annotations
 
-import numbers
-
 import numpy as np
 import scipy.sparse as sp
 
 from . import _core
 from ._sparse import canonical_csr, issparse, row_sq_norms
-from ._validation import check_n_jobs
+from ._validation import check_n_jobs, check_real
 
 __all__ = ["KernelSpec", "resolve_kernel", "KERNELS", "kernel_block", "predict_basis"]
 
@@ -24,18 +22,11 @@ class KernelSpec:
     ``gamma x . z + coef0 >= 0``, ValueError otherwise), or X is the kernel matrix itself (fit: (m, m); predict: (p, m)
     against training rows)."""
 
-    __slots__ = ("kind", "gamma", "degree", "coef0")
+    __slots__ = ("kind", "gamma", "degree", "coef0", "precomputed", "linear")
 
     def __init__(self, kind, gamma, degree, coef0):
         self.kind, self.gamma, self.degree, self.coef0 = kind, gamma, degree, coef0
-
-    @property
-    def precomputed(self):
-        return self.kind == "precomputed"
-
-    @property
-    def linear(self):
-        return self.kind == "linear"
+        self.precomputed, self.linear = kind == "precomputed", kind == "linear"
 
     def _args(self):
         return (_KIND[self.kind], float(self.gamma), float(self.degree), float(self.coef0))
@@ -53,27 +44,19 @@ class KernelSpec:
         return _core.kernel_predict(*self._args(), Z, X, np.asfortranarray(coef, dtype=np.float64), n_threads)
 
 
-def _real(value, name, need, ok=lambda v: True):
-    """``float(value)`` for a finite real number with ``ok(value)``, else a ValueError saying ``need``."""
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real) or not np.isfinite(float(value)) \
-            or not ok(float(value)):
-        raise ValueError(f"{name} must be {need}, got {value!r}")
-    return float(value)
-
-
 def resolve_kernel(kernel, gamma, degree, coef0, n_features):
     """Validate a kernel name and its parameters; returns a :class:`KernelSpec`."""
     if not isinstance(kernel, str) or kernel not in KERNELS:
         raise ValueError(f"Unknown kernel {kernel!r}; choose one of {', '.join(KERNELS)}")
     kind = {"gaussian": "rbf", "polynomial": "poly"}.get(kernel, kernel)
     if kind in ("rbf", "poly"):
-        gamma = _real(1.0 / n_features if gamma is None else gamma, "gamma", "a positive finite number or None",
-                      lambda v: v > 0)
+        gamma = check_real(1.0 / n_features if gamma is None else gamma, "gamma", "a positive finite number or None",
+                           lambda v: v > 0)
     else:
         gamma = 1.0 if gamma is None else gamma
     if kind == "poly":
-        degree = _real(degree, "degree", "a non-negative finite number", lambda v: v >= 0)
-        coef0 = _real(coef0, "coef0", "a finite number")
+        degree = check_real(degree, "degree", "a non-negative finite number", lambda v: v >= 0)
+        coef0 = check_real(coef0, "coef0", "a finite number")
     return KernelSpec(kind, float(gamma), float(degree), float(coef0))
 
 

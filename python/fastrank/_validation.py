@@ -137,6 +137,14 @@ def check_int(value, name, *, low=None, high=INT_MAX):
     return value
 
 
+def check_real(value, name, need, ok=lambda v: True):
+    """``float(value)`` for a finite real number with ``ok(value)``, else a ValueError saying ``need``."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real) or not np.isfinite(float(value)) \
+            or not ok(float(value)):
+        raise ValueError(f"{name} must be {need}, got {value!r}")
+    return float(value)
+
+
 def as_float_vector(v, name, n=None, *, allow_nan=False):
     """A finite 1-D float64 array (with ``n`` entries when given), errors naming the argument."""
     a = _to_float(_asarray(v, name), name)

@@ -21,13 +21,9 @@ CsrParts = namedtuple("CsrParts", ["data", "indices", "indptr", "shape"])
 
 
 def as_csr(X, name="X", *, n_features=None):
-    """Validate a ``scipy.sparse`` matrix and return its CSR arrays (:class:`CsrParts`).
-
-    No copy for a float64 CSR matrix with int32 or int64 indices (whatever their order, with or without duplicates). 
-    float32/int data are converted (a copy of ``data`` only); other formats are converted to CSR once.  Raises
-    ValueError on non-finite values, malformed index arrays (out-of-range column indices, decreasing ``indptr``) or a
-    feature-count mismatch.
-    """
+    """The CSR arrays (:class:`CsrParts`) of a ``scipy.sparse`` matrix: no copy for float64 CSR data (other data:
+    a copy of ``data`` only).  ValueError on non-finite values, malformed index arrays (out-of-range column indices,
+    decreasing ``indptr``) or a feature-count mismatch."""
     if not sp.issparse(X):
         raise TypeError(f"{name} must be a scipy.sparse matrix, got {type(X).__name__}")
     if X.ndim != 2:

@@ -176,13 +176,10 @@ def check_n_jobs(n_jobs):
 
 
 def check_precomputed_kernel(K, name="X (precomputed kernel)", *, n_train=None, min_rows=1, rtol=1e-10):
-    """The one validation of user-supplied kernel matrices, used by every entry point.
-
-    Training kernel (``n_train=None``): a finite, square, symmetric (to ``rtol`` relative to its largest entry) float64
-    matrix with at least ``min_rows`` rows; returned exactly symmetrised (``(K + K^T) / 2``, Fortran order) so the
-    symmetric solvers see the same matrix everywhere. Test kernel (``n_train=m``): a finite (p, m) matrix, one column
-    per training row. Positive semidefiniteness is not checked here (O(m^3)); the factorizations detect it.
-    """
+    """The one validation of user-supplied kernel matrices (docs/design/robustness.md, "Kernels"): a training kernel
+    (``n_train=None``) finite, square, symmetric to ``rtol`` relative to its largest entry, with at least ``min_rows``
+    rows, returned as ``(K + K^T) / 2`` in Fortran order; a test kernel (``n_train=m``) finite (p, m).  Positive
+    semidefiniteness is left to the factorizations (O(m^3) to check)."""
     K = as_float_matrix(K, name, min_rows=min_rows)
     if n_train is not None:
         if K.shape[1] != n_train:

@@ -147,16 +147,13 @@ class RankRLS(_RankRLSBase):
     Attributes
     ----------
     fit_mode_ : {"dual", "primal", "cg", "sparse"}
-    dual_coef_, X_fit_ : ndarray (m,) or (m, v) and (m, n), or None
+    dual_coef_, X_fit_, coef_ : ndarray (m,) or (m, v), (m, n) and (n,) or (n, v), or None
         Dual coefficients A (eq. 17) in the original row order and the training rows kept for kernel predictions (dual
-        solver; no rows for a precomputed kernel).
-    coef_ : ndarray (n,) or (n, v), or None
-        Weight vector W (eq. 27/28) whenever the kernel is linear.
+        solver; no rows for a precomputed kernel); the weight vector W (eq. 27/28) whenever the kernel is linear.
     n_features_in_ : int
-    n_iter_, converged_ : int and bool (arrays (v,) for several outputs)
-        CG iterations and convergence per output; a direct solve reports 1 iteration, converged.
-    residual_history_ : ndarray
-        solver="cg" only: relative residual norms per iteration.
+    n_iter_, converged_, residual_history_ : int, bool (arrays (v,) for several outputs) and ndarray
+        CG iterations and convergence per output (a direct solve reports 1 iteration, converged) and, solver="cg"
+        only, the relative residual norms per iteration.
     basis_indices_ : ndarray
         basis_vectors only: the basis rows; ``X_fit_`` holds just those rows, ``dual_coef_`` theirs.
 

@@ -251,14 +251,11 @@ class RankSVM(KernelMixin, Ranker):
             warnings.warn(
                 f"RankSVM stopped after max_iter={self.max_iter} {steps} before reaching tol={self.tol} "
                 f"(criterion {out['criterion']:.2e}); increase max_iter or tol.", ConvergenceWarning, stacklevel=3)
-        coef = np.asarray(out["coef"])
-        basis_indices = None
-        if mode == "basis":
-            basis_indices = out["basis"]
-            if out["basis_linear"]:  # f(x) = x^T X_B^T beta: keep the weight vector only
-                coef, mode, X_fit = np.asarray(X_fit.T @ coef).reshape(-1), "linear", None
-            else:
-                mode = "kernel"
+        coef, basis_indices = np.asarray(out["coef"]), out["basis"] if mode == "basis" else None
+        if mode == "basis" and out["basis_linear"]:  # f(x) = x^T X_B^T beta: keep the weight vector only
+            coef, mode, X_fit = np.asarray(X_fit.T @ coef).reshape(-1), "linear", None
+        elif mode == "basis":
+            mode = "kernel"
         self.fit_mode_, self.X_fit_, self.basis_indices_ = mode, X_fit, basis_indices
         self.coef_ = coef if mode == "linear" else None
         self.dual_coef_ = coef if mode == "kernel" else None

@@ -139,10 +139,9 @@ class SVRank(KernelMixin, Ranker):
     ----------
     coef_, dual_coef_ : ndarray (n_features,) and (m,), or None
         Weight vector (linear kernel) or representer coefficients beta, f(x) = sum_i beta_i k(x, x_i) (other kernels).
-    n_iter_, objective_ : int and float
-        Cutting planes used (Newton iterations for the squared cost) and F at the returned model.
-    gap_ : float
-        The criterion ``tol`` bounds, at exit (the certified gap; the relative gradient norm for the squared cost).
+    n_iter_, objective_, gap_ : int, float and float
+        Cutting planes used (Newton iterations for the squared cost), F at the returned model, and the criterion
+        ``tol`` bounds at exit (the certified gap; the relative gradient norm for the squared cost).
     """
 
     def __init__(self, C=1.0, *, epsilon=0.1, loss="epsilon_insensitive", kernel="linear", gamma=None, degree=3,

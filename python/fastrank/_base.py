@@ -1,11 +1,9 @@
-"""The base every fastrank learner stands on.
-
-* :class:`FastrankEstimator`: parameter constraints declared once per family as a ``_parameter_constraints`` dict
-  (scikit-learn's ``Interval`` / ``StrOptions`` pattern) and checked by ``_validate_params`` before anything reaches the
-  compiled core; integers are bounded by the C++ ``int`` range, so an out-of-range value is a ``ValueError`` naming the
-  parameter.  Shared parameter descriptions (:data:`PARAM_DOCS`) are filled into the class docstrings.
-* :class:`Ranker`: scikit-learn regressor-style rankers with the one pairwise ``score`` and the prediction-input checks.
-* :class:`KernelMixin`: the four kernel parameters and their resolution into a ``KernelSpec``.
+"""The base every fastrank learner stands on: :class:`FastrankEstimator` (parameter constraints declared once per family
+as a ``_parameter_constraints`` dict of scikit-learn's ``Interval`` / ``StrOptions``, checked by ``_validate_params``
+before anything reaches the compiled core; integers bounded by the C++ ``int`` range, so an out-of-range value is a
+``ValueError`` naming the parameter; the shared parameter descriptions :data:`PARAM_DOCS` filled into the class
+docstrings), :class:`Ranker` (scikit-learn regressor-style rankers with the one pairwise ``score`` and the
+prediction-input checks) and :class:`KernelMixin` (the four kernel parameters, resolved into a ``KernelSpec``).
 """
 
 from __future__ import annotations

@@ -1,17 +1,10 @@
-"""Threads that compose: one rule for fastrank's C++ threads, BLAS threads and Python threads
-(docs/design/robustness.md, "Threads").
-
-1. Compute regions (a dense solve, a kernel matrix, a cross-validation) draw their threads from one process-wide budget
-   of ``os.cpu_count()`` cores: a region that wants ``t`` threads waits until ``t`` cores are free.
-2. While a region runs, ONE BLAS does its dense work: SciPy's OpenBLAS (the C++ core's, through ``threadpoolctl``) gets
-   the region's threads when it runs alone and one thread otherwise; any other BLAS copy (numpy's) runs single-threaded
-   (two threaded OpenBLAS pools used alternately spin against each other: exact linear cross-validation 3-15x slower on
-   2 cores; ``OPENBLAS_NUM_THREADS`` does not reach both).  The setting changes only when no other region runs and is
-   restored when the last region ends.
-3. Regions nest: a thread that already holds a region runs inside its budget (no deadlock).
-
-Results never depend on this.  Wrap any call into the C++ core that runs threads or BLAS in
-``with compute_region(n_threads):``; ``FASTRANK_THREAD_POLICY=off`` disables the mechanism.
+"""Threads that compose (docs/design/robustness.md, "Threads"): compute regions draw their threads from one
+process-wide budget of ``os.cpu_count()`` cores (a region that wants ``t`` threads waits until ``t`` cores are free;
+regions nest, no deadlock); while regions run, SciPy's OpenBLAS (the C++ core's) gets the region's threads when it runs
+alone and one otherwise, every other BLAS copy (numpy's) one (two threaded OpenBLAS pools used alternately spin against
+each other: exact linear cross-validation 3-15x slower on 2 cores; ``OPENBLAS_NUM_THREADS`` does not reach both), set
+only when no other region runs and restored when the last ends.  Results never depend on this.  Wrap any call into the
+C++ core that runs threads or BLAS in ``with compute_region(n_threads):``; ``FASTRANK_THREAD_POLICY=off`` disables it.
 """
 
 from __future__ import annotations
@@ -54,7 +47,7 @@ class _ThreadBudget:
         self.local = threading.local()
 
     def set_blas(self, n):
-        """SciPy's BLAS to n threads, every other BLAS copy to one (module docstring, rule 2); returns what
+        """SciPy's BLAS to n threads, every other BLAS copy to one (module docstring); returns what
         :func:`_set_threads` needs to undo it (None: nothing changed)."""
         ctl = blas_controller()
         if ctl is None:

@@ -11,8 +11,9 @@ import os
 import re
 
 import numpy as np
+import scipy.sparse as sp
 
-__all__ = ["available_memory", "dense_memory_limit", "check_dense_memory", "ENV_LIMIT"]
+__all__ = ["available_memory", "dense_memory_limit", "check_dense_memory", "densified", "ENV_LIMIT"]
 
 ENV_LIMIT = "FASTRANK_MAX_DENSE_BYTES"
 
@@ -77,3 +78,11 @@ def check_dense_memory(n_rows, n_matrices=1, what="kernel matrix", *, n_cols=Non
                           "dense X: O(nnz + m) memory) or RankRLS(basis_vectors=<int or indices>) "
                           "(subset-of-regressors approximation, O(m |R|) memory).")
     return need
+
+
+def densified(X):
+    """A scipy.sparse X as a C-ordered float64 array, behind the memory guard; dense X unchanged."""
+    if not sp.issparse(X):
+        return X
+    check_dense_memory(X.shape[0], 1, "dense copy of the sparse input X", n_cols=X.shape[1])
+    return np.ascontiguousarray(X.toarray(), dtype=np.float64)

@@ -17,7 +17,7 @@ from sklearn.utils.validation import check_is_fitted
 from . import _core
 from ._base import N_JOBS, KernelMixin, Ranker, StrOptions, c_path, crucial_pairs, nonneg_real, positive_int
 from ._kernels import kernel_block, predict_basis
-from ._memory import check_dense_memory
+from ._memory import check_dense_memory, densified
 from ._problem import check_pairs
 from ._progress import resolve_verbose, stage, write_line
 from ._registry import register_estimator
@@ -201,13 +201,8 @@ class RankSVM(KernelMixin, Ranker):
                 out["objective"] = 0.5 * float(out["coef"] @ out["coef"]) + C * float(out["loss"])
             return "linear", out, None
         check_dense_memory(X.shape[0], 1, "kernel matrix")
-        if spec is None:
-            K, X_fit = np.asfortranarray(0.5 * (X + X.T)), None
-        else:
-            if sp.issparse(X):
-                check_dense_memory(X.shape[0], 1, "dense copy of the sparse input X", n_cols=X.shape[1])
-                X = np.ascontiguousarray(X.toarray(), dtype=np.float64)
-            K, X_fit = spec.train(X, n_threads), X
+        X_fit = None if spec is None else densified(X)
+        K = np.asfortranarray(0.5 * (X + X.T)) if spec is None else spec.train(X_fit, n_threads)
         out = _core.ranksvm_fit_kernel(K, C, code, tol, max_iter, n_threads, **structure)
         del K
         return "kernel", out, X_fit
@@ -309,11 +304,8 @@ class RankSVM(KernelMixin, Ranker):
             return np.asarray(X @ self.coef_).reshape(-1)
         if basis is not None:  # K(X, X_B) beta in row blocks; sparse X and X_B stay sparse
             return predict_basis(X, self.X_fit_, self.dual_coef_, self._kernel_spec(self.n_features_in_), self.n_jobs)
-        if sp.issparse(X):
-            check_dense_memory(X.shape[0], 1, "dense copy of the sparse input X", n_cols=X.shape[1])
-            X = np.ascontiguousarray(X.toarray(), dtype=np.float64)
         spec = self._kernel_spec(self.n_features_in_)
-        return spec.predict(X, self.X_fit_, self.dual_coef_.reshape(-1, 1), check_n_jobs(self.n_jobs))[:, 0]
+        return spec.predict(densified(X), self.X_fit_, self.dual_coef_.reshape(-1, 1), check_n_jobs(self.n_jobs))[:, 0]
 
 
 def ranksvm_path(X, y, Cs, groups=None, *, verbose=0, **params):

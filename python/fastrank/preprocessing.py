@@ -26,8 +26,7 @@ from sklearn.base import BaseEstimator, OneToOneFeatureMixin, TransformerMixin
 from sklearn.preprocessing import StandardScaler
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from ._memory import check_dense_memory
-from ._sparse import issparse
+from ._memory import densified
 from ._validation import group_index
 
 __all__ = ["QueryNormalizer", "Log1pScaler", "make_normalizer", "NORMALIZERS"]
@@ -38,11 +37,7 @@ NORMALIZERS = ("none", "zscore", "query-minmax", "query-zscore", "log1p-zscore")
 def _dense_float(est, X, *, reset):
     """X validated by scikit-learn (finite, 2-D, n_features_in_ checked), densified behind the memory guard: every
     normalisation here shifts zeros, so a sparse result would be dense anyway."""
-    X = validate_data(est, X, accept_sparse="csr", dtype=np.float64, reset=reset)
-    if issparse(X):
-        check_dense_memory(X.shape[0], 1, "dense copy of the sparse input X", n_cols=X.shape[1])
-        X = X.toarray()
-    return X
+    return densified(validate_data(est, X, accept_sparse="csr", dtype=np.float64, reset=reset))
 
 
 class QueryNormalizer(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):

@@ -265,17 +265,10 @@ class MPRank(_RankRLSBase):
 
 
 class RankRLSPath:
-    """RankRLS solutions for many regularization values (eq. 31), as returned by :func:`rankrls_path`.
-
-    Attributes
-    ----------
-    alphas : ndarray (n_alphas,)
-    fit_mode : "dual", "primal", "cg" or "sparse"
-    dual_coef_ : ndarray (n_alphas, m or |R|, v) or None
-    coef_ : ndarray (n_alphas, n, v) or None (linear models)
-    basis_indices_, X_fit_ : the basis rows (``basis_vectors``) and rows kept for predictions
-    n_iter_, converged_ : ndarray (n_alphas, v) (CG only)
-    """
+    """RankRLS solutions for many regularization values (eq. 31), as returned by :func:`rankrls_path`: ``alphas``
+    (n_alphas,), ``fit_mode`` ("dual", "primal", "cg" or "sparse"), ``dual_coef_`` (n_alphas, m or |R|, v) or None,
+    ``coef_`` (n_alphas, n, v) or None (linear models), ``basis_indices_`` and ``X_fit_`` (the basis rows of
+    ``basis_vectors`` and the rows kept for predictions), ``n_iter_`` and ``converged_`` (n_alphas, v) (CG only)."""
 
     def __init__(self, estimator, alphas, fit, one_d, n_features, n_samples):
         self.estimator, self.alphas = estimator, alphas

@@ -26,9 +26,7 @@ _LOSSES = ("epsilon_insensitive", "squared_epsilon_insensitive")
 
 def _conjugate_gradient(hessp, b, rtol, max_iter):
     """x with ||H x - b|| <= rtol ||b|| (H symmetric positive definite, given as a product)."""
-    x = np.zeros_like(b)
-    r = b.copy()
-    p = r.copy()
+    x, r, p = np.zeros_like(b), b.copy(), b.copy()
     rr = r @ r
     stop = (rtol * np.sqrt(rr)) ** 2
     for _ in range(max_iter):

@@ -1,13 +1,11 @@
-"""Feature preprocessing for ranking data, as scikit-learn transformers.
+"""Feature preprocessing for ranking data, as scikit-learn transformers.  Raw learning-to-rank features (LETOR / MSLR:
+term counts, BM25, lengths, PageRank) differ in scale by orders of magnitude, and their level varies from query to
+query; a ranking model only compares documents of one query, so LETOR normalises inside each query ("QueryLevelNorm"):
+:class:`QueryNormalizer`.  :class:`Log1pScaler` is a global log1p + z-score for heavy-tailed features;
+:func:`make_normalizer` builds the transformer of ``fastrank train --normalize NAME``.
 
-Raw learning-to-rank features (LETOR / MSLR: term counts, BM25, lengths, PageRank) differ in scale by orders of
-magnitude, and their level varies from query to query; a ranking model only compares documents of one query, so LETOR
-normalises inside each query ("QueryLevelNorm"): :class:`QueryNormalizer`.  :class:`Log1pScaler` is a global
-log1p + z-score for heavy-tailed features; :func:`make_normalizer` builds the transformer of
-``fastrank train --normalize NAME``.
-
-Groups reach :class:`QueryNormalizer` in a :class:`~sklearn.pipeline.Pipeline` through metadata
-routing (it requests ``groups`` for ``fit`` and ``transform`` by default)::
+Groups reach :class:`QueryNormalizer` in a :class:`~sklearn.pipeline.Pipeline` through metadata routing (it requests
+``groups`` for ``fit`` and ``transform`` by default)::
 
     sklearn.set_config(enable_metadata_routing=True)
     pipe = make_pipeline(QueryNormalizer(), RankRLS().set_fit_request(groups=True))

@@ -80,23 +80,17 @@ def groups_from_sizes(sizes, n_samples=None):
 
 
 def sizes_from_groups(groups):
-    """LightGBM-style sizes of the consecutive blocks of rows of each query.
-
-    The rows of each query must be contiguous (fastrank itself does not need that): if they are not, sort the data first
-    with ``order = group_order(groups)`` (then ``X[order]``, ``y[order]``, ``groups[order]``).  The ids themselves may
-    be in any order (e.g. qids sorted as strings, "10, 1001, 101"): only their contiguity matters.
-    """
+    """LightGBM-style sizes of the consecutive blocks of rows of each query.  The rows of each query must be contiguous
+    (fastrank itself does not need that; sort them with ``order = group_order(groups)``, then ``X[order]``,
+    ``y[order]``, ``groups[order]``); the ids may be in any order (e.g. qids sorted as strings, "10, 1001, 101")."""
     return _block_sizes(groups, "sort the rows with order = fastrank.utils.group_order(groups) (X[order], "
                                 "y[order], groups[order]) first")
 
 
 def groups_from_qid(qid):
-    """fastrank ``groups`` from XGBoost/svmlight-style per-row query ids.
-
-    fastrank takes one id per row already, so this validates (1-D, one id per row, integers or strings, no NaN) and
-    returns an int64 copy (integers) or the ids unchanged (strings). Unlike XGBoost, the ids need not be sorted or
-    contiguous.
-    """
+    """fastrank ``groups`` from XGBoost/svmlight-style per-row query ids: validated (1-D, one id per row, integers or
+    strings, no NaN), as an int64 copy (integers) or unchanged (strings); unlike XGBoost's, they need not be sorted or
+    contiguous."""
     q = _ids(qid, "qid")
     if q.dtype.kind == "f" and np.any(q != np.round(q)):
         raise ValueError("qid must be whole numbers (query ids)")
@@ -104,12 +98,9 @@ def groups_from_qid(qid):
 
 
 def qid_from_groups(groups):
-    """XGBoost-style ``qid`` (non-decreasing integers 0, 1, ...) from per-row group ids.
-
-    Queries are numbered in order of first appearance, so rows that are contiguous per query get non-decreasing ids, as
-    ``XGBRanker.fit(qid=...)`` requires.  Raises ``ValueError`` if the rows of a query are not contiguous (sort them
-    with :func:`group_order` first).
-    """
+    """XGBoost-style ``qid`` (non-decreasing integers 0, 1, ..., as ``XGBRanker.fit(qid=...)`` requires) from per-row
+    group ids, queries numbered in order of first appearance; ``ValueError`` if the rows of a query are not contiguous
+    (sort them with :func:`group_order` first)."""
     return groups_from_sizes(_block_sizes(groups, "XGBoost needs each query's rows together: sort the rows with "
                                                   "order = fastrank.utils.group_order(groups) first"))
 

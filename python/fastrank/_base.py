@@ -211,8 +211,7 @@ class Ranker(RegressorMixin, FastrankEstimator):
 def ranking_accuracy(y, pred, groups=None, sample_weight=None):
     """``1 - pairwise_disagreement`` of predictions ``pred`` (p,) or (p, v) against targets ``y`` (the mean over outputs
     for several): the score of every fastrank ranker."""
-    y = np.asarray(y)
-    pred = np.asarray(pred)
+    y, pred = np.asarray(y), np.asarray(pred)
     if pred.ndim == 1:
         if y.ndim == 2 and y.shape[1] == 1:
             y = y[:, 0]

@@ -22,10 +22,6 @@ from ._validation import as_float_matrix, check_n_jobs, group_index
 
 __all__ = ["RankBoost", "rankboost_path"]
 
-_WEIGHTINGS = ("pairs", "query")
-_MISSING = ("error", "q_def")
-_ALPHA_RULES = ("freund", "exact")
-
 
 @register_estimator
 class RankBoost(Ranker):
@@ -89,9 +85,9 @@ class RankBoost(Ranker):
         self._store_params(locals())
 
     _parameter_constraints = {"n_estimators": [positive_int()], "n_thresholds": [None, positive_int()],
-                              "group_weighting": [StrOptions(set(_WEIGHTINGS))],
-                              "missing": [StrOptions(set(_MISSING))],
-                              "alpha_rule": [StrOptions(set(_ALPHA_RULES))], "n_jobs": N_JOBS}
+                              "group_weighting": [StrOptions({"pairs", "query"})],
+                              "missing": [StrOptions({"error", "q_def"})],
+                              "alpha_rule": [StrOptions({"freund", "exact"})], "n_jobs": N_JOBS}
 
     def _check_params(self):
         self._validate_params()

@@ -29,7 +29,6 @@ from .exceptions import ConvergenceWarning
 __all__ = ["RankSVM", "ranksvm_path"]
 
 _LOSSES = {"squared_hinge": 0, "hinge": 1}
-_MARGINS = ("unit", "difference")
 
 
 def _group_structure(y, groups, m):
@@ -158,7 +157,7 @@ class RankSVM(KernelMixin, Ranker):
     _sparse_input = True
     # C is checked by check_alpha (float64 limits)
     _parameter_constraints = {"loss": [StrOptions(set(_LOSSES))], "tol": [nonneg_real()],
-                              "max_iter": [positive_int()], "margin": [StrOptions(set(_MARGINS))],
+                              "max_iter": [positive_int()], "margin": [StrOptions({"unit", "difference"})],
                               "normalize_C": ["boolean"], "n_jobs": N_JOBS}
 
     def _params(self):

@@ -21,8 +21,6 @@ from .exceptions import ConvergenceWarning
 
 __all__ = ["SVRank", "svrank_path"]
 
-_LOSSES = ("epsilon_insensitive", "squared_epsilon_insensitive")
-
 
 def _conjugate_gradient(hessp, b, rtol, max_iter):
     """x with ||H x - b|| <= rtol ||b|| (H symmetric positive definite, given as a product)."""
@@ -147,8 +145,9 @@ class SVRank(KernelMixin, Ranker):
         self._store_params(locals())
 
     # C is checked by check_alpha (float64 limits)
-    _parameter_constraints = {"epsilon": [nonneg_real()], "loss": [StrOptions(set(_LOSSES))], "tol": [nonneg_real()],
-                              "max_iter": [positive_int()], "n_jobs": N_JOBS}
+    _parameter_constraints = {"epsilon": [nonneg_real()], "tol": [nonneg_real()], "max_iter": [positive_int()],
+                              "loss": [StrOptions({"epsilon_insensitive", "squared_epsilon_insensitive"})],
+                              "n_jobs": N_JOBS}
 
     def fit(self, X, y, groups=None):
         """Fit from real-valued scores ``y`` (m,), on all pairs or on pairs inside ``groups``."""

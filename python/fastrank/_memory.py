@@ -7,6 +7,7 @@ with ``std::bad_alloc``.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 
@@ -20,13 +21,10 @@ ENV_LIMIT = "FASTRANK_MAX_DENSE_BYTES"
 
 def available_memory():
     """Bytes of memory available now (``MemAvailable`` of /proc/meminfo, else sysconf), or None."""
-    try:
-        with open("/proc/meminfo") as fh:
-            for line in fh:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        pass
+    with contextlib.suppress(OSError), open("/proc/meminfo") as fh:
+        for line in fh:
+            if line.startswith("MemAvailable:"):
+                return int(line.split()[1]) * 1024
     try:
         return int(os.sysconf("SC_AVPHYS_PAGES")) * int(os.sysconf("SC_PAGE_SIZE"))
     except (ValueError, OSError, AttributeError):

@@ -125,11 +125,10 @@ class RankSVM(KernelMixin, Ranker):
     normalize_C : bool, default=False
         True: ``1/2 ||w||^2 + (C / |P|) sum_P l``, |P| the number (total weight) of pairs, as in the slides (003).
     basis_vectors : int, array of row indices, boolean mask, or None, default=None
-        Sparse RankSVM through the empirical kernel map (004 Sect. 4.4, eq. 43): f(x) = sum_{b in B} beta_b k(x, x_b)
-        over basis rows B, minimising ``1/2 beta^T K_BB beta + C sum_P l(...)``: with K_BB = L L^T (Cholesky, no jitter:
-        a singular K_BB -- duplicate basis rows, or more than n_features with the linear kernel -- is refused) a linear
-        RankSVM on Z = K_mB L^{-T}, O(m r^2) plus the linear solver on r features.  An int draws that many rows at
-        random (``random_state``); only the basis rows and beta are kept.
+        Sparse RankSVM (004 Sect. 4.4, eq. 43): f(x) = sum_{b in B} beta_b k(x, x_b) over basis rows B, regulariser
+        1/2 beta^T K_BB beta: a linear RankSVM on Z = K_mB L^{-T}, K_BB = L L^T (Cholesky without jitter: a singular
+        K_BB -- duplicate basis rows, or more than n_features with the linear kernel -- is refused), O(m r^2) plus the
+        linear solver on r features.  An int draws that many rows at random; only the basis rows and beta are kept.
     %(random_state)s %(n_jobs)s %(verbose)s
         Reports the solve's duration, then the iterations, the objective and the criterion reached.
 

@@ -94,10 +94,8 @@ class _ThreadBudget:
             self.free += taken
             self.active -= 1
             if self.active == 0 and self.saved_limits is not None:
-                try:
+                with contextlib.suppress(Exception):
                     _set_threads(self.saved_limits)
-                except Exception:  # pragma: no cover
-                    pass
                 self.saved_limits = None
             self.cond.notify_all()
 

@@ -36,9 +36,9 @@ class RankBoost(Ranker):
     n_estimators : int, default=100
         Boosting rounds T (>= 1); fewer are kept if no weak ranker has an edge left or one orders every pair correctly.
     n_thresholds : int or None, default=None
-        None: every distinct value of a feature gives a candidate threshold (the paper's weak learner).  An int k keeps
-        at most k thresholds per feature, spread over its quantiles (with c rows above a threshold and
-        bin = floor(c k / m), the last threshold of each bin).  O(m n) per round either way; k only changes the model.
+        None: every distinct value of a feature is a candidate threshold (the paper's weak learner); an int k keeps at
+        most k per feature over its quantiles (the last threshold of each bin floor(c k / m), c the rows above it).
+        O(m n) per round either way; k only changes the model.
     group_weighting : {"pairs", "query"}, default="pairs"
         D_1 with ``groups``: uniform over all crucial pairs (the paper's; large queries weigh more), or the same total
         mass for every group with a crucial pair, uniform inside it.  Without groups both are uniform over all pairs.

@@ -229,11 +229,10 @@ class RankRLS(_RankRLSBase):
 class MPRank(_RankRLSBase):
     """Magnitude-preserving ranking, MPRank (Cortes, Mohri, Rastogi; 000 eq. 8 with n = 2).
 
-    Minimises ``||h||_K^2 + C / m^2 * sum_{i,j} ((h(x_j) - h(x_i)) - (y_j - y_i))^2`` over all ordered pairs: the same
-    problem as :class:`RankRLS` on all pairs with ``alpha = m^2 / (2 C)`` (each unordered pair appears twice in the
-    double sum), solved by the same solvers.  With ``groups`` the double sum runs over the pairs inside each group, with
-    the same C / m^2 (m = all rows).  Cross-validation in :mod:`fastrank.model_selection` retrains at the same C:
-    alpha = m_train^2 / (2 C).
+    Minimises ``||h||_K^2 + C / m^2 * sum_{i,j} ((h(x_j) - h(x_i)) - (y_j - y_i))^2`` over all ordered pairs (inside
+    each group with ``groups``, the same C / m^2, m = all rows): :class:`RankRLS`'s problem with
+    ``alpha = m^2 / (2 C)`` (each unordered pair appears twice in the double sum).  Cross-validation in
+    :mod:`fastrank.model_selection` retrains at the same C: alpha = m_train^2 / (2 C).
 
     Parameters
     ----------

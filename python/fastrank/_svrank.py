@@ -160,7 +160,6 @@ class SVRank(KernelMixin, Ranker):
         C = check_alpha(self.C, "C")
         eps, tol, max_iter = float(self.epsilon), float(self.tol), int(self.max_iter)
         n_threads = check_n_jobs(self.n_jobs)
-        precomputed = self.kernel == "precomputed"
         X = self._check_fit_X(X)
         y = self._check_target_vector(y, X.shape[0])
         spec = self._kernel_spec(X.shape[1])
@@ -183,7 +182,7 @@ class SVRank(KernelMixin, Ranker):
         else:  # the squared cost also holds K's Cholesky factor and its row permutation
             check_dense_memory(X.shape[0], 3 if squared else 1,
                                "kernel matrix and its Cholesky factor" if squared else "kernel matrix")
-            if precomputed:
+            if spec.precomputed:
                 Kg = np.asfortranarray(X[np.ix_(gi.order, gi.order)] if not gi.is_identity else X)
                 Kg = np.asfortranarray(0.5 * (Kg + Kg.T))
             else:
@@ -208,7 +207,7 @@ class SVRank(KernelMixin, Ranker):
                         Kg, yg, *grouping, C, eps, tol, max_iter, n_threads)
             del Kg
         coef, dual = (w, None) if spec.linear else (None, gi.untake(beta))
-        X_fit = None if spec.linear or precomputed else X
+        X_fit = None if spec.linear or spec.precomputed else X
         history = np.asarray(history)
         gap = float(history[-1]) if history.size else 0.0
         if resolve_verbose(self.verbose):
@@ -228,10 +227,8 @@ class SVRank(KernelMixin, Ranker):
         check_is_fitted(self, "n_iter_")
         X = self._check_predict_X(X, n_train=None if self.dual_coef_ is None else self.dual_coef_.shape[0],
                                   allow_sparse=False)
-        if self.kernel == "precomputed":
-            return X @ self.dual_coef_
-        if self.coef_ is not None:
-            return X @ self.coef_
+        if self.coef_ is not None or self.kernel == "precomputed":  # linear: weights; precomputed: K(X, X_train) beta
+            return X @ (self.dual_coef_ if self.coef_ is None else self.coef_)
         spec = self._kernel_spec(self.n_features_in_)
         return spec.predict(X, self.X_fit_, self.dual_coef_.reshape(-1, 1), check_n_jobs(self.n_jobs))[:, 0]
 

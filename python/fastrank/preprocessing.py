@@ -106,8 +106,7 @@ class QueryNormalizer(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
 
 class Log1pScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
     """``sign(x) log(1 + |x|)`` per entry (``log1p`` on non-negative features: values spanning orders of magnitude
-    compressed to a few units, order kept; monotone and defined for negative values), then (``zscore=True``) a z-score
-    with the training mean and standard deviation.
+    compressed to a few units, order kept; monotone and defined for negative values), then optionally a z-score.
 
     Parameters
     ----------

@@ -1,11 +1,11 @@
 """RankBoost (Freund, Iyer, Schapire & Singer, "An efficient boosting algorithm for combining preferences", JMLR 4,
 2003) with threshold weak rankers h_t(x) = [x_f > theta] on single features.
 
-A crucial pair (x0, x1) says x1 should rank above x0.  Round t picks the h_t with the largest |r_t|, r_t = sum D_t(x0,
-x1) (h_t(x1) - h_t(x0)) (the paper's threshold weak learner), weighs it by alpha_t (``alpha_rule``, see
-:class:`RankBoost`) and re-weighs D_{t+1}(x0, x1) ∝ D_t(x0, x1) exp(alpha_t (h_t(x0) - h_t(x1))) (Fig. 1).  The final
-ranker is F(x) = sum_t alpha_t h_t(x).  For graded targets D_t is never formed (O(m n) per round:
-docs/design/large-margin-and-boosting.md; ``cpp/include/fastrank/rankboost.hpp``).
+A crucial pair (x0, x1) says x1 should rank above x0.  Round t picks the h_t with the largest |r_t|,
+r_t = sum D_t(x0, x1) (h_t(x1) - h_t(x0)) (the paper's threshold weak learner), weighs it by alpha_t (``alpha_rule``)
+and re-weighs D_{t+1}(x0, x1) ∝ D_t(x0, x1) exp(alpha_t (h_t(x0) - h_t(x1))) (Fig. 1); F(x) = sum_t alpha_t h_t(x).
+For graded targets D_t is never formed (O(m n) per round, ``cpp/include/fastrank/rankboost.hpp``); that, the stopping
+rules, tie-breaking between candidates and missing values: docs/design/large-margin-and-boosting.md.
 """
 
 from __future__ import annotations
@@ -28,8 +28,8 @@ class RankBoost(Ranker):
     """RankBoost with threshold weak rankers (Freund, Iyer, Schapire & Singer, JMLR 2003).
 
     Crucial pairs: ``fit(X, y)`` all pairs with y_i > y_j; ``fit(X, y, groups)`` only inside groups;
-    ``fit_preferences(X, pairs)`` the given multigraph, D_1 uniform over its edges.  Stopping rules, tie-breaking
-    between candidates and missing values: docs/design/large-margin-and-boosting.md.
+    ``fit_preferences(X, pairs)`` the given multigraph, D_1 uniform over its edges.  Stopping rules, tie-breaking and
+    missing values: docs/design/large-margin-and-boosting.md.
 
     Parameters
     ----------

@@ -75,8 +75,7 @@ _PLACEHOLDERS = re.compile(r"^( *)((?:%\(\w+\)s ?)+)$", re.M)
 
 
 def fill_param_docs(doc):
-    """``doc`` with every line of ``%(name)s`` placeholders replaced by the :data:`PARAM_DOCS` entries, indented like
-    the line."""
+    """``doc`` with each line of ``%(name)s`` placeholders replaced by the :data:`PARAM_DOCS` entries, so indented."""
     if not doc:
         return doc
 
@@ -197,12 +196,11 @@ class Ranker(RegressorMixin, FastrankEstimator):
         return X
 
     def score(self, X, y, groups=None, sample_weight=None):
-        """Pairwise ranking accuracy
-        ``1 - pairwise_disagreement(y, predict(X), groups, tied_scores="half", sample_weight=sample_weight)`` (a pair
-        weighs w_i w_j): pairs tied in ``y`` are ignored, tied scores count half an error, with ``groups`` only pairs
-        inside a group count, averaged per group.  Higher is better; the AUC for binary ``y`` without groups; the mean
-        over outputs; not R^2.  Without ``groups`` on rows that evidently come from several queries it emits
-        :class:`fastrank.exceptions.MissingGroupsWarning`."""
+        """Pairwise ranking accuracy, ``1 - pairwise_disagreement(y, predict(X), groups, tied_scores="half",
+        sample_weight=sample_weight)`` (a pair weighs w_i w_j): pairs tied in ``y`` are ignored, tied scores count half
+        an error, with ``groups`` only pairs inside a group count, averaged per group.  Higher is better; the AUC for
+        binary ``y`` without groups; the mean over outputs; not R^2.  Without ``groups`` on rows that evidently come
+        from several queries it emits :class:`fastrank.exceptions.MissingGroupsWarning`."""
         if groups is None:
             _warn_missing_groups(self, f"{type(self).__name__}.score")
         return ranking_accuracy(y, self.predict(X), groups, sample_weight)

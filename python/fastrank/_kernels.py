@@ -79,9 +79,8 @@ def _exact_sq_distances(Z, X, rows, cols, batch=4096):
 
 def kernel_block(spec, Z, XR, n_threads=1):
     """K(Z, XR) as a Fortran-ordered (p, r) float64 array; Z and XR dense (the compiled kernel) or scipy.sparse (never
-    densified whole: Gaussian distances from the expansion with the entries at risk recomputed exactly,
-    docs/design/robustness.md "Kernels").  Non-finite kernel values raise errors naming the kernel parameters.
-    """
+    densified whole: Gaussian distances from the expansion, the entries at risk recomputed exactly; robustness.md,
+    "Kernels").  Non-finite kernel values raise errors naming the kernel parameters."""
     if not sp.issparse(Z) and not sp.issparse(XR):
         return spec.cross(np.ascontiguousarray(Z, dtype=np.float64), np.ascontiguousarray(XR, dtype=np.float64),
                           n_threads)

@@ -97,8 +97,7 @@ class _RankRLSBase(KernelMixin, Ranker):
                                problem.m)
 
     def _apply_engine_fit(self, engine, alpha):
-        """This estimator fitted on all of an exact-CV engine's data at ``alpha``, from the engine's factors (no
-        refit)."""
+        """This estimator fitted on all of an exact-CV engine's data at ``alpha``, from its factors (no refit)."""
         return self._apply_fit(engine.solve(alpha), 0, engine.one_d, engine.problem.n_features, engine.m)
 
     def predict(self, X):

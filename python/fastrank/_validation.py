@@ -27,8 +27,7 @@ def _asarray(x, name):
 
 
 def _to_float(a, name, what="numeric"):
-    """A numeric array as float64, refusing strings, objects that are not numbers and complex values with a message
-    naming the argument."""
+    """A numeric array as float64; strings, non-numeric objects and complex values refused, naming the argument."""
     if a.dtype == object:
         try:
             a = a.astype(np.float64)
@@ -170,9 +169,7 @@ def check_n_jobs(n_jobs):
     n_jobs = int(n_jobs)
     if abs(n_jobs) > INT_MAX:
         raise ValueError(f"n_jobs={n_jobs} is out of range; use -1 for every core or a thread count <= {cores}")
-    if n_jobs < 0:
-        return max(1, cores + 1 + n_jobs)
-    return min(n_jobs, 4 * cores)
+    return max(1, cores + 1 + n_jobs) if n_jobs < 0 else min(n_jobs, 4 * cores)
 
 
 def check_precomputed_kernel(K, name="X (precomputed kernel)", *, n_train=None, min_rows=1, rtol=1e-10):

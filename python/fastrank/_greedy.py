@@ -1,7 +1,7 @@
 """Cohen, Schapire & Singer's greedy ordering ("Learning to order things", JAIR 10, 1999; slides 003, "Cohen's
 algorithm").  The order maximising AGREE(rho, PREF) = sum_{u before v} PREF(u, v), PREF(u, v) in [0, 1], is NP-hard to
-find; :func:`greedy_order` picks by net preference pi(v) = sum_u PREF(v, u) - PREF(u, v), in O(n^2), with at least
-half the optimal agreement."""
+find; :func:`greedy_order` picks by net preference pi(v) = sum_u PREF(v, u) - PREF(u, v), in O(n^2), with at least half
+the optimal agreement."""
 
 from __future__ import annotations
 

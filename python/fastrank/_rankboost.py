@@ -1,11 +1,11 @@
 """RankBoost (Freund, Iyer, Schapire & Singer, "An efficient boosting algorithm for combining preferences", JMLR 4,
 2003) with threshold weak rankers h_t(x) = [x_f > theta] on single features.
 
-A crucial pair (x0, x1) says x1 should rank above x0.  Round t picks the h_t with the largest |r_t|,
-r_t = sum D_t(x0, x1) (h_t(x1) - h_t(x0)) (the paper's threshold weak learner), weighs it by alpha_t (``alpha_rule``)
-and re-weighs D_{t+1}(x0, x1) ∝ D_t(x0, x1) exp(alpha_t (h_t(x0) - h_t(x1))) (Fig. 1); F(x) = sum_t alpha_t h_t(x).
-For graded targets D_t is never formed (O(m n) per round, ``cpp/include/fastrank/rankboost.hpp``); that, the stopping
-rules, tie-breaking between candidates and missing values: docs/design/large-margin-and-boosting.md.
+A crucial pair (x0, x1) says x1 should rank above x0.  Round t picks the h_t with the largest |r_t|, r_t = sum D_t(x0,
+x1) (h_t(x1) - h_t(x0)) (the paper's threshold weak learner), weighs it by alpha_t (``alpha_rule``) and re-weighs
+D_{t+1}(x0, x1) ∝ D_t(x0, x1) exp(alpha_t (h_t(x0) - h_t(x1))) (Fig. 1); F(x) = sum_t alpha_t h_t(x). For graded targets
+D_t is never formed (O(m n) per round, ``cpp/include/fastrank/rankboost.hpp``); that, the stopping rules, tie-breaking
+between candidates and missing values: docs/design/large-margin-and-boosting.md.
 """
 
 from __future__ import annotations
@@ -37,8 +37,8 @@ class RankBoost(Ranker):
         Boosting rounds T (>= 1); fewer are kept if no weak ranker has an edge left or one orders every pair correctly.
     n_thresholds : int or None, default=None
         None: every distinct value of a feature is a candidate threshold (the paper's weak learner); an int k keeps at
-        most k per feature over its quantiles (the last threshold of each bin floor(c k / m), c the rows above it).
-        O(m n) per round either way; k only changes the model.
+        most k per feature over its quantiles (the last threshold of each bin floor(c k / m), c the rows above it). O(m
+        n) per round either way; k only changes the model.
     group_weighting : {"pairs", "query"}, default="pairs"
         D_1 with ``groups``: uniform over all crucial pairs (the paper's; large queries weigh more), or the same total
         mass for every group with a crucial pair, uniform inside it.  Without groups both are uniform over all pairs.
@@ -238,8 +238,8 @@ def rankboost_path(X, y, n_estimators, groups=None, *, cv=5, scoring=None, refit
     ``n_estimators``: the grid, an int T meaning 1, 2, ..., T; ``cv``: an int k (``GroupKFold(k)`` with groups,
     ``KFold(k)`` without, no shuffling; default 5), a splitter or an iterable of (train, test) index arrays;
     ``scoring``: a measure name of :func:`fastrank.metrics.get_measure` (e.g. "ndcg@10", "disagreement") computed per
-    held-out fold (inside its groups), None meaning "ndcg@10" with groups and "disagreement" without; ``refit``
-    (default True): fit ``RankBoost(n_estimators=best, **params)`` on all rows; ``verbose``: progress per fold (see
+    held-out fold (inside its groups), None meaning "ndcg@10" with groups and "disagreement" without; ``refit`` (default
+    True): fit ``RankBoost(n_estimators=best, **params)`` on all rows; ``verbose``: progress per fold (see
     ``fastrank._progress``); ``**params``: the other :class:`RankBoost` parameters.
     """
     from .metrics import get_measure

@@ -124,11 +124,11 @@ class RankRLS(_RankRLSBase):
         Regularization (the paper's lambda, not rescaled), > 0.
     %(kernel)s %(gamma)s %(degree)s %(coef0)s
     solver : {"auto", "dual", "primal", "cg"}, default="auto"
-        "dual": the m x m kernel system (O(m^3), eq. 17, any kernel); "primal": the n x n feature system
-        (O(n^3 + n^2 m), eq. 28, linear kernel); "cg": conjugate gradient on the linear primal without forming pairs
-        (O(nnz + m) per iteration, dense or sparse X; Sect. 4.3).  "auto": CG for sparse X with the linear kernel, else
-        the primal for a linear kernel with n_features < n_samples, else the dual.  A dense solver that would allocate
-        more than half the available memory raises MemoryError (limit: FASTRANK_MAX_DENSE_BYTES).
+        "dual": the m x m kernel system (O(m^3), eq. 17, any kernel); "primal": the n x n feature system (O(n^3 + n^2
+        m), eq. 28, linear kernel); "cg": conjugate gradient on the linear primal without forming pairs (O(nnz + m) per
+        iteration, dense or sparse X; Sect. 4.3).  "auto": CG for sparse X with the linear kernel, else the primal for a
+        linear kernel with n_features < n_samples, else the dual.  A dense solver that would allocate more than half the
+        available memory raises MemoryError (limit: FASTRANK_MAX_DENSE_BYTES).
     %(group_weighting)s %(n_jobs)s
     tol, max_iter : float, default=1e-6, and int or None, default=None
         solver="cg": stop when the residual norm falls below tol times the right-hand side's, or after max_iter
@@ -151,8 +151,8 @@ class RankRLS(_RankRLSBase):
         solver; no rows for a precomputed kernel); the weight vector W (eq. 27/28) whenever the kernel is linear.
     n_features_in_ : int
     n_iter_, converged_, residual_history_ : int, bool (arrays (v,) for several outputs) and ndarray
-        CG iterations and convergence per output (a direct solve reports 1 iteration, converged) and, solver="cg"
-        only, the relative residual norms per iteration.
+        CG iterations and convergence per output (a direct solve reports 1 iteration, converged) and, solver="cg" only,
+        the relative residual norms per iteration.
     basis_indices_ : ndarray
         basis_vectors only: the basis rows; ``X_fit_`` holds just those rows, ``dual_coef_`` theirs.
 
@@ -229,9 +229,9 @@ class MPRank(_RankRLSBase):
     """Magnitude-preserving ranking, MPRank (Cortes, Mohri, Rastogi; 000 eq. 8 with n = 2).
 
     Minimises ``||h||_K^2 + C / m^2 * sum_{i,j} ((h(x_j) - h(x_i)) - (y_j - y_i))^2`` over all ordered pairs (inside
-    each group with ``groups``, the same C / m^2, m = all rows): :class:`RankRLS`'s problem with
-    ``alpha = m^2 / (2 C)`` (each unordered pair appears twice in the double sum).  Cross-validation in
-    :mod:`fastrank.model_selection` retrains at the same C: alpha = m_train^2 / (2 C).
+    each group with ``groups``, the same C / m^2, m = all rows): :class:`RankRLS`'s problem with ``alpha = m^2 / (2 C)``
+    (each unordered pair appears twice in the double sum).  Cross-validation in :mod:`fastrank.model_selection` retrains
+    at the same C: alpha = m_train^2 / (2 C).
 
     Parameters
     ----------

@@ -116,19 +116,19 @@ class RankSVM(KernelMixin, Ranker):
         duality gap (objective - lower bound) / objective <= tol (hinge), or after max_iter Newton iterations (cutting
         planes for the kernel hinge) with :class:`fastrank.exceptions.ConvergenceWarning`.
     margin : {"unit", "difference"}, default="unit"
-        "unit": the loss of pair (i, j) is l(1 - (f_i - f_j)); "difference": l((y_i - y_j) - (f_i - f_j)) (needs
-        ``fit``'s targets), with ``loss="hinge"`` the hinge ranking loss of Agarwal & Niyogi (002, Sect. 5.2.1): their
-        A_h, argmin of (1 / C(m, 2)) sum_{i<j} l_h + lambda ||f||_K^2, is
+        The loss of pair (i, j): l(1 - (f_i - f_j)), or l((y_i - y_j) - (f_i - f_j)) (needs ``fit``'s targets), with
+        ``loss="hinge"`` the hinge ranking loss of Agarwal & Niyogi (002, Sect. 5.2.1): their A_h, argmin of
+        (1 / C(m, 2)) sum_{i<j} l_h + lambda ||f||_K^2, is
         ``RankSVM(loss="hinge", margin="difference", C=1 / (lambda m (m - 1)))`` without groups, bounded by
         :func:`fastrank.bounds.hinge_ranking_bound` with the same lambda (their least-squares learner of Sect. 5.2.2 is
         ``RankRLS(exclude_ties=True)``).
     normalize_C : bool, default=False
         True: ``1/2 ||w||^2 + (C / |P|) sum_P l``, |P| the number (total weight) of pairs, as in the slides (003).
     basis_vectors : int, array of row indices, boolean mask, or None, default=None
-        Sparse RankSVM (004 Sect. 4.4, eq. 43): f(x) = sum_{b in B} beta_b k(x, x_b) over basis rows B, regulariser
-        1/2 beta^T K_BB beta: a linear RankSVM on Z = K_mB L^{-T}, K_BB = L L^T (Cholesky without jitter: a singular
-        K_BB -- duplicate basis rows, or more than n_features with the linear kernel -- is refused), O(m r^2) plus the
-        linear solver on r features.  An int draws that many rows at random; only the basis rows and beta are kept.
+        Sparse RankSVM (004 Sect. 4.4, eq. 43): f(x) = sum_{b in B} beta_b k(x, x_b) over basis rows B, regulariser 1/2
+        beta^T K_BB beta: a linear RankSVM on Z = K_mB L^{-T}, K_BB = L L^T (Cholesky without jitter: a singular K_BB --
+        duplicate basis rows, or more than n_features with the linear kernel -- is refused), O(m r^2) plus the linear
+        solver on r features.  An int draws that many rows at random; only the basis rows and beta are kept.
     %(random_state)s %(n_jobs)s %(verbose)s
         Reports the solve's duration, then the iterations, the objective and the criterion reached.
 

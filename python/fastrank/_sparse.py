@@ -21,9 +21,9 @@ CsrParts = namedtuple("CsrParts", ["data", "indices", "indptr", "shape"])
 
 
 def as_csr(X, name="X", *, n_features=None):
-    """The CSR arrays (:class:`CsrParts`) of a ``scipy.sparse`` matrix: no copy for float64 CSR data (other data:
-    a copy of ``data`` only).  ValueError on non-finite values, malformed index arrays (out-of-range column indices,
-    decreasing ``indptr``) or a feature-count mismatch."""
+    """The CSR arrays (:class:`CsrParts`) of a ``scipy.sparse`` matrix: no copy for float64 CSR data (other data: a copy
+    of ``data`` only).  ValueError on non-finite values, malformed index arrays (out-of-range column indices, decreasing
+    ``indptr``) or a feature-count mismatch."""
     if not sp.issparse(X):
         raise TypeError(f"{name} must be a scipy.sparse matrix, got {type(X).__name__}")
     if X.ndim != 2:

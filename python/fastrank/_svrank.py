@@ -92,15 +92,12 @@ def _squared_pair_term(f, y, groups, c, eps, n_threads):
 
 @register_estimator
 class SVRank(KernelMixin, Ranker):
-    r"""SVRank: magnitude-preserving ranking with the epsilon-insensitive pairwise cost.
+    """SVRank: magnitude-preserving ranking with the epsilon-insensitive pairwise cost.
 
     Minimises (Cortes, Mohri & Rastogi, eq. 9 with the cost c_SVR of eq. 7, n = 1; the constrained form of §2.4 with
     slacks xi_ij + xi*_ij)
 
-    .. math::
-
-        F(h) = \|h\|_K^2 + \frac{C}{N} \sum_{q} \sum_{i \in q} \sum_{j \in q}
-               \max\bigl(0,\ |(h(x_j) - h(x_i)) - (y_j - y_i)| - \varepsilon\bigr)
+        F(h) = ||h||_K^2 + (C / N) sum_q sum_{i in q} sum_{j in q} max(0, |(h(x_j) - h(x_i)) - (y_j - y_i)| - epsilon)
 
     over **ordered** pairs (i, j) of rows (each unordered pair counts twice; i = j costs 0), ``N = sum_q n_q^2``:
     without ``groups`` one group and ``N = m^2``, the paper's ``C / m^2``; with ``groups`` only pairs inside a group
@@ -124,10 +121,10 @@ class SVRank(KernelMixin, Ranker):
         ``dual_coef_`` (f = K beta; one m x m kernel matrix behind the dense-memory limit, O(m^2) per iteration).
     %(gamma)s %(degree)s %(coef0)s
     tol, max_iter : float, default=1e-6, and int, default=1000
-        Stop when the cutting-plane gap relative to the achievable decrease, ``(best F - lower bound) / (F(0) - lower
-        bound)``, is below tol (it does not vanish with the scale of X, y or C; squared cost: the gradient norm relative
-        to its value at h = 0), or after max_iter oracle calls (cutting planes; Newton iterations for the squared cost)
-        with :class:`fastrank.exceptions.ConvergenceWarning`.
+        Stop when the cutting-plane gap relative to the achievable decrease,
+        ``(best F - lower bound) / (F(0) - lower bound)``, is below tol (it does not vanish with the scale of X, y or C;
+        squared cost: the gradient norm relative to its value at h = 0), or after max_iter oracle calls (cutting planes;
+        Newton iterations for the squared cost) with :class:`fastrank.exceptions.ConvergenceWarning`.
     %(n_jobs)s %(verbose)s
         Reports the kernel matrix and the solve with their timings, then the iterations and the gap.
 
@@ -136,8 +133,8 @@ class SVRank(KernelMixin, Ranker):
     coef_, dual_coef_ : ndarray (n_features,) and (m,), or None
         Weight vector (linear kernel) or representer coefficients beta, f(x) = sum_i beta_i k(x, x_i) (other kernels).
     n_iter_, objective_, gap_ : int, float and float
-        Cutting planes used (Newton iterations for the squared cost), F at the returned model, and the criterion
-        ``tol`` bounds at exit (the certified gap; the relative gradient norm for the squared cost).
+        Cutting planes used (Newton iterations for the squared cost), F at the returned model, and the criterion ``tol``
+        bounds at exit (the certified gap; the relative gradient norm for the squared cost).
     """
 
     def __init__(self, C=1.0, *, epsilon=0.1, loss="epsilon_insensitive", kernel="linear", gamma=None, degree=3,

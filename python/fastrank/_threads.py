@@ -1,10 +1,10 @@
-"""Threads that compose (docs/design/robustness.md, "Threads"): compute regions draw their threads from one
-process-wide budget of ``os.cpu_count()`` cores (a region that wants ``t`` threads waits until ``t`` cores are free;
-regions nest, no deadlock); while regions run, SciPy's OpenBLAS (the C++ core's) gets the region's threads when it runs
-alone and one otherwise, every other BLAS copy (numpy's) one (two threaded OpenBLAS pools used alternately spin against
-each other: exact linear cross-validation 3-15x slower on 2 cores; ``OPENBLAS_NUM_THREADS`` does not reach both), set
-only when no other region runs and restored when the last ends.  Results never depend on this.  Wrap any call into the
-C++ core that runs threads or BLAS in ``with compute_region(n_threads):``; ``FASTRANK_THREAD_POLICY=off`` disables it.
+"""Threads that compose (docs/design/robustness.md, "Threads"): compute regions draw their threads from one process-wide
+budget of ``os.cpu_count()`` cores (a region that wants ``t`` threads waits until ``t`` cores are free; regions nest, no
+deadlock); while regions run, SciPy's OpenBLAS (the C++ core's) gets the region's threads when it runs alone and one
+otherwise, every other BLAS copy (numpy's) one (two threaded OpenBLAS pools used alternately spin against each other:
+exact linear cross-validation 3-15x slower on 2 cores; ``OPENBLAS_NUM_THREADS`` does not reach both), set only when no
+other region runs and restored when the last ends.  Results never depend on this.  Wrap any call into the C++ core that
+runs threads or BLAS in ``with compute_region(n_threads):``; ``FASTRANK_THREAD_POLICY=off`` disables it.
 """
 
 from __future__ import annotations
@@ -47,8 +47,8 @@ class _ThreadBudget:
         self.local = threading.local()
 
     def set_blas(self, n):
-        """SciPy's BLAS to n threads, every other BLAS copy to one (module docstring); returns what
-        :func:`_set_threads` needs to undo it (None: nothing changed)."""
+        """SciPy's BLAS to n threads, every other BLAS copy to one (module docstring); returns what :func:`_set_threads`
+        needs to undo it (None: nothing changed)."""
         ctl = blas_controller()
         if ctl is None:
             return None
@@ -132,8 +132,8 @@ def blas_controller():
 
 @contextlib.contextmanager
 def compute_region(n_threads):
-    """Run the body with ``n_threads`` cores (a resolved thread count, ``check_n_jobs``) of the process-wide budget
-    and BLAS limited as the module docstring says."""
+    """Run the body with ``n_threads`` cores (a resolved thread count, ``check_n_jobs``) of the process-wide budget and
+    BLAS limited as the module docstring says."""
     if os.environ.get("FASTRANK_THREAD_POLICY", "").strip().lower() == "off":
         yield
         return

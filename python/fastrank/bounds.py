@@ -150,9 +150,8 @@ def hinge_ranking_bound(m, lam, kappa, M, delta, *, empirical=0.0):
 
 
 def least_squares_ranking_bound(m, lam, kappa, M, delta, *, empirical=0.0):
-    """002 Sect. 5.2.2: kernel ranking with the least-squares ranking loss l_sq (eq. 9), which is
-    (2M + 4 kappa M / sqrt(lam))-admissible on ||f||_K^2 <= M^2 / lam (Lemma 16), the effective search space, in
-    Corollary 12:
+    """002 Sect. 5.2.2: kernel ranking with the least-squares loss l_sq (eq. 9), (2M + 4 kappa M / sqrt(lam))-admissible
+    on the effective search space ||f||_K^2 <= M^2 / lam (Lemma 16), in Corollary 12:
 
         R(f_S) < R_l1(f_S; S) + (64 kappa^2 M / (lam m)) (1 + 2 kappa / sqrt(lam))
                  + ((32 kappa^2 M / lam) (1 + 2 kappa / sqrt(lam)) + M) sqrt(2 ln(1/delta) / m)

@@ -1,7 +1,7 @@
 """Exceptions and warnings raised by fastrank (the table of when: docs/design/robustness.md, "Errors and warnings").
 
-Invalid user input raises :class:`ValueError` or :class:`TypeError`; numerical breakdown raises :class:`LinAlgError`,
-a subclass of :class:`numpy.linalg.LinAlgError`; an iterative solver stopped at ``max_iter`` emits
+Invalid user input raises :class:`ValueError` or :class:`TypeError`; numerical breakdown raises :class:`LinAlgError`, a
+subclass of :class:`numpy.linalg.LinAlgError`; an iterative solver stopped at ``max_iter`` emits
 :class:`sklearn.exceptions.ConvergenceWarning`.
 """
 

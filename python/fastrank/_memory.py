@@ -1,9 +1,6 @@
-"""Memory guard for dense allocations.
-
-Every dense O(m^2) or O(n^2) allocation of fastrank is announced here first, so that a problem too large for the machine
-raises a clear :class:`MemoryError` (pointing to the CG and subset-of-regressors solvers) instead of swapping or dying
-with ``std::bad_alloc``.
-"""
+"""Memory guard for dense allocations: every dense O(m^2) or O(n^2) allocation of fastrank is announced here first, so
+that a problem too large for the machine raises a clear :class:`MemoryError` (pointing to the CG and
+subset-of-regressors solvers) instead of swapping or dying with ``std::bad_alloc``."""
 
 from __future__ import annotations
 

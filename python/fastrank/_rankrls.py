@@ -7,8 +7,7 @@ RankRLS (Pahikkala et al. 2009) minimises, over f in the kernel's RKHS,
 * scoring setting (``fit(X, y, groups=None)``): z_ij = y_i - y_j (the magnitude cost, eq. 21) over all pairs (object
   ranking) or the pairs inside each group (query/label ranking), weighted by ``group_weighting`` (1 for "unweighted":
   the Laplacian D - P P^T of eq. 25); groups of one row have no pairs and do not influence the model.
-* preference graph (``fit_preferences``): an explicit multigraph of preferences "row a is preferred over row b", with
-  the costs (20) binary, (21) magnitude or (22) magnitude-normalized.
+* preference graph (:meth:`RankRLS.fit_preferences`): a multigraph of preferences, with the costs (20), (21) or (22).
 
 The estimators build a :class:`~fastrank._problem.RankingProblem` that :mod:`fastrank._solvers` solves
 (docs/design/solvers.md).

@@ -1,8 +1,7 @@
-"""RankSVM (Joachims 2002; slides 003, "Hinge loss for preference learning") without a pair list.
-
-``C`` multiplies the plain sum over preference pairs (not a mean), as SVMrank's ``-c`` after its own rescaling is
-undone.  The O(m log m) pair sums and the solvers (``cpp/src/ranksvm.cpp``): docs/design/large-margin-and-boosting.md.
-The sparse (basis-vector) RankSVM (004 Sect. 4.4, eq. 43) is the linear RankSVM on the empirical kernel map K_mB L^{-T}.
+"""RankSVM (Joachims 2002; slides 003, "Hinge loss for preference learning") without a pair list.  ``C`` multiplies the
+plain sum over preference pairs (not a mean), as SVMrank's ``-c`` after its own rescaling is undone.  The O(m log m)
+pair sums and the solvers (``cpp/src/ranksvm.cpp``): docs/design/large-margin-and-boosting.md.  The sparse
+(basis-vector) RankSVM (004 Sect. 4.4, eq. 43) is the linear RankSVM on the empirical kernel map K_mB L^{-T}.
 """
 
 from __future__ import annotations

@@ -1,9 +1,6 @@
-"""scipy.sparse input: CSR arrays validated once and handed to C++ without copies.
-
-CSR ``data``/``indices``/``indptr`` cross the boundary as they are (int32 or int64 indices). Unsorted column indices and
-duplicate entries are accepted and mean what SciPy means (duplicates add up); empty rows and columns are fine; other
-formats are converted to CSR once.
-"""
+"""scipy.sparse input: CSR arrays validated once and handed to C++ without copies (``data``/``indices``/``indptr`` as
+they are, int32 or int64 indices).  Unsorted column indices and duplicate entries are accepted and mean what SciPy
+means (duplicates add up); empty rows and columns are fine; other formats are converted to CSR once."""
 
 from __future__ import annotations
 

@@ -235,11 +235,10 @@ def svrank_path(X, y, Cs, groups=None, *, verbose=0, **params):
     fitted :class:`SVRank`, in the order of ``Cs``.
 
     The values are visited in increasing order; each cutting-plane solve starts from the previous C's solution (its
-    first plane and best point are placed there) and from its cut model: the planes are tangents of the pair loss
-    itself, valid for every C, so the new master problem starts with a lower bound close to the optimum instead of at
-    w = 0.  Every fit is still certified by its own duality gap, so it is the model ``SVRank(C=C, **params)`` would
-    give, to its ``tol``.  The squared cost (``loss="squared_epsilon_insensitive"``) is solved from zero for each C.
-    ``verbose``: progress per value of C (see ``fastrank._progress``).
+    first plane and best point are placed there) and cut model (the planes are tangents of the pair loss itself, valid
+    for every C, so the master problem starts with a lower bound close to the optimum).  Every fit is still certified
+    by its own duality gap: the model ``SVRank(C=C, **params)`` gives, to its ``tol``.  The squared cost is solved from
+    zero for each C.  ``verbose``: progress per value of C.
     """
     Cs, visit = c_path(Cs, SVRank(**params).kernel, "svrank_path", verbose)
     fitted = [None] * Cs.size

@@ -1,9 +1,7 @@
-"""Exceptions and warnings raised by fastrank (the table of when: docs/design/robustness.md, "Errors and warnings").
-
-Invalid user input raises :class:`ValueError` or :class:`TypeError`; numerical breakdown raises :class:`LinAlgError`, a
-subclass of :class:`numpy.linalg.LinAlgError`; an iterative solver stopped at ``max_iter`` emits
-:class:`sklearn.exceptions.ConvergenceWarning`.
-"""
+"""Exceptions and warnings raised by fastrank (when: docs/design/robustness.md, "Errors and warnings"): invalid user
+input raises :class:`ValueError` or :class:`TypeError`; numerical breakdown :class:`LinAlgError`, a subclass of
+:class:`numpy.linalg.LinAlgError`; an iterative solver stopped at ``max_iter`` emits
+:class:`sklearn.exceptions.ConvergenceWarning`."""
 
 from sklearn.exceptions import ConvergenceWarning
 

@@ -82,7 +82,9 @@ def _preference_value(preference, u, v):
 
 
 def greedy_order(preference, X=None, *, n_items=None, pairwise="step", temperature=1.0, return_scores=False):
-    """Order items by Cohen et al.'s greedy net-preference algorithm (most preferred first).
+    """Order items by Cohen et al.'s greedy net-preference algorithm (most preferred first): O(n^2) with O(n) updates
+    (docs/design/large-margin-and-boosting.md) and n x n float64 work matrices, one for a ranker, two for a matrix or
+    callable (checked against ``FASTRANK_MAX_DENSE_BYTES`` first).
 
     Parameters
     ----------
@@ -104,11 +106,6 @@ def greedy_order(preference, X=None, *, n_items=None, pairwise="step", temperatu
     order : ndarray of int64, shape (n,)
         Item indices, most preferred first (ties in pi go to the lowest index).
     picked_scores : ndarray (n,), only if return_scores
-
-    Notes
-    -----
-    O(n^2) with O(n) updates (docs/design/large-margin-and-boosting.md).  n x n float64 work matrices: one for a ranker,
-    two for a matrix or callable (checked against ``FASTRANK_MAX_DENSE_BYTES`` first).
     """
     D = _net_preference_matrix(preference, X, n_items, pairwise, temperature)
     n = D.shape[0]

@@ -46,8 +46,7 @@ class _RankRLSBase(KernelMixin, Ranker):
         """Pick the solver for this problem and run it for every alpha; returns a ``Fit``."""
         n_threads = check_n_jobs(self.n_jobs)
         spec = self._kernel_spec(problem.n_features)
-        verbose = getattr(self, "verbose", 0)
-        name = type(self).__name__
+        verbose, name = getattr(self, "verbose", 0), type(self).__name__
         with compute_region(n_threads):  # fastrank's threads and BLAS's share the cores
             mode = choose_solver(self.solver, spec, problem, basis_vectors=getattr(self, "basis_vectors", None))
             if mode == "densify":

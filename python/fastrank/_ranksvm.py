@@ -33,8 +33,7 @@ _LOSSES = {"squared_hinge": 0, "hinge": 1}
 def _group_structure(y, groups, m):
     """Keyword arguments of the core's group structure; raises when no pair has y_i > y_j."""
     gi = group_index(groups, m)
-    yg = y[gi.order]
-    starts = gi.offsets[:-1]
+    yg, starts = y[gi.order], gi.offsets[:-1]
     spread = np.maximum.reduceat(yg, starts) - np.minimum.reduceat(yg, starts)
     if not np.any(spread > 0):
         where = "inside any group" if groups is not None else "among the rows"

@@ -1,13 +1,9 @@
-"""The base every fastrank learner stands on.
-
-* :class:`FastrankEstimator`: parameter constraints declared once per family as a
-  ``_parameter_constraints`` dict (scikit-learn's ``Interval`` / ``StrOptions`` pattern) and checked by
-  ``_validate_params`` before anything reaches the compiled core; integers are bounded by the C++
-  ``int`` range, so an out-of-range value is a ``ValueError`` naming the parameter.  Shared parameter
-  descriptions (:data:`PARAM_DOCS`) are filled into the class docstrings.
-* :class:`Ranker`: scikit-learn regressor-style rankers with the one pairwise ``score`` and the
-  prediction-input checks.
-* :class:`KernelMixin`: the four kernel parameters and their resolution into a ``KernelSpec``.
+"""The base every fastrank learner stands on: :class:`FastrankEstimator` (parameter constraints declared once per family
+as a ``_parameter_constraints`` dict of scikit-learn's ``Interval`` / ``StrOptions``, checked by ``_validate_params``
+before anything reaches the compiled core; integers bounded by the C++ ``int`` range, so an out-of-range value is a
+``ValueError`` naming the parameter; the shared parameter descriptions :data:`PARAM_DOCS` filled into the class
+docstrings), :class:`Ranker` (scikit-learn regressor-style rankers with the one pairwise ``score`` and the
+prediction-input checks) and :class:`KernelMixin` (the four kernel parameters, resolved into a ``KernelSpec``).
 """
 
 from __future__ import annotations
@@ -21,13 +17,14 @@ from sklearn.utils.validation import column_or_1d
 from sklearn.utils._param_validation import Interval, InvalidParameterError, StrOptions, validate_parameter_constraints
 
 from ._kernels import resolve_kernel
-from ._problem import check_features
+from ._problem import _tie_cells, check_features
+from ._progress import progress
 from ._sparse import issparse
 from ._validation import INT_MAX, _asarray, as_targets, check_precomputed_kernel
 from .metrics import _warn_missing_groups, pairwise_disagreement
 
 __all__ = ["FastrankEstimator", "Ranker", "KernelMixin", "ranking_accuracy", "Interval", "StrOptions", "positive_int",
-           "nonneg_real", "positive_real", "N_JOBS", "PARAM_DOCS", "fill_param_docs"]
+           "nonneg_real", "positive_real", "N_JOBS", "PARAM_DOCS", "fill_param_docs", "crucial_pairs", "c_path"]
 
 
 def positive_int(high=INT_MAX, low=1):
@@ -46,39 +43,39 @@ def positive_real():
 # resolved by ``_validation.check_n_jobs`` (None, -1 = every core, k threads)
 N_JOBS = [None, Interval(numbers.Integral, -INT_MAX, INT_MAX, closed="both")]
 
-# The numpydoc entries of parameters that several learners share: a class docstring names them on a
-# line of placeholders, ``%(kernel)s %(gamma)s`` (SciPy's ``doccer`` spelling), and lines indented
-# below it continue the last entry; ``help()`` shows the full text.
+# The numpydoc entries of parameters that several learners share: a class docstring names them on a line of
+# placeholders, ``%(kernel)s %(gamma)s`` (SciPy's ``doccer`` spelling), and lines indented below it continue the last
+# entry; ``help()`` shows the full text.
 PARAM_DOCS = {
+    "C": "C : float, default=1.0\n    Trade-off, > 0.",
+    "random_state": """random_state : int, RandomState or None, default=None
+    Seed for drawing ``basis_vectors`` rows.""",
     "kernel": """kernel : {"linear", "rbf"/"gaussian", "poly"/"polynomial", "precomputed"}, default="linear"
-    ``x.z``, ``exp(-gamma |x - z|^2)`` or ``(gamma x.z + coef0) ** degree``; "precomputed": ``fit``
-    takes the (m, m) kernel matrix, ``predict`` the (p, m) kernel against the training rows.""",
+    ``x.z``, ``exp(-gamma |x - z|^2)`` or ``(gamma x.z + coef0) ** degree``; "precomputed": ``fit`` takes the (m, m)
+    kernel matrix, ``predict`` the (p, m) kernel against the training rows.""",
     "gamma": "gamma : float or None, default=None\n    RBF/polynomial scale; None means 1 / n_features.",
     "degree": "degree : float, default=3\n    Polynomial degree.",
     "coef0": "coef0 : float, default=1.0\n    Polynomial offset.",
     "n_jobs": """n_jobs : int or None, default=None
-    Threads of the C++ core: None or -1 every core (as the BLAS/LAPACK calls do), -2 all but one,
-    k > 0 k threads.""",
+    Threads of the C++ core: None or -1 every core (as the BLAS/LAPACK calls do), -2 all but one, k > 0 k threads.""",
     "verbose": 'verbose : int, bool or "auto", default=0\n    Progress on stderr (:mod:`fastrank._progress`).',
     "group_weighting": """group_weighting : {"unweighted", "per_query", "per_object", "normalized"}, default="unweighted"
-    Weight c_q of each pair inside a group of n_q rows (P_q = n_q (n_q - 1) / 2 pairs): "unweighted"
-    1 (the paper's Laplacian, eq. 25; a query weighs P_q); "per_query" 1 / P_q (every query weighs 1,
-    end of Sect. 2.4; with ``exclude_ties`` 1 / E_q, E_q the query's untied pairs); "per_object"
-    1 / (n_q - 1) (every ROW's pairs weigh 1; the papers' "object" is the query, i.e. "per_query");
-    "normalized" 1 / n_q (blocks I - 11^T/n_q: least squares on query-centred scores).  Without
-    groups (object ranking) every pair weighs 1.""",
+    Weight c_q of each pair inside a group of n_q rows (P_q = n_q (n_q - 1) / 2 pairs): "unweighted" 1 (the paper's
+    Laplacian, eq. 25; a query weighs P_q); "per_query" 1 / P_q (every query weighs 1, end of Sect. 2.4; with
+    ``exclude_ties`` 1 / E_q, E_q the query's untied pairs); "per_object" 1 / (n_q - 1) (every ROW's pairs weigh 1;
+    the papers' "object" is the query, i.e. "per_query"); "normalized" 1 / n_q (blocks I - 11^T/n_q: least squares on
+    query-centred scores).  Without groups (object ranking) every pair weighs 1.""",
     "exclude_ties": """exclude_ties : bool, default=False
-    Drop the pairs with equal targets (no preference) instead of fitting their score difference to
-    0 (the paper keeps them, Sect. 3); exact without forming pairs: a group's Laplacian splits into
-    between- and within-tie-class centrings, so S = L^{1/2} stays O(m) to apply.""",
+    Drop the pairs with equal targets (no preference) instead of fitting their score difference to 0 (the paper keeps
+    them, Sect. 3); exact without forming pairs: a group's Laplacian splits into between- and within-tie-class
+    centrings, so S = L^{1/2} stays O(m) to apply.""",
 }
 
 _PLACEHOLDERS = re.compile(r"^( *)((?:%\(\w+\)s ?)+)$", re.M)
 
 
 def fill_param_docs(doc):
-    """``doc`` with every line of ``%(name)s`` placeholders replaced by the :data:`PARAM_DOCS` entries,
-    indented like the line."""
+    """``doc`` with each line of ``%(name)s`` placeholders replaced by the :data:`PARAM_DOCS` entries, so indented."""
     if not doc:
         return doc
 
@@ -87,6 +84,25 @@ def fill_param_docs(doc):
         return "\n".join(match.group(1) + line for name in names for line in PARAM_DOCS[name].splitlines())
 
     return _PLACEHOLDERS.sub(entries, doc)
+
+
+def crucial_pairs(y, gi):
+    """Per group of the :class:`GroupIndex` ``gi``: the number of pairs whose targets ``y`` (m,) differ."""
+    cells = _tie_cells(y.reshape(-1, 1), gi)
+    t = cells.sizes.astype(np.float64)
+    tied = np.bincount(gi.codes[cells.order[cells.offsets[:-1]]], weights=t**2, minlength=gi.n_groups)
+    return (gi.sizes.astype(np.float64) ** 2 - tied) / 2.0
+
+
+def c_path(Cs, kernel, name, verbose):
+    """``Cs`` as a flat float64 array and its indices in increasing order, with progress per value: the visiting
+    order of the warm-started paths of linear models (``ranksvm_path``, ``svrank_path``)."""
+    Cs = np.asarray(Cs, dtype=np.float64).reshape(-1)
+    if Cs.size == 0:
+        raise ValueError("Cs must hold at least one value of C")
+    if kernel != "linear":
+        raise ValueError(f"{name} fits linear models; got kernel={kernel!r}")
+    return Cs, progress.iterate(np.argsort(Cs, kind="stable"), desc=name, unit="C", verbose=verbose)
 
 
 class FastrankEstimator(BaseEstimator):
@@ -102,14 +118,14 @@ class FastrankEstimator(BaseEstimator):
         return getattr(self, "kernel", None) == "precomputed"
 
     def _store_params(self, values):
-        """``__init__``'s body: every constructor argument stored unchanged under its own name (the
-        scikit-learn convention), from the constructor's ``locals()``."""
+        """``__init__``'s body: every constructor argument stored unchanged under its own name (the scikit-learn
+        convention), from the constructor's ``locals()``."""
         for name in self._get_param_names():
             setattr(self, name, values[name])
 
     def _validate_params(self):
-        """Check every constrained constructor parameter; bools are refused where a number is
-        expected (``isinstance(True, numbers.Integral)`` holds, but ``max_iter=True`` is a mistake)."""
+        """Check every constrained constructor parameter; bools are refused where a number is expected
+        (``isinstance(True, numbers.Integral)`` holds, but ``max_iter=True`` is a mistake)."""
         constraints = {}
         for klass in reversed(type(self).__mro__):
             constraints.update(getattr(klass, "_parameter_constraints", {}) or {})
@@ -151,13 +167,13 @@ class Ranker(RegressorMixin, FastrankEstimator):
         return tags
 
     def _check_fit_X(self, X, *, allow_sparse=False):
-        """Training input: the (m, m) kernel (checked symmetric) for a precomputed kernel, else
-        a dense (or, with ``allow_sparse``, CSR) matrix of at least two rows."""
+        """Training input: the (m, m) kernel (checked symmetric) for a precomputed kernel, else a dense (or, with
+        ``allow_sparse``, CSR) matrix of at least two rows."""
         return check_features(X, precomputed=self._precomputed(), allow_sparse=allow_sparse, min_rows=2)
 
     def _check_target_vector(self, y, n_rows):
-        """One real-valued target per row as a finite float64 vector; a column vector is used as
-        ``y.ravel()`` with scikit-learn's DataConversionWarning."""
+        """One real-valued target per row as a finite float64 vector; a column vector is used as ``y.ravel()`` with
+        scikit-learn's DataConversionWarning."""
         if y is None:
             raise ValueError("This estimator requires y to be passed, but the target y is None")
         y = _asarray(y, "y")
@@ -169,8 +185,8 @@ class Ranker(RegressorMixin, FastrankEstimator):
         return np.ascontiguousarray(Y[:, 0])
 
     def _check_predict_X(self, X, *, n_train=None, allow_sparse=True):
-        """Test input: the (p, n_train) kernel against the training rows for a precomputed kernel,
-        else a dense (or CSR) matrix with the number of features seen in ``fit``."""
+        """Test input: the (p, n_train) kernel against the training rows for a precomputed kernel, else a dense (or CSR)
+        matrix with the number of features seen in ``fit``."""
         if self._precomputed():
             return check_precomputed_kernel(X.toarray() if issparse(X) else X, n_train=n_train)
         X = check_features(X, allow_sparse=allow_sparse, min_rows=1)
@@ -180,22 +196,20 @@ class Ranker(RegressorMixin, FastrankEstimator):
         return X
 
     def score(self, X, y, groups=None, sample_weight=None):
-        """Pairwise ranking accuracy ``1 - pairwise_disagreement(y, predict(X), groups,
-        tied_scores="half", sample_weight=sample_weight)`` (a pair weighs w_i w_j): pairs tied in
-        ``y`` are ignored, tied scores count half an error, with ``groups`` only pairs inside a
-        group count, averaged per group.  Higher is better; the AUC for binary ``y`` without groups;
-        the mean over outputs; not R^2.  Without ``groups`` on rows that evidently come from several
-        queries it emits :class:`fastrank.exceptions.MissingGroupsWarning`."""
+        """Pairwise ranking accuracy, ``1 - pairwise_disagreement(y, predict(X), groups, tied_scores="half",
+        sample_weight=sample_weight)`` (a pair weighs w_i w_j): pairs tied in ``y`` are ignored, tied scores count half
+        an error, with ``groups`` only pairs inside a group count, averaged per group.  Higher is better; the AUC for
+        binary ``y`` without groups; the mean over outputs; not R^2.  Without ``groups`` on rows that evidently come
+        from several queries it emits :class:`fastrank.exceptions.MissingGroupsWarning`."""
         if groups is None:
             _warn_missing_groups(self, f"{type(self).__name__}.score")
         return ranking_accuracy(y, self.predict(X), groups, sample_weight)
 
 
 def ranking_accuracy(y, pred, groups=None, sample_weight=None):
-    """``1 - pairwise_disagreement`` of predictions ``pred`` (p,) or (p, v) against targets ``y``
-    (the mean over outputs for several): the score of every fastrank ranker."""
-    y = np.asarray(y)
-    pred = np.asarray(pred)
+    """``1 - pairwise_disagreement`` of predictions ``pred`` (p,) or (p, v) against targets ``y`` (the mean over outputs
+    for several): the score of every fastrank ranker."""
+    y, pred = np.asarray(y), np.asarray(pred)
     if pred.ndim == 1:
         if y.ndim == 2 and y.shape[1] == 1:
             y = y[:, 0]

@@ -1,9 +1,7 @@
-"""Cohen, Schapire & Singer's greedy ordering ("Learning to order things", JAIR 10, 1999; lecture
-slides 003, "Cohen's algorithm").  Finding the order that maximises AGREE(rho, PREF) =
-sum_{u before v} PREF(u, v) for a preference function PREF(u, v) in [0, 1] is NP-hard;
-:func:`greedy_order` picks by net preference pi(v) = sum_u PREF(v, u) - PREF(u, v), in O(n^2), with
-at least half the optimal agreement.
-"""
+"""Cohen, Schapire & Singer's greedy ordering ("Learning to order things", JAIR 10, 1999; slides 003, "Cohen's
+algorithm").  The order maximising AGREE(rho, PREF) = sum_{u before v} PREF(u, v), PREF(u, v) in [0, 1], is NP-hard to
+find; :func:`greedy_order` picks by net preference pi(v) = sum_u PREF(v, u) - PREF(u, v), in O(n^2), with at least half
+the optimal agreement."""
 
 from __future__ import annotations
 
@@ -12,6 +10,7 @@ import numbers
 import numpy as np
 
 from ._memory import check_dense_memory
+from ._validation import check_real
 
 __all__ = ["greedy_order"]
 
@@ -19,8 +18,8 @@ _PAIRWISE = ("step", "sigmoid")
 
 
 def _net_preference_matrix(preference, X, n_items, pairwise, temperature):
-    """D = PREF - PREF^T (antisymmetric, D[v, u] = PREF(v, u) - PREF(u, v)), the only n x n matrix
-    the greedy loop needs; each route announces the n x n float64 matrices it allocates."""
+    """D = PREF - PREF^T (antisymmetric, D[v, u] = PREF(v, u) - PREF(u, v)), the only n x n matrix the greedy loop
+    needs; each route announces the n x n float64 matrices it allocates."""
     what = "preference matrix (greedy_order)"
     if hasattr(preference, "predict") and not isinstance(preference, np.ndarray):
         if X is None:
@@ -32,10 +31,8 @@ def _net_preference_matrix(preference, X, n_items, pairwise, temperature):
             raise ValueError("the ranker's scores contain NaN or infinity")
         if pairwise not in _PAIRWISE:
             raise ValueError(f"pairwise must be one of {_PAIRWISE}, got {pairwise!r}")
-        if pairwise == "sigmoid" and (
-                isinstance(temperature, (bool, np.bool_)) or not isinstance(temperature, numbers.Real)
-                or not (np.isfinite(temperature) and temperature > 0)):
-            raise ValueError(f"temperature must be a finite number > 0, got {temperature!r}")
+        if pairwise == "sigmoid":
+            check_real(temperature, "temperature", "a finite number > 0", lambda v: v > 0)
         check_dense_memory(s.size, 1, what)
         with np.errstate(over="ignore"):  # s_u - s_v beyond float64 is +-inf: its sign and tanh are exact
             D = np.subtract.outer(s, s)
@@ -85,17 +82,19 @@ def _preference_value(preference, u, v):
 
 
 def greedy_order(preference, X=None, *, n_items=None, pairwise="step", temperature=1.0, return_scores=False):
-    """Order items by Cohen et al.'s greedy net-preference algorithm (most preferred first).
+    """Order items by Cohen et al.'s greedy net-preference algorithm (most preferred first): O(n^2) with O(n) updates
+    (docs/design/large-margin-and-boosting.md) and n x n float64 work matrices, one for a ranker, two for a matrix or
+    callable (checked against ``FASTRANK_MAX_DENSE_BYTES`` first).
 
     Parameters
     ----------
     preference : array (n, n), callable, or fitted ranker
-        * an (n, n) matrix with PREF[u, v] in [0, 1], the degree to which u should be ranked
-          above v (the diagonal is ignored; PREF[u, v] + PREF[v, u] = 1 is not required);
+        * an (n, n) matrix with PREF[u, v] in [0, 1], the degree to which u should be ranked above v (the diagonal is
+          ignored; PREF[u, v] + PREF[v, u] = 1 is not required);
         * a callable ``f(u, v) -> float in [0, 1]`` on item indices, with ``n_items``;
-        * any fitted estimator with ``predict`` (every fastrank ranker), with ``X``: its scores s
-          give PREF[u, v] = 1, 1/2, 0 for s_u >, ==, < s_v (``pairwise="step"``), or the logistic
-          1 / (1 + exp(-(s_u - s_v) / temperature)) (``pairwise="sigmoid"``).
+        * any fitted estimator with ``predict`` (every fastrank ranker), with ``X``: its scores s give PREF[u, v] = 1,
+          1/2, 0 for s_u >, ==, < s_v (``pairwise="step"``), or the logistic 1 / (1 + exp(-(s_u - s_v) / temperature))
+          (``pairwise="sigmoid"``).
     X, n_items : the items to score (with a ranker); their number (with a callable)
     pairwise : {"step", "sigmoid"}, temperature : float > 0
         How a ranker's scores become pairwise preferences.
@@ -107,14 +106,6 @@ def greedy_order(preference, X=None, *, n_items=None, pairwise="step", temperatu
     order : ndarray of int64, shape (n,)
         Item indices, most preferred first (ties in pi go to the lowest index).
     picked_scores : ndarray (n,), only if return_scores
-
-    Notes
-    -----
-    pi is formed once (O(n^2)); after picking v*, every remaining v gets pi(v) += PREF[v*, v] -
-    PREF[v, v*] (the slides' update), an O(n) row of the antisymmetric PREF - PREF^T.  n x n float64
-    work matrices: one for a ranker, two for a matrix or callable (checked against
-    ``FASTRANK_MAX_DENSE_BYTES`` first).  The agreement of the result is at least half the maximum
-    over all orders (Cohen et al.'s approximation guarantee).
     """
     D = _net_preference_matrix(preference, X, n_items, pairwise, temperature)
     n = D.shape[0]

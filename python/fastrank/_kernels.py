@@ -1,16 +1,14 @@
-"""Kernels: the resolved kernel specification every learner shares (scikit-learn's
-conventions), and kernel blocks / blocked predictions for dense or sparse rows."""
+"""Kernels: the resolved kernel specification every learner shares (scikit-learn's conventions), and kernel
+blocks / blocked predictions for dense or sparse rows."""
 
 from __future__ import annotations
-
-import numbers
 
 import numpy as np
 import scipy.sparse as sp
 
 from . import _core
 from ._sparse import canonical_csr, issparse, row_sq_norms
-from ._validation import check_n_jobs
+from ._validation import check_n_jobs, check_real
 
 __all__ = ["KernelSpec", "resolve_kernel", "KERNELS", "kernel_block", "predict_basis"]
 
@@ -19,23 +17,16 @@ _KIND = {"linear": 0, "rbf": 1, "gaussian": 1, "poly": 2, "polynomial": 2}
 
 
 class KernelSpec:
-    """A resolved kernel: ``kind`` in {"linear", "rbf", "poly", "precomputed"} plus parameters:
-    ``x . z``, ``exp(-gamma |x - z|^2)``, ``(gamma x . z + coef0) ** degree`` (a non-integer degree
-    defined only where ``gamma x . z + coef0 >= 0``, ValueError otherwise), or X is the kernel matrix
-    itself (fit: (m, m); predict: (p, m) against training rows)."""
+    """A resolved kernel: ``kind`` in {"linear", "rbf", "poly", "precomputed"} plus parameters: ``x . z``,
+    ``exp(-gamma |x - z|^2)``, ``(gamma x . z + coef0) ** degree`` (a non-integer degree defined only where
+    ``gamma x . z + coef0 >= 0``, ValueError otherwise), or X is the kernel matrix itself (fit: (m, m); predict: (p, m)
+    against training rows)."""
 
-    __slots__ = ("kind", "gamma", "degree", "coef0")
+    __slots__ = ("kind", "gamma", "degree", "coef0", "precomputed", "linear")
 
     def __init__(self, kind, gamma, degree, coef0):
         self.kind, self.gamma, self.degree, self.coef0 = kind, gamma, degree, coef0
-
-    @property
-    def precomputed(self):
-        return self.kind == "precomputed"
-
-    @property
-    def linear(self):
-        return self.kind == "linear"
+        self.precomputed, self.linear = kind == "precomputed", kind == "linear"
 
     def _args(self):
         return (_KIND[self.kind], float(self.gamma), float(self.degree), float(self.coef0))
@@ -53,27 +44,19 @@ class KernelSpec:
         return _core.kernel_predict(*self._args(), Z, X, np.asfortranarray(coef, dtype=np.float64), n_threads)
 
 
-def _real(value, name, need, ok=lambda v: True):
-    """``float(value)`` for a finite real number with ``ok(value)``, else a ValueError saying ``need``."""
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real) or not np.isfinite(float(value)) \
-            or not ok(float(value)):
-        raise ValueError(f"{name} must be {need}, got {value!r}")
-    return float(value)
-
-
 def resolve_kernel(kernel, gamma, degree, coef0, n_features):
     """Validate a kernel name and its parameters; returns a :class:`KernelSpec`."""
     if not isinstance(kernel, str) or kernel not in KERNELS:
         raise ValueError(f"Unknown kernel {kernel!r}; choose one of {', '.join(KERNELS)}")
     kind = {"gaussian": "rbf", "polynomial": "poly"}.get(kernel, kernel)
     if kind in ("rbf", "poly"):
-        gamma = _real(1.0 / n_features if gamma is None else gamma, "gamma", "a positive finite number or None",
-                      lambda v: v > 0)
+        gamma = check_real(1.0 / n_features if gamma is None else gamma, "gamma", "a positive finite number or None",
+                           lambda v: v > 0)
     else:
         gamma = 1.0 if gamma is None else gamma
     if kind == "poly":
-        degree = _real(degree, "degree", "a non-negative finite number", lambda v: v >= 0)
-        coef0 = _real(coef0, "coef0", "a finite number")
+        degree = check_real(degree, "degree", "a non-negative finite number", lambda v: v >= 0)
+        coef0 = check_real(coef0, "coef0", "a finite number")
     return KernelSpec(kind, float(gamma), float(degree), float(coef0))
 
 
@@ -95,13 +78,9 @@ def _exact_sq_distances(Z, X, rows, cols, batch=4096):
 
 
 def kernel_block(spec, Z, XR, n_threads=1):
-    """K(Z, XR) as a Fortran-ordered (p, r) float64 array; Z and XR dense or scipy.sparse (sparse
-    operands are never densified whole).  Dense x dense goes to the compiled kernel (centred
-    Gaussian distances, ``kernels.hpp``); with a sparse operand, centring would destroy sparsity,
-    so Gaussian distances come from |z|^2 + |x|^2 - 2 z.x and every entry that could be wrong by
-    more than 1e-11 relative (points far from the origin compared with 1/sqrt(gamma)) is recomputed
-    from the row differences.  Non-finite kernel values raise errors naming the kernel parameters.
-    """
+    """K(Z, XR) as a Fortran-ordered (p, r) float64 array; Z and XR dense (the compiled kernel) or scipy.sparse (never
+    densified whole: Gaussian distances from the expansion, the entries at risk recomputed exactly; robustness.md,
+    "Kernels").  Non-finite kernel values raise errors naming the kernel parameters."""
     if not sp.issparse(Z) and not sp.issparse(XR):
         return spec.cross(np.ascontiguousarray(Z, dtype=np.float64), np.ascontiguousarray(XR, dtype=np.float64),
                           n_threads)
@@ -145,10 +124,9 @@ def kernel_block(spec, Z, XR, n_threads=1):
 
 
 def predict_basis(Z, X_basis, coef, kernel_spec, n_jobs=None, *, basis_indices=None, block_bytes=2**25):
-    """Predictions ``K(Z, X_basis) @ coef``: O(|R|) kernel evaluations per input, in row blocks so
-    at most ``block_bytes`` of kernel values exist at once; sparse Z stays sparse.  With a
-    precomputed kernel, Z is (p, m) against all training rows and ``basis_indices`` selects the
-    basis columns."""
+    """Predictions ``K(Z, X_basis) @ coef``: O(|R|) kernel evaluations per input, in row blocks so at most
+    ``block_bytes`` of kernel values exist at once; sparse Z stays sparse.  With a precomputed kernel, Z is (p, m)
+    against all training rows and ``basis_indices`` selects the basis columns."""
     spec, n_threads = kernel_spec, check_n_jobs(n_jobs)
     coef = np.asarray(coef, dtype=np.float64)
     one_d = coef.ndim == 1

@@ -1,31 +1,27 @@
-"""Memory guard for dense allocations.
-
-Every dense O(m^2) or O(n^2) allocation of fastrank is announced here first, so that a problem
-too large for the machine raises a clear :class:`MemoryError` (pointing to the CG and
-subset-of-regressors solvers) instead of swapping or dying with ``std::bad_alloc``.
-"""
+"""Memory guard for dense allocations: every dense O(m^2) or O(n^2) allocation of fastrank is announced here first, so
+that a problem too large for the machine raises a clear :class:`MemoryError` (pointing to the CG and
+subset-of-regressors solvers) instead of swapping or dying with ``std::bad_alloc``."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 
 import numpy as np
+import scipy.sparse as sp
 
-__all__ = ["available_memory", "dense_memory_limit", "check_dense_memory", "ENV_LIMIT"]
+__all__ = ["available_memory", "dense_memory_limit", "check_dense_memory", "densified", "ENV_LIMIT"]
 
 ENV_LIMIT = "FASTRANK_MAX_DENSE_BYTES"
 
 
 def available_memory():
     """Bytes of memory available now (``MemAvailable`` of /proc/meminfo, else sysconf), or None."""
-    try:
-        with open("/proc/meminfo") as fh:
-            for line in fh:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        pass
+    with contextlib.suppress(OSError), open("/proc/meminfo") as fh:
+        for line in fh:
+            if line.startswith("MemAvailable:"):
+                return int(line.split()[1]) * 1024
     try:
         return int(os.sysconf("SC_AVPHYS_PAGES")) * int(os.sysconf("SC_PAGE_SIZE"))
     except (ValueError, OSError, AttributeError):
@@ -45,16 +41,11 @@ def _parse_bytes(text):
 
 
 def dense_memory_limit():
-    """The largest dense allocation (bytes) the dense solvers may make, or None for no limit.
-
-    ``FASTRANK_MAX_DENSE_BYTES`` (bytes, or with a K/M/G/T suffix; ``0``/``none`` disables the
-    guard) if set, else half of :func:`available_memory`.
-    """
+    """The largest dense allocation (bytes) the dense solvers may make: ``FASTRANK_MAX_DENSE_BYTES`` (bytes, or with a
+    K/M/G/T suffix; ``0``/``none`` disables the guard, None) if set, else half of :func:`available_memory`."""
     env = os.environ.get(ENV_LIMIT)
-    if env is not None and env.strip() != "":
-        if env.strip().lower() in ("0", "none", "off", "inf"):
-            return None
-        return _parse_bytes(env)
+    if env and env.strip():
+        return None if env.strip().lower() in ("0", "none", "off", "inf") else _parse_bytes(env)
     avail = available_memory()
     return None if avail is None else 0.5 * avail
 
@@ -67,19 +58,26 @@ def _fmt_bytes(b):
 
 
 def check_dense_memory(n_rows, n_matrices=1, what="kernel matrix", *, n_cols=None, limit=None):
-    """Raise :class:`MemoryError` before allocating ``n_matrices`` dense float64 ``n_rows x n_cols``
-    matrices (``n_cols`` defaults to ``n_rows``: an m x m kernel or n x n covariance) when they would
-    exceed ``limit`` bytes (default :func:`dense_memory_limit`).  Returns the byte count."""
+    """Raise :class:`MemoryError` before allocating ``n_matrices`` dense float64 ``n_rows x n_cols`` matrices
+    (``n_cols`` defaults to ``n_rows``: an m x m kernel or n x n covariance) when they would exceed ``limit`` bytes
+    (default :func:`dense_memory_limit`).  Returns the byte count."""
     n_cols = n_rows if n_cols is None else n_cols
     need = 8.0 * float(n_rows) * float(n_cols) * float(n_matrices)
     limit = dense_memory_limit() if limit is None else float(limit)
     if limit is not None and need > limit:
         shape = f"{int(n_rows)} x {int(n_cols)}"
         count = f"{int(n_matrices)} x " if n_matrices != 1 else ""
-        raise MemoryError(
-            f"fastrank: this solver would allocate {count}a dense {shape} {what} ({_fmt_bytes(need)}), more than "
-            f"the limit of {_fmt_bytes(limit)} (half of the available memory unless {ENV_LIMIT} is set). "
-            "For large data use RankRLS(solver='cg') (linear kernel, sparse or dense X: O(nnz + m) memory) or "
-            "RankRLS(basis_vectors=<int or indices>) (subset-of-regressors approximation, O(m |R|) memory)."
-        )
+        raise MemoryError(f"fastrank: this solver would allocate {count}a dense {shape} {what} ({_fmt_bytes(need)}), "
+                          f"more than the limit of {_fmt_bytes(limit)} (half of the available memory unless "
+                          f"{ENV_LIMIT} is set). For large data use RankRLS(solver='cg') (linear kernel, sparse or "
+                          "dense X: O(nnz + m) memory) or RankRLS(basis_vectors=<int or indices>) "
+                          "(subset-of-regressors approximation, O(m |R|) memory).")
     return need
+
+
+def densified(X):
+    """A scipy.sparse X as a C-ordered float64 array, behind the memory guard; dense X unchanged."""
+    if not sp.issparse(X):
+        return X
+    check_dense_memory(X.shape[0], 1, "dense copy of the sparse input X", n_cols=X.shape[1])
+    return np.ascontiguousarray(X.toarray(), dtype=np.float64)

@@ -1,11 +1,11 @@
-"""RankBoost (Freund, Iyer, Schapire & Singer, "An efficient boosting algorithm for combining
-preferences", JMLR 4, 2003) with threshold weak rankers h_t(x) = [x_f > theta] on single features.
+"""RankBoost (Freund, Iyer, Schapire & Singer, "An efficient boosting algorithm for combining preferences", JMLR 4,
+2003) with threshold weak rankers h_t(x) = [x_f > theta] on single features.
 
-A crucial pair (x0, x1) says x1 should rank above x0.  Round t picks the h_t with the largest
-|r_t|, r_t = sum D_t(x0, x1) (h_t(x1) - h_t(x0)) (the paper's threshold weak learner), weighs it by
-alpha_t (``alpha_rule``, see :class:`RankBoost`) and re-weighs D_{t+1}(x0, x1) ∝ D_t(x0, x1)
-exp(alpha_t (h_t(x0) - h_t(x1))) (Fig. 1).  The final ranker is F(x) = sum_t alpha_t h_t(x).  For
-graded targets D_t is never formed (class Notes; ``cpp/include/fastrank/rankboost.hpp``).
+A crucial pair (x0, x1) says x1 should rank above x0.  Round t picks the h_t with the largest |r_t|, r_t = sum D_t(x0,
+x1) (h_t(x1) - h_t(x0)) (the paper's threshold weak learner), weighs it by alpha_t (``alpha_rule``) and re-weighs
+D_{t+1}(x0, x1) ∝ D_t(x0, x1) exp(alpha_t (h_t(x0) - h_t(x1))) (Fig. 1); F(x) = sum_t alpha_t h_t(x). For graded targets
+D_t is never formed (O(m n) per round, ``cpp/include/fastrank/rankboost.hpp``); that, the stopping rules, tie-breaking
+between candidates and missing values: docs/design/large-margin-and-boosting.md.
 """
 
 from __future__ import annotations
@@ -14,98 +14,70 @@ import numpy as np
 from sklearn.utils.validation import check_is_fitted
 
 from . import _core
-from ._base import N_JOBS, Ranker, StrOptions, positive_int
-from ._problem import _tie_cells, check_pairs
+from ._base import N_JOBS, Ranker, StrOptions, crucial_pairs, positive_int
+from ._problem import check_pairs
 from ._progress import progress
 from ._registry import register_estimator
 from ._validation import as_float_matrix, check_n_jobs, group_index
 
 __all__ = ["RankBoost", "rankboost_path"]
 
-_WEIGHTINGS = ("pairs", "query")
-_MISSING = ("error", "q_def")
-_ALPHA_RULES = ("freund", "exact")
-
-
-def _crucial_pairs(y, gi):
-    """Crucial pairs per group: the pairs of the group whose targets differ."""
-    cells = _tie_cells(y.reshape(-1, 1), gi)
-    t = cells.sizes.astype(np.float64)
-    tied = np.bincount(gi.codes[cells.order[cells.offsets[:-1]]], weights=t**2, minlength=gi.n_groups)
-    return (gi.sizes.astype(np.float64) ** 2 - tied) / 2.0
-
 
 @register_estimator
 class RankBoost(Ranker):
     """RankBoost with threshold weak rankers (Freund, Iyer, Schapire & Singer, JMLR 2003).
 
+    Crucial pairs: ``fit(X, y)`` all pairs with y_i > y_j; ``fit(X, y, groups)`` only inside groups;
+    ``fit_preferences(X, pairs)`` the given multigraph, D_1 uniform over its edges.  Stopping rules, tie-breaking and
+    missing values: docs/design/large-margin-and-boosting.md.
+
     Parameters
     ----------
     n_estimators : int, default=100
-        Boosting rounds T (>= 1).  Fewer are kept if no weak ranker has an edge left (|r| <=
-        1e-12) or one orders every weighted pair correctly (|r| = 1; it is added with alpha from
-        r clipped to 1 - 1e-10, about 11.9, and boosting stops).
+        Boosting rounds T (>= 1); fewer are kept if no weak ranker has an edge left or one orders every pair correctly.
     n_thresholds : int or None, default=None
-        None: every distinct value of a feature gives a candidate threshold (the paper's weak
-        learner).  An int k keeps at most k thresholds per feature, spread over its quantiles
-        (with c rows above a threshold and bin = floor(c k / m), the last threshold of each bin).
-        Cost per round is O(m n) either way; k only changes the model.
+        None: every distinct value of a feature is a candidate threshold (the paper's weak learner); an int k keeps at
+        most k per feature over its quantiles (the last threshold of each bin floor(c k / m), c the rows above it). O(m
+        n) per round either way; k only changes the model.
     group_weighting : {"pairs", "query"}, default="pairs"
-        Initial distribution D_1 with ``groups``: "pairs" is uniform over all crucial pairs (large
-        queries weigh more, as in the paper); "query" gives every group with a crucial pair the
-        same total mass, uniform inside it.  Without groups both are uniform over all pairs.
+        D_1 with ``groups``: uniform over all crucial pairs (the paper's; large queries weigh more), or the same total
+        mass for every group with a crucial pair, uniform inside it.  Without groups both are uniform over all pairs.
     missing : {"error", "q_def"}, default="error"
-        NaN in X: an error, or a missing value handled as in the paper's weak ranker with a
-        default: h(x) = q_def in {0, 1} when x_f is missing, q_def chosen together with the
-        threshold to maximise |r| (a feature with missing values also offers the weak ranker
-        "has x_f" vs q_def, stored as threshold -inf).  Infinite values are always an error.
+        NaN in X: an error, or a missing value, h(x) = q_def in {0, 1} chosen with the threshold (the paper's weak
+        ranker with a default).  Infinite values are always an error.
     alpha_rule : {"freund", "exact"}, default="freund"
-        Weight of the chosen weak ranker h_t (chosen by |r_t| under both rules), from the D_t-masses
-        eps+ / eps- / eps0 of the crucial pairs it orders correctly / wrongly / ties.  "freund":
-        alpha_t = 1/2 ln((1 + r_t) / (1 - r_t)), the paper's minimiser of the bound
-        Z_t <= sqrt(1 - r_t^2) (no smoothing needed).  "exact": alpha_t = 1/2 ln(eps+ / eps-), the
-        minimiser of Z_t(alpha) = eps0 + eps+ e^-alpha + eps- e^alpha for weak rankers that abstain
-        on ties (slides 003, "Weights of the weak rankers"); with no wrong (or right) pair eps+ and
-        eps- are floored at 1 / (2 N), N crucial pairs (Schapire & Singer's smoothing), and Freund's
-        alpha_t is used if it is farther from 0 (Z_t <= sqrt(1 - r_t^2) still holds).  The rules
-        differ only when pairs are tied (eps0 > 0), as threshold rankers make them.
+        Weight of the chosen weak ranker h_t (chosen by |r_t| under both rules), from the D_t-masses eps+ / eps- / eps0
+        of the crucial pairs it orders correctly / wrongly / ties.  "freund": alpha_t = 1/2 ln((1 + r_t) / (1 - r_t)),
+        the paper's minimiser of the bound Z_t <= sqrt(1 - r_t^2) (no smoothing needed).  "exact": alpha_t = 1/2
+        ln(eps+ / eps-), the minimiser of Z_t(alpha) = eps0 + eps+ e^-alpha + eps- e^alpha for weak rankers that abstain
+        on ties (slides 003, "Weights of the weak rankers"); with no wrong (or right) pair eps+ and eps- are floored at
+        1 / (2 N), N crucial pairs (Schapire & Singer's smoothing), and Freund's alpha_t is used if it is farther from 0
+        (Z_t <= sqrt(1 - r_t^2) still holds).  The rules differ only when pairs are tied (eps0 > 0), as threshold
+        rankers make them.
     %(n_jobs)s %(verbose)s
         Reports progress per boosting round.
 
     Attributes
     ----------
     features_, thresholds_ : ndarray (n_estimators_,) of int64 and float64
-        The weak ranker of each round: h_t(x) = 1 if x[features_[t]] > thresholds_[t] else 0, the
-        threshold the midpoint between two adjacent training values (exact on the training rows).
+        The weak ranker of each round: h_t(x) = 1 if x[features_[t]] > thresholds_[t] else 0 (threshold -inf: "has
+        x_f"), the threshold the midpoint between two adjacent training values (exact on the training rows).
     alphas_ : ndarray of float64, shape (n_estimators_,)
-        Weights alpha_t under ``alpha_rule``; negative when r_t < 0 (the weak ranker is used
-        reversed, which the paper's {0, 1} weak learner allows).
+        Weights alpha_t under ``alpha_rule``; negative when r_t < 0 (the weak ranker is used reversed, which the paper's
+        {0, 1} weak learner allows).
     qdefs_, correlations_ : ndarray (n_estimators_,) of int64 and float64
         h_t on rows missing the feature (0 unless ``missing="q_def"`` chose 1), and r_t.
-    pair_masses_ : ndarray, shape (n_estimators_, 3)
-        (eps+_t, eps-_t, eps0_t): the D_t-mass of the crucial pairs h_t orders correctly, wrongly
-        and ties (ties as abstentions); eps+ - eps- = r_t.
-    normalizers_ : ndarray, shape (n_estimators_,)
-        Z_t = eps0 + eps+ e^-alpha_t + eps- e^alpha_t at the alpha_t used.  The D_1-weighted
-        fraction of crucial pairs with F(x1) <= F(x0) (misordered or tied: the slides' R-hat) is
-        at most sum D_1 e^{F(x0) - F(x1)} = prod_t Z_t.
+    pair_masses_, normalizers_ : ndarray (n_estimators_, 3) and (n_estimators_,)
+        (eps+_t, eps-_t, eps0_t), the D_t-mass of the crucial pairs h_t orders correctly, wrongly and ties (ties as
+        abstentions; eps+ - eps- = r_t), and Z_t = eps0 + eps+ e^-alpha_t + eps- e^alpha_t at the alpha_t used.  The
+        D_1-weighted fraction of crucial pairs with F(x1) <= F(x0) (misordered or tied: the slides' R-hat) is at most
+        sum D_1 e^{F(x0) - F(x1)} = prod_t Z_t.
     training_error_bound_ : float
-        exp(-2 sum_t gamma_t^2), gamma_t = |r_t| / 2 (003, "RankBoost error"): an upper bound on
-        R-hat through R-hat <= prod Z_t <= prod sqrt(1 - r_t^2) <= exp(-2 sum gamma_t^2) (either
-        rule: the exact alpha_t only lowers Z_t).  1.0 before any round.
+        exp(-2 sum_t gamma_t^2), gamma_t = |r_t| / 2 (003, "RankBoost error"): an upper bound on R-hat through
+        R-hat <= prod Z_t <= prod sqrt(1 - r_t^2) <= exp(-2 sum gamma_t^2) (either rule: the exact alpha_t only lowers
+        Z_t).  1.0 before any round.
     n_estimators_, n_features_in_ : int
-        Rounds actually performed; features seen in ``fit``.
-
-    Notes
-    -----
-    Crucial pairs: ``fit(X, y)`` all pairs with y_i > y_j; ``fit(X, y, groups)`` only inside
-    groups; ``fit_preferences(X, pairs)`` the given multigraph, D_1 uniform over its edges.
-    For graded targets D_t is kept implicitly, D_t(x0, x1) = c_g e^{F(x0)} e^{-F(x1)} / Z_t (the
-    paper's efficient implementation for bipartite feedback, extended to any number of levels), so a
-    round needs only the per-level sums of e^{F} and e^{-F} (O(m)) and one prefix-sum scan per
-    feature over rows sorted once by that feature (O(m n)); never O(#pairs).  The sums are kept
-    in log domain, so large margins do not overflow.  Ties between candidates (|r| equal to
-    relative 1e-9) go to the lowest feature index, then the largest threshold, whatever n_jobs.
+        Rounds performed; features seen in ``fit``.
     """
 
     def __init__(self, n_estimators=100, *, n_thresholds=None, group_weighting="pairs", missing="error",
@@ -113,11 +85,10 @@ class RankBoost(Ranker):
         self._store_params(locals())
 
     _parameter_constraints = {"n_estimators": [positive_int()], "n_thresholds": [None, positive_int()],
-                              "group_weighting": [StrOptions(set(_WEIGHTINGS))],
-                              "missing": [StrOptions(set(_MISSING))],
-                              "alpha_rule": [StrOptions(set(_ALPHA_RULES))], "n_jobs": N_JOBS}
+                              "group_weighting": [StrOptions({"pairs", "query"})],
+                              "missing": [StrOptions({"error", "q_def"})],
+                              "alpha_rule": [StrOptions({"freund", "exact"})], "n_jobs": N_JOBS}
 
-    # -- fitting ---------------------------------------------------------------------------------
     def _check_params(self):
         self._validate_params()
         k = 0 if self.n_thresholds is None else int(self.n_thresholds)
@@ -131,39 +102,33 @@ class RankBoost(Ranker):
         return X
 
     def fit(self, X, y, groups=None):
-        """Fit on graded relevance ``y``: every pair with y_i > y_j is crucial (only pairs inside
-        a group when ``groups`` is given; one id per row, any order or type)."""
+        """Fit on graded relevance ``y``: every pair with y_i > y_j is crucial (only pairs inside a group when
+        ``groups`` is given; one id per row, any order or type)."""
         params = self._check_params()
         X = self._check_X(X, min_rows=2)
         m = X.shape[0]
         y = self._check_target_vector(y, m)
         gi = group_index(groups, m)
-        n_pairs = _crucial_pairs(y, gi)
+        n_pairs = crucial_pairs(y, gi)
         if not np.any(n_pairs > 0):
             where = "inside any group" if groups is not None else "among the rows"
-            raise ValueError(
-                f"No relevant pairs: all targets are tied {where}, so there are no preferences "
-                "to learn from (RankBoost with groups uses only pairs of rows sharing a group id)."
-            )
-        if self.group_weighting == "query":
-            weight = np.where(n_pairs > 0, 1.0 / np.maximum(n_pairs, 1.0), 1.0)
-        else:
-            weight = np.ones(n_pairs.size)
+            raise ValueError(f"No relevant pairs: all targets are tied {where}, so there are no preferences to learn "
+                             "from (RankBoost with groups uses only pairs of rows sharing a group id).")
+        query = self.group_weighting == "query"
+        weight = np.where(n_pairs > 0, 1.0 / np.maximum(n_pairs, 1.0), 1.0) if query else np.ones(n_pairs.size)
         return self._boost(params, _core.rankboost_fit_graded, X, (y, gi.order, gi.offsets, weight), n_pairs.sum())
 
     def fit_preferences(self, X, pairs):
-        """Fit on an explicit preference multigraph: row ``pairs[e, 0]`` is preferred over row
-        ``pairs[e, 1]``; D_1 is uniform over the edges (a repeated edge weighs more).  The edge
-        distribution is kept explicitly: O(#edges + m n) per round."""
+        """Fit on an explicit preference multigraph: row ``pairs[e, 0]`` is preferred over row ``pairs[e, 1]``; D_1 is
+        uniform over the edges (a repeated edge weighs more), kept explicitly: O(#edges + m n) per round."""
         params = self._check_params()
         X = self._check_X(X, min_rows=2)
         head, tail = check_pairs(pairs, X.shape[0])
         return self._boost(params, _core.rankboost_fit_graph, X, (head, tail), head.size)
 
     def _boost(self, params, core_fit, X, data, n_pairs):
-        """Run the C++ boosting loop on ``data`` (``n_pairs`` crucial pairs N; eps+ and eps- floored at
-        1 / (2 N)) and store its result.  The per-round hook is None when silent (no GIL round trip
-        per round)."""
+        """Run the C++ boosting loop on ``data`` (``n_pairs`` crucial pairs N; eps+ and eps- floored at 1 / (2 N)) and
+        store its result.  The per-round hook is None when silent (no GIL round trip per round)."""
         done = [0]
 
         def on_round(t):
@@ -182,7 +147,6 @@ class RankBoost(Ranker):
         self.n_features_in_ = X.shape[1]
         return self
 
-    # -- prediction ------------------------------------------------------------------------------
     def _weak_outputs(self, X):
         """(p, n_estimators_) matrix of h_t(x) in {0, 1}."""
         check_is_fitted(self, "alphas_")
@@ -198,22 +162,22 @@ class RankBoost(Ranker):
         return H
 
     def _cumulative_scores(self, X):
-        """(p, n_estimators_): column t holds sum_{s <= t} alpha_s h_s(x), added in round order, so
-        the scores after t rounds are bit-identical to those of a model fitted with t rounds
-        (tied scores, frequent with {0, 1} weak rankers, stay tied the same way)."""
+        """(p, n_estimators_): column t holds sum_{s <= t} alpha_s h_s(x), added in round order, so the scores after t
+        rounds are bit-identical to those of a model fitted with t rounds (tied scores, frequent with {0, 1} weak
+        rankers, stay tied the same way)."""
         H = self._weak_outputs(X)
         H *= self.alphas_
         return np.cumsum(H, axis=1, out=H)
 
     def predict(self, X):
-        """Ranking scores F(x) = sum_t alpha_t h_t(x), h_t(x) = [x_{f_t} > theta_t] (q_def_t when
-        x_{f_t} is missing); higher ranks higher."""
+        """Ranking scores F(x) = sum_t alpha_t h_t(x), h_t(x) = [x_{f_t} > theta_t] (q_def_t when x_{f_t} is missing);
+        higher ranks higher."""
         S = self._cumulative_scores(X)
         return S[:, -1].copy() if self.n_estimators_ else np.zeros(S.shape[0])
 
     def staged_predict(self, X):
-        """Scores after each round t = 1..n_estimators_ (a generator), for choosing T; the scores
-        after t rounds equal ``predict`` of the model fitted with ``n_estimators=t`` exactly."""
+        """Scores after each round t = 1..n_estimators_ (a generator), for choosing T; the scores after t rounds equal
+        ``predict`` of the model fitted with ``n_estimators=t`` exactly."""
         S = self._cumulative_scores(X)
         for t in range(self.n_estimators_):
             yield S[:, t].copy()
@@ -225,11 +189,10 @@ class RankBoost(Ranker):
 
 
 class RankBoostPath:
-    """What :func:`rankboost_path` found: ``n_estimators`` (the grid, increasing), ``scores``
-    (n_folds, n_grid) held-out scores, ``mean_scores`` (n_grid,), ``measure`` (the
-    :class:`fastrank.metrics.Measure` used), ``best_n_estimators`` (the smallest value with the
-    best mean score) and ``estimator`` (a :class:`RankBoost` refitted on all rows at that value,
-    or None with ``refit=False``)."""
+    """What :func:`rankboost_path` found: ``n_estimators`` (the grid, increasing), ``scores`` (n_folds, n_grid) held-out
+    scores, ``mean_scores`` (n_grid,), ``measure`` (the :class:`fastrank.metrics.Measure` used), ``best_n_estimators``
+    (the smallest value with the best mean score) and ``estimator`` (a :class:`RankBoost` refitted on all rows at that
+    value, or None with ``refit=False``)."""
 
     def __init__(self, n_estimators, scores, measure, estimator):
         self.n_estimators, self.scores, self.measure, self.estimator = n_estimators, scores, measure, estimator
@@ -264,34 +227,20 @@ def _folds(cv, X, y, groups):
 
 
 def rankboost_path(X, y, n_estimators, groups=None, *, cv=5, scoring=None, refit=True, verbose=0, **params):
-    """Choose RankBoost's number of rounds by cross-validation from one fit per fold.
+    """Choose RankBoost's number of rounds by cross-validation from one fit per fold; returns a :class:`RankBoostPath`.
 
-    RankBoost is greedy: the model fitted with ``n_estimators=t`` is the first t rounds of the
-    model fitted with any larger value (the same weak rankers and weights; fewer if boosting
-    stopped early, and then the same model).  So each fold fits once at the largest value and
-    scores :meth:`RankBoost.staged_predict` on its held-out rows: the scores equal those of a
-    refit at every value of the grid, for the cost of one fit per fold (plus O(p T) to predict).
+    RankBoost is greedy: the model fitted with ``n_estimators=t`` is the first t rounds of the model fitted with any
+    larger value (the same weak rankers and weights; fewer if boosting stopped early, and then the same model).  So each
+    fold fits once at the largest value and scores :meth:`RankBoost.staged_predict` on its held-out rows: the scores
+    equal those of a refit at every value of the grid, for the cost of one fit per fold (plus O(p T) to predict).
 
-    Parameters
-    ----------
-    X, y, groups : the training data, as for :meth:`RankBoost.fit` (``groups``: query ids; the
-        folds then keep each query whole).
-    n_estimators : int or sequence of int
-        The grid: an int T means 1, 2, ..., T.
-    cv : int, splitter or iterable of (train, test) index arrays, default=5
-        An int k: ``GroupKFold(k)`` with groups, ``KFold(k)`` (no shuffling) without.
-    scoring : str or None
-        A measure name of :func:`fastrank.metrics.get_measure` (e.g. "ndcg@10",
-        "disagreement"), computed per held-out fold (inside its groups).  None: "ndcg@10" with
-        groups, "disagreement" without.
-    refit : bool, default=True
-        Fit ``RankBoost(n_estimators=best, **params)`` on all rows.
-    verbose : progress per fold (see ``fastrank._progress``).
-    **params : the other :class:`RankBoost` parameters.
-
-    Returns
-    -------
-    RankBoostPath
+    ``X, y, groups``: the training data, as for :meth:`RankBoost.fit` (with query ids the folds keep each query whole);
+    ``n_estimators``: the grid, an int T meaning 1, 2, ..., T; ``cv``: an int k (``GroupKFold(k)`` with groups,
+    ``KFold(k)`` without, no shuffling; default 5), a splitter or an iterable of (train, test) index arrays;
+    ``scoring``: a measure name of :func:`fastrank.metrics.get_measure` (e.g. "ndcg@10", "disagreement") computed per
+    held-out fold (inside its groups), None meaning "ndcg@10" with groups and "disagreement" without; ``refit`` (default
+    True): fit ``RankBoost(n_estimators=best, **params)`` on all rows; ``verbose``: progress per fold (see
+    ``fastrank._progress``); ``**params``: the other :class:`RankBoost` parameters.
     """
     from .metrics import get_measure
 

@@ -4,15 +4,13 @@ RankRLS (Pahikkala et al. 2009) minimises, over f in the kernel's RKHS,
 
     sum over relevant pairs {i, j} of  w_ij^2 (z_ij - (f(x_i) - f(x_j)))^2  +  alpha ||f||_K^2
 
-* scoring setting (``fit(X, y, groups=None)``): z_ij = y_i - y_j (the magnitude cost, eq. 21) over
-  all pairs (object ranking) or the pairs inside each group (query/label ranking), weighted by
-  ``group_weighting`` (1 for "unweighted": the Laplacian D - P P^T of eq. 25); groups of one row
-  have no pairs and do not influence the model.
-* preference graph (``fit_preferences``): an explicit multigraph of preferences "row a is
-  preferred over row b", with the costs (20) binary, (21) magnitude or (22) magnitude-normalized.
+* scoring setting (``fit(X, y, groups=None)``): z_ij = y_i - y_j (the magnitude cost, eq. 21) over all pairs (object
+  ranking) or the pairs inside each group (query/label ranking), weighted by ``group_weighting`` (1 for "unweighted":
+  the Laplacian D - P P^T of eq. 25); groups of one row have no pairs and do not influence the model.
+* preference graph (:meth:`RankRLS.fit_preferences`): a multigraph of preferences, with the costs (20), (21) or (22).
 
-``alpha`` is exactly the paper's lambda (not rescaled).  The estimators build a
-:class:`~fastrank._problem.RankingProblem` that :mod:`fastrank._solvers` solves.
+The estimators build a :class:`~fastrank._problem.RankingProblem` that :mod:`fastrank._solvers` solves
+(docs/design/solvers.md).
 """
 
 from __future__ import annotations
@@ -48,8 +46,7 @@ class _RankRLSBase(KernelMixin, Ranker):
         """Pick the solver for this problem and run it for every alpha; returns a ``Fit``."""
         n_threads = check_n_jobs(self.n_jobs)
         spec = self._kernel_spec(problem.n_features)
-        verbose = getattr(self, "verbose", 0)
-        name = type(self).__name__
+        verbose, name = getattr(self, "verbose", 0), type(self).__name__
         with compute_region(n_threads):  # fastrank's threads and BLAS's share the cores
             mode = choose_solver(self.solver, spec, problem, basis_vectors=getattr(self, "basis_vectors", None))
             if mode == "densify":
@@ -76,14 +73,10 @@ class _RankRLSBase(KernelMixin, Ranker):
     def _apply_fit(self, fit, k, one_d, n_features, n_samples):
         """Copy the solution for ``alphas[k]`` of a solver's ``Fit`` onto this estimator."""
         squeeze = (lambda a: a[:, 0]) if one_d else (lambda a: a)
-        self.fit_mode_ = fit.mode
-        self.n_features_in_ = n_features
-        self.n_samples_fit_ = n_samples
-        self._single_output = one_d
+        self.fit_mode_, self.X_fit_, self.basis_indices_ = fit.mode, fit.X_fit, fit.basis_indices
+        self.n_features_in_, self.n_samples_fit_, self._single_output = n_features, n_samples, one_d
         self.coef_ = None if fit.coef is None else squeeze(np.ascontiguousarray(fit.coef[k]))
         self.dual_coef_ = None if fit.dual_coef is None else squeeze(np.ascontiguousarray(fit.dual_coef[k]))
-        self.X_fit_ = fit.X_fit
-        self.basis_indices_ = fit.basis_indices
         if fit.mode == "cg":
             self.n_iter_ = int(fit.n_iter[k, 0]) if one_d else fit.n_iter[k]
             self.converged_ = bool(fit.converged[k, 0]) if one_d else fit.converged[k]
@@ -102,16 +95,12 @@ class _RankRLSBase(KernelMixin, Ranker):
                                problem.m)
 
     def _apply_engine_fit(self, engine, alpha):
-        """This estimator fitted on all of an exact-CV engine's data at ``alpha``, from the engine's
-        factors (no refit)."""
+        """This estimator fitted on all of an exact-CV engine's data at ``alpha``, from its factors (no refit)."""
         return self._apply_fit(engine.solve(alpha), 0, engine.one_d, engine.problem.n_features, engine.m)
 
     def predict(self, X):
-        """Scores for ranking: a higher score means ranked higher.  Shape (p,) or (p, v).
-
-        Only differences of scores are meaningful (the objective is invariant to adding a
-        constant), so the scores are not on the scale of ``y``.
-        """
+        """Scores for ranking, (p,) or (p, v): higher ranks higher; only differences of scores are meaningful (the
+        objective is invariant to adding a constant), so the scores are not on the scale of ``y``."""
         check_is_fitted(self, "fit_mode_")
         X = self._check_predict_X(X, n_train=self.n_samples_fit_)
         if self._precomputed():
@@ -133,54 +122,44 @@ class RankRLS(_RankRLSBase):
         Regularization (the paper's lambda, not rescaled), > 0.
     %(kernel)s %(gamma)s %(degree)s %(coef0)s
     solver : {"auto", "dual", "primal", "cg"}, default="auto"
-        "dual": the m x m kernel system (O(m^3), eq. 17, any kernel); "primal": the n x n feature
-        system (O(n^3 + n^2 m), eq. 28, linear kernel); "cg": conjugate gradient on the linear
-        primal without forming pairs (O(nnz + m) per iteration, dense or sparse X; Sect. 4.3).
-        "auto": CG for sparse X with the linear kernel, else the primal for a linear kernel with
-        n_features < n_samples, else the dual.  A dense solver that would allocate more than half
-        the available memory raises MemoryError (limit: environment FASTRANK_MAX_DENSE_BYTES).
+        "dual": the m x m kernel system (O(m^3), eq. 17, any kernel); "primal": the n x n feature system (O(n^3 + n^2
+        m), eq. 28, linear kernel); "cg": conjugate gradient on the linear primal without forming pairs (O(nnz + m) per
+        iteration, dense or sparse X; Sect. 4.3).  "auto": CG for sparse X with the linear kernel, else the primal for a
+        linear kernel with n_features < n_samples, else the dual.  A dense solver that would allocate more than half the
+        available memory raises MemoryError (limit: FASTRANK_MAX_DENSE_BYTES).
     %(group_weighting)s %(n_jobs)s
-    tol : float, default=1e-6
-        solver="cg": stop when the residual norm falls below tol times the right-hand side's.
-    max_iter : int or None, default=None
-        solver="cg": iteration cap per output; None means min(10 n_features, 5000).  Stopping
-        at the cap emits :class:`sklearn.exceptions.ConvergenceWarning`.
+    tol, max_iter : float, default=1e-6, and int or None, default=None
+        solver="cg": stop when the residual norm falls below tol times the right-hand side's, or after max_iter
+        iterations per output (None: min(10 n_features, 5000)) with :class:`sklearn.exceptions.ConvergenceWarning`.
     warm_start : bool, default=False
         solver="cg": start from the previous fit's ``coef_``.
     preconditioner : {None, "jacobi"}, default=None
         solver="cg": Jacobi (diagonal of X^T L X + alpha I) preconditioning.
     basis_vectors : int, array of row indices, or None, default=None
-        Sparse subset-of-regressors RankRLS (eq. 40-42): an int draws that many basis rows at
-        random (``random_state``); an array gives them.  O(m |R|^2), any kernel.
-    random_state : int, RandomState or None
-        Seed for the random choice of basis vectors.
-    %(exclude_ties)s %(verbose)s
+        Sparse subset-of-regressors RankRLS (eq. 40-42): an int draws that many basis rows at random (``random_state``);
+        an array gives them.  O(m |R|^2), any kernel.
+    %(random_state)s %(exclude_ties)s %(verbose)s
         Reports the CG iterations or the dense solve's duration.
 
     Attributes
     ----------
     fit_mode_ : {"dual", "primal", "cg", "sparse"}
-    dual_coef_, X_fit_ : ndarray (m,) or (m, v) and (m, n), or None
-        Dual coefficients A (eq. 17) in the original row order and the training rows kept for
-        kernel predictions (dual solver; no rows for a precomputed kernel).
-    coef_ : ndarray (n,) or (n, v), or None
-        Weight vector W (eq. 27/28) whenever the kernel is linear.
+    dual_coef_, X_fit_, coef_ : ndarray (m,) or (m, v), (m, n) and (n,) or (n, v), or None
+        Dual coefficients A (eq. 17) in the original row order and the training rows kept for kernel predictions (dual
+        solver; no rows for a precomputed kernel); the weight vector W (eq. 27/28) whenever the kernel is linear.
     n_features_in_ : int
-    n_iter_, converged_ : int and bool (arrays (v,) for several outputs)
-        CG iterations and convergence per output; a direct solve reports 1 iteration, converged.
-    residual_history_ : ndarray
-        solver="cg" only: relative residual norms per iteration.
+    n_iter_, converged_, residual_history_ : int, bool (arrays (v,) for several outputs) and ndarray
+        CG iterations and convergence per output (a direct solve reports 1 iteration, converged) and, solver="cg" only,
+        the relative residual norms per iteration.
     basis_indices_ : ndarray
         basis_vectors only: the basis rows; ``X_fit_`` holds just those rows, ``dual_coef_`` theirs.
 
     Notes
     -----
-    The dual is solved as ``(S K S + alpha I) u = S y``, ``A = S u``, ``S = L^{1/2}`` (block
-    centering), by SciPy's LAPACK (Cholesky for one alpha, an eigendecomposition for a path) in one
-    m x m float64 matrix overwritten in place, plus O(m v) (a path: about 2 more m x m).  A Cholesky
-    failure (alpha tiny relative to the kernel's scale, or an indefinite precomputed kernel) raises
-    :class:`fastrank.LinAlgError`; a reciprocal condition number below 1e-12 emits
-    :class:`fastrank.IllConditionedWarning`.
+    The dual is solved as ``(S K S + alpha I) u = S y``, ``A = S u``, ``S = L^{1/2}`` (docs/design/solvers.md) in one
+    m x m float64 matrix overwritten in place, plus O(m v) (a path: about 2 more m x m).  Breakdown raises
+    :class:`fastrank.LinAlgError`, ill-conditioning emits :class:`fastrank.IllConditionedWarning`
+    (docs/design/robustness.md).
     """
 
     def __init__(self, alpha=1.0, *, kernel="linear", gamma=None, degree=3, coef0=1.0, solver="auto",
@@ -219,32 +198,22 @@ class RankRLS(_RankRLSBase):
 
     @one_conditioning_warning
     def fit(self, X, y, groups=None):
-        """Fit from scores ``y`` (m,) or (m, v): all pairs relevant, or only pairs inside a group.
-
-        ``groups`` holds one id per row (any order, need not be contiguous or sorted).
-        """
+        """Fit from scores ``y`` (m,) or (m, v): all pairs relevant, or only pairs inside a group (``groups``: one id
+        per row, any order, need not be contiguous or sorted)."""
         self._validate_params()
         alpha = check_alpha(self.alpha)
         problem = self._scores_problem(X, y, groups, self.group_weighting, self._exclude_ties())
         return self._fit_problem(problem, alpha, self._warm_start_coef(problem.n_features, problem.n_outputs))
 
     def fit_preferences(self, X, pairs, magnitudes=None, cost=None, weights=None):
-        """Fit from an explicit preference graph (a multigraph; repeated pairs add up).
+        """Fit from an explicit preference multigraph (repeated pairs add up) on X (m, n), or the (m, m) kernel for
+        kernel="precomputed": row ``pairs[e, 0]`` is preferred over row ``pairs[e, 1]`` (``pairs`` an int array (l, 2)).
 
-        Parameters
-        ----------
-        X : (m, n) inputs (or (m, m) kernel for kernel="precomputed").
-        pairs : int array (l, 2)
-            Row ``pairs[e, 0]`` is preferred over row ``pairs[e, 1]``.
-        magnitudes : array (l,) or None
-            Preference magnitudes g_e (>= 0; > 0 for cost="normalized").
-        cost : {"binary", "magnitude", "normalized"} or None
-            (20) binary: every preference targets a score difference of 1 with weight 1;
-            (21) magnitude: target g_e, weight 1; (22) normalized: target g_e, weight 1/g_e.
-            Default: "binary" without magnitudes, "magnitude" with them.
-        weights : array (l,) of positive numbers or None
-            Importance of each preference: its squared error is multiplied by ``weights[e]``
-            (an integer weight k is the same as repeating the pair k times).
+        ``cost`` (default "binary" without ``magnitudes``, "magnitude" with them; magnitudes g_e (l,) >= 0, > 0 for
+        "normalized"): (20) "binary": every preference targets a score difference of 1 with weight 1; (21) "magnitude":
+        target g_e, weight 1; (22) "normalized": target g_e, weight 1/g_e.  ``weights`` (l,) > 0 or None: the squared
+        error of preference e is multiplied by ``weights[e]`` (an integer weight k is the same as repeating the pair k
+        times).
         """
         self._validate_params()
         alpha = check_alpha(self.alpha)
@@ -257,18 +226,14 @@ class RankRLS(_RankRLSBase):
 class MPRank(_RankRLSBase):
     """Magnitude-preserving ranking, MPRank (Cortes, Mohri, Rastogi; 000 eq. 8 with n = 2).
 
-    Minimises ``||h||_K^2 + C / m^2 * sum_{i,j} ((h(x_j) - h(x_i)) - (y_j - y_i))^2`` over all
-    ordered pairs: the same problem as :class:`RankRLS` on all pairs with
-    ``alpha = m^2 / (2 C)`` (each unordered pair appears twice in the double sum), solved by the
-    batch closed form through the same LAPACK-backed solvers.  With ``groups`` the double sum runs
-    over the pairs inside each group, with the same C / m^2 (m = all rows).  Cross-validation in
-    :mod:`fastrank.model_selection` retrains at the same C: alpha = m_train^2 / (2 C).
+    Minimises ``||h||_K^2 + C / m^2 * sum_{i,j} ((h(x_j) - h(x_i)) - (y_j - y_i))^2`` over all ordered pairs (inside
+    each group with ``groups``, the same C / m^2, m = all rows): :class:`RankRLS`'s problem with ``alpha = m^2 / (2 C)``
+    (each unordered pair appears twice in the double sum).  Cross-validation in :mod:`fastrank.model_selection` retrains
+    at the same C: alpha = m_train^2 / (2 C).
 
     Parameters
     ----------
-    C : float, default=1.0
-        Trade-off, > 0.
-    %(kernel)s %(gamma)s %(degree)s %(coef0)s
+    %(C)s %(kernel)s %(gamma)s %(degree)s %(coef0)s
     solver : {"auto", "dual", "primal"}, default="auto"
         As for :class:`RankRLS`.
     %(n_jobs)s %(verbose)s
@@ -284,8 +249,8 @@ class MPRank(_RankRLSBase):
                       solver=self.solver, n_jobs=self.n_jobs)
 
     def fit(self, X, y, groups=None):
-        """Fit from real-valued scores y (m,) or (m, v) on all pairs, or (with ``groups``, one id
-        per row) on the pairs inside each group, with alpha = m^2 / (2 C) for the m rows given."""
+        """Fit from real-valued scores y (m,) or (m, v) on all pairs, or (with ``groups``, one id per row) on the pairs
+        inside each group, with alpha = m^2 / (2 C) for the m rows given."""
         self._validate_params()
         problem = self._scores_problem(X, y, groups)
         alpha = problem.m * problem.m / (2.0 * check_alpha(self.C, "C"))  # same minimiser as RankRLS
@@ -296,25 +261,17 @@ class MPRank(_RankRLSBase):
 
 
 class RankRLSPath:
-    """RankRLS solutions for many regularization values (eq. 31), as returned by
-    :func:`rankrls_path`.
-
-    Attributes
-    ----------
-    alphas : ndarray (n_alphas,)
-    fit_mode : "dual", "primal", "cg" or "sparse"
-    dual_coef_ : ndarray (n_alphas, m or |R|, v) or None
-    coef_ : ndarray (n_alphas, n, v) or None (linear models)
-    basis_indices_, X_fit_ : the basis rows (``basis_vectors``) and rows kept for predictions
-    n_iter_, converged_ : ndarray (n_alphas, v) (CG only)
-    """
+    """RankRLS solutions for many regularization values (eq. 31), as returned by :func:`rankrls_path`: ``alphas``
+    (n_alphas,), ``fit_mode`` ("dual", "primal", "cg" or "sparse"), ``dual_coef_`` (n_alphas, m or |R|, v) or None,
+    ``coef_`` (n_alphas, n, v) or None (linear models), ``basis_indices_`` and ``X_fit_`` (the basis rows of
+    ``basis_vectors`` and the rows kept for predictions), ``n_iter_`` and ``converged_`` (n_alphas, v) (CG only)."""
 
     def __init__(self, estimator, alphas, fit, one_d, n_features, n_samples):
         self.estimator, self.alphas = estimator, alphas
         self.fit_mode, self.coef_, self.dual_coef_ = fit.mode, fit.coef, fit.dual_coef
         self.basis_indices_, self.X_fit_ = fit.basis_indices, fit.X_fit
         self.n_iter_, self.converged_ = fit.n_iter, fit.converged
-        self._fit_args = (fit, one_d, n_features, n_samples)
+        self._fit, self._fit_args = fit, (one_d, n_features, n_samples)
 
     def __len__(self):
         return self.alphas.size
@@ -322,8 +279,7 @@ class RankRLSPath:
     def fitted_estimator(self, k):
         """A fitted :class:`RankRLS` for ``alphas[k]`` (shares arrays, no refit)."""
         est = type(self.estimator)(**{**self.estimator.get_params(deep=False), "alpha": float(self.alphas[k])})
-        fit, one_d, n_features, n_samples = self._fit_args
-        return est._apply_fit(fit, k, one_d, n_features, n_samples)
+        return est._apply_fit(self._fit, k, *self._fit_args)
 
     def predict(self, X):
         """Scores for every alpha: (n_alphas, p) or (n_alphas, p, v)."""
@@ -331,16 +287,13 @@ class RankRLSPath:
 
 
 def rankrls_path(X, y, alphas, *, groups=None, estimator=None):
-    """Fit RankRLS for every value in ``alphas`` from one decomposition (paper Sect. 3.2, eq. 31).
+    """Fit RankRLS for every value in ``alphas`` from one decomposition (paper Sect. 3.2, eq. 31); returns a
+    :class:`RankRLSPath`.
 
-    The dual eigendecomposes S K S once (O(m^3)), then all alphas cost one O(m^2 v) product; the
-    primal (linear kernel, n < m) does the same with X^T L X, ``basis_vectors`` models with the
-    |R| x |R| system (eq. 42); CG runs once per alpha, warm-started.  ``estimator`` (a
-    :class:`RankRLS`, default ``RankRLS()``) gives every parameter but ``alpha``.
-
-    Returns
-    -------
-    RankRLSPath
+    The dual factorizes S K S once (O(m^3); docs/design/solvers.md), then all alphas cost O(m^2 v); the primal (linear
+    kernel, n < m) does the same with X^T L X, ``basis_vectors`` models with the |R| x |R| system (eq. 42); CG runs once
+    per alpha, warm-started.  ``estimator`` (a :class:`RankRLS`, default ``RankRLS()``) gives every parameter but
+    ``alpha``.
     """
     est = RankRLS() if estimator is None else estimator
     if not isinstance(est, RankRLS):

@@ -1,19 +1,11 @@
-"""RankSVM (Joachims 2002; slides 003, "Hinge loss for preference learning") without a pair list.
-
-``C`` multiplies the plain sum over preference pairs (not a mean), as SVMrank's ``-c`` after its
-own rescaling is undone.  The pairs are never listed: the C++ core sorts the scores inside each
-group and counts, with a Fenwick tree over the target levels, the pairs whose margin is below one
-(Airola, Pahikkala & Salakoski 2011; Lee & Lin 2014), so the loss, its gradient and Hessian-vector
-products cost O(m log m).  The squared hinge is solved by truncated Newton; the linear hinge by the
-same Newton on a Huber-smoothed hinge of shrinking width, whose derivative is a feasible point of
-the hinge's dual and so certifies the duality gap, with 1-slack cutting planes where that cannot
-certify and for kernels (``cpp/src/ranksvm.cpp``); the sparse (basis-vector)
-RankSVM (004 Sect. 4.4, eq. 43) is the linear RankSVM on the empirical kernel map K_mB L^{-T}.
+"""RankSVM (Joachims 2002; slides 003, "Hinge loss for preference learning") without a pair list.  ``C`` multiplies the
+plain sum over preference pairs (not a mean), as SVMrank's ``-c`` after its own rescaling is undone.  The O(m log m)
+pair sums and the solvers (``cpp/src/ranksvm.cpp``): docs/design/large-margin-and-boosting.md.  The sparse
+(basis-vector) RankSVM (004 Sect. 4.4, eq. 43) is the linear RankSVM on the empirical kernel map K_mB L^{-T}.
 """
 
 from __future__ import annotations
 
-import sys
 import warnings
 
 import numpy as np
@@ -22,11 +14,11 @@ import scipy.sparse as sp
 from sklearn.utils.validation import check_is_fitted
 
 from . import _core
-from ._base import N_JOBS, KernelMixin, Ranker, StrOptions, nonneg_real, positive_int
+from ._base import N_JOBS, KernelMixin, Ranker, StrOptions, c_path, crucial_pairs, nonneg_real, positive_int
 from ._kernels import kernel_block, predict_basis
-from ._memory import check_dense_memory
+from ._memory import check_dense_memory, densified
 from ._problem import check_pairs
-from ._progress import progress, resolve_verbose, stage
+from ._progress import resolve_verbose, stage, write_line
 from ._registry import register_estimator
 from ._solvers import select_basis
 from ._sparse import as_csr
@@ -36,21 +28,17 @@ from .exceptions import ConvergenceWarning
 __all__ = ["RankSVM", "ranksvm_path"]
 
 _LOSSES = {"squared_hinge": 0, "hinge": 1}
-_MARGINS = ("unit", "difference")
 
 
 def _group_structure(y, groups, m):
     """Keyword arguments of the core's group structure; raises when no pair has y_i > y_j."""
     gi = group_index(groups, m)
-    yg = y[gi.order]
-    starts = gi.offsets[:-1]
+    yg, starts = y[gi.order], gi.offsets[:-1]
     spread = np.maximum.reduceat(yg, starts) - np.minimum.reduceat(yg, starts)
     if not np.any(spread > 0):
         where = "inside any group" if groups is not None else "among the rows"
-        raise ValueError(
-            f"No preference pairs: y takes a single value {where}, so no pair (i, j) has y_i > y_j "
-            "(RankSVM learns only from such pairs)."
-        )
+        raise ValueError(f"No preference pairs: y takes a single value {where}, so no pair (i, j) has y_i > y_j "
+                         "(RankSVM learns only from such pairs).")
     return dict(y=y, order=gi.order, offsets=gi.offsets)
 
 
@@ -79,10 +67,10 @@ _C_SCALED_MAX = 1e20
 
 
 def _rescaled(X, C):
-    """``(X / s, C s^2, s, capped)`` for s the power of two at max |X|: f = X w = (X / s)(s w) and
-    1/2 ||w||^2 + C L = (1/2 ||s w||^2 + C s^2 L) / s^2, so the minimiser is w' / s exactly (powers
-    of two scale without rounding) while X^T H X and C X^T grad stay clear of overflow and underflow
-    (X x 1e200, X x 1e-200).  C s^2 above _C_SCALED_MAX is capped there (``capped`` True)."""
+    """``(X / s, C s^2, s, capped)`` for s the power of two at max |X|: f = X w = (X / s)(s w) and 1/2 ||w||^2 + C
+    L = (1/2 ||s w||^2 + C s^2 L) / s^2, so the minimiser is w' / s exactly (powers of two scale without rounding) while
+    X^T H X and C X^T grad stay clear of overflow and underflow (X x 1e200, X x 1e-200).  C s^2 above _C_SCALED_MAX is
+    capped there (``capped`` True)."""
     if sp.issparse(X):
         X = X.tocsr()  # no copy for CSR input
     values = X.data if sp.issparse(X) else X
@@ -97,10 +85,7 @@ def _rescaled(X, C):
         C_scaled = _C_SCALED_MAX
     elif 2.0**-32 <= big <= 2.0**32 or C_scaled == 0.0:
         return X, C, 1.0, False  # ordinary scale, or C s^2 underflows: the solver's norms cope
-    if sp.issparse(X):
-        X = sp.csr_matrix((X.data / scale, X.indices, X.indptr), shape=X.shape)
-    else:
-        X = X / scale
+    X = sp.csr_matrix((X.data / scale, X.indices, X.indptr), shape=X.shape) if sp.issparse(X) else X / scale
     return X, C_scaled, scale, capped
 
 
@@ -108,72 +93,57 @@ def _rescaled(X, C):
 class RankSVM(KernelMixin, Ranker):
     """Ranking SVM (Joachims 2002), linear or kernel, exact and without forming pairs.
 
-    Minimises ``1/2 ||w||^2 + C * sum_{(i,j) in P} weight_ij * l(1 - (f(x_i) - f(x_j)))`` over w
-    (linear) or f = K beta, where P holds the pairs with ``y_i > y_j`` (all rows, or inside each
-    query group) or the edges given to :meth:`fit_preferences`, and l is the squared hinge
-    max(0, z)^2 ("L2-loss RankSVM") or the hinge max(0, z) (the original RankSVM QP).
+    Minimises ``1/2 ||w||^2 + C * sum_{(i,j) in P} weight_ij * l(1 - (f(x_i) - f(x_j)))`` over w (linear) or f = K beta,
+    where P holds the pairs with ``y_i > y_j`` (all rows, or inside each query group) or the edges given to
+    :meth:`fit_preferences`, and l is the squared hinge max(0, z)^2 or the hinge max(0, z).
 
     Parameters
     ----------
     C : float, default=1.0
         Weight of the summed pairwise loss (> 0); larger C fits the pairs harder.
     loss : {"squared_hinge", "hinge"}, default="squared_hinge"
-        "squared_hinge" (L2-loss RankSVM): truncated Newton with line search, O(m log m) per loss /
-        gradient / Hessian-vector evaluation (Lee & Lin 2014).  "hinge" (the original RankSVM QP):
-        linear: Newton on a Huber-smoothed hinge of shrinking width, certified by the hinge's dual;
-        kernels (and the rare linear case that smoothing cannot certify): 1-slack cutting planes
-        (Joachims 2006) over the same oracle, each master QP solved exactly.
+        "squared_hinge" (L2-loss RankSVM, Lee & Lin 2014): truncated Newton.  "hinge" (the original RankSVM QP): Newton
+        on a Huber-smoothed hinge certified by the hinge's dual (linear), else 1-slack cutting planes (Joachims 2006),
+        each master QP solved exactly (docs/design/large-margin-and-boosting.md).
     %(kernel)s
-        "linear" works in the primal on dense or scipy.sparse X (CSR used without a copy); other
-        kernels use the representer form f = K beta (O(m^2) per iteration, one m x m kernel matrix
-        behind the memory guard).
+        "linear" works in the primal on dense or scipy.sparse X (CSR used without a copy); other kernels use the
+        representer form f = K beta (O(m^2) per iteration, one m x m kernel matrix behind the memory guard).
     %(gamma)s %(degree)s %(coef0)s
-    tol : float, default=1e-6
-        Stop when the gradient norm falls below tol times its value at zero (squared hinge), or the
-        certified relative duality gap (objective - lower bound) / objective <= tol (hinge).
-    max_iter : int, default=1000
-        Newton iterations (squared hinge, linear hinge) or cutting planes (kernel hinge); stopping there emits
-        :class:`fastrank.exceptions.ConvergenceWarning`.
+    tol, max_iter : float, default=1e-6, and int, default=1000
+        Stop when the gradient norm is below tol times its value at zero (squared hinge), or the certified relative
+        duality gap (objective - lower bound) / objective <= tol (hinge), or after max_iter Newton iterations (cutting
+        planes for the kernel hinge) with :class:`fastrank.exceptions.ConvergenceWarning`.
     margin : {"unit", "difference"}, default="unit"
-        "unit": the loss of pair (i, j) is l(1 - (f_i - f_j)); "difference": l((y_i - y_j) - (f_i -
-        f_j)) (needs ``fit``'s targets), with ``loss="hinge"`` the hinge ranking loss of Agarwal &
-        Niyogi (002, Sect. 5.2.1): their A_h, argmin of (1 / C(m, 2)) sum_{i<j} l_h + lambda
-        ||f||_K^2, is ``RankSVM(loss="hinge", margin="difference", C=1 / (lambda m (m - 1)))`` without
-        groups, bounded by :func:`fastrank.bounds.hinge_ranking_bound` with the same lambda (their
-        least-squares learner of Sect. 5.2.2 is ``RankRLS(exclude_ties=True)``).
+        The loss of pair (i, j): l(1 - (f_i - f_j)), or l((y_i - y_j) - (f_i - f_j)) (needs ``fit``'s targets), with
+        ``loss="hinge"`` the hinge ranking loss of Agarwal & Niyogi (002, Sect. 5.2.1): their A_h, argmin of
+        (1 / C(m, 2)) sum_{i<j} l_h + lambda ||f||_K^2, is
+        ``RankSVM(loss="hinge", margin="difference", C=1 / (lambda m (m - 1)))`` without groups, bounded by
+        :func:`fastrank.bounds.hinge_ranking_bound` with the same lambda (their least-squares learner of Sect. 5.2.2 is
+        ``RankRLS(exclude_ties=True)``).
     normalize_C : bool, default=False
-        True: the loss is divided by |P|, the number (total weight) of preference pairs, i.e.
-        ``1/2 ||w||^2 + (C / |P|) sum_P l`` as in the RankSVM of the slides (003).
+        True: ``1/2 ||w||^2 + (C / |P|) sum_P l``, |P| the number (total weight) of pairs, as in the slides (003).
     basis_vectors : int, array of row indices, boolean mask, or None, default=None
-        Sparse RankSVM through the empirical kernel map (004 Sect. 4.4, eq. 43): f(x) = sum_{b in B}
-        beta_b k(x, x_b) over basis rows B, minimising ``1/2 beta^T K_BB beta + C sum_P l(...)``:
-        with K_BB = L L^T (Cholesky, no jitter: a singular K_BB -- duplicate basis rows, or more than
-        n_features with the linear kernel -- is refused) a linear RankSVM on Z = K_mB L^{-T}, O(m r^2)
-        plus the linear solver on r features.  An int draws that many rows at random
-        (``random_state``); only the basis rows and beta are kept.
-    random_state : int, RandomState or None, default=None
-        Seed for drawing ``basis_vectors`` rows.
-    %(n_jobs)s %(verbose)s
+        Sparse RankSVM (004 Sect. 4.4, eq. 43): f(x) = sum_{b in B} beta_b k(x, x_b) over basis rows B, regulariser 1/2
+        beta^T K_BB beta: a linear RankSVM on Z = K_mB L^{-T}, K_BB = L L^T (Cholesky without jitter: a singular K_BB --
+        duplicate basis rows, or more than n_features with the linear kernel -- is refused), O(m r^2) plus the linear
+        solver on r features.  An int draws that many rows at random; only the basis rows and beta are kept.
+    %(random_state)s %(n_jobs)s %(verbose)s
         Reports the solve's duration, then the iterations, the objective and the criterion reached.
 
     Attributes
     ----------
-    coef_ : ndarray (n_features,) or None
-        The weight vector w (linear kernel).
-    dual_coef_, X_fit_ : ndarray (m,) and the training rows, or None
-        beta with f = K(., X_fit_) beta (non-linear or precomputed kernels; no rows kept for
-        "precomputed").
-    objective_, loss_ : float
-        The objective at the solution and the summed pairwise loss there.
+    coef_, dual_coef_, X_fit_ : ndarray (n_features,), (m,) and the training rows, or None
+        The weight vector w (linear kernel), or beta with f = K(., X_fit_) beta (non-linear or precomputed kernels; no
+        rows kept for "precomputed").
+    objective_, loss_, n_pairs_ : float
+        The objective at the solution, the summed pairwise loss there and the number (total weight) of pairs.
     n_iter_ : int, converged_ : bool
         Newton iterations or cutting planes used, and whether ``tol`` was reached.
-    n_pairs_ : float
-        Number (total weight) of preference pairs in the training problem.
     n_features_in_ : int
     basis_indices_ : ndarray or None
-        ``basis_vectors`` only: the training rows of the basis (``X_fit_`` holds those rows and
-        ``dual_coef_`` their beta; a linear kernel keeps ``coef_ = X_B^T beta``).  Predictions are
-        ranking scores; only their differences are meaningful.
+        ``basis_vectors`` only: the training rows of the basis (``X_fit_`` holds those rows and ``dual_coef_`` their
+        beta; a linear kernel keeps ``coef_ = X_B^T beta``).  Predictions are ranking scores; only their differences are
+        meaningful.
     """
 
     def __init__(self, C=1.0, *, loss="squared_hinge", kernel="linear", gamma=None, degree=3, coef0=1.0, tol=1e-6,
@@ -184,7 +154,7 @@ class RankSVM(KernelMixin, Ranker):
     _sparse_input = True
     # C is checked by check_alpha (float64 limits)
     _parameter_constraints = {"loss": [StrOptions(set(_LOSSES))], "tol": [nonneg_real()],
-                              "max_iter": [positive_int()], "margin": [StrOptions(set(_MARGINS))],
+                              "max_iter": [positive_int()], "margin": [StrOptions({"unit", "difference"})],
                               "normalize_C": ["boolean"], "n_jobs": N_JOBS}
 
     def _params(self):
@@ -203,51 +173,40 @@ class RankSVM(KernelMixin, Ranker):
                 raise ValueError("margin='difference' needs targets: use fit(X, y), not fit_preferences")
             structure = dict(structure, row_margin=structure["y"])
         warm = {} if w0 is None else {"w0": w0}
-        C_user = C
-        m = X.shape[0]
         spec = None if self.kernel == "precomputed" else self._kernel_spec(X.shape[1])
-        X_fit = None
         if self.basis_vectors is not None:
             return self._solve_basis(X, spec, structure, C, code, tol, max_iter, n_threads)
         if spec is not None and spec.linear:
-            X, C, scale, capped = _rescaled(X, C)
+            X, C_scaled, scale, capped = _rescaled(X, C)
             if "w0" in warm and scale != 1.0:  # the start in the rescaled problem's units: w' = s w
                 warm["w0"] = warm["w0"] * scale
             if capped:
                 warnings.warn(
-                    f"C * max|X|^2 = {C_user:.3g} * {scale:.3g}^2 exceeds {_C_SCALED_MAX:g}: the problem is solved at "
+                    f"C * max|X|^2 = {C:.3g} * {scale:.3g}^2 exceeds {_C_SCALED_MAX:g}: the problem is solved at "
                     f"C * max|X|^2 = {_C_SCALED_MAX:g}, beyond which double precision resolves no change of the "
                     "squared hinge's solution; features far smaller than max|X| lose their influence.  "
                     "Standardize X or use a smaller C.", ConvergenceWarning, stacklevel=3)
             if sp.issparse(X):
                 p = as_csr(X, "X")
-                out = _core.ranksvm_fit_csr(p.data, p.indices, p.indptr, p.shape[0], p.shape[1], C, code, tol,
+                out = _core.ranksvm_fit_csr(p.data, p.indices, p.indptr, p.shape[0], p.shape[1], C_scaled, code, tol,
                                             max_iter, n_threads, **structure, **warm)
             else:
-                out = _core.ranksvm_fit_dense(X, C, code, tol, max_iter, n_threads, **structure, **warm)
-            mode = "linear"
+                out = _core.ranksvm_fit_dense(X, C_scaled, code, tol, max_iter, n_threads, **structure, **warm)
             if scale != 1.0:  # back to the caller's X: w = w' / s, objective 1/2 ||w||^2 + C L
                 out["coef"] = np.asarray(out["coef"]) / scale
-                out["objective"] = 0.5 * float(out["coef"] @ out["coef"]) + C_user * float(out["loss"])
-        else:
-            check_dense_memory(m, 1, "kernel matrix")
-            if spec is None:
-                K = np.asfortranarray(0.5 * (X + X.T))
-            else:
-                if sp.issparse(X):
-                    check_dense_memory(m, 1, "dense copy of the sparse input X", n_cols=X.shape[1])
-                    X = np.ascontiguousarray(X.toarray(), dtype=np.float64)
-                K = spec.train(X, n_threads)
-                X_fit = X
-            out = _core.ranksvm_fit_kernel(K, C, code, tol, max_iter, n_threads, **structure)
-            del K
-            mode = "kernel"
-        return mode, out, X_fit
+                out["objective"] = 0.5 * float(out["coef"] @ out["coef"]) + C * float(out["loss"])
+            return "linear", out, None
+        check_dense_memory(X.shape[0], 1, "kernel matrix")
+        X_fit = None if spec is None else densified(X)
+        K = np.asfortranarray(0.5 * (X + X.T)) if spec is None else spec.train(X_fit, n_threads)
+        out = _core.ranksvm_fit_kernel(K, C, code, tol, max_iter, n_threads, **structure)
+        del K
+        return "kernel", out, X_fit
 
     def _solve_basis(self, X, spec, structure, C, code, tol, max_iter, n_threads):
-        """Sparse RankSVM of 004 eq. (43): f = K_mB beta with regulariser 1/2 beta^T K_BB beta.  With
-        K_BB = L L^T and u = L^T beta, beta^T K_BB beta = u^T u and K_mB beta = Z u for
-        Z = K_mB L^{-T}: a linear RankSVM on Z, mapped back by beta = L^{-T} u."""
+        """Sparse RankSVM of 004 eq. (43): f = K_mB beta with regulariser 1/2 beta^T K_BB beta.  With K_BB = L L^T and
+        u = L^T beta, beta^T K_BB beta = u^T u and K_mB beta = Z u for Z = K_mB L^{-T}: a linear RankSVM on Z, mapped
+        back by beta = L^{-T} u."""
         m = X.shape[0]
         basis = select_basis(m, self.basis_vectors, self.random_state)
         check_dense_memory(m, 2, "kernel columns K_mB and features Z", n_cols=basis.size)
@@ -283,36 +242,26 @@ class RankSVM(KernelMixin, Ranker):
             warnings.warn(
                 f"RankSVM stopped after max_iter={self.max_iter} {steps} before reaching tol={self.tol} "
                 f"(criterion {out['criterion']:.2e}); increase max_iter or tol.", ConvergenceWarning, stacklevel=3)
-        coef = np.asarray(out["coef"])
-        basis_indices = None
-        if mode == "basis":
-            basis_indices = out["basis"]
-            if out["basis_linear"]:  # f(x) = x^T X_B^T beta: keep the weight vector only
-                coef, mode, X_fit = np.asarray(X_fit.T @ coef).reshape(-1), "linear", None
-            else:
-                mode = "kernel"
-        self.fit_mode_ = mode
+        coef, basis_indices = np.asarray(out["coef"]), out["basis"] if mode == "basis" else None
+        if mode == "basis" and out["basis_linear"]:  # f(x) = x^T X_B^T beta: keep the weight vector only
+            coef, mode, X_fit = np.asarray(X_fit.T @ coef).reshape(-1), "linear", None
+        elif mode == "basis":
+            mode = "kernel"
+        self.fit_mode_, self.X_fit_, self.basis_indices_ = mode, X_fit, basis_indices
         self.coef_ = coef if mode == "linear" else None
         self.dual_coef_ = coef if mode == "kernel" else None
-        self.X_fit_ = X_fit
-        self.basis_indices_ = basis_indices
-        self.objective_ = float(out["objective"])
-        self.loss_ = float(out["loss"])
-        self.n_iter_ = int(out["n_iter"])
-        self.converged_ = bool(out["converged"])
-        self.n_pairs_ = float(n_pairs)
-        self.n_features_in_ = X.shape[1]
+        self.objective_, self.loss_ = float(out["objective"]), float(out["loss"])
+        self.n_iter_, self.converged_ = int(out["n_iter"]), bool(out["converged"])
+        self.n_pairs_, self.n_features_in_ = float(n_pairs), X.shape[1]
         if resolve_verbose(self.verbose):
-            print(f"[fastrank] RankSVM: {self.n_iter_} {steps}, objective {self.objective_:.10g}, "
-                  f"criterion {float(out['criterion']):.2e}, converged={self.converged_}", file=sys.stderr, flush=True)
+            write_line(f"[fastrank] RankSVM: {self.n_iter_} {steps}, objective {self.objective_:.10g}, "
+                       f"criterion {float(out['criterion']):.2e}, converged={self.converged_}")
         return self
 
     def fit(self, X, y, groups=None):
-        """Fit on the pairs with y_i > y_j: all rows, or only pairs inside a group.
-
-        ``groups`` holds one id per row (any order or type).  Groups of one row, or whose rows
-        share one target value, have no pairs and do not influence the model.
-        """
+        """Fit on the pairs with y_i > y_j: all rows, or only pairs inside a group (``groups``: one id per row, any
+        order or type).  Groups of one row, or whose rows share one target value, have no pairs and do not influence the
+        model."""
         return self._fit_structure(*self._group_problem(X, y, groups))
 
     def _fit_structure(self, X, structure, n_pairs):
@@ -326,19 +275,12 @@ class RankSVM(KernelMixin, Ranker):
         X = self._check_fit_X(X, allow_sparse=True)
         m = X.shape[0]
         y = self._check_target_vector(y, m)
-        return X, _group_structure(y, groups, m), _count_pairs(y, groups, m)
+        return X, _group_structure(y, groups, m), float(crucial_pairs(y, group_index(groups, m)).sum())
 
     def fit_preferences(self, X, pairs, weights=None):
-        """Fit on an explicit preference multigraph.
-
-        Parameters
-        ----------
-        X : (m, n) inputs, dense or scipy.sparse (or the (m, m) kernel for kernel="precomputed").
-        pairs : int array (l, 2)
-            Row ``pairs[e, 0]`` is preferred over row ``pairs[e, 1]``; repeated pairs add up.
-        weights : array (l,) or None
-            Non-negative weight of each preference in the loss (default 1).
-        """
+        """Fit on an explicit preference multigraph: row ``pairs[e, 0]`` (an int array (l, 2)) is preferred over row
+        ``pairs[e, 1]``, repeated pairs add up, with the non-negative loss weight ``weights[e]`` (default 1); X (m, n)
+        dense or scipy.sparse, or the (m, m) kernel for kernel="precomputed"."""
         self._params()
         X = self._check_fit_X(X, allow_sparse=True)
         structure = _graph_structure(pairs, weights, X.shape[0])
@@ -358,45 +300,24 @@ class RankSVM(KernelMixin, Ranker):
             return np.asarray(X @ self.coef_).reshape(-1)
         if basis is not None:  # K(X, X_B) beta in row blocks; sparse X and X_B stay sparse
             return predict_basis(X, self.X_fit_, self.dual_coef_, self._kernel_spec(self.n_features_in_), self.n_jobs)
-        if sp.issparse(X):
-            check_dense_memory(X.shape[0], 1, "dense copy of the sparse input X", n_cols=X.shape[1])
-            X = np.ascontiguousarray(X.toarray(), dtype=np.float64)
         spec = self._kernel_spec(self.n_features_in_)
-        return spec.predict(X, self.X_fit_, self.dual_coef_.reshape(-1, 1), check_n_jobs(self.n_jobs))[:, 0]
-
-
-def _count_pairs(y, groups, m):
-    """Number of pairs with y_i > y_j (inside groups): sum over groups of (n^2 - sum_l n_l^2) / 2."""
-    codes = np.zeros(m, dtype=np.int64) if groups is None else group_index(groups, m).codes
-    _, level = np.unique(y, return_inverse=True)
-    key = codes * (int(level.max()) + 1) + level.reshape(-1)
-    group_sizes = np.bincount(codes).astype(np.float64)
-    level_sizes = np.bincount(key).astype(np.float64)
-    return 0.5 * (np.sum(group_sizes**2) - np.sum(level_sizes**2))
+        return spec.predict(densified(X), self.X_fit_, self.dual_coef_.reshape(-1, 1), check_n_jobs(self.n_jobs))[:, 0]
 
 
 def ranksvm_path(X, y, Cs, groups=None, *, verbose=0, **params):
-    """Linear RankSVM fitted for every C in ``Cs``, warm-starting each fit from the previous one.
+    """Linear RankSVM fitted for every C in ``Cs``, warm-starting each fit from the previous one; returns the list of
+    fitted :class:`RankSVM`, in the order of ``Cs``.
 
-    The values are visited in increasing order (the solution grows with C, so each start is close:
-    the squared hinge's truncated Newton needs a few iterations per value; the hinge starts from
-    zero).  Every fit is the model ``RankSVM(C=C, **params)`` gives, to its ``tol``.  ``verbose``:
-    progress per value of C.
-
-    Returns
-    -------
-    list of fitted :class:`RankSVM`, in the order of ``Cs``.
+    The values are visited in increasing order (the solution grows with C, so each start is close: the squared hinge's
+    truncated Newton needs a few iterations per value; the hinge starts from zero).  Every fit is the model
+    ``RankSVM(C=C, **params)`` gives, to its ``tol``.  ``verbose``: progress per value of C.
     """
-    Cs = np.asarray(Cs, dtype=np.float64).reshape(-1)
-    if Cs.size == 0:
-        raise ValueError("Cs must hold at least one value of C")
     base = RankSVM(**params)
-    if base.kernel != "linear":
-        raise ValueError(f"ranksvm_path fits linear models; got kernel={base.kernel!r}")
+    Cs, visit = c_path(Cs, base.kernel, "ranksvm_path", verbose)
     X, structure, n_pairs = base._group_problem(X, y, groups)
     fitted = [None] * Cs.size
     w = None
-    for k in progress.iterate(np.argsort(Cs, kind="stable"), desc="ranksvm_path", unit="C", verbose=verbose):
+    for k in visit:
         est = RankSVM(C=float(Cs[k]), **params)
         mode, out, X_fit = est._solve(X, structure, n_pairs, w0=w if est.loss == "squared_hinge" else None)
         fitted[k] = est._set_fitted(X, mode, out, X_fit, n_pairs)

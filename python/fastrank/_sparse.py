@@ -1,13 +1,10 @@
-"""scipy.sparse input: CSR arrays validated once and handed to C++ without copies.
-
-CSR ``data``/``indices``/``indptr`` cross the boundary as they are (int32 or int64 indices).
-Unsorted column indices and duplicate entries are accepted and mean what SciPy means
-(duplicates add up); empty rows and columns are fine; other formats are converted to CSR once.
-"""
+"""scipy.sparse input: CSR arrays validated once and handed to C++ without copies (``data``/``indices``/``indptr`` as
+they are, int32 or int64 indices).  Unsorted column indices and duplicate entries are accepted and mean what SciPy
+means (duplicates add up); empty rows and columns are fine; other formats are converted to CSR once."""
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from collections import namedtuple
 
 import numpy as np
 import scipy.sparse as sp
@@ -16,24 +13,14 @@ __all__ = ["CsrParts", "as_csr", "canonical_csr", "issparse", "take_rows", "row_
 
 issparse = sp.issparse
 
-
-class CsrParts(NamedTuple):
-    """A validated CSR matrix as the arrays C++ maps without copying."""
-
-    data: np.ndarray
-    indices: np.ndarray
-    indptr: np.ndarray
-    shape: tuple
+# A validated CSR matrix as the arrays C++ maps without copying.
+CsrParts = namedtuple("CsrParts", ["data", "indices", "indptr", "shape"])
 
 
 def as_csr(X, name="X", *, n_features=None):
-    """Validate a ``scipy.sparse`` matrix and return its CSR arrays (:class:`CsrParts`).
-
-    No copy for a float64 CSR matrix with int32 or int64 indices (whatever their order, with or
-    without duplicates).  float32/int data are converted (a copy of ``data`` only); other formats
-    are converted to CSR once.  Raises ValueError on non-finite values, malformed index arrays
-    (out-of-range column indices, decreasing ``indptr``) or a feature-count mismatch.
-    """
+    """The CSR arrays (:class:`CsrParts`) of a ``scipy.sparse`` matrix: no copy for float64 CSR data (other data: a copy
+    of ``data`` only).  ValueError on non-finite values, malformed index arrays (out-of-range column indices, decreasing
+    ``indptr``) or a feature-count mismatch."""
     if not sp.issparse(X):
         raise TypeError(f"{name} must be a scipy.sparse matrix, got {type(X).__name__}")
     if X.ndim != 2:

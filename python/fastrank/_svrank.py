@@ -1,9 +1,8 @@
-"""SVRank (Cortes, Mohri & Rastogi, paper 000, eq. 9): cutting planes and generalised Newton over an
-O(m log m) sorted-residual loss oracle that never forms the O(m^2) pairs; see :class:`SVRank`."""
+"""SVRank (Cortes, Mohri & Rastogi, paper 000, eq. 9): cutting planes and generalised Newton over an O(m log m)
+sorted-residual loss oracle that never forms the O(m^2) pairs; see :class:`SVRank`."""
 
 from __future__ import annotations
 
-import sys
 import warnings
 
 import numpy as np
@@ -12,24 +11,20 @@ import scipy.linalg.lapack
 from sklearn.utils.validation import check_is_fitted
 
 from . import _core
-from ._base import N_JOBS, KernelMixin, Ranker, StrOptions, nonneg_real, positive_int
+from ._base import N_JOBS, KernelMixin, Ranker, StrOptions, c_path, nonneg_real, positive_int
 from ._memory import check_dense_memory
 from ._problem import require_preferences
-from ._progress import progress, resolve_verbose, stage
+from ._progress import resolve_verbose, stage, write_line
 from ._registry import register_estimator
 from ._validation import check_alpha, check_n_jobs, group_index
 from .exceptions import ConvergenceWarning
 
 __all__ = ["SVRank", "svrank_path"]
 
-_LOSSES = ("epsilon_insensitive", "squared_epsilon_insensitive")
-
 
 def _conjugate_gradient(hessp, b, rtol, max_iter):
     """x with ||H x - b|| <= rtol ||b|| (H symmetric positive definite, given as a product)."""
-    x = np.zeros_like(b)
-    r = b.copy()
-    p = r.copy()
+    x, r, p = np.zeros_like(b), b.copy(), b.copy()
     rr = r @ r
     stop = (rtol * np.sqrt(rr)) ** 2
     for _ in range(max_iter):
@@ -47,12 +42,11 @@ def _conjugate_gradient(hessp, b, rtol, max_iter):
 
 def _squared_newton(Z, y, groups, c, eps, tol, max_iter, n_threads):
     """Minimiser of F(u) = ||u||^2 + c L2(Z u - y), L2 the squared epsilon-insensitive pair cost
-    (``_core.svrank_squared_pair_loss``).  F is convex and continuously differentiable with a
-    piecewise-constant generalised Hessian 2 I + c Z^T H Z (H = 4 x the Laplacian of the pairs
-    outside the tube), so Newton's method with a backtracking (Armijo) line search converges, and
-    once the set of pairs outside the tube settles a step solves the quadratic piece exactly.
-    Stops when ||grad F|| <= tol ||grad F(0)||, or when no step decreases F any more (rounding).
-    Returns (u, n_iter, converged, history)."""
+    (``_core.svrank_squared_pair_loss``).  F is convex and continuously differentiable with a piecewise-constant
+    generalised Hessian 2 I + c Z^T H Z (H = 4 x the Laplacian of the pairs outside the tube), so Newton's method with a
+    backtracking (Armijo) line search converges, and once the set of pairs outside the tube settles a step solves the
+    quadratic piece exactly.  Stops when ||grad F|| <= tol ||grad F(0)||, or when no step decreases F any more
+    (rounding).  Returns (u, n_iter, converged, history)."""
 
     def value_grad(u):
         r = Z @ u - y
@@ -98,66 +92,49 @@ def _squared_pair_term(f, y, groups, c, eps, n_threads):
 
 @register_estimator
 class SVRank(KernelMixin, Ranker):
-    r"""SVRank: magnitude-preserving ranking with the epsilon-insensitive pairwise cost.
+    """SVRank: magnitude-preserving ranking with the epsilon-insensitive pairwise cost.
 
-    Minimises (Cortes, Mohri & Rastogi, eq. 9 with the cost c_SVR of eq. 7, n = 1; the
-    constrained form of §2.4 with slacks xi_ij + xi*_ij):
+    Minimises (Cortes, Mohri & Rastogi, eq. 9 with the cost c_SVR of eq. 7, n = 1; the constrained form of §2.4 with
+    slacks xi_ij + xi*_ij)
 
-    .. math::
+        F(h) = ||h||_K^2 + (C / N) sum_q sum_{i in q} sum_{j in q} max(0, |(h(x_j) - h(x_i)) - (y_j - y_i)| - epsilon)
 
-        F(h) = \|h\|_K^2 + \frac{C}{N} \sum_{q} \sum_{i \in q} \sum_{j \in q}
-               \max\bigl(0,\ |(h(x_j) - h(x_i)) - (y_j - y_i)| - \varepsilon\bigr)
-
-    over **ordered** pairs (i, j) of rows (each unordered pair counts twice; i = j costs 0), with
-    ``N = sum_q n_q^2`` the number of ordered pairs: without ``groups`` one group and ``N = m^2``,
-    the paper's ``C / m^2``; with ``groups`` only pairs inside a group count and the pair term stays
-    ``C`` times the mean pair cost (a group of n_q rows weighs n_q^2 / N).  The regulariser is
-    ``||h||^2`` (no 1/2), as in the paper.
-
-    The pair term depends only on residual differences r_j - r_i (r = h(X) - y): the loss and a
-    subgradient cost one sort of the residuals per group, O(m log m).  Cutting planes on the
-    one-slack form (Joachims 2006) solve each model's dual exactly, with the OCAS line search
-    (Franc & Sonnenburg 2009); the dual value certifies a lower bound.  The squared cost
-    (``loss="squared_epsilon_insensitive"``, c_SVR with n = 2, §2.2) makes F smooth and strictly
-    convex: a generalised Newton method (conjugate gradients on 2 I + (C/N) X^T H X, H four times
-    the Laplacian of the pairs outside the tube).  Non-linear kernels are solved in the coordinates
-    u = L^T P^T beta of the pivoted Cholesky factorisation K = P L L^T P^T (LAPACK dpstrf,
-    rank-revealing for a semi-definite K), where ||h||^2 = ||u||^2 and f = K beta = P L u.
+    over **ordered** pairs (i, j) of rows (each unordered pair counts twice; i = j costs 0), ``N = sum_q n_q^2``:
+    without ``groups`` one group and ``N = m^2``, the paper's ``C / m^2``; with ``groups`` only pairs inside a group
+    count and the pair term stays ``C`` times the mean pair cost (a group of n_q rows weighs n_q^2 / N).  The
+    regulariser is ``||h||^2`` (no 1/2), as in the paper.  The O(m log m) loss oracle and the one-slack cutting planes
+    (Joachims 2006, OCAS line search of Franc & Sonnenburg 2009; the dual value certifies a lower bound):
+    docs/design/large-margin-and-boosting.md.  The squared cost (``loss="squared_epsilon_insensitive"``, c_SVR with
+    n = 2, §2.2) makes F smooth and strictly convex: a generalised Newton method (:func:`_squared_newton`), for
+    non-linear kernels in the coordinates of the pivoted Cholesky factorisation of K (LAPACK dpstrf, rank-revealing for
+    a semi-definite K).
 
     Parameters
     ----------
-    C : float, default=1.0
-        Trade-off, > 0.
+    %(C)s
     epsilon : float, default=0.1
         Width of the insensitive zone on predicted minus true score differences, >= 0.
     loss : {"epsilon_insensitive", "squared_epsilon_insensitive"}, default="epsilon_insensitive"
         The pair cost: n = 1 (cutting planes) or n = 2 (Newton) in the paper's c_SVR.
     %(kernel)s
-        "linear" solves for a weight vector (O(mn) per iteration); the others for the representer
-        coefficients ``dual_coef_`` (f = K beta; one m x m kernel matrix behind the dense-memory
-        limit, O(m^2) per iteration).
+        "linear" solves for a weight vector (O(mn) per iteration); the others for the representer coefficients
+        ``dual_coef_`` (f = K beta; one m x m kernel matrix behind the dense-memory limit, O(m^2) per iteration).
     %(gamma)s %(degree)s %(coef0)s
-    tol : float, default=1e-6
-        Stop when the cutting-plane gap relative to the achievable decrease, ``(best F - lower
-        bound) / (F(0) - lower bound)``, is below tol (it does not vanish with the scale of X, y or
-        C).  Squared cost: the gradient norm relative to its value at h = 0.
-    max_iter : int, default=1000
-        Maximum number of oracle calls (cutting planes; Newton iterations for the squared cost);
-        reaching it emits :class:`fastrank.exceptions.ConvergenceWarning`.
+    tol, max_iter : float, default=1e-6, and int, default=1000
+        Stop when the cutting-plane gap relative to the achievable decrease,
+        ``(best F - lower bound) / (F(0) - lower bound)``, is below tol (it does not vanish with the scale of X, y or C;
+        squared cost: the gradient norm relative to its value at h = 0), or after max_iter oracle calls (cutting planes;
+        Newton iterations for the squared cost) with :class:`fastrank.exceptions.ConvergenceWarning`.
     %(n_jobs)s %(verbose)s
         Reports the kernel matrix and the solve with their timings, then the iterations and the gap.
 
     Attributes
     ----------
-    coef_ : ndarray (n_features,) or None
-        Weight vector (linear kernel).
-    dual_coef_ : ndarray (m,) or None
-        Representer coefficients beta, f(x) = sum_i beta_i k(x, x_i) (non-linear kernels).
-    n_iter_, objective_ : int and float
-        Cutting planes used (Newton iterations for the squared cost) and F at the returned model.
-    gap_ : float
-        Certified gap ``(objective_ - lower bound) / (F(0) - lower bound)`` at exit; for the
-        squared cost the relative gradient norm ``||grad F|| / ||grad F(0)||``.
+    coef_, dual_coef_ : ndarray (n_features,) and (m,), or None
+        Weight vector (linear kernel) or representer coefficients beta, f(x) = sum_i beta_i k(x, x_i) (other kernels).
+    n_iter_, objective_, gap_ : int, float and float
+        Cutting planes used (Newton iterations for the squared cost), F at the returned model, and the criterion ``tol``
+        bounds at exit (the certified gap; the relative gradient norm for the squared cost).
     """
 
     def __init__(self, C=1.0, *, epsilon=0.1, loss="epsilon_insensitive", kernel="linear", gamma=None, degree=3,
@@ -165,21 +142,21 @@ class SVRank(KernelMixin, Ranker):
         self._store_params(locals())
 
     # C is checked by check_alpha (float64 limits)
-    _parameter_constraints = {"epsilon": [nonneg_real()], "loss": [StrOptions(set(_LOSSES))], "tol": [nonneg_real()],
-                              "max_iter": [positive_int()], "n_jobs": N_JOBS}
+    _parameter_constraints = {"epsilon": [nonneg_real()], "tol": [nonneg_real()], "max_iter": [positive_int()],
+                              "loss": [StrOptions({"epsilon_insensitive", "squared_epsilon_insensitive"})],
+                              "n_jobs": N_JOBS}
 
     def fit(self, X, y, groups=None):
         """Fit from real-valued scores ``y`` (m,), on all pairs or on pairs inside ``groups``."""
         return self._fit(X, y, groups)
 
     def _fit(self, X, y, groups=None, warm=None):
-        """``fit``; ``warm`` (linear kernel): a dict carrying a neighbouring C's solution and cut model
-        into the core and back (``svrank_path``)."""
+        """``fit``; ``warm`` (linear kernel): a dict carrying a neighbouring C's solution and cut model into the core
+        and back (``svrank_path``)."""
         self._validate_params()
         C = check_alpha(self.C, "C")
         eps, tol, max_iter = float(self.epsilon), float(self.tol), int(self.max_iter)
         n_threads = check_n_jobs(self.n_jobs)
-        precomputed = self.kernel == "precomputed"
         X = self._check_fit_X(X)
         y = self._check_target_vector(y, X.shape[0])
         spec = self._kernel_spec(X.shape[1])
@@ -195,16 +172,14 @@ class SVRank(KernelMixin, Ranker):
             with stage(f"SVRank Newton (linear, squared cost, m={Xg.shape[0]})", verbose=self.verbose):
                 w, n_iter, converged, history = _squared_newton(Xg, yg, grouping, c, eps, tol, max_iter, n_threads)
             objective = w @ w + _squared_pair_term(Xg @ w, yg, grouping, c, eps, n_threads)
-            coef, dual, X_fit, history = w, None, None, np.asarray(history)
         elif spec.linear:
             with stage(f"SVRank cutting planes (linear, m={Xg.shape[0]})", verbose=self.verbose):
                 w, n_iter, converged, objective, lower, history = _core.svrank_linear(
                     Xg, yg, *grouping, C, eps, tol, max_iter, n_threads, warm=warm)
-            coef, dual, X_fit = w, None, None
         else:  # the squared cost also holds K's Cholesky factor and its row permutation
             check_dense_memory(X.shape[0], 3 if squared else 1,
                                "kernel matrix and its Cholesky factor" if squared else "kernel matrix")
-            if precomputed:
+            if spec.precomputed:
                 Kg = np.asfortranarray(X[np.ix_(gi.order, gi.order)] if not gi.is_identity else X)
                 Kg = np.asfortranarray(0.5 * (Kg + Kg.T))
             else:
@@ -223,22 +198,21 @@ class SVRank(KernelMixin, Ranker):
                 beta[piv[:rank] - 1] = scipy.linalg.solve_triangular(L[:rank], u, lower=True, trans="T")
                 f = Kg @ beta
                 objective = beta @ f + _squared_pair_term(f, yg, grouping, c, eps, n_threads)
-                history = np.asarray(history)
             else:
                 with stage(f"SVRank cutting planes (kernel, m={X.shape[0]})", verbose=self.verbose):
                     beta, n_iter, converged, objective, lower, history = _core.svrank_kernel(
                         Kg, yg, *grouping, C, eps, tol, max_iter, n_threads)
             del Kg
-            coef, dual = None, gi.untake(beta)
-            X_fit = None if precomputed else X
+        coef, dual = (w, None) if spec.linear else (None, gi.untake(beta))
+        X_fit = None if spec.linear or spec.precomputed else X
+        history = np.asarray(history)
         gap = float(history[-1]) if history.size else 0.0
         if resolve_verbose(self.verbose):
-            print(f"[fastrank] SVRank: {int(n_iter)} {steps}, objective {float(objective):.10g}, gap {gap:.2e}",
-                  file=sys.stderr, flush=True)
+            write_line(f"[fastrank] SVRank: {int(n_iter)} {steps}, objective {float(objective):.10g}, gap {gap:.2e}")
         # all checks passed: only now replace a previous fit
         self.coef_, self.dual_coef_, self.X_fit_, self.n_features_in_ = coef, dual, X_fit, X.shape[1]
         self.n_iter_, self.objective_, self.gap_ = int(n_iter), float(objective), gap
-        self.converged_, self.gap_history_ = bool(converged), np.asarray(history)
+        self.converged_, self.gap_history_ = bool(converged), history
         if not converged:
             warnings.warn(
                 f"SVRank stopped at max_iter={max_iter} {steps} with relative gap {gap:.3g} > tol={tol:g}; "
@@ -250,36 +224,25 @@ class SVRank(KernelMixin, Ranker):
         check_is_fitted(self, "n_iter_")
         X = self._check_predict_X(X, n_train=None if self.dual_coef_ is None else self.dual_coef_.shape[0],
                                   allow_sparse=False)
-        if self.kernel == "precomputed":
-            return X @ self.dual_coef_
-        if self.coef_ is not None:
-            return X @ self.coef_
+        if self.coef_ is not None or self.kernel == "precomputed":  # linear: weights; precomputed: K(X, X_train) beta
+            return X @ (self.dual_coef_ if self.coef_ is None else self.coef_)
         spec = self._kernel_spec(self.n_features_in_)
         return spec.predict(X, self.X_fit_, self.dual_coef_.reshape(-1, 1), check_n_jobs(self.n_jobs))[:, 0]
 
 
 def svrank_path(X, y, Cs, groups=None, *, verbose=0, **params):
-    """Linear SVRank fitted for every C in ``Cs``, warm-starting each fit from the previous one.
+    """Linear SVRank fitted for every C in ``Cs``, warm-starting each fit from the previous one; returns the list of
+    fitted :class:`SVRank`, in the order of ``Cs``.
 
-    The values are visited in increasing order; each cutting-plane solve starts from the previous
-    C's solution (its first plane and best point are placed there) and from its cut model: the
-    planes are tangents of the pair loss itself, valid for every C, so the new master problem
-    starts with a lower bound close to the optimum instead of at w = 0.  Every fit is still
-    certified by its own duality gap, so it is the model ``SVRank(C=C, **params)`` would give, to
-    its ``tol``.  The squared cost (``loss="squared_epsilon_insensitive"``) is solved from zero for
-    each C.  ``verbose``: progress per value of C (see ``fastrank._progress``).
-
-    Returns
-    -------
-    list of fitted :class:`SVRank`, in the order of ``Cs``.
+    The values are visited in increasing order; each cutting-plane solve starts from the previous C's solution (its
+    first plane and best point are placed there) and cut model (the planes are tangents of the pair loss itself, valid
+    for every C, so the master problem starts with a lower bound close to the optimum).  Every fit is still certified
+    by its own duality gap: the model ``SVRank(C=C, **params)`` gives, to its ``tol``.  The squared cost is solved from
+    zero for each C.  ``verbose``: progress per value of C.
     """
-    Cs = np.asarray(Cs, dtype=np.float64).reshape(-1)
-    if Cs.size == 0:
-        raise ValueError("Cs must hold at least one value of C")
-    if SVRank(**params).kernel != "linear":
-        raise ValueError(f"svrank_path fits linear models; got kernel={params.get('kernel')!r}")
+    Cs, visit = c_path(Cs, SVRank(**params).kernel, "svrank_path", verbose)
     fitted = [None] * Cs.size
     warm = {}  # the solution and cut model, carried from C to C by the core
-    for k in progress.iterate(np.argsort(Cs, kind="stable"), desc="svrank_path", unit="C", verbose=verbose):
+    for k in visit:
         fitted[k] = SVRank(C=float(Cs[k]), **params)._fit(X, y, groups, warm=warm)
     return fitted

@@ -1,19 +1,10 @@
-"""Threads that compose: one rule for fastrank's C++ threads, BLAS threads and Python threads.
-
-1. Compute regions (a dense solve, a kernel matrix, a cross-validation) draw their threads from
-   one process-wide budget of ``os.cpu_count()`` cores: a region that wants ``t`` threads waits
-   until ``t`` cores are free, so concurrent calls from Python threads do not oversubscribe.
-2. While a region runs, ONE BLAS does its dense work: SciPy's OpenBLAS (the C++ core's, through
-   ``threadpoolctl``) gets the region's threads when it runs alone and one thread otherwise; any
-   other BLAS copy (numpy's) runs single-threaded.  Two threaded OpenBLAS pools used alternately
-   spin against each other (measured on 2 cores: exact linear cross-validation 3-15x slower, and
-   ``OPENBLAS_NUM_THREADS`` does not reach both).  The setting changes only when no other region
-   runs (not safe during another thread's call) and is restored when the last region ends.
-3. Regions nest: a thread that already holds a region runs inside its budget (no deadlock).
-
-Results never depend on this (the threaded kernels are bit-identical for every thread count; BLAS
-differs only in rounding).  Wrap any call into the C++ core that runs threads or BLAS in
-``with compute_region(n_threads):``; ``FASTRANK_THREAD_POLICY=off`` disables the mechanism.
+"""Threads that compose (docs/design/robustness.md, "Threads"): compute regions draw their threads from one process-wide
+budget of ``os.cpu_count()`` cores (a region that wants ``t`` threads waits until ``t`` cores are free; regions nest, no
+deadlock); while regions run, SciPy's OpenBLAS (the C++ core's) gets the region's threads when it runs alone and one
+otherwise, every other BLAS copy (numpy's) one (two threaded OpenBLAS pools used alternately spin against each other:
+exact linear cross-validation 3-15x slower on 2 cores; ``OPENBLAS_NUM_THREADS`` does not reach both), set only when no
+other region runs and restored when the last ends.  Results never depend on this.  Wrap any call into the C++ core that
+runs threads or BLAS in ``with compute_region(n_threads):``; ``FASTRANK_THREAD_POLICY=off`` disables it.
 """
 
 from __future__ import annotations
@@ -37,15 +28,15 @@ _FLOPS_PER_THREAD = 2e8
 
 
 def threads_for_work(flops):
-    """The default thread count (``n_jobs=None``) for a call of about ``flops`` floating-point
-    operations: one thread per ``_FLOPS_PER_THREAD`` of work, at least 1, at most every core."""
+    """The default thread count (``n_jobs=None``) for a call of about ``flops`` floating-point operations: one thread
+    per ``_FLOPS_PER_THREAD`` of work, at least 1, at most every core."""
     flops = float(flops)
     return int(max(1, min(cpu_budget(), flops // _FLOPS_PER_THREAD))) if flops > 0 else 1
 
 
 class _ThreadBudget:
-    """The process-wide budget of cores that compute regions draw from, and the BLAS limit in
-    force while regions run (one instance, ``_BUDGET``)."""
+    """The process-wide budget of cores that compute regions draw from, and the BLAS limit in force while regions run
+    (one instance, ``_BUDGET``)."""
 
     def __init__(self):
         self.cond = threading.Condition()
@@ -56,8 +47,8 @@ class _ThreadBudget:
         self.local = threading.local()
 
     def set_blas(self, n):
-        """SciPy's BLAS to n threads, every other BLAS copy to one (module docstring, rule 2);
-        returns what :func:`_set_threads` needs to undo it (None: nothing changed)."""
+        """SciPy's BLAS to n threads, every other BLAS copy to one (module docstring); returns what :func:`_set_threads`
+        needs to undo it (None: nothing changed)."""
         ctl = blas_controller()
         if ctl is None:
             return None
@@ -103,10 +94,8 @@ class _ThreadBudget:
             self.free += taken
             self.active -= 1
             if self.active == 0 and self.saved_limits is not None:
-                try:
+                with contextlib.suppress(Exception):
                     _set_threads(self.saved_limits)
-                except Exception:  # pragma: no cover
-                    pass
                 self.saved_limits = None
             self.cond.notify_all()
 
@@ -118,8 +107,7 @@ def _is_scipy_blas(lib):
 
 
 def _set_threads(want):
-    """Set the thread count of each ``(library controller, threads)`` pair; returns the pairs that
-    restore the previous counts."""
+    """Set the thread count of each ``(library controller, threads)`` pair; returns the pairs restoring the old ones."""
     saved = [(lib, lib.num_threads) for lib, _ in want]
     for lib, k in want:
         if lib.num_threads != k:
@@ -132,8 +120,7 @@ _BUDGET = _ThreadBudget()
 
 @functools.lru_cache(maxsize=None)
 def blas_controller():
-    """The threadpoolctl controller of the loaded BLAS libraries (created once), or None when
-    threadpoolctl is unavailable."""
+    """The threadpoolctl controller of the loaded BLAS libraries (created once), or None without threadpoolctl."""
     try:
         import scipy.linalg.cython_lapack  # noqa: F401  (load SciPy's OpenBLAS before the scan)
         from threadpoolctl import ThreadpoolController
@@ -145,8 +132,8 @@ def blas_controller():
 
 @contextlib.contextmanager
 def compute_region(n_threads):
-    """Run the body with ``n_threads`` cores of the process-wide budget and BLAS limited as the
-    module docstring says.  ``n_threads`` is a resolved thread count (``check_n_jobs``)."""
+    """Run the body with ``n_threads`` cores (a resolved thread count, ``check_n_jobs``) of the process-wide budget and
+    BLAS limited as the module docstring says."""
     if os.environ.get("FASTRANK_THREAD_POLICY", "").strip().lower() == "off":
         yield
         return

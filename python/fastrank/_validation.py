@@ -1,5 +1,5 @@
-"""Input validation shared by every estimator and function, and the grouping of rows by query id
-(the C++ core re-checks only cheap shape invariants)."""
+"""Input validation shared by every estimator and function, and the grouping of rows by query id (the C++ core re-checks
+only cheap shape invariants)."""
 
 from __future__ import annotations
 
@@ -10,19 +10,8 @@ import numpy as np
 
 from . import _core
 
-__all__ = [
-    "as_float_matrix",
-    "as_float_vector",
-    "as_targets",
-    "check_alpha",
-    "check_alphas",
-    "check_int",
-    "check_n_jobs",
-    "check_pair_arrays",
-    "check_precomputed_kernel",
-    "GroupIndex",
-    "group_index",
-]
+__all__ = ["as_float_matrix", "as_float_vector", "as_targets", "check_alpha", "check_alphas", "check_int",
+           "check_n_jobs", "check_pair_arrays", "check_precomputed_kernel", "GroupIndex", "group_index"]
 
 # Largest value a C++ ``int`` argument can take (thread counts, cutoffs, iteration limits).
 INT_MAX = 2**31 - 1
@@ -38,8 +27,7 @@ def _asarray(x, name):
 
 
 def _to_float(a, name, what="numeric"):
-    """A numeric array as float64, refusing strings, objects that are not numbers and complex
-    values with a message naming the argument."""
+    """A numeric array as float64; strings, non-numeric objects and complex values refused, naming the argument."""
     if a.dtype == object:
         try:
             a = a.astype(np.float64)
@@ -55,43 +43,35 @@ def _to_float(a, name, what="numeric"):
 
 
 def as_real_array(a, name):
-    """``a`` as a float64 array of any shape; complex, string and object values are refused with a
-    message naming the argument (no silent ComplexWarning cast)."""
+    """``a`` as a float64 array of any shape; complex, string and object values are refused with a message naming the
+    argument (no silent ComplexWarning cast)."""
     return np.asarray(_to_float(_asarray(a, name), name, "real-valued numbers"), dtype=np.float64)
 
 
 def as_float_matrix(X, name="X", *, min_rows=1, allow_nan=False):
     """A C-contiguous float64 2-D array (one copy at most), finite, with at least ``min_rows`` rows."""
     if hasattr(X, "toarray") and not isinstance(X, np.ndarray):
-        raise TypeError(
-            f"{name} is a sparse matrix; this estimator needs dense input (call X.toarray(); "
-            "RankRLS takes sparse X with solver='cg' or basis_vectors)."
-        )
+        raise TypeError(f"{name} is a sparse matrix; this estimator needs dense input (call X.toarray(); RankRLS takes "
+                        "sparse X with solver='cg' or basis_vectors).")
     X = _to_float(_asarray(X, name), name)
     if X.ndim != 2:
-        raise ValueError(
-            f"Expected 2D array for {name}, got {X.ndim}D array instead. Reshape your data "
-            "either using X.reshape(-1, 1) if it has a single feature or X.reshape(1, -1) if it "
-            "contains a single sample."
-        )
+        raise ValueError(f"Expected 2D array for {name}, got {X.ndim}D array instead. Reshape your data either using "
+                         "X.reshape(-1, 1) if it has a single feature or X.reshape(1, -1) if it contains a single "
+                         "sample.")
     X = np.ascontiguousarray(X, dtype=np.float64)
     if X.shape[0] < min_rows:
-        raise ValueError(
-            f"Found array with {X.shape[0]} sample(s) (shape={X.shape}) while a minimum of "
-            f"{min_rows} is required."
-        )
+        raise ValueError(f"Found array with {X.shape[0]} sample(s) (shape={X.shape}) while a minimum of {min_rows} is "
+                         "required.")
     if X.shape[1] < 1:
-        raise ValueError(
-            f"Found array with 0 feature(s) (shape={X.shape}) while a minimum of 1 is required."
-        )
+        raise ValueError(f"Found array with 0 feature(s) (shape={X.shape}) while a minimum of 1 is required.")
     if not allow_nan and not _all_finite(X):
         raise ValueError(f"Input {name} contains NaN or infinity.")
     return X
 
 
 def _all_finite(A):
-    """Whether every entry of a contiguous float64 array is finite: one threaded C++ pass (about
-    twice as fast as ``np.isfinite(A).all()``, and no temporary the size of A)."""
+    """Whether every entry of a contiguous float64 array is finite: one threaded C++ pass (about twice as fast as
+    ``np.isfinite(A).all()``, and no temporary the size of A)."""
     return _core.all_finite(A, os.cpu_count() or 1)
 
 
@@ -105,9 +85,7 @@ def as_targets(y, n_rows, name="y"):
     one_d = y.ndim == 1
     Y = y.reshape(-1, 1) if one_d else y
     if Y.shape[0] != n_rows:
-        raise ValueError(
-            f"Found input variables with inconsistent numbers of samples: [{n_rows}, {Y.shape[0]}]"
-        )
+        raise ValueError(f"Found input variables with inconsistent numbers of samples: [{n_rows}, {Y.shape[0]}]")
     if Y.shape[1] < 1:
         raise ValueError(f"{name} has no columns")
     Y = np.asfortranarray(Y, dtype=np.float64)
@@ -117,20 +95,17 @@ def as_targets(y, n_rows, name="y"):
 
 
 def check_alpha(alpha, name="alpha"):
-    """A regularization value: a normal (not subnormal), finite, positive float (``alpha >= 2.2e-308``
-    and ``<= 1e300``).  The solvers refuse alpha at the rounding level of their own matrix
-    (``fastrank.LinAlgError``)."""
+    """A regularization value: a normal (not subnormal), finite, positive float (``alpha >= 2.2e-308`` and
+    ``<= 1e300``).  The solvers refuse alpha at the rounding level of their own matrix (``fastrank.LinAlgError``)."""
     if isinstance(alpha, (bool, np.bool_)) or not isinstance(alpha, numbers.Real):
         raise TypeError(f"{name} must be a positive real number, got {alpha!r}")
     alpha = float(alpha)
     if not np.isfinite(alpha) or alpha <= 0.0:
         raise ValueError(f"{name} must be finite and > 0, got {alpha!r}")
     if alpha < _TINY:
-        raise ValueError(
-            f"{name}={alpha!r} is a subnormal float64 (below 2.2e-308): products with it lose all "
-            "precision. Use a value of the order of the kernel's scale (e.g. 1e-6 to 1e6 for a Gaussian "
-            "kernel)."
-        )
+        raise ValueError(f"{name}={alpha!r} is a subnormal float64 (below 2.2e-308): products with it lose all "
+                         "precision. Use a value of the order of the kernel's scale (e.g. 1e-6 to 1e6 for a Gaussian "
+                         "kernel).")
     if alpha > 1e300:
         raise ValueError(f"{name}={alpha!r} is too large: coefficients ~ y / {name} underflow. Use a "
                          "value of the order of the kernel's scale.")
@@ -141,8 +116,7 @@ def check_alphas(alphas, name="alphas"):
     """A non-empty 1-D float64 array of values that each pass :func:`check_alpha`."""
     if isinstance(alphas, (str, bytes)):
         raise TypeError(f"{name} must be a positive number or a 1-D sequence of them, got {alphas!r}")
-    arr = _to_float(_asarray(alphas, name), name, "positive real numbers")
-    arr = np.atleast_1d(np.asarray(arr, dtype=np.float64))
+    arr = np.atleast_1d(np.asarray(_to_float(_asarray(alphas, name), name, "positive real numbers"), dtype=np.float64))
     if arr.ndim != 1 or arr.size == 0:
         raise ValueError(f"{name} must be a non-empty 1-D sequence of positive numbers, got shape {arr.shape}")
     for a in arr:
@@ -151,8 +125,8 @@ def check_alphas(alphas, name="alphas"):
 
 
 def check_int(value, name, *, low=None, high=INT_MAX):
-    """An integer (Python or numpy, not bool) in ``[low, high]``; ``high`` defaults to the C++
-    int limit so nothing out of range reaches a binding (which would fail with a signature dump)."""
+    """An integer (Python or numpy, not bool) in ``[low, high]``; ``high`` defaults to the C++ int limit so nothing out
+    of range reaches a binding (which would fail with a signature dump)."""
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
         raise TypeError(f"{name} must be an integer, got {value!r}")
     value = int(value)
@@ -160,6 +134,14 @@ def check_int(value, name, *, low=None, high=INT_MAX):
         lo, hi = ("-inf" if low is None else low), ("inf" if high is None else high)
         raise ValueError(f"{name} must be an integer in [{lo}, {hi}], got {value}")
     return value
+
+
+def check_real(value, name, need, ok=lambda v: True):
+    """``float(value)`` for a finite real number with ``ok(value)``, else a ValueError saying ``need``."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real) or not np.isfinite(float(value)) \
+            or not ok(float(value)):
+        raise ValueError(f"{name} must be {need}, got {value!r}")
+    return float(value)
 
 
 def as_float_vector(v, name, n=None, *, allow_nan=False):
@@ -176,9 +158,9 @@ def as_float_vector(v, name, n=None, *, allow_nan=False):
 
 
 def check_n_jobs(n_jobs):
-    """Threads for fastrank's C++ kernels: None -> every core (as BLAS/LAPACK already do),
-    -1 -> every core, -2 -> all but one, k > 0 -> k, capped at 4 x the core count (more threads
-    only add overhead; results never depend on the thread count)."""
+    """Threads for fastrank's C++ kernels: None -> every core (as BLAS/LAPACK already do), -1 -> every core, -2 -> all
+    but one, k > 0 -> k, capped at 4 x the core count (more threads only add overhead; results never depend on the
+    thread count)."""
     cores = os.cpu_count() or 1
     if n_jobs is None:
         return cores
@@ -187,43 +169,33 @@ def check_n_jobs(n_jobs):
     n_jobs = int(n_jobs)
     if abs(n_jobs) > INT_MAX:
         raise ValueError(f"n_jobs={n_jobs} is out of range; use -1 for every core or a thread count <= {cores}")
-    if n_jobs < 0:
-        return max(1, cores + 1 + n_jobs)
-    return min(n_jobs, 4 * cores)
+    return max(1, cores + 1 + n_jobs) if n_jobs < 0 else min(n_jobs, 4 * cores)
 
 
 def check_precomputed_kernel(K, name="X (precomputed kernel)", *, n_train=None, min_rows=1, rtol=1e-10):
-    """The one validation of user-supplied kernel matrices, used by every entry point.
-
-    Training kernel (``n_train=None``): a finite, square, symmetric (to ``rtol`` relative to its
-    largest entry) float64 matrix with at least ``min_rows`` rows; returned exactly symmetrised
-    (``(K + K^T) / 2``, Fortran order) so the symmetric solvers see the same matrix everywhere.
-    Test kernel (``n_train=m``): a finite (p, m) matrix, one column per training row.
-    Positive semidefiniteness is not checked here (O(m^3)); the factorizations detect it.
-    """
+    """The one validation of user-supplied kernel matrices (docs/design/robustness.md, "Kernels"): a training kernel
+    (``n_train=None``) finite, square, symmetric to ``rtol`` relative to its largest entry, with at least ``min_rows``
+    rows, returned as ``(K + K^T) / 2`` in Fortran order; a test kernel (``n_train=m``) finite (p, m).  Positive
+    semidefiniteness is left to the factorizations (O(m^3) to check)."""
     K = as_float_matrix(K, name, min_rows=min_rows)
     if n_train is not None:
         if K.shape[1] != n_train:
-            raise ValueError(
-                f"A precomputed test kernel {name} must have shape (n_samples, {n_train}): one column per "
-                f"training row, got {K.shape}"
-            )
+            raise ValueError(f"A precomputed test kernel {name} must have shape (n_samples, {n_train}): one column per "
+                             f"training row, got {K.shape}")
         return K
     if K.shape[0] != K.shape[1]:
         raise ValueError(f"A precomputed kernel {name} must be square (m, m), got shape {K.shape}")
     scale = max(1.0, float(np.abs(K).max()))
     if not np.allclose(K, K.T, rtol=rtol, atol=1e-12 * scale):
         err = float(np.abs(K - K.T).max())
-        raise ValueError(
-            f"A precomputed kernel matrix {name} must be symmetric (largest |K - K.T| = {err:.3g}, "
-            f"largest |K| = {scale:.3g}); pass (K + K.T) / 2 if the asymmetry is rounding"
-        )
+        raise ValueError(f"A precomputed kernel matrix {name} must be symmetric (largest |K - K.T| = {err:.3g}, "
+                         f"largest |K| = {scale:.3g}); pass (K + K.T) / 2 if the asymmetry is rounding")
     return np.asfortranarray(0.5 * (K + K.T))
 
 
 def check_pair_arrays(pair_predictions, pair_targets):
-    """Validated (n_pairs, 2) or (n_pairs, 2, v) prediction and target arrays of held-out pairs
-    (as returned by ``leave_pair_out``): numeric, finite, same shape, at least one pair."""
+    """Validated (n_pairs, 2) or (n_pairs, 2, v) prediction and target arrays of held-out pairs (as returned by
+    ``leave_pair_out``): numeric, finite, same shape, at least one pair."""
     names = ("pair_predictions", "pair_targets")
     P, T = (_to_float(_asarray(A, name), name) for name, A in zip(names, (pair_predictions, pair_targets)))
     for name, A in zip(names, (P, T)):
@@ -241,12 +213,11 @@ def check_pair_arrays(pair_predictions, pair_targets):
 
 
 def pair_disagreement(pair_predictions, pair_targets):
-    """``model_selection.pairwise_disagreement`` with its inputs validated: fraction of held-out
-    pairs with different targets ordered wrongly (prediction ties count 1/2).  A float, or a (v,)
-    array for 3-D input; NaN where no pair has different targets."""
+    """``model_selection.pairwise_disagreement`` with its inputs validated: fraction of held-out pairs with different
+    targets ordered wrongly (prediction ties count 1/2).  A float, or a (v,) array for 3-D input; NaN where no pair has
+    different targets."""
     P, T = check_pair_arrays(pair_predictions, pair_targets)
-    dp = P[:, 0] - P[:, 1]
-    dt = T[:, 0] - T[:, 1]
+    dp, dt = P[:, 0] - P[:, 1], T[:, 0] - T[:, 1]
     valid = dt != 0
     wrong = np.where(dp * dt < 0, 1.0, 0.0) + np.where(dp == 0, 0.5, 0.0)
     n = valid.sum(axis=0)
@@ -257,19 +228,16 @@ def pair_disagreement(pair_predictions, pair_targets):
 class GroupIndex:
     """Rows reordered so that every group is a contiguous block.
 
-    ``order`` lists the original row indices group by group (stable, so rows keep their
-    relative order inside a group); ``offsets[q]:offsets[q+1]`` is group ``q`` in that order;
-    ``labels`` are the distinct group ids in sorted order; ``inverse`` maps position in the
-    grouped order back to the original row.  Ids need not be sorted, contiguous or numeric.
+    ``order`` lists the original row indices group by group (stable, so rows keep their relative order inside a group);
+    ``offsets[q]:offsets[q+1]`` is group ``q`` in that order; ``labels`` are the distinct group ids in sorted order;
+    ``inverse`` maps position in the grouped order back to the original row.  Ids need not be sorted, contiguous or
+    numeric.
     """
 
     __slots__ = ("order", "offsets", "labels", "sizes", "codes", "_inverse", "_is_identity")
 
     def __init__(self, order, offsets, labels, codes):
-        self.order = order
-        self.offsets = offsets
-        self.labels = labels
-        self.codes = codes
+        self.order, self.offsets, self.labels, self.codes = order, offsets, labels, codes
         self.sizes = np.diff(offsets)
         self._inverse = self._is_identity = None  # computed on first use
 

@@ -1,23 +1,20 @@
-"""Stability-based generalization bounds for kernel ranking (Agarwal & Niyogi 2009; Cortes, Mohri
-& Rastogi 2007).
+"""Stability-based generalization bounds for kernel ranking (Agarwal & Niyogi 2009; Cortes, Mohri & Rastogi 2007).
 
-Each calculator returns the right-hand side of a bound that holds with probability >= 1 - delta
-over the draw of the m training examples: expected error < empirical term + stability term(m) +
-confidence term(m, delta).  ``empirical`` is the training-sample quantity the theorem names
-(default 0: the generalization gap alone); :func:`empirical_term` computes it from a fitted
-estimator.  Papers: 002 = Agarwal & Niyogi, "Generalization bounds for ranking algorithms via
-algorithmic stability" (JMLR 2009); 000 = Cortes, Mohri & Rastogi, "Magnitude-preserving ranking
-algorithms".  "ln" is the natural logarithm.
+Each calculator returns the right-hand side of a bound that holds with probability >= 1 - delta over the draw of the m
+training examples: expected error < empirical term + stability term(m) + confidence term(m, delta).  ``empirical`` is
+the training-sample quantity the theorem names (default 0: the generalization gap alone); :func:`empirical_term`
+computes it from a fitted estimator.  Papers: 002 = Agarwal & Niyogi, "Generalization bounds for ranking algorithms via
+algorithmic stability" (JMLR 2009); 000 = Cortes, Mohri & Rastogi, "Magnitude-preserving ranking algorithms".  "ln" is
+the natural logarithm.
 
-Both papers need a bounded kernel, K(x, x) <= kappa^2 for every x (kappa = 1 for the Gaussian
-kernel; kappa = inf, e.g. a linear kernel on unbounded inputs, has no bound).
-:func:`kernel_kappa` gives sqrt(max_i K(x_i, x_i)) on given rows, a lower bound of the supremum.
+Both papers need a bounded kernel, K(x, x) <= kappa^2 for every x (kappa = 1 for the Gaussian kernel; kappa = inf, e.g.
+a linear kernel on unbounded inputs, has no bound). :func:`kernel_kappa` gives sqrt(max_i K(x_i, x_i)) on given rows, a
+lower bound of the supremum.
 
-Regularization parameters: 002 minimises R_l(f; S) + lambda ||f||_K^2 with the empirical error
-averaged over the C(m, 2) pairs (Sect. 5.2), so ``RankRLS(alpha)`` on all pairs of continuous
-labels is 002's least-squares algorithm with lambda = alpha / C(m, 2) (RankRLS also penalises
-score differences of tied labels, which 002's l_sq does not).  000 minimises ||h||_K^2 +
-C (1/m^2) sum_{i,j} c(h, x_i, x_j) (eq. 8), so ``MPRank(C)`` is 000's MPRank with the same C.
+Regularization parameters: 002 minimises R_l(f; S) + lambda ||f||_K^2 with the empirical error averaged over the C(m, 2)
+pairs (Sect. 5.2), so ``RankRLS(alpha)`` on all pairs of continuous labels is 002's least-squares algorithm with
+lambda = alpha / C(m, 2) (RankRLS also penalises score differences of tied labels, which 002's l_sq does not).  000
+minimises ||h||_K^2 + C (1/m^2) sum_{i,j} c(h, x_i, x_j) (eq. 8), so ``MPRank(C)`` is 000's MPRank with the same C.
 """
 
 from __future__ import annotations
@@ -42,8 +39,8 @@ _LABELS = "labels lie in [0, M] with M > 0"
 
 
 def _check(value, name, need, ok, kind=numbers.Real):
-    """``value`` (a number of ``kind``, not a bool, with ``ok(value)``) as float, or int for
-    ``numbers.Integral``; otherwise a ValueError "{name} must {need}"."""
+    """``value`` (a number of ``kind``, not a bool, with ``ok(value)``) as float, or int for ``numbers.Integral``;
+    otherwise a ValueError "{name} must {need}"."""
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, kind) or not ok(value):
         raise ValueError(f"{name} must {need}, got {value!r}")
     return int(value) if kind is numbers.Integral else float(value)
@@ -72,7 +69,6 @@ def _m_kappa_delta(m, kappa, delta):
 
 # Arithmetic in log space: kappa^2, M^2, 1/lam or m may each lie outside float64 while the bound
 # itself is representable (kappa = 1e200 with lam = 1e300), so every term is a product of logs.
-
 _LOG_MAX = math.log(np.finfo(np.float64).max)
 
 
@@ -101,13 +97,11 @@ def _total(empirical, log_terms, **inputs):
 
 
 # Agarwal & Niyogi (002)
-
-
 def agarwal_niyogi_score_stability_bound(m, lam, kappa, M, delta, *, sigma=1.0, empirical=0.0):
     """002 Corollary 12 (Theorem 11 with Theorem 8 at gamma = 1).
 
-    For an algorithm minimising R_l(f; S) + lam ||f||_K^2 in an RKHS with K(x, x) <= kappa^2, a
-    loss l convex in f and sigma-admissible, and labels in [0, M]: with probability >= 1 - delta,
+    For an algorithm minimising R_l(f; S) + lam ||f||_K^2 in an RKHS with K(x, x) <= kappa^2, a loss l convex in f and
+    sigma-admissible, and labels in [0, M]: with probability >= 1 - delta,
 
         R(f_S) < R_l1(f_S; S) + 32 sigma kappa^2 / (lam m)
                  + (16 sigma kappa^2 / lam + M) sqrt(2 ln(1/delta) / m)
@@ -121,9 +115,9 @@ def agarwal_niyogi_score_stability_bound(m, lam, kappa, M, delta, *, sigma=1.0, 
 
 
 def _stability_bound(m, lam, kappa, delta, *, log_s, empirical, **top):
-    """empirical + 32 s kappa^2 / (lam m) + (16 s kappa^2 / lam + top) sqrt(2 ln(1/delta) / m) in log
-    space, with s = exp(log_s): s = sigma in 002 Corollary 12 (top = M), sigma^2 in Corollary 15
-    (top = B); ``top`` is that one keyword."""
+    """empirical + 32 s kappa^2 / (lam m) + (16 s kappa^2 / lam + top) sqrt(2 ln(1/delta) / m) in log space, with
+    s = exp(log_s): s = sigma in 002 Corollary 12 (top = M), sigma^2 in Corollary 15 (top = B); ``top`` is that one
+    keyword."""
     (top_value,) = (v for k, v in top.items() if k in ("M", "B"))
     log_a = log_s + 2.0 * math.log(kappa) - math.log(lam)  # log(s kappa^2 / lam)
     log_root = _log_root(m, math.log(-math.log(delta)))
@@ -148,8 +142,7 @@ def agarwal_niyogi_loss_stability_bound(m, lam, kappa, B, delta, *, sigma, empir
 
 
 def hinge_ranking_bound(m, lam, kappa, M, delta, *, empirical=0.0):
-    """002 Sect. 5.2.1: kernel ranking with the hinge ranking loss l_h (1-admissible), i.e.
-    Corollary 12 with sigma = 1:
+    """002 Sect. 5.2.1: kernel ranking with the hinge ranking loss l_h (1-admissible), i.e. Corollary 12 with sigma = 1:
 
         R(f_S) < R_l1(f_S; S) + 32 kappa^2 / (lam m) + (16 kappa^2 / lam + M) sqrt(2 ln(1/delta) / m)
     """
@@ -157,9 +150,8 @@ def hinge_ranking_bound(m, lam, kappa, M, delta, *, empirical=0.0):
 
 
 def least_squares_ranking_bound(m, lam, kappa, M, delta, *, empirical=0.0):
-    """002 Sect. 5.2.2: kernel ranking with the least-squares ranking loss l_sq (eq. 9), which is
-    (2M + 4 kappa M / sqrt(lam))-admissible on the effective search space ||f||_K^2 <= M^2 / lam
-    (Lemma 16), plugged into Corollary 12:
+    """002 Sect. 5.2.2: kernel ranking with the least-squares loss l_sq (eq. 9), (2M + 4 kappa M / sqrt(lam))-admissible
+    on the effective search space ||f||_K^2 <= M^2 / lam (Lemma 16), in Corollary 12:
 
         R(f_S) < R_l1(f_S; S) + (64 kappa^2 M / (lam m)) (1 + 2 kappa / sqrt(lam))
                  + ((32 kappa^2 M / lam) (1 + 2 kappa / sqrt(lam)) + M) sqrt(2 ln(1/delta) / m)
@@ -172,23 +164,20 @@ def least_squares_ranking_bound(m, lam, kappa, M, delta, *, empirical=0.0):
 
 
 # Cortes, Mohri & Rastogi (000)
-
-
 def magnitude_preserving_bound(m, C, kappa, M, delta, *, power=2, empirical=0.0):
-    """000 Corollary 1: magnitude-preserving regularization algorithms (MPRank: power=2 with the
-    cost c^2_MP; SVRank and the other costs of eqs. 4-7 with power n).
+    """000 Corollary 1: magnitude-preserving regularization algorithms (MPRank: power=2 with the cost c^2_MP; SVRank and
+    the other costs of eqs. 4-7 with power n).
 
-    The algorithm minimises ||h||_K^2 + C (1/m^2) sum_{i,j} c(h, x_i, x_j) (eq. 31) with
-    K(x, x) <= kappa^2 and |h(x) - y_x| <= M for every hypothesis and sample point; by
-    Proposition 3 it is beta-stable with beta = 4 C sigma_n^2 kappa^2 / m (sigma_1 = 1,
-    sigma_2 = 4M, Lemma 1), and Theorem 1 gives, with probability >= 1 - delta,
+    The algorithm minimises ||h||_K^2 + C (1/m^2) sum_{i,j} c(h, x_i, x_j) (eq. 31) with K(x, x) <= kappa^2 and
+    |h(x) - y_x| <= M for every hypothesis and sample point; by Proposition 3 it is beta-stable with beta = 4 C
+    sigma_n^2 kappa^2 / m (sigma_1 = 1, sigma_2 = 4M, Lemma 1), and Theorem 1 gives, with probability >= 1 - delta,
 
         n = 1 (eq. 65): R(h_S) <= R(h_S; S) + 8 kappa^2 C / m + 2 (2 kappa^2 C + M) sqrt((2/m) ln(2/delta))
         n = 2 (eq. 66): R(h_S) <= R(h_S; S) + 128 kappa^2 C M^2 / m
                                           + 4 M^2 (16 kappa^2 C + 1) sqrt((2/m) ln(2/delta))
 
-    R(h_S) is the expected cost E c(h, x, x') (eq. 3) and ``empirical`` R(h_S; S) the empirical
-    cost of eq. 2 (``magnitude_preserving_cost(..., power=n)``).
+    R(h_S) is the expected cost E c(h, x, x') (eq. 3) and ``empirical`` R(h_S; S) the empirical cost of eq. 2
+    (``magnitude_preserving_cost(..., power=n)``).
     """
     m, kappa, delta = _m_kappa_delta(m, kappa, delta)
     C = _positive(C, "C", "the trade-off constant C of 000 eq. 31 must be positive")
@@ -209,19 +198,16 @@ def magnitude_preserving_bound(m, C, kappa, M, delta, *, power=2, empirical=0.0)
 
 
 # Data-dependent helpers
-
-
 _TERMS = ("l1", "hinge", "squared", "disc", "mp1", "mp2", "hr1", "hr2", "hmp1", "hmp2", "svr1", "svr2")
 
 
 def empirical_term(estimator, X, y, term="l1", *, epsilon=0.0, n_jobs=None):
     """The empirical term of a bound, from a fitted estimator and its training data.
 
-    ``estimator.predict(X)`` gives the scores f(x_i); ``term`` selects the training error:
-    "l1" (R_l1, 002 Corollary 12 and Sect. 5.2.1-5.2.2), "hinge" / "squared" / "disc" (R_l of
-    002 for Corollary 15 with that loss), or for 000 Corollary 1 the empirical cost of eq. 2 with
-    cost c^n: "mp1", "mp2" (MPRank), "hr1", "hr2", "hmp1", "hmp2", "svr1", "svr2" (with
-    ``epsilon``).  The bounds are stated for one sample without query groups: all pairs count.
+    ``estimator.predict(X)`` gives the scores f(x_i); ``term`` selects the training error: "l1" (R_l1, 002 Corollary 12
+    and Sect. 5.2.1-5.2.2), "hinge" / "squared" / "disc" (R_l of 002 for Corollary 15 with that loss), or for 000
+    Corollary 1 the empirical cost of eq. 2 with cost c^n: "mp1", "mp2" (MPRank), "hr1", "hr2", "hmp1", "hmp2", "svr1",
+    "svr2" (with ``epsilon``).  The bounds are stated for one sample without query groups: all pairs count.
     """
 
     if term not in _TERMS:
@@ -242,10 +228,9 @@ def empirical_term(estimator, X, y, term="l1", *, epsilon=0.0, n_jobs=None):
 
 
 def kernel_kappa(X, kernel="rbf", *, gamma=None, degree=3, coef0=1.0):
-    """sqrt(max_i K(x_i, x_i)) over the rows of X for a fastrank kernel name ("linear", "rbf",
-    "poly", ...): the smallest kappa with K(x, x) <= kappa^2 on these rows.  The theorems need
-    the supremum over the whole input space, which this only bounds from below (for "rbf" it is
-    exactly 1 everywhere)."""
+    """sqrt(max_i K(x_i, x_i)) over the rows of X for a fastrank kernel name ("linear", "rbf", "poly", ...): the
+    smallest kappa with K(x, x) <= kappa^2 on these rows.  The theorems need the supremum over the whole input space,
+    which this only bounds from below (for "rbf" it is exactly 1 everywhere)."""
 
     X = as_float_matrix(X)
     spec = resolve_kernel(kernel, gamma, degree, coef0, X.shape[1])

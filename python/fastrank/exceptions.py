@@ -1,11 +1,7 @@
-"""Exceptions and warnings raised by fastrank.
-
-Invalid user input raises :class:`ValueError` or :class:`TypeError`; numerical breakdown (e.g. a
-kernel system that is not numerically positive definite because ``alpha`` is tiny compared with
-the kernel's scale) raises :class:`LinAlgError`, a subclass of :class:`numpy.linalg.LinAlgError`;
-an iterative solver stopped at ``max_iter`` emits :class:`sklearn.exceptions.ConvergenceWarning`.
-The warning classes below say when they are emitted.
-"""
+"""Exceptions and warnings raised by fastrank (when: docs/design/robustness.md, "Errors and warnings"): invalid user
+input raises :class:`ValueError` or :class:`TypeError`; numerical breakdown :class:`LinAlgError`, a subclass of
+:class:`numpy.linalg.LinAlgError`; an iterative solver stopped at ``max_iter`` emits
+:class:`sklearn.exceptions.ConvergenceWarning`."""
 
 from sklearn.exceptions import ConvergenceWarning
 
@@ -15,25 +11,22 @@ __all__ = ["LinAlgError", "IllConditionedWarning", "MissingGroupsWarning", "Mode
 
 
 class IllConditionedWarning(UserWarning):
-    """The linear system was solved but its estimated condition number is so large that the
-    solution may be dominated by rounding error (increase ``alpha``)."""
+    """The linear system was solved but its estimated condition number is so large that the solution may be dominated by
+    rounding error (increase ``alpha``)."""
 
 
 class ModelFileWarning(UserWarning):
-    """A model file loaded, but without the integrity check of the current format (an older
-    format version with no checksum): save the model again."""
+    """A model file loaded, but without the integrity check of the current format (an older format version with no
+    checksum): save the model again."""
 
 
 class MissingGroupsWarning(UserWarning):
-    """A per-query ranking measure was computed without the query groups although the rows come
-    from several queries (the estimator was fitted on several groups, or scikit-learn's model
-    selection was given groups): each test fold was scored as one query.  In a scikit-learn search
-    the groups reach the scorer only through metadata routing:
+    """A per-query ranking measure was computed without the query groups although the rows come from several queries
+    (the estimator was fitted on several groups, or scikit-learn's model selection was given groups): each test fold was
+    scored as one query.  In a scikit-learn search the groups reach the scorer only through metadata routing:
     ``sklearn.set_config(enable_metadata_routing=True)`` and ``scorer.set_score_request(groups=True)``."""
 
 
 LinAlgError.__module__ = "fastrank.exceptions"
-LinAlgError.__doc__ = (
-    "Numerical breakdown in a fastrank solver (subclass of numpy.linalg.LinAlgError): the system "
-    "is singular or not positive definite to working precision. Increase alpha or check the kernel."
-)
+LinAlgError.__doc__ = ("Numerical breakdown in a fastrank solver (subclass of numpy.linalg.LinAlgError): the system is "
+                       "singular or not positive definite to working precision. Increase alpha or check the kernel.")

@@ -1,22 +1,20 @@
-"""Feature preprocessing for ranking data, as scikit-learn transformers.
+"""Feature preprocessing for ranking data, as scikit-learn transformers.  Raw learning-to-rank features (LETOR / MSLR:
+term counts, BM25, lengths, PageRank) differ in scale by orders of magnitude, and their level varies from query to
+query; a ranking model only compares documents of one query, so LETOR normalises inside each query ("QueryLevelNorm"):
+:class:`QueryNormalizer`.  :class:`Log1pScaler` is a global log1p + z-score for heavy-tailed features;
+:func:`make_normalizer` builds the transformer of ``fastrank train --normalize NAME``.
 
-Raw learning-to-rank features (LETOR / MSLR: term counts, BM25, lengths, PageRank) differ in scale
-by orders of magnitude, and their level varies from query to query; a ranking model only compares
-documents of one query, so LETOR normalises inside each query ("QueryLevelNorm"):
-:class:`QueryNormalizer`.  :class:`Log1pScaler` is a global log1p + z-score for heavy-tailed
-features; :func:`make_normalizer` builds the transformer of ``fastrank train --normalize NAME``.
-
-Groups reach :class:`QueryNormalizer` in a :class:`~sklearn.pipeline.Pipeline` through metadata
-routing (it requests ``groups`` for ``fit`` and ``transform`` by default)::
+Groups reach :class:`QueryNormalizer` in a :class:`~sklearn.pipeline.Pipeline` through metadata routing (it requests
+``groups`` for ``fit`` and ``transform`` by default)::
 
     sklearn.set_config(enable_metadata_routing=True)
     pipe = make_pipeline(QueryNormalizer(), RankRLS().set_fit_request(groups=True))
     pipe.fit(X, y, groups=qid)
     scores = pipe.predict(X_test, groups=qid_test)     # normalised inside each test query
 
-Without routing, ``pipe.fit(X, y, querynormalizer__groups=qid, rankrls__groups=qid)`` fits, and
-test features must be normalised explicitly (``QueryNormalizer().transform(X_test,
-groups=qid_test)``) because ``Pipeline.predict`` then passes no groups to transformers.
+Without routing, ``pipe.fit(X, y, querynormalizer__groups=qid, rankrls__groups=qid)`` fits, and test features must be
+normalised explicitly (``QueryNormalizer().transform(X_test, groups=qid_test)``) because ``Pipeline.predict`` then
+passes no groups to transformers.
 """
 
 from __future__ import annotations
@@ -26,8 +24,7 @@ from sklearn.base import BaseEstimator, OneToOneFeatureMixin, TransformerMixin
 from sklearn.preprocessing import StandardScaler
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from ._memory import check_dense_memory
-from ._sparse import issparse
+from ._memory import densified
 from ._validation import group_index
 
 __all__ = ["QueryNormalizer", "Log1pScaler", "make_normalizer", "NORMALIZERS"]
@@ -36,29 +33,24 @@ NORMALIZERS = ("none", "zscore", "query-minmax", "query-zscore", "log1p-zscore")
 
 
 def _dense_float(est, X, *, reset):
-    """X validated by scikit-learn (finite, 2-D, n_features_in_ checked), densified behind the
-    memory guard: every normalisation here shifts zeros, so a sparse result would be dense anyway."""
-    X = validate_data(est, X, accept_sparse="csr", dtype=np.float64, reset=reset)
-    if issparse(X):
-        check_dense_memory(X.shape[0], 1, "dense copy of the sparse input X", n_cols=X.shape[1])
-        X = X.toarray()
-    return X
+    """X validated by scikit-learn (finite, 2-D, n_features_in_ checked), densified behind the memory guard: every
+    normalisation here shifts zeros, so a sparse result would be dense anyway."""
+    return densified(validate_data(est, X, accept_sparse="csr", dtype=np.float64, reset=reset))
 
 
 class QueryNormalizer(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
     """Normalise every feature inside each query (LETOR's QueryLevelNorm).
 
-    Each query is normalised with its own statistics, those of the rows passed to ``transform``
-    (a test query by itself, as LETOR normalises every split), so ``fit`` learns only the number
-    of features and ``transform`` needs the query id of each row (``groups``; None: all rows are
-    one query, as for fastrank's estimators).
+    Each query is normalised with its own statistics, those of the rows passed to ``transform`` (a test query by itself,
+    as LETOR normalises every split), so ``fit`` learns only the number of features and ``transform`` needs the query id
+    of each row (``groups``; None: all rows are one query, as for fastrank's estimators).
 
     Parameters
     ----------
     method : {"minmax", "zscore"}, default="minmax"
-        "minmax": ``(x - min_q) / (max_q - min_q)`` per query q and feature, in [0, 1] (LETOR 3.0/4.0
-        and MSLR's QueryLevelNorm); "zscore": ``(x - mean_q) / std_q`` (population std).
-        A feature that is constant inside a query becomes 0 there (LETOR's convention).
+        "minmax": ``(x - min_q) / (max_q - min_q)`` per query q and feature, in [0, 1] (LETOR 3.0/4.0 and MSLR's
+        QueryLevelNorm); "zscore": ``(x - mean_q) / std_q`` (population std). A feature that is constant inside a query
+        becomes 0 there (LETOR's convention).
 
     Attributes
     ----------
@@ -86,8 +78,7 @@ class QueryNormalizer(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         X = _dense_float(self, X, reset=False)
         gi = group_index(groups, X.shape[0])
         Xs = X[gi.order]
-        starts = gi.offsets[:-1]
-        sizes = np.diff(gi.offsets)
+        starts, sizes = gi.offsets[:-1], gi.sizes
         lo = np.minimum.reduceat(Xs, starts, axis=0)
         hi = np.maximum.reduceat(Xs, starts, axis=0)
         if self.method == "minmax":
@@ -114,15 +105,14 @@ class QueryNormalizer(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
 
 
 class Log1pScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
-    """``sign(x) log(1 + |x|)`` per entry (``log1p`` on non-negative features: values spanning orders
-    of magnitude compressed to a few units, order kept; monotone and defined for negative values),
-    then (``zscore=True``) a z-score with the training mean and standard deviation.
+    """``sign(x) log(1 + |x|)`` per entry (``log1p`` on non-negative features: values spanning orders of magnitude
+    compressed to a few units, order kept; monotone and defined for negative values), then optionally a z-score.
 
     Parameters
     ----------
     zscore : bool, default=True
-        Standardise the log-transformed features with the training data's mean and standard
-        deviation (features constant in training become 0).
+        Standardise the log-transformed features with the training data's mean and standard deviation (features constant
+        in training become 0).
 
     Attributes
     ----------
@@ -161,14 +151,9 @@ class Log1pScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
 def make_normalizer(name):
     """The transformer for a ``--normalize`` name, or None for "none".
 
-    "zscore": :class:`~sklearn.preprocessing.StandardScaler`; "query-minmax" / "query-zscore":
-    :class:`QueryNormalizer`; "log1p-zscore": :class:`Log1pScaler`."""
+    "zscore": :class:`~sklearn.preprocessing.StandardScaler`; "query-minmax" / "query-zscore": :class:`QueryNormalizer`;
+    "log1p-zscore": :class:`Log1pScaler`."""
     if name not in NORMALIZERS:
         raise ValueError(f"normalization must be one of {', '.join(NORMALIZERS)}, got {name!r}")
-    return {
-        "none": None,
-        "zscore": StandardScaler(),
-        "query-minmax": QueryNormalizer("minmax"),
-        "query-zscore": QueryNormalizer("zscore"),
-        "log1p-zscore": Log1pScaler(),
-    }[name]
+    return {"none": None, "zscore": StandardScaler(), "query-minmax": QueryNormalizer("minmax"),
+            "query-zscore": QueryNormalizer("zscore"), "log1p-zscore": Log1pScaler()}[name]

@@ -1,11 +1,11 @@
 """Conversions between the query-group conventions of learning-to-rank tools.
 
-* fastrank (and scikit-learn's ``groups``): one id per row, any order, any orderable type;
-  rows of a query need not be contiguous.
-* LightGBM (``group=`` / ``.query`` files, also ``XGBRanker(group=...)`` in old versions): the
-  sizes of consecutive blocks of rows, e.g. ``[10, 20, 5]`` for rows 0-9, 10-29, 30-34.
-* XGBoost (``qid=``) and svmlight/LETOR files (``qid:``): one integer id per row; XGBoost wants
-  the rows of a query contiguous and the ids non-decreasing.
+* fastrank (and scikit-learn's ``groups``): one id per row, any order, any orderable type; rows of a query need not be
+  contiguous.
+* LightGBM (``group=`` / ``.query`` files, also ``XGBRanker(group=...)`` in old versions): the sizes of consecutive
+  blocks of rows, e.g. ``[10, 20, 5]`` for rows 0-9, 10-29, 30-34.
+* XGBoost (``qid=``) and svmlight/LETOR files (``qid:``): one integer id per row; XGBoost wants the rows of a query
+  contiguous and the ids non-decreasing.
 
 Examples
 --------
@@ -22,9 +22,9 @@ array([0, 0, 1])
 
 from __future__ import annotations
 
-import numbers
-
 import numpy as np
+
+from ._validation import check_int
 
 __all__ = ["groups_from_sizes", "sizes_from_groups", "groups_from_qid", "qid_from_groups", "group_order"]
 
@@ -41,8 +41,8 @@ def _ids(groups, name):
 
 
 def _block_sizes(groups, hint):
-    """Sizes of the blocks of equal consecutive ids of ``groups``; ValueError (ending with ``hint``)
-    if the rows of a query are not contiguous."""
+    """Sizes of the blocks of equal consecutive ids of ``groups``; ValueError (ending with ``hint``) if the rows of a
+    query are not contiguous."""
     g = _ids(groups, "groups")
     starts = np.flatnonzero(np.r_[True, g[1:] != g[:-1]]) if g.size else np.zeros(0, dtype=np.int64)
     uniq, counts = np.unique(g[starts], return_counts=True)
@@ -50,26 +50,15 @@ def _block_sizes(groups, hint):
         bad = uniq[np.argmax(counts > 1)].item()
         rows = np.flatnonzero(g == bad)
         gap = int(np.argmax(np.diff(rows) > 1))
-        raise ValueError(
-            f"groups: the rows of query {bad!r} are not contiguous (row {int(rows[gap])} is followed by a different "
-            f"query, and the query appears again at row {int(rows[gap + 1])}); {hint}"
-        )
+        raise ValueError(f"groups: the rows of query {bad!r} are not contiguous (row {int(rows[gap])} is followed by a "
+                         f"different query, and the query appears again at row {int(rows[gap + 1])}); {hint}")
     return np.diff(np.append(starts, g.size)).astype(np.int64)
 
 
 def groups_from_sizes(sizes, n_samples=None):
-    """Per-row query ids 0, 1, ... from LightGBM-style group sizes (consecutive blocks).
-
-    Parameters
-    ----------
-    sizes : 1-D array of positive integers (LightGBM's ``group``; the lines of a ``.query`` file).
-    n_samples : int or None
-        If given, the number of rows the sizes must add up to.
-
-    Returns
-    -------
-    groups : int64 array of length ``sum(sizes)`` (group k's rows get id k).
-    """
+    """Per-row query ids 0, 1, ... (an int64 array of length ``sum(sizes)``, group k's rows get id k) from
+    LightGBM-style group sizes of consecutive blocks: ``sizes`` a 1-D array of positive integers (LightGBM's ``group``;
+    the lines of a ``.query`` file); ``n_samples``, if given, the number of rows they must add up to."""
     s = np.asarray(sizes)
     if s.ndim != 1:
         raise ValueError(f"sizes must be a 1-D array of group sizes, got shape {s.shape}")
@@ -84,57 +73,41 @@ def groups_from_sizes(sizes, n_samples=None):
         raise ValueError(f"sizes must be positive: sizes[{k}] = {int(s[k])} (a query needs at least one row)")
     total = int(s.sum())
     if n_samples is not None:
-        if isinstance(n_samples, (bool, np.bool_)) or not isinstance(n_samples, numbers.Integral):
-            raise TypeError(f"n_samples must be an integer, got {n_samples!r}")
-        if total != int(n_samples):
+        if total != check_int(n_samples, "n_samples", high=None):
             raise ValueError(f"the group sizes add up to {total} rows but there are {int(n_samples)} rows "
                              "(n_samples); each row must belong to exactly one group")
     return np.repeat(np.arange(s.size, dtype=np.int64), s)
 
 
 def sizes_from_groups(groups):
-    """LightGBM-style sizes of the consecutive blocks of rows of each query.
-
-    The rows of each query must be contiguous (fastrank itself does not need that): if they are
-    not, sort the data first with ``order = group_order(groups)`` (then ``X[order]``,
-    ``y[order]``, ``groups[order]``).  The ids themselves may be in any order (e.g. qids sorted as
-    strings, "10, 1001, 101"): only their contiguity matters.
-    """
+    """LightGBM-style sizes of the consecutive blocks of rows of each query.  The rows of each query must be contiguous
+    (fastrank itself does not need that; sort them with ``order = group_order(groups)``, then ``X[order]``,
+    ``y[order]``, ``groups[order]``); the ids may be in any order (e.g. qids sorted as strings, "10, 1001, 101")."""
     return _block_sizes(groups, "sort the rows with order = fastrank.utils.group_order(groups) (X[order], "
                                 "y[order], groups[order]) first")
 
 
 def groups_from_qid(qid):
-    """fastrank ``groups`` from XGBoost/svmlight-style per-row query ids.
-
-    fastrank takes one id per row already, so this validates (1-D, one id per row, integers
-    or strings, no NaN) and returns an int64 copy (integers) or the ids unchanged (strings).
-    Unlike XGBoost, the ids need not be sorted or contiguous.
-    """
+    """fastrank ``groups`` from XGBoost/svmlight-style per-row query ids: validated (1-D, one id per row, integers or
+    strings, no NaN), as an int64 copy (integers) or unchanged (strings); unlike XGBoost's, they need not be sorted or
+    contiguous."""
     q = _ids(qid, "qid")
-    if q.dtype.kind == "f":
-        if np.any(q != np.round(q)):
-            raise ValueError("qid must be whole numbers (query ids)")
-        return q.astype(np.int64)
-    if q.dtype.kind in "iub":
-        return q.astype(np.int64)
-    return q.copy()
+    if q.dtype.kind == "f" and np.any(q != np.round(q)):
+        raise ValueError("qid must be whole numbers (query ids)")
+    return q.astype(np.int64) if q.dtype.kind in "fiub" else q.copy()
 
 
 def qid_from_groups(groups):
-    """XGBoost-style ``qid`` (non-decreasing integers 0, 1, ...) from per-row group ids.
-
-    Queries are numbered in order of first appearance, so rows that are contiguous per query get
-    non-decreasing ids, as ``XGBRanker.fit(qid=...)`` requires.  Raises ``ValueError`` if the rows of
-    a query are not contiguous (sort them with :func:`group_order` first).
-    """
+    """XGBoost-style ``qid`` (non-decreasing integers 0, 1, ..., as ``XGBRanker.fit(qid=...)`` requires) from per-row
+    group ids, queries numbered in order of first appearance; ``ValueError`` if the rows of a query are not contiguous
+    (sort them with :func:`group_order` first)."""
     return groups_from_sizes(_block_sizes(groups, "XGBoost needs each query's rows together: sort the rows with "
                                                   "order = fastrank.utils.group_order(groups) first"))
 
 
 def group_order(groups):
-    """A stable permutation that makes the rows of each query contiguous, queries in order of
-    first appearance (rows inside a query keep their order): ``X[order]``, ``y[order]``."""
+    """A stable permutation that makes the rows of each query contiguous, queries in order of first appearance (rows
+    inside a query keep their order): ``X[order]``, ``y[order]``."""
     g = _ids(groups, "groups")
     if g.size == 0:
         return np.zeros(0, dtype=np.int64)

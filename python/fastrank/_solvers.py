@@ -4,13 +4,7 @@ Pahikkala et al. (2009): the dual (eq. 17, solved in the symmetric form (S K S +
 A = S u), the primal for the linear kernel (eq. 28), a path over many alphas from one
 eigendecomposition (eq. 31), conjugate gradient on the primal without forming pairs (Sect. 4.3)
 and subset-of-regressors RankRLS (Sect. 3.5, eqs. 40-42).  No solver knows about estimators:
-each returns a :class:`Fit` that an estimator copies onto itself.
-
-Design notes on CG.  It runs in the primal (n unknowns) only: its iteration count is bounded by
-the rank of X^T L X <= min(m, n) in exact arithmetic, so n >> m data still stop within about m
-iterations, and each iteration costs O(nnz + m + n).  For one output in the scoring setting the
-Laplacian is folded into the two CSR product loops; X^T u uses per-thread partial sums (measured
-faster than a transposed copy of X, kept as ``transpose_copy=True``).
+each returns a :class:`Fit` that an estimator copies onto itself.  See docs/design/solvers.md.
 """
 
 from __future__ import annotations
@@ -156,11 +150,8 @@ def densify(problem):
 
 def _object_ranking_normal_equations(X, Y):
     """Primal system of object ranking (eq. 30 with L = m I - 1 1^T) without centring a copy of X:
-    X^T L X = m (X^T X - m mu mu^T), X^T L Y = m (X^T Y - m mu ybar^T).  The Gram is one ``X.T @ X``
-    (numpy's BLAS runs tall-skinny SYRK ~1.4x faster than SciPy's here; the GIL is released).  The
-    rank-one correction cancels digits when a feature's mean dwarfs its spread (error ~ eps (1 +
-    mu_j^2 / var_j) of the centred matrix's scale), so this returns None (the caller centres
-    explicitly, in C++) unless mu_j^2 <= 1e4 var_j for every feature, which keeps it within ~1e-12."""
+    X^T L X = m (X^T X - m mu mu^T), X^T L Y = m (X^T Y - m mu ybar^T), or None (the caller centres in
+    C++) unless mu_j^2 <= 1e4 var_j for every feature (docs/design/solvers.md, "Primal")."""
     m = X.shape[0]
     G = X.T @ X
     mu = X.sum(axis=0) / m

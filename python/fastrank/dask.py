@@ -1,20 +1,11 @@
 """RankRLS and model selection on Dask: exact fits beyond one machine's memory or cores.
 
-Optional module (``pip install fastrank[dask]``); ``import fastrank`` never imports dask.
-
-Least-squares ranking reduces to sums over rows (Pahikkala et al. 2009): linear RankRLS solves
-``(X^T L X + alpha I) w = X^T L y`` (eq. 28), subset of regressors
-``(K_mR^T L K_mR + alpha K_RR) a = K_mR^T L y`` (eqs. 40-42).  With every Laplacian block
-``L_q = w(n_q) (I - 1 1^T / n_q)``, ``F^T L F = sum_q w(n_q) C_q`` (F = X or K_mR, C_q the centred
-scatter of group q's rows): each partition returns its groups' weighted scatter plus the count
-and means of groups that continue elsewhere, a tree reduction merges them with the
-parallel-variance (Chan et al.) update (no row shuffled, no uncentred sum cancelling digits), and
-the client solves the assembled system with :mod:`fastrank._solvers`.  See docs/design/dask.md.
-
-:class:`DaskRankRLSCV` (one task per kernel parameter), :func:`permutation_test_lpo` (blocks of
-permutations, the exact single-machine draws) and :func:`fit_oapbpm` (blocks of OAP-BPM members,
-joined into the identical model) run as dask tasks on the active scheduler (a
-``dask.distributed`` client if one exists).
+Optional module (``pip install fastrank[dask]``); ``import fastrank`` never imports dask.  Linear RankRLS
+(eq. 28) and subset of regressors (eqs. 40-42) reduce to per-group sums over rows: each partition returns
+its groups' weighted centred scatter, a tree reduction merges groups that straddle partitions (Chan et
+al.'s parallel-variance update) and the client solves with :mod:`fastrank._solvers`.
+:class:`DaskRankRLSCV`, :func:`permutation_test_lpo` and :func:`fit_oapbpm` run independent tasks on the
+active scheduler (a ``dask.distributed`` client if one exists).  See docs/design/dask.md.
 """
 
 from __future__ import annotations
@@ -36,7 +27,7 @@ import dask.array as da
 from ._cv import RankRLSCV
 from ._kernels import resolve_kernel
 from ._memory import check_dense_memory
-from ._problem import WEIGHTINGS, pair_weights
+from ._problem import WEIGHTINGS, pair_weights, raise_without_preferences
 from ._base import FastrankEstimator, ranking_accuracy
 from ._rankrls import RankRLS, RankRLSPath
 from ._solvers import Fit, basis_primal_weights, select_basis, solve_assembled_basis, solve_assembled_primal
@@ -45,14 +36,7 @@ from ._validation import _all_finite, check_alpha, check_alphas, check_int, chec
 from .model_selection import permutation_test_lpo as _single
 from .online import OAPBPM
 
-__all__ = [
-    "DaskRankRLS",
-    "DaskRankRLSPath",
-    "rankrls_path",
-    "DaskRankRLSCV",
-    "permutation_test_lpo",
-    "fit_oapbpm",
-]
+__all__ = ["DaskRankRLS", "DaskRankRLSPath", "rankrls_path", "DaskRankRLSCV", "permutation_test_lpo", "fit_oapbpm"]
 
 # Per-group weight w(n_q) = c_q n_q of the Laplacian block L_q = c_q (n_q I - 1 1^T)
 # = w(n_q) (I - 1 1^T / n_q), c_q the pair weight of the in-memory RankRLS (fastrank._problem).
@@ -288,9 +272,7 @@ def _group_table(X, G):
     offs = _offsets(X)
     parts = [dask.delayed(_group_counts_block, pure=True)(i, int(offs[i]), g) for i, g in enumerate(_blocks(G))]
     ids, counts = dask.compute(_tree(parts, _merge_counts))[0]
-    if not np.any(counts >= 2):
-        raise ValueError("No relevant pairs: every group has a single row. RankRLS with groups learns only from "
-                         "pairs of rows that share a group id.")
+    raise_without_preferences(counts, (), True)
     return ids, counts
 
 
@@ -320,11 +302,7 @@ def _statistics(X, Y, G, table, weighting, feature, p):
         stats = dask.compute(_tree(parts, functools.partial(_combine_stats, weighting)))[0]
     if stats["codes"].size:  # cannot happen when the group table is right
         raise RuntimeError("internal error: incomplete groups after merging the partitions")
-    tied = np.sqrt(stats["yLy"]) <= 1e-10 * np.sqrt(stats["yy"])
-    if np.any(tied):
-        where = "inside every group" if G is not None else "for all rows"
-        raise ValueError(f"All targets are tied {where} (output column(s) {np.flatnonzero(tied).tolist()}): there "
-                         "are no preferences to learn from.")
+    raise_without_preferences(None, np.sqrt(stats["yLy"]) <= 1e-10 * np.sqrt(stats["yy"]), G is not None)
     M = stats["M"]
     return 0.5 * (M + M.T), stats["R"]  # exact symmetry for the symmetric solver
 
@@ -414,13 +392,7 @@ class DaskRankRLS(RegressorMixin, FastrankEstimator):
         X, Y, fit = self._fit_path(X, y, groups, np.array([alpha]))
         return self._apply_fit(fit, 0, Y.ndim == 1, X.shape[1], X.shape[0])
 
-    def _apply_fit(self, fit, k, one_d, n_features, n_samples):
-        """Copy the solution for ``alphas[k]`` of a solver's ``Fit`` onto this estimator."""
-        pick = (lambda a: None if a is None else a[k][:, 0] if one_d else a[k])
-        self.fit_mode_, self.n_features_in_, self._single_output = fit.mode, n_features, one_d
-        self.coef_, self.dual_coef_ = pick(fit.coef), pick(fit.dual_coef)
-        self.basis_indices_, self.X_fit_ = fit.basis_indices, fit.X_fit
-        return self
+    _apply_fit = RankRLS._apply_fit  # the solver's Fit for ``alphas[k]`` copied onto the estimator
 
     def predict(self, X):
         """Scores as a dask array (p,) or (p, v), one task per row block (``map_blocks``);

@@ -285,9 +285,6 @@ class _OAPBase(KernelMixin, _OnlineOrdinal):
 
     _parameter_constraints = {"budget": [None, positive_int()], "n_jobs": N_JOBS}
 
-    def _members_tau_variant(self):  # pragma: no cover - abstract
-        raise NotImplementedError
-
     def _reset_model(self, k, n_features):
         spec = self._kernel_spec(n_features)
         N = self._members_tau_variant()[0]
@@ -303,17 +300,16 @@ class _OAPBase(KernelMixin, _OnlineOrdinal):
             self.support_time_ = np.zeros(0, dtype=np.int64)
             self.support_index_ = np.zeros(0, dtype=np.int64)
 
+    def _state_attrs(self):
+        """{name in the compiled passes' state: the member array holding it}."""
+        kernel = {"A": "dual_coef_", "svX": "support_vectors_", "svt": "support_time_", "svs": "support_index_"}
+        return {"C": "members_thresholds_", "V": "members_counts_",
+                **({"W": "members_coef_"} if self._kernel_kind == "linear" else kernel)}
+
     def _state(self):
         """Copies of the member arrays, as the compiled passes read and update them."""
-        st = {"C": np.array(self.members_thresholds_, dtype=np.float64, order="C"),
-              "V": np.array(self.members_counts_, dtype=np.int64)}
-        if self._kernel_kind == "linear":
-            st["W"] = np.array(self.members_coef_, dtype=np.float64, order="C")
-        else:
-            pre = self._kernel_kind == "precomputed"
-            st.update(A=np.ascontiguousarray(self.dual_coef_), svt=self.support_time_, svs=self.support_index_,
-                      svX=np.zeros((0, 0)) if pre else np.ascontiguousarray(self.support_vectors_, dtype=np.float64))
-        return st
+        return {k: np.array(getattr(self, a), dtype=np.int64 if k in ("V", "svt", "svs") else np.float64, order="C")
+                for k, a in self._state_attrs().items()}
 
     def _compiled_pass(self, st, X, ranks, src, *, t0, tau, variant, n_threads, budget):
         """Algorithm 2 (Algorithm 1: one member, tau = 1) over (X, ranks) from state ``st``, which
@@ -337,12 +333,8 @@ class _OAPBase(KernelMixin, _OnlineOrdinal):
         losses = self._compiled_pass(st, X, ranks, src, t0=self.n_seen_, tau=tau, variant=variant,
                                      n_threads=check_n_jobs(getattr(self, "n_jobs", None)),
                                      budget=0 if self.budget is None else int(self.budget))
-        self.members_thresholds_, self.members_counts_ = st["C"], st["V"]
-        if self._kernel_kind == "linear":
-            self.members_coef_ = st["W"]
-        else:
-            self.dual_coef_, self.support_vectors_ = st["A"], st["svX"]
-            self.support_time_, self.support_index_ = st["svt"], st["svs"]
+        for k, attr in self._state_attrs().items():
+            setattr(self, attr, st[k])
         self._append_losses(losses)
 
     def _finish(self):
@@ -428,12 +420,8 @@ class PRank(_OAPBase):
         rounds (a sliding-window truncation in the spirit of Kivinen, Smola & Williamson 2001;
         memory stays bounded and the result still depends only on the stream, not on how it is cut
         into ``partial_fit`` calls).  None: unbounded.  Ignored for "linear".
-    n_epochs : int, default=1
-        Passes over the data in ``fit``.
-    shuffle : bool, default=False
-        Reshuffle each pass in ``fit``.
-    random_state : int, RandomState or None, default=None
-        Seeds the shuffling.
+    n_epochs, shuffle, random_state : int (default=1), bool (default=False), int, RandomState or None (default=None)
+        Passes over the data in ``fit``, each reshuffled (``shuffle``) with the seed ``random_state``.
     %(verbose)s
     """
 
@@ -733,6 +721,8 @@ class OnlineMPRank(KernelMixin, Ranker):
         Reports the passes' duration and number, the final cost and convergence.
     """
 
+    _sparse_input = True  # rows densified per call (see _as_X)
+
     def __init__(self, C=1.0, *, kernel="linear", gamma=None, degree=3, coef0=1.0, eta=None,
                  algorithm="sequential", max_iter=1000, tol=1e-4, n_jobs=None, verbose=0):
         self._store_params(locals())
@@ -852,8 +842,3 @@ class OnlineMPRank(KernelMixin, Ranker):
         if self._spec.linear:
             return X @ self.coef_
         return np.asarray(self._spec.cross(X, self.X_fit_, check_n_jobs(self.n_jobs))) @ self.expansion_coef_
-
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.input_tags.sparse = self.kernel != "precomputed"  # rows densified per call (see _as_X)
-        return tags

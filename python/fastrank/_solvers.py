@@ -26,7 +26,7 @@ from ._kernels import kernel_block
 from ._memory import check_dense_memory
 from ._problem import PreferenceGraph, RankingProblem
 from ._sparse import as_csr, issparse, take_rows
-from ._validation import as_float_matrix, as_targets, check_alpha, check_alphas, check_n_jobs, group_index
+from ._validation import as_float_matrix, check_alpha, check_alphas, check_n_jobs, group_index
 from .exceptions import ConvergenceWarning, IllConditionedWarning
 
 __all__ = [
@@ -426,9 +426,6 @@ def fit_cg(X, Y=None, *, group_index=None, normalized=False, graph=None, alpha=1
     sums; warn: :class:`~fastrank.exceptions.ConvergenceWarning` when an output did not converge.
     Returns a :class:`CGResult` (coef (n, v) even for one output).
     """
-    alpha = check_alpha(alpha)
-    tol = _check_tol(tol)
-    precond = _check_preconditioner(preconditioner)
     n_threads = check_n_jobs(n_jobs)
     if callback is not None and not callable(callback):
         raise TypeError("callback must be callable or None")
@@ -436,12 +433,10 @@ def fit_cg(X, Y=None, *, group_index=None, normalized=False, graph=None, alpha=1
         as_csr(X)
     else:
         X = as_float_matrix(X)
-    m, n = X.shape
-    max_iter = _check_max_iter(max_iter, n)
     problem = _array_problem(X, Y, group_index, normalized, graph, finite_check=True, weighting=weighting)
-    x0 = _check_x0(x0, n, problem.n_outputs)
-    return _run_cg(problem, alpha, tol=tol, max_iter=max_iter, x0=x0, precond=precond, n_threads=n_threads,
-                   callback=callback, transpose_copy=transpose_copy, warn=warn)
+    fit = solve_cg(problem, alpha, tol=tol, max_iter=max_iter, x0=x0, preconditioner=preconditioner,
+                   n_threads=n_threads, callback=callback, transpose_copy=transpose_copy, warn=warn)
+    return CGResult(fit.coef[0], fit.n_iter[0], fit.converged[0], fit.residual_history[0])
 
 
 def _array_problem(X, Y, gi, normalized, graph, *, finite_check, weighting=None):

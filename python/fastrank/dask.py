@@ -27,7 +27,7 @@ import dask.array as da
 from ._cv import RankRLSCV
 from ._kernels import resolve_kernel
 from ._memory import check_dense_memory
-from ._problem import WEIGHTINGS, pair_weights, raise_without_preferences
+from ._problem import WEIGHTINGS, check_weighting, pair_weights, raise_without_preferences
 from ._base import FastrankEstimator, ranking_accuracy
 from ._rankrls import RankRLS, RankRLSPath
 from ._solvers import Fit, basis_primal_weights, select_basis, solve_assembled_basis, solve_assembled_primal
@@ -84,10 +84,9 @@ def _as_dask(obj, name, ndim_allowed, row_chunks=None, *, lengths=None, allow_un
     if obj.ndim not in ndim_allowed:
         raise ValueError(f"{name} must have {' or '.join(map(str, ndim_allowed))} dimension(s), got shape {obj.shape}")
     if not allow_unknown and (any(np.isnan(c) for c in obj.chunks[0]) or np.isnan(obj.shape[0])):
-        raise ValueError(
-            f"{name} has unknown chunk sizes (NaN row chunks, e.g. from a dataframe's .values or boolean "
-            f"indexing); call {name}.compute_chunk_sizes() or use .to_dask_array(lengths=True) first"
-        )
+        raise ValueError(f"{name} has unknown chunk sizes (NaN row chunks, e.g. from a dataframe's .values or "
+                         f"boolean indexing); call {name}.compute_chunk_sizes() or use "
+                         ".to_dask_array(lengths=True) first")
     if obj.ndim == 2 and len(obj.chunks[1]) > 1:
         obj = obj.rechunk({1: -1})  # whole rows in every block; rows are never moved between blocks
     return obj
@@ -357,8 +356,7 @@ class DaskRankRLS(RegressorMixin, FastrankEstimator):
         """(X, Y as dask arrays, the solver layer's :class:`Fit` for every alpha)."""
         X, Y, G = _prepare(X, y, groups)
         n = X.shape[1]
-        if self.group_weighting not in _WEIGHTINGS:
-            raise ValueError(f"group_weighting must be one of {tuple(_WEIGHTINGS)}, got {self.group_weighting!r}")
+        check_weighting(self.group_weighting)
         if self.kernel == "precomputed":
             raise ValueError("kernel='precomputed' is not supported on dask inputs (the kernel matrix is m x m); "
                              "give features and a kernel name with basis_vectors")

@@ -20,7 +20,6 @@ that set.  The whole state is numpy arrays and Python ints on the estimator, so 
 from __future__ import annotations
 
 import numbers
-import sys
 
 import numpy as np
 from sklearn.base import ClassifierMixin, clone
@@ -34,7 +33,7 @@ from ._base import N_JOBS, FastrankEstimator, Interval, KernelMixin, Ranker, Str
 from ._kernels import _KIND, KernelSpec
 from ._memory import check_dense_memory
 from ._problem import require_preferences
-from ._progress import progress, resolve_verbose, stage
+from ._progress import progress, resolve_verbose, stage, write_line
 from ._sparse import as_csr, issparse
 from ._registry import register_estimator
 from ._validation import as_float_matrix, as_real_array, check_int, check_n_jobs, check_precomputed_kernel, \
@@ -115,10 +114,8 @@ def _to_ranks(classes, y):
     bad = classes[idx_c] != y
     if np.any(bad):
         unseen = np.unique(np.asarray(y)[np.asarray(bad)])
-        raise ValueError(
-            f"y contains labels not in classes_ {classes.tolist()!r}: {unseen.tolist()!r}; pass the complete "
-            "ordered label set as classes= to the first partial_fit call"
-        )
+        raise ValueError(f"y contains labels not in classes_ {classes.tolist()!r}: {unseen.tolist()!r}; pass the "
+                         "complete ordered label set as classes= to the first partial_fit call")
     return (idx_c + 1).astype(np.int64)
 
 
@@ -213,10 +210,9 @@ class _OnlineOrdinal(ClassifierMixin, FastrankEstimator):
         self._validate_params()
         X = self._check_X(X, reset=True)
         y = _check_labels(y, X.shape[0])
-        classes = _sorted_classes(y)
-        if getattr(self, "kernel", None) == "precomputed" and X.shape[0] != X.shape[1]:
+        if self._precomputed() and X.shape[0] != X.shape[1]:
             raise ValueError(f"precomputed kernel: fit needs the square (m, m) kernel matrix, got {X.shape}")
-        self._reset(classes, X.shape[1])
+        self._reset(_sorted_classes(y), X.shape[1])
         ranks = _to_ranks(self.classes_, y)
         rng = np.random.default_rng(self.seed_)
         m = X.shape[0]
@@ -245,10 +241,8 @@ class _OnlineOrdinal(ClassifierMixin, FastrankEstimator):
         if first:
             cls = _sorted_classes(y if classes is None else classes)
             if classes is None and cls.size < 2:
-                raise ValueError(
-                    f"the first partial_fit batch has only the label(s) {cls.tolist()!r}; pass the complete "
-                    "ordered label set with classes="
-                )
+                raise ValueError(f"the first partial_fit batch has only the label(s) {cls.tolist()!r}; pass the "
+                                 "complete ordered label set with classes=")
             self._reset(cls, X.shape[1])
         elif classes is not None and not np.array_equal(_sorted_classes(classes), self.classes_):
             raise ValueError(f"classes={np.asarray(classes).tolist()!r} differs from classes_ fixed by the first "
@@ -780,8 +774,8 @@ class OnlineMPRank(KernelMixin, Ranker):
             n_iter, converged, costs = _core.mprank_online(Kt, yt, C, eta, sequential, int(self.max_iter),
                                                            float(self.tol), alpha)
         if resolve_verbose(self.verbose):
-            print(f"[fastrank] OnlineMPRank: {int(n_iter)} passes, cost {float(costs[-1]) if len(costs) else 0.0:.10g}, "
-                  f"converged={bool(converged)}", file=sys.stderr, flush=True)
+            write_line(f"[fastrank] OnlineMPRank: {int(n_iter)} passes, cost "
+                       f"{float(costs[-1]) if len(costs) else 0.0:.10g}, converged={bool(converged)}")
         self.dual_coef_ = alpha
         # the expansion f(x) = sum_i expansion_coef_i K(x, x_i) (eq. 13: H a without groups)
         self.expansion_coef_ = alpha - alpha.mean() if groups is None else _group_sqrt_laplacian(alpha, gi)

@@ -179,18 +179,14 @@ def _indicator(inv, k):
     return sp.csr_matrix((np.ones(rows), (inv, np.arange(rows))), shape=(k, rows))
 
 
-def _partition_stats(i, start, Xp, Yp, gp, table, weighting, feature, p):
+def _partition_stats(i, start, Xp, Yp, gp, table, weighting, feature):
     """One partition: sum over its groups of w(n_q) x centred scatter, plus partial groups."""
     Xp = _check_block(i, start, Xp, "X", 2)
     Yp = _check_block(i, start, Yp, "y", 2)
-    rows, v = Yp.shape
+    rows = Yp.shape[0]
     if rows != Xp.shape[0]:
         raise ValueError(f"y {_where(i, start, rows)} has {rows} rows but the matching X partition has "
                          f"{Xp.shape[0]}; y must be aligned with X's rows")
-    if Xp.shape[0] == 0:
-        return {"M": np.zeros((p, p)), "R": np.zeros((p, v)), "yLy": np.zeros(v), "yy": np.zeros(v),
-                "codes": np.empty(0, np.int64), "n": np.empty(0, np.int64), "nq": np.empty(0, np.int64),
-                "mx": np.empty((0, p)), "my": np.empty((0, v))}
     ids, counts = table
     if gp is None:
         codes = np.zeros(rows, np.int64)
@@ -290,12 +286,12 @@ def _one_blas_thread_per_task():
         yield
 
 
-def _statistics(X, Y, G, table, weighting, feature, p):
+def _statistics(X, Y, G, table, weighting, feature):
     """The assembled ``F^T L F`` (symmetrised) and ``F^T L Y``; raises when every target is tied."""
     offs = _offsets(X)
     gblocks = _blocks(G) if G is not None else [None] * X.numblocks[0]
     table_d, feat_d = dask.delayed(table, pure=True), dask.delayed(feature, pure=True)
-    parts = [dask.delayed(_partition_stats, pure=True)(i, int(offs[i]), xb, yb, gb, table_d, weighting, feat_d, p)
+    parts = [dask.delayed(_partition_stats, pure=True)(i, int(offs[i]), xb, yb, gb, table_d, weighting, feat_d)
              for i, (xb, yb, gb) in enumerate(zip(_blocks(X), _blocks(Y), gblocks))]
     with _one_blas_thread_per_task():
         stats = dask.compute(_tree(parts, functools.partial(_combine_stats, weighting)))[0]
@@ -371,14 +367,13 @@ class DaskRankRLS(RegressorMixin, FastrankEstimator):
         weighting = self.group_weighting if G is not None else "unweighted"  # object ranking: every pair weighs 1
         if self.basis_vectors is None:
             check_dense_memory(n, 1, "feature matrix X^T L X")
-            M, R = _statistics(X, Y, G, table, weighting, None, n)
+            M, R = _statistics(X, Y, G, table, weighting, None)
             return X, Y, Fit("primal", coef=solve_assembled_primal(M, R, alphas))
         basis = select_basis(X.shape[0], self.basis_vectors, self.random_state)
         check_dense_memory(basis.size, 2, "basis system K_R^T L K_R")
         XR = _take_rows(X, basis)
         KRR = np.asarray(spec.cross(XR, XR, n_threads))
-        H, g = _statistics(X, Y, G, table, weighting, functools.partial(_basis_features, spec, XR, n_threads),
-                           basis.size)
+        H, g = _statistics(X, Y, G, table, weighting, functools.partial(_basis_features, spec, XR, n_threads))
         A = solve_assembled_basis(H, g, 0.5 * (KRR + KRR.T), alphas)
         coef = np.stack([basis_primal_weights(XR, a) for a in A]) if spec.linear else None
         return X, Y, Fit("sparse", coef=coef, dual_coef=A, X_fit=XR, basis_indices=basis)

@@ -220,24 +220,22 @@ def _combine_stats(weighting, *states):
     sum_p n_p (mean_p - mean)(mean_p - mean)^T about the merged mean, weighted by w(n_q))."""
     out = {k: sum(s[k] for s in states) for k in ("M", "R", "yLy", "yy")}
     codes, n, nq, mx, my = (np.concatenate([s[k] for s in states]) for k in ("codes", "n", "nq", "mx", "my"))
-    if codes.size:
-        u, first, inv = np.unique(codes, return_index=True, return_inverse=True)
-        inv = inv.reshape(-1)
-        P = _indicator(inv, u.size)
-        ntot = np.asarray(P @ n.astype(np.float64)).reshape(-1)
-        gx = (P @ (n[:, None] * mx)) / ntot[:, None]
-        gy = (P @ (n[:, None] * my)) / ntot[:, None]
-        s = np.sqrt(_WEIGHTINGS[weighting](nq) * n)[:, None]
-        Dx = (mx - gx[inv]) * s
-        Dy = (my - gy[inv]) * s
-        out["M"] = out["M"] + Dx.T @ Dx
-        out["R"] = out["R"] + Dx.T @ Dy
-        out["yLy"] = out["yLy"] + np.einsum("ij,ij->j", Dy, Dy)
-        ntot = np.rint(ntot).astype(np.int64)
-        nq_u = nq[first]
-        keep = ntot < nq_u  # complete groups are finished
-        codes, n, nq, mx, my = u[keep], ntot[keep], nq_u[keep], gx[keep], gy[keep]
-    out.update(codes=codes, n=n, nq=nq, mx=mx, my=my)
+    u, first, inv = np.unique(codes, return_index=True, return_inverse=True)
+    inv = inv.reshape(-1)
+    P = _indicator(inv, u.size)
+    ntot = np.asarray(P @ n.astype(np.float64)).reshape(-1)
+    gx = (P @ (n[:, None] * mx)) / ntot[:, None]
+    gy = (P @ (n[:, None] * my)) / ntot[:, None]
+    s = np.sqrt(_WEIGHTINGS[weighting](nq) * n)[:, None]
+    Dx = (mx - gx[inv]) * s
+    Dy = (my - gy[inv]) * s
+    out["M"] = out["M"] + Dx.T @ Dx
+    out["R"] = out["R"] + Dx.T @ Dy
+    out["yLy"] = out["yLy"] + np.einsum("ij,ij->j", Dy, Dy)
+    ntot = np.rint(ntot).astype(np.int64)
+    nq_u = nq[first]
+    keep = ntot < nq_u  # complete groups are finished
+    out.update(codes=u[keep], n=ntot[keep], nq=nq_u[keep], mx=gx[keep], my=gy[keep])
     return out
 
 

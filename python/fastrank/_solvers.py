@@ -10,6 +10,7 @@ each returns a :class:`Fit` that an estimator copies onto itself.  See docs/desi
 from __future__ import annotations
 
 import functools
+import itertools
 import numbers
 import re
 import warnings
@@ -371,9 +372,7 @@ def _run_cg_ties(problem, alpha, *, tol, max_iter, x0, precond, callback, warn):
                             M=M, callback=count)
         coef[:, k], n_iter[k], conv[k] = w, len(rel) - 1, info == 0
         history.append(rel)
-    hist = np.full((max(len(h) for h in history), v), np.nan)
-    for k, h in enumerate(history):
-        hist[:len(h), k] = h
+    hist = np.array(list(itertools.zip_longest(*history, fillvalue=np.nan)))  # NaN after a column stopped
     if warn and not conv.all():
         warnings.warn(f"RankRLS conjugate gradient (exclude_ties) did not converge for {int((~conv).sum())} of {v} "
                       f"output(s) within {max_iter} iterations; increase max_iter, loosen tol or raise alpha.",
@@ -403,9 +402,8 @@ def solve_cg_path(problem, alphas, *, tol=1e-6, max_iter=None, preconditioner=No
         fits[k] = solve_cg(problem, float(alphas[k]), tol=tol, max_iter=max_iter, x0=x0,
                            preconditioner=preconditioner, n_threads=n_threads)
         x0 = fits[k].coef[0]
-    return Fit("cg", coef=np.concatenate([f.coef for f in fits]), n_iter=np.concatenate([f.n_iter for f in fits]),
-               converged=np.concatenate([f.converged for f in fits]),
-               residual_history=[f.residual_history[0] for f in fits])
+    stacked = {k: np.concatenate([getattr(f, k) for f in fits]) for k in ("coef", "n_iter", "converged")}
+    return Fit("cg", **stacked, residual_history=[f.residual_history[0] for f in fits])
 
 
 def fit_cg(X, Y=None, *, group_index=None, normalized=False, graph=None, alpha=1.0, tol=1e-6, max_iter=None,

@@ -353,9 +353,7 @@ class _OAPBase(KernelMixin, _OnlineOrdinal):
         coef = self.dual_coef_.mean(axis=0)[:, None] if which == "mean" else self.dual_coef_.T
         if self._kernel_kind == "precomputed":
             out = self._support_columns(X) @ coef
-        elif self.support_time_.size == 0:
-            out = np.zeros((X.shape[0], coef.shape[1]))
-        else:
+        else:  # also right with no stored example yet: the kernel routines return zeros
             spec = KernelSpec(self._kernel_kind, *self._kernel_args)
             out = spec.predict(X, self.support_vectors_, coef, check_n_jobs(getattr(self, "n_jobs", None)))
         return out[:, 0] if which == "mean" else out
@@ -505,9 +503,7 @@ class PRankVP(PRank):
             return X @ self.vote_coef_.T
         # f_i(x) = sum over the first n_i support entries of alpha_s K(x_s, x): prefix sums
         coef = self.dual_coef_[0]
-        if coef.size == 0:
-            per = np.zeros((X.shape[0], 0))
-        elif self._kernel_kind == "precomputed":
+        if self._kernel_kind == "precomputed":
             per = self._support_columns(X) * coef[None, :]
         else:
             spec = KernelSpec(self._kernel_kind, *self._kernel_args)

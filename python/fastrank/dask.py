@@ -308,9 +308,7 @@ def _predict_block(block, coef, spec, XR, n_threads, one_d, block_info=None):
     i = block_info[0]["chunk-location"][0] if block_info else 0
     start = int(loc[0]) if loc[0] is not None and np.isfinite(loc[0]) else None
     B = _check_block(i, start, block, "X", 2)
-    if B.shape[0] == 0:
-        out = np.zeros((0, coef.shape[1]))
-    elif XR is None:
+    if XR is None:
         out = B @ coef
     else:
         out = np.asarray(spec.predict(B, XR, coef, n_threads))

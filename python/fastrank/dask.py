@@ -271,11 +271,8 @@ def _group_table(X, G):
 
 @contextlib.contextmanager
 def _one_blas_thread_per_task():
-    """One BLAS thread per task's scatter (a SYRK of its partition): the workers are the parallelism,
-    and a threaded BLAS in every worker oversubscribes the cores (measured on 2M x 136, 2 cores: 2.3x
-    the single-machine fit with 2 threads per task, 1.3x with 1).  Set here for in-process workers
-    (OpenBLAS honours a limit set from the main thread); process workers should be started with
-    OPENBLAS_NUM_THREADS=1 (dask's usual advice)."""
+    """One BLAS thread per task's scatter (a SYRK of its partition; measured in docs/design/dask.md),
+    set here for in-process workers (OpenBLAS honours a limit set from the main thread)."""
     ctl = blas_controller()
     if ctl is None or threading.current_thread() is not threading.main_thread():
         yield
@@ -585,10 +582,8 @@ def fit_oapbpm(estimator, X, y, *, classes=None, n_blocks=None):
     ``estimator.fit(X, y)`` for the same ``random_state``.
 
     Each block's chain of ``partial_fit`` tasks streams the row blocks of X in order (a dask array is
-    never gathered); a block of members starting at j0 reproduces their Bernoulli draws with a
-    derived seed (:meth:`fastrank.OAPBPM.member_blocks`).  Only ``shuffle=False`` and the linear
-    kernel are supported; ``average_rank_loss_`` (the whole ensemble's on-line prediction at every
-    step) is not available (NaN).
+    never gathered), seeded by :meth:`fastrank.OAPBPM.member_blocks`.  Linear kernel and
+    ``shuffle=False`` only; ``average_rank_loss_`` is NaN (docs/design/dask.md).
 
     classes : the ordered label set (default: the sorted distinct labels of y, one pass over y).
     n_blocks : member blocks (None: one per worker of the active distributed client).

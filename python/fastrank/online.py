@@ -570,12 +570,8 @@ class OAPBPM(_OAPBase):
     def member_blocks(self, n_blocks, classes, n_features):
         """Untrained OAP-BPMs holding consecutive blocks of this ensemble's members, to be trained
         as separate streams (``partial_fit`` on the same rows in the same order) and joined by
-        :meth:`from_members` into exactly the model ``fit`` gives (``shuffle=False``, linear kernel).
-
-        Member j's Bernoulli draws are a counter-based hash of (seed, j, t), so a block starting at
-        member j0 gets the seed of :func:`_block_seed` and its members draw what members j0, j0 + 1,
-        ... draw.
-        """
+        :meth:`from_members` into exactly the model ``fit`` gives (``shuffle=False``, linear kernel):
+        a block's seed (:func:`_block_seed`) makes its members draw what the ensemble's members draw."""
         self._validate_params()
         if self.kernel != "linear":
             raise ValueError("member blocks need the linear kernel (kernel members share a support list)")

@@ -278,21 +278,17 @@ class _OAPBase(KernelMixin, _OnlineOrdinal):
     """Shared machinery of PRank and OAPBPM (PRank is the one-member, tau = 1 ensemble)."""
 
     _parameter_constraints = {"budget": [None, positive_int()], "n_jobs": N_JOBS}
+    _STATE_DTYPES = {"V": np.int64, "svt": np.int64, "svs": np.int64}  # of the member arrays; float64 otherwise
 
     def _reset_model(self, k, n_features):
         spec = self._kernel_spec(n_features)
         N = self._members_tau_variant()[0]
         self._kernel_kind = spec.kind
         self._kernel_args = (spec.gamma, spec.degree, spec.coef0)
-        self.members_thresholds_ = np.zeros((N, k - 1))
-        self.members_counts_ = np.zeros(N, dtype=np.int64)
-        if spec.linear:
-            self.members_coef_ = np.zeros((N, n_features))
-        else:
-            self.dual_coef_ = np.zeros((N, 0))
-            self.support_vectors_ = np.zeros((0, 0 if spec.precomputed else n_features))
-            self.support_time_ = np.zeros(0, dtype=np.int64)
-            self.support_index_ = np.zeros(0, dtype=np.int64)
+        shapes = {"C": (N, k - 1), "V": N, "W": (N, n_features), "A": (N, 0), "svt": 0, "svs": 0,
+                  "svX": (0, 0 if spec.precomputed else n_features)}
+        for key, attr in self._state_attrs().items():
+            setattr(self, attr, np.zeros(shapes[key], dtype=self._STATE_DTYPES.get(key, np.float64)))
 
     def _state_attrs(self):
         """{name in the compiled passes' state: the member array holding it}."""
@@ -302,7 +298,7 @@ class _OAPBase(KernelMixin, _OnlineOrdinal):
 
     def _state(self):
         """Copies of the member arrays, as the compiled passes read and update them."""
-        return {k: np.array(getattr(self, a), dtype=np.int64 if k in ("V", "svt", "svs") else np.float64, order="C")
+        return {k: np.array(getattr(self, a), dtype=self._STATE_DTYPES.get(k, np.float64), order="C")
                 for k, a in self._state_attrs().items()}
 
     def _compiled_pass(self, st, X, ranks, src, *, t0, tau, variant, n_threads, budget):

@@ -316,7 +316,7 @@ def require_preferences(Y, gi, learner):
     raise_without_preferences(gi.sizes, ~np.any(spread > 0, axis=0), gi.n_groups > 1, learner)
 
 
-def raise_without_preferences(sizes, tied, grouped, learner="RankRLS"):
+def raise_without_preferences(sizes, tied=(), grouped=True, learner="RankRLS"):
     """The errors for data without preferences: every group (of ``sizes`` rows; None: not checked) a
     single row, or an output column flagged in ``tied`` tied inside every group (``grouped``) or for
     all rows."""

@@ -265,7 +265,7 @@ def _group_table(X, G):
     offs = _offsets(X)
     parts = [dask.delayed(_group_counts_block, pure=True)(i, int(offs[i]), g) for i, g in enumerate(_blocks(G))]
     ids, counts = dask.compute(_tree(parts, _merge_counts))[0]
-    raise_without_preferences(counts, (), True)
+    raise_without_preferences(counts)
     return ids, counts
 
 

@@ -24,17 +24,10 @@ from ._validation import as_float_matrix, as_float_vector, as_targets, check_pre
 
 __all__ = ["PreferenceGraph", "RankingProblem", "WEIGHTINGS", "COSTS", "check_weighting", "check_pairs", "pair_weights"]
 
-# Pair weight c_q inside a group of n_q rows (P_q = n_q (n_q - 1) / 2 pairs):
-#   "unweighted"  c_q = 1              the paper's Laplacian (eq. 25); a query weighs P_q in total
-#   "per_query"   c_q = 1 / P_q        every query's pairs weigh 1 in total: the normalisation at
-#                                      the end of Sect. 2.4 (each edge of a sentence weighted by the
-#                                      inverse of the number of that sentence's edges)
-#   "per_object"  c_q = 1 / (n_q - 1)  every row's n_q - 1 pairs weigh 1 in total (each ROW
-#                                      counts equally; a query weighs n_q / 2).  Not a weighting of
-#                                      the papers: in 004 an "object" is the query, whose
-#                                      normalisation is "per_query"
-#   "normalized"  c_q = 1 / n_q        L_q = I - 1 1^T / n_q: least squares on query-centred
-#                                      scores, sum_i ((f_i - mean_q f) - (y_i - mean_q y))^2
+# Pair weight c_q inside a group of n_q rows: see _base.PARAM_DOCS["group_weighting"] ("per_query" is
+# 004's normalisation at the end of Sect. 2.4, each edge of a sentence weighted by the inverse of the
+# number of that sentence's edges; under "per_object" a query weighs n_q / 2; "normalized" is least
+# squares on query-centred scores, sum_i ((f_i - mean_q f) - (y_i - mean_q y))^2).
 WEIGHTINGS = ("unweighted", "per_query", "per_object", "normalized")
 COSTS = ("binary", "magnitude", "normalized")
 
@@ -315,23 +308,22 @@ class RankingProblem:
 
 def require_preferences(Y, gi, learner):
     """Raise the "no preference pairs" errors for targets ``Y`` ((m,) or (m, v)) grouped by the
-    :class:`GroupIndex` ``gi``: every group a single row, or an output tied inside every group.
-    Shared by :meth:`RankingProblem.from_scores` and the learners that build no
-    :class:`RankingProblem` (SVRank, OnlineMPRank)."""
-    if not np.any(gi.sizes >= 2):
-        raise ValueError(
-            f"No relevant pairs: every group has a single row. {learner} with groups learns only from "
-            "pairs of rows that share a group id."
-        )
-    Y = np.asarray(Y, dtype=np.float64)
-    Yg = gi.take(Y.reshape(Y.shape[0], -1))
+    :class:`GroupIndex` ``gi``.  Shared by :meth:`RankingProblem.from_scores` and the learners that
+    build no :class:`RankingProblem` (SVRank, OnlineMPRank)."""
+    Yg = gi.take(np.asarray(Y, dtype=np.float64).reshape(len(Y), -1))
     starts = gi.offsets[:-1][gi.sizes > 0]
     spread = np.maximum.reduceat(Yg, starts, axis=0) - np.minimum.reduceat(Yg, starts, axis=0)
-    tied = ~np.any(spread > 0, axis=0)
+    raise_without_preferences(gi.sizes, ~np.any(spread > 0, axis=0), gi.n_groups > 1, learner)
+
+
+def raise_without_preferences(sizes, tied=(), grouped=True, learner="RankRLS"):
+    """The errors for data without preferences: every group (of ``sizes`` rows; None: not checked) a
+    single row, or an output column flagged in ``tied`` tied inside every group (``grouped``) or for
+    all rows."""
+    if sizes is not None and not np.any(np.asarray(sizes) >= 2):
+        raise ValueError(f"No relevant pairs: every group has a single row. {learner} with groups learns only from "
+                         "pairs of rows that share a group id.")
     if np.any(tied):
-        cols = np.flatnonzero(tied).tolist()
-        where = "inside every group" if gi.n_groups > 1 else "for all rows"
-        raise ValueError(
-            f"All targets are tied {where} (output column(s) {cols}): there are no preferences to "
-            "learn from."
-        )
+        where = "inside every group" if grouped else "for all rows"
+        raise ValueError(f"All targets are tied {where} (output column(s) {np.flatnonzero(tied).tolist()}): there "
+                         "are no preferences to learn from.")

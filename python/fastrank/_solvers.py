@@ -4,18 +4,13 @@ Pahikkala et al. (2009): the dual (eq. 17, solved in the symmetric form (S K S +
 A = S u), the primal for the linear kernel (eq. 28), a path over many alphas from one
 eigendecomposition (eq. 31), conjugate gradient on the primal without forming pairs (Sect. 4.3)
 and subset-of-regressors RankRLS (Sect. 3.5, eqs. 40-42).  No solver knows about estimators:
-each returns a :class:`Fit` that an estimator copies onto itself.
-
-Design notes on CG.  It runs in the primal (n unknowns) only: its iteration count is bounded by
-the rank of X^T L X <= min(m, n) in exact arithmetic, so n >> m data still stop within about m
-iterations, and each iteration costs O(nnz + m + n).  For one output in the scoring setting the
-Laplacian is folded into the two CSR product loops; X^T u uses per-thread partial sums (measured
-faster than a transposed copy of X, kept as ``transpose_copy=True``).
+each returns a :class:`Fit` that an estimator copies onto itself.  See docs/design/solvers.md.
 """
 
 from __future__ import annotations
 
 import functools
+import itertools
 import numbers
 import re
 import warnings
@@ -32,7 +27,7 @@ from ._kernels import kernel_block
 from ._memory import check_dense_memory
 from ._problem import PreferenceGraph, RankingProblem
 from ._sparse import as_csr, issparse, take_rows
-from ._validation import as_float_matrix, as_targets, check_alpha, check_alphas, check_n_jobs, group_index
+from ._validation import as_float_matrix, check_alpha, check_alphas, check_n_jobs, group_index
 from .exceptions import ConvergenceWarning, IllConditionedWarning
 
 __all__ = [
@@ -156,11 +151,8 @@ def densify(problem):
 
 def _object_ranking_normal_equations(X, Y):
     """Primal system of object ranking (eq. 30 with L = m I - 1 1^T) without centring a copy of X:
-    X^T L X = m (X^T X - m mu mu^T), X^T L Y = m (X^T Y - m mu ybar^T).  The Gram is one ``X.T @ X``
-    (numpy's BLAS runs tall-skinny SYRK ~1.4x faster than SciPy's here; the GIL is released).  The
-    rank-one correction cancels digits when a feature's mean dwarfs its spread (error ~ eps (1 +
-    mu_j^2 / var_j) of the centred matrix's scale), so this returns None (the caller centres
-    explicitly, in C++) unless mu_j^2 <= 1e4 var_j for every feature, which keeps it within ~1e-12."""
+    X^T L X = m (X^T X - m mu mu^T), X^T L Y = m (X^T Y - m mu ybar^T), or None (the caller centres in
+    C++) unless mu_j^2 <= 1e4 var_j for every feature (docs/design/solvers.md, "Primal")."""
     m = X.shape[0]
     G = X.T @ X
     mu = X.sum(axis=0) / m
@@ -380,9 +372,7 @@ def _run_cg_ties(problem, alpha, *, tol, max_iter, x0, precond, callback, warn):
                             M=M, callback=count)
         coef[:, k], n_iter[k], conv[k] = w, len(rel) - 1, info == 0
         history.append(rel)
-    hist = np.full((max(len(h) for h in history), v), np.nan)
-    for k, h in enumerate(history):
-        hist[:len(h), k] = h
+    hist = np.array(list(itertools.zip_longest(*history, fillvalue=np.nan)))  # NaN after a column stopped
     if warn and not conv.all():
         warnings.warn(f"RankRLS conjugate gradient (exclude_ties) did not converge for {int((~conv).sum())} of {v} "
                       f"output(s) within {max_iter} iterations; increase max_iter, loosen tol or raise alpha.",
@@ -412,9 +402,8 @@ def solve_cg_path(problem, alphas, *, tol=1e-6, max_iter=None, preconditioner=No
         fits[k] = solve_cg(problem, float(alphas[k]), tol=tol, max_iter=max_iter, x0=x0,
                            preconditioner=preconditioner, n_threads=n_threads)
         x0 = fits[k].coef[0]
-    return Fit("cg", coef=np.concatenate([f.coef for f in fits]), n_iter=np.concatenate([f.n_iter for f in fits]),
-               converged=np.concatenate([f.converged for f in fits]),
-               residual_history=[f.residual_history[0] for f in fits])
+    stacked = {k: np.concatenate([getattr(f, k) for f in fits]) for k in ("coef", "n_iter", "converged")}
+    return Fit("cg", **stacked, residual_history=[f.residual_history[0] for f in fits])
 
 
 def fit_cg(X, Y=None, *, group_index=None, normalized=False, graph=None, alpha=1.0, tol=1e-6, max_iter=None,
@@ -435,9 +424,6 @@ def fit_cg(X, Y=None, *, group_index=None, normalized=False, graph=None, alpha=1
     sums; warn: :class:`~fastrank.exceptions.ConvergenceWarning` when an output did not converge.
     Returns a :class:`CGResult` (coef (n, v) even for one output).
     """
-    alpha = check_alpha(alpha)
-    tol = _check_tol(tol)
-    precond = _check_preconditioner(preconditioner)
     n_threads = check_n_jobs(n_jobs)
     if callback is not None and not callable(callback):
         raise TypeError("callback must be callable or None")
@@ -445,12 +431,10 @@ def fit_cg(X, Y=None, *, group_index=None, normalized=False, graph=None, alpha=1
         as_csr(X)
     else:
         X = as_float_matrix(X)
-    m, n = X.shape
-    max_iter = _check_max_iter(max_iter, n)
     problem = _array_problem(X, Y, group_index, normalized, graph, finite_check=True, weighting=weighting)
-    x0 = _check_x0(x0, n, problem.n_outputs)
-    return _run_cg(problem, alpha, tol=tol, max_iter=max_iter, x0=x0, precond=precond, n_threads=n_threads,
-                   callback=callback, transpose_copy=transpose_copy, warn=warn)
+    fit = solve_cg(problem, alpha, tol=tol, max_iter=max_iter, x0=x0, preconditioner=preconditioner,
+                   n_threads=n_threads, callback=callback, transpose_copy=transpose_copy, warn=warn)
+    return CGResult(fit.coef[0], fit.n_iter[0], fit.converged[0], fit.residual_history[0])
 
 
 def _array_problem(X, Y, gi, normalized, graph, *, finite_check, weighting=None):

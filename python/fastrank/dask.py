@@ -1,20 +1,11 @@
 """RankRLS and model selection on Dask: exact fits beyond one machine's memory or cores.
 
-Optional module (``pip install fastrank[dask]``); ``import fastrank`` never imports dask.
-
-Least-squares ranking reduces to sums over rows (Pahikkala et al. 2009): linear RankRLS solves
-``(X^T L X + alpha I) w = X^T L y`` (eq. 28), subset of regressors
-``(K_mR^T L K_mR + alpha K_RR) a = K_mR^T L y`` (eqs. 40-42).  With every Laplacian block
-``L_q = w(n_q) (I - 1 1^T / n_q)``, ``F^T L F = sum_q w(n_q) C_q`` (F = X or K_mR, C_q the centred
-scatter of group q's rows): each partition returns its groups' weighted scatter plus the count
-and means of groups that continue elsewhere, a tree reduction merges them with the
-parallel-variance (Chan et al.) update (no row shuffled, no uncentred sum cancelling digits), and
-the client solves the assembled system with :mod:`fastrank._solvers`.  See docs/design/dask.md.
-
-:class:`DaskRankRLSCV` (one task per kernel parameter), :func:`permutation_test_lpo` (blocks of
-permutations, the exact single-machine draws) and :func:`fit_oapbpm` (blocks of OAP-BPM members,
-joined into the identical model) run as dask tasks on the active scheduler (a
-``dask.distributed`` client if one exists).
+Optional module (``pip install fastrank[dask]``); ``import fastrank`` never imports dask.  Linear RankRLS
+(eq. 28) and subset of regressors (eqs. 40-42) reduce to per-group sums over rows: each partition returns
+its groups' weighted centred scatter, a tree reduction merges groups that straddle partitions (Chan et
+al.'s parallel-variance update) and the client solves with :mod:`fastrank._solvers`.
+:class:`DaskRankRLSCV`, :func:`permutation_test_lpo` and :func:`fit_oapbpm` run independent tasks on the
+active scheduler (a ``dask.distributed`` client if one exists).  See docs/design/dask.md.
 """
 
 from __future__ import annotations
@@ -36,7 +27,7 @@ import dask.array as da
 from ._cv import RankRLSCV
 from ._kernels import resolve_kernel
 from ._memory import check_dense_memory
-from ._problem import WEIGHTINGS, pair_weights
+from ._problem import WEIGHTINGS, check_weighting, pair_weights, raise_without_preferences
 from ._base import FastrankEstimator, ranking_accuracy
 from ._rankrls import RankRLS, RankRLSPath
 from ._solvers import Fit, basis_primal_weights, select_basis, solve_assembled_basis, solve_assembled_primal
@@ -45,14 +36,7 @@ from ._validation import _all_finite, check_alpha, check_alphas, check_int, chec
 from .model_selection import permutation_test_lpo as _single
 from .online import OAPBPM
 
-__all__ = [
-    "DaskRankRLS",
-    "DaskRankRLSPath",
-    "rankrls_path",
-    "DaskRankRLSCV",
-    "permutation_test_lpo",
-    "fit_oapbpm",
-]
+__all__ = ["DaskRankRLS", "DaskRankRLSPath", "rankrls_path", "DaskRankRLSCV", "permutation_test_lpo", "fit_oapbpm"]
 
 # Per-group weight w(n_q) = c_q n_q of the Laplacian block L_q = c_q (n_q I - 1 1^T)
 # = w(n_q) (I - 1 1^T / n_q), c_q the pair weight of the in-memory RankRLS (fastrank._problem).
@@ -100,10 +84,9 @@ def _as_dask(obj, name, ndim_allowed, row_chunks=None, *, lengths=None, allow_un
     if obj.ndim not in ndim_allowed:
         raise ValueError(f"{name} must have {' or '.join(map(str, ndim_allowed))} dimension(s), got shape {obj.shape}")
     if not allow_unknown and (any(np.isnan(c) for c in obj.chunks[0]) or np.isnan(obj.shape[0])):
-        raise ValueError(
-            f"{name} has unknown chunk sizes (NaN row chunks, e.g. from a dataframe's .values or boolean "
-            f"indexing); call {name}.compute_chunk_sizes() or use .to_dask_array(lengths=True) first"
-        )
+        raise ValueError(f"{name} has unknown chunk sizes (NaN row chunks, e.g. from a dataframe's .values or "
+                         f"boolean indexing); call {name}.compute_chunk_sizes() or use "
+                         ".to_dask_array(lengths=True) first")
     if obj.ndim == 2 and len(obj.chunks[1]) > 1:
         obj = obj.rechunk({1: -1})  # whole rows in every block; rows are never moved between blocks
     return obj
@@ -196,18 +179,14 @@ def _indicator(inv, k):
     return sp.csr_matrix((np.ones(rows), (inv, np.arange(rows))), shape=(k, rows))
 
 
-def _partition_stats(i, start, Xp, Yp, gp, table, weighting, feature, p):
+def _partition_stats(i, start, Xp, Yp, gp, table, weighting, feature):
     """One partition: sum over its groups of w(n_q) x centred scatter, plus partial groups."""
     Xp = _check_block(i, start, Xp, "X", 2)
     Yp = _check_block(i, start, Yp, "y", 2)
-    rows, v = Yp.shape
+    rows = Yp.shape[0]
     if rows != Xp.shape[0]:
         raise ValueError(f"y {_where(i, start, rows)} has {rows} rows but the matching X partition has "
                          f"{Xp.shape[0]}; y must be aligned with X's rows")
-    if Xp.shape[0] == 0:
-        return {"M": np.zeros((p, p)), "R": np.zeros((p, v)), "yLy": np.zeros(v), "yy": np.zeros(v),
-                "codes": np.empty(0, np.int64), "n": np.empty(0, np.int64), "nq": np.empty(0, np.int64),
-                "mx": np.empty((0, p)), "my": np.empty((0, v))}
     ids, counts = table
     if gp is None:
         codes = np.zeros(rows, np.int64)
@@ -241,24 +220,22 @@ def _combine_stats(weighting, *states):
     sum_p n_p (mean_p - mean)(mean_p - mean)^T about the merged mean, weighted by w(n_q))."""
     out = {k: sum(s[k] for s in states) for k in ("M", "R", "yLy", "yy")}
     codes, n, nq, mx, my = (np.concatenate([s[k] for s in states]) for k in ("codes", "n", "nq", "mx", "my"))
-    if codes.size:
-        u, first, inv = np.unique(codes, return_index=True, return_inverse=True)
-        inv = inv.reshape(-1)
-        P = _indicator(inv, u.size)
-        ntot = np.asarray(P @ n.astype(np.float64)).reshape(-1)
-        gx = (P @ (n[:, None] * mx)) / ntot[:, None]
-        gy = (P @ (n[:, None] * my)) / ntot[:, None]
-        s = np.sqrt(_WEIGHTINGS[weighting](nq) * n)[:, None]
-        Dx = (mx - gx[inv]) * s
-        Dy = (my - gy[inv]) * s
-        out["M"] = out["M"] + Dx.T @ Dx
-        out["R"] = out["R"] + Dx.T @ Dy
-        out["yLy"] = out["yLy"] + np.einsum("ij,ij->j", Dy, Dy)
-        ntot = np.rint(ntot).astype(np.int64)
-        nq_u = nq[first]
-        keep = ntot < nq_u  # complete groups are finished
-        codes, n, nq, mx, my = u[keep], ntot[keep], nq_u[keep], gx[keep], gy[keep]
-    out.update(codes=codes, n=n, nq=nq, mx=mx, my=my)
+    u, first, inv = np.unique(codes, return_index=True, return_inverse=True)
+    inv = inv.reshape(-1)
+    P = _indicator(inv, u.size)
+    ntot = np.asarray(P @ n.astype(np.float64)).reshape(-1)
+    gx = (P @ (n[:, None] * mx)) / ntot[:, None]
+    gy = (P @ (n[:, None] * my)) / ntot[:, None]
+    s = np.sqrt(_WEIGHTINGS[weighting](nq) * n)[:, None]
+    Dx = (mx - gx[inv]) * s
+    Dy = (my - gy[inv]) * s
+    out["M"] = out["M"] + Dx.T @ Dx
+    out["R"] = out["R"] + Dx.T @ Dy
+    out["yLy"] = out["yLy"] + np.einsum("ij,ij->j", Dy, Dy)
+    ntot = np.rint(ntot).astype(np.int64)
+    nq_u = nq[first]
+    keep = ntot < nq_u  # complete groups are finished
+    out.update(codes=u[keep], n=ntot[keep], nq=nq_u[keep], mx=gx[keep], my=gy[keep])
     return out
 
 
@@ -288,19 +265,14 @@ def _group_table(X, G):
     offs = _offsets(X)
     parts = [dask.delayed(_group_counts_block, pure=True)(i, int(offs[i]), g) for i, g in enumerate(_blocks(G))]
     ids, counts = dask.compute(_tree(parts, _merge_counts))[0]
-    if not np.any(counts >= 2):
-        raise ValueError("No relevant pairs: every group has a single row. RankRLS with groups learns only from "
-                         "pairs of rows that share a group id.")
+    raise_without_preferences(counts)
     return ids, counts
 
 
 @contextlib.contextmanager
 def _one_blas_thread_per_task():
-    """One BLAS thread per task's scatter (a SYRK of its partition): the workers are the parallelism,
-    and a threaded BLAS in every worker oversubscribes the cores (measured on 2M x 136, 2 cores: 2.3x
-    the single-machine fit with 2 threads per task, 1.3x with 1).  Set here for in-process workers
-    (OpenBLAS honours a limit set from the main thread); process workers should be started with
-    OPENBLAS_NUM_THREADS=1 (dask's usual advice)."""
+    """One BLAS thread per task's scatter (a SYRK of its partition; measured in docs/design/dask.md),
+    set here for in-process workers (OpenBLAS honours a limit set from the main thread)."""
     ctl = blas_controller()
     if ctl is None or threading.current_thread() is not threading.main_thread():
         yield
@@ -309,22 +281,18 @@ def _one_blas_thread_per_task():
         yield
 
 
-def _statistics(X, Y, G, table, weighting, feature, p):
+def _statistics(X, Y, G, table, weighting, feature):
     """The assembled ``F^T L F`` (symmetrised) and ``F^T L Y``; raises when every target is tied."""
     offs = _offsets(X)
     gblocks = _blocks(G) if G is not None else [None] * X.numblocks[0]
     table_d, feat_d = dask.delayed(table, pure=True), dask.delayed(feature, pure=True)
-    parts = [dask.delayed(_partition_stats, pure=True)(i, int(offs[i]), xb, yb, gb, table_d, weighting, feat_d, p)
+    parts = [dask.delayed(_partition_stats, pure=True)(i, int(offs[i]), xb, yb, gb, table_d, weighting, feat_d)
              for i, (xb, yb, gb) in enumerate(zip(_blocks(X), _blocks(Y), gblocks))]
     with _one_blas_thread_per_task():
         stats = dask.compute(_tree(parts, functools.partial(_combine_stats, weighting)))[0]
     if stats["codes"].size:  # cannot happen when the group table is right
         raise RuntimeError("internal error: incomplete groups after merging the partitions")
-    tied = np.sqrt(stats["yLy"]) <= 1e-10 * np.sqrt(stats["yy"])
-    if np.any(tied):
-        where = "inside every group" if G is not None else "for all rows"
-        raise ValueError(f"All targets are tied {where} (output column(s) {np.flatnonzero(tied).tolist()}): there "
-                         "are no preferences to learn from.")
+    raise_without_preferences(None, np.sqrt(stats["yLy"]) <= 1e-10 * np.sqrt(stats["yy"]), G is not None)
     M = stats["M"]
     return 0.5 * (M + M.T), stats["R"]  # exact symmetry for the symmetric solver
 
@@ -337,9 +305,7 @@ def _predict_block(block, coef, spec, XR, n_threads, one_d, block_info=None):
     i = block_info[0]["chunk-location"][0] if block_info else 0
     start = int(loc[0]) if loc[0] is not None and np.isfinite(loc[0]) else None
     B = _check_block(i, start, block, "X", 2)
-    if B.shape[0] == 0:
-        out = np.zeros((0, coef.shape[1]))
-    elif XR is None:
+    if XR is None:
         out = B @ coef
     else:
         out = np.asarray(spec.predict(B, XR, coef, n_threads))
@@ -379,8 +345,7 @@ class DaskRankRLS(RegressorMixin, FastrankEstimator):
         """(X, Y as dask arrays, the solver layer's :class:`Fit` for every alpha)."""
         X, Y, G = _prepare(X, y, groups)
         n = X.shape[1]
-        if self.group_weighting not in _WEIGHTINGS:
-            raise ValueError(f"group_weighting must be one of {tuple(_WEIGHTINGS)}, got {self.group_weighting!r}")
+        check_weighting(self.group_weighting)
         if self.kernel == "precomputed":
             raise ValueError("kernel='precomputed' is not supported on dask inputs (the kernel matrix is m x m); "
                              "give features and a kernel name with basis_vectors")
@@ -395,14 +360,13 @@ class DaskRankRLS(RegressorMixin, FastrankEstimator):
         weighting = self.group_weighting if G is not None else "unweighted"  # object ranking: every pair weighs 1
         if self.basis_vectors is None:
             check_dense_memory(n, 1, "feature matrix X^T L X")
-            M, R = _statistics(X, Y, G, table, weighting, None, n)
+            M, R = _statistics(X, Y, G, table, weighting, None)
             return X, Y, Fit("primal", coef=solve_assembled_primal(M, R, alphas))
         basis = select_basis(X.shape[0], self.basis_vectors, self.random_state)
         check_dense_memory(basis.size, 2, "basis system K_R^T L K_R")
         XR = _take_rows(X, basis)
         KRR = np.asarray(spec.cross(XR, XR, n_threads))
-        H, g = _statistics(X, Y, G, table, weighting, functools.partial(_basis_features, spec, XR, n_threads),
-                           basis.size)
+        H, g = _statistics(X, Y, G, table, weighting, functools.partial(_basis_features, spec, XR, n_threads))
         A = solve_assembled_basis(H, g, 0.5 * (KRR + KRR.T), alphas)
         coef = np.stack([basis_primal_weights(XR, a) for a in A]) if spec.linear else None
         return X, Y, Fit("sparse", coef=coef, dual_coef=A, X_fit=XR, basis_indices=basis)
@@ -414,13 +378,7 @@ class DaskRankRLS(RegressorMixin, FastrankEstimator):
         X, Y, fit = self._fit_path(X, y, groups, np.array([alpha]))
         return self._apply_fit(fit, 0, Y.ndim == 1, X.shape[1], X.shape[0])
 
-    def _apply_fit(self, fit, k, one_d, n_features, n_samples):
-        """Copy the solution for ``alphas[k]`` of a solver's ``Fit`` onto this estimator."""
-        pick = (lambda a: None if a is None else a[k][:, 0] if one_d else a[k])
-        self.fit_mode_, self.n_features_in_, self._single_output = fit.mode, n_features, one_d
-        self.coef_, self.dual_coef_ = pick(fit.coef), pick(fit.dual_coef)
-        self.basis_indices_, self.X_fit_ = fit.basis_indices, fit.X_fit
-        return self
+    _apply_fit = RankRLS._apply_fit  # the solver's Fit for ``alphas[k]`` copied onto the estimator
 
     def predict(self, X):
         """Scores as a dask array (p,) or (p, v), one task per row block (``map_blocks``);
@@ -624,10 +582,8 @@ def fit_oapbpm(estimator, X, y, *, classes=None, n_blocks=None):
     ``estimator.fit(X, y)`` for the same ``random_state``.
 
     Each block's chain of ``partial_fit`` tasks streams the row blocks of X in order (a dask array is
-    never gathered); a block of members starting at j0 reproduces their Bernoulli draws with a
-    derived seed (:meth:`fastrank.OAPBPM.member_blocks`).  Only ``shuffle=False`` and the linear
-    kernel are supported; ``average_rank_loss_`` (the whole ensemble's on-line prediction at every
-    step) is not available (NaN).
+    never gathered), seeded by :meth:`fastrank.OAPBPM.member_blocks`.  Linear kernel and
+    ``shuffle=False`` only; ``average_rank_loss_`` is NaN (docs/design/dask.md).
 
     classes : the ordered label set (default: the sorted distinct labels of y, one pass over y).
     n_blocks : member blocks (None: one per worker of the active distributed client).

@@ -20,7 +20,6 @@ that set.  The whole state is numpy arrays and Python ints on the estimator, so 
 from __future__ import annotations
 
 import numbers
-import sys
 
 import numpy as np
 from sklearn.base import ClassifierMixin, clone
@@ -34,7 +33,7 @@ from ._base import N_JOBS, FastrankEstimator, Interval, KernelMixin, Ranker, Str
 from ._kernels import _KIND, KernelSpec
 from ._memory import check_dense_memory
 from ._problem import require_preferences
-from ._progress import progress, resolve_verbose, stage
+from ._progress import progress, resolve_verbose, stage, write_line
 from ._sparse import as_csr, issparse
 from ._registry import register_estimator
 from ._validation import as_float_matrix, as_real_array, check_int, check_n_jobs, check_precomputed_kernel, \
@@ -115,10 +114,8 @@ def _to_ranks(classes, y):
     bad = classes[idx_c] != y
     if np.any(bad):
         unseen = np.unique(np.asarray(y)[np.asarray(bad)])
-        raise ValueError(
-            f"y contains labels not in classes_ {classes.tolist()!r}: {unseen.tolist()!r}; pass the complete "
-            "ordered label set as classes= to the first partial_fit call"
-        )
+        raise ValueError(f"y contains labels not in classes_ {classes.tolist()!r}: {unseen.tolist()!r}; pass the "
+                         "complete ordered label set as classes= to the first partial_fit call")
     return (idx_c + 1).astype(np.int64)
 
 
@@ -213,10 +210,9 @@ class _OnlineOrdinal(ClassifierMixin, FastrankEstimator):
         self._validate_params()
         X = self._check_X(X, reset=True)
         y = _check_labels(y, X.shape[0])
-        classes = _sorted_classes(y)
-        if getattr(self, "kernel", None) == "precomputed" and X.shape[0] != X.shape[1]:
+        if self._precomputed() and X.shape[0] != X.shape[1]:
             raise ValueError(f"precomputed kernel: fit needs the square (m, m) kernel matrix, got {X.shape}")
-        self._reset(classes, X.shape[1])
+        self._reset(_sorted_classes(y), X.shape[1])
         ranks = _to_ranks(self.classes_, y)
         rng = np.random.default_rng(self.seed_)
         m = X.shape[0]
@@ -245,10 +241,8 @@ class _OnlineOrdinal(ClassifierMixin, FastrankEstimator):
         if first:
             cls = _sorted_classes(y if classes is None else classes)
             if classes is None and cls.size < 2:
-                raise ValueError(
-                    f"the first partial_fit batch has only the label(s) {cls.tolist()!r}; pass the complete "
-                    "ordered label set with classes="
-                )
+                raise ValueError(f"the first partial_fit batch has only the label(s) {cls.tolist()!r}; pass the "
+                                 "complete ordered label set with classes=")
             self._reset(cls, X.shape[1])
         elif classes is not None and not np.array_equal(_sorted_classes(classes), self.classes_):
             raise ValueError(f"classes={np.asarray(classes).tolist()!r} differs from classes_ fixed by the first "
@@ -284,36 +278,28 @@ class _OAPBase(KernelMixin, _OnlineOrdinal):
     """Shared machinery of PRank and OAPBPM (PRank is the one-member, tau = 1 ensemble)."""
 
     _parameter_constraints = {"budget": [None, positive_int()], "n_jobs": N_JOBS}
-
-    def _members_tau_variant(self):  # pragma: no cover - abstract
-        raise NotImplementedError
+    _STATE_DTYPES = {"V": np.int64, "svt": np.int64, "svs": np.int64}  # of the member arrays; float64 otherwise
 
     def _reset_model(self, k, n_features):
         spec = self._kernel_spec(n_features)
         N = self._members_tau_variant()[0]
         self._kernel_kind = spec.kind
         self._kernel_args = (spec.gamma, spec.degree, spec.coef0)
-        self.members_thresholds_ = np.zeros((N, k - 1))
-        self.members_counts_ = np.zeros(N, dtype=np.int64)
-        if spec.linear:
-            self.members_coef_ = np.zeros((N, n_features))
-        else:
-            self.dual_coef_ = np.zeros((N, 0))
-            self.support_vectors_ = np.zeros((0, 0 if spec.precomputed else n_features))
-            self.support_time_ = np.zeros(0, dtype=np.int64)
-            self.support_index_ = np.zeros(0, dtype=np.int64)
+        shapes = {"C": (N, k - 1), "V": N, "W": (N, n_features), "A": (N, 0), "svt": 0, "svs": 0,
+                  "svX": (0, 0 if spec.precomputed else n_features)}
+        for key, attr in self._state_attrs().items():
+            setattr(self, attr, np.zeros(shapes[key], dtype=self._STATE_DTYPES.get(key, np.float64)))
+
+    def _state_attrs(self):
+        """{name in the compiled passes' state: the member array holding it}."""
+        kernel = {"A": "dual_coef_", "svX": "support_vectors_", "svt": "support_time_", "svs": "support_index_"}
+        return {"C": "members_thresholds_", "V": "members_counts_",
+                **({"W": "members_coef_"} if self._kernel_kind == "linear" else kernel)}
 
     def _state(self):
         """Copies of the member arrays, as the compiled passes read and update them."""
-        st = {"C": np.array(self.members_thresholds_, dtype=np.float64, order="C"),
-              "V": np.array(self.members_counts_, dtype=np.int64)}
-        if self._kernel_kind == "linear":
-            st["W"] = np.array(self.members_coef_, dtype=np.float64, order="C")
-        else:
-            pre = self._kernel_kind == "precomputed"
-            st.update(A=np.ascontiguousarray(self.dual_coef_), svt=self.support_time_, svs=self.support_index_,
-                      svX=np.zeros((0, 0)) if pre else np.ascontiguousarray(self.support_vectors_, dtype=np.float64))
-        return st
+        return {k: np.array(getattr(self, a), dtype=self._STATE_DTYPES.get(k, np.float64), order="C")
+                for k, a in self._state_attrs().items()}
 
     def _compiled_pass(self, st, X, ranks, src, *, t0, tau, variant, n_threads, budget):
         """Algorithm 2 (Algorithm 1: one member, tau = 1) over (X, ranks) from state ``st``, which
@@ -337,12 +323,8 @@ class _OAPBase(KernelMixin, _OnlineOrdinal):
         losses = self._compiled_pass(st, X, ranks, src, t0=self.n_seen_, tau=tau, variant=variant,
                                      n_threads=check_n_jobs(getattr(self, "n_jobs", None)),
                                      budget=0 if self.budget is None else int(self.budget))
-        self.members_thresholds_, self.members_counts_ = st["C"], st["V"]
-        if self._kernel_kind == "linear":
-            self.members_coef_ = st["W"]
-        else:
-            self.dual_coef_, self.support_vectors_ = st["A"], st["svX"]
-            self.support_time_, self.support_index_ = st["svt"], st["svs"]
+        for k, attr in self._state_attrs().items():
+            setattr(self, attr, st[k])
         self._append_losses(losses)
 
     def _finish(self):
@@ -367,9 +349,7 @@ class _OAPBase(KernelMixin, _OnlineOrdinal):
         coef = self.dual_coef_.mean(axis=0)[:, None] if which == "mean" else self.dual_coef_.T
         if self._kernel_kind == "precomputed":
             out = self._support_columns(X) @ coef
-        elif self.support_time_.size == 0:
-            out = np.zeros((X.shape[0], coef.shape[1]))
-        else:
+        else:  # also right with no stored example yet: the kernel routines return zeros
             spec = KernelSpec(self._kernel_kind, *self._kernel_args)
             out = spec.predict(X, self.support_vectors_, coef, check_n_jobs(getattr(self, "n_jobs", None)))
         return out[:, 0] if which == "mean" else out
@@ -428,12 +408,8 @@ class PRank(_OAPBase):
         rounds (a sliding-window truncation in the spirit of Kivinen, Smola & Williamson 2001;
         memory stays bounded and the result still depends only on the stream, not on how it is cut
         into ``partial_fit`` calls).  None: unbounded.  Ignored for "linear".
-    n_epochs : int, default=1
-        Passes over the data in ``fit``.
-    shuffle : bool, default=False
-        Reshuffle each pass in ``fit``.
-    random_state : int, RandomState or None, default=None
-        Seeds the shuffling.
+    n_epochs, shuffle, random_state : int (default=1), bool (default=False), int, RandomState or None (default=None)
+        Passes over the data in ``fit``, each reshuffled (``shuffle``) with the seed ``random_state``.
     %(verbose)s
     """
 
@@ -523,9 +499,7 @@ class PRankVP(PRank):
             return X @ self.vote_coef_.T
         # f_i(x) = sum over the first n_i support entries of alpha_s K(x_s, x): prefix sums
         coef = self.dual_coef_[0]
-        if coef.size == 0:
-            per = np.zeros((X.shape[0], 0))
-        elif self._kernel_kind == "precomputed":
+        if self._kernel_kind == "precomputed":
             per = self._support_columns(X) * coef[None, :]
         else:
             spec = KernelSpec(self._kernel_kind, *self._kernel_args)
@@ -592,12 +566,8 @@ class OAPBPM(_OAPBase):
     def member_blocks(self, n_blocks, classes, n_features):
         """Untrained OAP-BPMs holding consecutive blocks of this ensemble's members, to be trained
         as separate streams (``partial_fit`` on the same rows in the same order) and joined by
-        :meth:`from_members` into exactly the model ``fit`` gives (``shuffle=False``, linear kernel).
-
-        Member j's Bernoulli draws are a counter-based hash of (seed, j, t), so a block starting at
-        member j0 gets the seed of :func:`_block_seed` and its members draw what members j0, j0 + 1,
-        ... draw.
-        """
+        :meth:`from_members` into exactly the model ``fit`` gives (``shuffle=False``, linear kernel):
+        a block's seed (:func:`_block_seed`) makes its members draw what the ensemble's members draw."""
         self._validate_params()
         if self.kernel != "linear":
             raise ValueError("member blocks need the linear kernel (kernel members share a support list)")
@@ -733,6 +703,8 @@ class OnlineMPRank(KernelMixin, Ranker):
         Reports the passes' duration and number, the final cost and convergence.
     """
 
+    _sparse_input = True  # rows densified per call (see _as_X)
+
     def __init__(self, C=1.0, *, kernel="linear", gamma=None, degree=3, coef0=1.0, eta=None,
                  algorithm="sequential", max_iter=1000, tol=1e-4, n_jobs=None, verbose=0):
         self._store_params(locals())
@@ -790,8 +762,8 @@ class OnlineMPRank(KernelMixin, Ranker):
             n_iter, converged, costs = _core.mprank_online(Kt, yt, C, eta, sequential, int(self.max_iter),
                                                            float(self.tol), alpha)
         if resolve_verbose(self.verbose):
-            print(f"[fastrank] OnlineMPRank: {int(n_iter)} passes, cost {float(costs[-1]) if len(costs) else 0.0:.10g}, "
-                  f"converged={bool(converged)}", file=sys.stderr, flush=True)
+            write_line(f"[fastrank] OnlineMPRank: {int(n_iter)} passes, cost "
+                       f"{float(costs[-1]) if len(costs) else 0.0:.10g}, converged={bool(converged)}")
         self.dual_coef_ = alpha
         # the expansion f(x) = sum_i expansion_coef_i K(x, x_i) (eq. 13: H a without groups)
         self.expansion_coef_ = alpha - alpha.mean() if groups is None else _group_sqrt_laplacian(alpha, gi)
@@ -852,8 +824,3 @@ class OnlineMPRank(KernelMixin, Ranker):
         if self._spec.linear:
             return X @ self.coef_
         return np.asarray(self._spec.cross(X, self.X_fit_, check_n_jobs(self.n_jobs))) @ self.expansion_coef_
-
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.input_tags.sparse = self.kernel != "precomputed"  # rows densified per call (see _as_X)
-        return tags

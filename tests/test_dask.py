@@ -321,6 +321,22 @@ def test_gamma_grid_equals_single_machine(client):
         np.testing.assert_array_equal(cvd.predict(X), refs[kg].predict(X))
 
 
+def test_gamma_grid_takes_the_minimum_of_a_loss(client):
+    # "msd" is a loss: the best (gamma, alpha) is the one with the smallest score, as RankRLSCV chooses.
+    rng = np.random.default_rng(6)
+    X = rng.normal(size=(60, 3))
+    y = np.sin(2 * X[:, 0]) + 0.3 * rng.normal(size=60)
+    g = rng.integers(0, 4, 60)
+    gammas, alphas = [0.05, 0.5, 2.0], [0.01, 1.0, 100.0]
+    cvd = DaskRankRLSCV(gammas=gammas, alphas=alphas, cv="lgo", scoring="msd").fit(X, y, g)
+    scores = cvd.cv_results_["scores"]
+    assert np.ptp(scores) > 0
+    kg, ka = np.unravel_index(np.argmin(scores), scores.shape)
+    assert (cvd.gamma_, cvd.alpha_) == (gammas[kg], alphas[ka])
+    ref = fastrank.RankRLSCV(alphas=alphas, cv="lgo", scoring="msd", kernel="rbf", gamma=gammas[kg]).fit(X, y, g)
+    assert ref.alpha_ == cvd.alpha_ and ref.cv_results_["greater_is_better"] is False
+
+
 @pytest.mark.parametrize("variant", ["bpm", "bagging", "voted"])
 def test_oapbpm_member_blocks_equal_single_machine(client, variant):
     rng = np.random.default_rng(5)

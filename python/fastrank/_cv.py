@@ -120,7 +120,8 @@ class RankRLSCV(_ExactCVSearch):
     alpha_ : float, best_score_ : float
     best_estimator_ : RankRLS
         The model on all data at ``alpha_``, solved from the factorization the scores used (no refit).
-    cv_results_ : dict with "alphas" and "scores" (one per alpha), "scoring" and "cv" (the scheme).
+    cv_results_ : dict with "alphas" and "scores" (one per alpha), "scoring", "greater_is_better" (the direction in
+        which the best score was taken) and "cv" (the scheme).
     cv_predictions_ : ndarray
         Hold-out schemes: (m,) or (m, v) predictions of each row by the model trained without its fold (NaN for rows in
         no fold); "lpo": (n_pairs, 2[, v]) held-out pair predictions, with the pairs in ``cv_pairs_``.
@@ -190,7 +191,8 @@ class RankRLSCV(_ExactCVSearch):
         best = self._keep_best(prob, base, "alpha", alphas, scores, "the cross-validation score", greater_is_better)
         name = scoring.name if isinstance(scoring, Measure) else getattr(scoring, "__name__", "callable")
         scheme = cv if isinstance(cv, str) else type(cv).__name__
-        self.cv_results_ = {"alphas": alphas.copy(), "scores": scores, "scoring": name, "cv": scheme}
+        self.cv_results_ = {"alphas": alphas.copy(), "scores": scores, "scoring": name,
+                            "greater_is_better": greater_is_better, "cv": scheme}
         if self.store_cv_predictions and is_lpo:
             self.cv_pairs_ = pairs
             self.cv_predictions_ = prob.lpo(pairs, self.alpha_)

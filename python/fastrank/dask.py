@@ -478,8 +478,8 @@ class DaskRankRLSCV(RegressorMixin, FastrankEstimator):
     """Kernel-parameter x alpha search by fastrank's exact cross-validation, one task per ``gammas``
     value, each running :class:`fastrank.RankRLSCV` (one factorization for the whole ``alphas``
     grid) on one worker: the result equals a loop of ``RankRLSCV`` over ``gammas`` on one machine.
-    The best pair is the first maximum of the score (minimum for ``scoring="disagreement"``) in
-    gamma-major order.
+    The best pair is the first best score (the maximum, or the minimum for a loss such as
+    ``"disagreement"`` or ``"msd"``, as in ``RankRLSCV``) in gamma-major order.
 
     Parameters
     ----------
@@ -508,7 +508,8 @@ class DaskRankRLSCV(RegressorMixin, FastrankEstimator):
         fits = dask.compute(*tasks)
         scores = np.stack([f.cv_results_["scores"] for f in fits])
         scoring = fits[0].cv_results_["scoring"]
-        kg, ka = np.unravel_index(np.argmin(scores) if scoring == "disagreement" else np.argmax(scores), scores.shape)
+        higher = fits[0].cv_results_["greater_is_better"]
+        kg, ka = np.unravel_index(np.argmax(scores) if higher else np.argmin(scores), scores.shape)
         self.gamma_ = float(gammas[kg])
         self.alpha_ = float(fits[kg].cv_results_["alphas"][ka])
         self.best_score_ = float(scores[kg, ka])

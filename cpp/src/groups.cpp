@@ -40,6 +40,41 @@ GroupIndex GroupIndex::from_codes(const std::int64_t* codes, Index m, Index n_gr
   return gi;
 }
 
+GroupIndex GroupIndex::from_ids(const std::int64_t* ids, Index m, std::int64_t lo, std::int64_t hi,
+                                 std::int64_t* codes, IndexVector& labels) {
+  require(m >= 1 && hi >= lo, "groups: at least one row and lo <= hi");
+  const std::uint64_t span = static_cast<std::uint64_t>(hi) - static_cast<std::uint64_t>(lo) + 1;
+  require(span <= static_cast<std::uint64_t>(4 * m + 1024), "groups: id range too wide for a table");
+  // count[v] rows with id lo + v, then code[v] = rank of id lo + v among the ids present
+  IndexVector count = IndexVector::Zero(static_cast<Index>(span));
+  for (Index i = 0; i < m; ++i) {
+    const std::uint64_t v = static_cast<std::uint64_t>(ids[i]) - static_cast<std::uint64_t>(lo);
+    require(v < span, "groups: ids must lie in lo..hi");
+    ++count[static_cast<Index>(v)];
+  }
+  Index n_groups = 0;
+  for (Index v = 0; v < count.size(); ++v) n_groups += count[v] > 0;
+  GroupIndex gi;
+  gi.offsets.resize(n_groups + 1);
+  gi.offsets[0] = 0;
+  labels.resize(n_groups);
+  IndexVector& code = count;  // reused: count -> code, after the sizes are read into offsets
+  for (Index v = 0, g = 0; v < code.size(); ++v) {
+    if (code[v] == 0) continue;
+    gi.offsets[g + 1] = gi.offsets[g] + code[v];
+    labels[g] = lo + static_cast<std::int64_t>(v);
+    code[v] = g++;
+  }
+  IndexVector next = gi.offsets.head(n_groups);
+  gi.order.resize(m);
+  for (Index i = 0; i < m; ++i) {
+    const std::int64_t c = code[static_cast<Index>(static_cast<std::uint64_t>(ids[i]) - static_cast<std::uint64_t>(lo))];
+    codes[i] = c;
+    gi.order[next[c]++] = i;
+  }
+  return gi;
+}
+
 GroupIndex GroupIndex::one_group(Index m) {
   GroupIndex gi;
   gi.order = IndexVector::LinSpaced(m, 0, m - 1);

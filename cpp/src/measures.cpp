@@ -493,9 +493,10 @@ void dense_ranks_from_order(const double* y, const std::int64_t* order, Index m,
 }
 
 RowMatrix pair_statistics(const double* f, const std::int64_t* f_order, const std::int32_t* yrank,
-                          const double* values, Index K, const GroupIndex& groups, bool weighted,
-                          int n_threads) {
+                          const double* values, Index K, const GroupIndex& groups, const std::int64_t* row_group,
+                          bool weighted, int n_threads) {
   const Index m = groups.n_rows(), n_groups = groups.n_groups();
+  require(n_groups == 1 || row_group != nullptr, "pair_statistics: the group of every row is needed");
   RowMatrix out = RowMatrix::Zero(n_groups, kNumPairStats);
   if (m == 0) return out;
   // One group: the sweep streams through f_order (no copies).  Several groups: rows gathered
@@ -505,8 +506,7 @@ RowMatrix pair_statistics(const double* f, const std::int64_t* f_order, const st
   for (Index k = 0; k < m; ++k) require(f_order[k] >= 0 && f_order[k] < m, "f_order is not a permutation");
   const IndexVector& offsets = groups.offsets;
   // one group: no per-row group codes, the sweep streams through f_order
-  const std::vector<std::int64_t> row_group = n_groups > 1 ? groups.row_groups() : std::vector<std::int64_t>();
-  const std::int64_t* codes = n_groups > 1 ? row_group.data() : nullptr;
+  const std::int64_t* codes = n_groups > 1 ? row_group : nullptr;
   if (codes != nullptr) {
     std::vector<Index> pos(offsets.data(), offsets.data() + n_groups);
     fs.resize(m);

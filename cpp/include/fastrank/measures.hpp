@@ -50,10 +50,11 @@ void dense_ranks_from_order(const double* y, const std::int64_t* order, Index m,
 //   f_order:  a permutation sorting f ascending (ties in any order)
 //   yrank:    dense ranks of y (m), values: y value of each rank (K)
 //   groups:   the query groups of the m rows (one group: every row)
+//   row_group: the group of every row (m; GroupIndex::row_groups()), or nullptr for one group
 //   weighted: also compute the |y_i - y_j|-weighted columns (else they are 0)
 RowMatrix pair_statistics(const double* f, const std::int64_t* f_order, const std::int32_t* yrank,
-                          const double* values, Index K, const GroupIndex& groups, bool weighted,
-                          int n_threads);
+                          const double* values, Index K, const GroupIndex& groups, const std::int64_t* row_group,
+                          bool weighted, int n_threads);
 
 // Per-group DCG and ideal DCG (n_groups, 2) of the m = groups.n_rows() rows.
 // gain: 0 -> linear (g = y), 1 -> exponential (g = 2^y - 1).  Discount 1/log2(position + 1),

@@ -246,32 +246,32 @@ def msd(y_true, y_score, groups=None, *, average="group"):
     MSD = (1/m^2) sum_i sum_j ((h(x_j) - h(x_i)) - (y_j - y_i))^2 over all ordered pairs (i = j included, as in the
     paper) = 2 * the population variance of h(x) - y.  With groups: per group over n_g^2, groups of one row skipped;
     average "group" (default) or "pooled" (sum over groups / sum of n_g^2)."""
-    total, n = _mp_total(*_group_setup(y_true, y_score, groups, average), 2)
-    return _average(total, np.where(n >= 2, n * n, 0.0), average, "msd")
+    return _average(*_mp_total(*_group_setup(y_true, y_score, groups, average), 2), average, "msd")
 
 
 def _mp_total(y, f, gi, power):
-    """Per group the sum over ordered pairs of |dh - dy|^power, and the group sizes n.  With c = h - y centred per
-    group: sum_ij (c_j - c_i)^2 = 2 n sum c^2; with c sorted, sum_ij |c_j - c_i| = 2 sum_k c_(k) (2k - n + 1)."""
+    """Per group the sum over ordered pairs of |dh - dy|^power, and their number n^2 (0 for one row).  With c = h - y
+    centred per group: sum_ij (c_j - c_i)^2 = 2 n sum c^2; with c sorted, sum_ij |c_j - c_i| = 2 sum_k c_(k) (2k - n +
+    1)."""
     codes, G, n = gi.codes, gi.n_groups, gi.sizes.astype(np.float64)
+    pairs = np.where(n >= 2, n * n, 0.0)
     d = f - y
     c = d - (np.bincount(codes, weights=d, minlength=G) / n)[codes]
     if power == 2:
-        return 2.0 * n * np.bincount(codes, weights=c * c, minlength=G), n
+        return 2.0 * n * np.bincount(codes, weights=c * c, minlength=G), pairs
     if G == 1:
         cs, gs = np.sort(c), codes
     else:
         order = np.lexsort((c, codes))
         cs, gs = c[order], codes[order]
     k = np.arange(cs.size, dtype=np.float64) - gi.offsets[gs]
-    return 2.0 * np.bincount(gs, weights=cs * (2.0 * k - n[gs] + 1.0), minlength=G), n
+    return 2.0 * np.bincount(gs, weights=cs * (2.0 * k - n[gs] + 1.0), minlength=G), pairs
 
 
 def m1d(y_true, y_score, groups=None, *, average="group"):
     """Mean absolute difference of pairwise differences (000 eq. 68): (1/m^2) sum_ij |(h(x_j) - h(x_i)) - (y_j -
     y_i)|, O(m log m) by sorting h - y.  Groups and averages as :func:`msd`."""
-    total, n = _mp_total(*_group_setup(y_true, y_score, groups, average), 1)
-    return _average(total, np.where(n >= 2, n * n, 0.0), average, "m1d")
+    return _average(*_mp_total(*_group_setup(y_true, y_score, groups, average), 1), average, "m1d")
 
 
 def discrete_ranking_loss(y_true, y_score, groups=None, *, average="group", n_jobs=None):

@@ -23,6 +23,8 @@ py::array readonly_view(const IndexVector& v, py::handle owner) {
   return a;
 }
 
+const BoundGroupIndex& bound(const py::object& self) { return self.cast<const BoundGroupIndex&>(); }
+
 const std::int64_t* vector_data(const I64Arr& a, const char* name) {
   require(a.ndim() == 1 && a.shape(0) >= 1, std::string(name) + " must be 1-D with at least one row");
   return a.data();
@@ -34,7 +36,8 @@ void bind_groups(py::module_& m) {
   py::class_<BoundGroupIndex>(m, "GroupIndex",
                               "Query groups, validated once: read-only int64 arrays order (rows group by group), "
                               "offsets (group g is order[offsets[g]:offsets[g+1]]), codes (the group of every "
-                              "row) and labels (the group ids, or 0..n_groups-1 when built from codes).")
+                              "row; empty from one_group) and labels (the group ids, or 0..n_groups-1 when built "
+                              "from codes).")
       .def_static(
           "from_ids",
           [](const I64Arr& ids, std::int64_t lo, std::int64_t hi) {
@@ -42,8 +45,7 @@ void bind_groups(py::module_& m) {
             BoundGroupIndex b;
             {
               py::gil_scoped_release release;
-              b.row_group.resize(ids.shape(0));
-              b.index = GroupIndex::from_ids(p, ids.shape(0), lo, hi, b.row_group.data(), b.labels);
+              b.index = GroupIndex::from_ids(p, ids.shape(0), lo, hi, b.row_group, b.labels);
             }
             return b;
           },
@@ -70,14 +72,13 @@ void bind_groups(py::module_& m) {
           [](Index n_rows) {
             require(n_rows >= 0, "n_rows must be >= 0");
             BoundGroupIndex b;
-            b.index = GroupIndex::one_group(n_rows);
-            b.row_group = IndexVector::Zero(n_rows);
+            b.index = GroupIndex::one_group(n_rows);  // codes stay empty: every row is in group 0
             b.labels = IndexVector::Zero(1);
             return b;
           },
           py::arg("n_rows"), "Every row in one group, identity order.")
-      .def_property_readonly("order", [](py::object self) { return readonly_view(self.cast<const BoundGroupIndex&>().index.order, self); })
-      .def_property_readonly("offsets", [](py::object self) { return readonly_view(self.cast<const BoundGroupIndex&>().index.offsets, self); })
-      .def_property_readonly("codes", [](py::object self) { return readonly_view(self.cast<const BoundGroupIndex&>().row_group, self); })
-      .def_property_readonly("labels", [](py::object self) { return readonly_view(self.cast<const BoundGroupIndex&>().labels, self); });
+      .def_property_readonly("order", [](py::object self) { return readonly_view(bound(self).index.order, self); })
+      .def_property_readonly("offsets", [](py::object self) { return readonly_view(bound(self).index.offsets, self); })
+      .def_property_readonly("codes", [](py::object self) { return readonly_view(bound(self).row_group, self); })
+      .def_property_readonly("labels", [](py::object self) { return readonly_view(bound(self).labels, self); });
 }

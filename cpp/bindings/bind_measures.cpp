@@ -78,9 +78,8 @@ void bind_measures(py::module_& m) {
         py::gil_scoped_release release;
         const std::int32_t* r = yrank.data();
         for (Index i = 0; i < n; ++i) ensure(r[i] >= 0 && r[i] < K, "yrank out of range");
-        const std::int64_t* row_group = groups.index().n_groups() > 1 ? groups.row_group() : nullptr;
-        return pair_statistics(f.data(), f_order.data(), yrank.data(), values.data(), K, groups.index(), row_group,
-                               weighted, n_threads);
+        return pair_statistics(f.data(), f_order.data(), yrank.data(), values.data(), K, groups.index(),
+                               groups.row_group_if_several(), weighted, n_threads);
       },
       py::arg("f").noconvert(), py::arg("f_order").noconvert(), py::arg("yrank").noconvert(),
       py::arg("values").noconvert(), py::arg("order"), py::arg("offsets"), py::arg("weighted"),
@@ -91,9 +90,9 @@ void bind_measures(py::module_& m) {
       "dcg_statistics",
       [](DArr y, DArr f, py::handle order, py::handle offsets, Index k, int gain, int n_threads) {
         ensure(y.ndim() == 1 && f.ndim() == 1 && y.shape(0) == f.shape(0), "y and f must be 1-D, same length");
-        const bindings::GroupsArg groups(order, offsets, y.shape(0));
+        bindings::GroupsArg groups(order, offsets, y.shape(0));
         py::gil_scoped_release release;
-        return dcg_statistics(y.data(), f.data(), groups.index(), k, gain, n_threads);
+        return dcg_statistics(y.data(), f.data(), groups.index(), groups.row_group_if_several(), k, gain, n_threads);
       },
       py::arg("y").noconvert(), py::arg("f").noconvert(), py::arg("order"), py::arg("offsets"), py::arg("k"),
       py::arg("gain"), py::arg("n_threads"),

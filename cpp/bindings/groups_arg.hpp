@@ -20,7 +20,8 @@ namespace fastrank::bindings {
 namespace py = pybind11;
 
 // _core.GroupIndex: a GroupIndex with the group of every row (row_group[i], the codes it was built
-// from) and the group labels (the distinct integer ids, or 0..n_groups-1).  Immutable once built.
+// from; empty for one group) and the group labels (the distinct integer ids, or 0..n_groups-1).
+// Immutable once built.
 struct BoundGroupIndex {
   GroupIndex index;
   IndexVector row_group;
@@ -57,8 +58,10 @@ class GroupsArg {
                                    Eigen::Map<const IndexVector>(s.data(), s.shape(0)), m);
   }
   const GroupIndex& index() const { return bound_ != nullptr ? bound_->index : *own_; }
-  // The group of every row (kept by a _core.GroupIndex, else derived once, O(m)); no GIL needed.
-  const std::int64_t* row_group() {
+  // The group of every row (kept by a _core.GroupIndex, else derived, O(m)), nullptr for one group; no
+  // GIL needed.
+  const std::int64_t* row_group_if_several() {
+    if (index().n_groups() <= 1) return nullptr;
     if (bound_ != nullptr) return bound_->row_group.data();
     if (rows_.empty()) rows_ = own_->row_groups();
     return rows_.data();

@@ -304,8 +304,8 @@ def group_index(groups, n_rows):
     # order, offsets and codes are read-only views of a _core.GroupIndex, built (validated) once in C++: the
     # group-aware bindings read it behind them in place
     if groups is None:
-        core = _core.GroupIndex.one_group(n_rows)
-        return GroupIndex(core.order, core.offsets, np.array([0]), core.codes)
+        core = _core.GroupIndex.one_group(n_rows)  # no per-row codes: all 0 (zero pages until read)
+        return GroupIndex(core.order, core.offsets, np.array([0]), np.zeros(n_rows, dtype=np.int64))
     groups = np.asarray(groups)
     if groups.ndim != 1:
         raise ValueError(f"groups must be 1-D with one id per row, got shape {groups.shape}")

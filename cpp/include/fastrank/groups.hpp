@@ -30,10 +30,10 @@ struct GroupIndex {
   // O(m + n_groups), so each group lists its rows in increasing order.
   static GroupIndex from_codes(const std::int64_t* codes, Index m, Index n_groups);
   // From integer ids in lo..hi (a modest range: a table of hi - lo + 1 entries): the groups are the
-  // distinct ids in increasing order, written to `labels` (resized), and row i's group to codes[i];
-  // ids -> codes -> (order, offsets) in two passes, O(m + hi - lo), rows stable within a group.
+  // distinct ids in increasing order, written to `labels`, and row i's group to codes[i] (both
+  // resized); ids -> codes -> (order, offsets) in two passes, O(m + hi - lo), rows stable within a group.
   static GroupIndex from_ids(const std::int64_t* ids, Index m, std::int64_t lo, std::int64_t hi,
-                             std::int64_t* codes, IndexVector& labels);
+                             IndexVector& codes, IndexVector& labels);
 
   bool is_identity() const;
   // The group of every row, in the caller's row order, O(m).

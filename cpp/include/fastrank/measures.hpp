@@ -60,8 +60,9 @@ RowMatrix pair_statistics(const double* f, const std::int64_t* f_order, const st
 // gain: 0 -> linear (g = y), 1 -> exponential (g = 2^y - 1).  Discount 1/log2(position + 1),
 // positions 1..k (k <= 0: no cutoff).  Ties in the scores: the gains of a tied block are averaged
 // over the block's positions (the expectation over all orderings of the tie, as scikit-learn).
-RowMatrix dcg_statistics(const double* y, const double* f, const GroupIndex& groups, Index k, int gain,
-                         int n_threads);
+// row_group: the group of every row (m), or nullptr for one group.
+RowMatrix dcg_statistics(const double* y, const double* f, const GroupIndex& groups, const std::int64_t* row_group,
+                         Index k, int gain, int n_threads);
 
 // Per-group sums over the "dominance" pairs of two score vectors (a, b): the unordered pairs
 // {i, j} of a group with a_i > a_j and b_i > b_j (both strict), an (n_groups, kNumDominance)

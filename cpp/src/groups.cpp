@@ -10,19 +10,24 @@
 
 namespace fastrank {
 
-namespace {
-
-// An uninitialised vector of n entries whose 2 MiB-aligned inside the kernel may back with huge
-// pages before its first write (numpy advises its large arrays the same way): a 10^6-row index then
-// costs a few page faults instead of ~2000, which otherwise dominate building it.
-IndexVector large_vector(Index n) {
-  IndexVector v(n);
+void advise_huge_pages(void* data, std::size_t bytes) {
 #ifdef __linux__
   constexpr std::uintptr_t huge = std::uintptr_t(1) << 21;
-  const std::uintptr_t begin = (reinterpret_cast<std::uintptr_t>(v.data()) + huge - 1) & ~(huge - 1);
-  const std::uintptr_t end = reinterpret_cast<std::uintptr_t>(v.data() + n) & ~(huge - 1);
+  const std::uintptr_t begin = (reinterpret_cast<std::uintptr_t>(data) + huge - 1) & ~(huge - 1);
+  const std::uintptr_t end = (reinterpret_cast<std::uintptr_t>(data) + bytes) & ~(huge - 1);
   if (end > begin) madvise(reinterpret_cast<void*>(begin), end - begin, MADV_HUGEPAGE);  // advice only
+#else
+  (void)data;
+  (void)bytes;
 #endif
+}
+
+namespace {
+
+// An uninitialised vector of n entries advised onto huge pages.
+IndexVector large_vector(Index n) {
+  IndexVector v(n);
+  advise_huge_pages(v.data(), static_cast<std::size_t>(n) * sizeof(std::int64_t));
   return v;
 }
 
@@ -65,12 +70,14 @@ GroupIndex GroupIndex::from_codes(const std::int64_t* codes, Index m, Index n_gr
 GroupIndex GroupIndex::from_ids(const std::int64_t* ids, Index m, std::int64_t lo, std::int64_t hi,
                                  IndexVector& codes, IndexVector& labels) {
   require(m >= 1 && hi >= lo, "groups: at least one row and lo <= hi");
-  const std::uint64_t span = static_cast<std::uint64_t>(hi) - static_cast<std::uint64_t>(lo) + 1;
+  // the table slot of an id, lo + v -> v, in unsigned arithmetic (ids outside lo..hi land beyond the table)
+  const auto slot = [lo](std::int64_t id) { return static_cast<std::uint64_t>(id) - static_cast<std::uint64_t>(lo); };
+  const std::uint64_t span = slot(hi) + 1;
   require(span <= static_cast<std::uint64_t>(4 * m + 1024), "groups: id range too wide for a table");
   // count[v] rows with id lo + v, then code[v] = rank of id lo + v among the ids present
   IndexVector count = IndexVector::Zero(static_cast<Index>(span));
   for (Index i = 0; i < m; ++i) {
-    const std::uint64_t v = static_cast<std::uint64_t>(ids[i]) - static_cast<std::uint64_t>(lo);
+    const std::uint64_t v = slot(ids[i]);
     require(v < span, "groups: ids must lie in lo..hi");
     ++count[static_cast<Index>(v)];
   }
@@ -91,7 +98,7 @@ GroupIndex GroupIndex::from_ids(const std::int64_t* ids, Index m, std::int64_t l
   gi.order = large_vector(m);
   codes = large_vector(m);
   for (Index i = 0; i < m; ++i) {
-    const std::int64_t c = code[static_cast<Index>(static_cast<std::uint64_t>(ids[i]) - static_cast<std::uint64_t>(lo))];
+    const std::int64_t c = code[static_cast<Index>(slot(ids[i]))];
     codes[i] = c;
     gi.order[next[c]++] = i;
   }

@@ -513,6 +513,8 @@ RowMatrix pair_statistics(const double* f, const std::int64_t* f_order, const st
     std::vector<Index> pos(offsets.data(), offsets.data() + n_groups);
     fs.reset(new double[static_cast<size_t>(m)]);
     rk.reset(new std::int32_t[static_cast<size_t>(m)]);
+    advise_huge_pages(fs.get(), sizeof(double) * static_cast<size_t>(m));
+    advise_huge_pages(rk.get(), sizeof(std::int32_t) * static_cast<size_t>(m));
     constexpr Index ahead = 16;  // prefetching never faults, so an index is checked only when it is used
     for (Index k = 0; k < m; ++k) {
       if (k + ahead < m) {
@@ -571,6 +573,7 @@ RowMatrix dcg_statistics(const double* y, const double* f, const GroupIndex& gro
     double score, gain;  // score = -f: ascending = best first
   };
   std::unique_ptr<ScoreGain[]> items(new ScoreGain[static_cast<size_t>(m)]);  // every entry written below
+  advise_huge_pages(items.get(), sizeof(ScoreGain) * static_cast<size_t>(m));
   if (row_group == nullptr) {
     for (Index i = 0; i < m; ++i) items[i] = {-f[i], g(y[i])};
   } else {

@@ -322,8 +322,7 @@ def mean_rank_loss(y_true, y_pred, *, scale="values", classes=None):
     if scale not in ("values", "positions"):
         raise ValueError(f"scale must be 'values' (|yhat - y| on the labels) or 'positions' (rank steps in the "
                          f"ordered label set), got {scale!r}")
-    yt = np.asarray(y_true)
-    yp = np.asarray(y_pred)
+    yt, yp = np.asarray(y_true), np.asarray(y_pred)
     for name, v in (("y_true", yt), ("y_pred", yp)):
         if v.ndim != 1:
             raise ValueError(f"{name} must be 1-D, got shape {v.shape}")

@@ -66,21 +66,20 @@ void bind_measures(py::module_& m) {
       "(ranks int32, sorted distinct values) of y given an ascending argsort of y.");
   m.def(
       "pair_statistics",
-      [](DArr f, I64Arr f_order, I32Arr yrank, DArr values, IndexVectorCRef order, IndexVectorCRef offsets,
-         bool weighted, int n_threads) {
+      [](DArr f, I64Arr f_order, I32Arr yrank, DArr values, py::handle order, py::handle offsets, bool weighted,
+         int n_threads) {
         ensure(f.ndim() == 1, "f must be 1-D");
         const Index n = f.shape(0);
         check_1d(f_order, n, "f_order");
         check_1d(yrank, n, "yrank");
         ensure(values.ndim() == 1, "values must be 1-D");
         const Index K = values.shape(0);
-        const GroupIndex groups = bindings::group_index(order, offsets, n);
-        {
-          const std::int32_t* r = yrank.data();
-          for (Index i = 0; i < n; ++i) ensure(r[i] >= 0 && r[i] < K, "yrank out of range");
-        }
+        bindings::GroupsArg groups(order, offsets, n);
         py::gil_scoped_release release;
-        return pair_statistics(f.data(), f_order.data(), yrank.data(), values.data(), K, groups, weighted, n_threads);
+        const std::int32_t* r = yrank.data();
+        for (Index i = 0; i < n; ++i) ensure(r[i] >= 0 && r[i] < K, "yrank out of range");
+        return pair_statistics(f.data(), f_order.data(), yrank.data(), values.data(), K, groups.index(),
+                               groups.row_group_if_several(), weighted, n_threads);
       },
       py::arg("f").noconvert(), py::arg("f_order").noconvert(), py::arg("yrank").noconvert(),
       py::arg("values").noconvert(), py::arg("order"), py::arg("offsets"), py::arg("weighted"),
@@ -89,22 +88,22 @@ void bind_measures(py::module_& m) {
       "w_discordant, w_tied.");
   m.def(
       "dcg_statistics",
-      [](DArr y, DArr f, IndexVectorCRef order, IndexVectorCRef offsets, Index k, int gain, int n_threads) {
+      [](DArr y, DArr f, py::handle order, py::handle offsets, Index k, int gain, int n_threads) {
         ensure(y.ndim() == 1 && f.ndim() == 1 && y.shape(0) == f.shape(0), "y and f must be 1-D, same length");
-        const GroupIndex groups = bindings::group_index(order, offsets, y.shape(0));
+        bindings::GroupsArg groups(order, offsets, y.shape(0));
         py::gil_scoped_release release;
-        return dcg_statistics(y.data(), f.data(), groups, k, gain, n_threads);
+        return dcg_statistics(y.data(), f.data(), groups.index(), groups.row_group_if_several(), k, gain, n_threads);
       },
       py::arg("y").noconvert(), py::arg("f").noconvert(), py::arg("order"), py::arg("offsets"), py::arg("k"),
       py::arg("gain"), py::arg("n_threads"),
       "Per-group (DCG, ideal DCG) with tie-averaged gains; gain 0 linear, 1 exponential.");
   m.def(
       "dominance_sums",
-      [](DArr a, DArr b, IndexVectorCRef order, IndexVectorCRef offsets, int n_threads) {
+      [](DArr a, DArr b, py::handle order, py::handle offsets, int n_threads) {
         ensure(a.ndim() == 1 && b.ndim() == 1 && a.shape(0) == b.shape(0), "a and b must be 1-D, same length");
-        const GroupIndex groups = bindings::group_index(order, offsets, a.shape(0));
+        const bindings::GroupsArg groups(order, offsets, a.shape(0));
         py::gil_scoped_release release;
-        return dominance_sums(a.data(), b.data(), groups, n_threads);
+        return dominance_sums(a.data(), b.data(), groups.index(), n_threads);
       },
       py::arg("a").noconvert(), py::arg("b").noconvert(), py::arg("order"), py::arg("offsets"),
       py::arg("n_threads"),
@@ -112,11 +111,11 @@ void bind_measures(py::module_& m) {
       "sum da^2, sum db^2, sum da*db.");
   m.def(
       "threshold_pair_sums",
-      [](DArr z, IndexVectorCRef order, IndexVectorCRef offsets, double eps, int n_threads) {
+      [](DArr z, py::handle order, py::handle offsets, double eps, int n_threads) {
         ensure(z.ndim() == 1, "z must be 1-D");
-        const GroupIndex groups = bindings::group_index(order, offsets, z.shape(0));
+        const bindings::GroupsArg groups(order, offsets, z.shape(0));
         py::gil_scoped_release release;
-        return threshold_pair_sums(z.data(), groups, eps, n_threads);
+        return threshold_pair_sums(z.data(), groups.index(), eps, n_threads);
       },
       py::arg("z").noconvert(), py::arg("order"), py::arg("offsets"), py::arg("eps"), py::arg("n_threads"),
       "Per-group sums over pairs with |z_i - z_j| > eps (n_groups, 3): count, sum (d - eps), sum (d - eps)^2.");

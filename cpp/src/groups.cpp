@@ -1,10 +1,37 @@
 #include "fastrank/groups.hpp"
 
+#include <cstdint>
 #include <string>
+#ifdef __linux__
+#include <sys/mman.h>
+#endif
 
 #include "fastrank/errors.hpp"
 
 namespace fastrank {
+
+void advise_huge_pages(void* data, std::size_t bytes) {
+#ifdef __linux__
+  constexpr std::uintptr_t huge = std::uintptr_t(1) << 21;
+  const std::uintptr_t begin = (reinterpret_cast<std::uintptr_t>(data) + huge - 1) & ~(huge - 1);
+  const std::uintptr_t end = (reinterpret_cast<std::uintptr_t>(data) + bytes) & ~(huge - 1);
+  if (end > begin) madvise(reinterpret_cast<void*>(begin), end - begin, MADV_HUGEPAGE);  // advice only
+#else
+  (void)data;
+  (void)bytes;
+#endif
+}
+
+namespace {
+
+// An uninitialised vector of n entries advised onto huge pages.
+IndexVector large_vector(Index n) {
+  IndexVector v(n);
+  advise_huge_pages(v.data(), static_cast<std::size_t>(n) * sizeof(std::int64_t));
+  return v;
+}
+
+}  // namespace
 
 GroupIndex GroupIndex::from_arrays(IndexVectorCRef order, IndexVectorCRef offsets, Index m) {
   require(order.size() == m,
@@ -35,14 +62,53 @@ GroupIndex GroupIndex::from_codes(const std::int64_t* codes, Index m, Index n_gr
   }
   for (Index g = 0; g < n_groups; ++g) gi.offsets[g + 1] += gi.offsets[g];
   IndexVector next = gi.offsets.head(n_groups);
-  gi.order.resize(m);
+  gi.order = large_vector(m);
   for (Index i = 0; i < m; ++i) gi.order[next[codes[i]]++] = i;
+  return gi;
+}
+
+GroupIndex GroupIndex::from_ids(const std::int64_t* ids, Index m, std::int64_t lo, std::int64_t hi,
+                                 IndexVector& codes, IndexVector& labels) {
+  require(m >= 1 && hi >= lo, "groups: at least one row and lo <= hi");
+  // the table slot of an id, lo + v -> v, in unsigned arithmetic (ids outside lo..hi land beyond the table)
+  const auto slot = [lo](std::int64_t id) { return static_cast<std::uint64_t>(id) - static_cast<std::uint64_t>(lo); };
+  const std::uint64_t span = slot(hi) + 1;
+  require(span <= static_cast<std::uint64_t>(4 * m + 1024), "groups: id range too wide for a table");
+  // count[v] rows with id lo + v, then code[v] = rank of id lo + v among the ids present
+  IndexVector count = IndexVector::Zero(static_cast<Index>(span));
+  for (Index i = 0; i < m; ++i) {
+    const std::uint64_t v = slot(ids[i]);
+    require(v < span, "groups: ids must lie in lo..hi");
+    ++count[static_cast<Index>(v)];
+  }
+  Index n_groups = 0;
+  for (Index v = 0; v < count.size(); ++v) n_groups += count[v] > 0;
+  GroupIndex gi;
+  gi.offsets.resize(n_groups + 1);
+  gi.offsets[0] = 0;
+  labels.resize(n_groups);
+  IndexVector& code = count;  // reused: count -> code, after the sizes are read into offsets
+  for (Index v = 0, g = 0; v < code.size(); ++v) {
+    if (code[v] == 0) continue;
+    gi.offsets[g + 1] = gi.offsets[g] + code[v];
+    labels[g] = lo + static_cast<std::int64_t>(v);
+    code[v] = g++;
+  }
+  IndexVector next = gi.offsets.head(n_groups);
+  gi.order = large_vector(m);
+  codes = large_vector(m);
+  for (Index i = 0; i < m; ++i) {
+    const std::int64_t c = code[static_cast<Index>(slot(ids[i]))];
+    codes[i] = c;
+    gi.order[next[c]++] = i;
+  }
   return gi;
 }
 
 GroupIndex GroupIndex::one_group(Index m) {
   GroupIndex gi;
-  gi.order = IndexVector::LinSpaced(m, 0, m - 1);
+  gi.order = large_vector(m);
+  for (Index i = 0; i < m; ++i) gi.order[i] = i;
   gi.offsets.resize(2);
   gi.offsets << 0, m;
   return gi;

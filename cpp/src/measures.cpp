@@ -5,6 +5,7 @@
 #include <cstring>
 #include <functional>
 #include <limits>
+#include <memory>
 #include <utility>
 
 #include "fastrank/errors.hpp"
@@ -493,25 +494,28 @@ void dense_ranks_from_order(const double* y, const std::int64_t* order, Index m,
 }
 
 RowMatrix pair_statistics(const double* f, const std::int64_t* f_order, const std::int32_t* yrank,
-                          const double* values, Index K, const GroupIndex& groups, bool weighted,
-                          int n_threads) {
+                          const double* values, Index K, const GroupIndex& groups, const std::int64_t* row_group,
+                          bool weighted, int n_threads) {
   const Index m = groups.n_rows(), n_groups = groups.n_groups();
+  require(n_groups == 1 || row_group != nullptr, "pair_statistics: the group of every row is needed");
   RowMatrix out = RowMatrix::Zero(n_groups, kNumPairStats);
   if (m == 0) return out;
   // One group: the sweep streams through f_order (no copies).  Several groups: rows gathered
-  // into (group, f) order by a counting sort of f_order.
-  std::vector<double> fs;
-  std::vector<std::int32_t> rk;
-  for (Index k = 0; k < m; ++k) require(f_order[k] >= 0 && f_order[k] < m, "f_order is not a permutation");
+  // into (group, f) order by a counting sort of f_order, into buffers every entry of which is written.
+  std::unique_ptr<double[]> fs;
+  std::unique_ptr<std::int32_t[]> rk;
   const IndexVector& offsets = groups.offsets;
   // one group: no per-row group codes, the sweep streams through f_order
-  const std::vector<std::int64_t> row_group = n_groups > 1 ? groups.row_groups() : std::vector<std::int64_t>();
-  const std::int64_t* codes = n_groups > 1 ? row_group.data() : nullptr;
-  if (codes != nullptr) {
+  const std::int64_t* codes = n_groups > 1 ? row_group : nullptr;
+  if (codes == nullptr) {
+    for (Index k = 0; k < m; ++k) require(f_order[k] >= 0 && f_order[k] < m, "f_order is not a permutation");
+  } else {
     std::vector<Index> pos(offsets.data(), offsets.data() + n_groups);
-    fs.resize(m);
-    rk.resize(m);
-    constexpr Index ahead = 16;
+    fs.reset(new double[static_cast<size_t>(m)]);
+    rk.reset(new std::int32_t[static_cast<size_t>(m)]);
+    advise_huge_pages(fs.get(), sizeof(double) * static_cast<size_t>(m));
+    advise_huge_pages(rk.get(), sizeof(std::int32_t) * static_cast<size_t>(m));
+    constexpr Index ahead = 16;  // prefetching never faults, so an index is checked only when it is used
     for (Index k = 0; k < m; ++k) {
       if (k + ahead < m) {
         const std::int64_t jn = f_order[k + ahead];
@@ -520,6 +524,7 @@ RowMatrix pair_statistics(const double* f, const std::int64_t* f_order, const st
         __builtin_prefetch(codes + jn);
       }
       const std::int64_t j = f_order[k];
+      require(j >= 0 && j < m, "f_order is not a permutation");
       const Index p = pos[codes[j]]++;
       fs[p] = f[j];
       rk[p] = yrank[j];
@@ -535,7 +540,7 @@ RowMatrix pair_statistics(const double* f, const std::int64_t* f_order, const st
         sweep_group(A, values, K, n, weighted, sc, row);
       } else if (n >= 2 && K > 32 && K > 4 * n) {
         // Small group in a large label set: group-local dense ranks.
-        sc.tmp.assign(rk.begin() + lo, rk.begin() + lo + n);
+        sc.tmp.assign(rk.get() + lo, rk.get() + lo + n);
         std::sort(sc.tmp.begin(), sc.tmp.end());
         sc.tmp.erase(std::unique(sc.tmp.begin(), sc.tmp.end()), sc.tmp.end());
         const Index kg = static_cast<Index>(sc.tmp.size());
@@ -545,10 +550,10 @@ RowMatrix pair_statistics(const double* f, const std::int64_t* f_order, const st
         for (Index t = 0; t < n; ++t)
           sc.local[t] = static_cast<std::int32_t>(std::lower_bound(sc.tmp.begin(), sc.tmp.end(), rk[lo + t]) -
                                                   sc.tmp.begin());
-        ContigAccess A{fs.data() + lo, sc.local.data()};
+        ContigAccess A{fs.get() + lo, sc.local.data()};
         sweep_group(A, sc.local_values.data(), kg, n, weighted, sc, row);
       } else {
-        ContigAccess A{fs.data() + lo, rk.data() + lo};
+        ContigAccess A{fs.get() + lo, rk.get() + lo};
         sweep_group(A, values, K, n, weighted, sc, row);
       }
     }
@@ -556,15 +561,27 @@ RowMatrix pair_statistics(const double* f, const std::int64_t* f_order, const st
   return out;
 }
 
-RowMatrix dcg_statistics(const double* y, const double* f, const GroupIndex& groups, Index k, int gain,
-                         int n_threads) {
+RowMatrix dcg_statistics(const double* y, const double* f, const GroupIndex& groups, const std::int64_t* row_group,
+                         Index k, int gain, int n_threads) {
   const Index m = groups.n_rows(), n_groups = groups.n_groups();
+  require(n_groups == 1 || row_group != nullptr, "dcg_statistics: the group of every row is needed");
   RowMatrix out = RowMatrix::Zero(n_groups, 2);
   // Group blocks in group order; each block holds (score, gain) pairs.
   const IndexVector& offsets = groups.offsets;
   auto g = [gain](double v) { return gain == 1 ? std::exp2(v) - 1.0 : v; };
-  std::vector<std::pair<double, double>> items(m);  // (-score, gain): ascending = best first
-  for (Index p = 0; p < m; ++p) items[p] = {-f[groups.order[p]], g(y[groups.order[p]])};
+  struct ScoreGain {
+    double score, gain;  // score = -f: ascending = best first
+  };
+  std::unique_ptr<ScoreGain[]> items(new ScoreGain[static_cast<size_t>(m)]);  // every entry written below
+  advise_huge_pages(items.get(), sizeof(ScoreGain) * static_cast<size_t>(m));
+  if (row_group == nullptr) {
+    for (Index i = 0; i < m; ++i) items[i] = {-f[i], g(y[i])};
+  } else {
+    // rows read in order and placed at the next slot of their group (the group order, which keeps rows in
+    // increasing order inside a group): several times faster than gathering through `order`
+    std::vector<Index> next(offsets.data(), offsets.data() + n_groups);
+    for (Index i = 0; i < m; ++i) items[next[row_group[i]]++] = {-f[i], g(y[i])};
+  }
   Index max_n = 0;
   for (Index q = 0; q < n_groups; ++q) max_n = std::max<Index>(max_n, offsets[q + 1] - offsets[q]);
   const Index cut = k <= 0 ? max_n : std::min<Index>(k, max_n);
@@ -575,26 +592,24 @@ RowMatrix dcg_statistics(const double* y, const double* f, const GroupIndex& gro
     for (Index q = q0; q < q1; ++q) {
       const Index lo = offsets[q], n = offsets[q + 1] - lo;
       if (n == 0) continue;
-      auto* it = items.data() + lo;
+      ScoreGain* it = items.get() + lo;
       // only the order of the scores matters; gains inside a tie are averaged below
-      std::sort(it, it + n, [](const std::pair<double, double>& a, const std::pair<double, double>& b) {
-        return a.first < b.first;
-      });
+      std::sort(it, it + n, [](const ScoreGain& a, const ScoreGain& b) { return a.score < b.score; });
       double dcg = 0.0;
       Index s = 0;
       while (s < n && s < cut) {
         Index e = s + 1;
-        while (e < n && it[e].first == it[s].first) ++e;
+        while (e < n && it[e].score == it[s].score) ++e;
         double gsum = 0.0, dsum = 0.0;
         for (Index t = s; t < e; ++t) {
-          gsum += it[t].second;
+          gsum += it[t].gain;
           if (t < cut) dsum += disc[t];
         }
         dcg += gsum / static_cast<double>(e - s) * dsum;
         s = e;
       }
       gains.resize(n);
-      for (Index t = 0; t < n; ++t) gains[t] = it[t].second;
+      for (Index t = 0; t < n; ++t) gains[t] = it[t].gain;
       const Index top = std::min<Index>(n, cut);
       std::partial_sort(gains.begin(), gains.begin() + top, gains.end(), std::greater<double>());
       double ideal = 0.0;

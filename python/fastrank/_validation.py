@@ -269,10 +269,11 @@ class GroupIndex:
 
 def group_index(groups, n_rows):
     """Build a :class:`GroupIndex`; ``groups=None`` means one group with every row."""
+    # order, offsets and codes are read-only views of a _core.GroupIndex, built (validated) once in C++: the
+    # group-aware bindings read it behind them in place
     if groups is None:
-        order = np.arange(n_rows, dtype=np.int64)
-        return GroupIndex(order, np.array([0, n_rows], dtype=np.int64), np.array([0]),
-                          np.zeros(n_rows, dtype=np.int64))
+        core = _core.GroupIndex.one_group(n_rows)  # no per-row codes: all 0 (zero pages until read)
+        return GroupIndex(core.order, core.offsets, np.array([0]), np.zeros(n_rows, dtype=np.int64))
     groups = np.asarray(groups)
     if groups.ndim != 1:
         raise ValueError(f"groups must be 1-D with one id per row, got shape {groups.shape}")
@@ -284,21 +285,17 @@ def group_index(groups, n_rows):
         raise ValueError(f"Complex data not supported: groups has dtype {groups.dtype} (give integer or string ids)")
     if groups.dtype.kind == "f" and not np.isfinite(groups).all():
         raise ValueError("groups contains NaN or infinity")
-    lo, hi = (int(groups.min()), int(groups.max())) if groups.dtype.kind in "iu" and n_rows else (0, -1)
+    if n_rows == 0:
+        return GroupIndex(np.zeros(0, np.int64), np.zeros(1, np.int64), groups[:0].copy(), np.zeros(0, np.int64))
+    lo, hi = (int(groups.min()), int(groups.max())) if groups.dtype.kind in "iu" else (0, -1)
     if -(2**63) <= lo <= hi < 2**63 and hi - lo <= 4 * n_rows + 1024:
-        # integer ids in a modest range: dense codes from a table, no sort
-        shifted = groups.astype(np.int64) - lo
-        present = np.bincount(shifted) > 0
-        labels = (np.flatnonzero(present) + lo).astype(groups.dtype)
-        codes = (np.cumsum(present) - 1)[shifted]
+        # integer ids in a modest range: ids -> codes -> order by a table, no sort
+        core = _core.GroupIndex.from_ids(np.ascontiguousarray(groups, dtype=np.int64), lo, hi)
+        labels = core.labels.astype(groups.dtype)
     else:
         try:
             labels, codes = np.unique(groups, return_inverse=True)
         except TypeError as exc:
             raise TypeError(f"group ids must be mutually comparable: {exc}") from None
-        codes = codes.reshape(-1).astype(np.int64)
-    codes = np.ascontiguousarray(codes, dtype=np.int64)
-    if labels.size == 0:  # no rows
-        return GroupIndex(np.zeros(0, np.int64), np.zeros(1, np.int64), labels, codes)
-    order, offsets = _core.group_order(codes, labels.size)  # stable counting sort, O(m)
-    return GroupIndex(order, offsets, labels, codes)
+        core = _core.GroupIndex.from_codes(np.ascontiguousarray(codes.reshape(-1), dtype=np.int64), labels.size)
+    return GroupIndex(core.order, core.offsets, labels, core.codes)

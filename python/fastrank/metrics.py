@@ -32,32 +32,11 @@ from ._validation import check_n_jobs, group_index
 from .exceptions import MissingGroupsWarning
 
 __all__ = [
-    "pairwise_disagreement",
-    "auc",
-    "kendall_distance",
-    "spearman_footrule",
-    "msd",
-    "m1d",
-    "discrete_ranking_loss",
-    "ndcg",
-    "mean_rank_loss",
-    "magnitude_preserving_cost",
-    "stability_ranking_loss",
-    "position_error",
-    "discounted_error",
-    "edge_disagreement",
-    "mean_average_precision",
-    "mean_reciprocal_rank",
-    "precision_at_k",
-    "err_at_k",
-    "agree",
-    "make_ranking_scorer",
-    "RankingScorer",
-    "SCORER_NAMES",
-    "Measure",
-    "get_measure",
-    "measure_names",
-    "score_estimator",
+    "pairwise_disagreement", "auc", "kendall_distance", "spearman_footrule", "msd", "m1d", "discrete_ranking_loss",
+    "ndcg", "mean_rank_loss", "magnitude_preserving_cost", "stability_ranking_loss", "position_error",
+    "discounted_error", "edge_disagreement", "mean_average_precision", "mean_reciprocal_rank", "precision_at_k",
+    "err_at_k", "agree", "make_ranking_scorer", "RankingScorer", "SCORER_NAMES", "Measure", "get_measure",
+    "measure_names", "score_estimator"
 ]
 
 _AVERAGES = ("group", "pooled")
@@ -98,6 +77,13 @@ def _as_pair(a, b, name_a, name_b):
 def _check_average(average, allowed=_AVERAGES):
     if average not in allowed:
         raise ValueError(f"average must be one of {allowed}, got {average!r}")
+
+
+def _group_setup(y_true, y_score, groups, average, allowed=_AVERAGES):
+    """The checked ``average`` (one of ``allowed``), (y, f) and their GroupIndex (one group when ``groups`` is None)."""
+    _check_average(average, allowed)
+    y, f = _as_pair(y_true, y_score, "y_true", "y_score")
+    return y, f, group_index(groups, y.shape[0])
 
 
 def _check_real(value, name, what, ok=lambda v: True, *, integral=False):
@@ -185,9 +171,7 @@ def pairwise_disagreement(y_true, y_score, groups=None, *, tied_scores="half", a
     one weight >= 0 per row, pair (i, j) weighing w_i w_j in the errors and in the count (what a ``Pipeline`` routes
     to ``score``), O(sum_q n_q^2) in blocks."""
     w = _tied_score_weight(tied_scores, ties, "pairwise_disagreement")
-    _check_average(average)
-    y, f = _as_pair(y_true, y_score, "y_true", "y_score")
-    gi = group_index(groups, y.shape[0])
+    y, f, gi = _group_setup(y_true, y_score, groups, average)
     if sample_weight is not None:
         return _weighted_disagreement(y, f, gi, _as_vector(sample_weight, "sample_weight"), w, average)
     S = _pair_stats(y, f, gi, False, n_jobs)
@@ -262,34 +246,32 @@ def msd(y_true, y_score, groups=None, *, average="group"):
     MSD = (1/m^2) sum_i sum_j ((h(x_j) - h(x_i)) - (y_j - y_i))^2 over all ordered pairs (i = j included, as in the
     paper) = 2 * the population variance of h(x) - y.  With groups: per group over n_g^2, groups of one row skipped;
     average "group" (default) or "pooled" (sum over groups / sum of n_g^2)."""
-    _check_average(average)
-    total, n = _mp_total(*_group_setup(y_true, y_score, groups), 2)
-    return _average(total, np.where(n >= 2, n * n, 0.0), average, "msd")
+    return _average(*_mp_total(*_group_setup(y_true, y_score, groups, average), 2), average, "msd")
 
 
 def _mp_total(y, f, gi, power):
-    """Per group the sum over ordered pairs of |dh - dy|^power, and the group sizes n.  With c = h - y centred per
-    group: sum_ij (c_j - c_i)^2 = 2 n sum c^2; with c sorted, sum_ij |c_j - c_i| = 2 sum_k c_(k) (2k - n + 1)."""
+    """Per group the sum over ordered pairs of |dh - dy|^power, and their number n^2 (0 for one row).  With c = h - y
+    centred per group: sum_ij (c_j - c_i)^2 = 2 n sum c^2; with c sorted, sum_ij |c_j - c_i| = 2 sum_k c_(k) (2k - n +
+    1)."""
     codes, G, n = gi.codes, gi.n_groups, gi.sizes.astype(np.float64)
+    pairs = np.where(n >= 2, n * n, 0.0)
     d = f - y
     c = d - (np.bincount(codes, weights=d, minlength=G) / n)[codes]
     if power == 2:
-        return 2.0 * n * np.bincount(codes, weights=c * c, minlength=G), n
+        return 2.0 * n * np.bincount(codes, weights=c * c, minlength=G), pairs
     if G == 1:
         cs, gs = np.sort(c), codes
     else:
         order = np.lexsort((c, codes))
         cs, gs = c[order], codes[order]
     k = np.arange(cs.size, dtype=np.float64) - gi.offsets[gs]
-    return 2.0 * np.bincount(gs, weights=cs * (2.0 * k - n[gs] + 1.0), minlength=G), n
+    return 2.0 * np.bincount(gs, weights=cs * (2.0 * k - n[gs] + 1.0), minlength=G), pairs
 
 
 def m1d(y_true, y_score, groups=None, *, average="group"):
     """Mean absolute difference of pairwise differences (000 eq. 68): (1/m^2) sum_ij |(h(x_j) - h(x_i)) - (y_j -
     y_i)|, O(m log m) by sorting h - y.  Groups and averages as :func:`msd`."""
-    _check_average(average)
-    total, n = _mp_total(*_group_setup(y_true, y_score, groups), 1)
-    return _average(total, np.where(n >= 2, n * n, 0.0), average, "m1d")
+    return _average(*_mp_total(*_group_setup(y_true, y_score, groups, average), 1), average, "m1d")
 
 
 def discrete_ranking_loss(y_true, y_score, groups=None, *, average="group", n_jobs=None):
@@ -298,9 +280,7 @@ def discrete_ranking_loss(y_true, y_score, groups=None, *, average="group", n_jo
     R(f; S) = 1/C(m,2) sum_{i<j} |y_i - y_j| (I[(y_i - y_j)(f_i - f_j) < 0] + 1/2 I[f_i = f_j]): mis-ordered pairs
     weigh |y_i - y_j|, score ties half of it, over all C(m,2) pairs.  With groups: per group over C(n_g, 2), groups
     of one row skipped; average "group" (default) or "pooled" (sum / sum of C(n_g, 2))."""
-    _check_average(average)
-    y, f = _as_pair(y_true, y_score, "y_true", "y_score")
-    S = _pair_stats(y, f, group_index(groups, y.shape[0]), True, n_jobs)
+    S = _pair_stats(*_group_setup(y_true, y_score, groups, average), True, n_jobs)
     return _average(S[:, 4] + 0.5 * S[:, 5], S[:, 0], average, "discrete_ranking_loss")
 
 
@@ -316,8 +296,7 @@ def ndcg(y_true, y_score, groups=None, *, k=None, gain="exponential", average="g
     block's gains are averaged over its positions (the expected DCG over the orders of the tie).  Groups with ideal
     DCG 0 are skipped (sklearn counts them as 0); ValueError if all are.  average "group" (mean) or None (per group,
     sorted id order, NaN where skipped).  n_jobs: threads over groups."""
-    _check_average(average, _PER_GROUP)
-    y, f = _as_pair(y_true, y_score, "y_true", "y_score")
+    y, f, gi = _group_setup(y_true, y_score, groups, average, _PER_GROUP)
     if (y < 0).any():
         raise ValueError("ndcg needs non-negative relevance labels y_true")
     if gain not in ("exponential", "linear"):
@@ -326,7 +305,6 @@ def ndcg(y_true, y_score, groups=None, *, k=None, gain="exponential", average="g
         raise ValueError("y_true too large for exponential gain 2^y - 1; use gain='linear'")
     # a cutoff beyond the largest group is no cutoff (and fits a C int)
     kk = 0 if k is None else min(_check_k(k), y.shape[0])
-    gi = group_index(groups, y.shape[0])
     S = _core.dcg_statistics(y, f, gi.order, gi.offsets, kk, 1 if gain == "exponential" else 0,
                              check_n_jobs(n_jobs))
     return _average(S[:, 0], S[:, 1], average, "ndcg", "no group has a relevant item (every ideal DCG is 0)")
@@ -344,8 +322,7 @@ def mean_rank_loss(y_true, y_pred, *, scale="values", classes=None):
     if scale not in ("values", "positions"):
         raise ValueError(f"scale must be 'values' (|yhat - y| on the labels) or 'positions' (rank steps in the "
                          f"ordered label set), got {scale!r}")
-    yt = np.asarray(y_true)
-    yp = np.asarray(y_pred)
+    yt, yp = np.asarray(y_true), np.asarray(y_pred)
     for name, v in (("y_true", yt), ("y_pred", yp)):
         if v.ndim != 1:
             raise ValueError(f"{name} must be 1-D, got shape {v.shape}")
@@ -389,12 +366,6 @@ def mean_rank_loss(y_true, y_pred, *, scale="values", classes=None):
 # -- pairwise costs and losses of the stability papers (000 Sect. 2.1, 002 Sect. 2, 4, 5.2)
 
 
-def _group_setup(y_true, y_score, groups):
-    """The checked (y, f) and their GroupIndex (one group when ``groups`` is None)."""
-    y, f = _as_pair(y_true, y_score, "y_true", "y_score")
-    return y, f, group_index(groups, y.shape[0])
-
-
 def _dominance(a, b, gi, n_jobs):
     return _core.dominance_sums(np.ascontiguousarray(a, dtype=np.float64), np.ascontiguousarray(b, dtype=np.float64),
                                 gi.order, gi.offsets, check_n_jobs(n_jobs))
@@ -429,8 +400,7 @@ def magnitude_preserving_cost(y_true, y_score, groups=None, *, cost="mp", power=
     _check_real(epsilon, "epsilon", "a finite number >= 0", lambda v: v >= 0)
     if epsilon != 0 and cost != "svr":
         raise ValueError("epsilon is only used by cost='svr'")
-    _check_average(average, _ANY_AVERAGE)
-    y, f, gi = _group_setup(y_true, y_score, groups)
+    y, f, gi = _group_setup(y_true, y_score, groups, average, _ANY_AVERAGE)
     n = gi.sizes.astype(np.float64)
     den = np.where(n >= 2, n * n, 0.0)
     if cost == "mp":
@@ -478,8 +448,7 @@ def stability_ranking_loss(y_true, y_score, groups=None, *, loss="hinge", gamma=
     _check_real(gamma, "gamma", "a finite number > 0", lambda v: v > 0)
     if gamma != 1.0 and loss != "gamma":
         raise ValueError("gamma is only used by loss='gamma'")
-    _check_average(average, _ANY_AVERAGE)
-    y, f, gi = _group_setup(y_true, y_score, groups)
+    y, f, gi = _group_setup(y_true, y_score, groups, average, _ANY_AVERAGE)
     n = gi.sizes.astype(np.float64)
     den = n * (n - 1) / 2.0
     if loss in ("0-1", "disc"):
@@ -521,8 +490,7 @@ def position_error(y_true, y_score, groups=None, *, average="group"):
     the best target, plus 1/2 per other row tied with it (the expectation over random tie orders).  0 for a group of
     one row or of one label.  average "group" (mean over groups, default) or None (per group, sorted id order).  O(m
     log m)."""
-    _check_average(average, _PER_GROUP)
-    y, f, gi = _group_setup(y_true, y_score, groups)
+    y, f, gi = _group_setup(y_true, y_score, groups, average, _PER_GROUP)
     cg, G = gi.codes, gi.n_groups
     ymax = np.full(G, -np.inf)
     np.maximum.at(ymax, cg, y)
@@ -558,8 +526,7 @@ def discounted_error(y_true, y_score, groups=None, *, discount="log2", average="
     restarting in each group.  v_i = discount(sigma(x_i)): "log2" 1/log2(1 + sigma) (the DCG discount, default),
     "reciprocal" 1/sigma, "none" 1 (Spearman's footrule) or a callable of the array of true ranks.  average "group"
     or None."""
-    _check_average(average, _PER_GROUP)
-    y, f, gi = _group_setup(y_true, y_score, groups)
+    y, f, gi = _group_setup(y_true, y_score, groups, average, _PER_GROUP)
     rt, rp = _group_average_ranks(y, gi), _group_average_ranks(f, gi)
     w = _discount_weights(discount, rt)
     per = np.bincount(gi.codes, weights=w * np.abs(rt - rp), minlength=gi.n_groups)
@@ -706,10 +673,9 @@ _NO_RELEVANT = "no group has a relevant item"
 def _ranked_relevance(y_true, y_score, groups, k, relevance_threshold, average, k_optional=True):
     """The IR measures' checks, the ranked rows, the cutoff k, every ranked row's relevance (1.0 when y_true >
     relevance_threshold) and the number of relevant rows per group."""
-    _check_average(average, _PER_GROUP)
     k = _check_k(k, k_optional)
     thr = float(_check_real(relevance_threshold, "relevance_threshold", "a finite number"))
-    rk = _Ranked(*_group_setup(y_true, y_score, groups))
+    rk = _Ranked(*_group_setup(y_true, y_score, groups, average, _PER_GROUP))
     rel = (rk.ys > thr).astype(np.float64)
     return rk, k, rel, np.bincount(rk.gs, weights=rel, minlength=rk.G)
 
@@ -893,9 +859,7 @@ def _pairwise_accuracy(y_true, y_score, groups=None, *, sample_weight=None, n_jo
 def _kendall_tied_half(y_true, y_score, groups=None, *, average="group", n_jobs=None):
     """Kendall distance of the predicted ranking from the targets over C(n, 2) per group; a score-tied pair with
     different targets counts 1/2 (the expectation over tie orders; :func:`kendall_distance` counts it 0)."""
-    _check_average(average)
-    y, f = _as_pair(y_true, y_score, "y_true", "y_score")
-    S = _pair_stats(y, f, group_index(groups, y.shape[0]), False, n_jobs)
+    S = _pair_stats(*_group_setup(y_true, y_score, groups, average), False, n_jobs)
     return _average(S[:, 2] + 0.5 * S[:, 3], S[:, 0], average, "kendall_distance")
 
 
@@ -924,11 +888,15 @@ class Measure:
         return Measure(f"{base}@{k}", self.func, self.greater_is_better, self.description, cutoff=self.cutoff,
                        takes_groups=self._takes_groups, **{**self.kwargs, self.cutoff: k})
 
-    def __call__(self, y_true, y_score, groups=None, **kwargs):
+    def _merged(self, kwargs):
+        """The fixed keyword arguments with ``kwargs``; ValueError where both set one."""
         clash = set(kwargs) & set(self.kwargs)
         if clash:
             raise ValueError(f"measure {self.name!r} already sets {', '.join(sorted(clash))}; give it once")
-        kw = {**self.kwargs, **kwargs}
+        return {**self.kwargs, **kwargs}
+
+    def __call__(self, y_true, y_score, groups=None, **kwargs):
+        kw = self._merged(kwargs)
         if self._takes_groups:
             return self.func(y_true, y_score, groups, **kw)
         if groups is None:
@@ -1161,9 +1129,7 @@ def make_ranking_scorer(measure, *, greater_is_better=None, response_method="pre
         gib = func.greater_is_better
         if greater_is_better is not None and bool(greater_is_better) != gib:
             raise ValueError(f"{func.name!r} is {'a score' if gib else 'a loss'}: greater_is_better must be {gib}")
-        clash = set(kwargs) & set(func.kwargs)
-        if clash:
-            raise ValueError(f"measure {func.name!r} already sets {', '.join(sorted(clash))}; give it once")
+        func._merged(kwargs)
     elif callable(measure):
         func = measure
         gib = True if greater_is_better is None else bool(greater_is_better)

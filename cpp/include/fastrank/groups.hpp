@@ -6,12 +6,18 @@
 // through `order` or through the per-row group of row_groups().  Per-group weights travel beside
 // a GroupIndex (see GroupStructure in fastrank/laplacian.hpp), never as a second encoding.
 #pragma once
+#include <cstddef>
 #include <cstdint>
 #include <vector>
 
 #include "fastrank/types.hpp"
 
 namespace fastrank {
+
+// Advice to back the 2 MiB-aligned inside of [data, data + bytes) with huge pages, given before the
+// memory is first written (numpy advises its large arrays the same way): an O(m) buffer of 10^6 rows
+// then costs a few page faults instead of thousands, which otherwise dominate a linear pass over it.
+void advise_huge_pages(void* data, std::size_t bytes);
 
 struct GroupIndex {
   IndexVector order;    // m rows, group by group
@@ -29,6 +35,11 @@ struct GroupIndex {
   // From dense group codes 0..n_groups-1 (one per row, each code used): a stable counting sort,
   // O(m + n_groups), so each group lists its rows in increasing order.
   static GroupIndex from_codes(const std::int64_t* codes, Index m, Index n_groups);
+  // From integer ids in lo..hi (a modest range: a table of hi - lo + 1 entries): the groups are the
+  // distinct ids in increasing order, written to `labels`, and row i's group to codes[i] (both
+  // resized); ids -> codes -> (order, offsets) in two passes, O(m + hi - lo), rows stable within a group.
+  static GroupIndex from_ids(const std::int64_t* ids, Index m, std::int64_t lo, std::int64_t hi,
+                             IndexVector& codes, IndexVector& labels);
 
   bool is_identity() const;
   // The group of every row, in the caller's row order, O(m).

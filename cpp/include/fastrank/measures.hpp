@@ -50,17 +50,19 @@ void dense_ranks_from_order(const double* y, const std::int64_t* order, Index m,
 //   f_order:  a permutation sorting f ascending (ties in any order)
 //   yrank:    dense ranks of y (m), values: y value of each rank (K)
 //   groups:   the query groups of the m rows (one group: every row)
+//   row_group: the group of every row (m; GroupIndex::row_groups()), or nullptr for one group
 //   weighted: also compute the |y_i - y_j|-weighted columns (else they are 0)
 RowMatrix pair_statistics(const double* f, const std::int64_t* f_order, const std::int32_t* yrank,
-                          const double* values, Index K, const GroupIndex& groups, bool weighted,
-                          int n_threads);
+                          const double* values, Index K, const GroupIndex& groups, const std::int64_t* row_group,
+                          bool weighted, int n_threads);
 
 // Per-group DCG and ideal DCG (n_groups, 2) of the m = groups.n_rows() rows.
 // gain: 0 -> linear (g = y), 1 -> exponential (g = 2^y - 1).  Discount 1/log2(position + 1),
 // positions 1..k (k <= 0: no cutoff).  Ties in the scores: the gains of a tied block are averaged
 // over the block's positions (the expectation over all orderings of the tie, as scikit-learn).
-RowMatrix dcg_statistics(const double* y, const double* f, const GroupIndex& groups, Index k, int gain,
-                         int n_threads);
+// row_group: the group of every row (m), or nullptr for one group.
+RowMatrix dcg_statistics(const double* y, const double* f, const GroupIndex& groups, const std::int64_t* row_group,
+                         Index k, int gain, int n_threads);
 
 // Per-group sums over the "dominance" pairs of two score vectors (a, b): the unordered pairs
 // {i, j} of a group with a_i > a_j and b_i > b_j (both strict), an (n_groups, kNumDominance)

@@ -32,45 +32,80 @@ void gram_plain(const double* Z, Index p, Index n, double* G) {
 }
 
 #ifdef FASTRANK_X86_DISPATCH
+// The four sums of the lanes of s0 .. s3, in that order.
+__attribute__((target("avx2,fma"))) inline __m256d lane_sums(__m256d s0, __m256d s1, __m256d s2, __m256d s3) {
+  const __m256d h01 = _mm256_hadd_pd(s0, s1), h23 = _mm256_hadd_pd(s2, s3);
+  return _mm256_add_pd(_mm256_permute2f128_pd(h01, h23, 0x20), _mm256_permute2f128_pd(h01, h23, 0x31));
+}
+
+// Columns j, j + 1 against four columns i .. i + 3 per pass (eight sums in registers, six loads
+// per eight products), then the remaining columns of the pair, then a last single column.
 __attribute__((target("avx2,fma"))) void gram_avx2(const double* Z, Index p, Index n, double* G) {
   const Index p4 = p - p % 4;
-  for (Index j = 0; j < n; ++j) {
-    const double* b = Z + j * p;
+  auto put = [&](Index i, Index j, double d) { G[i + j * n] = G[j + i * n] = d; };
+  Index j = 0;
+  for (; j + 2 <= n; j += 2) {
+    const double *b0 = Z + j * p, *b1 = b0 + p;
     Index i = j;
     for (; i + 4 <= n; i += 4) {
       const double *a0 = Z + i * p, *a1 = a0 + p, *a2 = a1 + p, *a3 = a2 + p;
-      __m256d s0 = _mm256_setzero_pd(), s1 = _mm256_setzero_pd(), s2 = _mm256_setzero_pd(),
-              s3 = _mm256_setzero_pd();
+      __m256d s00 = _mm256_setzero_pd(), s01 = s00, s02 = s00, s03 = s00, s10 = s00, s11 = s00, s12 = s00,
+              s13 = s00;
       for (Index k = 0; k < p4; k += 4) {
-        const __m256d bv = _mm256_loadu_pd(b + k);
-        s0 = _mm256_fmadd_pd(_mm256_loadu_pd(a0 + k), bv, s0);
-        s1 = _mm256_fmadd_pd(_mm256_loadu_pd(a1 + k), bv, s1);
-        s2 = _mm256_fmadd_pd(_mm256_loadu_pd(a2 + k), bv, s2);
-        s3 = _mm256_fmadd_pd(_mm256_loadu_pd(a3 + k), bv, s3);
+        const __m256d c0 = _mm256_loadu_pd(b0 + k), c1 = _mm256_loadu_pd(b1 + k);
+        __m256d a = _mm256_loadu_pd(a0 + k);
+        s00 = _mm256_fmadd_pd(a, c0, s00);
+        s10 = _mm256_fmadd_pd(a, c1, s10);
+        a = _mm256_loadu_pd(a1 + k);
+        s01 = _mm256_fmadd_pd(a, c0, s01);
+        s11 = _mm256_fmadd_pd(a, c1, s11);
+        a = _mm256_loadu_pd(a2 + k);
+        s02 = _mm256_fmadd_pd(a, c0, s02);
+        s12 = _mm256_fmadd_pd(a, c1, s12);
+        a = _mm256_loadu_pd(a3 + k);
+        s03 = _mm256_fmadd_pd(a, c0, s03);
+        s13 = _mm256_fmadd_pd(a, c1, s13);
       }
-      const __m256d h01 = _mm256_hadd_pd(s0, s1), h23 = _mm256_hadd_pd(s2, s3);
-      const __m256d sum = _mm256_add_pd(_mm256_permute2f128_pd(h01, h23, 0x20),
-                                        _mm256_permute2f128_pd(h01, h23, 0x31));
-      alignas(32) double d[4];
-      _mm256_store_pd(d, sum);
-      for (Index k = p4; k < p; ++k) {
-        d[0] += a0[k] * b[k];
-        d[1] += a1[k] * b[k];
-        d[2] += a2[k] * b[k];
-        d[3] += a3[k] * b[k];
+      alignas(32) double d0[4], d1[4];
+      _mm256_store_pd(d0, lane_sums(s00, s01, s02, s03));
+      _mm256_store_pd(d1, lane_sums(s10, s11, s12, s13));
+      const double* as[4] = {a0, a1, a2, a3};
+      for (Index t = 0; t < 4; ++t) {
+        for (Index k = p4; k < p; ++k) {
+          d0[t] += as[t][k] * b0[k];
+          d1[t] += as[t][k] * b1[k];
+        }
+        put(i + t, j, d0[t]);
+        put(i + t, j + 1, d1[t]);
       }
-      for (Index t = 0; t < 4; ++t) G[i + t + j * n] = G[j + (i + t) * n] = d[t];
     }
     for (; i < n; ++i) {
       const double* a = Z + i * p;
-      __m256d s0 = _mm256_setzero_pd();
-      for (Index k = 0; k < p4; k += 4) s0 = _mm256_fmadd_pd(_mm256_loadu_pd(a + k), _mm256_loadu_pd(b + k), s0);
+      __m256d s0 = _mm256_setzero_pd(), s1 = s0;
+      for (Index k = 0; k < p4; k += 4) {
+        const __m256d av = _mm256_loadu_pd(a + k);
+        s0 = _mm256_fmadd_pd(av, _mm256_loadu_pd(b0 + k), s0);
+        s1 = _mm256_fmadd_pd(av, _mm256_loadu_pd(b1 + k), s1);
+      }
       alignas(32) double d[4];
-      _mm256_store_pd(d, s0);
-      double s = (d[0] + d[1]) + (d[2] + d[3]);
-      for (Index k = p4; k < p; ++k) s += a[k] * b[k];
-      G[i + j * n] = G[j + i * n] = s;
+      _mm256_store_pd(d, lane_sums(s0, s1, s0, s1));
+      for (Index k = p4; k < p; ++k) {
+        d[0] += a[k] * b0[k];
+        d[1] += a[k] * b1[k];
+      }
+      put(i, j, d[0]);
+      put(i, j + 1, d[1]);
     }
+  }
+  if (j < n) {  // the last column: its diagonal entry (the others are filled by symmetry)
+    const double* b = Z + j * p;
+    __m256d s0 = _mm256_setzero_pd();
+    for (Index k = 0; k < p4; k += 4) s0 = _mm256_fmadd_pd(_mm256_loadu_pd(b + k), _mm256_loadu_pd(b + k), s0);
+    alignas(32) double d[4];
+    _mm256_store_pd(d, s0);
+    double sum = (d[0] + d[1]) + (d[2] + d[3]);
+    for (Index k = p4; k < p; ++k) sum += b[k] * b[k];
+    G[j + j * n] = sum;
   }
 }
 #endif

@@ -231,29 +231,34 @@ RowMatrix feature_leave_group_out(RowMatrixCRef Phi, RowMatrixCRef Y, IndexVecto
   auto size = [&](Index q) { return offsets[q + 1] - offsets[q]; };
   Matrix Yc(m, v), mu(p, ng), bterms(p, ng * v);  // Yc in group order; X_q^T Yc_q in columns q v ..
   Vector scale(ng);
-  parallel_for(0, ng, n_threads, 16, [&](Index lo, Index hi) {
-    Vector mx(p);
-    Eigen::RowVectorXd my(v);
-    for (Index q = lo; q < hi; ++q) {
+  const Index ld = Phi.outerStride();
+  {  // one thread: a pass over the rows that threads made slower (wall and CPU time) at m = 2e3, 2e4
+    Vector mx(p), my(v);
+    for (Index q = 0; q < ng; ++q) {
       const Index o = offsets[q], n = size(q);
       mx.setZero();
       my.setZero();
       for (Index i = 0; i < n; ++i) {
-        mx += Phi.row(order[o + i]).transpose();
-        my += Y.row(order[o + i]);
+        const double* x = Phi.data() + order[o + i] * ld;
+        for (Index k = 0; k < p; ++k) mx[k] += x[k];
+        for (Index j = 0; j < v; ++j) my[j] += Y(order[o + i], j);
       }
       mx /= static_cast<double>(n);
       my /= static_cast<double>(n);
       mu.col(q) = mx;
       scale[q] = std::sqrt(weight[q] * static_cast<double>(n));
-      auto bq = bterms.middleCols(q * v, v);
-      bq.setZero();
-      for (Index i = 0; i < n; ++i) {
-        Yc.row(o + i) = Y.row(order[o + i]) - my;
-        bq.noalias() += Phi.row(order[o + i]).transpose() * Yc.row(o + i);  // rows still in cache
+      bterms.middleCols(q * v, v).setZero();
+      for (Index i = 0; i < n; ++i) {  // X_q^T Yc_q while the group's rows are in cache
+        const double* x = Phi.data() + order[o + i] * ld;
+        for (Index j = 0; j < v; ++j) {
+          const double yc = Y(order[o + i], j) - my[j];
+          Yc(o + i, j) = yc;
+          double* bj = bterms.col(q * v + j).data();
+          for (Index k = 0; k < p; ++k) bj[k] += x[k] * yc;
+        }
       }
     }
-  });
+  }
   // one s^2 = c_q n_q for every group with pairs (a single row is its own mean: no term), to a
   // few roundings ((1 / n) n need not be 1 exactly)
   double s2 = -1.0;
@@ -268,7 +273,7 @@ RowMatrix feature_leave_group_out(RowMatrixCRef Phi, RowMatrixCRef Y, IndexVecto
   Matrix A = Matrix::Zero(p, p), b(p, v);
   bool formed = false;
   if (uniform && s2 > 0.0) {
-    lapack::syrk_lower('N', p, m, s2, Phi.data(), Phi.outerStride(), 0.0, A.data(), p);
+    lapack::syrk_lower('N', p, m, s2, Phi.data(), ld, 0.0, A.data(), p);
     const Vector raw = A.diagonal();
     Matrix Mn(p, ng);  // sqrt(n_q) mu_q
     for (Index q = 0; q < ng; ++q) Mn.col(q) = std::sqrt(static_cast<double>(size(q))) * mu.col(q);
@@ -363,7 +368,8 @@ RowMatrix feature_leave_group_out(RowMatrixCRef Phi, RowMatrixCRef Y, IndexVecto
       for (Index i = 0; i < n; ++i) out(order[o + i], j) = wk.pred[i] + shift;
     }
   };
-  // blocks of about 256 KB (the block and its solve stay in cache)
+  // blocks of about 256 KB: the block and its solve stay in cache (one thread: keeping every solved
+  // block for threads over groups cost more CPU time than the threads saved, measured at m = 2e4, 2e5)
   const Index block_cols = std::max<Index>(512, 32768 / std::max<Index>(p, 1));
   Matrix in(p, block_cols + p + 1 + v), solved(p, block_cols + p + 1 + v);
   std::vector<Index> members, start;
@@ -395,7 +401,7 @@ RowMatrix feature_leave_group_out(RowMatrixCRef Phi, RowMatrixCRef Y, IndexVecto
     start.push_back(cols);
     const double* mq = mu.col(q).data();
     for (Index i = 0; i < n; ++i) {
-      const double* x = Phi.data() + order[o + i] * Phi.outerStride();
+      const double* x = Phi.data() + order[o + i] * ld;
       double* z = in.col(cols + i).data();
       for (Index k = 0; k < p; ++k) z[k] = s * (x[k] - mq[k]);
     }

@@ -211,7 +211,9 @@ Centred centre(RowMatrixCRef Phi, RowMatrixCRef Y, IndexVectorCRef order, IndexV
 // the rounding error of A_ij = s^2 (X^T X - sum_q n_q mu_q mu_q^T)_ij + alpha delta_ij relative to
 // sqrt(A_ii A_jj) is at most sqrt(r_i r_j) times that of the centred product (Cauchy-Schwarz), and
 // of b_j = s^2 (X^T Yc)_j (as 1^T Yc_q = 0) at most sqrt(r_j) times; past this bound the centred
-// rows are formed (at most 4 bits lost to the identity).
+// rows are formed (at most 4 bits lost to the identity; on LightGBM's LETOR-like rank.train sample,
+// normalized pairs, entries of features with r <= 16 agreed with the centred product to 3e-14 relative,
+// those with r > 100 only to 2e-12).
 constexpr double kMaxCancellation = 16.0;
 
 // Leave-group-out.  The rows scaled by s_q = sqrt(c_q n_q), X^_q = s_q Xc_q, give A = X^ X^^T + alpha I
@@ -232,6 +234,7 @@ RowMatrix feature_leave_group_out(RowMatrixCRef Phi, RowMatrixCRef Y, IndexVecto
   Matrix Yc(m, v), mu(p, ng), bterms(p, ng * v);  // Yc in group order; X_q^T Yc_q in columns q v ..
   Vector scale(ng);
   const Index ld = Phi.outerStride();
+  Vector squares = Vector::Zero(p);  // (X^T X)_jj
   {  // one thread: a pass over the rows that threads made slower (wall and CPU time) at m = 2e3, 2e4
     Vector mx(p), my(v);
     for (Index q = 0; q < ng; ++q) {
@@ -240,7 +243,10 @@ RowMatrix feature_leave_group_out(RowMatrixCRef Phi, RowMatrixCRef Y, IndexVecto
       my.setZero();
       for (Index i = 0; i < n; ++i) {
         const double* x = Phi.data() + order[o + i] * ld;
-        for (Index k = 0; k < p; ++k) mx[k] += x[k];
+        for (Index k = 0; k < p; ++k) {
+          mx[k] += x[k];
+          squares[k] += x[k] * x[k];
+        }
         for (Index j = 0; j < v; ++j) my[j] += Y(order[o + i], j);
       }
       mx /= static_cast<double>(n);
@@ -272,19 +278,20 @@ RowMatrix feature_leave_group_out(RowMatrixCRef Phi, RowMatrixCRef Y, IndexVecto
   if (s2 < 0.0) s2 = 0.0;
   Matrix A = Matrix::Zero(p, p), b(p, v);
   bool formed = false;
-  if (uniform && s2 > 0.0) {
+  if (uniform && s2 > 0.0) {  // the bound from A's diagonal, known from the sums before any product
+    Vector within = squares;
+    for (Index q = 0; q < ng; ++q) within -= static_cast<double>(size(q)) * mu.col(q).cwiseAbs2();
+    formed = (s2 * squares.array() <= kMaxCancellation * (s2 * within.array() + alpha)).all();
+  }
+  if (formed) {
     lapack::syrk_lower('N', p, m, s2, Phi.data(), ld, 0.0, A.data(), p);
-    const Vector raw = A.diagonal();
     Matrix Mn(p, ng);  // sqrt(n_q) mu_q
     for (Index q = 0; q < ng; ++q) Mn.col(q) = std::sqrt(static_cast<double>(size(q))) * mu.col(q);
     lapack::syrk_lower('N', p, ng, -s2, Mn.data(), p, 1.0, A.data(), p);
     A.diagonal().array() += alpha;
-    formed = (raw.array() <= kMaxCancellation * A.diagonal().array()).all();
-    if (formed) {  // summed in group order: the same for every thread count
-      b.setZero();
-      for (Index q = 0; q < ng; ++q) b += bterms.middleCols(q * v, v);
-      b *= s2;
-    }
+    b.setZero();  // summed in group order: the same for every thread count
+    for (Index q = 0; q < ng; ++q) b += bterms.middleCols(q * v, v);
+    b *= s2;
   }
   if (!formed) {  // the centred rows, scaled
     Matrix Xs(p, m), Ys(m, v);

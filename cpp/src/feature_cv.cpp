@@ -235,7 +235,7 @@ RowMatrix feature_leave_group_out(RowMatrixCRef Phi, RowMatrixCRef Y, IndexVecto
   Vector scale(ng);
   const Index ld = Phi.outerStride();
   Vector squares = Vector::Zero(p);  // (X^T X)_jj
-  {  // one thread: a pass over the rows that threads made slower (wall and CPU time) at m = 2e3, 2e4
+  {  // one thread: two threads made this pass over the rows slower (wall and CPU time, m = 2000)
     Vector mx(p), my(v);
     for (Index q = 0; q < ng; ++q) {
       const Index o = offsets[q], n = size(q);

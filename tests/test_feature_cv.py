@@ -82,6 +82,25 @@ def test_feature_leave_group_out_large_group_and_threads():
         _close(outs[0][rows], retrain_predict_primal(X, Y, 0.5, rows, groups))
 
 
+@pytest.mark.parametrize("offset", [0.0, 1e5])
+@pytest.mark.parametrize("v", [1, 2])
+def test_feature_leave_group_out_one_pair_weight_equals_retraining(offset, v):
+    # one c_q n_q for every group with pairs: A from X^T X less the group-mean term, unless feature
+    # means far beyond the spread inside the groups (offset) make that cancel: then the centred rows
+    groups, codes, counts, X, Y = _grouped((4,) * 9 + (1,), d=6, v=v, seed=4)
+    X = X + offset * np.arange(1.0, 7.0)
+    out = _holdout.feature_leave_group_out(X, Y, codes, counts.size, 0.1, n_threads=1)
+    Xc = X - np.stack([X[groups == g].mean(0) for g in groups])  # X^T L X = Xc^T L Xc, exactly
+    for g in np.unique(groups):
+        rows = np.flatnonzero(groups == g)
+        keep = np.flatnonzero(groups != g)
+        if rows.size == 1:
+            keep = np.arange(X.shape[0])
+        L = laplacian(keep, groups, None)
+        W = np.linalg.solve(Xc[keep].T @ L @ Xc[keep] + 0.1 * np.eye(6), Xc[keep].T @ L @ Y[keep])
+        _close(out[rows], X[rows] @ W)
+
+
 def test_feature_leave_group_out_matches_real_retraining_through_public_api():
     # the estimator's own fit on the training part, not an oracle formula
     groups, codes, counts, X, Y = _grouped((6, 7, 5, 8), d=3, v=1, seed=3)

@@ -2,25 +2,11 @@
 
 #include <cstdint>
 #include <string>
-#ifdef __linux__
-#include <sys/mman.h>
-#endif
 
 #include "fastrank/errors.hpp"
+#include "fastrank/huge_pages.hpp"
 
 namespace fastrank {
-
-void advise_huge_pages(void* data, std::size_t bytes) {
-#ifdef __linux__
-  constexpr std::uintptr_t huge = std::uintptr_t(1) << 21;
-  const std::uintptr_t begin = (reinterpret_cast<std::uintptr_t>(data) + huge - 1) & ~(huge - 1);
-  const std::uintptr_t end = (reinterpret_cast<std::uintptr_t>(data) + bytes) & ~(huge - 1);
-  if (end > begin) madvise(reinterpret_cast<void*>(begin), end - begin, MADV_HUGEPAGE);  // advice only
-#else
-  (void)data;
-  (void)bytes;
-#endif
-}
 
 namespace {
 

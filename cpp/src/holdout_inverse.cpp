@@ -9,6 +9,7 @@
 #include <string>
 
 #include "fastrank/errors.hpp"
+#include "fastrank/huge_pages.hpp"
 #include "fastrank/pair_disagreement.hpp"
 #include "fastrank/lapack.hpp"
 #include "fastrank/parallel.hpp"
@@ -380,6 +381,7 @@ Matrix reduce_rows(const GroupStructure& g, const IndexVector& ro, MatrixCRef A,
 Matrix reduce_kernel(const GroupStructure& g, const IndexVector& ro, MatrixCRef K, Matrix& K1, int n_threads) {
   const Index m = K.rows(), ng = g.n_groups();
   Matrix out(ro[ng], ro[ng]);
+  advise_huge_pages(out.data(), sizeof(double) * static_cast<size_t>(out.size()));
   K1.resize(m, ng);
   parallel_for(0, ng, n_threads, 4, [&](Index lo, Index hi) {
     Vector col(m), wx(m);
@@ -495,6 +497,9 @@ Matrix leave_group_out_path(MatrixCRef K, const GroupStructure& g, const Vector&
     Index q, i, row;
   };
   std::vector<Unit> units;
+  // One buffer for the Khatri-Rao panels, grown to the largest panel: a fresh allocation per panel would
+  // page-fault (and the kernel zero) the whole product matrix, about m' * sum n_q^2 / 2 doubles.
+  std::vector<double> kr_buffer;
   Index q0 = 0;
   while (q0 < ng) {
     const Index o0 = g.offsets[q0], n0 = g.group_size(q0);
@@ -539,7 +544,13 @@ Matrix leave_group_out_path(MatrixCRef K, const GroupStructure& g, const Vector&
       auto end_row = [&](size_t u) { return u < units.size() ? units[u].row : rows; };
       while (u1 < units.size() && end_row(u1 + 1) - row0 <= kPanel) ++u1;
       const Index prows = end_row(u1) - row0;
-      Matrix KR(prows, mr);  // column k: products of entries of column k of U
+      if (kr_buffer.size() < static_cast<size_t>(prows * mr)) {
+        kr_buffer = std::vector<double>();
+        kr_buffer.reserve(static_cast<size_t>(prows * mr));
+        advise_huge_pages(kr_buffer.data(), sizeof(double) * kr_buffer.capacity());
+        kr_buffer.resize(static_cast<size_t>(prows * mr));
+      }
+      Eigen::Map<Matrix> KR(kr_buffer.data(), prows, mr);  // column k: products of entries of column k of U
       parallel_for(0, mr, n_threads, 64, [&](Index lo, Index hi) {
         for (Index k = lo; k < hi; ++k) {
           const double* uk = U.data() + k * mr;

@@ -9,6 +9,7 @@
 
 #include "fastrank/errors.hpp"
 #include "fastrank/finite.hpp"
+#include "fastrank/huge_pages.hpp"
 #include "fastrank/lapack.hpp"
 #include "fastrank/parallel.hpp"
 
@@ -223,6 +224,7 @@ void kernel_cross(const KernelSpec& spec, RowMatrixCRef Z, RowMatrixCRef X, Matr
 
 Matrix kernel_cross(const KernelSpec& spec, RowMatrixCRef Z, RowMatrixCRef X, int n_threads) {
   Matrix out(Z.rows(), X.rows());
+  advise_huge_pages(out.data(), sizeof(double) * static_cast<size_t>(out.size()));
   kernel_cross(spec, Z, X, out, n_threads);
   return out;
 }
@@ -258,6 +260,7 @@ void kernel_train(const KernelSpec& spec, RowMatrixCRef X, MatrixRef out, int n_
 
 Matrix kernel_train(const KernelSpec& spec, RowMatrixCRef X, int n_threads) {
   Matrix out(X.rows(), X.rows());
+  advise_huge_pages(out.data(), sizeof(double) * static_cast<size_t>(out.size()));
   kernel_train(spec, X, out, n_threads);
   return out;
 }

@@ -3,10 +3,12 @@
 #include <climits>
 #include <cmath>
 #include <stdexcept>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "fastrank/errors.hpp"
+#include "fastrank/huge_pages.hpp"
 
 namespace fastrank::lapack {
 
@@ -157,9 +159,12 @@ void syevd(MatrixRef a, Vector& w) {
                             " needs a LAPACK workspace beyond 32-bit indexing");
   lwork = static_cast<int>(need);
   liwork = std::max(iwork_query, 3 + 5 * in);
-  std::vector<double> work(static_cast<size_t>(lwork));
+  // 2n^2 doubles that LAPACK writes before reading: left uninitialised (zeroing them cost a pass over 58 MB at
+  // n = 1900) and advised onto huge pages.
+  std::unique_ptr<double[]> work(new double[static_cast<size_t>(lwork)]);
+  advise_huge_pages(work.get(), sizeof(double) * static_cast<size_t>(lwork));
   std::vector<int> iwork(static_cast<size_t>(liwork));
-  checked().dsyevd(&jobz, &uplo, &in, a.data(), &lda, w.data(), work.data(), &lwork, iwork.data(), &liwork,
+  checked().dsyevd(&jobz, &uplo, &in, a.data(), &lda, w.data(), work.get(), &lwork, iwork.data(), &liwork,
                    &info);
   if (info != 0)
     throw LinAlgError("symmetric eigendecomposition (dsyevd) did not converge (info=" + std::to_string(info) +

@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "fastrank/errors.hpp"
+#include "fastrank/huge_pages.hpp"
 #include "fastrank/parallel.hpp"
 
 namespace fastrank {

@@ -14,11 +14,6 @@
 
 namespace fastrank {
 
-// Advice to back the 2 MiB-aligned inside of [data, data + bytes) with huge pages, given before the
-// memory is first written (numpy advises its large arrays the same way): an O(m) buffer of 10^6 rows
-// then costs a few page faults instead of thousands, which otherwise dominate a linear pass over it.
-void advise_huge_pages(void* data, std::size_t bytes);
-
 struct GroupIndex {
   IndexVector order;    // m rows, group by group
   IndexVector offsets;  // n_groups + 1: 0 = offsets[0] <= ... <= offsets[n_groups] = m

@@ -57,7 +57,8 @@ PARAM_DOCS = {
     "degree": "degree : float, default=3\n    Polynomial degree.",
     "coef0": "coef0 : float, default=1.0\n    Polynomial offset.",
     "n_jobs": """n_jobs : int or None, default=None
-    Threads of the C++ core: None or -1 every core (as the BLAS/LAPACK calls do), -2 all but one, k > 0 k threads.""",
+    Threads of the C++ core: None or -1 every core (as the BLAS/LAPACK calls do), -2 all but one, k > 0 k threads.
+    Exact cross-validation takes at most that many, fewer when the problem is too small for more to pay.""",
     "verbose": 'verbose : int, bool or "auto", default=0\n    Progress on stderr (:mod:`fastrank._progress`).',
     "group_weighting": """group_weighting : {"unweighted", "per_query", "per_object", "normalized"}, default="unweighted"
     Weight c_q of each pair inside a group of n_q rows (P_q = n_q (n_q - 1) / 2 pairs): "unweighted" 1 (the paper's

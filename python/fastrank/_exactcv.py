@@ -560,9 +560,10 @@ class HoldoutEngine(_OnProblem):
         self.Xg = X[gi.order] if issparse(X) and not gi.is_identity else gi.take(X, 0)
         self.low_rank = self.kspec.linear and not self.kspec.precomputed and problem.n_features < problem.m \
             and spec.solver != "dual" and not spec.exclude_ties
-        # default threads by the work: p x p systems (m p^2) or the m x m kernel's factor (m^3)
+        # threads by the work, p x p systems (m p^2) or the m x m kernel's factor (m^3); n_jobs caps them, so that
+        # asking for more threads never makes a small problem slower than one thread
         work = problem.m * float(problem.n_features) ** 2 if self.low_rank else float(problem.m) ** 3
-        self.n_threads = spec.n_jobs if spec.n_jobs is not None else threads_for_work(work)
+        self.n_threads = threads_for_work(work) if spec.n_jobs is None else min(spec.n_jobs, threads_for_work(work))
         self.features = None
         if spec.basis_vectors is not None:
             # subset of regressors: the same basis rows a fit would choose (eq. 41), as a feature map

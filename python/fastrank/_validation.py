@@ -27,7 +27,9 @@ def _asarray(x, name):
 
 
 def _to_float(a, name, what="numeric"):
-    """A numeric array as float64; strings, non-numeric objects and complex values refused, naming the argument."""
+    """``a`` as a numeric array (:func:`_asarray`); strings, non-numeric objects and complex values refused, naming the
+    argument."""
+    a = _asarray(a, name)
     if a.dtype == object:
         try:
             a = a.astype(np.float64)
@@ -45,7 +47,7 @@ def _to_float(a, name, what="numeric"):
 def as_real_array(a, name):
     """``a`` as a float64 array of any shape; complex, string and object values are refused with a message naming the
     argument (no silent ComplexWarning cast)."""
-    return np.asarray(_to_float(_asarray(a, name), name, "real-valued numbers"), dtype=np.float64)
+    return np.asarray(_to_float(a, name, "real-valued numbers"), dtype=np.float64)
 
 
 def as_float_matrix(X, name="X", *, min_rows=1, allow_nan=False):
@@ -53,7 +55,7 @@ def as_float_matrix(X, name="X", *, min_rows=1, allow_nan=False):
     if hasattr(X, "toarray") and not isinstance(X, np.ndarray):
         raise TypeError(f"{name} is a sparse matrix; this estimator needs dense input (call X.toarray(); RankRLS takes "
                         "sparse X with solver='cg' or basis_vectors).")
-    X = _to_float(_asarray(X, name), name)
+    X = _to_float(X, name)
     if X.ndim != 2:
         raise ValueError(f"Expected 2D array for {name}, got {X.ndim}D array instead. Reshape your data either using "
                          "X.reshape(-1, 1) if it has a single feature or X.reshape(1, -1) if it contains a single "
@@ -79,7 +81,7 @@ def as_targets(y, n_rows, name="y"):
     """Targets as a float64 Fortran-ordered (m, v) array plus a flag telling whether y was 1-D."""
     if y is None:
         raise ValueError("This estimator requires y to be passed, but the target y is None")
-    y = _to_float(_asarray(y, name), name, "real-valued numbers")
+    y = _to_float(y, name, "real-valued numbers")
     if y.ndim == 0 or y.ndim > 2:
         raise ValueError(f"{name} must be 1-D (m,) or 2-D (m, v), got shape {y.shape}")
     one_d = y.ndim == 1
@@ -116,7 +118,7 @@ def check_alphas(alphas, name="alphas"):
     """A non-empty 1-D float64 array of values that each pass :func:`check_alpha`."""
     if isinstance(alphas, (str, bytes)):
         raise TypeError(f"{name} must be a positive number or a 1-D sequence of them, got {alphas!r}")
-    arr = np.atleast_1d(np.asarray(_to_float(_asarray(alphas, name), name, "positive real numbers"), dtype=np.float64))
+    arr = np.atleast_1d(np.asarray(_to_float(alphas, name, "positive real numbers"), dtype=np.float64))
     if arr.ndim != 1 or arr.size == 0:
         raise ValueError(f"{name} must be a non-empty 1-D sequence of positive numbers, got shape {arr.shape}")
     for a in arr:
@@ -136,17 +138,18 @@ def check_int(value, name, *, low=None, high=INT_MAX):
     return value
 
 
-def check_real(value, name, need, ok=lambda v: True):
-    """``float(value)`` for a finite real number with ``ok(value)``, else a ValueError saying ``need``."""
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real) or not np.isfinite(float(value)) \
-            or not ok(float(value)):
+def check_real(value, name, need, ok=lambda v: True, kind=numbers.Real):
+    """``float(value)`` (``int`` for ``kind=numbers.Integral``) for a finite number of ``kind``, not a bool, with
+    ``ok(value)``, else a ValueError saying ``need``."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, kind) or not ok(value) \
+            or not isinstance(value, numbers.Integral) and not np.isfinite(float(value)):
         raise ValueError(f"{name} must be {need}, got {value!r}")
-    return float(value)
+    return int(value) if kind is numbers.Integral else float(value)
 
 
 def as_float_vector(v, name, n=None, *, allow_nan=False):
     """A finite 1-D float64 array (with ``n`` entries when given), errors naming the argument."""
-    a = _to_float(_asarray(v, name), name)
+    a = _to_float(v, name)
     if a.ndim != 1:
         raise ValueError(f"{name} must be 1-D, got shape {a.shape}")
     if n is not None and a.shape[0] != n:
@@ -197,7 +200,7 @@ def check_pair_arrays(pair_predictions, pair_targets):
     """Validated (n_pairs, 2) or (n_pairs, 2, v) prediction and target arrays of held-out pairs (as returned by
     ``leave_pair_out``): numeric, finite, same shape, at least one pair."""
     names = ("pair_predictions", "pair_targets")
-    P, T = (_to_float(_asarray(A, name), name) for name, A in zip(names, (pair_predictions, pair_targets)))
+    P, T = (_to_float(A, name) for name, A in zip(names, (pair_predictions, pair_targets)))
     for name, A in zip(names, (P, T)):
         if A.ndim not in (2, 3) or A.shape[1] != 2:
             raise ValueError(f"{name} must have shape (n_pairs, 2) or (n_pairs, 2, v), got {A.shape}")

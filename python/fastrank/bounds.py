@@ -25,7 +25,7 @@ import numbers
 import numpy as np
 
 from ._kernels import resolve_kernel
-from ._validation import as_float_matrix
+from ._validation import as_float_matrix, check_real
 from .metrics import magnitude_preserving_cost, stability_ranking_loss
 
 __all__ = ["agarwal_niyogi_score_stability_bound", "agarwal_niyogi_loss_stability_bound", "hinge_ranking_bound",
@@ -38,32 +38,24 @@ _SIGMA = "the loss must be sigma-admissible with sigma > 0 (002 Definition 9)"
 _LABELS = "labels lie in [0, M] with M > 0"
 
 
-def _check(value, name, need, ok, kind=numbers.Real):
-    """``value`` (a number of ``kind``, not a bool, with ``ok(value)``) as float, or int for ``numbers.Integral``;
-    otherwise a ValueError "{name} must {need}"."""
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, kind) or not ok(value):
-        raise ValueError(f"{name} must {need}, got {value!r}")
-    return int(value) if kind is numbers.Integral else float(value)
-
-
 def _positive(value, name, condition):
-    return _check(value, name, f"be > 0 and finite ({condition})", lambda v: 0 < v < math.inf)
+    return check_real(value, name, f"> 0 and finite ({condition})", lambda v: v > 0)
 
 
 def _kappa(kappa):
     if isinstance(kappa, numbers.Real) and not isinstance(kappa, (bool, np.bool_)) and math.isinf(kappa):
         raise ValueError("kappa = inf: the kernel is unbounded, but the theorem needs a bounded kernel, "
                          "K(x, x) <= kappa^2 < inf for all x (e.g. a Gaussian kernel, kappa = 1, or bounded inputs)")
-    return _check(kappa, "kappa", "be a real number > 0 with K(x, x) <= kappa^2 for all x (a non-zero kernel)",
+    return check_real(kappa, "kappa", "a real number > 0 with K(x, x) <= kappa^2 for all x (a non-zero kernel)",
                   lambda v: v > 0)
 
 
 def _m_kappa_delta(m, kappa, delta):
     """The arguments every bound shares, checked."""
-    m = _check(m, "m", "be an integer >= 2 (the number of training examples; pairs need two)", lambda v: v >= 2,
-               numbers.Integral)
-    delta = _check(delta, "delta", "satisfy 0 < delta < 1 (the bound holds with probability 1 - delta)",
-                   lambda v: 0 < v < 1)
+    m = check_real(m, "m", "an integer >= 2 (the number of training examples; pairs need two)", lambda v: v >= 2,
+                   numbers.Integral)
+    delta = check_real(delta, "delta", "a number with 0 < delta < 1 (the bound holds with probability 1 - delta)",
+                       lambda v: 0 < v < 1)
     return m, _kappa(kappa), delta
 
 
@@ -86,8 +78,7 @@ def _log_root(m, log_of_delta_term):
 def _total(empirical, log_terms, **inputs):
     """empirical + sum(exp(log_terms)), or a ValueError naming the inputs when the bound exceeds float64."""
     if max(log_terms) < _LOG_MAX:
-        empirical = _check(empirical, "empirical", "be a finite number >= 0 (an empirical error)",
-                           lambda v: 0 <= v < math.inf)
+        empirical = check_real(empirical, "empirical", "a finite number >= 0 (an empirical error)", lambda v: v >= 0)
         total = empirical + math.fsum(math.exp(t) for t in log_terms)
         if math.isfinite(total):
             return total

@@ -198,7 +198,7 @@ class RankSVM(KernelMixin, Ranker):
             return "linear", out, None
         check_dense_memory(X.shape[0], 1, "kernel matrix")
         X_fit = None if spec is None else densified(X)
-        K = np.asfortranarray(0.5 * (X + X.T)) if spec is None else spec.train(X_fit, n_threads)
+        K = np.asfortranarray(X) if spec is None else spec.train(X_fit, n_threads)  # _check_fit_X symmetrized X
         out = _core.ranksvm_fit_kernel(K, C, code, tol, max_iter, n_threads, **structure)
         del K
         return "kernel", out, X_fit

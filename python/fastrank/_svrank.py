@@ -179,9 +179,8 @@ class SVRank(KernelMixin, Ranker):
         else:  # the squared cost also holds K's Cholesky factor and its row permutation
             check_dense_memory(X.shape[0], 3 if squared else 1,
                                "kernel matrix and its Cholesky factor" if squared else "kernel matrix")
-            if spec.precomputed:
+            if spec.precomputed:  # _check_fit_X symmetrized it
                 Kg = np.asfortranarray(X[np.ix_(gi.order, gi.order)] if not gi.is_identity else X)
-                Kg = np.asfortranarray(0.5 * (Kg + Kg.T))
             else:
                 with stage(f"SVRank kernel matrix (m={X.shape[0]})", verbose=self.verbose):
                     Kg = spec.train(gi.take(X), n_threads)

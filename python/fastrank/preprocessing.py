@@ -32,13 +32,21 @@ __all__ = ["QueryNormalizer", "Log1pScaler", "make_normalizer", "NORMALIZERS"]
 NORMALIZERS = ("none", "zscore", "query-minmax", "query-zscore", "log1p-zscore")
 
 
-def _dense_float(est, X, *, reset):
-    """X validated by scikit-learn (finite, 2-D, n_features_in_ checked), densified behind the memory guard: every
-    normalisation here shifts zeros, so a sparse result would be dense anyway."""
-    return densified(validate_data(est, X, accept_sparse="csr", dtype=np.float64, reset=reset))
+class _DenseTransformer(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
+    """A transformer of dense or scipy.sparse rows; every normalisation here shifts zeros, so a sparse result would be
+    dense anyway."""
+
+    def _dense_float(self, X, *, reset):
+        """X validated by scikit-learn (finite, 2-D, n_features_in_ checked), densified behind the memory guard."""
+        return densified(validate_data(self, X, accept_sparse="csr", dtype=np.float64, reset=reset))
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True
+        return tags
 
 
-class QueryNormalizer(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
+class QueryNormalizer(_DenseTransformer):
     """Normalise every feature inside each query (LETOR's QueryLevelNorm).
 
     Each query is normalised with its own statistics, those of the rows passed to ``transform`` (a test query by itself,
@@ -69,13 +77,13 @@ class QueryNormalizer(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         """Check X and record its number of features (the statistics are per query, at transform)."""
         if self.method not in self._METHODS:
             raise ValueError(f"method must be one of {self._METHODS}, got {self.method!r}")
-        _dense_float(self, X, reset=True)
+        self._dense_float(X, reset=True)
         return self
 
     def transform(self, X, groups=None):
         """X normalised inside each query of ``groups`` (one query id per row; None: one query)."""
         check_is_fitted(self, "n_features_in_")
-        X = _dense_float(self, X, reset=False)
+        X = self._dense_float(X, reset=False)
         gi = group_index(groups, X.shape[0])
         Xs = X[gi.order]
         starts, sizes = gi.offsets[:-1], gi.sizes
@@ -97,14 +105,8 @@ class QueryNormalizer(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
     def fit_transform(self, X, y=None, groups=None):
         return self.fit(X, y, groups).transform(X, groups)
 
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.input_tags.sparse = True
-        tags.requires_fit = True
-        return tags
 
-
-class Log1pScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
+class Log1pScaler(_DenseTransformer):
     """``sign(x) log(1 + |x|)`` per entry (``log1p`` on non-negative features: values spanning orders of magnitude
     compressed to a few units, order kept; monotone and defined for negative values), then optionally a z-score.
 
@@ -129,7 +131,7 @@ class Log1pScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
 
     def fit(self, X, y=None):
         """Learn the mean and standard deviation of the log-transformed training features."""
-        L = self._log(_dense_float(self, X, reset=True))
+        L = self._log(self._dense_float(X, reset=True))
         if self.zscore:
             scaler = StandardScaler().fit(L)
             self.mean_, self.scale_ = scaler.mean_, scaler.scale_
@@ -137,15 +139,10 @@ class Log1pScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
 
     def transform(self, X):
         check_is_fitted(self, "n_features_in_")
-        L = self._log(_dense_float(self, X, reset=False))
+        L = self._log(self._dense_float(X, reset=False))
         if self.zscore:
             L = (L - self.mean_) / self.scale_
         return L
-
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.input_tags.sparse = True
-        return tags
 
 
 def make_normalizer(name):

@@ -36,7 +36,7 @@ from ._problem import require_preferences
 from ._progress import progress, resolve_verbose, stage, write_line
 from ._sparse import as_csr, issparse
 from ._registry import register_estimator
-from ._validation import as_float_matrix, as_real_array, check_int, check_n_jobs, check_precomputed_kernel, \
+from ._validation import as_float_matrix, check_int, check_n_jobs, check_precomputed_kernel, \
     group_index
 
 __all__ = ["PRank", "PRankVP", "OAPBPM", "WidrowHoff", "OnlineMPRank"]
@@ -164,6 +164,13 @@ def _rank_from_scores(scores, thresholds):
     return np.where(below.any(axis=-1), below.argmax(axis=-1) + 1, k).astype(np.int64)
 
 
+def _vote(R, v):
+    """(sum of the ranks R (p, N) weighted by the counts v (N,), or unweighted while every count is 0; its normaliser),
+    the vote H(x) of OAP-VP and PRank-VP (OAP-Bagg: v = 1)."""
+    den = int(v.sum())
+    return (R @ v, den) if den > 0 else (R.sum(axis=1), R.shape[1])
+
+
 class _OnlineOrdinal(ClassifierMixin, FastrankEstimator):
     """The streaming API of the ordinal learners (module docstring).  A subclass defines
     ``_reset_model`` (its zero state), ``_stream`` (one compiled pass over a chunk), ``_finish``
@@ -267,7 +274,7 @@ class _OnlineOrdinal(ClassifierMixin, FastrankEstimator):
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
-        tags.input_tags.sparse = getattr(self, "kernel", None) != "precomputed"  # rows densified per call
+        tags.input_tags.sparse = not self._precomputed()  # rows densified per call
         return tags
 
 
@@ -360,10 +367,8 @@ class _OAPBase(KernelMixin, _OnlineOrdinal):
     def _votes(self, X):
         """(sum of the members' ranks, count-weighted for OAP-VP; its normaliser)."""
         R = _rank_from_scores(self._member_scores(X, "all"), self.members_thresholds_)  # (p, N)
-        v = self.members_counts_.astype(np.int64)
-        if self._members_tau_variant()[2] == "voted" and v.sum() > 0:
-            return R @ v, int(v.sum())
-        return R.sum(axis=1), R.shape[1]
+        voted = self._members_tau_variant()[2] == "voted"
+        return _vote(R, self.members_counts_.astype(np.int64) if voted else np.ones(R.shape[1], dtype=np.int64))
 
     def decision_function(self, X):
         """Real-valued scores: w~.x of the averaged rule (PRank, OAP-BPM); for OAP-Bagg, OAP-VP and
@@ -512,14 +517,13 @@ class PRankVP(PRank):
 
     def _votes(self, X):
         v = self.vote_counts_
-        den = int(v.sum())
         H = np.empty(X.shape[0], dtype=np.int64)
         # blocks of rows: the (rows, hypotheses, k - 1) comparison stays small
         step = max(1, int(4_000_000 // max(1, v.size * max(1, self.classes_.size - 1))))
         for lo in range(0, X.shape[0], step):
             R = _rank_from_scores(self._hypothesis_scores(X[lo:lo + step]), self.vote_thresholds_)  # (b, u + 1)
-            H[lo:lo + step] = R @ v if den > 0 else R.sum(axis=1)
-        return H, (den if den > 0 else v.size)
+            H[lo:lo + step], den = _vote(R, v)
+        return H, den
 
 
 @register_estimator
@@ -798,29 +802,20 @@ class OnlineMPRank(KernelMixin, Ranker):
             return self.fit(X, y, groups)
         if (groups is None) != (getattr(self, "_groups", None) is None):
             raise ValueError("partial_fit must get groups exactly when the model was fitted with groups")
-        X = _as_X(X)
-        y = as_real_array(y, "y").ravel()
         if self._spec.precomputed:
             raise ValueError("partial_fit is not available with a precomputed kernel; call fit with the full matrix")
-        self._check_features(X)
-        if y.shape[0] != X.shape[0] or not np.isfinite(y).all():
-            raise ValueError("y must be finite with one value per row of X")
+        X = self._check_predict_X(_as_X(X))
+        y = self._check_target_vector(y, X.shape[0])
         return self._solve(np.ascontiguousarray(np.vstack([self.X_fit_, X])), np.concatenate([self._y, y]),
                            np.concatenate([self.dual_coef_, np.zeros(X.shape[0])]),
                            None if groups is None else np.concatenate([self._groups, np.asarray(groups)]), self._spec)
 
-    def _check_features(self, X):
-        if X.shape[1] != self.n_features_in_:
-            raise ValueError(f"X has {X.shape[1]} features, but OnlineMPRank is expecting {self.n_features_in_} "
-                             "features as input")
-
     def predict(self, X):
         """Ranking scores h(x) of eq. 13 (higher ranks higher; defined up to a constant; no intercept)."""
         check_is_fitted(self, "dual_coef_")
-        X = _as_X(X)
+        X = self._check_predict_X(_as_X(X), n_train=self.dual_coef_.size)
         if self._spec.precomputed:
-            return check_precomputed_kernel(X, n_train=self.dual_coef_.size) @ self.expansion_coef_
-        self._check_features(X)
+            return X @ self.expansion_coef_
         if self._spec.linear:
             return X @ self.coef_
         return np.asarray(self._spec.cross(X, self.X_fit_, check_n_jobs(self.n_jobs))) @ self.expansion_coef_

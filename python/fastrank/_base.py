@@ -13,14 +13,14 @@ import re
 
 import numpy as np
 from sklearn.base import BaseEstimator, RegressorMixin
-from sklearn.utils.validation import column_or_1d
 from sklearn.utils._param_validation import Interval, InvalidParameterError, StrOptions, validate_parameter_constraints
 
-from ._kernels import resolve_kernel
+from ._kernels import predict_basis, resolve_kernel
 from ._problem import _tie_cells, check_features
 from ._progress import progress
 from ._sparse import issparse
-from ._validation import INT_MAX, _asarray, as_targets, check_precomputed_kernel
+from ._threads import compute_region
+from ._validation import INT_MAX, as_targets, check_n_jobs, check_precomputed_kernel, target_column
 from .metrics import _warn_missing_groups, pairwise_disagreement
 
 __all__ = ["FastrankEstimator", "Ranker", "KernelMixin", "ranking_accuracy", "Interval", "StrOptions", "positive_int",
@@ -149,6 +149,16 @@ class KernelMixin:
     def _kernel_spec(self, n_features):
         return resolve_kernel(self.kernel, self.gamma, self.degree, self.coef0, n_features)
 
+    def _expansion_predict(self, X, basis=None):
+        """Scores of checked test input X: ``X @ coef_`` (linear weights), else ``K(X, X_fit_) @ dual_coef_`` with X the
+        kernel values themselves when precomputed (``basis``: the columns of the basis rows)."""
+        if self._precomputed():
+            return X @ self.dual_coef_ if basis is None else X[:, basis] @ self.dual_coef_
+        if self.coef_ is not None:
+            return np.asarray(X @ self.coef_)
+        with compute_region(check_n_jobs(self.n_jobs)):  # fastrank's threads and BLAS's share the cores
+            return predict_basis(X, self.X_fit_, self.dual_coef_, self._kernel_spec(self.n_features_in_), self.n_jobs)
+
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.input_tags.pairwise = self._precomputed()
@@ -175,11 +185,7 @@ class Ranker(RegressorMixin, FastrankEstimator):
     def _check_target_vector(self, y, n_rows):
         """One real-valued target per row as a finite float64 vector; a column vector is used as ``y.ravel()`` with
         scikit-learn's DataConversionWarning."""
-        if y is None:
-            raise ValueError("This estimator requires y to be passed, but the target y is None")
-        y = _asarray(y, "y")
-        if y.ndim == 2 and y.shape[1] == 1:
-            y = column_or_1d(y, warn=True)
+        y = target_column(y)
         if y.ndim != 1:
             raise ValueError(f"{type(self).__name__} takes one target column: y must be 1-D (m,), got shape {y.shape}")
         Y, _ = as_targets(y, n_rows)

@@ -4,8 +4,7 @@
 A crucial pair (x0, x1) says x1 should rank above x0.  Round t picks the h_t with the largest |r_t|, r_t = sum D_t(x0,
 x1) (h_t(x1) - h_t(x0)) (the paper's threshold weak learner), weighs it by alpha_t (``alpha_rule``) and re-weighs
 D_{t+1}(x0, x1) ∝ D_t(x0, x1) exp(alpha_t (h_t(x0) - h_t(x1))) (Fig. 1); F(x) = sum_t alpha_t h_t(x). For graded targets
-D_t is never formed (O(m n) per round, ``cpp/include/fastrank/rankboost.hpp``); that, the stopping rules, tie-breaking
-between candidates and missing values: docs/design/large-margin-and-boosting.md.
+D_t is never formed (O(m n) per round, ``cpp/include/fastrank/rankboost.hpp``; docs/design/large-margin-and-boosting.md).
 """
 
 from __future__ import annotations

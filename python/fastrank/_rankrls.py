@@ -19,7 +19,6 @@ import numpy as np
 from sklearn.utils.validation import check_is_fitted
 
 from ._base import N_JOBS, KernelMixin, Ranker, StrOptions, nonneg_real, positive_int
-from ._kernels import predict_basis
 from ._problem import WEIGHTINGS, RankingProblem
 from ._registry import register_estimator
 from ._solvers import (SOLVERS, choose_solver, default_max_iter, densify, one_conditioning_warning, select_basis,
@@ -103,13 +102,7 @@ class _RankRLSBase(KernelMixin, Ranker):
         objective is invariant to adding a constant), so the scores are not on the scale of ``y``."""
         check_is_fitted(self, "fit_mode_")
         X = self._check_predict_X(X, n_train=self.n_samples_fit_)
-        if self._precomputed():
-            return X[:, self.basis_indices_] @ self.dual_coef_ if self.fit_mode_ == "sparse" else X @ self.dual_coef_
-        if self.coef_ is not None:
-            return np.asarray(X @ self.coef_)
-        spec = self._kernel_spec(self.n_features_in_)
-        with compute_region(check_n_jobs(self.n_jobs)):
-            return predict_basis(X, self.X_fit_, self.dual_coef_, spec, self.n_jobs)
+        return self._expansion_predict(X, self.basis_indices_ if self.fit_mode_ == "sparse" else None)
 
 
 @register_estimator

@@ -1,7 +1,6 @@
 """RankSVM (Joachims 2002; slides 003, "Hinge loss for preference learning") without a pair list.  ``C`` multiplies the
 plain sum over preference pairs (not a mean), as SVMrank's ``-c`` after its own rescaling is undone.  The O(m log m)
-pair sums and the solvers (``cpp/src/ranksvm.cpp``): docs/design/large-margin-and-boosting.md.  The sparse
-(basis-vector) RankSVM (004 Sect. 4.4, eq. 43) is the linear RankSVM on the empirical kernel map K_mB L^{-T}.
+pair sums and the solvers (``cpp/src/ranksvm.cpp``): docs/design/large-margin-and-boosting.md.
 """
 
 from __future__ import annotations
@@ -15,7 +14,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from . import _core
 from ._base import N_JOBS, KernelMixin, Ranker, StrOptions, c_path, crucial_pairs, nonneg_real, positive_int
-from ._kernels import kernel_block, predict_basis
+from ._kernels import kernel_block
 from ._memory import check_dense_memory, densified
 from ._problem import check_pairs
 from ._progress import resolve_verbose, stage, write_line
@@ -294,14 +293,9 @@ class RankSVM(KernelMixin, Ranker):
         if basis is not None and self.kernel == "precomputed":
             n_train = self.n_features_in_
         X = self._check_predict_X(X, n_train=n_train)
-        if self.kernel == "precomputed":
-            return X @ self.dual_coef_ if basis is None else np.asarray(X[:, basis] @ self.dual_coef_).reshape(-1)
-        if self.fit_mode_ == "linear":
-            return np.asarray(X @ self.coef_).reshape(-1)
-        if basis is not None:  # K(X, X_B) beta in row blocks; sparse X and X_B stay sparse
-            return predict_basis(X, self.X_fit_, self.dual_coef_, self._kernel_spec(self.n_features_in_), self.n_jobs)
-        spec = self._kernel_spec(self.n_features_in_)
-        return spec.predict(densified(X), self.X_fit_, self.dual_coef_.reshape(-1, 1), check_n_jobs(self.n_jobs))[:, 0]
+        # K(X, X_B) beta in row blocks, sparse X and X_B staying sparse; K(X, X_fit_) beta on dense rows
+        dense = self.fit_mode_ == "kernel" and basis is None and not self._precomputed()
+        return self._expansion_predict(densified(X) if dense else X, basis)
 
 
 def ranksvm_path(X, y, Cs, groups=None, *, verbose=0, **params):

@@ -223,10 +223,7 @@ class SVRank(KernelMixin, Ranker):
         check_is_fitted(self, "n_iter_")
         X = self._check_predict_X(X, n_train=None if self.dual_coef_ is None else self.dual_coef_.shape[0],
                                   allow_sparse=False)
-        if self.coef_ is not None or self.kernel == "precomputed":  # linear: weights; precomputed: K(X, X_train) beta
-            return X @ (self.dual_coef_ if self.coef_ is None else self.coef_)
-        spec = self._kernel_spec(self.n_features_in_)
-        return spec.predict(X, self.X_fit_, self.dual_coef_.reshape(-1, 1), check_n_jobs(self.n_jobs))[:, 0]
+        return self._expansion_predict(X)
 
 
 def svrank_path(X, y, Cs, groups=None, *, verbose=0, **params):

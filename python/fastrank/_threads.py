@@ -61,6 +61,12 @@ class _ThreadBudget:
         except Exception:  # pragma: no cover
             return None
 
+    def depth(self):
+        return getattr(self.local, "depth", 0)
+
+    def set_depth(self, depth):
+        self.local.depth = depth
+
     def acquire(self, n_threads):
         """Wait for the cores; returns how many were taken."""
         total = cpu_budget()
@@ -131,12 +137,12 @@ def compute_region(n_threads):
     if os.environ.get("FASTRANK_THREAD_POLICY", "").strip().lower() == "off":
         yield
         return
-    depth = getattr(_BUDGET.local, "depth", 0)
+    depth = _BUDGET.depth()
     taken = _BUDGET.acquire(n_threads) if depth == 0 else None  # nested: inside this thread's budget
-    _BUDGET.local.depth = depth + 1
+    _BUDGET.set_depth(depth + 1)
     try:
         yield
     finally:
-        _BUDGET.local.depth = depth
+        _BUDGET.set_depth(depth)
         if taken is not None:
             _BUDGET.release(taken)

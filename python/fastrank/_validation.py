@@ -3,15 +3,17 @@ only cheap shape invariants)."""
 
 from __future__ import annotations
 
+import functools
 import numbers
 import os
 
 import numpy as np
+from sklearn.utils.validation import column_or_1d
 
 from . import _core
 
 __all__ = ["as_float_matrix", "as_float_vector", "as_targets", "check_alpha", "check_alphas", "check_int",
-           "check_n_jobs", "check_pair_arrays", "check_precomputed_kernel", "GroupIndex", "group_index"]
+           "check_n_jobs", "check_pair_arrays", "check_precomputed_kernel", "GroupIndex", "group_index", "target_column"]
 
 # Largest value a C++ ``int`` argument can take (thread counts, cutoffs, iteration limits).
 INT_MAX = 2**31 - 1
@@ -75,6 +77,15 @@ def _all_finite(A):
     """Whether every entry of a contiguous float64 array is finite: one threaded C++ pass (about twice as fast as
     ``np.isfinite(A).all()``, and no temporary the size of A)."""
     return _core.all_finite(A, os.cpu_count() or 1)
+
+
+def target_column(y):
+    """``y`` as an array, a column vector (m, 1) as ``y.ravel()`` with scikit-learn's DataConversionWarning; None
+    refused."""
+    if y is None:
+        raise ValueError("This estimator requires y to be passed, but the target y is None")
+    y = _asarray(y, "y")
+    return column_or_1d(y, warn=True) if y.ndim == 2 and y.shape[1] == 1 else y
 
 
 def as_targets(y, n_rows, name="y"):
@@ -237,25 +248,19 @@ class GroupIndex:
     numeric.
     """
 
-    __slots__ = ("order", "offsets", "labels", "sizes", "codes", "_inverse", "_is_identity")
-
     def __init__(self, order, offsets, labels, codes):
         self.order, self.offsets, self.labels, self.codes = order, offsets, labels, codes
         self.sizes = np.diff(offsets)
-        self._inverse = self._is_identity = None  # computed on first use
 
-    @property
+    @functools.cached_property
     def inverse(self):
-        if self._inverse is None:
-            self._inverse = np.empty_like(self.order)
-            self._inverse[self.order] = np.arange(self.order.size, dtype=self.order.dtype)
-        return self._inverse
+        inverse = np.empty_like(self.order)
+        inverse[self.order] = np.arange(self.order.size, dtype=self.order.dtype)
+        return inverse
 
-    @property
+    @functools.cached_property
     def is_identity(self):
-        if self._is_identity is None:
-            self._is_identity = bool(np.array_equal(self.order, np.arange(self.order.size)))
-        return self._is_identity
+        return bool(np.array_equal(self.order, np.arange(self.order.size)))
 
     @property
     def n_groups(self):

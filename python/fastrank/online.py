@@ -25,7 +25,7 @@ import numpy as np
 from sklearn.base import ClassifierMixin, clone
 from sklearn.utils import check_random_state
 from sklearn.utils.multiclass import check_classification_targets
-from sklearn.utils.validation import check_is_fitted, column_or_1d
+from sklearn.utils.validation import check_is_fitted
 
 from . import _core
 from ._base import N_JOBS, FastrankEstimator, Interval, KernelMixin, Ranker, StrOptions, positive_int, positive_real, \
@@ -37,7 +37,7 @@ from ._progress import progress, resolve_verbose, stage, write_line
 from ._sparse import as_csr, issparse
 from ._registry import register_estimator
 from ._validation import as_float_matrix, check_int, check_n_jobs, check_precomputed_kernel, \
-    group_index
+    group_index, target_column
 
 __all__ = ["PRank", "PRankVP", "OAPBPM", "WidrowHoff", "OnlineMPRank"]
 
@@ -68,11 +68,7 @@ def _check_labels(y, n_rows, *, label_set_fixed=False):
     """1-D labels; continuous-looking floats are rejected (scikit-learn's classifier convention)
     unless the ordered label set is fixed (``classes=`` / an ongoing stream), where every label is
     checked against it instead — so e.g. ratings 0, 0.2, ..., 1 work through ``partial_fit``."""
-    if y is None:
-        raise ValueError("this estimator requires y to be passed, but the target y is None")
-    y = np.asarray(y)
-    if y.ndim == 2 and y.shape[1] == 1:
-        y = column_or_1d(y, warn=True)
+    y = target_column(y)
     if y.ndim != 1:
         raise ValueError(f"y must be 1-D, got shape {y.shape}")
     if y.shape[0] != n_rows:

@@ -67,6 +67,11 @@ def _estimator_classes():
     return dict(ESTIMATORS)
 
 
+def _registered(v, classes=ESTIMATORS):
+    """Whether ``v`` is an instance of exactly a registered estimator class."""
+    return classes.get(type(v).__name__) is type(v)
+
+
 class _Corrupt(ValueError):
     pass
 
@@ -130,7 +135,7 @@ class _Encoder:
             name, keys, pos, has_gauss, cached = v.get_state(legacy=True)
             return {"$random_state": [name, self.array(keys, where, False), int(pos), int(has_gauss),
                                       self.value(float(cached), where)]}
-        if type(v).__name__ in self.classes and type(v) is self.classes[type(v).__name__]:
+        if _registered(v, self.classes):
             return {"$estimator": self.estimator(v, where, shrink)}
         raise TypeError(
             f"cannot save {where}: values of type {type(v).__module__}.{type(v).__qualname__} are not supported "
@@ -139,15 +144,14 @@ class _Encoder:
         )
 
     def estimator(self, est, where, shrink=True):
-        name = type(est).__name__
-        if self.classes.get(name) is not type(est):
+        if not _registered(est, self.classes):
             raise TypeError(f"cannot save {where}: {type(est).__module__}.{type(est).__qualname__} is not a fastrank "
                             f"estimator (saveable: {', '.join(sorted(self.classes))})")
         params = est.get_params(deep=False)
         enc_params = {k: self.value(v, f"{where}.{k} (parameter)") for k, v in params.items()}
         state = {k: self.value(v, f"{where}.{k}", shrink) for k, v in _stored_state(est).items()
                  if k not in params and k not in _SKIPPED_STATE}
-        return {"class": name, "params": enc_params, "state": state}
+        return {"class": type(est).__name__, "params": enc_params, "state": state}
 
 
 def _stored_state(est):
@@ -240,17 +244,14 @@ class _Decoder:
             raise _Corrupt(f"array {key!r} is not listed in the header")
         if key not in self.arrays:
             raise _Corrupt(f"array {key!r} is missing from the archive")
-        entry = self.entries[key]
-        a = self.arrays[key]
-        want_dtype = np.dtype(entry["dtype"])
-        stored = np.dtype(entry.get("stored", entry["dtype"]))
-        if want_dtype.kind not in _ARRAY_KINDS or stored.kind not in _ARRAY_KINDS:
+        a = self.arrays[key]  # its dtype and shape are the entry's (_read_member checked them)
+        want_dtype = np.dtype(self.entries[key]["dtype"])
+        if want_dtype.kind not in _ARRAY_KINDS:
             raise _Corrupt(f"array {key!r}: dtype {want_dtype} is not allowed")
-        if a.dtype != stored or list(a.shape) != list(entry["shape"]) or tag.get("shape") != entry["shape"]:
-            raise _Corrupt(f"array {key!r} has dtype {a.dtype} and shape {list(a.shape)} but the header says "
-                           f"{stored} and {entry['shape']}")
+        if tag.get("shape") != list(a.shape):
+            raise _Corrupt(f"array {key!r} has shape {list(a.shape)} but its reference says {tag.get('shape')}")
         self.used.add(key)
-        return a.astype(want_dtype) if stored != want_dtype else a
+        return a.astype(want_dtype, copy=False)
 
     def value(self, v):
         if v is None or isinstance(v, (bool, int, float, str)):
@@ -467,7 +468,7 @@ def _check_model(est, where="model"):
         if isinstance(a, np.ndarray) and a.dtype.kind in "fc" and not (
                 np.isfinite(a).all() or (k in _INFINITY_OK and not sp.issparse(v) and not np.isnan(a).any())):
             raise _Corrupt(f"{where}.{k} contains NaN or infinity")
-        if type(v).__name__ in ESTIMATORS and type(v) is ESTIMATORS[type(v).__name__]:
+        if _registered(v):
             _check_model(v, f"{where}.{k}")
 
 

@@ -138,6 +138,12 @@ def _check_block(i, start, A, name, ndim):
     return A
 
 
+def _check_partition_rows(name, i, start, rows, n_x):
+    if rows != n_x:
+        raise ValueError(f"{name} {_where(i, start, rows)} has {rows} rows but the matching X partition has {n_x}; "
+                         f"{name} must be aligned with X's rows")
+
+
 def _check_groups_block(i, start, g):
     g = np.asarray(g)
     if g.ndim != 1:
@@ -184,17 +190,13 @@ def _partition_stats(i, start, Xp, Yp, gp, table, weighting, feature):
     Xp = _check_block(i, start, Xp, "X", 2)
     Yp = _check_block(i, start, Yp, "y", 2)
     rows = Yp.shape[0]
-    if rows != Xp.shape[0]:
-        raise ValueError(f"y {_where(i, start, rows)} has {rows} rows but the matching X partition has "
-                         f"{Xp.shape[0]}; y must be aligned with X's rows")
+    _check_partition_rows("y", i, start, rows, Xp.shape[0])
     ids, counts = table
     if gp is None:
         codes = np.zeros(rows, np.int64)
     else:
         gp = _check_groups_block(i, start, gp)
-        if gp.shape[0] != rows:
-            raise ValueError(f"groups {_where(i, start, gp.shape[0])} has {gp.shape[0]} rows but the "
-                             f"matching X partition has {rows}; groups must be aligned with X's rows")
+        _check_partition_rows("groups", i, start, gp.shape[0], rows)
         codes = np.searchsorted(ids, gp)
     F = Xp if feature is None else feature(Xp)
     u, inv, n_loc = np.unique(codes, return_inverse=True, return_counts=True)
@@ -229,9 +231,9 @@ def _combine_stats(weighting, *states):
     s = np.sqrt(_WEIGHTINGS[weighting](nq) * n)[:, None]
     Dx = (mx - gx[inv]) * s
     Dy = (my - gy[inv]) * s
-    out["M"] = out["M"] + Dx.T @ Dx
-    out["R"] = out["R"] + Dx.T @ Dy
-    out["yLy"] = out["yLy"] + np.einsum("ij,ij->j", Dy, Dy)
+    out["M"] += Dx.T @ Dx
+    out["R"] += Dx.T @ Dy
+    out["yLy"] += np.einsum("ij,ij->j", Dy, Dy)
     ntot = np.rint(ntot).astype(np.int64)
     nq_u = nq[first]
     keep = ntot < nq_u  # complete groups are finished
@@ -244,13 +246,17 @@ def _basis_features(spec, XR, n_threads, X):
     return np.asarray(spec.cross(np.ascontiguousarray(X), XR, n_threads))
 
 
+def _rows_aligned(X, **others):
+    """X as a dask array and ``others`` (y, groups) with its row chunks; dataframes counted once."""
+    lengths = _frame_lengths(X, *others.values())
+    X = _as_dask(X, "X", (2,), lengths=lengths)
+    return (X, *(_aligned(X, v, name, lengths) for name, v in others.items()))
+
+
 def _prepare(X, y, groups):
     if y is None:
         raise ValueError("This estimator requires y to be passed, but the target y is None")
-    lengths = _frame_lengths(X, y, groups)
-    X = _as_dask(X, "X", (2,), lengths=lengths)
-    Y = _aligned(X, y, "y", lengths)
-    G = _aligned(X, groups, "groups", lengths)
+    X, Y, G = _rows_aligned(X, y=y, groups=groups)
     if G is not None and G.ndim != 1:
         raise ValueError(f"groups must be 1-D with one id per row, got shape {G.shape}")
     if X.shape[0] < 2:
@@ -595,9 +601,7 @@ def fit_oapbpm(estimator, X, y, *, classes=None, n_blocks=None):
         raise ValueError("fit_oapbpm supports the linear kernel only (kernel members share a support list)")
     if estimator.shuffle:
         raise ValueError("fit_oapbpm needs shuffle=False (the stream order must be the row order)")
-    lengths = _frame_lengths(X, y)
-    Xd = _as_dask(X, "X", (2,), lengths=lengths)
-    yd = _aligned(Xd, y, "y", lengths)
+    Xd, yd = _rows_aligned(X, y=y)
     if yd is None or yd.ndim != 1:
         raise ValueError("y must be 1-D with one label per row of X")
     if classes is None:

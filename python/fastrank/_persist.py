@@ -60,6 +60,7 @@ _HEADER_CAP = 16 * 2**20  # a model header is a few kB; a larger one is refused 
 _MEMBER = re.compile(r"(header|a[0-9]{1,9})\.npy")
 _ARRAY_KINDS = "biufcUS"  # bool, ints, floats, complex, fixed-width strings; never objects
 _SKIPPED_STATE = ("_metadata_request",)  # scikit-learn's routing requests: set them again after load
+_KERNEL_FIELDS = ("kind", "gamma", "degree", "coef0")  # KernelSpec's constructor arguments, stored in this order
 
 
 def _estimator_classes():
@@ -129,8 +130,7 @@ class _Encoder:
                 items.append([k, self.value(x, f"{where}[{k!r}]", shrink)])
             return {"$dict": items}
         if isinstance(v, KernelSpec):
-            return {"$kernel": {"kind": v.kind, "gamma": self.value(v.gamma, where),
-                                "degree": self.value(v.degree, where), "coef0": self.value(v.coef0, where)}}
+            return {"$kernel": {k: self.value(getattr(v, k), where) for k in _KERNEL_FIELDS}}
         if isinstance(v, np.random.RandomState):
             name, keys, pos, has_gauss, cached = v.get_state(legacy=True)
             return {"$random_state": [name, self.array(keys, where, False), int(pos), int(has_gauss),
@@ -290,7 +290,7 @@ class _Decoder:
 
             if x.get("kind") not in ("linear", "rbf", "poly", "precomputed"):
                 raise _Corrupt(f"unknown kernel kind {x.get('kind')!r}")
-            return KernelSpec(x["kind"], self.value(x["gamma"]), self.value(x["degree"]), self.value(x["coef0"]))
+            return KernelSpec(*(self.value(x[k]) for k in _KERNEL_FIELDS))
         if tag == "$random_state":
             name, keys, pos, has_gauss, cached = x
             rs = np.random.RandomState()

@@ -34,12 +34,6 @@ SvmlightInfo = namedtuple("SvmlightInfo", "zero_based n_features has_qid max_ind
 _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1  # indices and query ids the compiled reader holds (C long)
 
 
-def _open_text(path):
-    p = os.fspath(path)
-    opener = gzip.open if p.endswith(".gz") else bz2.open if p.endswith(".bz2") else open
-    return opener(p, "rb")
-
-
 def _convert(conv, text, message, *args, error=ValueError):
     """conv(text); _LineError(message.format(*args)) when it raises ``error`` (formatted only then)."""
     try:
@@ -98,7 +92,8 @@ def _parse_line(raw):
 
 def _scan(path):
     """Yield (line number, parsed line) for every data line; _LineError carries the line number."""
-    with _open_text(path) as fh:
+    opener = gzip.open if path.endswith(".gz") else bz2.open if path.endswith(".bz2") else open
+    with opener(path, "rb") as fh:
         for lineno, raw in enumerate(fh, start=1):
             try:
                 parsed = _parse_line(raw)

@@ -246,17 +246,13 @@ def _basis_features(spec, XR, n_threads, X):
     return np.asarray(spec.cross(np.ascontiguousarray(X), XR, n_threads))
 
 
-def _rows_aligned(X, **others):
-    """X as a dask array and ``others`` (y, groups) with its row chunks; dataframes counted once."""
-    lengths = _frame_lengths(X, *others.values())
-    X = _as_dask(X, "X", (2,), lengths=lengths)
-    return (X, *(_aligned(X, v, name, lengths) for name, v in others.items()))
-
-
 def _prepare(X, y, groups):
     if y is None:
         raise ValueError("This estimator requires y to be passed, but the target y is None")
-    X, Y, G = _rows_aligned(X, y=y, groups=groups)
+    lengths = _frame_lengths(X, y, groups)
+    X = _as_dask(X, "X", (2,), lengths=lengths)
+    Y = _aligned(X, y, "y", lengths)
+    G = _aligned(X, groups, "groups", lengths)
     if G is not None and G.ndim != 1:
         raise ValueError(f"groups must be 1-D with one id per row, got shape {G.shape}")
     if X.shape[0] < 2:
@@ -601,7 +597,9 @@ def fit_oapbpm(estimator, X, y, *, classes=None, n_blocks=None):
         raise ValueError("fit_oapbpm supports the linear kernel only (kernel members share a support list)")
     if estimator.shuffle:
         raise ValueError("fit_oapbpm needs shuffle=False (the stream order must be the row order)")
-    Xd, yd = _rows_aligned(X, y=y)
+    lengths = _frame_lengths(X, y)
+    Xd = _as_dask(X, "X", (2,), lengths=lengths)
+    yd = _aligned(Xd, y, "y", lengths)
     if yd is None or yd.ndim != 1:
         raise ValueError("y must be 1-D with one label per row of X")
     if classes is None:

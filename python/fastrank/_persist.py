@@ -234,8 +234,8 @@ def save(model, path, *, dtype=None, compress=True, metadata=None):
 
 # -- decoding ----------------------------------------------------------------------------------
 class _Decoder:
-    def __init__(self, arrays, entries, classes):
-        self.arrays, self.entries, self.classes = arrays, entries, classes
+    def __init__(self, arrays, entries):
+        self.arrays, self.entries, self.classes = arrays, entries, _estimator_classes()
         self.used = set()  # the array members the header's values refer to: every member must be used
 
     def array(self, tag):
@@ -333,14 +333,6 @@ def _check_usable(model):
         raise _Corrupt(f"the fitted state is inconsistent (prediction of shape {out.shape} for one row)")
 
 
-def _npy_header(fh, name):
-    """(shape, fortran_order, dtype) of one .npy stream, read without touching its data."""
-    version = np.lib.format.read_magic(fh)
-    if version not in ((1, 0), (2, 0)):
-        raise _Corrupt(f"member {name!r} has an unsupported .npy version {version}")
-    return (np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0)(fh)
-
-
 def _read_member(zf, info, dtype, shape):
     """One archive member as an array, after checking its .npy header against the model header
     (dtype, shape) and its uncompressed size in the zip directory against both: nothing larger than
@@ -348,7 +340,12 @@ def _read_member(zf, info, dtype, shape):
     name = info.filename
     try:
         with zf.open(info) as fh:
-            got_shape, fortran, got_dtype = _npy_header(fh, name)
+            version = np.lib.format.read_magic(fh)  # the .npy header is read without touching the data
+            if version not in ((1, 0), (2, 0)):
+                raise _Corrupt(f"member {name!r} has an unsupported .npy version {version}")
+            fmt = np.lib.format
+            got_shape, fortran, got_dtype = (fmt.read_array_header_1_0 if version == (1, 0) else
+                                             fmt.read_array_header_2_0)(fh)
             if got_dtype.hasobject or got_dtype != dtype or (shape is not None and list(got_shape) != list(shape)):
                 raise _Corrupt(f"member {name!r} holds dtype {got_dtype} and shape {list(got_shape)} but the header "
                                f"says {dtype} and {shape}")
@@ -515,7 +512,7 @@ def load(path, *, return_metadata=False):
     try:
         header, arrays = _read_archive(p)
         _verify_checksum(p, header, arrays)
-        dec = _Decoder(arrays, header["arrays"], _estimator_classes())
+        dec = _Decoder(arrays, header["arrays"])
         model = dec.estimator(header)
         unused = set(header["arrays"]) - dec.used
         if unused:

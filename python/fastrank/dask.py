@@ -508,15 +508,13 @@ class DaskRankRLSCV(RegressorMixin, FastrankEstimator):
         base = {k: v for k, v in self.get_params(deep=False).items() if k != "gammas"}
         tasks = [dask.delayed(_cv_task, pure=True)({**base, "gamma": float(g)}, Xd, yd, gd) for g in gammas]
         fits = dask.compute(*tasks)
-        scores = np.stack([f.cv_results_["scores"] for f in fits])
-        scoring = fits[0].cv_results_["scoring"]
-        higher = fits[0].cv_results_["greater_is_better"]
-        kg, ka = np.unravel_index(np.argmax(scores) if higher else np.argmin(scores), scores.shape)
+        scores, first = np.stack([f.cv_results_["scores"] for f in fits]), fits[0].cv_results_
+        kg, ka = np.unravel_index(np.argmax(scores) if first["greater_is_better"] else np.argmin(scores), scores.shape)
         self.gamma_ = float(gammas[kg])
         self.alpha_ = float(fits[kg].cv_results_["alphas"][ka])
         self.best_score_ = float(scores[kg, ka])
-        self.cv_results_ = {"gammas": gammas, "alphas": fits[0].cv_results_["alphas"].copy(), "scores": scores,
-                            "scoring": scoring}
+        self.cv_results_ = {"gammas": gammas, "alphas": first["alphas"].copy(), "scores": scores,
+                            "scoring": first["scoring"]}
         # The winning task already refitted its best alpha on all data: same model, no extra fit.
         self.best_estimator_ = fits[kg].best_estimator_
         self.n_features_in_ = getattr(self.best_estimator_, "n_features_in_", None)

@@ -269,9 +269,8 @@ class _Decoder:
             kind = v["$sparse"]
             if kind not in ("csr_matrix", "csr_array"):
                 raise _Corrupt(f"unknown sparse kind {kind!r}")
-            cls = sp.csr_array if kind == "csr_array" else sp.csr_matrix
             try:
-                return cls((self.array(v["data"]), self.array(v["indices"]), self.array(v["indptr"])),
+                return getattr(sp, kind)((self.array(v["data"]), self.array(v["indices"]), self.array(v["indptr"])),
                            shape=tuple(v["shape"]))
             except (TypeError, ValueError) as exc:
                 raise _Corrupt(f"inconsistent sparse matrix: {exc}") from None

@@ -22,7 +22,6 @@ import os
 from collections import namedtuple
 
 import numpy as np
-import scipy.sparse as sp
 
 __all__ = ["read_svmlight", "SvmlightInfo"]
 
@@ -167,16 +166,12 @@ def read_svmlight(path, *, n_features=None, zero_based="auto", extra_features="e
             line = next(lineno for k, (lineno, _) in enumerate(_scan(p)) if k == row)
             raise ValueError(f"{p}:{line}: feature index 0 in a file read as 1-based (zero_based=False)")
         X = X[:, 1:] if X.shape[1] > 0 else X
-    needed = X.shape[1]
     if n_features is not None:
         n_features = int(n_features)
-        if needed > n_features:
-            if extra_features == "error":
-                raise ValueError(f"{p}: has feature index {max_index} but n_features={n_features}"
-                                 f" ({'0' if zb else '1'}-based indices)")
-            X = X[:, :n_features]
-        elif needed < n_features:
-            X = sp.csr_matrix((X.data, X.indices, X.indptr), shape=(X.shape[0], n_features))
+        if X.shape[1] > n_features and extra_features == "error":
+            raise ValueError(f"{p}: has feature index {max_index} but n_features={n_features}"
+                             f" ({'0' if zb else '1'}-based indices)")
+        X.resize(X.shape[0], n_features)  # drops the columns beyond n_features or adds empty ones
     X.sort_indices()
     info = SvmlightInfo(zb, X.shape[1], qid.shape[0] > 0, max_index)
     return X, np.asarray(y, dtype=np.float64), (np.asarray(qid, dtype=np.int64) if info.has_qid else None), info

@@ -90,7 +90,7 @@ class _LogLines(_Silent):
 
     def __init__(self, total, desc, unit, file, min_interval):
         self.total, self.desc, self.unit = total, desc, unit
-        self.file = sys.stderr if file is None else file
+        self.file = file  # None: write_line's stderr
         self.min_interval = min_interval
         self.n = 0
         self.start = self.last = time.monotonic()

@@ -504,7 +504,7 @@ class DaskRankRLSCV(RegressorMixin, FastrankEstimator):
         if self.gammas is None:
             raise ValueError("gammas must be a non-empty sequence of positive numbers")
         gammas = check_alphas(self.gammas, "gammas")
-        Xd, yd, gd = (None if a is None else dask.delayed(_local(a)) for a in (X, y, groups))
+        Xd, yd, gd = (dask.delayed(_local(a)) for a in (X, y, groups))
         base = {k: v for k, v in self.get_params(deep=False).items() if k != "gammas"}
         tasks = [dask.delayed(_cv_task, pure=True)({**base, "gamma": float(g)}, Xd, yd, gd) for g in gammas]
         fits = dask.compute(*tasks)

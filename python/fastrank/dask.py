@@ -124,17 +124,18 @@ def _where(i, start, rows):
 
 def _check_block(i, start, A, name, ndim):
     A = np.asarray(A)
+    block = f"{name} {_where(i, start, A.shape[0])}"
     if A.dtype == object or not (np.issubdtype(A.dtype, np.number) or A.dtype == bool):
-        raise ValueError(f"{name} {_where(i, start, A.shape[0])} is not numeric (dtype {A.dtype})")
+        raise ValueError(f"{block} is not numeric (dtype {A.dtype})")
     if np.iscomplexobj(A):
-        raise ValueError(f"{name} {_where(i, start, A.shape[0])} is complex; real numbers are required")
+        raise ValueError(f"{block} is complex; real numbers are required")
     A = np.ascontiguousarray(A, dtype=np.float64)
     if A.ndim == 1 and ndim == 2:
         A = A.reshape(-1, 1)
     if A.size and not _all_finite(A):
         bad = int(np.flatnonzero(~np.isfinite(A).reshape(A.shape[0], -1).all(axis=1))[0])
         at = f"local row {bad}" if start is None else f"row {bad + start}"
-        raise ValueError(f"{name} {_where(i, start, A.shape[0])} contains NaN or infinity (first at {at})")
+        raise ValueError(f"{block} contains NaN or infinity (first at {at})")
     return A
 
 

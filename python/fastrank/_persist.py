@@ -60,11 +60,17 @@ _HEADER_CAP = 16 * 2**20  # a model header is a few kB; a larger one is refused 
 _MEMBER = re.compile(r"(header|a[0-9]{1,9})\.npy")
 _ARRAY_KINDS = "biufcUS"  # bool, ints, floats, complex, fixed-width strings; never objects
 _SKIPPED_STATE = ("_metadata_request",)  # scikit-learn's routing requests: set them again after load
+_KERNEL_FIELDS = ("kind", "gamma", "degree", "coef0")  # KernelSpec's constructor arguments, stored in this order
 
 
 def _estimator_classes():
     """The whitelist: the registered estimator classes (see ``fastrank._registry``)."""
     return dict(ESTIMATORS)
+
+
+def _registered(v, classes=ESTIMATORS):
+    """Whether ``v`` is an instance of exactly a registered estimator class."""
+    return classes.get(type(v).__name__) is type(v)
 
 
 class _Corrupt(ValueError):
@@ -124,13 +130,12 @@ class _Encoder:
                 items.append([k, self.value(x, f"{where}[{k!r}]", shrink)])
             return {"$dict": items}
         if isinstance(v, KernelSpec):
-            return {"$kernel": {"kind": v.kind, "gamma": self.value(v.gamma, where),
-                                "degree": self.value(v.degree, where), "coef0": self.value(v.coef0, where)}}
+            return {"$kernel": {k: self.value(getattr(v, k), where) for k in _KERNEL_FIELDS}}
         if isinstance(v, np.random.RandomState):
             name, keys, pos, has_gauss, cached = v.get_state(legacy=True)
             return {"$random_state": [name, self.array(keys, where, False), int(pos), int(has_gauss),
                                       self.value(float(cached), where)]}
-        if type(v).__name__ in self.classes and type(v) is self.classes[type(v).__name__]:
+        if _registered(v, self.classes):
             return {"$estimator": self.estimator(v, where, shrink)}
         raise TypeError(
             f"cannot save {where}: values of type {type(v).__module__}.{type(v).__qualname__} are not supported "
@@ -139,15 +144,14 @@ class _Encoder:
         )
 
     def estimator(self, est, where, shrink=True):
-        name = type(est).__name__
-        if self.classes.get(name) is not type(est):
+        if not _registered(est, self.classes):
             raise TypeError(f"cannot save {where}: {type(est).__module__}.{type(est).__qualname__} is not a fastrank "
                             f"estimator (saveable: {', '.join(sorted(self.classes))})")
         params = est.get_params(deep=False)
         enc_params = {k: self.value(v, f"{where}.{k} (parameter)") for k, v in params.items()}
         state = {k: self.value(v, f"{where}.{k}", shrink) for k, v in _stored_state(est).items()
                  if k not in params and k not in _SKIPPED_STATE}
-        return {"class": name, "params": enc_params, "state": state}
+        return {"class": type(est).__name__, "params": enc_params, "state": state}
 
 
 def _stored_state(est):
@@ -230,8 +234,8 @@ def save(model, path, *, dtype=None, compress=True, metadata=None):
 
 # -- decoding ----------------------------------------------------------------------------------
 class _Decoder:
-    def __init__(self, arrays, entries, classes):
-        self.arrays, self.entries, self.classes = arrays, entries, classes
+    def __init__(self, arrays, entries):
+        self.arrays, self.entries, self.classes = arrays, entries, _estimator_classes()
         self.used = set()  # the array members the header's values refer to: every member must be used
 
     def array(self, tag):
@@ -240,17 +244,14 @@ class _Decoder:
             raise _Corrupt(f"array {key!r} is not listed in the header")
         if key not in self.arrays:
             raise _Corrupt(f"array {key!r} is missing from the archive")
-        entry = self.entries[key]
-        a = self.arrays[key]
-        want_dtype = np.dtype(entry["dtype"])
-        stored = np.dtype(entry.get("stored", entry["dtype"]))
-        if want_dtype.kind not in _ARRAY_KINDS or stored.kind not in _ARRAY_KINDS:
+        a = self.arrays[key]  # its dtype and shape are the entry's (_read_member checked them)
+        want_dtype = np.dtype(self.entries[key]["dtype"])
+        if want_dtype.kind not in _ARRAY_KINDS:
             raise _Corrupt(f"array {key!r}: dtype {want_dtype} is not allowed")
-        if a.dtype != stored or list(a.shape) != list(entry["shape"]) or tag.get("shape") != entry["shape"]:
-            raise _Corrupt(f"array {key!r} has dtype {a.dtype} and shape {list(a.shape)} but the header says "
-                           f"{stored} and {entry['shape']}")
+        if tag.get("shape") != list(a.shape):
+            raise _Corrupt(f"array {key!r} has shape {list(a.shape)} but its reference says {tag.get('shape')}")
         self.used.add(key)
-        return a.astype(want_dtype) if stored != want_dtype else a
+        return a.astype(want_dtype, copy=False)
 
     def value(self, v):
         if v is None or isinstance(v, (bool, int, float, str)):
@@ -268,9 +269,8 @@ class _Decoder:
             kind = v["$sparse"]
             if kind not in ("csr_matrix", "csr_array"):
                 raise _Corrupt(f"unknown sparse kind {kind!r}")
-            cls = sp.csr_array if kind == "csr_array" else sp.csr_matrix
             try:
-                return cls((self.array(v["data"]), self.array(v["indices"]), self.array(v["indptr"])),
+                return getattr(sp, kind)((self.array(v["data"]), self.array(v["indices"]), self.array(v["indptr"])),
                            shape=tuple(v["shape"]))
             except (TypeError, ValueError) as exc:
                 raise _Corrupt(f"inconsistent sparse matrix: {exc}") from None
@@ -289,7 +289,7 @@ class _Decoder:
 
             if x.get("kind") not in ("linear", "rbf", "poly", "precomputed"):
                 raise _Corrupt(f"unknown kernel kind {x.get('kind')!r}")
-            return KernelSpec(x["kind"], self.value(x["gamma"]), self.value(x["degree"]), self.value(x["coef0"]))
+            return KernelSpec(*(self.value(x[k]) for k in _KERNEL_FIELDS))
         if tag == "$random_state":
             name, keys, pos, has_gauss, cached = x
             rs = np.random.RandomState()
@@ -332,14 +332,6 @@ def _check_usable(model):
         raise _Corrupt(f"the fitted state is inconsistent (prediction of shape {out.shape} for one row)")
 
 
-def _npy_header(fh, name):
-    """(shape, fortran_order, dtype) of one .npy stream, read without touching its data."""
-    version = np.lib.format.read_magic(fh)
-    if version not in ((1, 0), (2, 0)):
-        raise _Corrupt(f"member {name!r} has an unsupported .npy version {version}")
-    return (np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0)(fh)
-
-
 def _read_member(zf, info, dtype, shape):
     """One archive member as an array, after checking its .npy header against the model header
     (dtype, shape) and its uncompressed size in the zip directory against both: nothing larger than
@@ -347,7 +339,12 @@ def _read_member(zf, info, dtype, shape):
     name = info.filename
     try:
         with zf.open(info) as fh:
-            got_shape, fortran, got_dtype = _npy_header(fh, name)
+            version = np.lib.format.read_magic(fh)  # the .npy header is read without touching the data
+            if version not in ((1, 0), (2, 0)):
+                raise _Corrupt(f"member {name!r} has an unsupported .npy version {version}")
+            fmt = np.lib.format
+            got_shape, fortran, got_dtype = (fmt.read_array_header_1_0 if version == (1, 0) else
+                                             fmt.read_array_header_2_0)(fh)
             if got_dtype.hasobject or got_dtype != dtype or (shape is not None and list(got_shape) != list(shape)):
                 raise _Corrupt(f"member {name!r} holds dtype {got_dtype} and shape {list(got_shape)} but the header "
                                f"says {dtype} and {shape}")
@@ -467,7 +464,7 @@ def _check_model(est, where="model"):
         if isinstance(a, np.ndarray) and a.dtype.kind in "fc" and not (
                 np.isfinite(a).all() or (k in _INFINITY_OK and not sp.issparse(v) and not np.isnan(a).any())):
             raise _Corrupt(f"{where}.{k} contains NaN or infinity")
-        if type(v).__name__ in ESTIMATORS and type(v) is ESTIMATORS[type(v).__name__]:
+        if _registered(v):
             _check_model(v, f"{where}.{k}")
 
 
@@ -514,7 +511,7 @@ def load(path, *, return_metadata=False):
     try:
         header, arrays = _read_archive(p)
         _verify_checksum(p, header, arrays)
-        dec = _Decoder(arrays, header["arrays"], _estimator_classes())
+        dec = _Decoder(arrays, header["arrays"])
         model = dec.estimator(header)
         unused = set(header["arrays"]) - dec.used
         if unused:

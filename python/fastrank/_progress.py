@@ -90,7 +90,7 @@ class _LogLines(_Silent):
 
     def __init__(self, total, desc, unit, file, min_interval):
         self.total, self.desc, self.unit = total, desc, unit
-        self.file = sys.stderr if file is None else file
+        self.file = file  # None: write_line's stderr
         self.min_interval = min_interval
         self.n = 0
         self.start = self.last = time.monotonic()
@@ -146,35 +146,32 @@ class _Bar(_Silent):
         self.bar.close()
 
 
-class _Progress:
-    """``progress(total, desc, verbose=...)`` -> a reporter with ``update(n)``, ``note(text)``,
-    ``close()``; usable as a context manager.  ``progress.iterate(iterable, ...)`` wraps an
-    iterable."""
-
-    def __call__(self, total=None, desc="working", *, verbose=0, unit="it", file=None, min_interval=2.0,
-                 backend="auto"):
-        v = resolve_verbose(verbose, file)
-        if v == 0:
-            return _Silent()
-        if backend not in ("auto", "tqdm", "log"):
-            raise ValueError(f"backend must be 'auto', 'tqdm' or 'log', got {backend!r}")
-        if backend == "tqdm" or (backend == "auto" and resolve_verbose("auto", file)):  # a bar on a terminal
-            try:
-                return _Bar(total, desc, unit, file, min_interval)
-            except ImportError:  # tqdm is optional
-                pass
-        return _LogLines(total, desc, unit, file, min_interval)
-
-    def iterate(self, iterable, total=None, desc="working", **kwargs):
-        if total is None and hasattr(iterable, "__len__"):
-            total = len(iterable)
-        with self(total, desc, **kwargs) as bar:
-            for item in iterable:
-                yield item
-                bar.update(1)
+def progress(total=None, desc="working", *, verbose=0, unit="it", file=None, min_interval=2.0, backend="auto"):
+    """A reporter with ``update(n)``, ``note(text)``, ``close()``; usable as a context manager.
+    ``progress.iterate(iterable, ...)`` wraps an iterable."""
+    v = resolve_verbose(verbose, file)
+    if v == 0:
+        return _Silent()
+    if backend not in ("auto", "tqdm", "log"):
+        raise ValueError(f"backend must be 'auto', 'tqdm' or 'log', got {backend!r}")
+    if backend == "tqdm" or (backend == "auto" and resolve_verbose("auto", file)):  # a bar on a terminal
+        try:
+            return _Bar(total, desc, unit, file, min_interval)
+        except ImportError:  # tqdm is optional
+            pass
+    return _LogLines(total, desc, unit, file, min_interval)
 
 
-progress = _Progress()
+def _iterate(iterable, total=None, desc="working", **kwargs):
+    if total is None and hasattr(iterable, "__len__"):
+        total = len(iterable)
+    with progress(total, desc, **kwargs) as bar:
+        for item in iterable:
+            yield item
+            bar.update(1)
+
+
+progress.iterate = _iterate
 
 
 class stage:

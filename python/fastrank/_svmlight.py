@@ -22,7 +22,6 @@ import os
 from collections import namedtuple
 
 import numpy as np
-import scipy.sparse as sp
 
 __all__ = ["read_svmlight", "SvmlightInfo"]
 
@@ -32,12 +31,6 @@ SvmlightInfo = namedtuple("SvmlightInfo", "zero_based n_features has_qid max_ind
 
 
 _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1  # indices and query ids the compiled reader holds (C long)
-
-
-def _open_text(path):
-    p = os.fspath(path)
-    opener = gzip.open if p.endswith(".gz") else bz2.open if p.endswith(".bz2") else open
-    return opener(p, "rb")
 
 
 def _convert(conv, text, message, *args, error=ValueError):
@@ -98,7 +91,8 @@ def _parse_line(raw):
 
 def _scan(path):
     """Yield (line number, parsed line) for every data line; _LineError carries the line number."""
-    with _open_text(path) as fh:
+    opener = gzip.open if path.endswith(".gz") else bz2.open if path.endswith(".bz2") else open
+    with opener(path, "rb") as fh:
         for lineno, raw in enumerate(fh, start=1):
             try:
                 parsed = _parse_line(raw)
@@ -172,16 +166,12 @@ def read_svmlight(path, *, n_features=None, zero_based="auto", extra_features="e
             line = next(lineno for k, (lineno, _) in enumerate(_scan(p)) if k == row)
             raise ValueError(f"{p}:{line}: feature index 0 in a file read as 1-based (zero_based=False)")
         X = X[:, 1:] if X.shape[1] > 0 else X
-    needed = X.shape[1]
     if n_features is not None:
         n_features = int(n_features)
-        if needed > n_features:
-            if extra_features == "error":
-                raise ValueError(f"{p}: has feature index {max_index} but n_features={n_features}"
-                                 f" ({'0' if zb else '1'}-based indices)")
-            X = X[:, :n_features]
-        elif needed < n_features:
-            X = sp.csr_matrix((X.data, X.indices, X.indptr), shape=(X.shape[0], n_features))
+        if X.shape[1] > n_features and extra_features == "error":
+            raise ValueError(f"{p}: has feature index {max_index} but n_features={n_features}"
+                             f" ({'0' if zb else '1'}-based indices)")
+        X.resize(X.shape[0], n_features)  # drops the columns beyond n_features or adds empty ones
     X.sort_indices()
     info = SvmlightInfo(zb, X.shape[1], qid.shape[0] > 0, max_index)
     return X, np.asarray(y, dtype=np.float64), (np.asarray(qid, dtype=np.int64) if info.has_qid else None), info

@@ -124,18 +124,25 @@ def _where(i, start, rows):
 
 def _check_block(i, start, A, name, ndim):
     A = np.asarray(A)
+    block = f"{name} {_where(i, start, A.shape[0])}"
     if A.dtype == object or not (np.issubdtype(A.dtype, np.number) or A.dtype == bool):
-        raise ValueError(f"{name} {_where(i, start, A.shape[0])} is not numeric (dtype {A.dtype})")
+        raise ValueError(f"{block} is not numeric (dtype {A.dtype})")
     if np.iscomplexobj(A):
-        raise ValueError(f"{name} {_where(i, start, A.shape[0])} is complex; real numbers are required")
+        raise ValueError(f"{block} is complex; real numbers are required")
     A = np.ascontiguousarray(A, dtype=np.float64)
     if A.ndim == 1 and ndim == 2:
         A = A.reshape(-1, 1)
     if A.size and not _all_finite(A):
         bad = int(np.flatnonzero(~np.isfinite(A).reshape(A.shape[0], -1).all(axis=1))[0])
         at = f"local row {bad}" if start is None else f"row {bad + start}"
-        raise ValueError(f"{name} {_where(i, start, A.shape[0])} contains NaN or infinity (first at {at})")
+        raise ValueError(f"{block} contains NaN or infinity (first at {at})")
     return A
+
+
+def _check_partition_rows(name, i, start, rows, n_x):
+    if rows != n_x:
+        raise ValueError(f"{name} {_where(i, start, rows)} has {rows} rows but the matching X partition has {n_x}; "
+                         f"{name} must be aligned with X's rows")
 
 
 def _check_groups_block(i, start, g):
@@ -184,17 +191,13 @@ def _partition_stats(i, start, Xp, Yp, gp, table, weighting, feature):
     Xp = _check_block(i, start, Xp, "X", 2)
     Yp = _check_block(i, start, Yp, "y", 2)
     rows = Yp.shape[0]
-    if rows != Xp.shape[0]:
-        raise ValueError(f"y {_where(i, start, rows)} has {rows} rows but the matching X partition has "
-                         f"{Xp.shape[0]}; y must be aligned with X's rows")
+    _check_partition_rows("y", i, start, rows, Xp.shape[0])
     ids, counts = table
     if gp is None:
         codes = np.zeros(rows, np.int64)
     else:
         gp = _check_groups_block(i, start, gp)
-        if gp.shape[0] != rows:
-            raise ValueError(f"groups {_where(i, start, gp.shape[0])} has {gp.shape[0]} rows but the "
-                             f"matching X partition has {rows}; groups must be aligned with X's rows")
+        _check_partition_rows("groups", i, start, gp.shape[0], rows)
         codes = np.searchsorted(ids, gp)
     F = Xp if feature is None else feature(Xp)
     u, inv, n_loc = np.unique(codes, return_inverse=True, return_counts=True)
@@ -229,9 +232,9 @@ def _combine_stats(weighting, *states):
     s = np.sqrt(_WEIGHTINGS[weighting](nq) * n)[:, None]
     Dx = (mx - gx[inv]) * s
     Dy = (my - gy[inv]) * s
-    out["M"] = out["M"] + Dx.T @ Dx
-    out["R"] = out["R"] + Dx.T @ Dy
-    out["yLy"] = out["yLy"] + np.einsum("ij,ij->j", Dy, Dy)
+    out["M"] += Dx.T @ Dx
+    out["R"] += Dx.T @ Dy
+    out["yLy"] += np.einsum("ij,ij->j", Dy, Dy)
     ntot = np.rint(ntot).astype(np.int64)
     nq_u = nq[first]
     keep = ntot < nq_u  # complete groups are finished
@@ -502,19 +505,17 @@ class DaskRankRLSCV(RegressorMixin, FastrankEstimator):
         if self.gammas is None:
             raise ValueError("gammas must be a non-empty sequence of positive numbers")
         gammas = check_alphas(self.gammas, "gammas")
-        Xd, yd, gd = (None if a is None else dask.delayed(_local(a)) for a in (X, y, groups))
+        Xd, yd, gd = (dask.delayed(_local(a)) for a in (X, y, groups))
         base = {k: v for k, v in self.get_params(deep=False).items() if k != "gammas"}
         tasks = [dask.delayed(_cv_task, pure=True)({**base, "gamma": float(g)}, Xd, yd, gd) for g in gammas]
         fits = dask.compute(*tasks)
-        scores = np.stack([f.cv_results_["scores"] for f in fits])
-        scoring = fits[0].cv_results_["scoring"]
-        higher = fits[0].cv_results_["greater_is_better"]
-        kg, ka = np.unravel_index(np.argmax(scores) if higher else np.argmin(scores), scores.shape)
+        scores, first = np.stack([f.cv_results_["scores"] for f in fits]), fits[0].cv_results_
+        kg, ka = np.unravel_index(np.argmax(scores) if first["greater_is_better"] else np.argmin(scores), scores.shape)
         self.gamma_ = float(gammas[kg])
         self.alpha_ = float(fits[kg].cv_results_["alphas"][ka])
         self.best_score_ = float(scores[kg, ka])
-        self.cv_results_ = {"gammas": gammas, "alphas": fits[0].cv_results_["alphas"].copy(), "scores": scores,
-                            "scoring": scoring}
+        self.cv_results_ = {"gammas": gammas, "alphas": first["alphas"].copy(), "scores": scores,
+                            "scoring": first["scoring"]}
         # The winning task already refitted its best alpha on all data: same model, no extra fit.
         self.best_estimator_ = fits[kg].best_estimator_
         self.n_features_in_ = getattr(self.best_estimator_, "n_features_in_", None)

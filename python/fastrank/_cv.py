@@ -64,6 +64,11 @@ def _lpo_pairs(engine):
 class _ExactCVSearch(KernelMixin, Ranker):
     """A parameter grid scored by exact cross-validation, then the best model solved from the same factorization."""
 
+    def _base(self):
+        """The searched estimator with this search's model parameters (``verbose`` stays with the search)."""
+        names = set(self._searched._get_param_names()) - {"verbose"}
+        return self._searched(**{k: v for k, v in self.get_params(deep=False).items() if k in names})
+
     def _keep_best(self, engine, base, name, grid, scores, what, greater_is_better=False):
         """Keep the best value of ``grid`` as ``<name>_``, its score and ``base`` at it, solved from ``engine``."""
         if not np.all(np.isfinite(scores)):
@@ -131,10 +136,7 @@ class RankRLSCV(_ExactCVSearch):
                  group_weighting="unweighted", exclude_ties=False, n_jobs=None, store_cv_predictions=True, verbose=0):
         self._store_params(locals())
 
-    def _base(self):
-        return RankRLS(kernel=self.kernel, gamma=self.gamma, degree=self.degree, coef0=self.coef0,
-                       group_weighting=self.group_weighting, exclude_ties=self.exclude_ties, n_jobs=self.n_jobs)
-
+    _searched = RankRLS
     _sparse_input = True
     _multi_output = True  # y (m, v): every output scored, alpha shared
 
@@ -227,9 +229,7 @@ class MPRankCV(_ExactCVSearch):
     def __init__(self, Cs=None, *, kernel="linear", gamma=None, degree=3, coef0=1.0, n_jobs=None, verbose=0):
         self._store_params(locals())
 
-    def _base(self):
-        return MPRank(kernel=self.kernel, gamma=self.gamma, degree=self.degree, coef0=self.coef0, n_jobs=self.n_jobs)
-
+    _searched = MPRank
     _multi_output = True  # y (m, v): the cost summed over outputs, C shared
 
     def fit(self, X, y, groups=None):

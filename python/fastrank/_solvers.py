@@ -174,11 +174,7 @@ def solve_primal(problem, alphas, n_threads):
     X = problem.X
     check_dense_memory(X.shape[1], 1, "feature matrix X^T L X")
     if problem.exclude_ties:
-        cells = problem.cells
-        SX = problem.apply_S_cells(cells.take(X))
-        G = np.asfortranarray(SX.T @ SX)
-        R = np.asfortranarray(SX.T @ problem.apply_S_cells(cells.take(problem.Y)))
-        W, rcond = _core.solve_shifted_system(G, R, alphas)
+        W, rcond = _core.solve_shifted_system(*map(np.asfortranarray, _tie_normal_equations(problem, X)), alphas)
     elif problem.is_graph:
         g = problem.graph
         W, rcond = _core.rankrls_primal_graph(X, g.head, g.tail, g.weight, g.target, alphas, n_threads)
@@ -191,6 +187,13 @@ def solve_primal(problem, alphas, n_threads):
         W, rcond = _core.rankrls_primal_scores(X, gi.order, gi.offsets, problem.pair_weight(),
                                                problem.targets_grouped(), alphas, n_threads)
     return Fit("primal", coef=_checked(W, rcond, alphas.size))
+
+
+def _tie_normal_equations(problem, Z):
+    """Z^T L Z and Z^T L Y with the tie-excluding L = S^2 (rows of Z in the caller's order)."""
+    cells = problem.cells
+    SZ = problem.apply_S_cells(cells.take(Z))
+    return SZ.T @ SZ, SZ.T @ problem.apply_S_cells(cells.take(problem.Y))
 
 
 def _centred_features(X):
@@ -228,17 +231,14 @@ def solve_dual(problem, spec, alphas, n_threads):
         del K
         G = np.asfortranarray(problem.apply_S_cells(SK.T))
         del SK
-        U, rcond = _core.solve_shifted_system(G, np.asfortranarray(problem.apply_S_cells(cells.take(problem.Y))),
+        A, rcond = _core.solve_shifted_system(G, np.asfortranarray(problem.apply_S_cells(cells.take(problem.Y))),
                                               alphas)
         del G
-        U = _checked(U, rcond, alphas.size)
-        A = cells.untake(np.stack([problem.apply_S_cells(u) for u in U]), axis=1)
     elif problem.is_graph:
         g = problem.graph
         K = _train_kernel(problem, spec, n_threads)
         A, rcond = _core.rankrls_dual_graph(K, g.head, g.tail, g.weight, g.target, alphas, n_threads)
         del K
-        A = _checked(A, rcond, alphas.size)
     else:
         gi = problem.groups
         Kg = _train_kernel(problem, spec, n_threads, None if gi.is_identity else gi.order)
@@ -248,7 +248,9 @@ def solve_dual(problem, spec, alphas, n_threads):
         A, rcond = dual_scores(Kg, gi.order, gi.offsets, problem.pair_weight(), problem.targets_grouped(), alphas,
                                n_threads)
         del Kg
-        A = _checked(A, rcond, alphas.size)
+    A = _checked(A, rcond, alphas.size)
+    if problem.exclude_ties:  # A = S u
+        A = problem.cells.untake(np.stack([problem.apply_S_cells(u) for u in A]), axis=1)
     X_fit = None if spec.precomputed else problem.X
     # linear kernel: W = X^T A (eq. 27), X centred as for the kernel (1^T A = 0): no cancellation under an offset
     coef = np.stack([_centred_features(problem.X).T @ a for a in A]) if spec.linear else None
@@ -511,9 +513,7 @@ def _basis_coefficients(problem, spec, alphas, basis, n_threads):
     KRR = np.asfortranarray(0.5 * (KRR + KRR.T))
     if problem.exclude_ties:
         # eq. 41 with the tie-excluding L = S^2: (K_R^T L K_R + alpha K_RR) a = K_R^T L y
-        cells = problem.cells
-        SK = problem.apply_S_cells(cells.take(np.asarray(KRt)))
-        G, g = SK.T @ SK, SK.T @ problem.apply_S_cells(cells.take(problem.Y))
+        G, g = _tie_normal_equations(problem, np.asarray(KRt))
         out = []
         for a in alphas:
             H = 0.5 * ((G + a * KRR) + (G + a * KRR).T)

@@ -27,7 +27,7 @@ from ._kernels import kernel_block
 from ._memory import check_dense_memory
 from ._problem import PreferenceGraph, RankingProblem
 from ._sparse import as_csr, issparse, take_rows
-from ._validation import as_float_matrix, check_alpha, check_alphas, check_n_jobs, group_index
+from ._validation import as_float_matrix, check_alpha, check_alphas, check_n_jobs, check_real, group_index
 from .exceptions import ConvergenceWarning, IllConditionedWarning
 
 __all__ = [
@@ -274,12 +274,6 @@ def default_max_iter(n_features):
     return int(max(1, min(10 * int(n_features), 5000)))
 
 
-def _check_tol(tol):
-    if isinstance(tol, (bool, np.bool_)) or not isinstance(tol, numbers.Real) or not np.isfinite(tol) or tol < 0:
-        raise ValueError(f"tol must be a finite number >= 0, got {tol!r}")
-    return float(tol)
-
-
 def _check_max_iter(max_iter, n_features):
     if max_iter is None:
         return default_max_iter(n_features)
@@ -386,7 +380,7 @@ def solve_cg(problem, alpha, *, tol=1e-6, max_iter=None, x0=None, preconditioner
              callback=None, transpose_copy=False, warn=True):
     """Linear RankRLS by conjugate gradient in the primal (Sect. 4.3); one alpha."""
     alpha, n = check_alpha(alpha), problem.n_features
-    args = dict(tol=_check_tol(tol), max_iter=_check_max_iter(max_iter, n), x0=_check_x0(x0, n, problem.n_outputs),
+    args = dict(tol=check_real(tol, "tol", "a finite number >= 0", lambda v: v >= 0), max_iter=_check_max_iter(max_iter, n), x0=_check_x0(x0, n, problem.n_outputs),
                 precond=_check_preconditioner(preconditioner), callback=callback, warn=warn)
     if problem.exclude_ties:
         res = _run_cg_ties(problem, alpha, **args)

@@ -601,8 +601,6 @@ class HoldoutEngine(_OnProblem):
     Yg = property(lambda self: self.dual.Yg)
     c = property(lambda self: self.dual.c)
     alpha = property(lambda self: self.spec.alpha_for(self.m))
-    alpha_for = property(lambda self: self.spec.alpha_for)  # the alpha of a model retrained on n_train rows
-    P = property(lambda self: self.dual.P)  # engine.P(): K S V of the dense route
 
     def prepare_grid(self, n_alphas):
         """Route a grid of ``n_alphas`` values: share one spectral factor when the grid is large."""
@@ -698,7 +696,7 @@ class HoldoutEngine(_OnProblem):
         return out[..., 0] if self.one_d else out
 
     def _lpo_alpha(self, alpha):
-        return self.alpha_for(self.m - 2) if alpha is None else alpha
+        return self.spec.alpha_for(self.m - 2) if alpha is None else alpha
 
     def lpo(self, pairs, alpha=None):
         """(n_pairs, 2) or (n_pairs, 2, v) held-out predictions (Lemma 2, eqs. 34-39)."""
@@ -745,7 +743,7 @@ class HoldoutEngine(_OnProblem):
             out = np.empty((starts[-1], self.Y.shape[1]))
             for size in np.unique(sizes):
                 which = np.flatnonzero(sizes == size)
-                part = self.holdout([sets[k] for k in which], self.alpha_for(self.m - int(size)))
+                part = self.holdout([sets[k] for k in which], self.spec.alpha_for(self.m - int(size)))
                 for at, k in zip(range(0, part.shape[0], int(size)), which):
                     out[starts[k]:starts[k + 1]] = part[at:at + size]
             return out

@@ -238,12 +238,18 @@ class RankingProblem:
         of Sect. 2.4: each edge weighted by the inverse of the number of its query's edges), so
         that every query still weighs 1 in total."""
         if self.exclude_ties and self.weighting == "per_query":
-            t = self.cells.sizes.astype(np.float64)
-            tied = np.bincount(self._cell_groups(), weights=t * (t - 1.0) / 2.0, minlength=self.groups.n_groups)
-            n = self.groups.sizes.astype(np.float64)
-            edges = n * (n - 1.0) / 2.0 - tied
+            edges = self._edges()
             return np.where(edges > 0, 1.0 / np.maximum(edges, 1.0), 1.0)
         return pair_weights(self.groups.sizes, self.weighting)
+
+    def _edges(self):
+        """The relevant pairs of every group: all its pairs, less the tied ones with ``exclude_ties``."""
+        n = self.groups.sizes.astype(np.float64)
+        edges = n * (n - 1.0) / 2.0
+        if self.exclude_ties:
+            t = self.cells.sizes.astype(np.float64)
+            edges -= np.bincount(self._cell_groups(), weights=t * (t - 1.0) / 2.0, minlength=self.groups.n_groups)
+        return edges
 
     def targets_grouped(self):
         """Y with rows in group order, Fortran-ordered."""
@@ -289,14 +295,7 @@ class RankingProblem:
 
     def n_relevant_pairs(self):
         """Number of relevant pairs (edges of a graph, with multiplicity)."""
-        if self.is_graph:
-            return int(self.graph.head.size)
-        n = self.groups.sizes.astype(np.int64)
-        pairs = int(np.sum(n * (n - 1) // 2))
-        if self.exclude_ties:
-            t = self.cells.sizes.astype(np.int64)
-            pairs -= int(np.sum(t * (t - 1) // 2))
-        return pairs
+        return int(self.graph.head.size) if self.is_graph else int(self._edges().sum())
 
     def laplacian_args(self):
         """Keyword arguments that describe L to the C++ solvers working in the caller's row order."""

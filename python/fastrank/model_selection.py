@@ -183,7 +183,7 @@ def mprank_loo_approximation(estimator, X, y):
     m, alpha = prob.m, prob.alpha
     yv = prob.Y[:, 0]
     V, sigma = prob.decompose()
-    P = prob.P()
+    P = prob.dual.P()
     s = np.sqrt(m * prob.dual.c)
     SV = s * (V - V.mean(axis=0))
     U = (P / (sigma + alpha)) @ SV.T  # hat matrix: f = U y, rows sum to zero

@@ -176,19 +176,21 @@ def _tie_cells(Y, gi):
     return group_index(combined, Y.shape[0])
 
 
-class RankingProblem:
+class RankingProblem(NamedTuple):
     """Validated features ``X`` (dense, CSR, or a precomputed (m, m) kernel), targets ``Y`` (m, v)
     Fortran-ordered (None for a preference graph), and the pair structure.  Build it with
     :meth:`from_scores` or :meth:`from_preferences`; it is read-only afterwards."""
 
-    __slots__ = ("X", "Y", "one_d", "groups", "grouped", "weighting", "graph", "precomputed", "cells")
-
-    def __init__(self, X, Y, one_d, groups, grouped, weighting, graph, precomputed, cells=None):
-        self.X, self.Y, self.one_d = X, Y, one_d
-        self.groups, self.grouped, self.weighting = groups, grouped, weighting
-        self.graph, self.precomputed = graph, precomputed
-        # exclude_ties: rows grouped by (group, target value); tied pairs carry no preference
-        self.cells = cells
+    X: object
+    Y: object
+    one_d: bool
+    groups: object
+    grouped: bool
+    weighting: str
+    graph: object
+    precomputed: bool
+    # exclude_ties: rows grouped by (group, target value); tied pairs carry no preference
+    cells: object = None
 
     # -- construction ---------------------------------------------------------------------------
     @classmethod
@@ -219,8 +221,7 @@ class RankingProblem:
 
     def with_features(self, X):
         """The same pair structure and targets over other features (e.g. sparse X densified)."""
-        return RankingProblem(X, self.Y, self.one_d, self.groups, self.grouped, self.weighting, self.graph,
-                              self.precomputed, self.cells)
+        return self._replace(X=X)
 
     # -- shape ------------------------------------------------------------------------------------
     m = property(lambda self: self.X.shape[0])

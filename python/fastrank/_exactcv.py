@@ -22,7 +22,7 @@ from ._kernels import kernel_block, resolve_kernel
 from ._memory import check_dense_memory
 from ._problem import PreferenceGraph, RankingProblem, check_weighting
 from ._progress import stage
-from ._solvers import Fit, _by_alpha, _centred_features, select_basis
+from ._solvers import Fit, _by_alpha, _centred_features, check_indices, select_basis
 from ._sparse import issparse, take_rows
 from ._threads import compute_region, threads_for_work
 from ._validation import check_alpha, check_n_jobs
@@ -792,22 +792,7 @@ def check_sets(sets, m, *, min_train=2):
     at least ``min_train`` training inputs."""
     checked = []
     for k, s in enumerate(sets):
-        s = np.asarray(s)
-        if s.dtype == bool:
-            if s.shape != (m,):
-                raise ValueError(f"boolean hold-out mask {k} must have shape ({m},)")
-            s = np.flatnonzero(s)
-        if s.ndim != 1:
-            raise ValueError(f"hold-out set {k} must be a 1-D array of indices")
-        if s.size and not np.issubdtype(s.dtype, np.integer):
-            raise ValueError(f"hold-out set {k} must contain integer indices")
-        s = s.astype(np.int64)
-        if s.size == 0:
-            raise ValueError(f"hold-out set {k} is empty")
-        if s.min() < 0 or s.max() >= m:
-            raise ValueError(f"hold-out set {k} has indices outside [0, {m})")
-        if np.unique(s).size != s.size:
-            raise ValueError(f"hold-out set {k} repeats an index")
+        s = check_indices(s, m, f"hold-out set {k}")
         if m - s.size < min_train:
             raise ValueError(f"hold-out set {k} leaves fewer than {min_train} training inputs (no training pairs)")
         checked.append(s)

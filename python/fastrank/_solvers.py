@@ -33,7 +33,7 @@ from .exceptions import ConvergenceWarning, IllConditionedWarning
 __all__ = [
     "Fit", "CGResult", "SOLVERS", "choose_solver", "densify",
     "solve_dual", "solve_primal", "solve_cg", "solve_cg_path", "solve_basis",
-    "fit_cg", "fit_basis", "select_basis", "basis_primal_weights", "default_max_iter", "one_conditioning_warning",
+    "fit_cg", "fit_basis", "select_basis", "check_indices", "basis_primal_weights", "default_max_iter", "one_conditioning_warning",
     "solve_assembled_primal", "solve_assembled_basis",
 ]
 
@@ -471,19 +471,26 @@ def select_basis(n_rows, basis_vectors, random_state=None):
             return np.arange(n_rows, dtype=np.int64)
         rng = check_random_state(random_state)
         return np.sort(rng.choice(n_rows, size=r, replace=False)).astype(np.int64)
-    idx = np.asarray(basis_vectors)
+    return check_indices(basis_vectors, n_rows, "basis_vectors (a positive int or row indices)", negative=True)
+
+
+def check_indices(idx, n, name, *, negative=False):
+    """Row indices (integers, or a boolean mask of ``n`` entries) as a non-empty int64 array in [0, n) without
+    repeats; with ``negative``, -n..-1 count from the end."""
+    idx = np.asarray(idx)
     if idx.dtype == bool:
-        if idx.shape != (n_rows,):
-            raise ValueError("a boolean basis_vectors mask must have one entry per training row")
+        if idx.shape != (n,):
+            raise ValueError(f"{name} as a boolean mask must have shape ({n},), one entry per row")
         idx = np.flatnonzero(idx)
     if idx.ndim != 1 or idx.size == 0 or not np.issubdtype(idx.dtype, np.integer):
-        raise ValueError("basis_vectors must be a positive int or a non-empty 1-D array of row indices")
+        raise ValueError(f"{name} must be a non-empty 1-D array of integer row indices")
     idx = idx.astype(np.int64)
-    if idx.min() < -n_rows or idx.max() >= n_rows:
-        raise ValueError(f"basis_vectors indices must lie in [0, {n_rows})")
-    idx = np.where(idx < 0, idx + n_rows, idx)
+    low = -n if negative else 0
+    if idx.min() < low or idx.max() >= n:
+        raise ValueError(f"{name} has indices outside [{low}, {n})")
+    idx = np.where(idx < 0, idx + n, idx)
     if np.unique(idx).size != idx.size:
-        raise ValueError("basis_vectors contains duplicate indices")
+        raise ValueError(f"{name} repeats an index")
     return idx
 
 

@@ -219,10 +219,6 @@ class RankingProblem(NamedTuple):
         graph = PreferenceGraph.from_pairs(pairs, magnitudes, cost, X.shape[0], weights)
         return cls(X, None, True, None, False, "unweighted", graph, precomputed)
 
-    def with_features(self, X):
-        """The same pair structure and targets over other features (e.g. sparse X densified)."""
-        return self._replace(X=X)
-
     # -- shape ------------------------------------------------------------------------------------
     m = property(lambda self: self.X.shape[0])
     n_features = property(lambda self: self.X.shape[1])

@@ -144,7 +144,7 @@ def densify(problem):
     """Sparse X for an explicitly dense solver, behind the memory guard."""
     X = problem.X
     check_dense_memory(X.shape[0], 1, "dense copy of the sparse input X", n_cols=X.shape[1])
-    return problem.with_features(X.toarray())
+    return problem._replace(X=X.toarray())  # the same pair structure and targets
 
 
 # ---- Dense solvers: dual (eq. 17) and primal (eq. 28), one alpha or a path (eq. 31) ----------------

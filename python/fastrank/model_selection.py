@@ -228,10 +228,6 @@ class Factorization:
     def __init__(self, engine, estimator):
         self._engine, self._estimator = engine, estimator
 
-    @property
-    def n_samples(self):
-        return self._engine.m
-
     def leave_pair_out(self, pairs=None, *, alpha=None, return_pairs=False):
         eng = self._engine
         if pairs is None and not return_pairs:  # all pairs, not listed where the route allows

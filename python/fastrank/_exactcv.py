@@ -353,16 +353,16 @@ class TieExcludedRoute(_Route):
         self._alpha = None
 
     def _local_cells(self, rows):
-        """Tie cells of the group-order rows ``rows`` as codes 0..T-1."""
-        return np.unique(self.cell[rows], return_inverse=True)[1].reshape(-1)
+        """Tie cells of the group-order rows ``rows`` as codes 0..T-1, and their (|rows|, T) indicator matrix."""
+        cl = np.unique(self.cell[rows], return_inverse=True)[1].reshape(-1)
+        return cl, np.eye(cl.max() + 1)[cl]
 
     def _laplacian_rows(self, q, chunk, A):
         """Rows ``chunk`` (local) of L_q A_q for group q, without forming L_q: W A = w (1 1^T A - sum_t 1_t 1_t^T
         A), degrees w (n - n_t)."""
         rows = self.blocks[q]
         Aq = A[rows[0]:rows[-1] + 1] if rows.size else A[:0]  # the group's rows: a view (groups are contiguous)
-        cl = self._local_cells(rows)
-        ind = np.eye(cl.max() + 1)[cl]
+        cl, ind = self._local_cells(rows)
         csum = ind.T @ Aq
         deg = rows.size - ind.sum(axis=0)[cl[chunk]]
         return self.weight[q] * (deg[:, None] * Aq[chunk] - csum.sum(axis=0)[None] + csum[cl[chunk]])
@@ -467,8 +467,7 @@ class TieExcludedRoute(_Route):
         """Leave-pair-out predictions (p, 2, v) of the pairs ``local`` (indices inside group q)."""
         B, KHE, KHb = self._group_terms((q,))
         n, w = B.size, float(self.weight[q])
-        cl = self._local_cells(B).astype(np.int32)
-        ind = np.eye(cl.max() + 1)[cl]  # (n, T) cell indicators
+        cl, ind = self._local_cells(B)
         yB = self.Yg[B]
         KHE1, KHEc = KHE.sum(axis=1), KHE @ ind
         out = np.empty((local.shape[0], 2, yB.shape[1]))

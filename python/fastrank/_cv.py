@@ -53,14 +53,6 @@ def _check_scoring(scoring):
     raise ValueError(f"{usage}; got {scoring!r}")
 
 
-def _lpo_pairs(engine):
-    """The default pairs of a leave-pair-out, checked to leave training pairs."""
-    pairs = engine.training_pairs()
-    if pairs.shape[0] == 0:
-        raise ValueError("no pairs to leave out (every group has fewer than two members)")
-    return pairs
-
-
 class _ExactCVSearch(KernelMixin, Ranker):
     """A parameter grid scored by exact cross-validation, then the best model solved from the same factorization."""
 
@@ -167,7 +159,7 @@ class RankRLSCV(_ExactCVSearch):
         scores = np.empty(alphas.size)
         bar = progress.iterate(range(alphas.size), desc="RankRLSCV", unit="alpha", verbose=self.verbose)
         if is_lpo:
-            pairs = _lpo_pairs(prob)
+            pairs = prob.training_pairs(required=True)
             for k in bar:
                 dis = prob.lpo_disagreement(pairs, float(alphas[k]))
                 if not np.all(np.isfinite(dis)):
@@ -238,7 +230,7 @@ class MPRankCV(_ExactCVSearch):
         base = self._base()
         check_features(X, precomputed=self._precomputed(), min_rows=3)  # MPRank takes dense X only
         prob = engine_for(base.set_params(C=float(Cs[0])), X, y, groups, min_rows=3, verbose=self.verbose)
-        pairs = _lpo_pairs(prob)
+        pairs = prob.training_pairs(required=True)
         prob.prepare_grid(Cs.size)
         i, j = pairs[:, 0], pairs[:, 1]
         dy = (prob.Y[j] - prob.Y[i]).reshape(pairs.shape[0], -1)

@@ -25,7 +25,7 @@ from ._progress import stage
 from ._solvers import Fit, _by_alpha, _centred_features, check_indices, select_basis
 from ._sparse import issparse, take_rows
 from ._threads import compute_region, threads_for_work
-from ._validation import check_alpha, check_n_jobs
+from ._validation import check_alpha, check_n_jobs, pair_disagreement
 
 __all__ = ["CVSpec", "spec_of", "HoldoutEngine", "engine_for", "resolve_folds", "check_sets", "PreferenceRoute"]
 
@@ -532,17 +532,6 @@ class TieExcludedRoute(_Route):
         return self.groups.untake(self._Hb)
 
 
-def _pair_disagreement(pred, Y, pairs):
-    """Disagreement per output column of (n_pairs, 2 * v) pair predictions (ties count 1/2)."""
-    P = pred.reshape(pairs.shape[0], 2, -1)
-    dp = P[:, 0] - P[:, 1]
-    dt = Y[pairs[:, 0]] - Y[pairs[:, 1]]
-    valid = dt != 0
-    wrong = (dp * dt < 0) + 0.5 * (dp == 0)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return (wrong * valid).sum(axis=0) / valid.sum(axis=0)
-
-
 class HoldoutEngine(_OnProblem):
     """The route policy (:meth:`_route`: a feature map, ``exclude_ties`` or the dense :class:`DualRoute`, which takes
     one Cholesky factor per alpha until a spectral factor exists, :meth:`decompose`) on one training problem.
@@ -666,9 +655,12 @@ class HoldoutEngine(_OnProblem):
                                      "groups; leave-pair-out with groups holds out pairs of one group")
         return pairs
 
-    def training_pairs(self, pairs=None):
-        """``pairs`` checked (:meth:`check_pairs`; default :meth:`default_pairs`), each leaving a training pair."""
+    def training_pairs(self, pairs=None, *, required=False):
+        """``pairs`` checked (:meth:`check_pairs`; default :meth:`default_pairs`), each leaving a training pair;
+        ``required``: at least one pair (a score of held-out pairs needs one)."""
         pairs = self.default_pairs() if pairs is None else self.check_pairs(pairs)
+        if required and pairs.shape[0] == 0:
+            raise ValueError("no pairs to leave out (every group has fewer than two members)")
         self.check_pairs_leave_training(pairs)
         return pairs
 
@@ -723,12 +715,12 @@ class HoldoutEngine(_OnProblem):
         return self.shaped(self.feature.lpo_all_pairs(self._lpo_alpha(alpha)).reshape(n_pairs, 2, self.Y.shape[1]))
 
     def lpo_disagreement(self, pairs, alpha=None):
-        """Pairwise disagreement of the leave-pair-out predictions per output column."""
+        """Pairwise disagreement of the leave-pair-out predictions per output column (``pairs`` not empty)."""
         alpha, pairs = self._lpo_alpha(alpha), np.ascontiguousarray(pairs, dtype=np.int64)
         route = self._route()
         if route is self.dual:
             return route.lpo(pairs, alpha, disagreement=True)
-        return _pair_disagreement(route.lpo(pairs, alpha), self.Y, pairs)
+        return pair_disagreement(route.lpo(pairs, alpha).reshape(pairs.shape[0], 2, -1), self.Y[pairs])
 
     # ---- hold-out sets -----------------------------------------------------------------------------
     def holdout(self, sets, alpha=None):

@@ -144,7 +144,7 @@ def permutation_test_lpo(estimator, X, y, n_permutations=100, random_state=None,
         cols.append(y[perm].astype(np.float64))
     Y = np.column_stack(cols)
     prob = engine_for(estimator, X, Y, groups, min_rows=3, verbose=verbose)
-    pairs = prob.training_pairs()
+    pairs = prob.training_pairs(required=True)
     with stage(f"leave-pair-out AUC of y and {n_permutations} permutations", verbose=verbose):
         scores = prob.lpo_disagreement(pairs)
     auc = 1.0 - scores

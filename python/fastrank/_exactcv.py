@@ -609,7 +609,7 @@ class HoldoutEngine(_OnProblem):
             return None
         if self.low_rank:
             return Fit("primal", coef=self.dual.solve_primal(alpha)[None])
-        A = self.tie.solve(alpha) if self.spec.exclude_ties else self.dual.solve(alpha)
+        A = self._route().solve(alpha)  # tie-excluded or dense: no feature map here
         X = self.problem.X
         coef = np.asarray(_centred_features(X).T @ A)[None] if self.kspec.linear else None
         return Fit("dual", coef=coef, dual_coef=A[None], X_fit=None if self.kspec.precomputed else X)

@@ -27,13 +27,14 @@ from ._kernels import kernel_block
 from ._memory import check_dense_memory
 from ._problem import PreferenceGraph, RankingProblem
 from ._sparse import as_csr, issparse, take_rows
-from ._validation import as_float_matrix, check_alpha, check_alphas, check_n_jobs, check_real, group_index
+from ._validation import as_float_matrix, check_alpha, check_alphas, check_int, check_n_jobs, check_real, group_index
 from .exceptions import ConvergenceWarning, IllConditionedWarning
 
 __all__ = [
     "Fit", "CGResult", "SOLVERS", "choose_solver", "densify",
     "solve_dual", "solve_primal", "solve_cg", "solve_cg_path", "solve_basis",
-    "fit_cg", "fit_basis", "select_basis", "check_indices", "basis_primal_weights", "default_max_iter", "one_conditioning_warning",
+    "fit_cg", "fit_basis", "select_basis", "check_indices", "basis_primal_weights", "default_max_iter",
+    "one_conditioning_warning",
     "solve_assembled_primal", "solve_assembled_basis",
 ]
 
@@ -274,14 +275,6 @@ def default_max_iter(n_features):
     return int(max(1, min(10 * int(n_features), 5000)))
 
 
-def _check_max_iter(max_iter, n_features):
-    if max_iter is None:
-        return default_max_iter(n_features)
-    if isinstance(max_iter, (bool, np.bool_)) or not isinstance(max_iter, numbers.Integral) or max_iter < 1:
-        raise ValueError(f"max_iter must be None or a positive integer, got {max_iter!r}")
-    return int(max_iter)
-
-
 def _check_preconditioner(preconditioner):
     if preconditioner is None or preconditioner is False:
         return False
@@ -380,8 +373,10 @@ def solve_cg(problem, alpha, *, tol=1e-6, max_iter=None, x0=None, preconditioner
              callback=None, transpose_copy=False, warn=True):
     """Linear RankRLS by conjugate gradient in the primal (Sect. 4.3); one alpha."""
     alpha, n = check_alpha(alpha), problem.n_features
-    args = dict(tol=check_real(tol, "tol", "a finite number >= 0", lambda v: v >= 0), max_iter=_check_max_iter(max_iter, n), x0=_check_x0(x0, n, problem.n_outputs),
-                precond=_check_preconditioner(preconditioner), callback=callback, warn=warn)
+    args = dict(tol=check_real(tol, "tol", "a finite number >= 0", lambda v: v >= 0),
+                max_iter=default_max_iter(n) if max_iter is None else check_int(max_iter, "max_iter", low=1),
+                x0=_check_x0(x0, n, problem.n_outputs), precond=_check_preconditioner(preconditioner),
+                callback=callback, warn=warn)
     if problem.exclude_ties:
         res = _run_cg_ties(problem, alpha, **args)
     else:

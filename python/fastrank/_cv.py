@@ -53,16 +53,13 @@ def _check_scoring(scoring):
     raise ValueError(f"{usage}; got {scoring!r}")
 
 
-def _lpo_pairs(engine):
-    """The default pairs of a leave-pair-out, checked to leave training pairs."""
-    pairs = engine.training_pairs()
-    if pairs.shape[0] == 0:
-        raise ValueError("no pairs to leave out (every group has fewer than two members)")
-    return pairs
-
-
 class _ExactCVSearch(KernelMixin, Ranker):
     """A parameter grid scored by exact cross-validation, then the best model solved from the same factorization."""
+
+    def _base(self):
+        """The searched estimator with this search's model parameters (``verbose`` stays with the search)."""
+        names = set(self._searched._get_param_names()) - {"verbose"}
+        return self._searched(**{k: v for k, v in self.get_params(deep=False).items() if k in names})
 
     def _keep_best(self, engine, base, name, grid, scores, what, greater_is_better=False):
         """Keep the best value of ``grid`` as ``<name>_``, its score and ``base`` at it, solved from ``engine``."""
@@ -131,10 +128,7 @@ class RankRLSCV(_ExactCVSearch):
                  group_weighting="unweighted", exclude_ties=False, n_jobs=None, store_cv_predictions=True, verbose=0):
         self._store_params(locals())
 
-    def _base(self):
-        return RankRLS(kernel=self.kernel, gamma=self.gamma, degree=self.degree, coef0=self.coef0,
-                       group_weighting=self.group_weighting, exclude_ties=self.exclude_ties, n_jobs=self.n_jobs)
-
+    _searched = RankRLS
     _sparse_input = True
     _multi_output = True  # y (m, v): every output scored, alpha shared
 
@@ -165,7 +159,7 @@ class RankRLSCV(_ExactCVSearch):
         scores = np.empty(alphas.size)
         bar = progress.iterate(range(alphas.size), desc="RankRLSCV", unit="alpha", verbose=self.verbose)
         if is_lpo:
-            pairs = _lpo_pairs(prob)
+            pairs = prob.training_pairs(required=True)
             for k in bar:
                 dis = prob.lpo_disagreement(pairs, float(alphas[k]))
                 if not np.all(np.isfinite(dis)):
@@ -227,9 +221,7 @@ class MPRankCV(_ExactCVSearch):
     def __init__(self, Cs=None, *, kernel="linear", gamma=None, degree=3, coef0=1.0, n_jobs=None, verbose=0):
         self._store_params(locals())
 
-    def _base(self):
-        return MPRank(kernel=self.kernel, gamma=self.gamma, degree=self.degree, coef0=self.coef0, n_jobs=self.n_jobs)
-
+    _searched = MPRank
     _multi_output = True  # y (m, v): the cost summed over outputs, C shared
 
     def fit(self, X, y, groups=None):
@@ -238,7 +230,7 @@ class MPRankCV(_ExactCVSearch):
         base = self._base()
         check_features(X, precomputed=self._precomputed(), min_rows=3)  # MPRank takes dense X only
         prob = engine_for(base.set_params(C=float(Cs[0])), X, y, groups, min_rows=3, verbose=self.verbose)
-        pairs = _lpo_pairs(prob)
+        pairs = prob.training_pairs(required=True)
         prob.prepare_grid(Cs.size)
         i, j = pairs[:, 0], pairs[:, 1]
         dy = (prob.Y[j] - prob.Y[i]).reshape(pairs.shape[0], -1)

@@ -22,10 +22,10 @@ from ._kernels import kernel_block, resolve_kernel
 from ._memory import check_dense_memory
 from ._problem import PreferenceGraph, RankingProblem, check_weighting
 from ._progress import stage
-from ._solvers import Fit, _by_alpha, _centred_features, select_basis
+from ._solvers import Fit, _by_alpha, _centred_features, check_indices, select_basis
 from ._sparse import issparse, take_rows
 from ._threads import compute_region, threads_for_work
-from ._validation import check_alpha, check_n_jobs
+from ._validation import check_alpha, check_n_jobs, pair_disagreement
 
 __all__ = ["CVSpec", "spec_of", "HoldoutEngine", "engine_for", "resolve_folds", "check_sets", "PreferenceRoute"]
 
@@ -353,16 +353,16 @@ class TieExcludedRoute(_Route):
         self._alpha = None
 
     def _local_cells(self, rows):
-        """Tie cells of the group-order rows ``rows`` as codes 0..T-1."""
-        return np.unique(self.cell[rows], return_inverse=True)[1].reshape(-1)
+        """Tie cells of the group-order rows ``rows`` as codes 0..T-1, and their (|rows|, T) indicator matrix."""
+        cl = np.unique(self.cell[rows], return_inverse=True)[1].reshape(-1)
+        return cl, np.eye(cl.max() + 1)[cl]
 
     def _laplacian_rows(self, q, chunk, A):
         """Rows ``chunk`` (local) of L_q A_q for group q, without forming L_q: W A = w (1 1^T A - sum_t 1_t 1_t^T
         A), degrees w (n - n_t)."""
         rows = self.blocks[q]
         Aq = A[rows[0]:rows[-1] + 1] if rows.size else A[:0]  # the group's rows: a view (groups are contiguous)
-        cl = self._local_cells(rows)
-        ind = np.eye(cl.max() + 1)[cl]
+        cl, ind = self._local_cells(rows)
         csum = ind.T @ Aq
         deg = rows.size - ind.sum(axis=0)[cl[chunk]]
         return self.weight[q] * (deg[:, None] * Aq[chunk] - csum.sum(axis=0)[None] + csum[cl[chunk]])
@@ -467,8 +467,7 @@ class TieExcludedRoute(_Route):
         """Leave-pair-out predictions (p, 2, v) of the pairs ``local`` (indices inside group q)."""
         B, KHE, KHb = self._group_terms((q,))
         n, w = B.size, float(self.weight[q])
-        cl = self._local_cells(B).astype(np.int32)
-        ind = np.eye(cl.max() + 1)[cl]  # (n, T) cell indicators
+        cl, ind = self._local_cells(B)
         yB = self.Yg[B]
         KHE1, KHEc = KHE.sum(axis=1), KHE @ ind
         out = np.empty((local.shape[0], 2, yB.shape[1]))
@@ -533,17 +532,6 @@ class TieExcludedRoute(_Route):
         return self.groups.untake(self._Hb)
 
 
-def _pair_disagreement(pred, Y, pairs):
-    """Disagreement per output column of (n_pairs, 2 * v) pair predictions (ties count 1/2)."""
-    P = pred.reshape(pairs.shape[0], 2, -1)
-    dp = P[:, 0] - P[:, 1]
-    dt = Y[pairs[:, 0]] - Y[pairs[:, 1]]
-    valid = dt != 0
-    wrong = (dp * dt < 0) + 0.5 * (dp == 0)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return (wrong * valid).sum(axis=0) / valid.sum(axis=0)
-
-
 class HoldoutEngine(_OnProblem):
     """The route policy (:meth:`_route`: a feature map, ``exclude_ties`` or the dense :class:`DualRoute`, which takes
     one Cholesky factor per alpha until a spectral factor exists, :meth:`decompose`) on one training problem.
@@ -601,8 +589,6 @@ class HoldoutEngine(_OnProblem):
     Yg = property(lambda self: self.dual.Yg)
     c = property(lambda self: self.dual.c)
     alpha = property(lambda self: self.spec.alpha_for(self.m))
-    alpha_for = property(lambda self: self.spec.alpha_for)  # the alpha of a model retrained on n_train rows
-    P = property(lambda self: self.dual.P)  # engine.P(): K S V of the dense route
 
     def prepare_grid(self, n_alphas):
         """Route a grid of ``n_alphas`` values: share one spectral factor when the grid is large."""
@@ -623,7 +609,7 @@ class HoldoutEngine(_OnProblem):
             return None
         if self.low_rank:
             return Fit("primal", coef=self.dual.solve_primal(alpha)[None])
-        A = self.tie.solve(alpha) if self.spec.exclude_ties else self.dual.solve(alpha)
+        A = self._route().solve(alpha)  # tie-excluded or dense: no feature map here
         X = self.problem.X
         coef = np.asarray(_centred_features(X).T @ A)[None] if self.kspec.linear else None
         return Fit("dual", coef=coef, dual_coef=A[None], X_fit=None if self.kspec.precomputed else X)
@@ -669,9 +655,12 @@ class HoldoutEngine(_OnProblem):
                                      "groups; leave-pair-out with groups holds out pairs of one group")
         return pairs
 
-    def training_pairs(self, pairs=None):
-        """``pairs`` checked (:meth:`check_pairs`; default :meth:`default_pairs`), each leaving a training pair."""
+    def training_pairs(self, pairs=None, *, required=False):
+        """``pairs`` checked (:meth:`check_pairs`; default :meth:`default_pairs`), each leaving a training pair;
+        ``required``: at least one pair (a score of held-out pairs needs one)."""
         pairs = self.default_pairs() if pairs is None else self.check_pairs(pairs)
+        if required and pairs.shape[0] == 0:
+            raise ValueError("no pairs to leave out (every group has fewer than two members)")
         self.check_pairs_leave_training(pairs)
         return pairs
 
@@ -698,7 +687,7 @@ class HoldoutEngine(_OnProblem):
         return out[..., 0] if self.one_d else out
 
     def _lpo_alpha(self, alpha):
-        return self.alpha_for(self.m - 2) if alpha is None else alpha
+        return self.spec.alpha_for(self.m - 2) if alpha is None else alpha
 
     def lpo(self, pairs, alpha=None):
         """(n_pairs, 2) or (n_pairs, 2, v) held-out predictions (Lemma 2, eqs. 34-39)."""
@@ -726,12 +715,12 @@ class HoldoutEngine(_OnProblem):
         return self.shaped(self.feature.lpo_all_pairs(self._lpo_alpha(alpha)).reshape(n_pairs, 2, self.Y.shape[1]))
 
     def lpo_disagreement(self, pairs, alpha=None):
-        """Pairwise disagreement of the leave-pair-out predictions per output column."""
+        """Pairwise disagreement of the leave-pair-out predictions per output column (``pairs`` not empty)."""
         alpha, pairs = self._lpo_alpha(alpha), np.ascontiguousarray(pairs, dtype=np.int64)
         route = self._route()
         if route is self.dual:
             return route.lpo(pairs, alpha, disagreement=True)
-        return _pair_disagreement(route.lpo(pairs, alpha), self.Y, pairs)
+        return pair_disagreement(route.lpo(pairs, alpha).reshape(pairs.shape[0], 2, -1), self.Y[pairs])
 
     # ---- hold-out sets -----------------------------------------------------------------------------
     def holdout(self, sets, alpha=None):
@@ -745,7 +734,7 @@ class HoldoutEngine(_OnProblem):
             out = np.empty((starts[-1], self.Y.shape[1]))
             for size in np.unique(sizes):
                 which = np.flatnonzero(sizes == size)
-                part = self.holdout([sets[k] for k in which], self.alpha_for(self.m - int(size)))
+                part = self.holdout([sets[k] for k in which], self.spec.alpha_for(self.m - int(size)))
                 for at, k in zip(range(0, part.shape[0], int(size)), which):
                     out[starts[k]:starts[k + 1]] = part[at:at + size]
             return out
@@ -794,22 +783,7 @@ def check_sets(sets, m, *, min_train=2):
     at least ``min_train`` training inputs."""
     checked = []
     for k, s in enumerate(sets):
-        s = np.asarray(s)
-        if s.dtype == bool:
-            if s.shape != (m,):
-                raise ValueError(f"boolean hold-out mask {k} must have shape ({m},)")
-            s = np.flatnonzero(s)
-        if s.ndim != 1:
-            raise ValueError(f"hold-out set {k} must be a 1-D array of indices")
-        if s.size and not np.issubdtype(s.dtype, np.integer):
-            raise ValueError(f"hold-out set {k} must contain integer indices")
-        s = s.astype(np.int64)
-        if s.size == 0:
-            raise ValueError(f"hold-out set {k} is empty")
-        if s.min() < 0 or s.max() >= m:
-            raise ValueError(f"hold-out set {k} has indices outside [0, {m})")
-        if np.unique(s).size != s.size:
-            raise ValueError(f"hold-out set {k} repeats an index")
+        s = check_indices(s, m, f"hold-out set {k}")
         if m - s.size < min_train:
             raise ValueError(f"hold-out set {k} leaves fewer than {min_train} training inputs (no training pairs)")
         checked.append(s)

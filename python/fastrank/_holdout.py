@@ -147,7 +147,7 @@ def _pair_weights(sizes, normalized, pair_weight):
 
 def _core_args(Phi, Y, codes, n_groups, normalized, pair_weight, groups):
     """The dense rows of ``Phi``, ``Y`` as (m, v), the core's groups (order, offsets) of ``codes`` 0..n_groups-1
-    (``groups``, their GroupIndex, as it is when given) and the pair weight c_q of every group."""
+    (``groups``, their GroupIndex, as it is when given) and the pair weight c_q of every group; and that GroupIndex."""
     m = Phi.shape[0]
     Y = _check_y(Y, m)
     gi = groups
@@ -160,14 +160,14 @@ def _core_args(Phi, Y, codes, n_groups, normalized, pair_weight, groups):
             raise ValueError(f"codes must name every group 0..{n_groups - 1} at least once")
     weight = np.ascontiguousarray(_pair_weights(gi.sizes, normalized, pair_weight), dtype=np.float64)
     rows = np.ascontiguousarray(Phi.toarray() if sp.issparse(Phi) else Phi, dtype=np.float64)
-    return rows, np.ascontiguousarray(Y), gi.order, gi.offsets, weight
+    return (rows, np.ascontiguousarray(Y), gi.order, gi.offsets, weight), gi
 
 
 def feature_leave_group_out(Phi, Y, codes, n_groups, alpha, *, normalized=False, pair_weight=None, n_threads=1,
                             groups=None):
     """Leave-one-group-out predictions (m, v) in original row order: one Cholesky factor of the p x p system, then a
     rank-n_q (Woodbury) update per group in C++, O(m p^2 + sum_q n_q^2 p) (fastrank/feature_cv.hpp)."""
-    args = _core_args(Phi, Y, codes, n_groups, normalized, pair_weight, groups)
+    args, _ = _core_args(Phi, Y, codes, n_groups, normalized, pair_weight, groups)
     return _core.cv_feature_leave_group_out(*args, float(alpha), int(n_threads))
 
 
@@ -176,15 +176,9 @@ def feature_leave_pair_out(Phi, Y, codes, n_groups, alpha, pairs, *, normalized=
     """Leave-pair-out predictions (n_pairs, 2, v): one p x p factor per group with pairs (the group scaled by (n_q -
     2)/n_q), then O(v) per pair from the hat-matrix entries of its group, in C++ (fastrank/feature_cv.hpp); pairs must
     lie in one group each (validated by the caller)."""
-    args = _core_args(Phi, Y, codes, n_groups, normalized, pair_weight, groups)
-    m, order = Phi.shape[0], args[2]
+    args, gi = _core_args(Phi, Y, codes, n_groups, normalized, pair_weight, groups)
     pairs = np.ascontiguousarray(np.asarray(pairs, dtype=np.int64).reshape(-1, 2))
-    if np.any(order != np.arange(m)):  # pair rows -> positions in group order
-        position = np.empty(m, dtype=np.int64)
-        position[order] = np.arange(m, dtype=np.int64)
-        pairs_at = np.ascontiguousarray(position[pairs])
-    else:
-        pairs_at = pairs
+    pairs_at = pairs if gi.is_identity else np.ascontiguousarray(gi.inverse[pairs])  # positions in group order
     out = _core.cv_feature_leave_pair_out(*args, float(alpha), pairs_at, int(n_threads))
     return out.reshape(pairs.shape[0], 2, args[1].shape[1])
 
@@ -194,5 +188,5 @@ def feature_leave_all_pairs_out(Phi, Y, codes, n_groups, alpha, *, normalized=Fa
     """Leave-pair-out predictions (n_pairs, 2, v) of every pair of rows i < j inside each group, in lexicographic
     order, without listing the pairs: the hat block of a group a block of columns at a time and one vectorized loop
     per row's pairs, in C++ (fastrank/feature_cv.hpp)."""
-    args = _core_args(Phi, Y, codes, n_groups, normalized, pair_weight, groups)
+    args, _ = _core_args(Phi, Y, codes, n_groups, normalized, pair_weight, groups)
     return _core.cv_feature_leave_all_pairs_out(*args, float(alpha), int(n_threads)).reshape(-1, 2, args[1].shape[1])

@@ -176,19 +176,21 @@ def _tie_cells(Y, gi):
     return group_index(combined, Y.shape[0])
 
 
-class RankingProblem:
+class RankingProblem(NamedTuple):
     """Validated features ``X`` (dense, CSR, or a precomputed (m, m) kernel), targets ``Y`` (m, v)
     Fortran-ordered (None for a preference graph), and the pair structure.  Build it with
     :meth:`from_scores` or :meth:`from_preferences`; it is read-only afterwards."""
 
-    __slots__ = ("X", "Y", "one_d", "groups", "grouped", "weighting", "graph", "precomputed", "cells")
-
-    def __init__(self, X, Y, one_d, groups, grouped, weighting, graph, precomputed, cells=None):
-        self.X, self.Y, self.one_d = X, Y, one_d
-        self.groups, self.grouped, self.weighting = groups, grouped, weighting
-        self.graph, self.precomputed = graph, precomputed
-        # exclude_ties: rows grouped by (group, target value); tied pairs carry no preference
-        self.cells = cells
+    X: object
+    Y: object
+    one_d: bool
+    groups: object
+    grouped: bool
+    weighting: str
+    graph: object
+    precomputed: bool
+    # exclude_ties: rows grouped by (group, target value); tied pairs carry no preference
+    cells: object = None
 
     # -- construction ---------------------------------------------------------------------------
     @classmethod
@@ -217,11 +219,6 @@ class RankingProblem:
         graph = PreferenceGraph.from_pairs(pairs, magnitudes, cost, X.shape[0], weights)
         return cls(X, None, True, None, False, "unweighted", graph, precomputed)
 
-    def with_features(self, X):
-        """The same pair structure and targets over other features (e.g. sparse X densified)."""
-        return RankingProblem(X, self.Y, self.one_d, self.groups, self.grouped, self.weighting, self.graph,
-                              self.precomputed, self.cells)
-
     # -- shape ------------------------------------------------------------------------------------
     m = property(lambda self: self.X.shape[0])
     n_features = property(lambda self: self.X.shape[1])
@@ -238,12 +235,18 @@ class RankingProblem:
         of Sect. 2.4: each edge weighted by the inverse of the number of its query's edges), so
         that every query still weighs 1 in total."""
         if self.exclude_ties and self.weighting == "per_query":
-            t = self.cells.sizes.astype(np.float64)
-            tied = np.bincount(self._cell_groups(), weights=t * (t - 1.0) / 2.0, minlength=self.groups.n_groups)
-            n = self.groups.sizes.astype(np.float64)
-            edges = n * (n - 1.0) / 2.0 - tied
+            edges = self._edges()
             return np.where(edges > 0, 1.0 / np.maximum(edges, 1.0), 1.0)
         return pair_weights(self.groups.sizes, self.weighting)
+
+    def _edges(self):
+        """The relevant pairs of every group: all its pairs, less the tied ones with ``exclude_ties``."""
+        n = self.groups.sizes.astype(np.float64)
+        edges = n * (n - 1.0) / 2.0
+        if self.exclude_ties:
+            t = self.cells.sizes.astype(np.float64)
+            edges -= np.bincount(self._cell_groups(), weights=t * (t - 1.0) / 2.0, minlength=self.groups.n_groups)
+        return edges
 
     def targets_grouped(self):
         """Y with rows in group order, Fortran-ordered."""
@@ -289,14 +292,7 @@ class RankingProblem:
 
     def n_relevant_pairs(self):
         """Number of relevant pairs (edges of a graph, with multiplicity)."""
-        if self.is_graph:
-            return int(self.graph.head.size)
-        n = self.groups.sizes.astype(np.int64)
-        pairs = int(np.sum(n * (n - 1) // 2))
-        if self.exclude_ties:
-            t = self.cells.sizes.astype(np.int64)
-            pairs -= int(np.sum(t * (t - 1) // 2))
-        return pairs
+        return int(self.graph.head.size) if self.is_graph else int(self._edges().sum())
 
     def laplacian_args(self):
         """Keyword arguments that describe L to the C++ solvers working in the caller's row order."""

@@ -27,13 +27,14 @@ from ._kernels import kernel_block
 from ._memory import check_dense_memory
 from ._problem import PreferenceGraph, RankingProblem
 from ._sparse import as_csr, issparse, take_rows
-from ._validation import as_float_matrix, check_alpha, check_alphas, check_n_jobs, group_index
+from ._validation import as_float_matrix, check_alpha, check_alphas, check_int, check_n_jobs, check_real, group_index
 from .exceptions import ConvergenceWarning, IllConditionedWarning
 
 __all__ = [
     "Fit", "CGResult", "SOLVERS", "choose_solver", "densify",
     "solve_dual", "solve_primal", "solve_cg", "solve_cg_path", "solve_basis",
-    "fit_cg", "fit_basis", "select_basis", "basis_primal_weights", "default_max_iter", "one_conditioning_warning",
+    "fit_cg", "fit_basis", "select_basis", "check_indices", "basis_primal_weights", "default_max_iter",
+    "one_conditioning_warning",
     "solve_assembled_primal", "solve_assembled_basis",
 ]
 
@@ -144,7 +145,7 @@ def densify(problem):
     """Sparse X for an explicitly dense solver, behind the memory guard."""
     X = problem.X
     check_dense_memory(X.shape[0], 1, "dense copy of the sparse input X", n_cols=X.shape[1])
-    return problem.with_features(X.toarray())
+    return problem._replace(X=X.toarray())  # the same pair structure and targets
 
 
 # ---- Dense solvers: dual (eq. 17) and primal (eq. 28), one alpha or a path (eq. 31) ----------------
@@ -174,11 +175,7 @@ def solve_primal(problem, alphas, n_threads):
     X = problem.X
     check_dense_memory(X.shape[1], 1, "feature matrix X^T L X")
     if problem.exclude_ties:
-        cells = problem.cells
-        SX = problem.apply_S_cells(cells.take(X))
-        G = np.asfortranarray(SX.T @ SX)
-        R = np.asfortranarray(SX.T @ problem.apply_S_cells(cells.take(problem.Y)))
-        W, rcond = _core.solve_shifted_system(G, R, alphas)
+        W, rcond = _core.solve_shifted_system(*map(np.asfortranarray, _tie_normal_equations(problem, X)), alphas)
     elif problem.is_graph:
         g = problem.graph
         W, rcond = _core.rankrls_primal_graph(X, g.head, g.tail, g.weight, g.target, alphas, n_threads)
@@ -191,6 +188,13 @@ def solve_primal(problem, alphas, n_threads):
         W, rcond = _core.rankrls_primal_scores(X, gi.order, gi.offsets, problem.pair_weight(),
                                                problem.targets_grouped(), alphas, n_threads)
     return Fit("primal", coef=_checked(W, rcond, alphas.size))
+
+
+def _tie_normal_equations(problem, Z):
+    """Z^T L Z and Z^T L Y with the tie-excluding L = S^2 (rows of Z in the caller's order)."""
+    cells = problem.cells
+    SZ = problem.apply_S_cells(cells.take(Z))
+    return SZ.T @ SZ, SZ.T @ problem.apply_S_cells(cells.take(problem.Y))
 
 
 def _centred_features(X):
@@ -228,17 +232,14 @@ def solve_dual(problem, spec, alphas, n_threads):
         del K
         G = np.asfortranarray(problem.apply_S_cells(SK.T))
         del SK
-        U, rcond = _core.solve_shifted_system(G, np.asfortranarray(problem.apply_S_cells(cells.take(problem.Y))),
+        A, rcond = _core.solve_shifted_system(G, np.asfortranarray(problem.apply_S_cells(cells.take(problem.Y))),
                                               alphas)
         del G
-        U = _checked(U, rcond, alphas.size)
-        A = cells.untake(np.stack([problem.apply_S_cells(u) for u in U]), axis=1)
     elif problem.is_graph:
         g = problem.graph
         K = _train_kernel(problem, spec, n_threads)
         A, rcond = _core.rankrls_dual_graph(K, g.head, g.tail, g.weight, g.target, alphas, n_threads)
         del K
-        A = _checked(A, rcond, alphas.size)
     else:
         gi = problem.groups
         Kg = _train_kernel(problem, spec, n_threads, None if gi.is_identity else gi.order)
@@ -248,7 +249,9 @@ def solve_dual(problem, spec, alphas, n_threads):
         A, rcond = dual_scores(Kg, gi.order, gi.offsets, problem.pair_weight(), problem.targets_grouped(), alphas,
                                n_threads)
         del Kg
-        A = _checked(A, rcond, alphas.size)
+    A = _checked(A, rcond, alphas.size)
+    if problem.exclude_ties:  # A = S u
+        A = problem.cells.untake(np.stack([problem.apply_S_cells(u) for u in A]), axis=1)
     X_fit = None if spec.precomputed else problem.X
     # linear kernel: W = X^T A (eq. 27), X centred as for the kernel (1^T A = 0): no cancellation under an offset
     coef = np.stack([_centred_features(problem.X).T @ a for a in A]) if spec.linear else None
@@ -270,20 +273,6 @@ class CGResult(NamedTuple):
 def default_max_iter(n_features):
     """``max_iter=None`` means ``min(10 * n, 5000)`` iterations (CG is exact after n in exact arithmetic)."""
     return int(max(1, min(10 * int(n_features), 5000)))
-
-
-def _check_tol(tol):
-    if isinstance(tol, (bool, np.bool_)) or not isinstance(tol, numbers.Real) or not np.isfinite(tol) or tol < 0:
-        raise ValueError(f"tol must be a finite number >= 0, got {tol!r}")
-    return float(tol)
-
-
-def _check_max_iter(max_iter, n_features):
-    if max_iter is None:
-        return default_max_iter(n_features)
-    if isinstance(max_iter, (bool, np.bool_)) or not isinstance(max_iter, numbers.Integral) or max_iter < 1:
-        raise ValueError(f"max_iter must be None or a positive integer, got {max_iter!r}")
-    return int(max_iter)
 
 
 def _check_preconditioner(preconditioner):
@@ -384,8 +373,10 @@ def solve_cg(problem, alpha, *, tol=1e-6, max_iter=None, x0=None, preconditioner
              callback=None, transpose_copy=False, warn=True):
     """Linear RankRLS by conjugate gradient in the primal (Sect. 4.3); one alpha."""
     alpha, n = check_alpha(alpha), problem.n_features
-    args = dict(tol=_check_tol(tol), max_iter=_check_max_iter(max_iter, n), x0=_check_x0(x0, n, problem.n_outputs),
-                precond=_check_preconditioner(preconditioner), callback=callback, warn=warn)
+    args = dict(tol=check_real(tol, "tol", "a finite number >= 0", lambda v: v >= 0),
+                max_iter=default_max_iter(n) if max_iter is None else check_int(max_iter, "max_iter", low=1),
+                x0=_check_x0(x0, n, problem.n_outputs), precond=_check_preconditioner(preconditioner),
+                callback=callback, warn=warn)
     if problem.exclude_ties:
         res = _run_cg_ties(problem, alpha, **args)
     else:
@@ -475,19 +466,26 @@ def select_basis(n_rows, basis_vectors, random_state=None):
             return np.arange(n_rows, dtype=np.int64)
         rng = check_random_state(random_state)
         return np.sort(rng.choice(n_rows, size=r, replace=False)).astype(np.int64)
-    idx = np.asarray(basis_vectors)
+    return check_indices(basis_vectors, n_rows, "basis_vectors (a positive int or row indices)", negative=True)
+
+
+def check_indices(idx, n, name, *, negative=False):
+    """Row indices (integers, or a boolean mask of ``n`` entries) as a non-empty int64 array in [0, n) without
+    repeats; with ``negative``, -n..-1 count from the end."""
+    idx = np.asarray(idx)
     if idx.dtype == bool:
-        if idx.shape != (n_rows,):
-            raise ValueError("a boolean basis_vectors mask must have one entry per training row")
+        if idx.shape != (n,):
+            raise ValueError(f"{name} as a boolean mask must have shape ({n},), one entry per row")
         idx = np.flatnonzero(idx)
     if idx.ndim != 1 or idx.size == 0 or not np.issubdtype(idx.dtype, np.integer):
-        raise ValueError("basis_vectors must be a positive int or a non-empty 1-D array of row indices")
+        raise ValueError(f"{name} must be a non-empty 1-D array of integer row indices")
     idx = idx.astype(np.int64)
-    if idx.min() < -n_rows or idx.max() >= n_rows:
-        raise ValueError(f"basis_vectors indices must lie in [0, {n_rows})")
-    idx = np.where(idx < 0, idx + n_rows, idx)
+    low = -n if negative else 0
+    if idx.min() < low or idx.max() >= n:
+        raise ValueError(f"{name} has indices outside [{low}, {n})")
+    idx = np.where(idx < 0, idx + n, idx)
     if np.unique(idx).size != idx.size:
-        raise ValueError("basis_vectors contains duplicate indices")
+        raise ValueError(f"{name} repeats an index")
     return idx
 
 
@@ -511,9 +509,7 @@ def _basis_coefficients(problem, spec, alphas, basis, n_threads):
     KRR = np.asfortranarray(0.5 * (KRR + KRR.T))
     if problem.exclude_ties:
         # eq. 41 with the tie-excluding L = S^2: (K_R^T L K_R + alpha K_RR) a = K_R^T L y
-        cells = problem.cells
-        SK = problem.apply_S_cells(cells.take(np.asarray(KRt)))
-        G, g = SK.T @ SK, SK.T @ problem.apply_S_cells(cells.take(problem.Y))
+        G, g = _tie_normal_equations(problem, np.asarray(KRt))
         out = []
         for a in alphas:
             H = 0.5 * ((G + a * KRR) + (G + a * KRR).T)

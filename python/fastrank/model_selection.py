@@ -144,7 +144,7 @@ def permutation_test_lpo(estimator, X, y, n_permutations=100, random_state=None,
         cols.append(y[perm].astype(np.float64))
     Y = np.column_stack(cols)
     prob = engine_for(estimator, X, Y, groups, min_rows=3, verbose=verbose)
-    pairs = prob.training_pairs()
+    pairs = prob.training_pairs(required=True)
     with stage(f"leave-pair-out AUC of y and {n_permutations} permutations", verbose=verbose):
         scores = prob.lpo_disagreement(pairs)
     auc = 1.0 - scores
@@ -183,7 +183,7 @@ def mprank_loo_approximation(estimator, X, y):
     m, alpha = prob.m, prob.alpha
     yv = prob.Y[:, 0]
     V, sigma = prob.decompose()
-    P = prob.P()
+    P = prob.dual.P()
     s = np.sqrt(m * prob.dual.c)
     SV = s * (V - V.mean(axis=0))
     U = (P / (sigma + alpha)) @ SV.T  # hat matrix: f = U y, rows sum to zero
@@ -191,9 +191,9 @@ def mprank_loo_approximation(estimator, X, y):
     h = U @ yv
     dbar = h.mean() - yv.mean()  # h-bar' approximated by h-bar
     pairs = prob.default_pairs()
-    approx_pred = np.empty((pairs.shape[0], 2))
-    for at in range(0, pairs.shape[0], m):
-        i, j = pairs[at:at + m, 0], pairs[at:at + m, 1]
+
+    def held_out(i, j):
+        """Proposition 2's prediction for x_i of h_ij (for x_j: the same with i and j swapped)."""
         Uii, Ujj, Uij, Uji = U[i, i], U[j, j], U[i, j], U[j, i]
         # eq. 27 (rows of U sum to zero): V_ab = U_ab + (U_aa + U_ab)/(m-2) for b in the pair;
         # the diagonal entries take the sum over k outside the PAIR {i, j}, not outside {i}.
@@ -203,10 +203,13 @@ def mprank_loo_approximation(estimator, X, y):
         Vjj = Ujj + (Ujj + Uji) / (m - 2)
         ei, ej = h[i] - yv[i], h[j] - yv[j]
         den = (1 - Vjj) * (1 - Vii) - Vij * Vji
-        approx_pred[at:at + m, 0] = yv[i] + ((1 - Vjj) * ei + Vij * ej
-                                             - ((Vii + Vij) * (1 - Vjj) + (Vjj + Vji) * Vij) * dbar) / den
-        approx_pred[at:at + m, 1] = yv[j] + (Vji * ei + (1 - Vii) * ej
-                                             - ((Vii + Vij) * Vji + (Vjj + Vji) * (1 - Vii)) * dbar) / den
+        return yv[i] + ((1 - Vjj) * ei + Vij * ej - ((Vii + Vij) * (1 - Vjj) + (Vjj + Vji) * Vij) * dbar) / den
+
+    approx_pred = np.empty((pairs.shape[0], 2))
+    for at in range(0, pairs.shape[0], m):
+        i, j = pairs[at:at + m, 0], pairs[at:at + m, 1]
+        approx_pred[at:at + m, 0] = held_out(i, j)
+        approx_pred[at:at + m, 1] = held_out(j, i)
     del U
     i, j = pairs[:, 0], pairs[:, 1]
     approx = float(np.mean(((approx_pred[:, 1] - yv[j]) - (approx_pred[:, 0] - yv[i])) ** 2))
@@ -224,10 +227,6 @@ class Factorization:
 
     def __init__(self, engine, estimator):
         self._engine, self._estimator = engine, estimator
-
-    @property
-    def n_samples(self):
-        return self._engine.m
 
     def leave_pair_out(self, pairs=None, *, alpha=None, return_pairs=False):
         eng = self._engine

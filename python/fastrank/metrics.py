@@ -28,7 +28,7 @@ from sklearn.metrics import make_scorer
 from sklearn.utils import check_consistent_length
 
 from . import _core
-from ._validation import check_n_jobs, group_index
+from ._validation import as_float_vector, check_n_jobs, check_real, group_index
 from .exceptions import MissingGroupsWarning
 
 __all__ = [
@@ -50,21 +50,9 @@ _SMALL_LABEL_SET = 4096
 
 
 def _as_vector(x, name):
-    x = np.asarray(x)
-    if x.dtype == object:
-        try:
-            x = x.astype(np.float64)
-        except (TypeError, ValueError) as exc:
-            raise ValueError(f"{name} must be numeric: {exc}") from None
-    if not (np.issubdtype(x.dtype, np.number) or x.dtype == bool) or np.iscomplexobj(x):
-        raise ValueError(f"{name} must be real-valued numbers, got dtype {x.dtype}")
-    if x.ndim != 1:
-        raise ValueError(f"{name} must be 1-D, got shape {x.shape}")
+    x = as_float_vector(x, name)
     if x.shape[0] == 0:
         raise ValueError(f"{name} is empty")
-    x = np.ascontiguousarray(x, dtype=np.float64)
-    if not np.isfinite(x).all():
-        raise ValueError(f"Input {name} contains NaN or infinity.")
     return x
 
 
@@ -86,19 +74,12 @@ def _group_setup(y_true, y_score, groups, average, allowed=_AVERAGES):
     return y, f, group_index(groups, y.shape[0])
 
 
-def _check_real(value, name, what, ok=lambda v: True, *, integral=False):
-    """``value`` if it is a finite real number (an integer with ``integral``, never a bool) for which ``ok`` holds."""
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral if integral else numbers.Real) \
-            or not (integral or np.isfinite(value)) or not ok(value):
-        raise ValueError(f"{name} must be {what}, got {value!r}")
-    return value
-
-
 def _check_k(k, allow_none=True):
     if k is None and allow_none:
         return None
-    return int(_check_real(k, "k", f"{'None or ' if allow_none else ''}a positive integer", lambda v: v >= 1,
-                           integral=True))
+    if isinstance(k, (bool, np.bool_)) or not isinstance(k, numbers.Integral) or k < 1:
+        raise ValueError(f"k must be {'None or ' if allow_none else ''}a positive integer, got {k!r}")
+    return int(k)
 
 
 def _group_rows(gi):
@@ -407,7 +388,7 @@ def magnitude_preserving_cost(y_true, y_score, groups=None, *, cost="mp", power=
         raise ValueError(f"cost must be one of {_COSTS} (000 eqs. 4-7), got {cost!r}")
     if isinstance(power, (bool, np.bool_)) or power not in (1, 2):
         raise ValueError(f"power must be 1 or 2 (the exponent n of 000 eqs. 4-7), got {power!r}")
-    _check_real(epsilon, "epsilon", "a finite number >= 0", lambda v: v >= 0)
+    check_real(epsilon, "epsilon", "a finite number >= 0", lambda v: v >= 0)
     if epsilon != 0 and cost != "svr":
         raise ValueError("epsilon is only used by cost='svr'")
     y, f, gi = _group_setup(y_true, y_score, groups, average, _ANY_AVERAGE)
@@ -455,7 +436,7 @@ def stability_ranking_loss(y_true, y_score, groups=None, *, loss="hinge", gamma=
     y_i > y_j; l_gamma = (1/gamma) sum [(gamma |d| - u)_+ - (-u)_+]."""
     if loss not in _LOSSES:
         raise ValueError(f"loss must be one of {_LOSSES} (002 Sect. 2, 4, 5.2), got {loss!r}")
-    _check_real(gamma, "gamma", "a finite number > 0", lambda v: v > 0)
+    check_real(gamma, "gamma", "a finite number > 0", lambda v: v > 0)
     if gamma != 1.0 and loss != "gamma":
         raise ValueError("gamma is only used by loss='gamma'")
     y, f, gi = _group_setup(y_true, y_score, groups, average, _ANY_AVERAGE)
@@ -684,7 +665,7 @@ def _ranked_relevance(y_true, y_score, groups, k, relevance_threshold, average, 
     """The IR measures' checks, the ranked rows, the cutoff k, every ranked row's relevance (1.0 when y_true >
     relevance_threshold) and the number of relevant rows per group."""
     k = _check_k(k, k_optional)
-    thr = float(_check_real(relevance_threshold, "relevance_threshold", "a finite number"))
+    thr = check_real(relevance_threshold, "relevance_threshold", "a finite number")
     rk = _Ranked(*_group_setup(y_true, y_score, groups, average, _PER_GROUP))
     rel = (rk.ys > thr).astype(np.float64)
     return rk, k, rel, np.bincount(rk.gs, weights=rel, minlength=rk.G)
@@ -765,7 +746,7 @@ def err_at_k(y_true, y_score, groups=None, *, k=None, max_grade=None, average="g
     ys, pos = rk.ys, rk.pos
     if (ys < 0).any():
         raise ValueError("err_at_k needs non-negative relevance grades y_true")
-    gmax = float(ys.max()) if max_grade is None else _check_real(max_grade, "max_grade", "None or a finite number")
+    gmax = float(ys.max()) if max_grade is None else check_real(max_grade, "max_grade", "None or a finite number")
     if ys.max() > gmax:
         raise ValueError(f"y_true has grades above max_grade={gmax}")
     if gmax > 1000:

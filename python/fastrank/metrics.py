@@ -82,6 +82,13 @@ def _check_k(k, allow_none=True):
     return int(k)
 
 
+def _accepts(func, parameter):
+    try:
+        return parameter in inspect.signature(func).parameters
+    except (TypeError, ValueError):
+        return False
+
+
 def _group_rows(gi):
     """The row indices of every group, in increasing order."""
     return np.split(gi.order, gi.offsets[1:-1])
@@ -864,10 +871,10 @@ class Measure:
 
     __slots__ = ("name", "func", "greater_is_better", "cutoff", "kwargs", "description", "_takes_groups")
 
-    def __init__(self, name, func, greater_is_better, description, *, cutoff=None, takes_groups=True, **kwargs):
+    def __init__(self, name, func, greater_is_better, description, *, cutoff=None, **kwargs):
         self.name, self.func, self.greater_is_better = name, func, bool(greater_is_better)
         self.cutoff, self.kwargs, self.description = cutoff, dict(kwargs), description
-        self._takes_groups = takes_groups
+        self._takes_groups = _accepts(func, "groups")
 
     __name__ = property(lambda self: self.name)  # scikit-learn's scorers and reprs name the measure by it
 
@@ -877,7 +884,7 @@ class Measure:
             raise ValueError(f"measure {self.name!r} takes no @k cutoff")
         base = self.name.partition("@")[0]
         return Measure(f"{base}@{k}", self.func, self.greater_is_better, self.description, cutoff=self.cutoff,
-                       takes_groups=self._takes_groups, **{**self.kwargs, self.cutoff: k})
+                       **{**self.kwargs, self.cutoff: k})
 
     def _merged(self, kwargs):
         """The fixed keyword arguments with ``kwargs``; ValueError where both set one."""
@@ -923,7 +930,7 @@ _entry("disagreement", pairwise_disagreement, False, "fraction of relevant pairs
 _entry("auc", _pairwise_accuracy, True, "1 - disagreement: AUC of binary labels, pairwise accuracy of graded ones",
        aliases=("pairwise_accuracy",))
 _entry("kendall_distance", _kendall_tied_half, False, "discordant pairs / C(n, 2) (003)", aliases=("kendall",))
-_entry("spearman_footrule", spearman_footrule, False, "sum of rank displacements (003)", takes_groups=False,
+_entry("spearman_footrule", spearman_footrule, False, "sum of rank displacements (003)",
        aliases=("footrule",))
 _entry("position_error", position_error, False, "wrong items ranked above the best target (003)")
 _entry("discounted_error", discounted_error, False, "discounted rank displacements (003)")
@@ -939,7 +946,7 @@ _entry("magnitude_preserving_cost", magnitude_preserving_cost, False, "MP cost |
        aliases=("mp_cost",))
 _entry("hinge_rank_cost", magnitude_preserving_cost, False, "hinge rank cost |dh| on misordered pairs (000 eq. 4)",
        cost="hr", power=1)
-_entry("mean_rank_loss", mean_rank_loss, False, "mean |prediction - label| (001 Table 1)", takes_groups=False)
+_entry("mean_rank_loss", mean_rank_loss, False, "mean |prediction - label| (001 Table 1)")
 
 # every accepted spelling (names and aliases, without the @k forms)
 SCORER_NAMES = frozenset(_ALIASES)
@@ -1024,13 +1031,6 @@ def _warn_missing_groups(estimator, what):
     return reason is not None
 
 
-def _takes_groups(func):
-    try:
-        return "groups" in inspect.signature(func).parameters
-    except (TypeError, ValueError):
-        return False
-
-
 class RankingScorer:
     """A scikit-learn scorer of a ranking measure that receives the test rows' query groups.
 
@@ -1073,7 +1073,7 @@ class RankingScorer:
     def score_predictions(self, y_true, y_pred, groups=None):
         """The signed score of given predictions, e.g. exact cross-validated ones."""
         if groups is not None:
-            if not isinstance(self._measure, Measure) and not _takes_groups(self._measure):
+            if not _accepts(self._measure, "groups"):
                 raise ValueError(f"{getattr(self._measure, '__name__', self._measure)!r} does not take groups")
             return self._sign * self._measure(y_true, y_pred, groups, **self._kwargs)
         return self._sign * self._measure(y_true, y_pred, **self._kwargs)
@@ -1141,7 +1141,7 @@ def score_estimator(estimator, X, y, groups=None, sample_weight=None, *, measure
     pred = getattr(estimator, response_method)(X)
     if sample_weight is None:
         return meas(y, pred, groups)
-    if "sample_weight" not in inspect.signature(meas.func).parameters:
+    if not _accepts(meas.func, "sample_weight"):
         raise ValueError(f"measure {meas.name!r} does not take sample_weight; use 'auc' or 'disagreement', "
                          "or drop sample_weight")
     return meas(y, pred, groups, sample_weight=sample_weight)

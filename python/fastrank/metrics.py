@@ -626,43 +626,35 @@ class _Ranked:
         return c[self.first] - c[self.offsets[self.group]]
 
 
-_SMALL_TIED_BLOCK = 64  # tied blocks up to this size: ERR's recurrence runs for all their rows at once
+_SMALL_TIED_BLOCK = 64  # tied blocks up to this size: ERR's recurrence runs for every row, above once per grade
 
 
-def _tied_block_err(Rsat, first, size, start, span):
-    """ERR terms of tied blocks at once: for each row a, the recurrence of :func:`_mean_subset_products` over the
-    other rows of its block (padded to the largest block), then R_a (1/b) sum_{j <= span} E_{j-1} / (start + j),
-    summed per block."""
-    n_blk = first.size
-    item_blk = np.repeat(np.arange(n_blk), size)
+def _tied_block_err(Rsat, first, size, start, span, distinct=False):
+    """ERR terms of tied blocks at once (see :func:`err_at_k`): for each row a, E_t(others of a) adding one row at a
+    time, E_t(n + 1) = (n + 1 - t)/(n + 1) E_t(n) + t/(n + 1) q E_{t-1}(n) (a convex combination; padded to the
+    largest block), then R_a (1/b) sum_{j <= span} E_{j-1} / (start + j), summed per block.  distinct: one recurrence
+    per distinct grade of a block (at its first row), times the grade's count: its rows have the same other rows."""
+    item_blk = np.repeat(np.arange(first.size), size)
     within = np.arange(item_blk.size) - np.repeat(np.cumsum(size) - size, size)
-    Bmax, T = int(size.max()), int(span.max())
-    n = np.arange(Bmax - 1)
-    # the n-th other row of item a is row n of its block, skipping a itself
-    src = first[item_blk, None] + n[None, :] + (n[None, :] >= within[:, None])
-    active = n[None, :] < (size[item_blk, None] - 1)
-    Q = np.where(active, 1.0 - Rsat[np.minimum(src, Rsat.size - 1)], 0.0)
+    count = np.ones(item_blk.size)
+    if distinct:
+        _, keep, count = np.unique(np.c_[item_blk, Rsat[first[item_blk] + within]], axis=0, return_index=True,
+                                   return_counts=True)
+        item_blk, within = item_blk[keep], within[keep]
+    b, T = size[item_blk], int(span.max())
     E = np.zeros((item_blk.size, T))
     E[:, 0] = 1.0
     t = np.arange(1, T)
-    for step in range(Bmax - 1):
-        new = (step + 1 - t) / (step + 1) * E[:, 1:] + t / (step + 1) * Q[:, step, None] * E[:, :-1]
-        E[active[:, step], 1:] = new[active[:, step]]
+    for n in range(int(size.max()) - 1):
+        active = n < b - 1
+        # the n-th other row of item a is row n of its block, skipping a itself
+        q = 1.0 - Rsat[np.minimum(first[item_blk] + n + (n >= within), Rsat.size - 1)]
+        new = (n + 1 - t) / (n + 1) * E[:, 1:] + t / (n + 1) * q[:, None] * E[:, :-1]
+        E[active, 1:] = new[active]
     j = np.arange(1, T + 1)
     w = np.where(j[None, :] <= span[item_blk, None], 1.0 / (start[item_blk, None] + j[None, :]), 0.0)
-    R = Rsat[first[item_blk] + within]
-    return np.bincount(item_blk, weights=R / size[item_blk] * (E * w).sum(axis=1), minlength=n_blk)
-
-
-def _mean_subset_products(q, T):
-    """E[t] = mean over the t-subsets of the values q of their product, t = 0..T-1 (T <= len(q) + 1), adding one
-    value at a time: E_t(n + 1) = (n + 1 - t)/(n + 1) E_t(n) + t/(n + 1) q E_{t-1}(n) (a convex combination)."""
-    E = np.zeros(T)
-    E[0] = 1.0
-    for n, qi in enumerate(q):
-        t = np.arange(1, min(n + 1, T - 1) + 1)
-        E[t] = (n + 1 - t) / (n + 1) * E[t] + t / (n + 1) * qi * E[t - 1]
-    return E
+    R = Rsat[first[item_blk] + within] * count
+    return np.bincount(item_blk, weights=R / b * (E * w).sum(axis=1), minlength=first.size)
 
 
 _NO_RELEVANT = "no group has a relevant item"
@@ -775,17 +767,9 @@ def err_at_k(y_true, y_score, groups=None, *, k=None, max_grade=None, average="g
     span = b if k is None else np.minimum(b, k - rk.start)  # positions of the block inside the cutoff
     needed = (~single) & (span > 0) & (rk.per_block(Rsat) > 0)
     small = needed & (b <= _SMALL_TIED_BLOCK)
-    if small.any():
-        contrib[small] = _tied_block_err(Rsat, rk.first[small], b[small], rk.start[small], span[small])
-    for q in np.flatnonzero(needed & ~small):  # large tied blocks: one recurrence per distinct grade
-        s0, bq, T = int(rk.start[q]), int(b[q]), int(span[q])
-        Rq = Rsat[rk.first[q]:rk.first[q] + bq]
-        weights = 1.0 / (s0 + np.arange(1, T + 1))
-        for value, count in zip(*np.unique(Rq, return_counts=True)):
-            if value == 0:
-                continue
-            others = np.delete(1.0 - Rq, int(np.flatnonzero(Rq == value)[0]))
-            contrib[q] += count * value / bq * float(_mean_subset_products(others, T) @ weights)
+    for part, distinct in ((small, False), (needed & ~small, True)):
+        if part.any():
+            contrib[part] = _tied_block_err(Rsat, rk.first[part], b[part], rk.start[part], span[part], distinct)
     per = np.bincount(rk.group, weights=stop * contrib, minlength=rk.G)
     return _average(per, graded > 0, average, "err_at_k", _NO_RELEVANT)
 

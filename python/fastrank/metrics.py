@@ -320,6 +320,9 @@ def mean_rank_loss(y_true, y_pred, *, scale="values", classes=None):
     if scale not in ("values", "positions"):
         raise ValueError(f"scale must be 'values' (|yhat - y| on the labels) or 'positions' (rank steps in the "
                          f"ordered label set), got {scale!r}")
+    if scale == "values" and classes is not None:
+        raise ValueError("classes is only used with scale='positions' (rank steps in an ordered label set); "
+                         "pass scale='positions' or drop classes")
     yt, yp = np.asarray(y_true), np.asarray(y_pred)
     for name, v in (("y_true", yt), ("y_pred", yp)):
         if v.ndim != 1:
@@ -328,16 +331,12 @@ def mean_rank_loss(y_true, y_pred, *, scale="values", classes=None):
             raise ValueError(f"{name} is empty")
         if v.dtype.kind in "fc" and not np.isfinite(v).all():
             raise ValueError(f"Input {name} contains NaN or infinity.")
+        if scale == "values" and v.dtype.kind not in "iufb":
+            raise ValueError(f"{name} must be numeric for scale='values' (|yhat - y| on the label values), got "
+                             f"dtype {v.dtype}; for ordinal labels of another type use scale='positions' with "
+                             "classes=")
     check_consistent_length(yt, yp)
     if scale == "values":
-        if classes is not None:
-            raise ValueError("classes is only used with scale='positions' (rank steps in an ordered label set); "
-                             "pass scale='positions' or drop classes")
-        for name, v in (("y_true", yt), ("y_pred", yp)):
-            if not (v.dtype.kind in "iufb"):
-                raise ValueError(f"{name} must be numeric for scale='values' (|yhat - y| on the label values), got "
-                                 f"dtype {v.dtype}; for ordinal labels of another type use scale='positions' with "
-                                 "classes=")
         return float(np.mean(np.abs(yp.astype(np.float64) - yt.astype(np.float64))))
     given = classes is not None  # the sorted union of the labels holds every label
     if not given:
@@ -1016,15 +1015,9 @@ def _warn_missing_groups(estimator, what):
 
 
 class RankingScorer:
-    """A scikit-learn scorer of a ranking measure that receives the test rows' query groups.
-
-    ``scorer(estimator, X, y, groups=None)`` is ``sign * measure(y, estimator.predict(X), groups, **kwargs)``
-    (``decision_function`` with that ``response_method``); sign = -1 for losses (scikit-learn's convention).  In a
-    search the groups of each test fold come by metadata routing:
-    ``sklearn.set_config(enable_metadata_routing=True)``, then ``scorer.set_score_request(groups=True)`` (and
-    ``estimator.set_fit_request(groups=True)``).  Without routing a fold is scored as one query; when that is
-    detectable (the estimator was fitted on several groups, or the search was given groups) the scorer emits
-    :class:`fastrank.exceptions.MissingGroupsWarning`, once.  Made by :func:`make_ranking_scorer`."""
+    """A scikit-learn scorer of a ranking measure that receives the test rows' query groups: ``scorer(estimator, X, y,
+    groups=None)`` is ``sign * measure(y, estimator.predict(X), groups, **kwargs)``, sign = -1 for losses.  Made by
+    :func:`make_ranking_scorer`, which tells how the groups reach it."""
 
     def __init__(self, measure, sign, kwargs, response_method="predict"):
         self._measure = measure
@@ -1090,7 +1083,9 @@ def make_ranking_scorer(measure, *, greater_is_better=None, response_method="pre
     response_method : estimator method giving the scores ("predict" or "decision_function").
     kwargs : passed to the measure (e.g. ``k=10``).
 
-    Example (groups routed to both the estimator and the scorer)::
+    In a search the groups of each test fold come by metadata routing.  Without it a fold is scored as one query; when
+    that is detectable (the estimator was fitted on several groups, or the search was given groups) the scorer emits
+    :class:`fastrank.exceptions.MissingGroupsWarning`, once.  Example (groups routed to both the estimator and the scorer)::
 
         sklearn.set_config(enable_metadata_routing=True)
         scorer = make_ranking_scorer("ndcg@10").set_score_request(groups=True)

@@ -28,6 +28,7 @@ from sklearn.metrics import make_scorer
 from sklearn.utils import check_consistent_length
 
 from . import _core
+from ._problem import check_pairs
 from ._validation import as_float_vector, check_n_jobs, check_real, group_index
 from .exceptions import MissingGroupsWarning
 
@@ -539,31 +540,19 @@ def edge_disagreement(pairs, y_score, weights=None, *, tied_scores="half", ties=
     ``average="pooled"`` on the edges of all pairs y_i > y_j."""
     tie_weight = _tied_score_weight(tied_scores, ties, "edge_disagreement")
     f = _as_vector(y_score, "y_score")
-    P = np.asarray(pairs)
-    if P.ndim != 2 or P.shape[1] != 2:
-        raise ValueError(f"pairs must have shape (n_edges, 2), got {P.shape}")
-    if P.shape[0] == 0:
-        raise ValueError("pairs is empty: there is no preference to evaluate")
-    if P.dtype.kind not in "iu":
-        if P.dtype.kind == "f" and np.all(np.isfinite(P)) and np.all(P == np.round(P)):
-            P = P.astype(np.int64)
-        else:
-            raise ValueError(f"pairs must hold integer row indices, got dtype {P.dtype}")
-    P = P.astype(np.int64, copy=False)
-    m = f.shape[0]
-    if P.min() < 0 or P.max() >= m:
-        raise ValueError(f"pairs contains row indices outside [0, {m}) (y_score has {m} rows)")
-    if np.any(P[:, 0] == P[:, 1]):
-        raise ValueError("pairs contains a self-loop (a, a): a row cannot be preferred over itself")
+    try:
+        head, tail = check_pairs(pairs, f.shape[0])
+    except TypeError as exc:  # a measure raises ValueError for every bad argument
+        raise ValueError(str(exc)) from None
     if weights is None:
-        w = np.ones(P.shape[0])
+        w = np.ones(head.shape[0])
     else:
         w = _as_vector(weights, "weights")
-        if w.shape[0] != P.shape[0]:
-            raise ValueError(f"weights must have one value per edge: {w.shape[0]} weights for {P.shape[0]} edges")
+        if w.shape[0] != head.shape[0]:
+            raise ValueError(f"weights must have one value per edge: {w.shape[0]} weights for {head.shape[0]} edges")
         if (w <= 0).any():
             raise ValueError("weights must be > 0")
-    fa, fb = f[P[:, 0]], f[P[:, 1]]
+    fa, fb = f[head], f[tail]
     err = (fa < fb) + tie_weight * (fa == fb)
     return float(np.dot(w, err) / w.sum())
 

@@ -172,16 +172,13 @@ def pairwise_disagreement(y_true, y_score, groups=None, *, tied_scores="half", a
     w = _tied_score_weight(tied_scores, ties, "pairwise_disagreement")
     y, f, gi = _group_setup(y_true, y_score, groups, average)
     if sample_weight is not None:
-        return _weighted_disagreement(y, f, gi, _as_vector(sample_weight, "sample_weight"), w, average)
+        return _weighted_disagreement(y, f, gi, as_float_vector(sample_weight, "sample_weight", y.shape[0]), w, average)
     S = _pair_stats(y, f, gi, False, n_jobs)
     return _average(S[:, 2] + w * S[:, 3], S[:, 1], average, "pairwise_disagreement")
 
 
 def _weighted_disagreement(y, f, gi, sw, tie_weight, average):
     """pairwise_disagreement with pair weights w_i w_j, by blocks of explicit pair differences."""
-    m = y.shape[0]
-    if sw.shape[0] != m:
-        raise ValueError(f"sample_weight has {sw.shape[0]} entries but y_true has {m}; give one weight per row")
     if (sw < 0).any():
         raise ValueError("sample_weight must be >= 0")
     num, den = [], []
@@ -364,9 +361,8 @@ def mean_rank_loss(y_true, y_pred, *, scale="values", classes=None):
 # -- pairwise costs and losses of the stability papers (000 Sect. 2.1, 002 Sect. 2, 4, 5.2)
 
 
-def _dominance(a, b, gi, n_jobs):
-    return _core.dominance_sums(np.ascontiguousarray(a, dtype=np.float64), np.ascontiguousarray(b, dtype=np.float64),
-                                gi.order, gi.offsets, _threads(n_jobs, len(a)))
+def _dominance(a, b, gi, n_jobs):  # a, b: contiguous float64 (checked vectors and arithmetic on them)
+    return _core.dominance_sums(a, b, gi.order, gi.offsets, _threads(n_jobs, len(a)))
 
 
 _COSTS = ("hr", "mp", "hmp", "svr")
@@ -404,7 +400,7 @@ def magnitude_preserving_cost(y_true, y_score, groups=None, *, cost="mp", power=
     if cost == "mp":
         total = _mp_total(y, f, gi, power)[0]
     elif cost == "svr":
-        T = _core.threshold_pair_sums(np.ascontiguousarray(f - y), gi.order, gi.offsets, float(epsilon),
+        T = _core.threshold_pair_sums(f - y, gi.order, gi.offsets, float(epsilon),
                                       _threads(n_jobs, f.shape[0]))
         total = 2.0 * T[:, power]  # ordered pairs: each unordered pair twice
     else:
@@ -1025,16 +1021,10 @@ class RankingScorer:
         response = getattr(estimator, self._response_method, None)
         if response is None:
             raise ValueError(f"{type(estimator).__name__} has no {self._response_method} method")
-        if groups is None and not self._warned and self._groups_requested() is not False:
+        declined = self.get_metadata_routing().score.requests.get("groups") is False  # by metadata routing
+        if groups is None and not self._warned and not declined:
             self._warned = _warn_missing_groups(estimator, repr(self))
         return self.score_predictions(y_true, response(X), groups)
-
-    def _groups_requested(self):
-        """The metadata-routing request for groups: True, False (declined) or None."""
-        try:
-            return self._router.get_metadata_routing().score.requests.get("groups")
-        except AttributeError:  # pragma: no cover - scikit-learn internals
-            return None
 
     def score_predictions(self, y_true, y_pred, groups=None):
         """The signed score of given predictions, e.g. exact cross-validated ones."""
@@ -1074,7 +1064,9 @@ def make_ranking_scorer(measure, *, greater_is_better=None, response_method="pre
 
     In a search the groups of each test fold come by metadata routing.  Without it a fold is scored as one query; when
     that is detectable (the estimator was fitted on several groups, or the search was given groups) the scorer emits
-    :class:`fastrank.exceptions.MissingGroupsWarning`, once.  Example (groups routed to both the estimator and the scorer)::
+    :class:`fastrank.exceptions.MissingGroupsWarning`, once.
+
+    Example (groups routed to both the estimator and the scorer)::
 
         sklearn.set_config(enable_metadata_routing=True)
         scorer = make_ranking_scorer("ndcg@10").set_score_request(groups=True)

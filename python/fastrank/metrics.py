@@ -242,32 +242,32 @@ def msd(y_true, y_score, groups=None, *, average="group"):
     MSD = (1/m^2) sum_i sum_j ((h(x_j) - h(x_i)) - (y_j - y_i))^2 over all ordered pairs (i = j included, as in the
     paper) = 2 * the population variance of h(x) - y.  With groups: per group over n_g^2, groups of one row skipped;
     average "group" (default) or "pooled" (sum over groups / sum of n_g^2)."""
-    return _average(*_mp_total(*_group_setup(y_true, y_score, groups, average), 2), average, "msd")
+    _check_average(average)
+    return magnitude_preserving_cost(y_true, y_score, groups, average=average)
 
 
 def _mp_total(y, f, gi, power):
-    """Per group the sum over ordered pairs of |dh - dy|^power, and their number n^2 (0 for one row).  With c = h - y
-    centred per group: sum_ij (c_j - c_i)^2 = 2 n sum c^2; with c sorted, sum_ij |c_j - c_i| = 2 sum_k c_(k) (2k - n +
-    1)."""
+    """Per group the sum over ordered pairs of |dh - dy|^power.  With c = h - y centred per group: sum_ij (c_j -
+    c_i)^2 = 2 n sum c^2; with c sorted, sum_ij |c_j - c_i| = 2 sum_k c_(k) (2k - n + 1)."""
     codes, G, n = gi.codes, gi.n_groups, gi.sizes.astype(np.float64)
-    pairs = np.where(n >= 2, n * n, 0.0)
     d = f - y
     c = d - (np.bincount(codes, weights=d, minlength=G) / n)[codes]
     if power == 2:
-        return 2.0 * n * np.bincount(codes, weights=c * c, minlength=G), pairs
+        return 2.0 * n * np.bincount(codes, weights=c * c, minlength=G)
     if G == 1:
         cs, gs = np.sort(c), codes
     else:
         order = np.lexsort((c, codes))
         cs, gs = c[order], codes[order]
     k = np.arange(cs.size, dtype=np.float64) - gi.offsets[gs]
-    return 2.0 * np.bincount(gs, weights=cs * (2.0 * k - n[gs] + 1.0), minlength=G), pairs
+    return 2.0 * np.bincount(gs, weights=cs * (2.0 * k - n[gs] + 1.0), minlength=G)
 
 
 def m1d(y_true, y_score, groups=None, *, average="group"):
     """Mean absolute difference of pairwise differences (000 eq. 68): (1/m^2) sum_ij |(h(x_j) - h(x_i)) - (y_j -
     y_i)|, O(m log m) by sorting h - y.  Groups and averages as :func:`msd`."""
-    return _average(*_mp_total(*_group_setup(y_true, y_score, groups, average), 1), average, "m1d")
+    _check_average(average)
+    return magnitude_preserving_cost(y_true, y_score, groups, power=1, average=average)
 
 
 def discrete_ranking_loss(y_true, y_score, groups=None, *, average="group", n_jobs=None):
@@ -276,8 +276,8 @@ def discrete_ranking_loss(y_true, y_score, groups=None, *, average="group", n_jo
     R(f; S) = 1/C(m,2) sum_{i<j} |y_i - y_j| (I[(y_i - y_j)(f_i - f_j) < 0] + 1/2 I[f_i = f_j]): mis-ordered pairs
     weigh |y_i - y_j|, score ties half of it, over all C(m,2) pairs.  With groups: per group over C(n_g, 2), groups
     of one row skipped; average "group" (default) or "pooled" (sum / sum of C(n_g, 2))."""
-    S = _pair_stats(*_group_setup(y_true, y_score, groups, average), True, n_jobs)
-    return _average(S[:, 4] + 0.5 * S[:, 5], S[:, 0], average, "discrete_ranking_loss")
+    _check_average(average)
+    return stability_ranking_loss(y_true, y_score, groups, loss="disc", average=average, n_jobs=n_jobs)
 
 
 # -- listwise / ordinal measures
@@ -398,7 +398,7 @@ def magnitude_preserving_cost(y_true, y_score, groups=None, *, cost="mp", power=
     n = gi.sizes.astype(np.float64)
     den = np.where(n >= 2, n * n, 0.0)
     if cost == "mp":
-        total = _mp_total(y, f, gi, power)[0]
+        total = _mp_total(y, f, gi, power)
     elif cost == "svr":
         T = _core.threshold_pair_sums(f - y, gi.order, gi.offsets, float(epsilon),
                                       _threads(n_jobs, f.shape[0]))

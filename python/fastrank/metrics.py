@@ -29,7 +29,7 @@ from sklearn.utils import check_consistent_length
 
 from . import _core
 from ._problem import check_pairs
-from ._validation import as_float_vector, check_n_jobs, check_real, group_index
+from ._validation import as_float_matrix, as_float_vector, check_n_jobs, check_real, group_index
 from .exceptions import MissingGroupsWarning
 
 __all__ = [
@@ -778,7 +778,8 @@ def agree(y_true, y_score, groups=None, *, normalize=True, average="group"):
     f = _as_vector(y_score, "y_score")
     m = f.shape[0]
     if F.ndim == 1:
-        y, f = _as_pair(F, f, "y_true", "y_score")
+        y = _as_vector(F, "y_true")
+        check_consistent_length(y, f)
         S = _pair_stats(y, f, group_index(groups, m), False)
         # concordant relevant pairs keep 1, score-tied relevant pairs 1/2, label-tied pairs 1/2
         kept = (S[:, 1] - S[:, 2] - S[:, 3]) + 0.5 * S[:, 3] + 0.5 * (S[:, 0] - S[:, 1])
@@ -787,9 +788,7 @@ def agree(y_true, y_score, groups=None, *, normalize=True, average="group"):
         if F.shape != (m, m):
             raise ValueError(f"y_true as a preference matrix must have shape (m, m) = ({m}, {m}) for the {m} scores, "
                              f"got {F.shape}")
-        F = np.asarray(F, dtype=np.float64)
-        if not np.isfinite(F).all():
-            raise ValueError("Input y_true contains NaN or infinity.")
+        F = as_float_matrix(F, "y_true")
         gi = group_index(groups, m)
         kept, mass = np.zeros(gi.n_groups), np.zeros(gi.n_groups)
         for q, rows in enumerate(_group_rows(gi)):

@@ -1092,7 +1092,7 @@ def score_estimator(estimator, X, y, groups=None, sample_weight=None, *, measure
     """The ``score`` of a fastrank ranker: ``measure`` (a table name; default "auc" = 1 - pairwise disagreement,
     ties 1/2, mean over ``groups``) of ``estimator.predict(X)`` against ``y``.  ``sample_weight`` goes to the
     measures that take it ("auc", "disagreement": pair weight w_i w_j).  Without ``groups`` where the rows evidently
-    come from several queries (see :class:`RankingScorer`) it emits
+    come from several queries (see :func:`make_ranking_scorer`) it emits
     :class:`fastrank.exceptions.MissingGroupsWarning`."""
     meas = get_measure(measure)
     if groups is None:

@@ -28,7 +28,8 @@ from sklearn.metrics import make_scorer
 from sklearn.utils import check_consistent_length
 
 from . import _core
-from ._validation import check_n_jobs, group_index
+from ._problem import check_pairs
+from ._validation import as_float_matrix, as_float_vector, check_n_jobs, check_real, group_index
 from .exceptions import MissingGroupsWarning
 
 __all__ = [
@@ -50,21 +51,9 @@ _SMALL_LABEL_SET = 4096
 
 
 def _as_vector(x, name):
-    x = np.asarray(x)
-    if x.dtype == object:
-        try:
-            x = x.astype(np.float64)
-        except (TypeError, ValueError) as exc:
-            raise ValueError(f"{name} must be numeric: {exc}") from None
-    if not (np.issubdtype(x.dtype, np.number) or x.dtype == bool) or np.iscomplexobj(x):
-        raise ValueError(f"{name} must be real-valued numbers, got dtype {x.dtype}")
-    if x.ndim != 1:
-        raise ValueError(f"{name} must be 1-D, got shape {x.shape}")
+    x = as_float_vector(x, name)
     if x.shape[0] == 0:
         raise ValueError(f"{name} is empty")
-    x = np.ascontiguousarray(x, dtype=np.float64)
-    if not np.isfinite(x).all():
-        raise ValueError(f"Input {name} contains NaN or infinity.")
     return x
 
 
@@ -86,19 +75,19 @@ def _group_setup(y_true, y_score, groups, average, allowed=_AVERAGES):
     return y, f, group_index(groups, y.shape[0])
 
 
-def _check_real(value, name, what, ok=lambda v: True, *, integral=False):
-    """``value`` if it is a finite real number (an integer with ``integral``, never a bool) for which ``ok`` holds."""
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral if integral else numbers.Real) \
-            or not (integral or np.isfinite(value)) or not ok(value):
-        raise ValueError(f"{name} must be {what}, got {value!r}")
-    return value
-
-
 def _check_k(k, allow_none=True):
     if k is None and allow_none:
         return None
-    return int(_check_real(k, "k", f"{'None or ' if allow_none else ''}a positive integer", lambda v: v >= 1,
-                           integral=True))
+    if isinstance(k, (bool, np.bool_)) or not isinstance(k, numbers.Integral) or k < 1:
+        raise ValueError(f"k must be {'None or ' if allow_none else ''}a positive integer, got {k!r}")
+    return int(k)
+
+
+def _accepts(func, parameter):
+    try:
+        return parameter in inspect.signature(func).parameters
+    except (TypeError, ValueError):
+        return False
 
 
 def _group_rows(gi):
@@ -183,16 +172,13 @@ def pairwise_disagreement(y_true, y_score, groups=None, *, tied_scores="half", a
     w = _tied_score_weight(tied_scores, ties, "pairwise_disagreement")
     y, f, gi = _group_setup(y_true, y_score, groups, average)
     if sample_weight is not None:
-        return _weighted_disagreement(y, f, gi, _as_vector(sample_weight, "sample_weight"), w, average)
+        return _weighted_disagreement(y, f, gi, as_float_vector(sample_weight, "sample_weight", y.shape[0]), w, average)
     S = _pair_stats(y, f, gi, False, n_jobs)
     return _average(S[:, 2] + w * S[:, 3], S[:, 1], average, "pairwise_disagreement")
 
 
 def _weighted_disagreement(y, f, gi, sw, tie_weight, average):
     """pairwise_disagreement with pair weights w_i w_j, by blocks of explicit pair differences."""
-    m = y.shape[0]
-    if sw.shape[0] != m:
-        raise ValueError(f"sample_weight has {sw.shape[0]} entries but y_true has {m}; give one weight per row")
     if (sw < 0).any():
         raise ValueError("sample_weight must be >= 0")
     num, den = [], []
@@ -256,32 +242,32 @@ def msd(y_true, y_score, groups=None, *, average="group"):
     MSD = (1/m^2) sum_i sum_j ((h(x_j) - h(x_i)) - (y_j - y_i))^2 over all ordered pairs (i = j included, as in the
     paper) = 2 * the population variance of h(x) - y.  With groups: per group over n_g^2, groups of one row skipped;
     average "group" (default) or "pooled" (sum over groups / sum of n_g^2)."""
-    return _average(*_mp_total(*_group_setup(y_true, y_score, groups, average), 2), average, "msd")
+    _check_average(average)
+    return magnitude_preserving_cost(y_true, y_score, groups, average=average)
 
 
 def _mp_total(y, f, gi, power):
-    """Per group the sum over ordered pairs of |dh - dy|^power, and their number n^2 (0 for one row).  With c = h - y
-    centred per group: sum_ij (c_j - c_i)^2 = 2 n sum c^2; with c sorted, sum_ij |c_j - c_i| = 2 sum_k c_(k) (2k - n +
-    1)."""
+    """Per group the sum over ordered pairs of |dh - dy|^power.  With c = h - y centred per group: sum_ij (c_j -
+    c_i)^2 = 2 n sum c^2; with c sorted, sum_ij |c_j - c_i| = 2 sum_k c_(k) (2k - n + 1)."""
     codes, G, n = gi.codes, gi.n_groups, gi.sizes.astype(np.float64)
-    pairs = np.where(n >= 2, n * n, 0.0)
     d = f - y
     c = d - (np.bincount(codes, weights=d, minlength=G) / n)[codes]
     if power == 2:
-        return 2.0 * n * np.bincount(codes, weights=c * c, minlength=G), pairs
+        return 2.0 * n * np.bincount(codes, weights=c * c, minlength=G)
     if G == 1:
         cs, gs = np.sort(c), codes
     else:
         order = np.lexsort((c, codes))
         cs, gs = c[order], codes[order]
     k = np.arange(cs.size, dtype=np.float64) - gi.offsets[gs]
-    return 2.0 * np.bincount(gs, weights=cs * (2.0 * k - n[gs] + 1.0), minlength=G), pairs
+    return 2.0 * np.bincount(gs, weights=cs * (2.0 * k - n[gs] + 1.0), minlength=G)
 
 
 def m1d(y_true, y_score, groups=None, *, average="group"):
     """Mean absolute difference of pairwise differences (000 eq. 68): (1/m^2) sum_ij |(h(x_j) - h(x_i)) - (y_j -
     y_i)|, O(m log m) by sorting h - y.  Groups and averages as :func:`msd`."""
-    return _average(*_mp_total(*_group_setup(y_true, y_score, groups, average), 1), average, "m1d")
+    _check_average(average)
+    return magnitude_preserving_cost(y_true, y_score, groups, power=1, average=average)
 
 
 def discrete_ranking_loss(y_true, y_score, groups=None, *, average="group", n_jobs=None):
@@ -290,8 +276,8 @@ def discrete_ranking_loss(y_true, y_score, groups=None, *, average="group", n_jo
     R(f; S) = 1/C(m,2) sum_{i<j} |y_i - y_j| (I[(y_i - y_j)(f_i - f_j) < 0] + 1/2 I[f_i = f_j]): mis-ordered pairs
     weigh |y_i - y_j|, score ties half of it, over all C(m,2) pairs.  With groups: per group over C(n_g, 2), groups
     of one row skipped; average "group" (default) or "pooled" (sum / sum of C(n_g, 2))."""
-    S = _pair_stats(*_group_setup(y_true, y_score, groups, average), True, n_jobs)
-    return _average(S[:, 4] + 0.5 * S[:, 5], S[:, 0], average, "discrete_ranking_loss")
+    _check_average(average)
+    return stability_ranking_loss(y_true, y_score, groups, loss="disc", average=average, n_jobs=n_jobs)
 
 
 # -- listwise / ordinal measures
@@ -332,6 +318,9 @@ def mean_rank_loss(y_true, y_pred, *, scale="values", classes=None):
     if scale not in ("values", "positions"):
         raise ValueError(f"scale must be 'values' (|yhat - y| on the labels) or 'positions' (rank steps in the "
                          f"ordered label set), got {scale!r}")
+    if scale == "values" and classes is not None:
+        raise ValueError("classes is only used with scale='positions' (rank steps in an ordered label set); "
+                         "pass scale='positions' or drop classes")
     yt, yp = np.asarray(y_true), np.asarray(y_pred)
     for name, v in (("y_true", yt), ("y_pred", yp)):
         if v.ndim != 1:
@@ -340,16 +329,12 @@ def mean_rank_loss(y_true, y_pred, *, scale="values", classes=None):
             raise ValueError(f"{name} is empty")
         if v.dtype.kind in "fc" and not np.isfinite(v).all():
             raise ValueError(f"Input {name} contains NaN or infinity.")
+        if scale == "values" and v.dtype.kind not in "iufb":
+            raise ValueError(f"{name} must be numeric for scale='values' (|yhat - y| on the label values), got "
+                             f"dtype {v.dtype}; for ordinal labels of another type use scale='positions' with "
+                             "classes=")
     check_consistent_length(yt, yp)
     if scale == "values":
-        if classes is not None:
-            raise ValueError("classes is only used with scale='positions' (rank steps in an ordered label set); "
-                             "pass scale='positions' or drop classes")
-        for name, v in (("y_true", yt), ("y_pred", yp)):
-            if not (v.dtype.kind in "iufb"):
-                raise ValueError(f"{name} must be numeric for scale='values' (|yhat - y| on the label values), got "
-                                 f"dtype {v.dtype}; for ordinal labels of another type use scale='positions' with "
-                                 "classes=")
         return float(np.mean(np.abs(yp.astype(np.float64) - yt.astype(np.float64))))
     given = classes is not None  # the sorted union of the labels holds every label
     if not given:
@@ -376,9 +361,8 @@ def mean_rank_loss(y_true, y_pred, *, scale="values", classes=None):
 # -- pairwise costs and losses of the stability papers (000 Sect. 2.1, 002 Sect. 2, 4, 5.2)
 
 
-def _dominance(a, b, gi, n_jobs):
-    return _core.dominance_sums(np.ascontiguousarray(a, dtype=np.float64), np.ascontiguousarray(b, dtype=np.float64),
-                                gi.order, gi.offsets, _threads(n_jobs, len(a)))
+def _dominance(a, b, gi, n_jobs):  # a, b: contiguous float64 (checked vectors and arithmetic on them)
+    return _core.dominance_sums(a, b, gi.order, gi.offsets, _threads(n_jobs, len(a)))
 
 
 _COSTS = ("hr", "mp", "hmp", "svr")
@@ -407,16 +391,16 @@ def magnitude_preserving_cost(y_true, y_score, groups=None, *, cost="mp", power=
         raise ValueError(f"cost must be one of {_COSTS} (000 eqs. 4-7), got {cost!r}")
     if isinstance(power, (bool, np.bool_)) or power not in (1, 2):
         raise ValueError(f"power must be 1 or 2 (the exponent n of 000 eqs. 4-7), got {power!r}")
-    _check_real(epsilon, "epsilon", "a finite number >= 0", lambda v: v >= 0)
+    check_real(epsilon, "epsilon", "a finite number >= 0", lambda v: v >= 0)
     if epsilon != 0 and cost != "svr":
         raise ValueError("epsilon is only used by cost='svr'")
     y, f, gi = _group_setup(y_true, y_score, groups, average, _ANY_AVERAGE)
     n = gi.sizes.astype(np.float64)
     den = np.where(n >= 2, n * n, 0.0)
     if cost == "mp":
-        total = _mp_total(y, f, gi, power)[0]
+        total = _mp_total(y, f, gi, power)
     elif cost == "svr":
-        T = _core.threshold_pair_sums(np.ascontiguousarray(f - y), gi.order, gi.offsets, float(epsilon),
+        T = _core.threshold_pair_sums(f - y, gi.order, gi.offsets, float(epsilon),
                                       _threads(n_jobs, f.shape[0]))
         total = 2.0 * T[:, power]  # ordered pairs: each unordered pair twice
     else:
@@ -455,7 +439,7 @@ def stability_ranking_loss(y_true, y_score, groups=None, *, loss="hinge", gamma=
     y_i > y_j; l_gamma = (1/gamma) sum [(gamma |d| - u)_+ - (-u)_+]."""
     if loss not in _LOSSES:
         raise ValueError(f"loss must be one of {_LOSSES} (002 Sect. 2, 4, 5.2), got {loss!r}")
-    _check_real(gamma, "gamma", "a finite number > 0", lambda v: v > 0)
+    check_real(gamma, "gamma", "a finite number > 0", lambda v: v > 0)
     if gamma != 1.0 and loss != "gamma":
         raise ValueError("gamma is only used by loss='gamma'")
     y, f, gi = _group_setup(y_true, y_score, groups, average, _ANY_AVERAGE)
@@ -552,31 +536,19 @@ def edge_disagreement(pairs, y_score, weights=None, *, tied_scores="half", ties=
     ``average="pooled"`` on the edges of all pairs y_i > y_j."""
     tie_weight = _tied_score_weight(tied_scores, ties, "edge_disagreement")
     f = _as_vector(y_score, "y_score")
-    P = np.asarray(pairs)
-    if P.ndim != 2 or P.shape[1] != 2:
-        raise ValueError(f"pairs must have shape (n_edges, 2), got {P.shape}")
-    if P.shape[0] == 0:
-        raise ValueError("pairs is empty: there is no preference to evaluate")
-    if P.dtype.kind not in "iu":
-        if P.dtype.kind == "f" and np.all(np.isfinite(P)) and np.all(P == np.round(P)):
-            P = P.astype(np.int64)
-        else:
-            raise ValueError(f"pairs must hold integer row indices, got dtype {P.dtype}")
-    P = P.astype(np.int64, copy=False)
-    m = f.shape[0]
-    if P.min() < 0 or P.max() >= m:
-        raise ValueError(f"pairs contains row indices outside [0, {m}) (y_score has {m} rows)")
-    if np.any(P[:, 0] == P[:, 1]):
-        raise ValueError("pairs contains a self-loop (a, a): a row cannot be preferred over itself")
+    try:
+        head, tail = check_pairs(pairs, f.shape[0])
+    except TypeError as exc:  # a measure raises ValueError for every bad argument
+        raise ValueError(str(exc)) from None
     if weights is None:
-        w = np.ones(P.shape[0])
+        w = np.ones(head.shape[0])
     else:
         w = _as_vector(weights, "weights")
-        if w.shape[0] != P.shape[0]:
-            raise ValueError(f"weights must have one value per edge: {w.shape[0]} weights for {P.shape[0]} edges")
+        if w.shape[0] != head.shape[0]:
+            raise ValueError(f"weights must have one value per edge: {w.shape[0]} weights for {head.shape[0]} edges")
         if (w <= 0).any():
             raise ValueError("weights must be > 0")
-    fa, fb = f[P[:, 0]], f[P[:, 1]]
+    fa, fb = f[head], f[tail]
     err = (fa < fb) + tie_weight * (fa == fb)
     return float(np.dot(w, err) / w.sum())
 
@@ -638,43 +610,35 @@ class _Ranked:
         return c[self.first] - c[self.offsets[self.group]]
 
 
-_SMALL_TIED_BLOCK = 64  # tied blocks up to this size: ERR's recurrence runs for all their rows at once
+_SMALL_TIED_BLOCK = 64  # tied blocks up to this size: ERR's recurrence runs for every row, above once per grade
 
 
-def _tied_block_err(Rsat, first, size, start, span):
-    """ERR terms of tied blocks at once: for each row a, the recurrence of :func:`_mean_subset_products` over the
-    other rows of its block (padded to the largest block), then R_a (1/b) sum_{j <= span} E_{j-1} / (start + j),
-    summed per block."""
-    n_blk = first.size
-    item_blk = np.repeat(np.arange(n_blk), size)
+def _tied_block_err(Rsat, first, size, start, span, distinct=False):
+    """ERR terms of tied blocks at once (see :func:`err_at_k`): for each row a, E_t(others of a) adding one row at a
+    time, E_t(n + 1) = (n + 1 - t)/(n + 1) E_t(n) + t/(n + 1) q E_{t-1}(n) (a convex combination; padded to the
+    largest block), then R_a (1/b) sum_{j <= span} E_{j-1} / (start + j), summed per block.  distinct: one recurrence
+    per distinct grade of a block (at its first row), times the grade's count: its rows have the same other rows."""
+    item_blk = np.repeat(np.arange(first.size), size)
     within = np.arange(item_blk.size) - np.repeat(np.cumsum(size) - size, size)
-    Bmax, T = int(size.max()), int(span.max())
-    n = np.arange(Bmax - 1)
-    # the n-th other row of item a is row n of its block, skipping a itself
-    src = first[item_blk, None] + n[None, :] + (n[None, :] >= within[:, None])
-    active = n[None, :] < (size[item_blk, None] - 1)
-    Q = np.where(active, 1.0 - Rsat[np.minimum(src, Rsat.size - 1)], 0.0)
+    count = np.ones(item_blk.size)
+    if distinct:
+        _, keep, count = np.unique(np.c_[item_blk, Rsat[first[item_blk] + within]], axis=0, return_index=True,
+                                   return_counts=True)
+        item_blk, within = item_blk[keep], within[keep]
+    b, T = size[item_blk], int(span.max())
     E = np.zeros((item_blk.size, T))
     E[:, 0] = 1.0
     t = np.arange(1, T)
-    for step in range(Bmax - 1):
-        new = (step + 1 - t) / (step + 1) * E[:, 1:] + t / (step + 1) * Q[:, step, None] * E[:, :-1]
-        E[active[:, step], 1:] = new[active[:, step]]
+    for n in range(int(size.max()) - 1):
+        active = n < b - 1
+        # the n-th other row of item a is row n of its block, skipping a itself
+        q = 1.0 - Rsat[np.minimum(first[item_blk] + n + (n >= within), Rsat.size - 1)]
+        new = (n + 1 - t) / (n + 1) * E[:, 1:] + t / (n + 1) * q[:, None] * E[:, :-1]
+        E[active, 1:] = new[active]
     j = np.arange(1, T + 1)
     w = np.where(j[None, :] <= span[item_blk, None], 1.0 / (start[item_blk, None] + j[None, :]), 0.0)
-    R = Rsat[first[item_blk] + within]
-    return np.bincount(item_blk, weights=R / size[item_blk] * (E * w).sum(axis=1), minlength=n_blk)
-
-
-def _mean_subset_products(q, T):
-    """E[t] = mean over the t-subsets of the values q of their product, t = 0..T-1 (T <= len(q) + 1), adding one
-    value at a time: E_t(n + 1) = (n + 1 - t)/(n + 1) E_t(n) + t/(n + 1) q E_{t-1}(n) (a convex combination)."""
-    E = np.zeros(T)
-    E[0] = 1.0
-    for n, qi in enumerate(q):
-        t = np.arange(1, min(n + 1, T - 1) + 1)
-        E[t] = (n + 1 - t) / (n + 1) * E[t] + t / (n + 1) * qi * E[t - 1]
-    return E
+    R = Rsat[first[item_blk] + within] * count
+    return np.bincount(item_blk, weights=R / b * (E * w).sum(axis=1), minlength=first.size)
 
 
 _NO_RELEVANT = "no group has a relevant item"
@@ -684,7 +648,7 @@ def _ranked_relevance(y_true, y_score, groups, k, relevance_threshold, average, 
     """The IR measures' checks, the ranked rows, the cutoff k, every ranked row's relevance (1.0 when y_true >
     relevance_threshold) and the number of relevant rows per group."""
     k = _check_k(k, k_optional)
-    thr = float(_check_real(relevance_threshold, "relevance_threshold", "a finite number"))
+    thr = check_real(relevance_threshold, "relevance_threshold", "a finite number")
     rk = _Ranked(*_group_setup(y_true, y_score, groups, average, _PER_GROUP))
     rel = (rk.ys > thr).astype(np.float64)
     return rk, k, rel, np.bincount(rk.gs, weights=rel, minlength=rk.G)
@@ -765,7 +729,7 @@ def err_at_k(y_true, y_score, groups=None, *, k=None, max_grade=None, average="g
     ys, pos = rk.ys, rk.pos
     if (ys < 0).any():
         raise ValueError("err_at_k needs non-negative relevance grades y_true")
-    gmax = float(ys.max()) if max_grade is None else _check_real(max_grade, "max_grade", "None or a finite number")
+    gmax = float(ys.max()) if max_grade is None else check_real(max_grade, "max_grade", "None or a finite number")
     if ys.max() > gmax:
         raise ValueError(f"y_true has grades above max_grade={gmax}")
     if gmax > 1000:
@@ -787,17 +751,9 @@ def err_at_k(y_true, y_score, groups=None, *, k=None, max_grade=None, average="g
     span = b if k is None else np.minimum(b, k - rk.start)  # positions of the block inside the cutoff
     needed = (~single) & (span > 0) & (rk.per_block(Rsat) > 0)
     small = needed & (b <= _SMALL_TIED_BLOCK)
-    if small.any():
-        contrib[small] = _tied_block_err(Rsat, rk.first[small], b[small], rk.start[small], span[small])
-    for q in np.flatnonzero(needed & ~small):  # large tied blocks: one recurrence per distinct grade
-        s0, bq, T = int(rk.start[q]), int(b[q]), int(span[q])
-        Rq = Rsat[rk.first[q]:rk.first[q] + bq]
-        weights = 1.0 / (s0 + np.arange(1, T + 1))
-        for value, count in zip(*np.unique(Rq, return_counts=True)):
-            if value == 0:
-                continue
-            others = np.delete(1.0 - Rq, int(np.flatnonzero(Rq == value)[0]))
-            contrib[q] += count * value / bq * float(_mean_subset_products(others, T) @ weights)
+    for part, distinct in ((small, False), (needed & ~small, True)):
+        if part.any():
+            contrib[part] = _tied_block_err(Rsat, rk.first[part], b[part], rk.start[part], span[part], distinct)
     per = np.bincount(rk.group, weights=stop * contrib, minlength=rk.G)
     return _average(per, graded > 0, average, "err_at_k", _NO_RELEVANT)
 
@@ -822,7 +778,8 @@ def agree(y_true, y_score, groups=None, *, normalize=True, average="group"):
     f = _as_vector(y_score, "y_score")
     m = f.shape[0]
     if F.ndim == 1:
-        y, f = _as_pair(F, f, "y_true", "y_score")
+        y = _as_vector(F, "y_true")
+        check_consistent_length(y, f)
         S = _pair_stats(y, f, group_index(groups, m), False)
         # concordant relevant pairs keep 1, score-tied relevant pairs 1/2, label-tied pairs 1/2
         kept = (S[:, 1] - S[:, 2] - S[:, 3]) + 0.5 * S[:, 3] + 0.5 * (S[:, 0] - S[:, 1])
@@ -831,9 +788,7 @@ def agree(y_true, y_score, groups=None, *, normalize=True, average="group"):
         if F.shape != (m, m):
             raise ValueError(f"y_true as a preference matrix must have shape (m, m) = ({m}, {m}) for the {m} scores, "
                              f"got {F.shape}")
-        F = np.asarray(F, dtype=np.float64)
-        if not np.isfinite(F).all():
-            raise ValueError("Input y_true contains NaN or infinity.")
+        F = as_float_matrix(F, "y_true")
         gi = group_index(groups, m)
         kept, mass = np.zeros(gi.n_groups), np.zeros(gi.n_groups)
         for q, rows in enumerate(_group_rows(gi)):
@@ -883,10 +838,10 @@ class Measure:
 
     __slots__ = ("name", "func", "greater_is_better", "cutoff", "kwargs", "description", "_takes_groups")
 
-    def __init__(self, name, func, greater_is_better, description, *, cutoff=None, takes_groups=True, **kwargs):
+    def __init__(self, name, func, greater_is_better, description, *, cutoff=None, **kwargs):
         self.name, self.func, self.greater_is_better = name, func, bool(greater_is_better)
         self.cutoff, self.kwargs, self.description = cutoff, dict(kwargs), description
-        self._takes_groups = takes_groups
+        self._takes_groups = _accepts(func, "groups")
 
     __name__ = property(lambda self: self.name)  # scikit-learn's scorers and reprs name the measure by it
 
@@ -896,7 +851,7 @@ class Measure:
             raise ValueError(f"measure {self.name!r} takes no @k cutoff")
         base = self.name.partition("@")[0]
         return Measure(f"{base}@{k}", self.func, self.greater_is_better, self.description, cutoff=self.cutoff,
-                       takes_groups=self._takes_groups, **{**self.kwargs, self.cutoff: k})
+                       **{**self.kwargs, self.cutoff: k})
 
     def _merged(self, kwargs):
         """The fixed keyword arguments with ``kwargs``; ValueError where both set one."""
@@ -942,7 +897,7 @@ _entry("disagreement", pairwise_disagreement, False, "fraction of relevant pairs
 _entry("auc", _pairwise_accuracy, True, "1 - disagreement: AUC of binary labels, pairwise accuracy of graded ones",
        aliases=("pairwise_accuracy",))
 _entry("kendall_distance", _kendall_tied_half, False, "discordant pairs / C(n, 2) (003)", aliases=("kendall",))
-_entry("spearman_footrule", spearman_footrule, False, "sum of rank displacements (003)", takes_groups=False,
+_entry("spearman_footrule", spearman_footrule, False, "sum of rank displacements (003)",
        aliases=("footrule",))
 _entry("position_error", position_error, False, "wrong items ranked above the best target (003)")
 _entry("discounted_error", discounted_error, False, "discounted rank displacements (003)")
@@ -958,7 +913,7 @@ _entry("magnitude_preserving_cost", magnitude_preserving_cost, False, "MP cost |
        aliases=("mp_cost",))
 _entry("hinge_rank_cost", magnitude_preserving_cost, False, "hinge rank cost |dh| on misordered pairs (000 eq. 4)",
        cost="hr", power=1)
-_entry("mean_rank_loss", mean_rank_loss, False, "mean |prediction - label| (001 Table 1)", takes_groups=False)
+_entry("mean_rank_loss", mean_rank_loss, False, "mean |prediction - label| (001 Table 1)")
 
 # every accepted spelling (names and aliases, without the @k forms)
 SCORER_NAMES = frozenset(_ALIASES)
@@ -1043,23 +998,10 @@ def _warn_missing_groups(estimator, what):
     return reason is not None
 
 
-def _takes_groups(func):
-    try:
-        return "groups" in inspect.signature(func).parameters
-    except (TypeError, ValueError):
-        return False
-
-
 class RankingScorer:
-    """A scikit-learn scorer of a ranking measure that receives the test rows' query groups.
-
-    ``scorer(estimator, X, y, groups=None)`` is ``sign * measure(y, estimator.predict(X), groups, **kwargs)``
-    (``decision_function`` with that ``response_method``); sign = -1 for losses (scikit-learn's convention).  In a
-    search the groups of each test fold come by metadata routing:
-    ``sklearn.set_config(enable_metadata_routing=True)``, then ``scorer.set_score_request(groups=True)`` (and
-    ``estimator.set_fit_request(groups=True)``).  Without routing a fold is scored as one query; when that is
-    detectable (the estimator was fitted on several groups, or the search was given groups) the scorer emits
-    :class:`fastrank.exceptions.MissingGroupsWarning`, once.  Made by :func:`make_ranking_scorer`."""
+    """A scikit-learn scorer of a ranking measure that receives the test rows' query groups: ``scorer(estimator, X, y,
+    groups=None)`` is ``sign * measure(y, estimator.predict(X), groups, **kwargs)``, sign = -1 for losses.  Made by
+    :func:`make_ranking_scorer`, which tells how the groups reach it."""
 
     def __init__(self, measure, sign, kwargs, response_method="predict"):
         self._measure = measure
@@ -1078,21 +1020,15 @@ class RankingScorer:
         response = getattr(estimator, self._response_method, None)
         if response is None:
             raise ValueError(f"{type(estimator).__name__} has no {self._response_method} method")
-        if groups is None and not self._warned and self._groups_requested() is not False:
+        declined = self.get_metadata_routing().score.requests.get("groups") is False  # by metadata routing
+        if groups is None and not self._warned and not declined:
             self._warned = _warn_missing_groups(estimator, repr(self))
         return self.score_predictions(y_true, response(X), groups)
-
-    def _groups_requested(self):
-        """The metadata-routing request for groups: True, False (declined) or None."""
-        try:
-            return self._router.get_metadata_routing().score.requests.get("groups")
-        except AttributeError:  # pragma: no cover - scikit-learn internals
-            return None
 
     def score_predictions(self, y_true, y_pred, groups=None):
         """The signed score of given predictions, e.g. exact cross-validated ones."""
         if groups is not None:
-            if not isinstance(self._measure, Measure) and not _takes_groups(self._measure):
+            if not _accepts(self._measure, "groups"):
                 raise ValueError(f"{getattr(self._measure, '__name__', self._measure)!r} does not take groups")
             return self._sign * self._measure(y_true, y_pred, groups, **self._kwargs)
         return self._sign * self._measure(y_true, y_pred, **self._kwargs)
@@ -1125,6 +1061,10 @@ def make_ranking_scorer(measure, *, greater_is_better=None, response_method="pre
     response_method : estimator method giving the scores ("predict" or "decision_function").
     kwargs : passed to the measure (e.g. ``k=10``).
 
+    In a search the groups of each test fold come by metadata routing.  Without it a fold is scored as one query; when
+    that is detectable (the estimator was fitted on several groups, or the search was given groups) the scorer emits
+    :class:`fastrank.exceptions.MissingGroupsWarning`, once.
+
     Example (groups routed to both the estimator and the scorer)::
 
         sklearn.set_config(enable_metadata_routing=True)
@@ -1152,7 +1092,7 @@ def score_estimator(estimator, X, y, groups=None, sample_weight=None, *, measure
     """The ``score`` of a fastrank ranker: ``measure`` (a table name; default "auc" = 1 - pairwise disagreement,
     ties 1/2, mean over ``groups``) of ``estimator.predict(X)`` against ``y``.  ``sample_weight`` goes to the
     measures that take it ("auc", "disagreement": pair weight w_i w_j).  Without ``groups`` where the rows evidently
-    come from several queries (see :class:`RankingScorer`) it emits
+    come from several queries (see :func:`make_ranking_scorer`) it emits
     :class:`fastrank.exceptions.MissingGroupsWarning`."""
     meas = get_measure(measure)
     if groups is None:
@@ -1160,7 +1100,7 @@ def score_estimator(estimator, X, y, groups=None, sample_weight=None, *, measure
     pred = getattr(estimator, response_method)(X)
     if sample_weight is None:
         return meas(y, pred, groups)
-    if "sample_weight" not in inspect.signature(meas.func).parameters:
+    if not _accepts(meas.func, "sample_weight"):
         raise ValueError(f"measure {meas.name!r} does not take sample_weight; use 'auc' or 'disagreement', "
                          "or drop sample_weight")
     return meas(y, pred, groups, sample_weight=sample_weight)

@@ -24,7 +24,7 @@ from ._problem import PreferenceGraph, RankingProblem, check_weighting
 from ._progress import stage
 from ._solvers import Fit, _by_alpha, _centred_features, check_indices, select_basis
 from ._sparse import issparse, take_rows
-from ._threads import compute_region, threads_for_work
+from ._threads import compute_region, cpu_budget, threads_for_work
 from ._validation import check_alpha, check_n_jobs, pair_disagreement
 
 __all__ = ["CVSpec", "spec_of", "HoldoutEngine", "engine_for", "resolve_folds", "check_sets", "PreferenceRoute"]
@@ -551,7 +551,7 @@ class HoldoutEngine(_OnProblem):
         # threads by the work, p x p systems (m p^2) or the m x m kernel's factor (m^3); n_jobs caps them, so that
         # asking for more threads never makes a small problem slower than one thread
         work = problem.m * float(problem.n_features) ** 2 if self.low_rank else float(problem.m) ** 3
-        self.n_threads = threads_for_work(work) if spec.n_jobs is None else min(spec.n_jobs, threads_for_work(work))
+        self.n_threads = min(threads_for_work(work), spec.n_jobs or cpu_budget())
         self.features = None
         if spec.basis_vectors is not None:
             # subset of regressors: the same basis rows a fit would choose (eq. 41), as a feature map

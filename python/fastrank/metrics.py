@@ -107,7 +107,7 @@ def _label_ranks(y):
 _PARALLEL_ROWS = 50_000
 
 
-def _threads(n_jobs, m):
+def _sweep_threads(n_jobs, m):
     """check_n_jobs, with the default (None) on one thread for fewer than _PARALLEL_ROWS rows."""
     return 1 if n_jobs is None and m < _PARALLEL_ROWS else check_n_jobs(n_jobs)
 
@@ -121,7 +121,7 @@ def _pair_stats(y, f, gi, weighted, n_jobs=None, ranks=None):
     yrank, values = _label_ranks(y) if ranks is None else ranks
     order = np.argsort(f).astype(np.int64, copy=False)
     return _core.pair_statistics(f, order, yrank, values, gi.order, gi.offsets, bool(weighted),
-                                 _threads(n_jobs, f.shape[0]))
+                                 _sweep_threads(n_jobs, f.shape[0]))
 
 
 def _average(num, den, average, what, nothing="there is no pair to evaluate"):
@@ -302,7 +302,7 @@ def ndcg(y_true, y_score, groups=None, *, k=None, gain="exponential", average="g
     # a cutoff beyond the largest group is no cutoff (and fits a C int)
     kk = 0 if k is None else min(_check_k(k), y.shape[0])
     S = _core.dcg_statistics(y, f, gi.order, gi.offsets, kk, 1 if gain == "exponential" else 0,
-                             _threads(n_jobs, y.shape[0]))
+                             _sweep_threads(n_jobs, y.shape[0]))
     return _average(S[:, 0], S[:, 1], average, "ndcg", "no group has a relevant item (every ideal DCG is 0)")
 
 
@@ -362,7 +362,7 @@ def mean_rank_loss(y_true, y_pred, *, scale="values", classes=None):
 
 
 def _dominance(a, b, gi, n_jobs):  # a, b: contiguous float64 (checked vectors and arithmetic on them)
-    return _core.dominance_sums(a, b, gi.order, gi.offsets, _threads(n_jobs, len(a)))
+    return _core.dominance_sums(a, b, gi.order, gi.offsets, _sweep_threads(n_jobs, len(a)))
 
 
 _COSTS = ("hr", "mp", "hmp", "svr")
@@ -401,7 +401,7 @@ def magnitude_preserving_cost(y_true, y_score, groups=None, *, cost="mp", power=
         total = _mp_total(y, f, gi, power)
     elif cost == "svr":
         T = _core.threshold_pair_sums(f - y, gi.order, gi.offsets, float(epsilon),
-                                      _threads(n_jobs, f.shape[0]))
+                                      _sweep_threads(n_jobs, f.shape[0]))
         total = 2.0 * T[:, power]  # ordered pairs: each unordered pair twice
     else:
         # mis-ordered pairs: y_i > y_j and f_i < f_j, the dominance pairs of (a, b) = (y, -f); |dh| = b_i - b_j and

@@ -69,7 +69,6 @@ def _check_average(average, allowed=_AVERAGES):
 
 
 def _group_setup(y_true, y_score, groups, average, allowed=_AVERAGES):
-    """The checked ``average`` (one of ``allowed``), (y, f) and their GroupIndex (one group when ``groups`` is None)."""
     _check_average(average, allowed)
     y, f = _as_pair(y_true, y_score, "y_true", "y_score")
     return y, f, group_index(groups, y.shape[0])
@@ -78,9 +77,8 @@ def _group_setup(y_true, y_score, groups, average, allowed=_AVERAGES):
 def _check_k(k, allow_none=True):
     if k is None and allow_none:
         return None
-    if isinstance(k, (bool, np.bool_)) or not isinstance(k, numbers.Integral) or k < 1:
-        raise ValueError(f"k must be {'None or ' if allow_none else ''}a positive integer, got {k!r}")
-    return int(k)
+    need = f"{'None or ' if allow_none else ''}a positive integer"
+    return check_real(k, "k", need, lambda v: v >= 1, numbers.Integral)
 
 
 def _accepts(func, parameter):
@@ -108,7 +106,6 @@ _PARALLEL_ROWS = 50_000
 
 
 def _sweep_threads(n_jobs, m):
-    """check_n_jobs, with the default (None) on one thread for fewer than _PARALLEL_ROWS rows."""
     return 1 if n_jobs is None and m < _PARALLEL_ROWS else check_n_jobs(n_jobs)
 
 
@@ -125,8 +122,6 @@ def _pair_stats(y, f, gi, weighted, n_jobs=None, ranks=None):
 
 
 def _average(num, den, average, what, nothing="there is no pair to evaluate"):
-    """Per group num / den over the groups with den > 0: their mean ("group"), total num over total den ("pooled"),
-    or every group's value, NaN where den = 0 (None)."""
     num = np.asarray(num, dtype=np.float64)
     den = np.asarray(den, dtype=np.float64)
     valid = den > 0
@@ -178,21 +173,20 @@ def pairwise_disagreement(y_true, y_score, groups=None, *, tied_scores="half", a
 
 
 def _weighted_disagreement(y, f, gi, sw, tie_weight, average):
-    """pairwise_disagreement with pair weights w_i w_j, by blocks of explicit pair differences."""
+    """pairwise_disagreement with pair weights w_i w_j, by blocks of explicit pairs."""
     if (sw < 0).any():
         raise ValueError("sample_weight must be >= 0")
     num, den = [], []
     for rows in _group_rows(gi):
         yq, fq, wq = y[rows], f[rows], sw[rows]
         e = d = 0.0
-        step = max(1, 2**22 // max(1, rows.size))
+        step = max(1, 2**22 // rows.size)
         for lo in range(0, rows.size, step):
-            dy = yq[lo:lo + step, None] - yq[None, :]
-            df = fq[lo:lo + step, None] - fq[None, :]
-            ww = wq[lo:lo + step, None] * wq[None, :]
-            higher = dy > 0  # each relevant pair once, from its higher-labelled end
+            rs = slice(lo, lo + step)
+            higher = yq[rs, None] > yq[None, :]  # each relevant pair once, from its higher-labelled end
+            ww = wq[rs, None] * wq[None, :]
             d += ww[higher].sum()
-            e += (ww * higher * ((df < 0) + tie_weight * (df == 0))).sum()
+            e += (ww * higher * ((fq[rs, None] < fq[None, :]) + tie_weight * (fq[rs, None] == fq[None, :]))).sum()
         num.append(e)
         den.append(d)
     return _average(num, den, average, "pairwise_disagreement")
@@ -336,8 +330,7 @@ def mean_rank_loss(y_true, y_pred, *, scale="values", classes=None):
     check_consistent_length(yt, yp)
     if scale == "values":
         return float(np.mean(np.abs(yp.astype(np.float64) - yt.astype(np.float64))))
-    given = classes is not None  # the sorted union of the labels holds every label
-    if not given:
+    if classes is None:
         try:
             classes = np.unique(np.concatenate([yt, yp]))
         except TypeError as exc:
@@ -352,7 +345,7 @@ def mean_rank_loss(y_true, y_pred, *, scale="values", classes=None):
     pos = []
     for name, v in (("y_true", yt), ("y_pred", yp)):
         idx = np.clip(np.searchsorted(sc, v), 0, sc.size - 1)
-        if given and not np.array_equal(sc[idx], v):
+        if not np.array_equal(sc[idx], v):  # always equal with classes=None (the sorted union of the labels)
             raise ValueError(f"{name} contains labels that are not in classes")
         pos.append(sorter[idx].astype(np.int64))
     return float(np.mean(np.abs(pos[1] - pos[0])))
@@ -497,21 +490,6 @@ def position_error(y_true, y_score, groups=None, *, average="group"):
     return per if average is None else float(per.mean())
 
 
-def _discount_weights(discount, ranks):
-    if callable(discount):
-        w = np.asarray(discount(ranks.copy()), dtype=np.float64)
-        if w.shape != ranks.shape or not np.isfinite(w).all() or (w < 0).any():
-            raise ValueError("discount(ranks) must return finite non-negative weights, one per rank")
-        return w
-    if discount == "log2":
-        return 1.0 / np.log2(ranks + 1.0)
-    if discount == "reciprocal":
-        return 1.0 / ranks
-    if discount is None or discount == "none":
-        return np.ones_like(ranks)
-    raise ValueError(f"discount must be 'log2', 'reciprocal', 'none' or a callable of the true ranks, got {discount!r}")
-
-
 def discounted_error(y_true, y_score, groups=None, *, discount="log2", average="group"):
     """Discounted error d_DE = sum_i v_i |sigma(x_i) - sigma'(x_i)| (003): rank displacements weighted down for items
     the truth ranks low, O(m log m).
@@ -522,7 +500,19 @@ def discounted_error(y_true, y_score, groups=None, *, discount="log2", average="
     or None."""
     y, f, gi = _group_setup(y_true, y_score, groups, average, _PER_GROUP)
     rt, rp = _group_average_ranks(y, gi), _group_average_ranks(f, gi)
-    w = _discount_weights(discount, rt)
+    if callable(discount):
+        w = np.asarray(discount(rt.copy()), dtype=np.float64)
+        if w.shape != rt.shape or not np.isfinite(w).all() or (w < 0).any():
+            raise ValueError("discount(ranks) must return finite non-negative weights, one per rank")
+    elif discount == "log2":
+        w = 1.0 / np.log2(rt + 1.0)
+    elif discount == "reciprocal":
+        w = 1.0 / rt
+    elif discount is None or discount == "none":
+        w = np.ones_like(rt)
+    else:
+        raise ValueError(f"discount must be 'log2', 'reciprocal', 'none' or a callable of the true ranks, got "
+                         f"{discount!r}")
     per = np.bincount(gi.codes, weights=w * np.abs(rt - rp), minlength=gi.n_groups)
     return per if average is None else float(per.mean())
 
@@ -645,8 +635,6 @@ _NO_RELEVANT = "no group has a relevant item"
 
 
 def _ranked_relevance(y_true, y_score, groups, k, relevance_threshold, average, k_optional=True):
-    """The IR measures' checks, the ranked rows, the cutoff k, every ranked row's relevance (1.0 when y_true >
-    relevance_threshold) and the number of relevant rows per group."""
     k = _check_k(k, k_optional)
     thr = check_real(relevance_threshold, "relevance_threshold", "a finite number")
     rk = _Ranked(*_group_setup(y_true, y_score, groups, average, _PER_GROUP))
@@ -854,7 +842,6 @@ class Measure:
                        **{**self.kwargs, self.cutoff: k})
 
     def _merged(self, kwargs):
-        """The fixed keyword arguments with ``kwargs``; ValueError where both set one."""
         clash = set(kwargs) & set(self.kwargs)
         if clash:
             raise ValueError(f"measure {self.name!r} already sets {', '.join(sorted(clash))}; give it once")
@@ -874,14 +861,13 @@ class Measure:
         return f"get_measure({self.name!r})"
 
 
-_TABLE = {}
-_ALIASES = {}
+_TABLE = {}  # every accepted spelling (names and aliases) -> its entry
 
 
 def _entry(name, func, greater_is_better, description, *, aliases=(), **kwargs):
-    _TABLE[name] = Measure(name, func, greater_is_better, description, **kwargs)
+    measure = Measure(name, func, greater_is_better, description, **kwargs)
     for a in (name, *aliases):
-        _ALIASES[a] = name
+        _TABLE[a] = measure
 
 
 _entry("ndcg", ndcg, True, "normalised DCG, gains 2^y - 1 (000-style graded relevance); ndcg@k cuts at k", cutoff="k")
@@ -916,12 +902,12 @@ _entry("hinge_rank_cost", magnitude_preserving_cost, False, "hinge rank cost |dh
 _entry("mean_rank_loss", mean_rank_loss, False, "mean |prediction - label| (001 Table 1)")
 
 # every accepted spelling (names and aliases, without the @k forms)
-SCORER_NAMES = frozenset(_ALIASES)
+SCORER_NAMES = frozenset(_TABLE)
 
 
 def measure_names():
     """The names of the measure table (aliases and "@k" cutoffs aside), in table order."""
-    return tuple(_TABLE)
+    return tuple(dict.fromkeys(e.name for e in _TABLE.values()))
 
 
 def get_measure(name):
@@ -932,16 +918,15 @@ def get_measure(name):
     if not isinstance(name, str):
         raise TypeError(f"a measure name must be a string, got {type(name).__name__}")
     base, at, tail = name.strip().lower().partition("@")
-    canonical = _ALIASES.get(base)
-    if canonical is None:
+    entry = _TABLE.get(base)
+    if entry is None:
         raise ValueError(f"unknown ranking measure {name!r}; known: {', '.join(measure_names())} "
                          "(cut at k with @k: ndcg@10, map@5, precision@10 or p@10, mrr@10, err@5)")
-    entry = _TABLE[canonical]
     if not at:
         return entry
     if entry.cutoff is None:
         raise ValueError(f"measure {base!r} takes no @k cutoff (those that do: "
-                         f"{', '.join(n for n, e in _TABLE.items() if e.cutoff)})")
+                         f"{', '.join(n for n in measure_names() if _TABLE[n].cutoff)})")
     if not tail.isdigit() or int(tail) < 1:
         raise ValueError(f"measure {name!r}: the cutoff after @ must be a positive integer, e.g. {base}@10")
     return entry.with_cutoff(int(tail))

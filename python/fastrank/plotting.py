@@ -37,7 +37,6 @@ def _axes(ax):
 
 class _Display:
     def _finish(self, ax, xlabel, ylabel, title, *, legend=True):
-        """Axis labels, title and legend; keeps ``ax_`` and ``figure_``."""
         ax.set_xlabel(xlabel)
         ax.set_ylabel(ylabel)
         ax.set_title(title)

@@ -25,7 +25,8 @@ import numbers
 import numpy as np
 
 from ._kernels import resolve_kernel
-from ._validation import as_float_matrix, check_real
+from ._sparse import row_sq_norms
+from ._validation import as_float_matrix, check_precomputed_kernel, check_real
 from .metrics import magnitude_preserving_cost, stability_ranking_loss
 
 __all__ = ["agarwal_niyogi_score_stability_bound", "agarwal_niyogi_loss_stability_bound", "hinge_ranking_bound",
@@ -226,13 +227,11 @@ def kernel_kappa(X, kernel="rbf", *, gamma=None, degree=3, coef0=1.0):
     X = as_float_matrix(X)
     spec = resolve_kernel(kernel, gamma, degree, coef0, X.shape[1])
     if spec.precomputed:
-        if X.shape[0] != X.shape[1]:
-            raise ValueError(f"precomputed kernel: X must be the square kernel matrix, got shape {X.shape}")
-        diag = np.diag(X)
+        diag = np.diag(check_precomputed_kernel(X, "X"))
     elif spec.kind == "rbf":
         return 1.0  # exp(0)
     else:
-        sq = np.einsum("ij,ij->i", X, X)  # x . x
+        sq = row_sq_norms(X)  # x . x
         diag = sq if spec.kind == "linear" else (spec.gamma * sq + spec.coef0) ** spec.degree
     if (diag < 0).any():
         raise ValueError("the kernel has negative diagonal values: not a positive semi-definite kernel")

@@ -52,7 +52,6 @@ def _kappa(kappa):
 
 
 def _m_kappa_delta(m, kappa, delta):
-    """The arguments every bound shares, checked."""
     m = check_real(m, "m", "an integer >= 2 (the number of training examples; pairs need two)", lambda v: v >= 2,
                    numbers.Integral)
     delta = check_real(delta, "delta", "a number with 0 < delta < 1 (the bound holds with probability 1 - delta)",
@@ -110,7 +109,7 @@ def _stability_bound(m, lam, kappa, delta, *, log_s, empirical, **top):
     """empirical + 32 s kappa^2 / (lam m) + (16 s kappa^2 / lam + top) sqrt(2 ln(1/delta) / m) in log space, with
     s = exp(log_s): s = sigma in 002 Corollary 12 (top = M), sigma^2 in Corollary 15 (top = B); ``top`` is that one
     keyword."""
-    (top_value,) = (v for k, v in top.items() if k in ("M", "B"))
+    top_value = top["M"] if "M" in top else top["B"]
     log_a = log_s + 2.0 * math.log(kappa) - math.log(lam)  # log(s kappa^2 / lam)
     log_root = _log_root(m, math.log(-math.log(delta)))
     terms = [math.log(32.0) + log_a - math.log(m), _log_add(math.log(16.0) + log_a, math.log(top_value)) + log_root]

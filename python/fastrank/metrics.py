@@ -57,7 +57,7 @@ def _as_vector(x, name):
     return x
 
 
-def _as_pair(a, b, name_a, name_b):
+def _as_pair(a, b, name_a="y_true", name_b="y_score"):
     a, b = _as_vector(a, name_a), _as_vector(b, name_b)
     check_consistent_length(a, b)
     return a, b
@@ -70,7 +70,7 @@ def _check_average(average, allowed=_AVERAGES):
 
 def _group_setup(y_true, y_score, groups, average, allowed=_AVERAGES):
     _check_average(average, allowed)
-    y, f = _as_pair(y_true, y_score, "y_true", "y_score")
+    y, f = _as_pair(y_true, y_score)
     return y, f, group_index(groups, y.shape[0])
 
 
@@ -196,7 +196,7 @@ def auc(y_true, y_score):
     """Area under the ROC curve of binary labels (= sklearn.metrics.roc_auc_score): the fraction of (positive,
     negative) pairs ordered correctly, score ties 1/2.  y_true must take exactly two values, the larger one
     positive."""
-    y, f = _as_pair(y_true, y_score, "y_true", "y_score")
+    y, f = _as_pair(y_true, y_score)
     ranks = _label_ranks(y)
     if ranks[1].size != 2:
         raise ValueError("auc needs y_true with exactly two distinct values (both classes present)")
@@ -853,7 +853,7 @@ class Measure:
             return self.func(y_true, y_score, groups, **kw)
         if groups is None:
             return self.func(y_true, y_score, **kw)
-        y, f = _as_pair(y_true, y_score, "y_true", "y_score")
+        y, f = _as_pair(y_true, y_score)
         rows = _group_rows(group_index(groups, y.shape[0]))
         return float(np.mean([self.func(y[r], f[r], **kw) for r in rows]))
 

@@ -177,13 +177,12 @@ def magnitude_preserving_bound(m, C, kappa, M, delta, *, power=2, empirical=0.0)
         raise ValueError(f"power must be 1 or 2 (the exponent n of the cost, 000 eqs. 65-66), got {power!r}")
     log_root = _log_root(m, math.log(math.log(2.0) - math.log(delta)))  # log sqrt((2/m) ln(2/delta))
     log_k2C = 2.0 * math.log(kappa) + math.log(C)
-    log_m = math.log(m)
     if power == 1:
-        terms = [math.log(8.0) + log_k2C - log_m,
+        terms = [math.log(8.0) + log_k2C - math.log(m),
                  math.log(2.0) + _log_add(math.log(2.0) + log_k2C, math.log(M)) + log_root]
     else:
         log_M2 = 2.0 * math.log(M)
-        terms = [math.log(128.0) + log_k2C + log_M2 - log_m,
+        terms = [math.log(128.0) + log_k2C + log_M2 - math.log(m),
                  math.log(4.0) + log_M2 + _log_add(math.log(16.0) + log_k2C, 0.0) + log_root]
     return _total(empirical, terms, m=m, C=C, kappa=kappa, M=M, delta=delta)
 
@@ -209,10 +208,8 @@ def empirical_term(estimator, X, y, term="l1", *, epsilon=0.0, n_jobs=None):
     y = np.asarray(y, dtype=np.float64)
     if f.ndim != 1 or y.ndim != 1:
         raise ValueError("empirical_term needs one score per row and 1-D y (a single output)")
-    if term == "l1":
-        return stability_ranking_loss(y, f, loss="gamma", gamma=1.0, n_jobs=n_jobs)
-    if term in ("hinge", "squared", "disc"):
-        return stability_ranking_loss(y, f, loss=term, n_jobs=n_jobs)
+    if term in ("l1", "hinge", "squared", "disc"):  # l1: l_gamma at its default gamma = 1
+        return stability_ranking_loss(y, f, loss="gamma" if term == "l1" else term, n_jobs=n_jobs)
     cost, power = term[:-1], int(term[-1])
     return magnitude_preserving_cost(y, f, cost=cost, power=power, epsilon=epsilon if cost == "svr" else 0.0,
                                      n_jobs=n_jobs)

@@ -240,10 +240,10 @@ def msd(y_true, y_score, groups=None, *, average="group"):
     return magnitude_preserving_cost(y_true, y_score, groups, average=average)
 
 
-def _mp_total(y, f, gi, power):
+def _mp_total(y, f, gi, n, power):
     """Per group the sum over ordered pairs of |dh - dy|^power.  With c = h - y centred per group: sum_ij (c_j -
     c_i)^2 = 2 n sum c^2; with c sorted, sum_ij |c_j - c_i| = 2 sum_k c_(k) (2k - n + 1)."""
-    codes, G, n = gi.codes, gi.n_groups, gi.sizes.astype(np.float64)
+    codes, G = gi.codes, gi.n_groups
     d = f - y
     c = d - (np.bincount(codes, weights=d, minlength=G) / n)[codes]
     if power == 2:
@@ -391,7 +391,7 @@ def magnitude_preserving_cost(y_true, y_score, groups=None, *, cost="mp", power=
     n = gi.sizes.astype(np.float64)
     den = np.where(n >= 2, n * n, 0.0)
     if cost == "mp":
-        total = _mp_total(y, f, gi, power)
+        total = _mp_total(y, f, gi, n, power)
     elif cost == "svr":
         T = _core.threshold_pair_sums(f - y, gi.order, gi.offsets, float(epsilon),
                                       _sweep_threads(n_jobs, f.shape[0]))

@@ -95,7 +95,7 @@ def _aligned(X, other, name, lengths=None):
 
 def _blocks(arr):
     """Row blocks of a dask array as a flat list of delayed objects (one per partition)."""
-    return list(arr.to_delayed().reshape(-1)) if arr is not None else None
+    return list(arr.to_delayed().reshape(-1))
 
 
 def _offsets(X):
@@ -274,11 +274,10 @@ def _statistics(X, Y, G, table, weighting, feature):
 # ----------------------------------------------------------------------------------------------
 # Estimator
 # ----------------------------------------------------------------------------------------------
-def _predict_block(block, coef, spec, XR, n_threads, one_d, block_info=None):
-    loc = block_info[0]["array-location"][0] if block_info else (0, block.shape[0])
-    i = block_info[0]["chunk-location"][0] if block_info else 0
-    start = int(loc[0]) if loc[0] is not None and np.isfinite(loc[0]) else None
-    B = _check_block(i, start, block, "X")
+def _predict_block(block, coef, spec, XR, n_threads, one_d, block_info):
+    start = block_info[0]["array-location"][0][0]  # dask's map_blocks fills block_info; NaN in unknown chunks
+    start = int(start) if start is not None and np.isfinite(start) else None
+    B = _check_block(block_info[0]["chunk-location"][0], start, block, "X")
     if XR is None:
         out = B @ coef
     else:

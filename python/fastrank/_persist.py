@@ -345,7 +345,7 @@ def _read_member(zf, info, dtype, shape):
             fmt = np.lib.format
             got_shape, fortran, got_dtype = (fmt.read_array_header_1_0 if version == (1, 0) else
                                              fmt.read_array_header_2_0)(fh)
-            if got_dtype.hasobject or got_dtype != dtype or (shape is not None and list(got_shape) != list(shape)):
+            if got_dtype != dtype or (shape is not None and list(got_shape) != list(shape)):
                 raise _Corrupt(f"member {name!r} holds dtype {got_dtype} and shape {list(got_shape)} but the header "
                                f"says {dtype} and {shape}")
             nbytes = math.prod(got_shape) * got_dtype.itemsize
@@ -457,19 +457,8 @@ _INFINITY_OK = ("thresholds_",)
 
 
 def _check_model(est, where="model"):
-    """The parameters pass the class's checks and the fitted arrays are finite (nested estimators too)."""
-    _check_params(est, where)
-    for k, v in vars(est).items():
-        a = v.data if sp.issparse(v) else v  # a CSR matrix: its stored values
-        if isinstance(a, np.ndarray) and a.dtype.kind in "fc" and not (
-                np.isfinite(a).all() or (k in _INFINITY_OK and not sp.issparse(v) and not np.isnan(a).any())):
-            raise _Corrupt(f"{where}.{k} contains NaN or infinity")
-        if _registered(v):
-            _check_model(v, f"{where}.{k}")
-
-
-def _check_params(est, where):
-    """The parameters pass the class's own checks (as at the start of fit)."""
+    """The parameters pass the class's own checks (as at the start of fit) and the fitted arrays are finite (nested
+    estimators too)."""
     from sklearn.base import clone
 
     from ._validation import check_alpha, check_alphas
@@ -484,14 +473,20 @@ def _check_params(est, where):
             check_alphas(params["alphas"])
         if callable(getattr(est, "_check_params", None)):
             est._check_params()
-        if hasattr(type(est), "_parameter_constraints") or any(
-                "_validate_params" in vars(c) for c in type(est).__mro__ if c.__module__.startswith("fastrank")):
+        if hasattr(type(est), "_parameter_constraints"):  # every FastrankEstimator: it declares them
             est._validate_params()  # fastrank's own, or scikit-learn's from _parameter_constraints
         n = getattr(est, "n_features_in_", None)
         if callable(getattr(est, "_kernel_spec", None)) and isinstance(n, (int, np.integer)):
             est._kernel_spec(int(n))
     except (ValueError, TypeError) as exc:
         raise _Corrupt(f"{where}: a parameter fails {type(est).__name__}'s checks: {exc}") from None
+    for k, v in vars(est).items():
+        a = v.data if sp.issparse(v) else v  # a CSR matrix: its stored values
+        if isinstance(a, np.ndarray) and a.dtype.kind in "fc" and not (
+                np.isfinite(a).all() or (k in _INFINITY_OK and not sp.issparse(v) and not np.isnan(a).any())):
+            raise _Corrupt(f"{where}.{k} contains NaN or infinity")
+        if _registered(v):
+            _check_model(v, f"{where}.{k}")
 
 
 def load(path, *, return_metadata=False):

@@ -525,7 +525,7 @@ def permutation_test_lpo(estimator, X, y, n_permutations=100, random_state=None,
         raise ValueError("permutation_test_lpo needs a 1-D y")
     n_blocks = min(check_int(_default_blocks() if n_blocks is None else n_blocks, "n_blocks", low=1), n_permutations)
     # the single-machine function draws one permutation(m) per permutation, or one per group in group order
-    sizes = [y.shape[0]] if groups is None else group_index(groups, y.shape[0]).sizes
+    sizes = group_index(groups, y.shape[0]).sizes  # groups=None: one group of every row
     rng = check_random_state(random_state)
     bounds = np.linspace(0, n_permutations, n_blocks + 1).round().astype(int)
     Xd, yd, gd, ed = dask.delayed(X), dask.delayed(y), dask.delayed(groups), dask.delayed(estimator)

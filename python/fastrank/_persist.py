@@ -245,13 +245,10 @@ class _Decoder:
         if key not in self.arrays:
             raise _Corrupt(f"array {key!r} is missing from the archive")
         a = self.arrays[key]  # its dtype and shape are the entry's (_read_member checked them)
-        want_dtype = np.dtype(self.entries[key]["dtype"])
-        if want_dtype.kind not in _ARRAY_KINDS:
-            raise _Corrupt(f"array {key!r}: dtype {want_dtype} is not allowed")
         if tag.get("shape") != list(a.shape):
             raise _Corrupt(f"array {key!r} has shape {list(a.shape)} but its reference says {tag.get('shape')}")
         self.used.add(key)
-        return a.astype(want_dtype, copy=False)
+        return a.astype(self.entries[key]["dtype"], copy=False)  # checked by _entry_layout
 
     def value(self, v):
         if v is None or isinstance(v, (bool, int, float, str)):
@@ -367,17 +364,18 @@ def _read_member(zf, info, dtype, shape):
 
 
 def _entry_layout(key, entry):
-    """(stored dtype, shape) of a header array entry, checked to be plain."""
+    """(stored dtype, shape) of a header array entry, checked to be plain (the loaded dtype too)."""
     if not isinstance(entry, dict):
         raise _Corrupt(f"array entry {key!r} is not an object")
     try:
-        dtype = np.dtype(entry.get("stored", entry["dtype"]))
+        dtype, loaded = (np.dtype(entry.get(k, entry["dtype"])) for k in ("stored", "dtype"))
     except (KeyError, TypeError, ValueError):
         raise _Corrupt(f"array entry {key!r} has no valid dtype") from None
     shape = entry.get("shape")
-    if dtype.kind not in _ARRAY_KINDS or dtype.fields is not None or not isinstance(shape, list) or not all(
+    plain = all(t.kind in _ARRAY_KINDS and t.fields is None for t in (dtype, loaded))
+    if not plain or not isinstance(shape, list) or not all(
             isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in shape):
-        raise _Corrupt(f"array entry {key!r}: dtype {dtype} / shape {shape!r} is not allowed")
+        raise _Corrupt(f"array entry {key!r}: dtype {loaded} (stored as {dtype}) / shape {shape!r} is not allowed")
     return dtype, shape
 
 

@@ -147,23 +147,19 @@ class _Encoder:
         if not _registered(est, self.classes):
             raise TypeError(f"cannot save {where}: {type(est).__module__}.{type(est).__qualname__} is not a fastrank "
                             f"estimator (saveable: {', '.join(sorted(self.classes))})")
+        from ._rankrls import _RankRLSBase
+
         params = est.get_params(deep=False)
         enc_params = {k: self.value(v, f"{where}.{k} (parameter)") for k, v in params.items()}
-        state = {k: self.value(v, f"{where}.{k}", shrink) for k, v in _stored_state(est).items()
+        # A linear-kernel model solved in the dual (or on basis rows) keeps its training rows X_fit_ and dual
+        # coefficients next to the weight vector coef_ = X_fit_^T a that its predictions use: the file stores coef_
+        # alone (n floats instead of m x n).
+        state = dict(vars(est))
+        if isinstance(est, _RankRLSBase) and est.kernel == "linear" and state.get("coef_") is not None:
+            state["X_fit_"] = state["dual_coef_"] = None
+        state = {k: self.value(v, f"{where}.{k}", shrink) for k, v in state.items()
                  if k not in params and k not in _SKIPPED_STATE}
         return {"class": type(est).__name__, "params": enc_params, "state": state}
-
-
-def _stored_state(est):
-    """The attributes to store.  A linear-kernel model solved in the dual (or on basis rows) keeps
-    its training rows X_fit_ and dual coefficients next to the weight vector coef_ = X_fit_^T a
-    that its predictions use: the file stores coef_ alone (n floats instead of m x n)."""
-    from ._rankrls import _RankRLSBase
-
-    state = dict(vars(est))
-    if isinstance(est, _RankRLSBase) and est.kernel == "linear" and state.get("coef_") is not None:
-        state["X_fit_"] = state["dual_coef_"] = None
-    return state
 
 
 def _digest(header, arrays):

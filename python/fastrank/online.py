@@ -31,7 +31,7 @@ from . import _core
 from ._base import N_JOBS, FastrankEstimator, Interval, KernelMixin, Ranker, StrOptions, positive_int, positive_real, \
     nonneg_real
 from ._kernels import _KIND, KernelSpec
-from ._memory import check_dense_memory
+from ._memory import check_dense_memory, densified
 from ._problem import require_preferences
 from ._progress import progress, resolve_verbose, stage, write_line
 from ._sparse import as_csr, issparse
@@ -58,9 +58,7 @@ def _as_X(X):
         raise ValueError("X must be an array, got None")
     if issparse(X):
         as_csr(X, "X")
-        check_dense_memory(X.shape[0], 1, "dense copy of this call's sparse rows (pass them through "
-                           "partial_fit in chunks)", n_cols=X.shape[1])
-        X = X.toarray()
+        X = densified(X, "dense copy of this call's sparse rows (pass them through partial_fit in chunks)")
     return as_float_matrix(X)
 
 
@@ -594,7 +592,7 @@ class OAPBPM(_OAPBase):
         for attr in ("classes_", "n_features_in_", "_kernel_kind", "_kernel_args", "n_seen_", "n_samples_seen_"):
             setattr(est, attr, getattr(first, attr))
         est.seed_ = first.ensemble_seed_
-        for attr in ("members_coef_", "members_thresholds_", "members_counts_"):
+        for attr in est._state_attrs().values():  # the member arrays
             setattr(est, attr, np.concatenate([getattr(b, attr) for b in blocks]))
         est._losses = np.zeros(0, dtype=np.int32)
         est._finish()

@@ -175,7 +175,8 @@ class _OnlineOrdinal(ClassifierMixin, FastrankEstimator):
     def _reset(self, classes, n_features):
         if classes.size < 2:
             raise ValueError(f"y has {classes.size} class ({classes.tolist()!r}); need at least 2 distinct labels: "
-                             "the on-line ordinal learners rank into k >= 2 ordered classes")
+                             "the on-line ordinal learners rank into k >= 2 ordered classes (a first partial_fit "
+                             "batch with fewer labels: pass the complete ordered label set with classes=)")
         self._reset_model(classes.size, n_features)
         self.classes_ = classes
         self.n_features_in_ = n_features
@@ -241,9 +242,6 @@ class _OnlineOrdinal(ClassifierMixin, FastrankEstimator):
         y = _check_labels(y, X.shape[0], label_set_fixed=not first or classes is not None)
         if first:
             cls = _sorted_classes(y if classes is None else classes)
-            if classes is None and cls.size < 2:
-                raise ValueError(f"the first partial_fit batch has only the label(s) {cls.tolist()!r}; pass the "
-                                 "complete ordered label set with classes=")
             self._reset(cls, X.shape[1])
         elif classes is not None and not np.array_equal(_sorted_classes(classes), self.classes_):
             raise ValueError(f"classes={np.asarray(classes).tolist()!r} differs from classes_ fixed by the first "

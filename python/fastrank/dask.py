@@ -73,7 +73,7 @@ def _as_dask(obj, name, ndim_allowed, *, lengths=None, allow_unknown=False):
         obj = da.from_array(np.asarray(obj), chunks=-1)  # one block; _aligned gives it X's row chunks
     if obj.ndim not in ndim_allowed:
         raise ValueError(f"{name} must have {' or '.join(map(str, ndim_allowed))} dimension(s), got shape {obj.shape}")
-    if not allow_unknown and (any(np.isnan(c) for c in obj.chunks[0]) or np.isnan(obj.shape[0])):
+    if not allow_unknown and np.isnan(obj.shape[0]):  # the sum of the row chunks: NaN if any is
         raise ValueError(f"{name} has unknown chunk sizes (NaN row chunks, e.g. from a dataframe's .values or "
                          f"boolean indexing); call {name}.compute_chunk_sizes() or use "
                          ".to_dask_array(lengths=True) first")
@@ -94,7 +94,6 @@ def _aligned(X, other, name, lengths=None):
 
 
 def _blocks(arr):
-    """Row blocks of a dask array as a flat list of delayed objects (one per partition)."""
     return list(arr.to_delayed().reshape(-1))
 
 
@@ -199,7 +198,7 @@ def _combine_stats(weighting, *states):
     u, first, inv = np.unique(codes, return_index=True, return_inverse=True)
     inv = inv.reshape(-1)
     P = _indicator(inv, u.size)
-    ntot = np.asarray(P @ n.astype(np.float64)).reshape(-1)
+    ntot = P @ n.astype(np.float64)
     gx = (P @ (n[:, None] * mx)) / ntot[:, None]
     gy = (P @ (n[:, None] * my)) / ntot[:, None]
     s = np.sqrt(pair_weights(nq, weighting) * nq * n)[:, None]

@@ -531,8 +531,7 @@ def permutation_test_lpo(estimator, X, y, n_permutations=100, random_state=None,
     tasks = []
     for b in range(n_blocks):
         k = int(bounds[b + 1] - bounds[b])
-        state = np.random.RandomState()
-        state.set_state(rng.get_state())
+        state = copy.deepcopy(rng)  # the generator at the start of the block
         tasks.append(dask.delayed(_perm_task, pure=True)(ed, Xd, yd, gd, k, state, scoring))
         for _ in range(k):  # consume exactly the block's draws
             for size in sizes:

@@ -338,7 +338,7 @@ def _read_member(zf, info, dtype, shape):
             fmt = np.lib.format
             got_shape, fortran, got_dtype = (fmt.read_array_header_1_0 if version == (1, 0) else
                                              fmt.read_array_header_2_0)(fh)
-            if got_dtype != dtype or (shape is not None and list(got_shape) != list(shape)):
+            if got_dtype != dtype or (shape is not None and list(got_shape) != shape):
                 raise _Corrupt(f"member {name!r} holds dtype {got_dtype} and shape {list(got_shape)} but the header "
                                f"says {dtype} and {shape}")
             nbytes = math.prod(got_shape) * got_dtype.itemsize

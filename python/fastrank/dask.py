@@ -216,7 +216,7 @@ def _combine_stats(weighting, *states):
 
 def _basis_features(spec, XR, n_threads, X):
     """Feature map of subset-of-regressors RankRLS: F = K(X, X_R)."""
-    return np.asarray(spec.cross(X, XR, n_threads))  # X: a block checked by _check_block (C-contiguous)
+    return np.asarray(spec.cross(X, XR, n_threads))
 
 
 def _prepare(X, y, groups=None):

@@ -75,9 +75,9 @@ def check_dense_memory(n_rows, n_matrices=1, what="kernel matrix", *, n_cols=Non
     return need
 
 
-def densified(X):
+def densified(X, what="dense copy of the sparse input X"):
     """A scipy.sparse X as a C-ordered float64 array, behind the memory guard; dense X unchanged."""
     if not sp.issparse(X):
         return X
-    check_dense_memory(X.shape[0], 1, "dense copy of the sparse input X", n_cols=X.shape[1])
+    check_dense_memory(X.shape[0], 1, what, n_cols=X.shape[1])
     return np.ascontiguousarray(X.toarray(), dtype=np.float64)

@@ -147,23 +147,19 @@ class _Encoder:
         if not _registered(est, self.classes):
             raise TypeError(f"cannot save {where}: {type(est).__module__}.{type(est).__qualname__} is not a fastrank "
                             f"estimator (saveable: {', '.join(sorted(self.classes))})")
+        from ._rankrls import _RankRLSBase
+
         params = est.get_params(deep=False)
         enc_params = {k: self.value(v, f"{where}.{k} (parameter)") for k, v in params.items()}
-        state = {k: self.value(v, f"{where}.{k}", shrink) for k, v in _stored_state(est).items()
+        # A linear-kernel model solved in the dual (or on basis rows) keeps its training rows X_fit_ and dual
+        # coefficients next to the weight vector coef_ = X_fit_^T a that its predictions use: the file stores coef_
+        # alone (n floats instead of m x n).
+        state = dict(vars(est))
+        if isinstance(est, _RankRLSBase) and est.kernel == "linear" and state.get("coef_") is not None:
+            state["X_fit_"] = state["dual_coef_"] = None
+        state = {k: self.value(v, f"{where}.{k}", shrink) for k, v in state.items()
                  if k not in params and k not in _SKIPPED_STATE}
         return {"class": type(est).__name__, "params": enc_params, "state": state}
-
-
-def _stored_state(est):
-    """The attributes to store.  A linear-kernel model solved in the dual (or on basis rows) keeps
-    its training rows X_fit_ and dual coefficients next to the weight vector coef_ = X_fit_^T a
-    that its predictions use: the file stores coef_ alone (n floats instead of m x n)."""
-    from ._rankrls import _RankRLSBase
-
-    state = dict(vars(est))
-    if isinstance(est, _RankRLSBase) and est.kernel == "linear" and state.get("coef_") is not None:
-        state["X_fit_"] = state["dual_coef_"] = None
-    return state
 
 
 def _digest(header, arrays):
@@ -245,13 +241,10 @@ class _Decoder:
         if key not in self.arrays:
             raise _Corrupt(f"array {key!r} is missing from the archive")
         a = self.arrays[key]  # its dtype and shape are the entry's (_read_member checked them)
-        want_dtype = np.dtype(self.entries[key]["dtype"])
-        if want_dtype.kind not in _ARRAY_KINDS:
-            raise _Corrupt(f"array {key!r}: dtype {want_dtype} is not allowed")
         if tag.get("shape") != list(a.shape):
             raise _Corrupt(f"array {key!r} has shape {list(a.shape)} but its reference says {tag.get('shape')}")
         self.used.add(key)
-        return a.astype(want_dtype, copy=False)
+        return a.astype(self.entries[key]["dtype"], copy=False)  # checked by _entry_layout
 
     def value(self, v):
         if v is None or isinstance(v, (bool, int, float, str)):
@@ -345,7 +338,7 @@ def _read_member(zf, info, dtype, shape):
             fmt = np.lib.format
             got_shape, fortran, got_dtype = (fmt.read_array_header_1_0 if version == (1, 0) else
                                              fmt.read_array_header_2_0)(fh)
-            if got_dtype.hasobject or got_dtype != dtype or (shape is not None and list(got_shape) != list(shape)):
+            if got_dtype != dtype or (shape is not None and list(got_shape) != shape):
                 raise _Corrupt(f"member {name!r} holds dtype {got_dtype} and shape {list(got_shape)} but the header "
                                f"says {dtype} and {shape}")
             nbytes = math.prod(got_shape) * got_dtype.itemsize
@@ -367,17 +360,18 @@ def _read_member(zf, info, dtype, shape):
 
 
 def _entry_layout(key, entry):
-    """(stored dtype, shape) of a header array entry, checked to be plain."""
+    """(stored dtype, shape) of a header array entry, checked to be plain (the loaded dtype too)."""
     if not isinstance(entry, dict):
         raise _Corrupt(f"array entry {key!r} is not an object")
     try:
-        dtype = np.dtype(entry.get("stored", entry["dtype"]))
+        dtype, loaded = (np.dtype(entry.get(k, entry["dtype"])) for k in ("stored", "dtype"))
     except (KeyError, TypeError, ValueError):
         raise _Corrupt(f"array entry {key!r} has no valid dtype") from None
     shape = entry.get("shape")
-    if dtype.kind not in _ARRAY_KINDS or dtype.fields is not None or not isinstance(shape, list) or not all(
+    plain = all(t.kind in _ARRAY_KINDS and t.fields is None for t in (dtype, loaded))
+    if not plain or not isinstance(shape, list) or not all(
             isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in shape):
-        raise _Corrupt(f"array entry {key!r}: dtype {dtype} / shape {shape!r} is not allowed")
+        raise _Corrupt(f"array entry {key!r}: dtype {loaded} (stored as {dtype}) / shape {shape!r} is not allowed")
     return dtype, shape
 
 
@@ -457,19 +451,8 @@ _INFINITY_OK = ("thresholds_",)
 
 
 def _check_model(est, where="model"):
-    """The parameters pass the class's checks and the fitted arrays are finite (nested estimators too)."""
-    _check_params(est, where)
-    for k, v in vars(est).items():
-        a = v.data if sp.issparse(v) else v  # a CSR matrix: its stored values
-        if isinstance(a, np.ndarray) and a.dtype.kind in "fc" and not (
-                np.isfinite(a).all() or (k in _INFINITY_OK and not sp.issparse(v) and not np.isnan(a).any())):
-            raise _Corrupt(f"{where}.{k} contains NaN or infinity")
-        if _registered(v):
-            _check_model(v, f"{where}.{k}")
-
-
-def _check_params(est, where):
-    """The parameters pass the class's own checks (as at the start of fit)."""
+    """The parameters pass the class's own checks (as at the start of fit) and the fitted arrays are finite (nested
+    estimators too)."""
     from sklearn.base import clone
 
     from ._validation import check_alpha, check_alphas
@@ -484,14 +467,20 @@ def _check_params(est, where):
             check_alphas(params["alphas"])
         if callable(getattr(est, "_check_params", None)):
             est._check_params()
-        if hasattr(type(est), "_parameter_constraints") or any(
-                "_validate_params" in vars(c) for c in type(est).__mro__ if c.__module__.startswith("fastrank")):
+        if hasattr(type(est), "_parameter_constraints"):  # every FastrankEstimator: it declares them
             est._validate_params()  # fastrank's own, or scikit-learn's from _parameter_constraints
         n = getattr(est, "n_features_in_", None)
         if callable(getattr(est, "_kernel_spec", None)) and isinstance(n, (int, np.integer)):
             est._kernel_spec(int(n))
     except (ValueError, TypeError) as exc:
         raise _Corrupt(f"{where}: a parameter fails {type(est).__name__}'s checks: {exc}") from None
+    for k, v in vars(est).items():
+        a = v.data if sp.issparse(v) else v  # a CSR matrix: its stored values
+        if isinstance(a, np.ndarray) and a.dtype.kind in "fc" and not (
+                np.isfinite(a).all() or (k in _INFINITY_OK and not sp.issparse(v) and not np.isnan(a).any())):
+            raise _Corrupt(f"{where}.{k} contains NaN or infinity")
+        if _registered(v):
+            _check_model(v, f"{where}.{k}")
 
 
 def load(path, *, return_metadata=False):

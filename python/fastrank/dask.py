@@ -27,20 +27,17 @@ import dask.array as da
 from ._cv import RankRLSCV
 from ._kernels import resolve_kernel
 from ._memory import check_dense_memory
-from ._problem import WEIGHTINGS, check_weighting, pair_weights, raise_without_preferences
+from ._problem import check_weighting, pair_weights, raise_without_preferences
 from ._base import FastrankEstimator, ranking_accuracy
 from ._rankrls import RankRLS, RankRLSPath
 from ._solvers import Fit, basis_primal_weights, select_basis, solve_assembled_basis, solve_assembled_primal
 from ._threads import blas_controller
-from ._validation import _all_finite, check_alpha, check_alphas, check_int, check_n_jobs, group_index
+from ._validation import _all_finite, _to_float, check_alpha, check_alphas, check_int, check_n_jobs, group_index
 from .model_selection import permutation_test_lpo as _single
 from .online import OAPBPM
 
 __all__ = ["DaskRankRLS", "DaskRankRLSPath", "rankrls_path", "DaskRankRLSCV", "permutation_test_lpo", "fit_oapbpm"]
 
-# Per-group weight w(n_q) = c_q n_q of the Laplacian block L_q = c_q (n_q I - 1 1^T)
-# = w(n_q) (I - 1 1^T / n_q), c_q the pair weight of the in-memory RankRLS (fastrank._problem).
-_WEIGHTINGS = {name: (lambda n, name=name: pair_weights(n, name) * n) for name in WEIGHTINGS}
 _TREE_FAN_IN = 8
 
 
@@ -68,22 +65,15 @@ def _frame_lengths(*objs):
     return tuple(int(k) for k in narrow.map_partitions(len).compute())
 
 
-def _as_dask(obj, name, ndim_allowed, row_chunks=None, *, lengths=None, allow_unknown=False):
+def _as_dask(obj, name, ndim_allowed, *, lengths=None, allow_unknown=False):
     """A dask array with known row chunks (dataframes/series take ``lengths``, or count them)."""
-    if obj is None:
-        return None
     if _is_dask_frame(obj):
-        if lengths is not None and len(lengths) != obj.npartitions:
-            raise ValueError(f"{name} has {obj.npartitions} partitions but X has {len(lengths)}; they must be "
-                             "partitioned alike")
         obj = obj.to_dask_array(lengths=None if allow_unknown else (lengths if lengths is not None else True))
     elif not isinstance(obj, da.Array):
-        arr = np.asarray(obj)
-        chunks = row_chunks if row_chunks is not None else (arr.shape[0],) if arr.ndim else ()
-        obj = da.from_array(arr, chunks=(chunks,) + tuple((s,) for s in arr.shape[1:]))
+        obj = da.from_array(np.asarray(obj), chunks=-1)  # one block; _aligned gives it X's row chunks
     if obj.ndim not in ndim_allowed:
         raise ValueError(f"{name} must have {' or '.join(map(str, ndim_allowed))} dimension(s), got shape {obj.shape}")
-    if not allow_unknown and (any(np.isnan(c) for c in obj.chunks[0]) or np.isnan(obj.shape[0])):
+    if not allow_unknown and np.isnan(obj.shape[0]):  # the sum of the row chunks: NaN if any is
         raise ValueError(f"{name} has unknown chunk sizes (NaN row chunks, e.g. from a dataframe's .values or "
                          f"boolean indexing); call {name}.compute_chunk_sizes() or use "
                          ".to_dask_array(lengths=True) first")
@@ -92,26 +82,19 @@ def _as_dask(obj, name, ndim_allowed, row_chunks=None, *, lengths=None, allow_un
     return obj
 
 
-def _check_rows(rows, X, name):
-    if rows != X.shape[0]:
-        raise ValueError(f"{name} has {rows} rows but X has {X.shape[0]}; {name} must be aligned with X's rows")
-
-
 def _aligned(X, other, name, lengths=None):
     """``other`` with X's row chunks (rechunking a target/group column is cheap; X is never moved)."""
     if other is None:
         return None
-    if not _is_lazy(other):
-        other = np.asarray(other)
-        _check_rows(other.shape[0] if other.ndim else 0, X, name)
-    other = _as_dask(other, name, (1, 2), row_chunks=X.chunks[0], lengths=lengths)
-    _check_rows(other.shape[0], X, name)
+    other = _as_dask(other, name, (1, 2), lengths=lengths)
+    if other.shape[0] != X.shape[0]:
+        raise ValueError(f"{name} has {other.shape[0]} rows but X has {X.shape[0]}; {name} must be aligned with X's "
+                         "rows")
     return other if other.chunks[0] == X.chunks[0] else other.rechunk({0: X.chunks[0]})
 
 
 def _blocks(arr):
-    """Row blocks of a dask array as a flat list of delayed objects (one per partition)."""
-    return list(arr.to_delayed().reshape(-1)) if arr is not None else None
+    return list(arr.to_delayed().reshape(-1))
 
 
 def _offsets(X):
@@ -122,15 +105,10 @@ def _where(i, start, rows):
     return f"partition {i}" if start is None else f"partition {i} (rows {start}:{start + rows})"
 
 
-def _check_block(i, start, A, name, ndim):
-    A = np.asarray(A)
-    block = f"{name} {_where(i, start, A.shape[0])}"
-    if A.dtype == object or not (np.issubdtype(A.dtype, np.number) or A.dtype == bool):
-        raise ValueError(f"{block} is not numeric (dtype {A.dtype})")
-    if np.iscomplexobj(A):
-        raise ValueError(f"{block} is complex; real numbers are required")
-    A = np.ascontiguousarray(A, dtype=np.float64)
-    if A.ndim == 1 and ndim == 2:
+def _check_block(i, start, A, name):
+    block = f"{name} {_where(i, start, len(A))}"
+    A = np.ascontiguousarray(_to_float(A, block), dtype=np.float64)
+    if A.ndim == 1:  # a 1-D y
         A = A.reshape(-1, 1)
     if A.size and not _all_finite(A):
         bad = int(np.flatnonzero(~np.isfinite(A).reshape(A.shape[0], -1).all(axis=1))[0])
@@ -145,17 +123,10 @@ def _check_partition_rows(name, i, start, rows, n_x):
                          f"{name} must be aligned with X's rows")
 
 
-def _check_groups_block(i, start, g):
-    g = np.asarray(g)
-    if g.ndim != 1:
-        raise ValueError(f"groups must be 1-D with one id per row; {_where(i, start, len(g))} has shape {g.shape}")
+def _group_counts_block(i, start, g):
+    g = np.asarray(g)  # 1-D: _prepare refuses groups of another shape
     if g.dtype.kind == "f" and not np.isfinite(g).all():
         raise ValueError(f"groups {_where(i, start, g.size)} contains NaN or infinity")
-    return g
-
-
-def _group_counts_block(i, start, g):
-    g = _check_groups_block(i, start, g)
     try:
         return np.unique(g, return_counts=True)
     except TypeError as exc:
@@ -163,8 +134,7 @@ def _group_counts_block(i, start, g):
 
 
 def _merge_counts(*parts):
-    ids = np.concatenate([p[0] for p in parts]) if parts else np.empty(0)
-    cnt = np.concatenate([p[1] for p in parts]) if parts else np.empty(0, np.int64)
+    ids, cnt = (np.concatenate([p[k] for p in parts]) for k in (0, 1))  # _tree passes one part or more
     u, inv = np.unique(ids, return_inverse=True)
     return u, np.bincount(inv.reshape(-1), weights=cnt, minlength=u.size).astype(np.int64)
 
@@ -188,15 +158,15 @@ def _indicator(inv, k):
 
 def _partition_stats(i, start, Xp, Yp, gp, table, weighting, feature):
     """One partition: sum over its groups of w(n_q) x centred scatter, plus partial groups."""
-    Xp = _check_block(i, start, Xp, "X", 2)
-    Yp = _check_block(i, start, Yp, "y", 2)
+    Xp = _check_block(i, start, Xp, "X")
+    Yp = _check_block(i, start, Yp, "y")
     rows = Yp.shape[0]
     _check_partition_rows("y", i, start, rows, Xp.shape[0])
     ids, counts = table
     if gp is None:
         codes = np.zeros(rows, np.int64)
     else:
-        gp = _check_groups_block(i, start, gp)
+        gp = np.asarray(gp)  # its ids were checked by _group_table's pass
         _check_partition_rows("groups", i, start, gp.shape[0], rows)
         codes = np.searchsorted(ids, gp)
     F = Xp if feature is None else feature(Xp)
@@ -206,7 +176,9 @@ def _partition_stats(i, start, Xp, Yp, gp, table, weighting, feature):
     mx = (P @ F) / n_loc[:, None]
     my = (P @ Yp) / n_loc[:, None]
     nq = counts[u]
-    sw = np.sqrt(_WEIGHTINGS[weighting](nq))[inv][:, None]
+    # Per-group weight w(n_q) = c_q n_q of the Laplacian block L_q = c_q (n_q I - 1 1^T)
+    # = w(n_q) (I - 1 1^T / n_q), c_q the pair weight of the in-memory RankRLS (fastrank._problem).
+    sw = np.sqrt(pair_weights(nq, weighting) * nq)[inv][:, None]
     # Centred inside the partition's piece of each group: no digits lost to large feature means.
     Z = mx[inv]
     np.subtract(F, Z, out=Z)
@@ -226,10 +198,10 @@ def _combine_stats(weighting, *states):
     u, first, inv = np.unique(codes, return_index=True, return_inverse=True)
     inv = inv.reshape(-1)
     P = _indicator(inv, u.size)
-    ntot = np.asarray(P @ n.astype(np.float64)).reshape(-1)
+    ntot = P @ n.astype(np.float64)
     gx = (P @ (n[:, None] * mx)) / ntot[:, None]
     gy = (P @ (n[:, None] * my)) / ntot[:, None]
-    s = np.sqrt(_WEIGHTINGS[weighting](nq) * n)[:, None]
+    s = np.sqrt(pair_weights(nq, weighting) * nq * n)[:, None]
     Dx = (mx - gx[inv]) * s
     Dy = (my - gy[inv]) * s
     out["M"] += Dx.T @ Dx
@@ -244,10 +216,10 @@ def _combine_stats(weighting, *states):
 
 def _basis_features(spec, XR, n_threads, X):
     """Feature map of subset-of-regressors RankRLS: F = K(X, X_R)."""
-    return np.asarray(spec.cross(np.ascontiguousarray(X), XR, n_threads))
+    return np.asarray(spec.cross(X, XR, n_threads))
 
 
-def _prepare(X, y, groups):
+def _prepare(X, y, groups=None):
     if y is None:
         raise ValueError("This estimator requires y to be passed, but the target y is None")
     lengths = _frame_lengths(X, y, groups)
@@ -256,8 +228,6 @@ def _prepare(X, y, groups):
     G = _aligned(X, groups, "groups", lengths)
     if G is not None and G.ndim != 1:
         raise ValueError(f"groups must be 1-D with one id per row, got shape {G.shape}")
-    if X.shape[0] < 2:
-        raise ValueError(f"Found array with {X.shape[0]} sample(s) while a minimum of 2 is required.")
     return X, Y, G
 
 
@@ -303,11 +273,10 @@ def _statistics(X, Y, G, table, weighting, feature):
 # ----------------------------------------------------------------------------------------------
 # Estimator
 # ----------------------------------------------------------------------------------------------
-def _predict_block(block, coef, spec, XR, n_threads, one_d, block_info=None):
-    loc = block_info[0]["array-location"][0] if block_info else (0, block.shape[0])
-    i = block_info[0]["chunk-location"][0] if block_info else 0
-    start = int(loc[0]) if loc[0] is not None and np.isfinite(loc[0]) else None
-    B = _check_block(i, start, block, "X", 2)
+def _predict_block(block, coef, spec, XR, n_threads, one_d, block_info):
+    start = block_info[0]["array-location"][0][0]  # dask's map_blocks fills block_info; NaN in unknown chunks
+    start = int(start) if start is not None and np.isfinite(start) else None
+    B = _check_block(block_info[0]["chunk-location"][0], start, block, "X")
     if XR is None:
         out = B @ coef
     else:
@@ -347,6 +316,8 @@ class DaskRankRLS(RegressorMixin, FastrankEstimator):
     def _fit_path(self, X, y, groups, alphas):
         """(X, Y as dask arrays, the solver layer's :class:`Fit` for every alpha)."""
         X, Y, G = _prepare(X, y, groups)
+        if X.shape[0] < 2:
+            raise ValueError(f"Found array with {X.shape[0]} sample(s) while a minimum of 2 is required.")
         n = X.shape[1]
         check_weighting(self.group_weighting)
         if self.kernel == "precomputed":
@@ -553,15 +524,14 @@ def permutation_test_lpo(estimator, X, y, n_permutations=100, random_state=None,
         raise ValueError("permutation_test_lpo needs a 1-D y")
     n_blocks = min(check_int(_default_blocks() if n_blocks is None else n_blocks, "n_blocks", low=1), n_permutations)
     # the single-machine function draws one permutation(m) per permutation, or one per group in group order
-    sizes = [y.shape[0]] if groups is None else group_index(groups, y.shape[0]).sizes
+    sizes = group_index(groups, y.shape[0]).sizes  # groups=None: one group of every row
     rng = check_random_state(random_state)
     bounds = np.linspace(0, n_permutations, n_blocks + 1).round().astype(int)
     Xd, yd, gd, ed = dask.delayed(X), dask.delayed(y), dask.delayed(groups), dask.delayed(estimator)
     tasks = []
     for b in range(n_blocks):
         k = int(bounds[b + 1] - bounds[b])
-        state = np.random.RandomState()
-        state.set_state(rng.get_state())
+        state = copy.deepcopy(rng)  # the generator at the start of the block
         tasks.append(dask.delayed(_perm_task, pure=True)(ed, Xd, yd, gd, k, state, scoring))
         for _ in range(k):  # consume exactly the block's draws
             for size in sizes:
@@ -596,10 +566,8 @@ def fit_oapbpm(estimator, X, y, *, classes=None, n_blocks=None):
         raise ValueError("fit_oapbpm supports the linear kernel only (kernel members share a support list)")
     if estimator.shuffle:
         raise ValueError("fit_oapbpm needs shuffle=False (the stream order must be the row order)")
-    lengths = _frame_lengths(X, y)
-    Xd = _as_dask(X, "X", (2,), lengths=lengths)
-    yd = _aligned(Xd, y, "y", lengths)
-    if yd is None or yd.ndim != 1:
+    Xd, yd, _ = _prepare(X, y)
+    if yd.ndim != 1:
         raise ValueError("y must be 1-D with one label per row of X")
     if classes is None:
         classes = np.unique(yd.compute())

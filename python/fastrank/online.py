@@ -31,7 +31,7 @@ from . import _core
 from ._base import N_JOBS, FastrankEstimator, Interval, KernelMixin, Ranker, StrOptions, positive_int, positive_real, \
     nonneg_real
 from ._kernels import _KIND, KernelSpec
-from ._memory import check_dense_memory
+from ._memory import check_dense_memory, densified
 from ._problem import require_preferences
 from ._progress import progress, resolve_verbose, stage, write_line
 from ._sparse import as_csr, issparse
@@ -58,9 +58,7 @@ def _as_X(X):
         raise ValueError("X must be an array, got None")
     if issparse(X):
         as_csr(X, "X")
-        check_dense_memory(X.shape[0], 1, "dense copy of this call's sparse rows (pass them through "
-                           "partial_fit in chunks)", n_cols=X.shape[1])
-        X = X.toarray()
+        X = densified(X, "dense copy of this call's sparse rows (pass them through partial_fit in chunks)")
     return as_float_matrix(X)
 
 
@@ -177,7 +175,8 @@ class _OnlineOrdinal(ClassifierMixin, FastrankEstimator):
     def _reset(self, classes, n_features):
         if classes.size < 2:
             raise ValueError(f"y has {classes.size} class ({classes.tolist()!r}); need at least 2 distinct labels: "
-                             "the on-line ordinal learners rank into k >= 2 ordered classes")
+                             "the on-line ordinal learners rank into k >= 2 ordered classes (a first partial_fit "
+                             "batch with fewer labels: pass the complete ordered label set with classes=)")
         self._reset_model(classes.size, n_features)
         self.classes_ = classes
         self.n_features_in_ = n_features
@@ -243,9 +242,6 @@ class _OnlineOrdinal(ClassifierMixin, FastrankEstimator):
         y = _check_labels(y, X.shape[0], label_set_fixed=not first or classes is not None)
         if first:
             cls = _sorted_classes(y if classes is None else classes)
-            if classes is None and cls.size < 2:
-                raise ValueError(f"the first partial_fit batch has only the label(s) {cls.tolist()!r}; pass the "
-                                 "complete ordered label set with classes=")
             self._reset(cls, X.shape[1])
         elif classes is not None and not np.array_equal(_sorted_classes(classes), self.classes_):
             raise ValueError(f"classes={np.asarray(classes).tolist()!r} differs from classes_ fixed by the first "
@@ -594,7 +590,7 @@ class OAPBPM(_OAPBase):
         for attr in ("classes_", "n_features_in_", "_kernel_kind", "_kernel_args", "n_seen_", "n_samples_seen_"):
             setattr(est, attr, getattr(first, attr))
         est.seed_ = first.ensemble_seed_
-        for attr in ("members_coef_", "members_thresholds_", "members_counts_"):
+        for attr in est._state_attrs().values():  # the member arrays
             setattr(est, attr, np.concatenate([getattr(b, attr) for b in blocks]))
         est._losses = np.zeros(0, dtype=np.int32)
         est._finish()

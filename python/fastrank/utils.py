@@ -109,8 +109,6 @@ def group_order(groups):
     """A stable permutation that makes the rows of each query contiguous, queries in order of first appearance (rows
     inside a query keep their order): ``X[order]``, ``y[order]``."""
     g = _ids(groups, "groups")
-    if g.size == 0:
-        return np.zeros(0, dtype=np.int64)
     _, first, codes = np.unique(g, return_index=True, return_inverse=True)
     rank = np.empty(first.size, dtype=np.int64)
     rank[np.argsort(first, kind="stable")] = np.arange(first.size)

@@ -112,14 +112,6 @@ def _estimators():
     return dict(ESTIMATORS)
 
 
-def _estimator_class(name):
-    classes = _estimators()
-    cls = {k.lower(): v for k, v in classes.items()}.get(name.lower())
-    if cls is None:
-        raise UsageError(f"unknown model {name!r}; choose from {', '.join(sorted(classes))}")
-    return cls
-
-
 _WORDS = {"none": None, "null": None, "true": True, "yes": True, "false": False, "no": False}
 
 
@@ -159,6 +151,8 @@ def _cv_arg(text, has_qid):
     if text is None:
         return "lgo" if has_qid else "lpo"
     t = text.lower()
+    if t == "lgo" and not has_qid:
+        raise UsageError("--cv lgo (leave-query-out) needs qid: in the file")
     if t in ("lpo", "lgo"):
         return t
     with _errors_as(UsageError, ValueError, message=f"bad --cv {text!r}: use lpo, lgo or a number of folds"):
@@ -177,45 +171,39 @@ def _read(path, args, *, n_features=None, zero_based=None, extra="error"):
         return read_svmlight(path, n_features=n_features, zero_based=zb, extra_features=extra)
 
 
-def _as_model_input(X, est, how):
-    """CSR for estimators that take sparse input when the data is sparse (density < 10%), else
-    dense (behind the memory guard)."""
-    tags = getattr(est, "__sklearn_tags__", None)  # scikit-learn's; a registered learner may lack them
-    accepts_sparse = bool(tags and tags().input_tags.sparse)
-    density = X.nnz / max(1, X.shape[0] * X.shape[1])
-    if how == "sparse" and not accepts_sparse:
-        raise UsageError(f"{type(est).__name__} does not accept sparse input; drop --sparse")
-    if accepts_sparse and (how == "sparse" or (how == "auto" and density < 0.1)):
-        return X
-    return _dense(X)
-
-
 def _dense(X):
     """X as a dense array, behind the memory guard."""
-    from ._memory import check_dense_memory
+    from ._memory import densified
 
     with _errors_as(DataError, MemoryError):
-        check_dense_memory(X.shape[0], 1, "dense copy of the input file", n_cols=X.shape[1])
-    return X.toarray()
+        return densified(X)
 
 
-def _resolve_normalize(name, X):
-    """'auto' -> the measured default for dense files (README, "Preprocessing"); 'none' for sparse
-    files (under 10% non-zero), where normalising would densify X and lose the sparse solvers."""
-    if name != "auto":
-        return name
-    return NORMALIZE_DEFAULT if X.nnz >= 0.1 * X.shape[0] * X.shape[1] else "none"
+def _model_input(X, groups, est, state, how="auto", *, fit=False):
+    """(X as ``est`` takes it, the JSON state kept in the model file) for a --normalize state ``{"name": ...}`` or None.
 
-
-def _normalize(X, groups, state, *, fit=False):
-    """(normalised dense X, the JSON state kept in the model file) for a --normalize state
-    ``{"name": ...}``; ``fit``: learn the statistics of zscore and log1p-zscore from X (training),
-    else apply the stored training ones (the per-query normalisers learn nothing)."""
+    "auto" is the measured default on dense files (README, "Preprocessing") and none on sparse files (under 10%
+    non-zero), where normalising would densify X and lose the sparse solvers.  Unnormalised X stays CSR for estimators
+    that take sparse input when ``how`` is "sparse", or "auto" and the file is sparse; else ("dense") it is densified.
+    ``fit``: learn the statistics of zscore and log1p-zscore from X (training), else apply the stored training ones
+    (the per-query normalisers learn nothing)."""
     from .preprocessing import make_normalizer
 
-    tr = make_normalizer(state["name"])
+    sparse = X.nnz < 0.1 * X.shape[0] * X.shape[1]
+    if state is not None and state["name"] == "auto":
+        state = None if sparse else {"name": NORMALIZE_DEFAULT}
+    if state is None or state["name"] == "none":
+        tags = getattr(est, "__sklearn_tags__", None)  # scikit-learn's; a registered learner may lack them
+        accepts_sparse = bool(tags and tags().input_tags.sparse)
+        if how == "sparse" and not accepts_sparse:
+            raise UsageError(f"{type(est).__name__} does not accept sparse input; drop --sparse")
+        return (X if accepts_sparse and (how == "sparse" or (how == "auto" and sparse)) else _dense(X)), None
+    name = state["name"]
+    if how == "sparse":
+        raise UsageError(f"--normalize {name} makes the features dense; drop --sparse or use --normalize none")
+    tr = make_normalizer(name)
     Xd = _dense(X)
-    if state["name"].startswith("query-"):
+    if name.startswith("query-"):
         return tr.fit(Xd).transform(Xd, groups=groups), state
     if fit:  # fit_transform runs before the statistics are read
         return tr.fit_transform(Xd), {**state, "mean": tr.mean_.tolist(), "scale": tr.scale_.tolist()}
@@ -224,13 +212,18 @@ def _normalize(X, groups, state, *, fit=False):
     return tr.transform(Xd), state
 
 
-def _read_training(args):
-    """(X, y, qid, info, groups, normalize) of the training file: groups None with --no-qid; normalize is the
-    resolved --normalize."""
+def _read_training(args, how):
+    """(estimator, its training input, y, qid, groups, info, normaliser state or None) of the training file: groups
+    None with --no-qid; the input as --normalize and ``how`` (see _model_input) make it."""
     X, y, qid, info = _read(args.train_file, args)
     q = f", {np.unique(qid).size} queries" if qid is not None else ", no qid"
     _say(args, f"{args.train_file}: {X.shape[0]} rows, {X.shape[1]} features{q}")
-    return X, y, qid, info, None if args.no_qid else qid, _resolve_normalize(args.normalize, X)
+    groups = None if args.no_qid else qid
+    est = _build_estimator(args, groups, y)
+    Xm, state = _model_input(X, groups, est, {"name": args.normalize}, how, fit=True)
+    if state is not None:
+        _say(args, f"features normalised: {state['name']}")
+    return est, Xm, y, qid, groups, info, state
 
 
 def _say(args, text):
@@ -264,16 +257,13 @@ def _model_scores(model_file, data_file, args):
     meta = meta.get("svmlight", {})
     n = meta.get("n_features", getattr(model, "n_features_in_", None))
     X, y, qid, info = _read(data_file, args, n_features=n, zero_based=meta.get("zero_based"), extra="ignore")
-    if n is not None and info.max_index >= 0 and info.max_index - (0 if info.zero_based else 1) >= n:
+    if n is not None and info.n_features > n:
         _say(args, f"{data_file}: feature indices beyond the model's {n} features are ignored")
     norm = meta.get("normalize")
-    if norm is not None:
-        if qid is None and norm["name"].startswith("query-"):
-            _say(args, f"the model normalises features per query ({norm['name']}) but the data has no qid: "
-                       "all rows are normalised as one query")
-        Xm = _normalize(X, qid, norm)[0]
-    else:
-        Xm = _as_model_input(X, model, "auto")
+    if norm is not None and qid is None and norm["name"].startswith("query-"):
+        _say(args, f"the model normalises features per query ({norm['name']}) but the data has no qid: "
+                   "all rows are normalised as one query")
+    Xm = _model_input(X, qid, model, norm)[0]
     with _errors_as(DataError, (ValueError, TypeError), "prediction failed: "):
         s = _predict_chunked(model, Xm, args.progress)
     if s.ndim != 1:
@@ -281,32 +271,19 @@ def _model_scores(model_file, data_file, args):
     return y, qid, s
 
 
-def _read_scores(path, m):
-    try:
-        with open(path) as fh:
-            lines = fh.read().split("\n")
-    except OSError as exc:
-        raise DataError(f"{path}: cannot read the score file ({exc})") from None
-    vals = []
-    for i, line in enumerate(lines, start=1):
-        t = line.strip()
-        if not t or t.startswith("#"):
-            continue
-        try:
-            v = float(t.split()[0])
-        except ValueError:
-            raise DataError(f"{path}:{i}: score {t!r} is not a number (one score per line expected)") from None
-        if not math.isfinite(v):
-            raise DataError(f"{path}:{i}: score {t!r} is not finite")
-        vals.append(v)
-    if len(vals) != m:
-        raise DataError(f"{path}: has {len(vals)} scores but the data file has {m} rows (one score per row)")
-    return np.array(vals)
-
-
 # -- commands ----------------------------------------------------------------------------------
 def _build_estimator(args, groups, y):
-    cls = _estimator_class(args.model)
+    classes = _estimators()
+    cls = {k.lower(): v for k, v in classes.items()}.get(args.model.lower())
+    if cls is None:
+        raise UsageError(f"unknown model {args.model!r}; choose from {', '.join(sorted(classes))}")
+    label = cls.__name__
+    if args.alpha == "auto":
+        if label != "RankRLS":
+            raise UsageError("--alpha auto selects RankRLS's alpha by cross-validation; it needs --model RankRLS")
+        from ._cv import RankRLSCV as cls
+
+        label = "--alpha auto (RankRLSCV)"
     names = set(cls().get_params(deep=False))
     params = {}
     for _, pname, _, _ in _model_options():
@@ -322,22 +299,12 @@ def _build_estimator(args, groups, y):
         other, flag = {"C": ("alpha", "--alpha (larger alpha = more regularization)"),
                        "alpha": ("C", "-c/--C")}.get(pname, (None, ""))
         hint = f"; {cls.__name__} is regularized by {flag}" if other in names else ""
-        raise UsageError(f"{cls.__name__} has no parameter {pname!r}{hint} (its parameters: "
-                         f"{', '.join(sorted(names))})")
+        raise UsageError(f"{label} has no parameter {pname!r}{hint} (its parameters: {', '.join(sorted(names))})")
     if "n_jobs" in names and args.n_jobs is not None:
         params["n_jobs"] = args.n_jobs
-    if getattr(args, "alpha", None) == "auto":
-        if cls.__name__ != "RankRLS":
-            raise UsageError("--alpha auto selects RankRLS's alpha by cross-validation; it needs --model RankRLS")
-        from ._cv import RankRLSCV
-
-        cv_names = set(RankRLSCV().get_params(deep=False))
-        dropped = sorted(set(params) - cv_names)
-        if dropped:
-            raise UsageError(f"--alpha auto (RankRLSCV) does not take {', '.join(dropped)}")
-        cv = _cv_arg(args.cv, groups is not None)  # RankRLSCV's alphas, cv and scoring
+    if args.alpha == "auto":  # RankRLSCV's alphas, cv and scoring
+        cv = _cv_arg(args.cv, groups is not None)
         params.update(alphas=parse_grid(args.alphas), cv=cv, scoring=args.scoring or default_scoring(y, groups, cv))
-        cls, names = RankRLSCV, cv_names
     if "verbose" in names and "verbose" not in params:  # estimators that report progress themselves
         params["verbose"] = args.progress
     with _errors_as(UsageError, TypeError):
@@ -348,16 +315,7 @@ def cmd_train(args):
     from ._persist import save
     from ._progress import stage, write_line
 
-    X, y, qid, info, groups, normalize = _read_training(args)
-    est = _build_estimator(args, groups, y)
-    norm_state = None
-    if normalize != "none":
-        if args.sparse:
-            raise UsageError(f"--normalize {normalize} makes the features dense; drop --sparse or use --normalize none")
-        Xm, norm_state = _normalize(X, groups, {"name": normalize}, fit=True)
-        _say(args, f"features normalised: {normalize}")
-    else:
-        Xm = _as_model_input(X, est, "sparse" if args.sparse else "auto")
+    est, Xm, y, qid, groups, info, norm_state = _read_training(args, "sparse" if args.sparse else "auto")
     fit_kw = {}
     if groups is not None:
         if "groups" in inspect.signature(est.fit).parameters:
@@ -366,15 +324,15 @@ def cmd_train(args):
             write_line(f"[fastrank] warning: {type(est).__name__} does not use query ids; it learns from all rows "
                        "together (use RankRLS for query-wise ranking)")
     name = type(est).__name__
-    with stage(f"fitting {name} on {X.shape[0]} rows", verbose=args.progress) as st, \
+    with stage(f"fitting {name} on {Xm.shape[0]} rows", verbose=args.progress) as st, \
             _errors_as(DataError, _FIT_ERRORS, f"fitting {name} failed: "):
         est.fit(Xm, y, **fit_kw)
     if name == "RankRLSCV" and args.verbose_level >= 0:
         cv_desc = est.cv if isinstance(est.cv, str) else f"{args.cv} folds of whole queries"
         write_line(f"alpha chosen by cross-validation ({est.cv_results_['scoring']}, cv={cv_desc}): "
                    f"{est.alpha_:.6g} (score {est.best_score_:.6g})")
-    meta = {"svmlight": {"zero_based": info.zero_based, "n_features": int(X.shape[1]), "has_qid": qid is not None,
-                         "train_file": os.path.basename(args.train_file), "rows": int(X.shape[0]),
+    meta = {"svmlight": {"zero_based": info.zero_based, "n_features": int(Xm.shape[1]), "has_qid": qid is not None,
+                         "train_file": os.path.basename(args.train_file), "rows": int(Xm.shape[0]),
                          "normalize": norm_state}}
     with _errors_as(DataError, OSError, f"cannot write {args.model_file}: "), \
             _errors_as(DataError, TypeError, "cannot save the model: "):
@@ -403,8 +361,14 @@ def cmd_evaluate(args):
     if args.model is not None:
         y, qid, scores = _model_scores(args.model, args.data_file, args)
     else:
+        from ._svmlight import read_scores
+
         X, y, qid, _ = _read(args.data_file, args)
-        scores = _read_scores(args.scores, y.size)
+        with _errors_as(DataError, ValueError):
+            scores = read_scores(args.scores)
+        if scores.size != y.size:
+            raise DataError(f"{args.scores}: has {scores.size} scores but the data file has {y.size} rows (one score "
+                            "per row)")
     if qid is None:
         _say(args, f"{args.data_file} has no qid: every row is ranked as one query")
     measures = args.measure or list(DEFAULT_MEASURES if qid is not None else DEFAULT_MEASURES_NO_QID)
@@ -431,20 +395,17 @@ def cmd_evaluate(args):
 def cmd_cv(args):
     from ._progress import stage
 
-    X, y, qid, _, groups, normalize = _read_training(args)
-    est = _build_estimator(args, groups, y)  # RankRLSCV, as train --alpha auto builds it (the parser's defaults)
+    # RankRLSCV, as train --alpha auto builds it (the parser's defaults), on dense features
+    est, Xd, y, _, groups, _, norm_state = _read_training(args, "dense")
     cv = est.cv
-    if cv == "lgo" and groups is None:
-        raise UsageError("--cv lgo (leave-query-out) needs qid: in the file")
-    Xd = _normalize(X, groups, {"name": normalize}, fit=True)[0] if normalize != "none" else _dense(X)
     with stage(f"exact cross-validation over {est.alphas.size} alphas", verbose=args.progress), \
             _errors_as(DataError, _FIT_ERRORS, "cross-validation failed: "):
         est.fit(Xd, y, groups)
     res = est.cv_results_
     label = {"lpo": "leave-pair-out", "lgo": "leave-query-out"}.get(cv, f"{cv}-fold (queries kept together)")
     out = sys.stdout
-    out.write(f"# exact {label} cross-validation of RankRLS (kernel={est.kernel}, features: {normalize}), "
-              f"scoring={res['scoring']}\n")
+    out.write(f"# exact {label} cross-validation of RankRLS (kernel={est.kernel}, "
+              f"features: {norm_state['name'] if norm_state else 'none'}), scoring={res['scoring']}\n")
     out.write("alpha\tscore\n")
     for a, s in zip(res["alphas"].tolist(), res["scores"].tolist()):
         mark = "\t<- best" if a == est.alpha_ else ""

@@ -19,6 +19,19 @@ import warnings
 
 import numpy as np
 
+from ._cv import RankRLSCV
+from ._memory import densified
+from ._persist import load, save
+from ._problem import WEIGHTINGS
+from ._progress import progress, stage, write_line
+from ._registry import ESTIMATORS
+from ._svmlight import read_scores, read_svmlight
+from ._validation import group_index
+from ._version import __version__
+from .metrics import get_measure, measure_names
+from .plotting import CVCurveDisplay
+from .preprocessing import NORMALIZERS, make_normalizer
+
 __all__ = ["main", "parse_measure"]
 
 PROG = "fastrank"
@@ -44,8 +57,6 @@ NORMALIZE_DEFAULT = "query-minmax"
 
 def parse_measure(text):
     """A measure of the table for 'ndcg@10', 'map', 'p@5', ...; UsageError for unknown names."""
-    from .metrics import get_measure
-
     try:
         return get_measure(text)
     except ValueError as exc:
@@ -71,9 +82,6 @@ def evaluate_scores(y, scores, qid, measures, *, each_query=True, verbose=0):
     The average is the measure's own (mean over the queries where it is defined, as
     ``fastrank.metrics`` computes it); per-query values are the measure on each query alone
     (NaN where undefined, e.g. a query without two different labels)."""
-    from ._progress import progress
-    from ._validation import group_index
-
     gi = group_index(qid, y.size)
     ids, rows = gi.labels, np.split(gi.order, gi.offsets[1:-1])
     averaged, per_query = [], {}
@@ -107,8 +115,6 @@ def _errors_as(error, types, prefix="", message=None):
 
 
 def _estimators():
-    from ._registry import ESTIMATORS
-
     return dict(ESTIMATORS)
 
 
@@ -163,9 +169,6 @@ def _cv_arg(text, has_qid):
 
 
 def _read(path, args, *, n_features=None, zero_based=None, extra="error"):
-    from ._progress import stage
-    from ._svmlight import read_svmlight
-
     zb = zero_based if zero_based is not None else {"auto": "auto", "yes": True, "no": False}[args.zero_based]
     with stage(f"reading {path}", verbose=args.progress), _errors_as(DataError, (FileNotFoundError, ValueError)):
         return read_svmlight(path, n_features=n_features, zero_based=zb, extra_features=extra)
@@ -173,8 +176,6 @@ def _read(path, args, *, n_features=None, zero_based=None, extra="error"):
 
 def _dense(X):
     """X as a dense array, behind the memory guard."""
-    from ._memory import densified
-
     with _errors_as(DataError, MemoryError):
         return densified(X)
 
@@ -187,8 +188,6 @@ def _model_input(X, groups, est, state, how="auto", *, fit=False):
     that take sparse input when ``how`` is "sparse", or "auto" and the file is sparse; else ("dense") it is densified.
     ``fit``: learn the statistics of zscore and log1p-zscore from X (training), else apply the stored training ones
     (the per-query normalisers learn nothing)."""
-    from .preprocessing import make_normalizer
-
     sparse = X.nnz < 0.1 * X.shape[0] * X.shape[1]
     if state is not None and state["name"] == "auto":
         state = None if sparse else {"name": NORMALIZE_DEFAULT}
@@ -228,16 +227,12 @@ def _read_training(args, how):
 
 def _say(args, text):
     if args.verbose_level >= 1:
-        from ._progress import write_line
-
         write_line(f"[fastrank] {text}")
 
 
 def _predict_chunked(model, X, verbose, chunk=20000):
     """Ranking scores: ``decision_function`` for the ordinal classifiers (PRank, OAPBPM, WidrowHoff),
     whose ``predict`` gives one of a few labels and so ties most pairs; ``predict`` otherwise."""
-    from ._progress import progress
-
     score = getattr(model, "decision_function", model.predict)
     m, out = X.shape[0], []
     with progress(total=m, desc="predicting", unit="rows", verbose=verbose if m > chunk else 0) as bar:
@@ -250,8 +245,6 @@ def _predict_chunked(model, X, verbose, chunk=20000):
 def _model_scores(model_file, data_file, args):
     """(y, qid, scores) of a data file read as the model's training file was (its feature count and
     index base, its normalisation)."""
-    from ._persist import load
-
     with _errors_as(DataError, (FileNotFoundError, ValueError)):
         model, meta = load(model_file, return_metadata=True)
     meta = meta.get("svmlight", {})
@@ -281,12 +274,10 @@ def _build_estimator(args, groups, y):
     if args.alpha == "auto":
         if label != "RankRLS":
             raise UsageError("--alpha auto selects RankRLS's alpha by cross-validation; it needs --model RankRLS")
-        from ._cv import RankRLSCV as cls
-
-        label = "--alpha auto (RankRLSCV)"
+        cls, label = RankRLSCV, "--alpha auto (RankRLSCV)"
     names = set(cls().get_params(deep=False))
     params = {}
-    for _, pname, _, _ in _model_options():
+    for _, pname, _, _ in _MODEL_OPTIONS:
         v = getattr(args, pname, None)
         if v is not None and not (pname == "alpha" and v == "auto"):
             params[pname] = v
@@ -312,9 +303,6 @@ def _build_estimator(args, groups, y):
 
 
 def cmd_train(args):
-    from ._persist import save
-    from ._progress import stage, write_line
-
     est, Xm, y, qid, groups, info, norm_state = _read_training(args, "sparse" if args.sparse else "auto")
     fit_kw = {}
     if groups is not None:
@@ -361,8 +349,6 @@ def cmd_evaluate(args):
     if args.model is not None:
         y, qid, scores = _model_scores(args.model, args.data_file, args)
     else:
-        from ._svmlight import read_scores
-
         X, y, qid, _ = _read(args.data_file, args)
         with _errors_as(DataError, ValueError):
             scores = read_scores(args.scores)
@@ -393,8 +379,6 @@ def cmd_evaluate(args):
 
 
 def cmd_cv(args):
-    from ._progress import stage
-
     # RankRLSCV, as train --alpha auto builds it (the parser's defaults), on dense features
     est, Xd, y, _, groups, _, norm_state = _read_training(args, "dense")
     cv = est.cv
@@ -414,8 +398,6 @@ def cmd_cv(args):
     if args.plot:
         with _errors_as(DataError, ImportError, message="--plot needs matplotlib (pip install matplotlib)"):
             from matplotlib.figure import Figure  # no pyplot: no GUI backend needed
-        from .plotting import CVCurveDisplay
-
         fig = Figure(figsize=(6, 4))
         CVCurveDisplay.from_estimator(est, ax=fig.subplots())
         fig.tight_layout()
@@ -479,36 +461,33 @@ def _applies(param):
     return f" (models: {', '.join(names)})"
 
 
-def _model_options():
-    """(option strings, estimator parameter = argparse dest, offered by cv too, add_argument keywords) of
-    the hyper-parameter flags; each one's help ends with the models that have the parameter."""
-    from ._problem import WEIGHTINGS
-
-    return (
-        (("--alpha",), "alpha", False, dict(
-            type=lambda t: t if t == "auto" else _positive(t, "--alpha"),
-            help="regularization (RankRLS's lambda; default 1 on the normalised features); 'auto' selects it by "
-                 "exact cross-validation (RankRLS only)")),
-        (("-c", "--C"), "C", False, dict(type=lambda t: _positive(t, "-c/--C"),
-                                          help="trade-off C (larger = less regularization)")),
-        (("--kernel",), "kernel", True, dict(choices=("linear", "rbf", "gaussian", "poly", "polynomial"),
-                                              help="kernel (default linear)")),
-        (("--gamma",), "gamma", True, dict(type=lambda t: _positive(t, "--gamma"),
-                                            help="rbf/poly kernel scale (default 1/n_features)")),
-        (("--degree",), "degree", False, dict(type=float, help="poly kernel degree")),
-        (("--coef0",), "coef0", False, dict(type=float, help="poly kernel offset")),
-        (("--solver",), "solver", False, dict(help="solver; RankRLS: auto, dual, primal, cg")),
-        (("--basis-vectors",), "basis_vectors", False, dict(
-            type=int, metavar="R", help="subset-of-regressors model on R random training rows (kernel models)")),
-        (("--seed",), "random_state", False, dict(type=int, metavar="SEED", help="random_state of the estimator")),
-        (("--n-estimators",), "n_estimators", False, dict(type=int, help="ensemble size / boosting rounds")),
-        (("--n-epochs",), "n_epochs", False, dict(type=int, help="passes over the data")),
-        (("--group-weighting",), "group_weighting", True, dict(
-            choices=WEIGHTINGS + ("pairs", "query"),
-            help="weight of a query's pairs; RankRLS: unweighted (every pair 1, default), per_query (1/its number "
-                 "of pairs), per_object (1/(size - 1)), normalized (1/size); RankBoost: pairs (default), query "
-                 "(every query the same mass)")),
-    )
+# (option strings, estimator parameter = argparse dest, offered by cv too, add_argument keywords) of the
+# hyper-parameter flags; each one's help ends with the models that have the parameter
+_MODEL_OPTIONS = (
+    (("--alpha",), "alpha", False, dict(
+        type=lambda t: t if t == "auto" else _positive(t, "--alpha"),
+        help="regularization (RankRLS's lambda; default 1 on the normalised features); 'auto' selects it by "
+             "exact cross-validation (RankRLS only)")),
+    (("-c", "--C"), "C", False, dict(type=lambda t: _positive(t, "-c/--C"),
+                                      help="trade-off C (larger = less regularization)")),
+    (("--kernel",), "kernel", True, dict(choices=("linear", "rbf", "gaussian", "poly", "polynomial"),
+                                          help="kernel (default linear)")),
+    (("--gamma",), "gamma", True, dict(type=lambda t: _positive(t, "--gamma"),
+                                        help="rbf/poly kernel scale (default 1/n_features)")),
+    (("--degree",), "degree", False, dict(type=float, help="poly kernel degree")),
+    (("--coef0",), "coef0", False, dict(type=float, help="poly kernel offset")),
+    (("--solver",), "solver", False, dict(help="solver; RankRLS: auto, dual, primal, cg")),
+    (("--basis-vectors",), "basis_vectors", False, dict(
+        type=int, metavar="R", help="subset-of-regressors model on R random training rows (kernel models)")),
+    (("--seed",), "random_state", False, dict(type=int, metavar="SEED", help="random_state of the estimator")),
+    (("--n-estimators",), "n_estimators", False, dict(type=int, help="ensemble size / boosting rounds")),
+    (("--n-epochs",), "n_epochs", False, dict(type=int, help="passes over the data")),
+    (("--group-weighting",), "group_weighting", True, dict(
+        choices=WEIGHTINGS + ("pairs", "query"),
+        help="weight of a query's pairs; RankRLS: unweighted (every pair 1, default), per_query (1/its number "
+             "of pairs), per_object (1/(size - 1)), normalized (1/size); RankBoost: pairs (default), query "
+             "(every query the same mass)")),
+)
 
 
 def _add_model_params(p, *, cv_only=False):
@@ -516,15 +495,13 @@ def _add_model_params(p, *, cv_only=False):
     if not cv_only:
         g.add_argument("-M", "--model", default="RankRLS", metavar="NAME",
                        help="estimator name (default RankRLS; see the list below)")
-    for flags, param, in_cv, kw in _model_options():
+    for flags, param, in_cv, kw in _MODEL_OPTIONS:
         if in_cv or not cv_only:
             g.add_argument(*flags, dest=param, default=None, **{**kw, "help": kw["help"] + _applies(param)})
     if not cv_only:
         g.add_argument("--param", action="append", metavar="NAME=VALUE",
                        help="any other estimator parameter (repeatable), e.g. --param tol=1e-8")
     g.add_argument("--no-qid", action="store_true", help="ignore qid: (rank all rows together)")
-    from .preprocessing import NORMALIZERS
-
     g.add_argument("--normalize", choices=("auto",) + NORMALIZERS, default="auto",
                    help=f"feature normalisation, stored in the model and applied again by predict/evaluate: "
                         f"zscore (StandardScaler), query-minmax (LETOR QueryLevelNorm), query-zscore (per-query "
@@ -553,8 +530,6 @@ def _positive(text, flag):
 
 
 def build_parser():
-    from .metrics import get_measure, measure_names
-
     measures = ", ".join(f"{k}{'@k' if get_measure(k).cutoff else ''}" for k in measure_names())
     parser = argparse.ArgumentParser(
         prog=PROG,
@@ -566,8 +541,6 @@ def build_parser():
                "run 'fastrank COMMAND -h' for the options of a command; 'python -m fastrank' runs a demo.\n"
                "exit codes: 0 ok, 1 data or model error, 2 usage error",
         formatter_class=argparse.RawDescriptionHelpFormatter)
-    from ._version import __version__
-
     parser.add_argument("--version", action="version", version=f"fastrank {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
@@ -627,8 +600,6 @@ def main(argv=None):
     else:  # not a terminal: log lines with -v only
         args.progress = min(1, args.verbose)
     cmd = args.command
-    from ._progress import write_line
-
     try:
         t0 = time.perf_counter()
         with warnings.catch_warnings(record=True) as caught:

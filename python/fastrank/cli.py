@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import inspect
 import json
 import math
 import os
@@ -28,7 +27,7 @@ from ._registry import ESTIMATORS
 from ._svmlight import read_scores, read_svmlight
 from ._validation import group_index
 from ._version import __version__
-from .metrics import get_measure, measure_names
+from .metrics import _accepts, _group_rows, get_measure, measure_names
 from .plotting import CVCurveDisplay
 from .preprocessing import NORMALIZERS, make_normalizer
 
@@ -83,7 +82,7 @@ def evaluate_scores(y, scores, qid, measures, *, each_query=True, verbose=0):
     ``fastrank.metrics`` computes it); per-query values are the measure on each query alone
     (NaN where undefined, e.g. a query without two different labels)."""
     gi = group_index(qid, y.size)
-    ids, rows = gi.labels, np.split(gi.order, gi.offsets[1:-1])
+    ids, rows = gi.labels, _group_rows(gi)
     averaged, per_query = [], {}
     for text in measures:
         measure = parse_measure(text)
@@ -230,18 +229,6 @@ def _say(args, text):
         write_line(f"[fastrank] {text}")
 
 
-def _predict_chunked(model, X, verbose, chunk=20000):
-    """Ranking scores: ``decision_function`` for the ordinal classifiers (PRank, OAPBPM, WidrowHoff),
-    whose ``predict`` gives one of a few labels and so ties most pairs; ``predict`` otherwise."""
-    score = getattr(model, "decision_function", model.predict)
-    m, out = X.shape[0], []
-    with progress(total=m, desc="predicting", unit="rows", verbose=verbose if m > chunk else 0) as bar:
-        for s in range(0, m, chunk):
-            out.append(np.asarray(score(X[s:s + chunk]), dtype=np.float64))
-            bar.update(min(chunk, m - s))
-    return np.concatenate(out)
-
-
 def _model_scores(model_file, data_file, args):
     """(y, qid, scores) of a data file read as the model's training file was (its feature count and
     index base, its normalisation)."""
@@ -257,8 +244,16 @@ def _model_scores(model_file, data_file, args):
         _say(args, f"the model normalises features per query ({norm['name']}) but the data has no qid: "
                    "all rows are normalised as one query")
     Xm = _model_input(X, qid, model, norm)[0]
-    with _errors_as(DataError, (ValueError, TypeError), "prediction failed: "):
-        s = _predict_chunked(model, Xm, args.progress)
+    # ranking scores: decision_function for the ordinal classifiers (PRank, OAPBPM, WidrowHoff), whose predict gives
+    # one of a few labels and so ties most pairs; predict otherwise
+    score = getattr(model, "decision_function", model.predict)
+    m, chunk, out = Xm.shape[0], 20000, []
+    with _errors_as(DataError, (ValueError, TypeError), "prediction failed: "), \
+            progress(total=m, desc="predicting", unit="rows", verbose=args.progress if m > chunk else 0) as bar:
+        for i in range(0, m, chunk):
+            out.append(np.asarray(score(Xm[i:i + chunk]), dtype=np.float64))
+            bar.update(min(chunk, m - i))
+    s = np.concatenate(out)
     if s.ndim != 1:
         raise DataError(f"the model predicts {s.shape[1]} outputs per row; the command-line tool handles one")
     return y, qid, s
@@ -306,7 +301,7 @@ def cmd_train(args):
     est, Xm, y, qid, groups, info, norm_state = _read_training(args, "sparse" if args.sparse else "auto")
     fit_kw = {}
     if groups is not None:
-        if "groups" in inspect.signature(est.fit).parameters:
+        if _accepts(est.fit, "groups"):
             fit_kw["groups"] = groups
         elif args.verbose_level >= 0:
             write_line(f"[fastrank] warning: {type(est).__name__} does not use query ids; it learns from all rows "
@@ -381,12 +376,11 @@ def cmd_evaluate(args):
 def cmd_cv(args):
     # RankRLSCV, as train --alpha auto builds it (the parser's defaults), on dense features
     est, Xd, y, _, groups, _, norm_state = _read_training(args, "dense")
-    cv = est.cv
     with stage(f"exact cross-validation over {est.alphas.size} alphas", verbose=args.progress), \
             _errors_as(DataError, _FIT_ERRORS, "cross-validation failed: "):
         est.fit(Xd, y, groups)
     res = est.cv_results_
-    label = {"lpo": "leave-pair-out", "lgo": "leave-query-out"}.get(cv, f"{cv}-fold (queries kept together)")
+    label = {"lpo": "leave-pair-out", "lgo": "leave-query-out"}.get(est.cv, f"{est.cv}-fold (queries kept together)")
     out = sys.stdout
     out.write(f"# exact {label} cross-validation of RankRLS (kernel={est.kernel}, "
               f"features: {norm_state['name'] if norm_state else 'none'}), scoring={res['scoring']}\n")

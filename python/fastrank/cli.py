@@ -25,7 +25,7 @@ from ._problem import WEIGHTINGS
 from ._progress import progress, stage, write_line
 from ._registry import ESTIMATORS
 from ._svmlight import read_scores, read_svmlight
-from ._validation import group_index
+from ._validation import check_alphas, group_index
 from ._version import __version__
 from .metrics import _accepts, _group_rows, get_measure, measure_names
 from .plotting import CVCurveDisplay
@@ -142,14 +142,8 @@ def parse_grid(text):
                                                     "e.g. 1e-3:1e3:13) or a comma list of positive numbers"):
         if ":" in t:
             lo, hi, n = t.split(":")
-            lo, hi, n = float(lo), float(hi), int(n)
-            if lo <= 0 or hi <= 0 or n < 1:
-                raise ValueError
-            return np.logspace(math.log10(lo), math.log10(hi), n)
-        vals = np.array([float(v) for v in t.split(",") if v.strip()])
-        if vals.size == 0 or np.any(vals <= 0) or not np.all(np.isfinite(vals)):
-            raise ValueError
-        return vals
+            return check_alphas(np.logspace(math.log10(float(lo)), math.log10(float(hi)), int(n)))
+        return check_alphas([float(v) for v in t.split(",") if v.strip()])
 
 
 def _cv_arg(text, has_qid):

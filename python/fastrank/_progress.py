@@ -38,8 +38,8 @@ def write_line(text, file=None):
 
 def resolve_verbose(verbose, file=None):
     """The integer verbosity (0 silent) for ``verbose`` in {None, bool, int >= 0, "auto"}."""
-    if verbose is None or isinstance(verbose, bool):
-        return int(bool(verbose))
+    if verbose is None:
+        return 0
     if isinstance(verbose, str) and verbose == "auto":
         return 1 if getattr(sys.stderr if file is None else file, "isatty", lambda: False)() else 0
     try:
@@ -120,8 +120,6 @@ class _LogLines(_Silent):
 
 
 class _Bar(_Silent):
-    """A tqdm bar (tqdm imported only here)."""
-
     def __init__(self, total, desc, unit, file, min_interval):
         from tqdm.auto import tqdm
 

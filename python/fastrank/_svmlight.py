@@ -149,10 +149,8 @@ def read_svmlight(path, *, n_features=None, zero_based="auto", extra_features="e
         # decision is known (the CLI stores it in the model for the test files).
         X, y, qid = load_svmlight_file(p, zero_based=True, query_id=True, dtype=np.float64)
     except Exception as exc:  # the compiled parser says what, the line checker says where
-        where = _diagnose(p)
-        if where is not None:
-            raise ValueError(where) from None
-        raise ValueError(f"{p}: not a valid svmlight/LETOR file ({type(exc).__name__}: {exc})") from None
+        where = _diagnose(p) or f"{p}: not a valid svmlight/LETOR file ({type(exc).__name__}: {exc})"
+        raise ValueError(where) from None
     if y.shape[0] == 0:
         raise ValueError(f"{p}: the file has no data lines")
     if qid.shape[0] not in (0, y.shape[0]):

@@ -168,7 +168,6 @@ def _read(path, args, *, n_features=None, zero_based=None, extra="error"):
 
 
 def _dense(X):
-    """X as a dense array, behind the memory guard."""
     with _errors_as(DataError, MemoryError):
         return densified(X)
 

@@ -25,7 +25,7 @@ from ._problem import WEIGHTINGS
 from ._progress import progress, stage, write_line
 from ._registry import ESTIMATORS
 from ._svmlight import read_scores, read_svmlight
-from ._validation import check_alphas, group_index
+from ._validation import check_alphas, check_real, group_index
 from ._version import __version__
 from .metrics import _accepts, _group_rows, get_measure, measure_names
 from .plotting import CVCurveDisplay
@@ -507,13 +507,8 @@ def _add_model_params(p, *, cv_only=False):
 
 
 def _positive(text, flag):
-    try:
-        v = float(text)
-    except ValueError:
-        v = math.nan
-    if not (v > 0 and math.isfinite(v)):
-        raise argparse.ArgumentTypeError(f"{flag} must be a positive number, got {text!r}")
-    return v
+    with _errors_as(argparse.ArgumentTypeError, ValueError, message=f"{flag} must be a positive number, got {text!r}"):
+        return check_real(float(text), flag, "a positive number", lambda v: v > 0)
 
 
 def build_parser():

@@ -33,11 +33,11 @@ SvmlightInfo = namedtuple("SvmlightInfo", "zero_based n_features")
 _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1  # indices and query ids the compiled reader holds (C long)
 
 
-def _convert(conv, text, message, *args, error=ValueError):
-    """conv(text); _LineError(message.format(*args)) when it raises ``error`` (formatted only then)."""
+def _convert(conv, text, message, *args):
+    """conv(text); _LineError(message.format(*args)) when it raises ValueError (formatted only then)."""
     try:
         return conv(text)
-    except error:
+    except ValueError:
         raise _LineError(message.format(*args)) from None
 
 
@@ -93,10 +93,12 @@ def _scan(path, parse=_parse_line):
         with opener(path, "rb") as fh:
             for lineno, raw in enumerate(fh, start=1):
                 try:
-                    line = _convert(bytes.decode, raw, "line is not valid UTF-8 text (is this a binary file?)",
-                                    error=UnicodeDecodeError).split("#", 1)[0].strip()
+                    line = raw.decode().split("#", 1)[0].strip()
                     if line:
                         yield lineno, parse(line)
+                except UnicodeDecodeError:
+                    raise ValueError(f"{path}:{lineno}: line is not valid UTF-8 text (is this a binary "
+                                     "file?)") from None
                 except _LineError as exc:
                     raise ValueError(f"{path}:{lineno}: {exc}") from None
     except (OSError, EOFError) as exc:

@@ -11,7 +11,12 @@ import argparse
 
 import numpy as np
 
+import fastrank
+
 from ._progress import stage
+from .datasets import load_lambdarank
+from .metrics import ndcg, pairwise_disagreement
+from .plotting import CVCurveDisplay
 
 
 def lambdarank_comparison(verbose=0):
@@ -19,9 +24,6 @@ def lambdarank_comparison(verbose=0):
     LightGBM sample.  Each model's alpha is chosen from 31 values (a RankRLS regularization
     path, eq. 31) by pairwise disagreement on the last fifth of the training queries, then
     refit on all training data.  Returns the data summary and one dict per model."""
-    import fastrank
-    from fastrank.datasets import load_lambdarank
-    from fastrank.metrics import ndcg, pairwise_disagreement
     from sklearn.linear_model import Ridge
 
     data = load_lambdarank()
@@ -32,13 +34,13 @@ def lambdarank_comparison(verbose=0):
     alphas = np.logspace(-2, 4, 31)
 
     def val_error(pred):
-        return pairwise_disagreement(ytr[val], pred, gtr[val], tied_scores="half")
+        return pairwise_disagreement(ytr[val], pred, gtr[val])
 
     def test_row(name, alpha, t_select, fit):
         with stage(f"{name}: final fit") as st:  # verbose=0: its time only
             model = fit(alpha)
         pred = model.predict(Xte)
-        return dict(model=name, alpha=float(alpha), disagreement=pairwise_disagreement(yte, pred, gte, tied_scores="half"),
+        return dict(model=name, alpha=float(alpha), disagreement=pairwise_disagreement(yte, pred, gte),
                     ndcg10=ndcg(yte, pred, gte, k=10), select_seconds=t_select, fit_seconds=st.elapsed)
 
     rows = []
@@ -56,7 +58,7 @@ def lambdarank_comparison(verbose=0):
     with stage(f"ridge regression: {alphas.size} alphas", verbose=verbose) as st:
         alpha = min(alphas, key=lambda a: val_error(Ridge(alpha=a).fit(Xtr[~val], ytr[~val]).predict(Xtr[val])))
     rows.append(test_row("ridge regression (sklearn)", alpha, st.elapsed, lambda a: Ridge(alpha=a).fit(Xtr, ytr)))
-    summary = (f"LightGBM lambdarank sample (MIT), train {Xtr.shape[0]} rows / {np.unique(gtr).size} queries, "
+    summary = (f"LightGBM lambdarank sample (MIT), train {Xtr.shape[0]} rows / {queries.size} queries, "
                f"test {Xte.shape[0]} rows / {np.unique(gte).size} queries, {Xtr.shape[1]} features")
     return summary, rows
 
@@ -67,8 +69,6 @@ def main(argv=None):
                         help="also write the Gaussian model's validation curve (score vs alpha) to a PNG file "
                              "(needs matplotlib)")
     args = parser.parse_args(argv)
-    import fastrank
-
     summary, rows = lambdarank_comparison(verbose=1)  # progress on stderr while alpha is selected
     print(f"fastrank {fastrank.__version__}: {summary}")
     print(f"\n{'model':<28} {'alpha':>9} {'test disagreement':>18} {'test NDCG@10':>13} "
@@ -88,8 +88,6 @@ def write_cv_plot(row, path):
     """PNG of a demo row's validation curve (disagreement vs alpha, chosen alpha marked), drawn on a
     matplotlib Figure without pyplot (no GUI backend needed)."""
     from matplotlib.figure import Figure
-
-    from .plotting import CVCurveDisplay
 
     alphas, errors = row["validation_curve"]
     fig = Figure(figsize=(6, 4))

@@ -38,18 +38,16 @@ def write_line(text, file=None):
 
 def resolve_verbose(verbose, file=None):
     """The integer verbosity (0 silent) for ``verbose`` in {None, bool, int >= 0, "auto"}."""
-    if verbose is None or isinstance(verbose, bool):
-        return int(bool(verbose))
+    if verbose is None:
+        return 0
     if isinstance(verbose, str) and verbose == "auto":
         return 1 if getattr(sys.stderr if file is None else file, "isatty", lambda: False)() else 0
     try:
-        if isinstance(verbose, str):
-            raise ValueError
-        v = int(verbose)
+        v = -1 if isinstance(verbose, str) else int(verbose)
     except (TypeError, ValueError):
-        raise ValueError(f"verbose must be an integer >= 0, a bool or 'auto', got {verbose!r}") from None
+        v = -1
     if v < 0:
-        raise ValueError(f"verbose must be >= 0, got {verbose!r}")
+        raise ValueError(f"verbose must be an integer >= 0, a bool or 'auto', got {verbose!r}")
     return v
 
 
@@ -94,7 +92,6 @@ class _LogLines(_Silent):
         self.min_interval = min_interval
         self.n = 0
         self.start = self.last = time.monotonic()
-        self.closed = False
         self._extra = ""
 
     def _line(self, final=False):
@@ -119,14 +116,10 @@ class _LogLines(_Silent):
         self._extra = f" ({text})" if text else ""
 
     def close(self):
-        if not self.closed:
-            self.closed = True
-            self._line(final=True)
+        self._line(final=True)
 
 
 class _Bar(_Silent):
-    """A tqdm bar (tqdm imported only here)."""
-
     def __init__(self, total, desc, unit, file, min_interval):
         from tqdm.auto import tqdm
 
@@ -141,19 +134,15 @@ class _Bar(_Silent):
         self.bar.set_postfix_str(text, refresh=False)
 
     def close(self):
-        if self.bar in _open_bars:
-            _open_bars.remove(self.bar)
+        _open_bars.remove(self.bar)
         self.bar.close()
 
 
 def progress(total=None, desc="working", *, verbose=0, unit="it", file=None, min_interval=2.0, backend="auto"):
     """A reporter with ``update(n)``, ``note(text)``, ``close()``; usable as a context manager.
     ``progress.iterate(iterable, ...)`` wraps an iterable."""
-    v = resolve_verbose(verbose, file)
-    if v == 0:
+    if not resolve_verbose(verbose, file):
         return _Silent()
-    if backend not in ("auto", "tqdm", "log"):
-        raise ValueError(f"backend must be 'auto', 'tqdm' or 'log', got {backend!r}")
     if backend == "tqdm" or (backend == "auto" and resolve_verbose("auto", file)):  # a bar on a terminal
         try:
             return _Bar(total, desc, unit, file, min_interval)
@@ -162,10 +151,8 @@ def progress(total=None, desc="working", *, verbose=0, unit="it", file=None, min
     return _LogLines(total, desc, unit, file, min_interval)
 
 
-def _iterate(iterable, total=None, desc="working", **kwargs):
-    if total is None and hasattr(iterable, "__len__"):
-        total = len(iterable)
-    with progress(total, desc, **kwargs) as bar:
+def _iterate(iterable, desc="working", **kwargs):
+    with progress(len(iterable) if hasattr(iterable, "__len__") else None, desc, **kwargs) as bar:
         for item in iterable:
             yield item
             bar.update(1)

@@ -23,26 +23,26 @@ from collections import namedtuple
 
 import numpy as np
 
-__all__ = ["read_svmlight", "SvmlightInfo"]
+__all__ = ["read_svmlight", "read_scores", "SvmlightInfo"]
 
 
-# How a file was read: zero_based (resolved), n_features (columns of X), has_qid, max_index (largest index written)
-SvmlightInfo = namedtuple("SvmlightInfo", "zero_based n_features has_qid max_index")
+# How a file was read: zero_based (resolved), n_features (columns its indices need, before n_features= applies)
+SvmlightInfo = namedtuple("SvmlightInfo", "zero_based n_features")
 
 
 _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1  # indices and query ids the compiled reader holds (C long)
 
 
-def _convert(conv, text, message, *args, error=ValueError):
-    """conv(text); _LineError(message.format(*args)) when it raises ``error`` (formatted only then)."""
+def _convert(conv, text, message, *args):
+    """conv(text); _LineError(message.format(*args)) when it raises ValueError (formatted only then)."""
     try:
         return conv(text)
-    except error:
+    except ValueError:
         raise _LineError(message.format(*args)) from None
 
 
-def _real(tok, what):
-    v = _convert(float, tok, "{} {!r} is not a number", what, tok)
+def _real(tok, what, hint=""):
+    v = _convert(float, tok, "{} {!r} is not a number{}", what, tok, hint)
     if not math.isfinite(v):
         raise _LineError(f"{what} {tok!r} is not finite")
     return v
@@ -52,13 +52,9 @@ class _LineError(Exception):
     pass
 
 
-def _parse_line(raw):
-    """(target, qid or None, indices, values) of one data line, or None for a blank/comment line;
-    _LineError with a readable message for anything malformed."""
-    line = _convert(bytes.decode, raw, "line is not valid UTF-8 text (is this a binary file?)",
-                    error=UnicodeDecodeError).split("#", 1)[0].strip()
-    if not line:
-        return None
+def _parse_line(line):
+    """(target, qid or None, indices, values) of one data line (comment stripped, not blank); _LineError with
+    a readable message for anything malformed."""
     toks = line.split()
     target = _real(toks[0], "target")
     qid, start = None, 1
@@ -89,17 +85,24 @@ def _parse_line(raw):
     return target, qid, indices, values
 
 
-def _scan(path):
-    """Yield (line number, parsed line) for every data line; _LineError carries the line number."""
+def _scan(path, parse=_parse_line):
+    """Yield (line number, parse(text)) for every data line (the text before any "#", not blank); a
+    malformed line is a ValueError naming file:line, an unreadable file one naming the file."""
     opener = gzip.open if path.endswith(".gz") else bz2.open if path.endswith(".bz2") else open
-    with opener(path, "rb") as fh:
-        for lineno, raw in enumerate(fh, start=1):
-            try:
-                parsed = _parse_line(raw)
-            except _LineError as exc:
-                raise _LineError(lineno, str(exc)) from None
-            if parsed is not None:
-                yield lineno, parsed
+    try:
+        with opener(path, "rb") as fh:
+            for lineno, raw in enumerate(fh, start=1):
+                try:
+                    line = raw.decode().split("#", 1)[0].strip()
+                    if line:
+                        yield lineno, parse(line)
+                except UnicodeDecodeError:
+                    raise ValueError(f"{path}:{lineno}: line is not valid UTF-8 text (is this a binary "
+                                     "file?)") from None
+                except _LineError as exc:
+                    raise ValueError(f"{path}:{lineno}: {exc}") from None
+    except (OSError, EOFError) as exc:
+        raise ValueError(f"{path}: cannot read the file ({exc})") from None
 
 
 def _diagnose(path):
@@ -115,12 +118,16 @@ def _diagnose(path):
                 with_, without = (first, lineno) if has_qid else (lineno, first)
                 return (f"{path}:{lineno}: some lines have a qid: and others do not (line {with_} has one, "
                         f"line {without} has none); give every line a qid or none")
-    except _LineError as exc:
-        lineno, msg = exc.args
-        return f"{path}:{lineno}: {msg}"
-    except (OSError, EOFError) as exc:
-        return f"{path}: cannot read the file ({exc})"
+    except ValueError as exc:
+        return str(exc)
     return None
+
+
+def read_scores(path):
+    """The first number of every data line of a score file (one score per line, as ``fastrank predict``
+    writes them; ``.gz`` / ``.bz2`` too); ValueError("<file>:<line>: ...") for a malformed line."""
+    hint = " (one score per line expected)"
+    return np.array([v for _, v in _scan(os.fspath(path), lambda text: _real(text.split()[0], "score", hint))])
 
 
 def read_svmlight(path, *, n_features=None, zero_based="auto", extra_features="error"):
@@ -134,8 +141,6 @@ def read_svmlight(path, *, n_features=None, zero_based="auto", extra_features="e
 
     if zero_based not in ("auto", True, False):
         raise ValueError(f"zero_based must be 'auto', True or False, got {zero_based!r}")
-    if extra_features not in ("error", "ignore"):
-        raise ValueError(f"extra_features must be 'error' or 'ignore', got {extra_features!r}")
     p = os.fspath(path)
     if not os.path.exists(p):
         raise FileNotFoundError(f"{p}: no such file")
@@ -146,10 +151,8 @@ def read_svmlight(path, *, n_features=None, zero_based="auto", extra_features="e
         # decision is known (the CLI stores it in the model for the test files).
         X, y, qid = load_svmlight_file(p, zero_based=True, query_id=True, dtype=np.float64)
     except Exception as exc:  # the compiled parser says what, the line checker says where
-        where = _diagnose(p)
-        if where is not None:
-            raise ValueError(where) from None
-        raise ValueError(f"{p}: not a valid svmlight/LETOR file ({type(exc).__name__}: {exc})") from None
+        where = _diagnose(p) or f"{p}: not a valid svmlight/LETOR file ({type(exc).__name__}: {exc})"
+        raise ValueError(where) from None
     if y.shape[0] == 0:
         raise ValueError(f"{p}: the file has no data lines")
     if qid.shape[0] not in (0, y.shape[0]):
@@ -165,7 +168,8 @@ def read_svmlight(path, *, n_features=None, zero_based="auto", extra_features="e
             row = int(np.searchsorted(X.indptr, np.flatnonzero(X.indices == 0)[0], side="right")) - 1
             line = next(lineno for k, (lineno, _) in enumerate(_scan(p)) if k == row)
             raise ValueError(f"{p}:{line}: feature index 0 in a file read as 1-based (zero_based=False)")
-        X = X[:, 1:] if X.shape[1] > 0 else X
+        X = X[:, 1:]
+    info = SvmlightInfo(zb, X.shape[1])
     if n_features is not None:
         n_features = int(n_features)
         if X.shape[1] > n_features and extra_features == "error":
@@ -173,5 +177,4 @@ def read_svmlight(path, *, n_features=None, zero_based="auto", extra_features="e
                              f" ({'0' if zb else '1'}-based indices)")
         X.resize(X.shape[0], n_features)  # drops the columns beyond n_features or adds empty ones
     X.sort_indices()
-    info = SvmlightInfo(zb, X.shape[1], qid.shape[0] > 0, max_index)
-    return X, np.asarray(y, dtype=np.float64), (np.asarray(qid, dtype=np.int64) if info.has_qid else None), info
+    return X, np.asarray(y, dtype=np.float64), (np.asarray(qid, dtype=np.int64) if qid.shape[0] else None), info

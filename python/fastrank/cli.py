@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import inspect
 import json
 import math
 import os
@@ -18,6 +17,19 @@ import time
 import warnings
 
 import numpy as np
+
+from ._cv import RankRLSCV
+from ._memory import densified
+from ._persist import load, save
+from ._problem import WEIGHTINGS
+from ._progress import progress, stage, write_line
+from ._registry import ESTIMATORS
+from ._svmlight import read_scores, read_svmlight
+from ._validation import check_alphas, check_real, group_index
+from ._version import __version__
+from .metrics import _accepts, _group_rows, get_measure, measure_names
+from .plotting import CVCurveDisplay
+from .preprocessing import NORMALIZERS, make_normalizer
 
 __all__ = ["main", "parse_measure"]
 
@@ -44,8 +56,6 @@ NORMALIZE_DEFAULT = "query-minmax"
 
 def parse_measure(text):
     """A measure of the table for 'ndcg@10', 'map', 'p@5', ...; UsageError for unknown names."""
-    from .metrics import get_measure
-
     try:
         return get_measure(text)
     except ValueError as exc:
@@ -71,11 +81,8 @@ def evaluate_scores(y, scores, qid, measures, *, each_query=True, verbose=0):
     The average is the measure's own (mean over the queries where it is defined, as
     ``fastrank.metrics`` computes it); per-query values are the measure on each query alone
     (NaN where undefined, e.g. a query without two different labels)."""
-    from ._progress import progress
-    from ._validation import group_index
-
     gi = group_index(qid, y.size)
-    ids, rows = gi.labels, np.split(gi.order, gi.offsets[1:-1])
+    ids, rows = gi.labels, _group_rows(gi)
     averaged, per_query = [], {}
     for text in measures:
         measure = parse_measure(text)
@@ -107,17 +114,7 @@ def _errors_as(error, types, prefix="", message=None):
 
 
 def _estimators():
-    from ._registry import ESTIMATORS
-
     return dict(ESTIMATORS)
-
-
-def _estimator_class(name):
-    classes = _estimators()
-    cls = {k.lower(): v for k, v in classes.items()}.get(name.lower())
-    if cls is None:
-        raise UsageError(f"unknown model {name!r}; choose from {', '.join(sorted(classes))}")
-    return cls
 
 
 _WORDS = {"none": None, "null": None, "true": True, "yes": True, "false": False, "no": False}
@@ -145,20 +142,16 @@ def parse_grid(text):
                                                     "e.g. 1e-3:1e3:13) or a comma list of positive numbers"):
         if ":" in t:
             lo, hi, n = t.split(":")
-            lo, hi, n = float(lo), float(hi), int(n)
-            if lo <= 0 or hi <= 0 or n < 1:
-                raise ValueError
-            return np.logspace(math.log10(lo), math.log10(hi), n)
-        vals = np.array([float(v) for v in t.split(",") if v.strip()])
-        if vals.size == 0 or np.any(vals <= 0) or not np.all(np.isfinite(vals)):
-            raise ValueError
-        return vals
+            return check_alphas(np.logspace(math.log10(float(lo)), math.log10(float(hi)), int(n)))
+        return check_alphas([float(v) for v in t.split(",") if v.strip()])
 
 
 def _cv_arg(text, has_qid):
     if text is None:
         return "lgo" if has_qid else "lpo"
     t = text.lower()
+    if t == "lgo" and not has_qid:
+        raise UsageError("--cv lgo (leave-query-out) needs qid: in the file")
     if t in ("lpo", "lgo"):
         return t
     with _errors_as(UsageError, ValueError, message=f"bad --cv {text!r}: use lpo, lgo or a number of folds"):
@@ -169,53 +162,39 @@ def _cv_arg(text, has_qid):
 
 
 def _read(path, args, *, n_features=None, zero_based=None, extra="error"):
-    from ._progress import stage
-    from ._svmlight import read_svmlight
-
     zb = zero_based if zero_based is not None else {"auto": "auto", "yes": True, "no": False}[args.zero_based]
     with stage(f"reading {path}", verbose=args.progress), _errors_as(DataError, (FileNotFoundError, ValueError)):
         return read_svmlight(path, n_features=n_features, zero_based=zb, extra_features=extra)
 
 
-def _as_model_input(X, est, how):
-    """CSR for estimators that take sparse input when the data is sparse (density < 10%), else
-    dense (behind the memory guard)."""
-    tags = getattr(est, "__sklearn_tags__", None)  # scikit-learn's; a registered learner may lack them
-    accepts_sparse = bool(tags and tags().input_tags.sparse)
-    density = X.nnz / max(1, X.shape[0] * X.shape[1])
-    if how == "sparse" and not accepts_sparse:
-        raise UsageError(f"{type(est).__name__} does not accept sparse input; drop --sparse")
-    if accepts_sparse and (how == "sparse" or (how == "auto" and density < 0.1)):
-        return X
-    return _dense(X)
-
-
 def _dense(X):
-    """X as a dense array, behind the memory guard."""
-    from ._memory import check_dense_memory
-
     with _errors_as(DataError, MemoryError):
-        check_dense_memory(X.shape[0], 1, "dense copy of the input file", n_cols=X.shape[1])
-    return X.toarray()
+        return densified(X)
 
 
-def _resolve_normalize(name, X):
-    """'auto' -> the measured default for dense files (README, "Preprocessing"); 'none' for sparse
-    files (under 10% non-zero), where normalising would densify X and lose the sparse solvers."""
-    if name != "auto":
-        return name
-    return NORMALIZE_DEFAULT if X.nnz >= 0.1 * X.shape[0] * X.shape[1] else "none"
+def _model_input(X, groups, est, state, how="auto", *, fit=False):
+    """(X as ``est`` takes it, the JSON state kept in the model file) for a --normalize state ``{"name": ...}`` or None.
 
-
-def _normalize(X, groups, state, *, fit=False):
-    """(normalised dense X, the JSON state kept in the model file) for a --normalize state
-    ``{"name": ...}``; ``fit``: learn the statistics of zscore and log1p-zscore from X (training),
-    else apply the stored training ones (the per-query normalisers learn nothing)."""
-    from .preprocessing import make_normalizer
-
-    tr = make_normalizer(state["name"])
+    "auto" is the measured default on dense files (README, "Preprocessing") and none on sparse files (under 10%
+    non-zero), where normalising would densify X and lose the sparse solvers.  Unnormalised X stays CSR for estimators
+    that take sparse input when ``how`` is "sparse", or "auto" and the file is sparse; else ("dense") it is densified.
+    ``fit``: learn the statistics of zscore and log1p-zscore from X (training), else apply the stored training ones
+    (the per-query normalisers learn nothing)."""
+    sparse = X.nnz < 0.1 * X.shape[0] * X.shape[1]
+    if state is not None and state["name"] == "auto":
+        state = None if sparse else {"name": NORMALIZE_DEFAULT}
+    if state is None or state["name"] == "none":
+        tags = getattr(est, "__sklearn_tags__", None)  # scikit-learn's; a registered learner may lack them
+        accepts_sparse = bool(tags and tags().input_tags.sparse)
+        if how == "sparse" and not accepts_sparse:
+            raise UsageError(f"{type(est).__name__} does not accept sparse input; drop --sparse")
+        return (X if accepts_sparse and (how == "sparse" or (how == "auto" and sparse)) else _dense(X)), None
+    name = state["name"]
+    if how == "sparse":
+        raise UsageError(f"--normalize {name} makes the features dense; drop --sparse or use --normalize none")
+    tr = make_normalizer(name)
     Xd = _dense(X)
-    if state["name"].startswith("query-"):
+    if name.startswith("query-"):
         return tr.fit(Xd).transform(Xd, groups=groups), state
     if fit:  # fit_transform runs before the statistics are read
         return tr.fit_transform(Xd), {**state, "mean": tr.mean_.tolist(), "scale": tr.scale_.tolist()}
@@ -224,92 +203,69 @@ def _normalize(X, groups, state, *, fit=False):
     return tr.transform(Xd), state
 
 
-def _read_training(args):
-    """(X, y, qid, info, groups, normalize) of the training file: groups None with --no-qid; normalize is the
-    resolved --normalize."""
+def _read_training(args, how):
+    """(estimator, its training input, y, qid, groups, info, normaliser state or None) of the training file: groups
+    None with --no-qid; the input as --normalize and ``how`` (see _model_input) make it."""
     X, y, qid, info = _read(args.train_file, args)
     q = f", {np.unique(qid).size} queries" if qid is not None else ", no qid"
     _say(args, f"{args.train_file}: {X.shape[0]} rows, {X.shape[1]} features{q}")
-    return X, y, qid, info, None if args.no_qid else qid, _resolve_normalize(args.normalize, X)
+    groups = None if args.no_qid else qid
+    est = _build_estimator(args, groups, y)
+    Xm, state = _model_input(X, groups, est, {"name": args.normalize}, how, fit=True)
+    if state is not None:
+        _say(args, f"features normalised: {state['name']}")
+    return est, Xm, y, qid, groups, info, state
 
 
 def _say(args, text):
     if args.verbose_level >= 1:
-        from ._progress import write_line
-
         write_line(f"[fastrank] {text}")
-
-
-def _predict_chunked(model, X, verbose, chunk=20000):
-    """Ranking scores: ``decision_function`` for the ordinal classifiers (PRank, OAPBPM, WidrowHoff),
-    whose ``predict`` gives one of a few labels and so ties most pairs; ``predict`` otherwise."""
-    from ._progress import progress
-
-    score = getattr(model, "decision_function", model.predict)
-    m, out = X.shape[0], []
-    with progress(total=m, desc="predicting", unit="rows", verbose=verbose if m > chunk else 0) as bar:
-        for s in range(0, m, chunk):
-            out.append(np.asarray(score(X[s:s + chunk]), dtype=np.float64))
-            bar.update(min(chunk, m - s))
-    return np.concatenate(out)
 
 
 def _model_scores(model_file, data_file, args):
     """(y, qid, scores) of a data file read as the model's training file was (its feature count and
     index base, its normalisation)."""
-    from ._persist import load
-
     with _errors_as(DataError, (FileNotFoundError, ValueError)):
         model, meta = load(model_file, return_metadata=True)
     meta = meta.get("svmlight", {})
     n = meta.get("n_features", getattr(model, "n_features_in_", None))
     X, y, qid, info = _read(data_file, args, n_features=n, zero_based=meta.get("zero_based"), extra="ignore")
-    if n is not None and info.max_index >= 0 and info.max_index - (0 if info.zero_based else 1) >= n:
+    if n is not None and info.n_features > n:
         _say(args, f"{data_file}: feature indices beyond the model's {n} features are ignored")
     norm = meta.get("normalize")
-    if norm is not None:
-        if qid is None and norm["name"].startswith("query-"):
-            _say(args, f"the model normalises features per query ({norm['name']}) but the data has no qid: "
-                       "all rows are normalised as one query")
-        Xm = _normalize(X, qid, norm)[0]
-    else:
-        Xm = _as_model_input(X, model, "auto")
-    with _errors_as(DataError, (ValueError, TypeError), "prediction failed: "):
-        s = _predict_chunked(model, Xm, args.progress)
+    if norm is not None and qid is None and norm["name"].startswith("query-"):
+        _say(args, f"the model normalises features per query ({norm['name']}) but the data has no qid: "
+                   "all rows are normalised as one query")
+    Xm = _model_input(X, qid, model, norm)[0]
+    # ranking scores: decision_function for the ordinal classifiers (PRank, OAPBPM, WidrowHoff), whose predict gives
+    # one of a few labels and so ties most pairs; predict otherwise
+    score = getattr(model, "decision_function", model.predict)
+    m, chunk, out = Xm.shape[0], 20000, []
+    with _errors_as(DataError, (ValueError, TypeError), "prediction failed: "), \
+            progress(total=m, desc="predicting", unit="rows", verbose=args.progress if m > chunk else 0) as bar:
+        for i in range(0, m, chunk):
+            out.append(np.asarray(score(Xm[i:i + chunk]), dtype=np.float64))
+            bar.update(min(chunk, m - i))
+    s = np.concatenate(out)
     if s.ndim != 1:
         raise DataError(f"the model predicts {s.shape[1]} outputs per row; the command-line tool handles one")
     return y, qid, s
 
 
-def _read_scores(path, m):
-    try:
-        with open(path) as fh:
-            lines = fh.read().split("\n")
-    except OSError as exc:
-        raise DataError(f"{path}: cannot read the score file ({exc})") from None
-    vals = []
-    for i, line in enumerate(lines, start=1):
-        t = line.strip()
-        if not t or t.startswith("#"):
-            continue
-        try:
-            v = float(t.split()[0])
-        except ValueError:
-            raise DataError(f"{path}:{i}: score {t!r} is not a number (one score per line expected)") from None
-        if not math.isfinite(v):
-            raise DataError(f"{path}:{i}: score {t!r} is not finite")
-        vals.append(v)
-    if len(vals) != m:
-        raise DataError(f"{path}: has {len(vals)} scores but the data file has {m} rows (one score per row)")
-    return np.array(vals)
-
-
 # -- commands ----------------------------------------------------------------------------------
 def _build_estimator(args, groups, y):
-    cls = _estimator_class(args.model)
+    classes = _estimators()
+    cls = {k.lower(): v for k, v in classes.items()}.get(args.model.lower())
+    if cls is None:
+        raise UsageError(f"unknown model {args.model!r}; choose from {', '.join(sorted(classes))}")
+    label = cls.__name__
+    if args.alpha == "auto":
+        if label != "RankRLS":
+            raise UsageError("--alpha auto selects RankRLS's alpha by cross-validation; it needs --model RankRLS")
+        cls, label = RankRLSCV, "--alpha auto (RankRLSCV)"
     names = set(cls().get_params(deep=False))
     params = {}
-    for _, pname, _, _ in _model_options():
+    for _, pname, _, _ in _MODEL_OPTIONS:
         v = getattr(args, pname, None)
         if v is not None and not (pname == "alpha" and v == "auto"):
             params[pname] = v
@@ -322,22 +278,12 @@ def _build_estimator(args, groups, y):
         other, flag = {"C": ("alpha", "--alpha (larger alpha = more regularization)"),
                        "alpha": ("C", "-c/--C")}.get(pname, (None, ""))
         hint = f"; {cls.__name__} is regularized by {flag}" if other in names else ""
-        raise UsageError(f"{cls.__name__} has no parameter {pname!r}{hint} (its parameters: "
-                         f"{', '.join(sorted(names))})")
+        raise UsageError(f"{label} has no parameter {pname!r}{hint} (its parameters: {', '.join(sorted(names))})")
     if "n_jobs" in names and args.n_jobs is not None:
         params["n_jobs"] = args.n_jobs
-    if getattr(args, "alpha", None) == "auto":
-        if cls.__name__ != "RankRLS":
-            raise UsageError("--alpha auto selects RankRLS's alpha by cross-validation; it needs --model RankRLS")
-        from ._cv import RankRLSCV
-
-        cv_names = set(RankRLSCV().get_params(deep=False))
-        dropped = sorted(set(params) - cv_names)
-        if dropped:
-            raise UsageError(f"--alpha auto (RankRLSCV) does not take {', '.join(dropped)}")
-        cv = _cv_arg(args.cv, groups is not None)  # RankRLSCV's alphas, cv and scoring
+    if args.alpha == "auto":  # RankRLSCV's alphas, cv and scoring
+        cv = _cv_arg(args.cv, groups is not None)
         params.update(alphas=parse_grid(args.alphas), cv=cv, scoring=args.scoring or default_scoring(y, groups, cv))
-        cls, names = RankRLSCV, cv_names
     if "verbose" in names and "verbose" not in params:  # estimators that report progress themselves
         params["verbose"] = args.progress
     with _errors_as(UsageError, TypeError):
@@ -345,36 +291,24 @@ def _build_estimator(args, groups, y):
 
 
 def cmd_train(args):
-    from ._persist import save
-    from ._progress import stage, write_line
-
-    X, y, qid, info, groups, normalize = _read_training(args)
-    est = _build_estimator(args, groups, y)
-    norm_state = None
-    if normalize != "none":
-        if args.sparse:
-            raise UsageError(f"--normalize {normalize} makes the features dense; drop --sparse or use --normalize none")
-        Xm, norm_state = _normalize(X, groups, {"name": normalize}, fit=True)
-        _say(args, f"features normalised: {normalize}")
-    else:
-        Xm = _as_model_input(X, est, "sparse" if args.sparse else "auto")
+    est, Xm, y, qid, groups, info, norm_state = _read_training(args, "sparse" if args.sparse else "auto")
     fit_kw = {}
     if groups is not None:
-        if "groups" in inspect.signature(est.fit).parameters:
+        if _accepts(est.fit, "groups"):
             fit_kw["groups"] = groups
         elif args.verbose_level >= 0:
             write_line(f"[fastrank] warning: {type(est).__name__} does not use query ids; it learns from all rows "
                        "together (use RankRLS for query-wise ranking)")
     name = type(est).__name__
-    with stage(f"fitting {name} on {X.shape[0]} rows", verbose=args.progress) as st, \
+    with stage(f"fitting {name} on {Xm.shape[0]} rows", verbose=args.progress) as st, \
             _errors_as(DataError, _FIT_ERRORS, f"fitting {name} failed: "):
         est.fit(Xm, y, **fit_kw)
     if name == "RankRLSCV" and args.verbose_level >= 0:
         cv_desc = est.cv if isinstance(est.cv, str) else f"{args.cv} folds of whole queries"
         write_line(f"alpha chosen by cross-validation ({est.cv_results_['scoring']}, cv={cv_desc}): "
                    f"{est.alpha_:.6g} (score {est.best_score_:.6g})")
-    meta = {"svmlight": {"zero_based": info.zero_based, "n_features": int(X.shape[1]), "has_qid": qid is not None,
-                         "train_file": os.path.basename(args.train_file), "rows": int(X.shape[0]),
+    meta = {"svmlight": {"zero_based": info.zero_based, "n_features": int(Xm.shape[1]), "has_qid": qid is not None,
+                         "train_file": os.path.basename(args.train_file), "rows": int(Xm.shape[0]),
                          "normalize": norm_state}}
     with _errors_as(DataError, OSError, f"cannot write {args.model_file}: "), \
             _errors_as(DataError, TypeError, "cannot save the model: "):
@@ -404,7 +338,11 @@ def cmd_evaluate(args):
         y, qid, scores = _model_scores(args.model, args.data_file, args)
     else:
         X, y, qid, _ = _read(args.data_file, args)
-        scores = _read_scores(args.scores, y.size)
+        with _errors_as(DataError, ValueError):
+            scores = read_scores(args.scores)
+        if scores.size != y.size:
+            raise DataError(f"{args.scores}: has {scores.size} scores but the data file has {y.size} rows (one score "
+                            "per row)")
     if qid is None:
         _say(args, f"{args.data_file} has no qid: every row is ranked as one query")
     measures = args.measure or list(DEFAULT_MEASURES if qid is not None else DEFAULT_MEASURES_NO_QID)
@@ -429,22 +367,16 @@ def cmd_evaluate(args):
 
 
 def cmd_cv(args):
-    from ._progress import stage
-
-    X, y, qid, _, groups, normalize = _read_training(args)
-    est = _build_estimator(args, groups, y)  # RankRLSCV, as train --alpha auto builds it (the parser's defaults)
-    cv = est.cv
-    if cv == "lgo" and groups is None:
-        raise UsageError("--cv lgo (leave-query-out) needs qid: in the file")
-    Xd = _normalize(X, groups, {"name": normalize}, fit=True)[0] if normalize != "none" else _dense(X)
+    # RankRLSCV, as train --alpha auto builds it (the parser's defaults), on dense features
+    est, Xd, y, _, groups, _, norm_state = _read_training(args, "dense")
     with stage(f"exact cross-validation over {est.alphas.size} alphas", verbose=args.progress), \
             _errors_as(DataError, _FIT_ERRORS, "cross-validation failed: "):
         est.fit(Xd, y, groups)
     res = est.cv_results_
-    label = {"lpo": "leave-pair-out", "lgo": "leave-query-out"}.get(cv, f"{cv}-fold (queries kept together)")
+    label = {"lpo": "leave-pair-out", "lgo": "leave-query-out"}.get(est.cv, f"{est.cv}-fold (queries kept together)")
     out = sys.stdout
-    out.write(f"# exact {label} cross-validation of RankRLS (kernel={est.kernel}, features: {normalize}), "
-              f"scoring={res['scoring']}\n")
+    out.write(f"# exact {label} cross-validation of RankRLS (kernel={est.kernel}, "
+              f"features: {norm_state['name'] if norm_state else 'none'}), scoring={res['scoring']}\n")
     out.write("alpha\tscore\n")
     for a, s in zip(res["alphas"].tolist(), res["scores"].tolist()):
         mark = "\t<- best" if a == est.alpha_ else ""
@@ -453,8 +385,6 @@ def cmd_cv(args):
     if args.plot:
         with _errors_as(DataError, ImportError, message="--plot needs matplotlib (pip install matplotlib)"):
             from matplotlib.figure import Figure  # no pyplot: no GUI backend needed
-        from .plotting import CVCurveDisplay
-
         fig = Figure(figsize=(6, 4))
         CVCurveDisplay.from_estimator(est, ax=fig.subplots())
         fig.tight_layout()
@@ -518,36 +448,33 @@ def _applies(param):
     return f" (models: {', '.join(names)})"
 
 
-def _model_options():
-    """(option strings, estimator parameter = argparse dest, offered by cv too, add_argument keywords) of
-    the hyper-parameter flags; each one's help ends with the models that have the parameter."""
-    from ._problem import WEIGHTINGS
-
-    return (
-        (("--alpha",), "alpha", False, dict(
-            type=lambda t: t if t == "auto" else _positive(t, "--alpha"),
-            help="regularization (RankRLS's lambda; default 1 on the normalised features); 'auto' selects it by "
-                 "exact cross-validation (RankRLS only)")),
-        (("-c", "--C"), "C", False, dict(type=lambda t: _positive(t, "-c/--C"),
-                                          help="trade-off C (larger = less regularization)")),
-        (("--kernel",), "kernel", True, dict(choices=("linear", "rbf", "gaussian", "poly", "polynomial"),
-                                              help="kernel (default linear)")),
-        (("--gamma",), "gamma", True, dict(type=lambda t: _positive(t, "--gamma"),
-                                            help="rbf/poly kernel scale (default 1/n_features)")),
-        (("--degree",), "degree", False, dict(type=float, help="poly kernel degree")),
-        (("--coef0",), "coef0", False, dict(type=float, help="poly kernel offset")),
-        (("--solver",), "solver", False, dict(help="solver; RankRLS: auto, dual, primal, cg")),
-        (("--basis-vectors",), "basis_vectors", False, dict(
-            type=int, metavar="R", help="subset-of-regressors model on R random training rows (kernel models)")),
-        (("--seed",), "random_state", False, dict(type=int, metavar="SEED", help="random_state of the estimator")),
-        (("--n-estimators",), "n_estimators", False, dict(type=int, help="ensemble size / boosting rounds")),
-        (("--n-epochs",), "n_epochs", False, dict(type=int, help="passes over the data")),
-        (("--group-weighting",), "group_weighting", True, dict(
-            choices=WEIGHTINGS + ("pairs", "query"),
-            help="weight of a query's pairs; RankRLS: unweighted (every pair 1, default), per_query (1/its number "
-                 "of pairs), per_object (1/(size - 1)), normalized (1/size); RankBoost: pairs (default), query "
-                 "(every query the same mass)")),
-    )
+# (option strings, estimator parameter = argparse dest, offered by cv too, add_argument keywords) of the
+# hyper-parameter flags; each one's help ends with the models that have the parameter
+_MODEL_OPTIONS = (
+    (("--alpha",), "alpha", False, dict(
+        type=lambda t: t if t == "auto" else _positive(t, "--alpha"),
+        help="regularization (RankRLS's lambda; default 1 on the normalised features); 'auto' selects it by "
+             "exact cross-validation (RankRLS only)")),
+    (("-c", "--C"), "C", False, dict(type=lambda t: _positive(t, "-c/--C"),
+                                      help="trade-off C (larger = less regularization)")),
+    (("--kernel",), "kernel", True, dict(choices=("linear", "rbf", "gaussian", "poly", "polynomial"),
+                                          help="kernel (default linear)")),
+    (("--gamma",), "gamma", True, dict(type=lambda t: _positive(t, "--gamma"),
+                                        help="rbf/poly kernel scale (default 1/n_features)")),
+    (("--degree",), "degree", False, dict(type=float, help="poly kernel degree")),
+    (("--coef0",), "coef0", False, dict(type=float, help="poly kernel offset")),
+    (("--solver",), "solver", False, dict(help="solver; RankRLS: auto, dual, primal, cg")),
+    (("--basis-vectors",), "basis_vectors", False, dict(
+        type=int, metavar="R", help="subset-of-regressors model on R random training rows (kernel models)")),
+    (("--seed",), "random_state", False, dict(type=int, metavar="SEED", help="random_state of the estimator")),
+    (("--n-estimators",), "n_estimators", False, dict(type=int, help="ensemble size / boosting rounds")),
+    (("--n-epochs",), "n_epochs", False, dict(type=int, help="passes over the data")),
+    (("--group-weighting",), "group_weighting", True, dict(
+        choices=WEIGHTINGS + ("pairs", "query"),
+        help="weight of a query's pairs; RankRLS: unweighted (every pair 1, default), per_query (1/its number "
+             "of pairs), per_object (1/(size - 1)), normalized (1/size); RankBoost: pairs (default), query "
+             "(every query the same mass)")),
+)
 
 
 def _add_model_params(p, *, cv_only=False):
@@ -555,15 +482,13 @@ def _add_model_params(p, *, cv_only=False):
     if not cv_only:
         g.add_argument("-M", "--model", default="RankRLS", metavar="NAME",
                        help="estimator name (default RankRLS; see the list below)")
-    for flags, param, in_cv, kw in _model_options():
+    for flags, param, in_cv, kw in _MODEL_OPTIONS:
         if in_cv or not cv_only:
             g.add_argument(*flags, dest=param, default=None, **{**kw, "help": kw["help"] + _applies(param)})
     if not cv_only:
         g.add_argument("--param", action="append", metavar="NAME=VALUE",
                        help="any other estimator parameter (repeatable), e.g. --param tol=1e-8")
     g.add_argument("--no-qid", action="store_true", help="ignore qid: (rank all rows together)")
-    from .preprocessing import NORMALIZERS
-
     g.add_argument("--normalize", choices=("auto",) + NORMALIZERS, default="auto",
                    help=f"feature normalisation, stored in the model and applied again by predict/evaluate: "
                         f"zscore (StandardScaler), query-minmax (LETOR QueryLevelNorm), query-zscore (per-query "
@@ -582,18 +507,11 @@ def _add_model_params(p, *, cv_only=False):
 
 
 def _positive(text, flag):
-    try:
-        v = float(text)
-    except ValueError:
-        v = math.nan
-    if not (v > 0 and math.isfinite(v)):
-        raise argparse.ArgumentTypeError(f"{flag} must be a positive number, got {text!r}")
-    return v
+    with _errors_as(argparse.ArgumentTypeError, ValueError, message=f"{flag} must be a positive number, got {text!r}"):
+        return check_real(float(text), flag, "a positive number", lambda v: v > 0)
 
 
 def build_parser():
-    from .metrics import get_measure, measure_names
-
     measures = ", ".join(f"{k}{'@k' if get_measure(k).cutoff else ''}" for k in measure_names())
     parser = argparse.ArgumentParser(
         prog=PROG,
@@ -605,8 +523,6 @@ def build_parser():
                "run 'fastrank COMMAND -h' for the options of a command; 'python -m fastrank' runs a demo.\n"
                "exit codes: 0 ok, 1 data or model error, 2 usage error",
         formatter_class=argparse.RawDescriptionHelpFormatter)
-    from ._version import __version__
-
     parser.add_argument("--version", action="version", version=f"fastrank {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
@@ -666,8 +582,6 @@ def main(argv=None):
     else:  # not a terminal: log lines with -v only
         args.progress = min(1, args.verbose)
     cmd = args.command
-    from ._progress import write_line
-
     try:
         t0 = time.perf_counter()
         with warnings.catch_warnings(record=True) as caught:

@@ -228,6 +228,39 @@ def test_data_and_model_errors_exit_1(files, tmp_path, capsys):
     assert code == 1 and "fitting PRank failed" in err  # continuous labels
 
 
+@pytest.mark.parametrize("normalize", ["auto", "none", "zscore", "query-minmax"])
+@pytest.mark.parametrize("command", ["train", "cv"])
+def test_file_without_features_is_a_data_error(command, normalize, tmp_path, capsys):
+    """A file whose lines carry no index:value pair: exit 1 naming the file, no traceback, no model."""
+    bad = tmp_path / "nofeatures.txt"
+    bad.write_text("1 qid:1\n0 qid:1\n2 qid:2\n1 qid:2\n")
+    out_args = [tmp_path / "m"] if command == "train" else []
+    code, _, err = run([command, "--normalize", normalize, bad, *out_args], capsys)
+    assert code == 1 and err.startswith(f"fastrank {command}: error: {bad}: no features"), err
+    assert "Traceback" not in err and not (tmp_path / "m").exists()
+
+
+def test_evaluate_reads_compressed_score_files_and_names_binary_ones(files, tmp_path, capsys):
+    tr, te = files
+    yt = load_svmlight(te)[1]
+    s = np.random.default_rng(1).normal(size=yt.size)
+    text = "".join(f"{v!r}\n" for v in s.tolist())
+    plain, packed = tmp_path / "s.txt", tmp_path / "s.txt.gz"
+    plain.write_text(text)
+    with gzip.open(packed, "wt") as fh:
+        fh.write(text)
+    outs = []
+    for sf in (plain, packed):
+        code, out, _ = run(["evaluate", "--format", "json", te, sf], capsys)
+        assert code == 0
+        outs.append(json.loads(out)["mean"])
+    assert outs[0] == outs[1]
+    binary = tmp_path / "s.bin"
+    binary.write_bytes(bytes(range(256)) * 4)
+    code, _, err = run(["evaluate", te, binary], capsys)
+    assert code == 1 and err.startswith(f"fastrank evaluate: error: {binary}") and "Traceback" not in err, err
+
+
 @pytest.mark.parametrize("argv,message", [
     (["train", "--model", "NoSuchRanker", "T", "M"], "unknown model 'NoSuchRanker'; choose from"),
     (["train", "--param", "no_such=1", "T", "M"], "RankRLS has no parameter 'no_such'"),

@@ -207,6 +207,8 @@ def _read_training(args, how):
     """(estimator, its training input, y, qid, groups, info, normaliser state or None) of the training file: groups
     None with --no-qid; the input as --normalize and ``how`` (see _model_input) make it."""
     X, y, qid, info = _read(args.train_file, args)
+    if X.shape[1] == 0:  # a learner needs at least one feature; say so before any fit or normaliser does
+        raise DataError(f"{args.train_file}: no features (no line has an index:value pair); nothing to learn from")
     q = f", {np.unique(qid).size} queries" if qid is not None else ", no qid"
     _say(args, f"{args.train_file}: {X.shape[0]} rows, {X.shape[1]} features{q}")
     groups = None if args.no_qid else qid

@@ -191,11 +191,11 @@ class Ranker(RegressorMixin, FastrankEstimator):
         Y, _ = as_targets(y, n_rows)
         return np.ascontiguousarray(Y[:, 0])
 
-    def _check_predict_X(self, X, *, n_train=None, allow_sparse=True):
-        """Test input: the (p, n_train) kernel against the training rows for a precomputed kernel, else a dense (or CSR)
-        matrix with the number of features seen in ``fit``."""
+    def _check_predict_X(self, X, *, allow_sparse=True):
+        """Test input: the (p, m) kernel against the m training rows for a precomputed kernel (``fit`` saw (m, m), so
+        m = ``n_features_in_``), else a dense (or CSR) matrix with the number of features seen in ``fit``."""
         if self._precomputed():
-            return check_precomputed_kernel(X.toarray() if issparse(X) else X, n_train=n_train)
+            return check_precomputed_kernel(X.toarray() if issparse(X) else X, n_train=self.n_features_in_)
         X = check_features(X, allow_sparse=allow_sparse, min_rows=1)
         if X.shape[1] != self.n_features_in_:
             raise ValueError(f"X has {X.shape[1]} features, but {type(self).__name__} is expecting "

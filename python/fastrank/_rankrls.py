@@ -69,11 +69,11 @@ class _RankRLSBase(KernelMixin, Ranker):
             basis = select_basis(problem.m, self.basis_vectors, self.random_state)
             return solve_basis(problem, spec, alphas, basis, n_threads)
 
-    def _apply_fit(self, fit, k, one_d, n_features, n_samples):
+    def _apply_fit(self, fit, k, one_d, n_features):
         """Copy the solution for ``alphas[k]`` of a solver's ``Fit`` onto this estimator."""
         squeeze = (lambda a: a[:, 0]) if one_d else (lambda a: a)
         self.fit_mode_, self.X_fit_, self.basis_indices_ = fit.mode, fit.X_fit, fit.basis_indices
-        self.n_features_in_, self.n_samples_fit_, self._single_output = n_features, n_samples, one_d
+        self.n_features_in_, self._single_output = n_features, one_d
         self.coef_ = None if fit.coef is None else squeeze(np.ascontiguousarray(fit.coef[k]))
         self.dual_coef_ = None if fit.dual_coef is None else squeeze(np.ascontiguousarray(fit.dual_coef[k]))
         if fit.mode == "cg":
@@ -90,18 +90,17 @@ class _RankRLSBase(KernelMixin, Ranker):
         return self
 
     def _fit_problem(self, problem, alpha, x0=None):
-        return self._apply_fit(self._solve(problem, np.array([alpha]), x0=x0), 0, problem.one_d, problem.n_features,
-                               problem.m)
+        return self._apply_fit(self._solve(problem, np.array([alpha]), x0=x0), 0, problem.one_d, problem.n_features)
 
     def _apply_engine_fit(self, engine, alpha):
         """This estimator fitted on all of an exact-CV engine's data at ``alpha``, from its factors (no refit)."""
-        return self._apply_fit(engine.solve(alpha), 0, engine.one_d, engine.problem.n_features, engine.m)
+        return self._apply_fit(engine.solve(alpha), 0, engine.one_d, engine.problem.n_features)
 
     def predict(self, X):
         """Scores for ranking, (p,) or (p, v): higher ranks higher; only differences of scores are meaningful (the
         objective is invariant to adding a constant), so the scores are not on the scale of ``y``."""
         check_is_fitted(self, "fit_mode_")
-        X = self._check_predict_X(X, n_train=self.n_samples_fit_)
+        X = self._check_predict_X(X)
         return self._expansion_predict(X, self.basis_indices_ if self.fit_mode_ == "sparse" else None)
 
 
@@ -259,12 +258,12 @@ class RankRLSPath:
     ``coef_`` (n_alphas, n, v) or None (linear models), ``basis_indices_`` and ``X_fit_`` (the basis rows of
     ``basis_vectors`` and the rows kept for predictions), ``n_iter_`` and ``converged_`` (n_alphas, v) (CG only)."""
 
-    def __init__(self, estimator, alphas, fit, one_d, n_features, n_samples):
+    def __init__(self, estimator, alphas, fit, one_d, n_features):
         self.estimator, self.alphas = estimator, alphas
         self.fit_mode, self.coef_, self.dual_coef_ = fit.mode, fit.coef, fit.dual_coef
         self.basis_indices_, self.X_fit_ = fit.basis_indices, fit.X_fit
         self.n_iter_, self.converged_ = fit.n_iter, fit.converged
-        self._fit, self._fit_args = fit, (one_d, n_features, n_samples)
+        self._fit, self._fit_args = fit, (one_d, n_features)
 
     def __len__(self):
         return self.alphas.size
@@ -294,4 +293,4 @@ def rankrls_path(X, y, alphas, *, groups=None, estimator=None):
     est._validate_params()
     alphas = check_alphas(alphas)
     problem = est._scores_problem(X, y, groups, est.group_weighting, est._exclude_ties())
-    return RankRLSPath(est, alphas, est._solve(problem, alphas), problem.one_d, problem.n_features, problem.m)
+    return RankRLSPath(est, alphas, est._solve(problem, alphas), problem.one_d, problem.n_features)

@@ -289,10 +289,7 @@ class RankSVM(KernelMixin, Ranker):
         """Ranking scores (p,): a higher score means ranked higher."""
         check_is_fitted(self, "fit_mode_")
         basis = getattr(self, "basis_indices_", None)
-        n_train = None if self.dual_coef_ is None else self.dual_coef_.shape[0]
-        if basis is not None and self.kernel == "precomputed":
-            n_train = self.n_features_in_
-        X = self._check_predict_X(X, n_train=n_train)
+        X = self._check_predict_X(X)
         # K(X, X_B) beta in row blocks, sparse X and X_B staying sparse; K(X, X_fit_) beta on dense rows
         dense = self.fit_mode_ == "kernel" and basis is None and not self._precomputed()
         return self._expansion_predict(densified(X) if dense else X, basis)

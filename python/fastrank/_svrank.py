@@ -221,8 +221,7 @@ class SVRank(KernelMixin, Ranker):
     def predict(self, X):
         """Ranking scores (higher ranks higher); only score differences are meaningful."""
         check_is_fitted(self, "n_iter_")
-        X = self._check_predict_X(X, n_train=None if self.dual_coef_ is None else self.dual_coef_.shape[0],
-                                  allow_sparse=False)
+        X = self._check_predict_X(X, allow_sparse=False)
         return self._expansion_predict(X)
 
 

@@ -809,7 +809,7 @@ class OnlineMPRank(KernelMixin, Ranker):
     def predict(self, X):
         """Ranking scores h(x) of eq. 13 (higher ranks higher; defined up to a constant; no intercept)."""
         check_is_fitted(self, "dual_coef_")
-        X = self._check_predict_X(_as_X(X), n_train=self.dual_coef_.size)
+        X = self._check_predict_X(_as_X(X))
         if self._spec.precomputed:
             return X @ self.expansion_coef_
         if self._spec.linear:

@@ -20,7 +20,8 @@ from typing import NamedTuple
 import numpy as np
 
 from ._sparse import as_csr, issparse
-from ._validation import as_float_matrix, as_float_vector, as_targets, check_precomputed_kernel, group_index
+from ._validation import (as_float_matrix, as_float_vector, as_real_array, as_targets, check_precomputed_kernel,
+                          group_index)
 
 __all__ = ["PreferenceGraph", "RankingProblem", "WEIGHTINGS", "COSTS", "check_weighting", "check_pairs", "pair_weights"]
 
@@ -72,6 +73,21 @@ def check_pairs(pairs, m):
     return np.ascontiguousarray(pairs[:, 0]), np.ascontiguousarray(pairs[:, 1])
 
 
+def check_pair_weights(weights, l, *, zero_ok=False):
+    """Per-pair weights (l,) as float64: finite and > 0, or (``zero_ok``) >= 0 with one > 0."""
+    w = as_real_array(weights, "weights")
+    if w.shape != (l,):
+        raise ValueError(f"weights must have shape ({l},) (one per pair), got {w.shape}")
+    if not np.isfinite(w).all():
+        raise ValueError("weights contain NaN or infinity")
+    if (w < 0).any() or not (zero_ok or (w > 0).all()):
+        raise ValueError("weights must be >= 0 (swap the pair to reverse a preference)" if zero_ok else
+                         "weights must be finite and > 0 (drop a pair instead of giving it weight 0)")
+    if not (w > 0).any():
+        raise ValueError("No preference pairs: every weight is 0")
+    return np.ascontiguousarray(w)
+
+
 class PreferenceGraph(NamedTuple):
     """Edges e = (head[e] preferred over tail[e]) with weight w_e > 0 and targets z_e (l, v)."""
 
@@ -105,16 +121,7 @@ class PreferenceGraph(NamedTuple):
         weight = 1.0 / g if cost == "normalized" else np.ones(l)
         target = np.ones(l) if cost == "binary" else g
         if weights is not None:
-            omega = np.asarray(weights)
-            if omega.dtype == object or not (np.issubdtype(omega.dtype, np.number) or omega.dtype == bool) \
-                    or np.iscomplexobj(omega):
-                raise ValueError(f"weights must be positive real numbers, got dtype {omega.dtype}")
-            omega = omega.astype(np.float64)
-            if omega.shape != (l,):
-                raise ValueError(f"weights must have shape ({l},) (one per pair), got {omega.shape}")
-            if not np.isfinite(omega).all() or (omega <= 0).any():
-                raise ValueError("weights must be finite and > 0 (drop a pair instead of giving it weight 0)")
-            weight = weight * np.sqrt(omega)
+            weight = weight * np.sqrt(check_pair_weights(weights, l))
         return cls(head, tail, weight, np.ascontiguousarray(target.reshape(-1, 1)))
 
     @classmethod

@@ -16,12 +16,12 @@ from . import _core
 from ._base import N_JOBS, KernelMixin, Ranker, StrOptions, c_path, crucial_pairs, nonneg_real, positive_int
 from ._kernels import kernel_block
 from ._memory import check_dense_memory, densified
-from ._problem import check_pairs
+from ._problem import check_pair_weights, check_pairs
 from ._progress import resolve_verbose, stage, write_line
 from ._registry import register_estimator
 from ._solvers import select_basis
 from ._sparse import as_csr
-from ._validation import as_real_array, check_alpha, check_n_jobs, group_index
+from ._validation import check_alpha, check_n_jobs, group_index
 from .exceptions import ConvergenceWarning
 
 __all__ = ["RankSVM", "ranksvm_path"]
@@ -44,20 +44,8 @@ def _group_structure(y, groups, m):
 def _graph_structure(pairs, weights, m):
     """Keyword arguments of the core's preference graph, validated."""
     head, tail = check_pairs(pairs, m)
-    l = head.size
-    if weights is None:
-        w = np.ones(l)
-    else:
-        w = as_real_array(weights, "weights")
-        if w.shape != (l,):
-            raise ValueError(f"weights must have shape ({l},) (one per pair), got {w.shape}")
-        if not np.isfinite(w).all():
-            raise ValueError("weights contain NaN or infinity")
-        if (w < 0).any():
-            raise ValueError("weights must be >= 0 (swap the pair to reverse a preference)")
-        if not (w > 0).any():
-            raise ValueError("No preference pairs: every weight is 0")
-    return dict(head=head, tail=tail, weight=np.ascontiguousarray(w))
+    w = np.ones(head.size) if weights is None else check_pair_weights(weights, head.size, zero_ok=True)
+    return dict(head=head, tail=tail, weight=w)
 
 
 # Beyond this C max|X|^2 the Newton / cutting-plane products overflow or lose every digit of the

@@ -123,17 +123,14 @@ def kernel_block(spec, Z, XR, n_threads=1):
     return G
 
 
-def predict_basis(Z, X_basis, coef, kernel_spec, n_jobs=None, *, basis_indices=None, block_bytes=2**25):
-    """Predictions ``K(Z, X_basis) @ coef``: O(|R|) kernel evaluations per input, in row blocks so at most
-    ``block_bytes`` of kernel values exist at once; sparse Z stays sparse.  With a precomputed kernel, Z is (p, m)
-    against all training rows and ``basis_indices`` selects the basis columns."""
+def predict_basis(Z, X_basis, coef, kernel_spec, n_jobs=None, *, block_bytes=2**25):
+    """Predictions ``K(Z, X_basis) @ coef`` of a computed kernel: O(|R|) kernel evaluations per input, in row blocks so
+    at most ``block_bytes`` of kernel values exist at once; sparse Z stays sparse."""
     spec, n_threads = kernel_spec, check_n_jobs(n_jobs)
     coef = np.asarray(coef, dtype=np.float64)
     one_d = coef.ndim == 1
     C = coef.reshape(coef.shape[0], -1)
-    if spec.precomputed:
-        out = np.asarray(Z[:, basis_indices] @ C)
-    elif not issparse(Z) and not issparse(X_basis):
+    if not issparse(Z) and not issparse(X_basis):
         out = spec.predict(np.ascontiguousarray(Z, dtype=np.float64), np.ascontiguousarray(X_basis, dtype=np.float64),
                            C, n_threads)
     else:

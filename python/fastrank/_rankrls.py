@@ -21,10 +21,11 @@ from sklearn.utils.validation import check_is_fitted
 from ._base import N_JOBS, KernelMixin, Ranker, StrOptions, nonneg_real, positive_int
 from ._problem import WEIGHTINGS, RankingProblem
 from ._registry import register_estimator
-from ._solvers import (SOLVERS, choose_solver, default_max_iter, densify, one_conditioning_warning, select_basis,
-                       solve_basis, solve_cg, solve_cg_path, solve_dual, solve_primal)
+from ._solvers import (SOLVERS, choose_solver, default_max_iter, one_conditioning_warning, select_basis, solve_basis,
+                       solve_cg, solve_cg_path, solve_dual, solve_primal)
 from ._progress import progress, resolve_verbose, stage
 from ._exactcv import CVSpec
+from ._memory import densified
 from ._threads import compute_region
 from ._validation import check_alpha, check_alphas, check_n_jobs
 
@@ -49,7 +50,7 @@ class _RankRLSBase(KernelMixin, Ranker):
         with compute_region(n_threads):  # fastrank's threads and BLAS's share the cores
             mode = choose_solver(self.solver, spec, problem, basis_vectors=getattr(self, "basis_vectors", None))
             if mode == "densify":
-                problem = densify(problem)
+                problem = problem._replace(X=densified(problem.X))  # the same pair structure and targets
                 mode = choose_solver(self.solver, spec, problem)
             if mode == "primal":
                 with stage(f"{name} primal solve ({problem.n_features} features)", verbose=verbose):

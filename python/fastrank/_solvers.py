@@ -31,7 +31,7 @@ from ._validation import as_float_matrix, check_alpha, check_alphas, check_int, 
 from .exceptions import ConvergenceWarning, IllConditionedWarning
 
 __all__ = [
-    "Fit", "CGResult", "SOLVERS", "choose_solver", "densify",
+    "Fit", "CGResult", "SOLVERS", "choose_solver",
     "solve_dual", "solve_primal", "solve_cg", "solve_cg_path", "solve_basis",
     "fit_cg", "fit_basis", "select_basis", "check_indices", "basis_primal_weights", "default_max_iter",
     "one_conditioning_warning",
@@ -139,13 +139,6 @@ def choose_solver(solver, spec, problem, *, basis_vectors=None):
     if solver == "auto":
         return "primal" if spec.linear and problem.n_features < problem.m else "dual"
     return solver
-
-
-def densify(problem):
-    """Sparse X for an explicitly dense solver, behind the memory guard."""
-    X = problem.X
-    check_dense_memory(X.shape[0], 1, "dense copy of the sparse input X", n_cols=X.shape[1])
-    return problem._replace(X=X.toarray())  # the same pair structure and targets
 
 
 # ---- Dense solvers: dual (eq. 17) and primal (eq. 28), one alpha or a path (eq. 31) ----------------

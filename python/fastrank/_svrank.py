@@ -16,6 +16,7 @@ from ._memory import check_dense_memory
 from ._problem import require_preferences
 from ._progress import resolve_verbose, stage, write_line
 from ._registry import register_estimator
+from ._solvers import train_kernel
 from ._validation import check_alpha, check_n_jobs, group_index
 from .exceptions import ConvergenceWarning
 
@@ -179,11 +180,8 @@ class SVRank(KernelMixin, Ranker):
         else:  # the squared cost also holds K's Cholesky factor and its row permutation
             check_dense_memory(X.shape[0], 3 if squared else 1,
                                "kernel matrix and its Cholesky factor" if squared else "kernel matrix")
-            if spec.precomputed:  # _check_fit_X symmetrized it
-                Kg = np.asfortranarray(X[np.ix_(gi.order, gi.order)] if not gi.is_identity else X)
-            else:
-                with stage(f"SVRank kernel matrix (m={X.shape[0]})", verbose=self.verbose):
-                    Kg = spec.train(gi.take(X), n_threads)
+            with stage(f"SVRank kernel matrix (m={X.shape[0]})", verbose=0 if spec.precomputed else self.verbose):
+                Kg = train_kernel(X, spec, n_threads, None if gi.is_identity else gi.order)
             if squared:
                 with stage(f"SVRank Newton (kernel, squared cost, m={X.shape[0]})", verbose=self.verbose):
                     # K = P L L^T P^T (pivoted Cholesky, rank r at LAPACK's tolerance m u max K_ii):

@@ -61,12 +61,6 @@ class _ThreadBudget:
         except Exception:  # pragma: no cover
             return None
 
-    def depth(self):
-        return getattr(self.local, "depth", 0)
-
-    def set_depth(self, depth):
-        self.local.depth = depth
-
     def acquire(self, n_threads):
         """Wait for the cores; returns how many were taken."""
         total = cpu_budget()
@@ -137,12 +131,13 @@ def compute_region(n_threads):
     if os.environ.get("FASTRANK_THREAD_POLICY", "").strip().lower() == "off":
         yield
         return
-    depth = _BUDGET.depth()
+    local = _BUDGET.local  # this thread's nesting depth
+    depth = getattr(local, "depth", 0)
     taken = _BUDGET.acquire(n_threads) if depth == 0 else None  # nested: inside this thread's budget
-    _BUDGET.set_depth(depth + 1)
+    local.depth = depth + 1
     try:
         yield
     finally:
-        _BUDGET.set_depth(depth)
+        local.depth = depth
         if taken is not None:
             _BUDGET.release(taken)

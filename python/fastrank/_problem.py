@@ -152,10 +152,7 @@ def check_features(X, *, precomputed=False, allow_sparse=False, min_rows=2):
         if issparse(X):
             raise ValueError("a precomputed kernel must be a dense (m, m) array")
         return np.ascontiguousarray(check_precomputed_kernel(X, min_rows=min_rows))
-    if issparse(X):
-        if not allow_sparse:
-            raise TypeError("X is a sparse matrix; this function needs dense input (call X.toarray()); "
-                            "RankRLS takes sparse X with solver='cg' or basis_vectors.")
+    if issparse(X) and allow_sparse:  # else as_float_matrix refuses it
         X = X if X.format == "csr" else X.tocsr()
         as_csr(X, "X")  # validation only: the solvers map the arrays themselves
         if X.dtype != np.float64:  # once, here: bool products are logical (True @ True = True), float32 rounds

@@ -245,12 +245,12 @@ def rankboost_path(X, y, n_estimators, groups=None, *, cv=5, scoring=None, refit
 
     grid = _n_estimators_grid(n_estimators)
     measure = get_measure(scoring if scoring is not None else ("ndcg@10" if groups is not None else "disagreement"))
-    X = as_float_matrix(X, "X", min_rows=2, allow_nan=params.get("missing") == "q_def")
+    base = RankBoost(n_estimators=int(grid[-1]), **params)
+    X = base._check_X(X, min_rows=2)
     y = np.asarray(y)
     g = None if groups is None else np.asarray(groups)
     folds = _folds(cv, X, y, g)
     scores = np.empty((len(folds), grid.size))
-    base = RankBoost(n_estimators=int(grid[-1]), **params)
     for k, (train, test) in enumerate(progress.iterate(folds, desc="rankboost_path", unit="fold", verbose=verbose)):
         est = base.fit(X[train], y[train], None if g is None else g[train])
         g_test = None if g is None else g[test]

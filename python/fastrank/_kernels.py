@@ -13,7 +13,7 @@ from ._validation import check_n_jobs, check_real
 __all__ = ["KernelSpec", "resolve_kernel", "KERNELS", "kernel_block", "predict_basis"]
 
 KERNELS = ("linear", "rbf", "gaussian", "poly", "polynomial", "precomputed")
-_KIND = {"linear": 0, "rbf": 1, "gaussian": 1, "poly": 2, "polynomial": 2}
+_KIND = {"linear": 0, "rbf": 1, "poly": 2}  # resolved kinds (resolve_kernel maps the aliases)
 
 
 class KernelSpec:

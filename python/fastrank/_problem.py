@@ -209,11 +209,10 @@ class RankingProblem(NamedTuple):
         gi = group_index(groups, X.shape[0])
         # A per-group weighting needs groups: object ranking weighs every pair 1 (L = m I - 1 1^T).
         cells = _tie_cells(Y, gi) if exclude_ties else None
-        prob = cls(X, Y, one_d, gi, groups is not None, weighting if groups is not None else "unweighted", None,
-                   precomputed, cells)
         if require_informative:  # every output must order at least one relevant pair
             require_preferences(Y, gi, "RankRLS")
-        return prob
+        return cls(X, Y, one_d, gi, groups is not None, weighting if groups is not None else "unweighted", None,
+                   precomputed, cells)
 
     @classmethod
     def from_preferences(cls, X, pairs, magnitudes=None, cost=None, *, weights=None, precomputed=False,

@@ -25,9 +25,9 @@ from sklearn.utils import check_random_state
 from . import _core
 from ._kernels import kernel_block
 from ._memory import check_dense_memory
-from ._problem import PreferenceGraph, RankingProblem
+from ._problem import PreferenceGraph, RankingProblem, check_features
 from ._sparse import as_csr, issparse, take_rows
-from ._validation import as_float_matrix, check_alpha, check_alphas, check_int, check_n_jobs, check_real, group_index
+from ._validation import check_alpha, check_alphas, check_int, check_n_jobs, check_real, group_index
 from .exceptions import ConvergenceWarning, IllConditionedWarning
 
 __all__ = [
@@ -411,10 +411,7 @@ def fit_cg(X, Y=None, *, group_index=None, normalized=False, graph=None, alpha=1
     n_threads = check_n_jobs(n_jobs)
     if callback is not None and not callable(callback):
         raise TypeError("callback must be callable or None")
-    if issparse(X):
-        as_csr(X)
-    else:
-        X = as_float_matrix(X)
+    X = check_features(X, allow_sparse=True, min_rows=1)
     problem = _array_problem(X, Y, group_index, normalized, graph, finite_check=True, weighting=weighting)
     fit = solve_cg(problem, alpha, tol=tol, max_iter=max_iter, x0=x0, preconditioner=preconditioner,
                    n_threads=n_threads, callback=callback, transpose_copy=transpose_copy, warn=warn)

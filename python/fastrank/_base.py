@@ -24,7 +24,7 @@ from ._validation import INT_MAX, as_targets, check_n_jobs, check_precomputed_ke
 from .metrics import _warn_missing_groups, pairwise_disagreement
 
 __all__ = ["FastrankEstimator", "Ranker", "KernelMixin", "ranking_accuracy", "Interval", "StrOptions", "positive_int",
-           "nonneg_real", "positive_real", "N_JOBS", "PARAM_DOCS", "fill_param_docs", "crucial_pairs", "c_path"]
+           "NONNEG_REAL", "POSITIVE_REAL", "N_JOBS", "PARAM_DOCS", "fill_param_docs", "crucial_pairs", "c_path"]
 
 
 def positive_int(high=INT_MAX, low=1):
@@ -32,14 +32,8 @@ def positive_int(high=INT_MAX, low=1):
     return Interval(numbers.Integral, low, high, closed="both")
 
 
-def nonneg_real():
-    return Interval(numbers.Real, 0, None, closed="left")
-
-
-def positive_real():
-    return Interval(numbers.Real, 0, None, closed="neither")
-
-
+NONNEG_REAL = Interval(numbers.Real, 0, None, closed="left")
+POSITIVE_REAL = Interval(numbers.Real, 0, None, closed="neither")
 # resolved by ``_validation.check_n_jobs`` (None, -1 = every core, k threads)
 N_JOBS = [None, Interval(numbers.Integral, -INT_MAX, INT_MAX, closed="both")]
 

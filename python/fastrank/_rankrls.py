@@ -18,7 +18,7 @@ from __future__ import annotations
 import numpy as np
 from sklearn.utils.validation import check_is_fitted
 
-from ._base import N_JOBS, KernelMixin, Ranker, StrOptions, nonneg_real, positive_int
+from ._base import N_JOBS, NONNEG_REAL, KernelMixin, Ranker, StrOptions, positive_int
 from ._problem import WEIGHTINGS, RankingProblem
 from ._registry import register_estimator
 from ._solvers import (SOLVERS, choose_solver, default_max_iter, one_conditioning_warning, select_basis, solve_basis,
@@ -162,7 +162,7 @@ class RankRLS(_RankRLSBase):
 
     _parameter_constraints = {
         "group_weighting": [StrOptions(set(WEIGHTINGS))],
-        "tol": [nonneg_real()],
+        "tol": [NONNEG_REAL],
         "max_iter": [None, positive_int()],
         "warm_start": ["boolean"],
         "preconditioner": [None, StrOptions({"jacobi"})],

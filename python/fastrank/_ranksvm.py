@@ -13,7 +13,7 @@ import scipy.sparse as sp
 from sklearn.utils.validation import check_is_fitted
 
 from . import _core
-from ._base import N_JOBS, KernelMixin, Ranker, StrOptions, c_path, crucial_pairs, nonneg_real, positive_int
+from ._base import N_JOBS, NONNEG_REAL, KernelMixin, Ranker, StrOptions, c_path, crucial_pairs, positive_int
 from ._kernels import kernel_block
 from ._memory import check_dense_memory, densified
 from ._problem import check_pair_weights, check_pairs
@@ -138,7 +138,7 @@ class RankSVM(KernelMixin, Ranker):
 
     _sparse_input = True
     # C is checked by check_alpha (float64 limits)
-    _parameter_constraints = {"loss": [StrOptions(set(_LOSSES))], "tol": [nonneg_real()],
+    _parameter_constraints = {"loss": [StrOptions(set(_LOSSES))], "tol": [NONNEG_REAL],
                               "max_iter": [positive_int()], "margin": [StrOptions({"unit", "difference"})],
                               "normalize_C": ["boolean"], "n_jobs": N_JOBS}
 
@@ -196,7 +196,7 @@ class RankSVM(KernelMixin, Ranker):
         basis = select_basis(m, self.basis_vectors, self.random_state)
         check_dense_memory(m, 2, "kernel columns K_mB and features Z", n_cols=basis.size)
         X_fit = None if spec.precomputed else X[basis]  # the basis rows X_B
-        K_mB = np.asarray(X[:, basis] if spec.precomputed else kernel_block(spec, X, X_fit, n_threads), dtype=np.float64)
+        K_mB = np.asarray(X[:, basis] if X_fit is None else kernel_block(spec, X, X_fit, n_threads), dtype=np.float64)
         K_BB = 0.5 * (K_mB[basis] + K_mB[basis].T)
         try:
             L = scipy.linalg.cholesky(K_BB, lower=True, check_finite=False)

@@ -11,7 +11,7 @@ import scipy.linalg.lapack
 from sklearn.utils.validation import check_is_fitted
 
 from . import _core
-from ._base import N_JOBS, KernelMixin, Ranker, StrOptions, c_path, nonneg_real, positive_int
+from ._base import N_JOBS, NONNEG_REAL, KernelMixin, Ranker, StrOptions, c_path, positive_int
 from ._memory import check_dense_memory
 from ._problem import require_preferences
 from ._progress import resolve_verbose, stage, write_line
@@ -143,7 +143,7 @@ class SVRank(KernelMixin, Ranker):
         self._store_params(locals())
 
     # C is checked by check_alpha (float64 limits)
-    _parameter_constraints = {"epsilon": [nonneg_real()], "tol": [nonneg_real()], "max_iter": [positive_int()],
+    _parameter_constraints = {"epsilon": [NONNEG_REAL], "tol": [NONNEG_REAL], "max_iter": [positive_int()],
                               "loss": [StrOptions({"epsilon_insensitive", "squared_epsilon_insensitive"})],
                               "n_jobs": N_JOBS}
 

@@ -252,7 +252,6 @@ class RankingProblem(NamedTuple):
         return edges
 
     def targets_grouped(self):
-        """Y with rows in group order, Fortran-ordered."""
         return np.asfortranarray(self.groups.take(self.Y))
 
     def apply_S(self, A):

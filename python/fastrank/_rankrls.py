@@ -183,7 +183,6 @@ class RankRLS(_RankRLSBase):
                       random_state=self.random_state, exclude_ties=self._exclude_ties(), n_jobs=self.n_jobs)
 
     def _warm_start_coef(self, n_features, n_outputs):
-        """The previous CG solution as a starting point (``warm_start=True``), if it fits."""
         if not self.warm_start or getattr(self, "fit_mode_", None) != "cg" or self.coef_ is None:
             return None
         W = np.asarray(self.coef_).reshape(self.coef_.shape[0], -1)

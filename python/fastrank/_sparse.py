@@ -68,12 +68,10 @@ def canonical_csr(X):
 
 
 def take_rows(X, idx):
-    """Rows ``idx`` of a dense array (C-contiguous copy) or a sparse matrix (CSR)."""
     return X[idx] if sp.issparse(X) else np.ascontiguousarray(np.asarray(X)[idx])
 
 
 def row_sq_norms(Z):
-    """Squared Euclidean norm of every row of a dense or sparse matrix."""
     if sp.issparse(Z):
         return np.asarray(Z.multiply(Z).sum(axis=1)).reshape(-1)
     return np.einsum("ij,ij->i", Z, Z)

@@ -101,7 +101,6 @@ def _is_scipy_blas(lib):
 
 
 def _set_threads(want):
-    """Set the thread count of each ``(library controller, threads)`` pair; returns the pairs restoring the old ones."""
     saved = [(lib, lib.num_threads) for lib, _ in want]
     for lib, k in want:
         if lib.num_threads != k:

@@ -147,7 +147,7 @@ class KernelMixin:
         """Scores of checked test input X: ``X @ coef_`` (linear weights), else ``K(X, X_fit_) @ dual_coef_`` with X the
         kernel values themselves when precomputed (``basis``: the columns of the basis rows)."""
         if self._precomputed():
-            return X @ self.dual_coef_ if basis is None else X[:, basis] @ self.dual_coef_
+            return (X if basis is None else X[:, basis]) @ self.dual_coef_
         if self.coef_ is not None:
             return np.asarray(X @ self.coef_)
         with compute_region(check_n_jobs(self.n_jobs)):  # fastrank's threads and BLAS's share the cores

@@ -151,7 +151,7 @@ def check_features(X, *, precomputed=False, allow_sparse=False, min_rows=2):
     if precomputed:
         if issparse(X):
             raise ValueError("a precomputed kernel must be a dense (m, m) array")
-        return np.ascontiguousarray(check_precomputed_kernel(X, min_rows=min_rows))
+        return check_precomputed_kernel(X, min_rows=min_rows).T  # exactly symmetric: its C-ordered view, no copy
     if issparse(X) and allow_sparse:  # else as_float_matrix refuses it
         X = X if X.format == "csr" else X.tocsr()
         as_csr(X, "X")  # validation only: the solvers map the arrays themselves

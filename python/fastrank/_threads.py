@@ -18,7 +18,7 @@ __all__ = ["compute_region", "cpu_budget", "blas_controller", "threads_for_work"
 
 def cpu_budget():
     """Cores shared by fastrank's compute regions (``os.cpu_count()``)."""
-    return max(1, os.cpu_count() or 1)
+    return os.cpu_count() or 1
 
 
 # Floating-point operations one more thread must get before it pays for its start-up and
@@ -30,8 +30,7 @@ _FLOPS_PER_THREAD = 2e8
 def threads_for_work(flops):
     """The default thread count (``n_jobs=None``) for a call of about ``flops`` floating-point operations: one thread
     per ``_FLOPS_PER_THREAD`` of work, at least 1, at most every core."""
-    flops = float(flops)
-    return int(max(1, min(cpu_budget(), flops // _FLOPS_PER_THREAD))) if flops > 0 else 1
+    return int(max(1, min(cpu_budget(), float(flops) // _FLOPS_PER_THREAD)))
 
 
 class _ThreadBudget:

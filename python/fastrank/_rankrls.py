@@ -46,7 +46,7 @@ class _RankRLSBase(KernelMixin, Ranker):
         """Pick the solver for this problem and run it for every alpha; returns a ``Fit``."""
         n_threads = check_n_jobs(self.n_jobs)
         spec = self._kernel_spec(problem.n_features)
-        verbose, name = getattr(self, "verbose", 0), type(self).__name__
+        verbose, name = self.verbose, type(self).__name__
         with compute_region(n_threads):  # fastrank's threads and BLAS's share the cores
             mode = choose_solver(self.solver, spec, problem, basis_vectors=getattr(self, "basis_vectors", None))
             if mode == "densify":
@@ -180,13 +180,13 @@ class RankRLS(_RankRLSBase):
         """The validated model record the exact cross-validation engine retrains (fastrank._exactcv)."""
         return CVSpec(alpha=self.alpha, kernel=self.kernel, gamma=self.gamma, degree=self.degree, coef0=self.coef0,
                       group_weighting=self.group_weighting, solver=self.solver, basis_vectors=self.basis_vectors,
-                      random_state=self.random_state, exclude_ties=self._exclude_ties(), n_jobs=self.n_jobs)
+                      random_state=self.random_state, exclude_ties=self.exclude_ties, n_jobs=self.n_jobs)
 
-    def _warm_start_coef(self, n_features, n_outputs):
+    def _warm_start_coef(self, problem):
         if not self.warm_start or getattr(self, "fit_mode_", None) != "cg" or self.coef_ is None:
             return None
         W = np.asarray(self.coef_).reshape(self.coef_.shape[0], -1)
-        return W if W.shape == (n_features, n_outputs) else None
+        return W if W.shape == (problem.n_features, problem.n_outputs) else None
 
     @one_conditioning_warning
     def fit(self, X, y, groups=None):
@@ -195,7 +195,7 @@ class RankRLS(_RankRLSBase):
         self._validate_params()
         alpha = check_alpha(self.alpha)
         problem = self._scores_problem(X, y, groups, self.group_weighting, self._exclude_ties())
-        return self._fit_problem(problem, alpha, self._warm_start_coef(problem.n_features, problem.n_outputs))
+        return self._fit_problem(problem, alpha, self._warm_start_coef(problem))
 
     def fit_preferences(self, X, pairs, magnitudes=None, cost=None, weights=None):
         """Fit from an explicit preference multigraph (repeated pairs add up) on X (m, n), or the (m, m) kernel for
@@ -211,7 +211,7 @@ class RankRLS(_RankRLSBase):
         alpha = check_alpha(self.alpha)
         problem = RankingProblem.from_preferences(X, pairs, magnitudes, cost, weights=weights,
                                                   precomputed=self._precomputed(), allow_sparse=True)
-        return self._fit_problem(problem, alpha, self._warm_start_coef(problem.n_features, 1))
+        return self._fit_problem(problem, alpha, self._warm_start_coef(problem))
 
 
 @register_estimator

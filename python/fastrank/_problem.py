@@ -138,10 +138,7 @@ class PreferenceGraph(NamedTuple):
         l = head.size
         if tail.size != l or weight.size != l or target.shape[0] != l:
             raise ValueError("preference graph arrays must have one entry per edge")
-        if l == 0:
-            raise ValueError("the preference graph has no edges")
-        if head.min() < 0 or tail.min() < 0 or head.max() >= m or tail.max() >= m:
-            raise ValueError(f"preference pairs refer to rows outside [0, {m})")
+        head, tail = check_pairs(np.stack([head, tail], axis=1), m)  # edges in [0, m), no self-loop, at least one
         return cls(head, tail, weight, np.ascontiguousarray(target))
 
 

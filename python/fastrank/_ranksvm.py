@@ -158,10 +158,10 @@ class RankSVM(KernelMixin, Ranker):
                 raise ValueError("margin='difference' needs targets: use fit(X, y), not fit_preferences")
             structure = dict(structure, row_margin=structure["y"])
         warm = {} if w0 is None else {"w0": w0}
-        spec = self._kernel_spec(X.shape[1])
+        spec = None if self.kernel == "precomputed" else self._kernel_spec(X.shape[1])
         if self.basis_vectors is not None:
             return self._solve_basis(X, spec, structure, C, code, tol, max_iter, n_threads)
-        if spec.linear:
+        if spec is not None and spec.linear:
             X, C_scaled, scale, capped = _rescaled(X, C)
             if "w0" in warm and scale != 1.0:  # the start in the rescaled problem's units: w' = s w
                 warm["w0"] = warm["w0"] * scale
@@ -182,8 +182,8 @@ class RankSVM(KernelMixin, Ranker):
                 out["objective"] = 0.5 * float(out["coef"] @ out["coef"]) + C * float(out["loss"])
             return "linear", out, None
         check_dense_memory(X.shape[0], 1, "kernel matrix")
-        X_fit = None if spec.precomputed else densified(X)
-        K = np.asfortranarray(X) if spec.precomputed else spec.train(X_fit, n_threads)  # _check_fit_X symmetrized X
+        X_fit = None if spec is None else densified(X)
+        K = np.asfortranarray(X) if spec is None else spec.train(X_fit, n_threads)  # _check_fit_X symmetrized X
         out = _core.ranksvm_fit_kernel(K, C, code, tol, max_iter, n_threads, **structure)
         del K
         return "kernel", out, X_fit
@@ -195,8 +195,8 @@ class RankSVM(KernelMixin, Ranker):
         m = X.shape[0]
         basis = select_basis(m, self.basis_vectors, self.random_state)
         check_dense_memory(m, 2, "kernel columns K_mB and features Z", n_cols=basis.size)
-        X_fit = None if spec.precomputed else X[basis]  # the basis rows X_B
-        K_mB = np.asarray(X[:, basis] if X_fit is None else kernel_block(spec, X, X_fit, n_threads), dtype=np.float64)
+        X_fit = None if spec is None else X[basis]  # the basis rows X_B
+        K_mB = np.asarray(X[:, basis] if spec is None else kernel_block(spec, X, X_fit, n_threads), dtype=np.float64)
         K_BB = 0.5 * (K_mB[basis] + K_mB[basis].T)
         try:
             L = scipy.linalg.cholesky(K_BB, lower=True, check_finite=False)
@@ -212,7 +212,7 @@ class RankSVM(KernelMixin, Ranker):
         Z = np.ascontiguousarray(scipy.linalg.solve_triangular(L, K_mB.T, lower=True, check_finite=False).T)
         out = _core.ranksvm_fit_dense(Z, C, code, tol, max_iter, n_threads, **structure)
         beta = scipy.linalg.solve_triangular(L, np.asarray(out["coef"]), lower=True, trans="T", check_finite=False)
-        out = dict(out, coef=beta, basis=basis, basis_linear=spec.linear)
+        out = dict(out, coef=beta, basis=basis, basis_linear=spec is not None and spec.linear)
         return "basis", out, X_fit
 
     def _set_fitted(self, X, mode, out, X_fit, n_pairs):

@@ -24,7 +24,7 @@ from ._validation import INT_MAX, as_targets, check_n_jobs, check_precomputed_ke
 from .metrics import _warn_missing_groups, pairwise_disagreement
 
 __all__ = ["FastrankEstimator", "Ranker", "KernelMixin", "ranking_accuracy", "Interval", "StrOptions", "positive_int",
-           "nonneg_real", "positive_real", "N_JOBS", "PARAM_DOCS", "fill_param_docs", "crucial_pairs", "c_path"]
+           "NONNEG_REAL", "POSITIVE_REAL", "N_JOBS", "PARAM_DOCS", "fill_param_docs", "crucial_pairs", "c_path"]
 
 
 def positive_int(high=INT_MAX, low=1):
@@ -32,14 +32,8 @@ def positive_int(high=INT_MAX, low=1):
     return Interval(numbers.Integral, low, high, closed="both")
 
 
-def nonneg_real():
-    return Interval(numbers.Real, 0, None, closed="left")
-
-
-def positive_real():
-    return Interval(numbers.Real, 0, None, closed="neither")
-
-
+NONNEG_REAL = Interval(numbers.Real, 0, None, closed="left")
+POSITIVE_REAL = Interval(numbers.Real, 0, None, closed="neither")
 # resolved by ``_validation.check_n_jobs`` (None, -1 = every core, k threads)
 N_JOBS = [None, Interval(numbers.Integral, -INT_MAX, INT_MAX, closed="both")]
 
@@ -153,7 +147,7 @@ class KernelMixin:
         """Scores of checked test input X: ``X @ coef_`` (linear weights), else ``K(X, X_fit_) @ dual_coef_`` with X the
         kernel values themselves when precomputed (``basis``: the columns of the basis rows)."""
         if self._precomputed():
-            return X @ self.dual_coef_ if basis is None else X[:, basis] @ self.dual_coef_
+            return (X if basis is None else X[:, basis]) @ self.dual_coef_
         if self.coef_ is not None:
             return np.asarray(X @ self.coef_)
         with compute_region(check_n_jobs(self.n_jobs)):  # fastrank's threads and BLAS's share the cores
@@ -191,11 +185,11 @@ class Ranker(RegressorMixin, FastrankEstimator):
         Y, _ = as_targets(y, n_rows)
         return np.ascontiguousarray(Y[:, 0])
 
-    def _check_predict_X(self, X, *, n_train=None, allow_sparse=True):
-        """Test input: the (p, n_train) kernel against the training rows for a precomputed kernel, else a dense (or CSR)
-        matrix with the number of features seen in ``fit``."""
+    def _check_predict_X(self, X, *, allow_sparse=True):
+        """Test input: the (p, m) kernel against the m training rows for a precomputed kernel (``fit`` saw (m, m), so
+        m = ``n_features_in_``), else a dense (or CSR) matrix with the number of features seen in ``fit``."""
         if self._precomputed():
-            return check_precomputed_kernel(X.toarray() if issparse(X) else X, n_train=n_train)
+            return check_precomputed_kernel(X.toarray() if issparse(X) else X, n_train=self.n_features_in_)
         X = check_features(X, allow_sparse=allow_sparse, min_rows=1)
         if X.shape[1] != self.n_features_in_:
             raise ValueError(f"X has {X.shape[1]} features, but {type(self).__name__} is expecting "

@@ -50,7 +50,12 @@ def _net_preference_matrix(preference, X, n_items, pairwise, temperature):
         P = np.empty((n, n))
         for u in range(n):
             for v in range(n):
-                P[u, v] = 0.0 if u == v else _preference_value(preference, u, v)
+                value = 0.0 if u == v else preference(u, v)
+                if isinstance(value, (bool, np.bool_)) or not isinstance(value, (numbers.Real, np.ndarray)) or (
+                        isinstance(value, np.ndarray) and (value.ndim != 0 or value.dtype.kind not in "iuf")):
+                    raise TypeError(f"the preference callable returned {value!r} for (u, v) = ({u}, {v}); it must "
+                                    "return a number in [0, 1] for every pair of item indices")
+                P[u, v] = value
         name = "preference(u, v)"
     else:
         P = np.asarray(preference)
@@ -70,15 +75,6 @@ def _net_preference_matrix(preference, X, n_items, pairwise, temperature):
         if lo < 0.0 or hi > 1.0:
             raise ValueError(f"{name} values must lie in [0, 1] (PREF(u, v) is a degree of preference)")
     return P - P.T
-
-
-def _preference_value(preference, u, v):
-    value = preference(u, v)
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (numbers.Real, np.ndarray)) or (
-            isinstance(value, np.ndarray) and (value.ndim != 0 or value.dtype.kind not in "iuf")):
-        raise TypeError(f"the preference callable returned {value!r} for (u, v) = ({u}, {v}); it must return a "
-                        "number in [0, 1] for every pair of item indices")
-    return float(value)
 
 
 def greedy_order(preference, X=None, *, n_items=None, pairwise="step", temperature=1.0, return_scores=False):

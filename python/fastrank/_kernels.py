@@ -4,7 +4,6 @@ blocks / blocked predictions for dense or sparse rows."""
 from __future__ import annotations
 
 import numpy as np
-import scipy.sparse as sp
 
 from . import _core
 from ._sparse import canonical_csr, issparse, row_sq_norms
@@ -13,7 +12,7 @@ from ._validation import check_n_jobs, check_real
 __all__ = ["KernelSpec", "resolve_kernel", "KERNELS", "kernel_block", "predict_basis"]
 
 KERNELS = ("linear", "rbf", "gaussian", "poly", "polynomial", "precomputed")
-_KIND = {"linear": 0, "rbf": 1, "gaussian": 1, "poly": 2, "polynomial": 2}
+_KIND = {"linear": 0, "rbf": 1, "poly": 2}  # resolved kinds (resolve_kernel maps the aliases)
 
 
 class KernelSpec:
@@ -71,8 +70,8 @@ def _exact_sq_distances(Z, X, rows, cols, batch=4096):
     out = np.empty(rows.size)
     for s in range(0, rows.size, batch):
         A, B = Z[rows[s:s + batch]], X[cols[s:s + batch]]
-        if not (sp.issparse(A) and sp.issparse(B)):
-            A, B = (M.toarray() if sp.issparse(M) else M for M in (A, B))
+        if not (issparse(A) and issparse(B)):
+            A, B = (M.toarray() if issparse(M) else M for M in (A, B))
         out[s:s + batch] = row_sq_norms(A - B)
     return out
 
@@ -81,12 +80,12 @@ def kernel_block(spec, Z, XR, n_threads=1):
     """K(Z, XR) as a Fortran-ordered (p, r) float64 array; Z and XR dense (the compiled kernel) or scipy.sparse (never
     densified whole: Gaussian distances from the expansion, the entries at risk recomputed exactly; robustness.md,
     "Kernels").  Non-finite kernel values raise errors naming the kernel parameters."""
-    if not sp.issparse(Z) and not sp.issparse(XR):
+    if not issparse(Z) and not issparse(XR):
         return spec.cross(np.ascontiguousarray(Z, dtype=np.float64), np.ascontiguousarray(XR, dtype=np.float64),
                           n_threads)
-    Zc, Xc = (canonical_csr(A) if sp.issparse(A) else np.ascontiguousarray(A, dtype=np.float64) for A in (Z, XR))
+    Zc, Xc = (canonical_csr(A) if issparse(A) else np.ascontiguousarray(A, dtype=np.float64) for A in (Z, XR))
     G = Zc @ Xc.T
-    G = np.asfortranarray(G.toarray(order="F") if sp.issparse(G) else G, dtype=np.float64)
+    G = np.asfortranarray(G.toarray(order="F") if issparse(G) else G, dtype=np.float64)
     if spec.kind == "rbf":
         zn, xn = row_sq_norms(Zc), row_sq_norms(Xc)
         S = zn[:, None] + xn[None, :]
@@ -123,17 +122,14 @@ def kernel_block(spec, Z, XR, n_threads=1):
     return G
 
 
-def predict_basis(Z, X_basis, coef, kernel_spec, n_jobs=None, *, basis_indices=None, block_bytes=2**25):
-    """Predictions ``K(Z, X_basis) @ coef``: O(|R|) kernel evaluations per input, in row blocks so at most
-    ``block_bytes`` of kernel values exist at once; sparse Z stays sparse.  With a precomputed kernel, Z is (p, m)
-    against all training rows and ``basis_indices`` selects the basis columns."""
+def predict_basis(Z, X_basis, coef, kernel_spec, n_jobs=None, *, block_bytes=2**25):
+    """Predictions ``K(Z, X_basis) @ coef`` of a computed kernel: O(|R|) kernel evaluations per input, in row blocks so
+    at most ``block_bytes`` of kernel values exist at once; sparse Z stays sparse."""
     spec, n_threads = kernel_spec, check_n_jobs(n_jobs)
     coef = np.asarray(coef, dtype=np.float64)
     one_d = coef.ndim == 1
     C = coef.reshape(coef.shape[0], -1)
-    if spec.precomputed:
-        out = np.asarray(Z[:, basis_indices] @ C)
-    elif not issparse(Z) and not issparse(X_basis):
+    if not issparse(Z) and not issparse(X_basis):
         out = spec.predict(np.ascontiguousarray(Z, dtype=np.float64), np.ascontiguousarray(X_basis, dtype=np.float64),
                            C, n_threads)
     else:

@@ -20,7 +20,8 @@ from typing import NamedTuple
 import numpy as np
 
 from ._sparse import as_csr, issparse
-from ._validation import as_float_matrix, as_float_vector, as_targets, check_precomputed_kernel, group_index
+from ._validation import (as_float_matrix, as_float_vector, as_real_array, as_targets, check_precomputed_kernel,
+                          group_index)
 
 __all__ = ["PreferenceGraph", "RankingProblem", "WEIGHTINGS", "COSTS", "check_weighting", "check_pairs", "pair_weights"]
 
@@ -72,6 +73,21 @@ def check_pairs(pairs, m):
     return np.ascontiguousarray(pairs[:, 0]), np.ascontiguousarray(pairs[:, 1])
 
 
+def check_pair_weights(weights, l, *, zero_ok=False):
+    """Per-pair weights (l,) as float64: finite and > 0, or (``zero_ok``) >= 0 with one > 0."""
+    w = as_real_array(weights, "weights")
+    if w.shape != (l,):
+        raise ValueError(f"weights must have shape ({l},) (one per pair), got {w.shape}")
+    if not np.isfinite(w).all():
+        raise ValueError("weights contain NaN or infinity")
+    if (w < 0).any() or not (zero_ok or (w > 0).all()):
+        raise ValueError("weights must be >= 0 (swap the pair to reverse a preference)" if zero_ok else
+                         "weights must be finite and > 0 (drop a pair instead of giving it weight 0)")
+    if not (w > 0).any():
+        raise ValueError("No preference pairs: every weight is 0")
+    return np.ascontiguousarray(w)
+
+
 class PreferenceGraph(NamedTuple):
     """Edges e = (head[e] preferred over tail[e]) with weight w_e > 0 and targets z_e (l, v)."""
 
@@ -105,16 +121,7 @@ class PreferenceGraph(NamedTuple):
         weight = 1.0 / g if cost == "normalized" else np.ones(l)
         target = np.ones(l) if cost == "binary" else g
         if weights is not None:
-            omega = np.asarray(weights)
-            if omega.dtype == object or not (np.issubdtype(omega.dtype, np.number) or omega.dtype == bool) \
-                    or np.iscomplexobj(omega):
-                raise ValueError(f"weights must be positive real numbers, got dtype {omega.dtype}")
-            omega = omega.astype(np.float64)
-            if omega.shape != (l,):
-                raise ValueError(f"weights must have shape ({l},) (one per pair), got {omega.shape}")
-            if not np.isfinite(omega).all() or (omega <= 0).any():
-                raise ValueError("weights must be finite and > 0 (drop a pair instead of giving it weight 0)")
-            weight = weight * np.sqrt(omega)
+            weight = weight * np.sqrt(check_pair_weights(weights, l))
         return cls(head, tail, weight, np.ascontiguousarray(target.reshape(-1, 1)))
 
     @classmethod
@@ -131,10 +138,7 @@ class PreferenceGraph(NamedTuple):
         l = head.size
         if tail.size != l or weight.size != l or target.shape[0] != l:
             raise ValueError("preference graph arrays must have one entry per edge")
-        if l == 0:
-            raise ValueError("the preference graph has no edges")
-        if head.min() < 0 or tail.min() < 0 or head.max() >= m or tail.max() >= m:
-            raise ValueError(f"preference pairs refer to rows outside [0, {m})")
+        head, tail = check_pairs(np.stack([head, tail], axis=1), m)  # edges in [0, m), no self-loop, at least one
         return cls(head, tail, weight, np.ascontiguousarray(target))
 
 
@@ -144,11 +148,8 @@ def check_features(X, *, precomputed=False, allow_sparse=False, min_rows=2):
     if precomputed:
         if issparse(X):
             raise ValueError("a precomputed kernel must be a dense (m, m) array")
-        return np.ascontiguousarray(check_precomputed_kernel(X, min_rows=min_rows))
-    if issparse(X):
-        if not allow_sparse:
-            raise TypeError("X is a sparse matrix; this function needs dense input (call X.toarray()); "
-                            "RankRLS takes sparse X with solver='cg' or basis_vectors.")
+        return check_precomputed_kernel(X, min_rows=min_rows).T  # exactly symmetric: its C-ordered view, no copy
+    if issparse(X) and allow_sparse:  # else as_float_matrix refuses it
         X = X if X.format == "csr" else X.tocsr()
         as_csr(X, "X")  # validation only: the solvers map the arrays themselves
         if X.dtype != np.float64:  # once, here: bool products are logical (True @ True = True), float32 rounds
@@ -205,11 +206,10 @@ class RankingProblem(NamedTuple):
         gi = group_index(groups, X.shape[0])
         # A per-group weighting needs groups: object ranking weighs every pair 1 (L = m I - 1 1^T).
         cells = _tie_cells(Y, gi) if exclude_ties else None
-        prob = cls(X, Y, one_d, gi, groups is not None, weighting if groups is not None else "unweighted", None,
-                   precomputed, cells)
         if require_informative:  # every output must order at least one relevant pair
             require_preferences(Y, gi, "RankRLS")
-        return prob
+        return cls(X, Y, one_d, gi, groups is not None, weighting if groups is not None else "unweighted", None,
+                   precomputed, cells)
 
     @classmethod
     def from_preferences(cls, X, pairs, magnitudes=None, cost=None, *, weights=None, precomputed=False,
@@ -249,7 +249,6 @@ class RankingProblem(NamedTuple):
         return edges
 
     def targets_grouped(self):
-        """Y with rows in group order, Fortran-ordered."""
         return np.asfortranarray(self.groups.take(self.Y))
 
     def apply_S(self, A):

@@ -204,27 +204,6 @@ class RankBoostPath:
                 f"n_grid={self.n_estimators.size}, n_folds={self.scores.shape[0]})")
 
 
-def _n_estimators_grid(n_estimators):
-    grid = np.asarray(n_estimators).reshape(-1)
-    if grid.size == 1 and grid.dtype.kind in "iu" and np.ndim(n_estimators) == 0:
-        grid = np.arange(1, int(grid[0]) + 1)
-    if grid.size == 0 or grid.dtype.kind not in "iu" or np.any(grid < 1):
-        raise ValueError(f"n_estimators must be a positive int or a sequence of positive ints, got {n_estimators!r}")
-    return np.unique(grid.astype(np.int64))
-
-
-def _folds(cv, X, y, groups):
-    from sklearn.model_selection import GroupKFold, KFold
-
-    if isinstance(cv, (int, np.integer)) and not isinstance(cv, bool):
-        if cv < 2:
-            raise ValueError(f"cv must be at least 2 folds, got {cv}")
-        cv = GroupKFold(n_splits=int(cv)) if groups is not None else KFold(n_splits=int(cv))
-    if hasattr(cv, "split"):
-        return list(cv.split(X, y, groups))
-    return [(np.asarray(tr), np.asarray(te)) for tr, te in cv]
-
-
 def rankboost_path(X, y, n_estimators, groups=None, *, cv=5, scoring=None, refit=True, verbose=0, **params):
     """Choose RankBoost's number of rounds by cross-validation from one fit per fold; returns a :class:`RankBoostPath`.
 
@@ -241,16 +220,30 @@ def rankboost_path(X, y, n_estimators, groups=None, *, cv=5, scoring=None, refit
     True): fit ``RankBoost(n_estimators=best, **params)`` on all rows; ``verbose``: progress per fold (see
     ``fastrank._progress``); ``**params``: the other :class:`RankBoost` parameters.
     """
+    from sklearn.model_selection import GroupKFold, KFold
+
     from .metrics import get_measure
 
-    grid = _n_estimators_grid(n_estimators)
+    grid = np.asarray(n_estimators).reshape(-1)
+    if grid.size == 1 and grid.dtype.kind in "iu" and np.ndim(n_estimators) == 0:
+        grid = np.arange(1, int(grid[0]) + 1)
+    if grid.size == 0 or grid.dtype.kind not in "iu" or np.any(grid < 1):
+        raise ValueError(f"n_estimators must be a positive int or a sequence of positive ints, got {n_estimators!r}")
+    grid = np.unique(grid.astype(np.int64))
     measure = get_measure(scoring if scoring is not None else ("ndcg@10" if groups is not None else "disagreement"))
-    X = as_float_matrix(X, "X", min_rows=2, allow_nan=params.get("missing") == "q_def")
+    base = RankBoost(n_estimators=int(grid[-1]), **params)
+    X = base._check_X(X, min_rows=2)
     y = np.asarray(y)
     g = None if groups is None else np.asarray(groups)
-    folds = _folds(cv, X, y, g)
+    if isinstance(cv, (int, np.integer)) and not isinstance(cv, bool):
+        if cv < 2:
+            raise ValueError(f"cv must be at least 2 folds, got {cv}")
+        cv = GroupKFold(n_splits=int(cv)) if g is not None else KFold(n_splits=int(cv))
+    if hasattr(cv, "split"):
+        folds = list(cv.split(X, y, g))
+    else:
+        folds = [(np.asarray(tr), np.asarray(te)) for tr, te in cv]
     scores = np.empty((len(folds), grid.size))
-    base = RankBoost(n_estimators=int(grid[-1]), **params)
     for k, (train, test) in enumerate(progress.iterate(folds, desc="rankboost_path", unit="fold", verbose=verbose)):
         est = base.fit(X[train], y[train], None if g is None else g[train])
         g_test = None if g is None else g[test]

@@ -18,13 +18,14 @@ from __future__ import annotations
 import numpy as np
 from sklearn.utils.validation import check_is_fitted
 
-from ._base import N_JOBS, KernelMixin, Ranker, StrOptions, nonneg_real, positive_int
+from ._base import N_JOBS, NONNEG_REAL, KernelMixin, Ranker, StrOptions, positive_int
 from ._problem import WEIGHTINGS, RankingProblem
 from ._registry import register_estimator
-from ._solvers import (SOLVERS, choose_solver, default_max_iter, densify, one_conditioning_warning, select_basis,
-                       solve_basis, solve_cg, solve_cg_path, solve_dual, solve_primal)
+from ._solvers import (SOLVERS, choose_solver, default_max_iter, one_conditioning_warning, select_basis, solve_basis,
+                       solve_cg, solve_cg_path, solve_dual, solve_primal)
 from ._progress import progress, resolve_verbose, stage
 from ._exactcv import CVSpec
+from ._memory import densified
 from ._threads import compute_region
 from ._validation import check_alpha, check_alphas, check_n_jobs
 
@@ -45,11 +46,11 @@ class _RankRLSBase(KernelMixin, Ranker):
         """Pick the solver for this problem and run it for every alpha; returns a ``Fit``."""
         n_threads = check_n_jobs(self.n_jobs)
         spec = self._kernel_spec(problem.n_features)
-        verbose, name = getattr(self, "verbose", 0), type(self).__name__
+        verbose, name = self.verbose, type(self).__name__
         with compute_region(n_threads):  # fastrank's threads and BLAS's share the cores
             mode = choose_solver(self.solver, spec, problem, basis_vectors=getattr(self, "basis_vectors", None))
             if mode == "densify":
-                problem = densify(problem)
+                problem = problem._replace(X=densified(problem.X))  # the same pair structure and targets
                 mode = choose_solver(self.solver, spec, problem)
             if mode == "primal":
                 with stage(f"{name} primal solve ({problem.n_features} features)", verbose=verbose):
@@ -69,11 +70,11 @@ class _RankRLSBase(KernelMixin, Ranker):
             basis = select_basis(problem.m, self.basis_vectors, self.random_state)
             return solve_basis(problem, spec, alphas, basis, n_threads)
 
-    def _apply_fit(self, fit, k, one_d, n_features, n_samples):
+    def _apply_fit(self, fit, k, one_d, n_features):
         """Copy the solution for ``alphas[k]`` of a solver's ``Fit`` onto this estimator."""
         squeeze = (lambda a: a[:, 0]) if one_d else (lambda a: a)
         self.fit_mode_, self.X_fit_, self.basis_indices_ = fit.mode, fit.X_fit, fit.basis_indices
-        self.n_features_in_, self.n_samples_fit_, self._single_output = n_features, n_samples, one_d
+        self.n_features_in_, self._single_output = n_features, one_d
         self.coef_ = None if fit.coef is None else squeeze(np.ascontiguousarray(fit.coef[k]))
         self.dual_coef_ = None if fit.dual_coef is None else squeeze(np.ascontiguousarray(fit.dual_coef[k]))
         if fit.mode == "cg":
@@ -90,18 +91,17 @@ class _RankRLSBase(KernelMixin, Ranker):
         return self
 
     def _fit_problem(self, problem, alpha, x0=None):
-        return self._apply_fit(self._solve(problem, np.array([alpha]), x0=x0), 0, problem.one_d, problem.n_features,
-                               problem.m)
+        return self._apply_fit(self._solve(problem, np.array([alpha]), x0=x0), 0, problem.one_d, problem.n_features)
 
     def _apply_engine_fit(self, engine, alpha):
         """This estimator fitted on all of an exact-CV engine's data at ``alpha``, from its factors (no refit)."""
-        return self._apply_fit(engine.solve(alpha), 0, engine.one_d, engine.problem.n_features, engine.m)
+        return self._apply_fit(engine.solve(alpha), 0, engine.one_d, engine.problem.n_features)
 
     def predict(self, X):
         """Scores for ranking, (p,) or (p, v): higher ranks higher; only differences of scores are meaningful (the
         objective is invariant to adding a constant), so the scores are not on the scale of ``y``."""
         check_is_fitted(self, "fit_mode_")
-        X = self._check_predict_X(X, n_train=self.n_samples_fit_)
+        X = self._check_predict_X(X)
         return self._expansion_predict(X, self.basis_indices_ if self.fit_mode_ == "sparse" else None)
 
 
@@ -162,7 +162,7 @@ class RankRLS(_RankRLSBase):
 
     _parameter_constraints = {
         "group_weighting": [StrOptions(set(WEIGHTINGS))],
-        "tol": [nonneg_real()],
+        "tol": [NONNEG_REAL],
         "max_iter": [None, positive_int()],
         "warm_start": ["boolean"],
         "preconditioner": [None, StrOptions({"jacobi"})],
@@ -180,14 +180,13 @@ class RankRLS(_RankRLSBase):
         """The validated model record the exact cross-validation engine retrains (fastrank._exactcv)."""
         return CVSpec(alpha=self.alpha, kernel=self.kernel, gamma=self.gamma, degree=self.degree, coef0=self.coef0,
                       group_weighting=self.group_weighting, solver=self.solver, basis_vectors=self.basis_vectors,
-                      random_state=self.random_state, exclude_ties=self._exclude_ties(), n_jobs=self.n_jobs)
+                      random_state=self.random_state, exclude_ties=self.exclude_ties, n_jobs=self.n_jobs)
 
-    def _warm_start_coef(self, n_features, n_outputs):
-        """The previous CG solution as a starting point (``warm_start=True``), if it fits."""
+    def _warm_start_coef(self, problem):
         if not self.warm_start or getattr(self, "fit_mode_", None) != "cg" or self.coef_ is None:
             return None
         W = np.asarray(self.coef_).reshape(self.coef_.shape[0], -1)
-        return W if W.shape == (n_features, n_outputs) else None
+        return W if W.shape == (problem.n_features, problem.n_outputs) else None
 
     @one_conditioning_warning
     def fit(self, X, y, groups=None):
@@ -196,7 +195,7 @@ class RankRLS(_RankRLSBase):
         self._validate_params()
         alpha = check_alpha(self.alpha)
         problem = self._scores_problem(X, y, groups, self.group_weighting, self._exclude_ties())
-        return self._fit_problem(problem, alpha, self._warm_start_coef(problem.n_features, problem.n_outputs))
+        return self._fit_problem(problem, alpha, self._warm_start_coef(problem))
 
     def fit_preferences(self, X, pairs, magnitudes=None, cost=None, weights=None):
         """Fit from an explicit preference multigraph (repeated pairs add up) on X (m, n), or the (m, m) kernel for
@@ -212,7 +211,7 @@ class RankRLS(_RankRLSBase):
         alpha = check_alpha(self.alpha)
         problem = RankingProblem.from_preferences(X, pairs, magnitudes, cost, weights=weights,
                                                   precomputed=self._precomputed(), allow_sparse=True)
-        return self._fit_problem(problem, alpha, self._warm_start_coef(problem.n_features, 1))
+        return self._fit_problem(problem, alpha, self._warm_start_coef(problem))
 
 
 @register_estimator
@@ -259,12 +258,12 @@ class RankRLSPath:
     ``coef_`` (n_alphas, n, v) or None (linear models), ``basis_indices_`` and ``X_fit_`` (the basis rows of
     ``basis_vectors`` and the rows kept for predictions), ``n_iter_`` and ``converged_`` (n_alphas, v) (CG only)."""
 
-    def __init__(self, estimator, alphas, fit, one_d, n_features, n_samples):
+    def __init__(self, estimator, alphas, fit, one_d, n_features):
         self.estimator, self.alphas = estimator, alphas
         self.fit_mode, self.coef_, self.dual_coef_ = fit.mode, fit.coef, fit.dual_coef
         self.basis_indices_, self.X_fit_ = fit.basis_indices, fit.X_fit
         self.n_iter_, self.converged_ = fit.n_iter, fit.converged
-        self._fit, self._fit_args = fit, (one_d, n_features, n_samples)
+        self._fit, self._fit_args = fit, (one_d, n_features)
 
     def __len__(self):
         return self.alphas.size
@@ -294,4 +293,4 @@ def rankrls_path(X, y, alphas, *, groups=None, estimator=None):
     est._validate_params()
     alphas = check_alphas(alphas)
     problem = est._scores_problem(X, y, groups, est.group_weighting, est._exclude_ties())
-    return RankRLSPath(est, alphas, est._solve(problem, alphas), problem.one_d, problem.n_features, problem.m)
+    return RankRLSPath(est, alphas, est._solve(problem, alphas), problem.one_d, problem.n_features)

@@ -13,15 +13,15 @@ import scipy.sparse as sp
 from sklearn.utils.validation import check_is_fitted
 
 from . import _core
-from ._base import N_JOBS, KernelMixin, Ranker, StrOptions, c_path, crucial_pairs, nonneg_real, positive_int
+from ._base import N_JOBS, NONNEG_REAL, KernelMixin, Ranker, StrOptions, c_path, crucial_pairs, positive_int
 from ._kernels import kernel_block
 from ._memory import check_dense_memory, densified
-from ._problem import check_pairs
+from ._problem import check_pair_weights, check_pairs
 from ._progress import resolve_verbose, stage, write_line
 from ._registry import register_estimator
 from ._solvers import select_basis
 from ._sparse import as_csr
-from ._validation import as_real_array, check_alpha, check_n_jobs, group_index
+from ._validation import check_alpha, check_n_jobs, group_index
 from .exceptions import ConvergenceWarning
 
 __all__ = ["RankSVM", "ranksvm_path"]
@@ -44,20 +44,8 @@ def _group_structure(y, groups, m):
 def _graph_structure(pairs, weights, m):
     """Keyword arguments of the core's preference graph, validated."""
     head, tail = check_pairs(pairs, m)
-    l = head.size
-    if weights is None:
-        w = np.ones(l)
-    else:
-        w = as_real_array(weights, "weights")
-        if w.shape != (l,):
-            raise ValueError(f"weights must have shape ({l},) (one per pair), got {w.shape}")
-        if not np.isfinite(w).all():
-            raise ValueError("weights contain NaN or infinity")
-        if (w < 0).any():
-            raise ValueError("weights must be >= 0 (swap the pair to reverse a preference)")
-        if not (w > 0).any():
-            raise ValueError("No preference pairs: every weight is 0")
-    return dict(head=head, tail=tail, weight=np.ascontiguousarray(w))
+    w = np.ones(head.size) if weights is None else check_pair_weights(weights, head.size, zero_ok=True)
+    return dict(head=head, tail=tail, weight=w)
 
 
 # Beyond this C max|X|^2 the Newton / cutting-plane products overflow or lose every digit of the
@@ -70,8 +58,6 @@ def _rescaled(X, C):
     L = (1/2 ||s w||^2 + C s^2 L) / s^2, so the minimiser is w' / s exactly (powers of two scale without rounding) while
     X^T H X and C X^T grad stay clear of overflow and underflow (X x 1e200, X x 1e-200).  C s^2 above _C_SCALED_MAX is
     capped there (``capped`` True)."""
-    if sp.issparse(X):
-        X = X.tocsr()  # no copy for CSR input
     values = X.data if sp.issparse(X) else X
     big = max(float(values.max()), -float(values.min())) if values.size else 0.0  # max |X|, no temporary
     if not big > 0.0:
@@ -152,7 +138,7 @@ class RankSVM(KernelMixin, Ranker):
 
     _sparse_input = True
     # C is checked by check_alpha (float64 limits)
-    _parameter_constraints = {"loss": [StrOptions(set(_LOSSES))], "tol": [nonneg_real()],
+    _parameter_constraints = {"loss": [StrOptions(set(_LOSSES))], "tol": [NONNEG_REAL],
                               "max_iter": [positive_int()], "margin": [StrOptions({"unit", "difference"})],
                               "normalize_C": ["boolean"], "n_jobs": N_JOBS}
 
@@ -289,10 +275,7 @@ class RankSVM(KernelMixin, Ranker):
         """Ranking scores (p,): a higher score means ranked higher."""
         check_is_fitted(self, "fit_mode_")
         basis = getattr(self, "basis_indices_", None)
-        n_train = None if self.dual_coef_ is None else self.dual_coef_.shape[0]
-        if basis is not None and self.kernel == "precomputed":
-            n_train = self.n_features_in_
-        X = self._check_predict_X(X, n_train=n_train)
+        X = self._check_predict_X(X)
         # K(X, X_B) beta in row blocks, sparse X and X_B staying sparse; K(X, X_fit_) beta on dense rows
         dense = self.fit_mode_ == "kernel" and basis is None and not self._precomputed()
         return self._expansion_predict(densified(X) if dense else X, basis)

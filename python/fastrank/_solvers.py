@@ -25,14 +25,14 @@ from sklearn.utils import check_random_state
 from . import _core
 from ._kernels import kernel_block
 from ._memory import check_dense_memory
-from ._problem import PreferenceGraph, RankingProblem
+from ._problem import PreferenceGraph, RankingProblem, check_features
 from ._sparse import as_csr, issparse, take_rows
-from ._validation import as_float_matrix, check_alpha, check_alphas, check_int, check_n_jobs, check_real, group_index
+from ._validation import check_alpha, check_alphas, check_int, check_n_jobs, check_real, group_index
 from .exceptions import ConvergenceWarning, IllConditionedWarning
 
 __all__ = [
-    "Fit", "CGResult", "SOLVERS", "choose_solver", "densify",
-    "solve_dual", "solve_primal", "solve_cg", "solve_cg_path", "solve_basis",
+    "Fit", "CGResult", "SOLVERS", "choose_solver",
+    "solve_dual", "solve_primal", "solve_cg", "solve_cg_path", "solve_basis", "train_kernel",
     "fit_cg", "fit_basis", "select_basis", "check_indices", "basis_primal_weights", "default_max_iter",
     "one_conditioning_warning",
     "solve_assembled_primal", "solve_assembled_basis",
@@ -141,13 +141,6 @@ def choose_solver(solver, spec, problem, *, basis_vectors=None):
     return solver
 
 
-def densify(problem):
-    """Sparse X for an explicitly dense solver, behind the memory guard."""
-    X = problem.X
-    check_dense_memory(X.shape[0], 1, "dense copy of the sparse input X", n_cols=X.shape[1])
-    return problem._replace(X=X.toarray())  # the same pair structure and targets
-
-
 # ---- Dense solvers: dual (eq. 17) and primal (eq. 28), one alpha or a path (eq. 31) ----------------
 
 def _object_ranking_normal_equations(X, Y):
@@ -204,10 +197,10 @@ def _centred_features(X):
     return X if issparse(X) else X - X.mean(axis=0)
 
 
-def _train_kernel(problem, spec, n_threads, order=None):
-    """K over the rows in ``order`` (default: as given) as a writable Fortran-ordered array that the
+def train_kernel(X, spec, n_threads, order=None):
+    """K over the rows of X in ``order`` (default: as given) as a writable Fortran-ordered array that the
     solver may overwrite in place."""
-    X = _centred_features(problem.X) if spec.linear else problem.X
+    X = _centred_features(X) if spec.linear else X
     if spec.precomputed:
         Kg = X[np.ix_(order, order)] if order is not None else X.copy()
         Kg += Kg.T  # exact symmetry for the symmetric solvers
@@ -227,7 +220,7 @@ def solve_dual(problem, spec, alphas, n_threads):
     if problem.exclude_ties:
         # (S K S + alpha I) u = S y, A = S u with the tie-excluding S (eq. 17 in symmetric form)
         cells = problem.cells
-        K = _train_kernel(problem, spec, n_threads, None if cells.is_identity else cells.order)
+        K = train_kernel(problem.X, spec, n_threads, None if cells.is_identity else cells.order)
         SK = problem.apply_S_cells(K)
         del K
         G = np.asfortranarray(problem.apply_S_cells(SK.T))
@@ -237,12 +230,12 @@ def solve_dual(problem, spec, alphas, n_threads):
         del G
     elif problem.is_graph:
         g = problem.graph
-        K = _train_kernel(problem, spec, n_threads)
+        K = train_kernel(problem.X, spec, n_threads)
         A, rcond = _core.rankrls_dual_graph(K, g.head, g.tail, g.weight, g.target, alphas, n_threads)
         del K
     else:
         gi = problem.groups
-        Kg = _train_kernel(problem, spec, n_threads, None if gi.is_identity else gi.order)
+        Kg = train_kernel(problem.X, spec, n_threads, None if gi.is_identity else gi.order)
         # many alphas: one tridiagonal reduction S K S = Q T Q^T, O(m) per alpha, Q applied once
         # (eq. 31 without the eigenvectors: ~0.4x the eigendecomposition route)
         dual_scores = _core.rankrls_dual_scores_tridiag if alphas.size > 1 else _core.rankrls_dual_scores
@@ -418,10 +411,7 @@ def fit_cg(X, Y=None, *, group_index=None, normalized=False, graph=None, alpha=1
     n_threads = check_n_jobs(n_jobs)
     if callback is not None and not callable(callback):
         raise TypeError("callback must be callable or None")
-    if issparse(X):
-        as_csr(X)
-    else:
-        X = as_float_matrix(X)
+    X = check_features(X, allow_sparse=True, min_rows=1)
     problem = _array_problem(X, Y, group_index, normalized, graph, finite_check=True, weighting=weighting)
     fit = solve_cg(problem, alpha, tol=tol, max_iter=max_iter, x0=x0, preconditioner=preconditioner,
                    n_threads=n_threads, callback=callback, transpose_copy=transpose_copy, warn=warn)

@@ -17,10 +17,10 @@ issparse = sp.issparse
 CsrParts = namedtuple("CsrParts", ["data", "indices", "indptr", "shape"])
 
 
-def as_csr(X, name="X", *, n_features=None):
+def as_csr(X, name="X"):
     """The CSR arrays (:class:`CsrParts`) of a ``scipy.sparse`` matrix: no copy for float64 CSR data (other data: a copy
-    of ``data`` only).  ValueError on non-finite values, malformed index arrays (out-of-range column indices, decreasing
-    ``indptr``) or a feature-count mismatch."""
+    of ``data`` only).  ValueError on non-finite values or malformed index arrays (out-of-range column indices,
+    decreasing ``indptr``)."""
     if not sp.issparse(X):
         raise TypeError(f"{name} must be a scipy.sparse matrix, got {type(X).__name__}")
     if X.ndim != 2:
@@ -30,8 +30,6 @@ def as_csr(X, name="X", *, n_features=None):
     m, n = X.shape
     if m < 1 or n < 1:
         raise ValueError(f"{name} has shape {X.shape}; at least one row and one column are needed")
-    if n_features is not None and n != n_features:
-        raise ValueError(f"{name} has {n} features, but the model was fitted with {n_features} features")
     data = X.data
     if np.iscomplexobj(data) or not (np.issubdtype(data.dtype, np.number) or data.dtype == bool):
         raise ValueError(f"{name} must be real-valued, got dtype {data.dtype}")
@@ -47,7 +45,7 @@ def as_csr(X, name="X", *, n_features=None):
     nnz = int(indptr[-1])
     if nnz > indices.size or nnz > data.size:
         raise ValueError(f"{name}.indptr[-1] = {nnz} exceeds the stored entries ({min(indices.size, data.size)})")
-    if m > 0 and np.any(np.diff(indptr) < 0):
+    if np.any(np.diff(indptr) < 0):
         raise ValueError(f"{name}.indptr must be non-decreasing")
     if nnz:
         used = indices[:nnz]
@@ -70,12 +68,10 @@ def canonical_csr(X):
 
 
 def take_rows(X, idx):
-    """Rows ``idx`` of a dense array (C-contiguous copy) or a sparse matrix (CSR)."""
     return X[idx] if sp.issparse(X) else np.ascontiguousarray(np.asarray(X)[idx])
 
 
 def row_sq_norms(Z):
-    """Squared Euclidean norm of every row of a dense or sparse matrix."""
     if sp.issparse(Z):
         return np.asarray(Z.multiply(Z).sum(axis=1)).reshape(-1)
     return np.einsum("ij,ij->i", Z, Z)

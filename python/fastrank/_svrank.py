@@ -11,11 +11,12 @@ import scipy.linalg.lapack
 from sklearn.utils.validation import check_is_fitted
 
 from . import _core
-from ._base import N_JOBS, KernelMixin, Ranker, StrOptions, c_path, nonneg_real, positive_int
+from ._base import N_JOBS, NONNEG_REAL, KernelMixin, Ranker, StrOptions, c_path, positive_int
 from ._memory import check_dense_memory
 from ._problem import require_preferences
 from ._progress import resolve_verbose, stage, write_line
 from ._registry import register_estimator
+from ._solvers import train_kernel
 from ._validation import check_alpha, check_n_jobs, group_index
 from .exceptions import ConvergenceWarning
 
@@ -142,7 +143,7 @@ class SVRank(KernelMixin, Ranker):
         self._store_params(locals())
 
     # C is checked by check_alpha (float64 limits)
-    _parameter_constraints = {"epsilon": [nonneg_real()], "tol": [nonneg_real()], "max_iter": [positive_int()],
+    _parameter_constraints = {"epsilon": [NONNEG_REAL], "tol": [NONNEG_REAL], "max_iter": [positive_int()],
                               "loss": [StrOptions({"epsilon_insensitive", "squared_epsilon_insensitive"})],
                               "n_jobs": N_JOBS}
 
@@ -179,11 +180,8 @@ class SVRank(KernelMixin, Ranker):
         else:  # the squared cost also holds K's Cholesky factor and its row permutation
             check_dense_memory(X.shape[0], 3 if squared else 1,
                                "kernel matrix and its Cholesky factor" if squared else "kernel matrix")
-            if spec.precomputed:  # _check_fit_X symmetrized it
-                Kg = np.asfortranarray(X[np.ix_(gi.order, gi.order)] if not gi.is_identity else X)
-            else:
-                with stage(f"SVRank kernel matrix (m={X.shape[0]})", verbose=self.verbose):
-                    Kg = spec.train(gi.take(X), n_threads)
+            with stage(f"SVRank kernel matrix (m={X.shape[0]})", verbose=0 if spec.precomputed else self.verbose):
+                Kg = train_kernel(X, spec, n_threads, None if gi.is_identity else gi.order)
             if squared:
                 with stage(f"SVRank Newton (kernel, squared cost, m={X.shape[0]})", verbose=self.verbose):
                     # K = P L L^T P^T (pivoted Cholesky, rank r at LAPACK's tolerance m u max K_ii):
@@ -221,8 +219,7 @@ class SVRank(KernelMixin, Ranker):
     def predict(self, X):
         """Ranking scores (higher ranks higher); only score differences are meaningful."""
         check_is_fitted(self, "n_iter_")
-        X = self._check_predict_X(X, n_train=None if self.dual_coef_ is None else self.dual_coef_.shape[0],
-                                  allow_sparse=False)
+        X = self._check_predict_X(X, allow_sparse=False)
         return self._expansion_predict(X)
 
 

@@ -18,7 +18,7 @@ __all__ = ["compute_region", "cpu_budget", "blas_controller", "threads_for_work"
 
 def cpu_budget():
     """Cores shared by fastrank's compute regions (``os.cpu_count()``)."""
-    return max(1, os.cpu_count() or 1)
+    return os.cpu_count() or 1
 
 
 # Floating-point operations one more thread must get before it pays for its start-up and
@@ -30,8 +30,7 @@ _FLOPS_PER_THREAD = 2e8
 def threads_for_work(flops):
     """The default thread count (``n_jobs=None``) for a call of about ``flops`` floating-point operations: one thread
     per ``_FLOPS_PER_THREAD`` of work, at least 1, at most every core."""
-    flops = float(flops)
-    return int(max(1, min(cpu_budget(), flops // _FLOPS_PER_THREAD))) if flops > 0 else 1
+    return int(max(1, min(cpu_budget(), float(flops) // _FLOPS_PER_THREAD)))
 
 
 class _ThreadBudget:
@@ -60,12 +59,6 @@ class _ThreadBudget:
             return _set_threads(want)
         except Exception:  # pragma: no cover
             return None
-
-    def depth(self):
-        return getattr(self.local, "depth", 0)
-
-    def set_depth(self, depth):
-        self.local.depth = depth
 
     def acquire(self, n_threads):
         """Wait for the cores; returns how many were taken."""
@@ -107,7 +100,6 @@ def _is_scipy_blas(lib):
 
 
 def _set_threads(want):
-    """Set the thread count of each ``(library controller, threads)`` pair; returns the pairs restoring the old ones."""
     saved = [(lib, lib.num_threads) for lib, _ in want]
     for lib, k in want:
         if lib.num_threads != k:
@@ -137,12 +129,13 @@ def compute_region(n_threads):
     if os.environ.get("FASTRANK_THREAD_POLICY", "").strip().lower() == "off":
         yield
         return
-    depth = _BUDGET.depth()
+    local = _BUDGET.local  # this thread's nesting depth
+    depth = getattr(local, "depth", 0)
     taken = _BUDGET.acquire(n_threads) if depth == 0 else None  # nested: inside this thread's budget
-    _BUDGET.set_depth(depth + 1)
+    local.depth = depth + 1
     try:
         yield
     finally:
-        _BUDGET.set_depth(depth)
+        local.depth = depth
         if taken is not None:
             _BUDGET.release(taken)

@@ -158,7 +158,7 @@ def check_real(value, name, need, ok=lambda v: True, kind=numbers.Real):
     return int(value) if kind is numbers.Integral else float(value)
 
 
-def as_float_vector(v, name, n=None, *, allow_nan=False):
+def as_float_vector(v, name, n=None):
     """A finite 1-D float64 array (with ``n`` entries when given), errors naming the argument."""
     a = _to_float(v, name)
     if a.ndim != 1:
@@ -166,7 +166,7 @@ def as_float_vector(v, name, n=None, *, allow_nan=False):
     if n is not None and a.shape[0] != n:
         raise ValueError(f"{name} must have {n} entries, got {a.shape[0]}")
     a = np.ascontiguousarray(a, dtype=np.float64)
-    if not allow_nan and not np.isfinite(a).all():
+    if not np.isfinite(a).all():
         raise ValueError(f"Input {name} contains NaN or infinity.")
     return a
 

@@ -350,7 +350,7 @@ class DaskRankRLS(RegressorMixin, FastrankEstimator):
         straddle partitions).  X, y, groups: dask arrays/dataframes/series (or numpy arrays)."""
         alpha = check_alpha(self.alpha)
         X, Y, fit = self._fit_path(X, y, groups, np.array([alpha]))
-        return self._apply_fit(fit, 0, Y.ndim == 1, X.shape[1], X.shape[0])
+        return self._apply_fit(fit, 0, Y.ndim == 1, X.shape[1])
 
     _apply_fit = RankRLS._apply_fit  # the solver's Fit for ``alphas[k]`` copied onto the estimator
 
@@ -381,8 +381,8 @@ class DaskRankRLS(RegressorMixin, FastrankEstimator):
         as_path = (lambda a: None if a is None else a.reshape(a.shape[0], -1)[None])  # (1, rows, v)
         fit = Fit(self.fit_mode_, coef=as_path(self.coef_), dual_coef=as_path(self.dual_coef_), X_fit=self.X_fit_,
                   basis_indices=self.basis_indices_)
-        return RankRLSPath(est, np.array([float(self.alpha)]), fit, self._single_output, self.n_features_in_,
-                           None).fitted_estimator(0)
+        return RankRLSPath(est, np.array([float(self.alpha)]), fit, self._single_output,
+                           self.n_features_in_).fitted_estimator(0)
 
     def score(self, X, y, groups=None, sample_weight=None):
         """Pairwise ranking accuracy as :meth:`fastrank.RankRLS.score` (computed in memory)."""
@@ -423,7 +423,7 @@ def rankrls_path(X, y, alphas, *, groups=None, estimator=None):
         raise TypeError("estimator must be a fastrank.dask.DaskRankRLS")
     alphas = check_alphas(alphas)
     X, Y, fit = est._fit_path(X, y, groups, alphas)
-    return DaskRankRLSPath(est, alphas, fit, Y.ndim == 1, X.shape[1], X.shape[0])
+    return DaskRankRLSPath(est, alphas, fit, Y.ndim == 1, X.shape[1])
 
 
 # ----------------------------------------------------------------------------------------------

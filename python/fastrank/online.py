@@ -28,8 +28,8 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted
 
 from . import _core
-from ._base import N_JOBS, FastrankEstimator, Interval, KernelMixin, Ranker, StrOptions, positive_int, positive_real, \
-    nonneg_real
+from ._base import N_JOBS, NONNEG_REAL, POSITIVE_REAL, FastrankEstimator, Interval, KernelMixin, Ranker, StrOptions, \
+    positive_int
 from ._kernels import _KIND, KernelSpec
 from ._memory import check_dense_memory, densified
 from ._problem import require_preferences
@@ -621,7 +621,7 @@ class WidrowHoff(_OnlineOrdinal):
     def __init__(self, eta="auto", *, fit_intercept=True, n_epochs=1, shuffle=False, random_state=None, verbose=0):
         self._store_params(locals())
 
-    _parameter_constraints = {"eta": [positive_real(), StrOptions({"auto"})], "fit_intercept": ["boolean"]}
+    _parameter_constraints = {"eta": [POSITIVE_REAL, StrOptions({"auto"})], "fit_intercept": ["boolean"]}
 
     def _reset_model(self, k, n_features):
         self.coef_ = np.zeros(n_features)
@@ -705,9 +705,9 @@ class OnlineMPRank(KernelMixin, Ranker):
                  algorithm="sequential", max_iter=1000, tol=1e-4, n_jobs=None, verbose=0):
         self._store_params(locals())
 
-    _parameter_constraints = {"C": [positive_real()], "eta": [None, positive_real()],
+    _parameter_constraints = {"C": [POSITIVE_REAL], "eta": [None, POSITIVE_REAL],
                               "algorithm": [StrOptions({"sequential", "gradient"})],
-                              "max_iter": [positive_int(low=0)], "tol": [nonneg_real()], "n_jobs": N_JOBS}
+                              "max_iter": [positive_int(low=0)], "tol": [NONNEG_REAL], "n_jobs": N_JOBS}
 
     def _solve(self, X, y, alpha0, groups, spec):
         """Iterate from ``alpha0`` on the points (X, y); only pairs inside a group count with
@@ -805,7 +805,7 @@ class OnlineMPRank(KernelMixin, Ranker):
     def predict(self, X):
         """Ranking scores h(x) of eq. 13 (higher ranks higher; defined up to a constant; no intercept)."""
         check_is_fitted(self, "dual_coef_")
-        X = self._check_predict_X(_as_X(X), n_train=self.dual_coef_.size)
+        X = self._check_predict_X(_as_X(X))
         if self._spec.precomputed:
             return X @ self.expansion_coef_
         if self._spec.linear:

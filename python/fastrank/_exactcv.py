@@ -837,10 +837,11 @@ class PreferenceRoute:
         check_dense_memory(m, self.DENSE_MATRICES, "kernel matrix and the LU factor of L K + alpha I")
         X = self.problem.X
         K = np.asarray(X, dtype=np.float64) if self.kspec.precomputed else _kernel_matrix(self.kspec, X, self.n_threads)
-        LK = _graph_laplacian(g, m) @ K
+        L, b = _graph_system(g, m)
+        LK = L @ K
+        del L  # the dense L is not needed past L K
         LK[np.diag_indices(m)] += alpha
         lu = lu_factor(LK, overwrite_a=True, check_finite=False)
-        b = _graph_rhs(g, m)
         Hb = lu_solve(lu, b, check_finite=False)
         out = []
         for U in sets:
@@ -852,8 +853,8 @@ class PreferenceRoute:
                 raise ValueError("a hold-out set touches every preference: no training edge is left")
             sub = PreferenceGraph(g.head[touch], g.tail[touch], g.weight[touch], g.target[touch])
             B = np.unique(np.concatenate([sub.head, sub.tail]))
-            D = _graph_laplacian(sub, m)[np.ix_(B, B)]
-            d = _graph_rhs(sub, m)[B]
+            D, d = _graph_system(sub, m)
+            D, d = D[np.ix_(B, B)], d[B]
             E = np.zeros((m, B.size))
             E[B, np.arange(B.size)] = 1.0
             HE = lu_solve(lu, E, check_finite=False)  # H E_B
@@ -865,21 +866,15 @@ class PreferenceRoute:
         return out
 
 
-def _graph_laplacian(g, m):
-    """Dense L = M W^2 M^T of a preference graph (eq. 18: four updates per edge)."""
-    L = np.zeros((m, m))
+def _graph_system(g, m):
+    """Dense L = M W^2 M^T (eq. 18: four updates per edge) and b = M N (m, v) of a preference graph: edge e adds
+    w_e^2 z_e to its head and subtracts it from its tail."""
     w2 = g.weight ** 2
-    np.add.at(L, (g.head, g.head), w2)
-    np.add.at(L, (g.tail, g.tail), w2)
-    np.add.at(L, (g.head, g.tail), -w2)
-    np.add.at(L, (g.tail, g.head), -w2)
-    return L
-
-
-def _graph_rhs(g, m):
-    """b = M N (m, v): edge e adds w_e^2 z_e to its head and subtracts it from its tail."""
-    contrib = (g.weight ** 2)[:, None] * g.target
+    L = np.zeros((m, m))
+    for rows, cols, sign in ((g.head, g.head, 1), (g.tail, g.tail, 1), (g.head, g.tail, -1), (g.tail, g.head, -1)):
+        np.add.at(L, (rows, cols), sign * w2)
+    contrib = w2[:, None] * g.target
     b = np.zeros((m, g.target.shape[1]))
     np.add.at(b, g.head, contrib)
     np.add.at(b, g.tail, -contrib)
-    return b
+    return L, b

@@ -730,13 +730,11 @@ class HoldoutEngine(_OnProblem):
         if alpha is None and self.spec.C is not None:
             # MPRank: sets of one size share the retrained alpha; one pass per distinct size
             sizes = np.array([len(s) for s in sets])
-            starts = np.concatenate([[0], np.cumsum(sizes)])
-            out = np.empty((starts[-1], self.Y.shape[1]))
+            out = np.empty((sizes.sum(), self.Y.shape[1]))
             for size in np.unique(sizes):
-                which = np.flatnonzero(sizes == size)
-                part = self.holdout([sets[k] for k in which], self.spec.alpha_for(self.m - int(size)))
-                for at, k in zip(range(0, part.shape[0], int(size)), which):
-                    out[starts[k]:starts[k + 1]] = part[at:at + size]
+                same = sizes == size
+                out[np.repeat(same, sizes)] = self.holdout([s for s, keep in zip(sets, same) if keep],
+                                                           self.spec.alpha_for(self.m - int(size)))
             return out
         alpha = self.alpha if alpha is None else alpha
         return self._route().holdout(sets, alpha)
@@ -745,19 +743,17 @@ class HoldoutEngine(_OnProblem):
         """(m, v) predictions, each group held out in turn (eq. 33): from the spectral factor when it exists, else
         from the Cholesky factor of ``S K S + alpha I`` and the diagonal blocks of its inverse (MPRank, whose alpha
         depends on each group's size: through :meth:`holdout`)."""
-        if self.spec.C is not None and alpha is None:
-            return self._each_group_held_out(self.holdout)
-        alpha = self.alpha if alpha is None else alpha
         route = self._route()
-        if self.spec.exclude_ties or (route is self.dual and route.factored()):  # each group as a hold-out set
-            return self._each_group_held_out(lambda sets: route.holdout(sets, alpha))
-        return route.leave_group_out(alpha)
+        if (self.spec.C is not None and alpha is None) or self.spec.exclude_ties \
+                or (route is self.dual and route.factored()):  # each group as a hold-out set
+            return self.holdout_rows(self.group_sets(), alpha)
+        return route.leave_group_out(self.alpha if alpha is None else alpha)
 
-    def _each_group_held_out(self, holdout):
-        """(m, v) predictions in row order of every group held out in turn by ``holdout(sets)``."""
-        sets = self.group_sets()
-        out = np.empty_like(self.Y)
-        out[np.concatenate(sets)] = holdout(sets)
+    def holdout_rows(self, sets, alpha=None):
+        """(m, v) predictions in row order, each set's rows by the model retrained without that set (disjoint sets);
+        rows in no set are NaN."""
+        out = np.full_like(self.Y, np.nan)
+        out[np.concatenate(sets)] = self.holdout(sets, alpha)
         return out
 
     def leave_group_out_path(self, alphas):

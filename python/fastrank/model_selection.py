@@ -250,9 +250,7 @@ class Factorization:
         cat = np.concatenate(sets)
         if np.unique(cat).size != cat.size:
             raise ValueError("folds must be disjoint")
-        res = np.full_like(eng.Y, np.nan)
-        res[cat] = eng.holdout(sets, alpha)
-        return eng.shaped(res)
+        return eng.shaped(eng.holdout_rows(sets, alpha))
 
     def leave_group_out(self, *, alpha=None):
         eng = self._engine

@@ -169,7 +169,7 @@ class RankRLSCV(_ExactCVSearch):
         else:
             if lgo_path and (groups is None or prob.groups.n_groups < 2):
                 raise ValueError("cv='lgo' needs groups" if groups is None else "cv='lgo' needs at least two groups")
-            sets = prob.check_sets(prob.group_sets() if lgo_path else resolve_folds(cv, prob, groups))
+            sets = prob.group_sets() if lgo_path else resolve_folds(cv, prob, groups)
             path = prob.leave_group_out_path(alphas) if lgo_path else None
 
             def predictions(k):  # rows in no hold-out set stay NaN; the group sets cover every row

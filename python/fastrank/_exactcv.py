@@ -787,27 +787,30 @@ def check_sets(sets, m, *, min_train=2):
 
 
 def resolve_folds(folds, engine, groups=None):
-    """Hold-out index sets from an int k, (m,) fold labels, a sequence of index arrays, or a scikit-learn splitter
-    (its test indices; ``groups`` are passed to ``split``)."""
-    m, gi, grouped = engine.m, engine.groups, engine.grouped
+    """Disjoint hold-out index sets (checked by ``engine.check_sets``) from an int k, (m,) fold labels, a sequence of
+    index arrays, or a scikit-learn splitter (its test indices; ``groups`` are passed to ``split``)."""
+    m, gi = engine.m, engine.groups
     if isinstance(folds, numbers.Integral) and not isinstance(folds, (bool, np.bool_)):
         k = int(folds)
         if k < 2:
             raise ValueError(f"the number of folds must be at least 2, got {k}")
-        if grouped:
-            if k > gi.n_groups:
-                raise ValueError(f"cannot make {k} folds from {gi.n_groups} groups")
-            gfold = np.arange(gi.n_groups) % k
-            return [np.sort(np.flatnonzero(gfold[gi.codes] == f)) for f in range(k)]
-        if k > m:
-            raise ValueError(f"cannot make {k} folds from {m} inputs")
-        return [np.asarray(a, dtype=np.int64) for a in np.array_split(np.arange(m), k)]
+        n, unit = (gi.n_groups, "groups") if engine.grouped else (m, "inputs")
+        if k > n:
+            raise ValueError(f"cannot make {k} folds from {n} {unit}")
+        # whole groups round-robin (as fold labels), else contiguous folds
+        folds = (np.arange(n) % k)[gi.codes] if engine.grouped else np.array_split(np.arange(m), k)
     if hasattr(folds, "split"):
-        return [np.asarray(te) for _, te in folds.split(np.zeros((m, 1)), None, groups)]
-    if isinstance(folds, np.ndarray) and folds.ndim == 1 and folds.shape[0] == m and folds.dtype != object \
+        sets = [np.asarray(te) for _, te in folds.split(np.zeros((m, 1)), None, groups)]
+    elif isinstance(folds, np.ndarray) and folds.ndim == 1 and folds.shape[0] == m and folds.dtype != object \
             and folds.dtype != bool:
-        return [np.flatnonzero(folds == lab) for lab in np.unique(folds)]  # fold labels
-    return [np.asarray(s) for s in folds]
+        sets = [np.flatnonzero(folds == lab) for lab in np.unique(folds)]  # fold labels
+    else:
+        sets = [np.asarray(s) for s in folds]
+    sets = engine.check_sets(sets)
+    rows = np.concatenate(sets)
+    if np.unique(rows).size != rows.size:  # a row's prediction comes from the one model trained without it
+        raise ValueError("folds must be disjoint")
+    return sets
 
 
 class PreferenceRoute:

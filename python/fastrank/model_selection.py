@@ -246,11 +246,7 @@ class Factorization:
 
     def kfold_predictions(self, folds, *, alpha=None, groups=None):
         eng = self._engine
-        sets = eng.check_sets(resolve_folds(folds, eng, groups))
-        cat = np.concatenate(sets)
-        if np.unique(cat).size != cat.size:
-            raise ValueError("folds must be disjoint")
-        return eng.shaped(eng.holdout_rows(sets, alpha))
+        return eng.shaped(eng.holdout_rows(resolve_folds(folds, eng, groups), alpha))
 
     def leave_group_out(self, *, alpha=None):
         eng = self._engine

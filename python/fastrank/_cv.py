@@ -167,8 +167,8 @@ class RankRLSCV(_ExactCVSearch):
                 d = float(np.mean(dis))
                 scores[k] = 1.0 - d if scoring.name == "auc" else d
         else:
-            if lgo_path and (groups is None or prob.groups.n_groups < 2):
-                raise ValueError("cv='lgo' needs groups" if groups is None else "cv='lgo' needs at least two groups")
+            if lgo_path and prob.groups.n_groups < 2:  # groups=None: one group
+                raise ValueError("cv='lgo' needs groups with at least two distinct ids")
             sets = prob.group_sets() if lgo_path else resolve_folds(cv, prob, groups)
             path = prob.leave_group_out_path(alphas) if lgo_path else None
 

@@ -61,8 +61,6 @@ class CVSpec:
         if self.solver not in _SOLVERS:
             raise ValueError(f"exact cross-validation needs the dense solver (solver in {_SOLVERS}); got "
                              f"solver={self.solver!r}")
-        if not isinstance(self.exclude_ties, (bool, np.bool_)):
-            raise ValueError(f"exclude_ties must be True or False, got {self.exclude_ties!r}")
         if self.exclude_ties and self.basis_vectors is not None:
             raise ValueError("exact cross-validation with exclude_ties=True needs the dense kernel model "
                              "(basis_vectors=None)")
@@ -98,7 +96,7 @@ def engine_for(model, X, y, groups=None, *, min_rows=1, verbose=0):
     spec = spec_of(model)
     problem = RankingProblem.from_scores(X, y, groups, weighting=spec.group_weighting,
                                          precomputed=spec.precomputed, min_rows=1, require_informative=False,
-                                         allow_sparse=True, exclude_ties=bool(spec.exclude_ties))
+                                         allow_sparse=True, exclude_ties=spec.exclude_ties)
     if problem.m < min_rows:
         raise ValueError(f"this cross-validation needs at least {min_rows} inputs, got n_samples={problem.m}")
     return HoldoutEngine(problem, spec, verbose=verbose)
@@ -111,16 +109,6 @@ def _in_region(method):
         with compute_region(self.n_threads):
             return method(self, *args, **kwargs)
     return run
-
-
-def _kernel_in_group_order(problem, kspec, Xg, n_threads, verbose):
-    """The (m, m) kernel with rows and columns in group order (callers guard the memory)."""
-    gi, X, m = problem.groups, problem.X, problem.m
-    with stage(f"kernel matrix ({m} x {m})", verbose=verbose):
-        if kspec.precomputed:
-            Kg = gi.take(gi.take(X, 0), 1)
-            return np.asfortranarray(0.5 * (Kg + Kg.T))
-        return _kernel_matrix(kspec, Xg, n_threads)
 
 
 def _kernel_matrix(kspec, X, n_threads):
@@ -144,6 +132,15 @@ class _Route(_OnProblem):
     def __init__(self, engine):
         for name in ("problem", "kspec", "n_threads", "verbose", "Xg"):
             setattr(self, name, getattr(engine, name))
+
+    def _kernel_in_group_order(self):
+        """The (m, m) kernel with rows and columns in group order (callers guard the memory)."""
+        gi, m = self.groups, self.m
+        with stage(f"kernel matrix ({m} x {m})", verbose=self.verbose):
+            if self.kspec.precomputed:
+                Kg = gi.take(gi.take(self.problem.X, 0), 1)
+                return np.asfortranarray(0.5 * (Kg + Kg.T))
+            return _kernel_matrix(self.kspec, self.Xg, self.n_threads)
 
 
 class DualRoute(_Route):
@@ -173,7 +170,7 @@ class DualRoute(_Route):
     def K(self):
         """The kernel in group order, computed on first use."""
         check_dense_memory(self.m, self.DENSE_MATRICES, "kernel matrix and its eigendecomposition")
-        return _kernel_in_group_order(self.problem, self.kspec, self.Xg, self.n_threads, self.verbose)
+        return self._kernel_in_group_order()
 
     @property
     def c(self):
@@ -344,10 +341,10 @@ class TieExcludedRoute(_Route):
     def __init__(self, engine):
         super().__init__(engine)
         check_dense_memory(self.m, self.DENSE_MATRICES, "kernel matrix and the LU factor of L K + alpha I")
-        self.K = _kernel_in_group_order(self.problem, self.kspec, self.Xg, self.n_threads, self.verbose)
+        self.K = self._kernel_in_group_order()
         gi = self.groups
-        self.Yg = np.asarray(self.problem.targets_grouped())
-        self.cell = np.asarray(self.problem.cells.codes)[gi.order]  # tie cell of each row, group order
+        self.Yg = self.problem.targets_grouped()
+        self.cell = self.problem.cells.codes[gi.order]  # tie cell of each row, group order
         self.weight = self.problem.pair_weight()
         self.blocks = [np.arange(gi.offsets[q], gi.offsets[q + 1]) for q in range(gi.n_groups)]
         self._alpha = None
@@ -626,8 +623,6 @@ class HoldoutEngine(_OnProblem):
         for members in self.group_sets():
             a, b = np.triu_indices(members.size, 1)
             chunks.append(np.stack([members[a], members[b]], axis=1))
-        if not chunks:
-            return np.zeros((0, 2), dtype=np.int64)
         pairs = np.concatenate(chunks).astype(np.int64)
         order = np.lexsort((pairs[:, 1], pairs[:, 0]))
         return np.ascontiguousarray(pairs[order])

@@ -316,8 +316,7 @@ class FeatureRoute(_Route):
         return out.reshape(out.shape[0], -1)
 
     def holdout(self, sets, alpha):
-        outs = _holdout.feature_holdout(*self.args, alpha, sets, pair_weight=self.kwargs["pair_weight"])
-        return np.concatenate([np.asarray(o).reshape(len(s), -1) for o, s in zip(outs, sets)])
+        return np.concatenate(_holdout.feature_holdout(*self.args, alpha, sets, pair_weight=self.kwargs["pair_weight"]))
 
     def leave_group_out(self, alpha):
         return _holdout.feature_leave_group_out(*self.args, alpha, **self.kwargs).reshape(self.m, -1)

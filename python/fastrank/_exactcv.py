@@ -112,7 +112,6 @@ def _in_region(method):
 
 
 def _kernel_matrix(kspec, X, n_threads):
-    """K(X, X) of a computed kernel (sparse products for sparse X)."""
     return kernel_block(kspec, X, X, n_threads) if issparse(X) else kspec.train(np.ascontiguousarray(X), n_threads)
 
 
@@ -168,7 +167,6 @@ class DualRoute(_Route):
     @functools.cached_property
     @_in_region
     def K(self):
-        """The kernel in group order, computed on first use."""
         check_dense_memory(self.m, self.DENSE_MATRICES, "kernel matrix and its eigendecomposition")
         return self._kernel_in_group_order()
 
@@ -577,7 +575,6 @@ class HoldoutEngine(_OnProblem):
         return self.features is not None and not self.low_rank
 
     def _route(self):
-        """The route of every question: tie-excluded, else feature space when there is a feature map, else dual."""
         return self.tie if self.spec.exclude_ties else self.feature if self.features is not None else self.dual
 
     # ---- the dense route's kernel (group order), targets (group order) and object-ranking pair weight
@@ -587,7 +584,6 @@ class HoldoutEngine(_OnProblem):
     alpha = property(lambda self: self.spec.alpha_for(self.m))
 
     def prepare_grid(self, n_alphas):
-        """Route a grid of ``n_alphas`` values: share one spectral factor when the grid is large."""
         if n_alphas > SHARED_FACTOR_MIN_ALPHAS:
             self.decompose()
 
@@ -617,14 +613,14 @@ class HoldoutEngine(_OnProblem):
             # i, j and the stacked int64 pairs: about two m x m float64 matrices' worth of bytes
             check_dense_memory(self.m, 2, "list of all leave-pair-out pairs (m (m - 1) / 2 index pairs)")
             i, j = np.triu_indices(self.m, 1)
-            return np.ascontiguousarray(np.stack([i, j], axis=1).astype(np.int64, copy=False))
+            return np.stack([i, j], axis=1).astype(np.int64, copy=False)
         chunks = []
         for members in self.group_sets():
             a, b = np.triu_indices(members.size, 1)
             chunks.append(np.stack([members[a], members[b]], axis=1))
         pairs = np.concatenate(chunks).astype(np.int64)
         order = np.lexsort((pairs[:, 1], pairs[:, 0]))
-        return np.ascontiguousarray(pairs[order])
+        return pairs[order]
 
     def check_pairs(self, pairs):
         pairs = np.asarray(pairs)
@@ -677,7 +673,6 @@ class HoldoutEngine(_OnProblem):
             raise ValueError("holding out a pair leaves no training pairs (every training pair touches it)")
 
     def shaped(self, out):
-        """``out`` without its last axis (the outputs) when y is 1-D."""
         return out[..., 0] if self.one_d else out
 
     def _lpo_alpha(self, alpha):

@@ -81,7 +81,6 @@ class _Centred:
         self.rows = [gi.order[gi.offsets[q]:gi.offsets[q + 1]] for q in range(gi.n_groups)]
 
     def _centred(self, A, n_groups):
-        """A minus the mean of its group on every row."""
         mean = np.zeros((n_groups, A.shape[1]))
         np.add.at(mean, self.codes, A)
         mean /= self.sizes[:, None]

@@ -310,8 +310,7 @@ class FeatureRoute(_Route):
         return _holdout.feature_leave_pair_out(*self.args, alpha, pairs, **self.kwargs).reshape(pairs.shape[0], -1)
 
     def lpo_all_pairs(self, alpha):
-        out = _holdout.feature_leave_all_pairs_out(*self.args, alpha, **self.kwargs)
-        return out.reshape(out.shape[0], -1)
+        return _holdout.feature_leave_all_pairs_out(*self.args, alpha, **self.kwargs)
 
     def holdout(self, sets, alpha):
         return np.concatenate(_holdout.feature_holdout(*self.args, alpha, sets, pair_weight=self.kwargs["pair_weight"]))
@@ -685,8 +684,7 @@ class HoldoutEngine(_OnProblem):
         return self.shaped(out.reshape(pairs.shape[0], 2, self.Y.shape[1]))
 
     def _pair_group_sizes(self):
-        gi = self.groups
-        return gi.sizes[gi.sizes >= 2].astype(np.float64) if self.grouped else np.array([float(self.m)])
+        return self.groups.sizes[self.groups.sizes >= 2].astype(np.float64)  # no groups: one group of m rows
 
     def n_default_pairs(self):
         """The number of :meth:`default_pairs`."""

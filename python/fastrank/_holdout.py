@@ -29,6 +29,7 @@ import scipy.linalg
 import scipy.sparse as sp
 
 from . import _core
+from ._problem import pair_weights
 from ._validation import group_index
 
 __all__ = [
@@ -145,7 +146,7 @@ def _core_args(Phi, Y, codes, n_groups, normalized, pair_weight, groups):
         if not np.array_equal(gi.labels, np.arange(n_groups)):
             raise ValueError(f"codes must name every group 0..{n_groups - 1} at least once")
     if pair_weight is None:
-        pair_weight = 1.0 / np.maximum(gi.sizes, 1) if normalized else np.ones(gi.n_groups)
+        pair_weight = pair_weights(gi.sizes, "normalized" if normalized else "unweighted")
     weight = np.ascontiguousarray(pair_weight, dtype=np.float64)
     rows = np.ascontiguousarray(Phi.toarray() if sp.issparse(Phi) else Phi, dtype=np.float64)
     return (rows, np.ascontiguousarray(Y), gi.order, gi.offsets, weight), gi

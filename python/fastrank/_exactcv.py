@@ -538,7 +538,7 @@ class HoldoutEngine(_OnProblem):
         self.verbose = verbose
         self.kspec = spec.kernel_spec(problem.n_features)
         gi, X = problem.groups, problem.X
-        self.Xg = X[gi.order] if issparse(X) and not gi.is_identity else gi.take(X, 0)
+        self.Xg = X if gi.is_identity else take_rows(X, gi.order)
         self.low_rank = self.kspec.linear and not self.kspec.precomputed and problem.n_features < problem.m \
             and spec.solver != "dual" and not spec.exclude_ties
         # threads by the work, p x p systems (m p^2) or the m x m kernel's factor (m^3); n_jobs caps them, so that

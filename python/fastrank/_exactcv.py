@@ -659,7 +659,8 @@ class HoldoutEngine(_OnProblem):
         if pairs is not None and pairs.shape[0] == 0:
             return
         if pairs is None or not (self.grouped or self.problem.exclude_ties):
-            removed = 2 * self._pair_group_sizes() - 3  # one group: every pair has n = m (no per-pair lookup)
+            # by group (one group: every pair has n = m, no per-pair lookup); a one-row group has no pair to fail
+            removed = 2 * self.groups.sizes.astype(np.float64) - 3
         else:
             i, j = pairs[:, 0], pairs[:, 1]
             n = self.groups.sizes[self.groups.codes[i]].astype(np.float64)
@@ -683,12 +684,9 @@ class HoldoutEngine(_OnProblem):
         out = self._route().lpo(pairs, self._lpo_alpha(alpha))
         return self.shaped(out.reshape(pairs.shape[0], 2, self.Y.shape[1]))
 
-    def _pair_group_sizes(self):
-        return self.groups.sizes[self.groups.sizes >= 2].astype(np.float64)  # no groups: one group of m rows
-
     def n_default_pairs(self):
         """The number of :meth:`default_pairs`."""
-        n = self._pair_group_sizes()
+        n = self.groups.sizes.astype(np.float64)
         return int((n * (n - 1) / 2).sum())
 
     def lpo_all_pairs(self, alpha=None):

@@ -316,7 +316,7 @@ class FeatureRoute(_Route):
         return np.concatenate(_holdout.feature_holdout(*self.args, alpha, sets, pair_weight=self.kwargs["pair_weight"]))
 
     def leave_group_out(self, alpha):
-        return _holdout.feature_leave_group_out(*self.args, alpha, **self.kwargs).reshape(self.m, -1)
+        return _holdout.feature_leave_group_out(*self.args, alpha, **self.kwargs)  # (m, v) from the core
 
 
 class TieExcludedRoute(_Route):

@@ -79,7 +79,7 @@ class _Centred:
         self.A = SX.T @ SX  # X^T L X (eq. 30)
         self.b = SX.T @ SY
         self.alpha = float(alpha)
-        self.rows = [gi.order[gi.offsets[q]:gi.offsets[q + 1]] for q in range(gi.n_groups)]
+        self.rows = np.split(gi.order, gi.offsets[1:-1])
 
     def _centred(self, A, n_groups):
         mean = np.zeros((n_groups, A.shape[1]))

@@ -134,10 +134,10 @@ def permutation_test_lpo(estimator, X, y, n_permutations=100, random_state=None,
     m = y.shape[0]
     gi = group_index(groups, m)  # None: one group of every row, so each draw is rng.permutation(m)
     cols = [y.astype(np.float64)]
+    blocks = np.split(gi.order, gi.offsets[1:-1])
     for _ in range(n_permutations):
         perm = np.arange(m)
-        for q in range(gi.n_groups):
-            members = gi.order[gi.offsets[q]:gi.offsets[q + 1]]
+        for members in blocks:
             perm[members] = members[rng.permutation(members.size)]
         cols.append(y[perm].astype(np.float64))
     Y = np.column_stack(cols)

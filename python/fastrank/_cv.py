@@ -167,16 +167,13 @@ class RankRLSCV(_ExactCVSearch):
                 d = float(np.mean(dis))
                 scores[k] = 1.0 - d if scoring.name == "auc" else d
         else:
-            if lgo_path and (groups is None or prob.groups.n_groups < 2):
-                raise ValueError("cv='lgo' needs groups" if groups is None else "cv='lgo' needs at least two groups")
-            sets = prob.check_sets(prob.group_sets() if lgo_path else resolve_folds(cv, prob, groups))
-            rows = np.concatenate(sets)
+            if lgo_path and prob.groups.n_groups < 2:  # groups=None: one group
+                raise ValueError("cv='lgo' needs groups with at least two distinct ids")
+            sets = prob.group_sets() if lgo_path else resolve_folds(cv, prob, groups)
             path = prob.leave_group_out_path(alphas) if lgo_path else None
 
-            def predictions(k):  # rows in no hold-out set stay NaN
-                pred = np.full_like(prob.Y, np.nan)
-                pred[rows] = path[k][rows] if lgo_path else prob.holdout(sets, float(alphas[k]))
-                return pred
+            def predictions(k):  # rows in no hold-out set stay NaN; the group sets cover every row
+                return np.array(path[k]) if lgo_path else prob.holdout_rows(sets, float(alphas[k]))
 
             codes = prob.groups.codes if groups is not None else None
             for k in bar:

@@ -61,8 +61,6 @@ class CVSpec:
         if self.solver not in _SOLVERS:
             raise ValueError(f"exact cross-validation needs the dense solver (solver in {_SOLVERS}); got "
                              f"solver={self.solver!r}")
-        if not isinstance(self.exclude_ties, (bool, np.bool_)):
-            raise ValueError(f"exclude_ties must be True or False, got {self.exclude_ties!r}")
         if self.exclude_ties and self.basis_vectors is not None:
             raise ValueError("exact cross-validation with exclude_ties=True needs the dense kernel model "
                              "(basis_vectors=None)")
@@ -98,7 +96,7 @@ def engine_for(model, X, y, groups=None, *, min_rows=1, verbose=0):
     spec = spec_of(model)
     problem = RankingProblem.from_scores(X, y, groups, weighting=spec.group_weighting,
                                          precomputed=spec.precomputed, min_rows=1, require_informative=False,
-                                         allow_sparse=True, exclude_ties=bool(spec.exclude_ties))
+                                         allow_sparse=True, exclude_ties=spec.exclude_ties)
     if problem.m < min_rows:
         raise ValueError(f"this cross-validation needs at least {min_rows} inputs, got n_samples={problem.m}")
     return HoldoutEngine(problem, spec, verbose=verbose)
@@ -113,18 +111,7 @@ def _in_region(method):
     return run
 
 
-def _kernel_in_group_order(problem, kspec, Xg, n_threads, verbose):
-    """The (m, m) kernel with rows and columns in group order (callers guard the memory)."""
-    gi, X, m = problem.groups, problem.X, problem.m
-    with stage(f"kernel matrix ({m} x {m})", verbose=verbose):
-        if kspec.precomputed:
-            Kg = gi.take(gi.take(X, 0), 1)
-            return np.asfortranarray(0.5 * (Kg + Kg.T))
-        return _kernel_matrix(kspec, Xg, n_threads)
-
-
 def _kernel_matrix(kspec, X, n_threads):
-    """K(X, X) of a computed kernel (sparse products for sparse X)."""
     return kernel_block(kspec, X, X, n_threads) if issparse(X) else kspec.train(np.ascontiguousarray(X), n_threads)
 
 
@@ -144,6 +131,15 @@ class _Route(_OnProblem):
     def __init__(self, engine):
         for name in ("problem", "kspec", "n_threads", "verbose", "Xg"):
             setattr(self, name, getattr(engine, name))
+
+    def _kernel_in_group_order(self):
+        """The (m, m) kernel with rows and columns in group order (callers guard the memory)."""
+        gi, m = self.groups, self.m
+        with stage(f"kernel matrix ({m} x {m})", verbose=self.verbose):
+            if self.kspec.precomputed:
+                Kg = gi.take(gi.take(self.problem.X, 0), 1)
+                return np.asfortranarray(0.5 * (Kg + Kg.T))
+            return _kernel_matrix(self.kspec, self.Xg, self.n_threads)
 
 
 class DualRoute(_Route):
@@ -171,9 +167,8 @@ class DualRoute(_Route):
     @functools.cached_property
     @_in_region
     def K(self):
-        """The kernel in group order, computed on first use."""
         check_dense_memory(self.m, self.DENSE_MATRICES, "kernel matrix and its eigendecomposition")
-        return _kernel_in_group_order(self.problem, self.kspec, self.Xg, self.n_threads, self.verbose)
+        return self._kernel_in_group_order()
 
     @property
     def c(self):
@@ -315,15 +310,13 @@ class FeatureRoute(_Route):
         return _holdout.feature_leave_pair_out(*self.args, alpha, pairs, **self.kwargs).reshape(pairs.shape[0], -1)
 
     def lpo_all_pairs(self, alpha):
-        out = _holdout.feature_leave_all_pairs_out(*self.args, alpha, **self.kwargs)
-        return out.reshape(out.shape[0], -1)
+        return _holdout.feature_leave_all_pairs_out(*self.args, alpha, **self.kwargs)
 
     def holdout(self, sets, alpha):
-        outs = _holdout.feature_holdout(*self.args, alpha, sets, pair_weight=self.kwargs["pair_weight"])
-        return np.concatenate([np.asarray(o).reshape(len(s), -1) for o, s in zip(outs, sets)])
+        return np.concatenate(_holdout.feature_holdout(*self.args, alpha, sets, pair_weight=self.kwargs["pair_weight"]))
 
     def leave_group_out(self, alpha):
-        return _holdout.feature_leave_group_out(*self.args, alpha, **self.kwargs).reshape(self.m, -1)
+        return _holdout.feature_leave_group_out(*self.args, alpha, **self.kwargs)  # (m, v) from the core
 
 
 class TieExcludedRoute(_Route):
@@ -344,12 +337,12 @@ class TieExcludedRoute(_Route):
     def __init__(self, engine):
         super().__init__(engine)
         check_dense_memory(self.m, self.DENSE_MATRICES, "kernel matrix and the LU factor of L K + alpha I")
-        self.K = _kernel_in_group_order(self.problem, self.kspec, self.Xg, self.n_threads, self.verbose)
+        self.K = self._kernel_in_group_order()
         gi = self.groups
-        self.Yg = np.asarray(self.problem.targets_grouped())
-        self.cell = np.asarray(self.problem.cells.codes)[gi.order]  # tie cell of each row, group order
+        self.Yg = self.problem.targets_grouped()
+        self.cell = self.problem.cells.codes[gi.order]  # tie cell of each row, group order
         self.weight = self.problem.pair_weight()
-        self.blocks = [np.arange(gi.offsets[q], gi.offsets[q + 1]) for q in range(gi.n_groups)]
+        self.blocks = np.split(np.arange(self.m), gi.offsets[1:-1])
         self._alpha = None
 
     def _local_cells(self, rows):
@@ -545,7 +538,7 @@ class HoldoutEngine(_OnProblem):
         self.verbose = verbose
         self.kspec = spec.kernel_spec(problem.n_features)
         gi, X = problem.groups, problem.X
-        self.Xg = X[gi.order] if issparse(X) and not gi.is_identity else gi.take(X, 0)
+        self.Xg = X if gi.is_identity else take_rows(X, gi.order)
         self.low_rank = self.kspec.linear and not self.kspec.precomputed and problem.n_features < problem.m \
             and spec.solver != "dual" and not spec.exclude_ties
         # threads by the work, p x p systems (m p^2) or the m x m kernel's factor (m^3); n_jobs caps them, so that
@@ -581,7 +574,6 @@ class HoldoutEngine(_OnProblem):
         return self.features is not None and not self.low_rank
 
     def _route(self):
-        """The route of every question: tie-excluded, else feature space when there is a feature map, else dual."""
         return self.tie if self.spec.exclude_ties else self.feature if self.features is not None else self.dual
 
     # ---- the dense route's kernel (group order), targets (group order) and object-ranking pair weight
@@ -591,7 +583,6 @@ class HoldoutEngine(_OnProblem):
     alpha = property(lambda self: self.spec.alpha_for(self.m))
 
     def prepare_grid(self, n_alphas):
-        """Route a grid of ``n_alphas`` values: share one spectral factor when the grid is large."""
         if n_alphas > SHARED_FACTOR_MIN_ALPHAS:
             self.decompose()
 
@@ -621,16 +612,14 @@ class HoldoutEngine(_OnProblem):
             # i, j and the stacked int64 pairs: about two m x m float64 matrices' worth of bytes
             check_dense_memory(self.m, 2, "list of all leave-pair-out pairs (m (m - 1) / 2 index pairs)")
             i, j = np.triu_indices(self.m, 1)
-            return np.ascontiguousarray(np.stack([i, j], axis=1).astype(np.int64, copy=False))
+            return np.stack([i, j], axis=1).astype(np.int64, copy=False)
         chunks = []
         for members in self.group_sets():
             a, b = np.triu_indices(members.size, 1)
             chunks.append(np.stack([members[a], members[b]], axis=1))
-        if not chunks:
-            return np.zeros((0, 2), dtype=np.int64)
         pairs = np.concatenate(chunks).astype(np.int64)
         order = np.lexsort((pairs[:, 1], pairs[:, 0]))
-        return np.ascontiguousarray(pairs[order])
+        return pairs[order]
 
     def check_pairs(self, pairs):
         pairs = np.asarray(pairs)
@@ -670,7 +659,8 @@ class HoldoutEngine(_OnProblem):
         if pairs is not None and pairs.shape[0] == 0:
             return
         if pairs is None or not (self.grouped or self.problem.exclude_ties):
-            removed = 2 * self._pair_group_sizes() - 3  # one group: every pair has n = m (no per-pair lookup)
+            # by group (one group: every pair has n = m, no per-pair lookup); a one-row group has no pair to fail
+            removed = 2 * self.groups.sizes.astype(np.float64) - 3
         else:
             i, j = pairs[:, 0], pairs[:, 1]
             n = self.groups.sizes[self.groups.codes[i]].astype(np.float64)
@@ -683,7 +673,6 @@ class HoldoutEngine(_OnProblem):
             raise ValueError("holding out a pair leaves no training pairs (every training pair touches it)")
 
     def shaped(self, out):
-        """``out`` without its last axis (the outputs) when y is 1-D."""
         return out[..., 0] if self.one_d else out
 
     def _lpo_alpha(self, alpha):
@@ -695,13 +684,9 @@ class HoldoutEngine(_OnProblem):
         out = self._route().lpo(pairs, self._lpo_alpha(alpha))
         return self.shaped(out.reshape(pairs.shape[0], 2, self.Y.shape[1]))
 
-    def _pair_group_sizes(self):
-        gi = self.groups
-        return gi.sizes[gi.sizes >= 2].astype(np.float64) if self.grouped else np.array([float(self.m)])
-
     def n_default_pairs(self):
         """The number of :meth:`default_pairs`."""
-        n = self._pair_group_sizes()
+        n = self.groups.sizes.astype(np.float64)
         return int((n * (n - 1) / 2).sum())
 
     def lpo_all_pairs(self, alpha=None):
@@ -730,13 +715,11 @@ class HoldoutEngine(_OnProblem):
         if alpha is None and self.spec.C is not None:
             # MPRank: sets of one size share the retrained alpha; one pass per distinct size
             sizes = np.array([len(s) for s in sets])
-            starts = np.concatenate([[0], np.cumsum(sizes)])
-            out = np.empty((starts[-1], self.Y.shape[1]))
+            out = np.empty((sizes.sum(), self.Y.shape[1]))
             for size in np.unique(sizes):
-                which = np.flatnonzero(sizes == size)
-                part = self.holdout([sets[k] for k in which], self.spec.alpha_for(self.m - int(size)))
-                for at, k in zip(range(0, part.shape[0], int(size)), which):
-                    out[starts[k]:starts[k + 1]] = part[at:at + size]
+                same = sizes == size
+                out[np.repeat(same, sizes)] = self.holdout([s for s, keep in zip(sets, same) if keep],
+                                                           self.spec.alpha_for(self.m - int(size)))
             return out
         alpha = self.alpha if alpha is None else alpha
         return self._route().holdout(sets, alpha)
@@ -745,19 +728,17 @@ class HoldoutEngine(_OnProblem):
         """(m, v) predictions, each group held out in turn (eq. 33): from the spectral factor when it exists, else
         from the Cholesky factor of ``S K S + alpha I`` and the diagonal blocks of its inverse (MPRank, whose alpha
         depends on each group's size: through :meth:`holdout`)."""
-        if self.spec.C is not None and alpha is None:
-            return self._each_group_held_out(self.holdout)
-        alpha = self.alpha if alpha is None else alpha
         route = self._route()
-        if self.spec.exclude_ties or (route is self.dual and route.factored()):  # each group as a hold-out set
-            return self._each_group_held_out(lambda sets: route.holdout(sets, alpha))
-        return route.leave_group_out(alpha)
+        if (self.spec.C is not None and alpha is None) or self.spec.exclude_ties \
+                or (route is self.dual and route.factored()):  # each group as a hold-out set
+            return self.holdout_rows(self.group_sets(), alpha)
+        return route.leave_group_out(self.alpha if alpha is None else alpha)
 
-    def _each_group_held_out(self, holdout):
-        """(m, v) predictions in row order of every group held out in turn by ``holdout(sets)``."""
-        sets = self.group_sets()
-        out = np.empty_like(self.Y)
-        out[np.concatenate(sets)] = holdout(sets)
+    def holdout_rows(self, sets, alpha=None):
+        """(m, v) predictions in row order, each set's rows by the model retrained without that set (disjoint sets);
+        rows in no set are NaN."""
+        out = np.full_like(self.Y, np.nan)
+        out[np.concatenate(sets)] = self.holdout(sets, alpha)
         return out
 
     def leave_group_out_path(self, alphas):
@@ -770,9 +751,8 @@ class HoldoutEngine(_OnProblem):
         return self.dual.leave_group_out_path(alphas)
 
     def group_sets(self):
-        """Each group's rows (sorted) as a hold-out set."""
-        gi = self.groups
-        return [np.sort(gi.order[gi.offsets[q]:gi.offsets[q + 1]]) for q in range(gi.n_groups)]
+        """Each group's rows (ascending: the group order is stable) as a hold-out set."""
+        return np.split(self.groups.order, self.groups.offsets[1:-1])
 
     def check_sets(self, sets):
         return check_sets(sets, self.m, min_train=0 if self.grouped else 2)
@@ -791,27 +771,30 @@ def check_sets(sets, m, *, min_train=2):
 
 
 def resolve_folds(folds, engine, groups=None):
-    """Hold-out index sets from an int k, (m,) fold labels, a sequence of index arrays, or a scikit-learn splitter
-    (its test indices; ``groups`` are passed to ``split``)."""
-    m, gi, grouped = engine.m, engine.groups, engine.grouped
+    """Disjoint hold-out index sets (checked by ``engine.check_sets``) from an int k, (m,) fold labels, a sequence of
+    index arrays, or a scikit-learn splitter (its test indices; ``groups`` are passed to ``split``)."""
+    m, gi = engine.m, engine.groups
     if isinstance(folds, numbers.Integral) and not isinstance(folds, (bool, np.bool_)):
         k = int(folds)
         if k < 2:
             raise ValueError(f"the number of folds must be at least 2, got {k}")
-        if grouped:
-            if k > gi.n_groups:
-                raise ValueError(f"cannot make {k} folds from {gi.n_groups} groups")
-            gfold = np.arange(gi.n_groups) % k
-            return [np.sort(np.flatnonzero(gfold[gi.codes] == f)) for f in range(k)]
-        if k > m:
-            raise ValueError(f"cannot make {k} folds from {m} inputs")
-        return [np.asarray(a, dtype=np.int64) for a in np.array_split(np.arange(m), k)]
+        n, unit = (gi.n_groups, "groups") if engine.grouped else (m, "inputs")
+        if k > n:
+            raise ValueError(f"cannot make {k} folds from {n} {unit}")
+        # whole groups round-robin (as fold labels), else contiguous folds
+        folds = (np.arange(n) % k)[gi.codes] if engine.grouped else np.array_split(np.arange(m), k)
     if hasattr(folds, "split"):
-        return [np.asarray(te) for _, te in folds.split(np.zeros((m, 1)), None, groups)]
-    if isinstance(folds, np.ndarray) and folds.ndim == 1 and folds.shape[0] == m and folds.dtype != object \
+        sets = [np.asarray(te) for _, te in folds.split(np.zeros((m, 1)), None, groups)]
+    elif isinstance(folds, np.ndarray) and folds.ndim == 1 and folds.shape[0] == m and folds.dtype != object \
             and folds.dtype != bool:
-        return [np.flatnonzero(folds == lab) for lab in np.unique(folds)]  # fold labels
-    return [np.asarray(s) for s in folds]
+        sets = [np.flatnonzero(folds == lab) for lab in np.unique(folds)]  # fold labels
+    else:
+        sets = [np.asarray(s) for s in folds]
+    sets = engine.check_sets(sets)
+    rows = np.concatenate(sets)
+    if np.unique(rows).size != rows.size:  # a row's prediction comes from the one model trained without it
+        raise ValueError("folds must be disjoint")
+    return sets
 
 
 class PreferenceRoute:
@@ -837,10 +820,11 @@ class PreferenceRoute:
         check_dense_memory(m, self.DENSE_MATRICES, "kernel matrix and the LU factor of L K + alpha I")
         X = self.problem.X
         K = np.asarray(X, dtype=np.float64) if self.kspec.precomputed else _kernel_matrix(self.kspec, X, self.n_threads)
-        LK = _graph_laplacian(g, m) @ K
+        L, b = _graph_system(g, m)
+        LK = L @ K
+        del L  # the dense L is not needed past L K
         LK[np.diag_indices(m)] += alpha
         lu = lu_factor(LK, overwrite_a=True, check_finite=False)
-        b = _graph_rhs(g, m)
         Hb = lu_solve(lu, b, check_finite=False)
         out = []
         for U in sets:
@@ -852,8 +836,8 @@ class PreferenceRoute:
                 raise ValueError("a hold-out set touches every preference: no training edge is left")
             sub = PreferenceGraph(g.head[touch], g.tail[touch], g.weight[touch], g.target[touch])
             B = np.unique(np.concatenate([sub.head, sub.tail]))
-            D = _graph_laplacian(sub, m)[np.ix_(B, B)]
-            d = _graph_rhs(sub, m)[B]
+            D, d = _graph_system(sub, m)
+            D, d = D[np.ix_(B, B)], d[B]
             E = np.zeros((m, B.size))
             E[B, np.arange(B.size)] = 1.0
             HE = lu_solve(lu, E, check_finite=False)  # H E_B
@@ -865,21 +849,15 @@ class PreferenceRoute:
         return out
 
 
-def _graph_laplacian(g, m):
-    """Dense L = M W^2 M^T of a preference graph (eq. 18: four updates per edge)."""
-    L = np.zeros((m, m))
+def _graph_system(g, m):
+    """Dense L = M W^2 M^T (eq. 18: four updates per edge) and b = M N (m, v) of a preference graph: edge e adds
+    w_e^2 z_e to its head and subtracts it from its tail."""
     w2 = g.weight ** 2
-    np.add.at(L, (g.head, g.head), w2)
-    np.add.at(L, (g.tail, g.tail), w2)
-    np.add.at(L, (g.head, g.tail), -w2)
-    np.add.at(L, (g.tail, g.head), -w2)
-    return L
-
-
-def _graph_rhs(g, m):
-    """b = M N (m, v): edge e adds w_e^2 z_e to its head and subtracts it from its tail."""
-    contrib = (g.weight ** 2)[:, None] * g.target
+    L = np.zeros((m, m))
+    for rows, cols, sign in ((g.head, g.head, 1), (g.tail, g.tail, 1), (g.head, g.tail, -1), (g.tail, g.head, -1)):
+        np.add.at(L, (rows, cols), sign * w2)
+    contrib = w2[:, None] * g.target
     b = np.zeros((m, g.target.shape[1]))
     np.add.at(b, g.head, contrib)
     np.add.at(b, g.tail, -contrib)
-    return b
+    return L, b

@@ -29,6 +29,7 @@ import scipy.linalg
 import scipy.sparse as sp
 
 from . import _core
+from ._problem import pair_weights
 from ._validation import group_index
 
 __all__ = [
@@ -67,23 +68,20 @@ def basis_features(KR, KRR):
 class _Centred:
     """Group-centred features and targets with the per-group pieces the hold-out update needs."""
 
-    def __init__(self, Phi, Y, codes, n_groups, normalized, alpha, pair_weight=None):
-        self.codes = np.asarray(codes, dtype=np.int64)
-        self.sizes = np.bincount(self.codes, minlength=n_groups).astype(np.float64)
-        self.cw = _pair_weights(self.sizes, normalized, pair_weight)
-        self.Phi = Phi.toarray() if sp.issparse(Phi) else Phi  # p is small: the centred copy is m x p
-        self.Xc, self.Yc = self._centred(self.Phi, n_groups), self._centred(Y, n_groups)
+    def __init__(self, Phi, Y, gi, cw, alpha):
+        self.codes = gi.codes
+        self.sizes = gi.sizes.astype(np.float64)
+        self.cw = cw
+        self.Phi = Phi  # dense: p is small, the centred copy is m x p
+        self.Xc, self.Yc = self._centred(Phi, gi.n_groups), self._centred(Y, gi.n_groups)
         w = np.sqrt(self.cw * self.sizes)[self.codes][:, None]  # S's scale s_q per row
         SX, SY = w * self.Xc, w * self.Yc
         self.A = SX.T @ SX  # X^T L X (eq. 30)
         self.b = SX.T @ SY
         self.alpha = float(alpha)
-        order = np.argsort(self.codes, kind="stable")
-        offsets = np.concatenate([[0], np.cumsum(self.sizes.astype(np.int64))])
-        self.rows = [order[offsets[q]:offsets[q + 1]] for q in range(n_groups)]
+        self.rows = np.split(gi.order, gi.offsets[1:-1])
 
     def _centred(self, A, n_groups):
-        """A minus the mean of its group on every row."""
         mean = np.zeros((n_groups, A.shape[1]))
         np.add.at(mean, self.codes, A)
         mean /= self.sizes[:, None]
@@ -120,36 +118,25 @@ class _Centred:
         return self.Phi[U] @ W
 
 
-def _check_y(Y, m):
+def feature_holdout(Phi, Y, codes, n_groups, alpha, sets, *, normalized=False, pair_weight=None):
+    """Exact hold-out predictions of a feature-space RankRLS (linear kernel or basis model): a list of (|U|, v) arrays,
+    one per set of ``sets`` (1-D int arrays, validated: unique, in range, each leaving a training pair)."""
+    (Phi, Y, _, _, cw), gi = _core_args(Phi, Y, codes, n_groups, normalized, pair_weight, None)
+    prob = _Centred(Phi, Y, gi, cw, alpha)
+    cache = {} if n_groups <= 64 else None
+    return [prob.predict_without(U, cache) for U in sets]
+
+
+def _core_args(Phi, Y, codes, n_groups, normalized, pair_weight, groups):
+    """The dense rows of ``Phi``, ``Y`` as (m, v), the core's groups (order, offsets) of ``codes`` 0..n_groups-1
+    (``groups``, their GroupIndex, as it is when given) and the pair weight c_q of every group (``pair_weight``, else
+    1 / n_q with ``normalized``, else 1); and that GroupIndex."""
+    m = Phi.shape[0]
     Y = np.asarray(Y, dtype=np.float64)
     if Y.ndim == 1:
         Y = Y[:, None]
     if Y.shape[0] != m:
         raise ValueError(f"y must have {m} rows, got {Y.shape[0]}")
-    return Y
-
-
-def feature_holdout(Phi, Y, codes, n_groups, alpha, sets, *, normalized=False, pair_weight=None):
-    """Exact hold-out predictions of a feature-space RankRLS (linear kernel or basis model): a list of (|U|, v) arrays,
-    one per set of ``sets`` (1-D int arrays, validated: unique, in range, each leaving a training pair)."""
-    Y = _check_y(Y, Phi.shape[0])
-    prob = _Centred(Phi, Y, codes, n_groups, normalized, alpha, pair_weight)
-    cache = {} if n_groups <= 64 else None
-    return [prob.predict_without(U, cache) for U in sets]
-
-
-def _pair_weights(sizes, normalized, pair_weight):
-    """The pair weight c_q of every group: ``pair_weight``, else 1 / n_q (``normalized``) or 1."""
-    if pair_weight is not None:
-        return np.asarray(pair_weight, dtype=np.float64)
-    return 1.0 / np.maximum(sizes, 1) if normalized else np.ones(sizes.size)
-
-
-def _core_args(Phi, Y, codes, n_groups, normalized, pair_weight, groups):
-    """The dense rows of ``Phi``, ``Y`` as (m, v), the core's groups (order, offsets) of ``codes`` 0..n_groups-1
-    (``groups``, their GroupIndex, as it is when given) and the pair weight c_q of every group; and that GroupIndex."""
-    m = Phi.shape[0]
-    Y = _check_y(Y, m)
     gi = groups
     if gi is None:
         codes = np.asarray(codes, dtype=np.int64)
@@ -158,7 +145,9 @@ def _core_args(Phi, Y, codes, n_groups, normalized, pair_weight, groups):
         gi = group_index(codes, m)
         if not np.array_equal(gi.labels, np.arange(n_groups)):
             raise ValueError(f"codes must name every group 0..{n_groups - 1} at least once")
-    weight = np.ascontiguousarray(_pair_weights(gi.sizes, normalized, pair_weight), dtype=np.float64)
+    if pair_weight is None:
+        pair_weight = pair_weights(gi.sizes, "normalized" if normalized else "unweighted")
+    weight = np.ascontiguousarray(pair_weight, dtype=np.float64)
     rows = np.ascontiguousarray(Phi.toarray() if sp.issparse(Phi) else Phi, dtype=np.float64)
     return (rows, np.ascontiguousarray(Y), gi.order, gi.offsets, weight), gi
 

@@ -60,7 +60,7 @@ def leave_pair_out(estimator, X, y, pairs=None, groups=None, *, return_pairs=Fal
     (n_pairs, 2), or (n_pairs, 2, v) for 2-D ``y``: held-out predictions of each pair's first and second index;
     ``(pairs, predictions)`` with ``return_pairs=True`` (the (n_pairs, 2) int64 pair indices).
     """
-    fac = _factorization(estimator, X, y, groups, min_rows=3, verbose=verbose)
+    fac = Factorization(estimator, X, y, groups, min_rows=3, verbose=verbose)
     return fac.leave_pair_out(pairs, return_pairs=return_pairs)
 
 
@@ -70,9 +70,7 @@ def leave_group_out(estimator, X, y, groups, *, verbose=0):
     I`` (as in a fit) the diagonal blocks ``G_qq`` of its inverse (~m^3/3 flops of triangular solves) give every group
     in O(m n_q + n_q^3).  Groups of a single row keep the full-data prediction.  :class:`fastrank.RankRLSCV` with
     ``cv="lgo"`` shares one eigendecomposition over all alphas instead."""
-    if groups is None:
-        raise ValueError("leave_group_out needs groups")
-    return _factorization(estimator, X, y, groups, verbose=verbose).leave_group_out()
+    return Factorization(estimator, X, y, groups, verbose=verbose).leave_group_out()
 
 
 def holdout_predictions(estimator, X, y, test_sets, groups=None, *, verbose=0):
@@ -82,7 +80,7 @@ def holdout_predictions(estimator, X, y, test_sets, groups=None, *, verbose=0):
     per distinct set size; with groups: O(m |A|^2 + |A|^3) with A the rows of the groups the set touches (eq. 33 for
     whole groups).  Returns a list of (|U|,) or (|U|, v) arrays.  A set that leaves no training pairs raises
     ValueError."""
-    return _factorization(estimator, X, y, groups, verbose=verbose).holdout_predictions(test_sets)
+    return Factorization(estimator, X, y, groups, verbose=verbose).holdout_predictions(test_sets)
 
 
 def preference_holdout_predictions(estimator, X, pairs, test_sets, magnitudes=None, cost=None, weights=None):
@@ -106,7 +104,7 @@ def kfold_predictions(estimator, X, y, folds, groups=None, *, verbose=0):
     """Exact k-fold cross-validation predictions: row k is predicted by the model retrained without the fold holding k.
     ``folds``: an int k (contiguous folds; with groups, whole groups assigned round-robin), an (m,) array of fold
     labels, or a sequence of disjoint index arrays covering the rows to predict (rows in no fold get NaN)."""
-    return _factorization(estimator, X, y, groups, verbose=verbose).kfold_predictions(folds, groups=groups)
+    return Factorization(estimator, X, y, groups, verbose=verbose).kfold_predictions(folds, groups=groups)
 
 
 def pairwise_disagreement(pair_predictions, pair_targets):
@@ -136,10 +134,10 @@ def permutation_test_lpo(estimator, X, y, n_permutations=100, random_state=None,
     m = y.shape[0]
     gi = group_index(groups, m)  # None: one group of every row, so each draw is rng.permutation(m)
     cols = [y.astype(np.float64)]
+    blocks = np.split(gi.order, gi.offsets[1:-1])
     for _ in range(n_permutations):
         perm = np.arange(m)
-        for q in range(gi.n_groups):
-            members = gi.order[gi.offsets[q]:gi.offsets[q + 1]]
+        for members in blocks:
             perm[members] = members[rng.permutation(members.size)]
         cols.append(y[perm].astype(np.float64))
     Y = np.column_stack(cols)
@@ -225,8 +223,10 @@ class Factorization:
     alpha.
     """
 
-    def __init__(self, engine, estimator):
-        self._engine, self._estimator = engine, estimator
+    def __init__(self, estimator, X, y, groups=None, *, min_rows=1, verbose=0):
+        # factors are computed when a question first needs them (one alpha: Cholesky routes, no eigendecomposition)
+        self._engine = engine_for(estimator, X, y, groups, min_rows=min_rows, verbose=verbose)
+        self._estimator = estimator
 
     def leave_pair_out(self, pairs=None, *, alpha=None, return_pairs=False):
         eng = self._engine
@@ -246,18 +246,12 @@ class Factorization:
 
     def kfold_predictions(self, folds, *, alpha=None, groups=None):
         eng = self._engine
-        sets = eng.check_sets(resolve_folds(folds, eng, groups))
-        cat = np.concatenate(sets)
-        if np.unique(cat).size != cat.size:
-            raise ValueError("folds must be disjoint")
-        res = np.full_like(eng.Y, np.nan)
-        res[cat] = eng.holdout(sets, alpha)
-        return eng.shaped(res)
+        return eng.shaped(eng.holdout_rows(resolve_folds(folds, eng, groups), alpha))
 
     def leave_group_out(self, *, alpha=None):
         eng = self._engine
-        if not eng.grouped or eng.groups.n_groups < 2:
-            raise ValueError("leave_group_out needs at least two groups")
+        if eng.groups.n_groups < 2:  # groups=None: one group
+            raise ValueError("leave_group_out needs groups with at least two distinct ids")
         with stage(f"leave-group-out over {eng.groups.n_groups} groups", verbose=eng.verbose):
             return eng.shaped(eng.leave_group_out(alpha))
 
@@ -274,16 +268,10 @@ class Factorization:
         return est._apply_engine_fit(self._engine, alpha)
 
 
-def _factorization(estimator, X, y, groups=None, *, min_rows=1, verbose=0):
-    """A :class:`Factorization` whose factors are computed when a question first needs them (one alpha: Cholesky
-    routes, no eigendecomposition)."""
-    return Factorization(engine_for(estimator, X, y, groups, min_rows=min_rows, verbose=verbose), estimator)
-
-
 def factorize(estimator, X, y, groups=None, *, verbose=0):
     """Compute the kernel and the spectral factor of S K S once and return a :class:`Factorization` that answers
     leave-pair-out, leave-group-out, hold-out and k-fold questions and re-solves for any alpha without recomputing
     either (RLScore's learners keep their decomposition the same way)."""
-    fac = _factorization(estimator, X, y, groups, verbose=verbose)
+    fac = Factorization(estimator, X, y, groups, verbose=verbose)
     fac._engine.decompose()
     return fac

@@ -16,3 +16,17 @@ def test_overlapping_folds_raise_in_both_fold_users():
         fastrank.RankRLSCV(alphas=[0.1, 1.0], cv=folds).fit(X, y)
     with pytest.raises(ValueError, match="folds must be disjoint"):
         ms.kfold_predictions(fastrank.RankRLS(), X, y, folds)
+    with pytest.raises(ValueError, match="row 5 is in more than one hold-out set"):
+        ms.kfold_predictions(fastrank.RankRLS(), X, y, folds)
+
+
+def test_no_hold_out_set():
+    """An empty list of sets: no predictions to make (holdout_predictions) or no folds to score (kfold_predictions),
+    never numpy's concatenate error."""
+    rng = np.random.default_rng(1)
+    X, y = rng.normal(size=(12, 3)), rng.normal(size=12)
+    assert ms.holdout_predictions(fastrank.RankRLS(), X, y, []) == []
+    with pytest.raises(ValueError, match="the folds hold no hold-out set"):
+        ms.kfold_predictions(fastrank.RankRLS(), X, y, [])
+    with pytest.raises(ValueError, match="the folds hold no hold-out set"):
+        fastrank.RankRLSCV(alphas=[1.0], cv=[]).fit(X, y)

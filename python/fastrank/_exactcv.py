@@ -790,10 +790,13 @@ def resolve_folds(folds, engine, groups=None):
         sets = [np.flatnonzero(folds == lab) for lab in np.unique(folds)]  # fold labels
     else:
         sets = [np.asarray(s) for s in folds]
+    if not sets:
+        raise ValueError("the folds hold no hold-out set; give k >= 2, fold labels, index sets or a splitter")
     sets = engine.check_sets(sets)
-    rows = np.concatenate(sets)
-    if np.unique(rows).size != rows.size:  # a row's prediction comes from the one model trained without it
-        raise ValueError("folds must be disjoint")
+    seen = np.bincount(np.concatenate(sets), minlength=m)
+    if (seen > 1).any():  # a row's prediction comes from the one model trained without it
+        raise ValueError(f"folds must be disjoint: row {int(np.argmax(seen > 1))} is in more than one hold-out set; "
+                         "give a partition of the rows (e.g. KFold or GroupKFold)")
     return sets
 
 

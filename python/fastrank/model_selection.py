@@ -241,6 +241,8 @@ class Factorization:
     def holdout_predictions(self, test_sets, *, alpha=None):
         eng = self._engine
         sets = eng.check_sets(list(test_sets))
+        if not sets:  # np.split would return the one empty block
+            return []
         out = eng.holdout(sets, alpha)
         return [eng.shaped(o) for o in np.split(out, np.cumsum([s.size for s in sets])[:-1])]
 

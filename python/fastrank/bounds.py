@@ -26,7 +26,7 @@ import numpy as np
 
 from ._kernels import resolve_kernel
 from ._sparse import row_sq_norms
-from ._validation import as_float_matrix, check_precomputed_kernel, check_real
+from ._validation import as_float_matrix, as_real_array, check_precomputed_kernel, check_real
 from .metrics import magnitude_preserving_cost, stability_ranking_loss
 
 __all__ = ["agarwal_niyogi_score_stability_bound", "agarwal_niyogi_loss_stability_bound", "hinge_ranking_bound",
@@ -43,20 +43,17 @@ def _positive(value, name, condition):
     return check_real(value, name, f"> 0 and finite ({condition})", lambda v: v > 0)
 
 
-def _kappa(kappa):
-    if isinstance(kappa, numbers.Real) and not isinstance(kappa, (bool, np.bool_)) and math.isinf(kappa):
-        raise ValueError("kappa = inf: the kernel is unbounded, but the theorem needs a bounded kernel, "
-                         "K(x, x) <= kappa^2 < inf for all x (e.g. a Gaussian kernel, kappa = 1, or bounded inputs)")
-    return check_real(kappa, "kappa", "a real number > 0 with K(x, x) <= kappa^2 for all x (a non-zero kernel)",
-                  lambda v: v > 0)
-
-
 def _m_kappa_delta(m, kappa, delta):
     m = check_real(m, "m", "an integer >= 2 (the number of training examples; pairs need two)", lambda v: v >= 2,
                    numbers.Integral)
     delta = check_real(delta, "delta", "a number with 0 < delta < 1 (the bound holds with probability 1 - delta)",
                        lambda v: 0 < v < 1)
-    return m, _kappa(kappa), delta
+    if isinstance(kappa, numbers.Real) and not isinstance(kappa, (bool, np.bool_)) and math.isinf(kappa):
+        raise ValueError("kappa = inf: the kernel is unbounded, but the theorem needs a bounded kernel, "
+                         "K(x, x) <= kappa^2 < inf for all x (e.g. a Gaussian kernel, kappa = 1, or bounded inputs)")
+    kappa = check_real(kappa, "kappa", "a real number > 0 with K(x, x) <= kappa^2 for all x (a non-zero kernel)",
+                       lambda v: v > 0)
+    return m, kappa, delta
 
 
 # Arithmetic in log space: kappa^2, M^2, 1/lam or m may each lie outside float64 while the bound
@@ -204,8 +201,8 @@ def empirical_term(estimator, X, y, term="l1", *, epsilon=0.0, n_jobs=None):
         raise ValueError(f"term must be one of {_TERMS}, got {term!r}")
     if not hasattr(estimator, "predict"):
         raise TypeError(f"estimator must be a fitted estimator with predict, got {type(estimator).__name__}")
-    f = np.asarray(estimator.predict(X), dtype=np.float64)
-    y = np.asarray(y, dtype=np.float64)
+    f = as_real_array(estimator.predict(X), "estimator.predict(X)")
+    y = as_real_array(y, "y")
     if f.ndim != 1 or y.ndim != 1:
         raise ValueError("empirical_term needs one score per row and 1-D y (a single output)")
     if term in ("l1", "hinge", "squared", "disc"):  # l1: l_gamma at its default gamma = 1

@@ -29,7 +29,7 @@ from sklearn.utils import check_consistent_length
 
 from . import _core
 from ._problem import check_pairs
-from ._validation import as_float_matrix, as_float_vector, check_n_jobs, check_real, group_index
+from ._validation import _asarray, as_float_matrix, as_float_vector, check_n_jobs, check_real, group_index
 from .exceptions import MissingGroupsWarning
 
 __all__ = [
@@ -164,16 +164,13 @@ def pairwise_disagreement(y_true, y_score, groups=None, *, tied_scores="half", a
     docstring; ValueError when no relevant pair exists.  n_jobs: threads over groups.  O(m log m).  sample_weight:
     one weight >= 0 per row, pair (i, j) weighing w_i w_j in the errors and in the count (what a ``Pipeline`` routes
     to ``score``), O(sum_q n_q^2) in blocks."""
-    w = _tied_score_weight(tied_scores, ties, "pairwise_disagreement")
+    tie_weight = _tied_score_weight(tied_scores, ties, "pairwise_disagreement")
     y, f, gi = _group_setup(y_true, y_score, groups, average)
-    if sample_weight is not None:
-        return _weighted_disagreement(y, f, gi, as_float_vector(sample_weight, "sample_weight", y.shape[0]), w, average)
-    S = _pair_stats(y, f, gi, False, n_jobs)
-    return _average(S[:, 2] + w * S[:, 3], S[:, 1], average, "pairwise_disagreement")
-
-
-def _weighted_disagreement(y, f, gi, sw, tie_weight, average):
-    """pairwise_disagreement with pair weights w_i w_j, by blocks of explicit pairs."""
+    if sample_weight is None:
+        S = _pair_stats(y, f, gi, False, n_jobs)
+        return _average(S[:, 2] + tie_weight * S[:, 3], S[:, 1], average, "pairwise_disagreement")
+    # pair weights w_i w_j, by blocks of explicit pairs
+    sw = as_float_vector(sample_weight, "sample_weight", y.shape[0])
     if (sw < 0).any():
         raise ValueError("sample_weight must be >= 0")
     num, den = [], []
@@ -315,7 +312,7 @@ def mean_rank_loss(y_true, y_pred, *, scale="values", classes=None):
     if scale == "values" and classes is not None:
         raise ValueError("classes is only used with scale='positions' (rank steps in an ordered label set); "
                          "pass scale='positions' or drop classes")
-    yt, yp = np.asarray(y_true), np.asarray(y_pred)
+    yt, yp = _asarray(y_true, "y_true"), _asarray(y_pred, "y_pred")
     for name, v in (("y_true", yt), ("y_pred", yp)):
         if v.ndim != 1:
             raise ValueError(f"{name} must be 1-D, got shape {v.shape}")
@@ -331,23 +328,24 @@ def mean_rank_loss(y_true, y_pred, *, scale="values", classes=None):
     if scale == "values":
         return float(np.mean(np.abs(yp.astype(np.float64) - yt.astype(np.float64))))
     if classes is None:
+        if (yt.dtype.kind in "US") != (yp.dtype.kind in "US"):  # np.concatenate would turn numbers into strings
+            raise ValueError(f"labels must be mutually comparable: y_true has dtype {yt.dtype}, y_pred {yp.dtype}")
         try:
             classes = np.unique(np.concatenate([yt, yp]))
         except TypeError as exc:
             raise ValueError(f"labels must be mutually comparable: {exc}") from None
-    classes = np.asarray(classes)
+    classes = _asarray(classes, "classes")
     if classes.ndim != 1 or classes.size == 0:
         raise ValueError("classes must be a non-empty 1-D sequence")
-    if np.unique(classes).size != classes.size:
+    sc, first = np.unique(classes, return_index=True)  # sorted classes, and where each stands in classes
+    if sc.size != classes.size:
         raise ValueError("classes contains duplicates")
-    sorter = np.argsort(classes, kind="stable")
-    sc = classes[sorter]
     pos = []
     for name, v in (("y_true", yt), ("y_pred", yp)):
         idx = np.clip(np.searchsorted(sc, v), 0, sc.size - 1)
         if not np.array_equal(sc[idx], v):  # always equal with classes=None (the sorted union of the labels)
             raise ValueError(f"{name} contains labels that are not in classes")
-        pos.append(sorter[idx].astype(np.int64))
+        pos.append(first[idx].astype(np.int64))
     return float(np.mean(np.abs(pos[1] - pos[0])))
 
 
@@ -762,13 +760,14 @@ def agree(y_true, y_score, groups=None, *, normalize=True, average="group"):
     _check_average(average)
     if not isinstance(normalize, (bool, np.bool_)):
         raise ValueError(f"normalize must be True or False, got {normalize!r}")
-    F = np.asarray(y_true)
+    F = _asarray(y_true, "y_true")
     f = _as_vector(y_score, "y_score")
     m = f.shape[0]
+    gi = group_index(groups, m)
     if F.ndim == 1:
         y = _as_vector(F, "y_true")
         check_consistent_length(y, f)
-        S = _pair_stats(y, f, group_index(groups, m), False)
+        S = _pair_stats(y, f, gi, False)
         # concordant relevant pairs keep 1, score-tied relevant pairs 1/2, label-tied pairs 1/2
         kept = (S[:, 1] - S[:, 2] - S[:, 3]) + 0.5 * S[:, 3] + 0.5 * (S[:, 0] - S[:, 1])
         mass = S[:, 0]
@@ -777,7 +776,6 @@ def agree(y_true, y_score, groups=None, *, normalize=True, average="group"):
             raise ValueError(f"y_true as a preference matrix must have shape (m, m) = ({m}, {m}) for the {m} scores, "
                              f"got {F.shape}")
         F = as_float_matrix(F, "y_true")
-        gi = group_index(groups, m)
         kept, mass = np.zeros(gi.n_groups), np.zeros(gi.n_groups)
         for q, rows in enumerate(_group_rows(gi)):
             Fq, fq = F[np.ix_(rows, rows)], f[rows]

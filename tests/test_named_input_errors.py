@@ -1,0 +1,44 @@
+"""Malformed inputs of the measures and the bounds' empirical term raise errors that name the argument, not numpy's
+conversion messages."""
+
+import numpy as np
+import pytest
+
+import fastrank
+from fastrank import bounds, metrics
+
+
+def test_mean_rank_loss_ragged_labels_name_the_argument():
+    with pytest.raises(ValueError, match="y_true must be"):
+        metrics.mean_rank_loss([[1, 2], [3]], [1, 2])
+    with pytest.raises(ValueError, match="y_pred must be"):
+        metrics.mean_rank_loss([1, 2], [[1, 2], [3]], scale="positions")
+    with pytest.raises(ValueError, match="classes must be"):
+        metrics.mean_rank_loss([1, 2], [1, 2], scale="positions", classes=[[1], [2, 3]])
+
+
+def test_mean_rank_loss_strings_against_numbers_are_not_comparable():
+    # without classes the label set is the union of both arrays: a string and a number cannot be ordered together
+    with pytest.raises(ValueError, match="mutually comparable"):
+        metrics.mean_rank_loss(["a", "b"], [1, 2], scale="positions")
+    with pytest.raises(ValueError, match="mutually comparable"):
+        metrics.mean_rank_loss([1.0, 2.0], ["1", "2"], scale="positions")
+    # the same labels on both sides still work, and classes given by position are unchanged
+    assert metrics.mean_rank_loss(["a", "c"], ["c", "a"], scale="positions") == 1.0
+    assert metrics.mean_rank_loss([1, 5], [5, 1], scale="positions", classes=[5, 3, 1]) == 2.0
+
+
+def test_agree_ragged_targets_name_the_argument():
+    with pytest.raises(ValueError, match="y_true must be"):
+        metrics.agree([[1, 2], [3]], [1.0, 2.0])
+
+
+def test_empirical_term_non_numeric_targets_name_the_argument():
+    rng = np.random.default_rng(0)
+    X, y = rng.random((8, 2)), rng.random(8)
+    est = fastrank.RankRLS().fit(X, y)
+    with pytest.raises(ValueError, match="^y must be real-valued"):
+        bounds.empirical_term(est, X, ["a"] * 8)
+    with pytest.raises(ValueError, match="^y must be a rectangular array"):
+        bounds.empirical_term(est, X, [[1.0, 2.0], [3.0]] * 4)
+    assert bounds.empirical_term(est, X, list(y)) == bounds.empirical_term(est, X, y)

@@ -85,7 +85,7 @@ class QueryNormalizer(_DenseTransformer):
         check_is_fitted(self, "n_features_in_")
         X = self._dense_float(X, reset=False)
         gi = group_index(groups, X.shape[0])
-        Xs = X[gi.order]
+        Xs = gi.take(X)
         starts, sizes = gi.offsets[:-1], gi.sizes
         lo = np.minimum.reduceat(Xs, starts, axis=0)
         hi = np.maximum.reduceat(Xs, starts, axis=0)
@@ -98,9 +98,7 @@ class QueryNormalizer(_DenseTransformer):
         # a feature constant inside a query (tested exactly: min == max, since a rounded mean leaves
         # a std of ~1e-16) carries no ranking information there: 0, LETOR's convention
         scale = np.where(hi > lo, scale, np.inf)
-        out = np.empty_like(X)
-        out[gi.order] = (Xs - np.repeat(shift, sizes, axis=0)) / np.repeat(scale, sizes, axis=0)
-        return out
+        return gi.untake((Xs - np.repeat(shift, sizes, axis=0)) / np.repeat(scale, sizes, axis=0))
 
     def fit_transform(self, X, y=None, groups=None):
         return self.fit(X, y, groups).transform(X, groups)

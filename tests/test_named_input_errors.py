@@ -42,3 +42,16 @@ def test_empirical_term_non_numeric_targets_name_the_argument():
     with pytest.raises(ValueError, match="^y must be a rectangular array"):
         bounds.empirical_term(est, X, [[1.0, 2.0], [3.0]] * 4)
     assert bounds.empirical_term(est, X, list(y)) == bounds.empirical_term(est, X, y)
+
+
+def test_plot_inputs_name_the_argument():
+    from fastrank.plotting import CVCurveDisplay, PermutationTestDisplay, RankLossCurveDisplay
+
+    with pytest.raises(ValueError, match="alphas must be"):
+        CVCurveDisplay(["a", "b"], [0.5, 0.6])
+    with pytest.raises(ValueError, match="scores must be"):
+        CVCurveDisplay([0.1, 1.0], [[0.5], [0.6, 0.7]])
+    with pytest.raises(ValueError, match="curve must be"):
+        RankLossCurveDisplay(["x"])
+    with pytest.raises(ValueError, match="permutation_scores must be"):
+        PermutationTestDisplay(0.7, ["a", "b"], 0.1)

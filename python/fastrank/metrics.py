@@ -482,9 +482,8 @@ def position_error(y_true, y_score, groups=None, *, average="group"):
     target = y == ymax[cg]
     fstar = np.full(G, -np.inf)
     np.maximum.at(fstar, cg[target], f[target])
-    other = ~target
-    fo, best = f[other], fstar[cg[other]]
-    per = np.bincount(cg[other], weights=(fo > best) + 0.5 * (fo == best), minlength=G)
+    best = fstar[cg]
+    per = np.bincount(cg, weights=~target * ((f > best) + 0.5 * (f == best)), minlength=G)
     return per if average is None else float(per.mean())
 
 

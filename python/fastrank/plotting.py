@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ._validation import as_real_array
+
 __all__ = ["CVCurveDisplay", "RankLossCurveDisplay", "PermutationTestDisplay"]
 
 _SCORING_LABELS = {
@@ -62,8 +64,8 @@ class CVCurveDisplay(_Display):
     """
 
     def __init__(self, alphas, scores, *, best_alpha=None, scoring="score", cv=None, label="CV score"):
-        self.alphas = np.asarray(alphas, dtype=np.float64)
-        self.scores = np.asarray(scores, dtype=np.float64)
+        self.alphas = as_real_array(alphas, "alphas")
+        self.scores = as_real_array(scores, "scores")
         if self.alphas.ndim != 1 or self.alphas.shape != self.scores.shape:
             raise ValueError(f"alphas and scores must be 1-D of the same length, got {self.alphas.shape} and "
                              f"{self.scores.shape}")
@@ -106,7 +108,7 @@ class RankLossCurveDisplay(_Display):
     """
 
     def __init__(self, curve, *, label=None):
-        self.curve = np.asarray(curve, dtype=np.float64)
+        self.curve = as_real_array(curve, "curve")
         if self.curve.ndim != 1 or self.curve.size == 0:
             raise ValueError("curve must be a non-empty 1-D array (estimator.rank_loss_curve())")
         self.label = label
@@ -144,7 +146,7 @@ class PermutationTestDisplay(_Display):
 
     def __init__(self, score, permutation_scores, pvalue, *, bins=20, scoring="LPO AUC"):
         self.score = float(score)
-        self.permutation_scores = np.asarray(permutation_scores, dtype=np.float64).ravel()
+        self.permutation_scores = as_real_array(permutation_scores, "permutation_scores").ravel()
         if self.permutation_scores.size == 0:
             raise ValueError("permutation_scores is empty")
         self.pvalue = float(pvalue)

@@ -636,6 +636,8 @@ def _ranked_relevance(y_true, y_score, groups, k, relevance_threshold, average, 
     thr = check_real(relevance_threshold, "relevance_threshold", "a finite number")
     rk = _Ranked(*_group_setup(y_true, y_score, groups, average, _PER_GROUP))
     rel = (rk.ys > thr).astype(np.float64)
+    # a cutoff beyond the largest group cuts nothing (and fits an int64)
+    k = None if k is None else min(k, rk.ys.shape[0])
     return rk, k, rel, np.bincount(rk.gs, weights=rel, minlength=rk.G)
 
 
@@ -695,9 +697,9 @@ def mean_reciprocal_rank(y_true, y_score, groups=None, *, k=None, relevance_thre
 def precision_at_k(y_true, y_score, groups=None, *, k=10, relevance_threshold=0.0, average="group"):
     """Precision@k: per group the relevant rows among the k highest scores over k (also for groups of fewer rows, as
     trec_eval's P_k).  Relevance, ties and skipped groups as :func:`mean_average_precision`.  O(m log m)."""
-    rk, k, rel, R = _ranked_relevance(y_true, y_score, groups, k, relevance_threshold, average, k_optional=False)
+    rk, kk, rel, R = _ranked_relevance(y_true, y_score, groups, k, relevance_threshold, average, k_optional=False)
     # a row of a block (start s, size b) is among the top k with probability clip((k - s)/b, 0, 1)
-    inside = np.clip((k - rk.start[rk.block]) / rk.size[rk.block], 0.0, 1.0)
+    inside = np.clip((kk - rk.start[rk.block]) / rk.size[rk.block], 0.0, 1.0)
     top = np.bincount(rk.gs, weights=rel * inside, minlength=rk.G)
     return _average(top / k, R > 0, average, "precision_at_k", _NO_RELEVANT)
 
@@ -924,7 +926,7 @@ def get_measure(name):
     if entry.cutoff is None:
         raise ValueError(f"measure {base!r} takes no @k cutoff (those that do: "
                          f"{', '.join(n for n in measure_names() if _TABLE[n].cutoff)})")
-    if not tail.isdigit() or int(tail) < 1:
+    if not tail.isdecimal() or int(tail) < 1:
         raise ValueError(f"measure {name!r}: the cutoff after @ must be a positive integer, e.g. {base}@10")
     return entry.with_cutoff(int(tail))
 

@@ -1,5 +1,5 @@
-"""Malformed inputs of the measures and the bounds' empirical term raise errors that name the argument, not numpy's
-conversion messages."""
+"""Edge inputs of the measures, the query-id conversions, the plots and the bounds' empirical term: errors name the
+argument (not numpy's conversion or overflow messages), and no value overflows silently."""
 
 import numpy as np
 import pytest
@@ -55,3 +55,27 @@ def test_plot_inputs_name_the_argument():
         RankLossCurveDisplay(["x"])
     with pytest.raises(ValueError, match="permutation_scores must be"):
         PermutationTestDisplay(0.7, ["a", "b"], 0.1)
+
+
+def test_cutoffs_beyond_int64_are_no_cutoff():
+    y, f, g = np.array([2.0, 0, 1, 1, 0]), np.array([0.3, 0.2, 0.2, 0.5, 0.1]), np.array([0, 0, 0, 1, 1])
+    huge = 2**70
+    assert metrics.err_at_k(y, f, g, k=huge) == metrics.err_at_k(y, f, g)
+    assert metrics.mean_average_precision(y, f, g, k=huge) == metrics.mean_average_precision(y, f, g)
+    # precision@k still divides by k, as trec_eval's P_k
+    assert metrics.precision_at_k(y, f, g, k=huge) == pytest.approx(metrics.precision_at_k(y, f, g, k=5) * 5 / huge,
+                                                                     rel=1e-15)
+
+
+def test_measure_cutoff_must_be_a_decimal_number():
+    with pytest.raises(ValueError, match="the cutoff after @ must be a positive integer"):
+        metrics.get_measure("ndcg@\u00b2")  # a superscript two: str.isdigit() is True, int() refuses it
+    assert metrics.get_measure("ndcg@\u0663").kwargs == {"k": 3}  # an Arabic-Indic three is a decimal digit
+
+
+def test_float_qids_beyond_int64_are_refused_not_merged():
+    from fastrank.utils import groups_from_qid
+
+    with pytest.raises(ValueError, match="whole numbers"):
+        groups_from_qid([1e30, 2e30, 1e30])
+    assert groups_from_qid([2.0**62, -3.0]).tolist() == [2**62, -3]

@@ -79,3 +79,12 @@ def test_float_qids_beyond_int64_are_refused_not_merged():
     with pytest.raises(ValueError, match="whole numbers"):
         groups_from_qid([1e30, 2e30, 1e30])
     assert groups_from_qid([2.0**62, -3.0]).tolist() == [2**62, -3]
+
+
+def test_discount_callable_returning_non_numbers_is_named():
+    y, f = np.array([2.0, 1.0, 0.0]), np.array([0.1, 0.3, 0.2])
+    for bad in (lambda r: np.array(["a"] * 3), lambda r: None, lambda r: [[1.0], [2.0, 3.0], [4.0]]):
+        with pytest.raises(ValueError, match=r"discount\(ranks\) must"):
+            metrics.discounted_error(y, f, discount=bad)
+    assert metrics.discounted_error(y, f, discount=lambda r: (r < 3).astype(int)) == metrics.discounted_error(
+        y, f, discount=lambda r: (r < 3).astype(float))

@@ -498,8 +498,8 @@ def discounted_error(y_true, y_score, groups=None, *, discount="log2", average="
     y, f, gi = _group_setup(y_true, y_score, groups, average, _PER_GROUP)
     rt, rp = _group_average_ranks(y, gi), _group_average_ranks(f, gi)
     if callable(discount):
-        w = np.asarray(discount(rt.copy()), dtype=np.float64)
-        if w.shape != rt.shape or not np.isfinite(w).all() or (w < 0).any():
+        w = _asarray(discount(rt.copy()), "discount(ranks)")
+        if w.shape != rt.shape or w.dtype.kind not in "iufb" or not np.isfinite(w).all() or (w < 0).any():
             raise ValueError("discount(ranks) must return finite non-negative weights, one per rank")
     elif discount == "log2":
         w = 1.0 / np.log2(rt + 1.0)

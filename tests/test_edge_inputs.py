@@ -88,3 +88,14 @@ def test_discount_callable_returning_non_numbers_is_named():
             metrics.discounted_error(y, f, discount=bad)
     assert metrics.discounted_error(y, f, discount=lambda r: (r < 3).astype(int)) == metrics.discounted_error(
         y, f, discount=lambda r: (r < 3).astype(float))
+
+
+def test_ragged_query_ids_and_sizes_name_the_argument():
+    from fastrank import utils
+
+    with pytest.raises(ValueError, match="^groups must be"):
+        utils.group_order([[1, 2], [3]])
+    with pytest.raises(ValueError, match="^qid must be"):
+        utils.groups_from_qid([[1, 2], [3]])
+    with pytest.raises(ValueError, match="^sizes must be"):
+        utils.groups_from_sizes([[1, 2], [3]])

@@ -24,13 +24,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._validation import check_int
+from ._validation import _asarray, check_int
 
 __all__ = ["groups_from_sizes", "sizes_from_groups", "groups_from_qid", "qid_from_groups", "group_order"]
 
 
 def _ids(groups, name):
-    g = np.asarray(groups)
+    g = _asarray(groups, name)
     if g.ndim != 1:
         raise ValueError(f"{name} must be 1-D with one id per row, got shape {g.shape}")
     if g.dtype == object or g.dtype.kind == "c":
@@ -59,7 +59,7 @@ def groups_from_sizes(sizes, n_samples=None):
     """Per-row query ids 0, 1, ... (an int64 array of length ``sum(sizes)``, group k's rows get id k) from
     LightGBM-style group sizes of consecutive blocks: ``sizes`` a 1-D array of positive integers (LightGBM's ``group``;
     the lines of a ``.query`` file); ``n_samples``, if given, the number of rows they must add up to."""
-    s = np.asarray(sizes)
+    s = _asarray(sizes, "sizes")
     if s.ndim != 1:
         raise ValueError(f"sizes must be a 1-D array of group sizes, got shape {s.shape}")
     if s.size and s.dtype.kind == "f":

@@ -636,7 +636,7 @@ def _ranked_relevance(y_true, y_score, groups, k, relevance_threshold, average, 
     thr = check_real(relevance_threshold, "relevance_threshold", "a finite number")
     rk = _Ranked(*_group_setup(y_true, y_score, groups, average, _PER_GROUP))
     rel = (rk.ys > thr).astype(np.float64)
-    # a cutoff beyond the largest group cuts nothing (and fits an int64)
+    # a cutoff beyond the rows cuts nothing (and then fits an int64)
     k = None if k is None else min(k, rk.ys.shape[0])
     return rk, k, rel, np.bincount(rk.gs, weights=rel, minlength=rk.G)
 

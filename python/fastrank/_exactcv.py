@@ -191,24 +191,20 @@ class DualRoute(_Route):
     def decompose(self):
         """V, sigma with S K S = V diag(sigma) V^T (rank-r factor on the low-rank route)."""
         if self._V is None:
-            with stage("spectral factor of S K S", verbose=self.verbose):
-                self._decompose()
+            with stage("spectral factor of S K S", verbose=self.verbose), compute_region(self.n_threads):
+                if self.low_rank:
+                    SX = self.problem.apply_S(self.Xd)
+                    lam, W = np.linalg.eigh(SX.T @ SX)
+                    keep = lam > max(lam.max(), 0.0) * max(SX.shape) * np.finfo(np.float64).eps
+                    if not np.any(keep):
+                        self._V, self._sigma = np.zeros((self.m, 1), order="F"), np.zeros(1)
+                    else:
+                        self._V = np.asfortranarray(SX @ (W[:, keep] / np.sqrt(lam[keep])))
+                        self._sigma = np.ascontiguousarray(lam[keep])
+                    self._SX = SX
+                else:
+                    self._V, self._sigma = _core.cv_spectral(self.K, *self.group_args, self.n_threads)
         return self._V, self._sigma
-
-    @_in_region
-    def _decompose(self):
-        if self.low_rank:
-            SX = self.problem.apply_S(self.Xd)
-            lam, W = np.linalg.eigh(SX.T @ SX)
-            keep = lam > max(lam.max(), 0.0) * max(SX.shape) * np.finfo(np.float64).eps
-            if not np.any(keep):
-                self._V, self._sigma = np.zeros((self.m, 1), order="F"), np.zeros(1)
-            else:
-                self._V = np.asfortranarray(SX @ (W[:, keep] / np.sqrt(lam[keep])))
-                self._sigma = np.ascontiguousarray(lam[keep])
-            self._SX = SX
-        else:
-            self._V, self._sigma = _core.cv_spectral(self.K, *self.group_args, self.n_threads)
 
     @_in_region
     def P(self):
@@ -710,8 +706,6 @@ class HoldoutEngine(_OnProblem):
     # ---- hold-out sets -----------------------------------------------------------------------------
     def holdout(self, sets, alpha=None):
         """Predictions for each set (list of index arrays, caller's order) in one concatenation."""
-        if not sets:
-            return np.zeros((0, self.Y.shape[1]))
         if alpha is None and self.spec.C is not None:
             # MPRank: sets of one size share the retrained alpha; one pass per distinct size
             sizes = np.array([len(s) for s in sets])
@@ -855,12 +849,10 @@ class PreferenceRoute:
 def _graph_system(g, m):
     """Dense L = M W^2 M^T (eq. 18: four updates per edge) and b = M N (m, v) of a preference graph: edge e adds
     w_e^2 z_e to its head and subtracts it from its tail."""
-    w2 = g.weight ** 2
+    h, t, w2 = g.head, g.tail, g.weight ** 2
     L = np.zeros((m, m))
-    for rows, cols, sign in ((g.head, g.head, 1), (g.tail, g.tail, 1), (g.head, g.tail, -1), (g.tail, g.head, -1)):
-        np.add.at(L, (rows, cols), sign * w2)
+    np.add.at(L, (np.r_[h, t, h, t], np.r_[h, t, t, h]), np.r_[w2, w2, -w2, -w2])
     contrib = w2[:, None] * g.target
     b = np.zeros((m, g.target.shape[1]))
-    np.add.at(b, g.head, contrib)
-    np.add.at(b, g.tail, -contrib)
+    np.add.at(b, np.r_[h, t], np.r_[contrib, -contrib])
     return L, b

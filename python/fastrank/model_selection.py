@@ -195,10 +195,9 @@ def mprank_loo_approximation(estimator, X, y):
         Uii, Ujj, Uij, Uji = U[i, i], U[j, j], U[i, j], U[j, i]
         # eq. 27 (rows of U sum to zero): V_ab = U_ab + (U_aa + U_ab)/(m-2) for b in the pair;
         # the diagonal entries take the sum over k outside the PAIR {i, j}, not outside {i}.
-        Vij = Uij + (Uii + Uij) / (m - 2)
-        Vii = Uii + (Uii + Uij) / (m - 2)
-        Vji = Uji + (Ujj + Uji) / (m - 2)
-        Vjj = Ujj + (Ujj + Uji) / (m - 2)
+        ri, rj = (Uii + Uij) / (m - 2), (Ujj + Uji) / (m - 2)
+        Vij, Vii = Uij + ri, Uii + ri
+        Vji, Vjj = Uji + rj, Ujj + rj
         ei, ej = h[i] - yv[i], h[j] - yv[j]
         den = (1 - Vjj) * (1 - Vii) - Vij * Vji
         return yv[i] + ((1 - Vjj) * ei + Vij * ej - ((Vii + Vij) * (1 - Vjj) + (Vjj + Vji) * Vij) * dbar) / den

@@ -161,7 +161,7 @@ class DualRoute(_Route):
         self.Xd = np.ascontiguousarray(self.Xg.toarray() if issparse(self.Xg) else self.Xg) if low_rank else None
         self.Yg = self.problem.targets_grouped()
         self.group_args = (self.groups.order, self.groups.offsets, self.problem.pair_weight())
-        self._V = self._sigma = self._P = self._SX = None
+        self._V = self._sigma = self._SX = None
         self._path_coef = {}  # alpha -> dual coefficients (group order) from leave_group_out_path
 
     @functools.cached_property
@@ -206,16 +206,14 @@ class DualRoute(_Route):
                     self._V, self._sigma = _core.cv_spectral(self.K, *self.group_args, self.n_threads)
         return self._V, self._sigma
 
+    @functools.cached_property
     @_in_region
     def P(self):
         """K S V (in group order)."""
-        if self._P is None:
-            V, _ = self.decompose()
-            if self.low_rank:
-                self._P = np.asfortranarray(self.Xd @ (self._SX.T @ V))  # K S V = X (S X)^T V
-            else:
-                self._P = _core.cv_ksv(self.K, *self.group_args, V)
-        return self._P
+        V, _ = self.decompose()
+        if self.low_rank:
+            return np.asfortranarray(self.Xd @ (self._SX.T @ V))  # K S V = X (S X)^T V
+        return _core.cv_ksv(self.K, *self.group_args, V)
 
     # the pair kernels of _core (Cholesky object, Cholesky query, spectral object, spectral query): predictions, or
     # their disagreement accumulated in C++ threads without materialising the (n_pairs, 2, v) predictions
@@ -237,7 +235,7 @@ class DualRoute(_Route):
         if not self.grouped:
             M, mu, h = _core.cv_object_prepare(self.K, V, sigma, self.c, alpha, self.Yg)
             return spectral_object(M, mu, h, self.Yg, self.c, pairs, self.n_threads)
-        return spectral_query(self.P(), V, sigma, *self.group_args, alpha, self.Yg, pg, self.n_threads)
+        return spectral_query(self.P, V, sigma, *self.group_args, alpha, self.Yg, pg, self.n_threads)
 
     @_in_region
     def holdout(self, sets, alpha):
@@ -248,7 +246,7 @@ class DualRoute(_Route):
         if not self.grouped:
             return _core.cv_object_holdout(self.K, V, sigma, self.c, alpha, self.Yg, rows, fold_offsets)
         rg = self.groups.inverse[rows].astype(np.int64)
-        return _core.cv_group_holdout(self.P(), V, sigma, *self.group_args, alpha, self.Yg, rg, fold_offsets)
+        return _core.cv_group_holdout(self.P, V, sigma, *self.group_args, alpha, self.Yg, rg, fold_offsets)
 
     @_in_region
     def leave_group_out(self, alpha):

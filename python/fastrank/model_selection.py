@@ -181,7 +181,7 @@ def mprank_loo_approximation(estimator, X, y):
     m, alpha = prob.m, prob.alpha
     yv = prob.Y[:, 0]
     V, sigma = prob.decompose()
-    P = prob.dual.P()
+    P = prob.dual.P
     s = np.sqrt(m * prob.dual.c)
     SV = s * (V - V.mean(axis=0))
     U = (P / (sigma + alpha)) @ SV.T  # hat matrix: f = U y, rows sum to zero
@@ -208,10 +208,9 @@ def mprank_loo_approximation(estimator, X, y):
         approx_pred[at:at + m, 0] = held_out(i, j)
         approx_pred[at:at + m, 1] = held_out(j, i)
     del U
-    i, j = pairs[:, 0], pairs[:, 1]
-    approx = float(np.mean(((approx_pred[:, 1] - yv[j]) - (approx_pred[:, 0] - yv[i])) ** 2))
     exact_pred = prob.lpo(pairs)
-    ex = float(np.mean(((exact_pred[:, 1] - yv[j]) - (exact_pred[:, 0] - yv[i])) ** 2))
+    i, j = pairs[:, 0], pairs[:, 1]
+    approx, ex = (float(np.mean(((f[:, 1] - yv[j]) - (f[:, 0] - yv[i])) ** 2)) for f in (approx_pred, exact_pred))
     return MPRankLOO(approx, ex, pairs, approx_pred, exact_pred)
 
 

@@ -30,7 +30,7 @@ import scipy.sparse as sp
 
 from . import _core
 from ._problem import pair_weights
-from ._validation import group_index
+from ._validation import as_targets, group_index
 
 __all__ = [
     "linear_features",
@@ -121,11 +121,7 @@ def _core_args(Phi, Y, codes, n_groups, normalized, pair_weight, groups):
     (``groups``, their GroupIndex, as it is when given) and the pair weight c_q of every group (``pair_weight``, else
     1 / n_q with ``normalized``, else 1); and that GroupIndex."""
     m = Phi.shape[0]
-    Y = np.asarray(Y, dtype=np.float64)
-    if Y.ndim == 1:
-        Y = Y[:, None]
-    if Y.shape[0] != m:
-        raise ValueError(f"y must have {m} rows, got {Y.shape[0]}")
+    Y = as_targets(Y, m)[0]
     gi = groups
     if gi is None:
         codes = np.asarray(codes, dtype=np.int64)

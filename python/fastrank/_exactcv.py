@@ -54,9 +54,9 @@ class CVSpec:
     n_jobs: int | None = None
 
     def __post_init__(self):
-        if (self.alpha is None) == (self.C is None):
+        if self.alpha is not None and self.C is not None:
             raise ValueError("a CVSpec needs exactly one of alpha (RankRLS) and C (MPRank)")
-        name = "alpha" if self.alpha is not None else "C"
+        name = "alpha" if self.C is None else "C"  # C=None: RankRLS, whose alpha check_alpha names
         object.__setattr__(self, name, check_alpha(getattr(self, name), name))
         if self.solver not in _SOLVERS:
             raise ValueError(f"exact cross-validation needs the dense solver (solver in {_SOLVERS}); got "

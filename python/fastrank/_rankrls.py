@@ -237,8 +237,8 @@ class MPRank(_RankRLSBase):
 
     def _cv_spec(self):
         """The validated model record the exact cross-validation engine retrains at fixed C."""
-        return CVSpec(alpha=None, C=self.C, kernel=self.kernel, gamma=self.gamma, degree=self.degree, coef0=self.coef0,
-                      solver=self.solver, n_jobs=self.n_jobs)
+        return CVSpec(alpha=None, C=check_alpha(self.C, "C"), kernel=self.kernel, gamma=self.gamma, degree=self.degree,
+                      coef0=self.coef0, solver=self.solver, n_jobs=self.n_jobs)
 
     def fit(self, X, y, groups=None):
         """Fit from real-valued scores y (m,) or (m, v) on all pairs, or (with ``groups``, one id per row) on the pairs

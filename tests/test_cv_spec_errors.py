@@ -1,0 +1,17 @@
+"""Exact cross-validation of an estimator with a missing regularization value names the estimator's parameter
+(alpha for RankRLS, C for MPRank), as its fit does, not the engine's internal model record."""
+import numpy as np
+import pytest
+
+import fastrank
+from fastrank import model_selection as ms
+
+
+@pytest.mark.parametrize("est, name", [(fastrank.RankRLS(alpha=None), "alpha"), (fastrank.MPRank(C=None), "C")])
+def test_missing_regularization_names_the_parameter(est, name):
+    rng = np.random.default_rng(0)
+    X, y = rng.standard_normal((8, 2)), rng.standard_normal(8)
+    with pytest.raises(TypeError, match=f"^{name} must be a positive real number, got None"):
+        ms.leave_pair_out(est, X, y)
+    with pytest.raises(TypeError, match=f"^{name} must be a positive real number, got None"):
+        est.fit(X, y)

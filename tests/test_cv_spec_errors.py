@@ -15,3 +15,15 @@ def test_missing_regularization_names_the_parameter(est, name):
         ms.leave_pair_out(est, X, y)
     with pytest.raises(TypeError, match=f"^{name} must be a positive real number, got None"):
         est.fit(X, y)
+
+
+@pytest.mark.parametrize("value", ["no", 0])
+def test_exclude_ties_must_be_a_bool_as_in_fit(value):
+    # "no" is truthy: exact CV used to exclude the ties that the string asked to keep
+    rng = np.random.default_rng(0)
+    X, y = rng.standard_normal((8, 2)), rng.integers(0, 3, 8).astype(float)
+    est = fastrank.RankRLS(exclude_ties=value)
+    with pytest.raises(ValueError, match="exclude_ties must be True or False"):
+        est.fit(X, y)
+    with pytest.raises(ValueError, match="exclude_ties must be True or False"):
+        ms.leave_pair_out(est, X, y)

@@ -27,3 +27,14 @@ def test_exclude_ties_must_be_a_bool_as_in_fit(value):
         est.fit(X, y)
     with pytest.raises(ValueError, match="exclude_ties must be True or False"):
         ms.leave_pair_out(est, X, y)
+
+
+@pytest.mark.parametrize("y, message", [(np.array(list("abcdefgh")), "y must be real-valued numbers"),
+                                        (np.arange(8) + 1j, "Complex data not supported")])
+def test_permutation_test_checks_y_as_fit_does(y, message):
+    # a raw numpy "could not convert string to float", and complex targets silently cut to their real part, before
+    X = np.random.default_rng(0).standard_normal((8, 2))
+    with pytest.raises(ValueError, match=message):
+        fastrank.RankRLS().fit(X, y)
+    with pytest.raises(ValueError, match=message):
+        ms.permutation_test_lpo(fastrank.RankRLS(), X, y, n_permutations=3)

@@ -40,7 +40,7 @@ from ._memory import check_dense_memory
 from ._problem import RankingProblem
 from ._rankrls import RankRLS
 from ._progress import stage
-from ._validation import check_alpha, check_int, group_index, pair_disagreement
+from ._validation import as_targets, check_alpha, check_int, group_index, pair_disagreement
 
 __all__ = ["leave_pair_out", "leave_group_out", "holdout_predictions", "preference_holdout_predictions",
            "kfold_predictions", "permutation_test_lpo", "mprank_loo_approximation", "pairwise_disagreement",
@@ -130,16 +130,17 @@ def permutation_test_lpo(estimator, X, y, n_permutations=100, random_state=None,
     y = np.asarray(y)
     if y.ndim != 1:
         raise ValueError("permutation_test_lpo needs a 1-D y")
+    y = as_targets(y, y.shape[0])[0][:, 0]  # real and finite, as fit checks it
     rng = check_random_state(random_state)
     m = y.shape[0]
     gi = group_index(groups, m)  # None: one group of every row, so each draw is rng.permutation(m)
-    cols = [y.astype(np.float64)]
+    cols = [y]
     blocks = np.split(gi.order, gi.offsets[1:-1])
     for _ in range(n_permutations):
         perm = np.arange(m)
         for members in blocks:
             perm[members] = members[rng.permutation(members.size)]
-        cols.append(y[perm].astype(np.float64))
+        cols.append(y[perm])
     Y = np.column_stack(cols)
     prob = engine_for(estimator, X, Y, groups, min_rows=3, verbose=verbose)
     pairs = prob.training_pairs(required=True)

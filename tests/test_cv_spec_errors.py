@@ -38,3 +38,13 @@ def test_permutation_test_checks_y_as_fit_does(y, message):
         fastrank.RankRLS().fit(X, y)
     with pytest.raises(ValueError, match=message):
         ms.permutation_test_lpo(fastrank.RankRLS(), X, y, n_permutations=3)
+
+
+def test_rankrlscv_default_cv_checks_groups_as_fit_does():
+    # the default cv counted the distinct ids with np.unique: numpy's raw "'<' not supported between instances"
+    rng = np.random.default_rng(0)
+    X, y = rng.standard_normal((8, 2)), rng.standard_normal(8)
+    groups = np.array([1, "a", 2, "b", 1, "a", 2, "b"], dtype=object)
+    for est in (fastrank.RankRLS(), fastrank.RankRLSCV(alphas=[1.0])):
+        with pytest.raises(TypeError, match="group ids must be mutually comparable"):
+            est.fit(X, y, groups)

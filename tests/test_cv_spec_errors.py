@@ -48,3 +48,15 @@ def test_rankrlscv_default_cv_checks_groups_as_fit_does():
     for est in (fastrank.RankRLS(), fastrank.RankRLSCV(alphas=[1.0])):
         with pytest.raises(TypeError, match="group ids must be mutually comparable"):
             est.fit(X, y, groups)
+
+
+@pytest.mark.parametrize("folds", [3.0, True, None, "abc", object()])
+def test_folds_of_no_accepted_kind_raise_a_named_error(folds):
+    # were Python's raw "'float' object is not iterable" or, for a string, "split() takes at most 2 arguments"
+    rng = np.random.default_rng(0)
+    X, y = rng.standard_normal((8, 2)), rng.standard_normal(8)
+    with pytest.raises(TypeError, match="folds .* must be an int k >= 2, .*, got"):
+        ms.kfold_predictions(fastrank.RankRLS(), X, y, folds)
+    if not isinstance(folds, str) and folds is not None:  # cv=None and strings are RankRLSCV's own schemes
+        with pytest.raises(TypeError, match="folds .* must be an int k >= 2, .*, got"):
+            fastrank.RankRLSCV(alphas=[1.0], cv=folds).fit(X, y)

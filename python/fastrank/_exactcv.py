@@ -775,6 +775,9 @@ def resolve_folds(folds, engine, groups=None):
             raise ValueError(f"cannot make {k} folds from {n} {unit}")
         # whole groups round-robin (as fold labels), else contiguous folds
         folds = (np.arange(n) % k)[gi.codes] if engine.grouped else np.array_split(np.arange(m), k)
+    if isinstance(folds, (str, numbers.Number)) or not (hasattr(folds, "split") or np.iterable(folds)):
+        raise TypeError(f"folds (RankRLSCV's cv) must be an int k >= 2, (m,) fold labels, a sequence of index arrays "
+                        f"or a scikit-learn splitter, got {folds!r}")
     if hasattr(folds, "split"):
         sets = [np.asarray(te) for _, te in folds.split(np.zeros((m, 1)), None, groups)]
     elif isinstance(folds, np.ndarray) and folds.ndim == 1 and folds.shape[0] == m and folds.dtype != object \

@@ -60,3 +60,14 @@ def test_folds_of_no_accepted_kind_raise_a_named_error(folds):
     if not isinstance(folds, str) and folds is not None:  # cv=None and strings are RankRLSCV's own schemes
         with pytest.raises(TypeError, match="folds .* must be an int k >= 2, .*, got"):
             fastrank.RankRLSCV(alphas=[1.0], cv=folds).fit(X, y)
+
+
+@pytest.mark.parametrize("test_sets", [None, 3])
+def test_test_sets_that_are_no_sequence_raise_a_named_error(test_sets):
+    # were Python's raw "'NoneType' object is not iterable"
+    rng = np.random.default_rng(0)
+    X, y = rng.standard_normal((8, 2)), rng.standard_normal(8)
+    with pytest.raises(TypeError, match="test_sets must be a sequence of index arrays or boolean masks, got"):
+        ms.holdout_predictions(fastrank.RankRLS(), X, y, test_sets)
+    with pytest.raises(TypeError, match="test_sets must be a sequence of index arrays or boolean masks, got"):
+        ms.preference_holdout_predictions(fastrank.RankRLS(), X, [[0, 1], [1, 2]], test_sets)

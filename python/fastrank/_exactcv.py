@@ -753,6 +753,8 @@ class HoldoutEngine(_OnProblem):
 def check_sets(sets, m, *, min_train=2):
     """Hold-out index sets (arrays or boolean masks) as int64 arrays: non-empty, in range, no repeats, each leaving
     at least ``min_train`` training inputs."""
+    if isinstance(sets, (str, numbers.Number)) or not np.iterable(sets):
+        raise TypeError(f"test_sets must be a sequence of index arrays or boolean masks, got {sets!r}")
     checked = []
     for k, s in enumerate(sets):
         s = check_indices(s, m, f"hold-out set {k}")

@@ -95,7 +95,7 @@ def preference_holdout_predictions(estimator, X, pairs, test_sets, magnitudes=No
                          "solver='cg')")
     problem = RankingProblem.from_preferences(X, pairs, magnitudes, cost, weights=weights, precomputed=spec.precomputed,
                                               allow_sparse=True)
-    sets = check_sets(list(test_sets), problem.m, min_train=2)
+    sets = check_sets(test_sets, problem.m, min_train=2)
     out = PreferenceRoute(problem, spec).holdout(sets, spec.alpha_for(problem.m))
     return [o[:, 0] for o in out]
 
@@ -239,7 +239,7 @@ class Factorization:
 
     def holdout_predictions(self, test_sets, *, alpha=None):
         eng = self._engine
-        sets = eng.check_sets(list(test_sets))
+        sets = eng.check_sets(test_sets)
         if not sets:  # np.split would return the one empty block
             return []
         out = eng.holdout(sets, alpha)

@@ -737,7 +737,6 @@ class HoldoutEngine(_OnProblem):
         """(n_alphas, m, v) leave-group-out predictions for a grid of alphas: dense kernel models with 5 or more
         alphas share one eigendecomposition (``cv_leave_group_out_path``, about 4-5 Cholesky leave-group-outs at m =
         2000); other models and short grids take one leave-group-out per alpha."""
-        alphas = np.asarray(alphas, dtype=np.float64)
         if self.spec.C is not None or self._route() is not self.dual or alphas.size < 5:
             return np.stack([self.leave_group_out(float(a)) for a in alphas])
         return self.dual.leave_group_out_path(alphas)

@@ -13,7 +13,7 @@ from .metrics import Measure, RankingScorer, get_measure, measure_names
 from ._exactcv import engine_for, resolve_folds
 from ._solvers import one_conditioning_warning
 from ._progress import progress
-from ._validation import check_alphas
+from ._validation import check_alphas, group_index
 
 __all__ = ["RankRLSCV", "MPRankCV"]
 
@@ -143,7 +143,7 @@ class RankRLSCV(_ExactCVSearch):
         base = self._base()
         cv = self.cv
         if cv is None:
-            cv = "lgo" if groups is not None and np.unique(np.asarray(groups)).size >= 2 else "lpo"
+            cv = "lgo" if groups is not None and group_index(groups, np.size(groups)).n_groups >= 2 else "lpo"
         elif isinstance(cv, str) and cv not in ("lpo", "lgo"):
             raise ValueError(f"cv must be None, 'lpo', 'lgo', an int, fold labels, index sets or a splitter; "
                              f"got {cv!r}")

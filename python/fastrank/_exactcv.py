@@ -54,9 +54,9 @@ class CVSpec:
     n_jobs: int | None = None
 
     def __post_init__(self):
-        if (self.alpha is None) == (self.C is None):
+        if self.alpha is not None and self.C is not None:
             raise ValueError("a CVSpec needs exactly one of alpha (RankRLS) and C (MPRank)")
-        name = "alpha" if self.alpha is not None else "C"
+        name = "alpha" if self.C is None else "C"  # C=None: RankRLS, whose alpha check_alpha names
         object.__setattr__(self, name, check_alpha(getattr(self, name), name))
         if self.solver not in _SOLVERS:
             raise ValueError(f"exact cross-validation needs the dense solver (solver in {_SOLVERS}); got "
@@ -161,7 +161,7 @@ class DualRoute(_Route):
         self.Xd = np.ascontiguousarray(self.Xg.toarray() if issparse(self.Xg) else self.Xg) if low_rank else None
         self.Yg = self.problem.targets_grouped()
         self.group_args = (self.groups.order, self.groups.offsets, self.problem.pair_weight())
-        self._V = self._sigma = self._P = self._SX = None
+        self._V = self._sigma = self._SX = None
         self._path_coef = {}  # alpha -> dual coefficients (group order) from leave_group_out_path
 
     @functools.cached_property
@@ -191,35 +191,29 @@ class DualRoute(_Route):
     def decompose(self):
         """V, sigma with S K S = V diag(sigma) V^T (rank-r factor on the low-rank route)."""
         if self._V is None:
-            with stage("spectral factor of S K S", verbose=self.verbose):
-                self._decompose()
+            with stage("spectral factor of S K S", verbose=self.verbose), compute_region(self.n_threads):
+                if self.low_rank:
+                    SX = self.problem.apply_S(self.Xd)
+                    lam, W = np.linalg.eigh(SX.T @ SX)
+                    keep = lam > max(lam.max(), 0.0) * max(SX.shape) * np.finfo(np.float64).eps
+                    if not np.any(keep):
+                        self._V, self._sigma = np.zeros((self.m, 1), order="F"), np.zeros(1)
+                    else:
+                        self._V = np.asfortranarray(SX @ (W[:, keep] / np.sqrt(lam[keep])))
+                        self._sigma = np.ascontiguousarray(lam[keep])
+                    self._SX = SX
+                else:
+                    self._V, self._sigma = _core.cv_spectral(self.K, *self.group_args, self.n_threads)
         return self._V, self._sigma
 
-    @_in_region
-    def _decompose(self):
-        if self.low_rank:
-            SX = self.problem.apply_S(self.Xd)
-            lam, W = np.linalg.eigh(SX.T @ SX)
-            keep = lam > max(lam.max(), 0.0) * max(SX.shape) * np.finfo(np.float64).eps
-            if not np.any(keep):
-                self._V, self._sigma = np.zeros((self.m, 1), order="F"), np.zeros(1)
-            else:
-                self._V = np.asfortranarray(SX @ (W[:, keep] / np.sqrt(lam[keep])))
-                self._sigma = np.ascontiguousarray(lam[keep])
-            self._SX = SX
-        else:
-            self._V, self._sigma = _core.cv_spectral(self.K, *self.group_args, self.n_threads)
-
+    @functools.cached_property
     @_in_region
     def P(self):
         """K S V (in group order)."""
-        if self._P is None:
-            V, _ = self.decompose()
-            if self.low_rank:
-                self._P = np.asfortranarray(self.Xd @ (self._SX.T @ V))  # K S V = X (S X)^T V
-            else:
-                self._P = _core.cv_ksv(self.K, *self.group_args, V)
-        return self._P
+        V, _ = self.decompose()
+        if self.low_rank:
+            return np.asfortranarray(self.Xd @ (self._SX.T @ V))  # K S V = X (S X)^T V
+        return _core.cv_ksv(self.K, *self.group_args, V)
 
     # the pair kernels of _core (Cholesky object, Cholesky query, spectral object, spectral query): predictions, or
     # their disagreement accumulated in C++ threads without materialising the (n_pairs, 2, v) predictions
@@ -241,7 +235,7 @@ class DualRoute(_Route):
         if not self.grouped:
             M, mu, h = _core.cv_object_prepare(self.K, V, sigma, self.c, alpha, self.Yg)
             return spectral_object(M, mu, h, self.Yg, self.c, pairs, self.n_threads)
-        return spectral_query(self.P(), V, sigma, *self.group_args, alpha, self.Yg, pg, self.n_threads)
+        return spectral_query(self.P, V, sigma, *self.group_args, alpha, self.Yg, pg, self.n_threads)
 
     @_in_region
     def holdout(self, sets, alpha):
@@ -252,7 +246,7 @@ class DualRoute(_Route):
         if not self.grouped:
             return _core.cv_object_holdout(self.K, V, sigma, self.c, alpha, self.Yg, rows, fold_offsets)
         rg = self.groups.inverse[rows].astype(np.int64)
-        return _core.cv_group_holdout(self.P(), V, sigma, *self.group_args, alpha, self.Yg, rg, fold_offsets)
+        return _core.cv_group_holdout(self.P, V, sigma, *self.group_args, alpha, self.Yg, rg, fold_offsets)
 
     @_in_region
     def leave_group_out(self, alpha):
@@ -710,8 +704,6 @@ class HoldoutEngine(_OnProblem):
     # ---- hold-out sets -----------------------------------------------------------------------------
     def holdout(self, sets, alpha=None):
         """Predictions for each set (list of index arrays, caller's order) in one concatenation."""
-        if not sets:
-            return np.zeros((0, self.Y.shape[1]))
         if alpha is None and self.spec.C is not None:
             # MPRank: sets of one size share the retrained alpha; one pass per distinct size
             sizes = np.array([len(s) for s in sets])
@@ -745,7 +737,6 @@ class HoldoutEngine(_OnProblem):
         """(n_alphas, m, v) leave-group-out predictions for a grid of alphas: dense kernel models with 5 or more
         alphas share one eigendecomposition (``cv_leave_group_out_path``, about 4-5 Cholesky leave-group-outs at m =
         2000); other models and short grids take one leave-group-out per alpha."""
-        alphas = np.asarray(alphas, dtype=np.float64)
         if self.spec.C is not None or self._route() is not self.dual or alphas.size < 5:
             return np.stack([self.leave_group_out(float(a)) for a in alphas])
         return self.dual.leave_group_out_path(alphas)
@@ -761,6 +752,8 @@ class HoldoutEngine(_OnProblem):
 def check_sets(sets, m, *, min_train=2):
     """Hold-out index sets (arrays or boolean masks) as int64 arrays: non-empty, in range, no repeats, each leaving
     at least ``min_train`` training inputs."""
+    if isinstance(sets, (str, numbers.Number)) or not np.iterable(sets):
+        raise TypeError(f"test_sets must be a sequence of index arrays or boolean masks, got {sets!r}")
     checked = []
     for k, s in enumerate(sets):
         s = check_indices(s, m, f"hold-out set {k}")
@@ -783,6 +776,9 @@ def resolve_folds(folds, engine, groups=None):
             raise ValueError(f"cannot make {k} folds from {n} {unit}")
         # whole groups round-robin (as fold labels), else contiguous folds
         folds = (np.arange(n) % k)[gi.codes] if engine.grouped else np.array_split(np.arange(m), k)
+    if isinstance(folds, (str, numbers.Number)) or not (hasattr(folds, "split") or np.iterable(folds)):
+        raise TypeError(f"folds (RankRLSCV's cv) must be an int k >= 2, (m,) fold labels, a sequence of index arrays "
+                        f"or a scikit-learn splitter, got {folds!r}")
     if hasattr(folds, "split"):
         sets = [np.asarray(te) for _, te in folds.split(np.zeros((m, 1)), None, groups)]
     elif isinstance(folds, np.ndarray) and folds.ndim == 1 and folds.shape[0] == m and folds.dtype != object \
@@ -855,12 +851,10 @@ class PreferenceRoute:
 def _graph_system(g, m):
     """Dense L = M W^2 M^T (eq. 18: four updates per edge) and b = M N (m, v) of a preference graph: edge e adds
     w_e^2 z_e to its head and subtracts it from its tail."""
-    w2 = g.weight ** 2
+    h, t, w2 = g.head, g.tail, g.weight ** 2
     L = np.zeros((m, m))
-    for rows, cols, sign in ((g.head, g.head, 1), (g.tail, g.tail, 1), (g.head, g.tail, -1), (g.tail, g.head, -1)):
-        np.add.at(L, (rows, cols), sign * w2)
+    np.add.at(L, (np.r_[h, t, h, t], np.r_[h, t, t, h]), np.r_[w2, w2, -w2, -w2])
     contrib = w2[:, None] * g.target
     b = np.zeros((m, g.target.shape[1]))
-    np.add.at(b, g.head, contrib)
-    np.add.at(b, g.tail, -contrib)
+    np.add.at(b, np.r_[h, t], np.r_[contrib, -contrib])
     return L, b

@@ -30,7 +30,7 @@ import scipy.sparse as sp
 
 from . import _core
 from ._problem import pair_weights
-from ._validation import group_index
+from ._validation import as_targets, group_index
 
 __all__ = [
     "linear_features",
@@ -65,46 +65,44 @@ def basis_features(KR, KRR):
     return np.asarray(KR, dtype=np.float64) @ B, B
 
 
-class _Centred:
-    """Group-centred features and targets with the per-group pieces the hold-out update needs."""
+def feature_holdout(Phi, Y, codes, n_groups, alpha, sets, *, normalized=False, pair_weight=None):
+    """Exact hold-out predictions of a feature-space RankRLS (linear kernel or basis model): a list of (|U|, v) arrays,
+    one per set of ``sets`` (1-D int arrays, validated: unique, in range, each leaving a training pair)."""
+    (Phi, Y, _, _, cw), gi = _core_args(Phi, Y, codes, n_groups, normalized, pair_weight, None)
+    codes, sizes = gi.codes, gi.sizes.astype(np.float64)
 
-    def __init__(self, Phi, Y, gi, cw, alpha):
-        self.codes = gi.codes
-        self.sizes = gi.sizes.astype(np.float64)
-        self.cw = cw
-        self.Phi = Phi  # dense: p is small, the centred copy is m x p
-        self.Xc, self.Yc = self._centred(Phi, gi.n_groups), self._centred(Y, gi.n_groups)
-        w = np.sqrt(self.cw * self.sizes)[self.codes][:, None]  # S's scale s_q per row
-        SX, SY = w * self.Xc, w * self.Yc
-        self.A = SX.T @ SX  # X^T L X (eq. 30)
-        self.b = SX.T @ SY
-        self.alpha = float(alpha)
-        self.rows = np.split(gi.order, gi.offsets[1:-1])
+    def centred(A):
+        mean = np.zeros((gi.n_groups, A.shape[1]))
+        np.add.at(mean, codes, A)
+        mean /= sizes[:, None]
+        return A - mean[codes]
 
-    def _centred(self, A, n_groups):
-        mean = np.zeros((n_groups, A.shape[1]))
-        np.add.at(mean, self.codes, A)
-        mean /= self.sizes[:, None]
-        return A - mean[self.codes]
+    Xc, Yc = centred(Phi), centred(Y)  # Phi dense: p is small, the centred copy is m x p
+    w = np.sqrt(cw * sizes)[codes][:, None]  # S's scale s_q per row
+    SX, SY = w * Xc, w * Yc
+    XLX, XLy = SX.T @ SX, SX.T @ SY  # eq. 30
+    rows = np.split(gi.order, gi.offsets[1:-1])
+    cache = {}
 
-    def group_terms(self, q):
-        rows = self.rows[q]
-        Xq, Yq = self.Xc[rows], self.Yc[rows]
-        return Xq.T @ Xq, Xq.T @ Yq
+    def group_terms(q):  # Xc_q^T Xc_q and Xc_q^T Yc_q, kept for at most 64 groups
+        terms = cache.get(q)
+        if terms is None:
+            Xq, Yq = Xc[rows[q]], Yc[rows[q]]
+            terms = (Xq.T @ Xq, Xq.T @ Yq)
+            if n_groups <= 64:
+                cache[q] = terms
+        return terms
 
-    def predict_without(self, U, group_cache=None):
-        """Predictions for the rows U of the model retrained without them."""
+    out = []
+    for U in sets:
         U = np.asarray(U, dtype=np.int64)
-        A = self.A.copy()
-        b = self.b.copy()
-        for q in np.unique(self.codes[U]):
-            Uq = U[self.codes[U] == q]
-            n, c = self.sizes[q], self.cw[q]
+        A, b = XLX.copy(), XLy.copy()
+        for q in np.unique(codes[U]):
+            Uq = U[codes[U] == q]
+            n, c = sizes[q], cw[q]
             k = n - Uq.size
-            P, R = group_cache[q] if group_cache is not None and q in group_cache else self.group_terms(q)
-            if group_cache is not None:
-                group_cache[q] = (P, R)
-            XU, YU = self.Xc[Uq], self.Yc[Uq]
+            P, R = group_terms(q)
+            XU, YU = Xc[Uq], Yc[Uq]
             sU, tU = XU.sum(0), YU.sum(0)
             # remove the full group's term, add the kept rows' term (module docstring)
             A -= c * n * P
@@ -113,18 +111,9 @@ class _Centred:
                 A += c * k * (P - XU.T @ XU - np.outer(sU, sU) / k)
                 b += c * k * (R - XU.T @ YU - np.outer(sU, tU) / k)
         A = 0.5 * (A + A.T)
-        A[np.diag_indices_from(A)] += self.alpha
-        W = scipy.linalg.solve(A, b, assume_a="pos")
-        return self.Phi[U] @ W
-
-
-def feature_holdout(Phi, Y, codes, n_groups, alpha, sets, *, normalized=False, pair_weight=None):
-    """Exact hold-out predictions of a feature-space RankRLS (linear kernel or basis model): a list of (|U|, v) arrays,
-    one per set of ``sets`` (1-D int arrays, validated: unique, in range, each leaving a training pair)."""
-    (Phi, Y, _, _, cw), gi = _core_args(Phi, Y, codes, n_groups, normalized, pair_weight, None)
-    prob = _Centred(Phi, Y, gi, cw, alpha)
-    cache = {} if n_groups <= 64 else None
-    return [prob.predict_without(U, cache) for U in sets]
+        A[np.diag_indices_from(A)] += float(alpha)
+        out.append(Phi[U] @ scipy.linalg.solve(A, b, assume_a="pos"))
+    return out
 
 
 def _core_args(Phi, Y, codes, n_groups, normalized, pair_weight, groups):
@@ -132,11 +121,7 @@ def _core_args(Phi, Y, codes, n_groups, normalized, pair_weight, groups):
     (``groups``, their GroupIndex, as it is when given) and the pair weight c_q of every group (``pair_weight``, else
     1 / n_q with ``normalized``, else 1); and that GroupIndex."""
     m = Phi.shape[0]
-    Y = np.asarray(Y, dtype=np.float64)
-    if Y.ndim == 1:
-        Y = Y[:, None]
-    if Y.shape[0] != m:
-        raise ValueError(f"y must have {m} rows, got {Y.shape[0]}")
+    Y = as_targets(Y, m)[0]
     gi = groups
     if gi is None:
         codes = np.asarray(codes, dtype=np.int64)

@@ -180,7 +180,7 @@ class RankRLS(_RankRLSBase):
         """The validated model record the exact cross-validation engine retrains (fastrank._exactcv)."""
         return CVSpec(alpha=self.alpha, kernel=self.kernel, gamma=self.gamma, degree=self.degree, coef0=self.coef0,
                       group_weighting=self.group_weighting, solver=self.solver, basis_vectors=self.basis_vectors,
-                      random_state=self.random_state, exclude_ties=self.exclude_ties, n_jobs=self.n_jobs)
+                      random_state=self.random_state, exclude_ties=self._exclude_ties(), n_jobs=self.n_jobs)
 
     def _warm_start_coef(self, problem):
         if not self.warm_start or getattr(self, "fit_mode_", None) != "cg" or self.coef_ is None:
@@ -237,8 +237,8 @@ class MPRank(_RankRLSBase):
 
     def _cv_spec(self):
         """The validated model record the exact cross-validation engine retrains at fixed C."""
-        return CVSpec(alpha=None, C=self.C, kernel=self.kernel, gamma=self.gamma, degree=self.degree, coef0=self.coef0,
-                      solver=self.solver, n_jobs=self.n_jobs)
+        return CVSpec(alpha=None, C=check_alpha(self.C, "C"), kernel=self.kernel, gamma=self.gamma, degree=self.degree,
+                      coef0=self.coef0, solver=self.solver, n_jobs=self.n_jobs)
 
     def fit(self, X, y, groups=None):
         """Fit from real-valued scores y (m,) or (m, v) on all pairs, or (with ``groups``, one id per row) on the pairs

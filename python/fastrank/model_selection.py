@@ -40,7 +40,7 @@ from ._memory import check_dense_memory
 from ._problem import RankingProblem
 from ._rankrls import RankRLS
 from ._progress import stage
-from ._validation import check_alpha, check_int, group_index, pair_disagreement
+from ._validation import as_targets, check_alpha, check_int, group_index, pair_disagreement
 
 __all__ = ["leave_pair_out", "leave_group_out", "holdout_predictions", "preference_holdout_predictions",
            "kfold_predictions", "permutation_test_lpo", "mprank_loo_approximation", "pairwise_disagreement",
@@ -95,7 +95,7 @@ def preference_holdout_predictions(estimator, X, pairs, test_sets, magnitudes=No
                          "solver='cg')")
     problem = RankingProblem.from_preferences(X, pairs, magnitudes, cost, weights=weights, precomputed=spec.precomputed,
                                               allow_sparse=True)
-    sets = check_sets(list(test_sets), problem.m, min_train=2)
+    sets = check_sets(test_sets, problem.m, min_train=2)
     out = PreferenceRoute(problem, spec).holdout(sets, spec.alpha_for(problem.m))
     return [o[:, 0] for o in out]
 
@@ -130,16 +130,17 @@ def permutation_test_lpo(estimator, X, y, n_permutations=100, random_state=None,
     y = np.asarray(y)
     if y.ndim != 1:
         raise ValueError("permutation_test_lpo needs a 1-D y")
+    y = as_targets(y, y.shape[0])[0][:, 0]  # real and finite, as fit checks it
     rng = check_random_state(random_state)
     m = y.shape[0]
     gi = group_index(groups, m)  # None: one group of every row, so each draw is rng.permutation(m)
-    cols = [y.astype(np.float64)]
+    cols = [y]
     blocks = np.split(gi.order, gi.offsets[1:-1])
     for _ in range(n_permutations):
         perm = np.arange(m)
         for members in blocks:
             perm[members] = members[rng.permutation(members.size)]
-        cols.append(y[perm].astype(np.float64))
+        cols.append(y[perm])
     Y = np.column_stack(cols)
     prob = engine_for(estimator, X, Y, groups, min_rows=3, verbose=verbose)
     pairs = prob.training_pairs(required=True)
@@ -181,7 +182,7 @@ def mprank_loo_approximation(estimator, X, y):
     m, alpha = prob.m, prob.alpha
     yv = prob.Y[:, 0]
     V, sigma = prob.decompose()
-    P = prob.dual.P()
+    P = prob.dual.P
     s = np.sqrt(m * prob.dual.c)
     SV = s * (V - V.mean(axis=0))
     U = (P / (sigma + alpha)) @ SV.T  # hat matrix: f = U y, rows sum to zero
@@ -195,10 +196,9 @@ def mprank_loo_approximation(estimator, X, y):
         Uii, Ujj, Uij, Uji = U[i, i], U[j, j], U[i, j], U[j, i]
         # eq. 27 (rows of U sum to zero): V_ab = U_ab + (U_aa + U_ab)/(m-2) for b in the pair;
         # the diagonal entries take the sum over k outside the PAIR {i, j}, not outside {i}.
-        Vij = Uij + (Uii + Uij) / (m - 2)
-        Vii = Uii + (Uii + Uij) / (m - 2)
-        Vji = Uji + (Ujj + Uji) / (m - 2)
-        Vjj = Ujj + (Ujj + Uji) / (m - 2)
+        ri, rj = (Uii + Uij) / (m - 2), (Ujj + Uji) / (m - 2)
+        Vij, Vii = Uij + ri, Uii + ri
+        Vji, Vjj = Uji + rj, Ujj + rj
         ei, ej = h[i] - yv[i], h[j] - yv[j]
         den = (1 - Vjj) * (1 - Vii) - Vij * Vji
         return yv[i] + ((1 - Vjj) * ei + Vij * ej - ((Vii + Vij) * (1 - Vjj) + (Vjj + Vji) * Vij) * dbar) / den
@@ -209,10 +209,9 @@ def mprank_loo_approximation(estimator, X, y):
         approx_pred[at:at + m, 0] = held_out(i, j)
         approx_pred[at:at + m, 1] = held_out(j, i)
     del U
-    i, j = pairs[:, 0], pairs[:, 1]
-    approx = float(np.mean(((approx_pred[:, 1] - yv[j]) - (approx_pred[:, 0] - yv[i])) ** 2))
     exact_pred = prob.lpo(pairs)
-    ex = float(np.mean(((exact_pred[:, 1] - yv[j]) - (exact_pred[:, 0] - yv[i])) ** 2))
+    i, j = pairs[:, 0], pairs[:, 1]
+    approx, ex = (float(np.mean(((f[:, 1] - yv[j]) - (f[:, 0] - yv[i])) ** 2)) for f in (approx_pred, exact_pred))
     return MPRankLOO(approx, ex, pairs, approx_pred, exact_pred)
 
 
@@ -240,7 +239,7 @@ class Factorization:
 
     def holdout_predictions(self, test_sets, *, alpha=None):
         eng = self._engine
-        sets = eng.check_sets(list(test_sets))
+        sets = eng.check_sets(test_sets)
         if not sets:  # np.split would return the one empty block
             return []
         out = eng.holdout(sets, alpha)

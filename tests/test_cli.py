@@ -228,6 +228,16 @@ def test_data_and_model_errors_exit_1(files, tmp_path, capsys):
     assert code == 1 and "fitting PRank failed" in err  # continuous labels
 
 
+@pytest.mark.parametrize("command", ["predict", "evaluate"])
+def test_unreadable_model_file_is_a_data_error(files, command, tmp_path, capsys):
+    """A model path that open() refuses (here a directory): exit 1 naming it, no traceback."""
+    te = files[1]
+    argv = ["predict", tmp_path, te] if command == "predict" else ["evaluate", "--model", tmp_path, te]
+    code, _, err = run(argv, capsys)
+    assert code == 1 and err.startswith(f"fastrank {command}: error: ") and str(tmp_path) in err, err
+    assert "Traceback" not in err
+
+
 @pytest.mark.parametrize("normalize", ["auto", "none", "zscore", "query-minmax"])
 @pytest.mark.parametrize("command", ["train", "cv"])
 def test_file_without_features_is_a_data_error(command, normalize, tmp_path, capsys):

@@ -227,7 +227,7 @@ def _say(args, text):
 def _model_scores(model_file, data_file, args):
     """(y, qid, scores) of a data file read as the model's training file was (its feature count and
     index base, its normalisation)."""
-    with _errors_as(DataError, (FileNotFoundError, ValueError)):
+    with _errors_as(DataError, (OSError, ValueError)):  # OSError: a path open() refuses (a directory, no permission)
         model, meta = load(model_file, return_metadata=True)
     meta = meta.get("svmlight", {})
     n = meta.get("n_features", getattr(model, "n_features_in_", None))

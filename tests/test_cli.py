@@ -293,6 +293,15 @@ def test_usage_errors_exit_2(argv, message, files, tmp_path, capsys):
     assert code == 2 and message in err, err
 
 
+@pytest.mark.parametrize("param,flag", [("alphas=1,10", "--alphas"), ("cv=5", "--cv"), ("scoring=map", "-m/--scoring")])
+def test_alpha_auto_refuses_cv_settings_by_param(param, flag, files, tmp_path, capsys):
+    """--alpha auto sets RankRLSCV's alphas, cv and scoring from their own flags: the same setting by --param
+    is a usage error, not silently replaced by the flag's default."""
+    code, _, err = run(["train", "--alpha", "auto", "--param", param, files[0], tmp_path / "m"], capsys)
+    assert code == 2 and f"from {flag}, not from --param" in err, err
+    assert not (tmp_path / "m").exists()
+
+
 def test_help_has_examples(capsys):
     for cmd in cli.COMMANDS:
         code, out, _ = run([cmd, "-h"], capsys)

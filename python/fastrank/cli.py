@@ -135,6 +135,9 @@ def _parse_value(text):
     return t
 
 
+_CV_FLAGS = {"alphas": "--alphas", "cv": "--cv", "scoring": "-m/--scoring"}  # RankRLSCV's parameters under --alpha auto
+
+
 def parse_grid(text):
     """'1e-3:1e3:13' (log-spaced) or '0.1,1,10' -> array of alphas."""
     t = text.strip()
@@ -167,11 +170,6 @@ def _read(path, args, *, n_features=None, zero_based=None, extra="error"):
         return read_svmlight(path, n_features=n_features, zero_based=zb, extra_features=extra)
 
 
-def _dense(X):
-    with _errors_as(DataError, MemoryError):
-        return densified(X)
-
-
 def _model_input(X, groups, est, state, how="auto", *, fit=False):
     """(X as ``est`` takes it, the JSON state kept in the model file) for a --normalize state ``{"name": ...}`` or None.
 
@@ -183,17 +181,20 @@ def _model_input(X, groups, est, state, how="auto", *, fit=False):
     sparse = X.nnz < 0.1 * X.shape[0] * X.shape[1]
     if state is not None and state["name"] == "auto":
         state = None if sparse else {"name": NORMALIZE_DEFAULT}
-    if state is None or state["name"] == "none":
-        tags = getattr(est, "__sklearn_tags__", None)  # scikit-learn's; a registered learner may lack them
-        accepts_sparse = bool(tags and tags().input_tags.sparse)
-        if how == "sparse" and not accepts_sparse:
-            raise UsageError(f"{type(est).__name__} does not accept sparse input; drop --sparse")
-        return (X if accepts_sparse and (how == "sparse" or (how == "auto" and sparse)) else _dense(X)), None
-    name = state["name"]
-    if how == "sparse":
+    name = "none" if state is None else state["name"]
+    tags = getattr(est, "__sklearn_tags__", None)  # scikit-learn's; a registered learner may lack them
+    accepts_sparse = bool(tags and tags().input_tags.sparse)
+    if how == "sparse" and name != "none":
         raise UsageError(f"--normalize {name} makes the features dense; drop --sparse or use --normalize none")
+    if how == "sparse" and not accepts_sparse:
+        raise UsageError(f"{type(est).__name__} does not accept sparse input; drop --sparse")
+    if name == "none" and accepts_sparse and (how == "sparse" or (how == "auto" and sparse)):
+        return X, None
+    with _errors_as(DataError, MemoryError):
+        Xd = densified(X)
+    if name == "none":
+        return Xd, None
     tr = make_normalizer(name)
-    Xd = _dense(X)
     if name.startswith("query-"):
         return tr.fit(Xd).transform(Xd, groups=groups), state
     if fit:  # fit_transform runs before the statistics are read
@@ -283,7 +284,9 @@ def _build_estimator(args, groups, y):
         raise UsageError(f"{label} has no parameter {pname!r}{hint} (its parameters: {', '.join(sorted(names))})")
     if "n_jobs" in names and args.n_jobs is not None:
         params["n_jobs"] = args.n_jobs
-    if args.alpha == "auto":  # RankRLSCV's alphas, cv and scoring
+    if args.alpha == "auto":  # RankRLSCV's alphas, cv and scoring, from their own flags only
+        for pname in _CV_FLAGS.keys() & params:
+            raise UsageError(f"--alpha auto takes {pname} from {_CV_FLAGS[pname]}, not from --param")
         cv = _cv_arg(args.cv, groups is not None)
         params.update(alphas=parse_grid(args.alphas), cv=cv, scoring=args.scoring or default_scoring(y, groups, cv))
     if "verbose" in names and "verbose" not in params:  # estimators that report progress themselves

@@ -236,10 +236,8 @@ class _Decoder:
 
     def array(self, tag):
         key = tag.get("$array")
-        if key not in self.entries:
-            raise _Corrupt(f"array {key!r} is not listed in the header")
-        if key not in self.arrays:
-            raise _Corrupt(f"array {key!r} is missing from the archive")
+        if key not in self.arrays:  # _read_archive read only members the header lists
+            raise _Corrupt(f"array {key!r} is not listed in the header or missing from the archive")
         a = self.arrays[key]  # its dtype and shape are the entry's (_read_member checked them)
         if tag.get("shape") != list(a.shape):
             raise _Corrupt(f"array {key!r} has shape {list(a.shape)} but its reference says {tag.get('shape')}")
@@ -463,8 +461,9 @@ def _check_model(est, where="model"):
         for name in ("alpha", "C"):
             if name in params:
                 check_alpha(params[name], name)
-        if params.get("alphas") is not None:
-            check_alphas(params["alphas"])
+        for name in ("alphas", "Cs"):  # RankRLSCV's and MPRankCV's grids (None: the default grid)
+            if params.get(name) is not None:
+                check_alphas(params[name], name)
         if callable(getattr(est, "_check_params", None)):
             est._check_params()
         if hasattr(type(est), "_parameter_constraints"):  # every FastrankEstimator: it declares them

@@ -154,7 +154,7 @@ def _cv_arg(text, has_qid):
         return "lgo" if has_qid else "lpo"
     t = text.lower()
     if t == "lgo" and not has_qid:
-        raise UsageError("--cv lgo (leave-query-out) needs qid: in the file")
+        raise UsageError("--cv lgo (leave-query-out) needs qid: in the file and no --no-qid")
     if t in ("lpo", "lgo"):
         return t
     with _errors_as(UsageError, ValueError, message=f"bad --cv {text!r}: use lpo, lgo or a number of folds"):

@@ -31,7 +31,7 @@ from .metrics import _accepts, _group_rows, get_measure, measure_names
 from .plotting import CVCurveDisplay
 from .preprocessing import NORMALIZERS, make_normalizer
 
-__all__ = ["main", "parse_measure"]
+__all__ = ["main"]
 
 PROG = "fastrank"
 COMMANDS = ("train", "predict", "evaluate", "cv")
@@ -54,18 +54,12 @@ DEFAULT_MEASURES_NO_QID = ("disagreement",)
 NORMALIZE_DEFAULT = "query-minmax"
 
 
-def parse_measure(text):
-    """A measure of the table for 'ndcg@10', 'map', 'p@5', ...; UsageError for unknown names."""
-    try:
-        return get_measure(text)
-    except ValueError as exc:
-        raise UsageError(str(exc).replace("unknown ranking measure", "unknown measure")) from None
-
-
 def _measure_arg(text):
     """argparse type of --measure/--scoring: the name itself, validated against the table."""
-    with _errors_as(argparse.ArgumentTypeError, UsageError):
-        parse_measure(text)
+    try:
+        get_measure(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc).replace("unknown ranking measure", "unknown measure")) from None
     return text.strip().lower()
 
 
@@ -85,7 +79,7 @@ def evaluate_scores(y, scores, qid, measures, *, each_query=True, verbose=0):
     ids, rows = gi.labels, _group_rows(gi)
     averaged, per_query = [], {}
     for text in measures:
-        measure = parse_measure(text)
+        measure = get_measure(text)  # a name --measure checked, or a default
         label = measure.name
         with _errors_as(DataError, ValueError, f"cannot compute {label}: "):
             averaged.append((label, float(measure(y, scores, qid))))

@@ -302,8 +302,7 @@ class _Decoder:
         except TypeError as exc:
             raise _Corrupt(f"parameters of {name} do not match this fastrank version: {exc}") from None
         for k, x in body.get("state", {}).items():
-            if not isinstance(k, str) or not k.isidentifier() or k.startswith("__") or k in params \
-                    or hasattr(cls, k):
+            if not k.isidentifier() or k.startswith("__") or k in params or hasattr(cls, k):  # JSON keys are str
                 raise _Corrupt(f"attribute name {k!r} is not allowed for {name}")
             est.__dict__[k] = self.value(x)
         return est

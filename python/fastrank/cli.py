@@ -441,12 +441,6 @@ def _add_common(p):
                    help="show progress even when stderr is not a terminal, or never (default: shown on a terminal)")
 
 
-def _applies(param):
-    """' (models: A, B)': the estimators that have this parameter, for a flag's help text."""
-    names = [n for n, c in sorted(_estimators().items()) if param in c().get_params(deep=False)]
-    return f" (models: {', '.join(names)})"
-
-
 # (option strings, estimator parameter = argparse dest, offered by cv too, add_argument keywords) of the
 # hyper-parameter flags; each one's help ends with the models that have the parameter
 _MODEL_OPTIONS = (
@@ -483,7 +477,8 @@ def _add_model_params(p, *, cv_only=False):
                        help="estimator name (default RankRLS; see the list below)")
     for flags, param, in_cv, kw in _MODEL_OPTIONS:
         if in_cv or not cv_only:
-            g.add_argument(*flags, dest=param, default=None, **{**kw, "help": kw["help"] + _applies(param)})
+            models = ", ".join(n for n, c in sorted(_estimators().items()) if param in c().get_params(deep=False))
+            g.add_argument(*flags, dest=param, default=None, **{**kw, "help": f"{kw['help']} (models: {models})"})
     if not cv_only:
         g.add_argument("--param", action="append", metavar="NAME=VALUE",
                        help="any other estimator parameter (repeatable), e.g. --param tol=1e-8")

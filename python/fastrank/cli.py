@@ -134,13 +134,12 @@ _CV_FLAGS = {"alphas": "--alphas", "cv": "--cv", "scoring": "-m/--scoring"}  # R
 
 def parse_grid(text):
     """'1e-3:1e3:13' (log-spaced) or '0.1,1,10' -> array of alphas."""
-    t = text.strip()
     with _errors_as(UsageError, ValueError, message=f"bad alpha grid {text!r}: use LOW:HIGH:N (N log-spaced values, "
                                                     "e.g. 1e-3:1e3:13) or a comma list of positive numbers"):
-        if ":" in t:
-            lo, hi, n = t.split(":")
+        if ":" in text:  # float() and int() ignore surrounding blanks
+            lo, hi, n = text.split(":")
             return check_alphas(np.logspace(math.log10(float(lo)), math.log10(float(hi)), int(n)))
-        return check_alphas([float(v) for v in t.split(",") if v.strip()])
+        return check_alphas([float(v) for v in text.split(",") if v.strip()])
 
 
 def _cv_arg(text, has_qid):

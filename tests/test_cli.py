@@ -302,6 +302,25 @@ def test_alpha_auto_refuses_cv_settings_by_param(param, flag, files, tmp_path, c
     assert not (tmp_path / "m").exists()
 
 
+def test_sparse_flag(files, tmp_path, capsys):
+    """--sparse keeps X as CSR for learners that take it (same model as the Python API on CSR input); with a
+    normaliser or a learner without sparse input it is a usage error naming the flag to drop."""
+    tr, te = files
+    code, _, err = run(["train", "--sparse", "--normalize", "zscore", "--model", "MPRank", tr, tmp_path / "m"], capsys)
+    assert code == 2 and "--normalize zscore makes the features dense; drop --sparse" in err, err
+    code, _, err = run(["train", "--sparse", "--normalize", "none", "--model", "MPRank", tr, tmp_path / "m"], capsys)
+    assert code == 2 and "MPRank does not accept sparse input; drop --sparse" in err, err
+    assert not (tmp_path / "m").exists()
+    assert run(["train", "-q", "--sparse", "--normalize", "none", tr, tmp_path / "m"], capsys)[0] == 0
+    X, y, q = load_svmlight(tr)
+    assert fastrank.load(tmp_path / "m").get_params() == fastrank.RankRLS().get_params()
+    Xt = load_svmlight(te, n_features=X.shape[1])[0]
+    ref = fastrank.RankRLS().fit(X, y, groups=q).predict(Xt.toarray())
+    code, out, _ = run(["predict", tmp_path / "m", te], capsys)
+    assert code == 0
+    np.testing.assert_allclose(_scores(out), ref, rtol=1e-10, atol=1e-12)
+
+
 def test_help_has_examples(capsys):
     for cmd in cli.COMMANDS:
         code, out, _ = run([cmd, "-h"], capsys)

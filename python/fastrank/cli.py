@@ -34,7 +34,6 @@ from .preprocessing import NORMALIZERS, make_normalizer
 __all__ = ["main"]
 
 PROG = "fastrank"
-COMMANDS = ("train", "predict", "evaluate", "cv")
 
 
 class UsageError(Exception):
@@ -554,6 +553,7 @@ def build_parser():
 
 
 _HANDLERS = {"train": cmd_train, "predict": cmd_predict, "evaluate": cmd_evaluate, "cv": cmd_cv}
+COMMANDS = tuple(_HANDLERS)
 
 
 def main(argv=None):

@@ -332,9 +332,7 @@ def _read_member(zf, info, dtype, shape):
             version = np.lib.format.read_magic(fh)  # the .npy header is read without touching the data
             if version not in ((1, 0), (2, 0)):
                 raise _Corrupt(f"member {name!r} has an unsupported .npy version {version}")
-            fmt = np.lib.format
-            got_shape, fortran, got_dtype = (fmt.read_array_header_1_0 if version == (1, 0) else
-                                             fmt.read_array_header_2_0)(fh)
+            got_shape, fortran, got_dtype = getattr(np.lib.format, f"read_array_header_{version[0]}_0")(fh)
             if got_dtype != dtype or (shape is not None and list(got_shape) != shape):
                 raise _Corrupt(f"member {name!r} holds dtype {got_dtype} and shape {list(got_shape)} but the header "
                                f"says {dtype} and {shape}")

@@ -98,8 +98,6 @@ _FIT_ERRORS = (ValueError, TypeError, ArithmeticError, MemoryError)
 
 @contextlib.contextmanager
 def _errors_as(error, types, prefix="", message=None):
-    """Exceptions of ``types`` raised inside become ``error(prefix + their message)`` (``error(message)``
-    if given), without a traceback."""
     try:
         yield
     except types as exc:

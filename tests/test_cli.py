@@ -228,6 +228,16 @@ def test_data_and_model_errors_exit_1(files, tmp_path, capsys):
     assert code == 1 and "fitting PRank failed" in err  # continuous labels
 
 
+@pytest.mark.parametrize("command", ["predict", "evaluate"])
+def test_unreadable_model_file_is_a_data_error(files, command, tmp_path, capsys):
+    """A model path that open() refuses (here a directory): exit 1 naming it, no traceback."""
+    te = files[1]
+    argv = ["predict", tmp_path, te] if command == "predict" else ["evaluate", "--model", tmp_path, te]
+    code, _, err = run(argv, capsys)
+    assert code == 1 and err.startswith(f"fastrank {command}: error: ") and str(tmp_path) in err, err
+    assert "Traceback" not in err
+
+
 @pytest.mark.parametrize("normalize", ["auto", "none", "zscore", "query-minmax"])
 @pytest.mark.parametrize("command", ["train", "cv"])
 def test_file_without_features_is_a_data_error(command, normalize, tmp_path, capsys):
@@ -281,6 +291,34 @@ def test_usage_errors_exit_2(argv, message, files, tmp_path, capsys):
             for a in argv]
     code, _, err = run(argv, capsys)
     assert code == 2 and message in err, err
+
+
+@pytest.mark.parametrize("param,flag", [("alphas=1,10", "--alphas"), ("cv=5", "--cv"), ("scoring=map", "-m/--scoring")])
+def test_alpha_auto_refuses_cv_settings_by_param(param, flag, files, tmp_path, capsys):
+    """--alpha auto sets RankRLSCV's alphas, cv and scoring from their own flags: the same setting by --param
+    is a usage error, not silently replaced by the flag's default."""
+    code, _, err = run(["train", "--alpha", "auto", "--param", param, files[0], tmp_path / "m"], capsys)
+    assert code == 2 and f"from {flag}, not from --param" in err, err
+    assert not (tmp_path / "m").exists()
+
+
+def test_sparse_flag(files, tmp_path, capsys):
+    """--sparse keeps X as CSR for learners that take it (same model as the Python API on CSR input); with a
+    normaliser or a learner without sparse input it is a usage error naming the flag to drop."""
+    tr, te = files
+    code, _, err = run(["train", "--sparse", "--normalize", "zscore", "--model", "MPRank", tr, tmp_path / "m"], capsys)
+    assert code == 2 and "--normalize zscore makes the features dense; drop --sparse" in err, err
+    code, _, err = run(["train", "--sparse", "--normalize", "none", "--model", "MPRank", tr, tmp_path / "m"], capsys)
+    assert code == 2 and "MPRank does not accept sparse input; drop --sparse" in err, err
+    assert not (tmp_path / "m").exists()
+    assert run(["train", "-q", "--sparse", "--normalize", "none", tr, tmp_path / "m"], capsys)[0] == 0
+    X, y, q = load_svmlight(tr)
+    assert fastrank.load(tmp_path / "m").get_params() == fastrank.RankRLS().get_params()
+    Xt = load_svmlight(te, n_features=X.shape[1])[0]
+    ref = fastrank.RankRLS().fit(X, y, groups=q).predict(Xt.toarray())
+    code, out, _ = run(["predict", tmp_path / "m", te], capsys)
+    assert code == 0
+    np.testing.assert_allclose(_scores(out), ref, rtol=1e-10, atol=1e-12)
 
 
 def test_help_has_examples(capsys):

@@ -483,6 +483,19 @@ def test_online_learner_parameters_rechecked(data, tmp_path):
         fastrank.load(tmp_path / "p")
 
 
+@pytest.mark.parametrize("make,name", [(lambda: fastrank.RankRLSCV(alphas=[1.0, 10.0]), "alphas"),
+                                       (lambda: fastrank.MPRankCV(Cs=[1.0, 10.0]), "Cs")])
+def test_searched_grids_rechecked(make, name, data, tmp_path):
+    """A grid edited to hold a non-positive value (checksum recomputed) fails as the class's own fit would."""
+    X, y, g, _ = data
+    fastrank.save(make().fit(X, y, g), tmp_path / "m")
+    h, a = _read(tmp_path / "m")
+    h["params"][name] = {"$list": [-1.0, 10.0]}
+    _write(tmp_path / "m", h, a)
+    with pytest.raises(ValueError, match=rf"parameter fails .*{name} must be finite and > 0"):
+        fastrank.load(tmp_path / "m")
+
+
 def test_format_version_1_without_checksum_loads_with_a_warning(data, tmp_path):
     from fastrank.exceptions import ModelFileWarning
 

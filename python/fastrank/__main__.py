@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import sys
 
+from . import _demo, cli
+
 
 def main(argv=None):
     """Dispatch: a command (train, predict, evaluate, cv, -h) goes to :mod:`fastrank.cli` and
     returns its exit code; otherwise the demo runs and returns its result rows."""
-    from . import _demo, cli
-
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv and argv[0] in cli.COMMANDS + ("-h", "--help", "--version"):
         return cli.main(argv)

@@ -97,7 +97,3 @@ def write_cv_plot(row, path):
     fig.tight_layout()
     fig.savefig(path, dpi=100)
     return disp
-
-
-if __name__ == "__main__":
-    main()  # return value (the rows) is for tests

@@ -236,10 +236,8 @@ class _Decoder:
 
     def array(self, tag):
         key = tag.get("$array")
-        if key not in self.entries:
-            raise _Corrupt(f"array {key!r} is not listed in the header")
-        if key not in self.arrays:
-            raise _Corrupt(f"array {key!r} is missing from the archive")
+        if key not in self.arrays:  # _read_archive read only members the header lists
+            raise _Corrupt(f"array {key!r} is not listed in the header or missing from the archive")
         a = self.arrays[key]  # its dtype and shape are the entry's (_read_member checked them)
         if tag.get("shape") != list(a.shape):
             raise _Corrupt(f"array {key!r} has shape {list(a.shape)} but its reference says {tag.get('shape')}")
@@ -304,8 +302,7 @@ class _Decoder:
         except TypeError as exc:
             raise _Corrupt(f"parameters of {name} do not match this fastrank version: {exc}") from None
         for k, x in body.get("state", {}).items():
-            if not isinstance(k, str) or not k.isidentifier() or k.startswith("__") or k in params \
-                    or hasattr(cls, k):
+            if not k.isidentifier() or k.startswith("__") or k in params or hasattr(cls, k):  # JSON keys are str
                 raise _Corrupt(f"attribute name {k!r} is not allowed for {name}")
             est.__dict__[k] = self.value(x)
         return est
@@ -335,9 +332,7 @@ def _read_member(zf, info, dtype, shape):
             version = np.lib.format.read_magic(fh)  # the .npy header is read without touching the data
             if version not in ((1, 0), (2, 0)):
                 raise _Corrupt(f"member {name!r} has an unsupported .npy version {version}")
-            fmt = np.lib.format
-            got_shape, fortran, got_dtype = (fmt.read_array_header_1_0 if version == (1, 0) else
-                                             fmt.read_array_header_2_0)(fh)
+            got_shape, fortran, got_dtype = getattr(np.lib.format, f"read_array_header_{version[0]}_0")(fh)
             if got_dtype != dtype or (shape is not None and list(got_shape) != shape):
                 raise _Corrupt(f"member {name!r} holds dtype {got_dtype} and shape {list(got_shape)} but the header "
                                f"says {dtype} and {shape}")
@@ -463,8 +458,9 @@ def _check_model(est, where="model"):
         for name in ("alpha", "C"):
             if name in params:
                 check_alpha(params[name], name)
-        if params.get("alphas") is not None:
-            check_alphas(params["alphas"])
+        for name in ("alphas", "Cs"):  # RankRLSCV's and MPRankCV's grids (None: the default grid)
+            if params.get(name) is not None:
+                check_alphas(params[name], name)
         if callable(getattr(est, "_check_params", None)):
             est._check_params()
         if hasattr(type(est), "_parameter_constraints"):  # every FastrankEstimator: it declares them

@@ -10,7 +10,7 @@
 ``verbose`` (scikit-learn's): 0 / False / None -> silent (``update`` is an empty method call; overheads
 in docs/design/cli-and-model-files.md); 1 / True -> a ``tqdm`` bar when tqdm is installed and stderr is
 a terminal, otherwise a log line to stderr at most every ``min_interval`` seconds (default 2 s) and
-one at the end; 2 or more -> as 1, plus the timings of :func:`stage`; "auto" -> 1 on a terminal, 0
+one at the end, and the timings of :func:`stage`; 2 or more -> as 1; "auto" -> 1 on a terminal, 0
 otherwise (the command-line default).  ``tqdm`` is optional and imported only when a bar is shown.
 """
 

@@ -31,10 +31,9 @@ from .metrics import _accepts, _group_rows, get_measure, measure_names
 from .plotting import CVCurveDisplay
 from .preprocessing import NORMALIZERS, make_normalizer
 
-__all__ = ["main", "parse_measure"]
+__all__ = ["main"]
 
 PROG = "fastrank"
-COMMANDS = ("train", "predict", "evaluate", "cv")
 
 
 class UsageError(Exception):
@@ -54,18 +53,12 @@ DEFAULT_MEASURES_NO_QID = ("disagreement",)
 NORMALIZE_DEFAULT = "query-minmax"
 
 
-def parse_measure(text):
-    """A measure of the table for 'ndcg@10', 'map', 'p@5', ...; UsageError for unknown names."""
-    try:
-        return get_measure(text)
-    except ValueError as exc:
-        raise UsageError(str(exc).replace("unknown ranking measure", "unknown measure")) from None
-
-
 def _measure_arg(text):
     """argparse type of --measure/--scoring: the name itself, validated against the table."""
-    with _errors_as(argparse.ArgumentTypeError, UsageError):
-        parse_measure(text)
+    try:
+        get_measure(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc).replace("unknown ranking measure", "unknown measure")) from None
     return text.strip().lower()
 
 
@@ -85,7 +78,7 @@ def evaluate_scores(y, scores, qid, measures, *, each_query=True, verbose=0):
     ids, rows = gi.labels, _group_rows(gi)
     averaged, per_query = [], {}
     for text in measures:
-        measure = parse_measure(text)
+        measure = get_measure(text)  # a name --measure checked, or a default
         label = measure.name
         with _errors_as(DataError, ValueError, f"cannot compute {label}: "):
             averaged.append((label, float(measure(y, scores, qid))))
@@ -105,8 +98,6 @@ _FIT_ERRORS = (ValueError, TypeError, ArithmeticError, MemoryError)
 
 @contextlib.contextmanager
 def _errors_as(error, types, prefix="", message=None):
-    """Exceptions of ``types`` raised inside become ``error(prefix + their message)`` (``error(message)``
-    if given), without a traceback."""
     try:
         yield
     except types as exc:
@@ -135,15 +126,17 @@ def _parse_value(text):
     return t
 
 
+_CV_FLAGS = {"alphas": "--alphas", "cv": "--cv", "scoring": "-m/--scoring"}  # RankRLSCV's parameters under --alpha auto
+
+
 def parse_grid(text):
     """'1e-3:1e3:13' (log-spaced) or '0.1,1,10' -> array of alphas."""
-    t = text.strip()
     with _errors_as(UsageError, ValueError, message=f"bad alpha grid {text!r}: use LOW:HIGH:N (N log-spaced values, "
                                                     "e.g. 1e-3:1e3:13) or a comma list of positive numbers"):
-        if ":" in t:
-            lo, hi, n = t.split(":")
+        if ":" in text:  # float() and int() ignore surrounding blanks
+            lo, hi, n = text.split(":")
             return check_alphas(np.logspace(math.log10(float(lo)), math.log10(float(hi)), int(n)))
-        return check_alphas([float(v) for v in t.split(",") if v.strip()])
+        return check_alphas([float(v) for v in text.split(",") if v.strip()])
 
 
 def _cv_arg(text, has_qid):
@@ -151,7 +144,7 @@ def _cv_arg(text, has_qid):
         return "lgo" if has_qid else "lpo"
     t = text.lower()
     if t == "lgo" and not has_qid:
-        raise UsageError("--cv lgo (leave-query-out) needs qid: in the file")
+        raise UsageError("--cv lgo (leave-query-out) needs qid: in the file and no --no-qid")
     if t in ("lpo", "lgo"):
         return t
     with _errors_as(UsageError, ValueError, message=f"bad --cv {text!r}: use lpo, lgo or a number of folds"):
@@ -167,11 +160,6 @@ def _read(path, args, *, n_features=None, zero_based=None, extra="error"):
         return read_svmlight(path, n_features=n_features, zero_based=zb, extra_features=extra)
 
 
-def _dense(X):
-    with _errors_as(DataError, MemoryError):
-        return densified(X)
-
-
 def _model_input(X, groups, est, state, how="auto", *, fit=False):
     """(X as ``est`` takes it, the JSON state kept in the model file) for a --normalize state ``{"name": ...}`` or None.
 
@@ -183,17 +171,20 @@ def _model_input(X, groups, est, state, how="auto", *, fit=False):
     sparse = X.nnz < 0.1 * X.shape[0] * X.shape[1]
     if state is not None and state["name"] == "auto":
         state = None if sparse else {"name": NORMALIZE_DEFAULT}
-    if state is None or state["name"] == "none":
-        tags = getattr(est, "__sklearn_tags__", None)  # scikit-learn's; a registered learner may lack them
-        accepts_sparse = bool(tags and tags().input_tags.sparse)
-        if how == "sparse" and not accepts_sparse:
-            raise UsageError(f"{type(est).__name__} does not accept sparse input; drop --sparse")
-        return (X if accepts_sparse and (how == "sparse" or (how == "auto" and sparse)) else _dense(X)), None
-    name = state["name"]
-    if how == "sparse":
+    name = "none" if state is None else state["name"]
+    tags = getattr(est, "__sklearn_tags__", None)  # scikit-learn's; a registered learner may lack them
+    accepts_sparse = bool(tags and tags().input_tags.sparse)
+    if how == "sparse" and name != "none":
         raise UsageError(f"--normalize {name} makes the features dense; drop --sparse or use --normalize none")
+    if how == "sparse" and not accepts_sparse:
+        raise UsageError(f"{type(est).__name__} does not accept sparse input; drop --sparse")
+    if name == "none" and accepts_sparse and (how == "sparse" or (how == "auto" and sparse)):
+        return X, None
+    with _errors_as(DataError, MemoryError):
+        Xd = densified(X)
+    if name == "none":
+        return Xd, None
     tr = make_normalizer(name)
-    Xd = _dense(X)
     if name.startswith("query-"):
         return tr.fit(Xd).transform(Xd, groups=groups), state
     if fit:  # fit_transform runs before the statistics are read
@@ -227,7 +218,7 @@ def _say(args, text):
 def _model_scores(model_file, data_file, args):
     """(y, qid, scores) of a data file read as the model's training file was (its feature count and
     index base, its normalisation)."""
-    with _errors_as(DataError, (FileNotFoundError, ValueError)):
+    with _errors_as(DataError, (OSError, ValueError)):  # OSError: a path open() refuses (a directory, no permission)
         model, meta = load(model_file, return_metadata=True)
     meta = meta.get("svmlight", {})
     n = meta.get("n_features", getattr(model, "n_features_in_", None))
@@ -283,7 +274,9 @@ def _build_estimator(args, groups, y):
         raise UsageError(f"{label} has no parameter {pname!r}{hint} (its parameters: {', '.join(sorted(names))})")
     if "n_jobs" in names and args.n_jobs is not None:
         params["n_jobs"] = args.n_jobs
-    if args.alpha == "auto":  # RankRLSCV's alphas, cv and scoring
+    if args.alpha == "auto":  # RankRLSCV's alphas, cv and scoring, from their own flags only
+        for pname in _CV_FLAGS.keys() & params:
+            raise UsageError(f"--alpha auto takes {pname} from {_CV_FLAGS[pname]}, not from --param")
         cv = _cv_arg(args.cv, groups is not None)
         params.update(alphas=parse_grid(args.alphas), cv=cv, scoring=args.scoring or default_scoring(y, groups, cv))
     if "verbose" in names and "verbose" not in params:  # estimators that report progress themselves
@@ -444,12 +437,6 @@ def _add_common(p):
                    help="show progress even when stderr is not a terminal, or never (default: shown on a terminal)")
 
 
-def _applies(param):
-    """' (models: A, B)': the estimators that have this parameter, for a flag's help text."""
-    names = [n for n, c in sorted(_estimators().items()) if param in c().get_params(deep=False)]
-    return f" (models: {', '.join(names)})"
-
-
 # (option strings, estimator parameter = argparse dest, offered by cv too, add_argument keywords) of the
 # hyper-parameter flags; each one's help ends with the models that have the parameter
 _MODEL_OPTIONS = (
@@ -486,7 +473,8 @@ def _add_model_params(p, *, cv_only=False):
                        help="estimator name (default RankRLS; see the list below)")
     for flags, param, in_cv, kw in _MODEL_OPTIONS:
         if in_cv or not cv_only:
-            g.add_argument(*flags, dest=param, default=None, **{**kw, "help": kw["help"] + _applies(param)})
+            models = ", ".join(n for n, c in sorted(_estimators().items()) if param in c().get_params(deep=False))
+            g.add_argument(*flags, dest=param, default=None, **{**kw, "help": f"{kw['help']} (models: {models})"})
     if not cv_only:
         g.add_argument("--param", action="append", metavar="NAME=VALUE",
                        help="any other estimator parameter (repeatable), e.g. --param tol=1e-8")
@@ -563,6 +551,7 @@ def build_parser():
 
 
 _HANDLERS = {"train": cmd_train, "predict": cmd_predict, "evaluate": cmd_evaluate, "cv": cmd_cv}
+COMMANDS = tuple(_HANDLERS)
 
 
 def main(argv=None):

@@ -8,6 +8,8 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.utils import Bunch
 
+from ._svmlight import read_svmlight
+
 __all__ = ["load_lambdarank", "load_svmlight"]
 
 _DESCR = """\
@@ -88,7 +90,5 @@ def load_svmlight(path, *, n_features=None, zero_based="auto"):
     >>> X, y, qid = load_svmlight("train.txt")                  # doctest: +SKIP
     >>> RankRLS(alpha=10).fit(X.toarray(), y, groups=qid)       # doctest: +SKIP
     """
-    from ._svmlight import read_svmlight
-
     X, y, qid, _ = read_svmlight(path, n_features=n_features, zero_based=zero_based)
     return X, y, qid

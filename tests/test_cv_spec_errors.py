@@ -71,3 +71,24 @@ def test_test_sets_that_are_no_sequence_raise_a_named_error(test_sets):
         ms.holdout_predictions(fastrank.RankRLS(), X, y, test_sets)
     with pytest.raises(TypeError, match="test_sets must be a sequence of index arrays or boolean masks, got"):
         ms.preference_holdout_predictions(fastrank.RankRLS(), X, [[0, 1], [1, 2]], test_sets)
+
+
+@pytest.mark.parametrize("search", [fastrank.RankRLSCV, fastrank.MPRankCV])
+def test_searches_refuse_targets_tied_inside_every_group(search):
+    """As RankRLS.fit and MPRank.fit do: scored on data without a preference every grid value would tie and a zero
+    model would be kept."""
+    rng = np.random.default_rng(3)
+    X, groups = rng.normal(size=(20, 3)), np.arange(20) // 4
+    y = groups.astype(float)  # differs between groups only
+    with pytest.raises(ValueError, match="All targets are tied inside every group"):
+        search().fit(X, y, groups)
+    with pytest.raises(ValueError, match="All targets are tied"):
+        search._searched().fit(X, y, groups)
+
+
+def test_rankrlscv_checks_store_cv_predictions():
+    rng = np.random.default_rng(4)
+    X, y = rng.normal(size=(12, 3)), rng.normal(size=12)
+    with pytest.raises(ValueError, match="store_cv_predictions"):
+        fastrank.RankRLSCV(store_cv_predictions="no").fit(X, y)
+    assert not hasattr(fastrank.RankRLSCV(store_cv_predictions=False).fit(X, y), "cv_predictions_")

@@ -6,7 +6,7 @@ import numpy as np
 from sklearn.utils.validation import check_is_fitted
 
 from ._base import KernelMixin, Ranker
-from ._problem import check_features
+from ._problem import check_features, require_preferences
 from ._rankrls import MPRank, RankRLS
 from ._registry import register_estimator
 from .metrics import Measure, RankingScorer, get_measure, measure_names
@@ -60,6 +60,14 @@ class _ExactCVSearch(KernelMixin, Ranker):
         """The searched estimator with this search's model parameters (``verbose`` stays with the search)."""
         names = set(self._searched._get_param_names()) - {"verbose"}
         return self._searched(**{k: v for k, v in self.get_params(deep=False).items() if k in names})
+
+    def _engine(self, base, X, y, groups, min_rows):
+        """The exact-CV engine of ``base`` on (X, y, groups), after this search's parameter checks; the data must hold a
+        preference, as ``base.fit`` requires (a grid scored on tied targets would keep a zero model)."""
+        self._validate_params()
+        engine = engine_for(base, X, y, groups, min_rows=min_rows, verbose=self.verbose)
+        require_preferences(engine.Y, engine.groups, type(self).__name__)
+        return engine
 
     def _keep_best(self, engine, base, name, grid, scores, what, greater_is_better=False):
         """Keep the best value of ``grid`` as ``<name>_``, its score and ``base`` at it, solved from ``engine``."""
@@ -128,6 +136,8 @@ class RankRLSCV(_ExactCVSearch):
                  group_weighting="unweighted", exclude_ties=False, n_jobs=None, store_cv_predictions=True, verbose=0):
         self._store_params(locals())
 
+    _parameter_constraints = {"store_cv_predictions": ["boolean"]}
+
     _searched = RankRLS
     _sparse_input = True
     _multi_output = True  # y (m, v): every output scored, alpha shared
@@ -151,8 +161,7 @@ class RankRLSCV(_ExactCVSearch):
         if is_lpo and not (isinstance(scoring, Measure) and scoring.name in ("auc", "disagreement")):
             raise ValueError(f"scoring={self.scoring!r} needs hold-out sets (cv='lgo', folds or a splitter), not "
                              "leave-pair-out, which scores pairs ('auc' or 'disagreement')")
-        prob = engine_for(base.set_params(alpha=float(alphas[0])), X, y, groups, min_rows=3 if is_lpo else 2,
-                          verbose=self.verbose)
+        prob = self._engine(base.set_params(alpha=float(alphas[0])), X, y, groups, 3 if is_lpo else 2)
         lgo_path = not is_lpo and isinstance(cv, str)  # leave-group-out: every alpha from one engine call
         if not lgo_path:
             prob.prepare_grid(alphas.size)
@@ -226,7 +235,7 @@ class MPRankCV(_ExactCVSearch):
         Cs = check_alphas(np.logspace(-3, 3, 13) if self.Cs is None else self.Cs, "Cs")
         base = self._base()
         check_features(X, precomputed=self._precomputed(), min_rows=3)  # MPRank takes dense X only
-        prob = engine_for(base.set_params(C=float(Cs[0])), X, y, groups, min_rows=3, verbose=self.verbose)
+        prob = self._engine(base.set_params(C=float(Cs[0])), X, y, groups, 3)
         pairs = prob.training_pairs(required=True)
         prob.prepare_grid(Cs.size)
         i, j = pairs[:, 0], pairs[:, 1]

@@ -603,3 +603,12 @@ def test_oapbpm_defaults_rank_raw_letor_files(raw_letor, tmp_path, capsys):
     assert run(["train", "-q", "--model", "OAPBPM", "--seed", "0", tr, m], capsys)[0] == 0
     code, out, _ = run(["evaluate", "--format", "json", "-m", "disagreement", "--model", m, te], capsys)
     assert code == 0 and json.loads(out)["mean"]["disagreement"] < 0.2
+
+
+def test_model_with_foreign_svmlight_metadata_is_a_data_error(files, tmp_path, capsys):
+    tr, te = files
+    X, y, q = load_svmlight(tr)
+    model = tmp_path / "m.frk"
+    fastrank.save(fastrank.RankRLS().fit(X.toarray(), y, groups=q), model, metadata={"svmlight": "not an object"})
+    code, _, err = run(["predict", model, te], capsys)
+    assert code == 1 and "its metadata 'svmlight' is not the object fastrank train writes" in err, err

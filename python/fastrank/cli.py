@@ -221,6 +221,8 @@ def _model_scores(model_file, data_file, args):
     with _errors_as(DataError, (OSError, ValueError)):  # OSError: a path open() refuses (a directory, no permission)
         model, meta = load(model_file, return_metadata=True)
     meta = meta.get("svmlight", {})
+    if not isinstance(meta, dict):  # metadata of a model saved from Python, not by fastrank train
+        raise DataError(f"{model_file}: its metadata 'svmlight' is not the object fastrank train writes")
     n = meta.get("n_features", getattr(model, "n_features_in_", None))
     X, y, qid, info = _read(data_file, args, n_features=n, zero_based=meta.get("zero_based"), extra="ignore")
     if n is not None and info.n_features > n:

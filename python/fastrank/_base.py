@@ -20,7 +20,7 @@ from ._problem import _tie_cells, check_features
 from ._progress import progress
 from ._sparse import issparse
 from ._threads import compute_region
-from ._validation import INT_MAX, as_targets, check_n_jobs, check_precomputed_kernel, target_column
+from ._validation import INT_MAX, as_real_array, as_targets, check_n_jobs, check_precomputed_kernel, target_column
 from .metrics import _warn_missing_groups, pairwise_disagreement
 
 __all__ = ["FastrankEstimator", "Ranker", "KernelMixin", "ranking_accuracy", "Interval", "StrOptions", "positive_int",
@@ -92,7 +92,7 @@ def crucial_pairs(y, gi):
 def c_path(Cs, kernel, name, verbose):
     """``Cs`` as a flat float64 array and its indices in increasing order, with progress per value: the visiting
     order of the warm-started paths of linear models (``ranksvm_path``, ``svrank_path``)."""
-    Cs = np.asarray(Cs, dtype=np.float64).reshape(-1)
+    Cs = as_real_array(Cs, "Cs").reshape(-1)
     if Cs.size == 0:
         raise ValueError("Cs must hold at least one value of C")
     if kernel != "linear":

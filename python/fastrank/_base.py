@@ -16,7 +16,7 @@ from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.utils._param_validation import Interval, InvalidParameterError, StrOptions, validate_parameter_constraints
 
 from ._kernels import predict_basis, resolve_kernel
-from ._problem import _tie_cells, check_features
+from ._problem import check_features, crucial_pairs
 from ._progress import progress
 from ._sparse import issparse
 from ._threads import compute_region
@@ -79,14 +79,6 @@ def fill_param_docs(doc):
         return "\n".join(match.group(1) + line for name in names for line in PARAM_DOCS[name].splitlines())
 
     return _PLACEHOLDERS.sub(entries, doc)
-
-
-def crucial_pairs(y, gi):
-    """Per group of the :class:`GroupIndex` ``gi``: the number of pairs whose targets ``y`` (m,) differ."""
-    cells = _tie_cells(y.reshape(-1, 1), gi)
-    t = cells.sizes.astype(np.float64)
-    tied = np.bincount(gi.codes[cells.order[cells.offsets[:-1]]], weights=t**2, minlength=gi.n_groups)
-    return (gi.sizes.astype(np.float64) ** 2 - tied) / 2.0
 
 
 def c_path(Cs, kernel, name, verbose):

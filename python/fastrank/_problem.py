@@ -177,6 +177,15 @@ def _tie_cells(Y, gi):
     return group_index(combined, Y.shape[0])
 
 
+def crucial_pairs(y, gi, cells=None):
+    """Per group of the :class:`GroupIndex` ``gi``: the number of pairs whose targets ``y`` (m,) differ, all its pairs
+    less those inside a tie cell (``cells``: :func:`_tie_cells` of y, when already built)."""
+    cells = _tie_cells(y.reshape(-1, 1), gi) if cells is None else cells
+    n, t = gi.sizes.astype(np.float64), cells.sizes.astype(np.float64)
+    tied = np.bincount(gi.codes[cells.order[cells.offsets[:-1]]], weights=t * (t - 1.0) / 2.0, minlength=gi.n_groups)
+    return n * (n - 1.0) / 2.0 - tied
+
+
 class RankingProblem(NamedTuple):
     """Validated features ``X`` (dense, CSR, or a precomputed (m, m) kernel), targets ``Y`` (m, v)
     Fortran-ordered (None for a preference graph), and the pair structure.  Build it with
@@ -242,11 +251,7 @@ class RankingProblem(NamedTuple):
     def _edges(self):
         """The relevant pairs of every group: all its pairs, less the tied ones with ``exclude_ties``."""
         n = self.groups.sizes.astype(np.float64)
-        edges = n * (n - 1.0) / 2.0
-        if self.exclude_ties:
-            t = self.cells.sizes.astype(np.float64)
-            edges -= np.bincount(self._cell_groups(), weights=t * (t - 1.0) / 2.0, minlength=self.groups.n_groups)
-        return edges
+        return crucial_pairs(self.Y, self.groups, self.cells) if self.exclude_ties else n * (n - 1.0) / 2.0
 
     def targets_grouped(self):
         return np.asfortranarray(self.groups.take(self.Y))

@@ -201,11 +201,8 @@ def train_kernel(X, spec, n_threads, order=None):
     """K over the rows of X in ``order`` (default: as given) as a writable Fortran-ordered array that the
     solver may overwrite in place."""
     X = _centred_features(X) if spec.linear else X
-    if spec.precomputed:
-        Kg = X[np.ix_(order, order)] if order is not None else X.copy()
-        Kg += Kg.T  # exact symmetry for the symmetric solvers
-        Kg *= 0.5
-        return Kg.T  # symmetric: the transpose is the F-ordered view of the same matrix
+    if spec.precomputed:  # check_precomputed_kernel made X exactly symmetric: its transpose is the F-ordered view
+        return (X[np.ix_(order, order)] if order is not None else X.copy()).T
     return spec.train(X if order is None else np.take(X, order, axis=0), n_threads)
 
 
@@ -488,13 +485,8 @@ def _basis_coefficients(problem, spec, alphas, basis, n_threads):
     """(n_alphas, |R|, v) coefficients over the basis rows (eqs. 41-42)."""
     X, m = problem.X, problem.m
     check_dense_memory(m, 1 if problem.is_graph else 2, "kernel block K(X, X_R)", n_cols=basis.size)
-    if spec.precomputed:
-        K = X.toarray() if issparse(X) else np.asarray(X, dtype=np.float64)
-        if K.ndim != 2 or K.shape[0] != K.shape[1]:
-            raise ValueError(f"a precomputed kernel must be square (m, m), got shape {K.shape}")
-        KRt = np.asfortranarray(K[:, basis], dtype=np.float64)
-    else:
-        KRt = kernel_block(spec, X, take_rows(X, basis), n_threads)
+    # a precomputed kernel: the (m, m) matrix checked by check_features
+    KRt = np.asfortranarray(X[:, basis]) if spec.precomputed else kernel_block(spec, X, take_rows(X, basis), n_threads)
     KRR = KRt[basis]
     KRR = np.asfortranarray(0.5 * (KRR + KRR.T))
     if problem.exclude_ties:
@@ -531,6 +523,7 @@ def fit_basis(X, Y=None, *, group_index=None, normalized=False, graph=None, alph
     Returns an array (n_alphas, r, v): A(alpha) with f(x) = k(x, X[basis]) A."""
     alphas = check_alphas(alphas)
     n_threads = check_n_jobs(n_jobs)
+    X = check_features(X, precomputed=kernel_spec.precomputed, allow_sparse=True, min_rows=1)
     basis = np.asarray(basis_indices, dtype=np.int64)
     problem = _array_problem(X, Y, group_index, normalized, graph, finite_check=False, weighting=weighting)
     return _basis_coefficients(problem, kernel_spec, alphas, basis, n_threads)

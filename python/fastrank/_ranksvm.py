@@ -30,14 +30,8 @@ _LOSSES = {"squared_hinge": 0, "hinge": 1}
 
 
 def _group_structure(y, groups, m):
-    """Keyword arguments of the core's group structure; raises when no pair has y_i > y_j."""
+    """Keyword arguments of the core's group structure."""
     gi = group_index(groups, m)
-    yg, starts = y[gi.order], gi.offsets[:-1]
-    spread = np.maximum.reduceat(yg, starts) - np.minimum.reduceat(yg, starts)
-    if not np.any(spread > 0):
-        where = "inside any group" if groups is not None else "among the rows"
-        raise ValueError(f"No preference pairs: y takes a single value {where}, so no pair (i, j) has y_i > y_j "
-                         "(RankSVM learns only from such pairs).")
     return dict(y=y, order=gi.order, offsets=gi.offsets)
 
 
@@ -255,12 +249,17 @@ class RankSVM(KernelMixin, Ranker):
         return self._set_fitted(X, mode, out, X_fit, n_pairs)
 
     def _group_problem(self, X, y, groups):
-        """Validated X, the core's group structure and the number of pairs of ``fit(X, y, groups)``."""
+        """Validated X, the core's group structure and the number of pairs of ``fit(X, y, groups)`` (at least one)."""
         self._params()
         X = self._check_fit_X(X, allow_sparse=True)
         m = X.shape[0]
         y = self._check_target_vector(y, m)
-        return X, _group_structure(y, groups, m), float(crucial_pairs(y, group_index(groups, m)).sum())
+        n_pairs = float(crucial_pairs(y, group_index(groups, m)).sum())
+        if n_pairs == 0:
+            where = "inside any group" if groups is not None else "among the rows"
+            raise ValueError(f"No preference pairs: y takes a single value {where}, so no pair (i, j) has y_i > y_j "
+                             "(RankSVM learns only from such pairs).")
+        return X, _group_structure(y, groups, m), n_pairs
 
     def fit_preferences(self, X, pairs, weights=None):
         """Fit on an explicit preference multigraph: row ``pairs[e, 0]`` (an int array (l, 2)) is preferred over row

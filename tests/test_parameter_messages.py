@@ -1,4 +1,5 @@
-"""Parameters of the wrong type are errors naming the parameter, never Python's raw ``float()`` message."""
+"""Messages say what the user passed: parameters of the wrong type are errors naming the parameter (never Python's
+raw ``float()`` message), a convergence warning names the steps the solver took."""
 
 import numpy as np
 import pytest
@@ -35,3 +36,14 @@ def test_path_values_of_C_must_be_numbers(data, path):
     X, y = data
     with pytest.raises(ValueError, match="^Cs must be"):
         path(X, y, ["a"])
+
+
+@pytest.mark.parametrize("kernel, basis_vectors, steps",
+                         [("rbf", 5, "Newton iterations"), ("linear", 2, "Newton iterations"),
+                          ("rbf", None, "cutting planes")])
+def test_ranksvm_hinge_names_the_steps_its_solver_takes(data, kernel, basis_vectors, steps):
+    """A basis model is a linear RankSVM on the basis features (Newton); only the kernel hinge runs cutting planes."""
+    X, y = data
+    with pytest.warns(fastrank.exceptions.ConvergenceWarning, match=f"max_iter=1 {steps}"):
+        fastrank.RankSVM(loss="hinge", kernel=kernel, basis_vectors=basis_vectors, random_state=0, max_iter=1,
+                         tol=1e-15).fit(X, y)

@@ -121,7 +121,7 @@ class FastrankEstimator(BaseEstimator):
         for name, options in constraints.items():
             value = params[name]
             if isinstance(value, (bool, np.bool_)) and "boolean" not in options and \
-                    any(isinstance(c, Interval) for c in options if not isinstance(c, str)):
+                    any(isinstance(c, Interval) for c in options):
                 raise InvalidParameterError(
                     f"The {name!r} parameter of {type(self).__name__} must be a number, not a bool. "
                     f"Got {value!r} instead.")

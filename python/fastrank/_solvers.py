@@ -409,13 +409,13 @@ def fit_cg(X, Y=None, *, group_index=None, normalized=False, graph=None, alpha=1
     if callback is not None and not callable(callback):
         raise TypeError("callback must be callable or None")
     X = check_features(X, allow_sparse=True, min_rows=1)
-    problem = _array_problem(X, Y, group_index, normalized, graph, finite_check=True, weighting=weighting)
+    problem = _array_problem(X, Y, group_index, normalized, graph, weighting=weighting)
     fit = solve_cg(problem, alpha, tol=tol, max_iter=max_iter, x0=x0, preconditioner=preconditioner,
                    n_threads=n_threads, callback=callback, transpose_copy=transpose_copy, warn=warn)
     return CGResult(fit.coef[0], fit.n_iter[0], fit.converged[0], fit.residual_history[0])
 
 
-def _array_problem(X, Y, gi, normalized, graph, *, finite_check, weighting=None):
+def _array_problem(X, Y, gi, normalized, graph, *, weighting=None):
     """A :class:`RankingProblem` from already-validated arrays (the array-level solver API)."""
     m = X.shape[0]
     if graph is not None:
@@ -427,7 +427,7 @@ def _array_problem(X, Y, gi, normalized, graph, *, finite_check, weighting=None)
     Y = Y.reshape(-1, 1) if Y.ndim == 1 else Y
     if Y.ndim != 2 or Y.shape[0] != m:
         raise ValueError(f"Y must have {m} rows, got shape {Y.shape}")
-    if finite_check and not np.isfinite(Y).all():
+    if not np.isfinite(Y).all():
         raise ValueError("Input y contains NaN or infinity.")
     gi = gi if gi is not None else group_index(None, m)
     if gi.codes.size != m:
@@ -525,7 +525,7 @@ def fit_basis(X, Y=None, *, group_index=None, normalized=False, graph=None, alph
     n_threads = check_n_jobs(n_jobs)
     X = check_features(X, precomputed=kernel_spec.precomputed, allow_sparse=True, min_rows=1)
     basis = np.asarray(basis_indices, dtype=np.int64)
-    problem = _array_problem(X, Y, group_index, normalized, graph, finite_check=False, weighting=weighting)
+    problem = _array_problem(X, Y, group_index, normalized, graph, weighting=weighting)
     return _basis_coefficients(problem, kernel_spec, alphas, basis, n_threads)
 
 

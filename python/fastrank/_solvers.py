@@ -485,7 +485,6 @@ def _basis_coefficients(problem, spec, alphas, basis, n_threads):
     """(n_alphas, |R|, v) coefficients over the basis rows (eqs. 41-42)."""
     X, m = problem.X, problem.m
     check_dense_memory(m, 1 if problem.is_graph else 2, "kernel block K(X, X_R)", n_cols=basis.size)
-    # a precomputed kernel: the (m, m) matrix checked by check_features
     KRt = np.asfortranarray(X[:, basis]) if spec.precomputed else kernel_block(spec, X, take_rows(X, basis), n_threads)
     KRR = KRt[basis]
     KRR = np.asfortranarray(0.5 * (KRR + KRR.T))

@@ -16,11 +16,11 @@ from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.utils._param_validation import Interval, InvalidParameterError, StrOptions, validate_parameter_constraints
 
 from ._kernels import predict_basis, resolve_kernel
-from ._problem import _tie_cells, check_features
+from ._problem import check_features, crucial_pairs
 from ._progress import progress
 from ._sparse import issparse
 from ._threads import compute_region
-from ._validation import INT_MAX, as_targets, check_n_jobs, check_precomputed_kernel, target_column
+from ._validation import INT_MAX, as_real_array, as_targets, check_n_jobs, check_precomputed_kernel, target_column
 from .metrics import _warn_missing_groups, pairwise_disagreement
 
 __all__ = ["FastrankEstimator", "Ranker", "KernelMixin", "ranking_accuracy", "Interval", "StrOptions", "positive_int",
@@ -81,18 +81,10 @@ def fill_param_docs(doc):
     return _PLACEHOLDERS.sub(entries, doc)
 
 
-def crucial_pairs(y, gi):
-    """Per group of the :class:`GroupIndex` ``gi``: the number of pairs whose targets ``y`` (m,) differ."""
-    cells = _tie_cells(y.reshape(-1, 1), gi)
-    t = cells.sizes.astype(np.float64)
-    tied = np.bincount(gi.codes[cells.order[cells.offsets[:-1]]], weights=t**2, minlength=gi.n_groups)
-    return (gi.sizes.astype(np.float64) ** 2 - tied) / 2.0
-
-
 def c_path(Cs, kernel, name, verbose):
     """``Cs`` as a flat float64 array and its indices in increasing order, with progress per value: the visiting
     order of the warm-started paths of linear models (``ranksvm_path``, ``svrank_path``)."""
-    Cs = np.asarray(Cs, dtype=np.float64).reshape(-1)
+    Cs = as_real_array(Cs, "Cs").reshape(-1)
     if Cs.size == 0:
         raise ValueError("Cs must hold at least one value of C")
     if kernel != "linear":
@@ -129,7 +121,7 @@ class FastrankEstimator(BaseEstimator):
         for name, options in constraints.items():
             value = params[name]
             if isinstance(value, (bool, np.bool_)) and "boolean" not in options and \
-                    any(isinstance(c, Interval) for c in options if not isinstance(c, str)):
+                    any(isinstance(c, Interval) for c in options):
                 raise InvalidParameterError(
                     f"The {name!r} parameter of {type(self).__name__} must be a number, not a bool. "
                     f"Got {value!r} instead.")

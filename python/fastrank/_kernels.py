@@ -48,15 +48,11 @@ def resolve_kernel(kernel, gamma, degree, coef0, n_features):
     if not isinstance(kernel, str) or kernel not in KERNELS:
         raise ValueError(f"Unknown kernel {kernel!r}; choose one of {', '.join(KERNELS)}")
     kind = {"gaussian": "rbf", "polynomial": "poly"}.get(kernel, kernel)
-    if kind in ("rbf", "poly"):
-        gamma = check_real(1.0 / n_features if gamma is None else gamma, "gamma", "a positive finite number or None",
-                           lambda v: v > 0)
-    else:
-        gamma = 1.0 if gamma is None else gamma
-    if kind == "poly":
-        degree = check_real(degree, "degree", "a non-negative finite number", lambda v: v >= 0)
-        coef0 = check_real(coef0, "coef0", "a finite number")
-    return KernelSpec(kind, float(gamma), float(degree), float(coef0))
+    scaled = kind in ("rbf", "poly")  # a parameter the kernel ignores must still be a number (no raw float() error)
+    gamma = check_real((1.0 / n_features if scaled else 1.0) if gamma is None else gamma, "gamma",
+                       "a positive finite number or None", lambda v: v > 0 or not scaled)
+    degree = check_real(degree, "degree", "a non-negative finite number", lambda v: v >= 0 or kind != "poly")
+    return KernelSpec(kind, gamma, degree, check_real(coef0, "coef0", "a finite number"))
 
 
 # Kernel blocks for dense or sparse operands

@@ -57,13 +57,13 @@ def _fmt_bytes(b):
     return f"{int(b)} B"
 
 
-def check_dense_memory(n_rows, n_matrices=1, what="kernel matrix", *, n_cols=None, limit=None):
+def check_dense_memory(n_rows, n_matrices=1, what="kernel matrix", *, n_cols=None):
     """Raise :class:`MemoryError` before allocating ``n_matrices`` dense float64 ``n_rows x n_cols`` matrices
-    (``n_cols`` defaults to ``n_rows``: an m x m kernel or n x n covariance) when they would exceed ``limit`` bytes
-    (default :func:`dense_memory_limit`).  Returns the byte count."""
+    (``n_cols`` defaults to ``n_rows``: an m x m kernel or n x n covariance) when they would exceed
+    :func:`dense_memory_limit`.  Returns the byte count."""
     n_cols = n_rows if n_cols is None else n_cols
     need = 8.0 * float(n_rows) * float(n_cols) * float(n_matrices)
-    limit = dense_memory_limit() if limit is None else float(limit)
+    limit = dense_memory_limit()
     if limit is not None and need > limit:
         shape = f"{int(n_rows)} x {int(n_cols)}"
         count = f"{int(n_matrices)} x " if n_matrices != 1 else ""

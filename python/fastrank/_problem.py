@@ -177,6 +177,15 @@ def _tie_cells(Y, gi):
     return group_index(combined, Y.shape[0])
 
 
+def crucial_pairs(y, gi, cells=None):
+    """Per group of the :class:`GroupIndex` ``gi``: the number of pairs whose targets ``y`` (m,) differ, all its pairs
+    less those inside a tie cell (``cells``: :func:`_tie_cells` of y, when already built)."""
+    cells = _tie_cells(y.reshape(-1, 1), gi) if cells is None else cells
+    n, t = gi.sizes.astype(np.float64), cells.sizes.astype(np.float64)
+    tied = np.bincount(gi.codes[cells.order[cells.offsets[:-1]]], weights=t * (t - 1.0) / 2.0, minlength=gi.n_groups)
+    return n * (n - 1.0) / 2.0 - tied
+
+
 class RankingProblem(NamedTuple):
     """Validated features ``X`` (dense, CSR, or a precomputed (m, m) kernel), targets ``Y`` (m, v)
     Fortran-ordered (None for a preference graph), and the pair structure.  Build it with
@@ -235,18 +244,9 @@ class RankingProblem(NamedTuple):
         of Sect. 2.4: each edge weighted by the inverse of the number of its query's edges), so
         that every query still weighs 1 in total."""
         if self.exclude_ties and self.weighting == "per_query":
-            edges = self._edges()
+            edges = crucial_pairs(self.Y, self.groups, self.cells)
             return np.where(edges > 0, 1.0 / np.maximum(edges, 1.0), 1.0)
         return pair_weights(self.groups.sizes, self.weighting)
-
-    def _edges(self):
-        """The relevant pairs of every group: all its pairs, less the tied ones with ``exclude_ties``."""
-        n = self.groups.sizes.astype(np.float64)
-        edges = n * (n - 1.0) / 2.0
-        if self.exclude_ties:
-            t = self.cells.sizes.astype(np.float64)
-            edges -= np.bincount(self._cell_groups(), weights=t * (t - 1.0) / 2.0, minlength=self.groups.n_groups)
-        return edges
 
     def targets_grouped(self):
         return np.asfortranarray(self.groups.take(self.Y))
@@ -268,7 +268,8 @@ class RankingProblem(NamedTuple):
         splits into orthogonal projectors: L_q = c_q (n_q P_B + sum_t (n_q - n_t) P_t), P_B the
         between-cell centring (cell mean minus group mean) and P_t the centring inside cell t, so
         (S A)_i = sqrt(c_q) (sqrt(n_q) (mean_t - mean_q) + sqrt(n_q - n_t) (A_i - mean_t))."""
-        cells, cell_group, = self.cells, self._cell_groups()
+        cells = self.cells
+        cell_group = self.groups.codes[cells.order[cells.offsets[:-1]]]  # the group of every tie cell
         A = np.asarray(A, dtype=np.float64)
         col = (-1,) + (1,) * (A.ndim - 1)  # a per-row factor broadcast over A's other axes
         csize = cells.sizes.astype(np.float64)
@@ -285,13 +286,12 @@ class RankingProblem(NamedTuple):
         rep = cells.sizes
         return np.repeat(between, rep, axis=0) + np.repeat(within, rep, axis=0) * (A - np.repeat(cmean, rep, axis=0))
 
-    def _cell_groups(self):
-        """The group code of every tie cell."""
-        return self.groups.codes[self.cells.order[self.cells.offsets[:-1]]]
-
     def n_relevant_pairs(self):
-        """Number of relevant pairs (edges of a graph, with multiplicity)."""
-        return int(self.graph.head.size) if self.is_graph else int(self._edges().sum())
+        """Number of relevant pairs (edges of a graph, with multiplicity; less the tied pairs with ``exclude_ties``)."""
+        if self.is_graph:
+            return int(self.graph.head.size)
+        n = self.groups.sizes.astype(np.float64)
+        return int((crucial_pairs(self.Y, self.groups, self.cells) if self.exclude_ties else n * (n - 1.0) / 2.0).sum())
 
     def laplacian_args(self):
         """Keyword arguments that describe L to the C++ solvers working in the caller's row order."""

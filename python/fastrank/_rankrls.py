@@ -80,8 +80,7 @@ class _RankRLSBase(KernelMixin, Ranker):
         if fit.mode == "cg":
             self.n_iter_ = int(fit.n_iter[k, 0]) if one_d else fit.n_iter[k]
             self.converged_ = bool(fit.converged[k, 0]) if one_d else fit.converged[k]
-            if fit.residual_history is not None:
-                self.residual_history_ = squeeze(fit.residual_history[k])
+            self.residual_history_ = squeeze(fit.residual_history[k])
         else:
             # A direct solve (one factorization) counts as one iteration that converged.
             n_out = 1 if one_d else (fit.coef if fit.coef is not None else fit.dual_coef).shape[2]
@@ -96,6 +95,17 @@ class _RankRLSBase(KernelMixin, Ranker):
     def _apply_engine_fit(self, engine, alpha):
         """This estimator fitted on all of an exact-CV engine's data at ``alpha``, from its factors (no refit)."""
         return self._apply_fit(engine.solve(alpha), 0, engine.one_d, engine.problem.n_features)
+
+    def _cv_spec(self):
+        """The validated model record the exact cross-validation engine retrains (fastrank._exactcv): RankRLS at its
+        alpha, MPRank (no alpha) at fixed C."""
+        params = self.get_params(deep=False)
+        name = "C" if "C" in params else "alpha"  # checked as fit checks it, so the error names the parameter
+        fields = {k: v for k, v in params.items() if k in CVSpec.__dataclass_fields__}
+        fields.update({"alpha": None, name: check_alpha(params[name], name)})
+        if "exclude_ties" in params:
+            fields["exclude_ties"] = self._exclude_ties()
+        return CVSpec(**fields)
 
     def predict(self, X):
         """Scores for ranking, (p,) or (p, v): higher ranks higher; only differences of scores are meaningful (the
@@ -176,12 +186,6 @@ class RankRLS(_RankRLSBase):
             raise ValueError(f"exclude_ties must be True or False, got {self.exclude_ties!r}")
         return bool(self.exclude_ties)
 
-    def _cv_spec(self):
-        """The validated model record the exact cross-validation engine retrains (fastrank._exactcv)."""
-        return CVSpec(alpha=self.alpha, kernel=self.kernel, gamma=self.gamma, degree=self.degree, coef0=self.coef0,
-                      group_weighting=self.group_weighting, solver=self.solver, basis_vectors=self.basis_vectors,
-                      random_state=self.random_state, exclude_ties=self._exclude_ties(), n_jobs=self.n_jobs)
-
     def _warm_start_coef(self, problem):
         if not self.warm_start or getattr(self, "fit_mode_", None) != "cg" or self.coef_ is None:
             return None
@@ -234,11 +238,6 @@ class MPRank(_RankRLSBase):
     def __init__(self, C=1.0, *, kernel="linear", gamma=None, degree=3, coef0=1.0, solver="auto", n_jobs=None,
                  verbose=0):
         self._store_params(locals())
-
-    def _cv_spec(self):
-        """The validated model record the exact cross-validation engine retrains at fixed C."""
-        return CVSpec(alpha=None, C=check_alpha(self.C, "C"), kernel=self.kernel, gamma=self.gamma, degree=self.degree,
-                      coef0=self.coef0, solver=self.solver, n_jobs=self.n_jobs)
 
     def fit(self, X, y, groups=None):
         """Fit from real-valued scores y (m,) or (m, v) on all pairs, or (with ``groups``, one id per row) on the pairs

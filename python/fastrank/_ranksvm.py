@@ -30,14 +30,8 @@ _LOSSES = {"squared_hinge": 0, "hinge": 1}
 
 
 def _group_structure(y, groups, m):
-    """Keyword arguments of the core's group structure; raises when no pair has y_i > y_j."""
+    """Keyword arguments of the core's group structure."""
     gi = group_index(groups, m)
-    yg, starts = y[gi.order], gi.offsets[:-1]
-    spread = np.maximum.reduceat(yg, starts) - np.minimum.reduceat(yg, starts)
-    if not np.any(spread > 0):
-        where = "inside any group" if groups is not None else "among the rows"
-        raise ValueError(f"No preference pairs: y takes a single value {where}, so no pair (i, j) has y_i > y_j "
-                         "(RankSVM learns only from such pairs).")
     return dict(y=y, order=gi.order, offsets=gi.offsets)
 
 
@@ -157,14 +151,12 @@ class RankSVM(KernelMixin, Ranker):
             if "y" not in structure:
                 raise ValueError("margin='difference' needs targets: use fit(X, y), not fit_preferences")
             structure = dict(structure, row_margin=structure["y"])
-        warm = {} if w0 is None else {"w0": w0}
         spec = None if self.kernel == "precomputed" else self._kernel_spec(X.shape[1])
         if self.basis_vectors is not None:
             return self._solve_basis(X, spec, structure, C, code, tol, max_iter, n_threads)
         if spec is not None and spec.linear:
             X, C_scaled, scale, capped = _rescaled(X, C)
-            if "w0" in warm and scale != 1.0:  # the start in the rescaled problem's units: w' = s w
-                warm["w0"] = warm["w0"] * scale
+            warm = {} if w0 is None else {"w0": w0 * scale}  # the start in the rescaled problem's units: w' = s w
             if capped:
                 warnings.warn(
                     f"C * max|X|^2 = {C:.3g} * {scale:.3g}^2 exceeds {_C_SCALED_MAX:g}: the problem is solved at "
@@ -212,11 +204,15 @@ class RankSVM(KernelMixin, Ranker):
         Z = np.ascontiguousarray(scipy.linalg.solve_triangular(L, K_mB.T, lower=True, check_finite=False).T)
         out = _core.ranksvm_fit_dense(Z, C, code, tol, max_iter, n_threads, **structure)
         beta = scipy.linalg.solve_triangular(L, np.asarray(out["coef"]), lower=True, trans="T", check_finite=False)
-        out = dict(out, coef=beta, basis=basis, basis_linear=spec is not None and spec.linear)
-        return "basis", out, X_fit
+        out = dict(out, coef=beta, basis=basis)
+        if spec is not None and spec.linear:  # f(x) = x^T X_B^T beta: keep the weight vector only
+            return "linear", dict(out, coef=np.asarray(X_fit.T @ beta).reshape(-1)), None
+        return "kernel", out, X_fit
 
     def _set_fitted(self, X, mode, out, X_fit, n_pairs):
-        steps = "cutting planes" if self.loss == "hinge" and mode != "linear" else "Newton iterations"
+        basis_indices = out.get("basis")  # a basis model is solved by the linear solver on its features Z
+        steps = "cutting planes" if self.loss == "hinge" and mode == "kernel" and basis_indices is None else \
+            "Newton iterations"
         if out.get("stalled"):
             warnings.warn(
                 f"RankSVM (hinge) stopped after {out['n_iter']} cutting planes: the relative duality gap "
@@ -227,11 +223,7 @@ class RankSVM(KernelMixin, Ranker):
             warnings.warn(
                 f"RankSVM stopped after max_iter={self.max_iter} {steps} before reaching tol={self.tol} "
                 f"(criterion {out['criterion']:.2e}); increase max_iter or tol.", ConvergenceWarning, stacklevel=3)
-        coef, basis_indices = np.asarray(out["coef"]), out["basis"] if mode == "basis" else None
-        if mode == "basis" and out["basis_linear"]:  # f(x) = x^T X_B^T beta: keep the weight vector only
-            coef, mode, X_fit = np.asarray(X_fit.T @ coef).reshape(-1), "linear", None
-        elif mode == "basis":
-            mode = "kernel"
+        coef = np.asarray(out["coef"])
         self.fit_mode_, self.X_fit_, self.basis_indices_ = mode, X_fit, basis_indices
         self.coef_ = coef if mode == "linear" else None
         self.dual_coef_ = coef if mode == "kernel" else None
@@ -255,12 +247,17 @@ class RankSVM(KernelMixin, Ranker):
         return self._set_fitted(X, mode, out, X_fit, n_pairs)
 
     def _group_problem(self, X, y, groups):
-        """Validated X, the core's group structure and the number of pairs of ``fit(X, y, groups)``."""
+        """Validated X, the core's group structure and the number of pairs of ``fit(X, y, groups)`` (at least one)."""
         self._params()
         X = self._check_fit_X(X, allow_sparse=True)
         m = X.shape[0]
         y = self._check_target_vector(y, m)
-        return X, _group_structure(y, groups, m), float(crucial_pairs(y, group_index(groups, m)).sum())
+        n_pairs = float(crucial_pairs(y, group_index(groups, m)).sum())
+        if n_pairs == 0:
+            where = "inside any group" if groups is not None else "among the rows"
+            raise ValueError(f"No preference pairs: y takes a single value {where}, so no pair (i, j) has y_i > y_j "
+                             "(RankSVM learns only from such pairs).")
+        return X, _group_structure(y, groups, m), n_pairs
 
     def fit_preferences(self, X, pairs, weights=None):
         """Fit on an explicit preference multigraph: row ``pairs[e, 0]`` (an int array (l, 2)) is preferred over row

@@ -201,11 +201,8 @@ def train_kernel(X, spec, n_threads, order=None):
     """K over the rows of X in ``order`` (default: as given) as a writable Fortran-ordered array that the
     solver may overwrite in place."""
     X = _centred_features(X) if spec.linear else X
-    if spec.precomputed:
-        Kg = X[np.ix_(order, order)] if order is not None else X.copy()
-        Kg += Kg.T  # exact symmetry for the symmetric solvers
-        Kg *= 0.5
-        return Kg.T  # symmetric: the transpose is the F-ordered view of the same matrix
+    if spec.precomputed:  # check_precomputed_kernel made X exactly symmetric: its transpose is the F-ordered view
+        return (X[np.ix_(order, order)] if order is not None else X.copy()).T
     return spec.train(X if order is None else np.take(X, order, axis=0), n_threads)
 
 
@@ -412,13 +409,13 @@ def fit_cg(X, Y=None, *, group_index=None, normalized=False, graph=None, alpha=1
     if callback is not None and not callable(callback):
         raise TypeError("callback must be callable or None")
     X = check_features(X, allow_sparse=True, min_rows=1)
-    problem = _array_problem(X, Y, group_index, normalized, graph, finite_check=True, weighting=weighting)
+    problem = _array_problem(X, Y, group_index, normalized, graph, weighting=weighting)
     fit = solve_cg(problem, alpha, tol=tol, max_iter=max_iter, x0=x0, preconditioner=preconditioner,
                    n_threads=n_threads, callback=callback, transpose_copy=transpose_copy, warn=warn)
     return CGResult(fit.coef[0], fit.n_iter[0], fit.converged[0], fit.residual_history[0])
 
 
-def _array_problem(X, Y, gi, normalized, graph, *, finite_check, weighting=None):
+def _array_problem(X, Y, gi, normalized, graph, *, weighting=None):
     """A :class:`RankingProblem` from already-validated arrays (the array-level solver API)."""
     m = X.shape[0]
     if graph is not None:
@@ -430,7 +427,7 @@ def _array_problem(X, Y, gi, normalized, graph, *, finite_check, weighting=None)
     Y = Y.reshape(-1, 1) if Y.ndim == 1 else Y
     if Y.ndim != 2 or Y.shape[0] != m:
         raise ValueError(f"Y must have {m} rows, got shape {Y.shape}")
-    if finite_check and not np.isfinite(Y).all():
+    if not np.isfinite(Y).all():
         raise ValueError("Input y contains NaN or infinity.")
     gi = gi if gi is not None else group_index(None, m)
     if gi.codes.size != m:
@@ -488,13 +485,7 @@ def _basis_coefficients(problem, spec, alphas, basis, n_threads):
     """(n_alphas, |R|, v) coefficients over the basis rows (eqs. 41-42)."""
     X, m = problem.X, problem.m
     check_dense_memory(m, 1 if problem.is_graph else 2, "kernel block K(X, X_R)", n_cols=basis.size)
-    if spec.precomputed:
-        K = X.toarray() if issparse(X) else np.asarray(X, dtype=np.float64)
-        if K.ndim != 2 or K.shape[0] != K.shape[1]:
-            raise ValueError(f"a precomputed kernel must be square (m, m), got shape {K.shape}")
-        KRt = np.asfortranarray(K[:, basis], dtype=np.float64)
-    else:
-        KRt = kernel_block(spec, X, take_rows(X, basis), n_threads)
+    KRt = np.asfortranarray(X[:, basis]) if spec.precomputed else kernel_block(spec, X, take_rows(X, basis), n_threads)
     KRR = KRt[basis]
     KRR = np.asfortranarray(0.5 * (KRR + KRR.T))
     if problem.exclude_ties:
@@ -531,8 +522,9 @@ def fit_basis(X, Y=None, *, group_index=None, normalized=False, graph=None, alph
     Returns an array (n_alphas, r, v): A(alpha) with f(x) = k(x, X[basis]) A."""
     alphas = check_alphas(alphas)
     n_threads = check_n_jobs(n_jobs)
+    X = check_features(X, precomputed=kernel_spec.precomputed, allow_sparse=True, min_rows=1)
     basis = np.asarray(basis_indices, dtype=np.int64)
-    problem = _array_problem(X, Y, group_index, normalized, graph, finite_check=False, weighting=weighting)
+    problem = _array_problem(X, Y, group_index, normalized, graph, weighting=weighting)
     return _basis_coefficients(problem, kernel_spec, alphas, basis, n_threads)
 
 

@@ -39,7 +39,7 @@ class _ThreadBudget:
 
     def __init__(self):
         self.cond = threading.Condition()
-        self.free = None           # cores not held by a region (lazily cpu_budget())
+        self.free = cpu_budget()   # cores not held by a region
         self.active = 0            # regions running now
         self.saved_limits = None   # (library, threads) pairs restoring the user's BLAS setting at the end
         self.blas_now = 1          # BLAS threads set by the first of the running regions
@@ -65,8 +65,6 @@ class _ThreadBudget:
         total = cpu_budget()
         want = max(1, min(int(n_threads), total))
         with self.cond:
-            if self.free is None:
-                self.free = total
             while True:
                 # Joining running regions: this region's BLAS calls run with their BLAS setting,
                 # so it reserves at least that many cores.

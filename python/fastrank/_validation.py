@@ -210,19 +210,17 @@ def check_precomputed_kernel(K, name="X (precomputed kernel)", *, n_train=None, 
 def check_pair_arrays(pair_predictions, pair_targets):
     """Validated (n_pairs, 2) or (n_pairs, 2, v) prediction and target arrays of held-out pairs (as returned by
     ``leave_pair_out``): numeric, finite, same shape, at least one pair."""
-    names = ("pair_predictions", "pair_targets")
-    P, T = (_to_float(A, name) for name, A in zip(names, (pair_predictions, pair_targets)))
-    for name, A in zip(names, (P, T)):
+    P, T = (np.asarray(_to_float(A, name), dtype=np.float64)
+            for name, A in (("pair_predictions", pair_predictions), ("pair_targets", pair_targets)))
+    for name, A in (("pair_predictions", P), ("pair_targets", T)):
         if A.ndim not in (2, 3) or A.shape[1] != 2:
             raise ValueError(f"{name} must have shape (n_pairs, 2) or (n_pairs, 2, v), got {A.shape}")
         if A.shape[0] == 0:
             raise ValueError(f"{name} has no pairs")
-    if P.shape != T.shape:
-        raise ValueError(f"pair_predictions and pair_targets must have the same shape, got {P.shape} and {T.shape}")
-    P, T = np.asarray(P, dtype=np.float64), np.asarray(T, dtype=np.float64)
-    for name, A in zip(names, (P, T)):
         if not np.isfinite(A).all():
             raise ValueError(f"Input {name} contains NaN or infinity.")
+    if P.shape != T.shape:
+        raise ValueError(f"pair_predictions and pair_targets must have the same shape, got {P.shape} and {T.shape}")
     return P, T
 
 

@@ -99,3 +99,11 @@ def test_ragged_query_ids_and_sizes_name_the_argument():
         utils.groups_from_qid([[1, 2], [3]])
     with pytest.raises(ValueError, match="^sizes must be"):
         utils.groups_from_sizes([[1, 2], [3]])
+
+
+def test_ragged_groups_name_the_argument_in_measures_and_learners():
+    y = np.array([1.0, 2.0, 3.0])
+    with pytest.raises(ValueError, match="groups must be a rectangular array"):
+        metrics.ndcg(y, y, [[1, 2], [3]])
+    with pytest.raises(ValueError, match="groups must be a rectangular array"):
+        fastrank.RankRLS().fit(np.eye(3), y, [[1, 2], [3]])

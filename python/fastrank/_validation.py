@@ -280,7 +280,7 @@ def group_index(groups, n_rows):
     if groups is None:
         core = _core.GroupIndex.one_group(n_rows)  # no per-row codes: all 0 (zero pages until read)
         return GroupIndex(core.order, core.offsets, np.array([0]), np.zeros(n_rows, dtype=np.int64))
-    groups = np.asarray(groups)
+    groups = _asarray(groups, "groups")
     if groups.ndim != 1:
         raise ValueError(f"groups must be 1-D with one id per row, got shape {groups.shape}")
     if groups.shape[0] != n_rows:

@@ -296,3 +296,15 @@ def test_binding_refuses_silent_conversions():
     a = fit_cg(X32, Y, alpha=1.0, tol=1e-12)
     b = fit_cg(X32.astype(np.float64), Y, alpha=1.0, tol=1e-12)
     np.testing.assert_allclose(a.coef, b.coef, rtol=1e-12)
+
+
+def test_graph_arrays_are_checked_not_truncated():
+    """A fractional row index was cut to an integer and a NaN edge weight reached the solver."""
+    X, Y, rng = _data(m=20, seed=5)
+    heads, tails, w, z = graph_edges(Y[:, 0], 30, rng, "binary")
+    with pytest.raises(TypeError, match="integer row indices"):
+        fit_cg(X, graph=(heads + 0.5, tails, w, z), alpha=0.5)
+    bad = w.astype(float).copy()
+    bad[3] = np.nan
+    with pytest.raises(ValueError, match="weights contain NaN"):
+        fit_cg(X, graph=(heads, tails, bad, z), alpha=0.5)

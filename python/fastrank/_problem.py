@@ -131,15 +131,15 @@ class PreferenceGraph(NamedTuple):
             head, tail, weight, target = graph
         else:
             head, tail, weight, target = graph.head, graph.tail, graph.weight, graph.target
-        head, tail = (np.ascontiguousarray(a, dtype=np.int64).reshape(-1) for a in (head, tail))
-        weight = np.ascontiguousarray(weight, dtype=np.float64).reshape(-1)
+        head, tail = np.ravel(head), np.ravel(tail)
         target = np.asarray(target, dtype=np.float64)
         target = target.reshape(-1, 1) if target.ndim == 1 else target
         l = head.size
-        if tail.size != l or weight.size != l or target.shape[0] != l:
+        if tail.size != l or np.size(weight) != l or target.shape[0] != l:
             raise ValueError("preference graph arrays must have one entry per edge")
-        head, tail = check_pairs(np.stack([head, tail], axis=1), m)  # edges in [0, m), no self-loop, at least one
-        return cls(head, tail, weight, np.ascontiguousarray(target))
+        # edges: whole numbers in [0, m), no self-loop, at least one; weights finite and > 0
+        head, tail = check_pairs(np.stack([head, tail], axis=1), m)
+        return cls(head, tail, check_pair_weights(np.ravel(weight), l), np.ascontiguousarray(target))
 
 
 def check_features(X, *, precomputed=False, allow_sparse=False, min_rows=2):

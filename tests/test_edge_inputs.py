@@ -107,3 +107,10 @@ def test_ragged_groups_name_the_argument_in_measures_and_learners():
         metrics.ndcg(y, y, [[1, 2], [3]])
     with pytest.raises(ValueError, match="groups must be a rectangular array"):
         fastrank.RankRLS().fit(np.eye(3), y, [[1, 2], [3]])
+
+
+@pytest.mark.parametrize("learner", [fastrank.RankRLS, fastrank.MPRank])
+def test_no_preference_errors_name_the_learner(learner):
+    X = np.random.default_rng(0).normal(size=(6, 2))
+    with pytest.raises(ValueError, match=f"every group has a single row. {learner.__name__} with groups"):
+        learner().fit(X, np.arange(6.0), np.arange(6))

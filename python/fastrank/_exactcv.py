@@ -95,7 +95,7 @@ def engine_for(model, X, y, groups=None, *, min_rows=1, verbose=0):
     """A :class:`HoldoutEngine` for ``model`` (a :class:`CVSpec`, RankRLS or MPRank) on (X, y, groups)."""
     spec = spec_of(model)
     problem = RankingProblem.from_scores(X, y, groups, weighting=spec.group_weighting,
-                                         precomputed=spec.precomputed, min_rows=1, require_informative=False,
+                                         precomputed=spec.precomputed, min_rows=1, learner=None,
                                          allow_sparse=True, exclude_ties=spec.exclude_ties)
     if problem.m < min_rows:
         raise ValueError(f"this cross-validation needs at least {min_rows} inputs, got n_samples={problem.m}")

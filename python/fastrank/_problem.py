@@ -205,18 +205,18 @@ class RankingProblem(NamedTuple):
     # -- construction ---------------------------------------------------------------------------
     @classmethod
     def from_scores(cls, X, y, groups=None, *, weighting="unweighted", precomputed=False, allow_sparse=False,
-                    min_rows=2, require_informative=True, exclude_ties=False):
+                    min_rows=2, learner="RankRLS", exclude_ties=False):
         """Scoring setting (cost (21), z_ij = y_i - y_j): all pairs, or pairs inside ``groups``;
         with ``exclude_ties`` only pairs whose targets differ (every output must tie the same
-        pairs)."""
+        pairs).  ``learner``: the name the no-preference errors give (None: not checked)."""
         check_weighting(weighting)
         X = check_features(X, precomputed=precomputed, allow_sparse=allow_sparse, min_rows=min_rows)
         Y, one_d = as_targets(y, X.shape[0])
         gi = group_index(groups, X.shape[0])
         # A per-group weighting needs groups: object ranking weighs every pair 1 (L = m I - 1 1^T).
         cells = _tie_cells(Y, gi) if exclude_ties else None
-        if require_informative:  # every output must order at least one relevant pair
-            require_preferences(Y, gi, "RankRLS")
+        if learner is not None:  # every output must order at least one relevant pair (the error names the learner)
+            require_preferences(Y, gi, learner)
         return cls(X, Y, one_d, gi, groups is not None, weighting if groups is not None else "unweighted", None,
                    precomputed, cells)
 

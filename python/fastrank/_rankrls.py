@@ -40,7 +40,8 @@ class _RankRLSBase(KernelMixin, Ranker):
 
     def _scores_problem(self, X, y, groups=None, weighting="unweighted", exclude_ties=False):
         return RankingProblem.from_scores(X, y, groups, weighting=weighting, precomputed=self._precomputed(),
-                                          allow_sparse=self._sparse_input, exclude_ties=exclude_ties)
+                                          allow_sparse=self._sparse_input, learner=type(self).__name__,
+                                          exclude_ties=exclude_ties)
 
     def _solve(self, problem, alphas, *, x0=None):
         """Pick the solver for this problem and run it for every alpha; returns a ``Fit``."""

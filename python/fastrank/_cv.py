@@ -66,7 +66,8 @@ class _ExactCVSearch(KernelMixin, Ranker):
         preference, as ``base.fit`` requires (a grid scored on tied targets would keep a zero model)."""
         self._validate_params()
         engine = engine_for(base, X, y, groups, min_rows=min_rows, verbose=self.verbose)
-        require_preferences(engine.Y, engine.groups, type(self).__name__)
+        if np.any(engine.groups.sizes >= 2):  # else the scheme's own error says that no pair can be held out
+            require_preferences(engine.Y, engine.groups, type(self).__name__)
         return engine
 
     def _keep_best(self, engine, base, name, grid, scores, what, greater_is_better=False):

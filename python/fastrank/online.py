@@ -64,7 +64,7 @@ def _as_X(X):
 
 
 def _check_labels(y, n_rows, *, label_set_fixed=False):
-    """1-D labels; continuous-looking floats are rejected (scikit-learn's classifier convention)
+    """(1-D labels, their sorted classes); continuous-looking floats are rejected (scikit-learn's classifier convention)
     unless the ordered label set is fixed (``classes=`` / an ongoing stream), where every label is
     checked against it instead — so e.g. ratings 0, 0.2, ..., 1 work through ``partial_fit``."""
     y = target_column(y)
@@ -74,10 +74,10 @@ def _check_labels(y, n_rows, *, label_set_fixed=False):
         raise ValueError(f"Found input variables with inconsistent numbers of samples: [{n_rows}, {y.shape[0]}]")
     if y.dtype.kind == "f" and not np.isfinite(y).all():
         raise ValueError("Input y contains NaN or infinity.")
-    _sorted_classes(y, "y")  # orderability and NaN first: a clear message for mixed types
+    classes = _sorted_classes(y, "y")  # orderability and NaN first: a clear message for mixed types
     if not label_set_fixed:
         check_classification_targets(y)
-    return y
+    return y, classes
 
 
 def _is_nan(v):
@@ -211,15 +211,13 @@ class _OnlineOrdinal(ClassifierMixin, FastrankEstimator):
         pass
 
     def _check_X(self, X, *, reset=False):
+        if not reset:
+            check_is_fitted(self, "classes_")
         X = _as_X(X)
         if not reset and X.shape[1] != self.n_features_in_ and getattr(self, "_kernel_kind", None) != "precomputed":
             raise ValueError(f"X has {X.shape[1]} features, but {type(self).__name__} is expecting "
                              f"{self.n_features_in_} features as input (fixed by the first fit/partial_fit call)")
         return X
-
-    def _prepare_predict(self, X):
-        check_is_fitted(self, "classes_")
-        return self._check_X(X)
 
     @_unchanged_on_error
     def fit(self, X, y):
@@ -230,10 +228,10 @@ class _OnlineOrdinal(ClassifierMixin, FastrankEstimator):
         """
         self._validate_params()
         X = self._check_X(X, reset=True)
-        y = _check_labels(y, X.shape[0])
+        y, classes = _check_labels(y, X.shape[0])
         if self._precomputed() and X.shape[0] != X.shape[1]:
             raise ValueError(f"precomputed kernel: fit needs the square (m, m) kernel matrix, got {X.shape}")
-        self._reset(_sorted_classes(y), X.shape[1])
+        self._reset(classes, X.shape[1])
         ranks = _to_ranks(self.classes_, y)
         rng = np.random.default_rng(self.seed_)
         m = X.shape[0]
@@ -259,9 +257,9 @@ class _OnlineOrdinal(ClassifierMixin, FastrankEstimator):
         if first:
             self._validate_params()
         X = self._check_X(X, reset=first)
-        y = _check_labels(y, X.shape[0], label_set_fixed=not first or classes is not None)
+        y, y_classes = _check_labels(y, X.shape[0], label_set_fixed=not first or classes is not None)
         if first:
-            cls = _sorted_classes(y if classes is None else classes)
+            cls = y_classes if classes is None else _sorted_classes(classes)
             self._reset(cls, X.shape[1])
         elif classes is not None and not np.array_equal(_sorted_classes(classes), self.classes_):
             raise ValueError(f"classes={np.asarray(classes).tolist()!r} differs from classes_ fixed by the first "
@@ -385,7 +383,7 @@ class _OAPBase(KernelMixin, _OnlineOrdinal):
     def decision_function(self, X):
         """Real-valued scores: w~.x of the averaged rule (PRank, OAP-BPM); for OAP-Bagg, OAP-VP and
         PRank-VP the vote H(x) (the members' or hypotheses' mean rank) on the 1..k scale."""
-        X = self._prepare_predict(X)
+        X = self._check_X(X)
         if not self._voting():
             return self._member_scores(X, "mean")
         H, den = self._votes(X)
@@ -394,7 +392,7 @@ class _OAPBase(KernelMixin, _OnlineOrdinal):
     def predict(self, X):
         """Labels: the averaged rule's rank (PRank, OAP-BPM), or for the votes the real H(x) rounded
         to the nearest rank (halves round up), i.e. floor(H + 1/2)."""
-        X = self._prepare_predict(X)
+        X = self._check_X(X)
         if not self._voting():
             ranks = _rank_from_scores(self._member_scores(X, "mean"), self.thresholds_)
         else:
@@ -515,13 +513,12 @@ class PRankVP(PRank):
         if self._kernel_kind == "linear":
             return X @ self.vote_coef_.T
         # f_i(x) = sum over the first n_i support entries of alpha_s K(x_s, x): prefix sums
-        coef = self.dual_coef_[0]
         if self._kernel_kind == "precomputed":
-            per = self._support_columns(X) * coef[None, :]
+            K = self._support_columns(X)
         else:
             spec = KernelSpec(self._kernel_kind, *self._kernel_args)
-            per = np.asarray(spec.cross(X, self.support_vectors_, check_n_jobs(None))) * coef[None, :]
-        pref = np.concatenate([np.zeros((per.shape[0], 1)), np.cumsum(per, axis=1)], axis=1)
+            K = np.asarray(spec.cross(X, self.support_vectors_, check_n_jobs(None)))
+        pref = np.concatenate([np.zeros((K.shape[0], 1)), np.cumsum(K * self.dual_coef_[0], axis=1)], axis=1)
         return pref[:, self.vote_n_support_]
 
     def _voting(self):
@@ -657,7 +654,7 @@ class WidrowHoff(_OnlineOrdinal):
 
     def decision_function(self, X):
         """The regression score w.x + b on the rank scale 1..k."""
-        return self._prepare_predict(X) @ self.coef_ + self.intercept_
+        return self._check_X(X) @ self.coef_ + self.intercept_
 
     def predict(self, X):
         """Labels: the score rounded to the nearest rank (halves up), clipped to 1..k."""
@@ -788,7 +785,7 @@ class OnlineMPRank(KernelMixin, Ranker):
         self.converged_ = bool(converged)
         self.cost_history_ = np.asarray(costs)
         self.y_mean_ = ymean
-        self._y = np.asarray(y, dtype=np.float64)
+        self._y = y
         self._groups = None if groups is None else np.asarray(groups)
         self._spec = spec
         self.n_features_in_ = X.shape[1]
@@ -826,8 +823,7 @@ class OnlineMPRank(KernelMixin, Ranker):
         """Ranking scores h(x) of eq. 13 (higher ranks higher; defined up to a constant; no intercept)."""
         check_is_fitted(self, "dual_coef_")
         X = self._check_predict_X(_as_X(X))
-        if self._spec.precomputed:
-            return X @ self.expansion_coef_
         if self._spec.linear:
             return X @ self.coef_
-        return np.asarray(self._spec.cross(X, self.X_fit_, check_n_jobs(self.n_jobs))) @ self.expansion_coef_
+        K = X if self._spec.precomputed else np.asarray(self._spec.cross(X, self.X_fit_, check_n_jobs(self.n_jobs)))
+        return K @ self.expansion_coef_

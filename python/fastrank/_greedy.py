@@ -21,7 +21,7 @@ def _net_preference_matrix(preference, X, n_items, pairwise, temperature):
     """D = PREF - PREF^T (antisymmetric, D[v, u] = PREF(v, u) - PREF(u, v)), the only n x n matrix the greedy loop
     needs; each route announces the n x n float64 matrices it allocates."""
     what = "preference matrix (greedy_order)"
-    if hasattr(preference, "predict") and not isinstance(preference, np.ndarray):
+    if hasattr(preference, "predict"):
         if X is None:
             raise ValueError("greedy_order with a fitted ranker needs X, the items to order")
         s = np.asarray(preference.predict(X), dtype=np.float64)

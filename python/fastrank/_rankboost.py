@@ -196,8 +196,8 @@ class RankBoostPath:
     def __init__(self, n_estimators, scores, measure, estimator):
         self.n_estimators, self.scores, self.measure, self.estimator = n_estimators, scores, measure, estimator
         self.mean_scores = scores.mean(axis=0)
-        best = np.max(self.mean_scores) if measure.greater_is_better else np.min(self.mean_scores)
-        self.best_n_estimators = int(n_estimators[np.flatnonzero(self.mean_scores == best)[0]])
+        best = np.argmax(self.mean_scores) if measure.greater_is_better else np.argmin(self.mean_scores)
+        self.best_n_estimators = int(n_estimators[best])  # the first best: the smallest value
 
     def __repr__(self):
         return (f"RankBoostPath(best_n_estimators={self.best_n_estimators}, measure={self.measure.name!r}, "

@@ -214,11 +214,6 @@ def _combine_stats(weighting, *states):
     return out
 
 
-def _basis_features(spec, XR, n_threads, X):
-    """Feature map of subset-of-regressors RankRLS: F = K(X, X_R)."""
-    return np.asarray(spec.cross(X, XR, n_threads))
-
-
 def _prepare(X, y, groups=None):
     if y is None:
         raise ValueError("This estimator requires y to be passed, but the target y is None")
@@ -340,7 +335,8 @@ class DaskRankRLS(RegressorMixin, FastrankEstimator):
         check_dense_memory(basis.size, 2, "basis system K_R^T L K_R")
         XR = _take_rows(X, basis)
         KRR = np.asarray(spec.cross(XR, XR, n_threads))
-        H, g = _statistics(X, Y, G, table, weighting, functools.partial(_basis_features, spec, XR, n_threads))
+        # the feature map of subset-of-regressors RankRLS: F = K(X, X_R)
+        H, g = _statistics(X, Y, G, table, weighting, functools.partial(spec.cross, X=XR, n_threads=n_threads))
         A = solve_assembled_basis(H, g, 0.5 * (KRR + KRR.T), alphas)
         coef = np.stack([basis_primal_weights(XR, a) for a in A]) if spec.linear else None
         return X, Y, Fit("sparse", coef=coef, dual_coef=A, X_fit=XR, basis_indices=basis)

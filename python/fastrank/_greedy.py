@@ -43,9 +43,8 @@ def _net_preference_matrix(preference, X, n_items, pairwise, temperature):
             D /= 2.0 * float(temperature)
         return np.tanh(D, out=D)
     if callable(preference):
-        if isinstance(n_items, (bool, np.bool_)) or not isinstance(n_items, numbers.Integral) or n_items < 0:
-            raise ValueError("greedy_order with a callable preference needs n_items, a non-negative integer")
-        n = int(n_items)
+        n = check_real(n_items, "n_items", "a non-negative integer (a callable preference needs the number of items)",
+                       lambda v: v >= 0, numbers.Integral)
         check_dense_memory(n, 2, what)  # PREF and PREF - PREF^T
         P = np.empty((n, n))
         for u in range(n):

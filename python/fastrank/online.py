@@ -503,10 +503,8 @@ class PRankVP(PRank):
         self.vote_counts_ = np.concatenate([self.vote_counts_[:-1], [self.vote_counts_[-1] + counts[0]],
                                             counts[1:]]).astype(np.int64)
         self.vote_thresholds_ = np.vstack([self.vote_thresholds_, new_c])
-        if linear:
-            self.vote_coef_ = np.vstack([self.vote_coef_, new_h])
-        else:
-            self.vote_n_support_ = np.concatenate([self.vote_n_support_, new_h]).astype(np.int64)
+        hypotheses = "vote_coef_" if linear else "vote_n_support_"  # (u + 1, d) weights or (u + 1,) support counts
+        setattr(self, hypotheses, np.concatenate([getattr(self, hypotheses), new_h]))
 
     def _hypothesis_scores(self, X):
         """Scores w_i . x of every hypothesis, (p, u + 1)."""

@@ -225,7 +225,7 @@ def rankboost_path(X, y, n_estimators, groups=None, *, cv=5, scoring=None, refit
     from .metrics import get_measure
 
     grid = np.asarray(n_estimators).reshape(-1)
-    if grid.size == 1 and grid.dtype.kind in "iu" and np.ndim(n_estimators) == 0:
+    if grid.dtype.kind in "iu" and np.ndim(n_estimators) == 0:
         grid = np.arange(1, int(grid[0]) + 1)
     if grid.size == 0 or grid.dtype.kind not in "iu" or np.any(grid < 1):
         raise ValueError(f"n_estimators must be a positive int or a sequence of positive ints, got {n_estimators!r}")

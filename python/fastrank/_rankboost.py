@@ -94,7 +94,7 @@ class RankBoost(Ranker):
         return int(self.n_estimators), k, check_n_jobs(self.n_jobs)
 
     def _check_X(self, X, min_rows=1):
-        allow = getattr(self, "missing", "error") == "q_def"
+        allow = self.missing == "q_def"
         X = as_float_matrix(X, "X", min_rows=min_rows, allow_nan=allow)
         if allow and np.isinf(X).any():
             raise ValueError("Input X contains infinity (NaN marks a missing value with missing='q_def').")

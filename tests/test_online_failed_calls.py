@@ -1,4 +1,5 @@
-"""A failed fit or partial_fit of an on-line ordinal learner leaves the model as it was."""
+"""A failed fit or partial_fit of an on-line ordinal learner leaves the model as it was; joining no OAP-BPM member
+blocks is a named error."""
 
 import numpy as np
 import pytest
@@ -48,3 +49,8 @@ def test_failed_first_partial_fit_fixes_no_label_set(make):
     np.testing.assert_array_equal(est.decision_function(X), make().partial_fit(X, y, classes=[0, 1, 2])
                                   .decision_function(X))
     assert est.n_seen_ == X.shape[0]
+
+
+def test_from_members_without_blocks_is_a_named_error():
+    with pytest.raises(ValueError, match="at least one trained member block"):
+        OAPBPM.from_members([])

@@ -516,7 +516,7 @@ def permutation_test_lpo(estimator, X, y, n_permutations=100, random_state=None,
     """
     n_permutations = check_int(n_permutations, "n_permutations", low=1)
     X, y, groups = _local(X), _local(y), _local(groups)
-    if y.ndim != 1:
+    if y is None or y.ndim != 1:
         raise ValueError("permutation_test_lpo needs a 1-D y")
     n_blocks = min(check_int(_default_blocks() if n_blocks is None else n_blocks, "n_blocks", low=1), n_permutations)
     # the single-machine function draws one permutation(m) per permutation, or one per group in group order

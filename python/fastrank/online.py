@@ -600,6 +600,8 @@ class OAPBPM(_OAPBase):
         """The ensemble of trained member blocks (in member order, as :meth:`member_blocks` made
         them, each trained on the same stream).  ``average_rank_loss_`` is not available (NaN):
         the ensemble's own on-line prediction needs every member at every step."""
+        if len(blocks) == 0:
+            raise ValueError("from_members needs at least one trained member block (made by member_blocks)")
         first = blocks[0]
         est = cls(**{**first.get_params(deep=False), "n_estimators": sum(int(b.n_estimators) for b in blocks)})
         for attr in ("classes_", "n_features_in_", "_kernel_kind", "_kernel_args", "n_seen_", "n_samples_seen_"):

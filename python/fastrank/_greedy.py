@@ -21,7 +21,7 @@ def _net_preference_matrix(preference, X, n_items, pairwise, temperature):
     """D = PREF - PREF^T (antisymmetric, D[v, u] = PREF(v, u) - PREF(u, v)), the only n x n matrix the greedy loop
     needs; each route announces the n x n float64 matrices it allocates."""
     what = "preference matrix (greedy_order)"
-    if hasattr(preference, "predict") and not isinstance(preference, np.ndarray):
+    if hasattr(preference, "predict"):
         if X is None:
             raise ValueError("greedy_order with a fitted ranker needs X, the items to order")
         s = np.asarray(preference.predict(X), dtype=np.float64)
@@ -43,9 +43,8 @@ def _net_preference_matrix(preference, X, n_items, pairwise, temperature):
             D /= 2.0 * float(temperature)
         return np.tanh(D, out=D)
     if callable(preference):
-        if isinstance(n_items, (bool, np.bool_)) or not isinstance(n_items, numbers.Integral) or n_items < 0:
-            raise ValueError("greedy_order with a callable preference needs n_items, a non-negative integer")
-        n = int(n_items)
+        n = check_real(n_items, "n_items", "a non-negative integer (a callable preference needs the number of items)",
+                       lambda v: v >= 0, numbers.Integral)
         check_dense_memory(n, 2, what)  # PREF and PREF - PREF^T
         P = np.empty((n, n))
         for u in range(n):

@@ -17,6 +17,7 @@ from ._base import N_JOBS, Ranker, StrOptions, crucial_pairs, positive_int
 from ._problem import check_pairs
 from ._progress import progress
 from ._registry import register_estimator
+from ._solvers import check_indices
 from ._validation import as_float_matrix, check_n_jobs, group_index
 
 __all__ = ["RankBoost", "rankboost_path"]
@@ -94,7 +95,7 @@ class RankBoost(Ranker):
         return int(self.n_estimators), k, check_n_jobs(self.n_jobs)
 
     def _check_X(self, X, min_rows=1):
-        allow = getattr(self, "missing", "error") == "q_def"
+        allow = self.missing == "q_def"
         X = as_float_matrix(X, "X", min_rows=min_rows, allow_nan=allow)
         if allow and np.isinf(X).any():
             raise ValueError("Input X contains infinity (NaN marks a missing value with missing='q_def').")
@@ -196,8 +197,8 @@ class RankBoostPath:
     def __init__(self, n_estimators, scores, measure, estimator):
         self.n_estimators, self.scores, self.measure, self.estimator = n_estimators, scores, measure, estimator
         self.mean_scores = scores.mean(axis=0)
-        best = np.max(self.mean_scores) if measure.greater_is_better else np.min(self.mean_scores)
-        self.best_n_estimators = int(n_estimators[np.flatnonzero(self.mean_scores == best)[0]])
+        best = np.argmax(self.mean_scores) if measure.greater_is_better else np.argmin(self.mean_scores)
+        self.best_n_estimators = int(n_estimators[best])  # the first best: the smallest value
 
     def __repr__(self):
         return (f"RankBoostPath(best_n_estimators={self.best_n_estimators}, measure={self.measure.name!r}, "
@@ -225,7 +226,7 @@ def rankboost_path(X, y, n_estimators, groups=None, *, cv=5, scoring=None, refit
     from .metrics import get_measure
 
     grid = np.asarray(n_estimators).reshape(-1)
-    if grid.size == 1 and grid.dtype.kind in "iu" and np.ndim(n_estimators) == 0:
+    if grid.dtype.kind in "iu" and np.ndim(n_estimators) == 0:
         grid = np.arange(1, int(grid[0]) + 1)
     if grid.size == 0 or grid.dtype.kind not in "iu" or np.any(grid < 1):
         raise ValueError(f"n_estimators must be a positive int or a sequence of positive ints, got {n_estimators!r}")
@@ -233,16 +234,21 @@ def rankboost_path(X, y, n_estimators, groups=None, *, cv=5, scoring=None, refit
     measure = get_measure(scoring if scoring is not None else ("ndcg@10" if groups is not None else "disagreement"))
     base = RankBoost(n_estimators=int(grid[-1]), **params)
     X = base._check_X(X, min_rows=2)
-    y = np.asarray(y)
+    y = base._check_target_vector(y, X.shape[0])
     g = None if groups is None else np.asarray(groups)
+    group_index(g, X.shape[0])  # one id per row: checked before the folds index the ids
     if isinstance(cv, (int, np.integer)) and not isinstance(cv, bool):
         if cv < 2:
             raise ValueError(f"cv must be at least 2 folds, got {cv}")
         cv = GroupKFold(n_splits=int(cv)) if g is not None else KFold(n_splits=int(cv))
     if hasattr(cv, "split"):
         folds = list(cv.split(X, y, g))
+    elif hasattr(cv, "__iter__"):
+        folds = [(check_indices(tr, X.shape[0], "a cv training set"), check_indices(te, X.shape[0], "a cv test set"))
+                 for tr, te in cv]
     else:
-        folds = [(np.asarray(tr), np.asarray(te)) for tr, te in cv]
+        raise ValueError(f"cv must be a number of folds, a splitter or an iterable of (train, test) index arrays, got "
+                         f"{cv!r}")
     scores = np.empty((len(folds), grid.size))
     for k, (train, test) in enumerate(progress.iterate(folds, desc="rankboost_path", unit="fold", verbose=verbose)):
         est = base.fit(X[train], y[train], None if g is None else g[train])

@@ -214,11 +214,6 @@ def _combine_stats(weighting, *states):
     return out
 
 
-def _basis_features(spec, XR, n_threads, X):
-    """Feature map of subset-of-regressors RankRLS: F = K(X, X_R)."""
-    return np.asarray(spec.cross(X, XR, n_threads))
-
-
 def _prepare(X, y, groups=None):
     if y is None:
         raise ValueError("This estimator requires y to be passed, but the target y is None")
@@ -340,7 +335,8 @@ class DaskRankRLS(RegressorMixin, FastrankEstimator):
         check_dense_memory(basis.size, 2, "basis system K_R^T L K_R")
         XR = _take_rows(X, basis)
         KRR = np.asarray(spec.cross(XR, XR, n_threads))
-        H, g = _statistics(X, Y, G, table, weighting, functools.partial(_basis_features, spec, XR, n_threads))
+        # the feature map of subset-of-regressors RankRLS: F = K(X, X_R)
+        H, g = _statistics(X, Y, G, table, weighting, functools.partial(spec.cross, X=XR, n_threads=n_threads))
         A = solve_assembled_basis(H, g, 0.5 * (KRR + KRR.T), alphas)
         coef = np.stack([basis_primal_weights(XR, a) for a in A]) if spec.linear else None
         return X, Y, Fit("sparse", coef=coef, dual_coef=A, X_fit=XR, basis_indices=basis)
@@ -520,7 +516,7 @@ def permutation_test_lpo(estimator, X, y, n_permutations=100, random_state=None,
     """
     n_permutations = check_int(n_permutations, "n_permutations", low=1)
     X, y, groups = _local(X), _local(y), _local(groups)
-    if y.ndim != 1:
+    if y is None or y.ndim != 1:
         raise ValueError("permutation_test_lpo needs a 1-D y")
     n_blocks = min(check_int(_default_blocks() if n_blocks is None else n_blocks, "n_blocks", low=1), n_permutations)
     # the single-machine function draws one permutation(m) per permutation, or one per group in group order

@@ -19,6 +19,7 @@ that set.  The whole state is numpy arrays and Python ints on the estimator, so 
 
 from __future__ import annotations
 
+import functools
 import numbers
 
 import numpy as np
@@ -63,7 +64,7 @@ def _as_X(X):
 
 
 def _check_labels(y, n_rows, *, label_set_fixed=False):
-    """1-D labels; continuous-looking floats are rejected (scikit-learn's classifier convention)
+    """(1-D labels, their sorted classes); continuous-looking floats are rejected (scikit-learn's classifier convention)
     unless the ordered label set is fixed (``classes=`` / an ongoing stream), where every label is
     checked against it instead — so e.g. ratings 0, 0.2, ..., 1 work through ``partial_fit``."""
     y = target_column(y)
@@ -73,10 +74,10 @@ def _check_labels(y, n_rows, *, label_set_fixed=False):
         raise ValueError(f"Found input variables with inconsistent numbers of samples: [{n_rows}, {y.shape[0]}]")
     if y.dtype.kind == "f" and not np.isfinite(y).all():
         raise ValueError("Input y contains NaN or infinity.")
-    _sorted_classes(y, "y")  # orderability and NaN first: a clear message for mixed types
+    classes = _sorted_classes(y, "y")  # orderability and NaN first: a clear message for mixed types
     if not label_set_fixed:
         check_classification_targets(y)
-    return y
+    return y, classes
 
 
 def _is_nan(v):
@@ -151,6 +152,23 @@ def _block_seed(seed, first_member):
     return _splitmix64_inverse((_splitmix64(int(seed)) + int(first_member)) & _MASK64)
 
 
+def _unchanged_on_error(method):
+    """``method`` restoring every attribute of the estimator when it raises: a failed fit or partial_fit leaves the
+    model as it was (a diverging Widrow-Hoff pass keeps the previous fit; a first batch with a label outside
+    ``classes=`` fixes no label set).  The passes replace the state arrays, never write into them: a shallow copy
+    suffices."""
+    @functools.wraps(method)
+    def call(self, *args, **kwargs):
+        saved = dict(self.__dict__)
+        try:
+            return method(self, *args, **kwargs)
+        except BaseException:
+            self.__dict__.clear()
+            self.__dict__.update(saved)
+            raise
+    return call
+
+
 def _rank_from_scores(scores, thresholds):
     """Smallest r with s - c(r) < 0 (rank k when no threshold exceeds s), as 1-based ranks."""
     k = thresholds.shape[-1] + 1
@@ -193,16 +211,15 @@ class _OnlineOrdinal(ClassifierMixin, FastrankEstimator):
         pass
 
     def _check_X(self, X, *, reset=False):
+        if not reset:
+            check_is_fitted(self, "classes_")
         X = _as_X(X)
         if not reset and X.shape[1] != self.n_features_in_ and getattr(self, "_kernel_kind", None) != "precomputed":
             raise ValueError(f"X has {X.shape[1]} features, but {type(self).__name__} is expecting "
                              f"{self.n_features_in_} features as input (fixed by the first fit/partial_fit call)")
         return X
 
-    def _prepare_predict(self, X):
-        check_is_fitted(self, "classes_")
-        return self._check_X(X)
-
+    @_unchanged_on_error
     def fit(self, X, y):
         """Restart the stream and make ``n_epochs`` passes over (X, y).
 
@@ -211,10 +228,10 @@ class _OnlineOrdinal(ClassifierMixin, FastrankEstimator):
         """
         self._validate_params()
         X = self._check_X(X, reset=True)
-        y = _check_labels(y, X.shape[0])
+        y, classes = _check_labels(y, X.shape[0])
         if self._precomputed() and X.shape[0] != X.shape[1]:
             raise ValueError(f"precomputed kernel: fit needs the square (m, m) kernel matrix, got {X.shape}")
-        self._reset(_sorted_classes(y), X.shape[1])
+        self._reset(classes, X.shape[1])
         ranks = _to_ranks(self.classes_, y)
         rng = np.random.default_rng(self.seed_)
         m = X.shape[0]
@@ -227,6 +244,7 @@ class _OnlineOrdinal(ClassifierMixin, FastrankEstimator):
         self._finish()
         return self
 
+    @_unchanged_on_error
     def partial_fit(self, X, y, classes=None):
         """Continue the stream with (X, y), one example at a time in the given order.
 
@@ -239,9 +257,9 @@ class _OnlineOrdinal(ClassifierMixin, FastrankEstimator):
         if first:
             self._validate_params()
         X = self._check_X(X, reset=first)
-        y = _check_labels(y, X.shape[0], label_set_fixed=not first or classes is not None)
+        y, y_classes = _check_labels(y, X.shape[0], label_set_fixed=not first or classes is not None)
         if first:
-            cls = _sorted_classes(y if classes is None else classes)
+            cls = y_classes if classes is None else _sorted_classes(classes)
             self._reset(cls, X.shape[1])
         elif classes is not None and not np.array_equal(_sorted_classes(classes), self.classes_):
             raise ValueError(f"classes={np.asarray(classes).tolist()!r} differs from classes_ fixed by the first "
@@ -365,7 +383,7 @@ class _OAPBase(KernelMixin, _OnlineOrdinal):
     def decision_function(self, X):
         """Real-valued scores: w~.x of the averaged rule (PRank, OAP-BPM); for OAP-Bagg, OAP-VP and
         PRank-VP the vote H(x) (the members' or hypotheses' mean rank) on the 1..k scale."""
-        X = self._prepare_predict(X)
+        X = self._check_X(X)
         if not self._voting():
             return self._member_scores(X, "mean")
         H, den = self._votes(X)
@@ -374,7 +392,7 @@ class _OAPBase(KernelMixin, _OnlineOrdinal):
     def predict(self, X):
         """Labels: the averaged rule's rank (PRank, OAP-BPM), or for the votes the real H(x) rounded
         to the nearest rank (halves round up), i.e. floor(H + 1/2)."""
-        X = self._prepare_predict(X)
+        X = self._check_X(X)
         if not self._voting():
             ranks = _rank_from_scores(self._member_scores(X, "mean"), self.thresholds_)
         else:
@@ -485,23 +503,20 @@ class PRankVP(PRank):
         self.vote_counts_ = np.concatenate([self.vote_counts_[:-1], [self.vote_counts_[-1] + counts[0]],
                                             counts[1:]]).astype(np.int64)
         self.vote_thresholds_ = np.vstack([self.vote_thresholds_, new_c])
-        if linear:
-            self.vote_coef_ = np.vstack([self.vote_coef_, new_h])
-        else:
-            self.vote_n_support_ = np.concatenate([self.vote_n_support_, new_h]).astype(np.int64)
+        hypotheses = "vote_coef_" if linear else "vote_n_support_"  # (u + 1, d) weights or (u + 1,) support counts
+        setattr(self, hypotheses, np.concatenate([getattr(self, hypotheses), new_h]))
 
     def _hypothesis_scores(self, X):
         """Scores w_i . x of every hypothesis, (p, u + 1)."""
         if self._kernel_kind == "linear":
             return X @ self.vote_coef_.T
         # f_i(x) = sum over the first n_i support entries of alpha_s K(x_s, x): prefix sums
-        coef = self.dual_coef_[0]
         if self._kernel_kind == "precomputed":
-            per = self._support_columns(X) * coef[None, :]
+            K = self._support_columns(X)
         else:
             spec = KernelSpec(self._kernel_kind, *self._kernel_args)
-            per = np.asarray(spec.cross(X, self.support_vectors_, check_n_jobs(None))) * coef[None, :]
-        pref = np.concatenate([np.zeros((per.shape[0], 1)), np.cumsum(per, axis=1)], axis=1)
+            K = np.asarray(spec.cross(X, self.support_vectors_, check_n_jobs(None)))
+        pref = np.concatenate([np.zeros((K.shape[0], 1)), np.cumsum(K * self.dual_coef_[0], axis=1)], axis=1)
         return pref[:, self.vote_n_support_]
 
     def _voting(self):
@@ -585,6 +600,8 @@ class OAPBPM(_OAPBase):
         """The ensemble of trained member blocks (in member order, as :meth:`member_blocks` made
         them, each trained on the same stream).  ``average_rank_loss_`` is not available (NaN):
         the ensemble's own on-line prediction needs every member at every step."""
+        if len(blocks) == 0:
+            raise ValueError("from_members needs at least one trained member block (made by member_blocks)")
         first = blocks[0]
         est = cls(**{**first.get_params(deep=False), "n_estimators": sum(int(b.n_estimators) for b in blocks)})
         for attr in ("classes_", "n_features_in_", "_kernel_kind", "_kernel_args", "n_seen_", "n_samples_seen_"):
@@ -637,7 +654,7 @@ class WidrowHoff(_OnlineOrdinal):
 
     def decision_function(self, X):
         """The regression score w.x + b on the rank scale 1..k."""
-        return self._prepare_predict(X) @ self.coef_ + self.intercept_
+        return self._check_X(X) @ self.coef_ + self.intercept_
 
     def predict(self, X):
         """Labels: the score rounded to the nearest rank (halves up), clipped to 1..k."""
@@ -768,7 +785,7 @@ class OnlineMPRank(KernelMixin, Ranker):
         self.converged_ = bool(converged)
         self.cost_history_ = np.asarray(costs)
         self.y_mean_ = ymean
-        self._y = np.asarray(y, dtype=np.float64)
+        self._y = y
         self._groups = None if groups is None else np.asarray(groups)
         self._spec = spec
         self.n_features_in_ = X.shape[1]
@@ -806,8 +823,7 @@ class OnlineMPRank(KernelMixin, Ranker):
         """Ranking scores h(x) of eq. 13 (higher ranks higher; defined up to a constant; no intercept)."""
         check_is_fitted(self, "dual_coef_")
         X = self._check_predict_X(_as_X(X))
-        if self._spec.precomputed:
-            return X @ self.expansion_coef_
         if self._spec.linear:
             return X @ self.coef_
-        return np.asarray(self._spec.cross(X, self.X_fit_, check_n_jobs(self.n_jobs))) @ self.expansion_coef_
+        K = X if self._spec.precomputed else np.asarray(self._spec.cross(X, self.X_fit_, check_n_jobs(self.n_jobs)))
+        return K @ self.expansion_coef_

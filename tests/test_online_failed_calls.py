@@ -1,0 +1,56 @@
+"""A failed fit or partial_fit of an on-line ordinal learner leaves the model as it was; joining no OAP-BPM member
+blocks is a named error."""
+
+import numpy as np
+import pytest
+
+from fastrank import OAPBPM, PRank, WidrowHoff
+
+
+def _data():
+    rng = np.random.default_rng(0)
+    return rng.normal(size=(500, 5)), rng.integers(0, 3, 500)
+
+
+def _state(est):
+    return {k: (v.copy() if isinstance(v, np.ndarray) else v) for k, v in vars(est).items()}
+
+
+def _assert_same_state(est, state):
+    assert set(vars(est)) == set(state)
+    for k, v in state.items():
+        if isinstance(v, np.ndarray):
+            np.testing.assert_array_equal(getattr(est, k), v, err_msg=k)
+        else:
+            assert getattr(est, k) == v, k
+
+
+def test_diverging_fit_keeps_the_previous_model():
+    X, y = _data()
+    est = WidrowHoff(eta=0.1).fit(X[:50], y[:50])
+    before = _state(est)
+    est.set_params(eta=50.0)
+    before["eta"] = 50.0
+    with pytest.raises(ValueError, match="diverged"):
+        est.fit(X * 100, y)
+    _assert_same_state(est, before)
+    np.testing.assert_array_equal(est.predict(X), WidrowHoff(eta=0.1).fit(X[:50], y[:50]).predict(X))
+
+
+@pytest.mark.parametrize("make", [PRank, lambda: OAPBPM(n_estimators=3, random_state=0), WidrowHoff])
+def test_failed_first_partial_fit_fixes_no_label_set(make):
+    X, y = _data()
+    est = make()
+    with pytest.raises(ValueError, match="not in classes_"):
+        est.partial_fit(X, y, classes=[0, 1])
+    assert not hasattr(est, "classes_")
+    # the remedy the message names works: the complete label set on what is again the first call
+    est.partial_fit(X, y, classes=[0, 1, 2])
+    np.testing.assert_array_equal(est.decision_function(X), make().partial_fit(X, y, classes=[0, 1, 2])
+                                  .decision_function(X))
+    assert est.n_seen_ == X.shape[0]
+
+
+def test_from_members_without_blocks_is_a_named_error():
+    with pytest.raises(ValueError, match="at least one trained member block"):
+        OAPBPM.from_members([])

@@ -43,8 +43,8 @@ def resolve_verbose(verbose, file=None):
     if isinstance(verbose, str) and verbose == "auto":
         return 1 if getattr(sys.stderr if file is None else file, "isatty", lambda: False)() else 0
     try:
-        v = -1 if isinstance(verbose, str) else int(verbose)
-    except (TypeError, ValueError):
+        v = -1 if isinstance(verbose, str) or verbose != int(verbose) else int(verbose)  # 2.5 is not cut to 2
+    except (TypeError, ValueError, OverflowError):
         v = -1
     if v < 0:
         raise ValueError(f"verbose must be an integer >= 0, a bool or 'auto', got {verbose!r}")

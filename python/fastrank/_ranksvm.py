@@ -134,7 +134,7 @@ class RankSVM(KernelMixin, Ranker):
     # C is checked by check_alpha (float64 limits)
     _parameter_constraints = {"loss": [StrOptions(set(_LOSSES))], "tol": [NONNEG_REAL],
                               "max_iter": [positive_int()], "margin": [StrOptions({"unit", "difference"})],
-                              "normalize_C": ["boolean"], "n_jobs": N_JOBS}
+                              "normalize_C": ["boolean"], "random_state": ["random_state"], "n_jobs": N_JOBS}
 
     def _params(self):
         self._validate_params()

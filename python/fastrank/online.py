@@ -586,6 +586,7 @@ class OAPBPM(_OAPBase):
         classes = _sorted_classes(classes)
         seed = _seed_from(self.random_state)
         bounds = np.linspace(0, N, min(check_int(n_blocks, "n_blocks", low=1), N) + 1).round().astype(int)
+        n_features = check_int(n_features, "n_features", low=1)
         blocks = []
         for first, stop in zip(bounds[:-1], bounds[1:]):
             block = clone(self).set_params(n_estimators=int(stop - first))
@@ -600,9 +601,18 @@ class OAPBPM(_OAPBase):
         """The ensemble of trained member blocks (in member order, as :meth:`member_blocks` made
         them, each trained on the same stream).  ``average_rank_loss_`` is not available (NaN):
         the ensemble's own on-line prediction needs every member at every step."""
+        if not isinstance(blocks, (list, tuple)) or not all(isinstance(b, cls) and hasattr(b, "ensemble_seed_")
+                                                             for b in blocks):
+            raise TypeError(f"blocks must be a list of the {cls.__name__} blocks made by member_blocks")
         if len(blocks) == 0:
             raise ValueError("from_members needs at least one trained member block (made by member_blocks)")
-        first = blocks[0]
+        first, start = blocks[0], 0
+        for b in blocks:  # a block's seed says which members it holds (_block_seed): none skipped or reordered
+            if (b.seed_ != _block_seed(first.ensemble_seed_, start) or b.n_seen_ != first.n_seen_
+                    or b.n_features_in_ != first.n_features_in_ or not np.array_equal(b.classes_, first.classes_)):
+                raise ValueError("from_members joins every block of one member_blocks call, in member order, each "
+                                 "trained by partial_fit on the same stream (same classes, features, examples seen)")
+            start += int(b.n_estimators)
         est = cls(**{**first.get_params(deep=False), "n_estimators": sum(int(b.n_estimators) for b in blocks)})
         for attr in ("classes_", "n_features_in_", "_kernel_kind", "_kernel_args", "n_seen_", "n_samples_seen_"):
             setattr(est, attr, getattr(first, attr))

@@ -59,3 +59,37 @@ def test_from_members_rejects_blocks_that_do_not_make_one_ensemble():
     for name, bad in wrong.items():
         with pytest.raises(ValueError, match="every block of one member_blocks call, in member order"):
             OAPBPM.from_members(bad)
+
+
+@pytest.mark.parametrize("bad", ["no", 1, None])
+def test_boolean_switches_take_bools_only(bad):
+    # "no" is truthy: refit="no" refitted and return_scores="no" returned scores
+    from fastrank import greedy_order
+    from fastrank._rankboost import rankboost_path
+
+    X, y, g = _data()
+    with pytest.raises(ValueError, match="refit must be True or False"):
+        rankboost_path(X, y, 3, g, cv=3, refit=bad)
+    with pytest.raises(ValueError, match="return_scores must be True or False"):
+        greedy_order(np.full((3, 3), 0.5), return_scores=bad)
+
+
+@pytest.mark.parametrize("cv", ["abc", [1, 2], [([0, 1], [2], [3])]])
+def test_rankboost_path_cv_that_is_no_splitter_or_folds(cv):
+    # str.split and tuple unpacking raised Python's own TypeError/ValueError
+    from fastrank._rankboost import rankboost_path
+
+    X, y, g = _data()
+    with pytest.raises(ValueError, match="cv "):
+        rankboost_path(X, y, 3, g, cv=cv)
+
+
+def test_ragged_pairs_and_preference_matrix_are_named_errors():
+    from fastrank import RankBoost, greedy_order
+
+    X, _, _ = _data()
+    for est in (RankSVM(), RankBoost(n_estimators=2)):
+        with pytest.raises(ValueError, match=r"pairs must have shape \(n_pairs, 2\), got a ragged list"):
+            est.fit_preferences(X, [[0, 1], [2]])
+    with pytest.raises(TypeError, match=r"preference must be an \(n, n\) matrix"):
+        greedy_order([[0.0, 1.0], [0.0]])

@@ -10,7 +10,7 @@ import numbers
 import numpy as np
 
 from ._memory import check_dense_memory
-from ._validation import check_real
+from ._validation import check_bool, check_real
 
 __all__ = ["greedy_order"]
 
@@ -57,7 +57,10 @@ def _net_preference_matrix(preference, X, n_items, pairwise, temperature):
                 P[u, v] = value
         name = "preference(u, v)"
     else:
-        P = np.asarray(preference)
+        try:
+            P = np.asarray(preference)
+        except ValueError:  # nested lists of unequal lengths
+            P = np.empty(0, dtype=object)
         if P.dtype == object or not (np.issubdtype(P.dtype, np.number) or P.dtype == bool) or np.iscomplexobj(P):
             raise TypeError("preference must be an (n, n) matrix of numbers in [0, 1], a callable f(u, v) with "
                             "n_items, or a fitted ranker with X")
@@ -102,6 +105,7 @@ def greedy_order(preference, X=None, *, n_items=None, pairwise="step", temperatu
         Item indices, most preferred first (ties in pi go to the lowest index).
     picked_scores : ndarray (n,), only if return_scores
     """
+    return_scores = check_bool(return_scores, "return_scores")
     D = _net_preference_matrix(preference, X, n_items, pairwise, temperature)
     n = D.shape[0]
     pi = D.sum(axis=1)

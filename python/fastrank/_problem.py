@@ -53,7 +53,10 @@ def check_weighting(weighting):
 def check_pairs(pairs, m):
     """Validated (head, tail) int64 arrays of a preference list: ``pairs[e] = (a, b)`` means row a
     is preferred over row b (rows in [0, m), no self-loops, at least one pair)."""
-    pairs = np.asarray(pairs)
+    try:
+        pairs = np.asarray(pairs)
+    except ValueError:  # nested lists of unequal lengths
+        raise ValueError("pairs must have shape (n_pairs, 2), got a ragged list") from None
     if pairs.ndim != 2 or pairs.shape[1] != 2:
         raise ValueError(f"pairs must have shape (n_pairs, 2), got {pairs.shape}")
     if pairs.shape[0] == 0:

@@ -18,7 +18,7 @@ from ._problem import check_pairs
 from ._progress import progress
 from ._registry import register_estimator
 from ._solvers import check_indices
-from ._validation import as_float_matrix, check_n_jobs, group_index
+from ._validation import as_float_matrix, check_bool, check_n_jobs, group_index
 
 __all__ = ["RankBoost", "rankboost_path"]
 
@@ -225,6 +225,7 @@ def rankboost_path(X, y, n_estimators, groups=None, *, cv=5, scoring=None, refit
 
     from .metrics import get_measure
 
+    refit = check_bool(refit, "refit")
     grid = np.asarray(n_estimators).reshape(-1)
     if grid.dtype.kind in "iu" and np.ndim(n_estimators) == 0:
         grid = np.arange(1, int(grid[0]) + 1)
@@ -241,9 +242,12 @@ def rankboost_path(X, y, n_estimators, groups=None, *, cv=5, scoring=None, refit
         if cv < 2:
             raise ValueError(f"cv must be at least 2 folds, got {cv}")
         cv = GroupKFold(n_splits=int(cv)) if g is not None else KFold(n_splits=int(cv))
-    if hasattr(cv, "split"):
+    if hasattr(cv, "split") and not isinstance(cv, str):
         folds = list(cv.split(X, y, g))
-    elif hasattr(cv, "__iter__"):
+    elif hasattr(cv, "__iter__") and not isinstance(cv, str):
+        cv = list(cv)
+        if not all(hasattr(fold, "__len__") and len(fold) == 2 for fold in cv):
+            raise ValueError("cv as an iterable must yield (train, test) pairs of index arrays")
         folds = [(check_indices(tr, X.shape[0], "a cv training set"), check_indices(te, X.shape[0], "a cv test set"))
                  for tr, te in cv]
     else:

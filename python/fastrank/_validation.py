@@ -137,6 +137,13 @@ def check_alphas(alphas, name="alphas"):
     return arr
 
 
+def check_bool(value, name):
+    """A Python or numpy bool: a truthy string such as "no" must not pass for True."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise ValueError(f"{name} must be True or False, got {value!r}")
+    return bool(value)
+
+
 def check_int(value, name, *, low=None, high=INT_MAX):
     """An integer (Python or numpy, not bool) in ``[low, high]``; ``high`` defaults to the C++ int limit so nothing out
     of range reaches a binding (which would fail with a signature dump)."""

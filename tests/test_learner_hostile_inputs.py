@@ -93,3 +93,15 @@ def test_ragged_pairs_and_preference_matrix_are_named_errors():
             est.fit_preferences(X, [[0, 1], [2]])
     with pytest.raises(TypeError, match=r"preference must be an \(n, n\) matrix"):
         greedy_order([[0.0, 1.0], [0.0]])
+
+
+@pytest.mark.parametrize("classes", ["abc", 5, [[0, 1, 2]], [[0], [1, 2]]])
+def test_classes_must_be_a_1d_label_list(classes):
+    # "abc" and 5 were taken as one label ("y has 1 class"), [[0, 1, 2]] was flattened, a ragged list raised numpy's
+    # inhomogeneous-shape error
+    X, y, _ = _data()
+    y = np.digitize(y, [-0.5, 0.5])
+    with pytest.raises(ValueError, match="classes must be a 1-D list of the ordered labels"):
+        PRank().partial_fit(X, y, classes=classes)
+    with pytest.raises(ValueError, match="classes must be a 1-D list of the ordered labels"):
+        OAPBPM(n_estimators=4).member_blocks(2, classes, X.shape[1])

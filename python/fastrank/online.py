@@ -88,7 +88,12 @@ def _is_nan(v):
 
 
 def _sorted_classes(values, name="classes"):
-    values = np.asarray(values)
+    try:
+        values = np.asarray(values)
+    except ValueError:  # nested lists of unequal lengths
+        values = np.empty((0, 0))
+    if values.ndim != 1:  # a string or scalar is no label set; a 2-D one is ambiguous
+        raise ValueError(f"{name} must be a 1-D list of the ordered labels, got {values.ndim} dimensions")
     if values.dtype.kind in "fc" and np.isnan(values).any() or \
             values.dtype == object and any(_is_nan(v) for v in values.ravel()):
         raise ValueError(f"{name} contains NaN; class labels must be orderable values (NaN has no place in an "

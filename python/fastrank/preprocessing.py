@@ -129,6 +129,8 @@ class Log1pScaler(_DenseTransformer):
 
     def fit(self, X, y=None):
         """Learn the mean and standard deviation of the log-transformed training features."""
+        if not isinstance(self.zscore, (bool, np.bool_)):
+            raise ValueError(f"zscore must be True or False, got {self.zscore!r}")
         L = self._log(self._dense_float(X, reset=True))
         if self.zscore:
             scaler = StandardScaler().fit(L)

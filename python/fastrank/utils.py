@@ -63,20 +63,23 @@ def groups_from_sizes(sizes, n_samples=None):
     if s.ndim != 1:
         raise ValueError(f"sizes must be a 1-D array of group sizes, got shape {s.shape}")
     if s.size and s.dtype.kind == "f":
-        if not np.all(np.isfinite(s)) or np.any(s != np.round(s)):
-            raise ValueError("sizes must be whole numbers (the number of rows in each group)")
+        if not np.all(np.isfinite(s)) or np.any((s != np.round(s)) | (np.abs(s) >= 2.0**63)):  # no int64 overflow
+            raise ValueError("sizes must be whole numbers (the number of rows in each group) below 2**63")
     elif s.size and s.dtype.kind not in "iu":
         raise TypeError(f"sizes must be integers, got dtype {s.dtype}")
     s = s.astype(np.int64)
     if np.any(s < 1):
         k = int(np.argmax(s < 1))
         raise ValueError(f"sizes must be positive: sizes[{k}] = {int(s[k])} (a query needs at least one row)")
-    total = int(s.sum())
+    total = sum(s.tolist())  # Python ints: an int64 sum would wrap around for huge sizes
     if n_samples is not None:
-        if total != check_int(n_samples, "n_samples", high=None):
+        if total != check_int(n_samples, "n_samples", low=0, high=None):
             raise ValueError(f"the group sizes add up to {total} rows but there are {int(n_samples)} rows "
                              "(n_samples); each row must belong to exactly one group")
-    return np.repeat(np.arange(s.size, dtype=np.int64), s)
+    try:
+        return np.repeat(np.arange(s.size, dtype=np.int64), s)
+    except (MemoryError, ValueError):  # numpy's "Unable to allocate" / "negative dimensions" (int64 overflow)
+        raise MemoryError(f"sizes add up to {total} rows, too many for one group id per row in memory") from None
 
 
 def sizes_from_groups(groups):

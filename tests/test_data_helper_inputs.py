@@ -65,3 +65,21 @@ def test_load_svmlight_negative_n_features_is_refused_as_such(small_file):
     with pytest.raises(ValueError, match=r"n_features must be an integer in \[0, "):
         load_svmlight(small_file, n_features=-1)
     assert load_svmlight(small_file, n_features=np.int64(4))[0].shape == (2, 4)
+
+
+@pytest.mark.parametrize(("method", "X"), [("minmax", [[1.5e308], [-1.5e308]]), ("zscore", [[1e300], [2e300]]),
+                                           ("zscore", [[1.5e308], [1.6e308]])])
+def test_query_normalizer_overflow_is_named(method, X):
+    # minmax returned 0 for an infinite range, zscore NaN or numpy's "overflow encountered" text
+    from fastrank.preprocessing import QueryNormalizer
+
+    with pytest.raises(ValueError, match="X is too large to normalise"):
+        QueryNormalizer(method).fit(X).transform(X)
+
+
+def test_query_normalizer_large_finite_values_still_normalised():
+    from fastrank.preprocessing import QueryNormalizer
+
+    X = np.array([[1e150], [3e150], [2e150]])
+    np.testing.assert_allclose(QueryNormalizer("minmax").fit(X).transform(X), [[0.0], [1.0], [0.5]], rtol=1e-14)
+    assert QueryNormalizer("zscore").fit(X).transform(X)[1, 0] == pytest.approx(np.sqrt(1.5), rel=1e-14)

@@ -83,3 +83,26 @@ def test_query_normalizer_large_finite_values_still_normalised():
     X = np.array([[1e150], [3e150], [2e150]])
     np.testing.assert_allclose(QueryNormalizer("minmax").fit(X).transform(X), [[0.0], [1.0], [0.5]], rtol=1e-14)
     assert QueryNormalizer("zscore").fit(X).transform(X)[1, 0] == pytest.approx(np.sqrt(1.5), rel=1e-14)
+
+
+def test_uint64_sizes_above_int64_are_refused():
+    # 2**64 - 1 wrapped to -1 ("sizes[0] = -1")
+    with pytest.raises(ValueError, match="sizes must be whole numbers"):
+        groups_from_sizes(np.array([2**64 - 1], dtype=np.uint64))
+    np.testing.assert_array_equal(groups_from_sizes(np.array([2, 1], dtype=np.uint64)), [0, 0, 1])
+
+
+def test_pandas_string_query_ids_are_accepted():
+    # pandas keeps strings in object columns, which were refused ("got dtype object") though fastrank's own groups
+    # accept them
+    import pandas as pd
+
+    from fastrank.utils import group_order, groups_from_qid, qid_from_groups, sizes_from_groups
+
+    q = pd.Series(["q7", "q7", "q2"])
+    np.testing.assert_array_equal(groups_from_qid(q), ["q7", "q7", "q2"])
+    np.testing.assert_array_equal(qid_from_groups(q), [0, 0, 1])
+    np.testing.assert_array_equal(sizes_from_groups(q), [2, 1])
+    np.testing.assert_array_equal(group_order(pd.Series(["b", "a", "b"])), [0, 2, 1])
+    with pytest.raises(TypeError, match="qid must be an array of numbers or strings"):
+        groups_from_qid(np.array(["a", 1], dtype=object))

@@ -86,3 +86,9 @@ def test_score_estimator_names_a_missing_method(fitted, response_method):
 def test_score_estimator_needs_an_estimator():
     with pytest.raises(ValueError, match="NoneType has no predict method"):
         M.score_estimator(None, np.ones((6, 2)), Y)
+
+
+def test_mean_rank_loss_incomparable_classes_are_named():
+    # Python's "'<' not supported between instances of 'int' and 'NoneType'" reached the user
+    with pytest.raises(ValueError, match="classes and the labels must be mutually comparable"):
+        M.mean_rank_loss([1, 2, 3], [1, 2, 3], scale="positions", classes=[1, 2, None])

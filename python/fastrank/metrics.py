@@ -341,12 +341,15 @@ def mean_rank_loss(y_true, y_pred, *, scale="values", classes=None):
     classes = _asarray(classes, "classes")
     if classes.ndim != 1 or classes.size == 0:
         raise ValueError("classes must be a non-empty 1-D sequence")
-    sc, first = np.unique(classes, return_index=True)  # sorted classes, and where each stands in classes
+    try:  # e.g. None among numbers: Python's "'<' not supported" TypeError
+        sc, first = np.unique(classes, return_index=True)  # sorted classes, and where each stands in classes
+        idx_true, idx_pred = (np.clip(np.searchsorted(sc, v), 0, sc.size - 1) for v in (yt, yp))
+    except TypeError as exc:
+        raise ValueError(f"classes and the labels must be mutually comparable: {exc}") from None
     if sc.size != classes.size:
         raise ValueError("classes contains duplicates")
     pos = []
-    for name, v in (("y_true", yt), ("y_pred", yp)):
-        idx = np.clip(np.searchsorted(sc, v), 0, sc.size - 1)
+    for name, v, idx in (("y_true", yt, idx_true), ("y_pred", yp, idx_pred)):
         if not np.array_equal(sc[idx], v):  # always equal with classes=None (the sorted union of the labels)
             raise ValueError(f"{name} contains labels that are not in classes")
         pos.append(first[idx].astype(np.int64))

@@ -33,6 +33,8 @@ def _ids(groups, name):
     g = _asarray(groups, name)
     if g.ndim != 1:
         raise ValueError(f"{name} must be 1-D with one id per row, got shape {g.shape}")
+    if g.dtype == object and all(isinstance(v, str) for v in g.tolist()):  # pandas' string columns
+        g = g.astype(str)
     if g.dtype == object or g.dtype.kind == "c":
         raise TypeError(f"{name} must be an array of numbers or strings, got dtype {g.dtype}")
     if g.dtype.kind == "f" and not np.isfinite(g).all():
@@ -62,7 +64,7 @@ def groups_from_sizes(sizes, n_samples=None):
     s = _asarray(sizes, "sizes")
     if s.ndim != 1:
         raise ValueError(f"sizes must be a 1-D array of group sizes, got shape {s.shape}")
-    if s.size and s.dtype.kind == "f":
+    if s.size and s.dtype.kind in "fu":  # uint64 above 2**63 wrapped to negative sizes
         if not np.all(np.isfinite(s)) or np.any((s != np.round(s)) | (np.abs(s) >= 2.0**63)):  # no int64 overflow
             raise ValueError("sizes must be whole numbers (the number of rows in each group) below 2**63")
     elif s.size and s.dtype.kind not in "iu":

@@ -199,6 +199,10 @@ def empirical_term(estimator, X, y, term="l1", *, epsilon=0.0, n_jobs=None):
 
     if term not in _TERMS:
         raise ValueError(f"term must be one of {_TERMS}, got {term!r}")
+    zero = isinstance(epsilon, numbers.Real) and not isinstance(epsilon, (bool, np.bool_)) and epsilon == 0
+    if not (zero or term.startswith("svr")):  # was ignored
+        raise ValueError(f"epsilon is used only by the terms svr1 and svr2 (000 eq. 7), got epsilon={epsilon!r} with "
+                         f"term={term!r}")
     if not hasattr(estimator, "predict"):
         raise TypeError(f"estimator must be a fitted estimator with predict, got {type(estimator).__name__}")
     f = as_real_array(estimator.predict(X), "estimator.predict(X)")
@@ -207,9 +211,7 @@ def empirical_term(estimator, X, y, term="l1", *, epsilon=0.0, n_jobs=None):
         raise ValueError("empirical_term needs one score per row and 1-D y (a single output)")
     if term in ("l1", "hinge", "squared", "disc"):  # l1: l_gamma at its default gamma = 1
         return stability_ranking_loss(y, f, loss="gamma" if term == "l1" else term, n_jobs=n_jobs)
-    cost, power = term[:-1], int(term[-1])
-    return magnitude_preserving_cost(y, f, cost=cost, power=power, epsilon=epsilon if cost == "svr" else 0.0,
-                                     n_jobs=n_jobs)
+    return magnitude_preserving_cost(y, f, cost=term[:-1], power=int(term[-1]), epsilon=epsilon, n_jobs=n_jobs)
 
 
 def kernel_kappa(X, kernel="rbf", *, gamma=None, degree=3, coef0=1.0):
@@ -224,8 +226,14 @@ def kernel_kappa(X, kernel="rbf", *, gamma=None, degree=3, coef0=1.0):
     elif spec.kind == "rbf":
         return 1.0  # exp(0)
     else:
-        sq = row_sq_norms(X)  # x . x
-        diag = sq if spec.kind == "linear" else (spec.gamma * sq + spec.coef0) ** spec.degree
+        with np.errstate(over="ignore"):
+            sq = row_sq_norms(X)  # x . x
+            diag = sq if spec.kind == "linear" else (spec.gamma * sq + spec.coef0) ** spec.degree
+        if not np.isfinite(diag).all():  # was returned as kappa = inf (or numpy's overflow warning)
+            if spec.kind != "linear":
+                raise ValueError("K(x, x) overflows float64 on these rows of X (kappa^2 > 1.8e308): scale X down")
+            scale = np.abs(X).max()  # max ||x|| = scale * max ||x / scale||, ||x|| itself representable
+            return float(scale * np.sqrt(row_sq_norms(X / scale).max()))
     if (diag < 0).any():
         raise ValueError("the kernel has negative diagonal values: not a positive semi-definite kernel")
     return float(np.sqrt(diag.max()))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from importlib import resources
 
 import numpy as np
@@ -9,6 +10,7 @@ import scipy.sparse as sp
 from sklearn.utils import Bunch
 
 from ._svmlight import read_svmlight
+from ._validation import check_int
 
 __all__ = ["load_lambdarank", "load_svmlight"]
 
@@ -45,6 +47,8 @@ def load_lambdarank(*, sparse=False):
     y_test (768,), groups_test (768,), feature count n_features and DESCR.  X and y are float64,
     groups int64.  The values are exactly those of the svmlight source files.
     """
+    if not isinstance(sparse, (bool, np.bool_)):
+        raise ValueError(f"sparse must be True or False, got {sparse!r}")
     path = resources.files("fastrank") / "data" / "lambdarank.npz"
     with resources.as_file(path) as p, np.load(p) as z:
         n_features = int(z["n_features"])
@@ -90,5 +94,9 @@ def load_svmlight(path, *, n_features=None, zero_based="auto"):
     >>> X, y, qid = load_svmlight("train.txt")                  # doctest: +SKIP
     >>> RankRLS(alpha=10).fit(X.toarray(), y, groups=qid)       # doctest: +SKIP
     """
+    if not isinstance(path, (str, bytes, os.PathLike)):
+        raise TypeError(f"path must be a file name (str or path-like), got {path!r}")
+    if n_features is not None:
+        n_features = check_int(n_features, "n_features", low=0)  # 2.5 or "2" were cut to 2
     X, y, qid, _ = read_svmlight(path, n_features=n_features, zero_based=zero_based)
     return X, y, qid

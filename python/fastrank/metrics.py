@@ -127,6 +127,8 @@ def _average(num, den, average, what, nothing="there is no pair to evaluate"):
     valid = den > 0
     if not valid.any():
         raise ValueError(f"{what}: {nothing}")
+    if not np.isfinite(num[valid]).all():  # squared costs of scores near 1e200 (NaN, inf or numpy's overflow text)
+        raise ValueError(f"{what}: the result overflows float64; rescale y_true and y_score")
     if average == "pooled":
         return float(num[valid].sum() / den[valid].sum())
     if average is None:
@@ -207,6 +209,8 @@ def kendall_distance(a, b, *, normalize=True):
     A pair tied in ``a`` or ``b`` is not counted (neither inverted nor, for scipy, discordant).  normalize=True
     divides by m(m-1)/2, giving (1 - tau) / 2 without ties (scipy.stats.kendalltau); else the int count.  O(m log
     m)."""
+    if not isinstance(normalize, (bool, np.bool_)):  # "no" normalised, None counted
+        raise ValueError(f"normalize must be True or False, got {normalize!r}")
     a, b = _as_pair(a, b, "a", "b")
     m = a.shape[0]
     S = _pair_stats(a, b, group_index(None, m), False)[0]
@@ -337,12 +341,15 @@ def mean_rank_loss(y_true, y_pred, *, scale="values", classes=None):
     classes = _asarray(classes, "classes")
     if classes.ndim != 1 or classes.size == 0:
         raise ValueError("classes must be a non-empty 1-D sequence")
-    sc, first = np.unique(classes, return_index=True)  # sorted classes, and where each stands in classes
+    try:  # e.g. None among numbers: Python's "'<' not supported" TypeError
+        sc, first = np.unique(classes, return_index=True)  # sorted classes, and where each stands in classes
+        idx_true, idx_pred = (np.clip(np.searchsorted(sc, v), 0, sc.size - 1) for v in (yt, yp))
+    except TypeError as exc:
+        raise ValueError(f"classes and the labels must be mutually comparable: {exc}") from None
     if sc.size != classes.size:
         raise ValueError("classes contains duplicates")
     pos = []
-    for name, v in (("y_true", yt), ("y_pred", yp)):
-        idx = np.clip(np.searchsorted(sc, v), 0, sc.size - 1)
+    for name, v, idx in (("y_true", yt, idx_true), ("y_pred", yp, idx_pred)):
         if not np.array_equal(sc[idx], v):  # always equal with classes=None (the sorted union of the labels)
             raise ValueError(f"{name} contains labels that are not in classes")
         pos.append(first[idx].astype(np.int64))
@@ -359,6 +366,7 @@ def _dominance(a, b, gi, n_jobs):  # a, b: contiguous float64 (checked vectors a
 _COSTS = ("hr", "mp", "hmp", "svr")
 
 
+@np.errstate(over="ignore", invalid="ignore")  # overflow is reported by _average
 def magnitude_preserving_cost(y_true, y_score, groups=None, *, cost="mp", power=2, epsilon=0.0, average="group",
                               n_jobs=None):
     """Empirical pairwise cost of Cortes, Mohri & Rastogi (000 eq. 2 with the costs of eqs. 4-7).
@@ -386,6 +394,7 @@ def magnitude_preserving_cost(y_true, y_score, groups=None, *, cost="mp", power=
     if epsilon != 0 and cost != "svr":
         raise ValueError("epsilon is only used by cost='svr'")
     y, f, gi = _group_setup(y_true, y_score, groups, average, _ANY_AVERAGE)
+    _sweep_threads(n_jobs, f.shape[0])  # checked although the closed form of cost="mp" needs no threads
     n = gi.sizes.astype(np.float64)
     den = np.where(n >= 2, n * n, 0.0)
     if cost == "mp":
@@ -411,6 +420,7 @@ def magnitude_preserving_cost(y_true, y_score, groups=None, *, cost="mp", power=
 _LOSSES = ("0-1", "disc", "gamma", "hinge", "squared")
 
 
+@np.errstate(over="ignore", invalid="ignore")  # overflow is reported by _average
 def stability_ranking_loss(y_true, y_score, groups=None, *, loss="hinge", gamma=1.0, average="group", n_jobs=None):
     """Empirical l-error of Agarwal & Niyogi (002 Definition 3) for their ranking losses.
 
@@ -535,6 +545,8 @@ def edge_disagreement(pairs, y_score, weights=None, *, tied_scores="half", ties=
             raise ValueError(f"weights must have one value per edge: {w.shape[0]} weights for {head.shape[0]} edges")
         if (w <= 0).any():
             raise ValueError("weights must be > 0")
+    if w.max() > np.finfo(np.float64).max / w.size:  # sum(w) would overflow; only the ratios of weights matter
+        w = w / w.max()
     fa, fb = f[head], f[tail]
     err = (fa < fb) + tie_weight * (fa == fb)
     return float(np.dot(w, err) / w.sum())
@@ -1058,6 +1070,8 @@ def make_ranking_scorer(measure, *, greater_is_better=None, response_method="pre
     """
     if response_method not in ("predict", "decision_function"):
         raise ValueError(f"response_method must be 'predict' or 'decision_function', got {response_method!r}")
+    if greater_is_better is not None and not isinstance(greater_is_better, (bool, np.bool_)):  # "no" read as True
+        raise ValueError(f"greater_is_better must be None, True or False, got {greater_is_better!r}")
     if isinstance(measure, (str, Measure)):
         func = get_measure(measure)
         gib = func.greater_is_better
@@ -1081,7 +1095,11 @@ def score_estimator(estimator, X, y, groups=None, sample_weight=None, *, measure
     meas = get_measure(measure)
     if groups is None:
         _warn_missing_groups(estimator, f"{type(estimator).__name__}.score")
-    pred = getattr(estimator, response_method)(X)
+    response = getattr(estimator, response_method, None) if isinstance(response_method, str) else None
+    if not callable(response):
+        raise ValueError(f"{type(estimator).__name__} has no {response_method} method; pass a fitted estimator and "
+                         "response_method='predict' or 'decision_function'")
+    pred = response(X)
     if sample_weight is None:
         return meas(y, pred, groups)
     if not _accepts(meas.func, "sample_weight"):

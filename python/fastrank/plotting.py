@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._validation import as_real_array
+from ._validation import as_real_array, check_int, check_real
 
 __all__ = ["CVCurveDisplay", "RankLossCurveDisplay", "PermutationTestDisplay"]
 
@@ -69,7 +69,10 @@ class CVCurveDisplay(_Display):
         if self.alphas.ndim != 1 or self.alphas.shape != self.scores.shape:
             raise ValueError(f"alphas and scores must be 1-D of the same length, got {self.alphas.shape} and "
                              f"{self.scores.shape}")
-        self.best_alpha = None if best_alpha is None else float(best_alpha)
+        if not np.all(np.isfinite(self.alphas) & (self.alphas > 0)):  # matplotlib drops them from a log axis
+            raise ValueError("alphas must be positive and finite (the alpha axis is logarithmic)")
+        self.best_alpha = None if best_alpha is None else check_real(
+            best_alpha, "best_alpha", "a positive finite number (the chosen alpha) or None", lambda v: v > 0)
         self.scoring = scoring
         self.cv = cv
         self.label = label
@@ -111,6 +114,8 @@ class RankLossCurveDisplay(_Display):
         self.curve = as_real_array(curve, "curve")
         if self.curve.ndim != 1 or self.curve.size == 0:
             raise ValueError("curve must be a non-empty 1-D array (estimator.rank_loss_curve())")
+        if not np.isfinite(self.curve).all():
+            raise ValueError("curve contains NaN or infinity (a rank loss curve is finite)")
         self.label = label
 
     @classmethod
@@ -145,12 +150,16 @@ class PermutationTestDisplay(_Display):
     """
 
     def __init__(self, score, permutation_scores, pvalue, *, bins=20, scoring="LPO AUC"):
-        self.score = float(score)
+        self.score = check_real(score, "score", "a finite number (the observed score)")
         self.permutation_scores = as_real_array(permutation_scores, "permutation_scores").ravel()
         if self.permutation_scores.size == 0:
             raise ValueError("permutation_scores is empty")
-        self.pvalue = float(pvalue)
-        self.bins = bins
+        if not np.isfinite(self.permutation_scores).all():  # None reads as [nan]
+            raise ValueError("permutation_scores contains NaN or infinity")
+        self.pvalue = check_real(pvalue, "pvalue", "a p-value in [0, 1]", lambda v: 0 <= v <= 1)
+        # a number of bars (True read as 1 bar, 2.5 failed inside matplotlib); None, strings and edges go to matplotlib
+        scalar = bins is not None and np.ndim(bins) == 0 and not isinstance(bins, str)
+        self.bins = check_int(bins, "bins", low=1) if scalar else bins
         self.scoring = scoring
 
     @classmethod

@@ -80,6 +80,7 @@ class QueryNormalizer(_DenseTransformer):
         self._dense_float(X, reset=True)
         return self
 
+    @np.errstate(over="ignore", invalid="ignore")  # overflow is reported below
     def transform(self, X, groups=None):
         """X normalised inside each query of ``groups`` (one query id per row; None: one query)."""
         check_is_fitted(self, "n_features_in_")
@@ -95,6 +96,9 @@ class QueryNormalizer(_DenseTransformer):
             shift = np.add.reduceat(Xs, starts, axis=0) / sizes[:, None]
             centred = Xs - np.repeat(shift, sizes, axis=0)
             scale = np.sqrt(np.add.reduceat(centred * centred, starts, axis=0) / sizes[:, None])
+        if not (np.isfinite(shift).all() and np.isfinite(scale).all()):  # was NaN, or 0 for an infinite range
+            raise ValueError("X is too large to normalise: a feature's range or variance inside a query overflows "
+                             "float64; rescale X (e.g. divide it by its largest absolute value)")
         # a feature constant inside a query (tested exactly: min == max, since a rounded mean leaves
         # a std of ~1e-16) carries no ranking information there: 0, LETOR's convention
         scale = np.where(hi > lo, scale, np.inf)
@@ -129,6 +133,8 @@ class Log1pScaler(_DenseTransformer):
 
     def fit(self, X, y=None):
         """Learn the mean and standard deviation of the log-transformed training features."""
+        if not isinstance(self.zscore, (bool, np.bool_)):
+            raise ValueError(f"zscore must be True or False, got {self.zscore!r}")
         L = self._log(self._dense_float(X, reset=True))
         if self.zscore:
             scaler = StandardScaler().fit(L)

@@ -33,6 +33,8 @@ def _ids(groups, name):
     g = _asarray(groups, name)
     if g.ndim != 1:
         raise ValueError(f"{name} must be 1-D with one id per row, got shape {g.shape}")
+    if g.dtype == object and all(isinstance(v, str) for v in g.tolist()):  # pandas' string columns
+        g = g.astype(str)
     if g.dtype == object or g.dtype.kind == "c":
         raise TypeError(f"{name} must be an array of numbers or strings, got dtype {g.dtype}")
     if g.dtype.kind == "f" and not np.isfinite(g).all():
@@ -62,21 +64,24 @@ def groups_from_sizes(sizes, n_samples=None):
     s = _asarray(sizes, "sizes")
     if s.ndim != 1:
         raise ValueError(f"sizes must be a 1-D array of group sizes, got shape {s.shape}")
-    if s.size and s.dtype.kind == "f":
-        if not np.all(np.isfinite(s)) or np.any(s != np.round(s)):
-            raise ValueError("sizes must be whole numbers (the number of rows in each group)")
+    if s.size and s.dtype.kind in "fu":  # uint64 above 2**63 wrapped to negative sizes
+        if not np.all(np.isfinite(s)) or np.any((s != np.round(s)) | (np.abs(s) >= 2.0**63)):  # no int64 overflow
+            raise ValueError("sizes must be whole numbers (the number of rows in each group) below 2**63")
     elif s.size and s.dtype.kind not in "iu":
         raise TypeError(f"sizes must be integers, got dtype {s.dtype}")
     s = s.astype(np.int64)
     if np.any(s < 1):
         k = int(np.argmax(s < 1))
         raise ValueError(f"sizes must be positive: sizes[{k}] = {int(s[k])} (a query needs at least one row)")
-    total = int(s.sum())
+    total = sum(s.tolist())  # Python ints: an int64 sum would wrap around for huge sizes
     if n_samples is not None:
-        if total != check_int(n_samples, "n_samples", high=None):
+        if total != check_int(n_samples, "n_samples", low=0, high=None):
             raise ValueError(f"the group sizes add up to {total} rows but there are {int(n_samples)} rows "
                              "(n_samples); each row must belong to exactly one group")
-    return np.repeat(np.arange(s.size, dtype=np.int64), s)
+    try:
+        return np.repeat(np.arange(s.size, dtype=np.int64), s)
+    except (MemoryError, ValueError):  # numpy's "Unable to allocate" / "negative dimensions" (int64 overflow)
+        raise MemoryError(f"sizes add up to {total} rows, too many for one group id per row in memory") from None
 
 
 def sizes_from_groups(groups):

@@ -21,11 +21,11 @@ from . import _core, _holdout
 from ._kernels import kernel_block, resolve_kernel
 from ._memory import check_dense_memory
 from ._problem import PreferenceGraph, RankingProblem, check_weighting
-from ._progress import stage
+from ._progress import resolve_verbose, stage
 from ._solvers import Fit, _by_alpha, _centred_features, check_indices, select_basis
 from ._sparse import issparse, take_rows
 from ._threads import compute_region, cpu_budget, threads_for_work
-from ._validation import check_alpha, check_n_jobs, pair_disagreement
+from ._validation import _asarray, check_alpha, check_n_jobs, pair_disagreement
 
 __all__ = ["CVSpec", "spec_of", "HoldoutEngine", "engine_for", "resolve_folds", "check_sets", "PreferenceRoute"]
 
@@ -94,6 +94,7 @@ def spec_of(model):
 def engine_for(model, X, y, groups=None, *, min_rows=1, verbose=0):
     """A :class:`HoldoutEngine` for ``model`` (a :class:`CVSpec`, RankRLS or MPRank) on (X, y, groups)."""
     spec = spec_of(model)
+    resolve_verbose(verbose)  # checked now: a question without a long step would never read it
     problem = RankingProblem.from_scores(X, y, groups, weighting=spec.group_weighting,
                                          precomputed=spec.precomputed, min_rows=1, learner=None,
                                          allow_sparse=True, exclude_ties=spec.exclude_ties)
@@ -616,16 +617,19 @@ class HoldoutEngine(_OnProblem):
         return pairs[order]
 
     def check_pairs(self, pairs):
-        pairs = np.asarray(pairs)
+        pairs = _asarray(pairs, "pairs")
         if pairs.ndim != 2 or pairs.shape[1] != 2:
             raise ValueError(f"pairs must have shape (n_pairs, 2), got {pairs.shape}")
-        if pairs.size and not np.issubdtype(pairs.dtype, np.integer) and not np.all(np.equal(np.mod(pairs, 1), 0)):
+        # bools, strings and objects are no indices; whole floats are, once known to be in range (no overflowing cast)
+        whole = np.issubdtype(pairs.dtype, np.floating) and np.all(np.isfinite(pairs)) \
+            and np.all(pairs == np.round(pairs))
+        if pairs.size and not (np.issubdtype(pairs.dtype, np.integer) or whole):
             raise ValueError("pairs must contain integer indices")
+        if pairs.size and (pairs.min() < 0 or pairs.max() >= self.m):
+            raise ValueError(f"pair indices must lie in [0, {self.m}), got range "
+                             f"[{pairs.min()}, {pairs.max()}]")
         pairs = np.ascontiguousarray(pairs, dtype=np.int64)
         if pairs.size:
-            if pairs.min() < 0 or pairs.max() >= self.m:
-                raise ValueError(f"pair indices must lie in [0, {self.m}), got range "
-                                 f"[{pairs.min()}, {pairs.max()}]")
             if np.any(pairs[:, 0] == pairs[:, 1]):
                 k = int(np.flatnonzero(pairs[:, 0] == pairs[:, 1])[0])
                 raise ValueError(f"pair {k} holds out the same index twice ({pairs[k, 0]})")
@@ -675,6 +679,8 @@ class HoldoutEngine(_OnProblem):
     def lpo(self, pairs, alpha=None):
         """(n_pairs, 2) or (n_pairs, 2, v) held-out predictions (Lemma 2, eqs. 34-39)."""
         pairs = np.ascontiguousarray(pairs, dtype=np.int64)
+        if pairs.shape[0] == 0:  # no factor needed (and no width for the routes' reshape(0, -1) to infer)
+            return self.shaped(np.empty((0, 2, self.Y.shape[1])))
         out = self._route().lpo(pairs, self._lpo_alpha(alpha))
         return self.shaped(out.reshape(pairs.shape[0], 2, self.Y.shape[1]))
 

@@ -227,14 +227,19 @@ class Factorization:
         self._engine = engine_for(estimator, X, y, groups, min_rows=min_rows, verbose=verbose)
         self._estimator = estimator
 
+    @staticmethod
+    def _alpha(alpha):
+        """None (the estimator's alpha) or a checked alpha: 0, negative or non-numeric alphas would reach the routes."""
+        return None if alpha is None else check_alpha(alpha)
+
     def leave_pair_out(self, pairs=None, *, alpha=None, return_pairs=False):
         eng = self._engine
         if pairs is None and not return_pairs:  # all pairs, not listed where the route allows
             with stage(f"leave-pair-out predictions of {eng.n_default_pairs()} pairs", verbose=eng.verbose):
-                return eng.lpo_all_pairs(alpha)
+                return eng.lpo_all_pairs(self._alpha(alpha))
         pairs = eng.training_pairs(pairs)
         with stage(f"leave-pair-out predictions of {pairs.shape[0]} pairs", verbose=eng.verbose):
-            out = eng.lpo(pairs, alpha)
+            out = eng.lpo(pairs, self._alpha(alpha))
         return (pairs, out) if return_pairs else out
 
     def holdout_predictions(self, test_sets, *, alpha=None):
@@ -242,19 +247,19 @@ class Factorization:
         sets = eng.check_sets(test_sets)
         if not sets:  # np.split would return the one empty block
             return []
-        out = eng.holdout(sets, alpha)
+        out = eng.holdout(sets, self._alpha(alpha))
         return [eng.shaped(o) for o in np.split(out, np.cumsum([s.size for s in sets])[:-1])]
 
     def kfold_predictions(self, folds, *, alpha=None, groups=None):
         eng = self._engine
-        return eng.shaped(eng.holdout_rows(resolve_folds(folds, eng, groups), alpha))
+        return eng.shaped(eng.holdout_rows(resolve_folds(folds, eng, groups), self._alpha(alpha)))
 
     def leave_group_out(self, *, alpha=None):
         eng = self._engine
         if eng.groups.n_groups < 2:  # groups=None: one group
             raise ValueError("leave_group_out needs groups with at least two distinct ids")
         with stage(f"leave-group-out over {eng.groups.n_groups} groups", verbose=eng.verbose):
-            return eng.shaped(eng.leave_group_out(alpha))
+            return eng.shaped(eng.leave_group_out(self._alpha(alpha)))
 
     def solve(self, alpha):
         """The RankRLS fitted on all the data at ``alpha``, from the factors alone (eq. 31 from the spectral factor;

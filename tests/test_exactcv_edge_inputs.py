@@ -1,0 +1,74 @@
+"""Edge inputs of the exact cross-validation functions and searches: errors name the argument (not numpy's conversion
+messages), and no value is cast into a silently wrong one."""
+
+import numpy as np
+import pytest
+
+import fastrank
+from fastrank import model_selection as ms
+
+
+@pytest.fixture
+def data():
+    rng = np.random.default_rng(0)
+    return rng.normal(size=(12, 3)), rng.normal(size=12), np.repeat([0, 1, 2], 4)
+
+
+@pytest.mark.parametrize("alpha", [0, -1.0, "abc", [], True])
+@pytest.mark.parametrize("question", ["leave_pair_out", "holdout_predictions", "kfold_predictions", "leave_group_out"])
+def test_factorization_questions_check_alpha(data, question, alpha):
+    # 0 and negative alphas gave hold-out predictions of an ill-posed system; lists and strings reached float()
+    X, y, g = data
+    fac = ms.factorize(fastrank.RankRLS(), X, y, g)
+    args = {"holdout_predictions": ([[0, 1]],), "kfold_predictions": (3,)}.get(question, ())
+    with pytest.raises((TypeError, ValueError), match="alpha must be"):
+        getattr(fac, question)(*args, alpha=alpha)
+
+
+def test_factorization_alpha_given_equals_the_estimators(data):
+    X, y, g = data
+    fac = ms.factorize(fastrank.RankRLS(alpha=2.0), X, y, g)
+    np.testing.assert_array_equal(fac.kfold_predictions(3, alpha=2), fac.kfold_predictions(3))
+
+
+@pytest.mark.parametrize("pairs, match", [
+    ([[0, 1], [2]], "pairs must be a rectangular array"),  # numpy's inhomogeneous-shape message reached the user
+    ([["a", "b"]], "pairs must contain integer indices"),  # numpy's ufunc 'remainder' message
+    ([[True, False]], "pairs must contain integer indices"),  # held out rows 1 and 0
+    (np.array([[1, None]], dtype=object), "pairs must contain integer indices"),
+    ([[1e30, 1.0]], r"pair indices must lie in \[0, 12\)"),  # an overflowing cast warned, then a wrong range
+    ([[2 ** 70, 1]], "pairs must contain integer indices"),  # Python's OverflowError
+])
+def test_leave_pair_out_pairs_are_named(data, pairs, match):
+    X, y, _ = data
+    with pytest.raises(ValueError, match=match):
+        ms.leave_pair_out(fastrank.RankRLS(), X, y, pairs=pairs)
+
+
+def test_leave_pair_out_whole_float_pairs_still_work(data):
+    X, y, _ = data
+    est = fastrank.RankRLS()
+    np.testing.assert_array_equal(ms.leave_pair_out(est, X, y, pairs=[[0.0, 3.0]]),
+                                  ms.leave_pair_out(est, X, y, pairs=[[0, 3]]))
+    got, _ = ms.leave_pair_out(est, X, y, pairs=np.empty((0, 2)), return_pairs=True)
+    assert got.dtype == np.int64 and got.shape == (0, 2)
+
+
+@pytest.mark.parametrize("verbose", ["abc", -1, [], np.nan])
+def test_verbose_is_checked_even_without_a_long_step(data, verbose):
+    # a k-fold question reports no stage, so a wrong verbose was never read
+    X, y, _ = data
+    with pytest.raises(ValueError, match="verbose must be"):
+        ms.kfold_predictions(fastrank.RankRLS(), X, y, 3, verbose=verbose)
+
+
+@pytest.mark.parametrize("est", [fastrank.RankRLS(), fastrank.RankRLS(solver="dual"),
+                                 fastrank.RankRLS(exclude_ties=True), fastrank.RankRLS(basis_vectors=5),
+                                 fastrank.MPRank()], ids=repr)
+@pytest.mark.parametrize("two_d", [False, True])
+def test_leave_pair_out_of_no_pairs_is_empty(data, est, two_d):
+    # the feature-map and tie-excluded routes failed with numpy's "cannot reshape array of size 0"
+    X, y, _ = data
+    Y = np.c_[y, -y] if two_d else y
+    got = ms.leave_pair_out(est, X, Y, pairs=np.empty((0, 2), dtype=np.int64))
+    assert got.shape == ((0, 2, 2) if two_d else (0, 2))

@@ -72,3 +72,40 @@ def test_leave_pair_out_of_no_pairs_is_empty(data, est, two_d):
     Y = np.c_[y, -y] if two_d else y
     got = ms.leave_pair_out(est, X, Y, pairs=np.empty((0, 2), dtype=np.int64))
     assert got.shape == ((0, 2, 2) if two_d else (0, 2))
+
+
+@pytest.mark.parametrize("alphas", [True, np.True_, [True, 2.0], np.array([False, True])])
+def test_boolean_alphas_are_refused(data, alphas):
+    # True was taken as alpha = 1
+    X, y, g = data
+    with pytest.raises(TypeError, match="alphas must be positive real numbers, not booleans"):
+        fastrank.rankrls_path(X, y, alphas)
+    with pytest.raises(TypeError, match="alphas must be"):
+        fastrank.RankRLSCV(alphas=alphas).fit(X, y, g)
+    with pytest.raises(TypeError, match="Cs must be"):
+        fastrank.MPRankCV(Cs=alphas).fit(X, y, g)
+
+
+@pytest.mark.parametrize("k, exc", [(2, ValueError), (-3, ValueError), (1.0, TypeError), (True, TypeError),
+                                    ("a", TypeError), (None, TypeError)])
+def test_path_fitted_estimator_names_k(data, k, exc):
+    X, y, _ = data
+    path = fastrank.rankrls_path(X, y, [1.0, 2.0])
+    with pytest.raises(exc, match="k must be an integer"):
+        path.fitted_estimator(k)
+    assert path.fitted_estimator(-1).alpha == path.fitted_estimator(np.int64(1)).alpha == 2.0
+
+
+def test_ragged_hold_out_set_and_permutation_targets_are_named(data):
+    X, y, _ = data
+    with pytest.raises(ValueError, match="hold-out set 0 must be a rectangular array"):
+        ms.holdout_predictions(fastrank.RankRLS(), X, y, [[[1, 2], [3]]])
+    with pytest.raises(ValueError, match="y must be a rectangular array"):
+        ms.permutation_test_lpo(fastrank.RankRLS(), X, [[1.0], [2.0, 3.0]], 3)
+
+
+def test_preference_holdout_needs_rankrls(data):
+    # MPRank has no fit_preferences: its "predictions" were those of a model no fit produces
+    X, _, _ = data
+    with pytest.raises(TypeError, match="needs a fastrank.RankRLS"):
+        ms.preference_holdout_predictions(fastrank.MPRank(), X, [[0, 1], [2, 3]], [[4]])

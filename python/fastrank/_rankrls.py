@@ -27,7 +27,7 @@ from ._progress import progress, resolve_verbose, stage
 from ._exactcv import CVSpec
 from ._memory import densified
 from ._threads import compute_region
-from ._validation import check_alpha, check_alphas, check_n_jobs
+from ._validation import check_alpha, check_alphas, check_int, check_n_jobs
 
 __all__ = ["RankRLS", "MPRank", "RankRLSPath", "rankrls_path"]
 
@@ -270,6 +270,7 @@ class RankRLSPath:
 
     def fitted_estimator(self, k):
         """A fitted :class:`RankRLS` for ``alphas[k]`` (shares arrays, no refit)."""
+        k = check_int(k, "k", low=-len(self), high=len(self) - 1)  # numpy's IndexError named no argument
         est = type(self.estimator)(**{**self.estimator.get_params(deep=False), "alpha": float(self.alphas[k])})
         return est._apply_fit(self._fit, k, *self._fit_args)
 

@@ -40,7 +40,7 @@ from ._memory import check_dense_memory
 from ._problem import RankingProblem
 from ._rankrls import RankRLS
 from ._progress import stage
-from ._validation import as_targets, check_alpha, check_int, group_index, pair_disagreement
+from ._validation import _asarray, as_targets, check_alpha, check_int, group_index, pair_disagreement
 
 __all__ = ["leave_pair_out", "leave_group_out", "holdout_predictions", "preference_holdout_predictions",
            "kfold_predictions", "permutation_test_lpo", "mprank_loo_approximation", "pairwise_disagreement",
@@ -89,6 +89,9 @@ def preference_holdout_predictions(estimator, X, pairs, test_sets, magnitudes=No
     (``estimator.fit_preferences`` on the remaining edges, same alpha).  ``pairs``, ``magnitudes``, ``cost``,
     ``weights`` as for :meth:`fastrank.RankRLS.fit_preferences`.  One LU factorization of L K + alpha I, then O(m^2
     |B|) per set, B = U and its neighbours in the graph.  Returns a list of (|U|,) arrays."""
+    if not isinstance(estimator, RankRLS):  # MPRank has no fit_preferences: no model it fits would be predicted
+        raise TypeError(f"preference_holdout_predictions needs a fastrank.RankRLS (the model of fit_preferences), "
+                        f"got {type(estimator).__name__}")
     spec = spec_of(estimator)
     if spec.basis_vectors is not None:
         raise ValueError("preference_holdout_predictions needs the dense kernel model (no basis_vectors, no "
@@ -127,7 +130,7 @@ def permutation_test_lpo(estimator, X, y, n_permutations=100, random_state=None,
     if scoring not in ("auc",):
         raise ValueError(f"scoring must be 'auc', got {scoring!r}")
     n_permutations = check_int(n_permutations, "n_permutations", low=1)
-    y = np.asarray(y)
+    y = _asarray(y, "y")
     if y.ndim != 1:
         raise ValueError("permutation_test_lpo needs a 1-D y")
     y = as_targets(y, y.shape[0])[0][:, 0]  # real and finite, as fit checks it

@@ -109,3 +109,18 @@ def test_preference_holdout_needs_rankrls(data):
     X, _, _ = data
     with pytest.raises(TypeError, match="needs a fastrank.RankRLS"):
         ms.preference_holdout_predictions(fastrank.MPRank(), X, [[0, 1], [2, 3]], [[4]])
+
+
+@pytest.mark.parametrize("value", [None, "abc", np.array([1.0, 2.0]), [0.5], 1j, True])
+def test_scoring_callable_returning_no_number_is_named(data, value):
+    # float() took True as 1 and failed with its own message on the rest
+    X, y, g = data
+    with pytest.raises(TypeError, match="scoring must return one real number"):
+        fastrank.RankRLSCV(cv=3, scoring=lambda y_true, y_pred, groups: value).fit(X, y, g)
+
+
+def test_scoring_callable_returning_numpy_scalars_still_works(data):
+    X, y, g = data
+    for value in (np.float32(0.25), np.array(0.25), 1):
+        got = fastrank.RankRLSCV(cv=3, scoring=lambda y_true, y_pred, groups: value).fit(X, y, g)
+        assert got.best_score_ == float(value)

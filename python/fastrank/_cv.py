@@ -29,7 +29,11 @@ def holdout_score(pred, Y, sets, codes, scoring):
     unit = np.repeat(np.arange(len(sets), dtype=np.int64), [len(s) for s in sets])
     if codes is not None:
         unit = unit * (int(codes.max()) + 1) + codes[rows]
-    return float(np.mean([float(scoring(Y[rows, k], pred[rows, k], unit)) for k in range(Y.shape[1])]))
+    values = [scoring(Y[rows, k], pred[rows, k], unit) for k in range(Y.shape[1])]
+    for v in values:  # float() would take True as 1 and fail with its own message on None, strings or arrays
+        if np.ndim(v) != 0 or np.asarray(v).dtype.kind not in "fiu":
+            raise TypeError(f"scoring must return one real number (higher is better), got {v!r}")
+    return float(np.mean([float(v) for v in values]))
 
 
 def _check_scoring(scoring):

@@ -124,3 +124,15 @@ def test_scoring_callable_returning_numpy_scalars_still_works(data):
     for value in (np.float32(0.25), np.array(0.25), 1):
         got = fastrank.RankRLSCV(cv=3, scoring=lambda y_true, y_pred, groups: value).fit(X, y, g)
         assert got.best_score_ == float(value)
+
+
+@pytest.mark.parametrize("exclude_ties, exc", [(True, ValueError), ("yes", ValueError)])
+def test_fit_preferences_does_not_ignore_exclude_ties(data, exclude_ties, exc):
+    # exclude_ties was neither checked nor applied: a zero magnitude (a tie) was still fitted
+    X, _, _ = data
+    est = fastrank.RankRLS(exclude_ties=exclude_ties)
+    with pytest.raises(exc, match="exclude_ties"):
+        est.fit_preferences(X, [[0, 1], [2, 3]], magnitudes=[0.0, 1.0])
+    assert not hasattr(est, "coef_")
+    with pytest.raises(ValueError, match="exclude_ties"):
+        ms.preference_holdout_predictions(fastrank.RankRLS(exclude_ties=True), X, [[0, 1], [2, 3]], [[4]])

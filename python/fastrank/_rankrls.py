@@ -116,6 +116,10 @@ class _RankRLSBase(KernelMixin, Ranker):
         return self._expansion_predict(X, self.basis_indices_ if self.fit_mode_ == "sparse" else None)
 
 
+PREFERENCE_TIES = ("exclude_ties=True drops the tied pairs of fit(X, y); a preference graph is learned exactly as "
+                   "listed: leave out the preferences to drop and use exclude_ties=False")
+
+
 @register_estimator
 class RankRLS(_RankRLSBase):
     """Regularized least-squares ranking (RankRLS; Pahikkala et al., Machine Learning 2009).
@@ -214,6 +218,8 @@ class RankRLS(_RankRLSBase):
         """
         self._validate_params()
         alpha = check_alpha(self.alpha)
+        if self._exclude_ties():  # was ignored: a zero magnitude is a tie that the listed pairs keep
+            raise ValueError(PREFERENCE_TIES)
         problem = RankingProblem.from_preferences(X, pairs, magnitudes, cost, weights=weights,
                                                   precomputed=self._precomputed(), allow_sparse=True)
         return self._fit_problem(problem, alpha, self._warm_start_coef(problem))

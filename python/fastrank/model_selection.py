@@ -38,7 +38,7 @@ from sklearn.utils import check_random_state
 from ._exactcv import PreferenceRoute, check_sets, engine_for, resolve_folds, spec_of
 from ._memory import check_dense_memory
 from ._problem import RankingProblem
-from ._rankrls import RankRLS
+from ._rankrls import PREFERENCE_TIES, RankRLS
 from ._progress import stage
 from ._validation import _asarray, as_targets, check_alpha, check_int, group_index, pair_disagreement
 
@@ -93,6 +93,8 @@ def preference_holdout_predictions(estimator, X, pairs, test_sets, magnitudes=No
         raise TypeError(f"preference_holdout_predictions needs a fastrank.RankRLS (the model of fit_preferences), "
                         f"got {type(estimator).__name__}")
     spec = spec_of(estimator)
+    if spec.exclude_ties:
+        raise ValueError(PREFERENCE_TIES)
     if spec.basis_vectors is not None:
         raise ValueError("preference_holdout_predictions needs the dense kernel model (no basis_vectors, no "
                          "solver='cg')")

@@ -136,3 +136,17 @@ def test_fit_preferences_does_not_ignore_exclude_ties(data, exclude_ties, exc):
     assert not hasattr(est, "coef_")
     with pytest.raises(ValueError, match="exclude_ties"):
         ms.preference_holdout_predictions(fastrank.RankRLS(exclude_ties=True), X, [[0, 1], [2, 3]], [[4]])
+
+
+@pytest.mark.parametrize("kind", ["list", "Series", "Categorical"])
+def test_fold_labels_as_list_or_pandas(data, kind):
+    # only an ndarray was read as fold labels: a list or Series of them failed as "hold-out set 0 must be ..."
+    as_labels = list if kind == "list" else getattr(pytest.importorskip("pandas"), kind)
+    X, y, _ = data
+    labels = np.arange(12) % 3
+    est = fastrank.RankRLS()
+    want = ms.kfold_predictions(est, X, y, labels)
+    np.testing.assert_array_equal(ms.kfold_predictions(est, X, y, as_labels(labels)), want)
+    search = fastrank.RankRLSCV(cv=as_labels(labels)).fit(X, y)
+    np.testing.assert_array_equal(search.cv_results_["scores"],
+                                  fastrank.RankRLSCV(cv=labels).fit(X, y).cv_results_["scores"])

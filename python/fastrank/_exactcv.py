@@ -785,11 +785,14 @@ def resolve_folds(folds, engine, groups=None):
     if isinstance(folds, (str, numbers.Number)) or not (hasattr(folds, "split") or np.iterable(folds)):
         raise TypeError(f"folds (RankRLSCV's cv) must be an int k >= 2, (m,) fold labels, a sequence of index arrays "
                         f"or a scikit-learn splitter, got {folds!r}")
+    try:  # fold labels as an array, a list or a pandas Series; index sets of different sizes are ragged
+        labels = None if hasattr(folds, "split") else np.asarray(folds)
+    except (ValueError, TypeError):
+        labels = None
     if hasattr(folds, "split"):
         sets = [np.asarray(te) for _, te in folds.split(np.zeros((m, 1)), None, groups)]
-    elif isinstance(folds, np.ndarray) and folds.ndim == 1 and folds.shape[0] == m and folds.dtype != object \
-            and folds.dtype != bool:
-        sets = [np.flatnonzero(folds == lab) for lab in np.unique(folds)]  # fold labels
+    elif labels is not None and labels.ndim == 1 and labels.shape[0] == m and labels.dtype.kind not in "bO":
+        sets = [np.flatnonzero(labels == lab) for lab in np.unique(labels)]  # fold labels
     else:
         sets = [np.asarray(s) for s in folds]
     if not sets:

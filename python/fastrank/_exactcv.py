@@ -302,7 +302,7 @@ class FeatureRoute(_Route):
         self.kwargs = dict(pair_weight=self.problem.pair_weight(), n_threads=self.n_threads, groups=self.groups)
 
     def lpo(self, pairs, alpha):
-        return _holdout.feature_leave_pair_out(*self.args, alpha, pairs, **self.kwargs).reshape(pairs.shape[0], -1)
+        return _holdout.feature_leave_pair_out(*self.args, alpha, pairs, **self.kwargs)
 
     def lpo_all_pairs(self, alpha):
         return _holdout.feature_leave_all_pairs_out(*self.args, alpha, **self.kwargs)
@@ -425,7 +425,7 @@ class TieExcludedRoute(_Route):
 
     @_in_region
     def lpo(self, pairs, alpha):
-        """(n_pairs, 2 * v) leave-pair-out predictions, O(n_q) per pair after O(n_q^3) per pair of tie cells (c_i, c_j)
+        """(n_pairs, 2, v) leave-pair-out predictions, O(n_q) per pair after O(n_q^3) per pair of tie cells (c_i, c_j)
         met in group q.
 
         Removing U = {i, j} from group q (weight w, W_ab = w [a, b in different cells]) changes L by D = Delta + R:
@@ -442,14 +442,14 @@ class TieExcludedRoute(_Route):
         self._factor(alpha)
         gi = self.groups
         if gi.n_groups == 1:
-            return self._lpo_group(0, pairs if gi.is_identity else gi.inverse[pairs]).reshape(pairs.shape[0], -1)
+            return self._lpo_group(0, pairs if gi.is_identity else gi.inverse[pairs])
         pos = gi.inverse[pairs]  # group-order positions
         codes = gi.codes[pairs[:, 0]]
         out = np.empty((pairs.shape[0], 2, v))
         for q in np.unique(codes):
             at = np.flatnonzero(codes == q)
             out[at] = self._lpo_group(int(q), pos[at] - gi.offsets[q])
-        return out.reshape(pairs.shape[0], -1)
+        return out
 
     def _lpo_group(self, q, local):
         """Leave-pair-out predictions (p, 2, v) of the pairs ``local`` (indices inside group q)."""
@@ -705,7 +705,7 @@ class HoldoutEngine(_OnProblem):
         route = self._route()
         if route is self.dual:
             return route.lpo(pairs, alpha, disagreement=True)
-        return pair_disagreement(route.lpo(pairs, alpha).reshape(pairs.shape[0], 2, -1), self.Y[pairs])
+        return pair_disagreement(route.lpo(pairs, alpha), self.Y[pairs])  # (n_pairs, 2, v) from both other routes
 
     # ---- hold-out sets -----------------------------------------------------------------------------
     def holdout(self, sets, alpha=None):

@@ -150,3 +150,11 @@ def test_fold_labels_as_list_or_pandas(data, kind):
     search = fastrank.RankRLSCV(cv=as_labels(labels)).fit(X, y)
     np.testing.assert_array_equal(search.cv_results_["scores"],
                                   fastrank.RankRLSCV(cv=labels).fit(X, y).cv_results_["scores"])
+
+
+def test_permutation_count_beyond_memory_raises_before_drawing(data, monkeypatch):
+    # n_permutations = 2**31 - 1 drew permutations for hours before numpy's allocation failed
+    X, y, _ = data
+    monkeypatch.setenv("FASTRANK_MAX_DENSE_BYTES", str(10 ** 9))
+    with pytest.raises(MemoryError, match="targets of y and its permutations"):
+        ms.permutation_test_lpo(fastrank.RankRLS(), X, y, n_permutations=2 ** 31 - 1)

@@ -138,6 +138,8 @@ def permutation_test_lpo(estimator, X, y, n_permutations=100, random_state=None,
     y = as_targets(y, y.shape[0])[0][:, 0]  # real and finite, as fit checks it
     rng = check_random_state(random_state)
     m = y.shape[0]
+    # the columns and their stacked copy, checked before a loop of n_permutations draws
+    check_dense_memory(m, 2, "targets of y and its permutations", n_cols=n_permutations + 1)
     gi = group_index(groups, m)  # None: one group of every row, so each draw is rng.permutation(m)
     cols = [y]
     blocks = np.split(gi.order, gi.offsets[1:-1])

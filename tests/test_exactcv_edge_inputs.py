@@ -158,3 +158,13 @@ def test_permutation_count_beyond_memory_raises_before_drawing(data, monkeypatch
     monkeypatch.setenv("FASTRANK_MAX_DENSE_BYTES", str(10 ** 9))
     with pytest.raises(MemoryError, match="targets of y and its permutations"):
         ms.permutation_test_lpo(fastrank.RankRLS(), X, y, n_permutations=2 ** 31 - 1)
+
+
+def test_refit_drops_the_previous_fits_cv_predictions(data):
+    # cv_pairs_ of an "lpo" fit survived a k-fold refit, and cv_predictions_ a refit with store_cv_predictions=False
+    X, y, g = data
+    search = fastrank.RankRLSCV(cv="lpo").fit(X, y)
+    search.set_params(cv=3).fit(X, y, g)
+    assert not hasattr(search, "cv_pairs_") and search.cv_predictions_.shape == (12,)
+    search.set_params(store_cv_predictions=False).fit(X[:9], y[:9], g[:9])
+    assert not hasattr(search, "cv_predictions_")

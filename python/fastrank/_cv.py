@@ -198,6 +198,8 @@ class RankRLSCV(_ExactCVSearch):
         scheme = cv if isinstance(cv, str) else type(cv).__name__
         self.cv_results_ = {"alphas": alphas.copy(), "scores": scores, "scoring": name,
                             "greater_is_better": greater_is_better, "cv": scheme}
+        for stale in ("cv_pairs_", "cv_predictions_"):  # a previous fit's, for other data or another scheme
+            self.__dict__.pop(stale, None)
         if self.store_cv_predictions and is_lpo:
             self.cv_pairs_ = pairs
             self.cv_predictions_ = prob.lpo(pairs, self.alpha_)

@@ -29,7 +29,11 @@ def holdout_score(pred, Y, sets, codes, scoring):
     unit = np.repeat(np.arange(len(sets), dtype=np.int64), [len(s) for s in sets])
     if codes is not None:
         unit = unit * (int(codes.max()) + 1) + codes[rows]
-    return float(np.mean([float(scoring(Y[rows, k], pred[rows, k], unit)) for k in range(Y.shape[1])]))
+    values = [scoring(Y[rows, k], pred[rows, k], unit) for k in range(Y.shape[1])]
+    for v in values:  # float() would take True as 1 and fail with its own message on None, strings or arrays
+        if np.ndim(v) != 0 or np.asarray(v).dtype.kind not in "fiu":
+            raise TypeError(f"scoring must return one real number (higher is better), got {v!r}")
+    return float(np.mean([float(v) for v in values]))
 
 
 def _check_scoring(scoring):
@@ -194,6 +198,8 @@ class RankRLSCV(_ExactCVSearch):
         scheme = cv if isinstance(cv, str) else type(cv).__name__
         self.cv_results_ = {"alphas": alphas.copy(), "scores": scores, "scoring": name,
                             "greater_is_better": greater_is_better, "cv": scheme}
+        for stale in ("cv_pairs_", "cv_predictions_"):  # a previous fit's, for other data or another scheme
+            self.__dict__.pop(stale, None)
         if self.store_cv_predictions and is_lpo:
             self.cv_pairs_ = pairs
             self.cv_predictions_ = prob.lpo(pairs, self.alpha_)

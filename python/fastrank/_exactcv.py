@@ -21,11 +21,11 @@ from . import _core, _holdout
 from ._kernels import kernel_block, resolve_kernel
 from ._memory import check_dense_memory
 from ._problem import PreferenceGraph, RankingProblem, check_weighting
-from ._progress import stage
+from ._progress import resolve_verbose, stage
 from ._solvers import Fit, _by_alpha, _centred_features, check_indices, select_basis
 from ._sparse import issparse, take_rows
 from ._threads import compute_region, cpu_budget, threads_for_work
-from ._validation import check_alpha, check_n_jobs, pair_disagreement
+from ._validation import _asarray, check_alpha, check_n_jobs, pair_disagreement
 
 __all__ = ["CVSpec", "spec_of", "HoldoutEngine", "engine_for", "resolve_folds", "check_sets", "PreferenceRoute"]
 
@@ -94,6 +94,7 @@ def spec_of(model):
 def engine_for(model, X, y, groups=None, *, min_rows=1, verbose=0):
     """A :class:`HoldoutEngine` for ``model`` (a :class:`CVSpec`, RankRLS or MPRank) on (X, y, groups)."""
     spec = spec_of(model)
+    resolve_verbose(verbose)  # checked now: a question without a long step would never read it
     problem = RankingProblem.from_scores(X, y, groups, weighting=spec.group_weighting,
                                          precomputed=spec.precomputed, min_rows=1, learner=None,
                                          allow_sparse=True, exclude_ties=spec.exclude_ties)
@@ -301,7 +302,7 @@ class FeatureRoute(_Route):
         self.kwargs = dict(pair_weight=self.problem.pair_weight(), n_threads=self.n_threads, groups=self.groups)
 
     def lpo(self, pairs, alpha):
-        return _holdout.feature_leave_pair_out(*self.args, alpha, pairs, **self.kwargs).reshape(pairs.shape[0], -1)
+        return _holdout.feature_leave_pair_out(*self.args, alpha, pairs, **self.kwargs)
 
     def lpo_all_pairs(self, alpha):
         return _holdout.feature_leave_all_pairs_out(*self.args, alpha, **self.kwargs)
@@ -424,7 +425,7 @@ class TieExcludedRoute(_Route):
 
     @_in_region
     def lpo(self, pairs, alpha):
-        """(n_pairs, 2 * v) leave-pair-out predictions, O(n_q) per pair after O(n_q^3) per pair of tie cells (c_i, c_j)
+        """(n_pairs, 2, v) leave-pair-out predictions, O(n_q) per pair after O(n_q^3) per pair of tie cells (c_i, c_j)
         met in group q.
 
         Removing U = {i, j} from group q (weight w, W_ab = w [a, b in different cells]) changes L by D = Delta + R:
@@ -441,14 +442,14 @@ class TieExcludedRoute(_Route):
         self._factor(alpha)
         gi = self.groups
         if gi.n_groups == 1:
-            return self._lpo_group(0, pairs if gi.is_identity else gi.inverse[pairs]).reshape(pairs.shape[0], -1)
+            return self._lpo_group(0, pairs if gi.is_identity else gi.inverse[pairs])
         pos = gi.inverse[pairs]  # group-order positions
         codes = gi.codes[pairs[:, 0]]
         out = np.empty((pairs.shape[0], 2, v))
         for q in np.unique(codes):
             at = np.flatnonzero(codes == q)
             out[at] = self._lpo_group(int(q), pos[at] - gi.offsets[q])
-        return out.reshape(pairs.shape[0], -1)
+        return out
 
     def _lpo_group(self, q, local):
         """Leave-pair-out predictions (p, 2, v) of the pairs ``local`` (indices inside group q)."""
@@ -616,16 +617,19 @@ class HoldoutEngine(_OnProblem):
         return pairs[order]
 
     def check_pairs(self, pairs):
-        pairs = np.asarray(pairs)
+        pairs = _asarray(pairs, "pairs")
         if pairs.ndim != 2 or pairs.shape[1] != 2:
             raise ValueError(f"pairs must have shape (n_pairs, 2), got {pairs.shape}")
-        if pairs.size and not np.issubdtype(pairs.dtype, np.integer) and not np.all(np.equal(np.mod(pairs, 1), 0)):
+        # bools, strings and objects are no indices; whole floats are, once known to be in range (no overflowing cast)
+        whole = np.issubdtype(pairs.dtype, np.floating) and np.all(np.isfinite(pairs)) \
+            and np.all(pairs == np.round(pairs))
+        if pairs.size and not (np.issubdtype(pairs.dtype, np.integer) or whole):
             raise ValueError("pairs must contain integer indices")
+        if pairs.size and (pairs.min() < 0 or pairs.max() >= self.m):
+            raise ValueError(f"pair indices must lie in [0, {self.m}), got range "
+                             f"[{pairs.min()}, {pairs.max()}]")
         pairs = np.ascontiguousarray(pairs, dtype=np.int64)
         if pairs.size:
-            if pairs.min() < 0 or pairs.max() >= self.m:
-                raise ValueError(f"pair indices must lie in [0, {self.m}), got range "
-                                 f"[{pairs.min()}, {pairs.max()}]")
             if np.any(pairs[:, 0] == pairs[:, 1]):
                 k = int(np.flatnonzero(pairs[:, 0] == pairs[:, 1])[0])
                 raise ValueError(f"pair {k} holds out the same index twice ({pairs[k, 0]})")
@@ -675,6 +679,8 @@ class HoldoutEngine(_OnProblem):
     def lpo(self, pairs, alpha=None):
         """(n_pairs, 2) or (n_pairs, 2, v) held-out predictions (Lemma 2, eqs. 34-39)."""
         pairs = np.ascontiguousarray(pairs, dtype=np.int64)
+        if pairs.shape[0] == 0:  # no factor needed (and no width for the routes' reshape(0, -1) to infer)
+            return self.shaped(np.empty((0, 2, self.Y.shape[1])))
         out = self._route().lpo(pairs, self._lpo_alpha(alpha))
         return self.shaped(out.reshape(pairs.shape[0], 2, self.Y.shape[1]))
 
@@ -699,7 +705,7 @@ class HoldoutEngine(_OnProblem):
         route = self._route()
         if route is self.dual:
             return route.lpo(pairs, alpha, disagreement=True)
-        return pair_disagreement(route.lpo(pairs, alpha).reshape(pairs.shape[0], 2, -1), self.Y[pairs])
+        return pair_disagreement(route.lpo(pairs, alpha), self.Y[pairs])  # (n_pairs, 2, v) from both other routes
 
     # ---- hold-out sets -----------------------------------------------------------------------------
     def holdout(self, sets, alpha=None):
@@ -779,11 +785,14 @@ def resolve_folds(folds, engine, groups=None):
     if isinstance(folds, (str, numbers.Number)) or not (hasattr(folds, "split") or np.iterable(folds)):
         raise TypeError(f"folds (RankRLSCV's cv) must be an int k >= 2, (m,) fold labels, a sequence of index arrays "
                         f"or a scikit-learn splitter, got {folds!r}")
+    try:  # fold labels as an array, a list or a pandas Series; index sets of different sizes are ragged
+        labels = None if hasattr(folds, "split") else np.asarray(folds)
+    except (ValueError, TypeError):
+        labels = None
     if hasattr(folds, "split"):
         sets = [np.asarray(te) for _, te in folds.split(np.zeros((m, 1)), None, groups)]
-    elif isinstance(folds, np.ndarray) and folds.ndim == 1 and folds.shape[0] == m and folds.dtype != object \
-            and folds.dtype != bool:
-        sets = [np.flatnonzero(folds == lab) for lab in np.unique(folds)]  # fold labels
+    elif labels is not None and labels.ndim == 1 and labels.shape[0] == m and labels.dtype.kind not in "bO":
+        sets = [np.flatnonzero(labels == lab) for lab in np.unique(labels)]  # fold labels
     else:
         sets = [np.asarray(s) for s in folds]
     if not sets:

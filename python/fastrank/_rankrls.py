@@ -27,7 +27,7 @@ from ._progress import progress, resolve_verbose, stage
 from ._exactcv import CVSpec
 from ._memory import densified
 from ._threads import compute_region
-from ._validation import check_alpha, check_alphas, check_n_jobs
+from ._validation import check_alpha, check_alphas, check_int, check_n_jobs
 
 __all__ = ["RankRLS", "MPRank", "RankRLSPath", "rankrls_path"]
 
@@ -114,6 +114,10 @@ class _RankRLSBase(KernelMixin, Ranker):
         check_is_fitted(self, "fit_mode_")
         X = self._check_predict_X(X)
         return self._expansion_predict(X, self.basis_indices_ if self.fit_mode_ == "sparse" else None)
+
+
+PREFERENCE_TIES = ("exclude_ties=True drops the tied pairs of fit(X, y); a preference graph is learned exactly as "
+                   "listed: leave out the preferences to drop and use exclude_ties=False")
 
 
 @register_estimator
@@ -214,6 +218,8 @@ class RankRLS(_RankRLSBase):
         """
         self._validate_params()
         alpha = check_alpha(self.alpha)
+        if self._exclude_ties():  # was ignored: a zero magnitude is a tie that the listed pairs keep
+            raise ValueError(PREFERENCE_TIES)
         problem = RankingProblem.from_preferences(X, pairs, magnitudes, cost, weights=weights,
                                                   precomputed=self._precomputed(), allow_sparse=True)
         return self._fit_problem(problem, alpha, self._warm_start_coef(problem))
@@ -270,6 +276,7 @@ class RankRLSPath:
 
     def fitted_estimator(self, k):
         """A fitted :class:`RankRLS` for ``alphas[k]`` (shares arrays, no refit)."""
+        k = check_int(k, "k", low=-len(self), high=len(self) - 1)  # numpy's IndexError named no argument
         est = type(self.estimator)(**{**self.estimator.get_params(deep=False), "alpha": float(self.alphas[k])})
         return est._apply_fit(self._fit, k, *self._fit_args)
 

@@ -27,7 +27,7 @@ from ._kernels import kernel_block
 from ._memory import check_dense_memory
 from ._problem import PreferenceGraph, RankingProblem, check_features
 from ._sparse import as_csr, issparse, take_rows
-from ._validation import check_alpha, check_alphas, check_int, check_n_jobs, check_real, group_index
+from ._validation import _asarray, check_alpha, check_alphas, check_int, check_n_jobs, check_real, group_index
 from .exceptions import ConvergenceWarning, IllConditionedWarning
 
 __all__ = [
@@ -459,7 +459,7 @@ def select_basis(n_rows, basis_vectors, random_state=None):
 def check_indices(idx, n, name, *, negative=False):
     """Row indices (integers, or a boolean mask of ``n`` entries) as a non-empty int64 array in [0, n) without
     repeats; with ``negative``, -n..-1 count from the end."""
-    idx = np.asarray(idx)
+    idx = _asarray(idx, name)
     if idx.dtype == bool:
         if idx.shape != (n,):
             raise ValueError(f"{name} as a boolean mask must have shape ({n},), one entry per row")

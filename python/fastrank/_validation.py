@@ -130,6 +130,8 @@ def check_alphas(alphas, name="alphas"):
     if isinstance(alphas, (str, bytes)):
         raise TypeError(f"{name} must be a positive number or a 1-D sequence of them, got {alphas!r}")
     arr = np.atleast_1d(np.asarray(_to_float(alphas, name, "positive real numbers"), dtype=np.float64))
+    if any(isinstance(a, (bool, np.bool_)) for a in np.asarray(alphas, dtype=object).ravel()):  # True was alpha 1
+        raise TypeError(f"{name} must be positive real numbers, not booleans, got {alphas!r}")
     if arr.ndim != 1 or arr.size == 0:
         raise ValueError(f"{name} must be a non-empty 1-D sequence of positive numbers, got shape {arr.shape}")
     for a in arr:

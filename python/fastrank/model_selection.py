@@ -38,9 +38,9 @@ from sklearn.utils import check_random_state
 from ._exactcv import PreferenceRoute, check_sets, engine_for, resolve_folds, spec_of
 from ._memory import check_dense_memory
 from ._problem import RankingProblem
-from ._rankrls import RankRLS
+from ._rankrls import PREFERENCE_TIES, RankRLS
 from ._progress import stage
-from ._validation import as_targets, check_alpha, check_int, group_index, pair_disagreement
+from ._validation import _asarray, as_targets, check_alpha, check_int, group_index, pair_disagreement
 
 __all__ = ["leave_pair_out", "leave_group_out", "holdout_predictions", "preference_holdout_predictions",
            "kfold_predictions", "permutation_test_lpo", "mprank_loo_approximation", "pairwise_disagreement",
@@ -89,7 +89,12 @@ def preference_holdout_predictions(estimator, X, pairs, test_sets, magnitudes=No
     (``estimator.fit_preferences`` on the remaining edges, same alpha).  ``pairs``, ``magnitudes``, ``cost``,
     ``weights`` as for :meth:`fastrank.RankRLS.fit_preferences`.  One LU factorization of L K + alpha I, then O(m^2
     |B|) per set, B = U and its neighbours in the graph.  Returns a list of (|U|,) arrays."""
+    if not isinstance(estimator, RankRLS):  # MPRank has no fit_preferences: no model it fits would be predicted
+        raise TypeError(f"preference_holdout_predictions needs a fastrank.RankRLS (the model of fit_preferences), "
+                        f"got {type(estimator).__name__}")
     spec = spec_of(estimator)
+    if spec.exclude_ties:
+        raise ValueError(PREFERENCE_TIES)
     if spec.basis_vectors is not None:
         raise ValueError("preference_holdout_predictions needs the dense kernel model (no basis_vectors, no "
                          "solver='cg')")
@@ -127,12 +132,14 @@ def permutation_test_lpo(estimator, X, y, n_permutations=100, random_state=None,
     if scoring not in ("auc",):
         raise ValueError(f"scoring must be 'auc', got {scoring!r}")
     n_permutations = check_int(n_permutations, "n_permutations", low=1)
-    y = np.asarray(y)
+    y = _asarray(y, "y")
     if y.ndim != 1:
         raise ValueError("permutation_test_lpo needs a 1-D y")
     y = as_targets(y, y.shape[0])[0][:, 0]  # real and finite, as fit checks it
     rng = check_random_state(random_state)
     m = y.shape[0]
+    # the columns and their stacked copy, checked before a loop of n_permutations draws
+    check_dense_memory(m, 2, "targets of y and its permutations", n_cols=n_permutations + 1)
     gi = group_index(groups, m)  # None: one group of every row, so each draw is rng.permutation(m)
     cols = [y]
     blocks = np.split(gi.order, gi.offsets[1:-1])
@@ -227,14 +234,19 @@ class Factorization:
         self._engine = engine_for(estimator, X, y, groups, min_rows=min_rows, verbose=verbose)
         self._estimator = estimator
 
+    @staticmethod
+    def _alpha(alpha):
+        """None (the estimator's alpha) or a checked alpha: 0, negative or non-numeric alphas would reach the routes."""
+        return None if alpha is None else check_alpha(alpha)
+
     def leave_pair_out(self, pairs=None, *, alpha=None, return_pairs=False):
         eng = self._engine
         if pairs is None and not return_pairs:  # all pairs, not listed where the route allows
             with stage(f"leave-pair-out predictions of {eng.n_default_pairs()} pairs", verbose=eng.verbose):
-                return eng.lpo_all_pairs(alpha)
+                return eng.lpo_all_pairs(self._alpha(alpha))
         pairs = eng.training_pairs(pairs)
         with stage(f"leave-pair-out predictions of {pairs.shape[0]} pairs", verbose=eng.verbose):
-            out = eng.lpo(pairs, alpha)
+            out = eng.lpo(pairs, self._alpha(alpha))
         return (pairs, out) if return_pairs else out
 
     def holdout_predictions(self, test_sets, *, alpha=None):
@@ -242,19 +254,19 @@ class Factorization:
         sets = eng.check_sets(test_sets)
         if not sets:  # np.split would return the one empty block
             return []
-        out = eng.holdout(sets, alpha)
+        out = eng.holdout(sets, self._alpha(alpha))
         return [eng.shaped(o) for o in np.split(out, np.cumsum([s.size for s in sets])[:-1])]
 
     def kfold_predictions(self, folds, *, alpha=None, groups=None):
         eng = self._engine
-        return eng.shaped(eng.holdout_rows(resolve_folds(folds, eng, groups), alpha))
+        return eng.shaped(eng.holdout_rows(resolve_folds(folds, eng, groups), self._alpha(alpha)))
 
     def leave_group_out(self, *, alpha=None):
         eng = self._engine
         if eng.groups.n_groups < 2:  # groups=None: one group
             raise ValueError("leave_group_out needs groups with at least two distinct ids")
         with stage(f"leave-group-out over {eng.groups.n_groups} groups", verbose=eng.verbose):
-            return eng.shaped(eng.leave_group_out(alpha))
+            return eng.shaped(eng.leave_group_out(self._alpha(alpha)))
 
     def solve(self, alpha):
         """The RankRLS fitted on all the data at ``alpha``, from the factors alone (eq. 31 from the spectral factor;

@@ -1,0 +1,32 @@
+"""Hostile arguments to the file readers and writers, progress reporting and the command line: each gets an
+error naming the argument (or the file) instead of a raw Python/numpy error or a silently changed setting."""
+
+import numpy as np
+import pytest
+
+import fastrank
+from fastrank import cli
+from fastrank._svmlight import read_svmlight
+
+DATA = "1 qid:1 1:0.5 2:1\n0 qid:1 1:0.1 2:0.3\n2 qid:2 1:1 2:0.2\n1 qid:2 1:0.4 2:0.9\n"
+
+
+@pytest.fixture
+def data_file(tmp_path):
+    f = tmp_path / "a.txt"
+    f.write_text(DATA)
+    return f
+
+
+@pytest.mark.parametrize("n_features", [2.7, -1, "3", True, float("nan"), 1e30, 2**70])
+def test_read_svmlight_n_features_must_be_a_whole_count(data_file, n_features):
+    # 2.7 was cut to 2, "3"/nan raised int()'s message, -1 and True were reported as a too-small count
+    with pytest.raises(ValueError, match="n_features must be None or an integer >= 0"):
+        read_svmlight(data_file, n_features=n_features, extra_features="ignore")
+    assert read_svmlight(data_file, n_features=np.int64(3))[0].shape == (4, 3)
+
+
+def test_read_svmlight_extra_features_typo_is_an_error(data_file):
+    # any value but "error" silently dropped the features beyond n_features
+    with pytest.raises(ValueError, match="extra_features must be 'error' or 'ignore'"):
+        read_svmlight(data_file, n_features=1, extra_features="eror")

@@ -30,3 +30,21 @@ def test_read_svmlight_extra_features_typo_is_an_error(data_file):
     # any value but "error" silently dropped the features beyond n_features
     with pytest.raises(ValueError, match="extra_features must be 'error' or 'ignore'"):
         read_svmlight(data_file, n_features=1, extra_features="eror")
+
+
+@pytest.mark.parametrize("verbose", [2.5, float("inf"), float("nan"), -1, "1"])
+def test_progress_verbose_must_be_a_whole_level(verbose):
+    from fastrank._progress import resolve_verbose
+
+    # 2.5 was cut to 2 and inf raised int()'s OverflowError
+    with pytest.raises(ValueError, match="verbose must be an integer >= 0, a bool or 'auto'"):
+        resolve_verbose(verbose)
+    assert resolve_verbose(np.True_) == 1 and resolve_verbose(2.0) == 2
+
+
+def test_progress_backend_typo_is_an_error():
+    from fastrank._progress import progress
+
+    # an unknown backend silently fell back to log lines
+    with pytest.raises(ValueError, match="backend must be 'auto', 'tqdm' or 'log'"):
+        progress(3, verbose=1, backend="tqmd")

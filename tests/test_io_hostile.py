@@ -48,3 +48,30 @@ def test_progress_backend_typo_is_an_error():
     # an unknown backend silently fell back to log lines
     with pytest.raises(ValueError, match="backend must be 'auto', 'tqdm' or 'log'"):
         progress(3, verbose=1, backend="tqmd")
+
+
+@pytest.fixture
+def model():
+    return fastrank.RankRLS().fit(np.random.default_rng(0).random((6, 2)), np.arange(6.0))
+
+
+def test_save_to_a_directory_or_missing_folder_names_the_path(tmp_path, model):
+    # the OSError named the temporary file (".fastrank-xxxx.tmp"), not the path given
+    with pytest.raises(IsADirectoryError, match=f"{tmp_path}: is a directory"):
+        fastrank.save(model, tmp_path)
+    with pytest.raises(FileNotFoundError, match="the folder .*nope does not exist"):
+        fastrank.save(model, tmp_path / "nope" / "m.frk")
+    assert [p.name for p in tmp_path.iterdir()] == []
+
+
+def test_save_compress_must_be_a_bool(tmp_path, model):
+    # compress="no" compressed
+    with pytest.raises(TypeError, match="compress must be True or False"):
+        fastrank.save(model, tmp_path / "m.frk", compress="no")
+
+
+def test_load_a_directory_is_a_value_error_naming_it(tmp_path):
+    # a raw IsADirectoryError from open()
+    with pytest.raises(ValueError, match=f"{tmp_path}: is a directory, not a model file"):
+        fastrank.load(tmp_path)
+    assert cli.main(["predict", str(tmp_path), str(tmp_path / "a.txt")]) == 1

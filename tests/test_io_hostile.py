@@ -75,3 +75,22 @@ def test_load_a_directory_is_a_value_error_naming_it(tmp_path):
     with pytest.raises(ValueError, match=f"{tmp_path}: is a directory, not a model file"):
         fastrank.load(tmp_path)
     assert cli.main(["predict", str(tmp_path), str(tmp_path / "a.txt")]) == 1
+
+
+def test_cv_plot_is_written_to_the_path_given(data_file, tmp_path, capsys):
+    pytest.importorskip("matplotlib")
+    base = ["cv", "--alphas", "0.1,1", str(data_file), "--plot"]
+    # without an extension matplotlib wrote PLOT.png and the CLI reported PLOT
+    assert cli.main(base + [str(tmp_path / "curve")]) == 0
+    assert (tmp_path / "curve").read_bytes()[:4] == b"\x89PNG" and not (tmp_path / "curve.png").exists()
+    assert cli.main(base + [str(tmp_path / "c.PNG")]) == 0
+    assert (tmp_path / "c.PNG").read_bytes()[:4] == b"\x89PNG"
+    capsys.readouterr()
+    assert cli.main(base + [str(tmp_path)]) == 1  # a directory: wrote DIR.png
+    assert f"cannot write {tmp_path}" in capsys.readouterr().err
+
+
+def test_huge_alpha_grid_is_a_usage_error(data_file, capsys):
+    # numpy's MemoryError reached the user as a traceback
+    assert cli.main(["cv", "--alphas", "1:10:99999999999", str(data_file)]) == 2
+    assert "bad alpha grid '1:10:99999999999'" in capsys.readouterr().err

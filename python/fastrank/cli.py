@@ -131,7 +131,7 @@ _CV_FLAGS = {"alphas": "--alphas", "cv": "--cv", "scoring": "-m/--scoring"}  # R
 
 def parse_grid(text):
     """'1e-3:1e3:13' (log-spaced) or '0.1,1,10' -> array of alphas."""
-    with _errors_as(UsageError, ValueError, message=f"bad alpha grid {text!r}: use LOW:HIGH:N (N log-spaced values, "
+    with _errors_as(UsageError, (ValueError, MemoryError), message=f"bad alpha grid {text!r}: use LOW:HIGH:N (N log-spaced values, "
                                                     "e.g. 1e-3:1e3:13) or a comma list of positive numbers"):
         if ":" in text:  # float() and int() ignore surrounding blanks
             lo, hi, n = text.split(":")
@@ -386,7 +386,8 @@ def cmd_cv(args):
         CVCurveDisplay.from_estimator(est, ax=fig.subplots())
         fig.tight_layout()
         with _errors_as(DataError, (OSError, ValueError), f"cannot write {args.plot}: "):
-            fig.savefig(args.plot, dpi=100)
+            # the format named: without an extension matplotlib would write to PLOT.png instead
+            fig.savefig(args.plot, dpi=100, format=os.path.splitext(args.plot)[1][1:] or "png")
         _say(args, f"CV curve written to {args.plot}")
     return 0
 

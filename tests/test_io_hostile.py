@@ -94,3 +94,20 @@ def test_huge_alpha_grid_is_a_usage_error(data_file, capsys):
     # numpy's MemoryError reached the user as a traceback
     assert cli.main(["cv", "--alphas", "1:10:99999999999", str(data_file)]) == 2
     assert "bad alpha grid '1:10:99999999999'" in capsys.readouterr().err
+
+
+def test_dask_ragged_lists_name_the_argument():
+    pytest.importorskip("dask.array")
+    from fastrank.dask import DaskRankRLS, permutation_test_lpo
+
+    X, y, g = np.random.default_rng(0).random((3, 2)), np.arange(3.0), np.array([1, 1, 2])
+    ragged = [[1], [1, 2], 3]
+    # numpy's "setting an array element with a sequence ... inhomogeneous shape" reached the user
+    for call, name in [(lambda: DaskRankRLS().fit(X, y, ragged), "groups"),
+                       (lambda: DaskRankRLS().fit(X, ragged), "y"),
+                       (lambda: DaskRankRLS().fit(X, y).score(X, y, ragged), "groups"),
+                       (lambda: permutation_test_lpo(fastrank.RankRLS(), X, ragged, 3), "y"),
+                       (lambda: permutation_test_lpo(fastrank.RankRLS(), X, y, 3, groups=ragged), "groups")]:
+        with pytest.raises(ValueError, match=f"{name} must be a rectangular array"):
+            call()
+    assert 0 <= DaskRankRLS().fit(X, y, g).score(X, y, list(g)) <= 1

@@ -33,7 +33,8 @@ __all__ = ["read_svmlight", "read_scores", "SvmlightInfo"]
 SvmlightInfo = namedtuple("SvmlightInfo", "zero_based n_features")
 
 
-_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1  # indices and query ids the compiled reader holds (C long)
+_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1  # query ids the compiled reader holds (C long)
+_INDEX_MAX = 2**31 - 1  # the largest feature index it takes (a C int column count: 2**31 overflows)
 
 
 def _convert(conv, text, message, *args):
@@ -77,8 +78,8 @@ def _parse_line(line):
         i = _convert(int, idx, "feature index {!r} in {!r} is not an integer", idx, tok)
         if i < 0:
             raise _LineError(f"feature index {i} in {tok!r} is negative")
-        if i > _INT64_MAX:
-            raise _LineError(f"feature index {i} in {tok!r} is beyond the largest supported index {_INT64_MAX}")
+        if i > _INDEX_MAX:
+            raise _LineError(f"feature index {i} in {tok!r} is beyond the largest supported index {_INDEX_MAX}")
         if i <= last:
             raise _LineError(f"feature index {i} in {tok!r} is not greater than the previous index {last} "
                              "(indices must be strictly increasing)")

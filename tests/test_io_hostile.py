@@ -111,3 +111,19 @@ def test_dask_ragged_lists_name_the_argument():
         with pytest.raises(ValueError, match=f"{name} must be a rectangular array"):
             call()
     assert 0 <= DaskRankRLS().fit(X, y, g).score(X, y, list(g)) <= 1
+
+
+def test_feature_index_beyond_the_readers_limit_names_the_line(tmp_path):
+    # scikit-learn's reader takes indices up to 2**31 - 1; beyond, its OverflowError came without file:line
+    f = tmp_path / "wide.txt"
+    f.write_text("1 qid:1 1:0.5\n0 qid:1 1:0.2 1099511627776:1\n")
+    with pytest.raises(ValueError, match=r"wide.txt:2: feature index 1099511627776 .* beyond the largest supported "
+                                         r"index 2147483647"):
+        read_svmlight(f)
+
+
+@pytest.mark.parametrize("extra, shown", [([], "cv=lgo"), (["--param", "cv=2"], "cv=2 folds of whole queries")])
+def test_train_rankrlscv_reports_the_scheme_it_ran(data_file, tmp_path, capsys, extra, shown):
+    # --model RankRLSCV without --cv printed "cv=None folds of whole queries"
+    assert cli.main(["train", "--model", "RankRLSCV", *extra, str(data_file), str(tmp_path / "m.frk")]) == 0
+    assert f"(auc, {shown})" in capsys.readouterr().err

@@ -301,7 +301,8 @@ def cmd_train(args):
             _errors_as(DataError, _FIT_ERRORS, f"fitting {name} failed: "):
         est.fit(Xm, y, **fit_kw)
     if name == "RankRLSCV" and args.verbose_level >= 0:
-        cv_desc = est.cv if isinstance(est.cv, str) else f"{args.cv} folds of whole queries"
+        cv = est.cv_results_["cv"]  # the scheme run: --model RankRLSCV may leave cv=None or set it by --param
+        cv_desc = f"{est.cv} folds of whole queries" if cv == "int" else cv
         write_line(f"alpha chosen by cross-validation ({est.cv_results_['scoring']}, cv={cv_desc}): "
                    f"{est.alpha_:.6g} (score {est.best_score_:.6g})")
     meta = {"svmlight": {"zero_based": info.zero_based, "n_features": int(Xm.shape[1]), "has_qid": qid is not None,

@@ -220,6 +220,9 @@ def _model_scores(model_file, data_file, args):
     index base, its normalisation)."""
     with _errors_as(DataError, (OSError, ValueError)):  # OSError: a path open() refuses (a directory, no permission)
         model, meta = load(model_file, return_metadata=True)
+    for est in (model, getattr(model, "best_estimator_", None)):  # --n-jobs: the threads of kernel predictions
+        if args.n_jobs is not None and "n_jobs" in getattr(est, "__dict__", ()):
+            est.n_jobs = args.n_jobs
     meta = meta.get("svmlight", {})
     if not isinstance(meta, dict):  # metadata of a model saved from Python, not by fastrank train
         raise DataError(f"{model_file}: its metadata 'svmlight' is not the object fastrank train writes")
@@ -274,8 +277,10 @@ def _build_estimator(args, groups, y):
                        "alpha": ("C", "-c/--C")}.get(pname, (None, ""))
         hint = f"; {cls.__name__} is regularized by {flag}" if other in names else ""
         raise UsageError(f"{label} has no parameter {pname!r}{hint} (its parameters: {', '.join(sorted(names))})")
-    if "n_jobs" in names and args.n_jobs is not None:
+    if args.n_jobs is not None and "n_jobs" in names:
         params["n_jobs"] = args.n_jobs
+    elif args.n_jobs is not None and args.verbose_level >= 0:
+        write_line(f"[fastrank] warning: {label} has no threads to set; --n-jobs is ignored")
     if args.alpha == "auto":  # RankRLSCV's alphas, cv and scoring, from their own flags only
         for pname in _CV_FLAGS.keys() & params:
             raise UsageError(f"--alpha auto takes {pname} from {_CV_FLAGS[pname]}, not from --param")

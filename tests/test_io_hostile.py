@@ -137,3 +137,12 @@ def test_n_jobs_reaches_the_loaded_model_or_is_reported_ignored(data_file, tmp_p
         assert "n_jobs must be None or a non-zero integer, got 0" in capsys.readouterr().err
     assert cli.main(["train", "--n-jobs", "2", "--model", "PRank", str(data_file), str(tmp_path / "p.frk")]) == 0
     assert "PRank has no threads to set; --n-jobs is ignored" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("metadata", [{1: "a"}, {"a": (1, 2)}, {"a": {"b": {2: 3}}}])
+def test_save_metadata_that_would_load_changed_is_refused(tmp_path, model, metadata):
+    # an int key came back as a string, a tuple as a list
+    with pytest.raises(TypeError, match="metadata must be plain JSON data"):
+        fastrank.save(model, tmp_path / "m.frk", metadata=metadata)
+    meta = {"a": [1, 2.5, None, {"b": "c"}]}
+    assert fastrank.load(fastrank.save(model, tmp_path / "m.frk", metadata=meta), return_metadata=True)[1] == meta

@@ -189,7 +189,8 @@ def save(model, path, *, dtype=None, compress=True, metadata=None):
     compress : bool, default True
         zip-deflate the arrays (smaller files; a little slower to write and read).
     metadata : dict or None
-        Extra JSON-serialisable information kept in the header (``load(..., return_metadata=True)``).
+        Extra JSON-serialisable information kept in the header (``load(..., return_metadata=True)``);
+        string keys and lists (not tuples), so that it loads back equal.
 
     Raises
     ------
@@ -205,9 +206,12 @@ def save(model, path, *, dtype=None, compress=True, metadata=None):
         if not isinstance(metadata, dict):
             raise TypeError(f"metadata must be a dict or None, got {type(metadata).__name__}")
         try:
-            json.dumps(metadata, allow_nan=False)
+            same = json.loads(json.dumps(metadata, allow_nan=False)) == metadata
         except (TypeError, ValueError) as exc:
             raise TypeError(f"metadata must be JSON-serialisable: {exc}") from None
+        if not same:
+            raise TypeError("metadata must be plain JSON data: string keys and lists (other keys and tuples would be "
+                            "loaded changed)")
     enc = _Encoder(float32=dtype is not None)
     body = enc.estimator(model, "model")
     header = {"format": FORMAT, "format_version": FORMAT_VERSION, "fastrank_version": __version__,

@@ -189,22 +189,29 @@ def save(model, path, *, dtype=None, compress=True, metadata=None):
     compress : bool, default True
         zip-deflate the arrays (smaller files; a little slower to write and read).
     metadata : dict or None
-        Extra JSON-serialisable information kept in the header (``load(..., return_metadata=True)``).
+        Extra JSON-serialisable information kept in the header (``load(..., return_metadata=True)``);
+        string keys and lists (not tuples), so that it loads back equal.
 
     Raises
     ------
     TypeError if the model is not a fastrank estimator or holds a value the format cannot store
-    (the message names the attribute).
+    (the message names the attribute); IsADirectoryError / FileNotFoundError (naming ``path``) if
+    ``path`` is a directory or its folder does not exist.
     """
     if dtype not in (None, "float32", np.float32):
         raise ValueError(f"dtype must be None or 'float32', got {dtype!r}")
+    if not isinstance(compress, (bool, np.bool_)):  # compress="no" would compress
+        raise TypeError(f"compress must be True or False, got {compress!r}")
     if metadata is not None:
         if not isinstance(metadata, dict):
             raise TypeError(f"metadata must be a dict or None, got {type(metadata).__name__}")
         try:
-            json.dumps(metadata, allow_nan=False)
+            same = json.loads(json.dumps(metadata, allow_nan=False)) == metadata
         except (TypeError, ValueError) as exc:
             raise TypeError(f"metadata must be JSON-serialisable: {exc}") from None
+        if not same:
+            raise TypeError("metadata must be plain JSON data: string keys and lists (other keys and tuples would be "
+                            "loaded changed)")
     enc = _Encoder(float32=dtype is not None)
     body = enc.estimator(model, "model")
     header = {"format": FORMAT, "format_version": FORMAT_VERSION, "fastrank_version": __version__,
@@ -213,6 +220,10 @@ def save(model, path, *, dtype=None, compress=True, metadata=None):
     raw = np.frombuffer(json.dumps(header, allow_nan=False).encode("utf-8"), dtype=np.uint8)
     path = os.fspath(path)
     folder = os.path.dirname(os.path.abspath(path))
+    if os.path.isdir(path):  # else the OSError would name the temporary file
+        raise IsADirectoryError(f"{path}: is a directory; give the model file's name")
+    if not os.path.isdir(folder):
+        raise FileNotFoundError(f"{path}: the folder {folder} does not exist")
     fd, tmp = tempfile.mkstemp(prefix=".fastrank-", suffix=".tmp", dir=folder)
     try:
         with os.fdopen(fd, "wb") as fh:  # a file object: np.savez adds no ".npz" to the name
@@ -493,6 +504,8 @@ def load(path, *, return_metadata=False):
     p = os.fspath(path)
     if not os.path.exists(p):
         raise FileNotFoundError(f"{p}: no such model file")
+    if os.path.isdir(p):
+        raise ValueError(f"{p}: is a directory, not a model file")
     try:
         header, arrays = _read_archive(p)
         _verify_checksum(p, header, arrays)

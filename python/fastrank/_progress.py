@@ -43,10 +43,10 @@ def resolve_verbose(verbose, file=None):
     if isinstance(verbose, str) and verbose == "auto":
         return 1 if getattr(sys.stderr if file is None else file, "isatty", lambda: False)() else 0
     try:
-        v = -1 if isinstance(verbose, str) or verbose != int(verbose) else int(verbose)  # 2.5 is not cut to 2
+        v = -1 if isinstance(verbose, str) else int(verbose)
     except (TypeError, ValueError, OverflowError):
         v = -1
-    if v < 0:
+    if v < 0 or v != verbose:  # 2.5 is not cut to 2
         raise ValueError(f"verbose must be an integer >= 0, a bool or 'auto', got {verbose!r}")
     return v
 
@@ -140,7 +140,10 @@ class _Bar(_Silent):
 
 def progress(total=None, desc="working", *, verbose=0, unit="it", file=None, min_interval=2.0, backend="auto"):
     """A reporter with ``update(n)``, ``note(text)``, ``close()``; usable as a context manager.
-    ``progress.iterate(iterable, ...)`` wraps an iterable."""
+    ``progress.iterate(iterable, ...)`` wraps an iterable.  ``backend``: "auto" (a tqdm bar on a terminal, else
+    log lines), "tqdm" (a bar when tqdm is installed) or "log"."""
+    if backend not in ("auto", "tqdm", "log"):
+        raise ValueError(f"backend must be 'auto', 'tqdm' or 'log', got {backend!r}")
     if not resolve_verbose(verbose, file):
         return _Silent()
     if backend == "tqdm" or (backend == "auto" and resolve_verbose("auto", file)):  # a bar on a terminal

@@ -18,10 +18,13 @@ from __future__ import annotations
 import bz2
 import gzip
 import math
+import numbers
 import os
 from collections import namedtuple
 
 import numpy as np
+
+from ._validation import check_real
 
 __all__ = ["read_svmlight", "read_scores", "SvmlightInfo"]
 
@@ -30,7 +33,8 @@ __all__ = ["read_svmlight", "read_scores", "SvmlightInfo"]
 SvmlightInfo = namedtuple("SvmlightInfo", "zero_based n_features")
 
 
-_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1  # indices and query ids the compiled reader holds (C long)
+_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1  # query ids the compiled reader holds (C long)
+_INDEX_MAX = 2**31 - 1  # the largest feature index it takes (a C int column count: 2**31 overflows)
 
 
 def _convert(conv, text, message, *args):
@@ -74,8 +78,8 @@ def _parse_line(line):
         i = _convert(int, idx, "feature index {!r} in {!r} is not an integer", idx, tok)
         if i < 0:
             raise _LineError(f"feature index {i} in {tok!r} is negative")
-        if i > _INT64_MAX:
-            raise _LineError(f"feature index {i} in {tok!r} is beyond the largest supported index {_INT64_MAX}")
+        if i > _INDEX_MAX:
+            raise _LineError(f"feature index {i} in {tok!r} is beyond the largest supported index {_INDEX_MAX}")
         if i <= last:
             raise _LineError(f"feature index {i} in {tok!r} is not greater than the previous index {last} "
                              "(indices must be strictly increasing)")
@@ -141,6 +145,11 @@ def read_svmlight(path, *, n_features=None, zero_based="auto", extra_features="e
 
     if zero_based not in ("auto", True, False):
         raise ValueError(f"zero_based must be 'auto', True or False, got {zero_based!r}")
+    if extra_features not in ("error", "ignore"):
+        raise ValueError(f"extra_features must be 'error' or 'ignore', got {extra_features!r}")
+    if n_features is not None:
+        n_features = check_real(n_features, "n_features", "None or an integer >= 0",
+                                lambda v: 0 <= v <= _INT64_MAX, numbers.Integral)
     p = os.fspath(path)
     if not os.path.exists(p):
         raise FileNotFoundError(f"{p}: no such file")
@@ -171,7 +180,6 @@ def read_svmlight(path, *, n_features=None, zero_based="auto", extra_features="e
         X = X[:, 1:]
     info = SvmlightInfo(zb, X.shape[1])
     if n_features is not None:
-        n_features = int(n_features)
         if X.shape[1] > n_features and extra_features == "error":
             raise ValueError(f"{p}: has feature index {max_index} but n_features={n_features}"
                              f" ({'0' if zb else '1'}-based indices)")

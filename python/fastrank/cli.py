@@ -131,7 +131,7 @@ _CV_FLAGS = {"alphas": "--alphas", "cv": "--cv", "scoring": "-m/--scoring"}  # R
 
 def parse_grid(text):
     """'1e-3:1e3:13' (log-spaced) or '0.1,1,10' -> array of alphas."""
-    with _errors_as(UsageError, ValueError, message=f"bad alpha grid {text!r}: use LOW:HIGH:N (N log-spaced values, "
+    with _errors_as(UsageError, (ValueError, MemoryError), message=f"bad alpha grid {text!r}: use LOW:HIGH:N (N log-spaced values, "
                                                     "e.g. 1e-3:1e3:13) or a comma list of positive numbers"):
         if ":" in text:  # float() and int() ignore surrounding blanks
             lo, hi, n = text.split(":")
@@ -220,6 +220,9 @@ def _model_scores(model_file, data_file, args):
     index base, its normalisation)."""
     with _errors_as(DataError, (OSError, ValueError)):  # OSError: a path open() refuses (a directory, no permission)
         model, meta = load(model_file, return_metadata=True)
+    for est in (model, getattr(model, "best_estimator_", None)):  # --n-jobs: the threads of kernel predictions
+        if args.n_jobs is not None and "n_jobs" in getattr(est, "__dict__", ()):
+            est.n_jobs = args.n_jobs
     meta = meta.get("svmlight", {})
     if not isinstance(meta, dict):  # metadata of a model saved from Python, not by fastrank train
         raise DataError(f"{model_file}: its metadata 'svmlight' is not the object fastrank train writes")
@@ -274,8 +277,10 @@ def _build_estimator(args, groups, y):
                        "alpha": ("C", "-c/--C")}.get(pname, (None, ""))
         hint = f"; {cls.__name__} is regularized by {flag}" if other in names else ""
         raise UsageError(f"{label} has no parameter {pname!r}{hint} (its parameters: {', '.join(sorted(names))})")
-    if "n_jobs" in names and args.n_jobs is not None:
+    if args.n_jobs is not None and "n_jobs" in names:
         params["n_jobs"] = args.n_jobs
+    elif args.n_jobs is not None and args.verbose_level >= 0:
+        write_line(f"[fastrank] warning: {label} has no threads to set; --n-jobs is ignored")
     if args.alpha == "auto":  # RankRLSCV's alphas, cv and scoring, from their own flags only
         for pname in _CV_FLAGS.keys() & params:
             raise UsageError(f"--alpha auto takes {pname} from {_CV_FLAGS[pname]}, not from --param")
@@ -301,7 +306,8 @@ def cmd_train(args):
             _errors_as(DataError, _FIT_ERRORS, f"fitting {name} failed: "):
         est.fit(Xm, y, **fit_kw)
     if name == "RankRLSCV" and args.verbose_level >= 0:
-        cv_desc = est.cv if isinstance(est.cv, str) else f"{args.cv} folds of whole queries"
+        cv = est.cv_results_["cv"]  # the scheme run: --model RankRLSCV may leave cv=None or set it by --param
+        cv_desc = f"{est.cv} folds of whole queries" if cv == "int" else cv
         write_line(f"alpha chosen by cross-validation ({est.cv_results_['scoring']}, cv={cv_desc}): "
                    f"{est.alpha_:.6g} (score {est.best_score_:.6g})")
     meta = {"svmlight": {"zero_based": info.zero_based, "n_features": int(Xm.shape[1]), "has_qid": qid is not None,
@@ -386,7 +392,8 @@ def cmd_cv(args):
         CVCurveDisplay.from_estimator(est, ax=fig.subplots())
         fig.tight_layout()
         with _errors_as(DataError, (OSError, ValueError), f"cannot write {args.plot}: "):
-            fig.savefig(args.plot, dpi=100)
+            # the format named: without an extension matplotlib would write to PLOT.png instead
+            fig.savefig(args.plot, dpi=100, format=os.path.splitext(args.plot)[1][1:] or "png")
         _say(args, f"CV curve written to {args.plot}")
     return 0
 

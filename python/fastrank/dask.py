@@ -32,7 +32,8 @@ from ._base import FastrankEstimator, ranking_accuracy
 from ._rankrls import RankRLS, RankRLSPath
 from ._solvers import Fit, basis_primal_weights, select_basis, solve_assembled_basis, solve_assembled_primal
 from ._threads import blas_controller
-from ._validation import _all_finite, _to_float, check_alpha, check_alphas, check_int, check_n_jobs, group_index
+from ._validation import (_all_finite, _asarray, _to_float, check_alpha, check_alphas, check_int, check_n_jobs,
+                          group_index)
 from .model_selection import permutation_test_lpo as _single
 from .online import OAPBPM
 
@@ -70,7 +71,7 @@ def _as_dask(obj, name, ndim_allowed, *, lengths=None, allow_unknown=False):
     if _is_dask_frame(obj):
         obj = obj.to_dask_array(lengths=None if allow_unknown else (lengths if lengths is not None else True))
     elif not isinstance(obj, da.Array):
-        obj = da.from_array(np.asarray(obj), chunks=-1)  # one block; _aligned gives it X's row chunks
+        obj = da.from_array(_asarray(obj, name), chunks=-1)  # one block; _aligned gives it X's row chunks
     if obj.ndim not in ndim_allowed:
         raise ValueError(f"{name} must have {' or '.join(map(str, ndim_allowed))} dimension(s), got shape {obj.shape}")
     if not allow_unknown and np.isnan(obj.shape[0]):  # the sum of the row chunks: NaN if any is
@@ -382,8 +383,9 @@ class DaskRankRLS(RegressorMixin, FastrankEstimator):
 
     def score(self, X, y, groups=None, sample_weight=None):
         """Pairwise ranking accuracy as :meth:`fastrank.RankRLS.score` (computed in memory)."""
-        pred, y, groups, sample_weight = (_local(a) for a in (self.predict(X), y, groups, sample_weight))
-        return ranking_accuracy(y, pred, groups, sample_weight)
+        y, groups, sample_weight = (_local(a, k) for a, k in
+                                    zip((y, groups, sample_weight), ("y", "groups", "sample_weight")))
+        return ranking_accuracy(y, _local(self.predict(X), "X"), groups, sample_weight)
 
 
 def _take_rows(X, idx):
@@ -434,10 +436,10 @@ def _default_blocks():
         return 1
 
 
-def _local(a):
+def _local(a, name):
     if a is None:
         return None
-    return np.asarray(a.compute() if _is_lazy(a) else a)
+    return _asarray(a.compute() if _is_lazy(a) else a, name)
 
 
 def _cv_task(params, X, y, groups):
@@ -472,7 +474,7 @@ class DaskRankRLSCV(RegressorMixin, FastrankEstimator):
         if self.gammas is None:
             raise ValueError("gammas must be a non-empty sequence of positive numbers")
         gammas = check_alphas(self.gammas, "gammas")
-        Xd, yd, gd = (dask.delayed(_local(a)) for a in (X, y, groups))
+        Xd, yd, gd = (dask.delayed(_local(a, k)) for a, k in zip((X, y, groups), ("X", "y", "groups")))
         base = {k: v for k, v in self.get_params(deep=False).items() if k != "gammas"}
         tasks = [dask.delayed(_cv_task, pure=True)({**base, "gamma": float(g)}, Xd, yd, gd) for g in gammas]
         fits = dask.compute(*tasks)
@@ -515,7 +517,7 @@ def permutation_test_lpo(estimator, X, y, n_permutations=100, random_state=None,
     n_blocks : int or None — None: one block per worker of the active distributed client (1 without).
     """
     n_permutations = check_int(n_permutations, "n_permutations", low=1)
-    X, y, groups = _local(X), _local(y), _local(groups)
+    X, y, groups = (_local(a, k) for a, k in zip((X, y, groups), ("X", "y", "groups")))
     if y is None or y.ndim != 1:
         raise ValueError("permutation_test_lpo needs a 1-D y")
     n_blocks = min(check_int(_default_blocks() if n_blocks is None else n_blocks, "n_blocks", low=1), n_permutations)

@@ -114,3 +114,10 @@ def test_no_preference_errors_name_the_learner(learner):
     X = np.random.default_rng(0).normal(size=(6, 2))
     with pytest.raises(ValueError, match=f"every group has a single row. {learner.__name__} with groups"):
         learner().fit(X, np.arange(6.0), np.arange(6))
+
+
+def test_preference_indices_beyond_int64_are_out_of_range_not_wrapped():
+    with pytest.raises(ValueError, match=r"pairs\[0\] = \[1e\+30, 1.0\] refers to a row outside \[0, 3\)"):
+        metrics.edge_disagreement([[1e30, 1]], [1.0, 2.0, 3.0])
+    with pytest.raises(ValueError, match="refers to a row outside"):
+        fastrank.RankRLS().fit_preferences(np.eye(3), [[1e30, 1]])

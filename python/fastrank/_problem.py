@@ -64,11 +64,11 @@ def check_pairs(pairs, m):
     whole = np.issubdtype(pairs.dtype, np.floating) and np.all(np.isfinite(pairs)) and np.all(pairs == np.round(pairs))
     if not (np.issubdtype(pairs.dtype, np.integer) or whole):
         raise TypeError("pairs must hold integer row indices")
-    pairs = pairs.astype(np.int64)
-    bad = (pairs < 0) | (pairs >= m)
+    bad = (pairs < 0) | (pairs >= m)  # before the cast, which would wrap an index such as 1e30
     if bad.any():
         e = int(np.flatnonzero(bad.any(axis=1))[0])
         raise ValueError(f"pairs[{e}] = {pairs[e].tolist()} refers to a row outside [0, {m})")
+    pairs = pairs.astype(np.int64)
     loops = pairs[:, 0] == pairs[:, 1]
     if loops.any():
         e = int(np.flatnonzero(loops)[0])

@@ -27,7 +27,7 @@ from ._progress import progress, resolve_verbose, stage
 from ._exactcv import CVSpec
 from ._memory import densified
 from ._threads import compute_region
-from ._validation import check_alpha, check_alphas, check_int, check_n_jobs
+from ._validation import check_alpha, check_alphas, check_bool, check_int, check_n_jobs
 
 __all__ = ["RankRLS", "MPRank", "RankRLSPath", "rankrls_path"]
 
@@ -187,9 +187,7 @@ class RankRLS(_RankRLSBase):
     _sparse_input = True  # CG, basis vectors, or densified
 
     def _exclude_ties(self):
-        if not isinstance(self.exclude_ties, (bool, np.bool_)):
-            raise ValueError(f"exclude_ties must be True or False, got {self.exclude_ties!r}")
-        return bool(self.exclude_ties)
+        return check_bool(self.exclude_ties, "exclude_ties")
 
     def _warm_start_coef(self, problem):
         if not self.warm_start or getattr(self, "fit_mode_", None) != "cg" or self.coef_ is None:

@@ -10,7 +10,7 @@ import scipy.sparse as sp
 from sklearn.utils import Bunch
 
 from ._svmlight import read_svmlight
-from ._validation import check_int
+from ._validation import check_bool, check_int
 
 __all__ = ["load_lambdarank", "load_svmlight"]
 
@@ -47,8 +47,7 @@ def load_lambdarank(*, sparse=False):
     y_test (768,), groups_test (768,), feature count n_features and DESCR.  X and y are float64,
     groups int64.  The values are exactly those of the svmlight source files.
     """
-    if not isinstance(sparse, (bool, np.bool_)):
-        raise ValueError(f"sparse must be True or False, got {sparse!r}")
+    check_bool(sparse, "sparse")
     path = resources.files("fastrank") / "data" / "lambdarank.npz"
     with resources.as_file(path) as p, np.load(p) as z:
         n_features = int(z["n_features"])

@@ -29,7 +29,7 @@ from sklearn.utils import check_consistent_length
 
 from . import _core
 from ._problem import check_pairs
-from ._validation import _asarray, as_float_matrix, as_float_vector, check_n_jobs, check_real, group_index
+from ._validation import _asarray, as_float_matrix, as_float_vector, check_bool, check_n_jobs, check_real, group_index
 from .exceptions import MissingGroupsWarning
 
 __all__ = [
@@ -209,8 +209,7 @@ def kendall_distance(a, b, *, normalize=True):
     A pair tied in ``a`` or ``b`` is not counted (neither inverted nor, for scipy, discordant).  normalize=True
     divides by m(m-1)/2, giving (1 - tau) / 2 without ties (scipy.stats.kendalltau); else the int count.  O(m log
     m)."""
-    if not isinstance(normalize, (bool, np.bool_)):  # "no" normalised, None counted
-        raise ValueError(f"normalize must be True or False, got {normalize!r}")
+    check_bool(normalize, "normalize")  # "no" normalised, None counted
     a, b = _as_pair(a, b, "a", "b")
     m = a.shape[0]
     S = _pair_stats(a, b, group_index(None, m), False)[0]
@@ -771,8 +770,7 @@ def agree(y_true, y_score, groups=None, *, normalize=True, average="group"):
     groups: pairs inside a group; average "group" or "pooled".  Targets: O(m log m) from the counts of
     :func:`pairwise_disagreement`; a matrix: O(m^2), one (m, m) mask per group."""
     _check_average(average)
-    if not isinstance(normalize, (bool, np.bool_)):
-        raise ValueError(f"normalize must be True or False, got {normalize!r}")
+    check_bool(normalize, "normalize")
     F = _asarray(y_true, "y_true")
     f = _as_vector(y_score, "y_score")
     m = f.shape[0]

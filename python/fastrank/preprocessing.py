@@ -25,7 +25,7 @@ from sklearn.preprocessing import StandardScaler
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._memory import densified
-from ._validation import group_index
+from ._validation import check_bool, group_index
 
 __all__ = ["QueryNormalizer", "Log1pScaler", "make_normalizer", "NORMALIZERS"]
 
@@ -133,8 +133,7 @@ class Log1pScaler(_DenseTransformer):
 
     def fit(self, X, y=None):
         """Learn the mean and standard deviation of the log-transformed training features."""
-        if not isinstance(self.zscore, (bool, np.bool_)):
-            raise ValueError(f"zscore must be True or False, got {self.zscore!r}")
+        check_bool(self.zscore, "zscore")
         L = self._log(self._dense_float(X, reset=True))
         if self.zscore:
             scaler = StandardScaler().fit(L)

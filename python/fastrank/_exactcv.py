@@ -25,7 +25,7 @@ from ._progress import resolve_verbose, stage
 from ._solvers import Fit, _by_alpha, _centred_features, check_indices, select_basis
 from ._sparse import issparse, take_rows
 from ._threads import compute_region, cpu_budget, threads_for_work
-from ._validation import _asarray, check_alpha, check_n_jobs, pair_disagreement
+from ._validation import _asarray, check_alpha, check_n_jobs, pair_disagreement, whole_numbers
 
 __all__ = ["CVSpec", "spec_of", "HoldoutEngine", "engine_for", "resolve_folds", "check_sets", "PreferenceRoute"]
 
@@ -620,10 +620,8 @@ class HoldoutEngine(_OnProblem):
         pairs = _asarray(pairs, "pairs")
         if pairs.ndim != 2 or pairs.shape[1] != 2:
             raise ValueError(f"pairs must have shape (n_pairs, 2), got {pairs.shape}")
-        # bools, strings and objects are no indices; whole floats are, once known to be in range (no overflowing cast)
-        whole = np.issubdtype(pairs.dtype, np.floating) and np.all(np.isfinite(pairs)) \
-            and np.all(pairs == np.round(pairs))
-        if pairs.size and not (np.issubdtype(pairs.dtype, np.integer) or whole):
+        # whole floats are indices once known to be in range (no overflowing cast)
+        if pairs.size and not whole_numbers(pairs):
             raise ValueError("pairs must contain integer indices")
         if pairs.size and (pairs.min() < 0 or pairs.max() >= self.m):
             raise ValueError(f"pair indices must lie in [0, {self.m}), got range "

@@ -21,7 +21,7 @@ import numpy as np
 
 from ._sparse import as_csr, issparse
 from ._validation import (as_float_matrix, as_float_vector, as_real_array, as_targets, check_precomputed_kernel,
-                          group_index)
+                          group_index, whole_numbers)
 
 __all__ = ["PreferenceGraph", "RankingProblem", "WEIGHTINGS", "COSTS", "check_weighting", "check_pairs", "pair_weights"]
 
@@ -61,8 +61,7 @@ def check_pairs(pairs, m):
         raise ValueError(f"pairs must have shape (n_pairs, 2), got {pairs.shape}")
     if pairs.shape[0] == 0:
         raise ValueError("pairs is empty: a preference graph needs at least one preference")
-    whole = np.issubdtype(pairs.dtype, np.floating) and np.all(np.isfinite(pairs)) and np.all(pairs == np.round(pairs))
-    if not (np.issubdtype(pairs.dtype, np.integer) or whole):
+    if not whole_numbers(pairs):
         raise TypeError("pairs must hold integer row indices")
     bad = (pairs < 0) | (pairs >= m)  # before the cast, which would wrap an index such as 1e30
     if bad.any():

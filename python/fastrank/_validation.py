@@ -13,7 +13,8 @@ from sklearn.utils.validation import column_or_1d
 from . import _core
 
 __all__ = ["as_float_matrix", "as_float_vector", "as_targets", "check_alpha", "check_alphas", "check_int",
-           "check_n_jobs", "check_pair_arrays", "check_precomputed_kernel", "GroupIndex", "group_index", "target_column"]
+           "check_bool", "check_n_jobs", "check_pair_arrays", "check_precomputed_kernel", "GroupIndex", "group_index",
+           "target_column", "whole_numbers"]
 
 # Largest value a C++ ``int`` argument can take (thread counts, cutoffs, iteration limits).
 INT_MAX = 2**31 - 1
@@ -137,6 +138,13 @@ def check_alphas(alphas, name="alphas"):
     for a in arr:
         check_alpha(float(a), name)
     return arr
+
+
+def whole_numbers(a):
+    """Whether the array ``a`` can hold row indices: an integer dtype, or floats that are all finite whole numbers
+    (bools, strings and objects are no indices)."""
+    return np.issubdtype(a.dtype, np.integer) or (
+        np.issubdtype(a.dtype, np.floating) and bool(np.all(np.isfinite(a))) and bool(np.all(a == np.round(a))))
 
 
 def check_bool(value, name):

@@ -3,6 +3,7 @@ index base, pads/checks n_features, reads gzip/bz2, and names file:line for malf
 
 import bz2
 import gzip
+import re
 
 import numpy as np
 import pytest
@@ -86,3 +87,55 @@ def test_indices_beyond_int64_name_the_line(tmp_path, line, msg):
     with pytest.raises(ValueError, match=msg) as info:
         load_svmlight(p)
     assert "Python int too large" not in str(info.value) and str(p) in str(info.value)
+
+
+def _scores_by_line_scanner(path):
+    """The oracle: the first number of every data line, one line at a time."""
+    out = []
+    for raw in path.read_bytes().split(b"\n"):
+        line = raw.decode().split("#", 1)[0].strip()
+        if line:
+            out.append(float(line.split()[0]))
+    return np.array(out)
+
+
+@pytest.mark.parametrize("text", [
+    "0.5\n-1e-300\n  2 7\n\n3.25\t9\n1.7976931348623157e308\n",  # plain: numpy's reader
+    "1 # a comment\n# only a comment\n2\n",                          # comments: the line scanner
+    "1\r\n2\r\n",                                                      # CRLF
+    "1_000\n\u00a02\n",                                                # Python float syntax, non-ASCII space
+    "4.9e-324\n-0\n.5\n5.\n+7\n",
+])
+def test_read_scores_equals_the_line_scanner(tmp_path, text):
+    from fastrank._svmlight import read_scores
+
+    p = tmp_path / "s.txt"
+    p.write_bytes(text.encode())
+    got, want = read_scores(p), _scores_by_line_scanner(p)
+    assert got.dtype == np.float64 and np.array_equal(got.view(np.int64), want.view(np.int64))
+    gz = tmp_path / "s.txt.gz"
+    gz.write_bytes(gzip.compress(text.encode()))
+    assert np.array_equal(read_scores(gz).view(np.int64), want.view(np.int64))
+
+
+@pytest.mark.parametrize("text, message", [
+    ("1\n2\n1e999\n", ":3: score '1e999' is not finite"),
+    ("1\n-\n", ":2: score '-' is not a number"),
+    ("1\n2e\n", ":2: score '2e' is not a number"),
+    ("1\nnan\n", ":2: score 'nan' is not finite"),
+])
+def test_read_scores_names_the_bad_line(tmp_path, text, message):
+    from fastrank._svmlight import read_scores
+
+    p = tmp_path / "s.txt"
+    p.write_text(text)
+    with pytest.raises(ValueError, match=f"^{re.escape(str(p) + message)}"):
+        read_scores(p)
+
+
+def test_read_scores_of_blank_file_is_empty(tmp_path):
+    from fastrank._svmlight import read_scores
+
+    p = tmp_path / "s.txt"
+    p.write_text("\n  \n\t\n")
+    assert read_scores(p).shape == (0,)

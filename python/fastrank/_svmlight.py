@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import bz2
 import gzip
+import io
 import math
 import numbers
 import os
@@ -89,12 +90,15 @@ def _parse_line(line):
     return target, qid, indices, values
 
 
+def _open(path):
+    return (gzip.open if path.endswith(".gz") else bz2.open if path.endswith(".bz2") else open)(path, "rb")
+
+
 def _scan(path, parse=_parse_line):
     """Yield (line number, parse(text)) for every data line (the text before any "#", not blank); a
     malformed line is a ValueError naming file:line, an unreadable file one naming the file."""
-    opener = gzip.open if path.endswith(".gz") else bz2.open if path.endswith(".bz2") else open
     try:
-        with opener(path, "rb") as fh:
+        with _open(path) as fh:
             for lineno, raw in enumerate(fh, start=1):
                 try:
                     line = raw.decode().split("#", 1)[0].strip()
@@ -127,11 +131,26 @@ def _diagnose(path):
     return None
 
 
+# The bytes of a plain score file: decimal numbers, spaces, tabs and newlines.  Such a file is read by
+# numpy's compiled text reader, whose numbers are Python's float() of the same tokens.
+_PLAIN_SCORES = b"0123456789.eE+- \t\n"
+
+
 def read_scores(path):
     """The first number of every data line of a score file (one score per line, as ``fastrank predict``
     writes them; ``.gz`` / ``.bz2`` too); ValueError("<file>:<line>: ...") for a malformed line."""
+    p = os.fspath(path)
+    try:  # the fast path; anything else (comments, bad tokens, unreadable files) goes to the line scanner
+        with _open(p) as fh:
+            data = fh.read()
+        if data.strip() and not data.translate(None, _PLAIN_SCORES):
+            scores = np.loadtxt(io.BytesIO(data), dtype=np.float64, usecols=0, ndmin=1)
+            if scores.size and np.isfinite(scores).all():
+                return scores
+    except (OSError, EOFError, ValueError):
+        pass
     hint = " (one score per line expected)"
-    return np.array([v for _, v in _scan(os.fspath(path), lambda text: _real(text.split()[0], "score", hint))])
+    return np.array([v for _, v in _scan(p, lambda text: _real(text.split()[0], "score", hint))])
 
 
 def read_svmlight(path, *, n_features=None, zero_based="auto", extra_features="error"):

@@ -112,7 +112,7 @@ def _check_block(i, start, A, name):
     if A.ndim == 1:  # a 1-D y
         A = A.reshape(-1, 1)
     if A.size and not _all_finite(A):
-        bad = int(np.flatnonzero(~np.isfinite(A).reshape(A.shape[0], -1).all(axis=1))[0])
+        bad = int(np.flatnonzero(~np.isfinite(A).all(axis=1))[0])
         at = f"local row {bad}" if start is None else f"row {bad + start}"
         raise ValueError(f"{block} contains NaN or infinity (first at {at})")
     return A
@@ -137,7 +137,7 @@ def _group_counts_block(i, start, g):
 def _merge_counts(*parts):
     ids, cnt = (np.concatenate([p[k] for p in parts]) for k in (0, 1))  # _tree passes one part or more
     u, inv = np.unique(ids, return_inverse=True)
-    return u, np.bincount(inv.reshape(-1), weights=cnt, minlength=u.size).astype(np.int64)
+    return u, np.bincount(inv, weights=cnt, minlength=u.size).astype(np.int64)
 
 
 def _tree(parts, combine):
@@ -172,7 +172,6 @@ def _partition_stats(i, start, Xp, Yp, gp, table, weighting, feature):
         codes = np.searchsorted(ids, gp)
     F = Xp if feature is None else feature(Xp)
     u, inv, n_loc = np.unique(codes, return_inverse=True, return_counts=True)
-    inv = inv.reshape(-1)
     P = _indicator(inv, u.size)
     mx = (P @ F) / n_loc[:, None]
     my = (P @ Yp) / n_loc[:, None]
@@ -197,7 +196,6 @@ def _combine_stats(weighting, *states):
     out = {k: sum(s[k] for s in states) for k in ("M", "R", "yLy", "yy")}
     codes, n, nq, mx, my = (np.concatenate([s[k] for s in states]) for k in ("codes", "n", "nq", "mx", "my"))
     u, first, inv = np.unique(codes, return_index=True, return_inverse=True)
-    inv = inv.reshape(-1)
     P = _indicator(inv, u.size)
     ntot = P @ n.astype(np.float64)
     gx = (P @ (n[:, None] * mx)) / ntot[:, None]
@@ -238,16 +236,13 @@ def _group_table(X, G):
     return ids, counts
 
 
-@contextlib.contextmanager
 def _one_blas_thread_per_task():
     """One BLAS thread per task's scatter (a SYRK of its partition; measured in docs/design/dask.md),
     set here for in-process workers (OpenBLAS honours a limit set from the main thread)."""
     ctl = blas_controller()
     if ctl is None or threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    with ctl.limit(limits=1, user_api="blas"):
-        yield
+        return contextlib.nullcontext()
+    return ctl.limit(limits=1, user_api="blas")
 
 
 def _statistics(X, Y, G, table, weighting, feature):
@@ -383,9 +378,9 @@ class DaskRankRLS(RegressorMixin, FastrankEstimator):
 
     def score(self, X, y, groups=None, sample_weight=None):
         """Pairwise ranking accuracy as :meth:`fastrank.RankRLS.score` (computed in memory)."""
-        y, groups, sample_weight = (_local(a, k) for a, k in
-                                    zip((y, groups, sample_weight), ("y", "groups", "sample_weight")))
-        return ranking_accuracy(y, _local(self.predict(X), "X"), groups, sample_weight)
+        y, groups, sample_weight = _local(y=y, groups=groups, sample_weight=sample_weight)
+        (pred,) = _local(X=self.predict(X))
+        return ranking_accuracy(y, pred, groups, sample_weight)
 
 
 def _take_rows(X, idx):
@@ -436,10 +431,9 @@ def _default_blocks():
         return 1
 
 
-def _local(a, name):
-    if a is None:
-        return None
-    return _asarray(a.compute() if _is_lazy(a) else a, name)
+def _local(**arrays):
+    """The arrays in memory (dask ones computed) in the order given, numpy's errors naming them; None stays None."""
+    return [None if a is None else _asarray(a.compute() if _is_lazy(a) else a, k) for k, a in arrays.items()]
 
 
 def _cv_task(params, X, y, groups):
@@ -474,7 +468,7 @@ class DaskRankRLSCV(RegressorMixin, FastrankEstimator):
         if self.gammas is None:
             raise ValueError("gammas must be a non-empty sequence of positive numbers")
         gammas = check_alphas(self.gammas, "gammas")
-        Xd, yd, gd = (dask.delayed(_local(a, k)) for a, k in zip((X, y, groups), ("X", "y", "groups")))
+        Xd, yd, gd = (dask.delayed(a) for a in _local(X=X, y=y, groups=groups))
         base = {k: v for k, v in self.get_params(deep=False).items() if k != "gammas"}
         tasks = [dask.delayed(_cv_task, pure=True)({**base, "gamma": float(g)}, Xd, yd, gd) for g in gammas]
         fits = dask.compute(*tasks)
@@ -517,7 +511,7 @@ def permutation_test_lpo(estimator, X, y, n_permutations=100, random_state=None,
     n_blocks : int or None — None: one block per worker of the active distributed client (1 without).
     """
     n_permutations = check_int(n_permutations, "n_permutations", low=1)
-    X, y, groups = (_local(a, k) for a, k in zip((X, y, groups), ("X", "y", "groups")))
+    X, y, groups = _local(X=X, y=y, groups=groups)
     if y is None or y.ndim != 1:
         raise ValueError("permutation_test_lpo needs a 1-D y")
     n_blocks = min(check_int(_default_blocks() if n_blocks is None else n_blocks, "n_blocks", low=1), n_permutations)

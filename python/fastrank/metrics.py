@@ -393,14 +393,13 @@ def magnitude_preserving_cost(y_true, y_score, groups=None, *, cost="mp", power=
     if epsilon != 0 and cost != "svr":
         raise ValueError("epsilon is only used by cost='svr'")
     y, f, gi = _group_setup(y_true, y_score, groups, average, _ANY_AVERAGE)
-    _sweep_threads(n_jobs, f.shape[0])  # checked although the closed form of cost="mp" needs no threads
+    threads = _sweep_threads(n_jobs, f.shape[0])  # checked although the closed form of cost="mp" needs no threads
     n = gi.sizes.astype(np.float64)
     den = np.where(n >= 2, n * n, 0.0)
     if cost == "mp":
         total = _mp_total(y, f, gi, n, power)
     elif cost == "svr":
-        T = _core.threshold_pair_sums(f - y, gi.order, gi.offsets, float(epsilon),
-                                      _sweep_threads(n_jobs, f.shape[0]))
+        T = _core.threshold_pair_sums(f - y, gi.order, gi.offsets, float(epsilon), threads)
         total = 2.0 * T[:, power]  # ordered pairs: each unordered pair twice
     else:
         # mis-ordered pairs: y_i > y_j and f_i < f_j, the dominance pairs of (a, b) = (y, -f); |dh| = b_i - b_j and
@@ -599,7 +598,7 @@ class _Ranked:
 
     def per_block(self, w):
         if self.first.size == self.block.size:  # no tie: every row is its own block
-            return np.asarray(w, dtype=np.float64)
+            return w
         return np.bincount(self.block, weights=w, minlength=self.first.size)
 
     def before_block(self, w):

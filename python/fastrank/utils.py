@@ -74,10 +74,9 @@ def groups_from_sizes(sizes, n_samples=None):
         k = int(np.argmax(s < 1))
         raise ValueError(f"sizes must be positive: sizes[{k}] = {int(s[k])} (a query needs at least one row)")
     total = sum(s.tolist())  # Python ints: an int64 sum would wrap around for huge sizes
-    if n_samples is not None:
-        if total != check_int(n_samples, "n_samples", low=0, high=None):
-            raise ValueError(f"the group sizes add up to {total} rows but there are {int(n_samples)} rows "
-                             "(n_samples); each row must belong to exactly one group")
+    if n_samples is not None and total != check_int(n_samples, "n_samples", low=0, high=None):
+        raise ValueError(f"the group sizes add up to {total} rows but there are {int(n_samples)} rows "
+                         "(n_samples); each row must belong to exactly one group")
     try:
         return np.repeat(np.arange(s.size, dtype=np.int64), s)
     except (MemoryError, ValueError):  # numpy's "Unable to allocate" / "negative dimensions" (int64 overflow)
@@ -117,4 +116,4 @@ def group_order(groups):
     _, first, codes = np.unique(g, return_index=True, return_inverse=True)
     rank = np.empty(first.size, dtype=np.int64)
     rank[np.argsort(first, kind="stable")] = np.arange(first.size)
-    return np.argsort(rank[codes.reshape(-1)], kind="stable").astype(np.int64)
+    return np.argsort(rank[codes], kind="stable").astype(np.int64)

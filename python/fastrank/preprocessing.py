@@ -90,11 +90,11 @@ class QueryNormalizer(_DenseTransformer):
         starts, sizes = gi.offsets[:-1], gi.sizes
         lo = np.minimum.reduceat(Xs, starts, axis=0)
         hi = np.maximum.reduceat(Xs, starts, axis=0)
+        shift = lo if self.method == "minmax" else np.add.reduceat(Xs, starts, axis=0) / sizes[:, None]
+        centred = Xs - np.repeat(shift, sizes, axis=0)
         if self.method == "minmax":
-            shift, scale = lo, hi - lo
+            scale = hi - lo
         else:
-            shift = np.add.reduceat(Xs, starts, axis=0) / sizes[:, None]
-            centred = Xs - np.repeat(shift, sizes, axis=0)
             scale = np.sqrt(np.add.reduceat(centred * centred, starts, axis=0) / sizes[:, None])
         if not (np.isfinite(shift).all() and np.isfinite(scale).all()):  # was NaN, or 0 for an infinite range
             raise ValueError("X is too large to normalise: a feature's range or variance inside a query overflows "
@@ -102,7 +102,7 @@ class QueryNormalizer(_DenseTransformer):
         # a feature constant inside a query (tested exactly: min == max, since a rounded mean leaves
         # a std of ~1e-16) carries no ranking information there: 0, LETOR's convention
         scale = np.where(hi > lo, scale, np.inf)
-        return gi.untake((Xs - np.repeat(shift, sizes, axis=0)) / np.repeat(scale, sizes, axis=0))
+        return gi.untake(centred / np.repeat(scale, sizes, axis=0))
 
     def fit_transform(self, X, y=None, groups=None):
         return self.fit(X, y, groups).transform(X, groups)

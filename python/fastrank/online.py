@@ -113,7 +113,7 @@ def _to_ranks(classes, y):
     idx_c = np.clip(idx, 0, classes.size - 1)
     bad = classes[idx_c] != y
     if np.any(bad):
-        unseen = np.unique(np.asarray(y)[np.asarray(bad)])
+        unseen = np.unique(y[bad])
         raise ValueError(f"y contains labels not in classes_ {classes.tolist()!r}: {unseen.tolist()!r}; pass the "
                          "complete ordered label set as classes= to the first partial_fit call")
     return (idx_c + 1).astype(np.int64)

@@ -113,7 +113,7 @@ def _to_ranks(classes, y):
     idx_c = np.clip(idx, 0, classes.size - 1)
     bad = classes[idx_c] != y
     if np.any(bad):
-        unseen = np.unique(np.asarray(y)[np.asarray(bad)])
+        unseen = np.unique(y[bad])
         raise ValueError(f"y contains labels not in classes_ {classes.tolist()!r}: {unseen.tolist()!r}; pass the "
                          "complete ordered label set as classes= to the first partial_fit call")
     return (idx_c + 1).astype(np.int64)
@@ -520,7 +520,7 @@ class PRankVP(PRank):
             K = self._support_columns(X)
         else:
             spec = KernelSpec(self._kernel_kind, *self._kernel_args)
-            K = np.asarray(spec.cross(X, self.support_vectors_, check_n_jobs(None)))
+            K = spec.cross(X, self.support_vectors_, check_n_jobs(None))
         pref = np.concatenate([np.zeros((K.shape[0], 1)), np.cumsum(K * self.dual_coef_[0], axis=1)], axis=1)
         return pref[:, self.vote_n_support_]
 
@@ -751,7 +751,7 @@ class OnlineMPRank(KernelMixin, Ranker):
         # C++ iteration works on that copy): 5 m x m matrices.
         check_dense_memory(X.shape[0], 5, "kernel matrix of OnlineMPRank (and its centred copies)")
         K = check_precomputed_kernel(X, min_rows=2) if spec.precomputed else \
-            np.asarray(spec.train(X, check_n_jobs(self.n_jobs)))
+            spec.train(X, check_n_jobs(self.n_jobs))
         m = K.shape[0]
         if groups is None:
             rmean = K.mean(axis=1)
@@ -840,5 +840,5 @@ class OnlineMPRank(KernelMixin, Ranker):
         X = self._check_predict_X(_as_X(X))
         if self._spec.linear:
             return X @ self.coef_
-        K = X if self._spec.precomputed else np.asarray(self._spec.cross(X, self.X_fit_, check_n_jobs(self.n_jobs)))
+        K = X if self._spec.precomputed else self._spec.cross(X, self.X_fit_, check_n_jobs(self.n_jobs))
         return K @ self.expansion_coef_

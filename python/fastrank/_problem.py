@@ -211,7 +211,6 @@ class RankingProblem(NamedTuple):
         """Scoring setting (cost (21), z_ij = y_i - y_j): all pairs, or pairs inside ``groups``;
         with ``exclude_ties`` only pairs whose targets differ (every output must tie the same
         pairs).  ``learner``: the name the no-preference errors give (None: not checked)."""
-        check_weighting(weighting)
         X = check_features(X, precomputed=precomputed, allow_sparse=allow_sparse, min_rows=min_rows)
         Y, one_d = as_targets(y, X.shape[0])
         gi = group_index(groups, X.shape[0])

@@ -308,3 +308,12 @@ def test_graph_arrays_are_checked_not_truncated():
     bad[3] = np.nan
     with pytest.raises(ValueError, match="weights contain NaN"):
         fit_cg(X, graph=(heads, tails, bad, z), alpha=0.5)
+
+
+@pytest.mark.parametrize("weighting", ["bogus", "per-query", 1])
+def test_unknown_weighting_raises(weighting):
+    """An unknown weighting is refused, not solved as another one."""
+    X, Y = np.random.default_rng(0).standard_normal((20, 3)), np.arange(20.0)
+    gi = group_index(np.repeat([0, 1], 10), 20)
+    with pytest.raises(ValueError, match=r"^weighting must be None or one of \('unweighted'"):
+        fit_cg(X, Y, group_index=gi, alpha=1.0, weighting=weighting)

@@ -25,7 +25,7 @@ from sklearn.utils import check_random_state
 from . import _core
 from ._kernels import kernel_block
 from ._memory import check_dense_memory
-from ._problem import PreferenceGraph, RankingProblem, check_features
+from ._problem import WEIGHTINGS, PreferenceGraph, RankingProblem, check_features
 from ._sparse import as_csr, issparse, take_rows
 from ._validation import _asarray, check_alpha, check_alphas, check_int, check_n_jobs, check_real, group_index
 from .exceptions import ConvergenceWarning, IllConditionedWarning
@@ -434,6 +434,8 @@ def _array_problem(X, Y, gi, normalized, graph, *, weighting=None):
         raise ValueError(f"group_index covers {gi.codes.size} rows but X has {m}")
     if weighting is None:
         weighting = "normalized" if normalized else "unweighted"
+    elif weighting not in WEIGHTINGS:  # else it would be read as "per_object"
+        raise ValueError(f"weighting must be None or one of {WEIGHTINGS}, got {weighting!r}")
     return RankingProblem(X, np.asfortranarray(Y), Y.shape[1] == 1, gi, True, weighting, None, False)
 
 

@@ -145,7 +145,7 @@ def read_scores(path):
             data = fh.read()
         if data.strip() and not data.translate(None, _PLAIN_SCORES):
             scores = np.loadtxt(io.BytesIO(data), dtype=np.float64, usecols=0, ndmin=1)
-            if scores.size and np.isfinite(scores).all():
+            if np.isfinite(scores).all():
                 return scores
     except (OSError, EOFError, ValueError):
         pass

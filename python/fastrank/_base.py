@@ -8,6 +8,7 @@ prediction-input checks) and :class:`KernelMixin` (the four kernel parameters, r
 
 from __future__ import annotations
 
+import functools
 import numbers
 import re
 
@@ -92,14 +93,36 @@ def c_path(Cs, kernel, name, verbose):
     return Cs, progress.iterate(np.argsort(Cs, kind="stable"), desc=name, unit="C", verbose=verbose)
 
 
+def _unchanged_on_error(method):
+    """``method`` restoring every attribute of the estimator when it raises.  Fits replace their state arrays, never
+    write into them: a shallow copy suffices."""
+    @functools.wraps(method)
+    def call(self, *args, **kwargs):
+        saved = dict(self.__dict__)
+        try:
+            return method(self, *args, **kwargs)
+        except BaseException:
+            self.__dict__.clear()
+            self.__dict__.update(saved)
+            raise
+    return call
+
+
 class FastrankEstimator(BaseEstimator):
-    """Parameter validation from ``_parameter_constraints`` (merged along the class hierarchy)."""
+    """Parameter validation from ``_parameter_constraints`` (merged along the class hierarchy); a failed fit leaves
+    the model as it was."""
 
     _parameter_constraints: dict = {}
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
         cls.__doc__ = fill_param_docs(cls.__dict__.get("__doc__"))
+        # Every fitting method a class defines restores the estimator when it raises: also when the error comes late
+        # (a ConvergenceWarning raised as an error after part of the new state was stored, an interrupt, a diverging
+        # Widrow-Hoff pass, a first partial_fit batch with a label outside classes=).
+        for name in ("fit", "partial_fit", "fit_preferences"):
+            if name in cls.__dict__:
+                setattr(cls, name, _unchanged_on_error(cls.__dict__[name]))
 
     def _precomputed(self):
         return getattr(self, "kernel", None) == "precomputed"

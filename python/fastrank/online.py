@@ -19,7 +19,6 @@ that set.  The whole state is numpy arrays and Python ints on the estimator, so 
 
 from __future__ import annotations
 
-import functools
 import numbers
 
 import numpy as np
@@ -157,23 +156,6 @@ def _block_seed(seed, first_member):
     return _splitmix64_inverse((_splitmix64(int(seed)) + int(first_member)) & _MASK64)
 
 
-def _unchanged_on_error(method):
-    """``method`` restoring every attribute of the estimator when it raises: a failed fit or partial_fit leaves the
-    model as it was (a diverging Widrow-Hoff pass keeps the previous fit; a first batch with a label outside
-    ``classes=`` fixes no label set).  The passes replace the state arrays, never write into them: a shallow copy
-    suffices."""
-    @functools.wraps(method)
-    def call(self, *args, **kwargs):
-        saved = dict(self.__dict__)
-        try:
-            return method(self, *args, **kwargs)
-        except BaseException:
-            self.__dict__.clear()
-            self.__dict__.update(saved)
-            raise
-    return call
-
-
 def _rank_from_scores(scores, thresholds):
     """Smallest r with s - c(r) < 0 (rank k when no threshold exceeds s), as 1-based ranks."""
     k = thresholds.shape[-1] + 1
@@ -224,7 +206,6 @@ class _OnlineOrdinal(ClassifierMixin, FastrankEstimator):
                              f"{self.n_features_in_} features as input (fixed by the first fit/partial_fit call)")
         return X
 
-    @_unchanged_on_error
     def fit(self, X, y):
         """Restart the stream and make ``n_epochs`` passes over (X, y).
 
@@ -249,7 +230,6 @@ class _OnlineOrdinal(ClassifierMixin, FastrankEstimator):
         self._finish()
         return self
 
-    @_unchanged_on_error
     def partial_fit(self, X, y, classes=None):
         """Continue the stream with (X, y), one example at a time in the given order.
 

@@ -1,0 +1,103 @@
+"""A fit that raises leaves the estimator as it was, also when the error comes after part of the new state was
+computed: a ConvergenceWarning raised as an error (``warnings.simplefilter("error")``), or a failure in the final
+solve of a search."""
+
+import inspect
+import warnings
+
+import numpy as np
+import pytest
+
+import fastrank as fr
+from fastrank._registry import ESTIMATORS
+from fastrank.exceptions import ConvergenceWarning
+
+
+def _data(seed):
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((120, 4))
+    return X, X @ rng.standard_normal(4) + 0.3 * rng.standard_normal(120)
+
+
+def _state(est):
+    return {k: (v.copy() if isinstance(v, np.ndarray) else v) for k, v in vars(est).items()}
+
+
+def _assert_same_state(before, est):
+    after = vars(est)
+    assert after.keys() == before.keys()
+    for k, v in before.items():
+        if isinstance(v, np.ndarray):
+            assert after[k] is not None and np.array_equal(after[k], v, equal_nan=True), k
+        elif isinstance(v, (int, float, str, bool, type(None))):
+            assert after[k] == v or (v != v and after[k] != after[k]), k
+
+
+@pytest.mark.parametrize("make", [
+    lambda: fr.SVRank(max_iter=1),
+    lambda: fr.RankRLS(solver="cg", max_iter=1),
+    lambda: fr.RankSVM(max_iter=1),
+], ids=["SVRank", "RankRLS-cg", "RankSVM"])
+def test_convergence_warning_as_error_keeps_the_previous_fit(make):
+    est = make()
+    X, y = _data(0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        est.fit(X, y)
+    before, pred = _state(est), est.predict(X)
+    X2, y2 = _data(1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        with pytest.raises(ConvergenceWarning):
+            est.fit(X2, y2)
+    _assert_same_state(before, est)
+    np.testing.assert_array_equal(est.predict(X), pred)
+
+
+def test_failed_final_solve_of_a_search_keeps_the_previous_fit(monkeypatch):
+    X, y = _data(0)
+    cv = fr.RankRLSCV(alphas=[0.1, 1.0, 10.0]).fit(X, y)
+    before = _state(cv)
+
+    def interrupted(self, engine, alpha):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(fr.RankRLS, "_apply_engine_fit", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        cv.fit(*_data(1))
+    _assert_same_state(before, cv)
+    assert vars(cv).keys() == before.keys() and cv.best_estimator_ is before["best_estimator_"]
+
+
+def test_a_failed_first_fit_leaves_no_fitted_attribute():
+    est = fr.SVRank(max_iter=1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        with pytest.raises(ConvergenceWarning):
+            est.fit(*_data(0))
+    assert vars(est).keys() == set(est.get_params(deep=False))
+
+
+def test_a_new_learner_inherits_the_guarantee():
+    class Half(fr._base.FastrankEstimator):
+        def __init__(self, alpha=1.0):
+            self.alpha = alpha
+
+        def fit(self, X, y):
+            self.coef_ = np.ones(3)
+            raise RuntimeError("late failure")
+
+    est = Half()
+    with pytest.raises(RuntimeError, match="late failure"):
+        est.fit(None, None)
+    assert vars(est) == {"alpha": 1.0}
+
+
+@pytest.mark.parametrize("name", sorted(ESTIMATORS))
+def test_every_fitting_method_is_guarded(name):
+    """fit, partial_fit and fit_preferences of every registered estimator run inside the restoring wrapper."""
+    cls = ESTIMATORS[name]
+    methods = [m for m in ("fit", "partial_fit", "fit_preferences") if hasattr(cls, m)]
+    assert "fit" in methods
+    for m in methods:
+        assert getattr(cls, m) is not inspect.unwrap(getattr(cls, m)), (name, m)

@@ -183,7 +183,7 @@ class RankRLSCV(_ExactCVSearch):
         else:
             if lgo_path and prob.groups.n_groups < 2:  # groups=None: one group
                 raise ValueError("cv='lgo' needs groups with at least two distinct ids")
-            sets = prob.group_sets() if lgo_path else resolve_folds(cv, prob, groups)
+            sets = prob.groups.rows() if lgo_path else resolve_folds(cv, prob, groups)
             path = prob.leave_group_out_path(alphas) if lgo_path else None
 
             def predictions(k):  # rows in no hold-out set stay NaN; the group sets cover every row

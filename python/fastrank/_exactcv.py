@@ -609,7 +609,7 @@ class HoldoutEngine(_OnProblem):
             i, j = np.triu_indices(self.m, 1)
             return np.stack([i, j], axis=1).astype(np.int64, copy=False)
         chunks = []
-        for members in self.group_sets():
+        for members in self.groups.rows():
             a, b = np.triu_indices(members.size, 1)
             chunks.append(np.stack([members[a], members[b]], axis=1))
         pairs = np.concatenate(chunks).astype(np.int64)
@@ -727,7 +727,7 @@ class HoldoutEngine(_OnProblem):
         route = self._route()
         if (self.spec.C is not None and alpha is None) or self.spec.exclude_ties \
                 or (route is self.dual and route.factored()):  # each group as a hold-out set
-            return self.holdout_rows(self.group_sets(), alpha)
+            return self.holdout_rows(self.groups.rows(), alpha)
         return route.leave_group_out(self.alpha if alpha is None else alpha)
 
     def holdout_rows(self, sets, alpha=None):
@@ -744,10 +744,6 @@ class HoldoutEngine(_OnProblem):
         if self.spec.C is not None or self._route() is not self.dual or alphas.size < 5:
             return np.stack([self.leave_group_out(float(a)) for a in alphas])
         return self.dual.leave_group_out_path(alphas)
-
-    def group_sets(self):
-        """Each group's rows (ascending: the group order is stable) as a hold-out set."""
-        return np.split(self.groups.order, self.groups.offsets[1:-1])
 
     def check_sets(self, sets):
         return check_sets(sets, self.m, min_train=0 if self.grouped else 2)

@@ -81,7 +81,7 @@ def feature_holdout(Phi, Y, codes, n_groups, alpha, sets, *, normalized=False, p
     w = np.sqrt(cw * sizes)[codes][:, None]  # S's scale s_q per row
     SX, SY = w * Xc, w * Yc
     XLX, XLy = SX.T @ SX, SX.T @ SY  # eq. 30
-    rows = np.split(gi.order, gi.offsets[1:-1])
+    rows = gi.rows()
     cache = {}
 
     def group_terms(q):  # Xc_q^T Xc_q and Xc_q^T Yc_q, kept for at most 64 groups

@@ -281,6 +281,10 @@ class GroupIndex:
     def n_groups(self):
         return self.offsets.size - 1
 
+    def rows(self):
+        """The row indices of every group, in increasing order (the grouped order is stable)."""
+        return np.split(self.order, self.offsets[1:-1])
+
     def take(self, A, axis=0):
         """A's rows in grouped order (no copy when the order is the identity)."""
         return A if self.is_identity else np.take(A, self.order, axis=axis)

@@ -27,7 +27,7 @@ from ._registry import ESTIMATORS
 from ._svmlight import read_scores, read_svmlight
 from ._validation import check_alphas, check_real, group_index
 from ._version import __version__
-from .metrics import _accepts, _group_rows, get_measure, measure_names
+from .metrics import _accepts, get_measure, measure_names
 from .plotting import CVCurveDisplay
 from .preprocessing import NORMALIZERS, make_normalizer
 
@@ -75,7 +75,7 @@ def evaluate_scores(y, scores, qid, measures, *, each_query=True, verbose=0):
     ``fastrank.metrics`` computes it); per-query values are the measure on each query alone
     (NaN where undefined, e.g. a query without two different labels)."""
     gi = group_index(qid, y.size)
-    ids, rows = gi.labels, _group_rows(gi)
+    ids, rows = gi.labels, gi.rows()
     averaged, per_query = [], {}
     for text in measures:
         measure = get_measure(text)  # a name --measure checked, or a default
@@ -131,8 +131,9 @@ _CV_FLAGS = {"alphas": "--alphas", "cv": "--cv", "scoring": "-m/--scoring"}  # R
 
 def parse_grid(text):
     """'1e-3:1e3:13' (log-spaced) or '0.1,1,10' -> array of alphas."""
-    with _errors_as(UsageError, (ValueError, MemoryError), message=f"bad alpha grid {text!r}: use LOW:HIGH:N (N log-spaced values, "
-                                                    "e.g. 1e-3:1e3:13) or a comma list of positive numbers"):
+    usage = f"bad alpha grid {text!r}: use LOW:HIGH:N (N log-spaced values, e.g. 1e-3:1e3:13) or a comma list of " \
+            "positive numbers"
+    with _errors_as(UsageError, (ValueError, MemoryError), message=usage):
         if ":" in text:  # float() and int() ignore surrounding blanks
             lo, hi, n = text.split(":")
             return check_alphas(np.logspace(math.log10(float(lo)), math.log10(float(hi)), int(n)))
@@ -282,8 +283,9 @@ def _build_estimator(args, groups, y):
     elif args.n_jobs is not None and args.verbose_level >= 0:
         write_line(f"[fastrank] warning: {label} has no threads to set; --n-jobs is ignored")
     if args.alpha == "auto":  # RankRLSCV's alphas, cv and scoring, from their own flags only
-        for pname in _CV_FLAGS.keys() & params:
-            raise UsageError(f"--alpha auto takes {pname} from {_CV_FLAGS[pname]}, not from --param")
+        clash = sorted(_CV_FLAGS.keys() & params)
+        if clash:
+            raise UsageError(f"--alpha auto takes {clash[0]} from {_CV_FLAGS[clash[0]]}, not from --param")
         cv = _cv_arg(args.cv, groups is not None)
         params.update(alphas=parse_grid(args.alphas), cv=cv, scoring=args.scoring or default_scoring(y, groups, cv))
     if "verbose" in names and "verbose" not in params:  # estimators that report progress themselves

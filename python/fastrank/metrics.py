@@ -88,11 +88,6 @@ def _accepts(func, parameter):
         return False
 
 
-def _group_rows(gi):
-    """The row indices of every group, in increasing order."""
-    return np.split(gi.order, gi.offsets[1:-1])
-
-
 def _label_ranks(y):
     res = _core.dense_ranks_small(y, _SMALL_LABEL_SET)
     if res is None:
@@ -176,7 +171,7 @@ def pairwise_disagreement(y_true, y_score, groups=None, *, tied_scores="half", a
     if (sw < 0).any():
         raise ValueError("sample_weight must be >= 0")
     num, den = [], []
-    for rows in _group_rows(gi):
+    for rows in gi.rows():
         yq, fq, wq = y[rows], f[rows], sw[rows]
         e = d = 0.0
         step = max(1, 2**22 // rows.size)
@@ -787,7 +782,7 @@ def agree(y_true, y_score, groups=None, *, normalize=True, average="group"):
                              f"got {F.shape}")
         F = as_float_matrix(F, "y_true")
         kept, mass = np.zeros(gi.n_groups), np.zeros(gi.n_groups)
-        for q, rows in enumerate(_group_rows(gi)):
+        for q, rows in enumerate(gi.rows()):
             Fq, fq = F[np.ix_(rows, rows)], f[rows]
             before = (fq[:, None] > fq[None, :]) + 0.5 * (fq[:, None] == fq[None, :])
             np.fill_diagonal(before, 0.0)
@@ -862,7 +857,7 @@ class Measure:
         if groups is None:
             return self.func(y_true, y_score, **kw)
         y, f = _as_pair(y_true, y_score)
-        rows = _group_rows(group_index(groups, y.shape[0]))
+        rows = group_index(groups, y.shape[0]).rows()
         return float(np.mean([self.func(y[r], f[r], **kw) for r in rows]))
 
     def __repr__(self):

@@ -142,7 +142,7 @@ def permutation_test_lpo(estimator, X, y, n_permutations=100, random_state=None,
     check_dense_memory(m, 2, "targets of y and its permutations", n_cols=n_permutations + 1)
     gi = group_index(groups, m)  # None: one group of every row, so each draw is rng.permutation(m)
     cols = [y]
-    blocks = np.split(gi.order, gi.offsets[1:-1])
+    blocks = gi.rows()
     for _ in range(n_permutations):
         perm = np.arange(m)
         for members in blocks:

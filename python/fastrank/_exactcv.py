@@ -836,10 +836,10 @@ class PreferenceRoute:
                 continue
             if touch.all():
                 raise ValueError("a hold-out set touches every preference: no training edge is left")
-            sub = PreferenceGraph(g.head[touch], g.tail[touch], g.weight[touch], g.target[touch])
-            B = np.unique(np.concatenate([sub.head, sub.tail]))
-            D, d = _graph_system(sub, m)
-            D, d = D[np.ix_(B, B)], d[B]
+            B = np.unique(np.concatenate([g.head[touch], g.tail[touch]]))
+            # the removed edges' L and b on the rows B they touch (indices local to B: no m x m matrix per set)
+            D, d = _graph_system(PreferenceGraph(np.searchsorted(B, g.head[touch]), np.searchsorted(B, g.tail[touch]),
+                                                 g.weight[touch], g.target[touch]), B.size)
             E = np.zeros((m, B.size))
             E[B, np.arange(B.size)] = 1.0
             HE = lu_solve(lu, E, check_finite=False)  # H E_B

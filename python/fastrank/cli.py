@@ -222,8 +222,8 @@ def _model_scores(model_file, data_file, args):
     with _errors_as(DataError, (OSError, ValueError)):  # OSError: a path open() refuses (a directory, no permission)
         model, meta = load(model_file, return_metadata=True)
     for est in (model, getattr(model, "best_estimator_", None)):  # --n-jobs: the threads of kernel predictions
-        if args.n_jobs is not None and "n_jobs" in getattr(est, "__dict__", ()):
-            est.n_jobs = args.n_jobs
+        if args.n_jobs is not None and est is not None and "n_jobs" in est.get_params(deep=False):
+            est.set_params(n_jobs=args.n_jobs)
     meta = meta.get("svmlight", {})
     if not isinstance(meta, dict):  # metadata of a model saved from Python, not by fastrank train
         raise DataError(f"{model_file}: its metadata 'svmlight' is not the object fastrank train writes")

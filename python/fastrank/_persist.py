@@ -50,6 +50,7 @@ import scipy.sparse as sp
 
 from ._memory import dense_memory_limit
 from ._registry import ESTIMATORS
+from ._validation import check_alpha, check_alphas, file_name
 from ._version import __version__
 
 __all__ = ["save", "load", "FORMAT_VERSION"]
@@ -198,6 +199,7 @@ def save(model, path, *, dtype=None, compress=True, metadata=None):
     (the message names the attribute); IsADirectoryError / FileNotFoundError (naming ``path``) if
     ``path`` is a directory or its folder does not exist.
     """
+    path = file_name(path)
     if dtype not in (None, "float32", np.float32):
         raise ValueError(f"dtype must be None or 'float32', got {dtype!r}")
     if not isinstance(compress, (bool, np.bool_)):  # compress="no" would compress
@@ -218,7 +220,6 @@ def save(model, path, *, dtype=None, compress=True, metadata=None):
               **body, "arrays": enc.entries, "metadata": metadata or {}}
     header["checksum"] = {"sha256": _digest(header, enc.arrays)}
     raw = np.frombuffer(json.dumps(header, allow_nan=False).encode("utf-8"), dtype=np.uint8)
-    path = os.fspath(path)
     folder = os.path.dirname(os.path.abspath(path))
     if os.path.isdir(path):  # else the OSError would name the temporary file
         raise IsADirectoryError(f"{path}: is a directory; give the model file's name")
@@ -461,8 +462,6 @@ def _check_model(est, where="model"):
     estimators too)."""
     from sklearn.base import clone
 
-    from ._validation import check_alpha, check_alphas
-
     try:
         clone(est)
         params = est.get_params(deep=False)
@@ -501,7 +500,7 @@ def load(path, *, return_metadata=False):
     fastrank model file, was written by a newer format version, or is truncated, corrupted or
     tampered with (the checks: docs/design/cli-and-model-files.md, "Model files").
     """
-    p = os.fspath(path)
+    p = file_name(path)
     if not os.path.exists(p):
         raise FileNotFoundError(f"{p}: no such model file")
     if os.path.isdir(p):

@@ -9,6 +9,9 @@ Grammar (svm_light / svm_rank / LETOR / LibSVM)::
     target  := a finite real number          index := integer >= 0, strictly increasing
     value   := a finite real number          blank lines and lines starting with "#" are skipped
 
+A file without ``qid:`` may take its groups from a query-size file (LightGBM's ``.query``, XGBoost's
+``.group``): one row count per line, the consecutive rows of each query in file order.
+
 Indices are 1-based in svm_light and LETOR and 0-based in LibSVM-style files; ``zero_based="auto"``
 (the default) takes a file that never uses index 0 as 1-based.
 """
@@ -25,13 +28,15 @@ from collections import namedtuple
 
 import numpy as np
 
-from ._validation import check_real
+from ._validation import check_real, file_name
 
 __all__ = ["read_svmlight", "read_scores", "SvmlightInfo"]
 
 
-# How a file was read: zero_based (resolved), n_features (columns its indices need, before n_features= applies)
-SvmlightInfo = namedtuple("SvmlightInfo", "zero_based n_features")
+# How a file was read: zero_based (resolved), n_features (columns its indices need, before n_features= applies),
+# query_file (the query-size file its groups came from, or None)
+SvmlightInfo = namedtuple("SvmlightInfo", "zero_based n_features query_file")
+_QUERY_SUFFIXES = (".query", ".group")  # LightGBM's and XGBoost's query-size files, named after the data file
 
 
 _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1  # query ids the compiled reader holds (C long)
@@ -139,7 +144,7 @@ _PLAIN_SCORES = b"0123456789.eE+- \t\n"
 def read_scores(path):
     """The first number of every data line of a score file (one score per line, as ``fastrank predict``
     writes them; ``.gz`` / ``.bz2`` too); ValueError("<file>:<line>: ...") for a malformed line."""
-    p = os.fspath(path)
+    p = file_name(path)
     try:  # the fast path; anything else (comments, bad tokens, unreadable files) goes to the line scanner
         with _open(p) as fh:
             data = fh.read()
@@ -153,12 +158,31 @@ def read_scores(path):
     return np.array([v for _, v in _scan(p, lambda text: _real(text.split()[0], "score", hint))])
 
 
-def read_svmlight(path, *, n_features=None, zero_based="auto", extra_features="error"):
+def _query_size(text):
+    n = _convert(int, text, "query size {!r} is not an integer (one row count per line)", text)
+    if n < 0:
+        raise _LineError(f"query size {n} is negative")
+    return n
+
+
+def _read_query_sizes(q, m, data):
+    """Query ids 0, 1, ... of the m rows of ``data`` from the query-size file ``q``: one count per line, in row
+    order (the LightGBM / XGBoost format)."""
+    sizes = [n for _, n in _scan(q, _query_size)]
+    if sum(sizes) != m:
+        raise ValueError(f"{q}: its {len(sizes)} query sizes add up to {sum(sizes)} rows but {data} has {m} rows")
+    return np.repeat(np.arange(len(sizes), dtype=np.int64), sizes)
+
+
+def read_svmlight(path, *, n_features=None, zero_based="auto", extra_features="error", query_file=None):
     """Read an svmlight/LETOR file.  Returns (X CSR float64, y float64, qid int64 or None, info).
 
     n_features : columns of X (None: as many as the largest index needs).  extra_features :
     "error" (a feature index beyond n_features is an error) or "ignore" (such features are dropped,
-    as svm_rank_classify ignores features the model has no weight for).
+    as svm_rank_classify ignores features the model has no weight for).  query_file : None, a
+    query-size file (one count per line: the rows of each query in file order) giving the groups of a
+    file without ``qid:``, or "auto": ``path + ".query"`` or ``path + ".group"`` when the file has no
+    ``qid:`` and one of them exists.
     """
     from sklearn.datasets import load_svmlight_file
 
@@ -169,11 +193,15 @@ def read_svmlight(path, *, n_features=None, zero_based="auto", extra_features="e
     if n_features is not None:
         n_features = check_real(n_features, "n_features", "None or an integer >= 0",
                                 lambda v: 0 <= v <= _INT64_MAX, numbers.Integral)
-    p = os.fspath(path)
+    p = file_name(path)
     if not os.path.exists(p):
         raise FileNotFoundError(f"{p}: no such file")
     if os.path.isdir(p):
         raise ValueError(f"{p}: is a directory, not a data file")
+    auto = isinstance(query_file, str) and query_file == "auto"
+    q = None if query_file is None or auto else file_name(query_file, "query_file")
+    if q is not None and not os.path.isfile(q):
+        raise FileNotFoundError(f"{q}: no such query file")
     try:
         # Read with zero_based=True (indices as written) and resolve the index base below, so the
         # decision is known (the CLI stores it in the model for the test files).
@@ -197,7 +225,13 @@ def read_svmlight(path, *, n_features=None, zero_based="auto", extra_features="e
             line = next(lineno for k, (lineno, _) in enumerate(_scan(p)) if k == row)
             raise ValueError(f"{p}:{line}: feature index 0 in a file read as 1-based (zero_based=False)")
         X = X[:, 1:]
-    info = SvmlightInfo(zb, X.shape[1])
+    if qid.shape[0] and q is not None:
+        raise ValueError(f"{p}: has qid: on its lines; give no query file ({q}) for it")
+    if not qid.shape[0] and auto:
+        q = next((p + s for s in _QUERY_SUFFIXES if os.path.isfile(p + s)), None)
+    if q is not None:
+        qid = _read_query_sizes(q, y.shape[0], p)
+    info = SvmlightInfo(zb, X.shape[1], q)
     if n_features is not None:
         if X.shape[1] > n_features and extra_features == "error":
             raise ValueError(f"{p}: has feature index {max_index} but n_features={n_features}"

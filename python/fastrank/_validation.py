@@ -154,6 +154,13 @@ def check_bool(value, name):
     return bool(value)
 
 
+def file_name(path, name="path"):
+    """``path`` (str, bytes or path-like) as a str file name."""
+    if not isinstance(path, (str, bytes, os.PathLike)):
+        raise TypeError(f"{name} must be a file name (str or path-like), got {path!r}")
+    return os.fsdecode(path)
+
+
 def check_int(value, name, *, low=None, high=INT_MAX):
     """An integer (Python or numpy, not bool) in ``[low, high]``; ``high`` defaults to the C++ int limit so nothing out
     of range reaches a binding (which would fail with a signature dump)."""

@@ -158,7 +158,11 @@ def _cv_arg(text, has_qid):
 def _read(path, args, *, n_features=None, zero_based=None, extra="error"):
     zb = zero_based if zero_based is not None else {"auto": "auto", "yes": True, "no": False}[args.zero_based]
     with stage(f"reading {path}", verbose=args.progress), _errors_as(DataError, (FileNotFoundError, ValueError)):
-        return read_svmlight(path, n_features=n_features, zero_based=zb, extra_features=extra)
+        out = read_svmlight(path, n_features=n_features, zero_based=zb, extra_features=extra,
+                            query_file=args.query_file or "auto")
+    if out[3].query_file is not None:
+        _say(args, f"{path}: query groups from {out[3].query_file}")
+    return out
 
 
 def _model_input(X, groups, est, state, how="auto", *, fit=False):
@@ -201,7 +205,7 @@ def _read_training(args, how):
     X, y, qid, info = _read(args.train_file, args)
     if X.shape[1] == 0:  # a learner needs at least one feature; say so before any fit or normaliser does
         raise DataError(f"{args.train_file}: no features (no line has an index:value pair); nothing to learn from")
-    q = f", {np.unique(qid).size} queries" if qid is not None else ", no qid"
+    q = f", {np.unique(qid).size} queries" if qid is not None else ", no qid: or query file"
     _say(args, f"{args.train_file}: {X.shape[0]} rows, {X.shape[1]} features{q}")
     groups = None if args.no_qid else qid
     est = _build_estimator(args, groups, y)
@@ -349,7 +353,7 @@ def cmd_evaluate(args):
             raise DataError(f"{args.scores}: has {scores.size} scores but the data file has {y.size} rows (one score "
                             "per row)")
     if qid is None:
-        _say(args, f"{args.data_file} has no qid: every row is ranked as one query")
+        _say(args, f"{args.data_file} has no qid: and no query file: every row is ranked as one query")
     measures = args.measure or list(DEFAULT_MEASURES if qid is not None else DEFAULT_MEASURES_NO_QID)
     averaged, ids, per_query = evaluate_scores(y, scores, qid, measures, each_query=args.per_query,
                                                verbose=args.progress)
@@ -440,6 +444,9 @@ def _add_common(p):
     g = p.add_argument_group("input and output")
     g.add_argument("--zero-based", choices=("auto", "yes", "no"), default="auto",
                    help="feature index base of the data file: auto (0-based if index 0 occurs; default), yes, no")
+    g.add_argument("--query-file", default=None, metavar="FILE",
+                   help="query sizes (one per line) for a data file without qid:; default: DATA_FILE.query or "
+                        "DATA_FILE.group if it exists (LightGBM / XGBoost)")
     g.add_argument("--n-jobs", type=int, default=None, metavar="N",
                    help="threads (default: all cores; -1 all cores)")
     g.add_argument("-v", "--verbose", action="count", default=0, help="more messages on stderr (repeatable)")

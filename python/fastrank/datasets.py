@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from importlib import resources
 
 import numpy as np
@@ -10,7 +9,7 @@ import scipy.sparse as sp
 from sklearn.utils import Bunch
 
 from ._svmlight import read_svmlight
-from ._validation import check_bool, check_int
+from ._validation import check_bool, check_int, file_name
 
 __all__ = ["load_lambdarank", "load_svmlight"]
 
@@ -64,7 +63,7 @@ def load_lambdarank(*, sparse=False):
     return Bunch(**out, n_features=n_features, DESCR=_DESCR)
 
 
-def load_svmlight(path, *, n_features=None, zero_based="auto"):
+def load_svmlight(path, *, n_features=None, zero_based="auto", query_file=None):
     """Read an svmlight / LETOR / LibSVM text file (optionally gzip- or bz2-compressed).
 
     Each line is ``<target> [qid:<int>] <index>:<value> ... [# comment]``; blank lines and ``#``
@@ -80,22 +79,27 @@ def load_svmlight(path, *, n_features=None, zero_based="auto"):
     zero_based : "auto", True or False
         Whether index 0 is the first column (LibSVM) or index 1 is (svm_light, LETOR).  "auto":
         zero-based if index 0 occurs in the file, else one-based.
+    query_file : None, str or path-like, or "auto"
+        The groups of a file without ``qid:`` from a query-size file (LightGBM's ``.query``,
+        XGBoost's ``.group``): one count per line, the number of consecutive rows of each query.
+        "auto": ``path + ".query"`` or ``path + ".group"`` if the file has no ``qid:`` and one of
+        them exists.  A file with ``qid:`` and a query file is an error.
 
     Returns
     -------
     X : scipy.sparse.csr_matrix, float64 (call ``X.toarray()`` for a dense array)
     y : ndarray (m,) float64, the targets (relevance labels)
     qid : ndarray (m,) int64 or None
-        The query id of every row (fastrank's ``groups``), or None when the file has no ``qid:``.
+        The query id of every row (fastrank's ``groups``; 0, 1, ... from a query file), or None
+        when the file has no ``qid:`` and no query file is read.
 
     Examples
     --------
     >>> X, y, qid = load_svmlight("train.txt")                  # doctest: +SKIP
     >>> RankRLS(alpha=10).fit(X.toarray(), y, groups=qid)       # doctest: +SKIP
     """
-    if not isinstance(path, (str, bytes, os.PathLike)):
-        raise TypeError(f"path must be a file name (str or path-like), got {path!r}")
+    path = file_name(path)
     if n_features is not None:
         n_features = check_int(n_features, "n_features", low=0)  # 2.5 or "2" were cut to 2
-    X, y, qid, _ = read_svmlight(path, n_features=n_features, zero_based=zero_based)
+    X, y, qid, _ = read_svmlight(path, n_features=n_features, zero_based=zero_based, query_file=query_file)
     return X, y, qid

@@ -146,3 +146,17 @@ def test_cli_reads_the_query_file(pair, tmp_path, capsys):
     query.write_text("3\n1\n5\n")
     code, _, err = _run(["train", "-q", bare, tmp_path / "m.frk"], capsys)
     assert code == 1 and "train.txt.query: its 3 query sizes add up to 9 rows" in err
+
+
+@pytest.mark.parametrize("grid, note", [("100,1000,10000", None), ("10,100,1000", "largest"),
+                                        ("1000,1e4", "smallest")])
+def test_cli_notes_a_chosen_alpha_at_the_end_of_its_grid(grid, note, tmp_path, capsys):
+    # on the LightGBM sample, by query (its .query file), leave-query-out ndcg@10 peaks at alpha = 1000
+    data = shared_data("lightgbm_lambdarank") / "rank.train"
+    code, out, err = _run(["cv", "--alphas", grid, data], capsys)
+    assert code == 0, err
+    last = out.splitlines()[-1]
+    assert last.startswith("# best alpha 1000, score")
+    assert ("the grid's" in last) == (note is not None) and (note is None or f"grid's {note} alpha" in last)
+    code, _, err = _run(["train", "--alpha", "auto", "--alphas", grid, data, tmp_path / "m.frk"], capsys)
+    assert code == 0 and ("the grid's" in err) == (note is not None)

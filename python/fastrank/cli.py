@@ -315,7 +315,7 @@ def cmd_train(args):
         cv = est.cv_results_["cv"]  # the scheme run: --model RankRLSCV may leave cv=None or set it by --param
         cv_desc = f"{est.cv} folds of whole queries" if cv == "int" else cv
         write_line(f"alpha chosen by cross-validation ({est.cv_results_['scoring']}, cv={cv_desc}): "
-                   f"{est.alpha_:.6g} (score {est.best_score_:.6g})")
+                   f"{est.alpha_:.6g} (score {est.best_score_:.6g}){_grid_end(est)}")
     meta = {"svmlight": {"zero_based": info.zero_based, "n_features": int(Xm.shape[1]), "has_qid": qid is not None,
                          "train_file": os.path.basename(args.train_file), "rows": int(Xm.shape[0]),
                          "normalize": norm_state}}
@@ -375,6 +375,14 @@ def cmd_evaluate(args):
     return 0
 
 
+def _grid_end(est):
+    """A note when the chosen alpha is an end of its grid: a better one may lie beyond it."""
+    a = est.cv_results_["alphas"]
+    if a.size < 2 or est.alpha_ not in (a.min(), a.max()):
+        return ""
+    return f"; the grid's {'largest' if est.alpha_ == a.max() else 'smallest'} alpha: a wider --alphas may score better"
+
+
 def cmd_cv(args):
     # RankRLSCV, as train --alpha auto builds it (the parser's defaults), on dense features
     est, Xd, y, _, groups, _, norm_state = _read_training(args, "dense")
@@ -390,7 +398,7 @@ def cmd_cv(args):
     for a, s in zip(res["alphas"].tolist(), res["scores"].tolist()):
         mark = "\t<- best" if a == est.alpha_ else ""
         out.write(f"{a:.6g}\t{s:.6f}{mark}\n")
-    out.write(f"# best alpha {est.alpha_:.6g}, score {est.best_score_:.6f}\n")
+    out.write(f"# best alpha {est.alpha_:.6g}, score {est.best_score_:.6f}{_grid_end(est)}\n")
     if args.plot:
         with _errors_as(DataError, ImportError, message="--plot needs matplotlib (pip install matplotlib)"):
             from matplotlib.figure import Figure  # no pyplot: no GUI backend needed

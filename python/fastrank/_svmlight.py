@@ -200,7 +200,7 @@ def read_svmlight(path, *, n_features=None, zero_based="auto", extra_features="e
         raise ValueError(f"{p}: is a directory, not a data file")
     auto = isinstance(query_file, str) and query_file == "auto"
     q = None if query_file is None or auto else file_name(query_file, "query_file")
-    if q is not None and not os.path.isfile(q):
+    if q is not None and not os.path.exists(q):
         raise FileNotFoundError(f"{q}: no such query file")
     try:
         # Read with zero_based=True (indices as written) and resolve the index base below, so the

@@ -724,6 +724,9 @@ class HoldoutEngine(_OnProblem):
         """(m, v) predictions, each group held out in turn (eq. 33): from the spectral factor when it exists, else
         from the Cholesky factor of ``S K S + alpha I`` and the diagonal blocks of its inverse (MPRank, whose alpha
         depends on each group's size: through :meth:`holdout`)."""
+        bad = self.sets_without_training(self.groups.rows())
+        if np.any(bad):  # the dense route's C++ checks this too; the others would predict with a zero model
+            raise ValueError(f"holding out group {self.groups.labels[int(np.argmax(bad))]} leaves no training pairs")
         route = self._route()
         if (self.spec.C is not None and alpha is None) or self.spec.exclude_ties \
                 or (route is self.dual and route.factored()):  # each group as a hold-out set
@@ -746,7 +749,28 @@ class HoldoutEngine(_OnProblem):
         return self.dual.leave_group_out_path(alphas)
 
     def check_sets(self, sets):
-        return check_sets(sets, self.m, min_train=0 if self.grouped else 2)
+        sets = check_sets(sets, self.m, min_train=0 if self.grouped else 2)
+        bad = self.sets_without_training(sets)
+        if np.any(bad):  # with groups or exclude_ties, rows can remain without a relevant pair among them
+            raise ValueError(f"hold-out set {int(np.argmax(bad))} leaves no training pairs (every training pair "
+                             "touches it)")
+        return sets
+
+    def sets_without_training(self, sets):
+        """Whether each hold-out set (int arrays) leaves no relevant training pair: the pairs of the groups it touches,
+        less (``exclude_ties``) the tied pairs of its tie cells, before and after removing its rows."""
+        if not sets:
+            return np.zeros(0, dtype=bool)
+        rows = np.concatenate(sets)
+        unit = np.repeat(np.arange(len(sets)), [len(s) for s in sets])
+        removed = np.zeros(len(sets))
+        for sign, index in ((1.0, self.groups), (-1.0, self.problem.cells)):
+            if index is not None:  # cells: None without exclude_ties
+                key, held = np.unique(unit * index.n_groups + index.codes[rows], return_counts=True)
+                n = index.sizes[key % index.n_groups].astype(np.float64)
+                removed += sign * np.bincount(key // index.n_groups, weights=(n * (n - 1) - (n - held) * (n - held - 1))
+                                              / 2, minlength=len(sets))
+        return self.problem.n_relevant_pairs() - removed <= 0.5
 
 
 def check_sets(sets, m, *, min_train=2):

@@ -1,0 +1,86 @@
+"""Unusual inputs of the exact cross-validation engine reachable from fastrank.model_selection and RankRLSCV: a hold-out
+set or group that leaves no relevant training pair raises on every route (the dense kernel route did; the feature-map,
+basis, tie-excluding and MPRank routes predicted with the zero model or failed in LAPACK), and fold labels that cannot
+be folds are named as such."""
+
+import numpy as np
+import pytest
+
+import fastrank
+from fastrank import model_selection as ms
+
+ROUTES = [fastrank.RankRLS(), fastrank.RankRLS(kernel="rbf"), fastrank.RankRLS(basis_vectors=5),
+          fastrank.RankRLS(exclude_ties=True), fastrank.MPRank()]
+
+
+@pytest.fixture
+def data():
+    rng = np.random.default_rng(0)
+    return rng.normal(size=(12, 3)), rng.normal(size=12)
+
+
+def _retrain_linear(X, y, alpha, held, groups, exclude_ties=False):
+    """Primal RankRLS without the rows ``held``: (X_T^T L_T X_T + alpha I) w = X_T^T L_T y_T, L_T the Laplacian of the
+    kept pairs inside groups (tied pairs left out with ``exclude_ties``), solved with numpy."""
+    keep = np.setdiff1d(np.arange(X.shape[0]), held)
+    L = np.zeros((keep.size, keep.size))
+    for a in range(keep.size):
+        for b in range(a + 1, keep.size):
+            i, j = keep[a], keep[b]
+            if groups[i] != groups[j] or (exclude_ties and y[i] == y[j]):
+                continue
+            L[[a, b], [a, b]] += 1.0
+            L[[a, b], [b, a]] -= 1.0
+    XT = X[keep]
+    w = np.linalg.solve(XT.T @ L @ XT + alpha * np.eye(X.shape[1]), XT.T @ L @ y[keep])
+    return X[held] @ w
+
+
+@pytest.mark.parametrize("est", ROUTES, ids=repr)
+def test_hold_out_set_leaving_single_rows_raises_on_every_route(data, est):
+    # on main: zeros from the linear, basis and tie-excluding routes, numpy's LinAlgError from MPRank
+    X, y = data
+    groups = np.repeat([0, 1, 2], 4)
+    keep_one_per_group = np.setdiff1d(np.arange(12), [0, 4, 8])
+    with pytest.raises(ValueError, match="hold-out set 1 leaves no training pairs"):
+        ms.holdout_predictions(est, X, y, [[0, 1], keep_one_per_group], groups)
+    with pytest.raises(ValueError, match="hold-out set 0 leaves no training pairs"):
+        ms.kfold_predictions(est, X, y, [np.arange(12)], groups)
+
+
+@pytest.mark.parametrize("est", ROUTES, ids=repr)
+def test_leave_group_out_leaving_single_rows_raises_on_every_route(data, est):
+    X, y = data
+    groups = np.r_[0, 1, np.full(10, 2)]  # without group 2 two single rows remain
+    with pytest.raises(ValueError, match="holding out group 2 leaves no training pairs"):
+        ms.leave_group_out(est, X, y, groups)
+    search = fastrank.RankRLSCV(alphas=[0.5, 1.0], **{k: v for k, v in est.get_params().items()
+                                                        if k in ("kernel", "exclude_ties")})
+    if not isinstance(est, fastrank.MPRank):
+        with pytest.raises(ValueError, match="leaves no training pairs"):
+            search.fit(X, y, groups)
+
+
+def test_tie_excluded_set_leaving_only_tied_rows_raises(data):
+    X, _ = data
+    y = np.r_[np.zeros(6), np.arange(1.0, 7.0)]  # rows 0-5 tied: no relevant pair among them
+    est = fastrank.RankRLS(exclude_ties=True)
+    with pytest.raises(ValueError, match="hold-out set 0 leaves no training pairs"):
+        ms.holdout_predictions(est, X, y, [np.arange(6, 12)])
+    # one untied row kept next to the tied ones: five relevant pairs, predicted as retraining does
+    got = ms.holdout_predictions(est, X, y, [np.arange(7, 12)])[0]
+    np.testing.assert_allclose(got, _retrain_linear(X, y, 1.0, np.arange(7, 12), np.zeros(12), True), rtol=1e-8)
+
+
+@pytest.mark.parametrize("exclude_ties", [False, True])
+def test_hold_out_set_leaving_one_pair_equals_retraining(data, exclude_ties):
+    X, y = data
+    groups = np.repeat([0, 1, 2], 4)
+    held = np.setdiff1d(np.arange(12), [0, 1, 4, 8])  # group 0 keeps the pair (0, 1)
+    for est in (fastrank.RankRLS(exclude_ties=exclude_ties), fastrank.RankRLS(kernel="rbf", exclude_ties=exclude_ties)):
+        got = ms.holdout_predictions(est, X, y, [held], groups)[0]
+        if est.kernel == "linear":
+            ref = _retrain_linear(X, y, 1.0, held, groups, exclude_ties)
+        else:  # rows 4 and 8 have no pair: the fit on rows 0 and 1 alone is the retrained model
+            ref = est.fit(X[[0, 1]], y[[0, 1]]).predict(X[held])
+        np.testing.assert_allclose(got, ref, rtol=1e-8)

@@ -84,3 +84,39 @@ def test_hold_out_set_leaving_one_pair_equals_retraining(data, exclude_ties):
         else:  # rows 4 and 8 have no pair: the fit on rows 0 and 1 alone is the retrained model
             ref = est.fit(X[[0, 1]], y[[0, 1]]).predict(X[held])
         np.testing.assert_allclose(got, ref, rtol=1e-8)
+
+
+@pytest.mark.parametrize("folds, exc, match", [
+    # NaN matched no label: "hold-out set 2 must be a non-empty 1-D array of integer row indices"
+    (np.r_[np.zeros(6), np.ones(5), np.nan], ValueError, r"fold labels must not be NaN \(row 11\)"),
+    (np.array([0] * 6 + [1] * 5 + [np.nan], dtype=object), ValueError, r"fold labels must not be NaN \(row 11\)"),
+    # labels of the wrong length were read as index sets: "hold-out set 0 must be a non-empty 1-D array ..."
+    (np.arange(11) % 3, ValueError, r"fold labels must have one entry per row \(12\), got 11"),
+    # one (m,) mask was read as m index sets: "hold-out set 0 as a boolean mask must have shape (12,)"
+    (np.arange(12) < 6, ValueError, "folds as one boolean mask is ambiguous"),
+    # numpy's "'<' not supported between instances of 'NoneType' and 'str'"
+    (np.array(["a", None] * 6, dtype=object), TypeError, "fold labels must be mutually comparable"),
+])
+def test_fold_labels_that_are_no_folds_are_named(data, folds, exc, match):
+    X, y = data
+    with pytest.raises(exc, match=match):
+        ms.kfold_predictions(fastrank.RankRLS(), X, y, folds)
+    with pytest.raises(exc, match=match):
+        fastrank.RankRLSCV(alphas=[1.0], cv=folds).fit(X, y)
+
+
+def test_string_fold_labels_in_an_object_array_or_series(data):
+    # an object array of labels (a pandas Series of strings) was read as index sets: "hold-out set 0 must be ..."
+    X, y = data
+    labels = np.array(["a", "b", "c"] * 4)
+    est = fastrank.RankRLS()
+    want = ms.kfold_predictions(est, X, y, labels)
+    np.testing.assert_array_equal(want, ms.kfold_predictions(est, X, y, np.arange(12) % 3))
+    np.testing.assert_array_equal(ms.kfold_predictions(est, X, y, labels.astype(object)), want)
+    pd = pytest.importorskip("pandas")
+    np.testing.assert_array_equal(ms.kfold_predictions(est, X, y, pd.Series(labels, dtype=object)), want)
+    search = fastrank.RankRLSCV(alphas=[0.5, 2.0], cv=labels.astype(object)).fit(X, y)
+    np.testing.assert_array_equal(search.cv_predictions_, fastrank.RankRLSCV(alphas=[0.5, 2.0], cv=labels).fit(X, y)
+                                  .cv_predictions_)
+    held = np.flatnonzero(labels == "a")
+    np.testing.assert_allclose(want[held], _retrain_linear(X, y, 1.0, held, np.zeros(12)), rtol=1e-8)

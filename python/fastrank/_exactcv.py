@@ -809,8 +809,22 @@ def resolve_folds(folds, engine, groups=None):
         labels = None
     if hasattr(folds, "split"):
         sets = [np.asarray(te) for _, te in folds.split(np.zeros((m, 1)), None, groups)]
-    elif labels is not None and labels.ndim == 1 and labels.shape[0] == m and labels.dtype.kind not in "bO":
-        sets = [np.flatnonzero(labels == lab) for lab in np.unique(labels)]  # fold labels
+    elif labels is not None and labels.ndim == 1 and labels.dtype.kind == "b":
+        raise ValueError("folds as one boolean mask is ambiguous: give a list of masks (e.g. [mask, ~mask]) or integer "
+                         "fold labels")
+    elif labels is not None and labels.ndim == 1 and labels.size \
+            and (labels.dtype.kind != "O" or all(np.ndim(v) == 0 for v in labels)):  # fold labels, one per row
+        if labels.shape[0] != m:
+            raise ValueError(f"fold labels must have one entry per row ({m}), got {labels.shape[0]}")
+        missing = labels != labels  # NaN, also inside an object array
+        if missing.any():
+            raise ValueError(f"fold labels must not be NaN (row {int(np.argmax(missing))}); to leave rows out of every "
+                             "fold give the folds as index sets")
+        try:
+            sets = [np.flatnonzero(labels == lab) for lab in np.unique(labels)]
+        except TypeError:  # e.g. None next to strings
+            raise TypeError(f"fold labels must be mutually comparable (one type), got the types "
+                            f"{sorted({type(v).__name__ for v in labels})}") from None
     else:
         sets = [np.asarray(s) for s in folds]
     if not sets:

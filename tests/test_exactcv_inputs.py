@@ -120,3 +120,23 @@ def test_string_fold_labels_in_an_object_array_or_series(data):
                                   .cv_predictions_)
     held = np.flatnonzero(labels == "a")
     np.testing.assert_allclose(want[held], _retrain_linear(X, y, 1.0, held, np.zeros(12)), rtol=1e-8)
+
+
+def test_linear_basis_model_is_not_taken_for_the_full_linear_model(data):
+    # with n_features < m the linear basis model also counted as "low rank": Factorization.solve returned the full
+    # linear RankRLS instead of raising, and mprank_loo_approximation set the full model's approximation beside the
+    # basis model's exact value
+    rng = np.random.default_rng(1)
+    X, y = rng.normal(size=(12, 5)), rng.normal(size=12)
+    est = fastrank.RankRLS(basis_vectors=3)
+    with pytest.raises(ValueError, match="Factorization.solve re-solves the dense kernel model"):
+        ms.factorize(est, X, y).solve(1.0)
+    with pytest.raises(ValueError, match="mprank_loo_approximation needs the dense kernel model"):
+        ms.mprank_loo_approximation(est, X, y)
+    # its hold-outs stay those of the basis model: retraining without rows outside the basis keeps the basis
+    basis = est.fit(X, y).basis_indices_
+    held = np.setdiff1d(np.arange(12), basis)[:4]
+    keep = np.setdiff1d(np.arange(12), held)
+    got = ms.holdout_predictions(fastrank.RankRLS(basis_vectors=basis), X, y, [held])[0]
+    ref = fastrank.RankRLS(basis_vectors=np.searchsorted(keep, basis)).fit(X[keep], y[keep]).predict(X[held])
+    np.testing.assert_allclose(got, ref, rtol=1e-8)

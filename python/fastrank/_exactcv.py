@@ -566,7 +566,7 @@ class HoldoutEngine(_OnProblem):
 
     @property
     def basis(self):
-        return self.features is not None and not self.low_rank
+        return self.spec.basis_vectors is not None  # low_rank as well for a linear kernel with n < m
 
     def _route(self):
         return self.tie if self.spec.exclude_ties else self.feature if self.features is not None else self.dual

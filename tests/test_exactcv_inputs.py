@@ -140,3 +140,10 @@ def test_linear_basis_model_is_not_taken_for_the_full_linear_model(data):
     got = ms.holdout_predictions(fastrank.RankRLS(basis_vectors=basis), X, y, [held])[0]
     ref = fastrank.RankRLS(basis_vectors=np.searchsorted(keep, basis)).fit(X[keep], y[keep]).predict(X[held])
     np.testing.assert_allclose(got, ref, rtol=1e-8)
+
+
+def test_preference_hold_out_set_touching_every_edge_is_named(data):
+    X, _ = data
+    pairs = [[0, 1], [0, 2], [3, 4]]
+    with pytest.raises(ValueError, match="hold-out set 1 touches every preference: no training edge is left"):
+        ms.preference_holdout_predictions(fastrank.RankRLS(), X, pairs, [[5], [0, 3]])

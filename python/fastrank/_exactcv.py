@@ -867,13 +867,13 @@ class PreferenceRoute:
         lu = lu_factor(LK, overwrite_a=True, check_finite=False)
         Hb = lu_solve(lu, b, check_finite=False)
         out = []
-        for U in sets:
+        for k, U in enumerate(sets):
             touch = np.isin(g.head, U) | np.isin(g.tail, U)
             if not touch.any():  # no edge to remove: the full model
                 out.append(K[U] @ Hb)
                 continue
             if touch.all():
-                raise ValueError("a hold-out set touches every preference: no training edge is left")
+                raise ValueError(f"hold-out set {k} touches every preference: no training edge is left")
             B = np.unique(np.concatenate([g.head[touch], g.tail[touch]]))
             # the removed edges' L and b on the rows B they touch (indices local to B: no m x m matrix per set)
             D, d = _graph_system(PreferenceGraph(np.searchsorted(B, g.head[touch]), np.searchsorted(B, g.tail[touch]),

@@ -147,3 +147,17 @@ def test_preference_hold_out_set_touching_every_edge_is_named(data):
     pairs = [[0, 1], [0, 2], [3, 4]]
     with pytest.raises(ValueError, match="hold-out set 1 touches every preference: no training edge is left"):
         ms.preference_holdout_predictions(fastrank.RankRLS(), X, pairs, [[5], [0, 3]])
+
+
+def test_feature_space_hold_outs_guard_the_dense_copy_of_sparse_X(monkeypatch):
+    # k folds, hold-out sets and listed pairs of a linear model densified a sparse X (m x n) unguarded: numpy's
+    # allocation error, or the process killed, where leave-group-out raised fastrank's MemoryError
+    sp = pytest.importorskip("scipy.sparse")
+    X = sp.random(300, 20, density=0.1, format="csr", random_state=0)
+    y = np.random.default_rng(0).normal(size=300)
+    monkeypatch.setenv("FASTRANK_MAX_DENSE_BYTES", str(10 ** 4))
+    est = fastrank.RankRLS()
+    for call in (lambda: ms.kfold_predictions(est, X, y, 3), lambda: ms.holdout_predictions(est, X, y, [[0, 1]]),
+                 lambda: ms.leave_pair_out(est, X, y, pairs=[[0, 1]], groups=np.arange(300) // 10)):
+        with pytest.raises(MemoryError, match="dense 300 x 20 dense copy of the sparse X"):
+            call()

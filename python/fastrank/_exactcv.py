@@ -19,7 +19,7 @@ from scipy.linalg import lu_factor, lu_solve
 
 from . import _core, _holdout
 from ._kernels import kernel_block, resolve_kernel
-from ._memory import check_dense_memory
+from ._memory import check_dense_memory, densified
 from ._problem import PreferenceGraph, RankingProblem, check_weighting
 from ._progress import resolve_verbose, stage
 from ._solvers import Fit, _by_alpha, _centred_features, check_indices, select_basis
@@ -155,11 +155,9 @@ class DualRoute(_Route):
     def __init__(self, engine, *, low_rank):
         super().__init__(engine)
         self.low_rank = low_rank
-        if low_rank and issparse(self.Xg):
-            # the rank-n factor needs S X, which block centring makes dense: m x n, n < m
-            check_dense_memory(self.m, 1, "dense copy of the sparse X (linear low-rank route)",
-                               n_cols=self.problem.n_features)
-        self.Xd = np.ascontiguousarray(self.Xg.toarray() if issparse(self.Xg) else self.Xg) if low_rank else None
+        # the rank-n factor needs S X, which block centring makes dense: m x n, n < m
+        self.Xd = np.ascontiguousarray(densified(self.Xg, "dense copy of the sparse X (linear low-rank route)")) \
+            if low_rank else None
         self.Yg = self.problem.targets_grouped()
         self.group_args = (self.groups.order, self.groups.offsets, self.problem.pair_weight())
         self._V = self._sigma = self._SX = None

@@ -688,7 +688,7 @@ class HoldoutEngine(_OnProblem):
     def lpo_all_pairs(self, alpha=None):
         """:meth:`lpo` of :meth:`default_pairs` (with their check that a training pair remains); feature
         maps never list the pairs (the C++ loop generates them), other routes take the listed pairs."""
-        if self.features is None or self.spec.exclude_ties:
+        if self.features is None:  # as with exclude_ties (no feature map)
             return self.lpo(self.training_pairs(), alpha)
         self.check_pairs_leave_training()
         n_pairs = self.n_default_pairs()

@@ -747,9 +747,9 @@ class HoldoutEngine(_OnProblem):
         return self.dual.leave_group_out_path(alphas)
 
     def check_sets(self, sets):
-        sets = check_sets(sets, self.m, min_train=0 if self.grouped else 2)
+        sets = check_sets(sets, self.m, min_train=0)
         bad = self.sets_without_training(sets)
-        if np.any(bad):  # with groups or exclude_ties, rows can remain without a relevant pair among them
+        if np.any(bad):  # fewer than two rows left, or (groups, exclude_ties) no relevant pair among them
             raise ValueError(f"hold-out set {int(np.argmax(bad))} leaves no training pairs (every training pair "
                              "touches it)")
         return sets

@@ -19,7 +19,7 @@ from scipy.linalg import lu_factor, lu_solve
 
 from . import _core, _holdout
 from ._kernels import kernel_block, resolve_kernel
-from ._memory import check_dense_memory
+from ._memory import check_dense_memory, densified
 from ._problem import PreferenceGraph, RankingProblem, check_weighting
 from ._progress import resolve_verbose, stage
 from ._solvers import Fit, _by_alpha, _centred_features, check_indices, select_basis
@@ -155,11 +155,9 @@ class DualRoute(_Route):
     def __init__(self, engine, *, low_rank):
         super().__init__(engine)
         self.low_rank = low_rank
-        if low_rank and issparse(self.Xg):
-            # the rank-n factor needs S X, which block centring makes dense: m x n, n < m
-            check_dense_memory(self.m, 1, "dense copy of the sparse X (linear low-rank route)",
-                               n_cols=self.problem.n_features)
-        self.Xd = np.ascontiguousarray(self.Xg.toarray() if issparse(self.Xg) else self.Xg) if low_rank else None
+        # the rank-n factor needs S X, which block centring makes dense: m x n, n < m
+        self.Xd = np.ascontiguousarray(densified(self.Xg, "dense copy of the sparse X (linear low-rank route)")) \
+            if low_rank else None
         self.Yg = self.problem.targets_grouped()
         self.group_args = (self.groups.order, self.groups.offsets, self.problem.pair_weight())
         self._V = self._sigma = self._SX = None
@@ -566,7 +564,7 @@ class HoldoutEngine(_OnProblem):
 
     @property
     def basis(self):
-        return self.features is not None and not self.low_rank
+        return self.spec.basis_vectors is not None  # low_rank as well for a linear kernel with n < m
 
     def _route(self):
         return self.tie if self.spec.exclude_ties else self.feature if self.features is not None else self.dual
@@ -690,7 +688,7 @@ class HoldoutEngine(_OnProblem):
     def lpo_all_pairs(self, alpha=None):
         """:meth:`lpo` of :meth:`default_pairs` (with their check that a training pair remains); feature
         maps never list the pairs (the C++ loop generates them), other routes take the listed pairs."""
-        if self.features is None or self.spec.exclude_ties:
+        if self.features is None:  # as with exclude_ties (no feature map)
             return self.lpo(self.training_pairs(), alpha)
         self.check_pairs_leave_training()
         n_pairs = self.n_default_pairs()
@@ -724,6 +722,9 @@ class HoldoutEngine(_OnProblem):
         """(m, v) predictions, each group held out in turn (eq. 33): from the spectral factor when it exists, else
         from the Cholesky factor of ``S K S + alpha I`` and the diagonal blocks of its inverse (MPRank, whose alpha
         depends on each group's size: through :meth:`holdout`)."""
+        bad = self.sets_without_training(self.groups.rows())
+        if np.any(bad):  # the dense route's C++ checks this too; the others would predict with a zero model
+            raise ValueError(f"holding out group {self.groups.labels[int(np.argmax(bad))]} leaves no training pairs")
         route = self._route()
         if (self.spec.C is not None and alpha is None) or self.spec.exclude_ties \
                 or (route is self.dual and route.factored()):  # each group as a hold-out set
@@ -746,7 +747,28 @@ class HoldoutEngine(_OnProblem):
         return self.dual.leave_group_out_path(alphas)
 
     def check_sets(self, sets):
-        return check_sets(sets, self.m, min_train=0 if self.grouped else 2)
+        sets = check_sets(sets, self.m, min_train=0)
+        bad = self.sets_without_training(sets)
+        if np.any(bad):  # fewer than two rows left, or (groups, exclude_ties) no relevant pair among them
+            raise ValueError(f"hold-out set {int(np.argmax(bad))} leaves no training pairs (every training pair "
+                             "touches it)")
+        return sets
+
+    def sets_without_training(self, sets):
+        """Whether each hold-out set (int arrays) leaves no relevant training pair: the pairs of the groups it touches,
+        less (``exclude_ties``) the tied pairs of its tie cells, before and after removing its rows."""
+        if not sets:
+            return np.zeros(0, dtype=bool)
+        rows = np.concatenate(sets)
+        unit = np.repeat(np.arange(len(sets)), [len(s) for s in sets])
+        removed = np.zeros(len(sets))
+        for sign, index in ((1.0, self.groups), (-1.0, self.problem.cells)):
+            if index is not None:  # cells: None without exclude_ties
+                key, held = np.unique(unit * index.n_groups + index.codes[rows], return_counts=True)
+                n = index.sizes[key % index.n_groups].astype(np.float64)
+                removed += sign * np.bincount(key // index.n_groups, weights=(n * (n - 1) - (n - held) * (n - held - 1))
+                                              / 2, minlength=len(sets))
+        return self.problem.n_relevant_pairs() - removed <= 0.5
 
 
 def check_sets(sets, m, *, min_train=2):
@@ -785,8 +807,22 @@ def resolve_folds(folds, engine, groups=None):
         labels = None
     if hasattr(folds, "split"):
         sets = [np.asarray(te) for _, te in folds.split(np.zeros((m, 1)), None, groups)]
-    elif labels is not None and labels.ndim == 1 and labels.shape[0] == m and labels.dtype.kind not in "bO":
-        sets = [np.flatnonzero(labels == lab) for lab in np.unique(labels)]  # fold labels
+    elif labels is not None and labels.ndim == 1 and labels.dtype.kind == "b":
+        raise ValueError("folds as one boolean mask is ambiguous: give a list of masks (e.g. [mask, ~mask]) or integer "
+                         "fold labels")
+    elif labels is not None and labels.ndim == 1 and labels.size \
+            and (labels.dtype.kind != "O" or all(np.ndim(v) == 0 for v in labels)):  # fold labels, one per row
+        if labels.shape[0] != m:
+            raise ValueError(f"fold labels must have one entry per row ({m}), got {labels.shape[0]}")
+        missing = labels != labels  # NaN, also inside an object array
+        if missing.any():
+            raise ValueError(f"fold labels must not be NaN (row {int(np.argmax(missing))}); to leave rows out of every "
+                             "fold give the folds as index sets")
+        try:
+            sets = [np.flatnonzero(labels == lab) for lab in np.unique(labels)]
+        except TypeError:  # e.g. None next to strings
+            raise TypeError(f"fold labels must be mutually comparable (one type), got the types "
+                            f"{sorted({type(v).__name__ for v in labels})}") from None
     else:
         sets = [np.asarray(s) for s in folds]
     if not sets:
@@ -829,13 +865,13 @@ class PreferenceRoute:
         lu = lu_factor(LK, overwrite_a=True, check_finite=False)
         Hb = lu_solve(lu, b, check_finite=False)
         out = []
-        for U in sets:
+        for k, U in enumerate(sets):
             touch = np.isin(g.head, U) | np.isin(g.tail, U)
             if not touch.any():  # no edge to remove: the full model
                 out.append(K[U] @ Hb)
                 continue
             if touch.all():
-                raise ValueError("a hold-out set touches every preference: no training edge is left")
+                raise ValueError(f"hold-out set {k} touches every preference: no training edge is left")
             B = np.unique(np.concatenate([g.head[touch], g.tail[touch]]))
             # the removed edges' L and b on the rows B they touch (indices local to B: no m x m matrix per set)
             D, d = _graph_system(PreferenceGraph(np.searchsorted(B, g.head[touch]), np.searchsorted(B, g.tail[touch]),

@@ -29,6 +29,7 @@ import scipy.linalg
 import scipy.sparse as sp
 
 from . import _core
+from ._memory import densified
 from ._problem import pair_weights
 from ._validation import as_targets, group_index
 
@@ -133,7 +134,7 @@ def _core_args(Phi, Y, codes, n_groups, normalized, pair_weight, groups):
     if pair_weight is None:
         pair_weight = pair_weights(gi.sizes, "normalized" if normalized else "unweighted")
     weight = np.ascontiguousarray(pair_weight, dtype=np.float64)
-    rows = np.ascontiguousarray(Phi.toarray() if sp.issparse(Phi) else Phi, dtype=np.float64)
+    rows = np.ascontiguousarray(densified(Phi, "dense copy of the sparse X (feature-space hold-out)"), dtype=np.float64)
     return (rows, np.ascontiguousarray(Y), gi.order, gi.offsets, weight), gi
 
 

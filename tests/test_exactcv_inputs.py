@@ -1,0 +1,163 @@
+"""Unusual inputs of the exact cross-validation engine reachable from fastrank.model_selection and RankRLSCV: a hold-out
+set or group that leaves no relevant training pair raises on every route (the dense kernel route did; the feature-map,
+basis, tie-excluding and MPRank routes predicted with the zero model or failed in LAPACK), and fold labels that cannot
+be folds are named as such."""
+
+import numpy as np
+import pytest
+
+import fastrank
+from fastrank import model_selection as ms
+
+ROUTES = [fastrank.RankRLS(), fastrank.RankRLS(kernel="rbf"), fastrank.RankRLS(basis_vectors=5),
+          fastrank.RankRLS(exclude_ties=True), fastrank.MPRank()]
+
+
+@pytest.fixture
+def data():
+    rng = np.random.default_rng(0)
+    return rng.normal(size=(12, 3)), rng.normal(size=12)
+
+
+def _retrain_linear(X, y, alpha, held, groups, exclude_ties=False):
+    """Primal RankRLS without the rows ``held``: (X_T^T L_T X_T + alpha I) w = X_T^T L_T y_T, L_T the Laplacian of the
+    kept pairs inside groups (tied pairs left out with ``exclude_ties``), solved with numpy."""
+    keep = np.setdiff1d(np.arange(X.shape[0]), held)
+    L = np.zeros((keep.size, keep.size))
+    for a in range(keep.size):
+        for b in range(a + 1, keep.size):
+            i, j = keep[a], keep[b]
+            if groups[i] != groups[j] or (exclude_ties and y[i] == y[j]):
+                continue
+            L[[a, b], [a, b]] += 1.0
+            L[[a, b], [b, a]] -= 1.0
+    XT = X[keep]
+    w = np.linalg.solve(XT.T @ L @ XT + alpha * np.eye(X.shape[1]), XT.T @ L @ y[keep])
+    return X[held] @ w
+
+
+@pytest.mark.parametrize("est", ROUTES, ids=repr)
+def test_hold_out_set_leaving_single_rows_raises_on_every_route(data, est):
+    # on main: zeros from the linear, basis and tie-excluding routes, numpy's LinAlgError from MPRank
+    X, y = data
+    groups = np.repeat([0, 1, 2], 4)
+    keep_one_per_group = np.setdiff1d(np.arange(12), [0, 4, 8])
+    with pytest.raises(ValueError, match="hold-out set 1 leaves no training pairs"):
+        ms.holdout_predictions(est, X, y, [[0, 1], keep_one_per_group], groups)
+    with pytest.raises(ValueError, match="hold-out set 0 leaves no training pairs"):
+        ms.kfold_predictions(est, X, y, [np.arange(12)], groups)
+
+
+@pytest.mark.parametrize("est", ROUTES, ids=repr)
+def test_leave_group_out_leaving_single_rows_raises_on_every_route(data, est):
+    X, y = data
+    groups = np.r_[0, 1, np.full(10, 2)]  # without group 2 two single rows remain
+    with pytest.raises(ValueError, match="holding out group 2 leaves no training pairs"):
+        ms.leave_group_out(est, X, y, groups)
+    search = fastrank.RankRLSCV(alphas=[0.5, 1.0], **{k: v for k, v in est.get_params().items()
+                                                        if k in ("kernel", "exclude_ties")})
+    if not isinstance(est, fastrank.MPRank):
+        with pytest.raises(ValueError, match="leaves no training pairs"):
+            search.fit(X, y, groups)
+
+
+def test_tie_excluded_set_leaving_only_tied_rows_raises(data):
+    X, _ = data
+    y = np.r_[np.zeros(6), np.arange(1.0, 7.0)]  # rows 0-5 tied: no relevant pair among them
+    est = fastrank.RankRLS(exclude_ties=True)
+    with pytest.raises(ValueError, match="hold-out set 0 leaves no training pairs"):
+        ms.holdout_predictions(est, X, y, [np.arange(6, 12)])
+    # one untied row kept next to the tied ones: five relevant pairs, predicted as retraining does
+    got = ms.holdout_predictions(est, X, y, [np.arange(7, 12)])[0]
+    np.testing.assert_allclose(got, _retrain_linear(X, y, 1.0, np.arange(7, 12), np.zeros(12), True), rtol=1e-8)
+
+
+@pytest.mark.parametrize("exclude_ties", [False, True])
+def test_hold_out_set_leaving_one_pair_equals_retraining(data, exclude_ties):
+    X, y = data
+    groups = np.repeat([0, 1, 2], 4)
+    held = np.setdiff1d(np.arange(12), [0, 1, 4, 8])  # group 0 keeps the pair (0, 1)
+    for est in (fastrank.RankRLS(exclude_ties=exclude_ties), fastrank.RankRLS(kernel="rbf", exclude_ties=exclude_ties)):
+        got = ms.holdout_predictions(est, X, y, [held], groups)[0]
+        if est.kernel == "linear":
+            ref = _retrain_linear(X, y, 1.0, held, groups, exclude_ties)
+        else:  # rows 4 and 8 have no pair: the fit on rows 0 and 1 alone is the retrained model
+            ref = est.fit(X[[0, 1]], y[[0, 1]]).predict(X[held])
+        np.testing.assert_allclose(got, ref, rtol=1e-8)
+
+
+@pytest.mark.parametrize("folds, exc, match", [
+    # NaN matched no label: "hold-out set 2 must be a non-empty 1-D array of integer row indices"
+    (np.r_[np.zeros(6), np.ones(5), np.nan], ValueError, r"fold labels must not be NaN \(row 11\)"),
+    (np.array([0] * 6 + [1] * 5 + [np.nan], dtype=object), ValueError, r"fold labels must not be NaN \(row 11\)"),
+    # labels of the wrong length were read as index sets: "hold-out set 0 must be a non-empty 1-D array ..."
+    (np.arange(11) % 3, ValueError, r"fold labels must have one entry per row \(12\), got 11"),
+    # one (m,) mask was read as m index sets: "hold-out set 0 as a boolean mask must have shape (12,)"
+    (np.arange(12) < 6, ValueError, "folds as one boolean mask is ambiguous"),
+    # numpy's "'<' not supported between instances of 'NoneType' and 'str'"
+    (np.array(["a", None] * 6, dtype=object), TypeError, "fold labels must be mutually comparable"),
+])
+def test_fold_labels_that_are_no_folds_are_named(data, folds, exc, match):
+    X, y = data
+    with pytest.raises(exc, match=match):
+        ms.kfold_predictions(fastrank.RankRLS(), X, y, folds)
+    with pytest.raises(exc, match=match):
+        fastrank.RankRLSCV(alphas=[1.0], cv=folds).fit(X, y)
+
+
+def test_string_fold_labels_in_an_object_array_or_series(data):
+    # an object array of labels (a pandas Series of strings) was read as index sets: "hold-out set 0 must be ..."
+    X, y = data
+    labels = np.array(["a", "b", "c"] * 4)
+    est = fastrank.RankRLS()
+    want = ms.kfold_predictions(est, X, y, labels)
+    np.testing.assert_array_equal(want, ms.kfold_predictions(est, X, y, np.arange(12) % 3))
+    np.testing.assert_array_equal(ms.kfold_predictions(est, X, y, labels.astype(object)), want)
+    pd = pytest.importorskip("pandas")
+    np.testing.assert_array_equal(ms.kfold_predictions(est, X, y, pd.Series(labels, dtype=object)), want)
+    search = fastrank.RankRLSCV(alphas=[0.5, 2.0], cv=labels.astype(object)).fit(X, y)
+    np.testing.assert_array_equal(search.cv_predictions_, fastrank.RankRLSCV(alphas=[0.5, 2.0], cv=labels).fit(X, y)
+                                  .cv_predictions_)
+    held = np.flatnonzero(labels == "a")
+    np.testing.assert_allclose(want[held], _retrain_linear(X, y, 1.0, held, np.zeros(12)), rtol=1e-8)
+
+
+def test_linear_basis_model_is_not_taken_for_the_full_linear_model(data):
+    # with n_features < m the linear basis model also counted as "low rank": Factorization.solve returned the full
+    # linear RankRLS instead of raising, and mprank_loo_approximation set the full model's approximation beside the
+    # basis model's exact value
+    rng = np.random.default_rng(1)
+    X, y = rng.normal(size=(12, 5)), rng.normal(size=12)
+    est = fastrank.RankRLS(basis_vectors=3)
+    with pytest.raises(ValueError, match="Factorization.solve re-solves the dense kernel model"):
+        ms.factorize(est, X, y).solve(1.0)
+    with pytest.raises(ValueError, match="mprank_loo_approximation needs the dense kernel model"):
+        ms.mprank_loo_approximation(est, X, y)
+    # its hold-outs stay those of the basis model: retraining without rows outside the basis keeps the basis
+    basis = est.fit(X, y).basis_indices_
+    held = np.setdiff1d(np.arange(12), basis)[:4]
+    keep = np.setdiff1d(np.arange(12), held)
+    got = ms.holdout_predictions(fastrank.RankRLS(basis_vectors=basis), X, y, [held])[0]
+    ref = fastrank.RankRLS(basis_vectors=np.searchsorted(keep, basis)).fit(X[keep], y[keep]).predict(X[held])
+    np.testing.assert_allclose(got, ref, rtol=1e-8)
+
+
+def test_preference_hold_out_set_touching_every_edge_is_named(data):
+    X, _ = data
+    pairs = [[0, 1], [0, 2], [3, 4]]
+    with pytest.raises(ValueError, match="hold-out set 1 touches every preference: no training edge is left"):
+        ms.preference_holdout_predictions(fastrank.RankRLS(), X, pairs, [[5], [0, 3]])
+
+
+def test_feature_space_hold_outs_guard_the_dense_copy_of_sparse_X(monkeypatch):
+    # k folds, hold-out sets and listed pairs of a linear model densified a sparse X (m x n) unguarded: numpy's
+    # allocation error, or the process killed, where leave-group-out raised fastrank's MemoryError
+    sp = pytest.importorskip("scipy.sparse")
+    X = sp.random(300, 20, density=0.1, format="csr", random_state=0)
+    y = np.random.default_rng(0).normal(size=300)
+    monkeypatch.setenv("FASTRANK_MAX_DENSE_BYTES", str(10 ** 4))
+    est = fastrank.RankRLS()
+    for call in (lambda: ms.kfold_predictions(est, X, y, 3), lambda: ms.holdout_predictions(est, X, y, [[0, 1]]),
+                 lambda: ms.leave_pair_out(est, X, y, pairs=[[0, 1]], groups=np.arange(300) // 10)):
+        with pytest.raises(MemoryError, match="dense 300 x 20 dense copy of the sparse X"):
+            call()

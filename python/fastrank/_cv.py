@@ -48,8 +48,6 @@ def require_training_preferences(gi, Y, sets, name):
     ``name(k)`` names set k.  A group keeps its preference when the set leaves one of its rows at the group's smallest
     and one at its largest target (counted for all sets at once, O(total set size)); only a set whose groups all fail
     that test has the rows left in its groups compared."""
-    if len(sets) == 0:
-        return
     Yg, starts = gi.take(Y), gi.offsets[:-1]
     low, high = np.minimum.reduceat(Yg, starts, axis=0), np.maximum.reduceat(Yg, starts, axis=0)  # (n_groups, v)
     at_low, at_high = Y == low[gi.codes], Y == high[gi.codes]
@@ -222,10 +220,7 @@ class RankRLSCV(_ExactCVSearch):
             pairs = prob.training_pairs(required=True)
             require_training_preferences(prob.groups, prob.Y, pairs, lambda k: f"cv='lpo': held-out pair {pairs[k]}")
             for k in bar:
-                dis = prob.lpo_disagreement(pairs, float(alphas[k]))
-                if not np.all(np.isfinite(dis)):
-                    raise ValueError("no held-out pair has different targets; cannot score")
-                d = float(np.mean(dis))
+                d = float(np.mean(prob.lpo_disagreement(pairs, float(alphas[k]))))
                 scores[k] = 1.0 - d if scoring.name == "auc" else d
         else:
             if lgo_path and prob.groups.n_groups < 2:  # groups=None: one group
@@ -239,9 +234,8 @@ class RankRLSCV(_ExactCVSearch):
             def predictions(k):  # rows in no hold-out set stay NaN; the group sets cover every row
                 return np.array(path[k]) if lgo_path else prob.holdout_rows(sets, float(alphas[k]))
 
-            codes = prob.groups.codes if groups is not None else None
-            for k in bar:
-                scores[k] = holdout_score(predictions(k), prob.Y, sets, codes, scoring)
+            for k in bar:  # without groups every code is 0: the units are the sets
+                scores[k] = holdout_score(predictions(k), prob.Y, sets, prob.groups.codes, scoring)
         greater_is_better = scoring.greater_is_better if isinstance(scoring, Measure) else True
         best = self._keep_best(prob, base, "alpha", alphas, scores, "the cross-validation score", greater_is_better)
         name = scoring.name if isinstance(scoring, Measure) else getattr(scoring, "__name__", "callable")

@@ -255,9 +255,9 @@ class Factorization:
     def holdout_predictions(self, test_sets, *, alpha=None):
         eng = self._engine
         sets = eng.check_sets(test_sets)
-        require_training_preferences(eng.groups, eng.Y, sets, "hold-out set {}".format)
         if not sets:  # np.split would return the one empty block
             return []
+        require_training_preferences(eng.groups, eng.Y, sets, "hold-out set {}".format)
         out = eng.holdout(sets, self._alpha(alpha))
         return [eng.shaped(o) for o in np.split(out, np.cumsum([s.size for s in sets])[:-1])]
 

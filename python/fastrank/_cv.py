@@ -127,7 +127,7 @@ class _ExactCVSearch(KernelMixin, Ranker):
         self.best_score_ = float(scores[best])
         model = base.set_params(**{name: float(grid[best])})
         self.best_estimator_ = model._apply_engine_fit(engine, model._cv_spec().alpha_for(engine.m))
-        self.n_features_in_ = getattr(self.best_estimator_, "n_features_in_", None)
+        self.n_features_in_ = self.best_estimator_.n_features_in_
         return best
 
     def predict(self, X):

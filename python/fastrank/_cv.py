@@ -29,11 +29,55 @@ def holdout_score(pred, Y, sets, codes, scoring):
     unit = np.repeat(np.arange(len(sets), dtype=np.int64), [len(s) for s in sets])
     if codes is not None:
         unit = unit * (int(codes.max()) + 1) + codes[rows]
+    if np.unique(unit).size == unit.size:  # the measures would score every unit alike (1 or undefined)
+        raise ValueError("every hold-out unit (the rows of one hold-out set inside one group) is a single row, so no "
+                         "model ranks two held-out rows and every alpha would score alike: use fewer, larger folds "
+                         "(cv=k with k < n_samples, or folds of whole groups) or cv='lpo'")
     values = [scoring(Y[rows, k], pred[rows, k], unit) for k in range(Y.shape[1])]
     for v in values:  # float() would take True as 1 and fail with its own message on None, strings or arrays
         if np.ndim(v) != 0 or np.asarray(v).dtype.kind not in "fiu":
             raise TypeError(f"scoring must return one real number (higher is better), got {v!r}")
     return float(np.mean([float(v) for v in values]))
+
+
+def require_training_preferences(gi, Y, sets, name):
+    """Raise unless the rows outside every hold-out set hold a preference in every column of the (m, v) targets ``Y``
+    (two rows of one :class:`GroupIndex` group with different targets), as ``fit`` requires of its data: without one
+    the retrained model is zero and the exact formulas return rounding noise for it.  ``sets``: index arrays, or an
+    (n_pairs, 2) array of held-out pairs inside groups (a pair tied in a column is not scored there, so not checked);
+    ``name(k)`` names set k.  A group keeps its preference when the set leaves one of its rows at the group's smallest
+    and one at its largest target (counted for all sets at once, O(total set size)); only a set whose groups all fail
+    that test has the rows left in its groups compared."""
+    Yg, starts = gi.take(Y), gi.offsets[:-1]
+    low, high = np.minimum.reduceat(Yg, starts, axis=0), np.maximum.reduceat(Yg, starts, axis=0)  # (n_groups, v)
+    at_low, at_high = Y == low[gi.codes], Y == high[gi.codes]
+    n_low, n_high = (np.add.reduceat(gi.take(a), starts, axis=0, dtype=np.int64) for a in (at_low, at_high))
+    spread = high > low
+    if isinstance(sets, np.ndarray):  # pairs: one group each
+        i, j = sets[:, 0], sets[:, 1]
+        t = gi.codes[i]
+        kept = (spread.sum(axis=0) > spread[t]) | (Y[i] == Y[j]) | (
+            spread[t] & (n_low[t] - at_low[i] - at_low[j] > 0) & (n_high[t] - at_high[i] - at_high[j] > 0))
+    else:  # one entry per (set, group it touches), sorted by set
+        rows = np.concatenate(sets)
+        keys, local = np.unique(np.repeat(np.arange(len(sets)), [len(s) for s in sets]) * gi.n_groups
+                                + gi.codes[rows], return_inverse=True)
+        t, first = keys % gi.n_groups, np.flatnonzero(np.r_[True, np.diff(keys // gi.n_groups) > 0])
+        lost_low, lost_high = (np.zeros((keys.size, Y.shape[1]), np.int64) for _ in range(2))
+        np.add.at(lost_low, local, at_low[rows])
+        np.add.at(lost_high, local, at_high[rows])
+        keeps = spread[t] & (lost_low < n_low[t]) & (lost_high < n_high[t])
+        kept = (spread.sum(axis=0) > np.add.reduceat(spread[t], first, axis=0, dtype=np.int64)) \
+            | np.logical_or.reduceat(keeps, first, axis=0)
+    for k in np.flatnonzero(~kept.all(axis=1)):  # the rows left in the touched groups decide
+        for q in np.unique(gi.codes[sets[k]]):
+            left = np.setdiff1d(gi.order[gi.offsets[q]:gi.offsets[q + 1]], sets[k])
+            if left.size > 1:
+                kept[k] |= np.ptp(Y[left], axis=0) > 0
+        if not kept[k].all():
+            raise ValueError(f"{name(k)} leaves no training pairs with a preference (two rows of one group with "
+                             f"different targets) in output column(s) {np.flatnonzero(~kept[k]).tolist()}: the "
+                             "retrained model would be zero; hold out fewer rows or other groups")
 
 
 def _check_scoring(scoring):
@@ -83,7 +127,7 @@ class _ExactCVSearch(KernelMixin, Ranker):
         self.best_score_ = float(scores[best])
         model = base.set_params(**{name: float(grid[best])})
         self.best_estimator_ = model._apply_engine_fit(engine, model._cv_spec().alpha_for(engine.m))
-        self.n_features_in_ = getattr(self.best_estimator_, "n_features_in_", None)
+        self.n_features_in_ = self.best_estimator_.n_features_in_
         return best
 
     def predict(self, X):
@@ -174,24 +218,24 @@ class RankRLSCV(_ExactCVSearch):
         bar = progress.iterate(range(alphas.size), desc="RankRLSCV", unit="alpha", verbose=self.verbose)
         if is_lpo:
             pairs = prob.training_pairs(required=True)
+            require_training_preferences(prob.groups, prob.Y, pairs, lambda k: f"cv='lpo': held-out pair {pairs[k]}")
             for k in bar:
-                dis = prob.lpo_disagreement(pairs, float(alphas[k]))
-                if not np.all(np.isfinite(dis)):
-                    raise ValueError("no held-out pair has different targets; cannot score")
-                d = float(np.mean(dis))
+                d = float(np.mean(prob.lpo_disagreement(pairs, float(alphas[k]))))
                 scores[k] = 1.0 - d if scoring.name == "auc" else d
         else:
             if lgo_path and prob.groups.n_groups < 2:  # groups=None: one group
                 raise ValueError("cv='lgo' needs groups with at least two distinct ids")
             sets = prob.groups.rows() if lgo_path else resolve_folds(cv, prob, groups)
+            labels = prob.groups.labels
+            require_training_preferences(prob.groups, prob.Y, sets, (lambda k: f"cv='lgo': group {labels[k]}")
+                                         if lgo_path else "cv: hold-out set {}".format)
             path = prob.leave_group_out_path(alphas) if lgo_path else None
 
             def predictions(k):  # rows in no hold-out set stay NaN; the group sets cover every row
                 return np.array(path[k]) if lgo_path else prob.holdout_rows(sets, float(alphas[k]))
 
-            codes = prob.groups.codes if groups is not None else None
-            for k in bar:
-                scores[k] = holdout_score(predictions(k), prob.Y, sets, codes, scoring)
+            for k in bar:  # without groups every code is 0: the units are the sets
+                scores[k] = holdout_score(predictions(k), prob.Y, sets, prob.groups.codes, scoring)
         greater_is_better = scoring.greater_is_better if isinstance(scoring, Measure) else True
         best = self._keep_best(prob, base, "alpha", alphas, scores, "the cross-validation score", greater_is_better)
         name = scoring.name if isinstance(scoring, Measure) else getattr(scoring, "__name__", "callable")

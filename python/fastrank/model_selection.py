@@ -35,6 +35,7 @@ import numpy as np
 
 from sklearn.utils import check_random_state
 
+from ._cv import require_training_preferences
 from ._exactcv import PreferenceRoute, check_sets, engine_for, resolve_folds, spec_of
 from ._memory import check_dense_memory
 from ._problem import RankingProblem
@@ -129,7 +130,7 @@ def permutation_test_lpo(estimator, X, y, n_permutations=100, random_state=None,
 
     Returns (score, permutation_scores, pvalue) with pvalue = (#{perm >= score} + 1) / (n_permutations + 1).
     """
-    if scoring not in ("auc",):
+    if not (isinstance(scoring, str) and scoring == "auc"):  # an array would make "in" ambiguous
         raise ValueError(f"scoring must be 'auc', got {scoring!r}")
     n_permutations = check_int(n_permutations, "n_permutations", low=1)
     y = _asarray(y, "y")
@@ -151,6 +152,8 @@ def permutation_test_lpo(estimator, X, y, n_permutations=100, random_state=None,
     Y = np.column_stack(cols)
     prob = engine_for(estimator, X, Y, groups, min_rows=3, verbose=verbose)
     pairs = prob.training_pairs(required=True)
+    # the permuted columns hold y's values in each group: a pair that leaves one of them no preference leaves y none
+    require_training_preferences(prob.groups, prob.Y[:, :1], pairs, lambda k: f"held-out pair {pairs[k]}")
     with stage(f"leave-pair-out AUC of y and {n_permutations} permutations", verbose=verbose):
         scores = prob.lpo_disagreement(pairs)
     auc = 1.0 - scores
@@ -254,17 +257,21 @@ class Factorization:
         sets = eng.check_sets(test_sets)
         if not sets:  # np.split would return the one empty block
             return []
+        require_training_preferences(eng.groups, eng.Y, sets, "hold-out set {}".format)
         out = eng.holdout(sets, self._alpha(alpha))
         return [eng.shaped(o) for o in np.split(out, np.cumsum([s.size for s in sets])[:-1])]
 
     def kfold_predictions(self, folds, *, alpha=None, groups=None):
         eng = self._engine
-        return eng.shaped(eng.holdout_rows(resolve_folds(folds, eng, groups), self._alpha(alpha)))
+        sets = resolve_folds(folds, eng, groups)
+        require_training_preferences(eng.groups, eng.Y, sets, "fold {}".format)
+        return eng.shaped(eng.holdout_rows(sets, self._alpha(alpha)))
 
     def leave_group_out(self, *, alpha=None):
         eng = self._engine
         if eng.groups.n_groups < 2:  # groups=None: one group
             raise ValueError("leave_group_out needs groups with at least two distinct ids")
+        require_training_preferences(eng.groups, eng.Y, eng.groups.rows(), lambda k: f"group {eng.groups.labels[k]}")
         with stage(f"leave-group-out over {eng.groups.n_groups} groups", verbose=eng.verbose):
             return eng.shaped(eng.leave_group_out(self._alpha(alpha)))
 

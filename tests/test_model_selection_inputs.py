@@ -1,0 +1,120 @@
+"""Hostile inputs of the exact cross-validation functions (fastrank.model_selection) and searches (RankRLSCV,
+MPRankCV): a hold-out set or pair whose training part holds no preference, hold-out units of single rows and
+non-string scoring values raise errors that say so, instead of scores and predictions of a model that was never
+trained (the zero model, whose exact predictions came back as rounding noise).  Where the check lets a borderline
+case through, the numbers equal a plain numpy retraining (tests/cv_oracles.py) to 1e-8 relative."""
+
+import numpy as np
+import pytest
+
+import fastrank
+from fastrank import model_selection as ms
+from cv_oracles import retrain_predict
+
+NO_PREFERENCE = "leaves no training pairs with a preference"
+
+
+@pytest.fixture
+def data():
+    rng = np.random.default_rng(0)
+    return rng.normal(size=(12, 3)), rng.normal(size=12)
+
+
+def test_rankrlscv_leave_group_out_of_the_only_group_with_pairs_raises(data):
+    # groups {0}, {1..11}: holding out the big group leaves one row; its AUC came from rounding noise (0.47)
+    X, y = data
+    with pytest.raises(ValueError, match=f"cv='lgo': group 1 {NO_PREFERENCE}"):
+        fastrank.RankRLSCV().fit(X, y, np.r_[0, np.ones(11, int)])
+
+
+def test_rankrlscv_fold_of_every_row_raises(data):
+    # with groups one fold of all rows scored 0.5 for every alpha and kept the first
+    X, y = data
+    with pytest.raises(ValueError, match=f"cv: hold-out set 0 {NO_PREFERENCE}"):
+        fastrank.RankRLSCV(cv=[np.arange(12)]).fit(X, y, np.repeat([0, 1, 2], 4))
+
+
+def test_rankrlscv_all_singleton_groups_name_the_problem(data):
+    # the measure's "pairwise_disagreement: there is no pair to evaluate" reached the user
+    X, y = data
+    with pytest.raises(ValueError, match=f"cv='lgo': group 0 {NO_PREFERENCE}"):
+        fastrank.RankRLSCV().fit(X, y, np.arange(12))
+
+
+@pytest.mark.parametrize("search", [
+    lambda X, y: fastrank.RankRLSCV(cv="lpo").fit(X, y),
+    lambda X, y: ms.permutation_test_lpo(fastrank.RankRLS(kernel="rbf"), X, y, 3, random_state=0),
+], ids=["RankRLSCV", "permutation_test_lpo"])
+def test_leave_pair_out_of_the_only_positive_raises(data, search):
+    # every scored pair held out the only positive: its model was trained on tied targets, and the LPO-AUC of
+    # each alpha (0.05 to 1.0) was rounding noise
+    X, _ = data
+    with pytest.raises(ValueError, match=rf"held-out pair \[0 1\] {NO_PREFERENCE}"):
+        search(X, np.r_[1.0, np.zeros(11)])
+
+
+def test_leave_pair_out_with_two_positives_equals_retraining(data):
+    # the pair of both positives is tied, so not scored: no error, and the scored pairs are exact
+    X, _ = data
+    y = np.r_[1.0, 1.0, np.zeros(10)]
+    est = fastrank.RankRLSCV(alphas=[0.5, 2.0], cv="lpo").fit(X, y)
+    K = X @ X.T
+    scored = y[est.cv_pairs_[:, 0]] != y[est.cv_pairs_[:, 1]]
+    assert scored.sum() == 20
+    for (i, j), got in zip(est.cv_pairs_[scored], est.cv_predictions_[scored]):
+        want = retrain_predict(K, y[:, None], est.alpha_, [i, j])[:, 0]
+        np.testing.assert_allclose(got, want, rtol=1e-8, atol=1e-10 * np.abs(want).max())
+
+
+@pytest.mark.parametrize("call", [
+    lambda X, y, g: ms.holdout_predictions(fastrank.RankRLS(), X, y, [np.arange(11)], groups=g),
+    lambda X, y, g: ms.kfold_predictions(fastrank.RankRLS(), X, y, [np.arange(11), [11]], groups=g),
+    lambda X, y, g: ms.leave_group_out(fastrank.RankRLS(), X, y, np.r_[0, np.ones(11, int)]),
+    lambda X, y, g: ms.holdout_predictions(fastrank.RankRLS(exclude_ties=True), X, np.r_[0.0, 0.0, y[2:]],
+                                           [np.arange(2, 12)]),
+], ids=["holdout-grouped", "kfold-grouped", "leave_group_out", "holdout-tied-rest"])
+def test_prediction_functions_refuse_sets_leaving_no_preference(data, call):
+    # holdout_predictions' documented "a set that leaves no training pairs raises" held only without groups;
+    # the others returned predictions of about 1e-15
+    X, y = data
+    with pytest.raises(ValueError, match=NO_PREFERENCE):
+        call(X, y, np.repeat([0, 1, 2], 4))
+
+
+def test_set_leaving_one_group_with_a_preference_equals_retraining(data):
+    # the borderline case the check lets through: the rows left hold one preference, in one group
+    X, y = data
+    g = np.repeat([0, 1, 2], 4)
+    held = np.arange(10)  # leaves rows 10, 11 of group 2: one pair
+    got = ms.holdout_predictions(fastrank.RankRLS(alpha=0.3, kernel="rbf", gamma=0.5), X, y, [held], groups=g)[0]
+    d = ((X[:, None] - X[None]) ** 2).sum(-1)
+    want = retrain_predict(np.exp(-0.5 * d), y[:, None], 0.3, held, g)[:, 0]
+    np.testing.assert_allclose(got, want, rtol=1e-8, atol=1e-10 * np.abs(want).max())
+
+
+@pytest.mark.parametrize("scoring", ["ndcg", "map", "disagreement"])
+def test_rankrlscv_folds_of_single_rows_raise(data, scoring):
+    # leave-one-out folds: every unit is one row, so ndcg / map scored 1.0 for every alpha (the first was kept) and
+    # the pairwise measures failed with "there is no pair to evaluate"
+    X, _ = data
+    y = np.arange(12) % 3.0
+    with pytest.raises(ValueError, match="every hold-out unit .* is a single row"):
+        fastrank.RankRLSCV(cv=12, scoring=scoring).fit(X, y)
+
+
+@pytest.mark.parametrize("scoring", [np.array(["auc", "ndcg"]), ["auc"], None])
+def test_permutation_test_scoring_must_be_the_string_auc(data, scoring):
+    # an array gave numpy's "truth value of an array ... is ambiguous"
+    X, y = data
+    with pytest.raises(ValueError, match="scoring must be 'auc'"):
+        ms.permutation_test_lpo(fastrank.RankRLS(), X, y, 3, scoring=scoring)
+
+
+def test_a_failed_search_leaves_the_fitted_search_as_it_was(data):
+    X, y = data
+    est = fastrank.RankRLSCV(alphas=[0.5, 2.0]).fit(X, y, np.repeat([0, 1, 2], 4))
+    before = (est.alpha_, est.best_score_, est.predict(X))
+    with pytest.raises(ValueError, match=NO_PREFERENCE):
+        est.fit(X, y, np.r_[0, np.ones(11, int)])
+    assert (est.alpha_, est.best_score_) == before[:2]
+    np.testing.assert_array_equal(est.predict(X), before[2])

@@ -23,21 +23,21 @@ def data():
 def test_rankrlscv_leave_group_out_of_the_only_group_with_pairs_raises(data):
     # groups {0}, {1..11}: holding out the big group leaves one row; its AUC came from rounding noise (0.47)
     X, y = data
-    with pytest.raises(ValueError, match=f"cv='lgo': group 1 {NO_PREFERENCE}"):
+    with pytest.raises(ValueError, match=f"holding out group 1 {NO_PREFERENCE}"):
         fastrank.RankRLSCV().fit(X, y, np.r_[0, np.ones(11, int)])
 
 
 def test_rankrlscv_fold_of_every_row_raises(data):
     # with groups one fold of all rows scored 0.5 for every alpha and kept the first
     X, y = data
-    with pytest.raises(ValueError, match=f"cv: hold-out set 0 {NO_PREFERENCE}"):
+    with pytest.raises(ValueError, match=f"hold-out set 0 {NO_PREFERENCE}"):
         fastrank.RankRLSCV(cv=[np.arange(12)]).fit(X, y, np.repeat([0, 1, 2], 4))
 
 
 def test_rankrlscv_all_singleton_groups_name_the_problem(data):
     # the measure's "pairwise_disagreement: there is no pair to evaluate" reached the user
     X, y = data
-    with pytest.raises(ValueError, match=f"cv='lgo': group 0 {NO_PREFERENCE}"):
+    with pytest.raises(ValueError, match=f"holding out group 0 {NO_PREFERENCE}"):
         fastrank.RankRLSCV().fit(X, y, np.arange(12))
 
 

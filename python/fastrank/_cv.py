@@ -10,7 +10,7 @@ from ._problem import check_features, require_preferences
 from ._rankrls import MPRank, RankRLS
 from ._registry import register_estimator
 from .metrics import Measure, RankingScorer, get_measure, measure_names
-from ._exactcv import engine_for, resolve_folds
+from ._exactcv import engine_for, require_training_preferences, resolve_folds
 from ._solvers import one_conditioning_warning
 from ._progress import progress
 from ._validation import check_alphas, group_index
@@ -38,46 +38,6 @@ def holdout_score(pred, Y, sets, codes, scoring):
         if np.ndim(v) != 0 or np.asarray(v).dtype.kind not in "fiu":
             raise TypeError(f"scoring must return one real number (higher is better), got {v!r}")
     return float(np.mean([float(v) for v in values]))
-
-
-def require_training_preferences(gi, Y, sets, name):
-    """Raise unless the rows outside every hold-out set hold a preference in every column of the (m, v) targets ``Y``
-    (two rows of one :class:`GroupIndex` group with different targets), as ``fit`` requires of its data: without one
-    the retrained model is zero and the exact formulas return rounding noise for it.  ``sets``: index arrays, or an
-    (n_pairs, 2) array of held-out pairs inside groups (a pair tied in a column is not scored there, so not checked);
-    ``name(k)`` names set k.  A group keeps its preference when the set leaves one of its rows at the group's smallest
-    and one at its largest target (counted for all sets at once, O(total set size)); only a set whose groups all fail
-    that test has the rows left in its groups compared."""
-    Yg, starts = gi.take(Y), gi.offsets[:-1]
-    low, high = np.minimum.reduceat(Yg, starts, axis=0), np.maximum.reduceat(Yg, starts, axis=0)  # (n_groups, v)
-    at_low, at_high = Y == low[gi.codes], Y == high[gi.codes]
-    n_low, n_high = (np.add.reduceat(gi.take(a), starts, axis=0, dtype=np.int64) for a in (at_low, at_high))
-    spread = high > low
-    if isinstance(sets, np.ndarray):  # pairs: one group each
-        i, j = sets[:, 0], sets[:, 1]
-        t = gi.codes[i]
-        kept = (spread.sum(axis=0) > spread[t]) | (Y[i] == Y[j]) | (
-            spread[t] & (n_low[t] - at_low[i] - at_low[j] > 0) & (n_high[t] - at_high[i] - at_high[j] > 0))
-    else:  # one entry per (set, group it touches), sorted by set
-        rows = np.concatenate(sets)
-        keys, local = np.unique(np.repeat(np.arange(len(sets)), [len(s) for s in sets]) * gi.n_groups
-                                + gi.codes[rows], return_inverse=True)
-        t, first = keys % gi.n_groups, np.flatnonzero(np.r_[True, np.diff(keys // gi.n_groups) > 0])
-        lost_low, lost_high = (np.zeros((keys.size, Y.shape[1]), np.int64) for _ in range(2))
-        np.add.at(lost_low, local, at_low[rows])
-        np.add.at(lost_high, local, at_high[rows])
-        keeps = spread[t] & (lost_low < n_low[t]) & (lost_high < n_high[t])
-        kept = (spread.sum(axis=0) > np.add.reduceat(spread[t], first, axis=0, dtype=np.int64)) \
-            | np.logical_or.reduceat(keeps, first, axis=0)
-    for k in np.flatnonzero(~kept.all(axis=1)):  # the rows left in the touched groups decide
-        for q in np.unique(gi.codes[sets[k]]):
-            left = np.setdiff1d(gi.order[gi.offsets[q]:gi.offsets[q + 1]], sets[k])
-            if left.size > 1:
-                kept[k] |= np.ptp(Y[left], axis=0) > 0
-        if not kept[k].all():
-            raise ValueError(f"{name(k)} leaves no training pairs with a preference (two rows of one group with "
-                             f"different targets) in output column(s) {np.flatnonzero(~kept[k]).tolist()}: the "
-                             "retrained model would be zero; hold out fewer rows or other groups")
 
 
 def _check_scoring(scoring):
@@ -226,9 +186,8 @@ class RankRLSCV(_ExactCVSearch):
             if lgo_path and prob.groups.n_groups < 2:  # groups=None: one group
                 raise ValueError("cv='lgo' needs groups with at least two distinct ids")
             sets = prob.groups.rows() if lgo_path else resolve_folds(cv, prob, groups)
-            labels = prob.groups.labels
-            require_training_preferences(prob.groups, prob.Y, sets, (lambda k: f"cv='lgo': group {labels[k]}")
-                                         if lgo_path else "cv: hold-out set {}".format)
+            if lgo_path:  # folds are checked by resolve_folds; the path does not pass the engine's leave_group_out
+                prob.require_preferences_without_each_group()
             path = prob.leave_group_out_path(alphas) if lgo_path else None
 
             def predictions(k):  # rows in no hold-out set stay NaN; the group sets cover every row

@@ -722,9 +722,7 @@ class HoldoutEngine(_OnProblem):
         """(m, v) predictions, each group held out in turn (eq. 33): from the spectral factor when it exists, else
         from the Cholesky factor of ``S K S + alpha I`` and the diagonal blocks of its inverse (MPRank, whose alpha
         depends on each group's size: through :meth:`holdout`)."""
-        bad = self.sets_without_training(self.groups.rows())
-        if np.any(bad):  # the dense route's C++ checks this too; the others would predict with a zero model
-            raise ValueError(f"holding out group {self.groups.labels[int(np.argmax(bad))]} leaves no training pairs")
+        self.require_preferences_without_each_group()  # else some routes would predict with a zero model
         route = self._route()
         if (self.spec.C is not None and alpha is None) or self.spec.exclude_ties \
                 or (route is self.dual and route.factored()):  # each group as a hold-out set
@@ -748,27 +746,54 @@ class HoldoutEngine(_OnProblem):
 
     def check_sets(self, sets):
         sets = check_sets(sets, self.m, min_train=0)
-        bad = self.sets_without_training(sets)
-        if np.any(bad):  # fewer than two rows left, or (groups, exclude_ties) no relevant pair among them
-            raise ValueError(f"hold-out set {int(np.argmax(bad))} leaves no training pairs (every training pair "
-                             "touches it)")
+        if sets:
+            require_training_preferences(self.groups, self.Y, sets, "hold-out set {}".format)
         return sets
 
-    def sets_without_training(self, sets):
-        """Whether each hold-out set (int arrays) leaves no relevant training pair: the pairs of the groups it touches,
-        less (``exclude_ties``) the tied pairs of its tie cells, before and after removing its rows."""
-        if not sets:
-            return np.zeros(0, dtype=bool)
+    def require_preferences_without_each_group(self):
+        """:func:`require_training_preferences` with each group held out."""
+        gi = self.groups
+        require_training_preferences(gi, self.Y, gi.rows(), lambda k: f"holding out group {gi.labels[k]}")
+
+
+def require_training_preferences(gi, Y, sets, name):
+    """Raise unless the rows outside every hold-out set hold a preference in every column of the (m, v) targets ``Y``
+    (two rows of one :class:`GroupIndex` group with different targets), as ``fit`` requires of its data: without one
+    the retrained model is zero and the exact formulas return rounding noise for it.  ``sets``: index arrays, or an
+    (n_pairs, 2) array of held-out pairs inside groups (a pair tied in a column is not scored there, so not checked);
+    ``name(k)`` names set k.  A group keeps its preference when the set leaves one of its rows at the group's smallest
+    and one at its largest target (counted for all sets at once, O(total set size)); only a set whose groups all fail
+    that test has the rows left in its groups compared."""
+    Yg, starts = gi.take(Y), gi.offsets[:-1]
+    low, high = np.minimum.reduceat(Yg, starts, axis=0), np.maximum.reduceat(Yg, starts, axis=0)  # (n_groups, v)
+    at_low, at_high = Y == low[gi.codes], Y == high[gi.codes]
+    n_low, n_high = (np.add.reduceat(gi.take(a), starts, axis=0, dtype=np.int64) for a in (at_low, at_high))
+    spread = high > low
+    if isinstance(sets, np.ndarray):  # pairs: one group each
+        i, j = sets[:, 0], sets[:, 1]
+        t = gi.codes[i]
+        kept = (spread.sum(axis=0) > spread[t]) | (Y[i] == Y[j]) | (
+            spread[t] & (n_low[t] - at_low[i] - at_low[j] > 0) & (n_high[t] - at_high[i] - at_high[j] > 0))
+    else:  # one entry per (set, group it touches), sorted by set
         rows = np.concatenate(sets)
-        unit = np.repeat(np.arange(len(sets)), [len(s) for s in sets])
-        removed = np.zeros(len(sets))
-        for sign, index in ((1.0, self.groups), (-1.0, self.problem.cells)):
-            if index is not None:  # cells: None without exclude_ties
-                key, held = np.unique(unit * index.n_groups + index.codes[rows], return_counts=True)
-                n = index.sizes[key % index.n_groups].astype(np.float64)
-                removed += sign * np.bincount(key // index.n_groups, weights=(n * (n - 1) - (n - held) * (n - held - 1))
-                                              / 2, minlength=len(sets))
-        return self.problem.n_relevant_pairs() - removed <= 0.5
+        keys, local = np.unique(np.repeat(np.arange(len(sets)), [len(s) for s in sets]) * gi.n_groups
+                                + gi.codes[rows], return_inverse=True)
+        t, first = keys % gi.n_groups, np.flatnonzero(np.r_[True, np.diff(keys // gi.n_groups) > 0])
+        lost_low, lost_high = (np.zeros((keys.size, Y.shape[1]), np.int64) for _ in range(2))
+        np.add.at(lost_low, local, at_low[rows])
+        np.add.at(lost_high, local, at_high[rows])
+        keeps = spread[t] & (lost_low < n_low[t]) & (lost_high < n_high[t])
+        kept = (spread.sum(axis=0) > np.add.reduceat(spread[t], first, axis=0, dtype=np.int64)) \
+            | np.logical_or.reduceat(keeps, first, axis=0)
+    for k in np.flatnonzero(~kept.all(axis=1)):  # the rows left in the touched groups decide
+        for q in np.unique(gi.codes[sets[k]]):
+            left = np.setdiff1d(gi.order[gi.offsets[q]:gi.offsets[q + 1]], sets[k])
+            if left.size > 1:
+                kept[k] |= np.ptp(Y[left], axis=0) > 0
+        if not kept[k].all():
+            raise ValueError(f"{name(k)} leaves no training pairs with a preference (two rows of one group with "
+                             f"different targets) in output column(s) {np.flatnonzero(~kept[k]).tolist()}: the "
+                             "retrained model would be zero; hold out fewer rows or other groups")
 
 
 def check_sets(sets, m, *, min_train=2):

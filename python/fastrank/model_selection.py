@@ -35,8 +35,7 @@ import numpy as np
 
 from sklearn.utils import check_random_state
 
-from ._cv import require_training_preferences
-from ._exactcv import PreferenceRoute, check_sets, engine_for, resolve_folds, spec_of
+from ._exactcv import PreferenceRoute, check_sets, engine_for, require_training_preferences, resolve_folds, spec_of
 from ._memory import check_dense_memory
 from ._problem import RankingProblem
 from ._rankrls import PREFERENCE_TIES, RankRLS
@@ -257,21 +256,17 @@ class Factorization:
         sets = eng.check_sets(test_sets)
         if not sets:  # np.split would return the one empty block
             return []
-        require_training_preferences(eng.groups, eng.Y, sets, "hold-out set {}".format)
         out = eng.holdout(sets, self._alpha(alpha))
         return [eng.shaped(o) for o in np.split(out, np.cumsum([s.size for s in sets])[:-1])]
 
     def kfold_predictions(self, folds, *, alpha=None, groups=None):
         eng = self._engine
-        sets = resolve_folds(folds, eng, groups)
-        require_training_preferences(eng.groups, eng.Y, sets, "fold {}".format)
-        return eng.shaped(eng.holdout_rows(sets, self._alpha(alpha)))
+        return eng.shaped(eng.holdout_rows(resolve_folds(folds, eng, groups), self._alpha(alpha)))
 
     def leave_group_out(self, *, alpha=None):
         eng = self._engine
         if eng.groups.n_groups < 2:  # groups=None: one group
             raise ValueError("leave_group_out needs groups with at least two distinct ids")
-        require_training_preferences(eng.groups, eng.Y, eng.groups.rows(), lambda k: f"group {eng.groups.labels[k]}")
         with stage(f"leave-group-out over {eng.groups.n_groups} groups", verbose=eng.verbose):
             return eng.shaped(eng.leave_group_out(self._alpha(alpha)))
 

@@ -3,6 +3,8 @@ set or group that leaves no relevant training pair raises on every route (the de
 basis, tie-excluding and MPRank routes predicted with the zero model or failed in LAPACK), and fold labels that cannot
 be folds are named as such."""
 
+import warnings
+
 import numpy as np
 import pytest
 
@@ -161,3 +163,28 @@ def test_feature_space_hold_outs_guard_the_dense_copy_of_sparse_X(monkeypatch):
                  lambda: ms.leave_pair_out(est, X, y, pairs=[[0, 1]], groups=np.arange(300) // 10)):
         with pytest.raises(MemoryError, match="dense 300 x 20 dense copy of the sparse X"):
             call()
+
+
+def test_hold_out_sets_warn_where_the_spectral_factor_loses_digits():
+    from fastrank.exceptions import IllConditionedWarning
+    from fastrank.model_selection import factorize
+
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(40, 4))
+    y = X @ rng.normal(size=4) + 0.3 * rng.normal(size=40)
+    folds = np.arange(40) % 4
+    est = fastrank.RankRLS(kernel="rbf", gamma=0.2)
+    fz = factorize(est, X, y)
+    sigma_max = float(fz._engine.decompose()[1].max())
+    for ratio, warns in ((1e-3, False), (1e-7, True)):
+        alpha = ratio * sigma_max
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            pred = fz.kfold_predictions(folds, alpha=alpha)
+        assert any(issubclass(w.category, IllConditionedWarning) for w in caught) == warns
+        if not warns:  # accurate: equals retraining without each fold
+            for k in range(4):
+                train = folds != k
+                ref = fastrank.RankRLS(kernel="rbf", gamma=0.2, alpha=alpha).fit(X[train], y[train])
+                np.testing.assert_allclose(pred[~train], ref.predict(X[~train]), rtol=1e-8,
+                                           atol=1e-10 * np.abs(pred).max())

@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import numbers
+import warnings
 
 import numpy as np
 import scipy.linalg
@@ -26,6 +27,7 @@ from ._solvers import Fit, _by_alpha, _centred_features, check_indices, select_b
 from ._sparse import issparse, take_rows
 from ._threads import compute_region, cpu_budget, threads_for_work
 from ._validation import _asarray, check_alpha, check_n_jobs, pair_disagreement, whole_numbers
+from .exceptions import IllConditionedWarning
 
 __all__ = ["CVSpec", "spec_of", "HoldoutEngine", "engine_for", "resolve_folds", "check_sets", "PreferenceRoute"]
 
@@ -33,6 +35,10 @@ _SOLVERS = ("auto", "dual", "primal")
 # Grids of more alphas than this share one spectral factor of S K S (one m x m product per alpha); smaller grids factor
 # S K S + alpha I by Cholesky per alpha (accurate at any alpha).  Measured crossover: ~33 alphas at m = 2000.
 SHARED_FACTOR_MIN_ALPHAS = 30
+# Hold-out sets of dense kernel models come from the spectral factor (eq. 33), which loses digits as alpha falls below
+# sigma_max (the largest eigenvalue of S K S): against retraining, at most 4e-12 / 4e-10 / 4e-8 / 4e-6 relative at
+# alpha = 1e-4 / 1e-5 / 1e-6 / 1e-7 sigma_max (Gaussian kernel, m = 30-400, 5 folds).  Below this ratio they warn.
+HOLDOUT_SPECTRAL_MIN_RATIO = 1e-5
 
 
 @dataclasses.dataclass(frozen=True)
@@ -242,6 +248,10 @@ class DualRoute(_Route):
         rows = np.concatenate(sets).astype(np.int64)
         fold_offsets = np.concatenate([[0], np.cumsum([len(s) for s in sets])]).astype(np.int64)
         V, sigma = self.decompose()
+        if alpha < HOLDOUT_SPECTRAL_MIN_RATIO * float(sigma.max()):
+            warnings.warn(f"hold-out predictions at alpha={alpha:.3g}, below {HOLDOUT_SPECTRAL_MIN_RATIO:g} times the "
+                          f"largest eigenvalue of S K S ({float(sigma.max()):.3g}), may have lost digits (about 4e-8 "
+                          "relative at 1e-6 times it, 4e-6 at 1e-7); increase alpha", IllConditionedWarning, stacklevel=2)
         if not self.grouped:
             return _core.cv_object_holdout(self.K, V, sigma, self.c, alpha, self.Yg, rows, fold_offsets)
         rg = self.groups.inverse[rows].astype(np.int64)

@@ -188,3 +188,30 @@ def test_hold_out_sets_warn_where_the_spectral_factor_loses_digits():
                 ref = fastrank.RankRLS(kernel="rbf", gamma=0.2, alpha=alpha).fit(X[train], y[train])
                 np.testing.assert_allclose(pred[~train], ref.predict(X[~train]), rtol=1e-8,
                                            atol=1e-10 * np.abs(pred).max())
+
+
+def test_leave_group_out_preference_check_equals_the_general_count():
+    # the O(n_groups) check of leave-group-out against the general count over hold-out sets, on random small data
+    from fastrank._exactcv import engine_for, require_training_preferences
+
+    rng = np.random.default_rng(7)
+    outcomes = set()
+    for _ in range(300):
+        m = int(rng.integers(3, 12))
+        y = rng.integers(0, 2, size=(m, int(rng.integers(1, 3)))).astype(float)
+        groups = rng.integers(0, int(rng.integers(2, 5)), size=m)
+        if np.unique(groups).size < 2:
+            continue
+        eng = engine_for(fastrank.RankRLS(), rng.normal(size=(m, 2)), y, groups)
+        results = []
+        for check in (eng.require_preferences_without_each_group,
+                      lambda: require_training_preferences(eng.groups, eng.Y, eng.groups.rows(),
+                                                           lambda k: f"holding out group {eng.groups.labels[k]}")):
+            try:
+                check()
+                results.append(None)
+            except ValueError as exc:
+                results.append(str(exc))
+        assert results[0] == results[1]
+        outcomes.add(results[0] is None)
+    assert outcomes == {True, False}  # both outcomes occurred

@@ -761,9 +761,15 @@ class HoldoutEngine(_OnProblem):
         return sets
 
     def require_preferences_without_each_group(self):
-        """:func:`require_training_preferences` with each group held out."""
+        """:func:`require_training_preferences` with each group held out: another group must keep a preference in
+        every output column (O(m), not the general count over sets)."""
         gi = self.groups
-        require_training_preferences(gi, self.Y, gi.rows(), lambda k: f"holding out group {gi.labels[k]}")
+        Yg, starts = gi.take(self.Y), gi.offsets[:-1]
+        spread = np.maximum.reduceat(Yg, starts, axis=0) > np.minimum.reduceat(Yg, starts, axis=0)  # (n_groups, v)
+        kept = spread.sum(axis=0) > spread
+        if not kept.all():
+            k = int(np.flatnonzero(~kept.all(axis=1))[0])
+            raise ValueError(_no_preference(f"holding out group {gi.labels[k]}", ~kept[k]))
 
 
 def require_training_preferences(gi, Y, sets, name):
@@ -801,9 +807,13 @@ def require_training_preferences(gi, Y, sets, name):
             if left.size > 1:
                 kept[k] |= np.ptp(Y[left], axis=0) > 0
         if not kept[k].all():
-            raise ValueError(f"{name(k)} leaves no training pairs with a preference (two rows of one group with "
-                             f"different targets) in output column(s) {np.flatnonzero(~kept[k]).tolist()}: the "
-                             "retrained model would be zero; hold out fewer rows or other groups")
+            raise ValueError(_no_preference(name(k), ~kept[k]))
+
+
+def _no_preference(what, lost):
+    return (f"{what} leaves no training pairs with a preference (two rows of one group with different targets) in "
+            f"output column(s) {np.flatnonzero(lost).tolist()}: the retrained model would be zero; hold out fewer rows "
+            "or other groups")
 
 
 def check_sets(sets, m, *, min_train=2):

@@ -118,3 +118,22 @@ def test_a_failed_search_leaves_the_fitted_search_as_it_was(data):
         est.fit(X, y, np.r_[0, np.ones(11, int)])
     assert (est.alpha_, est.best_score_) == before[:2]
     np.testing.assert_array_equal(est.predict(X), before[2])
+
+
+def test_permutation_test_of_tied_targets_raises():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(20, 3))
+    with pytest.raises(ValueError, match="All targets are tied"):
+        ms.permutation_test_lpo(fastrank.RankRLS(), X, np.ones(20), n_permutations=5)
+    groups = np.repeat([0, 1], 10)
+    with pytest.raises(ValueError, match="All targets are tied inside every group"):
+        ms.permutation_test_lpo(fastrank.RankRLS(), X, np.r_[np.ones(10), np.zeros(10)], groups=groups,
+                                n_permutations=5)
+
+
+def test_a_breakdown_at_one_grid_value_names_it():
+    rng = np.random.default_rng(0)
+    X, y = rng.normal(size=(20, 3)), rng.normal(size=20)
+    with pytest.raises(fastrank.exceptions.LinAlgError, match=r"^C=1e-300: .*leave this value out of the grid"):
+        fastrank.MPRankCV(kernel="rbf", Cs=[1e-300, 1.0]).fit(X, y)
+    assert fastrank.MPRankCV(kernel="rbf", Cs=[1e-3, 1.0]).fit(X, y).C_ in (1e-3, 1.0)

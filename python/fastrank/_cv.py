@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+
 import numpy as np
 from sklearn.utils.validation import check_is_fitted
 
@@ -38,6 +40,15 @@ def holdout_score(pred, Y, sets, codes, scoring):
         if np.ndim(v) != 0 or np.asarray(v).dtype.kind not in "fiu":
             raise TypeError(f"scoring must return one real number (higher is better), got {v!r}")
     return float(np.mean([float(v) for v in values]))
+
+
+@contextlib.contextmanager
+def _grid_value(name, value):
+    """A numerical breakdown while scoring one grid value names the value."""
+    try:
+        yield
+    except np.linalg.LinAlgError as exc:
+        raise type(exc)(f"{name}={float(value):.6g}: {exc}; leave this value out of the grid") from None
 
 
 def _check_scoring(scoring):
@@ -180,7 +191,8 @@ class RankRLSCV(_ExactCVSearch):
             pairs = prob.training_pairs(required=True)
             require_training_preferences(prob.groups, prob.Y, pairs, lambda k: f"cv='lpo': held-out pair {pairs[k]}")
             for k in bar:
-                d = float(np.mean(prob.lpo_disagreement(pairs, float(alphas[k]))))
+                with _grid_value("alpha", alphas[k]):
+                    d = float(np.mean(prob.lpo_disagreement(pairs, float(alphas[k]))))
                 scores[k] = 1.0 - d if scoring.name == "auc" else d
         else:
             if lgo_path and prob.groups.n_groups < 2:  # groups=None: one group
@@ -194,7 +206,8 @@ class RankRLSCV(_ExactCVSearch):
                 return np.array(path[k]) if lgo_path else prob.holdout_rows(sets, float(alphas[k]))
 
             for k in bar:  # without groups every code is 0: the units are the sets
-                scores[k] = holdout_score(predictions(k), prob.Y, sets, prob.groups.codes, scoring)
+                with _grid_value("alpha", alphas[k]):
+                    scores[k] = holdout_score(predictions(k), prob.Y, sets, prob.groups.codes, scoring)
         greater_is_better = scoring.greater_is_better if isinstance(scoring, Measure) else True
         best = self._keep_best(prob, base, "alpha", alphas, scores, "the cross-validation score", greater_is_better)
         name = scoring.name if isinstance(scoring, Measure) else getattr(scoring, "__name__", "callable")
@@ -253,7 +266,8 @@ class MPRankCV(_ExactCVSearch):
         loo = np.empty(Cs.size)
         n_train = prob.m - 2
         for k in progress.iterate(range(Cs.size), desc="MPRankCV", unit="C", verbose=self.verbose):
-            P = prob.lpo(pairs, n_train * n_train / (2.0 * float(Cs[k]))).reshape(pairs.shape[0], 2, -1)
+            with _grid_value("C", Cs[k]):
+                P = prob.lpo(pairs, n_train * n_train / (2.0 * float(Cs[k]))).reshape(pairs.shape[0], 2, -1)
             loo[k] = float(np.mean(np.sum((P[:, 1] - P[:, 0] - dy) ** 2, axis=1)))
         self._keep_best(prob, base, "C", Cs, loo, "the leave-one-out error")
         self.cv_results_ = {"Cs": Cs.copy(), "loo": loo}

@@ -37,7 +37,7 @@ from sklearn.utils import check_random_state
 
 from ._exactcv import PreferenceRoute, check_sets, engine_for, require_training_preferences, resolve_folds, spec_of
 from ._memory import check_dense_memory
-from ._problem import RankingProblem
+from ._problem import RankingProblem, require_preferences
 from ._rankrls import PREFERENCE_TIES, RankRLS
 from ._progress import stage
 from ._validation import _asarray, as_targets, check_alpha, check_int, group_index, pair_disagreement
@@ -150,6 +150,7 @@ def permutation_test_lpo(estimator, X, y, n_permutations=100, random_state=None,
         cols.append(y[perm])
     Y = np.column_stack(cols)
     prob = engine_for(estimator, X, Y, groups, min_rows=3, verbose=verbose)
+    require_preferences(y, prob.groups, type(estimator).__name__)  # else no pair is scored: a NaN AUC
     pairs = prob.training_pairs(required=True)
     # the permuted columns hold y's values in each group: a pair that leaves one of them no preference leaves y none
     require_training_preferences(prob.groups, prob.Y[:, :1], pairs, lambda k: f"held-out pair {pairs[k]}")

@@ -215,3 +215,17 @@ def test_leave_group_out_preference_check_equals_the_general_count():
         assert results[0] == results[1]
         outcomes.add(results[0] is None)
     assert outcomes == {True, False}  # both outcomes occurred
+
+
+def test_rankrlscv_reports_the_spectral_hold_out_advice_once():
+    from fastrank.exceptions import IllConditionedWarning
+
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(40, 4))
+    y = X @ rng.normal(size=4) + 0.3 * rng.normal(size=40)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        fastrank.RankRLSCV(kernel="rbf", gamma=0.2, alphas=[1e-9, 1e-8, 1.0], cv=4, scoring="disagreement").fit(X, y)
+    ill = [w for w in caught if issubclass(w.category, IllConditionedWarning)]
+    assert len(ill) == 1
+    assert "Hold-out predictions at alpha below 1e-05 times the largest eigenvalue" in str(ill[0].message)

@@ -249,9 +249,12 @@ class DualRoute(_Route):
         fold_offsets = np.concatenate([[0], np.cumsum([len(s) for s in sets])]).astype(np.int64)
         V, sigma = self.decompose()
         if alpha < HOLDOUT_SPECTRAL_MIN_RATIO * float(sigma.max()):
-            warnings.warn(f"hold-out predictions at alpha={alpha:.3g}, below {HOLDOUT_SPECTRAL_MIN_RATIO:g} times the "
-                          f"largest eigenvalue of S K S ({float(sigma.max()):.3g}), may have lost digits (about 4e-8 "
-                          "relative at 1e-6 times it, 4e-6 at 1e-7); increase alpha", IllConditionedWarning, stacklevel=2)
+            advice = (f"Hold-out predictions at alpha below {HOLDOUT_SPECTRAL_MIN_RATIO:g} times the largest eigenvalue "
+                      f"of S K S ({float(sigma.max()):.3g}) lose digits (about 4e-8 relative at 1e-6 times it, 4e-6 at "
+                      "1e-7): increase alpha, or leave such alphas out of the grid.")
+            warning = IllConditionedWarning(f"hold-out predictions at alpha={alpha:.3g} may be inaccurate. {advice}")
+            warning.advice = advice  # what one_conditioning_warning reports in place of its scaling advice
+            warnings.warn(warning, stacklevel=2)
         if not self.grouped:
             return _core.cv_object_holdout(self.K, V, sigma, self.c, alpha, self.Yg, rows, fold_offsets)
         rg = self.groups.inverse[rows].astype(np.int64)

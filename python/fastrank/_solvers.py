@@ -94,10 +94,11 @@ def one_conditioning_warning(fit):
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             result = fit(self, *args, **kwargs)
-        n_solves, rconds = 0, []
+        n_solves, rconds, advice = 0, [], _SCALE_ADVICE
         for w in caught:
             if issubclass(w.category, (LinAlgWarning, IllConditionedWarning)):
                 n_solves += getattr(w.message, "n_solves", 1)
+                advice = getattr(w.message, "advice", advice)
                 rconds += [float(v) for v in _RCOND_TEXT.findall(str(w.message))]
             else:
                 warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
@@ -105,7 +106,7 @@ def one_conditioning_warning(fit):
             worst = f" (smallest reciprocal condition number {min(rconds):.2e})" if rconds else ""
             what = "1 linear solve was" if n_solves == 1 else f"{n_solves} linear solves were"
             warning = IllConditionedWarning(f"{type(self).__name__}.fit: {what} ill-conditioned{worst}; the result "
-                                            f"may be inaccurate. {_SCALE_ADVICE}")
+                                            f"may be inaccurate. {advice}")
             warning.n_solves = n_solves
             warnings.warn(warning, stacklevel=2)
         return result

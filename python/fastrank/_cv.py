@@ -198,8 +198,6 @@ class RankRLSCV(_ExactCVSearch):
             if lgo_path and prob.groups.n_groups < 2:  # groups=None: one group
                 raise ValueError("cv='lgo' needs groups with at least two distinct ids")
             sets = prob.groups.rows() if lgo_path else resolve_folds(cv, prob, groups)
-            if lgo_path:  # folds are checked by resolve_folds; the path does not pass the engine's leave_group_out
-                prob.require_preferences_without_each_group()
             path = prob.leave_group_out_path(alphas) if lgo_path else None
 
             def predictions(k):  # rows in no hold-out set stay NaN; the group sets cover every row

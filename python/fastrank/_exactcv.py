@@ -21,7 +21,7 @@ from scipy.linalg import lu_factor, lu_solve
 from . import _core, _holdout
 from ._kernels import kernel_block, resolve_kernel
 from ._memory import check_dense_memory, densified
-from ._problem import PreferenceGraph, RankingProblem, check_weighting
+from ._problem import PreferenceGraph, RankingProblem, check_weighting, group_target_range
 from ._progress import resolve_verbose, stage
 from ._solvers import Fit, _by_alpha, _centred_features, check_indices, select_basis
 from ._sparse import issparse, take_rows
@@ -249,9 +249,9 @@ class DualRoute(_Route):
         fold_offsets = np.concatenate([[0], np.cumsum([len(s) for s in sets])]).astype(np.int64)
         V, sigma = self.decompose()
         if alpha < HOLDOUT_SPECTRAL_MIN_RATIO * float(sigma.max()):
-            advice = (f"Hold-out predictions at alpha below {HOLDOUT_SPECTRAL_MIN_RATIO:g} times the largest eigenvalue "
-                      f"of S K S ({float(sigma.max()):.3g}) lose digits (about 4e-8 relative at 1e-6 times it, 4e-6 at "
-                      "1e-7): increase alpha, or leave such alphas out of the grid.")
+            advice = (f"Hold-out predictions at alpha below {HOLDOUT_SPECTRAL_MIN_RATIO:g} times the largest "
+                      f"eigenvalue of S K S ({float(sigma.max()):.3g}) lose digits (about 4e-8 relative at 1e-6 times "
+                      "it, 4e-6 at 1e-7): increase alpha, or leave such alphas out of the grid.")
             warning = IllConditionedWarning(f"hold-out predictions at alpha={alpha:.3g} may be inaccurate. {advice}")
             warning.advice = advice  # what one_conditioning_warning reports in place of its scaling advice
             warnings.warn(warning, stacklevel=2)
@@ -736,6 +736,9 @@ class HoldoutEngine(_OnProblem):
         from the Cholesky factor of ``S K S + alpha I`` and the diagonal blocks of its inverse (MPRank, whose alpha
         depends on each group's size: through :meth:`holdout`)."""
         self.require_preferences_without_each_group()  # else some routes would predict with a zero model
+        return self._leave_group_out(alpha)
+
+    def _leave_group_out(self, alpha):
         route = self._route()
         if (self.spec.C is not None and alpha is None) or self.spec.exclude_ties \
                 or (route is self.dual and route.factored()):  # each group as a hold-out set
@@ -753,8 +756,9 @@ class HoldoutEngine(_OnProblem):
         """(n_alphas, m, v) leave-group-out predictions for a grid of alphas: dense kernel models with 5 or more
         alphas share one eigendecomposition (``cv_leave_group_out_path``, about 4-5 Cholesky leave-group-outs at m =
         2000); other models and short grids take one leave-group-out per alpha."""
+        self.require_preferences_without_each_group()
         if self.spec.C is not None or self._route() is not self.dual or alphas.size < 5:
-            return np.stack([self.leave_group_out(float(a)) for a in alphas])
+            return np.stack([self._leave_group_out(float(a)) for a in alphas])
         return self.dual.leave_group_out_path(alphas)
 
     def check_sets(self, sets):
@@ -767,8 +771,8 @@ class HoldoutEngine(_OnProblem):
         """:func:`require_training_preferences` with each group held out: another group must keep a preference in
         every output column (O(m), not the general count over sets)."""
         gi = self.groups
-        Yg, starts = gi.take(self.Y), gi.offsets[:-1]
-        spread = np.maximum.reduceat(Yg, starts, axis=0) > np.minimum.reduceat(Yg, starts, axis=0)  # (n_groups, v)
+        low, high = group_target_range(self.Y, gi)
+        spread = high > low
         kept = spread.sum(axis=0) > spread
         if not kept.all():
             k = int(np.flatnonzero(~kept.all(axis=1))[0])
@@ -783,10 +787,9 @@ def require_training_preferences(gi, Y, sets, name):
     ``name(k)`` names set k.  A group keeps its preference when the set leaves one of its rows at the group's smallest
     and one at its largest target (counted for all sets at once, O(total set size)); only a set whose groups all fail
     that test has the rows left in its groups compared."""
-    Yg, starts = gi.take(Y), gi.offsets[:-1]
-    low, high = np.minimum.reduceat(Yg, starts, axis=0), np.maximum.reduceat(Yg, starts, axis=0)  # (n_groups, v)
+    low, high = group_target_range(Y, gi)
     at_low, at_high = Y == low[gi.codes], Y == high[gi.codes]
-    n_low, n_high = (np.add.reduceat(gi.take(a), starts, axis=0, dtype=np.int64) for a in (at_low, at_high))
+    n_low, n_high = (np.add.reduceat(gi.take(a), gi.offsets[:-1], axis=0, dtype=np.int64) for a in (at_low, at_high))
     spread = high > low
     if isinstance(sets, np.ndarray):  # pairs: one group each
         i, j = sets[:, 0], sets[:, 1]

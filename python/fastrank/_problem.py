@@ -302,14 +302,19 @@ class RankingProblem(NamedTuple):
         return dict(order=self.groups.order, offsets=self.groups.offsets, pair_weight=self.pair_weight())
 
 
+def group_target_range(Y, gi):
+    """(low, high): the smallest and largest target of each group of the :class:`GroupIndex` ``gi``, per output
+    column of the (m, v) targets ``Y`` ((n_groups, v) each)."""
+    Yg, starts = gi.take(Y), gi.offsets[:-1]
+    return np.minimum.reduceat(Yg, starts, axis=0), np.maximum.reduceat(Yg, starts, axis=0)
+
+
 def require_preferences(Y, gi, learner):
     """Raise the "no preference pairs" errors for targets ``Y`` ((m,) or (m, v)) grouped by the
     :class:`GroupIndex` ``gi``.  Shared by :meth:`RankingProblem.from_scores` and the learners that
     build no :class:`RankingProblem` (SVRank, OnlineMPRank)."""
-    Yg = gi.take(np.asarray(Y, dtype=np.float64).reshape(len(Y), -1))
-    starts = gi.offsets[:-1][gi.sizes > 0]
-    spread = np.maximum.reduceat(Yg, starts, axis=0) - np.minimum.reduceat(Yg, starts, axis=0)
-    raise_without_preferences(gi.sizes, ~np.any(spread > 0, axis=0), gi.n_groups > 1, learner)
+    low, high = group_target_range(np.asarray(Y, dtype=np.float64).reshape(len(Y), -1), gi)
+    raise_without_preferences(gi.sizes, ~np.any(high > low, axis=0), gi.n_groups > 1, learner)
 
 
 def raise_without_preferences(sizes, tied=(), grouped=True, learner="RankRLS"):

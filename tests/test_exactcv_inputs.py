@@ -202,7 +202,10 @@ def test_leave_group_out_preference_check_equals_the_general_count():
         groups = rng.integers(0, int(rng.integers(2, 5)), size=m)
         if np.unique(groups).size < 2:
             continue
-        eng = engine_for(fastrank.RankRLS(), rng.normal(size=(m, 2)), y, groups)
+        try:
+            eng = engine_for(fastrank.RankRLS(), rng.normal(size=(m, 2)), y, groups)
+        except ValueError:  # no preference at all: the engine refuses the data, as fit does
+            continue
         results = []
         for check in (eng.require_preferences_without_each_group,
                       lambda: require_training_preferences(eng.groups, eng.Y, eng.groups.rows(),

@@ -137,3 +137,78 @@ def test_a_breakdown_at_one_grid_value_names_it():
     with pytest.raises(fastrank.exceptions.LinAlgError, match=r"^C=1e-300: .*leave this value out of the grid"):
         fastrank.MPRankCV(kernel="rbf", Cs=[1e-300, 1.0]).fit(X, y)
     assert fastrank.MPRankCV(kernel="rbf", Cs=[1e-3, 1.0]).fit(X, y).C_ in (1e-3, 1.0)
+
+
+@pytest.mark.parametrize("kernel", ["linear", "rbf"], ids=["feature-route", "dual-route"])
+def test_leave_pair_out_leaving_no_preference_raises(data, kernel):
+    # the only positive held out with any other row: the predictions were those of the zero model (about 1e-15);
+    # listed pairs and the default pairs (never listed on the feature route), in both routes
+    X, _ = data
+    y = np.r_[np.zeros(5), 1.0, np.zeros(6)]
+    est = fastrank.RankRLS(kernel=kernel)
+    with pytest.raises(ValueError, match=rf"held-out pair \[2 5\] {NO_PREFERENCE}"):
+        ms.leave_pair_out(est, X, y, pairs=[[0, 1], [2, 5]])
+    with pytest.raises(ValueError, match=rf"held-out pair \[0 5\] {NO_PREFERENCE}"):
+        ms.leave_pair_out(est, X, y)
+    assert ms.leave_pair_out(est, X, y, pairs=[[0, 1], [2, 3]]).shape == (2, 2)
+
+
+def test_leave_pair_out_of_two_tied_rows_is_checked_but_not_scored(data):
+    # predictions are returned for every listed pair, tied or not; a search scores only the untied ones
+    X, _ = data
+    y = np.r_[1.0, 1.0, np.zeros(10)]
+    with pytest.raises(ValueError, match=rf"held-out pair \[0 1\] {NO_PREFERENCE}"):
+        ms.leave_pair_out(fastrank.RankRLS(), X, y)
+    fastrank.RankRLSCV(alphas=[1.0], cv="lpo").fit(X, y)
+
+
+def _all_pairs_check(eng, scored):
+    try:
+        eng.check_pair_preferences(eng.default_pairs(), scored=scored)
+    except ValueError:
+        return True
+    return False
+
+
+def _default_pairs_check(eng, scored):
+    try:
+        eng.check_pair_preferences(None, scored=scored)
+    except ValueError:
+        return True
+    return False
+
+
+def test_default_pair_preference_check_equals_the_check_of_every_pair():
+    # the O(m) check of the default pairs against the general check of all of them listed: small groups of few
+    # distinct targets, where a pair can leave no preference, in one and two output columns
+    from fastrank._exactcv import engine_for
+
+    rng = np.random.default_rng(7)
+    outcomes = set()
+    for case in range(300):
+        m = int(rng.integers(4, 11))
+        g = None if case % 3 == 0 else rng.integers(0, int(rng.integers(1, 4)), size=m)
+        Y = (rng.random((m, 1 + case % 2)) < rng.uniform(0.05, 0.5)).astype(float) + (rng.random((m, 1)) < 0.1)
+        try:
+            eng = engine_for(fastrank.RankRLS(kernel="rbf"), rng.normal(size=(m, 2)), Y, g, min_rows=3)
+            eng.check_pairs_leave_training(eng.default_pairs())
+        except ValueError:  # no preference at all, or a pair leaving no training pair
+            continue
+        for scored in (None, "cv"):
+            want = _all_pairs_check(eng, scored)
+            assert _default_pairs_check(eng, scored) == want, (case, scored)
+            outcomes.add(want)
+    assert outcomes == {True, False}
+
+
+@pytest.mark.parametrize("call", [
+    lambda X, y: ms.leave_pair_out(fastrank.RankRLS(), X, y),
+    lambda X, y: ms.leave_pair_out(fastrank.MPRank(kernel="rbf"), X, y, pairs=[[0, 1]]),
+    lambda X, y: ms.kfold_predictions(fastrank.RankRLS(kernel="rbf"), X, y, 3),
+    lambda X, y: ms.factorize(fastrank.RankRLS(), X, y).solve(1.0),
+], ids=["lpo-linear", "lpo-mprank", "kfold", "solve"])
+def test_exact_cv_of_tied_targets_gives_the_fit_error(data, call):
+    # leave_pair_out of a linear model returned zeros; the others named a hold-out set instead of the data
+    X, _ = data
+    with pytest.raises(ValueError, match="All targets are tied for all rows"):
+        call(X, np.ones(12))

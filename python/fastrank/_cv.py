@@ -8,11 +8,11 @@ import numpy as np
 from sklearn.utils.validation import check_is_fitted
 
 from ._base import KernelMixin, Ranker
-from ._problem import check_features, require_preferences
+from ._problem import check_features
 from ._rankrls import MPRank, RankRLS
 from ._registry import register_estimator
 from .metrics import Measure, RankingScorer, get_measure, measure_names
-from ._exactcv import engine_for, require_training_preferences, resolve_folds
+from ._exactcv import engine_for, resolve_folds
 from ._solvers import one_conditioning_warning
 from ._progress import progress
 from ._validation import check_alphas, group_index
@@ -81,13 +81,9 @@ class _ExactCVSearch(KernelMixin, Ranker):
         return self._searched(**{k: v for k, v in self.get_params(deep=False).items() if k in names})
 
     def _engine(self, base, X, y, groups, min_rows):
-        """The exact-CV engine of ``base`` on (X, y, groups), after this search's parameter checks; the data must hold a
-        preference, as ``base.fit`` requires (a grid scored on tied targets would keep a zero model)."""
+        """The exact-CV engine of ``base`` on (X, y, groups), after this search's parameter checks."""
         self._validate_params()
-        engine = engine_for(base, X, y, groups, min_rows=min_rows, verbose=self.verbose)
-        if np.any(engine.groups.sizes >= 2):  # else the scheme's own error says that no pair can be held out
-            require_preferences(engine.Y, engine.groups, type(self).__name__)
-        return engine
+        return engine_for(base, X, y, groups, min_rows=min_rows, verbose=self.verbose)
 
     def _keep_best(self, engine, base, name, grid, scores, what, greater_is_better=False):
         """Keep the best value of ``grid`` as ``<name>_``, its score and ``base`` at it, solved from ``engine``."""
@@ -188,8 +184,7 @@ class RankRLSCV(_ExactCVSearch):
         scores = np.empty(alphas.size)
         bar = progress.iterate(range(alphas.size), desc="RankRLSCV", unit="alpha", verbose=self.verbose)
         if is_lpo:
-            pairs = prob.training_pairs(required=True)
-            require_training_preferences(prob.groups, prob.Y, pairs, lambda k: f"cv='lpo': held-out pair {pairs[k]}")
+            pairs = prob.training_pairs(required=True, scored="cv='lpo'")
             for k in bar:
                 with _grid_value("alpha", alphas[k]):
                     d = float(np.mean(prob.lpo_disagreement(pairs, float(alphas[k]))))

@@ -21,7 +21,7 @@ from scipy.linalg import lu_factor, lu_solve
 from . import _core, _holdout
 from ._kernels import kernel_block, resolve_kernel
 from ._memory import check_dense_memory, densified
-from ._problem import PreferenceGraph, RankingProblem, check_weighting, group_target_range
+from ._problem import PreferenceGraph, RankingProblem, check_weighting, group_target_range, require_preferences
 from ._progress import resolve_verbose, stage
 from ._solvers import Fit, _by_alpha, _centred_features, check_indices, select_basis
 from ._sparse import issparse, take_rows
@@ -106,6 +106,8 @@ def engine_for(model, X, y, groups=None, *, min_rows=1, verbose=0):
                                          allow_sparse=True, exclude_ties=spec.exclude_ties)
     if problem.m < min_rows:
         raise ValueError(f"this cross-validation needs at least {min_rows} inputs, got n_samples={problem.m}")
+    if np.any(problem.groups.sizes >= 2):  # as fit requires (else each question's error: nothing can be held out)
+        require_preferences(problem.Y, problem.groups, type(model).__name__)
     return HoldoutEngine(problem, spec, verbose=verbose)
 
 
@@ -651,14 +653,41 @@ class HoldoutEngine(_OnProblem):
                                      "groups; leave-pair-out with groups holds out pairs of one group")
         return pairs
 
-    def training_pairs(self, pairs=None, *, required=False):
-        """``pairs`` checked (:meth:`check_pairs`; default :meth:`default_pairs`), each leaving a training pair;
-        ``required``: at least one pair (a score of held-out pairs needs one)."""
-        pairs = self.default_pairs() if pairs is None else self.check_pairs(pairs)
+    def training_pairs(self, pairs=None, *, required=False, scored=None, columns=None):
+        """``pairs`` checked (:meth:`check_pairs`; default :meth:`default_pairs`), each leaving a training pair and a
+        preference in the targets' ``columns`` (default all; :func:`require_training_preferences`); ``required``: at
+        least one pair; ``scored`` (the caller's name for messages): only untied pairs are scored, so only they are
+        checked for a preference."""
+        listed = pairs is not None
+        pairs = self.check_pairs(pairs) if listed else self.default_pairs()
         if required and pairs.shape[0] == 0:
             raise ValueError("no pairs to leave out (every group has fewer than two members)")
         self.check_pairs_leave_training(pairs)
+        self.check_pair_preferences(pairs if listed else None, scored=scored, columns=columns)
         return pairs
+
+    def check_pair_preferences(self, pairs=None, *, scored=None, columns=None):
+        """:func:`require_training_preferences` of held-out ``pairs``; ``pairs=None``, the default pairs, checks in
+        O(m) only the pairs that can fail: none while two groups hold a preference in a column, else the pairs of
+        that column's one such group holding out every row whose target differs from the group's most frequent one
+        (all its pairs when it has at most three rows)."""
+        Y = self.Y if columns is None else self.Y[:, columns]
+        if pairs is None:
+            low, high = group_target_range(Y, self.groups)
+            spread = high > low
+            candidates = [np.empty((0, 2), np.int64)]
+            for c in np.flatnonzero(spread.sum(axis=0) == 1):
+                rows = np.sort(self.groups.rows()[int(np.flatnonzero(spread[:, c])[0])])
+                _, inv, counts = np.unique(Y[rows, c], return_inverse=True, return_counts=True)
+                others, common = rows[inv != counts.argmax()], rows[inv == counts.argmax()]
+                if rows.size <= 3:
+                    candidates.append(np.stack([rows[a] for a in np.triu_indices(rows.size, 1)], axis=1))
+                elif others.size <= 2:
+                    candidates.append(np.sort(np.r_[others, common[:2 - others.size]])[None])
+            pairs = np.unique(np.concatenate(candidates).astype(np.int64), axis=0)
+        prefix = "" if scored is None else f"{scored}: "
+        require_training_preferences(self.groups, Y, pairs, lambda k: f"{prefix}held-out pair {pairs[k]}",
+                                     skip_tied=scored is not None)
 
     def check_pairs_leave_training(self, pairs=None):
         """Holding out a pair must leave at least one training pair (``pairs=None``: the default pairs, by their groups'
@@ -704,6 +733,7 @@ class HoldoutEngine(_OnProblem):
         if self.features is None:  # as with exclude_ties (no feature map)
             return self.lpo(self.training_pairs(), alpha)
         self.check_pairs_leave_training()
+        self.check_pair_preferences()
         n_pairs = self.n_default_pairs()
         check_dense_memory(n_pairs, 1, "array of all leave-pair-out pairs' predictions", n_cols=2 * self.Y.shape[1])
         return self.shaped(self.feature.lpo_all_pairs(self._lpo_alpha(alpha)).reshape(n_pairs, 2, self.Y.shape[1]))
@@ -779,14 +809,14 @@ class HoldoutEngine(_OnProblem):
             raise ValueError(_no_preference(f"holding out group {gi.labels[k]}", ~kept[k]))
 
 
-def require_training_preferences(gi, Y, sets, name):
+def require_training_preferences(gi, Y, sets, name, *, skip_tied=False):
     """Raise unless the rows outside every hold-out set hold a preference in every column of the (m, v) targets ``Y``
     (two rows of one :class:`GroupIndex` group with different targets), as ``fit`` requires of its data: without one
     the retrained model is zero and the exact formulas return rounding noise for it.  ``sets``: index arrays, or an
-    (n_pairs, 2) array of held-out pairs inside groups (a pair tied in a column is not scored there, so not checked);
-    ``name(k)`` names set k.  A group keeps its preference when the set leaves one of its rows at the group's smallest
-    and one at its largest target (counted for all sets at once, O(total set size)); only a set whose groups all fail
-    that test has the rows left in its groups compared."""
+    (n_pairs, 2) array of held-out pairs inside groups (``skip_tied``: a pair tied in a column is not scored there, so
+    not checked); ``name(k)`` names set k.  A group keeps its preference when the set leaves one of its rows at the
+    group's smallest and one at its largest target (counted for all sets at once, O(total set size)); only a set whose
+    groups all fail that test has the rows left in its groups compared."""
     low, high = group_target_range(Y, gi)
     at_low, at_high = Y == low[gi.codes], Y == high[gi.codes]
     n_low, n_high = (np.add.reduceat(gi.take(a), gi.offsets[:-1], axis=0, dtype=np.int64) for a in (at_low, at_high))
@@ -794,7 +824,7 @@ def require_training_preferences(gi, Y, sets, name):
     if isinstance(sets, np.ndarray):  # pairs: one group each
         i, j = sets[:, 0], sets[:, 1]
         t = gi.codes[i]
-        kept = (spread.sum(axis=0) > spread[t]) | (Y[i] == Y[j]) | (
+        kept = (spread.sum(axis=0) > spread[t]) | (skip_tied & (Y[i] == Y[j])) | (
             spread[t] & (n_low[t] - at_low[i] - at_low[j] > 0) & (n_high[t] - at_high[i] - at_high[j] > 0))
     else:  # one entry per (set, group it touches), sorted by set
         rows = np.concatenate(sets)

@@ -35,9 +35,9 @@ import numpy as np
 
 from sklearn.utils import check_random_state
 
-from ._exactcv import PreferenceRoute, check_sets, engine_for, require_training_preferences, resolve_folds, spec_of
+from ._exactcv import PreferenceRoute, check_sets, engine_for, resolve_folds, spec_of
 from ._memory import check_dense_memory
-from ._problem import RankingProblem, require_preferences
+from ._problem import RankingProblem
 from ._rankrls import PREFERENCE_TIES, RankRLS
 from ._progress import stage
 from ._validation import _asarray, as_targets, check_alpha, check_int, group_index, pair_disagreement
@@ -58,7 +58,8 @@ def leave_pair_out(estimator, X, y, pairs=None, groups=None, *, return_pairs=Fal
 
     ``pairs``: (n_pairs, 2) int array, default all i < j (inside groups when given) in lexicographic order.  Returns
     (n_pairs, 2), or (n_pairs, 2, v) for 2-D ``y``: held-out predictions of each pair's first and second index;
-    ``(pairs, predictions)`` with ``return_pairs=True`` (the (n_pairs, 2) int64 pair indices).
+    ``(pairs, predictions)`` with ``return_pairs=True`` (the (n_pairs, 2) int64 pair indices).  A pair whose training
+    part holds no preference (the model ``fit`` would refuse) raises ValueError.
     """
     fac = Factorization(estimator, X, y, groups, min_rows=3, verbose=verbose)
     return fac.leave_pair_out(pairs, return_pairs=return_pairs)
@@ -150,10 +151,8 @@ def permutation_test_lpo(estimator, X, y, n_permutations=100, random_state=None,
         cols.append(y[perm])
     Y = np.column_stack(cols)
     prob = engine_for(estimator, X, Y, groups, min_rows=3, verbose=verbose)
-    require_preferences(y, prob.groups, type(estimator).__name__)  # else no pair is scored: a NaN AUC
-    pairs = prob.training_pairs(required=True)
     # the permuted columns hold y's values in each group: a pair that leaves one of them no preference leaves y none
-    require_training_preferences(prob.groups, prob.Y[:, :1], pairs, lambda k: f"held-out pair {pairs[k]}")
+    pairs = prob.training_pairs(required=True, scored="permutation_test_lpo", columns=slice(0, 1))
     with stage(f"leave-pair-out AUC of y and {n_permutations} permutations", verbose=verbose):
         scores = prob.lpo_disagreement(pairs)
     auc = 1.0 - scores

@@ -44,7 +44,9 @@ def test_rankrlscv_all_singleton_groups_name_the_problem(data):
 @pytest.mark.parametrize("search", [
     lambda X, y: fastrank.RankRLSCV(cv="lpo").fit(X, y),
     lambda X, y: ms.permutation_test_lpo(fastrank.RankRLS(kernel="rbf"), X, y, 3, random_state=0),
-], ids=["RankRLSCV", "permutation_test_lpo"])
+    lambda X, y: fastrank.MPRankCV(kernel="rbf", Cs=[1.0]).fit(X, y),
+    lambda X, y: ms.mprank_loo_approximation(fastrank.MPRank(kernel="rbf"), X, y),
+], ids=["RankRLSCV", "permutation_test_lpo", "MPRankCV", "mprank_loo_approximation"])
 def test_leave_pair_out_of_the_only_positive_raises(data, search):
     # every scored pair held out the only positive: its model was trained on tied targets, and the LPO-AUC of
     # each alpha (0.05 to 1.0) was rounding noise

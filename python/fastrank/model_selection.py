@@ -198,7 +198,7 @@ def mprank_loo_approximation(estimator, X, y):
     del SV
     h = U @ yv
     dbar = h.mean() - yv.mean()  # h-bar' approximated by h-bar
-    pairs = prob.default_pairs()
+    pairs = prob.training_pairs()
 
     def held_out(i, j):
         """Proposition 2's prediction for x_i of h_ij (for x_j: the same with i and j swapped)."""

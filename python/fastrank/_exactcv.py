@@ -23,7 +23,7 @@ from ._kernels import kernel_block, resolve_kernel
 from ._memory import check_dense_memory, densified
 from ._problem import PreferenceGraph, RankingProblem, check_weighting, group_target_range, require_preferences
 from ._progress import resolve_verbose, stage
-from ._solvers import Fit, _by_alpha, _centred_features, check_indices, select_basis
+from ._solvers import Fit, _by_alpha, _centred_features, check_indices, select_basis, solve_dual
 from ._sparse import issparse, take_rows
 from ._threads import compute_region, cpu_budget, threads_for_work
 from ._validation import _asarray, check_alpha, check_n_jobs, pair_disagreement, whole_numbers
@@ -327,6 +327,37 @@ class FeatureRoute(_Route):
         return _holdout.feature_leave_group_out(*self.args, alpha, **self.kwargs)  # (m, v) from the core
 
 
+# The LU routes (tie-excluding and preference-graph models) update one factor of L K + alpha I by Woodbury; the update
+# cancels digits as alpha falls below sigma_max (the largest eigenvalue of L K, that of S K S): against retraining, at
+# most 5e-12 / 3e-10 / 7e-8 / 5e-6 relative at alpha = 1e-3 / 1e-4 / 1e-5 / 1e-6 sigma_max (hold-out sets, pairs and
+# groups, Gaussian kernel, m = 40-800).  Below this ratio they warn.
+HOLDOUT_LU_MIN_RATIO = 1e-4
+
+
+def warn_if_inaccurate(alpha, LK, model, sigma_max=None):
+    """Warn (:class:`IllConditionedWarning`) when ``alpha`` lies below ``HOLDOUT_LU_MIN_RATIO`` times the largest
+    eigenvalue of the m x m matrix ``LK`` (= L K, before alpha is added); returns that eigenvalue (``sigma_max``: known
+    already) or None when the largest row sum of |L K|, which bounds it, clears alpha already (one O(m^2) pass)."""
+    if sigma_max is None:
+        bound = max(float(np.abs(LK[i:i + 256]).sum(axis=1).max()) for i in range(0, LK.shape[0], 256))
+        if alpha >= HOLDOUT_LU_MIN_RATIO * bound:  # (rows in blocks: no m x m temporary)
+            return None
+        # power iteration: L K is similar to the symmetric positive semi-definite S K S, so its eigenvalues are real
+        V = np.random.default_rng(0).standard_normal((LK.shape[0], 4))
+        for _ in range(30):
+            W = LK @ V
+            sigma_max = float(np.max(np.linalg.norm(W, axis=0) / np.linalg.norm(V, axis=0)))
+            V = W / max(np.abs(W).max(), np.finfo(float).tiny)
+    if alpha < HOLDOUT_LU_MIN_RATIO * sigma_max:
+        advice = (f"Hold-out predictions of a {model} at alpha below {HOLDOUT_LU_MIN_RATIO:g} times the largest "
+                  f"eigenvalue of L K ({sigma_max:.3g}) lose digits (about 7e-8 relative at 1e-5 times it, 5e-6 at "
+                  "1e-6): increase alpha, or leave such alphas out of the grid.")
+        warning = IllConditionedWarning(f"hold-out predictions at alpha={alpha:.3g} may be inaccurate. {advice}")
+        warning.advice = advice  # what one_conditioning_warning reports in place of its scaling advice
+        warnings.warn(warning, stacklevel=3)
+    return sigma_max
+
+
 class TieExcludedRoute(_Route):
     """``exclude_ties=True``: the Laplacian L of the pairs with different targets (004, Sect. 2.4), L_q = c_q (D_q -
     W_q) with W_q[a, b] = 1 when rows a, b of group q differ in target.
@@ -351,7 +382,7 @@ class TieExcludedRoute(_Route):
         self.cell = self.problem.cells.codes[gi.order]  # tie cell of each row, group order
         self.weight = self.problem.pair_weight()
         self.blocks = np.split(np.arange(self.m), gi.offsets[1:-1])
-        self._alpha = None
+        self._alpha = self._sigma_max = None
 
     def _local_cells(self, rows):
         """Tie cells of the group-order rows ``rows`` as codes 0..T-1, and their (|rows|, T) indicator matrix."""
@@ -378,6 +409,7 @@ class TieExcludedRoute(_Route):
                 b[rows] = self._laplacian_rows(q, np.arange(rows.size), self.Yg)
                 for chunk in np.array_split(np.arange(rows.size), max(1, rows.size // 256)):
                     LK[rows[chunk]] = self._laplacian_rows(q, chunk, self.K)
+            self._sigma_max = warn_if_inaccurate(alpha, LK, "model with exclude_ties=True", self._sigma_max)
             LK[np.diag_indices(self.m)] += alpha
             self._lu = lu_factor(LK, overwrite_a=True, check_finite=False)
             self._Hb = lu_solve(self._lu, b, check_finite=False)
@@ -527,11 +559,6 @@ class TieExcludedRoute(_Route):
                     + np.einsum("pun,pnk->puk", rows, delta[None, :, None] * z) + np.einsum("puc,pck->puk", KF, G(z))
         return out
 
-    def solve(self, alpha):
-        """Dual coefficients (m, v), caller's row order, of the model fitted on all the data: H b."""
-        self._factor(alpha)
-        return self.groups.untake(self._Hb)
-
 
 class HoldoutEngine(_OnProblem):
     """The route policy (:meth:`_route`: a feature map, ``exclude_ties`` or the dense :class:`DualRoute`, which takes
@@ -608,7 +635,10 @@ class HoldoutEngine(_OnProblem):
             return None
         if self.low_rank:
             return Fit("primal", coef=self.dual.solve_primal(alpha)[None])
-        A = self._route().solve(alpha)  # tie-excluded or dense: no feature map here
+        if self.spec.exclude_ties:  # fit's symmetric solve: the tie route's LU of L K + alpha I loses digits (cond)
+            with compute_region(self.n_threads):
+                return solve_dual(self.problem, self.kspec, np.array([float(alpha)]), self.n_threads)
+        A = self.dual.solve(alpha)  # dense: no feature map here
         X = self.problem.X
         coef = np.asarray(_centred_features(X).T @ A)[None] if self.kspec.linear else None
         return Fit("dual", coef=coef, dual_coef=A[None], X_fit=None if self.kspec.precomputed else X)
@@ -942,6 +972,7 @@ class PreferenceRoute:
         L, b = _graph_system(g, m)
         LK = L @ K
         del L  # the dense L is not needed past L K
+        warn_if_inaccurate(alpha, LK, "preference-graph model")
         LK[np.diag_indices(m)] += alpha
         lu = lu_factor(LK, overwrite_a=True, check_finite=False)
         Hb = lu_solve(lu, b, check_finite=False)

@@ -1,0 +1,151 @@
+"""The models whose exact cross-validation updates one LU factor of L K + alpha I (exclude_ties=True, preference
+graphs) at small alpha: the Woodbury updates lose digits below 1e-4 sigma_max (sigma_max the largest eigenvalue of
+L K), so hold-out sets, pairs and groups warn there and stay accurate above; the model solved on all the data
+(Factorization.solve, RankRLSCV.best_estimator_) comes from the symmetric system a fit solves, accurate at any alpha.
+The oracle: the explicit pair loop's Laplacian without the held-out rows, the normal equations (L K + alpha I) A = L y
+solved with numpy and refined with long-double residuals; a preference graph is refitted without the held-out edges."""
+
+import warnings
+
+import numpy as np
+import pytest
+
+import fastrank
+from fastrank import model_selection as ms
+from fastrank.exceptions import IllConditionedWarning
+from cv_oracles import rbf
+
+GAMMA = 0.3
+
+
+@pytest.fixture
+def data():
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(40, 4))
+    return X, np.round(X @ rng.normal(size=4)), np.repeat(np.arange(4), 10)
+
+
+def untied_laplacian(y, groups, rows):
+    """Laplacian of the pairs among ``rows`` with different targets (inside groups), one pair at a time."""
+    L = np.zeros((rows.size, rows.size))
+    for a in range(rows.size):
+        for b in range(a + 1, rows.size):
+            i, j = rows[a], rows[b]
+            if y[i] != y[j] and (groups is None or groups[i] == groups[j]):
+                L[[a, b], [a, b]] += 1.0
+                L[[a, b], [b, a]] -= 1.0
+    return L
+
+
+def extended_dual(K, L, Y, alpha):
+    """The dual coefficients A of (L K + alpha I) A = L Y (eq. 17), by iterative refinement with long-double
+    residuals (accurate well beyond double at the alphas here, where a plain double solve is not)."""
+    Ll, Kl = L.astype(np.longdouble), K.astype(np.longdouble)
+    M = Ll @ Kl + alpha * np.eye(len(L), dtype=np.longdouble)
+    rhs, Md = Ll @ Y.astype(np.longdouble), M.astype(np.float64)
+    A = np.linalg.solve(Md, rhs.astype(np.float64)).astype(np.longdouble)
+    for _ in range(6):
+        A = A + np.linalg.solve(Md, (rhs - M @ A).astype(np.float64))
+    return A
+
+
+def trained_predict(X, y, groups, alpha, train, rows):
+    """Predictions for ``rows`` of the model trained on the rows ``train``."""
+    K = rbf(X, X, GAMMA)
+    A = extended_dual(K[np.ix_(train, train)], untied_laplacian(y, groups, train), y[train], alpha)
+    return (K[np.ix_(rows, train)].astype(np.longdouble) @ A).astype(np.float64)
+
+
+def retrain_predict(X, y, groups, alpha, held):
+    return trained_predict(X, y, groups, alpha, np.setdiff1d(np.arange(len(y)), held), held)
+
+
+def sigma_max(X, y, groups):
+    rows = np.arange(len(y))
+    return float(np.linalg.eigvals(untied_laplacian(y, groups, rows) @ rbf(X, X, GAMMA)).real.max())
+
+
+def ties_model(alpha):
+    return fastrank.RankRLS(alpha=alpha, kernel="rbf", gamma=GAMMA, exclude_ties=True)
+
+
+@pytest.mark.parametrize("grouped", [False, True], ids=["object", "groups"])
+def test_solve_of_a_tie_excluding_model_is_accurate_at_small_alpha(data, grouped):
+    # the engine solved the nonsymmetric L K + alpha I: 4e-9 relative at alpha = 1e-4 and 4e-7 at 1e-6 (1e-8 sigma_max),
+    # where fit's symmetric system is exact to 1e-14 (the oracle: 1e-11 at 1e-6)
+    X, y, g = data
+    groups = g if grouped else None
+    for alpha in (1e-2, 1e-4, 1e-6):
+        want = trained_predict(X, y, groups, alpha, np.arange(40), np.arange(40))
+        got = ms.factorize(ties_model(alpha), X, y, groups).solve(alpha).predict(X)
+        np.testing.assert_allclose(got, want, rtol=0, atol=1e-10 * np.abs(want).max())
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", IllConditionedWarning)  # the hold-out folds at the smallest alphas
+            cv = fastrank.RankRLSCV(alphas=[alpha], kernel="rbf", gamma=GAMMA, exclude_ties=True, cv=4,
+                                    scoring="disagreement").fit(X, y, groups)
+        np.testing.assert_allclose(cv.predict(X), want, rtol=0, atol=1e-10 * np.abs(want).max())
+
+
+@pytest.mark.parametrize("grouped", [False, True], ids=["object", "groups"])
+def test_tie_excluding_hold_outs_warn_below_the_ratio_and_are_accurate_above(data, grouped):
+    X, y, g = data
+    groups = g if grouped else None
+    top = sigma_max(X, y, groups)
+    folds = [np.arange(k, 40, 5) for k in range(5)]
+    pairs = np.array([[0, 1], [2, 7], [12, 15]])
+    for ratio, warns in ((1e-3, False), (1e-5, True)):
+        alpha = ratio * top
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            sets = ms.holdout_predictions(ties_model(alpha), X, y, folds, groups=groups)
+            lpo = ms.leave_pair_out(ties_model(alpha), X, y, pairs=pairs, groups=groups)
+        ill = [w for w in caught if issubclass(w.category, IllConditionedWarning)]
+        assert len(ill) == 2 * warns, [str(w.message) for w in caught]
+        if warns:
+            assert f"alpha={alpha:.3g}" in str(ill[0].message) and "exclude_ties=True" in str(ill[0].message)
+            continue
+        for S, got in zip(folds, sets):
+            want = retrain_predict(X, y, groups, alpha, S)
+            np.testing.assert_allclose(got, want, rtol=0, atol=1e-10 * np.abs(want).max())
+        for pair, got in zip(pairs, lpo):
+            want = retrain_predict(X, y, groups, alpha, pair)
+            np.testing.assert_allclose(got, want, rtol=0, atol=1e-10 * np.abs(want).max())
+
+
+def test_rankrlscv_with_exclude_ties_reports_the_advice_once(data):
+    X, y, g = data
+    top = sigma_max(X, y, g)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        fastrank.RankRLSCV(alphas=np.array([1e-7, 1e-6, 1e-2]) * top, kernel="rbf", gamma=GAMMA, exclude_ties=True,
+                           cv=4, scoring="disagreement").fit(X, y, g)
+    ill = [w for w in caught if issubclass(w.category, IllConditionedWarning)]
+    assert len(ill) == 1 and "largest eigenvalue of L K" in str(ill[0].message)
+
+
+def test_preference_hold_outs_warn_below_the_ratio_and_are_accurate_above():
+    rng = np.random.default_rng(2)
+    m = 30
+    X = rng.normal(size=(m, 4))
+    f = X @ rng.normal(size=4)
+    pairs = np.array([(i, j) for i in range(m) for j in range(i + 1, m) if rng.random() < 0.3])
+    pairs = np.where((f[pairs[:, 0]] > f[pairs[:, 1]])[:, None], pairs, pairs[:, ::-1])
+    L = np.zeros((m, m))
+    for i, j in pairs:
+        L[[i, j], [i, j]] += 1.0
+        L[[i, j], [j, i]] -= 1.0
+    top = float(np.linalg.eigvals(L @ rbf(X, X, GAMMA)).real.max())
+    sets = [np.arange(k, m, 5) for k in range(5)]
+    for ratio, warns in ((1e-3, False), (1e-5, True)):
+        alpha = ratio * top
+        est = fastrank.RankRLS(alpha=alpha, kernel="rbf", gamma=GAMMA)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            got = ms.preference_holdout_predictions(est, X, pairs, sets)
+        assert sum(issubclass(w.category, IllConditionedWarning) for w in caught) == warns
+        if warns:
+            continue
+        for S, p in zip(sets, got):
+            kept = pairs[~np.isin(pairs, S).any(axis=1)]
+            want = est.fit_preferences(X, kept).predict(X[S])
+            np.testing.assert_allclose(p, want, rtol=0, atol=1e-10 * np.abs(want).max())

@@ -81,6 +81,27 @@ Matrix leave_group_out_inverse(MatrixCRef K, const GroupStructure& g, double alp
 Matrix leave_group_out_path(MatrixCRef K, const GroupStructure& g, const Vector& alphas, MatrixCRef Y,
                             int n_threads);
 
+// Hold-out sets for ONE alpha from Cholesky factors (no eigendecomposition), accurate at small alpha.
+// Rows = concatenated sets in grouped positions, set k = rows[fold_offsets[k] .. fold_offsets[k+1]);
+// result: one row per entry of rows.  Virtual targets (eq. 33 written with G, see above) for a set U:
+// inside a touched group q (n rows, u held, k = n - u kept) the retained pairs give
+// L'_q = c (k I_K - 1_K 1_K^T) = s_q^2 (k/n) P_K on the centred space, P_K the centring on the kept
+// rows, so E = I - N has E^-1 - I = (k/u) P_K there (0 for a group held out whole).  With
+// z = E r, (I - H E) r = alpha G t becomes the symmetric positive definite system
+//     (G_c,AA + sum_q (k_q / (alpha u_q)) P_Kq) z = (G_c t)_A        (A = rows of the touched groups)
+// and, as r_U = z_U (P_K vanishes on held rows),
+//     f'_U = y_U - ybar_q - z_U / s_q + fbar_q - kappa_q,A^T z / n_q,   kappa_q = G_c S K 1_q.
+// Object ranking (one group, m rows): L' = rho L - c C E_U (k I + 1 1^T) E_U^T C with rho = k/m
+// (eqs. 36-37 for |U| = 2), so the retrained model is the alpha' = alpha m / k model with a rank-u
+// removal, whose 1 1^T terms cancel against G's null part: with G_c of alpha',
+//     G_c,UU e = (G_c t)_U,  r = e - (1^T e / m) 1,  f'_U = y_U - ybar - r / s + fbar(alpha') - kappa_U^T e / m.
+// One factor (dpotrf + dpotri) per distinct set size (object) or per call (groups); per set a
+// |U| x |U| (object) or |A| x |A| (groups) Cholesky solve.
+Matrix object_holdout_inverse(MatrixCRef K, double c, double alpha, MatrixCRef Y, const IndexVector& rows,
+                              const IndexVector& fold_offsets, int n_threads);
+Matrix group_holdout_inverse(MatrixCRef K, const GroupStructure& g, double alpha, MatrixCRef Y,
+                             const IndexVector& rows, const IndexVector& fold_offsets, int n_threads);
+
 // Diagonal blocks of (L L^T)^-1 for every group from the lower Cholesky factor L (group order):
 // columns of L^-1 for consecutive groups batched into panels of >= 512 columns, so the trailing
 // triangular solves run as BLAS-3.

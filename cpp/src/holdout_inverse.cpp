@@ -797,10 +797,25 @@ Matrix group_holdout_inverse(MatrixCRef K, const GroupStructure& g, double alpha
           if (held[o + a] < 0) M(at[i] + a, at[i] + b) += (a == b ? d : 0.0) - d / dk;
       }
     }
-    const double beta = std::max(M.diagonal().mean(), std::numeric_limits<double>::min());
+    // A group of one row has no centred vector: its z is 0 (an identity row).
+    double diag_sum = 0.0, diag_rows = 0.0;
     for (size_t i = 0; i < touched.size(); ++i) {
       const Index n = g.group_size(touched[i]);
-      M.block(at[i], at[i], n, n).array() += beta / static_cast<double>(n);
+      if (n < 2) continue;
+      diag_sum += M.diagonal().segment(at[i], n).sum();
+      diag_rows += static_cast<double>(n);
+    }
+    const double beta = diag_rows > 0.0 ? std::max(diag_sum / diag_rows, std::numeric_limits<double>::min()) : 1.0;
+    for (size_t i = 0; i < touched.size(); ++i) {
+      const Index n = g.group_size(touched[i]);
+      if (n < 2) {
+        M.row(at[i]).setZero();
+        M.col(at[i]).setZero();
+        M(at[i], at[i]) = 1.0;
+        z.row(at[i]).setZero();
+      } else {
+        M.block(at[i], at[i], n, n).array() += beta / static_cast<double>(n);
+      }
     }
     solve_set_system(M, z, f, alpha);
     // kappa_q,A^T z = (S K 1_q)^T G_c[:, A] z for the touched groups

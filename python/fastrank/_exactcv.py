@@ -35,10 +35,17 @@ _SOLVERS = ("auto", "dual", "primal")
 # Grids of more alphas than this share one spectral factor of S K S (one m x m product per alpha); smaller grids factor
 # S K S + alpha I by Cholesky per alpha (accurate at any alpha).  Measured crossover: ~33 alphas at m = 2000.
 SHARED_FACTOR_MIN_ALPHAS = 30
-# Hold-out sets of dense kernel models come from the spectral factor (eq. 33), which loses digits as alpha falls below
-# sigma_max (the largest eigenvalue of S K S): against retraining, at most 4e-12 / 4e-10 / 4e-8 / 4e-6 relative at
-# alpha = 1e-4 / 1e-5 / 1e-6 / 1e-7 sigma_max (Gaussian kernel, m = 30-400, 5 folds).  Below this ratio they warn.
+# Hold-out sets of dense kernel models (docs/design/exact-cv.md, "Hold-out sets"): the spectral form loses digits as
+# alpha falls below sigma_max, the largest eigenvalue of S K S (against an extended-precision reference, up to 2e-9 /
+# 1e-7 / 2e-5 relative at alpha = 1e-6 / 1e-7 / 1e-8 sigma_max), so below this ratio they come from Cholesky factors
+# (4e-9 at 1e-8 sigma_max).  Those take 1e-8 at 1e-10 sigma_max (errors grow as sigma_max / alpha: 4e-7 at 1e-10,
+# 4e-5 at 1e-12), so below HOLDOUT_MIN_RATIO they warn.
 HOLDOUT_SPECTRAL_MIN_RATIO = 1e-5
+HOLDOUT_MIN_RATIO = 1e-10
+# Without a shared spectral factor each alpha costs one Cholesky factor per distinct set size (object ranking) or
+# one per alpha (groups); a grid shares one eigendecomposition once alphas x factors reaches this (measured crossover
+# 6-10 at m = 1000-2000, 5 folds, CPU).
+HOLDOUT_SHARED_FACTOR_MIN = 6
 
 
 @dataclasses.dataclass(frozen=True)
@@ -168,6 +175,7 @@ class DualRoute(_Route):
         self.group_args = (self.groups.order, self.groups.offsets, self.problem.pair_weight())
         self._V = self._sigma = self._SX = None
         self._path_coef = {}  # alpha -> dual coefficients (group order) from leave_group_out_path
+        self.grid_alphas = 1  # alphas of the grid being scored (HoldoutEngine.prepare_grid)
 
     @functools.cached_property
     @_in_region
@@ -242,23 +250,55 @@ class DualRoute(_Route):
             return spectral_object(M, mu, h, self.Yg, self.c, pairs, self.n_threads)
         return spectral_query(self.P, V, sigma, *self.group_args, alpha, self.Yg, pg, self.n_threads)
 
+    def holdout_uses_cholesky(self, sets, alpha):
+        """Whether hold-out sets come from Cholesky factors of S K S + alpha' I (accurate down to ~1e-10 sigma_max)
+        rather than the spectral factor: unless a spectral factor exists or a grid of alphas (:attr:`grid_alphas`)
+        times factors per alpha (distinct set sizes in object ranking) will share one, and always below
+        HOLDOUT_SPECTRAL_MIN_RATIO sigma_max or when the sets cut groups so much that the spectral form's |A|^2 m per
+        set (A: the rows of the groups a set touches) costs more than the m^3 of a factor."""
+        n_factors = 1 if self.grouped else np.unique([len(s) for s in sets]).size
+        if self._V is None and self.grid_alphas * n_factors < HOLDOUT_SHARED_FACTOR_MIN:
+            return True
+        _, sigma = self.decompose()
+        if alpha < HOLDOUT_SPECTRAL_MIN_RATIO * float(sigma.max()):
+            return True
+        sizes, codes = self.groups.sizes, self.groups.codes
+        return self.grouped and sum(float(sizes[np.unique(codes[s])].sum()) ** 2 for s in sets) > 0.4 * self.m ** 2
+
     @_in_region
     def holdout(self, sets, alpha):
-        """Predictions of every set, concatenated, from the spectral factor (eq. 33)."""
+        """Predictions of every set, concatenated (eq. 33): from Cholesky factors (:meth:`holdout_uses_cholesky`) or
+        the spectral factor; below HOLDOUT_MIN_RATIO times sigma_max (the trace of S K S bounds it without a spectral
+        factor) they warn."""
         rows = np.concatenate(sets).astype(np.int64)
         fold_offsets = np.concatenate([[0], np.cumsum([len(s) for s in sets])]).astype(np.int64)
-        V, sigma = self.decompose()
-        if alpha < HOLDOUT_SPECTRAL_MIN_RATIO * float(sigma.max()):
-            advice = (f"Hold-out predictions at alpha below {HOLDOUT_SPECTRAL_MIN_RATIO:g} times the largest "
-                      f"eigenvalue of S K S ({float(sigma.max()):.3g}) lose digits (about 4e-8 relative at 1e-6 times "
-                      "it, 4e-6 at 1e-7): increase alpha, or leave such alphas out of the grid.")
+        rg = self.groups.inverse[rows].astype(np.int64) if self.grouped else rows
+        cholesky = self.holdout_uses_cholesky(sets, alpha)
+        bound = float(self._sigma.max()) if self._V is not None else self.trace_SKS
+        if alpha < HOLDOUT_MIN_RATIO * bound:
+            advice = (f"Hold-out predictions at alpha below {HOLDOUT_MIN_RATIO:g} times the largest eigenvalue of "
+                      f"S K S (at most {bound:.3g}) lose digits (about 4e-7 relative at 1e-10 times it, 4e-5 at 1e-12): "
+                      "increase alpha, or leave such alphas out of the grid.")
             warning = IllConditionedWarning(f"hold-out predictions at alpha={alpha:.3g} may be inaccurate. {advice}")
             warning.advice = advice  # what one_conditioning_warning reports in place of its scaling advice
             warnings.warn(warning, stacklevel=2)
+        if cholesky:
+            if not self.grouped:
+                return _core.cv_object_holdout_inverse(self.K, self.c, alpha, self.Yg, rows, fold_offsets,
+                                                       self.n_threads)
+            return _core.cv_group_holdout_inverse(self.K, *self.group_args, alpha, self.Yg, rg, fold_offsets,
+                                                  self.n_threads)
+        V, sigma = self.decompose()
         if not self.grouped:
             return _core.cv_object_holdout(self.K, V, sigma, self.c, alpha, self.Yg, rows, fold_offsets)
-        rg = self.groups.inverse[rows].astype(np.int64)
         return _core.cv_group_holdout(self.P, V, sigma, *self.group_args, alpha, self.Yg, rg, fold_offsets)
+
+    @functools.cached_property
+    def trace_SKS(self):
+        """trace(S K S) = sum_q c_q n_q (tr K_qq - 1^T K_qq 1 / n_q) >= sigma_max, in O(sum n_q^2)."""
+        K, off, c = self.K, self.groups.offsets, self.problem.pair_weight()
+        blocks = [K[a:b, a:b] for a, b in zip(off[:-1], off[1:])]
+        return float(sum(cq * (b.shape[0] * np.trace(b) - b.sum()) for cq, b in zip(c, blocks)))
 
     @_in_region
     def leave_group_out(self, alpha):
@@ -591,6 +631,8 @@ class HoldoutEngine(_OnProblem):
     def prepare_grid(self, n_alphas):
         if n_alphas > SHARED_FACTOR_MIN_ALPHAS:
             self.decompose()
+        elif self._route() is self.dual:
+            self.dual.grid_alphas = n_alphas
 
     def decompose(self):
         """The spectral factor of S K S, shared by every alpha from now on (dense kernel models)."""

@@ -35,13 +35,13 @@ _SOLVERS = ("auto", "dual", "primal")
 # Grids of more alphas than this share one spectral factor of S K S (one m x m product per alpha); smaller grids factor
 # S K S + alpha I by Cholesky per alpha (accurate at any alpha).  Measured crossover: ~33 alphas at m = 2000.
 SHARED_FACTOR_MIN_ALPHAS = 30
-# Hold-out sets of dense kernel models (docs/design/exact-cv.md, "Hold-out sets"): the spectral form loses digits as
-# alpha falls below sigma_max, the largest eigenvalue of S K S (against an extended-precision reference, up to 2e-9 /
-# 1e-7 / 2e-5 relative at alpha = 1e-6 / 1e-7 / 1e-8 sigma_max), so below this ratio they come from Cholesky factors
-# (4e-9 at 1e-8 sigma_max).  Those take 1e-8 at 1e-10 sigma_max (errors grow as sigma_max / alpha: 4e-7 at 1e-10,
-# 4e-5 at 1e-12), so below HOLDOUT_MIN_RATIO they warn.
+# Hold-out sets of dense kernel models (docs/design/exact-cv.md, "Hold-out sets and k folds"): the spectral form loses
+# digits as alpha falls below sigma_max, the largest eigenvalue of S K S (against an extended-precision reference, up
+# to 4e-10 / 4e-8 / 4e-6 / 4e-4 relative at alpha = 1e-5 / 1e-6 / 1e-7 / 1e-8 sigma_max), so below this ratio they come
+# from Cholesky factors (at most 9e-10 at 1e-8 sigma_max).  Those lose digits as sigma_max / alpha grows too (up to
+# 4e-8 at 1e-9, 4e-7 at 1e-10 sigma_max): below HOLDOUT_MIN_RATIO hold-out predictions warn.
 HOLDOUT_SPECTRAL_MIN_RATIO = 1e-5
-HOLDOUT_MIN_RATIO = 1e-10
+HOLDOUT_MIN_RATIO = 1e-9
 # Without a shared spectral factor each alpha costs one Cholesky factor per distinct set size (object ranking) or
 # one per alpha (groups); a grid shares one eigendecomposition once alphas x factors reaches this (measured crossover
 # 6-10 at m = 1000-2000, 5 folds, CPU).
@@ -251,7 +251,7 @@ class DualRoute(_Route):
         return spectral_query(self.P, V, sigma, *self.group_args, alpha, self.Yg, pg, self.n_threads)
 
     def holdout_uses_cholesky(self, sets, alpha):
-        """Whether hold-out sets come from Cholesky factors of S K S + alpha' I (accurate down to ~1e-10 sigma_max)
+        """Whether hold-out sets come from Cholesky factors of S K S + alpha' I (accurate down to ~1e-9 sigma_max)
         rather than the spectral factor: unless a spectral factor exists or a grid of alphas (:attr:`grid_alphas`)
         times factors per alpha (distinct set sizes in object ranking) will share one, and always below
         HOLDOUT_SPECTRAL_MIN_RATIO sigma_max or when the sets cut groups so much that the spectral form's |A|^2 m per
@@ -277,7 +277,7 @@ class DualRoute(_Route):
         bound = float(self._sigma.max()) if self._V is not None else self.trace_SKS
         if alpha < HOLDOUT_MIN_RATIO * bound:
             advice = (f"Hold-out predictions at alpha below {HOLDOUT_MIN_RATIO:g} times the largest eigenvalue of "
-                      f"S K S (at most {bound:.3g}) lose digits (about 4e-7 relative at 1e-10 times it, 4e-5 at 1e-12): "
+                      f"S K S (at most {bound:.3g}) lose digits (up to 4e-8 relative at 1e-9 times it, 4e-7 at 1e-10): "
                       "increase alpha, or leave such alphas out of the grid.")
             warning = IllConditionedWarning(f"hold-out predictions at alpha={alpha:.3g} may be inaccurate. {advice}")
             warning.advice = advice  # what one_conditioning_warning reports in place of its scaling advice

@@ -70,10 +70,12 @@ def test_sets_equal_retraining_and_the_spectral_route(grouped, weighting):
     _close(np.concatenate(out), ref, 1e-8)
 
 
-@pytest.mark.parametrize("grouped", [False, True])
-def test_mprank_sets_of_different_sizes_equal_retraining(grouped):
-    # MPRank retrains each set with alpha = m_train^2 / (2 C) of its training size
-    groups, sets = (GROUPS, GROUP_SETS) if grouped else (None, OBJECT_SETS)
+SIX_SIZES = [np.arange(k * (k + 1) // 2, (k + 1) * (k + 2) // 2) for k in range(6)]  # sizes 1..6: one alpha each
+
+
+@pytest.mark.parametrize("groups, sets", [(None, OBJECT_SETS), (GROUPS, GROUP_SETS), (None, SIX_SIZES)])
+def test_mprank_sets_of_different_sizes_equal_retraining(groups, sets):
+    # MPRank retrains each set with alpha = m_train^2 / (2 C) of its training size (six sizes share a spectral factor)
     X, Y = _data(GROUPS.size, seed=2)
     y = Y[:, 0]
     est = fastrank.MPRank(C=40.0, kernel="rbf", gamma=0.4)

@@ -764,6 +764,8 @@ class HoldoutEngine(_OnProblem):
         if alpha is None and self.spec.C is not None:
             # MPRank: sets of one size share the retrained alpha; one pass per distinct size
             sizes = np.array([len(s) for s in sets])
+            if self._route() is self.dual:  # one alpha per size: a grid for the dual route's choice of factor
+                self.dual.grid_alphas = max(self.dual.grid_alphas, np.unique(sizes).size)
             out = np.empty((sizes.sum(), self.Y.shape[1]))
             for size in np.unique(sizes):
                 same = sizes == size

@@ -165,9 +165,9 @@ def test_feature_space_hold_outs_guard_the_dense_copy_of_sparse_X(monkeypatch):
             call()
 
 
-def test_hold_out_sets_stay_accurate_below_the_spectral_range_and_warn_below_the_cholesky_range():
-    # below 1e-5 sigma_max the spectral set formula loses digits: the Cholesky form takes over, without a warning,
-    # accurate against retraining in extended precision; below 1e-9 sigma_max it warns
+def test_hold_out_sets_stay_accurate_at_small_alpha_and_warn_below_1e_9_sigma_max():
+    # from the spectral factor of a factorization: accurate against retraining in extended precision, without a
+    # warning, down to 1e-7 sigma_max; below 1e-9 sigma_max a warning
     from fastrank.exceptions import IllConditionedWarning
     from fastrank.model_selection import factorize
 

@@ -662,90 +662,45 @@ void check_sets(const IndexVector& rows, const IndexVector& fold_offsets, Index 
 
 }  // namespace
 
-Matrix object_holdout_inverse(MatrixCRef K, double c, double alpha, MatrixCRef Y, const IndexVector& rows,
-                              const IndexVector& fold_offsets, int n_threads) {
-  const Index m = K.rows(), v = Y.cols();
-  require(K.cols() == m && Y.rows() == m, "K must be m x m and Y must have m rows");
-  require(std::isfinite(c) && c > 0.0, "the pair weight must be finite and > 0");
-  require(std::isfinite(alpha) && alpha > 0.0, "alpha must be finite and > 0");
+std::map<Index, std::vector<Index>> sets_by_size(const IndexVector& rows, const IndexVector& fold_offsets, Index m) {
   check_sets(rows, fold_offsets, m);
-  const double dm = static_cast<double>(m), s = std::sqrt(c * dm);
-  GroupStructure g;
-  g.offsets.resize(2);
-  g.offsets << 0, m;
-  g.scale = Vector::Constant(1, s);
-  Matrix t = Y;
-  apply_sqrt_laplacian(g, t);
-  Matrix src = K.rowwise().sum();
-  apply_sqrt_laplacian(g, src);  // S K 1
-  Matrix Kz = K;
-  apply_sqrt_laplacian_both(g, Kz, n_threads);
-  const double tau = null_shift(Kz);
-  const Eigen::RowVectorXd ybar = Y.colwise().mean();
-  const Index nf = fold_offsets.size() - 1;
-  std::map<Index, std::vector<Index>> by_size;  // set size u -> sets
-  for (Index f = 0; f < nf; ++f) {
+  std::map<Index, std::vector<Index>> by_size;
+  for (Index f = 0; f + 1 < fold_offsets.size(); ++f) {
     const Index u = fold_offsets[f + 1] - fold_offsets[f];
     if (u == 0) continue;
     require(m - u >= 2, "a hold-out set leaves fewer than 2 training inputs (no training pairs)");
     by_size[u].push_back(f);
   }
-  Matrix out(rows.size(), v);
-  Index left = static_cast<Index>(by_size.size());
-  for (const auto& [u, sets] : by_size) {
-    const double alpha1 = alpha * dm / (dm - static_cast<double>(u));  // L scaled by rho = (m - u) / m
-    // the last size takes Kz itself (no third m x m matrix)
-    Matrix A;
-    if (--left == 0) A = std::move(Kz);
-    else A = Kz;
-    const FullInverse fi = full_inverse(std::move(A), g, alpha1, tau, t, src);
-    const Eigen::RowVectorXd fbar = fi.kappa.col(0).transpose() * t / dm;  // mean prediction of the alpha' model
-    for (Index f : sets) {
-      const Index lo = fold_offsets[f];
-      std::vector<Index> U(static_cast<size_t>(u));
-      for (Index k = 0; k < u; ++k) U[static_cast<size_t>(k)] = rows[lo + k];
-      Matrix B(u, u), e(u, v);
-      for (Index b = 0; b < u; ++b) {
-        for (Index a = 0; a < u; ++a) B(a, b) = fi.Gc(U[a], U[b]);
-        e.row(b) = fi.Gt.row(U[b]);
-      }
-      solve_set_system(B, e, f, alpha);
-      Eigen::RowVectorXd shift = Eigen::RowVectorXd::Zero(v);
-      for (Index k = 0; k < u; ++k) shift += fi.kappa(U[k], 0) * e.row(k);
-      const Eigen::RowVectorXd emean = e.colwise().sum() / dm;
-      for (Index k = 0; k < u; ++k)
-        out.row(lo + k) = Y.row(U[k]) - ybar - (e.row(k) - emean) / s + fbar - shift / dm;
-    }
-  }
-  return out;
+  return by_size;
 }
 
-Matrix group_holdout_inverse(MatrixCRef K, const GroupStructure& g, double alpha, MatrixCRef Y,
-                             const IndexVector& rows, const IndexVector& fold_offsets, int n_threads) {
+void object_sets(const SetInverse& inv, double s, double alpha, MatrixCRef Y, const IndexVector& rows,
+                 const IndexVector& fold_offsets, const std::vector<Index>& sets, Matrix& out) {
+  const Index m = Y.rows(), v = Y.cols();
+  const double dm = static_cast<double>(m);
+  const Eigen::RowVectorXd ybar = Y.colwise().mean();
+  for (Index f : sets) {
+    const Index lo = fold_offsets[f], u = fold_offsets[f + 1] - lo;
+    const std::vector<Index> U(rows.data() + lo, rows.data() + lo + u);
+    Matrix B = inv.block(U), e(u, v);
+    for (Index k = 0; k < u; ++k) e.row(k) = inv.Gt.row(U[k]);
+    solve_set_system(B, e, f, alpha);
+    Eigen::RowVectorXd shift = Eigen::RowVectorXd::Zero(v);
+    for (Index k = 0; k < u; ++k) shift += inv.kappa(U[k], 0) * e.row(k);
+    const Eigen::RowVectorXd emean = e.colwise().sum() / dm;
+    for (Index k = 0; k < u; ++k)
+      out.row(lo + k) = Y.row(U[k]) - ybar - (e.row(k) - emean) / s + inv.fbar.row(0) - shift / dm;
+  }
+}
+
+Matrix group_sets(const SetInverse& inv, const GroupStructure& g, double alpha, MatrixCRef Y, const IndexVector& rows,
+                  const IndexVector& fold_offsets) {
   const Index m = g.n_rows(), ng = g.n_groups(), v = Y.cols();
-  require(K.rows() == m && K.cols() == m, "K must be m x m");
-  require(Y.rows() == m, "Y must have m rows");
-  require(std::isfinite(alpha) && alpha > 0.0, "alpha must be finite and > 0");
-  if (ng == 1) return object_holdout_inverse(K, pair_weight(g, 0), alpha, Y, rows, fold_offsets, n_threads);
   check_sets(rows, fold_offsets, m);
   const IndexVector grp = row_groups(g);
   const double total_pairs = n_relevant_pairs(g);
-  Matrix t = Y;
-  apply_sqrt_laplacian(g, t);
-  Matrix src(m, ng);  // S K 1_q
-  for (Index q = 0; q < ng; ++q) src.col(q) = K.middleCols(g.offsets[q], g.group_size(q)).rowwise().sum();
-  apply_sqrt_laplacian(g, src);
-  Matrix Kz = K;
-  apply_sqrt_laplacian_both(g, Kz, n_threads);
-  const double tau = null_shift(Kz);
-  const FullInverse fi = full_inverse(std::move(Kz), g, alpha, tau, t, Matrix(m, 0));
-  Matrix fbar(ng, v);  // group means of the full-data predictions: (S K 1_q)^T G_c t / n_q
-  lapack::gemm('T', 'N', 1.0, src, fi.Gt, 0.0, fbar);
   Matrix ybar(ng, v);
-  for (Index q = 0; q < ng; ++q) {
-    fbar.row(q) /= static_cast<double>(g.group_size(q));
-    ybar.row(q) = Y.middleRows(g.offsets[q], g.group_size(q)).colwise().mean();
-  }
+  for (Index q = 0; q < ng; ++q) ybar.row(q) = Y.middleRows(g.offsets[q], g.group_size(q)).colwise().mean();
   Matrix out(rows.size(), v);
   const Index nf = fold_offsets.size() - 1;
   std::vector<Index> held(static_cast<size_t>(m), -1);  // position in the set, or -1
@@ -775,16 +730,10 @@ Matrix group_holdout_inverse(MatrixCRef K, const GroupStructure& g, double alpha
       const double dn = static_cast<double>(n), dk = static_cast<double>(k);
       removed += dn * (dn - 1.0) / 2.0 - dk * (dk - 1.0) / 2.0;
     }
-    if (!(total_pairs - removed > 0.5)) {
-      for (Index k = 0; k < u; ++k) held[rows[lo + k]] = -1;
-      throw std::invalid_argument("hold-out set " + std::to_string(f) + " leaves no training pairs");
-    }
+    require(total_pairs - removed > 0.5, "hold-out set " + std::to_string(f) + " leaves no training pairs");
     const Index na = static_cast<Index>(A.size());
-    Matrix M(na, na), z(na, v);
-    for (Index b = 0; b < na; ++b) {
-      for (Index a = 0; a < na; ++a) M(a, b) = fi.Gc(A[a], A[b]);
-      z.row(b) = fi.Gt.row(A[b]);
-    }
+    Matrix M = inv.block(A), z(na, v);
+    for (Index b = 0; b < na; ++b) z.row(b) = inv.Gt.row(A[b]);
     // + (k / (alpha u)) P_K per partly held group; + beta 1_q 1_q^T / n_q per touched group (1_q is a
     // null vector of the system and the right-hand side is centred: z is unchanged).
     for (size_t i = 0; i < touched.size(); ++i) {
@@ -818,24 +767,105 @@ Matrix group_holdout_inverse(MatrixCRef K, const GroupStructure& g, double alpha
       }
     }
     solve_set_system(M, z, f, alpha);
-    // kappa_q,A^T z = (S K 1_q)^T G_c[:, A] z for the touched groups
-    Matrix GAz = Matrix::Zero(m, v);
-    for (size_t i = 0; i < touched.size(); ++i) {
-      const Index q = touched[i], n = g.group_size(q);
-      lapack::gemm('N', 'N', 1.0, fi.Gc.middleCols(g.offsets[q], n), z.middleRows(at[i], n), 1.0, GAz);
-    }
+    const Matrix shift = inv.mean_shift(touched, A, z);  // kappa_q,A^T z / n_q per touched group
     for (size_t i = 0; i < touched.size(); ++i) {
       const Index q = touched[i], o = g.offsets[q], n = g.group_size(q);
-      const Eigen::RowVectorXd base =
-          fbar.row(q) - ybar.row(q) - (src.col(q).transpose() * GAz) / static_cast<double>(n);
-      for (Index r = o; r < o + n; ++r) {
-        if (held[r] < 0) continue;
-        out.row(lo + held[r]) = Y.row(r) + base - z.row(at[i] + (r - o)) / g.scale[q];
-      }
+      const Eigen::RowVectorXd base = inv.fbar.row(q) - ybar.row(q) - shift.row(static_cast<Index>(i));
+      for (Index r = o; r < o + n; ++r)
+        if (held[r] >= 0) out.row(lo + held[r]) = Y.row(r) + base - z.row(at[i] + (r - o)) / g.scale[q];
     }
     for (Index k = 0; k < u; ++k) held[rows[lo + k]] = -1;
   }
   return out;
+}
+
+namespace {
+
+// G_c's rows and columns idx from the explicit inverse.
+Matrix gather_block(const Matrix& Gc, const std::vector<Index>& idx) {
+  const Index n = static_cast<Index>(idx.size());
+  Matrix B(n, n);
+  for (Index b = 0; b < n; ++b)
+    for (Index a = 0; a < n; ++a) B(a, b) = Gc(idx[a], idx[b]);
+  return B;
+}
+
+}  // namespace
+
+Matrix object_holdout_inverse(MatrixCRef K, double c, double alpha, MatrixCRef Y, const IndexVector& rows,
+                              const IndexVector& fold_offsets, int n_threads) {
+  const Index m = K.rows(), v = Y.cols();
+  require(K.cols() == m && Y.rows() == m, "K must be m x m and Y must have m rows");
+  require(std::isfinite(c) && c > 0.0, "the pair weight must be finite and > 0");
+  require(std::isfinite(alpha) && alpha > 0.0, "alpha must be finite and > 0");
+  const auto by_size = sets_by_size(rows, fold_offsets, m);
+  const double dm = static_cast<double>(m), s = std::sqrt(c * dm);
+  GroupStructure g;
+  g.offsets.resize(2);
+  g.offsets << 0, m;
+  g.scale = Vector::Constant(1, s);
+  Matrix t = Y;
+  apply_sqrt_laplacian(g, t);
+  Matrix src = K.rowwise().sum();
+  apply_sqrt_laplacian(g, src);  // S K 1
+  Matrix Kz = K;
+  apply_sqrt_laplacian_both(g, Kz, n_threads);
+  const double tau = null_shift(Kz);
+  Matrix out(rows.size(), v);
+  Index left = static_cast<Index>(by_size.size());
+  for (const auto& [u, sets] : by_size) {
+    const double alpha1 = alpha * dm / (dm - static_cast<double>(u));  // L scaled by rho = (m - u) / m
+    Matrix A;  // the last size takes Kz itself (no third m x m matrix)
+    if (--left == 0) A = std::move(Kz);
+    else A = Kz;
+    FullInverse fi = full_inverse(std::move(A), g, alpha1, tau, t, src);
+    SetInverse inv;
+    inv.fbar = fi.kappa.col(0).transpose() * t / dm;  // mean prediction of the alpha' model
+    inv.Gt = std::move(fi.Gt);
+    inv.kappa = std::move(fi.kappa);
+    inv.block = [&fi](const std::vector<Index>& idx) { return gather_block(fi.Gc, idx); };
+    object_sets(inv, s, alpha, Y, rows, fold_offsets, sets, out);
+  }
+  return out;
+}
+
+Matrix group_holdout_inverse(MatrixCRef K, const GroupStructure& g, double alpha, MatrixCRef Y,
+                             const IndexVector& rows, const IndexVector& fold_offsets, int n_threads) {
+  const Index m = g.n_rows(), ng = g.n_groups(), v = Y.cols();
+  require(K.rows() == m && K.cols() == m, "K must be m x m");
+  require(Y.rows() == m, "Y must have m rows");
+  require(std::isfinite(alpha) && alpha > 0.0, "alpha must be finite and > 0");
+  if (ng == 1) return object_holdout_inverse(K, pair_weight(g, 0), alpha, Y, rows, fold_offsets, n_threads);
+  Matrix t = Y;
+  apply_sqrt_laplacian(g, t);
+  Matrix src(m, ng);  // S K 1_q
+  for (Index q = 0; q < ng; ++q) src.col(q) = K.middleCols(g.offsets[q], g.group_size(q)).rowwise().sum();
+  apply_sqrt_laplacian(g, src);
+  Matrix Kz = K;
+  apply_sqrt_laplacian_both(g, Kz, n_threads);
+  const double tau = null_shift(Kz);
+  const FullInverse fi = full_inverse(std::move(Kz), g, alpha, tau, t, Matrix(m, 0));
+  SetInverse inv;
+  inv.Gt = fi.Gt;
+  inv.fbar.resize(ng, v);  // group means of the full-data predictions: (S K 1_q)^T G_c t / n_q
+  lapack::gemm('T', 'N', 1.0, src, fi.Gt, 0.0, inv.fbar);
+  for (Index q = 0; q < ng; ++q) inv.fbar.row(q) /= static_cast<double>(g.group_size(q));
+  inv.block = [&fi](const std::vector<Index>& idx) { return gather_block(fi.Gc, idx); };
+  // kappa_q,A^T z / n_q = (S K 1_q)^T G_c[:, A] z / n_q (A: whole groups, contiguous)
+  inv.mean_shift = [&](const std::vector<Index>& touched, const std::vector<Index>& A, MatrixCRef z) {
+    Matrix GAz = Matrix::Zero(m, v);
+    for (Index i = 0, at = 0; i < static_cast<Index>(touched.size()); ++i) {
+      const Index n = g.group_size(touched[i]);
+      lapack::gemm('N', 'N', 1.0, fi.Gc.middleCols(g.offsets[touched[i]], n), z.middleRows(at, n), 1.0, GAz);
+      at += n;
+    }
+    Matrix shift(static_cast<Index>(touched.size()), v);
+    for (Index i = 0; i < shift.rows(); ++i)
+      shift.row(i) = src.col(touched[i]).transpose() * GAz / static_cast<double>(g.group_size(touched[i]));
+    (void)A;
+    return shift;
+  };
+  return group_sets(inv, g, alpha, Y, rows, fold_offsets);
 }
 
 }  // namespace fastrank::cv

@@ -35,16 +35,14 @@ _SOLVERS = ("auto", "dual", "primal")
 # Grids of more alphas than this share one spectral factor of S K S (one m x m product per alpha); smaller grids factor
 # S K S + alpha I by Cholesky per alpha (accurate at any alpha).  Measured crossover: ~33 alphas at m = 2000.
 SHARED_FACTOR_MIN_ALPHAS = 30
-# Hold-out sets of dense kernel models (docs/design/exact-cv.md, "Hold-out sets and k folds"): the spectral form loses
-# digits as alpha falls below sigma_max, the largest eigenvalue of S K S (against an extended-precision reference, up
-# to 4e-10 / 4e-8 / 4e-6 / 4e-4 relative at alpha = 1e-5 / 1e-6 / 1e-7 / 1e-8 sigma_max), so below this ratio they come
-# from Cholesky factors (at most 9e-10 at 1e-8 sigma_max).  Those lose digits as sigma_max / alpha grows too (up to
-# 4e-8 at 1e-9, 4e-7 at 1e-10 sigma_max): below HOLDOUT_MIN_RATIO hold-out predictions warn.
-HOLDOUT_SPECTRAL_MIN_RATIO = 1e-5
+# Hold-out sets of dense kernel models (docs/design/exact-cv.md, "Hold-out sets and k folds"), from Cholesky factors
+# or the spectral factor, keep 1e-9 relative down to alpha = 1e-8 sigma_max (sigma_max: the largest eigenvalue of
+# S K S) against an extended-precision reference, and lose digits below (up to 4e-8 at 1e-9, 4e-7 at 1e-10): below
+# this ratio they warn.
 HOLDOUT_MIN_RATIO = 1e-9
 # Without a shared spectral factor each alpha costs one Cholesky factor per distinct set size (object ranking) or
 # one per alpha (groups); a grid shares one eigendecomposition once alphas x factors reaches this (measured crossover
-# 6-10 at m = 1000-2000, 5 folds, CPU).
+# 6-16 at m = 1000-2000, 5 folds, CPU).
 HOLDOUT_SHARED_FACTOR_MIN = 6
 
 
@@ -250,30 +248,29 @@ class DualRoute(_Route):
             return spectral_object(M, mu, h, self.Yg, self.c, pairs, self.n_threads)
         return spectral_query(self.P, V, sigma, *self.group_args, alpha, self.Yg, pg, self.n_threads)
 
-    def holdout_uses_cholesky(self, sets, alpha):
-        """Whether hold-out sets come from Cholesky factors of S K S + alpha' I (accurate down to ~1e-9 sigma_max)
-        rather than the spectral factor: unless a spectral factor exists or a grid of alphas (:attr:`grid_alphas`)
-        times factors per alpha (distinct set sizes in object ranking) will share one, and always below
-        HOLDOUT_SPECTRAL_MIN_RATIO sigma_max or when the sets cut groups so much that the spectral form's |A|^2 m per
-        set (A: the rows of the groups a set touches) costs more than the m^3 of a factor."""
+    def holdout_uses_cholesky(self, sets):
+        """Whether hold-out sets come from Cholesky factors of S K S + alpha' I rather than the spectral factor (both
+        exact and accurate, docs/design/exact-cv.md): when no spectral factor exists and no grid of alphas
+        (:attr:`grid_alphas`) times factors per alpha (distinct set sizes in object ranking) will share one, and when
+        the sets cut groups so much that the spectral form's |A|^2 m per set (A: the rows of the groups a set touches)
+        costs more than the m^3 of a factor."""
+        if self.low_rank:  # the sets' G form needs the full m x m factor
+            return True
         n_factors = 1 if self.grouped else np.unique([len(s) for s in sets]).size
         if self._V is None and self.grid_alphas * n_factors < HOLDOUT_SHARED_FACTOR_MIN:
-            return True
-        _, sigma = self.decompose()
-        if alpha < HOLDOUT_SPECTRAL_MIN_RATIO * float(sigma.max()):
             return True
         sizes, codes = self.groups.sizes, self.groups.codes
         return self.grouped and sum(float(sizes[np.unique(codes[s])].sum()) ** 2 for s in sets) > 0.4 * self.m ** 2
 
     @_in_region
     def holdout(self, sets, alpha):
-        """Predictions of every set, concatenated (eq. 33): from Cholesky factors (:meth:`holdout_uses_cholesky`) or
-        the spectral factor; below HOLDOUT_MIN_RATIO times sigma_max (the trace of S K S bounds it without a spectral
-        factor) they warn."""
+        """Predictions of every set, concatenated (eq. 33 in its G form): from Cholesky factors
+        (:meth:`holdout_uses_cholesky`) or the spectral factor; below HOLDOUT_MIN_RATIO times sigma_max (the trace of
+        S K S bounds it without a spectral factor) they warn."""
         rows = np.concatenate(sets).astype(np.int64)
         fold_offsets = np.concatenate([[0], np.cumsum([len(s) for s in sets])]).astype(np.int64)
         rg = self.groups.inverse[rows].astype(np.int64) if self.grouped else rows
-        cholesky = self.holdout_uses_cholesky(sets, alpha)
+        cholesky = self.holdout_uses_cholesky(sets)
         bound = float(self._sigma.max()) if self._V is not None else self.trace_SKS
         if alpha < HOLDOUT_MIN_RATIO * bound:
             advice = (f"Hold-out predictions at alpha below {HOLDOUT_MIN_RATIO:g} times the largest eigenvalue of "

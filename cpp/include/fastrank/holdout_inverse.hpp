@@ -34,6 +34,8 @@
 // A group of two rows loses all its pairs with the pair: its pair prediction is its
 // leave-group-out prediction.
 #pragma once
+#include <functional>
+#include <map>
 #include <vector>
 
 #include "fastrank/laplacian.hpp"
@@ -96,11 +98,30 @@ Matrix leave_group_out_path(MatrixCRef K, const GroupStructure& g, const Vector&
 // removal, whose 1 1^T terms cancel against G's null part: with G_c of alpha',
 //     G_c,UU e = (G_c t)_U,  r = e - (1^T e / m) 1,  f'_U = y_U - ybar - r / s + fbar(alpha') - kappa_U^T e / m.
 // One factor (dpotrf + dpotri) per distinct set size (object) or per call (groups); per set a
-// |U| x |U| (object) or |A| x |A| (groups) Cholesky solve.
+// |U| x |U| (object) or |A| x |A| (groups) Cholesky solve.  The spectral forms (object_holdout,
+// group_holdout in fastrank/lpo.hpp) take the same per-set phase with G_c = C_S V D V^T C_S.
 Matrix object_holdout_inverse(MatrixCRef K, double c, double alpha, MatrixCRef Y, const IndexVector& rows,
                               const IndexVector& fold_offsets, int n_threads);
 Matrix group_holdout_inverse(MatrixCRef K, const GroupStructure& g, double alpha, MatrixCRef Y,
                              const IndexVector& rows, const IndexVector& fold_offsets, int n_threads);
+
+// G_c of one alpha (alpha' per set size in object ranking) as the per-set phase reads it.
+struct SetInverse {
+  std::function<Matrix(const std::vector<Index>&)> block;  // G_c restricted to rows and columns idx
+  Matrix Gt;                                               // G_c t (m x v)
+  Matrix kappa;                                            // object ranking: G_c S K 1 (m x 1)
+  Matrix fbar;  // object: mean prediction of the alpha' model (1 x v); groups: group means of the full fit (q x v)
+  // groups: kappa_q,A^T z / n_q (one row per touched group q) for z on the touched rows A (whole groups, in order)
+  std::function<Matrix(const std::vector<Index>& touched, const std::vector<Index>& A, MatrixCRef z)> mean_shift;
+};
+// Object ranking: the sets (indices into fold_offsets) of each size u, checked.
+std::map<Index, std::vector<Index>> sets_by_size(const IndexVector& rows, const IndexVector& fold_offsets, Index m);
+// Object ranking: the held-out rows of `sets` (all of one size, inv of its alpha') into out.
+void object_sets(const SetInverse& inv, double s, double alpha, MatrixCRef Y, const IndexVector& rows,
+                 const IndexVector& fold_offsets, const std::vector<Index>& sets, Matrix& out);
+// Query groups: every set's held-out rows.
+Matrix group_sets(const SetInverse& inv, const GroupStructure& g, double alpha, MatrixCRef Y, const IndexVector& rows,
+                  const IndexVector& fold_offsets);
 
 // Diagonal blocks of (L L^T)^-1 for every group from the lower Cholesky factor L (group order):
 // columns of L^-1 for consecutive groups batched into panels of >= 512 columns, so the trailing

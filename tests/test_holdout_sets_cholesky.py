@@ -160,7 +160,6 @@ def test_route_choice_follows_the_cost_rule():
     assert d.holdout_uses_cholesky(whole)  # one alpha, no spectral factor
     d.grid_alphas = 6
     assert not d.holdout_uses_cholesky(whole)  # a grid shares the spectral factor
-    assert d.factored()
     assert d.holdout_uses_cholesky([np.arange(0, 24, 2), np.arange(1, 24, 2)])  # sets cutting every group
     obj = engine_for(est, X, Y).dual
     obj.grid_alphas = 3

@@ -15,7 +15,6 @@ process CPU time (far less sensitive to other load on a shared machine than wall
 """
 
 import sys
-import time
 
 import numpy as np
 import scipy.linalg
@@ -26,19 +25,9 @@ from fastrank import _core
 from fastrank import model_selection as ms
 from fastrank._exactcv import engine_for
 
-CPU = "--cpu" in sys.argv
-CLOCK = time.process_time if CPU else time.perf_counter
-N_JOBS = 1 if CPU else None
+from ratios_fastcv import CLOCK, CPU, N_JOBS, best  # the same --cpu switch and timer
+
 M = int(sys.argv[sys.argv.index("--m") + 1]) if "--m" in sys.argv else 2000
-
-
-def best(fn, rep=2):
-    t = 1e9
-    for _ in range(rep):
-        s = CLOCK()
-        fn()
-        t = min(t, CLOCK() - s)
-    return t
 
 
 def apply_S(A, codes):
@@ -78,7 +67,7 @@ def main():
         err = np.max(np.abs(pred - ref)) / np.max(np.abs(ref))
         a, b = [], []
         for _ in range(2):  # interleaved: load on a shared machine hits both alike
-            a.append(best(lambda: ms.kfold_predictions(est, X, y, folds, groups)))
+            a.append(best(lambda: ms.kfold_predictions(est, X, y, folds, groups), 2))
             b.append(best(lambda: retrain_folds(X, y, np.zeros(m, int) if groups is None else groups, sets, alpha,
                                                 gamma), 1))
         print(f"k folds, one alpha, m={m}, {name}: {min(a):.3f}s; numpy kernel + 5 SciPy retrainings {min(b):.3f}s; "
@@ -89,18 +78,18 @@ def main():
         K = d.K
         rg = d.groups.inverse[rows].astype(np.int64)
         if groups is None:
-            chol = best(lambda: _core.cv_object_holdout_inverse(K, d.c, alpha, d.Yg, rows, offsets, d.n_threads))
+            chol = best(lambda: _core.cv_object_holdout_inverse(K, d.c, alpha, d.Yg, rows, offsets, d.n_threads), 2)
         else:
             chol = best(lambda: _core.cv_group_holdout_inverse(K, *d.group_args, alpha, d.Yg, rg, offsets,
-                                                               d.n_threads))
+                                                               d.n_threads), 2)
         s = CLOCK()
         V, sigma = d.decompose()
         P = d.P if groups is not None else None
         eig = CLOCK() - s
         if groups is None:
-            spec = best(lambda: _core.cv_object_holdout(K, V, sigma, d.c, alpha, d.Yg, rows, offsets))
+            spec = best(lambda: _core.cv_object_holdout(K, V, sigma, d.c, alpha, d.Yg, rows, offsets), 2)
         else:
-            spec = best(lambda: _core.cv_group_holdout(P, V, sigma, *d.group_args, alpha, d.Yg, rg, offsets))
+            spec = best(lambda: _core.cv_group_holdout(P, V, sigma, *d.group_args, alpha, d.Yg, rg, offsets), 2)
         gain = chol - spec
         pays = f"pays from {eig / gain:.1f} alphas" if gain > 0 else "never pays"
         print(f"  per alpha: Cholesky {chol:.3f}s; spectral {spec:.3f}s after the factor {eig:.3f}s once; ratio "

@@ -306,7 +306,8 @@ struct CentredFactor {
   IndexVector grp;
   Matrix Vbar;  // groups x r
 
-  CentredFactor(MatrixCRef V_, const GroupStructure& g_) : V(V_), g(g_), grp(row_groups(g_)), Vbar(g_.n_groups(), V_.cols()) {
+  CentredFactor(MatrixCRef V_, const GroupStructure& g_)
+      : V(V_), g(g_), grp(row_groups(g_)), Vbar(g_.n_groups(), V_.cols()) {
     for (Index q = 0; q < g.n_groups(); ++q) {
       const Index n = g.group_size(q);
       if (n > 0) Vbar.row(q) = V.middleRows(g.offsets[q], n).colwise().mean();

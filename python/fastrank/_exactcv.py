@@ -271,6 +271,8 @@ class DualRoute(_Route):
         fold_offsets = np.concatenate([[0], np.cumsum([len(s) for s in sets])]).astype(np.int64)
         rg = self.groups.inverse[rows].astype(np.int64) if self.grouped else rows
         cholesky = self.holdout_uses_cholesky(sets)
+        if not cholesky:
+            self.decompose()
         bound = float(self._sigma.max()) if self._V is not None else self.trace_SKS
         if alpha < HOLDOUT_MIN_RATIO * bound:
             advice = (f"Hold-out predictions at alpha below {HOLDOUT_MIN_RATIO:g} times the largest eigenvalue of "

@@ -852,7 +852,7 @@ Matrix group_holdout_inverse(MatrixCRef K, const GroupStructure& g, double alpha
   for (Index q = 0; q < ng; ++q) inv.fbar.row(q) /= static_cast<double>(g.group_size(q));
   inv.block = [&fi](const std::vector<Index>& idx) { return gather_block(fi.Gc, idx); };
   // kappa_q,A^T z / n_q = (S K 1_q)^T G_c[:, A] z / n_q (A: whole groups, contiguous)
-  inv.mean_shift = [&](const std::vector<Index>& touched, const std::vector<Index>& A, MatrixCRef z) {
+  inv.mean_shift = [&](const std::vector<Index>& touched, const std::vector<Index>& /*A*/, MatrixCRef z) {
     Matrix GAz = Matrix::Zero(m, v);
     for (Index i = 0, at = 0; i < static_cast<Index>(touched.size()); ++i) {
       const Index n = g.group_size(touched[i]);
@@ -862,7 +862,6 @@ Matrix group_holdout_inverse(MatrixCRef K, const GroupStructure& g, double alpha
     Matrix shift(static_cast<Index>(touched.size()), v);
     for (Index i = 0; i < shift.rows(); ++i)
       shift.row(i) = src.col(touched[i]).transpose() * GAz / static_cast<double>(g.group_size(touched[i]));
-    (void)A;
     return shift;
   };
   return group_sets(inv, g, alpha, Y, rows, fold_offsets);

@@ -165,9 +165,14 @@ def test_feature_space_hold_outs_guard_the_dense_copy_of_sparse_X(monkeypatch):
             call()
 
 
-def test_hold_out_sets_warn_where_the_spectral_factor_loses_digits():
+def test_hold_out_sets_stay_accurate_at_small_alpha_and_warn_below_1e_9_sigma_max():
+    # from the spectral factor of a factorization: accurate against retraining in extended precision, without a
+    # warning, down to 1e-7 sigma_max; below 1e-9 sigma_max a warning
     from fastrank.exceptions import IllConditionedWarning
     from fastrank.model_selection import factorize
+
+    from cv_oracles import rbf
+    from test_cvcore import _oracle_longdouble
 
     rng = np.random.default_rng(3)
     X = rng.normal(size=(40, 4))
@@ -176,18 +181,16 @@ def test_hold_out_sets_warn_where_the_spectral_factor_loses_digits():
     est = fastrank.RankRLS(kernel="rbf", gamma=0.2)
     fz = factorize(est, X, y)
     sigma_max = float(fz._engine.decompose()[1].max())
-    for ratio, warns in ((1e-3, False), (1e-7, True)):
+    sets = [np.flatnonzero(folds == k) for k in range(4)]
+    for ratio, warns in ((1e-3, False), (1e-7, False), (1e-12, True)):
         alpha = ratio * sigma_max
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             pred = fz.kfold_predictions(folds, alpha=alpha)
         assert any(issubclass(w.category, IllConditionedWarning) for w in caught) == warns
         if not warns:  # accurate: equals retraining without each fold
-            for k in range(4):
-                train = folds != k
-                ref = fastrank.RankRLS(kernel="rbf", gamma=0.2, alpha=alpha).fit(X[train], y[train])
-                np.testing.assert_allclose(pred[~train], ref.predict(X[~train]), rtol=1e-8,
-                                           atol=1e-10 * np.abs(pred).max())
+            for U, ref in zip(sets, _oracle_longdouble(rbf(X, X, 0.2), y, alpha, sets)):
+                np.testing.assert_allclose(pred[U], ref, rtol=1e-8, atol=1e-10 * np.abs(pred).max())
 
 
 def test_leave_group_out_preference_check_equals_the_general_count():
@@ -220,7 +223,7 @@ def test_leave_group_out_preference_check_equals_the_general_count():
     assert outcomes == {True, False}  # both outcomes occurred
 
 
-def test_rankrlscv_reports_the_spectral_hold_out_advice_once():
+def test_rankrlscv_reports_the_hold_out_advice_once():
     from fastrank.exceptions import IllConditionedWarning
 
     rng = np.random.default_rng(3)
@@ -228,7 +231,7 @@ def test_rankrlscv_reports_the_spectral_hold_out_advice_once():
     y = X @ rng.normal(size=4) + 0.3 * rng.normal(size=40)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        fastrank.RankRLSCV(kernel="rbf", gamma=0.2, alphas=[1e-9, 1e-8, 1.0], cv=4, scoring="disagreement").fit(X, y)
+        fastrank.RankRLSCV(kernel="rbf", gamma=0.2, alphas=[1e-13, 1e-12, 1.0], cv=4, scoring="disagreement").fit(X, y)
     ill = [w for w in caught if issubclass(w.category, IllConditionedWarning)]
     assert len(ill) == 1
-    assert "Hold-out predictions at alpha below 1e-05 times the largest eigenvalue" in str(ill[0].message)
+    assert "Hold-out predictions at alpha below 1e-09 times the largest eigenvalue" in str(ill[0].message)

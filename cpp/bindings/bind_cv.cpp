@@ -180,6 +180,24 @@ void bind_cv(py::module_& m) {
       py::call_guard<py::gil_scoped_release>(),
       "Pairwise disagreement (v,) of cv_query_lpo_inverse's predictions against Y.");
   m.def(
+      "cv_object_holdout_inverse",
+      [](MatrixCRef K, double c, double alpha, MatrixCRef Y, const IndexVector& rows, const IndexVector& fold_offsets,
+         int n_threads) { return cv::object_holdout_inverse(K, c, alpha, Y, rows, fold_offsets, n_threads); },
+      py::arg("K").noconvert(), py::arg("c"), py::arg("alpha"), py::arg("Y").noconvert(), py::arg("rows"),
+      py::arg("fold_offsets"), py::arg("n_threads"), py::call_guard<py::gil_scoped_release>(),
+      "Hold-out predictions for index sets in object ranking, one Cholesky factor per set size.");
+  m.def(
+      "cv_group_holdout_inverse",
+      [](MatrixCRef K, IndexVectorCRef order, IndexVectorCRef offsets, const Vector& pair_weight, double alpha,
+         MatrixCRef Y, const IndexVector& rows, const IndexVector& fold_offsets, int n_threads) {
+        const GroupStructure g = bindings::scaled_groups(order, offsets, pair_weight, Y.rows());
+        return cv::group_holdout_inverse(K, g, alpha, Y, rows, fold_offsets, n_threads);
+      },
+      py::arg("K").noconvert(), py::arg("order"), py::arg("offsets"), py::arg("pair_weight"), py::arg("alpha"),
+      py::arg("Y").noconvert(), py::arg("rows"), py::arg("fold_offsets"), py::arg("n_threads"),
+      py::call_guard<py::gil_scoped_release>(),
+      "Hold-out predictions for index sets (grouped positions) with query groups, one Cholesky factor.");
+  m.def(
       "cv_leave_group_out_inverse",
       [](MatrixCRef K, IndexVectorCRef order, IndexVectorCRef offsets, const Vector& pair_weight, double alpha,
          MatrixCRef Y, int n_threads) {

@@ -4,7 +4,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <limits>
+#include <map>
 #include <mutex>
 #include <string>
 
@@ -585,6 +587,284 @@ Matrix leave_group_out_path(MatrixCRef K, const GroupStructure& g, const Vector&
     q0 = q1;
   }
   return out;
+}
+
+}  // namespace fastrank::cv
+
+namespace fastrank::cv {
+
+namespace {
+
+std::string alpha_text(double alpha) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.3g", alpha);
+  return buf;
+}
+
+// G_c of one alpha with both triangles, G_c t (m x v) and kappa = G_c X for centred columns X
+// (m x p): the factor of Kz + alpha I + tau sum_q 1_q 1_q^T / n_q (A, destroyed), dpotrs for the
+// right-hand sides, dpotri, then the null part 1_q 1_q^T / (n_q (alpha + tau)) off each group block.
+struct FullInverse {
+  Matrix Gc, Gt, kappa;
+};
+
+FullInverse full_inverse(Matrix A, const GroupStructure& g, double alpha, double tau, MatrixCRef t, MatrixCRef X) {
+  A.diagonal().array() += alpha;
+  for (Index q = 0; q < g.n_groups(); ++q) {
+    const Index o = g.offsets[q], n = g.group_size(q);
+    A.block(o, o, n, n).array() += tau / static_cast<double>(n);
+  }
+  if (!lapack::potrf_lower(A))
+    throw LinAlgError("hold-out sets: S K S + alpha I is not numerically positive definite at alpha=" +
+                      alpha_text(alpha) +
+                      " (the kernel is not positive semidefinite, or alpha is below rounding level for the "
+                      "kernel's scale); increase alpha");
+  FullInverse out;
+  out.Gt = t;
+  lapack::potrs_lower(A, out.Gt);
+  out.kappa = X;
+  if (X.cols() > 0) lapack::potrs_lower(A, out.kappa);
+  lapack::potri_lower(A);
+  for (Index q = 0; q < g.n_groups(); ++q) {
+    const Index o = g.offsets[q], n = g.group_size(q);
+    const double null_part = 1.0 / (static_cast<double>(n) * (alpha + tau));
+    for (Index j = o; j < o + n; ++j) A.col(j).segment(j, o + n - j).array() -= null_part;
+  }
+  lapack::symmetrize_from_lower(A);
+  out.Gc = std::move(A);
+  return out;
+}
+
+// B X = R in place for a hold-out set's symmetric positive definite system (destroyed): Eigen's
+// kernels below kSmallBlock rows, LAPACK above.
+void solve_set_system(MatrixRef B, MatrixRef R, Index set, double alpha) {
+  bool ok;
+  if (B.rows() < kSmallBlock) {
+    Eigen::LLT<Eigen::Ref<Matrix>> llt(B);
+    ok = llt.info() == Eigen::Success;
+    if (ok) llt.solveInPlace(R);
+  } else {
+    ok = lapack::potrf_lower(B);
+    if (ok) lapack::potrs_lower(B, R);
+  }
+  if (!ok)
+    throw LinAlgError("hold-out set " + std::to_string(set) + ": its block of (S K S + alpha I)^-1 is not "
+                      "numerically positive definite at alpha=" + alpha_text(alpha) + "; increase alpha");
+}
+
+void check_sets(const IndexVector& rows, const IndexVector& fold_offsets, Index m) {
+  require(fold_offsets.size() >= 1 && fold_offsets[0] == 0 && fold_offsets[fold_offsets.size() - 1] == rows.size(),
+          "fold_offsets must run from 0 to len(rows)");
+  for (Index k = 0; k + 1 < fold_offsets.size(); ++k)
+    require(fold_offsets[k + 1] >= fold_offsets[k], "fold_offsets must be non-decreasing");
+  for (Index k = 0; k < rows.size(); ++k) require(rows[k] >= 0 && rows[k] < m, "hold-out index out of range");
+}
+
+}  // namespace
+
+std::map<Index, std::vector<Index>> sets_by_size(const IndexVector& rows, const IndexVector& fold_offsets, Index m) {
+  check_sets(rows, fold_offsets, m);
+  std::map<Index, std::vector<Index>> by_size;
+  for (Index f = 0; f + 1 < fold_offsets.size(); ++f) {
+    const Index u = fold_offsets[f + 1] - fold_offsets[f];
+    if (u == 0) continue;
+    require(m - u >= 2, "a hold-out set leaves fewer than 2 training inputs (no training pairs)");
+    by_size[u].push_back(f);
+  }
+  return by_size;
+}
+
+void object_sets(const SetInverse& inv, double s, double alpha, MatrixCRef Y, const IndexVector& rows,
+                 const IndexVector& fold_offsets, const std::vector<Index>& sets, Matrix& out) {
+  const Index m = Y.rows(), v = Y.cols();
+  const double dm = static_cast<double>(m);
+  const Eigen::RowVectorXd ybar = Y.colwise().mean();
+  for (Index f : sets) {
+    const Index lo = fold_offsets[f], u = fold_offsets[f + 1] - lo;
+    const std::vector<Index> U(rows.data() + lo, rows.data() + lo + u);
+    Matrix B = inv.block(U), e(u, v);
+    for (Index k = 0; k < u; ++k) e.row(k) = inv.Gt.row(U[k]);
+    solve_set_system(B, e, f, alpha);
+    Eigen::RowVectorXd shift = Eigen::RowVectorXd::Zero(v);
+    for (Index k = 0; k < u; ++k) shift += inv.kappa(U[k], 0) * e.row(k);
+    const Eigen::RowVectorXd emean = e.colwise().sum() / dm;
+    for (Index k = 0; k < u; ++k)
+      out.row(lo + k) = Y.row(U[k]) - ybar - (e.row(k) - emean) / s + inv.fbar.row(0) - shift / dm;
+  }
+}
+
+Matrix group_sets(const SetInverse& inv, const GroupStructure& g, double alpha, MatrixCRef Y, const IndexVector& rows,
+                  const IndexVector& fold_offsets) {
+  const Index m = g.n_rows(), ng = g.n_groups(), v = Y.cols();
+  check_sets(rows, fold_offsets, m);
+  const IndexVector grp = row_groups(g);
+  const double total_pairs = n_relevant_pairs(g);
+  Matrix ybar(ng, v);
+  for (Index q = 0; q < ng; ++q) ybar.row(q) = Y.middleRows(g.offsets[q], g.group_size(q)).colwise().mean();
+  Matrix out(rows.size(), v);
+  const Index nf = fold_offsets.size() - 1;
+  std::vector<Index> held(static_cast<size_t>(m), -1);  // position in the set, or -1
+  for (Index f = 0; f < nf; ++f) {
+    const Index lo = fold_offsets[f], u = fold_offsets[f + 1] - lo;
+    if (u == 0) continue;
+    std::vector<Index> touched;
+    for (Index k = 0; k < u; ++k) {
+      const Index r = rows[lo + k];
+      require(held[r] < 0, "hold-out set contains a repeated index");
+      held[r] = k;
+      if (std::find(touched.begin(), touched.end(), grp[r]) == touched.end()) touched.push_back(grp[r]);
+    }
+    std::sort(touched.begin(), touched.end());
+    // A = rows of the touched groups (contiguous per group), their held counts
+    std::vector<Index> A, at, kept;
+    double removed = 0.0;
+    for (Index q : touched) {
+      const Index o = g.offsets[q], n = g.group_size(q);
+      at.push_back(static_cast<Index>(A.size()));
+      Index k = 0;
+      for (Index r = o; r < o + n; ++r) {
+        A.push_back(r);
+        k += held[r] < 0 ? 1 : 0;
+      }
+      kept.push_back(k);
+      const double dn = static_cast<double>(n), dk = static_cast<double>(k);
+      removed += dn * (dn - 1.0) / 2.0 - dk * (dk - 1.0) / 2.0;
+    }
+    require(total_pairs - removed > 0.5, "hold-out set " + std::to_string(f) + " leaves no training pairs");
+    const Index na = static_cast<Index>(A.size());
+    Matrix M = inv.block(A), z(na, v);
+    for (Index b = 0; b < na; ++b) z.row(b) = inv.Gt.row(A[b]);
+    // + (k / (alpha u)) P_K per partly held group; + beta 1_q 1_q^T / n_q per touched group (1_q is a
+    // null vector of the system and the right-hand side is centred: z is unchanged).
+    for (size_t i = 0; i < touched.size(); ++i) {
+      const Index q = touched[i], o = g.offsets[q], n = g.group_size(q), k = kept[i];
+      if (k == 0) continue;
+      const double d = static_cast<double>(k) / (alpha * static_cast<double>(n - k)), dk = static_cast<double>(k);
+      for (Index b = 0; b < n; ++b) {
+        if (held[o + b] >= 0) continue;
+        for (Index a = 0; a < n; ++a)
+          if (held[o + a] < 0) M(at[i] + a, at[i] + b) += (a == b ? d : 0.0) - d / dk;
+      }
+    }
+    // A group of one row has no centred vector: its z is 0 (an identity row).
+    double diag_sum = 0.0, diag_rows = 0.0;
+    for (size_t i = 0; i < touched.size(); ++i) {
+      const Index n = g.group_size(touched[i]);
+      if (n < 2) continue;
+      diag_sum += M.diagonal().segment(at[i], n).sum();
+      diag_rows += static_cast<double>(n);
+    }
+    const double beta = diag_rows > 0.0 ? std::max(diag_sum / diag_rows, std::numeric_limits<double>::min()) : 1.0;
+    for (size_t i = 0; i < touched.size(); ++i) {
+      const Index n = g.group_size(touched[i]);
+      if (n < 2) {
+        M.row(at[i]).setZero();
+        M.col(at[i]).setZero();
+        M(at[i], at[i]) = 1.0;
+        z.row(at[i]).setZero();
+      } else {
+        M.block(at[i], at[i], n, n).array() += beta / static_cast<double>(n);
+      }
+    }
+    solve_set_system(M, z, f, alpha);
+    const Matrix shift = inv.mean_shift(touched, A, z);  // kappa_q,A^T z / n_q per touched group
+    for (size_t i = 0; i < touched.size(); ++i) {
+      const Index q = touched[i], o = g.offsets[q], n = g.group_size(q);
+      const Eigen::RowVectorXd base = inv.fbar.row(q) - ybar.row(q) - shift.row(static_cast<Index>(i));
+      for (Index r = o; r < o + n; ++r)
+        if (held[r] >= 0) out.row(lo + held[r]) = Y.row(r) + base - z.row(at[i] + (r - o)) / g.scale[q];
+    }
+    for (Index k = 0; k < u; ++k) held[rows[lo + k]] = -1;
+  }
+  return out;
+}
+
+namespace {
+
+// G_c's rows and columns idx from the explicit inverse.
+Matrix gather_block(const Matrix& Gc, const std::vector<Index>& idx) {
+  const Index n = static_cast<Index>(idx.size());
+  Matrix B(n, n);
+  for (Index b = 0; b < n; ++b)
+    for (Index a = 0; a < n; ++a) B(a, b) = Gc(idx[a], idx[b]);
+  return B;
+}
+
+}  // namespace
+
+Matrix object_holdout_inverse(MatrixCRef K, double c, double alpha, MatrixCRef Y, const IndexVector& rows,
+                              const IndexVector& fold_offsets, int n_threads) {
+  const Index m = K.rows(), v = Y.cols();
+  require(K.cols() == m && Y.rows() == m, "K must be m x m and Y must have m rows");
+  require(std::isfinite(c) && c > 0.0, "the pair weight must be finite and > 0");
+  require(std::isfinite(alpha) && alpha > 0.0, "alpha must be finite and > 0");
+  const auto by_size = sets_by_size(rows, fold_offsets, m);
+  const double dm = static_cast<double>(m), s = std::sqrt(c * dm);
+  GroupStructure g;
+  g.offsets.resize(2);
+  g.offsets << 0, m;
+  g.scale = Vector::Constant(1, s);
+  Matrix t = Y;
+  apply_sqrt_laplacian(g, t);
+  Matrix src = K.rowwise().sum();
+  apply_sqrt_laplacian(g, src);  // S K 1
+  Matrix Kz = K;
+  apply_sqrt_laplacian_both(g, Kz, n_threads);
+  const double tau = null_shift(Kz);
+  Matrix out(rows.size(), v);
+  Index left = static_cast<Index>(by_size.size());
+  for (const auto& [u, sets] : by_size) {
+    const double alpha1 = alpha * dm / (dm - static_cast<double>(u));  // L scaled by rho = (m - u) / m
+    Matrix A;  // the last size takes Kz itself (no third m x m matrix)
+    if (--left == 0) A = std::move(Kz);
+    else A = Kz;
+    FullInverse fi = full_inverse(std::move(A), g, alpha1, tau, t, src);
+    SetInverse inv;
+    inv.fbar = fi.kappa.col(0).transpose() * t / dm;  // mean prediction of the alpha' model
+    inv.Gt = std::move(fi.Gt);
+    inv.kappa = std::move(fi.kappa);
+    inv.block = [&fi](const std::vector<Index>& idx) { return gather_block(fi.Gc, idx); };
+    object_sets(inv, s, alpha, Y, rows, fold_offsets, sets, out);
+  }
+  return out;
+}
+
+Matrix group_holdout_inverse(MatrixCRef K, const GroupStructure& g, double alpha, MatrixCRef Y,
+                             const IndexVector& rows, const IndexVector& fold_offsets, int n_threads) {
+  const Index m = g.n_rows(), ng = g.n_groups(), v = Y.cols();
+  require(K.rows() == m && K.cols() == m, "K must be m x m");
+  require(Y.rows() == m, "Y must have m rows");
+  require(std::isfinite(alpha) && alpha > 0.0, "alpha must be finite and > 0");
+  if (ng == 1) return object_holdout_inverse(K, pair_weight(g, 0), alpha, Y, rows, fold_offsets, n_threads);
+  Matrix t = Y;
+  apply_sqrt_laplacian(g, t);
+  Matrix src(m, ng);  // S K 1_q
+  for (Index q = 0; q < ng; ++q) src.col(q) = K.middleCols(g.offsets[q], g.group_size(q)).rowwise().sum();
+  apply_sqrt_laplacian(g, src);
+  Matrix Kz = K;
+  apply_sqrt_laplacian_both(g, Kz, n_threads);
+  const double tau = null_shift(Kz);
+  const FullInverse fi = full_inverse(std::move(Kz), g, alpha, tau, t, Matrix(m, 0));
+  SetInverse inv;
+  inv.Gt = fi.Gt;
+  inv.fbar.resize(ng, v);  // group means of the full-data predictions: (S K 1_q)^T G_c t / n_q
+  lapack::gemm('T', 'N', 1.0, src, fi.Gt, 0.0, inv.fbar);
+  for (Index q = 0; q < ng; ++q) inv.fbar.row(q) /= static_cast<double>(g.group_size(q));
+  inv.block = [&fi](const std::vector<Index>& idx) { return gather_block(fi.Gc, idx); };
+  // kappa_q,A^T z / n_q = (S K 1_q)^T G_c[:, A] z / n_q (A: whole groups, contiguous)
+  inv.mean_shift = [&](const std::vector<Index>& touched, const std::vector<Index>& /*A*/, MatrixCRef z) {
+    Matrix GAz = Matrix::Zero(m, v);
+    for (Index i = 0, at = 0; i < static_cast<Index>(touched.size()); ++i) {
+      const Index n = g.group_size(touched[i]);
+      lapack::gemm('N', 'N', 1.0, fi.Gc.middleCols(g.offsets[touched[i]], n), z.middleRows(at, n), 1.0, GAz);
+      at += n;
+    }
+    Matrix shift(static_cast<Index>(touched.size()), v);
+    for (Index i = 0; i < shift.rows(); ++i)
+      shift.row(i) = src.col(touched[i]).transpose() * GAz / static_cast<double>(g.group_size(touched[i]));
+    return shift;
+  };
+  return group_sets(inv, g, alpha, Y, rows, fold_offsets);
 }
 
 }  // namespace fastrank::cv

@@ -65,20 +65,6 @@ Matrix gather_rows(MatrixCRef A, const std::vector<Index>& idx) {
   return out;
 }
 
-// Retained-pair Laplacian minus full Laplacian for one group (local n x n), held-out local rows.
-void add_group_delta(Matrix& Delta, Index at, Index n, double c, const std::vector<bool>& held) {
-  Index kept = 0;
-  for (Index a = 0; a < n; ++a) kept += held[a] ? 0 : 1;
-  for (Index b = 0; b < n; ++b) {
-    for (Index a = 0; a < n; ++a) {
-      const double full = c * ((a == b ? static_cast<double>(n) : 0.0) - 1.0);
-      double ret = 0.0;
-      if (!held[a] && !held[b]) ret = c * ((a == b ? static_cast<double>(kept) : 0.0) - 1.0);
-      Delta(at + a, at + b) = ret - full;
-    }
-  }
-}
-
 // Training predictions f = K S V diag(scale/(scale sigma + alpha)) V^T S Y of the model with
 // Laplacian scale*L, computed without the 1/alpha amplification of K a: the centred part from
 // S f = V diag(scale sigma/(scale sigma + alpha)) V^T S Y (bounded factors) and the group means
@@ -310,143 +296,120 @@ Vector lpo_disagreement(const GroupStructure& g, const std::vector<const double*
   return total.result();
 }
 
-Matrix object_holdout(MatrixCRef K, MatrixCRef V, VectorCRef sigma, double c, double alpha, MatrixCRef Y,
-                      const IndexVector& rows, const IndexVector& fold_offsets) {
-  const Index m = K.rows(), v = Y.cols();
-  check_square(K, m, "K");
-  check_factor(V, sigma, m);
-  require(Y.rows() == m, "object_holdout: size mismatch");
-  const Index r = V.cols();
-  const double s2 = c * static_cast<double>(m), s = std::sqrt(s2);
+namespace {
+
+// C_S V (the columns of V centred per group, rows in group order) without forming it: V and the group
+// means of its rows.
+struct CentredFactor {
+  MatrixCRef V;
+  const GroupStructure& g;
+  IndexVector grp;
+  Matrix Vbar;  // groups x r
+
+  CentredFactor(MatrixCRef V_, const GroupStructure& g_)
+      : V(V_), g(g_), grp(row_groups(g_)), Vbar(g_.n_groups(), V_.cols()) {
+    for (Index q = 0; q < g.n_groups(); ++q) {
+      const Index n = g.group_size(q);
+      if (n > 0) Vbar.row(q) = V.middleRows(g.offsets[q], n).colwise().mean();
+      else Vbar.row(q).setZero();
+    }
+  }
+  Matrix rows(const std::vector<Index>& idx) const {  // (C_S V)_idx
+    Matrix W = gather_rows(V, idx);
+    for (Index k = 0; k < W.rows(); ++k) W.row(k) -= Vbar.row(grp[idx[static_cast<size_t>(k)]]);
+    return W;
+  }
+  Matrix times(MatrixCRef x) const {  // C_S V x
+    Matrix out = mul('N', 'N', V, x);
+    const Matrix means = mul('N', 'N', Vbar, x);
+    for (Index q = 0; q < g.n_groups(); ++q) out.middleRows(g.offsets[q], g.group_size(q)).rowwise() -= means.row(q);
+    return out;
+  }
+  // G_c restricted to rows and columns idx: Vc_idx diag(d) Vc_idx^T (d > 0; one SYRK).
+  Matrix block(const Vector& d, const std::vector<Index>& idx) const {
+    Matrix W = rows(idx);
+    W.array().rowwise() *= d.cwiseSqrt().transpose().array();
+    const Index n = W.rows();
+    Matrix B(n, n);
+    if (n == 0) return B;
+    lapack::syrk_lower('N', n, W.cols(), 1.0, W.data(), n, 0.0, B.data(), n);
+    lapack::symmetrize_from_lower(B);
+    return B;
+  }
+};
+
+// Object-ranking sets from the spectral factor: G_c(alpha') = Vc diag(1/(sigma + alpha')) Vc^T per set size;
+// VtSK1 = V^T S K 1 (r x 1).
+Matrix object_sets_spectral(MatrixCRef V, VectorCRef sigma, double s, double alpha, MatrixCRef Y,
+                            const IndexVector& rows, const IndexVector& fold_offsets, MatrixCRef VtSK1) {
+  const Index m = V.rows(), v = Y.cols();
+  const double dm = static_cast<double>(m);
+  const auto by_size = sets_by_size(rows, fold_offsets, m);
   IndexVector offs(2);
   offs << 0, m;
   GroupStructure g;
   g.offsets = offs;
   g.scale = Vector::Constant(1, s);
-  const Matrix VtSY = mul('T', 'N', V, sqrt_laplacian_times(g, Y));
-  Matrix k1 = K.rowwise().sum();
-  apply_sqrt_laplacian(g, k1);
-  const Vector VtSK1 = mul('T', 'N', V, k1).col(0);
-  const Matrix meanKSV = VtSK1.transpose() / static_cast<double>(m);
-
-  struct PerSize {
-    Matrix h;
-    Vector mu;
-    Eigen::RowVectorXd hbar;
-  };
-  std::map<Index, PerSize> cache;
+  const CentredFactor Vc(V, g);
+  const Matrix Vt = mul('T', 'N', V, sqrt_laplacian_times(g, Y));  // (C_S V)^T t = V^T t (t = S Y is centred)
   Matrix out(rows.size(), v);
-  const Index nf = fold_offsets.size() - 1;
-  for (Index fidx = 0; fidx < nf; ++fidx) {
-    const Index lo = fold_offsets[fidx], u = fold_offsets[fidx + 1] - lo;
-    if (u == 0) continue;
-    require(m - u >= 2, "a hold-out set leaves fewer than 2 training inputs (no training pairs)");
-    const double rho = static_cast<double>(m - u) / static_cast<double>(m);
-    const Vector dinv = (rho * sigma.array() + alpha).inverse().matrix();
-    auto it = cache.find(u);
-    if (it == cache.end()) {
-      PerSize ps;
-      ps.h = stable_predictions(g, V, sigma, rho, alpha, VtSY, meanKSV);
-      ps.h -= Y;
-      ps.hbar = ps.h.colwise().mean();
-      Matrix w = VtSK1.cwiseProduct(dinv) / (static_cast<double>(m) * s);
-      ps.mu = mul('N', 'N', V, w).col(0);
-      it = cache.emplace(u, std::move(ps)).first;
-    }
-    const PerSize& ps = it->second;
-    std::vector<Index> U(u);
-    for (Index k = 0; k < u; ++k) {
-      U[k] = rows[lo + k];
-      require(U[k] >= 0 && U[k] < m, "hold-out index out of range");
-    }
-    Matrix VU = gather_rows(V, U);
-    Matrix VUs = VU;
-    for (Index k = 0; k < r; ++k) VUs.col(k) *= sigma[k] * dinv[k] / s2;
-    Matrix MUU = mul('N', 'T', VUs, VU);
-    Matrix N = -MUU;
-    const double winv = 1.0 / (c * static_cast<double>(m - u));
-    for (Index a = 0; a < u; ++a)
-      for (Index b = 0; b < u; ++b) N(a, b) += winv * ((a == b ? 1.0 : 0.0) - 1.0 / static_cast<double>(m));
-    Matrix JU = MUU;
-    for (Index b = 0; b < u; ++b) JU.col(b).array() += ps.mu[U[b]];
-    Matrix hU = gather_rows(ps.h, U), yU = gather_rows(Y, U);
-    Matrix rhs = hU.rowwise() - ps.hbar;
-    lapack::gesv(N, rhs);
-    out.middleRows(lo, u) = yU + hU + JU * rhs;
+  for (const auto& [u, sets] : by_size) {
+    const Vector d = (sigma.array() + alpha * dm / (dm - static_cast<double>(u))).inverse().matrix();
+    SetInverse inv;
+    inv.Gt = Vc.times(d.asDiagonal() * Vt);
+    inv.kappa = Vc.times(d.asDiagonal() * VtSK1);
+    inv.fbar = VtSK1.transpose() * d.asDiagonal() * Vt / dm;
+    inv.block = [&Vc, &d](const std::vector<Index>& idx) { return Vc.block(d, idx); };
+    object_sets(inv, s, alpha, Y, rows, fold_offsets, sets, out);
   }
   return out;
 }
 
+void check_full_factor(MatrixCRef V, VectorCRef sigma, Index m) {
+  check_factor(V, sigma, m);
+  require(V.cols() == m, "hold-out sets need the full spectral factor of S K S (V m x m)");
+}
+
+}  // namespace
+
+Matrix object_holdout(MatrixCRef K, MatrixCRef V, VectorCRef sigma, double c, double alpha, MatrixCRef Y,
+                      const IndexVector& rows, const IndexVector& fold_offsets) {
+  const Index m = K.rows();
+  check_square(K, m, "K");
+  check_full_factor(V, sigma, m);
+  require(Y.rows() == m, "object_holdout: size mismatch");
+  const double s = std::sqrt(c * static_cast<double>(m));
+  Matrix k1 = K.rowwise().sum();
+  k1 *= s;
+  k1.array() -= k1.mean();  // S K 1
+  return object_sets_spectral(V, sigma, s, alpha, Y, rows, fold_offsets, mul('T', 'N', V, k1));
+}
+
 Matrix group_holdout(MatrixCRef P, MatrixCRef V, VectorCRef sigma, const GroupStructure& g, double alpha,
                      MatrixCRef Y, const IndexVector& rows, const IndexVector& fold_offsets) {
-  const Index m = g.n_rows(), v = Y.cols();
-  check_factor(V, sigma, m);
+  const Index m = g.n_rows(), ng = g.n_groups(), v = Y.cols();
+  check_full_factor(V, sigma, m);
   require(P.rows() == m && P.cols() == V.cols(), "P must have the shape of V");
   require(Y.rows() == m, "group_holdout: size mismatch");
-  const Matrix F = predictions_from_p(P, V, sigma, g, alpha, Y);
-  const Vector D = (sigma.array() + alpha).inverse().matrix();
-  const IndexVector grp = row_groups(g);
-  const double total_pairs = n_relevant_pairs(g);
-  Matrix out(rows.size(), v);
-  const Index nf = fold_offsets.size() - 1;
-  for (Index fidx = 0; fidx < nf; ++fidx) {
-    const Index lo = fold_offsets[fidx], u = fold_offsets[fidx + 1] - lo;
-    if (u == 0) continue;
-    std::vector<Index> touched;
-    std::vector<std::vector<bool>> held_local;
-    std::map<Index, Index> tpos;
-    for (Index k = 0; k < u; ++k) {
-      const Index r = rows[lo + k];
-      require(r >= 0 && r < m, "hold-out index out of range");
-      const Index q = grp[r];
-      auto it = tpos.find(q);
-      if (it == tpos.end()) {
-        it = tpos.emplace(q, static_cast<Index>(touched.size())).first;
-        touched.push_back(q);
-        held_local.emplace_back(g.group_size(q), false);
-      }
-      require(!held_local[it->second][r - g.offsets[q]], "hold-out set contains a repeated index");
-      held_local[it->second][r - g.offsets[q]] = true;
-    }
-    // Training pairs left after removing the set.
-    double removed = 0.0;
-    for (std::size_t t = 0; t < touched.size(); ++t) {
-      const double n = static_cast<double>(g.group_size(touched[t]));
-      double kept = 0.0;
-      for (bool b : held_local[t]) kept += b ? 0.0 : 1.0;
-      removed += n * (n - 1.0) / 2.0 - kept * (kept - 1.0) / 2.0;
-    }
-    require(total_pairs - removed > 0.5, "a hold-out set leaves no training pairs");
-    // A = rows of the touched groups.
-    std::vector<Index> A;
-    std::vector<Index> at(touched.size());
-    for (std::size_t t = 0; t < touched.size(); ++t) {
-      at[t] = static_cast<Index>(A.size());
-      for (Index r = g.offsets[touched[t]]; r < g.offsets[touched[t] + 1]; ++r) A.push_back(r);
-    }
-    const Index na = static_cast<Index>(A.size());
-    Matrix PA = gather_rows(P, A) * D.asDiagonal();
-    Matrix VA = gather_rows(V, A);
-    Matrix T = mul('N', 'T', PA, VA);  // (R S)_{AA}; columns scaled by 1/s below give R C
-    for (std::size_t t = 0; t < touched.size(); ++t) {
-      const Index n = g.group_size(touched[t]);
-      T.middleCols(at[t], n) /= g.scale[touched[t]];
-    }
-    Matrix Delta = Matrix::Zero(na, na);
-    for (std::size_t t = 0; t < touched.size(); ++t)
-      add_group_delta(Delta, at[t], g.group_size(touched[t]), pair_weight(g, touched[t]), held_local[t]);
-    Matrix Amat = mul('N', 'N', T, Delta);
-    Amat += Matrix::Identity(na, na);
-    Matrix rhs(na, v);
-    for (Index k = 0; k < na; ++k) rhs.row(k) = F.row(A[k]) - Y.row(A[k]);
-    lapack::gesv(Amat, rhs);
-    for (Index k = 0; k < u; ++k) {
-      const Index r = rows[lo + k];
-      const Index t = tpos[grp[r]];
-      out.row(lo + k) = Y.row(r) + rhs.row(at[t] + (r - g.offsets[grp[r]]));
-    }
-  }
-  return out;
+  if (ng == 1)  // V^T S K 1 = (K S V)^T 1
+    return object_sets_spectral(V, sigma, g.scale[0], alpha, Y, rows, fold_offsets, P.colwise().sum().transpose());
+  const CentredFactor Vc(V, g);
+  const Vector d = (sigma.array() + alpha).inverse().matrix();
+  const Matrix dVt = d.asDiagonal() * mul('T', 'N', V, sqrt_laplacian_times(g, Y));  // D V^T t
+  Matrix Pbar(ng, P.cols());  // group means of K S V
+  for (Index q = 0; q < ng; ++q) Pbar.row(q) = P.middleRows(g.offsets[q], g.group_size(q)).colwise().mean();
+  SetInverse inv;
+  inv.Gt = Vc.times(dVt);
+  inv.fbar = mul('N', 'N', Pbar, dVt);  // group means of K S G t
+  inv.block = [&Vc, &d](const std::vector<Index>& idx) { return Vc.block(d, idx); };
+  // kappa_q,A^T z / n_q = 1_q^T K S G_c E_A z / n_q = Pbar_q D Vc_A^T z
+  inv.mean_shift = [&](const std::vector<Index>& touched, const std::vector<Index>& A, MatrixCRef z) {
+    const Matrix w = d.asDiagonal() * mul('T', 'N', Vc.rows(A), z);
+    Matrix shift(static_cast<Index>(touched.size()), v);
+    for (Index i = 0; i < shift.rows(); ++i) shift.row(i) = Pbar.row(touched[static_cast<size_t>(i)]) * w;
+    return shift;
+  };
+  return group_sets(inv, g, alpha, Y, rows, fold_offsets);
 }
 
 }  // namespace fastrank::cv

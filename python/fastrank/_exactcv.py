@@ -35,10 +35,15 @@ _SOLVERS = ("auto", "dual", "primal")
 # Grids of more alphas than this share one spectral factor of S K S (one m x m product per alpha); smaller grids factor
 # S K S + alpha I by Cholesky per alpha (accurate at any alpha).  Measured crossover: ~33 alphas at m = 2000.
 SHARED_FACTOR_MIN_ALPHAS = 30
-# Hold-out sets of dense kernel models come from the spectral factor (eq. 33), which loses digits as alpha falls below
-# sigma_max (the largest eigenvalue of S K S): against retraining, at most 4e-12 / 4e-10 / 4e-8 / 4e-6 relative at
-# alpha = 1e-4 / 1e-5 / 1e-6 / 1e-7 sigma_max (Gaussian kernel, m = 30-400, 5 folds).  Below this ratio they warn.
-HOLDOUT_SPECTRAL_MIN_RATIO = 1e-5
+# Hold-out sets of dense kernel models (docs/design/exact-cv.md, "Hold-out sets and k folds"), from Cholesky factors
+# or the spectral factor, keep 1e-9 relative down to alpha = 1e-8 sigma_max (sigma_max: the largest eigenvalue of
+# S K S) against an extended-precision reference, and lose digits below (up to 4e-8 at 1e-9, 4e-7 at 1e-10): below
+# this ratio they warn.
+HOLDOUT_MIN_RATIO = 1e-9
+# Without a shared spectral factor each alpha costs one Cholesky factor per distinct set size (object ranking) or
+# one per alpha (groups); a grid shares one eigendecomposition once alphas x factors reaches this (measured crossover
+# 6-16 at m = 1000-2000, 5 folds, CPU).
+HOLDOUT_SHARED_FACTOR_MIN = 6
 
 
 @dataclasses.dataclass(frozen=True)
@@ -170,6 +175,7 @@ class DualRoute(_Route):
         self.group_args = (self.groups.order, self.groups.offsets, self.problem.pair_weight())
         self._V = self._sigma = self._SX = None
         self._path_coef = {}  # alpha -> dual coefficients (group order) from leave_group_out_path
+        self.grid_alphas = 1  # alphas of the grid being scored (HoldoutEngine.prepare_grid)
 
     @functools.cached_property
     @_in_region
@@ -244,23 +250,56 @@ class DualRoute(_Route):
             return spectral_object(M, mu, h, self.Yg, self.c, pairs, self.n_threads)
         return spectral_query(self.P, V, sigma, *self.group_args, alpha, self.Yg, pg, self.n_threads)
 
+    def holdout_uses_cholesky(self, sets):
+        """Whether hold-out sets come from Cholesky factors of S K S + alpha' I rather than the spectral factor (both
+        exact and accurate, docs/design/exact-cv.md): when no spectral factor exists and no grid of alphas
+        (:attr:`grid_alphas`) times factors per alpha (distinct set sizes in object ranking) will share one, and when
+        the sets cut groups so much that the spectral form's |A|^2 m per set (A: the rows of the groups a set touches)
+        costs more than the m^3 of a factor."""
+        if self.low_rank:  # the sets' G form needs the full m x m factor
+            return True
+        n_factors = 1 if self.grouped else np.unique([len(s) for s in sets]).size
+        if self._V is None and self.grid_alphas * n_factors < HOLDOUT_SHARED_FACTOR_MIN:
+            return True
+        sizes, codes = self.groups.sizes, self.groups.codes
+        return self.grouped and sum(float(sizes[np.unique(codes[s])].sum()) ** 2 for s in sets) > 0.4 * self.m ** 2
+
     @_in_region
     def holdout(self, sets, alpha):
-        """Predictions of every set, concatenated, from the spectral factor (eq. 33)."""
+        """Predictions of every set, concatenated (eq. 33 in its G form): from Cholesky factors
+        (:meth:`holdout_uses_cholesky`) or the spectral factor; below HOLDOUT_MIN_RATIO times sigma_max (the trace of
+        S K S bounds it without a spectral factor) they warn."""
         rows = np.concatenate(sets).astype(np.int64)
         fold_offsets = np.concatenate([[0], np.cumsum([len(s) for s in sets])]).astype(np.int64)
-        V, sigma = self.decompose()
-        if alpha < HOLDOUT_SPECTRAL_MIN_RATIO * float(sigma.max()):
-            advice = (f"Hold-out predictions at alpha below {HOLDOUT_SPECTRAL_MIN_RATIO:g} times the largest "
-                      f"eigenvalue of S K S ({float(sigma.max()):.3g}) lose digits (about 4e-8 relative at 1e-6 times "
-                      "it, 4e-6 at 1e-7): increase alpha, or leave such alphas out of the grid.")
+        rg = self.groups.inverse[rows].astype(np.int64) if self.grouped else rows
+        cholesky = self.holdout_uses_cholesky(sets)
+        if not cholesky:
+            self.decompose()
+        bound = float(self._sigma.max()) if self._V is not None else self.trace_SKS
+        if alpha < HOLDOUT_MIN_RATIO * bound:
+            advice = (f"Hold-out predictions at alpha below {HOLDOUT_MIN_RATIO:g} times the largest eigenvalue of "
+                      f"S K S (at most {bound:.3g}) lose digits (up to 4e-8 relative at 1e-9 times it, 4e-7 at 1e-10): "
+                      "increase alpha, or leave such alphas out of the grid.")
             warning = IllConditionedWarning(f"hold-out predictions at alpha={alpha:.3g} may be inaccurate. {advice}")
             warning.advice = advice  # what one_conditioning_warning reports in place of its scaling advice
             warnings.warn(warning, stacklevel=2)
+        if cholesky:
+            if not self.grouped:
+                return _core.cv_object_holdout_inverse(self.K, self.c, alpha, self.Yg, rows, fold_offsets,
+                                                       self.n_threads)
+            return _core.cv_group_holdout_inverse(self.K, *self.group_args, alpha, self.Yg, rg, fold_offsets,
+                                                  self.n_threads)
+        V, sigma = self.decompose()
         if not self.grouped:
             return _core.cv_object_holdout(self.K, V, sigma, self.c, alpha, self.Yg, rows, fold_offsets)
-        rg = self.groups.inverse[rows].astype(np.int64)
         return _core.cv_group_holdout(self.P, V, sigma, *self.group_args, alpha, self.Yg, rg, fold_offsets)
+
+    @functools.cached_property
+    def trace_SKS(self):
+        """trace(S K S) = sum_q c_q n_q (tr K_qq - 1^T K_qq 1 / n_q) >= sigma_max, in O(sum n_q^2)."""
+        K, off, c = self.K, self.groups.offsets, self.problem.pair_weight()
+        blocks = [K[a:b, a:b] for a, b in zip(off[:-1], off[1:])]
+        return float(sum(cq * (b.shape[0] * np.trace(b) - b.sum()) for cq, b in zip(c, blocks)))
 
     @_in_region
     def leave_group_out(self, alpha):
@@ -620,6 +659,8 @@ class HoldoutEngine(_OnProblem):
     def prepare_grid(self, n_alphas):
         if n_alphas > SHARED_FACTOR_MIN_ALPHAS:
             self.decompose()
+        elif self._route() is self.dual:
+            self.dual.grid_alphas = n_alphas
 
     def decompose(self):
         """The spectral factor of S K S, shared by every alpha from now on (dense kernel models)."""
@@ -782,6 +823,8 @@ class HoldoutEngine(_OnProblem):
         if alpha is None and self.spec.C is not None:
             # MPRank: sets of one size share the retrained alpha; one pass per distinct size
             sizes = np.array([len(s) for s in sets])
+            if self._route() is self.dual:  # one alpha per size: a grid for the dual route's choice of factor
+                self.dual.grid_alphas = max(self.dual.grid_alphas, np.unique(sizes).size)
             out = np.empty((sizes.sum(), self.Y.shape[1]))
             for size in np.unique(sizes):
                 same = sizes == size

@@ -34,6 +34,8 @@
 // A group of two rows loses all its pairs with the pair: its pair prediction is its
 // leave-group-out prediction.
 #pragma once
+#include <functional>
+#include <map>
 #include <vector>
 
 #include "fastrank/laplacian.hpp"
@@ -80,6 +82,46 @@ Matrix leave_group_out_inverse(MatrixCRef K, const GroupStructure& g, double alp
 // Q U diag(1/(lambda + alpha)) U^T Q^T, all alphas' blocks from one GEMM per panel of groups.
 Matrix leave_group_out_path(MatrixCRef K, const GroupStructure& g, const Vector& alphas, MatrixCRef Y,
                             int n_threads);
+
+// Hold-out sets for ONE alpha from Cholesky factors (no eigendecomposition), accurate at small alpha.
+// Rows = concatenated sets in grouped positions, set k = rows[fold_offsets[k] .. fold_offsets[k+1]);
+// result: one row per entry of rows.  Virtual targets (eq. 33 written with G, see above) for a set U:
+// inside a touched group q (n rows, u held, k = n - u kept) the retained pairs give
+// L'_q = c (k I_K - 1_K 1_K^T) = s_q^2 (k/n) P_K on the centred space, P_K the centring on the kept
+// rows, so E = I - N has E^-1 - I = (k/u) P_K there (0 for a group held out whole).  With
+// z = E r, (I - H E) r = alpha G t becomes the symmetric positive definite system
+//     (G_c,AA + sum_q (k_q / (alpha u_q)) P_Kq) z = (G_c t)_A        (A = rows of the touched groups)
+// and, as r_U = z_U (P_K vanishes on held rows),
+//     f'_U = y_U - ybar_q - z_U / s_q + fbar_q - kappa_q,A^T z / n_q,   kappa_q = G_c S K 1_q.
+// Object ranking (one group, m rows): L' = rho L - c C E_U (k I + 1 1^T) E_U^T C with rho = k/m
+// (eqs. 36-37 for |U| = 2), so the retrained model is the alpha' = alpha m / k model with a rank-u
+// removal, whose 1 1^T terms cancel against G's null part: with G_c of alpha',
+//     G_c,UU e = (G_c t)_U,  r = e - (1^T e / m) 1,  f'_U = y_U - ybar - r / s + fbar(alpha') - kappa_U^T e / m.
+// One factor (dpotrf + dpotri) per distinct set size (object) or per call (groups); per set a
+// |U| x |U| (object) or |A| x |A| (groups) Cholesky solve.  The spectral forms (object_holdout,
+// group_holdout in fastrank/lpo.hpp) take the same per-set phase with G_c = C_S V D V^T C_S.
+Matrix object_holdout_inverse(MatrixCRef K, double c, double alpha, MatrixCRef Y, const IndexVector& rows,
+                              const IndexVector& fold_offsets, int n_threads);
+Matrix group_holdout_inverse(MatrixCRef K, const GroupStructure& g, double alpha, MatrixCRef Y,
+                             const IndexVector& rows, const IndexVector& fold_offsets, int n_threads);
+
+// G_c of one alpha (alpha' per set size in object ranking) as the per-set phase reads it.
+struct SetInverse {
+  std::function<Matrix(const std::vector<Index>&)> block;  // G_c restricted to rows and columns idx
+  Matrix Gt;                                               // G_c t (m x v)
+  Matrix kappa;                                            // object ranking: G_c S K 1 (m x 1)
+  Matrix fbar;  // object: mean prediction of the alpha' model (1 x v); groups: group means of the full fit (q x v)
+  // groups: kappa_q,A^T z / n_q (one row per touched group q) for z on the touched rows A (whole groups, in order)
+  std::function<Matrix(const std::vector<Index>& touched, const std::vector<Index>& A, MatrixCRef z)> mean_shift;
+};
+// Object ranking: the sets (indices into fold_offsets) of each size u, checked.
+std::map<Index, std::vector<Index>> sets_by_size(const IndexVector& rows, const IndexVector& fold_offsets, Index m);
+// Object ranking: the held-out rows of `sets` (all of one size, inv of its alpha') into out.
+void object_sets(const SetInverse& inv, double s, double alpha, MatrixCRef Y, const IndexVector& rows,
+                 const IndexVector& fold_offsets, const std::vector<Index>& sets, Matrix& out);
+// Query groups: every set's held-out rows.
+Matrix group_sets(const SetInverse& inv, const GroupStructure& g, double alpha, MatrixCRef Y, const IndexVector& rows,
+                  const IndexVector& fold_offsets);
 
 // Diagonal blocks of (L L^T)^-1 for every group from the lower Cholesky factor L (group order):
 // columns of L^-1 for consecutive groups batched into panels of >= 512 columns, so the trailing

@@ -67,7 +67,11 @@ Vector lpo_disagreement(const GroupStructure& g, const std::vector<const double*
                         MatrixCRef Y, PairMatrixCRef pairs, int n_threads);
 
 // Hold-out sets (rows = concatenated sets in grouped positions, set k = rows[fold_offsets[k] ..
-// fold_offsets[k+1])).  Result: one row per entry of rows.
+// fold_offsets[k+1])).  Result: one row per entry of rows.  Not through (*), which loses digits as alpha
+// falls below sigma_max (T = K S G amplifies by sigma_max / alpha), but through the G form of eq. 33 of
+// fastrank/holdout_inverse.hpp with G_c = C_S V diag(1/(sigma + alpha)) V^T C_S (C_S the per-group
+// centring; V must be the full m x m factor): O(m r) per alpha (object: per set size), then
+// O(|U|^2 r) (object) or O(|A|^2 r) (groups, A the touched groups' rows) per set.
 Matrix object_holdout(MatrixCRef K, MatrixCRef V, VectorCRef sigma, double c, double alpha, MatrixCRef Y,
                       const IndexVector& rows, const IndexVector& fold_offsets);
 Matrix group_holdout(MatrixCRef P, MatrixCRef V, VectorCRef sigma, const GroupStructure& g,

@@ -277,12 +277,8 @@ class DualRoute(_Route):
             self.decompose()
         bound = float(self._sigma.max()) if self._V is not None else self.trace_SKS
         if alpha < HOLDOUT_MIN_RATIO * bound:
-            advice = (f"Hold-out predictions at alpha below {HOLDOUT_MIN_RATIO:g} times the largest eigenvalue of "
-                      f"S K S (at most {bound:.3g}) lose digits (up to 4e-8 relative at 1e-9 times it, 4e-7 at 1e-10): "
-                      "increase alpha, or leave such alphas out of the grid.")
-            warning = IllConditionedWarning(f"hold-out predictions at alpha={alpha:.3g} may be inaccurate. {advice}")
-            warning.advice = advice  # what one_conditioning_warning reports in place of its scaling advice
-            warnings.warn(warning, stacklevel=2)
+            warn_inaccurate_holdout(alpha, HOLDOUT_MIN_RATIO, f"S K S (at most {bound:.3g})",
+                                    "up to 4e-8 relative at 1e-9 times it, 4e-7 at 1e-10")
         if cholesky:
             if not self.grouped:
                 return _core.cv_object_holdout_inverse(self.K, self.c, alpha, self.Yg, rows, fold_offsets,
@@ -369,7 +365,7 @@ class FeatureRoute(_Route):
 # The LU routes (tie-excluding and preference-graph models) update one factor of L K + alpha I by Woodbury; the update
 # cancels digits as alpha falls below sigma_max (the largest eigenvalue of L K, that of S K S): against retraining, at
 # most 5e-12 / 3e-10 / 7e-8 / 5e-6 relative at alpha = 1e-3 / 1e-4 / 1e-5 / 1e-6 sigma_max (hold-out sets, pairs and
-# groups, Gaussian kernel, m = 40-800).  Below this ratio they warn.
+# groups, Gaussian kernel, m = 30-800).  Below this ratio they warn.
 HOLDOUT_LU_MIN_RATIO = 1e-4
 
 
@@ -388,13 +384,20 @@ def warn_if_inaccurate(alpha, LK, model, sigma_max=None):
             sigma_max = float(np.max(np.linalg.norm(W, axis=0) / np.linalg.norm(V, axis=0)))
             V = W / max(np.abs(W).max(), np.finfo(float).tiny)
     if alpha < HOLDOUT_LU_MIN_RATIO * sigma_max:
-        advice = (f"Hold-out predictions of a {model} at alpha below {HOLDOUT_LU_MIN_RATIO:g} times the largest "
-                  f"eigenvalue of L K ({sigma_max:.3g}) lose digits (about 7e-8 relative at 1e-5 times it, 5e-6 at "
-                  "1e-6): increase alpha, or leave such alphas out of the grid.")
-        warning = IllConditionedWarning(f"hold-out predictions at alpha={alpha:.3g} may be inaccurate. {advice}")
-        warning.advice = advice  # what one_conditioning_warning reports in place of its scaling advice
-        warnings.warn(warning, stacklevel=3)
+        warn_inaccurate_holdout(alpha, HOLDOUT_LU_MIN_RATIO, f"L K ({sigma_max:.3g})",
+                                "about 7e-8 relative at 1e-5 times it, 5e-6 at 1e-6", f" of a {model}")
     return sigma_max
+
+
+def warn_inaccurate_holdout(alpha, ratio, matrix, losses, model=""):
+    """The :class:`IllConditionedWarning` of hold-out predictions at ``alpha`` below ``ratio`` times the largest
+    eigenvalue of ``matrix``, with the measured ``losses``; its ``advice`` is what one_conditioning_warning reports
+    in place of its feature-scaling advice."""
+    advice = (f"Hold-out predictions{model} at alpha below {ratio:g} times the largest eigenvalue of {matrix} lose "
+              f"digits ({losses}): increase alpha, or leave such alphas out of the grid.")
+    warning = IllConditionedWarning(f"hold-out predictions at alpha={alpha:.3g} may be inaccurate. {advice}")
+    warning.advice = advice
+    warnings.warn(warning, stacklevel=4)
 
 
 class TieExcludedRoute(_Route):

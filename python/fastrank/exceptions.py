@@ -12,7 +12,8 @@ __all__ = ["LinAlgError", "IllConditionedWarning", "MissingGroupsWarning", "Mode
 
 class IllConditionedWarning(UserWarning):
     """The linear system was solved but its estimated condition number is so large that the solution may be dominated by
-    rounding error (increase ``alpha``)."""
+    rounding error, or exact cross-validation ran at an alpha so small against the largest eigenvalue of S K S that its
+    hold-out predictions lose digits (docs/design/exact-cv.md, "Accuracy"): increase ``alpha``."""
 
 
 class ModelFileWarning(UserWarning):

@@ -1,13 +1,15 @@
 """The models whose exact cross-validation updates one LU factor of L K + alpha I (exclude_ties=True, preference
 graphs) at small alpha: the Woodbury updates lose digits below 1e-4 sigma_max (sigma_max the largest eigenvalue of
 L K), so hold-out sets, pairs and groups warn there and stay accurate above; the model solved on all the data
-(Factorization.solve, RankRLSCV.best_estimator_) comes from the symmetric system a fit solves, accurate at any alpha.
+(Factorization.solve, RankRLSCV.best_estimator_) and unweighted hold-out sets where retraining costs less than the
+update come from the symmetric system a fit solves, accurate at any alpha.
 The oracle: the explicit pair loop's Laplacian without the held-out rows, the normal equations (L K + alpha I) A = L y
 solved with numpy and refined with long-double residuals; a preference graph is refitted without the held-out edges."""
 
 import warnings
 
 import numpy as np
+import scipy.sparse
 import pytest
 
 import fastrank
@@ -25,15 +27,17 @@ def data():
     return X, np.round(X @ rng.normal(size=4)), np.repeat(np.arange(4), 10)
 
 
-def untied_laplacian(y, groups, rows):
-    """Laplacian of the pairs among ``rows`` with different targets (inside groups), one pair at a time."""
+def untied_laplacian(y, groups, rows, c=None):
+    """Laplacian of the pairs among ``rows`` with different targets (inside groups), one pair at a time; ``c``: the
+    pair weight of each row's group (the full data's, kept when rows are held out), default 1."""
     L = np.zeros((rows.size, rows.size))
     for a in range(rows.size):
         for b in range(a + 1, rows.size):
             i, j = rows[a], rows[b]
             if y[i] != y[j] and (groups is None or groups[i] == groups[j]):
-                L[[a, b], [a, b]] += 1.0
-                L[[a, b], [b, a]] -= 1.0
+                w = 1.0 if c is None else c[i]
+                L[[a, b], [a, b]] += w
+                L[[a, b], [b, a]] -= w
     return L
 
 
@@ -49,24 +53,24 @@ def extended_dual(K, L, Y, alpha):
     return A
 
 
-def trained_predict(X, y, groups, alpha, train, rows):
+def trained_predict(X, y, groups, alpha, train, rows, c=None):
     """Predictions for ``rows`` of the model trained on the rows ``train``."""
     K = rbf(X, X, GAMMA)
-    A = extended_dual(K[np.ix_(train, train)], untied_laplacian(y, groups, train), y[train], alpha)
+    A = extended_dual(K[np.ix_(train, train)], untied_laplacian(y, groups, train, c), y[train], alpha)
     return (K[np.ix_(rows, train)].astype(np.longdouble) @ A).astype(np.float64)
 
 
-def retrain_predict(X, y, groups, alpha, held):
-    return trained_predict(X, y, groups, alpha, np.setdiff1d(np.arange(len(y)), held), held)
+def retrain_predict(X, y, groups, alpha, held, c=None):
+    return trained_predict(X, y, groups, alpha, np.setdiff1d(np.arange(len(y)), held), held, c)
 
 
-def sigma_max(X, y, groups):
+def sigma_max(X, y, groups, c=None):
     rows = np.arange(len(y))
-    return float(np.linalg.eigvals(untied_laplacian(y, groups, rows) @ rbf(X, X, GAMMA)).real.max())
+    return float(np.linalg.eigvals(untied_laplacian(y, groups, rows, c) @ rbf(X, X, GAMMA)).real.max())
 
 
-def ties_model(alpha):
-    return fastrank.RankRLS(alpha=alpha, kernel="rbf", gamma=GAMMA, exclude_ties=True)
+def ties_model(alpha, weighting="unweighted"):
+    return fastrank.RankRLS(alpha=alpha, kernel="rbf", gamma=GAMMA, exclude_ties=True, group_weighting=weighting)
 
 
 @pytest.mark.parametrize("grouped", [False, True], ids=["object", "groups"])
@@ -86,39 +90,44 @@ def test_solve_of_a_tie_excluding_model_is_accurate_at_small_alpha(data, grouped
         np.testing.assert_allclose(cv.predict(X), want, rtol=0, atol=1e-10 * np.abs(want).max())
 
 
-@pytest.mark.parametrize("grouped", [False, True], ids=["object", "groups"])
-def test_tie_excluding_hold_outs_warn_below_the_ratio_and_are_accurate_above(data, grouped):
+@pytest.mark.parametrize("grouped, weighting", [(False, "unweighted"), (True, "unweighted"), (True, "normalized")],
+                         ids=["object", "groups", "groups-normalized"])
+def test_tie_excluding_hold_outs_are_accurate_or_warn(data, grouped, weighting):
+    # unweighted sets are retrained without each set (here cheaper than the Woodbury update) by fit's symmetric
+    # solve: exact at any alpha, no warning; the Woodbury update (other weightings keep the full data's pair weights)
+    # and pairs warn below 1e-4 sigma_max and are exact above
     X, y, g = data
     groups = g if grouped else None
-    top = sigma_max(X, y, groups)
+    c = None if weighting == "unweighted" else np.full(40, 0.1)  # normalized: 1 / n_q, groups of 10 rows
+    top = sigma_max(X, y, groups, c)
     folds = [np.arange(k, 40, 5) for k in range(5)]
     pairs = np.array([[0, 1], [2, 7], [12, 15]])
-    for ratio, warns in ((1e-3, False), (1e-5, True)):
+    retrained = weighting == "unweighted"
+    assert ms.factorize(ties_model(1.0, weighting), X, y, groups)._engine._route()._retrain_is_cheaper(folds) \
+        == retrained
+    for ratio in (1e-3, 1e-5, 1e-7):
         alpha = ratio * top
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            sets = ms.holdout_predictions(ties_model(alpha), X, y, folds, groups=groups)
-            lpo = ms.leave_pair_out(ties_model(alpha), X, y, pairs=pairs, groups=groups)
+            sets = ms.holdout_predictions(ties_model(alpha, weighting), X, y, folds, groups=groups)
+            lpo = ms.leave_pair_out(ties_model(alpha, weighting), X, y, pairs=pairs, groups=groups)
         ill = [w for w in caught if issubclass(w.category, IllConditionedWarning)]
-        assert len(ill) == 2 * warns, [str(w.message) for w in caught]
-        if warns:
-            assert f"alpha={alpha:.3g}" in str(ill[0].message) and "exclude_ties=True" in str(ill[0].message)
-            continue
-        for S, got in zip(folds, sets):
-            want = retrain_predict(X, y, groups, alpha, S)
-            np.testing.assert_allclose(got, want, rtol=0, atol=1e-10 * np.abs(want).max())
-        for pair, got in zip(pairs, lpo):
-            want = retrain_predict(X, y, groups, alpha, pair)
-            np.testing.assert_allclose(got, want, rtol=0, atol=1e-10 * np.abs(want).max())
+        assert len(ill) == (ratio < 1e-4) * (1 + (not retrained)), [str(w.message) for w in caught]
+        for w in ill:
+            assert f"alpha={alpha:.3g}" in str(w.message) and "exclude_ties=True" in str(w.message)
+        checked = list(zip(folds, sets)) if retrained or ratio > 1e-4 else []
+        for held, got in checked + (list(zip(pairs, lpo)) if ratio > 1e-4 else []):
+            want = retrain_predict(X, y, groups, alpha, held, c)
+            np.testing.assert_allclose(got, want, rtol=0, atol=1e-9 * np.abs(want).max())
 
 
 def test_rankrlscv_with_exclude_ties_reports_the_advice_once(data):
     X, y, g = data
-    top = sigma_max(X, y, g)
+    top = sigma_max(X, y, g, np.full(40, 0.1))  # the Woodbury update: normalized weighting
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         fastrank.RankRLSCV(alphas=np.array([1e-7, 1e-6, 1e-2]) * top, kernel="rbf", gamma=GAMMA, exclude_ties=True,
-                           cv=4, scoring="disagreement").fit(X, y, g)
+                           group_weighting="normalized", cv=4, scoring="disagreement").fit(X, y, g)
     ill = [w for w in caught if issubclass(w.category, IllConditionedWarning)]
     assert len(ill) == 1 and "largest eigenvalue of L K" in str(ill[0].message)
 
@@ -149,3 +158,27 @@ def test_preference_hold_outs_warn_below_the_ratio_and_are_accurate_above():
             kept = pairs[~np.isin(pairs, S).any(axis=1)]
             want = est.fit_preferences(X, kept).predict(X[S])
             np.testing.assert_allclose(p, want, rtol=0, atol=1e-10 * np.abs(want).max())
+
+
+@pytest.mark.parametrize("kind", ["dense", "sparse", "precomputed"])
+def test_tie_excluding_sets_retrained_equal_the_woodbury_update(kind, monkeypatch):
+    # both ways of answering hold-out sets, two outputs with the same ties, with and without groups (moderate alpha)
+    from fastrank._exactcv import TieExcludedRoute
+
+    rng = np.random.default_rng(4)
+    X = rng.normal(size=(60, 6))
+    Y = np.round(X @ rng.normal(size=6))[:, None] * [1.0, 2.0]
+    est = fastrank.RankRLS(kernel="rbf", gamma=GAMMA, exclude_ties=True)
+    if kind == "sparse":
+        X = scipy.sparse.csr_matrix(np.where(np.abs(X) > 0.5, X, 0.0))
+    elif kind == "precomputed":
+        X, est = rbf(X, X, GAMMA), fastrank.RankRLS(kernel="precomputed", exclude_ties=True)
+    sets = [np.arange(k, 60, 4) for k in range(4)]
+    for groups in (None, rng.integers(0, 3, size=60)):
+        got = {}
+        for retrain in (True, False):
+            monkeypatch.setattr(TieExcludedRoute, "_retrain_is_cheaper", lambda self, s, r=retrain: r)
+            got[retrain] = ms.holdout_predictions(est, X, Y, sets, groups=groups)
+        for a, b in zip(got[True], got[False]):
+            assert a.shape == (15, 2)
+            np.testing.assert_allclose(a, b, rtol=0, atol=1e-10 * np.abs(b).max())

@@ -773,9 +773,10 @@ class HoldoutEngine(_OnProblem):
         if pairs is None:
             low, high = group_target_range(Y, self.groups)
             spread = high > low
-            candidates = [np.empty((0, 2), np.int64)]
-            for c in np.flatnonzero(spread.sum(axis=0) == 1):
-                rows = np.sort(self.groups.rows()[int(np.flatnonzero(spread[:, c])[0])])
+            candidates, single = [np.empty((0, 2), np.int64)], np.flatnonzero(spread.sum(axis=0) == 1)
+            members = self.groups.rows() if single.size else None
+            for c in single:
+                rows = np.sort(members[int(np.flatnonzero(spread[:, c])[0])])
                 _, inv, counts = np.unique(Y[rows, c], return_inverse=True, return_counts=True)
                 others, common = rows[inv != counts.argmax()], rows[inv == counts.argmax()]
                 if rows.size <= 3:

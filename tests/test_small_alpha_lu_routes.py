@@ -127,9 +127,39 @@ def test_rankrlscv_with_exclude_ties_reports_the_advice_once(data):
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         fastrank.RankRLSCV(alphas=np.array([1e-7, 1e-6, 1e-2]) * top, kernel="rbf", gamma=GAMMA, exclude_ties=True,
-                           group_weighting="normalized", cv=4, scoring="disagreement").fit(X, y, g)
+                           group_weighting="normalized", cv=np.arange(40) % 4, scoring="disagreement").fit(X, y, g)
     ill = [w for w in caught if issubclass(w.category, IllConditionedWarning)]
     assert len(ill) == 1 and "largest eigenvalue of L K" in str(ill[0].message)
+
+
+@pytest.mark.parametrize("weighting", ["unweighted", "normalized", "per_query"])
+def test_tie_excluding_whole_group_hold_outs_are_accurate_at_small_alpha(data, weighting):
+    # sets of whole groups (leave-group-out, folds of groups) solve the dense route's SPD G form on S K S with the
+    # tie-excluding S; the Woodbury update of the LU factor was off by 3e-7 / 4e-6 at 1e-5 / 1e-6 sigma_max.  A group whose rows
+    # all tie (no edge) and groups of one row take the retrained model's predictions as well
+    X, y, g = data
+    y, g = y.copy(), g.copy()
+    y[10:20] = 3.0
+    g[38], g[39] = 4, 5
+    sizes = np.bincount(g)
+    edges = {q: sum(y[i] != y[j] for i in np.flatnonzero(g == q) for j in np.flatnonzero(g == q) if i < j)
+             for q in range(6)}
+    c = {"unweighted": None, "normalized": 1.0 / sizes[g],
+         "per_query": np.array([1.0 / edges[q] if edges[q] else 1.0 for q in g])}[weighting]
+    top = sigma_max(X, y, g, c)
+    sets = [np.flatnonzero(g == q) for q in range(6)]
+    folds = [np.flatnonzero(np.isin(g, f)) for f in ([0, 4], [1, 2], [3, 5])]
+    for ratio in (1e-3, 1e-5, 1e-6):
+        alpha = ratio * top
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", IllConditionedWarning)
+            lgo = ms.leave_group_out(ties_model(alpha, weighting), X, y, g)
+            held = ms.holdout_predictions(ties_model(alpha, weighting), X, y, folds, groups=g)
+        for rows, got in list(zip(sets, (lgo[s] for s in sets))) + list(zip(folds, held)):
+            want = retrain_predict(X, y, g, alpha, rows, c)
+            np.testing.assert_allclose(got, want, rtol=0, atol=1e-9 * np.abs(want).max())
+    with pytest.warns(IllConditionedWarning, match="exclude_ties=True"):  # below 1e-8 times the trace of S K S
+        ms.leave_group_out(ties_model(1e-10 * top, weighting), X, y, g)
 
 
 def test_preference_hold_outs_warn_below_the_ratio_and_are_accurate_above():

@@ -27,7 +27,7 @@ from ._solvers import Fit, _by_alpha, _centred_features, check_indices, select_b
 from ._sparse import issparse, take_rows
 from ._threads import compute_region, cpu_budget, threads_for_work
 from ._validation import _asarray, check_alpha, check_n_jobs, pair_disagreement, whole_numbers
-from .exceptions import IllConditionedWarning
+from .exceptions import IllConditionedWarning, LinAlgError
 
 __all__ = ["CVSpec", "spec_of", "HoldoutEngine", "engine_for", "resolve_folds", "check_sets", "PreferenceRoute"]
 
@@ -367,6 +367,11 @@ class FeatureRoute(_Route):
 # most 5e-12 / 3e-10 / 7e-8 / 5e-6 relative at alpha = 1e-3 / 1e-4 / 1e-5 / 1e-6 sigma_max (hold-out sets, pairs and
 # groups, Gaussian kernel, m = 30-800).  Below this ratio they warn.
 HOLDOUT_LU_MIN_RATIO = 1e-4
+# Tie-excluding sets of whole groups take the dense route's G form instead; their group means come from K S G t (as
+# fit's predictions do), which loses about one digit more than fit: at most 7e-9 / 7e-8 relative at 1e-7 / 1e-8
+# sigma_max (rbf, linear and polynomial kernels, every weighting, m = 120).  Below this ratio of the trace of S K S
+# (3.6-11 sigma_max there) they warn.
+HOLDOUT_TIES_MIN_RATIO = 1e-8
 
 
 def warn_if_inaccurate(alpha, LK, model, sigma_max=None):
@@ -409,7 +414,8 @@ class TieExcludedRoute(_Route):
     H = (L K + alpha I)^-1 factorized once per alpha (eq. 17), the Woodbury identity gives the retrained coefficients
     A' = H b' + H E_B D (I - K_B. H E_B D)^-1 K_B. H b', whose rows in U are zero, and the predictions K_U. A' need
     only |B| x |B| quantities once H E_B is known: O(m^2 |B|) per touched group set, then O(|B|^3) per hold-out set;
-    a held-out pair is a rank-4 update of a system shared by its pair of tie cells (:meth:`lpo`), O(|B|) per pair."""
+    a held-out pair is a rank-4 update of a system shared by its pair of tie cells (:meth:`lpo`), O(|B|) per pair.
+    Sets of whole groups take the symmetric G form instead (:meth:`_whole_groups`), accurate at small alpha."""
 
     # the kernel, the LU factor of L K + alpha I, K_.B solved in place and K_B. H E_B (for a group of all m rows), and
     # for pairs the LU factor of M0 and M0^-1 K_B. H E_B
@@ -445,6 +451,7 @@ class TieExcludedRoute(_Route):
     def _factor(self, alpha):
         if self._alpha != alpha:
             self._lu = self._touched = None  # the previous alpha's factor goes before the new one comes
+            self.__dict__.pop("_SKS", None)
             LK = np.empty_like(self.K, order="F")  # factored in place
             b = np.empty_like(self.Yg)
             for q, rows in enumerate(self.blocks):
@@ -505,12 +512,86 @@ class TieExcludedRoute(_Route):
 
     @_in_region
     def holdout(self, sets, alpha):
+        sizes, codes = self.groups.sizes, self.groups.codes
+        if all(sizes[np.unique(codes[s])].sum() == len(s) for s in sets):
+            return self._whole_groups(sets, alpha)
         if self._retrain_is_cheaper(sets):
             return np.concatenate([self._retrained(s, alpha) for s in sets])
         self._factor(alpha)
         inv = self.groups.inverse
         return np.concatenate([self._predict_without(np.sort(inv[s]))[np.argsort(np.argsort(inv[s]))]
                                for s in sets])
+
+    @functools.cached_property
+    def _SKS(self):
+        """S K S with the tie-excluding S (rows and columns in cell order) and the group-order position of each
+        cell-order row."""
+        pc = self.groups.inverse[self.problem.cells.order]
+        SK = self.problem.apply_S_cells(self.K[np.ix_(pc, pc)])
+        return np.asfortranarray(self.problem.apply_S_cells(SK.T)), pc
+
+    def _whole_groups(self, sets, alpha):
+        """Hold-out sets of whole groups in the dense route's G form (eq. 33; docs/design/exact-cv.md): holding out
+        every edge of the groups A gives E = I on range(S_A), so the retrained residual z = r'_A solves the SPD system
+        G_AA z = (G t)_A, and f'_q = y_q - ybar_q - (S^+ z)_q + fbar_q - mean_q(K S G_.A z) (a group whose rows all
+        tie has no edge: f'_q = f_q - (K S G_.A z)_q).  G = (S K S + alpha I + tau P_0)^-1, P_0 the projector on S's
+        null space, equals (S K S + alpha I)^+ on range(S): accurate at any alpha, like the dense route's sets."""
+        self._lu = self._touched = self._alpha = None  # the LU route's factors go before this one's come
+        p, gi, lapack = self.problem, self.groups, scipy.linalg.lapack
+        SKS, pc = self._SKS
+        m, off = self.m, gi.offsets
+        tau = float(np.mean(np.diag(SKS))) or 1.0
+        if alpha < HOLDOUT_TIES_MIN_RATIO * tau * m:  # the trace of S K S bounds sigma_max
+            warn_inaccurate_holdout(alpha, HOLDOUT_TIES_MIN_RATIO, f"S K S (at most {tau * m:.3g})",
+                                    "up to 7e-9 relative at 1e-7 times it, 7e-8 at 1e-8", " of a model with "
+                                    "exclude_ties=True")
+        n_cells = np.bincount(gi.codes[p.cells.order[p.cells.offsets[:-1]]], minlength=gi.n_groups)
+        F = SKS.copy(order="F")
+        F[np.diag_indices(m)] += alpha
+        for q in range(gi.n_groups):  # tau P_0: a group's constant vector, or all its rows when they all tie
+            a, b = off[q], off[q + 1]
+            if n_cells[q] > 1:
+                F[a:b, a:b] += tau / (b - a)
+            else:
+                F[np.arange(a, b), np.arange(a, b)] += tau
+        L, info = lapack.dpotrf(F, lower=1, overwrite_a=1)
+        if info > 0:
+            raise LinAlgError(f"alpha={alpha:.3g}: S K S + alpha I is not numerically positive definite (the kernel "
+                              "is not positive semidefinite, or alpha is below rounding level for its scale); "
+                              "increase alpha")
+        t = p.apply_S_cells(p.cells.take(self.Y))
+        Gt = lapack.dpotrs(L, t, lower=1)[0]
+        G = lapack.dpotri(L, lower=1, overwrite_c=1)[0]
+        del L, F
+        for a in range(0, m, 512):  # the upper triangle from the lower, a panel at a time
+            b = min(m, a + 512)
+            G[:a, a:b] = G[a:b, :a].T
+            G[a:b, a:b] = np.tril(G[a:b, a:b]) + np.tril(G[a:b, a:b], -1).T
+        Sv = np.empty_like(t)  # S v in group order, for K products
+
+        def K_S(v, rows=None):  # (K S v) on the cell-order rows ``rows`` (None: all, in cell order)
+            Sv[pc] = p.apply_S_cells(v)
+            return (self.K @ Sv)[pc] if rows is None else self.K[pc[rows]] @ Sv
+
+        Yc = p.cells.take(self.Y)
+        f = K_S(Gt)
+        ybar, fbar = (np.add.reduceat(Z, off[:-1], axis=0) / gi.sizes[:, None] for Z in (Yc, f))
+        out = []
+        for s in sets:
+            pos, q = p.cells.inverse[s], gi.codes[s]
+            A = pos[n_cells[q] > 1]  # the rows of the held groups that have edges
+            z = scipy.linalg.solve(G[np.ix_(A, A)], Gt[A], assume_a="pos", overwrite_a=True, check_finite=False)
+            shift = K_S(G[:, A] @ z, pos)
+            mean_shift = np.zeros_like(fbar)
+            np.add.at(mean_shift, q, shift)
+            zA = np.zeros_like(t)
+            zA[A] = z
+            tied = n_cells[q] < 2
+            pred = Yc[pos] - ybar[q] - p.apply_S_cells(zA, pseudo_inverse=True)[pos] + fbar[q] \
+                - (mean_shift / gi.sizes[:, None])[q]
+            pred[tied] = f[pos[tied]] - shift[tied]
+            out.append(pred)
+        return np.concatenate(out)
 
     def _retrain_is_cheaper(self, sets):
         """Whether retraining without each set beats the Woodbury update: O(m^2 |B|) per set (B: the rows of the

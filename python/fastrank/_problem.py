@@ -262,13 +262,14 @@ class RankingProblem(NamedTuple):
         out *= np.repeat(np.sqrt(self.pair_weight() * sizes), sizes)[:, None]
         return out
 
-    def apply_S_cells(self, A):
-        """S A with tied pairs excluded, rows of A in CELL order (``self.cells.order``).
+    def apply_S_cells(self, A, pseudo_inverse=False):
+        """S A (or S^+ A) with tied pairs excluded, rows of A in CELL order (``self.cells.order``).
 
         Inside group q (pair weight c_q), the complete multipartite Laplacian over the tie cells t
         splits into orthogonal projectors: L_q = c_q (n_q P_B + sum_t (n_q - n_t) P_t), P_B the
         between-cell centring (cell mean minus group mean) and P_t the centring inside cell t, so
-        (S A)_i = sqrt(c_q) (sqrt(n_q) (mean_t - mean_q) + sqrt(n_q - n_t) (A_i - mean_t))."""
+        (S A)_i = sqrt(c_q) (sqrt(n_q) (mean_t - mean_q) + sqrt(n_q - n_t) (A_i - mean_t)); S^+ inverts
+        each nonzero factor."""
         cells = self.cells
         cell_group = self.groups.codes[cells.order[cells.offsets[:-1]]]  # the group of every tie cell
         A = np.asarray(A, dtype=np.float64)
@@ -282,8 +283,11 @@ class RankingProblem(NamedTuple):
         gmean = gsum / gsize.reshape(col)
         n_q = gsize[cell_group]
         c_q = self.pair_weight()[cell_group]
-        between = np.sqrt(c_q * n_q).reshape(col) * (cmean - gmean[cell_group])
-        within = np.sqrt(c_q * (n_q - csize)).reshape(col)
+        between, within = np.sqrt(c_q * n_q), np.sqrt(c_q * (n_q - csize))
+        if pseudo_inverse:
+            between, within = (np.divide(1.0, f, out=np.zeros_like(f), where=f > 0) for f in (between, within))
+        between = between.reshape(col) * (cmean - gmean[cell_group])
+        within = within.reshape(col)
         rep = cells.sizes
         return np.repeat(between, rep, axis=0) + np.repeat(within, rep, axis=0) * (A - np.repeat(cmean, rep, axis=0))
 

@@ -405,6 +405,22 @@ def warn_inaccurate_holdout(alpha, ratio, matrix, losses, model=""):
     warnings.warn(warning, stacklevel=4)
 
 
+def _spd_inverse(A, rhs, alpha):
+    """(A^-1 rhs, A^-1) for the SPD A = S K S + alpha I (+ tau on S's null space) by one Cholesky factor, formed in
+    place of A; :class:`LinAlgError` naming alpha when A is not numerically positive definite."""
+    L, info = scipy.linalg.lapack.dpotrf(A, lower=1, overwrite_a=1)
+    if info > 0:
+        raise LinAlgError(f"alpha={alpha:.3g}: S K S + alpha I is not numerically positive definite (the kernel is "
+                          "not positive semidefinite, or alpha is below rounding level for its scale); increase alpha")
+    x = scipy.linalg.lapack.dpotrs(L, rhs, lower=1)[0]
+    G = scipy.linalg.lapack.dpotri(L, lower=1, overwrite_c=1)[0]
+    for lo in range(0, G.shape[0], 512):  # the upper triangle from the lower, a panel at a time
+        hi = min(G.shape[0], lo + 512)
+        G[:lo, lo:hi] = G[lo:hi, :lo].T
+        G[lo:hi, lo:hi] = np.tril(G[lo:hi, lo:hi]) + np.tril(G[lo:hi, lo:hi], -1).T
+    return x, G
+
+
 class TieExcludedRoute(_Route):
     """``exclude_ties=True``: the Laplacian L of the pairs with different targets (004, Sect. 2.4), L_q = c_q (D_q -
     W_q) with W_q[a, b] = 1 when rows a, b of group q differ in target.
@@ -415,7 +431,8 @@ class TieExcludedRoute(_Route):
     A' = H b' + H E_B D (I - K_B. H E_B D)^-1 K_B. H b', whose rows in U are zero, and the predictions K_U. A' need
     only |B| x |B| quantities once H E_B is known: O(m^2 |B|) per touched group set, then O(|B|^3) per hold-out set;
     a held-out pair is a rank-4 update of a system shared by its pair of tie cells (:meth:`lpo`), O(|B|) per pair.
-    Sets of whole groups take the symmetric G form instead (:meth:`_whole_groups`), accurate at small alpha."""
+    Sets of whole groups and pairs of one group take the symmetric G form instead (:meth:`_whole_groups`,
+    :meth:`_lpo_one_group`), accurate at small alpha."""
 
     # the kernel, the LU factor of L K + alpha I, K_.B solved in place and K_B. H E_B (for a group of all m rows), and
     # for pairs the LU factor of M0 and M0^-1 K_B. H E_B
@@ -537,7 +554,7 @@ class TieExcludedRoute(_Route):
         tie has no edge: f'_q = f_q - (K S G_.A z)_q).  G = (S K S + alpha I + tau P_0)^-1, P_0 the projector on S's
         null space, equals (S K S + alpha I)^+ on range(S): accurate at any alpha, like the dense route's sets."""
         self._lu = self._touched = self._alpha = None  # the LU route's factors go before this one's come
-        p, gi, lapack = self.problem, self.groups, scipy.linalg.lapack
+        p, gi = self.problem, self.groups
         SKS, pc = self._SKS
         m, off = self.m, gi.offsets
         tau = float(np.mean(np.diag(SKS))) or 1.0
@@ -554,19 +571,9 @@ class TieExcludedRoute(_Route):
                 F[a:b, a:b] += tau / (b - a)
             else:
                 F[np.arange(a, b), np.arange(a, b)] += tau
-        L, info = lapack.dpotrf(F, lower=1, overwrite_a=1)
-        if info > 0:
-            raise LinAlgError(f"alpha={alpha:.3g}: S K S + alpha I is not numerically positive definite (the kernel "
-                              "is not positive semidefinite, or alpha is below rounding level for its scale); "
-                              "increase alpha")
         t = p.apply_S_cells(p.cells.take(self.Y))
-        Gt = lapack.dpotrs(L, t, lower=1)[0]
-        G = lapack.dpotri(L, lower=1, overwrite_c=1)[0]
-        del L, F
-        for a in range(0, m, 512):  # the upper triangle from the lower, a panel at a time
-            b = min(m, a + 512)
-            G[:a, a:b] = G[a:b, :a].T
-            G[a:b, a:b] = np.tril(G[a:b, a:b]) + np.tril(G[a:b, a:b], -1).T
+        Gt, G = _spd_inverse(F, t, alpha)
+        del F
         Sv = np.empty_like(t)  # S v in group order, for K products
 
         def K_S(v, rows=None):  # (K S v) on the cell-order rows ``rows`` (None: all, in cell order)
@@ -631,16 +638,99 @@ class TieExcludedRoute(_Route):
         # RSS 14 m x m at m = 500)
         check_dense_memory(self.m, self.DENSE_MATRICES + 6.0 * 2 * pairs.shape[0] * v / self.m ** 2,
                            "leave-pair-out of the tie-excluded model (factors, pair bookkeeping, predictions)")
-        self._factor(alpha)
         gi = self.groups
         if gi.n_groups == 1:
-            return self._lpo_group(0, pairs if gi.is_identity else gi.inverse[pairs])
+            return self._lpo_one_group(pairs, alpha)
+        self._factor(alpha)
         pos = gi.inverse[pairs]  # group-order positions
         codes = gi.codes[pairs[:, 0]]
         out = np.empty((pairs.shape[0], 2, v))
         for q in np.unique(codes):
             at = np.flatnonzero(codes == q)
             out[at] = self._lpo_group(int(q), pos[at] - gi.offsets[q])
+        return out
+
+    def _lpo_one_group(self, pairs, alpha):
+        """Leave-pair-out of one group (object ranking) in the G form (eq. 33, docs/design/exact-cv.md).  Removing
+        the pair {i, j} of tie cells (a, b) removes from L the part c sum_t delta_t P_t (delta_t = [t != a] + [t !=
+        b], P_t the centring inside cell t), shared by the cell pair, and Delta_2 = B C B^T of rank <= T + 2 on B =
+        [e_i, e_j, 1_0 .. 1_T-1].  The first is the model with the root S_1 of within-cell factors n - n_t -
+        delta_t: one Cholesky factor of S_1 K S_1 + alpha I (+ tau 1 1^T / m on S_1's null space) per cell pair,
+        G_1 its inverse.  The second, with F = S_1^+ B, is the virtual-target identity: x = C F^T r' solves
+        (I - C F^T (I - alpha G_1) F) x = alpha C F^T G_1 t_1 and f'_U = f_1,U - (K S_1 G_1 F x)_U, O(T^3) per
+        pair."""
+        p, cells = self.problem, self.problem.cells
+        m, T, v, c = self.m, cells.n_groups, self.Y.shape[1], float(self.problem.pair_weight()[0])
+        check_dense_memory(m, 7, "leave-pair-out of the tie-excluded model (kernel, factor, inverse, products)")
+        self._lu = self._touched = self._alpha = None
+        self.__dict__.pop("_SKS", None)
+        n_t, co = cells.sizes.astype(np.float64), cells.offsets
+        pc = self.groups.inverse[cells.order]
+        Kc = self.K[np.ix_(pc, pc)]
+        diff_cells = Kc.sum() - sum(Kc[a:b, a:b].sum() for a, b in zip(co[:-1], co[1:]))
+        trace = c * (float(np.repeat(m - n_t, cells.sizes) @ np.diag(Kc)) - diff_cells)  # trace(L K) >= sigma_max
+        if alpha < HOLDOUT_TIES_MIN_RATIO * trace:
+            warn_inaccurate_holdout(alpha, HOLDOUT_TIES_MIN_RATIO, f"S K S (at most {trace:.3g})",
+                                    "up to 7e-9 relative at 1e-7 times it, 7e-8 at 1e-8", " of a model with "
+                                    "exclude_ties=True")
+        Yc = cells.take(self.Y)
+        pos, cp = cells.inverse[pairs], cells.codes[pairs]
+        csum = functools.partial(np.add.reduceat, indices=co[:-1], axis=1)  # sums over each cell's columns
+        out = np.empty((pairs.shape[0], 2, v))
+        for a, b in sorted({(int(min(x, y)), int(max(x, y))) for x, y in cp}):
+            delta = (np.arange(T) != a) + (np.arange(T) != b).astype(np.float64)
+            root = functools.partial(p.apply_S_cells, fewer=delta)
+            A1 = np.asfortranarray(root(root(Kc).T))
+            tau = float(np.mean(np.diag(A1))) or 1.0
+            A1[np.diag_indices(m)] += alpha
+            A1 += tau / m
+            Gt, G = _spd_inverse(A1, root(Yc), alpha)
+            del A1
+            SpG = root(G, pseudo_inverse=True)  # S_1^+ G_1
+            del G
+            Ms = root(SpG.T, pseudo_inverse=True)  # S_1^+ G_1 S_1^+
+            P = Kc @ root(SpG.T)  # K S_1 G_1 S_1^+
+            del SpG
+            MsI, PI = csum(Ms), csum(P)
+            MII = np.add.reduceat(MsI, co[:-1], axis=0)
+            f1, g = Kc @ root(Gt), root(Gt, pseudo_inverse=True)
+            gI = np.add.reduceat(g, co[:-1], axis=0)
+            b2, within = 1.0 / (c * m), c * (m - n_t - delta)
+            g2 = np.divide(1.0, within, out=np.zeros(T), where=within > 0)
+            for ci, cj in {(a, b), (b, a)}:
+                at = np.flatnonzero((cp[:, 0] == ci) & (cp[:, 1] == cj))
+                if at.size == 0:
+                    continue
+                e = np.arange(T)
+                FtF = np.empty((T + 2, T + 2))  # F^T F = B^T S_1^+2 B: the same for every pair of (ci, cj)
+                FtF[2:, 2:] = b2 * (np.diag(n_t) - np.outer(n_t, n_t) / m)
+                FtF[0, 2:] = FtF[2:, 0] = b2 * ((e == ci) - n_t / m)
+                FtF[1, 2:] = FtF[2:, 1] = b2 * ((e == cj) - n_t / m)
+                FtF[0, 0] = b2 * (1 / n_t[ci] - 1 / m) + g2[ci] * (1 - 1 / n_t[ci])
+                FtF[1, 1] = b2 * (1 / n_t[cj] - 1 / m) + g2[cj] * (1 - 1 / n_t[cj])
+                FtF[0, 1] = FtF[1, 0] = b2 * ((ci == cj) / n_t[ci] - 1 / m) - (ci == cj) * g2[ci] / n_t[ci]
+                d = float(ci != cj)
+                C = np.zeros((T + 2, T + 2))  # Delta_2 = B C B^T
+                C[0, 0], C[1, 1], C[0, 1], C[1, 0] = m - n_t[ci] - d, m - n_t[cj] - d, d, d
+                C[0, 2:] = C[2:, 0] = -(e != ci).astype(np.float64)
+                C[1, 2:] = C[2:, 1] = -(e != cj).astype(np.float64)
+                C[2 + e, 2 + e] = delta / n_t
+                C *= c
+                for chunk in np.array_split(at, max(1, at.size // 65536)):
+                    I, J = pos[chunk, 0], pos[chunk, 1]
+                    FGF = np.empty((chunk.size, T + 2, T + 2))
+                    FGF[:, 0, 0], FGF[:, 1, 1], FGF[:, 0, 1] = Ms[I, I], Ms[J, J], Ms[I, J]
+                    FGF[:, 1, 0] = FGF[:, 0, 1]
+                    FGF[:, 0, 2:], FGF[:, 1, 2:] = MsI[I], MsI[J]
+                    FGF[:, 2:, 0], FGF[:, 2:, 1] = MsI[I], MsI[J]
+                    FGF[:, 2:, 2:] = MII
+                    M = np.eye(T + 2) - C @ (FtF - alpha * FGF)
+                    rhs = alpha * (C @ np.concatenate([g[I][:, None], g[J][:, None],
+                                                       np.broadcast_to(gI, (chunk.size, T, v))], axis=1))
+                    x = np.linalg.solve(M, rhs)
+                    for k, R in enumerate((I, J)):
+                        rows = np.concatenate([P[R, I][:, None], P[R, J][:, None], PI[R]], axis=1)
+                        out[chunk, k] = f1[R] - np.einsum("pb,pbk->pk", rows, x)
         return out
 
     def _lpo_group(self, q, local):

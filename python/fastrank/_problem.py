@@ -262,8 +262,9 @@ class RankingProblem(NamedTuple):
         out *= np.repeat(np.sqrt(self.pair_weight() * sizes), sizes)[:, None]
         return out
 
-    def apply_S_cells(self, A, pseudo_inverse=False):
-        """S A (or S^+ A) with tied pairs excluded, rows of A in CELL order (``self.cells.order``).
+    def apply_S_cells(self, A, pseudo_inverse=False, fewer=0.0):
+        """S A (or S^+ A) with tied pairs excluded, rows of A in CELL order (``self.cells.order``); ``fewer``
+        (per cell) lowers the within-cell factors n_q - n_t to n_q - n_t - fewer_t.
 
         Inside group q (pair weight c_q), the complete multipartite Laplacian over the tie cells t
         splits into orthogonal projectors: L_q = c_q (n_q P_B + sum_t (n_q - n_t) P_t), P_B the
@@ -283,7 +284,7 @@ class RankingProblem(NamedTuple):
         gmean = gsum / gsize.reshape(col)
         n_q = gsize[cell_group]
         c_q = self.pair_weight()[cell_group]
-        between, within = np.sqrt(c_q * n_q), np.sqrt(c_q * (n_q - csize))
+        between, within = np.sqrt(c_q * n_q), np.sqrt(c_q * (n_q - csize - fewer))
         if pseudo_inverse:
             between, within = (np.divide(1.0, f, out=np.zeros_like(f), where=f > 0) for f in (between, within))
         between = between.reshape(col) * (cmean - gmean[cell_group])

@@ -95,8 +95,8 @@ def test_solve_of_a_tie_excluding_model_is_accurate_at_small_alpha(data, grouped
 def test_tie_excluding_hold_outs_are_accurate_or_warn(data, grouped, weighting):
     # unweighted sets are retrained without each set (here cheaper than the Woodbury update) by fit's symmetric
     # solve: exact at any alpha, no warning; the Woodbury update (other weightings keep the full data's pair weights)
-    # and pairs of several groups warn below 1e-4 sigma_max and are exact above; pairs of one group take the G form
-    # (the Woodbury update was off by 2.4e-7 at 1e-6 sigma_max, 5.6e-3 at 1e-8)
+    # warns below 1e-4 sigma_max and is exact above; pairs take the G form (the Woodbury update of pairs was off by
+    # 2.4e-7 at 1e-6 sigma_max, 5.6e-3 at 1e-8)
     X, y, g = data
     groups = g if grouped else None
     c = None if weighting == "unweighted" else np.full(40, 0.1)  # normalized: 1 / n_q, groups of 10 rows
@@ -114,13 +114,12 @@ def test_tie_excluding_hold_outs_are_accurate_or_warn(data, grouped, weighting):
             sets = ms.holdout_predictions(ties_model(alpha, weighting), X, y, folds, groups=groups)
             lpo = ms.leave_pair_out(ties_model(alpha, weighting), X, y, pairs=pairs, groups=groups)
         ill = [w for w in caught if issubclass(w.category, IllConditionedWarning)]
-        # pairs of one group (object ranking) take the G form, which warns below 1e-8 times trace(L K)
-        lpo_warns = alpha < 1e-8 * trace if not grouped else ratio < 1e-4
-        assert len(ill) == (ratio < 1e-4 and not retrained) + lpo_warns, [str(w.message) for w in caught]
+        # pairs take the G form, which warns below 1e-8 times trace(L K)
+        assert len(ill) == (ratio < 1e-4 and not retrained) + (alpha < 1e-8 * trace), [str(w.message) for w in caught]
         for w in ill:
             assert f"alpha={alpha:.3g}" in str(w.message) and "exclude_ties=True" in str(w.message)
         checked = list(zip(folds, sets)) if retrained or ratio > 1e-4 else []
-        for held, got in checked + (list(zip(pairs, lpo)) if ratio > 1e-4 or not grouped else []):
+        for held, got in checked + list(zip(pairs, lpo)):
             want = retrain_predict(X, y, groups, alpha, held, c)
             np.testing.assert_allclose(got, want, rtol=0, atol=1e-9 * np.abs(want).max())
 
@@ -152,6 +151,39 @@ def test_tie_excluding_pairs_of_one_group_are_accurate_at_small_alpha():
     K[0, 0] -= 100.0  # not positive semidefinite
     with pytest.raises(fastrank.LinAlgError, match="alpha="):
         ms.leave_pair_out(fastrank.RankRLS(alpha=1e-3, kernel="precomputed", exclude_ties=True), K, y, pairs=pairs)
+
+
+@pytest.mark.parametrize("weighting", ["unweighted", "per_query"])
+def test_tie_excluding_pairs_of_several_groups_are_accurate_at_small_alpha(weighting):
+    # groups of 2-14 rows with 1-4 tie levels (a group of two rows loses all its edges with the pair, tied pairs
+    # lose none of each other's), per group and cell pair a virtual-target update on the group's rows
+    rng = np.random.default_rng(7)
+    g = np.repeat(np.arange(6), [14, 9, 2, 12, 2, 11])
+    m = g.size
+    X = rng.normal(size=(m, 3))
+    y = np.round(X @ rng.normal(size=3) / 2)
+    y[g == 4] = [1.0, 2.0]
+    K = rbf(X, X, 0.2)
+    Y = np.stack([y, 2 * y + 5], axis=1)
+    edges = {q: sum(y[i] != y[j] for i in np.flatnonzero(g == q) for j in np.flatnonzero(g == q) if i < j)
+             for q in range(6)}
+    c = None if weighting == "unweighted" else np.array([1.0 / edges[q] if edges[q] else 1.0 for q in g])
+    pairs = np.array([(i, j) for i in range(m) for j in range(m) if i != j and g[i] == g[j]])[::7]
+    pairs = np.concatenate([pairs, [np.flatnonzero(g == 4)]])
+    assert np.any(y[pairs[:, 0]] == y[pairs[:, 1]]) and np.any(g[pairs[:, 0]] == 4)
+    L = untied_laplacian(y, g, np.arange(m), c)
+    top = float(np.linalg.eigvals(L @ K).real.max())
+    for ratio in (1e-2, 1e-4, 1e-6):
+        alpha = ratio * top
+        model = fastrank.RankRLS(alpha=alpha, kernel="precomputed", exclude_ties=True, group_weighting=weighting)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", IllConditionedWarning)
+            got = ms.leave_pair_out(model, K, Y, pairs=pairs, groups=g)
+        for (i, j), pred in zip(pairs, got):
+            T = np.setdiff1d(np.arange(m), [i, j])
+            A = extended_dual(K[np.ix_(T, T)], untied_laplacian(y, g, T, c), Y[T], alpha)
+            want = (K[np.ix_([i, j], T)].astype(np.longdouble) @ A).astype(np.float64)
+            np.testing.assert_allclose(pred, want, rtol=0, atol=1e-9 * np.abs(want).max())
 
 
 def test_rankrlscv_with_exclude_ties_reports_the_advice_once(data):

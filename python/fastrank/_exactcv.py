@@ -367,10 +367,10 @@ class FeatureRoute(_Route):
 # most 5e-12 / 3e-10 / 7e-8 / 5e-6 relative at alpha = 1e-3 / 1e-4 / 1e-5 / 1e-6 sigma_max (hold-out sets, pairs and
 # groups, Gaussian kernel, m = 30-800).  Below this ratio they warn.
 HOLDOUT_LU_MIN_RATIO = 1e-4
-# Tie-excluding sets of whole groups take the dense route's G form instead; their group means come from K S G t (as
-# fit's predictions do), which loses about one digit more than fit: at most 7e-9 / 7e-8 relative at 1e-7 / 1e-8
-# sigma_max (rbf, linear and polynomial kernels, every weighting, m = 120).  Below this ratio of the trace of S K S
-# (3.6-11 sigma_max there) they warn.
+# Tie-excluding sets of whole groups and pairs take the dense route's G form instead; their means come from K S G t
+# (as fit's predictions do), which loses about one digit more than fit: at most 7e-9 / 7e-8 relative at 1e-7 / 1e-8
+# sigma_max (sets; pairs 1.1e-9 / 1.9e-8; rbf, linear and polynomial kernels, every weighting, m = 120).  Below this
+# ratio of the trace of S K S (3.5-11 sigma_max there) they warn.
 HOLDOUT_TIES_MIN_RATIO = 1e-8
 
 
@@ -429,13 +429,12 @@ class TieExcludedRoute(_Route):
     touches (D = L_B - L'_B, the tie-free Laplacian of B without U's edges), and b' = L' y = b - E_B D y_B.  With
     H = (L K + alpha I)^-1 factorized once per alpha (eq. 17), the Woodbury identity gives the retrained coefficients
     A' = H b' + H E_B D (I - K_B. H E_B D)^-1 K_B. H b', whose rows in U are zero, and the predictions K_U. A' need
-    only |B| x |B| quantities once H E_B is known: O(m^2 |B|) per touched group set, then O(|B|^3) per hold-out set;
-    a held-out pair is a rank-4 update of a system shared by its pair of tie cells (:meth:`lpo`), O(|B|) per pair.
-    Sets of whole groups and pairs of one group take the symmetric G form instead (:meth:`_whole_groups`,
-    :meth:`_lpo_one_group`), accurate at small alpha."""
+    only |B| x |B| quantities once H E_B is known: O(m^2 |B|) per touched group set, then O(|B|^3) per hold-out set.
+    Sets of whole groups and pairs take the symmetric G form instead (:meth:`_whole_groups`, :meth:`lpo`), accurate
+    at small alpha."""
 
-    # the kernel, the LU factor of L K + alpha I, K_.B solved in place and K_B. H E_B (for a group of all m rows), and
-    # for pairs the LU factor of M0 and M0^-1 K_B. H E_B
+    # the kernel, the LU factor of L K + alpha I, K_.B solved in place and K_B. H E_B (for a group of all m rows); the
+    # G form: the kernel, S K S, its factor and inverse
     DENSE_MATRICES = 5
 
     def __init__(self, engine):
@@ -547,41 +546,47 @@ class TieExcludedRoute(_Route):
         SK = self.problem.apply_S_cells(self.K[np.ix_(pc, pc)])
         return np.asfortranarray(self.problem.apply_S_cells(SK.T)), pc
 
-    def _whole_groups(self, sets, alpha):
-        """Hold-out sets of whole groups in the dense route's G form (eq. 33; docs/design/exact-cv.md): holding out
-        every edge of the groups A gives E = I on range(S_A), so the retrained residual z = r'_A solves the SPD system
-        G_AA z = (G t)_A, and f'_q = y_q - ybar_q - (S^+ z)_q + fbar_q - mean_q(K S G_.A z) (a group whose rows all
-        tie has no edge: f'_q = f_q - (K S G_.A z)_q).  G = (S K S + alpha I + tau P_0)^-1, P_0 the projector on S's
-        null space, equals (S K S + alpha I)^+ on range(S): accurate at any alpha, like the dense route's sets."""
+    def _G_form(self, alpha):
+        """G = (S K S + alpha I + tau P_0)^-1 (cell order; P_0 the projector on S's null space: a group's constant
+        vector, or all its rows when they all tie; tau the mean diagonal of S K S), G t, the tie cells per group and
+        a function v, rows -> (K S v) on the cell-order rows (all rows by default).  Warns below
+        HOLDOUT_TIES_MIN_RATIO times trace(S K S) >= sigma_max."""
         self._lu = self._touched = self._alpha = None  # the LU route's factors go before this one's come
         p, gi = self.problem, self.groups
         SKS, pc = self._SKS
         m, off = self.m, gi.offsets
         tau = float(np.mean(np.diag(SKS))) or 1.0
-        if alpha < HOLDOUT_TIES_MIN_RATIO * tau * m:  # the trace of S K S bounds sigma_max
+        if alpha < HOLDOUT_TIES_MIN_RATIO * tau * m:
             warn_inaccurate_holdout(alpha, HOLDOUT_TIES_MIN_RATIO, f"S K S (at most {tau * m:.3g})",
                                     "up to 7e-9 relative at 1e-7 times it, 7e-8 at 1e-8", " of a model with "
                                     "exclude_ties=True")
         n_cells = np.bincount(gi.codes[p.cells.order[p.cells.offsets[:-1]]], minlength=gi.n_groups)
         F = SKS.copy(order="F")
         F[np.diag_indices(m)] += alpha
-        for q in range(gi.n_groups):  # tau P_0: a group's constant vector, or all its rows when they all tie
+        for q in range(gi.n_groups):
             a, b = off[q], off[q + 1]
             if n_cells[q] > 1:
                 F[a:b, a:b] += tau / (b - a)
             else:
                 F[np.arange(a, b), np.arange(a, b)] += tau
-        t = p.apply_S_cells(p.cells.take(self.Y))
-        Gt, G = _spd_inverse(F, t, alpha)
-        del F
-        Sv = np.empty_like(t)  # S v in group order, for K products
+        Gt, G = _spd_inverse(F, p.apply_S_cells(p.cells.take(self.Y)), alpha)
 
-        def K_S(v, rows=None):  # (K S v) on the cell-order rows ``rows`` (None: all, in cell order)
+        def K_S(v, rows=None):
+            Sv = np.empty(v.shape)  # S v in group order
             Sv[pc] = p.apply_S_cells(v)
             return (self.K @ Sv)[pc] if rows is None else self.K[pc[rows]] @ Sv
 
-        Yc = p.cells.take(self.Y)
-        f = K_S(Gt)
+        return G, Gt, n_cells, K_S
+
+    def _whole_groups(self, sets, alpha):
+        """Hold-out sets of whole groups in the dense route's G form (eq. 33; docs/design/exact-cv.md): holding out
+        every edge of the groups A gives E = I on range(S_A), so the retrained residual z = r'_A solves the SPD system
+        G_AA z = (G t)_A, and f'_q = y_q - ybar_q - (S^+ z)_q + fbar_q - mean_q(K S G_.A z) (a group whose rows all
+        tie has no edge: f'_q = f_q - (K S G_.A z)_q).  G = (S K S + alpha I + tau P_0)^-1, P_0 the projector on S's
+        null space, equals (S K S + alpha I)^+ on range(S): accurate at any alpha, like the dense route's sets."""
+        p, gi, off = self.problem, self.groups, self.groups.offsets
+        G, Gt, n_cells, K_S = self._G_form(alpha)
+        t, Yc, f = p.apply_S_cells(p.cells.take(self.Y)), p.cells.take(self.Y), K_S(Gt)
         ybar, fbar = (np.add.reduceat(Z, off[:-1], axis=0) / gi.sizes[:, None] for Z in (Yc, f))
         out = []
         for s in sets:
@@ -624,31 +629,13 @@ class TieExcludedRoute(_Route):
 
     @_in_region
     def lpo(self, pairs, alpha):
-        """(n_pairs, 2, v) leave-pair-out predictions, O(n_q) per pair after O(n_q^3) per pair of tie cells (c_i, c_j)
-        met in group q.
-
-        Removing U = {i, j} from group q (weight w, W_ab = w [a, b in different cells]) changes L by D = Delta + R:
-        Delta = diag(delta), delta_k = W_ki + W_kj = w ([c_k != c_i] + [c_k != c_j]), depends only on the cells
-        (c_i, c_j), and R = E_U X^T + Y E_U^T has rank 4 with X = E_U C^T - W_.U, Y = -W_.U, C = diag(deg_U -
-        W_ij) + W_UU.  So with M0 = I - (K_B. H E_B) Delta factored once per cell pair, every pair is a rank-4 Woodbury
-        update of the |B| x |B| system of the class docstring."""
-        v = self.Y.shape[1]
-        # beyond the factors: the pair bookkeeping (positions, cells, order) and the predictions, about 6 arrays of 2
-        # n_pairs v entries (all pairs of one group, v = 1: 9.5 m x m of numpy arrays at m = 300 by tracemalloc, peak
-        # RSS 14 m x m at m = 500)
-        check_dense_memory(self.m, self.DENSE_MATRICES + 6.0 * 2 * pairs.shape[0] * v / self.m ** 2,
+        """(n_pairs, 2, v) leave-pair-out predictions in the G form: one factor per pair of tie cells (one group,
+        :meth:`_lpo_one_group`) or one per alpha and O(n_q^3) per group and pair of tie cells (:meth:`_lpo_groups`),
+        then O(T^3) per pair."""
+        # beyond the factors: the pair bookkeeping (positions, cells) and the predictions, a few arrays of 2 n_pairs v
+        check_dense_memory(self.m, self.DENSE_MATRICES + 6.0 * 2 * pairs.shape[0] * self.Y.shape[1] / self.m ** 2,
                            "leave-pair-out of the tie-excluded model (factors, pair bookkeeping, predictions)")
-        gi = self.groups
-        if gi.n_groups == 1:
-            return self._lpo_one_group(pairs, alpha)
-        self._factor(alpha)
-        pos = gi.inverse[pairs]  # group-order positions
-        codes = gi.codes[pairs[:, 0]]
-        out = np.empty((pairs.shape[0], 2, v))
-        for q in np.unique(codes):
-            at = np.flatnonzero(codes == q)
-            out[at] = self._lpo_group(int(q), pos[at] - gi.offsets[q])
-        return out
+        return (self._lpo_one_group if self.groups.n_groups == 1 else self._lpo_groups)(pairs, alpha)
 
     def _lpo_one_group(self, pairs, alpha):
         """Leave-pair-out of one group (object ranking) in the G form (eq. 33, docs/design/exact-cv.md).  Removing
@@ -675,7 +662,6 @@ class TieExcludedRoute(_Route):
                                     "exclude_ties=True")
         Yc = cells.take(self.Y)
         pos, cp = cells.inverse[pairs], cells.codes[pairs]
-        csum = functools.partial(np.add.reduceat, indices=co[:-1], axis=1)  # sums over each cell's columns
         out = np.empty((pairs.shape[0], 2, v))
         for a, b in sorted({(int(min(x, y)), int(max(x, y))) for x, y in cp}):
             delta = (np.arange(T) != a) + (np.arange(T) != b).astype(np.float64)
@@ -691,110 +677,95 @@ class TieExcludedRoute(_Route):
             Ms = root(SpG.T, pseudo_inverse=True)  # S_1^+ G_1 S_1^+
             P = Kc @ root(SpG.T)  # K S_1 G_1 S_1^+
             del SpG
-            MsI, PI = csum(Ms), csum(P)
-            MII = np.add.reduceat(MsI, co[:-1], axis=0)
             f1, g = Kc @ root(Gt), root(Gt, pseudo_inverse=True)
-            gI = np.add.reduceat(g, co[:-1], axis=0)
-            b2, within = 1.0 / (c * m), c * (m - n_t - delta)
-            g2 = np.divide(1.0, within, out=np.zeros(T), where=within > 0)
-            for ci, cj in {(a, b), (b, a)}:
-                at = np.flatnonzero((cp[:, 0] == ci) & (cp[:, 1] == cj))
-                if at.size == 0:
-                    continue
-                e = np.arange(T)
-                FtF = np.empty((T + 2, T + 2))  # F^T F = B^T S_1^+2 B: the same for every pair of (ci, cj)
-                FtF[2:, 2:] = b2 * (np.diag(n_t) - np.outer(n_t, n_t) / m)
-                FtF[0, 2:] = FtF[2:, 0] = b2 * ((e == ci) - n_t / m)
-                FtF[1, 2:] = FtF[2:, 1] = b2 * ((e == cj) - n_t / m)
-                FtF[0, 0] = b2 * (1 / n_t[ci] - 1 / m) + g2[ci] * (1 - 1 / n_t[ci])
-                FtF[1, 1] = b2 * (1 / n_t[cj] - 1 / m) + g2[cj] * (1 - 1 / n_t[cj])
-                FtF[0, 1] = FtF[1, 0] = b2 * ((ci == cj) / n_t[ci] - 1 / m) - (ci == cj) * g2[ci] / n_t[ci]
-                d = float(ci != cj)
-                C = np.zeros((T + 2, T + 2))  # Delta_2 = B C B^T
-                C[0, 0], C[1, 1], C[0, 1], C[1, 0] = m - n_t[ci] - d, m - n_t[cj] - d, d, d
-                C[0, 2:] = C[2:, 0] = -(e != ci).astype(np.float64)
-                C[1, 2:] = C[2:, 1] = -(e != cj).astype(np.float64)
-                C[2 + e, 2 + e] = delta / n_t
-                C *= c
-                for chunk in np.array_split(at, max(1, at.size // 65536)):
-                    I, J = pos[chunk, 0], pos[chunk, 1]
-                    FGF = np.empty((chunk.size, T + 2, T + 2))
-                    FGF[:, 0, 0], FGF[:, 1, 1], FGF[:, 0, 1] = Ms[I, I], Ms[J, J], Ms[I, J]
-                    FGF[:, 1, 0] = FGF[:, 0, 1]
-                    FGF[:, 0, 2:], FGF[:, 1, 2:] = MsI[I], MsI[J]
-                    FGF[:, 2:, 0], FGF[:, 2:, 1] = MsI[I], MsI[J]
-                    FGF[:, 2:, 2:] = MII
-                    M = np.eye(T + 2) - C @ (FtF - alpha * FGF)
-                    rhs = alpha * (C @ np.concatenate([g[I][:, None], g[J][:, None],
-                                                       np.broadcast_to(gI, (chunk.size, T, v))], axis=1))
-                    x = np.linalg.solve(M, rhs)
-                    for k, R in enumerate((I, J)):
-                        rows = np.concatenate([P[R, I][:, None], P[R, J][:, None], PI[R]], axis=1)
-                        out[chunk, k] = f1[R] - np.einsum("pb,pbk->pk", rows, x)
+            within = c * (m - n_t - delta)
+            S2 = _cell_operator(cells.codes[cells.order], n_t, 1.0 / (c * m),
+                                np.divide(1.0, within, out=np.zeros(T), where=within > 0))  # S_1^+2
+            S2 -= alpha * Ms  # S_1^+ (I - alpha G_1) S_1^+
+            del Ms
+            _pair_updates(out, np.arange(pairs.shape[0]), cp, pos, (a, b), n_t, c, alpha, S2, g, P, f1)
         return out
 
-    def _lpo_group(self, q, local):
-        """Leave-pair-out predictions (p, 2, v) of the pairs ``local`` (indices inside group q)."""
-        B, KHE, KHb = self._group_terms((q,))
-        n, w = B.size, float(self.weight[q])
-        cl, ind = self._local_cells(B)
-        yB = self.Yg[B]
-        KHE1, KHEc = KHE.sum(axis=1), KHE @ ind
-        out = np.empty((local.shape[0], 2, yB.shape[1]))
-        ci_all, cj_all = cl[local[:, 0]], cl[local[:, 1]]
-        factored = {}
-        # both orders of one cell pair next to each other: they share M0
-        for ci, cj in sorted({(int(a), int(b)) for a, b in zip(ci_all, cj_all)},
-                             key=lambda c: (min(c), max(c), c)):
-            key = (min(ci, cj), max(ci, cj))
-            if key not in factored:  # M0 = I - K_B. H E_B Delta, one cell pair's n x n factor at a time
-                factored.clear()
-                delta = w * ((cl != ci).astype(np.float64) + (cl != cj))
-                r0 = KHb - KHE @ (delta[:, None] * yB)
-                M0 = KHE * -delta[None, :]
-                M0[np.diag_indices(n)] += 1.0
-                lu0 = lu_factor(M0, overwrite_a=True, check_finite=False)
-                NK = lu_solve(lu0, KHE, check_finite=False)
-                Nr0 = lu_solve(lu0, r0, check_finite=False)
-                del lu0, M0
-                factored[key] = (delta, r0, NK, Nr0, NK.sum(axis=1), NK @ ind)
-            delta, r0, NK, Nr0, NK1, NKc = factored[key]
-            at = np.flatnonzero((ci_all == ci) & (cj_all == cj))
-            # chunks of about n / 16 pairs: the (pairs, n, k) arrays stay near m^2 / 16 elements each
-            for chunk in np.array_split(at, max(1, at.size * 16 // max(n, 256))):
-                I, J = local[chunk, 0], local[chunk, 1]
-                p = I.size
-                # per pair: U = {i, j}; W_.i = w (1 - 1_{c_i}); C = diag(deg_U - W_ij) + W_UU
-                wij = w * (ci != cj)
-                C = np.array([[w * (n - ind[:, ci].sum()) - wij, wij], [wij, w * (n - ind[:, cj].sum()) - wij]])
-                mi, mj = ind[:, ci], ind[:, cj]
-
-                def G(Z):  # (p, n, k) -> (p, 4, k): [C Z_U - W_U. Z ; Z_U]
-                    ZU = np.stack([Z[np.arange(p), I], Z[np.arange(p), J]], axis=1)
-                    tot = Z.sum(axis=1)
-                    WZ = np.stack([w * (tot - np.einsum("n,pnk->pk", mi, Z)),
-                                   w * (tot - np.einsum("n,pnk->pk", mj, Z))], axis=1)
-                    return np.concatenate([np.einsum("ab,pbk->pak", C, ZU) - WZ, ZU], axis=1)
-
-                yU = np.stack([yB[I], yB[J]], axis=1)  # (p, 2, v)
-                Wy = np.stack([w * (yB.sum(0) - mi @ yB), w * (yB.sum(0) - mj @ yB)])  # (2, v)
-                a = np.einsum("ab,pbk->pak", C, yU) - Wy[None]
-                KHEY = -w * np.stack([KHE1 - KHEc[:, ci], KHE1 - KHEc[:, cj]], axis=1)  # K_B. H E_B Y
-                NKY = -w * np.stack([NK1 - NKc[:, ci], NK1 - NKc[:, cj]], axis=1)
-                KU = np.stack([KHE[:, I].T, KHE[:, J].T], axis=2)  # (p, n, 2): K_B. H E_B E_U
-                NU = np.stack([NK[:, I].T, NK[:, J].T], axis=2)
-                r = r0[None] - np.einsum("pna,pak->pnk", KU, a) - np.einsum("na,pak->pnk", KHEY, yU)
-                Nr = Nr0[None] - np.einsum("pna,pak->pnk", NU, a) - np.einsum("na,pak->pnk", NKY, yU)
-                NKF = np.concatenate([NU, np.broadcast_to(NKY, (p, n, 2))], axis=2)  # (p, n, 4)
-                S4 = np.eye(4)[None] - G(NKF)
-                z = Nr + np.einsum("pnc,pck->pnk", NKF, np.linalg.solve(S4, G(Nr)))
-                # f_U = r_U + (K_B. H E_B D z)_U, D z = delta z + F G z
-                rows = np.stack([KHE[I], KHE[J]], axis=1)  # (p, 2, n)
-                KF = np.concatenate([np.stack([KU[np.arange(p), I], KU[np.arange(p), J]], axis=1),
-                                     np.stack([KHEY[I], KHEY[J]], axis=1)], axis=2)  # (p, 2, 4)
-                out[chunk] = np.stack([r[np.arange(p), I], r[np.arange(p), J]], axis=1) \
-                    + np.einsum("pun,pnk->puk", rows, delta[None, :, None] * z) + np.einsum("puc,pck->puk", KF, G(z))
+    def _lpo_groups(self, pairs, alpha):
+        """Leave-pair-out of several groups in the G form: per group q and pair of tie cells, the removal of c
+        sum_t delta_t P_t (see :meth:`_lpo_one_group`) is a virtual-target update on q's rows with E_1 = sum_t
+        lambda_t P_t, lambda_t = delta_t / (n_q - n_t), through the SPD M_1 = I - E_1 + alpha E_1^1/2 G_qq E_1^1/2
+        (its I - E_1 exact: no cancellation), O(n_q^3) from the blocks of one G per alpha; then every pair is the same
+        rank-(T + 2) update, with S^+ H S^+ + W M_1^-1 W^T (W = S^+ H E_1^1/2, H = I - alpha G) in place of F^T H_1 F."""
+        p, gi, cells = self.problem, self.groups, self.problem.cells
+        G, Gt, n_cells, K_S = self._G_form(alpha)
+        f, off = K_S(Gt), gi.offsets
+        first_cell = np.searchsorted(gi.codes[cells.order[cells.offsets[:-1]]], np.arange(gi.n_groups))
+        pos, cp, gq = cells.inverse[pairs], cells.codes[pairs], gi.codes[pairs[:, 0]]
+        out = np.empty((pairs.shape[0], 2, self.Y.shape[1]))
+        for q in np.unique(gq):
+            at, rows, T = np.flatnonzero(gq == q), np.arange(off[q], off[q + 1]), int(n_cells[q])
+            n, c, t0 = rows.size, float(p.pair_weight()[q]), int(first_cell[q])
+            n_t = cells.sizes[t0:t0 + T].astype(np.float64)
+            cl = np.repeat(np.arange(T), cells.sizes[t0:t0 + T])
+            within = c * (n - n_t)
+            Sp = _cell_operator(cl, n_t, 1.0 / np.sqrt(c * n),
+                                np.divide(1.0, np.sqrt(within), out=np.zeros(T), where=within > 0))
+            Gqq, Gtq = G[np.ix_(rows, rows)], Gt[rows]
+            KSG = K_S(G[:, rows], rows)
+            for a, b in sorted({(int(min(x, y)), int(max(x, y))) for x, y in cp[at] - t0}):
+                delta = (np.arange(T) != a) + (np.arange(T) != b).astype(np.float64)
+                lam = np.divide(delta, n - n_t, out=np.zeros(T), where=n > n_t)
+                E1h = _cell_operator(cl, n_t, 0.0, np.sqrt(lam))
+                GE = Gqq @ E1h
+                M1 = np.eye(n) - _cell_operator(cl, n_t, 0.0, lam) + alpha * (E1h @ GE)
+                M1 = scipy.linalg.cho_factor(M1, overwrite_a=True, check_finite=False)
+                W = Sp @ (E1h - alpha * GE)
+                MW = scipy.linalg.cho_solve(M1, W.T, check_finite=False)
+                MG = scipy.linalg.cho_solve(M1, E1h @ Gtq, check_finite=False)
+                R = KSG @ E1h
+                _pair_updates(out, at, cp - t0, pos - off[q], (a, b), n_t, c, alpha,
+                              Sp @ Sp - alpha * (Sp @ Gqq @ Sp) + W @ MW, Sp @ Gtq + W @ MG, R @ MW + KSG @ Sp,
+                              f[rows] - alpha * (R @ MG))
         return out
+
+
+def _cell_operator(cl, n_t, between, within):
+    """The n x n matrix between P_B + sum_t within_t P_t of rows in tie cells ``cl`` (codes 0..T-1, sizes ``n_t``): P_B
+    the between-cell centring, P_t the centring inside cell t (the algebra of the tie-excluding L and its roots)."""
+    ind = np.eye(n_t.size)[cl]
+    return (ind * ((between - within) / n_t)) @ ind.T - between / cl.size + np.diag(np.asarray(within)[cl])
+
+
+def _pair_updates(out, at, cp, pos, cell_pair, n_t, c, alpha, Ms, h, P, f0):
+    """Leave-pair-out predictions, into ``out[at]``, of the pairs (rows ``pos``, cells ``cp``, local to one group of
+    cells of sizes ``n_t``, pair weight ``c``) whose cells are ``cell_pair`` in either order.  Removing the pair leaves,
+    after the cell pair's model (within-cell degrees lowered by delta), Delta_2 = B C B^T on B = [e_i, e_j, 1_0 ..
+    1_T-1]: x solves (I - C B^T Ms B) x = alpha C B^T h and f' = f0 - P B x, with that model's Ms = S^+ H S^+,
+    h = S^+ G t, P = K S G S^+ and predictions f0.  O(T^3) per pair."""
+    n, T, v = Ms.shape[0], n_t.size, h.shape[1]
+    e, (a, b) = np.arange(T), cell_pair
+    delta = (e != a) + (e != b).astype(np.float64)
+    starts = np.concatenate([[0], np.cumsum(n_t)[:-1]]).astype(np.int64)
+    MsI, PI, hI = (np.add.reduceat(Z, starts, axis=ax) for Z, ax in ((Ms, 1), (P, 1), (h, 0)))
+    MII = np.add.reduceat(MsI, starts, axis=0)
+    for ci, cj in {(a, b), (b, a)}:
+        sel = at[(cp[at, 0] == ci) & (cp[at, 1] == cj)]
+        d = float(ci != cj)
+        C = np.zeros((T + 2, T + 2))  # Delta_2 / c: the stars of i and j less their common edge, net of delta
+        C[0, 0], C[1, 1], C[0, 1], C[1, 0] = n - n_t[ci] - d, n - n_t[cj] - d, d, d
+        C[0, 2:] = C[2:, 0] = -(e != ci).astype(np.float64)
+        C[1, 2:] = C[2:, 1] = -(e != cj).astype(np.float64)
+        C[2 + e, 2 + e] = delta / n_t
+        C *= c
+        for chunk in np.array_split(sel, max(1, sel.size // 65536)):
+            I, J = pos[chunk, 0], pos[chunk, 1]
+            BMB = np.empty((chunk.size, T + 2, T + 2))
+            BMB[:, 0, 0], BMB[:, 1, 1], BMB[:, 0, 1] = Ms[I, I], Ms[J, J], Ms[I, J]
+            BMB[:, 1, 0] = BMB[:, 0, 1]
+            BMB[:, 0, 2:], BMB[:, 1, 2:] = MsI[I], MsI[J]
+            BMB[:, 2:, 0], BMB[:, 2:, 1] = MsI[I], MsI[J]
+            BMB[:, 2:, 2:] = MII
+            Bh = np.concatenate([h[I][:, None], h[J][:, None], np.broadcast_to(hI, (chunk.size, T, v))], axis=1)
+            x = np.linalg.solve(np.eye(T + 2) - C @ BMB, alpha * (C @ Bh))
+            for k, R in enumerate((I, J)):
+                PB = np.concatenate([P[R, I][:, None], P[R, J][:, None], PI[R]], axis=1)
+                out[chunk, k] = f0[R] - np.einsum("pb,pbk->pk", PB, x)
 
 
 class HoldoutEngine(_OnProblem):

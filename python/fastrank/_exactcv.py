@@ -448,17 +448,13 @@ class TieExcludedRoute(_Route):
         self.blocks = np.split(np.arange(self.m), gi.offsets[1:-1])
         self._alpha = self._sigma_max = None
 
-    def _local_cells(self, rows):
-        """Tie cells of the group-order rows ``rows`` as codes 0..T-1, and their (|rows|, T) indicator matrix."""
-        cl = np.unique(self.cell[rows], return_inverse=True)[1].reshape(-1)
-        return cl, np.eye(cl.max() + 1)[cl]
-
     def _laplacian_rows(self, q, chunk, A):
         """Rows ``chunk`` (local) of L_q A_q for group q, without forming L_q: W A = w (1 1^T A - sum_t 1_t 1_t^T
         A), degrees w (n - n_t)."""
         rows = self.blocks[q]
         Aq = A[rows[0]:rows[-1] + 1] if rows.size else A[:0]  # the group's rows: a view (groups are contiguous)
-        cl, ind = self._local_cells(rows)
+        cl = np.unique(self.cell[rows], return_inverse=True)[1].reshape(-1)  # tie cells as codes 0..T-1
+        ind = np.eye(cl.max() + 1)[cl]
         csum = ind.T @ Aq
         deg = rows.size - ind.sum(axis=0)[cl[chunk]]
         return self.weight[q] * (deg[:, None] * Aq[chunk] - csum.sum(axis=0)[None] + csum[cl[chunk]])
@@ -608,8 +604,8 @@ class TieExcludedRoute(_Route):
     def _retrain_is_cheaper(self, sets):
         """Whether retraining without each set beats the Woodbury update: O(m^2 |B|) per set (B: the rows of the
         groups it touches) after an LU of ~2 m^3 / 3, against ~1.2 (m - |U|)^3 per retraining (measured constants: 5
-        folds of object ranking or cutting groups retrain 1.7-3.4x faster, folds of whole groups update 2x faster).
-        Only unweighted models: the pair weights of other weightings depend on the full data's group sizes."""
+        folds of object ranking or cutting groups retrain 1.7-3.4x faster).  Only unweighted models: the pair weights
+        of other weightings depend on the full data's group sizes."""
         if self.problem.weighting != "unweighted":
             return False
         sizes, codes, m = self.groups.sizes, self.groups.codes, float(self.m)

@@ -255,6 +255,52 @@ def test_preference_hold_outs_warn_below_the_ratio_and_are_accurate_above():
             np.testing.assert_allclose(p, want, rtol=0, atol=1e-10 * np.abs(want).max())
 
 
+def test_sparse_preference_graph_hold_outs_are_accurate_at_small_alpha():
+    # at most 2 edges per row: the symmetric system of the edges, rows and columns of the removed edges deleted (the
+    # LU route's Woodbury update was off by 2.2e-8 at 1e-5 sigma_max and 3.7e-2 at 1e-8 here); a set that touches no
+    # edge keeps the full model, one that touches all of them is refused
+    rng = np.random.default_rng(2)
+    m = 60
+    X = rng.normal(size=(m, 4))
+    f = X @ rng.normal(size=4)
+    every = np.array([(i, j) for i in range(m) for j in range(i + 1, m)])
+    pairs = every[rng.choice(len(every), 50, replace=False)]
+    pairs = np.where((f[pairs[:, 0]] > f[pairs[:, 1]])[:, None], pairs, pairs[:, ::-1])
+    mags = np.abs(f[pairs[:, 0]] - f[pairs[:, 1]])
+    K = rbf(X, X, 0.1)
+
+    def laplacian(edges, z):
+        L, b = np.zeros((m, m)), np.zeros((m, 1))
+        for (i, j), zij in zip(edges, z):
+            L[[i, j], [i, j]] += 1.0
+            L[[i, j], [j, i]] -= 1.0
+            b[[i, j], 0] += [zij, -zij]
+        return L, b
+
+    top = float(np.linalg.eigvals(laplacian(pairs, mags)[0] @ K).real.max())
+    isolated = np.setdiff1d(np.arange(m), pairs)[:2]
+    sets = [np.arange(k, m, 5) for k in range(5)] + [isolated]
+    for ratio in (1e-3, 1e-6, 1e-7):
+        alpha = ratio * top
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", IllConditionedWarning)
+            got = ms.preference_holdout_predictions(fastrank.RankRLS(alpha=alpha, kernel="precomputed"), K, pairs,
+                                                    sets, magnitudes=mags)
+        for S, pred in zip(sets, got):
+            keep = ~np.isin(pairs, S).any(axis=1)
+            L, b = laplacian(pairs[keep], mags[keep])
+            Kd = K.astype(np.longdouble)
+            M = L.astype(np.longdouble) @ Kd + alpha * np.eye(m, dtype=np.longdouble)
+            A = np.linalg.solve(M.astype(np.float64), b).astype(np.longdouble)
+            for _ in range(6):  # long-double residuals
+                A = A + np.linalg.solve(M.astype(np.float64), (b - M @ A).astype(np.float64))
+            want = (Kd[S] @ A).astype(np.float64)[:, 0]
+            np.testing.assert_allclose(pred, want, rtol=0, atol=1e-9 * np.abs(want).max())
+    with pytest.raises(ValueError, match="touches every preference"):
+        ms.preference_holdout_predictions(fastrank.RankRLS(alpha=1.0, kernel="precomputed"), K, pairs,
+                                          [np.unique(pairs[:, 0])])
+
+
 @pytest.mark.parametrize("kind", ["dense", "sparse", "precomputed"])
 def test_tie_excluding_sets_retrained_equal_the_woodbury_update(kind, monkeypatch):
     # both ways of answering hold-out sets, two outputs with the same ties, with and without groups (moderate alpha)

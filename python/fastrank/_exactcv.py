@@ -367,11 +367,11 @@ class FeatureRoute(_Route):
 # most 5e-12 / 3e-10 / 7e-8 / 5e-6 relative at alpha = 1e-3 / 1e-4 / 1e-5 / 1e-6 sigma_max (hold-out sets, pairs and
 # groups, Gaussian kernel, m = 30-800).  Below this ratio they warn.
 HOLDOUT_LU_MIN_RATIO = 1e-4
-# Tie-excluding sets of whole groups and pairs take the dense route's G form instead; their means come from K S G t
-# (as fit's predictions do), which loses about one digit more than fit: at most 7e-9 / 7e-8 relative at 1e-7 / 1e-8
-# sigma_max (sets; pairs 1.1e-9 / 1.9e-8; rbf, linear and polynomial kernels, every weighting, m = 120).  Below this
-# ratio of the trace of S K S (3.5-11 sigma_max there) they warn.
-HOLDOUT_TIES_MIN_RATIO = 1e-8
+# Tie-excluding sets of whole groups and pairs take the dense route's G form instead, sparse preference graphs the
+# edge form; their means come from K S G t (as fit's predictions do), which loses about one digit more than fit: at
+# most 7e-9 / 7e-8 relative at 1e-7 / 1e-8 sigma_max (sets; pairs 1.1e-9 / 1.9e-8; rbf, linear and polynomial kernels,
+# every weighting, m = 120).  Below this ratio of the trace of S K S (3.5-11 sigma_max there) they warn.
+HOLDOUT_G_FORM_MIN_RATIO = 1e-8
 
 
 def warn_if_inaccurate(alpha, LK, model, sigma_max=None):
@@ -546,14 +546,14 @@ class TieExcludedRoute(_Route):
         """G = (S K S + alpha I + tau P_0)^-1 (cell order; P_0 the projector on S's null space: a group's constant
         vector, or all its rows when they all tie; tau the mean diagonal of S K S), G t, the tie cells per group and
         a function v, rows -> (K S v) on the cell-order rows (all rows by default).  Warns below
-        HOLDOUT_TIES_MIN_RATIO times trace(S K S) >= sigma_max."""
+        HOLDOUT_G_FORM_MIN_RATIO times trace(S K S) >= sigma_max."""
         self._lu = self._touched = self._alpha = None  # the LU route's factors go before this one's come
         p, gi = self.problem, self.groups
         SKS, pc = self._SKS
         m, off = self.m, gi.offsets
         tau = float(np.mean(np.diag(SKS))) or 1.0
-        if alpha < HOLDOUT_TIES_MIN_RATIO * tau * m:
-            warn_inaccurate_holdout(alpha, HOLDOUT_TIES_MIN_RATIO, f"S K S (at most {tau * m:.3g})",
+        if alpha < HOLDOUT_G_FORM_MIN_RATIO * tau * m:
+            warn_inaccurate_holdout(alpha, HOLDOUT_G_FORM_MIN_RATIO, f"S K S (at most {tau * m:.3g})",
                                     "up to 7e-9 relative at 1e-7 times it, 7e-8 at 1e-8", " of a model with "
                                     "exclude_ties=True")
         n_cells = np.bincount(gi.codes[p.cells.order[p.cells.offsets[:-1]]], minlength=gi.n_groups)
@@ -652,8 +652,8 @@ class TieExcludedRoute(_Route):
         Kc = self.K[np.ix_(pc, pc)]
         diff_cells = Kc.sum() - sum(Kc[a:b, a:b].sum() for a, b in zip(co[:-1], co[1:]))
         trace = c * (float(np.repeat(m - n_t, cells.sizes) @ np.diag(Kc)) - diff_cells)  # trace(L K) >= sigma_max
-        if alpha < HOLDOUT_TIES_MIN_RATIO * trace:
-            warn_inaccurate_holdout(alpha, HOLDOUT_TIES_MIN_RATIO, f"S K S (at most {trace:.3g})",
+        if alpha < HOLDOUT_G_FORM_MIN_RATIO * trace:
+            warn_inaccurate_holdout(alpha, HOLDOUT_G_FORM_MIN_RATIO, f"S K S (at most {trace:.3g})",
                                     "up to 7e-9 relative at 1e-7 times it, 7e-8 at 1e-8", " of a model with "
                                     "exclude_ties=True")
         Yc = cells.take(self.Y)
@@ -1223,8 +1223,8 @@ class PreferenceRoute:
         KF = (K[:, g.head] - K[:, g.tail]) * w  # K F
         N = np.asfortranarray((KF[g.head] - KF[g.tail]) * w[:, None])  # F^T K F
         trace = float(np.trace(N))  # = trace(L K) >= sigma_max
-        if alpha < HOLDOUT_TIES_MIN_RATIO * trace:
-            warn_inaccurate_holdout(alpha, HOLDOUT_TIES_MIN_RATIO, f"L K (at most {trace:.3g})",
+        if alpha < HOLDOUT_G_FORM_MIN_RATIO * trace:
+            warn_inaccurate_holdout(alpha, HOLDOUT_G_FORM_MIN_RATIO, f"L K (at most {trace:.3g})",
                                     "up to 7e-9 relative at 1e-7 times it, 7e-8 at 1e-8", " of a preference-graph model")
         N = 0.5 * (N + N.T)
         N[np.diag_indices_from(N)] += alpha

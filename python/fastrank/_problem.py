@@ -203,6 +203,8 @@ class RankingProblem(NamedTuple):
     precomputed: bool
     # exclude_ties: rows grouped by (group, target value); tied pairs carry no preference
     cells: object = None
+    # the pair weight of every group when kept from a larger problem (exact CV's retraining), else from ``weighting``
+    kept_pair_weight: object = None
 
     # -- construction ---------------------------------------------------------------------------
     @classmethod
@@ -244,6 +246,8 @@ class RankingProblem(NamedTuple):
         With ties excluded, "per_query" divides by the query's edges, its untied pairs (004, end
         of Sect. 2.4: each edge weighted by the inverse of the number of its query's edges), so
         that every query still weighs 1 in total."""
+        if self.kept_pair_weight is not None:
+            return self.kept_pair_weight
         if self.exclude_ties and self.weighting == "per_query":
             edges = crucial_pairs(self.Y, self.groups, self.cells)
             return np.where(edges > 0, 1.0 / np.maximum(edges, 1.0), 1.0)

@@ -185,6 +185,32 @@ def test_tie_excluding_pairs_of_several_groups_are_accurate_at_small_alpha(weigh
             np.testing.assert_allclose(pred, want, rtol=0, atol=1e-9 * np.abs(want).max())
 
 
+@pytest.mark.parametrize("weighting", ["unweighted", "normalized", "per_query"])
+def test_tie_excluding_sets_cutting_groups_are_accurate_at_small_alpha(data, weighting, monkeypatch):
+    # sets of a few rows of one or several groups, where the G form costs less than retraining (forced here): per
+    # touched group the cell-wise part through M_1 on the touched rows, then the rank-(|U| + T) update
+    from fastrank._exactcv import TieExcludedRoute
+
+    monkeypatch.setattr(TieExcludedRoute, "_retrain_is_cheaper", lambda self, sets: False)
+    X, y, g = data
+    c = {"unweighted": None, "normalized": np.full(40, 0.1)}.get(weighting)
+    if weighting == "per_query":
+        edges = [sum(y[i] != y[j] for i in range(10 * q, 10 * q + 10) for j in range(i + 1, 10 * q + 10))
+                 for q in range(4)]
+        c = 1.0 / np.repeat(edges, 10)
+    top = sigma_max(X, y, g, c)
+    sets = [np.array([0, 3, 13, 25]), np.array([1]), np.array([30, 31, 32, 5]), np.array([21, 22, 39]),
+            np.array([2, 14])]
+    for ratio in (1e-3, 1e-5, 1e-6):
+        alpha = ratio * top
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", IllConditionedWarning)
+            got = ms.holdout_predictions(ties_model(alpha, weighting), X, y, sets, groups=g)
+        for rows, pred in zip(sets, got):
+            want = retrain_predict(X, y, g, alpha, rows, c)
+            np.testing.assert_allclose(pred, want, rtol=0, atol=1e-9 * np.abs(want).max())
+
+
 def test_rankrlscv_with_exclude_ties_reports_the_advice_once(data):
     X, y, g = data
     top = sigma_max(X, y, g, np.full(40, 0.1))

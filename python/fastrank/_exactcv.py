@@ -362,10 +362,10 @@ class FeatureRoute(_Route):
         return _holdout.feature_leave_group_out(*self.args, alpha, **self.kwargs)  # (m, v) from the core
 
 
-# The LU routes (tie-excluding and preference-graph models) update one factor of L K + alpha I by Woodbury; the update
-# cancels digits as alpha falls below sigma_max (the largest eigenvalue of L K, that of S K S): against retraining, at
-# most 5e-12 / 3e-10 / 7e-8 / 5e-6 relative at alpha = 1e-3 / 1e-4 / 1e-5 / 1e-6 sigma_max (hold-out sets, pairs and
-# groups, Gaussian kernel, m = 30-800).  Below this ratio they warn.
+# The LU route (preference graphs of more than 2 edges per row) updates one factor of L K + alpha I by Woodbury; the
+# update cancels digits as alpha falls below sigma_max (the largest eigenvalue of L K, that of S K S): against
+# retraining, at most 5e-12 / 3e-10 / 5e-8 / 2e-6 relative at alpha = 1e-3 / 1e-4 / 1e-5 / 1e-6 sigma_max (hold-out
+# sets, Gaussian kernel, m = 30-400).  Below this ratio it warns.
 HOLDOUT_LU_MIN_RATIO = 1e-4
 # Tie-excluding sets of whole groups and pairs take the dense route's G form instead, sparse preference graphs the
 # edge form; their means come from K S G t (as fit's predictions do), which loses about one digit more than fit: at
@@ -390,7 +390,7 @@ def warn_if_inaccurate(alpha, LK, model, sigma_max=None):
             V = W / max(np.abs(W).max(), np.finfo(float).tiny)
     if alpha < HOLDOUT_LU_MIN_RATIO * sigma_max:
         warn_inaccurate_holdout(alpha, HOLDOUT_LU_MIN_RATIO, f"L K ({sigma_max:.3g})",
-                                "about 7e-8 relative at 1e-5 times it, 5e-6 at 1e-6", f" of a {model}")
+                                "about 5e-8 relative at 1e-5 times it, 2e-6 at 1e-6", f" of a {model}")
     return sigma_max
 
 
@@ -405,13 +405,19 @@ def warn_inaccurate_holdout(alpha, ratio, matrix, losses, model=""):
     warnings.warn(warning, stacklevel=4)
 
 
-def _spd_inverse(A, rhs, alpha, what="S K S"):
-    """(A^-1 rhs, A^-1) for the SPD A = ``what`` + alpha I (+ tau on S's null space) by one Cholesky factor, formed in
-    place of A; :class:`LinAlgError` naming alpha when A is not numerically positive definite."""
+def _cholesky(A, alpha, what="S K S"):
+    """The lower Cholesky factor of the SPD A = ``what`` + alpha I (+ tau on S's null space), in place of A;
+    :class:`LinAlgError` naming alpha when A is not numerically positive definite."""
     L, info = scipy.linalg.lapack.dpotrf(A, lower=1, overwrite_a=1)
     if info > 0:
         raise LinAlgError(f"alpha={alpha:.3g}: {what} + alpha I is not numerically positive definite (the kernel is "
                           "not positive semidefinite, or alpha is below rounding level for its scale); increase alpha")
+    return L
+
+
+def _spd_inverse(A, rhs, alpha, what="S K S"):
+    """(A^-1 rhs, A^-1) by one Cholesky factor (:func:`_cholesky`), formed in place of A."""
+    L = _cholesky(A, alpha, what)
     x = scipy.linalg.lapack.dpotrs(L, rhs, lower=1)[0]
     G = scipy.linalg.lapack.dpotri(L, lower=1, overwrite_c=1)[0]
     for lo in range(0, G.shape[0], 512):  # the upper triangle from the lower, a panel at a time
@@ -422,105 +428,19 @@ def _spd_inverse(A, rhs, alpha, what="S K S"):
 
 
 class TieExcludedRoute(_Route):
-    """``exclude_ties=True``: the Laplacian L of the pairs with different targets (004, Sect. 2.4), L_q = c_q (D_q -
-    W_q) with W_q[a, b] = 1 when rows a, b of group q differ in target.
+    """``exclude_ties=True``: the Laplacian L of the pairs with different targets (004, Sect. 2.4), L_q = c_q (n_q P_B
+    + sum_t (n_q - n_t) P_t) with the explicit root S (``RankingProblem.apply_S_cells``).  Every hold-out question is
+    eq. 33 in the G form of the dense route, G = (S K S + alpha I)^-1 on range(S), every retained pair keeping its
+    weight: sets of whole groups (:meth:`_whole_groups`), pairs (:meth:`lpo`) and sets that cut groups
+    (:meth:`_cut_sets`, or retraining without each set where that costs less); accurate at small alpha."""
 
-    Retraining without a set U removes every edge touching U: L' = L - E_B D E_B^T with B the rows of the groups U
-    touches (D = L_B - L'_B, the tie-free Laplacian of B without U's edges), and b' = L' y = b - E_B D y_B.  With
-    H = (L K + alpha I)^-1 factorized once per alpha (eq. 17), the Woodbury identity gives the retrained coefficients
-    A' = H b' + H E_B D (I - K_B. H E_B D)^-1 K_B. H b', whose rows in U are zero, and the predictions K_U. A' need
-    only |B| x |B| quantities once H E_B is known: O(m^2 |B|) per touched group set, then O(|B|^3) per hold-out set.
-    Sets of whole groups and pairs take the symmetric G form instead (:meth:`_whole_groups`, :meth:`lpo`), accurate
-    at small alpha."""
-
-    # the kernel, the LU factor of L K + alpha I, K_.B solved in place and K_B. H E_B (for a group of all m rows); the
-    # G form: the kernel, S K S, its factor and inverse
+    # the kernel, S K S, its factor and inverse, a product of the pair phase
     DENSE_MATRICES = 5
 
     def __init__(self, engine):
         super().__init__(engine)
-        check_dense_memory(self.m, self.DENSE_MATRICES, "kernel matrix and the LU factor of L K + alpha I")
+        check_dense_memory(self.m, self.DENSE_MATRICES, "kernel matrix, S K S and its Cholesky factor and inverse")
         self.K = self._kernel_in_group_order()
-        gi = self.groups
-        self.Yg = self.problem.targets_grouped()
-        self.cell = self.problem.cells.codes[gi.order]  # tie cell of each row, group order
-        self.weight = self.problem.pair_weight()
-        self.blocks = np.split(np.arange(self.m), gi.offsets[1:-1])
-        self._alpha = self._sigma_max = None
-
-    def _laplacian_rows(self, q, chunk, A):
-        """Rows ``chunk`` (local) of L_q A_q for group q, without forming L_q: W A = w (1 1^T A - sum_t 1_t 1_t^T
-        A), degrees w (n - n_t)."""
-        rows = self.blocks[q]
-        Aq = A[rows[0]:rows[-1] + 1] if rows.size else A[:0]  # the group's rows: a view (groups are contiguous)
-        cl = np.unique(self.cell[rows], return_inverse=True)[1].reshape(-1)  # tie cells as codes 0..T-1
-        ind = np.eye(cl.max() + 1)[cl]
-        csum = ind.T @ Aq
-        deg = rows.size - ind.sum(axis=0)[cl[chunk]]
-        return self.weight[q] * (deg[:, None] * Aq[chunk] - csum.sum(axis=0)[None] + csum[cl[chunk]])
-
-    @_in_region
-    def _factor(self, alpha):
-        if self._alpha != alpha:
-            self._lu = self._touched = None  # the previous alpha's factor goes before the new one comes
-            self.__dict__.pop("_SKS", None)
-            LK = np.empty_like(self.K, order="F")  # factored in place
-            b = np.empty_like(self.Yg)
-            for q, rows in enumerate(self.blocks):
-                b[rows] = self._laplacian_rows(q, np.arange(rows.size), self.Yg)
-                for chunk in np.array_split(np.arange(rows.size), max(1, rows.size // 256)):
-                    LK[rows[chunk]] = self._laplacian_rows(q, chunk, self.K)
-            self._sigma_max = warn_if_inaccurate(alpha, LK, "model with exclude_ties=True", self._sigma_max)
-            LK[np.diag_indices(self.m)] += alpha
-            self._lu = lu_factor(LK, overwrite_a=True, check_finite=False)
-            self._Hb = lu_solve(self._lu, b, check_finite=False)
-            self._touched = {}
-            self._alpha = alpha
-
-    def _group_terms(self, qs):
-        """K_B. H E_B and K_B. H b for the rows B of groups ``qs`` (one group set cached at a time). K is symmetric,
-        so K_B. H E_B = ((H^T K_.B)_B.)^T: one transposed solve in place of K_.B."""
-        if qs not in self._touched:
-            self._touched = {}
-            B = np.concatenate([self.blocks[q] for q in qs])
-            KB = np.asfortranarray(self.K[:, B])
-            KHb = KB.T @ self._Hb
-            HtKB = lu_solve(self._lu, KB, trans=1, overwrite_b=True, check_finite=False)
-            del KB
-            rows_B = slice(B[0], B[-1] + 1) if B[-1] - B[0] + 1 == B.size else B  # one group: a view
-            self._touched[qs] = (B, HtKB[rows_B].T, KHb)
-        return self._touched[qs]
-
-    def _predict_without(self, U):
-        """Predictions (|U|, v) for the group-order rows U of the model retrained without them.
-
-        D = L_B - L'_B = diag(d) - W_.U E_U^T - E_U W_U. + E_U W_UU E_U^T with d_k = sum_u W_ku outside U and the full
-        degree on U (W the tie-free adjacency of B, w_q [cells differ]), so I - K_B. H E_B D is formed from K_B. H E_B
-        and the |B| x |U| block W_.U alone."""
-        codes = self.groups.codes[self.groups.order]  # group code per group-order row
-        qs = tuple(int(q) for q in np.unique(codes[U]))
-        B, KHE, KHb = self._group_terms(qs)
-        local = np.searchsorted(B, U)
-        g, cell = codes[B], self.cell[B]
-        w = self.weight[g]
-        WU = np.where((g[:, None] == g[local][None, :]) & (cell[:, None] != cell[local][None, :]), w[:, None], 0.0)
-        d = WU.sum(axis=1)
-        d[local] = [w[k] * np.count_nonzero((g == g[k]) & (cell != cell[k])) for k in local]  # full degrees
-        WUU = WU[local]
-
-        def apply_D(Z):  # D Z for Z (|B|, k)
-            out = d[:, None] * Z - WU @ Z[local]
-            out[local] -= WU.T @ Z - WUU @ Z[local]
-            return out
-
-        M = KHE * -d[None, :]  # I - K_B. H E_B D, term by term
-        M[:, local] += KHE @ WU - KHE[:, local] @ WUU
-        for chunk in np.array_split(np.arange(B.size), max(1, B.size // 256)):  # no |B| x |B| temporary
-            M[chunk] += KHE[chunk][:, local] @ WU.T
-        M[np.diag_indices(B.size)] += 1.0
-        KHb_new = KHb - KHE @ apply_D(self.Yg[B])  # K_B. H b'
-        z = scipy.linalg.solve(M, KHb_new, overwrite_a=True, check_finite=False)
-        return (KHb_new + KHE @ apply_D(z))[local]
 
     @_in_region
     def holdout(self, sets, alpha):
@@ -529,10 +449,7 @@ class TieExcludedRoute(_Route):
             return self._whole_groups(sets, alpha)
         if self._retrain_is_cheaper(sets):
             return np.concatenate([self._retrained(s, alpha) for s in sets])
-        self._factor(alpha)
-        inv = self.groups.inverse
-        return np.concatenate([self._predict_without(np.sort(inv[s]))[np.argsort(np.argsort(inv[s]))]
-                               for s in sets])
+        return self._cut_sets(sets, alpha)
 
     @functools.cached_property
     def _SKS(self):
@@ -542,12 +459,12 @@ class TieExcludedRoute(_Route):
         SK = self.problem.apply_S_cells(self.K[np.ix_(pc, pc)])
         return np.asfortranarray(self.problem.apply_S_cells(SK.T)), pc
 
-    def _G_form(self, alpha):
+    def _G_form(self, alpha, full=True):
         """G = (S K S + alpha I + tau P_0)^-1 (cell order; P_0 the projector on S's null space: a group's constant
-        vector, or all its rows when they all tie; tau the mean diagonal of S K S), G t, the tie cells per group and
-        a function v, rows -> (K S v) on the cell-order rows (all rows by default).  Warns below
+        vector, or all its rows when they all tie; tau the mean diagonal of S K S) as a function cols -> G[:, cols]
+        (from the inverse, or ``full=False`` by solves), G t, the tie cells per group and a function v,
+        rows -> (K S v) on the cell-order rows (all rows by default).  Warns below
         HOLDOUT_G_FORM_MIN_RATIO times trace(S K S) >= sigma_max."""
-        self._lu = self._touched = self._alpha = None  # the LU route's factors go before this one's come
         p, gi = self.problem, self.groups
         SKS, pc = self._SKS
         m, off = self.m, gi.offsets
@@ -565,14 +482,27 @@ class TieExcludedRoute(_Route):
                 F[a:b, a:b] += tau / (b - a)
             else:
                 F[np.arange(a, b), np.arange(a, b)] += tau
-        Gt, G = _spd_inverse(F, p.apply_S_cells(p.cells.take(self.Y)), alpha)
+        t = p.apply_S_cells(p.cells.take(self.Y))
+        if full:
+            Gt, G = _spd_inverse(F, t, alpha)
+
+            def G_cols(index):
+                return G[:, index]
+        else:  # the columns a few sets read, by solves: no m^3 inverse
+            L = _cholesky(F, alpha)
+            Gt = scipy.linalg.lapack.dpotrs(L, t, lower=1)[0]
+
+            def G_cols(index):
+                E = np.zeros((m, len(index)))
+                E[index, np.arange(len(index))] = 1.0
+                return scipy.linalg.lapack.dpotrs(L, E, lower=1)[0]
 
         def K_S(v, rows=None):
             Sv = np.empty(v.shape)  # S v in group order
             Sv[pc] = p.apply_S_cells(v)
             return (self.K @ Sv)[pc] if rows is None else self.K[pc[rows]] @ Sv
 
-        return G, Gt, n_cells, K_S
+        return G_cols, Gt, n_cells, K_S
 
     def _whole_groups(self, sets, alpha):
         """Hold-out sets of whole groups in the dense route's G form (eq. 33; docs/design/exact-cv.md): holding out
@@ -582,14 +512,15 @@ class TieExcludedRoute(_Route):
         null space, equals (S K S + alpha I)^+ on range(S): accurate at any alpha, like the dense route's sets."""
         p, gi, off = self.problem, self.groups, self.groups.offsets
         G, Gt, n_cells, K_S = self._G_form(alpha)
-        t, Yc, f = p.apply_S_cells(p.cells.take(self.Y)), p.cells.take(self.Y), K_S(Gt)
+        t, Yc, f = Gt, p.cells.take(self.Y), K_S(Gt)
         ybar, fbar = (np.add.reduceat(Z, off[:-1], axis=0) / gi.sizes[:, None] for Z in (Yc, f))
         out = []
         for s in sets:
             pos, q = p.cells.inverse[s], gi.codes[s]
             A = pos[n_cells[q] > 1]  # the rows of the held groups that have edges
-            z = scipy.linalg.solve(G[np.ix_(A, A)], Gt[A], assume_a="pos", overwrite_a=True, check_finite=False)
-            shift = K_S(G[:, A] @ z, pos)
+            GA = G(A)
+            z = scipy.linalg.solve(GA[A], Gt[A], assume_a="pos", overwrite_a=True, check_finite=False)
+            shift = K_S(GA @ z, pos)
             mean_shift = np.zeros_like(fbar)
             np.add.at(mean_shift, q, shift)
             zA = np.zeros_like(t)
@@ -601,13 +532,74 @@ class TieExcludedRoute(_Route):
             out.append(pred)
         return np.concatenate(out)
 
+    def _cut_sets(self, sets, alpha):
+        """Hold-out sets that cut groups, in the G form.  In a touched group q the removal splits as for pairs
+        (:meth:`_lpo_groups`): c_q sum_t delta_t P_t, delta_t the held rows of q outside cell t, is a virtual-target
+        update through M_1 = I - E_1 + alpha E_1^1/2 G_AA E_1^1/2 on the rows A of the touched groups; the rest is
+        Delta_2 = B C B^T on B = [e_u for u in U, 1_t for the cells of the touched groups]: x solves
+        (I - C B^T Ms B) x = alpha C B^T h and f'_U = f_0,U - (P B x)_U.  O(|A|^3 + (|U| + T_A)^3) per set."""
+        p, gi, cells = self.problem, self.groups, self.problem.cells
+        sizes, codes = gi.sizes, gi.codes
+        touched = sum(float(sizes[np.unique(codes[s])].sum()) for s in sets)
+        G, Gt, n_cells, K_S = self._G_form(alpha, full=touched > self.m / 3)
+        f, off, w = K_S(Gt), gi.offsets, p.pair_weight()
+        first_cell = np.searchsorted(gi.codes[cells.order[cells.offsets[:-1]]], np.arange(gi.n_groups))
+        out = []
+        for s in sets:
+            qs = np.unique(gi.codes[s])
+            A = np.concatenate([np.arange(off[q], off[q + 1]) for q in qs])
+            li = np.searchsorted(A, cells.inverse[s])  # the held rows' places in A
+            tc = np.concatenate([np.arange(first_cell[q], first_cell[q] + n_cells[q]) for q in qs])  # their cells
+            lc = np.searchsorted(tc, cells.codes[cells.order[A]])  # cell (index into tc) of each row of A
+            qt = np.repeat(np.arange(qs.size), n_cells[qs])  # group (index into qs) of each cell
+            n_t, n_q, c_t = cells.sizes[tc].astype(np.float64), gi.sizes[qs][qt].astype(np.float64), w[qs][qt]
+            u_t = np.bincount(lc[li], minlength=tc.size).astype(np.float64)
+            delta = np.bincount(qt, weights=u_t, minlength=qs.size)[qt] - u_t
+            lam = np.divide(delta, n_q - n_t, out=np.zeros_like(delta), where=n_q > n_t)
+            within = c_t * (n_q - n_t)
+            blocks, aoff = [np.flatnonzero(qt == k) for k in range(qs.size)], np.r_[0, np.cumsum(gi.sizes[qs])]
+
+            def op(between, within_t):  # block-diagonal over the touched groups
+                return scipy.linalg.block_diag(*[_cell_operator(lc[aoff[k]:aoff[k + 1]] - b[0], n_t[b], between[k],
+                                                                within_t[b]) for k, b in enumerate(blocks)])
+
+            Sp = op(1.0 / np.sqrt(w[qs] * gi.sizes[qs]),
+                    np.divide(1.0, np.sqrt(within), out=np.zeros_like(within), where=within > 0))
+            E1h = op(np.zeros(qs.size), np.sqrt(lam))
+            GA = G(A)
+            GAA, GtA = GA[A], Gt[A]
+            GE = GAA @ E1h
+            M1 = scipy.linalg.cho_factor(np.eye(A.size) - E1h @ E1h + alpha * (E1h @ GE), overwrite_a=True,
+                                         check_finite=False)
+            W = Sp @ (E1h - alpha * GE)
+            MW = scipy.linalg.cho_solve(M1, W.T, check_finite=False)
+            MG = scipy.linalg.cho_solve(M1, E1h @ GtA, check_finite=False)
+            KSG = K_S(GA, A)
+            R = KSG @ E1h
+            nU = li.size
+            B = np.zeros((A.size, nU + tc.size))
+            B[li, np.arange(nU)] = 1.0
+            B[np.arange(A.size), nU + lc] = 1.0
+            gu, cu = qt[lc[li]], lc[li]  # group and cell of each held row
+            C = np.zeros((nU + tc.size, nU + tc.size))
+            cross = (gu[:, None] == gu[None, :]) & (cu[:, None] != cu[None, :])
+            C[:nU, :nU] = cross
+            C[np.arange(nU), np.arange(nU)] = n_q[cu] - n_t[cu] - cross.sum(axis=1)
+            C[:nU, nU:] = -1.0 * ((qt[None, :] == gu[:, None]) & (np.arange(tc.size)[None, :] != cu[:, None]))
+            C[nU:, :nU] = C[:nU, nU:].T
+            C[nU + np.arange(tc.size), nU + np.arange(tc.size)] = delta / n_t
+            C *= np.concatenate([c_t[cu], c_t])[:, None]
+            Ms = Sp @ Sp - alpha * (Sp @ GAA @ Sp) + W @ MW
+            x = np.linalg.solve(np.eye(B.shape[1]) - C @ (B.T @ Ms @ B), alpha * (C @ (B.T @ (Sp @ GtA + W @ MG))))
+            out.append(f[A][li] - alpha * (R @ MG)[li] - ((R @ MW + KSG @ Sp)[li] @ B) @ x)
+        return np.concatenate(out)
+
     def _retrain_is_cheaper(self, sets):
-        """Whether retraining without each set beats the Woodbury update: O(m^2 |B|) per set (B: the rows of the
-        groups it touches) after an LU of ~2 m^3 / 3, against ~1.2 (m - |U|)^3 per retraining (measured constants: 5
-        folds of object ranking or cutting groups retrain 1.7-3.4x faster)."""
+        """Whether retraining without each set, ~1.2 (m - |U|)^3 per set, beats the G form: one factor and inverse
+        (~m^3) and ~8 |A|^3 per set (A: the rows of the groups it touches)."""
         sizes, codes, m = self.groups.sizes, self.groups.codes, float(self.m)
-        woodbury = m ** 3 * 2 / 3 + 2 * m ** 2 * sum(float(sizes[np.unique(codes[s])].sum()) for s in sets)
-        return 1.2 * sum((m - len(s)) ** 3 for s in sets) < woodbury
+        g_form = m ** 3 + 8 * sum(float(sizes[np.unique(codes[s])].sum()) ** 3 for s in sets)
+        return 1.2 * sum((m - len(s)) ** 3 for s in sets) < g_form
 
     def _retrained(self, rows, alpha):
         """Predictions (|U|, v) for the rows ``rows`` (caller's order) of the model retrained without them by fit's
@@ -644,7 +636,6 @@ class TieExcludedRoute(_Route):
         p, cells = self.problem, self.problem.cells
         m, T, v, c = self.m, cells.n_groups, self.Y.shape[1], float(self.problem.pair_weight()[0])
         check_dense_memory(m, 7, "leave-pair-out of the tie-excluded model (kernel, factor, inverse, products)")
-        self._lu = self._touched = self._alpha = None
         self.__dict__.pop("_SKS", None)
         n_t, co = cells.sizes.astype(np.float64), cells.offsets
         pc = self.groups.inverse[cells.order]
@@ -701,8 +692,9 @@ class TieExcludedRoute(_Route):
             within = c * (n - n_t)
             Sp = _cell_operator(cl, n_t, 1.0 / np.sqrt(c * n),
                                 np.divide(1.0, np.sqrt(within), out=np.zeros(T), where=within > 0))
-            Gqq, Gtq = G[np.ix_(rows, rows)], Gt[rows]
-            KSG = K_S(G[:, rows], rows)
+            Grows = G(rows)
+            Gqq, Gtq = Grows[rows], Gt[rows]
+            KSG = K_S(Grows, rows)
             for a, b in sorted({(int(min(x, y)), int(max(x, y))) for x, y in cp[at] - t0}):
                 delta = (np.arange(T) != a) + (np.arange(T) != b).astype(np.float64)
                 lam = np.divide(delta, n - n_t, out=np.zeros(T), where=n > n_t)
@@ -840,7 +832,7 @@ class HoldoutEngine(_OnProblem):
             return None
         if self.low_rank:
             return Fit("primal", coef=self.dual.solve_primal(alpha)[None])
-        if self.spec.exclude_ties:  # fit's symmetric solve: the tie route's LU of L K + alpha I loses digits (cond)
+        if self.spec.exclude_ties:  # fit's symmetric solve (the tie route keeps no factor of the full model)
             with compute_region(self.n_threads):
                 return solve_dual(self.problem, self.kspec, np.array([float(alpha)]), self.n_threads)
         A = self.dual.solve(alpha)  # dense: no feature map here

@@ -282,8 +282,7 @@ class RankingProblem(NamedTuple):
         csize = cells.sizes.astype(np.float64)
         csum = np.add.reduceat(A, cells.offsets[:-1], axis=0)
         gsize = self.groups.sizes.astype(np.float64)
-        gsum = np.zeros((self.groups.n_groups,) + A.shape[1:])
-        np.add.at(gsum, cell_group, csum)
+        gsum = np.add.reduceat(csum, np.r_[0, np.flatnonzero(np.diff(cell_group)) + 1], axis=0)  # cells: group-major
         cmean = csum / csize.reshape(col)
         gmean = gsum / gsize.reshape(col)
         n_q = gsize[cell_group]
@@ -291,10 +290,11 @@ class RankingProblem(NamedTuple):
         between, within = np.sqrt(c_q * n_q), np.sqrt(c_q * (n_q - csize - fewer))
         if pseudo_inverse:
             between, within = (np.divide(1.0, f, out=np.zeros_like(f), where=f > 0) for f in (between, within))
-        between = between.reshape(col) * (cmean - gmean[cell_group])
-        within = within.reshape(col)
-        rep = cells.sizes
-        return np.repeat(between, rep, axis=0) + np.repeat(within, rep, axis=0) * (A - np.repeat(cmean, rep, axis=0))
+        # within_t A_i + (between_q (mean_t - mean_q) - within_t mean_t): two passes over A
+        shift = between.reshape(col) * (cmean - gmean[cell_group]) - within.reshape(col) * cmean
+        out = np.repeat(within, cells.sizes).reshape(col) * A
+        out += np.repeat(shift, cells.sizes, axis=0)
+        return out
 
     def n_relevant_pairs(self):
         """Number of relevant pairs (edges of a graph, with multiplicity; less the tied pairs with ``exclude_ties``)."""

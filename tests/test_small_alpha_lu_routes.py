@@ -1,11 +1,12 @@
-"""The models whose exact cross-validation updates one LU factor of L K + alpha I (exclude_ties=True, preference
-graphs) at small alpha: the Woodbury updates lose digits below 1e-4 sigma_max (sigma_max the largest eigenvalue of
-L K), so hold-out sets, pairs and groups warn there and stay accurate above; the model solved on all the data
-(Factorization.solve, RankRLSCV.best_estimator_) and unweighted hold-out sets where retraining costs less than the
-update come from the symmetric system a fit solves, accurate at any alpha.
+"""Exact cross-validation at small alpha for the models beside the dense route: exclude_ties=True (every hold-out
+question in a symmetric G form or by retraining without the set: accurate at any alpha, warning only below 1e-8 times
+trace(S K S)) and preference graphs (the edge form up to 2 edges per row; denser graphs update one LU factor of
+L K + alpha I by Woodbury, which loses digits and warns below 1e-4 sigma_max).  The model solved on all the data
+(Factorization.solve, RankRLSCV.best_estimator_) comes from the symmetric system a fit solves.
 The oracle: the explicit pair loop's Laplacian without the held-out rows, the normal equations (L K + alpha I) A = L y
 solved with numpy and refined with long-double residuals; a preference graph is refitted without the held-out edges."""
 
+import itertools
 import warnings
 
 import numpy as np
@@ -199,9 +200,9 @@ def test_tie_excluding_sets_cutting_groups_are_accurate_at_small_alpha(data, wei
                  for q in range(4)]
         c = 1.0 / np.repeat(edges, 10)
     top = sigma_max(X, y, g, c)
-    sets = [np.array([0, 3, 13, 25]), np.array([1]), np.array([30, 31, 32, 5]), np.array([21, 22, 39]),
+    many = [np.array([0, 3, 13, 25]), np.array([1]), np.array([30, 31, 32, 5]), np.array([21, 22, 39]),
             np.array([2, 14])]
-    for ratio in (1e-3, 1e-5, 1e-6):
+    for ratio, sets in itertools.product((1e-3, 1e-5, 1e-6), (many, [np.array([1, 4])])):  # G from the inverse / solves
         alpha = ratio * top
         with warnings.catch_warnings():
             warnings.simplefilter("error", IllConditionedWarning)

@@ -540,8 +540,10 @@ class TieExcludedRoute(_Route):
         (I - C B^T Ms B) x = alpha C B^T h and f'_U = f_0,U - (P B x)_U.  O(|A|^3 + (|U| + T_A)^3) per set."""
         p, gi, cells = self.problem, self.groups, self.problem.cells
         sizes, codes = gi.sizes, gi.codes
-        touched = sum(float(sizes[np.unique(codes[s])].sum()) for s in sets)
-        G, Gt, n_cells, K_S = self._G_form(alpha, full=touched > self.m / 3)
+        touched = [float(sizes[np.unique(codes[s])].sum()) for s in sets]
+        # beside the route's matrices: a dozen |A| x |A| blocks and G's |A| columns per set
+        check_dense_memory(max(touched), 12 + self.m / max(touched), "hold-out sets that cut groups")
+        G, Gt, n_cells, K_S = self._G_form(alpha, full=sum(touched) > self.m / 3)
         f, off, w = K_S(Gt), gi.offsets, p.pair_weight()
         first_cell = np.searchsorted(gi.codes[cells.order[cells.offsets[:-1]]], np.arange(gi.n_groups))
         out = []

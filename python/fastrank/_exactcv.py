@@ -365,7 +365,7 @@ class FeatureRoute(_Route):
 # The LU route (preference graphs of more than 2 edges per row) updates one factor of L K + alpha I by Woodbury; the
 # update cancels digits as alpha falls below sigma_max (the largest eigenvalue of L K, that of S K S): against
 # retraining, at most 5e-12 / 3e-10 / 5e-8 / 2e-6 relative at alpha = 1e-3 / 1e-4 / 1e-5 / 1e-6 sigma_max (hold-out
-# sets, Gaussian kernel, m = 30-400).  Below this ratio it warns.
+# sets, Gaussian kernel, m = 30-400).  Below this ratio it retrains without each set instead.
 HOLDOUT_LU_MIN_RATIO = 1e-4
 # Tie-excluding sets of whole groups and pairs take the dense route's G form instead, sparse preference graphs the
 # edge form; their means come from K S G t (as fit's predictions do), which loses about one digit more than fit: at
@@ -374,24 +374,20 @@ HOLDOUT_LU_MIN_RATIO = 1e-4
 HOLDOUT_G_FORM_MIN_RATIO = 1e-8
 
 
-def warn_if_inaccurate(alpha, LK, model, sigma_max=None):
-    """Warn (:class:`IllConditionedWarning`) when ``alpha`` lies below ``HOLDOUT_LU_MIN_RATIO`` times the largest
-    eigenvalue of the m x m matrix ``LK`` (= L K, before alpha is added); returns that eigenvalue (``sigma_max``: known
-    already) or None when the largest row sum of |L K|, which bounds it, clears alpha already (one O(m^2) pass)."""
-    if sigma_max is None:
-        bound = max(float(np.abs(LK[i:i + 256]).sum(axis=1).max()) for i in range(0, LK.shape[0], 256))
-        if alpha >= HOLDOUT_LU_MIN_RATIO * bound:  # (rows in blocks: no m x m temporary)
-            return None
-        # power iteration: L K is similar to the symmetric positive semi-definite S K S, so its eigenvalues are real
-        V = np.random.default_rng(0).standard_normal((LK.shape[0], 4))
-        for _ in range(30):
-            W = LK @ V
-            sigma_max = float(np.max(np.linalg.norm(W, axis=0) / np.linalg.norm(V, axis=0)))
-            V = W / max(np.abs(W).max(), np.finfo(float).tiny)
-    if alpha < HOLDOUT_LU_MIN_RATIO * sigma_max:
-        warn_inaccurate_holdout(alpha, HOLDOUT_LU_MIN_RATIO, f"L K ({sigma_max:.3g})",
-                                "about 5e-8 relative at 1e-5 times it, 2e-6 at 1e-6", f" of a {model}")
-    return sigma_max
+def lu_loses_digits(alpha, LK):
+    """Whether ``alpha`` lies below ``HOLDOUT_LU_MIN_RATIO`` times the largest eigenvalue of the m x m matrix ``LK``
+    (= L K, before alpha is added): the largest row sum of |L K| bounds it (one O(m^2) pass), and only when alpha
+    falls below that bound do 30 steps of power iteration estimate it."""
+    bound = max(float(np.abs(LK[i:i + 256]).sum(axis=1).max()) for i in range(0, LK.shape[0], 256))
+    if alpha >= HOLDOUT_LU_MIN_RATIO * bound:  # (rows in blocks: no m x m temporary)
+        return False
+    # power iteration: L K is similar to the symmetric positive semi-definite S K S, so its eigenvalues are real
+    V = np.random.default_rng(0).standard_normal((LK.shape[0], 4))
+    for _ in range(30):
+        W = LK @ V
+        sigma_max = float(np.max(np.linalg.norm(W, axis=0) / np.linalg.norm(V, axis=0)))
+        V = W / max(np.abs(W).max(), np.finfo(float).tiny)
+    return alpha < HOLDOUT_LU_MIN_RATIO * sigma_max
 
 
 def warn_inaccurate_holdout(alpha, ratio, matrix, losses, model=""):
@@ -1154,11 +1150,12 @@ EDGE_FORM_MAX_EDGES_PER_ROW = 2
 
 class PreferenceRoute:
     """Exact hold-out predictions on a preference graph (004 eq. 33 in its general form): each set U predicted by the
-    model retrained without every edge touching U.
-
-    With P = L K + alpha I factorized once (A = P^-1 b, eq. 17), removing U's edges changes L and b only on B = U and
-    its neighbours: L' = L - E_B D E_B^T, b' = b - E_B d.  U then has no edge, so A'_U = 0 and by the Woodbury identity
-    A' = H b' + H E_B D (I - K_B. H E_B D)^-1 K_B. H b', H = P^-1: O(m^2 |B|) per set instead of O(m^3)."""
+    model retrained without every edge touching U.  Graphs of at most 2 edges per row: the edge form
+    (:meth:`_edge_form`).  Denser graphs: with P = L K + alpha I factorized once (A = P^-1 b, eq. 17), removing U's
+    edges changes L and b only on B = U and its neighbours: L' = L - E_B D E_B^T, b' = b - E_B d.  U then has no edge,
+    so A'_U = 0 and by the Woodbury identity A' = H b' + H E_B D (I - K_B. H E_B D)^-1 K_B. H b', H = P^-1: O(m^2 |B|)
+    per set instead of O(m^3); below HOLDOUT_LU_MIN_RATIO sigma_max, where the update loses digits, each set is
+    retrained (:meth:`_retrained`)."""
 
     # the kernel, the LU factor of L K + alpha I (built in place of L K, next to the dense L) and, for a set whose
     # edges reach every row, E_B and H E_B
@@ -1180,7 +1177,9 @@ class PreferenceRoute:
         L, b = _graph_system(g, m)
         LK = L @ K
         del L  # the dense L is not needed past L K
-        warn_if_inaccurate(alpha, LK, "preference-graph model")
+        if lu_loses_digits(alpha, LK):  # retrain without each set's edges: exact at any alpha
+            del LK
+            return [self._retrained(K, U, k, alpha) for k, U in enumerate(sets)]
         LK[np.diag_indices(m)] += alpha
         lu = lu_factor(LK, overwrite_a=True, check_finite=False)
         Hb = lu_solve(lu, b, check_finite=False)
@@ -1206,6 +1205,15 @@ class PreferenceRoute:
             out.append(K[U] @ A)
         return out
 
+
+    def _retrained(self, K, U, k, alpha):
+        """Predictions for the rows U of the model fitted (fit's symmetric solve, rankrls.hpp) without U's edges."""
+        g = self.problem.graph
+        keep = ~(np.isin(g.head, U) | np.isin(g.tail, U))
+        if not keep.any():
+            raise ValueError(f"hold-out set {k} touches every preference: no training edge is left")
+        sub = self.problem._replace(graph=PreferenceGraph(g.head[keep], g.tail[keep], g.weight[keep], g.target[keep]))
+        return K[U] @ solve_dual(sub, self.kspec, np.array([float(alpha)]), self.n_threads).dual_coef[0]
 
     def _edge_form(self, K, sets, alpha):
         """A graph of l <= m edges in the symmetric system of its edges (rankrls.hpp): L = F F^T, b = F W z with F = M

@@ -508,7 +508,7 @@ class TieExcludedRoute(_Route):
         null space, equals (S K S + alpha I)^+ on range(S): accurate at any alpha, like the dense route's sets."""
         p, gi, off = self.problem, self.groups, self.groups.offsets
         G, Gt, n_cells, K_S = self._G_form(alpha)
-        t, Yc, f = Gt, p.cells.take(self.Y), K_S(Gt)
+        Yc, f = p.cells.take(self.Y), K_S(Gt)
         ybar, fbar = (np.add.reduceat(Z, off[:-1], axis=0) / gi.sizes[:, None] for Z in (Yc, f))
         out = []
         for s in sets:
@@ -519,7 +519,7 @@ class TieExcludedRoute(_Route):
             shift = K_S(GA @ z, pos)
             mean_shift = np.zeros_like(fbar)
             np.add.at(mean_shift, q, shift)
-            zA = np.zeros_like(t)
+            zA = np.zeros_like(Gt)
             zA[A] = z
             tied = n_cells[q] < 2
             pred = Yc[pos] - ybar[q] - p.apply_S_cells(zA, pseudo_inverse=True)[pos] + fbar[q] \

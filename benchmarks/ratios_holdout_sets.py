@@ -9,6 +9,9 @@ Cases (m = 2000 by default, 5 folds, d = 5, groups of 20 rows):
   folds cutting every group.
 * ties: the same k folds of whole groups for exclude_ties=True (five tie levels), against five fits on the training
   parts (fit's symmetric solve of the tie-excluding system: what a user would otherwise run).
+* tie pairs: leave-pair-out of every pair for exclude_ties=True (no groups, 2 tie levels), against one fit on all
+  rows (retraining for each of the m (m - 1) / 2 pairs is out of reach: the ratio says how many fits all pairs cost).
+* graph: 5 folds of a preference graph of m edges (the edge form) against five fits on the kept edges.
 * routes: per alpha, the Cholesky form against the spectral one (whose eigendecomposition is paid once): the ratio
   says how many alphas a shared spectral factor needs before it pays.
 
@@ -116,6 +119,29 @@ def main():
         b.append(best(refits, 1))
     print(f"k folds, one alpha, m={m}, exclude_ties, whole groups: {min(a):.3f}s; 5 fits on the training parts "
           f"{min(b):.3f}s; ratio {min(a) / min(b):.2f}; max relative difference {err:.1e}")
+
+    y2 = (y > np.median(y)).astype(float)
+    lpo = best(lambda: ms.leave_pair_out(ties, X, y2), 2)
+    fit = best(lambda: sklearn.base.clone(ties).fit(X, y2), 2)
+    print(f"leave-pair-out, every pair, m={m}, exclude_ties, 2 tie levels: {lpo:.3f}s; one fit {fit:.3f}s; "
+          f"ratio {lpo / fit:.1f} fits for {m * (m - 1) // 2} pairs")
+
+    pairs = rng.choice(m, size=(3 * m, 2))
+    pairs = pairs[pairs[:, 0] != pairs[:, 1]][:m]
+    pairs = np.where((y[pairs[:, 0]] > y[pairs[:, 1]])[:, None], pairs, pairs[:, ::-1])
+    graph = fastrank.RankRLS(alpha=alpha, kernel="rbf", gamma=gamma, n_jobs=N_JOBS)
+    sets = [np.arange(k, m, 5) for k in range(5)]
+
+    def graph_refits():
+        return [sklearn.base.clone(graph).fit_preferences(X, pairs[~np.isin(pairs, U).any(axis=1)]).predict(X[U])
+                for U in sets]
+
+    err = max(np.abs(a - b).max() / np.abs(b).max()
+              for a, b in zip(ms.preference_holdout_predictions(graph, X, pairs, sets), graph_refits()))
+    a = best(lambda: ms.preference_holdout_predictions(graph, X, pairs, sets), 2)
+    b = best(graph_refits, 1)
+    print(f"preference graph, {m} edges, 5 folds, m={m}: {a:.3f}s; 5 fits on the kept edges {b:.3f}s; ratio "
+          f"{a / b:.2f}; max relative difference {err:.1e}")
 
 
 if __name__ == "__main__":

@@ -212,6 +212,34 @@ def test_tie_excluding_sets_cutting_groups_are_accurate_at_small_alpha(data, wei
             np.testing.assert_allclose(pred, want, rtol=0, atol=1e-9 * np.abs(want).max())
 
 
+def test_tie_excluding_hold_outs_that_strip_a_group_are_accurate_at_small_alpha(monkeypatch):
+    # one or two rated rows per group: holding out a pair or set that leaves a group only tied rows removes all its
+    # edges, which the whole-group form answers (the pair and cut-set updates alone lost 1e-7 at 1e-7 sigma_max)
+    from fastrank._exactcv import TieExcludedRoute
+
+    monkeypatch.setattr(TieExcludedRoute, "_retrain_is_cheaper", lambda self, sets: False)
+    rng = np.random.default_rng(4)
+    g = np.repeat(np.arange(8), 10)
+    m = g.size
+    X = rng.normal(size=(m, 4))
+    y = np.zeros(m)
+    y[::10], y[3:40:10] = 1.0, 2.0  # groups 0-3: two rated rows, groups 4-7: one
+    K = rbf(X, X, 0.1)
+    top = float(np.linalg.eigvals(untied_laplacian(y, g, np.arange(m)) @ K).real.max())
+    pairs = np.array([(10 * q, 10 * q + k) for q in range(8) for k in (1, 3, 9)])
+    sets = [np.array([0, 3]), np.array([10, 13, 21]), np.array([20, 31, 35]), np.array([40, 55])]
+    for ratio in (1e-4, 1e-6, 1e-7):
+        alpha = ratio * top
+        model = fastrank.RankRLS(alpha=alpha, kernel="precomputed", exclude_ties=True)
+        got = list(ms.leave_pair_out(model, K, y, pairs=pairs, groups=g))
+        got += ms.holdout_predictions(model, K, y, sets, groups=g)
+        for held, pred in zip(list(pairs) + sets, got):
+            T = np.setdiff1d(np.arange(m), held)
+            want = (K[np.ix_(held, T)].astype(np.longdouble)
+                    @ extended_dual(K[np.ix_(T, T)], untied_laplacian(y, g, T), y[T], alpha)).astype(np.float64)
+            np.testing.assert_allclose(pred, want, rtol=0, atol=1e-9 * np.abs(want).max())
+
+
 def test_rankrlscv_with_exclude_ties_reports_the_advice_once(data):
     X, y, g = data
     top = sigma_max(X, y, g, np.full(40, 0.1))

@@ -441,11 +441,22 @@ class TieExcludedRoute(_Route):
     @_in_region
     def holdout(self, sets, alpha):
         sizes, codes = self.groups.sizes, self.groups.codes
-        if all(sizes[np.unique(codes[s])].sum() == len(s) for s in sets):
-            return self._whole_groups(sets, alpha)
-        if self._retrain_is_cheaper(sets):
+        # a group whose kept rows all tie keeps no edge: holding those rows out too changes no model, and a set of
+        # whole groups takes the whole-group form (no cancellation where every edge goes)
+        grown = [np.concatenate([s] + [rest for rest in (np.setdiff1d(self._group_rows[q], s) for q in np.unique(
+            codes[s])) if np.unique(self.problem.cells.codes[rest]).size == 1]) for s in sets]
+        if all(sizes[np.unique(codes[s])].sum() == len(s) for s in grown):
+            out = self._whole_groups(grown, alpha)
+        elif self._retrain_is_cheaper(sets):
             return np.concatenate([self._retrained(s, alpha) for s in sets])
-        return self._cut_sets(sets, alpha)
+        else:
+            out = self._cut_sets(grown, alpha)
+        parts = np.split(out, np.cumsum([len(s) for s in grown])[:-1])
+        return np.concatenate([part[:len(s)] for part, s in zip(parts, sets)])
+
+    @functools.cached_property
+    def _group_rows(self):
+        return self.groups.rows()
 
     @functools.cached_property
     def _SKS(self):
@@ -500,14 +511,14 @@ class TieExcludedRoute(_Route):
 
         return G_cols, Gt, n_cells, K_S
 
-    def _whole_groups(self, sets, alpha):
+    def _whole_groups(self, sets, alpha, factor=None):
         """Hold-out sets of whole groups in the dense route's G form (eq. 33; docs/design/exact-cv.md): holding out
         every edge of the groups A gives E = I on range(S_A), so the retrained residual z = r'_A solves the SPD system
         G_AA z = (G t)_A, and f'_q = y_q - ybar_q - (S^+ z)_q + fbar_q - mean_q(K S G_.A z) (a group whose rows all
         tie has no edge: f'_q = f_q - (K S G_.A z)_q).  G = (S K S + alpha I + tau P_0)^-1, P_0 the projector on S's
         null space, equals (S K S + alpha I)^+ on range(S): accurate at any alpha, like the dense route's sets."""
         p, gi, off = self.problem, self.groups, self.groups.offsets
-        G, Gt, n_cells, K_S = self._G_form(alpha)
+        G, Gt, n_cells, K_S = factor or self._G_form(alpha)
         Yc, f = p.cells.take(self.Y), K_S(Gt)
         ybar, fbar = (np.add.reduceat(Z, off[:-1], axis=0) / gi.sizes[:, None] for Z in (Yc, f))
         out = []
@@ -540,13 +551,35 @@ class TieExcludedRoute(_Route):
         # beside the route's matrices: a dozen |A| x |A| blocks and G's |A| columns per set
         check_dense_memory(max(touched), 12 + self.m / max(touched), "hold-out sets that cut groups")
         G, Gt, n_cells, K_S = self._G_form(alpha, full=sum(touched) > self.m / 3)
-        f, off, w = K_S(Gt), gi.offsets, p.pair_weight()
+        off, w = gi.offsets, p.pair_weight()
         first_cell = np.searchsorted(gi.codes[cells.order[cells.offsets[:-1]]], np.arange(gi.n_groups))
         out = []
         for s in sets:
-            qs = np.unique(gi.codes[s])
+            held, qs = cells.inverse[s], np.unique(gi.codes[s])
+            whole = np.bincount(gi.codes[s], minlength=gi.n_groups)[qs] == sizes[qs]
+            # groups held whole first, by their ratio form (G_WW z = (G t)_W, no 1 - h): the model without them has
+            # G' = G - G_.W G_WW^-1 G_W. on the other rows and G' t' = G t - G_.W z
+            W = np.concatenate([np.arange(off[q], off[q + 1]) for q in qs[whole] if n_cells[q] > 1] + [[]]).astype(int)
+            Gw, Gtw = G, Gt
+            if W.size:
+                GW = G(W)
+                cW = scipy.linalg.cho_factor(GW[W], check_finite=False)
+                Gtw = Gt - GW @ scipy.linalg.cho_solve(cW, Gt[W], check_finite=False)
+
+                def Gw(index, GW=GW, cW=cW, W=W):
+                    Gi = G(index)
+                    Gi = Gi - GW @ scipy.linalg.cho_solve(cW, Gi[W], check_finite=False)
+                    Gi[W] = 0.0  # the held groups' rows leave S: S' v = S v with them zeroed
+                    return Gi
+
+                Gtw[W] = 0.0
+            in_part = ~np.isin(gi.codes[s], qs[whole])
+            qs = qs[~whole]
+            if qs.size == 0:  # only whole groups
+                out.append(K_S(Gtw, held))
+                continue
             A = np.concatenate([np.arange(off[q], off[q + 1]) for q in qs])
-            li = np.searchsorted(A, cells.inverse[s])  # the held rows' places in A
+            li = np.searchsorted(A, held[in_part])  # the held rows' places in A (rows of whole groups: after A)
             tc = np.concatenate([np.arange(first_cell[q], first_cell[q] + n_cells[q]) for q in qs])  # their cells
             lc = np.searchsorted(tc, cells.codes[cells.order[A]])  # cell (index into tc) of each row of A
             qt = np.repeat(np.arange(qs.size), n_cells[qs])  # group (index into qs) of each cell
@@ -563,17 +596,8 @@ class TieExcludedRoute(_Route):
 
             Sp = op(1.0 / np.sqrt(w[qs] * gi.sizes[qs]),
                     np.divide(1.0, np.sqrt(within), out=np.zeros_like(within), where=within > 0))
-            E1h = op(np.zeros(qs.size), np.sqrt(lam))
-            GA = G(A)
-            GAA, GtA = GA[A], Gt[A]
-            GE = GAA @ E1h
-            M1 = scipy.linalg.cho_factor(np.eye(A.size) - E1h @ E1h + alpha * (E1h @ GE), overwrite_a=True,
-                                         check_finite=False)
-            W = Sp @ (E1h - alpha * GE)
-            MW = scipy.linalg.cho_solve(M1, W.T, check_finite=False)
-            MG = scipy.linalg.cho_solve(M1, E1h @ GtA, check_finite=False)
-            KSG = K_S(GA, A)
-            R = KSG @ E1h
+            GA, rows = Gw(A), np.concatenate([A, held[~in_part]])
+            Ms, h, P, f0 = _cell_update(Sp, lc, n_t, lam, GA[A], Gtw[A], K_S(GA, rows), K_S(Gtw, rows), alpha)
             nU = li.size
             B = np.zeros((A.size, nU + tc.size))
             B[li, np.arange(nU)] = 1.0
@@ -587,9 +611,11 @@ class TieExcludedRoute(_Route):
             C[nU:, :nU] = C[:nU, nU:].T
             C[nU + np.arange(tc.size), nU + np.arange(tc.size)] = delta / n_t
             C *= np.concatenate([c_t[cu], c_t])[:, None]
-            Ms = Sp @ Sp - alpha * (Sp @ GAA @ Sp) + W @ MW
-            x = np.linalg.solve(np.eye(B.shape[1]) - C @ (B.T @ Ms @ B), alpha * (C @ (B.T @ (Sp @ GtA + W @ MG))))
-            out.append(f[A][li] - alpha * (R @ MG)[li] - ((R @ MW + KSG @ Sp)[li] @ B) @ x)
+            x = np.linalg.solve(np.eye(B.shape[1]) - C @ (B.T @ Ms @ B), alpha * (C @ (B.T @ h)))
+            pred = np.empty((len(s), x.shape[1]))
+            at = np.r_[li, A.size + np.arange(np.count_nonzero(~in_part))]
+            pred[in_part], pred[~in_part] = np.split(f0[at] - (P[at] @ B) @ x, [li.size])
+            out.append(pred)
         return np.concatenate(out)
 
     def _retrain_is_cheaper(self, sets):
@@ -682,6 +708,7 @@ class TieExcludedRoute(_Route):
         first_cell = np.searchsorted(gi.codes[cells.order[cells.offsets[:-1]]], np.arange(gi.n_groups))
         pos, cp, gq = cells.inverse[pairs], cells.codes[pairs], gi.codes[pairs[:, 0]]
         out = np.empty((pairs.shape[0], 2, self.Y.shape[1]))
+        stripped = np.zeros(pairs.shape[0], dtype=bool)  # pairs whose group keeps no edge: leave-group-out
         for q in np.unique(gq):
             at, rows, T = np.flatnonzero(gq == q), np.arange(off[q], off[q + 1]), int(n_cells[q])
             n, c, t0 = rows.size, float(p.pair_weight()[q]), int(first_cell[q])
@@ -694,20 +721,50 @@ class TieExcludedRoute(_Route):
             Gqq, Gtq = Grows[rows], Gt[rows]
             KSG = K_S(Grows, rows)
             for a, b in sorted({(int(min(x, y)), int(max(x, y))) for x, y in cp[at] - t0}):
+                if np.count_nonzero(n_t - (np.arange(T) == a) - (np.arange(T) == b)) <= 1:  # one cell is left
+                    local = cp[at] - t0
+                    stripped[at[(local.min(axis=1) == a) & (local.max(axis=1) == b)]] = True
+                    continue
                 delta = (np.arange(T) != a) + (np.arange(T) != b).astype(np.float64)
                 lam = np.divide(delta, n - n_t, out=np.zeros(T), where=n > n_t)
-                E1h = _cell_operator(cl, n_t, 0.0, np.sqrt(lam))
-                GE = Gqq @ E1h
-                M1 = np.eye(n) - _cell_operator(cl, n_t, 0.0, lam) + alpha * (E1h @ GE)
-                M1 = scipy.linalg.cho_factor(M1, overwrite_a=True, check_finite=False)
-                W = Sp @ (E1h - alpha * GE)
-                MW = scipy.linalg.cho_solve(M1, W.T, check_finite=False)
-                MG = scipy.linalg.cho_solve(M1, E1h @ Gtq, check_finite=False)
-                R = KSG @ E1h
-                _pair_updates(out, at, cp - t0, pos - off[q], (a, b), n_t, c, alpha,
-                              Sp @ Sp - alpha * (Sp @ Gqq @ Sp) + W @ MW, Sp @ Gtq + W @ MG, R @ MW + KSG @ Sp,
-                              f[rows] - alpha * (R @ MG))
+                updated = _cell_update(Sp, cl, n_t, lam, Gqq, Gtq, KSG, f[rows], alpha)
+                _pair_updates(out, at, cp - t0, pos - off[q], (a, b), n_t, c, alpha, *updated)
+        if stripped.any():  # the model without the group's edges: the whole-group form, accurate (no 1 - h)
+            group_rows = gi.rows()
+            sets = [group_rows[q] for q in np.unique(gq[stripped])]
+            lgo = np.empty_like(self.Y)
+            lgo[np.concatenate(sets)] = self._whole_groups(sets, alpha, (G, Gt, n_cells, K_S))
+            out[stripped] = lgo[pairs[stripped]]
         return out
+
+
+def _cell_update(Sp, cl, n_t, lam, GAA, GtA, KSG, fA, alpha):
+    """The model of the rows A (one group or several, tie cells ``cl`` of sizes ``n_t``) after the cell-wise part of a
+    removal, E_1 = sum_t lam_t P_t: with V an orthonormal basis of the centred vectors of the cells with lam_t > 0 and
+    V_h = V diag(lam)^1/2, the virtual-target update goes through the SPD M = diag(1 - lam) + alpha V_h^T G_AA V_h,
+    whose 1 - lam is exact (0 for a cell that loses every edge: no cancellation against alpha G).  Returns what the
+    rank-(|U| + T) step reads: Ms = S^+ H S^+ + Z M^-1 Z^T (Z = S^+ H V_h, H = I - alpha G), h = S^+ G t +
+    Z M^-1 V_h^T G t, P = K S G S^+ + K S G V_h M^-1 Z^T and the predictions f_0 = f - alpha K S G V_h M^-1 V_h^T
+    G t, all on A (Sp = S^+, GAA, GtA, KSG = (K S G)_AA and fA given on A)."""
+    cells = [t for t in range(n_t.size) if lam[t] > 0 and n_t[t] > 1]
+    starts = np.r_[0, np.cumsum(n_t)].astype(np.int64)
+    V = np.zeros((cl.size, int(sum(n_t[t] - 1 for t in cells))))
+    lam_col, col = np.empty(V.shape[1]), 0
+    for t in cells:  # Helmert columns: an orthonormal basis of the vectors centred inside cell t
+        k = int(n_t[t])
+        H = np.triu(np.ones((k, k - 1)))  # column j: 1 on rows 0..j, -(j + 1) on row j + 1
+        H[np.arange(1, k), np.arange(k - 1)] = -np.arange(1, k)
+        V[starts[t]:starts[t + 1], col:col + k - 1] = H / np.sqrt(np.arange(1, k) * np.arange(2, k + 1))
+        lam_col[col:col + k - 1] = lam[t]
+        col += k - 1
+    Vh = V * np.sqrt(lam_col)
+    GV = GAA @ Vh
+    M = scipy.linalg.cho_factor(np.diag(1.0 - lam_col) + alpha * (Vh.T @ GV), overwrite_a=True, check_finite=False)
+    Z = Sp @ (Vh - alpha * GV)
+    MZ = scipy.linalg.cho_solve(M, Z.T, check_finite=False)
+    MG = scipy.linalg.cho_solve(M, Vh.T @ GtA, check_finite=False)
+    R = KSG @ Vh
+    return Sp @ Sp - alpha * (Sp @ GAA @ Sp) + Z @ MZ, Sp @ GtA + Z @ MG, R @ MZ + KSG @ Sp, fA - alpha * (R @ MG)
 
 
 def _cell_operator(cl, n_t, between, within):

@@ -540,11 +540,12 @@ class TieExcludedRoute(_Route):
         return np.concatenate(out)
 
     def _cut_sets(self, sets, alpha):
-        """Hold-out sets that cut groups, in the G form.  In a touched group q the removal splits as for pairs
-        (:meth:`_lpo_groups`): c_q sum_t delta_t P_t, delta_t the held rows of q outside cell t, is a virtual-target
-        update through M_1 = I - E_1 + alpha E_1^1/2 G_AA E_1^1/2 on the rows A of the touched groups; the rest is
-        Delta_2 = B C B^T on B = [e_u for u in U, 1_t for the cells of the touched groups]: x solves
-        (I - C B^T Ms B) x = alpha C B^T h and f'_U = f_0,U - (P B x)_U.  O(|A|^3 + (|U| + T_A)^3) per set."""
+        """Hold-out sets that cut groups, in the G form.  Groups a set holds whole go first, by their ratio form.  In
+        a partly held group q the removal splits as for pairs (:meth:`_lpo_groups`): c_q sum_t delta_t P_t, delta_t
+        the held rows of q outside cell t, is a virtual-target update on the rows A of those groups
+        (:func:`_cell_update`); the rest is Delta_2 = B C B^T on B = [e_u for u in U, 1_t for the cells of those
+        groups]: x solves (I - C B^T Ms B) x = alpha C B^T h and f'_U = f_0,U - (P B x)_U.  O(|A|^3 + (|U| + T_A)^3)
+        per set."""
         p, gi, cells = self.problem, self.groups, self.problem.cells
         sizes, codes = gi.sizes, gi.codes
         touched = [float(sizes[np.unique(codes[s])].sum()) for s in sets]
@@ -699,9 +700,9 @@ class TieExcludedRoute(_Route):
     def _lpo_groups(self, pairs, alpha):
         """Leave-pair-out of several groups in the G form: per group q and pair of tie cells, the removal of c
         sum_t delta_t P_t (see :meth:`_lpo_one_group`) is a virtual-target update on q's rows with E_1 = sum_t
-        lambda_t P_t, lambda_t = delta_t / (n_q - n_t), through the SPD M_1 = I - E_1 + alpha E_1^1/2 G_qq E_1^1/2
-        (its I - E_1 exact: no cancellation), O(n_q^3) from the blocks of one G per alpha; then every pair is the same
-        rank-(T + 2) update, with S^+ H S^+ + W M_1^-1 W^T (W = S^+ H E_1^1/2, H = I - alpha G) in place of F^T H_1 F."""
+        lambda_t P_t, lambda_t = delta_t / (n_q - n_t) (:func:`_cell_update`), O(n_q^3) from the blocks of one G per
+        alpha; then every pair is the same rank-(T + 2) update (:func:`_pair_updates`).  A pair that leaves its group
+        only tied rows removes every edge of the group: its predictions are the group's leave-group-out."""
         p, gi, cells = self.problem, self.groups, self.problem.cells
         G, Gt, n_cells, K_S = self._G_form(alpha)
         f, off = K_S(Gt), gi.offsets

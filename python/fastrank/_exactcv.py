@@ -565,14 +565,8 @@ class TieExcludedRoute(_Route):
             if W.size:
                 GW = G(W)
                 cW = scipy.linalg.cho_factor(GW[W], check_finite=False)
+                Gw = functools.partial(_columns_without, G, GW, cW, W)
                 Gtw = Gt - GW @ scipy.linalg.cho_solve(cW, Gt[W], check_finite=False)
-
-                def Gw(index, GW=GW, cW=cW, W=W):
-                    Gi = G(index)
-                    Gi = Gi - GW @ scipy.linalg.cho_solve(cW, Gi[W], check_finite=False)
-                    Gi[W] = 0.0  # the held groups' rows leave S: S' v = S v with them zeroed
-                    return Gi
-
                 Gtw[W] = 0.0
             in_part = ~np.isin(gi.codes[s], qs[whole])
             qs = qs[~whole]
@@ -737,6 +731,15 @@ class TieExcludedRoute(_Route):
             lgo[np.concatenate(sets)] = self._whole_groups(sets, alpha, (G, Gt, n_cells, K_S))
             out[stripped] = lgo[pairs[stripped]]
         return out
+
+
+def _columns_without(G, GW, cW, W, index):
+    """Columns ``index`` of G' = G - G_.W G_WW^-1 G_W. (``cW``: the Cholesky factor of G_WW), the G form of the model
+    without the whole groups W; the rows of W are zeroed, as they leave S (S' v = S v with them zeroed)."""
+    Gi = G(index)
+    Gi = Gi - GW @ scipy.linalg.cho_solve(cW, Gi[W], check_finite=False)
+    Gi[W] = 0.0
+    return Gi
 
 
 def _cell_update(Sp, cl, n_t, lam, GAA, GtA, KSG, fA, alpha):

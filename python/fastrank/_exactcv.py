@@ -390,6 +390,14 @@ def lu_loses_digits(alpha, LK):
     return alpha < HOLDOUT_LU_MIN_RATIO * sigma_max
 
 
+def _warn_below_g_form_ratio(alpha, trace, matrix, model):
+    """The symmetric hold-out forms' warning below ``HOLDOUT_G_FORM_MIN_RATIO`` times ``trace`` (of ``matrix``,
+    which bounds its largest eigenvalue)."""
+    if alpha < HOLDOUT_G_FORM_MIN_RATIO * trace:
+        warn_inaccurate_holdout(alpha, HOLDOUT_G_FORM_MIN_RATIO, f"{matrix} (at most {trace:.3g})",
+                                "up to 7e-9 relative at 1e-7 times it, 7e-8 at 1e-8", f" of a {model}")
+
+
 def warn_inaccurate_holdout(alpha, ratio, matrix, losses, model=""):
     """The :class:`IllConditionedWarning` of hold-out predictions at ``alpha`` below ``ratio`` times the largest
     eigenvalue of ``matrix``, with the measured ``losses``; its ``advice`` is what one_conditioning_warning reports
@@ -459,6 +467,13 @@ class TieExcludedRoute(_Route):
         return self.groups.rows()
 
     @functools.cached_property
+    def _group_cells(self):
+        """(first tie cell, number of tie cells) of every group (cells are group-major)."""
+        cells = self.problem.cells
+        n_cells = np.bincount(self.groups.codes[cells.order[cells.offsets[:-1]]], minlength=self.groups.n_groups)
+        return np.r_[0, np.cumsum(n_cells)[:-1]], n_cells
+
+    @functools.cached_property
     def _SKS(self):
         """S K S with the tie-excluding S (rows and columns in cell order) and the group-order position of each
         cell-order row."""
@@ -476,11 +491,8 @@ class TieExcludedRoute(_Route):
         SKS, pc = self._SKS
         m, off = self.m, gi.offsets
         tau = float(np.mean(np.diag(SKS))) or 1.0
-        if alpha < HOLDOUT_G_FORM_MIN_RATIO * tau * m:
-            warn_inaccurate_holdout(alpha, HOLDOUT_G_FORM_MIN_RATIO, f"S K S (at most {tau * m:.3g})",
-                                    "up to 7e-9 relative at 1e-7 times it, 7e-8 at 1e-8", " of a model with "
-                                    "exclude_ties=True")
-        n_cells = np.bincount(gi.codes[p.cells.order[p.cells.offsets[:-1]]], minlength=gi.n_groups)
+        _warn_below_g_form_ratio(alpha, tau * m, "S K S", "model with exclude_ties=True")
+        n_cells = self._group_cells[1]
         F = SKS.copy(order="F")
         F[np.diag_indices(m)] += alpha
         for q in range(gi.n_groups):
@@ -509,7 +521,7 @@ class TieExcludedRoute(_Route):
             Sv[pc] = p.apply_S_cells(v)
             return (self.K @ Sv)[pc] if rows is None else self.K[pc[rows]] @ Sv
 
-        return G_cols, Gt, n_cells, K_S
+        return G_cols, Gt, K_S
 
     def _whole_groups(self, sets, alpha, factor=None):
         """Hold-out sets of whole groups in the dense route's G form (eq. 33; docs/design/exact-cv.md): holding out
@@ -518,7 +530,8 @@ class TieExcludedRoute(_Route):
         tie has no edge: f'_q = f_q - (K S G_.A z)_q).  G = (S K S + alpha I + tau P_0)^-1, P_0 the projector on S's
         null space, equals (S K S + alpha I)^+ on range(S): accurate at any alpha, like the dense route's sets."""
         p, gi, off = self.problem, self.groups, self.groups.offsets
-        G, Gt, n_cells, K_S = factor or self._G_form(alpha)
+        G, Gt, K_S = factor or self._G_form(alpha)
+        n_cells = self._group_cells[1]
         Yc, f = p.cells.take(self.Y), K_S(Gt)
         ybar, fbar = (np.add.reduceat(Z, off[:-1], axis=0) / gi.sizes[:, None] for Z in (Yc, f))
         out = []
@@ -551,9 +564,8 @@ class TieExcludedRoute(_Route):
         touched = [float(sizes[np.unique(codes[s])].sum()) for s in sets]
         # beside the route's matrices: a dozen |A| x |A| blocks and G's |A| columns per set
         check_dense_memory(max(touched), 12 + self.m / max(touched), "hold-out sets that cut groups")
-        G, Gt, n_cells, K_S = self._G_form(alpha, full=sum(touched) > self.m / 3)
-        off, w = gi.offsets, p.pair_weight()
-        first_cell = np.searchsorted(gi.codes[cells.order[cells.offsets[:-1]]], np.arange(gi.n_groups))
+        G, Gt, K_S = self._G_form(alpha, full=sum(touched) > self.m / 3)
+        (first_cell, n_cells), off, w = self._group_cells, gi.offsets, p.pair_weight()
         out = []
         for s in sets:
             held, qs = cells.inverse[s], np.unique(gi.codes[s])
@@ -661,10 +673,7 @@ class TieExcludedRoute(_Route):
         Kc = self.K[np.ix_(pc, pc)]
         diff_cells = Kc.sum() - sum(Kc[a:b, a:b].sum() for a, b in zip(co[:-1], co[1:]))
         trace = c * (float(np.repeat(m - n_t, cells.sizes) @ np.diag(Kc)) - diff_cells)  # trace(L K) >= sigma_max
-        if alpha < HOLDOUT_G_FORM_MIN_RATIO * trace:
-            warn_inaccurate_holdout(alpha, HOLDOUT_G_FORM_MIN_RATIO, f"S K S (at most {trace:.3g})",
-                                    "up to 7e-9 relative at 1e-7 times it, 7e-8 at 1e-8", " of a model with "
-                                    "exclude_ties=True")
+        _warn_below_g_form_ratio(alpha, trace, "S K S", "model with exclude_ties=True")
         Yc = cells.take(self.Y)
         pos, cp = cells.inverse[pairs], cells.codes[pairs]
         out = np.empty((pairs.shape[0], 2, v))
@@ -698,9 +707,8 @@ class TieExcludedRoute(_Route):
         alpha; then every pair is the same rank-(T + 2) update (:func:`_pair_updates`).  A pair that leaves its group
         only tied rows removes every edge of the group: its predictions are the group's leave-group-out."""
         p, gi, cells = self.problem, self.groups, self.problem.cells
-        G, Gt, n_cells, K_S = self._G_form(alpha)
-        f, off = K_S(Gt), gi.offsets
-        first_cell = np.searchsorted(gi.codes[cells.order[cells.offsets[:-1]]], np.arange(gi.n_groups))
+        G, Gt, K_S = self._G_form(alpha)
+        (first_cell, n_cells), f, off = self._group_cells, K_S(Gt), gi.offsets
         pos, cp, gq = cells.inverse[pairs], cells.codes[pairs], gi.codes[pairs[:, 0]]
         out = np.empty((pairs.shape[0], 2, self.Y.shape[1]))
         stripped = np.zeros(pairs.shape[0], dtype=bool)  # pairs whose group keeps no edge: leave-group-out
@@ -728,7 +736,7 @@ class TieExcludedRoute(_Route):
             group_rows = gi.rows()
             sets = [group_rows[q] for q in np.unique(gq[stripped])]
             lgo = np.empty_like(self.Y)
-            lgo[np.concatenate(sets)] = self._whole_groups(sets, alpha, (G, Gt, n_cells, K_S))
+            lgo[np.concatenate(sets)] = self._whole_groups(sets, alpha, (G, Gt, K_S))
             out[stripped] = lgo[pairs[stripped]]
         return out
 
@@ -1285,9 +1293,7 @@ class PreferenceRoute:
         KF = (K[:, g.head] - K[:, g.tail]) * w  # K F
         N = np.asfortranarray((KF[g.head] - KF[g.tail]) * w[:, None])  # F^T K F
         trace = float(np.trace(N))  # = trace(L K) >= sigma_max
-        if alpha < HOLDOUT_G_FORM_MIN_RATIO * trace:
-            warn_inaccurate_holdout(alpha, HOLDOUT_G_FORM_MIN_RATIO, f"L K (at most {trace:.3g})",
-                                    "up to 7e-9 relative at 1e-7 times it, 7e-8 at 1e-8", " of a preference-graph model")
+        _warn_below_g_form_ratio(alpha, trace, "L K", "preference-graph model")
         N = 0.5 * (N + N.T)
         N[np.diag_indices_from(N)] += alpha
         u, G = _spd_inverse(N, w[:, None] * g.target, alpha, "F^T K F")

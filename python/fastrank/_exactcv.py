@@ -435,8 +435,8 @@ class TieExcludedRoute(_Route):
     """``exclude_ties=True``: the Laplacian L of the pairs with different targets (004, Sect. 2.4), L_q = c_q (n_q P_B
     + sum_t (n_q - n_t) P_t) with the explicit root S (``RankingProblem.apply_S_cells``).  Every hold-out question is
     eq. 33 in the G form of the dense route, G = (S K S + alpha I)^-1 on range(S), every retained pair keeping its
-    weight: sets of whole groups (:meth:`_whole_groups`), pairs (:meth:`lpo`) and sets that cut groups
-    (:meth:`_cut_sets`, or retraining without each set where that costs less); accurate at small alpha."""
+    weight: hold-out sets (:meth:`_cut_sets`, or retraining without each set where that costs less) and pairs
+    (:meth:`lpo`); accurate at small alpha."""
 
     # the kernel, S K S, its factor and inverse, a product of the pair phase
     DENSE_MATRICES = 5
@@ -449,16 +449,13 @@ class TieExcludedRoute(_Route):
     @_in_region
     def holdout(self, sets, alpha):
         sizes, codes = self.groups.sizes, self.groups.codes
-        # a group whose kept rows all tie keeps no edge: holding those rows out too changes no model, and a set of
-        # whole groups takes the whole-group form (no cancellation where every edge goes)
+        # a group whose kept rows all tie keeps no edge: holding those rows out too changes no model, and the group
+        # is held whole (no cancellation where every edge goes); sets of whole groups are never retrained
         grown = [np.concatenate([s] + [rest for rest in (np.setdiff1d(self._group_rows[q], s) for q in np.unique(
             codes[s])) if np.unique(self.problem.cells.codes[rest]).size == 1]) for s in sets]
-        if all(sizes[np.unique(codes[s])].sum() == len(s) for s in grown):
-            out = self._whole_groups(grown, alpha)
-        elif self._retrain_is_cheaper(sets):
+        if not all(sizes[np.unique(codes[s])].sum() == len(s) for s in grown) and self._retrain_is_cheaper(sets):
             return np.concatenate([self._retrained(s, alpha) for s in sets])
-        else:
-            out = self._cut_sets(grown, alpha)
+        out = self._cut_sets(grown, alpha)
         parts = np.split(out, np.cumsum([len(s) for s in grown])[:-1])
         return np.concatenate([part[:len(s)] for part, s in zip(parts, sets)])
 
@@ -523,55 +520,28 @@ class TieExcludedRoute(_Route):
 
         return G_cols, Gt, K_S
 
-    def _whole_groups(self, sets, alpha, factor=None):
-        """Hold-out sets of whole groups in the dense route's G form (eq. 33; docs/design/exact-cv.md): holding out
-        every edge of the groups A gives E = I on range(S_A), so the retrained residual z = r'_A solves the SPD system
-        G_AA z = (G t)_A, and f'_q = y_q - ybar_q - (S^+ z)_q + fbar_q - mean_q(K S G_.A z) (a group whose rows all
-        tie has no edge: f'_q = f_q - (K S G_.A z)_q).  G = (S K S + alpha I + tau P_0)^-1, P_0 the projector on S's
-        null space, equals (S K S + alpha I)^+ on range(S): accurate at any alpha, like the dense route's sets."""
-        p, gi, off = self.problem, self.groups, self.groups.offsets
-        G, Gt, K_S = factor or self._G_form(alpha)
-        n_cells = self._group_cells[1]
-        Yc, f = p.cells.take(self.Y), K_S(Gt)
-        ybar, fbar = (np.add.reduceat(Z, off[:-1], axis=0) / gi.sizes[:, None] for Z in (Yc, f))
-        out = []
-        for s in sets:
-            pos, q = p.cells.inverse[s], gi.codes[s]
-            A = pos[n_cells[q] > 1]  # the rows of the held groups that have edges
-            GA = G(A)
-            z = scipy.linalg.solve(GA[A], Gt[A], assume_a="pos", overwrite_a=True, check_finite=False)
-            shift = K_S(GA @ z, pos)
-            mean_shift = np.zeros_like(fbar)
-            np.add.at(mean_shift, q, shift)
-            zA = np.zeros_like(Gt)
-            zA[A] = z
-            tied = n_cells[q] < 2
-            pred = Yc[pos] - ybar[q] - p.apply_S_cells(zA, pseudo_inverse=True)[pos] + fbar[q] \
-                - (mean_shift / gi.sizes[:, None])[q]
-            pred[tied] = f[pos[tied]] - shift[tied]
-            out.append(pred)
-        return np.concatenate(out)
-
-    def _cut_sets(self, sets, alpha):
-        """Hold-out sets that cut groups, in the G form.  Groups a set holds whole go first, by their ratio form.  In
-        a partly held group q the removal splits as for pairs (:meth:`_lpo_groups`): c_q sum_t delta_t P_t, delta_t
-        the held rows of q outside cell t, is a virtual-target update on the rows A of those groups
-        (:func:`_cell_update`); the rest is Delta_2 = B C B^T on B = [e_u for u in U, 1_t for the cells of those
-        groups]: x solves (I - C B^T Ms B) x = alpha C B^T h and f'_U = f_0,U - (P B x)_U.  O(|A|^3 + (|U| + T_A)^3)
-        per set."""
+    def _cut_sets(self, sets, alpha, factor=None):
+        """Hold-out sets in the G form (docs/design/exact-cv.md).  Groups a set holds whole (W) go first: holding
+        out every edge of W gives E = I on range(S_W), so the retrained residual z solves the SPD G_WW z = (G t)_W
+        (no 1 - h to cancel), and the model without W has G' = G - G_.W G_WW^-1 G_W. and G' t' = G t - G_.W z (a
+        group whose rows all tie has no edge and no part in W).  G = (S K S + alpha I + tau P_0)^-1 (:meth:`_G_form`)
+        equals (S K S + alpha I)^+ on range(S).  In a partly held group q the removal splits as for pairs
+        (:meth:`_lpo_groups`): c_q sum_t delta_t P_t, delta_t the held rows of q outside cell t, is a virtual-target
+        update on the rows A of those groups (:func:`_cell_update`); the rest is Delta_2 = B C B^T on B = [e_u for u
+        in U, 1_t for the cells of those groups]: x solves (I - C B^T Ms B) x = alpha C B^T h and f'_U = f_0,U -
+        (P B x)_U.  O(|W|^3 + |A|^3 + (|U| + T_A)^3) per set."""
         p, gi, cells = self.problem, self.groups, self.problem.cells
         sizes, codes = gi.sizes, gi.codes
         touched = [float(sizes[np.unique(codes[s])].sum()) for s in sets]
         # beside the route's matrices: a dozen |A| x |A| blocks and G's |A| columns per set
-        check_dense_memory(max(touched), 12 + self.m / max(touched), "hold-out sets that cut groups")
-        G, Gt, K_S = self._G_form(alpha, full=sum(touched) > self.m / 3)
+        check_dense_memory(max(touched), 12 + self.m / max(touched), "hold-out sets of the tie-excluded model")
+        G, Gt, K_S = factor or self._G_form(alpha, full=sum(touched) > self.m / 3)
         (first_cell, n_cells), off, w = self._group_cells, gi.offsets, p.pair_weight()
         out = []
         for s in sets:
             held, qs = cells.inverse[s], np.unique(gi.codes[s])
             whole = np.bincount(gi.codes[s], minlength=gi.n_groups)[qs] == sizes[qs]
-            # groups held whole first, by their ratio form (G_WW z = (G t)_W, no 1 - h): the model without them has
-            # G' = G - G_.W G_WW^-1 G_W. on the other rows and G' t' = G t - G_.W z
+            # groups held whole first (their edges' rows W; S' v = S v with W zeroed)
             W = np.concatenate([np.arange(off[q], off[q + 1]) for q in qs[whole] if n_cells[q] > 1] + [[]]).astype(int)
             Gw, Gtw = G, Gt
             if W.size:
@@ -732,11 +702,11 @@ class TieExcludedRoute(_Route):
                 lam = np.divide(delta, n - n_t, out=np.zeros(T), where=n > n_t)
                 updated = _cell_update(Sp, cl, n_t, lam, Gqq, Gtq, KSG, f[rows], alpha)
                 _pair_updates(out, at, cp - t0, pos - off[q], (a, b), n_t, c, alpha, *updated)
-        if stripped.any():  # the model without the group's edges: the whole-group form, accurate (no 1 - h)
+        if stripped.any():  # the model without the group's edges: the group held whole, accurate (no 1 - h)
             group_rows = gi.rows()
             sets = [group_rows[q] for q in np.unique(gq[stripped])]
             lgo = np.empty_like(self.Y)
-            lgo[np.concatenate(sets)] = self._whole_groups(sets, alpha, (G, Gt, K_S))
+            lgo[np.concatenate(sets)] = self._cut_sets(sets, alpha, (G, Gt, K_S))
             out[stripped] = lgo[pairs[stripped]]
         return out
 
@@ -1239,27 +1209,28 @@ class PreferenceRoute:
         """A list of (|U|, v) predictions, one per set."""
         g, m = self.problem.graph, self.problem.m
         check_dense_memory(m, self.DENSE_MATRICES, "kernel matrix and the LU factor of L K + alpha I")
+        touched = [np.isin(g.head, U) | np.isin(g.tail, U) for U in sets]  # the edges each set removes
+        for k, touch in enumerate(touched):
+            if touch.all():
+                raise ValueError(f"hold-out set {k} touches every preference: no training edge is left")
         X = self.problem.X
         K = np.asarray(X, dtype=np.float64) if self.kspec.precomputed else _kernel_matrix(self.kspec, X, self.n_threads)
         if g.head.size <= EDGE_FORM_MAX_EDGES_PER_ROW * m:
-            return self._edge_form(K, sets, alpha)
+            return self._edge_form(K, sets, touched, alpha)
         L, b = _graph_system(g, m)
         LK = L @ K
         del L  # the dense L is not needed past L K
         if lu_loses_digits(alpha, LK):  # retrain without each set's edges: exact at any alpha
             del LK
-            return [self._retrained(K, U, k, alpha) for k, U in enumerate(sets)]
+            return [self._retrained(K, U, touch, alpha) for U, touch in zip(sets, touched)]
         LK[np.diag_indices(m)] += alpha
         lu = lu_factor(LK, overwrite_a=True, check_finite=False)
         Hb = lu_solve(lu, b, check_finite=False)
         out = []
-        for k, U in enumerate(sets):
-            touch = np.isin(g.head, U) | np.isin(g.tail, U)
+        for U, touch in zip(sets, touched):
             if not touch.any():  # no edge to remove: the full model
                 out.append(K[U] @ Hb)
                 continue
-            if touch.all():
-                raise ValueError(f"hold-out set {k} touches every preference: no training edge is left")
             B = np.unique(np.concatenate([g.head[touch], g.tail[touch]]))
             # the removed edges' L and b on the rows B they touch (indices local to B: no m x m matrix per set)
             D, d = _graph_system(PreferenceGraph(np.searchsorted(B, g.head[touch]), np.searchsorted(B, g.tail[touch]),
@@ -1274,17 +1245,14 @@ class PreferenceRoute:
             out.append(K[U] @ A)
         return out
 
-
-    def _retrained(self, K, U, k, alpha):
-        """Predictions for the rows U of the model fitted (fit's symmetric solve, rankrls.hpp) without U's edges."""
-        g = self.problem.graph
-        keep = ~(np.isin(g.head, U) | np.isin(g.tail, U))
-        if not keep.any():
-            raise ValueError(f"hold-out set {k} touches every preference: no training edge is left")
+    def _retrained(self, K, U, touch, alpha):
+        """Predictions for the rows U of the model fitted (fit's symmetric solve, rankrls.hpp) without the edges
+        ``touch``."""
+        g, keep = self.problem.graph, ~touch
         sub = self.problem._replace(graph=PreferenceGraph(g.head[keep], g.tail[keep], g.weight[keep], g.target[keep]))
         return K[U] @ solve_dual(sub, self.kspec, np.array([float(alpha)]), self.n_threads).dual_coef[0]
 
-    def _edge_form(self, K, sets, alpha):
+    def _edge_form(self, K, sets, touched, alpha):
         """A graph of l <= m edges in the symmetric system of its edges (rankrls.hpp): L = F F^T, b = F W z with F = M
         W the weighted incidence, (F^T K F + alpha I) u = W z, A = F u.  Removing the edges R that touch U deletes
         their rows and columns, so with G = (F^T K F + alpha I)^-1 the retrained u' = u - G_.R G_RR^-1 u_R (zero on
@@ -1298,10 +1266,8 @@ class PreferenceRoute:
         N[np.diag_indices_from(N)] += alpha
         u, G = _spd_inverse(N, w[:, None] * g.target, alpha, "F^T K F")
         out = []
-        for k, U in enumerate(sets):
-            R = np.flatnonzero(np.isin(g.head, U) | np.isin(g.tail, U))
-            if R.size == g.head.size:
-                raise ValueError(f"hold-out set {k} touches every preference: no training edge is left")
+        for U, touch in zip(sets, touched):
+            R = np.flatnonzero(touch)
             shift = G[:, R] @ scipy.linalg.solve(G[np.ix_(R, R)], u[R], assume_a="pos", check_finite=False)
             out.append(KF[U] @ (u - shift))
         return out

@@ -579,15 +579,7 @@ class TieExcludedRoute(_Route):
             B = np.zeros((A.size, nU + tc.size))
             B[li, np.arange(nU)] = 1.0
             B[np.arange(A.size), nU + lc] = 1.0
-            gu, cu = qt[lc[li]], lc[li]  # group and cell of each held row
-            C = np.zeros((nU + tc.size, nU + tc.size))
-            cross = (gu[:, None] == gu[None, :]) & (cu[:, None] != cu[None, :])
-            C[:nU, :nU] = cross
-            C[np.arange(nU), np.arange(nU)] = n_q[cu] - n_t[cu] - cross.sum(axis=1)
-            C[:nU, nU:] = -1.0 * ((qt[None, :] == gu[:, None]) & (np.arange(tc.size)[None, :] != cu[:, None]))
-            C[nU:, :nU] = C[:nU, nU:].T
-            C[nU + np.arange(tc.size), nU + np.arange(tc.size)] = delta / n_t
-            C *= np.concatenate([c_t[cu], c_t])[:, None]
+            C = _rest_of_removal(lc[li], qt, n_q, n_t, delta, c_t)
             x = np.linalg.solve(np.eye(B.shape[1]) - C @ (B.T @ Ms @ B), alpha * (C @ (B.T @ h)))
             pred = np.empty((len(s), x.shape[1]))
             at = np.r_[li, A.size + np.arange(np.count_nonzero(~in_part))]
@@ -756,6 +748,22 @@ def _cell_operator(cl, n_t, between, within):
     return (ind * ((between - within) / n_t)) @ ind.T - between / cl.size + np.diag(np.asarray(within)[cl])
 
 
+def _rest_of_removal(cu, qt, n_q, n_t, delta, c_t):
+    """C of Delta_2 = B C B^T, the rest of a removal after its cell-wise part, on B = [e_u for the held rows, 1_t for
+    the cells]: the held rows' stars less their common edges, net of the within-cell degrees ``delta`` that part
+    took.  Held rows in cells ``cu``; cells of groups ``qt``, sizes ``n_t``, their groups' sizes ``n_q`` and pair
+    weights ``c_t``."""
+    nU, T, gu = cu.size, qt.size, qt[cu]
+    cross = (gu[:, None] == gu[None, :]) & (cu[:, None] != cu[None, :])  # the edges between held rows
+    C = np.zeros((nU + T, nU + T))
+    C[:nU, :nU] = cross
+    C[np.arange(nU), np.arange(nU)] = n_q[cu] - n_t[cu] - cross.sum(axis=1)
+    C[:nU, nU:] = -1.0 * ((qt[None, :] == gu[:, None]) & (np.arange(T)[None, :] != cu[:, None]))
+    C[nU:, :nU] = C[:nU, nU:].T
+    C[nU + np.arange(T), nU + np.arange(T)] = delta / n_t
+    return C * np.concatenate([c_t[cu], c_t])[:, None]
+
+
 def _pair_updates(out, at, cp, pos, cell_pair, n_t, c, alpha, Ms, h, P, f0):
     """Leave-pair-out predictions, into ``out[at]``, of the pairs (rows ``pos``, cells ``cp``, local to one group of
     cells of sizes ``n_t``, pair weight ``c``) whose cells are ``cell_pair`` in either order.  Removing the pair leaves,
@@ -770,13 +778,7 @@ def _pair_updates(out, at, cp, pos, cell_pair, n_t, c, alpha, Ms, h, P, f0):
     MII = np.add.reduceat(MsI, starts, axis=0)
     for ci, cj in {(a, b), (b, a)}:
         sel = at[(cp[at, 0] == ci) & (cp[at, 1] == cj)]
-        d = float(ci != cj)
-        C = np.zeros((T + 2, T + 2))  # Delta_2 / c: the stars of i and j less their common edge, net of delta
-        C[0, 0], C[1, 1], C[0, 1], C[1, 0] = n - n_t[ci] - d, n - n_t[cj] - d, d, d
-        C[0, 2:] = C[2:, 0] = -(e != ci).astype(np.float64)
-        C[1, 2:] = C[2:, 1] = -(e != cj).astype(np.float64)
-        C[2 + e, 2 + e] = delta / n_t
-        C *= c
+        C = _rest_of_removal(np.array([ci, cj]), np.zeros(T, int), np.full(T, float(n)), n_t, delta, np.full(T, c))
         for chunk in np.array_split(sel, max(1, sel.size // 65536)):
             I, J = pos[chunk, 0], pos[chunk, 1]
             BMB = np.empty((chunk.size, T + 2, T + 2))

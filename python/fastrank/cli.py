@@ -220,6 +220,24 @@ def _say(args, text):
         write_line(f"[fastrank] {text}")
 
 
+def _stored_normalization(state, n_features, model_file):
+    """A model file's --normalize state, checked to be one fastrank train writes (None, or a normaliser's name with,
+    for zscore and log1p-zscore, the training means and scales of the n_features): a hand-made entry would reach the
+    normaliser as a KeyError or a numpy broadcasting error."""
+    name = state.get("name") if isinstance(state, dict) else None
+    ok = state is None or name in NORMALIZERS
+    if ok and name in ("zscore", "log1p-zscore"):
+        try:
+            stats = np.array([state.get("mean"), state.get("scale")], dtype=np.float64)
+        except (TypeError, ValueError):  # ragged lists, text
+            stats = np.zeros(0)
+        ok = stats.shape == (2, n_features) and bool(np.isfinite(stats).all())
+    if not ok:
+        raise DataError(f"{model_file}: its metadata 'svmlight' has a 'normalize' entry that is not the object "
+                        "fastrank train writes (a normaliser's name and its training statistics)")
+    return state
+
+
 def _model_scores(model_file, data_file, args):
     """(y, qid, scores) of a data file read as the model's training file was (its feature count and
     index base, its normalisation)."""
@@ -235,7 +253,7 @@ def _model_scores(model_file, data_file, args):
     X, y, qid, info = _read(data_file, args, n_features=n, zero_based=meta.get("zero_based"), extra="ignore")
     if n is not None and info.n_features > n:
         _say(args, f"{data_file}: feature indices beyond the model's {n} features are ignored")
-    norm = meta.get("normalize")
+    norm = _stored_normalization(meta.get("normalize"), X.shape[1], model_file)
     if norm is not None and qid is None and norm["name"].startswith("query-"):
         _say(args, f"the model normalises features per query ({norm['name']}) but the data has no qid: "
                    "all rows are normalised as one query")

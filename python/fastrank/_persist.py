@@ -92,11 +92,10 @@ class _Encoder:
                             "boolean and fixed-width string arrays; object arrays would need pickle)")
         key = f"a{len(self.arrays)}"
         entry = {"dtype": a.dtype.str, "shape": list(a.shape)}
-        stored = a
         if shrink and self.float32 and a.dtype == np.float64:
-            stored = a.astype(np.float32)
-            entry["stored"] = stored.dtype.str
-        self.arrays[key] = stored
+            a = a.astype(np.float32)
+            entry["stored"] = a.dtype.str
+        self.arrays[key] = a
         self.entries[key] = entry
         return {"$array": key, **entry}
 

@@ -215,8 +215,8 @@ def _read_training(args, how):
     return est, Xm, y, qid, groups, info, state
 
 
-def _say(args, text):
-    if args.verbose_level >= 1:
+def _say(args, text, level=1):  # level 0: warnings, silenced by --quiet only
+    if args.verbose_level >= level:
         write_line(f"[fastrank] {text}")
 
 
@@ -295,15 +295,15 @@ def _build_estimator(args, groups, y):
         if not sep or not name.strip():
             raise UsageError(f"bad --param {item!r}: use --param NAME=VALUE")
         params[name.strip()] = _parse_value(value)
-    for pname in set(params) - names:
+    for pname in sorted(set(params) - names):  # the first unknown one, the same on every run
         other, flag = {"C": ("alpha", "--alpha (larger alpha = more regularization)"),
                        "alpha": ("C", "-c/--C")}.get(pname, (None, ""))
         hint = f"; {cls.__name__} is regularized by {flag}" if other in names else ""
         raise UsageError(f"{label} has no parameter {pname!r}{hint} (its parameters: {', '.join(sorted(names))})")
     if args.n_jobs is not None and "n_jobs" in names:
         params["n_jobs"] = args.n_jobs
-    elif args.n_jobs is not None and args.verbose_level >= 0:
-        write_line(f"[fastrank] warning: {label} has no threads to set; --n-jobs is ignored")
+    elif args.n_jobs is not None:
+        _say(args, f"warning: {label} has no threads to set; --n-jobs is ignored", level=0)
     if args.alpha == "auto":  # RankRLSCV's alphas, cv and scoring, from their own flags only
         clash = sorted(_CV_FLAGS.keys() & params)
         if clash:
@@ -322,9 +322,9 @@ def cmd_train(args):
     if groups is not None:
         if _accepts(est.fit, "groups"):
             fit_kw["groups"] = groups
-        elif args.verbose_level >= 0:
-            write_line(f"[fastrank] warning: {type(est).__name__} does not use query ids; it learns from all rows "
-                       "together (use RankRLS for query-wise ranking)")
+        else:
+            _say(args, f"warning: {type(est).__name__} does not use query ids; it learns from all rows together "
+                       "(use RankRLS for query-wise ranking)", level=0)
     name = type(est).__name__
     with stage(f"fitting {name} on {Xm.shape[0]} rows", verbose=args.progress) as st, \
             _errors_as(DataError, _FIT_ERRORS, f"fitting {name} failed: "):

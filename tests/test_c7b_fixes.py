@@ -39,7 +39,8 @@ def test_a_hand_made_normalize_entry_is_a_data_error(norm, command, data_file, t
     argv = ["predict", model, path] if command == "predict" else ["evaluate", "--model", model, path]
     code = cli.main([str(a) for a in argv])
     err = capsys.readouterr().err
-    assert code == 1 and f"{model}: its metadata 'svmlight' has a 'normalize' entry" in err, err
+    expected = f"{model}: its metadata 'svmlight' is not the object fastrank train writes (its 'normalize' entry)"
+    assert code == 1 and expected in err, err
 
 
 @pytest.mark.parametrize("norm", [None, {"name": "query-minmax"},

@@ -220,22 +220,18 @@ def _say(args, text, level=1):  # level 0: warnings, silenced by --quiet only
         write_line(f"[fastrank] {text}")
 
 
-def _stored_normalization(state, n_features, model_file):
-    """A model file's --normalize state, checked to be one fastrank train writes (None, or a normaliser's name with,
-    for zscore and log1p-zscore, the training means and scales of the n_features): a hand-made entry would reach the
-    normaliser as a KeyError or a numpy broadcasting error."""
+def _stored_normalization_ok(state, n_features):
+    """Whether a model file's --normalize state is one fastrank train writes: None, or a normaliser's name with, for
+    zscore and log1p-zscore, the training means and scales of the n_features (a hand-made entry would reach the
+    normaliser as a KeyError or a numpy broadcasting error)."""
     name = state.get("name") if isinstance(state, dict) else None
-    ok = state is None or name in NORMALIZERS
-    if ok and name in ("zscore", "log1p-zscore"):
-        try:
-            stats = np.array([state.get("mean"), state.get("scale")], dtype=np.float64)
-        except (TypeError, ValueError):  # ragged lists, text
-            stats = np.zeros(0)
-        ok = stats.shape == (2, n_features) and bool(np.isfinite(stats).all())
-    if not ok:
-        raise DataError(f"{model_file}: its metadata 'svmlight' has a 'normalize' entry that is not the object "
-                        "fastrank train writes (a normaliser's name and its training statistics)")
-    return state
+    if name not in ("zscore", "log1p-zscore"):
+        return state is None or name in NORMALIZERS
+    try:
+        stats = np.array([state.get("mean"), state.get("scale")], dtype=np.float64)
+    except (TypeError, ValueError):  # ragged lists, text
+        return False
+    return stats.shape == (2, n_features) and bool(np.isfinite(stats).all())
 
 
 def _model_scores(model_file, data_file, args):
@@ -253,7 +249,10 @@ def _model_scores(model_file, data_file, args):
     X, y, qid, info = _read(data_file, args, n_features=n, zero_based=meta.get("zero_based"), extra="ignore")
     if n is not None and info.n_features > n:
         _say(args, f"{data_file}: feature indices beyond the model's {n} features are ignored")
-    norm = _stored_normalization(meta.get("normalize"), X.shape[1], model_file)
+    norm = meta.get("normalize")
+    if not _stored_normalization_ok(norm, X.shape[1]):
+        raise DataError(f"{model_file}: its metadata 'svmlight' is not the object fastrank train writes (its "
+                        "'normalize' entry)")
     if norm is not None and qid is None and norm["name"].startswith("query-"):
         _say(args, f"the model normalises features per query ({norm['name']}) but the data has no qid: "
                    "all rows are normalised as one query")

@@ -599,10 +599,9 @@ COMMANDS = tuple(_HANDLERS)
 
 def main(argv=None):
     """Run the command line; returns the exit code (0 ok, 1 data/model error, 2 usage error)."""
-    argv = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser()
     try:
-        args = parser.parse_args(argv)
+        args = parser.parse_args(argv)  # None: sys.argv[1:]
     except SystemExit as exc:  # argparse: 0 after -h/--version, 2 on bad usage
         return int(exc.code or 0)
     if args.command is None:

@@ -62,12 +62,6 @@ def _measure_arg(text):
     return text.strip().lower()
 
 
-def default_scoring(y, groups, cv):
-    """The CV measure when --scoring is not given: NDCG@10 for query data scored on hold-out
-    queries (non-negative grades), pairwise disagreement otherwise (leave-pair-out, no qid)."""
-    return "ndcg@10" if groups is not None and cv != "lpo" and np.all(y >= 0) else "disagreement"
-
-
 def evaluate_scores(y, scores, qid, measures, *, each_query=True, verbose=0):
     """Averaged and per-query values: (list of (label, mean), query ids, dict label -> per-query values).
 
@@ -308,7 +302,9 @@ def _build_estimator(args, groups, y):
         if clash:
             raise UsageError(f"--alpha auto takes {clash[0]} from {_CV_FLAGS[clash[0]]}, not from --param")
         cv = _cv_arg(args.cv, groups is not None)
-        params.update(alphas=parse_grid(args.alphas), cv=cv, scoring=args.scoring or default_scoring(y, groups, cv))
+        # no --scoring: NDCG@10 for query data scored on hold-out queries (non-negative grades), else disagreement
+        default = "ndcg@10" if groups is not None and cv != "lpo" and np.all(y >= 0) else "disagreement"
+        params.update(alphas=parse_grid(args.alphas), cv=cv, scoring=args.scoring or default)
     if "verbose" in names and "verbose" not in params:  # estimators that report progress themselves
         params["verbose"] = args.progress
     with _errors_as(UsageError, TypeError):

@@ -59,3 +59,15 @@ def test_a_normalize_entry_as_train_writes_it_is_applied(norm, data_file, tmp_pa
     elif norm is not None:
         Xn = QueryNormalizer("minmax").fit(X).transform(X, groups=q)
     np.testing.assert_allclose(np.loadtxt(scores), est.predict(Xn), rtol=1e-12, atol=1e-12)
+
+
+def test_the_demo_plot_is_written_to_the_path_given(tmp_path):
+    # without an extension matplotlib wrote PATH.png, while the demo said it wrote PATH
+    pytest.importorskip("matplotlib")
+    from fastrank._demo import write_cv_plot
+
+    alphas = np.logspace(-2, 4, 31)
+    row = {"model": "RankRLS Gaussian (dual)", "alpha": 10.0, "validation_curve": (alphas, 0.3 + 0.0 * alphas)}
+    write_cv_plot(row, tmp_path / "curve")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["curve"]
+    assert (tmp_path / "curve").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

@@ -71,3 +71,19 @@ def test_the_demo_plot_is_written_to_the_path_given(tmp_path):
     write_cv_plot(row, tmp_path / "curve")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["curve"]
     assert (tmp_path / "curve").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+@pytest.mark.parametrize("how", ["--no-qid", "file without qid"])
+def test_a_model_trained_without_query_groups_normalises_test_rows_as_one_query(how, data_file, tmp_path):
+    # the training rows were min-max scaled together; the test rows were scaled query by query
+    from fastrank.preprocessing import QueryNormalizer
+
+    path, X, y, q = data_file
+    train, model, scores = tmp_path / "train.txt", tmp_path / "m.frk", tmp_path / "s.txt"
+    dump_svmlight_file(X, y, str(train), query_id=q if how == "--no-qid" else None)
+    flags = ["--no-qid"] if how == "--no-qid" else []
+    assert cli.main(["train", "-q", "--normalize", "query-minmax", *flags, str(train), str(model)]) == 0
+    assert cli.main(["predict", "-q", "-o", str(scores), str(model), str(path)]) == 0  # path: with qid:
+    est = fastrank.load(model)
+    ref = est.predict(QueryNormalizer("minmax").fit(X).transform(X))
+    np.testing.assert_allclose(np.loadtxt(scores), ref, rtol=1e-12, atol=1e-12)  # per query: off by > 0.1

@@ -247,10 +247,11 @@ def _model_scores(model_file, data_file, args):
     if not _stored_normalization_ok(norm, X.shape[1]):
         raise DataError(f"{model_file}: its metadata 'svmlight' is not the object fastrank train writes (its "
                         "'normalize' entry)")
-    if norm is not None and qid is None and norm["name"].startswith("query-"):
+    per_query = meta.get("has_qid", True)  # trained with query groups: the training rows were normalised per query
+    if norm is not None and per_query and qid is None and norm["name"].startswith("query-"):
         _say(args, f"the model normalises features per query ({norm['name']}) but the data has no qid: "
                    "all rows are normalised as one query")
-    Xm = _model_input(X, qid, model, norm)[0]
+    Xm = _model_input(X, qid if per_query else None, model, norm)[0]
     # ranking scores: decision_function for the ordinal classifiers (PRank, OAPBPM, WidrowHoff), whose predict gives
     # one of a few labels and so ties most pairs; predict otherwise
     score = getattr(model, "decision_function", model.predict)
@@ -329,7 +330,7 @@ def cmd_train(args):
         cv_desc = f"{est.cv} folds of whole queries" if cv == "int" else cv
         write_line(f"alpha chosen by cross-validation ({est.cv_results_['scoring']}, cv={cv_desc}): "
                    f"{est.alpha_:.6g} (score {est.best_score_:.6g}){_grid_end(est)}")
-    meta = {"svmlight": {"zero_based": info.zero_based, "n_features": int(Xm.shape[1]), "has_qid": qid is not None,
+    meta = {"svmlight": {"zero_based": info.zero_based, "n_features": int(Xm.shape[1]), "has_qid": groups is not None,
                          "train_file": os.path.basename(args.train_file), "rows": int(Xm.shape[0]),
                          "normalize": norm_state}}
     with _errors_as(DataError, OSError, f"cannot write {args.model_file}: "), \

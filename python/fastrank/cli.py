@@ -194,7 +194,7 @@ def _model_input(X, groups, est, state, how="auto", *, fit=False):
 
 
 def _read_training(args, how):
-    """(estimator, its training input, y, qid, groups, info, normaliser state or None) of the training file: groups
+    """(estimator, its training input, y, groups, info, normaliser state or None) of the training file: groups
     None with --no-qid; the input as --normalize and ``how`` (see _model_input) make it."""
     X, y, qid, info = _read(args.train_file, args)
     if X.shape[1] == 0:  # a learner needs at least one feature; say so before any fit or normaliser does
@@ -206,7 +206,7 @@ def _read_training(args, how):
     Xm, state = _model_input(X, groups, est, {"name": args.normalize}, how, fit=True)
     if state is not None:
         _say(args, f"features normalised: {state['name']}")
-    return est, Xm, y, qid, groups, info, state
+    return est, Xm, y, groups, info, state
 
 
 def _say(args, text, level=1):  # level 0: warnings, silenced by --quiet only
@@ -313,7 +313,7 @@ def _build_estimator(args, groups, y):
 
 
 def cmd_train(args):
-    est, Xm, y, qid, groups, info, norm_state = _read_training(args, "sparse" if args.sparse else "auto")
+    est, Xm, y, groups, info, norm_state = _read_training(args, "sparse" if args.sparse else "auto")
     fit_kw = {}
     if groups is not None:
         if _accepts(est.fit, "groups"):
@@ -399,7 +399,7 @@ def _grid_end(est):
 
 def cmd_cv(args):
     # RankRLSCV, as train --alpha auto builds it (the parser's defaults), on dense features
-    est, Xd, y, _, groups, _, norm_state = _read_training(args, "dense")
+    est, Xd, y, groups, _, norm_state = _read_training(args, "dense")
     with stage(f"exact cross-validation over {est.alphas.size} alphas", verbose=args.progress), \
             _errors_as(DataError, _FIT_ERRORS, "cross-validation failed: "):
         est.fit(Xd, y, groups)

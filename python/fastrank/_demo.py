@@ -95,5 +95,5 @@ def write_cv_plot(row, path):
                           cv="held-out training queries", label="validation score").plot(ax=fig.subplots())
     disp.ax_.set_title(f"{row['model']}\nalpha chosen on held-out training queries", fontsize=10)
     fig.tight_layout()
-    fig.savefig(path, dpi=100)
+    fig.savefig(path, dpi=100, format="png")  # without it a name with no extension got ".png" appended
     return disp

@@ -52,6 +52,7 @@ from ._memory import dense_memory_limit
 from ._registry import ESTIMATORS
 from ._validation import check_alpha, check_alphas, file_name
 from ._version import __version__
+from .exceptions import ModelFileWarning
 
 __all__ = ["save", "load", "FORMAT_VERSION"]
 
@@ -92,11 +93,10 @@ class _Encoder:
                             "boolean and fixed-width string arrays; object arrays would need pickle)")
         key = f"a{len(self.arrays)}"
         entry = {"dtype": a.dtype.str, "shape": list(a.shape)}
-        stored = a
         if shrink and self.float32 and a.dtype == np.float64:
-            stored = a.astype(np.float32)
-            entry["stored"] = stored.dtype.str
-        self.arrays[key] = stored
+            a = a.astype(np.float32)
+            entry["stored"] = a.dtype.str
+        self.arrays[key] = a
         self.entries[key] = entry
         return {"$array": key, **entry}
 
@@ -438,20 +438,6 @@ def _read_archive(p):
     return header, arrays
 
 
-def _verify_checksum(p, header, arrays):
-    stored = header.get("checksum")
-    if header["format_version"] < 2 and stored is None:
-        from .exceptions import ModelFileWarning
-
-        warnings.warn(f"{p}: written in model format version 1, which has no checksum: edits of the file cannot "
-                      "be detected; save the model again to add one", ModelFileWarning, stacklevel=3)
-        return
-    if not isinstance(stored, dict) or not isinstance(stored.get("sha256"), str):
-        raise _Corrupt("the header has no checksum")
-    if _digest(header, arrays) != stored["sha256"]:
-        raise _Corrupt("the checksum does not match the header and arrays (the file was edited or damaged)")
-
-
 # Fitted arrays that may legitimately hold +-infinity (never NaN): RankBoost's "has x_f" weak
 # rankers (missing="q_def") store threshold -inf.
 _INFINITY_OK = ("thresholds_",)
@@ -507,7 +493,14 @@ def load(path, *, return_metadata=False):
         raise ValueError(f"{p}: is a directory, not a model file")
     try:
         header, arrays = _read_archive(p)
-        _verify_checksum(p, header, arrays)
+        stored = header.get("checksum")
+        if header["format_version"] < 2 and stored is None:
+            warnings.warn(f"{p}: written in model format version 1, which has no checksum: edits of the file cannot "
+                          "be detected; save the model again to add one", ModelFileWarning, stacklevel=2)
+        elif not isinstance(stored, dict) or not isinstance(stored.get("sha256"), str):
+            raise _Corrupt("the header has no checksum")
+        elif _digest(header, arrays) != stored["sha256"]:
+            raise _Corrupt("the checksum does not match the header and arrays (the file was edited or damaged)")
         dec = _Decoder(arrays, header["arrays"])
         model = dec.estimator(header)
         unused = set(header["arrays"]) - dec.used

@@ -12,7 +12,7 @@ def register_estimator(cls):
     can train it).  Names are unique; registering another class under a taken name is an error."""
     name = cls.__name__
     other = ESTIMATORS.get(name)
-    if other is not None and other is not cls and \
+    if other is not None and \
             (other.__module__, other.__qualname__) != (cls.__module__, cls.__qualname__):
         raise ValueError(f"an estimator named {name!r} is already registered ({other.__module__}.{name}); "
                          "give the new learner another class name")

@@ -165,15 +165,6 @@ def _query_size(text):
     return n
 
 
-def _read_query_sizes(q, m, data):
-    """Query ids 0, 1, ... of the m rows of ``data`` from the query-size file ``q``: one count per line, in row
-    order (the LightGBM / XGBoost format)."""
-    sizes = [n for _, n in _scan(q, _query_size)]
-    if sum(sizes) != m:
-        raise ValueError(f"{q}: its {len(sizes)} query sizes add up to {sum(sizes)} rows but {data} has {m} rows")
-    return np.repeat(np.arange(len(sizes), dtype=np.int64), sizes)
-
-
 def read_svmlight(path, *, n_features=None, zero_based="auto", extra_features="error", query_file=None):
     """Read an svmlight/LETOR file.  Returns (X CSR float64, y float64, qid int64 or None, info).
 
@@ -229,8 +220,12 @@ def read_svmlight(path, *, n_features=None, zero_based="auto", extra_features="e
         raise ValueError(f"{p}: has qid: on its lines; give no query file ({q}) for it")
     if not qid.shape[0] and auto:
         q = next((p + s for s in _QUERY_SUFFIXES if os.path.isfile(p + s)), None)
-    if q is not None:
-        qid = _read_query_sizes(q, y.shape[0], p)
+    if q is not None:  # query ids 0, 1, ...: one row count per line, in row order
+        sizes = [n for _, n in _scan(q, _query_size)]
+        if sum(sizes) != y.shape[0]:
+            raise ValueError(f"{q}: its {len(sizes)} query sizes add up to {sum(sizes)} rows but {p} has {y.shape[0]} "
+                             "rows")
+        qid = np.repeat(np.arange(len(sizes), dtype=np.int64), sizes)
     info = SvmlightInfo(zb, X.shape[1], q)
     if n_features is not None:
         if X.shape[1] > n_features and extra_features == "error":

@@ -62,12 +62,6 @@ def _measure_arg(text):
     return text.strip().lower()
 
 
-def default_scoring(y, groups, cv):
-    """The CV measure when --scoring is not given: NDCG@10 for query data scored on hold-out
-    queries (non-negative grades), pairwise disagreement otherwise (leave-pair-out, no qid)."""
-    return "ndcg@10" if groups is not None and cv != "lpo" and np.all(y >= 0) else "disagreement"
-
-
 def evaluate_scores(y, scores, qid, measures, *, each_query=True, verbose=0):
     """Averaged and per-query values: (list of (label, mean), query ids, dict label -> per-query values).
 
@@ -200,7 +194,7 @@ def _model_input(X, groups, est, state, how="auto", *, fit=False):
 
 
 def _read_training(args, how):
-    """(estimator, its training input, y, qid, groups, info, normaliser state or None) of the training file: groups
+    """(estimator, its training input, y, groups, info, normaliser state or None) of the training file: groups
     None with --no-qid; the input as --normalize and ``how`` (see _model_input) make it."""
     X, y, qid, info = _read(args.train_file, args)
     if X.shape[1] == 0:  # a learner needs at least one feature; say so before any fit or normaliser does
@@ -212,12 +206,26 @@ def _read_training(args, how):
     Xm, state = _model_input(X, groups, est, {"name": args.normalize}, how, fit=True)
     if state is not None:
         _say(args, f"features normalised: {state['name']}")
-    return est, Xm, y, qid, groups, info, state
+    return est, Xm, y, groups, info, state
 
 
-def _say(args, text):
-    if args.verbose_level >= 1:
+def _say(args, text, level=1):  # level 0: warnings, silenced by --quiet only
+    if args.verbose_level >= level:
         write_line(f"[fastrank] {text}")
+
+
+def _stored_normalization_ok(state, n_features):
+    """Whether a model file's --normalize state is one fastrank train writes: None, or a normaliser's name with, for
+    zscore and log1p-zscore, the training means and scales of the n_features (a hand-made entry would reach the
+    normaliser as a KeyError or a numpy broadcasting error)."""
+    name = state.get("name") if isinstance(state, dict) else None
+    if name not in ("zscore", "log1p-zscore"):
+        return state is None or name in NORMALIZERS
+    try:
+        stats = np.array([state.get("mean"), state.get("scale")], dtype=np.float64)
+    except (TypeError, ValueError):  # ragged lists, text
+        return False
+    return stats.shape == (2, n_features) and bool(np.isfinite(stats).all())
 
 
 def _model_scores(model_file, data_file, args):
@@ -236,10 +244,14 @@ def _model_scores(model_file, data_file, args):
     if n is not None and info.n_features > n:
         _say(args, f"{data_file}: feature indices beyond the model's {n} features are ignored")
     norm = meta.get("normalize")
-    if norm is not None and qid is None and norm["name"].startswith("query-"):
+    if not _stored_normalization_ok(norm, X.shape[1]):
+        raise DataError(f"{model_file}: its metadata 'svmlight' is not the object fastrank train writes (its "
+                        "'normalize' entry)")
+    per_query = meta.get("has_qid", True)  # trained with query groups: the training rows were normalised per query
+    if norm is not None and per_query and qid is None and norm["name"].startswith("query-"):
         _say(args, f"the model normalises features per query ({norm['name']}) but the data has no qid: "
                    "all rows are normalised as one query")
-    Xm = _model_input(X, qid, model, norm)[0]
+    Xm = _model_input(X, qid if per_query else None, model, norm)[0]
     # ranking scores: decision_function for the ordinal classifiers (PRank, OAPBPM, WidrowHoff), whose predict gives
     # one of a few labels and so ties most pairs; predict otherwise
     score = getattr(model, "decision_function", model.predict)
@@ -277,21 +289,23 @@ def _build_estimator(args, groups, y):
         if not sep or not name.strip():
             raise UsageError(f"bad --param {item!r}: use --param NAME=VALUE")
         params[name.strip()] = _parse_value(value)
-    for pname in set(params) - names:
+    for pname in sorted(set(params) - names):  # the first unknown one, the same on every run
         other, flag = {"C": ("alpha", "--alpha (larger alpha = more regularization)"),
                        "alpha": ("C", "-c/--C")}.get(pname, (None, ""))
         hint = f"; {cls.__name__} is regularized by {flag}" if other in names else ""
         raise UsageError(f"{label} has no parameter {pname!r}{hint} (its parameters: {', '.join(sorted(names))})")
     if args.n_jobs is not None and "n_jobs" in names:
         params["n_jobs"] = args.n_jobs
-    elif args.n_jobs is not None and args.verbose_level >= 0:
-        write_line(f"[fastrank] warning: {label} has no threads to set; --n-jobs is ignored")
+    elif args.n_jobs is not None:
+        _say(args, f"warning: {label} has no threads to set; --n-jobs is ignored", level=0)
     if args.alpha == "auto":  # RankRLSCV's alphas, cv and scoring, from their own flags only
         clash = sorted(_CV_FLAGS.keys() & params)
         if clash:
             raise UsageError(f"--alpha auto takes {clash[0]} from {_CV_FLAGS[clash[0]]}, not from --param")
         cv = _cv_arg(args.cv, groups is not None)
-        params.update(alphas=parse_grid(args.alphas), cv=cv, scoring=args.scoring or default_scoring(y, groups, cv))
+        # no --scoring: NDCG@10 for query data scored on hold-out queries (non-negative grades), else disagreement
+        default = "ndcg@10" if groups is not None and cv != "lpo" and np.all(y >= 0) else "disagreement"
+        params.update(alphas=parse_grid(args.alphas), cv=cv, scoring=args.scoring or default)
     if "verbose" in names and "verbose" not in params:  # estimators that report progress themselves
         params["verbose"] = args.progress
     with _errors_as(UsageError, TypeError):
@@ -299,14 +313,14 @@ def _build_estimator(args, groups, y):
 
 
 def cmd_train(args):
-    est, Xm, y, qid, groups, info, norm_state = _read_training(args, "sparse" if args.sparse else "auto")
+    est, Xm, y, groups, info, norm_state = _read_training(args, "sparse" if args.sparse else "auto")
     fit_kw = {}
     if groups is not None:
         if _accepts(est.fit, "groups"):
             fit_kw["groups"] = groups
-        elif args.verbose_level >= 0:
-            write_line(f"[fastrank] warning: {type(est).__name__} does not use query ids; it learns from all rows "
-                       "together (use RankRLS for query-wise ranking)")
+        else:
+            _say(args, f"warning: {type(est).__name__} does not use query ids; it learns from all rows together "
+                       "(use RankRLS for query-wise ranking)", level=0)
     name = type(est).__name__
     with stage(f"fitting {name} on {Xm.shape[0]} rows", verbose=args.progress) as st, \
             _errors_as(DataError, _FIT_ERRORS, f"fitting {name} failed: "):
@@ -316,7 +330,7 @@ def cmd_train(args):
         cv_desc = f"{est.cv} folds of whole queries" if cv == "int" else cv
         write_line(f"alpha chosen by cross-validation ({est.cv_results_['scoring']}, cv={cv_desc}): "
                    f"{est.alpha_:.6g} (score {est.best_score_:.6g}){_grid_end(est)}")
-    meta = {"svmlight": {"zero_based": info.zero_based, "n_features": int(Xm.shape[1]), "has_qid": qid is not None,
+    meta = {"svmlight": {"zero_based": info.zero_based, "n_features": int(Xm.shape[1]), "has_qid": groups is not None,
                          "train_file": os.path.basename(args.train_file), "rows": int(Xm.shape[0]),
                          "normalize": norm_state}}
     with _errors_as(DataError, OSError, f"cannot write {args.model_file}: "), \
@@ -385,7 +399,7 @@ def _grid_end(est):
 
 def cmd_cv(args):
     # RankRLSCV, as train --alpha auto builds it (the parser's defaults), on dense features
-    est, Xd, y, _, groups, _, norm_state = _read_training(args, "dense")
+    est, Xd, y, groups, _, norm_state = _read_training(args, "dense")
     with stage(f"exact cross-validation over {est.alphas.size} alphas", verbose=args.progress), \
             _errors_as(DataError, _FIT_ERRORS, "cross-validation failed: "):
         est.fit(Xd, y, groups)
@@ -582,10 +596,9 @@ COMMANDS = tuple(_HANDLERS)
 
 def main(argv=None):
     """Run the command line; returns the exit code (0 ok, 1 data/model error, 2 usage error)."""
-    argv = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser()
     try:
-        args = parser.parse_args(argv)
+        args = parser.parse_args(argv)  # None: sys.argv[1:]
     except SystemExit as exc:  # argparse: 0 after -h/--version, 2 on bad usage
         return int(exc.code or 0)
     if args.command is None:

@@ -9,7 +9,7 @@ import scipy.sparse as sp
 from sklearn.utils import Bunch
 
 from ._svmlight import read_svmlight
-from ._validation import check_bool, check_int, file_name
+from ._validation import check_bool, check_int
 
 __all__ = ["load_lambdarank", "load_svmlight"]
 
@@ -98,7 +98,6 @@ def load_svmlight(path, *, n_features=None, zero_based="auto", query_file=None):
     >>> X, y, qid = load_svmlight("train.txt")                  # doctest: +SKIP
     >>> RankRLS(alpha=10).fit(X.toarray(), y, groups=qid)       # doctest: +SKIP
     """
-    path = file_name(path)
     if n_features is not None:
         n_features = check_int(n_features, "n_features", low=0)  # 2.5 or "2" were cut to 2
     X, y, qid, _ = read_svmlight(path, n_features=n_features, zero_based=zero_based, query_file=query_file)

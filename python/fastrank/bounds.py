@@ -227,8 +227,15 @@ def kernel_kappa(X, kernel="rbf", *, gamma=None, degree=3, coef0=1.0):
         return 1.0  # exp(0)
     else:
         with np.errstate(over="ignore"):
-            sq = row_sq_norms(X)  # x . x
-            diag = sq if spec.kind == "linear" else (spec.gamma * sq + spec.coef0) ** spec.degree
+            diag = row_sq_norms(X)  # x . x
+            if spec.kind == "poly":
+                diag = spec.gamma * diag + spec.coef0
+                if spec.degree % 1 and (diag < 0).any():  # the fitted kernels refuse it too (was NaN, numpy's text)
+                    raise ValueError(f"polynomial kernel (gamma={spec.gamma:g}, degree={spec.degree:g}, coef0="
+                                     f"{spec.coef0:g}): gamma * x.x + coef0 is negative for some rows of X and the "
+                                     "degree is not an integer, so K(x, x) is undefined; use an integer degree or a "
+                                     "coef0 large enough to keep gamma * x.x + coef0 >= 0")
+                diag = diag ** spec.degree
         if not np.isfinite(diag).all():  # was returned as kappa = inf (or numpy's overflow warning)
             if spec.kind != "linear":
                 raise ValueError("K(x, x) overflows float64 on these rows of X (kappa^2 > 1.8e308): scale X down")

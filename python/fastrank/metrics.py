@@ -678,11 +678,10 @@ def mean_reciprocal_rank(y_true, y_score, groups=None, *, k=None, relevance_thre
     cutoff k).  Relevance, ties (expectation over their orders) and skipped groups as
     :func:`mean_average_precision`."""
     rk, k, rel, R = _ranked_relevance(y_true, y_score, groups, k, relevance_threshold, average)
-    G = rk.G
     r = rk.per_block(rel)
     # the first block of each group holding a relevant row: its first relevant row is at the j-th of its b positions
     # with probability C(b - j, r - 1) / C(b, r)
-    first = np.full(G, np.iinfo(np.int64).max)
+    first = np.full(rk.G, np.iinfo(np.int64).max)
     hit = np.flatnonzero(r > 0)
     np.minimum.at(first, rk.group[hit], hit)
     rows = np.flatnonzero(rk.block == first[rk.gs])
@@ -695,7 +694,7 @@ def mean_reciprocal_rank(y_true, y_score, groups=None, *, k=None, relevance_thre
              - (gammaln(bb + 1) - gammaln(rr + 1) - gammaln(bb - rr + 1)))
     prob = np.where(possible, np.exp(np.where(possible, log_p, 0.0)), 0.0)
     in_k = np.ones(rows.size) if k is None else (rk.pos[rows] <= k)
-    per = np.bincount(rk.gs[rows], weights=prob * in_k / rk.pos[rows], minlength=G)
+    per = np.bincount(rk.gs[rows], weights=prob * in_k / rk.pos[rows], minlength=rk.G)
     return _average(per, R > 0, average, "mean_reciprocal_rank", _NO_RELEVANT)
 
 

@@ -26,7 +26,6 @@ _SCORING_LABELS = {
 
 
 def _axes(ax):
-    """ax, or the axes of a new pyplot figure when ax is None (matplotlib is imported only then)."""
     if ax is None:
         try:
             import matplotlib.pyplot as plt

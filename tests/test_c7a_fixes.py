@@ -1,12 +1,16 @@
 """kernel_kappa with a polynomial kernel of non-integer degree whose diagonal gamma x.x + coef0 is negative: the
 diagonal is undefined, as RankRLS says for the same kernel; it was numpy's "invalid value" RuntimeWarning (an error
-under filterwarnings) or, with warnings off, a ValueError claiming that K(x, x) overflows."""
+under filterwarnings) or, with warnings off, a ValueError claiming that K(x, x) overflows.
+
+CVCurveDisplay.from_estimator of a RankRLSCV with the default cv=None titled the plot "folds" although the fit chose
+leave-query-out (groups) or leave-pair-out (no groups)."""
 
 import warnings
 
 import numpy as np
 import pytest
 
+import fastrank
 from fastrank.bounds import kernel_kappa
 
 
@@ -26,3 +30,18 @@ def test_kernel_kappa_poly_diagonal_still_computed():
     # an integer degree is defined for any sign; a non-integer one where the diagonal base is >= 0
     assert kernel_kappa(X, "poly", degree=2, coef0=-10.0) == np.sqrt(max((0.5 * 5 - 10) ** 2, (0.5 - 10) ** 2))
     assert kernel_kappa(X, "poly", degree=1.5, coef0=1.0) == np.sqrt((0.5 * 5 + 1) ** 1.5)
+
+
+@pytest.mark.parametrize("grouped, title", [(True, "leave-query-out"), (False, "leave-pair-out")])
+def test_cv_curve_title_names_the_scheme_cv_none_chose(grouped, title):
+    pytest.importorskip("matplotlib")
+    from matplotlib.figure import Figure
+
+    from fastrank.plotting import CVCurveDisplay
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(24, 3))
+    y = X[:, 0] + 0.1 * rng.normal(size=24)
+    est = fastrank.RankRLSCV(alphas=[0.1, 1.0, 10.0]).fit(X, y, np.repeat(np.arange(4), 6) if grouped else None)
+    disp = CVCurveDisplay.from_estimator(est, ax=Figure().subplots())
+    assert disp.ax_.get_title() == f"exact cross-validation ({title})"

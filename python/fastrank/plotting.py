@@ -82,7 +82,8 @@ class CVCurveDisplay(_Display):
         res = getattr(estimator, "cv_results_", None)
         if res is None:
             raise ValueError("CVCurveDisplay.from_estimator needs a fitted RankRLSCV (call fit first)")
-        cv = estimator.cv if isinstance(estimator.cv, (str, int)) else "folds"
+        cv = res.get("cv") if estimator.cv is None else estimator.cv  # None: the scheme fit chose, "lpo" or "lgo"
+        cv = cv if isinstance(cv, (str, int)) else "folds"
         disp = cls(res["alphas"], res["scores"], best_alpha=estimator.alpha_, scoring=res["scoring"], cv=cv)
         return disp.plot(ax=ax)
 

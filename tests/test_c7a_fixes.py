@@ -3,7 +3,10 @@ diagonal is undefined, as RankRLS says for the same kernel; it was numpy's "inva
 under filterwarnings) or, with warnings off, a ValueError claiming that K(x, x) overflows.
 
 CVCurveDisplay.from_estimator of a RankRLSCV with the default cv=None titled the plot "folds" although the fit chose
-leave-query-out (groups) or leave-pair-out (no groups)."""
+leave-query-out (groups) or leave-pair-out (no groups).
+
+RankLossCurveDisplay.from_estimator of an OAP-BPM joined by from_members (which keeps no on-line losses) said "the
+estimator has seen no examples yet" although it had seen the whole stream."""
 
 import warnings
 
@@ -45,3 +48,17 @@ def test_cv_curve_title_names_the_scheme_cv_none_chose(grouped, title):
     est = fastrank.RankRLSCV(alphas=[0.1, 1.0, 10.0]).fit(X, y, np.repeat(np.arange(4), 6) if grouped else None)
     disp = CVCurveDisplay.from_estimator(est, ax=Figure().subplots())
     assert disp.ax_.get_title() == f"exact cross-validation ({title})"
+
+
+def test_rank_loss_curve_of_joined_ensemble_says_why_it_is_empty():
+    from fastrank.plotting import RankLossCurveDisplay
+
+    rng = np.random.default_rng(0)
+    X, y = rng.normal(size=(30, 3)), rng.integers(1, 4, 30)
+    blocks = fastrank.OAPBPM(n_estimators=4, random_state=0).member_blocks(2, classes=[1, 2, 3], n_features=3)
+    for b in blocks:
+        b.partial_fit(X, y)
+    joined = fastrank.OAPBPM.from_members(blocks)
+    with pytest.raises(ValueError, match="from_members keeps no on-line losses") as info:
+        RankLossCurveDisplay.from_estimator(joined)
+    assert "seen no examples" not in str(info.value)

@@ -126,7 +126,8 @@ class RankLossCurveDisplay(_Display):
                             "(PRank, OAPBPM, WidrowHoff)")
         curve = estimator.rank_loss_curve()
         if curve.size == 0:
-            raise ValueError("the estimator has seen no examples yet")
+            raise ValueError(f"{type(estimator).__name__} has an empty rank_loss_curve(): an ensemble joined by "
+                             "from_members keeps no on-line losses; plot the curve of a model fitted on the stream")
         return cls(curve, label=label or type(estimator).__name__).plot(ax=ax)
 
     def plot(self, ax=None):

@@ -6,7 +6,11 @@ CVCurveDisplay.from_estimator of a RankRLSCV with the default cv=None titled the
 leave-query-out (groups) or leave-pair-out (no groups).
 
 RankLossCurveDisplay.from_estimator of an OAP-BPM joined by from_members (which keeps no on-line losses) said "the
-estimator has seen no examples yet" although it had seen the whole stream."""
+estimator has seen no examples yet" although it had seen the whole stream.
+
+pairwise_disagreement(sample_weight=w) depends only on the ratios of the weights (pair weight w_i w_j over their sum),
+but weights near 1e200 overflowed the products (numpy's overflow warning) and weights near 1e-200 underflowed them to
+0 ("there is no pair to evaluate")."""
 
 import warnings
 
@@ -15,6 +19,7 @@ import pytest
 
 import fastrank
 from fastrank.bounds import kernel_kappa
+from fastrank.metrics import pairwise_disagreement
 
 
 @pytest.mark.parametrize("silence", [False, True])
@@ -62,3 +67,12 @@ def test_rank_loss_curve_of_joined_ensemble_says_why_it_is_empty():
     with pytest.raises(ValueError, match="from_members keeps no on-line losses") as info:
         RankLossCurveDisplay.from_estimator(joined)
     assert "seen no examples" not in str(info.value)
+
+
+@pytest.mark.parametrize("scale", [1e200, 1e-200, 1e-320, 1e300])
+def test_weighted_disagreement_depends_on_weight_ratios_only(scale):
+    rng = np.random.default_rng(3)
+    y, f, g = rng.integers(0, 3, 40).astype(float), rng.normal(size=40), np.repeat(np.arange(4), 10)
+    k = rng.integers(1, 5, 40).astype(float)  # k * scale keeps the ratios exactly, also for a subnormal scale
+    want = pairwise_disagreement(y, f, g, sample_weight=k)
+    assert pairwise_disagreement(y, f, g, sample_weight=k * scale) == pytest.approx(want, rel=1e-14)

@@ -170,6 +170,10 @@ def pairwise_disagreement(y_true, y_score, groups=None, *, tied_scores="half", a
     sw = as_float_vector(sample_weight, "sample_weight", y.shape[0])
     if (sw < 0).any():
         raise ValueError("sample_weight must be >= 0")
+    top = sw.max()
+    # only the ratios of the weights matter: rescaled where the products w_i w_j or their sums would overflow or vanish
+    if top > 0 and not 1e-100 <= top <= 1e100 / y.shape[0]:
+        sw = sw / top
     num, den = [], []
     for rows in gi.rows():
         yq, fq, wq = y[rows], f[rows], sw[rows]

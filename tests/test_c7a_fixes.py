@@ -10,7 +10,7 @@ estimator has seen no examples yet" although it had seen the whole stream.
 
 pairwise_disagreement(sample_weight=w) depends only on the ratios of the weights (pair weight w_i w_j over their sum),
 but weights near 1e200 overflowed the products (numpy's overflow warning) and weights near 1e-200 underflowed them to
-0 ("there is no pair to evaluate")."""
+0 ("there is no pair to evaluate"); edge_disagreement's weights of 5e-324 made a tie's 1/2 error 0."""
 
 import warnings
 
@@ -19,7 +19,7 @@ import pytest
 
 import fastrank
 from fastrank.bounds import kernel_kappa
-from fastrank.metrics import pairwise_disagreement
+from fastrank.metrics import edge_disagreement, pairwise_disagreement
 
 
 @pytest.mark.parametrize("silence", [False, True])
@@ -76,3 +76,8 @@ def test_weighted_disagreement_depends_on_weight_ratios_only(scale):
     k = rng.integers(1, 5, 40).astype(float)  # k * scale keeps the ratios exactly, also for a subnormal scale
     want = pairwise_disagreement(y, f, g, sample_weight=k)
     assert pairwise_disagreement(y, f, g, sample_weight=k * scale) == pytest.approx(want, rel=1e-14)
+
+
+def test_edge_disagreement_subnormal_weights_keep_their_ratios():
+    assert edge_disagreement([[0, 1]], [1.0, 1.0], weights=[5e-324]) == 0.5
+    assert edge_disagreement([[0, 1], [1, 0]], [1.0, 2.0], weights=[5e-324, 1.5e-323]) == 0.25

@@ -542,7 +542,8 @@ def edge_disagreement(pairs, y_score, weights=None, *, tied_scores="half", ties=
             raise ValueError(f"weights must have one value per edge: {w.shape[0]} weights for {head.shape[0]} edges")
         if (w <= 0).any():
             raise ValueError("weights must be > 0")
-    if w.max() > np.finfo(np.float64).max / w.size:  # sum(w) would overflow; only the ratios of weights matter
+    # only the ratios of the weights matter: rescaled where sum(w) would overflow or the products w_e err_e go subnormal
+    if not 1e-300 <= w.max() <= np.finfo(np.float64).max / w.size:
         w = w / w.max()
     fa, fb = f[head], f[tail]
     err = (fa < fb) + tie_weight * (fa == fb)

@@ -646,8 +646,8 @@ def _ranked_relevance(y_true, y_score, groups, k, relevance_threshold, average, 
     thr = check_real(relevance_threshold, "relevance_threshold", "a finite number")
     rk = _Ranked(*_group_setup(y_true, y_score, groups, average, _PER_GROUP))
     rel = (rk.ys > thr).astype(np.float64)
-    # a cutoff beyond the rows cuts nothing (and then fits an int64)
-    k = None if k is None else min(k, rk.ys.shape[0])
+    # no cutoff is the cutoff m: one beyond the rows cuts nothing (and then fits an int64)
+    k = rk.ys.shape[0] if k is None else min(k, rk.ys.shape[0])
     return rk, k, rel, np.bincount(rk.gs, weights=rel, minlength=rk.G)
 
 
@@ -665,7 +665,7 @@ def mean_average_precision(y_true, y_score, groups=None, *, k=None, relevance_th
     # positions s + j, j = 1..b, with probability 1/b, and then has 1 + (j - 1)(r - 1)/(b - 1) relevant rows of its
     # block at or before it on average: the expected precision it adds is (1/b) sum_j [s + j <= k] (h + 1 + (j - 1)
     # B) / (s + j), B = (r - 1)/(b - 1).
-    in_k = np.ones(rk.ys.shape[0]) if k is None else (rk.pos <= k).astype(np.float64)
+    in_k = (rk.pos <= k).astype(np.float64)
     j_minus_1 = rk.pos - rk.start[rk.block] - 1
     S1 = rk.per_block(in_k / rk.pos)
     S2 = rk.per_block(in_k * j_minus_1 / rk.pos)
@@ -674,7 +674,7 @@ def mean_average_precision(y_true, y_score, groups=None, *, k=None, relevance_th
     b = rk.size.astype(np.float64)
     B = np.where(b > 1, (r - 1) / np.maximum(b - 1, 1), 0.0)
     num = np.bincount(rk.group, weights=r / b * ((h + 1) * S1 + B * S2), minlength=rk.G)
-    den = R if k is None else np.minimum(R, k)
+    den = np.minimum(R, k)
     return _average(num, den, average, "mean_average_precision", _NO_RELEVANT)
 
 
@@ -698,7 +698,7 @@ def mean_reciprocal_rank(y_true, y_score, groups=None, *, k=None, relevance_thre
     log_p = (gammaln(n1 + 1) - gammaln(k1 + 1) - gammaln(np.maximum(n1 - k1, 0.0) + 1)
              - (gammaln(bb + 1) - gammaln(rr + 1) - gammaln(bb - rr + 1)))
     prob = np.where(possible, np.exp(np.where(possible, log_p, 0.0)), 0.0)
-    in_k = np.ones(rows.size) if k is None else (rk.pos[rows] <= k)
+    in_k = rk.pos[rows] <= k
     per = np.bincount(rk.gs[rows], weights=prob * in_k / rk.pos[rows], minlength=rk.G)
     return _average(per, R > 0, average, "mean_reciprocal_rank", _NO_RELEVANT)
 
@@ -740,11 +740,11 @@ def err_at_k(y_true, y_score, groups=None, *, k=None, max_grade=None, average="g
     contrib = np.zeros(rk.first.size)
     single = b == 1
     f1 = rk.first[single]
-    contrib[single] = Rsat[f1] / pos[f1] * (1.0 if k is None else (pos[f1] <= k))
+    contrib[single] = Rsat[f1] / pos[f1] * (pos[f1] <= k)
     # a tied block (start s, size b): a row of it is at each position s + j with probability 1/b, after a uniformly
     # random (j - 1)-subset of the other rows of the block, so it adds R (1/b) sum_j [s + j <= k] E_{j-1}(others) /
     # (s + j), E_t = mean product of (1 - R) over t-subsets
-    span = b if k is None else np.minimum(b, k - rk.start)  # positions of the block inside the cutoff
+    span = np.minimum(b, k - rk.start)  # positions of the block inside the cutoff
     needed = (~single) & (span > 0) & (rk.per_block(Rsat) > 0)
     small = needed & (b <= _SMALL_TIED_BLOCK)
     for part, distinct in ((small, False), (needed & ~small, True)):

@@ -443,14 +443,13 @@ def stability_ranking_loss(y_true, y_score, groups=None, *, loss="hinge", gamma=
     y, f, gi = _group_setup(y_true, y_score, groups, average, _ANY_AVERAGE)
     n = gi.sizes.astype(np.float64)
     den = n * (n - 1) / 2.0
-    if loss in ("0-1", "disc"):
-        S = _pair_stats(y, f, gi, loss == "disc", n_jobs)
-        if loss == "disc":
-            total = S[:, 4] + 0.5 * S[:, 5]
-        else:
-            # all score-tied pairs of a group (labels ignored): sum over tied blocks of C(b, 2)
-            rk = _Ranked(y, f, gi)
-            total = S[:, 2] + 0.5 * np.bincount(rk.group, weights=rk.size * (rk.size - 1) / 2.0, minlength=rk.G)
+    if loss == "disc":
+        S = _pair_stats(y, f, gi, True, n_jobs)
+        total = S[:, 4] + 0.5 * S[:, 5]
+    elif loss == "0-1":  # discordant pairs + 1/2 all score-tied pairs of a group (labels ignored): C(b, 2) per tied block
+        rk = _Ranked(y, f, gi)
+        tied = np.bincount(rk.group, weights=rk.size * (rk.size - 1) / 2.0, minlength=rk.G)
+        total = _pair_stats(y, f, gi, False, n_jobs)[:, 2] + 0.5 * tied
     elif loss == "hinge":
         # (|d| - u)_+ on pairs y_i > y_j is ((y_i - f_i) - (y_j - f_j))_+: dominance pairs of (y, y - f)
         total = _dominance(y, y - f, gi, n_jobs)[:, 2]

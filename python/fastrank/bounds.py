@@ -229,7 +229,7 @@ def kernel_kappa(X, kernel="rbf", *, gamma=None, degree=3, coef0=1.0):
             diag = row_sq_norms(X)  # x . x
             if spec.kind == "poly":
                 diag = spec.gamma * diag + spec.coef0
-                if spec.degree % 1 and (diag < 0).any():  # the fitted kernels refuse it too (was NaN, numpy's text)
+                if spec.degree % 1 and (diag < 0).any():  # K(x, x) undefined (NaN); the fitted kernels refuse it too
                     raise ValueError(f"polynomial kernel (gamma={spec.gamma:g}, degree={spec.degree:g}, coef0="
                                      f"{spec.coef0:g}): gamma * x.x + coef0 is negative for some rows of X and the "
                                      "degree is not an integer, so K(x, x) is undefined; use an integer degree or a "

@@ -773,9 +773,7 @@ def agree(y_true, y_score, groups=None, *, normalize=True, average="group"):
     m = f.shape[0]
     gi = group_index(groups, m)
     if F.ndim == 1:
-        y = _as_vector(F, "y_true")
-        check_consistent_length(y, f)
-        S = _pair_stats(y, f, gi, False)
+        S = _pair_stats(_as_pair(F, f)[0], f, gi, False)
         # concordant relevant pairs keep 1, score-tied relevant pairs 1/2, label-tied pairs 1/2
         kept = (S[:, 1] - S[:, 2] - S[:, 3]) + 0.5 * S[:, 3] + 0.5 * (S[:, 0] - S[:, 1])
         mass = S[:, 0]

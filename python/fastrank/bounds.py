@@ -48,7 +48,7 @@ def _m_kappa_delta(m, kappa, delta):
                    numbers.Integral)
     delta = check_real(delta, "delta", "a number with 0 < delta < 1 (the bound holds with probability 1 - delta)",
                        lambda v: 0 < v < 1)
-    if isinstance(kappa, numbers.Real) and not isinstance(kappa, (bool, np.bool_)) and math.isinf(kappa):
+    if isinstance(kappa, numbers.Real) and math.isinf(kappa):  # a bool is never inf: check_real below refuses it
         raise ValueError("kappa = inf: the kernel is unbounded, but the theorem needs a bounded kernel, "
                          "K(x, x) <= kappa^2 < inf for all x (e.g. a Gaussian kernel, kappa = 1, or bounded inputs)")
     kappa = check_real(kappa, "kappa", "a real number > 0 with K(x, x) <= kappa^2 for all x (a non-zero kernel)",
@@ -99,18 +99,17 @@ def agarwal_niyogi_score_stability_bound(m, lam, kappa, M, delta, *, sigma=1.0, 
     """
     m, kappa, delta = _m_kappa_delta(m, kappa, delta)
     lam, M, sigma = _positive(lam, "lam", _LAM), _positive(M, "M", _LABELS), _positive(sigma, "sigma", _SIGMA)
-    return _stability_bound(m, lam, kappa, delta, log_s=math.log(sigma), empirical=empirical, M=M, sigma=sigma)
+    return _stability_bound(m, lam, kappa, delta, math.log(sigma), M, empirical, M=M, sigma=sigma)
 
 
-def _stability_bound(m, lam, kappa, delta, *, log_s, empirical, **top):
+def _stability_bound(m, lam, kappa, delta, log_s, top, empirical, **named):
     """empirical + 32 s kappa^2 / (lam m) + (16 s kappa^2 / lam + top) sqrt(2 ln(1/delta) / m) in log space, with
-    s = exp(log_s): s = sigma in 002 Corollary 12 (top = M), sigma^2 in Corollary 15 (top = B); ``top`` is that one
-    keyword."""
-    top_value = top["M"] if "M" in top else top["B"]
+    s = exp(log_s): s = sigma in 002 Corollary 12 (top = M), sigma^2 in Corollary 15 (top = B); ``named``: the
+    caller's own inputs, shown if the bound overflows."""
     log_a = log_s + 2.0 * math.log(kappa) - math.log(lam)  # log(s kappa^2 / lam)
     log_root = _log_root(m, math.log(-math.log(delta)))
-    terms = [math.log(32.0) + log_a - math.log(m), _log_add(math.log(16.0) + log_a, math.log(top_value)) + log_root]
-    return _total(empirical, terms, m=m, lam=lam, kappa=kappa, delta=delta, **top)
+    terms = [math.log(32.0) + log_a - math.log(m), _log_add(math.log(16.0) + log_a, math.log(top)) + log_root]
+    return _total(empirical, terms, m=m, lam=lam, kappa=kappa, delta=delta, **named)
 
 
 def agarwal_niyogi_loss_stability_bound(m, lam, kappa, B, delta, *, sigma, empirical=0.0):
@@ -126,7 +125,7 @@ def agarwal_niyogi_loss_stability_bound(m, lam, kappa, B, delta, *, sigma, empir
     m, kappa, delta = _m_kappa_delta(m, kappa, delta)
     lam, sigma = _positive(lam, "lam", _LAM), _positive(sigma, "sigma", _SIGMA)
     B = _positive(B, "B", "the loss must be bounded, l <= B with B > 0")
-    return _stability_bound(m, lam, kappa, delta, log_s=2.0 * math.log(sigma), empirical=empirical, B=B, sigma=sigma)
+    return _stability_bound(m, lam, kappa, delta, 2.0 * math.log(sigma), B, empirical, B=B, sigma=sigma)
 
 
 def hinge_ranking_bound(m, lam, kappa, M, delta, *, empirical=0.0):
@@ -148,7 +147,7 @@ def least_squares_ranking_bound(m, lam, kappa, M, delta, *, empirical=0.0):
     lam, M = _positive(lam, "lam", _LAM), _positive(M, "M", _LABELS)
     # log sigma, sigma = 2 M (1 + 2 kappa / sqrt(lam)): kappa / sqrt(lam) may overflow on its own
     log_sigma = math.log(2.0 * M) + _log_add(0.0, math.log(2.0 * kappa) - 0.5 * math.log(lam))
-    return _stability_bound(m, lam, kappa, delta, log_s=log_sigma, empirical=empirical, M=M)
+    return _stability_bound(m, lam, kappa, delta, log_sigma, M, empirical, M=M)
 
 
 # Cortes, Mohri & Rastogi (000)
@@ -227,8 +226,15 @@ def kernel_kappa(X, kernel="rbf", *, gamma=None, degree=3, coef0=1.0):
         return 1.0  # exp(0)
     else:
         with np.errstate(over="ignore"):
-            sq = row_sq_norms(X)  # x . x
-            diag = sq if spec.kind == "linear" else (spec.gamma * sq + spec.coef0) ** spec.degree
+            diag = row_sq_norms(X)  # x . x
+            if spec.kind == "poly":
+                diag = spec.gamma * diag + spec.coef0
+                if spec.degree % 1 and (diag < 0).any():  # K(x, x) undefined (NaN); the fitted kernels refuse it too
+                    raise ValueError(f"polynomial kernel (gamma={spec.gamma:g}, degree={spec.degree:g}, coef0="
+                                     f"{spec.coef0:g}): gamma * x.x + coef0 is negative for some rows of X and the "
+                                     "degree is not an integer, so K(x, x) is undefined; use an integer degree or a "
+                                     "coef0 large enough to keep gamma * x.x + coef0 >= 0")
+                diag = diag ** spec.degree
         if not np.isfinite(diag).all():  # was returned as kappa = inf (or numpy's overflow warning)
             if spec.kind != "linear":
                 raise ValueError("K(x, x) overflows float64 on these rows of X (kappa^2 > 1.8e308): scale X down")

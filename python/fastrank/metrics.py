@@ -170,6 +170,10 @@ def pairwise_disagreement(y_true, y_score, groups=None, *, tied_scores="half", a
     sw = as_float_vector(sample_weight, "sample_weight", y.shape[0])
     if (sw < 0).any():
         raise ValueError("sample_weight must be >= 0")
+    top = sw.max()
+    # only the ratios of the weights matter: rescaled where the products w_i w_j or their sums would overflow or vanish
+    if top > 0 and not 1e-100 <= top <= 1e100 / y.shape[0]:
+        sw = sw / top
     num, den = [], []
     for rows in gi.rows():
         yq, fq, wq = y[rows], f[rows], sw[rows]
@@ -439,14 +443,13 @@ def stability_ranking_loss(y_true, y_score, groups=None, *, loss="hinge", gamma=
     y, f, gi = _group_setup(y_true, y_score, groups, average, _ANY_AVERAGE)
     n = gi.sizes.astype(np.float64)
     den = n * (n - 1) / 2.0
-    if loss in ("0-1", "disc"):
-        S = _pair_stats(y, f, gi, loss == "disc", n_jobs)
-        if loss == "disc":
-            total = S[:, 4] + 0.5 * S[:, 5]
-        else:
-            # all score-tied pairs of a group (labels ignored): sum over tied blocks of C(b, 2)
-            rk = _Ranked(y, f, gi)
-            total = S[:, 2] + 0.5 * np.bincount(rk.group, weights=rk.size * (rk.size - 1) / 2.0, minlength=rk.G)
+    if loss == "disc":
+        S = _pair_stats(y, f, gi, True, n_jobs)
+        total = S[:, 4] + 0.5 * S[:, 5]
+    elif loss == "0-1":  # discordant pairs + 1/2 all score-tied pairs of a group (labels ignored): C(b, 2) per tied block
+        rk = _Ranked(y, f, gi)
+        tied = np.bincount(rk.group, weights=rk.size * (rk.size - 1) / 2.0, minlength=rk.G)
+        total = _pair_stats(y, f, gi, False, n_jobs)[:, 2] + 0.5 * tied
     elif loss == "hinge":
         # (|d| - u)_+ on pairs y_i > y_j is ((y_i - f_i) - (y_j - f_j))_+: dominance pairs of (y, y - f)
         total = _dominance(y, y - f, gi, n_jobs)[:, 2]
@@ -538,7 +541,8 @@ def edge_disagreement(pairs, y_score, weights=None, *, tied_scores="half", ties=
             raise ValueError(f"weights must have one value per edge: {w.shape[0]} weights for {head.shape[0]} edges")
         if (w <= 0).any():
             raise ValueError("weights must be > 0")
-    if w.max() > np.finfo(np.float64).max / w.size:  # sum(w) would overflow; only the ratios of weights matter
+    # only the ratios of the weights matter: rescaled where sum(w) would overflow or the products w_e err_e go subnormal
+    if not 1e-300 <= w.max() <= np.finfo(np.float64).max / w.size:
         w = w / w.max()
     fa, fb = f[head], f[tail]
     err = (fa < fb) + tie_weight * (fa == fb)
@@ -641,8 +645,8 @@ def _ranked_relevance(y_true, y_score, groups, k, relevance_threshold, average, 
     thr = check_real(relevance_threshold, "relevance_threshold", "a finite number")
     rk = _Ranked(*_group_setup(y_true, y_score, groups, average, _PER_GROUP))
     rel = (rk.ys > thr).astype(np.float64)
-    # a cutoff beyond the rows cuts nothing (and then fits an int64)
-    k = None if k is None else min(k, rk.ys.shape[0])
+    # no cutoff is the cutoff m: one beyond the rows cuts nothing (and then fits an int64)
+    k = rk.ys.shape[0] if k is None else min(k, rk.ys.shape[0])
     return rk, k, rel, np.bincount(rk.gs, weights=rel, minlength=rk.G)
 
 
@@ -660,7 +664,7 @@ def mean_average_precision(y_true, y_score, groups=None, *, k=None, relevance_th
     # positions s + j, j = 1..b, with probability 1/b, and then has 1 + (j - 1)(r - 1)/(b - 1) relevant rows of its
     # block at or before it on average: the expected precision it adds is (1/b) sum_j [s + j <= k] (h + 1 + (j - 1)
     # B) / (s + j), B = (r - 1)/(b - 1).
-    in_k = np.ones(rk.ys.shape[0]) if k is None else (rk.pos <= k).astype(np.float64)
+    in_k = (rk.pos <= k).astype(np.float64)
     j_minus_1 = rk.pos - rk.start[rk.block] - 1
     S1 = rk.per_block(in_k / rk.pos)
     S2 = rk.per_block(in_k * j_minus_1 / rk.pos)
@@ -669,7 +673,7 @@ def mean_average_precision(y_true, y_score, groups=None, *, k=None, relevance_th
     b = rk.size.astype(np.float64)
     B = np.where(b > 1, (r - 1) / np.maximum(b - 1, 1), 0.0)
     num = np.bincount(rk.group, weights=r / b * ((h + 1) * S1 + B * S2), minlength=rk.G)
-    den = R if k is None else np.minimum(R, k)
+    den = np.minimum(R, k)
     return _average(num, den, average, "mean_average_precision", _NO_RELEVANT)
 
 
@@ -678,11 +682,10 @@ def mean_reciprocal_rank(y_true, y_score, groups=None, *, k=None, relevance_thre
     cutoff k).  Relevance, ties (expectation over their orders) and skipped groups as
     :func:`mean_average_precision`."""
     rk, k, rel, R = _ranked_relevance(y_true, y_score, groups, k, relevance_threshold, average)
-    G = rk.G
     r = rk.per_block(rel)
     # the first block of each group holding a relevant row: its first relevant row is at the j-th of its b positions
     # with probability C(b - j, r - 1) / C(b, r)
-    first = np.full(G, np.iinfo(np.int64).max)
+    first = np.full(rk.G, np.iinfo(np.int64).max)
     hit = np.flatnonzero(r > 0)
     np.minimum.at(first, rk.group[hit], hit)
     rows = np.flatnonzero(rk.block == first[rk.gs])
@@ -694,8 +697,8 @@ def mean_reciprocal_rank(y_true, y_score, groups=None, *, k=None, relevance_thre
     log_p = (gammaln(n1 + 1) - gammaln(k1 + 1) - gammaln(np.maximum(n1 - k1, 0.0) + 1)
              - (gammaln(bb + 1) - gammaln(rr + 1) - gammaln(bb - rr + 1)))
     prob = np.where(possible, np.exp(np.where(possible, log_p, 0.0)), 0.0)
-    in_k = np.ones(rows.size) if k is None else (rk.pos[rows] <= k)
-    per = np.bincount(rk.gs[rows], weights=prob * in_k / rk.pos[rows], minlength=G)
+    in_k = rk.pos[rows] <= k
+    per = np.bincount(rk.gs[rows], weights=prob * in_k / rk.pos[rows], minlength=rk.G)
     return _average(per, R > 0, average, "mean_reciprocal_rank", _NO_RELEVANT)
 
 
@@ -736,11 +739,11 @@ def err_at_k(y_true, y_score, groups=None, *, k=None, max_grade=None, average="g
     contrib = np.zeros(rk.first.size)
     single = b == 1
     f1 = rk.first[single]
-    contrib[single] = Rsat[f1] / pos[f1] * (1.0 if k is None else (pos[f1] <= k))
+    contrib[single] = Rsat[f1] / pos[f1] * (pos[f1] <= k)
     # a tied block (start s, size b): a row of it is at each position s + j with probability 1/b, after a uniformly
     # random (j - 1)-subset of the other rows of the block, so it adds R (1/b) sum_j [s + j <= k] E_{j-1}(others) /
     # (s + j), E_t = mean product of (1 - R) over t-subsets
-    span = b if k is None else np.minimum(b, k - rk.start)  # positions of the block inside the cutoff
+    span = np.minimum(b, k - rk.start)  # positions of the block inside the cutoff
     needed = (~single) & (span > 0) & (rk.per_block(Rsat) > 0)
     small = needed & (b <= _SMALL_TIED_BLOCK)
     for part, distinct in ((small, False), (needed & ~small, True)):
@@ -770,9 +773,7 @@ def agree(y_true, y_score, groups=None, *, normalize=True, average="group"):
     m = f.shape[0]
     gi = group_index(groups, m)
     if F.ndim == 1:
-        y = _as_vector(F, "y_true")
-        check_consistent_length(y, f)
-        S = _pair_stats(y, f, gi, False)
+        S = _pair_stats(_as_pair(F, f)[0], f, gi, False)
         # concordant relevant pairs keep 1, score-tied relevant pairs 1/2, label-tied pairs 1/2
         kept = (S[:, 1] - S[:, 2] - S[:, 3]) + 0.5 * S[:, 3] + 0.5 * (S[:, 0] - S[:, 1])
         mass = S[:, 0]

@@ -26,7 +26,6 @@ _SCORING_LABELS = {
 
 
 def _axes(ax):
-    """ax, or the axes of a new pyplot figure when ax is None (matplotlib is imported only then)."""
     if ax is None:
         try:
             import matplotlib.pyplot as plt
@@ -83,7 +82,8 @@ class CVCurveDisplay(_Display):
         res = getattr(estimator, "cv_results_", None)
         if res is None:
             raise ValueError("CVCurveDisplay.from_estimator needs a fitted RankRLSCV (call fit first)")
-        cv = estimator.cv if isinstance(estimator.cv, (str, int)) else "folds"
+        cv = res.get("cv") if estimator.cv is None else estimator.cv  # None: the scheme fit chose, "lpo" or "lgo"
+        cv = cv if isinstance(cv, (str, int)) else "folds"
         disp = cls(res["alphas"], res["scores"], best_alpha=estimator.alpha_, scoring=res["scoring"], cv=cv)
         return disp.plot(ax=ax)
 
@@ -126,7 +126,8 @@ class RankLossCurveDisplay(_Display):
                             "(PRank, OAPBPM, WidrowHoff)")
         curve = estimator.rank_loss_curve()
         if curve.size == 0:
-            raise ValueError("the estimator has seen no examples yet")
+            raise ValueError(f"{type(estimator).__name__} has an empty rank_loss_curve(): an ensemble joined by "
+                             "from_members keeps no on-line losses; plot the curve of a model fitted on the stream")
         return cls(curve, label=label or type(estimator).__name__).plot(ax=ax)
 
     def plot(self, ax=None):

@@ -37,7 +37,6 @@ class _DenseTransformer(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
     dense anyway."""
 
     def _dense_float(self, X, *, reset):
-        """X validated by scikit-learn (finite, 2-D, n_features_in_ checked), densified behind the memory guard."""
         return densified(validate_data(self, X, accept_sparse="csr", dtype=np.float64, reset=reset))
 
     def __sklearn_tags__(self):

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._validation import _asarray, check_int
+from ._validation import _asarray, check_int, whole_numbers
 
 __all__ = ["groups_from_sizes", "sizes_from_groups", "groups_from_qid", "qid_from_groups", "group_order"]
 
@@ -65,7 +65,7 @@ def groups_from_sizes(sizes, n_samples=None):
     if s.ndim != 1:
         raise ValueError(f"sizes must be a 1-D array of group sizes, got shape {s.shape}")
     if s.size and s.dtype.kind in "fu":  # uint64 above 2**63 wrapped to negative sizes
-        if not np.all(np.isfinite(s)) or np.any((s != np.round(s)) | (np.abs(s) >= 2.0**63)):  # no int64 overflow
+        if not whole_numbers(s) or np.any(np.abs(s) >= 2.0**63):  # no int64 overflow
             raise ValueError("sizes must be whole numbers (the number of rows in each group) below 2**63")
     elif s.size and s.dtype.kind not in "iu":
         raise TypeError(f"sizes must be integers, got dtype {s.dtype}")

@@ -10,10 +10,8 @@ active scheduler (a ``dask.distributed`` client if one exists).  See docs/design
 
 from __future__ import annotations
 
-import contextlib
 import copy
 import functools
-import threading
 
 import numpy as np
 import scipy.sparse as sp
@@ -31,7 +29,7 @@ from ._problem import check_weighting, pair_weights, raise_without_preferences
 from ._base import FastrankEstimator, ranking_accuracy
 from ._rankrls import RankRLS, RankRLSPath
 from ._solvers import Fit, basis_primal_weights, select_basis, solve_assembled_basis, solve_assembled_primal
-from ._threads import blas_controller
+from ._threads import compute_region
 from ._validation import (_all_finite, _asarray, _to_float, check_alpha, check_alphas, check_int, check_n_jobs,
                           group_index)
 from .model_selection import permutation_test_lpo as _single
@@ -236,15 +234,6 @@ def _group_table(X, G):
     return ids, counts
 
 
-def _one_blas_thread_per_task():
-    """One BLAS thread per task's scatter (a SYRK of its partition; measured in docs/design/dask.md),
-    set here for in-process workers (OpenBLAS honours a limit set from the main thread)."""
-    ctl = blas_controller()
-    if ctl is None or threading.current_thread() is not threading.main_thread():
-        return contextlib.nullcontext()
-    return ctl.limit(limits=1, user_api="blas")
-
-
 def _statistics(X, Y, G, table, weighting, feature):
     """The assembled ``F^T L F`` (symmetrised) and ``F^T L Y``; raises when every target is tied."""
     offs = _offsets(X)
@@ -252,7 +241,9 @@ def _statistics(X, Y, G, table, weighting, feature):
     table_d, feat_d = dask.delayed(table, pure=True), dask.delayed(feature, pure=True)
     parts = [dask.delayed(_partition_stats, pure=True)(i, int(offs[i]), xb, yb, gb, table_d, weighting, feat_d)
              for i, (xb, yb, gb) in enumerate(zip(_blocks(X), _blocks(Y), gblocks))]
-    with _one_blas_thread_per_task():
+    # One BLAS thread per task's scatter (a SYRK of its partition; measured in docs/design/dask.md), set for in-process
+    # workers by a one-thread compute region
+    with compute_region(1):
         stats = dask.compute(_tree(parts, functools.partial(_combine_stats, weighting)))[0]
     if stats["codes"].size:  # cannot happen when the group table is right
         raise RuntimeError("internal error: incomplete groups after merging the partitions")
@@ -493,11 +484,6 @@ class DaskRankRLSCV(RegressorMixin, FastrankEstimator):
         return self.best_estimator_.score(X, y, groups, sample_weight)
 
 
-def _perm_task(estimator, X, y, groups, k, rng, scoring):
-    score, perm, _ = _single(estimator, X, y, n_permutations=k, random_state=rng, groups=groups, scoring=scoring)
-    return score, perm
-
-
 def permutation_test_lpo(estimator, X, y, n_permutations=100, random_state=None, groups=None, scoring="auc",
                          *, n_blocks=None):
     """:func:`fastrank.model_selection.permutation_test_lpo` in blocks of permutations on dask.
@@ -524,7 +510,7 @@ def permutation_test_lpo(estimator, X, y, n_permutations=100, random_state=None,
     for b in range(n_blocks):
         k = int(bounds[b + 1] - bounds[b])
         state = copy.deepcopy(rng)  # the generator at the start of the block
-        tasks.append(dask.delayed(_perm_task, pure=True)(ed, Xd, yd, gd, k, state, scoring))
+        tasks.append(dask.delayed(_single, pure=True)(ed, Xd, yd, k, state, gd, scoring))  # (score, perm, p-value)
         for _ in range(k):  # consume exactly the block's draws
             for size in sizes:
                 rng.permutation(size)

@@ -79,13 +79,6 @@ def _check_labels(y, n_rows, *, label_set_fixed=False):
     return y, classes
 
 
-def _is_nan(v):
-    try:
-        return bool(v != v)  # NaN is the only value not equal to itself
-    except (TypeError, ValueError):
-        return False
-
-
 def _sorted_classes(values, name="classes"):
     try:
         values = np.asarray(values)
@@ -93,8 +86,11 @@ def _sorted_classes(values, name="classes"):
         values = np.empty((0, 0))
     if values.ndim != 1:  # a string or scalar is no label set; a 2-D one is ambiguous
         raise ValueError(f"{name} must be a 1-D list of the ordered labels, got {values.ndim} dimensions")
-    if values.dtype.kind in "fc" and np.isnan(values).any() or \
-            values.dtype == object and any(_is_nan(v) for v in values.ravel()):
+    try:  # NaN is the only value not equal to itself
+        nan = values.dtype.kind in "fcO" and bool(np.any(values != values))
+    except (TypeError, ValueError):  # a value whose comparison is no bool (pandas.NA, an array): not NaN
+        nan = False
+    if nan:
         raise ValueError(f"{name} contains NaN; class labels must be orderable values (NaN has no place in an "
                          "order)")
     try:

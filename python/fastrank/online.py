@@ -95,7 +95,7 @@ def _sorted_classes(values, name="classes"):
                          "order)")
     try:
         return np.unique(values)
-    except TypeError as exc:
+    except (TypeError, ValueError) as exc:  # ValueError: an array among the labels has no truth value
         raise ValueError(f"labels must be orderable (mutually comparable): {exc}") from None
 
 

@@ -1,0 +1,28 @@
+"""Regressions found while restructuring the on-line learners: errors named, never numpy's own text."""
+
+import numpy as np
+import pytest
+
+from fastrank import OAPBPM, PRank, WidrowHoff
+
+
+def _labels_holding_an_array():
+    y = np.empty(4, dtype=object)
+    y[:] = [np.array([1, 2]), 3, 1, 2]  # an array among the labels: no order (numpy's "truth value ... ambiguous")
+    return y
+
+
+@pytest.mark.parametrize("cls", [PRank, OAPBPM, WidrowHoff])
+def test_unorderable_labels_named(cls):
+    X = np.random.default_rng(0).normal(size=(4, 2))
+    with pytest.raises(ValueError, match="orderable"):
+        cls().fit(X, _labels_holding_an_array())
+    with pytest.raises(ValueError, match="orderable"):
+        cls().partial_fit(X, [1, 2, 1, 2], classes=_labels_holding_an_array())
+    est = cls().partial_fit(X, [1, 2, 1, 2])
+    before = {k: v.copy() if isinstance(v, np.ndarray) else v for k, v in est.__dict__.items()}
+    with pytest.raises(ValueError, match="orderable"):
+        est.partial_fit(X, _labels_holding_an_array())
+    assert est.__dict__.keys() == before.keys()
+    for k, v in before.items():
+        np.testing.assert_array_equal(est.__dict__[k], v)

@@ -26,3 +26,27 @@ def test_unorderable_labels_named(cls):
     assert est.__dict__.keys() == before.keys()
     for k, v in before.items():
         np.testing.assert_array_equal(est.__dict__[k], v)
+
+
+@pytest.mark.parametrize("groups", [[[1], [2, 3]], [[1], [2]], 5])
+def test_online_mprank_partial_fit_groups_named(groups):
+    from fastrank import OnlineMPRank
+
+    rng = np.random.default_rng(0)
+    X, y = rng.normal(size=(8, 2)), rng.normal(size=8)
+    est = OnlineMPRank(max_iter=3).fit(X, y, np.repeat([0, 1], 4))
+    coef = est.dual_coef_.copy()
+    with pytest.raises(ValueError, match="groups"):
+        est.partial_fit(X[:2], y[:2], groups)
+    np.testing.assert_array_equal(est.dual_coef_, coef)
+
+
+def test_rankboost_path_ragged_arguments_named():
+    from fastrank import rankboost_path
+
+    rng = np.random.default_rng(0)
+    X, y = rng.normal(size=(8, 2)), rng.normal(size=8)
+    with pytest.raises(ValueError, match="n_estimators"):
+        rankboost_path(X, y, [[1, 2], [3]])
+    with pytest.raises(ValueError, match="groups"):
+        rankboost_path(X, y, 3, groups=[[1], [2, 3]] + [[4]] * 6)

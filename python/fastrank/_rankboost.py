@@ -18,7 +18,7 @@ from ._problem import check_pairs
 from ._progress import progress
 from ._registry import register_estimator
 from ._solvers import check_indices
-from ._validation import as_float_matrix, check_bool, check_n_jobs, group_index
+from ._validation import _asarray, as_float_matrix, check_bool, check_n_jobs, group_index
 
 __all__ = ["RankBoost", "rankboost_path"]
 
@@ -216,7 +216,7 @@ def rankboost_path(X, y, n_estimators, groups=None, *, cv=5, scoring=None, refit
     from .metrics import get_measure
 
     refit = check_bool(refit, "refit")
-    grid = np.asarray(n_estimators).reshape(-1)
+    grid = _asarray(n_estimators, "n_estimators").reshape(-1)
     if grid.dtype.kind in "iu" and np.ndim(n_estimators) == 0:
         grid = np.arange(1, int(grid[0]) + 1)
     if grid.size == 0 or grid.dtype.kind not in "iu" or np.any(grid < 1):
@@ -226,7 +226,7 @@ def rankboost_path(X, y, n_estimators, groups=None, *, cv=5, scoring=None, refit
     base = RankBoost(n_estimators=int(grid[-1]), **params)
     X = base._check_X(X, min_rows=2)
     y = base._check_target_vector(y, X.shape[0])
-    g = None if groups is None else np.asarray(groups)
+    g = None if groups is None else _asarray(groups, "groups")
     group_index(g, X.shape[0])  # one id per row: checked before the folds index the ids
     if isinstance(cv, (int, np.integer)) and not isinstance(cv, bool):
         if cv < 2:

@@ -806,6 +806,8 @@ class OnlineMPRank(KernelMixin, Ranker):
             raise ValueError("partial_fit is not available with a precomputed kernel; call fit with the full matrix")
         X = self._check_predict_X(_as_X(X))
         y = self._check_target_vector(y, X.shape[0])
+        if groups is not None:
+            group_index(groups, X.shape[0])  # one id per row of this batch, checked before the ids are joined
         return self._solve(np.ascontiguousarray(np.vstack([self.X_fit_, X])), np.concatenate([self._y, y]),
                            np.concatenate([self.dual_coef_, np.zeros(X.shape[0])]),
                            None if groups is None else np.concatenate([self._groups, np.asarray(groups)]), self._spec)

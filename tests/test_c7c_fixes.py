@@ -50,3 +50,14 @@ def test_rankboost_path_ragged_arguments_named():
         rankboost_path(X, y, [[1, 2], [3]])
     with pytest.raises(ValueError, match="groups"):
         rankboost_path(X, y, 3, groups=[[1], [2, 3]] + [[4]] * 6)
+
+
+def test_fit_oapbpm_unorderable_labels_named():
+    pytest.importorskip("dask")
+    from fastrank.dask import fit_oapbpm
+
+    X = np.random.default_rng(0).normal(size=(20, 3))
+    with pytest.raises(ValueError, match="orderable"):
+        fit_oapbpm(OAPBPM(n_estimators=3), X, np.array(["a", 1] * 10, dtype=object))
+    with pytest.raises(ValueError, match="y contains NaN"):
+        fit_oapbpm(OAPBPM(n_estimators=3), X, np.array([1.0, np.nan] * 10))

@@ -33,7 +33,7 @@ from ._threads import compute_region
 from ._validation import (_all_finite, _asarray, _to_float, check_alpha, check_alphas, check_int, check_n_jobs,
                           group_index)
 from .model_selection import permutation_test_lpo as _single
-from .online import OAPBPM
+from .online import OAPBPM, _sorted_classes
 
 __all__ = ["DaskRankRLS", "DaskRankRLSPath", "rankrls_path", "DaskRankRLSCV", "permutation_test_lpo", "fit_oapbpm"]
 
@@ -548,7 +548,7 @@ def fit_oapbpm(estimator, X, y, *, classes=None, n_blocks=None):
     if yd.ndim != 1:
         raise ValueError("y must be 1-D with one label per row of X")
     if classes is None:
-        classes = np.unique(yd.compute())
+        classes = _sorted_classes(yd.compute(), "y")
     n_blocks = _default_blocks() if n_blocks is None else n_blocks
     xb, ybl = _blocks(Xd), _blocks(yd)
     states = []

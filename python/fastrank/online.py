@@ -49,9 +49,7 @@ _NLMS_STEP = 0.2
 
 
 def _as_X(X):
-    """``_validation.as_float_matrix`` (scikit-learn's wording for bad input), None rejected.
-
-    scipy.sparse rows are validated and densified for this call only, behind the memory guard: the
+    """scipy.sparse rows are validated and densified for this call only, behind the memory guard: the
     perceptron updates touch every weight anyway, and a sparse stream goes through ``partial_fit``
     chunk by chunk (chunks give the same model as one pass)."""
     if X is None:
@@ -100,7 +98,6 @@ def _sorted_classes(values, name="classes"):
 
 
 def _to_ranks(classes, y):
-    """Ranks 1..k of y's labels in ``classes`` (sorted); a clear error for unseen labels."""
     try:
         idx = np.searchsorted(classes, y)
     except TypeError as exc:
@@ -719,8 +716,7 @@ class OnlineMPRank(KernelMixin, Ranker):
 
     def _solve(self, X, y, alpha0, groups, spec):
         """Iterate from ``alpha0`` on the points (X, y); only pairs inside a group count with
-        ``groups``.  Nothing is stored before the solve succeeded: a failed fit leaves a fitted
-        model as it was."""
+        ``groups``."""
         gi = group_index(groups, X.shape[0])
         require_preferences(y, gi, "OnlineMPRank")
         # Peak: K, the centred Kt and the temporaries of (Kt + Kt.T) / 2 and its Fortran copy (the

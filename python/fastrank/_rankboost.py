@@ -18,7 +18,7 @@ from ._problem import check_pairs
 from ._progress import progress
 from ._registry import register_estimator
 from ._solvers import check_indices
-from ._validation import _asarray, as_float_matrix, check_bool, check_n_jobs, group_index
+from ._validation import _asarray, as_float_matrix, check_bool, check_int, check_n_jobs, group_index
 
 __all__ = ["RankBoost", "rankboost_path"]
 
@@ -229,9 +229,8 @@ def rankboost_path(X, y, n_estimators, groups=None, *, cv=5, scoring=None, refit
     g = None if groups is None else _asarray(groups, "groups")
     group_index(g, X.shape[0])  # one id per row: checked before the folds index the ids
     if isinstance(cv, (int, np.integer)) and not isinstance(cv, bool):
-        if cv < 2:
-            raise ValueError(f"cv must be at least 2 folds, got {cv}")
-        cv = GroupKFold(n_splits=int(cv)) if g is not None else KFold(n_splits=int(cv))
+        n_folds = check_int(cv, "cv", low=2)
+        cv = GroupKFold(n_splits=n_folds) if g is not None else KFold(n_splits=n_folds)
     if hasattr(cv, "split") and not isinstance(cv, str):
         folds = list(cv.split(X, y, g))
     elif hasattr(cv, "__iter__") and not isinstance(cv, str):

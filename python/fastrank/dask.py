@@ -23,10 +23,9 @@ import dask
 import dask.array as da
 
 from ._cv import RankRLSCV
-from ._kernels import resolve_kernel
 from ._memory import check_dense_memory
 from ._problem import check_weighting, pair_weights, raise_without_preferences
-from ._base import FastrankEstimator, ranking_accuracy
+from ._base import FastrankEstimator, KernelMixin, ranking_accuracy
 from ._rankrls import RankRLS, RankRLSPath
 from ._solvers import Fit, basis_primal_weights, select_basis, solve_assembled_basis, solve_assembled_primal
 from ._threads import compute_region
@@ -262,11 +261,11 @@ def _predict_block(block, coef, spec, XR, n_threads, one_d, block_info):
     if XR is None:
         out = B @ coef
     else:
-        out = np.asarray(spec.predict(B, XR, coef, n_threads))
+        out = spec.predict(B, XR, coef, n_threads)
     return out[:, 0] if one_d else out
 
 
-class DaskRankRLS(RegressorMixin, FastrankEstimator):
+class DaskRankRLS(KernelMixin, RegressorMixin, FastrankEstimator):
     """RankRLS fitted exactly on dask arrays / dataframes (linear primal or subset of regressors).
 
     The fit equals the in-memory :class:`fastrank.RankRLS` with the same parameters (the linear
@@ -305,7 +304,7 @@ class DaskRankRLS(RegressorMixin, FastrankEstimator):
         if self.kernel == "precomputed":
             raise ValueError("kernel='precomputed' is not supported on dask inputs (the kernel matrix is m x m); "
                              "give features and a kernel name with basis_vectors")
-        spec = resolve_kernel(self.kernel, self.gamma, self.degree, self.coef0, n)
+        spec = self._kernel_spec(n)
         if not spec.linear and self.basis_vectors is None:
             raise ValueError(
                 "a non-linear kernel on dask inputs needs basis_vectors=<int or indices> (subset of regressors, "
@@ -321,7 +320,7 @@ class DaskRankRLS(RegressorMixin, FastrankEstimator):
         basis = select_basis(X.shape[0], self.basis_vectors, self.random_state)
         check_dense_memory(basis.size, 2, "basis system K_R^T L K_R")
         XR = _take_rows(X, basis)
-        KRR = np.asarray(spec.cross(XR, XR, n_threads))
+        KRR = spec.cross(XR, XR, n_threads)
         # the feature map of subset-of-regressors RankRLS: F = K(X, X_R)
         H, g = _statistics(X, Y, G, table, weighting, functools.partial(spec.cross, X=XR, n_threads=n_threads))
         A = solve_assembled_basis(H, g, 0.5 * (KRR + KRR.T), alphas)
@@ -350,7 +349,7 @@ class DaskRankRLS(RegressorMixin, FastrankEstimator):
             coef, spec, XR = self.coef_.reshape(self.n_features_in_, -1), None, None
         else:
             coef = self.dual_coef_.reshape(self.dual_coef_.shape[0], -1)
-            spec = resolve_kernel(self.kernel, self.gamma, self.degree, self.coef0, self.n_features_in_)
+            spec = self._kernel_spec(self.n_features_in_)
             XR = self.X_fit_
         kw = {"drop_axis": 1} if one_d else {"chunks": (Xd.chunks[0], (coef.shape[1],))}
         out = Xd.map_blocks(_predict_block, coef, spec, XR, check_n_jobs(self.n_jobs), one_d, dtype=np.float64,

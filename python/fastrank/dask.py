@@ -471,7 +471,7 @@ class DaskRankRLSCV(RegressorMixin, FastrankEstimator):
                             "scoring": first["scoring"]}
         # The winning task already refitted its best alpha on all data: same model, no extra fit.
         self.best_estimator_ = fits[kg].best_estimator_
-        self.n_features_in_ = getattr(self.best_estimator_, "n_features_in_", None)
+        self.n_features_in_ = self.best_estimator_.n_features_in_
         return self
 
     def predict(self, X):

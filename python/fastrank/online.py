@@ -722,7 +722,7 @@ class OnlineMPRank(KernelMixin, Ranker):
         # Peak: K, the centred Kt and the temporaries of (Kt + Kt.T) / 2 and its Fortran copy (the
         # C++ iteration works on that copy): 5 m x m matrices.
         check_dense_memory(X.shape[0], 5, "kernel matrix of OnlineMPRank (and its centred copies)")
-        K = check_precomputed_kernel(X, min_rows=2) if spec.precomputed else \
+        K = check_precomputed_kernel(X) if spec.precomputed else \
             spec.train(X, check_n_jobs(self.n_jobs))
         m = K.shape[0]
         if groups is None:

@@ -18,7 +18,7 @@ from ._problem import check_pairs
 from ._progress import progress
 from ._registry import register_estimator
 from ._solvers import check_indices
-from ._validation import as_float_matrix, check_bool, check_n_jobs, group_index
+from ._validation import _asarray, as_float_matrix, check_bool, check_int, check_n_jobs, group_index
 
 __all__ = ["RankBoost", "rankboost_path"]
 
@@ -128,15 +128,10 @@ class RankBoost(Ranker):
 
     def _boost(self, params, core_fit, X, data, n_pairs):
         """Run the C++ boosting loop on ``data`` (``n_pairs`` crucial pairs N; eps+ and eps- floored at 1 / (2 N)) and
-        store its result.  The per-round hook is None when silent (no GIL round trip per round)."""
-        done = [0]
-
-        def on_round(t):
-            bar.update(t - done[0])
-            done[0] = t
-
+        store its result.  The hook, called after each round, is None when silent (no GIL round trip per round)."""
         with progress(total=params[0], desc="RankBoost", unit="round", verbose=self.verbose) as bar:
-            res = core_fit(X, *data, *params, self.alpha_rule, 0.5 / float(n_pairs), on_round if self.verbose else None)
+            res = core_fit(X, *data, *params, self.alpha_rule, 0.5 / float(n_pairs),
+                           (lambda t: bar.update(1)) if self.verbose else None)
         features, thresholds, alphas, r, qdef, eps_plus, eps_minus, z = res
         self.features_, self.qdefs_ = np.asarray(features, dtype=np.int64), np.asarray(qdef, dtype=np.int64)
         self.thresholds_, self.alphas_, self.correlations_, self.normalizers_, eps_plus, eps_minus = (
@@ -147,8 +142,10 @@ class RankBoost(Ranker):
         self.n_features_in_ = X.shape[1]
         return self
 
-    def _weak_outputs(self, X):
-        """(p, n_estimators_) matrix of h_t(x) in {0, 1}."""
+    def _cumulative_scores(self, X):
+        """(p, n_estimators_): column t holds sum_{s <= t} alpha_s h_s(x), added in round order, so the scores after t
+        rounds are bit-identical to those of a model fitted with t rounds (tied scores, frequent with {0, 1} weak
+        rankers, stay tied the same way)."""
         check_is_fitted(self, "alphas_")
         X = self._check_X(X)
         if X.shape[1] != self.n_features_in_:
@@ -159,13 +156,6 @@ class RankBoost(Ranker):
         if self.missing == "q_def":
             nan = np.isnan(V)
             H[nan] = np.broadcast_to(self.qdefs_, H.shape)[nan]
-        return H
-
-    def _cumulative_scores(self, X):
-        """(p, n_estimators_): column t holds sum_{s <= t} alpha_s h_s(x), added in round order, so the scores after t
-        rounds are bit-identical to those of a model fitted with t rounds (tied scores, frequent with {0, 1} weak
-        rankers, stay tied the same way)."""
-        H = self._weak_outputs(X)
         H *= self.alphas_
         return np.cumsum(H, axis=1, out=H)
 
@@ -226,7 +216,7 @@ def rankboost_path(X, y, n_estimators, groups=None, *, cv=5, scoring=None, refit
     from .metrics import get_measure
 
     refit = check_bool(refit, "refit")
-    grid = np.asarray(n_estimators).reshape(-1)
+    grid = _asarray(n_estimators, "n_estimators").reshape(-1)
     if grid.dtype.kind in "iu" and np.ndim(n_estimators) == 0:
         grid = np.arange(1, int(grid[0]) + 1)
     if grid.size == 0 or grid.dtype.kind not in "iu" or np.any(grid < 1):
@@ -236,12 +226,11 @@ def rankboost_path(X, y, n_estimators, groups=None, *, cv=5, scoring=None, refit
     base = RankBoost(n_estimators=int(grid[-1]), **params)
     X = base._check_X(X, min_rows=2)
     y = base._check_target_vector(y, X.shape[0])
-    g = None if groups is None else np.asarray(groups)
+    g = None if groups is None else _asarray(groups, "groups")
     group_index(g, X.shape[0])  # one id per row: checked before the folds index the ids
     if isinstance(cv, (int, np.integer)) and not isinstance(cv, bool):
-        if cv < 2:
-            raise ValueError(f"cv must be at least 2 folds, got {cv}")
-        cv = GroupKFold(n_splits=int(cv)) if g is not None else KFold(n_splits=int(cv))
+        n_folds = check_int(cv, "cv", low=2)
+        cv = GroupKFold(n_splits=n_folds) if g is not None else KFold(n_splits=n_folds)
     if hasattr(cv, "split") and not isinstance(cv, str):
         folds = list(cv.split(X, y, g))
     elif hasattr(cv, "__iter__") and not isinstance(cv, str):

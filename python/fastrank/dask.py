@@ -10,10 +10,8 @@ active scheduler (a ``dask.distributed`` client if one exists).  See docs/design
 
 from __future__ import annotations
 
-import contextlib
 import copy
 import functools
-import threading
 
 import numpy as np
 import scipy.sparse as sp
@@ -25,17 +23,16 @@ import dask
 import dask.array as da
 
 from ._cv import RankRLSCV
-from ._kernels import resolve_kernel
 from ._memory import check_dense_memory
 from ._problem import check_weighting, pair_weights, raise_without_preferences
-from ._base import FastrankEstimator, ranking_accuracy
+from ._base import FastrankEstimator, KernelMixin, ranking_accuracy
 from ._rankrls import RankRLS, RankRLSPath
 from ._solvers import Fit, basis_primal_weights, select_basis, solve_assembled_basis, solve_assembled_primal
-from ._threads import blas_controller
+from ._threads import compute_region
 from ._validation import (_all_finite, _asarray, _to_float, check_alpha, check_alphas, check_int, check_n_jobs,
                           group_index)
 from .model_selection import permutation_test_lpo as _single
-from .online import OAPBPM
+from .online import OAPBPM, _sorted_classes
 
 __all__ = ["DaskRankRLS", "DaskRankRLSPath", "rankrls_path", "DaskRankRLSCV", "permutation_test_lpo", "fit_oapbpm"]
 
@@ -236,15 +233,6 @@ def _group_table(X, G):
     return ids, counts
 
 
-def _one_blas_thread_per_task():
-    """One BLAS thread per task's scatter (a SYRK of its partition; measured in docs/design/dask.md),
-    set here for in-process workers (OpenBLAS honours a limit set from the main thread)."""
-    ctl = blas_controller()
-    if ctl is None or threading.current_thread() is not threading.main_thread():
-        return contextlib.nullcontext()
-    return ctl.limit(limits=1, user_api="blas")
-
-
 def _statistics(X, Y, G, table, weighting, feature):
     """The assembled ``F^T L F`` (symmetrised) and ``F^T L Y``; raises when every target is tied."""
     offs = _offsets(X)
@@ -252,7 +240,9 @@ def _statistics(X, Y, G, table, weighting, feature):
     table_d, feat_d = dask.delayed(table, pure=True), dask.delayed(feature, pure=True)
     parts = [dask.delayed(_partition_stats, pure=True)(i, int(offs[i]), xb, yb, gb, table_d, weighting, feat_d)
              for i, (xb, yb, gb) in enumerate(zip(_blocks(X), _blocks(Y), gblocks))]
-    with _one_blas_thread_per_task():
+    # One BLAS thread per task's scatter (a SYRK of its partition; measured in docs/design/dask.md), set for in-process
+    # workers by a one-thread compute region
+    with compute_region(1):
         stats = dask.compute(_tree(parts, functools.partial(_combine_stats, weighting)))[0]
     if stats["codes"].size:  # cannot happen when the group table is right
         raise RuntimeError("internal error: incomplete groups after merging the partitions")
@@ -271,11 +261,11 @@ def _predict_block(block, coef, spec, XR, n_threads, one_d, block_info):
     if XR is None:
         out = B @ coef
     else:
-        out = np.asarray(spec.predict(B, XR, coef, n_threads))
+        out = spec.predict(B, XR, coef, n_threads)
     return out[:, 0] if one_d else out
 
 
-class DaskRankRLS(RegressorMixin, FastrankEstimator):
+class DaskRankRLS(KernelMixin, RegressorMixin, FastrankEstimator):
     """RankRLS fitted exactly on dask arrays / dataframes (linear primal or subset of regressors).
 
     The fit equals the in-memory :class:`fastrank.RankRLS` with the same parameters (the linear
@@ -314,7 +304,7 @@ class DaskRankRLS(RegressorMixin, FastrankEstimator):
         if self.kernel == "precomputed":
             raise ValueError("kernel='precomputed' is not supported on dask inputs (the kernel matrix is m x m); "
                              "give features and a kernel name with basis_vectors")
-        spec = resolve_kernel(self.kernel, self.gamma, self.degree, self.coef0, n)
+        spec = self._kernel_spec(n)
         if not spec.linear and self.basis_vectors is None:
             raise ValueError(
                 "a non-linear kernel on dask inputs needs basis_vectors=<int or indices> (subset of regressors, "
@@ -330,7 +320,7 @@ class DaskRankRLS(RegressorMixin, FastrankEstimator):
         basis = select_basis(X.shape[0], self.basis_vectors, self.random_state)
         check_dense_memory(basis.size, 2, "basis system K_R^T L K_R")
         XR = _take_rows(X, basis)
-        KRR = np.asarray(spec.cross(XR, XR, n_threads))
+        KRR = spec.cross(XR, XR, n_threads)
         # the feature map of subset-of-regressors RankRLS: F = K(X, X_R)
         H, g = _statistics(X, Y, G, table, weighting, functools.partial(spec.cross, X=XR, n_threads=n_threads))
         A = solve_assembled_basis(H, g, 0.5 * (KRR + KRR.T), alphas)
@@ -359,7 +349,7 @@ class DaskRankRLS(RegressorMixin, FastrankEstimator):
             coef, spec, XR = self.coef_.reshape(self.n_features_in_, -1), None, None
         else:
             coef = self.dual_coef_.reshape(self.dual_coef_.shape[0], -1)
-            spec = resolve_kernel(self.kernel, self.gamma, self.degree, self.coef0, self.n_features_in_)
+            spec = self._kernel_spec(self.n_features_in_)
             XR = self.X_fit_
         kw = {"drop_axis": 1} if one_d else {"chunks": (Xd.chunks[0], (coef.shape[1],))}
         out = Xd.map_blocks(_predict_block, coef, spec, XR, check_n_jobs(self.n_jobs), one_d, dtype=np.float64,
@@ -481,7 +471,7 @@ class DaskRankRLSCV(RegressorMixin, FastrankEstimator):
                             "scoring": first["scoring"]}
         # The winning task already refitted its best alpha on all data: same model, no extra fit.
         self.best_estimator_ = fits[kg].best_estimator_
-        self.n_features_in_ = getattr(self.best_estimator_, "n_features_in_", None)
+        self.n_features_in_ = self.best_estimator_.n_features_in_
         return self
 
     def predict(self, X):
@@ -491,11 +481,6 @@ class DaskRankRLSCV(RegressorMixin, FastrankEstimator):
     def score(self, X, y, groups=None, sample_weight=None):
         check_is_fitted(self, "best_estimator_")
         return self.best_estimator_.score(X, y, groups, sample_weight)
-
-
-def _perm_task(estimator, X, y, groups, k, rng, scoring):
-    score, perm, _ = _single(estimator, X, y, n_permutations=k, random_state=rng, groups=groups, scoring=scoring)
-    return score, perm
 
 
 def permutation_test_lpo(estimator, X, y, n_permutations=100, random_state=None, groups=None, scoring="auc",
@@ -524,7 +509,7 @@ def permutation_test_lpo(estimator, X, y, n_permutations=100, random_state=None,
     for b in range(n_blocks):
         k = int(bounds[b + 1] - bounds[b])
         state = copy.deepcopy(rng)  # the generator at the start of the block
-        tasks.append(dask.delayed(_perm_task, pure=True)(ed, Xd, yd, gd, k, state, scoring))
+        tasks.append(dask.delayed(_single, pure=True)(ed, Xd, yd, k, state, gd, scoring))  # (score, perm, p-value)
         for _ in range(k):  # consume exactly the block's draws
             for size in sizes:
                 rng.permutation(size)
@@ -562,7 +547,7 @@ def fit_oapbpm(estimator, X, y, *, classes=None, n_blocks=None):
     if yd.ndim != 1:
         raise ValueError("y must be 1-D with one label per row of X")
     if classes is None:
-        classes = np.unique(yd.compute())
+        classes = _sorted_classes(yd.compute(), "y")
     n_blocks = _default_blocks() if n_blocks is None else n_blocks
     xb, ybl = _blocks(Xd), _blocks(yd)
     states = []

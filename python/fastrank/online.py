@@ -49,9 +49,7 @@ _NLMS_STEP = 0.2
 
 
 def _as_X(X):
-    """``_validation.as_float_matrix`` (scikit-learn's wording for bad input), None rejected.
-
-    scipy.sparse rows are validated and densified for this call only, behind the memory guard: the
+    """scipy.sparse rows are validated and densified for this call only, behind the memory guard: the
     perceptron updates touch every weight anyway, and a sparse stream goes through ``partial_fit``
     chunk by chunk (chunks give the same model as one pass)."""
     if X is None:
@@ -79,13 +77,6 @@ def _check_labels(y, n_rows, *, label_set_fixed=False):
     return y, classes
 
 
-def _is_nan(v):
-    try:
-        return bool(v != v)  # NaN is the only value not equal to itself
-    except (TypeError, ValueError):
-        return False
-
-
 def _sorted_classes(values, name="classes"):
     try:
         values = np.asarray(values)
@@ -93,18 +84,20 @@ def _sorted_classes(values, name="classes"):
         values = np.empty((0, 0))
     if values.ndim != 1:  # a string or scalar is no label set; a 2-D one is ambiguous
         raise ValueError(f"{name} must be a 1-D list of the ordered labels, got {values.ndim} dimensions")
-    if values.dtype.kind in "fc" and np.isnan(values).any() or \
-            values.dtype == object and any(_is_nan(v) for v in values.ravel()):
+    try:  # NaN is the only value not equal to itself
+        nan = values.dtype.kind in "fcO" and bool(np.any(values != values))
+    except (TypeError, ValueError):  # a value whose comparison is no bool (pandas.NA, an array): not NaN
+        nan = False
+    if nan:
         raise ValueError(f"{name} contains NaN; class labels must be orderable values (NaN has no place in an "
                          "order)")
     try:
         return np.unique(values)
-    except TypeError as exc:
+    except (TypeError, ValueError) as exc:  # ValueError: an array among the labels has no truth value
         raise ValueError(f"labels must be orderable (mutually comparable): {exc}") from None
 
 
 def _to_ranks(classes, y):
-    """Ranks 1..k of y's labels in ``classes`` (sorted); a clear error for unseen labels."""
     try:
         idx = np.searchsorted(classes, y)
     except TypeError as exc:
@@ -723,14 +716,13 @@ class OnlineMPRank(KernelMixin, Ranker):
 
     def _solve(self, X, y, alpha0, groups, spec):
         """Iterate from ``alpha0`` on the points (X, y); only pairs inside a group count with
-        ``groups``.  Nothing is stored before the solve succeeded: a failed fit leaves a fitted
-        model as it was."""
+        ``groups``."""
         gi = group_index(groups, X.shape[0])
         require_preferences(y, gi, "OnlineMPRank")
         # Peak: K, the centred Kt and the temporaries of (Kt + Kt.T) / 2 and its Fortran copy (the
         # C++ iteration works on that copy): 5 m x m matrices.
         check_dense_memory(X.shape[0], 5, "kernel matrix of OnlineMPRank (and its centred copies)")
-        K = check_precomputed_kernel(X, min_rows=2) if spec.precomputed else \
+        K = check_precomputed_kernel(X) if spec.precomputed else \
             spec.train(X, check_n_jobs(self.n_jobs))
         m = K.shape[0]
         if groups is None:
@@ -810,6 +802,8 @@ class OnlineMPRank(KernelMixin, Ranker):
             raise ValueError("partial_fit is not available with a precomputed kernel; call fit with the full matrix")
         X = self._check_predict_X(_as_X(X))
         y = self._check_target_vector(y, X.shape[0])
+        if groups is not None:
+            group_index(groups, X.shape[0])  # one id per row of this batch, checked before the ids are joined
         return self._solve(np.ascontiguousarray(np.vstack([self.X_fit_, X])), np.concatenate([self._y, y]),
                            np.concatenate([self.dual_coef_, np.zeros(X.shape[0])]),
                            None if groups is None else np.concatenate([self._groups, np.asarray(groups)]), self._spec)

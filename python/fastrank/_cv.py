@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
-
 import numpy as np
 from sklearn.utils.validation import check_is_fitted
 
@@ -42,15 +40,6 @@ def holdout_score(pred, Y, sets, codes, scoring):
     return float(np.mean([float(v) for v in values]))
 
 
-@contextlib.contextmanager
-def _grid_value(name, value):
-    """A numerical breakdown while scoring one grid value names the value."""
-    try:
-        yield
-    except np.linalg.LinAlgError as exc:
-        raise type(exc)(f"{name}={float(value):.6g}: {exc}; leave this value out of the grid") from None
-
-
 def _check_scoring(scoring):
     """None ("auc"), a measure name of the table (:func:`fastrank.metrics.measure_names`, e.g. "ndcg@10"), a scorer of
     :func:`fastrank.metrics.make_ranking_scorer` or a callable; returns a :class:`fastrank.metrics.Measure` or a
@@ -84,6 +73,16 @@ class _ExactCVSearch(KernelMixin, Ranker):
         """The exact-CV engine of ``base`` on (X, y, groups), after this search's parameter checks."""
         self._validate_params()
         return engine_for(base, X, y, groups, min_rows=min_rows, verbose=self.verbose)
+
+    def _scan(self, name, grid, score):
+        """``score(k)`` for every value ``grid[k]``, with progress; a numerical breakdown names the value."""
+        scores = np.empty(grid.size)
+        for k in progress.iterate(range(grid.size), desc=type(self).__name__, unit=name, verbose=self.verbose):
+            try:
+                scores[k] = score(k)
+            except np.linalg.LinAlgError as exc:
+                raise type(exc)(f"{name}={float(grid[k]):.6g}: {exc}; leave this value out of the grid") from None
+        return scores
 
     def _keep_best(self, engine, base, name, grid, scores, what, greater_is_better=False):
         """Keep the best value of ``grid`` as ``<name>_``, its score and ``base`` at it, solved from ``engine``."""
@@ -181,14 +180,12 @@ class RankRLSCV(_ExactCVSearch):
         lgo_path = not is_lpo and isinstance(cv, str)  # leave-group-out: every alpha from one engine call
         if not lgo_path:
             prob.prepare_grid(alphas.size)
-        scores = np.empty(alphas.size)
-        bar = progress.iterate(range(alphas.size), desc="RankRLSCV", unit="alpha", verbose=self.verbose)
         if is_lpo:
             pairs = prob.training_pairs(required=True, scored="cv='lpo'")
-            for k in bar:
-                with _grid_value("alpha", alphas[k]):
-                    d = float(np.mean(prob.lpo_disagreement(pairs, float(alphas[k]))))
-                scores[k] = 1.0 - d if scoring.name == "auc" else d
+
+            def score(k):
+                d = float(np.mean(prob.lpo_disagreement(pairs, float(alphas[k]))))
+                return 1.0 - d if scoring.name == "auc" else d
         else:
             if lgo_path and prob.groups.n_groups < 2:  # groups=None: one group
                 raise ValueError("cv='lgo' needs groups with at least two distinct ids")
@@ -198,9 +195,9 @@ class RankRLSCV(_ExactCVSearch):
             def predictions(k):  # rows in no hold-out set stay NaN; the group sets cover every row
                 return np.array(path[k]) if lgo_path else prob.holdout_rows(sets, float(alphas[k]))
 
-            for k in bar:  # without groups every code is 0: the units are the sets
-                with _grid_value("alpha", alphas[k]):
-                    scores[k] = holdout_score(predictions(k), prob.Y, sets, prob.groups.codes, scoring)
+            def score(k):  # without groups every code is 0: the units are the sets
+                return holdout_score(predictions(k), prob.Y, sets, prob.groups.codes, scoring)
+        scores = self._scan("alpha", alphas, score)
         greater_is_better = scoring.greater_is_better if isinstance(scoring, Measure) else True
         best = self._keep_best(prob, base, "alpha", alphas, scores, "the cross-validation score", greater_is_better)
         name = scoring.name if isinstance(scoring, Measure) else getattr(scoring, "__name__", "callable")
@@ -256,12 +253,12 @@ class MPRankCV(_ExactCVSearch):
         prob.prepare_grid(Cs.size)
         i, j = pairs[:, 0], pairs[:, 1]
         dy = (prob.Y[j] - prob.Y[i]).reshape(pairs.shape[0], -1)
-        loo = np.empty(Cs.size)
         n_train = prob.m - 2
-        for k in progress.iterate(range(Cs.size), desc="MPRankCV", unit="C", verbose=self.verbose):
-            with _grid_value("C", Cs[k]):
-                P = prob.lpo(pairs, n_train * n_train / (2.0 * float(Cs[k]))).reshape(pairs.shape[0], 2, -1)
-            loo[k] = float(np.mean(np.sum((P[:, 1] - P[:, 0] - dy) ** 2, axis=1)))
+
+        def loo_error(k):
+            P = prob.lpo(pairs, n_train * n_train / (2.0 * float(Cs[k]))).reshape(pairs.shape[0], 2, -1)
+            return float(np.mean(np.sum((P[:, 1] - P[:, 0] - dy) ** 2, axis=1)))
+        loo = self._scan("C", Cs, loo_error)
         self._keep_best(prob, base, "C", Cs, loo, "the leave-one-out error")
         self.cv_results_ = {"Cs": Cs.copy(), "loo": loo}
         return self

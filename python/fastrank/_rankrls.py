@@ -113,7 +113,7 @@ class _RankRLSBase(KernelMixin, Ranker):
         objective is invariant to adding a constant), so the scores are not on the scale of ``y``."""
         check_is_fitted(self, "fit_mode_")
         X = self._check_predict_X(X)
-        return self._expansion_predict(X, self.basis_indices_ if self.fit_mode_ == "sparse" else None)
+        return self._expansion_predict(X)
 
 
 PREFERENCE_TIES = ("exclude_ties=True drops the tied pairs of fit(X, y); a preference graph is learned exactly as "

@@ -275,7 +275,7 @@ class RankSVM(KernelMixin, Ranker):
         X = self._check_predict_X(X)
         # K(X, X_B) beta in row blocks, sparse X and X_B staying sparse; K(X, X_fit_) beta on dense rows
         dense = self.fit_mode_ == "kernel" and basis is None and not self._precomputed()
-        return self._expansion_predict(densified(X) if dense else X, basis)
+        return self._expansion_predict(densified(X) if dense else X)
 
 
 def ranksvm_path(X, y, Cs, groups=None, *, verbose=0, **params):

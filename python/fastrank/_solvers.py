@@ -120,8 +120,6 @@ def choose_solver(solver, spec, problem, *, basis_vectors=None):
     """"dual", "primal", "cg", "sparse" (subset of regressors) or "densify" (sparse X for a dense
     solver).  "auto": CG for sparse X with the linear kernel, else the primal when the kernel is
     linear and n_features < n_samples, else the dual."""
-    if solver not in SOLVERS:
-        raise ValueError(f"solver must be one of {SOLVERS}, got {solver!r}")
     if basis_vectors is not None:
         if solver in ("cg", "primal"):
             raise ValueError(f"basis_vectors (sparse approximation) cannot be combined with solver={solver!r}; "

@@ -14,12 +14,11 @@ from sklearn.utils.validation import check_is_fitted
 
 from . import _core
 from ._base import N_JOBS, NONNEG_REAL, KernelMixin, Ranker, StrOptions, c_path, crucial_pairs, positive_int
-from ._kernels import kernel_block
 from ._memory import check_dense_memory, densified
 from ._problem import check_pair_weights, check_pairs
 from ._progress import resolve_verbose, stage, write_line
 from ._registry import register_estimator
-from ._solvers import select_basis
+from ._solvers import basis_kernel, select_basis
 from ._sparse import as_csr
 from ._validation import check_alpha, check_n_jobs, group_index
 from .exceptions import ConvergenceWarning
@@ -187,9 +186,7 @@ class RankSVM(KernelMixin, Ranker):
         m = X.shape[0]
         basis = select_basis(m, self.basis_vectors, self.random_state)
         check_dense_memory(m, 2, "kernel columns K_mB and features Z", n_cols=basis.size)
-        X_fit = None if spec is None else X[basis]  # the basis rows X_B
-        K_mB = np.asarray(X[:, basis] if spec is None else kernel_block(spec, X, X_fit, n_threads), dtype=np.float64)
-        K_BB = 0.5 * (K_mB[basis] + K_mB[basis].T)
+        K_mB, K_BB, X_fit = basis_kernel(spec, X, basis, n_threads)  # X_fit: the basis rows X_B
         try:
             L = scipy.linalg.cholesky(K_BB, lower=True, check_finite=False)
             dmin = float(np.min(np.diag(L))) ** 2

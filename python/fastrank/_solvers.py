@@ -33,7 +33,7 @@ from .exceptions import ConvergenceWarning, IllConditionedWarning
 __all__ = [
     "Fit", "CGResult", "SOLVERS", "choose_solver",
     "solve_dual", "solve_primal", "solve_cg", "solve_cg_path", "solve_basis", "train_kernel",
-    "fit_cg", "fit_basis", "select_basis", "check_indices", "basis_primal_weights", "default_max_iter",
+    "fit_cg", "fit_basis", "select_basis", "basis_kernel", "check_indices", "basis_primal_weights", "default_max_iter",
     "one_conditioning_warning",
     "solve_assembled_primal", "solve_assembled_basis",
 ]
@@ -482,13 +482,19 @@ def basis_primal_weights(X_basis, coef):
     return np.asarray(X_basis.T @ np.asarray(coef))
 
 
+def basis_kernel(spec, X, basis, n_threads):
+    """K(X, X_R) (m, |R|) and K_RR (symmetrized), Fortran-ordered, and the basis rows X_R; with a precomputed kernel
+    (``spec`` None or precomputed) X is K and X_R None."""
+    X_R = None if spec is None or spec.precomputed else take_rows(X, basis)
+    KR = np.asfortranarray(X[:, basis]) if X_R is None else kernel_block(spec, X, X_R, n_threads)
+    KRR = KR[basis]
+    return KR, np.asfortranarray(0.5 * (KRR + KRR.T)), X_R
+
+
 def _basis_coefficients(problem, spec, alphas, basis, n_threads):
     """(n_alphas, |R|, v) coefficients over the basis rows (eqs. 41-42)."""
-    X, m = problem.X, problem.m
-    check_dense_memory(m, 1 if problem.is_graph else 2, "kernel block K(X, X_R)", n_cols=basis.size)
-    KRt = np.asfortranarray(X[:, basis]) if spec.precomputed else kernel_block(spec, X, take_rows(X, basis), n_threads)
-    KRR = KRt[basis]
-    KRR = np.asfortranarray(0.5 * (KRR + KRR.T))
+    check_dense_memory(problem.m, 1 if problem.is_graph else 2, "kernel block K(X, X_R)", n_cols=basis.size)
+    KRt, KRR, _ = basis_kernel(spec, problem.X, basis, n_threads)
     if problem.exclude_ties:
         # eq. 41 with the tie-excluding L = S^2: (K_R^T L K_R + alpha K_RR) a = K_R^T L y
         G, g = _tie_normal_equations(problem, np.asarray(KRt))

@@ -70,22 +70,18 @@ class _ExactCVSearch(KernelMixin, Ranker):
         return self._searched(**{k: v for k, v in self.get_params(deep=False).items() if k in names})
 
     def _engine(self, base, X, y, groups, min_rows):
-        """The exact-CV engine of ``base`` on (X, y, groups), after this search's parameter checks."""
         self._validate_params()
         return engine_for(base, X, y, groups, min_rows=min_rows, verbose=self.verbose)
 
-    def _scan(self, name, grid, score):
-        """``score(k)`` for every value ``grid[k]``, with progress; a numerical breakdown names the value."""
+    def _search(self, engine, base, name, grid, score, what, greater_is_better=False):
+        """``score(k)`` for every value ``grid[k]``, with progress (a numerical breakdown names the value); keeps the
+        best value as ``<name>_``, its score and ``base`` at it, solved from ``engine``.  Returns (scores, best)."""
         scores = np.empty(grid.size)
         for k in progress.iterate(range(grid.size), desc=type(self).__name__, unit=name, verbose=self.verbose):
             try:
                 scores[k] = score(k)
             except np.linalg.LinAlgError as exc:
                 raise type(exc)(f"{name}={float(grid[k]):.6g}: {exc}; leave this value out of the grid") from None
-        return scores
-
-    def _keep_best(self, engine, base, name, grid, scores, what, greater_is_better=False):
-        """Keep the best value of ``grid`` as ``<name>_``, its score and ``base`` at it, solved from ``engine``."""
         if not np.all(np.isfinite(scores)):
             raise ValueError(f"{what} is not finite for {name} in {grid[~np.isfinite(scores)]}")
         best = int(np.argmax(scores)) if greater_is_better else int(np.argmin(scores))
@@ -94,7 +90,7 @@ class _ExactCVSearch(KernelMixin, Ranker):
         model = base.set_params(**{name: float(grid[best])})
         self.best_estimator_ = model._apply_engine_fit(engine, model._cv_spec().alpha_for(engine.m))
         self.n_features_in_ = self.best_estimator_.n_features_in_
-        return best
+        return scores, best
 
     def predict(self, X):
         """Scores of the best model (higher ranks higher)."""
@@ -197,9 +193,8 @@ class RankRLSCV(_ExactCVSearch):
 
             def score(k):  # without groups every code is 0: the units are the sets
                 return holdout_score(predictions(k), prob.Y, sets, prob.groups.codes, scoring)
-        scores = self._scan("alpha", alphas, score)
         greater_is_better = scoring.greater_is_better if isinstance(scoring, Measure) else True
-        best = self._keep_best(prob, base, "alpha", alphas, scores, "the cross-validation score", greater_is_better)
+        scores, best = self._search(prob, base, "alpha", alphas, score, "the cross-validation score", greater_is_better)
         name = scoring.name if isinstance(scoring, Measure) else getattr(scoring, "__name__", "callable")
         scheme = cv if isinstance(cv, str) else type(cv).__name__
         self.cv_results_ = {"alphas": alphas.copy(), "scores": scores, "scoring": name,
@@ -258,7 +253,6 @@ class MPRankCV(_ExactCVSearch):
         def loo_error(k):
             P = prob.lpo(pairs, n_train * n_train / (2.0 * float(Cs[k]))).reshape(pairs.shape[0], 2, -1)
             return float(np.mean(np.sum((P[:, 1] - P[:, 0] - dy) ** 2, axis=1)))
-        loo = self._scan("C", Cs, loo_error)
-        self._keep_best(prob, base, "C", Cs, loo, "the leave-one-out error")
+        loo, _ = self._search(prob, base, "C", Cs, loo_error, "the leave-one-out error")
         self.cv_results_ = {"Cs": Cs.copy(), "loo": loo}
         return self

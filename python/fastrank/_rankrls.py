@@ -44,7 +44,6 @@ class _RankRLSBase(KernelMixin, Ranker):
                                           exclude_ties=exclude_ties)
 
     def _solve(self, problem, alphas, *, x0=None):
-        """Pick the solver for this problem and run it for every alpha; returns a ``Fit``."""
         n_threads = check_n_jobs(self.n_jobs)
         spec = self._kernel_spec(problem.n_features)
         verbose, name = self.verbose, type(self).__name__

@@ -29,13 +29,11 @@ _LOSSES = {"squared_hinge": 0, "hinge": 1}
 
 
 def _group_structure(y, groups, m):
-    """Keyword arguments of the core's group structure."""
     gi = group_index(groups, m)
     return dict(y=y, order=gi.order, offsets=gi.offsets)
 
 
 def _graph_structure(pairs, weights, m):
-    """Keyword arguments of the core's preference graph, validated."""
     head, tail = check_pairs(pairs, m)
     w = np.ones(head.size) if weights is None else check_pair_weights(weights, head.size, zero_ok=True)
     return dict(head=head, tail=tail, weight=w)

@@ -196,13 +196,13 @@ def _centred_features(X):
     return X if issparse(X) else X - X.mean(axis=0)
 
 
-def train_kernel(X, spec, n_threads, order=None):
-    """K over the rows of X in ``order`` (default: as given) as a writable Fortran-ordered array that the
-    solver may overwrite in place."""
+def train_kernel(X, spec, n_threads, groups=None):
+    """K over the rows of X in the grouped order of the GroupIndex ``groups`` (default: as given) as a writable
+    Fortran-ordered array that the solver may overwrite in place."""
     X = _centred_features(X) if spec.linear else X
     if spec.precomputed:  # check_precomputed_kernel made X exactly symmetric: its transpose is the F-ordered view
-        return (X[np.ix_(order, order)] if order is not None else X.copy()).T
-    return spec.train(X if order is None else np.take(X, order, axis=0), n_threads)
+        return (X.copy() if groups is None or groups.is_identity else X[np.ix_(groups.order, groups.order)]).T
+    return spec.train(X if groups is None else groups.take(X), n_threads)
 
 
 def solve_dual(problem, spec, alphas, n_threads):
@@ -216,7 +216,7 @@ def solve_dual(problem, spec, alphas, n_threads):
     if problem.exclude_ties:
         # (S K S + alpha I) u = S y, A = S u with the tie-excluding S (eq. 17 in symmetric form)
         cells = problem.cells
-        K = train_kernel(problem.X, spec, n_threads, None if cells.is_identity else cells.order)
+        K = train_kernel(problem.X, spec, n_threads, cells)
         SK = problem.apply_S_cells(K)
         del K
         G = np.asfortranarray(problem.apply_S_cells(SK.T))
@@ -231,7 +231,7 @@ def solve_dual(problem, spec, alphas, n_threads):
         del K
     else:
         gi = problem.groups
-        Kg = train_kernel(problem.X, spec, n_threads, None if gi.is_identity else gi.order)
+        Kg = train_kernel(problem.X, spec, n_threads, gi)
         # many alphas: one tridiagonal reduction S K S = Q T Q^T, O(m) per alpha, Q applied once
         # (eq. 31 without the eigenvectors: ~0.4x the eigendecomposition route)
         dual_scores = _core.rankrls_dual_scores_tridiag if alphas.size > 1 else _core.rankrls_dual_scores

@@ -204,7 +204,9 @@ class RankSVM(KernelMixin, Ranker):
             return "linear", dict(out, coef=np.asarray(X_fit.T @ beta).reshape(-1)), None
         return "kernel", out, X_fit
 
-    def _set_fitted(self, X, mode, out, X_fit, n_pairs):
+    def _fit_structure(self, X, structure, n_pairs, w0=None):
+        with stage(f"RankSVM {self.loss} (m={X.shape[0]}, {n_pairs:.0f} pairs)", verbose=self.verbose):
+            mode, out, X_fit = self._solve(X, structure, n_pairs, w0)
         basis_indices = out.get("basis")  # a basis model is solved by the linear solver on its features Z
         steps = "cutting planes" if self.loss == "hinge" and mode == "kernel" and basis_indices is None else \
             "Newton iterations"
@@ -235,11 +237,6 @@ class RankSVM(KernelMixin, Ranker):
         order or type).  Groups of one row, or whose rows share one target value, have no pairs and do not influence the
         model."""
         return self._fit_structure(*self._group_problem(X, y, groups))
-
-    def _fit_structure(self, X, structure, n_pairs):
-        with stage(f"RankSVM {self.loss} (m={X.shape[0]}, {n_pairs:.0f} pairs)", verbose=self.verbose):
-            mode, out, X_fit = self._solve(X, structure, n_pairs)
-        return self._set_fitted(X, mode, out, X_fit, n_pairs)
 
     def _group_problem(self, X, y, groups):
         """Validated X, the core's group structure and the number of pairs of ``fit(X, y, groups)`` (at least one)."""
@@ -288,7 +285,6 @@ def ranksvm_path(X, y, Cs, groups=None, *, verbose=0, **params):
     w = None
     for k in visit:
         est = RankSVM(C=float(Cs[k]), **params)
-        mode, out, X_fit = est._solve(X, structure, n_pairs, w0=w if est.loss == "squared_hinge" else None)
-        fitted[k] = est._set_fitted(X, mode, out, X_fit, n_pairs)
+        fitted[k] = est._fit_structure(X, structure, n_pairs, w0=w if est.loss == "squared_hinge" else None)
         w = est.coef_
     return fitted

@@ -188,8 +188,6 @@ class Ranker(RegressorMixin, FastrankEstimator):
         return tags
 
     def _check_fit_X(self, X, *, allow_sparse=False):
-        """Training input: the (m, m) kernel (checked symmetric) for a precomputed kernel, else a dense (or, with
-        ``allow_sparse``, CSR) matrix of at least two rows."""
         return check_features(X, precomputed=self._precomputed(), allow_sparse=allow_sparse, min_rows=2)
 
     def _check_target_vector(self, y, n_rows):

@@ -65,7 +65,6 @@ class Fit(NamedTuple):
 
 
 def _checked(W, rcond, n_alphas):
-    """:func:`_by_alpha` of a solution, warning when its system was ill-conditioned."""
     if rcond < _RCOND_WARNING:
         warnings.warn(f"RankRLS system is ill-conditioned (reciprocal condition number {rcond:.2e}); the solution "
                       "may be inaccurate. Increase alpha.", IllConditionedWarning, stacklevel=4)
@@ -360,30 +359,28 @@ def _run_cg_ties(problem, alpha, *, tol, max_iter, x0, precond, callback, warn):
 
 def solve_cg(problem, alpha, *, tol=1e-6, max_iter=None, x0=None, preconditioner=None, n_threads=1,
              callback=None, transpose_copy=False, warn=True):
-    """Linear RankRLS by conjugate gradient in the primal (Sect. 4.3); one alpha."""
+    """Linear RankRLS by conjugate gradient in the primal (Sect. 4.3); one alpha, a :class:`CGResult`."""
     alpha, n = check_alpha(alpha), problem.n_features
     args = dict(tol=check_real(tol, "tol", "a finite number >= 0", lambda v: v >= 0),
                 max_iter=default_max_iter(n) if max_iter is None else check_int(max_iter, "max_iter", low=1),
                 x0=_check_x0(x0, n, problem.n_outputs), precond=_check_preconditioner(preconditioner),
                 callback=callback, warn=warn)
     if problem.exclude_ties:
-        res = _run_cg_ties(problem, alpha, **args)
-    else:
-        res = _run_cg(problem, alpha, n_threads=n_threads, transpose_copy=transpose_copy, **args)
-    return Fit("cg", coef=res.coef[None], n_iter=res.n_iter[None], converged=res.converged[None],
-               residual_history=[res.residual_history])
+        return _run_cg_ties(problem, alpha, **args)
+    return _run_cg(problem, alpha, n_threads=n_threads, transpose_copy=transpose_copy, **args)
 
 
-def solve_cg_path(problem, alphas, *, tol=1e-6, max_iter=None, preconditioner=None, n_threads=1):
-    """One CG per alpha, in decreasing alpha order, each warm-started from the previous solution
-    (large alphas converge fastest)."""
-    fits, x0 = [None] * alphas.size, None
+def solve_cg_path(problem, alphas, *, tol=1e-6, max_iter=None, x0=None, preconditioner=None, n_threads=1,
+                  callback=None):
+    """One CG per alpha (a "cg" :class:`Fit`), in decreasing alpha order, the first from ``x0``, each further one
+    warm-started from the previous solution (large alphas converge fastest)."""
+    results = [None] * alphas.size
     for k in np.argsort(-alphas, kind="stable"):
-        fits[k] = solve_cg(problem, float(alphas[k]), tol=tol, max_iter=max_iter, x0=x0,
-                           preconditioner=preconditioner, n_threads=n_threads)
-        x0 = fits[k].coef[0]
-    stacked = {k: np.concatenate([getattr(f, k) for f in fits]) for k in ("coef", "n_iter", "converged")}
-    return Fit("cg", **stacked, residual_history=[f.residual_history[0] for f in fits])
+        results[k] = solve_cg(problem, float(alphas[k]), tol=tol, max_iter=max_iter, x0=x0,
+                              preconditioner=preconditioner, n_threads=n_threads, callback=callback)
+        x0 = results[k].coef
+    stacked = {k: np.stack([getattr(r, k) for r in results]) for k in ("coef", "n_iter", "converged")}
+    return Fit("cg", **stacked, residual_history=[r.residual_history for r in results])
 
 
 def fit_cg(X, Y=None, *, group_index=None, normalized=False, graph=None, alpha=1.0, tol=1e-6, max_iter=None,
@@ -409,9 +406,8 @@ def fit_cg(X, Y=None, *, group_index=None, normalized=False, graph=None, alpha=1
         raise TypeError("callback must be callable or None")
     X = check_features(X, allow_sparse=True, min_rows=1)
     problem = _array_problem(X, Y, group_index, normalized, graph, weighting=weighting)
-    fit = solve_cg(problem, alpha, tol=tol, max_iter=max_iter, x0=x0, preconditioner=preconditioner,
-                   n_threads=n_threads, callback=callback, transpose_copy=transpose_copy, warn=warn)
-    return CGResult(fit.coef[0], fit.n_iter[0], fit.converged[0], fit.residual_history[0])
+    return solve_cg(problem, alpha, tol=tol, max_iter=max_iter, x0=x0, preconditioner=preconditioner,
+                    n_threads=n_threads, callback=callback, transpose_copy=transpose_copy, warn=warn)
 
 
 def _array_problem(X, Y, gi, normalized, graph, *, weighting=None):

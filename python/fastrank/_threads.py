@@ -61,7 +61,6 @@ class _ThreadBudget:
             return None
 
     def acquire(self, n_threads):
-        """Wait for the cores; returns how many were taken."""
         total = cpu_budget()
         want = max(1, min(int(n_threads), total))
         with self.cond:

@@ -49,9 +49,8 @@ class _RankRLSBase(KernelMixin, Ranker):
         verbose, name = self.verbose, type(self).__name__
         with compute_region(n_threads):  # fastrank's threads and BLAS's share the cores
             mode = choose_solver(self.solver, spec, problem, basis_vectors=getattr(self, "basis_vectors", None))
-            if mode == "densify":
+            if problem.sparse and mode in ("primal", "dual"):
                 problem = problem._replace(X=densified(problem.X))  # the same pair structure and targets
-                mode = choose_solver(self.solver, spec, problem)
             if mode == "primal":
                 with stage(f"{name} primal solve ({problem.n_features} features)", verbose=verbose):
                     return solve_primal(problem, alphas, n_threads)

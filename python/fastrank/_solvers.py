@@ -116,8 +116,8 @@ def one_conditioning_warning(fit):
 # ---- Choosing a solver -----------------------------------------------------------------------------
 
 def choose_solver(solver, spec, problem, *, basis_vectors=None):
-    """"dual", "primal", "cg", "sparse" (subset of regressors) or "densify" (sparse X for a dense
-    solver).  "auto": CG for sparse X with the linear kernel, else the primal when the kernel is
+    """"dual", "primal", "cg" or "sparse" (subset of regressors); sparse X for "dual" or "primal" is densified by the
+    caller.  "auto": CG for sparse X with the linear kernel, else the primal when the kernel is
     linear and n_features < n_samples, else the dual."""
     if basis_vectors is not None:
         if solver in ("cg", "primal"):
@@ -130,8 +130,6 @@ def choose_solver(solver, spec, problem, *, basis_vectors=None):
         if solver == "cg":
             raise ValueError("solver='cg' solves the linear RankRLS (kernel='linear'); for other kernels on large "
                              "data use basis_vectors=<int or indices> (subset-of-regressors approximation)")
-    if problem.sparse:
-        return "densify"
     if solver == "primal" and not spec.linear:
         raise ValueError("solver='primal' needs kernel='linear' (the primal solves in feature space)")
     if solver == "auto":

@@ -22,7 +22,7 @@ from ._base import N_JOBS, NONNEG_REAL, KernelMixin, Ranker, StrOptions, positiv
 from ._problem import WEIGHTINGS, RankingProblem
 from ._registry import register_estimator
 from ._solvers import (SOLVERS, choose_solver, default_max_iter, one_conditioning_warning, select_basis, solve_basis,
-                       solve_cg_path, solve_dual, solve_primal)
+                       solve_cg, solve_cg_path, solve_dual, solve_primal)
 from ._progress import progress, resolve_verbose, stage
 from ._exactcv import CVSpec
 from ._memory import densified
@@ -57,13 +57,15 @@ class _RankRLSBase(KernelMixin, Ranker):
             if mode == "dual":
                 with stage(f"{name} dual solve ({problem.m} x {problem.m} kernel)", verbose=verbose):
                     return solve_dual(problem, spec, alphas, n_threads)
-            if mode == "cg":  # a path (several alphas) reports nothing per iteration
-                report = alphas.size == 1 and resolve_verbose(verbose)
+            if mode == "cg":
+                if alphas.size > 1:
+                    return solve_cg_path(problem, alphas, tol=self.tol, max_iter=self.max_iter,
+                                         preconditioner=self.preconditioner, n_threads=n_threads)
                 total = self.max_iter if self.max_iter is not None else default_max_iter(problem.n_features)
-                with progress(total, desc="RankRLS conjugate gradient", unit="it", verbose=report) as bar:
-                    return solve_cg_path(problem, alphas, tol=self.tol, max_iter=self.max_iter, x0=x0,
-                                         preconditioner=self.preconditioner, n_threads=n_threads,
-                                         callback=(lambda it, res: bar.update(1)) if report else None)
+                with progress(total, desc="RankRLS conjugate gradient", unit="it", verbose=verbose) as bar:
+                    return solve_cg(problem, float(alphas[0]), tol=self.tol, max_iter=self.max_iter, x0=x0,
+                                    preconditioner=self.preconditioner, n_threads=n_threads,
+                                    callback=(lambda it, res: bar.update(1)) if resolve_verbose(verbose) else None)
             basis = select_basis(problem.m, self.basis_vectors, self.random_state)
             return solve_basis(problem, spec, alphas, basis, n_threads)
 

@@ -166,8 +166,7 @@ def solve_primal(problem, alphas, n_threads):
     if problem.exclude_ties:
         W, rcond = _core.solve_shifted_system(*map(np.asfortranarray, _tie_normal_equations(problem, X)), alphas)
     elif problem.is_graph:
-        g = problem.graph
-        W, rcond = _core.rankrls_primal_graph(X, g.head, g.tail, g.weight, g.target, alphas, n_threads)
+        W, rcond = _core.rankrls_primal_graph(X, *problem.graph, alphas, n_threads)  # head, tail, weight, target
     else:
         gi = problem.groups
         system = _object_ranking_normal_equations(X, problem.Y) \
@@ -222,9 +221,8 @@ def solve_dual(problem, spec, alphas, n_threads):
                                               alphas)
         del G
     elif problem.is_graph:
-        g = problem.graph
         K = train_kernel(problem.X, spec, n_threads)
-        A, rcond = _core.rankrls_dual_graph(K, g.head, g.tail, g.weight, g.target, alphas, n_threads)
+        A, rcond = _core.rankrls_dual_graph(K, *problem.graph, alphas, n_threads)
         del K
     else:
         gi = problem.groups
@@ -357,28 +355,30 @@ def _run_cg_ties(problem, alpha, *, tol, max_iter, x0, precond, callback, warn):
 
 def solve_cg(problem, alpha, *, tol=1e-6, max_iter=None, x0=None, preconditioner=None, n_threads=1,
              callback=None, transpose_copy=False, warn=True):
-    """Linear RankRLS by conjugate gradient in the primal (Sect. 4.3); one alpha, a :class:`CGResult`."""
+    """Linear RankRLS by conjugate gradient in the primal (Sect. 4.3); one alpha."""
     alpha, n = check_alpha(alpha), problem.n_features
     args = dict(tol=check_real(tol, "tol", "a finite number >= 0", lambda v: v >= 0),
                 max_iter=default_max_iter(n) if max_iter is None else check_int(max_iter, "max_iter", low=1),
                 x0=_check_x0(x0, n, problem.n_outputs), precond=_check_preconditioner(preconditioner),
                 callback=callback, warn=warn)
     if problem.exclude_ties:
-        return _run_cg_ties(problem, alpha, **args)
-    return _run_cg(problem, alpha, n_threads=n_threads, transpose_copy=transpose_copy, **args)
+        res = _run_cg_ties(problem, alpha, **args)
+    else:
+        res = _run_cg(problem, alpha, n_threads=n_threads, transpose_copy=transpose_copy, **args)
+    return Fit("cg", coef=res.coef[None], n_iter=res.n_iter[None], converged=res.converged[None],
+               residual_history=[res.residual_history])
 
 
-def solve_cg_path(problem, alphas, *, tol=1e-6, max_iter=None, x0=None, preconditioner=None, n_threads=1,
-                  callback=None):
-    """One CG per alpha (a "cg" :class:`Fit`), in decreasing alpha order, the first from ``x0``, each further one
-    warm-started from the previous solution (large alphas converge fastest)."""
-    results = [None] * alphas.size
+def solve_cg_path(problem, alphas, *, tol=1e-6, max_iter=None, preconditioner=None, n_threads=1):
+    """One CG per alpha, in decreasing alpha order, each warm-started from the previous solution
+    (large alphas converge fastest)."""
+    fits, x0 = [None] * alphas.size, None
     for k in np.argsort(-alphas, kind="stable"):
-        results[k] = solve_cg(problem, float(alphas[k]), tol=tol, max_iter=max_iter, x0=x0,
-                              preconditioner=preconditioner, n_threads=n_threads, callback=callback)
-        x0 = results[k].coef
-    stacked = {k: np.stack([getattr(r, k) for r in results]) for k in ("coef", "n_iter", "converged")}
-    return Fit("cg", **stacked, residual_history=[r.residual_history for r in results])
+        fits[k] = solve_cg(problem, float(alphas[k]), tol=tol, max_iter=max_iter, x0=x0,
+                           preconditioner=preconditioner, n_threads=n_threads)
+        x0 = fits[k].coef[0]
+    stacked = {k: np.concatenate([getattr(f, k) for f in fits]) for k in ("coef", "n_iter", "converged")}
+    return Fit("cg", **stacked, residual_history=[f.residual_history[0] for f in fits])
 
 
 def fit_cg(X, Y=None, *, group_index=None, normalized=False, graph=None, alpha=1.0, tol=1e-6, max_iter=None,
@@ -404,8 +404,9 @@ def fit_cg(X, Y=None, *, group_index=None, normalized=False, graph=None, alpha=1
         raise TypeError("callback must be callable or None")
     X = check_features(X, allow_sparse=True, min_rows=1)
     problem = _array_problem(X, Y, group_index, normalized, graph, weighting=weighting)
-    return solve_cg(problem, alpha, tol=tol, max_iter=max_iter, x0=x0, preconditioner=preconditioner,
-                    n_threads=n_threads, callback=callback, transpose_copy=transpose_copy, warn=warn)
+    fit = solve_cg(problem, alpha, tol=tol, max_iter=max_iter, x0=x0, preconditioner=preconditioner,
+                   n_threads=n_threads, callback=callback, transpose_copy=transpose_copy, warn=warn)
+    return CGResult(fit.coef[0], fit.n_iter[0], fit.converged[0], fit.residual_history[0])
 
 
 def _array_problem(X, Y, gi, normalized, graph, *, weighting=None):
@@ -499,8 +500,7 @@ def _basis_coefficients(problem, spec, alphas, basis, n_threads):
                        else np.linalg.solve(H, g))
         return np.stack(out)
     if problem.is_graph:
-        g = problem.graph
-        return _core.sparse_rls_path_graph(KRt, g.head, g.tail, g.weight, g.target, KRR, alphas, n_threads)[0]
+        return _core.sparse_rls_path_graph(KRt, *problem.graph, KRR, alphas, n_threads)[0]
     gi = problem.groups
     return _core.sparse_rls_path_groups(KRt, np.asfortranarray(problem.Y), gi.order, gi.offsets, problem.pair_weight(),
                                         KRR, alphas, n_threads)[0]

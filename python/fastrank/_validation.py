@@ -263,7 +263,7 @@ def pairwise_disagreement(pair_predictions, pair_targets):
     return float(res) if np.ndim(res) == 0 else res
 
 
-pair_disagreement = pairwise_disagreement  # fastrank.model_selection's public name; the exact-CV engine's
+pair_disagreement = pairwise_disagreement  # the exact-CV engine's name (model_selection exports the function)
 
 
 class GroupIndex:

@@ -64,14 +64,14 @@ def _check_scoring(scoring):
 class _ExactCVSearch(KernelMixin, Ranker):
     """A parameter grid scored by exact cross-validation, then the best model solved from the same factorization."""
 
-    def _base(self):
-        """The searched estimator with this search's model parameters (``verbose`` stays with the search)."""
-        names = set(self._searched._get_param_names()) - {"verbose"}
-        return self._searched(**{k: v for k, v in self.get_params(deep=False).items() if k in names})
-
-    def _engine(self, base, X, y, groups, min_rows):
+    def _engine(self, name, grid, X, y, groups, min_rows):
+        """The searched estimator with this search's model parameters (``verbose`` stays with the search) at
+        ``name=grid[0]``, and its exact-CV engine on (X, y, groups)."""
         self._validate_params()
-        return engine_for(base, X, y, groups, min_rows=min_rows, verbose=self.verbose)
+        names = set(self._searched._get_param_names()) - {"verbose"}
+        base = self._searched(**{k: v for k, v in self.get_params(deep=False).items() if k in names})
+        base.set_params(**{name: float(grid[0])})
+        return base, engine_for(base, X, y, groups, min_rows=min_rows, verbose=self.verbose)
 
     def _search(self, engine, base, name, grid, score, what, greater_is_better=False):
         """``score(k)`` for every value ``grid[k]``, with progress (a numerical breakdown names the value); keeps the
@@ -161,7 +161,6 @@ class RankRLSCV(_ExactCVSearch):
         leave-one-query-out."""
         alphas = check_alphas(np.logspace(-3, 3, 13) if self.alphas is None else self.alphas)
         scoring = _check_scoring(self.scoring)
-        base = self._base()
         cv = self.cv
         if cv is None:
             cv = "lgo" if groups is not None and group_index(groups, np.size(groups)).n_groups >= 2 else "lpo"
@@ -172,7 +171,7 @@ class RankRLSCV(_ExactCVSearch):
         if is_lpo and not (isinstance(scoring, Measure) and scoring.name in ("auc", "disagreement")):
             raise ValueError(f"scoring={self.scoring!r} needs hold-out sets (cv='lgo', folds or a splitter), not "
                              "leave-pair-out, which scores pairs ('auc' or 'disagreement')")
-        prob = self._engine(base.set_params(alpha=float(alphas[0])), X, y, groups, 3 if is_lpo else 2)
+        base, prob = self._engine("alpha", alphas, X, y, groups, 3 if is_lpo else 2)
         lgo_path = not is_lpo and isinstance(cv, str)  # leave-group-out: every alpha from one engine call
         if not lgo_path:
             prob.prepare_grid(alphas.size)
@@ -241,9 +240,8 @@ class MPRankCV(_ExactCVSearch):
     def fit(self, X, y, groups=None):
         """Score every C by the exact leave-one-out error (000 eq. 17), keep the smallest, solve on all data."""
         Cs = check_alphas(np.logspace(-3, 3, 13) if self.Cs is None else self.Cs, "Cs")
-        base = self._base()
         check_features(X, precomputed=self._precomputed(), min_rows=3)  # MPRank takes dense X only
-        prob = self._engine(base.set_params(C=float(Cs[0])), X, y, groups, 3)
+        base, prob = self._engine("C", Cs, X, y, groups, 3)
         pairs = prob.training_pairs(required=True)
         prob.prepare_grid(Cs.size)
         i, j = pairs[:, 0], pairs[:, 1]

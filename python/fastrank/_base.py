@@ -158,10 +158,11 @@ class KernelMixin:
     def _kernel_spec(self, n_features):
         return resolve_kernel(self.kernel, self.gamma, self.degree, self.coef0, n_features)
 
-    def _expansion_predict(self, X, basis=None):
+    def _expansion_predict(self, X):
         """Scores of checked test input X: ``X @ coef_`` (linear weights), else ``K(X, X_fit_) @ dual_coef_`` with X the
-        kernel values themselves when precomputed (``basis``: the columns of the basis rows)."""
+        kernel values themselves when precomputed (of a basis model, ``basis_indices_``: the columns of its rows)."""
         if self._precomputed():
+            basis = getattr(self, "basis_indices_", None)
             return (X if basis is None else X[:, basis]) @ self.dual_coef_
         if self.coef_ is not None:
             return np.asarray(X @ self.coef_)
@@ -187,8 +188,6 @@ class Ranker(RegressorMixin, FastrankEstimator):
         return tags
 
     def _check_fit_X(self, X, *, allow_sparse=False):
-        """Training input: the (m, m) kernel (checked symmetric) for a precomputed kernel, else a dense (or, with
-        ``allow_sparse``, CSR) matrix of at least two rows."""
         return check_features(X, precomputed=self._precomputed(), allow_sparse=allow_sparse, min_rows=2)
 
     def _check_target_vector(self, y, n_rows):

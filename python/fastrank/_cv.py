@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
-
 import numpy as np
 from sklearn.utils.validation import check_is_fitted
 
@@ -42,15 +40,6 @@ def holdout_score(pred, Y, sets, codes, scoring):
     return float(np.mean([float(v) for v in values]))
 
 
-@contextlib.contextmanager
-def _grid_value(name, value):
-    """A numerical breakdown while scoring one grid value names the value."""
-    try:
-        yield
-    except np.linalg.LinAlgError as exc:
-        raise type(exc)(f"{name}={float(value):.6g}: {exc}; leave this value out of the grid") from None
-
-
 def _check_scoring(scoring):
     """None ("auc"), a measure name of the table (:func:`fastrank.metrics.measure_names`, e.g. "ndcg@10"), a scorer of
     :func:`fastrank.metrics.make_ranking_scorer` or a callable; returns a :class:`fastrank.metrics.Measure` or a
@@ -75,18 +64,24 @@ def _check_scoring(scoring):
 class _ExactCVSearch(KernelMixin, Ranker):
     """A parameter grid scored by exact cross-validation, then the best model solved from the same factorization."""
 
-    def _base(self):
-        """The searched estimator with this search's model parameters (``verbose`` stays with the search)."""
-        names = set(self._searched._get_param_names()) - {"verbose"}
-        return self._searched(**{k: v for k, v in self.get_params(deep=False).items() if k in names})
-
-    def _engine(self, base, X, y, groups, min_rows):
-        """The exact-CV engine of ``base`` on (X, y, groups), after this search's parameter checks."""
+    def _engine(self, name, grid, X, y, groups, min_rows):
+        """The searched estimator with this search's model parameters (``verbose`` stays with the search) at
+        ``name=grid[0]``, and its exact-CV engine on (X, y, groups)."""
         self._validate_params()
-        return engine_for(base, X, y, groups, min_rows=min_rows, verbose=self.verbose)
+        names = set(self._searched._get_param_names()) - {"verbose"}
+        base = self._searched(**{k: v for k, v in self.get_params(deep=False).items() if k in names})
+        base.set_params(**{name: float(grid[0])})
+        return base, engine_for(base, X, y, groups, min_rows=min_rows, verbose=self.verbose)
 
-    def _keep_best(self, engine, base, name, grid, scores, what, greater_is_better=False):
-        """Keep the best value of ``grid`` as ``<name>_``, its score and ``base`` at it, solved from ``engine``."""
+    def _search(self, engine, base, name, grid, score, what, greater_is_better=False):
+        """``score(k)`` for every value ``grid[k]``, with progress (a numerical breakdown names the value); keeps the
+        best value as ``<name>_``, its score and ``base`` at it, solved from ``engine``.  Returns (scores, best)."""
+        scores = np.empty(grid.size)
+        for k in progress.iterate(range(grid.size), desc=type(self).__name__, unit=name, verbose=self.verbose):
+            try:
+                scores[k] = score(k)
+            except np.linalg.LinAlgError as exc:
+                raise type(exc)(f"{name}={float(grid[k]):.6g}: {exc}; leave this value out of the grid") from None
         if not np.all(np.isfinite(scores)):
             raise ValueError(f"{what} is not finite for {name} in {grid[~np.isfinite(scores)]}")
         best = int(np.argmax(scores)) if greater_is_better else int(np.argmin(scores))
@@ -95,7 +90,7 @@ class _ExactCVSearch(KernelMixin, Ranker):
         model = base.set_params(**{name: float(grid[best])})
         self.best_estimator_ = model._apply_engine_fit(engine, model._cv_spec().alpha_for(engine.m))
         self.n_features_in_ = self.best_estimator_.n_features_in_
-        return best
+        return scores, best
 
     def predict(self, X):
         """Scores of the best model (higher ranks higher)."""
@@ -166,7 +161,6 @@ class RankRLSCV(_ExactCVSearch):
         leave-one-query-out."""
         alphas = check_alphas(np.logspace(-3, 3, 13) if self.alphas is None else self.alphas)
         scoring = _check_scoring(self.scoring)
-        base = self._base()
         cv = self.cv
         if cv is None:
             cv = "lgo" if groups is not None and group_index(groups, np.size(groups)).n_groups >= 2 else "lpo"
@@ -177,18 +171,16 @@ class RankRLSCV(_ExactCVSearch):
         if is_lpo and not (isinstance(scoring, Measure) and scoring.name in ("auc", "disagreement")):
             raise ValueError(f"scoring={self.scoring!r} needs hold-out sets (cv='lgo', folds or a splitter), not "
                              "leave-pair-out, which scores pairs ('auc' or 'disagreement')")
-        prob = self._engine(base.set_params(alpha=float(alphas[0])), X, y, groups, 3 if is_lpo else 2)
+        base, prob = self._engine("alpha", alphas, X, y, groups, 3 if is_lpo else 2)
         lgo_path = not is_lpo and isinstance(cv, str)  # leave-group-out: every alpha from one engine call
         if not lgo_path:
             prob.prepare_grid(alphas.size)
-        scores = np.empty(alphas.size)
-        bar = progress.iterate(range(alphas.size), desc="RankRLSCV", unit="alpha", verbose=self.verbose)
         if is_lpo:
             pairs = prob.training_pairs(required=True, scored="cv='lpo'")
-            for k in bar:
-                with _grid_value("alpha", alphas[k]):
-                    d = float(np.mean(prob.lpo_disagreement(pairs, float(alphas[k]))))
-                scores[k] = 1.0 - d if scoring.name == "auc" else d
+
+            def score(k):
+                d = float(np.mean(prob.lpo_disagreement(pairs, float(alphas[k]))))
+                return 1.0 - d if scoring.name == "auc" else d
         else:
             if lgo_path and prob.groups.n_groups < 2:  # groups=None: one group
                 raise ValueError("cv='lgo' needs groups with at least two distinct ids")
@@ -198,11 +190,10 @@ class RankRLSCV(_ExactCVSearch):
             def predictions(k):  # rows in no hold-out set stay NaN; the group sets cover every row
                 return np.array(path[k]) if lgo_path else prob.holdout_rows(sets, float(alphas[k]))
 
-            for k in bar:  # without groups every code is 0: the units are the sets
-                with _grid_value("alpha", alphas[k]):
-                    scores[k] = holdout_score(predictions(k), prob.Y, sets, prob.groups.codes, scoring)
+            def score(k):  # without groups every code is 0: the units are the sets
+                return holdout_score(predictions(k), prob.Y, sets, prob.groups.codes, scoring)
         greater_is_better = scoring.greater_is_better if isinstance(scoring, Measure) else True
-        best = self._keep_best(prob, base, "alpha", alphas, scores, "the cross-validation score", greater_is_better)
+        scores, best = self._search(prob, base, "alpha", alphas, score, "the cross-validation score", greater_is_better)
         name = scoring.name if isinstance(scoring, Measure) else getattr(scoring, "__name__", "callable")
         scheme = cv if isinstance(cv, str) else type(cv).__name__
         self.cv_results_ = {"alphas": alphas.copy(), "scores": scores, "scoring": name,
@@ -249,19 +240,17 @@ class MPRankCV(_ExactCVSearch):
     def fit(self, X, y, groups=None):
         """Score every C by the exact leave-one-out error (000 eq. 17), keep the smallest, solve on all data."""
         Cs = check_alphas(np.logspace(-3, 3, 13) if self.Cs is None else self.Cs, "Cs")
-        base = self._base()
         check_features(X, precomputed=self._precomputed(), min_rows=3)  # MPRank takes dense X only
-        prob = self._engine(base.set_params(C=float(Cs[0])), X, y, groups, 3)
+        base, prob = self._engine("C", Cs, X, y, groups, 3)
         pairs = prob.training_pairs(required=True)
         prob.prepare_grid(Cs.size)
         i, j = pairs[:, 0], pairs[:, 1]
         dy = (prob.Y[j] - prob.Y[i]).reshape(pairs.shape[0], -1)
-        loo = np.empty(Cs.size)
         n_train = prob.m - 2
-        for k in progress.iterate(range(Cs.size), desc="MPRankCV", unit="C", verbose=self.verbose):
-            with _grid_value("C", Cs[k]):
-                P = prob.lpo(pairs, n_train * n_train / (2.0 * float(Cs[k]))).reshape(pairs.shape[0], 2, -1)
-            loo[k] = float(np.mean(np.sum((P[:, 1] - P[:, 0] - dy) ** 2, axis=1)))
-        self._keep_best(prob, base, "C", Cs, loo, "the leave-one-out error")
+
+        def loo_error(k):
+            P = prob.lpo(pairs, n_train * n_train / (2.0 * float(Cs[k]))).reshape(pairs.shape[0], 2, -1)
+            return float(np.mean(np.sum((P[:, 1] - P[:, 0] - dy) ** 2, axis=1)))
+        loo, _ = self._search(prob, base, "C", Cs, loo_error, "the leave-one-out error")
         self.cv_results_ = {"Cs": Cs.copy(), "loo": loo}
         return self

@@ -44,15 +44,13 @@ class _RankRLSBase(KernelMixin, Ranker):
                                           exclude_ties=exclude_ties)
 
     def _solve(self, problem, alphas, *, x0=None):
-        """Pick the solver for this problem and run it for every alpha; returns a ``Fit``."""
         n_threads = check_n_jobs(self.n_jobs)
         spec = self._kernel_spec(problem.n_features)
         verbose, name = self.verbose, type(self).__name__
         with compute_region(n_threads):  # fastrank's threads and BLAS's share the cores
             mode = choose_solver(self.solver, spec, problem, basis_vectors=getattr(self, "basis_vectors", None))
-            if mode == "densify":
+            if problem.sparse and mode in ("primal", "dual"):
                 problem = problem._replace(X=densified(problem.X))  # the same pair structure and targets
-                mode = choose_solver(self.solver, spec, problem)
             if mode == "primal":
                 with stage(f"{name} primal solve ({problem.n_features} features)", verbose=verbose):
                     return solve_primal(problem, alphas, n_threads)
@@ -113,7 +111,7 @@ class _RankRLSBase(KernelMixin, Ranker):
         objective is invariant to adding a constant), so the scores are not on the scale of ``y``."""
         check_is_fitted(self, "fit_mode_")
         X = self._check_predict_X(X)
-        return self._expansion_predict(X, self.basis_indices_ if self.fit_mode_ == "sparse" else None)
+        return self._expansion_predict(X)
 
 
 PREFERENCE_TIES = ("exclude_ties=True drops the tied pairs of fit(X, y); a preference graph is learned exactly as "

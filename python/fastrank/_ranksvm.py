@@ -14,12 +14,11 @@ from sklearn.utils.validation import check_is_fitted
 
 from . import _core
 from ._base import N_JOBS, NONNEG_REAL, KernelMixin, Ranker, StrOptions, c_path, crucial_pairs, positive_int
-from ._kernels import kernel_block
 from ._memory import check_dense_memory, densified
 from ._problem import check_pair_weights, check_pairs
 from ._progress import resolve_verbose, stage, write_line
 from ._registry import register_estimator
-from ._solvers import select_basis
+from ._solvers import basis_kernel, select_basis
 from ._sparse import as_csr
 from ._validation import check_alpha, check_n_jobs, group_index
 from .exceptions import ConvergenceWarning
@@ -30,13 +29,11 @@ _LOSSES = {"squared_hinge": 0, "hinge": 1}
 
 
 def _group_structure(y, groups, m):
-    """Keyword arguments of the core's group structure."""
     gi = group_index(groups, m)
     return dict(y=y, order=gi.order, offsets=gi.offsets)
 
 
 def _graph_structure(pairs, weights, m):
-    """Keyword arguments of the core's preference graph, validated."""
     head, tail = check_pairs(pairs, m)
     w = np.ones(head.size) if weights is None else check_pair_weights(weights, head.size, zero_ok=True)
     return dict(head=head, tail=tail, weight=w)
@@ -187,9 +184,7 @@ class RankSVM(KernelMixin, Ranker):
         m = X.shape[0]
         basis = select_basis(m, self.basis_vectors, self.random_state)
         check_dense_memory(m, 2, "kernel columns K_mB and features Z", n_cols=basis.size)
-        X_fit = None if spec is None else X[basis]  # the basis rows X_B
-        K_mB = np.asarray(X[:, basis] if spec is None else kernel_block(spec, X, X_fit, n_threads), dtype=np.float64)
-        K_BB = 0.5 * (K_mB[basis] + K_mB[basis].T)
+        K_mB, K_BB, X_fit = basis_kernel(spec, X, basis, n_threads)  # X_fit: the basis rows X_B
         try:
             L = scipy.linalg.cholesky(K_BB, lower=True, check_finite=False)
             dmin = float(np.min(np.diag(L))) ** 2
@@ -209,7 +204,9 @@ class RankSVM(KernelMixin, Ranker):
             return "linear", dict(out, coef=np.asarray(X_fit.T @ beta).reshape(-1)), None
         return "kernel", out, X_fit
 
-    def _set_fitted(self, X, mode, out, X_fit, n_pairs):
+    def _fit_structure(self, X, structure, n_pairs, w0=None):
+        with stage(f"RankSVM {self.loss} (m={X.shape[0]}, {n_pairs:.0f} pairs)", verbose=self.verbose):
+            mode, out, X_fit = self._solve(X, structure, n_pairs, w0)
         basis_indices = out.get("basis")  # a basis model is solved by the linear solver on its features Z
         steps = "cutting planes" if self.loss == "hinge" and mode == "kernel" and basis_indices is None else \
             "Newton iterations"
@@ -241,11 +238,6 @@ class RankSVM(KernelMixin, Ranker):
         model."""
         return self._fit_structure(*self._group_problem(X, y, groups))
 
-    def _fit_structure(self, X, structure, n_pairs):
-        with stage(f"RankSVM {self.loss} (m={X.shape[0]}, {n_pairs:.0f} pairs)", verbose=self.verbose):
-            mode, out, X_fit = self._solve(X, structure, n_pairs)
-        return self._set_fitted(X, mode, out, X_fit, n_pairs)
-
     def _group_problem(self, X, y, groups):
         """Validated X, the core's group structure and the number of pairs of ``fit(X, y, groups)`` (at least one)."""
         self._params()
@@ -275,7 +267,7 @@ class RankSVM(KernelMixin, Ranker):
         X = self._check_predict_X(X)
         # K(X, X_B) beta in row blocks, sparse X and X_B staying sparse; K(X, X_fit_) beta on dense rows
         dense = self.fit_mode_ == "kernel" and basis is None and not self._precomputed()
-        return self._expansion_predict(densified(X) if dense else X, basis)
+        return self._expansion_predict(densified(X) if dense else X)
 
 
 def ranksvm_path(X, y, Cs, groups=None, *, verbose=0, **params):
@@ -293,7 +285,6 @@ def ranksvm_path(X, y, Cs, groups=None, *, verbose=0, **params):
     w = None
     for k in visit:
         est = RankSVM(C=float(Cs[k]), **params)
-        mode, out, X_fit = est._solve(X, structure, n_pairs, w0=w if est.loss == "squared_hinge" else None)
-        fitted[k] = est._set_fitted(X, mode, out, X_fit, n_pairs)
+        fitted[k] = est._fit_structure(X, structure, n_pairs, w0=w if est.loss == "squared_hinge" else None)
         w = est.coef_
     return fitted

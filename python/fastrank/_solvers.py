@@ -33,7 +33,7 @@ from .exceptions import ConvergenceWarning, IllConditionedWarning
 __all__ = [
     "Fit", "CGResult", "SOLVERS", "choose_solver",
     "solve_dual", "solve_primal", "solve_cg", "solve_cg_path", "solve_basis", "train_kernel",
-    "fit_cg", "fit_basis", "select_basis", "check_indices", "basis_primal_weights", "default_max_iter",
+    "fit_cg", "fit_basis", "select_basis", "basis_kernel", "check_indices", "basis_primal_weights", "default_max_iter",
     "one_conditioning_warning",
     "solve_assembled_primal", "solve_assembled_basis",
 ]
@@ -65,7 +65,6 @@ class Fit(NamedTuple):
 
 
 def _checked(W, rcond, n_alphas):
-    """:func:`_by_alpha` of a solution, warning when its system was ill-conditioned."""
     if rcond < _RCOND_WARNING:
         warnings.warn(f"RankRLS system is ill-conditioned (reciprocal condition number {rcond:.2e}); the solution "
                       "may be inaccurate. Increase alpha.", IllConditionedWarning, stacklevel=4)
@@ -117,11 +116,9 @@ def one_conditioning_warning(fit):
 # ---- Choosing a solver -----------------------------------------------------------------------------
 
 def choose_solver(solver, spec, problem, *, basis_vectors=None):
-    """"dual", "primal", "cg", "sparse" (subset of regressors) or "densify" (sparse X for a dense
-    solver).  "auto": CG for sparse X with the linear kernel, else the primal when the kernel is
+    """"dual", "primal", "cg" or "sparse" (subset of regressors); sparse X for "dual" or "primal" is densified by the
+    caller.  "auto": CG for sparse X with the linear kernel, else the primal when the kernel is
     linear and n_features < n_samples, else the dual."""
-    if solver not in SOLVERS:
-        raise ValueError(f"solver must be one of {SOLVERS}, got {solver!r}")
     if basis_vectors is not None:
         if solver in ("cg", "primal"):
             raise ValueError(f"basis_vectors (sparse approximation) cannot be combined with solver={solver!r}; "
@@ -133,8 +130,6 @@ def choose_solver(solver, spec, problem, *, basis_vectors=None):
         if solver == "cg":
             raise ValueError("solver='cg' solves the linear RankRLS (kernel='linear'); for other kernels on large "
                              "data use basis_vectors=<int or indices> (subset-of-regressors approximation)")
-    if problem.sparse:
-        return "densify"
     if solver == "primal" and not spec.linear:
         raise ValueError("solver='primal' needs kernel='linear' (the primal solves in feature space)")
     if solver == "auto":
@@ -171,8 +166,7 @@ def solve_primal(problem, alphas, n_threads):
     if problem.exclude_ties:
         W, rcond = _core.solve_shifted_system(*map(np.asfortranarray, _tie_normal_equations(problem, X)), alphas)
     elif problem.is_graph:
-        g = problem.graph
-        W, rcond = _core.rankrls_primal_graph(X, g.head, g.tail, g.weight, g.target, alphas, n_threads)
+        W, rcond = _core.rankrls_primal_graph(X, *problem.graph, alphas, n_threads)  # head, tail, weight, target
     else:
         gi = problem.groups
         system = _object_ranking_normal_equations(X, problem.Y) \
@@ -198,13 +192,13 @@ def _centred_features(X):
     return X if issparse(X) else X - X.mean(axis=0)
 
 
-def train_kernel(X, spec, n_threads, order=None):
-    """K over the rows of X in ``order`` (default: as given) as a writable Fortran-ordered array that the
-    solver may overwrite in place."""
+def train_kernel(X, spec, n_threads, groups=None):
+    """K over the rows of X in the grouped order of the GroupIndex ``groups`` (default: as given) as a writable
+    Fortran-ordered array that the solver may overwrite in place."""
     X = _centred_features(X) if spec.linear else X
     if spec.precomputed:  # check_precomputed_kernel made X exactly symmetric: its transpose is the F-ordered view
-        return (X[np.ix_(order, order)] if order is not None else X.copy()).T
-    return spec.train(X if order is None else np.take(X, order, axis=0), n_threads)
+        return (X.copy() if groups is None or groups.is_identity else X[np.ix_(groups.order, groups.order)]).T
+    return spec.train(X if groups is None else groups.take(X), n_threads)
 
 
 def solve_dual(problem, spec, alphas, n_threads):
@@ -218,7 +212,7 @@ def solve_dual(problem, spec, alphas, n_threads):
     if problem.exclude_ties:
         # (S K S + alpha I) u = S y, A = S u with the tie-excluding S (eq. 17 in symmetric form)
         cells = problem.cells
-        K = train_kernel(problem.X, spec, n_threads, None if cells.is_identity else cells.order)
+        K = train_kernel(problem.X, spec, n_threads, cells)
         SK = problem.apply_S_cells(K)
         del K
         G = np.asfortranarray(problem.apply_S_cells(SK.T))
@@ -227,13 +221,12 @@ def solve_dual(problem, spec, alphas, n_threads):
                                               alphas)
         del G
     elif problem.is_graph:
-        g = problem.graph
         K = train_kernel(problem.X, spec, n_threads)
-        A, rcond = _core.rankrls_dual_graph(K, g.head, g.tail, g.weight, g.target, alphas, n_threads)
+        A, rcond = _core.rankrls_dual_graph(K, *problem.graph, alphas, n_threads)
         del K
     else:
         gi = problem.groups
-        Kg = train_kernel(problem.X, spec, n_threads, None if gi.is_identity else gi.order)
+        Kg = train_kernel(problem.X, spec, n_threads, gi)
         # many alphas: one tridiagonal reduction S K S = Q T Q^T, O(m) per alpha, Q applied once
         # (eq. 31 without the eigenvectors: ~0.4x the eigendecomposition route)
         dual_scores = _core.rankrls_dual_scores_tridiag if alphas.size > 1 else _core.rankrls_dual_scores
@@ -484,13 +477,19 @@ def basis_primal_weights(X_basis, coef):
     return np.asarray(X_basis.T @ np.asarray(coef))
 
 
+def basis_kernel(spec, X, basis, n_threads):
+    """K(X, X_R) (m, |R|) and K_RR (symmetrized), Fortran-ordered, and the basis rows X_R; with a precomputed kernel
+    (``spec`` None or precomputed) X is K and X_R None."""
+    X_R = None if spec is None or spec.precomputed else take_rows(X, basis)
+    KR = np.asfortranarray(X[:, basis]) if X_R is None else kernel_block(spec, X, X_R, n_threads)
+    KRR = KR[basis]
+    return KR, np.asfortranarray(0.5 * (KRR + KRR.T)), X_R
+
+
 def _basis_coefficients(problem, spec, alphas, basis, n_threads):
     """(n_alphas, |R|, v) coefficients over the basis rows (eqs. 41-42)."""
-    X, m = problem.X, problem.m
-    check_dense_memory(m, 1 if problem.is_graph else 2, "kernel block K(X, X_R)", n_cols=basis.size)
-    KRt = np.asfortranarray(X[:, basis]) if spec.precomputed else kernel_block(spec, X, take_rows(X, basis), n_threads)
-    KRR = KRt[basis]
-    KRR = np.asfortranarray(0.5 * (KRR + KRR.T))
+    check_dense_memory(problem.m, 1 if problem.is_graph else 2, "kernel block K(X, X_R)", n_cols=basis.size)
+    KRt, KRR, _ = basis_kernel(spec, problem.X, basis, n_threads)
     if problem.exclude_ties:
         # eq. 41 with the tie-excluding L = S^2: (K_R^T L K_R + alpha K_RR) a = K_R^T L y
         G, g = _tie_normal_equations(problem, np.asarray(KRt))
@@ -501,8 +500,7 @@ def _basis_coefficients(problem, spec, alphas, basis, n_threads):
                        else np.linalg.solve(H, g))
         return np.stack(out)
     if problem.is_graph:
-        g = problem.graph
-        return _core.sparse_rls_path_graph(KRt, g.head, g.tail, g.weight, g.target, KRR, alphas, n_threads)[0]
+        return _core.sparse_rls_path_graph(KRt, *problem.graph, KRR, alphas, n_threads)[0]
     gi = problem.groups
     return _core.sparse_rls_path_groups(KRt, np.asfortranarray(problem.Y), gi.order, gi.offsets, problem.pair_weight(),
                                         KRR, alphas, n_threads)[0]

@@ -181,7 +181,7 @@ class SVRank(KernelMixin, Ranker):
             check_dense_memory(X.shape[0], 3 if squared else 1,
                                "kernel matrix and its Cholesky factor" if squared else "kernel matrix")
             with stage(f"SVRank kernel matrix (m={X.shape[0]})", verbose=0 if spec.precomputed else self.verbose):
-                Kg = train_kernel(X, spec, n_threads, None if gi.is_identity else gi.order)
+                Kg = train_kernel(X, spec, n_threads, gi)
             if squared:
                 with stage(f"SVRank Newton (kernel, squared cost, m={X.shape[0]})", verbose=self.verbose):
                     # K = P L L^T P^T (pivoted Cholesky, rank r at LAPACK's tolerance m u max K_ii):

@@ -61,7 +61,6 @@ class _ThreadBudget:
             return None
 
     def acquire(self, n_threads):
-        """Wait for the cores; returns how many were taken."""
         total = cpu_budget()
         want = max(1, min(int(n_threads), total))
         with self.cond:
@@ -94,7 +93,7 @@ class _ThreadBudget:
 def _is_scipy_blas(lib):
     """Whether a threadpoolctl library controller is SciPy's bundled BLAS (the C++ core's)."""
     path = str(getattr(lib, "filepath", "")).replace("\\", "/")
-    return "/scipy.libs/" in path or "/scipy/" in path or "/scipy/.dylibs/" in path
+    return "/scipy.libs/" in path or "/scipy/" in path  # also macOS's /scipy/.dylibs/
 
 
 def _set_threads(want):

@@ -248,10 +248,12 @@ def check_pair_arrays(pair_predictions, pair_targets):
     return P, T
 
 
-def pair_disagreement(pair_predictions, pair_targets):
-    """``model_selection.pairwise_disagreement`` with its inputs validated: fraction of held-out pairs with different
-    targets ordered wrongly (prediction ties count 1/2).  A float, or a (v,) array for 3-D input; NaN where no pair has
-    different targets."""
+def pairwise_disagreement(pair_predictions, pair_targets):
+    """Fraction of pairs with different targets ordered wrongly by the predictions (ties in the predictions count 1/2;
+    pairs with equal targets are ignored).
+
+    pair_predictions, pair_targets : (n_pairs, 2) or (n_pairs, 2, v).  Returns a float, or a (v,) array for 3-D input
+    (NaN where no pair has different targets)."""
     P, T = check_pair_arrays(pair_predictions, pair_targets)
     dp, dt = P[:, 0] - P[:, 1], T[:, 0] - T[:, 1]
     valid = dt != 0
@@ -259,6 +261,9 @@ def pair_disagreement(pair_predictions, pair_targets):
     n = valid.sum(axis=0)
     res = np.where(n > 0, (wrong * valid).sum(axis=0) / np.maximum(n, 1), np.nan)
     return float(res) if np.ndim(res) == 0 else res
+
+
+pair_disagreement = pairwise_disagreement  # the exact-CV engine's name (model_selection exports the function)
 
 
 class GroupIndex:

@@ -40,7 +40,7 @@ from ._memory import check_dense_memory
 from ._problem import RankingProblem
 from ._rankrls import PREFERENCE_TIES, RankRLS
 from ._progress import stage
-from ._validation import _asarray, as_targets, check_alpha, check_int, group_index, pair_disagreement
+from ._validation import _asarray, as_targets, check_alpha, check_int, group_index, pairwise_disagreement
 
 __all__ = ["leave_pair_out", "leave_group_out", "holdout_predictions", "preference_holdout_predictions",
            "kfold_predictions", "permutation_test_lpo", "mprank_loo_approximation", "pairwise_disagreement",
@@ -111,15 +111,6 @@ def kfold_predictions(estimator, X, y, folds, groups=None, *, verbose=0):
     ``folds``: an int k (contiguous folds; with groups, whole groups assigned round-robin), an (m,) array of fold
     labels, or a sequence of disjoint index arrays covering the rows to predict (rows in no fold get NaN)."""
     return Factorization(estimator, X, y, groups, verbose=verbose).kfold_predictions(folds, groups=groups)
-
-
-def pairwise_disagreement(pair_predictions, pair_targets):
-    """Fraction of pairs with different targets ordered wrongly by the predictions (ties in the predictions count 1/2;
-    pairs with equal targets are ignored).
-
-    pair_predictions, pair_targets : (n_pairs, 2) or (n_pairs, 2, v).  Returns a float, or a (v,) array for 3-D input
-    (NaN where no pair has different targets)."""
-    return pair_disagreement(pair_predictions, pair_targets)
 
 
 def permutation_test_lpo(estimator, X, y, n_permutations=100, random_state=None, groups=None,

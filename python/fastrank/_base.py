@@ -21,7 +21,8 @@ from ._problem import check_features, crucial_pairs
 from ._progress import progress
 from ._sparse import issparse
 from ._threads import compute_region
-from ._validation import INT_MAX, as_real_array, as_targets, check_n_jobs, check_precomputed_kernel, target_column
+from ._validation import (INT_MAX, as_real_array, as_targets, check_n_jobs, check_precomputed_kernel, group_index,
+                          target_column)
 from .metrics import _warn_missing_groups, pairwise_disagreement
 
 __all__ = ["FastrankEstimator", "Ranker", "KernelMixin", "ranking_accuracy", "Interval", "StrOptions", "positive_int",
@@ -175,11 +176,30 @@ class KernelMixin:
         return tags
 
 
+def _recording_groups(fit, batches):
+    """``fit(X, y, groups=None)`` recording ``n_fit_groups_``, the number of query groups it learnt from (on-line
+    ``batches``: the most of any batch): the evidence by which :meth:`Ranker.score` and the ranking scorers warn when
+    called without groups (:class:`fastrank.exceptions.MissingGroupsWarning`)."""
+    @functools.wraps(fit)
+    def call(self, X, y, groups=None):
+        out = fit(self, X, y, groups)
+        n = 1 if groups is None else group_index(groups, np.shape(X)[0]).n_groups
+        self.n_fit_groups_ = max(n, getattr(self, "n_fit_groups_", 1)) if batches else n
+        return out
+    return call
+
+
 class Ranker(RegressorMixin, FastrankEstimator):
     """A learner whose ``predict`` returns ranking scores (higher ranks higher)."""
 
     _sparse_input = False  # scipy.sparse X accepted (never with a precomputed kernel)
     _multi_output = False  # y of shape (m, v) accepted
+
+    def __init_subclass__(cls, **kwargs):
+        for name in ("fit", "partial_fit"):  # inside FastrankEstimator's restore-on-error wrapper
+            if name in cls.__dict__:
+                setattr(cls, name, _recording_groups(cls.__dict__[name], name == "partial_fit"))
+        super().__init_subclass__(**kwargs)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

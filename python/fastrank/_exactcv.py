@@ -27,7 +27,7 @@ from ._solvers import Fit, _by_alpha, _centred_features, check_indices, select_b
 from ._sparse import issparse, take_rows
 from ._threads import compute_region, cpu_budget, threads_for_work
 from ._validation import _asarray, check_alpha, check_n_jobs, pair_disagreement, whole_numbers
-from .exceptions import IllConditionedWarning, LinAlgError
+from .exceptions import IllConditionedWarning, LinAlgError, user_stacklevel
 
 __all__ = ["CVSpec", "spec_of", "HoldoutEngine", "engine_for", "resolve_folds", "check_sets", "PreferenceRoute"]
 
@@ -406,7 +406,7 @@ def warn_inaccurate_holdout(alpha, ratio, matrix, losses, model=""):
               f"digits ({losses}): increase alpha, or leave such alphas out of the grid.")
     warning = IllConditionedWarning(f"hold-out predictions at alpha={alpha:.3g} may be inaccurate. {advice}")
     warning.advice = advice
-    warnings.warn(warning, stacklevel=4)
+    warnings.warn(warning, stacklevel=user_stacklevel())
 
 
 def _cholesky(A, alpha, what="S K S"):

@@ -52,7 +52,7 @@ from ._memory import dense_memory_limit
 from ._registry import ESTIMATORS
 from ._validation import check_alpha, check_alphas, file_name
 from ._version import __version__
-from .exceptions import ModelFileWarning
+from .exceptions import ModelFileWarning, user_stacklevel
 
 __all__ = ["save", "load", "FORMAT_VERSION"]
 
@@ -496,7 +496,8 @@ def load(path, *, return_metadata=False):
         stored = header.get("checksum")
         if header["format_version"] < 2 and stored is None:
             warnings.warn(f"{p}: written in model format version 1, which has no checksum: edits of the file cannot "
-                          "be detected; save the model again to add one", ModelFileWarning, stacklevel=2)
+                          "be detected; save the model again to add one", ModelFileWarning,
+                          stacklevel=user_stacklevel())
         elif not isinstance(stored, dict) or not isinstance(stored.get("sha256"), str):
             raise _Corrupt("the header has no checksum")
         elif _digest(header, arrays) != stored["sha256"]:

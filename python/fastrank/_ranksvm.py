@@ -21,7 +21,7 @@ from ._registry import register_estimator
 from ._solvers import basis_kernel, select_basis
 from ._sparse import as_csr
 from ._validation import check_alpha, check_n_jobs, group_index
-from .exceptions import ConvergenceWarning
+from .exceptions import ConvergenceWarning, user_stacklevel
 
 __all__ = ["RankSVM", "ranksvm_path"]
 
@@ -159,7 +159,7 @@ class RankSVM(KernelMixin, Ranker):
                     f"C * max|X|^2 = {C:.3g} * {scale:.3g}^2 exceeds {_C_SCALED_MAX:g}: the problem is solved at "
                     f"C * max|X|^2 = {_C_SCALED_MAX:g}, beyond which double precision resolves no change of the "
                     "squared hinge's solution; features far smaller than max|X| lose their influence.  "
-                    "Standardize X or use a smaller C.", ConvergenceWarning, stacklevel=3)
+                    "Standardize X or use a smaller C.", ConvergenceWarning, stacklevel=user_stacklevel())
             if sp.issparse(X):
                 p = as_csr(X, "X")
                 out = _core.ranksvm_fit_csr(p.data, p.indices, p.indptr, p.shape[0], p.shape[1], C_scaled, code, tol,
@@ -215,11 +215,12 @@ class RankSVM(KernelMixin, Ranker):
                 f"RankSVM (hinge) stopped after {out['n_iter']} cutting planes: the relative duality gap "
                 f"{out['criterion']:.2e} did not shrink by 10% within 100 cutting planes (tol={self.tol}); the model is "
                 "the best point found.  Use loss='squared_hinge', a smaller C or a larger tol.", ConvergenceWarning,
-                stacklevel=3)
+                stacklevel=user_stacklevel())
         elif not out["converged"]:
             warnings.warn(
                 f"RankSVM stopped after max_iter={self.max_iter} {steps} before reaching tol={self.tol} "
-                f"(criterion {out['criterion']:.2e}); increase max_iter or tol.", ConvergenceWarning, stacklevel=3)
+                f"(criterion {out['criterion']:.2e}); increase max_iter or tol.", ConvergenceWarning,
+                stacklevel=user_stacklevel())
         coef = np.asarray(out["coef"])
         self.fit_mode_, self.X_fit_, self.basis_indices_ = mode, X_fit, basis_indices
         self.coef_ = coef if mode == "linear" else None

@@ -28,7 +28,7 @@ from ._memory import check_dense_memory
 from ._problem import WEIGHTINGS, PreferenceGraph, RankingProblem, check_features
 from ._sparse import as_csr, issparse, take_rows
 from ._validation import _asarray, check_alpha, check_alphas, check_int, check_n_jobs, check_real, group_index
-from .exceptions import ConvergenceWarning, IllConditionedWarning
+from .exceptions import ConvergenceWarning, IllConditionedWarning, user_stacklevel
 
 __all__ = [
     "Fit", "CGResult", "SOLVERS", "choose_solver",
@@ -67,7 +67,7 @@ class Fit(NamedTuple):
 def _checked(W, rcond, n_alphas):
     if rcond < _RCOND_WARNING:
         warnings.warn(f"RankRLS system is ill-conditioned (reciprocal condition number {rcond:.2e}); the solution "
-                      "may be inaccurate. Increase alpha.", IllConditionedWarning, stacklevel=4)
+                      "may be inaccurate. Increase alpha.", IllConditionedWarning, stacklevel=user_stacklevel())
     return _by_alpha(W, n_alphas)
 
 
@@ -107,7 +107,7 @@ def one_conditioning_warning(fit):
             warning = IllConditionedWarning(f"{type(self).__name__}.fit: {what} ill-conditioned{worst}; the result "
                                             f"may be inaccurate. {advice}")
             warning.n_solves = n_solves
-            warnings.warn(warning, stacklevel=2)
+            warnings.warn(warning, stacklevel=user_stacklevel())
         return result
 
     return wrapper
@@ -302,7 +302,7 @@ def _run_cg(problem, alpha, *, tol, max_iter, x0, precond, n_threads, callback, 
         warnings.warn(f"RankRLS conjugate gradient did not converge for {bad.size} of {v} output(s) within "
                       f"{int(n_iter.max())} iterations (relative residual {np.nanmax(last):.3g} > tol={tol:g}); "
                       "increase max_iter, loosen tol, raise alpha or try preconditioner='jacobi'.",
-                      ConvergenceWarning, stacklevel=4)
+                      ConvergenceWarning, stacklevel=user_stacklevel())
     return CGResult(np.asarray(coef), n_iter, converged, np.asarray(history))
 
 
@@ -349,7 +349,7 @@ def _run_cg_ties(problem, alpha, *, tol, max_iter, x0, precond, callback, warn):
     if warn and not conv.all():
         warnings.warn(f"RankRLS conjugate gradient (exclude_ties) did not converge for {int((~conv).sum())} of {v} "
                       f"output(s) within {max_iter} iterations; increase max_iter, loosen tol or raise alpha.",
-                      ConvergenceWarning, stacklevel=4)
+                      ConvergenceWarning, stacklevel=user_stacklevel())
     return CGResult(coef, n_iter, conv, hist)
 
 

@@ -18,7 +18,7 @@ from ._progress import resolve_verbose, stage, write_line
 from ._registry import register_estimator
 from ._solvers import train_kernel
 from ._validation import check_alpha, check_n_jobs, group_index
-from .exceptions import ConvergenceWarning
+from .exceptions import ConvergenceWarning, user_stacklevel
 
 __all__ = ["SVRank", "svrank_path"]
 
@@ -213,7 +213,7 @@ class SVRank(KernelMixin, Ranker):
         if not converged:
             warnings.warn(
                 f"SVRank stopped at max_iter={max_iter} {steps} with relative gap {gap:.3g} > tol={tol:g}; "
-                "increase max_iter or tol.", ConvergenceWarning, stacklevel=2)
+                "increase max_iter or tol.", ConvergenceWarning, stacklevel=user_stacklevel())
         return self
 
     def predict(self, X):

@@ -3,6 +3,9 @@ input raises :class:`ValueError` or :class:`TypeError`; numerical breakdown :cla
 :class:`numpy.linalg.LinAlgError`; an iterative solver stopped at ``max_iter`` emits
 :class:`sklearn.exceptions.ConvergenceWarning`."""
 
+import os
+import sys
+
 from sklearn.exceptions import ConvergenceWarning
 
 from ._core import LinAlgError
@@ -26,6 +29,19 @@ class MissingGroupsWarning(UserWarning):
     (the estimator was fitted on several groups, or scikit-learn's model selection was given groups): each test fold was
     scored as one query.  In a scikit-learn search the groups reach the scorer only through metadata routing:
     ``sklearn.set_config(enable_metadata_routing=True)`` and ``scorer.set_score_request(groups=True)``."""
+
+
+_PACKAGE = os.path.dirname(os.path.abspath(__file__)) + os.sep
+
+
+def user_stacklevel():
+    """The ``stacklevel`` of a warning raised by the caller that points at the first frame outside fastrank (the
+    user's line), however many of fastrank's frames (fit wrappers, shared solvers, routes) lie between: a count
+    written by hand at each warning drifts whenever a frame is added."""
+    frame, level = sys._getframe(1), 1
+    while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE):
+        frame, level = frame.f_back, level + 1
+    return level
 
 
 LinAlgError.__module__ = "fastrank.exceptions"

@@ -30,7 +30,7 @@ from sklearn.utils import check_consistent_length
 from . import _core
 from ._problem import check_pairs
 from ._validation import _asarray, as_float_matrix, as_float_vector, check_bool, check_n_jobs, check_real, group_index
-from .exceptions import MissingGroupsWarning
+from .exceptions import MissingGroupsWarning, user_stacklevel
 
 __all__ = [
     "pairwise_disagreement", "auc", "kendall_distance", "spearman_footrule", "msd", "m1d", "discrete_ranking_loss",
@@ -141,7 +141,8 @@ def _tied_score_weight(tied_scores, ties, where):
     sign(0) = -1).  ``ties`` is the option's former name ("error" meant "wrong"), accepted with a FutureWarning."""
     if ties is not None:
         warnings.warn(f"{where}(ties=...) is renamed tied_scores=...: ties='error' is tied_scores='wrong', "
-                      "ties='half' is tied_scores='half' (now the default)", FutureWarning, stacklevel=3)
+                      "ties='half' is tied_scores='half' (now the default)", FutureWarning,
+                      stacklevel=user_stacklevel())
         if ties not in ("error", "half"):
             raise ValueError(f"ties must be 'error' or 'half', got {ties!r}")
         tied_scores = "wrong" if ties == "error" else "half"
@@ -446,7 +447,7 @@ def stability_ranking_loss(y_true, y_score, groups=None, *, loss="hinge", gamma=
     if loss == "disc":
         S = _pair_stats(y, f, gi, True, n_jobs)
         total = S[:, 4] + 0.5 * S[:, 5]
-    elif loss == "0-1":  # discordant pairs + 1/2 all score-tied pairs of a group (labels ignored): C(b, 2) per tied block
+    elif loss == "0-1":  # discordant pairs + 1/2 all score-tied pairs of a group (labels ignored): C(b, 2) per block
         rk = _Ranked(y, f, gi)
         tied = np.bincount(rk.group, weights=rk.size * (rk.size - 1) / 2.0, minlength=rk.G)
         total = _pair_stats(y, f, gi, False, n_jobs)[:, 2] + 0.5 * tied
@@ -981,9 +982,9 @@ def _groups_evidence(estimator):
 def _warn_missing_groups(estimator, what):
     reason = _groups_evidence(estimator)
     if reason is not None:
-        warnings.warn(f"{what} was called without groups although {reason}: every test fold is scored as one "
-                      f"query, which is not the per-query measure. To score per query, {_ROUTING_HINT}.",
-                      MissingGroupsWarning, stacklevel=3)
+        warnings.warn(f"{what} was called without groups although {reason}: the scored rows count as one query, "
+                      f"which is not the per-query measure. To score per query, pass groups=; in scikit-learn's model "
+                      f"selection, {_ROUTING_HINT}.", MissingGroupsWarning, stacklevel=user_stacklevel())
     return reason is not None
 
 

@@ -45,7 +45,7 @@ class DataError(Exception):
 
 
 # -- measures: the names of the measure table of fastrank.metrics (get_measure parses "ndcg@10") --
-DEFAULT_MEASURES = ("ndcg@10", "ndcg", "disagreement")  # evaluate, data with query ids
+DEFAULT_MEASURES = ("ndcg@10", "ndcg", "disagreement")  # evaluate, data with query ids and labels >= 0
 DEFAULT_MEASURES_NO_QID = ("disagreement",)
 
 # --normalize auto on dense files; chosen by test NDCG@10 on real and raw LETOR-style data
@@ -78,10 +78,12 @@ def evaluate_scores(y, scores, qid, measures, *, each_query=True, verbose=0):
             averaged.append((label, float(measure(y, scores, qid))))
         if not each_query:
             continue
+        # a query alone keeps the file's grade scale: ERR's g_max is the largest grade of all rows, as in the average
+        kw = {"max_grade": float(y.max())} if _accepts(measure.func, "max_grade") else {}
         vals = np.full(ids.size, np.nan)
         for i, r in enumerate(progress.iterate(rows, desc=f"{label} per query", unit="queries", verbose=verbose)):
             with contextlib.suppress(ValueError):  # undefined for this query (no pair to compare, no relevant row)
-                vals[i] = measure(y[r], scores[r])
+                vals[i] = measure(y[r], scores[r], **kw)
         per_query[label] = vals
     return averaged, ids, per_query
 
@@ -121,6 +123,7 @@ def _parse_value(text):
 
 
 _CV_FLAGS = {"alphas": "--alphas", "cv": "--cv", "scoring": "-m/--scoring"}  # RankRLSCV's parameters under --alpha auto
+ALPHA_GRID = "1e-3:1e3:13"  # --alphas when not given
 
 
 def parse_grid(text):
@@ -305,7 +308,15 @@ def _build_estimator(args, groups, y):
         cv = _cv_arg(args.cv, groups is not None)
         # no --scoring: NDCG@10 for query data scored on hold-out queries (non-negative grades), else disagreement
         default = "ndcg@10" if groups is not None and cv != "lpo" and np.all(y >= 0) else "disagreement"
-        params.update(alphas=parse_grid(args.alphas), cv=cv, scoring=args.scoring or default)
+        params.update(alphas=parse_grid(args.alphas or ALPHA_GRID), cv=cv, scoring=args.scoring or default)
+    given = {} if args.alpha == "auto" else {k: getattr(args, k) for k in _CV_FLAGS if getattr(args, k) is not None}
+    for k, value in given.items():  # e.g. --model RankRLSCV --cv 5: set, never silently unused
+        if k not in names:
+            raise UsageError(f"{_CV_FLAGS[k]} sets the cross-validation of fastrank cv, train --alpha auto and --model "
+                             f"RankRLSCV; {label} has no parameter {k!r}")
+        if k in params:
+            raise UsageError(f"{_CV_FLAGS[k]} and --param {k}=... both set {label}'s {k}; give one")
+        params[k] = parse_grid(value) if k == "alphas" else _cv_arg(value, groups is not None) if k == "cv" else value
     if "verbose" in names and "verbose" not in params:  # estimators that report progress themselves
         params["verbose"] = args.progress
     with _errors_as(UsageError, TypeError):
@@ -368,7 +379,8 @@ def cmd_evaluate(args):
                             "per row)")
     if qid is None:
         _say(args, f"{args.data_file} has no qid: and no query file: every row is ranked as one query")
-    measures = args.measure or list(DEFAULT_MEASURES if qid is not None else DEFAULT_MEASURES_NO_QID)
+    graded = qid is not None and np.all(y >= 0)  # NDCG needs non-negative grades (not the -1/+1 labels of svm_light)
+    measures = args.measure or list(DEFAULT_MEASURES if graded else DEFAULT_MEASURES_NO_QID)
     averaged, ids, per_query = evaluate_scores(y, scores, qid, measures, each_query=args.per_query,
                                                verbose=args.progress)
     labels, out = [k for k, _ in averaged], sys.stdout
@@ -445,7 +457,7 @@ one score per input line (higher = ranked higher); feature indices the model was
 """
 _EPILOG_EVAL = """\
 examples:
-  fastrank evaluate test.txt scores.txt                 # NDCG@10, NDCG, disagreement (no qid: disagreement)
+  fastrank evaluate test.txt scores.txt         # NDCG@10, NDCG, disagreement (no qid or labels < 0: disagreement)
   fastrank evaluate --model model.frk -m ndcg@5 -m ndcg@10 --per-query test.txt
   fastrank evaluate --format json test.txt scores.txt
 measures: {measures}
@@ -525,8 +537,8 @@ def _add_model_params(p, *, cv_only=False):
                         f"z-score), log1p-zscore (log(1+x) then z-score) or none; auto (default): "
                         f"{NORMALIZE_DEFAULT} for dense files, none for sparse ones (under 10%% non-zero)")
     c = p.add_argument_group("cross-validation (cv, and train --alpha auto)")
-    c.add_argument("--alphas", default="1e-3:1e3:13", metavar="GRID",
-                   help="LOW:HIGH:N log-spaced (default 1e-3:1e3:13) or a comma list")
+    c.add_argument("--alphas", default=None, metavar="GRID",
+                   help=f"LOW:HIGH:N log-spaced (default {ALPHA_GRID}) or a comma list")
     c.add_argument("--cv", default=None, metavar="{lpo,lgo,K}",
                    help="lpo (leave-pair-out), lgo (leave-query-out) or K folds of whole queries "
                         "(default: lgo with qid, else lpo)")
@@ -577,8 +589,8 @@ def build_parser():
                    help="score file, one per line (as written by fastrank predict)")
     p.add_argument("--model", default=None, metavar="MODEL_FILE", help="score DATA_FILE with this model instead")
     p.add_argument("-m", "--measure", action="append", type=_measure_arg, metavar="MEASURE",
-                   help=f"measure (repeatable; default {' '.join(DEFAULT_MEASURES)} with qid, "
-                        f"{' '.join(DEFAULT_MEASURES_NO_QID)} without)")
+                   help=f"measure (repeatable; default {' '.join(DEFAULT_MEASURES)} with qid and labels >= 0, "
+                        f"else {' '.join(DEFAULT_MEASURES_NO_QID)})")
     p.add_argument("--per-query", action="store_true", help="one line per query, then the means")
     p.add_argument("--format", choices=("text", "json"), default="text", help="output format")
     p = command("cv", "exact cross-validation report of RankRLS over an alpha grid", _EPILOG_CV, "train_file")

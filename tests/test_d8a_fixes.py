@@ -1,0 +1,113 @@
+"""The command-line tool on svmlight/LETOR files: the numbers it prints and the flags it is given, against plain
+implementations of the definitions."""
+
+import json
+
+import numpy as np
+import pytest
+
+import fastrank
+from fastrank import cli
+from fastrank.datasets import load_svmlight
+
+
+def _write(path, y, q, X):
+    with open(path, "w") as fh:
+        for yi, qi, row in zip(y, q, X):
+            fh.write(f"{yi:g} qid:{qi} " + " ".join(f"{j + 1}:{v:.6f}" for j, v in enumerate(row)) + "\n")
+    return path
+
+
+def _run(argv, capsys):
+    code = cli.main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def _err_oracle(y, s, k, gmax):
+    """ERR@k of one query (Chapelle et al. 2009): R(g) = (2^g - 1) / 2^gmax, the rows by decreasing score."""
+    total, p = 0.0, 1.0
+    for r, i in enumerate(np.argsort(-s)[:k], start=1):
+        R = (2.0 ** y[i] - 1.0) / 2.0 ** gmax
+        total += p * R / r
+        p *= 1.0 - R
+    return total
+
+
+def test_evaluate_per_query_err_keeps_the_files_grade_scale(tmp_path, capsys):
+    # a query evaluated alone used its own largest grade as g_max: per-query ERR disagreed with the mean line
+    rng = np.random.default_rng(3)
+    q = np.repeat(np.arange(6), 7)
+    y = rng.integers(0, 3, q.size).astype(float)
+    y[q == 0] = rng.integers(0, 2, 7)  # grades 0..1 in a file whose scale goes up to 4
+    y[np.flatnonzero(q == 0)[0]] = 1.0
+    y[q == 5] = 4.0 * (np.arange(7) == 2)
+    data = _write(tmp_path / "d.txt", y, q, rng.normal(size=(q.size, 2)))
+    s = rng.normal(size=q.size)  # no ties
+    np.savetxt(tmp_path / "s.txt", s)
+    code, out, err = _run(["evaluate", "--per-query", "--format", "json", "-m", "err@3", "-m", "err", data,
+                           tmp_path / "s.txt"], capsys)
+    assert code == 0, err
+    doc = json.loads(out)
+    for label, k in (("err@3", 3), ("err", q.size)):
+        want = [_err_oracle(y[q == g], s[q == g], k, y.max()) for g in range(6)]
+        got = [doc["per_query"][str(g)][label] for g in range(6)]
+        np.testing.assert_allclose(got, want, rtol=1e-12)
+        assert doc["mean"][label] == pytest.approx(np.mean(want), rel=1e-12)
+
+
+@pytest.fixture
+def graded_file(tmp_path):
+    rng = np.random.default_rng(0)
+    q = np.repeat(np.arange(8), 6)
+    X = rng.normal(size=(q.size, 4))
+    y = np.clip(np.round(X[:, 0] + 0.5 * rng.normal(size=q.size) + 1), 0, 3)
+    return _write(tmp_path / "train.txt", y, q, X)
+
+
+def test_train_model_rankrlscv_takes_the_cross_validation_flags(graded_file, tmp_path, capsys):
+    # --model RankRLSCV ignored --cv, -m and --alphas silently: leave-query-out AUC over the default grid ran instead
+    model = tmp_path / "m.frk"
+    code, _, err = _run(["train", "--model", "RankRLSCV", "--normalize", "none", "--cv", "3", "-m", "map@5",
+                         "--alphas", "0.1,10,1000", graded_file, model], capsys)
+    assert code == 0 and "(map@5, cv=3 folds of whole queries)" in err, err
+    X, y, q = load_svmlight(graded_file)
+    ref = fastrank.RankRLSCV(alphas=[0.1, 10, 1000], cv=3, scoring="map@5").fit(X.toarray(), y, q)
+    got = fastrank.load(model)
+    assert got.cv_results_["scoring"] == "map@5"
+    np.testing.assert_array_equal(got.cv_results_["alphas"], [0.1, 10, 1000])
+    np.testing.assert_allclose(got.cv_results_["scores"], ref.cv_results_["scores"], rtol=1e-12)
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--model", "RankSVM", "--cv", "3"], "--cv sets the cross-validation of fastrank cv"),
+    (["-m", "map"], "RankRLS has no parameter 'scoring'"),
+    (["--model", "MPRankCV", "--alphas", "1,10"], "--alphas sets the cross-validation"),
+    (["--model", "RankRLSCV", "--cv", "3", "--param", "cv=4"], "--cv and --param cv=... both set RankRLSCV's cv"),
+], ids=["ranksvm-cv", "rankrls-scoring", "mprankcv-alphas", "twice"])
+def test_train_refuses_cross_validation_flags_it_would_not_use(argv, message, graded_file, tmp_path, capsys):
+    # these flags were silently unused: the model trained as if they had not been given
+    code, _, err = _run(["train", *argv, graded_file, tmp_path / "m.frk"], capsys)
+    assert code == 2 and message in err, err
+    assert not (tmp_path / "m.frk").exists()
+
+
+def test_evaluate_default_measures_on_signed_labels(tmp_path, capsys):
+    # svm_light's -1/+1 labels with qid: the default NDCG failed ("needs non-negative relevance labels"), exit 1
+    rng = np.random.default_rng(1)
+    q = np.repeat(np.arange(5), 4)
+    y = np.where(rng.random(q.size) < 0.5, -1.0, 1.0)
+    y[::4], y[1::4] = -1.0, 1.0  # every query has a pair
+    data = _write(tmp_path / "d.txt", y, q, rng.normal(size=(q.size, 2)))
+    s = np.round(rng.normal(size=q.size), 1)
+    s[5] = s[4]  # a tied pair counts 1/2
+    np.savetxt(tmp_path / "s.txt", s)
+    code, out, err = _run(["evaluate", data, tmp_path / "s.txt"], capsys)
+    assert code == 0, err
+    label, value = out.split()
+    want = []
+    for g in range(5):
+        yq, sq = y[q == g], s[q == g]
+        pairs = [(i, j) for i in range(4) for j in range(4) if yq[i] > yq[j]]
+        want.append(np.mean([(sq[i] < sq[j]) + 0.5 * (sq[i] == sq[j]) for i, j in pairs]))
+    assert label == "disagreement" and float(value) == pytest.approx(np.mean(want), abs=1e-6)

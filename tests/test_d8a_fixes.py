@@ -111,3 +111,16 @@ def test_evaluate_default_measures_on_signed_labels(tmp_path, capsys):
         pairs = [(i, j) for i in range(4) for j in range(4) if yq[i] > yq[j]]
         want.append(np.mean([(sq[i] < sq[j]) + 0.5 * (sq[i] == sq[j]) for i, j in pairs]))
     assert label == "disagreement" and float(value) == pytest.approx(np.mean(want), abs=1e-6)
+
+
+def test_folds_without_query_ids_are_not_reported_as_whole_queries(tmp_path, capsys):
+    # a file without qid: is split into folds of rows; train and cv said "folds of whole queries" /
+    # "queries kept together"
+    rng = np.random.default_rng(2)
+    X = rng.normal(size=(30, 3))
+    data = tmp_path / "d.txt"
+    data.write_text("".join(f"{v:.3f} 1:{a:.4f} 2:{b:.4f} 3:{c:.4f}\n" for v, (a, b, c) in zip(X @ [1, 2, 3], X)))
+    code, _, err = _run(["train", "--alpha", "auto", "--cv", "3", data, tmp_path / "m.frk"], capsys)
+    assert code == 0 and "cv=3 folds of rows)" in err, err
+    code, out, err = _run(["cv", "--cv", "3", data], capsys)
+    assert code == 0 and out.startswith("# exact 3-fold cross-validation") and "queries" not in out, out

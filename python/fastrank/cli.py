@@ -338,7 +338,7 @@ def cmd_train(args):
         est.fit(Xm, y, **fit_kw)
     if name == "RankRLSCV" and args.verbose_level >= 0:
         cv = est.cv_results_["cv"]  # the scheme run: --model RankRLSCV may leave cv=None or set it by --param
-        cv_desc = f"{est.cv} folds of whole queries" if cv == "int" else cv
+        cv_desc = f"{est.cv} folds of {'whole queries' if 'groups' in fit_kw else 'rows'}" if cv == "int" else cv
         write_line(f"alpha chosen by cross-validation ({est.cv_results_['scoring']}, cv={cv_desc}): "
                    f"{est.alpha_:.6g} (score {est.best_score_:.6g}){_grid_end(est)}")
     meta = {"svmlight": {"zero_based": info.zero_based, "n_features": int(Xm.shape[1]), "has_qid": groups is not None,
@@ -416,7 +416,8 @@ def cmd_cv(args):
             _errors_as(DataError, _FIT_ERRORS, "cross-validation failed: "):
         est.fit(Xd, y, groups)
     res = est.cv_results_
-    label = {"lpo": "leave-pair-out", "lgo": "leave-query-out"}.get(est.cv, f"{est.cv}-fold (queries kept together)")
+    kept = " (queries kept together)" if groups is not None else ""
+    label = {"lpo": "leave-pair-out", "lgo": "leave-query-out"}.get(est.cv, f"{est.cv}-fold{kept}")
     out = sys.stdout
     out.write(f"# exact {label} cross-validation of RankRLS (kernel={est.kernel}, "
               f"features: {norm_state['name'] if norm_state else 'none'}), scoring={res['scoring']}\n")

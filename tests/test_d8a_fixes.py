@@ -124,3 +124,16 @@ def test_folds_without_query_ids_are_not_reported_as_whole_queries(tmp_path, cap
     assert code == 0 and "cv=3 folds of rows)" in err, err
     code, out, err = _run(["cv", "--cv", "3", data], capsys)
     assert code == 0 and out.startswith("# exact 3-fold cross-validation") and "queries" not in out, out
+
+
+def test_predict_warns_when_per_query_normalisation_has_no_queries(graded_file, tmp_path, capsys):
+    # a model trained on per-query min-max features scored a file without qid: after normalising all its rows as one
+    # query -- other features than the model saw, other rankings -- and said so only under -v
+    assert _run(["train", "--normalize", "query-minmax", graded_file, tmp_path / "m.frk"], capsys)[0] == 0
+    bare = tmp_path / "bare.txt"
+    lines = graded_file.read_text().splitlines(keepends=True)
+    bare.write_text("".join(line.replace(line.split()[1] + " ", "", 1) for line in lines))
+    code, out, err = _run(["predict", tmp_path / "m.frk", bare], capsys)
+    assert code == 0 and len(out.split()) == 48
+    assert "warning: the model normalises features per query (query-minmax)" in err, err
+    assert _run(["predict", "-q", tmp_path / "m.frk", bare], capsys)[2] == ""

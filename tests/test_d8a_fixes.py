@@ -137,3 +137,15 @@ def test_predict_warns_when_per_query_normalisation_has_no_queries(graded_file, 
     assert code == 0 and len(out.split()) == 48
     assert "warning: the model normalises features per query (query-minmax)" in err, err
     assert _run(["predict", "-q", tmp_path / "m.frk", bare], capsys)[2] == ""
+
+
+def test_cv_takes_the_polynomial_kernels_degree_and_offset(graded_file, capsys):
+    # cv offered --kernel poly and --gamma but not --degree / --coef0 (a usage error): only degree 3, offset 1
+    code, out, err = _run(["cv", "--normalize", "none", "--kernel", "poly", "--degree", "2", "--coef0", "0.5",
+                           "--alphas", "0.1,10", graded_file], capsys)
+    assert code == 0, err
+    X, y, q = load_svmlight(graded_file)
+    ref = fastrank.RankRLSCV(alphas=[0.1, 10], kernel="poly", degree=2, coef0=0.5, scoring="ndcg@10")
+    ref.fit(X.toarray(), y, q)
+    got = [float(line.split("\t")[1]) for line in out.splitlines()[2:4]]
+    np.testing.assert_allclose(got, ref.cv_results_["scores"], atol=5e-7)

@@ -503,8 +503,8 @@ _MODEL_OPTIONS = (
                                           help="kernel (default linear)")),
     (("--gamma",), "gamma", True, dict(type=lambda t: _positive(t, "--gamma"),
                                         help="rbf/poly kernel scale (default 1/n_features)")),
-    (("--degree",), "degree", False, dict(type=float, help="poly kernel degree")),
-    (("--coef0",), "coef0", False, dict(type=float, help="poly kernel offset")),
+    (("--degree",), "degree", True, dict(type=float, help="poly kernel degree")),
+    (("--coef0",), "coef0", True, dict(type=float, help="poly kernel offset")),
     (("--solver",), "solver", False, dict(help="solver; RankRLS: auto, dual, primal, cg")),
     (("--basis-vectors",), "basis_vectors", False, dict(
         type=int, metavar="R", help="subset-of-regressors model on R random training rows (kernel models)")),

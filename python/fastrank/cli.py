@@ -187,13 +187,14 @@ def _model_input(X, groups, est, state, how="auto", *, fit=False):
     if name == "none":
         return Xd, None
     tr = make_normalizer(name)
-    if name.startswith("query-"):
-        return tr.fit(Xd).transform(Xd, groups=groups), state
-    if fit:  # fit_transform runs before the statistics are read
-        return tr.fit_transform(Xd), {**state, "mean": tr.mean_.tolist(), "scale": tr.scale_.tolist()}
-    tr.fit(Xd[:1])  # shapes and fitted attributes; the statistics are the training data's
-    tr.mean_, tr.scale_ = np.asarray(state["mean"]), np.asarray(state["scale"])
-    return tr.transform(Xd), state
+    with _errors_as(DataError, ValueError, f"cannot normalise the features (--normalize {name}): "):  # overflow
+        if name.startswith("query-"):
+            return tr.fit(Xd).transform(Xd, groups=groups), state
+        if fit:  # fit_transform runs before the statistics are read
+            return tr.fit_transform(Xd), {**state, "mean": tr.mean_.tolist(), "scale": tr.scale_.tolist()}
+        tr.fit(Xd[:1])  # shapes and fitted attributes; the statistics are the training data's
+        tr.mean_, tr.scale_ = np.asarray(state["mean"]), np.asarray(state["scale"])
+        return tr.transform(Xd), state
 
 
 def _read_training(args, how):

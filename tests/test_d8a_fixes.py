@@ -161,3 +161,19 @@ def test_features_too_large_to_normalise_are_a_data_error(norm, graded_file, tmp
     assert _run(["train", "-q", "--normalize", norm, graded_file, tmp_path / "m.frk"], capsys)[0] == 0
     code, _, err = _run(["predict", tmp_path / "m.frk", big], capsys)
     assert code == 1 and "cannot normalise the features" in err and "Traceback" not in err, err
+
+
+def test_cross_validation_default_on_a_single_query_file(tmp_path, capsys):
+    # one query (qid:1 on every line): the default leave-query-out failed ("needs groups with at least two distinct
+    # ids") where RankRLSCV(cv=None) falls back to leave-pair-out
+    rng = np.random.default_rng(4)
+    X = rng.normal(size=(9, 2))
+    y = np.round(X @ [1.0, -1.0] + rng.normal(size=9))
+    data = _write(tmp_path / "one.txt", y, np.ones(9, dtype=int), X)
+    code, out, err = _run(["cv", "--normalize", "none", "--alphas", "0.1,10", data], capsys)
+    assert code == 0 and "leave-pair-out" in out, err
+    X, y, q = load_svmlight(data)
+    ref = fastrank.RankRLSCV(alphas=[0.1, 10], scoring="disagreement").fit(X.toarray(), y, q)
+    assert ref.cv_results_["cv"] == "lpo"
+    got = [float(line.split("\t")[1]) for line in out.splitlines()[2:4]]
+    np.testing.assert_allclose(got, ref.cv_results_["scores"], atol=5e-7)

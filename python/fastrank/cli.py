@@ -137,11 +137,11 @@ def parse_grid(text):
         return check_alphas([float(v) for v in text.split(",") if v.strip()])
 
 
-def _cv_arg(text, has_qid):
-    if text is None:
-        return "lgo" if has_qid else "lpo"
+def _cv_arg(text, groups):
+    if text is None:  # as RankRLSCV(cv=None): leave-query-out from two queries on, else leave-pair-out
+        return "lgo" if groups is not None and np.unique(groups).size > 1 else "lpo"
     t = text.lower()
-    if t == "lgo" and not has_qid:
+    if t == "lgo" and groups is None:
         raise UsageError("--cv lgo (leave-query-out) needs qid: in the file and no --no-qid")
     if t in ("lpo", "lgo"):
         return t
@@ -306,7 +306,7 @@ def _build_estimator(args, groups, y):
         clash = sorted(_CV_FLAGS.keys() & params)
         if clash:
             raise UsageError(f"--alpha auto takes {clash[0]} from {_CV_FLAGS[clash[0]]}, not from --param")
-        cv = _cv_arg(args.cv, groups is not None)
+        cv = _cv_arg(args.cv, groups)
         # no --scoring: NDCG@10 for query data scored on hold-out queries (non-negative grades), else disagreement
         default = "ndcg@10" if groups is not None and cv != "lpo" and np.all(y >= 0) else "disagreement"
         params.update(alphas=parse_grid(args.alphas or ALPHA_GRID), cv=cv, scoring=args.scoring or default)
@@ -317,7 +317,7 @@ def _build_estimator(args, groups, y):
                              f"RankRLSCV; {label} has no parameter {k!r}")
         if k in params:
             raise UsageError(f"{_CV_FLAGS[k]} and --param {k}=... both set {label}'s {k}; give one")
-        params[k] = parse_grid(value) if k == "alphas" else _cv_arg(value, groups is not None) if k == "cv" else value
+        params[k] = parse_grid(value) if k == "alphas" else _cv_arg(value, groups) if k == "cv" else value
     if "verbose" in names and "verbose" not in params:  # estimators that report progress themselves
         params["verbose"] = args.progress
     with _errors_as(UsageError, TypeError):
@@ -543,7 +543,7 @@ def _add_model_params(p, *, cv_only=False):
                    help=f"LOW:HIGH:N log-spaced (default {ALPHA_GRID}) or a comma list")
     c.add_argument("--cv", default=None, metavar="{lpo,lgo,K}",
                    help="lpo (leave-pair-out), lgo (leave-query-out) or K folds of whole queries "
-                        "(default: lgo with qid, else lpo)")
+                        "(default: lgo with two or more queries, else lpo)")
     c.add_argument("-m", "--scoring", type=_measure_arg, default=None, metavar="MEASURE",
                    help="CV measure, any name of the measure table (see 'fastrank evaluate -h'; e.g. ndcg@10, map, "
                         "err@5, auc); default ndcg@10 with qid and held-out queries, else disagreement; "

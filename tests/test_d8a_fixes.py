@@ -177,3 +177,25 @@ def test_cross_validation_default_on_a_single_query_file(tmp_path, capsys):
     assert ref.cv_results_["cv"] == "lpo"
     got = [float(line.split("\t")[1]) for line in out.splitlines()[2:4]]
     np.testing.assert_allclose(got, ref.cv_results_["scores"], atol=5e-7)
+
+
+def test_a_precomputed_kernel_file_is_not_normalised(tmp_path, capsys):
+    # --normalize auto min-maxed the kernel matrix per query (no longer a kernel: "must be symmetric" blamed the file)
+    from sklearn.datasets import dump_svmlight_file
+
+    rng = np.random.default_rng(0)
+    X, Xt = rng.normal(size=(30, 3)), rng.normal(size=(12, 3))
+    y, q = np.round(X @ [1.0, 2.0, 0.0] + rng.normal(size=30)), np.repeat(np.arange(5), 6)
+    dump_svmlight_file(X @ X.T + 5.0, y, str(tmp_path / "K.txt"), query_id=q, zero_based=False)
+    dump_svmlight_file(Xt @ X.T + 5.0, np.zeros(12), str(tmp_path / "Kt.txt"), query_id=np.repeat([0, 1], 6),
+                       zero_based=False)
+    code, _, err = _run(["train", "--param", "kernel=precomputed", tmp_path / "K.txt", tmp_path / "k.frk"], capsys)
+    assert code == 0, err
+    code, out, err = _run(["predict", tmp_path / "k.frk", tmp_path / "Kt.txt"], capsys)
+    K, _, _ = load_svmlight(tmp_path / "K.txt")
+    Kt, _, _ = load_svmlight(tmp_path / "Kt.txt", n_features=30)
+    ref = fastrank.RankRLS(kernel="precomputed").fit(K.toarray(), y, q).predict(Kt.toarray())
+    np.testing.assert_allclose(np.array(out.split(), dtype=float), ref, rtol=1e-12)
+    code, _, err = _run(["train", "--normalize", "zscore", "--param", "kernel=precomputed", tmp_path / "K.txt",
+                         tmp_path / "z.frk"], capsys)
+    assert code == 2 and "--normalize zscore would change the values of a precomputed kernel" in err, err

@@ -171,9 +171,12 @@ def _model_input(X, groups, est, state, how="auto", *, fit=False):
     ``fit``: learn the statistics of zscore and log1p-zscore from X (training), else apply the stored training ones
     (the per-query normalisers learn nothing)."""
     sparse = X.nnz < 0.1 * X.shape[0] * X.shape[1]
+    precomputed = getattr(est, "kernel", None) == "precomputed"  # X holds kernel values, not features
     if state is not None and state["name"] == "auto":
-        state = None if sparse else {"name": NORMALIZE_DEFAULT}
+        state = None if sparse or precomputed else {"name": NORMALIZE_DEFAULT}
     name = "none" if state is None else state["name"]
+    if precomputed and name != "none":
+        raise UsageError(f"--normalize {name} would change the values of a precomputed kernel; use --normalize none")
     tags = getattr(est, "__sklearn_tags__", None)  # scikit-learn's; a registered learner may lack them
     accepts_sparse = bool(tags and tags().input_tags.sparse)
     if how == "sparse" and name != "none":

@@ -541,7 +541,7 @@ def _add_model_params(p, *, cv_only=False):
                         f"zscore (StandardScaler), query-minmax (LETOR QueryLevelNorm), query-zscore (per-query "
                         f"z-score), log1p-zscore (log(1+x) then z-score) or none; auto (default): "
                         f"{NORMALIZE_DEFAULT} for dense files, none for sparse ones (under 10%% non-zero)")
-    c = p.add_argument_group("cross-validation (cv, and train --alpha auto)")
+    c = p.add_argument_group("cross-validation (cv; train --alpha auto or --model RankRLSCV)")
     c.add_argument("--alphas", default=None, metavar="GRID",
                    help=f"LOW:HIGH:N log-spaced (default {ALPHA_GRID}) or a comma list")
     c.add_argument("--cv", default=None, metavar="{lpo,lgo,K}",

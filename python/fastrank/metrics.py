@@ -479,9 +479,10 @@ def position_error(y_true, y_score, groups=None, *, average="group"):
     """Position error d_PE = sigma'(x*) - 1 (003): the wrong items ranked before the target x*.
 
     The targets of a group are its rows with the largest ``y_true``; the error counts the other rows scoring above
-    the best target, plus 1/2 per other row tied with it (the expectation over random tie orders).  0 for a group of
-    one row or of one label.  average "group" (mean over groups, default) or None (per group, sorted id order).  O(m
-    log m)."""
+    the best target, plus 1/(t + 1) per other row tied with it when t targets share that best score (the expectation
+    over random tie orders: each such row precedes all t targets with probability 1/(t + 1); 1/2 for one target).  0
+    for a group of one row or of one label.  average "group" (mean over groups, default) or None (per group, sorted
+    id order).  O(m log m)."""
     y, f, gi = _group_setup(y_true, y_score, groups, average, _PER_GROUP)
     cg, G = gi.codes, gi.n_groups
     ymax = np.full(G, -np.inf)
@@ -490,7 +491,8 @@ def position_error(y_true, y_score, groups=None, *, average="group"):
     fstar = np.full(G, -np.inf)
     np.maximum.at(fstar, cg[target], f[target])
     best = fstar[cg]
-    per = np.bincount(cg, weights=~target * ((f > best) + 0.5 * (f == best)), minlength=G)
+    tied_targets = np.bincount(cg, weights=target & (f == best), minlength=G)
+    per = np.bincount(cg, weights=~target * ((f > best) + (f == best) / (1.0 + tied_targets[cg])), minlength=G)
     return per if average is None else float(per.mean())
 
 
@@ -803,9 +805,9 @@ def agree(y_true, y_score, groups=None, *, normalize=True, average="group"):
 # Tied predictions, everywhere: a measure of a ranking takes the expectation over a uniformly random order of the rows
 # whose scores tie -- a tied relevant pair is 1/2 an error (the pairwise measures, AUC, Kendall, AGREE, the stability
 # 0-1/discrete losses), NDCG averages the gains of a tied block over its positions, the position error counts a tied
-# wrong item 1/2, and the rank displacement measures (Spearman's footrule, the discounted error) give tied rows their
-# expected position (the mean of the block's positions).  The value therefore never depends on the order of the input
-# rows, and a constant prediction never looks better than a random one.
+# wrong item 1/(t + 1) when t targets tie with it, and the rank displacement measures (Spearman's footrule, the
+# discounted error) give tied rows their expected position (the mean of the block's positions).  The value therefore
+# never depends on the order of the input rows, and a constant prediction never looks better than a random one.
 
 
 def _pairwise_accuracy(y_true, y_score, groups=None, *, sample_weight=None, n_jobs=None):

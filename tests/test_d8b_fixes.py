@@ -153,3 +153,27 @@ def test_err_at_k_large_tied_blocks(seed):
         for gmax in (None, 4):
             want = _err_by_grade_counts(y, f, k, y.max() if gmax is None else gmax)
             assert M.err_at_k(y, f, k=k, max_grade=gmax) == pytest.approx(want, rel=1e-10)
+
+
+def test_query_zscore_of_tiny_features_is_scale_free():
+    # a feature varying by ~1e-170 inside a query: its squared deviations underflowed to a std of 0, and main returned
+    # -inf, inf and NaN (with numpy's "divide by zero" warning).  z-scores do not depend on the feature's scale, and
+    # X * 2**-600 is exact, so the result must equal that of X, and the per-query definition
+    from fastrank.preprocessing import QueryNormalizer
+
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(40, 3))
+    g = rng.integers(0, 4, 40)
+    want = np.empty_like(X)
+    for r in _groups(g, 40):
+        want[r] = (X[r] - X[r].mean(axis=0)) / X[r].std(axis=0)
+    tiny = X * 2.0 ** -600  # about 1e-181
+    for Z in (X, tiny, np.c_[X[:, :1], tiny[:, 1:]]):
+        got = QueryNormalizer("zscore").fit(Z).transform(Z, groups=g)
+        np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-14)
+    np.testing.assert_array_equal(QueryNormalizer("zscore").fit(tiny).transform(tiny, groups=g),
+                                  QueryNormalizer("zscore").fit(X).transform(X, groups=g))
+    # subnormal steps: finite, order kept, constant queries 0
+    Z = np.array([[0.0], [5e-324], [1e-320], [7.0], [7.0]])
+    out = QueryNormalizer("zscore").fit(Z).transform(Z, groups=[0, 0, 0, 1, 1])
+    assert np.isfinite(out).all() and out[0, 0] < out[1, 0] < out[2, 0] and (out[3:] == 0).all()

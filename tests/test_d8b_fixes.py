@@ -177,3 +177,43 @@ def test_query_zscore_of_tiny_features_is_scale_free():
     Z = np.array([[0.0], [5e-324], [1e-320], [7.0], [7.0]])
     out = QueryNormalizer("zscore").fit(Z).transform(Z, groups=[0, 0, 0, 1, 1])
     assert np.isfinite(out).all() and out[0, 0] < out[1, 0] < out[2, 0] and (out[3:] == 0).all()
+
+
+def _two_output_model():
+    import fastrank
+
+    rng = np.random.default_rng(2)
+    X = rng.normal(size=(36, 3))
+    Y = np.abs(np.c_[X @ [1.0, 2.0, 3.0], X @ [3.0, -1.0, 0.0]] + rng.normal(size=(36, 2)))
+    g = np.repeat([4, 1, 9], 12)
+    return fastrank.RankRLS(alpha=0.5).fit(X, Y, groups=g), X, Y, g
+
+
+@pytest.mark.parametrize("name", ["auc", "ndcg@5", "map", "err", "msd", "disagreement", "footrule"])
+def test_scorers_of_a_multi_output_model_average_the_outputs(name):
+    # est.score and RankRLSCV score a v-output model by the mean over outputs; the scorers raised "y_true must be 1-D"
+    est, X, Y, g = _two_output_model()
+    P = est.predict(X)
+    measure = M.get_measure(name)
+    sign = 1 if measure.greater_is_better else -1
+    want = np.mean([measure(Y[:, k], P[:, k], g) for k in range(2)])
+    assert M.make_ranking_scorer(name)(est, X, Y, groups=g) == pytest.approx(sign * want, rel=1e-12)
+    assert M.score_estimator(est, X, Y, g, measure=name) == pytest.approx(want, rel=1e-12)
+    if name == "auc":
+        assert M.score_estimator(est, X, Y, g) == pytest.approx(est.score(X, Y, g), rel=1e-12)
+        w = np.linspace(0.5, 2.0, 36)
+        assert M.score_estimator(est, X, Y, g, w) == pytest.approx(est.score(X, Y, g, w), rel=1e-12)
+    with pytest.raises(ValueError, match=r"y must have shape \(n_samples, 2\) for this 2-output model"):
+        M.make_ranking_scorer(name)(est, X, Y[:, 0], groups=g)
+
+
+def test_scorers_of_a_one_column_model():
+    # fitted on y of shape (n, 1): predictions (n, 1), scored against y as a column or 1-D
+    import fastrank
+
+    _, X, Y, g = _two_output_model()
+    est = fastrank.RankRLS().fit(X, Y[:, :1], groups=g)
+    want = M.ndcg(Y[:, 0], est.predict(X)[:, 0], g)
+    for y in (Y[:, 0], Y[:, :1]):
+        assert M.make_ranking_scorer("ndcg")(est, X, y, groups=g) == pytest.approx(want, rel=1e-15)
+        assert M.score_estimator(est, X, y, g, measure="ndcg") == pytest.approx(want, rel=1e-15)

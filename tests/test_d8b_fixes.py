@@ -217,3 +217,25 @@ def test_scorers_of_a_one_column_model():
     for y in (Y[:, 0], Y[:, :1]):
         assert M.make_ranking_scorer("ndcg")(est, X, y, groups=g) == pytest.approx(want, rel=1e-15)
         assert M.score_estimator(est, X, y, g, measure="ndcg") == pytest.approx(want, rel=1e-15)
+
+
+@pytest.mark.parametrize("kernel,params", [("linear", {}), ("poly", {"degree": 2}), ("rbf", {}),
+                                           ("polynomial", {"degree": 2.5, "coef0": 5.0})])
+def test_kernel_kappa_of_sparse_rows(kernel, params):
+    # the estimators take scipy.sparse X; kernel_kappa refused it ("this estimator needs dense input")
+    import scipy.sparse as sp
+
+    from fastrank.bounds import kernel_kappa
+
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(25, 4))
+    X[X < 0.3] = 0.0
+    if kernel == "rbf":
+        want = 1.0
+    else:
+        dots = np.einsum("ij,ij->i", X, X)
+        want = np.sqrt((dots if kernel == "linear" else (dots / 4 + params.get("coef0", 1.0)) ** params["degree"]).max())
+    for fmt in ("csr", "csc", "coo"):
+        assert kernel_kappa(sp.csr_matrix(X).asformat(fmt), kernel, **params) == pytest.approx(want, rel=1e-13)
+    with pytest.raises(ValueError, match="NaN or infinity"):
+        kernel_kappa(sp.csr_matrix(np.array([[np.nan, 1.0]])), kernel, **params)

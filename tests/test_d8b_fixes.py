@@ -239,3 +239,13 @@ def test_kernel_kappa_of_sparse_rows(kernel, params):
         assert kernel_kappa(sp.csr_matrix(X).asformat(fmt), kernel, **params) == pytest.approx(want, rel=1e-13)
     with pytest.raises(ValueError, match="NaN or infinity"):
         kernel_kappa(sp.csr_matrix(np.array([[np.nan, 1.0]])), kernel, **params)
+
+
+def test_groups_from_qid_refuses_uint64_ids_beyond_int64():
+    # 2**64 - 1 came back as the id -1
+    from fastrank.utils import groups_from_qid
+
+    with pytest.raises(ValueError, match="below 2\\*\\*63"):
+        groups_from_qid(np.array([3, 2**64 - 1], dtype=np.uint64))
+    got = groups_from_qid(np.array([2**63 - 1, 0], dtype=np.uint64))
+    assert got.dtype == np.int64 and got.tolist() == [2**63 - 1, 0]

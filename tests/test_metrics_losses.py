@@ -184,8 +184,10 @@ def oracle_position_error(y, f, groups):
         top = max(y[i] for i in idx)
         targets = [i for i in idx if y[i] == top]
         fstar = max(f[i] for i in targets)
-        # expected number of wrong items before x* when ties are ordered at random
-        out.append(sum(1.0 if f[j] > fstar else 0.5 if f[j] == fstar else 0.0 for j in idx if y[j] != top))
+        # expected number of wrong items before x* when ties are ordered at random: a wrong item tied with the t best
+        # targets comes before all of them with probability 1/(t + 1)
+        t = sum(f[i] == fstar for i in targets)
+        out.append(sum(1.0 if f[j] > fstar else 1 / (t + 1) if f[j] == fstar else 0.0 for j in idx if y[j] != top))
     return np.array(out)
 
 

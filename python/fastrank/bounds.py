@@ -23,9 +23,10 @@ import math
 import numbers
 
 import numpy as np
+from scipy.sparse import issparse
 
 from ._kernels import resolve_kernel
-from ._sparse import row_sq_norms
+from ._sparse import as_csr, canonical_csr, row_sq_norms
 from ._validation import as_float_matrix, as_real_array, check_precomputed_kernel, check_real
 from .metrics import magnitude_preserving_cost, stability_ranking_loss
 
@@ -218,7 +219,11 @@ def kernel_kappa(X, kernel="rbf", *, gamma=None, degree=3, coef0=1.0):
     smallest kappa with K(x, x) <= kappa^2 on these rows.  The theorems need the supremum over the whole input space,
     which this only bounds from below (for "rbf" it is exactly 1 everywhere)."""
 
-    X = as_float_matrix(X)
+    if issparse(X) and kernel != "precomputed":  # sparse rows, as the estimators take them: checked, never densified
+        as_csr(X)
+        X = canonical_csr(X)
+    else:
+        X = as_float_matrix(X)
     spec = resolve_kernel(kernel, gamma, degree, coef0, X.shape[1])
     if spec.precomputed:
         diag = np.diag(check_precomputed_kernel(X, "X"))

@@ -479,9 +479,10 @@ def position_error(y_true, y_score, groups=None, *, average="group"):
     """Position error d_PE = sigma'(x*) - 1 (003): the wrong items ranked before the target x*.
 
     The targets of a group are its rows with the largest ``y_true``; the error counts the other rows scoring above
-    the best target, plus 1/2 per other row tied with it (the expectation over random tie orders).  0 for a group of
-    one row or of one label.  average "group" (mean over groups, default) or None (per group, sorted id order).  O(m
-    log m)."""
+    the best target, plus 1/(t + 1) per other row tied with it when t targets share that best score (the expectation
+    over random tie orders: each such row precedes all t targets with probability 1/(t + 1); 1/2 for one target).  0
+    for a group of one row or of one label.  average "group" (mean over groups, default) or None (per group, sorted
+    id order).  O(m log m)."""
     y, f, gi = _group_setup(y_true, y_score, groups, average, _PER_GROUP)
     cg, G = gi.codes, gi.n_groups
     ymax = np.full(G, -np.inf)
@@ -490,7 +491,8 @@ def position_error(y_true, y_score, groups=None, *, average="group"):
     fstar = np.full(G, -np.inf)
     np.maximum.at(fstar, cg[target], f[target])
     best = fstar[cg]
-    per = np.bincount(cg, weights=~target * ((f > best) + 0.5 * (f == best)), minlength=G)
+    tied_targets = np.bincount(cg, weights=target & (f == best), minlength=G)
+    per = np.bincount(cg, weights=~target * ((f > best) + (f == best) / (1.0 + tied_targets[cg])), minlength=G)
     return per if average is None else float(per.mean())
 
 
@@ -803,9 +805,9 @@ def agree(y_true, y_score, groups=None, *, normalize=True, average="group"):
 # Tied predictions, everywhere: a measure of a ranking takes the expectation over a uniformly random order of the rows
 # whose scores tie -- a tied relevant pair is 1/2 an error (the pairwise measures, AUC, Kendall, AGREE, the stability
 # 0-1/discrete losses), NDCG averages the gains of a tied block over its positions, the position error counts a tied
-# wrong item 1/2, and the rank displacement measures (Spearman's footrule, the discounted error) give tied rows their
-# expected position (the mean of the block's positions).  The value therefore never depends on the order of the input
-# rows, and a constant prediction never looks better than a random one.
+# wrong item 1/(t + 1) when t targets tie with it, and the rank displacement measures (Spearman's footrule, the
+# discounted error) give tied rows their expected position (the mean of the block's positions).  The value therefore
+# never depends on the order of the input rows, and a constant prediction never looks better than a random one.
 
 
 def _pairwise_accuracy(y_true, y_score, groups=None, *, sample_weight=None, n_jobs=None):
@@ -988,6 +990,23 @@ def _warn_missing_groups(estimator, what):
     return reason is not None
 
 
+def _over_outputs(measure, y_true, y_pred):
+    """``measure(y, pred)``; for the (n, v) predictions of a v-output model the mean over outputs, each against its
+    column of ``y_true``, as ``Ranker.score`` and ``RankRLSCV`` score them (one column: a single output)."""
+    pred = np.asarray(y_pred)
+    y = np.asarray(y_true)
+    if pred.ndim == 1 and y.ndim == 2 and y.shape[1] == 1:
+        return measure(y[:, 0], pred)
+    if pred.ndim != 2:
+        return measure(y_true, pred)
+    if pred.shape[1] == 1 and y.ndim == 1:
+        return measure(y, pred[:, 0])
+    if y.ndim != 2 or y.shape[1] != pred.shape[1]:
+        raise ValueError(f"y must have shape (n_samples, {pred.shape[1]}) for this {pred.shape[1]}-output model, got "
+                         f"{y.shape}")
+    return float(np.mean([measure(y[:, k], pred[:, k]) for k in range(pred.shape[1])]))
+
+
 class RankingScorer:
     """A scikit-learn scorer of a ranking measure that receives the test rows' query groups: ``scorer(estimator, X, y,
     groups=None)`` is ``sign * measure(y, estimator.predict(X), groups, **kwargs)``, sign = -1 for losses.  Made by
@@ -1016,12 +1035,14 @@ class RankingScorer:
         return self.score_predictions(y_true, response(X), groups)
 
     def score_predictions(self, y_true, y_pred, groups=None):
-        """The signed score of given predictions, e.g. exact cross-validated ones."""
+        """The signed score of given predictions, e.g. exact cross-validated ones (of a multi-output model: the mean
+        over outputs)."""
+        args = ()
         if groups is not None:
             if not _accepts(self._measure, "groups"):
                 raise ValueError(f"{getattr(self._measure, '__name__', self._measure)!r} does not take groups")
-            return self._sign * self._measure(y_true, y_pred, groups, **self._kwargs)
-        return self._sign * self._measure(y_true, y_pred, **self._kwargs)
+            args = (groups,)
+        return self._sign * _over_outputs(lambda y, pred: self._measure(y, pred, *args, **self._kwargs), y_true, y_pred)
 
     greater_is_better = property(lambda self: self._sign > 0)
 
@@ -1093,10 +1114,10 @@ def score_estimator(estimator, X, y, groups=None, sample_weight=None, *, measure
     if not callable(response):
         raise ValueError(f"{type(estimator).__name__} has no {response_method} method; pass a fitted estimator and "
                          "response_method='predict' or 'decision_function'")
-    pred = response(X)
-    if sample_weight is None:
-        return meas(y, pred, groups)
-    if not _accepts(meas.func, "sample_weight"):
-        raise ValueError(f"measure {meas.name!r} does not take sample_weight; use 'auc' or 'disagreement', "
-                         "or drop sample_weight")
-    return meas(y, pred, groups, sample_weight=sample_weight)
+    kwargs = {}
+    if sample_weight is not None:
+        if not _accepts(meas.func, "sample_weight"):
+            raise ValueError(f"measure {meas.name!r} does not take sample_weight; use 'auc' or 'disagreement', "
+                             "or drop sample_weight")
+        kwargs["sample_weight"] = sample_weight
+    return _over_outputs(lambda y_out, pred: meas(y_out, pred, groups, **kwargs), y, response(X))

@@ -45,6 +45,10 @@ class _DenseTransformer(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         return tags
 
 
+def _std(centred, starts, sizes):
+    return np.sqrt(np.add.reduceat(centred * centred, starts, axis=0) / sizes[:, None])
+
+
 class QueryNormalizer(_DenseTransformer):
     """Normalise every feature inside each query (LETOR's QueryLevelNorm).
 
@@ -94,7 +98,14 @@ class QueryNormalizer(_DenseTransformer):
         if self.method == "minmax":
             scale = hi - lo
         else:
-            scale = np.sqrt(np.add.reduceat(centred * centred, starts, axis=0) / sizes[:, None])
+            scale = _std(centred, starts, sizes)
+            if not np.all((scale > 1e-140) | (hi == lo)):
+                # the squares underflowed (a std of 0, inf or NaN results, for a feature varying by 1e-170): each
+                # query's deviations scaled by a power of two near their largest magnitude (exact: centred / scale
+                # unchanged)
+                _, exponent = np.frexp(np.maximum.reduceat(np.abs(centred), starts, axis=0))
+                centred = np.ldexp(centred, -np.repeat(exponent, sizes, axis=0))
+                scale = _std(centred, starts, sizes)
         if not (np.isfinite(shift).all() and np.isfinite(scale).all()):  # was NaN, or 0 for an infinite range
             raise ValueError("X is too large to normalise: a feature's range or variance inside a query overflows "
                              "float64; rescale X (e.g. divide it by its largest absolute value)")

@@ -96,7 +96,11 @@ def groups_from_qid(qid):
     strings, no NaN), as an int64 copy (integers) or unchanged (strings); unlike XGBoost's, they need not be sorted or
     contiguous."""
     q = _ids(qid, "qid")
-    if q.dtype.kind == "f" and np.any((q != np.round(q)) | (np.abs(q) >= 2.0**63)):  # int64 ids, no overflow
+    if q.dtype.kind == "f":  # int64 ids, no overflow
+        bad = np.any((q != np.round(q)) | (np.abs(q) >= 2.0**63))
+    else:  # uint64 ids from 2**63 up were wrapped to negative ones
+        bad = q.dtype.kind == "u" and q.size and q.max() > np.iinfo(np.int64).max
+    if bad:
         raise ValueError("qid must be whole numbers (query ids) below 2**63 in magnitude")
     return q.astype(np.int64) if q.dtype.kind in "fiub" else q.copy()
 

@@ -23,7 +23,7 @@ from ._sparse import issparse
 from ._threads import compute_region
 from ._validation import (INT_MAX, as_real_array, as_targets, check_n_jobs, check_precomputed_kernel, group_index,
                           target_column)
-from .metrics import _warn_missing_groups, pairwise_disagreement
+from .metrics import _over_outputs, _warn_missing_groups, pairwise_disagreement
 
 __all__ = ["FastrankEstimator", "Ranker", "KernelMixin", "ranking_accuracy", "Interval", "StrOptions", "positive_int",
            "NONNEG_REAL", "POSITIVE_REAL", "N_JOBS", "PARAM_DOCS", "fill_param_docs", "crucial_pairs", "c_path"]
@@ -244,15 +244,5 @@ class Ranker(RegressorMixin, FastrankEstimator):
 def ranking_accuracy(y, pred, groups=None, sample_weight=None):
     """``1 - pairwise_disagreement`` of predictions ``pred`` (p,) or (p, v) against targets ``y`` (the mean over outputs
     for several): the score of every fastrank ranker."""
-    y, pred = np.asarray(y), np.asarray(pred)
-    if pred.ndim == 1:
-        if y.ndim == 2 and y.shape[1] == 1:
-            y = y[:, 0]
-        if y.ndim != 1:
-            raise ValueError(f"y must be 1-D for a single-output model, got shape {y.shape}")
-        return 1.0 - pairwise_disagreement(y, pred, groups, sample_weight=sample_weight)
-    if y.ndim != 2 or y.shape[1] != pred.shape[1]:
-        raise ValueError(f"y must have shape (n_samples, {pred.shape[1]}) for this {pred.shape[1]}-output "
-                         f"model, got {y.shape}")
-    return float(np.mean([1.0 - pairwise_disagreement(y[:, k], pred[:, k], groups, sample_weight=sample_weight)
-                          for k in range(pred.shape[1])]))
+    return _over_outputs(lambda yk, fk: 1.0 - pairwise_disagreement(yk, fk, groups, sample_weight=sample_weight),
+                         y, pred)

@@ -998,6 +998,8 @@ def _over_outputs(measure, y_true, y_pred):
     if pred.ndim == 1 and y.ndim == 2 and y.shape[1] == 1:
         return measure(y[:, 0], pred)
     if pred.ndim != 2:
+        if y.ndim == 2:
+            raise ValueError(f"y must be 1-D for a single-output model, got shape {y.shape}")
         return measure(y_true, pred)
     if pred.shape[1] == 1 and y.ndim == 1:
         return measure(y, pred[:, 0])

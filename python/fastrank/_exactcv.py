@@ -24,7 +24,7 @@ from ._memory import check_dense_memory, densified
 from ._problem import PreferenceGraph, RankingProblem, check_weighting, group_target_range, require_preferences
 from ._progress import resolve_verbose, stage
 from ._solvers import Fit, _by_alpha, _centred_features, check_indices, select_basis, solve_dual
-from ._sparse import issparse, take_rows
+from ._sparse import issparse, row_sq_norms, take_rows
 from ._threads import compute_region, cpu_budget, threads_for_work
 from ._validation import _asarray, check_alpha, check_n_jobs, pair_disagreement, whole_numbers
 from .exceptions import IllConditionedWarning, LinAlgError, user_stacklevel
@@ -823,6 +823,11 @@ class HoldoutEngine(_OnProblem):
                 kernel_block(self.kspec, X, take_rows(X, basis), self.n_threads)
             self.features = _holdout.basis_features(KR, KR[basis])[0]
         elif self.low_rank:
+            # the dense route's kernel check (_kernels.kernel_block) for X^T L X, whose entries reach m |x_i|^2: the
+            # routes would return NaN predictions or fail in LAPACK
+            with np.errstate(over="ignore"):
+                if not np.isfinite(problem.m * float(np.max(row_sq_norms(X)))):
+                    raise ValueError("linear kernel: inner products of rows of X overflow float64; rescale X")
             self.features = _holdout.linear_features(X)  # X itself: no m x m matrix for hold-out sets
 
     # ---- the routes, built on first use ----------------------------------------------------------
@@ -1137,7 +1142,8 @@ def check_sets(sets, m, *, min_train=2):
 
 def resolve_folds(folds, engine, groups=None):
     """Disjoint hold-out index sets (checked by ``engine.check_sets``) from an int k, (m,) fold labels, a sequence of
-    index arrays, or a scikit-learn splitter (its test indices; ``groups`` are passed to ``split``)."""
+    index arrays, or a scikit-learn splitter (its test indices; the targets and ``groups`` are passed to ``split``, as
+    scikit-learn's cross-validation does: StratifiedKFold needs y)."""
     m, gi = engine.m, engine.groups
     if isinstance(folds, numbers.Integral) and not isinstance(folds, (bool, np.bool_)):
         k = int(folds)
@@ -1156,7 +1162,7 @@ def resolve_folds(folds, engine, groups=None):
     except (ValueError, TypeError):
         labels = None
     if hasattr(folds, "split"):
-        sets = [np.asarray(te) for _, te in folds.split(np.zeros((m, 1)), None, groups)]
+        sets = [np.asarray(te) for _, te in folds.split(np.zeros((m, 1)), engine.shaped(engine.Y), groups)]
     elif labels is not None and labels.ndim == 1 and labels.dtype.kind == "b":
         raise ValueError("folds as one boolean mask is ambiguous: give a list of masks (e.g. [mask, ~mask]) or integer "
                          "fold labels")

@@ -1,0 +1,71 @@
+"""Exact cross-validation and RankRLS / MPRank as a user drives them: inputs that gave raw library messages, NaN or
+wrong numbers, each checked against retraining without the held-out rows (a plain numpy solve of the normal
+equations)."""
+
+import numpy as np
+import pytest
+from sklearn.model_selection import StratifiedGroupKFold, StratifiedKFold
+
+import fastrank as fr
+from fastrank import model_selection as ms
+
+
+def retrained(X, y, alpha, held, groups=None):
+    """Predictions for the rows ``held`` of the linear RankRLS trained on the other rows: the primal normal
+    equations (X^T L X + alpha I) w = X^T L y with L the Laplacian of all pairs (inside groups) of the kept rows."""
+    keep = np.setdiff1d(np.arange(len(y)), held)
+    g = np.zeros(len(y)) if groups is None else np.asarray(groups)
+    L = np.zeros((keep.size, keep.size))
+    for a in range(keep.size):
+        for b in range(keep.size):
+            if a != b and g[keep[a]] == g[keep[b]]:
+                L[a, b] -= 1.0
+                L[a, a] += 1.0
+    Xk = X[keep]
+    w = np.linalg.solve(Xk.T @ L @ Xk + alpha * np.eye(X.shape[1]), Xk.T @ L @ y[keep])
+    return X[held] @ w
+
+
+@pytest.fixture
+def binary_data():
+    rng = np.random.default_rng(4)
+    X = rng.standard_normal((24, 3))
+    y = (X[:, 0] + 0.5 * rng.standard_normal(24) > 0).astype(float)
+    return X, y, np.repeat(["q1", "q2", "q3", "q4", "q5", "q6"], 4)
+
+
+def test_stratified_splitters_get_the_targets(binary_data):
+    # the splitter was called with y=None: StratifiedKFold failed with numpy's "Input should have at least 1
+    # dimension", StratifiedGroupKFold with "Supported target types ... Got 'unknown'"
+    X, y, groups = binary_data
+    splitter = StratifiedKFold(3, shuffle=True, random_state=0)
+    got = ms.kfold_predictions(fr.RankRLS(alpha=2.0), X, y, splitter)
+    for _, test in splitter.split(X, y):
+        np.testing.assert_allclose(got[test], retrained(X, y, 2.0, test), rtol=1e-8, atol=1e-12)
+    cv = fr.RankRLSCV(alphas=[0.5, 2.0], cv=StratifiedKFold(3, shuffle=True, random_state=0)).fit(X, y)
+    for _, test in splitter.split(X, y):
+        np.testing.assert_allclose(cv.cv_predictions_[test], retrained(X, y, cv.alpha_, test), rtol=1e-8,
+                                   atol=1e-12)
+    grouped = StratifiedGroupKFold(2)
+    cv = fr.RankRLSCV(alphas=[0.5, 2.0], cv=grouped).fit(X, y, groups)
+    for _, test in grouped.split(X, y, groups):
+        np.testing.assert_allclose(cv.cv_predictions_[test], retrained(X, y, cv.alpha_, test, groups), rtol=1e-8,
+                                   atol=1e-12)
+
+
+@pytest.mark.parametrize("call", [
+    lambda X, y, g: ms.leave_group_out(fr.RankRLS(), X, y, g),
+    lambda X, y, g: ms.leave_pair_out(fr.RankRLS(), X, y),
+    lambda X, y, g: ms.kfold_predictions(fr.RankRLS(), X, y, 3),
+    lambda X, y, g: fr.RankRLSCV(alphas=[1.0, 10.0]).fit(X, y, g),
+    lambda X, y, g: fr.RankRLSCV(alphas=np.logspace(-3, 3, 40), cv=3).fit(X, y, g),
+    lambda X, y, g: fr.MPRankCV(Cs=[1.0, 10.0]).fit(X, y),
+])
+def test_overflowing_linear_features_raise(call):
+    # linear kernel with n_features < m (the feature-space routes): the overflowing X^T L X gave NaN predictions
+    # silently (leave_group_out, leave_pair_out) or numpy/LAPACK/metrics messages ("array must not contain infs or
+    # NaNs", "Eigenvalues did not converge", "Input y_score contains NaN"), where the dual route names X
+    rng = np.random.default_rng(0)
+    X, y = rng.standard_normal((20, 4)) * 1e200, rng.standard_normal(20)
+    with pytest.raises(ValueError, match="inner products of rows of X overflow float64; rescale X"):
+        call(X, y, np.repeat([0, 1, 2, 3], 5))

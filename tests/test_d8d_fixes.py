@@ -69,3 +69,14 @@ def test_overflowing_linear_features_raise(call):
     X, y = rng.standard_normal((20, 4)) * 1e200, rng.standard_normal(20)
     with pytest.raises(ValueError, match="inner products of rows of X overflow float64; rescale X"):
         call(X, y, np.repeat([0, 1, 2, 3], 5))
+
+
+def test_scikit_learn_scorer_refused_by_name(binary_data):
+    # a scikit-learn scorer (estimator, X, y) was called with the hold-out arrays and failed inside scikit-learn:
+    # "'numpy.ndarray' object has no attribute '__sklearn_tags__'"
+    from sklearn.metrics import get_scorer
+
+    X, y, groups = binary_data
+    est = fr.RankRLSCV(scoring=get_scorer("roc_auc"))
+    with pytest.raises(TypeError, match=r"scoring=.* is a scikit-learn scorer .*make_ranking_scorer"):
+        est.fit(X, y, groups)

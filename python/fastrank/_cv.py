@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+from sklearn.metrics._scorer import _BaseScorer
 from sklearn.utils.validation import check_is_fitted
 
 from ._base import KernelMixin, Ranker
@@ -51,6 +52,9 @@ def _check_scoring(scoring):
     usage = (f"scoring is a measure name ({', '.join(measure_names())}; ndcg@k, map@k, precision@k, mrr@k, err@k "
              "with k >= 1, e.g. 'ndcg@10'), a scorer of fastrank.metrics.make_ranking_scorer, or a callable "
              "scoring(y_true, y_pred, groups) -> float (higher is better)")
+    if isinstance(scoring, _BaseScorer):  # called scorer(estimator, X, y): numpy arrays have no estimator's methods
+        raise TypeError(f"scoring={scoring!r} is a scikit-learn scorer (estimator, X, y), which cannot score hold-out "
+                        f"predictions; {usage}")
     if isinstance(scoring, (str, Measure)):
         try:
             return get_measure(scoring)

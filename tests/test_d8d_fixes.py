@@ -80,3 +80,32 @@ def test_scikit_learn_scorer_refused_by_name(binary_data):
     est = fr.RankRLSCV(scoring=get_scorer("roc_auc"))
     with pytest.raises(TypeError, match=r"scoring=.* is a scikit-learn scorer .*make_ranking_scorer"):
         est.fit(X, y, groups)
+
+
+def _rbf(X, gamma):
+    return np.exp(-gamma * ((X[:, None, :] - X[None, :, :]) ** 2).sum(-1))
+
+
+def _retrained_dual(K, y, alpha, held, groups):
+    """Predictions for ``held`` of the kernel RankRLS trained on the other rows: (L K + alpha I) A = L y (eq. 17),
+    L the Laplacian of the pairs inside each group of the kept rows."""
+    keep = np.setdiff1d(np.arange(len(y)), held)
+    same = (groups[keep][:, None] == groups[keep][None, :]).astype(float)
+    L = np.diag(same.sum(axis=1)) - same
+    A = np.linalg.solve(L @ K[np.ix_(keep, keep)] + alpha * np.eye(keep.size), L @ y[keep])
+    return K[np.ix_(held, keep)] @ A
+
+
+def test_leave_pair_out_from_a_shared_spectral_factor_at_small_alpha():
+    # With the spectral factor of S K S shared (factorize, RankRLSCV grids of more than 30 alphas), alphas from
+    # 1e-4 sigma_max up took the spectral pair formula, which here was off by 3.7e-7 relative at alpha = 1e-3
+    # sigma_max (sigma_max = 6.0; 3.6e-5 at 1e-4 sigma_max); the Cholesky route and this float64 oracle agree to 1e-13
+    rng = np.random.default_rng(6)
+    X, y = rng.standard_normal((18, 30)), rng.standard_normal(18)
+    groups = np.array(list("abc" * 6))
+    fac = ms.factorize(fr.RankRLS(kernel="rbf", gamma=0.2), X, y, groups)
+    pairs = np.array([[0, 3], [4, 7]])
+    got = fac.leave_pair_out(pairs, alpha=6e-3)
+    K = _rbf(X, 0.2)
+    want = np.array([_retrained_dual(K, y, 6e-3, p, groups) for p in pairs])
+    np.testing.assert_allclose(got, want, rtol=1e-8, atol=1e-8 * np.abs(want).max())

@@ -35,6 +35,12 @@ _SOLVERS = ("auto", "dual", "primal")
 # Grids of more alphas than this share one spectral factor of S K S (one m x m product per alpha); smaller grids factor
 # S K S + alpha I by Cholesky per alpha (accurate at any alpha).  Measured crossover: ~33 alphas at m = 2000.
 SHARED_FACTOR_MIN_ALPHAS = 30
+# The spectral leave-pair-out formula loses digits as (sigma_max / alpha)^2 times a factor of the data, largest when
+# the held-out predictions are small next to the fitted ones (query groups, a Gaussian kernel near the identity):
+# against retraining in 40-digit arithmetic, up to 3.6e-5 / 3.7e-7 / 3.7e-9 relative at alpha = 1e-4 / 1e-3 / 1e-2
+# sigma_max (m = 18, 3 groups, rbf gamma = 0.2 on 30 features), the Cholesky route 2e-13.  Below this ratio a grid's
+# alphas take the Cholesky route (about 1.2 times the spectral route's cost per alpha).
+SPECTRAL_PAIR_MIN_RATIO = 1e-2
 # Hold-out sets of dense kernel models (docs/design/exact-cv.md, "Hold-out sets and k folds"), from Cholesky factors
 # or the spectral factor, keep 1e-9 relative down to alpha = 1e-8 sigma_max (sigma_max: the largest eigenvalue of
 # S K S) against an extended-precision reference, and lose digits below (up to 4e-8 at 1e-9, 4e-7 at 1e-10): below
@@ -194,12 +200,12 @@ class DualRoute(_Route):
     def uses_cholesky(self, alpha):
         """Whether one alpha's leave-pair-out / leave-group-out comes from the Cholesky factor of S K S + alpha I
         (accurate at any alpha) rather than the spectral one: always unless a spectral factor exists (a grid shares
-        it), and then below alpha = 1e-4 sigma_max, where the spectral pair formula cancels digits (measurements:
-        docs/design/exact-cv.md)."""
+        it), and then below SPECTRAL_PAIR_MIN_RATIO sigma_max, where the spectral pair formula cancels digits
+        (measurements: docs/design/exact-cv.md)."""
         if self._V is None:
             return True
         _, sigma = self.decompose()
-        return alpha < 1e-4 * max(float(sigma.max()), np.finfo(np.float64).tiny)
+        return alpha < SPECTRAL_PAIR_MIN_RATIO * max(float(sigma.max()), np.finfo(np.float64).tiny)
 
     def decompose(self):
         """V, sigma with S K S = V diag(sigma) V^T (rank-r factor on the low-rank route)."""

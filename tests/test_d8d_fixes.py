@@ -109,3 +109,38 @@ def test_leave_pair_out_from_a_shared_spectral_factor_at_small_alpha():
     K = _rbf(X, 0.2)
     want = np.array([_retrained_dual(K, y, 6e-3, p, groups) for p in pairs])
     np.testing.assert_allclose(got, want, rtol=1e-8, atol=1e-8 * np.abs(want).max())
+
+
+def _tie_excluded_lpo_auc(X, y, alpha, pairs):
+    """1 - disagreement of leave-pair-out predictions of the linear RankRLS on the pairs with different targets only
+    (exclude_ties=True), each retrained by the primal normal equations without the pair's two rows."""
+    wrong = []
+    for i, j in pairs:
+        if y[i] == y[j]:
+            continue
+        keep = np.setdiff1d(np.arange(len(y)), [i, j])
+        untied = (y[keep][:, None] != y[keep][None, :]).astype(float)
+        L = np.diag(untied.sum(axis=1)) - untied
+        Xk = X[keep]
+        w = np.linalg.solve(Xk.T @ L @ Xk + alpha * np.eye(X.shape[1]), Xk.T @ L @ y[keep])
+        d = (X[i] - X[j]) @ w
+        wrong.append(0.5 if d == 0 else float(d * (y[i] - y[j]) < 0))
+    return 1.0 - np.mean(wrong)
+
+
+def test_permutation_test_with_exclude_ties():
+    # every permutation ties other pairs than y: main raised "exclude_ties=True needs every output column of y to tie
+    # the same pairs; fit the outputs separately" for a 1-D y
+    from sklearn.utils import check_random_state
+
+    rng = np.random.default_rng(5)
+    X = rng.standard_normal((10, 2))
+    y = rng.integers(0, 3, 10).astype(float)
+    score, perm_scores, pvalue = ms.permutation_test_lpo(fr.RankRLS(alpha=0.5, exclude_ties=True), X, y,
+                                                         n_permutations=3, random_state=7)
+    pairs = [(i, j) for i in range(10) for j in range(i + 1, 10)]
+    draws = check_random_state(7)
+    want = [_tie_excluded_lpo_auc(X, y, 0.5, pairs)]
+    want += [_tie_excluded_lpo_auc(X, y[draws.permutation(10)], 0.5, pairs) for _ in range(3)]
+    np.testing.assert_allclose(np.r_[score, perm_scores], want, rtol=1e-12)
+    assert pvalue == (np.count_nonzero(np.asarray(want[1:]) >= want[0]) + 1) / 4

@@ -144,3 +144,22 @@ def test_permutation_test_with_exclude_ties():
     want += [_tie_excluded_lpo_auc(X, y[draws.permutation(10)], 0.5, pairs) for _ in range(3)]
     np.testing.assert_allclose(np.r_[score, perm_scores], want, rtol=1e-12)
     assert pvalue == (np.count_nonzero(np.asarray(want[1:]) >= want[0]) + 1) / 4
+
+
+@pytest.mark.parametrize("params, message", [
+    (dict(solver="primal", kernel="rbf"), "solver='primal' needs kernel='linear'"),
+    (dict(solver="primal", basis_vectors=3), "cannot be combined with solver='primal'"),
+    (dict(random_state="x", basis_vectors=3), "'random_state' parameter of RankRLS"),
+    (dict(tol=-1.0), "'tol' parameter of RankRLS"),
+])
+def test_exact_cv_refuses_the_models_fit_refuses(params, message):
+    # leave_pair_out / RankRLSCV-style questions answered for a RankRLS whose fit raises: main returned the
+    # predictions of another model (the rbf dual for solver='primal'), or numpy's "'x' cannot be used to seed"
+    rng = np.random.default_rng(1)
+    X, y = rng.standard_normal((12, 3)), rng.standard_normal(12)
+    with pytest.raises(ValueError, match=message):
+        fr.RankRLS(**params).fit(X, y)
+    with pytest.raises(ValueError, match=message):
+        ms.leave_pair_out(fr.RankRLS(**params), X, y)
+    with pytest.raises(ValueError, match=message):
+        ms.kfold_predictions(fr.RankRLS(**params), X, y, 3)

@@ -23,7 +23,7 @@ from ._kernels import kernel_block, resolve_kernel
 from ._memory import check_dense_memory, densified
 from ._problem import PreferenceGraph, RankingProblem, check_weighting, group_target_range, require_preferences
 from ._progress import resolve_verbose, stage
-from ._solvers import Fit, _by_alpha, _centred_features, check_indices, select_basis, solve_dual
+from ._solvers import Fit, _by_alpha, _centred_features, check_indices, choose_solver, select_basis, solve_dual
 from ._sparse import issparse, row_sq_norms, take_rows
 from ._threads import compute_region, cpu_budget, threads_for_work
 from ._validation import _asarray, check_alpha, check_n_jobs, pair_disagreement, whole_numbers
@@ -117,6 +117,8 @@ def engine_for(model, X, y, groups=None, *, min_rows=1, verbose=0):
                                          allow_sparse=True, exclude_ties=spec.exclude_ties)
     if problem.m < min_rows:
         raise ValueError(f"this cross-validation needs at least {min_rows} inputs, got n_samples={problem.m}")
+    # the solver / kernel / basis combinations fit refuses (solver='primal' with another kernel or basis_vectors)
+    choose_solver(spec.solver, spec.kernel_spec(problem.n_features), problem, basis_vectors=spec.basis_vectors)
     if np.any(problem.groups.sizes >= 2):  # as fit requires (else each question's error: nothing can be held out)
         require_preferences(problem.Y, problem.groups, type(model).__name__)
     return HoldoutEngine(problem, spec, verbose=verbose)

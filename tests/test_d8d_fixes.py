@@ -163,3 +163,16 @@ def test_exact_cv_refuses_the_models_fit_refuses(params, message):
         ms.leave_pair_out(fr.RankRLS(**params), X, y)
     with pytest.raises(ValueError, match=message):
         ms.kfold_predictions(fr.RankRLS(**params), X, y, 3)
+
+
+def test_factorization_kfold_splitter_uses_its_groups():
+    # a Factorization built with groups passed groups=None to a group splitter: scikit-learn's "The 'groups' parameter
+    # should not be None"
+    from sklearn.model_selection import GroupKFold
+
+    rng = np.random.default_rng(2)
+    X, y = rng.standard_normal((18, 3)), rng.standard_normal(18)
+    groups = np.repeat(["u", "v", "w", "x", "y", "z"], 3)
+    got = ms.factorize(fr.RankRLS(alpha=0.8), X, y, groups).kfold_predictions(GroupKFold(3))
+    for _, test in GroupKFold(3).split(X, y, groups):
+        np.testing.assert_allclose(got[test], retrained(X, y, 0.8, test, groups), rtol=1e-8, atol=1e-12)

@@ -1150,9 +1150,11 @@ def check_sets(sets, m, *, min_train=2):
 
 def resolve_folds(folds, engine, groups=None):
     """Disjoint hold-out index sets (checked by ``engine.check_sets``) from an int k, (m,) fold labels, a sequence of
-    index arrays, or a scikit-learn splitter (its test indices; the targets and ``groups`` are passed to ``split``, as
-    scikit-learn's cross-validation does: StratifiedKFold needs y)."""
+    index arrays, or a scikit-learn splitter (its test indices; the targets and ``groups``, by default the engine's, are
+    passed to ``split``, as scikit-learn's cross-validation does: StratifiedKFold needs y, GroupKFold groups)."""
     m, gi = engine.m, engine.groups
+    if groups is None and engine.grouped:  # Factorization.kfold_predictions: the groups it was built with
+        groups = gi.labels[gi.codes]
     if isinstance(folds, numbers.Integral) and not isinstance(folds, (bool, np.bool_)):
         k = int(folds)
         if k < 2:

@@ -264,8 +264,6 @@ class DualRoute(_Route):
         (:attr:`grid_alphas`) times factors per alpha (distinct set sizes in object ranking) will share one, and when
         the sets cut groups so much that the spectral form's |A|^2 m per set (A: the rows of the groups a set touches)
         costs more than the m^3 of a factor."""
-        if self.low_rank:  # the sets' G form needs the full m x m factor
-            return True
         n_factors = 1 if self.grouped else np.unique([len(s) for s in sets]).size
         if self._V is None and self.grid_alphas * n_factors < HOLDOUT_SHARED_FACTOR_MIN:
             return True

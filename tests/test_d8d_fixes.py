@@ -176,3 +176,23 @@ def test_factorization_kfold_splitter_uses_its_groups():
     got = ms.factorize(fr.RankRLS(alpha=0.8), X, y, groups).kfold_predictions(GroupKFold(3))
     for _, test in GroupKFold(3).split(X, y, groups):
         np.testing.assert_allclose(got[test], retrained(X, y, 0.8, test, groups), rtol=1e-8, atol=1e-12)
+
+
+def test_scikit_learn_split_pairs_and_training_parts():
+    # list(KFold(3).split(X)), scikit-learn's usual cv, failed with numpy's "setting an array element with a sequence";
+    # TimeSeriesSplit's folds were retrained on every other row (the future included) instead of refused
+    from sklearn.model_selection import KFold, TimeSeriesSplit
+
+    rng = np.random.default_rng(3)
+    X, y = rng.standard_normal((15, 3)), rng.standard_normal(15)
+    splits = list(KFold(3, shuffle=True, random_state=1).split(X))
+    got = ms.kfold_predictions(fr.RankRLS(alpha=0.7), X, y, splits)
+    for _, test in splits:
+        np.testing.assert_allclose(got[test], retrained(X, y, 0.7, test), rtol=1e-8, atol=1e-12)
+    cv = fr.RankRLSCV(alphas=[0.7, 7.0], cv=splits).fit(X, y)
+    for _, test in splits:
+        np.testing.assert_allclose(cv.cv_predictions_[test], retrained(X, y, cv.alpha_, test), rtol=1e-8,
+                                   atol=1e-12)
+    for cv in (TimeSeriesSplit(3), list(TimeSeriesSplit(3).split(X))):
+        with pytest.raises(ValueError, match=r"split 0 trains on 6 rows, not on the 12 rows outside its test set"):
+            fr.RankRLSCV(cv=cv).fit(X, y)

@@ -1148,8 +1148,9 @@ def check_sets(sets, m, *, min_train=2):
 
 def resolve_folds(folds, engine, groups=None):
     """Disjoint hold-out index sets (checked by ``engine.check_sets``) from an int k, (m,) fold labels, a sequence of
-    index arrays, or a scikit-learn splitter (its test indices; the targets and ``groups``, by default the engine's, are
-    passed to ``split``, as scikit-learn's cross-validation does: StratifiedKFold needs y, GroupKFold groups)."""
+    index arrays or of (train, test) index pairs, or a scikit-learn splitter (its test indices; the targets and
+    ``groups``, by default the engine's, are passed to ``split``, as scikit-learn's cross-validation does:
+    StratifiedKFold needs y, GroupKFold groups)."""
     m, gi = engine.m, engine.groups
     if groups is None and engine.grouped:  # Factorization.kfold_predictions: the groups it was built with
         groups = gi.labels[gi.codes]
@@ -1170,7 +1171,8 @@ def resolve_folds(folds, engine, groups=None):
     except (ValueError, TypeError):
         labels = None
     if hasattr(folds, "split"):
-        sets = [np.asarray(te) for _, te in folds.split(np.zeros((m, 1)), engine.shaped(engine.Y), groups)]
+        sets = [_test_part(split, k, m) for k, split in
+                enumerate(folds.split(np.zeros((m, 1)), engine.shaped(engine.Y), groups))]
     elif labels is not None and labels.ndim == 1 and labels.dtype.kind == "b":
         raise ValueError("folds as one boolean mask is ambiguous: give a list of masks (e.g. [mask, ~mask]) or integer "
                          "fold labels")
@@ -1187,8 +1189,9 @@ def resolve_folds(folds, engine, groups=None):
         except TypeError:  # e.g. None next to strings
             raise TypeError(f"fold labels must be mutually comparable (one type), got the types "
                             f"{sorted({type(v).__name__ for v in labels})}") from None
-    else:
-        sets = [np.asarray(s) for s in folds]
+    else:  # index sets, or scikit-learn's (train, test) pairs (list(KFold(3).split(X))), whose test parts are the sets
+        sets = [_test_part(s, k, m) if isinstance(s, tuple) and len(s) == 2 and all(np.ndim(p) == 1 for p in s) else s
+                for k, s in enumerate(folds)]
     if not sets:
         raise ValueError("the folds hold no hold-out set; give k >= 2, fold labels, index sets or a splitter")
     sets = engine.check_sets(sets)
@@ -1197,6 +1200,18 @@ def resolve_folds(folds, engine, groups=None):
         raise ValueError(f"folds must be disjoint: row {int(np.argmax(seen > 1))} is in more than one hold-out set; "
                          "give a partition of the rows (e.g. KFold or GroupKFold)")
     return sets
+
+
+def _test_part(split, k, m):
+    """The test indices of scikit-learn's (train, test) pair ``split`` number k, whose training part must be every other
+    row: the exact formulas retrain on all of them."""
+    train, test = (check_indices(p, m, f"split {k}'s {part} indices") for p, part in zip(split, ("training", "test")))
+    if train.size + test.size != m or np.unique(np.r_[train, test]).size != m:
+        raise ValueError(f"split {k} trains on {train.size} rows, not on the {m - test.size} rows outside its test set "
+                         "that exact cross-validation retrains on: use a splitter whose training part is the rest of "
+                         "the rows (KFold, GroupKFold, StratifiedKFold, LeaveOneGroupOut; not TimeSeriesSplit or a "
+                         "train_size)")
+    return test
 
 
 # Preference graphs with at most this many edges per row take the symmetric edge form (l x l, accurate at small alpha)

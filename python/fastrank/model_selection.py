@@ -109,7 +109,9 @@ def preference_holdout_predictions(estimator, X, pairs, test_sets, magnitudes=No
 def kfold_predictions(estimator, X, y, folds, groups=None, *, verbose=0):
     """Exact k-fold cross-validation predictions: row k is predicted by the model retrained without the fold holding k.
     ``folds``: an int k (contiguous folds; with groups, whole groups assigned round-robin), an (m,) array of fold
-    labels, or a sequence of disjoint index arrays covering the rows to predict (rows in no fold get NaN)."""
+    labels, or a sequence of disjoint index arrays covering the rows to predict (rows in no fold get NaN) or of
+    scikit-learn (train, test) pairs, or a scikit-learn splitter (given ``y`` and ``groups``); training parts must be
+    the rest of the rows."""
     return Factorization(estimator, X, y, groups, verbose=verbose).kfold_predictions(folds, groups=groups)
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+from sklearn.metrics._scorer import _BaseScorer
 from sklearn.utils.validation import check_is_fitted
 
 from ._base import KernelMixin, Ranker
@@ -51,6 +52,9 @@ def _check_scoring(scoring):
     usage = (f"scoring is a measure name ({', '.join(measure_names())}; ndcg@k, map@k, precision@k, mrr@k, err@k "
              "with k >= 1, e.g. 'ndcg@10'), a scorer of fastrank.metrics.make_ranking_scorer, or a callable "
              "scoring(y_true, y_pred, groups) -> float (higher is better)")
+    if isinstance(scoring, _BaseScorer):  # called scorer(estimator, X, y): numpy arrays have no estimator's methods
+        raise TypeError(f"scoring={scoring!r} is a scikit-learn scorer (estimator, X, y), which cannot score hold-out "
+                        f"predictions; {usage}")
     if isinstance(scoring, (str, Measure)):
         try:
             return get_measure(scoring)
@@ -113,7 +117,8 @@ class RankRLSCV(_ExactCVSearch):
         None (default): leave-one-group-out with ``groups`` (judged on unseen queries), else leave-pair-out.  "lpo":
         leave-pair-out over all pairs (with ``groups``: pairs inside a group, the rest of the group still trained on --
         optimistic for new queries); "lgo": leave-one-group-out (needs ``groups``); an int k: k folds (whole groups with
-        ``groups``); a scikit-learn splitter (e.g. ``GroupKFold``): its test folds, given ``groups``.
+        ``groups``); a scikit-learn splitter (e.g. ``GroupKFold``): its test folds, given ``y`` and ``groups``, or its
+        (train, test) pairs as a list; each training part must be the rest of the rows (not ``TimeSeriesSplit``).
     scoring : a measure name, a scorer, a callable or None
         Any name of :func:`fastrank.metrics.measure_names` ("auc", the default, = 1 - pairwise disagreement with tied
         predictions 1/2; "disagreement", "ndcg@10", "map", "err@5", ...), minimised or maximised as the table says;

@@ -23,8 +23,8 @@ from ._kernels import kernel_block, resolve_kernel
 from ._memory import check_dense_memory, densified
 from ._problem import PreferenceGraph, RankingProblem, check_weighting, group_target_range, require_preferences
 from ._progress import resolve_verbose, stage
-from ._solvers import Fit, _by_alpha, _centred_features, check_indices, select_basis, solve_dual
-from ._sparse import issparse, take_rows
+from ._solvers import Fit, _by_alpha, _centred_features, check_indices, choose_solver, select_basis, solve_dual
+from ._sparse import issparse, row_sq_norms, take_rows
 from ._threads import compute_region, cpu_budget, threads_for_work
 from ._validation import _asarray, check_alpha, check_n_jobs, pair_disagreement, whole_numbers
 from .exceptions import IllConditionedWarning, LinAlgError, user_stacklevel
@@ -35,6 +35,12 @@ _SOLVERS = ("auto", "dual", "primal")
 # Grids of more alphas than this share one spectral factor of S K S (one m x m product per alpha); smaller grids factor
 # S K S + alpha I by Cholesky per alpha (accurate at any alpha).  Measured crossover: ~33 alphas at m = 2000.
 SHARED_FACTOR_MIN_ALPHAS = 30
+# The spectral leave-pair-out formula loses digits as (sigma_max / alpha)^2 times a factor of the data, largest when
+# the held-out predictions are small next to the fitted ones (query groups, a Gaussian kernel near the identity):
+# against retraining in 40-digit arithmetic, up to 3.6e-5 / 3.7e-7 / 3.7e-9 relative at alpha = 1e-4 / 1e-3 / 1e-2
+# sigma_max (m = 18, 3 groups, rbf gamma = 0.2 on 30 features), the Cholesky route 2e-13.  Below this ratio a grid's
+# alphas take the Cholesky route (about 1.2 times the spectral route's cost per alpha).
+SPECTRAL_PAIR_MIN_RATIO = 1e-2
 # Hold-out sets of dense kernel models (docs/design/exact-cv.md, "Hold-out sets and k folds"), from Cholesky factors
 # or the spectral factor, keep 1e-9 relative down to alpha = 1e-8 sigma_max (sigma_max: the largest eigenvalue of
 # S K S) against an extended-precision reference, and lose digits below (up to 4e-8 at 1e-9, 4e-7 at 1e-10): below
@@ -111,6 +117,8 @@ def engine_for(model, X, y, groups=None, *, min_rows=1, verbose=0):
                                          allow_sparse=True, exclude_ties=spec.exclude_ties)
     if problem.m < min_rows:
         raise ValueError(f"this cross-validation needs at least {min_rows} inputs, got n_samples={problem.m}")
+    # the solver / kernel / basis combinations fit refuses (solver='primal' with another kernel or basis_vectors)
+    choose_solver(spec.solver, spec.kernel_spec(problem.n_features), problem, basis_vectors=spec.basis_vectors)
     if np.any(problem.groups.sizes >= 2):  # as fit requires (else each question's error: nothing can be held out)
         require_preferences(problem.Y, problem.groups, type(model).__name__)
     return HoldoutEngine(problem, spec, verbose=verbose)
@@ -194,12 +202,12 @@ class DualRoute(_Route):
     def uses_cholesky(self, alpha):
         """Whether one alpha's leave-pair-out / leave-group-out comes from the Cholesky factor of S K S + alpha I
         (accurate at any alpha) rather than the spectral one: always unless a spectral factor exists (a grid shares
-        it), and then below alpha = 1e-4 sigma_max, where the spectral pair formula cancels digits (measurements:
-        docs/design/exact-cv.md)."""
+        it), and then below SPECTRAL_PAIR_MIN_RATIO sigma_max, where the spectral pair formula cancels digits
+        (measurements: docs/design/exact-cv.md)."""
         if self._V is None:
             return True
         _, sigma = self.decompose()
-        return alpha < 1e-4 * max(float(sigma.max()), np.finfo(np.float64).tiny)
+        return alpha < SPECTRAL_PAIR_MIN_RATIO * max(float(sigma.max()), np.finfo(np.float64).tiny)
 
     def decompose(self):
         """V, sigma with S K S = V diag(sigma) V^T (rank-r factor on the low-rank route)."""
@@ -256,8 +264,6 @@ class DualRoute(_Route):
         (:attr:`grid_alphas`) times factors per alpha (distinct set sizes in object ranking) will share one, and when
         the sets cut groups so much that the spectral form's |A|^2 m per set (A: the rows of the groups a set touches)
         costs more than the m^3 of a factor."""
-        if self.low_rank:  # the sets' G form needs the full m x m factor
-            return True
         n_factors = 1 if self.grouped else np.unique([len(s) for s in sets]).size
         if self._V is None and self.grid_alphas * n_factors < HOLDOUT_SHARED_FACTOR_MIN:
             return True
@@ -823,6 +829,11 @@ class HoldoutEngine(_OnProblem):
                 kernel_block(self.kspec, X, take_rows(X, basis), self.n_threads)
             self.features = _holdout.basis_features(KR, KR[basis])[0]
         elif self.low_rank:
+            # the dense route's kernel check (_kernels.kernel_block) for X^T L X, whose entries reach m |x_i|^2: the
+            # routes would return NaN predictions or fail in LAPACK
+            with np.errstate(over="ignore"):
+                if not np.isfinite(problem.m * float(np.max(row_sq_norms(X)))):
+                    raise ValueError("linear kernel: inner products of rows of X overflow float64; rescale X")
             self.features = _holdout.linear_features(X)  # X itself: no m x m matrix for hold-out sets
 
     # ---- the routes, built on first use ----------------------------------------------------------
@@ -1137,8 +1148,12 @@ def check_sets(sets, m, *, min_train=2):
 
 def resolve_folds(folds, engine, groups=None):
     """Disjoint hold-out index sets (checked by ``engine.check_sets``) from an int k, (m,) fold labels, a sequence of
-    index arrays, or a scikit-learn splitter (its test indices; ``groups`` are passed to ``split``)."""
+    index arrays or of (train, test) index pairs, or a scikit-learn splitter (its test indices; the targets and
+    ``groups``, by default the engine's, are passed to ``split``, as scikit-learn's cross-validation does:
+    StratifiedKFold needs y, GroupKFold groups)."""
     m, gi = engine.m, engine.groups
+    if groups is None and engine.grouped:  # Factorization.kfold_predictions: the groups it was built with
+        groups = gi.labels[gi.codes]
     if isinstance(folds, numbers.Integral) and not isinstance(folds, (bool, np.bool_)):
         k = int(folds)
         if k < 2:
@@ -1156,7 +1171,8 @@ def resolve_folds(folds, engine, groups=None):
     except (ValueError, TypeError):
         labels = None
     if hasattr(folds, "split"):
-        sets = [np.asarray(te) for _, te in folds.split(np.zeros((m, 1)), None, groups)]
+        sets = [_test_part(split, k, m) for k, split in
+                enumerate(folds.split(np.zeros((m, 1)), engine.shaped(engine.Y), groups))]
     elif labels is not None and labels.ndim == 1 and labels.dtype.kind == "b":
         raise ValueError("folds as one boolean mask is ambiguous: give a list of masks (e.g. [mask, ~mask]) or integer "
                          "fold labels")
@@ -1173,8 +1189,9 @@ def resolve_folds(folds, engine, groups=None):
         except TypeError:  # e.g. None next to strings
             raise TypeError(f"fold labels must be mutually comparable (one type), got the types "
                             f"{sorted({type(v).__name__ for v in labels})}") from None
-    else:
-        sets = [np.asarray(s) for s in folds]
+    else:  # index sets, or scikit-learn's (train, test) pairs (list(KFold(3).split(X))), whose test parts are the sets
+        sets = [_test_part(s, k, m) if isinstance(s, tuple) and len(s) == 2 and all(np.ndim(p) == 1 for p in s) else s
+                for k, s in enumerate(folds)]
     if not sets:
         raise ValueError("the folds hold no hold-out set; give k >= 2, fold labels, index sets or a splitter")
     sets = engine.check_sets(sets)
@@ -1183,6 +1200,18 @@ def resolve_folds(folds, engine, groups=None):
         raise ValueError(f"folds must be disjoint: row {int(np.argmax(seen > 1))} is in more than one hold-out set; "
                          "give a partition of the rows (e.g. KFold or GroupKFold)")
     return sets
+
+
+def _test_part(split, k, m):
+    """The test indices of scikit-learn's (train, test) pair ``split`` number k, whose training part must be every other
+    row: the exact formulas retrain on all of them."""
+    train, test = (check_indices(p, m, f"split {k}'s {part} indices") for p, part in zip(split, ("training", "test")))
+    if train.size + test.size != m or np.unique(np.r_[train, test]).size != m:
+        raise ValueError(f"split {k} trains on {train.size} rows, not on the {m - test.size} rows outside its test set "
+                         "that exact cross-validation retrains on: use a splitter whose training part is the rest of "
+                         "the rows (KFold, GroupKFold, StratifiedKFold, LeaveOneGroupOut; not TimeSeriesSplit or a "
+                         "train_size)")
+    return test
 
 
 # Preference graphs with at most this many edges per row take the symmetric edge form (l x l, accurate at small alpha)

@@ -98,6 +98,7 @@ class _RankRLSBase(KernelMixin, Ranker):
     def _cv_spec(self):
         """The validated model record the exact cross-validation engine retrains (fastrank._exactcv): RankRLS at its
         alpha, MPRank (no alpha) at fixed C."""
+        self._validate_params()  # as fit: a parameter fit refuses (random_state="x", tol=-1) is refused here too
         params = self.get_params(deep=False)
         name = "C" if "C" in params else "alpha"  # checked as fit checks it, so the error names the parameter
         fields = {k: v for k, v in params.items() if k in CVSpec.__dataclass_fields__}

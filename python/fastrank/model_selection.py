@@ -109,7 +109,9 @@ def preference_holdout_predictions(estimator, X, pairs, test_sets, magnitudes=No
 def kfold_predictions(estimator, X, y, folds, groups=None, *, verbose=0):
     """Exact k-fold cross-validation predictions: row k is predicted by the model retrained without the fold holding k.
     ``folds``: an int k (contiguous folds; with groups, whole groups assigned round-robin), an (m,) array of fold
-    labels, or a sequence of disjoint index arrays covering the rows to predict (rows in no fold get NaN)."""
+    labels, or a sequence of disjoint index arrays covering the rows to predict (rows in no fold get NaN) or of
+    scikit-learn (train, test) pairs, or a scikit-learn splitter (given ``y`` and ``groups``); training parts must be
+    the rest of the rows."""
     return Factorization(estimator, X, y, groups, verbose=verbose).kfold_predictions(folds, groups=groups)
 
 
@@ -117,7 +119,8 @@ def permutation_test_lpo(estimator, X, y, n_permutations=100, random_state=None,
                          scoring="auc", *, verbose=0):
     """Leave-pair-out permutation test (004 Section 4.1): the LPO score of ``y`` (``"auc"`` = 1 - pairwise
     disagreement) and of ``n_permutations`` random permutations of ``y`` (within groups when given), all learned as
-    extra outputs of ONE decomposition (O(m^3 + m^2 n_permutations)).
+    extra outputs of ONE decomposition (O(m^3 + m^2 n_permutations)); with ``exclude_ties=True`` each permutation ties
+    other pairs and is learned on its own (O(m^3) each).
 
     Returns (score, permutation_scores, pvalue) with pvalue = (#{perm >= score} + 1) / (n_permutations + 1).
     """
@@ -141,11 +144,17 @@ def permutation_test_lpo(estimator, X, y, n_permutations=100, random_state=None,
             perm[members] = members[rng.permutation(members.size)]
         cols.append(y[perm])
     Y = np.column_stack(cols)
-    prob = engine_for(estimator, X, Y, groups, min_rows=3, verbose=verbose)
-    # the permuted columns hold y's values in each group: a pair that leaves one of them no preference leaves y none
-    pairs = prob.training_pairs(required=True, scored="permutation_test_lpo", columns=slice(0, 1))
-    with stage(f"leave-pair-out AUC of y and {n_permutations} permutations", verbose=verbose):
-        scores = prob.lpo_disagreement(pairs)
+    # exclude_ties: each permutation ties other pairs, so it has its own Laplacian and engine
+    blocks = [Y[:, [k]] for k in range(Y.shape[1])] if spec_of(estimator).exclude_ties else [Y]
+    scores = []
+    for block in blocks:
+        prob = engine_for(estimator, X, block, groups, min_rows=3, verbose=verbose)
+        # the permuted columns hold y's values in each group: a pair that leaves one of them no preference leaves y
+        # none
+        pairs = prob.training_pairs(required=True, scored="permutation_test_lpo", columns=slice(0, 1))
+        with stage(f"leave-pair-out AUC of y and {n_permutations} permutations", verbose=verbose):
+            scores.append(prob.lpo_disagreement(pairs))
+    scores = np.concatenate(scores)
     auc = 1.0 - scores
     score, perm_scores = float(auc[0]), auc[1:]
     pvalue = (np.count_nonzero(perm_scores >= score) + 1.0) / (n_permutations + 1.0)

@@ -441,7 +441,8 @@ class DaskRankRLSCV(RegressorMixin, FastrankEstimator):
     ----------
     gammas : sequence of float > 0
     alphas, cv, scoring, kernel, degree, coef0, group_weighting, n_jobs : as for
-        :class:`fastrank.RankRLSCV` (``kernel`` defaults to "rbf").
+        :class:`fastrank.RankRLSCV` (``kernel`` defaults to "rbf"; ``cv=None``: leave-one-group-out with
+        ``groups``, else leave-pair-out).
 
     Attributes
     ----------
@@ -449,7 +450,7 @@ class DaskRankRLSCV(RegressorMixin, FastrankEstimator):
     cv_results_ : dict with "gammas", "alphas" and "scores" (n_gammas, n_alphas).
     """
 
-    def __init__(self, gammas=None, alphas=None, *, cv="lpo", scoring=None, kernel="rbf", degree=3, coef0=1.0,
+    def __init__(self, gammas=None, alphas=None, *, cv=None, scoring=None, kernel="rbf", degree=3, coef0=1.0,
                  group_weighting="unweighted", n_jobs=None):
         self._store_params(locals())
 

@@ -23,3 +23,48 @@ def test_dask_gamma_grid_default_cv_is_the_single_machine_default():
         refs = [fastrank.RankRLSCV(alphas=alphas, kernel="rbf", gamma=gm).fit(X, y, groups) for gm in gammas]
         np.testing.assert_array_equal(cvd.cv_results_["scores"], np.stack([r.cv_results_["scores"] for r in refs]))
         assert {r.cv_results_["cv"] for r in refs} == {"lgo" if groups is not None else "lpo"}
+
+
+def _ordinal_data(m=60, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(m, 3))
+    r = np.clip(np.round(X[:, 0] + 0.3 * rng.normal(size=m) + 1), 0, 2).astype(int)
+    return X, r
+
+
+@pytest.mark.parametrize("make", [lambda: fastrank.PRank(), lambda: fastrank.PRankVP(),
+                                  lambda: fastrank.OAPBPM(n_estimators=5, variant="voted", random_state=0),
+                                  lambda: fastrank.WidrowHoff()])
+def test_ordered_categorical_labels_keep_their_declared_order(make):
+    # "low" < "mid" < "high" as declared; sorting the strings ranked them high < low < mid and trained on that order.
+    pd = pytest.importorskip("pandas")
+    X, r = _ordinal_data()
+    names = np.array(["low", "mid", "high"])
+    y = pd.Series(pd.Categorical(names[r], categories=names, ordered=True))
+    ref = make().fit(X, r)  # the ranks 1..3 themselves: the oracle stream
+    est = make().fit(X, y)
+    np.testing.assert_array_equal(est.classes_, names)
+    np.testing.assert_array_equal(est.predict(X), names[ref.predict(X)])
+    np.testing.assert_array_equal(est.decision_function(X), ref.decision_function(X))
+    assert est.average_rank_loss_ == ref.average_rank_loss_
+    # partial_fit in two chunks, the order given by classes= as an ordered categorical, and plain string labels
+    chunked = make().partial_fit(X[:25], names[r[:25]], classes=y.cat.categories.astype(y.dtype))
+    chunked.partial_fit(X[25:], y[25:], classes=y.values)
+    np.testing.assert_array_equal(chunked.decision_function(X), ref.decision_function(X))
+    with pytest.raises(ValueError, match="differs from classes_"):
+        chunked.partial_fit(X[:2], names[r[:2]], classes=names)  # plain strings: the sorted set, another order
+
+
+def test_fit_oapbpm_takes_the_declared_order_of_an_ordered_categorical():
+    pd = pytest.importorskip("pandas")
+    pytest.importorskip("dask")
+    from fastrank.dask import fit_oapbpm
+
+    X, r = _ordinal_data(seed=1)
+    names = np.array(["low", "mid", "high"])
+    y = pd.Series(pd.Categorical(names[r], categories=names, ordered=True))
+    ref = fastrank.OAPBPM(n_estimators=6, random_state=3).fit(X, r)
+    est = fit_oapbpm(fastrank.OAPBPM(n_estimators=6, random_state=3), X, y, n_blocks=2)
+    np.testing.assert_array_equal(est.classes_, names)
+    np.testing.assert_array_equal(est.decision_function(X), ref.decision_function(X))
+    np.testing.assert_array_equal(est.predict(X), names[ref.predict(X)])

@@ -32,7 +32,7 @@ from ._threads import compute_region
 from ._validation import (_all_finite, _asarray, _to_float, check_alpha, check_alphas, check_int, check_n_jobs,
                           group_index)
 from .model_selection import permutation_test_lpo as _single
-from .online import OAPBPM, _sorted_classes
+from .online import OAPBPM, _declared_order, _sorted_classes
 
 __all__ = ["DaskRankRLS", "DaskRankRLSPath", "rankrls_path", "DaskRankRLSCV", "permutation_test_lpo", "fit_oapbpm"]
 
@@ -535,7 +535,8 @@ def fit_oapbpm(estimator, X, y, *, classes=None, n_blocks=None):
     never gathered), seeded by :meth:`fastrank.OAPBPM.member_blocks`.  Linear kernel and
     ``shuffle=False`` only; ``average_rank_loss_`` is NaN (docs/design/dask.md).
 
-    classes : the ordered label set (default: the sorted distinct labels of y, one pass over y).
+    classes : the ordered label set (default: the sorted distinct labels of y, one pass over y; the
+        categories of an ordered categorical y in their declared order).
     n_blocks : member blocks (None: one per worker of the active distributed client).
     """
     if not isinstance(estimator, OAPBPM):
@@ -547,8 +548,8 @@ def fit_oapbpm(estimator, X, y, *, classes=None, n_blocks=None):
     Xd, yd, _ = _prepare(X, y)
     if yd.ndim != 1:
         raise ValueError("y must be 1-D with one label per row of X")
-    if classes is None:
-        classes = _sorted_classes(yd.compute(), "y")
+    if classes is None:  # the sorted labels, or an ordered categorical's declared order (as OAPBPM.fit takes them)
+        classes = y if _declared_order(y, None) is not None else _sorted_classes(yd.compute(), "y")
     n_blocks = _default_blocks() if n_blocks is None else n_blocks
     xb, ybl = _blocks(Xd), _blocks(yd)
     states = []

@@ -10,7 +10,9 @@ learning-curve measure (1/T) sum_t |yhat_t - y_t| of the on-line predictions (ea
 label was seen), ``rank_loss_curve()`` its value after every example, in rank steps between
 positions in ``classes_`` (``metrics.mean_rank_loss(..., scale="positions", classes=classes_)``).
 
-Labels are any orderable values, mapped to the ranks 1..k of the sorted ``classes_``.  ``fit``
+Labels are any orderable values, mapped to the ranks 1..k of the sorted ``classes_``; an ordered
+pandas categorical (as ``y`` or ``classes=``) gives its categories in their declared order instead
+(``classes_`` = every category, lowest first: "low" < "mid" < "high" is no alphabetical order).  ``fit``
 rejects continuous-looking float targets (scikit-learn's convention); fractional rating scales
 (0, 0.2, ..., 1) go through ``partial_fit(..., classes=...)``, which checks every label against
 that set.  The whole state is numpy arrays and Python ints on the estimator, so ``pickle`` and
@@ -61,10 +63,10 @@ def _as_X(X):
 
 
 def _check_labels(y, n_rows, *, label_set_fixed=False):
-    """(1-D labels, their sorted classes); continuous-looking floats are rejected (scikit-learn's classifier convention)
-    unless the ordered label set is fixed (``classes=`` / an ongoing stream), where every label is
-    checked against it instead — so e.g. ratings 0, 0.2, ..., 1 work through ``partial_fit``."""
-    y = target_column(y)
+    """(1-D labels, their ordered classes: sorted, or an ordered categorical's); continuous-looking floats are rejected
+    (scikit-learn's classifier convention) unless the ordered label set is fixed (``classes=`` / an ongoing stream),
+    where every label is checked against it instead — so e.g. ratings 0, 0.2, ..., 1 work through ``partial_fit``."""
+    y_in, y = y, target_column(y)
     if y.ndim != 1:
         raise ValueError(f"y must be 1-D, got shape {y.shape}")
     if y.shape[0] != n_rows:
@@ -74,7 +76,21 @@ def _check_labels(y, n_rows, *, label_set_fixed=False):
     classes = _sorted_classes(y, "y")  # orderability and NaN first: a clear message for mixed types
     if not label_set_fixed:
         check_classification_targets(y)
-    return y, classes
+    return y, _declared_order(y_in, classes)
+
+
+def _declared_order(values, default):
+    """The categories of an ordered pandas categorical ``values`` in their declared order, else ``default``."""
+    dtype = getattr(values, "dtype", None)
+    if getattr(dtype, "ordered", False) and hasattr(dtype, "categories"):
+        return np.array(dtype.categories.tolist())  # numpy dtypes (str, int), as np.unique gives them
+    return default
+
+
+def _label_set(values, name="classes"):
+    """The ordered label set ``classes_``: the declared order of an ordered categorical, else the sorted values."""
+    order = _declared_order(values, None)
+    return _sorted_classes(values, name) if order is None else order
 
 
 def _sorted_classes(values, name="classes"):
@@ -98,11 +114,13 @@ def _sorted_classes(values, name="classes"):
 
 
 def _to_ranks(classes, y):
+    """1-based positions of the labels ``y`` in ``classes`` (sorted, or in a declared order)."""
+    sorter = np.argsort(classes, kind="stable")
     try:
-        idx = np.searchsorted(classes, y)
+        idx = np.searchsorted(classes, y, sorter=sorter)
     except TypeError as exc:
         raise ValueError(f"labels must be orderable and comparable with classes_: {exc}") from None
-    idx_c = np.clip(idx, 0, classes.size - 1)
+    idx_c = sorter[np.clip(idx, 0, classes.size - 1)]
     bad = classes[idx_c] != y
     if np.any(bad):
         unseen = np.unique(y[bad])
@@ -237,9 +255,9 @@ class _OnlineOrdinal(ClassifierMixin, FastrankEstimator):
         X = self._check_X(X, reset=first)
         y, y_classes = _check_labels(y, X.shape[0], label_set_fixed=not first or classes is not None)
         if first:
-            cls = y_classes if classes is None else _sorted_classes(classes)
+            cls = y_classes if classes is None else _label_set(classes)
             self._reset(cls, X.shape[1])
-        elif classes is not None and not np.array_equal(_sorted_classes(classes), self.classes_):
+        elif classes is not None and not np.array_equal(_label_set(classes), self.classes_):
             raise ValueError(f"classes={np.asarray(classes).tolist()!r} differs from classes_ fixed by the first "
                              f"partial_fit call: {self.classes_.tolist()!r}")
         # WidrowHoff files written before it recorded n_samples_seen_ lack it; only kernels read it
@@ -561,7 +579,7 @@ class OAPBPM(_OAPBase):
         if self.kernel != "linear":
             raise ValueError("member blocks need the linear kernel (kernel members share a support list)")
         N = int(self.n_estimators)
-        classes = _sorted_classes(classes)
+        classes = _label_set(classes)
         seed = _seed_from(self.random_state)
         bounds = np.linspace(0, N, min(check_int(n_blocks, "n_blocks", low=1), N) + 1).round().astype(int)
         n_features = check_int(n_features, "n_features", low=1)

@@ -68,3 +68,26 @@ def test_fit_oapbpm_takes_the_declared_order_of_an_ordered_categorical():
     np.testing.assert_array_equal(est.classes_, names)
     np.testing.assert_array_equal(est.decision_function(X), ref.decision_function(X))
     np.testing.assert_array_equal(est.predict(X), names[ref.predict(X)])
+
+
+def test_fit_oapbpm_refuses_continuous_targets_as_fit_does():
+    # fit raises on continuous-looking floats; fit_oapbpm trained a model with one class per distinct value
+    pytest.importorskip("dask")
+    from fastrank.dask import fit_oapbpm
+
+    rng = np.random.default_rng(2)
+    X = rng.normal(size=(30, 2))
+    y = X[:, 0] + rng.normal(size=30)
+    with pytest.raises(ValueError, match="continuous"):
+        fastrank.OAPBPM(n_estimators=3).fit(X, y)
+    with pytest.raises(ValueError, match="continuous"):
+        fit_oapbpm(fastrank.OAPBPM(n_estimators=3), X, y, n_blocks=1)
+    y[3] = np.nan
+    with pytest.raises(ValueError, match="NaN"):
+        fit_oapbpm(fastrank.OAPBPM(n_estimators=3), X, y, n_blocks=1)
+    # a fractional rating scale still works through classes=, as with partial_fit
+    ratings = np.round(np.clip(X[:, 0], -1, 1) * 5) / 5
+    scale = np.arange(-5, 6) / 5
+    ref = fastrank.OAPBPM(n_estimators=3, random_state=0).partial_fit(X, ratings, classes=scale)
+    est = fit_oapbpm(fastrank.OAPBPM(n_estimators=3, random_state=0), X, ratings, classes=scale, n_blocks=2)
+    np.testing.assert_array_equal(est.decision_function(X), ref.decision_function(X))

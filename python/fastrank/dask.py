@@ -32,7 +32,7 @@ from ._threads import compute_region
 from ._validation import (_all_finite, _asarray, _to_float, check_alpha, check_alphas, check_int, check_n_jobs,
                           group_index)
 from .model_selection import permutation_test_lpo as _single
-from .online import OAPBPM, _declared_order, _sorted_classes
+from .online import OAPBPM, _check_labels, _declared_order
 
 __all__ = ["DaskRankRLS", "DaskRankRLSPath", "rankrls_path", "DaskRankRLSCV", "permutation_test_lpo", "fit_oapbpm"]
 
@@ -548,8 +548,10 @@ def fit_oapbpm(estimator, X, y, *, classes=None, n_blocks=None):
     Xd, yd, _ = _prepare(X, y)
     if yd.ndim != 1:
         raise ValueError("y must be 1-D with one label per row of X")
-    if classes is None:  # the sorted labels, or an ordered categorical's declared order (as OAPBPM.fit takes them)
-        classes = y if _declared_order(y, None) is not None else _sorted_classes(yd.compute(), "y")
+    if classes is None:  # the labels checked and ordered as OAPBPM.fit takes them (e.g. no continuous targets)
+        labels = yd.compute()
+        _check_labels(labels, labels.shape[0])
+        classes = y if _declared_order(y, None) is not None else labels
     n_blocks = _default_blocks() if n_blocks is None else n_blocks
     xb, ybl = _blocks(Xd), _blocks(yd)
     states = []

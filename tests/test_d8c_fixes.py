@@ -91,3 +91,21 @@ def test_fit_oapbpm_refuses_continuous_targets_as_fit_does():
     ref = fastrank.OAPBPM(n_estimators=3, random_state=0).partial_fit(X, ratings, classes=scale)
     est = fit_oapbpm(fastrank.OAPBPM(n_estimators=3, random_state=0), X, ratings, classes=scale, n_blocks=2)
     np.testing.assert_array_equal(est.decision_function(X), ref.decision_function(X))
+
+
+def test_online_mprank_warns_when_it_stops_at_max_iter():
+    # RankSVM and SVRank warn at max_iter; OnlineMPRank returned an unconverged model (predictions off the MPRank
+    # solution) with only converged_ = False to say so.
+    from fastrank.exceptions import ConvergenceWarning
+
+    rng = np.random.default_rng(0)
+    X, y = rng.normal(size=(50, 3)), rng.normal(size=50)
+    with pytest.warns(ConvergenceWarning, match="max_iter=2"):
+        est = fastrank.OnlineMPRank(max_iter=2).fit(X, y)
+    assert not est.converged_
+    exact = fastrank.MPRank(C=1.0).fit(X, y).predict(X)
+    assert np.abs(est.predict(X) - est.predict(X).mean() - (exact - exact.mean())).max() > 1e-3
+    with pytest.warns(ConvergenceWarning):
+        est.partial_fit(X[:5], y[:5])
+    est = fastrank.OnlineMPRank().fit(X, y)  # converged: silent (warnings are errors here)
+    assert est.converged_

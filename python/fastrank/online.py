@@ -22,6 +22,7 @@ that set.  The whole state is numpy arrays and Python ints on the estimator, so 
 from __future__ import annotations
 
 import numbers
+import warnings
 
 import numpy as np
 from sklearn.base import ClassifierMixin, clone
@@ -40,6 +41,7 @@ from ._sparse import as_csr, issparse
 from ._registry import register_estimator
 from ._validation import as_float_matrix, check_int, check_n_jobs, check_precomputed_kernel, \
     group_index, target_column
+from .exceptions import ConvergenceWarning, user_stacklevel
 
 __all__ = ["PRank", "PRankVP", "OAPBPM", "WidrowHoff", "OnlineMPRank"]
 
@@ -693,7 +695,7 @@ class OnlineMPRank(KernelMixin, Ranker):
     a_i <- a_i + eta [2 (yt_i - (Kt a)_i) - (m/C) a_i], and "gradient" takes full steps
     a <- a + eta [2 (yt - Kt a) - (m/C) a].  Passes (sweeps over the m points) stop when the primal
     cost changes by less than a relative ``tol`` (the paper's 1e-4) or after ``max_iter`` passes
-    (``n_iter_``, ``converged_``, ``cost_history_``).  The fixed point is eq. 13,
+    with :class:`fastrank.exceptions.ConvergenceWarning` (``n_iter_``, ``converged_``, ``cost_history_``).  The fixed point is eq. 13,
     a = (Kt + m/(2C) I)^-1 yt: the model of ``fastrank.MPRank`` (RankRLS, alpha = m^2 / (2C)).
 
     ``predict(x) = sum_i a_i (K(x, x_i) - mean_k K(x, x_k))`` (eq. 13): only differences of scores
@@ -782,6 +784,10 @@ class OnlineMPRank(KernelMixin, Ranker):
         if resolve_verbose(self.verbose):
             write_line(f"[fastrank] OnlineMPRank: {int(n_iter)} passes, cost "
                        f"{float(costs[-1]) if len(costs) else 0.0:.10g}, converged={bool(converged)}")
+        if not converged:
+            warnings.warn(
+                f"OnlineMPRank stopped after max_iter={int(self.max_iter)} passes before the relative cost change "
+                f"reached tol={self.tol}; increase max_iter or tol.", ConvergenceWarning, stacklevel=user_stacklevel())
         self.dual_coef_ = alpha
         # the expansion f(x) = sum_i expansion_coef_i K(x, x_i) (eq. 13: H a without groups)
         self.expansion_coef_ = alpha - alpha.mean() if groups is None else _group_sqrt_laplacian(alpha, gi)

@@ -109,3 +109,16 @@ def test_online_mprank_warns_when_it_stops_at_max_iter():
         est.partial_fit(X[:5], y[:5])
     est = fastrank.OnlineMPRank().fit(X, y)  # converged: silent (warnings are errors here)
     assert est.converged_
+
+
+def test_online_mprank_partial_fit_checks_parameters_set_since_fit():
+    # an unknown algorithm set after fit ran the "gradient" update without a word
+    from sklearn.utils._param_validation import InvalidParameterError
+
+    rng = np.random.default_rng(0)
+    X, y = rng.normal(size=(20, 3)), rng.normal(size=20)
+    est = fastrank.OnlineMPRank().fit(X, y)
+    coef = est.dual_coef_.copy()
+    with pytest.raises(InvalidParameterError, match="algorithm"):
+        est.set_params(algorithm="newton").partial_fit(X[:3], y[:3])
+    np.testing.assert_array_equal(est.dual_coef_, coef)

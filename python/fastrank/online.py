@@ -820,6 +820,7 @@ class OnlineMPRank(KernelMixin, Ranker):
         continue the iteration (warm start)."""
         if not hasattr(self, "X_fit_"):
             return self.fit(X, y, groups)
+        self._validate_params()  # set_params may have changed them since fit
         if (groups is None) != (getattr(self, "_groups", None) is None):
             raise ValueError("partial_fit must get groups exactly when the model was fitted with groups")
         if self._spec.precomputed:

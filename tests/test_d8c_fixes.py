@@ -122,3 +122,18 @@ def test_online_mprank_partial_fit_checks_parameters_set_since_fit():
     with pytest.raises(InvalidParameterError, match="algorithm"):
         est.set_params(algorithm="newton").partial_fit(X[:3], y[:3])
     np.testing.assert_array_equal(est.dual_coef_, coef)
+
+
+@pytest.mark.parametrize("cls", [fastrank.PRank, fastrank.PRankVP, fastrank.OAPBPM])
+def test_precomputed_partial_fit_names_the_columns_it_needs(cls):
+    # the compiled pass said only "precomputed kernel: too few columns"
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(20, 3))
+    K, y = X @ X.T, rng.integers(0, 3, 20)
+    with pytest.raises(ValueError, match=r"at least n_samples_seen_ \+ len\(X\) = 10 columns .* got 5"):
+        cls(kernel="precomputed").partial_fit(K[:10, :5], y[:10])
+    est = cls(kernel="precomputed").partial_fit(K[:10, :10], y[:10])
+    with pytest.raises(ValueError, match="= 14 columns"):
+        est.partial_fit(K[10:14, :13], y[10:14])
+    est.partial_fit(K[10:14, :14], y[10:14])
+    assert est.n_samples_seen_ == 14

@@ -264,6 +264,10 @@ class _OnlineOrdinal(ClassifierMixin, FastrankEstimator):
                              f"partial_fit call: {self.classes_.tolist()!r}")
         # WidrowHoff files written before it recorded n_samples_seen_ lack it; only kernels read it
         n0 = getattr(self, "n_samples_seen_", 0)
+        if self._precomputed() and X.shape[1] < n0 + X.shape[0]:
+            raise ValueError(f"precomputed kernel: partial_fit needs X with at least n_samples_seen_ + len(X) = "
+                             f"{n0 + X.shape[0]} columns (kernel values against every example of the stream so far, "
+                             f"this batch included), got {X.shape[1]}")
         self._stream(X, _to_ranks(self.classes_, y), np.arange(n0, n0 + X.shape[0], dtype=np.int64))
         self.n_samples_seen_ = n0 + X.shape[0]
         self._finish()

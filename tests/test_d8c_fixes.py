@@ -53,6 +53,11 @@ def test_ordered_categorical_labels_keep_their_declared_order(make):
     np.testing.assert_array_equal(chunked.decision_function(X), ref.decision_function(X))
     with pytest.raises(ValueError, match="differs from classes_"):
         chunked.partial_fit(X[:2], names[r[:2]], classes=names)  # plain strings: the sorted set, another order
+    # a model whose classes_ are the sorted strings refuses a categorical y declaring another order
+    alphabetical = make().partial_fit(X[:25], names[r[:25]])
+    np.testing.assert_array_equal(alphabetical.classes_, np.sort(names))
+    with pytest.raises(ValueError, match="y's categories=.* differs from classes_"):
+        alphabetical.partial_fit(X[25:], y[25:])
 
 
 def test_fit_oapbpm_takes_the_declared_order_of_an_ordered_categorical():

@@ -254,14 +254,17 @@ class _OnlineOrdinal(ClassifierMixin, FastrankEstimator):
         first = not hasattr(self, "classes_")
         if first:
             self._validate_params()
+        declared = _declared_order(y, None)
         X = self._check_X(X, reset=first)
         y, y_classes = _check_labels(y, X.shape[0], label_set_fixed=not first or classes is not None)
         if first:
             cls = y_classes if classes is None else _label_set(classes)
             self._reset(cls, X.shape[1])
-        elif classes is not None and not np.array_equal(_label_set(classes), self.classes_):
-            raise ValueError(f"classes={np.asarray(classes).tolist()!r} differs from classes_ fixed by the first "
-                             f"partial_fit call: {self.classes_.tolist()!r}")
+        elif classes is not None or declared is not None:  # a label order given again must be the model's
+            given, name = (_label_set(classes), "classes") if classes is not None else (declared, "y's categories")
+            if not np.array_equal(given, self.classes_):
+                raise ValueError(f"{name}={given.tolist()!r} differs from classes_ fixed by the first partial_fit "
+                                 f"call: {self.classes_.tolist()!r}")
         # WidrowHoff files written before it recorded n_samples_seen_ lack it; only kernels read it
         n0 = getattr(self, "n_samples_seen_", 0)
         if self._precomputed() and X.shape[1] < n0 + X.shape[0]:

@@ -142,3 +142,17 @@ def test_precomputed_partial_fit_names_the_columns_it_needs(cls):
         est.partial_fit(K[10:14, :13], y[10:14])
     est.partial_fit(K[10:14, :14], y[10:14])
     assert est.n_samples_seen_ == 14
+
+
+def test_svrank_squared_cost_refuses_an_indefinite_kernel():
+    # With K = X X^T - 2 I the regulariser beta^T K beta is unbounded below; the pivoted Cholesky stopped at the
+    # negative pivots and the fit reported a converged model of the semidefinite part.
+    rng = np.random.default_rng(0)
+    X, y = rng.normal(size=(20, 3)), rng.normal(size=20)
+    K = X @ X.T
+    with pytest.raises(ValueError, match="not positive semidefinite"):
+        fastrank.SVRank(kernel="precomputed", loss="squared_epsilon_insensitive").fit(K - 2 * np.eye(20), y)
+    # a semidefinite kernel of rank 3 < m is accepted, and equals the linear model (f = K beta = X w)
+    pre = fastrank.SVRank(kernel="precomputed", loss="squared_epsilon_insensitive", tol=1e-10).fit(K, y)
+    lin = fastrank.SVRank(loss="squared_epsilon_insensitive", tol=1e-10).fit(X, y)
+    np.testing.assert_allclose(pre.predict(K), lin.predict(X), rtol=1e-6, atol=1e-8)

@@ -86,6 +86,19 @@ def _squared_newton(Z, y, groups, c, eps, tol, max_iter, n_threads):
     return u, max_iter, history[-1] <= tol, history
 
 
+def _check_semidefinite(K, Z):
+    """Refuse a kernel matrix that is clearly not positive semidefinite: dpstrf stops at the first non-positive pivot,
+    so K - Z Z^T holds what it left out, ~0 (rounding) for a semidefinite K; a negative diagonal entry there is a
+    negative-curvature direction of ||h||_K^2 = beta^T K beta (F unbounded below) that the factor silently drops."""
+    residual = np.diag(K) - np.einsum("ij,ij->i", Z, Z)
+    scale = float(np.max(np.abs(np.diag(K)), initial=0.0))
+    if residual.size and residual.min() < -np.sqrt(np.finfo(float).eps) * scale:
+        raise ValueError(
+            f"SVRank: the kernel matrix is not positive semidefinite (a diagonal entry of K less its pivoted Cholesky "
+            f"part is {residual.min():.3g}); ||h||_K^2 needs a positive semidefinite kernel.  Pass a semidefinite "
+            "precomputed kernel (e.g. with its negative eigenvalues clipped to 0), or a 'poly' kernel with coef0 >= 0.")
+
+
 def _squared_pair_term(f, y, groups, c, eps, n_threads):
     """(C / N) L2(f - y): the pair term of the squared-cost objective."""
     return c * _core.svrank_squared_pair_loss(np.ascontiguousarray(f - y), *groups, eps, n_threads)[0]
@@ -190,6 +203,7 @@ class SVRank(KernelMixin, Ranker):
                     L = np.tril(factor)[:, :rank]
                     Z = np.empty((L.shape[0], rank))
                     Z[piv - 1] = L
+                    _check_semidefinite(Kg, Z)
                     u, n_iter, converged, history = _squared_newton(Z, yg, grouping, c, eps, tol, max_iter, n_threads)
                 beta = np.zeros(Kg.shape[0])
                 beta[piv[:rank] - 1] = scipy.linalg.solve_triangular(L[:rank], u, lower=True, trans="T")

@@ -156,3 +156,26 @@ def test_svrank_squared_cost_refuses_an_indefinite_kernel():
     pre = fastrank.SVRank(kernel="precomputed", loss="squared_epsilon_insensitive", tol=1e-10).fit(K, y)
     lin = fastrank.SVRank(loss="squared_epsilon_insensitive", tol=1e-10).fit(X, y)
     np.testing.assert_allclose(pre.predict(K), lin.predict(X), rtol=1e-6, atol=1e-8)
+
+
+def test_dask_rankrls_score_warns_without_the_groups_of_a_grouped_fit():
+    # RankRLS.score warns when a model fitted on several queries is scored as one pooled query; DaskRankRLS (and the
+    # RankRLS of to_local) returned the pooled number silently.
+    pytest.importorskip("dask")
+    import dask.array as da
+
+    from fastrank.dask import DaskRankRLS
+    from fastrank.exceptions import MissingGroupsWarning
+
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(60, 3))
+    y = X @ np.array([1.0, -1.0, 0.5]) + rng.normal(size=60)
+    g = np.repeat(np.arange(6), 10)
+    est = DaskRankRLS().fit(da.from_array(X, chunks=25), da.from_array(y, chunks=25), da.from_array(g, chunks=25))
+    ref = fastrank.RankRLS(solver="primal").fit(X, y, g)
+    assert est.n_fit_groups_ == ref.n_fit_groups_ == 6
+    assert est.score(X, y, g) == pytest.approx(ref.score(X, y, g), rel=1e-12)
+    for model in (est, est.to_local()):
+        with pytest.warns(MissingGroupsWarning, match="6 query groups"):
+            model.score(X, y)
+    DaskRankRLS().fit(X, y).score(X, y)  # no groups at fit: silent (warnings are errors here)

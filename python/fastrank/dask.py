@@ -31,6 +31,7 @@ from ._solvers import Fit, basis_primal_weights, select_basis, solve_assembled_b
 from ._threads import compute_region
 from ._validation import (_all_finite, _asarray, _to_float, check_alpha, check_alphas, check_int, check_n_jobs,
                           group_index)
+from .metrics import _warn_missing_groups
 from .model_selection import permutation_test_lpo as _single
 from .online import OAPBPM, _check_labels, _declared_order
 
@@ -295,7 +296,7 @@ class DaskRankRLS(KernelMixin, RegressorMixin, FastrankEstimator):
         self._store_params(locals())
 
     def _fit_path(self, X, y, groups, alphas):
-        """(X, Y as dask arrays, the solver layer's :class:`Fit` for every alpha)."""
+        """(X, Y as dask arrays, the solver layer's :class:`Fit` for every alpha, the number of query groups)."""
         X, Y, G = _prepare(X, y, groups)
         if X.shape[0] < 2:
             raise ValueError(f"Found array with {X.shape[0]} sample(s) while a minimum of 2 is required.")
@@ -316,7 +317,7 @@ class DaskRankRLS(KernelMixin, RegressorMixin, FastrankEstimator):
         if self.basis_vectors is None:
             check_dense_memory(n, 1, "feature matrix X^T L X")
             M, R = _statistics(X, Y, G, table, weighting, None)
-            return X, Y, Fit("primal", coef=solve_assembled_primal(M, R, alphas))
+            return X, Y, Fit("primal", coef=solve_assembled_primal(M, R, alphas)), table[0].size
         basis = select_basis(X.shape[0], self.basis_vectors, self.random_state)
         check_dense_memory(basis.size, 2, "basis system K_R^T L K_R")
         XR = _take_rows(X, basis)
@@ -325,14 +326,16 @@ class DaskRankRLS(KernelMixin, RegressorMixin, FastrankEstimator):
         H, g = _statistics(X, Y, G, table, weighting, functools.partial(spec.cross, X=XR, n_threads=n_threads))
         A = solve_assembled_basis(H, g, 0.5 * (KRR + KRR.T), alphas)
         coef = np.stack([basis_primal_weights(XR, a) for a in A]) if spec.linear else None
-        return X, Y, Fit("sparse", coef=coef, dual_coef=A, X_fit=XR, basis_indices=basis)
+        return X, Y, Fit("sparse", coef=coef, dual_coef=A, X_fit=XR, basis_indices=basis), table[0].size
 
     def fit(self, X, y, groups=None):
         """Fit from scores ``y`` (m,) or (m, v); ``groups`` one id per row (any order; groups may
         straddle partitions).  X, y, groups: dask arrays/dataframes/series (or numpy arrays)."""
         alpha = check_alpha(self.alpha)
-        X, Y, fit = self._fit_path(X, y, groups, np.array([alpha]))
-        return self._apply_fit(fit, 0, Y.ndim == 1, X.shape[1])
+        X, Y, fit, n_groups = self._fit_path(X, y, groups, np.array([alpha]))
+        self._apply_fit(fit, 0, Y.ndim == 1, X.shape[1])
+        self.n_fit_groups_ = n_groups  # the evidence by which score warns without groups (as RankRLS.score)
+        return self
 
     _apply_fit = RankRLS._apply_fit  # the solver's Fit for ``alphas[k]`` copied onto the estimator
 
@@ -363,11 +366,16 @@ class DaskRankRLS(KernelMixin, RegressorMixin, FastrankEstimator):
         as_path = (lambda a: None if a is None else a.reshape(a.shape[0], -1)[None])  # (1, rows, v)
         fit = Fit(self.fit_mode_, coef=as_path(self.coef_), dual_coef=as_path(self.dual_coef_), X_fit=self.X_fit_,
                   basis_indices=self.basis_indices_)
-        return RankRLSPath(est, np.array([float(self.alpha)]), fit, self._single_output,
-                           self.n_features_in_).fitted_estimator(0)
+        local = RankRLSPath(est, np.array([float(self.alpha)]), fit, self._single_output,
+                            self.n_features_in_).fitted_estimator(0)
+        local.n_fit_groups_ = getattr(self, "n_fit_groups_", 1)
+        return local
 
     def score(self, X, y, groups=None, sample_weight=None):
-        """Pairwise ranking accuracy as :meth:`fastrank.RankRLS.score` (computed in memory)."""
+        """Pairwise ranking accuracy as :meth:`fastrank.RankRLS.score` (computed in memory; without ``groups`` after a
+        fit with several it emits :class:`fastrank.exceptions.MissingGroupsWarning`)."""
+        if groups is None:
+            _warn_missing_groups(self, f"{type(self).__name__}.score")
         y, groups, sample_weight = _local(y=y, groups=groups, sample_weight=sample_weight)
         (pred,) = _local(X=self.predict(X))
         return ranking_accuracy(y, pred, groups, sample_weight)
@@ -405,7 +413,7 @@ def rankrls_path(X, y, alphas, *, groups=None, estimator=None):
     if not isinstance(est, DaskRankRLS):
         raise TypeError("estimator must be a fastrank.dask.DaskRankRLS")
     alphas = check_alphas(alphas)
-    X, Y, fit = est._fit_path(X, y, groups, alphas)
+    X, Y, fit, _ = est._fit_path(X, y, groups, alphas)
     return DaskRankRLSPath(est, alphas, fit, Y.ndim == 1, X.shape[1])
 
 

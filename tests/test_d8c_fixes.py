@@ -179,3 +179,19 @@ def test_dask_rankrls_score_warns_without_the_groups_of_a_grouped_fit():
         with pytest.warns(MissingGroupsWarning, match="6 query groups"):
             model.score(X, y)
     DaskRankRLS().fit(X, y).score(X, y)  # no groups at fit: silent (warnings are errors here)
+
+
+def test_dask_gamma_grid_score_warns_without_the_groups_of_a_grouped_fit():
+    pytest.importorskip("dask")
+    from fastrank.dask import DaskRankRLSCV
+    from fastrank.exceptions import MissingGroupsWarning
+
+    rng = np.random.default_rng(6)
+    X, y, g = rng.normal(size=(40, 3)), rng.normal(size=40), np.repeat(np.arange(4), 10)
+    cvd = DaskRankRLSCV(gammas=[0.5], alphas=[1.0]).fit(X, y, g)
+    ref = fastrank.RankRLSCV(alphas=[1.0], kernel="rbf", gamma=0.5).fit(X, y, g)
+    assert cvd.score(X, y, g) == ref.score(X, y, g)
+    with pytest.warns(MissingGroupsWarning, match="4 query groups"):
+        pooled = cvd.score(X, y)
+    with pytest.warns(MissingGroupsWarning):
+        assert pooled == ref.score(X, y)

@@ -481,6 +481,7 @@ class DaskRankRLSCV(RegressorMixin, FastrankEstimator):
         # The winning task already refitted its best alpha on all data: same model, no extra fit.
         self.best_estimator_ = fits[kg].best_estimator_
         self.n_features_in_ = self.best_estimator_.n_features_in_
+        self.n_fit_groups_ = fits[kg].n_fit_groups_
         return self
 
     def predict(self, X):
@@ -488,8 +489,12 @@ class DaskRankRLSCV(RegressorMixin, FastrankEstimator):
         return self.best_estimator_.predict(X)
 
     def score(self, X, y, groups=None, sample_weight=None):
+        """Pairwise ranking accuracy of ``best_estimator_`` as :meth:`fastrank.RankRLSCV.score` (with its
+        MissingGroupsWarning)."""
         check_is_fitted(self, "best_estimator_")
-        return self.best_estimator_.score(X, y, groups, sample_weight)
+        if groups is None:
+            _warn_missing_groups(self, f"{type(self).__name__}.score")
+        return ranking_accuracy(y, self.predict(X), groups, sample_weight)
 
 
 def permutation_test_lpo(estimator, X, y, n_permutations=100, random_state=None, groups=None, scoring="auc",

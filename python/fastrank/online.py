@@ -702,7 +702,8 @@ class OnlineMPRank(KernelMixin, Ranker):
     a_i <- a_i + eta [2 (yt_i - (Kt a)_i) - (m/C) a_i], and "gradient" takes full steps
     a <- a + eta [2 (yt - Kt a) - (m/C) a].  Passes (sweeps over the m points) stop when the primal
     cost changes by less than a relative ``tol`` (the paper's 1e-4) or after ``max_iter`` passes
-    with :class:`fastrank.exceptions.ConvergenceWarning` (``n_iter_``, ``converged_``, ``cost_history_``).  The fixed point is eq. 13,
+    with :class:`fastrank.exceptions.ConvergenceWarning` (``n_iter_``, ``converged_``,
+    ``cost_history_``).  The fixed point is eq. 13,
     a = (Kt + m/(2C) I)^-1 yt: the model of ``fastrank.MPRank`` (RankRLS, alpha = m^2 / (2C)).
 
     ``predict(x) = sum_i a_i (K(x, x_i) - mean_k K(x, x_k))`` (eq. 13): only differences of scores

@@ -195,3 +195,19 @@ def test_dask_gamma_grid_score_warns_without_the_groups_of_a_grouped_fit():
         pooled = cvd.score(X, y)
     with pytest.warns(MissingGroupsWarning):
         assert pooled == ref.score(X, y)
+
+
+@pytest.mark.parametrize("loss, X_scale, y_scale", [("epsilon_insensitive", 1e160, 1.0),
+                                                    ("squared_epsilon_insensitive", 1e300, 1.0),
+                                                    ("squared_epsilon_insensitive", 1.0, 1e160)])
+def test_svrank_refuses_a_solve_that_overflowed(loss, X_scale, y_scale):
+    # the fit came back "converged" with w = 0, gap_ NaN (and numpy's overflow RuntimeWarnings on the way)
+    rng = np.random.default_rng(0)
+    X, y = rng.normal(size=(20, 3)), rng.normal(size=20)
+    with pytest.raises(ValueError, match="overflowed double precision .* standardize X and rescale y"):
+        fastrank.SVRank(loss=loss).fit(X * X_scale, y * y_scale)
+    # the same problem at ordinary scale is solved; a huge y alone stays finite for the absolute cost, whose pair
+    # loss is linear there (2 w = -(C / N) X_d^T sign: w stays of the order of C max|X|)
+    fastrank.SVRank(loss=loss).fit(X, y)
+    big_y = fastrank.SVRank().fit(X, y * 1e300)
+    assert big_y.converged_ and np.isfinite(big_y.objective_) and np.abs(big_y.coef_).max() < 1.0

@@ -164,6 +164,7 @@ class SVRank(KernelMixin, Ranker):
         """Fit from real-valued scores ``y`` (m,), on all pairs or on pairs inside ``groups``."""
         return self._fit(X, y, groups)
 
+    @np.errstate(over="ignore", invalid="ignore")  # an overflowing solve is refused below, by name
     def _fit(self, X, y, groups=None, warm=None):
         """``fit``; ``warm`` (linear kernel): a dict carrying a neighbouring C's solution and cut model into the core
         and back (``svrank_path``)."""
@@ -218,6 +219,11 @@ class SVRank(KernelMixin, Ranker):
         X_fit = None if spec.linear or spec.precomputed else X
         history = np.asarray(history)
         gap = float(history[-1]) if history.size else 0.0
+        if not (np.isfinite(objective) and np.isfinite(gap) and np.isfinite(w if spec.linear else beta).all()):
+            raise ValueError(
+                f"SVRank: the solve overflowed double precision (objective {float(objective):.3g}, relative gap "
+                f"{gap:.3g}) with max |X| = {float(np.max(np.abs(X), initial=0.0)):.3g} and max |y| = "
+                f"{float(np.max(np.abs(y))):.3g}; standardize X and rescale y (and epsilon with it).")
         if resolve_verbose(self.verbose):
             write_line(f"[fastrank] SVRank: {int(n_iter)} {steps}, objective {float(objective):.10g}, gap {gap:.2e}")
         # all checks passed: only now replace a previous fit

@@ -211,3 +211,20 @@ def test_svrank_refuses_a_solve_that_overflowed(loss, X_scale, y_scale):
     fastrank.SVRank(loss=loss).fit(X, y)
     big_y = fastrank.SVRank().fit(X, y * 1e300)
     assert big_y.converged_ and np.isfinite(big_y.objective_) and np.abs(big_y.coef_).max() < 1.0
+
+
+def test_online_mprank_huge_scales_are_solved_or_named():
+    # algorithm="gradient": the power iteration's norm overflowed (numpy's RuntimeWarning, an error here) once the
+    # kernel entries passed ~1e154; a y whose squared differences overflow was reported as a divergence ("use a
+    # smaller learning rate eta").
+    rng = np.random.default_rng(0)
+    X, y = rng.normal(size=(20, 3)), rng.normal(size=20)
+    s = 2.0**332  # ~1e100, a power of two: the power iteration on s^2 Kt is s^2 times the one on Kt, bit for bit
+    ref = fastrank.OnlineMPRank(algorithm="gradient").fit(X, y)
+    lam = (1.0 / ref.eta_ - 20.0) / 2.2  # eta = 1 / (2.2 lambda_max + m / C), C = 1
+    with pytest.warns(fastrank.exceptions.ConvergenceWarning):
+        big = fastrank.OnlineMPRank(algorithm="gradient", max_iter=3).fit(X * s, y)
+    assert big.eta_ == pytest.approx(1.0 / (2.2 * s * s * lam + 20.0), rel=1e-12)
+    for algorithm in ("sequential", "gradient"):
+        with pytest.raises(ValueError, match="squared differences of y overflow float64 .* rescale y"):
+            fastrank.OnlineMPRank(algorithm=algorithm).fit(X, y * 1e160)

@@ -773,18 +773,27 @@ class OnlineMPRank(KernelMixin, Ranker):
         else:
             v = np.random.default_rng(0).normal(size=m)
             lam = 0.0
-            for _ in range(30):
-                u = Kt @ v
-                nrm = np.linalg.norm(u)
-                if nrm == 0:
-                    break
-                lam = float(v @ u / (v @ v))
-                v = u / nrm
+            with np.errstate(over="ignore", invalid="ignore"):  # a non-finite lam is refused below as eta
+                for _ in range(30):
+                    u = Kt @ v
+                    nrm = np.linalg.norm(u)
+                    if np.isinf(nrm):  # sum u_i^2 beyond float64 (|Kt| ~ 1e200): the norm of u scaled to max 1
+                        big = float(np.abs(u).max())
+                        nrm = big * np.linalg.norm(u / big)
+                    if nrm == 0:
+                        break
+                    lam = float(v @ u / (v @ v))
+                    v = u / nrm
             eta = 1.0 / (2.2 * max(lam, 0.0) + m / C)
         if not (np.isfinite(eta) and eta > 0):
             raise ValueError(f"OnlineMPRank: no usable step size (eta={eta!r}) for this kernel matrix (its entries "
                              f"are too large, largest |Kt| = {float(np.abs(Kt).max()):.3g}); rescale X or the kernel, "
                              "or pass eta")
+        with np.errstate(over="ignore"):
+            spread = np.abs(yt).max() ** 2 * m  # bounds sum_i yt_i^2, the scale of the pair cost
+        if not np.isfinite(spread):
+            raise ValueError(f"OnlineMPRank: the squared differences of y overflow float64 (largest centred |y| = "
+                             f"{float(np.abs(yt).max()):.3g}); rescale y")
         alpha = np.array(alpha0, dtype=np.float64)
         with stage(f"OnlineMPRank {self.algorithm} passes (m={m}, eta={eta:.3g})", verbose=self.verbose):
             n_iter, converged, costs = _core.mprank_online(Kt, yt, C, eta, sequential, int(self.max_iter),

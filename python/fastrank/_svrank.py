@@ -3,6 +3,7 @@ sorted-residual loss oracle that never forms the O(m^2) pairs; see :class:`SVRan
 
 from __future__ import annotations
 
+import functools
 import warnings
 
 import numpy as np
@@ -86,6 +87,10 @@ def _squared_newton(Z, y, groups, c, eps, tol, max_iter, n_threads):
     return u, max_iter, history[-1] <= tol, history
 
 
+# around the Newton solves: a solve that overflows is refused by name after it (SVRank._fit), not by numpy's warnings
+_quiet_overflow = functools.partial(np.errstate, over="ignore", invalid="ignore")
+
+
 def _check_semidefinite(K, Z):
     """Refuse a kernel matrix that is clearly not positive semidefinite: dpstrf stops at the first non-positive pivot,
     so K - Z Z^T holds what it left out, ~0 (rounding) for a semidefinite K; a negative diagonal entry there is a
@@ -164,7 +169,6 @@ class SVRank(KernelMixin, Ranker):
         """Fit from real-valued scores ``y`` (m,), on all pairs or on pairs inside ``groups``."""
         return self._fit(X, y, groups)
 
-    @np.errstate(over="ignore", invalid="ignore")  # an overflowing solve is refused below, by name
     def _fit(self, X, y, groups=None, warm=None):
         """``fit``; ``warm`` (linear kernel): a dict carrying a neighbouring C's solution and cut model into the core
         and back (``svrank_path``)."""
@@ -184,7 +188,8 @@ class SVRank(KernelMixin, Ranker):
         Xg = np.ascontiguousarray(gi.take(X)) if spec.linear else None
         steps = "Newton iterations" if squared else "cutting planes"
         if spec.linear and squared:
-            with stage(f"SVRank Newton (linear, squared cost, m={Xg.shape[0]})", verbose=self.verbose):
+            with stage(f"SVRank Newton (linear, squared cost, m={Xg.shape[0]})", verbose=self.verbose), \
+                    _quiet_overflow():
                 w, n_iter, converged, history = _squared_newton(Xg, yg, grouping, c, eps, tol, max_iter, n_threads)
             objective = w @ w + _squared_pair_term(Xg @ w, yg, grouping, c, eps, n_threads)
         elif spec.linear:
@@ -197,7 +202,8 @@ class SVRank(KernelMixin, Ranker):
             with stage(f"SVRank kernel matrix (m={X.shape[0]})", verbose=0 if spec.precomputed else self.verbose):
                 Kg = train_kernel(X, spec, n_threads, gi)
             if squared:
-                with stage(f"SVRank Newton (kernel, squared cost, m={X.shape[0]})", verbose=self.verbose):
+                with stage(f"SVRank Newton (kernel, squared cost, m={X.shape[0]})", verbose=self.verbose), \
+                        _quiet_overflow():
                     # K = P L L^T P^T (pivoted Cholesky, rank r at LAPACK's tolerance m u max K_ii):
                     # u = L_11^T (P^T beta)_{1..r} gives ||h||^2 = u^T u and f = K beta = Z u, Z = P L.
                     factor, piv, rank, _ = scipy.linalg.lapack.dpstrf(Kg, lower=1)

@@ -3,6 +3,7 @@ sorted-residual loss oracle that never forms the O(m^2) pairs; see :class:`SVRan
 
 from __future__ import annotations
 
+import functools
 import warnings
 
 import numpy as np
@@ -84,6 +85,23 @@ def _squared_newton(Z, y, groups, c, eps, tol, max_iter, n_threads):
         u, F, grad, r = u + step * d, F_new, grad_new, r_new
     history.append(float(np.linalg.norm(grad)) / g0)
     return u, max_iter, history[-1] <= tol, history
+
+
+# around the Newton solves: a solve that overflows is refused by name after it (SVRank._fit), not by numpy's warnings
+_quiet_overflow = functools.partial(np.errstate, over="ignore", invalid="ignore")
+
+
+def _check_semidefinite(K, Z):
+    """Refuse a kernel matrix that is clearly not positive semidefinite: dpstrf stops at the first non-positive pivot,
+    so K - Z Z^T holds what it left out, ~0 (rounding) for a semidefinite K; a negative diagonal entry there is a
+    negative-curvature direction of ||h||_K^2 = beta^T K beta (F unbounded below) that the factor silently drops."""
+    residual = np.diag(K) - np.einsum("ij,ij->i", Z, Z)
+    scale = float(np.max(np.abs(np.diag(K)), initial=0.0))
+    if residual.size and residual.min() < -np.sqrt(np.finfo(float).eps) * scale:
+        raise ValueError(
+            f"SVRank: the kernel matrix is not positive semidefinite (a diagonal entry of K less its pivoted Cholesky "
+            f"part is {residual.min():.3g}); ||h||_K^2 needs a positive semidefinite kernel.  Pass a semidefinite "
+            "precomputed kernel (e.g. with its negative eigenvalues clipped to 0), or a 'poly' kernel with coef0 >= 0.")
 
 
 def _squared_pair_term(f, y, groups, c, eps, n_threads):
@@ -170,7 +188,8 @@ class SVRank(KernelMixin, Ranker):
         Xg = np.ascontiguousarray(gi.take(X)) if spec.linear else None
         steps = "Newton iterations" if squared else "cutting planes"
         if spec.linear and squared:
-            with stage(f"SVRank Newton (linear, squared cost, m={Xg.shape[0]})", verbose=self.verbose):
+            with stage(f"SVRank Newton (linear, squared cost, m={Xg.shape[0]})", verbose=self.verbose), \
+                    _quiet_overflow():
                 w, n_iter, converged, history = _squared_newton(Xg, yg, grouping, c, eps, tol, max_iter, n_threads)
             objective = w @ w + _squared_pair_term(Xg @ w, yg, grouping, c, eps, n_threads)
         elif spec.linear:
@@ -183,13 +202,15 @@ class SVRank(KernelMixin, Ranker):
             with stage(f"SVRank kernel matrix (m={X.shape[0]})", verbose=0 if spec.precomputed else self.verbose):
                 Kg = train_kernel(X, spec, n_threads, gi)
             if squared:
-                with stage(f"SVRank Newton (kernel, squared cost, m={X.shape[0]})", verbose=self.verbose):
+                with stage(f"SVRank Newton (kernel, squared cost, m={X.shape[0]})", verbose=self.verbose), \
+                        _quiet_overflow():
                     # K = P L L^T P^T (pivoted Cholesky, rank r at LAPACK's tolerance m u max K_ii):
                     # u = L_11^T (P^T beta)_{1..r} gives ||h||^2 = u^T u and f = K beta = Z u, Z = P L.
                     factor, piv, rank, _ = scipy.linalg.lapack.dpstrf(Kg, lower=1)
                     L = np.tril(factor)[:, :rank]
                     Z = np.empty((L.shape[0], rank))
                     Z[piv - 1] = L
+                    _check_semidefinite(Kg, Z)
                     u, n_iter, converged, history = _squared_newton(Z, yg, grouping, c, eps, tol, max_iter, n_threads)
                 beta = np.zeros(Kg.shape[0])
                 beta[piv[:rank] - 1] = scipy.linalg.solve_triangular(L[:rank], u, lower=True, trans="T")
@@ -204,6 +225,11 @@ class SVRank(KernelMixin, Ranker):
         X_fit = None if spec.linear or spec.precomputed else X
         history = np.asarray(history)
         gap = float(history[-1]) if history.size else 0.0
+        if not (np.isfinite(objective) and np.isfinite(gap) and np.isfinite(w if spec.linear else beta).all()):
+            raise ValueError(
+                f"SVRank: the solve overflowed double precision (objective {float(objective):.3g}, relative gap "
+                f"{gap:.3g}) with max |X| = {float(np.max(np.abs(X), initial=0.0)):.3g} and max |y| = "
+                f"{float(np.max(np.abs(y))):.3g}; standardize X and rescale y (and epsilon with it).")
         if resolve_verbose(self.verbose):
             write_line(f"[fastrank] SVRank: {int(n_iter)} {steps}, objective {float(objective):.10g}, gap {gap:.2e}")
         # all checks passed: only now replace a previous fit

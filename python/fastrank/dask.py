@@ -31,8 +31,9 @@ from ._solvers import Fit, basis_primal_weights, select_basis, solve_assembled_b
 from ._threads import compute_region
 from ._validation import (_all_finite, _asarray, _to_float, check_alpha, check_alphas, check_int, check_n_jobs,
                           group_index)
+from .metrics import _warn_missing_groups
 from .model_selection import permutation_test_lpo as _single
-from .online import OAPBPM, _sorted_classes
+from .online import OAPBPM, _check_labels, _declared_order
 
 __all__ = ["DaskRankRLS", "DaskRankRLSPath", "rankrls_path", "DaskRankRLSCV", "permutation_test_lpo", "fit_oapbpm"]
 
@@ -295,7 +296,7 @@ class DaskRankRLS(KernelMixin, RegressorMixin, FastrankEstimator):
         self._store_params(locals())
 
     def _fit_path(self, X, y, groups, alphas):
-        """(X, Y as dask arrays, the solver layer's :class:`Fit` for every alpha)."""
+        """(X, Y as dask arrays, the solver layer's :class:`Fit` for every alpha, the number of query groups)."""
         X, Y, G = _prepare(X, y, groups)
         if X.shape[0] < 2:
             raise ValueError(f"Found array with {X.shape[0]} sample(s) while a minimum of 2 is required.")
@@ -316,7 +317,7 @@ class DaskRankRLS(KernelMixin, RegressorMixin, FastrankEstimator):
         if self.basis_vectors is None:
             check_dense_memory(n, 1, "feature matrix X^T L X")
             M, R = _statistics(X, Y, G, table, weighting, None)
-            return X, Y, Fit("primal", coef=solve_assembled_primal(M, R, alphas))
+            return X, Y, Fit("primal", coef=solve_assembled_primal(M, R, alphas)), table[0].size
         basis = select_basis(X.shape[0], self.basis_vectors, self.random_state)
         check_dense_memory(basis.size, 2, "basis system K_R^T L K_R")
         XR = _take_rows(X, basis)
@@ -325,14 +326,16 @@ class DaskRankRLS(KernelMixin, RegressorMixin, FastrankEstimator):
         H, g = _statistics(X, Y, G, table, weighting, functools.partial(spec.cross, X=XR, n_threads=n_threads))
         A = solve_assembled_basis(H, g, 0.5 * (KRR + KRR.T), alphas)
         coef = np.stack([basis_primal_weights(XR, a) for a in A]) if spec.linear else None
-        return X, Y, Fit("sparse", coef=coef, dual_coef=A, X_fit=XR, basis_indices=basis)
+        return X, Y, Fit("sparse", coef=coef, dual_coef=A, X_fit=XR, basis_indices=basis), table[0].size
 
     def fit(self, X, y, groups=None):
         """Fit from scores ``y`` (m,) or (m, v); ``groups`` one id per row (any order; groups may
         straddle partitions).  X, y, groups: dask arrays/dataframes/series (or numpy arrays)."""
         alpha = check_alpha(self.alpha)
-        X, Y, fit = self._fit_path(X, y, groups, np.array([alpha]))
-        return self._apply_fit(fit, 0, Y.ndim == 1, X.shape[1])
+        X, Y, fit, n_groups = self._fit_path(X, y, groups, np.array([alpha]))
+        self._apply_fit(fit, 0, Y.ndim == 1, X.shape[1])
+        self.n_fit_groups_ = n_groups  # the evidence by which score warns without groups (as RankRLS.score)
+        return self
 
     _apply_fit = RankRLS._apply_fit  # the solver's Fit for ``alphas[k]`` copied onto the estimator
 
@@ -363,11 +366,16 @@ class DaskRankRLS(KernelMixin, RegressorMixin, FastrankEstimator):
         as_path = (lambda a: None if a is None else a.reshape(a.shape[0], -1)[None])  # (1, rows, v)
         fit = Fit(self.fit_mode_, coef=as_path(self.coef_), dual_coef=as_path(self.dual_coef_), X_fit=self.X_fit_,
                   basis_indices=self.basis_indices_)
-        return RankRLSPath(est, np.array([float(self.alpha)]), fit, self._single_output,
-                           self.n_features_in_).fitted_estimator(0)
+        local = RankRLSPath(est, np.array([float(self.alpha)]), fit, self._single_output,
+                            self.n_features_in_).fitted_estimator(0)
+        local.n_fit_groups_ = getattr(self, "n_fit_groups_", 1)
+        return local
 
     def score(self, X, y, groups=None, sample_weight=None):
-        """Pairwise ranking accuracy as :meth:`fastrank.RankRLS.score` (computed in memory)."""
+        """Pairwise ranking accuracy as :meth:`fastrank.RankRLS.score` (computed in memory; without ``groups`` after a
+        fit with several it emits :class:`fastrank.exceptions.MissingGroupsWarning`)."""
+        if groups is None:
+            _warn_missing_groups(self, f"{type(self).__name__}.score")
         y, groups, sample_weight = _local(y=y, groups=groups, sample_weight=sample_weight)
         (pred,) = _local(X=self.predict(X))
         return ranking_accuracy(y, pred, groups, sample_weight)
@@ -405,7 +413,7 @@ def rankrls_path(X, y, alphas, *, groups=None, estimator=None):
     if not isinstance(est, DaskRankRLS):
         raise TypeError("estimator must be a fastrank.dask.DaskRankRLS")
     alphas = check_alphas(alphas)
-    X, Y, fit = est._fit_path(X, y, groups, alphas)
+    X, Y, fit, _ = est._fit_path(X, y, groups, alphas)
     return DaskRankRLSPath(est, alphas, fit, Y.ndim == 1, X.shape[1])
 
 
@@ -441,7 +449,8 @@ class DaskRankRLSCV(RegressorMixin, FastrankEstimator):
     ----------
     gammas : sequence of float > 0
     alphas, cv, scoring, kernel, degree, coef0, group_weighting, n_jobs : as for
-        :class:`fastrank.RankRLSCV` (``kernel`` defaults to "rbf").
+        :class:`fastrank.RankRLSCV` (``kernel`` defaults to "rbf"; ``cv=None``: leave-one-group-out with
+        ``groups``, else leave-pair-out).
 
     Attributes
     ----------
@@ -449,7 +458,7 @@ class DaskRankRLSCV(RegressorMixin, FastrankEstimator):
     cv_results_ : dict with "gammas", "alphas" and "scores" (n_gammas, n_alphas).
     """
 
-    def __init__(self, gammas=None, alphas=None, *, cv="lpo", scoring=None, kernel="rbf", degree=3, coef0=1.0,
+    def __init__(self, gammas=None, alphas=None, *, cv=None, scoring=None, kernel="rbf", degree=3, coef0=1.0,
                  group_weighting="unweighted", n_jobs=None):
         self._store_params(locals())
 
@@ -472,6 +481,7 @@ class DaskRankRLSCV(RegressorMixin, FastrankEstimator):
         # The winning task already refitted its best alpha on all data: same model, no extra fit.
         self.best_estimator_ = fits[kg].best_estimator_
         self.n_features_in_ = self.best_estimator_.n_features_in_
+        self.n_fit_groups_ = fits[kg].n_fit_groups_
         return self
 
     def predict(self, X):
@@ -479,8 +489,12 @@ class DaskRankRLSCV(RegressorMixin, FastrankEstimator):
         return self.best_estimator_.predict(X)
 
     def score(self, X, y, groups=None, sample_weight=None):
+        """Pairwise ranking accuracy of ``best_estimator_`` as :meth:`fastrank.RankRLSCV.score` (with its
+        MissingGroupsWarning)."""
         check_is_fitted(self, "best_estimator_")
-        return self.best_estimator_.score(X, y, groups, sample_weight)
+        if groups is None:
+            _warn_missing_groups(self, f"{type(self).__name__}.score")
+        return ranking_accuracy(y, self.predict(X), groups, sample_weight)
 
 
 def permutation_test_lpo(estimator, X, y, n_permutations=100, random_state=None, groups=None, scoring="auc",
@@ -534,7 +548,8 @@ def fit_oapbpm(estimator, X, y, *, classes=None, n_blocks=None):
     never gathered), seeded by :meth:`fastrank.OAPBPM.member_blocks`.  Linear kernel and
     ``shuffle=False`` only; ``average_rank_loss_`` is NaN (docs/design/dask.md).
 
-    classes : the ordered label set (default: the sorted distinct labels of y, one pass over y).
+    classes : the ordered label set (default: the sorted distinct labels of y, one pass over y; the
+        categories of an ordered categorical y in their declared order).
     n_blocks : member blocks (None: one per worker of the active distributed client).
     """
     if not isinstance(estimator, OAPBPM):
@@ -546,8 +561,10 @@ def fit_oapbpm(estimator, X, y, *, classes=None, n_blocks=None):
     Xd, yd, _ = _prepare(X, y)
     if yd.ndim != 1:
         raise ValueError("y must be 1-D with one label per row of X")
-    if classes is None:
-        classes = _sorted_classes(yd.compute(), "y")
+    if classes is None:  # the labels checked and ordered as OAPBPM.fit takes them (e.g. no continuous targets)
+        labels = yd.compute()
+        _check_labels(labels, labels.shape[0])
+        classes = y if _declared_order(y, None) is not None else labels
     n_blocks = _default_blocks() if n_blocks is None else n_blocks
     xb, ybl = _blocks(Xd), _blocks(yd)
     states = []

@@ -10,7 +10,9 @@ learning-curve measure (1/T) sum_t |yhat_t - y_t| of the on-line predictions (ea
 label was seen), ``rank_loss_curve()`` its value after every example, in rank steps between
 positions in ``classes_`` (``metrics.mean_rank_loss(..., scale="positions", classes=classes_)``).
 
-Labels are any orderable values, mapped to the ranks 1..k of the sorted ``classes_``.  ``fit``
+Labels are any orderable values, mapped to the ranks 1..k of the sorted ``classes_``; an ordered
+pandas categorical (as ``y`` or ``classes=``) gives its categories in their declared order instead
+(``classes_`` = every category, lowest first: "low" < "mid" < "high" is no alphabetical order).  ``fit``
 rejects continuous-looking float targets (scikit-learn's convention); fractional rating scales
 (0, 0.2, ..., 1) go through ``partial_fit(..., classes=...)``, which checks every label against
 that set.  The whole state is numpy arrays and Python ints on the estimator, so ``pickle`` and
@@ -20,6 +22,7 @@ that set.  The whole state is numpy arrays and Python ints on the estimator, so 
 from __future__ import annotations
 
 import numbers
+import warnings
 
 import numpy as np
 from sklearn.base import ClassifierMixin, clone
@@ -38,6 +41,7 @@ from ._sparse import as_csr, issparse
 from ._registry import register_estimator
 from ._validation import as_float_matrix, check_int, check_n_jobs, check_precomputed_kernel, \
     group_index, target_column
+from .exceptions import ConvergenceWarning, user_stacklevel
 
 __all__ = ["PRank", "PRankVP", "OAPBPM", "WidrowHoff", "OnlineMPRank"]
 
@@ -61,10 +65,10 @@ def _as_X(X):
 
 
 def _check_labels(y, n_rows, *, label_set_fixed=False):
-    """(1-D labels, their sorted classes); continuous-looking floats are rejected (scikit-learn's classifier convention)
-    unless the ordered label set is fixed (``classes=`` / an ongoing stream), where every label is
-    checked against it instead — so e.g. ratings 0, 0.2, ..., 1 work through ``partial_fit``."""
-    y = target_column(y)
+    """(1-D labels, their ordered classes: sorted, or an ordered categorical's); continuous-looking floats are rejected
+    (scikit-learn's classifier convention) unless the ordered label set is fixed (``classes=`` / an ongoing stream),
+    where every label is checked against it instead — so e.g. ratings 0, 0.2, ..., 1 work through ``partial_fit``."""
+    y_in, y = y, target_column(y)
     if y.ndim != 1:
         raise ValueError(f"y must be 1-D, got shape {y.shape}")
     if y.shape[0] != n_rows:
@@ -74,7 +78,21 @@ def _check_labels(y, n_rows, *, label_set_fixed=False):
     classes = _sorted_classes(y, "y")  # orderability and NaN first: a clear message for mixed types
     if not label_set_fixed:
         check_classification_targets(y)
-    return y, classes
+    return y, _declared_order(y_in, classes)
+
+
+def _declared_order(values, default):
+    """The categories of an ordered pandas categorical ``values`` in their declared order, else ``default``."""
+    dtype = getattr(values, "dtype", None)
+    if getattr(dtype, "ordered", False) and hasattr(dtype, "categories"):
+        return np.array(dtype.categories.tolist())  # numpy dtypes (str, int), as np.unique gives them
+    return default
+
+
+def _label_set(values, name="classes"):
+    """The ordered label set ``classes_``: the declared order of an ordered categorical, else the sorted values."""
+    order = _declared_order(values, None)
+    return _sorted_classes(values, name) if order is None else order
 
 
 def _sorted_classes(values, name="classes"):
@@ -98,11 +116,13 @@ def _sorted_classes(values, name="classes"):
 
 
 def _to_ranks(classes, y):
+    """1-based positions of the labels ``y`` in ``classes`` (sorted, or in a declared order)."""
+    sorter = np.argsort(classes, kind="stable")
     try:
-        idx = np.searchsorted(classes, y)
+        idx = np.searchsorted(classes, y, sorter=sorter)
     except TypeError as exc:
         raise ValueError(f"labels must be orderable and comparable with classes_: {exc}") from None
-    idx_c = np.clip(idx, 0, classes.size - 1)
+    idx_c = sorter[np.clip(idx, 0, classes.size - 1)]
     bad = classes[idx_c] != y
     if np.any(bad):
         unseen = np.unique(y[bad])
@@ -234,16 +254,23 @@ class _OnlineOrdinal(ClassifierMixin, FastrankEstimator):
         first = not hasattr(self, "classes_")
         if first:
             self._validate_params()
+        declared = _declared_order(y, None)
         X = self._check_X(X, reset=first)
         y, y_classes = _check_labels(y, X.shape[0], label_set_fixed=not first or classes is not None)
         if first:
-            cls = y_classes if classes is None else _sorted_classes(classes)
+            cls = y_classes if classes is None else _label_set(classes)
             self._reset(cls, X.shape[1])
-        elif classes is not None and not np.array_equal(_sorted_classes(classes), self.classes_):
-            raise ValueError(f"classes={np.asarray(classes).tolist()!r} differs from classes_ fixed by the first "
-                             f"partial_fit call: {self.classes_.tolist()!r}")
+        elif classes is not None or declared is not None:  # a label order given again must be the model's
+            given, name = (_label_set(classes), "classes") if classes is not None else (declared, "y's categories")
+            if not np.array_equal(given, self.classes_):
+                raise ValueError(f"{name}={given.tolist()!r} differs from classes_ fixed by the first partial_fit "
+                                 f"call: {self.classes_.tolist()!r}")
         # WidrowHoff files written before it recorded n_samples_seen_ lack it; only kernels read it
         n0 = getattr(self, "n_samples_seen_", 0)
+        if self._precomputed() and X.shape[1] < n0 + X.shape[0]:
+            raise ValueError(f"precomputed kernel: partial_fit needs X with at least n_samples_seen_ + len(X) = "
+                             f"{n0 + X.shape[0]} columns (kernel values against every example of the stream so far, "
+                             f"this batch included), got {X.shape[1]}")
         self._stream(X, _to_ranks(self.classes_, y), np.arange(n0, n0 + X.shape[0], dtype=np.int64))
         self.n_samples_seen_ = n0 + X.shape[0]
         self._finish()
@@ -561,7 +588,7 @@ class OAPBPM(_OAPBase):
         if self.kernel != "linear":
             raise ValueError("member blocks need the linear kernel (kernel members share a support list)")
         N = int(self.n_estimators)
-        classes = _sorted_classes(classes)
+        classes = _label_set(classes)
         seed = _seed_from(self.random_state)
         bounds = np.linspace(0, N, min(check_int(n_blocks, "n_blocks", low=1), N) + 1).round().astype(int)
         n_features = check_int(n_features, "n_features", low=1)
@@ -675,7 +702,8 @@ class OnlineMPRank(KernelMixin, Ranker):
     a_i <- a_i + eta [2 (yt_i - (Kt a)_i) - (m/C) a_i], and "gradient" takes full steps
     a <- a + eta [2 (yt - Kt a) - (m/C) a].  Passes (sweeps over the m points) stop when the primal
     cost changes by less than a relative ``tol`` (the paper's 1e-4) or after ``max_iter`` passes
-    (``n_iter_``, ``converged_``, ``cost_history_``).  The fixed point is eq. 13,
+    with :class:`fastrank.exceptions.ConvergenceWarning` (``n_iter_``, ``converged_``,
+    ``cost_history_``).  The fixed point is eq. 13,
     a = (Kt + m/(2C) I)^-1 yt: the model of ``fastrank.MPRank`` (RankRLS, alpha = m^2 / (2C)).
 
     ``predict(x) = sum_i a_i (K(x, x_i) - mean_k K(x, x_k))`` (eq. 13): only differences of scores
@@ -745,18 +773,27 @@ class OnlineMPRank(KernelMixin, Ranker):
         else:
             v = np.random.default_rng(0).normal(size=m)
             lam = 0.0
-            for _ in range(30):
-                u = Kt @ v
-                nrm = np.linalg.norm(u)
-                if nrm == 0:
-                    break
-                lam = float(v @ u / (v @ v))
-                v = u / nrm
+            with np.errstate(over="ignore", invalid="ignore"):  # a non-finite lam is refused below as eta
+                for _ in range(30):
+                    u = Kt @ v
+                    nrm = np.linalg.norm(u)
+                    if np.isinf(nrm):  # sum u_i^2 beyond float64 (|Kt| ~ 1e200): the norm of u scaled to max 1
+                        big = float(np.abs(u).max())
+                        nrm = big * np.linalg.norm(u / big)
+                    if nrm == 0:
+                        break
+                    lam = float(v @ u / (v @ v))
+                    v = u / nrm
             eta = 1.0 / (2.2 * max(lam, 0.0) + m / C)
         if not (np.isfinite(eta) and eta > 0):
             raise ValueError(f"OnlineMPRank: no usable step size (eta={eta!r}) for this kernel matrix (its entries "
                              f"are too large, largest |Kt| = {float(np.abs(Kt).max()):.3g}); rescale X or the kernel, "
                              "or pass eta")
+        with np.errstate(over="ignore"):
+            spread = np.abs(yt).max() ** 2 * m  # bounds sum_i yt_i^2, the scale of the pair cost
+        if not np.isfinite(spread):
+            raise ValueError(f"OnlineMPRank: the squared differences of y overflow float64 (largest centred |y| = "
+                             f"{float(np.abs(yt).max()):.3g}); rescale y")
         alpha = np.array(alpha0, dtype=np.float64)
         with stage(f"OnlineMPRank {self.algorithm} passes (m={m}, eta={eta:.3g})", verbose=self.verbose):
             n_iter, converged, costs = _core.mprank_online(Kt, yt, C, eta, sequential, int(self.max_iter),
@@ -764,6 +801,10 @@ class OnlineMPRank(KernelMixin, Ranker):
         if resolve_verbose(self.verbose):
             write_line(f"[fastrank] OnlineMPRank: {int(n_iter)} passes, cost "
                        f"{float(costs[-1]) if len(costs) else 0.0:.10g}, converged={bool(converged)}")
+        if not converged:
+            warnings.warn(
+                f"OnlineMPRank stopped after max_iter={int(self.max_iter)} passes before the relative cost change "
+                f"reached tol={self.tol}; increase max_iter or tol.", ConvergenceWarning, stacklevel=user_stacklevel())
         self.dual_coef_ = alpha
         # the expansion f(x) = sum_i expansion_coef_i K(x, x_i) (eq. 13: H a without groups)
         self.expansion_coef_ = alpha - alpha.mean() if groups is None else _group_sqrt_laplacian(alpha, gi)
@@ -796,6 +837,7 @@ class OnlineMPRank(KernelMixin, Ranker):
         continue the iteration (warm start)."""
         if not hasattr(self, "X_fit_"):
             return self.fit(X, y, groups)
+        self._validate_params()  # set_params may have changed them since fit
         if (groups is None) != (getattr(self, "_groups", None) is None):
             raise ValueError("partial_fit must get groups exactly when the model was fitted with groups")
         if self._spec.precomputed:

@@ -295,6 +295,23 @@ def test_scorer_warns_when_the_estimator_recorded_groups_at_fit():
         M.make_ranking_scorer("ndcg@10")(pipe, X, y)
 
 
+@pytest.mark.parametrize("make", [lambda: fastrank.RankRLS(), lambda: fastrank.RankSVM(),
+                                  lambda: fastrank.RankRLSCV(alphas=[0.1, 10.0])])
+def test_a_grouped_fit_records_its_groups_and_score_without_them_warns(make):
+    X, y = _data(8, binary_features=False)
+    est = make().fit(X, y, GROUPS)
+    n = np.unique(GROUPS).size
+    fitted = [est] + ([est.best_estimator_] if hasattr(est, "best_estimator_") else [])
+    for model in fitted:
+        assert model.n_fit_groups_ == n
+        with pytest.warns(MissingGroupsWarning, match=f"fitted on {n} query groups"):
+            model.score(X, y)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", MissingGroupsWarning)
+            model.score(X, y, groups=GROUPS)
+    assert make().fit(X, y).n_fit_groups_ == 1
+
+
 def test_no_warning_without_evidence_of_queries():
     X, y = _data(9, binary_features=False)
     est = fastrank.RankRLS().fit(X, y)

@@ -92,7 +92,9 @@ class _RankRLSBase(KernelMixin, Ranker):
         return self._apply_fit(self._solve(problem, np.array([alpha]), x0=x0), 0, problem.one_d, problem.n_features)
 
     def _apply_engine_fit(self, engine, alpha):
-        """This estimator fitted on all of an exact-CV engine's data at ``alpha``, from its factors (no refit)."""
+        """This estimator fitted on all of an exact-CV engine's data at ``alpha``, from its factors (no refit), with the
+        group count a fit records (``n_fit_groups_``)."""
+        self.n_fit_groups_ = engine.groups.n_groups
         return self._apply_fit(engine.solve(alpha), 0, engine.one_d, engine.problem.n_features)
 
     def _cv_spec(self):

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import numpy as np
-from sklearn.metrics._scorer import _BaseScorer
 from sklearn.utils.validation import check_is_fitted
 
 from ._base import KernelMixin, Ranker
@@ -15,6 +14,11 @@ from ._exactcv import engine_for, resolve_folds
 from ._solvers import one_conditioning_warning
 from ._progress import progress
 from ._validation import check_alphas, group_index
+
+try:  # scikit-learn's scorers share this private base: refused by name below, where it exists
+    from sklearn.metrics._scorer import _BaseScorer
+except ImportError:
+    _BaseScorer = ()
 
 __all__ = ["RankRLSCV", "MPRankCV"]
 

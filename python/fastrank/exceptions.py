@@ -31,7 +31,7 @@ class MissingGroupsWarning(UserWarning):
     ``sklearn.set_config(enable_metadata_routing=True)`` and ``scorer.set_score_request(groups=True)``."""
 
 
-_PACKAGE = os.path.dirname(os.path.abspath(__file__)) + os.sep
+_PACKAGE = os.path.dirname(__file__) + os.sep  # as the code objects of the package spell their files
 
 
 def user_stacklevel():

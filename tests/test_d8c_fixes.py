@@ -228,3 +228,17 @@ def test_online_mprank_huge_scales_are_solved_or_named():
     for algorithm in ("sequential", "gradient"):
         with pytest.raises(ValueError, match="squared differences of y overflow float64 .* rescale y"):
             fastrank.OnlineMPRank(algorithm=algorithm).fit(X, y * 1e160)
+
+
+def test_online_mprank_partial_fit_refuses_kernel_parameters_changed_since_fit():
+    rng = np.random.default_rng(3)
+    X, y = rng.normal(size=(30, 3)), rng.normal(size=30)
+    est = fastrank.OnlineMPRank(kernel="rbf", gamma=0.5, max_iter=500).fit(X[:20], y[:20])
+    before = est.predict(X)
+    est.set_params(gamma=2.0)
+    with pytest.raises(ValueError, match="set_params changed the kernel parameters"):
+        est.partial_fit(X[20:], y[20:])
+    assert np.array_equal(est.predict(X), before)  # the fitted model is untouched
+    est.set_params(gamma=0.5, C=2.0)  # the fitted kernel again; other parameters may change
+    est.partial_fit(X[20:], y[20:])
+    assert est.X_fit_.shape[0] == 30

@@ -842,6 +842,10 @@ class OnlineMPRank(KernelMixin, Ranker):
             raise ValueError("partial_fit must get groups exactly when the model was fitted with groups")
         if self._spec.precomputed:
             raise ValueError("partial_fit is not available with a precomputed kernel; call fit with the full matrix")
+        if self._kernel_spec(self.n_features_in_)._args() != self._spec._args():  # the iteration's kernel matrix
+            raise ValueError(f"partial_fit continues the kernel of fit ({self._spec.kind}, gamma={self._spec.gamma:g}, "
+                             f"degree={self._spec.degree:g}, coef0={self._spec.coef0:g}), but set_params changed the "
+                             "kernel parameters since; call fit to start again with them")
         X = self._check_predict_X(_as_X(X))
         y = self._check_target_vector(y, X.shape[0])
         if groups is not None:

@@ -256,7 +256,7 @@ def _model_scores(model_file, data_file, args):
                         "'normalize' entry)")
     per_query = meta.get("has_qid", True)  # trained with query groups: the training rows were normalised per query
     if norm is not None and per_query and qid is None and norm["name"].startswith("query-"):
-        _say(args, f"warning: the model normalises features per query ({norm['name']}) but {data_file} has no qid: "
+        _say(args, f"warning: the model normalises features per query ({norm['name']}) but {data_file} has no qid "
                    "and no query file (--query-file): all rows are normalised as one query", level=0)
     Xm = _model_input(X, qid if per_query else None, model, norm)[0]
     # ranking scores: decision_function for the ordinal classifiers (PRank, OAPBPM, WidrowHoff), whose predict gives

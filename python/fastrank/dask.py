@@ -25,7 +25,7 @@ import dask.array as da
 from ._cv import RankRLSCV
 from ._memory import check_dense_memory
 from ._problem import check_weighting, pair_weights, raise_without_preferences
-from ._base import FastrankEstimator, KernelMixin, ranking_accuracy
+from ._base import FastrankEstimator, KernelMixin, Ranker, ranking_accuracy
 from ._rankrls import RankRLS, RankRLSPath
 from ._solvers import Fit, basis_primal_weights, select_basis, solve_assembled_basis, solve_assembled_primal
 from ._threads import compute_region
@@ -488,13 +488,7 @@ class DaskRankRLSCV(RegressorMixin, FastrankEstimator):
         check_is_fitted(self, "best_estimator_")
         return self.best_estimator_.predict(X)
 
-    def score(self, X, y, groups=None, sample_weight=None):
-        """Pairwise ranking accuracy of ``best_estimator_`` as :meth:`fastrank.RankRLSCV.score` (with its
-        MissingGroupsWarning)."""
-        check_is_fitted(self, "best_estimator_")
-        if groups is None:
-            _warn_missing_groups(self, f"{type(self).__name__}.score")
-        return ranking_accuracy(y, self.predict(X), groups, sample_weight)
+    score = Ranker.score  # of best_estimator_'s predictions, with its MissingGroupsWarning (n_fit_groups_)
 
 
 def permutation_test_lpo(estimator, X, y, n_permutations=100, random_state=None, groups=None, scoring="auc",

@@ -122,7 +122,9 @@ def _average(num, den, average, what, nothing="there is no pair to evaluate"):
     valid = den > 0
     if not valid.any():
         raise ValueError(f"{what}: {nothing}")
-    if not np.isfinite(num[valid]).all():  # squared costs of scores near 1e200 (NaN, inf or numpy's overflow text)
+    # squared costs of scores near 1e200 (NaN, inf or numpy's overflow text); an ideal DCG of gains near 1e308 (inf,
+    # which made the group's NDCG 0)
+    if not (np.isfinite(num[valid]).all() and np.isfinite(den[valid]).all()):
         raise ValueError(f"{what}: the result overflows float64; rescale y_true and y_score")
     if average == "pooled":
         return float(num[valid].sum() / den[valid].sum())
@@ -305,8 +307,9 @@ def mean_rank_loss(y_true, y_pred, *, scale="values", classes=None):
 
     scale : "values" (default): the formula on the numeric label values, ``mean_rank_loss([1, 5], [5, 1]) == 4.0``
         (``classes`` must be None).  "positions": each label replaced by its position 1..k in ``classes`` (labels of
-        any type, in the order given; a label missing from it raises ValueError) or, when None, in the sorted union of
-        the labels, so with labels {1, 2, 5} predicting 5 for 1 costs 2.  That is the on-line learners' convention:
+        any type, in the order given; a label missing from it raises ValueError) or, when None, in the declared order
+        of an ordered pandas categorical ``y_true`` or ``y_pred`` (its categories, as the on-line learners'
+        ``classes_``), else in the sorted union of the labels, so with labels {1, 2, 5} predicting 5 for 1 costs 2.  That is the on-line learners' convention:
         ``average_rank_loss_`` = ``mean_rank_loss(y, yhat, scale="positions", classes=est.classes_)``.
     The two agree when the labels are the consecutive integers 1..k (the paper's ranks)."""
     if scale not in ("values", "positions"):
@@ -330,8 +333,17 @@ def mean_rank_loss(y_true, y_pred, *, scale="values", classes=None):
     check_consistent_length(yt, yp)
     if scale == "values":
         return float(np.mean(np.abs(yp.astype(np.float64) - yt.astype(np.float64))))
+    # "low" < "mid" < "high" as an ordered categorical declares it (numpy would sort the strings: high < low < mid)
+    declared = [v.dtype.categories.tolist() for v in (y_true, y_pred)
+                if classes is None and getattr(getattr(v, "dtype", None), "ordered", False)]
+    if len(declared) == 2 and declared[0] != declared[1]:
+        raise ValueError(f"y_true and y_pred are ordered categoricals declaring different orders ({declared[0]} and "
+                         f"{declared[1]}); pass classes= (the labels, lowest first)")
+    if declared:
+        classes = declared[0]
     if classes is None:
-        if (yt.dtype.kind in "US") != (yp.dtype.kind in "US"):  # np.concatenate would turn numbers into strings
+        kinds = yt.dtype.kind + yp.dtype.kind  # strings (a pandas column's are objects) and numbers:
+        if any(k in "US" for k in kinds) and any(k in "iufb" for k in kinds):  # np.concatenate makes numbers strings
             raise ValueError(f"labels must be mutually comparable: y_true has dtype {yt.dtype}, y_pred {yp.dtype}")
         try:
             classes = np.unique(np.concatenate([yt, yp]))

@@ -1,0 +1,76 @@
+"""Defects of the measures (fastrank.metrics) found by comparing them with plain transcriptions of their definitions on
+unusual inputs, each test against such an oracle or the clear error that replaced a silent wrong number."""
+
+import numpy as np
+import pytest
+
+from fastrank import metrics
+
+
+def _ndcg_linear_oracle(y, f):
+    """NDCG with gains y and no ties in f, from the definition (rescaled by a power of two: NDCG is scale-free)."""
+    y = np.ldexp(np.asarray(y, dtype=np.float64), -1100 if max(y) > 1e300 else 0)
+    disc = 1.0 / np.log2(np.arange(2, len(y) + 2))
+    return float(y[np.argsort(-np.asarray(f))] @ disc / (np.sort(y)[::-1] @ disc))
+
+
+def test_ndcg_whose_ideal_dcg_overflows_is_named():
+    # the DCG of the ranking fits float64 but the ideal DCG overflowed to inf: the query's NDCG came out 0.0 (the
+    # oracle says 0.69), silently pulling the mean over queries down
+    y, f = np.array([1.5e308, 1.5e308, 0.0]), np.array([1.0, 2.0, 3.0])
+    assert _ndcg_linear_oracle(y, f) == pytest.approx(0.6934, abs=1e-4)
+    with pytest.raises(ValueError, match="ndcg: the result overflows float64; rescale y_true"):
+        metrics.ndcg(y, f, gain="linear")
+    groups = [0, 0, 0, 1, 1]
+    with pytest.raises(ValueError, match="overflows float64"):
+        metrics.ndcg(np.r_[y, 1.0, 0.0], np.r_[f, 1.0, 0.0], groups, gain="linear")
+    # representable ideal DCGs are unchanged
+    y2 = np.array([1e307, 5e306, 0.0, 2e306])
+    f2 = np.array([0.3, 0.9, 0.1, 0.5])
+    assert metrics.ndcg(y2, f2, gain="linear") == pytest.approx(_ndcg_linear_oracle(y2, f2), rel=1e-12)
+
+
+def _positions_oracle(y_true, y_pred, order):
+    pos = {c: k for k, c in enumerate(order)}
+    return float(np.mean([abs(pos[p] - pos[t]) for t, p in zip(y_true, y_pred)]))
+
+
+def test_mean_rank_loss_positions_follow_an_ordered_categoricals_declared_order():
+    # "low" < "mid" < "high" as declared: without classes= the positions came from the sorted strings
+    # (high < low < mid), 4/3 here instead of 5/3 -- and an on-line learner fitted on that categorical uses the
+    # declared order for its classes_ and average_rank_loss_
+    pd = pytest.importorskip("pandas")
+    order = ["low", "mid", "high"]
+    truth, pred = ["low", "mid", "high", "mid"], ["high", "high", "low", "mid"]
+    want = _positions_oracle(truth, pred, order)
+    assert want == pytest.approx(5 / 4) and want != _positions_oracle(truth, pred, sorted(order))
+    y_cat = pd.Series(pd.Categorical(truth, categories=order, ordered=True))
+    p_cat = pd.Categorical(pred, categories=order, ordered=True)
+    assert metrics.mean_rank_loss(y_cat, np.array(pred), scale="positions") == pytest.approx(want, rel=1e-15)
+    assert metrics.mean_rank_loss(np.array(truth), p_cat, scale="positions") == pytest.approx(want, rel=1e-15)
+    assert metrics.mean_rank_loss(y_cat, p_cat, scale="positions") == pytest.approx(want, rel=1e-15)
+    # an unused category still holds its position, as in the learners' classes_
+    wide = ["low", "mid", "upper", "high"]
+    y_wide = pd.Categorical(truth, categories=wide, ordered=True)
+    assert metrics.mean_rank_loss(y_wide, pred, scale="positions") == pytest.approx(
+        _positions_oracle(truth, pred, wide), rel=1e-15)
+    with pytest.raises(ValueError, match="different orders .* pass classes="):
+        metrics.mean_rank_loss(y_cat, pd.Categorical(pred, categories=order[::-1], ordered=True), scale="positions")
+    # classes= still decides, and unordered categoricals keep the sorted labels
+    assert metrics.mean_rank_loss(y_cat, pred, scale="positions", classes=sorted(order)) == pytest.approx(
+        _positions_oracle(truth, pred, sorted(order)), rel=1e-15)
+    unordered = pd.Categorical(truth, categories=order, ordered=False)
+    assert metrics.mean_rank_loss(unordered, pred, scale="positions") == pytest.approx(
+        _positions_oracle(truth, pred, sorted(order)), rel=1e-15)
+
+
+def test_mean_rank_loss_takes_a_pandas_string_column():
+    # a pandas column of strings is an object array: against the numpy strings a learner predicts it was refused as
+    # "labels must be mutually comparable: y_true has dtype object, y_pred <U4"
+    pd = pytest.importorskip("pandas")
+    truth, pred = ["lo", "hi", "mid", "lo"], ["hi", "lo", "lo", "lo"]
+    want = _positions_oracle(truth, pred, sorted(set(truth + pred)))
+    assert metrics.mean_rank_loss(pd.Series(truth), np.array(pred), scale="positions") == pytest.approx(want, rel=1e-15)
+    assert metrics.mean_rank_loss(np.array(truth), pd.Series(pred), scale="positions") == pytest.approx(want, rel=1e-15)
+    with pytest.raises(ValueError, match="labels must be mutually comparable"):  # strings against numbers still
+        metrics.mean_rank_loss(pd.Series(truth), [1, 2, 3, 4], scale="positions")

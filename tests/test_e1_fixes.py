@@ -74,3 +74,25 @@ def test_mean_rank_loss_takes_a_pandas_string_column():
     assert metrics.mean_rank_loss(np.array(truth), pd.Series(pred), scale="positions") == pytest.approx(want, rel=1e-15)
     with pytest.raises(ValueError, match="labels must be mutually comparable"):  # strings against numbers still
         metrics.mean_rank_loss(pd.Series(truth), [1, 2, 3, 4], scale="positions")
+
+
+def test_mean_rank_loss_over_groups_keeps_the_whole_label_scale():
+    # with groups the measure table applied mean_rank_loss query by query, so scale="positions" numbered the labels of
+    # each query alone: labels {1, 2, 5}, a query holding only 1 and 5 counted 5-for-1 as one step instead of two
+    # (0.83 here instead of 1.17)
+    y = np.array([1, 5, 1, 2, 5, 2, 1.0])
+    f = np.array([5, 1, 5, 2, 5, 1, 2.0])
+    groups = np.array(["c", "c", "a", "a", "b", "b", "a"])
+    pos = {1.0: 0, 2.0: 1, 5.0: 2}
+    step = np.array([abs(pos[a] - pos[b]) for a, b in zip(y, f)], dtype=float)
+    want_pos = np.mean([step[groups == q].mean() for q in "abc"])
+    want_val = np.mean([np.abs(y - f)[groups == q].mean() for q in "abc"])
+    measure = metrics.get_measure("mean_rank_loss")
+    scorer = metrics.make_ranking_scorer("mean_rank_loss", scale="positions")
+    for got in (metrics.mean_rank_loss(y, f, groups, scale="positions"), measure(y, f, groups, scale="positions"),
+                -scorer.score_predictions(y, f, groups)):
+        assert got == pytest.approx(want_pos, rel=1e-14)
+    assert measure(y, f, groups) == pytest.approx(want_val, rel=1e-14)
+    assert metrics.mean_rank_loss(y, f, None, scale="positions") == pytest.approx(step.mean(), rel=1e-15)
+    with pytest.raises(ValueError, match="groups has 2 entries"):
+        metrics.mean_rank_loss(y, f, [0, 1])

@@ -302,16 +302,18 @@ def ndcg(y_true, y_score, groups=None, *, k=None, gain="exponential", average="g
     return _average(S[:, 0], S[:, 1], average, "ndcg", "no group has a relevant item (every ideal DCG is 0)")
 
 
-def mean_rank_loss(y_true, y_pred, *, scale="values", classes=None):
+def mean_rank_loss(y_true, y_pred, groups=None, *, scale="values", classes=None):
     """Average rank loss (1/T) sum_t |yhat_t - y_t| (001 Sect. 4, Table 1; after Crammer & Singer).
 
     scale : "values" (default): the formula on the numeric label values, ``mean_rank_loss([1, 5], [5, 1]) == 4.0``
         (``classes`` must be None).  "positions": each label replaced by its position 1..k in ``classes`` (labels of
         any type, in the order given; a label missing from it raises ValueError) or, when None, in the declared order
         of an ordered pandas categorical ``y_true`` or ``y_pred`` (its categories, as the on-line learners'
-        ``classes_``), else in the sorted union of the labels, so with labels {1, 2, 5} predicting 5 for 1 costs 2.  That is the on-line learners' convention:
+        ``classes_``), else in the sorted union of the labels, so with labels {1, 2, 5} predicting 5 for 1 costs 2.
+        That is the on-line learners' convention:
         ``average_rank_loss_`` = ``mean_rank_loss(y, yhat, scale="positions", classes=est.classes_)``.
-    The two agree when the labels are the consecutive integers 1..k (the paper's ranks)."""
+    The two agree when the labels are the consecutive integers 1..k (the paper's ranks).  groups: the mean over
+    groups of each group's average, the positions still those of the whole label set."""
     if scale not in ("values", "positions"):
         raise ValueError(f"scale must be 'values' (|yhat - y| on the labels) or 'positions' (rank steps in the "
                          f"ordered label set), got {scale!r}")
@@ -332,7 +334,7 @@ def mean_rank_loss(y_true, y_pred, *, scale="values", classes=None):
                              "classes=")
     check_consistent_length(yt, yp)
     if scale == "values":
-        return float(np.mean(np.abs(yp.astype(np.float64) - yt.astype(np.float64))))
+        return _mean_over_groups(np.abs(yp.astype(np.float64) - yt.astype(np.float64)), groups)
     # "low" < "mid" < "high" as an ordered categorical declares it (numpy would sort the strings: high < low < mid)
     declared = [v.dtype.categories.tolist() for v in (y_true, y_pred)
                 if classes is None and getattr(getattr(v, "dtype", None), "ordered", False)]
@@ -364,7 +366,14 @@ def mean_rank_loss(y_true, y_pred, *, scale="values", classes=None):
         if not np.array_equal(sc[idx], v):  # always equal with classes=None (the sorted union of the labels)
             raise ValueError(f"{name} contains labels that are not in classes")
         pos.append(first[idx].astype(np.int64))
-    return float(np.mean(np.abs(pos[1] - pos[0])))
+    return _mean_over_groups(np.abs(pos[1] - pos[0]), groups)
+
+
+def _mean_over_groups(loss, groups):
+    if groups is None:
+        return float(np.mean(loss))
+    gi = group_index(groups, loss.shape[0])
+    return float(np.mean(np.bincount(gi.codes, weights=loss, minlength=gi.n_groups) / gi.sizes))
 
 
 # -- pairwise costs and losses of the stability papers (000 Sect. 2.1, 002 Sect. 2, 4, 5.2)

@@ -1,10 +1,14 @@
 """Defects of the measures (fastrank.metrics) found by comparing them with plain transcriptions of their definitions on
 unusual inputs, each test against such an oracle or the clear error that replaced a silent wrong number."""
 
+import math
+
 import numpy as np
 import pytest
+import scipy.sparse as sp
 
 from fastrank import metrics
+from fastrank.bounds import kernel_kappa, magnitude_preserving_bound
 
 
 def _ndcg_linear_oracle(y, f):
@@ -96,3 +100,16 @@ def test_mean_rank_loss_over_groups_keeps_the_whole_label_scale():
     assert metrics.mean_rank_loss(y, f, None, scale="positions") == pytest.approx(step.mean(), rel=1e-15)
     with pytest.raises(ValueError, match="groups has 2 entries"):
         metrics.mean_rank_loss(y, f, [0, 1])
+
+
+@pytest.mark.parametrize("X", [np.full((3, 2), 1e-200), np.array([[1e-160, 0.0], [3e-170, 2e-161]]),
+                               np.array([[0.0, 0.0], [3e-320, 4e-320]]), np.array([[1e-200, 7e-201], [0.0, 1.0]]),
+                               np.full((2, 2), 1e200), np.array([[1.0, 2.0], [3.0, 4.0]])])
+def test_kernel_kappa_of_tiny_linear_rows(X):
+    # x . x underflowed: kappa = max ||x|| came out 0.0 for rows of 1e-200 (then refused by every bound as "a non-zero
+    # kernel"); the oracle is Python's overflow- and underflow-safe math.hypot
+    want = max(math.hypot(*row) for row in X)
+    for rows in (X, sp.csr_matrix(X)):
+        assert kernel_kappa(rows, "linear") == pytest.approx(want, rel=1e-15)
+    if want < 1e-100:
+        assert magnitude_preserving_bound(100, 1.0, kernel_kappa(X, "linear"), 1.0, 0.1) > 0

@@ -23,7 +23,7 @@ import math
 import numbers
 
 import numpy as np
-from scipy.sparse import issparse
+from scipy.sparse import csr_matrix, issparse
 
 from ._kernels import resolve_kernel
 from ._sparse import as_csr, canonical_csr, row_sq_norms
@@ -240,11 +240,16 @@ def kernel_kappa(X, kernel="rbf", *, gamma=None, degree=3, coef0=1.0):
                                      "degree is not an integer, so K(x, x) is undefined; use an integer degree or a "
                                      "coef0 large enough to keep gamma * x.x + coef0 >= 0")
                 diag = diag ** spec.degree
-        if not np.isfinite(diag).all():  # was returned as kappa = inf (or numpy's overflow warning)
-            if spec.kind != "linear":
-                raise ValueError("K(x, x) overflows float64 on these rows of X (kappa^2 > 1.8e308): scale X down")
-            scale = np.abs(X).max()  # max ||x|| = scale * max ||x / scale||, ||x|| itself representable
-            return float(scale * np.sqrt(row_sq_norms(X / scale).max()))
+        if spec.kind == "linear":
+            # x . x overflowing (kappa was inf) or underflowing (kappa was 0 for rows near 1e-200): max ||x|| = scale *
+            # max ||x / scale||, ||x|| itself representable
+            scale = np.abs(X).max()
+            if scale > 0 and not (np.isfinite(diag).all() and diag.max() >= np.finfo(np.float64).tiny):
+                # (sparse rows: each value divided, as scipy's X / scale multiplies by 1 / scale, inf for 1e-320)
+                unit = csr_matrix((X.data / scale, X.indices, X.indptr), shape=X.shape) if issparse(X) else X / scale
+                return float(scale * np.sqrt(row_sq_norms(unit).max()))
+        elif not np.isfinite(diag).all():  # was returned as kappa = inf (or numpy's overflow warning)
+            raise ValueError("K(x, x) overflows float64 on these rows of X (kappa^2 > 1.8e308): scale X down")
     if (diag < 0).any():
         raise ValueError("the kernel has negative diagonal values: not a positive semi-definite kernel")
     return float(np.sqrt(diag.max()))

@@ -113,3 +113,12 @@ def test_kernel_kappa_of_tiny_linear_rows(X):
         assert kernel_kappa(rows, "linear") == pytest.approx(want, rel=1e-15)
     if want < 1e-100:
         assert magnitude_preserving_bound(100, 1.0, kernel_kappa(X, "linear"), 1.0, 0.1) > 0
+
+
+@pytest.mark.parametrize("n_jobs", ["x", 0, 1.5, True])
+def test_weighted_disagreement_checks_n_jobs(n_jobs):
+    # the sample_weight path ignored n_jobs, so n_jobs="x" was accepted there and refused without weights
+    y, f = np.array([1.0, 0.0, 2.0]), np.array([0.1, 0.2, 0.3])
+    for sw in (None, [1.0, 2.0, 1.0]):
+        with pytest.raises(ValueError, match="n_jobs must be None or a non-zero integer"):
+            metrics.pairwise_disagreement(y, f, sample_weight=sw, n_jobs=n_jobs)

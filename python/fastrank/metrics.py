@@ -170,6 +170,7 @@ def pairwise_disagreement(y_true, y_score, groups=None, *, tied_scores="half", a
         S = _pair_stats(y, f, gi, False, n_jobs)
         return _average(S[:, 2] + tie_weight * S[:, 3], S[:, 1], average, "pairwise_disagreement")
     # pair weights w_i w_j, by blocks of explicit pairs
+    _sweep_threads(n_jobs, y.shape[0])  # checked although the blocks run on one thread
     sw = as_float_vector(sample_weight, "sample_weight", y.shape[0])
     if (sw < 0).any():
         raise ValueError("sample_weight must be >= 0")

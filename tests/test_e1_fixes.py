@@ -122,3 +122,15 @@ def test_weighted_disagreement_checks_n_jobs(n_jobs):
     for sw in (None, [1.0, 2.0, 1.0]):
         with pytest.raises(ValueError, match="n_jobs must be None or a non-zero integer"):
             metrics.pairwise_disagreement(y, f, sample_weight=sw, n_jobs=n_jobs)
+
+
+def test_query_normalizer_method_set_after_fit_is_checked():
+    # transform read every method but "minmax" as "zscore": set_params(method="MinMax") after fit z-scored silently
+    from fastrank.preprocessing import QueryNormalizer
+
+    X = np.array([[1.0, 2.0], [3.0, 5.0], [0.0, 1.0]])
+    qn = QueryNormalizer().fit(X).set_params(method="MinMax")
+    with pytest.raises(ValueError, match=r"method must be one of \('minmax', 'zscore'\), got 'MinMax'"):
+        qn.transform(X)
+    want = (X - X.min(axis=0)) / (X.max(axis=0) - X.min(axis=0))
+    np.testing.assert_allclose(qn.set_params(method="minmax").transform(X), want, rtol=1e-15)

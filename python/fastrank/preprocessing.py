@@ -78,15 +78,19 @@ class QueryNormalizer(_DenseTransformer):
 
     def fit(self, X, y=None, groups=None):
         """Check X and record its number of features (the statistics are per query, at transform)."""
-        if self.method not in self._METHODS:
-            raise ValueError(f"method must be one of {self._METHODS}, got {self.method!r}")
+        self._checked_method()
         self._dense_float(X, reset=True)
         return self
+
+    def _checked_method(self):  # also at transform: set_params after fit could name no method (read as "zscore")
+        if self.method not in self._METHODS:
+            raise ValueError(f"method must be one of {self._METHODS}, got {self.method!r}")
 
     @np.errstate(over="ignore", invalid="ignore")  # overflow is reported below
     def transform(self, X, groups=None):
         """X normalised inside each query of ``groups`` (one query id per row; None: one query)."""
         check_is_fitted(self, "n_features_in_")
+        self._checked_method()
         X = self._dense_float(X, reset=False)
         gi = group_index(groups, X.shape[0])
         Xs = gi.take(X)

@@ -1,5 +1,6 @@
-"""Defects of the measures (fastrank.metrics) found by comparing them with plain transcriptions of their definitions on
-unusual inputs, each test against such an oracle or the clear error that replaced a silent wrong number."""
+"""Defects of the measures, bounds and preprocessing found by comparing them with plain transcriptions of their
+definitions on unusual inputs, each test against such an oracle or the clear error that replaced a silent wrong
+number or an ignored setting."""
 
 import math
 

@@ -135,3 +135,15 @@ def test_query_normalizer_method_set_after_fit_is_checked():
         qn.transform(X)
     want = (X - X.min(axis=0)) / (X.max(axis=0) - X.min(axis=0))
     np.testing.assert_allclose(qn.set_params(method="minmax").transform(X), want, rtol=1e-15)
+
+
+def test_cv_curve_from_an_estimator_without_alphas_is_named():
+    # MPRankCV (cv_results_ over Cs) reached Python's "'MPRankCV' object has no attribute 'cv'"
+    pytest.importorskip("matplotlib")
+    import fastrank
+    from fastrank.plotting import CVCurveDisplay
+
+    rng = np.random.default_rng(0)
+    X, y = rng.normal(size=(20, 2)), rng.normal(size=20)
+    with pytest.raises(TypeError, match="needs a fitted RankRLSCV .*got MPRankCV"):
+        CVCurveDisplay.from_estimator(fastrank.MPRankCV(Cs=[0.1, 1.0]).fit(X, y))

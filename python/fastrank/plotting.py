@@ -82,6 +82,9 @@ class CVCurveDisplay(_Display):
         res = getattr(estimator, "cv_results_", None)
         if res is None:
             raise ValueError("CVCurveDisplay.from_estimator needs a fitted RankRLSCV (call fit first)")
+        if not isinstance(res, dict) or "alphas" not in res:  # e.g. MPRankCV's (Cs, loo): Python's "no attribute 'cv'"
+            raise TypeError(f"CVCurveDisplay.from_estimator needs a fitted RankRLSCV (cv_results_ over alphas), got "
+                            f"{type(estimator).__name__}; draw other curves with CVCurveDisplay(values, scores, ...)")
         cv = res.get("cv") if estimator.cv is None else estimator.cv  # None: the scheme fit chose, "lpo" or "lgo"
         cv = cv if isinstance(cv, (str, int)) else "folds"
         disp = cls(res["alphas"], res["scores"], best_alpha=estimator.alpha_, scoring=res["scoring"], cv=cv)

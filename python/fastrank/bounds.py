@@ -243,8 +243,9 @@ def kernel_kappa(X, kernel="rbf", *, gamma=None, degree=3, coef0=1.0):
         if spec.kind == "linear":
             # x . x overflowing (kappa was inf) or underflowing (kappa was 0 for rows near 1e-200): max ||x|| = scale *
             # max ||x / scale||, ||x|| itself representable
-            scale = np.abs(X).max()
-            if scale > 0 and not (np.isfinite(diag).all() and diag.max() >= np.finfo(np.float64).tiny):
+            representable = np.isfinite(diag).all() and diag.max() >= np.finfo(np.float64).tiny
+            scale = 0.0 if representable else np.abs(X).max()  # 0 also when every row is 0
+            if scale > 0:
                 # (sparse rows: each value divided, as scipy's X / scale multiplies by 1 / scale, inf for 1e-320)
                 unit = csr_matrix((X.data / scale, X.indices, X.indptr), shape=X.shape) if issparse(X) else X / scale
                 return float(scale * np.sqrt(row_sq_norms(unit).max()))

@@ -164,18 +164,22 @@ def check_features(X, *, precomputed=False, allow_sparse=False, min_rows=2):
 
 def _tie_cells(Y, gi):
     """Rows grouped by (group, target value): a GroupIndex whose groups are the tie cells nested
-    in the query groups.  Every output column must tie the same pairs."""
-    _, ycode = np.unique(Y[:, 0], return_inverse=True)
-    ycode = ycode.reshape(-1)
+    in the query groups.  Every output column must tie the same pairs (pairs inside a group only)."""
+    def cells(y):
+        _, code = np.unique(y, return_inverse=True)
+        code = code.reshape(-1)
+        return gi.codes * (int(code.max()) + 1) + code
+
+    combined = cells(Y[:, 0])
+    n_cells = np.unique(combined).size
     for k in range(1, Y.shape[1]):
-        # the same partition into tie classes: the (class in column 0, class in column k) pairs
-        # are as many as the classes of either column
-        _, other = np.unique(Y[:, k], return_inverse=True)
-        joint = np.unique(np.stack([ycode, other.reshape(-1)], axis=1), axis=0).shape[0]
-        if joint != ycode.max() + 1 or joint != other.max() + 1:
+        # the same partition into tie cells: the (cell in column 0, cell in column k) pairs are as
+        # many as the cells of either column
+        other = cells(Y[:, k])
+        joint = np.unique(np.stack([combined, other], axis=1), axis=0).shape[0]
+        if joint != n_cells or joint != np.unique(other).size:
             raise ValueError("exclude_ties=True needs every output column of y to tie the same pairs; fit "
                              "the outputs separately")
-    combined = gi.codes * (int(ycode.max()) + 1) + ycode
     return group_index(combined, Y.shape[0])
 
 

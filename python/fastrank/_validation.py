@@ -35,7 +35,10 @@ def _to_float(a, name, what="numeric"):
     a = _asarray(a, name)
     if a.dtype == object:
         try:
-            a = a.astype(np.float64)
+            try:
+                a = a.astype(np.float64)
+            except TypeError:  # pandas' NA has no float value: a missing value, NaN (as numpy makes None)
+                a = np.where(np.frompyfunc(_missing, 1, 1)(a).astype(bool), np.nan, a).astype(np.float64)
         except TypeError as exc:  # e.g. a dict among the values (scikit-learn expects TypeError)
             raise TypeError(f"{name} must be {what}: {exc}") from None
         except ValueError as exc:
@@ -306,6 +309,14 @@ class GroupIndex:
         return A if self.is_identity else np.take(A, self.inverse, axis=axis)
 
 
+def _missing(v):
+    """Whether a group id is None or NaN-like (not equal to itself; pandas' NA has no truth value at all)."""
+    try:
+        return v is None or bool(v != v)
+    except TypeError:
+        return True
+
+
 def group_index(groups, n_rows):
     """Build a :class:`GroupIndex`; ``groups=None`` means one group with every row."""
     # order, offsets and codes are read-only views of a _core.GroupIndex, built (validated) once in C++: the
@@ -324,6 +335,11 @@ def group_index(groups, n_rows):
         raise ValueError(f"Complex data not supported: groups has dtype {groups.dtype} (give integer or string ids)")
     if groups.dtype.kind == "f" and not np.isfinite(groups).all():
         raise ValueError("groups contains NaN or infinity")
+    if groups.dtype.kind == "O":  # a NaN among objects breaks np.unique's sort: rows of one id land in two groups
+        missing = next((i for i, v in enumerate(groups) if _missing(v)), None)
+        if missing is not None:
+            raise ValueError(f"groups contains a missing id ({groups[missing]!r} at row {missing}); give every row a "
+                             "group id")
     if n_rows == 0:
         return GroupIndex(np.zeros(0, np.int64), np.zeros(1, np.int64), groups[:0].copy(), np.zeros(0, np.int64))
     lo, hi = (int(groups.min()), int(groups.max())) if groups.dtype.kind in "iu" else (0, -1)

@@ -1,0 +1,103 @@
+"""The shared input layer and the RankRLS problem: query ids that are no ids, and multi-output targets whose ties are
+the same inside every query, against explicit-pair oracles of Pahikkala et al. (2009)."""
+
+import itertools
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import fastrank
+from fastrank import metrics
+
+
+def _pair_normal_equations(X, Y, groups, alpha, exclude_ties):
+    """Linear RankRLS from the explicit pairs (cost (21) inside each group, eq. 28): (X^T L X + alpha I) W = X^T L Y
+    with L = sum over relevant pairs of (e_i - e_j)(e_i - e_j)^T; with ``exclude_ties`` the pairs tied in column 0
+    are left out (every column ties the same pairs)."""
+    m = X.shape[0]
+    L = np.zeros((m, m))
+    for q in np.unique(groups):
+        for i, j in itertools.combinations(np.flatnonzero(groups == q), 2):
+            if exclude_ties and Y[i, 0] == Y[j, 0]:
+                continue
+            e = np.zeros(m)
+            e[i], e[j] = 1.0, -1.0
+            L += np.outer(e, e)
+    return np.linalg.solve(X.T @ L @ X + alpha * np.eye(X.shape[1]), X.T @ L @ Y)
+
+
+# -- group ids that are missing ---------------------------------------------------------------------------------------
+
+def test_a_nan_among_object_group_ids_is_refused():
+    # np.unique sorted the objects wrongly around the NaN: the rows of id 1.0 landed in two groups (labels
+    # [1.0, nan, nan, 1.0, 2.0]) and every learner and measure silently used the wrong pairs
+    rng = np.random.default_rng(0)
+    X, y = rng.standard_normal((12, 2)), rng.standard_normal(12)
+    groups = np.array([1.0, 2.0, np.nan] * 4, dtype=object)
+    for call in (lambda: fastrank.RankRLS().fit(X, y, groups), lambda: metrics.pairwise_disagreement(y, y, groups),
+                 lambda: fastrank.RankRLSCV(alphas=[1.0]).fit(X, y, groups)):
+        with pytest.raises(ValueError, match=r"groups contains a missing id \(nan at row 2\)"):
+            call()
+
+
+@pytest.mark.parametrize("groups", [pd.Series(["a", "b", None] * 4, dtype=object),
+                                    pd.array(["a", "b", None] * 4, dtype="string"),
+                                    pd.Series(["a", "b", np.nan] * 4)])
+def test_missing_string_group_ids_are_named(groups):
+    # were numpy's "'<' not supported between instances of 'NoneType' and 'str'" / "boolean value of NA is ambiguous"
+    rng = np.random.default_rng(1)
+    X, y = rng.standard_normal((12, 2)), rng.standard_normal(12)
+    est = fastrank.RankRLS().fit(X, y, np.tile([0, 1, 2], 4))
+    before = est.predict(X)
+    with pytest.raises(ValueError, match=r"groups contains a missing id \(.* at row 2\); give every row a group id"):
+        est.fit(X, y, groups)
+    np.testing.assert_array_equal(est.predict(X), before)  # the failed call left the fitted model as it was
+
+
+def test_object_group_ids_without_missing_ones_group_as_their_values():
+    rng = np.random.default_rng(2)
+    X, y = rng.standard_normal((12, 2)), rng.standard_normal(12)
+    ids = np.tile([1.5, 2.5, 7.0], 4)
+    W = _pair_normal_equations(X, y[:, None], ids, 0.3, False)[:, 0]
+    for groups in (ids.astype(object), pd.Series(ids, dtype=object), pd.Series(ids.astype(str))):
+        np.testing.assert_allclose(fastrank.RankRLS(0.3).fit(X, y, groups).coef_, W, rtol=1e-8)
+
+
+# -- exclude_ties with several outputs ---------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("solver", ["primal", "dual", "cg"])
+def test_exclude_ties_outputs_that_tie_the_same_pairs_inside_every_group(solver):
+    # the check compared the columns' tie classes over ALL rows: y and a per-query shift of it tie the same pairs
+    # (pairs lie inside a query) but were refused with "needs every output column of y to tie the same pairs"
+    rng = np.random.default_rng(3)
+    m, groups = 24, np.repeat([4, 1, 9, 2], 6)
+    X = rng.standard_normal((m, 3))
+    y0 = rng.integers(0, 3, size=m).astype(float)
+    Y = np.c_[y0, 2.0 * y0 + 10.0 * groups]
+    W = _pair_normal_equations(X, Y, groups, 0.7, True)
+    est = fastrank.RankRLS(0.7, solver=solver, exclude_ties=True, tol=1e-13, max_iter=500).fit(X, Y, groups)
+    np.testing.assert_allclose(est.coef_, W, rtol=1e-8)
+
+
+def test_exclude_ties_outputs_that_tie_different_pairs_are_still_refused():
+    rng = np.random.default_rng(4)
+    X, groups = rng.standard_normal((8, 2)), np.repeat([0, 1], 4)
+    y0 = np.array([1.0, 2, 2, 3, 1, 2, 2, 3])
+    for other in (np.arange(8.0), np.array([1.0, 1, 2, 3, 1, 2, 2, 3])):
+        with pytest.raises(ValueError, match="tie the same pairs"):
+            fastrank.RankRLS(exclude_ties=True).fit(X, np.c_[y0, other], groups)
+
+
+def test_pandas_missing_values_in_features_and_targets_are_named_as_nan():
+    # a nullable pandas column with NA reached the user as Python's "float() argument must be a string or a real
+    # number, not 'NAType'"; None in an object array already read as NaN
+    rng = np.random.default_rng(5)
+    X = pd.DataFrame({"a": pd.array([1, 2, None, 4, 5, 6], dtype="Int64"), "b": rng.standard_normal(6)})
+    y = pd.Series(pd.array([1, 2, None, 4, 5, 6], dtype="Int64"))
+    with pytest.raises(ValueError, match="Input X contains NaN"):
+        fastrank.RankRLS().fit(X, np.arange(6.0))
+    with pytest.raises(ValueError, match="Input y contains NaN"):
+        fastrank.RankSVM().fit(X.fillna(0), y)
+    with pytest.raises(TypeError, match="X must be numeric: .*dict"):  # other objects are still no numbers
+        fastrank.RankRLS().fit(np.array([[1.0, {}], [2.0, 3.0]], dtype=object), [1.0, 2.0])

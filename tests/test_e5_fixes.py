@@ -43,9 +43,11 @@ def test_a_nan_among_object_group_ids_is_refused():
 
 @pytest.mark.parametrize("groups", [pd.Series(["a", "b", None] * 4, dtype=object),
                                     pd.array(["a", "b", None] * 4, dtype="string"),
-                                    pd.Series(["a", "b", np.nan] * 4)])
-def test_missing_string_group_ids_are_named(groups):
-    # were numpy's "'<' not supported between instances of 'NoneType' and 'str'" / "boolean value of NA is ambiguous"
+                                    pd.Series(["a", "b", np.nan] * 4),
+                                    np.array(["2020-01-01", "2020-01-02", "NaT"] * 4, dtype="datetime64[D]")])
+def test_missing_group_ids_are_named(groups):
+    # were numpy's "'<' not supported between instances of 'NoneType' and 'str'" / "boolean value of NA is
+    # ambiguous"; the NaT dates formed one query of their own
     rng = np.random.default_rng(1)
     X, y = rng.standard_normal((12, 2)), rng.standard_normal(12)
     est = fastrank.RankRLS().fit(X, y, np.tile([0, 1, 2], 4))

@@ -335,11 +335,12 @@ def group_index(groups, n_rows):
         raise ValueError(f"Complex data not supported: groups has dtype {groups.dtype} (give integer or string ids)")
     if groups.dtype.kind == "f" and not np.isfinite(groups).all():
         raise ValueError("groups contains NaN or infinity")
-    if groups.dtype.kind == "O":  # a NaN among objects breaks np.unique's sort: rows of one id land in two groups
-        missing = next((i for i, v in enumerate(groups) if _missing(v)), None)
-        if missing is not None:
-            raise ValueError(f"groups contains a missing id ({groups[missing]!r} at row {missing}); give every row a "
-                             "group id")
+    # NaT, or None / NaN / pandas' NA among objects (a NaN there breaks np.unique's sort: one id became two groups)
+    missing = np.isnat(groups) if groups.dtype.kind in "mM" else \
+        np.frompyfunc(_missing, 1, 1)(groups).astype(bool) if groups.dtype.kind == "O" else None
+    if missing is not None and missing.any():
+        i = int(np.argmax(missing))
+        raise ValueError(f"groups contains a missing id ({groups[i]!r} at row {i}); give every row a group id")
     if n_rows == 0:
         return GroupIndex(np.zeros(0, np.int64), np.zeros(1, np.int64), groups[:0].copy(), np.zeros(0, np.int64))
     lo, hi = (int(groups.min()), int(groups.max())) if groups.dtype.kind in "iu" else (0, -1)

@@ -139,7 +139,6 @@ class PreferenceGraph(NamedTuple):
         l = head.size
         if tail.size != l or np.size(weight) != l or target.shape[0] != l:
             raise ValueError("preference graph arrays must have one entry per edge")
-        # edges: whole numbers in [0, m), no self-loop, at least one; weights finite and > 0
         head, tail = check_pairs(np.stack([head, tail], axis=1), m)
         return cls(head, tail, check_pair_weights(np.ravel(weight), l), np.ascontiguousarray(target))
 
@@ -152,7 +151,7 @@ def check_features(X, *, precomputed=False, allow_sparse=False, min_rows=2):
             raise ValueError("a precomputed kernel must be a dense (m, m) array")
         return check_precomputed_kernel(X, min_rows=min_rows).T  # exactly symmetric: its C-ordered view, no copy
     if issparse(X) and allow_sparse:  # else as_float_matrix refuses it
-        X = X if X.format == "csr" else X.tocsr()
+        X = X.tocsr()
         as_csr(X, "X")  # validation only: the solvers map the arrays themselves
         if X.dtype != np.float64:  # once, here: bool products are logical (True @ True = True), float32 rounds
             X = X.astype(np.float64)

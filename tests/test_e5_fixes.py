@@ -103,3 +103,18 @@ def test_pandas_missing_values_in_features_and_targets_are_named_as_nan():
         fastrank.RankSVM().fit(X.fillna(0), y)
     with pytest.raises(TypeError, match="X must be numeric: .*dict"):  # other objects are still no numbers
         fastrank.RankRLS().fit(np.array([[1.0, {}], [2.0, 3.0]], dtype=object), [1.0, 2.0])
+
+
+def test_dask_refuses_a_missing_group_id_in_a_partition():
+    # a NaN among object ids split one id into several groups per partition: the merged counts failed with
+    # "RuntimeError: internal error: incomplete groups after merging the partitions"
+    da = pytest.importorskip("dask.array")
+    from fastrank.dask import DaskRankRLS
+
+    rng = np.random.default_rng(6)
+    X, y = rng.standard_normal((40, 2)), rng.standard_normal(40)
+    groups = np.array([1.0, 2.0, 5.0, 1.0, 2.0, 5.0, 5.0, 5.0] * 5, dtype=object)
+    groups[22] = np.nan
+    with pytest.raises(ValueError, match=r"groups partition 1 \(rows 20:40\) contains a missing id \(nan at row 22\)"):
+        DaskRankRLS(group_weighting="per_query").fit(da.from_array(X, chunks=20), da.from_array(y, chunks=20),
+                                                     da.from_array(groups, chunks=20))

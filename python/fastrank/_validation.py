@@ -13,8 +13,8 @@ from sklearn.utils.validation import column_or_1d
 from . import _core
 
 __all__ = ["as_float_matrix", "as_float_vector", "as_targets", "check_alpha", "check_alphas", "check_int",
-           "check_bool", "check_n_jobs", "check_pair_arrays", "check_precomputed_kernel", "GroupIndex", "group_index",
-           "target_column", "whole_numbers"]
+           "check_bool", "check_group_ids", "check_n_jobs", "check_pair_arrays", "check_precomputed_kernel",
+           "GroupIndex", "group_index", "target_column", "whole_numbers"]
 
 # Largest value a C++ ``int`` argument can take (thread counts, cutoffs, iteration limits).
 INT_MAX = 2**31 - 1
@@ -317,6 +317,19 @@ def _missing(v):
         return True
 
 
+def check_group_ids(groups, name="groups", first_row=0):
+    """Refuse the ids of the 1-D array ``groups`` that name no group: NaN or infinite floats, NaT, and None / NaN /
+    pandas' NA among objects (a NaN there breaks np.unique's sort: the rows of one id became two groups)."""
+    if groups.dtype.kind == "f" and not np.isfinite(groups).all():
+        raise ValueError(f"{name} contains NaN or infinity")
+    missing = np.isnat(groups) if groups.dtype.kind in "mM" else \
+        np.frompyfunc(_missing, 1, 1)(groups).astype(bool) if groups.dtype.kind == "O" else None
+    if missing is not None and missing.any():
+        i = int(np.argmax(missing))
+        raise ValueError(f"{name} contains a missing id ({groups[i]!r} at row {first_row + i}); give every row a "
+                         "group id")
+
+
 def group_index(groups, n_rows):
     """Build a :class:`GroupIndex`; ``groups=None`` means one group with every row."""
     # order, offsets and codes are read-only views of a _core.GroupIndex, built (validated) once in C++: the
@@ -333,14 +346,7 @@ def group_index(groups, n_rows):
         )
     if groups.dtype.kind == "c":
         raise ValueError(f"Complex data not supported: groups has dtype {groups.dtype} (give integer or string ids)")
-    if groups.dtype.kind == "f" and not np.isfinite(groups).all():
-        raise ValueError("groups contains NaN or infinity")
-    # NaT, or None / NaN / pandas' NA among objects (a NaN there breaks np.unique's sort: one id became two groups)
-    missing = np.isnat(groups) if groups.dtype.kind in "mM" else \
-        np.frompyfunc(_missing, 1, 1)(groups).astype(bool) if groups.dtype.kind == "O" else None
-    if missing is not None and missing.any():
-        i = int(np.argmax(missing))
-        raise ValueError(f"groups contains a missing id ({groups[i]!r} at row {i}); give every row a group id")
+    check_group_ids(groups)
     if n_rows == 0:
         return GroupIndex(np.zeros(0, np.int64), np.zeros(1, np.int64), groups[:0].copy(), np.zeros(0, np.int64))
     lo, hi = (int(groups.min()), int(groups.max())) if groups.dtype.kind in "iu" else (0, -1)

@@ -170,13 +170,12 @@ def _tie_cells(Y, gi):
         return gi.codes * (int(code.max()) + 1) + code
 
     combined = cells(Y[:, 0])
-    n_cells = np.unique(combined).size
     for k in range(1, Y.shape[1]):
         # the same partition into tie cells: the (cell in column 0, cell in column k) pairs are as
         # many as the cells of either column
         other = cells(Y[:, k])
         joint = np.unique(np.stack([combined, other], axis=1), axis=0).shape[0]
-        if joint != n_cells or joint != np.unique(other).size:
+        if joint != np.unique(combined).size or joint != np.unique(other).size:
             raise ValueError("exclude_ties=True needs every output column of y to tie the same pairs; fit "
                              "the outputs separately")
     return group_index(combined, Y.shape[0])

@@ -310,7 +310,7 @@ class GroupIndex:
 
 
 def _missing(v):
-    """Whether a group id is None or NaN-like (not equal to itself; pandas' NA has no truth value at all)."""
+    """Whether a value is missing: None, or NaN-like (not equal to itself; pandas' NA has no truth value at all)."""
     try:
         return v is None or bool(v != v)
     except TypeError:

@@ -118,3 +118,51 @@ def test_dask_refuses_a_missing_group_id_in_a_partition():
     with pytest.raises(ValueError, match=r"groups partition 1 \(rows 20:40\) contains a missing id \(nan at row 22\)"):
         DaskRankRLS(group_weighting="per_query").fit(da.from_array(X, chunks=20), da.from_array(y, chunks=20),
                                                      da.from_array(groups, chunks=20))
+
+
+# -- DataFrame columns ------------------------------------------------------------------------------------------------
+
+def _fitted_on_a_frame(name, X, y, groups):
+    cls = fastrank._registry.ESTIMATORS[name]
+    if issubclass(cls, fastrank.online._OnlineOrdinal):
+        return cls().fit(X, y)
+    return cls().fit(X, y.astype(float), groups)
+
+
+@pytest.mark.parametrize("name", sorted(fastrank._registry.ESTIMATORS))
+def test_a_frame_with_its_columns_in_another_order_is_refused(name):
+    # predict read the values by position: the columns of a DataFrame in another order were scored with the wrong
+    # weights, silently (scikit-learn's estimators record feature_names_in_ and refuse them)
+    rng = np.random.default_rng(7)
+    X = pd.DataFrame(rng.standard_normal((30, 3)), columns=["bm25", "tf", "pagerank"])
+    y, groups = rng.integers(0, 3, size=30), np.repeat([0, 1, 2], 10)
+    est = _fitted_on_a_frame(name, X, y, groups)
+    np.testing.assert_array_equal(est.feature_names_in_, ["bm25", "tf", "pagerank"])
+    np.testing.assert_array_equal(est.predict(X), est.predict(X.to_numpy()))  # same names or no names: as before
+    with pytest.raises(ValueError, match=r"X has the columns \['pagerank', 'bm25', 'tf'\], but .* was fitted with "
+                                         r"\['bm25', 'tf', 'pagerank'\]"):
+        est.predict(X[["pagerank", "bm25", "tf"]])
+    assert not hasattr(est.fit(X.to_numpy(), y) if isinstance(est, fastrank.online._OnlineOrdinal)
+                       else est.fit(X.to_numpy(), y.astype(float), groups), "feature_names_in_")
+
+
+def test_partial_fit_refuses_a_batch_with_the_columns_in_another_order():
+    rng = np.random.default_rng(8)
+    X = pd.DataFrame(rng.standard_normal((20, 2)), columns=["a", "b"])
+    y = rng.standard_normal(20)
+    est = fastrank.OnlineMPRank().partial_fit(X[:10], y[:10])
+    before = est.predict(X)
+    with pytest.raises(ValueError, match="give them in that order"):
+        est.partial_fit(X[10:][["b", "a"]], y[10:])
+    np.testing.assert_array_equal(est.predict(X), before)
+
+
+def test_the_column_names_survive_a_model_file(tmp_path):
+    rng = np.random.default_rng(9)
+    X = pd.DataFrame(rng.standard_normal((20, 2)), columns=["a", "b"])
+    est = fastrank.RankRLS().fit(X, rng.standard_normal(20))
+    fastrank.save(est, tmp_path / "m.npz")
+    loaded = fastrank.load(tmp_path / "m.npz")
+    np.testing.assert_array_equal(loaded.feature_names_in_, ["a", "b"])
+    with pytest.raises(ValueError, match="was fitted with"):
+        loaded.predict(X[["b", "a"]])

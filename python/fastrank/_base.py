@@ -109,9 +109,37 @@ def _unchanged_on_error(method):
     return call
 
 
+def _feature_names(X):
+    """The column names of a DataFrame ``X`` when every one is a string (scikit-learn's rule), else None."""
+    columns = getattr(X, "columns", None)
+    if columns is None or not all(isinstance(c, str) for c in columns):
+        return None
+    return np.array(list(columns), dtype=str)
+
+
+def _with_feature_names(method, name):
+    """``method(X, ...)`` recording the DataFrame column names of X as ``feature_names_in_`` (a fitting method: "fit",
+    "fit_preferences", the first "partial_fit"), else refusing X whose names differ from them: the columns of X in
+    another order would be scored with the wrong weights, silently."""
+    @functools.wraps(method)
+    def call(self, X, *args, **kwargs):
+        reset = name in ("fit", "fit_preferences") or name == "partial_fit" and "n_features_in_" not in self.__dict__
+        fitted, names = self.__dict__.get("feature_names_in_"), _feature_names(X)
+        if not reset and fitted is not None and names is not None and not np.array_equal(fitted, names):
+            raise ValueError(f"X has the columns {names.tolist()}, but {type(self).__name__} was fitted with "
+                             f"{fitted.tolist()}; give them in that order (X[model.feature_names_in_])")
+        out = method(self, X, *args, **kwargs)
+        if reset and names is None:
+            self.__dict__.pop("feature_names_in_", None)
+        elif reset:
+            self.feature_names_in_ = names
+        return out
+    return call
+
+
 class FastrankEstimator(BaseEstimator):
     """Parameter validation from ``_parameter_constraints`` (merged along the class hierarchy); a failed fit leaves
-    the model as it was."""
+    the model as it was; DataFrame column names recorded by fit and checked by predict."""
 
     _parameter_constraints: dict = {}
 
@@ -123,7 +151,10 @@ class FastrankEstimator(BaseEstimator):
         # Widrow-Hoff pass, a first partial_fit batch with a label outside classes=).
         for name in ("fit", "partial_fit", "fit_preferences"):
             if name in cls.__dict__:
-                setattr(cls, name, _unchanged_on_error(cls.__dict__[name]))
+                setattr(cls, name, _unchanged_on_error(_with_feature_names(cls.__dict__[name], name)))
+        for name in ("predict", "staged_predict", "decision_function"):
+            if name in cls.__dict__:
+                setattr(cls, name, _with_feature_names(cls.__dict__[name], name))
 
     def _precomputed(self):
         return getattr(self, "kernel", None) == "precomputed"

@@ -139,7 +139,6 @@ class PreferenceGraph(NamedTuple):
         l = head.size
         if tail.size != l or np.size(weight) != l or target.shape[0] != l:
             raise ValueError("preference graph arrays must have one entry per edge")
-        # edges: whole numbers in [0, m), no self-loop, at least one; weights finite and > 0
         head, tail = check_pairs(np.stack([head, tail], axis=1), m)
         return cls(head, tail, check_pair_weights(np.ravel(weight), l), np.ascontiguousarray(target))
 
@@ -152,7 +151,7 @@ def check_features(X, *, precomputed=False, allow_sparse=False, min_rows=2):
             raise ValueError("a precomputed kernel must be a dense (m, m) array")
         return check_precomputed_kernel(X, min_rows=min_rows).T  # exactly symmetric: its C-ordered view, no copy
     if issparse(X) and allow_sparse:  # else as_float_matrix refuses it
-        X = X if X.format == "csr" else X.tocsr()
+        X = X.tocsr()
         as_csr(X, "X")  # validation only: the solvers map the arrays themselves
         if X.dtype != np.float64:  # once, here: bool products are logical (True @ True = True), float32 rounds
             X = X.astype(np.float64)
@@ -164,18 +163,21 @@ def check_features(X, *, precomputed=False, allow_sparse=False, min_rows=2):
 
 def _tie_cells(Y, gi):
     """Rows grouped by (group, target value): a GroupIndex whose groups are the tie cells nested
-    in the query groups.  Every output column must tie the same pairs."""
-    _, ycode = np.unique(Y[:, 0], return_inverse=True)
-    ycode = ycode.reshape(-1)
+    in the query groups.  Every output column must tie the same pairs (pairs inside a group only)."""
+    def cells(y):
+        _, code = np.unique(y, return_inverse=True)
+        code = code.reshape(-1)
+        return gi.codes * (int(code.max()) + 1) + code
+
+    combined = cells(Y[:, 0])
     for k in range(1, Y.shape[1]):
-        # the same partition into tie classes: the (class in column 0, class in column k) pairs
-        # are as many as the classes of either column
-        _, other = np.unique(Y[:, k], return_inverse=True)
-        joint = np.unique(np.stack([ycode, other.reshape(-1)], axis=1), axis=0).shape[0]
-        if joint != ycode.max() + 1 or joint != other.max() + 1:
+        # the same partition into tie cells: the (cell in column 0, cell in column k) pairs are as
+        # many as the cells of either column
+        other = cells(Y[:, k])
+        joint = np.unique(np.stack([combined, other], axis=1), axis=0).shape[0]
+        if joint != np.unique(combined).size or joint != np.unique(other).size:
             raise ValueError("exclude_ties=True needs every output column of y to tie the same pairs; fit "
                              "the outputs separately")
-    combined = gi.codes * (int(ycode.max()) + 1) + ycode
     return group_index(combined, Y.shape[0])
 
 

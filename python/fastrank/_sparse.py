@@ -25,8 +25,7 @@ def as_csr(X, name="X"):
         raise TypeError(f"{name} must be a scipy.sparse matrix, got {type(X).__name__}")
     if X.ndim != 2:
         raise ValueError(f"{name} must be 2-D, got {X.ndim}-D")
-    if X.format != "csr":
-        X = X.tocsr()
+    X = X.tocsr()
     m, n = X.shape
     if m < 1 or n < 1:
         raise ValueError(f"{name} has shape {X.shape}; at least one row and one column are needed")
@@ -58,7 +57,7 @@ def as_csr(X, name="X"):
 
 def canonical_csr(X):
     """A CSR matrix with sorted indices, no duplicates and float64 data (copies only when needed)."""
-    X = X.tocsr() if X.format != "csr" else X
+    X = X.tocsr()
     if not X.has_canonical_format:
         X = X.copy()
         X.sum_duplicates()

@@ -13,8 +13,8 @@ from sklearn.utils.validation import column_or_1d
 from . import _core
 
 __all__ = ["as_float_matrix", "as_float_vector", "as_targets", "check_alpha", "check_alphas", "check_int",
-           "check_bool", "check_n_jobs", "check_pair_arrays", "check_precomputed_kernel", "GroupIndex", "group_index",
-           "target_column", "whole_numbers"]
+           "check_bool", "check_group_ids", "check_n_jobs", "check_pair_arrays", "check_precomputed_kernel",
+           "GroupIndex", "group_index", "target_column", "whole_numbers"]
 
 # Largest value a C++ ``int`` argument can take (thread counts, cutoffs, iteration limits).
 INT_MAX = 2**31 - 1
@@ -35,7 +35,10 @@ def _to_float(a, name, what="numeric"):
     a = _asarray(a, name)
     if a.dtype == object:
         try:
-            a = a.astype(np.float64)
+            try:
+                a = a.astype(np.float64)
+            except TypeError:  # pandas' NA has no float value: a missing value, NaN (as numpy makes None)
+                a = np.where(np.frompyfunc(_missing, 1, 1)(a).astype(bool), np.nan, a).astype(np.float64)
         except TypeError as exc:  # e.g. a dict among the values (scikit-learn expects TypeError)
             raise TypeError(f"{name} must be {what}: {exc}") from None
         except ValueError as exc:
@@ -306,6 +309,27 @@ class GroupIndex:
         return A if self.is_identity else np.take(A, self.inverse, axis=axis)
 
 
+def _missing(v):
+    """Whether a value is missing: None, or NaN-like (not equal to itself; pandas' NA has no truth value at all)."""
+    try:
+        return v is None or bool(v != v)
+    except TypeError:
+        return True
+
+
+def check_group_ids(groups, name="groups", first_row=0):
+    """Refuse the ids of the 1-D array ``groups`` that name no group: NaN or infinite floats, NaT, and None / NaN /
+    pandas' NA among objects (a NaN there breaks np.unique's sort: the rows of one id became two groups)."""
+    if groups.dtype.kind == "f" and not np.isfinite(groups).all():
+        raise ValueError(f"{name} contains NaN or infinity")
+    missing = np.isnat(groups) if groups.dtype.kind in "mM" else \
+        np.frompyfunc(_missing, 1, 1)(groups).astype(bool) if groups.dtype.kind == "O" else None
+    if missing is not None and missing.any():
+        i = int(np.argmax(missing))
+        raise ValueError(f"{name} contains a missing id ({groups[i]!r} at row {first_row + i}); give every row a "
+                         "group id")
+
+
 def group_index(groups, n_rows):
     """Build a :class:`GroupIndex`; ``groups=None`` means one group with every row."""
     # order, offsets and codes are read-only views of a _core.GroupIndex, built (validated) once in C++: the
@@ -322,8 +346,7 @@ def group_index(groups, n_rows):
         )
     if groups.dtype.kind == "c":
         raise ValueError(f"Complex data not supported: groups has dtype {groups.dtype} (give integer or string ids)")
-    if groups.dtype.kind == "f" and not np.isfinite(groups).all():
-        raise ValueError("groups contains NaN or infinity")
+    check_group_ids(groups)
     if n_rows == 0:
         return GroupIndex(np.zeros(0, np.int64), np.zeros(1, np.int64), groups[:0].copy(), np.zeros(0, np.int64))
     lo, hi = (int(groups.min()), int(groups.max())) if groups.dtype.kind in "iu" else (0, -1)

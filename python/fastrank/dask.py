@@ -29,8 +29,8 @@ from ._base import FastrankEstimator, KernelMixin, Ranker, ranking_accuracy
 from ._rankrls import RankRLS, RankRLSPath
 from ._solvers import Fit, basis_primal_weights, select_basis, solve_assembled_basis, solve_assembled_primal
 from ._threads import compute_region
-from ._validation import (_all_finite, _asarray, _to_float, check_alpha, check_alphas, check_int, check_n_jobs,
-                          group_index)
+from ._validation import (_all_finite, _asarray, _to_float, check_alpha, check_alphas, check_group_ids, check_int,
+                          check_n_jobs, group_index)
 from .metrics import _warn_missing_groups
 from .model_selection import permutation_test_lpo as _single
 from .online import OAPBPM, _check_labels, _declared_order
@@ -124,8 +124,7 @@ def _check_partition_rows(name, i, start, rows, n_x):
 
 def _group_counts_block(i, start, g):
     g = np.asarray(g)  # 1-D: _prepare refuses groups of another shape
-    if g.dtype.kind == "f" and not np.isfinite(g).all():
-        raise ValueError(f"groups {_where(i, start, g.size)} contains NaN or infinity")
+    check_group_ids(g, f"groups {_where(i, start, g.size)}", start or 0)
     try:
         return np.unique(g, return_counts=True)
     except TypeError as exc:

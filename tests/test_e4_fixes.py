@@ -1,0 +1,56 @@
+"""Messages of the SVRank solver and the model-file checks, against what actually happened."""
+
+import json
+import warnings
+
+import numpy as np
+import pytest
+
+import fastrank
+from fastrank import _persist
+from fastrank.exceptions import ConvergenceWarning
+
+
+@pytest.mark.parametrize("C", [1e3, 1e4])
+def test_svrank_newton_stopped_by_rounding_names_the_iterations_it_ran(C):
+    # the squared cost's Newton solve stopped after 3 iterations (no step decreased the objective: its rounding floor)
+    # and warned "stopped at max_iter=1000 Newton iterations ... increase max_iter", which cannot help
+    rng = np.random.default_rng(5)
+    X, y = rng.normal(size=(20, 3)), rng.normal(size=20)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        est = fastrank.SVRank(C, loss="squared_epsilon_insensitive", tol=1e-12).fit(X, y)
+    assert not est.converged_ and est.n_iter_ < est.max_iter
+    messages = [str(w.message) for w in caught if issubclass(w.category, ConvergenceWarning)]
+    assert len(messages) == 1, messages
+    assert f"stopped after {est.n_iter_} Newton iterations" in messages[0] and "max_iter" not in messages[0]
+    assert f"{est.gap_:.3g}" in messages[0]
+
+
+def _edited(path, edit):
+    with np.load(path, allow_pickle=False) as z:
+        arrays = {k: z[k] for k in z.files}
+    header = json.loads(arrays.pop("header").tobytes())
+    edit(header)
+    header["checksum"] = {"sha256": _persist._digest(header, arrays)}  # an edit that knows the format
+    with open(path, "wb") as fh:
+        np.savez(fh, header=np.frombuffer(json.dumps(header).encode(), dtype=np.uint8), **arrays)
+
+
+@pytest.mark.parametrize("value", [None, "3", 3.0, True, 0], ids=["missing", "text", "float", "bool", "zero"])
+@pytest.mark.parametrize("make", [lambda: fastrank.RankRLS(), lambda: fastrank.RankSVM(kernel="rbf"),
+                                  lambda: fastrank.RankRLSCV(alphas=[1.0, 10.0])], ids=["rls", "svm-rbf", "rlscv"])
+def test_a_fitted_model_file_without_a_positive_feature_count_is_refused(tmp_path, value, make):
+    # n_features_in_ removed or edited to a non-integer: the file loaded, and predict then failed with a raw
+    # AttributeError or "X has 3 features, but RankRLS is expecting 3 features as input" (0 for an rbf model: a raw
+    # ZeroDivisionError from load)
+    rng = np.random.default_rng(0)
+    X, y, g = rng.normal(size=(30, 3)), rng.integers(0, 3, 30).astype(float), np.repeat(np.arange(3), 10)
+    fastrank.save(make().fit(X, y, g), tmp_path / "m")
+    _edited(tmp_path / "m", lambda h: h["state"].pop("n_features_in_") if value is None else
+            h["state"].__setitem__("n_features_in_", value))
+    with pytest.raises(ValueError, match=rf"corrupted or tampered model file: model: the fitted state has n_features_in_ = "
+                                         rf"{value!r}, not a positive integer"):
+        fastrank.load(tmp_path / "m")
+    fastrank.save(make(), tmp_path / "unfitted")  # an unfitted model has no feature count to check
+    assert fastrank.load(tmp_path / "unfitted").get_params(deep=False).keys() == make().get_params().keys()

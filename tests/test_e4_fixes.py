@@ -1,6 +1,7 @@
 """Messages of the SVRank solver and the model-file checks, against what actually happened."""
 
 import json
+import re
 import warnings
 
 import numpy as np
@@ -54,3 +55,22 @@ def test_a_fitted_model_file_without_a_positive_feature_count_is_refused(tmp_pat
         fastrank.load(tmp_path / "m")
     fastrank.save(make(), tmp_path / "unfitted")  # an unfitted model has no feature count to check
     assert fastrank.load(tmp_path / "unfitted").get_params(deep=False).keys() == make().get_params().keys()
+
+
+@pytest.mark.parametrize("where, value, message", [
+    ("state", {"$scalar": "<i1", "value": 1000}, "scalar 1000 is out of the range of its dtype int8"),
+    ("state", {"$scalar": "<u4", "value": -5}, "scalar -5 is out of the range of its dtype uint32"),
+    ("params", {"$scalar": "<f2", "value": 1e300}, "scalar 1e+300 is out of the range of its dtype float16"),
+    ("params", 10**400, "a parameter fails RankRLS's checks: int too large to convert to float"),
+], ids=["int8", "uint32", "float16", "huge-degree"])
+def test_model_file_values_out_of_range_are_refused_by_name(tmp_path, where, value, message):
+    # these reached the user as a raw OverflowError (or, for float16, a RuntimeWarning and an infinite value)
+    rng = np.random.default_rng(0)
+    X, y = rng.normal(size=(20, 3)), rng.normal(size=20)
+    fastrank.save(fastrank.RankRLS(kernel="rbf").fit(X, y), tmp_path / "m")
+    name = "degree" if where == "params" and not isinstance(value, dict) else "alpha" if where == "params" else "n_iter_"
+    _edited(tmp_path / "m", lambda h: h[where].__setitem__(name, value))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no RuntimeWarning on the way
+        with pytest.raises(ValueError, match=rf"corrupted or tampered model file: .*{re.escape(message)}"):
+            fastrank.load(tmp_path / "m")

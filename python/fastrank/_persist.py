@@ -267,7 +267,11 @@ class _Decoder:
             dt = np.dtype(v["$scalar"])
             if dt.kind not in _ARRAY_KINDS:
                 raise _Corrupt(f"bad scalar dtype {dt}")
-            return dt.type(self.value(v["value"]))
+            try:  # save wrote the scalar's own value: one outside its dtype's range was edited in
+                with np.errstate(over="raise"):
+                    return dt.type(self.value(v["value"]))
+            except (OverflowError, FloatingPointError):
+                raise _Corrupt(f"scalar {v['value']!r} is out of the range of its dtype {dt}") from None
         if "$sparse" in v:
             kind = v["$sparse"]
             if kind not in ("csr_matrix", "csr_array"):
@@ -470,7 +474,7 @@ def _check_model(est, where="model"):
             est._validate_params()  # fastrank's own, or scikit-learn's from _parameter_constraints
         if callable(getattr(est, "_kernel_spec", None)) and n is not None:
             est._kernel_spec(int(n))
-    except (ValueError, TypeError) as exc:
+    except (ValueError, TypeError, ArithmeticError) as exc:  # ArithmeticError: e.g. degree=10**400 as a float
         raise _Corrupt(f"{where}: a parameter fails {type(est).__name__}'s checks: {exc}") from None
     for k, v in vars(est).items():
         a = v.data if sp.issparse(v) else v  # a CSR matrix: its stored values

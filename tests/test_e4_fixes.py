@@ -74,3 +74,24 @@ def test_model_file_values_out_of_range_are_refused_by_name(tmp_path, where, val
         warnings.simplefilter("error")  # no RuntimeWarning on the way
         with pytest.raises(ValueError, match=rf"corrupted or tampered model file: .*{re.escape(message)}"):
             fastrank.load(tmp_path / "m")
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--alpha", "3", "--param", "alpha=2"], "--alpha and --param alpha=... both set RankRLS's alpha; give one"),
+    (["--model", "RankSVM", "-c", "3", "--param", "C=2"], "-c/--C and --param C=... both set RankSVM's C; give one"),
+    (["--n-jobs", "1", "--param", "n_jobs=2"], "--n-jobs and --param n_jobs=... both set RankRLS's n_jobs; give one"),
+    (["--param", "tol=1e-3", "--param", "tol=1e-8"], "--param tol=... and --param tol=... both set RankRLS's tol"),
+], ids=["alpha", "C", "n-jobs", "param-twice"])
+def test_train_refuses_a_parameter_set_twice(tmp_path, capsys, argv, message):
+    # the later setting silently won: --alpha 3 --param alpha=2 trained alpha=2, --param n_jobs=2 --n-jobs 1 ran 1
+    from fastrank import cli
+
+    rng = np.random.default_rng(0)
+    lines = [f"{int(v)} qid:{i // 6} 1:{a:.4f} 2:{b:.4f}\n" for i, (v, a, b) in
+             enumerate(zip(rng.integers(0, 3, 24), rng.normal(size=24), rng.normal(size=24)))]
+    (tmp_path / "t.txt").write_text("".join(lines))
+    code = cli.main(["train", *argv, str(tmp_path / "t.txt"), str(tmp_path / "m.frk")])
+    assert code == 2 and message in capsys.readouterr().err
+    assert not (tmp_path / "m.frk").exists()
+    assert cli.main(["train", "-q", "--param", "alpha=2", str(tmp_path / "t.txt"), str(tmp_path / "m.frk")]) == 0
+    assert fastrank.load(tmp_path / "m.frk").alpha == 2

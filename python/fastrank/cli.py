@@ -286,25 +286,29 @@ def _build_estimator(args, groups, y):
             raise UsageError("--alpha auto selects RankRLS's alpha by cross-validation; it needs --model RankRLS")
         cls, label = RankRLSCV, "--alpha auto (RankRLSCV)"
     names = set(cls().get_params(deep=False))
-    params = {}
-    for _, pname, _, _ in _MODEL_OPTIONS:
+    params, flag_of = {}, {}
+    for flags, pname, _, _ in _MODEL_OPTIONS:
         v = getattr(args, pname, None)
         if v is not None and not (pname == "alpha" and v == "auto"):
-            params[pname] = v
+            params[pname], flag_of[pname] = v, "/".join(flags)
+    if args.n_jobs is not None and "n_jobs" in names:
+        params["n_jobs"], flag_of["n_jobs"] = args.n_jobs, "--n-jobs"
+    elif args.n_jobs is not None:
+        _say(args, f"warning: {label} has no threads to set; --n-jobs is ignored", level=0)
     for item in args.param or ():
         name, sep, value = item.partition("=")
-        if not sep or not name.strip():
+        name = name.strip()
+        if not sep or not name:
             raise UsageError(f"bad --param {item!r}: use --param NAME=VALUE")
-        params[name.strip()] = _parse_value(value)
+        if name in params:  # else the later setting would silently win
+            raise UsageError(f"{flag_of.get(name, f'--param {name}=...')} and --param {name}=... both set {label}'s "
+                             f"{name}; give one")
+        params[name] = _parse_value(value)
     for pname in sorted(set(params) - names):  # the first unknown one, the same on every run
         other, flag = {"C": ("alpha", "--alpha (larger alpha = more regularization)"),
                        "alpha": ("C", "-c/--C")}.get(pname, (None, ""))
         hint = f"; {cls.__name__} is regularized by {flag}" if other in names else ""
         raise UsageError(f"{label} has no parameter {pname!r}{hint} (its parameters: {', '.join(sorted(names))})")
-    if args.n_jobs is not None and "n_jobs" in names:
-        params["n_jobs"] = args.n_jobs
-    elif args.n_jobs is not None:
-        _say(args, f"warning: {label} has no threads to set; --n-jobs is ignored", level=0)
     if args.alpha == "auto":  # RankRLSCV's alphas, cv and scoring, from their own flags only
         clash = sorted(_CV_FLAGS.keys() & params)
         if clash:

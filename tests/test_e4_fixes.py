@@ -95,3 +95,23 @@ def test_train_refuses_a_parameter_set_twice(tmp_path, capsys, argv, message):
     assert not (tmp_path / "m.frk").exists()
     assert cli.main(["train", "-q", "--param", "alpha=2", str(tmp_path / "t.txt"), str(tmp_path / "m.frk")]) == 0
     assert fastrank.load(tmp_path / "m.frk").alpha == 2
+
+
+def test_a_path_model_scored_without_groups_warns_as_a_fitted_one():
+    # rankrls_path(...).fitted_estimator(k) lacked n_fit_groups_: score(X, y) silently ranked the rows of 5 queries as
+    # one query, where the same model from fit warns (MissingGroupsWarning)
+    from fastrank.exceptions import MissingGroupsWarning
+
+    rng = np.random.default_rng(0)
+    X, y, g = rng.normal(size=(30, 3)), rng.normal(size=30), np.repeat(np.arange(5), 6)
+    fitted = fastrank.RankRLS(2.0).fit(X, y, g)
+    from_path = fastrank.rankrls_path(X, y, [1.0, 2.0], groups=g).fitted_estimator(1)
+    assert vars(from_path).keys() == vars(fitted).keys() and from_path.n_fit_groups_ == 5
+    np.testing.assert_allclose(from_path.predict(X), fitted.predict(X), rtol=1e-10)  # one factor for the path
+    for est in (fitted, from_path):
+        with pytest.warns(MissingGroupsWarning, match="fitted on 5 query groups"):
+            est.score(X, y)
+    ungrouped = fastrank.rankrls_path(X, y, [1.0]).fitted_estimator(0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert ungrouped.score(X, y) == pytest.approx(fastrank.RankRLS(1.0).fit(X, y).score(X, y))

@@ -236,6 +236,7 @@ class SVRank(KernelMixin, Ranker):
         self.coef_, self.dual_coef_, self.X_fit_, self.n_features_in_ = coef, dual, X_fit, X.shape[1]
         self.n_iter_, self.objective_, self.gap_ = int(n_iter), float(objective), gap
         self.converged_, self.gap_history_ = bool(converged), history
+        self.n_fit_groups_ = gi.n_groups  # as fit records it, also for svrank_path's models
         if not converged and n_iter < max_iter:  # the Newton solve at its rounding floor (_squared_newton)
             warnings.warn(
                 f"SVRank stopped after {int(n_iter)} {steps}: no step decreases the objective any more (double "

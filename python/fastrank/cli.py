@@ -295,6 +295,13 @@ def _build_estimator(args, groups, y):
         params["n_jobs"], flag_of["n_jobs"] = args.n_jobs, "--n-jobs"
     elif args.n_jobs is not None:
         _say(args, f"warning: {label} has no threads to set; --n-jobs is ignored", level=0)
+    given = {} if args.alpha == "auto" else {k: getattr(args, k) for k in _CV_FLAGS if getattr(args, k) is not None}
+    for k, value in given.items():  # e.g. --model RankRLSCV --cv 5: set, never silently unused
+        if k not in names:
+            raise UsageError(f"{_CV_FLAGS[k]} sets the cross-validation of fastrank cv, train --alpha auto and --model "
+                             f"RankRLSCV; {label} has no parameter {k!r}")
+        flag_of[k] = _CV_FLAGS[k]
+        params[k] = parse_grid(value) if k == "alphas" else _cv_arg(value, groups) if k == "cv" else value
     for item in args.param or ():
         name, sep, value = item.partition("=")
         name = name.strip()
@@ -317,14 +324,6 @@ def _build_estimator(args, groups, y):
         # no --scoring: NDCG@10 for query data scored on hold-out queries (non-negative grades), else disagreement
         default = "ndcg@10" if groups is not None and cv != "lpo" and np.all(y >= 0) else "disagreement"
         params.update(alphas=parse_grid(args.alphas or ALPHA_GRID), cv=cv, scoring=args.scoring or default)
-    given = {} if args.alpha == "auto" else {k: getattr(args, k) for k in _CV_FLAGS if getattr(args, k) is not None}
-    for k, value in given.items():  # e.g. --model RankRLSCV --cv 5: set, never silently unused
-        if k not in names:
-            raise UsageError(f"{_CV_FLAGS[k]} sets the cross-validation of fastrank cv, train --alpha auto and --model "
-                             f"RankRLSCV; {label} has no parameter {k!r}")
-        if k in params:
-            raise UsageError(f"{_CV_FLAGS[k]} and --param {k}=... both set {label}'s {k}; give one")
-        params[k] = parse_grid(value) if k == "alphas" else _cv_arg(value, groups) if k == "cv" else value
     if "verbose" in names and "verbose" not in params:  # estimators that report progress themselves
         params["verbose"] = args.progress
     with _errors_as(UsageError, TypeError):

@@ -267,7 +267,11 @@ class _Decoder:
             dt = np.dtype(v["$scalar"])
             if dt.kind not in _ARRAY_KINDS:
                 raise _Corrupt(f"bad scalar dtype {dt}")
-            return dt.type(self.value(v["value"]))
+            try:  # save wrote the scalar's own value: one outside its dtype's range was edited in
+                with np.errstate(over="raise"):
+                    return dt.type(self.value(v["value"]))
+            except (OverflowError, FloatingPointError):
+                raise _Corrupt(f"scalar {v['value']!r} is out of the range of its dtype {dt}") from None
         if "$sparse" in v:
             kind = v["$sparse"]
             if kind not in ("csr_matrix", "csr_array"):
@@ -324,7 +328,7 @@ def _check_usable(model):
     """One prediction on a zero row: catches fitted arrays that are consistent with the header but
     not with each other (tampered shapes)."""
     n = getattr(model, "n_features_in_", None)
-    if not isinstance(n, (int, np.integer)) or n < 1 or getattr(model, "kernel", None) == "precomputed":
+    if n is None or getattr(model, "kernel", None) == "precomputed":  # _check_model checked n
         return
     try:
         out = np.asarray(model.predict(np.zeros((1, int(n)))))
@@ -444,9 +448,16 @@ _INFINITY_OK = ("thresholds_",)
 
 
 def _check_model(est, where="model"):
-    """The parameters pass the class's own checks (as at the start of fit) and the fitted arrays are finite (nested
-    estimators too)."""
+    """The parameters pass the class's own checks (as at the start of fit), a fitted model (one with a public ``*_``
+    attribute) holds the positive feature count predict checks its input against, and the fitted arrays are finite
+    (nested estimators too)."""
     from sklearn.base import clone
+
+    n = getattr(est, "n_features_in_", None)
+    if any(k.endswith("_") and not k.startswith("_") for k in vars(est)) and (
+            not isinstance(n, (int, np.integer)) or isinstance(n, bool) or n < 1):
+        raise _Corrupt(f"{where}: the fitted state has n_features_in_ = {n!r}, not a positive integer (the number of "
+                       "features fit saw)")
 
     try:
         clone(est)
@@ -461,10 +472,9 @@ def _check_model(est, where="model"):
             est._check_params()
         if hasattr(type(est), "_parameter_constraints"):  # every FastrankEstimator: it declares them
             est._validate_params()  # fastrank's own, or scikit-learn's from _parameter_constraints
-        n = getattr(est, "n_features_in_", None)
-        if callable(getattr(est, "_kernel_spec", None)) and isinstance(n, (int, np.integer)):
+        if callable(getattr(est, "_kernel_spec", None)) and n is not None:
             est._kernel_spec(int(n))
-    except (ValueError, TypeError) as exc:
+    except (ValueError, TypeError, ArithmeticError) as exc:  # ArithmeticError: e.g. degree=10**400 as a float
         raise _Corrupt(f"{where}: a parameter fails {type(est).__name__}'s checks: {exc}") from None
     for k, v in vars(est).items():
         a = v.data if sp.issparse(v) else v  # a CSR matrix: its stored values

@@ -263,20 +263,22 @@ class RankRLSPath:
     ``coef_`` (n_alphas, n, v) or None (linear models), ``basis_indices_`` and ``X_fit_`` (the basis rows of
     ``basis_vectors`` and the rows kept for predictions), ``n_iter_`` and ``converged_`` (n_alphas, v) (CG only)."""
 
-    def __init__(self, estimator, alphas, fit, one_d, n_features):
+    def __init__(self, estimator, alphas, fit, one_d, n_features, n_groups=1):
         self.estimator, self.alphas = estimator, alphas
         self.fit_mode, self.coef_, self.dual_coef_ = fit.mode, fit.coef, fit.dual_coef
         self.basis_indices_, self.X_fit_ = fit.basis_indices, fit.X_fit
         self.n_iter_, self.converged_ = fit.n_iter, fit.converged
-        self._fit, self._fit_args = fit, (one_d, n_features)
+        self._fit, self._fit_args, self._n_groups = fit, (one_d, n_features), n_groups
 
     def __len__(self):
         return self.alphas.size
 
     def fitted_estimator(self, k):
-        """A fitted :class:`RankRLS` for ``alphas[k]`` (shares arrays, no refit)."""
+        """A fitted :class:`RankRLS` for ``alphas[k]`` (shares arrays, no refit), with the group count a fit records
+        (``n_fit_groups_``: ``score`` without groups then warns as after ``fit``)."""
         k = check_int(k, "k", low=-len(self), high=len(self) - 1)  # numpy's IndexError named no argument
         est = type(self.estimator)(**{**self.estimator.get_params(deep=False), "alpha": float(self.alphas[k])})
+        est.n_fit_groups_ = self._n_groups
         return est._apply_fit(self._fit, k, *self._fit_args)
 
     def predict(self, X):
@@ -299,4 +301,5 @@ def rankrls_path(X, y, alphas, *, groups=None, estimator=None):
     est._validate_params()
     alphas = check_alphas(alphas)
     problem = est._scores_problem(X, y, groups, est.group_weighting, est._exclude_ties())
-    return RankRLSPath(est, alphas, est._solve(problem, alphas), problem.one_d, problem.n_features)
+    return RankRLSPath(est, alphas, est._solve(problem, alphas), problem.one_d, problem.n_features,
+                       problem.groups.n_groups)

@@ -287,5 +287,6 @@ def ranksvm_path(X, y, Cs, groups=None, *, verbose=0, **params):
     for k in visit:
         est = RankSVM(C=float(Cs[k]), **params)
         fitted[k] = est._fit_structure(X, structure, n_pairs, w0=w if est.loss == "squared_hinge" else None)
+        est.n_fit_groups_ = structure["offsets"].size - 1  # as fit records it: score without groups warns
         w = est.coef_
     return fitted

@@ -236,7 +236,13 @@ class SVRank(KernelMixin, Ranker):
         self.coef_, self.dual_coef_, self.X_fit_, self.n_features_in_ = coef, dual, X_fit, X.shape[1]
         self.n_iter_, self.objective_, self.gap_ = int(n_iter), float(objective), gap
         self.converged_, self.gap_history_ = bool(converged), history
-        if not converged:
+        self.n_fit_groups_ = gi.n_groups  # as fit records it, also for svrank_path's models
+        if not converged and n_iter < max_iter:  # the Newton solve at its rounding floor (_squared_newton)
+            warnings.warn(
+                f"SVRank stopped after {int(n_iter)} {steps}: no step decreases the objective any more (double "
+                f"precision's rounding) at relative gradient norm {gap:.3g} > tol={tol:g}; the model is the best point "
+                "found.  Use a larger tol.", ConvergenceWarning, stacklevel=user_stacklevel())
+        elif not converged:
             warnings.warn(
                 f"SVRank stopped at max_iter={max_iter} {steps} with relative gap {gap:.3g} > tol={tol:g}; "
                 "increase max_iter or tol.", ConvergenceWarning, stacklevel=user_stacklevel())

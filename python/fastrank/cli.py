@@ -286,25 +286,36 @@ def _build_estimator(args, groups, y):
             raise UsageError("--alpha auto selects RankRLS's alpha by cross-validation; it needs --model RankRLS")
         cls, label = RankRLSCV, "--alpha auto (RankRLSCV)"
     names = set(cls().get_params(deep=False))
-    params = {}
-    for _, pname, _, _ in _MODEL_OPTIONS:
+    params, flag_of = {}, {}
+    for flags, pname, _, _ in _MODEL_OPTIONS:
         v = getattr(args, pname, None)
         if v is not None and not (pname == "alpha" and v == "auto"):
-            params[pname] = v
+            params[pname], flag_of[pname] = v, "/".join(flags)
+    if args.n_jobs is not None and "n_jobs" in names:
+        params["n_jobs"], flag_of["n_jobs"] = args.n_jobs, "--n-jobs"
+    elif args.n_jobs is not None:
+        _say(args, f"warning: {label} has no threads to set; --n-jobs is ignored", level=0)
+    given = {} if args.alpha == "auto" else {k: getattr(args, k) for k in _CV_FLAGS if getattr(args, k) is not None}
+    for k, value in given.items():  # e.g. --model RankRLSCV --cv 5: set, never silently unused
+        if k not in names:
+            raise UsageError(f"{_CV_FLAGS[k]} sets the cross-validation of fastrank cv, train --alpha auto and --model "
+                             f"RankRLSCV; {label} has no parameter {k!r}")
+        flag_of[k] = _CV_FLAGS[k]
+        params[k] = parse_grid(value) if k == "alphas" else _cv_arg(value, groups) if k == "cv" else value
     for item in args.param or ():
         name, sep, value = item.partition("=")
-        if not sep or not name.strip():
+        name = name.strip()
+        if not sep or not name:
             raise UsageError(f"bad --param {item!r}: use --param NAME=VALUE")
-        params[name.strip()] = _parse_value(value)
+        if name in params:  # else the later setting would silently win
+            raise UsageError(f"{flag_of.get(name, f'--param {name}=...')} and --param {name}=... both set {label}'s "
+                             f"{name}; give one")
+        params[name] = _parse_value(value)
     for pname in sorted(set(params) - names):  # the first unknown one, the same on every run
         other, flag = {"C": ("alpha", "--alpha (larger alpha = more regularization)"),
                        "alpha": ("C", "-c/--C")}.get(pname, (None, ""))
         hint = f"; {cls.__name__} is regularized by {flag}" if other in names else ""
         raise UsageError(f"{label} has no parameter {pname!r}{hint} (its parameters: {', '.join(sorted(names))})")
-    if args.n_jobs is not None and "n_jobs" in names:
-        params["n_jobs"] = args.n_jobs
-    elif args.n_jobs is not None:
-        _say(args, f"warning: {label} has no threads to set; --n-jobs is ignored", level=0)
     if args.alpha == "auto":  # RankRLSCV's alphas, cv and scoring, from their own flags only
         clash = sorted(_CV_FLAGS.keys() & params)
         if clash:
@@ -313,14 +324,6 @@ def _build_estimator(args, groups, y):
         # no --scoring: NDCG@10 for query data scored on hold-out queries (non-negative grades), else disagreement
         default = "ndcg@10" if groups is not None and cv != "lpo" and np.all(y >= 0) else "disagreement"
         params.update(alphas=parse_grid(args.alphas or ALPHA_GRID), cv=cv, scoring=args.scoring or default)
-    given = {} if args.alpha == "auto" else {k: getattr(args, k) for k in _CV_FLAGS if getattr(args, k) is not None}
-    for k, value in given.items():  # e.g. --model RankRLSCV --cv 5: set, never silently unused
-        if k not in names:
-            raise UsageError(f"{_CV_FLAGS[k]} sets the cross-validation of fastrank cv, train --alpha auto and --model "
-                             f"RankRLSCV; {label} has no parameter {k!r}")
-        if k in params:
-            raise UsageError(f"{_CV_FLAGS[k]} and --param {k}=... both set {label}'s {k}; give one")
-        params[k] = parse_grid(value) if k == "alphas" else _cv_arg(value, groups) if k == "cv" else value
     if "verbose" in names and "verbose" not in params:  # estimators that report progress themselves
         params["verbose"] = args.progress
     with _errors_as(UsageError, TypeError):

@@ -384,6 +384,9 @@ class DaskRankRLS(KernelMixin, RegressorMixin, FastrankEstimator):
 def _take_rows(X, idx):
     """Rows ``idx`` of a dask array, reading only the partitions that hold them (sorted indices
     keep dask's take to one slice per partition)."""
+    # Empty partitions dropped first: dask's take divides by the mean partition length, 0 when the
+    # partitions outnumber the rows ("range() arg 3 must not be zero"); rechunk only merges them.
+    X = X.rechunk({0: tuple(c for c in X.chunks[0] if c)})
     order = np.argsort(idx, kind="stable")
     rows = np.empty((idx.size, X.shape[1]))
     rows[order] = X[idx[order]].compute()

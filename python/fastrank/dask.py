@@ -155,6 +155,14 @@ def _indicator(inv, k):
     return sp.csr_matrix((np.ones(rows), (inv, np.arange(rows))), shape=(k, rows))
 
 
+def _group_range(inv, k, low, high):
+    """Per group of the codes ``inv`` (k groups): the smallest of the rows ``low`` and the largest of ``high``."""
+    lo, hi = np.full((k, low.shape[1]), np.inf), np.full((k, high.shape[1]), -np.inf)
+    np.minimum.at(lo, inv, low)
+    np.maximum.at(hi, inv, high)
+    return lo, hi
+
+
 def _partition_stats(i, start, Xp, Yp, gp, table, weighting, feature):
     """One partition: sum over its groups of w(n_q) x centred scatter, plus partial groups."""
     Xp = _check_block(i, start, Xp, "X")
@@ -183,16 +191,19 @@ def _partition_stats(i, start, Xp, Yp, gp, table, weighting, feature):
     Z *= sw
     Zy = (Yp - my[inv]) * sw
     part = n_loc < nq  # groups that continue in other partitions
-    return {"M": Z.T @ Z, "R": Z.T @ Zy, "yLy": np.einsum("ij,ij->j", Zy, Zy),
-            "yy": np.einsum("ij,ij->j", Yp * sw, Yp * sw),
-            "codes": u[part], "n": n_loc[part], "nq": nq[part], "mx": mx[part], "my": my[part]}
+    # "spread": an output column differs inside a finished group (exact, as the in-memory check of ties)
+    lo, hi = _group_range(inv, u.size, Yp, Yp)
+    return {"M": Z.T @ Z, "R": Z.T @ Zy, "spread": np.any(hi[~part] > lo[~part], axis=0),
+            "codes": u[part], "n": n_loc[part], "nq": nq[part], "mx": mx[part], "my": my[part], "lo": lo[part],
+            "hi": hi[part]}
 
 
 def _combine_stats(weighting, *states):
     """Sum the scatters and merge partial groups (Chan's update: the between-piece scatter
     sum_p n_p (mean_p - mean)(mean_p - mean)^T about the merged mean, weighted by w(n_q))."""
-    out = {k: sum(s[k] for s in states) for k in ("M", "R", "yLy", "yy")}
-    codes, n, nq, mx, my = (np.concatenate([s[k] for s in states]) for k in ("codes", "n", "nq", "mx", "my"))
+    out = {k: sum(s[k] for s in states) for k in ("M", "R")}
+    codes, n, nq, mx, my, lo, hi = (np.concatenate([s[k] for s in states])
+                                    for k in ("codes", "n", "nq", "mx", "my", "lo", "hi"))
     u, first, inv = np.unique(codes, return_index=True, return_inverse=True)
     P = _indicator(inv, u.size)
     ntot = P @ n.astype(np.float64)
@@ -203,11 +214,12 @@ def _combine_stats(weighting, *states):
     Dy = (my - gy[inv]) * s
     out["M"] += Dx.T @ Dx
     out["R"] += Dx.T @ Dy
-    out["yLy"] += np.einsum("ij,ij->j", Dy, Dy)
     ntot = np.rint(ntot).astype(np.int64)
     nq_u = nq[first]
     keep = ntot < nq_u  # complete groups are finished
-    out.update(codes=u[keep], n=ntot[keep], nq=nq_u[keep], mx=gx[keep], my=gy[keep])
+    lo, hi = _group_range(inv, u.size, lo, hi)
+    out["spread"] = np.any([s["spread"] for s in states] + [np.any(hi[~keep] > lo[~keep], axis=0)], axis=0)
+    out.update(codes=u[keep], n=ntot[keep], nq=nq_u[keep], mx=gx[keep], my=gy[keep], lo=lo[keep], hi=hi[keep])
     return out
 
 
@@ -247,7 +259,7 @@ def _statistics(X, Y, G, table, weighting, feature):
         stats = dask.compute(_tree(parts, functools.partial(_combine_stats, weighting)))[0]
     if stats["codes"].size:  # cannot happen when the group table is right
         raise RuntimeError("internal error: incomplete groups after merging the partitions")
-    raise_without_preferences(None, np.sqrt(stats["yLy"]) <= 1e-10 * np.sqrt(stats["yy"]), G is not None)
+    raise_without_preferences(None, ~stats["spread"], G is not None)
     M = stats["M"]
     return 0.5 * (M + M.T), stats["R"]  # exact symmetry for the symmetric solver
 

@@ -65,3 +65,56 @@ def test_greedy_order_of_an_ordinal_learner_follows_its_scores(labels):
         s = est.decision_function(Xt)  # higher ranks higher: the rank scale of classes_
         P = np.array([[1.0 if s[u] > s[v] else 0.5 if s[u] == s[v] else 0.0 for v in range(7)] for u in range(7)])
         assert greedy_order(est, Xt).tolist() == _naive_greedy(P)
+
+
+def _pairwise_rankrls_oracle(X, y, groups, alpha):
+    """Linear RankRLS (eq. 28) from the explicit pairs of each group: X^T L X = sum (x_i - x_j)(x_i - x_j)^T and
+    X^T L y = sum (x_i - x_j)(y_i - y_j) over the pairs i < j of a group (differences of nearby values are exact)."""
+    A, b = alpha * np.eye(X.shape[1]), np.zeros(X.shape[1])
+    for i in range(len(y)):
+        for j in range(i + 1, len(y)):
+            if groups[i] == groups[j]:
+                d = X[i] - X[j]
+                A += np.outer(d, d)
+                b += d * (y[i] - y[j])
+    return np.linalg.solve(A, b)
+
+
+@pytest.mark.parametrize("what", ["targets", "features"])
+def test_dask_fit_under_a_large_common_offset(what):
+    # Targets 1e11 + grades were refused as "all tied" (a relative test at 1e-10); with a group cut across partitions
+    # the centred sums lost the digits the offset took: coef_ off by 1e-3 relative at 1e13 (in memory: 1e-16).
+    dask = pytest.importorskip("dask")
+    da = pytest.importorskip("dask.array")
+    from fastrank.dask import DaskRankRLS
+
+    rng = np.random.default_rng(3)
+    m = 24
+    X = rng.integers(0, 6, size=(m, 3)).astype(float)
+    y = rng.integers(0, 4, size=m).astype(float)
+    groups = rng.choice([7, 2, 5], size=m)
+    oracle = _pairwise_rankrls_oracle(X, y, groups, 0.5)  # differences: the offset drops out
+    for offset in (1e9, 1e11, 1e13):
+        Xo, yo = (X, y + offset) if what == "targets" else (X + offset, y)
+        for chunks in ((m,), (1,) * m, (5, 0, 7, 12)):
+            with dask.config.set(scheduler="synchronous"):
+                est = DaskRankRLS(alpha=0.5).fit(da.from_array(Xo, chunks=(chunks, 3)), yo, groups)
+            np.testing.assert_allclose(est.coef_, oracle, rtol=1e-8, atol=1e-12 * np.abs(oracle).max())
+
+
+def test_dask_ties_are_exact_across_partitions():
+    dask = pytest.importorskip("dask")
+    da = pytest.importorskip("dask.array")
+    from fastrank.dask import DaskRankRLS
+
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(12, 2))
+    groups = np.repeat([0, 1, 2], 4)
+    y = np.repeat([3.0, 1e11, -2.5], 4)  # tied inside every group, each group cut by the one-row partitions
+    Xd = da.from_array(X, chunks=((1,) * 12, 2))
+    with dask.config.set(scheduler="synchronous"):
+        with pytest.raises(ValueError, match="All targets are tied inside every group"):
+            DaskRankRLS().fit(Xd, y, groups)
+        y[7] = np.nextafter(1e11, np.inf)  # one preference pair, in the second group
+        est = DaskRankRLS(alpha=0.5).fit(Xd, y, groups)
+    np.testing.assert_allclose(est.coef_, _pairwise_rankrls_oracle(X, y, groups, 0.5), rtol=1e-8)

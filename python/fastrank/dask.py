@@ -155,14 +155,6 @@ def _indicator(inv, k):
     return sp.csr_matrix((np.ones(rows), (inv, np.arange(rows))), shape=(k, rows))
 
 
-def _group_range(inv, k, low, high):
-    """Per group of the codes ``inv`` (k groups): the smallest of the rows ``low`` and the largest of ``high``."""
-    lo, hi = np.full((k, low.shape[1]), np.inf), np.full((k, high.shape[1]), -np.inf)
-    np.minimum.at(lo, inv, low)
-    np.maximum.at(hi, inv, high)
-    return lo, hi
-
-
 def _partition_stats(i, start, Xp, Yp, gp, table, weighting, feature):
     """One partition: sum over its groups of w(n_q) x centred scatter, plus partial groups."""
     Xp = _check_block(i, start, Xp, "X")
@@ -177,35 +169,50 @@ def _partition_stats(i, start, Xp, Yp, gp, table, weighting, feature):
         _check_partition_rows("groups", i, start, gp.shape[0], rows)
         codes = np.searchsorted(ids, gp)
     F = Xp if feature is None else feature(Xp)
-    u, inv, n_loc = np.unique(codes, return_inverse=True, return_counts=True)
+    u, first, inv, n_loc = np.unique(codes, return_index=True, return_inverse=True, return_counts=True)
     P = _indicator(inv, u.size)
-    mx = (P @ F) / n_loc[:, None]
-    my = (P @ Yp) / n_loc[:, None]
+    rx = (P @ F) / n_loc[:, None]
+    ry = (P @ Yp) / n_loc[:, None]
     nq = counts[u]
     # Per-group weight w(n_q) = c_q n_q of the Laplacian block L_q = c_q (n_q I - 1 1^T)
     # = w(n_q) (I - 1 1^T / n_q), c_q the pair weight of the in-memory RankRLS (fastrank._problem).
     sw = np.sqrt(pair_weights(nq, weighting) * nq)[inv][:, None]
-    # Centred inside the partition's piece of each group: no digits lost to large feature means.
-    Z = mx[inv]
+    # Centred inside the partition's piece of each group, in two passes: under a large common offset (features or
+    # targets around 1e9 varying by units) the means rx, ry are off by ~eps |mean|, the rows minus them exact and
+    # their means mx, my the correction, sum_i w (z_i - m)(z_i - m)^T = sum_i w z_i z_i^T - w n m m^T.
+    Z = rx[inv]
     np.subtract(F, Z, out=Z)
+    Zy = Yp - ry[inv]
+    mx = (P @ Z) / n_loc[:, None]
+    my = (P @ Zy) / n_loc[:, None]
     Z *= sw
-    Zy = (Yp - my[inv]) * sw
+    Zy *= sw
+    wm = (pair_weights(nq, weighting) * nq * n_loc)[:, None] * mx
     part = n_loc < nq  # groups that continue in other partitions
-    # "spread": an output column differs inside a finished group (exact, as the in-memory check of ties)
-    lo, hi = _group_range(inv, u.size, Yp, Yp)
-    return {"M": Z.T @ Z, "R": Z.T @ Zy, "spread": np.any(hi[~part] > lo[~part], axis=0),
-            "codes": u[part], "n": n_loc[part], "nq": nq[part], "mx": mx[part], "my": my[part], "lo": lo[part],
-            "hi": hi[part]}
+    # Ties checked exactly, as in memory: "sp", a target differs from its piece's first one (y0); "spread", an
+    # output column differs inside a finished group
+    y0 = Yp[first]
+    sp = (P @ (Yp != y0[inv])) > 0
+    return {"M": Z.T @ Z - wm.T @ mx, "R": Z.T @ Zy - wm.T @ my, "spread": np.any(sp[~part], axis=0),
+            "codes": u[part], "n": n_loc[part], "nq": nq[part], "mx": mx[part], "my": my[part], "rx": rx[part],
+            "ry": ry[part], "y0": y0[part], "sp": sp[part]}
 
 
 def _combine_stats(weighting, *states):
     """Sum the scatters and merge partial groups (Chan's update: the between-piece scatter
-    sum_p n_p (mean_p - mean)(mean_p - mean)^T about the merged mean, weighted by w(n_q))."""
+    sum_p n_p (mean_p - mean)(mean_p - mean)^T about the merged mean, weighted by w(n_q)); a piece's
+    mean is rx + mx (ry + my), kept in two parts for the digits, and a merged group's relative to
+    the reference rx (ry) of its first piece."""
     out = {k: sum(s[k] for s in states) for k in ("M", "R")}
-    codes, n, nq, mx, my, lo, hi = (np.concatenate([s[k] for s in states])
-                                    for k in ("codes", "n", "nq", "mx", "my", "lo", "hi"))
+    codes, n, nq, mx, my, rx, ry, y0, sp = (np.concatenate([s[k] for s in states])
+                                            for k in ("codes", "n", "nq", "mx", "my", "rx", "ry", "y0", "sp"))
     u, first, inv = np.unique(codes, return_index=True, return_inverse=True)
+    mx = mx + (rx - rx[first][inv])
+    my = my + (ry - ry[first][inv])
+    sp = sp | (y0 != y0[first][inv])  # a piece's targets differ from the group's first one
+    rx, ry, y0 = rx[first], ry[first], y0[first]
     P = _indicator(inv, u.size)
+    sp = (P @ sp) > 0
     ntot = P @ n.astype(np.float64)
     gx = (P @ (n[:, None] * mx)) / ntot[:, None]
     gy = (P @ (n[:, None] * my)) / ntot[:, None]
@@ -217,9 +224,9 @@ def _combine_stats(weighting, *states):
     ntot = np.rint(ntot).astype(np.int64)
     nq_u = nq[first]
     keep = ntot < nq_u  # complete groups are finished
-    lo, hi = _group_range(inv, u.size, lo, hi)
-    out["spread"] = np.any([s["spread"] for s in states] + [np.any(hi[~keep] > lo[~keep], axis=0)], axis=0)
-    out.update(codes=u[keep], n=ntot[keep], nq=nq_u[keep], mx=gx[keep], my=gy[keep], lo=lo[keep], hi=hi[keep])
+    out["spread"] = np.any([s["spread"] for s in states] + [np.any(sp[~keep], axis=0)], axis=0)
+    out.update(codes=u[keep], n=ntot[keep], nq=nq_u[keep], mx=gx[keep], my=gy[keep], rx=rx[keep], ry=ry[keep],
+               y0=y0[keep], sp=sp[keep])
     return out
 
 

@@ -117,10 +117,13 @@ def greedy_order(preference, X=None, *, n_items=None, pairwise="step", temperatu
     D = _net_preference_matrix(preference, X, n_items, pairwise, temperature)
     n = D.shape[0]
     pi = D.sum(axis=1)
+    # Ties to the lowest index also where rounding split them (PREF = 0.1, 0.3, ...): a running sum pi(x) takes at
+    # most 2n roundings of partial sums below n max|D|, so values within twice n^2 eps max|D| count as tied
+    tol = 2.0 * n * n * np.finfo(np.float64).eps * float(D.max(initial=0.0))
     order = np.empty(n, dtype=np.int64)
     picked = np.empty(n)
     for t in range(n):
-        v = int(np.argmax(pi))  # removed items hold -inf, which the updates keep
+        v = int(np.argmax(pi >= pi.max() - tol))  # removed items hold -inf, which the updates keep
         order[t] = v
         picked[t] = pi[v]
         pi[v] = -np.inf

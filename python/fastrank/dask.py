@@ -25,13 +25,12 @@ import dask.array as da
 from ._cv import RankRLSCV
 from ._memory import check_dense_memory
 from ._problem import check_weighting, pair_weights, raise_without_preferences
-from ._base import FastrankEstimator, KernelMixin, Ranker, ranking_accuracy
+from ._base import FastrankEstimator, KernelMixin, Ranker
 from ._rankrls import RankRLS, RankRLSPath
 from ._solvers import Fit, basis_primal_weights, select_basis, solve_assembled_basis, solve_assembled_primal
 from ._threads import compute_region
 from ._validation import (_all_finite, _asarray, _to_float, check_alpha, check_alphas, check_int, check_n_jobs,
                           group_index)
-from .metrics import _warn_missing_groups
 from .model_selection import permutation_test_lpo as _single
 from .online import OAPBPM, _check_labels, _declared_order
 
@@ -390,14 +389,7 @@ class DaskRankRLS(KernelMixin, RegressorMixin, FastrankEstimator):
         local.n_fit_groups_ = getattr(self, "n_fit_groups_", 1)
         return local
 
-    def score(self, X, y, groups=None, sample_weight=None):
-        """Pairwise ranking accuracy as :meth:`fastrank.RankRLS.score` (computed in memory; without ``groups`` after a
-        fit with several it emits :class:`fastrank.exceptions.MissingGroupsWarning`)."""
-        if groups is None:
-            _warn_missing_groups(self, f"{type(self).__name__}.score")
-        y, groups, sample_weight = _local(y=y, groups=groups, sample_weight=sample_weight)
-        (pred,) = _local(X=self.predict(X))
-        return ranking_accuracy(y, pred, groups, sample_weight)
+    score = Ranker.score  # of the predictions, computed in memory, with its MissingGroupsWarning (n_fit_groups_)
 
 
 def _take_rows(X, idx):

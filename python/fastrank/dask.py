@@ -175,7 +175,8 @@ def _partition_stats(i, start, Xp, Yp, gp, table, weighting, feature):
     nq = counts[u]
     # Per-group weight w(n_q) = c_q n_q of the Laplacian block L_q = c_q (n_q I - 1 1^T)
     # = w(n_q) (I - 1 1^T / n_q), c_q the pair weight of the in-memory RankRLS (fastrank._problem).
-    sw = np.sqrt(pair_weights(nq, weighting) * nq)[inv][:, None]
+    w = pair_weights(nq, weighting) * nq
+    sw = np.sqrt(w)[inv][:, None]
     # Centred inside the partition's piece of each group, in two passes: under a large common offset (features or
     # targets around 1e9 varying by units) the means rx, ry are off by ~eps |mean|, the rows minus them exact and
     # their means mx, my the correction, sum_i w (z_i - m)(z_i - m)^T = sum_i w z_i z_i^T - w n m m^T.
@@ -186,7 +187,7 @@ def _partition_stats(i, start, Xp, Yp, gp, table, weighting, feature):
     my = (P @ Zy) / n_loc[:, None]
     Z *= sw
     Zy *= sw
-    wm = (pair_weights(nq, weighting) * nq * n_loc)[:, None] * mx
+    wm = (w * n_loc)[:, None] * mx
     part = n_loc < nq  # groups that continue in other partitions
     # Ties checked exactly, as in memory: "sp", a target differs from its piece's first one (y0); "spread", an
     # output column differs inside a finished group

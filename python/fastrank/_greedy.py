@@ -24,9 +24,16 @@ def _net_preference_matrix(preference, X, n_items, pairwise, temperature):
     if hasattr(preference, "predict"):
         if X is None:
             raise ValueError("greedy_order with a fitted ranker needs X, the items to order")
-        s = np.asarray(preference.predict(X), dtype=np.float64)
+        # decision_function where there is one: the ordinal learners' predict gives labels (strings, or codes in a
+        # declared order), not scores
+        method = "decision_function" if hasattr(preference, "decision_function") else "predict"
+        s = getattr(preference, method)(X)
+        try:
+            s = np.asarray(s, dtype=np.float64)
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"the ranker's {method}(X) must return one number per item: {exc}") from None
         if s.ndim != 1:
-            raise ValueError(f"the ranker's predict(X) must return one score per item, got shape {s.shape}")
+            raise ValueError(f"the ranker's {method}(X) must return one score per item, got shape {s.shape}")
         if not np.isfinite(s).all():
             raise ValueError("the ranker's scores contain NaN or infinity")
         if pairwise not in _PAIRWISE:
@@ -90,8 +97,9 @@ def greedy_order(preference, X=None, *, n_items=None, pairwise="step", temperatu
         * an (n, n) matrix with PREF[u, v] in [0, 1], the degree to which u should be ranked above v (the diagonal is
           ignored; PREF[u, v] + PREF[v, u] = 1 is not required);
         * a callable ``f(u, v) -> float in [0, 1]`` on item indices, with ``n_items``;
-        * any fitted estimator with ``predict`` (every fastrank ranker), with ``X``: its scores s give PREF[u, v] = 1,
-          1/2, 0 for s_u >, ==, < s_v (``pairwise="step"``), or the logistic 1 / (1 + exp(-(s_u - s_v) / temperature))
+        * any fitted estimator with ``predict`` (every fastrank ranker), with ``X``: its scores s (``decision_function``
+          where it has one, as the ordinal learners' ``predict`` gives labels) give PREF[u, v] = 1, 1/2, 0 for
+          s_u >, ==, < s_v (``pairwise="step"``), or the logistic 1 / (1 + exp(-(s_u - s_v) / temperature))
           (``pairwise="sigmoid"``).
     X, n_items : the items to score (with a ranker); their number (with a callable)
     pairwise : {"step", "sigmoid"}, temperature : float > 0
@@ -109,10 +117,13 @@ def greedy_order(preference, X=None, *, n_items=None, pairwise="step", temperatu
     D = _net_preference_matrix(preference, X, n_items, pairwise, temperature)
     n = D.shape[0]
     pi = D.sum(axis=1)
+    # Ties to the lowest index also where rounding split them (PREF = 0.1, 0.3, ...): a running sum pi(x) takes at
+    # most 2n roundings of partial sums below n max|D|, so values within twice n^2 eps max|D| count as tied
+    tol = 2.0 * n * n * np.finfo(np.float64).eps * float(D.max(initial=0.0))
     order = np.empty(n, dtype=np.int64)
     picked = np.empty(n)
     for t in range(n):
-        v = int(np.argmax(pi))  # removed items hold -inf, which the updates keep
+        v = int(np.argmax(pi >= pi.max() - tol))  # removed items hold -inf, which the updates keep
         order[t] = v
         picked[t] = pi[v]
         pi[v] = -np.inf

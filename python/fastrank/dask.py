@@ -25,13 +25,12 @@ import dask.array as da
 from ._cv import RankRLSCV
 from ._memory import check_dense_memory
 from ._problem import check_weighting, pair_weights, raise_without_preferences
-from ._base import FastrankEstimator, KernelMixin, Ranker, ranking_accuracy
+from ._base import FastrankEstimator, KernelMixin, Ranker
 from ._rankrls import RankRLS, RankRLSPath
 from ._solvers import Fit, basis_primal_weights, select_basis, solve_assembled_basis, solve_assembled_primal
 from ._threads import compute_region
 from ._validation import (_all_finite, _asarray, _to_float, check_alpha, check_alphas, check_group_ids, check_int,
                           check_n_jobs, group_index)
-from .metrics import _warn_missing_groups
 from .model_selection import permutation_test_lpo as _single
 from .online import OAPBPM, _check_labels, _declared_order
 
@@ -168,32 +167,51 @@ def _partition_stats(i, start, Xp, Yp, gp, table, weighting, feature):
         _check_partition_rows("groups", i, start, gp.shape[0], rows)
         codes = np.searchsorted(ids, gp)
     F = Xp if feature is None else feature(Xp)
-    u, inv, n_loc = np.unique(codes, return_inverse=True, return_counts=True)
+    u, first, inv, n_loc = np.unique(codes, return_index=True, return_inverse=True, return_counts=True)
     P = _indicator(inv, u.size)
-    mx = (P @ F) / n_loc[:, None]
-    my = (P @ Yp) / n_loc[:, None]
+    rx = (P @ F) / n_loc[:, None]
+    ry = (P @ Yp) / n_loc[:, None]
     nq = counts[u]
     # Per-group weight w(n_q) = c_q n_q of the Laplacian block L_q = c_q (n_q I - 1 1^T)
     # = w(n_q) (I - 1 1^T / n_q), c_q the pair weight of the in-memory RankRLS (fastrank._problem).
-    sw = np.sqrt(pair_weights(nq, weighting) * nq)[inv][:, None]
-    # Centred inside the partition's piece of each group: no digits lost to large feature means.
-    Z = mx[inv]
+    w = pair_weights(nq, weighting) * nq
+    sw = np.sqrt(w)[inv][:, None]
+    # Centred inside the partition's piece of each group, in two passes: under a large common offset (features or
+    # targets around 1e9 varying by units) the means rx, ry are off by ~eps |mean|, the rows minus them exact and
+    # their means mx, my the correction, sum_i w (z_i - m)(z_i - m)^T = sum_i w z_i z_i^T - w n m m^T.
+    Z = rx[inv]
     np.subtract(F, Z, out=Z)
+    Zy = Yp - ry[inv]
+    mx = (P @ Z) / n_loc[:, None]
+    my = (P @ Zy) / n_loc[:, None]
     Z *= sw
-    Zy = (Yp - my[inv]) * sw
+    Zy *= sw
+    wm = (w * n_loc)[:, None] * mx
     part = n_loc < nq  # groups that continue in other partitions
-    return {"M": Z.T @ Z, "R": Z.T @ Zy, "yLy": np.einsum("ij,ij->j", Zy, Zy),
-            "yy": np.einsum("ij,ij->j", Yp * sw, Yp * sw),
-            "codes": u[part], "n": n_loc[part], "nq": nq[part], "mx": mx[part], "my": my[part]}
+    # Ties checked exactly, as in memory: "sp", a target differs from its piece's first one (y0); "spread", an
+    # output column differs inside a finished group
+    y0 = Yp[first]
+    sp = (P @ (Yp != y0[inv])) > 0
+    return {"M": Z.T @ Z - wm.T @ mx, "R": Z.T @ Zy - wm.T @ my, "spread": np.any(sp[~part], axis=0),
+            "codes": u[part], "n": n_loc[part], "nq": nq[part], "mx": mx[part], "my": my[part], "rx": rx[part],
+            "ry": ry[part], "y0": y0[part], "sp": sp[part]}
 
 
 def _combine_stats(weighting, *states):
     """Sum the scatters and merge partial groups (Chan's update: the between-piece scatter
-    sum_p n_p (mean_p - mean)(mean_p - mean)^T about the merged mean, weighted by w(n_q))."""
-    out = {k: sum(s[k] for s in states) for k in ("M", "R", "yLy", "yy")}
-    codes, n, nq, mx, my = (np.concatenate([s[k] for s in states]) for k in ("codes", "n", "nq", "mx", "my"))
+    sum_p n_p (mean_p - mean)(mean_p - mean)^T about the merged mean, weighted by w(n_q)); a piece's
+    mean is rx + mx (ry + my), kept in two parts for the digits, and a merged group's relative to
+    the reference rx (ry) of its first piece."""
+    out = {k: sum(s[k] for s in states) for k in ("M", "R")}
+    codes, n, nq, mx, my, rx, ry, y0, sp = (np.concatenate([s[k] for s in states])
+                                            for k in ("codes", "n", "nq", "mx", "my", "rx", "ry", "y0", "sp"))
     u, first, inv = np.unique(codes, return_index=True, return_inverse=True)
+    mx = mx + (rx - rx[first][inv])
+    my = my + (ry - ry[first][inv])
+    sp = sp | (y0 != y0[first][inv])  # a piece's targets differ from the group's first one
+    rx, ry, y0 = rx[first], ry[first], y0[first]
     P = _indicator(inv, u.size)
+    sp = (P @ sp) > 0
     ntot = P @ n.astype(np.float64)
     gx = (P @ (n[:, None] * mx)) / ntot[:, None]
     gy = (P @ (n[:, None] * my)) / ntot[:, None]
@@ -202,11 +220,12 @@ def _combine_stats(weighting, *states):
     Dy = (my - gy[inv]) * s
     out["M"] += Dx.T @ Dx
     out["R"] += Dx.T @ Dy
-    out["yLy"] += np.einsum("ij,ij->j", Dy, Dy)
     ntot = np.rint(ntot).astype(np.int64)
     nq_u = nq[first]
     keep = ntot < nq_u  # complete groups are finished
-    out.update(codes=u[keep], n=ntot[keep], nq=nq_u[keep], mx=gx[keep], my=gy[keep])
+    out["spread"] = np.any([s["spread"] for s in states] + [np.any(sp[~keep], axis=0)], axis=0)
+    out.update(codes=u[keep], n=ntot[keep], nq=nq_u[keep], mx=gx[keep], my=gy[keep], rx=rx[keep], ry=ry[keep],
+               y0=y0[keep], sp=sp[keep])
     return out
 
 
@@ -246,7 +265,7 @@ def _statistics(X, Y, G, table, weighting, feature):
         stats = dask.compute(_tree(parts, functools.partial(_combine_stats, weighting)))[0]
     if stats["codes"].size:  # cannot happen when the group table is right
         raise RuntimeError("internal error: incomplete groups after merging the partitions")
-    raise_without_preferences(None, np.sqrt(stats["yLy"]) <= 1e-10 * np.sqrt(stats["yy"]), G is not None)
+    raise_without_preferences(None, ~stats["spread"], G is not None)
     M = stats["M"]
     return 0.5 * (M + M.T), stats["R"]  # exact symmetry for the symmetric solver
 
@@ -370,19 +389,15 @@ class DaskRankRLS(KernelMixin, RegressorMixin, FastrankEstimator):
         local.n_fit_groups_ = getattr(self, "n_fit_groups_", 1)
         return local
 
-    def score(self, X, y, groups=None, sample_weight=None):
-        """Pairwise ranking accuracy as :meth:`fastrank.RankRLS.score` (computed in memory; without ``groups`` after a
-        fit with several it emits :class:`fastrank.exceptions.MissingGroupsWarning`)."""
-        if groups is None:
-            _warn_missing_groups(self, f"{type(self).__name__}.score")
-        y, groups, sample_weight = _local(y=y, groups=groups, sample_weight=sample_weight)
-        (pred,) = _local(X=self.predict(X))
-        return ranking_accuracy(y, pred, groups, sample_weight)
+    score = Ranker.score  # of the predictions, computed in memory, with its MissingGroupsWarning (n_fit_groups_)
 
 
 def _take_rows(X, idx):
     """Rows ``idx`` of a dask array, reading only the partitions that hold them (sorted indices
     keep dask's take to one slice per partition)."""
+    # Empty partitions dropped first: dask's take divides by the mean partition length, 0 when the
+    # partitions outnumber the rows ("range() arg 3 must not be zero"); rechunk only merges them.
+    X = X.rechunk({0: tuple(c for c in X.chunks[0] if c)})
     order = np.argsort(idx, kind="stable")
     rows = np.empty((idx.size, X.shape[1]))
     rows[order] = X[idx[order]].compute()

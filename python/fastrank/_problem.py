@@ -268,9 +268,12 @@ class RankingProblem(NamedTuple):
         out *= np.repeat(np.sqrt(self.pair_weight() * sizes), sizes)[:, None]
         return out
 
-    def apply_S_cells(self, A, pseudo_inverse=False, fewer=0.0):
+    def apply_S_cells(self, A, pseudo_inverse=False, fewer=0.0, centre=True):
         """S A (or S^+ A) with tied pairs excluded, rows of A in CELL order (``self.cells.order``); ``fewer``
-        (per cell) lowers the within-cell factors n_q - n_t to n_q - n_t - fewer_t.
+        (per cell) lowers the within-cell factors n_q - n_t to n_q - n_t - fewer_t.  ``centre``: subtract each
+        group's mean first (S 1_q = 0), so that a large common offset of A (targets near 1e9) cancels no digits;
+        its rounding is a constant of the group, which S removes.  Kernel matrices pass False: two more passes
+        over (m, m), and their offset is carried by the predictions K A anyway.
 
         Inside group q (pair weight c_q), the complete multipartite Laplacian over the tie cells t
         splits into orthogonal projectors: L_q = c_q (n_q P_B + sum_t (n_q - n_t) P_t), P_B the
@@ -279,20 +282,22 @@ class RankingProblem(NamedTuple):
         each nonzero factor."""
         cells = self.cells
         cell_group = self.groups.codes[cells.order[cells.offsets[:-1]]]  # the group of every tie cell
-        A = np.asarray(A, dtype=np.float64)
-        col = (-1,) + (1,) * (A.ndim - 1)  # a per-row factor broadcast over A's other axes
+        col = (-1,) + (1,) * (np.ndim(A) - 1)  # a per-row factor broadcast over A's other axes
         csize = cells.sizes.astype(np.float64)
-        csum = np.add.reduceat(A, cells.offsets[:-1], axis=0)
         gsize = self.groups.sizes.astype(np.float64)
-        gsum = np.add.reduceat(csum, np.r_[0, np.flatnonzero(np.diff(cell_group)) + 1], axis=0)  # cells: group-major
+        A = np.asarray(A, dtype=np.float64)
+        if centre:  # rows are group-major
+            A = A - np.repeat(np.add.reduceat(A, self.groups.offsets[:-1], axis=0) / gsize.reshape(col),
+                              self.groups.sizes, axis=0)
+        csum = np.add.reduceat(A, cells.offsets[:-1], axis=0)
         cmean = csum / csize.reshape(col)
-        gmean = gsum / gsize.reshape(col)
+        gmean = np.add.reduceat(csum, np.r_[0, np.flatnonzero(np.diff(cell_group)) + 1], axis=0) / gsize.reshape(col)
         n_q = gsize[cell_group]
         c_q = self.pair_weight()[cell_group]
         between, within = np.sqrt(c_q * n_q), np.sqrt(c_q * (n_q - csize - fewer))
         if pseudo_inverse:
             between, within = (np.divide(1.0, f, out=np.zeros_like(f), where=f > 0) for f in (between, within))
-        # within_t A_i + (between_q (mean_t - mean_q) - within_t mean_t): two passes over A
+        # within_t A_i + (between_q (mean_t - mean_q) - within_t mean_t)
         shift = between.reshape(col) * (cmean - gmean[cell_group]) - within.reshape(col) * cmean
         out = np.repeat(within, cells.sizes).reshape(col) * A
         out += np.repeat(shift, cells.sizes, axis=0)

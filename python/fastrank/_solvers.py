@@ -142,13 +142,16 @@ def choose_solver(solver, spec, problem, *, basis_vectors=None):
 def _object_ranking_normal_equations(X, Y):
     """Primal system of object ranking (eq. 30 with L = m I - 1 1^T) without centring a copy of X:
     X^T L X = m (X^T X - m mu mu^T), X^T L Y = m (X^T Y - m mu ybar^T), or None (the caller centres in
-    C++) unless mu_j^2 <= 1e4 var_j for every feature (docs/design/solvers.md, "Primal")."""
+    C++) unless mu_j^2 <= 1e4 var_j for every feature (docs/design/solvers.md, "Primal").  Y is centred
+    first (L 1 = 0 leaves X^T L Y unchanged): a large common offset of the targets would otherwise cancel
+    between the two terms."""
     m = X.shape[0]
     G = X.T @ X
     mu = X.sum(axis=0) / m
     var = np.diag(G) / m - mu * mu
     if not np.all(mu * mu <= 1e4 * var):  # also rejects constant features
         return None
+    Y = Y - Y.mean(axis=0)
     XtY = X.T @ Y
     G -= m * np.outer(mu, mu)
     G *= m
@@ -213,9 +216,9 @@ def solve_dual(problem, spec, alphas, n_threads):
         # (S K S + alpha I) u = S y, A = S u with the tie-excluding S (eq. 17 in symmetric form)
         cells = problem.cells
         K = train_kernel(problem.X, spec, n_threads, cells)
-        SK = problem.apply_S_cells(K)
+        SK = problem.apply_S_cells(K, centre=False)
         del K
-        G = np.asfortranarray(problem.apply_S_cells(SK.T))
+        G = np.asfortranarray(problem.apply_S_cells(SK.T, centre=False))
         del SK
         A, rcond = _core.solve_shifted_system(G, np.asfortranarray(problem.apply_S_cells(cells.take(problem.Y))),
                                               alphas)

@@ -1,0 +1,46 @@
+"""A large common offset of the targets leaves RankRLS unchanged (L 1 = 0): every solver must give the
+offset-free model, not lose digits to cancellation between X^T y and its mean."""
+
+import numpy as np
+import pytest
+
+import fastrank
+
+RNG = np.random.default_rng(20261127)
+M, N = 300, 8
+X = RNG.normal(size=(M, N))
+Y = RNG.integers(0, 5, size=M).astype(float)
+GROUPS = RNG.integers(0, 10, size=M)
+
+
+def _explicit_pairs_model(exclude_ties, groups):
+    """Predictions of (X^T L X + alpha I) w = X^T L y with L built from the explicit pairs (alpha = 1)."""
+    same = np.ones((M, M), bool) if groups is None else groups[:, None] == groups[None, :]
+    A = same & ~np.eye(M, dtype=bool)
+    if exclude_ties:
+        A &= Y[:, None] != Y[None, :]
+    L = np.diag(A.sum(axis=1)) - A
+    w = np.linalg.solve(X.T @ L @ X + np.eye(N), X.T @ (L @ Y))
+    return X @ w
+
+
+@pytest.mark.parametrize("exclude_ties", [False, True])
+@pytest.mark.parametrize("grouped", [False, True])
+@pytest.mark.parametrize("solver", ["primal", "dual", "cg"])
+@pytest.mark.parametrize("offset", [1e9, 1e13])
+def test_a_common_target_offset_changes_no_digit(exclude_ties, grouped, solver, offset):
+    groups = GROUPS if grouped else None
+    ref = _explicit_pairs_model(exclude_ties, groups)
+    est = fastrank.RankRLS(alpha=1.0, solver=solver, exclude_ties=exclude_ties)
+    if solver == "cg":
+        est.set_params(tol=1e-12)
+    pred = est.fit(X, Y + offset, groups=groups).predict(X)
+    np.testing.assert_allclose(pred - pred.mean(), ref - ref.mean(), rtol=0, atol=1e-8 * np.abs(ref).max())
+
+
+def test_a_common_target_offset_in_several_outputs():
+    Y2 = np.column_stack([Y, 2 * Y]) + 1e12
+    pred = fastrank.RankRLS(alpha=1.0, solver="primal").fit(X, Y2).predict(X)
+    ref = _explicit_pairs_model(False, None)
+    np.testing.assert_allclose(pred[:, 0] - pred[:, 0].mean(), ref - ref.mean(), atol=1e-8 * np.abs(ref).max())
+    np.testing.assert_allclose(pred[:, 1] - pred[:, 1].mean(), 2 * (ref - ref.mean()), atol=2e-8 * np.abs(ref).max())

@@ -23,7 +23,8 @@ from ._kernels import kernel_block, resolve_kernel
 from ._memory import check_dense_memory, densified
 from ._problem import PreferenceGraph, RankingProblem, check_weighting, group_target_range, require_preferences
 from ._progress import resolve_verbose, stage
-from ._solvers import Fit, _by_alpha, _centred_features, check_indices, choose_solver, select_basis, solve_dual
+from ._solvers import (Fit, _by_alpha, _centred_features, check_indices, choose_solver, select_basis, solve_dual,
+                       solve_primal)
 from ._sparse import issparse, row_sq_norms, take_rows
 from ._threads import compute_region, cpu_budget, threads_for_work
 from ._validation import _asarray, check_alpha, check_n_jobs, pair_disagreement, whole_numbers
@@ -814,8 +815,9 @@ class HoldoutEngine(_OnProblem):
         self.kspec = spec.kernel_spec(problem.n_features)
         gi, X = problem.groups, problem.X
         self.Xg = X if gi.is_identity else take_rows(X, gi.order)
-        self.low_rank = self.kspec.linear and not self.kspec.precomputed and problem.n_features < problem.m \
-            and spec.solver != "dual" and not spec.exclude_ties
+        # fit's choice of the primal solver (the linear kernel with n_features < m), the low-rank route without ties
+        self.primal = self.kspec.linear and problem.n_features < problem.m and spec.solver != "dual"
+        self.low_rank = self.primal and not spec.exclude_ties
         # threads by the work, p x p systems (m p^2) or the m x m kernel's factor (m^3); n_jobs caps them, so that
         # asking for more threads never makes a small problem slower than one thread
         work = problem.m * float(problem.n_features) ** 2 if self.low_rank else float(problem.m) ** 3
@@ -882,9 +884,13 @@ class HoldoutEngine(_OnProblem):
             return None
         if self.low_rank:
             return Fit("primal", coef=self.dual.solve_primal(alpha)[None])
-        if self.spec.exclude_ties:  # fit's symmetric solve (the tie route keeps no factor of the full model)
+        if self.spec.exclude_ties:  # fit's solve (the tie route keeps no factor of the full model), on dense rows
+            problem = self.problem._replace(X=densified(self.problem.X))
+            alphas = np.array([float(alpha)])
             with compute_region(self.n_threads):
-                return solve_dual(self.problem, self.kspec, np.array([float(alpha)]), self.n_threads)
+                if self.primal:
+                    return solve_primal(problem, alphas, self.n_threads)
+                return solve_dual(problem, self.kspec, alphas, self.n_threads)
         A = self.dual.solve(alpha)  # dense: no feature map here
         X = self.problem.X
         coef = np.asarray(_centred_features(X).T @ A)[None] if self.kspec.linear else None

@@ -19,7 +19,7 @@ import scipy.linalg
 from scipy.linalg import lu_factor, lu_solve
 
 from . import _core, _holdout
-from ._kernels import kernel_block, resolve_kernel
+from ._kernels import kernel_block, resolve_kernel, twin_rows
 from ._memory import check_dense_memory, densified
 from ._problem import PreferenceGraph, RankingProblem, check_weighting, group_target_range, require_preferences
 from ._progress import resolve_verbose, stage
@@ -30,7 +30,8 @@ from ._threads import compute_region, cpu_budget, threads_for_work
 from ._validation import _asarray, check_alpha, check_n_jobs, pair_disagreement, whole_numbers
 from .exceptions import IllConditionedWarning, LinAlgError, user_stacklevel
 
-__all__ = ["CVSpec", "spec_of", "HoldoutEngine", "engine_for", "resolve_folds", "check_sets", "PreferenceRoute"]
+__all__ = ["CVSpec", "spec_of", "HoldoutEngine", "engine_for", "resolve_folds", "check_sets", "PreferenceRoute",
+           "alike"]
 
 _SOLVERS = ("auto", "dual", "primal")
 # Grids of more alphas than this share one spectral factor of S K S (one m x m product per alpha); smaller grids factor
@@ -998,13 +999,26 @@ class HoldoutEngine(_OnProblem):
     def _lpo_alpha(self, alpha):
         return self.spec.alpha_for(self.m - 2) if alpha is None else alpha
 
+    @functools.cached_property
+    def twins(self):
+        """:func:`twin_rows` of the training rows (of the kernel's rows when precomputed)."""
+        return twin_rows(self.problem.X)
+
+    def _twin_pairs(self, pairs):
+        """Which pairs join two identical rows (their retrained model predicts both alike), or None."""
+        return None if self.twins is None else self.twins[pairs[:, 0]] == self.twins[pairs[:, 1]]
+
     def lpo(self, pairs, alpha=None):
-        """(n_pairs, 2) or (n_pairs, 2, v) held-out predictions (Lemma 2, eqs. 34-39)."""
+        """(n_pairs, 2) or (n_pairs, 2, v) held-out predictions (Lemma 2, eqs. 34-39); a pair of identical rows gets
+        the mean of its two (:func:`twin_rows`)."""
         pairs = np.ascontiguousarray(pairs, dtype=np.int64)
         if pairs.shape[0] == 0:  # no factor needed (and no width for the routes' reshape(0, -1) to infer)
             return self.shaped(np.empty((0, 2, self.Y.shape[1])))
-        out = self._route().lpo(pairs, self._lpo_alpha(alpha))
-        return self.shaped(out.reshape(pairs.shape[0], 2, self.Y.shape[1]))
+        out = self._route().lpo(pairs, self._lpo_alpha(alpha)).reshape(pairs.shape[0], 2, self.Y.shape[1])
+        twin = self._twin_pairs(pairs)
+        if twin is not None and twin.any():
+            out[twin] = out[twin].mean(axis=1, keepdims=True)
+        return self.shaped(out)
 
     def n_default_pairs(self):
         """The number of :meth:`default_pairs`."""
@@ -1013,8 +1027,9 @@ class HoldoutEngine(_OnProblem):
 
     def lpo_all_pairs(self, alpha=None):
         """:meth:`lpo` of :meth:`default_pairs` (with their check that a training pair remains); feature
-        maps never list the pairs (the C++ loop generates them), other routes take the listed pairs."""
-        if self.features is None:  # as with exclude_ties (no feature map)
+        maps never list the pairs (the C++ loop generates them) unless identical rows must be found among them, other
+        routes take the listed pairs."""
+        if self.features is None or self.twins is not None:  # no feature map (as with exclude_ties), or twins
             return self.lpo(self.training_pairs(), alpha)
         self.check_pairs_leave_training()
         self.check_pair_preferences()
@@ -1023,8 +1038,20 @@ class HoldoutEngine(_OnProblem):
         return self.shaped(self.feature.lpo_all_pairs(self._lpo_alpha(alpha)).reshape(n_pairs, 2, self.Y.shape[1]))
 
     def lpo_disagreement(self, pairs, alpha=None):
-        """Pairwise disagreement of the leave-pair-out predictions per output column (``pairs`` not empty)."""
+        """Pairwise disagreement of the leave-pair-out predictions per output column (``pairs`` not empty); a pair of
+        identical rows is predicted alike by its retrained model (:func:`twin_rows`), so it counts 1/2 where its
+        targets differ, without a solve."""
         alpha, pairs = self._lpo_alpha(alpha), np.ascontiguousarray(pairs, dtype=np.int64)
+        twin = self._twin_pairs(pairs)
+        if twin is None or not twin.any():
+            return self._route_disagreement(pairs, alpha)
+        rest, Y = np.ascontiguousarray(pairs[~twin]), self.Y
+        n_twin, n_rest = (np.count_nonzero(Y[p[:, 0]] != Y[p[:, 1]], axis=0) for p in (pairs[twin], rest))
+        wrong = np.nan_to_num(self._route_disagreement(rest, alpha)) * n_rest if rest.size else 0.0
+        total = n_twin + n_rest
+        return np.where(total > 0, (wrong + 0.5 * n_twin) / np.maximum(total, 1), np.nan)
+
+    def _route_disagreement(self, pairs, alpha):
         route = self._route()
         if route is self.dual:
             return route.lpo(pairs, alpha, disagreement=True)
@@ -1032,7 +1059,8 @@ class HoldoutEngine(_OnProblem):
 
     # ---- hold-out sets -----------------------------------------------------------------------------
     def holdout(self, sets, alpha=None):
-        """Predictions for each set (list of index arrays, caller's order) in one concatenation."""
+        """Predictions for each set (list of index arrays, caller's order) in one concatenation; identical rows of one
+        set get the mean of theirs (:func:`twin_rows`)."""
         if alpha is None and self.spec.C is not None:
             # MPRank: sets of one size share the retrained alpha; one pass per distinct size
             sizes = np.array([len(s) for s in sets])
@@ -1045,7 +1073,8 @@ class HoldoutEngine(_OnProblem):
                                                            self.spec.alpha_for(self.m - int(size)))
             return out
         alpha = self.alpha if alpha is None else alpha
-        return self._route().holdout(sets, alpha)
+        unit = np.repeat(np.arange(len(sets)), [len(s) for s in sets])
+        return alike(self._route().holdout(sets, alpha), np.concatenate(sets), unit, self.twins)
 
     def leave_group_out(self, alpha=None):
         """(m, v) predictions, each group held out in turn (eq. 33): from the spectral factor when it exists, else
@@ -1059,7 +1088,11 @@ class HoldoutEngine(_OnProblem):
         if (self.spec.C is not None and alpha is None) or self.spec.exclude_ties \
                 or (route is self.dual and route.factored()):  # each group as a hold-out set
             return self.holdout_rows(self.groups.rows(), alpha)
-        return route.leave_group_out(self.alpha if alpha is None else alpha)
+        return self._alike_in_groups(route.leave_group_out(self.alpha if alpha is None else alpha))
+
+    def _alike_in_groups(self, out):
+        """(m, v) predictions, each group's by one model: :func:`alike` inside the groups."""
+        return alike(out, np.arange(self.m), self.groups.codes, self.twins)
 
     def holdout_rows(self, sets, alpha=None):
         """(m, v) predictions in row order, each set's rows by the model retrained without that set (disjoint sets);
@@ -1075,7 +1108,10 @@ class HoldoutEngine(_OnProblem):
         self.require_preferences_without_each_group()
         if self.spec.C is not None or self._route() is not self.dual or alphas.size < 5:
             return np.stack([self._leave_group_out(float(a)) for a in alphas])
-        return self.dual.leave_group_out_path(alphas)
+        out = self.dual.leave_group_out_path(alphas)
+        for predictions in out:
+            self._alike_in_groups(predictions)
+        return out
 
     def check_sets(self, sets):
         sets = check_sets(sets, self.m, min_train=0)
@@ -1093,6 +1129,22 @@ class HoldoutEngine(_OnProblem):
         if not kept.all():
             k = int(np.flatnonzero(~kept.all(axis=1))[0])
             raise ValueError(_no_preference(f"holding out group {gi.labels[k]}", ~kept[k]))
+
+
+def alike(out, rows, unit, twins):
+    """``out`` (n, v), the predictions of ``rows`` where row k is predicted by the model retrained for ``unit[k]``,
+    with the identical rows (``twins``: :func:`twin_rows`) of one unit set to their mean, in place; returns out."""
+    if twins is None:
+        return out
+    _, inv, counts = np.unique(unit.astype(np.int64) * twins.size + twins[rows], return_inverse=True,
+                               return_counts=True)
+    inv = inv.reshape(-1)
+    dup = counts[inv] > 1
+    if dup.any():
+        sums = np.zeros((counts.size, out.shape[1]))
+        np.add.at(sums, inv[dup], out[dup])
+        out[dup] = sums[inv[dup]] / counts[inv[dup], None]
+    return out
 
 
 def require_training_preferences(gi, Y, sets, name, *, skip_tied=False):

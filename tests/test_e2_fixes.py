@@ -108,18 +108,21 @@ def test_preference_hold_out_predictions_of_identical_rows_are_ties():
             assert np.array_equal(np.equal.outer(got, got), np.equal.outer(want, want))
 
 
-@pytest.mark.parametrize("kernel", ["rbf", "poly"])
-def test_kernel_predictions_of_identical_rows_tie(kernel):
-    """The compiled blocked kernel product rounded identical test rows differently (by their place in a block), so
-    score() counted their pairs as right or wrong instead of 1/2."""
+@pytest.mark.parametrize("kernel, n, p", [("rbf", 50, 200), ("poly", 50, 200), ("linear", 300, 7),
+                                          ("precomputed", 300, 7)])
+def test_predictions_of_identical_rows_tie(kernel, n, p):
+    """The compiled blocked kernel product and BLAS's matrix-vector product rounded identical test rows differently
+    (by their place in a block), so score() counted their pairs as right or wrong instead of 1/2."""
     rng = np.random.default_rng(0)
-    X, y = rng.standard_normal((200, 50)), rng.standard_normal(200)
-    distinct = rng.standard_normal((5, 50))
-    which = rng.integers(0, 5, 200)
-    Z, yz = distinct[which], rng.standard_normal(200)
+    X, y = rng.standard_normal((200, n)), rng.standard_normal(200)
+    distinct = rng.standard_normal((5, n))
+    which = np.r_[0, 1, 2, 3, 4, rng.integers(0, 5, p - 5)]
+    Z, yz = distinct[which], rng.standard_normal(p)
+    if kernel == "precomputed":  # the linear kernel's values
+        X, Z, distinct = X @ X.T, Z @ X.T, distinct @ X.T
     model = RankRLS(kernel=kernel).fit(X, y)
     one_by_one = np.array([model.predict(distinct[[k]])[0] for k in range(5)])
-    np.testing.assert_allclose(model.predict(Z), one_by_one[which], rtol=1e-12)
+    np.testing.assert_allclose(model.predict(Z), one_by_one[which], rtol=1e-9)
     assert np.array_equal(model.predict(Z), model.predict(Z)[np.unique(which, return_index=True)[1]][which])
     f = one_by_one[which]
     d = np.sign(np.subtract.outer(f, f)) * np.sign(np.subtract.outer(yz, yz))

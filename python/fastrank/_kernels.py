@@ -9,7 +9,8 @@ from . import _core
 from ._sparse import canonical_csr, issparse, row_sq_norms, take_rows
 from ._validation import check_n_jobs, check_real
 
-__all__ = ["KernelSpec", "resolve_kernel", "KERNELS", "kernel_block", "predict_basis", "twin_rows"]
+__all__ = ["KernelSpec", "resolve_kernel", "KERNELS", "kernel_block", "predict_basis", "by_distinct_rows",
+           "twin_rows"]
 
 KERNELS = ("linear", "rbf", "gaussian", "poly", "polynomial", "precomputed")
 _KIND = {"linear": 0, "rbf": 1, "poly": 2}  # resolved kinds (resolve_kernel maps the aliases)
@@ -120,13 +121,7 @@ def kernel_block(spec, Z, XR, n_threads=1):
 
 def predict_basis(Z, X_basis, coef, kernel_spec, n_jobs=None, *, block_bytes=2**25):
     """Predictions ``K(Z, X_basis) @ coef`` of a computed kernel: O(|R|) kernel evaluations per input, in row blocks so
-    at most ``block_bytes`` of kernel values exist at once; sparse Z stays sparse.  Identical rows of Z are predicted
-    once (:func:`twin_rows`), so that they tie exactly."""
-    twins = twin_rows(Z)
-    if twins is not None:
-        first = np.flatnonzero(twins == np.arange(twins.size))
-        out = predict_basis(take_rows(Z, first), X_basis, coef, kernel_spec, n_jobs, block_bytes=block_bytes)
-        return out[np.searchsorted(first, twins)]
+    at most ``block_bytes`` of kernel values exist at once; sparse Z stays sparse."""
     spec, n_threads = kernel_spec, check_n_jobs(n_jobs)
     coef = np.asarray(coef, dtype=np.float64)
     one_d = coef.ndim == 1
@@ -142,6 +137,16 @@ def predict_basis(Z, X_basis, coef, kernel_spec, n_jobs=None, *, block_bytes=2**
         for start in range(0, Z.shape[0], block):
             out[start:start + block] = kernel_block(spec, Zc[start:start + block], Xb, n_threads) @ C
     return out.reshape(-1) if one_d else out
+
+
+def by_distinct_rows(predict, X):
+    """``predict(X)`` computed once per distinct row of X (:func:`twin_rows`): identical inputs tie exactly, where a
+    blocked product rounds them by their place in a block."""
+    twins = twin_rows(X)
+    if twins is None:
+        return predict(X)
+    first = np.flatnonzero(twins == np.arange(twins.size))
+    return predict(take_rows(X, first))[np.searchsorted(first, twins)]
 
 
 def twin_rows(X):

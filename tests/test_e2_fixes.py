@@ -130,3 +130,16 @@ def test_predictions_of_identical_rows_tie(kernel, n, p):
     want = np.mean(np.where(d[untied] > 0, 1.0, np.where(d[untied] == 0, 0.5, 0.0)))
     assert model.score(Z, yz) == pytest.approx(want, abs=1e-12)
     assert model.score(sp.csr_matrix(Z), yz) == pytest.approx(want, abs=1e-12)
+
+
+def test_permutation_test_names_a_bad_random_state():
+    X, y = _repeated_rows(12, 4)
+    with pytest.raises(ValueError, match="random_state must be None, an int"):
+        permutation_test_lpo(RankRLS(), X, y, 3, random_state="x")
+
+
+def test_a_scoring_callable_without_groups_is_named():
+    X, y = _repeated_rows(12, 4)
+    with pytest.raises(TypeError, match=r"cannot be called as scoring\(y_true, y_pred, groups\)"):
+        RankRLSCV(cv=3, scoring=lambda y_true, y_pred: 0.0).fit(X, y)
+    assert RankRLSCV(cv=3, scoring=lambda y_true, y_pred, groups=None: 0.0).fit(X, y).best_score_ == 0.0

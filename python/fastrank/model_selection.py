@@ -134,7 +134,11 @@ def permutation_test_lpo(estimator, X, y, n_permutations=100, random_state=None,
     if y.ndim != 1:
         raise ValueError("permutation_test_lpo needs a 1-D y")
     y = as_targets(y, y.shape[0])[0][:, 0]  # real and finite, as fit checks it
-    rng = check_random_state(random_state)
+    try:
+        rng = check_random_state(random_state)
+    except ValueError:  # scikit-learn's message names the value only
+        raise ValueError(f"random_state must be None, an int in [0, 2**32 - 1] or a numpy.random.RandomState, got "
+                         f"{random_state!r}") from None
     m = y.shape[0]
     # the columns and their stacked copy, checked before a loop of n_permutations draws
     check_dense_memory(m, 2, "targets of y and its permutations", n_cols=n_permutations + 1)

@@ -16,7 +16,7 @@ import numpy as np
 from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.utils._param_validation import Interval, InvalidParameterError, StrOptions, validate_parameter_constraints
 
-from ._kernels import predict_basis, resolve_kernel
+from ._kernels import by_distinct_rows, predict_basis, resolve_kernel
 from ._problem import check_features, crucial_pairs
 from ._progress import progress
 from ._sparse import issparse
@@ -192,7 +192,11 @@ class KernelMixin:
 
     def _expansion_predict(self, X):
         """Scores of checked test input X: ``X @ coef_`` (linear weights), else ``K(X, X_fit_) @ dual_coef_`` with X the
-        kernel values themselves when precomputed (of a basis model, ``basis_indices_``: the columns of its rows)."""
+        kernel values themselves when precomputed (of a basis model, ``basis_indices_``: the columns of its rows); once
+        per distinct row of X, so that identical rows tie."""
+        return by_distinct_rows(self._expansion_scores, X)
+
+    def _expansion_scores(self, X):
         if self._precomputed():
             basis = getattr(self, "basis_indices_", None)
             return (X if basis is None else X[:, basis]) @ self.dual_coef_

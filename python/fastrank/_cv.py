@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import inspect
+
 import numpy as np
 from sklearn.utils.validation import check_is_fitted
 
@@ -65,6 +67,13 @@ def _check_scoring(scoring):
         except ValueError as exc:
             raise ValueError(f"scoring={scoring!r}: {exc}. {usage}") from None
     if callable(scoring):
+        try:  # else Python's "takes 2 positional arguments" from the first alpha's score
+            inspect.signature(scoring).bind(None, None, None)
+        except TypeError:
+            raise TypeError(f"scoring={scoring!r} cannot be called as scoring(y_true, y_pred, groups); "
+                            f"{usage}") from None
+        except ValueError:  # no signature to read (some builtins): called as it is
+            pass
         return scoring
     raise ValueError(f"{usage}; got {scoring!r}")
 

@@ -19,17 +19,19 @@ import scipy.linalg
 from scipy.linalg import lu_factor, lu_solve
 
 from . import _core, _holdout
-from ._kernels import kernel_block, resolve_kernel
+from ._kernels import kernel_block, resolve_kernel, twin_rows
 from ._memory import check_dense_memory, densified
 from ._problem import PreferenceGraph, RankingProblem, check_weighting, group_target_range, require_preferences
 from ._progress import resolve_verbose, stage
-from ._solvers import Fit, _by_alpha, _centred_features, check_indices, choose_solver, select_basis, solve_dual
+from ._solvers import (Fit, _by_alpha, _centred_features, check_indices, choose_solver, select_basis, solve_dual,
+                       solve_primal)
 from ._sparse import issparse, row_sq_norms, take_rows
 from ._threads import compute_region, cpu_budget, threads_for_work
 from ._validation import _asarray, check_alpha, check_n_jobs, pair_disagreement, whole_numbers
 from .exceptions import IllConditionedWarning, LinAlgError, user_stacklevel
 
-__all__ = ["CVSpec", "spec_of", "HoldoutEngine", "engine_for", "resolve_folds", "check_sets", "PreferenceRoute"]
+__all__ = ["CVSpec", "spec_of", "HoldoutEngine", "engine_for", "resolve_folds", "check_sets", "PreferenceRoute",
+           "alike"]
 
 _SOLVERS = ("auto", "dual", "primal")
 # Grids of more alphas than this share one spectral factor of S K S (one m x m product per alpha); smaller grids factor
@@ -814,8 +816,9 @@ class HoldoutEngine(_OnProblem):
         self.kspec = spec.kernel_spec(problem.n_features)
         gi, X = problem.groups, problem.X
         self.Xg = X if gi.is_identity else take_rows(X, gi.order)
-        self.low_rank = self.kspec.linear and not self.kspec.precomputed and problem.n_features < problem.m \
-            and spec.solver != "dual" and not spec.exclude_ties
+        # fit's choice of the primal solver (the linear kernel with n_features < m), the low-rank route without ties
+        self.primal = self.kspec.linear and problem.n_features < problem.m and spec.solver != "dual"
+        self.low_rank = self.primal and not spec.exclude_ties
         # threads by the work, p x p systems (m p^2) or the m x m kernel's factor (m^3); n_jobs caps them, so that
         # asking for more threads never makes a small problem slower than one thread
         work = problem.m * float(problem.n_features) ** 2 if self.low_rank else float(problem.m) ** 3
@@ -882,9 +885,13 @@ class HoldoutEngine(_OnProblem):
             return None
         if self.low_rank:
             return Fit("primal", coef=self.dual.solve_primal(alpha)[None])
-        if self.spec.exclude_ties:  # fit's symmetric solve (the tie route keeps no factor of the full model)
+        if self.spec.exclude_ties:  # fit's solve (the tie route keeps no factor of the full model), on dense rows
+            problem = self.problem._replace(X=densified(self.problem.X))
+            alphas = np.array([float(alpha)])
             with compute_region(self.n_threads):
-                return solve_dual(self.problem, self.kspec, np.array([float(alpha)]), self.n_threads)
+                if self.primal:
+                    return solve_primal(problem, alphas, self.n_threads)
+                return solve_dual(problem, self.kspec, alphas, self.n_threads)
         A = self.dual.solve(alpha)  # dense: no feature map here
         X = self.problem.X
         coef = np.asarray(_centred_features(X).T @ A)[None] if self.kspec.linear else None
@@ -992,13 +999,26 @@ class HoldoutEngine(_OnProblem):
     def _lpo_alpha(self, alpha):
         return self.spec.alpha_for(self.m - 2) if alpha is None else alpha
 
+    @functools.cached_property
+    def twins(self):
+        """:func:`twin_rows` of the training rows (of the kernel's rows when precomputed)."""
+        return twin_rows(self.problem.X)
+
+    def _twin_pairs(self, pairs):
+        """Which pairs join two identical rows (their retrained model predicts both alike), or None."""
+        return None if self.twins is None else self.twins[pairs[:, 0]] == self.twins[pairs[:, 1]]
+
     def lpo(self, pairs, alpha=None):
-        """(n_pairs, 2) or (n_pairs, 2, v) held-out predictions (Lemma 2, eqs. 34-39)."""
+        """(n_pairs, 2) or (n_pairs, 2, v) held-out predictions (Lemma 2, eqs. 34-39); a pair of identical rows gets
+        the mean of its two (:func:`twin_rows`)."""
         pairs = np.ascontiguousarray(pairs, dtype=np.int64)
         if pairs.shape[0] == 0:  # no factor needed (and no width for the routes' reshape(0, -1) to infer)
             return self.shaped(np.empty((0, 2, self.Y.shape[1])))
-        out = self._route().lpo(pairs, self._lpo_alpha(alpha))
-        return self.shaped(out.reshape(pairs.shape[0], 2, self.Y.shape[1]))
+        out = self._route().lpo(pairs, self._lpo_alpha(alpha)).reshape(pairs.shape[0], 2, self.Y.shape[1])
+        twin = self._twin_pairs(pairs)
+        if twin is not None and twin.any():
+            out[twin] = out[twin].mean(axis=1, keepdims=True)
+        return self.shaped(out)
 
     def n_default_pairs(self):
         """The number of :meth:`default_pairs`."""
@@ -1007,8 +1027,9 @@ class HoldoutEngine(_OnProblem):
 
     def lpo_all_pairs(self, alpha=None):
         """:meth:`lpo` of :meth:`default_pairs` (with their check that a training pair remains); feature
-        maps never list the pairs (the C++ loop generates them), other routes take the listed pairs."""
-        if self.features is None:  # as with exclude_ties (no feature map)
+        maps never list the pairs (the C++ loop generates them) unless identical rows must be found among them, other
+        routes take the listed pairs."""
+        if self.features is None or self.twins is not None:  # no feature map (as with exclude_ties), or twins
             return self.lpo(self.training_pairs(), alpha)
         self.check_pairs_leave_training()
         self.check_pair_preferences()
@@ -1017,8 +1038,20 @@ class HoldoutEngine(_OnProblem):
         return self.shaped(self.feature.lpo_all_pairs(self._lpo_alpha(alpha)).reshape(n_pairs, 2, self.Y.shape[1]))
 
     def lpo_disagreement(self, pairs, alpha=None):
-        """Pairwise disagreement of the leave-pair-out predictions per output column (``pairs`` not empty)."""
+        """Pairwise disagreement of the leave-pair-out predictions per output column (``pairs`` not empty); a pair of
+        identical rows is predicted alike by its retrained model (:func:`twin_rows`), so it counts 1/2 where its
+        targets differ, without a solve."""
         alpha, pairs = self._lpo_alpha(alpha), np.ascontiguousarray(pairs, dtype=np.int64)
+        twin = self._twin_pairs(pairs)
+        if twin is None or not twin.any():
+            return self._route_disagreement(pairs, alpha)
+        rest, Y = np.ascontiguousarray(pairs[~twin]), self.Y
+        n_twin, n_rest = (np.count_nonzero(Y[p[:, 0]] != Y[p[:, 1]], axis=0) for p in (pairs[twin], rest))
+        wrong = np.nan_to_num(self._route_disagreement(rest, alpha)) * n_rest if rest.size else 0.0
+        total = n_twin + n_rest
+        return np.where(total > 0, (wrong + 0.5 * n_twin) / np.maximum(total, 1), np.nan)
+
+    def _route_disagreement(self, pairs, alpha):
         route = self._route()
         if route is self.dual:
             return route.lpo(pairs, alpha, disagreement=True)
@@ -1026,7 +1059,8 @@ class HoldoutEngine(_OnProblem):
 
     # ---- hold-out sets -----------------------------------------------------------------------------
     def holdout(self, sets, alpha=None):
-        """Predictions for each set (list of index arrays, caller's order) in one concatenation."""
+        """Predictions for each set (list of index arrays, caller's order) in one concatenation; identical rows of one
+        set get the mean of theirs (:func:`twin_rows`)."""
         if alpha is None and self.spec.C is not None:
             # MPRank: sets of one size share the retrained alpha; one pass per distinct size
             sizes = np.array([len(s) for s in sets])
@@ -1039,7 +1073,8 @@ class HoldoutEngine(_OnProblem):
                                                            self.spec.alpha_for(self.m - int(size)))
             return out
         alpha = self.alpha if alpha is None else alpha
-        return self._route().holdout(sets, alpha)
+        unit = np.repeat(np.arange(len(sets)), [len(s) for s in sets])
+        return alike(self._route().holdout(sets, alpha), np.concatenate(sets), unit, self.twins)
 
     def leave_group_out(self, alpha=None):
         """(m, v) predictions, each group held out in turn (eq. 33): from the spectral factor when it exists, else
@@ -1053,7 +1088,11 @@ class HoldoutEngine(_OnProblem):
         if (self.spec.C is not None and alpha is None) or self.spec.exclude_ties \
                 or (route is self.dual and route.factored()):  # each group as a hold-out set
             return self.holdout_rows(self.groups.rows(), alpha)
-        return route.leave_group_out(self.alpha if alpha is None else alpha)
+        return self._alike_in_groups(route.leave_group_out(self.alpha if alpha is None else alpha))
+
+    def _alike_in_groups(self, out):
+        """(m, v) predictions, each group's by one model: :func:`alike` inside the groups."""
+        return alike(out, np.arange(self.m), self.groups.codes, self.twins)
 
     def holdout_rows(self, sets, alpha=None):
         """(m, v) predictions in row order, each set's rows by the model retrained without that set (disjoint sets);
@@ -1069,7 +1108,10 @@ class HoldoutEngine(_OnProblem):
         self.require_preferences_without_each_group()
         if self.spec.C is not None or self._route() is not self.dual or alphas.size < 5:
             return np.stack([self._leave_group_out(float(a)) for a in alphas])
-        return self.dual.leave_group_out_path(alphas)
+        out = self.dual.leave_group_out_path(alphas)
+        for predictions in out:
+            self._alike_in_groups(predictions)
+        return out
 
     def check_sets(self, sets):
         sets = check_sets(sets, self.m, min_train=0)
@@ -1087,6 +1129,22 @@ class HoldoutEngine(_OnProblem):
         if not kept.all():
             k = int(np.flatnonzero(~kept.all(axis=1))[0])
             raise ValueError(_no_preference(f"holding out group {gi.labels[k]}", ~kept[k]))
+
+
+def alike(out, rows, unit, twins):
+    """``out`` (n, v), the predictions of ``rows`` where row k is predicted by the model retrained for ``unit[k]``,
+    with the identical rows (``twins``: :func:`twin_rows`) of one unit set to their mean, in place; returns out."""
+    if twins is None:
+        return out
+    _, inv, counts = np.unique(unit.astype(np.int64) * twins.size + twins[rows], return_inverse=True,
+                               return_counts=True)
+    inv = inv.reshape(-1)
+    dup = counts[inv] > 1
+    if dup.any():
+        sums = np.zeros((counts.size, out.shape[1]))
+        np.add.at(sums, inv[dup], out[dup])
+        out[dup] = sums[inv[dup]] / counts[inv[dup], None]
+    return out
 
 
 def require_training_preferences(gi, Y, sets, name, *, skip_tied=False):

@@ -22,7 +22,8 @@ Conventions.
   out does not change the model.
 * Pairwise scores: a held-out pair (i, j) with ``y_i != y_j`` is ordered wrongly when the sign of ``f_i - f_j`` differs
   from that of ``y_i - y_j``; tied predictions count 1/2; pairs with ``y_i == y_j`` are ignored.  ``"auc"`` = 1 -
-  disagreement (the LPO-AUC for binary labels).
+  disagreement (the LPO-AUC for binary labels).  Identical inputs (equal rows of X, or of a precomputed kernel) held
+  out together get one prediction, as the retrained model predicts them alike: a pair of them is a tie.
 * ``verbose`` (0, 1, 2, True or "auto"): the long steps (kernel, spectral factor, pair or set phase) are reported on
   stderr with their timings.
 """
@@ -35,7 +36,8 @@ import numpy as np
 
 from sklearn.utils import check_random_state
 
-from ._exactcv import PreferenceRoute, check_sets, engine_for, resolve_folds, spec_of
+from ._exactcv import PreferenceRoute, alike, check_sets, engine_for, resolve_folds, spec_of
+from ._kernels import twin_rows
 from ._memory import check_dense_memory
 from ._problem import RankingProblem
 from ._rankrls import PREFERENCE_TIES, RankRLS
@@ -103,7 +105,8 @@ def preference_holdout_predictions(estimator, X, pairs, test_sets, magnitudes=No
                                               allow_sparse=True)
     sets = check_sets(test_sets, problem.m, min_train=2)
     out = PreferenceRoute(problem, spec).holdout(sets, spec.alpha_for(problem.m))
-    return [o[:, 0] for o in out]
+    twins = twin_rows(problem.X)  # identical rows of a set: one model predicts them alike
+    return [alike(o, s, np.zeros(s.size, np.int64), twins)[:, 0] for o, s in zip(out, sets)]
 
 
 def kfold_predictions(estimator, X, y, folds, groups=None, *, verbose=0):
@@ -131,7 +134,11 @@ def permutation_test_lpo(estimator, X, y, n_permutations=100, random_state=None,
     if y.ndim != 1:
         raise ValueError("permutation_test_lpo needs a 1-D y")
     y = as_targets(y, y.shape[0])[0][:, 0]  # real and finite, as fit checks it
-    rng = check_random_state(random_state)
+    try:
+        rng = check_random_state(random_state)
+    except ValueError:  # scikit-learn's message names the value only
+        raise ValueError(f"random_state must be None, an int in [0, 2**32 - 1] or a numpy.random.RandomState, got "
+                         f"{random_state!r}") from None
     m = y.shape[0]
     # the columns and their stacked copy, checked before a loop of n_permutations draws
     check_dense_memory(m, 2, "targets of y and its permutations", n_cols=n_permutations + 1)

@@ -44,3 +44,26 @@ def test_a_common_target_offset_in_several_outputs():
     ref = _explicit_pairs_model(False, None)
     np.testing.assert_allclose(pred[:, 0] - pred[:, 0].mean(), ref - ref.mean(), atol=1e-8 * np.abs(ref).max())
     np.testing.assert_allclose(pred[:, 1] - pred[:, 1].mean(), 2 * (ref - ref.mean()), atol=2e-8 * np.abs(ref).max())
+
+
+@pytest.mark.parametrize("kernel", ["linear", "rbf"])
+@pytest.mark.parametrize("exclude_ties", [False, True])
+def test_exact_cross_validation_under_a_common_target_offset_equals_retraining(kernel, exclude_ties):
+    from fastrank.model_selection import leave_group_out, leave_pair_out
+
+    groups = np.repeat(np.arange(20), 15)
+    est = fastrank.RankRLS(alpha=1.0, kernel=kernel, gamma=0.1, exclude_ties=exclude_ties)
+    scale = np.abs(est.fit(X, Y, groups=groups).predict(X)).max()
+
+    lgo = leave_group_out(est, X, Y + 1e13, groups=groups)
+    for q in range(20):
+        out = groups == q
+        ref = fastrank.RankRLS(**est.get_params()).fit(X[~out], Y[~out], groups=groups[~out]).predict(X[out])
+        np.testing.assert_allclose(lgo[out], ref, rtol=0, atol=1e-8 * scale)
+
+    pairs = np.array([[0, 7], [30, 44], [200, 299]])
+    lpo = leave_pair_out(est, X, Y + 1e13, pairs=pairs)  # object ranking: every pair of the 300 rows
+    for (i, j), got in zip(pairs, lpo):
+        keep = np.setdiff1d(np.arange(M), [i, j])
+        ref = fastrank.RankRLS(**est.get_params()).fit(X[keep], Y[keep]).predict(X[[i, j]])
+        np.testing.assert_allclose(got, ref, rtol=0, atol=1e-8 * scale)

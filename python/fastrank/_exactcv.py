@@ -181,7 +181,7 @@ class DualRoute(_Route):
         # the rank-n factor needs S X, which block centring makes dense: m x n, n < m
         self.Xd = np.ascontiguousarray(densified(self.Xg, "dense copy of the sparse X (linear low-rank route)")) \
             if low_rank else None
-        self.Yg = self.problem.targets_grouped()
+        self.Yg = np.asfortranarray(self.groups.take(self.problem.targets_centred()))  # for the formulas only
         self.group_args = (self.groups.order, self.groups.offsets, self.problem.pair_weight())
         self._V = self._sigma = self._SX = None
         self._path_coef = {}  # alpha -> dual coefficients (group order) from leave_group_out_path
@@ -354,7 +354,7 @@ class FeatureRoute(_Route):
 
     def __init__(self, engine, features):
         super().__init__(engine)
-        self.args = (features, self.Y, self.groups.codes, self.groups.n_groups)
+        self.args = (features, self.problem.targets_centred(), self.groups.codes, self.groups.n_groups)
         self.kwargs = dict(pair_weight=self.problem.pair_weight(), n_threads=self.n_threads, groups=self.groups)
 
     def lpo(self, pairs, alpha):
@@ -483,8 +483,8 @@ class TieExcludedRoute(_Route):
         """S K S with the tie-excluding S (rows and columns in cell order) and the group-order position of each
         cell-order row."""
         pc = self.groups.inverse[self.problem.cells.order]
-        SK = self.problem.apply_S_cells(self.K[np.ix_(pc, pc)])
-        return np.asfortranarray(self.problem.apply_S_cells(SK.T)), pc
+        SK = self.problem.apply_S_cells(self.K[np.ix_(pc, pc)], centre=False)
+        return np.asfortranarray(self.problem.apply_S_cells(SK.T, centre=False)), pc
 
     def _G_form(self, alpha, full=True):
         """G = (S K S + alpha I + tau P_0)^-1 (cell order; P_0 the projector on S's null space: a group's constant

@@ -16,7 +16,7 @@ import numpy as np
 from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.utils._param_validation import Interval, InvalidParameterError, StrOptions, validate_parameter_constraints
 
-from ._kernels import by_distinct_rows, predict_basis, resolve_kernel
+from ._kernels import by_distinct_rows, predict_basis, resolve_kernel, row_products
 from ._problem import check_features, crucial_pairs
 from ._progress import progress
 from ._sparse import issparse
@@ -192,16 +192,16 @@ class KernelMixin:
 
     def _expansion_predict(self, X):
         """Scores of checked test input X: ``X @ coef_`` (linear weights), else ``K(X, X_fit_) @ dual_coef_`` with X the
-        kernel values themselves when precomputed (of a basis model, ``basis_indices_``: the columns of its rows); once
-        per distinct row of X, so that identical rows tie."""
-        return by_distinct_rows(self._expansion_scores, X)
-
-    def _expansion_scores(self, X):
+        kernel values themselves when precomputed (of a basis model, ``basis_indices_``: the columns of its rows).
+        Identical rows tie: products in a fixed order per row, a kernel once per distinct row."""
         if self._precomputed():
             basis = getattr(self, "basis_indices_", None)
-            return (X if basis is None else X[:, basis]) @ self.dual_coef_
+            return row_products(X if basis is None else X[:, basis], self.dual_coef_)
         if self.coef_ is not None:
-            return np.asarray(X @ self.coef_)
+            return row_products(X, self.coef_)
+        return by_distinct_rows(self._kernel_scores, X)
+
+    def _kernel_scores(self, X):
         with compute_region(check_n_jobs(self.n_jobs)):  # fastrank's threads and BLAS's share the cores
             return predict_basis(X, self.X_fit_, self.dual_coef_, self._kernel_spec(self.n_features_in_), self.n_jobs)
 

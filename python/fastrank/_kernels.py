@@ -139,6 +139,18 @@ def predict_basis(Z, X_basis, coef, kernel_spec, n_jobs=None, *, block_bytes=2**
     return out.reshape(-1) if one_d else out
 
 
+def row_products(X, W):
+    """X @ W, every row summed in one fixed order (einsum's loop per row; a canonical CSR row in index order), so that
+    identical rows score alike: BLAS's matrix-vector product rounds a row by its place in a block.  About 2.5x the
+    time of that product on a quiet machine, and no search for identical rows."""
+    if issparse(X):
+        return np.asarray(canonical_csr(X) @ W)
+    X = np.asarray(X, dtype=np.float64)
+    if W.ndim == 1:
+        return np.einsum("ij,j->i", X, W)
+    return np.stack([np.einsum("ij,j->i", X, W[:, k]) for k in range(W.shape[1])], axis=1)
+
+
 def by_distinct_rows(predict, X):
     """``predict(X)`` computed once per distinct row of X (:func:`twin_rows`): identical inputs tie exactly, where a
     blocked product rounds them by their place in a block."""

@@ -91,6 +91,17 @@ def _squared_newton(Z, y, groups, c, eps, tol, max_iter, n_threads):
 _quiet_overflow = functools.partial(np.errstate, over="ignore", invalid="ignore")
 
 
+def _pivoted_cholesky(K):
+    """K = P L L^T P^T (dpstrf, rank r at LAPACK's tolerance m u max K_ii): (L[:r], Z = P L, piv, r), after
+    :func:`_check_semidefinite`."""
+    factor, piv, rank, _ = scipy.linalg.lapack.dpstrf(K, lower=1)
+    L = np.tril(factor)[:, :rank]
+    Z = np.empty((L.shape[0], rank))
+    Z[piv - 1] = L
+    _check_semidefinite(K, Z)
+    return L, Z, piv, rank
+
+
 def _check_semidefinite(K, Z):
     """Refuse a kernel matrix that is clearly not positive semidefinite: dpstrf stops at the first non-positive pivot,
     so K - Z Z^T holds what it left out, ~0 (rounding) for a semidefinite K; a negative diagonal entry there is a
@@ -197,26 +208,27 @@ class SVRank(KernelMixin, Ranker):
                 w, n_iter, converged, objective, lower, history = _core.svrank_linear(
                     Xg, yg, *grouping, C, eps, tol, max_iter, n_threads, warm=warm)
         else:  # the squared cost also holds K's Cholesky factor and its row permutation
-            check_dense_memory(X.shape[0], 3 if squared else 1,
-                               "kernel matrix and its Cholesky factor" if squared else "kernel matrix")
+            # a kernel not semidefinite by construction (precomputed, poly with coef0 < 0 or a fractional degree) is
+            # checked by the same factor for the hinge cost: its cutting planes would minimise a non-convex objective
+            check = squared or not (spec.kind == "rbf" or spec.kind == "poly" and spec.coef0 >= 0
+                                    and float(spec.degree).is_integer())
+            check_dense_memory(X.shape[0], 3 if check else 1,
+                               "kernel matrix and its Cholesky factor" if check else "kernel matrix")
             with stage(f"SVRank kernel matrix (m={X.shape[0]})", verbose=0 if spec.precomputed else self.verbose):
                 Kg = train_kernel(X, spec, n_threads, gi)
             if squared:
                 with stage(f"SVRank Newton (kernel, squared cost, m={X.shape[0]})", verbose=self.verbose), \
                         _quiet_overflow():
-                    # K = P L L^T P^T (pivoted Cholesky, rank r at LAPACK's tolerance m u max K_ii):
-                    # u = L_11^T (P^T beta)_{1..r} gives ||h||^2 = u^T u and f = K beta = Z u, Z = P L.
-                    factor, piv, rank, _ = scipy.linalg.lapack.dpstrf(Kg, lower=1)
-                    L = np.tril(factor)[:, :rank]
-                    Z = np.empty((L.shape[0], rank))
-                    Z[piv - 1] = L
-                    _check_semidefinite(Kg, Z)
+                    # K = P L L^T P^T: u = L_11^T (P^T beta)_{1..r} gives ||h||^2 = u^T u and f = K beta = Z u, Z = P L
+                    L, Z, piv, rank = _pivoted_cholesky(Kg)
                     u, n_iter, converged, history = _squared_newton(Z, yg, grouping, c, eps, tol, max_iter, n_threads)
                 beta = np.zeros(Kg.shape[0])
                 beta[piv[:rank] - 1] = scipy.linalg.solve_triangular(L[:rank], u, lower=True, trans="T")
                 f = Kg @ beta
                 objective = beta @ f + _squared_pair_term(f, yg, grouping, c, eps, n_threads)
             else:
+                if check:
+                    _pivoted_cholesky(Kg)
                 with stage(f"SVRank cutting planes (kernel, m={X.shape[0]})", verbose=self.verbose):
                     beta, n_iter, converged, objective, lower, history = _core.svrank_kernel(
                         Kg, yg, *grouping, C, eps, tol, max_iter, n_threads)

@@ -120,3 +120,19 @@ def test_a_path_model_scored_without_groups_warns_as_a_fitted_one(path, make):
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert ungrouped.n_fit_groups_ == 1 and 0.0 <= ungrouped.score(X, y) <= 1.0
+
+
+def test_a_dask_path_model_scored_without_groups_warns_as_a_fitted_one():
+    pytest.importorskip("dask.array")
+    from fastrank.dask import DaskRankRLS, rankrls_path
+    from fastrank.exceptions import MissingGroupsWarning
+
+    rng = np.random.default_rng(0)
+    X, y, g = rng.normal(size=(30, 3)), rng.integers(0, 3, 30).astype(float), np.repeat(np.arange(5), 6)
+    fitted = DaskRankRLS(alpha=2.0).fit(X, y, g)
+    from_path = rankrls_path(X, y, [1.0, 2.0], groups=g).fitted_estimator(1)
+    assert from_path.n_fit_groups_ == 5
+    np.testing.assert_allclose(from_path.predict(X), fitted.predict(X), rtol=1e-10)
+    for est in (fitted, from_path):
+        with pytest.warns(MissingGroupsWarning, match="fitted on 5 query groups"):
+            est.score(X, y)

@@ -427,8 +427,8 @@ def rankrls_path(X, y, alphas, *, groups=None, estimator=None):
     if not isinstance(est, DaskRankRLS):
         raise TypeError("estimator must be a fastrank.dask.DaskRankRLS")
     alphas = check_alphas(alphas)
-    X, Y, fit, _ = est._fit_path(X, y, groups, alphas)
-    return DaskRankRLSPath(est, alphas, fit, Y.ndim == 1, X.shape[1])
+    X, Y, fit, n_groups = est._fit_path(X, y, groups, alphas)
+    return DaskRankRLSPath(est, alphas, fit, Y.ndim == 1, X.shape[1], n_groups)
 
 
 # ----------------------------------------------------------------------------------------------

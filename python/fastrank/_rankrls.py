@@ -156,7 +156,9 @@ class RankRLS(_RankRLSBase):
     dual_coef_, X_fit_, coef_ : ndarray (m,) or (m, v), (m, n) and (n,) or (n, v), or None
         Dual coefficients A (eq. 17) in the original row order and the training rows kept for kernel predictions (dual
         solver; no rows for a precomputed kernel); the weight vector W (eq. 27/28) whenever the kernel is linear.
-    n_features_in_ : int
+    n_features_in_, feature_names_in_ : int, ndarray of str
+        The number of features; their names when X was a DataFrame with string column names (``predict`` then
+        refuses a frame with its columns in another order).
     n_iter_, converged_, residual_history_ : int, bool (arrays (v,) for several outputs) and ndarray
         CG iterations and convergence per output (a direct solve reports 1 iteration, converged) and, solver="cg" only,
         the relative residual norms per iteration.

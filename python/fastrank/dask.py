@@ -23,6 +23,7 @@ import dask
 import dask.array as da
 
 from ._cv import RankRLSCV
+from ._kernels import by_distinct_rows, row_products
 from ._memory import check_dense_memory
 from ._problem import check_weighting, pair_weights, raise_without_preferences
 from ._base import FastrankEstimator, KernelMixin, Ranker
@@ -277,10 +278,10 @@ def _predict_block(block, coef, spec, XR, n_threads, one_d, block_info):
     start = block_info[0]["array-location"][0][0]  # dask's map_blocks fills block_info; NaN in unknown chunks
     start = int(start) if start is not None and np.isfinite(start) else None
     B = _check_block(block_info[0]["chunk-location"][0], start, block, "X")
-    if XR is None:
-        out = B @ coef
+    if XR is None:  # identical rows of a block tie (as in memory, _kernels.row_products / by_distinct_rows)
+        out = row_products(B, coef)
     else:
-        out = spec.predict(B, XR, coef, n_threads)
+        out = by_distinct_rows(lambda Z: spec.predict(Z, XR, coef, n_threads), B)
     return out[:, 0] if one_d else out
 
 

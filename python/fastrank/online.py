@@ -33,7 +33,7 @@ from sklearn.utils.validation import check_is_fitted
 from . import _core
 from ._base import N_JOBS, NONNEG_REAL, POSITIVE_REAL, FastrankEstimator, Interval, KernelMixin, Ranker, StrOptions, \
     positive_int
-from ._kernels import _KIND, KernelSpec
+from ._kernels import _KIND, KernelSpec, by_distinct_rows, row_products
 from ._memory import check_dense_memory, densified
 from ._problem import require_preferences
 from ._progress import progress, resolve_verbose, stage, write_line
@@ -366,14 +366,17 @@ class _OAPBase(KernelMixin, _OnlineOrdinal):
 
     def _member_scores(self, X, which):
         """which='mean': scores of the averaged rule, (p,); 'all': every member's score, (p, N)."""
+        # the averaged rule's scores tie for identical rows (_kernels.row_products, by_distinct_rows)
         if self._kernel_kind == "linear":
-            return X @ self.coef_ if which == "mean" else X @ self.members_coef_.T
+            return row_products(X, self.coef_) if which == "mean" else X @ self.members_coef_.T
         coef = self.dual_coef_.mean(axis=0)[:, None] if which == "mean" else self.dual_coef_.T
         if self._kernel_kind == "precomputed":
-            out = self._support_columns(X) @ coef
+            out = row_products(self._support_columns(X), coef) if which == "mean" else self._support_columns(X) @ coef
         else:  # also right with no stored example yet: the kernel routines return zeros
             spec = KernelSpec(self._kernel_kind, *self._kernel_args)
-            out = spec.predict(X, self.support_vectors_, coef, check_n_jobs(getattr(self, "n_jobs", None)))
+            n_threads = check_n_jobs(getattr(self, "n_jobs", None))
+            out = by_distinct_rows(lambda Z: spec.predict(Z, self.support_vectors_, coef, n_threads), X) \
+                if which == "mean" else spec.predict(X, self.support_vectors_, coef, n_threads)
         return out[:, 0] if which == "mean" else out
 
     def _voting(self):
@@ -669,7 +672,7 @@ class WidrowHoff(_OnlineOrdinal):
 
     def decision_function(self, X):
         """The regression score w.x + b on the rank scale 1..k."""
-        return self._check_X(X) @ self.coef_ + self.intercept_
+        return row_products(self._check_X(X), self.coef_) + self.intercept_
 
     def predict(self, X):
         """Labels: the score rounded to the nearest rank (halves up), clipped to 1..k."""

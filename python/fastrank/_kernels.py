@@ -9,8 +9,8 @@ from . import _core
 from ._sparse import canonical_csr, issparse, row_sq_norms, take_rows
 from ._validation import check_n_jobs, check_real
 
-__all__ = ["KernelSpec", "resolve_kernel", "KERNELS", "kernel_block", "predict_basis", "by_distinct_rows",
-           "twin_rows"]
+__all__ = ["KernelSpec", "resolve_kernel", "KERNELS", "kernel_block", "predict_basis", "row_products",
+           "by_distinct_rows", "twin_rows"]
 
 KERNELS = ("linear", "rbf", "gaussian", "poly", "polynomial", "precomputed")
 _KIND = {"linear": 0, "rbf": 1, "poly": 2}  # resolved kinds (resolve_kernel maps the aliases)

@@ -133,6 +133,9 @@ def _with_feature_names(method, name):
             self.__dict__.pop("feature_names_in_", None)
         elif reset:
             self.feature_names_in_ = names
+            best = self.__dict__.get("best_estimator_")  # a search's model refitted on these same columns
+            if best is not None:
+                best.feature_names_in_ = names
         return out
     return call
 

@@ -388,6 +388,8 @@ class DaskRankRLS(KernelMixin, RegressorMixin, FastrankEstimator):
         local = RankRLSPath(est, np.array([float(self.alpha)]), fit, self._single_output,
                             self.n_features_in_).fitted_estimator(0)
         local.n_fit_groups_ = getattr(self, "n_fit_groups_", 1)
+        if hasattr(self, "feature_names_in_"):  # the local model refuses reordered columns as this one does
+            local.feature_names_in_ = self.feature_names_in_
         return local
 
     score = Ranker.score  # of the predictions, computed in memory, with its MissingGroupsWarning (n_fit_groups_)

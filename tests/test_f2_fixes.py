@@ -1,0 +1,59 @@
+"""scikit-learn citizenship of the estimators fitted inside searches and integrations: a model fitted on a DataFrame
+records its column names (``feature_names_in_``) and refuses the columns in another order, also when it is the
+``best_estimator_`` of a search or the in-memory copy of a dask model; the numbers equal a plain manual fit."""
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import fastrank
+
+COLS = ["a", "b", "c", "d"]
+
+
+def _data():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(60, 4))
+    y = X @ rng.normal(size=4) + 0.3 * rng.normal(size=60)
+    return pd.DataFrame(X, columns=COLS), y, np.repeat(np.arange(6), 10)
+
+
+def _refuses_reordered(model, X):
+    with pytest.raises(ValueError, match="fitted with"):
+        model.predict(X[COLS[::-1]])
+
+
+@pytest.mark.parametrize("search, model, param", [(fastrank.RankRLSCV(cv=3), fastrank.RankRLS, "alpha"),
+                                                  (fastrank.MPRankCV(), fastrank.MPRank, "C")])
+def test_search_best_estimator_records_the_column_names(search, model, param, tmp_path):
+    X, y, g = _data()
+    cv = search.fit(X, y, groups=g)
+    best = cv.best_estimator_
+    np.testing.assert_array_equal(best.feature_names_in_, COLS)
+    _refuses_reordered(best, X)
+    fastrank.save(best, tmp_path / "best.npz")
+    _refuses_reordered(fastrank.load(tmp_path / "best.npz"), X)
+    # the same model as a plain fit at the chosen value
+    manual = model(**{param: getattr(cv, param + "_")}).fit(X.to_numpy(), y, groups=g)
+    np.testing.assert_allclose(best.predict(X), manual.predict(X.to_numpy()), rtol=1e-10, atol=1e-10)
+    # refitted without names: the names are gone from both
+    cv.fit(X.to_numpy(), y, groups=g)
+    assert not hasattr(cv, "feature_names_in_") and not hasattr(cv.best_estimator_, "feature_names_in_")
+
+
+def test_dask_models_in_memory_keep_the_column_names():
+    pytest.importorskip("dask")
+    from fastrank.dask import DaskRankRLS, DaskRankRLSCV
+
+    X, y, g = _data()
+    dm = DaskRankRLS(alpha=0.5).fit(X, y, g)
+    local = dm.to_local()
+    np.testing.assert_array_equal(local.feature_names_in_, COLS)
+    _refuses_reordered(local, X)
+    manual = fastrank.RankRLS(alpha=0.5, solver="primal").fit(X.to_numpy(), y, groups=g)
+    np.testing.assert_allclose(local.predict(X), manual.predict(X.to_numpy()), rtol=1e-10, atol=1e-10)
+
+    dcv = DaskRankRLSCV(gammas=[0.1, 1.0], alphas=[0.1, 1.0], cv=3).fit(X, y, g)
+    _refuses_reordered(dcv.best_estimator_, X)
+    manual = fastrank.RankRLS(kernel="rbf", gamma=dcv.gamma_, alpha=dcv.alpha_).fit(X.to_numpy(), y, groups=g)
+    np.testing.assert_allclose(dcv.best_estimator_.predict(X), manual.predict(X.to_numpy()), rtol=1e-10, atol=1e-10)

@@ -57,3 +57,22 @@ def test_dask_models_in_memory_keep_the_column_names():
     _refuses_reordered(dcv.best_estimator_, X)
     manual = fastrank.RankRLS(kernel="rbf", gamma=dcv.gamma_, alpha=dcv.alpha_).fit(X.to_numpy(), y, groups=g)
     np.testing.assert_allclose(dcv.best_estimator_.predict(X), manual.predict(X.to_numpy()), rtol=1e-10, atol=1e-10)
+
+
+def test_score_declining_groups_by_routing_does_not_warn():
+    """``set_score_request(groups=False)`` declines the groups for the estimator's own score as it does for a ranking
+    scorer: the per-fold scores of cross_val_score are the manual loop's ungrouped scores, and no MissingGroupsWarning
+    (which pytest turns into an error) is emitted."""
+    import sklearn
+    from sklearn.model_selection import GroupKFold, cross_val_score
+
+    X, y, g = _data()
+    X = X.to_numpy()
+    with sklearn.config_context(enable_metadata_routing=True):
+        est = fastrank.RankRLS().set_fit_request(groups=True).set_score_request(groups=False)
+        scores = cross_val_score(est, X, y, cv=GroupKFold(3), params={"groups": g})
+    manual = []
+    for train, test in GroupKFold(3).split(X, y, g):
+        model = fastrank.RankRLS().fit(X[train], y[train], groups=g[train])
+        manual.append(1.0 - fastrank.metrics.pairwise_disagreement(y[test], model.predict(X[test]), tied_scores="half"))
+    np.testing.assert_allclose(scores, manual, rtol=1e-10, atol=1e-10)

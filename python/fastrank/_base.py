@@ -23,7 +23,7 @@ from ._sparse import issparse
 from ._threads import compute_region
 from ._validation import (INT_MAX, as_real_array, as_targets, check_n_jobs, check_precomputed_kernel, group_index,
                           target_column)
-from .metrics import _over_outputs, _warn_missing_groups, pairwise_disagreement
+from .metrics import _declines_groups, _over_outputs, _warn_missing_groups, pairwise_disagreement
 
 __all__ = ["FastrankEstimator", "Ranker", "KernelMixin", "ranking_accuracy", "Interval", "StrOptions", "positive_int",
            "NONNEG_REAL", "POSITIVE_REAL", "N_JOBS", "PARAM_DOCS", "fill_param_docs", "crucial_pairs", "c_path"]
@@ -273,8 +273,9 @@ class Ranker(RegressorMixin, FastrankEstimator):
         sample_weight=sample_weight)`` (a pair weighs w_i w_j): pairs tied in ``y`` are ignored, tied scores count half
         an error, with ``groups`` only pairs inside a group count, averaged per group.  Higher is better; the AUC for
         binary ``y`` without groups; the mean over outputs; not R^2.  Without ``groups`` on rows that evidently come
-        from several queries it emits :class:`fastrank.exceptions.MissingGroupsWarning`."""
-        if groups is None:
+        from several queries it emits :class:`fastrank.exceptions.MissingGroupsWarning`, unless metadata routing
+        declined them (``set_score_request(groups=False)``, as for the ranking scorers)."""
+        if groups is None and not _declines_groups(self):
             _warn_missing_groups(self, f"{type(self).__name__}.score")
         return ranking_accuracy(y, self.predict(X), groups, sample_weight)
 

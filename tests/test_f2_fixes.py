@@ -76,3 +76,25 @@ def test_score_declining_groups_by_routing_does_not_warn():
         model = fastrank.RankRLS().fit(X[train], y[train], groups=g[train])
         manual.append(1.0 - fastrank.metrics.pairwise_disagreement(y[test], model.predict(X[test]), tied_scores="half"))
     np.testing.assert_allclose(scores, manual, rtol=1e-10, atol=1e-10)
+
+
+def _dask_estimators():
+    try:
+        from fastrank.dask import DaskRankRLS, DaskRankRLSCV
+    except ImportError:
+        return []
+    return [DaskRankRLS(), DaskRankRLSCV(gammas=[0.1, 1.0], alphas=[0.1, 1.0])]
+
+
+@pytest.mark.skipif(not _dask_estimators(), reason="dask is not installed")
+@pytest.mark.parametrize("estimator", _dask_estimators(), ids=lambda e: type(e).__name__)
+def test_dask_estimators_pass_check_estimator(estimator):
+    """The estimators of fastrank.dask on numpy input: sparse X refused by a message saying so, X of 0 features or of
+    1 dimension refused as scikit-learn words it, a column-vector y taken as one output (multi-output tag)."""
+    import warnings
+
+    from sklearn.utils.estimator_checks import check_estimator
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)  # scikit-learn's own deprecations inside the checks
+        check_estimator(estimator, on_skip=None)

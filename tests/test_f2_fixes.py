@@ -98,3 +98,38 @@ def test_dask_estimators_pass_check_estimator(estimator):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", FutureWarning)  # scikit-learn's own deprecations inside the checks
         check_estimator(estimator, on_skip=None)
+
+
+def test_path_models_record_the_column_names():
+    """The models of the warm-started paths fitted on a DataFrame refuse its columns reordered, as a fit does; each
+    equals a plain fit at its value."""
+    X, y, g = _data()
+    Xn = X.to_numpy()
+
+    def check(model, plain):
+        _refuses_reordered(model, X)
+        np.testing.assert_allclose(model.predict(X), plain.predict(Xn), rtol=1e-10, atol=1e-10)
+
+    path = fastrank.rankrls_path(X, y, [0.5, 2.0], groups=g)
+    np.testing.assert_array_equal(path.feature_names_in_, COLS)
+    check(path.fitted_estimator(1), fastrank.RankRLS(alpha=2.0).fit(Xn, y, groups=g))
+    for fit_path, model in [(fastrank.ranksvm_path, fastrank.RankSVM), (fastrank.svrank_path, fastrank.SVRank)]:
+        fitted = fit_path(X, y, [1.0], groups=g)
+        _refuses_reordered(fitted[0], X)
+        plain = model(C=1.0).fit(Xn, y, groups=g)
+        np.testing.assert_allclose(fitted[0].predict(X), plain.predict(Xn), rtol=1e-6, atol=1e-6)  # solved to tol
+    boost = fastrank.rankboost_path(X, y, [3, 6], groups=g, cv=3, scoring="disagreement")
+    check(boost.estimator, fastrank.RankBoost(n_estimators=boost.best_n_estimators).fit(Xn, y, groups=g))
+    assert not hasattr(fastrank.rankrls_path(Xn, y, [1.0]), "feature_names_in_")
+
+
+def test_dask_path_models_record_the_column_names():
+    pytest.importorskip("dask")
+    from fastrank.dask import rankrls_path
+
+    X, y, g = _data()
+    path = rankrls_path(X, y, [0.5, 2.0], groups=g)
+    _refuses_reordered(path.fitted_estimator(0), X)
+    plain = fastrank.RankRLS(alpha=0.5, solver="primal").fit(X.to_numpy(), y, groups=g)
+    np.testing.assert_allclose(path.fitted_estimator(0).predict(X), plain.predict(X.to_numpy()), rtol=1e-10,
+                               atol=1e-10)

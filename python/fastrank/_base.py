@@ -26,7 +26,8 @@ from ._validation import (INT_MAX, as_real_array, as_targets, check_n_jobs, chec
 from .metrics import _declines_groups, _over_outputs, _warn_missing_groups, pairwise_disagreement
 
 __all__ = ["FastrankEstimator", "Ranker", "KernelMixin", "ranking_accuracy", "Interval", "StrOptions", "positive_int",
-           "NONNEG_REAL", "POSITIVE_REAL", "N_JOBS", "PARAM_DOCS", "fill_param_docs", "crucial_pairs", "c_path"]
+           "NONNEG_REAL", "POSITIVE_REAL", "N_JOBS", "PARAM_DOCS", "fill_param_docs", "crucial_pairs", "c_path",
+           "feature_names"]
 
 
 def positive_int(high=INT_MAX, low=1):
@@ -109,7 +110,7 @@ def _unchanged_on_error(method):
     return call
 
 
-def _feature_names(X):
+def feature_names(X):
     """The column names of a DataFrame ``X`` when every one is a string (scikit-learn's rule), else None."""
     columns = getattr(X, "columns", None)
     if columns is None or not all(isinstance(c, str) for c in columns):
@@ -124,7 +125,7 @@ def _with_feature_names(method, name):
     @functools.wraps(method)
     def call(self, X, *args, **kwargs):
         reset = name in ("fit", "fit_preferences") or name == "partial_fit" and "n_features_in_" not in self.__dict__
-        fitted, names = self.__dict__.get("feature_names_in_"), _feature_names(X)
+        fitted, names = self.__dict__.get("feature_names_in_"), feature_names(X)
         if not reset and fitted is not None and names is not None and not np.array_equal(fitted, names):
             raise ValueError(f"X has the columns {names.tolist()}, but {type(self).__name__} was fitted with "
                              f"{fitted.tolist()}; give them in that order (X[model.feature_names_in_])")
@@ -158,6 +159,14 @@ class FastrankEstimator(BaseEstimator):
         for name in ("predict", "staged_predict", "decision_function"):
             if name in cls.__dict__:
                 setattr(cls, name, _with_feature_names(cls.__dict__[name], name))
+
+    def _record_feature_names(self, X):
+        """Self, fitted on X outside its own ``fit`` (the warm-started paths), with the DataFrame column names of X
+        recorded as ``fit`` records them."""
+        names = feature_names(X)
+        if names is not None:
+            self.feature_names_in_ = names
+        return self
 
     def _precomputed(self):
         return getattr(self, "kernel", None) == "precomputed"

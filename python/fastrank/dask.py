@@ -26,7 +26,7 @@ from ._cv import RankRLSCV
 from ._kernels import by_distinct_rows, row_products
 from ._memory import check_dense_memory
 from ._problem import check_weighting, pair_weights, raise_without_preferences
-from ._base import FastrankEstimator, KernelMixin, Ranker
+from ._base import FastrankEstimator, KernelMixin, Ranker, feature_names
 from ._rankrls import RankRLS, RankRLSPath
 from ._solvers import Fit, basis_primal_weights, select_basis, solve_assembled_basis, solve_assembled_primal
 from ._threads import compute_region
@@ -453,8 +453,8 @@ def rankrls_path(X, y, alphas, *, groups=None, estimator=None):
     if not isinstance(est, DaskRankRLS):
         raise TypeError("estimator must be a fastrank.dask.DaskRankRLS")
     alphas = check_alphas(alphas)
-    X, Y, fit, n_groups = est._fit_path(X, y, groups, alphas)
-    return DaskRankRLSPath(est, alphas, fit, Y.ndim == 1, X.shape[1], n_groups)
+    Xd, Y, fit, n_groups = est._fit_path(X, y, groups, alphas)
+    return DaskRankRLSPath(est, alphas, fit, Y.ndim == 1, Xd.shape[1], n_groups, feature_names(X))
 
 
 # ----------------------------------------------------------------------------------------------

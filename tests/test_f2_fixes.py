@@ -133,3 +133,27 @@ def test_dask_path_models_record_the_column_names():
     plain = fastrank.RankRLS(alpha=0.5, solver="primal").fit(X.to_numpy(), y, groups=g)
     np.testing.assert_allclose(path.fitted_estimator(0).predict(X), plain.predict(X.to_numpy()), rtol=1e-10,
                                atol=1e-10)
+
+
+def test_query_normalizer_warns_when_transform_loses_the_groups():
+    """A pipeline fitted with groups (step-prefixed, without routing) whose predict passes none to QueryNormalizer
+    normalised the test rows as one query silently; now MissingGroupsWarning.  With groups the scores equal the manual
+    normalise-then-fit loop."""
+    from sklearn.pipeline import make_pipeline
+
+    from fastrank.exceptions import MissingGroupsWarning
+    from fastrank.preprocessing import QueryNormalizer
+
+    X, y, g = _data()
+    X = X.to_numpy()
+    pipe = make_pipeline(QueryNormalizer(), fastrank.RankRLS())
+    pipe.fit(X, y, querynormalizer__groups=g, rankrls__groups=g)
+    assert pipe[0].n_fit_groups_ == 6
+    with pytest.warns(MissingGroupsWarning, match="normalised as one query"):
+        pipe.predict(X)
+    manual = fastrank.RankRLS().fit(QueryNormalizer().fit_transform(X, groups=g), y, groups=g)
+    np.testing.assert_allclose(pipe[-1].predict(pipe[0].transform(X, groups=g)),
+                               manual.predict(QueryNormalizer().fit(X).transform(X, groups=g)), rtol=1e-10, atol=1e-10)
+    QueryNormalizer().fit(X).transform(X)  # fitted without groups: one query by the user's choice, no warning
+    with pytest.raises(ValueError):
+        QueryNormalizer().fit(X, groups=g[:-1])

@@ -157,3 +157,17 @@ def test_query_normalizer_warns_when_transform_loses_the_groups():
     QueryNormalizer().fit(X).transform(X)  # fitted without groups: one query by the user's choice, no warning
     with pytest.raises(ValueError):
         QueryNormalizer().fit(X, groups=g[:-1])
+
+
+def test_fit_oapbpm_records_the_column_names():
+    pytest.importorskip("dask")
+    from fastrank.dask import fit_oapbpm
+
+    X, y, _ = _data()
+    labels = np.digitize(y, [-1.0, 0.0, 1.0])
+    model = fit_oapbpm(fastrank.OAPBPM(random_state=0, shuffle=False), X, labels, n_blocks=2)
+    np.testing.assert_array_equal(model.feature_names_in_, COLS)
+    _refuses_reordered(model, X)
+    plain = fastrank.OAPBPM(random_state=0, shuffle=False).fit(X.to_numpy(), labels)
+    np.testing.assert_allclose(model.decision_function(X), plain.decision_function(X.to_numpy()), rtol=1e-10,
+                               atol=1e-10)

@@ -608,4 +608,4 @@ def fit_oapbpm(estimator, X, y, *, classes=None, n_blocks=None):
             for xc, yc in zip(xb, ybl):
                 st = dask.delayed(_oap_block_step, pure=True)(st, xc, yc)
         states.append(st)
-    return dask.compute(dask.delayed(OAPBPM.from_members, pure=True)(states))[0]
+    return dask.compute(dask.delayed(OAPBPM.from_members, pure=True)(states))[0]._record_feature_names(X)

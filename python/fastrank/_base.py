@@ -23,10 +23,11 @@ from ._sparse import issparse
 from ._threads import compute_region
 from ._validation import (INT_MAX, as_real_array, as_targets, check_n_jobs, check_precomputed_kernel, group_index,
                           target_column)
-from .metrics import _over_outputs, _warn_missing_groups, pairwise_disagreement
+from .metrics import _declines_groups, _over_outputs, _warn_missing_groups, pairwise_disagreement
 
 __all__ = ["FastrankEstimator", "Ranker", "KernelMixin", "ranking_accuracy", "Interval", "StrOptions", "positive_int",
-           "NONNEG_REAL", "POSITIVE_REAL", "N_JOBS", "PARAM_DOCS", "fill_param_docs", "crucial_pairs", "c_path"]
+           "NONNEG_REAL", "POSITIVE_REAL", "N_JOBS", "PARAM_DOCS", "fill_param_docs", "crucial_pairs", "c_path",
+           "feature_names"]
 
 
 def positive_int(high=INT_MAX, low=1):
@@ -109,7 +110,7 @@ def _unchanged_on_error(method):
     return call
 
 
-def _feature_names(X):
+def feature_names(X):
     """The column names of a DataFrame ``X`` when every one is a string (scikit-learn's rule), else None."""
     columns = getattr(X, "columns", None)
     if columns is None or not all(isinstance(c, str) for c in columns):
@@ -124,7 +125,7 @@ def _with_feature_names(method, name):
     @functools.wraps(method)
     def call(self, X, *args, **kwargs):
         reset = name in ("fit", "fit_preferences") or name == "partial_fit" and "n_features_in_" not in self.__dict__
-        fitted, names = self.__dict__.get("feature_names_in_"), _feature_names(X)
+        fitted, names = self.__dict__.get("feature_names_in_"), feature_names(X)
         if not reset and fitted is not None and names is not None and not np.array_equal(fitted, names):
             raise ValueError(f"X has the columns {names.tolist()}, but {type(self).__name__} was fitted with "
                              f"{fitted.tolist()}; give them in that order (X[model.feature_names_in_])")
@@ -133,6 +134,9 @@ def _with_feature_names(method, name):
             self.__dict__.pop("feature_names_in_", None)
         elif reset:
             self.feature_names_in_ = names
+            best = self.__dict__.get("best_estimator_")  # a search's model refitted on these same columns
+            if best is not None:
+                best.feature_names_in_ = names
         return out
     return call
 
@@ -155,6 +159,14 @@ class FastrankEstimator(BaseEstimator):
         for name in ("predict", "staged_predict", "decision_function"):
             if name in cls.__dict__:
                 setattr(cls, name, _with_feature_names(cls.__dict__[name], name))
+
+    def _record_feature_names(self, X):
+        """Self, fitted on X outside its own ``fit`` (the warm-started paths), with the DataFrame column names of X
+        recorded as ``fit`` records them."""
+        names = feature_names(X)
+        if names is not None:
+            self.feature_names_in_ = names
+        return self
 
     def _precomputed(self):
         return getattr(self, "kernel", None) == "precomputed"
@@ -270,8 +282,9 @@ class Ranker(RegressorMixin, FastrankEstimator):
         sample_weight=sample_weight)`` (a pair weighs w_i w_j): pairs tied in ``y`` are ignored, tied scores count half
         an error, with ``groups`` only pairs inside a group count, averaged per group.  Higher is better; the AUC for
         binary ``y`` without groups; the mean over outputs; not R^2.  Without ``groups`` on rows that evidently come
-        from several queries it emits :class:`fastrank.exceptions.MissingGroupsWarning`."""
-        if groups is None:
+        from several queries it emits :class:`fastrank.exceptions.MissingGroupsWarning`, unless metadata routing
+        declined them (``set_score_request(groups=False)``, as for the ranking scorers)."""
+        if groups is None and not _declines_groups(self):
             _warn_missing_groups(self, f"{type(self).__name__}.score")
         return ranking_accuracy(y, self.predict(X), groups, sample_weight)
 

@@ -224,7 +224,7 @@ def rankboost_path(X, y, n_estimators, groups=None, *, cv=5, scoring=None, refit
     grid = np.unique(grid.astype(np.int64))
     measure = get_measure(scoring if scoring is not None else ("ndcg@10" if groups is not None else "disagreement"))
     base = RankBoost(n_estimators=int(grid[-1]), **params)
-    X = base._check_X(X, min_rows=2)
+    X, X_given = base._check_X(X, min_rows=2), X
     y = base._check_target_vector(y, X.shape[0])
     g = None if groups is None else _asarray(groups, "groups")
     group_index(g, X.shape[0])  # one id per row: checked before the folds index the ids
@@ -253,5 +253,6 @@ def rankboost_path(X, y, n_estimators, groups=None, *, cv=5, scoring=None, refit
         scores[k] = [staged[min(t, len(staged)) - 1] for t in grid]
     path = RankBoostPath(grid, scores, measure, None)
     if refit:
-        path.estimator = RankBoost(n_estimators=path.best_n_estimators, **params).fit(X, y, groups)
+        best = RankBoost(n_estimators=path.best_n_estimators, **params).fit(X, y, groups)
+        path.estimator = best._record_feature_names(X_given)
     return path

@@ -18,7 +18,7 @@ from __future__ import annotations
 import numpy as np
 from sklearn.utils.validation import check_is_fitted
 
-from ._base import N_JOBS, NONNEG_REAL, KernelMixin, Ranker, StrOptions, positive_int
+from ._base import N_JOBS, NONNEG_REAL, KernelMixin, Ranker, StrOptions, feature_names, positive_int
 from ._problem import WEIGHTINGS, RankingProblem
 from ._registry import register_estimator
 from ._solvers import (SOLVERS, choose_solver, default_max_iter, one_conditioning_warning, select_basis, solve_basis,
@@ -263,14 +263,17 @@ class RankRLSPath:
     """RankRLS solutions for many regularization values (eq. 31), as returned by :func:`rankrls_path`: ``alphas``
     (n_alphas,), ``fit_mode`` ("dual", "primal", "cg" or "sparse"), ``dual_coef_`` (n_alphas, m or |R|, v) or None,
     ``coef_`` (n_alphas, n, v) or None (linear models), ``basis_indices_`` and ``X_fit_`` (the basis rows of
-    ``basis_vectors`` and the rows kept for predictions), ``n_iter_`` and ``converged_`` (n_alphas, v) (CG only)."""
+    ``basis_vectors`` and the rows kept for predictions), ``n_iter_`` and ``converged_`` (n_alphas, v) (CG only),
+    ``feature_names_in_`` (fitted on a DataFrame of string column names)."""
 
-    def __init__(self, estimator, alphas, fit, one_d, n_features, n_groups=1):
+    def __init__(self, estimator, alphas, fit, one_d, n_features, n_groups=1, feature_names_in=None):
         self.estimator, self.alphas = estimator, alphas
         self.fit_mode, self.coef_, self.dual_coef_ = fit.mode, fit.coef, fit.dual_coef
         self.basis_indices_, self.X_fit_ = fit.basis_indices, fit.X_fit
         self.n_iter_, self.converged_ = fit.n_iter, fit.converged
         self._fit, self._fit_args, self._n_groups = fit, (one_d, n_features), n_groups
+        if feature_names_in is not None:  # fitted on a DataFrame: its models refuse reordered columns
+            self.feature_names_in_ = feature_names_in
 
     def __len__(self):
         return self.alphas.size
@@ -281,6 +284,8 @@ class RankRLSPath:
         k = check_int(k, "k", low=-len(self), high=len(self) - 1)  # numpy's IndexError named no argument
         est = type(self.estimator)(**{**self.estimator.get_params(deep=False), "alpha": float(self.alphas[k])})
         est.n_fit_groups_ = self._n_groups
+        if hasattr(self, "feature_names_in_"):
+            est.feature_names_in_ = self.feature_names_in_
         return est._apply_fit(self._fit, k, *self._fit_args)
 
     def predict(self, X):
@@ -304,4 +309,4 @@ def rankrls_path(X, y, alphas, *, groups=None, estimator=None):
     alphas = check_alphas(alphas)
     problem = est._scores_problem(X, y, groups, est.group_weighting, est._exclude_ties())
     return RankRLSPath(est, alphas, est._solve(problem, alphas), problem.one_d, problem.n_features,
-                       problem.groups.n_groups)
+                       problem.groups.n_groups, feature_names(X))

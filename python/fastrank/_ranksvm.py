@@ -281,12 +281,13 @@ def ranksvm_path(X, y, Cs, groups=None, *, verbose=0, **params):
     """
     base = RankSVM(**params)
     Cs, visit = c_path(Cs, base.kernel, "ranksvm_path", verbose)
-    X, structure, n_pairs = base._group_problem(X, y, groups)
+    Xc, structure, n_pairs = base._group_problem(X, y, groups)
     fitted = [None] * Cs.size
     w = None
     for k in visit:
         est = RankSVM(C=float(Cs[k]), **params)
-        fitted[k] = est._fit_structure(X, structure, n_pairs, w0=w if est.loss == "squared_hinge" else None)
+        est._fit_structure(Xc, structure, n_pairs, w0=w if est.loss == "squared_hinge" else None)
+        fitted[k] = est._record_feature_names(X)
         est.n_fit_groups_ = structure["offsets"].size - 1  # as fit records it: score without groups warns
         w = est.coef_
     return fitted

@@ -281,5 +281,5 @@ def svrank_path(X, y, Cs, groups=None, *, verbose=0, **params):
     fitted = [None] * Cs.size
     warm = {}  # the solution and cut model, carried from C to C by the core
     for k in visit:
-        fitted[k] = SVRank(C=float(Cs[k]), **params)._fit(X, y, groups, warm=warm)
+        fitted[k] = SVRank(C=float(Cs[k]), **params)._fit(X, y, groups, warm=warm)._record_feature_names(X)
     return fitted

@@ -26,7 +26,7 @@ from ._cv import RankRLSCV
 from ._kernels import by_distinct_rows, row_products
 from ._memory import check_dense_memory
 from ._problem import check_weighting, pair_weights, raise_without_preferences
-from ._base import FastrankEstimator, KernelMixin, Ranker
+from ._base import FastrankEstimator, KernelMixin, Ranker, feature_names
 from ._rankrls import RankRLS, RankRLSPath
 from ._solvers import Fit, basis_primal_weights, select_basis, solve_assembled_basis, solve_assembled_primal
 from ._threads import compute_region
@@ -69,9 +69,12 @@ def _as_dask(obj, name, ndim_allowed, *, lengths=None, allow_unknown=False):
     if _is_dask_frame(obj):
         obj = obj.to_dask_array(lengths=None if allow_unknown else (lengths if lengths is not None else True))
     elif not isinstance(obj, da.Array):
-        obj = da.from_array(_asarray(obj, name), chunks=-1)  # one block; _aligned gives it X's row chunks
+        obj = da.from_array(_dense_array(obj, name), chunks=-1)  # one block; _aligned gives it X's row chunks
     if obj.ndim not in ndim_allowed:
-        raise ValueError(f"{name} must have {' or '.join(map(str, ndim_allowed))} dimension(s), got shape {obj.shape}")
+        hint = f" Reshape your data: {name}.reshape(-1, 1) for one feature, {name}.reshape(1, -1) for one row." \
+            if ndim_allowed == (2,) else ""
+        raise ValueError(f"{name} must have {' or '.join(map(str, ndim_allowed))} dimension(s), got shape "
+                         f"{obj.shape}.{hint}")
     if not allow_unknown and np.isnan(obj.shape[0]):  # the sum of the row chunks: NaN if any is
         raise ValueError(f"{name} has unknown chunk sizes (NaN row chunks, e.g. from a dataframe's .values or "
                          f"boolean indexing); call {name}.compute_chunk_sizes() or use "
@@ -79,6 +82,14 @@ def _as_dask(obj, name, ndim_allowed, *, lengths=None, allow_unknown=False):
     if obj.ndim == 2 and len(obj.chunks[1]) > 1:
         obj = obj.rechunk({1: -1})  # whole rows in every block; rows are never moved between blocks
     return obj
+
+
+def _dense_array(obj, name):
+    """``obj`` as a numpy array; a scipy.sparse matrix refused by name (numpy would make it a 0-d object array)."""
+    if sp.issparse(obj):
+        raise TypeError(f"{name} is a scipy.sparse matrix; fastrank.dask takes dense dask or numpy arrays and "
+                        f"dataframes: call {name}.toarray(), or fit fastrank.RankRLS, which takes sparse X, in memory")
+    return _asarray(obj, name)
 
 
 def _aligned(X, other, name, lengths=None):
@@ -285,7 +296,17 @@ def _predict_block(block, coef, spec, XR, n_threads, one_d, block_info):
     return out[:, 0] if one_d else out
 
 
-class DaskRankRLS(KernelMixin, RegressorMixin, FastrankEstimator):
+class _MultiOutput:
+    """scikit-learn's tag of estimators that take y (m, v), as the in-memory RankRLS and RankRLSCV do: a column
+    vector y (m, 1) is one output, not raveled with a DataConversionWarning."""
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.target_tags.multi_output = True
+        return tags
+
+
+class DaskRankRLS(_MultiOutput, KernelMixin, RegressorMixin, FastrankEstimator):
     """RankRLS fitted exactly on dask arrays / dataframes (linear primal or subset of regressors).
 
     The fit equals the in-memory :class:`fastrank.RankRLS` with the same parameters (the linear
@@ -320,6 +341,8 @@ class DaskRankRLS(KernelMixin, RegressorMixin, FastrankEstimator):
         if X.shape[0] < 2:
             raise ValueError(f"Found array with {X.shape[0]} sample(s) while a minimum of 2 is required.")
         n = X.shape[1]
+        if n < 1:
+            raise ValueError(f"Found array with 0 feature(s) (shape={X.shape}) while a minimum of 1 is required.")
         check_weighting(self.group_weighting)
         if self.kernel == "precomputed":
             raise ValueError("kernel='precomputed' is not supported on dask inputs (the kernel matrix is m x m); "
@@ -388,6 +411,8 @@ class DaskRankRLS(KernelMixin, RegressorMixin, FastrankEstimator):
         local = RankRLSPath(est, np.array([float(self.alpha)]), fit, self._single_output,
                             self.n_features_in_).fitted_estimator(0)
         local.n_fit_groups_ = getattr(self, "n_fit_groups_", 1)
+        if hasattr(self, "feature_names_in_"):  # the local model refuses reordered columns as this one does
+            local.feature_names_in_ = self.feature_names_in_
         return local
 
     score = Ranker.score  # of the predictions, computed in memory, with its MissingGroupsWarning (n_fit_groups_)
@@ -428,8 +453,8 @@ def rankrls_path(X, y, alphas, *, groups=None, estimator=None):
     if not isinstance(est, DaskRankRLS):
         raise TypeError("estimator must be a fastrank.dask.DaskRankRLS")
     alphas = check_alphas(alphas)
-    X, Y, fit, n_groups = est._fit_path(X, y, groups, alphas)
-    return DaskRankRLSPath(est, alphas, fit, Y.ndim == 1, X.shape[1], n_groups)
+    Xd, Y, fit, n_groups = est._fit_path(X, y, groups, alphas)
+    return DaskRankRLSPath(est, alphas, fit, Y.ndim == 1, Xd.shape[1], n_groups, feature_names(X))
 
 
 # ----------------------------------------------------------------------------------------------
@@ -446,14 +471,14 @@ def _default_blocks():
 
 def _local(**arrays):
     """The arrays in memory (dask ones computed) in the order given, numpy's errors naming them; None stays None."""
-    return [None if a is None else _asarray(a.compute() if _is_lazy(a) else a, k) for k, a in arrays.items()]
+    return [None if a is None else _dense_array(a.compute() if _is_lazy(a) else a, k) for k, a in arrays.items()]
 
 
 def _cv_task(params, X, y, groups):
     return RankRLSCV(**params).fit(X, y, groups)
 
 
-class DaskRankRLSCV(RegressorMixin, FastrankEstimator):
+class DaskRankRLSCV(_MultiOutput, RegressorMixin, FastrankEstimator):
     """Kernel-parameter x alpha search by fastrank's exact cross-validation, one task per ``gammas``
     value, each running :class:`fastrank.RankRLSCV` (one factorization for the whole ``alphas``
     grid) on one worker: the result equals a loop of ``RankRLSCV`` over ``gammas`` on one machine.
@@ -583,4 +608,4 @@ def fit_oapbpm(estimator, X, y, *, classes=None, n_blocks=None):
             for xc, yc in zip(xb, ybl):
                 st = dask.delayed(_oap_block_step, pure=True)(st, xc, yc)
         states.append(st)
-    return dask.compute(dask.delayed(OAPBPM.from_members, pure=True)(states))[0]
+    return dask.compute(dask.delayed(OAPBPM.from_members, pure=True)(states))[0]._record_feature_names(X)

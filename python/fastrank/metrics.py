@@ -1003,6 +1003,15 @@ def _groups_evidence(estimator):
     return None
 
 
+def _declines_groups(scorer):
+    """Whether ``scorer`` (a ranking scorer, or an estimator for its own ``score``) was told by metadata routing not
+    to receive groups (``set_score_request(groups=False)``): scoring without them is then the user's explicit choice,
+    not a missing argument."""
+    routing = getattr(scorer, "get_metadata_routing", None)
+    request = getattr(routing(), "score", None) if callable(routing) else None
+    return request is not None and request.requests.get("groups") is False
+
+
 def _warn_missing_groups(estimator, what):
     reason = _groups_evidence(estimator)
     if reason is not None:
@@ -1053,8 +1062,7 @@ class RankingScorer:
         response = getattr(estimator, self._response_method, None)
         if response is None:
             raise ValueError(f"{type(estimator).__name__} has no {self._response_method} method")
-        declined = self.get_metadata_routing().score.requests.get("groups") is False  # by metadata routing
-        if groups is None and not self._warned and not declined:
+        if groups is None and not self._warned and not _declines_groups(self):
             self._warned = _warn_missing_groups(estimator, repr(self))
         return self.score_predictions(y_true, response(X), groups)
 
@@ -1132,7 +1140,7 @@ def score_estimator(estimator, X, y, groups=None, sample_weight=None, *, measure
     come from several queries (see :func:`make_ranking_scorer`) it emits
     :class:`fastrank.exceptions.MissingGroupsWarning`."""
     meas = get_measure(measure)
-    if groups is None:
+    if groups is None and not _declines_groups(estimator):
         _warn_missing_groups(estimator, f"{type(estimator).__name__}.score")
     response = getattr(estimator, response_method, None) if isinstance(response_method, str) else None
     if not callable(response):

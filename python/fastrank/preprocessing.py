@@ -14,18 +14,22 @@ Groups reach :class:`QueryNormalizer` in a :class:`~sklearn.pipeline.Pipeline` t
 
 Without routing, ``pipe.fit(X, y, querynormalizer__groups=qid, rankrls__groups=qid)`` fits, and test features must be
 normalised explicitly (``QueryNormalizer().transform(X_test, groups=qid_test)``) because ``Pipeline.predict`` then
-passes no groups to transformers.
+passes no groups to transformers (a transform without groups after a fit on several queries emits
+:class:`fastrank.exceptions.MissingGroupsWarning`).
 """
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 from sklearn.base import BaseEstimator, OneToOneFeatureMixin, TransformerMixin
 from sklearn.preprocessing import StandardScaler
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import _num_samples, check_is_fitted, validate_data
 
 from ._memory import densified
 from ._validation import check_bool, group_index
+from .exceptions import MissingGroupsWarning, user_stacklevel
 
 __all__ = ["QueryNormalizer", "Log1pScaler", "make_normalizer", "NORMALIZERS"]
 
@@ -66,6 +70,9 @@ class QueryNormalizer(_DenseTransformer):
     Attributes
     ----------
     n_features_in_ : int
+    n_fit_groups_ : int
+        The number of queries in ``fit``'s ``groups`` (1 without): after a fit on several, ``transform`` without groups
+        emits :class:`fastrank.exceptions.MissingGroupsWarning` (its rows would be normalised as one query).
     """
 
     __metadata_request__fit = {"groups": True}
@@ -77,9 +84,12 @@ class QueryNormalizer(_DenseTransformer):
         self.method = method
 
     def fit(self, X, y=None, groups=None):
-        """Check X and record its number of features (the statistics are per query, at transform)."""
+        """Check X and record its number of features and of query groups (the statistics are per query, at
+        transform)."""
         self._checked_method()
+        n_groups = 1 if groups is None else group_index(groups, _num_samples(X)).n_groups
         self._dense_float(X, reset=True)
+        self.n_fit_groups_ = n_groups
         return self
 
     def _checked_method(self):  # also at transform: set_params after fit could name no method (read as "zscore")
@@ -92,6 +102,12 @@ class QueryNormalizer(_DenseTransformer):
         check_is_fitted(self, "n_features_in_")
         self._checked_method()
         X = self._dense_float(X, reset=False)
+        n_fit_groups = getattr(self, "n_fit_groups_", 1)
+        if groups is None and n_fit_groups > 1:
+            warnings.warn(f"QueryNormalizer.transform was called without groups although fit was given {n_fit_groups} "
+                          "query groups: the rows are normalised as one query. Pass groups= (in a Pipeline under "
+                          "metadata routing: pipe.predict(X, groups=...))", MissingGroupsWarning,
+                          stacklevel=user_stacklevel())
         gi = group_index(groups, X.shape[0])
         Xs = gi.take(X)
         starts, sizes = gi.offsets[:-1], gi.sizes

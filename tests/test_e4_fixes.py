@@ -136,3 +136,17 @@ def test_a_dask_path_model_scored_without_groups_warns_as_a_fitted_one():
     for est in (fitted, from_path):
         with pytest.warns(MissingGroupsWarning, match="fitted on 5 query groups"):
             est.score(X, y)
+
+
+def test_python_dash_m_fastrank_cli_runs_the_command_line_program():
+    # it imported the module and exited 0 without doing anything
+    import subprocess
+    import sys
+
+    import fastrank
+
+    env = {**__import__("os").environ, "PYTHONPATH": str(__import__("pathlib").Path(fastrank.__file__).parents[1])}
+    done = subprocess.run([sys.executable, "-m", "fastrank.cli", "--version"], capture_output=True, text=True, env=env)
+    assert done.returncode == 0 and fastrank.__version__ in done.stdout + done.stderr
+    done = subprocess.run([sys.executable, "-m", "fastrank.cli", "--bogus"], capture_output=True, text=True, env=env)
+    assert done.returncode == 2 and "unrecognized arguments" in done.stderr

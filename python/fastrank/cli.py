@@ -659,3 +659,7 @@ def main(argv=None):
 
 def console_main():  # pragma: no cover - the console-script entry point
     sys.exit(main())
+
+
+if __name__ == "__main__":  # python -m fastrank.cli, as the fastrank command
+    console_main()

@@ -1,0 +1,41 @@
+"""Review fixes: identical rows found in sparse input whatever zeros it stores explicitly."""
+
+import numpy as np
+import scipy.sparse as sp
+
+from fastrank._kernels import twin_rows
+
+
+def _first_identical_rows(D):
+    """Oracle: for every row of the dense D, the first row equal to it (entry by entry, -0.0 == 0.0)."""
+    return np.array([next(k for k in range(D.shape[0]) if np.array_equal(D[k], D[i])) for i in range(D.shape[0])])
+
+
+def _with_explicit_zeros(D, rows):
+    """CSR of D storing an explicit 0.0 (and a -0.0) in the given rows' first empty columns."""
+    data, indices, indptr = [], [], [0]
+    for i in range(D.shape[0]):
+        cols = np.flatnonzero(D[i])
+        vals = list(D[i, cols])
+        if i in rows:
+            empty = np.flatnonzero(D[i] == 0)[:2]
+            cols, vals = np.r_[cols, empty], vals + [0.0, -0.0][:empty.size]
+            order = np.argsort(cols)
+            cols, vals = cols[order], np.asarray(vals)[order]
+        data += list(vals)
+        indices += list(cols)
+        indptr.append(len(indices))
+    return sp.csr_matrix((np.array(data, float), np.array(indices), np.array(indptr)), shape=D.shape)
+
+
+def test_twin_rows_sparse_explicit_zeros_are_zeros():
+    rng = np.random.default_rng(0)
+    D = rng.standard_normal((12, 7)) * (rng.random((12, 7)) < 0.4)
+    D[:, 0] = 1.0  # at least one empty column left per row below
+    D[5], D[9], D[11] = D[3], D[3], D[1]
+    X = _with_explicit_zeros(D, {5, 11})
+    assert X.nnz > np.count_nonzero(D)  # explicit zeros are stored
+    assert np.array_equal(X.toarray(), D)
+    expected = _first_identical_rows(D)
+    assert np.array_equal(twin_rows(X), expected)
+    assert np.array_equal(twin_rows(D), expected)  # the dense path agrees

@@ -67,3 +67,24 @@ def test_primal_grouped_targets_with_large_offsets():
     w = _explicit_pair_weights(X, y, groups, 1.0)
     coef = fastrank.RankRLS(alpha=1.0, solver="primal").fit(X, y, groups=groups).coef_
     np.testing.assert_allclose(coef, w, rtol=1e-12, atol=0)
+
+
+def test_svrank_refuses_an_indefinite_kernel_with_a_nonnegative_diagonal():
+    """dpstrf stops at the pivots of [[0, 5], [5, 0]] (eigenvalue -5) without a negative diagonal entry left: the
+    left-out block's off-diagonal entry shows it."""
+    import pytest
+
+    from fastrank import SVRank
+
+    rng = np.random.default_rng(7)
+    X = rng.normal(size=(60, 5))
+    y = X @ rng.normal(size=5)
+    K = X @ X.T
+    K[58:, :] = K[:, 58:] = 0.0
+    K[58, 59] = K[59, 58] = 5.0
+    assert np.linalg.eigvalsh(K).min() < -4 and np.diag(K).min() >= 0
+    for loss in ("epsilon_insensitive", "squared_epsilon_insensitive"):
+        with pytest.raises(ValueError, match="not positive semidefinite"):
+            SVRank(kernel="precomputed", loss=loss).fit(K, y)
+    K[58, 59] = K[59, 58] = 0.0  # semidefinite again (two zero rows): accepted
+    SVRank(kernel="precomputed").fit(K, y)

@@ -166,7 +166,7 @@ def twin_rows(X):
     identical to it; None when all rows differ.  Every model predicts identical inputs alike, but blocked kernel
     products and the exact cross-validation formulas reach them by different roundings, which would order a tie that
     the ranking measures count 1/2.  Rows are hashed exactly (a wrapping sum of their entries' mixed bit patterns,
-    zeros of either sign alike; dense rows only where another row shares their first feature), then compared with
+    zeros of either sign and sparse explicit zeros alike; dense rows only where another row shares their first feature), then compared with
     the first row of their hash."""
     m, n = X.shape
     if m < 2 or n == 0:
@@ -176,7 +176,9 @@ def twin_rows(X):
     if issparse(X):
         X, rows = canonical_csr(X), np.arange(m)
         sums = np.zeros(X.nnz + 1, dtype=np.uint64)
-        np.cumsum(_mix64((X.data + 0.0).view(np.uint64) ^ key[X.indices]), out=sums[1:])
+        # an explicitly stored zero adds 0, as an absent entry does: such rows are identical to their twins
+        np.cumsum(np.where(X.data != 0, _mix64((X.data + 0.0).view(np.uint64) ^ key[X.indices]), np.uint64(0)),
+                  out=sums[1:])
         h = sums[X.indptr[1:]] - sums[X.indptr[:-1]]
     else:
         X = np.ascontiguousarray(X, dtype=np.float64)

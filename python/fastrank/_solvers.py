@@ -176,8 +176,11 @@ def solve_primal(problem, alphas, n_threads):
             if gi.n_groups == 1 and problem.weighting == "unweighted" else None
         if system is not None:
             return Fit("primal", coef=solve_assembled_primal(*system, alphas))
+        # targets centred here too (L 1_q = 0): the C++ pass subtracts a group mean rounded by ~eps of a large offset,
+        # which the rows' centred features (their sum ~eps of a large feature mean) carry into X^T L y
         W, rcond = _core.rankrls_primal_scores(X, gi.order, gi.offsets, problem.pair_weight(),
-                                               problem.targets_grouped(), alphas, n_threads)
+                                               np.asfortranarray(gi.take(problem.targets_centred())), alphas,
+                                               n_threads)
     return Fit("primal", coef=_checked(W, rcond, alphas.size))
 
 

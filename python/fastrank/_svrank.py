@@ -98,21 +98,33 @@ def _pivoted_cholesky(K):
     L = np.tril(factor)[:, :rank]
     Z = np.empty((L.shape[0], rank))
     Z[piv - 1] = L
-    _check_semidefinite(K, Z)
+    _check_semidefinite(K, Z, piv[rank:] - 1)
     return L, Z, piv, rank
 
 
-def _check_semidefinite(K, Z):
+def _check_semidefinite(K, Z, left_out, block_bytes=2**25):
     """Refuse a kernel matrix that is clearly not positive semidefinite: dpstrf stops at the first non-positive pivot,
     so K - Z Z^T holds what it left out, ~0 (rounding) for a semidefinite K; a negative diagonal entry there is a
-    negative-curvature direction of ||h||_K^2 = beta^T K beta (F unbounded below) that the factor silently drops."""
+    negative-curvature direction of ||h||_K^2 = beta^T K beta (F unbounded below) that the factor silently drops.
+    So is a large entry of the left-out block R (rows and columns ``left_out``, the rest of R is 0): a semidefinite
+    R has |R_ij| <= sqrt(R_ii R_jj), below dpstrf's tolerance, while [[0, a], [a, 0]] (eigenvalue -a) has a zero
+    diagonal.  O(|left_out|^2 r), by blocks of rows."""
     residual = np.diag(K) - np.einsum("ij,ij->i", Z, Z)
-    scale = float(np.max(np.abs(np.diag(K)), initial=0.0))
-    if residual.size and residual.min() < -np.sqrt(np.finfo(float).eps) * scale:
+    tol = np.sqrt(np.finfo(float).eps) * float(np.max(np.abs(np.diag(K)), initial=0.0))
+    bad = min(residual.min(initial=0.0), 0.0)  # an entry of K - Z Z^T a semidefinite K cannot leave
+    step = max(1, block_bytes // (8 * max(1, left_out.size)))
+    for lo in range(0, left_out.size if bad >= -tol else 0, step):
+        rows = left_out[lo:lo + step]
+        R = K[np.ix_(rows, left_out)] - Z[rows] @ Z[left_out].T
+        bad = R.flat[np.abs(R).argmax()]
+        if abs(bad) > tol:
+            break
+    if abs(bad) > tol:
         raise ValueError(
-            f"SVRank: the kernel matrix is not positive semidefinite (a diagonal entry of K less its pivoted Cholesky "
-            f"part is {residual.min():.3g}); ||h||_K^2 needs a positive semidefinite kernel.  Pass a semidefinite "
-            "precomputed kernel (e.g. with its negative eigenvalues clipped to 0), or a 'poly' kernel with coef0 >= 0.")
+            f"SVRank: the kernel matrix is not positive semidefinite (K less its pivoted Cholesky part, ~0 for a "
+            f"semidefinite kernel, holds {bad:.3g}); ||h||_K^2 needs a positive semidefinite kernel.  Pass a "
+            "semidefinite precomputed kernel (e.g. with its negative eigenvalues clipped to 0), or a 'poly' kernel "
+            "with coef0 >= 0.")
 
 
 def _squared_pair_term(f, y, groups, c, eps, n_threads):

@@ -25,7 +25,7 @@ import warnings
 import numpy as np
 from sklearn.base import BaseEstimator, OneToOneFeatureMixin, TransformerMixin
 from sklearn.preprocessing import StandardScaler
-from sklearn.utils.validation import _num_samples, check_is_fitted, validate_data
+from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._memory import densified
 from ._validation import check_bool, group_index
@@ -87,7 +87,7 @@ class QueryNormalizer(_DenseTransformer):
         """Check X and record its number of features and of query groups (the statistics are per query, at
         transform)."""
         self._checked_method()
-        n_groups = 1 if groups is None else group_index(groups, _num_samples(X)).n_groups
+        n_groups = 1 if groups is None else group_index(groups, X.shape[0] if hasattr(X, "shape") else len(X)).n_groups
         self._dense_float(X, reset=True)
         self.n_fit_groups_ = n_groups
         return self

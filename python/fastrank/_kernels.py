@@ -166,8 +166,8 @@ def twin_rows(X):
     identical to it; None when all rows differ.  Every model predicts identical inputs alike, but blocked kernel
     products and the exact cross-validation formulas reach them by different roundings, which would order a tie that
     the ranking measures count 1/2.  Rows are hashed exactly (a wrapping sum of their entries' mixed bit patterns,
-    zeros of either sign and sparse explicit zeros alike; dense rows only where another row shares their first feature), then compared with
-    the first row of their hash."""
+    zeros of either sign and sparse explicit zeros alike; dense rows only where another row shares their first
+    feature), then compared with the first row of their hash."""
     m, n = X.shape
     if m < 2 or n == 0:
         return None

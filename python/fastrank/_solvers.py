@@ -142,16 +142,14 @@ def choose_solver(solver, spec, problem, *, basis_vectors=None):
 def _object_ranking_normal_equations(X, Y):
     """Primal system of object ranking (eq. 30 with L = m I - 1 1^T) without centring a copy of X:
     X^T L X = m (X^T X - m mu mu^T), X^T L Y = m (X^T Y - m mu ybar^T), or None (the caller centres in
-    C++) unless mu_j^2 <= 1e4 var_j for every feature (docs/design/solvers.md, "Primal").  Y is centred
-    first (L 1 = 0 leaves X^T L Y unchanged): a large common offset of the targets would otherwise cancel
-    between the two terms."""
+    C++) unless mu_j^2 <= 1e4 var_j for every feature (docs/design/solvers.md, "Primal").  Y comes
+    centred (``targets_centred``): a large common offset would otherwise cancel between the two terms."""
     m = X.shape[0]
     G = X.T @ X
     mu = X.sum(axis=0) / m
     var = np.diag(G) / m - mu * mu
     if not np.all(mu * mu <= 1e4 * var):  # also rejects constant features
         return None
-    Y = Y - Y.mean(axis=0)
     XtY = X.T @ Y
     G -= m * np.outer(mu, mu)
     G *= m
@@ -172,15 +170,15 @@ def solve_primal(problem, alphas, n_threads):
         W, rcond = _core.rankrls_primal_graph(X, *problem.graph, alphas, n_threads)  # head, tail, weight, target
     else:
         gi = problem.groups
-        system = _object_ranking_normal_equations(X, problem.Y) \
+        # targets less their group means (L 1_q = 0, the same model): X^T L y of raw targets cancels ~eps of a large
+        # offset, and the C++ pass's own rounded group mean meets the rows' centred features' rounded sums
+        Y = problem.targets_centred()
+        system = _object_ranking_normal_equations(X, Y) \
             if gi.n_groups == 1 and problem.weighting == "unweighted" else None
         if system is not None:
             return Fit("primal", coef=solve_assembled_primal(*system, alphas))
-        # targets centred here too (L 1_q = 0): the C++ pass subtracts a group mean rounded by ~eps of a large offset,
-        # which the rows' centred features (their sum ~eps of a large feature mean) carry into X^T L y
         W, rcond = _core.rankrls_primal_scores(X, gi.order, gi.offsets, problem.pair_weight(),
-                                               np.asfortranarray(gi.take(problem.targets_centred())), alphas,
-                                               n_threads)
+                                               np.asfortranarray(gi.take(Y)), alphas, n_threads)
     return Fit("primal", coef=_checked(W, rcond, alphas.size))
 
 

@@ -22,6 +22,7 @@ that set.  The whole state is numpy arrays and Python ints on the estimator, so 
 from __future__ import annotations
 
 import numbers
+import operator
 import warnings
 
 import numpy as np
@@ -366,18 +367,22 @@ class _OAPBase(KernelMixin, _OnlineOrdinal):
 
     def _member_scores(self, X, which):
         """which='mean': scores of the averaged rule, (p,); 'all': every member's score, (p, N)."""
-        # the averaged rule's scores tie for identical rows (_kernels.row_products, by_distinct_rows)
+        mean = which == "mean"  # the averaged rule's scores tie for identical rows, as the in-memory learners' do
+        product = row_products if mean else operator.matmul  # (scipy.sparse X too)
         if self._kernel_kind == "linear":
-            return row_products(X, self.coef_) if which == "mean" else X @ self.members_coef_.T
-        coef = self.dual_coef_.mean(axis=0)[:, None] if which == "mean" else self.dual_coef_.T
+            return product(X, self.coef_ if mean else self.members_coef_.T)
+        coef = self.dual_coef_.mean(axis=0)[:, None] if mean else self.dual_coef_.T
         if self._kernel_kind == "precomputed":
-            out = row_products(self._support_columns(X), coef) if which == "mean" else self._support_columns(X) @ coef
+            out = product(self._support_columns(X), coef)
         else:  # also right with no stored example yet: the kernel routines return zeros
             spec = KernelSpec(self._kernel_kind, *self._kernel_args)
             n_threads = check_n_jobs(getattr(self, "n_jobs", None))
-            out = by_distinct_rows(lambda Z: spec.predict(Z, self.support_vectors_, coef, n_threads), X) \
-                if which == "mean" else spec.predict(X, self.support_vectors_, coef, n_threads)
-        return out[:, 0] if which == "mean" else out
+
+            def kernel_scores(Z):
+                return spec.predict(Z, self.support_vectors_, coef, n_threads)
+
+            out = by_distinct_rows(kernel_scores, X) if mean else kernel_scores(X)
+        return out[:, 0] if mean else out
 
     def _voting(self):
         return self._members_tau_variant()[2] != "bpm"

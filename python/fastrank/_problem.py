@@ -312,9 +312,7 @@ class RankingProblem(NamedTuple):
         return out
 
     def n_relevant_pairs(self):
-        """Number of relevant pairs (edges of a graph, with multiplicity; less the tied pairs with ``exclude_ties``)."""
-        if self.is_graph:
-            return int(self.graph.head.size)
+        """Number of relevant pairs of a scores problem (less the tied pairs with ``exclude_ties``)."""
         n = self.groups.sizes.astype(np.float64)
         return int((crucial_pairs(self.Y, self.groups, self.cells) if self.exclude_ties else n * (n - 1.0) / 2.0).sum())
 

@@ -128,11 +128,8 @@ class PreferenceGraph(NamedTuple):
 
     @classmethod
     def from_arrays(cls, graph, m):
-        """Edges from a ``(head, tail, weight, target)`` tuple or an object with those attributes."""
-        if isinstance(graph, (tuple, list)):
-            head, tail, weight, target = graph
-        else:
-            head, tail, weight, target = graph.head, graph.tail, graph.weight, graph.target
+        """Edges from a ``(head, tail, weight, target)`` tuple (or a :class:`PreferenceGraph`)."""
+        head, tail, weight, target = graph
         head, tail = np.ravel(head), np.ravel(tail)
         target = np.asarray(target, dtype=np.float64)
         target = target.reshape(-1, 1) if target.ndim == 1 else target

@@ -24,17 +24,6 @@ def _rel(a, b):
 
 # ---- fold and hold-out set validation (model_selection / _exactcv) ------------------------------------------------
 
-def test_fold_counts_outside_the_data_are_refused_by_name():
-    X, y = _data()
-    groups = np.repeat([0, 1, 2], 4)
-    with pytest.raises(ValueError, match=r"^the number of folds must be at least 2, got 1$"):
-        ms.kfold_predictions(fastrank.RankRLS(), X, y, 1)
-    with pytest.raises(ValueError, match=r"^cannot make 13 folds from 12 inputs$"):
-        ms.kfold_predictions(fastrank.RankRLS(), X, y, 13)
-    with pytest.raises(ValueError, match=r"^cannot make 4 folds from 3 groups$"):
-        ms.kfold_predictions(fastrank.RankRLS(), X, y, 4, groups=groups)
-
-
 def test_exact_cv_of_another_learner_names_the_learners_it_takes():
     X, y = _data()
     with pytest.raises(TypeError, match=r"^exact cross-validation needs a fastrank.RankRLS or fastrank.MPRank, got "

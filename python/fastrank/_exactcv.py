@@ -1208,11 +1208,9 @@ def resolve_folds(folds, engine, groups=None):
         groups = gi.labels[gi.codes]
     if isinstance(folds, numbers.Integral) and not isinstance(folds, (bool, np.bool_)):
         k = int(folds)
-        if k < 2:
-            raise ValueError(f"the number of folds must be at least 2, got {k}")
         n, unit = (gi.n_groups, "groups") if engine.grouped else (m, "inputs")
-        if k > n:
-            raise ValueError(f"cannot make {k} folds from {n} {unit}")
+        if not 2 <= k <= n:
+            raise ValueError(f"folds (RankRLSCV's cv) = {k} must be between 2 and the number of {unit} ({n})")
         # whole groups round-robin (as fold labels), else contiguous folds
         folds = (np.arange(n) % k)[gi.codes] if engine.grouped else np.array_split(np.arange(m), k)
     if isinstance(folds, (str, numbers.Number)) or not (hasattr(folds, "split") or np.iterable(folds)):

@@ -67,35 +67,24 @@ def test_preference_holdout_of_a_row_without_edges_is_the_full_model():
 
 # ---- the linear low-rank route's spectral factor (DualRoute with S X) ---------------------------------------------
 
-def test_mprank_loo_approximation_on_the_linear_low_rank_factor_is_proposition2():
+def test_mprank_loo_approximation_on_the_linear_low_rank_factor():
     """The linear kernel with n_features < m factors S K S through the n x n (S X)^T S X; the hat matrix K S V (Sigma +
-    alpha)^-1 V^T S built from it must give Proposition 2 (000 eq. 27, h-bar' replaced by the full model's mean) as
-    written out here with K = X X^T, and the exact value must be eq. 17 by retraining."""
+    alpha)^-1 V^T S built from that rank-n factor must give the Proposition 2 predictions (000 eq. 27) of the m x m
+    route on the same kernel K = X X^T (precomputed; checked against Proposition 2 written out in test_cv), and the
+    exact value must be eq. 17 by retraining."""
     m, C = 11, 2.5
     X, y = _data(m=m, d=3, seed=16)
-    est = fastrank.MPRank(C=C)
-    res = ms.mprank_loo_approximation(est, X, y)
-    K = X @ X.T
-    L = m * np.eye(m) - 1
-    U = K @ np.linalg.solve(L @ K + (m * m / (2 * C)) * np.eye(m), L)
-    h = U @ y
-    d = h.mean() - y.mean()
-    preds, exact = [], []
+    res = ms.mprank_loo_approximation(fastrank.MPRank(C=C), X, y)
+    full = ms.mprank_loo_approximation(fastrank.MPRank(C=C, kernel="precomputed"), X @ X.T, y)
+    assert np.array_equal(res.pairs, full.pairs)
+    assert _rel(res.approximate_predictions, full.approximate_predictions) < 1e-8
+    assert res.approximate == pytest.approx(full.approximate, rel=1e-8)
+    exact = []
     for i, j in res.pairs:
-        Vii = U[i, i] + (U[i, i] + U[i, j]) / (m - 2)
-        Vij = U[i, j] + (U[i, i] + U[i, j]) / (m - 2)
-        Vjj = U[j, j] + (U[j, j] + U[j, i]) / (m - 2)
-        Vji = U[j, i] + (U[j, j] + U[j, i]) / (m - 2)
-        ei, ej = h[i] - y[i], h[j] - y[j]
-        den = (1 - Vjj) * (1 - Vii) - Vij * Vji
-        ri = ((1 - Vjj) * ei + Vij * ej - ((Vii + Vij) * (1 - Vjj) + (Vjj + Vji) * Vij) * d) / den
-        rj = (Vji * ei + (1 - Vii) * ej - ((Vii + Vij) * Vji + (Vjj + Vji) * (1 - Vii)) * d) / den
-        preds.append([y[i] + ri, y[j] + rj])
         train = np.setdiff1d(np.arange(m), [i, j])
         exact.append(fastrank.MPRank(C=C).fit(X[train], y[train]).predict(X[[i, j]]))
-    assert _rel(res.approximate_predictions, preds) < 1e-8
-    assert _rel(res.exact_predictions, exact) < 1e-8
     exact = np.array(exact)
+    assert _rel(res.exact_predictions, exact) < 1e-8
     eq17 = np.mean(((exact[:, 1] - y[res.pairs[:, 1]]) - (exact[:, 0] - y[res.pairs[:, 0]])) ** 2)
     assert res.exact == pytest.approx(eq17, rel=1e-8)
 

@@ -37,3 +37,14 @@ def test_fold_counts_outside_the_data_name_the_argument_and_the_range():
     with pytest.raises(ValueError, match=r"^folds \(RankRLSCV's cv\) = 4 must be between 2 and the number of groups "
                                          r"\(3\)$"):
         fastrank.RankRLSCV(cv=4).fit(X, y, groups)
+
+
+def test_memory_error_states_a_fractional_matrix_count(monkeypatch):
+    """The dual solver announces 1.2 kernel matrices (its measured peak): the MemoryError said "1 x a dense 12 x 12
+    kernel matrix", the count truncated to an integer."""
+    monkeypatch.setenv("FASTRANK_MAX_DENSE_BYTES", "1000")
+    rng = np.random.default_rng(0)
+    X, y = rng.normal(size=(12, 3)), rng.normal(size=12)
+    with pytest.raises(MemoryError, match=r"^fastrank: this solver would allocate 1\.2 x a dense 12 x 12 kernel matrix "
+                                          r"\(1\.[34] KB\), more than the limit of 1000 B"):
+        fastrank.RankRLS(kernel="rbf").fit(X, y)

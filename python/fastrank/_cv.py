@@ -99,8 +99,9 @@ class _ExactCVSearch(KernelMixin, Ranker):
                 scores[k] = score(k)
             except np.linalg.LinAlgError as exc:
                 raise type(exc)(f"{name}={float(grid[k]):.6g}: {exc}; leave this value out of the grid") from None
-        if not np.all(np.isfinite(scores)):
-            raise ValueError(f"{what} is not finite for {name} in {grid[~np.isfinite(scores)]}")
+        if not np.all(np.isfinite(scores)):  # the values as numbers, not numpy's wrapped array print
+            bad = ", ".join(f"{float(v):.6g}" for v in grid[~np.isfinite(scores)])
+            raise ValueError(f"{what} is not finite for {name} in [{bad}]")
         best = int(np.argmax(scores)) if greater_is_better else int(np.argmin(scores))
         setattr(self, name + "_", float(grid[best]))
         self.best_score_ = float(scores[best])

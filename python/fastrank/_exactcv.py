@@ -73,8 +73,6 @@ class CVSpec:
     n_jobs: int | None = None
 
     def __post_init__(self):
-        if self.alpha is not None and self.C is not None:
-            raise ValueError("a CVSpec needs exactly one of alpha (RankRLS) and C (MPRank)")
         name = "alpha" if self.C is None else "C"  # C=None: RankRLS, whose alpha check_alpha names
         object.__setattr__(self, name, check_alpha(getattr(self, name), name))
         if self.solver not in _SOLVERS:
@@ -100,9 +98,7 @@ class CVSpec:
 
 
 def spec_of(model):
-    """A :class:`CVSpec` from a CVSpec, or from a RankRLS / MPRank (fitted or not), which builds it."""
-    if isinstance(model, CVSpec):
-        return model
+    """The :class:`CVSpec` of a RankRLS / MPRank (fitted or not), which builds it."""
     build = getattr(type(model), "_cv_spec", None)
     if build is None:
         raise TypeError(f"exact cross-validation needs a fastrank.RankRLS or fastrank.MPRank, got "
@@ -879,10 +875,8 @@ class HoldoutEngine(_OnProblem):
 
     def solve(self, alpha):
         """The model fitted on all the data at ``alpha`` from this engine's factorization, as a solver
-        :class:`~fastrank._solvers.Fit` ("primal" for the linear kernel with n < m, else "dual"), or None for
-        basis-vector models (no shared factor: their O(m |R|^2) fit is cheap)."""
-        if self.basis:
-            return None
+        :class:`~fastrank._solvers.Fit` ("primal" for the linear kernel with n < m, else "dual"); not for basis-vector
+        models (no shared factor: their O(m |R|^2) fit is cheap)."""
         if self.low_rank:
             return Fit("primal", coef=self.dual.solve_primal(alpha)[None])
         if self.spec.exclude_ties:  # fit's solve (the tie route keeps no factor of the full model), on dense rows
@@ -1214,11 +1208,9 @@ def resolve_folds(folds, engine, groups=None):
         groups = gi.labels[gi.codes]
     if isinstance(folds, numbers.Integral) and not isinstance(folds, (bool, np.bool_)):
         k = int(folds)
-        if k < 2:
-            raise ValueError(f"the number of folds must be at least 2, got {k}")
         n, unit = (gi.n_groups, "groups") if engine.grouped else (m, "inputs")
-        if k > n:
-            raise ValueError(f"cannot make {k} folds from {n} {unit}")
+        if not 2 <= k <= n:
+            raise ValueError(f"folds (RankRLSCV's cv) = {k} must be between 2 and the number of {unit} ({n})")
         # whole groups round-robin (as fold labels), else contiguous folds
         folds = (np.arange(n) % k)[gi.codes] if engine.grouped else np.array_split(np.arange(m), k)
     if isinstance(folds, (str, numbers.Number)) or not (hasattr(folds, "split") or np.iterable(folds)):

@@ -69,7 +69,7 @@ def basis_features(KR, KRR):
 def feature_holdout(Phi, Y, codes, n_groups, alpha, sets, *, normalized=False, pair_weight=None):
     """Exact hold-out predictions of a feature-space RankRLS (linear kernel or basis model): a list of (|U|, v) arrays,
     one per set of ``sets`` (1-D int arrays, validated: unique, in range, each leaving a training pair)."""
-    (Phi, Y, _, _, cw), gi = _core_args(Phi, Y, codes, n_groups, normalized, pair_weight, None)
+    (Phi, Y, _, _, cw), gi = _core_args(Phi, Y, codes, normalized, pair_weight, None)
     codes, sizes = gi.codes, gi.sizes.astype(np.float64)
 
     def centred(A):
@@ -117,20 +117,13 @@ def feature_holdout(Phi, Y, codes, n_groups, alpha, sets, *, normalized=False, p
     return out
 
 
-def _core_args(Phi, Y, codes, n_groups, normalized, pair_weight, groups):
+def _core_args(Phi, Y, codes, normalized, pair_weight, groups):
     """The dense rows of ``Phi``, ``Y`` as (m, v), the core's groups (order, offsets) of ``codes`` 0..n_groups-1
     (``groups``, their GroupIndex, as it is when given) and the pair weight c_q of every group (``pair_weight``, else
     1 / n_q with ``normalized``, else 1); and that GroupIndex."""
     m = Phi.shape[0]
     Y = as_targets(Y, m)[0]
-    gi = groups
-    if gi is None:
-        codes = np.asarray(codes, dtype=np.int64)
-        if codes.shape != (m,):
-            raise ValueError(f"codes must have one entry per row ({m}), got shape {codes.shape}")
-        gi = group_index(codes, m)
-        if not np.array_equal(gi.labels, np.arange(n_groups)):
-            raise ValueError(f"codes must name every group 0..{n_groups - 1} at least once")
+    gi = group_index(np.asarray(codes, dtype=np.int64), m) if groups is None else groups
     if pair_weight is None:
         pair_weight = pair_weights(gi.sizes, "normalized" if normalized else "unweighted")
     weight = np.ascontiguousarray(pair_weight, dtype=np.float64)
@@ -142,7 +135,7 @@ def feature_leave_group_out(Phi, Y, codes, n_groups, alpha, *, normalized=False,
                             groups=None):
     """Leave-one-group-out predictions (m, v) in original row order: one Cholesky factor of the p x p system, then a
     rank-n_q (Woodbury) update per group in C++, O(m p^2 + sum_q n_q^2 p) (fastrank/feature_cv.hpp)."""
-    args, _ = _core_args(Phi, Y, codes, n_groups, normalized, pair_weight, groups)
+    args, _ = _core_args(Phi, Y, codes, normalized, pair_weight, groups)
     return _core.cv_feature_leave_group_out(*args, float(alpha), int(n_threads))
 
 
@@ -151,7 +144,7 @@ def feature_leave_pair_out(Phi, Y, codes, n_groups, alpha, pairs, *, normalized=
     """Leave-pair-out predictions (n_pairs, 2, v): one p x p factor per group with pairs (the group scaled by (n_q -
     2)/n_q), then O(v) per pair from the hat-matrix entries of its group, in C++ (fastrank/feature_cv.hpp); pairs must
     lie in one group each (validated by the caller)."""
-    args, gi = _core_args(Phi, Y, codes, n_groups, normalized, pair_weight, groups)
+    args, gi = _core_args(Phi, Y, codes, normalized, pair_weight, groups)
     pairs = np.ascontiguousarray(np.asarray(pairs, dtype=np.int64).reshape(-1, 2))
     pairs_at = pairs if gi.is_identity else np.ascontiguousarray(gi.inverse[pairs])  # positions in group order
     out = _core.cv_feature_leave_pair_out(*args, float(alpha), pairs_at, int(n_threads))
@@ -163,5 +156,5 @@ def feature_leave_all_pairs_out(Phi, Y, codes, n_groups, alpha, *, normalized=Fa
     """Leave-pair-out predictions (n_pairs, 2, v) of every pair of rows i < j inside each group, in lexicographic
     order, without listing the pairs: the hat block of a group a block of columns at a time and one vectorized loop
     per row's pairs, in C++ (fastrank/feature_cv.hpp)."""
-    args, _ = _core_args(Phi, Y, codes, n_groups, normalized, pair_weight, groups)
+    args, _ = _core_args(Phi, Y, codes, normalized, pair_weight, groups)
     return _core.cv_feature_leave_all_pairs_out(*args, float(alpha), int(n_threads)).reshape(-1, 2, args[1].shape[1])

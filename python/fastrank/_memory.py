@@ -66,7 +66,7 @@ def check_dense_memory(n_rows, n_matrices=1, what="kernel matrix", *, n_cols=Non
     limit = dense_memory_limit()
     if limit is not None and need > limit:
         shape = f"{int(n_rows)} x {int(n_cols)}"
-        count = f"{int(n_matrices)} x " if n_matrices != 1 else ""
+        count = f"{round(float(n_matrices), 2):g} x " if n_matrices != 1 else ""  # counts may be fractional (1.2)
         raise MemoryError(f"fastrank: this solver would allocate {count}a dense {shape} {what} ({_fmt_bytes(need)}), "
                           f"more than the limit of {_fmt_bytes(limit)} (half of the available memory unless "
                           f"{ENV_LIMIT} is set). For large data use RankRLS(solver='cg') (linear kernel, sparse or "

@@ -128,11 +128,8 @@ class PreferenceGraph(NamedTuple):
 
     @classmethod
     def from_arrays(cls, graph, m):
-        """Edges from a ``(head, tail, weight, target)`` tuple or an object with those attributes."""
-        if isinstance(graph, (tuple, list)):
-            head, tail, weight, target = graph
-        else:
-            head, tail, weight, target = graph.head, graph.tail, graph.weight, graph.target
+        """Edges from a ``(head, tail, weight, target)`` tuple (or a :class:`PreferenceGraph`)."""
+        head, tail, weight, target = graph
         head, tail = np.ravel(head), np.ravel(tail)
         target = np.asarray(target, dtype=np.float64)
         target = target.reshape(-1, 1) if target.ndim == 1 else target
@@ -312,9 +309,7 @@ class RankingProblem(NamedTuple):
         return out
 
     def n_relevant_pairs(self):
-        """Number of relevant pairs (edges of a graph, with multiplicity; less the tied pairs with ``exclude_ties``)."""
-        if self.is_graph:
-            return int(self.graph.head.size)
+        """Number of relevant pairs of a scores problem (less the tied pairs with ``exclude_ties``)."""
         n = self.groups.sizes.astype(np.float64)
         return int((crucial_pairs(self.Y, self.groups, self.cells) if self.exclude_ties else n * (n - 1.0) / 2.0).sum())
 

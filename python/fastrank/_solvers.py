@@ -278,8 +278,6 @@ def _check_x0(x0, n, v):
     x0 = x0.reshape(-1, 1) if x0.ndim == 1 else x0
     if x0.shape != (n, v):
         raise ValueError(f"warm start has shape {x0.shape}, expected ({n}, {v})")
-    if not np.isfinite(x0).all():
-        raise ValueError("warm start contains NaN or infinity")
     return np.ascontiguousarray(x0)
 
 
@@ -394,7 +392,7 @@ def fit_cg(X, Y=None, *, group_index=None, normalized=False, graph=None, alpha=1
     scoring setting (ignored with ``graph``); group_index: a :class:`~fastrank._validation.GroupIndex`
     (rows in ORIGINAL order), None for object ranking (one group); normalized: pair weight 1/n_q in
     group q ("normalized"), overridden by ``weighting`` (any of :data:`fastrank._problem.WEIGHTINGS`);
-    graph: ``(head, tail, weight, target)`` or an object with those attributes, edge e preferring
+    graph: ``(head, tail, weight, target)`` (or a :class:`~fastrank._problem.PreferenceGraph`), edge e preferring
     row head[e] over tail[e] with weight w_e and target z_e ((l,) or (l, v)); alpha: regularization;
     stop when ``||X^T b - A w|| <= tol * ||X^T b||`` per output or after max_iter (None: :func:`default_max_iter`);
     x0: (n,) or (n, v) warm start; preconditioner: None or "jacobi" (diag(X^T L X) + alpha, O(nnz));
@@ -404,8 +402,6 @@ def fit_cg(X, Y=None, *, group_index=None, normalized=False, graph=None, alpha=1
     Returns a :class:`CGResult` (coef (n, v) even for one output).
     """
     n_threads = check_n_jobs(n_jobs)
-    if callback is not None and not callable(callback):
-        raise TypeError("callback must be callable or None")
     X = check_features(X, allow_sparse=True, min_rows=1)
     problem = _array_problem(X, Y, group_index, normalized, graph, weighting=weighting)
     fit = solve_cg(problem, alpha, tol=tol, max_iter=max_iter, x0=x0, preconditioner=preconditioner,
@@ -419,14 +415,10 @@ def _array_problem(X, Y, gi, normalized, graph, *, weighting=None):
     if graph is not None:
         g = PreferenceGraph.from_arrays(graph, m)
         return RankingProblem(X, None, True, None, False, "unweighted", g, False)
-    if Y is None:
-        raise ValueError("targets Y are required unless a preference graph is given")
     Y = np.asarray(Y, dtype=np.float64)
     Y = Y.reshape(-1, 1) if Y.ndim == 1 else Y
     if Y.ndim != 2 or Y.shape[0] != m:
         raise ValueError(f"Y must have {m} rows, got shape {Y.shape}")
-    if not np.isfinite(Y).all():
-        raise ValueError("Input y contains NaN or infinity.")
     gi = gi if gi is not None else group_index(None, m)
     if gi.codes.size != m:
         raise ValueError(f"group_index covers {gi.codes.size} rows but X has {m}")

@@ -21,8 +21,6 @@ def as_csr(X, name="X"):
     """The CSR arrays (:class:`CsrParts`) of a ``scipy.sparse`` matrix: no copy for float64 CSR data (other data: a copy
     of ``data`` only).  ValueError on non-finite values or malformed index arrays (out-of-range column indices,
     decreasing ``indptr``)."""
-    if not sp.issparse(X):
-        raise TypeError(f"{name} must be a scipy.sparse matrix, got {type(X).__name__}")
     if X.ndim != 2:
         raise ValueError(f"{name} must be 2-D, got {X.ndim}-D")
     X = X.tocsr()

@@ -281,7 +281,7 @@ class Factorization:
         """The RankRLS fitted on all the data at ``alpha``, from the factors alone (eq. 31 from the spectral factor;
         the p x p system of the linear model's S X)."""
         alpha = check_alpha(alpha)
-        if self._engine.basis:  # no shared factor (the engine solves None)
+        if self._engine.basis:  # no shared factor: the engine solves dense kernel models only
             raise ValueError("Factorization.solve re-solves the dense kernel model; for basis_vectors models fit "
                              "RankRLS(basis_vectors=..., alpha=...) (eqs. 40-42 share one decomposition too: "
                              "fastrank.rankrls_path)")

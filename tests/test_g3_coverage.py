@@ -5,6 +5,7 @@ the definition (explicit pairs) or for the exact message."""
 import io
 import json
 import os
+import re
 import struct
 import zipfile
 
@@ -257,3 +258,223 @@ def test_flipped_byte_of_an_uncompressed_member_fails_its_crc(small, tmp_path):
     with pytest.raises(ValueError, match=rf"^{p}: corrupted or tampered model file: member '{info.filename}' cannot "
                                          r"be read \(its CRC-32 does not match\)$"):
         fastrank.load(p)
+
+
+# ----------------------------------------------------------------------------------------------
+# the command line
+# ----------------------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def letor(tmp_path_factory, small):
+    X, y, g = small
+    root = tmp_path_factory.mktemp("g3letor")
+    with_qid, without = root / "train.txt", root / "noqid.txt"
+    dump_svmlight_file(X, y, str(with_qid), query_id=g, zero_based=False)
+    dump_svmlight_file(X, y, str(without), zero_based=False)
+    return with_qid, without
+
+
+def _run(argv, capsys):
+    code = cli.main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+@pytest.mark.parametrize("argv,msg", [
+    (["--cv", "lgo", "--no-qid"], "--cv lgo (leave-query-out) needs qid: in the file and no --no-qid"),
+    (["--cv", "1"], "--cv needs at least 2 folds"),
+    (["--cv", "-3"], "--cv needs at least 2 folds"),
+])
+def test_cv_fold_arguments_are_usage_errors(letor, capsys, argv, msg):
+    code, out, err = _run(["cv", *argv, letor[0]], capsys)
+    assert (code, out, err) == (2, "", f"fastrank cv: error: {msg}\n")
+
+
+def test_param_words_become_python_values(letor, tmp_path, capsys):
+    """--param normalize_C=Yes is the bool True, random_state=none None (not the strings)."""
+    tr = letor[0]
+    m = tmp_path / "svm.frk"
+    assert _run(["train", "-q", "--model", "RankSVM", "--param", "normalize_C=Yes", "--param", "random_state=none",
+                 "--param", "C=2", tr, m], capsys)[0] == 0
+    model = fastrank.load(m)
+    assert model.normalize_C is True and model.random_state is None and model.C == 2
+
+
+def test_a_multi_output_model_is_refused_by_predict_and_evaluate(small, letor, tmp_path, capsys):
+    X, y, g = small
+    m = tmp_path / "multi.frk"
+    fastrank.save(fastrank.RankRLS().fit(X, np.c_[y, -y], g), m)
+    for argv in (["predict", m, letor[0]], ["evaluate", "--model", m, letor[0]]):
+        code, out, err = _run(argv, capsys)
+        assert (code, out) == (1, "") and err == (f"fastrank {argv[0]}: error: the model predicts 2 outputs per row; "
+                                                  "the command-line tool handles one\n")
+
+
+def test_evaluate_without_qid_ranks_every_row_as_one_query(small, letor, tmp_path, capsys):
+    """The measure over all pairs of the file (oracle: the pairs listed one by one, a score tie half an error)."""
+    X, y, _ = small
+    tr, noqid = letor
+    m = tmp_path / "m.frk"
+    assert _run(["train", "-q", "--normalize", "none", tr, m], capsys)[0] == 0
+    code, out, err = _run(["evaluate", "-v", "--format", "json", "-m", "disagreement", "--model", m, noqid], capsys)
+    assert code == 0
+    assert f"[fastrank] {noqid} has no qid: and no query file: every row is ranked as one query\n" in err
+    s = fastrank.load(m).predict(X)
+    wrong = pairs = 0.0
+    for i in range(y.size):
+        for j in range(y.size):
+            if y[i] > y[j]:
+                pairs += 1
+                wrong += 1.0 if s[i] < s[j] else 0.5 if s[i] == s[j] else 0.0
+    assert json.loads(out)["mean"]["disagreement"] == pytest.approx(wrong / pairs, rel=1e-12)
+
+
+def test_interrupt_exits_with_130_and_one_line(letor, tmp_path, capsys, monkeypatch):
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cli, "read_svmlight", interrupted)
+    code, out, err = _run(["train", letor[0], tmp_path / "m"], capsys)
+    assert (code, out, err) == (130, "", "fastrank train: interrupted\n")
+    assert not (tmp_path / "m").exists()
+
+
+# ----------------------------------------------------------------------------------------------
+# the svmlight reader
+# ----------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("content,msg", [
+    (b"1 qid:1 1:0.5 qid:2 2:1\n", r":1: 'qid:2': qid must come right after the target, once per line$"),
+    (b"1 qid:1 1:0.5\n1 1:0.5 qid:2\n", r":2: 'qid:2': qid must come right after the target, once per line$"),
+    (b"1 qid:1 1:0.5\n2 qid:1 -1:0.5\n", r":2: feature index -1 in '-1:0.5' is negative$"),
+    (b"1 qid:1 1:0.5\n\xff\xfe\x00\x01\n", r":2: line is not valid UTF-8 text \(is this a binary file\?\)$"),
+    # a separator Python's str.split takes and the compiled reader does not: the compiled reader's own words
+    (b"1 qid:1 1:1\x1c2:3\n", r": not a valid svmlight/LETOR file \(ValueError: could not convert string to float"),
+])
+def test_malformed_lines_are_named(tmp_path, content, msg):
+    from fastrank.datasets import load_svmlight
+
+    p = tmp_path / "bad.txt"
+    p.write_bytes(content)
+    with pytest.raises(ValueError, match=rf"^{p}{msg}"):
+        load_svmlight(p)
+
+
+def test_zero_based_must_be_one_of_three_values(tmp_path):
+    from fastrank.datasets import load_svmlight
+
+    with pytest.raises(ValueError, match=r"^zero_based must be 'auto', True or False, got 'yes'$"):
+        load_svmlight(tmp_path / "never-read.txt", zero_based="yes")
+
+
+# ----------------------------------------------------------------------------------------------
+# progress reporting
+# ----------------------------------------------------------------------------------------------
+class _Tty(io.StringIO):
+    def isatty(self):
+        return True
+
+
+@pytest.mark.parametrize("seconds,shown", [(75.2, "1 min 15 s"), (119.6, "2 min 00 s"), (3725.0, "1 h 02 min")])
+def test_long_stages_report_minutes_and_hours(monkeypatch, seconds, shown):
+    from fastrank import _progress
+
+    clock = iter([1000.0, 1000.0 + seconds])
+    monkeypatch.setattr(_progress.time, "monotonic", lambda: next(clock))
+    buf = io.StringIO()
+    with _progress.stage("fitting", verbose=1, file=buf):
+        pass
+    assert buf.getvalue() == f"[fastrank] fitting ...\n[fastrank] fitting: done in {shown}\n"
+
+
+def test_a_terminal_without_tqdm_gets_log_lines(small, monkeypatch):
+    """verbose=1 on a terminal asks for a tqdm bar; tqdm is optional: log lines on stderr instead."""
+    import sys
+
+    X, y, g = small
+    monkeypatch.setitem(sys.modules, "tqdm", None)  # import tqdm.auto raises ImportError
+    monkeypatch.setitem(sys.modules, "tqdm.auto", None)
+    err = _Tty()
+    monkeypatch.setattr(sys, "stderr", err)
+    est = fastrank.RankBoost(n_estimators=4, verbose=1).fit(X, y, g)
+    assert re.fullmatch(r"\[fastrank\] RankBoost: 4/4 round \(100%\), [0-9.]+ s done\n", err.getvalue())
+    assert np.array_equal(est.predict(X), fastrank.RankBoost(n_estimators=4).fit(X, y, g).predict(X))
+
+
+# ----------------------------------------------------------------------------------------------
+# the demo (python -m fastrank --plot)
+# ----------------------------------------------------------------------------------------------
+def test_demo_plot_flag_writes_the_gaussian_models_curve(tmp_path, capsys, monkeypatch):
+    pytest.importorskip("matplotlib")
+    from fastrank import _demo
+    from fastrank.__main__ import main
+
+    alphas = np.logspace(-2, 2, 5)
+    rows = [{"model": name, "alpha": 1.0, "disagreement": 0.3, "ndcg10": 0.7, "select_seconds": 0.1,
+             "fit_seconds": 0.01, "validation_curve": (alphas, np.linspace(0.4, 0.3, 5))}
+            for name in ("RankRLS linear (primal)", "RankRLS Gaussian (dual)", "ridge regression (sklearn)")]
+    monkeypatch.setattr(_demo, "lambdarank_comparison", lambda verbose=0: ("summary", rows))
+    png = tmp_path / "curve"
+    assert main(["--plot", str(png)]) is rows
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert capsys.readouterr().out.endswith(f"\nvalidation curve of the RankRLS Gaussian (dual) model written to {png}\n")
+
+
+# ----------------------------------------------------------------------------------------------
+# fastrank.dask
+# ----------------------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def dsk(small):
+    da = pytest.importorskip("dask.array")
+    X, y, g = small
+    return da, da.from_array(X, chunks=10), da.from_array(y, chunks=10), da.from_array(g, chunks=10)
+
+
+def test_dask_argument_messages(small, dsk):
+    from fastrank.dask import DaskRankRLS, DaskRankRLSCV, fit_oapbpm, rankrls_path
+
+    da, Xd, yd, gd = dsk
+    X, y, g = small
+    labels = da.from_array(y.astype(int), chunks=10)
+    cases = [
+        (lambda: DaskRankRLS().fit(Xd, yd, gd.reshape(-1, 1)), ValueError,
+         r"groups must be 1-D with one id per row, got shape \(30, 1\)"),
+        (lambda: DaskRankRLS().fit(da.zeros((30, 0), chunks=10), yd), ValueError,
+         r"Found array with 0 feature\(s\) \(shape=\(30, 0\)\) while a minimum of 1 is required\."),
+        (lambda: DaskRankRLS().fit(Xd, yd, np.array([1, "a"] * 15, dtype=object)), TypeError,
+         r"group ids in partition \d \(rows \d+:\d+\) must be mutually comparable: '<' not supported"),
+        (lambda: rankrls_path(Xd, yd, [1.0], estimator=fastrank.RankRLS()), TypeError,
+         r"estimator must be a fastrank\.dask\.DaskRankRLS"),
+        (lambda: DaskRankRLSCV(alphas=[1.0]).fit(X, y, g), ValueError,
+         r"gammas must be a non-empty sequence of positive numbers"),
+        (lambda: fit_oapbpm(fastrank.PRank(), Xd, labels), TypeError, r"estimator must be a fastrank\.OAPBPM"),
+        (lambda: fit_oapbpm(fastrank.OAPBPM(shuffle=True), Xd, labels), ValueError,
+         r"fit_oapbpm needs shuffle=False \(the stream order must be the row order\)"),
+    ]
+    for call, exc, msg in cases:
+        with pytest.raises(exc, match=rf"^{msg}"):
+            call()
+
+
+def test_dask_basis_rows_with_nan_are_named(small, dsk):
+    from fastrank.dask import DaskRankRLS
+
+    da, _, yd, _ = dsk
+    X = small[0].copy()
+    X[5, 1] = np.nan  # a basis row; the other rows' NaN would be found by the statistics pass
+    with pytest.raises(ValueError, match=r"^X contains NaN or infinity in the basis rows$"):
+        DaskRankRLS(kernel="rbf", basis_vectors=np.array([5, 7])).fit(da.from_array(X, chunks=10), yd)
+
+
+def test_dask_without_a_distributed_client_runs_one_block(small, dsk):
+    """No active client: one member block (the default), the same model as OAPBPM.fit in memory."""
+    distributed = pytest.importorskip("distributed")
+    from fastrank.dask import fit_oapbpm
+
+    da, Xd, _, _ = dsk
+    X, y, _ = small
+    with pytest.raises(ValueError):
+        distributed.default_client()  # none is active
+    est = fastrank.OAPBPM(n_estimators=5, random_state=0)
+    got = fit_oapbpm(est, Xd, da.from_array(y.astype(int), chunks=10))
+    want = fastrank.OAPBPM(n_estimators=5, random_state=0).fit(X, y.astype(int))
+    assert np.array_equal(got.coef_, want.coef_) and np.array_equal(got.thresholds_, want.thresholds_)
+    assert np.array_equal(got.decision_function(X), want.decision_function(X))

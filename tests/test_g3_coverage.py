@@ -410,6 +410,34 @@ def test_a_terminal_without_tqdm_gets_log_lines(small, monkeypatch):
     assert np.array_equal(est.predict(X), fastrank.RankBoost(n_estimators=4).fit(X, y, g).predict(X))
 
 
+def test_a_terminal_with_tqdm_gets_a_bar_of_every_round(small, monkeypatch):
+    """verbose=1 on a terminal with tqdm installed: one bar of n_estimators steps, advanced once per round."""
+    import sys
+    import types
+
+    X, y, g = small
+    bars = []
+
+    class FakeTqdm:
+        def __init__(self, total=None, desc=None, **kwargs):
+            self.total, self.desc, self.n, self.closed = total, desc, 0, False
+            bars.append(self)
+
+        def update(self, n):
+            self.n += n
+
+        def close(self):
+            self.closed = True
+
+    fake = types.ModuleType("tqdm.auto")
+    fake.tqdm = FakeTqdm
+    monkeypatch.setitem(sys.modules, "tqdm", types.ModuleType("tqdm"))
+    monkeypatch.setitem(sys.modules, "tqdm.auto", fake)
+    monkeypatch.setattr(sys, "stderr", _Tty())
+    fastrank.RankBoost(n_estimators=4, verbose=1).fit(X, y, g)
+    assert [(b.total, b.desc, b.n, b.closed) for b in bars] == [(4, "RankBoost", 4, True)]
+
+
 # ----------------------------------------------------------------------------------------------
 # the demo (python -m fastrank --plot)
 # ----------------------------------------------------------------------------------------------
@@ -459,6 +487,11 @@ def test_dask_argument_messages(small, dsk):
         (lambda: fit_oapbpm(fastrank.PRank(), Xd, labels), TypeError, r"estimator must be a fastrank\.OAPBPM"),
         (lambda: fit_oapbpm(fastrank.OAPBPM(shuffle=True), Xd, labels), ValueError,
          r"fit_oapbpm needs shuffle=False \(the stream order must be the row order\)"),
+        (lambda: fit_oapbpm(fastrank.OAPBPM(), Xd, da.stack([labels, labels], axis=1)), ValueError,
+         r"y must be 1-D with one label per row of X$"),
+        (lambda: DaskRankRLS(kernel="precomputed").fit(da.from_array(X @ X.T, chunks=10), yd), ValueError,
+         r"kernel='precomputed' is not supported on dask inputs \(the kernel matrix is m x m\); give features and a "
+         r"kernel name with basis_vectors$"),
     ]
     for call, exc, msg in cases:
         with pytest.raises(exc, match=rf"^{msg}"):

@@ -113,3 +113,20 @@ def test_rankboost_path_without_folds_is_an_error(small, cv):
     with pytest.raises(ValueError, match=r"^cv gave no \(train, test\) split; give k >= 2, a splitter or \(train, "
                                          r"test\) index arrays$"):
         fastrank.rankboost_path(X, y, 3, g, cv=NoSplits() if cv == "empty-splitter" else cv)
+
+
+@pytest.mark.parametrize("make", [lambda: fastrank.PRank(), lambda: fastrank.OAPBPM(n_estimators=3, random_state=0)],
+                         ids=["prank", "oapbpm"])
+def test_labels_that_do_not_match_the_thresholds_are_refused_at_load(small, tmp_path, make):
+    """One label dropped from classes_ (checksum recomputed): the file loaded, its zero-row check passed (a zero row
+    reaches one rank) and predict raised numpy's IndexError on the rows of the highest rank."""
+    X, y, _ = small
+    fastrank.save(make().fit(X, y), tmp_path / "m")
+    h, a = _read(tmp_path / "m")
+    key = h["state"]["classes_"]["$array"]
+    a[key] = a[key][:-1]
+    h["arrays"][key]["shape"] = h["state"]["classes_"]["shape"] = [a[key].size]
+    _write(tmp_path / "m", h, a)
+    with pytest.raises(ValueError, match=r"corrupted or tampered model file: the fitted state is inconsistent "
+                                         r"\(members_thresholds_ of shape \((1|3), 2\) for 2 labels\)$"):
+        fastrank.load(tmp_path / "m")

@@ -332,11 +332,12 @@ def _check_usable(model):
     """One prediction on a zero row: catches fitted arrays that are consistent with the header but
     not with each other (tampered shapes).  The ordinal learners' thresholds are checked against their
     labels first: a zero row reaches one rank only."""
-    classes = getattr(model, "classes_", None)
-    for k, v in vars(model).items():  # one threshold between each two consecutive labels
-        if classes is not None and k.endswith("thresholds_") and np.shape(v)[-1:] != (np.size(classes) - 1,):
-            raise _Corrupt(f"the fitted state is inconsistent ({k} of shape {np.shape(v)} for {np.size(classes)} "
-                           "labels)")
+    from .online import _OAPBase
+
+    labels = np.size(getattr(model, "classes_", ())) if isinstance(model, _OAPBase) else None
+    for k, v in vars(model).items():  # the ordinal learners: one threshold between each two consecutive labels
+        if labels is not None and k.endswith("thresholds_") and np.shape(v)[-1:] != (labels - 1,):
+            raise _Corrupt(f"the fitted state is inconsistent ({k} of shape {np.shape(v)} for {labels} labels)")
     n = getattr(model, "n_features_in_", None)
     if n is None or getattr(model, "kernel", None) == "precomputed":  # _check_model checked n
         return

@@ -361,12 +361,16 @@ def test_interrupt_exits_with_130_and_one_line(letor, tmp_path, capsys, monkeypa
     (b"1 qid:1 1:1\x1c2:3\n", r": not a valid svmlight/LETOR file \(ValueError: could not convert string to float"),
 ])
 def test_malformed_lines_are_named(tmp_path, content, msg):
+    load_fails(tmp_path / "bad.txt", content, msg)
+
+
+def load_fails(path, content, msg, **kwargs):
+    """load_svmlight of ``path`` holding ``content`` is a ValueError naming the file, then ``msg``."""
     from fastrank.datasets import load_svmlight
 
-    p = tmp_path / "bad.txt"
-    p.write_bytes(content)
-    with pytest.raises(ValueError, match=rf"^{p}{msg}"):
-        load_svmlight(p)
+    path.write_bytes(content)
+    with pytest.raises(ValueError, match=rf"^{path}{msg}"):
+        load_svmlight(path, **kwargs)
 
 
 def test_zero_based_must_be_one_of_three_values(tmp_path):

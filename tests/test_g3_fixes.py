@@ -6,15 +6,8 @@ import pytest
 import scipy.sparse as sp
 
 import fastrank
+from test_g3_coverage import load_fails, small  # noqa: F401 - small: a fixture
 from test_persist import _read, _write
-
-
-@pytest.fixture(scope="module")
-def small():
-    rng = np.random.RandomState(0)
-    X = rng.randn(30, 4)
-    y = rng.randint(0, 3, 30).astype(float)
-    return X, y, np.repeat([1, 2, 3], 10)
 
 
 def test_extended_precision_parameter_roundtrips(small, tmp_path):
@@ -58,12 +51,7 @@ def test_out_of_range_sparse_indices_are_refused_at_load(tmp_path):
     ("1 qid:1 \u0661:0.5\n".encode(), {}, r":1: a non-ASCII character outside a comment \(svmlight lines are ASCII\)$"),
 ])
 def test_the_line_checker_names_the_right_line(tmp_path, content, kw, msg):
-    from fastrank.datasets import load_svmlight
-
-    p = tmp_path / "data.txt"
-    p.write_bytes(content)
-    with pytest.raises(ValueError, match=rf"^{p}{msg}"):
-        load_svmlight(p, **kw)
+    load_fails(tmp_path / "data.txt", content, msg, **kw)
 
 
 def test_a_latin1_comment_in_a_score_file_is_a_comment(tmp_path):

@@ -458,7 +458,8 @@ def test_demo_plot_flag_writes_the_gaussian_models_curve(tmp_path, capsys, monke
     png = tmp_path / "curve"
     assert main(["--plot", str(png)]) is rows
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    assert capsys.readouterr().out.endswith(f"\nvalidation curve of the RankRLS Gaussian (dual) model written to {png}\n")
+    out = capsys.readouterr().out
+    assert out.endswith(f"\nvalidation curve of the RankRLS Gaussian (dual) model written to {png}\n")
 
 
 # ----------------------------------------------------------------------------------------------

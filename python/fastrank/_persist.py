@@ -110,7 +110,9 @@ class _Encoder:
         if isinstance(v, np.generic):
             if v.dtype.kind not in _ARRAY_KINDS:
                 raise TypeError(f"cannot save {where}: NumPy scalar of dtype {v.dtype}")
-            return {"$scalar": v.dtype.str, "value": self.value(v.item(), where)}
+            item = v.item()  # a Python number, or for extended precision (longdouble) the scalar itself: a 0-d array
+            plain = isinstance(item, (bool, int, float, str))
+            return {"$scalar": v.dtype.str, "value": self.value(item, where) if plain else self.array(v, where, False)}
         if isinstance(v, np.ndarray):
             return self.array(v, where, shrink)
         if sp.issparse(v):
@@ -277,8 +279,10 @@ class _Decoder:
             if kind not in ("csr_matrix", "csr_array"):
                 raise _Corrupt(f"unknown sparse kind {kind!r}")
             try:
-                return getattr(sp, kind)((self.array(v["data"]), self.array(v["indices"]), self.array(v["indptr"])),
-                           shape=tuple(v["shape"]))
+                c = getattr(sp, kind)((self.array(v["data"]), self.array(v["indices"]), self.array(v["indptr"])),
+                                      shape=tuple(v["shape"]))
+                c.check_format(full_check=True)  # column indices in range: the kernels index dense rows by them
+                return c
             except (TypeError, ValueError) as exc:
                 raise _Corrupt(f"inconsistent sparse matrix: {exc}") from None
         ((tag, x),) = v.items() if len(v) == 1 else ((None, None),)  # the other tags are one-key objects
@@ -326,7 +330,14 @@ class _Decoder:
 
 def _check_usable(model):
     """One prediction on a zero row: catches fitted arrays that are consistent with the header but
-    not with each other (tampered shapes)."""
+    not with each other (tampered shapes).  The ordinal learners' thresholds are checked against their
+    labels first: a zero row reaches one rank only."""
+    from .online import _OAPBase
+
+    labels = np.size(getattr(model, "classes_", ())) if isinstance(model, _OAPBase) else None
+    for k, v in vars(model).items():  # the ordinal learners: one threshold between each two consecutive labels
+        if labels is not None and k.endswith("thresholds_") and np.shape(v)[-1:] != (labels - 1,):
+            raise _Corrupt(f"the fitted state is inconsistent ({k} of shape {np.shape(v)} for {labels} labels)")
     n = getattr(model, "n_features_in_", None)
     if n is None or getattr(model, "kernel", None) == "precomputed":  # _check_model checked n
         return
@@ -357,10 +368,9 @@ def _read_member(zf, info, dtype, shape):
                 raise _Corrupt(f"member {name!r}: its size in the zip directory ({info.file_size} bytes) does not "
                                f"match its array ({nbytes} bytes of data)")
             buf = bytearray(nbytes)
-            if fh.readinto(buf) != nbytes:  # ZipExtFile reads until n bytes or the end of the member
+            # ZipExtFile reads up to the directory's size (checked above) and verifies the CRC-32 on reaching it
+            if fh.readinto(buf) != nbytes:
                 raise _Corrupt(f"member {name!r} is truncated")
-            if fh.read(1):  # reading to the end also makes zipfile verify the member's CRC-32
-                raise _Corrupt(f"member {name!r} is longer than its array")
     except _Corrupt:
         raise
     except (zlib.error, zipfile.BadZipFile, EOFError, OSError, ValueError, TypeError) as exc:

@@ -96,12 +96,9 @@ class _LogLines(_Silent):
 
     def _line(self, final=False):
         el = time.monotonic() - self.start
-        if self.total:
-            frac = self.n / self.total
-            eta = "" if final or self.n == 0 else f", ~{_fmt_seconds(el * (1 - frac) / frac)} left"
-            body = f"{self.n}/{self.total} {self.unit} ({100 * frac:.0f}%), {_fmt_seconds(el)}{eta}"
-        else:
-            body = f"{self.n} {self.unit}, {_fmt_seconds(el)}"
+        frac = self.n / self.total
+        eta = "" if final or self.n == 0 else f", ~{_fmt_seconds(el * (1 - frac) / frac)} left"
+        body = f"{self.n}/{self.total} {self.unit} ({100 * frac:.0f}%), {_fmt_seconds(el)}{eta}"
         end = " done" if final else ""
         write_line(f"[fastrank] {self.desc}: {body}{self._extra}{end}", self.file)
 
@@ -138,8 +135,8 @@ class _Bar(_Silent):
         self.bar.close()
 
 
-def progress(total=None, desc="working", *, verbose=0, unit="it", file=None, min_interval=2.0, backend="auto"):
-    """A reporter with ``update(n)``, ``note(text)``, ``close()``; usable as a context manager.
+def progress(total, desc="working", *, verbose=0, unit="it", file=None, min_interval=2.0, backend="auto"):
+    """A reporter of ``total`` (> 0) steps with ``update(n)``, ``note(text)``, ``close()``; usable as a context manager.
     ``progress.iterate(iterable, ...)`` wraps an iterable.  ``backend``: "auto" (a tqdm bar on a terminal, else
     log lines), "tqdm" (a bar when tqdm is installed) or "log"."""
     if backend not in ("auto", "tqdm", "log"):
@@ -155,7 +152,7 @@ def progress(total=None, desc="working", *, verbose=0, unit="it", file=None, min
 
 
 def _iterate(iterable, desc="working", **kwargs):
-    with progress(len(iterable) if hasattr(iterable, "__len__") else None, desc, **kwargs) as bar:
+    with progress(len(iterable), desc, **kwargs) as bar:
         for item in iterable:
             yield item
             bar.update(1)

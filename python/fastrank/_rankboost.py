@@ -242,6 +242,8 @@ def rankboost_path(X, y, n_estimators, groups=None, *, cv=5, scoring=None, refit
     else:
         raise ValueError(f"cv must be a number of folds, a splitter or an iterable of (train, test) index arrays, got "
                          f"{cv!r}")
+    if not folds:  # the mean over no fold is NaN, and the best of NaNs the first value of the grid
+        raise ValueError("cv gave no (train, test) split; give k >= 2, a splitter or (train, test) index arrays")
     scores = np.empty((len(folds), grid.size))
     for k, (train, test) in enumerate(progress.iterate(folds, desc="rankboost_path", unit="fold", verbose=verbose)):
         est = base.fit(X[train], y[train], None if g is None else g[train])

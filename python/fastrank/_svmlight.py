@@ -65,6 +65,8 @@ class _LineError(Exception):
 def _parse_line(line):
     """(target, qid or None, indices, values) of one data line (comment stripped, not blank); _LineError with
     a readable message for anything malformed."""
+    if not line.isascii():  # the compiled reader parses bytes: other digits and spaces int()/float() take fail there
+        raise _LineError("a non-ASCII character outside a comment (svmlight lines are ASCII)")
     toks = line.split()
     target = _real(toks[0], "target")
     qid, start = None, 1
@@ -105,8 +107,8 @@ def _scan(path, parse=_parse_line):
     try:
         with _open(path) as fh:
             for lineno, raw in enumerate(fh, start=1):
-                try:
-                    line = raw.decode().split("#", 1)[0].strip()
+                try:  # a comment may hold any bytes
+                    line = raw.split(b"#", 1)[0].decode().strip()
                     if line:
                         yield lineno, parse(line)
                 except UnicodeDecodeError:

@@ -165,6 +165,10 @@ def _indicator(inv, k):
     return sp.csr_matrix((np.ones(rows), (inv, np.arange(rows))), shape=(k, rows))
 
 
+_GROUPS_CHANGED = ("groups gave other ids in the second pass over the data than in the first (a dask array of "
+                   "impure tasks?); compute or persist groups first")
+
+
 def _partition_stats(i, start, Xp, Yp, gp, table, weighting, feature):
     """One partition: sum over its groups of w(n_q) x centred scatter, plus partial groups."""
     Xp = _check_block(i, start, Xp, "X")
@@ -178,6 +182,8 @@ def _partition_stats(i, start, Xp, Yp, gp, table, weighting, feature):
         gp = np.asarray(gp)  # its ids were checked by _group_table's pass
         _check_partition_rows("groups", i, start, gp.shape[0], rows)
         codes = np.searchsorted(ids, gp)
+        if codes.size and (codes.max() == ids.size or (ids[np.minimum(codes, ids.size - 1)] != gp).any()):
+            raise ValueError(_GROUPS_CHANGED)
     F = Xp if feature is None else feature(Xp)
     u, first, inv, n_loc = np.unique(codes, return_index=True, return_inverse=True, return_counts=True)
     P = _indicator(inv, u.size)
@@ -275,8 +281,8 @@ def _statistics(X, Y, G, table, weighting, feature):
     # workers by a one-thread compute region
     with compute_region(1):
         stats = dask.compute(_tree(parts, functools.partial(_combine_stats, weighting)))[0]
-    if stats["codes"].size:  # cannot happen when the group table is right
-        raise RuntimeError("internal error: incomplete groups after merging the partitions")
+    if stats["codes"].size:  # rows of a group missing: the second pass read other ids than the first
+        raise ValueError(_GROUPS_CHANGED)
     raise_without_preferences(None, ~stats["spread"], G is not None)
     M = stats["M"]
     return 0.5 * (M + M.T), stats["R"]  # exact symmetry for the symmetric solver

@@ -28,7 +28,7 @@ py::tuple path_result(const SubsetDecomposition& d, const DoubleArray& alphas) {
     for (Index i = 0; i < r; ++i)
       for (Index j = 0; j < v; ++j) o(a, i, j) = A(i, j);
   }
-  return py::make_tuple(out, d.cholesky, d.sigma);
+  return py::make_tuple(out, d.cholesky, d.sigma, d.rcond);
 }
 }  // namespace
 
@@ -49,7 +49,7 @@ void bind_sparse_rls(py::module_& m) {
       py::arg("KRt").noconvert(), py::arg("Y"), py::arg("order"), py::arg("offsets"),
       py::arg("pair_weight"), py::arg("KRR"), py::arg("alphas"), py::arg("n_threads"),
       "Scoring setting. KRt (m, r) Fortran-ordered is overwritten with S K_R^T. Returns "
-      "(coefs (n_alphas, r, v), cholesky_used, eigenvalues).");
+      "(coefs (n_alphas, r, v), cholesky_used, eigenvalues, rcond of K_RR).");
   m.def(
       "sparse_rls_path_graph",
       [](MatrixCRef KRt, const Int64Array& head, const Int64Array& tail, const DoubleArray& weight,
@@ -68,7 +68,7 @@ void bind_sparse_rls(py::module_& m) {
       },
       py::arg("KRt"), py::arg("head").noconvert(), py::arg("tail").noconvert(), py::arg("weight").noconvert(),
       py::arg("targets"), py::arg("KRR"), py::arg("alphas"), py::arg("n_threads"),
-      "Preference-graph setting. Returns (coefs (n_alphas, r, v), cholesky_used, eigenvalues).");
+      "Preference-graph setting. Returns (coefs (n_alphas, r, v), cholesky_used, eigenvalues, rcond of K_RR).");
   m.def(
       "sparse_rls_path_gram",
       [](MatrixCRef H, MatrixCRef g, MatrixCRef KRR, const DoubleArray& alphas) {
@@ -82,5 +82,5 @@ void bind_sparse_rls(py::module_& m) {
       },
       py::arg("H"), py::arg("g"), py::arg("KRR"), py::arg("alphas"),
       "From assembled blocks H = K_R^T L K_R (r, r) and g = K_R^T L y (r, v). Returns "
-      "(coefs (n_alphas, r, v), cholesky_used, eigenvalues).");
+      "(coefs (n_alphas, r, v), cholesky_used, eigenvalues, rcond of K_RR).");
 }

@@ -38,7 +38,9 @@ SubsetDecomposition decompose_gram(Matrix H, Matrix g, MatrixCRef KRR) {
   require(KRR.rows() == r && KRR.cols() == r, "K_RR must be r x r");
   SubsetDecomposition d;
   Matrix Z = KRR;
+  const double anorm = KRR.cwiseAbs().colwise().sum().maxCoeff();
   if (lapack::potrf_lower(Z)) {
+    d.rcond = lapack::pocon_lower(Z, anorm);
     Z.triangularView<Eigen::StrictlyUpper>().setZero();
     // C = Z^-1 H Z^-T: H1 = Z^-1 H; C = Z^-1 H1^T (H symmetric).
     lapack::trsm_lower_left('N', Z, H);
@@ -64,6 +66,7 @@ SubsetDecomposition decompose_gram(Matrix H, Matrix g, MatrixCRef KRR) {
       if (e[k] > cut && e[k] > 0.0) keep.push_back(k);
     if (keep.empty()) throw LinAlgError("the basis kernel matrix K_RR is zero; choose other basis vectors");
     const Index rp = static_cast<Index>(keep.size());
+    d.rcond = e[keep.front()] / emax;  // syevd sorts ascending: the smallest eigenvalue kept
     Matrix B(r, rp);
     for (Index k = 0; k < rp; ++k) B.col(k) = E.col(keep[k]) / std::sqrt(e[keep[k]]);
     Matrix HB(r, rp), C(rp, rp);

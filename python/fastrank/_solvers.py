@@ -41,6 +41,9 @@ __all__ = [
 SOLVERS = ("auto", "dual", "primal", "cg")
 # rcond below this: the solution may carry rounding error well above 1e-4 relative.
 _RCOND_WARNING = 1e-12
+# The subset-of-regressors predictions carry up to ~400 eps / rcond(K_RR) relative error (against 40-digit
+# solves of eq. 41, any float64 route: the near-null directions of K_RR are set by its rounding): 1e-5 here.
+_BASIS_RCOND_WARNING = 1e-8
 
 
 class Fit(NamedTuple):
@@ -69,6 +72,19 @@ def _checked(W, rcond, n_alphas):
         warnings.warn(f"RankRLS system is ill-conditioned (reciprocal condition number {rcond:.2e}); the solution "
                       "may be inaccurate. Increase alpha.", IllConditionedWarning, stacklevel=user_stacklevel())
     return _by_alpha(W, n_alphas)
+
+
+def _checked_basis(A, rcond):
+    if rcond < _BASIS_RCOND_WARNING:
+        advice = ("Basis rows nearly alike under the kernel: choose fewer or more distinct basis_vectors (with "
+                  "kernel='rbf', or a larger gamma), or a larger alpha.")
+        error = min(1.0, 400 * np.finfo(float).eps / max(rcond, 1e-300))
+        warning = IllConditionedWarning(
+            f"the basis kernel matrix K_RR is ill-conditioned (reciprocal condition number {rcond:.2e}): the "
+            f"predictions may carry rounding error up to about {error:.0e} relative. {advice}")
+        warning.advice = advice
+        warnings.warn(warning, stacklevel=user_stacklevel())
+    return A
 
 
 def _by_alpha(W, n_alphas):
@@ -494,12 +510,16 @@ def _basis_coefficients(problem, spec, alphas, basis, n_threads):
             H = 0.5 * ((G + a * KRR) + (G + a * KRR).T)
             out.append(np.linalg.lstsq(H, g, rcond=None)[0] if np.linalg.matrix_rank(H) < H.shape[0]
                        else np.linalg.solve(H, g))
-        return np.stack(out)
+        e = np.linalg.eigvalsh(KRR)  # the C++ routes' measure: the smallest eigenvalue above r eps max(e)
+        kept = e[e > max(e[-1], 0.0) * KRR.shape[0] * np.finfo(float).eps]
+        return _checked_basis(np.stack(out), kept[0] / e[-1] if kept.size else 0.0)
     if problem.is_graph:
-        return _core.sparse_rls_path_graph(KRt, *problem.graph, KRR, alphas, n_threads)[0]
-    gi = problem.groups
-    return _core.sparse_rls_path_groups(KRt, np.asfortranarray(problem.Y), gi.order, gi.offsets, problem.pair_weight(),
-                                        KRR, alphas, n_threads)[0]
+        A, _, _, rcond = _core.sparse_rls_path_graph(KRt, *problem.graph, KRR, alphas, n_threads)
+    else:
+        gi = problem.groups
+        A, _, _, rcond = _core.sparse_rls_path_groups(KRt, np.asfortranarray(problem.Y), gi.order, gi.offsets,
+                                                      problem.pair_weight(), KRR, alphas, n_threads)
+    return _checked_basis(A, rcond)
 
 
 def solve_basis(problem, spec, alphas, basis, n_threads):
@@ -540,4 +560,6 @@ def solve_assembled_basis(H, g, KRR, alphas):
     """Subset-of-regressors coefficients (n_alphas, |R|, v) from assembled H = K_R^T L K_R and
     g = K_R^T L y: eq. 41's (H + alpha K_RR) a = g for every alpha through the one decomposition
     of eq. 42 that :func:`solve_basis` uses."""
-    return _core.sparse_rls_path_gram(np.asfortranarray(H), np.asfortranarray(g), np.asfortranarray(KRR), alphas)[0]
+    A, _, _, rcond = _core.sparse_rls_path_gram(np.asfortranarray(H), np.asfortranarray(g), np.asfortranarray(KRR),
+                                                alphas)
+    return _checked_basis(A, rcond)

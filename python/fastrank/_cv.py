@@ -78,6 +78,21 @@ def _check_scoring(scoring):
     raise ValueError(f"{usage}; got {scoring!r}")
 
 
+def _pair_measure(given, scoring):
+    """(name, sign) of a leave-pair-out score, ``sign * measure``, for the pair measures "auc" and "disagreement":
+    given by name (sign 1) or as a scorer of :func:`fastrank.metrics.make_ranking_scorer` without extra keywords (its
+    sign, losses negated), which then scores exactly as the name does; None for any other scoring."""
+    if isinstance(given, RankingScorer):
+        measure, sign = given._measure, given._sign
+        if given._kwargs:  # e.g. tied_scores="wrong": not what the pair engine counts
+            return None
+    else:
+        measure, sign = scoring, 1
+    if isinstance(measure, Measure) and measure.name in ("auc", "disagreement"):
+        return measure.name, sign
+    return None
+
+
 class _ExactCVSearch(KernelMixin, Ranker):
     """A parameter grid scored by exact cross-validation, then the best model solved from the same factorization."""
 
@@ -186,7 +201,8 @@ class RankRLSCV(_ExactCVSearch):
             raise ValueError(f"cv must be None, 'lpo', 'lgo', an int, fold labels, index sets or a splitter; "
                              f"got {cv!r}")
         is_lpo = isinstance(cv, str) and cv == "lpo"
-        if is_lpo and not (isinstance(scoring, Measure) and scoring.name in ("auc", "disagreement")):
+        pair_measure = _pair_measure(self.scoring, scoring) if is_lpo else None
+        if is_lpo and pair_measure is None:
             raise ValueError(f"scoring={self.scoring!r} needs hold-out sets (cv='lgo', folds or a splitter), not "
                              "leave-pair-out, which scores pairs ('auc' or 'disagreement')")
         base, prob = self._engine("alpha", alphas, X, y, groups, 3 if is_lpo else 2)
@@ -196,9 +212,11 @@ class RankRLSCV(_ExactCVSearch):
         if is_lpo:
             pairs = prob.training_pairs(required=True, scored="cv='lpo'")
 
+            name, sign = pair_measure
+
             def score(k):
                 d = float(np.mean(prob.lpo_disagreement(pairs, float(alphas[k]))))
-                return 1.0 - d if scoring.name == "auc" else d
+                return sign * (1.0 - d if name == "auc" else d)
         else:
             if lgo_path and prob.groups.n_groups < 2:  # groups=None: one group
                 raise ValueError("cv='lgo' needs groups with at least two distinct ids")
@@ -212,7 +230,10 @@ class RankRLSCV(_ExactCVSearch):
                 return holdout_score(predictions(k), prob.Y, sets, prob.groups.codes, scoring)
         greater_is_better = scoring.greater_is_better if isinstance(scoring, Measure) else True
         scores, best = self._search(prob, base, "alpha", alphas, score, "the cross-validation score", greater_is_better)
-        name = scoring.name if isinstance(scoring, Measure) else getattr(scoring, "__name__", "callable")
+        if isinstance(self.scoring, RankingScorer):  # its repr, e.g. make_ranking_scorer('ndcg'): not its method's name
+            name = repr(self.scoring)
+        else:
+            name = scoring.name if isinstance(scoring, Measure) else getattr(scoring, "__name__", "callable")
         scheme = cv if isinstance(cv, str) else type(cv).__name__
         self.cv_results_ = {"alphas": alphas.copy(), "scores": scores, "scoring": name,
                             "greater_is_better": greater_is_better, "cv": scheme}

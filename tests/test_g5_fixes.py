@@ -45,3 +45,51 @@ def test_leave_pair_out_search_refuses_a_scorer_with_other_tie_counting():
     X, y = _pairs_data()
     with pytest.raises(ValueError, match="needs hold-out sets"):
         fastrank.RankRLSCV(cv="lpo", scoring=make_ranking_scorer("disagreement", tied_scores="wrong")).fit(X, y)
+
+
+def _weighted_auc(y, f, groups, w):
+    """1 - the mean over groups of sum w_i w_j err_ij / sum w_i w_j over the pairs y_i > y_j (ties of f: 1/2)."""
+    per = []
+    for q in np.unique(groups):
+        num = den = 0.0
+        rows = np.flatnonzero(groups == q)
+        for i in rows:
+            for j in rows:
+                if y[i] > y[j]:
+                    num += w[i] * w[j] * ((f[i] < f[j]) + 0.5 * (f[i] == f[j]))
+                    den += w[i] * w[j]
+        if den > 0:
+            per.append(num / den)
+    return 1.0 - np.mean(per)
+
+
+def test_a_ranking_scorer_takes_the_sample_weight_that_routing_sends():
+    # set_score_request(sample_weight=True) was accepted, then every call raised TypeError (a search scored NaN);
+    # the scorer now passes the weights to the measure as estimator.score and score_estimator do
+    import sklearn
+    from sklearn.model_selection import GridSearchCV, GroupKFold
+
+    rng = np.random.default_rng(3)
+    X, y = rng.normal(size=(30, 3)), rng.integers(0, 3, 30).astype(float)
+    groups, w = np.repeat(np.arange(6), 5), rng.integers(0, 4, 30).astype(float)
+    est = fastrank.RankRLS(alpha=0.5).fit(X, y, groups)
+    f = est.predict(X)
+    scorer = make_ranking_scorer("auc")
+    want = _weighted_auc(y, f, groups, w)
+    assert scorer(est, X, y, groups, sample_weight=w) == pytest.approx(want, rel=1e-12)
+    assert est.score(X, y, groups, sample_weight=w) == pytest.approx(want, rel=1e-12)
+    loss = make_ranking_scorer("disagreement")
+    assert loss(est, X, y, groups=groups, sample_weight=w) == pytest.approx(want - 1.0, rel=1e-12)
+    with pytest.raises(ValueError, match="does not take sample_weight"):
+        make_ranking_scorer("ndcg")(est, X, y, groups, sample_weight=w)
+    alphas = [0.1, 10.0]
+    with sklearn.config_context(enable_metadata_routing=True):
+        routed = make_ranking_scorer("auc").set_score_request(groups=True, sample_weight=True)
+        search = GridSearchCV(fastrank.RankRLS().set_fit_request(groups=True), {"alpha": alphas}, cv=GroupKFold(3),
+                              scoring=routed).fit(X, y, groups=groups, sample_weight=w)
+    for k, a in enumerate(alphas):
+        folds = []
+        for train, test in GroupKFold(3).split(X, y, groups):
+            model = fastrank.RankRLS(alpha=a).fit(X[train], y[train], groups[train])
+            folds.append(_weighted_auc(y[test], model.predict(X[test]), groups[test], w[test]))
+        assert search.cv_results_["mean_test_score"][k] == pytest.approx(np.mean(folds), rel=1e-12)

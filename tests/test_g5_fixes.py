@@ -93,3 +93,55 @@ def test_a_ranking_scorer_takes_the_sample_weight_that_routing_sends():
             model = fastrank.RankRLS(alpha=a).fit(X[train], y[train], groups[train])
             folds.append(_weighted_auc(y[test], model.predict(X[test]), groups[test], w[test]))
         assert search.cv_results_["mean_test_score"][k] == pytest.approx(np.mean(folds), rel=1e-12)
+
+
+# Targets times a power of two: every prediction of the linear exact-CV formulas is scaled by it exactly, so every
+# pairwise count and every choice is unchanged.  Near 2^-660 ~ 1e-199 the product of two differences underflowed to 0
+# (every held-out pair counted as ordered right: AUC 1 for every alpha); near 2^600 it overflowed (numpy's warning).
+TINY, HUGE = 2.0 ** -660, 2.0 ** 600
+
+
+@pytest.mark.parametrize("kernel", ["rbf", "linear"])  # the C++ pair count of the kernel route; the feature route
+@pytest.mark.parametrize("grouped", [False, True])
+def test_leave_pair_out_scores_do_not_depend_on_the_scale_of_y(kernel, grouped):
+    rng = np.random.default_rng(7)
+    X, y = rng.normal(size=(16, 2)), rng.integers(0, 3, 16).astype(float)
+    groups = rng.integers(0, 2, 16) if grouped else None
+    alphas = [0.01, 1.0, 100.0]
+    want = fastrank.RankRLSCV(alphas, cv="lpo", kernel=kernel).fit(X, y, groups).cv_results_["scores"]
+    assert np.all(want < 1.0)
+    est = fastrank.RankRLS(alpha=1.0, kernel=kernel)
+    perm = ms.permutation_test_lpo(est, X, y, 4, 0, groups)
+    for scale in (TINY, HUGE):
+        got = fastrank.RankRLSCV(alphas, cv="lpo", kernel=kernel).fit(X, scale * y, groups).cv_results_["scores"]
+        np.testing.assert_allclose(got, want, rtol=1e-12)
+        scaled = ms.permutation_test_lpo(est, X, scale * y, 4, 0, groups)
+        assert scaled[0] == pytest.approx(perm[0], rel=1e-12) and scaled[2] == perm[2]
+        np.testing.assert_allclose(scaled[1], perm[1], rtol=1e-12)
+
+
+def test_pairwise_disagreement_of_tiny_and_huge_differences():
+    P = np.array([[1.0, 2.0], [3.0, 1.0], [1.0, 1.0], [0.0, 5.0]])
+    T = np.array([[2.0, 1.0], [2.0, 1.0], [0.0, 1.0], [1.0, 1.0]])
+    want = (1.0 + 0.0 + 0.5) / 3.0  # the last pair has equal targets: not a preference
+    for a, b in ((1.0, 1.0), (TINY, TINY), (HUGE, HUGE), (TINY, HUGE)):
+        assert ms.pairwise_disagreement(a * P, b * T) == pytest.approx(want, rel=1e-15)
+
+
+def test_mprankcv_chooses_c_whatever_the_scale_of_y():
+    # the squared costs of eq. 17 underflowed to 0 for every C near 1e-200: C_ was the first C, best_score_ 0
+    rng = np.random.default_rng(1)
+    X, y = rng.normal(size=(14, 2)), rng.normal(size=14)
+    Cs = [0.01, 0.1, 1.0, 10.0]
+    ref = fastrank.MPRankCV(Cs, kernel="rbf").fit(X, y)
+    assert ref.C_ != Cs[0]
+    tiny = fastrank.MPRankCV(Cs, kernel="rbf").fit(X, TINY * y)
+    assert tiny.C_ == ref.C_
+    np.testing.assert_allclose(tiny.predict(X), TINY * ref.predict(X), rtol=1e-10)
+    mid = fastrank.MPRankCV(Cs, kernel="rbf").fit(X, 2.0 ** -500 * y)  # costs near 1e-301: still representable
+    np.testing.assert_allclose(mid.cv_results_["loo"], 2.0 ** -1000 * ref.cv_results_["loo"], rtol=1e-12)
+    assert mid.best_score_ == pytest.approx(2.0 ** -1000 * ref.best_score_, rel=1e-12)
+    # near 1e200 the costs (about 1e400) are not representable: a clear error, the earlier fit kept
+    with pytest.raises(ValueError, match="rescale y"):
+        tiny.fit(X, HUGE * y)
+    assert tiny.C_ == ref.C_

@@ -286,10 +286,18 @@ class MPRankCV(_ExactCVSearch):
         i, j = pairs[:, 0], pairs[:, 1]
         dy = (prob.Y[j] - prob.Y[i]).reshape(pairs.shape[0], -1)
         n_train = prob.m - 2
+        # the costs in units of 2^e ~ max |y_j - y_i| (exact): squares of targets near 1e-200 underflowed to 0 (every C
+        # scored 0, the first one kept) and near 1e200 overflowed
+        e = int(np.frexp(np.abs(dy).max())[1])
 
-        def loo_error(k):
+        def loo_error(k):  # in units of 2^(2e); inf where it overflows in the units of y
             P = prob.lpo(pairs, n_train * n_train / (2.0 * float(Cs[k]))).reshape(pairs.shape[0], 2, -1)
-            return float(np.mean(np.sum((P[:, 1] - P[:, 0] - dy) ** 2, axis=1)))
-        loo, _ = self._search(prob, base, "C", Cs, loo_error, "the leave-one-out error")
+            scaled = float(np.mean(np.sum(np.ldexp(P[:, 1] - P[:, 0] - dy, -e) ** 2, axis=1)))
+            with np.errstate(over="ignore"):
+                return scaled if np.isfinite(np.ldexp(scaled, 2 * e)) else np.inf
+        loo, best = self._search(prob, base, "C", Cs, loo_error,
+                                 "the leave-one-out error (in squared units of y; rescale y if it overflows)")
+        loo = np.ldexp(loo, 2 * e)
+        self.best_score_ = float(loo[best])
         self.cv_results_ = {"Cs": Cs.copy(), "loo": loo}
         return self

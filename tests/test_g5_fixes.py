@@ -145,3 +145,18 @@ def test_mprankcv_chooses_c_whatever_the_scale_of_y():
     with pytest.raises(ValueError, match="rescale y"):
         tiny.fit(X, HUGE * y)
     assert tiny.C_ == ref.C_
+
+
+def test_mprank_loo_approximation_whatever_the_scale_of_y():
+    # the costs are quadratic in y: times 2^(2k) exactly for y times 2^k; near 1e200 they overflowed to inf with
+    # numpy's warning
+    rng = np.random.default_rng(2)
+    X, y = rng.normal(size=(12, 2)), rng.normal(size=12)
+    est = fastrank.MPRank(C=1.0, kernel="rbf")
+    ref = ms.mprank_loo_approximation(est, X, y)
+    for k in (-500, 500):
+        scaled = ms.mprank_loo_approximation(est, X, np.ldexp(y, k))
+        assert np.ldexp(scaled.approximate, -2 * k) == pytest.approx(ref.approximate, rel=1e-12)
+        assert np.ldexp(scaled.exact, -2 * k) == pytest.approx(ref.exact, rel=1e-12)
+    with pytest.raises(ValueError, match="rescale y"):
+        ms.mprank_loo_approximation(est, X, HUGE * y)

@@ -160,3 +160,31 @@ def test_mprank_loo_approximation_whatever_the_scale_of_y():
         assert np.ldexp(scaled.exact, -2 * k) == pytest.approx(ref.exact, rel=1e-12)
     with pytest.raises(ValueError, match="rescale y"):
         ms.mprank_loo_approximation(est, X, HUGE * y)
+
+
+@pytest.mark.parametrize("scoring", ["msd", "squared_ranking_loss", "m1d"])
+def test_rankrlscv_chooses_alpha_by_a_cost_whatever_the_scale_of_y(scoring):
+    # the cost of every alpha underflowed to 0 for targets near 1e-200 (alpha_ the first alpha, best_score_ 0); the
+    # costs are homogeneous in (y, predictions), so y times 2^k scales each by 2^(d k) and keeps the choice
+    rng = np.random.default_rng(4)
+    X, y, groups = rng.normal(size=(15, 2)), rng.integers(0, 3, 15).astype(float), rng.integers(0, 3, 15)
+    alphas = [0.1, 1.0, 10.0]
+    ref = fastrank.RankRLSCV(alphas, cv="lgo", scoring=scoring, kernel="rbf").fit(X, y, groups)
+    assert ref.alpha_ != alphas[0]
+    # the reference from the definition: the cost of the leave-group-out predictions of each retrained model
+    measure = fastrank.metrics.get_measure(scoring)
+    for k, a in enumerate(alphas):
+        pred = np.empty_like(y)
+        for q in np.unique(groups):
+            out = groups == q
+            pred[out] = fastrank.RankRLS(alpha=a, kernel="rbf").fit(X[~out], y[~out], groups[~out]).predict(X[out])
+        assert ref.cv_results_["scores"][k] == pytest.approx(measure(y, pred, groups), rel=1e-9)
+    degree = 1 if scoring == "m1d" else 2
+    for power in (-660, -300):
+        got = fastrank.RankRLSCV(alphas, cv="lgo", scoring=scoring, kernel="rbf").fit(X, np.ldexp(y, power), groups)
+        assert got.alpha_ == ref.alpha_
+        np.testing.assert_allclose(got.cv_results_["scores"], np.ldexp(ref.cv_results_["scores"], degree * power),
+                                   rtol=1e-12)
+    if degree == 2:
+        with pytest.raises(ValueError, match="rescale y"):
+            fastrank.RankRLSCV(alphas, cv="lgo", scoring=scoring, kernel="rbf").fit(X, HUGE * y, groups)

@@ -78,6 +78,12 @@ def _check_scoring(scoring):
     raise ValueError(f"{usage}; got {scoring!r}")
 
 
+# The table's costs that scale as |y|^d when y and the predictions are scaled together (000 eqs. 4-7 and 67-68, 002's
+# losses, 001's rank loss): their degree d.
+_COST_DEGREE = {"msd": 2, "magnitude_preserving_cost": 2, "squared_ranking_loss": 2, "m1d": 1, "hinge_rank_cost": 1,
+                "discrete_ranking_loss": 1, "stability_ranking_loss": 1, "mean_rank_loss": 1}
+
+
 def _pair_measure(given, scoring):
     """(name, sign) of a leave-pair-out score, ``sign * measure``, for the pair measures "auc" and "disagreement":
     given by name (sign 1) or as a scorer of :func:`fastrank.metrics.make_ranking_scorer` without extra keywords (its
@@ -226,10 +232,24 @@ class RankRLSCV(_ExactCVSearch):
             def predictions(k):  # rows in no hold-out set stay NaN; the group sets cover every row
                 return np.array(path[k]) if lgo_path else prob.holdout_rows(sets, float(alphas[k]))
 
+            # a cost of degree d in (y, predictions) (an exact power-of-two scale 2^e of both scales it by 2^(d e)) is
+            # compared in units of 2^(d e), 2^e ~ max |y|: for targets near 1e-200 the squared costs underflowed to 0
+            # for every alpha (the first alpha kept)
+            degree = _COST_DEGREE.get(scoring.name, 0) if isinstance(scoring, Measure) else 0
+            e = int(np.frexp(np.nanmax(np.abs(prob.Y)))[1]) if degree else 0
+            Y = np.ldexp(prob.Y, -e)
+
             def score(k):  # without groups every code is 0: the units are the sets
-                return holdout_score(predictions(k), prob.Y, sets, prob.groups.codes, scoring)
+                scaled = holdout_score(np.ldexp(predictions(k), -e), Y, sets, prob.groups.codes, scoring)
+                with np.errstate(over="ignore"):  # inf where the cost exceeds float64 in the units of y
+                    return scaled if np.isfinite(np.ldexp(scaled, degree * e)) else np.inf
         greater_is_better = scoring.greater_is_better if isinstance(scoring, Measure) else True
-        scores, best = self._search(prob, base, "alpha", alphas, score, "the cross-validation score", greater_is_better)
+        what = "the cross-validation score" + (" (a cost in units of y: rescale y if it overflows float64)"
+                                                if not is_lpo and degree else "")
+        scores, best = self._search(prob, base, "alpha", alphas, score, what, greater_is_better)
+        if not is_lpo:
+            scores = np.ldexp(scores, degree * e)
+            self.best_score_ = float(scores[best])
         if isinstance(self.scoring, RankingScorer):  # its repr, e.g. make_ranking_scorer('ndcg'): not its method's name
             name = repr(self.scoring)
         else:

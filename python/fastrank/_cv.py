@@ -84,19 +84,15 @@ _COST_DEGREE = {"msd": 2, "magnitude_preserving_cost": 2, "squared_ranking_loss"
                 "discrete_ranking_loss": 1, "stability_ranking_loss": 1, "mean_rank_loss": 1}
 
 
-def _pair_measure(given, scoring):
-    """(name, sign) of a leave-pair-out score, ``sign * measure``, for the pair measures "auc" and "disagreement":
-    given by name (sign 1) or as a scorer of :func:`fastrank.metrics.make_ranking_scorer` without extra keywords (its
-    sign, losses negated), which then scores exactly as the name does; None for any other scoring."""
+def _table_measure(given, scoring):
+    """(measure, sign): the table's :class:`Measure` behind a scoring and the sign of the scores it gives -- by name
+    (sign 1) or as a scorer of :func:`fastrank.metrics.make_ranking_scorer` without extra keywords (its sign, losses
+    negated), which scores exactly as the name does; None for any other scoring."""
     if isinstance(given, RankingScorer):
-        measure, sign = given._measure, given._sign
-        if given._kwargs:  # e.g. tied_scores="wrong": not what the pair engine counts
+        if given._kwargs or not isinstance(given._measure, Measure):  # e.g. tied_scores="wrong", k=5
             return None
-    else:
-        measure, sign = scoring, 1
-    if isinstance(measure, Measure) and measure.name in ("auc", "disagreement"):
-        return measure.name, sign
-    return None
+        return given._measure, given._sign
+    return (scoring, 1) if isinstance(scoring, Measure) else None
 
 
 class _ExactCVSearch(KernelMixin, Ranker):
@@ -207,8 +203,8 @@ class RankRLSCV(_ExactCVSearch):
             raise ValueError(f"cv must be None, 'lpo', 'lgo', an int, fold labels, index sets or a splitter; "
                              f"got {cv!r}")
         is_lpo = isinstance(cv, str) and cv == "lpo"
-        pair_measure = _pair_measure(self.scoring, scoring) if is_lpo else None
-        if is_lpo and pair_measure is None:
+        table = _table_measure(self.scoring, scoring)
+        if is_lpo and (table is None or table[0].name not in ("auc", "disagreement")):
             raise ValueError(f"scoring={self.scoring!r} needs hold-out sets (cv='lgo', folds or a splitter), not "
                              "leave-pair-out, which scores pairs ('auc' or 'disagreement')")
         base, prob = self._engine("alpha", alphas, X, y, groups, 3 if is_lpo else 2)
@@ -218,7 +214,7 @@ class RankRLSCV(_ExactCVSearch):
         if is_lpo:
             pairs = prob.training_pairs(required=True, scored="cv='lpo'")
 
-            name, sign = pair_measure
+            name, sign = table[0].name, table[1]
 
             def score(k):
                 d = float(np.mean(prob.lpo_disagreement(pairs, float(alphas[k]))))
@@ -235,7 +231,7 @@ class RankRLSCV(_ExactCVSearch):
             # a cost of degree d in (y, predictions) (an exact power-of-two scale 2^e of both scales it by 2^(d e)) is
             # compared in units of 2^(d e), 2^e ~ max |y|: for targets near 1e-200 the squared costs underflowed to 0
             # for every alpha (the first alpha kept)
-            degree = _COST_DEGREE.get(scoring.name, 0) if isinstance(scoring, Measure) else 0
+            degree = _COST_DEGREE.get(table[0].name, 0) if table else 0
             e = int(np.frexp(np.nanmax(np.abs(prob.Y)))[1]) if degree else 0
             Y = np.ldexp(prob.Y, -e)
 

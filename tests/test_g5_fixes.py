@@ -186,7 +186,8 @@ def test_rankrlscv_chooses_alpha_by_a_cost_whatever_the_scale_of_y(scoring):
         np.testing.assert_allclose(got.cv_results_["scores"], np.ldexp(ref.cv_results_["scores"], degree * power),
                                    rtol=1e-12)
         scorer = make_ranking_scorer(scoring)  # the same search asked with the scorer: the same choice, scores negated
-        by_scorer = fastrank.RankRLSCV(alphas, cv="lgo", scoring=scorer, kernel="rbf").fit(X, np.ldexp(y, power), groups)
+        by_scorer = fastrank.RankRLSCV(alphas, cv="lgo", scoring=scorer, kernel="rbf")
+        by_scorer.fit(X, np.ldexp(y, power), groups)
         assert by_scorer.alpha_ == ref.alpha_
         np.testing.assert_allclose(by_scorer.cv_results_["scores"], -got.cv_results_["scores"], rtol=1e-12)
     if degree == 2:

@@ -153,8 +153,7 @@ class RankRLSCV(_ExactCVSearch):
         Any name of :func:`fastrank.metrics.measure_names` ("auc", the default, = 1 - pairwise disagreement with tied
         predictions 1/2; "disagreement", "ndcg@10", "map", "err@5", ...), minimised or maximised as the table says;
         "lpo" scores held-out pairs and takes "auc" or "disagreement" only (the pooled LPO-AUC; by name or as their
-        scorers).  Hold-out sets are
-        scored by :func:`holdout_score`.  A scorer of :func:`fastrank.metrics.make_ranking_scorer` (the same scores as
+        scorers).  Hold-out sets are scored by :func:`holdout_score`.  A scorer of :func:`fastrank.metrics.make_ranking_scorer` (the same scores as
         the name; losses negated) or a callable ``scoring(y_true, y_pred, groups)`` (higher is better) gets the targets
         and hold-out predictions with each row's unit as groups.
     %(kernel)s %(gamma)s %(degree)s %(coef0)s %(group_weighting)s %(exclude_ties)s

@@ -227,8 +227,7 @@ def mprank_loo_approximation(estimator, X, y):
     del U
     exact_pred = prob.lpo(pairs)
     i, j = pairs[:, 0], pairs[:, 1]
-    # the costs in units of 2^(2e), 2^e ~ max |y| (exact): squares of targets near 1e200 overflowed (numpy's warning),
-    # near 1e-160 they went subnormal
+    # the costs in units of 2^(2e), 2^e ~ max |y| (exact): squares of targets near 1e200 overflowed (numpy's warning)
     e = int(np.frexp(np.abs(yv).max())[1])
     with np.errstate(over="ignore"):
         approx, ex = (float(np.ldexp(np.mean(np.ldexp((f[:, 1] - yv[j]) - (f[:, 0] - yv[i]), -e) ** 2), 2 * e))

@@ -153,9 +153,10 @@ class RankRLSCV(_ExactCVSearch):
         Any name of :func:`fastrank.metrics.measure_names` ("auc", the default, = 1 - pairwise disagreement with tied
         predictions 1/2; "disagreement", "ndcg@10", "map", "err@5", ...), minimised or maximised as the table says;
         "lpo" scores held-out pairs and takes "auc" or "disagreement" only (the pooled LPO-AUC; by name or as their
-        scorers).  Hold-out sets are scored by :func:`holdout_score`.  A scorer of :func:`fastrank.metrics.make_ranking_scorer` (the same scores as
-        the name; losses negated) or a callable ``scoring(y_true, y_pred, groups)`` (higher is better) gets the targets
-        and hold-out predictions with each row's unit as groups.
+        scorers).  Hold-out sets are scored by :func:`holdout_score`.  A scorer of
+        :func:`fastrank.metrics.make_ranking_scorer` (the same scores as the name; losses negated) or a callable
+        ``scoring(y_true, y_pred, groups)`` (higher is better) gets the targets and hold-out predictions with each
+        row's unit as groups.
     %(kernel)s %(gamma)s %(degree)s %(coef0)s %(group_weighting)s %(exclude_ties)s
         Every alpha is then scored through one LU factor of ``L K + alpha I`` and a Woodbury update per touched group
         (O(m^2 n_q) per group, O(n_q^3) per hold-out set, O(n_q) per held-out pair; no spectral factor is shared across

@@ -78,6 +78,23 @@ def _check_scoring(scoring):
     raise ValueError(f"{usage}; got {scoring!r}")
 
 
+# The table's costs that scale as |y|^d when y and the predictions are scaled together (000 eqs. 4-7 and 67-68, 002's
+# losses, 001's rank loss): their degree d.
+_COST_DEGREE = {"msd": 2, "magnitude_preserving_cost": 2, "squared_ranking_loss": 2, "m1d": 1, "hinge_rank_cost": 1,
+                "discrete_ranking_loss": 1, "stability_ranking_loss": 1, "mean_rank_loss": 1}
+
+
+def _table_measure(given, scoring):
+    """(measure, sign): the table's :class:`Measure` behind a scoring and the sign of the scores it gives -- by name
+    (sign 1) or as a scorer of :func:`fastrank.metrics.make_ranking_scorer` without extra keywords (its sign, losses
+    negated), which scores exactly as the name does; None for any other scoring."""
+    if isinstance(given, RankingScorer):
+        if given._kwargs or not isinstance(given._measure, Measure):  # e.g. tied_scores="wrong", k=5
+            return None
+        return given._measure, given._sign
+    return (scoring, 1) if isinstance(scoring, Measure) else None
+
+
 class _ExactCVSearch(KernelMixin, Ranker):
     """A parameter grid scored by exact cross-validation, then the best model solved from the same factorization."""
 
@@ -136,10 +153,11 @@ class RankRLSCV(_ExactCVSearch):
     scoring : a measure name, a scorer, a callable or None
         Any name of :func:`fastrank.metrics.measure_names` ("auc", the default, = 1 - pairwise disagreement with tied
         predictions 1/2; "disagreement", "ndcg@10", "map", "err@5", ...), minimised or maximised as the table says;
-        "lpo" scores held-out pairs and takes "auc" or "disagreement" only (the pooled LPO-AUC).  Hold-out sets are
-        scored by :func:`holdout_score`.  A scorer of :func:`fastrank.metrics.make_ranking_scorer` (the same scores as
-        the name; losses negated) or a callable ``scoring(y_true, y_pred, groups)`` (higher is better) gets the targets
-        and hold-out predictions with each row's unit as groups.
+        "lpo" scores held-out pairs and takes "auc" or "disagreement" only (the pooled LPO-AUC; by name or as their
+        scorers).  Hold-out sets are scored by :func:`holdout_score`.  A scorer of
+        :func:`fastrank.metrics.make_ranking_scorer` (the same scores as the name; losses negated) or a callable
+        ``scoring(y_true, y_pred, groups)`` (higher is better) gets the targets and hold-out predictions with each
+        row's unit as groups.
     %(kernel)s %(gamma)s %(degree)s %(coef0)s %(group_weighting)s %(exclude_ties)s
         Every alpha is then scored through one LU factor of ``L K + alpha I`` and a Woodbury update per touched group
         (O(m^2 n_q) per group, O(n_q^3) per hold-out set, O(n_q) per held-out pair; no spectral factor is shared across
@@ -187,7 +205,8 @@ class RankRLSCV(_ExactCVSearch):
             raise ValueError(f"cv must be None, 'lpo', 'lgo', an int, fold labels, index sets or a splitter; "
                              f"got {cv!r}")
         is_lpo = isinstance(cv, str) and cv == "lpo"
-        if is_lpo and not (isinstance(scoring, Measure) and scoring.name in ("auc", "disagreement")):
+        table = _table_measure(self.scoring, scoring)
+        if is_lpo and (table is None or table[0].name not in ("auc", "disagreement")):
             raise ValueError(f"scoring={self.scoring!r} needs hold-out sets (cv='lgo', folds or a splitter), not "
                              "leave-pair-out, which scores pairs ('auc' or 'disagreement')")
         base, prob = self._engine("alpha", alphas, X, y, groups, 3 if is_lpo else 2)
@@ -197,9 +216,11 @@ class RankRLSCV(_ExactCVSearch):
         if is_lpo:
             pairs = prob.training_pairs(required=True, scored="cv='lpo'")
 
+            name, sign = table[0].name, table[1]
+
             def score(k):
                 d = float(np.mean(prob.lpo_disagreement(pairs, float(alphas[k]))))
-                return 1.0 - d if scoring.name == "auc" else d
+                return sign * (1.0 - d if name == "auc" else d)
         else:
             if lgo_path and prob.groups.n_groups < 2:  # groups=None: one group
                 raise ValueError("cv='lgo' needs groups with at least two distinct ids")
@@ -209,11 +230,28 @@ class RankRLSCV(_ExactCVSearch):
             def predictions(k):  # rows in no hold-out set stay NaN; the group sets cover every row
                 return np.array(path[k]) if lgo_path else prob.holdout_rows(sets, float(alphas[k]))
 
+            # a cost of degree d in (y, predictions) (an exact power-of-two scale 2^e of both scales it by 2^(d e)) is
+            # compared in units of 2^(d e), 2^e ~ max |y|: for targets near 1e-200 the squared costs underflowed to 0
+            # for every alpha (the first alpha kept)
+            degree = _COST_DEGREE.get(table[0].name, 0) if table else 0
+            e = int(np.frexp(np.nanmax(np.abs(prob.Y)))[1]) if degree else 0
+            Y = np.ldexp(prob.Y, -e)
+
             def score(k):  # without groups every code is 0: the units are the sets
-                return holdout_score(predictions(k), prob.Y, sets, prob.groups.codes, scoring)
+                scaled = holdout_score(np.ldexp(predictions(k), -e), Y, sets, prob.groups.codes, scoring)
+                with np.errstate(over="ignore"):  # inf where the cost exceeds float64 in the units of y
+                    return scaled if np.isfinite(np.ldexp(scaled, degree * e)) else np.inf
         greater_is_better = scoring.greater_is_better if isinstance(scoring, Measure) else True
-        scores, best = self._search(prob, base, "alpha", alphas, score, "the cross-validation score", greater_is_better)
-        name = scoring.name if isinstance(scoring, Measure) else getattr(scoring, "__name__", "callable")
+        what = "the cross-validation score" + (" (a cost in units of y: rescale y if it overflows float64)"
+                                                if not is_lpo and degree else "")
+        scores, best = self._search(prob, base, "alpha", alphas, score, what, greater_is_better)
+        if not is_lpo:
+            scores = np.ldexp(scores, degree * e)
+            self.best_score_ = float(scores[best])
+        if isinstance(self.scoring, RankingScorer):  # its repr, e.g. make_ranking_scorer('ndcg'): not its method's name
+            name = repr(self.scoring)
+        else:
+            name = scoring.name if isinstance(scoring, Measure) else getattr(scoring, "__name__", "callable")
         scheme = cv if isinstance(cv, str) else type(cv).__name__
         self.cv_results_ = {"alphas": alphas.copy(), "scores": scores, "scoring": name,
                             "greater_is_better": greater_is_better, "cv": scheme}
@@ -266,10 +304,18 @@ class MPRankCV(_ExactCVSearch):
         i, j = pairs[:, 0], pairs[:, 1]
         dy = (prob.Y[j] - prob.Y[i]).reshape(pairs.shape[0], -1)
         n_train = prob.m - 2
+        # the costs in units of 2^e ~ max |y_j - y_i| (exact): squares of targets near 1e-200 underflowed to 0 (every C
+        # scored 0, the first one kept) and near 1e200 overflowed
+        e = int(np.frexp(np.abs(dy).max())[1])
 
-        def loo_error(k):
+        def loo_error(k):  # in units of 2^(2e); inf where it overflows in the units of y
             P = prob.lpo(pairs, n_train * n_train / (2.0 * float(Cs[k]))).reshape(pairs.shape[0], 2, -1)
-            return float(np.mean(np.sum((P[:, 1] - P[:, 0] - dy) ** 2, axis=1)))
-        loo, _ = self._search(prob, base, "C", Cs, loo_error, "the leave-one-out error")
+            scaled = float(np.mean(np.sum(np.ldexp(P[:, 1] - P[:, 0] - dy, -e) ** 2, axis=1)))
+            with np.errstate(over="ignore"):
+                return scaled if np.isfinite(np.ldexp(scaled, 2 * e)) else np.inf
+        loo, best = self._search(prob, base, "C", Cs, loo_error,
+                                 "the leave-one-out error (in squared units of y; rescale y if it overflows)")
+        loo = np.ldexp(loo, 2 * e)
+        self.best_score_ = float(loo[best])
         self.cv_results_ = {"Cs": Cs.copy(), "loo": loo}
         return self

@@ -260,7 +260,9 @@ def pairwise_disagreement(pair_predictions, pair_targets):
     P, T = check_pair_arrays(pair_predictions, pair_targets)
     dp, dt = P[:, 0] - P[:, 1], T[:, 0] - T[:, 1]
     valid = dt != 0
-    wrong = np.where(dp * dt < 0, 1.0, 0.0) + np.where(dp == 0, 0.5, 0.0)
+    # opposite signs, not dp * dt < 0: the product of differences near 1e-200 underflows to 0 (every pair "right"),
+    # near 1e200 it overflows
+    wrong = np.where(np.sign(dp) * np.sign(dt) < 0, 1.0, 0.0) + np.where(dp == 0, 0.5, 0.0)
     n = valid.sum(axis=0)
     res = np.where(n > 0, (wrong * valid).sum(axis=0) / np.maximum(n, 1), np.nan)
     return float(res) if np.ndim(res) == 0 else res

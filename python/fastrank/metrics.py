@@ -1042,7 +1042,8 @@ def _over_outputs(measure, y_true, y_pred):
 
 class RankingScorer:
     """A scikit-learn scorer of a ranking measure that receives the test rows' query groups: ``scorer(estimator, X, y,
-    groups=None)`` is ``sign * measure(y, estimator.predict(X), groups, **kwargs)``, sign = -1 for losses.  Made by
+    groups=None, sample_weight=None)`` is ``sign * measure(y, estimator.predict(X), groups, **kwargs)``, sign = -1 for
+    losses (``sample_weight`` for the measures that take it: "auc", "disagreement").  Made by
     :func:`make_ranking_scorer`, which tells how the groups reach it."""
 
     def __init__(self, measure, sign, kwargs, response_method="predict"):
@@ -1056,25 +1057,33 @@ class RankingScorer:
         # without routing enabled.
         self._router = make_scorer(measure, greater_is_better=sign > 0, response_method=response_method, **kwargs)
 
-    def __call__(self, estimator, X, y_true, groups=None, **kwargs):
+    def __call__(self, estimator, X, y_true, groups=None, sample_weight=None, **kwargs):
         if kwargs:
-            raise TypeError(f"{self!r} got unexpected keyword arguments {sorted(kwargs)}; only groups is accepted")
+            raise TypeError(f"{self!r} got unexpected keyword arguments {sorted(kwargs)}; only groups and "
+                            "sample_weight are accepted")
         response = getattr(estimator, self._response_method, None)
         if response is None:
             raise ValueError(f"{type(estimator).__name__} has no {self._response_method} method")
         if groups is None and not self._warned and not _declines_groups(self):
             self._warned = _warn_missing_groups(estimator, repr(self))
-        return self.score_predictions(y_true, response(X), groups)
+        return self.score_predictions(y_true, response(X), groups, sample_weight)
 
-    def score_predictions(self, y_true, y_pred, groups=None):
+    def score_predictions(self, y_true, y_pred, groups=None, sample_weight=None):
         """The signed score of given predictions, e.g. exact cross-validated ones (of a multi-output model: the mean
-        over outputs)."""
-        args = ()
+        over outputs).  ``sample_weight`` (what metadata routing passes after ``set_score_request(sample_weight=True)``)
+        goes to the measures that take it, as in :func:`score_estimator`."""
+        args, kwargs = (), self._kwargs
+        name = getattr(self._measure, "__name__", self._measure)
         if groups is not None:
             if not _accepts(self._measure, "groups"):
-                raise ValueError(f"{getattr(self._measure, '__name__', self._measure)!r} does not take groups")
+                raise ValueError(f"{name!r} does not take groups")
             args = (groups,)
-        return self._sign * _over_outputs(lambda y, pred: self._measure(y, pred, *args, **self._kwargs), y_true, y_pred)
+        if sample_weight is not None:
+            if not _accepts(getattr(self._measure, "func", self._measure), "sample_weight"):
+                raise ValueError(f"{name!r} does not take sample_weight; use 'auc' or 'disagreement', or do not "
+                                 "request sample_weight for this scorer")
+            kwargs = {**kwargs, "sample_weight": sample_weight}
+        return self._sign * _over_outputs(lambda y, pred: self._measure(y, pred, *args, **kwargs), y_true, y_pred)
 
     greater_is_better = property(lambda self: self._sign > 0)
 

@@ -227,7 +227,14 @@ def mprank_loo_approximation(estimator, X, y):
     del U
     exact_pred = prob.lpo(pairs)
     i, j = pairs[:, 0], pairs[:, 1]
-    approx, ex = (float(np.mean(((f[:, 1] - yv[j]) - (f[:, 0] - yv[i])) ** 2)) for f in (approx_pred, exact_pred))
+    # the costs in units of 2^(2e), 2^e ~ max |y| (exact): squares of targets near 1e200 overflowed (numpy's warning)
+    e = int(np.frexp(np.abs(yv).max())[1])
+    with np.errstate(over="ignore"):
+        approx, ex = (float(np.ldexp(np.mean(np.ldexp((f[:, 1] - yv[j]) - (f[:, 0] - yv[i]), -e) ** 2), 2 * e))
+                      for f in (approx_pred, exact_pred))
+    if not (np.isfinite(approx) and np.isfinite(ex)):
+        raise ValueError("the leave-one-out costs (000 eq. 17) exceed the largest float64: rescale y (its values reach "
+                         f"{np.abs(yv).max():.3g})")
     return MPRankLOO(approx, ex, pairs, approx_pred, exact_pred)
 
 

@@ -246,21 +246,15 @@ class DualRoute(_Route):
         disagreement per output column."""
         chol_object, chol_query, spectral_object, spectral_query = (getattr(_core, f) for f in self._LPO[disagreement])
         pg = np.ascontiguousarray(self.groups.inverse[pairs]) if self.grouped else None
-        Y = self.Yg
-        top = float(np.abs(Y).max(initial=0.0))
-        if disagreement and 0.0 < top < np.inf:
-            # the C++ count tests (f_a - f_b)(y_a - y_b) < 0, which underflows to 0 for targets near 1e-200 (every
-            # pair "right"): targets scaled by a power of two near 1/max|y|, exactly, and the predictions with them
-            Y = np.asfortranarray(np.ldexp(Y, -np.frexp(top)[1]))
         if self.uses_cholesky(alpha):
             if not self.grouped:
-                return chol_object(self.K, self.c, alpha, Y, pairs, self.n_threads)
-            return chol_query(self.K, *self.group_args, alpha, Y, pg, self.n_threads)
+                return chol_object(self.K, self.c, alpha, self.Yg, pairs, self.n_threads)
+            return chol_query(self.K, *self.group_args, alpha, self.Yg, pg, self.n_threads)
         V, sigma = self.decompose()
         if not self.grouped:
-            M, mu, h = _core.cv_object_prepare(self.K, V, sigma, self.c, alpha, Y)
-            return spectral_object(M, mu, h, Y, self.c, pairs, self.n_threads)
-        return spectral_query(self.P, V, sigma, *self.group_args, alpha, Y, pg, self.n_threads)
+            M, mu, h = _core.cv_object_prepare(self.K, V, sigma, self.c, alpha, self.Yg)
+            return spectral_object(M, mu, h, self.Yg, self.c, pairs, self.n_threads)
+        return spectral_query(self.P, V, sigma, *self.group_args, alpha, self.Yg, pg, self.n_threads)
 
     def holdout_uses_cholesky(self, sets):
         """Whether hold-out sets come from Cholesky factors of S K S + alpha' I rather than the spectral factor (both

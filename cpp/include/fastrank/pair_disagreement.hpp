@@ -23,7 +23,8 @@ class PairDisagreement {
       if (dt == 0.0) return;
       valid[k] += 1.0;
       const double dp = fa - fb;
-      wrong[k] += (dp * dt < 0.0) ? 1.0 : (dp == 0.0 ? 0.5 : 0.0);
+      // signs, not the product dp * dt: that underflows to 0 for differences near 1e-200
+      wrong[k] += (dp == 0.0) ? 0.5 : ((dp < 0.0) != (dt < 0.0) ? 1.0 : 0.0);
     }
     void flush() {
       std::lock_guard<std::mutex> guard(total->lock_);

@@ -26,3 +26,22 @@ def test_a_preference_refit_forgets_the_groups_of_an_earlier_fit(make):
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert refitted.score(X, y) == fresh.score(X, y)
+
+
+@pytest.mark.parametrize("make, first, second", [
+    (fastrank.PRank, {"kernel": "rbf"}, {"kernel": "linear"}),
+    (fastrank.PRankVP, {}, {"kernel": "rbf"}),
+    (lambda **p: fastrank.OAPBPM(n_estimators=3, random_state=0, **p), {"kernel": "rbf"}, {"kernel": "linear"}),
+    (lambda **p: fastrank.OAPBPM(n_estimators=3, random_state=0, **p), {}, {"kernel": "poly", "variant": "voted"}),
+])
+def test_an_online_refit_with_another_kernel_form_keeps_none_of_the_old_arrays(make, first, second, tmp_path):
+    # a refit of PRank / PRankVP / OAPBPM under another kernel form kept the previous form's arrays: an rbf model still
+    # had the linear fit's coef_ (stale weights that predict nothing of the new model) and wrote them to model files
+    rng = np.random.default_rng(0)
+    X, y = rng.normal(size=(30, 3)), rng.integers(0, 3, 30)
+    refitted = make(**first).fit(X, y).set_params(**second).fit(X, y)
+    fresh = make(**second).fit(X, y)
+    assert vars(refitted).keys() == vars(fresh).keys()
+    np.testing.assert_array_equal(refitted.decision_function(X), fresh.decision_function(X))
+    fastrank.save(refitted, tmp_path / "m.frk")
+    assert vars(fastrank.load(tmp_path / "m.frk")).keys() == vars(fresh).keys()

@@ -297,6 +297,11 @@ class _OnlineOrdinal(ClassifierMixin, FastrankEstimator):
 # ----------------------------------------------------------------------------------------------
 # PRank / OAP family
 # ----------------------------------------------------------------------------------------------
+# the fitted arrays of the linear form (weights) and of the kernel forms (expansion over stored examples)
+_FORM_ATTRS = ("members_coef_", "coef_", "vote_coef_", "dual_coef_", "support_vectors_", "support_time_",
+               "support_index_", "vote_n_support_")
+
+
 class _OAPBase(KernelMixin, _OnlineOrdinal):
     """Shared machinery of PRank and OAPBPM (PRank is the one-member, tau = 1 ensemble)."""
 
@@ -306,6 +311,8 @@ class _OAPBase(KernelMixin, _OnlineOrdinal):
     def _reset_model(self, k, n_features):
         spec = self._kernel_spec(n_features)
         N = self._members_tau_variant()[0]
+        for attr in _FORM_ATTRS:  # a refit with another kernel form keeps none of the previous form's arrays
+            self.__dict__.pop(attr, None)
         self._kernel_kind = spec.kind
         self._kernel_args = (spec.gamma, spec.degree, spec.coef0)
         shapes = {"C": (N, k - 1), "V": N, "W": (N, n_features), "A": (N, 0), "svt": 0, "svs": 0,

@@ -15,7 +15,7 @@ from sklearn.utils.validation import check_is_fitted
 from . import _core
 from ._base import N_JOBS, NONNEG_REAL, KernelMixin, Ranker, StrOptions, c_path, crucial_pairs, positive_int
 from ._memory import check_dense_memory, densified
-from ._problem import check_pair_weights, check_pairs
+from ._problem import centred_in_groups, check_pair_weights, check_pairs
 from ._progress import resolve_verbose, stage, write_line
 from ._registry import register_estimator
 from ._solvers import basis_kernel, select_basis
@@ -250,6 +250,8 @@ class RankSVM(KernelMixin, Ranker):
             where = "inside any group" if groups is not None else "among the rows"
             raise ValueError(f"No preference pairs: y takes a single value {where}, so no pair (i, j) has y_i > y_j "
                              "(RankSVM learns only from such pairs).")
+        if self.margin == "difference":  # only differences inside groups count: no digits lost to a common offset
+            y = centred_in_groups(y, group_index(groups, m))
         return X, _group_structure(y, groups, m), n_pairs
 
     def fit_preferences(self, X, pairs, weights=None):

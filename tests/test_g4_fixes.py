@@ -88,3 +88,21 @@ def test_a_feature_offset_leaves_the_linear_pairwise_models_unchanged(make, seed
     shifted = make().fit(X + 1e9, y)
     np.testing.assert_allclose(shifted.coef_, plain.coef_, rtol=1e-6, atol=1e-8 * np.abs(plain.coef_).max())
     np.testing.assert_allclose(shifted.predict(Xt), plain.predict(Xt), rtol=1e-6)
+
+
+@pytest.mark.parametrize("algorithm", ["sequential", "gradient"])
+@pytest.mark.parametrize("grouped", [False, True])
+def test_online_mprank_under_a_feature_offset_reaches_the_same_model(algorithm, grouped):
+    # the linear OnlineMPRank centred the kernel X X^T (entries ~3e16 for features near 1e8) instead of X: the centred
+    # kernel lost its digits, and fit raised "diverged; use a smaller learning rate eta" or returned weights off by 1e59
+    # (weights off by 1e-2 at an offset of 1e7)
+    rng = np.random.default_rng(1)
+    X, y = rng.integers(-16, 16, (20, 3)) / 8.0, rng.normal(size=20)
+    g = np.repeat([0, 1], 10) if grouped else None
+    plain = fastrank.OnlineMPRank(algorithm=algorithm, tol=1e-12, max_iter=20000).fit(X, y, g)
+    shifted = fastrank.OnlineMPRank(algorithm=algorithm, tol=1e-12, max_iter=20000).fit(X + 1e8, y, g)
+    np.testing.assert_allclose(shifted.coef_, plain.coef_, rtol=1e-7, atol=1e-9 * np.abs(plain.coef_).max())
+    # the fixed point is MPRank's model (eq. 13), which the feature offset does not change either
+    exact = fastrank.MPRank().fit(X + 1e8, y, g).predict(X + 1e8)
+    np.testing.assert_allclose(np.diff(shifted.predict(X + 1e8)), np.diff(exact), rtol=0,
+                               atol=1e-5 * np.abs(np.diff(exact)).max())

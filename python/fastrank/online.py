@@ -765,8 +765,11 @@ class OnlineMPRank(KernelMixin, Ranker):
         # Peak: K, the centred Kt and the temporaries of (Kt + Kt.T) / 2 and its Fortran copy (the
         # C++ iteration works on that copy): 5 m x m matrices.
         check_dense_memory(X.shape[0], 5, "kernel matrix of OnlineMPRank (and its centred copies)")
+        # linear: Kt below is (H X)(H X)^T, the same from centred columns, without the digits a large feature offset
+        # cancels in H (X X^T) H; the weights X^T (H a) likewise
+        Xk = X - X.mean(axis=0) if spec.linear else X
         K = check_precomputed_kernel(X) if spec.precomputed else \
-            spec.train(X, check_n_jobs(self.n_jobs))
+            spec.train(Xk, check_n_jobs(self.n_jobs))
         m = K.shape[0]
         if groups is None:
             rmean = K.mean(axis=1)
@@ -833,7 +836,7 @@ class OnlineMPRank(KernelMixin, Ranker):
         self._spec = spec
         self.n_features_in_ = X.shape[1]
         self.X_fit_ = X
-        self.coef_ = X.T @ self.expansion_coef_ if spec.linear else None
+        self.coef_ = Xk.T @ self.expansion_coef_ if spec.linear else None
         return self
 
     def fit(self, X, y, groups=None):

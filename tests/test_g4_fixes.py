@@ -106,3 +106,24 @@ def test_online_mprank_under_a_feature_offset_reaches_the_same_model(algorithm, 
     exact = fastrank.MPRank().fit(X + 1e8, y, g).predict(X + 1e8)
     np.testing.assert_allclose(np.diff(shifted.predict(X + 1e8)), np.diff(exact), rtol=0,
                                atol=1e-5 * np.abs(np.diff(exact)).max())
+
+
+@pytest.mark.parametrize("make", [
+    lambda: fastrank.RankSVM(tol=1e-10),
+    lambda: fastrank.SVRank(tol=1e-10),
+    lambda: fastrank.SVRank(loss="squared_epsilon_insensitive", tol=1e-10),
+    lambda: fastrank.OnlineMPRank(tol=1e-12, max_iter=20000),
+], ids=["ranksvm", "svrank", "svrank-squared", "online-mprank"])
+def test_query_level_feature_offsets_leave_the_grouped_linear_models_unchanged(make):
+    # with groups only pairs inside a group count, so a feature that is constant inside each query (a query-level
+    # feature of 1e9, 2e9, 3e9) changes no x_i - x_j and hence no linear model; it cost f = X w its digits (the squared
+    # SVRank's scores off by 100%), or made OnlineMPRank diverge
+    rng = np.random.default_rng(0)
+    X, y, g = rng.integers(-16, 16, (24, 3)) / 8.0, rng.normal(size=24), np.repeat([0, 1, 2], 8)
+    offsets = np.outer(1e9 * (1.0 + g), [1.0, 0.0, 1.0])
+    Xt = rng.integers(-16, 16, (6, 3)) / 8.0
+    plain = make().fit(X, y, g)
+    shifted = make().fit(X + offsets, y, g)
+    np.testing.assert_allclose(shifted.coef_, plain.coef_, rtol=1e-6, atol=1e-8 * np.abs(plain.coef_).max())
+    np.testing.assert_allclose(np.diff(shifted.predict(Xt)), np.diff(plain.predict(Xt)), rtol=1e-6,
+                               atol=1e-8 * np.abs(plain.predict(Xt)).max())

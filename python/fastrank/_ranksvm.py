@@ -252,8 +252,11 @@ class RankSVM(KernelMixin, Ranker):
             where = "inside any group" if groups is not None else "among the rows"
             raise ValueError(f"No preference pairs: y takes a single value {where}, so no pair (i, j) has y_i > y_j "
                              "(RankSVM learns only from such pairs).")
+        gi = group_index(groups, m)
         if self.margin == "difference":  # only differences inside groups count: no digits lost to a common offset
-            y = centred_in_groups(y, group_index(groups, m))
+            y = centred_in_groups(y, gi)
+        if self.kernel == "linear" and self.basis_vectors is None and not sp.issparse(X):
+            X = centred_in_groups(X, gi)  # the pairs' x_i - x_j, without query-level feature offsets (see _solve)
         return X, _group_structure(y, groups, m), n_pairs
 
     def fit_preferences(self, X, pairs, weights=None):

@@ -208,9 +208,9 @@ class SVRank(KernelMixin, Ranker):
         grouping = (gi.order, gi.offsets)  # the rows below are in group order
         squared = self.loss == "squared_epsilon_insensitive"
         c = C / float(np.sum(gi.sizes.astype(np.float64) ** 2))  # C / N, N ordered pairs
-        # the loss reads f_i - f_j = w.(x_i - x_j) only: the same w on centred columns, without the digits a large
-        # feature offset cancels in f = X w
-        Xg = np.ascontiguousarray(gi.take(X - X.mean(axis=0))) if spec.linear else None
+        # the loss reads f_i - f_j = w.(x_i - x_j) inside groups only: the same w on columns centred in every group,
+        # without the digits a large (common or query-level) feature offset cancels in f = X w
+        Xg = np.ascontiguousarray(gi.take(centred_in_groups(X, gi))) if spec.linear else None
         steps = "Newton iterations" if squared else "cutting planes"
         if spec.linear and squared:
             with stage(f"SVRank Newton (linear, squared cost, m={Xg.shape[0]})", verbose=self.verbose), \

@@ -127,3 +127,14 @@ def test_query_level_feature_offsets_leave_the_grouped_linear_models_unchanged(m
     np.testing.assert_allclose(shifted.coef_, plain.coef_, rtol=1e-6, atol=1e-8 * np.abs(plain.coef_).max())
     np.testing.assert_allclose(np.diff(shifted.predict(Xt)), np.diff(plain.predict(Xt)), rtol=1e-6,
                                atol=1e-8 * np.abs(plain.predict(Xt)).max())
+
+
+@pytest.mark.parametrize("loss", ["squared_hinge", "hinge"])
+def test_a_feature_offset_leaves_a_preference_graph_ranksvm_unchanged(loss):
+    # the same relation for fit_preferences, whose edges may join any rows: the columns are centred as a whole
+    rng = np.random.default_rng(36)
+    X, y = rng.integers(-16, 16, (20, 3)) / 8.0, rng.normal(size=20)
+    pairs = np.array([(i, j) for i in range(20) for j in range(20) if y[i] > y[j]])
+    plain = fastrank.RankSVM(loss=loss, tol=1e-10).fit_preferences(X, pairs)
+    shifted = fastrank.RankSVM(loss=loss, tol=1e-10).fit_preferences(X + 1e9, pairs)
+    np.testing.assert_allclose(shifted.coef_, plain.coef_, rtol=1e-6, atol=1e-8 * np.abs(plain.coef_).max())

@@ -152,8 +152,8 @@ class RankSVM(KernelMixin, Ranker):
         if self.basis_vectors is not None:
             return self._solve_basis(X, spec, structure, C, code, tol, max_iter, n_threads)
         if spec is not None and spec.linear:
-            if not sp.issparse(X):  # the loss reads f_i - f_j = w.(x_i - x_j) only: the same w on centred columns,
-                X = X - X.mean(axis=0)  # without the digits a large feature offset cancels in f = X w
+            if "head" in structure and not sp.issparse(X):  # a graph's loss reads f_i - f_j = w.(x_i - x_j) only: the
+                X = X - X.mean(axis=0)  # same w on centred columns, without the digits a feature offset cancels in X w
             X, C_scaled, scale, capped = _rescaled(X, C)
             warm = {} if w0 is None else {"w0": w0 * scale}  # the start in the rescaled problem's units: w' = s w
             if capped:

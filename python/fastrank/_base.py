@@ -236,6 +236,17 @@ def _recording_groups(fit, batches):
     return call
 
 
+def _forgetting_groups(fit_preferences):
+    """``fit_preferences`` dropping the ``n_fit_groups_`` of an earlier ``fit``: a preference graph has no query groups,
+    so the refitted model scores without groups as one fitted on the graph alone does (no MissingGroupsWarning)."""
+    @functools.wraps(fit_preferences)
+    def call(self, *args, **kwargs):
+        out = fit_preferences(self, *args, **kwargs)
+        self.__dict__.pop("n_fit_groups_", None)
+        return out
+    return call
+
+
 class Ranker(RegressorMixin, FastrankEstimator):
     """A learner whose ``predict`` returns ranking scores (higher ranks higher)."""
 
@@ -246,6 +257,8 @@ class Ranker(RegressorMixin, FastrankEstimator):
         for name in ("fit", "partial_fit"):  # inside FastrankEstimator's restore-on-error wrapper
             if name in cls.__dict__:
                 setattr(cls, name, _recording_groups(cls.__dict__[name], name == "partial_fit"))
+        if "fit_preferences" in cls.__dict__:
+            setattr(cls, "fit_preferences", _forgetting_groups(cls.__dict__["fit_preferences"]))
         super().__init_subclass__(**kwargs)
 
     def __sklearn_tags__(self):

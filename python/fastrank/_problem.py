@@ -259,9 +259,7 @@ class RankingProblem(NamedTuple):
         """Y less each group's mean (rows as given): the same model and the same hold-out models (L 1_q = 0, also
         for any subset of a group's rows), without the digits a large common offset cancels in the hold-out
         formulas (f = y + correction)."""
-        gi = self.groups
-        means = np.add.reduceat(gi.take(self.Y), gi.offsets[:-1], axis=0) / gi.sizes[:, None]
-        return np.asfortranarray(self.Y - means[gi.codes])
+        return np.asfortranarray(centred_in_groups(self.Y, self.groups))
 
     def apply_S(self, A):
         """S A for an (m, k) array whose rows are in GROUP order (S = L^{1/2} is symmetric): block q
@@ -326,6 +324,15 @@ def group_target_range(Y, gi):
     column of the (m, v) targets ``Y`` ((n_groups, v) each)."""
     Yg, starts = gi.take(Y), gi.offsets[:-1]
     return np.minimum.reduceat(Yg, starts, axis=0), np.maximum.reduceat(Yg, starts, axis=0)
+
+
+def centred_in_groups(y, gi):
+    """``y`` (m,) or (m, k) -- targets or feature columns -- rows as given, less the mean of each group of
+    :class:`GroupIndex` ``gi``: a pairwise loss of differences y_i - y_j (x_i - x_j) inside groups has the same
+    minimiser, and a large offset (values near 1e9) no longer cancels digits in the solvers' sums over rows."""
+    y = np.asarray(y, dtype=np.float64)
+    means = np.add.reduceat(gi.take(y), gi.offsets[:-1], axis=0) / gi.sizes.reshape((-1,) + (1,) * (y.ndim - 1))
+    return y - means[gi.codes]
 
 
 def require_preferences(Y, gi, learner):

@@ -213,9 +213,9 @@ class RankRLS(_RankRLSBase):
 
         ``cost`` (default "binary" without ``magnitudes``, "magnitude" with them; magnitudes g_e (l,) >= 0, > 0 for
         "normalized"): (20) "binary": every preference targets a score difference of 1 with weight 1; (21) "magnitude":
-        target g_e, weight 1; (22) "normalized": target g_e, weight 1/g_e.  ``weights`` (l,) > 0 or None: the squared
-        error of preference e is multiplied by ``weights[e]`` (an integer weight k is the same as repeating the pair k
-        times).
+        target g_e, weight 1; (22) "normalized": target g_e, width w_e = 1/g_e (the squared error times w_e^2 =
+        1/g_e^2).  ``weights`` (l,) > 0 or None: the squared error of preference e is multiplied by ``weights[e]`` (an
+        integer weight k is the same as repeating the pair k times).
         """
         self._validate_params()
         alpha = check_alpha(self.alpha)

@@ -15,7 +15,7 @@ from sklearn.utils.validation import check_is_fitted
 from . import _core
 from ._base import N_JOBS, NONNEG_REAL, KernelMixin, Ranker, StrOptions, c_path, crucial_pairs, positive_int
 from ._memory import check_dense_memory, densified
-from ._problem import check_pair_weights, check_pairs
+from ._problem import centred_in_groups, check_pair_weights, check_pairs
 from ._progress import resolve_verbose, stage, write_line
 from ._registry import register_estimator
 from ._solvers import basis_kernel, select_basis
@@ -144,14 +144,14 @@ class RankSVM(KernelMixin, Ranker):
             C = C / n_pairs
             if not C > 0:
                 raise ValueError(f"C / |P| = {self.C!r} / {n_pairs:g} underflows to 0; use normalize_C=False")
-        if self.margin == "difference":
-            if "y" not in structure:
-                raise ValueError("margin='difference' needs targets: use fit(X, y), not fit_preferences")
-            structure = dict(structure, row_margin=structure["y"])
+        if self.margin == "difference" and "row_margin" not in structure:  # fit's structure holds the targets
+            raise ValueError("margin='difference' needs targets: use fit(X, y), not fit_preferences")
         spec = None if self.kernel == "precomputed" else self._kernel_spec(X.shape[1])
         if self.basis_vectors is not None:
             return self._solve_basis(X, spec, structure, C, code, tol, max_iter, n_threads)
         if spec is not None and spec.linear:
+            if "head" in structure and not sp.issparse(X):  # a graph's loss reads f_i - f_j = w.(x_i - x_j) only: the
+                X = X - X.mean(axis=0)  # same w on centred columns, without the digits a feature offset cancels in X w
             X, C_scaled, scale, capped = _rescaled(X, C)
             warm = {} if w0 is None else {"w0": w0 * scale}  # the start in the rescaled problem's units: w' = s w
             if capped:
@@ -245,12 +245,18 @@ class RankSVM(KernelMixin, Ranker):
         X = self._check_fit_X(X, allow_sparse=True)
         m = X.shape[0]
         y = self._check_target_vector(y, m)
-        n_pairs = float(crucial_pairs(y, group_index(groups, m)).sum())
+        gi = group_index(groups, m)
+        n_pairs = float(crucial_pairs(y, gi).sum())
         if n_pairs == 0:
             where = "inside any group" if groups is not None else "among the rows"
             raise ValueError(f"No preference pairs: y takes a single value {where}, so no pair (i, j) has y_i > y_j "
                              "(RankSVM learns only from such pairs).")
-        return X, _group_structure(y, groups, m), n_pairs
+        structure = _group_structure(y, groups, m)  # y_i > y_j chooses the pairs: the targets as given
+        if self.margin == "difference":  # the pair margins y_i - y_j: centred in groups, no digits lost to an offset
+            structure["row_margin"] = centred_in_groups(y, gi)
+        if self.kernel == "linear" and self.basis_vectors is None and not sp.issparse(X):
+            X = centred_in_groups(X, gi)  # the pairs' x_i - x_j, without query-level feature offsets (see _solve)
+        return X, structure, n_pairs
 
     def fit_preferences(self, X, pairs, weights=None):
         """Fit on an explicit preference multigraph: row ``pairs[e, 0]`` (an int array (l, 2)) is preferred over row

@@ -36,7 +36,7 @@ from ._base import N_JOBS, NONNEG_REAL, POSITIVE_REAL, FastrankEstimator, Interv
     positive_int
 from ._kernels import _KIND, KernelSpec, by_distinct_rows, row_products
 from ._memory import check_dense_memory, densified
-from ._problem import require_preferences
+from ._problem import centred_in_groups, require_preferences
 from ._progress import progress, resolve_verbose, stage, write_line
 from ._sparse import as_csr, issparse
 from ._registry import register_estimator
@@ -297,6 +297,11 @@ class _OnlineOrdinal(ClassifierMixin, FastrankEstimator):
 # ----------------------------------------------------------------------------------------------
 # PRank / OAP family
 # ----------------------------------------------------------------------------------------------
+# the fitted arrays of the linear form (weights) and of the kernel forms (expansion over stored examples)
+_FORM_ATTRS = ("members_coef_", "coef_", "vote_coef_", "dual_coef_", "support_vectors_", "support_time_",
+               "support_index_", "vote_n_support_")
+
+
 class _OAPBase(KernelMixin, _OnlineOrdinal):
     """Shared machinery of PRank and OAPBPM (PRank is the one-member, tau = 1 ensemble)."""
 
@@ -306,6 +311,8 @@ class _OAPBase(KernelMixin, _OnlineOrdinal):
     def _reset_model(self, k, n_features):
         spec = self._kernel_spec(n_features)
         N = self._members_tau_variant()[0]
+        for attr in _FORM_ATTRS:  # a refit with another kernel form keeps none of the previous form's arrays
+            self.__dict__.pop(attr, None)
         self._kernel_kind = spec.kind
         self._kernel_args = (spec.gamma, spec.degree, spec.coef0)
         shapes = {"C": (N, k - 1), "V": N, "W": (N, n_features), "A": (N, 0), "svt": 0, "svs": 0,
@@ -758,8 +765,11 @@ class OnlineMPRank(KernelMixin, Ranker):
         # Peak: K, the centred Kt and the temporaries of (Kt + Kt.T) / 2 and its Fortran copy (the
         # C++ iteration works on that copy): 5 m x m matrices.
         check_dense_memory(X.shape[0], 5, "kernel matrix of OnlineMPRank (and its centred copies)")
+        # linear: Kt below is (S X)(S X)^T (S = H, or St with groups), the same from columns centred in every group,
+        # without the digits a large (common or query-level) feature offset cancels in S (X X^T) S; X^T (S a) likewise
+        Xk = centred_in_groups(X, gi) if spec.linear else X
         K = check_precomputed_kernel(X) if spec.precomputed else \
-            spec.train(X, check_n_jobs(self.n_jobs))
+            spec.train(Xk, check_n_jobs(self.n_jobs))
         m = K.shape[0]
         if groups is None:
             rmean = K.mean(axis=1)
@@ -826,7 +836,7 @@ class OnlineMPRank(KernelMixin, Ranker):
         self._spec = spec
         self.n_features_in_ = X.shape[1]
         self.X_fit_ = X
-        self.coef_ = X.T @ self.expansion_coef_ if spec.linear else None
+        self.coef_ = Xk.T @ self.expansion_coef_ if spec.linear else None
         return self
 
     def fit(self, X, y, groups=None):

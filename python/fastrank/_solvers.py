@@ -25,7 +25,7 @@ from sklearn.utils import check_random_state
 from . import _core
 from ._kernels import kernel_block
 from ._memory import check_dense_memory
-from ._problem import WEIGHTINGS, PreferenceGraph, RankingProblem, check_features
+from ._problem import WEIGHTINGS, PreferenceGraph, RankingProblem, centred_in_groups, check_features
 from ._sparse import as_csr, issparse, take_rows
 from ._validation import _asarray, check_alpha, check_alphas, check_int, check_n_jobs, check_real, group_index
 from .exceptions import ConvergenceWarning, IllConditionedWarning, user_stacklevel
@@ -205,11 +205,14 @@ def _tie_normal_equations(problem, Z):
     return SZ.T @ SZ, SZ.T @ problem.apply_S_cells(cells.take(problem.Y))
 
 
-def _centred_features(X):
-    """X minus its column means (dense X; sparse X as it is).  S 1 = 0 (and M^T 1 = 0 for graphs),
-    so the dual solution has 1^T A = 0 and K = Xc Xc^T gives the same A and W = Xc^T A = X^T A,
-    without the cancellation a large common feature offset causes in X X^T."""
-    return X if issparse(X) else X - X.mean(axis=0)
+def _centred_features(X, groups=None):
+    """X minus its column means (dense X; sparse X as it is), or minus each group's column means (a
+    :class:`GroupIndex` ``groups``).  S 1 = 0 (S 1_q = 0 in every group; M^T 1 = 0 for graphs), so the dual
+    solution has 1^T A = 0 (in every group) and K = Xc Xc^T gives the same A and W = Xc^T A = X^T A, without the
+    cancellation a large feature offset (common, or one per query) causes in X X^T."""
+    if issparse(X):
+        return X
+    return X - X.mean(axis=0) if groups is None else centred_in_groups(X, groups)
 
 
 def train_kernel(X, spec, n_threads, groups=None):
@@ -226,13 +229,14 @@ def solve_dual(problem, spec, alphas, n_threads):
     one alpha, one tridiagonal reduction for several (eq. 31; a preference graph keeps the
     eigendecomposition)."""
     m = problem.m
+    X = _centred_features(problem.X, None if problem.is_graph else problem.groups) if spec.linear else problem.X
     # the path's tridiagonal route holds ~1.1 m x m (measured), the graph's eigensolver ~3
     check_dense_memory(m, 3 if problem.exclude_ties or (alphas.size > 1 and problem.is_graph) else 1.2,
                        "kernel matrix")
     if problem.exclude_ties:
         # (S K S + alpha I) u = S y, A = S u with the tie-excluding S (eq. 17 in symmetric form)
         cells = problem.cells
-        K = train_kernel(problem.X, spec, n_threads, cells)
+        K = train_kernel(X, spec, n_threads, cells)
         SK = problem.apply_S_cells(K, centre=False)
         del K
         G = np.asfortranarray(problem.apply_S_cells(SK.T, centre=False))
@@ -241,12 +245,12 @@ def solve_dual(problem, spec, alphas, n_threads):
                                               alphas)
         del G
     elif problem.is_graph:
-        K = train_kernel(problem.X, spec, n_threads)
+        K = train_kernel(X, spec, n_threads)
         A, rcond = _core.rankrls_dual_graph(K, *problem.graph, alphas, n_threads)
         del K
     else:
         gi = problem.groups
-        Kg = train_kernel(problem.X, spec, n_threads, gi)
+        Kg = train_kernel(X, spec, n_threads, gi)
         # many alphas: one tridiagonal reduction S K S = Q T Q^T, O(m) per alpha, Q applied once
         # (eq. 31 without the eigenvectors: ~0.4x the eigendecomposition route)
         dual_scores = _core.rankrls_dual_scores_tridiag if alphas.size > 1 else _core.rankrls_dual_scores
@@ -257,8 +261,8 @@ def solve_dual(problem, spec, alphas, n_threads):
     if problem.exclude_ties:  # A = S u
         A = problem.cells.untake(np.stack([problem.apply_S_cells(u) for u in A]), axis=1)
     X_fit = None if spec.precomputed else problem.X
-    # linear kernel: W = X^T A (eq. 27), X centred as for the kernel (1^T A = 0): no cancellation under an offset
-    coef = np.stack([_centred_features(problem.X).T @ a for a in A]) if spec.linear else None
+    # linear kernel: W = X^T A (eq. 27), X centred as for the kernel (1_q^T A = 0): no cancellation under an offset
+    coef = np.stack([X.T @ a for a in A]) if spec.linear else None
     return Fit("dual", coef=coef, dual_coef=A, X_fit=X_fit)
 
 

@@ -773,6 +773,9 @@ class OnlineMPRank(KernelMixin, Ranker):
         ymean = float(y.mean())
         yt = np.ascontiguousarray(y - ymean if groups is None else _group_sqrt_laplacian(y, gi))
         C = float(self.C)
+        if not np.isfinite(m / C):  # the ridge m/C of every update: inf * 0 made the coefficients NaN
+            raise ValueError(f"OnlineMPRank: C={self.C!r} is too small for {m} points (m/C overflows float64); use a "
+                             "larger C")
         sequential = self.algorithm == "sequential"
         if self.eta is not None:
             eta = float(self.eta)
@@ -802,6 +805,9 @@ class OnlineMPRank(KernelMixin, Ranker):
         if not np.isfinite(spread):
             raise ValueError(f"OnlineMPRank: the squared differences of y overflow float64 (largest centred |y| = "
                              f"{float(np.abs(yt).max()):.3g}); rescale y")
+        if not np.isfinite(2.0 * C / m * float(yt @ yt)):  # the pair cost at a = 0, which every pass lowers
+            raise ValueError(f"OnlineMPRank: C={self.C!r} is too large for these targets (the pair cost (2C/m) "
+                             "sum_i yt_i^2 overflows float64); use a smaller C or rescale y")
         alpha = np.array(alpha0, dtype=np.float64)
         with stage(f"OnlineMPRank {self.algorithm} passes (m={m}, eta={eta:.3g})", verbose=self.verbose):
             n_iter, converged, costs = _core.mprank_online(Kt, yt, C, eta, sequential, int(self.max_iter),

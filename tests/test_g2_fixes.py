@@ -1,0 +1,48 @@
+"""Messages that named the wrong cause, found by running the branches no test reached: each test fails on the code
+before the fix (the message blamed y_true, the kernel matrix or the learning rate instead of the argument at fault)."""
+
+import numpy as np
+import pytest
+
+from fastrank import OnlineMPRank
+from fastrank.bounds import kernel_kappa
+from fastrank.metrics import err_at_k
+
+
+def test_err_at_k_names_max_grade_when_it_is_too_large():
+    # grades 0 and 1 are fine; 2^2000 overflows: the message said "rescale y_true"
+    with pytest.raises(ValueError, match=r"max_grade=2000 is too large for the gain 2\^g - 1 \(at most 1000\)"):
+        err_at_k([0.0, 1.0], [1.0, 2.0], max_grade=2000)
+    with pytest.raises(ValueError, match="grades too large for the gain 2\\^g - 1; rescale y_true"):
+        err_at_k([0.0, 1001.0], [1.0, 2.0])
+
+
+@pytest.mark.parametrize("params", [{"C": 1e-320}, {"C": 2.3e-308, "algorithm": "gradient"},
+                                    {"C": 1e-320, "eta": 0.01}])
+def test_online_mprank_names_a_too_small_C(params):
+    # m / C overflows: the automatic step was 0 ("its entries are too large ... rescale X"), a given eta diverged
+    # ("use a smaller learning rate eta")
+    X = np.random.RandomState(0).rand(6, 2)
+    est = OnlineMPRank(**params)
+    with pytest.raises(ValueError, match=r"C=.* is too small for 6 points \(m/C overflows float64\); use a larger C"):
+        est.fit(X, np.arange(6.0))
+    assert not hasattr(est, "dual_coef_")
+
+
+def test_online_mprank_names_a_too_large_C():
+    # (2C/m) sum yt^2 = 2e308 / 6 * 17.5 overflows: was "on-line MPRank diverged; use a smaller learning rate eta"
+    X = np.random.RandomState(0).rand(6, 2)
+    with pytest.raises(ValueError, match=r"C=1e\+308 is too large for these targets .* use a smaller C or rescale y"):
+        OnlineMPRank(C=1e308).fit(X, np.arange(6.0))
+    # just below: the fixed point of eq. 13, a = (Kt + m/(2C) I)^-1 yt, with Kt = 0 (X = 0): a = (2C/m) yt
+    est = OnlineMPRank(C=1e306, algorithm="gradient").fit(np.zeros((6, 2)), np.arange(6.0))
+    np.testing.assert_allclose(est.dual_coef_, 2e306 / 6 * (np.arange(6.0) - 2.5), rtol=1e-12)
+
+
+def test_kernel_kappa_negative_diagonal_says_what_to_change():
+    X = np.random.RandomState(0).rand(4, 2)
+    # (x.x / 2 - 5)^3 < 0: was "the kernel has negative diagonal values", naming neither X nor coef0
+    with pytest.raises(ValueError, match=r"K\(x, x\) < 0 for some rows of X: .*; use coef0 >= 0"):
+        kernel_kappa(X, "poly", degree=3, coef0=-5.0)
+    with pytest.raises(ValueError, match=r"K\(x, x\) < 0 .*; pass a positive semi-definite kernel matrix"):
+        kernel_kappa(-(X @ X.T), "precomputed")

@@ -46,3 +46,28 @@ def test_kernel_kappa_negative_diagonal_says_what_to_change():
         kernel_kappa(X, "poly", degree=3, coef0=-5.0)
     with pytest.raises(ValueError, match=r"K\(x, x\) < 0 .*; pass a positive semi-definite kernel matrix"):
         kernel_kappa(-(X @ X.T), "precomputed")
+
+
+def _huge_kernel():
+    v = 1.2e154  # K entries 1.44e308: finite, but K + K.T and the centring overflow
+    X = np.array([[v], [-v], [v], [0.0]])
+    return X, X @ X.T
+
+
+def test_precomputed_kernel_near_the_float64_limit_is_symmetrised_without_overflow():
+    # (K + K.T) / 2 overflowed to inf (numpy's "overflow encountered in add"): kappa was inf, not sqrt(max K_ii)
+    _, K = _huge_kernel()
+    assert kernel_kappa(K, "precomputed") == np.sqrt(np.max(np.diag(K)))
+    asym = np.array([[0.0, 1e308], [-1e308, 0.0]])
+    with pytest.raises(ValueError, match=r"must be symmetric \(largest \|K - K.T\| = inf"):
+        kernel_kappa(asym, "precomputed")
+
+
+@pytest.mark.parametrize("kernel", ["linear", "precomputed"])
+@pytest.mark.parametrize("algorithm", ["sequential", "gradient"])
+def test_online_mprank_refuses_an_overflowing_centred_kernel_by_name(kernel, algorithm):
+    # was numpy's "overflow encountered in subtract" / "in add", then a step-size message quoting |Kt| = nan
+    X, K = _huge_kernel()
+    with pytest.raises(ValueError, match=r"centred kernel matrix overflows float64 \(largest \|K\| = 1.44e\+308\); "
+                                         "rescale X or the kernel"):
+        OnlineMPRank(kernel=kernel, algorithm=algorithm).fit(K if kernel == "precomputed" else X, np.arange(4.0))

@@ -227,11 +227,15 @@ def check_precomputed_kernel(K, name="X (precomputed kernel)", *, n_train=None, 
     if K.shape[0] != K.shape[1]:
         raise ValueError(f"A precomputed kernel {name} must be square (m, m), got shape {K.shape}")
     scale = max(1.0, float(np.abs(K).max()))
-    if not np.allclose(K, K.T, rtol=rtol, atol=1e-12 * scale):
-        err = float(np.abs(K - K.T).max())
-        raise ValueError(f"A precomputed kernel matrix {name} must be symmetric (largest |K - K.T| = {err:.3g}, "
-                         f"largest |K| = {scale:.3g}); pass (K + K.T) / 2 if the asymmetry is rounding")
-    return np.asfortranarray(0.5 * (K + K.T))
+    with np.errstate(over="ignore"):  # entries beyond half the float64 range: K - K.T and K + K.T may overflow
+        if not np.allclose(K, K.T, rtol=rtol, atol=1e-12 * scale):
+            err = float(np.abs(K - K.T).max())
+            raise ValueError(f"A precomputed kernel matrix {name} must be symmetric (largest |K - K.T| = {err:.3g}, "
+                             f"largest |K| = {scale:.3g}); pass (K + K.T) / 2 if the asymmetry is rounding")
+        S = 0.5 * (K + K.T)
+    if scale > 0.25 * np.finfo(np.float64).max and not _all_finite(S):
+        S = 0.5 * K + 0.5 * K.T  # halved first: finite (and exact for entries this large)
+    return np.asfortranarray(S)
 
 
 def check_pair_arrays(pair_predictions, pair_targets):

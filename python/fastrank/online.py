@@ -761,15 +761,19 @@ class OnlineMPRank(KernelMixin, Ranker):
         K = check_precomputed_kernel(X) if spec.precomputed else \
             spec.train(X, check_n_jobs(self.n_jobs))
         m = K.shape[0]
-        if groups is None:
-            rmean = K.mean(axis=1)
-            Kt = K - rmean[:, None] - rmean[None, :] + rmean.mean()
-        else:
-            # Pairs inside groups (as fastrank.MPRank with groups): L = blockdiag(n_q I - 1 1^T) and
-            # alpha = m^2 / (2C), i.e. (St K St + m/(2C) I) a = St y with St = blockdiag(sqrt(n_q / m)
-            # (I - 1 1^T / n_q)) -- the paper's H K H when there is one group -- and A = St a.
-            Kt = _group_sqrt_laplacian(_group_sqrt_laplacian(K, gi).T, gi)
-        Kt = np.asfortranarray((Kt + Kt.T) / 2)
+        with np.errstate(over="ignore", invalid="ignore"):  # entries near 1e308 (numpy's warnings): refused below
+            if groups is None:
+                rmean = K.mean(axis=1)
+                Kt = K - rmean[:, None] - rmean[None, :] + rmean.mean()
+            else:
+                # Pairs inside groups (as fastrank.MPRank with groups): L = blockdiag(n_q I - 1 1^T) and
+                # alpha = m^2 / (2C), i.e. (St K St + m/(2C) I) a = St y with St = blockdiag(sqrt(n_q / m)
+                # (I - 1 1^T / n_q)) -- the paper's H K H when there is one group -- and A = St a.
+                Kt = _group_sqrt_laplacian(_group_sqrt_laplacian(K, gi).T, gi)
+            Kt = np.asfortranarray((Kt + Kt.T) / 2)
+        if not np.isfinite(Kt).all():
+            raise ValueError(f"OnlineMPRank: the centred kernel matrix overflows float64 (largest |K| = "
+                             f"{float(np.abs(K).max()):.3g}); rescale X or the kernel")
         ymean = float(y.mean())
         yt = np.ascontiguousarray(y - ymean if groups is None else _group_sqrt_laplacian(y, gi))
         C = float(self.C)

@@ -71,3 +71,16 @@ def test_online_mprank_refuses_an_overflowing_centred_kernel_by_name(kernel, alg
     with pytest.raises(ValueError, match=r"centred kernel matrix overflows float64 \(largest \|K\| = 1.44e\+308\); "
                                          "rescale X or the kernel"):
         OnlineMPRank(kernel=kernel, algorithm=algorithm).fit(K if kernel == "precomputed" else X, np.arange(4.0))
+
+
+class _ComplexScores:
+    def predict(self, X):
+        return np.array([1.0 + 5.0j, 2.0 + 0.0j])
+
+
+def test_greedy_order_refuses_complex_scores():
+    # was numpy's ComplexWarning, then the order of the real parts (the imaginary parts silently dropped)
+    from fastrank import greedy_order
+
+    with pytest.raises(ValueError, match=r"Complex data not supported: the ranker's predict\(X\) has dtype complex128"):
+        greedy_order(_ComplexScores(), [[1.0], [2.0]])

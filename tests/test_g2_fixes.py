@@ -84,3 +84,17 @@ def test_greedy_order_refuses_complex_scores():
 
     with pytest.raises(ValueError, match=r"Complex data not supported: the ranker's predict\(X\) has dtype complex128"):
         greedy_order(_ComplexScores(), [[1.0], [2.0]])
+
+
+def test_ranksvm_stopped_by_rounding_does_not_claim_max_iter():
+    # a kernel near 1e200: the first Newton step decreases nothing (t = 0); the warning said "stopped after
+    # max_iter=1000 Newton iterations ... increase max_iter" although one iteration ran
+    from fastrank import RankSVM
+    from fastrank.exceptions import ConvergenceWarning
+
+    X = np.random.RandomState(0).randn(6, 2)
+    with pytest.warns(ConvergenceWarning) as record:
+        est = RankSVM(kernel="precomputed").fit(X @ X.T * 1e200, np.arange(6.0))
+    message = str(record[0].message)
+    assert f"stopped after {est.n_iter_} Newton iterations: no step decreases the objective" in message
+    assert "max_iter" not in message and est.n_iter_ < 1000 and not est.converged_

@@ -114,9 +114,8 @@ def test_scorer_and_score_messages_for_routing_and_response():
     rs = np.random.RandomState(0)
     X, y = rs.rand(5, 2), np.array([0.0, 1.0, 2.0, 1.0, 0.0])
     est = RankRLS().fit(X, y)
-    with pytest.raises(TypeError, match=r"got unexpected keyword arguments \['sample_weight'\]; only groups is "
-                                        "accepted"):
-        metrics.make_ranking_scorer("auc")(est, X, y, sample_weight=np.ones(5))
+    with pytest.raises(TypeError, match=r"got unexpected keyword arguments \['weights'\]; only groups"):
+        metrics.make_ranking_scorer("auc")(est, X, y, weights=np.ones(5))
     with pytest.raises(ValueError, match="RankRLS has no decision_function method"):
         metrics.make_ranking_scorer("auc", response_method="decision_function")(est, X, y)
     with pytest.raises(ValueError, match=r"y must be 1-D for a single-output model, got shape \(5, 2\)"):

@@ -40,7 +40,7 @@ from ._problem import require_preferences
 from ._progress import progress, resolve_verbose, stage, write_line
 from ._sparse import as_csr, issparse
 from ._registry import register_estimator
-from ._validation import as_float_matrix, check_int, check_n_jobs, check_precomputed_kernel, \
+from ._validation import _all_finite, as_float_matrix, check_int, check_n_jobs, check_precomputed_kernel, \
     group_index, target_column
 from .exceptions import ConvergenceWarning, user_stacklevel
 
@@ -771,7 +771,7 @@ class OnlineMPRank(KernelMixin, Ranker):
                 # (I - 1 1^T / n_q)) -- the paper's H K H when there is one group -- and A = St a.
                 Kt = _group_sqrt_laplacian(_group_sqrt_laplacian(K, gi).T, gi)
             Kt = np.asfortranarray((Kt + Kt.T) / 2)
-        if not np.isfinite(Kt).all():
+        if not _all_finite(Kt):  # one threaded pass, no m x m temporary
             raise ValueError(f"OnlineMPRank: the centred kernel matrix overflows float64 (largest |K| = "
                              f"{float(np.abs(K).max()):.3g}); rescale X or the kernel")
         ymean = float(y.mean())

@@ -10,7 +10,7 @@ import numbers
 import numpy as np
 
 from ._memory import check_dense_memory
-from ._validation import check_bool, check_real
+from ._validation import as_real_array, check_bool, check_real
 
 __all__ = ["greedy_order"]
 
@@ -27,11 +27,7 @@ def _net_preference_matrix(preference, X, n_items, pairwise, temperature):
         # decision_function where there is one: the ordinal learners' predict gives labels (strings, or codes in a
         # declared order), not scores
         method = "decision_function" if hasattr(preference, "decision_function") else "predict"
-        s = getattr(preference, method)(X)
-        try:
-            s = np.asarray(s, dtype=np.float64)
-        except (TypeError, ValueError) as exc:
-            raise ValueError(f"the ranker's {method}(X) must return one number per item: {exc}") from None
+        s = as_real_array(getattr(preference, method)(X), f"the ranker's {method}(X)")  # complex: refused, not cut
         if s.ndim != 1:
             raise ValueError(f"the ranker's {method}(X) must return one score per item, got shape {s.shape}")
         if not np.isfinite(s).all():

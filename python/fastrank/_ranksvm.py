@@ -216,6 +216,12 @@ class RankSVM(KernelMixin, Ranker):
                 f"{out['criterion']:.2e} did not shrink by 10% within 100 cutting planes (tol={self.tol}); the model is "
                 "the best point found.  Use loss='squared_hinge', a smaller C or a larger tol.", ConvergenceWarning,
                 stacklevel=user_stacklevel())
+        elif not out["converged"] and out["n_iter"] < self.max_iter:  # Newton: no step decreased the objective
+            warnings.warn(
+                f"RankSVM stopped after {out['n_iter']} {steps}: no step decreases the objective any more (double "
+                f"precision's rounding) at criterion {out['criterion']:.2e} > tol={self.tol}; the model is the best "
+                "point found.  Standardize X (or rescale the kernel) or use a larger tol.", ConvergenceWarning,
+                stacklevel=user_stacklevel())
         elif not out["converged"]:
             warnings.warn(
                 f"RankSVM stopped after max_iter={self.max_iter} {steps} before reaching tol={self.tol} "

@@ -213,9 +213,9 @@ def check_n_jobs(n_jobs):
     return max(1, cores + 1 + n_jobs) if n_jobs < 0 else min(n_jobs, 4 * cores)
 
 
-def check_precomputed_kernel(K, name="X (precomputed kernel)", *, n_train=None, min_rows=1, rtol=1e-10):
+def check_precomputed_kernel(K, name="X (precomputed kernel)", *, n_train=None, min_rows=1):
     """The one validation of user-supplied kernel matrices (docs/design/robustness.md, "Kernels"): a training kernel
-    (``n_train=None``) finite, square, symmetric to ``rtol`` relative to its largest entry, with at least ``min_rows``
+    (``n_train=None``) finite, square, symmetric to 1e-10 relative to its largest entry, with at least ``min_rows``
     rows, returned as ``(K + K^T) / 2`` in Fortran order; a test kernel (``n_train=m``) finite (p, m).  Positive
     semidefiniteness is left to the factorizations (O(m^3) to check)."""
     K = as_float_matrix(K, name, min_rows=min_rows)
@@ -227,11 +227,15 @@ def check_precomputed_kernel(K, name="X (precomputed kernel)", *, n_train=None, 
     if K.shape[0] != K.shape[1]:
         raise ValueError(f"A precomputed kernel {name} must be square (m, m), got shape {K.shape}")
     scale = max(1.0, float(np.abs(K).max()))
-    if not np.allclose(K, K.T, rtol=rtol, atol=1e-12 * scale):
-        err = float(np.abs(K - K.T).max())
-        raise ValueError(f"A precomputed kernel matrix {name} must be symmetric (largest |K - K.T| = {err:.3g}, "
-                         f"largest |K| = {scale:.3g}); pass (K + K.T) / 2 if the asymmetry is rounding")
-    return np.asfortranarray(0.5 * (K + K.T))
+    with np.errstate(over="ignore"):  # entries beyond half the float64 range: K - K.T and K + K.T may overflow
+        if not np.allclose(K, K.T, rtol=1e-10, atol=1e-12 * scale):
+            err = float(np.abs(K - K.T).max())
+            raise ValueError(f"A precomputed kernel matrix {name} must be symmetric (largest |K - K.T| = {err:.3g}, "
+                             f"largest |K| = {scale:.3g}); pass (K + K.T) / 2 if the asymmetry is rounding")
+        S = 0.5 * (K + K.T)
+    if scale > 0.25 * np.finfo(np.float64).max and not _all_finite(S):
+        S = 0.5 * K + 0.5 * K.T  # halved first: finite (and exact for entries this large)
+    return np.asfortranarray(S)
 
 
 def check_pair_arrays(pair_predictions, pair_targets):

@@ -251,6 +251,7 @@ def kernel_kappa(X, kernel="rbf", *, gamma=None, degree=3, coef0=1.0):
                 return float(scale * np.sqrt(row_sq_norms(unit).max()))
         elif not np.isfinite(diag).all():  # was returned as kappa = inf (or numpy's overflow warning)
             raise ValueError("K(x, x) overflows float64 on these rows of X (kappa^2 > 1.8e308): scale X down")
-    if (diag < 0).any():
-        raise ValueError("the kernel has negative diagonal values: not a positive semi-definite kernel")
+    if (diag < 0).any():  # a precomputed X, or a polynomial of odd degree with gamma * x.x + coef0 < 0
+        fix = "pass a positive semi-definite kernel matrix" if spec.precomputed else "use coef0 >= 0"
+        raise ValueError(f"K(x, x) < 0 for some rows of X: the kernel is not positive semi-definite there; {fix}")
     return float(np.sqrt(diag.max()))

@@ -752,8 +752,11 @@ def err_at_k(y_true, y_score, groups=None, *, k=None, max_grade=None, average="g
     gmax = float(ys.max()) if max_grade is None else check_real(max_grade, "max_grade", "None or a finite number")
     if ys.max() > gmax:
         raise ValueError(f"y_true has grades above max_grade={gmax}")
-    if gmax > 1000:
-        raise ValueError("grades too large for the gain 2^g - 1; rescale y_true")
+    if gmax > 1000:  # 2^g_max overflows float64
+        if max_grade is None:
+            raise ValueError("grades too large for the gain 2^g - 1; rescale y_true")
+        raise ValueError(f"max_grade={gmax:g} is too large for the gain 2^g - 1 (at most 1000); give the largest "
+                         "grade of the scale, or None for the largest y_true")
     Rsat = (np.exp2(ys) - 1.0) / np.exp2(gmax)
     # prod (1 - R_i) over the earlier blocks of the group (the same for every order inside them): log-sums, with exact
     # zeros for R_i = 1 counted apart

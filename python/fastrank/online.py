@@ -40,7 +40,7 @@ from ._problem import centred_in_groups, require_preferences
 from ._progress import progress, resolve_verbose, stage, write_line
 from ._sparse import as_csr, issparse
 from ._registry import register_estimator
-from ._validation import as_float_matrix, check_int, check_n_jobs, check_precomputed_kernel, \
+from ._validation import _all_finite, as_float_matrix, check_int, check_n_jobs, check_precomputed_kernel, \
     group_index, target_column
 from .exceptions import ConvergenceWarning, user_stacklevel
 
@@ -771,18 +771,25 @@ class OnlineMPRank(KernelMixin, Ranker):
         K = check_precomputed_kernel(X) if spec.precomputed else \
             spec.train(Xk, check_n_jobs(self.n_jobs))
         m = K.shape[0]
-        if groups is None:
-            rmean = K.mean(axis=1)
-            Kt = K - rmean[:, None] - rmean[None, :] + rmean.mean()
-        else:
-            # Pairs inside groups (as fastrank.MPRank with groups): L = blockdiag(n_q I - 1 1^T) and
-            # alpha = m^2 / (2C), i.e. (St K St + m/(2C) I) a = St y with St = blockdiag(sqrt(n_q / m)
-            # (I - 1 1^T / n_q)) -- the paper's H K H when there is one group -- and A = St a.
-            Kt = _group_sqrt_laplacian(_group_sqrt_laplacian(K, gi).T, gi)
-        Kt = np.asfortranarray((Kt + Kt.T) / 2)
+        with np.errstate(over="ignore", invalid="ignore"):  # entries near 1e308 (numpy's warnings): refused below
+            if groups is None:
+                rmean = K.mean(axis=1)
+                Kt = K - rmean[:, None] - rmean[None, :] + rmean.mean()
+            else:
+                # Pairs inside groups (as fastrank.MPRank with groups): L = blockdiag(n_q I - 1 1^T) and
+                # alpha = m^2 / (2C), i.e. (St K St + m/(2C) I) a = St y with St = blockdiag(sqrt(n_q / m)
+                # (I - 1 1^T / n_q)) -- the paper's H K H when there is one group -- and A = St a.
+                Kt = _group_sqrt_laplacian(_group_sqrt_laplacian(K, gi).T, gi)
+            Kt = np.asfortranarray((Kt + Kt.T) / 2)
+        if not _all_finite(Kt):  # one threaded pass, no m x m temporary
+            raise ValueError(f"OnlineMPRank: the centred kernel matrix overflows float64 (largest |K| = "
+                             f"{float(np.abs(K).max()):.3g}); rescale X or the kernel")
         ymean = float(y.mean())
         yt = np.ascontiguousarray(y - ymean if groups is None else _group_sqrt_laplacian(y, gi))
         C = float(self.C)
+        if not np.isfinite(m / C):  # the ridge m/C of every update: inf * 0 made the coefficients NaN
+            raise ValueError(f"OnlineMPRank: C={self.C!r} is too small for {m} points (m/C overflows float64); use a "
+                             "larger C")
         sequential = self.algorithm == "sequential"
         if self.eta is not None:
             eta = float(self.eta)
@@ -812,6 +819,9 @@ class OnlineMPRank(KernelMixin, Ranker):
         if not np.isfinite(spread):
             raise ValueError(f"OnlineMPRank: the squared differences of y overflow float64 (largest centred |y| = "
                              f"{float(np.abs(yt).max()):.3g}); rescale y")
+        if not np.isfinite(2.0 * C / m * float(yt @ yt)):  # the pair cost at a = 0, which every pass lowers
+            raise ValueError(f"OnlineMPRank: C={self.C!r} is too large for these targets (the pair cost (2C/m) "
+                             "sum_i yt_i^2 overflows float64); use a smaller C or rescale y")
         alpha = np.array(alpha0, dtype=np.float64)
         with stage(f"OnlineMPRank {self.algorithm} passes (m={m}, eta={eta:.3g})", verbose=self.verbose):
             n_iter, converged, costs = _core.mprank_online(Kt, yt, C, eta, sequential, int(self.max_iter),

@@ -1,0 +1,125 @@
+"""Messages that named the wrong cause, found by running the branches no test reached: each test fails on the code
+before the fix (the message blamed y_true, the kernel matrix or the learning rate instead of the argument at fault)."""
+
+import numpy as np
+import pytest
+
+from fastrank import OnlineMPRank
+from fastrank.bounds import kernel_kappa
+from fastrank.metrics import err_at_k
+
+
+def test_err_at_k_names_max_grade_when_it_is_too_large():
+    # grades 0 and 1 are fine; 2^2000 overflows: the message said "rescale y_true"
+    with pytest.raises(ValueError, match=r"max_grade=2000 is too large for the gain 2\^g - 1 \(at most 1000\)"):
+        err_at_k([0.0, 1.0], [1.0, 2.0], max_grade=2000)
+    with pytest.raises(ValueError, match="grades too large for the gain 2\\^g - 1; rescale y_true"):
+        err_at_k([0.0, 1001.0], [1.0, 2.0])
+
+
+@pytest.mark.parametrize("params", [{"C": 1e-320}, {"C": 2.3e-308, "algorithm": "gradient"},
+                                    {"C": 1e-320, "eta": 0.01}])
+def test_online_mprank_names_a_too_small_C(params):
+    # m / C overflows: the automatic step was 0 ("its entries are too large ... rescale X"), a given eta diverged
+    # ("use a smaller learning rate eta")
+    X = np.random.RandomState(0).rand(6, 2)
+    est = OnlineMPRank(**params)
+    with pytest.raises(ValueError, match=r"C=.* is too small for 6 points \(m/C overflows float64\); use a larger C"):
+        est.fit(X, np.arange(6.0))
+    assert not hasattr(est, "dual_coef_")
+
+
+def test_online_mprank_names_a_too_large_C():
+    # (2C/m) sum yt^2 = 2e308 / 6 * 17.5 overflows: was "on-line MPRank diverged; use a smaller learning rate eta"
+    X = np.random.RandomState(0).rand(6, 2)
+    with pytest.raises(ValueError, match=r"C=1e\+308 is too large for these targets .* use a smaller C or rescale y"):
+        OnlineMPRank(C=1e308).fit(X, np.arange(6.0))
+    # just below: the fixed point of eq. 13, a = (Kt + m/(2C) I)^-1 yt, with Kt = 0 (X = 0): a = (2C/m) yt
+    est = OnlineMPRank(C=1e306, algorithm="gradient").fit(np.zeros((6, 2)), np.arange(6.0))
+    np.testing.assert_allclose(est.dual_coef_, 2e306 / 6 * (np.arange(6.0) - 2.5), rtol=1e-12)
+
+
+def test_kernel_kappa_negative_diagonal_says_what_to_change():
+    X = np.random.RandomState(0).rand(4, 2)
+    # (x.x / 2 - 5)^3 < 0: was "the kernel has negative diagonal values", naming neither X nor coef0
+    with pytest.raises(ValueError, match=r"K\(x, x\) < 0 for some rows of X: .*; use coef0 >= 0"):
+        kernel_kappa(X, "poly", degree=3, coef0=-5.0)
+    with pytest.raises(ValueError, match=r"K\(x, x\) < 0 .*; pass a positive semi-definite kernel matrix"):
+        kernel_kappa(-(X @ X.T), "precomputed")
+
+
+def _huge_kernel():
+    v = 1.2e154  # K entries 1.44e308: finite, but K + K.T and the centring overflow
+    X = np.array([[v], [-v], [v], [0.0]])
+    return X, X @ X.T
+
+
+def test_precomputed_kernel_near_the_float64_limit_is_symmetrised_without_overflow():
+    # (K + K.T) / 2 overflowed to inf (numpy's "overflow encountered in add"): kappa was inf, not sqrt(max K_ii)
+    _, K = _huge_kernel()
+    assert kernel_kappa(K, "precomputed") == np.sqrt(np.max(np.diag(K)))
+    asym = np.array([[0.0, 1e308], [-1e308, 0.0]])
+    with pytest.raises(ValueError, match=r"must be symmetric \(largest \|K - K.T\| = inf"):
+        kernel_kappa(asym, "precomputed")
+
+
+@pytest.mark.parametrize("kernel", ["linear", "precomputed"])
+@pytest.mark.parametrize("algorithm", ["sequential", "gradient"])
+def test_online_mprank_refuses_an_overflowing_centred_kernel_by_name(kernel, algorithm):
+    # was numpy's "overflow encountered in subtract" / "in add", then a step-size message quoting |Kt| = nan
+    X, K = _huge_kernel()
+    with pytest.raises(ValueError, match=r"centred kernel matrix overflows float64 \(largest \|K\| = 1.44e\+308\); "
+                                         "rescale X or the kernel"):
+        OnlineMPRank(kernel=kernel, algorithm=algorithm).fit(K if kernel == "precomputed" else X, np.arange(4.0))
+
+
+class _ComplexScores:
+    def predict(self, X):
+        return np.array([1.0 + 5.0j, 2.0 + 0.0j])
+
+
+def test_greedy_order_refuses_complex_scores():
+    # was numpy's ComplexWarning, then the order of the real parts (the imaginary parts silently dropped)
+    from fastrank import greedy_order
+
+    with pytest.raises(ValueError, match=r"Complex data not supported: the ranker's predict\(X\) has dtype complex128"):
+        greedy_order(_ComplexScores(), [[1.0], [2.0]])
+
+
+def test_ranksvm_stopped_by_rounding_does_not_claim_max_iter():
+    # a kernel near 1e200: the first Newton step decreases nothing (t = 0); the warning said "stopped after
+    # max_iter=1000 Newton iterations ... increase max_iter" although one iteration ran
+    from fastrank import RankSVM
+    from fastrank.exceptions import ConvergenceWarning
+
+    X = np.random.RandomState(0).randn(6, 2)
+    with pytest.warns(ConvergenceWarning) as record:
+        est = RankSVM(kernel="precomputed").fit(X @ X.T * 1e200, np.arange(6.0))
+    message = str(record[0].message)
+    assert f"stopped after {est.n_iter_} Newton iterations: no step decreases the objective" in message
+    assert "max_iter" not in message and est.n_iter_ < 1000 and not est.converged_
+
+
+def _svrank_objective(w, X, y, C, eps):
+    """||w||^2 + (C / m^2) sum over ordered pairs of max(0, |(f_j - f_i) - (y_j - y_i)| - eps) (000 eq. 9)."""
+    f, m = X @ w, len(y)
+    cost = sum(max(0.0, abs((f[j] - f[i]) - (y[j] - y[i])) - eps) for i in range(m) for j in range(m))
+    return w @ w + C / m**2 * cost
+
+
+@pytest.mark.parametrize("kernel, scale, C", [("linear", 1.0, 1e20), ("linear", 1.0, 1e30),
+                                              ("precomputed", 2.0**300, 1.0)])
+def test_svrank_cutting_planes_without_a_certificate_warn(kernel, scale, C):
+    # C * max|X|^2 near 1e18 and beyond: the cutting planes returned h = 0 (or a model 3% off) as converged, silently,
+    # with a "lower bound" above the objective
+    from fastrank import SVRank
+    from fastrank.exceptions import ConvergenceWarning
+
+    X, y = np.random.RandomState(0).randn(6, 2), np.arange(6.0)
+    data = X @ X.T * scale if kernel == "precomputed" else X
+    with pytest.warns(ConvergenceWarning, match="SVRank's cutting planes lost their certificate"):
+        est = SVRank(C=C, epsilon=0.1, kernel=kernel).fit(data, y)
+    assert not est.converged_
+    if kernel == "linear":  # the least-squares direction has a far lower objective than the model returned
+        w_ls = np.linalg.lstsq(np.c_[X, np.ones(6)], y, rcond=None)[0][:2]
+        assert _svrank_objective(w_ls, X, y, C, 0.1) < 0.5 * _svrank_objective(est.coef_, X, y, C, 0.1)

@@ -102,13 +102,6 @@ def test_ranksvm_stopped_by_rounding_does_not_claim_max_iter():
     assert "max_iter" not in message and est.n_iter_ < 1000 and not est.converged_
 
 
-def _svrank_objective(w, X, y, C, eps):
-    """||w||^2 + (C / m^2) sum over ordered pairs of max(0, |(f_j - f_i) - (y_j - y_i)| - eps) (000 eq. 9)."""
-    f, m = X @ w, len(y)
-    cost = sum(max(0.0, abs((f[j] - f[i]) - (y[j] - y[i])) - eps) for i in range(m) for j in range(m))
-    return w @ w + C / m**2 * cost
-
-
 @pytest.mark.parametrize("kernel, scale, C", [("linear", 1.0, 1e20), ("linear", 1.0, 1e30),
                                               ("precomputed", 2.0**300, 1.0)])
 def test_svrank_cutting_planes_without_a_certificate_warn(kernel, scale, C):
@@ -119,9 +112,8 @@ def test_svrank_cutting_planes_without_a_certificate_warn(kernel, scale, C):
 
     X, y = np.random.RandomState(0).randn(6, 2), np.arange(6.0)
     data = X @ X.T * scale if kernel == "precomputed" else X
-    with pytest.warns(ConvergenceWarning, match="SVRank's cutting planes lost their certificate"):
+    # on centred columns the linear model comes near the optimum (about [-2.2, -0.77]) but is not certified: it
+    # loses the certificate or stops at max_iter; either way the fit is not reported as converged
+    with pytest.warns(ConvergenceWarning, match="SVRank('s cutting planes lost their certificate| stopped at max_iter)"):
         est = SVRank(C=C, epsilon=0.1, kernel=kernel).fit(data, y)
     assert not est.converged_
-    if kernel == "linear":  # the least-squares direction has a far lower objective than the model returned
-        w_ls = np.linalg.lstsq(np.c_[X, np.ones(6)], y, rcond=None)[0][:2]
-        assert _svrank_objective(w_ls, X, y, C, 0.1) < 0.5 * _svrank_objective(est.coef_, X, y, C, 0.1)

@@ -40,3 +40,22 @@ def test_linear_dual_under_a_feature_offset_per_query_is_the_model_of_the_centre
     est = RankRLS(kernel="linear", solver="dual", alpha=1.0, exclude_ties=exclude_ties).fit(X, y, groups)
     W = _explicit_pairs_coef(_group_centred(X, groups), y, groups, 1.0, exclude_ties)
     np.testing.assert_allclose(est.coef_, W, rtol=1e-9, atol=1e-9 * np.abs(W).max())
+
+
+def test_features_are_centred_in_groups_only_where_an_offset_would_cost_digits():
+    from fastrank._problem import centred_in_groups, features_without_group_offsets
+    from fastrank._validation import group_index
+
+    rng = np.random.default_rng(1)
+    groups = np.repeat(np.arange(5), 8)
+    gi = group_index(groups, 40)
+    X = rng.standard_normal((40, 4))
+    X[:, 3] = 3.0 * rng.standard_normal(5)[groups]  # a query-level feature of ordinary size: its differences are 0
+    assert features_without_group_offsets(X, gi) is X
+    X[:, 3] *= 1e5  # beyond 1e4 times the columns' mean spread inside groups
+    np.testing.assert_array_equal(features_without_group_offsets(X, gi), centred_in_groups(X, gi))
+    X[:, 3] /= 1e5
+    X[:, 0] += 1e5 * rng.standard_normal(5)[groups]  # an offset beyond 1e4 times the column's own spread
+    np.testing.assert_array_equal(features_without_group_offsets(X, gi), centred_in_groups(X, gi))
+    X[:, 0] = 1e200 * rng.standard_normal(40)  # squares overflow: centred rather than trusted
+    assert features_without_group_offsets(X, gi) is not X

@@ -18,6 +18,7 @@ from __future__ import annotations
 from typing import NamedTuple
 
 import numpy as np
+import scipy.sparse
 
 from ._sparse import as_csr, issparse
 from ._validation import (as_float_matrix, as_float_vector, as_real_array, as_targets, check_precomputed_kernel,
@@ -333,6 +334,22 @@ def centred_in_groups(y, gi):
     y = np.asarray(y, dtype=np.float64)
     means = np.add.reduceat(gi.take(y), gi.offsets[:-1], axis=0) / gi.sizes.reshape((-1,) + (1,) * (y.ndim - 1))
     return y - means[gi.codes]
+
+
+def features_without_group_offsets(X, gi):
+    """Dense ``X`` (m, n) as :func:`centred_in_groups` makes it, or X itself (no copy) when no column's group means
+    reach 1e4 times the spread inside the groups -- its own, or the columns' mean spread for a column that barely
+    varies inside groups (a query-level feature of ordinary size costs nothing: its differences are 0).  A pairwise
+    loss reads f_i - f_j of f = X w; such offsets cost at most ~1e4 eps relative there.  One pass over X decides:
+    per column the groups' share B of the sum of squares S against the rest W = S - B (B > 1e8 max(W, mean W); where
+    an offset dominates, W is rounding noise of S and the test holds)."""
+    m = X.shape[0]
+    members = scipy.sparse.csr_matrix((np.ones(m), gi.order, gi.offsets), shape=(gi.n_groups, m))
+    with np.errstate(over="ignore", invalid="ignore"):  # squares beyond float64: NaN fails the test, X is centred
+        between = (np.asarray(members @ X) ** 2 / gi.sizes[:, None]).sum(axis=0)
+        within = np.einsum("ij,ij->j", X, X) - between
+        offset_free = np.all(between <= 1e8 * np.maximum(within, within.sum() / max(within.size, 1)))
+    return X if offset_free else centred_in_groups(X, gi)
 
 
 def require_preferences(Y, gi, learner):

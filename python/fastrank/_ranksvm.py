@@ -15,7 +15,7 @@ from sklearn.utils.validation import check_is_fitted
 from . import _core
 from ._base import N_JOBS, NONNEG_REAL, KernelMixin, Ranker, StrOptions, c_path, crucial_pairs, positive_int
 from ._memory import check_dense_memory, densified
-from ._problem import centred_in_groups, check_pair_weights, check_pairs
+from ._problem import centred_in_groups, check_pair_weights, check_pairs, features_without_group_offsets
 from ._progress import resolve_verbose, stage, write_line
 from ._registry import register_estimator
 from ._solvers import basis_kernel, select_basis
@@ -261,7 +261,7 @@ class RankSVM(KernelMixin, Ranker):
         if self.margin == "difference":  # the pair margins y_i - y_j: centred in groups, no digits lost to an offset
             structure["row_margin"] = centred_in_groups(y, gi)
         if self.kernel == "linear" and self.basis_vectors is None and not sp.issparse(X):
-            X = centred_in_groups(X, gi)  # the pairs' x_i - x_j, without query-level feature offsets (see _solve)
+            X = features_without_group_offsets(X, gi)  # the pairs' x_i - x_j without large query-level offsets
         return X, structure, n_pairs
 
     def fit_preferences(self, X, pairs, weights=None):

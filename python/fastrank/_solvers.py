@@ -25,7 +25,7 @@ from sklearn.utils import check_random_state
 from . import _core
 from ._kernels import kernel_block
 from ._memory import check_dense_memory
-from ._problem import WEIGHTINGS, PreferenceGraph, RankingProblem, centred_in_groups, check_features
+from ._problem import WEIGHTINGS, PreferenceGraph, RankingProblem, check_features, features_without_group_offsets
 from ._sparse import as_csr, issparse, take_rows
 from ._validation import _asarray, check_alpha, check_alphas, check_int, check_n_jobs, check_real, group_index
 from .exceptions import ConvergenceWarning, IllConditionedWarning, user_stacklevel
@@ -207,12 +207,13 @@ def _tie_normal_equations(problem, Z):
 
 def _centred_features(X, groups=None):
     """X minus its column means (dense X; sparse X as it is), or minus each group's column means (a
-    :class:`GroupIndex` ``groups``).  S 1 = 0 (S 1_q = 0 in every group; M^T 1 = 0 for graphs), so the dual
+    :class:`GroupIndex` ``groups``) where those are large (:func:`features_without_group_offsets`).  S 1 = 0 (S 1_q = 0 in every group; M^T 1 = 0 for graphs), so the dual
     solution has 1^T A = 0 (in every group) and K = Xc Xc^T gives the same A and W = Xc^T A = X^T A, without the
     cancellation a large feature offset (common, or one per query) causes in X X^T."""
     if issparse(X):
         return X
-    return X - X.mean(axis=0) if groups is None else centred_in_groups(X, groups)
+    by_group = X if groups is None else features_without_group_offsets(X, groups)
+    return by_group if by_group is not X else X - X.mean(axis=0)
 
 
 def train_kernel(X, spec, n_threads, groups=None):

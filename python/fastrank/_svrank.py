@@ -14,7 +14,7 @@ from sklearn.utils.validation import check_is_fitted
 from . import _core
 from ._base import N_JOBS, NONNEG_REAL, KernelMixin, Ranker, StrOptions, c_path, positive_int
 from ._memory import check_dense_memory
-from ._problem import centred_in_groups, require_preferences
+from ._problem import centred_in_groups, features_without_group_offsets, require_preferences
 from ._progress import resolve_verbose, stage, write_line
 from ._registry import register_estimator
 from ._solvers import train_kernel
@@ -210,7 +210,7 @@ class SVRank(KernelMixin, Ranker):
         c = C / float(np.sum(gi.sizes.astype(np.float64) ** 2))  # C / N, N ordered pairs
         # the loss reads f_i - f_j = w.(x_i - x_j) inside groups only: the same w on columns centred in every group,
         # without the digits a large (common or query-level) feature offset cancels in f = X w
-        Xg = np.ascontiguousarray(gi.take(centred_in_groups(X, gi))) if spec.linear else None
+        Xg = np.ascontiguousarray(gi.take(features_without_group_offsets(X, gi))) if spec.linear else None
         steps = "Newton iterations" if squared else "cutting planes"
         if spec.linear and squared:
             with stage(f"SVRank Newton (linear, squared cost, m={Xg.shape[0]})", verbose=self.verbose), \

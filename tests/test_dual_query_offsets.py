@@ -3,11 +3,12 @@ means may leave X before K = X X^T is formed (and W = X^T A is unchanged); other
 digits and S K S + alpha I is not numerically positive definite."""
 
 import math
+import warnings
 
 import numpy as np
 import pytest
 
-from fastrank import RankRLS
+from fastrank import IllConditionedWarning, RankRLS
 
 
 def _group_centred(X, groups):
@@ -59,3 +60,25 @@ def test_features_are_centred_in_groups_only_where_an_offset_would_cost_digits()
     np.testing.assert_array_equal(features_without_group_offsets(X, gi), centred_in_groups(X, gi))
     X[:, 0] = 1e200 * rng.standard_normal(40)  # squares overflow: centred rather than trusted
     assert features_without_group_offsets(X, gi) is not X
+
+
+def _lpo_and_retrained(offset):
+    from fastrank import model_selection
+
+    rng = np.random.default_rng(0)
+    X, y = rng.standard_normal((30, 40)) + offset, rng.standard_normal(30)  # n > m: the dense linear route
+    pairs = np.array([[0, 1], [2, 3], [4, 5]])
+    lpo = np.asarray(model_selection.leave_pair_out(RankRLS(kernel="linear", alpha=1.0), X, y, pairs=pairs))
+    keep = [np.setdiff1d(np.arange(30), p) for p in pairs]
+    ref = np.array([RankRLS(kernel="linear", alpha=1.0).fit(X[k], y[k]).predict(X[p]) for k, p in zip(keep, pairs)])
+    return lpo.reshape(ref.shape), ref
+
+
+def test_exact_cv_of_the_linear_kernel_warns_where_a_feature_offset_costs_its_digits():
+    with pytest.warns(IllConditionedWarning, match="Centre the columns of X"):
+        lpo, ref = _lpo_and_retrained(1e4)
+    assert np.max(np.abs(lpo - ref)) > 1e-7 * np.max(np.abs(ref))  # (2e-6 measured)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        lpo, ref = _lpo_and_retrained(100.0)
+    np.testing.assert_allclose(lpo, ref, rtol=1e-8, atol=1e-8 * np.max(np.abs(ref)))

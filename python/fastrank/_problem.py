@@ -336,20 +336,28 @@ def centred_in_groups(y, gi):
     return y - means[gi.codes]
 
 
-def features_without_group_offsets(X, gi):
-    """Dense ``X`` (m, n) as :func:`centred_in_groups` makes it, or X itself (no copy) when no column's group means
-    reach 1e4 times the spread inside the groups -- its own, or the columns' mean spread for a column that barely
-    varies inside groups (a query-level feature of ordinary size costs nothing: its differences are 0).  A pairwise
-    loss reads f_i - f_j of f = X w; such offsets cost at most ~1e4 eps relative there.  One pass over X decides:
-    per column the groups' share B of the sum of squares S against the rest W = S - B (B > 1e8 max(W, mean W); where
-    an offset dominates, W is rounding noise of S and the test holds)."""
+def group_offset_ratio(X, gi):
+    """How far the group means of X's columns stand out (inf where squares overflow): the largest, over the columns of
+    X (m, n) (dense or sparse), of the groups' share B of the column's sum of squares S against the rest W = S - B,
+    B / max(W, mean W) -- about (offset / spread)^2.  The columns' mean spread stands in for a column that barely
+    varies inside groups (a query-level feature of ordinary size costs nothing: its differences are 0).  Where an
+    offset dominates, W is rounding noise of S and the ratio is at least ~1 / eps.  One pass over X."""
     m = X.shape[0]
     members = scipy.sparse.csr_matrix((np.ones(m), gi.order, gi.offsets), shape=(gi.n_groups, m))
-    with np.errstate(over="ignore", invalid="ignore"):  # squares beyond float64: NaN fails the test, X is centred
-        between = (np.asarray(members @ X) ** 2 / gi.sizes[:, None]).sum(axis=0)
-        within = np.einsum("ij,ij->j", X, X) - between
-        offset_free = np.all(between <= 1e8 * np.maximum(within, within.sum() / max(within.size, 1)))
-    return X if offset_free else centred_in_groups(X, gi)
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        between = (np.asarray((members @ X).todense() if issparse(X) else members @ X) ** 2
+                   / gi.sizes[:, None]).sum(axis=0)
+        total = np.asarray(X.multiply(X).sum(axis=0)).ravel() if issparse(X) else np.einsum("ij,ij->j", X, X)
+        within = total - between
+        ratio = between / np.maximum(within, within.sum() / max(within.size, 1))
+    return float(np.max(np.where(np.isnan(ratio) & (between != 0), np.inf, np.nan_to_num(ratio)), initial=0.0))
+
+
+def features_without_group_offsets(X, gi):
+    """Dense ``X`` as :func:`centred_in_groups` makes it where a column's group means reach 1e4 times its spread
+    (:func:`group_offset_ratio` above 1e8), else X itself (no copy): a pairwise loss reads f_i - f_j of f = X w,
+    and smaller offsets cost at most ~1e4 eps relative there."""
+    return X if group_offset_ratio(X, gi) <= 1e8 else centred_in_groups(X, gi)
 
 
 def require_preferences(Y, gi, learner):

@@ -36,7 +36,7 @@ from ._base import N_JOBS, NONNEG_REAL, POSITIVE_REAL, FastrankEstimator, Interv
     positive_int
 from ._kernels import _KIND, KernelSpec, by_distinct_rows, row_products
 from ._memory import check_dense_memory, densified
-from ._problem import centred_in_groups, require_preferences
+from ._problem import features_without_group_offsets, require_preferences
 from ._progress import progress, resolve_verbose, stage, write_line
 from ._sparse import as_csr, issparse
 from ._registry import register_estimator
@@ -765,9 +765,9 @@ class OnlineMPRank(KernelMixin, Ranker):
         # Peak: K, the centred Kt and the temporaries of (Kt + Kt.T) / 2 and its Fortran copy (the
         # C++ iteration works on that copy): 5 m x m matrices.
         check_dense_memory(X.shape[0], 5, "kernel matrix of OnlineMPRank (and its centred copies)")
-        # linear: Kt below is (S X)(S X)^T (S = H, or St with groups), the same from columns centred in every group,
-        # without the digits a large (common or query-level) feature offset cancels in S (X X^T) S; X^T (S a) likewise
-        Xk = centred_in_groups(X, gi) if spec.linear else X
+        # linear: Kt below is (S X)(S X)^T (S = H, or St with groups), the same from columns centred in every group
+        # (where a large common or query-level offset would cancel digits in S (X X^T) S); X^T (S a) likewise
+        Xk = features_without_group_offsets(X, gi) if spec.linear and not issparse(X) else X
         K = check_precomputed_kernel(X) if spec.precomputed else \
             spec.train(Xk, check_n_jobs(self.n_jobs))
         m = K.shape[0]

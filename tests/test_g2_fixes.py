@@ -112,6 +112,7 @@ def test_svrank_cutting_planes_without_a_certificate_warn(kernel, scale, C):
     data = X @ X.T * scale if kernel == "precomputed" else X
     # on centred columns the linear model comes near the optimum (about [-2.2, -0.77]) but is not certified: it
     # loses the certificate or stops at max_iter; either way the fit is not reported as converged
-    with pytest.warns(ConvergenceWarning, match="SVRank('s cutting planes lost their certificate| stopped at max_iter)"):
+    lost_or_stopped = "SVRank('s cutting planes lost their certificate| stopped at max_iter)"
+    with pytest.warns(ConvergenceWarning, match=lost_or_stopped):
         est = SVRank(C=C, epsilon=0.1, kernel=kernel).fit(data, y)
     assert not est.converged_

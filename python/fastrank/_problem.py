@@ -330,7 +330,7 @@ def group_target_range(Y, gi):
 def centred_in_groups(y, gi):
     """``y`` (m,) or (m, k) -- targets or feature columns -- rows as given, less the mean of each group of
     :class:`GroupIndex` ``gi``: a pairwise loss of differences y_i - y_j (x_i - x_j) inside groups has the same
-    minimiser, and a large offset (values near 1e9) no longer cancels digits in the solvers' sums over rows."""
+    minimiser, and a large offset (values near 1e9) cancels no digits in the solvers' sums over rows."""
     y = np.asarray(y, dtype=np.float64)
     means = np.add.reduceat(gi.take(y), gi.offsets[:-1], axis=0) / gi.sizes.reshape((-1,) + (1,) * (y.ndim - 1))
     return y - means[gi.codes]

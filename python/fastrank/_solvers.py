@@ -207,9 +207,10 @@ def _tie_normal_equations(problem, Z):
 
 def _centred_features(X, groups=None):
     """X minus its column means (dense X; sparse X as it is), or minus each group's column means (a
-    :class:`GroupIndex` ``groups``) where those are large (:func:`features_without_group_offsets`).  S 1 = 0 (S 1_q = 0 in every group; M^T 1 = 0 for graphs), so the dual
-    solution has 1^T A = 0 (in every group) and K = Xc Xc^T gives the same A and W = Xc^T A = X^T A, without the
-    cancellation a large feature offset (common, or one per query) causes in X X^T."""
+    :class:`GroupIndex` ``groups``) where those are large (:func:`features_without_group_offsets`).  S 1 = 0
+    (S 1_q = 0 in every group; M^T 1 = 0 for graphs), so the dual solution has 1^T A = 0 (in every group) and
+    K = Xc Xc^T gives the same A and W = Xc^T A = X^T A, without the cancellation a large feature offset (common,
+    or one per query) causes in X X^T."""
     if issparse(X):
         return X
     by_group = X if groups is None else features_without_group_offsets(X, groups)

@@ -82,3 +82,17 @@ def test_exact_cv_of_the_linear_kernel_warns_where_a_feature_offset_costs_its_di
         warnings.simplefilter("error")
         lpo, ref = _lpo_and_retrained(100.0)
     np.testing.assert_allclose(lpo, ref, rtol=1e-8, atol=1e-8 * np.max(np.abs(ref)))
+
+
+@pytest.mark.parametrize("exclude_ties", [False, True])
+def test_conjugate_gradient_under_a_feature_offset_per_query_is_the_model_of_the_centred_rows(exclude_ties):
+    # X w cancelled the offset's digits: 1.3e-4 off at offsets 1e6 (reported converged), a breakdown at 1e9
+    rng = np.random.default_rng(0)
+    groups = np.repeat(np.arange(20), 20)
+    X = rng.standard_normal((400, 20))
+    y = X @ rng.standard_normal(20) + rng.standard_normal(400)
+    y = np.round(y) if exclude_ties else y
+    X += 1e6 * rng.standard_normal((20, 20))[groups]
+    est = RankRLS(kernel="linear", solver="cg", alpha=1.0, tol=1e-12, exclude_ties=exclude_ties).fit(X, y, groups)
+    W = _explicit_pairs_coef(_group_centred(X, groups), y, groups, 1.0, exclude_ties)
+    np.testing.assert_allclose(est.coef_, W, rtol=1e-8, atol=1e-8 * np.abs(W).max())

@@ -303,10 +303,19 @@ def _check_x0(x0, n, v):
     return np.ascontiguousarray(x0)
 
 
+def _offset_free(problem):
+    """The problem's X for the primal products X w and X^T r: dense rows of a scores problem centred in their groups
+    where a group offset would cancel digits in X w (S X = S Xc, so w is the same; the products lost ~eps offset /
+    spread: 1.3e-4 relative at query offsets 1e6, a breakdown at 1e9)."""
+    if issparse(problem.X) or problem.is_graph:
+        return problem.X
+    return features_without_group_offsets(problem.X, problem.groups)
+
+
 def _run_cg(problem, alpha, *, tol, max_iter, x0, precond, n_threads, callback, transpose_copy, warn):
     """One CG solve of (X^T L X + alpha I) w = X^T b with b = L y or M N (eqs. 12-13); L is
     applied implicitly, never formed.  Arguments already validated."""
-    X, m, n, v = problem.X, problem.m, problem.n_features, problem.n_outputs
+    X, m, n, v = _offset_free(problem), problem.m, problem.n_features, problem.n_outputs
     check_dense_memory(n, 8, "CG work vectors", n_cols=v)  # W, R, Z, P, Q, B and the history
     check_dense_memory(m, 3, "CG work vectors", n_cols=v)  # X p, L X p and the targets
     Y = np.zeros((m, v)) if problem.is_graph else np.ascontiguousarray(problem.Y)
@@ -333,7 +342,7 @@ def _run_cg(problem, alpha, *, tol, max_iter, x0, precond, n_threads, callback, 
 def _run_cg_ties(problem, alpha, *, tol, max_iter, x0, precond, callback, warn):
     """CG on (X^T L X + alpha I) w = X^T L y with tied pairs excluded: L applied implicitly through
     the tie-cell square root (O(m) per product, never a pair list), X products by numpy/SciPy."""
-    X, cells, n = problem.X, problem.cells, problem.n_features
+    X, cells, n = _offset_free(problem), problem.cells, problem.n_features
 
     def lap(u):
         return cells.untake(problem.apply_S_cells(problem.apply_S_cells(cells.take(u))))

@@ -12,7 +12,6 @@ from __future__ import annotations
 import dataclasses
 import functools
 import numbers
-import warnings
 
 import numpy as np
 import scipy.linalg
@@ -25,11 +24,11 @@ from ._problem import (PreferenceGraph, RankingProblem, check_weighting, group_o
                        require_preferences)
 from ._progress import resolve_verbose, stage
 from ._solvers import (Fit, _by_alpha, _centred_features, check_indices, choose_solver, select_basis, solve_dual,
-                       solve_primal)
+                       solve_primal, warn_ill_conditioned)
 from ._sparse import issparse, row_sq_norms, take_rows
 from ._threads import compute_region, cpu_budget, threads_for_work
 from ._validation import _asarray, check_alpha, check_n_jobs, pair_disagreement, whole_numbers
-from .exceptions import IllConditionedWarning, LinAlgError, user_stacklevel
+from .exceptions import LinAlgError
 
 __all__ = ["CVSpec", "spec_of", "HoldoutEngine", "engine_for", "resolve_folds", "check_sets", "PreferenceRoute",
            "alike"]
@@ -408,25 +407,20 @@ def _warn_feature_offsets(ratio):
     annihilated by S, unlike fit's): column means about sqrt(ratio) times the spread inside the groups cost about
     2e-14 ratio relative in the predictions (2e-6 at offset 1e4, 1.7e-2 at 1e6, against retraining)."""
     if ratio > 5e5:
-        advice = ("Centre the columns of X (inside each query) before cross-validating the linear kernel: rankings "
-                  "are unchanged, and the hold-out predictions keep their digits.")
-        warning = IllConditionedWarning(
+        warn_ill_conditioned(
             f"the columns of X have means about {np.sqrt(ratio):.0e} times their spread inside the groups: hold-out "
             f"predictions of the linear kernel may carry rounding error up to about {min(1.0, 2e-14 * ratio):.0e} "
-            f"relative. {advice}")
-        warning.advice = advice
-        warnings.warn(warning, stacklevel=user_stacklevel())
+            "relative.", "Centre the columns of X (inside each query) before cross-validating the linear kernel: "
+            "rankings are unchanged, and the hold-out predictions keep their digits.")
 
 
 def warn_inaccurate_holdout(alpha, ratio, matrix, losses, model=""):
     """The :class:`IllConditionedWarning` of hold-out predictions at ``alpha`` below ``ratio`` times the largest
     eigenvalue of ``matrix``, with the measured ``losses``; its ``advice`` is what one_conditioning_warning reports
     in place of its feature-scaling advice."""
-    advice = (f"Hold-out predictions{model} at alpha below {ratio:g} times the largest eigenvalue of {matrix} lose "
-              f"digits ({losses}): increase alpha, or leave such alphas out of the grid.")
-    warning = IllConditionedWarning(f"hold-out predictions at alpha={alpha:.3g} may be inaccurate. {advice}")
-    warning.advice = advice
-    warnings.warn(warning, stacklevel=user_stacklevel())
+    warn_ill_conditioned(f"hold-out predictions at alpha={alpha:.3g} may be inaccurate.",
+                         f"Hold-out predictions{model} at alpha below {ratio:g} times the largest eigenvalue of "
+                         f"{matrix} lose digits ({losses}): increase alpha, or leave such alphas out of the grid.")
 
 
 def _cholesky(A, alpha, what="S K S"):

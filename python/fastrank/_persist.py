@@ -332,9 +332,7 @@ def _check_usable(model):
     """One prediction on a zero row: catches fitted arrays that are consistent with the header but
     not with each other (tampered shapes).  The ordinal learners' thresholds are checked against their
     labels first: a zero row reaches one rank only."""
-    from .online import _OAPBase
-
-    labels = np.size(getattr(model, "classes_", ())) if isinstance(model, _OAPBase) else None
+    labels = np.size(model.classes_) if "classes_" in vars(model) else None  # the ordinal learners
     for k, v in vars(model).items():  # the ordinal learners: one threshold between each two consecutive labels
         if labels is not None and k.endswith("thresholds_") and np.shape(v)[-1:] != (labels - 1,):
             raise _Corrupt(f"the fitted state is inconsistent ({k} of shape {np.shape(v)} for {labels} labels)")

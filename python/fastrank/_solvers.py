@@ -34,7 +34,7 @@ __all__ = [
     "Fit", "CGResult", "SOLVERS", "choose_solver",
     "solve_dual", "solve_primal", "solve_cg", "solve_cg_path", "solve_basis", "train_kernel",
     "fit_cg", "fit_basis", "select_basis", "basis_kernel", "check_indices", "basis_primal_weights", "default_max_iter",
-    "one_conditioning_warning",
+    "one_conditioning_warning", "warn_ill_conditioned",
     "solve_assembled_primal", "solve_assembled_basis",
 ]
 
@@ -74,16 +74,21 @@ def _checked(W, rcond, n_alphas):
     return _by_alpha(W, n_alphas)
 
 
+def warn_ill_conditioned(text, advice):
+    """:class:`IllConditionedWarning` "``text`` ``advice``" at the user's line, carrying ``advice`` for the summary
+    of :func:`one_conditioning_warning` (in place of its feature-scaling advice)."""
+    warning = IllConditionedWarning(f"{text} {advice}")
+    warning.advice = advice
+    warnings.warn(warning, stacklevel=user_stacklevel())
+
+
 def _checked_basis(A, rcond):
     if rcond < _BASIS_RCOND_WARNING:
-        advice = ("Basis rows nearly alike under the kernel: choose fewer or more distinct basis_vectors (with "
-                  "kernel='rbf', or a larger gamma), or a larger alpha.")
         error = min(1.0, 400 * np.finfo(float).eps / max(rcond, 1e-300))
-        warning = IllConditionedWarning(
-            f"the basis kernel matrix K_RR is ill-conditioned (reciprocal condition number {rcond:.2e}): the "
-            f"predictions may carry rounding error up to about {error:.0e} relative. {advice}")
-        warning.advice = advice
-        warnings.warn(warning, stacklevel=user_stacklevel())
+        warn_ill_conditioned(f"the basis kernel matrix K_RR is ill-conditioned (reciprocal condition number "
+                             f"{rcond:.2e}): the predictions may carry rounding error up to about {error:.0e} "
+                             "relative.", "Basis rows nearly alike under the kernel: choose fewer or more distinct "
+                             "basis_vectors (with kernel='rbf', or a larger gamma), or a larger alpha.")
     return A
 
 
@@ -219,8 +224,7 @@ def _centred_features(X, groups=None):
 
 def train_kernel(X, spec, n_threads, groups=None):
     """K over the rows of X in the grouped order of the GroupIndex ``groups`` (default: as given) as a writable
-    Fortran-ordered array that the solver may overwrite in place."""
-    X = _centred_features(X) if spec.linear else X
+    Fortran-ordered array that the solver may overwrite in place (linear rows come centred: :func:`solve_dual`)."""
     if spec.precomputed:  # check_precomputed_kernel made X exactly symmetric: its transpose is the F-ordered view
         return (X.copy() if groups is None or groups.is_identity else X[np.ix_(groups.order, groups.order)]).T
     return spec.train(X if groups is None else groups.take(X), n_threads)

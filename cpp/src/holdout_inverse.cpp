@@ -284,9 +284,12 @@ void inverse_pair_loop(const GroupStructure& g, const InversePairBlocks& bl, Mat
       const Index la = a - o, lb = b - o;
       const double maa = diag[a], mbb = diag[b];
       const double mab = M.data()[std::max(la, lb) + std::min(la, lb) * n];
-      const double det = maa * mbb - mab * mab;
+      // The block scales as 1 / (kernel scale): its determinant, formed unscaled, under- or overflows at kernel
+      // values near 2^(+-600) where the inverse itself is representable.
+      const double rt = 1.0 / std::max(maa, mbb), a_ = maa * rt, b_ = mbb * rt, c_ = mab * rt;
+      const double det = a_ * b_ - c_ * c_;
       if (!(det > 0.0)) throw LinAlgError("leave-pair-out: a 2x2 block of the inverse is singular");
-      const double i00 = mbb / det, i11 = maa / det, i01 = -mab / det;
+      const double u = rt / det, i00 = b_ * u, i11 = a_ * u, i01 = -c_ * u;
       const double dn = static_cast<double>(n), s = g.scale[q], ka = bl.k[a], kb = bl.k[b];
       for (Index k = 0; k < v; ++k) {
         const double ba = bl.b(a, k), bb = bl.b(b, k);

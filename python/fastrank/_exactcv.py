@@ -115,6 +115,11 @@ def engine_for(model, X, y, groups=None, *, min_rows=1, verbose=0):
                                          allow_sparse=True, exclude_ties=spec.exclude_ties)
     if problem.m < min_rows:
         raise ValueError(f"this cross-validation needs at least {min_rows} inputs, got n_samples={problem.m}")
+    if problem.exclude_ties and problem.cells.n_groups == problem.m:
+        # no two rows of a group tie: every within-cell centring P_t is 0 and L is the plain Laplacian (004 Sect.
+        # 2.4), for the training set and every part of it, so the dense and feature routes answer exactly, in
+        # O(m^3) instead of one m x m factor per pair of tie cells and an O(T^3) solve per held-out pair
+        spec, problem = dataclasses.replace(spec, exclude_ties=False), problem._replace(cells=None)
     # the solver / kernel / basis combinations fit refuses (solver='primal' with another kernel or basis_vectors)
     choose_solver(spec.solver, spec.kernel_spec(problem.n_features), problem, basis_vectors=spec.basis_vectors)
     if np.any(problem.groups.sizes >= 2):  # as fit requires (else each question's error: nothing can be held out)

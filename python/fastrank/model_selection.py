@@ -151,8 +151,10 @@ def permutation_test_lpo(estimator, X, y, n_permutations=100, random_state=None,
             perm[members] = members[rng.permutation(members.size)]
         cols.append(y[perm])
     Y = np.column_stack(cols)
-    # exclude_ties: each permutation ties other pairs, so it has its own Laplacian and engine
-    blocks = [Y[:, [k]] for k in range(Y.shape[1])] if spec_of(estimator).exclude_ties else [Y]
+    # exclude_ties: each permutation ties other pairs, so it has its own Laplacian and engine (unless no two rows of a
+    # group tie: then no permutation ties any and every column has the plain Laplacian)
+    tied = np.unique(np.stack([gi.codes, y], axis=1), axis=0).shape[0] < m
+    blocks = [Y[:, [k]] for k in range(Y.shape[1])] if spec_of(estimator).exclude_ties and tied else [Y]
     scores = []
     for block in blocks:
         prob = engine_for(estimator, X, block, groups, min_rows=3, verbose=verbose)
@@ -187,7 +189,7 @@ def mprank_loo_approximation(estimator, X, y):
     prob = engine_for(estimator, X, y, None, min_rows=3)
     if not prob.one_d:
         raise ValueError("mprank_loo_approximation needs a 1-D y")
-    if prob.basis or prob.spec.exclude_ties:
+    if prob.basis or spec_of(estimator).exclude_ties:
         raise ValueError("mprank_loo_approximation needs the dense kernel model (no basis_vectors, "
                          "exclude_ties=False)")
     # Peak: the kernel, V, K S V, the hat matrix U (with one m x m temporary while it is formed), the list of all pairs

@@ -1,12 +1,14 @@
-"""Defects found by reaching the untested branches of the model files, the svmlight reader and fastrank.dask:
-each test fails on the code before its fix."""
+"""Model files, the svmlight and score readers, fastrank.dask's two passes over the groups and rankboost_path on
+unusual inputs: an extended-precision parameter round-trips, edited sparse indices and labels that do not match the
+thresholds are refused at load, the line checker names the right line, a Latin-1 comment is a comment, and groups
+that change between the passes or a cv without folds are errors naming the cause."""
 
 import numpy as np
 import pytest
 import scipy.sparse as sp
 
 import fastrank
-from test_g3_coverage import load_fails, small  # noqa: F401 - small: a fixture
+from test_model_files_cli_and_dask_branches import load_fails, small  # noqa: F401 - small: a fixture
 from test_persist import _read, _write
 
 

@@ -1,5 +1,7 @@
-"""Defects of the learners beside RankRLS (on-line learners, fastrank.dask) found by driving them as a user would,
-each checked against the single-machine estimator or a plain numpy transcription."""
+"""The learners beside RankRLS (the on-line learners, SVRank, fastrank.dask) driven as a user would: ordered
+categorical labels, parameters changed since fit, stopping at max_iter, huge scales, indefinite kernels and scoring
+without the groups of a grouped fit, each checked against the single-machine estimator or a plain numpy
+transcription."""
 
 import numpy as np
 import pytest

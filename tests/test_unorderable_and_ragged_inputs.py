@@ -1,4 +1,6 @@
-"""Regressions found while restructuring the on-line learners: errors named, never numpy's own text."""
+"""The on-line learners, rankboost_path and fastrank.dask's fit_oapbpm on labels without an order and on ragged
+arguments: each error says what is wrong (labels not "orderable", "groups", "n_estimators", "y contains NaN"), never
+in numpy's own text, and a refused partial_fit leaves the fitted model as it was."""
 
 import numpy as np
 import pytest

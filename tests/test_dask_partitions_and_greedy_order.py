@@ -1,5 +1,7 @@
-"""Defects of the on-line learners, RankBoost, greedy ordering and fastrank.dask found with unusual inputs, each
-checked against a slow transcription of the definition or the in-memory estimator on the same data."""
+"""fastrank.dask across its partitions (more partitions than rows, groups cut by partitions under a large common
+offset, ties split by one-row partitions) and greedy ordering (of an on-line ordinal learner's scores, of decimal
+preferences), each checked against a slow transcription of the definition or the in-memory estimator on the same
+data."""
 
 import numpy as np
 import pytest

@@ -1,4 +1,6 @@
-"""Review fixes: identical rows found in sparse input whatever zeros it stores explicitly."""
+"""Identical rows found in sparse input whatever zeros it stores explicitly (against an entry-by-entry dense oracle),
+the grouped primal RankRLS under large feature and target offsets (against the explicit pairs), and SVRank refusing an
+indefinite precomputed kernel whose diagonal is non-negative."""
 
 import numpy as np
 import scipy.sparse as sp
@@ -57,7 +59,7 @@ def _explicit_pair_weights(X, y, groups, alpha):
 
 def test_primal_grouped_targets_with_large_offsets():
     """Features near 1e9 and targets near 1e12 in several groups (the C++ grouped primal route): the group means'
-    roundings of both offsets met in X^T L y (5e-10 relative per weight before)."""
+    roundings of both offsets must not meet in X^T L y (where they cost 5e-10 relative per weight)."""
     import fastrank
 
     rng = np.random.default_rng(0)

@@ -1,16 +1,19 @@
-"""kernel_kappa with a polynomial kernel of non-integer degree whose diagonal gamma x.x + coef0 is negative: the
-diagonal is undefined, as RankRLS says for the same kernel; it was numpy's "invalid value" RuntimeWarning (an error
-under filterwarnings) or, with warnings off, a ValueError claiming that K(x, x) overflows.
+"""kernel_kappa, the plots and the weighted disagreement measures at the edges of their domains.
 
-CVCurveDisplay.from_estimator of a RankRLSCV with the default cv=None titled the plot "folds" although the fit chose
-leave-query-out (groups) or leave-pair-out (no groups).
+kernel_kappa with a polynomial kernel of non-integer degree whose diagonal gamma x.x + coef0 is negative: the
+diagonal is undefined, and the error says so as RankRLS does for the same kernel -- not numpy's "invalid value"
+RuntimeWarning (an error under filterwarnings) nor, with warnings off, a ValueError claiming that K(x, x) overflows.
 
-RankLossCurveDisplay.from_estimator of an OAP-BPM joined by from_members (which keeps no on-line losses) said "the
-estimator has seen no examples yet" although it had seen the whole stream.
+CVCurveDisplay.from_estimator of a RankRLSCV with the default cv=None titles the plot by the scheme the fit chose,
+leave-query-out (groups) or leave-pair-out (no groups), not "folds".
+
+RankLossCurveDisplay.from_estimator of an OAP-BPM joined by from_members says that from_members keeps no on-line
+losses, not "the estimator has seen no examples yet" although it has seen the whole stream.
 
 pairwise_disagreement(sample_weight=w) depends only on the ratios of the weights (pair weight w_i w_j over their sum),
-but weights near 1e200 overflowed the products (numpy's overflow warning) and weights near 1e-200 underflowed them to
-0 ("there is no pair to evaluate"); edge_disagreement's weights of 5e-324 made a tie's 1/2 error 0."""
+also for weights near 1e200, whose products overflow (numpy's overflow warning), and near 1e-200, whose products
+underflow to 0 ("there is no pair to evaluate"); edge_disagreement keeps a tie's 1/2 error for weights of 5e-324
+(not 0)."""
 
 import warnings
 

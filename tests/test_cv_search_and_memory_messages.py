@@ -1,4 +1,6 @@
-"""Defects found by running the branches no test reached (exact-CV searches), each with the input that showed it."""
+"""Messages of the exact-CV searches and of the memory limit, each against its exact text: non-finite scores name the
+grid values on one line, fold counts outside the data name the argument and its range, and the MemoryError states
+the solver's fractional kernel-matrix count."""
 
 import numpy as np
 import pytest

@@ -1,6 +1,8 @@
 """Measures against slow oracles written from their definitions, with groups, tied scores and cutoffs: every
 listwise measure as the mean over all orders of the rows consistent with the scores (the tie rule of the measure
-table), ERR@k on large tied blocks by a dynamic programme over the grade counts, and the fixes found that way."""
+table) and ERR@k on large tied blocks by a dynamic programme over the grade counts; and, against their definitions too,
+query z-scores of tiny features, the scorers of multi-output models, kernel_kappa of sparse rows and uint64 query
+ids."""
 
 import itertools
 import math
@@ -109,7 +111,7 @@ def test_position_error_equals_the_mean_over_tie_orders():
 
 def test_position_error_several_targets_tied_with_wrong_items():
     # two targets (label 3) and one wrong item share the top score: the wrong item comes first in 2 of the 6 orders
-    # (1/3), not 1/2 as when one target ties; main gave 0.5
+    # (1/3), not 1/2 as when one target ties
     assert M.position_error([3, 3, 1], [0, 0, 0]) == pytest.approx(1 / 3, rel=1e-15)
     assert M.position_error([3, 0, 0, 3], [2, 1, 2, 2]) == pytest.approx(1 / 3, rel=1e-15)
     # one target: unchanged
@@ -156,7 +158,7 @@ def test_err_at_k_large_tied_blocks(seed):
 
 
 def test_query_zscore_of_tiny_features_is_scale_free():
-    # a feature varying by ~1e-170 inside a query: its squared deviations underflowed to a std of 0, and main returned
+    # a feature varying by ~1e-170 inside a query: its squared deviations underflow to a std of 0, which would give
     # -inf, inf and NaN (with numpy's "divide by zero" warning).  z-scores do not depend on the feature's scale, and
     # X * 2**-600 is exact, so the result must equal that of X, and the per-query definition
     from fastrank.preprocessing import QueryNormalizer

@@ -1,5 +1,7 @@
-"""Messages that named the wrong cause, found by running the branches no test reached: each test fails on the code
-before the fix (the message blamed y_true, the kernel matrix or the learning rate instead of the argument at fault)."""
+"""Messages name the argument at fault, not y_true, the kernel matrix or the learning rate: err_at_k's max_grade,
+OnlineMPRank's C and an overflowing centred kernel, kernel_kappa's coef0 or kernel matrix, greedy_order's complex
+scores; and RankSVM and SVRank stopped by rounding or without a certificate say so, never claiming max_iter or
+convergence."""
 
 import numpy as np
 import pytest

@@ -1,6 +1,6 @@
-"""Defects of the measures, bounds and preprocessing found by comparing them with plain transcriptions of their
-definitions on unusual inputs, each test against such an oracle or the clear error that replaced a silent wrong
-number or an ignored setting."""
+"""The measures, bounds, preprocessing and the CV plot on unusual inputs (overflowing ideal DCGs, ordered
+categoricals, pandas string columns, tiny rows, settings changed after fit): each test against a plain transcription of
+the definition, or for the clear error where a silent wrong number or an ignored setting would otherwise come out."""
 
 import math
 

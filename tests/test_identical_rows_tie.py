@@ -1,4 +1,6 @@
-"""Exact cross-validation: defects found by retraining oracles and hostile inputs (each test fails before its fix)."""
+"""Exact cross-validation and prediction of identical rows, against the models retrained without the held-out rows:
+identical inputs get identical predictions and their pairs count as ties (1/2); a tie-excluding search on sparse X
+solves fit's model; a bad random_state and a scoring callable without groups are named."""
 
 import numpy as np
 import pytest

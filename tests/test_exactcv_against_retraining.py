@@ -1,6 +1,7 @@
-"""Exact cross-validation and RankRLS / MPRank as a user drives them: inputs that gave raw library messages, NaN or
-wrong numbers, each checked against retraining without the held-out rows (a plain numpy solve of the normal
-equations)."""
+"""Exact cross-validation and RankRLS / MPRank as a user drives them (scikit-learn splitters and scorers, overflowing
+features, exclude_ties in a permutation test, models whose fit raises): each checked against retraining without the
+held-out rows (a plain numpy solve of the normal equations) or for the message naming the cause, never a raw library
+message, NaN or a wrong number."""
 
 import numpy as np
 import pytest
@@ -129,8 +130,8 @@ def _tie_excluded_lpo_auc(X, y, alpha, pairs):
 
 
 def test_permutation_test_with_exclude_ties():
-    # every permutation ties other pairs than y: main raised "exclude_ties=True needs every output column of y to tie
-    # the same pairs; fit the outputs separately" for a 1-D y
+    # every permutation ties other pairs than y; for a 1-D y that is no reason to raise "exclude_ties=True needs every
+    # output column of y to tie the same pairs; fit the outputs separately"
     from sklearn.utils import check_random_state
 
     rng = np.random.default_rng(5)
@@ -153,8 +154,8 @@ def test_permutation_test_with_exclude_ties():
     (dict(tol=-1.0), "'tol' parameter of RankRLS"),
 ])
 def test_exact_cv_refuses_the_models_fit_refuses(params, message):
-    # leave_pair_out / RankRLSCV-style questions answered for a RankRLS whose fit raises: main returned the
-    # predictions of another model (the rbf dual for solver='primal'), or numpy's "'x' cannot be used to seed"
+    # leave_pair_out / RankRLSCV-style questions for a RankRLS whose fit raises raise fit's error, not the
+    # predictions of another model (the rbf dual for solver='primal') nor numpy's "'x' cannot be used to seed"
     rng = np.random.default_rng(1)
     X, y = rng.standard_normal((12, 3)), rng.standard_normal(12)
     with pytest.raises(ValueError, match=message):

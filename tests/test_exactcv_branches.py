@@ -1,6 +1,6 @@
-"""Branches of the exact-CV engine, the solvers, kernels and input layers that no other test reached: each run from a
-public entry point and checked against an oracle from the definition (retraining without the held-out rows, the
-normal equations, Cortes et al.'s Proposition 2 written out) or against its exact message."""
+"""Branches of the exact-CV engine, the solvers, kernels and input layers, each run from a public entry point and
+checked against an oracle from the definition (retraining without the held-out rows, the normal equations, Cortes et
+al.'s Proposition 2 written out) or against its exact message."""
 
 import re
 

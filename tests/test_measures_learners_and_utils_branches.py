@@ -1,7 +1,6 @@
 """Branches of metrics, bounds, plotting, the greedy ordering, RankBoost, RankSVM, SVRank, the on-line learners, utils
-and the shared validation that no other test ran: each reached through a public entry point and checked against the
-definition (explicit pairs, explicit queries, the normal equations of the active pairs) or against its exact
-message."""
+and the shared validation, each reached through a public entry point and checked against the definition (explicit
+pairs, explicit queries, the normal equations of the active pairs) or against its exact message."""
 
 import sys
 

@@ -1,6 +1,6 @@
 """Branches of the model files, the command line, the svmlight reader, progress reporting, fastrank.dask and
-the demo that no other test reaches: each reached through its public entry point and checked against
-the definition (explicit pairs) or for the exact message."""
+the demo, each reached through its public entry point and checked against the definition (explicit pairs) or for
+the exact message."""
 
 import io
 import json
@@ -277,7 +277,7 @@ def test_flipped_byte_of_an_uncompressed_member_fails_its_crc(small, tmp_path):
 @pytest.fixture(scope="module")
 def letor(tmp_path_factory, small):
     X, y, g = small
-    root = tmp_path_factory.mktemp("g3letor")
+    root = tmp_path_factory.mktemp("letor")
     with_qid, without = root / "train.txt", root / "noqid.txt"
     dump_svmlight_file(X, y, str(with_qid), query_id=g, zero_based=False)
     dump_svmlight_file(X, y, str(without), zero_based=False)

@@ -65,7 +65,7 @@ def _weighted_auc(y, f, groups, w):
 
 def test_a_ranking_scorer_takes_the_sample_weight_that_routing_sends():
     # set_score_request(sample_weight=True) was accepted, then every call raised TypeError (a search scored NaN);
-    # the scorer now passes the weights to the measure as estimator.score and score_estimator do
+    # the scorer passes the weights to the measure as estimator.score and score_estimator do
     import sklearn
     from sklearn.model_selection import GridSearchCV, GroupKFold
 

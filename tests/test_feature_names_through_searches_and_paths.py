@@ -137,8 +137,8 @@ def test_dask_path_models_record_the_column_names():
 
 def test_query_normalizer_warns_when_transform_loses_the_groups():
     """A pipeline fitted with groups (step-prefixed, without routing) whose predict passes none to QueryNormalizer
-    normalised the test rows as one query silently; now MissingGroupsWarning.  With groups the scores equal the manual
-    normalise-then-fit loop."""
+    normalises the test rows as one query: not silently, but with a MissingGroupsWarning.  With groups the scores equal
+    the manual normalise-then-fit loop."""
     from sklearn.pipeline import make_pipeline
 
     from fastrank.exceptions import MissingGroupsWarning

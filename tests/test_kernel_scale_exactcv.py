@@ -3,11 +3,14 @@
 hold-out prediction must be the unscaled one.  The leave-pair-out 2 x 2 solve formed its determinant unscaled, which
 under- or overflowed near 2^(+-600) and raised "singular" on a well-posed problem."""
 
+import warnings
+
 import numpy as np
 import pytest
 
 from cv_oracles import retrain_predict
 from fastrank import RankRLS, RankRLSCV
+from fastrank.exceptions import IllConditionedWarning
 from fastrank.model_selection import factorize, holdout_predictions, kfold_predictions, leave_group_out, leave_pair_out
 
 rng = np.random.default_rng(0)
@@ -53,3 +56,34 @@ def test_leave_pair_out_at_large_kernel_scale_matches_retraining(e):
     got = leave_pair_out(RankRLS(kernel="precomputed", alpha=s), K * s, y, pairs=pairs)
     for p, f in zip(pairs, got):
         np.testing.assert_allclose(f, retrain_predict(K, y, 1.0, p), rtol=1e-10)
+
+
+def _dense_route_questions(est, groups):
+    return [lambda: leave_pair_out(est, K, y, pairs=[[0, 1], [2, 7]], groups=groups),
+            lambda: holdout_predictions(est, K, y, SETS, groups=groups),
+            lambda: factorize(est, K, y, groups).leave_pair_out(pairs=[[0, 1]])] + \
+        ([] if groups is None else [lambda: leave_group_out(est, K, y, groups),
+                                    lambda: factorize(est, K, y, groups).leave_group_out(alpha=est.alpha)])
+
+
+@pytest.mark.parametrize("groups", [None, G], ids=["objects", "groups"])
+def test_dense_route_warns_where_large_alpha_cancels_the_targets_digits(groups):
+    """Held-out predictions as target plus correction shrink as trace(S K S) / alpha next to the targets: at 1e12 times
+    the trace they are off by up to 1e-2 relative against retraining; above 1e5 times it every dense-route question
+    warns, below it none does."""
+    c = np.ones(4) if groups is not None else np.ones(1)
+    trace = sum(cq * (b.shape[0] * np.trace(b) - b.sum()) for cq, b in
+                zip(c, [K[np.ix_(r, r)] for r in ([np.flatnonzero(G == q) for q in range(4)] if groups is not None
+                                                  else [np.arange(36)])]))
+    for question in _dense_route_questions(RankRLS(kernel="precomputed", alpha=2e5 * trace), groups):
+        with pytest.warns(IllConditionedWarning, match="alpha above 100000 times the trace of S K S"):
+            question()
+    for question in _dense_route_questions(RankRLS(kernel="precomputed", alpha=5e4 * trace), groups):
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            question()
+    a = 1e12 * trace  # the loss the warning announces, against retraining
+    with pytest.warns(IllConditionedWarning):
+        got = leave_pair_out(RankRLS(kernel="precomputed", alpha=a), K, y, pairs=[[0, 1]], groups=groups)[0]
+    want = retrain_predict(K, y, a, [0, 1], groups=groups)
+    assert np.abs(got - want).max() > 1e-9 * np.abs(want).max()

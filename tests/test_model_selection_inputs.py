@@ -134,11 +134,14 @@ def test_permutation_test_of_tied_targets_raises():
 
 
 def test_a_breakdown_at_one_grid_value_names_it():
+    # an indefinite kernel (smallest eigenvalue -0.5): C = 1e6 is alpha = 2e-4, where S K S + alpha I has no Cholesky
+    # factor; C = 1e-2 is alpha = 2e4
     rng = np.random.default_rng(0)
     X, y = rng.normal(size=(20, 3)), rng.normal(size=20)
-    with pytest.raises(fastrank.exceptions.LinAlgError, match=r"^C=1e-300: .*leave this value out of the grid"):
-        fastrank.MPRankCV(kernel="rbf", Cs=[1e-300, 1.0]).fit(X, y)
-    assert fastrank.MPRankCV(kernel="rbf", Cs=[1e-3, 1.0]).fit(X, y).C_ in (1e-3, 1.0)
+    K = X @ X.T - 0.5 * np.eye(20)
+    with pytest.raises(fastrank.exceptions.LinAlgError, match=r"^C=1e\+06: .*leave this value out of the grid"):
+        fastrank.MPRankCV(kernel="precomputed", Cs=[1e6, 1e-2]).fit(K, y)
+    assert fastrank.MPRankCV(kernel="precomputed", Cs=[1e-2, 1e-1]).fit(K, y).C_ in (1e-2, 1e-1)
 
 
 @pytest.mark.parametrize("kernel", ["linear", "rbf"], ids=["feature-route", "dual-route"])

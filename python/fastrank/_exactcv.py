@@ -48,6 +48,12 @@ SPECTRAL_PAIR_MIN_RATIO = 1e-2
 # S K S) against an extended-precision reference, and lose digits below (up to 4e-8 at 1e-9, 4e-7 at 1e-10): below
 # this ratio they warn.
 HOLDOUT_MIN_RATIO = 1e-9
+# The dense route's formulas give a held-out prediction as the target plus a correction (eqs. 33-39); as alpha grows
+# past trace(S K S) >= sigma_max the predictions shrink as trace / alpha next to the targets and carry their rounding:
+# against retraining, up to 5e-14 alpha / trace relative (5 kernels, m = 24-80, pairs and sets, with and without
+# groups: 5e-8 at 1e6 times the trace, 3e-6 at 1e8, 1e-2 at 1e12).  Above this ratio they warn.  The feature,
+# tie-excluding and preference-graph routes, which form predictions as K S G t, keep their digits at any alpha.
+HOLDOUT_MAX_RATIO = 1e5
 # Without a shared spectral factor each alpha costs one Cholesky factor per distinct set size (object ranking) or
 # one per alpha (groups); a grid shares one eigendecomposition once alphas x factors reaches this (measured crossover
 # 6-16 at m = 1000-2000, 5 folds, CPU).
@@ -250,6 +256,7 @@ class DualRoute(_Route):
         """(n_pairs, 2 * v) held-out predictions (Lemma 2, eqs. 34-39), or with ``disagreement`` their pairwise
         disagreement per output column."""
         chol_object, chol_query, spectral_object, spectral_query = (getattr(_core, f) for f in self._LPO[disagreement])
+        self.check_alpha_scale(alpha)
         pg = np.ascontiguousarray(self.groups.inverse[pairs]) if self.grouped else None
         if self.uses_cholesky(alpha):
             if not self.grouped:
@@ -288,6 +295,7 @@ class DualRoute(_Route):
         if alpha < HOLDOUT_MIN_RATIO * bound:
             warn_inaccurate_holdout(alpha, HOLDOUT_MIN_RATIO, f"S K S (at most {bound:.3g})",
                                     "up to 4e-8 relative at 1e-9 times it, 4e-7 at 1e-10")
+        self.check_alpha_scale(alpha)
         if cholesky:
             if not self.grouped:
                 return _core.cv_object_holdout_inverse(self.K, self.c, alpha, self.Yg, rows, fold_offsets,
@@ -298,6 +306,16 @@ class DualRoute(_Route):
         if not self.grouped:
             return _core.cv_object_holdout(self.K, V, sigma, self.c, alpha, self.Yg, rows, fold_offsets)
         return _core.cv_group_holdout(self.P, V, sigma, *self.group_args, alpha, self.Yg, rg, fold_offsets)
+
+    def check_alpha_scale(self, alpha):
+        """Warn above HOLDOUT_MAX_RATIO times trace(S K S), where the hold-out formulas cancel the targets' digits (an
+        indefinite kernel's trace may be negative: its factorization fails instead)."""
+        if 0.0 < HOLDOUT_MAX_RATIO * self.trace_SKS < alpha:
+            warn_ill_conditioned(
+                f"hold-out predictions at alpha={alpha:.3g} may be inaccurate.",
+                f"Hold-out predictions at alpha above {HOLDOUT_MAX_RATIO:g} times the trace of S K S "
+                f"({self.trace_SKS:.3g}) are about trace / alpha times the targets and lose digits to the targets' "
+                "rounding (up to 5e-14 alpha / trace relative): decrease alpha, or leave such alphas out of the grid.")
 
     @functools.cached_property
     def trace_SKS(self):
@@ -310,6 +328,7 @@ class DualRoute(_Route):
     def leave_group_out(self, alpha):
         """(m, v) predictions, each group held out in turn (eq. 33), from the Cholesky factor of ``S K S + alpha I``
         and the diagonal blocks of its inverse."""
+        self.check_alpha_scale(alpha)
         return _core.cv_leave_group_out_inverse(self.K, *self.group_args, alpha, self.Yg, self.n_threads)
 
     @_in_region
@@ -317,6 +336,7 @@ class DualRoute(_Route):
         """(n_alphas, m, v) leave-group-out predictions; the same call's full-data dual coefficients
         of every alpha are kept, so that :meth:`solve` at a grid alpha needs no factorization."""
         v, na = self.Y.shape[1], alphas.size
+        self.check_alpha_scale(float(alphas.max()))
         out = _core.cv_leave_group_out_path(self.K, *self.group_args, alphas, self.Yg, self.n_threads)
         self._path_coef = {float(a): out[:, (na + k) * v:(na + k + 1) * v] for k, a in enumerate(alphas)}
         return np.stack([out[:, k * v:(k + 1) * v] for k in range(na)])

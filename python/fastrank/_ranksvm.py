@@ -86,9 +86,10 @@ class RankSVM(KernelMixin, Ranker):
         representer form f = K beta (O(m^2) per iteration, one m x m kernel matrix behind the memory guard).
     %(gamma)s %(degree)s %(coef0)s
     tol, max_iter : float, default=1e-6, and int, default=1000
-        Stop when the gradient norm is below tol times its value at zero (squared hinge), or the certified relative
-        duality gap (objective - lower bound) / objective <= tol (hinge), or after max_iter Newton iterations (cutting
-        planes for the kernel hinge) with :class:`fastrank.exceptions.ConvergenceWarning`.
+        Stop when the certified relative duality gap (objective - lower bound) / objective is at most tol (hinge;
+        squared hinge, whose gap at the dual point of the current model is 1/2 ||gradient||^2, also with the
+        gradient norm below tol times its value at zero), or after max_iter Newton iterations (cutting planes for
+        the kernel hinge) with :class:`fastrank.exceptions.ConvergenceWarning`.
     margin : {"unit", "difference"}, default="unit"
         The loss of pair (i, j): l(1 - (f_i - f_j)), or l((y_i - y_j) - (f_i - f_j)) (needs ``fit``'s targets), with
         ``loss="hinge"`` the hinge ranking loss of Agarwal & Niyogi (002, Sect. 5.2.1): their A_h, argmin of

@@ -73,8 +73,9 @@ def test_rankrlscv_best_estimator_with_exclude_ties_equals_its_fit():
     np.testing.assert_allclose(cv.best_estimator_.predict(X), refit.predict(X), rtol=1e-10)
 
 
-def test_permutation_test_with_exclude_ties_on_untied_targets_equals_the_plain_one():
-    got = permutation_test_lpo(RankRLS(exclude_ties=True), X, y, n_permutations=20, random_state=0, groups=G)
-    want = permutation_test_lpo(RankRLS(), X, y, n_permutations=20, random_state=0, groups=G)
+@pytest.mark.parametrize("groups", [None, G], ids=["objects", "groups"])
+def test_permutation_test_with_exclude_ties_on_untied_targets_equals_the_plain_one(groups):
+    got = permutation_test_lpo(RankRLS(exclude_ties=True), X, y, n_permutations=20, random_state=0, groups=groups)
+    want = permutation_test_lpo(RankRLS(), X, y, n_permutations=20, random_state=0, groups=groups)
     np.testing.assert_allclose(got[1], want[1], rtol=1e-12)
     assert got[0] == pytest.approx(want[0], rel=1e-12) and got[2] == want[2]

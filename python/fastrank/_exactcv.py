@@ -50,8 +50,9 @@ SPECTRAL_PAIR_MIN_RATIO = 1e-2
 HOLDOUT_MIN_RATIO = 1e-9
 # The dense route's formulas give a held-out prediction as the target plus a correction (eqs. 33-39); as alpha grows
 # past trace(S K S) >= sigma_max the predictions shrink as trace / alpha next to the targets and carry their rounding:
-# against retraining, up to 5e-14 alpha / trace relative (5 kernels, m = 24-80, pairs and sets, with and without
-# groups: 5e-8 at 1e6 times the trace, 3e-6 at 1e8, 1e-2 at 1e12).  Above this ratio they warn.  The feature,
+# against retraining, up to 5e-14 alpha / trace relative (Gaussian kernels of two widths, a cubic polynomial and a
+# linear kernel with a feature offset, m = 24-80, pairs and sets, with and without groups: 5e-8 at 1e6 times the
+# trace, 3e-6 at 1e8, 1e-2 at 1e12).  Above this ratio they warn.  The feature,
 # tie-excluding and preference-graph routes, which form predictions as K S G t, keep their digits at any alpha.
 HOLDOUT_MAX_RATIO = 1e5
 # Without a shared spectral factor each alpha costs one Cholesky factor per distinct set size (object ranking) or

@@ -87,3 +87,16 @@ def test_dense_route_warns_where_large_alpha_cancels_the_targets_digits(groups):
         got = leave_pair_out(RankRLS(kernel="precomputed", alpha=a), K, y, pairs=[[0, 1]], groups=groups)[0]
     want = retrain_predict(K, y, a, [0, 1], groups=groups)
     assert np.abs(got - want).max() > 1e-9 * np.abs(want).max()
+
+
+def test_leave_group_out_path_warns_for_its_largest_alpha():
+    """RankRLSCV(cv="lgo") over 5 or more alphas shares one eigendecomposition (the path): the largest alpha of the
+    grid decides the warning."""
+    trace = sum(9 * np.trace(K[np.ix_(r, r)]) - K[np.ix_(r, r)].sum() for r in (np.flatnonzero(G == q)
+                                                                                 for q in range(4)))
+    alphas = np.logspace(-2, 2, 5)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        RankRLSCV(kernel="precomputed", cv="lgo", alphas=alphas).fit(K, y, groups=G)
+    with pytest.warns(IllConditionedWarning, match="alpha above 100000 times the trace of S K S"):
+        RankRLSCV(kernel="precomputed", cv="lgo", alphas=np.r_[alphas, 2e5 * trace]).fit(K, y, groups=G)

@@ -8,8 +8,8 @@ import scipy.sparse as sp
 
 from fastrank import RankRLS, RankRLSCV
 from fastrank.metrics import ndcg
-from fastrank.model_selection import (factorize, kfold_predictions, leave_group_out, permutation_test_lpo,
-                                      preference_holdout_predictions)
+from fastrank.model_selection import (factorize, kfold_predictions, leave_group_out, leave_pair_out,
+                                      permutation_test_lpo, preference_holdout_predictions)
 
 
 def _rel(a, b):
@@ -146,3 +146,24 @@ def test_a_scoring_callable_without_groups_is_named():
     with pytest.raises(TypeError, match=r"cannot be called as scoring\(y_true, y_pred, groups\)"):
         RankRLSCV(cv=3, scoring=lambda y_true, y_pred: 0.0).fit(X, y)
     assert RankRLSCV(cv=3, scoring=lambda y_true, y_pred, groups=None: 0.0).fit(X, y).best_score_ == 0.0
+
+
+@pytest.mark.parametrize("grouped", [False, True])
+def test_all_pairs_of_the_feature_route_with_identical_rows_tie_them_without_listing(grouped):
+    """leave_pair_out without pairs on the linear feature route generates the pairs in C++ also when rows repeat: the
+    pairs of identical rows are found by their place in the default order and tie; every prediction equals the listed
+    pairs' and, for pairs of twins, retraining's."""
+    rng = np.random.default_rng(7)
+    X = rng.standard_normal((12, 3))[rng.integers(0, 12, 50)]
+    y = rng.standard_normal(50)
+    groups = rng.integers(0, 3, 50) if grouped else None
+    est = RankRLS(alpha=0.5)
+    pairs, listed = leave_pair_out(est, X, y, groups=groups, return_pairs=True)
+    got = leave_pair_out(est, X, y, groups=groups)
+    np.testing.assert_allclose(got, listed, rtol=1e-12, atol=1e-14)
+    twin = (X[pairs[:, 0]] == X[pairs[:, 1]]).all(axis=1)
+    assert twin.sum() > 10 and np.array_equal(got[twin, 0], got[twin, 1])
+    for p in pairs[twin][:3]:
+        keep = np.setdiff1d(np.arange(50), p)
+        want = est.fit(X[keep], y[keep], None if groups is None else groups[keep]).predict(X[p])
+        np.testing.assert_allclose(got[(pairs == p).all(axis=1)][0], want, rtol=1e-10)

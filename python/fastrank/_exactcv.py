@@ -1059,15 +1059,39 @@ class HoldoutEngine(_OnProblem):
 
     def lpo_all_pairs(self, alpha=None):
         """:meth:`lpo` of :meth:`default_pairs` (with their check that a training pair remains); feature
-        maps never list the pairs (the C++ loop generates them) unless identical rows must be found among them, other
-        routes take the listed pairs."""
-        if self.features is None or self.twins is not None:  # no feature map (as with exclude_ties), or twins
+        maps never list the pairs (the C++ loop generates them; pairs of identical rows are found by their place in
+        that order, :meth:`_twin_pair_places`), other routes take the listed pairs."""
+        if self.features is None:  # no feature map (as with exclude_ties)
             return self.lpo(self.training_pairs(), alpha)
         self.check_pairs_leave_training()
         self.check_pair_preferences()
         n_pairs = self.n_default_pairs()
         check_dense_memory(n_pairs, 1, "array of all leave-pair-out pairs' predictions", n_cols=2 * self.Y.shape[1])
-        return self.shaped(self.feature.lpo_all_pairs(self._lpo_alpha(alpha)).reshape(n_pairs, 2, self.Y.shape[1]))
+        out = self.feature.lpo_all_pairs(self._lpo_alpha(alpha)).reshape(n_pairs, 2, self.Y.shape[1])
+        if self.twins is not None:  # one retrained model predicts a pair of identical rows alike, as lpo does
+            at = self._twin_pair_places()
+            out[at] = out[at].mean(axis=1, keepdims=True)
+        return self.shaped(out)
+
+    def _twin_pair_places(self):
+        """Places in :meth:`default_pairs` of the pairs of identical rows (:attr:`twins`) inside a group, without
+        listing the pairs: (i, j), i < j, comes after the pairs of every row before i (each row k pairs with the rows
+        of its group after it) and after i's partners before j.  O(m + twin pairs)."""
+        gi, m = self.groups, self.m
+        rank = np.empty(m, dtype=np.int64)  # place of each row among its group's rows (gi.order is stable)
+        rank[gi.order] = np.arange(m) - np.repeat(gi.offsets[:-1], gi.sizes)
+        later = gi.sizes[gi.codes] - 1 - rank  # partners after each row
+        before = np.concatenate([[0], np.cumsum(later)[:-1]])
+        key = gi.codes.astype(np.int64) * m + self.twins  # a class: identical rows of one group
+        order = np.lexsort((np.arange(m), key))
+        _, start, size = np.unique(key[order], return_index=True, return_counts=True)
+        places = [np.empty(0, dtype=np.int64)]
+        for n in np.unique(size[size > 1]):  # the classes of n rows at once
+            rows = order[start[size == n][:, None] + np.arange(n)]  # ascending in each class
+            a, b = np.triu_indices(n, 1)
+            i, j = rows[:, a].ravel(), rows[:, b].ravel()
+            places.append(before[i] + rank[j] - rank[i] - 1)
+        return np.concatenate(places)
 
     def lpo_disagreement(self, pairs, alpha=None):
         """Pairwise disagreement of the leave-pair-out predictions per output column (``pairs`` not empty); a pair of

@@ -640,7 +640,7 @@ RankSvmResult newton_linear(const Model& X, Term& P, const RankSvmOptions& o, do
       d = -g;
       X.times(d, Xd);
     }
-    const double F0 = 0.5 * w.squaredNorm() + o.C * L;
+    const double F0 = F;  // w and L are those of the stopping test
     if (at_precision_floor(F0, g.dot(d), gnorm, g0)) {
       res.converged = true;
       break;
@@ -737,7 +737,7 @@ RankSvmResult newton_kernel(const KernelOperator& K, PairwiseHingeLoss& P, const
       Kd = -Krho;
     }
     const double bf = beta.dot(f), df = d.dot(f), dKd = d.dot(Kd);
-    const double F0 = 0.5 * bf + o.C * L;
+    const double F0 = F;  // beta and L are those of the stopping test
     if (at_precision_floor(F0, Krho.dot(d), gnorm, g0)) {
       res.converged = true;
       break;

@@ -39,7 +39,7 @@ from sklearn.utils import check_random_state
 from ._exactcv import PreferenceRoute, alike, check_sets, engine_for, resolve_folds, spec_of
 from ._kernels import twin_rows
 from ._memory import check_dense_memory
-from ._problem import RankingProblem
+from ._problem import RankingProblem, _tie_cells
 from ._rankrls import PREFERENCE_TIES, RankRLS
 from ._progress import stage
 from ._validation import _asarray, as_targets, check_alpha, check_int, group_index, pairwise_disagreement
@@ -153,7 +153,7 @@ def permutation_test_lpo(estimator, X, y, n_permutations=100, random_state=None,
     Y = np.column_stack(cols)
     # exclude_ties: each permutation ties other pairs, so it has its own Laplacian and engine (unless no two rows of a
     # group tie: then no permutation ties any and every column has the plain Laplacian)
-    tied = np.unique(np.stack([gi.codes, y], axis=1), axis=0).shape[0] < m
+    tied = _tie_cells(y[:, None], gi).n_groups < m
     blocks = [Y[:, [k]] for k in range(Y.shape[1])] if spec_of(estimator).exclude_ties and tied else [Y]
     scores = []
     for block in blocks:

@@ -199,3 +199,20 @@ def test_a_precomputed_kernel_file_is_not_normalised(tmp_path, capsys):
     code, _, err = _run(["train", "--normalize", "zscore", "--param", "kernel=precomputed", tmp_path / "K.txt",
                          tmp_path / "z.frk"], capsys)
     assert code == 2 and "--normalize zscore would change the values of a precomputed kernel" in err, err
+
+
+@pytest.mark.parametrize("flags", [["--n-estimators", "0"], ["--param", "tau=2"], ["--param", "budget=0"]])
+def test_a_bad_model_parameter_is_a_usage_error_whichever_flag_gives_it(tmp_path, capsys, flags):
+    train = tmp_path / "train.txt"
+    _write(train, [1, 0, 2, 0], [1, 1, 2, 2], np.arange(8.0).reshape(4, 2))
+    code, _, err = _run(["train", "-q", "-M", "OAPBPM", *flags, train, tmp_path / "m.frk"], capsys)
+    assert code == 2 and "parameter of OAPBPM must be" in err  # was exit 1, "fitting OAPBPM failed"
+    assert not (tmp_path / "m.frk").exists()
+
+
+def test_fractional_grades_for_an_ordinal_learner_are_named(tmp_path, capsys):
+    train = tmp_path / "half.txt"
+    _write(train, [1.5, 0, 0.5, 0], [1, 1, 2, 2], np.arange(8.0).reshape(4, 2))
+    code, _, err = _run(["train", "-q", "-M", "PRank", train, tmp_path / "m.frk"], capsys)
+    assert code == 1 and "y holds continuous values (e.g. 0.5): the on-line ordinal learners rank into ordered " \
+                         "classes" in err and "classifier" not in err  # not scikit-learn's classifier text

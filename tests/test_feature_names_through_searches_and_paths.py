@@ -7,6 +7,7 @@ import pandas as pd
 import pytest
 
 import fastrank
+from fastrank.model_selection import factorize
 
 COLS = ["a", "b", "c", "d"]
 
@@ -121,6 +122,10 @@ def test_path_models_record_the_column_names():
     boost = fastrank.rankboost_path(X, y, [3, 6], groups=g, cv=3, scoring="disagreement")
     check(boost.estimator, fastrank.RankBoost(n_estimators=boost.best_n_estimators).fit(Xn, y, groups=g))
     assert not hasattr(fastrank.rankrls_path(Xn, y, [1.0]), "feature_names_in_")
+    for kernel in ("linear", "rbf"):  # the feature route and the dense route of a factorization
+        est = fastrank.RankRLS(kernel=kernel, gamma=0.1)
+        check(factorize(est, X, y, g).solve(2.0), est.set_params(alpha=2.0).fit(Xn, y, groups=g))
+    assert not hasattr(factorize(fastrank.RankRLS(), Xn, y, g).solve(1.0), "feature_names_in_")
 
 
 def test_dask_path_models_record_the_column_names():
@@ -171,3 +176,13 @@ def test_fit_oapbpm_records_the_column_names():
     plain = fastrank.OAPBPM(random_state=0, shuffle=False).fit(X.to_numpy(), labels)
     np.testing.assert_allclose(model.decision_function(X), plain.decision_function(X.to_numpy()), rtol=1e-10,
                                atol=1e-10)
+
+
+@pytest.mark.parametrize("model", [fastrank.RankRLS(), fastrank.PRank(), fastrank.RankSVM(), fastrank.RankBoost()])
+def test_an_array_given_to_a_model_fitted_on_a_frame_warns_as_scikit_learn_does(model):
+    X, y, g = _data()
+    model.fit(X, (y > 0).astype(int) if isinstance(model, fastrank.PRank) else y)
+    with pytest.warns(UserWarning, match=f"X does not have valid feature names, but {type(model).__name__} was "
+                                         "fitted with feature names"):
+        model.predict(X.to_numpy())
+    model.predict(X)  # the frame itself: no warning (warnings are errors here)

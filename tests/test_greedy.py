@@ -2,6 +2,7 @@
 
 import functools
 import itertools
+import re
 
 import numpy as np
 import pytest
@@ -157,3 +158,24 @@ def test_sigmoid_with_scores_beyond_float64_differences():
             return np.array([1e308, -1e308, 0.0])
 
     assert list(greedy_order(Scores(), np.zeros((3, 1)), pairwise="sigmoid", temperature=1e-300)) == [0, 2, 1]
+
+
+def test_arguments_the_preference_does_not_read_are_refused():
+    P = np.array([[0, 1, 1], [0, 0, 1], [0, 0, 0.0]])
+    for kwargs, name in [({"n_items": 5}, "n_items=5"), ({"X": np.ones((7, 2))}, "X"),
+                         ({"pairwise": "nonsense"}, "pairwise='nonsense'"), ({"temperature": -3}, "temperature=-3")]:
+        with pytest.raises(ValueError, match=rf"^{re.escape(name)} does not apply to a preference matrix"):
+            greedy_order(P, **kwargs)
+    with pytest.raises(ValueError, match="pairwise='sigmoid' does not apply to a callable preference"):
+        greedy_order(lambda u, v: 0.5, n_items=3, pairwise="sigmoid")
+    np.testing.assert_array_equal(greedy_order(P, pairwise="step", temperature=1), [0, 1, 2])  # the defaults
+    import scipy.sparse as sp
+    with pytest.raises(TypeError, match=r"a scipy.sparse matrix: preference.toarray\(\)"):
+        greedy_order(sp.csr_matrix(P))
+
+
+def test_the_memory_guard_advice_fits_greedy_order(monkeypatch):
+    monkeypatch.setenv("FASTRANK_MAX_DENSE_BYTES", "10000000")
+    with pytest.raises(MemoryError, match=r"np.argsort\(-model.predict\(X\)\)") as info:
+        greedy_order(np.full((2000, 2000), 0.5))
+    assert "RankRLS" not in str(info.value)

@@ -10,6 +10,7 @@ from sklearn.model_selection import KFold, cross_validate
 
 from fastrank import (OAPBPM, OnlineMPRank, PRank, RankBoost, RankRLS, RankRLSCV, RankSVM, SVRank, greedy_order,
                       metrics, model_selection, utils)
+from fastrank.exceptions import ConstantModelWarning
 from fastrank.bounds import agarwal_niyogi_score_stability_bound, empirical_term, kernel_kappa
 from fastrank.plotting import CVCurveDisplay, PermutationTestDisplay, RankLossCurveDisplay
 from fastrank._rankboost import rankboost_path
@@ -228,8 +229,10 @@ def test_rankboost_path_without_a_round_scores_the_constant_ranker():
     # constant features: no weak ranker has an edge, so every fold keeps 0 rounds and predicts a constant, whose
     # disagreement is 1/2 (every relevant pair tied)
     X, y = np.ones((6, 2)), np.arange(6.0)
-    assert RankBoost().fit(X, y).n_estimators_ == 0
-    path = rankboost_path(X, y, 3, cv=2)
+    with pytest.warns(ConstantModelWarning):
+        assert RankBoost().fit(X, y).n_estimators_ == 0
+    with pytest.warns(ConstantModelWarning):  # every fold's model and the refit
+        path = rankboost_path(X, y, 3, cv=2)
     np.testing.assert_array_equal(path.scores, 0.5)
     assert repr(path) == "RankBoostPath(best_n_estimators=1, measure='disagreement', n_grid=3, n_folds=2)"
 
@@ -239,15 +242,19 @@ def test_ranksvm_on_all_zero_features_is_the_zero_model(loss):
     # f = 0 for every w; the objective 1/2 |w|^2 + C sum_P l(1) is least at w = 0, with l(1) = 1 for both losses
     y = np.array([0.0, 1.0, 1.0, 2.0, 3.0])
     n_pairs = sum(y[i] > y[j] for i in range(5) for j in range(5))
-    est = RankSVM(C=2.0, loss=loss).fit(np.zeros((5, 3)), y)
+    with pytest.warns(ConstantModelWarning, match="RankSVM scores every row alike"):
+        est = RankSVM(C=2.0, loss=loss).fit(np.zeros((5, 3)), y)
     np.testing.assert_array_equal(est.coef_, 0.0)
     assert est.objective_ == 2.0 * n_pairs
 
 
-def test_ranksvm_normalize_C_underflow_message():
+def test_ranksvm_normalize_C_is_free_of_the_weights_scale():
+    # C / |P| = 1e-30 / 2e300 underflowed and was refused; with normalize_C the weights' common scale cancels
     X = np.random.RandomState(0).rand(4, 2)
-    with pytest.raises(ValueError, match=r"C / \|P\| = 1e-30 / 2e\+300 underflows to 0; use normalize_C=False"):
-        RankSVM(C=1e-30, normalize_C=True).fit_preferences(X, [[0, 1], [2, 3]], [1e300, 1e300])
+    big = RankSVM(C=1e-30, normalize_C=True).fit_preferences(X, [[0, 1], [2, 3]], [1e300, 1e300])
+    unit = RankSVM(C=1e-30, normalize_C=True).fit_preferences(X, [[0, 1], [2, 3]], [1.0, 1.0])
+    np.testing.assert_allclose(big.coef_, unit.coef_, rtol=1e-12)
+    assert np.any(big.coef_ != 0)
 
 
 def test_svrank_squared_newton_with_backtracking_matches_the_active_pair_normal_equations():

@@ -118,3 +118,51 @@ def test_svrank_cutting_planes_without_a_certificate_warn(kernel, scale, C):
     with pytest.warns(ConvergenceWarning, match=lost_or_stopped):
         est = SVRank(C=C, epsilon=0.1, kernel=kernel).fit(data, y)
     assert not est.converged_
+
+
+def test_mprank_names_C_where_its_system_breaks_down():
+    """MPRank has no alpha: its breakdown says alpha = m^2 / (2 C) and its ill-conditioning advice is a smaller C;
+    MPRankCV's hold-out warnings name the value of C."""
+    import fastrank
+    from fastrank.exceptions import IllConditionedWarning, LinAlgError
+    rng = np.random.default_rng(0)
+    X, y = rng.normal(size=(20, 3)), rng.normal(size=20)
+    with pytest.raises(LinAlgError, match=r"MPRank\(C=1e\+20\) solves RankRLS's system at alpha = m\^2 / \(2 C\) = "
+                                          r"2e-18 \(m = 20\): alpha falls as C grows"):
+        fastrank.MPRank(C=1e20, kernel="rbf").fit(X, y)
+    with pytest.warns(IllConditionedWarning, match=r"MPRank.fit: .*or decrease C\.$"):
+        fastrank.MPRank(C=1e14, kernel="rbf").fit(X, y)
+    with pytest.warns(IllConditionedWarning, match=r"RankRLS.fit: .*or increase alpha\.$"):
+        fastrank.RankRLS(alpha=2e-14 * 2e14 / 1e14 / 2, kernel="rbf").fit(X, y)
+    with pytest.warns(IllConditionedWarning, match=r"^C=1e-12: hold-out .*alpha falls as C grows\)$"):
+        fastrank.MPRankCV(Cs=[1e-12, 1.0], kernel="rbf").fit(X, y)
+
+
+def test_searches_name_themselves_and_bad_ids_and_seeds_are_named():
+    import fastrank
+    from fastrank.dask import DaskRankRLS
+    from sklearn.utils._param_validation import InvalidParameterError
+    rng = np.random.default_rng(0)
+    X, y, g = rng.normal(size=(20, 3)), rng.normal(size=20), rng.integers(0, 3, 20)
+    with pytest.raises(InvalidParameterError, match="The 'group_weighting' parameter of RankRLSCV must be"):
+        fastrank.RankRLSCV(group_weighting="x").fit(X, y, g)
+    with pytest.raises(ValueError, match=r"random_state \(the seed drawing basis_vectors rows\) must be None, an "
+                                         r"int or a numpy.random.RandomState, got 'x'"):
+        DaskRankRLS(kernel="rbf", basis_vectors=4, random_state="x").fit(X, y)
+    mixed = np.array(["a"] + list(g[1:]), dtype=object)
+    with pytest.raises(TypeError, match=r"group ids must be mutually comparable, all numbers or all strings; got the "
+                                        r"types \['int64', 'str'\]: give one type"):
+        fastrank.RankRLS().fit(X, y, mixed)
+
+
+def test_binary_cost_refuses_magnitudes_it_would_ignore():
+    import fastrank
+    from fastrank.model_selection import preference_holdout_predictions
+    X = np.random.default_rng(0).normal(size=(20, 3))
+    pairs, g = [[0, 1], [2, 3], [4, 5]], [10.0, 0.1, 5.0]
+    for call in (lambda: fastrank.RankRLS().fit_preferences(X, pairs, magnitudes=g, cost="binary"),
+                 lambda: preference_holdout_predictions(fastrank.RankRLS(), X, pairs, [[0]], magnitudes=g,
+                                                        cost="binary")):
+        with pytest.raises(ValueError, match=r"cost='binary' \(eq. 20\) .* would ignore the magnitudes"):
+            call()
+    fastrank.RankRLS().fit_preferences(X, pairs, magnitudes=g)  # cost="magnitude" by default

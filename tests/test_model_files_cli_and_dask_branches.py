@@ -484,7 +484,8 @@ def test_dask_argument_messages(small, dsk):
         (lambda: DaskRankRLS().fit(da.zeros((30, 0), chunks=10), yd), ValueError,
          r"Found array with 0 feature\(s\) \(shape=\(30, 0\)\) while a minimum of 1 is required\."),
         (lambda: DaskRankRLS().fit(Xd, yd, np.array([1, "a"] * 15, dtype=object)), TypeError,
-         r"group ids in partition \d \(rows \d+:\d+\) must be mutually comparable: '<' not supported"),
+         r"group ids in partition \d \(rows \d+:\d+\) must be mutually comparable, all numbers or all strings; got "
+         r"the types \['int', 'str'\]"),
         (lambda: rankrls_path(Xd, yd, [1.0], estimator=fastrank.RankRLS()), TypeError,
          r"estimator must be a fastrank\.dask\.DaskRankRLS"),
         (lambda: DaskRankRLSCV(alphas=[1.0]).fit(X, y, g), ValueError,

@@ -2,6 +2,7 @@
 Harrington (2003) Algorithms 1-2, section 3.1 and section 4."""
 
 import pickle
+import warnings
 
 import numpy as np
 import pytest
@@ -11,6 +12,7 @@ from sklearn.base import clone
 
 import fastrank
 from fastrank import OAPBPM, PRank, WidrowHoff
+from fastrank.exceptions import ConvergenceWarning
 
 # ------------------------------------------------------------------------------------------------
 # slow oracles written from the paper
@@ -158,8 +160,35 @@ def test_widrow_hoff_matches_lms():
     assert est.intercept_ == pytest.approx(b, rel=1e-12)
     np.testing.assert_array_equal(est._losses, losses)
     np.testing.assert_array_equal(est.predict(X), np.clip(np.floor(X @ w + b + 0.5), 1, 5))
-    with pytest.raises(ValueError, match="diverged"):
+    with pytest.warns(ConvergenceWarning, match=r"eta=1e\+06 is at least 2 / \(\|\|x\|\|\^2 \+ 1\)"), \
+            pytest.raises(ValueError, match="diverged"):
         WidrowHoff(eta=1e6).fit(X * 1e3, y)
+
+
+def test_widrow_hoff_warns_when_a_fixed_step_overshoots():
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(200, 5))
+    y = (X[:, 0] > 0).astype(int) + (X[:, 1] > 0)
+    bound = 2.0 / (float(np.max(np.sum(X * X, axis=1))) + 1.0)
+    with pytest.warns(ConvergenceWarning, match="its updates overshoot and the weights may diverge"):
+        WidrowHoff(eta=1.0).fit(X, y)  # the fit of 1e45-sized weights was silent
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        WidrowHoff(eta=0.99 * bound).fit(X, y)
+        WidrowHoff().fit(X, y)  # "auto" never overshoots
+
+
+@pytest.mark.parametrize("scale", [2.0 ** 530, 2.0 ** -530, 1e160, 1e-160])
+def test_normalised_lms_is_scale_invariant(scale):
+    """eta="auto": x scaled by s gives the weights scaled by 1/s (||x||^2 overflowed to a zero step, or underflowed
+    to an infinite one)."""
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(200, 3))
+    y = (X @ [1.0, 2.0, -1.0] > 0).astype(int) + (X[:, 0] > 1)
+    ref = WidrowHoff(fit_intercept=False).fit(X, y)
+    est = WidrowHoff(fit_intercept=False).fit(X * scale, y)
+    np.testing.assert_allclose(est.coef_ * scale, ref.coef_, rtol=1e-12)
+    np.testing.assert_array_equal(est._losses, ref._losses)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -364,3 +393,25 @@ def test_online_learners_accept_csr_like_dense():
     reg = fastrank.OnlineMPRank(C=1.0).fit(Xs[:80], X[:80] @ np.arange(6.0))
     ref = fastrank.OnlineMPRank(C=1.0).fit(X[:80], X[:80] @ np.arange(6.0))
     np.testing.assert_allclose(reg.predict(Xs[80:]), ref.predict(X[80:]), rtol=1e-10)
+
+
+def test_partial_fit_checks_the_parameters_set_since_the_stream_began():
+    """set_params after fit: partial_fit validates every parameter and refuses to continue a stream whose members or
+    kernel changed (they were silently ignored: 5 members trained under n_estimators=50, eta='bogus' accepted)."""
+    from sklearn.utils._param_validation import InvalidParameterError
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(60, 4))
+    y = (X[:, 0] > 0).astype(int) + (X[:, 1] > 0)
+    for est, change in [(OAPBPM(n_estimators=5, random_state=0), {"n_estimators": 50}), (PRank(), {"kernel": "rbf"}),
+                        (PRank(kernel="rbf", gamma=0.5), {"gamma": 0.7})]:
+        est.fit(X, y).set_params(**change)
+        before = est.predict(X)
+        with pytest.raises(ValueError, match="but set_params changed n_estimators or the kernel since; call fit"):
+            est.partial_fit(X, y)
+        np.testing.assert_array_equal(est.predict(X), before)
+    with pytest.raises(InvalidParameterError, match="The 'eta' parameter of WidrowHoff"):
+        WidrowHoff().fit(X, y).set_params(eta="bogus").partial_fit(X, y)
+    with pytest.raises(InvalidParameterError, match="The 'tau' parameter of OAPBPM"):
+        OAPBPM(n_estimators=3).fit(X, y).set_params(tau=5).partial_fit(X, y)
+    est = PRank(kernel="rbf", gamma=0.5).fit(X, y).set_params(budget=10)  # a window from now on: continues
+    assert est.partial_fit(X, y).n_seen_ == 120

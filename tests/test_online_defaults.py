@@ -6,6 +6,7 @@ import pytest
 from sklearn.preprocessing import StandardScaler
 
 import fastrank
+from fastrank.exceptions import ConvergenceWarning
 from fastrank.datasets import load_lambdarank
 from fastrank.metrics import pairwise_disagreement
 
@@ -19,7 +20,8 @@ def standardised():
 
 def test_widrow_hoff_default_converges_where_a_fixed_step_diverges(standardised):
     X, y, Xt, yt, qt = standardised
-    with pytest.raises(ValueError, match="Widrow-Hoff diverged"):
+    with pytest.warns(ConvergenceWarning, match="its updates overshoot"), \
+            pytest.raises(ValueError, match="Widrow-Hoff diverged"):
         fastrank.WidrowHoff(eta=0.1).fit(X, y)  # the old default: 0.1 > 2 / ||x||^2 ~ 2 / 300
     est = fastrank.WidrowHoff().fit(X, y)
     assert np.all(np.isfinite(est.coef_))

@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 
 from fastrank import OAPBPM, PRank, WidrowHoff
+from fastrank.exceptions import ConvergenceWarning
 
 
 def _data():
@@ -31,7 +32,7 @@ def test_diverging_fit_keeps_the_previous_model():
     before = _state(est)
     est.set_params(eta=50.0)
     before["eta"] = 50.0
-    with pytest.raises(ValueError, match="diverged"):
+    with pytest.warns(ConvergenceWarning, match="its updates overshoot"), pytest.raises(ValueError, match="diverged"):
         est.fit(X * 100, y)
     _assert_same_state(est, before)
     np.testing.assert_array_equal(est.predict(X), WidrowHoff(eta=0.1).fit(X[:50], y[:50]).predict(X))

@@ -11,6 +11,7 @@ from sklearn.model_selection import GridSearchCV, GroupKFold
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from fastrank import RankBoost, rankboost_path
+from fastrank.exceptions import ConstantModelWarning
 from fastrank.metrics import get_measure, pairwise_disagreement
 
 TIE = 1e-9  # the documented tie rule between candidates (relative |r|)
@@ -256,7 +257,8 @@ def test_implicit_graded_equals_explicit_graph_over_many_rounds():
 
 def test_constant_features_give_no_rounds():
     X = np.ones((10, 2))
-    model = RankBoost().fit(X, np.arange(10.0))
+    with pytest.warns(ConstantModelWarning, match="RankBoost scores every row alike"):
+        model = RankBoost().fit(X, np.arange(10.0))
     assert model.n_estimators_ == 0
     np.testing.assert_array_equal(model.predict(X), np.zeros(10))
 

@@ -207,6 +207,7 @@ def test_preference_graph_all_costs(data, cost, n_edges):
     pairs = np.vstack([pairs, pairs[:3]])  # a multigraph: repeated preferences
     mags = rng.uniform(0.2, 3.0, size=len(pairs))
     edges = graph_edges(pairs, mags, cost)
+    mags = None if cost == "binary" else mags  # cost='binary' takes no magnitudes
     est = RankRLS(alpha=0.8, kernel="rbf", gamma=0.2).fit_preferences(X, pairs, mags, cost=cost)
     A = rankrls_dual(rbf_kernel(X, gamma=0.2), edges, 0.8)[:, 0]
     rel_close(est.dual_coef_, A)
@@ -417,3 +418,27 @@ def test_primal_object_ranking_both_gram_paths(data, shift):
     X2 = X.copy()
     est2 = RankRLS(alpha=0.5, solver="primal").fit(X2 + 0.1, y)  # fast path, tiny shift
     rel_close(est2.coef_, rankrls_primal(X2, scoring_pairs(y), 0.5)[:, 0])
+
+
+def test_primal_solves_a_full_rank_system_at_any_alpha():
+    """The primal's n x n system X^T L X + alpha I is refused only when singular to working precision: a tiny alpha
+    on well-conditioned features gives the least-squares pairwise model (it was refused as "S K S + alpha I is not
+    numerically positive definite"), on the Cholesky, eigendecomposition and tridiagonal routes alike."""
+    rng = np.random.default_rng(0)
+    X, y = rng.normal(size=(20, 3)), rng.normal(size=20)
+    L = 20 * np.eye(20) - np.ones((20, 20))  # the all-pairs Laplacian (004 eq. 25)
+    w_ls = np.linalg.solve(X.T @ L @ X, X.T @ L @ y)
+    for groups in (None, np.repeat([0, 1], 10)):
+        est = RankRLS(alpha=1e-13).fit(X, y, groups)
+        if groups is None:
+            rel_close(est.coef_, w_ls, rtol=1e-10)
+    path = rankrls_path(X, y, [1e-13, 1e-14, 1.0])  # several alphas: the tridiagonal route
+    rel_close(path.fitted_estimator(0).coef_, w_ls, rtol=1e-10)
+    Xd = np.c_[X, X[:, 0]]  # a duplicate column: X^T L X singular, alpha below its rounding level
+    with pytest.raises(fastrank.LinAlgError, match=r"the linear RankRLS system X\^T L X \+ alpha I is singular to "
+                                                   r"working precision for alpha=1e-13"):
+        RankRLS(alpha=1e-13).fit(Xd, y)
+    with pytest.raises(fastrank.LinAlgError, match="X\\^T L X \\+ alpha I is singular to working precision"):
+        rankrls_path(Xd, y, [1e-13, 1.0])
+    with pytest.raises(fastrank.LinAlgError, match="not numerically positive definite"):  # the dual: S K S singular
+        RankRLS(alpha=1e-15, solver="dual").fit(X, y)

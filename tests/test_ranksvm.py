@@ -20,8 +20,18 @@ from fastrank import RankSVM
 from fastrank import _core
 from fastrank._ranksvm import _LOSSES, _graph_structure, _group_structure
 from fastrank._validation import check_n_jobs
-from fastrank.exceptions import ConvergenceWarning, MissingGroupsWarning
+from fastrank.exceptions import ConstantModelWarning, ConvergenceWarning, MissingGroupsWarning
 from fastrank.metrics import pairwise_disagreement
+
+# tol below what double precision resolves: the solve stops at its rounding floor with converged_ False and says so
+AT_FLOOR = pytest.mark.filterwarnings("ignore:.*double precision's rounding:sklearn.exceptions.ConvergenceWarning")
+
+
+def _structure(y, groups, pairs, weights, m):
+    if pairs is None:
+        return _group_structure(np.ascontiguousarray(y, dtype=np.float64), groups, m)
+    kw, scale, _ = _graph_structure(pairs, weights, m)
+    return dict(kw, weight=kw["weight"] * scale)  # the weights as given (the scale is a power of two)
 
 
 def _pairwise_loss(f, y=None, groups=None, *, pairs=None, weights=None, loss="squared_hinge", n_jobs=1):
@@ -29,8 +39,7 @@ def _pairwise_loss(f, y=None, groups=None, *, pairs=None, weights=None, loss="sq
     n_pairs)`` of ``sum_P weight * l(1 - (f_i - f_j))``."""
     f = np.ascontiguousarray(f, dtype=np.float64)
     m = f.shape[0]
-    kw = _graph_structure(pairs, weights, m) if pairs is not None else _group_structure(
-        np.ascontiguousarray(y, dtype=np.float64), groups, m)
+    kw = _structure(y, groups, pairs, weights, m)
     return _core.ranksvm_pairwise_loss(f, _LOSSES[loss], check_n_jobs(n_jobs), **kw)
 
 
@@ -38,8 +47,7 @@ def _hessian_times(f, v, y=None, groups=None, *, pairs=None, weights=None, n_job
     """Generalized Hessian (in f) of the squared-hinge pairwise loss at f, times v."""
     f = np.ascontiguousarray(f, dtype=np.float64)
     m = f.shape[0]
-    kw = _graph_structure(pairs, weights, m) if pairs is not None else _group_structure(
-        np.ascontiguousarray(y, dtype=np.float64), groups, m)
+    kw = _structure(y, groups, pairs, weights, m)
     return _core.ranksvm_hessian_times(f, np.ascontiguousarray(v, dtype=np.float64), check_n_jobs(n_jobs), **kw)
 
 
@@ -316,6 +324,7 @@ def test_linear_preference_graph_with_weights(data, loss):
     np.testing.assert_allclose(a.objective_, ref.objective_, rtol=1e-9)
 
 
+@AT_FLOOR
 @pytest.mark.parametrize("loss", LOSSES)
 @pytest.mark.parametrize("grouped", [False, True])
 def test_kernel_equals_explicit_pairs_qp(data, loss, grouped):
@@ -375,6 +384,7 @@ def test_squared_hinge_equals_linearsvc_on_difference_vectors(data):
     np.testing.assert_allclose(est.coef_, svc.coef_[0], rtol=1e-5, atol=1e-7)
 
 
+@AT_FLOOR
 @pytest.mark.parametrize("loss", LOSSES)
 @pytest.mark.parametrize("index_dtype", [np.int32, np.int64])
 def test_sparse_csr_equals_dense(data, loss, index_dtype):
@@ -556,6 +566,7 @@ def test_hinge_on_identical_rows_stops_at_zero_at_once(kernel):
     y = np.arange(12.0)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
+        warnings.simplefilter("ignore", ConstantModelWarning)  # the optimum here ranks nothing, and says so
         est = RankSVM(loss="hinge", kernel=kernel, C=2.0).fit(X, y)
     assert est.converged_ and est.n_iter_ == 0
     coef = est.coef_ if kernel == "linear" else est.dual_coef_
@@ -789,6 +800,7 @@ def basis_oracle(K_mB, K_BB, head, tail, C, loss):
     return b, obj(b)
 
 
+@AT_FLOOR
 @pytest.mark.parametrize("loss", LOSSES)
 @pytest.mark.parametrize("kernel", ["rbf", "linear"])
 @pytest.mark.parametrize("grouped", [False, True])
@@ -820,6 +832,7 @@ def test_basis_vectors_equal_explicit_pairs_minimiser(data, loss, kernel, groupe
     np.testing.assert_allclose(f, K_mB @ beta_ref, rtol=1e-5, atol=1e-5 * np.abs(f).max())
 
 
+@AT_FLOOR
 @pytest.mark.parametrize("loss", LOSSES)
 def test_basis_vectors_every_row_equals_full_kernel_ranksvm(data, loss):
     X, y, groups = data
@@ -892,6 +905,7 @@ def test_check_estimator_basis_vectors(estimator, check):
     check(estimator)
 
 
+@AT_FLOOR
 @pytest.mark.parametrize("kernel", ["rbf", "linear"])
 def test_basis_vectors_sparse_input_equals_dense(data, kernel):
     X, y, groups = data
@@ -915,3 +929,76 @@ def test_verbose_reports_the_solve(kwargs, capsys):
     err = capsys.readouterr().err
     assert "RankSVM" in err and f"{loud.n_iter_} " in err and "objective" in err
     np.testing.assert_array_equal(loud.predict(X), quiet.predict(X))
+
+
+def test_pair_weights_of_any_scale_are_the_model_of_C():
+    """Weights k w with C are weights w with k C: huge weights gave a zero model blamed on rounding, where the same
+    problem through C was capped and solved; weights whose sum overflows are refused by name."""
+    rng = np.random.default_rng(33)
+    X = rng.normal(size=(10, 2))
+    P = np.array([[0, 1], [2, 3], [4, 5], [6, 7], [1, 2]])
+    w = rng.uniform(0.1, 3.0, 5)
+    for k in (2.0 ** -40, 3.0, 1e200):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ConvergenceWarning)  # C * max|X|^2 capped at 1e20 for k = 1e200
+            a = RankSVM(C=2.0 * k).fit_preferences(X, P, w)
+            b = RankSVM(C=2.0).fit_preferences(X, P, w * k)
+        np.testing.assert_allclose(b.coef_, a.coef_, rtol=1e-12)
+        assert b.objective_ == pytest.approx(a.objective_, rel=1e-12)
+        assert b.loss_ == pytest.approx(a.loss_ * k, rel=1e-12) and b.n_pairs_ == pytest.approx(w.sum() * k)
+    with pytest.raises(ValueError, match="weights sum to more than float64 holds; rescale them"):
+        RankSVM().fit_preferences(X, P, [1e308, 1e308, 1, 1, 1])
+
+
+@pytest.mark.parametrize("kernel", ["linear", "rbf"])
+@pytest.mark.parametrize("s", [1e-200, 1e-120, 2.0 ** 40, 1e120, 1e154])
+def test_difference_margins_of_any_scale(kernel, s):
+    """margin="difference" is homogeneous in (w, y): targets y s give s times the model of y, with the same C for the
+    squared hinge and C / s for the hinge (targets near 1e-200 ran to max_iter with coefficients 1e36 too large, near
+    1e154 gave w = 0 and a NaN objective_)."""
+    rng = np.random.default_rng(37)
+    X, y = rng.normal(size=(12, 2)), np.arange(12.0)
+    coef = (lambda e: e.coef_) if kernel == "linear" else (lambda e: e.dual_coef_)
+    for loss, C in (("squared_hinge", 1.0), ("hinge", 1e-100 * s if s < 1 else 1.0)):
+        ref = RankSVM(margin="difference", loss=loss, kernel=kernel, tol=1e-9, C=C / s ** (loss == "hinge"))
+        est = RankSVM(margin="difference", loss=loss, kernel=kernel, tol=1e-9, C=C)
+        ref.fit(X, y)
+        est.fit(X, y * s)
+        assert est.converged_
+        np.testing.assert_allclose(coef(est) / s, coef(ref), rtol=1e-11, atol=1e-11 * np.abs(coef(ref)).max())
+        if 1e-150 < s < 1e150:  # objective_ and loss_ scale as s^2 (and s): representable
+            assert est.loss_ / s ** (2 if loss == "squared_hinge" else 1) == pytest.approx(ref.loss_, rel=1e-11)
+            assert est.objective_ / s ** 2 == pytest.approx(ref.objective_, rel=1e-11)
+        assert not np.isnan(est.objective_)
+
+
+@pytest.mark.parametrize("make", [lambda X: (RankSVM(kernel="precomputed"), -(X @ X.T)),
+                                  lambda X: (RankSVM(kernel="precomputed", loss="hinge"), -(X @ X.T)),
+                                  lambda X: (RankSVM(kernel="poly", coef0=-5.0, degree=3), X)])
+def test_an_indefinite_kernel_is_refused_as_svrank_refuses_it(make):
+    # 1/2 beta^T K beta is unbounded below: a zero or arbitrary model came back, its warning blaming rounding
+    rng = np.random.default_rng(18)
+    X, y = rng.normal(size=(20, 3)), rng.integers(0, 3, 20).astype(float)
+    est, data = make(X)
+    with pytest.raises(ValueError, match=r"RankSVM: the kernel matrix is not positive semidefinite"):
+        est.fit(data, y)
+    semidefinite = RankSVM(kernel="precomputed").fit(X @ X.T, y)  # the linear kernel, precomputed: the same model
+    a, b = semidefinite.predict(X @ X.T), RankSVM().fit(X, y).predict(X)
+    np.testing.assert_allclose(a - a.mean(), b - b.mean(), rtol=1e-6, atol=1e-6 * np.abs(b).max())
+
+
+def test_a_model_that_ranks_nothing_warns():
+    from fastrank import RankBoost, SVRank
+    rng = np.random.default_rng(6)
+    y = rng.integers(0, 3, 20).astype(float)
+    X = rng.normal(size=(20, 3))
+    X[1] = X[0]
+    for fit in (lambda: RankSVM().fit(np.ones((20, 3)), y), lambda: SVRank().fit(np.ones((20, 3)), y),
+                lambda: RankBoost().fit(np.ones((20, 3)), y), lambda: RankSVM().fit_preferences(X, [[0, 1]]),
+                lambda: RankBoost().fit_preferences(X, [[0, 1]])):
+        with pytest.warns(ConstantModelWarning, match="scores every row alike, so its predictions rank nothing: no "
+                                                      "feature separates the rows"):
+            fit()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        RankSVM().fit(X, y), SVRank().fit(X, y), RankBoost().fit(X, y)

@@ -60,3 +60,31 @@ def test_kernel_squared_hinge_reaches_the_optimum_within_tol(scale):
     assert (est.objective_ - objective) / objective <= 1e-6
     # the model's weight vector X^T beta, at distance <= sqrt(2 tol F) from w* in the feature space
     assert np.linalg.norm(X.T @ est.dual_coef_ - w) <= np.sqrt(2e-6 * est.objective_) * (1 + 1e-6)
+
+
+def test_converged_says_whether_tol_was_reached_at_the_rounding_floor():
+    """A tol below what double precision resolves stops at the rounding floor: converged_ is False and a
+    ConvergenceWarning gives the criterion reached (converged_ was True at criterion 600 x tol).  Where the objective
+    cannot resolve a Newton step's decrease (a small C) the step is kept when it shrinks the gradient: tol=1e-14 is
+    reached (the fit at C = 0.01 stopped at criterion 6.4e-8)."""
+    import fastrank
+    from fastrank.exceptions import ConvergenceWarning
+    rng = np.random.default_rng(5)
+    X, y = rng.normal(size=(15, 3)), rng.integers(0, 4, 15)
+    with pytest.warns(ConvergenceWarning, match=r"double precision's rounding\) at criterion .* > tol=1e-17"):
+        est = fastrank.RankSVM(kernel="rbf", C=0.01, tol=1e-17).fit(X, y)
+    assert not est.converged_
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for kernel in ("rbf", "linear"):
+            tight = fastrank.RankSVM(kernel=kernel, C=0.01, tol=1e-14).fit(X, y)
+            loose = fastrank.RankSVM(kernel=kernel, C=0.01, tol=1e-6).fit(X, y)
+            assert tight.converged_ and loose.converged_
+            f = loose.predict(X)
+            np.testing.assert_allclose(tight.predict(X), f, rtol=1e-4, atol=1e-4 * np.abs(f).max())
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(30, 3))
+    y = X[:, 0] + rng.normal(size=30)
+    with pytest.warns(ConvergenceWarning, match=r"relative gradient norm .* > tol=1e-17"):
+        est = fastrank.SVRank(loss="squared_epsilon_insensitive", kernel="rbf", C=1.0, tol=1e-17).fit(X, y)
+    assert not est.converged_ and est.gap_ > est.tol

@@ -97,3 +97,17 @@ def test_svrank_path_verbose(capsys):
     X, y, _ = svrank_data(m=60)
     svrank_path(X, y, [1.0, 10.0], verbose=1, n_jobs=1)
     assert "svrank_path" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("path", [fastrank.ranksvm_path, fastrank.svrank_path])
+def test_a_path_names_C_given_twice(path):
+    X, y = np.random.default_rng(0).normal(size=(20, 3)), np.arange(20) % 3
+    with pytest.raises(TypeError, match=rf"{path.__name__} takes C from Cs; remove C=5.0 from its parameters"):
+        path(X, y, [0.1, 1.0], C=5.0)
+
+
+@pytest.mark.parametrize("y", [[1e308, 1e308, -1e308, -1e308, 0.0], [1.5e308, 1e308, -1e308, -1.5e308, 0.0]])
+def test_svrank_refuses_targets_whose_differences_overflow(y):
+    # w = 0 came back with objective_ 0.0 and converged_ True
+    with pytest.raises(ValueError, match=r"SVRank: differences or sums of y overflow float64 .*rescale y"):
+        fastrank.SVRank().fit(np.arange(5.0)[:, None], np.array(y))

@@ -17,12 +17,13 @@ using namespace fastrank;
 void bind_rankrls(py::module_& m) {
   m.def(
       "solve_shifted_system",
-      [](Eigen::Ref<Matrix> G, MatrixCRef R, const Vector& alphas) {
+      [](Eigen::Ref<Matrix> G, MatrixCRef R, const Vector& alphas, bool primal) {
         SolveReport report;
-        Matrix U = solve_shifted_system(G, R, alphas, &report);
+        Matrix U = solve_shifted_system(G, R, alphas, &report, primal);
         return std::make_pair(std::move(U), report.rcond);
       },
-      py::arg("G").noconvert(), py::arg("R"), py::arg("alphas"), py::call_guard<py::gil_scoped_release>(),
+      py::arg("G").noconvert(), py::arg("R"), py::arg("alphas"), py::arg("primal") = false,
+      py::call_guard<py::gil_scoped_release>(),
       "Solves (G + alpha_k I) U_k = R for every alpha (Cholesky for one, eigh for several); G (symmetric "
       "PSD, Fortran-ordered) is overwritten. Returns (U stacked alpha-major, rcond).");
   m.def(
@@ -76,12 +77,13 @@ void bind_rankrls(py::module_& m) {
       "Primal (linear) RankRLS from a preference graph. Returns (W, rcond).");
   m.def(
       "solve_shifted_system_tridiag",
-      [](Eigen::Ref<Matrix> G, MatrixCRef R, const Vector& alphas) {
+      [](Eigen::Ref<Matrix> G, MatrixCRef R, const Vector& alphas, bool primal) {
         SolveReport report;
-        Matrix U = solve_shifted_system_tridiag(G, R, alphas, &report);
+        Matrix U = solve_shifted_system_tridiag(G, R, alphas, &report, primal);
         return std::make_pair(std::move(U), report.rcond);
       },
-      py::arg("G").noconvert(), py::arg("R"), py::arg("alphas"), py::call_guard<py::gil_scoped_release>(),
+      py::arg("G").noconvert(), py::arg("R"), py::arg("alphas"), py::arg("primal") = false,
+      py::call_guard<py::gil_scoped_release>(),
       "Solves (G + alpha_k I) U_k = R for every alpha through one tridiagonal reduction G = Q T Q^T "
       "(dsytrd, LDL^T of T + alpha I per alpha, one dormtr for all). G (symmetric PSD, Fortran-ordered) is "
       "overwritten. Returns (U stacked alpha-major, rcond).");

@@ -409,9 +409,11 @@ bool dense_ranks_small(const double* y, Index m, Index max_distinct, std::int32_
     std::vector<std::int32_t> table(width, 0);
     bool integral = true;
     for (Index i = 0; i < m; ++i) {
-      const double d = y[i] - lo;  // exact for integers of this size
+      // y - lo rounds (lo = -1e-16 sent 1 and 1 - 1e-16 to one rank): a label takes the table only when it is
+      // lo + t exactly, so distinct labels never share a rank.
+      const double d = y[i] - lo;
       const std::int64_t t = static_cast<std::int64_t>(d);
-      integral &= (static_cast<double>(t) == d);
+      integral &= static_cast<double>(t) == d && lo + static_cast<double>(t) == y[i];
       rank[i] = static_cast<std::int32_t>(t);
     }
     if (integral) {
@@ -569,7 +571,11 @@ RowMatrix dcg_statistics(const double* y, const double* f, const GroupIndex& gro
   RowMatrix out = RowMatrix::Zero(n_groups, 2);
   // Group blocks in group order; each block holds (score, gain) pairs.
   const IndexVector& offsets = groups.offsets;
-  auto g = [gain](double v) { return gain == 1 ? std::exp2(v) - 1.0 : v; };
+  // 2^v - 1: exact for integer grades; below 1 by expm1, where exp2(v) - 1 cancels (a grade of 1e-17 had gain 0, its
+  // group counted as having no relevant row)
+  auto g = [gain](double v) {
+    return gain != 1 ? v : std::fabs(v) < 1.0 ? std::expm1(v * 0.693147180559945309417) : std::exp2(v) - 1.0;
+  };
   struct ScoreGain {
     double score, gain;  // score = -f: ascending = best first
   };

@@ -369,7 +369,7 @@ IntVector oap_kernel_fit(RowMatrixCRef X, IndexVectorCRef y, IndexVectorCRef src
     // Drop support examples no longer inside any future window.
     if (budget > 0) {
       Index drop = 0;
-      while (drop < S && sv_time[drop] <= tb - budget) ++drop;
+      while (drop < S && sv_time[drop] < tb - budget) ++drop;
       if (drop > 0) {
         for (auto& cj : coef) cj.erase(cj.begin(), cj.begin() + drop);
         sv_time.erase(sv_time.begin(), sv_time.begin() + drop);
@@ -398,7 +398,7 @@ IntVector oap_kernel_fit(RowMatrixCRef X, IndexVectorCRef y, IndexVectorCRef src
     if (budget > 0) {
       Index l = 0;
       for (Index t = 0; t < len; ++t) {
-        while (l < S && sv_time[l] <= tb + t - budget) ++l;
+        while (l < S && sv_time[l] < tb + t - budget) ++l;
         lo[t] = l;
       }
     }
@@ -425,7 +425,7 @@ IntVector oap_kernel_fit(RowMatrixCRef X, IndexVectorCRef y, IndexVectorCRef src
               const double* kc = Kb.col(t).data();
               double s = dot(a + lo[t], kc + lo[t], S - lo[t]);
               for (Index u : ups)
-                if (budget == 0 || tb + u > tg - budget) s += static_cast<double>(g[u]) * kc[S + u];
+                if (budget == 0 || tb + u >= tg - budget) s += static_cast<double>(g[u]) * kc[S + u];
               const int gt = oap_member_step(s, c, k, static_cast<int>(y[b0 + t]), b, p.variant, buf, t, v);
               if (gt != 0) {
                 g[t] = gt;
@@ -459,7 +459,7 @@ IntVector oap_kernel_fit(RowMatrixCRef X, IndexVectorCRef y, IndexVectorCRef src
         const double* kc = Kb.col(t).data();
         double s = dot(asum.data() + lo[t], kc + lo[t], S - lo[t]);
         for (Index u = 0; u < t; ++u)
-          if (G[u] != 0 && (budget == 0 || tb + u > tg - budget)) s += static_cast<double>(G[u]) * kc[S + u];
+          if (G[u] != 0 && (budget == 0 || tb + u >= tg - budget)) s += static_cast<double>(G[u]) * kc[S + u];
         const int pred = prank_rank(s, csum.data(), k);
         loss[b0 + t] = std::abs(pred - static_cast<int>(y[b0 + t]));
         for (int r = 0; r < k - 1; ++r) csum[r] -= static_cast<double>(A[t * (k - 1) + r]);
@@ -487,7 +487,7 @@ IntVector oap_kernel_fit(RowMatrixCRef X, IndexVectorCRef y, IndexVectorCRef src
   // Write the state back (a final window trim so stored support never exceeds the budget).
   Index drop = 0;
   if (budget > 0)
-    while (drop < S && sv_time[drop] <= p.t0 + T - budget) ++drop;
+    while (drop < S && sv_time[drop] < p.t0 + T - budget) ++drop;
   const Index S2 = S - drop;
   state.A.resize(N, S2);
   for (Index j = 0; j < N; ++j)
@@ -527,6 +527,20 @@ IntVector widrow_hoff_fit(RowMatrixCRef X, IndexVectorCRef y, int k, double eta,
     const int yt = static_cast<int>(y[t]);
     loss[t] = std::abs(pred - yt);
     const double norm = normalized ? dot(x, x, d) + (fit_intercept ? 1.0 : 0.0) : 1.0;
+    if (normalized && norm != 0.0 && !(norm >= 0x1p-900 && norm <= 0x1p900)) {
+      // ||x||^2 overflows (the step was 0: nothing learnt) or underflows (an infinite step): the same step in units
+      // of c = 2^e ~ max |x| (exact scaling), w += eta (r - s) / (c q) (x / c) with q = ||x / c||^2 (+ 1 / c^2)
+      double big = fit_intercept ? 1.0 : 0.0;
+      for (Index j = 0; j < d; ++j) big = std::max(big, std::fabs(x[j]));
+      int e2 = 0;
+      std::frexp(big, &e2);
+      double q = fit_intercept ? std::ldexp(1.0, -2 * e2) : 0.0;
+      for (Index j = 0; j < d; ++j) q += std::ldexp(x[j], -e2) * std::ldexp(x[j], -e2);
+      const double g = eta * (static_cast<double>(yt) - s) / q;
+      for (Index j = 0; j < d; ++j) w[j] += std::ldexp(g * std::ldexp(x[j], -e2), -e2);
+      if (fit_intercept) b += std::ldexp(g, -2 * e2);
+      continue;
+    }
     const double e = norm > 0.0 ? eta / norm * (static_cast<double>(yt) - s) : 0.0;
     axpy(e, x, w.data(), d);
     if (fit_intercept) b += e;

@@ -39,6 +39,18 @@ double one_norm_symmetric(MatrixCRef G) {
       "unchanged by it)");
 }
 
+// The primal system X^T L X + alpha I is n x n and often well-conditioned without alpha: refused only when singular
+// to working precision, where its features are linearly dependent on the pairs.
+[[noreturn]] void primal_singular(double alpha, double scale) {
+  throw LinAlgError(
+      "the linear RankRLS system X^T L X + alpha I is singular to working precision for alpha=" +
+      format_number(alpha) + " (largest diagonal entry of X^T L X: " + format_number(scale) +
+      "): the columns of X are linearly dependent over the pairs (duplicate or constant columns, or columns that "
+      "differ only by a per-query offset), or on very different scales (standardise them: fastrank.preprocessing, "
+      "sklearn's StandardScaler, fastrank train --normalize); drop the dependent columns or raise alpha to about "
+      "1e-12 x that entry or more");
+}
+
 // A non-finite system means overflow upstream (huge inputs, or pair weights 1/g of tiny magnitudes),
 // not a convergence or definiteness problem: say so before LAPACK reports something misleading.
 void require_finite_system(MatrixCRef G) {
@@ -63,22 +75,30 @@ Matrix shifted_inverse_blocks(const Vector& sigma, const Matrix& T, const Vector
 }  // namespace
 
 Matrix solve_shifted_system(MatrixRef G, MatrixCRef R, const Vector& alphas, SolveReport* report) {
+  return solve_shifted_system(G, R, alphas, report, false);
+}
+
+Matrix solve_shifted_system(MatrixRef G, MatrixCRef R, const Vector& alphas, SolveReport* report, bool primal) {
   check_alphas(alphas);
   const Index r = G.rows(), v = R.cols();
   require(G.cols() == r && R.rows() == r, "solve_shifted_system: shape mismatch");
+  const double singular_rcond = static_cast<double>(r) * std::numeric_limits<double>::epsilon();
   if (alphas.size() == 1) {
     const double alpha = alphas[0];
     require_finite_system(G);
     const double scale = G.diagonal().maxCoeff();
-    // As on the eigendecomposition route below: alpha under the rounding level of the matrix
-    // (max diagonal <= largest eigenvalue) regularizes nothing, whatever the factorization says.
-    if (alpha <= scale * std::numeric_limits<double>::epsilon()) not_positive_definite(alpha, scale);
+    auto refuse = [&]() { primal ? primal_singular(alpha, scale) : not_positive_definite(alpha, scale); };
+    // As on the eigendecomposition route below: alpha under the rounding level of S K S (max diagonal <= largest
+    // eigenvalue; singular on S's null space) regularizes nothing, whatever the factorization says.
+    if (!primal && alpha <= scale * std::numeric_limits<double>::epsilon()) refuse();
     G.diagonal().array() += alpha;
     const double anorm = one_norm_symmetric(G);
-    if (!lapack::potrf_lower(G)) not_positive_definite(alpha, scale);
+    if (!lapack::potrf_lower(G)) refuse();
+    const double rcond = lapack::pocon_lower(G, anorm);
+    if (primal && rcond <= singular_rcond) refuse();
     Matrix U = R;
     lapack::potrs_lower(G, U);
-    if (report) report->rcond = lapack::pocon_lower(G, anorm);
+    if (report) report->rcond = rcond;
     return U;
   }
   // One eigendecomposition serves every alpha (eq. 31, symmetric form).
@@ -89,13 +109,16 @@ Matrix solve_shifted_system(MatrixRef G, MatrixCRef R, const Vector& alphas, Sol
   // Rounding can leave tiny negative eigenvalues of a PSD matrix; they are zero.
   const double sigma_max = std::max(0.0, sigma.maxCoeff());
   sigma = sigma.cwiseMax(0.0);
-  if (report) {
-    double rc = 1.0;
-    for (Index k = 0; k < alphas.size(); ++k) rc = std::min(rc, alphas[k] / (sigma_max + alphas[k]));
-    report->rcond = rc;
+  // S K S is singular (S's null space): its smallest eigenvalue counts as 0; the primal's is its own.
+  const double sigma_min = primal ? sigma.minCoeff() : 0.0;
+  double rc = 1.0;
+  for (Index k = 0; k < alphas.size(); ++k) {
+    const double rc_k = (sigma_min + alphas[k]) / (sigma_max + alphas[k]);
+    if (primal ? rc_k <= singular_rcond : alphas[k] <= sigma_max * std::numeric_limits<double>::epsilon())
+      primal ? primal_singular(alphas[k], scale) : not_positive_definite(alphas[k], scale);
+    rc = std::min(rc, rc_k);
   }
-  for (Index k = 0; k < alphas.size(); ++k)
-    if (alphas[k] <= sigma_max * std::numeric_limits<double>::epsilon()) not_positive_definite(alphas[k], scale);
+  if (report) report->rcond = rc;
   Matrix T(r, v);
   lapack::gemm('T', 'N', 1.0, G, R, 0.0, T);  // T = V^T R
   const Matrix B = shifted_inverse_blocks(sigma, T, alphas);
@@ -112,7 +135,8 @@ Matrix rankrls_dual_scores(MatrixRef K, const GroupStructure& groups, MatrixCRef
   apply_sqrt_laplacian_both(groups, K, n_threads);  // K <- S K S
   Matrix c = Y;
   apply_sqrt_laplacian(groups, c);                   // c = S y
-  Matrix A = (solve ? solve : solve_shifted_system)(K, c, alphas, report);
+  const ShiftedSolver cholesky_or_eigh = solve_shifted_system;  // the dual's overload (S K S is singular)
+  Matrix A = (solve ? solve : cholesky_or_eigh)(K, c, alphas, report);
   apply_sqrt_laplacian(groups, A);                   // A = S u
   return A;
 }
@@ -224,7 +248,7 @@ Matrix rankrls_primal_scores(RowMatrixCRef X, IndexVectorCRef order, const Group
     lapack::gemm('N', 'N', n, v, rows, 1.0, B.data(), n, BY.data(), BY.rows(), 1.0, R.data(), R.rows());
   }
   lapack::symmetrize_from_lower(G);
-  return solve_shifted_system(G, R, alphas, report);
+  return solve_shifted_system(G, R, alphas, report, true);
 }
 
 Matrix rankrls_primal_graph(RowMatrixCRef X, const PreferenceGraph& graph, const Vector& alphas, int n_threads,
@@ -249,7 +273,7 @@ Matrix rankrls_primal_graph(RowMatrixCRef X, const PreferenceGraph& graph, const
   const Matrix b = graph_incidence_times_targets(graph);
   Matrix R(n, b.cols());
   lapack::gemm('N', 'N', n, b.cols(), m, 1.0, X.data(), X.outerStride(), b.data(), b.rows(), 0.0, R.data(), R.rows());
-  return solve_shifted_system(G, R, alphas, report);
+  return solve_shifted_system(G, R, alphas, report, true);
 }
 
 }  // namespace fastrank

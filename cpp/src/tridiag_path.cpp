@@ -27,7 +27,12 @@ Index sturm_count(const Vector& d, const Vector& e, double x, double pivmin) {
   return count;
 }
 
-[[noreturn]] void not_positive_definite(double alpha) {
+[[noreturn]] void not_positive_definite(double alpha, bool primal = false) {
+  if (primal)
+    throw LinAlgError("the linear RankRLS system X^T L X + alpha I is singular to working precision for alpha=" +
+                      format_number(alpha) + ": the columns of X are linearly dependent over the pairs (duplicate or "
+                      "constant columns) or on very different scales (standardise them: fastrank.preprocessing, "
+                      "fastrank train --normalize); drop the dependent columns or increase alpha");
   throw LinAlgError("the RankRLS system is not numerically positive definite for alpha=" + format_number(alpha) +
                     " (alpha is too small relative to the kernel's scale, or the kernel is not positive "
                     "semidefinite); increase alpha");
@@ -58,6 +63,11 @@ double tridiagonal_max_eigenvalue(const Vector& d, const Vector& e) {
 }
 
 Matrix solve_shifted_system_tridiag(MatrixRef G, MatrixCRef R, const Vector& alphas, SolveReport* report) {
+  return solve_shifted_system_tridiag(G, R, alphas, report, false);
+}
+
+Matrix solve_shifted_system_tridiag(MatrixRef G, MatrixCRef R, const Vector& alphas, SolveReport* report,
+                                    bool primal) {
   require(alphas.size() >= 1, "at least one regularization value is needed");
   for (Index k = 0; k < alphas.size(); ++k)
     require(std::isfinite(alphas[k]) && alphas[k] > 0.0, "regularization values must be finite and > 0");
@@ -67,13 +77,17 @@ Matrix solve_shifted_system_tridiag(MatrixRef G, MatrixCRef R, const Vector& alp
   lapack::sytrd_lower(G, d, e, tau);
   // The same positive-definiteness rule and condition report as the eigendecomposition path.
   const double sigma_max = std::max(0.0, tridiagonal_max_eigenvalue(d, e));
-  if (report) {
-    double rc = 1.0;
-    for (Index k = 0; k < na; ++k) rc = std::min(rc, alphas[k] / (sigma_max + alphas[k]));
-    report->rcond = rc;
+  // the primal's smallest eigenvalue, -(largest of -T); S K S's counts as 0 (solve_shifted_system)
+  const double sigma_min = primal ? std::max(0.0, -tridiagonal_max_eigenvalue(-d, e)) : 0.0;
+  const double eps = std::numeric_limits<double>::epsilon();
+  double rc = 1.0;
+  for (Index k = 0; k < na; ++k) {
+    const double rc_k = (sigma_min + alphas[k]) / (sigma_max + alphas[k]);
+    if (primal ? rc_k <= static_cast<double>(r) * eps : alphas[k] <= sigma_max * eps)
+      not_positive_definite(alphas[k], primal);
+    rc = std::min(rc, rc_k);
   }
-  for (Index k = 0; k < na; ++k)
-    if (alphas[k] <= sigma_max * std::numeric_limits<double>::epsilon()) not_positive_definite(alphas[k]);
+  if (report) report->rcond = rc;
   Matrix C = R;
   lapack::ormtr_lower_left('T', G, tau, C);  // Q^T R
   Matrix Z(r, na * v);
@@ -87,7 +101,7 @@ Matrix solve_shifted_system_tridiag(MatrixRef G, MatrixCRef R, const Vector& alp
       piv[i] = d[i] + a - l[i] * e[i - 1];
     }
     for (Index i = 0; i < r; ++i)
-      if (!(piv[i] > 0.0)) not_positive_definite(a);
+      if (!(piv[i] > 0.0)) not_positive_definite(a, primal);
     for (Index c = 0; c < v; ++c) {
       double* z = Z.col(k * v + c).data();
       const double* b = C.col(c).data();

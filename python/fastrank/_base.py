@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 import numbers
 import re
+import warnings
 
 import numpy as np
 from sklearn.base import BaseEstimator, RegressorMixin
@@ -23,11 +24,12 @@ from ._sparse import issparse
 from ._threads import compute_region
 from ._validation import (INT_MAX, as_real_array, as_targets, check_n_jobs, check_precomputed_kernel, group_index,
                           target_column)
+from .exceptions import ConstantModelWarning, user_stacklevel
 from .metrics import _declines_groups, _over_outputs, _warn_missing_groups, pairwise_disagreement
 
 __all__ = ["FastrankEstimator", "Ranker", "KernelMixin", "ranking_accuracy", "Interval", "StrOptions", "positive_int",
            "NONNEG_REAL", "POSITIVE_REAL", "N_JOBS", "PARAM_DOCS", "fill_param_docs", "crucial_pairs", "c_path",
-           "feature_names"]
+           "feature_names", "warn_if_constant"]
 
 
 def positive_int(high=INT_MAX, low=1):
@@ -84,9 +86,12 @@ def fill_param_docs(doc):
     return _PLACEHOLDERS.sub(entries, doc)
 
 
-def c_path(Cs, kernel, name, verbose):
+def c_path(Cs, kernel, name, verbose, params):
     """``Cs`` as a flat float64 array and its indices in increasing order, with progress per value: the visiting
-    order of the warm-started paths of linear models (``ranksvm_path``, ``svrank_path``)."""
+    order of the warm-started paths of linear models (``ranksvm_path``, ``svrank_path``, whose other model
+    parameters are ``params``)."""
+    if "C" in params:
+        raise TypeError(f"{name} takes C from Cs; remove C={params['C']!r} from its parameters")
     Cs = as_real_array(Cs, "Cs").reshape(-1)
     if Cs.size == 0:
         raise ValueError("Cs must hold at least one value of C")
@@ -129,6 +134,9 @@ def _with_feature_names(method, name):
         if not reset and fitted is not None and names is not None and not np.array_equal(fitted, names):
             raise ValueError(f"X has the columns {names.tolist()}, but {type(self).__name__} was fitted with "
                              f"{fitted.tolist()}; give them in that order (X[model.feature_names_in_])")
+        if not reset and fitted is not None and names is None:  # scikit-learn's warning: columns cannot be checked
+            warnings.warn(f"X does not have valid feature names, but {type(self).__name__} was fitted with feature "
+                          "names", UserWarning, stacklevel=user_stacklevel())
         out = method(self, X, *args, **kwargs)
         if reset and names is None:
             self.__dict__.pop("feature_names_in_", None)
@@ -181,7 +189,8 @@ class FastrankEstimator(BaseEstimator):
         """Check every constrained constructor parameter; bools are refused where a number is expected
         (``isinstance(True, numbers.Integral)`` holds, but ``max_iter=True`` is a mistake)."""
         constraints = {}
-        for klass in reversed(type(self).__mro__):
+        searched = getattr(type(self), "_searched", object)  # a search checks its model's parameters under its name
+        for klass in (*reversed(searched.__mro__), *reversed(type(self).__mro__)):
             constraints.update(getattr(klass, "_parameter_constraints", {}) or {})
         params = self.get_params(deep=False)
         constraints = {k: v for k, v in constraints.items() if k in params}
@@ -300,6 +309,16 @@ class Ranker(RegressorMixin, FastrankEstimator):
         if groups is None and not _declines_groups(self):
             _warn_missing_groups(self, f"{type(self).__name__}.score")
         return ranking_accuracy(y, self.predict(X), groups, sample_weight)
+
+
+def warn_if_constant(model, constant, cause="no feature separates the rows of any preference pair (constant "
+                                             "features, or pairs of identical rows)"):
+    """:class:`fastrank.exceptions.ConstantModelWarning` when the fitted ``model`` is ``constant`` (scores every row
+    alike) at its optimum: the answer the data give, but a model that ranks nothing should not pass silently (a solve
+    stopped short warns of that instead)."""
+    if constant:
+        warnings.warn(f"{type(model).__name__} scores every row alike, so its predictions rank nothing: {cause}",
+                      ConstantModelWarning, stacklevel=user_stacklevel())
 
 
 def ranking_accuracy(y, pred, groups=None, sample_weight=None):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import inspect
+import warnings
 
 import numpy as np
 from sklearn.utils.validation import check_is_fitted
@@ -16,6 +17,7 @@ from ._exactcv import engine_for, resolve_folds
 from ._solvers import one_conditioning_warning
 from ._progress import progress
 from ._validation import check_alphas, group_index
+from .exceptions import IllConditionedWarning
 
 try:  # scikit-learn's scorers share this private base: refused by name below, where it exists
     from sklearn.metrics._scorer import _BaseScorer
@@ -113,9 +115,17 @@ class _ExactCVSearch(KernelMixin, Ranker):
         scores = np.empty(grid.size)
         for k in progress.iterate(range(grid.size), desc=type(self).__name__, unit=name, verbose=self.verbose):
             try:
-                scores[k] = score(k)
+                with warnings.catch_warnings(record=True) as caught:
+                    warnings.simplefilter("always")
+                    scores[k] = score(k)
             except np.linalg.LinAlgError as exc:
                 raise type(exc)(f"{name}={float(grid[k]):.6g}: {exc}; leave this value out of the grid") from None
+            for w in caught:  # the engine's warnings speak of alpha: MPRank's is m_train^2 / (2 C)
+                message = w.message
+                if name == "C" and issubclass(w.category, IllConditionedWarning):
+                    message = IllConditionedWarning(f"C={float(grid[k]):.6g}: {message} (MPRank retrains at alpha = "
+                                                    "m_train^2 / (2 C): alpha falls as C grows)")
+                warnings.warn_explicit(message, w.category, w.filename, w.lineno)
         if not np.all(np.isfinite(scores)):  # the values as numbers, not numpy's wrapped array print
             bad = ", ".join(f"{float(v):.6g}" for v in grid[~np.isfinite(scores)])
             raise ValueError(f"{what} is not finite for {name} in [{bad}]")
@@ -159,9 +169,9 @@ class RankRLSCV(_ExactCVSearch):
         ``scoring(y_true, y_pred, groups)`` (higher is better) gets the targets and hold-out predictions with each
         row's unit as groups.
     %(kernel)s %(gamma)s %(degree)s %(coef0)s %(group_weighting)s %(exclude_ties)s
-        Every alpha is then scored through one LU factor of ``L K + alpha I`` and a Woodbury update per touched group
-        (O(m^2 n_q) per group, O(n_q^3) per hold-out set, O(n_q) per held-out pair; no spectral factor is shared across
-        alphas).
+        Every alpha is then scored exactly through one Cholesky factor of ``S K S + alpha I`` (S the tie-excluding
+        Laplacian's root) and an update per hold-out set or pair of tie cells (docs/design/exact-cv.md; no spectral
+        factor is shared across alphas).
     %(n_jobs)s
     store_cv_predictions : bool, default=True
         Keep the cross-validated predictions of the chosen alpha (``cv_predictions_``).

@@ -8,6 +8,7 @@ from __future__ import annotations
 import numbers
 
 import numpy as np
+import scipy.sparse as sp
 
 from ._memory import check_dense_memory
 from ._validation import as_real_array, check_bool, check_real
@@ -17,11 +18,25 @@ __all__ = ["greedy_order"]
 _PAIRWISE = ("step", "sigmoid")
 
 
+_ADVICE = ("Order fewer items, or order them by a ranker's scores directly (np.argsort(-model.predict(X)): O(n log n), "
+           "no n x n matrix).")
+
+
+def _refuse_unused(route, **given):
+    """Refuse the arguments (value, default) of ``given`` that the preference's ``route`` does not read."""
+    for name, (value, default) in given.items():
+        scalar = isinstance(value, (str, numbers.Number))
+        if value is not default and not (scalar and value == default):
+            raise ValueError(f"{f'{name}={value!r}' if scalar else name} does not apply to {route}; drop it")
+
+
 def _net_preference_matrix(preference, X, n_items, pairwise, temperature):
     """D = PREF - PREF^T (antisymmetric, D[v, u] = PREF(v, u) - PREF(u, v)), the only n x n matrix the greedy loop
     needs; each route announces the n x n float64 matrices it allocates."""
     what = "preference matrix (greedy_order)"
+    ranking = {"pairwise": (pairwise, "step"), "temperature": (temperature, 1.0)}  # read with a ranker only
     if hasattr(preference, "predict"):
+        _refuse_unused("a fitted ranker (the items are the rows of X)", n_items=(n_items, None))
         if X is None:
             raise ValueError("greedy_order with a fitted ranker needs X, the items to order")
         # decision_function where there is one: the ordinal learners' predict gives labels (strings, or codes in a
@@ -36,7 +51,7 @@ def _net_preference_matrix(preference, X, n_items, pairwise, temperature):
             raise ValueError(f"pairwise must be one of {_PAIRWISE}, got {pairwise!r}")
         if pairwise == "sigmoid":
             check_real(temperature, "temperature", "a finite number > 0", lambda v: v > 0)
-        check_dense_memory(s.size, 1, what)
+        check_dense_memory(s.size, 1, what, advice=_ADVICE)
         with np.errstate(over="ignore"):  # s_u - s_v beyond float64 is +-inf: its sign and tanh are exact
             D = np.subtract.outer(s, s)
         if pairwise == "step":  # PREF = 1, 1/2, 0 for d > 0, = 0, < 0: PREF - PREF^T = sign(d)
@@ -46,9 +61,10 @@ def _net_preference_matrix(preference, X, n_items, pairwise, temperature):
             D /= 2.0 * float(temperature)
         return np.tanh(D, out=D)
     if callable(preference):
+        _refuse_unused("a callable preference", X=(X, None), **ranking)
         n = check_real(n_items, "n_items", "a non-negative integer (a callable preference needs the number of items)",
                        lambda v: v >= 0, numbers.Integral)
-        check_dense_memory(n, 2, what)  # PREF and PREF - PREF^T
+        check_dense_memory(n, 2, what, advice=_ADVICE)  # PREF and PREF - PREF^T
         P = np.empty((n, n))
         for u in range(n):
             for v in range(n):
@@ -60,6 +76,10 @@ def _net_preference_matrix(preference, X, n_items, pairwise, temperature):
                 P[u, v] = value
         name = "preference(u, v)"
     else:
+        if sp.issparse(preference):
+            raise TypeError("preference must be a dense (n, n) matrix (a scipy.sparse matrix: preference.toarray())")
+        _refuse_unused("a preference matrix (its shape gives the items)", X=(X, None), n_items=(n_items, None),
+                       **ranking)
         try:
             P = np.asarray(preference)
         except ValueError:  # nested lists of unequal lengths
@@ -69,7 +89,7 @@ def _net_preference_matrix(preference, X, n_items, pairwise, temperature):
                             "n_items, or a fitted ranker with X")
         if P.ndim != 2 or P.shape[0] != P.shape[1]:
             raise ValueError(f"a preference matrix must be square (n, n), got shape {P.shape}")
-        check_dense_memory(P.shape[0], 2, what)  # a float64 copy and PREF - PREF^T
+        check_dense_memory(P.shape[0], 2, what, advice=_ADVICE)  # a float64 copy and PREF - PREF^T
         P = np.array(P, dtype=np.float64)  # a copy: the diagonal is ignored and overwritten
         name = "preference"
     np.fill_diagonal(P, 0.0)

@@ -4,6 +4,7 @@ blocks / blocked predictions for dense or sparse rows."""
 from __future__ import annotations
 
 import numpy as np
+import scipy.linalg
 
 from . import _core
 from ._sparse import canonical_csr, issparse, row_sq_norms, take_rows
@@ -209,3 +210,46 @@ def _mix64(z):
     z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
     z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
     return z ^ (z >> np.uint64(31))
+
+
+def semidefinite_by_construction(spec):
+    """Whether the kernel of ``spec`` (None: precomputed) is positive semidefinite whatever the data: rbf, and poly
+    with coef0 >= 0 and an integer degree (linear too)."""
+    return spec is not None and (spec.kind in ("rbf", "linear") or spec.kind == "poly" and spec.coef0 >= 0
+                                 and float(spec.degree).is_integer())
+
+
+def pivoted_cholesky(K, learner):
+    """K = P L L^T P^T (dpstrf, rank r at LAPACK's tolerance m u max K_ii): (L[:r], Z = P L, piv, r), after
+    :func:`_check_semidefinite` (``learner`` names the caller in its error)."""
+    factor, piv, rank, _ = scipy.linalg.lapack.dpstrf(K, lower=1)
+    L = np.tril(factor)[:, :rank]
+    Z = np.empty((L.shape[0], rank))
+    Z[piv - 1] = L
+    _check_semidefinite(K, Z, piv[rank:] - 1, learner)
+    return L, Z, piv, rank
+
+
+def _check_semidefinite(K, Z, left_out, learner, block_bytes=2**25):
+    """Refuse a kernel matrix that is clearly not positive semidefinite: dpstrf stops at the first non-positive pivot,
+    so K - Z Z^T holds what it left out, ~0 (rounding) for a semidefinite K; a negative diagonal entry there is a
+    negative-curvature direction of ||h||_K^2 = beta^T K beta (F unbounded below) that the factor silently drops.
+    So is a large entry of the left-out block R (rows and columns ``left_out``, the rest of R is 0): a semidefinite
+    R has |R_ij| <= sqrt(R_ii R_jj), below dpstrf's tolerance, while [[0, a], [a, 0]] (eigenvalue -a) has a zero
+    diagonal.  O(|left_out|^2 r), by blocks of rows."""
+    residual = np.diag(K) - np.einsum("ij,ij->i", Z, Z)
+    tol = np.sqrt(np.finfo(float).eps) * float(np.max(np.abs(np.diag(K)), initial=0.0))
+    bad = min(residual.min(initial=0.0), 0.0)  # an entry of K - Z Z^T a semidefinite K cannot leave
+    step = max(1, block_bytes // (8 * max(1, left_out.size)))
+    for lo in range(0, left_out.size if bad >= -tol else 0, step):
+        rows = left_out[lo:lo + step]
+        R = K[np.ix_(rows, left_out)] - Z[rows] @ Z[left_out].T
+        bad = R.flat[np.abs(R).argmax()]
+        if abs(bad) > tol:
+            break
+    if abs(bad) > tol:
+        raise ValueError(
+            f"{learner}: the kernel matrix is not positive semidefinite (K less its pivoted Cholesky part, ~0 for a "
+            f"semidefinite kernel, holds {bad:.3g}); ||h||_K^2 needs a positive semidefinite kernel.  Pass a "
+            "semidefinite precomputed kernel (e.g. with its negative eigenvalues clipped to 0), or a 'poly' kernel "
+            "with coef0 >= 0.")

@@ -57,10 +57,14 @@ def _fmt_bytes(b):
     return f"{int(b)} B"
 
 
-def check_dense_memory(n_rows, n_matrices=1, what="kernel matrix", *, n_cols=None):
+_RANKRLS_ADVICE = ("For large data use RankRLS(solver='cg') (linear kernel, sparse or dense X: O(nnz + m) memory) or "
+                   "RankRLS(basis_vectors=<int or indices>) (subset-of-regressors approximation, O(m |R|) memory).")
+
+
+def check_dense_memory(n_rows, n_matrices=1, what="kernel matrix", *, n_cols=None, advice=_RANKRLS_ADVICE):
     """Raise :class:`MemoryError` before allocating ``n_matrices`` dense float64 ``n_rows x n_cols`` matrices
     (``n_cols`` defaults to ``n_rows``: an m x m kernel or n x n covariance) when they would exceed
-    :func:`dense_memory_limit`.  Returns the byte count."""
+    :func:`dense_memory_limit`; ``advice``: what the caller can do instead.  Returns the byte count."""
     n_cols = n_rows if n_cols is None else n_cols
     need = 8.0 * float(n_rows) * float(n_cols) * float(n_matrices)
     limit = dense_memory_limit()
@@ -69,9 +73,7 @@ def check_dense_memory(n_rows, n_matrices=1, what="kernel matrix", *, n_cols=Non
         count = f"{round(float(n_matrices), 2):g} x " if n_matrices != 1 else ""  # counts may be fractional (1.2)
         raise MemoryError(f"fastrank: this solver would allocate {count}a dense {shape} {what} ({_fmt_bytes(need)}), "
                           f"more than the limit of {_fmt_bytes(limit)} (half of the available memory unless "
-                          f"{ENV_LIMIT} is set). For large data use RankRLS(solver='cg') (linear kernel, sparse or "
-                          "dense X: O(nnz + m) memory) or RankRLS(basis_vectors=<int or indices>) "
-                          "(subset-of-regressors approximation, O(m |R|) memory).")
+                          f"{ENV_LIMIT} is set). {advice}")
     return need
 
 

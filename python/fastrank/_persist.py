@@ -38,6 +38,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import numbers
 import os
 import re
 import tempfile
@@ -88,6 +89,8 @@ class _Encoder:
 
     def array(self, a, where, shrink):
         a = np.asarray(a)
+        if a.dtype == object and a.size and all(isinstance(v, str) for v in a.flat):
+            a = a.astype(str)  # string labels of a pandas column (classes_): fixed-width, loaded as equal strings
         if a.dtype.kind not in _ARRAY_KINDS or a.dtype.fields is not None:
             raise TypeError(f"cannot save {where}: arrays of dtype {a.dtype} are not supported (only numeric, "
                             "boolean and fixed-width string arrays; object arrays would need pickle)")
@@ -340,7 +343,9 @@ def _check_usable(model):
     if n is None or getattr(model, "kernel", None) == "precomputed":  # _check_model checked n
         return
     try:
-        out = np.asarray(model.predict(np.zeros((1, int(n)))))
+        with warnings.catch_warnings():  # the probe is an array, not a frame of the model's columns
+            warnings.filterwarnings("ignore", "X does not have valid feature names", UserWarning)
+            out = np.asarray(model.predict(np.zeros((1, int(n)))))
     except Exception as exc:  # noqa: BLE001 - any failure means the state is inconsistent
         raise _Corrupt(f"the fitted state is inconsistent ({type(exc).__name__}: {exc})") from None
     if out.shape[:1] != (1,):
@@ -371,7 +376,8 @@ def _read_member(zf, info, dtype, shape):
                 raise _Corrupt(f"member {name!r} is truncated")
     except _Corrupt:
         raise
-    except (zlib.error, zipfile.BadZipFile, EOFError, OSError, ValueError, TypeError) as exc:
+    except (zlib.error, zipfile.BadZipFile, EOFError, OSError, ValueError, TypeError, NotImplementedError,
+            RuntimeError) as exc:  # the last two: a directory entry claiming another compression method, encryption
         what = "its CRC-32 does not match" if "CRC" in str(exc) else "its compressed data is damaged or truncated"
         raise _Corrupt(f"member {name!r} cannot be read ({what})") from None
     a = np.frombuffer(buf, dtype=got_dtype)
@@ -484,6 +490,10 @@ def _check_model(est, where="model"):
             est._kernel_spec(int(n))
     except (ValueError, TypeError, ArithmeticError) as exc:  # ArithmeticError: e.g. degree=10**400 as a float
         raise _Corrupt(f"{where}: a parameter fails {type(est).__name__}'s checks: {exc}") from None
+    for k in ("seed_", "n_seen_", "n_samples_seen_"):  # the stream state the compiled passes take as unsigned counts
+        v = vars(est).get(k)
+        if v is not None and not (isinstance(v, numbers.Integral) and not isinstance(v, bool) and 0 <= v < 2**64):
+            raise _Corrupt(f"{where}.{k} = {v!r} is not a count in [0, 2^64)")
     for k, v in vars(est).items():
         a = v.data if sp.issparse(v) else v  # a CSR matrix: its stored values
         if isinstance(a, np.ndarray) and a.dtype.kind in "fc" and not (

@@ -114,6 +114,9 @@ class PreferenceGraph(NamedTuple):
             if cost != "binary":
                 raise ValueError(f"cost={cost!r} needs magnitudes")
             g = np.ones(l)
+        elif cost == "binary":
+            raise ValueError("cost='binary' (eq. 20) targets a score difference of 1 for every preference and would "
+                             "ignore the magnitudes: give cost='magnitude' or 'normalized' with them, or no magnitudes")
         else:
             g = as_float_vector(magnitudes, "magnitudes", l)
             if (g < 0).any():

@@ -13,7 +13,7 @@ import numpy as np
 from sklearn.utils.validation import check_is_fitted
 
 from . import _core
-from ._base import N_JOBS, Ranker, StrOptions, crucial_pairs, positive_int
+from ._base import N_JOBS, Ranker, StrOptions, crucial_pairs, positive_int, warn_if_constant
 from ._problem import check_pairs
 from ._progress import progress
 from ._registry import register_estimator
@@ -140,6 +140,7 @@ class RankBoost(Ranker):
         self.training_error_bound_ = float(np.exp(-0.5 * np.sum(self.correlations_**2)))
         self.n_estimators_ = int(self.alphas_.size)
         self.n_features_in_ = X.shape[1]
+        warn_if_constant(self, self.n_estimators_ == 0)
         return self
 
     def _cumulative_scores(self, X):

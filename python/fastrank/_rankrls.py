@@ -28,6 +28,7 @@ from ._exactcv import CVSpec
 from ._memory import densified
 from ._threads import compute_region
 from ._validation import check_alpha, check_alphas, check_bool, check_int, check_n_jobs
+from .exceptions import LinAlgError
 
 __all__ = ["RankRLS", "MPRank", "RankRLSPath", "rankrls_path"]
 
@@ -247,6 +248,9 @@ class MPRank(_RankRLSBase):
                  verbose=0):
         self._store_params(locals())
 
+    _regularize_more = "decrease C"  # one_conditioning_warning's advice: alpha = m^2 / (2 C)
+
+    @one_conditioning_warning
     def fit(self, X, y, groups=None):
         """Fit from real-valued scores y (m,) or (m, v) on all pairs, or (with ``groups``, one id per row) on the pairs
         inside each group, with alpha = m^2 / (2 C) for the m rows given."""
@@ -256,7 +260,11 @@ class MPRank(_RankRLSBase):
         if self.solver == "cg":
             raise ValueError("MPRank has no solver='cg'; use RankRLS(solver='cg') (for MPRank with "
                              "alpha = m**2 / (2 C))")
-        return self._fit_problem(problem, alpha)
+        try:
+            return self._fit_problem(problem, alpha)
+        except LinAlgError as error:
+            raise LinAlgError(f"MPRank(C={self.C:.3g}) solves RankRLS's system at alpha = m^2 / (2 C) = {alpha:.3g} "
+                              f"(m = {problem.m}): alpha falls as C grows. {error}") from error
 
 
 class RankRLSPath:

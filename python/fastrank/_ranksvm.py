@@ -13,7 +13,9 @@ import scipy.sparse as sp
 from sklearn.utils.validation import check_is_fitted
 
 from . import _core
-from ._base import N_JOBS, NONNEG_REAL, KernelMixin, Ranker, StrOptions, c_path, crucial_pairs, positive_int
+from ._base import (N_JOBS, NONNEG_REAL, KernelMixin, Ranker, StrOptions, c_path, crucial_pairs, positive_int,
+                    warn_if_constant)
+from ._kernels import pivoted_cholesky, semidefinite_by_construction
 from ._memory import check_dense_memory, densified
 from ._problem import centred_in_groups, check_pair_weights, check_pairs, features_without_group_offsets
 from ._progress import resolve_verbose, stage, write_line
@@ -34,9 +36,17 @@ def _group_structure(y, groups, m):
 
 
 def _graph_structure(pairs, weights, m):
+    """The core's graph structure with the weights scaled into (1/2, 1], the power of two taken out (weights k w with
+    C are weights w with k C, which _rescaled then caps like any C), and the total weight."""
     head, tail = check_pairs(pairs, m)
     w = np.ones(head.size) if weights is None else check_pair_weights(weights, head.size, zero_ok=True)
-    return dict(head=head, tail=tail, weight=w)
+    with np.errstate(over="ignore"):
+        total = float(w.sum())
+    if not np.isfinite(total):
+        raise ValueError("weights sum to more than float64 holds; rescale them (every weight times k is the model of "
+                         "C times k)")
+    scale = 2.0 ** np.frexp(w.max())[1]
+    return dict(head=head, tail=tail, weight=w / scale), scale, total
 
 
 # Beyond this C max|X|^2 the Newton / cutting-plane products overflow or lose every digit of the
@@ -89,7 +99,8 @@ class RankSVM(KernelMixin, Ranker):
         Stop when the certified relative duality gap (objective - lower bound) / objective is at most tol (hinge;
         squared hinge, whose gap at the dual point of the current model is 1/2 ||gradient||^2, also with the
         gradient norm below tol times its value at zero), or after max_iter Newton iterations (cutting planes for
-        the kernel hinge) with :class:`fastrank.exceptions.ConvergenceWarning`.
+        the kernel hinge) or at double precision's rounding floor (a tol near 1e-16) with
+        :class:`fastrank.exceptions.ConvergenceWarning` and ``converged_ = False``.
     margin : {"unit", "difference"}, default="unit"
         The loss of pair (i, j): l(1 - (f_i - f_j)), or l((y_i - y_j) - (f_i - f_j)) (needs ``fit``'s targets), with
         ``loss="hinge"`` the hinge ranking loss of Agarwal & Niyogi (002, Sect. 5.2.1): their A_h, argmin of
@@ -139,8 +150,9 @@ class RankSVM(KernelMixin, Ranker):
         C = check_alpha(self.C, "C")
         return C, _LOSSES[self.loss], float(self.tol), int(self.max_iter), check_n_jobs(self.n_jobs)
 
-    def _solve(self, X, structure, n_pairs, w0=None):
+    def _solve(self, X, structure, n_pairs, w0=None, weight_scale=1.0):
         C, code, tol, max_iter, n_threads = self._params()
+        C = C * weight_scale
         if self.normalize_C:
             C = C / n_pairs
             if not C > 0:
@@ -171,10 +183,20 @@ class RankSVM(KernelMixin, Ranker):
                 out["coef"] = np.asarray(out["coef"]) / scale
                 out["objective"] = 0.5 * float(out["coef"] @ out["coef"]) + C * float(out["loss"])
             return "linear", out, None
-        check_dense_memory(X.shape[0], 1, "kernel matrix")
+        check_dense_memory(X.shape[0], 1, "kernel matrix", advice="Use the linear kernel (no m x m matrix) or "
+                           "basis_vectors=<int> (sparse RankSVM: O(m |B|) memory).")
         X_fit = None if spec is None else densified(X)
         K = np.asfortranarray(X) if spec is None else spec.train(X_fit, n_threads)  # _check_fit_X symmetrized X
         out = _core.ranksvm_fit_kernel(K, C, code, tol, max_iter, n_threads, **structure)
+        if not out["converged"] and not semidefinite_by_construction(spec):
+            # an indefinite K makes 1/2 beta^T K beta unbounded below (no minimiser: a zero or arbitrary model that
+            # the rounding warning would blame on tol); checked only here, where the O(m^2 r) factor costs no fit
+            try:
+                check_dense_memory(K.shape[0], 3, "kernel matrix and its pivoted Cholesky factor")
+            except MemoryError:  # no room for the check: the stopped solve's warning stands
+                pass
+            else:
+                pivoted_cholesky(K, "RankSVM")
         del K
         return "kernel", out, X_fit
 
@@ -205,9 +227,21 @@ class RankSVM(KernelMixin, Ranker):
             return "linear", dict(out, coef=np.asarray(X_fit.T @ beta).reshape(-1)), None
         return "kernel", out, X_fit
 
-    def _fit_structure(self, X, structure, n_pairs, w0=None):
+    def _fit_structure(self, X, structure, n_pairs, w0=None, weight_scale=1.0):
+        # margins y_i - y_j of any scale s (a power of two, outside 2^+-32): the model of margins (y_i - y_j) / s is
+        # w / s, with C for the squared hinge (degree 2 in (w, y)) and C / s for the hinge (degree 1 in its loss)
+        big = float(np.max(np.abs(structure.get("row_margin", 0.0)), initial=0.0))
+        s = float(2.0 ** np.frexp(big)[1]) if big > 0 and not 2.0 ** -32 <= big <= 2.0 ** 32 else 1.0
+        power = 2 if self.loss == "squared_hinge" else 1
+        s_power = s * s if power == 2 else s  # (Python floats: an overflow is inf, as the objective's true value)
+        c_factor = 1.0 if power == 2 else 1.0 / s
+        if s != 1.0:
+            structure = dict(structure, row_margin=structure["row_margin"] / s)
+            w0 = None if w0 is None else w0 / s
         with stage(f"RankSVM {self.loss} (m={X.shape[0]}, {n_pairs:.0f} pairs)", verbose=self.verbose):
-            mode, out, X_fit = self._solve(X, structure, n_pairs, w0)
+            mode, out, X_fit = self._solve(X, structure, n_pairs, w0, weight_scale * c_factor)
+        if s != 1.0:
+            out = dict(out, coef=np.asarray(out["coef"]) * s, objective=float(out["objective"]) * s * s)
         basis_indices = out.get("basis")  # a basis model is solved by the linear solver on its features Z
         steps = "cutting planes" if self.loss == "hinge" and mode == "kernel" and basis_indices is None else \
             "Newton iterations"
@@ -232,8 +266,9 @@ class RankSVM(KernelMixin, Ranker):
         self.fit_mode_, self.X_fit_, self.basis_indices_ = mode, X_fit, basis_indices
         self.coef_ = coef if mode == "linear" else None
         self.dual_coef_ = coef if mode == "kernel" else None
-        self.objective_, self.loss_ = float(out["objective"]), float(out["loss"])
+        self.objective_, self.loss_ = float(out["objective"]), float(out["loss"]) * weight_scale * s_power
         self.n_iter_, self.converged_ = int(out["n_iter"]), bool(out["converged"])
+        warn_if_constant(self, self.converged_ and not np.any(coef))
         self.n_pairs_, self.n_features_in_ = float(n_pairs), X.shape[1]
         if resolve_verbose(self.verbose):
             write_line(f"[fastrank] RankSVM: {self.n_iter_} {steps}, objective {self.objective_:.10g}, "
@@ -271,8 +306,8 @@ class RankSVM(KernelMixin, Ranker):
         dense or scipy.sparse, or the (m, m) kernel for kernel="precomputed"."""
         self._params()
         X = self._check_fit_X(X, allow_sparse=True)
-        structure = _graph_structure(pairs, weights, X.shape[0])
-        return self._fit_structure(X, structure, float(structure["weight"].sum()))
+        structure, weight_scale, total = _graph_structure(pairs, weights, X.shape[0])
+        return self._fit_structure(X, structure, total, weight_scale=weight_scale)
 
     def predict(self, X):
         """Ranking scores (p,): a higher score means ranked higher."""
@@ -293,7 +328,7 @@ def ranksvm_path(X, y, Cs, groups=None, *, verbose=0, **params):
     ``RankSVM(C=C, **params)`` gives, to its ``tol``.  ``verbose``: progress per value of C.
     """
     base = RankSVM(**params)
-    Cs, visit = c_path(Cs, base.kernel, "ranksvm_path", verbose)
+    Cs, visit = c_path(Cs, base.kernel, "ranksvm_path", verbose, params)
     Xc, structure, n_pairs = base._group_problem(X, y, groups)
     fitted = [None] * Cs.size
     w = None

@@ -100,7 +100,7 @@ def _by_alpha(W, n_alphas):
 _RCOND_TEXT = re.compile(r"(?:rcond\s*=|reciprocal condition number)\s*(\d+(?:\.\d+)?(?:[eE][+-]?\d+)?)")
 _SCALE_ADVICE = ("The features probably differ in scale by orders of magnitude (raw counts, lengths or BM25 "
                  "scores): standardise them (fastrank.preprocessing, sklearn's StandardScaler, or fastrank train "
-                 "--normalize), or increase alpha.")
+                 "--normalize), or {}.")
 
 
 def one_conditioning_warning(fit):
@@ -114,7 +114,7 @@ def one_conditioning_warning(fit):
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             result = fit(self, *args, **kwargs)
-        n_solves, rconds, advice = 0, [], _SCALE_ADVICE
+        n_solves, rconds, advice = 0, [], _SCALE_ADVICE.format(getattr(self, "_regularize_more", "increase alpha"))
         for w in caught:
             if issubclass(w.category, (LinAlgWarning, IllConditionedWarning)):
                 n_solves += getattr(w.message, "n_solves", 1)
@@ -186,7 +186,8 @@ def solve_primal(problem, alphas, n_threads):
     X = problem.X
     check_dense_memory(X.shape[1], 1, "feature matrix X^T L X")
     if problem.exclude_ties:
-        W, rcond = _core.solve_shifted_system(*map(np.asfortranarray, _tie_normal_equations(problem, X)), alphas)
+        W, rcond = _core.solve_shifted_system(*map(np.asfortranarray, _tie_normal_equations(problem, X)), alphas,
+                                              primal=True)
     elif problem.is_graph:
         W, rcond = _core.rankrls_primal_graph(X, *problem.graph, alphas, n_threads)  # head, tail, weight, target
     else:
@@ -478,7 +479,11 @@ def select_basis(n_rows, basis_vectors, random_state=None):
             raise ValueError(f"basis_vectors={r} must be between 1 and the number of training rows ({n_rows})")
         if r == n_rows:
             return np.arange(n_rows, dtype=np.int64)
-        rng = check_random_state(random_state)
+        try:
+            rng = check_random_state(random_state)
+        except ValueError:
+            raise ValueError(f"random_state (the seed drawing basis_vectors rows) must be None, an int or a "
+                             f"numpy.random.RandomState, got {random_state!r}") from None
         return np.sort(rng.choice(n_rows, size=r, replace=False)).astype(np.int64)
     return check_indices(basis_vectors, n_rows, "basis_vectors (a positive int or row indices)", negative=True)
 
@@ -571,7 +576,7 @@ def solve_assembled_primal(G, R, alphas):
     (eq. 28), by the primal solver's LAPACK route (Cholesky for one alpha, one tridiagonal reduction
     for several, eq. 31); warns when ill-conditioned.  Returns (n_alphas, n, v)."""
     shifted = _core.solve_shifted_system_tridiag if alphas.size > 1 else _core.solve_shifted_system
-    W, rcond = shifted(np.asfortranarray(G), np.asfortranarray(R), alphas)
+    W, rcond = shifted(np.asfortranarray(G), np.asfortranarray(R), alphas, primal=True)
     return _checked(W, rcond, alphas.size)
 
 

@@ -12,9 +12,10 @@ import scipy.linalg.lapack
 from sklearn.utils.validation import check_is_fitted
 
 from . import _core
-from ._base import N_JOBS, NONNEG_REAL, KernelMixin, Ranker, StrOptions, c_path, positive_int
+from ._base import N_JOBS, NONNEG_REAL, KernelMixin, Ranker, StrOptions, c_path, positive_int, warn_if_constant
+from ._kernels import pivoted_cholesky, semidefinite_by_construction
 from ._memory import check_dense_memory
-from ._problem import centred_in_groups, features_without_group_offsets, require_preferences
+from ._problem import centred_in_groups, features_without_group_offsets, group_target_range, require_preferences
 from ._progress import resolve_verbose, stage, write_line
 from ._registry import register_estimator
 from ._solvers import train_kernel
@@ -78,10 +79,16 @@ def _squared_newton(Z, y, groups, c, eps, tol, max_iter, n_threads):
             if F_new <= F + 1e-4 * step * slope or step < 1e-12:
                 break
             step *= 0.5
-        if not F_new < F:
-            # No decrease even along a tiny step: F is at its rounding floor.  The point is then as
-            # good as double precision resolves when the gradient is small (sqrt(machine eps)).
-            return u, it - 1, gn <= np.sqrt(np.finfo(float).eps) * g0, history
+        if not F_new < F and -slope <= 64 * np.finfo(float).eps * abs(F):
+            # F cannot resolve the decrease (a small c, or Z of small scale: F ~ c L(-y) carries rounding above the
+            # O(c^2) gain, and u = 0 was returned): the full Newton step of the convex piecewise quadratic is kept
+            # when it measurably shrinks the gradient, the quantity the stopping test reads
+            F_new, grad_new, r_new = value_grad(u + d)
+            if float(np.linalg.norm(grad_new)) < gn:
+                step, F_new = 1.0, min(F_new, F)
+        if not F_new < F and step != 1.0:
+            # No decrease even along a tiny step: F is at its rounding floor, short of tol (the caller warns).
+            return u, it - 1, False, history
         u, F, grad, r = u + step * d, F_new, grad_new, r_new
     history.append(float(np.linalg.norm(grad)) / g0)
     return u, max_iter, history[-1] <= tol, history
@@ -89,42 +96,6 @@ def _squared_newton(Z, y, groups, c, eps, tol, max_iter, n_threads):
 
 # around the Newton solves: a solve that overflows is refused by name after it (SVRank._fit), not by numpy's warnings
 _quiet_overflow = functools.partial(np.errstate, over="ignore", invalid="ignore")
-
-
-def _pivoted_cholesky(K):
-    """K = P L L^T P^T (dpstrf, rank r at LAPACK's tolerance m u max K_ii): (L[:r], Z = P L, piv, r), after
-    :func:`_check_semidefinite`."""
-    factor, piv, rank, _ = scipy.linalg.lapack.dpstrf(K, lower=1)
-    L = np.tril(factor)[:, :rank]
-    Z = np.empty((L.shape[0], rank))
-    Z[piv - 1] = L
-    _check_semidefinite(K, Z, piv[rank:] - 1)
-    return L, Z, piv, rank
-
-
-def _check_semidefinite(K, Z, left_out, block_bytes=2**25):
-    """Refuse a kernel matrix that is clearly not positive semidefinite: dpstrf stops at the first non-positive pivot,
-    so K - Z Z^T holds what it left out, ~0 (rounding) for a semidefinite K; a negative diagonal entry there is a
-    negative-curvature direction of ||h||_K^2 = beta^T K beta (F unbounded below) that the factor silently drops.
-    So is a large entry of the left-out block R (rows and columns ``left_out``, the rest of R is 0): a semidefinite
-    R has |R_ij| <= sqrt(R_ii R_jj), below dpstrf's tolerance, while [[0, a], [a, 0]] (eigenvalue -a) has a zero
-    diagonal.  O(|left_out|^2 r), by blocks of rows."""
-    residual = np.diag(K) - np.einsum("ij,ij->i", Z, Z)
-    tol = np.sqrt(np.finfo(float).eps) * float(np.max(np.abs(np.diag(K)), initial=0.0))
-    bad = min(residual.min(initial=0.0), 0.0)  # an entry of K - Z Z^T a semidefinite K cannot leave
-    step = max(1, block_bytes // (8 * max(1, left_out.size)))
-    for lo in range(0, left_out.size if bad >= -tol else 0, step):
-        rows = left_out[lo:lo + step]
-        R = K[np.ix_(rows, left_out)] - Z[rows] @ Z[left_out].T
-        bad = R.flat[np.abs(R).argmax()]
-        if abs(bad) > tol:
-            break
-    if abs(bad) > tol:
-        raise ValueError(
-            f"SVRank: the kernel matrix is not positive semidefinite (K less its pivoted Cholesky part, ~0 for a "
-            f"semidefinite kernel, holds {bad:.3g}); ||h||_K^2 needs a positive semidefinite kernel.  Pass a "
-            "semidefinite precomputed kernel (e.g. with its negative eigenvalues clipped to 0), or a 'poly' kernel "
-            "with coef0 >= 0.")
 
 
 def _squared_pair_term(f, y, groups, c, eps, n_threads):
@@ -166,7 +137,8 @@ class SVRank(KernelMixin, Ranker):
         Stop when the cutting-plane gap relative to the achievable decrease,
         ``(best F - lower bound) / (F(0) - lower bound)``, is below tol (it does not vanish with the scale of X, y or C;
         squared cost: the gradient norm relative to its value at h = 0), or after max_iter oracle calls (cutting planes;
-        Newton iterations for the squared cost) with :class:`fastrank.exceptions.ConvergenceWarning`.
+        Newton iterations for the squared cost), or at double precision's rounding floor, with
+        :class:`fastrank.exceptions.ConvergenceWarning` and ``converged_ = False``.
     %(n_jobs)s %(verbose)s
         Reports the kernel matrix and the solve with their timings, then the iterations and the gap.
 
@@ -204,6 +176,12 @@ class SVRank(KernelMixin, Ranker):
         spec = self._kernel_spec(X.shape[1])
         gi = group_index(groups, X.shape[0])
         require_preferences(y, gi, "SVRank")
+        low, high = group_target_range(y, gi)
+        with np.errstate(over="ignore"):  # overflowing pair differences gave w = 0, objective 0, converged
+            sums = np.add.reduceat(gi.take(y), gi.offsets[:-1])
+            if not (np.isfinite(high - low).all() and np.isfinite(sums).all()):
+                raise ValueError(f"SVRank: differences or sums of y overflow float64 (max |y| = "
+                                 f"{float(np.max(np.abs(y))):.3g}); rescale y (and epsilon with it)")
         yg = np.ascontiguousarray(gi.take(centred_in_groups(y, gi)))  # only differences inside groups count
         grouping = (gi.order, gi.offsets)  # the rows below are in group order
         squared = self.loss == "squared_epsilon_insensitive"
@@ -224,17 +202,17 @@ class SVRank(KernelMixin, Ranker):
         else:  # the squared cost also holds K's Cholesky factor and its row permutation
             # a kernel not semidefinite by construction (precomputed, poly with coef0 < 0 or a fractional degree) is
             # checked by the same factor for the hinge cost: its cutting planes would minimise a non-convex objective
-            check = squared or not (spec.kind == "rbf" or spec.kind == "poly" and spec.coef0 >= 0
-                                    and float(spec.degree).is_integer())
+            check = squared or not semidefinite_by_construction(spec)
             check_dense_memory(X.shape[0], 3 if check else 1,
-                               "kernel matrix and its Cholesky factor" if check else "kernel matrix")
+                               "kernel matrix and its Cholesky factor" if check else "kernel matrix",
+                               advice="Use the linear kernel: its solvers keep no m x m matrix.")
             with stage(f"SVRank kernel matrix (m={X.shape[0]})", verbose=0 if spec.precomputed else self.verbose):
                 Kg = train_kernel(X, spec, n_threads, gi)
             if squared:
                 with stage(f"SVRank Newton (kernel, squared cost, m={X.shape[0]})", verbose=self.verbose), \
                         _quiet_overflow():
                     # K = P L L^T P^T: u = L_11^T (P^T beta)_{1..r} gives ||h||^2 = u^T u and f = K beta = Z u, Z = P L
-                    L, Z, piv, rank = _pivoted_cholesky(Kg)
+                    L, Z, piv, rank = pivoted_cholesky(Kg, "SVRank")
                     u, n_iter, converged, history = _squared_newton(Z, yg, grouping, c, eps, tol, max_iter, n_threads)
                 beta = np.zeros(Kg.shape[0])
                 beta[piv[:rank] - 1] = scipy.linalg.solve_triangular(L[:rank], u, lower=True, trans="T")
@@ -242,7 +220,7 @@ class SVRank(KernelMixin, Ranker):
                 objective = beta @ f + _squared_pair_term(f, yg, grouping, c, eps, n_threads)
             else:
                 if check:
-                    _pivoted_cholesky(Kg)
+                    pivoted_cholesky(Kg, "SVRank")
                 with stage(f"SVRank cutting planes (kernel, m={X.shape[0]})", verbose=self.verbose):
                     beta, n_iter, converged, objective, lower, history = _core.svrank_kernel(
                         Kg, yg, *grouping, C, eps, tol, max_iter, n_threads)
@@ -279,6 +257,9 @@ class SVRank(KernelMixin, Ranker):
             warnings.warn(
                 f"SVRank stopped at max_iter={max_iter} {steps} with relative gap {gap:.3g} > tol={tol:g}; "
                 "increase max_iter or tol.", ConvergenceWarning, stacklevel=user_stacklevel())
+        warn_if_constant(self, converged and not np.any(w if spec.linear else beta),
+                         "no feature separates the rows of any pair whose targets differ by more than epsilon "
+                         "(constant features, identical rows, or an epsilon above every target difference)")
         return self
 
     def predict(self, X):
@@ -298,7 +279,7 @@ def svrank_path(X, y, Cs, groups=None, *, verbose=0, **params):
     by its own duality gap: the model ``SVRank(C=C, **params)`` gives, to its ``tol``.  The squared cost is solved from
     zero for each C.  ``verbose``: progress per value of C.
     """
-    Cs, visit = c_path(Cs, SVRank(**params).kernel, "svrank_path", verbose)
+    Cs, visit = c_path(Cs, SVRank(**params).kernel, "svrank_path", verbose, params)
     fitted = [None] * Cs.size
     warm = {}  # the solution and cut model, carried from C to C by the core
     for k in visit:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import functools
 import numbers
 import os
+from collections.abc import Hashable
 
 import numpy as np
 from sklearn.utils.validation import column_or_1d
@@ -29,6 +30,12 @@ def _asarray(x, name):
         raise ValueError(f"{name} must be a rectangular array of numbers ({exc})") from None
 
 
+def one_of(value, options):
+    """Whether ``value`` is one of ``options``; an array is none of them (``in`` compares it elementwise and raised
+    numpy's "truth value of an array is ambiguous" instead of the caller's message)."""
+    return isinstance(value, Hashable) and value in options
+
+
 def _to_float(a, name, what="numeric"):
     """``a`` as a numeric array (:func:`_asarray`); strings, non-numeric objects and complex values refused, naming the
     argument."""
@@ -38,7 +45,8 @@ def _to_float(a, name, what="numeric"):
             try:
                 a = a.astype(np.float64)
             except TypeError:  # pandas' NA has no float value: a missing value, NaN (as numpy makes None)
-                a = np.where(np.frompyfunc(_missing, 1, 1)(a).astype(bool), np.nan, a).astype(np.float64)
+                missing = np.asarray(np.frompyfunc(_missing, 1, 1)(a), dtype=bool)  # 0-d input: a Python bool
+                a = np.where(missing, np.nan, a).astype(np.float64)
         except TypeError as exc:  # e.g. a dict among the values (scikit-learn expects TypeError)
             raise TypeError(f"{name} must be {what}: {exc}") from None
         except ValueError as exc:
@@ -336,6 +344,13 @@ def check_group_ids(groups, name="groups", first_row=0):
                          "group id")
 
 
+def incomparable_ids(groups, name):
+    """The TypeError for ids ``groups`` that np.unique cannot sort (numbers next to strings)."""
+    kinds = sorted({type(v).__name__ for v in groups.ravel()})
+    return TypeError(f"{name} must be mutually comparable, all numbers or all strings; got the types {kinds}: give "
+                     "one type (e.g. groups.astype(str))")
+
+
 def group_index(groups, n_rows):
     """Build a :class:`GroupIndex`; ``groups=None`` means one group with every row."""
     # order, offsets and codes are read-only views of a _core.GroupIndex, built (validated) once in C++: the
@@ -363,7 +378,7 @@ def group_index(groups, n_rows):
     else:
         try:
             labels, codes = np.unique(groups, return_inverse=True)
-        except TypeError as exc:
-            raise TypeError(f"group ids must be mutually comparable: {exc}") from None
+        except TypeError:
+            raise incomparable_ids(groups, "group ids") from None
         core = _core.GroupIndex.from_codes(np.ascontiguousarray(codes.reshape(-1), dtype=np.int64), labels.size)
     return GroupIndex(core.order, core.offsets, labels, core.codes)

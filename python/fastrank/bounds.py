@@ -27,7 +27,7 @@ from scipy.sparse import csr_matrix, issparse
 
 from ._kernels import resolve_kernel
 from ._sparse import as_csr, canonical_csr, row_sq_norms
-from ._validation import as_float_matrix, as_real_array, check_precomputed_kernel, check_real
+from ._validation import as_float_matrix, as_real_array, check_precomputed_kernel, check_real, one_of
 from .metrics import magnitude_preserving_cost, stability_ranking_loss
 
 __all__ = ["agarwal_niyogi_score_stability_bound", "agarwal_niyogi_loss_stability_bound", "hinge_ranking_bound",
@@ -170,7 +170,7 @@ def magnitude_preserving_bound(m, C, kappa, M, delta, *, power=2, empirical=0.0)
     m, kappa, delta = _m_kappa_delta(m, kappa, delta)
     C = _positive(C, "C", "the trade-off constant C of 000 eq. 31 must be positive")
     M = _positive(M, "M", "hypotheses must satisfy |h(x) - y| <= M with M > 0")
-    if isinstance(power, (bool, np.bool_)) or power not in (1, 2):
+    if isinstance(power, (bool, np.bool_)) or not one_of(power, (1, 2)):
         raise ValueError(f"power must be 1 or 2 (the exponent n of the cost, 000 eqs. 65-66), got {power!r}")
     log_root = _log_root(m, math.log(math.log(2.0) - math.log(delta)))  # log sqrt((2/m) ln(2/delta))
     log_k2C = 2.0 * math.log(kappa) + math.log(C)
@@ -197,7 +197,7 @@ def empirical_term(estimator, X, y, term="l1", *, epsilon=0.0, n_jobs=None):
     "svr2" (with ``epsilon``).  The bounds are stated for one sample without query groups: all pairs count.
     """
 
-    if term not in _TERMS:
+    if not one_of(term, _TERMS):
         raise ValueError(f"term must be one of {_TERMS}, got {term!r}")
     zero = isinstance(epsilon, numbers.Real) and not isinstance(epsilon, (bool, np.bool_)) and epsilon == 0
     if not (zero or term.startswith("svr")):  # was ignored

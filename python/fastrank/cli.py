@@ -326,8 +326,10 @@ def _build_estimator(args, groups, y):
         params.update(alphas=parse_grid(args.alphas or ALPHA_GRID), cv=cv, scoring=args.scoring or default)
     if "verbose" in names and "verbose" not in params:  # estimators that report progress themselves
         params["verbose"] = args.progress
-    with _errors_as(UsageError, TypeError):
-        return cls(**params)
+    with _errors_as(UsageError, (TypeError, ValueError)):
+        est = cls(**params)
+        est._validate_params()  # a bad value is a usage error (exit 2) whether given by its flag or --param
+    return est
 
 
 def cmd_train(args):

@@ -31,7 +31,7 @@ from ._rankrls import RankRLS, RankRLSPath
 from ._solvers import Fit, basis_primal_weights, select_basis, solve_assembled_basis, solve_assembled_primal
 from ._threads import compute_region
 from ._validation import (_all_finite, _asarray, _to_float, check_alpha, check_alphas, check_group_ids, check_int,
-                          check_n_jobs, group_index)
+                          check_n_jobs, group_index, incomparable_ids)
 from .model_selection import permutation_test_lpo as _single
 from .online import OAPBPM, _check_labels, _declared_order
 
@@ -138,8 +138,8 @@ def _group_counts_block(i, start, g):
     check_group_ids(g, f"groups {_where(i, start, g.size)}", start or 0)
     try:
         return np.unique(g, return_counts=True)
-    except TypeError as exc:
-        raise TypeError(f"group ids in {_where(i, start, g.size)} must be mutually comparable: {exc}") from None
+    except TypeError:
+        raise incomparable_ids(g, f"group ids in {_where(i, start, g.size)}") from None
 
 
 def _merge_counts(*parts):

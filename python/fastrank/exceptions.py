@@ -10,13 +10,19 @@ from sklearn.exceptions import ConvergenceWarning
 
 from ._core import LinAlgError
 
-__all__ = ["LinAlgError", "IllConditionedWarning", "MissingGroupsWarning", "ModelFileWarning", "ConvergenceWarning"]
+__all__ = ["LinAlgError", "IllConditionedWarning", "MissingGroupsWarning", "ModelFileWarning", "ConvergenceWarning",
+           "ConstantModelWarning"]
 
 
 class IllConditionedWarning(UserWarning):
     """The linear system was solved but its estimated condition number is so large that the solution may be dominated by
     rounding error, or exact cross-validation ran at an alpha so small against the largest eigenvalue of S K S that its
     hold-out predictions lose digits (docs/design/exact-cv.md, "Accuracy"): increase ``alpha``."""
+
+
+class ConstantModelWarning(UserWarning):
+    """The fitted model scores every row alike (a zero weight vector, no boosting round): no feature tells apart the
+    rows of any preference pair (constant features, or pairs of identical rows), so its predictions rank nothing."""
 
 
 class ModelFileWarning(UserWarning):

@@ -29,7 +29,8 @@ from sklearn.utils import check_consistent_length
 
 from . import _core
 from ._problem import check_pairs
-from ._validation import _asarray, as_float_matrix, as_float_vector, check_bool, check_n_jobs, check_real, group_index
+from ._validation import (_asarray, as_float_matrix, as_float_vector, check_bool, check_n_jobs, check_real, group_index,
+                          one_of)
 from .exceptions import MissingGroupsWarning, user_stacklevel
 
 __all__ = [
@@ -64,7 +65,7 @@ def _as_pair(a, b, name_a="y_true", name_b="y_score"):
 
 
 def _check_average(average, allowed=_AVERAGES):
-    if average not in allowed:
+    if not one_of(average, allowed):
         raise ValueError(f"average must be one of {allowed}, got {average!r}")
 
 
@@ -145,10 +146,10 @@ def _tied_score_weight(tied_scores, ties, where):
         warnings.warn(f"{where}(ties=...) is renamed tied_scores=...: ties='error' is tied_scores='wrong', "
                       "ties='half' is tied_scores='half' (now the default)", FutureWarning,
                       stacklevel=user_stacklevel())
-        if ties not in ("error", "half"):
+        if not one_of(ties, ("error", "half")):
             raise ValueError(f"ties must be 'error' or 'half', got {ties!r}")
         tied_scores = "wrong" if ties == "error" else "half"
-    if tied_scores not in ("half", "wrong"):
+    if not one_of(tied_scores, ("half", "wrong")):
         raise ValueError(f"tied_scores must be 'half' (a tie is half an error) or 'wrong' (a tie is an error), "
                          f"got {tied_scores!r}")
     return 0.5 if tied_scores == "half" else 1.0
@@ -225,8 +226,10 @@ def kendall_distance(a, b, *, normalize=True):
 
 
 def spearman_footrule(a, b):
-    """Spearman's footrule sum_i |rank_a(i) - rank_b(i)| (003), tied items sharing the mean of their positions
-    (scipy.stats.rankdata(method="average")), so the value may be a half-integer.  O(m log m)."""
+    """Spearman's footrule sum_i |rank_a(i) - rank_b(i)| (003) between two rankings, tied items sharing the mean of
+    their positions (scipy.stats.rankdata(method="average")), so the value may be a half-integer.  O(m log m).  As a
+    measure of predictions b against targets a, the measure table's "footrule" (``discounted_error(a, b,
+    discount="none")``) takes the expected displacement over the orders of tied predictions instead."""
     a, b = _as_pair(a, b, "a", "b")
     # ranks by decreasing score, m + 1 - the increasing ones: the same displacements
     gi = group_index(None, a.shape[0])
@@ -240,7 +243,15 @@ def msd(y_true, y_score, groups=None, *, average="group"):
     paper) = 2 * the population variance of h(x) - y.  With groups: per group over n_g^2, groups of one row skipped;
     average "group" (default) or "pooled" (sum over groups / sum of n_g^2)."""
     _check_average(average)
-    return magnitude_preserving_cost(y_true, y_score, groups, average=average)
+    return _called_as("msd", magnitude_preserving_cost, y_true, y_score, groups, average=average)
+
+
+def _called_as(name, func, *args, **kwargs):
+    """``func(*args, **kwargs)``, its errors naming ``name``, the function the user called, not ``func``."""
+    try:
+        return func(*args, **kwargs)
+    except ValueError as exc:
+        raise ValueError(str(exc).replace(f"{func.__name__}:", f"{name}:", 1)) from None
 
 
 def _mp_total(y, f, gi, n, power):
@@ -264,7 +275,7 @@ def m1d(y_true, y_score, groups=None, *, average="group"):
     """Mean absolute difference of pairwise differences (000 eq. 68): (1/m^2) sum_ij |(h(x_j) - h(x_i)) - (y_j -
     y_i)|, O(m log m) by sorting h - y.  Groups and averages as :func:`msd`."""
     _check_average(average)
-    return magnitude_preserving_cost(y_true, y_score, groups, power=1, average=average)
+    return _called_as("m1d", magnitude_preserving_cost, y_true, y_score, groups, power=1, average=average)
 
 
 def discrete_ranking_loss(y_true, y_score, groups=None, *, average="group", n_jobs=None):
@@ -274,7 +285,8 @@ def discrete_ranking_loss(y_true, y_score, groups=None, *, average="group", n_jo
     weigh |y_i - y_j|, score ties half of it, over all C(m,2) pairs.  With groups: per group over C(n_g, 2), groups
     of one row skipped; average "group" (default) or "pooled" (sum / sum of C(n_g, 2))."""
     _check_average(average)
-    return stability_ranking_loss(y_true, y_score, groups, loss="disc", average=average, n_jobs=n_jobs)
+    return _called_as("discrete_ranking_loss", stability_ranking_loss, y_true, y_score, groups, loss="disc",
+                      average=average, n_jobs=n_jobs)
 
 
 # -- listwise / ordinal measures
@@ -292,7 +304,7 @@ def ndcg(y_true, y_score, groups=None, *, k=None, gain="exponential", average="g
     y, f, gi = _group_setup(y_true, y_score, groups, average, _PER_GROUP)
     if (y < 0).any():
         raise ValueError("ndcg needs non-negative relevance labels y_true")
-    if gain not in ("exponential", "linear"):
+    if not one_of(gain, ("exponential", "linear")):
         raise ValueError(f"gain must be 'exponential' or 'linear', got {gain!r}")
     if gain == "exponential" and y.max() > 1000:
         raise ValueError("y_true too large for exponential gain 2^y - 1; use gain='linear'")
@@ -315,7 +327,7 @@ def mean_rank_loss(y_true, y_pred, groups=None, *, scale="values", classes=None)
         ``average_rank_loss_`` = ``mean_rank_loss(y, yhat, scale="positions", classes=est.classes_)``.
     The two agree when the labels are the consecutive integers 1..k (the paper's ranks).  groups: the mean over
     groups of each group's average, the positions still those of the whole label set."""
-    if scale not in ("values", "positions"):
+    if not one_of(scale, ("values", "positions")):
         raise ValueError(f"scale must be 'values' (|yhat - y| on the labels) or 'positions' (rank steps in the "
                          f"ordered label set), got {scale!r}")
     if scale == "values" and classes is not None:
@@ -407,9 +419,9 @@ def magnitude_preserving_cost(y_true, y_score, groups=None, *, cost="mp", power=
     n_g^2; average "group" (mean over groups of >= 2 rows, default), "pooled" (sum / sum of n_g^2) or None (per
     group, NaN for one row).  O(m log m): Fenwick-tree sweeps ("hr", "hmp"), the closed forms of :func:`msd` /
     :func:`m1d` ("mp"), a sorted sweep ("svr")."""
-    if cost not in _COSTS:
+    if not one_of(cost, _COSTS):
         raise ValueError(f"cost must be one of {_COSTS} (000 eqs. 4-7), got {cost!r}")
-    if isinstance(power, (bool, np.bool_)) or power not in (1, 2):
+    if isinstance(power, (bool, np.bool_)) or not one_of(power, (1, 2)):
         raise ValueError(f"power must be 1 or 2 (the exponent n of 000 eqs. 4-7), got {power!r}")
     check_real(epsilon, "epsilon", "a finite number >= 0", lambda v: v >= 0)
     if epsilon != 0 and cost != "svr":
@@ -458,7 +470,7 @@ def stability_ranking_loss(y_true, y_score, groups=None, *, loss="hinge", gamma=
     All but "0-1" are 0 on equal labels, and l_disc <= l_gamma <= l_h at gamma = 1.  groups / average as
     :func:`magnitude_preserving_cost`, per group over C(n_g, 2).  O(m log m): Fenwick-tree sweeps over the pairs
     y_i > y_j; l_gamma = (1/gamma) sum [(gamma |d| - u)_+ - (-u)_+]."""
-    if loss not in _LOSSES:
+    if not one_of(loss, _LOSSES):
         raise ValueError(f"loss must be one of {_LOSSES} (002 Sect. 2, 4, 5.2), got {loss!r}")
     check_real(gamma, "gamma", "a finite number > 0", lambda v: v > 0)
     if gamma != 1.0 and loss != "gamma":
@@ -522,12 +534,16 @@ def discounted_error(y_true, y_score, groups=None, *, discount="log2", average="
     """Discounted error d_DE = sum_i v_i |sigma(x_i) - sigma'(x_i)| (003): rank displacements weighted down for items
     the truth ranks low, O(m log m).
 
-    sigma / sigma': ranks (1 = best, ties sharing their mean position) by decreasing ``y_true`` / ``y_score``,
-    restarting in each group.  v_i = discount(sigma(x_i)): "log2" 1/log2(1 + sigma) (the DCG discount, default),
-    "reciprocal" 1/sigma, "none" 1 (Spearman's footrule) or a callable of the array of true ranks.  average "group"
-    or None."""
+    sigma / sigma': ranks (1 = best) by decreasing ``y_true`` / ``y_score``, restarting in each group; rows of equal
+    ``y_true`` share the mean of their positions, and for rows of equal ``y_score`` the displacement is its expectation
+    over their orders (a constant prediction never scores better than a random one).  v_i = discount(sigma(x_i)):
+    "log2" 1/log2(1 + sigma) (the DCG discount, default), "reciprocal" 1/sigma, "none" 1 (Spearman's footrule) or a
+    callable of the array of true ranks.  average "group" or None."""
     y, f, gi = _group_setup(y_true, y_score, groups, average, _PER_GROUP)
-    rt, rp = _group_average_ranks(y, gi), _group_average_ranks(f, gi)
+    rt = _group_average_ranks(y, gi)
+    if not (callable(discount) or one_of(discount, ("log2", "reciprocal", "none", None))):
+        raise ValueError(f"discount must be 'log2', 'reciprocal', 'none' or a callable of the true ranks, got "
+                         f"{discount!r}")
     if callable(discount):
         w = _asarray(discount(rt.copy()), "discount(ranks)")
         if w.shape != rt.shape or w.dtype.kind not in "iufb" or not np.isfinite(w).all() or (w < 0).any():
@@ -536,13 +552,23 @@ def discounted_error(y_true, y_score, groups=None, *, discount="log2", average="
         w = 1.0 / np.log2(rt + 1.0)
     elif discount == "reciprocal":
         w = 1.0 / rt
-    elif discount is None or discount == "none":
-        w = np.ones_like(rt)
     else:
-        raise ValueError(f"discount must be 'log2', 'reciprocal', 'none' or a callable of the true ranks, got "
-                         f"{discount!r}")
-    per = np.bincount(gi.codes, weights=w * np.abs(rt - rp), minlength=gi.n_groups)
+        w = np.ones_like(rt)
+    per = np.bincount(gi.codes, weights=w * _expected_displacement(rt, f, gi), minlength=gi.n_groups)
     return per if average is None else float(per.mean())
+
+
+def _expected_displacement(r, f, gi):
+    """E |r_i - U_i| per row, U_i uniform on the positions s + 1 .. s + b of the block of rows tied with row i in
+    ``f`` (by decreasing f inside each group): sum_u |r - u| split at floor(r), O(1) a row."""
+    rk = _Ranked(f, f, gi)
+    lo = np.empty(f.shape[0])
+    b = np.empty(f.shape[0])
+    lo[rk.order], b[rk.order] = (rk.start + 1.0)[rk.block], rk.size[rk.block].astype(np.float64)
+    hi = lo + b - 1.0
+    k = np.clip(np.floor(r), lo - 1.0, hi)  # positions lo..k lie at or below r, k + 1..hi above
+    below, above = k - lo + 1.0, hi - k
+    return (below * r - below * (lo + k) / 2.0 + above * (k + 1.0 + hi) / 2.0 - above * r) / b
 
 
 def edge_disagreement(pairs, y_score, weights=None, *, tied_scores="half", ties=None):
@@ -757,7 +783,7 @@ def err_at_k(y_true, y_score, groups=None, *, k=None, max_grade=None, average="g
             raise ValueError("grades too large for the gain 2^g - 1; rescale y_true")
         raise ValueError(f"max_grade={gmax:g} is too large for the gain 2^g - 1 (at most 1000); give the largest "
                          "grade of the scale, or None for the largest y_true")
-    Rsat = (np.exp2(ys) - 1.0) / np.exp2(gmax)
+    Rsat = np.where(ys < 1.0, np.expm1(ys * np.log(2.0)), np.exp2(ys) - 1.0) / np.exp2(gmax)  # no cancellation
     # prod (1 - R_i) over the earlier blocks of the group (the same for every order inside them): log-sums, with exact
     # zeros for R_i = 1 counted apart
     one = Rsat >= 1.0
@@ -831,7 +857,7 @@ def agree(y_true, y_score, groups=None, *, normalize=True, average="group"):
 # whose scores tie -- a tied relevant pair is 1/2 an error (the pairwise measures, AUC, Kendall, AGREE, the stability
 # 0-1/discrete losses), NDCG averages the gains of a tied block over its positions, the position error counts a tied
 # wrong item 1/(t + 1) when t targets tie with it, and the rank displacement measures (Spearman's footrule, the
-# discounted error) give tied rows their expected position (the mean of the block's positions).  The value therefore
+# discounted error) take the expected displacement of tied rows over the block's positions.  The value therefore
 # never depends on the order of the input rows, and a constant prediction never looks better than a random one.
 
 
@@ -915,8 +941,8 @@ _entry("disagreement", pairwise_disagreement, False, "fraction of relevant pairs
 _entry("auc", _pairwise_accuracy, True, "1 - disagreement: AUC of binary labels, pairwise accuracy of graded ones",
        aliases=("pairwise_accuracy",))
 _entry("kendall_distance", _kendall_tied_half, False, "discordant pairs / C(n, 2) (003)", aliases=("kendall",))
-_entry("spearman_footrule", spearman_footrule, False, "sum of rank displacements (003)",
-       aliases=("footrule",))
+_entry("spearman_footrule", discounted_error, False, "sum of rank displacements (003)", aliases=("footrule",),
+       discount="none")
 _entry("position_error", position_error, False, "wrong items ranked above the best target (003)")
 _entry("discounted_error", discounted_error, False, "discounted rank displacements (003)")
 _entry("agree", agree, True, "AGREE(sigma, f) / number of pairs, f from the targets (003, Cohen et al.)")
@@ -1127,7 +1153,7 @@ def make_ranking_scorer(measure, *, greater_is_better=None, response_method="pre
         search = GridSearchCV(RankRLS().set_fit_request(groups=True), {"alpha": [0.1, 1, 10]},
                               cv=GroupKFold(3), scoring=scorer).fit(X, y, groups=groups)
     """
-    if response_method not in ("predict", "decision_function"):
+    if not one_of(response_method, ("predict", "decision_function")):
         raise ValueError(f"response_method must be 'predict' or 'decision_function', got {response_method!r}")
     if greater_is_better is not None and not isinstance(greater_is_better, (bool, np.bool_)):  # "no" read as True
         raise ValueError(f"greater_is_better must be None, True or False, got {greater_is_better!r}")

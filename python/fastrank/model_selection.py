@@ -13,8 +13,8 @@ Conventions.
   used.  Linear kernel with n_features < m and solver "auto"/"primal": the spectral factor of ``S X X^T S`` comes from
   the n x n matrix ``(S X)^T (S X)`` (O(m n^2 + m^2 n), no m x m eigendecomposition); ``solver="dual"`` or another
   kernel uses the m x m factors, which handle singular K exactly (the paper's limit interpretation of Lemma 2).
-  ``exclude_ties=True`` is retrained exactly through one LU factor of ``L K + alpha I`` and a Woodbury update per
-  touched group.
+  ``exclude_ties=True`` is retrained exactly (its tied pairs stay excluded) through one Cholesky factor of
+  ``S K S + alpha I`` per alpha and an update per hold-out set or pair of tie cells (docs/design/exact-cv.md).
 * ``X``: (m, n_features) array, or (m, m) kernel when ``kernel="precomputed"``; ``y``: (m,) or (m, v) scores, and the
   predictions (m,) or (m, v) alike; ``groups``: optional (m,) group ids.
 * Group weightings other than "unweighted": removing inputs does NOT renormalise; the retrained model keeps the weight
@@ -36,6 +36,7 @@ import numpy as np
 
 from sklearn.utils import check_random_state
 
+from ._base import feature_names
 from ._exactcv import PreferenceRoute, alike, check_sets, engine_for, resolve_folds, spec_of
 from ._kernels import twin_rows
 from ._memory import check_dense_memory
@@ -251,6 +252,7 @@ class Factorization:
         # factors are computed when a question first needs them (one alpha: Cholesky routes, no eigendecomposition)
         self._engine = engine_for(estimator, X, y, groups, min_rows=min_rows, verbose=verbose)
         self._estimator = estimator
+        self._feature_names = feature_names(X)  # solve's models refuse X with these columns reordered
 
     @staticmethod
     def _alpha(alpha):
@@ -296,7 +298,10 @@ class Factorization:
                              "fastrank.rankrls_path)")
         keep = ("kernel", "gamma", "degree", "coef0", "group_weighting", "n_jobs", "exclude_ties")
         est = RankRLS(alpha=alpha, **{k: v for k, v in self._estimator.get_params(deep=False).items() if k in keep})
-        return est._apply_engine_fit(self._engine, alpha)
+        est = est._apply_engine_fit(self._engine, alpha)
+        if self._feature_names is not None:
+            est.feature_names_in_ = self._feature_names
+        return est
 
 
 def factorize(estimator, X, y, groups=None, *, verbose=0):

@@ -78,7 +78,15 @@ def _check_labels(y, n_rows, *, label_set_fixed=False):
         raise ValueError("Input y contains NaN or infinity.")
     classes = _sorted_classes(y, "y")  # orderability and NaN first: a clear message for mixed types
     if not label_set_fixed:
-        check_classification_targets(y)
+        try:
+            check_classification_targets(y)
+        except ValueError:  # scikit-learn's "Unknown label type: continuous ... classifier" text
+            example = next((v for v in classes.tolist() if float(v) != round(float(v))), None)
+            raise ValueError(f"Unknown label type: y holds continuous values"
+                             f"{'' if example is None else f' (e.g. {example!r})'}: the on-line ordinal learners rank "
+                             "into ordered classes; give integer or string grades, fix the ordered label set with "
+                             "partial_fit(..., classes=...), or use a ranker of real-valued targets (RankRLS, "
+                             "RankSVM)") from None
     return y, _declared_order(y_in, classes)
 
 
@@ -204,6 +212,9 @@ class _OnlineOrdinal(ClassifierMixin, FastrankEstimator):
         self.n_samples_seen_ = 0  # distinct examples passed to partial_fit (precomputed kernel columns)
         self._losses = np.zeros(0, dtype=np.int32)
 
+    def _check_continuation(self):
+        """Refuse to continue a stream whose model set_params has changed in shape since it began."""
+
     def _append_losses(self, losses):
         self.n_seen_ += losses.size
         self._losses = np.concatenate([self._losses, losses.astype(np.int32)])
@@ -253,8 +264,9 @@ class _OnlineOrdinal(ClassifierMixin, FastrankEstimator):
         i-th example of the stream), so X needs at least ``n_samples_seen_ + len(X)`` columns.
         """
         first = not hasattr(self, "classes_")
-        if first:
-            self._validate_params()
+        self._validate_params()  # set_params may have changed them since the stream began
+        if not first:
+            self._check_continuation()
         declared = _declared_order(y, None)
         X = self._check_X(X, reset=first)
         y, y_classes = _check_labels(y, X.shape[0], label_set_fixed=not first or classes is not None)
@@ -319,6 +331,14 @@ class _OAPBase(KernelMixin, _OnlineOrdinal):
                   "svX": (0, 0 if spec.precomputed else n_features)}
         for key, attr in self._state_attrs().items():
             setattr(self, attr, np.zeros(shapes[key], dtype=self._STATE_DTYPES.get(key, np.float64)))
+
+    def _check_continuation(self):
+        members, spec = self._members_tau_variant()[0], self._kernel_spec(self.n_features_in_)
+        was = (self.members_thresholds_.shape[0], self._kernel_kind, tuple(self._kernel_args))
+        if (members, spec.kind, (spec.gamma, spec.degree, spec.coef0)) != was:  # the members' arrays and kernel
+            raise ValueError(f"partial_fit continues the stream's {was[0]} member(s) and {was[1]} kernel (gamma, "
+                             f"degree, coef0 = {was[2]}), but set_params changed n_estimators or the kernel since; "
+                             "call fit to start again with them")
 
     def _state_attrs(self):
         """{name in the compiled passes' state: the member array holding it}."""
@@ -654,7 +674,8 @@ class WidrowHoff(_OnlineOrdinal):
     s = w.x + b; after predicting, w <- w + eta (r - s) x and b <- b + eta (r - s) with r the rank
     (1..k) of the label; predictions round s to the nearest rank, clipped to 1..k.  An update
     multiplies its own example's error by 1 - eta (||x||^2 + 1), so a fixed eta >= 2 / (||x||^2 + 1)
-    diverges (an error is raised on overflow): eta = 0.1 diverges on 136 standardised features.
+    diverges (:class:`fastrank.exceptions.ConvergenceWarning` when a row of X allows it, an error on overflow): eta =
+    0.1 diverges on 136 standardised features.
 
     Parameters
     ----------
@@ -677,6 +698,15 @@ class WidrowHoff(_OnlineOrdinal):
     def _stream(self, X, ranks, src):
         w = np.array(self.coef_, dtype=np.float64)
         auto = isinstance(self.eta, str)
+        if not auto and X.shape[0]:
+            with np.errstate(over="ignore"):
+                largest = float(np.max(np.einsum("ij,ij->i", X, X))) + bool(self.fit_intercept)
+            if float(self.eta) * largest >= 2.0:  # that row's update multiplies its error by 1 - eta (||x||^2 + 1)
+                warnings.warn(f"WidrowHoff: eta={float(self.eta):.3g} is at least 2 / (||x||^2 + "
+                              f"{int(self.fit_intercept)}) = {2.0 / largest:.3g} for the largest row of X: its updates "
+                              "overshoot and the weights may diverge; use eta='auto' (normalised LMS) or a smaller eta",
+                              ConvergenceWarning,
+                              stacklevel=user_stacklevel())
         losses, b = _core.widrow_hoff_fit(X, ranks, self.classes_.size, _NLMS_STEP if auto else float(self.eta),
                                           bool(self.fit_intercept), w, float(self.intercept_), normalized=auto)
         self.coef_, self.intercept_ = w, float(b)

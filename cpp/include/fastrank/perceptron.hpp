@@ -67,8 +67,8 @@ IntVector oap_linear_fit(RowMatrixCRef X, IndexVectorCRef y, const OapParams& p,
 // The expansion examples ("support") are listed by stream time `sv_time` (increasing) and either
 // their features (`sv_X`, S x d) or, for a precomputed kernel, their column `sv_src` in the rows of X.
 // `src` gives, per example of this call, its own column in X (precomputed) — unused otherwise.
-// `budget` > 0 keeps only support examples with t - time < budget in every member's expansion
-// (a sliding-window truncation; 0 = unbounded).  Returns the per-example ensemble losses and the
+// `budget` > 0 keeps only support examples with t - time <= budget (the last `budget` rounds) in every
+// member's expansion (a sliding-window truncation; 0 = unbounded).  Returns the per-example ensemble losses and the
 // new support state (appended examples are those on which at least one member updated).
 struct KernelOapState {
   RowMatrix A;          // N x S coefficients

@@ -32,6 +32,9 @@ struct SolveReport {
 // its Cholesky factor (one alpha) or its eigenvectors (several).  Throws LinAlgError if a
 // system is not numerically positive definite.
 Matrix solve_shifted_system(MatrixRef G, MatrixCRef R, const Vector& alphas, SolveReport* report);
+// The same for a primal system X^T L X (``primal``): refused only when singular to working precision (reciprocal
+// condition number <= r eps), not for an alpha below its rounding level, which a full-rank system does not need.
+Matrix solve_shifted_system(MatrixRef G, MatrixCRef R, const Vector& alphas, SolveReport* report, bool primal);
 
 // A solver of the shifted systems (G + alpha_k I) U_k = R (solve_shifted_system, or the
 // tridiagonal path of tridiag_path.hpp).

@@ -24,6 +24,9 @@ namespace fastrank {
 // bisection), as on the eigendecomposition path.  Throws LinAlgError if a shifted system is not
 // numerically positive definite.
 Matrix solve_shifted_system_tridiag(MatrixRef G, MatrixCRef R, const Vector& alphas, SolveReport* report);
+// With ``primal``: solve_shifted_system's rule for a primal system X^T L X.
+Matrix solve_shifted_system_tridiag(MatrixRef G, MatrixCRef R, const Vector& alphas, SolveReport* report,
+                                    bool primal);
 
 // rankrls_dual_scores through the tridiagonal path (same inputs and result).
 Matrix rankrls_dual_scores_tridiag(MatrixRef K, const GroupStructure& groups, MatrixCRef Y, const Vector& alphas,

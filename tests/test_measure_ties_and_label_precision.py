@@ -1,0 +1,135 @@
+"""Measures against their definitions where rounding or ties used to change them: labels that differ in their last
+bits stay distinct, the rank displacement measures take the expectation over the orders of tied predictions (a
+constant prediction never beats a random one), exponential gains of tiny grades keep their group, and inputs or
+options of the wrong kind are refused by name."""
+
+import itertools
+
+import numpy as np
+import pytest
+
+import fastrank
+import fastrank.bounds as B
+import fastrank.metrics as M
+
+
+def _oracle_disagreement(y, f):
+    num = den = 0.0
+    for i, j in itertools.combinations(range(len(y)), 2):
+        if y[i] != y[j]:
+            den += 1
+            d = (y[i] - y[j]) * (f[i] - f[j])
+            num += 1.0 if d < 0 else 0.5 if f[i] == f[j] else 0.0
+    return num / den
+
+
+def test_labels_a_rounding_apart_are_not_tied():
+    # y - min(y) rounds 1 and 1 - 2^-53 to the integer 1 when min(y) = -1e-16: the table of integer labels merged them
+    y = np.array([-1e-16, 1.0, np.nextafter(1.0, 0.0), 2.0])
+    f = np.array([0.0, 1.0, 2.0, 0.5])
+    ranks, values = M._label_ranks(y)
+    assert np.unique(ranks).size == 4 and np.array_equal(values[ranks], y)
+    pairs = list(itertools.combinations(range(4), 2))
+    expected = _oracle_disagreement(y, f)
+    assert M.pairwise_disagreement(y, f) == pytest.approx(expected, rel=1e-15)
+    assert M.pairwise_disagreement(y, f, sample_weight=np.ones(4)) == pytest.approx(expected, rel=1e-15)
+    discordant = sum((y[i] - y[j]) * (f[i] - f[j]) < 0 for i, j in pairs)
+    assert M.kendall_distance(y, f, normalize=False) == discordant
+    assert M.stability_ranking_loss(y, f, loss="0-1") == pytest.approx(discordant / 6, rel=1e-15)
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_near_integer_labels_against_the_pairs(seed):
+    rng = np.random.default_rng(seed)
+    base = rng.integers(-3, 4, 12).astype(float)
+    y = base + rng.choice([0.0, 1.0, -1.0], 12) * np.spacing(base) * rng.integers(0, 2, 12)
+    y[0] += rng.choice([0.0, -1e-16, 1e-16])
+    f = rng.integers(0, 4, 12).astype(float)
+    if np.unique(y).size > 1:
+        assert M.pairwise_disagreement(y, f) == pytest.approx(_oracle_disagreement(y, f), rel=1e-14)
+
+
+def _expected_displacement_oracle(y, f, groups, discount):
+    """Mean over every order of the tied predictions of sum_i v_i |sigma(x_i) - sigma'(x_i)|, per group."""
+    from scipy.stats import rankdata
+    out = []
+    for g in np.unique(groups):
+        yq, fq = y[groups == g], f[groups == g]
+        rt = rankdata(-yq)  # tied labels: mean position
+        v = {"none": np.ones_like(rt), "log2": 1.0 / np.log2(1.0 + rt), "reciprocal": 1.0 / rt}[discount]
+        blocks = [np.flatnonzero(fq == s) for s in sorted(set(fq), reverse=True)]
+        totals = []
+        for orders in itertools.product(*[itertools.permutations(b) for b in blocks]):
+            pos = np.empty(len(fq))
+            pos[np.concatenate([np.array(o, dtype=int) for o in orders])] = np.arange(1, len(fq) + 1)
+            totals.append(float(np.sum(v * np.abs(rt - pos))))
+        out.append(np.mean(totals))
+    return np.array(out)
+
+
+@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("discount", ["none", "log2", "reciprocal"])
+def test_displacement_measures_take_the_expectation_over_tied_predictions(seed, discount):
+    rng = np.random.default_rng(seed)
+    m = 9
+    y = rng.integers(0, 3, m).astype(float)
+    f = rng.integers(0, 3, m).astype(float)  # ties in both
+    groups = rng.integers(0, 2, m)
+    expected = _expected_displacement_oracle(y, f, groups, discount)
+    got = M.discounted_error(y, f, groups, discount=discount, average=None)
+    np.testing.assert_allclose(got, expected, rtol=1e-13)
+    if discount == "none":
+        assert M.get_measure("footrule")(y, f, groups) == pytest.approx(expected.mean(), rel=1e-13)
+
+
+def test_a_constant_prediction_never_beats_a_random_one():
+    y = np.array([5.0, 4, 3, 2, 1])
+    rng = np.random.default_rng(0)
+    for name in ("footrule", "discounted_error"):
+        measure = M.get_measure(name)
+        random_mean = np.mean([measure(y, rng.permutation(5).astype(float)) for _ in range(3000)])
+        assert measure(y, np.zeros(5)) == pytest.approx(random_mean, rel=0.03)
+    assert M.get_measure("footrule")(y, np.zeros(5)) == 8.0  # mean of sum |i - pi(i)| over the 120 orders
+    assert M.spearman_footrule(y, np.zeros(5)) == 6.0  # two rankings compared by mean positions, as documented
+
+
+def test_exponential_gain_of_a_tiny_grade_keeps_its_group():
+    f = np.array([0.0, 1.0, 1.0, 0.0])
+    got = M.ndcg(np.array([1e-17, 0, 1, 0.0]), f, [0, 0, 1, 1], average=None)
+    np.testing.assert_allclose(got, [1 / np.log2(3), 1.0], rtol=1e-15)  # one relevant row at position 2
+    assert M.ndcg([1e-17, 0.0], [0.0, 1.0]) == pytest.approx(1 / np.log2(3), rel=1e-15)
+    # ERR's satisfaction probabilities keep their digits too: R = (2^g - 1) / 2^gmax
+    assert M.err_at_k([1e-17, 0.0], [1.0, 0.0], max_grade=1.0) == pytest.approx(1e-17 * np.log(2) / 2, rel=1e-12)
+
+
+@pytest.mark.parametrize("bad", [{"a": 1}, {1, 2}, (v for v in [1.0, 2.0])])
+def test_non_array_inputs_are_refused_by_name(bad):
+    with pytest.raises(TypeError, match="y_true must be numeric"):
+        M.ndcg(bad, [1.0, 2.0])
+    with pytest.raises(TypeError, match="sample_weight"):
+        M.pairwise_disagreement([1.0, 0.0], [1.0, 2.0], sample_weight=bad)
+    X = np.random.default_rng(0).normal(size=(10, 2))
+    with pytest.raises(TypeError, match="must be numeric"):
+        fastrank.RankRLS().fit(X, np.arange(10.0)).score(X, bad)
+
+
+@pytest.mark.parametrize("call, name", [
+    (lambda v: M.magnitude_preserving_cost([3.0, 2, 0, 1], [0.1, 0.4, 0.3, 0.2], power=v), "power"),
+    (lambda v: B.magnitude_preserving_bound(10, 1, 1, 1, 0.1, power=v), "power"),
+    (lambda v: M.magnitude_preserving_cost([3.0, 2, 0, 1], [0.1, 0.4, 0.3, 0.2], cost=v), "cost"),
+    (lambda v: M.ndcg([3.0, 2, 0, 1], [0.1, 0.4, 0.3, 0.2], average=v), "average"),
+    (lambda v: M.pairwise_disagreement([3.0, 2, 0, 1], [0.1, 0.4, 0.3, 0.2], tied_scores=v), "tied_scores"),
+    (lambda v: M.stability_ranking_loss([3.0, 2, 0, 1], [0.1, 0.4, 0.3, 0.2], loss=v), "loss"),
+    (lambda v: M.discounted_error([3.0, 2, 0, 1], [0.1, 0.4, 0.3, 0.2], discount=v), "discount"),
+    (lambda v: M.mean_rank_loss([3.0, 2, 0, 1], [0.1, 0.4, 0.3, 0.2], scale=v), "scale"),
+    (lambda v: B.empirical_term(None, None, None, term=v), "term"),
+])
+def test_array_valued_options_are_refused_by_name(call, name):
+    with pytest.raises(ValueError, match=rf"^{name} must be .*got array\("):
+        call(np.array([1, 2]) if name == "power" else np.array(["a", "b"]))
+
+
+@pytest.mark.parametrize("func", [M.msd, M.m1d, M.discrete_ranking_loss])
+def test_wrappers_name_themselves(func):
+    with pytest.raises(ValueError, match=rf"^{func.__name__}: there is no pair to evaluate"):
+        func([1.0], [1.0])

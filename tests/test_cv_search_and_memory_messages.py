@@ -47,6 +47,6 @@ def test_memory_error_states_a_fractional_matrix_count(monkeypatch):
     monkeypatch.setenv("FASTRANK_MAX_DENSE_BYTES", "1000")
     rng = np.random.default_rng(0)
     X, y = rng.normal(size=(12, 3)), rng.normal(size=12)
-    with pytest.raises(MemoryError, match=r"^fastrank: this solver would allocate 1\.2 x a dense 12 x 12 kernel matrix "
+    with pytest.raises(MemoryError, match=r"^fastrank: this step would allocate 1\.2 x a dense 12 x 12 kernel matrix "
                                           r"\(1\.[34] KB\), more than the limit of 1000 B"):
         fastrank.RankRLS(kernel="rbf").fit(X, y)

@@ -264,7 +264,8 @@ def test_boolean_mask_hold_out_sets_are_their_rows():
 def test_memory_limit_that_is_not_positive_is_refused(monkeypatch, value):
     monkeypatch.setenv("FASTRANK_MAX_DENSE_BYTES", value)
     X, y = _data()
-    with pytest.raises(ValueError, match=rf"^FASTRANK_MAX_DENSE_BYTES='{value}' must be positive$"):
+    with pytest.raises(ValueError, match=rf"^FASTRANK_MAX_DENSE_BYTES='{value}' must be a finite byte count of at "
+                                         r"least 1 \(or 0 / none: no limit\)$"):
         fastrank.RankRLS(kernel="rbf").fit(X, y)
 
 

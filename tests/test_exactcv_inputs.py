@@ -161,7 +161,7 @@ def test_feature_space_hold_outs_guard_the_dense_copy_of_sparse_X(monkeypatch):
     est = fastrank.RankRLS()
     for call in (lambda: ms.kfold_predictions(est, X, y, 3), lambda: ms.holdout_predictions(est, X, y, [[0, 1]]),
                  lambda: ms.leave_pair_out(est, X, y, pairs=[[0, 1]], groups=np.arange(300) // 10)):
-        with pytest.raises(MemoryError, match="dense 300 x 20 dense copy of the sparse X"):
+        with pytest.raises(MemoryError, match="dense 300 x 20 copy of the sparse X"):
             call()
 
 

@@ -185,7 +185,8 @@ def test_displays_without_label_or_chosen_alpha():
 
 
 def test_display_input_messages():
-    with pytest.raises(ValueError, match=r"alphas and scores must be 1-D of the same length, got \(2,\) and \(1,\)"):
+    with pytest.raises(ValueError, match=r"alphas and scores must be non-empty, 1-D and of the same length, got \(2,\) "
+                                         r"and \(1,\)"):
         CVCurveDisplay([1.0, 2.0], [1.0])
     with pytest.raises(ValueError, match=r"curve must be a non-empty 1-D array \(estimator.rank_loss_curve\(\)\)"):
         RankLossCurveDisplay([])

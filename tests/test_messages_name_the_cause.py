@@ -147,7 +147,7 @@ def test_searches_name_themselves_and_bad_ids_and_seeds_are_named():
     with pytest.raises(InvalidParameterError, match="The 'group_weighting' parameter of RankRLSCV must be"):
         fastrank.RankRLSCV(group_weighting="x").fit(X, y, g)
     with pytest.raises(ValueError, match=r"random_state \(the seed drawing basis_vectors rows\) must be None, an "
-                                         r"int or a numpy.random.RandomState, got 'x'"):
+                                         r"int in \[0, 2\*\*32 - 1\] or a numpy.random.RandomState, got 'x'"):
         DaskRankRLS(kernel="rbf", basis_vectors=4, random_state="x").fit(X, y)
     mixed = np.array(["a"] + list(g[1:]), dtype=object)
     with pytest.raises(TypeError, match=r"group ids must be mutually comparable, all numbers or all strings; got the "

@@ -56,7 +56,8 @@ PARAM_DOCS = {
     "degree": "degree : float, default=3\n    Polynomial degree.",
     "coef0": "coef0 : float, default=1.0\n    Polynomial offset.",
     "n_jobs": """n_jobs : int or None, default=None
-    Threads of the C++ core: None or -1 every core (as the BLAS/LAPACK calls do), -2 all but one, k > 0 k threads.
+    Threads of the C++ core: None or -1 every usable core (the process's CPU affinity, at most OMP_NUM_THREADS when
+    set), -2 all but one, k > 0 k threads.
     Exact cross-validation takes at most that many, fewer when the problem is too small for more to pay.""",
     "verbose": 'verbose : int, bool or "auto", default=0\n    Progress on stderr (:mod:`fastrank._progress`).',
     "group_weighting": """group_weighting : {"unweighted", "per_query", "per_object", "normalized"}, default="unweighted"

@@ -187,7 +187,7 @@ class DualRoute(_Route):
         super().__init__(engine)
         self.low_rank = low_rank
         # the rank-n factor needs S X, which block centring makes dense: m x n, n < m
-        self.Xd = np.ascontiguousarray(densified(self.Xg, "dense copy of the sparse X (linear low-rank route)")) \
+        self.Xd = np.ascontiguousarray(densified(self.Xg, "copy of the sparse X (linear low-rank route)")) \
             if low_rank else None
         self.Yg = np.asfortranarray(self.groups.take(self.problem.targets_centred()))  # for the formulas only
         self.group_args = (self.groups.order, self.groups.offsets, self.problem.pair_weight())

@@ -127,7 +127,7 @@ def _core_args(Phi, Y, codes, normalized, pair_weight, groups):
     if pair_weight is None:
         pair_weight = pair_weights(gi.sizes, "normalized" if normalized else "unweighted")
     weight = np.ascontiguousarray(pair_weight, dtype=np.float64)
-    rows = np.ascontiguousarray(densified(Phi, "dense copy of the sparse X (feature-space hold-out)"), dtype=np.float64)
+    rows = np.ascontiguousarray(densified(Phi, "copy of the sparse X (feature-space hold-out)"), dtype=np.float64)
     return (rows, np.ascontiguousarray(Y), gi.order, gi.offsets, weight), gi
 
 

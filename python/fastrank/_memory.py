@@ -29,14 +29,16 @@ def available_memory():
 
 
 def _parse_bytes(text):
-    """Bytes of ``2000000000``, ``512M``, ``8G``, ``8GB`` or ``8GiB`` (K/M/G/T: powers of 1024)."""
+    """Bytes of ``2000000000``, ``512M``, ``8G``, ``8GB`` or ``8GiB`` (K/M/G/T: powers of 1024); None for 0."""
     number, unit = re.fullmatch(r"(.*?)([KMGT]?)I?B?", str(text).strip().upper()).groups()
     try:
         value = float(number) * 2.0 ** (10 * " KMGT".index(unit))
     except ValueError:
         raise ValueError(f"{ENV_LIMIT}={text!r} is not a byte count (examples: 2000000000, 512M, 8G)") from None
-    if not np.isfinite(value) or value <= 0:
-        raise ValueError(f"{ENV_LIMIT}={text!r} must be positive")
+    if value == 0:  # 0, 00, 0.0, 0B: no limit, as "0"
+        return None
+    if not (np.isfinite(value) and value >= 1):
+        raise ValueError(f"{ENV_LIMIT}={text!r} must be a finite byte count of at least 1 (or 0 / none: no limit)")
     return value
 
 
@@ -45,7 +47,7 @@ def dense_memory_limit():
     K/M/G/T suffix; ``0``/``none`` disables the guard, None) if set, else half of :func:`available_memory`."""
     env = os.environ.get(ENV_LIMIT)
     if env and env.strip():
-        return None if env.strip().lower() in ("0", "none", "off", "inf") else _parse_bytes(env)
+        return None if env.strip().lower() in ("0", "none", "off", "inf", "infinity") else _parse_bytes(env)
     avail = available_memory()
     return None if avail is None else 0.5 * avail
 
@@ -71,15 +73,15 @@ def check_dense_memory(n_rows, n_matrices=1, what="kernel matrix", *, n_cols=Non
     if limit is not None and need > limit:
         shape = f"{int(n_rows)} x {int(n_cols)}"
         count = f"{round(float(n_matrices), 2):g} x " if n_matrices != 1 else ""  # counts may be fractional (1.2)
-        raise MemoryError(f"fastrank: this solver would allocate {count}a dense {shape} {what} ({_fmt_bytes(need)}), "
+        raise MemoryError(f"fastrank: this step would allocate {count}a dense {shape} {what} ({_fmt_bytes(need)}), "
                           f"more than the limit of {_fmt_bytes(limit)} (half of the available memory unless "
                           f"{ENV_LIMIT} is set). {advice}")
     return need
 
 
-def densified(X, what="dense copy of the sparse input X"):
+def densified(X, what="copy of the sparse input X", advice=_RANKRLS_ADVICE):
     """A scipy.sparse X as a C-ordered float64 array, behind the memory guard; dense X unchanged."""
     if not sp.issparse(X):
         return X
-    check_dense_memory(X.shape[0], 1, what, n_cols=X.shape[1])
+    check_dense_memory(X.shape[0], 1, what, n_cols=X.shape[1], advice=advice)
     return np.ascontiguousarray(X.toarray(), dtype=np.float64)

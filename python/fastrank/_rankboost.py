@@ -249,9 +249,13 @@ def rankboost_path(X, y, n_estimators, groups=None, *, cv=5, scoring=None, refit
     for k, (train, test) in enumerate(progress.iterate(folds, desc="rankboost_path", unit="fold", verbose=verbose)):
         est = base.fit(X[train], y[train], None if g is None else g[train])
         g_test = None if g is None else g[test]
-        staged = [measure(y[test], f, g_test) for f in est.staged_predict(X[test])]
-        if not staged:  # no round: the constant ranker
-            staged = [measure(y[test], np.zeros(test.size), g_test)]
+        try:
+            staged = [measure(y[test], f, g_test) for f in est.staged_predict(X[test])]
+            if not staged:  # no round: the constant ranker
+                staged = [measure(y[test], np.zeros(test.size), g_test)]
+        except ValueError as exc:  # e.g. a test fold whose targets all tie: the measure has nothing to score
+            raise ValueError(f"rankboost_path: test fold {k} ({test.size} rows) cannot be scored by {measure.name!r}: "
+                             f"{exc}; use fewer or shuffled folds (cv), or another scoring") from None
         # beyond the rounds performed the model is the one that stopped
         scores[k] = [staged[min(t, len(staged)) - 1] for t in grid]
     path = RankBoostPath(grid, scores, measure, None)

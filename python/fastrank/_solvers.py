@@ -20,14 +20,14 @@ import numpy as np
 from scipy.linalg import LinAlgWarning
 from scipy.sparse.linalg import LinearOperator
 from scipy.sparse.linalg import cg as sparse_cg
-from sklearn.utils import check_random_state
 
 from . import _core
 from ._kernels import kernel_block
 from ._memory import check_dense_memory
 from ._problem import WEIGHTINGS, PreferenceGraph, RankingProblem, check_features, features_without_group_offsets
 from ._sparse import as_csr, issparse, take_rows
-from ._validation import _asarray, check_alpha, check_alphas, check_int, check_n_jobs, check_real, group_index
+from ._validation import (_asarray, check_alpha, check_alphas, check_int, check_n_jobs, check_real, check_seed,
+                          group_index)
 from .exceptions import ConvergenceWarning, IllConditionedWarning, user_stacklevel
 
 __all__ = [
@@ -479,11 +479,7 @@ def select_basis(n_rows, basis_vectors, random_state=None):
             raise ValueError(f"basis_vectors={r} must be between 1 and the number of training rows ({n_rows})")
         if r == n_rows:
             return np.arange(n_rows, dtype=np.int64)
-        try:
-            rng = check_random_state(random_state)
-        except ValueError:
-            raise ValueError(f"random_state (the seed drawing basis_vectors rows) must be None, an int or a "
-                             f"numpy.random.RandomState, got {random_state!r}") from None
+        rng = check_seed(random_state, "random_state (the seed drawing basis_vectors rows)")
         return np.sort(rng.choice(n_rows, size=r, replace=False)).astype(np.int64)
     return check_indices(basis_vectors, n_rows, "basis_vectors (a positive int or row indices)", negative=True)
 

@@ -104,20 +104,34 @@ def _open(path):
 def _scan(path, parse=_parse_line):
     """Yield (line number, parse(text)) for every data line (the text before any "#", not blank); a
     malformed line is a ValueError naming file:line, an unreadable file one naming the file."""
+    lineno = 0
     try:
         with _open(path) as fh:
-            for lineno, raw in enumerate(fh, start=1):
-                try:  # a comment may hold any bytes
-                    line = raw.split(b"#", 1)[0].decode().strip()
-                    if line:
-                        yield lineno, parse(line)
-                except UnicodeDecodeError:
-                    raise ValueError(f"{path}:{lineno}: line is not valid UTF-8 text (is this a binary "
-                                     "file?)") from None
-                except _LineError as exc:
-                    raise ValueError(f"{path}:{lineno}: {exc}") from None
+            for raw in fh:
+                for part in raw.rstrip(b"\r\n").split(b"\r"):  # a lone CR ends a line too (old Mac files), as numpy
+                    lineno += 1
+                    try:  # a comment may hold any bytes
+                        line = part.split(b"#", 1)[0].decode().strip()
+                        if line:
+                            yield lineno, parse(line)
+                    except UnicodeDecodeError:
+                        raise ValueError(f"{path}:{lineno}: line is not valid UTF-8 text (is this a binary "
+                                         "file?)") from None
+                    except _LineError as exc:
+                        raise ValueError(f"{path}:{lineno}: {exc}") from None
     except (OSError, EOFError) as exc:
         raise ValueError(f"{path}: cannot read the file ({exc})") from None
+
+
+def _lf_lines(path):
+    """``path`` itself, or for a file whose lines end in a lone CR (old Mac files) its bytes with LF line ends (the
+    compiled parser splits lines at LF only, as _scan and numpy do not)."""
+    with _open(path) as fh:
+        head = fh.read(1 << 16)
+    if b"\r" not in head.replace(b"\r\n", b""):
+        return path
+    with _open(path) as fh:
+        return io.BytesIO(fh.read().replace(b"\r\n", b"\n").replace(b"\r", b"\n"))
 
 
 def _diagnose(path):
@@ -198,7 +212,7 @@ def read_svmlight(path, *, n_features=None, zero_based="auto", extra_features="e
     try:
         # Read with zero_based=True (indices as written) and resolve the index base below, so the
         # decision is known (the CLI stores it in the model for the test files).
-        X, y, qid = load_svmlight_file(p, zero_based=True, query_id=True, dtype=np.float64)
+        X, y, qid = load_svmlight_file(_lf_lines(p), zero_based=True, query_id=True, dtype=np.float64)
     except Exception as exc:  # the compiled parser says what, the line checker says where
         where = _diagnose(p) or f"{p}: not a valid svmlight/LETOR file ({type(exc).__name__}: {exc})"
         raise ValueError(where) from None

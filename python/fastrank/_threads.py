@@ -1,10 +1,11 @@
 """Threads that compose (docs/design/robustness.md, "Threads"): compute regions draw their threads from one process-wide
-budget of ``os.cpu_count()`` cores (a region that wants ``t`` threads waits until ``t`` cores are free; regions nest, no
-deadlock); while regions run, SciPy's OpenBLAS (the C++ core's) gets the region's threads when it runs alone and one
-otherwise, every other BLAS copy (numpy's) one (two threaded OpenBLAS pools used alternately spin against each other:
-exact linear cross-validation 3-15x slower on 2 cores; ``OPENBLAS_NUM_THREADS`` does not reach both), set only when no
-other region runs and restored when the last ends.  Results never depend on this.  Wrap any call into the C++ core that
-runs threads or BLAS in ``with compute_region(n_threads):``; ``FASTRANK_THREAD_POLICY=off`` disables it.
+budget of the usable cores (:func:`cpu_budget`; a region that wants ``t`` threads waits until ``t`` cores are free;
+regions nest, no deadlock); while regions run, SciPy's OpenBLAS (the C++ core's) gets the region's threads when it runs
+alone (never above the limit in force) and one otherwise, every other BLAS copy (numpy's) one (two threaded OpenBLAS
+pools used alternately spin against each other: exact linear cross-validation 3-15x slower on 2 cores;
+``OPENBLAS_NUM_THREADS`` does not reach both), set only when no other region runs and restored when the last ends.
+Results never depend on this.  Wrap any call into the C++ core that runs threads or BLAS in
+``with compute_region(n_threads):``; ``FASTRANK_THREAD_POLICY=off`` disables it.
 """
 
 from __future__ import annotations
@@ -17,8 +18,15 @@ import threading
 __all__ = ["compute_region", "cpu_budget", "blas_controller", "threads_for_work"]
 
 def cpu_budget():
-    """Cores shared by fastrank's compute regions (``os.cpu_count()``)."""
-    return os.cpu_count() or 1
+    """Cores shared by fastrank's compute regions: the CPUs this process may run on (its affinity, as ``taskset`` or a
+    container sets it; ``os.cpu_count()`` where unknown), at most ``OMP_NUM_THREADS`` when set (joblib's workers set
+    it to their share, so a search with ``n_jobs`` processes does not run ``n_jobs`` x cores threads)."""
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        cores = os.cpu_count() or 1
+    omp = os.environ.get("OMP_NUM_THREADS", "").strip()
+    return max(1, min(cores, int(omp)) if omp.isdigit() and int(omp) > 0 else cores)
 
 
 # Floating-point operations one more thread must get before it pays for its start-up and
@@ -53,7 +61,8 @@ class _ThreadBudget:
             return None
         try:
             libs = ctl.select(user_api="blas").lib_controllers
-            want = [(lib, int(n) if _is_scipy_blas(lib) else 1) for lib in libs]
+            # never above the limit in force (the caller's threadpool_limits, a joblib worker's share)
+            want = [(lib, min(int(n), lib.num_threads) if _is_scipy_blas(lib) else 1) for lib in libs]
             if all(lib.num_threads == k for lib, k in want):
                 return None  # already so: no limit/restore round trip
             return _set_threads(want)
@@ -119,11 +128,23 @@ def blas_controller():
         return None
 
 
+def _policy_off():
+    """Whether ``FASTRANK_THREAD_POLICY`` turns the policy off ("off", "0", "false", "no"); "on", "1", "true", "yes"
+    or unset keep it; any other value is refused by name rather than read as either."""
+    value = os.environ.get("FASTRANK_THREAD_POLICY", "").strip().lower()
+    if value in ("off", "0", "false", "no"):
+        return True
+    if value in ("", "on", "1", "true", "yes"):
+        return False
+    raise ValueError(f"FASTRANK_THREAD_POLICY={value!r}: use off (or 0, false, no) to disable fastrank's thread "
+                     "policy, or on (1, true, yes)")
+
+
 @contextlib.contextmanager
 def compute_region(n_threads):
     """Run the body with ``n_threads`` cores (a resolved thread count, ``check_n_jobs``) of the process-wide budget and
     BLAS limited as the module docstring says."""
-    if os.environ.get("FASTRANK_THREAD_POLICY", "").strip().lower() == "off":
+    if _policy_off():
         yield
         return
     local = _BUDGET.local  # this thread's nesting depth

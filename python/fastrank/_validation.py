@@ -12,6 +12,7 @@ import numpy as np
 from sklearn.utils.validation import column_or_1d
 
 from . import _core
+from ._threads import cpu_budget
 
 __all__ = ["as_float_matrix", "as_float_vector", "as_targets", "check_alpha", "check_alphas", "check_int",
            "check_bool", "check_group_ids", "check_n_jobs", "check_pair_arrays", "check_precomputed_kernel",
@@ -28,6 +29,16 @@ def _asarray(x, name):
         return np.asarray(x)
     except (ValueError, TypeError) as exc:
         raise ValueError(f"{name} must be a rectangular array of numbers ({exc})") from None
+
+
+def check_seed(random_state, name="random_state"):
+    """A numpy RandomState from ``random_state`` (scikit-learn's check_random_state), refused by name."""
+    from sklearn.utils import check_random_state
+    try:
+        return check_random_state(random_state)
+    except ValueError:  # scikit-learn's message names the value only
+        raise ValueError(f"{name} must be None, an int in [0, 2**32 - 1] or a numpy.random.RandomState, got "
+                         f"{random_state!r}") from None
 
 
 def one_of(value, options):
@@ -88,7 +99,7 @@ def as_float_matrix(X, name="X", *, min_rows=1, allow_nan=False):
 def _all_finite(A):
     """Whether every entry of a contiguous float64 array is finite: one threaded C++ pass (about twice as fast as
     ``np.isfinite(A).all()``, and no temporary the size of A)."""
-    return _core.all_finite(A, os.cpu_count() or 1)
+    return _core.all_finite(A, cpu_budget())
 
 
 def target_column(y):
@@ -207,10 +218,10 @@ def as_float_vector(v, name, n=None):
 
 
 def check_n_jobs(n_jobs):
-    """Threads for fastrank's C++ kernels: None -> every core (as BLAS/LAPACK already do), -1 -> every core, -2 -> all
-    but one, k > 0 -> k, capped at 4 x the core count (more threads only add overhead; results never depend on the
+    """Threads for fastrank's C++ kernels: None or -1 -> every usable core (:func:`fastrank._threads.cpu_budget`), -2 ->
+    all but one, k > 0 -> k, capped at 4 x the core count (more threads only add overhead; results never depend on the
     thread count)."""
-    cores = os.cpu_count() or 1
+    cores = cpu_budget()
     if n_jobs is None:
         return cores
     if isinstance(n_jobs, (bool, np.bool_)) or not isinstance(n_jobs, numbers.Integral) or n_jobs == 0:

@@ -12,11 +12,13 @@ from __future__ import annotations
 
 import copy
 import functools
+import numbers
+import warnings
+from collections.abc import Iterator
 
 import numpy as np
 import scipy.sparse as sp
-from sklearn.base import RegressorMixin
-from sklearn.utils import check_random_state
+from sklearn.base import RegressorMixin, clone
 from sklearn.utils.validation import check_is_fitted
 
 import dask
@@ -31,7 +33,7 @@ from ._rankrls import RankRLS, RankRLSPath
 from ._solvers import Fit, basis_primal_weights, select_basis, solve_assembled_basis, solve_assembled_primal
 from ._threads import compute_region
 from ._validation import (_all_finite, _asarray, _to_float, check_alpha, check_alphas, check_group_ids, check_int,
-                          check_n_jobs, group_index, incomparable_ids)
+                          check_n_jobs, check_seed, group_index, incomparable_ids)
 from .model_selection import permutation_test_lpo as _single
 from .online import OAPBPM, _check_labels, _declared_order
 
@@ -144,7 +146,10 @@ def _group_counts_block(i, start, g):
 
 def _merge_counts(*parts):
     ids, cnt = (np.concatenate([p[k] for p in parts]) for k in (0, 1))  # _tree passes one part or more
-    u, inv = np.unique(ids, return_inverse=True)
+    try:
+        u, inv = np.unique(ids, return_inverse=True)
+    except TypeError:  # each partition's ids are of one type, but not the same one
+        raise incomparable_ids(ids, "group ids of different partitions") from None
     return u, np.bincount(inv, weights=cnt, minlength=u.size).astype(np.int64)
 
 
@@ -515,6 +520,8 @@ class DaskRankRLSCV(_MultiOutput, RegressorMixin, FastrankEstimator):
         gammas = check_alphas(self.gammas, "gammas")
         Xd, yd, gd = (dask.delayed(a) for a in _local(X=X, y=y, groups=groups))
         base = {k: v for k, v in self.get_params(deep=False).items() if k != "gammas"}
+        if isinstance(base["cv"], Iterator):  # a generator of folds, read once here: every gamma's task gets them all
+            base["cv"] = list(base["cv"])
         tasks = [dask.delayed(_cv_task, pure=True)({**base, "gamma": float(g)}, Xd, yd, gd) for g in gammas]
         fits = dask.compute(*tasks)
         scores, first = np.stack([f.cv_results_["scores"] for f in fits]), fits[0].cv_results_
@@ -556,8 +563,15 @@ def permutation_test_lpo(estimator, X, y, n_permutations=100, random_state=None,
     n_blocks = min(check_int(_default_blocks() if n_blocks is None else n_blocks, "n_blocks", low=1), n_permutations)
     # the single-machine function draws one permutation(m) per permutation, or one per group in group order
     sizes = group_index(groups, y.shape[0]).sizes  # groups=None: one group of every row
-    rng = check_random_state(random_state)
+    rng = check_seed(random_state)
     bounds = np.linspace(0, n_permutations, n_blocks + 1).round().astype(int)
+    # a task's targets and permutations, checked before the client walks the stream (as the single-machine call)
+    check_dense_memory(y.shape[0], 2, "targets of y and its permutations", n_cols=int(np.diff(bounds).max()) + 1)
+    params = estimator.get_params(deep=False) if hasattr(estimator, "get_params") else {}
+    if params.get("basis_vectors") is not None and not isinstance(params.get("random_state"), numbers.Integral):
+        # every block scores the one model: its random basis drawn once, here
+        seed = int(check_seed(params.get("random_state")).randint(2**31 - 1))
+        estimator = clone(estimator).set_params(random_state=seed)
     Xd, yd, gd, ed = dask.delayed(X), dask.delayed(y), dask.delayed(groups), dask.delayed(estimator)
     tasks = []
     for b in range(n_blocks):
@@ -598,7 +612,14 @@ def fit_oapbpm(estimator, X, y, *, classes=None, n_blocks=None):
         raise ValueError("fit_oapbpm supports the linear kernel only (kernel members share a support list)")
     if estimator.shuffle:
         raise ValueError("fit_oapbpm needs shuffle=False (the stream order must be the row order)")
-    Xd, yd, _ = _prepare(X, y)
+    cat = getattr(y, "cat", None)
+    if cat is not None and getattr(cat, "known", True) is False:  # dask's placeholder stood for the label set
+        # one pass over y for its categories, in the order pandas gives them (sorted; dask's: as they appear)
+        y = cat.as_known()
+        y = y.cat.reorder_categories(sorted(y.cat.categories), ordered=y.cat.ordered)
+    with warnings.catch_warnings():  # the labels as objects is the intent: their order comes from y's categories
+        warnings.filterwarnings("ignore", "Dask currently has limited support for converting pandas extension dtypes")
+        Xd, yd, _ = _prepare(X, y)
     if yd.ndim != 1:
         raise ValueError("y must be 1-D with one label per row of X")
     if classes is None:  # the labels checked and ordered as OAPBPM.fit takes them (e.g. no continuous targets)

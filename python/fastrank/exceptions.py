@@ -40,12 +40,18 @@ class MissingGroupsWarning(UserWarning):
 _PACKAGE = os.path.dirname(__file__) + os.sep  # as the code objects of the package spell their files
 
 
+# wrappers around fastrank's methods that are not the user's line: scikit-learn's set_output wrapper of transform,
+# numpy's errstate used as a decorator
+_WRAPPERS = (os.path.join("sklearn", "utils", "_set_output.py"), os.path.join("numpy", "_core", "_ufunc_config.py"))
+
+
 def user_stacklevel():
     """The ``stacklevel`` of a warning raised by the caller that points at the first frame outside fastrank (the
     user's line), however many of fastrank's frames (fit wrappers, shared solvers, routes) lie between: a count
     written by hand at each warning drifts whenever a frame is added."""
     frame, level = sys._getframe(1), 1
-    while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE):
+    while frame is not None and (frame.f_code.co_filename.startswith(_PACKAGE)
+                                 or frame.f_code.co_filename.endswith(_WRAPPERS)):
         frame, level = frame.f_back, level + 1
     return level
 

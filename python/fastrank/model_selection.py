@@ -34,7 +34,6 @@ from collections import namedtuple
 
 import numpy as np
 
-from sklearn.utils import check_random_state
 
 from ._base import feature_names
 from ._exactcv import PreferenceRoute, alike, check_sets, engine_for, resolve_folds, spec_of
@@ -43,7 +42,8 @@ from ._memory import check_dense_memory
 from ._problem import RankingProblem, _tie_cells
 from ._rankrls import PREFERENCE_TIES, RankRLS
 from ._progress import stage
-from ._validation import _asarray, as_targets, check_alpha, check_int, group_index, pairwise_disagreement
+from ._validation import (_asarray, as_targets, check_alpha, check_int, check_seed, group_index,
+                          pairwise_disagreement)
 
 __all__ = ["leave_pair_out", "leave_group_out", "holdout_predictions", "preference_holdout_predictions",
            "kfold_predictions", "permutation_test_lpo", "mprank_loo_approximation", "pairwise_disagreement",
@@ -135,11 +135,7 @@ def permutation_test_lpo(estimator, X, y, n_permutations=100, random_state=None,
     if y.ndim != 1:
         raise ValueError("permutation_test_lpo needs a 1-D y")
     y = as_targets(y, y.shape[0])[0][:, 0]  # real and finite, as fit checks it
-    try:
-        rng = check_random_state(random_state)
-    except ValueError:  # scikit-learn's message names the value only
-        raise ValueError(f"random_state must be None, an int in [0, 2**32 - 1] or a numpy.random.RandomState, got "
-                         f"{random_state!r}") from None
+    rng = check_seed(random_state)
     m = y.shape[0]
     # the columns and their stacked copy, checked before a loop of n_permutations draws
     check_dense_memory(m, 2, "targets of y and its permutations", n_cols=n_permutations + 1)

@@ -293,11 +293,15 @@ class _OnlineOrdinal(ClassifierMixin, FastrankEstimator):
     def average_rank_loss_(self):
         """(1/T) sum_t |yhat_t - y_t| over the on-line predictions on the whole stream so far."""
         check_is_fitted(self, "classes_")
-        return float(self._losses.mean()) if self._losses.size else float("nan")
+        # NaN also where the losses of part of the stream are unknown (a model joined by from_members, continued)
+        return float(self._losses.mean()) if self._losses.size and self._losses.size == self.n_seen_ else float("nan")
 
     def rank_loss_curve(self):
-        """Cumulative average rank loss after each example of the stream (the paper's Fig. 2 curve)."""
+        """Cumulative average rank loss after each example of the stream (the paper's Fig. 2 curve); NaN where the
+        losses of the stream before it are unknown (a model joined by :meth:`OAPBPM.from_members`)."""
         check_is_fitted(self, "classes_")
+        if self._losses.size != self.n_seen_:
+            return np.full(self.n_seen_, np.nan)
         return np.cumsum(self._losses, dtype=np.float64) / np.arange(1, self._losses.size + 1)
 
     def __sklearn_tags__(self):
@@ -823,6 +827,20 @@ class OnlineMPRank(KernelMixin, Ranker):
         sequential = self.algorithm == "sequential"
         if self.eta is not None:
             eta = float(self.eta)
+            # the passes minimise a^T Kt a - 2 yt^T a + m / (2C) a^T a: a step beyond 2 / (its curvature) oscillates
+            # at a constant cost (and "converged" there) or diverges without overflowing for many passes
+            if sequential:
+                curvature = 2.0 * float(np.max(np.diag(Kt))) + m / C
+            else:
+                import scipy.sparse.linalg
+                curvature = 2.0 * float(scipy.sparse.linalg.eigsh(Kt, k=1, which="LA", tol=1e-10,
+                                                                  return_eigenvectors=False)[0]) + m / C
+            if eta * curvature >= 2.0 * (1.0 - 1e-9):
+                raise ValueError(f"OnlineMPRank: eta={eta:.6g} is at or beyond the step that keeps the "
+                                 f"{self.algorithm} passes stable, 2 / (2 lambda_max + m / C) = {2.0 / curvature:.6g} "
+                                 "(lambda_max: of "
+                                 "the centred kernel matrix, its diagonal for 'sequential'); use a smaller eta, or "
+                                 "eta=None for the automatic step")
         elif sequential:
             eta = 1.0 / (2.0 * max(float(np.max(np.diag(Kt))), 0.0) + m / C)
         else:
@@ -908,6 +926,9 @@ class OnlineMPRank(KernelMixin, Ranker):
         y = self._check_target_vector(y, X.shape[0])
         if groups is not None:
             group_index(groups, X.shape[0])  # one id per row of this batch, checked before the ids are joined
+            # and against fit's ids as they are: np.concatenate read the int id 1 and the str "1" as one query
+            joined = np.concatenate([np.asarray(self._groups, dtype=object), np.asarray(groups, dtype=object)])
+            group_index(joined, joined.size)
         return self._solve(np.ascontiguousarray(np.vstack([self.X_fit_, X])), np.concatenate([self._y, y]),
                            np.concatenate([self.dual_coef_, np.zeros(X.shape[0])]),
                            None if groups is None else np.concatenate([self._groups, np.asarray(groups)]), self._spec)

@@ -33,6 +33,8 @@ def _axes(ax):
             raise ImportError("fastrank's plots need matplotlib: pip install matplotlib (or the 'plot' extra of "
                               "fastrank)") from exc
         _, ax = plt.subplots()
+    elif not (hasattr(ax, "plot") and hasattr(ax, "figure")):
+        raise TypeError(f"ax must be a matplotlib Axes or None, got {ax!r}")
     return ax
 
 
@@ -65,9 +67,13 @@ class CVCurveDisplay(_Display):
     def __init__(self, alphas, scores, *, best_alpha=None, scoring="score", cv=None, label="CV score"):
         self.alphas = as_real_array(alphas, "alphas")
         self.scores = as_real_array(scores, "scores")
-        if self.alphas.ndim != 1 or self.alphas.shape != self.scores.shape:
-            raise ValueError(f"alphas and scores must be 1-D of the same length, got {self.alphas.shape} and "
-                             f"{self.scores.shape}")
+        if self.alphas.ndim != 1 or self.alphas.shape != self.scores.shape or not self.alphas.size:
+            raise ValueError(f"alphas and scores must be non-empty, 1-D and of the same length, got "
+                             f"{self.alphas.shape} and {self.scores.shape}")
+        if not np.isfinite(self.scores).all():
+            raise ValueError("scores contains NaN or infinity (RankRLSCV's cross-validation scores are finite)")
+        if not (cv is None or isinstance(cv, (str, int))):
+            raise TypeError(f"cv must be a str, an int or None (the scheme named in the title), got {cv!r}")
         if not np.all(np.isfinite(self.alphas) & (self.alphas > 0)):  # matplotlib drops them from a log axis
             raise ValueError("alphas must be positive and finite (the alpha axis is logarithmic)")
         self.best_alpha = None if best_alpha is None else check_real(
@@ -128,8 +134,8 @@ class RankLossCurveDisplay(_Display):
             raise TypeError(f"{type(estimator).__name__} has no rank_loss_curve(); use an on-line learner "
                             "(PRank, OAPBPM, WidrowHoff)")
         curve = estimator.rank_loss_curve()
-        if curve.size == 0:
-            raise ValueError(f"{type(estimator).__name__} has an empty rank_loss_curve(): an ensemble joined by "
+        if curve.size and np.isnan(curve).all():
+            raise ValueError(f"{type(estimator).__name__}'s rank_loss_curve() is unknown: an ensemble joined by "
                              "from_members keeps no on-line losses; plot the curve of a model fitted on the stream")
         return cls(curve, label=label or type(estimator).__name__).plot(ax=ax)
 

@@ -41,7 +41,10 @@ class _DenseTransformer(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
     dense anyway."""
 
     def _dense_float(self, X, *, reset):
-        return densified(validate_data(self, X, accept_sparse="csr", dtype=np.float64, reset=reset))
+        return densified(validate_data(self, X, accept_sparse="csr", dtype=np.float64, reset=reset),
+                         f"copy of the sparse X ({type(self).__name__})",
+                         advice="The normalisation shifts zeros, so it densifies X: skip it for large sparse data "
+                                "(fastrank train --normalize none) or raise FASTRANK_MAX_DENSE_BYTES.")
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -58,7 +61,8 @@ class QueryNormalizer(_DenseTransformer):
 
     Each query is normalised with its own statistics, those of the rows passed to ``transform`` (a test query by itself,
     as LETOR normalises every split), so ``fit`` learns only the number of features and ``transform`` needs the query id
-    of each row (``groups``; None: all rows are one query, as for fastrank's estimators).
+    of each row (``groups``; None: all rows are one query, as for fastrank's estimators).  So a subset of rows is
+    normalised by its own statistics: scikit-learn's ``check_methods_subset_invariance`` fails, by design.
 
     Parameters
     ----------
@@ -85,7 +89,8 @@ class QueryNormalizer(_DenseTransformer):
 
     def fit(self, X, y=None, groups=None):
         """Check X and record its number of features and of query groups (the statistics are per query, at
-        transform)."""
+        transform).  ``y`` is ignored (scikit-learn's place for targets): the query ids go to ``groups=``, also in
+        ``fit_transform``."""
         self._checked_method()
         n_groups = 1 if groups is None else group_index(groups, X.shape[0] if hasattr(X, "shape") else len(X)).n_groups
         self._dense_float(X, reset=True)
@@ -96,7 +101,6 @@ class QueryNormalizer(_DenseTransformer):
         if self.method not in self._METHODS:
             raise ValueError(f"method must be one of {self._METHODS}, got {self.method!r}")
 
-    @np.errstate(over="ignore", invalid="ignore")  # overflow is reported below
     def transform(self, X, groups=None):
         """X normalised inside each query of ``groups`` (one query id per row; None: one query)."""
         check_is_fitted(self, "n_features_in_")
@@ -109,6 +113,11 @@ class QueryNormalizer(_DenseTransformer):
                           "metadata routing: pipe.predict(X, groups=...))", MissingGroupsWarning,
                           stacklevel=user_stacklevel())
         gi = group_index(groups, X.shape[0])
+        with np.errstate(over="ignore", invalid="ignore"):  # overflow is reported in _normalised (as a decorator,
+            return self._normalised(X, gi)  # numpy's frame took the user's line in the warning above)
+
+    def _normalised(self, X, gi):
+        """X normalised inside each group of ``gi`` (transform's computation)."""
         Xs = gi.take(X)
         starts, sizes = gi.offsets[:-1], gi.sizes
         lo = np.minimum.reduceat(Xs, starts, axis=0)

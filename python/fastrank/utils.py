@@ -22,9 +22,11 @@ array([0, 0, 1])
 
 from __future__ import annotations
 
+import numbers
+
 import numpy as np
 
-from ._validation import _asarray, check_int, whole_numbers
+from ._validation import _asarray, check_group_ids, check_int, whole_numbers
 
 __all__ = ["groups_from_sizes", "sizes_from_groups", "groups_from_qid", "qid_from_groups", "group_order"]
 
@@ -33,8 +35,13 @@ def _ids(groups, name):
     g = _asarray(groups, name)
     if g.ndim != 1:
         raise ValueError(f"{name} must be 1-D with one id per row, got shape {g.shape}")
-    if g.dtype == object and all(isinstance(v, str) for v in g.tolist()):  # pandas' string columns
-        g = g.astype(str)
+    check_group_ids(g, name)  # missing ids (None, NaN, pandas' NA, NaT) named with their row, as the estimators do
+    if g.dtype == object:  # pandas' object columns: of strings, or of numbers
+        values = g.tolist()
+        if all(isinstance(v, str) for v in values):
+            g = g.astype(str)
+        elif all(isinstance(v, numbers.Number) and not isinstance(v, complex) for v in values):
+            g = np.asarray(values)
     if g.dtype == object or g.dtype.kind == "c":
         raise TypeError(f"{name} must be an array of numbers or strings, got dtype {g.dtype}")
     if g.dtype.kind == "f" and not np.isfinite(g).all():

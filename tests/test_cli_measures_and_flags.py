@@ -216,3 +216,87 @@ def test_fractional_grades_for_an_ordinal_learner_are_named(tmp_path, capsys):
     code, _, err = _run(["train", "-q", "-M", "PRank", train, tmp_path / "m.frk"], capsys)
     assert code == 1 and "y holds continuous values (e.g. 0.5): the on-line ordinal learners rank into ordered " \
                          "classes" in err and "classifier" not in err  # not scikit-learn's classifier text
+
+
+def _write_noqid(path, y, X):
+    with open(path, "w") as fh:
+        for yi, row in zip(y, X):
+            fh.write(f"{yi:g} " + " ".join(f"{j + 1}:{v:.6f}" for j, v in enumerate(row)) + "\n")
+    return path
+
+
+def test_a_model_without_query_ids_scores_a_row_alike_in_any_file(tmp_path, capsys):
+    """--normalize auto without qid keeps the training statistics (zscore): a per-query normaliser scaled every
+    predict file by its own min and max, so the same row scored differently in each file (a file of one row: 0)."""
+    rng = np.random.default_rng(3)
+    X, y = rng.random((12, 3)), rng.integers(0, 3, 12)
+    train = _write_noqid(tmp_path / "noq.txt", y, X)
+    assert _run(["train", "-q", train, tmp_path / "m.frk"], capsys)[0] == 0
+    whole = np.array(_run(["predict", tmp_path / "m.frk", train], capsys)[1].split(), float)
+    for rows in ([0, 1], [0]):
+        part = _write_noqid(tmp_path / "part.txt", y[rows], X[rows])
+        got = np.array(_run(["predict", tmp_path / "m.frk", part], capsys)[1].split(), float)
+        np.testing.assert_allclose(got, whole[rows], rtol=1e-12)
+    code, _, err = _run(["train", "--normalize", "query-minmax", train, tmp_path / "m2.frk"], capsys)
+    assert code == 0 and "fastrank train: warning: --normalize query-minmax without query ids" in err
+
+
+def test_cli_formats_files_and_flags(tmp_path, capsys):
+    data = tmp_path / "q.txt"
+    rng = np.random.default_rng(3)
+    _write(data, rng.integers(0, 3, 12), np.repeat([1, 2, 3], 4), rng.random((12, 3)))
+    model = tmp_path / "m.frk"
+    assert _run(["train", "-q", "--sparse", data, model], capsys)[0] == 0  # auto is none under --sparse
+    assert _run(["train", "-q", data, model], capsys)[0] == 0
+    assert _run(["predict", "-q", "-o", tmp_path / "s.gz", model, data], capsys)[0] == 0
+    import gzip
+    with gzip.open(tmp_path / "s.gz", "rt") as fh:  # written plain under a .gz name, then refused by evaluate
+        assert len(fh.read().split()) == 12
+    assert _run(["evaluate", data, tmp_path / "s.gz"], capsys)[0] == 0
+    for argv in (["train", "-q", data, data], ["predict", "-o", data, model, data]):
+        code, _, err = _run(argv, capsys)
+        assert code == 2 and "is also an input of this command" in err
+    code, _, err = _run(["predict", "--zero-based", "yes", model, data], capsys)
+    assert code == 2 and "--zero-based yes contradicts" in err
+    help_text = _run(["cv", "-h"], capsys)[1]
+    assert "{unweighted,per_query,per_object,normalized}" in help_text and "(models:" not in help_text
+
+
+def test_evaluate_scores_an_ordinal_learners_labels_for_mean_rank_loss(tmp_path, capsys):
+    from fastrank.metrics import mean_rank_loss
+    from fastrank.preprocessing import QueryNormalizer
+    rng = np.random.default_rng(3)
+    X, y, q = rng.random((12, 3)), rng.integers(0, 3, 12), np.repeat([1, 2, 3], 4)
+    data = _write(tmp_path / "q.txt", y, q, X)
+    assert _run(["train", "-q", "-M", "PRank", data, tmp_path / "p.frk"], capsys)[0] == 0
+    out = _run(["evaluate", "-m", "mean_rank_loss", "--model", tmp_path / "p.frk", data], capsys)[1]
+    Xr = load_svmlight(data)[0].toarray()
+    labels = fastrank.load(tmp_path / "p.frk").predict(QueryNormalizer().fit(Xr, groups=q).transform(Xr, q))
+    assert float(out.split()[1]) == pytest.approx(mean_rank_loss(y, labels, q), abs=1e-6)  # not decision values
+
+
+def test_per_query_text_output_without_query_ids(tmp_path, capsys):
+    rng = np.random.default_rng(3)
+    data = _write_noqid(tmp_path / "noq.txt", rng.integers(0, 3, 8), rng.random((8, 2)))
+    scores = tmp_path / "s.txt"
+    scores.write_text("\n".join(str(v) for v in rng.random(8)) + "\n")
+    out = _run(["evaluate", "--per-query", data, scores], capsys)[1].splitlines()
+    assert out[0] == "qid\tdisagreement" and out[1].startswith("0\t") and out[2].startswith("mean\t")
+
+
+@pytest.mark.parametrize("flags", [["--n-jobs", "0"], ["--kernel", "rbf", "--basis-vectors", "0"],
+                                   ["--kernel", "poly", "--degree", "-1"], ["--param", "exclude_ties=1"],
+                                   ["-M", "RankRLSCV", "--param", "scoring=foo"],
+                                   ["--alpha", "auto", "--cv", "lpo", "-m", "ndcg@10"]])
+def test_parameters_fit_would_refuse_are_usage_errors(tmp_path, capsys, flags):
+    rng = np.random.default_rng(3)
+    data = _write(tmp_path / "q.txt", rng.integers(0, 3, 12), np.repeat([1, 2, 3], 4), rng.random((12, 3)))
+    code, _, err = _run(["train", "-q", *flags, data, tmp_path / "m.frk"], capsys)
+    assert code == 2 and "failed" not in err, err  # was exit 1, "fitting ... failed"
+
+
+def test_model_rankrlscv_defaults_to_the_scoring_of_alpha_auto(tmp_path, capsys):
+    rng = np.random.default_rng(3)
+    data = _write(tmp_path / "q.txt", rng.integers(0, 3, 12), np.repeat([1, 2, 3], 4), rng.random((12, 3)))
+    code, out, err = _run(["train", "-M", "RankRLSCV", data, tmp_path / "m.frk"], capsys)
+    assert code == 0 and "(ndcg@10, cv=lgo)" in out + err, out + err  # was auc, against -h

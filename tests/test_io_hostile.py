@@ -124,9 +124,9 @@ def test_feature_index_beyond_the_readers_limit_names_the_line(tmp_path):
 
 @pytest.mark.parametrize("extra, shown", [([], "cv=lgo"), (["--param", "cv=2"], "cv=2 folds of whole queries")])
 def test_train_rankrlscv_reports_the_scheme_it_ran(data_file, tmp_path, capsys, extra, shown):
-    # --model RankRLSCV without --cv printed "cv=None folds of whole queries"
+    # --model RankRLSCV without --cv printed "cv=None folds of whole queries"; without -m it scores as --alpha auto
     assert cli.main(["train", "--model", "RankRLSCV", *extra, str(data_file), str(tmp_path / "m.frk")]) == 0
-    assert f"(auc, {shown})" in capsys.readouterr().err
+    assert f"(ndcg@10, {shown})" in capsys.readouterr().err
 
 
 def test_n_jobs_reaches_the_loaded_model_or_is_reported_ignored(data_file, tmp_path, capsys):

@@ -8,7 +8,9 @@ malformed data), 2 usage error (bad options), 130 interrupted.
 from __future__ import annotations
 
 import argparse
+import bz2
 import contextlib
+import gzip
 import json
 import math
 import os
@@ -18,14 +20,15 @@ import warnings
 
 import numpy as np
 
-from ._cv import RankRLSCV
+from ._cv import RankRLSCV, _check_scoring
 from ._memory import densified
 from ._persist import load, save
 from ._problem import WEIGHTINGS
 from ._progress import progress, stage, write_line
 from ._registry import ESTIMATORS
 from ._svmlight import read_scores, read_svmlight
-from ._validation import check_alphas, check_real, group_index
+from ._solvers import select_basis
+from ._validation import check_alphas, check_n_jobs, check_real, group_index
 from ._version import __version__
 from .metrics import _accepts, get_measure, measure_names
 from .plotting import CVCurveDisplay
@@ -173,7 +176,10 @@ def _model_input(X, groups, est, state, how="auto", *, fit=False):
     sparse = X.nnz < 0.1 * X.shape[0] * X.shape[1]
     precomputed = getattr(est, "kernel", None) == "precomputed"  # X holds kernel values, not features
     if state is not None and state["name"] == "auto":
-        state = None if sparse or precomputed else {"name": NORMALIZE_DEFAULT}
+        # without query ids a per-query normaliser would scale each predict file by its own min and max (a file of
+        # one row scores 0): the training statistics (zscore) instead; under --sparse, none
+        state = None if sparse or precomputed or how == "sparse" else \
+            {"name": NORMALIZE_DEFAULT if groups is not None else "zscore"}
     name = "none" if state is None else state["name"]
     if precomputed and name != "none":
         raise UsageError(f"--normalize {name} would change the values of a precomputed kernel; use --normalize none")
@@ -210,15 +216,20 @@ def _read_training(args, how):
     _say(args, f"{args.train_file}: {X.shape[0]} rows, {X.shape[1]} features{q}")
     groups = None if args.no_qid else qid
     est = _build_estimator(args, groups, y)
+    _check_parameters(est, *X.shape)
     Xm, state = _model_input(X, groups, est, {"name": args.normalize}, how, fit=True)
     if state is not None:
         _say(args, f"features normalised: {state['name']}")
+    if state is not None and groups is None and state["name"].startswith("query-"):
+        _say(args, f"warning: --normalize {state['name']} without query ids normalises every file as one query, by "
+                   "its own statistics: a row's score depends on the other rows of its file (a file of one row scores "
+                   "0); use zscore or log1p-zscore, which keep the training statistics", level=0)
     return est, Xm, y, groups, info, state
 
 
-def _say(args, text, level=1):  # level 0: warnings, silenced by --quiet only
+def _say(args, text, level=1):  # level 0: warnings, silenced by --quiet only, as the library's warnings print
     if args.verbose_level >= level:
-        write_line(f"[fastrank] {text}")
+        write_line(f"{PROG} {args.command}: {text}" if level == 0 else f"[fastrank] {text}")
 
 
 def _stored_normalization_ok(state, n_features):
@@ -235,7 +246,7 @@ def _stored_normalization_ok(state, n_features):
     return stats.shape == (2, n_features) and bool(np.isfinite(stats).all())
 
 
-def _model_scores(model_file, data_file, args):
+def _model_scores(model_file, data_file, args, *, labels=False):
     """(y, qid, scores) of a data file read as the model's training file was (its feature count and
     index base, its normalisation)."""
     with _errors_as(DataError, (OSError, ValueError)):  # OSError: a path open() refuses (a directory, no permission)
@@ -247,6 +258,11 @@ def _model_scores(model_file, data_file, args):
     if not isinstance(meta, dict):  # metadata of a model saved from Python, not by fastrank train
         raise DataError(f"{model_file}: its metadata 'svmlight' is not the object fastrank train writes")
     n = meta.get("n_features", getattr(model, "n_features_in_", None))
+    given = {"auto": None, "yes": True, "no": False}[args.zero_based]
+    if given is not None and meta.get("zero_based") is not None and given != meta["zero_based"]:
+        raise UsageError(f"--zero-based {args.zero_based} contradicts {model_file}, trained on "
+                         f"{'0' if meta['zero_based'] else '1'}-based feature indices (data files are read as the "
+                         "training file was); drop --zero-based")
     X, y, qid, info = _read(data_file, args, n_features=n, zero_based=meta.get("zero_based"), extra="ignore")
     if n is not None and info.n_features > n:
         _say(args, f"{data_file}: feature indices beyond the model's {n} features are ignored")
@@ -262,6 +278,8 @@ def _model_scores(model_file, data_file, args):
     # ranking scores: decision_function for the ordinal classifiers (PRank, OAPBPM, WidrowHoff), whose predict gives
     # one of a few labels and so ties most pairs; predict otherwise
     score = getattr(model, "decision_function", model.predict)
+    if labels:  # a measure of predicted labels (mean_rank_loss): the ordinal learners' predict, as label values
+        score = model.predict
     m, chunk, out = Xm.shape[0], 20000, []
     with _errors_as(DataError, (ValueError, TypeError), "prediction failed: "), \
             progress(total=m, desc="predicting", unit="rows", verbose=args.progress if m > chunk else 0) as bar:
@@ -275,6 +293,31 @@ def _model_scores(model_file, data_file, args):
 
 
 # -- commands ----------------------------------------------------------------------------------
+def _check_parameters(est, n_rows, n_features):
+    """What fit checks of ``est``'s parameters alone, before it reads the data: a bad value is a usage error (exit 2)
+    whichever flag or --param gave it."""
+    params = est.get_params(deep=False)
+    with _errors_as(UsageError, (TypeError, ValueError)):
+        if "n_jobs" in params:
+            check_n_jobs(params["n_jobs"])
+        if callable(getattr(est, "_kernel_spec", None)) and params.get("kernel") != "precomputed":
+            est._kernel_spec(n_features)
+        if params.get("basis_vectors") is not None:
+            select_basis(n_rows, params["basis_vectors"], params.get("random_state"))
+        if callable(getattr(est, "_cv_spec", None)):
+            est._cv_spec()  # RankRLS's and MPRank's alpha / C, weighting and exclude_ties
+        if isinstance(est, RankRLSCV):
+            scoring = _check_scoring(est.scoring)
+            if est.cv == "lpo" and getattr(scoring, "name", None) not in ("auc", "disagreement"):
+                raise ValueError(f"-m {est.scoring} needs hold-out queries or folds (--cv lgo or K); --cv lpo scores "
+                                 "pairs: auc or disagreement")
+
+
+def _default_scoring(groups, cv, y):
+    """No --scoring: NDCG@10 for query data scored on hold-out queries (non-negative grades), else disagreement."""
+    return "ndcg@10" if groups is not None and cv != "lpo" and np.all(y >= 0) else "disagreement"
+
+
 def _build_estimator(args, groups, y):
     classes = _estimators()
     cls = {k.lower(): v for k, v in classes.items()}.get(args.model.lower())
@@ -321,9 +364,10 @@ def _build_estimator(args, groups, y):
         if clash:
             raise UsageError(f"--alpha auto takes {clash[0]} from {_CV_FLAGS[clash[0]]}, not from --param")
         cv = _cv_arg(args.cv, groups)
-        # no --scoring: NDCG@10 for query data scored on hold-out queries (non-negative grades), else disagreement
-        default = "ndcg@10" if groups is not None and cv != "lpo" and np.all(y >= 0) else "disagreement"
-        params.update(alphas=parse_grid(args.alphas or ALPHA_GRID), cv=cv, scoring=args.scoring or default)
+        params.update(alphas=parse_grid(args.alphas or ALPHA_GRID), cv=cv, scoring=args.scoring or
+                      _default_scoring(groups, cv, y))
+    elif cls is RankRLSCV and "scoring" not in params:  # --model RankRLSCV: the same default as --alpha auto
+        params["scoring"] = _default_scoring(groups, params.get("cv"), y)
     if "verbose" in names and "verbose" not in params:  # estimators that report progress themselves
         params["verbose"] = args.progress
     with _errors_as(UsageError, (TypeError, ValueError)):
@@ -333,6 +377,7 @@ def _build_estimator(args, groups, y):
 
 
 def cmd_train(args):
+    _refuse_overwriting(args.model_file, args.train_file, args.query_file or args.train_file)
     est, Xm, y, groups, info, norm_state = _read_training(args, "sparse" if args.sparse else "auto")
     fit_kw = {}
     if groups is not None:
@@ -361,15 +406,25 @@ def cmd_train(args):
     return 0
 
 
+def _refuse_overwriting(output, *inputs):
+    """A UsageError when ``output`` names one of the ``inputs`` (the command would replace its own input)."""
+    for path in inputs:
+        if output not in (None, "-") and os.path.exists(output) and os.path.exists(path) and \
+                os.path.samefile(output, path):
+            raise UsageError(f"{output} is also an input of this command; write to another file")
+
+
 def cmd_predict(args):
+    _refuse_overwriting(args.output, args.model_file, args.test_file)
     s = _model_scores(args.model_file, args.test_file, args)[2]
     text = "".join(f"{v:.17g}\n" for v in s.tolist())
     if args.output in (None, "-"):
         sys.stdout.write(text)
         sys.stdout.flush()
         return 0
-    with _errors_as(DataError, OSError, f"cannot write {args.output}: "), open(args.output, "w") as fh:
-        fh.write(text)
+    opener = gzip.open if args.output.endswith(".gz") else bz2.open if args.output.endswith(".bz2") else open
+    with _errors_as(DataError, OSError, f"cannot write {args.output}: "), opener(args.output, "wt") as fh:
+        fh.write(text)  # compressed as its name says: evaluate reads .gz and .bz2 score files
     _say(args, f"{s.size} scores written to {args.output}")
     return 0
 
@@ -392,6 +447,12 @@ def cmd_evaluate(args):
     measures = args.measure or list(DEFAULT_MEASURES if graded else DEFAULT_MEASURES_NO_QID)
     averaged, ids, per_query = evaluate_scores(y, scores, qid, measures, each_query=args.per_query,
                                                verbose=args.progress)
+    on_labels = [k for k in measures if get_measure(k).name == "mean_rank_loss"]
+    if on_labels and args.model is not None:  # labels, not the ordinal learners' ranking scores
+        by_labels, _, per_label = evaluate_scores(y, _model_scores(args.model, args.data_file, args, labels=True)[2],
+                                                  qid, on_labels, each_query=args.per_query, verbose=args.progress)
+        averaged = [next((kv for kv in by_labels if kv[0] == k), (k, v)) for k, v in averaged]
+        per_query = {**per_query, **per_label} if per_query else per_query
     labels, out = [k for k, _ in averaged], sys.stdout
     if args.format == "json":
         doc = {"mean": dict(averaged)}
@@ -399,7 +460,7 @@ def cmd_evaluate(args):
             doc["per_query"] = {str(q): {k: (None if np.isnan(v[i]) else float(v[i])) for k, v in per_query.items()}
                                 for i, q in enumerate(ids.tolist())}
         out.write(json.dumps(doc, indent=1) + "\n")
-    elif args.per_query and qid is not None:
+    elif args.per_query:  # without qid the file is the one query, with id 0
         out.write("qid\t" + "\t".join(labels) + "\n")
         for i, q in enumerate(ids.tolist()):
             out.write(f"{q}\t" + "\t".join(f"{per_query[k][i]:.6f}" for k in labels) + "\n")  # NaN: "nan"
@@ -419,8 +480,8 @@ def _grid_end(est):
 
 
 def cmd_cv(args):
-    # RankRLSCV, as train --alpha auto builds it (the parser's defaults), on dense features
-    est, Xd, y, groups, _, norm_state = _read_training(args, "dense")
+    # RankRLSCV, as train --alpha auto builds it (the parser's defaults); CSR kept where RankRLSCV takes it
+    est, Xd, y, groups, _, norm_state = _read_training(args, "auto")
     with stage(f"exact cross-validation over {est.alphas.size} alphas", verbose=args.progress), \
             _errors_as(DataError, _FIT_ERRORS, "cross-validation failed: "):
         est.fit(Xd, y, groups)
@@ -487,7 +548,8 @@ eigendecomposition for all alphas
 def _add_common(p):
     g = p.add_argument_group("input and output")
     g.add_argument("--zero-based", choices=("auto", "yes", "no"), default="auto",
-                   help="feature index base of the data file: auto (0-based if index 0 occurs; default), yes, no")
+                   help="feature index base of the data file: auto (0-based if index 0 occurs; default), yes, no; "
+                        "predict and evaluate --model read the model's (a different one is refused)")
     g.add_argument("--query-file", default=None, metavar="FILE",
                    help="query sizes (one per line) for a data file without qid:; default: DATA_FILE.query or "
                         "DATA_FILE.group if it exists (LightGBM / XGBoost)")
@@ -534,7 +596,11 @@ def _add_model_params(p, *, cv_only=False):
         g.add_argument("-M", "--model", default="RankRLS", metavar="NAME",
                        help="estimator name (default RankRLS; see the list below)")
     for flags, param, in_cv, kw in _MODEL_OPTIONS:
-        if in_cv or not cv_only:
+        if cv_only and in_cv:  # cv cross-validates RankRLS only: its values and no list of models
+            rankrls = {"choices": WEIGHTINGS, "help": kw["help"].split("; RankBoost")[0]} \
+                if param == "group_weighting" else {}
+            g.add_argument(*flags, dest=param, default=None, **{**kw, **rankrls})
+        elif not cv_only:
             models = ", ".join(n for n, c in sorted(_estimators().items()) if param in c().get_params(deep=False))
             g.add_argument(*flags, dest=param, default=None, **{**kw, "help": f"{kw['help']} (models: {models})"})
     if not cv_only:
@@ -545,7 +611,8 @@ def _add_model_params(p, *, cv_only=False):
                    help=f"feature normalisation, stored in the model and applied again by predict/evaluate: "
                         f"zscore (StandardScaler), query-minmax (LETOR QueryLevelNorm), query-zscore (per-query "
                         f"z-score), log1p-zscore (log(1+x) then z-score) or none; auto (default): "
-                        f"{NORMALIZE_DEFAULT} for dense files, none for sparse ones (under 10%% non-zero)")
+                        f"{NORMALIZE_DEFAULT} for dense files with qid, zscore without, none for sparse ones (under "
+                        f"10%% non-zero) and under --sparse")
     c = p.add_argument_group("cross-validation (cv; train --alpha auto or --model RankRLSCV)")
     c.add_argument("--alphas", default=None, metavar="GRID",
                    help=f"LOW:HIGH:N log-spaced (default {ALPHA_GRID}) or a comma list")
@@ -592,7 +659,8 @@ def build_parser():
                         "when under 10%% of the entries are non-zero")
     p.add_argument("--float32", action="store_true", help="store the model's arrays in single precision (half size)")
     p = command("predict", "write one score per line for a data file", _EPILOG_PREDICT, "model_file", "test_file")
-    p.add_argument("-o", "--output", default=None, metavar="FILE", help="score file (default: standard output)")
+    p.add_argument("-o", "--output", default=None, metavar="FILE",
+                   help="score file (default: standard output; gzip or bzip2 for a .gz or .bz2 name)")
     p = command("evaluate", "ranking measures per query and averaged", _EPILOG_EVAL.format(measures=measures),
                 "data_file")
     p.add_argument("scores", nargs="?", default=None, metavar="SCORES",

@@ -9,6 +9,7 @@ import os
 from collections.abc import Hashable
 
 import numpy as np
+from sklearn.utils import check_random_state
 from sklearn.utils.validation import column_or_1d
 
 from . import _core
@@ -33,7 +34,6 @@ def _asarray(x, name):
 
 def check_seed(random_state, name="random_state"):
     """A numpy RandomState from ``random_state`` (scikit-learn's check_random_state), refused by name."""
-    from sklearn.utils import check_random_state
     try:
         return check_random_state(random_state)
     except ValueError:  # scikit-learn's message names the value only

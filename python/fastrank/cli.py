@@ -247,8 +247,8 @@ def _stored_normalization_ok(state, n_features):
 
 
 def _model_scores(model_file, data_file, args, *, labels=False):
-    """(y, qid, scores) of a data file read as the model's training file was (its feature count and
-    index base, its normalisation)."""
+    """(y, qid, scores, predicted labels or None) of a data file read as the model's training file was (its feature
+    count and index base, its normalisation); ``labels``: also ``predict``'s values, in the same pass."""
     with _errors_as(DataError, (OSError, ValueError)):  # OSError: a path open() refuses (a directory, no permission)
         model, meta = load(model_file, return_metadata=True)
     for est in (model, getattr(model, "best_estimator_", None)):  # --n-jobs: the threads of kernel predictions
@@ -278,18 +278,18 @@ def _model_scores(model_file, data_file, args, *, labels=False):
     # ranking scores: decision_function for the ordinal classifiers (PRank, OAPBPM, WidrowHoff), whose predict gives
     # one of a few labels and so ties most pairs; predict otherwise
     score = getattr(model, "decision_function", model.predict)
-    if labels:  # a measure of predicted labels (mean_rank_loss): the ordinal learners' predict, as label values
-        score = model.predict
-    m, chunk, out = Xm.shape[0], 20000, []
+    m, chunk, out, out_labels = Xm.shape[0], 20000, [], []
     with _errors_as(DataError, (ValueError, TypeError), "prediction failed: "), \
             progress(total=m, desc="predicting", unit="rows", verbose=args.progress if m > chunk else 0) as bar:
         for i in range(0, m, chunk):
             out.append(np.asarray(score(Xm[i:i + chunk]), dtype=np.float64))
+            if labels:  # a measure of predicted labels (mean_rank_loss): the ordinal learners' predict
+                out_labels.append(np.asarray(model.predict(Xm[i:i + chunk]), dtype=np.float64))
             bar.update(min(chunk, m - i))
     s = np.concatenate(out)
     if s.ndim != 1:
         raise DataError(f"the model predicts {s.shape[1]} outputs per row; the command-line tool handles one")
-    return y, qid, s
+    return y, qid, s, np.concatenate(out_labels) if labels else None
 
 
 # -- commands ----------------------------------------------------------------------------------
@@ -377,7 +377,7 @@ def _build_estimator(args, groups, y):
 
 
 def cmd_train(args):
-    _refuse_overwriting(args.model_file, args.train_file, args.query_file or args.train_file)
+    _refuse_overwriting(args.model_file, args.train_file, args.query_file)
     est, Xm, y, groups, info, norm_state = _read_training(args, "sparse" if args.sparse else "auto")
     fit_kw = {}
     if groups is not None:
@@ -407,9 +407,9 @@ def cmd_train(args):
 
 
 def _refuse_overwriting(output, *inputs):
-    """A UsageError when ``output`` names one of the ``inputs`` (the command would replace its own input)."""
+    """A UsageError when ``output`` names one of the ``inputs`` (None: absent) the command would replace."""
     for path in inputs:
-        if output not in (None, "-") and os.path.exists(output) and os.path.exists(path) and \
+        if output not in (None, "-") and path is not None and os.path.exists(output) and os.path.exists(path) and \
                 os.path.samefile(output, path):
             raise UsageError(f"{output} is also an input of this command; write to another file")
 
@@ -433,7 +433,8 @@ def cmd_evaluate(args):
     if (args.scores is None) == (args.model is None):
         raise UsageError("evaluate needs either a score file (positional SCORES) or --model MODEL_FILE, not both")
     if args.model is not None:
-        y, qid, scores = _model_scores(args.model, args.data_file, args)
+        wants_labels = any(get_measure(k).name == "mean_rank_loss" for k in args.measure or ())
+        y, qid, scores, label_pred = _model_scores(args.model, args.data_file, args, labels=wants_labels)
     else:
         X, y, qid, _ = _read(args.data_file, args)
         with _errors_as(DataError, ValueError):
@@ -449,8 +450,8 @@ def cmd_evaluate(args):
                                                verbose=args.progress)
     on_labels = [k for k in measures if get_measure(k).name == "mean_rank_loss"]
     if on_labels and args.model is not None:  # labels, not the ordinal learners' ranking scores
-        by_labels, _, per_label = evaluate_scores(y, _model_scores(args.model, args.data_file, args, labels=True)[2],
-                                                  qid, on_labels, each_query=args.per_query, verbose=args.progress)
+        by_labels, _, per_label = evaluate_scores(y, label_pred, qid, on_labels, each_query=args.per_query,
+                                                  verbose=args.progress)
         averaged = [next((kv for kv in by_labels if kv[0] == k), (k, v)) for k, v in averaged]
         per_query = {**per_query, **per_label} if per_query else per_query
     labels, out = [k for k, _ in averaged], sys.stdout

@@ -26,6 +26,7 @@ import operator
 import warnings
 
 import numpy as np
+import scipy.sparse.linalg
 from sklearn.base import ClassifierMixin, clone
 from sklearn.utils import check_random_state
 from sklearn.utils.multiclass import check_classification_targets
@@ -832,7 +833,6 @@ class OnlineMPRank(KernelMixin, Ranker):
             if sequential:
                 curvature = 2.0 * float(np.max(np.diag(Kt))) + m / C
             else:
-                import scipy.sparse.linalg
                 curvature = 2.0 * float(scipy.sparse.linalg.eigsh(Kt, k=1, which="LA", tol=1e-10,
                                                                   return_eigenvectors=False)[0]) + m / C
             if eta * curvature >= 2.0 * (1.0 - 1e-9):

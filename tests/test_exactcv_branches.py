@@ -3,6 +3,7 @@ checked against an oracle from the definition (retraining without the held-out r
 al.'s Proposition 2 written out) or against its exact message."""
 
 import re
+import warnings
 
 import numpy as np
 import pytest
@@ -10,6 +11,7 @@ import scipy.sparse as sp
 
 import fastrank
 from fastrank import model_selection as ms
+from fastrank.exceptions import IllConditionedWarning, LinAlgError
 
 
 def _data(m=12, d=3, seed=0):
@@ -165,7 +167,7 @@ def test_fit_preferences_refuses_unknown_costs_negative_magnitudes_and_sparse_ke
     with pytest.raises(ValueError, match=r"^magnitudes must be >= 0 \(swap the pair to reverse a preference\)$"):
         fastrank.RankRLS().fit_preferences(X, pairs, magnitudes=[1.0, -1.0])
     K = X @ X.T
-    with pytest.raises(ValueError, match=r"^a precomputed kernel must be a dense \(m, m\) array$"):
+    with pytest.raises(TypeError, match=r"^X is a sparse matrix; a precomputed kernel must be a dense \(m, m\) array"):
         fastrank.RankRLS(kernel="precomputed").fit_preferences(sp.csr_matrix(K), pairs)
 
 
@@ -298,3 +300,15 @@ def test_blas_already_at_the_regions_threads_is_not_reset(monkeypatch):
     with threadpoolctl.threadpool_limits(limits=1, user_api="blas"):
         fastrank.RankRLS(kernel="rbf", n_jobs=1).fit(X, y)
     assert calls == []
+
+
+@pytest.mark.parametrize("sets", [[[0]], [[0, 1]], [[0, 1, 2, 3, 4]]])
+def test_a_singular_hold_out_system_names_the_callers_alpha(sets):
+    # object sets factor at alpha m / (m - u) (004 eqs. 36-37), and the error named that value (1.11e-20, 1.25e-20,
+    # 2e-20)
+    rng = np.random.default_rng(0)
+    X, y = rng.normal(size=(10, 3)), rng.normal(size=10)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", IllConditionedWarning)
+        with pytest.raises(LinAlgError, match=r"not numerically positive definite at alpha=1e-20 "):
+            ms.holdout_predictions(fastrank.RankRLS(alpha=1e-20, solver="dual"), X, y, sets)

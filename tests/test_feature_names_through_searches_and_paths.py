@@ -2,6 +2,8 @@
 records its column names (``feature_names_in_``) and refuses the columns in another order, also when it is the
 ``best_estimator_`` of a search or the in-memory copy of a dask model; the numbers equal a plain manual fit."""
 
+import warnings
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -186,3 +188,28 @@ def test_an_array_given_to_a_model_fitted_on_a_frame_warns_as_scikit_learn_does(
                                          "fitted with feature names"):
         model.predict(X.to_numpy())
     model.predict(X)  # the frame itself: no warning (warnings are errors here)
+
+
+@pytest.mark.parametrize("model", [fastrank.RankRLS(), fastrank.PRank(), fastrank.RankSVM(), fastrank.RankBoost()])
+def test_a_frame_given_to_a_model_fitted_on_an_array_warns_as_scikit_learn_does(model):
+    # the other direction was silent: the frame's columns cannot be checked against names never recorded
+    X, y, g = _data()
+    model.fit(X.to_numpy(), (y > 0).astype(int) if isinstance(model, fastrank.PRank) else y)
+    with pytest.warns(UserWarning, match=f"X has feature names, but {type(model).__name__} was fitted without "
+                                         "feature names"):
+        model.predict(X)
+    model.predict(X.to_numpy())  # no warning (warnings are errors here)
+
+
+@pytest.mark.parametrize("make", [lambda: fastrank.RankRLSCV(alphas=[1.0]), lambda: fastrank.MPRankCV(Cs=[1.0]),
+                                  lambda: fastrank.WidrowHoff()])
+def test_the_feature_names_warning_is_given_once_naming_the_called_model(make):
+    # searches and WidrowHoff warned twice, the second time naming the inner RankRLS / MPRank the user never fitted
+    X, y, _ = _data()
+    model = make()
+    model.fit(X, (y > 0).astype(int) if isinstance(model, fastrank.WidrowHoff) else y)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        model.predict(X.to_numpy())
+    assert [str(w.message) for w in caught] == [f"X does not have valid feature names, but {type(model).__name__} "
+                                                "was fitted with feature names"]

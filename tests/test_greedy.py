@@ -179,3 +179,29 @@ def test_the_memory_guard_advice_fits_greedy_order(monkeypatch):
     with pytest.raises(MemoryError, match=r"np.argsort\(-model.predict\(X\)\)") as info:
         greedy_order(np.full((2000, 2000), 0.5))
     assert "RankRLS" not in str(info.value)
+
+
+@pytest.mark.parametrize("temperature", [1.0, 1e300, 1e308, 1.7e308])
+def test_sigmoid_preferences_follow_the_scores_at_any_finite_temperature(temperature):
+    # 2 T overflowed to inf for T >= 9e307: every preference became 1/2 and the items came back in index order; the
+    # logistic preference is strictly monotone in s_u - s_v at any finite T (tanh(1 / 2T) is still a subnormal > 0)
+    class FirstColumn:
+        def predict(self, X):
+            return np.asarray(X, dtype=float)[:, 0]
+
+    X = np.array([[1.0], [3.0], [2.0]])
+    assert greedy_order(FirstColumn(), X, pairwise="sigmoid", temperature=temperature).tolist() == [1, 2, 0]
+
+
+def test_a_nullable_pandas_matrix_is_a_matrix_of_numbers():
+    pd = pytest.importorskip("pandas")
+    P = np.array([[0.0, 0.8, 1.0], [0.2, 0.0, 0.4], [0.0, 0.6, 0.0]])
+    want = greedy_order(P, return_scores=True)
+    for frame in (pd.DataFrame(P).astype("Float64"), pd.DataFrame((P > 0.5).astype(int)).astype("Int64")):
+        got = greedy_order(frame, return_scores=True)
+        ref = greedy_order(frame.to_numpy(dtype=float), return_scores=True)
+        np.testing.assert_array_equal(got[0], ref[0])
+        np.testing.assert_array_equal(got[1], ref[1])
+    np.testing.assert_array_equal(greedy_order(pd.DataFrame(P).astype("Float64"), return_scores=True)[1], want[1])
+    with pytest.raises(ValueError, match="preference contains NaN"):  # a missing preference is no number
+        greedy_order(pd.DataFrame(P).astype("Float64").where(P > 0.1))

@@ -131,10 +131,12 @@ def test_train_rankrlscv_reports_the_scheme_it_ran(data_file, tmp_path, capsys, 
 
 def test_n_jobs_reaches_the_loaded_model_or_is_reported_ignored(data_file, tmp_path, capsys):
     # predict/evaluate --n-jobs was silently ignored (the saved n_jobs ran); train with a model without threads too
-    for model, extra in [("k.frk", ["--kernel", "rbf"]), ("cv.frk", ["--alpha", "auto", "--kernel", "rbf"])]:
+    # --n-jobs 0 is refused as a usage error whether or not the model has threads (a linear model's was accepted)
+    for model, extra in [("k.frk", ["--kernel", "rbf"]), ("cv.frk", ["--alpha", "auto", "--kernel", "rbf"]),
+                         ("lin.frk", [])]:
         assert cli.main(["train", "-q", *extra, str(data_file), str(tmp_path / model)]) == 0
-        assert cli.main(["predict", "--n-jobs", "0", str(tmp_path / model), str(data_file)]) == 1
-        assert "n_jobs must be None or a non-zero integer, got 0" in capsys.readouterr().err
+        assert cli.main(["predict", "--n-jobs", "0", str(tmp_path / model), str(data_file)]) == 2
+        assert "--n-jobs must be a non-zero integer (-1: every core), got '0'" in capsys.readouterr().err
     assert cli.main(["train", "--n-jobs", "2", "--model", "PRank", str(data_file), str(tmp_path / "p.frk")]) == 0
     assert "PRank has no threads to set; --n-jobs is ignored" in capsys.readouterr().err
 

@@ -33,6 +33,37 @@ def test_lone_carriage_returns_end_lines(tmp_path):
         load_svmlight(data)
 
 
+@pytest.mark.parametrize("tail", [b"2 qid:2 1:1 # doc-a\r0 qid:2 2:7\n", b"2 qid:2 1:1\r0 qid:2 2:7\n",
+                                  b"2 qid:2 1:1\r0 qid:2 2:7\r"], ids=["after-comment", "plain", "cr-only-end"])
+def test_lone_carriage_returns_end_lines_anywhere_in_the_file(tmp_path, tail):
+    # only the first 64 KiB were searched for a lone CR: later, the row after a CR-ended comment vanished silently and
+    # a CR between two records was refused with the parser's "need more than 1 value to unpack"
+    body = b"1 qid:1 1:1 2:2 3:3 4:4 5:5 6:6 7:7 8:8 9:9\n" * 2000  # 88 KB of LF lines
+    (tmp_path / "cr.txt").write_bytes(body + tail)
+    (tmp_path / "lf.txt").write_bytes(body + tail.replace(b"\r", b"\n"))
+    got, want = load_svmlight(tmp_path / "cr.txt"), load_svmlight(tmp_path / "lf.txt")
+    assert got[0].shape == (2002, 9)
+    for a, b in zip(got, want):
+        np.testing.assert_array_equal(getattr(a, "toarray", lambda: a)(), getattr(b, "toarray", lambda: b)())
+
+
+@pytest.mark.parametrize("line, message", [
+    (b"1_0 qid:1 1:5", r"target '1_0' is not a number"), (b"1 qid:1_2 1:5", r"query id 'qid:1_2' is not an integer"),
+    (b"1 qid:1 1_0:5", r"feature index '1_0' in '1_0:5' is not an integer"),
+    (b"1 qid:1 1:5_0", r"value of feature 1: '5_0' is not a number")])
+def test_digit_separators_are_not_svmlight_numbers(tmp_path, line, message):
+    # Python's int() and float() read "1_0" as 10, and so did both readers; an underscore in a comment stays fine
+    data = tmp_path / "u.txt"
+    data.write_bytes(b"0 qid:1 2:1 # doc_id 7\n" + line + b"\n")
+    with pytest.raises(ValueError, match=rf"u\.txt:2: {message}"):
+        load_svmlight(data)
+    data.write_bytes(b"0 qid:1 2:1 # doc_id 7\n1 qid:1 1:5\n")
+    assert load_svmlight(data)[1].tolist() == [0.0, 1.0]
+    (tmp_path / "s.txt").write_bytes(b"1\n1_0\n")
+    with pytest.raises(ValueError, match=r"s\.txt:2: score '1_0' is not a number"):
+        read_scores(tmp_path / "s.txt")
+
+
 def test_the_thread_budget_is_the_usable_cpus(monkeypatch):
     monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0}, raising=False)  # taskset -c 0
@@ -127,3 +158,19 @@ def test_cv_curve_display_refuses_bad_inputs_by_name():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         CVCurveDisplay([1, 2], [0.5, 0.7], cv=3).plot()
+
+
+@pytest.mark.parametrize("make", ["RankRLS", "MPRank", "RankSVM", "SVRank", "OnlineMPRank"])
+@pytest.mark.parametrize("scale", [1e-160, 1e-200])
+def test_linear_scores_that_underflow_warn(make, scale):
+    # features near 1e-200 gave correct weights (~5e-199) but scores near 1e-400, all 0: one distinct prediction,
+    # score 0.5, no warning; near 1e-160 the scores were subnormal, a few bits each
+    from fastrank.exceptions import ConstantModelWarning
+
+    rng = np.random.default_rng(0)
+    X, y, g = rng.normal(size=(30, 3)), np.arange(30) % 3 * 1.0, np.repeat([0, 1, 2], 10)
+    with pytest.warns(ConstantModelWarning, match=rf"{make}'s scores X @ coef_ underflow float64 on the training "
+                                                  r"rows .*Rescale X"):
+        model = getattr(fastrank, make)().fit(X * scale, y, groups=g)
+    assert np.abs(model.predict(X * scale)).max() < np.finfo(np.float64).tiny
+    getattr(fastrank, make)().fit(X * 1e-150, y, groups=g)  # scores near 1e-300 are normal numbers: no warning

@@ -2,6 +2,7 @@
 
 import json
 import re
+import tracemalloc
 import warnings
 
 import numpy as np
@@ -192,3 +193,128 @@ def test_a_stream_count_out_of_range_is_a_tampered_file(tmp_path, value):
         np.savez(fh, header=np.frombuffer(json.dumps(header).encode(), np.uint8), **arrays)
     with pytest.raises(ValueError, match=r"corrupted or tampered model file: model\.seed_ = .* is not a count"):
         fastrank.load(path)
+
+
+@pytest.mark.parametrize("attr, value", [("n_seen_", 2**63), ("n_samples_seen_", 2**63), ("seed_", None),
+                                         ("n_seen_", None), ("n_samples_seen_", None), ("n_fit_groups_", 1.5),
+                                         ("_kernel_args", 1), ("_kernel_args", {"$tuple": [0.1, None]})])
+def test_a_stream_state_the_compiled_passes_cannot_take_is_refused_at_load(tmp_path, attr, value):
+    # these loaded (None and [2^63, 2^64) passed the count check, the kernel arguments were unchecked) and partial_fit
+    # then raised pybind11's "incompatible function arguments", an OverflowError or "'int' object is not iterable"
+    rng = np.random.default_rng(0)
+    X, y = rng.normal(size=(40, 3)), rng.integers(0, 3, 40)
+    fastrank.save(fastrank.PRank().fit(X, y), tmp_path / "m")
+    _edited(tmp_path / "m", lambda h: h["state"].__setitem__(attr, value))
+    with pytest.raises(ValueError, match=rf"corrupted or tampered model file: model\.{re.escape(attr)} = "):
+        fastrank.load(tmp_path / "m")
+
+
+def test_a_stream_whose_arrays_cannot_continue_is_refused_at_load(tmp_path):
+    # a 3-d members_coef_ (its header entry edited to match) predicted, so it loaded; partial_fit then raised pybind11's
+    # "incompatible function arguments" with its signature dump
+    rng = np.random.default_rng(0)
+    X, y = rng.normal(size=(40, 3)), rng.integers(0, 3, 40)
+    fastrank.save(fastrank.OAPBPM(n_estimators=2, random_state=0).fit(X, y), tmp_path / "m")
+    with np.load(tmp_path / "m", allow_pickle=False) as z:
+        arrays = {k: z[k] for k in z.files}
+    header = json.loads(arrays.pop("header").tobytes())
+    ref = header["state"]["members_coef_"]
+    arrays[ref["$array"]] = arrays[ref["$array"]][None]
+    ref["shape"] = header["arrays"][ref["$array"]]["shape"] = list(arrays[ref["$array"]].shape)
+    header["checksum"] = {"sha256": _persist._digest(header, arrays)}
+    with open(tmp_path / "m", "wb") as fh:
+        np.savez(fh, header=np.frombuffer(json.dumps(header).encode(), dtype=np.uint8), **arrays)
+    with pytest.raises(ValueError, match=r"the fitted state is inconsistent \(TypeError\)$"):
+        fastrank.load(tmp_path / "m")
+
+
+def test_a_damaged_zip_directory_entry_is_a_corrupted_file(tmp_path):
+    # the "version needed to extract" byte's high bit set: zipfile raised NotImplementedError("zip file version 17.3"),
+    # and the command line printed a traceback
+    rng = np.random.default_rng(0)
+    X, y = rng.normal(size=(20, 3)), rng.normal(size=20)
+    fastrank.save(fastrank.RankRLS().fit(X, y), tmp_path / "m")
+    raw = bytearray((tmp_path / "m").read_bytes())
+    central = raw.find(b"PK\x01\x02")
+    raw[central + 6] |= 0x80  # version needed to extract, low byte
+    (tmp_path / "m").write_bytes(bytes(raw))
+    with pytest.raises(ValueError, match=r"not a readable fastrank model file \(corrupted or truncated\?\)"):
+        fastrank.load(tmp_path / "m")
+
+
+@pytest.mark.parametrize("offset", [0.0, 1e6, 1e8])
+@pytest.mark.parametrize("make", [lambda: fastrank.RankRLS(kernel="rbf", gamma=0.1),
+                                  lambda: fastrank.OnlineMPRank(kernel="rbf", gamma=0.1)], ids=["rls", "online"])
+def test_float32_files_keep_kernel_models_whose_features_share_an_offset(tmp_path, offset, make):
+    # the training rows were rounded relative to themselves: 0.06 absolute at an offset of 1e6, 6 at 1e8, and the test
+    # disagreement went from 0.005 to 0.057 and 0.447 (random); stored about their column means they round by 2^-24
+    # of their spread.  Oracle: the float64 model's own predictions.
+    rng = np.random.default_rng(0)
+    X, w = rng.normal(size=(200, 5)), rng.normal(size=5)
+    Xt = rng.normal(size=(100, 5))
+    model = make().fit(X + offset, X @ w)
+    fastrank.save(model, tmp_path / "m", dtype="float32")
+    loaded = fastrank.load(tmp_path / "m")
+    want = model.predict(Xt + offset)
+    np.testing.assert_allclose(loaded.predict(Xt + offset), want, atol=2e-6 * np.abs(want).max())
+    # the rows are stored about their means only where the offset dominates the spread (version 3 files)
+    assert json.loads(np.load(tmp_path / "m")["header"].tobytes())["format_version"] == (3 if offset else 2)
+    fastrank.save(fastrank.RankRLS().fit(X, X @ w), tmp_path / "lin", dtype="float32")  # no rows: still version 2
+    assert json.loads(np.load(tmp_path / "lin")["header"].tobytes())["format_version"] == 2
+
+
+def test_labels_ending_in_nul_characters_are_refused_not_merged(tmp_path):
+    # 'a' and 'a\x00' became one label in the fixed-width string array: 110 of 200 predictions changed after load
+    rng = np.random.default_rng(0)
+    labels = np.array(["a", "a\x00", "b", "c"], dtype=object)[rng.integers(0, 4, 60)]
+    model = fastrank.PRank().fit(rng.normal(size=(60, 3)), labels)
+    with pytest.raises(TypeError, match=r"model\.classes_: strings ending in NUL characters"):
+        fastrank.save(model, tmp_path / "m")
+    assert not (tmp_path / "m").exists()
+
+
+def test_numpy_float64_values_keep_their_type(tmp_path):
+    # numpy.float64 is a subclass of float and was saved as one: alpha and RankSVM.loss_ came back as Python floats
+    rng = np.random.default_rng(0)
+    X, y = rng.normal(size=(20, 3)), rng.normal(size=20)
+    model = fastrank.RankRLS(alpha=np.float64(2.0)).fit(X, y)
+    model.extra_ = np.float64(0.1)
+    fastrank.save(model, tmp_path / "m")
+    loaded = fastrank.load(tmp_path / "m")
+    assert type(loaded.alpha) is np.float64 and type(loaded.extra_) is np.float64 and loaded.extra_ == 0.1
+
+
+def test_a_feature_count_beyond_the_memory_limit_skips_the_load_probe(tmp_path, monkeypatch):
+    # n_features_in_ edited to 3e9: the probe's zero row allocated 24 GB (lazily) past FASTRANK_MAX_DENSE_BYTES
+    rng = np.random.default_rng(0)
+    X, y = rng.normal(size=(20, 3)), rng.normal(size=20)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fastrank.save(fastrank.RankBoost(3).fit(X, y), tmp_path / "m")
+    _edited(tmp_path / "m", lambda h: h["state"].__setitem__("n_features_in_", 3_000_000_000))
+    monkeypatch.setenv("FASTRANK_MAX_DENSE_BYTES", "1000000")
+    tracemalloc.start()  # numpy reports its allocations to tracemalloc, lazily committed ones too
+    try:
+        model = fastrank.load(tmp_path / "m")
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 10**8, peak
+    with pytest.raises(ValueError, match="X has 3 features, but RankBoost is expecting 3000000000 features"):
+        model.predict(X)
+
+
+@pytest.mark.parametrize("what, hint", [("normalizer", r"model files hold learners: pickle a transformer"),
+                                        ("dask", r"save its in-memory model, est\.to_local\(\)")])
+def test_saving_what_model_files_do_not_hold_says_what_to_do(tmp_path, what, hint):
+    rng = np.random.default_rng(0)
+    X, y = rng.normal(size=(20, 3)), rng.normal(size=20)
+    if what == "dask":
+        dask_fastrank = pytest.importorskip("fastrank.dask")
+        da = pytest.importorskip("dask.array")
+        est = dask_fastrank.DaskRankRLS().fit(da.from_array(X, chunks=10), da.from_array(y, chunks=10))
+    else:
+        from fastrank.preprocessing import QueryNormalizer
+        est = QueryNormalizer().fit(X)
+    with pytest.raises(TypeError, match=rf"is not a fastrank estimator \(saveable: .*\); {hint}"):
+        fastrank.save(est, tmp_path / "m")

@@ -55,3 +55,27 @@ def test_failed_first_partial_fit_fixes_no_label_set(make):
 def test_from_members_without_blocks_is_a_named_error():
     with pytest.raises(ValueError, match="at least one trained member block"):
         OAPBPM.from_members([])
+
+
+@pytest.mark.parametrize("make", [PRank, OAPBPM, WidrowHoff])
+def test_one_class_message_speaks_of_classes_only_for_partial_fit(make):
+    # fit cannot take classes=, and its message (shown by the command line too) advised passing it
+    X, y = np.arange(8.0).reshape(4, 2), np.ones(4)
+    with pytest.raises(ValueError, match=r"need at least 2 distinct labels: the on-line ordinal learners rank into "
+                                         r"k >= 2 ordered classes$"):
+        make().fit(X, y)
+    with pytest.raises(ValueError, match=r"first partial_fit batch with fewer labels: pass the complete ordered label "
+                                         r"set with classes="):
+        make().partial_fit(X, y)
+    assert make().partial_fit(X, y, classes=[1.0, 2.0]).classes_.tolist() == [1.0, 2.0]
+
+
+def test_a_huge_ensemble_is_refused_before_allocating_and_the_model_kept(monkeypatch):
+    # OAPBPM(n_estimators=2**31 - 1) allocated its members' arrays unguarded: numpy's raw "Unable to allocate 32.0 GiB"
+    monkeypatch.setenv("FASTRANK_MAX_DENSE_BYTES", "1G")
+    X, y = np.random.default_rng(0).normal(size=(30, 3)), np.arange(30) % 3
+    model = OAPBPM(n_estimators=3, random_state=0).fit(X, y)
+    before = model.decision_function(X)
+    with pytest.raises(MemoryError, match=r"2147483647 x 6 array of the members' thresholds.*Lower n_estimators"):
+        model.set_params(n_estimators=2**31 - 1).fit(X, y)
+    np.testing.assert_array_equal(model.decision_function(X), before)

@@ -92,3 +92,24 @@ def test_cli_cv_plot(tmp_path, data, capsys):
     dump_svmlight_file(X, y, str(f), query_id=g)
     assert cli.main(["cv", "--alphas", "0.1,1,10", "--plot", str(tmp_path / "cv.png"), str(f)]) == 0
     assert (tmp_path / "cv.png").read_bytes()[:4] == b"\x89PNG"
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"permutation_scores": [-1e308, 1e308]}, r"permutation_scores span a range beyond float64"),
+    ({"bins": [0.0, 0.1, 0.05]}, r"bins edges must be at least 2 finite, strictly increasing numbers"),
+    ({"bins": [0.0, np.inf]}, r"bins edges must be at least 2 finite"),
+    ({"bins": "foo"}, r"bins must be a number of bars, one of \('auto'"),
+])
+def test_permutation_display_names_inputs_numpy_would_refuse_inside_plot(kwargs, message):
+    # the constructor accepted them and plot() raised numpy's "Too many bins for data range" / "`bins` must increase
+    # monotonically" with RuntimeWarnings
+    kwargs = {"permutation_scores": [0.4, 0.5, 0.6], **kwargs}
+    with pytest.raises(ValueError, match=message):
+        PermutationTestDisplay(0.5, pvalue=0.5, **kwargs)
+
+
+@pytest.mark.parametrize("bins, bars", [(None, 10), ("sturges", 3), ([0.3, 0.5, 0.7], 2), (4, 4)])
+def test_permutation_display_takes_every_documented_bins(bins, bars):
+    display = PermutationTestDisplay(0.5, [0.4, 0.5, 0.6], 0.5, bins=bins).plot()
+    assert len(display.bars_) == bars
+    plt.close("all")

@@ -5,6 +5,7 @@ import pytest
 import scipy.sparse as sp
 import sklearn
 from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import StandardScaler
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from fastrank import RankRLS
@@ -108,3 +109,42 @@ def test_pipeline_routes_groups_to_fit_and_transform():
 )
 def test_sklearn_checks(estimator, check):
     check(estimator)
+
+
+@pytest.mark.parametrize("scale", [1e-150, 1e-170, 1e-300, 2.0**-1000, 1e300])
+def test_log1p_scaler_standardises_features_of_any_scale(scale):
+    # below ~1e-154 the variance underflowed to 0 and StandardScaler took the feature for constant: it came back only
+    # centred (~1e-170); oracle: the z-score of log1p(x) ~ x computed in units of the scale
+    X = np.array([[1.0, 5.0], [3.0, 5.0], [0.0, 5.0], [2.5, 5.0]]) * [scale, 1.0]
+    L = np.sign(X) * np.log1p(np.abs(X))
+    unit = L[:, 0] / (scale if scale < 1 else 1.0)
+    want = (unit - unit.mean()) / unit.std()
+    got = Log1pScaler().fit_transform(X)
+    np.testing.assert_allclose(got[:, 0], want, rtol=1e-12 if scale < 1 else 1e-9)
+    assert np.all(np.abs(got[:, 1]) < 1e-15)  # constant in training: 0, scale_ 1 as StandardScaler's
+    assert Log1pScaler().fit(X).scale_[1] == 1.0
+
+
+def test_log1p_scaler_matches_standard_scaler_bit_for_bit_at_ordinary_scales():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(50, 4)) * [1.0, 100.0, 1e-3, 0.0]
+    log = np.sign(X) * np.log1p(np.abs(X))
+    ref, got = StandardScaler().fit(log), Log1pScaler().fit(X)
+    np.testing.assert_array_equal(got.mean_, ref.mean_)
+    np.testing.assert_array_equal(got.scale_, ref.scale_)
+
+
+def test_log1p_scaler_transforms_with_what_fit_learnt():
+    # set_params(zscore=True) after fit(zscore=False) raised a raw AttributeError ('mean_'), and zscore="no" set after
+    # fit was read as True; the setting takes effect at the next fit, as scikit-learn's hyper-parameters do
+    X = np.random.default_rng(0).uniform(0, 100, size=(10, 3))
+    log = np.log1p(X)
+    plain = Log1pScaler(zscore=False).fit(X)
+    np.testing.assert_array_equal(plain.set_params(zscore=True).transform(X), log)
+    scaled = Log1pScaler().fit(X)
+    want = StandardScaler().fit_transform(log)
+    np.testing.assert_array_equal(scaled.set_params(zscore="no").transform(X), want)
+    with pytest.raises(ValueError, match="zscore must be True or False"):
+        scaled.fit(X)
+    np.testing.assert_array_equal(scaled.set_params(zscore=False).fit(X).transform(X), log)
+    assert not hasattr(scaled, "mean_")

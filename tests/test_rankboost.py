@@ -1,6 +1,7 @@
 """RankBoost against a brute-force version that keeps the pair distribution D explicitly."""
 
 import pickle
+import warnings
 
 import numpy as np
 import pytest
@@ -538,3 +539,15 @@ def test_rankboost_path_bad_arguments():
         rankboost_path(X, y, [1.5])
     with pytest.raises(ValueError, match="cv"):
         rankboost_path(X, y, 5, cv=1)
+
+
+def test_n_thresholds_counts_the_quantile_thresholds_and_missing_values_add_minus_infinity():
+    # the docstring said "at most k"; with missing values the "has the feature" threshold (-inf) is a k + 1-th
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(40, 1))
+    X[::4] = np.nan
+    y = rng.normal(size=40)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        used = np.unique(RankBoost(100, n_thresholds=2, missing="q_def").fit(X, y).thresholds_)
+    assert np.isfinite(used).sum() <= 2 and used.size <= 3 and used[0] == -np.inf

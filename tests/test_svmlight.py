@@ -103,7 +103,7 @@ def _scores_by_line_scanner(path):
     "0.5\n-1e-300\n  2 7\n\n3.25\t9\n1.7976931348623157e308\n",  # plain: numpy's reader
     "1 # a comment\n# only a comment\n2\n",                          # comments: the line scanner
     "1\r\n2\r\n",                                                      # CRLF
-    "1_000\n\u00a02\n",                                                # Python float syntax, non-ASCII space
+    "1000\n\u00a02\n",                                                 # a non-ASCII space
     "4.9e-324\n-0\n.5\n5.\n+7\n",
 ])
 def test_read_scores_equals_the_line_scanner(tmp_path, text):
@@ -122,6 +122,7 @@ def test_read_scores_equals_the_line_scanner(tmp_path, text):
     ("1\n2\n1e999\n", ":3: score '1e999' is not finite"),
     ("1\n-\n", ":2: score '-' is not a number"),
     ("1\n2e\n", ":2: score '2e' is not a number"),
+    ("1\n1_000\n", ":2: score '1_000' is not a number"),  # Python's digit separators are no svmlight number
     ("1\nnan\n", ":2: score 'nan' is not finite"),
 ])
 def test_read_scores_names_the_bad_line(tmp_path, text, message):

@@ -442,7 +442,12 @@ def _first_order_optimum(X, y, C, eps):
 def test_tiny_effective_C_gives_the_exact_nonzero_optimum(x_scale, y_scale, C):
     X, y, _ = make_data(30, 3, 9)
     X, y = X * x_scale, y * y_scale
-    est = SVRank(C=C, epsilon=0.1, tol=1e-10).fit(X, y)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        est = SVRank(C=C, epsilon=0.1, tol=1e-10).fit(X, y)
+    # exact weights; at features of 1e-200 their scores underflow to 0, which is said
+    assert [(w.category, "underflow" in str(w.message)) for w in caught] == \
+        ([(ConstantModelWarning, True)] if x_scale < 1 else [])
     ref = _first_order_optimum(X, y, C, 0.1)
     assert np.abs(ref).max() > 0
     np.testing.assert_allclose(est.coef_, ref, rtol=1e-9)

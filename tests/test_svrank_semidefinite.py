@@ -36,3 +36,19 @@ def test_a_polynomial_kernel_with_negative_coef0_is_checked():
     assert np.linalg.eigvalsh(G).min() < -1
     with pytest.raises(ValueError, match="not positive semidefinite"):
         SVRank(kernel="poly", degree=1, gamma=1.0, coef0=-1.0).fit(Z, Z[:, 0])
+
+
+@pytest.mark.parametrize("loss", ["epsilon_insensitive", "squared_epsilon_insensitive"])
+def test_a_gram_matrix_computed_in_float32_is_semidefinite_to_its_precision(loss):
+    # refused ("holds -1.7e-05") although its most negative eigenvalue, 2.5e-8 of the largest, is float32 rounding;
+    # RankSVM, RankRLS and MPRank accept it.  Oracle: the float64 Gram matrix of the same float32 features.
+    X32 = (10.0 * RNG.normal(size=(200, 5))).astype(np.float32)
+    K32 = X32 @ X32.T
+    K64 = X32.astype(np.float64) @ X32.astype(np.float64).T
+    assert np.linalg.eigvalsh(K32.astype(np.float64)).min() < 0
+    got = SVRank(kernel="precomputed", loss=loss, tol=1e-10).fit(K32, X32[:, 0] + X32[:, 1])
+    want = SVRank(kernel="precomputed", loss=loss, tol=1e-10).fit(K64, X32[:, 0] + X32[:, 1])
+    np.testing.assert_allclose(got.predict(K64), want.predict(K64), rtol=1e-4,
+                               atol=1e-4 * np.abs(want.predict(K64)).max())
+    with pytest.raises(ValueError, match="not positive semidefinite"):  # clearly indefinite in float32: refused
+        SVRank(kernel="precomputed", loss=loss).fit((K - 3.0 * np.eye(60)).astype(np.float32), Y)

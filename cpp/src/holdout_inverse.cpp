@@ -611,7 +611,9 @@ struct FullInverse {
   Matrix Gc, Gt, kappa;
 };
 
-FullInverse full_inverse(Matrix A, const GroupStructure& g, double alpha, double tau, MatrixCRef t, MatrixCRef X) {
+// user_alpha: the caller's alpha, named in the error (object sets factor at alpha m / (m - u), 004 eqs. 36-37).
+FullInverse full_inverse(Matrix A, const GroupStructure& g, double alpha, double tau, MatrixCRef t, MatrixCRef X,
+                         double user_alpha) {
   A.diagonal().array() += alpha;
   for (Index q = 0; q < g.n_groups(); ++q) {
     const Index o = g.offsets[q], n = g.group_size(q);
@@ -619,7 +621,7 @@ FullInverse full_inverse(Matrix A, const GroupStructure& g, double alpha, double
   }
   if (!lapack::potrf_lower(A))
     throw LinAlgError("hold-out sets: S K S + alpha I is not numerically positive definite at alpha=" +
-                      alpha_text(alpha) +
+                      alpha_text(user_alpha) +
                       " (the kernel is not positive semidefinite, or alpha is below rounding level for the "
                       "kernel's scale); increase alpha");
   FullInverse out;
@@ -821,7 +823,7 @@ Matrix object_holdout_inverse(MatrixCRef K, double c, double alpha, MatrixCRef Y
     Matrix A;  // the last size takes Kz itself (no third m x m matrix)
     if (--left == 0) A = std::move(Kz);
     else A = Kz;
-    FullInverse fi = full_inverse(std::move(A), g, alpha1, tau, t, src);
+    FullInverse fi = full_inverse(std::move(A), g, alpha1, tau, t, src, alpha);
     SetInverse inv;
     inv.fbar = fi.kappa.col(0).transpose() * t / dm;  // mean prediction of the alpha' model
     inv.Gt = std::move(fi.Gt);
@@ -847,7 +849,7 @@ Matrix group_holdout_inverse(MatrixCRef K, const GroupStructure& g, double alpha
   Matrix Kz = K;
   apply_sqrt_laplacian_both(g, Kz, n_threads);
   const double tau = null_shift(Kz);
-  const FullInverse fi = full_inverse(std::move(Kz), g, alpha, tau, t, Matrix(m, 0));
+  const FullInverse fi = full_inverse(std::move(Kz), g, alpha, tau, t, Matrix(m, 0), alpha);
   SetInverse inv;
   inv.Gt = fi.Gt;
   inv.fbar.resize(ng, v);  // group means of the full-data predictions: (S K 1_q)^T G_c t / n_q

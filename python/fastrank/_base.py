@@ -8,6 +8,7 @@ prediction-input checks) and :class:`KernelMixin` (the four kernel parameters, r
 
 from __future__ import annotations
 
+import contextvars
 import functools
 import numbers
 import re
@@ -29,7 +30,7 @@ from .metrics import _declines_groups, _over_outputs, _warn_missing_groups, pair
 
 __all__ = ["FastrankEstimator", "Ranker", "KernelMixin", "ranking_accuracy", "Interval", "StrOptions", "positive_int",
            "NONNEG_REAL", "POSITIVE_REAL", "N_JOBS", "PARAM_DOCS", "fill_param_docs", "crucial_pairs", "c_path",
-           "feature_names", "warn_if_constant"]
+           "feature_names", "warn_if_constant", "warn_if_scores_underflow"]
 
 
 def positive_int(high=INT_MAX, low=1):
@@ -124,6 +125,11 @@ def feature_names(X):
     return np.array(list(columns), dtype=str)
 
 
+# Set while a method wrapped by _with_feature_names runs: the methods it calls (a search's best_estimator_.predict,
+# WidrowHoff.predict's decision_function) see the X it checked, and warned of, already.
+_NAMES_CHECKED = contextvars.ContextVar("fastrank_feature_names_checked", default=False)
+
+
 def _with_feature_names(method, name):
     """``method(X, ...)`` recording the DataFrame column names of X as ``feature_names_in_`` (a fitting method: "fit",
     "fit_preferences", the first "partial_fit"), else refusing X whose names differ from them: the columns of X in
@@ -132,13 +138,21 @@ def _with_feature_names(method, name):
     def call(self, X, *args, **kwargs):
         reset = name in ("fit", "fit_preferences") or name == "partial_fit" and "n_features_in_" not in self.__dict__
         fitted, names = self.__dict__.get("feature_names_in_"), feature_names(X)
-        if not reset and fitted is not None and names is not None and not np.array_equal(fitted, names):
+        check = not reset and not _NAMES_CHECKED.get()  # a checked method's callees see the X it checked
+        if check and fitted is not None and names is not None and not np.array_equal(fitted, names):
             raise ValueError(f"X has the columns {names.tolist()}, but {type(self).__name__} was fitted with "
                              f"{fitted.tolist()}; give them in that order (X[model.feature_names_in_])")
-        if not reset and fitted is not None and names is None:  # scikit-learn's warning: columns cannot be checked
+        if check and fitted is not None and names is None:  # scikit-learn's warning: columns cannot be checked
             warnings.warn(f"X does not have valid feature names, but {type(self).__name__} was fitted with feature "
                           "names", UserWarning, stacklevel=user_stacklevel())
-        out = method(self, X, *args, **kwargs)
+        if check and fitted is None and names is not None and "n_features_in_" in self.__dict__:
+            warnings.warn(f"X has feature names, but {type(self).__name__} was fitted without feature names",
+                          UserWarning, stacklevel=user_stacklevel())
+        checked = _NAMES_CHECKED.set(True)
+        try:
+            out = method(self, X, *args, **kwargs)
+        finally:
+            _NAMES_CHECKED.reset(checked)
         if reset and names is None:
             self.__dict__.pop("feature_names_in_", None)
         elif reset:
@@ -293,7 +307,8 @@ class Ranker(RegressorMixin, FastrankEstimator):
         """Test input: the (p, m) kernel against the m training rows for a precomputed kernel (``fit`` saw (m, m), so
         m = ``n_features_in_``), else a dense (or CSR) matrix with the number of features seen in ``fit``."""
         if self._precomputed():
-            return check_precomputed_kernel(X.toarray() if issparse(X) else X, n_train=self.n_features_in_)
+            return check_precomputed_kernel(X.toarray() if issparse(X) else X, n_train=self.n_features_in_,
+                                            owner=type(self).__name__)
         X = check_features(X, allow_sparse=allow_sparse, min_rows=1)
         if X.shape[1] != self.n_features_in_:
             raise ValueError(f"X has {X.shape[1]} features, but {type(self).__name__} is expecting "
@@ -320,6 +335,23 @@ def warn_if_constant(model, constant, cause="no feature separates the rows of an
     if constant:
         warnings.warn(f"{type(model).__name__} scores every row alike, so its predictions rank nothing: {cause}",
                       ConstantModelWarning, stacklevel=user_stacklevel())
+
+
+def warn_if_scores_underflow(model, X, coef):
+    """:class:`fastrank.exceptions.ConstantModelWarning` when non-zero linear weights ``coef`` give training scores
+    ``X @ coef`` that underflow float64 (every |score| below the smallest normal number, e.g. features near 1e-200
+    against weights near 1e-199: products near 1e-400 are 0): the predictions tie or keep a few bits.  O(nnz(X))."""
+    c = None if coef is None else np.asarray(coef)
+    if c is None or not np.any(c):
+        return
+    scores = np.abs(np.asarray(X @ c))
+    if scores.size and float(scores.max()) < np.finfo(np.float64).tiny:
+        x_top = float(np.abs(X.data if issparse(X) else X).max(initial=0.0))
+        warnings.warn(f"{type(model).__name__}'s scores X @ coef_ underflow float64 on the training rows (largest "
+                      f"|score| {float(scores.max()):.3g}, from features up to {x_top:.3g} and weights up to "
+                      f"{float(np.abs(c).max()):.3g}): its predictions tie or keep a few bits, so they rank little or "
+                      "nothing.  Rescale X (e.g. sklearn.preprocessing.StandardScaler).", ConstantModelWarning,
+                      stacklevel=user_stacklevel())
 
 
 def ranking_accuracy(y, pred, groups=None, sample_weight=None):

@@ -140,7 +140,13 @@ class _ExactCVSearch(KernelMixin, Ranker):
     def predict(self, X):
         """Scores of the best model (higher ranks higher)."""
         check_is_fitted(self, "best_estimator_")
-        return self.best_estimator_.predict(X)
+        try:
+            return self.best_estimator_.predict(X)
+        except ValueError as exc:  # its input checks name the model the user called ("X has 2 features, but ...")
+            inner = f"but {type(self.best_estimator_).__name__} is expecting"
+            if inner not in str(exc):
+                raise
+            raise ValueError(str(exc).replace(inner, f"but {type(self).__name__} is expecting", 1)) from None
 
 
 @register_estimator

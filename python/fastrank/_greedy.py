@@ -11,7 +11,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ._memory import check_dense_memory
-from ._validation import as_real_array, check_bool, check_real
+from ._validation import _to_float, as_real_array, check_bool, check_real
 
 __all__ = ["greedy_order"]
 
@@ -58,7 +58,8 @@ def _net_preference_matrix(preference, X, n_items, pairwise, temperature):
             return np.sign(D, out=D)
         # PREF = 1 / (1 + exp(-d / T)) = (1 + tanh(d / 2T)) / 2, so PREF - PREF^T = tanh(d / 2T)
         with np.errstate(over="ignore"):
-            D /= 2.0 * float(temperature)
+            D /= float(temperature)  # then halved: 2 T overflowed to inf for T >= 9e307, making every PREF 1/2
+            D *= 0.5
         return np.tanh(D, out=D)
     if callable(preference):
         _refuse_unused("a callable preference", X=(X, None), **ranking)
@@ -80,13 +81,11 @@ def _net_preference_matrix(preference, X, n_items, pairwise, temperature):
             raise TypeError("preference must be a dense (n, n) matrix (a scipy.sparse matrix: preference.toarray())")
         _refuse_unused("a preference matrix (its shape gives the items)", X=(X, None), n_items=(n_items, None),
                        **ranking)
-        try:
-            P = np.asarray(preference)
-        except ValueError:  # nested lists of unequal lengths
-            P = np.empty(0, dtype=object)
-        if P.dtype == object or not (np.issubdtype(P.dtype, np.number) or P.dtype == bool) or np.iscomplexobj(P):
+        try:  # numbers held as objects (pandas' nullable Float64 / Int64 columns) become float64
+            P = _to_float(preference, "preference")
+        except (TypeError, ValueError):  # ragged lists, text, complex values
             raise TypeError("preference must be an (n, n) matrix of numbers in [0, 1], a callable f(u, v) with "
-                            "n_items, or a fitted ranker with X")
+                            "n_items, or a fitted ranker with X") from None
         if P.ndim != 2 or P.shape[0] != P.shape[1]:
             raise ValueError(f"a preference matrix must be square (n, n), got shape {P.shape}")
         check_dense_memory(P.shape[0], 2, what, advice=_ADVICE)  # a float64 copy and PREF - PREF^T

@@ -230,6 +230,14 @@ def pivoted_cholesky(K, learner):
     return L, Z, piv, rank
 
 
+def _float32_entries(K, block_bytes):
+    """Whether every entry of K is a float32 number (by blocks of rows; a float64 kernel fails on its first block)."""
+    step = max(1, block_bytes // (4 * max(1, K.shape[1])))
+    with np.errstate(over="ignore"):  # entries beyond float32's range become inf: not float32 numbers
+        return all(np.array_equal(K[lo:lo + step].astype(np.float32), K[lo:lo + step])
+                   for lo in range(0, K.shape[0], step))
+
+
 def _check_semidefinite(K, Z, left_out, learner, block_bytes=2**25):
     """Refuse a kernel matrix that is clearly not positive semidefinite: dpstrf stops at the first non-positive pivot,
     so K - Z Z^T holds what it left out, ~0 (rounding) for a semidefinite K; a negative diagonal entry there is a
@@ -238,7 +246,10 @@ def _check_semidefinite(K, Z, left_out, learner, block_bytes=2**25):
     R has |R_ij| <= sqrt(R_ii R_jj), below dpstrf's tolerance, while [[0, a], [a, 0]] (eigenvalue -a) has a zero
     diagonal.  O(|left_out|^2 r), by blocks of rows."""
     residual = np.diag(K) - np.einsum("ij,ij->i", Z, Z)
-    tol = np.sqrt(np.finfo(float).eps) * float(np.max(np.abs(np.diag(K)), initial=0.0))
+    # the precision of the entries: a Gram matrix computed in float32 (every entry a float32 number) is semidefinite
+    # only to float32 rounding (e.g. -6e-6 next to 260), which the other kernel learners accept
+    eps = np.finfo(np.float32 if _float32_entries(K, block_bytes) else np.float64).eps
+    tol = np.sqrt(eps) * float(np.max(np.abs(np.diag(K)), initial=0.0))
     bad = min(residual.min(initial=0.0), 0.0)  # an entry of K - Z Z^T a semidefinite K cannot leave
     step = max(1, block_bytes // (8 * max(1, left_out.size)))
     for lo in range(0, left_out.size if bad >= -tol else 0, step):

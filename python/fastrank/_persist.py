@@ -1,6 +1,6 @@
 """Model files that are safe to load: ``fastrank.save(model, path)`` / ``fastrank.load(path)``.
 
-Format (version 2)
+Format (version 3)
 ------------------
 A model file is a NumPy ``.npz`` archive (a zip of ``.npy`` arrays) whatever its file name:
 
@@ -16,13 +16,16 @@ A model file is a NumPy ``.npz`` archive (a zip of ``.npy`` arrays) whatever its
   and per-example losses); ``arrays`` the dtype and shape of every array member; ``metadata`` a JSON
   object the caller chose (the command-line tool records how the training file was read);
   ``checksum`` a SHA-256 over the header's JSON without it and every array member (name, dtype,
-  shape, bytes).  Version 1 files have no checksum and load with a ``ModelFileWarning``.
+  shape, bytes).  Version 1 files have no checksum and load with a ``ModelFileWarning``; version 3 is
+  written only by files holding an array stored about an offset (below), version 2 otherwise.
 * ``a0``, ``a1``, ...: the numeric arrays (float64 unless ``save(..., dtype="float32")``; integer,
   boolean and fixed-width string arrays as they are), stored with ``np.save`` rules (no object
   arrays) and loaded with ``np.load(..., allow_pickle=False)``.
 
 JSON values are plain JSON for None/bool/int/str/finite floats and a one-key tagged object
-otherwise: ``{"$array": "a3", "dtype": "<f8", "shape": [m, n]}``, ``{"$float": "nan"}``,
+otherwise: ``{"$array": "a3", "dtype": "<f8", "shape": [m, n]}`` (with ``"stored": "<f4"`` when saved in
+float32, and for a kernel model's float32 training rows ``"offset": {"$array": ...}``, the (n,) float64
+values added back to the columns on loading), ``{"$float": "nan"}``,
 ``{"$scalar": "<i8", "value": 3}`` (a NumPy scalar), ``{"$tuple": [...]}``, ``{"$list": [...]}``,
 ``{"$dict": [[key, value], ...]}``, ``{"$sparse": "csr_matrix", "shape": [m, n], "data": ...,
 "indices": ..., "indptr": ...}`` (CSR parts), ``{"$kernel": {...}}`` (a resolved kernel),
@@ -35,6 +38,7 @@ docs/design/cli-and-model-files.md.
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import json
 import math
@@ -58,11 +62,13 @@ from .exceptions import ModelFileWarning, user_stacklevel
 __all__ = ["save", "load", "FORMAT_VERSION"]
 
 FORMAT = "fastrank-model"
-FORMAT_VERSION = 2  # 2: the header carries a SHA-256 checksum over itself and every array
+FORMAT_VERSION = 3  # 2: the header carries a SHA-256 checksum over itself and every array; 3: float32 training rows
+# stored about their column means (an "offset" array), written only by files that hold such rows
 _HEADER_CAP = 16 * 2**20  # a model header is a few kB; a larger one is refused before it is read
 _MEMBER = re.compile(r"(header|a[0-9]{1,9})\.npy")
 _ARRAY_KINDS = "biufcUS"  # bool, ints, floats, complex, fixed-width strings; never objects
 _SKIPPED_STATE = ("_metadata_request",)  # scikit-learn's routing requests: set them again after load
+_TRAINING_ROWS = ("X_fit_", "support_vectors_")  # dense rows a kernel model evaluates K(x, x_i) on
 _KERNEL_FIELDS = ("kind", "gamma", "degree", "coef0")  # KernelSpec's constructor arguments, stored in this order
 
 
@@ -86,36 +92,53 @@ class _Encoder:
         self.arrays, self.entries = {}, {}  # member name -> array, and -> its header entry
         self.float32 = float32
         self.classes = _estimator_classes()
+        self.version = 2  # the format version the file needs: 3 once an array is stored about an offset
 
-    def array(self, a, where, shrink):
+    def array(self, a, where, shrink, rows=False):
         a = np.asarray(a)
         if a.dtype == object and a.size and all(isinstance(v, str) for v in a.flat):
+            if any(v.endswith("\x00") for v in a.flat):  # fixed-width strings drop them: 'a' and 'a\x00' would merge
+                raise TypeError(f"cannot save {where}: strings ending in NUL characters ('\\x00') are not kept by the "
+                                "model format's fixed-width strings")
             a = a.astype(str)  # string labels of a pandas column (classes_): fixed-width, loaded as equal strings
         if a.dtype.kind not in _ARRAY_KINDS or a.dtype.fields is not None:
             raise TypeError(f"cannot save {where}: arrays of dtype {a.dtype} are not supported (only numeric, "
                             "boolean and fixed-width string arrays; object arrays would need pickle)")
         key = f"a{len(self.arrays)}"
         entry = {"dtype": a.dtype.str, "shape": list(a.shape)}
+        offset = None
         if shrink and self.float32 and a.dtype == np.float64:
+            if rows and a.ndim == 2 and a.shape[0]:
+                # training rows a kernel evaluates: a column whose offset dominates its spread (1e6 on every row) is
+                # rounded about its mean, so that rounding keeps the differences a Gaussian kernel reads; the others
+                # as they are (two-decimal features compress better unshifted)
+                mean = a.mean(axis=0)
+                shifted = np.abs(a).max(axis=0) > 4.0 * np.abs(a - mean).max(axis=0)
+                if shifted.any():
+                    offset = np.where(shifted, mean, 0.0)
+                    a = a - offset
             a = a.astype(np.float32)
             entry["stored"] = a.dtype.str
         self.arrays[key] = a
         self.entries[key] = entry
-        return {"$array": key, **entry}
+        if offset is None:
+            return {"$array": key, **entry}
+        self.version = 3
+        return {"$array": key, **entry, "offset": self.array(offset, where + " (offset)", False)}
 
     def value(self, v, where, shrink=False):
         from ._kernels import KernelSpec
 
-        if v is None or isinstance(v, (bool, int, str)):
-            return v
-        if isinstance(v, float):
-            return v if math.isfinite(v) else {"$float": repr(v)}
-        if isinstance(v, np.generic):
+        if isinstance(v, np.generic):  # first: numpy.float64 is a float, and came back as one
             if v.dtype.kind not in _ARRAY_KINDS:
                 raise TypeError(f"cannot save {where}: NumPy scalar of dtype {v.dtype}")
             item = v.item()  # a Python number, or for extended precision (longdouble) the scalar itself: a 0-d array
             plain = isinstance(item, (bool, int, float, str))
             return {"$scalar": v.dtype.str, "value": self.value(item, where) if plain else self.array(v, where, False)}
+        if v is None or isinstance(v, (bool, int, str)):
+            return v
+        if isinstance(v, float):
+            return v if math.isfinite(v) else {"$float": repr(v)}
         if isinstance(v, np.ndarray):
             return self.array(v, where, shrink)
         if sp.issparse(v):
@@ -151,8 +174,14 @@ class _Encoder:
 
     def estimator(self, est, where, shrink=True):
         if not _registered(est, self.classes):
+            hint = ""
+            if callable(getattr(est, "to_local", None)):  # fastrank.dask's estimators
+                hint = "; save its in-memory model, est.to_local()"
+            elif hasattr(est, "transform"):
+                hint = ("; model files hold learners: pickle a transformer (the command line keeps its normalisation "
+                        "in the model file's metadata)")
             raise TypeError(f"cannot save {where}: {type(est).__module__}.{type(est).__qualname__} is not a fastrank "
-                            f"estimator (saveable: {', '.join(sorted(self.classes))})")
+                            f"estimator (saveable: {', '.join(sorted(self.classes))}){hint}")
         from ._rankrls import _RankRLSBase
 
         params = est.get_params(deep=False)
@@ -163,8 +192,9 @@ class _Encoder:
         state = dict(vars(est))
         if isinstance(est, _RankRLSBase) and est.kernel == "linear" and state.get("coef_") is not None:
             state["X_fit_"] = state["dual_coef_"] = None
-        state = {k: self.value(v, f"{where}.{k}", shrink) for k, v in state.items()
-                 if k not in params and k not in _SKIPPED_STATE}
+        state = {k: self.array(v, f"{where}.{k}", shrink, rows=True)
+                 if k in _TRAINING_ROWS and isinstance(v, np.ndarray) else self.value(v, f"{where}.{k}", shrink)
+                 for k, v in state.items() if k not in params and k not in _SKIPPED_STATE}
         return {"class": type(est).__name__, "params": enc_params, "state": state}
 
 
@@ -221,7 +251,7 @@ def save(model, path, *, dtype=None, compress=True, metadata=None):
                             "loaded changed)")
     enc = _Encoder(float32=dtype is not None)
     body = enc.estimator(model, "model")
-    header = {"format": FORMAT, "format_version": FORMAT_VERSION, "fastrank_version": __version__,
+    header = {"format": FORMAT, "format_version": enc.version, "fastrank_version": __version__,
               **body, "arrays": enc.entries, "metadata": metadata or {}}
     header["checksum"] = {"sha256": _digest(header, enc.arrays)}
     raw = np.frombuffer(json.dumps(header, allow_nan=False).encode("utf-8"), dtype=np.uint8)
@@ -259,7 +289,13 @@ class _Decoder:
         if tag.get("shape") != list(a.shape):
             raise _Corrupt(f"array {key!r} has shape {list(a.shape)} but its reference says {tag.get('shape')}")
         self.used.add(key)
-        return a.astype(self.entries[key]["dtype"], copy=False)  # checked by _entry_layout
+        a = a.astype(self.entries[key]["dtype"], copy=False)  # checked by _entry_layout
+        if "offset" not in tag:
+            return a
+        offset = self.value(tag["offset"]) if isinstance(tag["offset"], dict) and "$array" in tag["offset"] else None
+        if offset is None or a.ndim != 2 or offset.shape != a.shape[1:] or offset.dtype != a.dtype:
+            raise _Corrupt(f"array {key!r} has an offset that is not one value per column")
+        return a + offset
 
     def value(self, v):
         if v is None or isinstance(v, (bool, int, float, str)):
@@ -342,12 +378,18 @@ def _check_usable(model):
     n = getattr(model, "n_features_in_", None)
     if n is None or getattr(model, "kernel", None) == "precomputed":  # _check_model checked n
         return
+    limit = dense_memory_limit()
+    if limit is not None and 8.0 * float(n) > limit / 4:  # a zero row of an edited n_features_in_ = 3e9: 24 GB
+        return  # predict then refuses every input by its width
     try:
         with warnings.catch_warnings():  # the probe is an array, not a frame of the model's columns
-            warnings.filterwarnings("ignore", "X does not have valid feature names", UserWarning)
+            warnings.simplefilter("ignore")
             out = np.asarray(model.predict(np.zeros((1, int(n)))))
+            if "classes_" in vars(model) and "n_seen_" in vars(model):  # an on-line stream: it must continue too
+                copy.deepcopy(model).partial_fit(np.zeros((1, int(n))), model.classes_[:1])
     except Exception as exc:  # noqa: BLE001 - any failure means the state is inconsistent
-        raise _Corrupt(f"the fitted state is inconsistent ({type(exc).__name__}: {exc})") from None
+        detail = "" if "incompatible function arguments" in str(exc) else f": {exc}"  # pybind11's signature dump
+        raise _Corrupt(f"the fitted state is inconsistent ({type(exc).__name__}{detail})") from None
     if out.shape[:1] != (1,):
         raise _Corrupt(f"the fitted state is inconsistent (prediction of shape {out.shape} for one row)")
 
@@ -409,7 +451,8 @@ def _read_archive(p):
             raise ValueError(f"{p}: not a fastrank model file (a single NumPy array, not a model archive)")
         try:
             zf = zipfile.ZipFile(fh)
-        except (zipfile.BadZipFile, OSError, EOFError, ValueError):
+        except (zipfile.BadZipFile, OSError, EOFError, ValueError, NotImplementedError, RuntimeError):
+            # NotImplementedError: a directory entry's "version needed" or compression byte damaged
             raise ValueError(f"{p}: not a readable fastrank model file (corrupted or truncated?): it is not a "
                              "complete zip archive") from None
         with zf:
@@ -490,10 +533,14 @@ def _check_model(est, where="model"):
             est._kernel_spec(int(n))
     except (ValueError, TypeError, ArithmeticError) as exc:  # ArithmeticError: e.g. degree=10**400 as a float
         raise _Corrupt(f"{where}: a parameter fails {type(est).__name__}'s checks: {exc}") from None
-    for k in ("seed_", "n_seen_", "n_samples_seen_"):  # the stream state the compiled passes take as unsigned counts
-        v = vars(est).get(k)
-        if v is not None and not (isinstance(v, numbers.Integral) and not isinstance(v, bool) and 0 <= v < 2**64):
-            raise _Corrupt(f"{where}.{k} = {v!r} is not a count in [0, 2^64)")
+    for k in ("seed_", "n_seen_", "n_samples_seen_", "n_fit_groups_"):  # counts the compiled passes take as int64
+        if k in vars(est) and not (isinstance(v := vars(est)[k], numbers.Integral) and not isinstance(v, bool)
+                                   and 0 <= v < 2**63):
+            raise _Corrupt(f"{where}.{k} = {v!r} is not a count in [0, 2^63)")
+    args = vars(est).get("_kernel_args", (0.0, 0, 0.0))  # the on-line kernel's (gamma, degree, coef0)
+    if not (isinstance(args, (tuple, list)) and len(args) == 3
+            and all(a is None or isinstance(a, numbers.Real) and not isinstance(a, bool) for a in args)):
+        raise _Corrupt(f"{where}._kernel_args = {args!r} is not the kernel's (gamma, degree, coef0)")
     for k, v in vars(est).items():
         a = v.data if sp.issparse(v) else v  # a CSR matrix: its stored values
         if isinstance(a, np.ndarray) and a.dtype.kind in "fc" and not (

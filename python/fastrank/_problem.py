@@ -149,7 +149,8 @@ def check_features(X, *, precomputed=False, allow_sparse=False, min_rows=2):
     features, or (``allow_sparse``) a scipy.sparse matrix in CSR form."""
     if precomputed:
         if issparse(X):
-            raise ValueError("a precomputed kernel must be a dense (m, m) array")
+            raise TypeError("X is a sparse matrix; a precomputed kernel must be a dense (m, m) array (call "
+                            "X.toarray())")
         return check_precomputed_kernel(X, min_rows=min_rows).T  # exactly symmetric: its C-ordered view, no copy
     if issparse(X) and allow_sparse:  # else as_float_matrix refuses it
         X = X.tocsr()

@@ -37,8 +37,9 @@ class RankBoost(Ranker):
         Boosting rounds T (>= 1); fewer are kept if no weak ranker has an edge left or one orders every pair correctly.
     n_thresholds : int or None, default=None
         None: every distinct value of a feature is a candidate threshold (the paper's weak learner); an int k keeps at
-        most k per feature over its quantiles (the last threshold of each bin floor(c k / m), c the rows above it). O(m
-        n) per round either way; k only changes the model.
+        most k per feature over its quantiles (the last threshold of each bin floor(c k / m), c the rows above
+        it), plus, with ``missing="q_def"``, the -inf threshold of a feature with missing values ("has the
+        feature").  O(m n) per round either way; k only changes the model.
     group_weighting : {"pairs", "query"}, default="pairs"
         D_1 with ``groups``: uniform over all crucial pairs (the paper's; large queries weigh more), or the same total
         mass for every group with a crucial pair, uniform inside it.  Without groups both are uniform over all pairs.

@@ -18,7 +18,8 @@ from __future__ import annotations
 import numpy as np
 from sklearn.utils.validation import check_is_fitted
 
-from ._base import N_JOBS, NONNEG_REAL, KernelMixin, Ranker, StrOptions, feature_names, positive_int
+from ._base import (N_JOBS, NONNEG_REAL, KernelMixin, Ranker, StrOptions, feature_names, positive_int,
+                    warn_if_scores_underflow)
 from ._problem import WEIGHTINGS, RankingProblem
 from ._registry import register_estimator
 from ._solvers import (SOLVERS, choose_solver, default_max_iter, one_conditioning_warning, select_basis, solve_basis,
@@ -90,7 +91,10 @@ class _RankRLSBase(KernelMixin, Ranker):
         return self
 
     def _fit_problem(self, problem, alpha, x0=None):
-        return self._apply_fit(self._solve(problem, np.array([alpha]), x0=x0), 0, problem.one_d, problem.n_features)
+        self._apply_fit(self._solve(problem, np.array([alpha]), x0=x0), 0, problem.one_d, problem.n_features)
+        if self.coef_ is not None:
+            warn_if_scores_underflow(self, problem.X, self.coef_)
+        return self
 
     def _apply_engine_fit(self, engine, alpha):
         """This estimator fitted on all of an exact-CV engine's data at ``alpha``, from its factors (no refit), with the

@@ -14,7 +14,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from . import _core
 from ._base import (N_JOBS, NONNEG_REAL, KernelMixin, Ranker, StrOptions, c_path, crucial_pairs, positive_int,
-                    warn_if_constant)
+                    warn_if_constant, warn_if_scores_underflow)
 from ._kernels import pivoted_cholesky, semidefinite_by_construction
 from ._memory import check_dense_memory, densified
 from ._problem import centred_in_groups, check_pair_weights, check_pairs, features_without_group_offsets
@@ -269,6 +269,8 @@ class RankSVM(KernelMixin, Ranker):
         self.objective_, self.loss_ = float(out["objective"]), float(out["loss"]) * weight_scale * s_power
         self.n_iter_, self.converged_ = int(out["n_iter"]), bool(out["converged"])
         warn_if_constant(self, self.converged_ and not np.any(coef))
+        if mode == "linear":
+            warn_if_scores_underflow(self, X, coef)
         self.n_pairs_, self.n_features_in_ = float(n_pairs), X.shape[1]
         if resolve_verbose(self.verbose):
             write_line(f"[fastrank] RankSVM: {self.n_iter_} {steps}, objective {self.objective_:.10g}, "

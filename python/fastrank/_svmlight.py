@@ -24,6 +24,7 @@ import io
 import math
 import numbers
 import os
+import re
 from collections import namedtuple
 
 import numpy as np
@@ -44,8 +45,11 @@ _INDEX_MAX = 2**31 - 1  # the largest feature index it takes (a C int column cou
 
 
 def _convert(conv, text, message, *args):
-    """conv(text); _LineError(message.format(*args)) when it raises ValueError (formatted only then)."""
+    """conv(text); _LineError(message.format(*args)) when it raises ValueError (formatted only then) or the text holds
+    "_" (int("1_0") and float("1_0") are 10: Python's digit separators, not svmlight numbers)."""
     try:
+        if "_" in text:
+            raise ValueError
         return conv(text)
     except ValueError:
         raise _LineError(message.format(*args)) from None
@@ -123,12 +127,26 @@ def _scan(path, parse=_parse_line):
         raise ValueError(f"{path}: cannot read the file ({exc})") from None
 
 
-def _lf_lines(path):
-    """``path`` itself, or for a file whose lines end in a lone CR (old Mac files) its bytes with LF line ends (the
-    compiled parser splits lines at LF only, as _scan and numpy do not)."""
+_UNDERSCORE_OUTSIDE_COMMENT = re.compile(rb"^[^#\r\n]*_", re.MULTILINE)
+
+
+def _compiled_parser_input(path):
+    """``path`` itself, or for a file with lines ending in a lone CR (old Mac files) its bytes with LF line ends (the
+    compiled parser splits lines at LF only, as _scan and numpy do not); None when a data line holds "_", which that
+    parser (Python's int() / float()) would read as a digit separator.  One streaming pass over whole lines."""
+    tail, lone_cr = b"", False
     with _open(path) as fh:
-        head = fh.read(1 << 16)
-    if b"\r" not in head.replace(b"\r\n", b""):
+        while True:
+            chunk = fh.read(1 << 20)
+            buf = tail + chunk
+            cut = len(buf) if not chunk else buf.rfind(b"\n") + 1
+            body, tail = buf[:cut], buf[cut:]
+            lone_cr = lone_cr or body.count(b"\r") != body.count(b"\r\n")
+            if b"_" in body and _UNDERSCORE_OUTSIDE_COMMENT.search(body.replace(b"\r", b"\n")):
+                return None
+            if not chunk:
+                break
+    if not lone_cr:
         return path
     with _open(path) as fh:
         return io.BytesIO(fh.read().replace(b"\r\n", b"\n").replace(b"\r", b"\n"))
@@ -212,7 +230,10 @@ def read_svmlight(path, *, n_features=None, zero_based="auto", extra_features="e
     try:
         # Read with zero_based=True (indices as written) and resolve the index base below, so the
         # decision is known (the CLI stores it in the model for the test files).
-        X, y, qid = load_svmlight_file(_lf_lines(p), zero_based=True, query_id=True, dtype=np.float64)
+        source = _compiled_parser_input(p)
+        if source is None:
+            raise ValueError("a number with '_'")
+        X, y, qid = load_svmlight_file(source, zero_based=True, query_id=True, dtype=np.float64)
     except Exception as exc:  # the compiled parser says what, the line checker says where
         where = _diagnose(p) or f"{p}: not a valid svmlight/LETOR file ({type(exc).__name__}: {exc})"
         raise ValueError(where) from None

@@ -12,7 +12,8 @@ import scipy.linalg.lapack
 from sklearn.utils.validation import check_is_fitted
 
 from . import _core
-from ._base import N_JOBS, NONNEG_REAL, KernelMixin, Ranker, StrOptions, c_path, positive_int, warn_if_constant
+from ._base import (N_JOBS, NONNEG_REAL, KernelMixin, Ranker, StrOptions, c_path, positive_int, warn_if_constant,
+                    warn_if_scores_underflow)
 from ._kernels import pivoted_cholesky, semidefinite_by_construction
 from ._memory import check_dense_memory
 from ._problem import centred_in_groups, features_without_group_offsets, group_target_range, require_preferences
@@ -260,6 +261,8 @@ class SVRank(KernelMixin, Ranker):
         warn_if_constant(self, converged and not np.any(w if spec.linear else beta),
                          "no feature separates the rows of any pair whose targets differ by more than epsilon "
                          "(constant features, identical rows, or an epsilon above every target difference)")
+        if spec.linear:
+            warn_if_scores_underflow(self, X, w)
         return self
 
     def predict(self, X):

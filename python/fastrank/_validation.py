@@ -232,7 +232,7 @@ def check_n_jobs(n_jobs):
     return max(1, cores + 1 + n_jobs) if n_jobs < 0 else min(n_jobs, 4 * cores)
 
 
-def check_precomputed_kernel(K, name="X (precomputed kernel)", *, n_train=None, min_rows=1):
+def check_precomputed_kernel(K, name="X (precomputed kernel)", *, n_train=None, min_rows=1, owner="the model"):
     """The one validation of user-supplied kernel matrices (docs/design/robustness.md, "Kernels"): a training kernel
     (``n_train=None``) finite, square, symmetric to 1e-10 relative to its largest entry, with at least ``min_rows``
     rows, returned as ``(K + K^T) / 2`` in Fortran order; a test kernel (``n_train=m``) finite (p, m).  Positive
@@ -240,8 +240,9 @@ def check_precomputed_kernel(K, name="X (precomputed kernel)", *, n_train=None, 
     K = as_float_matrix(K, name, min_rows=min_rows)
     if n_train is not None:
         if K.shape[1] != n_train:
-            raise ValueError(f"A precomputed test kernel {name} must have shape (n_samples, {n_train}): one column per "
-                             f"training row, got {K.shape}")
+            raise ValueError(f"X has {K.shape[1]} features, but {owner} is expecting {n_train} features as input: a "
+                             f"precomputed test kernel {name} has one column per training row, shape (n_samples, "
+                             f"{n_train}), got {K.shape}")
         return K
     if K.shape[0] != K.shape[1]:
         raise ValueError(f"A precomputed kernel {name} must be square (m, m), got shape {K.shape}")

@@ -554,7 +554,7 @@ def _add_common(p):
     g.add_argument("--query-file", default=None, metavar="FILE",
                    help="query sizes (one per line) for a data file without qid:; default: DATA_FILE.query or "
                         "DATA_FILE.group if it exists (LightGBM / XGBoost)")
-    g.add_argument("--n-jobs", type=int, default=None, metavar="N",
+    g.add_argument("--n-jobs", type=_n_jobs_arg, default=None, metavar="N",
                    help="threads (default: all cores; -1 all cores)")
     g.add_argument("-v", "--verbose", action="count", default=0, help="more messages on stderr (repeatable)")
     g.add_argument("-q", "--quiet", action="store_true", help="no progress or messages on stderr")
@@ -629,6 +629,15 @@ def _add_model_params(p, *, cv_only=False):
 def _positive(text, flag):
     with _errors_as(argparse.ArgumentTypeError, ValueError, message=f"{flag} must be a positive number, got {text!r}"):
         return check_real(float(text), flag, "a positive number", lambda v: v > 0)
+
+
+def _n_jobs_arg(text):
+    """argparse type of --n-jobs: an integer check_n_jobs accepts (0 is refused for every model, threads or not)."""
+    with _errors_as(argparse.ArgumentTypeError, ValueError,
+                    message=f"--n-jobs must be a non-zero integer (-1: every core), got {text!r}"):
+        value = int(text)
+        check_n_jobs(value)
+        return value
 
 
 def build_parser():

@@ -23,9 +23,11 @@ import sys
 import warnings
 
 import numpy as np
+import sklearn
 from scipy.special import gammaln
 from sklearn.metrics import make_scorer
 from sklearn.utils import check_consistent_length
+from sklearn.utils.metadata_routing import get_routing_for_object
 
 from . import _core
 from ._problem import check_pairs
@@ -1041,6 +1043,18 @@ def _declines_groups(scorer):
     return request is not None and request.requests.get("groups") is False
 
 
+def _routed_groups(estimator, method, groups):
+    """``{"groups": groups}`` when metadata routing is on and ``estimator.method`` requests them (a Pipeline whose
+    QueryNormalizer normalises each test query, as ``Pipeline.score`` routes them), else ``{}``."""
+    if groups is None or not sklearn.get_config().get("enable_metadata_routing", False):
+        return {}
+    try:
+        wanted = get_routing_for_object(estimator).consumes(method=method, params=["groups"])
+    except (AttributeError, TypeError, ValueError):  # an estimator outside scikit-learn's routing
+        return {}
+    return {"groups": groups} if wanted else {}
+
+
 def _warn_missing_groups(estimator, what):
     reason = _groups_evidence(estimator)
     if reason is not None:
@@ -1095,7 +1109,8 @@ class RankingScorer:
             raise ValueError(f"{type(estimator).__name__} has no {self._response_method} method")
         if groups is None and not self._warned and not _declines_groups(self):
             self._warned = _warn_missing_groups(estimator, repr(self))
-        return self.score_predictions(y_true, response(X), groups, sample_weight)
+        return self.score_predictions(y_true, response(X, **_routed_groups(estimator, self._response_method, groups)),
+                                      groups, sample_weight)
 
     def score_predictions(self, y_true, y_pred, groups=None, sample_weight=None):
         """The signed score of given predictions, e.g. exact cross-validated ones (of a multi-output model: the mean
@@ -1122,7 +1137,9 @@ class RankingScorer:
         return self
 
     def get_metadata_routing(self):
-        return self._router.get_metadata_routing()
+        routing = get_routing_for_object(self._router)  # a copy, owned by this scorer: routing errors name it
+        routing.owner = routing.score.owner = self
+        return routing
 
     def __repr__(self):
         name = getattr(self._measure, "__name__", repr(self._measure))

@@ -34,7 +34,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from . import _core
 from ._base import N_JOBS, NONNEG_REAL, POSITIVE_REAL, FastrankEstimator, Interval, KernelMixin, Ranker, StrOptions, \
-    positive_int
+    positive_int, warn_if_scores_underflow
 from ._kernels import _KIND, KernelSpec, by_distinct_rows, row_products
 from ._memory import check_dense_memory, densified
 from ._problem import features_without_group_offsets, require_preferences
@@ -200,11 +200,12 @@ class _OnlineOrdinal(ClassifierMixin, FastrankEstimator):
 
     _parameter_constraints = {"n_epochs": [positive_int()], "shuffle": ["boolean"], "random_state": ["random_state"]}
 
-    def _reset(self, classes, n_features):
+    def _reset(self, classes, n_features, *, streaming=False):
         if classes.size < 2:
             raise ValueError(f"y has {classes.size} class ({classes.tolist()!r}); need at least 2 distinct labels: "
-                             "the on-line ordinal learners rank into k >= 2 ordered classes (a first partial_fit "
-                             "batch with fewer labels: pass the complete ordered label set with classes=)")
+                             "the on-line ordinal learners rank into k >= 2 ordered classes" + (
+                                 " (a first partial_fit batch with fewer labels: pass the complete ordered label set "
+                                 "with classes=)" if streaming else ""))
         self._reset_model(classes.size, n_features)
         self.classes_ = classes
         self.n_features_in_ = n_features
@@ -273,7 +274,7 @@ class _OnlineOrdinal(ClassifierMixin, FastrankEstimator):
         y, y_classes = _check_labels(y, X.shape[0], label_set_fixed=not first or classes is not None)
         if first:
             cls = y_classes if classes is None else _label_set(classes)
-            self._reset(cls, X.shape[1])
+            self._reset(cls, X.shape[1], streaming=True)
         elif classes is not None or declared is not None:  # a label order given again must be the model's
             given, name = (_label_set(classes), "classes") if classes is not None else (declared, "y's categories")
             if not np.array_equal(given, self.classes_):
@@ -334,6 +335,9 @@ class _OAPBase(KernelMixin, _OnlineOrdinal):
         self._kernel_args = (spec.gamma, spec.degree, spec.coef0)
         shapes = {"C": (N, k - 1), "V": N, "W": (N, n_features), "A": (N, 0), "svt": 0, "svs": 0,
                   "svX": (0, 0 if spec.precomputed else n_features)}
+        # n_estimators = 2**31 - 1 passed the parameter check and met numpy's raw MemoryError (80 GiB on 3 features)
+        check_dense_memory(N, 1, "array of the members' thresholds, counts and weights", advice="Lower n_estimators.",
+                           n_cols=k + (n_features if spec.kind == "linear" else 0))
         for key, attr in self._state_attrs().items():
             setattr(self, attr, np.zeros(shapes[key], dtype=self._STATE_DTYPES.get(key, np.float64)))
 
@@ -895,6 +899,8 @@ class OnlineMPRank(KernelMixin, Ranker):
         self.n_features_in_ = X.shape[1]
         self.X_fit_ = X
         self.coef_ = Xk.T @ self.expansion_coef_ if spec.linear else None
+        if spec.linear:
+            warn_if_scores_underflow(self, X, self.coef_)
         return self
 
     def fit(self, X, y, groups=None):

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._validation import as_real_array, check_int, check_real
+from ._validation import as_real_array, check_int, check_real, one_of
 
 __all__ = ["CVCurveDisplay", "RankLossCurveDisplay", "PermutationTestDisplay"]
 
@@ -146,6 +146,25 @@ class RankLossCurveDisplay(_Display):
                             legend=bool(self.label))
 
 
+_BIN_RULES = ("auto", "fd", "doane", "scott", "stone", "rice", "sturges", "sqrt")  # numpy.histogram_bin_edges
+
+
+def _check_bins(bins):
+    """A histogram's ``bins``, checked here (numpy's own messages reached the user from ``plot``): a number of bars
+    (True is no count and 2.5 failed inside matplotlib), a rule of numpy.histogram_bin_edges, or increasing finite
+    edges."""
+    if bins is None or isinstance(bins, str):
+        if bins is not None and not one_of(bins, _BIN_RULES):
+            raise ValueError(f"bins must be a number of bars, one of {_BIN_RULES} or increasing edges, got {bins!r}")
+        return bins
+    if np.ndim(bins) == 0:
+        return check_int(bins, "bins", low=1)
+    edges = as_real_array(bins, "bins")
+    if edges.ndim != 1 or edges.size < 2 or not np.isfinite(edges).all() or (np.diff(edges) <= 0).any():
+        raise ValueError(f"bins edges must be at least 2 finite, strictly increasing numbers, got {bins!r}")
+    return bins
+
+
 class PermutationTestDisplay(_Display):
     """Histogram of the permutation scores (the null distribution) with the observed score.
 
@@ -166,10 +185,11 @@ class PermutationTestDisplay(_Display):
             raise ValueError("permutation_scores is empty")
         if not np.isfinite(self.permutation_scores).all():  # None reads as [nan]
             raise ValueError("permutation_scores contains NaN or infinity")
+        with np.errstate(over="ignore"):  # numpy's histogram failed on the range ("Too many bins for data range")
+            if not np.isfinite(np.ptp(self.permutation_scores)):
+                raise ValueError("permutation_scores span a range beyond float64 (max - min overflows); rescale them")
         self.pvalue = check_real(pvalue, "pvalue", "a p-value in [0, 1]", lambda v: 0 <= v <= 1)
-        # a number of bars (True read as 1 bar, 2.5 failed inside matplotlib); None, strings and edges go to matplotlib
-        scalar = bins is not None and np.ndim(bins) == 0 and not isinstance(bins, str)
-        self.bins = check_int(bins, "bins", low=1) if scalar else bins
+        self.bins = _check_bins(bins)
         self.scoring = scoring
 
     @classmethod

@@ -175,14 +175,22 @@ class Log1pScaler(_DenseTransformer):
         check_bool(self.zscore, "zscore")
         L = self._log(self._dense_float(X, reset=True))
         if self.zscore:
-            scaler = StandardScaler().fit(L)
-            self.mean_, self.scale_ = scaler.mean_, scaler.scale_
+            # each column taken in units of a power of two near its largest magnitude (exact): the variance of a feature
+            # of 1e-170 underflowed to 0, which StandardScaler reads as constant (scale 1: left unstandardised)
+            _, exponent = np.frexp(np.abs(L).max(axis=0, initial=0.0))
+            scaler = StandardScaler().fit(np.ldexp(L, -exponent))
+            constant = scaler.scale_ != np.sqrt(scaler.var_)  # StandardScaler's scale 1 of a constant feature stays 1
+            self.mean_ = np.ldexp(scaler.mean_, exponent)
+            self.scale_ = np.where(constant, 1.0, np.ldexp(scaler.scale_, exponent))
+        else:  # a refit without the z-score forgets the previous one
+            self.__dict__.pop("mean_", None)
+            self.__dict__.pop("scale_", None)
         return self
 
     def transform(self, X):
         check_is_fitted(self, "n_features_in_")
         L = self._log(self._dense_float(X, reset=False))
-        if self.zscore:
+        if "mean_" in self.__dict__:  # the fitted z-score: a zscore set after fit takes effect at the next fit
             L = (L - self.mean_) / self.scale_
         return L
 

@@ -174,3 +174,23 @@ def test_linear_scores_that_underflow_warn(make, scale):
         model = getattr(fastrank, make)().fit(X * scale, y, groups=g)
     assert np.abs(model.predict(X * scale)).max() < np.finfo(np.float64).tiny
     getattr(fastrank, make)().fit(X * 1e-150, y, groups=g)  # scores near 1e-300 are normal numbers: no warning
+
+
+@pytest.mark.parametrize("scale", [1e-200, 1e-300, 1e150])
+def test_conjugate_gradient_solves_features_of_any_scale(scale):
+    # features of 1e-200: the right-hand side X^T L y (~1e-200) had a norm that underflowed to 0, read as X^T L y = 0:
+    # coef_ = 0, converged, silently.  Oracle: the normal equations (X^T L X + alpha I) w = X^T L y in numpy, L the
+    # all-pairs Laplacian m I - 1 1^T (004 eq. 7), solved on X / scale and scaled back (exact for powers of two; here
+    # X^T L X is 1e-400 or 1e300 next to alpha, kept or not as double precision keeps it)
+    import scipy.sparse as sp
+    from fastrank.exceptions import ConstantModelWarning
+
+    rng = np.random.default_rng(0)
+    X0, y = rng.normal(size=(30, 3)), np.arange(30) % 3 * 1.0
+    L = 30 * np.eye(30) - np.ones((30, 30))
+    want = np.linalg.solve(scale * scale * (X0.T @ L @ X0) + np.eye(3), scale * (X0.T @ L @ y))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConstantModelWarning)  # the scores of 1e-200 features underflow, and say so
+        model = fastrank.RankRLS(solver="cg", tol=1e-12).fit(sp.csr_matrix(X0 * scale), y)
+    assert model.converged_
+    np.testing.assert_allclose(model.coef_, want, rtol=1e-9)

@@ -351,6 +351,18 @@ CgResult run_cg(Design& X, const RankingLaplacian& L, const RowMatrix& Y, const 
   }
   RowMatrix B;
   X.ttimes(target, B);  // n x v
+  // X^T t too: features of 1e-200 give a right-hand side whose norm underflows to 0 (read as X^T t = 0, a zero model,
+  // silently); A = X^T L X + alpha I is left as it is, the solution scales with B
+  Vector bscale = Vector::Ones(v);  // apart from tscale: their product may overflow where the solution does not
+  for (Index j = 0; j < v; ++j) {
+    const double b = B.col(j).cwiseAbs().maxCoeff();
+    if (b > 0.0 && std::isfinite(b)) {
+      int e = 0;
+      std::frexp(b, &e);
+      bscale[j] = std::ldexp(1.0, e);
+      B.col(j) /= bscale[j];
+    }
+  }
   CgResult res;
   res.rhs_norm = B.colwise().norm().transpose();
 
@@ -371,7 +383,7 @@ CgResult run_cg(Design& X, const RankingLaplacian& L, const RowMatrix& Y, const 
   if (x0 != nullptr) {
     require(x0->rows() == n && x0->cols() == v, "the warm start has the wrong shape");
     W = *x0;
-    for (Index j = 0; j < v; ++j) W.col(j) /= tscale[j];
+    for (Index j = 0; j < v; ++j) W.col(j) = W.col(j) / tscale[j] / bscale[j];
     if (!W.isZero(0.0)) {
       apply(W, Q);
       R -= Q;
@@ -463,7 +475,9 @@ CgResult run_cg(Design& X, const RankingLaplacian& L, const RowMatrix& Y, const 
   if (o.fixed_iterations)
     for (Index j = 0; j < v; ++j) res.converged[j] = rel[j] <= o.tol ? 1 : 0;
   for (Index j = 0; j < v; ++j) {
+    W.col(j) *= bscale[j];
     W.col(j) *= tscale[j];
+    res.rhs_norm[j] *= bscale[j];
     res.rhs_norm[j] *= tscale[j];
   }
   res.coef = std::move(W);

@@ -312,3 +312,48 @@ def test_a_singular_hold_out_system_names_the_callers_alpha(sets):
         warnings.simplefilter("ignore", IllConditionedWarning)
         with pytest.raises(LinAlgError, match=r"not numerically positive definite at alpha=1e-20 "):
             ms.holdout_predictions(fastrank.RankRLS(alpha=1e-20, solver="dual"), X, y, sets)
+
+
+def test_a_path_accepts_every_alpha_fit_accepts():
+    # one alpha: Cholesky, refusing alpha <= eps max diag(S K S); several: the tridiagonal reduction, refusing alpha <=
+    # eps lambda_max (23 times higher here), so [a, 1.0] raised LinAlgError for an a that fit and [a] accept
+    rng = np.random.default_rng(14)
+    X = rng.normal(size=(300, 3))
+    y = X @ [1.0, 2.0, 3.0] + rng.normal(size=300)
+    a = 2.72e-11
+    with pytest.warns(IllConditionedWarning):
+        fastrank.RankRLS(alpha=a, solver="dual").fit(X, y)
+    with pytest.warns(IllConditionedWarning):
+        path = fastrank.rankrls_path(X, y, [a, 1.0, 0.5], estimator=fastrank.RankRLS(solver="dual"))
+    assert np.all(np.isfinite(path.coef_))
+    for k, alpha in [(1, 1.0), (2, 0.5)]:  # the well-conditioned alphas: the normal equations (X^T L X + alpha I)
+        L = 300 * np.eye(300) - np.ones((300, 300))
+        want = np.linalg.solve(X.T @ L @ X + alpha * np.eye(3), X.T @ L @ y)
+        np.testing.assert_allclose(path.fitted_estimator(k).coef_, want, rtol=1e-9)
+
+
+@pytest.mark.parametrize("question", ["lgo", "lpo", "all_pairs"])
+def test_feature_route_checks_the_system_as_fit_does(question):
+    # raw LETOR features (scales 1e-2..1e7): fit refused alpha=1 (X^T L X + alpha I singular to working precision)
+    # while leave-group-out answered without a word, 1.1e-4 off a 60-digit retraining; now the same refusal, and the
+    # same IllConditionedWarning where fit warns
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(200, 5))
+    y = X @ [1.0, 1.0, 1.0, 0.0, 0.0] + rng.normal(size=200)
+    g = np.repeat(np.arange(20), 10)
+    ask = {"lgo": lambda est, X: ms.leave_group_out(est, X, y, g),
+           "lpo": lambda est, X: ms.leave_pair_out(est, X, y, pairs=[[0, 1], [10, 12]], groups=g),
+           "all_pairs": lambda est, X: ms.leave_pair_out(est, X, y, groups=g)}[question]
+    singular = X * [1e10, 1, 1, 1, 1]
+    with pytest.raises(LinAlgError, match="singular to working precision for alpha=1"):
+        fastrank.RankRLS(alpha=1.0).fit(singular, y, g)
+    with pytest.raises(LinAlgError, match="singular to working precision for alpha=1 "):
+        ask(fastrank.RankRLS(alpha=1.0), singular)
+    poor = X * [1e7, 1, 1, 1, 1]
+    with pytest.warns(IllConditionedWarning):
+        fastrank.RankRLS(alpha=1e3).fit(poor, y, g)
+    with pytest.warns(IllConditionedWarning, match="ill-conditioned"):
+        ask(fastrank.RankRLS(alpha=1e3), poor)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # well-conditioned: silent
+        ask(fastrank.RankRLS(alpha=1e8), poor)

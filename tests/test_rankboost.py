@@ -551,3 +551,25 @@ def test_n_thresholds_counts_the_quantile_thresholds_and_missing_values_add_minu
         warnings.simplefilter("ignore")
         used = np.unique(RankBoost(100, n_thresholds=2, missing="q_def").fit(X, y).thresholds_)
     assert np.isfinite(used).sum() <= 2 and used.size <= 3 and used[0] == -np.inf
+
+
+def test_path_errors_name_the_fold_or_the_measure():
+    # a training fold without preference pairs reported the whole data's error (and groups that were not given); a
+    # measure that cannot score y at all (ndcg of negative grades) was blamed on the folds
+    X, y = np.c_[np.arange(8.0), -np.arange(8.0)], np.array([0, 0, 0, 0, 1, 1, 1, 1.0])
+    assert RankBoost(5).fit(X, y).n_estimators_ == 1
+    with pytest.raises(ValueError, match=r"^rankboost_path: training fold 0 \(4 rows\) cannot be fitted: No relevant "
+                                         r"pairs: all targets are tied among the rows, so there are no preferences to "
+                                         r"learn from; use fewer or shuffled folds \(cv\)$"):
+        rankboost_path(X, y, 5, cv=2)
+    with pytest.raises(ValueError, match=r"^rankboost_path: 'ndcg@10' cannot score y: .*; choose another scoring$"):
+        rankboost_path(np.r_[X, X], np.r_[y, y] - 1.0, 5, groups=np.repeat([0, 1], 8), cv=2)
+
+
+@pytest.mark.parametrize("make", ["RankBoost", "RankSVM"])
+def test_groups_of_one_row_are_named_not_tied_targets(make):
+    import fastrank
+
+    X, y = np.arange(12.0).reshape(6, 2), np.arange(6.0)
+    with pytest.raises(ValueError, match=rf"every group has a single row\. {make} with groups learns only from pairs"):
+        getattr(fastrank, make)().fit(X, y, np.arange(6))

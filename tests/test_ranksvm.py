@@ -668,8 +668,8 @@ def test_bad_input_raises_clear_errors(data):
         RankSVM().fit(X, y, groups[:-1])
     with pytest.raises(ValueError, match="No preference pairs"):
         RankSVM().fit(X, np.ones(m))
-    with pytest.raises(ValueError, match="No preference pairs"):
-        RankSVM().fit(X, y, np.arange(m))  # every group a single row
+    with pytest.raises(ValueError, match="No relevant pairs: every group has a single row"):
+        RankSVM().fit(X, y, np.arange(m))  # was blamed on y "taking a single value inside any group"
     for C in (0.0, -1.0, np.inf):
         with pytest.raises(ValueError, match="C must be finite and > 0"):
             RankSVM(C=C).fit(X, y)

@@ -149,6 +149,15 @@ void check_input(RowMatrixCRef Phi, RowMatrixCRef Y, IndexVectorCRef order, Inde
 }
 
 // Centred data in group order and the full-data system (header comment).
+// Reciprocal condition number (1-norm) of the symmetric p x p system whose lower triangle is A: 0 when it is not
+// numerically positive definite.  One extra factor, O(p^3 / 3), against the O(m p^2) of forming A.
+double system_rcond(const Matrix& A) {
+  const Matrix full = A.selfadjointView<Eigen::Lower>();
+  Matrix L = A;
+  if (!lapack::potrf_lower(L)) return 0.0;
+  return lapack::pocon_lower(L, full.cwiseAbs().colwise().sum().maxCoeff());
+}
+
 struct Centred {
   Index m = 0, p = 0, v = 0, ng = 0;
   Matrix Xt;    // p x m: column i = centred features of position i
@@ -226,7 +235,7 @@ constexpr double kMaxCancellation = 16.0;
 // columns gives G^ = Z^_q^T Z^_q = c_q n_q G, k^ = Z^_q^T L^-1 mu_q = s_q kappa and the centred
 // full-data predictions g = Z^_q^T u / s_q = Xc_q w.  The header's update with D = c_q n_q I reads
 //     t' = (I - G^)^-1 (g - G^ Yc_q) - Yc_q,   P^T w' = f0_q + G^ t' + 1 s_q k^^T t'.
-RowMatrix feature_leave_group_out(RowMatrixCRef Phi, RowMatrixCRef Y, IndexVectorCRef order,
+RowMatrix feature_leave_group_out(double* rcond, RowMatrixCRef Phi, RowMatrixCRef Y, IndexVectorCRef order,
                                   IndexVectorCRef offsets, VectorCRef weight, double alpha, int n_threads) {
   check_input(Phi, Y, order, offsets, weight, alpha);
   const Index m = Phi.rows(), p = Phi.cols(), v = Y.cols(), ng = offsets.size() - 1;
@@ -307,6 +316,7 @@ RowMatrix feature_leave_group_out(RowMatrixCRef Phi, RowMatrixCRef Y, IndexVecto
     lapack::syrk_lower('N', p, m, 1.0, Xs.data(), p, 1.0, A.data(), p);
     lapack::gemm('N', 'N', 1.0, Xs, Ys, 0.0, b);
   }
+  *rcond = system_rcond(A);
   Matrix L = A;
   if (!lapack::potrf_lower(L)) not_pd("leave-group-out");
   L.triangularView<Eigen::StrictlyUpper>().setZero();
@@ -551,10 +561,11 @@ PairKernel kernel_for(const Centred& c, const PairPieces& pp, Index q) {
 
 }  // namespace
 
-RowMatrix feature_leave_pair_out(RowMatrixCRef Phi, RowMatrixCRef Y, IndexVectorCRef order,
+RowMatrix feature_leave_pair_out(double* rcond, RowMatrixCRef Phi, RowMatrixCRef Y, IndexVectorCRef order,
                                  IndexVectorCRef offsets, VectorCRef weight, double alpha, PairMatrixCRef pairs,
                                  int n_threads) {
   const Centred c = centre(Phi, Y, order, offsets, weight, alpha, n_threads);
+  *rcond = system_rcond(c.A);
   const Index m = c.m, v = c.v, ng = c.ng, np = pairs.rows();
   require(pairs.cols() == 2, "pairs must have two columns");
   IndexVector grp(m);
@@ -592,9 +603,10 @@ RowMatrix feature_leave_pair_out(RowMatrixCRef Phi, RowMatrixCRef Y, IndexVector
   return out;
 }
 
-RowMatrix feature_leave_all_pairs_out(RowMatrixCRef Phi, RowMatrixCRef Y, IndexVectorCRef order,
+RowMatrix feature_leave_all_pairs_out(double* rcond, RowMatrixCRef Phi, RowMatrixCRef Y, IndexVectorCRef order,
                                       IndexVectorCRef offsets, VectorCRef weight, double alpha, int n_threads) {
   const Centred c = centre(Phi, Y, order, offsets, weight, alpha, n_threads);
+  *rcond = system_rcond(c.A);
   const Index m = c.m, p = c.p, v = c.v, ng = c.ng;
   // Output row of each row's first pair: rows in the caller's order, each followed by its later
   // group members (positions t+1 .. in group order, increasing rows as order is increasing there).

@@ -14,7 +14,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from . import _core
 from ._base import N_JOBS, Ranker, StrOptions, crucial_pairs, positive_int, warn_if_constant
-from ._problem import check_pairs
+from ._problem import check_pairs, raise_without_preferences
 from ._progress import progress
 from ._registry import register_estimator
 from ._solvers import check_indices
@@ -112,9 +112,12 @@ class RankBoost(Ranker):
         gi = group_index(groups, m)
         n_pairs = crucial_pairs(y, gi)
         if not np.any(n_pairs > 0):
+            if groups is not None:  # every group a single row: say so, not that y is tied
+                raise_without_preferences(gi.sizes, learner="RankBoost")
             where = "inside any group" if groups is not None else "among the rows"
             raise ValueError(f"No relevant pairs: all targets are tied {where}, so there are no preferences to learn "
-                             "from (RankBoost with groups uses only pairs of rows sharing a group id).")
+                             "from" + (" (RankBoost with groups uses only pairs of rows sharing a group id)."
+                                       if groups is not None else "."))
         query = self.group_weighting == "query"
         weight = np.where(n_pairs > 0, 1.0 / np.maximum(n_pairs, 1.0), 1.0) if query else np.ones(n_pairs.size)
         return self._boost(params, _core.rankboost_fit_graded, X, (y, gi.order, gi.offsets, weight), n_pairs.sum())
@@ -247,8 +250,17 @@ def rankboost_path(X, y, n_estimators, groups=None, *, cv=5, scoring=None, refit
     if not folds:  # the mean over no fold is NaN, and the best of NaNs the first value of the grid
         raise ValueError("cv gave no (train, test) split; give k >= 2, a splitter or (train, test) index arrays")
     scores = np.empty((len(folds), grid.size))
+    try:  # a measure that cannot score these targets at all (ndcg of negative grades): not a matter of folds
+        measure(y, np.zeros(y.shape[0]), g)
+    except ValueError as exc:
+        raise ValueError(f"rankboost_path: {measure.name!r} cannot score y: {str(exc).rstrip('.')}; choose another "
+                         "scoring") from None
     for k, (train, test) in enumerate(progress.iterate(folds, desc="rankboost_path", unit="fold", verbose=verbose)):
-        est = base.fit(X[train], y[train], None if g is None else g[train])
+        try:
+            est = base.fit(X[train], y[train], None if g is None else g[train])
+        except ValueError as exc:  # e.g. a training fold whose targets all tie, although the whole data do not
+            raise ValueError(f"rankboost_path: training fold {k} ({train.size} rows) cannot be fitted: "
+                             f"{str(exc).rstrip('.')}; use fewer or shuffled folds (cv)") from None
         g_test = None if g is None else g[test]
         try:
             staged = [measure(y[test], f, g_test) for f in est.staged_predict(X[test])]

@@ -2,7 +2,7 @@
 
 RankRLS (Pahikkala et al. 2009) minimises, over f in the kernel's RKHS,
 
-    sum over relevant pairs {i, j} of  w_ij^2 (z_ij - (f(x_i) - f(x_j)))^2  +  alpha ||f||_K^2
+    sum over relevant pairs {i, j} of  w_ij (z_ij - (f(x_i) - f(x_j)))^2  +  alpha ||f||_K^2  (w_ij: the pair weight)
 
 * scoring setting (``fit(X, y, groups=None)``): z_ij = y_i - y_j (the magnitude cost, eq. 21) over all pairs (object
   ranking) or the pairs inside each group (query/label ranking), weighted by ``group_weighting`` (1 for "unweighted":

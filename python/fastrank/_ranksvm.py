@@ -17,7 +17,8 @@ from ._base import (N_JOBS, NONNEG_REAL, KernelMixin, Ranker, StrOptions, c_path
                     warn_if_constant, warn_if_scores_underflow)
 from ._kernels import pivoted_cholesky, semidefinite_by_construction
 from ._memory import check_dense_memory, densified
-from ._problem import centred_in_groups, check_pair_weights, check_pairs, features_without_group_offsets
+from ._problem import (centred_in_groups, check_pair_weights, check_pairs, features_without_group_offsets,
+                       raise_without_preferences)
 from ._progress import resolve_verbose, stage, write_line
 from ._registry import register_estimator
 from ._solvers import basis_kernel, select_basis
@@ -292,6 +293,8 @@ class RankSVM(KernelMixin, Ranker):
         gi = group_index(groups, m)
         n_pairs = float(crucial_pairs(y, gi).sum())
         if n_pairs == 0:
+            if groups is not None:  # every group a single row: say so, not that y is tied
+                raise_without_preferences(gi.sizes, learner="RankSVM")
             where = "inside any group" if groups is not None else "among the rows"
             raise ValueError(f"No preference pairs: y takes a single value {where}, so no pair (i, j) has y_i > y_j "
                              "(RankSVM learns only from such pairs).")

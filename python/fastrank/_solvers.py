@@ -28,7 +28,7 @@ from ._problem import WEIGHTINGS, PreferenceGraph, RankingProblem, check_feature
 from ._sparse import as_csr, issparse, take_rows
 from ._validation import (_asarray, check_alpha, check_alphas, check_int, check_n_jobs, check_real, check_seed,
                           group_index)
-from .exceptions import ConvergenceWarning, IllConditionedWarning, user_stacklevel
+from .exceptions import ConvergenceWarning, IllConditionedWarning, LinAlgError, user_stacklevel
 
 __all__ = [
     "Fit", "CGResult", "SOLVERS", "choose_solver",
@@ -260,9 +260,18 @@ def solve_dual(problem, spec, alphas, n_threads):
         Kg = train_kernel(X, spec, n_threads, gi)
         # many alphas: one tridiagonal reduction S K S = Q T Q^T, O(m) per alpha, Q applied once
         # (eq. 31 without the eigenvectors: ~0.4x the eigendecomposition route)
-        dual_scores = _core.rankrls_dual_scores_tridiag if alphas.size > 1 else _core.rankrls_dual_scores
-        A, rcond = dual_scores(Kg, gi.order, gi.offsets, problem.pair_weight(), problem.targets_grouped(), alphas,
-                               n_threads)
+        args = (gi.order, gi.offsets, problem.pair_weight(), problem.targets_grouped())
+        try:
+            solve = _core.rankrls_dual_scores_tridiag if alphas.size > 1 else _core.rankrls_dual_scores
+            A, rcond = solve(Kg, *args, alphas, n_threads)
+        except LinAlgError:
+            if alphas.size == 1:
+                raise
+            # the shared reduction refuses alpha <= eps lambda_max, fit's Cholesky factor only alpha <= eps max diag(S
+            # K S): every alpha solved as fit solves it, from the kernel computed again (each solve overwrites it)
+            solved = [_core.rankrls_dual_scores(train_kernel(X, spec, n_threads, gi), *args, alphas[k:k + 1],
+                                                n_threads) for k in range(alphas.size)]
+            A, rcond = np.hstack([a for a, _ in solved]), min(r for _, r in solved)
         del Kg
     A = _checked(A, rcond, alphas.size)
     if problem.exclude_ties:  # A = S u

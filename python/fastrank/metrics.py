@@ -163,12 +163,12 @@ def pairwise_disagreement(y_true, y_score, groups=None, *, tied_scores="half", a
 
     A pair is relevant when its ``y_true`` differ; it is an error when the higher-labelled row scores lower, and a
     score tie counts 1/2 (``tied_scores="half"``, default: ties broken at random, as ``score`` and ``RankRLSCV``) or
-    1 (``"wrong"``: eq. 1 read literally, sign(0) = -1).  groups, average ("group" or "pooled"): see the module
+    1 (``"wrong"``: eq. 1 read literally, sign(0) = -1).  groups, average ("group", "pooled" or None): see the module
     docstring; ValueError when no relevant pair exists.  n_jobs: threads over groups.  O(m log m).  sample_weight:
     one weight >= 0 per row, pair (i, j) weighing w_i w_j in the errors and in the count (what a ``Pipeline`` routes
     to ``score``), O(sum_q n_q^2) in blocks."""
     tie_weight = _tied_score_weight(tied_scores, ties, "pairwise_disagreement")
-    y, f, gi = _group_setup(y_true, y_score, groups, average)
+    y, f, gi = _group_setup(y_true, y_score, groups, average, _ANY_AVERAGE)
     if sample_weight is None:
         S = _pair_stats(y, f, gi, False, n_jobs)
         return _average(S[:, 2] + tie_weight * S[:, 3], S[:, 1], average, "pairwise_disagreement")
@@ -243,8 +243,8 @@ def msd(y_true, y_score, groups=None, *, average="group"):
 
     MSD = (1/m^2) sum_i sum_j ((h(x_j) - h(x_i)) - (y_j - y_i))^2 over all ordered pairs (i = j included, as in the
     paper) = 2 * the population variance of h(x) - y.  With groups: per group over n_g^2, groups of one row skipped;
-    average "group" (default) or "pooled" (sum over groups / sum of n_g^2)."""
-    _check_average(average)
+    average "group" (default), "pooled" (sum over groups / sum of n_g^2) or None (per group)."""
+    _check_average(average, _ANY_AVERAGE)
     return _called_as("msd", magnitude_preserving_cost, y_true, y_score, groups, average=average)
 
 
@@ -276,7 +276,7 @@ def _mp_total(y, f, gi, n, power):
 def m1d(y_true, y_score, groups=None, *, average="group"):
     """Mean absolute difference of pairwise differences (000 eq. 68): (1/m^2) sum_ij |(h(x_j) - h(x_i)) - (y_j -
     y_i)|, O(m log m) by sorting h - y.  Groups and averages as :func:`msd`."""
-    _check_average(average)
+    _check_average(average, _ANY_AVERAGE)
     return _called_as("m1d", magnitude_preserving_cost, y_true, y_score, groups, power=1, average=average)
 
 
@@ -285,8 +285,8 @@ def discrete_ranking_loss(y_true, y_score, groups=None, *, average="group", n_jo
 
     R(f; S) = 1/C(m,2) sum_{i<j} |y_i - y_j| (I[(y_i - y_j)(f_i - f_j) < 0] + 1/2 I[f_i = f_j]): mis-ordered pairs
     weigh |y_i - y_j|, score ties half of it, over all C(m,2) pairs.  With groups: per group over C(n_g, 2), groups
-    of one row skipped; average "group" (default) or "pooled" (sum / sum of C(n_g, 2))."""
-    _check_average(average)
+    of one row skipped; average "group" (default), "pooled" (sum / sum of C(n_g, 2)) or None (per group)."""
+    _check_average(average, _ANY_AVERAGE)
     return _called_as("discrete_ranking_loss", stability_ranking_loss, y_true, y_score, groups, loss="disc",
                       average=average, n_jobs=n_jobs)
 
@@ -820,9 +820,9 @@ def agree(y_true, y_score, groups=None, *, normalize=True, average="group"):
     per row read as f = 1 if y_i > y_j, 1/2 if equal, 0 if lower.  Tied scores: the expectation over their orders,
     i.e. the tied pair keeps (f(x_i, x_j) + f(x_j, x_i)) / 2.  normalize: divide by sum_{i<j} f(x_i, x_j) + f(x_j,
     x_i), so 1 means every preference kept (default); False returns the sum over all groups (``average`` unused).
-    groups: pairs inside a group; average "group" or "pooled".  Targets: O(m log m) from the counts of
+    groups: pairs inside a group; average "group", "pooled" or None (per group).  Targets: O(m log m) from the counts of
     :func:`pairwise_disagreement`; a matrix: O(m^2), one (m, m) mask per group."""
-    _check_average(average)
+    _check_average(average, _ANY_AVERAGE)
     check_bool(normalize, "normalize")
     F = _asarray(y_true, "y_true")
     f = _as_vector(y_score, "y_score")

@@ -34,7 +34,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from . import _core
 from ._base import N_JOBS, NONNEG_REAL, POSITIVE_REAL, FastrankEstimator, Interval, KernelMixin, Ranker, StrOptions, \
-    positive_int, warn_if_scores_underflow
+    positive_int, ranking_accuracy, warn_if_scores_underflow
 from ._kernels import _KIND, KernelSpec, by_distinct_rows, row_products
 from ._memory import check_dense_memory, densified
 from ._problem import features_without_group_offsets, require_preferences
@@ -44,6 +44,7 @@ from ._registry import register_estimator
 from ._validation import _all_finite, as_float_matrix, check_int, check_n_jobs, check_precomputed_kernel, \
     group_index, target_column
 from .exceptions import ConvergenceWarning, user_stacklevel
+from .metrics import _declines_groups, _warn_missing_groups
 
 __all__ = ["PRank", "PRankVP", "OAPBPM", "WidrowHoff", "OnlineMPRank"]
 
@@ -290,6 +291,18 @@ class _OnlineOrdinal(ClassifierMixin, FastrankEstimator):
         self.n_samples_seen_ = n0 + X.shape[0]
         self._finish()
         return self
+
+    def score(self, X, y, groups=None, sample_weight=None):
+        """Pairwise ranking accuracy of ``decision_function(X)`` against the positions of the labels ``y`` in
+        ``classes_``: ``1 - pairwise_disagreement`` as every fastrank ranker scores (pairs tied in ``y`` ignored, tied
+        scores half an error, with ``groups`` only pairs inside a group, a pair weighing w_i w_j with
+        ``sample_weight``), not scikit-learn's classification accuracy.  Labels outside ``classes_`` raise
+        ValueError; the paper's own measure is :func:`fastrank.metrics.mean_rank_loss`."""
+        check_is_fitted(self, "classes_")
+        positions = _to_ranks(self.classes_, target_column(y))
+        if groups is None and not _declines_groups(self):
+            _warn_missing_groups(self, f"{type(self).__name__}.score")
+        return ranking_accuracy(positions, self.decision_function(X), groups, sample_weight)
 
     @property
     def average_rank_loss_(self):

@@ -26,15 +26,16 @@
 
 namespace fastrank::cv {
 
-// Rows of group q are Phi.row(order[offsets[q] .. offsets[q+1])); weight[q] = c_q >= 0.
+// Rows of group q are Phi.row(order[offsets[q] .. offsets[q+1])); weight[q] = c_q >= 0.  *rcond receives the
+// reciprocal condition number of the full-data system X^T L X + alpha I (the fit's), for the caller's checks.
 // Leave-one-group-out predictions (m x v) in Phi's row order; a group of one row (no pairs) keeps
 // the full-data prediction.
-RowMatrix feature_leave_group_out(RowMatrixCRef Phi, RowMatrixCRef Y, IndexVectorCRef order,
+RowMatrix feature_leave_group_out(double* rcond, RowMatrixCRef Phi, RowMatrixCRef Y, IndexVectorCRef order,
                                   IndexVectorCRef offsets, VectorCRef weight, double alpha, int n_threads);
 
 // Leave-pair-out predictions (n_pairs x 2v: [first outputs, second outputs]); pairs are positions
 // in `order` (both inside one group of at least two rows).
-RowMatrix feature_leave_pair_out(RowMatrixCRef Phi, RowMatrixCRef Y, IndexVectorCRef order,
+RowMatrix feature_leave_pair_out(double* rcond, RowMatrixCRef Phi, RowMatrixCRef Y, IndexVectorCRef order,
                                  IndexVectorCRef offsets, VectorCRef weight, double alpha, PairMatrixCRef pairs,
                                  int n_threads);
 
@@ -42,7 +43,7 @@ RowMatrix feature_leave_pair_out(RowMatrixCRef Phi, RowMatrixCRef Y, IndexVector
 // rows i < j of the caller's order, lexicographic (order must list each group's rows in increasing
 // order, as a stable sort by group does), (n_pairs x 2v).  The hat block of a group is formed a
 // block of columns at a time and each row's pairs are computed in one vectorizable loop.
-RowMatrix feature_leave_all_pairs_out(RowMatrixCRef Phi, RowMatrixCRef Y, IndexVectorCRef order,
+RowMatrix feature_leave_all_pairs_out(double* rcond, RowMatrixCRef Phi, RowMatrixCRef Y, IndexVectorCRef order,
                                       IndexVectorCRef offsets, VectorCRef weight, double alpha, int n_threads);
 
 }  // namespace fastrank::cv

@@ -300,3 +300,74 @@ def test_model_rankrlscv_defaults_to_the_scoring_of_alpha_auto(tmp_path, capsys)
     data = _write(tmp_path / "q.txt", rng.integers(0, 3, 12), np.repeat([1, 2, 3], 4), rng.random((12, 3)))
     code, out, err = _run(["train", "-M", "RankRLSCV", data, tmp_path / "m.frk"], capsys)
     assert code == 0 and "(ndcg@10, cv=lgo)" in out + err, out + err  # was auc, against -h
+
+
+def _noqid(path):
+    path.write_text("2 1:1 2:0.5\n1 1:0.2 2:0.1\n0 1:0 2:0.9\n1 1:0.5 2:0.5\n0 1:0.1 2:0.6\n")
+    (path.parent / (path.name + ".query")).write_text("3\n2\n")
+    return path
+
+
+def test_no_command_writes_over_a_query_file_or_its_data(tmp_path, capsys):
+    # train / predict -o replaced the query file they read (found by name or given), cv --plot the training file
+    data = _noqid(tmp_path / "data.txt")
+    query = tmp_path / "data.txt.query"
+    assert _run(["train", "-q", data, query], capsys)[0] == 2
+    assert _run(["train", "-q", data, tmp_path / "m.frk"], capsys)[0] == 0
+    assert _run(["predict", "-o", query, tmp_path / "m.frk", data], capsys)[0] == 2
+    (tmp_path / "q.txt").write_text("3\n2\n")
+    assert _run(["predict", "--query-file", tmp_path / "q.txt", "-o", tmp_path / "q.txt", tmp_path / "m.frk", data],
+                capsys)[0] == 2
+    code, _, err = _run(["cv", "-q", "--plot", data, data], capsys)
+    assert code == 2 and "is also an input of this command" in err
+    assert query.read_text() == "3\n2\n" and (tmp_path / "q.txt").read_text() == "3\n2\n"
+    assert data.read_text().startswith("2 1:1 2:0.5\n")
+
+
+@pytest.mark.parametrize("flags", [["--solver", "cg"], ["--solver", "cg", "--sparse"],
+                                   ["--kernel", "rbf", "--basis-vectors", "3", "--seed", "0",
+                                    "--param", "exclude_ties=true"]])
+def test_train_takes_what_fit_takes(tmp_path, capsys, flags):
+    # refused with "exact cross-validation needs the dense solver": the check built the CV record of a plain RankRLS
+    rng = np.random.default_rng(3)
+    X, y, q = rng.random((12, 3)), rng.integers(0, 3, 12), np.repeat([1, 2, 3], 4)
+    data = _write(tmp_path / "q.txt", y, q, X)
+    code, _, err = _run(["train", "-q", *flags, data, tmp_path / "m.frk"], capsys)
+    assert code == 0, err
+    from fastrank.preprocessing import QueryNormalizer
+
+    model = fastrank.load(tmp_path / "m.frk")
+    Xf, yf, qf = load_svmlight(data)  # the file's values (six decimals)
+    # the oracle: the Python API on what train fits (per-query min-max features, none under --sparse)
+    Xn = Xf if "--sparse" in flags else \
+        QueryNormalizer().fit(Xf.toarray(), groups=qf).transform(Xf.toarray(), groups=qf)
+    want = fastrank.RankRLS(**model.get_params()).fit(Xn, yf, groups=qf).predict(Xn)
+    np.testing.assert_allclose(model.predict(Xn), want, rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("flags", [["-M", "RankSVM", "--param", "C=-1"], ["-M", "SVRank", "--param", "C=inf"],
+                                   ["-M", "RankRLSCV", "--param", "alphas=-1"], ["-M", "MPRankCV", "--param", "Cs=-1"],
+                                   ["-M", "RankRLSCV", "--param", "solver=cg"]])
+def test_bad_regularization_from_any_flag_is_a_usage_error(tmp_path, capsys, flags):
+    rng = np.random.default_rng(3)
+    data = _write(tmp_path / "q.txt", rng.integers(0, 3, 12), np.repeat([1, 2, 3], 4), rng.random((12, 3)))
+    code, _, err = _run(["train", "-q", *flags, data, tmp_path / "m.frk"], capsys)
+    assert code == 2 and "failed" not in err, err  # was exit 1, "fitting ... failed", after reading the file
+
+
+def test_a_no_break_space_is_named_with_its_line(tmp_path):
+    # str.strip() removed the trailing U+00A0 before the ASCII check: the parser's "could not convert string to float"
+    from fastrank.datasets import load_svmlight
+
+    data = tmp_path / "nb.txt"
+    data.write_bytes(b"1 qid:1 1:2\xc2\xa0\n0 qid:1 1:1\n")
+    with pytest.raises(ValueError, match=r"nb\.txt:1: a non-ASCII character outside a comment"):
+        load_svmlight(data)
+
+
+def test_cv_refuses_a_plot_format_before_the_cross_validation(tmp_path, capsys):
+    pytest.importorskip("matplotlib")
+    rng = np.random.default_rng(3)
+    data = _write(tmp_path / "q.txt", rng.integers(0, 3, 12), np.repeat([1, 2, 3], 4), rng.random((12, 3)))
+    code, out, err = _run(["cv", "--plot", tmp_path / "cv.jpg2", data], capsys)
+    assert code == 2 and "matplotlib cannot write 'jpg2' files" in err and out == ""  # the CV report came first

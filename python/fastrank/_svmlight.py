@@ -115,7 +115,9 @@ def _scan(path, parse=_parse_line):
                 for part in raw.rstrip(b"\r\n").split(b"\r"):  # a lone CR ends a line too (old Mac files), as numpy
                     lineno += 1
                     try:  # a comment may hold any bytes
-                        line = part.split(b"#", 1)[0].decode().strip()
+                        # ASCII whitespace only: str.strip() also took a trailing no-break space (U+00A0) away
+                        # from the ASCII check, and the compiled parser then failed without a line number
+                        line = part.split(b"#", 1)[0].decode().strip(" \t\n\r\x0b\x0c")
                         if line:
                             yield lineno, parse(line)
                     except UnicodeDecodeError:

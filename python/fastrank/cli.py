@@ -28,7 +28,7 @@ from ._progress import progress, stage, write_line
 from ._registry import ESTIMATORS
 from ._svmlight import read_scores, read_svmlight
 from ._solvers import select_basis
-from ._validation import check_alphas, check_n_jobs, check_real, group_index
+from ._validation import check_alpha, check_alphas, check_n_jobs, check_real, group_index
 from ._version import __version__
 from .metrics import _accepts, get_measure, measure_names
 from .plotting import CVCurveDisplay
@@ -304,8 +304,19 @@ def _check_parameters(est, n_rows, n_features):
             est._kernel_spec(n_features)
         if params.get("basis_vectors") is not None:
             select_basis(n_rows, params["basis_vectors"], params.get("random_state"))
-        if callable(getattr(est, "_cv_spec", None)):
-            est._cv_spec()  # RankRLS's and MPRank's alpha / C, weighting and exclude_ties
+        for name in ("alpha", "C"):  # every learner's regularization: finite and > 0
+            if params.get(name) is not None:
+                check_alpha(params[name], name)
+        if callable(getattr(est, "_exclude_ties", None)):
+            est._exclude_ties()
+        for name in ("alphas", "Cs"):  # the searches' grids
+            if params.get(name) is not None:
+                check_alphas(params[name], name)
+        searched = getattr(type(est), "_searched", None)
+        if searched is not None:  # a search: what exact cross-validation needs of its model (a dense solver, ...)
+            names = set(searched._get_param_names())
+            model = searched(**{k: v for k, v in params.items() if k in names})
+            model.set_params(**{"C" if "Cs" in params else "alpha": 1.0})._cv_spec()
         if isinstance(est, RankRLSCV):
             scoring = _check_scoring(est.scoring)
             if est.cv == "lpo" and getattr(scoring, "name", None) not in ("auc", "disagreement"):
@@ -377,7 +388,7 @@ def _build_estimator(args, groups, y):
 
 
 def cmd_train(args):
-    _refuse_overwriting(args.model_file, args.train_file, args.query_file)
+    _refuse_overwriting(args.model_file, *_inputs_of(args.train_file, args))
     est, Xm, y, groups, info, norm_state = _read_training(args, "sparse" if args.sparse else "auto")
     fit_kw = {}
     if groups is not None:
@@ -406,6 +417,11 @@ def cmd_train(args):
     return 0
 
 
+def _inputs_of(data_file, args):
+    """The files reading ``data_file`` may read: itself, --query-file and the query-size files found by its name."""
+    return (data_file, args.query_file, *(data_file + suffix for suffix in (".query", ".group")))
+
+
 def _refuse_overwriting(output, *inputs):
     """A UsageError when ``output`` names one of the ``inputs`` (None: absent) the command would replace."""
     for path in inputs:
@@ -415,7 +431,7 @@ def _refuse_overwriting(output, *inputs):
 
 
 def cmd_predict(args):
-    _refuse_overwriting(args.output, args.model_file, args.test_file)
+    _refuse_overwriting(args.output, args.model_file, *_inputs_of(args.test_file, args))
     s = _model_scores(args.model_file, args.test_file, args)[2]
     text = "".join(f"{v:.17g}\n" for v in s.tolist())
     if args.output in (None, "-"):
@@ -481,6 +497,14 @@ def _grid_end(est):
 
 
 def cmd_cv(args):
+    if args.plot:  # checked before any work: the plot comes last
+        _refuse_overwriting(args.plot, *_inputs_of(args.train_file, args))
+        with _errors_as(DataError, ImportError, message="--plot needs matplotlib (pip install matplotlib)"):
+            from matplotlib.figure import Figure  # no pyplot: no GUI backend needed
+        kind = os.path.splitext(args.plot)[1][1:].lower() or "png"
+        if kind not in Figure().canvas.get_supported_filetypes():
+            raise UsageError(f"--plot {args.plot}: matplotlib cannot write {kind!r} files; use one of "
+                             f"{', '.join(sorted(Figure().canvas.get_supported_filetypes()))}")
     # RankRLSCV, as train --alpha auto builds it (the parser's defaults); CSR kept where RankRLSCV takes it
     est, Xd, y, groups, _, norm_state = _read_training(args, "auto")
     with stage(f"exact cross-validation over {est.alphas.size} alphas", verbose=args.progress), \
@@ -498,14 +522,12 @@ def cmd_cv(args):
         out.write(f"{a:.6g}\t{s:.6f}{mark}\n")
     out.write(f"# best alpha {est.alpha_:.6g}, score {est.best_score_:.6f}{_grid_end(est)}\n")
     if args.plot:
-        with _errors_as(DataError, ImportError, message="--plot needs matplotlib (pip install matplotlib)"):
-            from matplotlib.figure import Figure  # no pyplot: no GUI backend needed
         fig = Figure(figsize=(6, 4))
         CVCurveDisplay.from_estimator(est, ax=fig.subplots())
         fig.tight_layout()
         with _errors_as(DataError, (OSError, ValueError), f"cannot write {args.plot}: "):
             # the format named: without an extension matplotlib would write to PLOT.png instead
-            fig.savefig(args.plot, dpi=100, format=os.path.splitext(args.plot)[1][1:] or "png")
+            fig.savefig(args.plot, dpi=100, format=kind)
         _say(args, f"CV curve written to {args.plot}")
     return 0
 

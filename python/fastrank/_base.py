@@ -340,25 +340,25 @@ def warn_if_constant(model, constant, cause="no feature separates the rows of an
 def warn_if_scores_underflow(model, X, coef):
     """:class:`fastrank.exceptions.ConstantModelWarning` when non-zero linear weights ``coef`` give training scores
     ``X @ coef`` that underflow float64 (every |score| below the smallest normal number, e.g. features near 1e-200
-    against weights near 1e-199: products near 1e-400 are 0): the predictions tie or keep a few bits.  O(nnz(X))."""
+    against weights near 1e-199: products near 1e-400 are 0): the predictions tie or keep a few bits.  About 1,000
+    rows' products when any of them is normal (the usual case), O(nnz(X)) otherwise."""
     c = None if coef is None else np.asarray(coef)
     if c is None or not np.any(c):
         return
-    def largest(A):  # max |A| without a copy of A
-        return max(float(A.max()), -float(A.min())) if A.size else 0.0
+    tiny = np.finfo(np.float64).tiny
 
-    # sparse X: its largest entry (a fifth of a product's time) shows products of normal size, whose scores underflow
-    # only by cancelling; dense X: the BLAS product is the cheaper pass
-    if issparse(X) and largest(X.data) * largest(c) > 2.0**-900:
+    def largest_score(rows):  # on this thread: a BLAS product right after the solver's threads waited for them
+        return float(np.abs(np.asarray(rows @ c) if issparse(rows) else np.einsum("ij,j...->i...", rows, c)).max(
+            initial=0.0))
+
+    if largest_score(X[::max(1, X.shape[0] // 1024)]) >= tiny or largest_score(X) >= tiny:
         return
-    scores = np.abs(np.asarray(X @ c))
-    if scores.size and float(scores.max()) < np.finfo(np.float64).tiny:
-        x_top = largest(X.data if issparse(X) else X)
-        warnings.warn(f"{type(model).__name__}'s scores X @ coef_ underflow float64 on the training rows (largest "
-                      f"|score| {float(scores.max()):.3g}, from features up to {x_top:.3g} and weights up to "
-                      f"{float(np.abs(c).max()):.3g}): its predictions tie or keep a few bits, so they rank little or "
-                      "nothing.  Rescale X (e.g. sklearn.preprocessing.StandardScaler).", ConstantModelWarning,
-                      stacklevel=user_stacklevel())
+    x_top = float(np.abs(X.data if issparse(X) else X).max(initial=0.0))
+    warnings.warn(f"{type(model).__name__}'s scores X @ coef_ underflow float64 on the training rows (largest |score| "
+                  f"{largest_score(X):.3g}, from features up to {x_top:.3g} and weights up to "
+                  f"{float(np.abs(c).max()):.3g}): its predictions tie or keep a few bits, so they rank little or "
+                  "nothing.  Rescale X (e.g. sklearn.preprocessing.StandardScaler).", ConstantModelWarning,
+                  stacklevel=user_stacklevel())
 
 
 def ranking_accuracy(y, pred, groups=None, sample_weight=None):

@@ -322,6 +322,22 @@ class DenseDesign {
 // The CG driver: one CG per output column, products batched over the active columns.
 // ---------------------------------------------------------------------------------------------
 
+// Each column of M divided by a power of two near its largest entry (exact); returns those powers (1 for a zero or
+// non-finite column).
+Vector divide_columns_by_power_of_two(RowMatrix& M) {
+  Vector scale = Vector::Ones(M.cols());
+  for (Index j = 0; j < M.cols(); ++j) {
+    const double t = M.col(j).cwiseAbs().maxCoeff();
+    if (t > 0.0 && std::isfinite(t)) {
+      int e = 0;
+      std::frexp(t, &e);
+      scale[j] = std::ldexp(1.0, e);
+      M.col(j) /= scale[j];
+    }
+  }
+  return scale;
+}
+
 template <class Design>
 CgResult run_cg(Design& X, const RankingLaplacian& L, const RowMatrix& Y, const RowMatrix* x0, const CgOptions& o,
                 const CgCallback& callback) {
@@ -339,30 +355,12 @@ CgResult run_cg(Design& X, const RankingLaplacian& L, const RowMatrix& Y, const 
   // near its largest entry (exact, so results are bit-identical for ordinary scales) and scale the
   // solution back.  Targets of 1e-200 or 1e200 then neither underflow nor overflow in the norms
   // and r^T z, which would otherwise report convergence on a zero model (or NaN residuals).
-  Vector tscale = Vector::Ones(v);
-  for (Index j = 0; j < v; ++j) {
-    const double t = target.col(j).cwiseAbs().maxCoeff();
-    if (t > 0.0 && std::isfinite(t)) {
-      int e = 0;
-      std::frexp(t, &e);
-      tscale[j] = std::ldexp(1.0, e);
-      target.col(j) /= tscale[j];
-    }
-  }
+  const Vector tscale = divide_columns_by_power_of_two(target);
   RowMatrix B;
   X.ttimes(target, B);  // n x v
   // X^T t too: features of 1e-200 give a right-hand side whose norm underflows to 0 (read as X^T t = 0, a zero model,
   // silently); A = X^T L X + alpha I is left as it is, the solution scales with B
-  Vector bscale = Vector::Ones(v);  // apart from tscale: their product may overflow where the solution does not
-  for (Index j = 0; j < v; ++j) {
-    const double b = B.col(j).cwiseAbs().maxCoeff();
-    if (b > 0.0 && std::isfinite(b)) {
-      int e = 0;
-      std::frexp(b, &e);
-      bscale[j] = std::ldexp(1.0, e);
-      B.col(j) /= bscale[j];
-    }
-  }
+  const Vector bscale = divide_columns_by_power_of_two(B);  // apart from tscale: their product may overflow
   CgResult res;
   res.rhs_norm = B.colwise().norm().transpose();
 

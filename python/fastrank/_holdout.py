@@ -31,7 +31,9 @@ import scipy.sparse as sp
 from . import _core
 from ._memory import densified
 from ._problem import pair_weights
+from ._solvers import _RCOND_WARNING, warn_ill_conditioned
 from ._validation import as_targets, group_index
+from .exceptions import LinAlgError
 
 __all__ = [
     "linear_features",
@@ -122,9 +124,6 @@ def _checked_system(result, alpha, p):
     checks fit applies to that system: refused when singular to working precision (rcond <= p eps, as the primal fit
     refuses it), an IllConditionedWarning below 1e-12 (as fit warns): the hold-out systems are that system less a few
     rows, and their predictions lose as many digits."""
-    from ._solvers import _RCOND_WARNING, warn_ill_conditioned
-    from .exceptions import LinAlgError
-
     out, rcond = result
     if rcond <= p * np.finfo(np.float64).eps:  # 0: not even a factor
         raise LinAlgError(

@@ -501,10 +501,10 @@ def cmd_cv(args):
         _refuse_overwriting(args.plot, *_inputs_of(args.train_file, args))
         with _errors_as(DataError, ImportError, message="--plot needs matplotlib (pip install matplotlib)"):
             from matplotlib.figure import Figure  # no pyplot: no GUI backend needed
-        kind = os.path.splitext(args.plot)[1][1:].lower() or "png"
-        if kind not in Figure().canvas.get_supported_filetypes():
+        kind, kinds = os.path.splitext(args.plot)[1][1:].lower() or "png", Figure().canvas.get_supported_filetypes()
+        if kind not in kinds:
             raise UsageError(f"--plot {args.plot}: matplotlib cannot write {kind!r} files; use one of "
-                             f"{', '.join(sorted(Figure().canvas.get_supported_filetypes()))}")
+                             f"{', '.join(sorted(kinds))}")
     # RankRLSCV, as train --alpha auto builds it (the parser's defaults); CSR kept where RankRLSCV takes it
     est, Xd, y, groups, _, norm_state = _read_training(args, "auto")
     with stage(f"exact cross-validation over {est.alphas.size} alphas", verbose=args.progress), \

@@ -196,7 +196,6 @@ def empirical_term(estimator, X, y, term="l1", *, epsilon=0.0, n_jobs=None):
     Corollary 1 the empirical cost of eq. 2 with cost c^n: "mp1", "mp2" (MPRank), "hr1", "hr2", "hmp1", "hmp2", "svr1",
     "svr2" (with ``epsilon``).  The bounds are stated for one sample without query groups: all pairs count.
     """
-
     if not one_of(term, _TERMS):
         raise ValueError(f"term must be one of {_TERMS}, got {term!r}")
     zero = isinstance(epsilon, numbers.Real) and not isinstance(epsilon, (bool, np.bool_)) and epsilon == 0
@@ -218,7 +217,6 @@ def kernel_kappa(X, kernel="rbf", *, gamma=None, degree=3, coef0=1.0):
     """sqrt(max_i K(x_i, x_i)) over the rows of X for a fastrank kernel name ("linear", "rbf", "poly", ...): the
     smallest kappa with K(x, x) <= kappa^2 on these rows.  The theorems need the supremum over the whole input space,
     which this only bounds from below (for "rbf" it is exactly 1 everywhere)."""
-
     if issparse(X) and kernel != "precomputed":  # sparse rows, as the estimators take them: checked, never densified
         as_csr(X)
         X = canonical_csr(X)
@@ -241,8 +239,7 @@ def kernel_kappa(X, kernel="rbf", *, gamma=None, degree=3, coef0=1.0):
                                      "coef0 large enough to keep gamma * x.x + coef0 >= 0")
                 diag = diag ** spec.degree
         if spec.kind == "linear":
-            # x . x overflowing (kappa was inf) or underflowing (kappa was 0 for rows near 1e-200): max ||x|| = scale *
-            # max ||x / scale||, ||x|| itself representable
+            # x . x over- or underflows for rows near 1e200 or 1e-200 where ||x|| does not: max ||x / scale|| * scale
             representable = np.isfinite(diag).all() and diag.max() >= np.finfo(np.float64).tiny
             scale = 0.0 if representable else np.abs(X).max()  # 0 also when every row is 0
             if scale > 0:

@@ -98,8 +98,7 @@ def _label_ranks(y):
     return res
 
 
-# Rows below which a measure runs on one thread by default: starting threads costs more than the sweep (at m = 2000
-# pair_statistics took 0.38 ms with two threads against 0.24 ms with one, 2 cores).
+# Rows below which a measure runs on one thread by default: starting threads costs more (docs/design/measures.md).
 _PARALLEL_ROWS = 50_000
 
 
@@ -108,11 +107,8 @@ def _sweep_threads(n_jobs, m):
 
 
 def _pair_stats(y, f, gi, weighted, n_jobs=None, ranks=None):
-    """(n_groups, 6): pairs, relevant, discordant, tied_relevant, w_discordant, w_tied.
-
-    discordant: y_i > y_j and f_i < f_j; tied_relevant: y_i != y_j and f_i == f_j; the w_ columns
-    sum |y_i - y_j| over discordant pairs and over all score-tied pairs.
-    """
+    """(n_groups, 6): pairs, relevant, discordant (y_i > y_j, f_i < f_j), tied_relevant (y_i != y_j, f_i == f_j),
+    w_discordant and w_tied (|y_i - y_j| summed over the discordant and over all score-tied pairs)."""
     yrank, values = _label_ranks(y) if ranks is None else ranks
     order = np.argsort(f).astype(np.int64, copy=False)
     return _core.pair_statistics(f, order, yrank, values, gi.order, gi.offsets, bool(weighted),
@@ -145,9 +141,8 @@ def _tied_score_weight(tied_scores, ties, where):
     """The error of a pair with tied scores: 1/2 ("half", fastrank's default everywhere) or 1 ("wrong", 004 eq. 1's
     sign(0) = -1).  ``ties`` is the option's former name ("error" meant "wrong"), accepted with a FutureWarning."""
     if ties is not None:
-        warnings.warn(f"{where}(ties=...) is renamed tied_scores=...: ties='error' is tied_scores='wrong', "
-                      "ties='half' is tied_scores='half' (now the default)", FutureWarning,
-                      stacklevel=user_stacklevel())
+        warnings.warn(f"{where}(ties=...) is renamed tied_scores=...: ties='error' is tied_scores='wrong', ties='half' "
+                      "is tied_scores='half' (now the default)", FutureWarning, stacklevel=user_stacklevel())
         if not one_of(ties, ("error", "half")):
             raise ValueError(f"ties must be 'error' or 'half', got {ties!r}")
         tied_scores = "wrong" if ties == "error" else "half"
@@ -198,9 +193,8 @@ def pairwise_disagreement(y_true, y_score, groups=None, *, tied_scores="half", a
 
 
 def auc(y_true, y_score):
-    """Area under the ROC curve of binary labels (= sklearn.metrics.roc_auc_score): the fraction of (positive,
-    negative) pairs ordered correctly, score ties 1/2.  y_true must take exactly two values, the larger one
-    positive."""
+    """Area under the ROC curve of binary labels (= sklearn.metrics.roc_auc_score): the fraction of (positive, negative)
+    pairs ordered correctly, score ties 1/2.  y_true must take exactly two values, the larger one positive."""
     y, f = _as_pair(y_true, y_score)
     ranks = _label_ranks(y)
     if ranks[1].size != 2:
@@ -212,9 +206,8 @@ def auc(y_true, y_score):
 def kendall_distance(a, b, *, normalize=True):
     """Kendall distance #{(i, j) : a_i > a_j and b_i < b_j} between two score vectors (003).
 
-    A pair tied in ``a`` or ``b`` is not counted (neither inverted nor, for scipy, discordant).  normalize=True
-    divides by m(m-1)/2, giving (1 - tau) / 2 without ties (scipy.stats.kendalltau); else the int count.  O(m log
-    m)."""
+    A pair tied in ``a`` or ``b`` is not counted (neither inverted nor, for scipy, discordant).  normalize=True divides
+    by m(m-1)/2, giving (1 - tau) / 2 without ties (scipy.stats.kendalltau); else the int count.  O(m log m)."""
     check_bool(normalize, "normalize")  # "no" normalised, None counted
     a, b = _as_pair(a, b, "a", "b")
     m = a.shape[0]
@@ -244,7 +237,6 @@ def msd(y_true, y_score, groups=None, *, average="group"):
     MSD = (1/m^2) sum_i sum_j ((h(x_j) - h(x_i)) - (y_j - y_i))^2 over all ordered pairs (i = j included, as in the
     paper) = 2 * the population variance of h(x) - y.  With groups: per group over n_g^2, groups of one row skipped;
     average "group" (default), "pooled" (sum over groups / sum of n_g^2) or None (per group)."""
-    _check_average(average, _ANY_AVERAGE)
     return _called_as("msd", magnitude_preserving_cost, y_true, y_score, groups, average=average)
 
 
@@ -276,7 +268,6 @@ def _mp_total(y, f, gi, n, power):
 def m1d(y_true, y_score, groups=None, *, average="group"):
     """Mean absolute difference of pairwise differences (000 eq. 68): (1/m^2) sum_ij |(h(x_j) - h(x_i)) - (y_j -
     y_i)|, O(m log m) by sorting h - y.  Groups and averages as :func:`msd`."""
-    _check_average(average, _ANY_AVERAGE)
     return _called_as("m1d", magnitude_preserving_cost, y_true, y_score, groups, power=1, average=average)
 
 
@@ -286,7 +277,6 @@ def discrete_ranking_loss(y_true, y_score, groups=None, *, average="group", n_jo
     R(f; S) = 1/C(m,2) sum_{i<j} |y_i - y_j| (I[(y_i - y_j)(f_i - f_j) < 0] + 1/2 I[f_i = f_j]): mis-ordered pairs
     weigh |y_i - y_j|, score ties half of it, over all C(m,2) pairs.  With groups: per group over C(n_g, 2), groups
     of one row skipped; average "group" (default), "pooled" (sum / sum of C(n_g, 2)) or None (per group)."""
-    _check_average(average, _ANY_AVERAGE)
     return _called_as("discrete_ranking_loss", stability_ranking_loss, y_true, y_score, groups, loss="disc",
                       average=average, n_jobs=n_jobs)
 
@@ -345,8 +335,7 @@ def mean_rank_loss(y_true, y_pred, groups=None, *, scale="values", classes=None)
             raise ValueError(f"Input {name} contains NaN or infinity.")
         if scale == "values" and v.dtype.kind not in "iufb":
             raise ValueError(f"{name} must be numeric for scale='values' (|yhat - y| on the label values), got "
-                             f"dtype {v.dtype}; for ordinal labels of another type use scale='positions' with "
-                             "classes=")
+                             f"dtype {v.dtype}; for ordinal labels of another type use scale='positions' with classes=")
     check_consistent_length(yt, yp)
     if scale == "values":
         return _mean_over_groups(np.abs(yp.astype(np.float64) - yt.astype(np.float64)), groups)
@@ -376,12 +365,11 @@ def mean_rank_loss(y_true, y_pred, groups=None, *, scale="values", classes=None)
         raise ValueError(f"classes and the labels must be mutually comparable: {exc}") from None
     if sc.size != classes.size:
         raise ValueError("classes contains duplicates")
-    pos = []
     for name, v, idx in (("y_true", yt, idx_true), ("y_pred", yp, idx_pred)):
         if not np.array_equal(sc[idx], v):  # always equal with classes=None (the sorted union of the labels)
             raise ValueError(f"{name} contains labels that are not in classes")
-        pos.append(first[idx].astype(np.int64))
-    return _mean_over_groups(np.abs(pos[1] - pos[0]), groups)
+    pos = first.astype(np.int64)
+    return _mean_over_groups(np.abs(pos[idx_pred] - pos[idx_true]), groups)
 
 
 def _mean_over_groups(loss, groups):
@@ -726,14 +714,12 @@ def mean_average_precision(y_true, y_score, groups=None, *, k=None, relevance_th
     b = rk.size.astype(np.float64)
     B = np.where(b > 1, (r - 1) / np.maximum(b - 1, 1), 0.0)
     num = np.bincount(rk.group, weights=r / b * ((h + 1) * S1 + B * S2), minlength=rk.G)
-    den = np.minimum(R, k)
-    return _average(num, den, average, "mean_average_precision", _NO_RELEVANT)
+    return _average(num, np.minimum(R, k), average, "mean_average_precision", _NO_RELEVANT)
 
 
 def mean_reciprocal_rank(y_true, y_score, groups=None, *, k=None, relevance_threshold=0.0, average="group"):
-    """Mean reciprocal rank (MRR): per group 1/p of the first relevant row by decreasing ``y_score`` (0 below the
-    cutoff k).  Relevance, ties (expectation over their orders) and skipped groups as
-    :func:`mean_average_precision`."""
+    """Mean reciprocal rank (MRR): per group 1/p of the first relevant row by decreasing ``y_score`` (0 below the cutoff
+    k).  Relevance, ties (expectation over their orders) and skipped groups as :func:`mean_average_precision`."""
     rk, k, rel, R = _ranked_relevance(y_true, y_score, groups, k, relevance_threshold, average)
     r = rk.per_block(rel)
     # the first block of each group holding a relevant row: its first relevant row is at the j-th of its b positions
@@ -750,8 +736,7 @@ def mean_reciprocal_rank(y_true, y_score, groups=None, *, k=None, relevance_thre
     log_p = (gammaln(n1 + 1) - gammaln(k1 + 1) - gammaln(np.maximum(n1 - k1, 0.0) + 1)
              - (gammaln(bb + 1) - gammaln(rr + 1) - gammaln(bb - rr + 1)))
     prob = np.where(possible, np.exp(np.where(possible, log_p, 0.0)), 0.0)
-    in_k = rk.pos[rows] <= k
-    per = np.bincount(rk.gs[rows], weights=prob * in_k / rk.pos[rows], minlength=rk.G)
+    per = np.bincount(rk.gs[rows], weights=prob * (rk.pos[rows] <= k) / rk.pos[rows], minlength=rk.G)
     return _average(per, R > 0, average, "mean_reciprocal_rank", _NO_RELEVANT)
 
 
@@ -852,15 +837,9 @@ def agree(y_true, y_score, groups=None, *, normalize=True, average="group"):
     return _average(kept, mass, average, "agree")
 
 
-# -- The measure table: the one list of measure names that make_ranking_scorer, score_estimator,
-# RankRLSCV(scoring=...) and the command line read.
-#
-# Tied predictions, everywhere: a measure of a ranking takes the expectation over a uniformly random order of the rows
-# whose scores tie -- a tied relevant pair is 1/2 an error (the pairwise measures, AUC, Kendall, AGREE, the stability
-# 0-1/discrete losses), NDCG averages the gains of a tied block over its positions, the position error counts a tied
-# wrong item 1/(t + 1) when t targets tie with it, and the rank displacement measures (Spearman's footrule, the
-# discounted error) take the expected displacement of tied rows over the block's positions.  The value therefore
-# never depends on the order of the input rows, and a constant prediction never looks better than a random one.
+# -- The measure table: the one list of measure names that make_ranking_scorer, score_estimator, RankRLSCV(scoring=...)
+# and the command line read.  Every measure takes the expectation over the orders of tied scores, so that the value
+# never depends on the order of the input rows (docs/design/measures.md, "Ties in scores").
 
 
 def _pairwise_accuracy(y_true, y_score, groups=None, *, sample_weight=None, n_jobs=None):
@@ -1035,9 +1014,8 @@ def _groups_evidence(estimator):
 
 
 def _declines_groups(scorer):
-    """Whether ``scorer`` (a ranking scorer, or an estimator for its own ``score``) was told by metadata routing not
-    to receive groups (``set_score_request(groups=False)``): scoring without them is then the user's explicit choice,
-    not a missing argument."""
+    """Whether metadata routing told ``scorer`` (a ranking scorer, or an estimator for its own ``score``) not to receive
+    groups (``set_score_request(groups=False)``): scoring without them is then the user's choice, not an omission."""
     routing = getattr(scorer, "get_metadata_routing", None)
     request = getattr(routing(), "score", None) if callable(routing) else None
     return request is not None and request.requests.get("groups") is False
@@ -1095,9 +1073,8 @@ class RankingScorer:
         self._kwargs = dict(kwargs)
         self._response_method = response_method
         self._warned = False
-        # scikit-learn's own scorer object carries the metadata-routing request (set_score_request,
-        # get_metadata_routing); the score itself is computed here so that groups can be passed directly too, with or
-        # without routing enabled.
+        # scikit-learn's own scorer carries the metadata-routing request (set_score_request, get_metadata_routing); the
+        # score itself is computed here so that groups can be passed directly too, with or without routing enabled.
         self._router = make_scorer(measure, greater_is_better=sign > 0, response_method=response_method, **kwargs)
 
     def __call__(self, estimator, X, y_true, groups=None, sample_weight=None, **kwargs):
@@ -1189,11 +1166,10 @@ def make_ranking_scorer(measure, *, greater_is_better=None, response_method="pre
 
 
 def score_estimator(estimator, X, y, groups=None, sample_weight=None, *, measure="auc", response_method="predict"):
-    """The ``score`` of a fastrank ranker: ``measure`` (a table name; default "auc" = 1 - pairwise disagreement,
-    ties 1/2, mean over ``groups``) of ``estimator.predict(X)`` against ``y``.  ``sample_weight`` goes to the
-    measures that take it ("auc", "disagreement": pair weight w_i w_j).  Without ``groups`` where the rows evidently
-    come from several queries (see :func:`make_ranking_scorer`) it emits
-    :class:`fastrank.exceptions.MissingGroupsWarning`."""
+    """The ``score`` of a fastrank ranker: ``measure`` (a table name; default "auc" = 1 - pairwise disagreement, ties
+    1/2, mean over ``groups``) of ``estimator.predict(X)`` against ``y``.  ``sample_weight`` goes to the measures that
+    take it ("auc", "disagreement": pair weight w_i w_j).  Without ``groups`` where the rows evidently come from several
+    queries (see :func:`make_ranking_scorer`) it emits :class:`fastrank.exceptions.MissingGroupsWarning`."""
     meas = get_measure(measure)
     if groups is None and not _declines_groups(estimator):
         _warn_missing_groups(estimator, f"{type(estimator).__name__}.score")

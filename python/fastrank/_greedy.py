@@ -17,7 +17,6 @@ __all__ = ["greedy_order"]
 
 _PAIRWISE = ("step", "sigmoid")
 
-
 _ADVICE = ("Order fewer items, or order them by a ranker's scores directly (np.argsort(-model.predict(X)): O(n log n), "
            "no n x n matrix).")
 

@@ -1,10 +1,11 @@
 """RankBoost (Freund, Iyer, Schapire & Singer, "An efficient boosting algorithm for combining preferences", JMLR 4,
 2003) with threshold weak rankers h_t(x) = [x_f > theta] on single features.
 
-A crucial pair (x0, x1) says x1 should rank above x0.  Round t picks the h_t with the largest |r_t|, r_t = sum D_t(x0,
-x1) (h_t(x1) - h_t(x0)) (the paper's threshold weak learner), weighs it by alpha_t (``alpha_rule``) and re-weighs
-D_{t+1}(x0, x1) ∝ D_t(x0, x1) exp(alpha_t (h_t(x0) - h_t(x1))) (Fig. 1); F(x) = sum_t alpha_t h_t(x). For graded targets
-D_t is never formed (O(m n) per round, ``cpp/include/fastrank/rankboost.hpp``; docs/design/large-margin-and-boosting.md).
+A crucial pair (x0, x1) says x1 should rank above x0.  Round t picks the h_t with the largest |r_t|,
+r_t = sum D_t(x0, x1) (h_t(x1) - h_t(x0)) (the paper's threshold weak learner), weighs it by alpha_t (``alpha_rule``)
+and re-weighs D_{t+1}(x0, x1) ∝ D_t(x0, x1) exp(alpha_t (h_t(x0) - h_t(x1))) (Fig. 1); F(x) = sum_t alpha_t h_t(x).
+For graded targets D_t is never formed (O(m n) per round, ``cpp/include/fastrank/rankboost.hpp``;
+docs/design/large-margin-and-boosting.md).
 """
 
 from __future__ import annotations
@@ -148,9 +149,8 @@ class RankBoost(Ranker):
         return self
 
     def _cumulative_scores(self, X):
-        """(p, n_estimators_): column t holds sum_{s <= t} alpha_s h_s(x), added in round order, so the scores after t
-        rounds are bit-identical to those of a model fitted with t rounds (tied scores, frequent with {0, 1} weak
-        rankers, stay tied the same way)."""
+        """(p, n_estimators_): column t holds sum_{s <= t} alpha_s h_s(x), added in round order, so it is bit-identical
+        to the scores of a t-round fit (ties, frequent with {0, 1} weak rankers, stay the same ties)."""
         check_is_fitted(self, "alphas_")
         X = self._check_X(X)
         if X.shape[1] != self.n_features_in_:

@@ -1,22 +1,20 @@
-"""On-line ordinal learners: PRank, the OAP-BPM family and Widrow-Hoff (Harrington 2003), and the
-on-line (gradient) version of MPRank (Cortes, Mohri & Rastogi, section 2.5).
+"""On-line ordinal learners: PRank, the OAP-BPM family and Widrow-Hoff (Harrington 2003), and the on-line (gradient)
+version of MPRank (Cortes, Mohri & Rastogi, section 2.5).
 
-The ordinal learners share one streaming API: ``fit(X, y)`` restarts and makes ``n_epochs``
-passes (reshuffled each pass when ``shuffle=True``, reported on stderr with ``verbose``);
-``partial_fit(X, y, classes=None)`` continues the stream, and a stream cut into several calls
-gives exactly the model of one call on the concatenation (same ``random_state``).  ``predict``
-returns labels, ``decision_function`` real scores.  ``average_rank_loss_`` is the paper's
-learning-curve measure (1/T) sum_t |yhat_t - y_t| of the on-line predictions (each made before its
-label was seen), ``rank_loss_curve()`` its value after every example, in rank steps between
-positions in ``classes_`` (``metrics.mean_rank_loss(..., scale="positions", classes=classes_)``).
+The ordinal learners share one streaming API: ``fit(X, y)`` restarts and makes ``n_epochs`` passes (reshuffled each
+pass when ``shuffle=True``, reported on stderr with ``verbose``); ``partial_fit(X, y, classes=None)`` continues the
+stream, and a stream cut into several calls gives exactly the model of one call on the concatenation (same
+``random_state``).  ``predict`` returns labels, ``decision_function`` real scores.  ``average_rank_loss_`` is the
+paper's learning-curve measure (1/T) sum_t |yhat_t - y_t| of the on-line predictions (each made before its label was
+seen), ``rank_loss_curve()`` its value after every example, in rank steps between positions in ``classes_``
+(``metrics.mean_rank_loss(..., scale="positions", classes=classes_)``).
 
-Labels are any orderable values, mapped to the ranks 1..k of the sorted ``classes_``; an ordered
-pandas categorical (as ``y`` or ``classes=``) gives its categories in their declared order instead
-(``classes_`` = every category, lowest first: "low" < "mid" < "high" is no alphabetical order).  ``fit``
-rejects continuous-looking float targets (scikit-learn's convention); fractional rating scales
-(0, 0.2, ..., 1) go through ``partial_fit(..., classes=...)``, which checks every label against
-that set.  The whole state is numpy arrays and Python ints on the estimator, so ``pickle`` and
-``sklearn.clone`` work mid-stream.
+Labels are any orderable values, mapped to the ranks 1..k of the sorted ``classes_``; an ordered pandas categorical (as
+``y`` or ``classes=``) gives its categories in their declared order instead (``classes_`` = every category, lowest
+first: "low" < "mid" < "high" is no alphabetical order).  ``fit`` rejects continuous-looking float targets
+(scikit-learn's convention); fractional rating scales (0, 0.2, ..., 1) go through ``partial_fit(..., classes=...)``,
+which checks every label against that set.  The whole state is numpy arrays and Python ints on the estimator, so
+``pickle`` and ``sklearn.clone`` work mid-stream.
 """
 
 from __future__ import annotations
@@ -49,16 +47,14 @@ from .metrics import _declines_groups, _warn_missing_groups
 __all__ = ["PRank", "PRankVP", "OAPBPM", "WidrowHoff", "OnlineMPRank"]
 
 _VARIANTS = {"bpm": 0, "bagging": 1, "voted": 2}
-# WidrowHoff(eta="auto"): the normalised-LMS factor (each update removes this fraction of its example's
-# error).  On the bundled LETOR sample, standardised, test mean rank loss for 0.02 / 0.05 / 0.1 / 0.2 /
-# 0.5 / 1: 1.027 / 0.878 / 0.781 / 0.706 / 0.747 / 0.831 (the training median predicts 0.75)
+# WidrowHoff(eta="auto"): each update removes this fraction of its example's error; of 0.02 ... 1 it gave the lowest
+# test mean rank loss on the bundled LETOR sample, standardised (0.706; 0.781 at 0.1, 0.831 at 1; training median 0.75)
 _NLMS_STEP = 0.2
 
 
 def _as_X(X):
-    """scipy.sparse rows are validated and densified for this call only, behind the memory guard: the
-    perceptron updates touch every weight anyway, and a sparse stream goes through ``partial_fit``
-    chunk by chunk (chunks give the same model as one pass)."""
+    """scipy.sparse rows are validated and densified for this call only, behind the memory guard: the perceptron
+    updates touch every weight anyway, and a sparse stream goes through ``partial_fit`` in chunks (same model)."""
     if X is None:
         raise ValueError("X must be an array, got None")
     if issparse(X):
@@ -118,8 +114,7 @@ def _sorted_classes(values, name="classes"):
     except (TypeError, ValueError):  # a value whose comparison is no bool (pandas.NA, an array): not NaN
         nan = False
     if nan:
-        raise ValueError(f"{name} contains NaN; class labels must be orderable values (NaN has no place in an "
-                         "order)")
+        raise ValueError(f"{name} contains NaN; class labels must be orderable values (NaN has no place in an order)")
     try:
         return np.unique(values)
     except (TypeError, ValueError) as exc:  # ValueError: an array among the labels has no truth value
@@ -143,8 +138,7 @@ def _to_ranks(classes, y):
 
 
 def _seed_from(random_state):
-    rs = check_random_state(random_state)
-    return int(rs.randint(0, 2**62, dtype=np.int64))
+    return int(check_random_state(random_state).randint(0, 2**62, dtype=np.int64))
 
 
 # splitmix64 and its inverse, to key blocks of OAP-BPM members (see OAPBPM.member_blocks)
@@ -182,9 +176,8 @@ def _block_seed(seed, first_member):
 
 def _rank_from_scores(scores, thresholds):
     """Smallest r with s - c(r) < 0 (rank k when no threshold exceeds s), as 1-based ranks."""
-    k = thresholds.shape[-1] + 1
     below = (scores[..., None] - thresholds) < 0
-    return np.where(below.any(axis=-1), below.argmax(axis=-1) + 1, k).astype(np.int64)
+    return np.where(below.any(axis=-1), below.argmax(axis=-1) + 1, thresholds.shape[-1] + 1).astype(np.int64)
 
 
 def _vote(R, v):
@@ -261,10 +254,9 @@ class _OnlineOrdinal(ClassifierMixin, FastrankEstimator):
     def partial_fit(self, X, y, classes=None):
         """Continue the stream with (X, y), one example at a time in the given order.
 
-        ``classes`` (all ordered labels) may be given on the first call; otherwise the labels of the
-        first batch fix the label set.  For a precomputed kernel the rows of X are kernel values
-        against every example passed to ``partial_fit`` so far including this batch (column i is the
-        i-th example of the stream), so X needs at least ``n_samples_seen_ + len(X)`` columns.
+        ``classes`` (all ordered labels) may be given on the first call; otherwise the first batch's labels fix the
+        label set.  For a precomputed kernel, column i of X holds kernel values against the i-th example passed to
+        ``partial_fit`` (this batch included), so X needs at least ``n_samples_seen_ + len(X)`` columns.
         """
         first = not hasattr(self, "classes_")
         self._validate_params()  # set_params may have changed them since the stream began
@@ -481,10 +473,9 @@ class PRank(_OAPBase):
         Polynomial degree.
     %(coef0)s
     budget : int or None, default=None
-        Kernel forms only: the expansion keeps only the stream examples of the last ``budget``
-        rounds (a sliding-window truncation in the spirit of Kivinen, Smola & Williamson 2001;
-        memory stays bounded and the result still depends only on the stream, not on how it is cut
-        into ``partial_fit`` calls).  None: unbounded.  Ignored for "linear".
+        Kernel forms only: the expansion keeps only the stream examples of the last ``budget`` rounds (a sliding-window
+        truncation in the spirit of Kivinen, Smola & Williamson 2001; memory stays bounded and the result still depends
+        only on the stream, not on how it is cut into ``partial_fit`` calls).  None: unbounded.  Ignored for "linear".
     n_epochs, shuffle, random_state : int (default=1), bool (default=False), int, RandomState or None (default=None)
         Passes over the data in ``fit``, each reshuffled (``shuffle``) with the seed ``random_state``.
     %(verbose)s
@@ -507,16 +498,14 @@ class PRankVP(PRank):
     """PRank-VP: one PRank whose intermediate hypotheses vote (Harrington 2003, Sect. 3.1 and 4.1;
     the voted perceptron of Freund & Schapire applied to PRank).
 
-    Training is exactly :class:`PRank` (the same compiled update).  Update i = 1..u creates the
-    hypothesis h_i (weights w_i, thresholds c_i; h_0 is w = 0, c = 0), which survives v_i examples
-    ranked correctly before the next update (over the whole stream).  ``decision_function`` is the
-    vote H(x) = sum_i v_i h_i(x) / sum_i v_i with h_i(x) = min{r : w_i . x - c_i(r) < 0} (the plain
-    mean while every v_i = 0); ``predict`` rounds it to the nearest rank, halves up, as OAP-VP does.
-    ``average_rank_loss_`` / ``rank_loss_curve()`` are the on-line losses of the underlying PRank.
+    Training is exactly :class:`PRank` (the same compiled update).  Update i = 1..u creates the hypothesis h_i (weights
+    w_i, thresholds c_i; h_0 is w = 0, c = 0), which survives v_i examples ranked correctly before the next update (over
+    the whole stream).  ``decision_function`` is the vote H(x) = sum_i v_i h_i(x) / sum_i v_i with h_i(x) =
+    min{r : w_i . x - c_i(r) < 0} (the plain mean while every v_i = 0); ``predict`` rounds it to the nearest rank,
+    halves up, as OAP-VP does.  ``average_rank_loss_`` and ``rank_loss_curve()`` are the underlying PRank's losses.
 
-    Memory: one weight vector (linear kernel) or one threshold vector and a support count (kernel
-    forms) per update; kernel forms replay the updates one at a time to record the thresholds
-    (O(u^2) kernel evaluations for u updates).
+    Memory: one weight vector (linear kernel) or one threshold vector and a support count (kernel forms) per update;
+    kernel forms replay the updates one at a time to record the thresholds (O(u^2) kernel evaluations for u updates).
 
     Parameters
     ----------
@@ -576,8 +565,7 @@ class PRankVP(PRank):
         if self._kernel_kind == "precomputed":
             K = self._support_columns(X)
         else:
-            spec = KernelSpec(self._kernel_kind, *self._kernel_args)
-            K = spec.cross(X, self.support_vectors_, check_n_jobs(None))
+            K = KernelSpec(self._kernel_kind, *self._kernel_args).cross(X, self.support_vectors_, check_n_jobs(None))
         pref = np.concatenate([np.zeros((K.shape[0], 1)), np.cumsum(K * self.dual_coef_[0], axis=1)], axis=1)
         return pref[:, self.vote_n_support_]
 
@@ -609,11 +597,10 @@ class OAPBPM(_OAPBase):
     tau : float in (0, 1], default=0.3
         The training probability.
     variant : {"bpm", "bagging", "voted"}, default="bpm"
-        "bpm" (Algorithm 2) predicts with the averaged weights w~ = sum_j w_j / N and thresholds
-        c~ = sum_j c_j / N (averaging keeps their order); "bagging" (OAP-Bagg) with
-        H(x) = sum_j h_j(x) / N, the members' mean rank; "voted" (OAP-VP) with
-        H(x) = sum_j v_j h_j(x) / sum_j v_j, v_j the number of correct predictions member j made on
-        the examples presented to it (the plain mean before any).  ``predict`` rounds that H (the
+        "bpm" (Algorithm 2) predicts with the averaged weights w~ = sum_j w_j / N and thresholds c~ = sum_j c_j / N
+        (averaging keeps their order); "bagging" (OAP-Bagg) with H(x) = sum_j h_j(x) / N, the members' mean rank;
+        "voted" (OAP-VP) with H(x) = sum_j v_j h_j(x) / sum_j v_j, v_j the number of correct predictions member j made
+        on the examples presented to it (the plain mean before any).  ``predict`` rounds that H (the
         ``decision_function``) to the nearest rank, halves up: floor(H + 1/2), always within 1..k.
     kernel, gamma, degree, coef0, budget, n_epochs, shuffle, verbose
         As for :class:`PRank`; each member has its own coefficients on a shared list of stored
@@ -628,8 +615,7 @@ class OAPBPM(_OAPBase):
                  coef0=1.0, budget=None, n_epochs=1, shuffle=False, random_state=None, n_jobs=None, verbose=0):
         self._store_params(locals())
 
-    _parameter_constraints = {"n_estimators": [positive_int()],
-                              "tau": [Interval(numbers.Real, 0, 1, closed="right")],
+    _parameter_constraints = {"n_estimators": [positive_int()], "tau": [Interval(numbers.Real, 0, 1, closed="right")],
                               "variant": [StrOptions(set(_VARIANTS))]}
 
     def _members_tau_variant(self):
@@ -693,11 +679,10 @@ class OAPBPM(_OAPBase):
 class WidrowHoff(_OnlineOrdinal):
     """Widrow-Hoff (LMS) on-line least-squares regression on the ranks (Harrington 2003, section 4).
 
-    s = w.x + b; after predicting, w <- w + eta (r - s) x and b <- b + eta (r - s) with r the rank
-    (1..k) of the label; predictions round s to the nearest rank, clipped to 1..k.  An update
-    multiplies its own example's error by 1 - eta (||x||^2 + 1), so a fixed eta >= 2 / (||x||^2 + 1)
-    diverges (:class:`fastrank.exceptions.ConvergenceWarning` when a row of X allows it, an error on overflow): eta =
-    0.1 diverges on 136 standardised features.
+    s = w.x + b; after predicting, w <- w + eta (r - s) x and b <- b + eta (r - s) with r the rank (1..k) of the label;
+    predictions round s to the nearest rank, clipped to 1..k.  An update multiplies its own example's error by
+    1 - eta (||x||^2 + 1), so a fixed eta >= 2 / (||x||^2 + 1) diverges (:class:`fastrank.exceptions.ConvergenceWarning`
+    when a row of X allows it, an error on overflow): eta = 0.1 diverges on 136 standardised features.
 
     Parameters
     ----------
@@ -727,8 +712,7 @@ class WidrowHoff(_OnlineOrdinal):
                 warnings.warn(f"WidrowHoff: eta={float(self.eta):.3g} is at least 2 / (||x||^2 + "
                               f"{int(self.fit_intercept)}) = {2.0 / largest:.3g} for the largest row of X: its updates "
                               "overshoot and the weights may diverge; use eta='auto' (normalised LMS) or a smaller eta",
-                              ConvergenceWarning,
-                              stacklevel=user_stacklevel())
+                              ConvergenceWarning, stacklevel=user_stacklevel())
         losses, b = _core.widrow_hoff_fit(X, ranks, self.classes_.size, _NLMS_STEP if auto else float(self.eta),
                                           bool(self.fit_intercept), w, float(self.intercept_), normalized=auto)
         self.coef_, self.intercept_ = w, float(b)
@@ -740,8 +724,7 @@ class WidrowHoff(_OnlineOrdinal):
 
     def predict(self, X):
         """Labels: the score rounded to the nearest rank (halves up), clipped to 1..k."""
-        s = self.decision_function(X)
-        r = np.clip(np.floor(s + 0.5), 1, self.classes_.size).astype(np.int64)
+        r = np.clip(np.floor(self.decision_function(X) + 0.5), 1, self.classes_.size).astype(np.int64)
         return self.classes_[r - 1]
 
 
@@ -763,20 +746,17 @@ def _group_sqrt_laplacian(A, gi):
 class OnlineMPRank(KernelMixin, Ranker):
     """On-line (gradient) MPRank (Cortes, Mohri & Rastogi, section 2.5).
 
-    Solves min ||w||^2 + C/m^2 sum_{i,j} ((h(x_j) - h(x_i)) - (y_j - y_i))^2 (eq. 15) through its
-    dual (eq. 16) without a matrix inversion: with the centred kernel Kt = H K H and yt = y - mean(y),
-    "sequential" (the paper's pseudo-code) sweeps the points one by one,
-    a_i <- a_i + eta [2 (yt_i - (Kt a)_i) - (m/C) a_i], and "gradient" takes full steps
-    a <- a + eta [2 (yt - Kt a) - (m/C) a].  Passes (sweeps over the m points) stop when the primal
-    cost changes by less than a relative ``tol`` (the paper's 1e-4) or after ``max_iter`` passes
-    with :class:`fastrank.exceptions.ConvergenceWarning` (``n_iter_``, ``converged_``,
-    ``cost_history_``).  The fixed point is eq. 13,
-    a = (Kt + m/(2C) I)^-1 yt: the model of ``fastrank.MPRank`` (RankRLS, alpha = m^2 / (2C)).
+    Solves min ||w||^2 + C/m^2 sum_{i,j} ((h(x_j) - h(x_i)) - (y_j - y_i))^2 (eq. 15) through its dual (eq. 16) without
+    a matrix inversion: with the centred kernel Kt = H K H and yt = y - mean(y), "sequential" (the paper's pseudo-code)
+    sweeps the points one by one, a_i <- a_i + eta [2 (yt_i - (Kt a)_i) - (m/C) a_i], and "gradient" takes full steps
+    a <- a + eta [2 (yt - Kt a) - (m/C) a].  Passes (sweeps over the m points) stop when the primal cost changes by less
+    than a relative ``tol`` (the paper's 1e-4) or after ``max_iter`` passes with
+    :class:`fastrank.exceptions.ConvergenceWarning` (``n_iter_``, ``converged_``, ``cost_history_``).  The fixed point
+    is eq. 13, a = (Kt + m/(2C) I)^-1 yt: the model of ``fastrank.MPRank`` (RankRLS, alpha = m^2 / (2C)).
 
-    ``predict(x) = sum_i a_i (K(x, x_i) - mean_k K(x, x_k))`` (eq. 13): only differences of scores
-    are meaningful; ``y_mean_`` puts them on the scale of y.  ``score`` is the pairwise ranking
-    accuracy.  ``partial_fit`` appends points and continues from the current coefficients (new points
-    start at 0), iterating over all points kept so far.
+    ``predict(x) = sum_i a_i (K(x, x_i) - mean_k K(x, x_k))`` (eq. 13): only differences of scores are meaningful;
+    ``y_mean_`` puts them on the scale of y.  ``score`` is the pairwise ranking accuracy.  ``partial_fit`` appends
+    points and continues from the current coefficients (new points start at 0), iterating over all points kept so far.
 
     Parameters
     ----------
@@ -784,9 +764,8 @@ class OnlineMPRank(KernelMixin, Ranker):
         The weight of the pair loss.
     %(kernel)s %(gamma)s %(degree)s %(coef0)s
     eta : float > 0 or None, default=None
-        None picks a safe step: 1 / (2 max_i Kt_ii + m/C) (sequential; exact coordinate steps for a
-        constant diagonal) or 1 / (2.2 lambda_max(Kt) + m/C) with lambda_max from power iteration
-        (gradient).
+        None picks a safe step: 1 / (2 max_i Kt_ii + m/C) (sequential; exact coordinate steps for a constant diagonal)
+        or 1 / (2.2 lambda_max(Kt) + m/C) with lambda_max from power iteration (gradient).
     algorithm : {"sequential", "gradient"}, default="sequential"
         The update rule above.
     max_iter : int, default=1000
@@ -810,8 +789,7 @@ class OnlineMPRank(KernelMixin, Ranker):
                               "max_iter": [positive_int(low=0)], "tol": [NONNEG_REAL], "n_jobs": N_JOBS}
 
     def _solve(self, X, y, alpha0, groups, spec):
-        """Iterate from ``alpha0`` on the points (X, y); only pairs inside a group count with
-        ``groups``."""
+        """Iterate from ``alpha0`` on the points (X, y); only pairs inside a group count with ``groups``."""
         gi = group_index(groups, X.shape[0])
         require_preferences(y, gi, "OnlineMPRank")
         # Peak: K, the centred Kt and the temporaries of (Kt + Kt.T) / 2 and its Fortran copy (the
@@ -820,8 +798,7 @@ class OnlineMPRank(KernelMixin, Ranker):
         # linear: Kt below is (S X)(S X)^T (S = H, or St with groups), the same from columns centred in every group
         # (where a large common or query-level offset would cancel digits in S (X X^T) S); X^T (S a) likewise
         Xk = features_without_group_offsets(X, gi) if spec.linear and not issparse(X) else X
-        K = check_precomputed_kernel(X) if spec.precomputed else \
-            spec.train(Xk, check_n_jobs(self.n_jobs))
+        K = check_precomputed_kernel(X) if spec.precomputed else spec.train(Xk, check_n_jobs(self.n_jobs))
         m = K.shape[0]
         with np.errstate(over="ignore", invalid="ignore"):  # entries near 1e308 (numpy's warnings): refused below
             if groups is None:
@@ -855,9 +832,8 @@ class OnlineMPRank(KernelMixin, Ranker):
             if eta * curvature >= 2.0 * (1.0 - 1e-9):
                 raise ValueError(f"OnlineMPRank: eta={eta:.6g} is at or beyond the step that keeps the "
                                  f"{self.algorithm} passes stable, 2 / (2 lambda_max + m / C) = {2.0 / curvature:.6g} "
-                                 "(lambda_max: of "
-                                 "the centred kernel matrix, its diagonal for 'sequential'); use a smaller eta, or "
-                                 "eta=None for the automatic step")
+                                 "(lambda_max: of the centred kernel matrix, its diagonal for 'sequential'); "
+                                 "use a smaller eta, or eta=None for the automatic step")
         elif sequential:
             eta = 1.0 / (2.0 * max(float(np.max(np.diag(Kt))), 0.0) + m / C)
         else:

@@ -1,6 +1,5 @@
-"""``python -m fastrank``: the command-line program (``python -m fastrank train ...``, see
-``fastrank -h``), or without a command the demo on the bundled LightGBM sample
-(``python -m fastrank [--plot cv.png]``)."""
+"""``python -m fastrank``: the command-line program (``python -m fastrank train ...``, see ``fastrank -h``), or without
+a command the demo on the bundled LightGBM sample (``python -m fastrank [--plot cv.png]``)."""
 
 from __future__ import annotations
 

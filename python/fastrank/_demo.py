@@ -65,9 +65,8 @@ def lambdarank_comparison(verbose=0):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(prog="python -m fastrank", description=__doc__.splitlines()[0])
-    parser.add_argument("--plot", metavar="PNG", default=None,
-                        help="also write the Gaussian model's validation curve (score vs alpha) to a PNG file "
-                             "(needs matplotlib)")
+    parser.add_argument("--plot", metavar="PNG", default=None, help="also write the Gaussian model's validation curve "
+                        "(score vs alpha) to a PNG file (needs matplotlib)")
     args = parser.parse_args(argv)
     summary, rows = lambdarank_comparison(verbose=1)  # progress on stderr while alpha is selected
     print(f"fastrank {fastrank.__version__}: {summary}")

@@ -6,31 +6,28 @@ A model file is a NumPy ``.npz`` archive (a zip of ``.npy`` arrays) whatever its
 
 * ``header``: a uint8 array holding UTF-8 JSON::
 
-      {"format": "fastrank-model", "format_version": 2, "fastrank_version": "0.1.0",
-       "class": "RankRLS", "params": {...}, "state": {...}, "arrays": {"a0": {...}, ...},
-       "metadata": {...}, "checksum": {"sha256": hex}}
+      {"format": "fastrank-model", "format_version": 2, "fastrank_version": "0.1.0", "class": "RankRLS",
+       "params": {...}, "state": {...}, "arrays": {"a0": {...}, ...}, "metadata": {...}, "checksum": {"sha256": hex}}
 
-  ``class`` is the estimator's name in the ``fastrank`` namespace; ``params`` its
-  ``get_params(deep=False)``; ``state`` every other attribute of the fitted estimator (the public
-  ``*_`` attributes and documented private state, e.g. the online learners' stream position, seed
-  and per-example losses); ``arrays`` the dtype and shape of every array member; ``metadata`` a JSON
-  object the caller chose (the command-line tool records how the training file was read);
-  ``checksum`` a SHA-256 over the header's JSON without it and every array member (name, dtype,
-  shape, bytes).  Version 1 files have no checksum and load with a ``ModelFileWarning``; version 3 is
-  written only by files holding an array stored about an offset (below), version 2 otherwise.
-* ``a0``, ``a1``, ...: the numeric arrays (float64 unless ``save(..., dtype="float32")``; integer,
-  boolean and fixed-width string arrays as they are), stored with ``np.save`` rules (no object
-  arrays) and loaded with ``np.load(..., allow_pickle=False)``.
+  ``class`` is the estimator's name in the ``fastrank`` namespace; ``params`` its ``get_params(deep=False)``; ``state``
+  every other attribute of the fitted estimator (the public ``*_`` attributes and documented private state, e.g. the
+  online learners' stream position, seed and per-example losses); ``arrays`` the dtype and shape of every array member;
+  ``metadata`` a JSON object the caller chose (the command-line tool records how the training file was read);
+  ``checksum`` a SHA-256 over the header's JSON without it and every array member (name, dtype, shape, bytes).
+  Version 1 files have no checksum and load with a ``ModelFileWarning``; version 3 is written only by files holding an
+  array stored about an offset (below), version 2 otherwise.
+* ``a0``, ``a1``, ...: the numeric arrays (float64 unless ``save(..., dtype="float32")``; integer, boolean and
+  fixed-width string arrays as they are), stored with ``np.save`` rules (no object arrays) and loaded with
+  ``np.load(..., allow_pickle=False)``.
 
-JSON values are plain JSON for None/bool/int/str/finite floats and a one-key tagged object
-otherwise: ``{"$array": "a3", "dtype": "<f8", "shape": [m, n]}`` (with ``"stored": "<f4"`` when saved in
-float32, and for a kernel model's float32 training rows ``"offset": {"$array": ...}``, the (n,) float64
-values added back to the columns on loading), ``{"$float": "nan"}``,
-``{"$scalar": "<i8", "value": 3}`` (a NumPy scalar), ``{"$tuple": [...]}``, ``{"$list": [...]}``,
-``{"$dict": [[key, value], ...]}``, ``{"$sparse": "csr_matrix", "shape": [m, n], "data": ...,
-"indices": ..., "indptr": ...}`` (CSR parts), ``{"$kernel": {...}}`` (a resolved kernel),
-``{"$random_state": [...]}`` (a ``numpy.random.RandomState``'s state) and ``{"$estimator":
-{"class", "params", "state"}}`` (a nested fitted estimator, e.g. ``RankRLSCV.best_estimator_``).
+JSON values are plain JSON for None/bool/int/str/finite floats and a one-key tagged object otherwise:
+``{"$array": "a3", "dtype": "<f8", "shape": [m, n]}`` (with ``"stored": "<f4"`` when saved in float32, and for a kernel
+model's float32 training rows ``"offset": {"$array": ...}``, the (n,) float64 values added back to the columns on
+loading), ``{"$float": "nan"}``, ``{"$scalar": "<i8", "value": 3}`` (a NumPy scalar), ``{"$tuple": [...]}``,
+``{"$list": [...]}``, ``{"$dict": [[key, value], ...]}``, ``{"$sparse": "csr_matrix", "shape": [m, n], "data": ...,
+"indices": ..., "indptr": ...}`` (CSR parts), ``{"$kernel": {...}}`` (a resolved kernel), ``{"$random_state": [...]}``
+(a ``numpy.random.RandomState``'s state) and ``{"$estimator": {"class", "params", "state"}}`` (a nested fitted
+estimator, e.g. ``RankRLSCV.best_estimator_``).
 
 Loading executes and imports nothing; its checks, what a model stores and the measured sizes are in
 docs/design/cli-and-model-files.md.
@@ -119,8 +116,7 @@ class _Encoder:
                     a = a - offset
             a = a.astype(np.float32)
             entry["stored"] = a.dtype.str
-        self.arrays[key] = a
-        self.entries[key] = entry
+        self.arrays[key], self.entries[key] = a, entry
         if offset is None:
             return {"$array": key, **entry}
         self.version = 3
@@ -166,11 +162,9 @@ class _Encoder:
                                       self.value(float(cached), where)]}
         if _registered(v, self.classes):
             return {"$estimator": self.estimator(v, where, shrink)}
-        raise TypeError(
-            f"cannot save {where}: values of type {type(v).__module__}.{type(v).__qualname__} are not supported "
-            "by the model format (arrays, numbers, strings, lists/tuples/dicts of them, fastrank estimators); "
-            "for a parameter such as cv= or scoring= set a plain value before saving"
-        )
+        raise TypeError(f"cannot save {where}: values of type {type(v).__module__}.{type(v).__qualname__} are not "
+                        "supported by the model format (arrays, numbers, strings, lists/tuples/dicts of them, fastrank "
+                        "estimators); for a parameter such as cv= or scoring= set a plain value before saving")
 
     def estimator(self, est, where, shrink=True):
         if not _registered(est, self.classes):
@@ -186,9 +180,8 @@ class _Encoder:
 
         params = est.get_params(deep=False)
         enc_params = {k: self.value(v, f"{where}.{k} (parameter)") for k, v in params.items()}
-        # A linear-kernel model solved in the dual (or on basis rows) keeps its training rows X_fit_ and dual
-        # coefficients next to the weight vector coef_ = X_fit_^T a that its predictions use: the file stores coef_
-        # alone (n floats instead of m x n).
+        # a linear-kernel model solved in the dual (or on basis rows) predicts with coef_ = X_fit_^T a alone: the file
+        # stores coef_ (n floats), not the training rows X_fit_ and dual coefficients (m x n)
         state = dict(vars(est))
         if isinstance(est, _RankRLSBase) and est.kernel == "linear" and state.get("coef_") is not None:
             state["X_fit_"] = state["dual_coef_"] = None
@@ -201,8 +194,7 @@ class _Encoder:
 def _digest(header, arrays):
     """SHA-256 over the header's canonical JSON (without its checksum) and every stored array
     (name, dtype, shape, bytes): any edit of a saved file that does not recompute it is detected."""
-    h = hashlib.sha256(json.dumps({k: v for k, v in header.items() if k != "checksum"},
-                                  allow_nan=False).encode("utf-8"))
+    h = hashlib.sha256(json.dumps({k: v for k, v in header.items() if k != "checksum"}, allow_nan=False).encode())
     for key in sorted(arrays, key=lambda k: int(k[1:])):
         a = np.ascontiguousarray(arrays[key])
         h.update(f"\0{key}\0{a.dtype.str}\0{list(a.shape)}\0".encode())
@@ -422,8 +414,7 @@ def _read_member(zf, info, dtype, shape):
             RuntimeError) as exc:  # the last two: a directory entry claiming another compression method, encryption
         what = "its CRC-32 does not match" if "CRC" in str(exc) else "its compressed data is damaged or truncated"
         raise _Corrupt(f"member {name!r} cannot be read ({what})") from None
-    a = np.frombuffer(buf, dtype=got_dtype)
-    return a.reshape(got_shape, order="F" if fortran else "C")
+    return np.frombuffer(buf, dtype=got_dtype).reshape(got_shape, order="F" if fortran else "C")
 
 
 def _entry_layout(key, entry):
@@ -499,11 +490,6 @@ def _read_archive(p):
     return header, arrays
 
 
-# Fitted arrays that may legitimately hold +-infinity (never NaN): RankBoost's "has x_f" weak
-# rankers (missing="q_def") store threshold -inf.
-_INFINITY_OK = ("thresholds_",)
-
-
 def _check_model(est, where="model"):
     """The parameters pass the class's own checks (as at the start of fit), a fitted model (one with a public ``*_``
     attribute) holds the positive feature count predict checks its input against, and the fitted arrays are finite
@@ -515,7 +501,6 @@ def _check_model(est, where="model"):
             not isinstance(n, (int, np.integer)) or isinstance(n, bool) or n < 1):
         raise _Corrupt(f"{where}: the fitted state has n_features_in_ = {n!r}, not a positive integer (the number of "
                        "features fit saw)")
-
     try:
         clone(est)
         params = est.get_params(deep=False)
@@ -543,8 +528,9 @@ def _check_model(est, where="model"):
         raise _Corrupt(f"{where}._kernel_args = {args!r} is not the kernel's (gamma, degree, coef0)")
     for k, v in vars(est).items():
         a = v.data if sp.issparse(v) else v  # a CSR matrix: its stored values
+        # thresholds_ may hold +-infinity (never NaN): RankBoost's "has x_f" weak rankers (missing="q_def") store -inf
         if isinstance(a, np.ndarray) and a.dtype.kind in "fc" and not (
-                np.isfinite(a).all() or (k in _INFINITY_OK and not sp.issparse(v) and not np.isnan(a).any())):
+                np.isfinite(a).all() or (k == "thresholds_" and not sp.issparse(v) and not np.isnan(a).any())):
             raise _Corrupt(f"{where}.{k} contains NaN or infinity")
         if _registered(v):
             _check_model(v, f"{where}.{k}")

@@ -116,10 +116,8 @@ def _parse_value(text):
     if t.lower() in _WORDS:
         return _WORDS[t.lower()]
     for conv in (int, float):
-        try:
+        with contextlib.suppress(ValueError):
             return conv(t)
-        except ValueError:
-            pass
     if "," in t:
         return [_parse_value(p) for p in t.split(",") if p.strip()]
     return t
@@ -448,9 +446,9 @@ def cmd_predict(args):
 def cmd_evaluate(args):
     if (args.scores is None) == (args.model is None):
         raise UsageError("evaluate needs either a score file (positional SCORES) or --model MODEL_FILE, not both")
+    on_labels = [k for k in args.measure or () if get_measure(k).name == "mean_rank_loss"]  # none by default
     if args.model is not None:
-        wants_labels = any(get_measure(k).name == "mean_rank_loss" for k in args.measure or ())
-        y, qid, scores, label_pred = _model_scores(args.model, args.data_file, args, labels=wants_labels)
+        y, qid, scores, label_pred = _model_scores(args.model, args.data_file, args, labels=bool(on_labels))
     else:
         X, y, qid, _ = _read(args.data_file, args)
         with _errors_as(DataError, ValueError):
@@ -464,12 +462,11 @@ def cmd_evaluate(args):
     measures = args.measure or list(DEFAULT_MEASURES if graded else DEFAULT_MEASURES_NO_QID)
     averaged, ids, per_query = evaluate_scores(y, scores, qid, measures, each_query=args.per_query,
                                                verbose=args.progress)
-    on_labels = [k for k in measures if get_measure(k).name == "mean_rank_loss"]
     if on_labels and args.model is not None:  # labels, not the ordinal learners' ranking scores
         by_labels, _, per_label = evaluate_scores(y, label_pred, qid, on_labels, each_query=args.per_query,
                                                   verbose=args.progress)
         averaged = [next((kv for kv in by_labels if kv[0] == k), (k, v)) for k, v in averaged]
-        per_query = {**per_query, **per_label} if per_query else per_query
+        per_query.update(per_label)  # both empty without --per-query
     labels, out = [k for k, _ in averaged], sys.stdout
     if args.format == "json":
         doc = {"mean": dict(averaged)}

@@ -71,11 +71,10 @@ def check_dense_memory(n_rows, n_matrices=1, what="kernel matrix", *, n_cols=Non
     need = 8.0 * float(n_rows) * float(n_cols) * float(n_matrices)
     limit = dense_memory_limit()
     if limit is not None and need > limit:
-        shape = f"{int(n_rows)} x {int(n_cols)}"
         count = f"{round(float(n_matrices), 2):g} x " if n_matrices != 1 else ""  # counts may be fractional (1.2)
-        raise MemoryError(f"fastrank: this step would allocate {count}a dense {shape} {what} ({_fmt_bytes(need)}), "
-                          f"more than the limit of {_fmt_bytes(limit)} (half of the available memory unless "
-                          f"{ENV_LIMIT} is set). {advice}")
+        raise MemoryError(f"fastrank: this step would allocate {count}a dense {int(n_rows)} x {int(n_cols)} {what} "
+                          f"({_fmt_bytes(need)}), more than the limit of {_fmt_bytes(limit)} (half of the available "
+                          f"memory unless {ENV_LIMIT} is set). {advice}")
     return need
 
 

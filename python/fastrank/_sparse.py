@@ -69,6 +69,4 @@ def take_rows(X, idx):
 
 
 def row_sq_norms(Z):
-    if sp.issparse(Z):
-        return np.asarray(Z.multiply(Z).sum(axis=1)).reshape(-1)
-    return np.einsum("ij,ij->i", Z, Z)
+    return np.asarray(Z.multiply(Z).sum(axis=1)).reshape(-1) if sp.issparse(Z) else np.einsum("ij,ij->i", Z, Z)

@@ -155,8 +155,7 @@ def _compiled_parser_input(path):
 
 
 def _diagnose(path):
-    """The first problem of the file as 'file:line: message', or None if the line checker finds
-    nothing wrong."""
+    """The first problem of the file as 'file:line: message', or None if the line checker finds nothing wrong."""
     has_qid = None
     try:
         for lineno, (_, qid, _, _) in _scan(path):
@@ -204,12 +203,11 @@ def _query_size(text):
 def read_svmlight(path, *, n_features=None, zero_based="auto", extra_features="error", query_file=None):
     """Read an svmlight/LETOR file.  Returns (X CSR float64, y float64, qid int64 or None, info).
 
-    n_features : columns of X (None: as many as the largest index needs).  extra_features :
-    "error" (a feature index beyond n_features is an error) or "ignore" (such features are dropped,
-    as svm_rank_classify ignores features the model has no weight for).  query_file : None, a
-    query-size file (one count per line: the rows of each query in file order) giving the groups of a
-    file without ``qid:``, or "auto": ``path + ".query"`` or ``path + ".group"`` when the file has no
-    ``qid:`` and one of them exists.
+    n_features : columns of X (None: as many as the largest index needs).  extra_features : "error" (a feature index
+    beyond n_features is an error) or "ignore" (such features are dropped, as svm_rank_classify ignores features the
+    model has no weight for).  query_file : None, a query-size file (one count per line: the rows of each query in file
+    order) giving the groups of a file without ``qid:``, or "auto": ``path + ".query"`` or ``path + ".group"`` when the
+    file has no ``qid:`` and one of them exists.
     """
     from sklearn.datasets import load_svmlight_file
 

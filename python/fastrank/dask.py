@@ -1,11 +1,10 @@
-"""RankRLS and model selection on Dask: exact fits beyond one machine's memory or cores.
+"""RankRLS and model selection on Dask: exact fits beyond one machine's memory or cores (docs/design/dask.md).
 
-Optional module (``pip install fastrank[dask]``); ``import fastrank`` never imports dask.  Linear RankRLS
-(eq. 28) and subset of regressors (eqs. 40-42) reduce to per-group sums over rows: each partition returns
-its groups' weighted centred scatter, a tree reduction merges groups that straddle partitions (Chan et
-al.'s parallel-variance update) and the client solves with :mod:`fastrank._solvers`.
-:class:`DaskRankRLSCV`, :func:`permutation_test_lpo` and :func:`fit_oapbpm` run independent tasks on the
-active scheduler (a ``dask.distributed`` client if one exists).  See docs/design/dask.md.
+Optional module (``pip install fastrank[dask]``); ``import fastrank`` never imports dask.  Linear RankRLS (eq. 28)
+and subset of regressors (eqs. 40-42) reduce to per-group sums over rows: each partition returns its groups' weighted
+centred scatter, a tree reduction merges groups that straddle partitions (Chan et al.'s parallel-variance update) and
+the client solves with :mod:`fastrank._solvers`.  :class:`DaskRankRLSCV`, :func:`permutation_test_lpo` and
+:func:`fit_oapbpm` run independent tasks on the active scheduler (a ``dask.distributed`` client if one exists).
 """
 
 from __future__ import annotations
@@ -42,9 +41,7 @@ __all__ = ["DaskRankRLS", "DaskRankRLSPath", "rankrls_path", "DaskRankRLSCV", "p
 _TREE_FAN_IN = 8
 
 
-# ----------------------------------------------------------------------------------------------
-# Input: dask arrays / dataframes aligned by rows
-# ----------------------------------------------------------------------------------------------
+# -- Input: dask arrays / dataframes aligned by rows -------------------------------------------
 def _is_dask_frame(obj):
     return hasattr(obj, "to_dask_array") and hasattr(obj, "npartitions")
 
@@ -78,9 +75,8 @@ def _as_dask(obj, name, ndim_allowed, *, lengths=None, allow_unknown=False):
         raise ValueError(f"{name} must have {' or '.join(map(str, ndim_allowed))} dimension(s), got shape "
                          f"{obj.shape}.{hint}")
     if not allow_unknown and np.isnan(obj.shape[0]):  # the sum of the row chunks: NaN if any is
-        raise ValueError(f"{name} has unknown chunk sizes (NaN row chunks, e.g. from a dataframe's .values or "
-                         f"boolean indexing); call {name}.compute_chunk_sizes() or use "
-                         ".to_dask_array(lengths=True) first")
+        raise ValueError(f"{name} has unknown chunk sizes (NaN row chunks, e.g. from a dataframe's .values or boolean "
+                         f"indexing); call {name}.compute_chunk_sizes() or use .to_dask_array(lengths=True) first")
     if obj.ndim == 2 and len(obj.chunks[1]) > 1:
         obj = obj.rechunk({1: -1})  # whole rows in every block; rows are never moved between blocks
     return obj
@@ -162,9 +158,7 @@ def _tree(parts, combine):
     return parts[0]
 
 
-# ----------------------------------------------------------------------------------------------
-# Per-group sufficient statistics of F^T L F, F^T L Y
-# ----------------------------------------------------------------------------------------------
+# -- Per-group sufficient statistics of F^T L F, F^T L Y ---------------------------------------
 def _indicator(inv, k):
     rows = inv.size
     return sp.csr_matrix((np.ones(rows), (inv, np.arange(rows))), shape=(k, rows))
@@ -195,8 +189,8 @@ def _partition_stats(i, start, Xp, Yp, gp, table, weighting, feature):
     rx = (P @ F) / n_loc[:, None]
     ry = (P @ Yp) / n_loc[:, None]
     nq = counts[u]
-    # Per-group weight w(n_q) = c_q n_q of the Laplacian block L_q = c_q (n_q I - 1 1^T)
-    # = w(n_q) (I - 1 1^T / n_q), c_q the pair weight of the in-memory RankRLS (fastrank._problem).
+    # Per-group weight w(n_q) = c_q n_q of the Laplacian block L_q = c_q (n_q I - 1 1^T) = w(n_q) (I - 1 1^T / n_q),
+    # c_q the pair weight of the in-memory RankRLS (fastrank._problem).
     w = pair_weights(nq, weighting) * nq
     sw = np.sqrt(w)[inv][:, None]
     # Centred inside the partition's piece of each group, in two passes: under a large common offset (features or
@@ -293,17 +287,13 @@ def _statistics(X, Y, G, table, weighting, feature):
     return 0.5 * (M + M.T), stats["R"]  # exact symmetry for the symmetric solver
 
 
-# ----------------------------------------------------------------------------------------------
-# Estimator
-# ----------------------------------------------------------------------------------------------
+# -- Estimator ---------------------------------------------------------------------------------
 def _predict_block(block, coef, spec, XR, n_threads, one_d, block_info):
     start = block_info[0]["array-location"][0][0]  # dask's map_blocks fills block_info; NaN in unknown chunks
     start = int(start) if start is not None and np.isfinite(start) else None
     B = _check_block(block_info[0]["chunk-location"][0], start, block, "X")
-    if XR is None:  # identical rows of a block tie (as in memory, _kernels.row_products / by_distinct_rows)
-        out = row_products(B, coef)
-    else:
-        out = by_distinct_rows(lambda Z: spec.predict(Z, XR, coef, n_threads), B)
+    # identical rows of a block tie (as in memory, _kernels.row_products / by_distinct_rows)
+    out = row_products(B, coef) if XR is None else by_distinct_rows(lambda Z: spec.predict(Z, XR, coef, n_threads), B)
     return out[:, 0] if one_d else out
 
 
@@ -320,18 +310,17 @@ class _MultiOutput:
 class DaskRankRLS(_MultiOutput, KernelMixin, RegressorMixin, FastrankEstimator):
     """RankRLS fitted exactly on dask arrays / dataframes (linear primal or subset of regressors).
 
-    The fit equals the in-memory :class:`fastrank.RankRLS` with the same parameters (the linear
-    kernel as ``solver="primal"``; a kernel with ``basis_vectors`` as its subset-of-regressors
-    fit, with the same basis rows for the same ``random_state``) up to rounding.  Rows are never
-    shuffled between workers: one pass over the group ids (when ``groups`` is given), one over the
-    data (plus one over the partitions holding the basis rows for ``basis_vectors``).
+    The fit equals the in-memory :class:`fastrank.RankRLS` with the same parameters (the linear kernel as
+    ``solver="primal"``; a kernel with ``basis_vectors`` as its subset-of-regressors fit, with the same basis rows for
+    the same ``random_state``) up to rounding.  Rows are never shuffled between workers: one pass over the group ids
+    (when ``groups`` is given), one over the data (plus one over the partitions holding the basis rows).
 
     Parameters
     ----------
     alpha, kernel, gamma, degree, coef0, group_weighting, basis_vectors, random_state, n_jobs :
-        as for :class:`fastrank.RankRLS`.  ``kernel`` other than "linear" needs ``basis_vectors``
-        (the dense dual needs the whole m x m kernel on one machine); "precomputed" is not
-        supported.  ``n_jobs``: threads of the kernel evaluations inside each task.
+        as for :class:`fastrank.RankRLS`.  ``kernel`` other than "linear" needs ``basis_vectors`` (the dense dual needs
+        the whole m x m kernel on one machine); "precomputed" is not supported.  ``n_jobs``: threads of the kernel
+        evaluations inside each task.
 
     Attributes
     ----------
@@ -360,10 +349,9 @@ class DaskRankRLS(_MultiOutput, KernelMixin, RegressorMixin, FastrankEstimator):
                              "give features and a kernel name with basis_vectors")
         spec = self._kernel_spec(n)
         if not spec.linear and self.basis_vectors is None:
-            raise ValueError(
-                "a non-linear kernel on dask inputs needs basis_vectors=<int or indices> (subset of regressors, "
-                "eqs. 40-42): the dense dual needs the whole m x m kernel on one machine; use fastrank.RankRLS "
-                "in memory for it")
+            raise ValueError("a non-linear kernel on dask inputs needs basis_vectors=<int or indices> (subset of "
+                             "regressors, eqs. 40-42): the dense dual needs the whole m x m kernel on one machine; use "
+                             "fastrank.RankRLS in memory for it")
         n_threads = check_n_jobs(self.n_jobs)
         table = _group_table(X, G)
         weighting = self.group_weighting if G is not None else "unweighted"  # object ranking: every pair weighs 1
@@ -393,8 +381,7 @@ class DaskRankRLS(_MultiOutput, KernelMixin, RegressorMixin, FastrankEstimator):
     _apply_fit = RankRLS._apply_fit  # the solver's Fit for ``alphas[k]`` copied onto the estimator
 
     def predict(self, X):
-        """Scores as a dask array (p,) or (p, v), one task per row block (``map_blocks``);
-        numpy input gives a numpy array."""
+        """Scores as a dask array (p,) or (p, v), one task per row block (``map_blocks``); numpy input gives numpy."""
         check_is_fitted(self, "fit_mode_")
         Xd = _as_dask(X, "X", (2,), allow_unknown=True)  # row counts are not needed to predict
         if Xd.shape[1] != self.n_features_in_:
@@ -454,11 +441,11 @@ class DaskRankRLSPath(RankRLSPath):
 
 
 def rankrls_path(X, y, alphas, *, groups=None, estimator=None):
-    """Exact RankRLS for every alpha from one pass over the data and one decomposition on the
-    client: O(n^3) (linear, eq. 31 in feature space) or O(|R|^3) (basis vectors, eq. 42).
+    """Exact RankRLS for every alpha from one pass over the data and one decomposition on the client: O(n^3) (linear,
+    eq. 31 in feature space) or O(|R|^3) (basis vectors, eq. 42).
 
-    ``estimator`` (a :class:`DaskRankRLS`, default ``DaskRankRLS()``) gives the kernel, basis and
-    group weighting; its alpha is ignored.  Returns :class:`DaskRankRLSPath`.
+    ``estimator`` (a :class:`DaskRankRLS`, default ``DaskRankRLS()``) gives the kernel, basis and group weighting; its
+    alpha is ignored.  Returns :class:`DaskRankRLSPath`.
     """
     est = DaskRankRLS() if estimator is None else estimator
     if not isinstance(est, DaskRankRLS):
@@ -468,9 +455,7 @@ def rankrls_path(X, y, alphas, *, groups=None, estimator=None):
     return DaskRankRLSPath(est, alphas, fit, Y.ndim == 1, Xd.shape[1], n_groups, feature_names(X))
 
 
-# ----------------------------------------------------------------------------------------------
-# Model selection and ensembles: independent tasks
-# ----------------------------------------------------------------------------------------------
+# -- Model selection and ensembles: independent tasks ------------------------------------------
 def _default_blocks():
     try:
         from distributed import default_client
@@ -490,18 +475,16 @@ def _cv_task(params, X, y, groups):
 
 
 class DaskRankRLSCV(_MultiOutput, RegressorMixin, FastrankEstimator):
-    """Kernel-parameter x alpha search by fastrank's exact cross-validation, one task per ``gammas``
-    value, each running :class:`fastrank.RankRLSCV` (one factorization for the whole ``alphas``
-    grid) on one worker: the result equals a loop of ``RankRLSCV`` over ``gammas`` on one machine.
-    The best pair is the first best score (the maximum, or the minimum for a loss such as
-    ``"disagreement"`` or ``"msd"``, as in ``RankRLSCV``) in gamma-major order.
+    """Kernel-parameter x alpha search by fastrank's exact cross-validation, one task per ``gammas`` value, each running
+    :class:`fastrank.RankRLSCV` (one factorization for the whole ``alphas`` grid) on one worker: the result equals a
+    loop of ``RankRLSCV`` over ``gammas`` on one machine.  The best pair is the first best score (the maximum, or the
+    minimum for a loss such as ``"disagreement"`` or ``"msd"``, as in ``RankRLSCV``) in gamma-major order.
 
     Parameters
     ----------
     gammas : sequence of float > 0
-    alphas, cv, scoring, kernel, degree, coef0, group_weighting, n_jobs : as for
-        :class:`fastrank.RankRLSCV` (``kernel`` defaults to "rbf"; ``cv=None``: leave-one-group-out with
-        ``groups``, else leave-pair-out).
+    alphas, cv, scoring, kernel, degree, coef0, group_weighting, n_jobs : as for :class:`fastrank.RankRLSCV`
+        (``kernel`` defaults to "rbf"; ``cv=None``: leave-one-group-out with ``groups``, else leave-pair-out).
 
     Attributes
     ----------
@@ -548,11 +531,10 @@ def permutation_test_lpo(estimator, X, y, n_permutations=100, random_state=None,
                          *, n_blocks=None):
     """:func:`fastrank.model_selection.permutation_test_lpo` in blocks of permutations on dask.
 
-    Returns the single-machine ``(score, permutation_scores, pvalue)`` for the same
-    ``random_state``: the client walks the random stream (O(m) per draw) and hands each task the
-    generator state at the start of its block.  Each task repeats the O(m^3) decomposition (the exact
-    LPO needs the full kernel on one machine) and scores its permutations as extra outputs of it: B
-    blocks cost B decompositions plus the same pair phase, split over the workers.
+    Returns the single-machine ``(score, permutation_scores, pvalue)`` for the same ``random_state``: the client walks
+    the random stream (O(m) per draw) and hands each task the generator state at the start of its block.  Each task
+    repeats the O(m^3) decomposition (the exact LPO needs the full kernel on one machine) and scores its permutations as
+    extra outputs of it: B blocks cost B decompositions plus the same pair phase, split over the workers.
 
     n_blocks : int or None — None: one block per worker of the active distributed client (1 without).
     """
@@ -564,9 +546,9 @@ def permutation_test_lpo(estimator, X, y, n_permutations=100, random_state=None,
     # the single-machine function draws one permutation(m) per permutation, or one per group in group order
     sizes = group_index(groups, y.shape[0]).sizes  # groups=None: one group of every row
     rng = check_seed(random_state)
-    bounds = np.linspace(0, n_permutations, n_blocks + 1).round().astype(int)
+    block_sizes = np.diff(np.linspace(0, n_permutations, n_blocks + 1).round().astype(int)).tolist()
     # a task's targets and permutations, checked before the client walks the stream (as the single-machine call)
-    check_dense_memory(y.shape[0], 2, "targets of y and its permutations", n_cols=int(np.diff(bounds).max()) + 1)
+    check_dense_memory(y.shape[0], 2, "targets of y and its permutations", n_cols=max(block_sizes) + 1)
     params = estimator.get_params(deep=False) if hasattr(estimator, "get_params") else {}
     if params.get("basis_vectors") is not None and not isinstance(params.get("random_state"), numbers.Integral):
         # every block scores the one model: its random basis drawn once, here
@@ -574,8 +556,7 @@ def permutation_test_lpo(estimator, X, y, n_permutations=100, random_state=None,
         estimator = clone(estimator).set_params(random_state=seed)
     Xd, yd, gd, ed = dask.delayed(X), dask.delayed(y), dask.delayed(groups), dask.delayed(estimator)
     tasks = []
-    for b in range(n_blocks):
-        k = int(bounds[b + 1] - bounds[b])
+    for k in block_sizes:
         state = copy.deepcopy(rng)  # the generator at the start of the block
         tasks.append(dask.delayed(_single, pure=True)(ed, Xd, yd, k, state, gd, scoring))  # (score, perm, p-value)
         for _ in range(k):  # consume exactly the block's draws
@@ -594,16 +575,16 @@ def _oap_block_step(est, Xc, yc):
 
 
 def fit_oapbpm(estimator, X, y, *, classes=None, n_blocks=None):
-    """A linear :class:`fastrank.OAPBPM` fitted with its members split into blocks trained as separate
-    dask tasks: identical (members, averaged weights and thresholds, predictions) to
-    ``estimator.fit(X, y)`` for the same ``random_state``.
+    """A linear :class:`fastrank.OAPBPM` fitted with its members split into blocks trained as separate dask tasks:
+    identical (members, averaged weights and thresholds, predictions) to ``estimator.fit(X, y)`` for the same
+    ``random_state``.
 
-    Each block's chain of ``partial_fit`` tasks streams the row blocks of X in order (a dask array is
-    never gathered), seeded by :meth:`fastrank.OAPBPM.member_blocks`.  Linear kernel and
-    ``shuffle=False`` only; ``average_rank_loss_`` is NaN (docs/design/dask.md).
+    Each block's chain of ``partial_fit`` tasks streams the row blocks of X in order (a dask array is never gathered),
+    seeded by :meth:`fastrank.OAPBPM.member_blocks`.  Linear kernel and ``shuffle=False`` only; ``average_rank_loss_``
+    is NaN (docs/design/dask.md).
 
-    classes : the ordered label set (default: the sorted distinct labels of y, one pass over y; the
-        categories of an ordered categorical y in their declared order).
+    classes : the ordered label set (default: the sorted distinct labels of y, one pass over y; the categories of an
+        ordered categorical y in their declared order).
     n_blocks : member blocks (None: one per worker of the active distributed client).
     """
     if not isinstance(estimator, OAPBPM):
@@ -626,10 +607,9 @@ def fit_oapbpm(estimator, X, y, *, classes=None, n_blocks=None):
         labels = yd.compute()
         _check_labels(labels, labels.shape[0])
         classes = y if _declared_order(y, None) is not None else labels
-    n_blocks = _default_blocks() if n_blocks is None else n_blocks
     xb, ybl = _blocks(Xd), _blocks(yd)
     states = []
-    for block in estimator.member_blocks(n_blocks, classes, Xd.shape[1]):
+    for block in estimator.member_blocks(_default_blocks() if n_blocks is None else n_blocks, classes, Xd.shape[1]):
         st = dask.delayed(copy.deepcopy, pure=True)(block)  # each task chain trains its own copy
         for _ in range(int(estimator.n_epochs)):
             for xc, yc in zip(xb, ybl):

@@ -47,16 +47,13 @@ def load_lambdarank(*, sparse=False):
     groups int64.  The values are exactly those of the svmlight source files.
     """
     check_bool(sparse, "sparse")
-    path = resources.files("fastrank") / "data" / "lambdarank.npz"
-    with resources.as_file(path) as p, np.load(p) as z:
+    with resources.as_file(resources.files("fastrank") / "data" / "lambdarank.npz") as p, np.load(p) as z:
         n_features = int(z["n_features"])
         out = {}
         for part in ("train", "test"):
             indptr = z[f"{part}_indptr"].astype(np.int64)
-            X = sp.csr_matrix(
-                (z[f"{part}_data_x100"].astype(np.float64) / 100.0, z[f"{part}_indices"].astype(np.int64), indptr),
-                shape=(indptr.size - 1, n_features),
-            )
+            X = sp.csr_matrix((z[f"{part}_data_x100"].astype(np.float64) / 100.0, z[f"{part}_indices"].astype(np.int64),
+                               indptr), shape=(indptr.size - 1, n_features))
             out[f"X_{part}"] = X if sparse else X.toarray()
             out[f"y_{part}"] = z[f"{part}_y"].astype(np.float64)
             out[f"groups_{part}"] = z[f"{part}_groups"].astype(np.int64)
@@ -100,5 +97,4 @@ def load_svmlight(path, *, n_features=None, zero_based="auto", query_file=None):
     """
     if n_features is not None:
         n_features = check_int(n_features, "n_features", low=0)  # 2.5 or "2" were cut to 2
-    X, y, qid, _ = read_svmlight(path, n_features=n_features, zero_based=zero_based, query_file=query_file)
-    return X, y, qid
+    return read_svmlight(path, n_features=n_features, zero_based=zero_based, query_file=query_file)[:3]

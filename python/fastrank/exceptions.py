@@ -41,7 +41,6 @@ class MissingGroupsWarning(UserWarning):
 
 _PACKAGE = os.path.dirname(__file__) + os.sep  # as the code objects of the package spell their files
 
-
 # wrappers around fastrank's methods that are not the user's line: scikit-learn's set_output wrapper of transform,
 # numpy's errstate used as a decorator
 _WRAPPERS = (os.path.join("sklearn", "utils", "_set_output.py"), os.path.join("numpy", "_core", "_ufunc_config.py"))

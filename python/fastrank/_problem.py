@@ -125,10 +125,9 @@ class PreferenceGraph(NamedTuple):
             raise ValueError("cost='normalized' (eq. 22) weights each preference by 1/magnitude: "
                              "magnitudes must be > 0")
         weight = 1.0 / g if cost == "normalized" else np.ones(l)
-        target = np.ones(l) if cost == "binary" else g
         if weights is not None:
             weight = weight * np.sqrt(check_pair_weights(weights, l))
-        return cls(head, tail, weight, np.ascontiguousarray(target.reshape(-1, 1)))
+        return cls(head, tail, weight, np.ascontiguousarray(g.reshape(-1, 1)))  # target g: 1 for "binary"
 
     @classmethod
     def from_arrays(cls, graph, m):
@@ -247,9 +246,8 @@ class RankingProblem(NamedTuple):
     def pair_weight(self):
         """c_q per group (see ``WEIGHTINGS``); groups of one row have no pairs and get c_q = 1.
 
-        With ties excluded, "per_query" divides by the query's edges, its untied pairs (004, end
-        of Sect. 2.4: each edge weighted by the inverse of the number of its query's edges), so
-        that every query still weighs 1 in total."""
+        With ties excluded, "per_query" divides by the query's edges, its untied pairs (004, end of Sect. 2.4: each edge
+        weighted by the inverse of the number of its query's edges), so that every query still weighs 1 in total."""
         if self.kept_pair_weight is not None:
             return self.kept_pair_weight
         if self.exclude_ties and self.weighting == "per_query":
@@ -283,11 +281,10 @@ class RankingProblem(NamedTuple):
         its rounding is a constant of the group, which S removes.  Kernel matrices pass False: two more passes
         over (m, m), and their offset is carried by the predictions K A anyway.
 
-        Inside group q (pair weight c_q), the complete multipartite Laplacian over the tie cells t
-        splits into orthogonal projectors: L_q = c_q (n_q P_B + sum_t (n_q - n_t) P_t), P_B the
-        between-cell centring (cell mean minus group mean) and P_t the centring inside cell t, so
-        (S A)_i = sqrt(c_q) (sqrt(n_q) (mean_t - mean_q) + sqrt(n_q - n_t) (A_i - mean_t)); S^+ inverts
-        each nonzero factor."""
+        Inside group q (pair weight c_q), the complete multipartite Laplacian over the tie cells t splits into
+        orthogonal projectors: L_q = c_q (n_q P_B + sum_t (n_q - n_t) P_t), P_B the between-cell centring (cell mean
+        minus group mean) and P_t the centring inside cell t, so (S A)_i = sqrt(c_q) (sqrt(n_q) (mean_t - mean_q) +
+        sqrt(n_q - n_t) (A_i - mean_t)); S^+ inverts each nonzero factor."""
         cells = self.cells
         cell_group = self.groups.codes[cells.order[cells.offsets[:-1]]]  # the group of every tie cell
         col = (-1,) + (1,) * (np.ndim(A) - 1)  # a per-row factor broadcast over A's other axes
@@ -373,9 +370,8 @@ def require_preferences(Y, gi, learner):
 
 
 def raise_without_preferences(sizes, tied=(), grouped=True, learner="RankRLS"):
-    """The errors for data without preferences: every group (of ``sizes`` rows; None: not checked) a
-    single row, or an output column flagged in ``tied`` tied inside every group (``grouped``) or for
-    all rows."""
+    """The errors for data without preferences: every group (of ``sizes`` rows; None: not checked) a single row, or an
+    output column flagged in ``tied`` tied inside every group (``grouped``) or for all rows."""
     if sizes is not None and not np.any(np.asarray(sizes) >= 2):
         raise ValueError(f"No relevant pairs: every group has a single row. {learner} with groups learns only from "
                          "pairs of rows that share a group id.")

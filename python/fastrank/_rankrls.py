@@ -118,8 +118,7 @@ class _RankRLSBase(KernelMixin, Ranker):
         """Scores for ranking, (p,) or (p, v): higher ranks higher; only differences of scores are meaningful (the
         objective is invariant to adding a constant), so the scores are not on the scale of ``y``."""
         check_is_fitted(self, "fit_mode_")
-        X = self._check_predict_X(X)
-        return self._expansion_predict(X)
+        return self._expansion_predict(self._check_predict_X(X))
 
 
 PREFERENCE_TIES = ("exclude_ties=True drops the tied pairs of fit(X, y); a preference graph is learned exactly as "

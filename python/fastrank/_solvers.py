@@ -1,10 +1,9 @@
 """RankRLS solvers: functions of (ranking problem, hyper-parameters) returning a plain record.
 
-Pahikkala et al. (2009): the dual (eq. 17, solved in the symmetric form (S K S + alpha I) u = S y,
-A = S u), the primal for the linear kernel (eq. 28), a path over many alphas from one
-eigendecomposition (eq. 31), conjugate gradient on the primal without forming pairs (Sect. 4.3)
-and subset-of-regressors RankRLS (Sect. 3.5, eqs. 40-42).  No solver knows about estimators:
-each returns a :class:`Fit` that an estimator copies onto itself.  See docs/design/solvers.md.
+Pahikkala et al. (2009): the dual (eq. 17, solved in the symmetric form (S K S + alpha I) u = S y, A = S u), the primal
+for the linear kernel (eq. 28), a path over many alphas from one eigendecomposition (eq. 31), conjugate gradient on the
+primal without forming pairs (Sect. 4.3) and subset-of-regressors RankRLS (Sect. 3.5, eqs. 40-42).  No solver knows
+about estimators: each returns a :class:`Fit` that an estimator copies onto itself.  See docs/design/solvers.md.
 """
 
 from __future__ import annotations
@@ -30,32 +29,25 @@ from ._validation import (_asarray, check_alpha, check_alphas, check_int, check_
                           group_index)
 from .exceptions import ConvergenceWarning, IllConditionedWarning, LinAlgError, user_stacklevel
 
-__all__ = [
-    "Fit", "CGResult", "SOLVERS", "choose_solver",
-    "solve_dual", "solve_primal", "solve_cg", "solve_cg_path", "solve_basis", "train_kernel",
-    "fit_cg", "fit_basis", "select_basis", "basis_kernel", "check_indices", "basis_primal_weights", "default_max_iter",
-    "one_conditioning_warning", "warn_ill_conditioned",
-    "solve_assembled_primal", "solve_assembled_basis",
-]
+__all__ = ["Fit", "CGResult", "SOLVERS", "choose_solver", "solve_dual", "solve_primal", "solve_cg", "solve_cg_path",
+           "solve_basis", "train_kernel", "fit_cg", "fit_basis", "select_basis", "basis_kernel", "check_indices",
+           "basis_primal_weights", "default_max_iter", "one_conditioning_warning", "warn_ill_conditioned",
+           "solve_assembled_primal", "solve_assembled_basis"]
 
 SOLVERS = ("auto", "dual", "primal", "cg")
 # rcond below this: the solution may carry rounding error well above 1e-4 relative.
 _RCOND_WARNING = 1e-12
-# The subset-of-regressors predictions carry up to ~400 eps / rcond(K_RR) relative error (against 40-digit
-# solves of eq. 41, any float64 route: the near-null directions of K_RR are set by its rounding): 1e-5 here.
+# basis predictions carry up to ~400 eps / rcond(K_RR) relative error (solvers.md, "Subset of regressors"): 1e-5 here
 _BASIS_RCOND_WARNING = 1e-8
 
 
 class Fit(NamedTuple):
-    """A fitted RankRLS for one or more alphas (leading axis: alpha).  mode: "dual", "primal", "cg"
-    or "sparse" (subset of regressors);
-    coef: (n_alphas, n, v) weights whenever the model is linear in the features, else None;
-    dual_coef: (n_alphas, m or |R|, v) dual coefficients (dual and sparse modes), else None;
-    X_fit: rows kept for kernel predictions (all training rows, the basis rows, or None);
-    basis_indices: training rows used as basis (sparse mode);
-    n_iter, converged: (n_alphas, v) (CG only); residual_history: list over alphas of
-    (k + 1, v) relative residuals (CG only).
-    """
+    """A fitted RankRLS for one or more alphas (leading axis: alpha).  mode: "dual", "primal", "cg" or "sparse" (subset
+    of regressors); coef: (n_alphas, n, v) weights whenever the model is linear in the features, else None;
+    dual_coef: (n_alphas, m or |R|, v) dual coefficients (dual and sparse modes), else None; X_fit: rows kept for
+    kernel predictions (all training rows, the basis rows, or None); basis_indices: training rows used as basis (sparse
+    mode); n_iter, converged: (n_alphas, v) (CG only); residual_history: list over alphas of (k + 1, v) relative
+    residuals (CG only)."""
 
     mode: str
     coef: Optional[np.ndarray] = None
@@ -171,10 +163,9 @@ def _object_ranking_normal_equations(X, Y):
     var = np.diag(G) / m - mu * mu
     if not np.all(mu * mu <= 1e4 * var):  # also rejects constant features
         return None
-    XtY = X.T @ Y
+    R = m * (X.T @ Y - m * np.outer(mu, Y.mean(axis=0)))
     G -= m * np.outer(mu, mu)
     G *= m
-    R = m * (XtY - m * np.outer(mu, Y.mean(axis=0)))
     G += G.T  # exact symmetry for the symmetric solver
     G *= 0.5
     return np.asfortranarray(G), np.asfortranarray(R)
@@ -212,11 +203,10 @@ def _tie_normal_equations(problem, Z):
 
 
 def _centred_features(X, groups=None):
-    """X minus its column means (dense X; sparse X as it is), or minus each group's column means (a
-    :class:`GroupIndex` ``groups``) where those are large (:func:`features_without_group_offsets`).  S 1 = 0
-    (S 1_q = 0 in every group; M^T 1 = 0 for graphs), so the dual solution has 1^T A = 0 (in every group) and
-    K = Xc Xc^T gives the same A and W = Xc^T A = X^T A, without the cancellation a large feature offset (common,
-    or one per query) causes in X X^T."""
+    """X minus its column means (dense X; sparse X as it is), or minus each group's column means (a :class:`GroupIndex`
+    ``groups``) where those are large (:func:`features_without_group_offsets`).  S 1 = 0 (S 1_q = 0 in every group;
+    M^T 1 = 0 for graphs), so the dual solution has 1^T A = 0 (in every group) and K = Xc Xc^T gives the same A and
+    W = Xc^T A = X^T A, without the cancellation a large feature offset (common, or one per query) causes in X X^T."""
     if issparse(X):
         return X
     by_group = X if groups is None else features_without_group_offsets(X, groups)
@@ -232,34 +222,27 @@ def train_kernel(X, spec, n_threads, groups=None):
 
 
 def solve_dual(problem, spec, alphas, n_threads):
-    """Kernel RankRLS in the dual, (S K S + alpha I) u = S y, A = S u (eq. 17), O(m^3): Cholesky for
-    one alpha, one tridiagonal reduction for several (eq. 31; a preference graph keeps the
-    eigendecomposition)."""
+    """Kernel RankRLS in the dual, (S K S + alpha I) u = S y, A = S u (eq. 17), O(m^3): Cholesky for one alpha, one
+    tridiagonal reduction for several (eq. 31; a preference graph keeps the eigendecomposition)."""
     m = problem.m
     X = _centred_features(problem.X, None if problem.is_graph else problem.groups) if spec.linear else problem.X
     # the path's tridiagonal route holds ~1.1 m x m (measured), the graph's eigensolver ~3
-    check_dense_memory(m, 3 if problem.exclude_ties or (alphas.size > 1 and problem.is_graph) else 1.2,
-                       "kernel matrix")
+    check_dense_memory(m, 3 if problem.exclude_ties or (alphas.size > 1 and problem.is_graph) else 1.2, "kernel matrix")
     if problem.exclude_ties:
         # (S K S + alpha I) u = S y, A = S u with the tie-excluding S (eq. 17 in symmetric form)
         cells = problem.cells
-        K = train_kernel(X, spec, n_threads, cells)
-        SK = problem.apply_S_cells(K, centre=False)
-        del K
+        SK = problem.apply_S_cells(train_kernel(X, spec, n_threads, cells), centre=False)
         G = np.asfortranarray(problem.apply_S_cells(SK.T, centre=False))
         del SK
         A, rcond = _core.solve_shifted_system(G, np.asfortranarray(problem.apply_S_cells(cells.take(problem.Y))),
                                               alphas)
         del G
     elif problem.is_graph:
-        K = train_kernel(X, spec, n_threads)
-        A, rcond = _core.rankrls_dual_graph(K, *problem.graph, alphas, n_threads)
-        del K
+        A, rcond = _core.rankrls_dual_graph(train_kernel(X, spec, n_threads), *problem.graph, alphas, n_threads)
     else:
         gi = problem.groups
         Kg = train_kernel(X, spec, n_threads, gi)
-        # many alphas: one tridiagonal reduction S K S = Q T Q^T, O(m) per alpha, Q applied once
-        # (eq. 31 without the eigenvectors: ~0.4x the eigendecomposition route)
+        # many alphas: one tridiagonal reduction S K S = Q T Q^T, O(m) per alpha, Q applied once (eq. 31; solvers.md)
         args = (gi.order, gi.offsets, problem.pair_weight(), problem.targets_grouped())
         try:
             solve = _core.rankrls_dual_scores_tridiag if alphas.size > 1 else _core.rankrls_dual_scores
@@ -319,8 +302,7 @@ def _check_x0(x0, n, v):
 
 def _offset_free(problem):
     """The problem's X for the primal products X w and X^T r: dense rows of a scores problem centred in their groups
-    where a group offset would cancel digits in X w (S X = S Xc, so w is the same; the products lost ~eps offset /
-    spread: 1.3e-4 relative at query offsets 1e6, a breakdown at 1e9)."""
+    where a group offset would cancel digits in X w (S X = S Xc, so w is the same; solvers.md, "Primal")."""
     if issparse(problem.X) or problem.is_graph:
         return problem.X
     return features_without_group_offsets(problem.X, problem.groups)
@@ -408,10 +390,8 @@ def solve_cg(problem, alpha, *, tol=1e-6, max_iter=None, x0=None, preconditioner
                 max_iter=default_max_iter(n) if max_iter is None else check_int(max_iter, "max_iter", low=1),
                 x0=_check_x0(x0, n, problem.n_outputs), precond=_check_preconditioner(preconditioner),
                 callback=callback, warn=warn)
-    if problem.exclude_ties:
-        res = _run_cg_ties(problem, alpha, **args)
-    else:
-        res = _run_cg(problem, alpha, n_threads=n_threads, transpose_copy=transpose_copy, **args)
+    res = (_run_cg_ties(problem, alpha, **args) if problem.exclude_ties
+           else _run_cg(problem, alpha, n_threads=n_threads, transpose_copy=transpose_copy, **args))
     return Fit("cg", coef=res.coef[None], n_iter=res.n_iter[None], converged=res.converged[None],
                residual_history=[res.residual_history])
 
@@ -433,17 +413,16 @@ def fit_cg(X, Y=None, *, group_index=None, normalized=False, graph=None, alpha=1
     """Linear RankRLS by conjugate gradient on arrays: ``(X^T L X + alpha I) w = X^T b`` with
     ``b = L y`` (scoring setting, cost (21)) or ``b = M N`` (preference graph, eqs. 12-13).
 
-    X: scipy.sparse (CSR mapped with zero copy) or dense (m, n); Y: (m,) or (m, v) targets of the
-    scoring setting (ignored with ``graph``); group_index: a :class:`~fastrank._validation.GroupIndex`
-    (rows in ORIGINAL order), None for object ranking (one group); normalized: pair weight 1/n_q in
-    group q ("normalized"), overridden by ``weighting`` (any of :data:`fastrank._problem.WEIGHTINGS`);
-    graph: ``(head, tail, weight, target)`` (or a :class:`~fastrank._problem.PreferenceGraph`), edge e preferring
-    row head[e] over tail[e] with weight w_e and target z_e ((l,) or (l, v)); alpha: regularization;
-    stop when ``||X^T b - A w|| <= tol * ||X^T b||`` per output or after max_iter (None: :func:`default_max_iter`);
-    x0: (n,) or (n, v) warm start; preconditioner: None or "jacobi" (diag(X^T L X) + alpha, O(nnz));
-    n_jobs: threads of the sparse products; ``callback(iteration, relative_residuals)`` returns True
-    to stop early; transpose_copy: build X^T once (O(nnz) memory) instead of per-thread partial
-    sums; warn: :class:`~fastrank.exceptions.ConvergenceWarning` when an output did not converge.
+    X: scipy.sparse (CSR mapped with zero copy) or dense (m, n); Y: (m,) or (m, v) targets of the scoring setting
+    (ignored with ``graph``); group_index: a :class:`~fastrank._validation.GroupIndex` (rows in ORIGINAL order), None
+    for object ranking (one group); normalized: pair weight 1/n_q in group q ("normalized"), overridden by
+    ``weighting`` (any of :data:`fastrank._problem.WEIGHTINGS`); graph: ``(head, tail, weight, target)`` (or a
+    :class:`~fastrank._problem.PreferenceGraph`), edge e preferring row head[e] over tail[e] with weight w_e and
+    target z_e ((l,) or (l, v)); alpha: regularization; stop when ``||X^T b - A w|| <= tol * ||X^T b||`` per output or
+    after max_iter (None: :func:`default_max_iter`); x0: (n,) or (n, v) warm start; preconditioner: None or "jacobi"
+    (diag(X^T L X) + alpha, O(nnz)); n_jobs: threads of the sparse products; ``callback(iteration,
+    relative_residuals)`` returns True to stop early; transpose_copy: build X^T once (O(nnz) memory) instead of
+    per-thread partial sums; warn: :class:`~fastrank.exceptions.ConvergenceWarning` when an output did not converge.
     Returns a :class:`CGResult` (coef (n, v) even for one output).
     """
     n_threads = check_n_jobs(n_jobs)
@@ -562,10 +541,9 @@ def solve_basis(problem, spec, alphas, basis, n_threads):
 
 def fit_basis(X, Y=None, *, group_index=None, normalized=False, graph=None, alphas=1.0, kernel_spec,
               basis_indices, n_jobs=None, weighting=None):
-    """Sparse RankRLS coefficients over the basis rows for each alpha (eqs. 41-42), on arrays.
-    X: (m, d) dense or scipy.sparse training inputs (the (m, m) kernel matrix when
-    ``kernel_spec.precomputed``); Y: (m,) or (m, v) (scoring setting) or None with ``graph``.
-    Returns an array (n_alphas, r, v): A(alpha) with f(x) = k(x, X[basis]) A."""
+    """Sparse RankRLS coefficients over the basis rows for each alpha (eqs. 41-42), on arrays.  X: (m, d) dense or
+    scipy.sparse training inputs (the (m, m) kernel matrix when ``kernel_spec.precomputed``); Y: (m,) or (m, v) (scoring
+    setting) or None with ``graph``.  Returns an array (n_alphas, r, v): A(alpha) with f(x) = k(x, X[basis]) A."""
     alphas = check_alphas(alphas)
     n_threads = check_n_jobs(n_jobs)
     X = check_features(X, precomputed=kernel_spec.precomputed, allow_sparse=True, min_rows=1)
@@ -577,18 +555,17 @@ def fit_basis(X, Y=None, *, group_index=None, normalized=False, graph=None, alph
 # ---- Assembled systems (e.g. summed over the partitions of distributed data, fastrank.dask) --------
 
 def solve_assembled_primal(G, R, alphas):
-    """(G + alpha I) W = R for every alpha with G = X^T L X, R = X^T L Y assembled by the caller
-    (eq. 28), by the primal solver's LAPACK route (Cholesky for one alpha, one tridiagonal reduction
-    for several, eq. 31); warns when ill-conditioned.  Returns (n_alphas, n, v)."""
+    """(G + alpha I) W = R for every alpha with G = X^T L X, R = X^T L Y assembled by the caller (eq. 28), by the primal
+    solver's LAPACK route (Cholesky for one alpha, one tridiagonal reduction for several, eq. 31); warns when
+    ill-conditioned.  Returns (n_alphas, n, v)."""
     shifted = _core.solve_shifted_system_tridiag if alphas.size > 1 else _core.solve_shifted_system
     W, rcond = shifted(np.asfortranarray(G), np.asfortranarray(R), alphas, primal=True)
     return _checked(W, rcond, alphas.size)
 
 
 def solve_assembled_basis(H, g, KRR, alphas):
-    """Subset-of-regressors coefficients (n_alphas, |R|, v) from assembled H = K_R^T L K_R and
-    g = K_R^T L y: eq. 41's (H + alpha K_RR) a = g for every alpha through the one decomposition
-    of eq. 42 that :func:`solve_basis` uses."""
+    """Subset-of-regressors coefficients (n_alphas, |R|, v) from assembled H = K_R^T L K_R and g = K_R^T L y: eq. 41's
+    (H + alpha K_RR) a = g for every alpha through the one decomposition of eq. 42 that :func:`solve_basis` uses."""
     A, _, _, rcond = _core.sparse_rls_path_gram(np.asfortranarray(H), np.asfortranarray(g), np.asfortranarray(KRR),
                                                 alphas)
     return _checked_basis(A, rcond)

@@ -17,6 +17,7 @@ import threading
 
 __all__ = ["compute_region", "cpu_budget", "blas_controller", "threads_for_work"]
 
+
 def cpu_budget():
     """Cores shared by fastrank's compute regions: the CPUs this process may run on (its affinity, as ``taskset`` or a
     container sets it; ``os.cpu_count()`` where unknown), at most ``OMP_NUM_THREADS`` when set (joblib's workers set
@@ -29,9 +30,8 @@ def cpu_budget():
     return max(1, min(cores, int(omp)) if omp.isdigit() and int(omp) > 0 else cores)
 
 
-# Floating-point operations one more thread must get before it pays for its start-up and
-# synchronisation (measured on 2 cores: exact linear leave-query-out at m = 5000, p = 136, ~1e8
-# flops, is no faster with two threads than with one; a Gaussian fit at m = 1000, ~3e8 flops, is).
+# Work (flops) that pays for one more thread's start-up and synchronisation: on 2 cores exact linear leave-query-out
+# at m = 5000, p = 136 (~1e8 flops) is no faster with two threads than with one, a Gaussian fit at m = 1000 (~3e8) is.
 _FLOPS_PER_THREAD = 2e8
 
 
@@ -70,8 +70,7 @@ class _ThreadBudget:
             return None
 
     def acquire(self, n_threads):
-        total = cpu_budget()
-        want = max(1, min(int(n_threads), total))
+        want = max(1, min(int(n_threads), cpu_budget()))
         with self.cond:
             while True:
                 # Joining running regions: this region's BLAS calls run with their BLAS setting,

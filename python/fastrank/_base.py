@@ -3,8 +3,7 @@ as a ``_parameter_constraints`` dict of scikit-learn's ``Interval`` / ``StrOptio
 before anything reaches the compiled core; integers bounded by the C++ ``int`` range, so an out-of-range value is a
 ``ValueError`` naming the parameter; the shared parameter descriptions :data:`PARAM_DOCS` filled into the class
 docstrings), :class:`Ranker` (scikit-learn regressor-style rankers with the one pairwise ``score`` and the
-prediction-input checks) and :class:`KernelMixin` (the four kernel parameters, resolved into a ``KernelSpec``).
-"""
+prediction-input checks) and :class:`KernelMixin` (the four kernel parameters, resolved into a ``KernelSpec``)."""
 
 from __future__ import annotations
 
@@ -89,9 +88,8 @@ def fill_param_docs(doc):
 
 
 def c_path(Cs, kernel, name, verbose, params):
-    """``Cs`` as a flat float64 array and its indices in increasing order, with progress per value: the visiting
-    order of the warm-started paths of linear models (``ranksvm_path``, ``svrank_path``, whose other model
-    parameters are ``params``)."""
+    """``Cs`` as a flat float64 array and its indices in increasing order (with progress per value): the visiting order
+    of the warm-started linear paths ``ranksvm_path`` and ``svrank_path``, their other model parameters ``params``."""
     if "C" in params:
         raise TypeError(f"{name} takes C from Cs; remove C={params['C']!r} from its parameters")
     Cs = as_real_array(Cs, "Cs").reshape(-1)
@@ -184,8 +182,7 @@ class FastrankEstimator(BaseEstimator):
                 setattr(cls, name, _with_feature_names(cls.__dict__[name], name))
 
     def _record_feature_names(self, X):
-        """Self, fitted on X outside its own ``fit`` (the warm-started paths), with the DataFrame column names of X
-        recorded as ``fit`` records them."""
+        """Self, fitted on X outside ``fit`` (the paths), with X's DataFrame column names recorded as ``fit`` does."""
         names = feature_names(X)
         if names is not None:
             self.feature_names_in_ = names
@@ -195,8 +192,7 @@ class FastrankEstimator(BaseEstimator):
         return getattr(self, "kernel", None) == "precomputed"
 
     def _store_params(self, values):
-        """``__init__``'s body: every constructor argument stored unchanged under its own name (the scikit-learn
-        convention), from the constructor's ``locals()``."""
+        """``__init__``'s body: every argument in the constructor's ``locals()`` stored unchanged under its own name."""
         for name in self._get_param_names():
             setattr(self, name, values[name])
 
@@ -213,15 +209,13 @@ class FastrankEstimator(BaseEstimator):
             value = params[name]
             if isinstance(value, (bool, np.bool_)) and "boolean" not in options and \
                     any(isinstance(c, Interval) for c in options):
-                raise InvalidParameterError(
-                    f"The {name!r} parameter of {type(self).__name__} must be a number, not a bool. "
-                    f"Got {value!r} instead.")
+                raise InvalidParameterError(f"The {name!r} parameter of {type(self).__name__} must be a number, not a "
+                                            f"bool. Got {value!r} instead.")
         validate_parameter_constraints(constraints, params, caller_name=type(self).__name__)
 
 
 class KernelMixin:
-    """The kernel parameters (kernel, gamma, degree, coef0), validated and resolved in one place
-    (:func:`fastrank._kernels.resolve_kernel`, which knows ``gamma=None`` means 1 / n_features)."""
+    """The kernel parameters (kernel, gamma, degree, coef0), checked and resolved by :func:`_kernels.resolve_kernel`."""
 
     def _kernel_spec(self, n_features):
         return resolve_kernel(self.kernel, self.gamma, self.degree, self.coef0, n_features)
@@ -249,8 +243,7 @@ class KernelMixin:
 
 def _recording_groups(fit, batches):
     """``fit(X, y, groups=None)`` recording ``n_fit_groups_``, the number of query groups it learnt from (on-line
-    ``batches``: the most of any batch): the evidence by which :meth:`Ranker.score` and the ranking scorers warn when
-    called without groups (:class:`fastrank.exceptions.MissingGroupsWarning`)."""
+    ``batches``: the most of any batch), by which :meth:`Ranker.score` and the scorers warn of missing groups."""
     @functools.wraps(fit)
     def call(self, X, y, groups=None):
         out = fit(self, X, y, groups)
@@ -342,14 +335,13 @@ def warn_if_scores_underflow(model, X, coef):
     ``X @ coef`` that underflow float64 (every |score| below the smallest normal number, e.g. features near 1e-200
     against weights near 1e-199: products near 1e-400 are 0): the predictions tie or keep a few bits.  About 1,000
     rows' products when any of them is normal (the usual case), O(nnz(X)) otherwise."""
-    c = None if coef is None else np.asarray(coef)
-    if c is None or not np.any(c):
+    if coef is None or not np.any(coef):
         return
-    tiny = np.finfo(np.float64).tiny
+    c, tiny = np.asarray(coef), np.finfo(np.float64).tiny
 
     def largest_score(rows):  # on this thread: a BLAS product right after the solver's threads waited for them
-        return float(np.abs(np.asarray(rows @ c) if issparse(rows) else np.einsum("ij,j...->i...", rows, c)).max(
-            initial=0.0))
+        scores = np.asarray(rows @ c) if issparse(rows) else np.einsum("ij,j...->i...", rows, c)
+        return float(np.abs(scores).max(initial=0.0))
 
     if largest_score(X[::max(1, X.shape[0] // 1024)]) >= tiny or largest_score(X) >= tiny:
         return

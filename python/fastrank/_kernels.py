@@ -133,8 +133,7 @@ def predict_basis(Z, X_basis, coef, kernel_spec, n_jobs=None, *, block_bytes=2**
     else:
         block = max(1, int(block_bytes // (8 * max(1, C.shape[0]))))
         out = np.empty((Z.shape[0], C.shape[1]))
-        Xb = canonical_csr(X_basis) if issparse(X_basis) else X_basis
-        Zc = canonical_csr(Z) if issparse(Z) else Z
+        Zc, Xb = (canonical_csr(A) if issparse(A) else A for A in (Z, X_basis))
         for start in range(0, Z.shape[0], block):
             out[start:start + block] = kernel_block(spec, Zc[start:start + block], Xb, n_threads) @ C
     return out.reshape(-1) if one_d else out
@@ -239,12 +238,10 @@ def _float32_entries(K, block_bytes):
 
 
 def _check_semidefinite(K, Z, left_out, learner, block_bytes=2**25):
-    """Refuse a kernel matrix that is clearly not positive semidefinite: dpstrf stops at the first non-positive pivot,
-    so K - Z Z^T holds what it left out, ~0 (rounding) for a semidefinite K; a negative diagonal entry there is a
-    negative-curvature direction of ||h||_K^2 = beta^T K beta (F unbounded below) that the factor silently drops.
-    So is a large entry of the left-out block R (rows and columns ``left_out``, the rest of R is 0): a semidefinite
-    R has |R_ij| <= sqrt(R_ii R_jj), below dpstrf's tolerance, while [[0, a], [a, 0]] (eigenvalue -a) has a zero
-    diagonal.  O(|left_out|^2 r), by blocks of rows."""
+    """Refuse a kernel matrix that is clearly not positive semidefinite (F unbounded below): a negative diagonal entry
+    of K - Z Z^T (what dpstrf left out, ~0 for a semidefinite K) or a large entry of its only non-zero block R, on the
+    rows and columns ``left_out`` (a semidefinite R has |R_ij| <= sqrt(R_ii R_jj); [[0, a], [a, 0]] a zero diagonal):
+    a direction of negative curvature the factor drops (large-margin-and-boosting.md).  O(|left_out|^2 r) by blocks."""
     residual = np.diag(K) - np.einsum("ij,ij->i", Z, Z)
     # the precision of the entries: a Gram matrix computed in float32 (every entry a float32 number) is semidefinite
     # only to float32 rounding (e.g. -6e-6 next to 260), which the other kernel learners accept

@@ -1,7 +1,6 @@
 """RankSVM (Joachims 2002; slides 003, "Hinge loss for preference learning") without a pair list.  ``C`` multiplies the
 plain sum over preference pairs (not a mean), as SVMrank's ``-c`` after its own rescaling is undone.  The O(m log m)
-pair sums and the solvers (``cpp/src/ranksvm.cpp``): docs/design/large-margin-and-boosting.md.
-"""
+pair sums and the solvers (``cpp/src/ranksvm.cpp``): docs/design/large-margin-and-boosting.md."""
 
 from __future__ import annotations
 
@@ -230,12 +229,11 @@ class RankSVM(KernelMixin, Ranker):
 
     def _fit_structure(self, X, structure, n_pairs, w0=None, weight_scale=1.0):
         # margins y_i - y_j of any scale s (a power of two, outside 2^+-32): the model of margins (y_i - y_j) / s is
-        # w / s, with C for the squared hinge (degree 2 in (w, y)) and C / s for the hinge (degree 1 in its loss)
+        # w / s, with C for the squared hinge (degree 2 in (w, y)) and C / s for the hinge (degree 1 in its loss); the
+        # loss scales by s^2 or s (Python floats: an overflow is inf, as the objective's true value)
         big = float(np.max(np.abs(structure.get("row_margin", 0.0)), initial=0.0))
         s = float(2.0 ** np.frexp(big)[1]) if big > 0 and not 2.0 ** -32 <= big <= 2.0 ** 32 else 1.0
-        power = 2 if self.loss == "squared_hinge" else 1
-        s_power = s * s if power == 2 else s  # (Python floats: an overflow is inf, as the objective's true value)
-        c_factor = 1.0 if power == 2 else 1.0 / s
+        s_power, c_factor = (s * s, 1.0) if self.loss == "squared_hinge" else (s, 1.0 / s)
         if s != 1.0:
             structure = dict(structure, row_margin=structure["row_margin"] / s)
             w0 = None if w0 is None else w0 / s
@@ -249,8 +247,8 @@ class RankSVM(KernelMixin, Ranker):
         if out.get("stalled"):
             warnings.warn(
                 f"RankSVM (hinge) stopped after {out['n_iter']} cutting planes: the relative duality gap "
-                f"{out['criterion']:.2e} did not shrink by 10% within 100 cutting planes (tol={self.tol}); the model is "
-                "the best point found.  Use loss='squared_hinge', a smaller C or a larger tol.", ConvergenceWarning,
+                f"{out['criterion']:.2e} did not shrink by 10% within 100 cutting planes (tol={self.tol}); the model "
+                "is the best point found.  Use loss='squared_hinge', a smaller C or a larger tol.", ConvergenceWarning,
                 stacklevel=user_stacklevel())
         elif not out["converged"] and out["n_iter"] < self.max_iter:  # Newton: no step decreased the objective
             warnings.warn(
@@ -317,10 +315,9 @@ class RankSVM(KernelMixin, Ranker):
     def predict(self, X):
         """Ranking scores (p,): a higher score means ranked higher."""
         check_is_fitted(self, "fit_mode_")
-        basis = getattr(self, "basis_indices_", None)
         X = self._check_predict_X(X)
         # K(X, X_B) beta in row blocks, sparse X and X_B staying sparse; K(X, X_fit_) beta on dense rows
-        dense = self.fit_mode_ == "kernel" and basis is None and not self._precomputed()
+        dense = self.fit_mode_ == "kernel" and getattr(self, "basis_indices_", None) is None and not self._precomputed()
         return self._expansion_predict(densified(X) if dense else X)
 
 
@@ -330,8 +327,7 @@ def ranksvm_path(X, y, Cs, groups=None, *, verbose=0, **params):
 
     The values are visited in increasing order (the solution grows with C, so each start is close: the squared hinge's
     truncated Newton needs a few iterations per value; the hinge starts from zero).  Every fit is the model
-    ``RankSVM(C=C, **params)`` gives, to its ``tol``.  ``verbose``: progress per value of C.
-    """
+    ``RankSVM(C=C, **params)`` gives, to its ``tol``.  ``verbose``: progress per value of C."""
     base = RankSVM(**params)
     Cs, visit = c_path(Cs, base.kernel, "ranksvm_path", verbose, params)
     Xc, structure, n_pairs = base._group_problem(X, y, groups)

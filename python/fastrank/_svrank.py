@@ -45,12 +45,9 @@ def _conjugate_gradient(hessp, b, rtol, max_iter):
 
 
 def _squared_newton(Z, y, groups, c, eps, tol, max_iter, n_threads):
-    """Minimiser of F(u) = ||u||^2 + c L2(Z u - y), L2 the squared epsilon-insensitive pair cost
-    (``_core.svrank_squared_pair_loss``).  F is convex and continuously differentiable with a piecewise-constant
-    generalised Hessian 2 I + c Z^T H Z (H = 4 x the Laplacian of the pairs outside the tube), so Newton's method with a
-    backtracking (Armijo) line search converges, and once the set of pairs outside the tube settles a step solves the
-    quadratic piece exactly.  Stops when ||grad F|| <= tol ||grad F(0)||, or when no step decreases F any more
-    (rounding).  Returns (u, n_iter, converged, history)."""
+    """Minimiser of F(u) = ||u||^2 + c L2(Z u - y), L2 the squared epsilon-insensitive pair cost, by generalised Newton
+    with a backtracking line search (docs/design/large-margin-and-boosting.md, "Squared cost").  Stops when ||grad F||
+    <= tol ||grad F(0)||, or when no step decreases F any more (rounding).  Returns (u, n_iter, converged, history)."""
 
     def value_grad(u):
         r = Z @ u - y
@@ -81,9 +78,8 @@ def _squared_newton(Z, y, groups, c, eps, tol, max_iter, n_threads):
                 break
             step *= 0.5
         if not F_new < F and -slope <= 64 * np.finfo(float).eps * abs(F):
-            # F cannot resolve the decrease (a small c, or Z of small scale: F ~ c L(-y) carries rounding above the
-            # O(c^2) gain, and u = 0 was returned): the full Newton step of the convex piecewise quadratic is kept
-            # when it measurably shrinks the gradient, the quantity the stopping test reads
+            # F cannot resolve the decrease (small c or Z: its rounding exceeds the O(c^2) gain): the full Newton step
+            # is kept when it shrinks the gradient, the quantity the stopping test reads
             F_new, grad_new, r_new = value_grad(u + d)
             if float(np.linalg.norm(grad_new)) < gn:
                 step, F_new = 1.0, min(F_new, F)
@@ -119,9 +115,8 @@ class SVRank(KernelMixin, Ranker):
     regulariser is ``||h||^2`` (no 1/2), as in the paper.  The O(m log m) loss oracle and the one-slack cutting planes
     (Joachims 2006, OCAS line search of Franc & Sonnenburg 2009; the dual value certifies a lower bound):
     docs/design/large-margin-and-boosting.md.  The squared cost (``loss="squared_epsilon_insensitive"``, c_SVR with
-    n = 2, §2.2) makes F smooth and strictly convex: a generalised Newton method (:func:`_squared_newton`), for
-    non-linear kernels in the coordinates of the pivoted Cholesky factorisation of K (LAPACK dpstrf, rank-revealing for
-    a semi-definite K).
+    n = 2, §2.2) makes F smooth and strictly convex: a generalised Newton method, for non-linear kernels in the
+    coordinates of K's pivoted Cholesky factor (LAPACK dpstrf, rank-revealing for a semi-definite K).
 
     Parameters
     ----------
@@ -280,8 +275,7 @@ def svrank_path(X, y, Cs, groups=None, *, verbose=0, **params):
     first plane and best point are placed there) and cut model (the planes are tangents of the pair loss itself, valid
     for every C, so the master problem starts with a lower bound close to the optimum).  Every fit is still certified
     by its own duality gap: the model ``SVRank(C=C, **params)`` gives, to its ``tol``.  The squared cost is solved from
-    zero for each C.  ``verbose``: progress per value of C.
-    """
+    zero for each C.  ``verbose``: progress per value of C."""
     Cs, visit = c_path(Cs, SVRank(**params).kernel, "svrank_path", verbose, params)
     fitted = [None] * Cs.size
     warm = {}  # the solution and cut model, carried from C to C by the core

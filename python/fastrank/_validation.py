@@ -48,8 +48,7 @@ def one_of(value, options):
 
 
 def _to_float(a, name, what="numeric"):
-    """``a`` as a numeric array (:func:`_asarray`); strings, non-numeric objects and complex values refused, naming the
-    argument."""
+    """``a`` as a numeric array (:func:`_asarray`); strings, non-numeric objects and complex values refused by name."""
     a = _asarray(a, name)
     if a.dtype == object:
         try:
@@ -70,8 +69,7 @@ def _to_float(a, name, what="numeric"):
 
 
 def as_real_array(a, name):
-    """``a`` as a float64 array of any shape; complex, string and object values are refused with a message naming the
-    argument (no silent ComplexWarning cast)."""
+    """``a`` as a float64 array of any shape; complex, string and object values refused by name (no ComplexWarning)."""
     return np.asarray(_to_float(a, name, "real-valued numbers"), dtype=np.float64)
 
 
@@ -97,14 +95,12 @@ def as_float_matrix(X, name="X", *, min_rows=1, allow_nan=False):
 
 
 def _all_finite(A):
-    """Whether every entry of a contiguous float64 array is finite: one threaded C++ pass (about twice as fast as
-    ``np.isfinite(A).all()``, and no temporary the size of A)."""
+    """Whether a contiguous float64 array is all finite: one threaded C++ pass (2x np.isfinite, no temporary)."""
     return _core.all_finite(A, cpu_budget())
 
 
 def target_column(y):
-    """``y`` as an array, a column vector (m, 1) as ``y.ravel()`` with scikit-learn's DataConversionWarning; None
-    refused."""
+    """``y`` as an array, a column vector (m, 1) raveled with scikit-learn's DataConversionWarning; None refused."""
     if y is None:
         raise ValueError("This estimator requires y to be passed, but the target y is None")
     y = _asarray(y, "y")
@@ -301,8 +297,7 @@ class GroupIndex:
     ``order`` lists the original row indices group by group (stable, so rows keep their relative order inside a group);
     ``offsets[q]:offsets[q+1]`` is group ``q`` in that order; ``labels`` are the distinct group ids in sorted order;
     ``inverse`` maps position in the grouped order back to the original row.  Ids need not be sorted, contiguous or
-    numeric.
-    """
+    numeric."""
 
     def __init__(self, order, offsets, labels, codes):
         self.order, self.offsets, self.labels, self.codes = order, offsets, labels, codes
@@ -374,9 +369,7 @@ def group_index(groups, n_rows):
     if groups.ndim != 1:
         raise ValueError(f"groups must be 1-D with one id per row, got shape {groups.shape}")
     if groups.shape[0] != n_rows:
-        raise ValueError(
-            f"groups has {groups.shape[0]} entries but X has {n_rows} rows; give one group id per row"
-        )
+        raise ValueError(f"groups has {groups.shape[0]} entries but X has {n_rows} rows; give one group id per row")
     if groups.dtype.kind == "c":
         raise ValueError(f"Complex data not supported: groups has dtype {groups.dtype} (give integer or string ids)")
     check_group_ids(groups)

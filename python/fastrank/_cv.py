@@ -50,9 +50,8 @@ def holdout_score(pred, Y, sets, codes, scoring):
 
 
 def _check_scoring(scoring):
-    """None ("auc"), a measure name of the table (:func:`fastrank.metrics.measure_names`, e.g. "ndcg@10"), a scorer of
-    :func:`fastrank.metrics.make_ranking_scorer` or a callable; returns a :class:`fastrank.metrics.Measure` or a
-    callable (y, pred, groups) -> higher is better."""
+    """``scoring`` (the forms ``usage`` lists; None: "auc") as a :class:`fastrank.metrics.Measure` or a callable
+    (y, pred, groups) -> higher is better."""
     if scoring is None:
         return get_measure("auc")
     if isinstance(scoring, RankingScorer):
@@ -87,9 +86,8 @@ _COST_DEGREE = {"msd": 2, "magnitude_preserving_cost": 2, "squared_ranking_loss"
 
 
 def _table_measure(given, scoring):
-    """(measure, sign): the table's :class:`Measure` behind a scoring and the sign of the scores it gives -- by name
-    (sign 1) or as a scorer of :func:`fastrank.metrics.make_ranking_scorer` without extra keywords (its sign, losses
-    negated), which scores exactly as the name does; None for any other scoring."""
+    """(measure, sign) of a scoring by name (sign 1) or by a scorer of ``make_ranking_scorer`` without extra keywords
+    (its sign, losses negated; it scores exactly as the name does); None for any other scoring."""
     if isinstance(given, RankingScorer):
         if given._kwargs or not isinstance(given._measure, Measure):  # e.g. tied_scores="wrong", k=5
             return None
@@ -109,9 +107,10 @@ class _ExactCVSearch(KernelMixin, Ranker):
         base.set_params(**{name: float(grid[0])})
         return base, engine_for(base, X, y, groups, min_rows=min_rows, verbose=self.verbose)
 
-    def _search(self, engine, base, name, grid, score, what, greater_is_better=False):
+    def _search(self, engine, base, name, grid, score, what, greater_is_better=False, exponent=0):
         """``score(k)`` for every value ``grid[k]``, with progress (a numerical breakdown names the value); keeps the
-        best value as ``<name>_``, its score and ``base`` at it, solved from ``engine``.  Returns (scores, best)."""
+        best value as ``<name>_``, its score and ``base`` at it, solved from ``engine``.  Scores in units of
+        ``2^exponent`` are compared in them and reported times ``2^exponent``.  Returns (scores, best)."""
         scores = np.empty(grid.size)
         for k in progress.iterate(range(grid.size), desc=type(self).__name__, unit=name, verbose=self.verbose):
             try:
@@ -126,16 +125,18 @@ class _ExactCVSearch(KernelMixin, Ranker):
                     message = IllConditionedWarning(f"C={float(grid[k]):.6g}: {message} (MPRank retrains at alpha = "
                                                     "m_train^2 / (2 C): alpha falls as C grows)")
                 warnings.warn_explicit(message, w.category, w.filename, w.lineno)
-        if not np.all(np.isfinite(scores)):  # the values as numbers, not numpy's wrapped array print
-            bad = ", ".join(f"{float(v):.6g}" for v in grid[~np.isfinite(scores)])
+        with np.errstate(over="ignore"):  # inf where a cost exceeds float64 in the units of y
+            reported = np.ldexp(scores, exponent)
+        if not np.all(np.isfinite(reported)):  # the values as numbers, not numpy's wrapped array print
+            bad = ", ".join(f"{float(v):.6g}" for v in grid[~np.isfinite(reported)])
             raise ValueError(f"{what} is not finite for {name} in [{bad}]")
         best = int(np.argmax(scores)) if greater_is_better else int(np.argmin(scores))
         setattr(self, name + "_", float(grid[best]))
-        self.best_score_ = float(scores[best])
+        self.best_score_ = float(reported[best])
         model = base.set_params(**{name: float(grid[best])})
         self.best_estimator_ = model._apply_engine_fit(engine, model._cv_spec().alpha_for(engine.m))
         self.n_features_in_ = self.best_estimator_.n_features_in_
-        return scores, best
+        return reported, best
 
     def predict(self, X):
         """Scores of the best model (higher ranks higher)."""
@@ -229,9 +230,9 @@ class RankRLSCV(_ExactCVSearch):
         lgo_path = not is_lpo and isinstance(cv, str)  # leave-group-out: every alpha from one engine call
         if not lgo_path:
             prob.prepare_grid(alphas.size)
+        degree = e = 0  # the scores in units of 2^(degree e); leave-pair-out's are fractions of pairs
         if is_lpo:
             pairs = prob.training_pairs(required=True, scored="cv='lpo'")
-
             name, sign = table[0].name, table[1]
 
             def score(k):
@@ -246,24 +247,18 @@ class RankRLSCV(_ExactCVSearch):
             def predictions(k):  # rows in no hold-out set stay NaN; the group sets cover every row
                 return np.array(path[k]) if lgo_path else prob.holdout_rows(sets, float(alphas[k]))
 
-            # a cost of degree d in (y, predictions) (an exact power-of-two scale 2^e of both scales it by 2^(d e)) is
-            # compared in units of 2^(d e), 2^e ~ max |y|: for targets near 1e-200 the squared costs underflowed to 0
-            # for every alpha (the first alpha kept)
+            # a cost of degree d in (y, predictions) scales by 2^(d e) with both: compared in units of 2^(d e),
+            # 2^e ~ max |y| (exact; robustness.md, "Costs at extreme scales")
             degree = _COST_DEGREE.get(table[0].name, 0) if table else 0
             e = int(np.frexp(np.nanmax(np.abs(prob.Y)))[1]) if degree else 0
             Y = np.ldexp(prob.Y, -e)
 
             def score(k):  # without groups every code is 0: the units are the sets
-                scaled = holdout_score(np.ldexp(predictions(k), -e), Y, sets, prob.groups.codes, scoring)
-                with np.errstate(over="ignore"):  # inf where the cost exceeds float64 in the units of y
-                    return scaled if np.isfinite(np.ldexp(scaled, degree * e)) else np.inf
+                return holdout_score(np.ldexp(predictions(k), -e), Y, sets, prob.groups.codes, scoring)
         greater_is_better = scoring.greater_is_better if isinstance(scoring, Measure) else True
         what = "the cross-validation score" + (" (a cost in units of y: rescale y if it overflows float64)"
-                                                if not is_lpo and degree else "")
-        scores, best = self._search(prob, base, "alpha", alphas, score, what, greater_is_better)
-        if not is_lpo:
-            scores = np.ldexp(scores, degree * e)
-            self.best_score_ = float(scores[best])
+                                                if degree else "")
+        scores, best = self._search(prob, base, "alpha", alphas, score, what, greater_is_better, degree * e)
         if isinstance(self.scoring, RankingScorer):  # its repr, e.g. make_ranking_scorer('ndcg'): not its method's name
             name = repr(self.scoring)
         else:
@@ -317,21 +312,14 @@ class MPRankCV(_ExactCVSearch):
         base, prob = self._engine("C", Cs, X, y, groups, 3)
         pairs = prob.training_pairs(required=True)
         prob.prepare_grid(Cs.size)
-        i, j = pairs[:, 0], pairs[:, 1]
-        dy = (prob.Y[j] - prob.Y[i]).reshape(pairs.shape[0], -1)
-        n_train = prob.m - 2
-        # the costs in units of 2^e ~ max |y_j - y_i| (exact): squares of targets near 1e-200 underflowed to 0 (every C
-        # scored 0, the first one kept) and near 1e200 overflowed
+        dy = (prob.Y[pairs[:, 1]] - prob.Y[pairs[:, 0]]).reshape(pairs.shape[0], -1)
+        # the costs in units of 2^(2e), 2^e ~ max |y_j - y_i| (exact; robustness.md, "Costs at extreme scales")
         e = int(np.frexp(np.abs(dy).max())[1])
 
-        def loo_error(k):  # in units of 2^(2e); inf where it overflows in the units of y
-            P = prob.lpo(pairs, n_train * n_train / (2.0 * float(Cs[k]))).reshape(pairs.shape[0], 2, -1)
-            scaled = float(np.mean(np.sum(np.ldexp(P[:, 1] - P[:, 0] - dy, -e) ** 2, axis=1)))
-            with np.errstate(over="ignore"):
-                return scaled if np.isfinite(np.ldexp(scaled, 2 * e)) else np.inf
-        loo, best = self._search(prob, base, "C", Cs, loo_error,
-                                 "the leave-one-out error (in squared units of y; rescale y if it overflows)")
-        loo = np.ldexp(loo, 2 * e)
-        self.best_score_ = float(loo[best])
+        def loo_error(k):
+            P = prob.lpo(pairs, (prob.m - 2) ** 2 / (2.0 * float(Cs[k]))).reshape(pairs.shape[0], 2, -1)
+            return float(np.mean(np.sum(np.ldexp(P[:, 1] - P[:, 0] - dy, -e) ** 2, axis=1)))
+        what = "the leave-one-out error (in squared units of y; rescale y if it overflows)"
+        loo, _ = self._search(prob, base, "C", Cs, loo_error, what, exponent=2 * e)
         self.cv_results_ = {"Cs": Cs.copy(), "loo": loo}
         return self

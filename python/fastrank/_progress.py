@@ -88,8 +88,7 @@ class _LogLines(_Silent):
 
     def __init__(self, total, desc, unit, file, min_interval):
         self.total, self.desc, self.unit = total, desc, unit
-        self.file = file  # None: write_line's stderr
-        self.min_interval = min_interval
+        self.file, self.min_interval = file, min_interval  # file None: write_line's stderr
         self.n = 0
         self.start = self.last = time.monotonic()
         self._extra = ""
@@ -99,8 +98,7 @@ class _LogLines(_Silent):
         frac = self.n / self.total
         eta = "" if final or self.n == 0 else f", ~{_fmt_seconds(el * (1 - frac) / frac)} left"
         body = f"{self.n}/{self.total} {self.unit} ({100 * frac:.0f}%), {_fmt_seconds(el)}{eta}"
-        end = " done" if final else ""
-        write_line(f"[fastrank] {self.desc}: {body}{self._extra}{end}", self.file)
+        write_line(f"[fastrank] {self.desc}: {body}{self._extra}{' done' if final else ''}", self.file)
 
     def update(self, n=1):
         self.n += n

@@ -56,8 +56,7 @@ def leave_pair_out(estimator, X, y, pairs=None, groups=None, *, return_pairs=Fal
     For every pair (i, j) the predictions for ``x_i`` and ``x_j`` of the model retrained without both (every preference
     edge incident to i or j removed, same ``alpha``): O(1) per pair (a 2 x 2 solve, in C++ threads) after one
     eigendecomposition of ``S K S`` and one m x m product (the paper's ``Q``, eq. 39).  With ``groups`` the pairs come
-    from one query group and only that group's edges incident to i and j are removed (O(n_q^3 + m n_q^2) per group
-    first).
+    from one query group and only that group's edges incident to i and j are removed (O(n_q^3 + m n_q^2) per group).
 
     ``pairs``: (n_pairs, 2) int array, default all i < j (inside groups when given) in lexicographic order.  Returns
     (n_pairs, 2), or (n_pairs, 2, v) for 2-D ``y``: held-out predictions of each pair's first and second index;
@@ -155,13 +154,11 @@ def permutation_test_lpo(estimator, X, y, n_permutations=100, random_state=None,
     scores = []
     for block in blocks:
         prob = engine_for(estimator, X, block, groups, min_rows=3, verbose=verbose)
-        # the permuted columns hold y's values in each group: a pair that leaves one of them no preference leaves y
-        # none
+        # the permuted columns hold y's values in each group: a pair leaving one of them no preference leaves y none
         pairs = prob.training_pairs(required=True, scored="permutation_test_lpo", columns=slice(0, 1))
         with stage(f"leave-pair-out AUC of y and {n_permutations} permutations", verbose=verbose):
             scores.append(prob.lpo_disagreement(pairs))
-    scores = np.concatenate(scores)
-    auc = 1.0 - scores
+    auc = 1.0 - np.concatenate(scores)
     score, perm_scores = float(auc[0]), auc[1:]
     pvalue = (np.count_nonzero(perm_scores >= score) + 1.0) / (n_permutations + 1.0)
     return score, perm_scores, float(pvalue)
@@ -187,20 +184,14 @@ def mprank_loo_approximation(estimator, X, y):
     if not prob.one_d:
         raise ValueError("mprank_loo_approximation needs a 1-D y")
     if prob.basis or spec_of(estimator).exclude_ties:
-        raise ValueError("mprank_loo_approximation needs the dense kernel model (no basis_vectors, "
-                         "exclude_ties=False)")
-    # Peak: the kernel, V, K S V, the hat matrix U (with one m x m temporary while it is formed), the list of all pairs
-    # and the two (n_pairs, 2) prediction arrays (~1 m x m each); the pair formulas run in chunks of m pairs and U is
-    # freed before the exact phase (which adds its m x m M and the copy of its output): 8.3 m x m matrices measured
-    # (peak RSS at m = 1500).
+        raise ValueError("mprank_loo_approximation needs the dense kernel model (no basis_vectors, exclude_ties=False)")
+    # peak: the kernel, V, K S V, the hat matrix U and the pair predictions, 8.3 m x m matrices measured
+    # (robustness.md, "Errors and warnings")
     check_dense_memory(prob.m, 9, "MPRank leave-one-out approximation (hat matrix and pair predictions)")
-    m, alpha = prob.m, prob.alpha
-    yv = prob.Y[:, 0]
+    m, yv = prob.m, prob.Y[:, 0]
     V, sigma = prob.decompose()
-    P = prob.dual.P
-    s = np.sqrt(m * prob.dual.c)
-    SV = s * (V - V.mean(axis=0))
-    U = (P / (sigma + alpha)) @ SV.T  # hat matrix: f = U y, rows sum to zero
+    SV = np.sqrt(m * prob.dual.c) * (V - V.mean(axis=0))
+    U = (prob.dual.P / (sigma + prob.alpha)) @ SV.T  # hat matrix: f = U y, rows sum to zero
     del SV
     h = U @ yv
     dbar = h.mean() - yv.mean()  # h-bar' approximated by h-bar
@@ -226,7 +217,7 @@ def mprank_loo_approximation(estimator, X, y):
     del U
     exact_pred = prob.lpo(pairs)
     i, j = pairs[:, 0], pairs[:, 1]
-    # the costs in units of 2^(2e), 2^e ~ max |y| (exact): squares of targets near 1e200 overflowed (numpy's warning)
+    # the costs in units of 2^(2e), 2^e ~ max |y| (exact; robustness.md, "Costs at extreme scales")
     e = int(np.frexp(np.abs(yv).max())[1])
     with np.errstate(over="ignore"):
         approx, ex = (float(np.ldexp(np.mean(np.ldexp((f[:, 1] - yv[j]) - (f[:, 0] - yv[i]), -e) ** 2), 2 * e))

@@ -18,11 +18,8 @@ from ._validation import as_real_array, check_int, check_real, one_of
 
 __all__ = ["CVCurveDisplay", "RankLossCurveDisplay", "PermutationTestDisplay"]
 
-_SCORING_LABELS = {
-    "auc": "pairwise accuracy (1 - disagreement)",
-    "disagreement": "pairwise disagreement (lower is better)",
-    "ndcg": "NDCG",
-}
+_SCORING_LABELS = {"auc": "pairwise accuracy (1 - disagreement)",
+                   "disagreement": "pairwise disagreement (lower is better)", "ndcg": "NDCG"}
 
 
 def _axes(ax):
@@ -78,9 +75,7 @@ class CVCurveDisplay(_Display):
             raise ValueError("alphas must be positive and finite (the alpha axis is logarithmic)")
         self.best_alpha = None if best_alpha is None else check_real(
             best_alpha, "best_alpha", "a positive finite number (the chosen alpha) or None", lambda v: v > 0)
-        self.scoring = scoring
-        self.cv = cv
-        self.label = label
+        self.scoring, self.cv, self.label = scoring, cv, label
 
     @classmethod
     def from_estimator(cls, estimator, *, ax=None):
@@ -100,10 +95,8 @@ class CVCurveDisplay(_Display):
         ax = _axes(ax)
         (self.line_,) = ax.plot(self.alphas, self.scores, marker="o", markersize=3, label=self.label)
         ax.set_xscale("log")
-        self.best_line_ = None
-        if self.best_alpha is not None:
-            self.best_line_ = ax.axvline(self.best_alpha, color="C3", linestyle="--",
-                                         label=f"chosen alpha = {self.best_alpha:.3g}")
+        self.best_line_ = None if self.best_alpha is None else ax.axvline(
+            self.best_alpha, color="C3", linestyle="--", label=f"chosen alpha = {self.best_alpha:.3g}")
         cv = {"lpo": "leave-pair-out", "lgo": "leave-query-out"}.get(self.cv, self.cv)
         return self._finish(ax, "alpha (regularization)", _SCORING_LABELS.get(self.scoring, str(self.scoring)),
                             "exact cross-validation" + (f" ({cv})" if cv else ""))
@@ -151,8 +144,7 @@ _BIN_RULES = ("auto", "fd", "doane", "scott", "stone", "rice", "sturges", "sqrt"
 
 def _check_bins(bins):
     """A histogram's ``bins``, checked here (numpy's own messages reached the user from ``plot``): a number of bars
-    (True is no count and 2.5 failed inside matplotlib), a rule of numpy.histogram_bin_edges, or increasing finite
-    edges."""
+    (True is no count; 2.5 failed in matplotlib), a rule of numpy.histogram_bin_edges, or increasing finite edges."""
     if bins is None or isinstance(bins, str):
         if bins is not None and not one_of(bins, _BIN_RULES):
             raise ValueError(f"bins must be a number of bars, one of {_BIN_RULES} or increasing edges, got {bins!r}")
@@ -170,12 +162,10 @@ class PermutationTestDisplay(_Display):
 
     Parameters
     ----------
-    score, permutation_scores, pvalue : as returned by
-        :func:`fastrank.model_selection.permutation_test_lpo`.
+    score, permutation_scores, pvalue : as returned by :func:`fastrank.model_selection.permutation_test_lpo`.
     bins : number of histogram bars (default 20).
 
-    Attributes (after ``plot``): ``ax_``, ``figure_``, ``bars_`` (the histogram's bars),
-    ``score_line_``.
+    Attributes (after ``plot``): ``ax_``, ``figure_``, ``bars_`` (the histogram's bars), ``score_line_``.
     """
 
     def __init__(self, score, permutation_scores, pvalue, *, bins=20, scoring="LPO AUC"):

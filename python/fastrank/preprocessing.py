@@ -129,9 +129,8 @@ class QueryNormalizer(_DenseTransformer):
         else:
             scale = _std(centred, starts, sizes)
             if not np.all((scale > 1e-140) | (hi == lo)):
-                # the squares underflowed (a std of 0, inf or NaN results, for a feature varying by 1e-170): each
-                # query's deviations scaled by a power of two near their largest magnitude (exact: centred / scale
-                # unchanged)
+                # the squares underflowed: each query's deviations in units of a power of two near their largest
+                # magnitude (exact: centred / scale unchanged; robustness.md, "Costs at extreme scales")
                 _, exponent = np.frexp(np.maximum.reduceat(np.abs(centred), starts, axis=0))
                 centred = np.ldexp(centred, -np.repeat(exponent, sizes, axis=0))
                 scale = _std(centred, starts, sizes)

@@ -37,27 +37,18 @@ _SOLVERS = ("auto", "dual", "primal")
 # Grids of more alphas than this share one spectral factor of S K S (one m x m product per alpha); smaller grids factor
 # S K S + alpha I by Cholesky per alpha (accurate at any alpha).  Measured crossover: ~33 alphas at m = 2000.
 SHARED_FACTOR_MIN_ALPHAS = 30
-# The spectral leave-pair-out formula loses digits as (sigma_max / alpha)^2 times a factor of the data, largest when
-# the held-out predictions are small next to the fitted ones (query groups, a Gaussian kernel near the identity):
-# against retraining in 40-digit arithmetic, up to 3.6e-5 / 3.7e-7 / 3.7e-9 relative at alpha = 1e-4 / 1e-3 / 1e-2
-# sigma_max (m = 18, 3 groups, rbf gamma = 0.2 on 30 features), the Cholesky route 2e-13.  Below this ratio a grid's
-# alphas take the Cholesky route (about 1.2 times the spectral route's cost per alpha).
+# The spectral leave-pair-out formula loses digits as (sigma_max / alpha)^2 (3.7e-7 relative at 1e-3 sigma_max, the
+# Cholesky route 2e-13; docs/design/exact-cv.md): below this ratio a grid's alphas take the Cholesky route.
 SPECTRAL_PAIR_MIN_RATIO = 1e-2
-# Hold-out sets of dense kernel models (docs/design/exact-cv.md, "Hold-out sets and k folds"), from Cholesky factors
-# or the spectral factor, keep 1e-9 relative down to alpha = 1e-8 sigma_max (sigma_max: the largest eigenvalue of
-# S K S) against an extended-precision reference, and lose digits below (up to 4e-8 at 1e-9, 4e-7 at 1e-10): below
-# this ratio they warn.
+# Hold-out sets of dense kernel models keep 1e-9 relative down to alpha = 1e-8 sigma_max (the largest eigenvalue of
+# S K S) and lose digits below (docs/design/exact-cv.md, "Accuracy"): below this ratio they warn.
 HOLDOUT_MIN_RATIO = 1e-9
-# The dense route's formulas give a held-out prediction as the target plus a correction (eqs. 33-39); as alpha grows
-# past trace(S K S) >= sigma_max the predictions shrink as trace / alpha next to the targets and carry their rounding:
-# against retraining, up to 5e-14 alpha / trace relative (Gaussian kernels of two widths, a cubic polynomial and a
-# linear kernel with a feature offset, m = 24-80, pairs and sets, with and without groups: 5e-8 at 1e6 times the
-# trace, 3e-6 at 1e8, 1e-2 at 1e12).  Above this ratio they warn.  The feature,
-# tie-excluding and preference-graph routes, which form predictions as K S G t, keep their digits at any alpha.
+# The dense route gives a held-out prediction as the target plus a correction (eqs. 33-39): past trace(S K S) it shrinks
+# as trace / alpha and carries the targets' rounding, up to 5e-14 alpha / trace relative (docs/design/exact-cv.md).
+# Above this ratio they warn; the routes that form predictions as K S G t keep their digits at any alpha.
 HOLDOUT_MAX_RATIO = 1e5
-# Without a shared spectral factor each alpha costs one Cholesky factor per distinct set size (object ranking) or
-# one per alpha (groups); a grid shares one eigendecomposition once alphas x factors reaches this (measured crossover
-# 6-16 at m = 1000-2000, 5 folds, CPU).
+# A grid shares one eigendecomposition once alphas x Cholesky factors per alpha (one per distinct set size in object
+# ranking, one with groups) reaches this (measured crossover 6-16 at m = 1000-2000, docs/design/exact-cv.md).
 HOLDOUT_SHARED_FACTOR_MIN = 6
 
 
@@ -117,9 +108,8 @@ def engine_for(model, X, y, groups=None, *, min_rows=1, verbose=0):
     """A :class:`HoldoutEngine` for ``model`` (a :class:`CVSpec`, RankRLS or MPRank) on (X, y, groups)."""
     spec = spec_of(model)
     resolve_verbose(verbose)  # checked now: a question without a long step would never read it
-    problem = RankingProblem.from_scores(X, y, groups, weighting=spec.group_weighting,
-                                         precomputed=spec.precomputed, min_rows=1, learner=None,
-                                         allow_sparse=True, exclude_ties=spec.exclude_ties)
+    problem = RankingProblem.from_scores(X, y, groups, weighting=spec.group_weighting, precomputed=spec.precomputed,
+                                         min_rows=1, learner=None, allow_sparse=True, exclude_ties=spec.exclude_ties)
     if problem.m < min_rows:
         raise ValueError(f"this cross-validation needs at least {min_rows} inputs, got n_samples={problem.m}")
     if problem.exclude_ties and problem.cells.n_groups == problem.m:
@@ -210,10 +200,9 @@ class DualRoute(_Route):
         return self._V is not None
 
     def uses_cholesky(self, alpha):
-        """Whether one alpha's leave-pair-out / leave-group-out comes from the Cholesky factor of S K S + alpha I
-        (accurate at any alpha) rather than the spectral one: always unless a spectral factor exists (a grid shares
-        it), and then below SPECTRAL_PAIR_MIN_RATIO sigma_max, where the spectral pair formula cancels digits
-        (measurements: docs/design/exact-cv.md)."""
+        """Whether one alpha's leave-pair-out / leave-group-out takes the Cholesky factor of S K S + alpha I (accurate
+        at any alpha): without a spectral factor, and below SPECTRAL_PAIR_MIN_RATIO sigma_max, where the spectral pair
+        formula cancels digits."""
         if self._V is None:
             return True
         _, sigma = self.decompose()
@@ -270,11 +259,10 @@ class DualRoute(_Route):
         return spectral_query(self.P, V, sigma, *self.group_args, alpha, self.Yg, pg, self.n_threads)
 
     def holdout_uses_cholesky(self, sets):
-        """Whether hold-out sets come from Cholesky factors of S K S + alpha' I rather than the spectral factor (both
-        exact and accurate, docs/design/exact-cv.md): when no spectral factor exists and no grid of alphas
-        (:attr:`grid_alphas`) times factors per alpha (distinct set sizes in object ranking) will share one, and when
-        the sets cut groups so much that the spectral form's |A|^2 m per set (A: the rows of the groups a set touches)
-        costs more than the m^3 of a factor."""
+        """Whether hold-out sets take Cholesky factors of S K S + alpha' I rather than the spectral factor (both exact
+        and accurate: the choice is by cost): when no spectral factor exists nor will be shared (:attr:`grid_alphas`
+        times the factors per alpha), or when the spectral form's |A|^2 m per set (A: the rows of the groups a set
+        touches) costs more than the m^3 of a factor."""
         n_factors = 1 if self.grouped else np.unique([len(s) for s in sets]).size
         if self._V is None and self.grid_alphas * n_factors < HOLDOUT_SHARED_FACTOR_MIN:
             return True
@@ -334,8 +322,8 @@ class DualRoute(_Route):
 
     @_in_region
     def leave_group_out_path(self, alphas):
-        """(n_alphas, m, v) leave-group-out predictions; the same call's full-data dual coefficients
-        of every alpha are kept, so that :meth:`solve` at a grid alpha needs no factorization."""
+        """(n_alphas, m, v) leave-group-out predictions; the call's full-data dual coefficients of every alpha are kept,
+        so that :meth:`solve` at a grid alpha needs no factorization."""
         v, na = self.Y.shape[1], alphas.size
         self.check_alpha_scale(float(alphas.max()))
         out = _core.cv_leave_group_out_path(self.K, *self.group_args, alphas, self.Yg, self.n_threads)
@@ -344,10 +332,9 @@ class DualRoute(_Route):
 
     @_in_region
     def solve(self, alpha):
-        """Dual coefficients (m, v), caller's row order, of the model fitted on all the data: from the
-        spectral factor when it exists (eq. 31: u = V (Sigma + alpha)^-1 V^T S y + (S y - V V^T S y) /
-        alpha, A = S u), else from one Cholesky factor of S K S + alpha I over the kernel at hand; an
-        alpha of the last :meth:`leave_group_out_path` grid takes that call's coefficients."""
+        """Dual coefficients (m, v), caller's row order, of the model fitted on all the data: from the spectral factor
+        when it exists (eq. 31: u = V (Sigma + alpha)^-1 V^T S y + (S y - V V^T S y) / alpha, A = S u), else from one
+        Cholesky factor of S K S + alpha I; an alpha of the last :meth:`leave_group_out_path` takes its coefficients."""
         if float(alpha) in self._path_coef:
             return self._path_coef[float(alpha)]
         if self.uses_cholesky(alpha):
@@ -392,15 +379,13 @@ class FeatureRoute(_Route):
         return _holdout.feature_leave_group_out(*self.args, alpha, **self.kwargs)  # (m, v) from the core
 
 
-# The LU route (preference graphs of more than 2 edges per row) updates one factor of L K + alpha I by Woodbury; the
-# update cancels digits as alpha falls below sigma_max (the largest eigenvalue of L K, that of S K S): against
-# retraining, at most 5e-12 / 3e-10 / 5e-8 / 2e-6 relative at alpha = 1e-3 / 1e-4 / 1e-5 / 1e-6 sigma_max (hold-out
-# sets, Gaussian kernel, m = 30-400).  Below this ratio it retrains without each set instead.
+# The LU route (preference graphs of more than 2 edges per row) updates one factor of L K + alpha I by Woodbury, which
+# cancels digits as alpha falls below sigma_max (3e-10 relative at 1e-4 sigma_max, docs/design/exact-cv.md): below
+# this ratio it retrains without each set instead.
 HOLDOUT_LU_MIN_RATIO = 1e-4
-# Tie-excluding sets of whole groups and pairs take the dense route's G form instead, sparse preference graphs the
-# edge form; their means come from K S G t (as fit's predictions do), which loses about one digit more than fit: at
-# most 7e-9 / 7e-8 relative at 1e-7 / 1e-8 sigma_max (sets; pairs 1.1e-9 / 1.9e-8; rbf, linear and polynomial kernels,
-# every weighting, m = 120).  Below this ratio of the trace of S K S (3.5-11 sigma_max there) they warn.
+# Tie-excluding sets and pairs (the dense route's G form) and sparse preference graphs (the edge form) predict as
+# K S G t, as fit does, about one digit less accurately (7e-8 relative at 1e-8 sigma_max, docs/design/exact-cv.md):
+# below this ratio of the trace of S K S (3.5-11 sigma_max there) they warn.
 HOLDOUT_G_FORM_MIN_RATIO = 1e-8
 
 
@@ -421,17 +406,15 @@ def lu_loses_digits(alpha, LK):
 
 
 def _warn_below_g_form_ratio(alpha, trace, matrix, model):
-    """The symmetric hold-out forms' warning below ``HOLDOUT_G_FORM_MIN_RATIO`` times ``trace`` (of ``matrix``,
-    which bounds its largest eigenvalue)."""
+    """Warn below HOLDOUT_G_FORM_MIN_RATIO times ``trace``, that of ``matrix``, a bound on its largest eigenvalue."""
     if alpha < HOLDOUT_G_FORM_MIN_RATIO * trace:
         warn_inaccurate_holdout(alpha, HOLDOUT_G_FORM_MIN_RATIO, f"{matrix} (at most {trace:.3g})",
                                 "up to 7e-9 relative at 1e-7 times it, 7e-8 at 1e-8", f" of a {model}")
 
 
 def _warn_feature_offsets(ratio):
-    """The dense route forms K = X X^T as the hold-out models' predictions need it (their offset terms are not
-    annihilated by S, unlike fit's): column means about sqrt(ratio) times the spread inside the groups cost about
-    2e-14 ratio relative in the predictions (2e-6 at offset 1e4, 1.7e-2 at 1e6, against retraining)."""
+    """Warn where the column means stand out: the hold-out models' offset terms, which S does not annihilate, cost
+    about 2e-14 ``ratio`` relative in the dense route's predictions (docs/design/exact-cv.md)."""
     if ratio > 5e5:
         warn_ill_conditioned(
             f"the columns of X have means about {np.sqrt(ratio):.0e} times their spread inside the groups: hold-out "
@@ -658,14 +641,12 @@ class TieExcludedRoute(_Route):
         return (self._lpo_one_group if self.groups.n_groups == 1 else self._lpo_groups)(pairs, alpha)
 
     def _lpo_one_group(self, pairs, alpha):
-        """Leave-pair-out of one group (object ranking) in the G form (eq. 33, docs/design/exact-cv.md).  Removing
-        the pair {i, j} of tie cells (a, b) removes from L the part c sum_t delta_t P_t (delta_t = [t != a] + [t !=
-        b], P_t the centring inside cell t), shared by the cell pair, and Delta_2 = B C B^T of rank <= T + 2 on B =
-        [e_i, e_j, 1_0 .. 1_T-1].  The first is the model with the root S_1 of within-cell factors n - n_t -
-        delta_t: one Cholesky factor of S_1 K S_1 + alpha I (+ tau 1 1^T / m on S_1's null space) per cell pair,
-        G_1 its inverse.  The second, with F = S_1^+ B, is the virtual-target identity: x = C F^T r' solves
-        (I - C F^T (I - alpha G_1) F) x = alpha C F^T G_1 t_1 and f'_U = f_1,U - (K S_1 G_1 F x)_U, O(T^3) per
-        pair."""
+        """Leave-pair-out of one group (object ranking) in the G form (eq. 33, docs/design/exact-cv.md).  Removing the
+        pair {i, j} of tie cells (a, b) removes from L the part c sum_t delta_t P_t (delta_t = [t != a] + [t != b], P_t
+        the centring inside cell t), shared by the cell pair, and Delta_2 = B C B^T of rank <= T + 2 on B = [e_i, e_j,
+        1_0 .. 1_T-1].  The first is the model with the root S_1 of within-cell factors n - n_t - delta_t: one Cholesky
+        factor of S_1 K S_1 + alpha I (+ tau 1 1^T / m on S_1's null space) per cell pair, G_1 its inverse; the second
+        is the virtual-target update of :func:`_pair_updates` relative to that model, O(T^3) per pair."""
         p, cells = self.problem, self.problem.cells
         m, T, v, c = self.m, cells.n_groups, self.Y.shape[1], float(self.problem.pair_weight()[0])
         check_dense_memory(m, 7, "leave-pair-out of the tie-excluded model (kernel, factor, inverse, products)")
@@ -735,8 +716,7 @@ class TieExcludedRoute(_Route):
                 updated = _cell_update(Sp, cl, n_t, lam, Gqq, Gtq, KSG, f[rows], alpha)
                 _pair_updates(out, at, cp - t0, pos - off[q], (a, b), n_t, c, alpha, *updated)
         if stripped.any():  # the model without the group's edges: the group held whole, accurate (no 1 - h)
-            group_rows = gi.rows()
-            sets = [group_rows[q] for q in np.unique(gq[stripped])]
+            sets = [self._group_rows[q] for q in np.unique(gq[stripped])]
             lgo = np.empty_like(self.Y)
             lgo[np.concatenate(sets)] = self._cut_sets(sets, alpha, (G, Gt, K_S))
             out[stripped] = lgo[pairs[stripped]]
@@ -842,9 +822,7 @@ class HoldoutEngine(_OnProblem):
     keeps alpha; MPRank keeps C, so alpha = m_train^2 / (2 C) (Cortes et al. eq. 17: MPRank on m - |U| points)."""
 
     def __init__(self, problem, spec, *, verbose=0):
-        self.problem = problem
-        self.spec = spec
-        self.verbose = verbose
+        self.problem, self.spec, self.verbose = problem, spec, verbose
         self.kspec = spec.kernel_spec(problem.n_features)
         gi, X = problem.groups, problem.X
         self.Xg = X if gi.is_identity else take_rows(X, gi.order)
@@ -937,13 +915,9 @@ class HoldoutEngine(_OnProblem):
             check_dense_memory(self.m, 2, "list of all leave-pair-out pairs (m (m - 1) / 2 index pairs)")
             i, j = np.triu_indices(self.m, 1)
             return np.stack([i, j], axis=1).astype(np.int64, copy=False)
-        chunks = []
-        for members in self.groups.rows():
-            a, b = np.triu_indices(members.size, 1)
-            chunks.append(np.stack([members[a], members[b]], axis=1))
-        pairs = np.concatenate(chunks).astype(np.int64)
-        order = np.lexsort((pairs[:, 1], pairs[:, 0]))
-        return pairs[order]
+        pairs = np.concatenate([np.stack([members[a] for a in np.triu_indices(members.size, 1)], axis=1)
+                                for members in self.groups.rows()]).astype(np.int64)
+        return pairs[np.lexsort((pairs[:, 1], pairs[:, 0]))]
 
     def check_pairs(self, pairs):
         pairs = _asarray(pairs, "pairs")
@@ -953,20 +927,18 @@ class HoldoutEngine(_OnProblem):
         if pairs.size and not whole_numbers(pairs):
             raise ValueError("pairs must contain integer indices")
         if pairs.size and (pairs.min() < 0 or pairs.max() >= self.m):
-            raise ValueError(f"pair indices must lie in [0, {self.m}), got range "
-                             f"[{pairs.min()}, {pairs.max()}]")
+            raise ValueError(f"pair indices must lie in [0, {self.m}), got range [{pairs.min()}, {pairs.max()}]")
         pairs = np.ascontiguousarray(pairs, dtype=np.int64)
-        if pairs.size:
-            if np.any(pairs[:, 0] == pairs[:, 1]):
-                k = int(np.flatnonzero(pairs[:, 0] == pairs[:, 1])[0])
-                raise ValueError(f"pair {k} holds out the same index twice ({pairs[k, 0]})")
-            if self.grouped:
-                codes = self.groups.codes
-                bad = codes[pairs[:, 0]] != codes[pairs[:, 1]]
-                if np.any(bad):
-                    k = int(np.flatnonzero(bad)[0])
-                    raise ValueError(f"pair {k} = ({pairs[k, 0]}, {pairs[k, 1]}) joins inputs from different "
-                                     "groups; leave-pair-out with groups holds out pairs of one group")
+        twice = np.flatnonzero(pairs[:, 0] == pairs[:, 1])
+        if twice.size:
+            raise ValueError(f"pair {twice[0]} holds out the same index twice ({pairs[twice[0], 0]})")
+        if self.grouped:
+            codes = self.groups.codes
+            bad = np.flatnonzero(codes[pairs[:, 0]] != codes[pairs[:, 1]])
+            if bad.size:
+                k = bad[0]
+                raise ValueError(f"pair {k} = ({pairs[k, 0]}, {pairs[k, 1]}) joins inputs from different groups; "
+                                 "leave-pair-out with groups holds out pairs of one group")
         return pairs
 
     def training_pairs(self, pairs=None, *, required=False, scored=None, columns=None):
@@ -1194,7 +1166,6 @@ def alike(out, rows, unit, twins):
         return out
     _, inv, counts = np.unique(unit.astype(np.int64) * twins.size + twins[rows], return_inverse=True,
                                return_counts=True)
-    inv = inv.reshape(-1)
     dup = counts[inv] > 1
     if dup.any():
         sums = np.zeros((counts.size, out.shape[1]))
@@ -1383,8 +1354,7 @@ class PreferenceRoute:
             HE = lu_solve(lu, E, check_finite=False)  # H E_B
             HED = HE @ D
             Hb_new = Hb - HE @ d
-            inner = np.eye(B.size) - K[B] @ HED
-            A = Hb_new + HED @ np.linalg.solve(inner, K[B] @ Hb_new)
+            A = Hb_new + HED @ np.linalg.solve(np.eye(B.size) - K[B] @ HED, K[B] @ Hb_new)
             out.append(K[U] @ A)
         return out
 

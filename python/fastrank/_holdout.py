@@ -119,13 +119,12 @@ def feature_holdout(Phi, Y, codes, n_groups, alpha, sets, *, normalized=False, p
     return out
 
 
-def _checked_system(result, alpha, p):
-    """The predictions of ``result`` = (predictions, rcond of the full-data p x p system X^T L X + alpha I), after the
-    checks fit applies to that system: refused when singular to working precision (rcond <= p eps, as the primal fit
-    refuses it), an IllConditionedWarning below 1e-12 (as fit warns): the hold-out systems are that system less a few
-    rows, and their predictions lose as many digits."""
-    out, rcond = result
-    if rcond <= p * np.finfo(np.float64).eps:  # 0: not even a factor
+def _checked_core(kernel, args, alpha, *extra, n_threads):
+    """The predictions of the C++ ``kernel`` on ``args`` (:func:`_core_args`), after fit's checks of the full-data p x p
+    system X^T L X + alpha I by the rcond the kernel returns: refused when singular, an IllConditionedWarning below
+    1e-12 (the hold-out systems are that system less a few rows: their predictions lose as many digits)."""
+    out, rcond = kernel(*args, float(alpha), *extra, int(n_threads))
+    if rcond <= args[0].shape[1] * np.finfo(np.float64).eps:  # 0: not even a factor
         raise LinAlgError(
             f"the linear RankRLS system X^T L X + alpha I is singular to working precision for alpha={alpha:.3g} "
             f"(reciprocal condition number {rcond:.2e}), as fit finds it: the columns of X are linearly dependent over "
@@ -138,9 +137,8 @@ def _checked_system(result, alpha, p):
 
 
 def _core_args(Phi, Y, codes, normalized, pair_weight, groups):
-    """The dense rows of ``Phi``, ``Y`` as (m, v), the core's groups (order, offsets) of ``codes`` 0..n_groups-1
-    (``groups``, their GroupIndex, as it is when given) and the pair weight c_q of every group (``pair_weight``, else
-    1 / n_q with ``normalized``, else 1); and that GroupIndex."""
+    """The core's arguments: dense rows of ``Phi``, ``Y`` as (m, v), the groups (``groups``, else the GroupIndex of
+    ``codes``) and the pair weights c_q (``pair_weight``, else 1 / n_q with ``normalized``, else 1); and the groups."""
     m = Phi.shape[0]
     Y = as_targets(Y, m)[0]
     gi = group_index(np.asarray(codes, dtype=np.int64), m) if groups is None else groups
@@ -156,8 +154,7 @@ def feature_leave_group_out(Phi, Y, codes, n_groups, alpha, *, normalized=False,
     """Leave-one-group-out predictions (m, v) in original row order: one Cholesky factor of the p x p system, then a
     rank-n_q (Woodbury) update per group in C++, O(m p^2 + sum_q n_q^2 p) (fastrank/feature_cv.hpp)."""
     args, _ = _core_args(Phi, Y, codes, normalized, pair_weight, groups)
-    return _checked_system(_core.cv_feature_leave_group_out(*args, float(alpha), int(n_threads)), alpha,
-                           args[0].shape[1])
+    return _checked_core(_core.cv_feature_leave_group_out, args, alpha, n_threads=n_threads)
 
 
 def feature_leave_pair_out(Phi, Y, codes, n_groups, alpha, pairs, *, normalized=False, pair_weight=None,
@@ -168,8 +165,7 @@ def feature_leave_pair_out(Phi, Y, codes, n_groups, alpha, pairs, *, normalized=
     args, gi = _core_args(Phi, Y, codes, normalized, pair_weight, groups)
     pairs = np.ascontiguousarray(np.asarray(pairs, dtype=np.int64).reshape(-1, 2))
     pairs_at = pairs if gi.is_identity else np.ascontiguousarray(gi.inverse[pairs])  # positions in group order
-    out = _checked_system(_core.cv_feature_leave_pair_out(*args, float(alpha), pairs_at, int(n_threads)), alpha,
-                          args[0].shape[1])
+    out = _checked_core(_core.cv_feature_leave_pair_out, args, alpha, pairs_at, n_threads=n_threads)
     return out.reshape(pairs.shape[0], 2, args[1].shape[1])
 
 
@@ -179,6 +175,5 @@ def feature_leave_all_pairs_out(Phi, Y, codes, n_groups, alpha, *, normalized=Fa
     order, without listing the pairs: the hat block of a group a block of columns at a time and one vectorized loop
     per row's pairs, in C++ (fastrank/feature_cv.hpp)."""
     args, _ = _core_args(Phi, Y, codes, normalized, pair_weight, groups)
-    out = _checked_system(_core.cv_feature_leave_all_pairs_out(*args, float(alpha), int(n_threads)), alpha,
-                          args[0].shape[1])
+    out = _checked_core(_core.cv_feature_leave_all_pairs_out, args, alpha, n_threads=n_threads)
     return out.reshape(-1, 2, args[1].shape[1])

@@ -17,8 +17,8 @@ A model file is a NumPy ``.npz`` archive (a zip of ``.npy`` arrays) whatever its
   Version 1 files have no checksum and load with a ``ModelFileWarning``; version 3 is written only by files holding an
   array stored about an offset (below), version 2 otherwise.
 * ``a0``, ``a1``, ...: the numeric arrays (float64 unless ``save(..., dtype="float32")``; integer, boolean and
-  fixed-width string arrays as they are), stored with ``np.save`` rules (no object arrays) and loaded with
-  ``np.load(..., allow_pickle=False)``.
+  fixed-width string arrays as they are), stored with ``np.save`` rules (no object arrays); each is read from its
+  ``.npy`` header and raw bytes after both are checked against the header (never unpickled).
 
 JSON values are plain JSON for None/bool/int/str/finite floats and a one-key tagged object otherwise:
 ``{"$array": "a3", "dtype": "<f8", "shape": [m, n]}`` (with ``"stored": "<f4"`` when saved in float32, and for a kernel

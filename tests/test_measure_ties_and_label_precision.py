@@ -133,3 +133,97 @@ def test_array_valued_options_are_refused_by_name(call, name):
 def test_wrappers_name_themselves(func):
     with pytest.raises(ValueError, match=rf"^{func.__name__}: there is no pair to evaluate"):
         func([1.0], [1.0])
+
+
+def _pair_costs_oracle(y, f):
+    """hr and hmp (power 1 and 2, 000 eqs. 4 and 6) over the ordered pairs, and the hinge and squared losses (002
+    Sect. 5.2.1, eq. 9) over the unordered ones, straight from the definitions."""
+    m = len(y)
+    out = dict.fromkeys(["hr1", "hr2", "hmp1", "hmp2", "hinge", "squared"], 0.0)
+    for i in range(m):
+        for j in range(m):
+            dh, dy = f[j] - f[i], y[j] - y[i]
+            if dh * dy < 0:
+                out["hr1"] += abs(dh) / m**2
+                out["hr2"] += dh * dh / m**2
+                out["hmp1"] += abs(dh - dy) / m**2
+                out["hmp2"] += (dh - dy) ** 2 / m**2
+            if y[i] > y[j]:  # u = (f_i - f_j) sgn(y_i - y_j)
+                d, u = y[i] - y[j], f[i] - f[j]
+                out["hinge"] += max(d - u, 0.0) / (m * (m - 1) / 2)
+                out["squared"] += (d - u) ** 2 / (m * (m - 1) / 2)
+    return out
+
+
+def _pair_costs(y, f):
+    return {"hr1": M.magnitude_preserving_cost(y, f, cost="hr", power=1),
+            "hr2": M.magnitude_preserving_cost(y, f, cost="hr", power=2),
+            "hmp1": M.magnitude_preserving_cost(y, f, cost="hmp", power=1),
+            "hmp2": M.magnitude_preserving_cost(y, f, cost="hmp", power=2),
+            "hinge": M.stability_ranking_loss(y, f, loss="hinge"),
+            "squared": M.stability_ranking_loss(y, f, loss="squared")}
+
+
+@pytest.mark.parametrize("y, f", [
+    # scores 0 and 1e-18 beside a group mean of 3.5: centred, they rounded to one value and the mis-ordered pair fell out
+    ([3.0, 0.0, 1.0, 2.0], [0.0, 1e-18, 5.0, 9.0]),
+    # labels 0 and 1e-17 beside a mean of 333: a relevant pair with a hinge loss of 1
+    ([0.0, 1e-17, 1000.0], [1.0, 0.0, 2.0]),
+])
+def test_values_a_rounding_apart_near_zero_keep_their_pairs(y, f):
+    y, f = np.array(y), np.array(f)
+    got, expected = _pair_costs(y, f), _pair_costs_oracle(y, f)
+    for name in expected:
+        assert got[name] == pytest.approx(expected[name], rel=1e-12, abs=1e-300), name
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_tiny_values_beside_large_ones_against_the_pairs(seed):
+    rng = np.random.default_rng(seed)
+    tiny = rng.choice([0.0, 1e-18, -1e-18, 3e-17], 9)
+    y = np.where(rng.random(9) < 0.5, tiny, rng.integers(1, 4, 9) * 1e3)
+    f = np.where(rng.random(9) < 0.5, rng.permutation(tiny), rng.normal(size=9) * 1e3)
+    got, expected = _pair_costs(y, f), _pair_costs_oracle(y, f)
+    for name in expected:
+        assert got[name] == pytest.approx(expected[name], rel=1e-9, abs=1e-300), name
+
+
+def test_tiny_scores_on_the_merge_sort_route():
+    # more than 4096 distinct labels and scores: the merge sort of the dominance sums, not the Fenwick tree
+    rng = np.random.default_rng(0)
+    m = 4200
+    y = rng.permutation(m).astype(float)
+    f = rng.normal(size=m) * 1e3
+    f[:2], y[:2] = [0.0, 1e-18], [1.0, 0.0]  # a mis-ordered pair whose scores centring merged
+    pairs = 0.0
+    for lo in range(0, m, 600):  # hmp with power 1 over the ordered pairs, in row blocks
+        dh, dy = f[None, :] - f[lo:lo + 600, None], y[None, :] - y[lo:lo + 600, None]
+        pairs += np.abs(dh - dy)[dh * dy < 0].sum()
+    assert M.magnitude_preserving_cost(y, f, cost="hmp", power=1) == pytest.approx(pairs / m**2, rel=1e-9)
+
+
+def _weighted_disagreement_oracle(y, f, w):
+    num = den = 0.0
+    for i, j in itertools.permutations(range(len(y)), 2):
+        if y[i] > y[j]:
+            den += w[i] * w[j]
+            num += w[i] * w[j] * (1.0 if f[i] < f[j] else 0.5 if f[i] == f[j] else 0.0)
+    return num, den
+
+
+@pytest.mark.parametrize("scale", [1e-170, 1e-200, 1e160])
+def test_weights_of_one_query_tiny_beside_another_keep_their_query(scale):
+    # one global rescaling of the weights left the first query's products w_i w_j at 0: it was skipped
+    y, f = np.array([1.0, 0.0, 1.0, 0.0, 2.0]), np.array([0.0, 1.0, 1.0, 0.0, 0.5])
+    g, w = np.array([0, 0, 1, 1, 1]), np.array([scale, 2 * scale, 1.0, 3.0, 0.5])
+    per = [_weighted_disagreement_oracle(y[g == q], f[g == q], w[g == q] / w[g == q].max()) for q in (0, 1)]
+    expected = np.array([n / d for n, d in per])
+    got = M.pairwise_disagreement(y, f, g, sample_weight=w, average=None)
+    assert got == pytest.approx(expected, rel=1e-14)
+    assert M.pairwise_disagreement(y, f, g, sample_weight=w) == pytest.approx(expected.mean(), rel=1e-14)
+    # pooled: every pair weighs w_i w_j, the group's sums times (its largest weight / the largest weight)^2
+    top = np.array([w[g == q].max() for q in (0, 1)])
+    factor = (top / top.max()) ** 2
+    n, d = (np.array(v) * factor for v in zip(*per))
+    assert M.pairwise_disagreement(y, f, g, sample_weight=w, average="pooled") == pytest.approx(n.sum() / d.sum(),
+                                                                                             rel=1e-14)

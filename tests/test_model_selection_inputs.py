@@ -217,3 +217,14 @@ def test_exact_cv_of_tied_targets_gives_the_fit_error(data, call):
     X, _ = data
     with pytest.raises(ValueError, match="All targets are tied for all rows"):
         call(X, np.ones(12))
+
+
+@pytest.mark.parametrize("two_outputs", [False, True])
+def test_rankrlscv_folds_of_tied_rows_name_the_problem(two_outputs):
+    # every fold held two tied rows: the measure's own "there is no pair to evaluate" reached the user, unexplained
+    X = np.random.default_rng(0).normal(size=(6, 2))
+    y = np.array([0.0, 0.0, 1.0, 1.0, 2.0, 2.0])
+    Y = np.column_stack([y, [0.0, 1.0, 1.0, 2.0, 2.0, 0.0]]) if two_outputs else y
+    match = "holds two rows with different targets" + (" of output column 0" if two_outputs else ",")
+    with pytest.raises(ValueError, match=match):
+        fastrank.RankRLSCV(alphas=[0.1, 1.0], cv=np.repeat([0, 1, 2], 2)).fit(X, Y)

@@ -27,7 +27,7 @@ def _explicit_pairs_model(exclude_ties, groups):
 @pytest.mark.parametrize("exclude_ties", [False, True])
 @pytest.mark.parametrize("grouped", [False, True])
 @pytest.mark.parametrize("solver", ["primal", "dual", "cg"])
-@pytest.mark.parametrize("offset", [1e9, 1e13])
+@pytest.mark.parametrize("offset", [1e9, 1e13, 1e14, 2.0**50])
 def test_a_common_target_offset_changes_no_digit(exclude_ties, grouped, solver, offset):
     groups = GROUPS if grouped else None
     ref = _explicit_pairs_model(exclude_ties, groups)

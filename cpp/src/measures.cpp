@@ -635,19 +635,21 @@ struct DomNode {
 };
 
 struct PointAB {
-  double a, b;
+  double a, b;    // the values compared (uncentred)
+  double ca, cb;  // the values summed (centred)
 };
 
 // Dominance sums of one group by merge sort: points in increasing a (equal a: decreasing b, so
 // that a pair with equal a is never counted), then a bottom-up merge sort by b in which every
 // element taken from a right half pairs with the left-half elements already taken (strictly
 // smaller b); their six running sums give the pair sums of the element.
-void dominance_merge(const std::vector<double>& ac, const std::vector<double>& bc, std::vector<PointAB>& pts,
-                     std::vector<PointAB>& tmp, double* out) {
+void dominance_merge(const std::vector<double>& ra, const std::vector<double>& rb, const std::vector<double>& ac,
+                     const std::vector<double>& bc, std::vector<PointAB>& pts, std::vector<PointAB>& tmp,
+                     double* out) {
   const Index n = static_cast<Index>(ac.size());
   pts.resize(n);
   tmp.resize(n);
-  for (Index t = 0; t < n; ++t) pts[t] = {ac[t], bc[t]};
+  for (Index t = 0; t < n; ++t) pts[t] = {ra[t], rb[t], ac[t], bc[t]};
   std::sort(pts.begin(), pts.end(), [](const PointAB& x, const PointAB& y) {
     return x.a < y.a || (x.a == y.a && x.b > y.b);
   });
@@ -660,7 +662,7 @@ void dominance_merge(const std::vector<double>& ac, const std::vector<double>& b
       Index i = lo, j = mid, k = lo;
       double L[kNumDominance] = {0, 0, 0, 0, 0, 0};  // left elements already taken
       auto take_right = [&](const PointAB& r) {
-        const double cnt = L[kDomCount], ai = r.a, bi = r.b;
+        const double cnt = L[kDomCount], ai = r.ca, bi = r.cb;
         acc[kDomCount] += cnt;
         acc[kDomA] += cnt * ai - L[kDomA];
         acc[kDomB] += cnt * bi - L[kDomB];
@@ -673,11 +675,11 @@ void dominance_merge(const std::vector<double>& ac, const std::vector<double>& b
         if (src[i].b < src[j].b) {
           const PointAB& l = src[i++];
           L[kDomCount] += 1.0;
-          L[kDomA] += l.a;
-          L[kDomB] += l.b;
-          L[kDomAA] += l.a * l.a;
-          L[kDomBB] += l.b * l.b;
-          L[kDomAB] += l.a * l.b;
+          L[kDomA] += l.ca;
+          L[kDomB] += l.cb;
+          L[kDomAA] += l.ca * l.ca;
+          L[kDomBB] += l.cb * l.cb;
+          L[kDomAB] += l.ca * l.cb;
           dst[k++] = l;
         } else {
           take_right(src[j++]);
@@ -705,7 +707,7 @@ RowMatrix dominance_sums(const double* a, const double* b, const GroupIndex& gro
   const IndexVector& offsets = groups.offsets;
   const IndexVector& idx = groups.order;
   parallel_for(0, n_groups, n_threads, 1, [&](Index q0, Index q1) {
-    std::vector<double> ac, bc, sa;
+    std::vector<double> ra, rb, ac, bc, sa;
     std::vector<Index> ord;
     std::vector<std::int32_t> brank;
     std::vector<DomNode> tree;
@@ -714,32 +716,38 @@ RowMatrix dominance_sums(const double* a, const double* b, const GroupIndex& gro
     for (Index q = q0; q < q1; ++q) {
       const Index lo = offsets[q], n = offsets[q + 1] - lo;
       if (n < 2) continue;
+      ra.resize(n);
+      rb.resize(n);
       ac.resize(n);
       bc.resize(n);
       double ma = 0.0, mb = 0.0;
       for (Index t = 0; t < n; ++t) {
-        ma += a[idx[lo + t]];
-        mb += b[idx[lo + t]];
+        ra[t] = a[idx[lo + t]];
+        rb[t] = b[idx[lo + t]];
+        ma += ra[t];
+        mb += rb[t];
       }
       ma /= static_cast<double>(n);
       mb /= static_cast<double>(n);
+      // The sums use centred values (translation invariance, for accuracy); the comparisons use the values as given:
+      // centring rounds distinct values near 0 (0 and 1e-18 beside a mean of 3) to one, which drops a dominance pair.
       for (Index t = 0; t < n; ++t) {
-        ac[t] = a[idx[lo + t]] - ma;
-        bc[t] = b[idx[lo + t]] - mb;
+        ac[t] = ra[t] - ma;
+        bc[t] = rb[t] - mb;
       }
       // The condition is symmetric in a and b: sweep in increasing order of one of them and keep
       // the Fenwick tree over the dense ranks of the other, the one with fewer distinct values
       // (labels usually), so that the tree is small and stays in cache.
       // Few distinct values are ranked by a hash table (no sort); otherwise by sorting.
       constexpr Index kSmall = 4096;
-      bool tree_on_a = dense_ranks_small(ac.data(), n, kSmall, brank_buf(brank, n), sa);
-      if (!tree_on_a && !dense_ranks_small(bc.data(), n, kSmall, brank_buf(brank, n), sa)) {
+      bool tree_on_a = dense_ranks_small(ra.data(), n, kSmall, brank_buf(brank, n), sa);
+      if (!tree_on_a && !dense_ranks_small(rb.data(), n, kSmall, brank_buf(brank, n), sa)) {
         // Many distinct values in both: a Fenwick tree of n nodes would be cache-bound, so a
         // merge sort instead (sequential memory).
-        dominance_merge(ac, bc, pts, pts_tmp, &out(q, 0));
+        dominance_merge(ra, rb, ac, bc, pts, pts_tmp, &out(q, 0));
         continue;
       }
-      const std::vector<double>& sv = tree_on_a ? bc : ac;  // sweep dimension
+      const std::vector<double>& sv = tree_on_a ? rb : ra;  // sweep dimension
       const std::vector<double>& tu = sa;                   // distinct values of the tree dimension
       const Index K = static_cast<Index>(tu.size());
       tree.assign(static_cast<size_t>(K + 1), DomNode{{0, 0, 0, 0, 0, 0}});

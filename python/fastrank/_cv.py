@@ -42,7 +42,19 @@ def holdout_score(pred, Y, sets, codes, scoring):
         raise ValueError("every hold-out unit (the rows of one hold-out set inside one group) is a single row, so no "
                          "model ranks two held-out rows and every alpha would score alike: use fewer, larger folds "
                          "(cv=k with k < n_samples, or folds of whole groups) or cv='lpo'")
-    values = [scoring(Y[rows, k], pred[rows, k], unit) for k in range(Y.shape[1])]
+    values = []
+    for k in range(Y.shape[1]):
+        try:
+            values.append(scoring(Y[rows, k], pred[rows, k], unit))
+        except ValueError as exc:
+            y = Y[rows, k]
+            order = np.lexsort((y, unit))
+            if np.any((np.diff(unit[order]) == 0) & (np.diff(y[order]) != 0)):  # not for want of an untied pair
+                raise
+            column = f" of output column {k}" if Y.shape[1] > 1 else ""
+            raise ValueError(f"no hold-out unit (the rows of one hold-out set inside one group) holds two rows with "
+                             f"different targets{column}, so no alpha can be scored ({exc}): use folds that mix target "
+                             "values, or cv='lpo'") from None
     for v in values:  # float() would take True as 1 and fail with its own message on None, strings or arrays
         if np.ndim(v) != 0 or np.asarray(v).dtype.kind not in "fiu":
             raise TypeError(f"scoring must return one real number (higher is better), got {v!r}")

@@ -342,14 +342,15 @@ def group_offset_ratio(X, gi):
     X (m, n) (dense or sparse), of the groups' share B of the column's sum of squares S against the rest W = S - B,
     B / max(W, mean W) -- about (offset / spread)^2.  The columns' mean spread stands in for a column that barely
     varies inside groups (a query-level feature of ordinary size costs nothing: its differences are 0).  Where an
-    offset dominates, W is rounding noise of S and the ratio is at least ~1 / eps.  One pass over X."""
+    offset dominates, W is rounding noise of S, often <= 0: it is taken at least eps S, so that the ratio is at least
+    ~1 / eps.  One pass over X."""
     m = X.shape[0]
     members = scipy.sparse.csr_matrix((np.ones(m), gi.order, gi.offsets), shape=(gi.n_groups, m))
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
         between = (np.asarray((members @ X).todense() if issparse(X) else members @ X) ** 2
                    / gi.sizes[:, None]).sum(axis=0)
         total = np.asarray(X.multiply(X).sum(axis=0)).ravel() if issparse(X) else np.einsum("ij,ij->j", X, X)
-        within = total - between
+        within = np.maximum(total - between, np.finfo(np.float64).eps * total)
         ratio = between / np.maximum(within, within.sum() / max(within.size, 1))
     return float(np.max(np.where(np.isnan(ratio) & (between != 0), np.inf, np.nan_to_num(ratio)), initial=0.0))
 

@@ -314,7 +314,8 @@ def _run_cg(problem, alpha, *, tol, max_iter, x0, precond, n_threads, callback, 
     X, m, n, v = _offset_free(problem), problem.m, problem.n_features, problem.n_outputs
     check_dense_memory(n, 8, "CG work vectors", n_cols=v)  # W, R, Z, P, Q, B and the history
     check_dense_memory(m, 3, "CG work vectors", n_cols=v)  # X p, L X p and the targets
-    Y = np.zeros((m, v)) if problem.is_graph else np.ascontiguousarray(problem.Y)
+    # targets centred in their groups (the same L y): a common offset c would cancel ~eps c in L y
+    Y = np.zeros((m, v)) if problem.is_graph else np.ascontiguousarray(problem.targets_centred())
     common = dict(x0=x0, alpha=alpha, tol=tol, max_iter=max_iter, jacobi=precond, n_threads=n_threads,
                   callback=callback, **problem.laplacian_args())
     if issparse(X):
@@ -346,7 +347,7 @@ def _run_cg_ties(problem, alpha, *, tol, max_iter, x0, precond, callback, warn):
     def normal(w):
         return np.asarray(X.T @ lap(np.asarray(X @ w))).reshape(-1) + alpha * w
 
-    B = np.asarray(X.T @ lap(problem.Y))
+    B = np.asarray(X.T @ lap(problem.targets_centred()))  # centred: the same L y, without a common offset's cancelling
     M = None
     if precond:  # diag(X^T L X) + alpha = ||S x_j||^2 + alpha, in column blocks
         d = np.empty(n)

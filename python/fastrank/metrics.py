@@ -172,13 +172,13 @@ def pairwise_disagreement(y_true, y_score, groups=None, *, tied_scores="half", a
     sw = as_float_vector(sample_weight, "sample_weight", y.shape[0])
     if (sw < 0).any():
         raise ValueError("sample_weight must be >= 0")
-    top = sw.max()
-    # only the ratios of the weights matter: rescaled where the products w_i w_j or their sums would overflow or vanish
-    if top > 0 and not 1e-100 <= top <= 1e100 / y.shape[0]:
-        sw = sw / top
-    num, den = [], []
+    # only the ratios of the weights matter: each group's are taken in units of a power of two near their largest
+    # (exact), so that no group's products w_i w_j overflow or vanish next to another group's weights
+    num, den, units = [], [], []
     for rows in gi.rows():
         yq, fq, wq = y[rows], f[rows], sw[rows]
+        units.append(int(np.frexp(wq.max())[1]) if rows.size else 0)
+        wq = np.ldexp(wq, -units[-1])
         e = d = 0.0
         step = max(1, 2**22 // rows.size)
         for lo in range(0, rows.size, step):
@@ -189,6 +189,9 @@ def pairwise_disagreement(y_true, y_score, groups=None, *, tied_scores="half", a
             e += (ww * higher * ((fq[rs, None] < fq[None, :]) + tie_weight * (fq[rs, None] == fq[None, :]))).sum()
         num.append(e)
         den.append(d)
+    if average == "pooled":  # the sums in one unit, the largest group's
+        shift = 2 * (np.array(units) - max(units))
+        num, den = np.ldexp(num, shift), np.ldexp(den, shift)
     return _average(num, den, average, "pairwise_disagreement")
 
 

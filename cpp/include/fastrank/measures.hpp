@@ -72,7 +72,7 @@ RowMatrix dcg_statistics(const double* y, const double* f, const GroupIndex& gro
 // These give the pairwise costs of Cortes et al. (000 eqs. 4, 6: mis-ordered pairs are the
 // dominance pairs of (y, -f)) and the hinge and gamma losses of Agarwal & Niyogi (002 Sect. 4,
 // 5.2.1: pairs with y_i > y_j and y_i - f_i > y_j - f_j) without a pair list.  Algorithm: per
-// group, values centred (translation invariance, for accuracy); the condition being symmetric,
+// group, values centred for the sums (compared as given); the condition being symmetric,
 // a sweep in increasing order of the coordinate with more distinct values (tied blocks queried
 // before they are inserted) against a Fenwick tree over the dense ranks of the other one (the
 // labels, typically: a small tree that stays in cache) holding the six running sums; when both

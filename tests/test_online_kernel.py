@@ -130,3 +130,40 @@ def test_synthetic_experiment_section_4_1():
           f"WH {np.mean(wh):.3f}")
     assert np.mean(bpm) < np.mean(prank)
     assert np.mean(bpm) <= 0.23
+
+
+def test_exact_score_tie_is_decided_as_the_algorithm_does():
+    # f(x_2) = -K(x_0, x_2) + K(x_1, x_2) = 0 exactly (both distances are 10), so 0 - c = 0 is not < 0 and no update
+    # follows (Crammer & Singer's PRank). fit's kernel block, centred on its rows, gave the two values an ulp apart
+    # and updated; row-by-row partial_fit did not.
+    X = np.array([[2.0, -2.0], [-2.0, 0.0], [1.0, 1.0]])
+    y = np.array([1, 2, 2])
+    one = PRank(kernel="rbf", gamma=0.5).fit(X, y)
+    rows = PRank(kernel="rbf", gamma=0.5)
+    for t in range(3):
+        rows.partial_fit(X[t:t + 1], y[t:t + 1], classes=[1, 2])
+    for est in (one, rows):
+        np.testing.assert_array_equal(est._losses, [1, 1, 0])
+        np.testing.assert_array_equal(est.dual_coef_, [[-1.0, 1.0]])
+        np.testing.assert_array_equal(est.thresholds_, [0.0])
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_a_stream_cut_anywhere_gives_the_model_of_one_call(seed):
+    # binary features make exact score ties common: every update must be decided alike however the stream is cut
+    # (kernel values from their two rows alone; each score summed in stream order)
+    from fastrank import PRankVP
+    rng = np.random.default_rng(seed)
+    m = (60, 300, 700)[seed % 3]
+    X = rng.integers(0, 2, size=(m, 5)).astype(float)
+    y = rng.integers(0, 3, size=m)
+    cuts = np.sort(rng.choice(np.arange(1, m), size=int(rng.integers(1, 6)), replace=False))
+    for make in (lambda: PRank(kernel="rbf"), lambda: PRank(kernel="poly", degree=2),
+                 lambda: OAPBPM(kernel="rbf", n_estimators=5, random_state=1),
+                 lambda: OAPBPM(kernel="poly", degree=2, n_estimators=3, variant="voted", random_state=2),
+                 lambda: PRankVP(kernel="rbf"), lambda: PRank(kernel="rbf", budget=40)):
+        one, cut = make().fit(X, y), make()
+        for part in np.split(np.arange(m), cuts):
+            cut.partial_fit(X[part], y[part], classes=[0, 1, 2])
+        np.testing.assert_array_equal(one._losses, cut._losses)
+        np.testing.assert_array_equal(one.decision_function(X), cut.decision_function(X))

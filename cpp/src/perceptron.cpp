@@ -391,7 +391,7 @@ IntVector oap_kernel_fit(RowMatrixCRef X, IndexVectorCRef y, IndexVectorCRef src
       for (Index s = 0; s < S; ++s)
         for (Index f = 0; f < d; ++f) Zx(s, f) = sv_x[s * d + f];
       Zx.bottomRows(len) = X.middleRows(b0, len);
-      kernel_cross(spec, Zx, X.middleRows(b0, len), Kb, p.n_threads);
+      kernel_cross_rowwise(spec, Zx, X.middleRows(b0, len), Kb, p.n_threads);  // chunking-independent values
     }
     // First support index inside the window of example t (times increase along the support).
     std::vector<Index> lo(static_cast<size_t>(len), 0);
@@ -423,7 +423,12 @@ IntVector oap_kernel_fit(RowMatrixCRef X, IndexVectorCRef y, IndexVectorCRef src
               const bool b = always || oap_draw(key, tg, thr);
               if (!b && bpm) continue;
               const double* kc = Kb.col(t).data();
-              double s = dot(a + lo[t], kc + lo[t], S - lo[t]);
+              // One sum in time order, term by term: a member's zero coefficients (rows only other members
+              // updated) add exact zeros, so s is the sum over its own updates in stream order wherever a call
+              // began; a blocked dot's order would depend on the support's length at the call's blocks, and an
+              // update at an exact tie of s with a threshold on where the stream was cut.
+              double s = 0.0;
+              for (Index q = lo[t]; q < S; ++q) s += a[q] * kc[q];
               for (Index u : ups)
                 if (budget == 0 || tb + u >= tg - budget) s += static_cast<double>(g[u]) * kc[S + u];
               const int gt = oap_member_step(s, c, k, static_cast<int>(y[b0 + t]), b, p.variant, buf, t, v);
@@ -457,7 +462,8 @@ IntVector oap_kernel_fit(RowMatrixCRef X, IndexVectorCRef y, IndexVectorCRef src
       for (Index t = 0; t < len; ++t) {
         const std::int64_t tg = tb + t;
         const double* kc = Kb.col(t).data();
-        double s = dot(asum.data() + lo[t], kc + lo[t], S - lo[t]);
+        double s = 0.0;  // in time order, term by term, as the members' scores
+        for (Index q = lo[t]; q < S; ++q) s += asum[q] * kc[q];
         for (Index u = 0; u < t; ++u)
           if (G[u] != 0 && (budget == 0 || tb + u >= tg - budget)) s += static_cast<double>(G[u]) * kc[S + u];
         const int pred = prank_rank(s, csum.data(), k);

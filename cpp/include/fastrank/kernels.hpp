@@ -26,6 +26,10 @@ Matrix kernel_train(const KernelSpec& spec, RowMatrixCRef X, int n_threads);
 // out <- K(Z, X), p x m.
 void kernel_cross(const KernelSpec& spec, RowMatrixCRef Z, RowMatrixCRef X, MatrixRef out, int n_threads);
 Matrix kernel_cross(const KernelSpec& spec, RowMatrixCRef Z, RowMatrixCRef X, int n_threads);
+// out <- K(Z, X), p x m, each entry from its two rows alone, in a fixed order over the features (no centring on
+// the block, no BLAS): a value never depends on which other rows share the call.  The on-line learners decide an
+// update at exact score ties, so a stream cut into calls must see bit-identical kernel values.  O(p m d).
+void kernel_cross_rowwise(const KernelSpec& spec, RowMatrixCRef Z, RowMatrixCRef X, MatrixRef out, int n_threads);
 // K(Z, X) * coef (p x v), computed in row blocks of Z so memory stays O(block * m).
 Matrix kernel_predict(const KernelSpec& spec, RowMatrixCRef Z, RowMatrixCRef X, MatrixCRef coef, int n_threads);
 

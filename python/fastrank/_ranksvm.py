@@ -265,7 +265,10 @@ class RankSVM(KernelMixin, Ranker):
         self.fit_mode_, self.X_fit_, self.basis_indices_ = mode, X_fit, basis_indices
         self.coef_ = coef if mode == "linear" else None
         self.dual_coef_ = coef if mode == "kernel" else None
-        self.objective_, self.loss_ = float(out["objective"]), float(out["loss"]) * weight_scale * s_power
+        # the loss sums expanded squares (c + f_t)^2 per group, exact to rounding only: a loss that vanishes next to
+        # its terms can come out below 0, which no sum of squares or hinges is
+        self.objective_ = max(0.0, float(out["objective"]))
+        self.loss_ = max(0.0, float(out["loss"]) * weight_scale * s_power)
         self.n_iter_, self.converged_ = int(out["n_iter"]), bool(out["converged"])
         warn_if_constant(self, self.converged_ and not np.any(coef))
         if mode == "linear":

@@ -227,23 +227,34 @@ namespace {
 // Sums over the features of one tile of rows of Z (rows i0 .. i0 + ni of the column-major copy Zc) against row x:
 // squared differences (Gaussian) or products, each entry in the order f = 0, 1, ... (the vector runs over the tile,
 // and no fused multiply-add is used, so every machine path gives the same value).
-#if defined(__GNUC__) && defined(__x86_64__) && !defined(__clang__)
-__attribute__((target_clones("avx2", "default")))
-#endif
-void tile_sums(const double* Zc, Index ldz, Index ni, const double* x, Index d, bool squared_distance, double* acc) {
-  for (Index i = 0; i < ni; ++i) acc[i] = 0.0;
+template <Index kN>
+inline void tile_sums_fixed(const double* __restrict__ Zc, Index ldz, const double* __restrict__ x, Index d,
+                            bool squared_distance, double* __restrict__ out) {
+  double acc[kN] = {};  // a compile-time tile: the sums stay in registers over the features
   for (Index f = 0; f < d; ++f) {
     const double xf = x[f];
     const double* zf = Zc + f * ldz;
     if (squared_distance) {
-      for (Index i = 0; i < ni; ++i) {
+      for (Index i = 0; i < kN; ++i) {
         const double t = zf[i] - xf;
         acc[i] += t * t;
       }
     } else {
-      for (Index i = 0; i < ni; ++i) acc[i] += zf[i] * xf;
+      for (Index i = 0; i < kN; ++i) acc[i] += zf[i] * xf;
     }
   }
+  for (Index i = 0; i < kN; ++i) out[i] = acc[i];
+}
+
+#if defined(__GNUC__) && defined(__x86_64__) && !defined(__clang__)
+__attribute__((target_clones("avx2", "default")))
+#endif
+void tile_sums(const double* __restrict__ Zc, Index ldz, Index ni, const double* __restrict__ x, Index d,
+               bool squared_distance, double* __restrict__ out) {
+  Index i = 0;
+  for (; i + 16 <= ni; i += 16) tile_sums_fixed<16>(Zc + i, ldz, x, d, squared_distance, out + i);
+  for (; i + 4 <= ni; i += 4) tile_sums_fixed<4>(Zc + i, ldz, x, d, squared_distance, out + i);
+  for (; i < ni; ++i) tile_sums_fixed<1>(Zc + i, ldz, x, d, squared_distance, out + i);
 }
 
 }  // namespace

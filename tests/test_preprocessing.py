@@ -148,3 +148,27 @@ def test_log1p_scaler_transforms_with_what_fit_learnt():
         scaled.fit(X)
     np.testing.assert_array_equal(scaled.set_params(zscore=False).fit(X).transform(X), log)
     assert not hasattr(scaled, "mean_")
+
+
+def _exact_zscores(col):
+    """(x - mean) / population std in exact rationals, rounded once."""
+    from fractions import Fraction
+
+    c = [Fraction(float(v)) for v in col]
+    mu = sum(c) / len(c)
+    var = sum((v - mu) ** 2 for v in c) / len(c)
+    return np.array([float(np.sign(float(v - mu))) * float(np.sqrt(float((v - mu) ** 2 / var))) for v in c])
+
+
+@pytest.mark.parametrize("col", [
+    [1.0, 1.0 + np.finfo(float).eps, 1.0 + np.finfo(float).eps],  # one pass: [-1.73, 0, 0]
+    1e9 + np.array([0.0, 1e-6, 2e-6, 5e-6, 3e-6, 8e-6, 1e-6]),  # one pass: every z-score off by 0.04
+    [-1e-320, -1e-320, 4e-320],  # subnormal: the mean kept few digits (7e-5 off)
+    [1e300, 2e300, 4e300],  # the variance overflowed: refused
+], ids=["ulps", "offset", "subnormal", "huge"])
+def test_query_zscores_against_exact_arithmetic(col):
+    col = np.asarray(col, dtype=float)
+    X = np.column_stack([col, np.arange(col.size, dtype=float)])
+    got = QueryNormalizer("zscore").fit_transform(X, groups=np.zeros(col.size, int))
+    np.testing.assert_allclose(got[:, 0], _exact_zscores(col), rtol=0, atol=1e-14)
+    np.testing.assert_allclose(got[:, 1], _exact_zscores(X[:, 1]), rtol=0, atol=1e-14)

@@ -122,8 +122,15 @@ class QueryNormalizer(_DenseTransformer):
         starts, sizes = gi.offsets[:-1], gi.sizes
         lo = np.minimum.reduceat(Xs, starts, axis=0)
         hi = np.maximum.reduceat(Xs, starts, axis=0)
+        if self.method == "zscore":  # each query's columns in units of a power of two near their largest magnitude
+            # (exact, z-scores unchanged): subnormal features kept few digits of their mean, and features near 1e300
+            # overflowed the variance
+            _, exponent = np.frexp(np.maximum(np.abs(lo), np.abs(hi)))
+            Xs = np.ldexp(Xs, -np.repeat(exponent, sizes, axis=0))
         shift = lo if self.method == "minmax" else np.add.reduceat(Xs, starts, axis=0) / sizes[:, None]
         centred = Xs - np.repeat(shift, sizes, axis=0)
+        if self.method == "zscore":  # a second pass: the rounded mean left n eps |mean| / std in every z-score
+            centred -= np.repeat(np.add.reduceat(centred, starts, axis=0) / sizes[:, None], sizes, axis=0)
         if self.method == "minmax":
             scale = hi - lo
         else:
@@ -154,7 +161,7 @@ class Log1pScaler(_DenseTransformer):
     ----------
     zscore : bool, default=True
         Standardise the log-transformed features with the training data's mean and standard deviation (features constant
-        in training become 0).
+        in training become 0, as do those varying only in their last bits, which StandardScaler reads as constant).
 
     Attributes
     ----------

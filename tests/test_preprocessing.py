@@ -172,3 +172,17 @@ def test_query_zscores_against_exact_arithmetic(col):
     got = QueryNormalizer("zscore").fit_transform(X, groups=np.zeros(col.size, int))
     np.testing.assert_allclose(got[:, 0], _exact_zscores(col), rtol=0, atol=1e-14)
     np.testing.assert_allclose(got[:, 1], _exact_zscores(X[:, 1]), rtol=0, atol=1e-14)
+
+
+def test_zscore_normalizer_at_any_feature_scale():
+    # --normalize zscore was StandardScaler: a feature of 1e-170 was left unscaled (its variance underflowed) and one
+    # of 1e155 became NaN; in power-of-two units both z-score as at scale 1, and ordinary data keep every bit
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(30, 3)) + [0.0, 5.0, -2.0]
+    ref = StandardScaler().fit(X)
+    tr = make_normalizer("zscore").fit(X)
+    np.testing.assert_array_equal(tr.mean_, ref.mean_)
+    np.testing.assert_array_equal(tr.scale_, ref.scale_)
+    np.testing.assert_array_equal(tr.transform(X), ref.transform(X))
+    for scale in (2.0**-565, 2.0**515):  # ~1e-170 and ~1e155: exact multiples of X
+        np.testing.assert_array_equal(make_normalizer("zscore").fit_transform(X * scale), ref.transform(X))

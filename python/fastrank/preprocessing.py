@@ -201,12 +201,22 @@ class Log1pScaler(_DenseTransformer):
         return L
 
 
+class _ZScore(Log1pScaler):
+    """StandardScaler's z-score (no log) in :class:`Log1pScaler`'s power-of-two units: features of 1e-170 are
+    standardised (StandardScaler's variance underflows and it leaves them unscaled) and those of 1e155 too (theirs
+    overflows to NaN); at ordinary scales the same mean_ and scale_ to the bit."""
+
+    @staticmethod
+    def _log(X):
+        return X
+
+
 def make_normalizer(name):
     """The transformer for a ``--normalize`` name, or None for "none".
 
-    "zscore": :class:`~sklearn.preprocessing.StandardScaler`; "query-minmax" / "query-zscore": :class:`QueryNormalizer`;
+    "zscore": StandardScaler's z-score at any feature scale; "query-minmax" / "query-zscore": :class:`QueryNormalizer`;
     "log1p-zscore": :class:`Log1pScaler`."""
     if name not in NORMALIZERS:
         raise ValueError(f"normalization must be one of {', '.join(NORMALIZERS)}, got {name!r}")
-    return {"none": None, "zscore": StandardScaler(), "query-minmax": QueryNormalizer("minmax"),
+    return {"none": None, "zscore": _ZScore(), "query-minmax": QueryNormalizer("minmax"),
             "query-zscore": QueryNormalizer("zscore"), "log1p-zscore": Log1pScaler()}[name]

@@ -425,8 +425,8 @@ IntVector oap_kernel_fit(RowMatrixCRef X, IndexVectorCRef y, IndexVectorCRef src
               const double* kc = Kb.col(t).data();
               // One sum in time order, term by term: a member's zero coefficients (rows only other members
               // updated) add exact zeros, so s is the sum over its own updates in stream order wherever a call
-              // began; a blocked dot's order would depend on the support's length at the call's blocks, and an
-              // update at an exact tie of s with a threshold on where the stream was cut.
+              // began.  A blocked dot's order follows the support's length at the call's blocks, and an update
+              // at an exact tie of s with a threshold would then follow where the stream was cut.
               double s = 0.0;
               for (Index q = lo[t]; q < S; ++q) s += a[q] * kc[q];
               for (Index u : ups)

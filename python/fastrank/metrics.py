@@ -177,7 +177,7 @@ def pairwise_disagreement(y_true, y_score, groups=None, *, tied_scores="half", a
     num, den, units = [], [], []
     for rows in gi.rows():
         yq, fq, wq = y[rows], f[rows], sw[rows]
-        units.append(int(np.frexp(wq.max())[1]) if rows.size else 0)
+        units.append(int(np.frexp(wq.max())[1]))  # every group has a row
         wq = np.ldexp(wq, -units[-1])
         e = d = 0.0
         step = max(1, 2**22 // rows.size)

@@ -227,3 +227,48 @@ def test_weights_of_one_query_tiny_beside_another_keep_their_query(scale):
     n, d = (np.array(v) * factor for v in zip(*per))
     assert M.pairwise_disagreement(y, f, g, sample_weight=w, average="pooled") == pytest.approx(n.sum() / d.sum(),
                                                                                              rel=1e-14)
+
+
+@pytest.mark.parametrize("big", [1e12, 1e16, 1e17, 1e150])
+def test_one_outlying_score_leaves_the_other_pairs_their_loss(big):
+    # the dominance sums centred on the group mean, which one outlier sets: the others' O(1) pairs lost every digit
+    y, f = np.array([1.0, 0.0, 0.0, 2.0]), np.array([0.0, 0.0, 0.5, big])
+    got, expected = _pair_costs(y, f), _pair_costs_oracle(y, f)
+    for name in expected:
+        assert got[name] == pytest.approx(expected[name], rel=1e-12, abs=1e-300), name
+    assert expected["hinge"] == pytest.approx(5 / 12) and expected["hmp1"] == pytest.approx(0.1875)
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_a_few_outliers_against_the_pairs(seed):
+    rng = np.random.default_rng(seed)
+    y, f = rng.integers(0, 4, 11).astype(float), rng.normal(size=11)
+    f[rng.choice(11, 2, replace=False)] = rng.choice([-1, 1], 2) * 10.0 ** rng.uniform(15, 150, 2)
+    got, expected = _pair_costs(y, f), _pair_costs_oracle(y, f)
+    for name in expected:
+        assert got[name] == pytest.approx(expected[name], rel=1e-9, abs=1e-300), name
+
+
+def _magnitude_oracle(y, f, power, epsilon=0.0):
+    """(1/m^2) sum_ij (|(f_j - f_i) - (y_j - y_i)| - epsilon)_+^power in rational arithmetic."""
+    from fractions import Fraction
+    y, f, eps = [Fraction(v) for v in y], [Fraction(v) for v in f], Fraction(epsilon)
+    m = len(y)
+    return float(sum(max(abs((f[j] - f[i]) - (y[j] - y[i])) - eps, 0) ** power
+                     for i in range(m) for j in range(m)) / m**2)
+
+
+@pytest.mark.parametrize("y, f", [
+    ([1e20, 1e20, 1e20], [0.0, 1.0, 0.0]),  # labels at 1e20, scores of 1: f - y rounded the scores away (msd 0)
+    ([5.0, 5.0, 3.0], [1e16, 1e16 + 2, 1e16 + 4]),  # scores at 1e16 beside labels of 5: msd 8 for 12.44
+    ([0.0, 0.0, 0.0], [1e9, 1e9 + 2**-10, 1e9 + 2**-10]),
+])
+def test_magnitude_costs_of_an_offset_in_labels_or_scores(y, f):
+    y, f = np.array(y), np.array(f)
+    for power in (1, 2):
+        assert M.magnitude_preserving_cost(y, f, power=power) == pytest.approx(_magnitude_oracle(y, f, power),
+                                                                               rel=1e-12)
+        assert M.magnitude_preserving_cost(y, f, cost="svr", power=power, epsilon=0.5) == pytest.approx(
+            _magnitude_oracle(y, f, power, 0.5), rel=1e-12, abs=1e-300)
+    assert M.msd(y, f) == pytest.approx(_magnitude_oracle(y, f, 2), rel=1e-12)
+    assert M.m1d(y, f) == pytest.approx(_magnitude_oracle(y, f, 1), rel=1e-12)

@@ -47,7 +47,8 @@ def exact_alpha(D, u, smoothing, freund):
     """argmin_alpha Z(alpha) = sum_e D_e exp(-alpha u_e), u_e = h(x1) - h(x0) in {-1, 0, 1} (slides
     003), by a root of dZ/dalpha = -sum D_e u_e exp(-alpha u_e) (Z is convex), not the closed form.
     Without a wrong (or a right) pair the minimiser is at infinity: the documented smoothing
-    floors eps+ and eps- at 1 / (2N), keeping Freund's alpha (freund) if that is farther from 0."""
+    raises eps+ and eps- below 1 / (2N) to it (also when both are positive), keeping Freund's
+    alpha (freund) if that is farther from 0."""
     eps_plus, eps_minus = D[u > 0].sum(), D[u < 0].sum()
     if min(eps_plus, eps_minus) < smoothing:
         smoothed = 0.5 * np.log(max(eps_plus, smoothing) / max(eps_minus, smoothing))

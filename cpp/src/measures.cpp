@@ -707,7 +707,7 @@ RowMatrix dominance_sums(const double* a, const double* b, const GroupIndex& gro
   const IndexVector& offsets = groups.offsets;
   const IndexVector& idx = groups.order;
   parallel_for(0, n_groups, n_threads, 1, [&](Index q0, Index q1) {
-    std::vector<double> ra, rb, ac, bc, sa;
+    std::vector<double> ra, rb, ac, bc, sa, mid;
     std::vector<Index> ord;
     std::vector<std::int32_t> brank;
     std::vector<DomNode> tree;
@@ -720,17 +720,20 @@ RowMatrix dominance_sums(const double* a, const double* b, const GroupIndex& gro
       rb.resize(n);
       ac.resize(n);
       bc.resize(n);
-      double ma = 0.0, mb = 0.0;
       for (Index t = 0; t < n; ++t) {
         ra[t] = a[idx[lo + t]];
         rb[t] = b[idx[lo + t]];
-        ma += ra[t];
-        mb += rb[t];
       }
-      ma /= static_cast<double>(n);
-      mb /= static_cast<double>(n);
-      // The sums use centred values (translation invariance, for accuracy); the comparisons use the values as given:
-      // centring rounds distinct values near 0 (0 and 1e-18 beside a mean of 3) to one, which drops a dominance pair.
+      // The sums use values less their median (translation invariance, for accuracy; the expanded squares of values
+      // near the centre cancel no digits), the comparisons the values as given: centring rounds distinct values near
+      // 0 (0 and 1e-18 beside a centre of 3) to one, which drops a dominance pair.  Not the mean: one outlying value
+      // (a score of 1e17 among scores of 1) moves it, and the pairs of the others lost every digit.
+      auto median = [&](const std::vector<double>& v) {
+        mid.assign(v.begin(), v.end());
+        std::nth_element(mid.begin(), mid.begin() + n / 2, mid.end());
+        return mid[n / 2];
+      };
+      const double ma = median(ra), mb = median(rb);
       for (Index t = 0; t < n; ++t) {
         ac[t] = ra[t] - ma;
         bc[t] = rb[t] - mb;

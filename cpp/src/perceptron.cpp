@@ -203,6 +203,13 @@ inline int ensemble_vote(const std::vector<WorkerBuffers>& bufs, Index t, OapVar
 constexpr Index kChunk = 8192;  // examples per parallel section (bounds buffer memory)
 constexpr Index kTile = 8;      // examples per cache tile inside a worker (stays in L1 for d ~ 300)
 
+// A score w.x beyond float64 (features near 1e154 or more) ranks by inf or NaN and updates by that: refused.
+void require_finite_scores(bool finite) {
+  if (!finite)
+    throw std::invalid_argument("the perceptron scores w.x overflow float64 (features of magnitude near 1e154 or "
+                                "more); rescale X");
+}
+
 }  // namespace
 
 IntVector oap_linear_fit(RowMatrixCRef X, IndexVectorCRef y, const OapParams& p, RowMatrixRef W, RowMatrixRef C,
@@ -227,6 +234,7 @@ IntVector oap_linear_fit(RowMatrixCRef X, IndexVectorCRef y, const OapParams& p,
       const double* x = X.data() + t * X.outerStride();
       if (t + 8 < T) prefetch_row(x + 8 * X.outerStride(), d);
       const double s = dot(w, x, d);
+      require_finite_scores(std::isfinite(s));
       const int pred = prank_rank(s, c, k);
       const int yt = static_cast<int>(y[t]);
       loss[t] = std::abs(pred - yt);
@@ -249,6 +257,7 @@ IntVector oap_linear_fit(RowMatrixCRef X, IndexVectorCRef y, const OapParams& p,
   const Index n_blocks = (N + block_size - 1) / block_size;
   std::vector<WorkerBuffers> bufs(static_cast<size_t>(workers));
   Vector wsum(d), csum(k - 1);
+  std::atomic<bool> finite{true};
 
   for (Index c0 = 0; c0 < T; c0 += kChunk) {
     const Index len = std::min(kChunk, T - c0);
@@ -280,6 +289,7 @@ IntVector oap_linear_fit(RowMatrixCRef X, IndexVectorCRef y, const OapParams& p,
                 if (!b && bpm) continue;
                 const double* x = X.data() + (c0 + t) * X.outerStride();
                 const double s = dot(w, x, d);
+                if (!std::isfinite(s)) finite.store(false, std::memory_order_relaxed);
                 const int g = oap_member_step(s, c, k, static_cast<int>(y[c0 + t]), b, p.variant, buf, t, v);
                 if (g != 0) axpy(static_cast<double>(g), x, w, d);
               }
@@ -289,6 +299,7 @@ IntVector oap_linear_fit(RowMatrixCRef X, IndexVectorCRef y, const OapParams& p,
         }
       }
     });
+    require_finite_scores(finite.load());
     // The ensemble's on-line prediction for each example (before its label was used).
     if (bpm) {
       std::vector<std::int64_t> A(static_cast<size_t>(len * (k - 1)), 0);
@@ -297,6 +308,7 @@ IntVector oap_linear_fit(RowMatrixCRef X, IndexVectorCRef y, const OapParams& p,
       for (Index t = 0; t < len; ++t) {
         const double* x = X.data() + (c0 + t) * X.outerStride();
         const double s = dot(wsum.data(), x, d);
+        require_finite_scores(std::isfinite(s));
         const int pred = prank_rank(s, csum.data(), k);
         loss[c0 + t] = std::abs(pred - static_cast<int>(y[c0 + t]));
         std::int64_t G = 0;

@@ -162,6 +162,24 @@ def _with_feature_names(method, name):
     return call
 
 
+def require_finite_scores(model, scores, method=None):
+    """``scores`` unless they overflowed float64: finite X far larger than the training features overflows w.x or
+    K(x, .) beta to inf or NaN, which would rank (and choose labels) silently by garbage."""
+    if isinstance(scores, np.ndarray) and scores.dtype.kind == "f" and not np.isfinite(scores).all():
+        name = type(model).__name__ + ("" if method is None else f".{method}")
+        raise ValueError(f"{name}: the scores of X overflow float64 (inf or NaN); X is far larger than the model's "
+                         "scale: rescale X as for fit")
+    return scores
+
+
+def _finite_scores(method):
+    """``method(X, ...)`` through :func:`require_finite_scores`."""
+    @functools.wraps(method)
+    def call(self, X, *args, **kwargs):
+        return require_finite_scores(self, method(self, X, *args, **kwargs), method.__name__)
+    return call
+
+
 class FastrankEstimator(BaseEstimator):
     """Parameter validation from ``_parameter_constraints`` (merged along the class hierarchy); a failed fit leaves
     the model as it was; DataFrame column names recorded by fit and checked by predict."""
@@ -179,7 +197,7 @@ class FastrankEstimator(BaseEstimator):
                 setattr(cls, name, _unchanged_on_error(_with_feature_names(cls.__dict__[name], name)))
         for name in ("predict", "staged_predict", "decision_function"):
             if name in cls.__dict__:
-                setattr(cls, name, _with_feature_names(cls.__dict__[name], name))
+                setattr(cls, name, _finite_scores(_with_feature_names(cls.__dict__[name], name)))
 
     def _record_feature_names(self, X):
         """Self, fitted on X outside ``fit`` (the paths), with X's DataFrame column names recorded as ``fit`` does."""

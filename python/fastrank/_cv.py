@@ -12,7 +12,8 @@ from ._base import KernelMixin, Ranker
 from ._problem import check_features
 from ._rankrls import MPRank, RankRLS
 from ._registry import register_estimator
-from .metrics import Measure, RankingScorer, get_measure, measure_names
+from .metrics import (Measure, RankingScorer, discrete_ranking_loss, get_measure, m1d, magnitude_preserving_cost,
+                      mean_rank_loss, measure_names, msd, stability_ranking_loss)
 from ._exactcv import engine_for, resolve_folds
 from ._solvers import one_conditioning_warning
 from ._progress import progress
@@ -91,10 +92,19 @@ def _check_scoring(scoring):
     raise ValueError(f"{usage}; got {scoring!r}")
 
 
-# The table's costs that scale as |y|^d when y and the predictions are scaled together (000 eqs. 4-7 and 67-68, 002's
-# losses, 001's rank loss): their degree d.
-_COST_DEGREE = {"msd": 2, "magnitude_preserving_cost": 2, "squared_ranking_loss": 2, "m1d": 1, "hinge_rank_cost": 1,
-                "discrete_ranking_loss": 1, "stability_ranking_loss": 1, "mean_rank_loss": 1}
+def _cost_degree(given, scoring):
+    """The degree d of a table cost, by name or by a scorer of ``make_ranking_scorer`` with any keywords: it scales as
+    |y|^d when y and the predictions are scaled together (000 eqs. 4-7 and 67-68, 002's losses, 001's rank loss).  0
+    for measures of order only and any other scoring, and for "svr" with an epsilon, which does not scale."""
+    measure, kwargs = (given._measure, given._kwargs) if isinstance(given, RankingScorer) else (scoring, {})
+    if not isinstance(measure, Measure):
+        return 0
+    kw = {**measure.kwargs, **kwargs}
+    if measure.func is magnitude_preserving_cost:
+        return 0 if kw.get("cost") == "svr" and kw.get("epsilon", 0.0) else kw.get("power", 2)
+    if measure.func is stability_ranking_loss:
+        return {"0-1": 0, "squared": 2}.get(kw.get("loss", "hinge"), 1)
+    return {msd: 2, m1d: 1, discrete_ranking_loss: 1, mean_rank_loss: 1}.get(measure.func, 0)
 
 
 def _table_measure(given, scoring):
@@ -261,7 +271,7 @@ class RankRLSCV(_ExactCVSearch):
 
             # a cost of degree d in (y, predictions) scales by 2^(d e) with both: compared in units of 2^(d e),
             # 2^e ~ max |y| (exact; robustness.md, "Costs at extreme scales")
-            degree = _COST_DEGREE.get(table[0].name, 0) if table else 0
+            degree = _cost_degree(self.scoring, scoring)
             e = int(np.frexp(np.nanmax(np.abs(prob.Y)))[1]) if degree else 0
             Y = np.ldexp(prob.Y, -e)
 

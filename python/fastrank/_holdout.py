@@ -30,7 +30,7 @@ import scipy.sparse as sp
 
 from . import _core
 from ._memory import densified
-from ._problem import pair_weights
+from ._problem import centred_in_groups, pair_weights
 from ._solvers import _RCOND_WARNING, warn_ill_conditioned
 from ._validation import as_targets, group_index
 from .exceptions import LinAlgError
@@ -74,11 +74,8 @@ def feature_holdout(Phi, Y, codes, n_groups, alpha, sets, *, normalized=False, p
     (Phi, Y, _, _, cw), gi = _core_args(Phi, Y, codes, normalized, pair_weight, None)
     codes, sizes = gi.codes, gi.sizes.astype(np.float64)
 
-    def centred(A):
-        mean = np.zeros((gi.n_groups, A.shape[1]))
-        np.add.at(mean, codes, A)
-        mean /= sizes[:, None]
-        return A - mean[codes]
+    def centred(A):  # two passes: the downdates take sum_q Xc = 0, which one pass leaves off by eps |offset| per row
+        return centred_in_groups(centred_in_groups(A, gi), gi)
 
     Xc, Yc = centred(Phi), centred(Y)  # Phi dense: p is small, the centred copy is m x p
     w = np.sqrt(cw * sizes)[codes][:, None]  # S's scale s_q per row

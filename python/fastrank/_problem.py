@@ -15,6 +15,7 @@ For the first two, S = L^{1/2} is block centring scaled by s_q = sqrt(c_q n_q) (
 
 from __future__ import annotations
 
+import warnings
 from typing import NamedTuple
 
 import numpy as np
@@ -23,6 +24,7 @@ import scipy.sparse
 from ._sparse import as_csr, issparse
 from ._validation import (as_float_matrix, as_float_vector, as_real_array, as_targets, check_precomputed_kernel,
                           group_index, whole_numbers)
+from .exceptions import ConstantModelWarning, user_stacklevel
 
 __all__ = ["PreferenceGraph", "RankingProblem", "WEIGHTINGS", "COSTS", "check_weighting", "check_pairs", "pair_weights"]
 
@@ -223,6 +225,12 @@ class RankingProblem(NamedTuple):
         cells = _tie_cells(Y, gi) if exclude_ties else None
         if learner is not None:  # every output must order at least one relevant pair (the error names the learner)
             require_preferences(Y, gi, learner)
+        spread = np.abs(centred_in_groups(Y, gi)).max(axis=0, initial=0.0)
+        if np.any((spread > 0) & (spread < np.finfo(np.float64).tiny)):
+            warnings.warn("the targets differ by less than 2.2e-308 inside their groups (subnormal numbers, fewer "
+                          "than 53 bits): predictions of their size keep a few bits, and exact cross-validation may "
+                          "rank and choose by rounding; rescale y (e.g. y * 2.0**1000)", ConstantModelWarning,
+                          stacklevel=user_stacklevel())
         return cls(X, Y, one_d, gi, groups is not None, weighting if groups is not None else "unweighted", None,
                    precomputed, cells)
 

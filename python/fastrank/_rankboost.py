@@ -52,8 +52,9 @@ class RankBoost(Ranker):
         of the crucial pairs it orders correctly / wrongly / ties.  "freund": alpha_t = 1/2 ln((1 + r_t) / (1 - r_t)),
         the paper's minimiser of the bound Z_t <= sqrt(1 - r_t^2) (no smoothing needed).  "exact": alpha_t = 1/2
         ln(eps+ / eps-), the minimiser of Z_t(alpha) = eps0 + eps+ e^-alpha + eps- e^alpha for weak rankers that abstain
-        on ties (slides 003, "Weights of the weak rankers"); with no wrong (or right) pair eps+ and eps- are floored at
-        1 / (2 N), N crucial pairs (Schapire & Singer's smoothing), and Freund's alpha_t is used if it is farther from 0
+        on ties (slides 003, "Weights of the weak rankers"), except that eps+ and eps- below 1 / (2 N) are raised to it,
+        N crucial pairs (Schapire & Singer's smoothing: with no wrong or right pair the minimiser is at infinity, and
+        a nearly empty side gives a weight almost as large), and Freund's alpha_t is used if it is farther from 0
         (Z_t <= sqrt(1 - r_t^2) still holds).  The rules differ only when pairs are tied (eps0 > 0), as threshold
         rankers make them.
     %(n_jobs)s %(verbose)s

@@ -186,12 +186,17 @@ def solve_primal(problem, alphas, n_threads):
         # targets less their group means (L 1_q = 0, the same model): X^T L y of raw targets cancels ~eps of a large
         # offset, and the C++ pass's own rounded group mean meets the rows' centred features' rounded sums
         Y = problem.targets_centred()
+        # each output in units of a power of two at its largest magnitude, W scaled back (both exact): X^T L Y of
+        # features near 1e-150 and targets near 1e-170 was subnormal (1e-4 relative error)
+        exponent = np.frexp(np.max(np.abs(Y), axis=0, initial=0.0))[1]
+        Y = np.ldexp(Y, -exponent)
         system = _object_ranking_normal_equations(X, Y) \
             if gi.n_groups == 1 and problem.weighting == "unweighted" else None
         if system is not None:
-            return Fit("primal", coef=solve_assembled_primal(*system, alphas))
+            return Fit("primal", coef=np.ldexp(solve_assembled_primal(*system, alphas), exponent))
         W, rcond = _core.rankrls_primal_scores(X, gi.order, gi.offsets, problem.pair_weight(),
                                                np.asfortranarray(gi.take(Y)), alphas, n_threads)
+        return Fit("primal", coef=np.ldexp(_checked(W, rcond, alphas.size), exponent))
     return Fit("primal", coef=_checked(W, rcond, alphas.size))
 
 

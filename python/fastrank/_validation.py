@@ -120,10 +120,27 @@ def as_targets(y, n_rows, name="y"):
         raise ValueError(f"Found input variables with inconsistent numbers of samples: [{n_rows}, {Y.shape[0]}]")
     if Y.shape[1] < 1:
         raise ValueError(f"{name} has no columns")
+    if Y.dtype.kind in "iu" and Y.dtype.itemsize == 8:
+        _check_integers_stay_distinct(Y, name)
     Y = np.asfortranarray(Y, dtype=np.float64)
     if not _all_finite(Y):
         raise ValueError(f"Input {name} contains NaN or infinity.")
     return Y, one_d
+
+
+def _check_integers_stay_distinct(Y, name):
+    """Refuse 64-bit integer targets that float64 merges: beyond 2**53 neighbours round to one value, and a pair
+    y_i > y_j would become a tie silently."""
+    for column in Y.T:
+        big = (column > 2**53) | (column < -(2**53))
+        if big.any():
+            values = np.unique(column)
+            merged = np.flatnonzero(np.diff(values.astype(np.float64)) == 0)
+            if merged.size:
+                a, b = values[merged[0]], values[merged[0] + 1]
+                raise ValueError(f"{name} holds the distinct integers {a} and {b}, which float64 (53 bits) cannot "
+                                 "tell apart: the pair would be a tie; subtract a common offset (e.g. "
+                                 f"{name} - {name}.min()) or pass their ranks")
 
 
 def check_alpha(alpha, name="alpha"):
@@ -207,6 +224,8 @@ def as_float_vector(v, name, n=None):
         raise ValueError(f"{name} must be 1-D, got shape {a.shape}")
     if n is not None and a.shape[0] != n:
         raise ValueError(f"{name} must have {n} entries, got {a.shape[0]}")
+    if a.dtype.kind in "iu" and a.dtype.itemsize == 8:
+        _check_integers_stay_distinct(a[:, None], name)
     a = np.ascontiguousarray(a, dtype=np.float64)
     if not np.isfinite(a).all():
         raise ValueError(f"Input {name} contains NaN or infinity.")

@@ -77,7 +77,10 @@ def _total(empirical, log_terms, **inputs):
     """empirical + sum(exp(log_terms)), or a ValueError naming the inputs when the bound exceeds float64."""
     if max(log_terms) < _LOG_MAX:
         empirical = check_real(empirical, "empirical", "a finite number >= 0 (an empirical error)", lambda v: v >= 0)
-        total = empirical + math.fsum(math.exp(t) for t in log_terms)
+        try:
+            total = empirical + math.fsum(math.exp(t) for t in log_terms)
+        except OverflowError:  # terms below the largest float64 whose sum is above it
+            total = math.inf
         if math.isfinite(total):
             return total
     shown = ", ".join(f"{k}={v!r}" for k, v in inputs.items())
@@ -147,7 +150,7 @@ def least_squares_ranking_bound(m, lam, kappa, M, delta, *, empirical=0.0):
     m, kappa, delta = _m_kappa_delta(m, kappa, delta)
     lam, M = _positive(lam, "lam", _LAM), _positive(M, "M", _LABELS)
     # log sigma, sigma = 2 M (1 + 2 kappa / sqrt(lam)): kappa / sqrt(lam) may overflow on its own
-    log_sigma = math.log(2.0 * M) + _log_add(0.0, math.log(2.0 * kappa) - 0.5 * math.log(lam))
+    log_sigma = math.log(2.0) + math.log(M) + _log_add(0.0, math.log(2.0) + math.log(kappa) - 0.5 * math.log(lam))
     return _stability_bound(m, lam, kappa, delta, log_sigma, M, empirical, M=M)
 
 

@@ -24,7 +24,8 @@ class ConstantModelWarning(UserWarning):
     """The fitted model scores every row alike (a zero weight vector, no boosting round): no feature tells apart the
     rows of any preference pair (constant features, or pairs of identical rows), so its predictions rank nothing.  Also
     for a linear model whose training scores ``X @ coef_`` underflow float64 (features near 1e-160 or smaller against
-    their weights): its predictions tie or keep a few bits; rescale X."""
+    their weights): its predictions tie or keep a few bits; rescale X.  And for RankRLS / MPRank targets that differ
+    by less than 2.2e-308 (subnormal numbers): predictions of their size keep a few bits; rescale y."""
 
 
 class ModelFileWarning(UserWarning):

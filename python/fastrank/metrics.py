@@ -30,7 +30,7 @@ from sklearn.utils import check_consistent_length
 from sklearn.utils.metadata_routing import get_routing_for_object
 
 from . import _core
-from ._problem import check_pairs
+from ._problem import centred_in_groups, check_pairs
 from ._validation import (_asarray, as_float_matrix, as_float_vector, check_bool, check_n_jobs, check_real, group_index,
                           one_of)
 from .exceptions import MissingGroupsWarning, user_stacklevel
@@ -251,12 +251,29 @@ def _called_as(name, func, *args, **kwargs):
         raise ValueError(str(exc).replace(f"{func.__name__}:", f"{name}:", 1)) from None
 
 
+def _centred_difference(y, f, gi):
+    """h - y less its group means, from h and y each centred in their groups first, in two passes: h - y of scores
+    near 1e16 beside labels 0-5 rounded the labels away (msd 8 for 12.44)."""
+    def centred(v):
+        return centred_in_groups(centred_in_groups(v, gi), gi)
+    return centred(centred(f) - centred(y))
+
+
+def _less_medians(y, f, gi):
+    """y - f with y and f each less a member of its group at the group's median first: the differences of values near
+    it are exact, so a group's offset (labels near 2**40 beside scores of 1) rounds nothing away, while values near 0
+    stay apart (a mean of 333 merged labels 0 and 1e-17).  z_i - z_j is (y_i - y_j) - (f_i - f_j) for any shifts."""
+    def less_median(v):
+        ranked = np.lexsort((v, gi.codes))  # rows by group, then value
+        return v - v[ranked[gi.offsets[:-1] + (gi.sizes - 1) // 2]][gi.codes]
+    return less_median(y) - less_median(f)
+
+
 def _mp_total(y, f, gi, n, power):
     """Per group the sum over ordered pairs of |dh - dy|^power.  With c = h - y centred per group: sum_ij (c_j -
     c_i)^2 = 2 n sum c^2; with c sorted, sum_ij |c_j - c_i| = 2 sum_k c_(k) (2k - n + 1)."""
     codes, G = gi.codes, gi.n_groups
-    d = f - y
-    c = d - (np.bincount(codes, weights=d, minlength=G) / n)[codes]
+    c = _centred_difference(y, f, gi)
     if power == 2:
         return 2.0 * n * np.bincount(codes, weights=c * c, minlength=G)
     if G == 1:
@@ -426,7 +443,7 @@ def magnitude_preserving_cost(y_true, y_score, groups=None, *, cost="mp", power=
     if cost == "mp":
         total = _mp_total(y, f, gi, n, power)
     elif cost == "svr":
-        T = _core.threshold_pair_sums(f - y, gi.order, gi.offsets, float(epsilon), threads)
+        T = _core.threshold_pair_sums(_centred_difference(y, f, gi), gi.order, gi.offsets, float(epsilon), threads)
         total = 2.0 * T[:, power]  # ordered pairs: each unordered pair twice
     else:
         # mis-ordered pairs: y_i > y_j and f_i < f_j, the dominance pairs of (a, b) = (y, -f); |dh| = b_i - b_j and
@@ -480,12 +497,12 @@ def stability_ranking_loss(y_true, y_score, groups=None, *, loss="hinge", gamma=
         total = _pair_stats(y, f, gi, False, n_jobs)[:, 2] + 0.5 * tied
     elif loss == "hinge":
         # (|d| - u)_+ on pairs y_i > y_j is ((y_i - f_i) - (y_j - f_j))_+: dominance pairs of (y, y - f)
-        total = _dominance(y, y - f, gi, n_jobs)[:, 2]
+        total = _dominance(y, _less_medians(y, f, gi), gi, n_jobs)[:, 2]
     elif loss == "gamma":
         g = f / float(gamma)
-        total = _dominance(y, y - g, gi, n_jobs)[:, 2] - _dominance(y, -g, gi, n_jobs)[:, 2]
+        total = _dominance(y, _less_medians(y, g, gi), gi, n_jobs)[:, 2] - _dominance(y, -g, gi, n_jobs)[:, 2]
     else:  # squared: sum over y_i > y_j of (z_i - z_j)^2, z = y - f (z ties contribute 0)
-        z = y - f
+        z = _less_medians(y, f, gi)
         total = _dominance(y, z, gi, n_jobs)[:, 4] + _dominance(y, -z, gi, n_jobs)[:, 4]
     return _average(total, den, average, "stability_ranking_loss")
 

@@ -32,7 +32,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from . import _core
 from ._base import N_JOBS, NONNEG_REAL, POSITIVE_REAL, FastrankEstimator, Interval, KernelMixin, Ranker, StrOptions, \
-    positive_int, ranking_accuracy, warn_if_scores_underflow
+    positive_int, ranking_accuracy, require_finite_scores, warn_if_scores_underflow
 from ._kernels import _KIND, KernelSpec, by_distinct_rows, row_products
 from ._memory import check_dense_memory, densified
 from ._problem import features_without_group_offsets, require_preferences
@@ -411,19 +411,21 @@ class _OAPBase(KernelMixin, _OnlineOrdinal):
         mean = which == "mean"  # the averaged rule's scores tie for identical rows, as the in-memory learners' do
         product = row_products if mean else operator.matmul  # (scipy.sparse X too)
         if self._kernel_kind == "linear":
-            return product(X, self.coef_ if mean else self.members_coef_.T)
-        coef = self.dual_coef_.mean(axis=0)[:, None] if mean else self.dual_coef_.T
-        if self._kernel_kind == "precomputed":
-            out = product(self._support_columns(X), coef)
-        else:  # also right with no stored example yet: the kernel routines return zeros
-            spec = KernelSpec(self._kernel_kind, *self._kernel_args)
-            n_threads = check_n_jobs(getattr(self, "n_jobs", None))
+            out = product(X, self.coef_ if mean else self.members_coef_.T)
+        else:
+            coef = self.dual_coef_.mean(axis=0)[:, None] if mean else self.dual_coef_.T
+            if self._kernel_kind == "precomputed":
+                out = product(self._support_columns(X), coef)
+            else:  # also right with no stored example yet: the kernel routines return zeros
+                spec = KernelSpec(self._kernel_kind, *self._kernel_args)
+                n_threads = check_n_jobs(getattr(self, "n_jobs", None))
 
-            def kernel_scores(Z):
-                return spec.predict(Z, self.support_vectors_, coef, n_threads)
+                def kernel_scores(Z):
+                    return spec.predict(Z, self.support_vectors_, coef, n_threads)
 
-            out = by_distinct_rows(kernel_scores, X) if mean else kernel_scores(X)
-        return out[:, 0] if mean else out
+                out = by_distinct_rows(kernel_scores, X) if mean else kernel_scores(X)
+            out = out[:, 0] if mean else out
+        return require_finite_scores(self, out)  # predict's ranks come from these scores too
 
     def _voting(self):
         return self._members_tau_variant()[2] != "bpm"
@@ -863,10 +865,14 @@ class OnlineMPRank(KernelMixin, Ranker):
         if not np.isfinite(2.0 * C / m * float(yt @ yt)):  # the pair cost at a = 0, which every pass lowers
             raise ValueError(f"OnlineMPRank: C={self.C!r} is too large for these targets (the pair cost (2C/m) "
                              "sum_i yt_i^2 overflows float64); use a smaller C or rescale y")
-        alpha = np.array(alpha0, dtype=np.float64)
+        # the passes in units of a power of two at max |yt|, scaled back (a is linear in yt, the cost quadratic; all
+        # exact): the cost of targets near 1e-170 underflowed to 0, which the stopping rule read as converged
+        exponent = int(np.frexp(np.max(np.abs(yt), initial=0.0))[1])
+        alpha = np.ldexp(np.array(alpha0, dtype=np.float64), -exponent)
         with stage(f"OnlineMPRank {self.algorithm} passes (m={m}, eta={eta:.3g})", verbose=self.verbose):
-            n_iter, converged, costs = _core.mprank_online(Kt, yt, C, eta, sequential, int(self.max_iter),
-                                                           float(self.tol), alpha)
+            n_iter, converged, costs = _core.mprank_online(Kt, np.ldexp(yt, -exponent), C, eta, sequential,
+                                                           int(self.max_iter), float(self.tol), alpha)
+        alpha, costs = np.ldexp(alpha, exponent), np.ldexp(np.asarray(costs), 2 * exponent)
         if resolve_verbose(self.verbose):
             write_line(f"[fastrank] OnlineMPRank: {int(n_iter)} passes, cost "
                        f"{float(costs[-1]) if len(costs) else 0.0:.10g}, converged={bool(converged)}")

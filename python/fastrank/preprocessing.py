@@ -186,8 +186,12 @@ class Log1pScaler(_DenseTransformer):
             _, exponent = np.frexp(np.abs(L).max(axis=0, initial=0.0))
             scaler = StandardScaler().fit(np.ldexp(L, -exponent))
             constant = scaler.scale_ != np.sqrt(scaler.var_)  # StandardScaler's scale 1 of a constant feature stays 1
-            self.mean_ = np.ldexp(scaler.mean_, exponent)
-            self.scale_ = np.where(constant, 1.0, np.ldexp(scaler.scale_, exponent))
+            scale = np.where(constant, 1.0, np.ldexp(scaler.scale_, exponent))
+            subnormal = np.flatnonzero(scale < np.finfo(np.float64).tiny)
+            if subnormal.size:  # a scale_ of fewer than 53 bits, or 0 (a z-score of inf and NaN)
+                raise ValueError(f"feature {subnormal[0]} varies by less than 2.2e-308 (subnormal numbers): its "
+                                 "standard deviation cannot be stored to float64's precision; rescale X")
+            self.mean_, self.scale_ = np.ldexp(scaler.mean_, exponent), scale
         else:  # a refit without the z-score forgets the previous one
             self.__dict__.pop("mean_", None)
             self.__dict__.pop("scale_", None)

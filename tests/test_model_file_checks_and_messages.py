@@ -318,3 +318,13 @@ def test_saving_what_model_files_do_not_hold_says_what_to_do(tmp_path, what, hin
         est = QueryNormalizer().fit(X)
     with pytest.raises(TypeError, match=rf"is not a fastrank estimator \(saveable: .*\); {hint}"):
         fastrank.save(est, tmp_path / "m")
+
+
+@pytest.mark.parametrize("kernel", ["linear", "rbf", "poly"])
+def test_a_numpy_string_kernel_round_trips(kernel, tmp_path):
+    # OnlineMPRank kept the numpy.str_ kind of its kernel: save wrote it as a numpy scalar, load refused the file
+    rng = np.random.default_rng(0)
+    X, y = rng.normal(size=(8, 3)), rng.normal(size=8)
+    model = fastrank.OnlineMPRank(kernel=np.array([kernel, "precomputed"])[0]).fit(X, y)
+    fastrank.save(model, tmp_path / "m.frk")
+    np.testing.assert_array_equal(fastrank.load(tmp_path / "m.frk").predict(X), model.predict(X))

@@ -167,3 +167,21 @@ def test_a_stream_cut_anywhere_gives_the_model_of_one_call(seed):
             cut.partial_fit(X[part], y[part], classes=[0, 1, 2])
         np.testing.assert_array_equal(one._losses, cut._losses)
         np.testing.assert_array_equal(one.decision_function(X), cut.decision_function(X))
+
+
+def test_a_vote_at_an_exact_kernel_tie_is_decided_as_in_exact_arithmetic():
+    # x = 0.5 is equidistant from 1.5 and -0.5, so hypothesis h2 = -3 K(., 1.5) + 3 K(., -0.5) scores exactly 0 and
+    # ranks x at 4 (0 - 0 < 0 is false); the kernel values centred on their block made it -2.2e-16 (rank 1): H = 2.5
+    from fastrank import PRankVP
+    X, y = np.array([[1.5], [-0.5], [1.0], [1.5], [-0.5]]), np.array([1, 4, 3, 2, 1])
+    model = PRankVP(kernel="rbf", gamma=0.5).fit(X, y)
+    np.testing.assert_array_equal(model.dual_coef_[0], [-3.0, 3.0, 2.0, -1.0, -3.0])
+    assert model.decision_function(np.array([[0.5]]))[0] == 3.0  # ranks (4, 1, 4, 4, 4, 1) of h0 .. h5, averaged
+    # the averaged rule's scores: each kernel value from its two rows, the terms summed in stream order
+    from fastrank._kernels import KernelSpec
+    Z = np.array([[0.5], [0.3]])
+    got = PRank(kernel="rbf", gamma=0.5).fit(X, y)
+    K = KernelSpec("rbf", 0.5, 3, 1.0).cross_rowwise(Z, got.support_vectors_)
+    np.testing.assert_allclose(K, rbf(0.5)(Z, got.support_vectors_), rtol=1e-15)
+    expected = np.cumsum(K * got.dual_coef_.mean(axis=0), axis=1)[:, -1]
+    np.testing.assert_array_equal(got.decision_function(Z), expected)

@@ -234,3 +234,15 @@ def test_feature_holdout_under_a_feature_offset_against_rational_retraining(offs
         exact = _rational_linear_rankrls(X[train], y[train], g[train], 0.1, X[s])
         want = np.array([float(v - exact[0]) for v in exact])
         assert np.abs((h - h[0]) - want).max() <= 1e-7 * offset / 1e8 * 10
+
+
+@pytest.mark.parametrize("make", [fr.PRank, fr.PRankVP, lambda: fr.OAPBPM(n_estimators=3, random_state=0)])
+def test_perceptron_scores_that_underflow_warn(make):
+    # features near 1e-300: every w.x is 0, so the passes ranked every row alike, silently
+    rng = np.random.default_rng(0)
+    X, y = rng.normal(size=(10, 3)), np.array([1, 2, 3, 1, 2, 3, 1, 2, 3, 2])
+    with pytest.warns(ConstantModelWarning, match="underflow"):
+        make().fit(X * 1e-300, y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        make().fit(X * 1e-150, y)  # scores near 1e-300 are normal numbers

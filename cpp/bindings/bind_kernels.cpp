@@ -48,6 +48,25 @@ void bind_kernels(py::module_& m) {
       py::arg("X").noconvert(), py::arg("n_threads"), py::call_guard<py::gil_scoped_release>(),
       "K(Z, X) as a (p, m) Fortran-ordered array.");
   m.def(
+      "kernel_cross_rowwise",
+      [](int kind, double gamma, double degree, double coef0, RowMatrixCRef Z, RowMatrixCRef X, int n_threads) {
+        Matrix out(Z.rows(), X.rows());
+        kernel_cross_rowwise(make_spec(kind, gamma, degree, coef0), Z, X, out, n_threads);
+        return out;
+      },
+      py::arg("kind"), py::arg("gamma"), py::arg("degree"), py::arg("coef0"), py::arg("Z").noconvert(),
+      py::arg("X").noconvert(), py::arg("n_threads"), py::call_guard<py::gil_scoped_release>(),
+      "K(Z, X) (p, m), each value from its two rows alone (as the on-line learners' passes form it).");
+  m.def(
+      "kernel_predict_rowwise",
+      [](int kind, double gamma, double degree, double coef0, RowMatrixCRef Z, RowMatrixCRef X, MatrixCRef coef,
+         int n_threads) {
+        return kernel_predict_rowwise(make_spec(kind, gamma, degree, coef0), Z, X, coef, n_threads);
+      },
+      py::arg("kind"), py::arg("gamma"), py::arg("degree"), py::arg("coef0"), py::arg("Z").noconvert(),
+      py::arg("X").noconvert(), py::arg("coef"), py::arg("n_threads"), py::call_guard<py::gil_scoped_release>(),
+      "K(Z, X) @ coef summed term by term in the order of X's rows (the on-line learners' scores).");
+  m.def(
       "kernel_predict",
       [](int kind, double gamma, double degree, double coef0, RowMatrixCRef Z, RowMatrixCRef X, MatrixCRef coef,
          int n_threads) { return kernel_predict(make_spec(kind, gamma, degree, coef0), Z, X, coef, n_threads); },

@@ -1,6 +1,9 @@
 #include <pybind11/eigen.h>
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <optional>
 
 #include "fastrank/errors.hpp"
 #include "fastrank/measures.hpp"
@@ -99,16 +102,17 @@ void bind_measures(py::module_& m) {
       "Per-group (DCG, ideal DCG) with tie-averaged gains; gain 0 linear, 1 exponential.");
   m.def(
       "dominance_sums",
-      [](DArr a, DArr b, py::handle order, py::handle offsets, int n_threads) {
+      [](DArr a, DArr b, py::handle order, py::handle offsets, int n_threads, std::optional<DArr> b_less) {
         ensure(a.ndim() == 1 && b.ndim() == 1 && a.shape(0) == b.shape(0), "a and b must be 1-D, same length");
+        ensure(!b_less || (b_less->ndim() == 1 && b_less->shape(0) == b.shape(0)), "b_less must be 1-D like b");
         const bindings::GroupsArg groups(order, offsets, a.shape(0));
         py::gil_scoped_release release;
-        return dominance_sums(a.data(), b.data(), groups.index(), n_threads);
+        return dominance_sums(a.data(), b.data(), groups.index(), n_threads, b_less ? b_less->data() : nullptr);
       },
       py::arg("a").noconvert(), py::arg("b").noconvert(), py::arg("order"), py::arg("offsets"),
-      py::arg("n_threads"),
+      py::arg("n_threads"), py::arg("b_less") = py::none(),
       "Per-group sums over pairs with a_i > a_j and b_i > b_j (n_groups, 6): count, sum da, sum db, "
-      "sum da^2, sum db^2, sum da*db.");
+      "sum da^2, sum db^2, sum da*db; with b_less the second values are b - b_less.");
   m.def(
       "threshold_pair_sums",
       [](DArr z, py::handle order, py::handle offsets, double eps, int n_threads) {

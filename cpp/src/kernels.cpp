@@ -376,4 +376,33 @@ Matrix kernel_predict(const KernelSpec& spec, RowMatrixCRef Z, RowMatrixCRef X, 
   return out;
 }
 
+Matrix kernel_predict_rowwise(const KernelSpec& spec, RowMatrixCRef Z, RowMatrixCRef X, MatrixCRef coef,
+                              int n_threads) {
+  require(coef.rows() == X.rows(), "kernel_predict: coefficient rows must match training inputs");
+  const Index p = Z.rows(), m = X.rows(), v = coef.cols();
+  Matrix out = Matrix::Zero(p, v);
+  if (p == 0 || m == 0) return out;
+  const Index block = std::max<Index>(64, (Index(1) << 22) / std::max<Index>(1, m));  // ~32 MB of kernel
+  const RowMatrix C = coef;  // row s: the coefficients of support row s for every output
+  Matrix K;
+  for (Index start = 0; start < p; start += block) {
+    const Index rows = std::min(block, p - start);
+    K.resize(rows, m);
+    kernel_cross_rowwise(spec, Z.middleRows(start, rows), X, K, n_threads);
+    parallel_for(0, rows, n_threads, 16, [&](Index lo, Index hi) {
+      Vector acc(v);
+      for (Index i = lo; i < hi; ++i) {
+        acc.setZero();
+        for (Index s = 0; s < m; ++s) {  // term by term in support order, each product rounded on its own
+          const double k = K(i, s);
+          const double* c = C.data() + s * C.outerStride();
+          for (Index j = 0; j < v; ++j) acc[j] += k * c[j];
+        }
+        out.row(start + i) = acc.transpose();
+      }
+    });
+  }
+  return out;
+}
+
 }  // namespace fastrank

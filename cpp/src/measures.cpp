@@ -700,14 +700,15 @@ inline std::int32_t* brank_buf(std::vector<std::int32_t>& r, Index n) {
 
 }  // namespace
 
-RowMatrix dominance_sums(const double* a, const double* b, const GroupIndex& groups, int n_threads) {
+RowMatrix dominance_sums(const double* a, const double* b, const GroupIndex& groups, int n_threads,
+                         const double* b_less) {
   const Index m = groups.n_rows(), n_groups = groups.n_groups();
   RowMatrix out = RowMatrix::Zero(n_groups, kNumDominance);
   if (m == 0) return out;
   const IndexVector& offsets = groups.offsets;
   const IndexVector& idx = groups.order;
   parallel_for(0, n_groups, n_threads, 1, [&](Index q0, Index q1) {
-    std::vector<double> ra, rb, ac, bc, sa, mid;
+    std::vector<double> ra, rb, ac, bc, sa, mid, rs;
     std::vector<Index> ord;
     std::vector<std::int32_t> brank;
     std::vector<DomNode> tree;
@@ -733,6 +734,12 @@ RowMatrix dominance_sums(const double* a, const double* b, const GroupIndex& gro
         std::nth_element(mid.begin(), mid.begin() + n / 2, mid.end());
         return mid[n / 2];
       };
+      if (b_less) {  // b - b_less, each less its median first: a group's offset (labels near 2^40) rounds nothing away
+        rs.resize(n);
+        for (Index t = 0; t < n; ++t) rs[t] = b_less[idx[lo + t]];
+        const double m1 = median(rb), m2 = median(rs);
+        for (Index t = 0; t < n; ++t) rb[t] = (rb[t] - m1) - (rs[t] - m2);
+      }
       const double ma = median(ra), mb = median(rb);
       for (Index t = 0; t < n; ++t) {
         ac[t] = ra[t] - ma;

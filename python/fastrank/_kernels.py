@@ -44,12 +44,21 @@ class KernelSpec:
         """K(Z, X) @ coef, blocked so K is never held whole."""
         return _core.kernel_predict(*self._args(), Z, X, np.asfortranarray(coef, dtype=np.float64), n_threads)
 
+    def cross_rowwise(self, Z, X, n_threads=1):
+        """K(Z, X), each value from its two rows alone: the values of the on-line learners' passes."""
+        return _core.kernel_cross_rowwise(*self._args(), Z, X, n_threads)
+
+    def predict_rowwise(self, Z, X, coef, n_threads=1):
+        """K(Z, X) @ coef as the on-line learners' passes score: :meth:`cross_rowwise` values, summed term by term in
+        the order of X's rows (an exact tie there, terms that cancel, is one here)."""
+        return _core.kernel_predict_rowwise(*self._args(), Z, X, np.asfortranarray(coef, dtype=np.float64), n_threads)
+
 
 def resolve_kernel(kernel, gamma, degree, coef0, n_features):
     """Validate a kernel name and its parameters; returns a :class:`KernelSpec`."""
     if not isinstance(kernel, str) or kernel not in KERNELS:
         raise ValueError(f"Unknown kernel {kernel!r}; choose one of {', '.join(KERNELS)}")
-    kind = {"gaussian": "rbf", "polynomial": "poly"}.get(kernel, kernel)
+    kind = {"gaussian": "rbf", "polynomial": "poly"}.get(kernel, str(kernel))  # a numpy.str_ is stored as str
     scaled = kind in ("rbf", "poly")  # a parameter the kernel ignores must still be a number (no raw float() error)
     gamma = check_real((1.0 / n_features if scaled else 1.0) if gamma is None else gamma, "gamma",
                        "a positive finite number or None", lambda v: v > 0 or not scaled)

@@ -259,16 +259,6 @@ def _centred_difference(y, f, gi):
     return centred(centred(f) - centred(y))
 
 
-def _less_medians(y, f, gi):
-    """y - f with y and f each less a member of its group at the group's median first: the differences of values near
-    it are exact, so a group's offset (labels near 2**40 beside scores of 1) rounds nothing away, while values near 0
-    stay apart (a mean of 333 merged labels 0 and 1e-17).  z_i - z_j is (y_i - y_j) - (f_i - f_j) for any shifts."""
-    def less_median(v):
-        ranked = np.lexsort((v, gi.codes))  # rows by group, then value
-        return v - v[ranked[gi.offsets[:-1] + (gi.sizes - 1) // 2]][gi.codes]
-    return less_median(y) - less_median(f)
-
-
 def _mp_total(y, f, gi, n, power):
     """Per group the sum over ordered pairs of |dh - dy|^power.  With c = h - y centred per group: sum_ij (c_j -
     c_i)^2 = 2 n sum c^2; with c sorted, sum_ij |c_j - c_i| = 2 sum_k c_(k) (2k - n + 1)."""
@@ -402,8 +392,11 @@ def _mean_over_groups(loss, groups):
 # -- pairwise costs and losses of the stability papers (000 Sect. 2.1, 002 Sect. 2, 4, 5.2)
 
 
-def _dominance(a, b, gi, n_jobs):  # a, b: contiguous float64 (checked vectors and arithmetic on them)
-    return _core.dominance_sums(a, b, gi.order, gi.offsets, _sweep_threads(n_jobs, len(a)))
+def _dominance(a, b, gi, n_jobs, b_less=None):  # contiguous float64 (checked vectors and arithmetic on them)
+    """Per group the sums over the pairs with a_i > a_j and b_i > b_j; with ``b_less`` the pairs of (a, b - b_less),
+    that difference formed in the core from b and b_less each less its group's median: exact near them, so a group's
+    offset (labels near 2**40 beside scores of 1) rounds nothing away, while values near 0 stay apart."""
+    return _core.dominance_sums(a, b, gi.order, gi.offsets, _sweep_threads(n_jobs, len(a)), b_less)
 
 
 _COSTS = ("hr", "mp", "hmp", "svr")
@@ -497,13 +490,12 @@ def stability_ranking_loss(y_true, y_score, groups=None, *, loss="hinge", gamma=
         total = _pair_stats(y, f, gi, False, n_jobs)[:, 2] + 0.5 * tied
     elif loss == "hinge":
         # (|d| - u)_+ on pairs y_i > y_j is ((y_i - f_i) - (y_j - f_j))_+: dominance pairs of (y, y - f)
-        total = _dominance(y, _less_medians(y, f, gi), gi, n_jobs)[:, 2]
+        total = _dominance(y, y, gi, n_jobs, b_less=f)[:, 2]
     elif loss == "gamma":
         g = f / float(gamma)
-        total = _dominance(y, _less_medians(y, g, gi), gi, n_jobs)[:, 2] - _dominance(y, -g, gi, n_jobs)[:, 2]
-    else:  # squared: sum over y_i > y_j of (z_i - z_j)^2, z = y - f (z ties contribute 0)
-        z = _less_medians(y, f, gi)
-        total = _dominance(y, z, gi, n_jobs)[:, 4] + _dominance(y, -z, gi, n_jobs)[:, 4]
+        total = _dominance(y, y, gi, n_jobs, b_less=g)[:, 2] - _dominance(y, -g, gi, n_jobs)[:, 2]
+    else:  # squared: sum over y_i > y_j of (z_i - z_j)^2, z = y - f (z ties contribute 0): pairs of (y, z), (y, -z)
+        total = _dominance(y, y, gi, n_jobs, b_less=f)[:, 4] + _dominance(y, f, gi, n_jobs, b_less=y)[:, 4]
     return _average(total, den, average, "stability_ranking_loss")
 
 

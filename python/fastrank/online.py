@@ -215,7 +215,7 @@ class _OnlineOrdinal(ClassifierMixin, FastrankEstimator):
         self.n_seen_ += losses.size
         self._losses = np.concatenate([self._losses, losses.astype(np.int32)])
 
-    def _finish(self):
+    def _finish(self, X=None):
         pass
 
     def _check_X(self, X, *, reset=False):
@@ -248,7 +248,7 @@ class _OnlineOrdinal(ClassifierMixin, FastrankEstimator):
             Xo = np.ascontiguousarray(X[order]) if self.shuffle else X
             self._stream(Xo, np.ascontiguousarray(ranks[order]), order)
         self.n_samples_seen_ = m
-        self._finish()
+        self._finish(X)
         return self
 
     def partial_fit(self, X, y, classes=None):
@@ -281,7 +281,7 @@ class _OnlineOrdinal(ClassifierMixin, FastrankEstimator):
                              f"this batch included), got {X.shape[1]}")
         self._stream(X, _to_ranks(self.classes_, y), np.arange(n0, n0 + X.shape[0], dtype=np.int64))
         self.n_samples_seen_ = n0 + X.shape[0]
-        self._finish()
+        self._finish(X)
         return self
 
     def score(self, X, y, groups=None, sample_weight=None):
@@ -391,11 +391,13 @@ class _OAPBase(KernelMixin, _OnlineOrdinal):
             setattr(self, attr, st[k])
         self._append_losses(losses)
 
-    def _finish(self):
+    def _finish(self, X=None):
         # The averaged rule (Algorithm 2, line 16): averaged weights and averaged thresholds.
         self.thresholds_ = self.members_thresholds_.mean(axis=0)
         if self._kernel_kind == "linear":
             self.coef_ = self.members_coef_.mean(axis=0)
+            if X is not None:  # scores of features near 1e-300 are 0: every row ties, and the passes ranked by that
+                warn_if_scores_underflow(self, X, self.coef_)
 
     # -- prediction --
     def _support_columns(self, X):
@@ -421,7 +423,7 @@ class _OAPBase(KernelMixin, _OnlineOrdinal):
                 n_threads = check_n_jobs(getattr(self, "n_jobs", None))
 
                 def kernel_scores(Z):
-                    return spec.predict(Z, self.support_vectors_, coef, n_threads)
+                    return spec.predict_rowwise(Z, self.support_vectors_, coef, n_threads)
 
                 out = by_distinct_rows(kernel_scores, X) if mean else kernel_scores(X)
             out = out[:, 0] if mean else out
@@ -567,7 +569,8 @@ class PRankVP(PRank):
         if self._kernel_kind == "precomputed":
             K = self._support_columns(X)
         else:
-            K = KernelSpec(self._kernel_kind, *self._kernel_args).cross(X, self.support_vectors_, check_n_jobs(None))
+            spec = KernelSpec(self._kernel_kind, *self._kernel_args)
+            K = spec.cross_rowwise(X, self.support_vectors_, check_n_jobs(None))
         pref = np.concatenate([np.zeros((K.shape[0], 1)), np.cumsum(K * self.dual_coef_[0], axis=1)], axis=1)
         return pref[:, self.vote_n_support_]
 

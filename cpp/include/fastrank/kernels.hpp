@@ -30,6 +30,11 @@ Matrix kernel_cross(const KernelSpec& spec, RowMatrixCRef Z, RowMatrixCRef X, in
 // the block, no BLAS): a value never depends on which other rows share the call.  The on-line learners decide an
 // update at exact score ties, so a stream cut into calls must see bit-identical kernel values.  O(p m d).
 void kernel_cross_rowwise(const KernelSpec& spec, RowMatrixCRef Z, RowMatrixCRef X, MatrixRef out, int n_threads);
+// K(Z, X) * coef from kernel_cross_rowwise values, each entry summed term by term in the order of X's rows with
+// every product rounded on its own: the on-line learners' scores as their passes form them, so that terms that
+// cancel there (an exact tie) cancel here.  Row blocks of Z: memory O(block * m).
+Matrix kernel_predict_rowwise(const KernelSpec& spec, RowMatrixCRef Z, RowMatrixCRef X, MatrixCRef coef,
+                              int n_threads);
 // K(Z, X) * coef (p x v), computed in row blocks of Z so memory stays O(block * m).
 Matrix kernel_predict(const KernelSpec& spec, RowMatrixCRef Z, RowMatrixCRef X, MatrixCRef coef, int n_threads);
 

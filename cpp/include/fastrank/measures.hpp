@@ -87,7 +87,9 @@ enum DominanceStat : int {
   kDomAB = 5,
   kNumDominance = 6
 };
-RowMatrix dominance_sums(const double* a, const double* b, const GroupIndex& groups, int n_threads);
+// With b_less, a pair's second values are b_i - b_less_i, formed per group from b and b_less each less its median.
+RowMatrix dominance_sums(const double* a, const double* b, const GroupIndex& groups, int n_threads,
+                         const double* b_less = nullptr);
 
 // Per-group sums over the unordered pairs {i, j} of a group with |z_i - z_j| > eps (eps >= 0),
 // an (n_groups, 3) matrix of count, sum (|z_i - z_j| - eps), sum (|z_i - z_j| - eps)^2 (the

@@ -233,7 +233,7 @@ def test_feature_holdout_under_a_feature_offset_against_rational_retraining(offs
         train = np.setdiff1d(np.arange(12), s)
         exact = _rational_linear_rankrls(X[train], y[train], g[train], 0.1, X[s])
         want = np.array([float(v - exact[0]) for v in exact])
-        assert np.abs((h - h[0]) - want).max() <= 1e-7 * offset / 1e8 * 10
+        assert np.abs((h - h[0]) - want).max() <= 1e-7 * offset / 1e8  # retraining's own error: 1.5e-8, 3e-6
 
 
 @pytest.mark.parametrize("make", [fr.PRank, fr.PRankVP, lambda: fr.OAPBPM(n_estimators=3, random_state=0)])

@@ -102,6 +102,7 @@ def test_perceptron_scores_beyond_float64_are_refused(make):
 
 @pytest.mark.parametrize("make, fit_scale", [(lambda: fr.RankRLS(alpha=1e-12), 1e-6), (lambda: fr.RankSVM(C=1e6), 1e-6),
                                              (fr.PRank, 1e6), (lambda: fr.OAPBPM(random_state=0), 1e6),
+                                             (fr.PRankVP, 1e6), (lambda: fr.OAPBPM(variant="voted"), 1e6),
                                              (lambda: fr.RankRLS(kernel="poly", degree=2), 1.0)])
 def test_scores_beyond_float64_at_predict_are_refused(make, fit_scale):
     # inf and NaN scores ranked, and chose labels, silently

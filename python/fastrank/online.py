@@ -413,7 +413,8 @@ class _OAPBase(KernelMixin, _OnlineOrdinal):
         mean = which == "mean"  # the averaged rule's scores tie for identical rows, as the in-memory learners' do
         product = row_products if mean else operator.matmul  # (scipy.sparse X too)
         if self._kernel_kind == "linear":
-            out = product(X, self.coef_ if mean else self.members_coef_.T)
+            with np.errstate(over="ignore", invalid="ignore"):  # refused below, naming the cause
+                out = product(X, self.coef_ if mean else self.members_coef_.T)
         else:
             coef = self.dual_coef_.mean(axis=0)[:, None] if mean else self.dual_coef_.T
             if self._kernel_kind == "precomputed":
@@ -564,7 +565,8 @@ class PRankVP(PRank):
     def _hypothesis_scores(self, X):
         """Scores w_i . x of every hypothesis, (p, u + 1)."""
         if self._kernel_kind == "linear":
-            return X @ self.vote_coef_.T
+            with np.errstate(over="ignore", invalid="ignore"):  # refused below, naming the cause
+                return require_finite_scores(self, np.asarray(X @ self.vote_coef_.T))  # the votes' ranks come from them
         # f_i(x) = sum over the first n_i support entries of alpha_s K(x_s, x): prefix sums
         if self._kernel_kind == "precomputed":
             K = self._support_columns(X)

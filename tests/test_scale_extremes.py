@@ -247,3 +247,22 @@ def test_perceptron_scores_that_underflow_warn(make):
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         make().fit(X * 1e-150, y)  # scores near 1e-300 are normal numbers
+
+
+@pytest.mark.parametrize("chunks", [1, 3, 7, 20])
+@pytest.mark.parametrize("grouped", [False, True])
+def test_dask_primal_of_tiny_features_and_targets_scales_exactly(chunks, grouped):
+    # X^T L y summed over partitions was subnormal (1.7e-6 relative); a partition of zero targets has no unit
+    da = pytest.importorskip("dask.array")
+    import dask
+    from fastrank.dask import DaskRankRLS
+    X = np.tile(X5, (4, 1))
+    y = np.tile(Y5, 4) + np.arange(20) * 0.25
+    y[:2] = 0.0
+    g = np.repeat([0, 1, 2, 3], 5) if grouped else None
+    a, b = 1e-150, 1e-170
+    expected = _primal_oracle(X, y, 1.0, g)
+    with dask.config.set(scheduler="synchronous"):
+        model = DaskRankRLS(alpha=a * a).fit(da.from_array(X * a, chunks=chunks), da.from_array(y * b, chunks=chunks),
+                                             None if g is None else da.from_array(g, chunks=chunks))
+    np.testing.assert_allclose(model.coef_ * (a / b), expected, rtol=1e-12)

@@ -172,6 +172,11 @@ def _partition_stats(i, start, Xp, Yp, gp, table, weighting, feature):
     """One partition: sum over its groups of w(n_q) x centred scatter, plus partial groups."""
     Xp = _check_block(i, start, Xp, "X")
     Yp = _check_block(i, start, Yp, "y")
+    # the targets in units of a power of two at their largest magnitude (exact; _combine_stats brings the partitions
+    # to one unit): X^T L y of features near 1e-150 and targets near 1e-170 is otherwise subnormal
+    top = np.max(np.abs(Yp), initial=0.0)
+    e = int(np.frexp(top)[1]) if top > 0 else -(10**6)  # all zero: any unit, and never the largest
+    Yp = np.ldexp(Yp, -e)
     rows = Yp.shape[0]
     _check_partition_rows("y", i, start, rows, Xp.shape[0])
     ids, counts = table
@@ -209,7 +214,7 @@ def _partition_stats(i, start, Xp, Yp, gp, table, weighting, feature):
     # output column differs inside a finished group
     y0 = Yp[first]
     sp = (P @ (Yp != y0[inv])) > 0
-    return {"M": Z.T @ Z - wm.T @ mx, "R": Z.T @ Zy - wm.T @ my, "spread": np.any(sp[~part], axis=0),
+    return {"M": Z.T @ Z - wm.T @ mx, "R": Z.T @ Zy - wm.T @ my, "e": e, "spread": np.any(sp[~part], axis=0),
             "codes": u[part], "n": n_loc[part], "nq": nq[part], "mx": mx[part], "my": my[part], "rx": rx[part],
             "ry": ry[part], "y0": y0[part], "sp": sp[part]}
 
@@ -218,8 +223,12 @@ def _combine_stats(weighting, *states):
     """Sum the scatters and merge partial groups (Chan's update: the between-piece scatter
     sum_p n_p (mean_p - mean)(mean_p - mean)^T about the merged mean, weighted by w(n_q)); a piece's
     mean is rx + mx (ry + my), kept in two parts for the digits, and a merged group's relative to
-    the reference rx (ry) of its first piece."""
+    the reference rx (ry) of its first piece.  What is linear in y is first taken to the largest unit 2^e of the
+    states (exact: a power of two)."""
+    e = max(s["e"] for s in states)
+    states = [{**s, **{k: np.ldexp(s[k], s["e"] - e) for k in ("R", "my", "ry", "y0")}} for s in states]
     out = {k: sum(s[k] for s in states) for k in ("M", "R")}
+    out["e"] = e
     codes, n, nq, mx, my, rx, ry, y0, sp = (np.concatenate([s[k] for s in states])
                                             for k in ("codes", "n", "nq", "mx", "my", "rx", "ry", "y0", "sp"))
     u, first, inv = np.unique(codes, return_index=True, return_inverse=True)
@@ -270,7 +279,8 @@ def _group_table(X, G):
 
 
 def _statistics(X, Y, G, table, weighting, feature):
-    """The assembled ``F^T L F`` (symmetrised) and ``F^T L Y``; raises when every target is tied."""
+    """The assembled ``F^T L F`` (symmetrised), ``F^T L Y`` in units of 2^e, and e; raises when every target is
+    tied."""
     offs = _offsets(X)
     gblocks = _blocks(G) if G is not None else [None] * X.numblocks[0]
     table_d, feat_d = dask.delayed(table, pure=True), dask.delayed(feature, pure=True)
@@ -284,7 +294,8 @@ def _statistics(X, Y, G, table, weighting, feature):
         raise ValueError(_GROUPS_CHANGED)
     raise_without_preferences(None, ~stats["spread"], G is not None)
     M = stats["M"]
-    return 0.5 * (M + M.T), stats["R"]  # exact symmetry for the symmetric solver
+    e = stats["e"] if stats["e"] > -(10**6) else 0  # every target 0: refused above
+    return 0.5 * (M + M.T), stats["R"], e  # exact symmetry for the symmetric solver; R in units of 2^e
 
 
 # -- Estimator ---------------------------------------------------------------------------------
@@ -357,15 +368,15 @@ class DaskRankRLS(_MultiOutput, KernelMixin, RegressorMixin, FastrankEstimator):
         weighting = self.group_weighting if G is not None else "unweighted"  # object ranking: every pair weighs 1
         if self.basis_vectors is None:
             check_dense_memory(n, 1, "feature matrix X^T L X")
-            M, R = _statistics(X, Y, G, table, weighting, None)
-            return X, Y, Fit("primal", coef=solve_assembled_primal(M, R, alphas)), table[0].size
+            M, R, e = _statistics(X, Y, G, table, weighting, None)
+            return X, Y, Fit("primal", coef=np.ldexp(solve_assembled_primal(M, R, alphas), e)), table[0].size
         basis = select_basis(X.shape[0], self.basis_vectors, self.random_state)
         check_dense_memory(basis.size, 2, "basis system K_R^T L K_R")
         XR = _take_rows(X, basis)
         KRR = spec.cross(XR, XR, n_threads)
         # the feature map of subset-of-regressors RankRLS: F = K(X, X_R)
-        H, g = _statistics(X, Y, G, table, weighting, functools.partial(spec.cross, X=XR, n_threads=n_threads))
-        A = solve_assembled_basis(H, g, 0.5 * (KRR + KRR.T), alphas)
+        H, g, e = _statistics(X, Y, G, table, weighting, functools.partial(spec.cross, X=XR, n_threads=n_threads))
+        A = np.ldexp(solve_assembled_basis(H, g, 0.5 * (KRR + KRR.T), alphas), e)
         coef = np.stack([basis_primal_weights(XR, a) for a in A]) if spec.linear else None
         return X, Y, Fit("sparse", coef=coef, dual_coef=A, X_fit=XR, basis_indices=basis), table[0].size
 

@@ -266,3 +266,34 @@ def test_dask_primal_of_tiny_features_and_targets_scales_exactly(chunks, grouped
         model = DaskRankRLS(alpha=a * a).fit(da.from_array(X * a, chunks=chunks), da.from_array(y * b, chunks=chunks),
                                              None if g is None else da.from_array(g, chunks=chunks))
     np.testing.assert_allclose(model.coef_ * (a / b), expected, rtol=1e-12)
+
+
+def test_dask_search_compares_costs_of_tiny_targets_as_each_search_does():
+    # scores reported in units of y underflow to 0: the gamma and alpha chosen were the first, and alpha_ disagreed
+    # with best_estimator_.alpha
+    pytest.importorskip("dask")
+    import dask
+    from fastrank.dask import DaskRankRLSCV
+    rng = np.random.RandomState(0)
+    X = rng.randn(10, 2)
+    y, g = X @ [1.0, -2.0] + 0.3 * rng.randn(10), np.repeat([0, 1, 2], [4, 3, 3])
+    alphas = [100.0, 1.0, 1e-2]
+    with dask.config.set(scheduler="synchronous"):
+        for gammas in ([5.0, 0.5], [0.5, 5.0]):
+            ref = DaskRankRLSCV(gammas=gammas, alphas=alphas, scoring="msd").fit(X, y, g)
+            got = DaskRankRLSCV(gammas=gammas, alphas=alphas, scoring="msd").fit(X, y * 1e-170, g)
+            assert (got.gamma_, got.alpha_) == (ref.gamma_, ref.alpha_) == (0.5, 0.01)
+            assert got.best_estimator_.alpha == got.alpha_ and got.best_estimator_.gamma == got.gamma_
+
+
+@pytest.mark.parametrize("kernel", ["rbf", "linear", "poly"])
+def test_online_mprank_ties_identical_rows(kernel):
+    # kernel scores of two copies of a row differed in their last bits: a pair of them was ordered, not tied
+    rng = np.random.RandomState(0)
+    X, y = rng.randn(10, 4), rng.randint(0, 3, 10).astype(float)
+    Xt = rng.randn(5, 4)
+    Xt[4] = Xt[0]
+    s = fr.OnlineMPRank(kernel=kernel).fit(X, y).predict(Xt)
+    assert s[0] == s[4]
+    assert fr.metrics.pairwise_disagreement(np.array([1.0, 0, 0, 0, 0]), s) == pytest.approx(
+        (np.sum(s[1:4] > s[0]) + 0.5) / 4)

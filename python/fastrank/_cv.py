@@ -153,6 +153,7 @@ class _ExactCVSearch(KernelMixin, Ranker):
             bad = ", ".join(f"{float(v):.6g}" for v in grid[~np.isfinite(reported)])
             raise ValueError(f"{what} is not finite for {name} in [{bad}]")
         best = int(np.argmax(scores)) if greater_is_better else int(np.argmin(scores))
+        self._scores_in_units = scores  # what fastrank.dask compares across its searches (reported may underflow)
         setattr(self, name + "_", float(grid[best]))
         self.best_score_ = float(reported[best])
         model = base.set_params(**{name: float(grid[best])})

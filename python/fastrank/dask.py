@@ -519,7 +519,10 @@ class DaskRankRLSCV(_MultiOutput, RegressorMixin, FastrankEstimator):
         tasks = [dask.delayed(_cv_task, pure=True)({**base, "gamma": float(g)}, Xd, yd, gd) for g in gammas]
         fits = dask.compute(*tasks)
         scores, first = np.stack([f.cv_results_["scores"] for f in fits]), fits[0].cv_results_
-        kg, ka = np.unravel_index(np.argmax(scores) if first["greater_is_better"] else np.argmin(scores), scores.shape)
+        # compared as each search compares (the units of y are the same for every gamma): costs of targets near 1e-170
+        # reported in the units of y underflow to 0, and the first value would be kept
+        units = np.stack([f._scores_in_units for f in fits])
+        kg, ka = np.unravel_index(np.argmax(units) if first["greater_is_better"] else np.argmin(units), units.shape)
         self.gamma_ = float(gammas[kg])
         self.alpha_ = float(fits[kg].cv_results_["alphas"][ka])
         self.best_score_ = float(scores[kg, ka])

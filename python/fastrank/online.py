@@ -943,7 +943,11 @@ class OnlineMPRank(KernelMixin, Ranker):
         """Ranking scores h(x) of eq. 13 (higher ranks higher; defined up to a constant; no intercept)."""
         check_is_fitted(self, "dual_coef_")
         X = self._check_predict_X(_as_X(X))
+        # identical rows tie (the measures count a tie 1/2): products in a fixed order per row, a kernel row once per
+        # distinct row (KernelMixin._expansion_predict)
         if self._spec.linear:
-            return X @ self.coef_
-        K = X if self._spec.precomputed else self._spec.cross(X, self.X_fit_, check_n_jobs(self.n_jobs))
-        return K @ self.expansion_coef_
+            return row_products(X, self.coef_)
+        if self._spec.precomputed:
+            return row_products(X, self.expansion_coef_)
+        n_threads = check_n_jobs(self.n_jobs)
+        return by_distinct_rows(lambda Z: self._spec.cross(Z, self.X_fit_, n_threads) @ self.expansion_coef_, X)

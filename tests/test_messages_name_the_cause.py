@@ -166,3 +166,20 @@ def test_binary_cost_refuses_magnitudes_it_would_ignore():
         with pytest.raises(ValueError, match=r"cost='binary' \(eq. 20\) .* would ignore the magnitudes"):
             call()
     fastrank.RankRLS().fit_preferences(X, pairs, magnitudes=g)  # cost="magnitude" by default
+
+
+def test_hostile_option_values_are_refused_by_name(tmp_path):
+    # an array kernel met numpy's "truth value ... is ambiguous"; complex labels met a bare float() TypeError; the
+    # strings "no" for return_pairs and return_metadata were taken as True
+    import fastrank
+    X, y = np.random.RandomState(0).randn(8, 3), np.array([0, 1, 2, 1, 0, 2, 1, 0])
+    for make in (fastrank.RankRLS, fastrank.PRank):
+        with pytest.raises(ValueError, match="Unknown kernel array"):
+            make(kernel=np.array([0.5, 1.0])).fit(X, y)
+    with pytest.raises(ValueError, match="y must hold ordered class labels.*complex128"):
+        fastrank.PRank().fit(X, y + 1j)
+    with pytest.raises(ValueError, match="return_pairs must be True or False, got 'no'"):
+        fastrank.model_selection.leave_pair_out(fastrank.RankRLS(), X, y, return_pairs="no")
+    fastrank.save(fastrank.RankRLS().fit(X, y), tmp_path / "m")
+    with pytest.raises(ValueError, match="return_metadata must be True or False, got 'no'"):
+        fastrank.load(tmp_path / "m", return_metadata="no")

@@ -62,7 +62,7 @@ def test_a_fitted_model_file_without_a_positive_feature_count_is_refused(tmp_pat
     ("state", {"$scalar": "<i1", "value": 1000}, "scalar 1000 is out of the range of its dtype int8"),
     ("state", {"$scalar": "<u4", "value": -5}, "scalar -5 is out of the range of its dtype uint32"),
     ("params", {"$scalar": "<f2", "value": 1e300}, "scalar 1e+300 is out of the range of its dtype float16"),
-    ("params", 10**400, "a parameter fails RankRLS's checks: int too large to convert to float"),
+    ("params", 10**400, "a parameter fails RankRLS's checks: degree of RankRLS is an int beyond float64's range"),
 ], ids=["int8", "uint32", "float16", "huge-degree"])
 def test_model_file_values_out_of_range_are_refused_by_name(tmp_path, where, value, message):
     # these reached the user as a raw OverflowError (or, for float16, a RuntimeWarning and an infinite value)
@@ -328,3 +328,15 @@ def test_a_numpy_string_kernel_round_trips(kernel, tmp_path):
     model = fastrank.OnlineMPRank(kernel=np.array([kernel, "precomputed"])[0]).fit(X, y)
     fastrank.save(model, tmp_path / "m.frk")
     np.testing.assert_array_equal(fastrank.load(tmp_path / "m.frk").predict(X), model.predict(X))
+
+
+def test_save_refuses_a_path_that_is_not_a_regular_file(tmp_path):
+    # the atomic replace swapped a FIFO (or, as root, /dev/null) for a regular file
+    import os
+    import stat
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    model = fastrank.RankRLS().fit(np.random.RandomState(0).randn(8, 3), np.arange(8.0))
+    with pytest.raises(ValueError, match="exists and is not a regular file"):
+        fastrank.save(model, fifo)
+    assert stat.S_ISFIFO(os.stat(fifo).st_mode)

@@ -297,3 +297,47 @@ def test_online_mprank_ties_identical_rows(kernel):
     assert s[0] == s[4]
     assert fr.metrics.pairwise_disagreement(np.array([1.0, 0, 0, 0, 0]), s) == pytest.approx(
         (np.sum(s[1:4] > s[0]) + 0.5) / 4)
+
+
+def test_exact_cv_refuses_targets_near_the_float_limit_and_warns_of_an_outlying_one():
+    # one target near 1e308 gave all-NaN hold-out predictions; one of 1e16 among targets of 1 left 280 % errors
+    from fastrank.exceptions import IllConditionedWarning
+    X = np.random.RandomState(0).randn(8, 3)
+    y = np.array([0.0, 1, 2, 1, 0, 2, 1, 0])
+    with pytest.raises(ValueError, match="overflow its hold-out formulas; rescale y"):
+        fr.model_selection.leave_pair_out(fr.RankRLS(), X, np.r_[y[:7], 1e308])
+    with pytest.raises(ValueError, match="overflow its hold-out formulas"):
+        fr.RankRLSCV(alphas=[1.0, 2.0], cv="lgo").fit(X, np.r_[y[:7], 1e308], np.repeat([0, 1], 4))
+    with pytest.warns(IllConditionedWarning, match="rounding of about 2.2 in every hold-out prediction"):
+        fr.model_selection.leave_pair_out(fr.RankRLS(), X, np.r_[y[:7], 1e16])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        fr.model_selection.leave_pair_out(fr.RankRLS(), X, np.r_[y[:7], 1e5])  # 2e-11 of rounding: no warning
+
+
+@pytest.mark.parametrize("call", [
+    lambda X, y: fr.RankRLS(alpha=10**400).fit(X, y), lambda X, y: fr.SVRank(epsilon=10**400).fit(X, y),
+    lambda X, y: fr.metrics.precision_at_k(y, y, k=2, relevance_threshold=10**400),
+    lambda X, y: fr.bounds.hinge_ranking_bound(100, 0.1, 10**400, 1.0, 0.05),
+    lambda X, y: fr.metrics.pairwise_disagreement(y, y, sample_weight=[10**400] * 8),
+])
+def test_ints_beyond_float64_are_refused_by_name(call):
+    # float(10**400) raised a bare "int too large to convert to float"
+    X, y = np.random.RandomState(0).randn(8, 3), np.arange(8.0)
+    with pytest.raises(ValueError, match=r"alpha|epsilon|relevance_threshold|kappa|sample_weight"):
+        call(X, y)
+
+
+def test_rankboost_path_refuses_a_huge_round_count_before_allocating():
+    X, y = np.random.RandomState(0).randn(8, 3), np.arange(8.0)
+    for n in (2**31, 2**40, np.uint64(2**64 - 1)):  # 2**31 asked for 16 GiB, 2**40 met numpy's raw MemoryError
+        with pytest.raises(ValueError, match=r"n_estimators must be at most 2\*\*31 - 1"):
+            fr.rankboost_path(X, y, n, cv=2)
+
+
+@pytest.mark.parametrize("make", [fr.PRank, fr.PRankVP, fr.OAPBPM, fr.WidrowHoff])
+def test_infinite_class_labels_are_refused(make):
+    # classes=[0, 1, 2, inf] was taken; predict of the inf class then blamed X
+    X, y = np.random.RandomState(0).randn(8, 3), np.array([0, 1, 2, 1, 0, 2, 1, 0])
+    with pytest.raises(ValueError, match="classes contains an infinite value"):
+        make().partial_fit(X, y, classes=[0, 1, 2, np.inf])

@@ -207,7 +207,8 @@ class FastrankEstimator(BaseEstimator):
         return self
 
     def _precomputed(self):
-        return getattr(self, "kernel", None) == "precomputed"
+        kernel = getattr(self, "kernel", None)
+        return isinstance(kernel, str) and kernel == "precomputed"  # another type is refused by resolve_kernel
 
     def _store_params(self, values):
         """``__init__``'s body: every argument in the constructor's ``locals()`` stored unchanged under its own name."""
@@ -222,6 +223,9 @@ class FastrankEstimator(BaseEstimator):
         for klass in (*reversed(searched.__mro__), *reversed(type(self).__mro__)):
             constraints.update(getattr(klass, "_parameter_constraints", {}) or {})
         params = self.get_params(deep=False)
+        for name, value in params.items():  # float(10**400) raised a bare "int too large to convert to float"
+            if isinstance(value, numbers.Integral) and abs(int(value)) > float(np.finfo(np.float64).max):
+                raise ValueError(f"{name} of {type(self).__name__} is an int beyond float64's range (1.8e308)")
         constraints = {k: v for k, v in constraints.items() if k in params}
         for name, options in constraints.items():
             value = params[name]

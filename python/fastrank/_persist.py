@@ -52,7 +52,7 @@ import scipy.sparse as sp
 
 from ._memory import dense_memory_limit
 from ._registry import ESTIMATORS
-from ._validation import check_alpha, check_alphas, file_name
+from ._validation import check_alpha, check_alphas, check_bool, file_name
 from ._version import __version__
 from .exceptions import ModelFileWarning, user_stacklevel
 
@@ -227,6 +227,10 @@ def save(model, path, *, dtype=None, compress=True, metadata=None):
     ``path`` is a directory or its folder does not exist.
     """
     path = file_name(path)
+    if os.path.exists(path) and not os.path.isdir(path) and not os.path.isfile(path):
+        # the atomic replace would swap a FIFO, socket or device node (/dev/null as root) for a regular file
+        raise ValueError(f"{path!r} exists and is not a regular file (a pipe, socket or device); save writes files: "
+                         "give a file path")
     if dtype not in (None, "float32", np.float32):
         raise ValueError(f"dtype must be None or 'float32', got {dtype!r}")
     if not isinstance(compress, (bool, np.bool_)):  # compress="no" would compress
@@ -547,6 +551,7 @@ def load(path, *, return_metadata=False):
     fastrank model file, was written by a newer format version, or is truncated, corrupted or
     tampered with (the checks: docs/design/cli-and-model-files.md, "Model files").
     """
+    return_metadata = check_bool(return_metadata, "return_metadata")  # "no" is a true value
     p = file_name(path)
     if not os.path.exists(p):
         raise FileNotFoundError(f"{p}: no such model file")

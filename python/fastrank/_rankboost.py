@@ -223,6 +223,8 @@ def rankboost_path(X, y, n_estimators, groups=None, *, cv=5, scoring=None, refit
 
     refit = check_bool(refit, "refit")
     grid = _asarray(n_estimators, "n_estimators").reshape(-1)
+    if grid.dtype.kind in "iu" and np.any(grid > 2**31 - 1):  # before the grid 1..T is allocated
+        raise ValueError(f"n_estimators must be at most 2**31 - 1 (the rounds RankBoost takes), got {n_estimators!r}")
     if grid.dtype.kind in "iu" and np.ndim(n_estimators) == 0:
         grid = np.arange(1, int(grid[0]) + 1)
     if grid.size == 0 or grid.dtype.kind not in "iu" or np.any(grid < 1):

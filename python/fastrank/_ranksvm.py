@@ -159,7 +159,7 @@ class RankSVM(KernelMixin, Ranker):
                 raise ValueError(f"C / |P| = {self.C!r} / {n_pairs:g} underflows to 0; use normalize_C=False")
         if self.margin == "difference" and "row_margin" not in structure:  # fit's structure holds the targets
             raise ValueError("margin='difference' needs targets: use fit(X, y), not fit_preferences")
-        spec = None if self.kernel == "precomputed" else self._kernel_spec(X.shape[1])
+        spec = None if self._precomputed() else self._kernel_spec(X.shape[1])
         if self.basis_vectors is not None:
             return self._solve_basis(X, spec, structure, C, code, tol, max_iter, n_threads)
         if spec is not None and spec.linear:

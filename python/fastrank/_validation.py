@@ -59,7 +59,7 @@ def _to_float(a, name, what="numeric"):
                 a = np.where(missing, np.nan, a).astype(np.float64)
         except TypeError as exc:  # e.g. a dict among the values (scikit-learn expects TypeError)
             raise TypeError(f"{name} must be {what}: {exc}") from None
-        except ValueError as exc:
+        except (ValueError, OverflowError) as exc:  # OverflowError: an int beyond float64 (10**400)
             raise ValueError(f"{name} must be {what}: {exc}") from None
     if np.iscomplexobj(a):
         raise ValueError(f"Complex data not supported: {name} has dtype {a.dtype}")
@@ -148,7 +148,10 @@ def check_alpha(alpha, name="alpha"):
     ``<= 1e300``).  The solvers refuse alpha at the rounding level of their own matrix (``fastrank.LinAlgError``)."""
     if isinstance(alpha, (bool, np.bool_)) or not isinstance(alpha, numbers.Real):
         raise TypeError(f"{name} must be a positive real number, got {alpha!r}")
-    alpha = float(alpha)
+    try:
+        alpha = float(alpha)
+    except OverflowError:  # an int beyond float64
+        alpha = np.inf
     if not np.isfinite(alpha) or alpha <= 0.0:
         raise ValueError(f"{name} must be finite and > 0, got {alpha!r}")
     if alpha < _TINY:
@@ -211,10 +214,13 @@ def check_int(value, name, *, low=None, high=INT_MAX):
 def check_real(value, name, need, ok=lambda v: True, kind=numbers.Real):
     """``float(value)`` (``int`` for ``kind=numbers.Integral``) for a finite number of ``kind``, not a bool, with
     ``ok(value)``, else a ValueError saying ``need``."""
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, kind) or not ok(value) \
-            or not isinstance(value, numbers.Integral) and not np.isfinite(float(value)):
-        raise ValueError(f"{name} must be {need}, got {value!r}")
-    return int(value) if kind is numbers.Integral else float(value)
+    try:
+        if isinstance(value, (bool, np.bool_)) or not isinstance(value, kind) or not ok(value) \
+                or not isinstance(value, numbers.Integral) and not np.isfinite(float(value)):
+            raise ValueError(f"{name} must be {need}, got {value!r}")
+        return int(value) if kind is numbers.Integral else float(value)
+    except OverflowError:  # float() of an int beyond float64 (10**400)
+        raise ValueError(f"{name} must be {need}, got an int beyond float64's range (1.8e308)") from None
 
 
 def as_float_vector(v, name, n=None):

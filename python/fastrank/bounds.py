@@ -49,7 +49,7 @@ def _m_kappa_delta(m, kappa, delta):
                    numbers.Integral)
     delta = check_real(delta, "delta", "a number with 0 < delta < 1 (the bound holds with probability 1 - delta)",
                        lambda v: 0 < v < 1)
-    if isinstance(kappa, numbers.Real) and math.isinf(kappa):  # a bool is never inf: check_real below refuses it
+    if isinstance(kappa, float) and math.isinf(kappa):  # a bool is never inf: check_real below refuses it
         raise ValueError("kappa = inf: the kernel is unbounded, but the theorem needs a bounded kernel, "
                          "K(x, x) <= kappa^2 < inf for all x (e.g. a Gaussian kernel, kappa = 1, or bounded inputs)")
     kappa = check_real(kappa, "kappa", "a real number > 0 with K(x, x) <= kappa^2 for all x (a non-zero kernel)",

@@ -355,7 +355,7 @@ class DaskRankRLS(_MultiOutput, KernelMixin, RegressorMixin, FastrankEstimator):
         if n < 1:
             raise ValueError(f"Found array with 0 feature(s) (shape={X.shape}) while a minimum of 1 is required.")
         check_weighting(self.group_weighting)
-        if self.kernel == "precomputed":
+        if self._precomputed():
             raise ValueError("kernel='precomputed' is not supported on dask inputs (the kernel matrix is m x m); "
                              "give features and a kernel name with basis_vectors")
         spec = self._kernel_spec(n)

@@ -42,7 +42,7 @@ from ._memory import check_dense_memory
 from ._problem import RankingProblem, _tie_cells
 from ._rankrls import PREFERENCE_TIES, RankRLS
 from ._progress import stage
-from ._validation import (_asarray, as_targets, check_alpha, check_int, check_seed, group_index,
+from ._validation import (_asarray, as_targets, check_alpha, check_bool, check_int, check_seed, group_index,
                           pairwise_disagreement)
 
 __all__ = ["leave_pair_out", "leave_group_out", "holdout_predictions", "preference_holdout_predictions",
@@ -247,6 +247,7 @@ class Factorization:
         return None if alpha is None else check_alpha(alpha)
 
     def leave_pair_out(self, pairs=None, *, alpha=None, return_pairs=False):
+        return_pairs = check_bool(return_pairs, "return_pairs")  # "no" is a true value
         eng = self._engine
         if pairs is None and not return_pairs:  # all pairs, not listed where the route allows
             with stage(f"leave-pair-out predictions of {eng.n_default_pairs()} pairs", verbose=eng.verbose):

@@ -74,6 +74,8 @@ def _check_labels(y, n_rows, *, label_set_fixed=False):
         raise ValueError(f"Found input variables with inconsistent numbers of samples: [{n_rows}, {y.shape[0]}]")
     if y.dtype.kind == "f" and not np.isfinite(y).all():
         raise ValueError("Input y contains NaN or infinity.")
+    if y.dtype.kind == "c":  # complex values have no order
+        raise ValueError(f"y must hold ordered class labels (integers, reals or strings), got dtype {y.dtype}")
     classes = _sorted_classes(y, "y")  # orderability and NaN first: a clear message for mixed types
     if not label_set_fixed:
         try:
@@ -115,6 +117,8 @@ def _sorted_classes(values, name="classes"):
         nan = False
     if nan:
         raise ValueError(f"{name} contains NaN; class labels must be orderable values (NaN has no place in an order)")
+    if values.dtype.kind == "f" and np.isinf(values).any():  # as in y: an infinite label is refused
+        raise ValueError(f"{name} contains an infinite value; class labels must be finite")
     try:
         return np.unique(values)
     except (TypeError, ValueError) as exc:  # ValueError: an array among the labels has no truth value

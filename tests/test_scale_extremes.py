@@ -313,6 +313,7 @@ def test_exact_cv_refuses_targets_near_the_float_limit_and_warns_of_an_outlying_
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         fr.model_selection.leave_pair_out(fr.RankRLS(), X, np.r_[y[:7], 1e5])  # 2e-11 of rounding: no warning
+        fr.model_selection.leave_pair_out(fr.RankRLS(), X, np.column_stack([y * 1e-170, y * 1e120]))  # per output
 
 
 @pytest.mark.parametrize("call", [

@@ -134,15 +134,19 @@ def _check_target_range(Yc):
     if float(np.abs(Yc).max(initial=0.0)) > 2.0**996:
         raise ValueError(f"exact cross-validation: targets {float(np.abs(Yc).max()):.3g} from their group's mean "
                          "overflow its hold-out formulas; rescale y (every RankRLS / MPRank model is linear in y)")
-    deviation = np.abs(Yc - np.median(Yc, axis=0))  # from the median: one outlier moves the mean, not the median
-    top = float(deviation.max(initial=0.0))
-    typical = float(np.median(deviation[deviation > 0])) if top > 0 else 0.0
-    if top * np.finfo(np.float64).eps > 1e-8 * typical:
-        warn_ill_conditioned(
-            f"exact cross-validation: a target {top / typical:.3g} times the targets' median deviation leaves rounding "
-            f"of about {top * np.finfo(np.float64).eps:.2g} in every hold-out prediction.",
-            "The hold-out formulas carry rounding at the scale of the largest target: clip or transform the outlying "
-            "targets (e.g. log), or retrain on each training part (RankRLS.fit) for these folds.")
+    for column in Yc.T:  # each output on its own (outputs may differ in scale by any factor)
+        deviation = np.abs(column - np.median(column))  # from the median: one outlier moves the mean, not the median
+        top = float(deviation.max(initial=0.0))
+        typical = float(np.median(deviation[deviation > 0])) if top > 0 else 0.0
+        if top * np.finfo(np.float64).eps > 1e-8 * typical:
+            break
+    else:
+        return
+    warn_ill_conditioned(
+        f"exact cross-validation: a target {top / typical:.3g} times the targets' median deviation leaves rounding of "
+        f"about {top * np.finfo(np.float64).eps:.2g} in every hold-out prediction.",
+        "The hold-out formulas carry rounding at the scale of the largest target: clip or transform the outlying "
+        "targets (e.g. log), or retrain on each training part (RankRLS.fit) for these folds.")
 
 
 def _in_region(method):

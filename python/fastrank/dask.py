@@ -293,9 +293,8 @@ def _statistics(X, Y, G, table, weighting, feature):
     if stats["codes"].size:  # rows of a group missing: the second pass read other ids than the first
         raise ValueError(_GROUPS_CHANGED)
     raise_without_preferences(None, ~stats["spread"], G is not None)
-    M = stats["M"]
-    e = stats["e"] if stats["e"] > -(10**6) else 0  # every target 0: refused above
-    return 0.5 * (M + M.T), stats["R"], e  # exact symmetry for the symmetric solver; R in units of 2^e
+    M = stats["M"]  # every target tied (all 0, whose unit is the placeholder) is refused above
+    return 0.5 * (M + M.T), stats["R"], stats["e"]  # exact symmetry for the symmetric solver; R in units of 2^e
 
 
 # -- Estimator ---------------------------------------------------------------------------------

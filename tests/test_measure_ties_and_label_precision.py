@@ -239,11 +239,14 @@ def test_one_outlying_score_leaves_the_other_pairs_their_loss(big):
     assert expected["hinge"] == pytest.approx(5 / 12) and expected["hmp1"] == pytest.approx(0.1875)
 
 
+@pytest.mark.parametrize("outlying", ["scores", "labels"])
 @pytest.mark.parametrize("seed", range(8))
-def test_a_few_outliers_against_the_pairs(seed):
+def test_a_few_outliers_against_the_pairs(seed, outlying):
+    # outlying labels sit in the sweeps' tree dimension (few distinct values), outlying scores in the sorted one
     rng = np.random.default_rng(seed)
     y, f = rng.integers(0, 4, 11).astype(float), rng.normal(size=11)
-    f[rng.choice(11, 2, replace=False)] = rng.choice([-1, 1], 2) * 10.0 ** rng.uniform(15, 150, 2)
+    (f if outlying == "scores" else y)[rng.choice(11, 2, replace=False)] = (rng.choice([-1, 1], 2)
+                                                                            * 10.0 ** rng.uniform(15, 150, 2))
     got, expected = _pair_costs(y, f), _pair_costs_oracle(y, f)
     for name in expected:
         assert got[name] == pytest.approx(expected[name], rel=1e-9, abs=1e-300), name

@@ -183,3 +183,16 @@ def test_hostile_option_values_are_refused_by_name(tmp_path):
     fastrank.save(fastrank.RankRLS().fit(X, y), tmp_path / "m")
     with pytest.raises(ValueError, match="return_metadata must be True or False, got 'no'"):
         fastrank.load(tmp_path / "m", return_metadata="no")
+
+
+def test_score_with_a_ragged_y_and_a_permutation_test_without_rows_name_the_argument():
+    # numpy's "setting an array element with a sequence" and "zero-size array to reduction operation" reached users
+    import fastrank
+    from fastrank.model_selection import permutation_test_lpo
+    X = np.random.RandomState(0).randn(6, 2)
+    model = fastrank.RankRLS().fit(X, np.arange(6.0))
+    with pytest.raises(ValueError, match="y must be a rectangular array of numbers"):
+        model.score(X, [[1, 2], [3], [1], [1], [1], [1]])
+    for m in (0, 2):
+        with pytest.raises(ValueError, match=f"permutation_test_lpo needs at least 3 rows, got n_samples={m}"):
+            permutation_test_lpo(fastrank.RankRLS(), X[:m], np.arange(float(m)))

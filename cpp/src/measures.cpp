@@ -711,6 +711,7 @@ RowMatrix dominance_sums(const double* a, const double* b, const GroupIndex& gro
     std::vector<double> ra, rb, ac, bc, sa, mid, rs;
     std::vector<Index> ord;
     std::vector<std::int32_t> brank;
+    std::vector<Index> rcount;
     std::vector<DomNode> tree;
     std::vector<std::pair<double, Index>> keyed;
     std::vector<PointAB> pts, pts_tmp;
@@ -740,11 +741,6 @@ RowMatrix dominance_sums(const double* a, const double* b, const GroupIndex& gro
         const double m1 = median(rb), m2 = median(rs);
         for (Index t = 0; t < n; ++t) rb[t] = (rb[t] - m1) - (rs[t] - m2);
       }
-      const double ma = median(ra), mb = median(rb);
-      for (Index t = 0; t < n; ++t) {
-        ac[t] = ra[t] - ma;
-        bc[t] = rb[t] - mb;
-      }
       // The condition is symmetric in a and b: sweep in increasing order of one of them and keep
       // the Fenwick tree over the dense ranks of the other, the one with fewer distinct values
       // (labels usually), so that the tree is small and stays in cache.
@@ -754,6 +750,11 @@ RowMatrix dominance_sums(const double* a, const double* b, const GroupIndex& gro
       if (!tree_on_a && !dense_ranks_small(rb.data(), n, kSmall, brank_buf(brank, n), sa)) {
         // Many distinct values in both: a Fenwick tree of n nodes would be cache-bound, so a
         // merge sort instead (sequential memory).
+        const double ma = median(ra), mb = median(rb);
+        for (Index t = 0; t < n; ++t) {
+          ac[t] = ra[t] - ma;
+          bc[t] = rb[t] - mb;
+        }
         dominance_merge(ra, rb, ac, bc, pts, pts_tmp, &out(q, 0));
         continue;
       }
@@ -767,6 +768,18 @@ RowMatrix dominance_sums(const double* a, const double* b, const GroupIndex& gro
                 [](const std::pair<double, Index>& x, const std::pair<double, Index>& y) { return x.first < y.first; });
       ord.resize(n);
       for (Index t = 0; t < n; ++t) ord[t] = keyed[t].second;
+      // The medians (the n/2-th smallest value, as nth_element gives it) from the order and the ranks already made:
+      // the sweep value at position n/2, the tree value whose cumulative rank count first exceeds n/2.
+      rcount.assign(static_cast<size_t>(K), 0);
+      for (Index t = 0; t < n; ++t) ++rcount[brank[t]];
+      Index r = 0, below = rcount[0];
+      while (below <= n / 2) below += rcount[++r];
+      const double sweep_median = keyed[n / 2].first, tree_median = tu[r];
+      const double ma = tree_on_a ? tree_median : sweep_median, mb = tree_on_a ? sweep_median : tree_median;
+      for (Index t = 0; t < n; ++t) {
+        ac[t] = ra[t] - ma;
+        bc[t] = rb[t] - mb;
+      }
       double acc[kNumDominance] = {0, 0, 0, 0, 0, 0};
       Index s = 0;
       while (s < n) {

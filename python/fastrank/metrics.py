@@ -1058,8 +1058,8 @@ def _warn_missing_groups(estimator, what):
 def _over_outputs(measure, y_true, y_pred):
     """``measure(y, pred)``; for the (n, v) predictions of a v-output model the mean over outputs, each against its
     column of ``y_true``, as ``Ranker.score`` and ``RankRLSCV`` score them (one column: a single output)."""
-    pred = np.asarray(y_pred)
-    y = np.asarray(y_true)
+    pred = _asarray(y_pred, "y_pred")
+    y = _asarray(y_true, "y")
     if pred.ndim == 1 and y.ndim == 2 and y.shape[1] == 1:
         return measure(y[:, 0], pred)
     if pred.ndim != 2:

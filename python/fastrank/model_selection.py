@@ -136,6 +136,8 @@ def permutation_test_lpo(estimator, X, y, n_permutations=100, random_state=None,
     y = as_targets(y, y.shape[0])[0][:, 0]  # real and finite, as fit checks it
     rng = check_seed(random_state)
     m = y.shape[0]
+    if m < 3:
+        raise ValueError(f"permutation_test_lpo needs at least 3 rows, got n_samples={m}")
     # the columns and their stacked copy, checked before a loop of n_permutations draws
     check_dense_memory(m, 2, "targets of y and its permutations", n_cols=n_permutations + 1)
     gi = group_index(groups, m)  # None: one group of every row, so each draw is rng.permutation(m)

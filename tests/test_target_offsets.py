@@ -67,3 +67,28 @@ def test_exact_cross_validation_under_a_common_target_offset_equals_retraining(k
         keep = np.setdiff1d(np.arange(M), [i, j])
         ref = fastrank.RankRLS(**est.get_params()).fit(X[keep], Y[keep]).predict(X[[i, j]])
         np.testing.assert_allclose(got, ref, rtol=0, atol=1e-8 * scale)
+
+
+@pytest.mark.parametrize("offset", [0.0, 1.0, 50.0, 150.0, 1e6])
+def test_primal_gram_of_offset_nearly_collinear_features_against_exact_normal_equations(offset):
+    # m (X^T X - m mu mu^T) rounds by eps mu^2 / var of the centred Gram, which the solve multiplies by the condition
+    # number: 3.4e-2 off at offset 50 beside a nearly collinear twin (rcond 2e-11), 4e-6 at offsets 0 and 150
+    from fractions import Fraction
+    rng = np.random.default_rng(1)
+    m = 30
+    x1, x3 = rng.normal(size=m), rng.normal(size=m)
+    X = np.c_[x1, x1 + 1e-5 * rng.normal(size=m), x3] + offset
+    y, alpha = x1 + 0.5 * x3 + 0.1 * rng.normal(size=m), 1e-10
+    F = [[Fraction(v) for v in row] for row in X]
+    mean = [sum(F[i][j] for i in range(m)) / m for j in range(3)]
+    C = [[F[i][j] - mean[j] for j in range(3)] for i in range(m)]  # X^T L X = m Xc^T Xc, X^T L y = m Xc^T y
+    A = [[m * sum(C[i][j] * C[i][k] for i in range(m)) + (Fraction(alpha) if j == k else 0) for k in range(3)]
+         + [m * sum(C[i][j] * Fraction(y[i]) for i in range(m))] for j in range(3)]
+    for j in range(3):  # Gauss-Jordan in rational arithmetic
+        A[j] = [v / A[j][j] for v in A[j]]
+        for r in range(3):
+            if r != j:
+                A[r] = [a - A[r][j] * b for a, b in zip(A[r], A[j])]
+    exact = np.array([float(A[j][3]) for j in range(3)])
+    coef = fastrank.RankRLS(alpha=alpha, solver="primal").fit(X, y).coef_
+    assert np.abs(coef - exact).max() <= 5e-5 * np.abs(exact).max()  # eps / rcond = 1.2e-5

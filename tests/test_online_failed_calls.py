@@ -98,3 +98,17 @@ def test_score_is_the_pairwise_ranking_accuracy_every_ranker_gives(make):
     assert model.score(X, y, g, sample_weight=w) == pytest.approx(1.0 - pairwise_error(pos, f, g, w), rel=1e-12)
     with pytest.raises(ValueError, match="labels not in classes_"):
         model.score(X, np.where(labels == "low", "lowest", labels))
+
+
+def test_a_refused_first_batch_draws_no_seed_from_a_random_state():
+    # the first partial_fit drew its seed before refusing a label outside classes=: the stream that followed
+    # differed from one that never made the call
+    rng = np.random.default_rng(0)
+    X, y = rng.normal(size=(12, 3)), np.arange(12) % 3
+    a = OAPBPM(n_estimators=5, random_state=np.random.RandomState(0))
+    b = OAPBPM(n_estimators=5, random_state=np.random.RandomState(0))
+    with pytest.raises(ValueError, match="not in classes_"):
+        a.partial_fit(X[:3], [0, 1, 7], classes=[0, 1, 2])
+    a.partial_fit(X, y, classes=[0, 1, 2])
+    b.partial_fit(X, y, classes=[0, 1, 2])
+    assert a.seed_ == b.seed_ and np.array_equal(a.coef_, b.coef_)

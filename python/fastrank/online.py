@@ -271,19 +271,21 @@ class _OnlineOrdinal(ClassifierMixin, FastrankEstimator):
         y, y_classes = _check_labels(y, X.shape[0], label_set_fixed=not first or classes is not None)
         if first:
             cls = y_classes if classes is None else _label_set(classes)
-            self._reset(cls, X.shape[1], streaming=True)
         elif classes is not None or declared is not None:  # a label order given again must be the model's
             given, name = (_label_set(classes), "classes") if classes is not None else (declared, "y's categories")
             if not np.array_equal(given, self.classes_):
                 raise ValueError(f"{name}={given.tolist()!r} differs from classes_ fixed by the first partial_fit "
                                  f"call: {self.classes_.tolist()!r}")
+        ranks = _to_ranks(cls if first else self.classes_, y)
         # WidrowHoff files written before it recorded n_samples_seen_ lack it; only kernels read it
-        n0 = getattr(self, "n_samples_seen_", 0)
+        n0 = 0 if first else getattr(self, "n_samples_seen_", 0)
         if self._precomputed() and X.shape[1] < n0 + X.shape[0]:
             raise ValueError(f"precomputed kernel: partial_fit needs X with at least n_samples_seen_ + len(X) = "
                              f"{n0 + X.shape[0]} columns (kernel values against every example of the stream so far, "
                              f"this batch included), got {X.shape[1]}")
-        self._stream(X, _to_ranks(self.classes_, y), np.arange(n0, n0 + X.shape[0], dtype=np.int64))
+        if first:  # after every check of the batch: the seed's draw advances a RandomState given as random_state
+            self._reset(cls, X.shape[1], streaming=True)
+        self._stream(X, ranks, np.arange(n0, n0 + X.shape[0], dtype=np.int64))
         self.n_samples_seen_ = n0 + X.shape[0]
         self._finish(X)
         return self

@@ -27,6 +27,7 @@ from sklearn.base import BaseEstimator, OneToOneFeatureMixin, TransformerMixin
 from sklearn.preprocessing import StandardScaler
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from ._base import _unchanged_on_error
 from ._memory import densified
 from ._validation import check_bool, group_index
 from .exceptions import MissingGroupsWarning, user_stacklevel
@@ -38,7 +39,14 @@ NORMALIZERS = ("none", "zscore", "query-minmax", "query-zscore", "log1p-zscore")
 
 class _DenseTransformer(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
     """A transformer of dense or scipy.sparse rows; every normalisation here shifts zeros, so a sparse result would be
-    dense anyway."""
+    dense anyway.  A failed fit leaves the transformer as it was: validate_data records n_features_in_ and the
+    column names before it checks the values."""
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        for name in ("fit", "fit_transform"):
+            if name in cls.__dict__:
+                setattr(cls, name, _unchanged_on_error(cls.__dict__[name]))
 
     def _dense_float(self, X, *, reset):
         return densified(validate_data(self, X, accept_sparse="csr", dtype=np.float64, reset=reset),

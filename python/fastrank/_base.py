@@ -17,7 +17,7 @@ import numpy as np
 from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.utils._param_validation import Interval, InvalidParameterError, StrOptions, validate_parameter_constraints
 
-from ._kernels import by_distinct_rows, predict_basis, resolve_kernel, row_products
+from ._kernels import KernelSpec, by_distinct_rows, predict_basis, resolve_kernel, row_products
 from ._problem import check_features, crucial_pairs
 from ._progress import progress
 from ._sparse import issparse
@@ -210,6 +210,12 @@ class FastrankEstimator(BaseEstimator):
         kernel = getattr(self, "kernel", None)
         return isinstance(kernel, str) and kernel == "precomputed"  # another type is refused by resolve_kernel
 
+    def _fitted_precomputed(self):
+        """Whether the fitted model predicts from kernel values: fit's kernel (:meth:`KernelMixin._freeze_kernel`),
+        not one set_params named since."""
+        frozen = self.__dict__.get("_fitted_kernel")
+        return self._precomputed() if frozen is None else frozen[0] == "precomputed"
+
     def _store_params(self, values):
         """``__init__``'s body: every argument in the constructor's ``locals()`` stored unchanged under its own name."""
         for name in self._get_param_names():
@@ -242,11 +248,21 @@ class KernelMixin:
     def _kernel_spec(self, n_features):
         return resolve_kernel(self.kernel, self.gamma, self.degree, self.coef0, n_features)
 
+    def _freeze_kernel(self, n_features):
+        """Keep the kernel this fit used: predictions and model files read it, so parameters set after fit take effect
+        at the next fit (as on the on-line learners), never on coefficients fitted with another kernel."""
+        spec = self._kernel_spec(n_features)
+        self._fitted_kernel = (spec.kind, spec.gamma, spec.degree, spec.coef0)
+
+    def _fitted_spec(self):
+        frozen = self.__dict__.get("_fitted_kernel")  # absent from model files written before fits kept it
+        return self._kernel_spec(self.n_features_in_) if frozen is None else KernelSpec(*frozen)
+
     def _expansion_predict(self, X):
         """Scores of checked test input X: ``X @ coef_`` (linear weights), else ``K(X, X_fit_) @ dual_coef_`` with X the
         kernel values themselves when precomputed (of a basis model, ``basis_indices_``: the columns of its rows).
         Identical rows tie: products in a fixed order per row, a kernel once per distinct row."""
-        if self._precomputed():
+        if self._fitted_precomputed():
             basis = getattr(self, "basis_indices_", None)
             return row_products(X if basis is None else X[:, basis], self.dual_coef_)
         if self.coef_ is not None:
@@ -255,7 +271,7 @@ class KernelMixin:
 
     def _kernel_scores(self, X):
         with compute_region(check_n_jobs(self.n_jobs)):  # fastrank's threads and BLAS's share the cores
-            return predict_basis(X, self.X_fit_, self.dual_coef_, self._kernel_spec(self.n_features_in_), self.n_jobs)
+            return predict_basis(X, self.X_fit_, self.dual_coef_, self._fitted_spec(), self.n_jobs)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -321,7 +337,7 @@ class Ranker(RegressorMixin, FastrankEstimator):
     def _check_predict_X(self, X, *, allow_sparse=True):
         """Test input: the (p, m) kernel against the m training rows for a precomputed kernel (``fit`` saw (m, m), so
         m = ``n_features_in_``), else a dense (or CSR) matrix with the number of features seen in ``fit``."""
-        if self._precomputed():
+        if self._fitted_precomputed():
             return check_precomputed_kernel(X.toarray() if issparse(X) else X, n_train=self.n_features_in_,
                                             owner=type(self).__name__)
         X = check_features(X, allow_sparse=allow_sparse, min_rows=1)

@@ -189,7 +189,8 @@ class RankRLSCV(_ExactCVSearch):
         leave-pair-out over all pairs (with ``groups``: pairs inside a group, the rest of the group still trained on --
         optimistic for new queries); "lgo": leave-one-group-out (needs ``groups``); an int k: k folds (whole groups with
         ``groups``); a scikit-learn splitter (e.g. ``GroupKFold``): its test folds, given ``y`` and ``groups``, or its
-        (train, test) pairs as a list; each training part must be the rest of the rows (not ``TimeSeriesSplit``).
+        (train, test) pairs as a list; each training part must be the rest of the rows (not ``TimeSeriesSplit``).  A
+        generator of splits is consumed by the first fit, as in scikit-learn: pass a list to fit again.
     scoring : a measure name, a scorer, a callable or None
         Any name of :func:`fastrank.metrics.measure_names` ("auc", the default, = 1 - pairwise disagreement with tied
         predictions 1/2; "disagreement", "ndcg@10", "map", "err@5", ...), minimised or maximised as the table says;

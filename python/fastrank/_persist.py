@@ -50,6 +50,7 @@ import zlib
 import numpy as np
 import scipy.sparse as sp
 
+from ._kernels import KERNELS, resolve_kernel
 from ._memory import dense_memory_limit
 from ._registry import ESTIMATORS
 from ._validation import check_alpha, check_alphas, check_bool, file_name
@@ -223,7 +224,8 @@ def save(model, path, *, dtype=None, compress=True, metadata=None):
     Raises
     ------
     TypeError if the model is not a fastrank estimator or holds a value the format cannot store
-    (the message names the attribute); IsADirectoryError / FileNotFoundError (naming ``path``) if
+    (the message names the attribute); ValueError if a parameter fails the model's checks (load
+    would refuse the file); IsADirectoryError / FileNotFoundError (naming ``path``) if
     ``path`` is a directory or its folder does not exist.
     """
     path = file_name(path)
@@ -247,6 +249,10 @@ def save(model, path, *, dtype=None, compress=True, metadata=None):
                             "loaded changed)")
     enc = _Encoder(float32=dtype is not None)
     body = enc.estimator(model, "model")
+    try:  # what load would refuse (a parameter set_params made invalid after fit) is not written
+        _check_model(model)
+    except _Corrupt as exc:
+        raise ValueError(f"cannot save {exc}; set a valid value with set_params") from None
     header = {"format": FORMAT, "format_version": enc.version, "fastrank_version": __version__,
               **body, "arrays": enc.entries, "metadata": metadata or {}}
     header["checksum"] = {"sha256": _digest(header, enc.arrays)}
@@ -526,6 +532,15 @@ def _check_model(est, where="model"):
         if k in vars(est) and not (isinstance(v := vars(est)[k], numbers.Integral) and not isinstance(v, bool)
                                    and 0 <= v < 2**63):
             raise _Corrupt(f"{where}.{k} = {v!r} is not a count in [0, 2^63)")
+    frozen = vars(est).get("_fitted_kernel")  # the batch kernel's (kind, gamma, degree, coef0) of its fit
+    if frozen is not None:
+        try:
+            if not (isinstance(frozen, (tuple, list)) and len(frozen) == 4 and frozen[0] in KERNELS
+                    and resolve_kernel(*frozen, int(n)).kind == frozen[0]):
+                raise ValueError("not a kernel")
+        except (ValueError, TypeError, ArithmeticError):
+            raise _Corrupt(f"{where}._fitted_kernel = {frozen!r} is not a kernel's (kind, gamma, degree, coef0)") \
+                from None
     args = vars(est).get("_kernel_args", (0.0, 0, 0.0))  # the on-line kernel's (gamma, degree, coef0)
     if not (isinstance(args, (tuple, list)) and len(args) == 3
             and all(a is None or isinstance(a, numbers.Real) and not isinstance(a, bool) for a in args)):

@@ -76,6 +76,7 @@ class _RankRLSBase(KernelMixin, Ranker):
         squeeze = (lambda a: a[:, 0]) if one_d else (lambda a: a)
         self.fit_mode_, self.X_fit_, self.basis_indices_ = fit.mode, fit.X_fit, fit.basis_indices
         self.n_features_in_, self._single_output = n_features, one_d
+        self._freeze_kernel(n_features)
         self.coef_ = None if fit.coef is None else squeeze(np.ascontiguousarray(fit.coef[k]))
         self.dual_coef_ = None if fit.dual_coef is None else squeeze(np.ascontiguousarray(fit.dual_coef[k]))
         if fit.mode == "cg":

@@ -274,6 +274,7 @@ class RankSVM(KernelMixin, Ranker):
         if mode == "linear":
             warn_if_scores_underflow(self, X, coef)
         self.n_pairs_, self.n_features_in_ = float(n_pairs), X.shape[1]
+        self._freeze_kernel(X.shape[1])
         if resolve_verbose(self.verbose):
             write_line(f"[fastrank] RankSVM: {self.n_iter_} {steps}, objective {self.objective_:.10g}, "
                        f"criterion {float(out['criterion']):.2e}, converged={self.converged_}")
@@ -320,7 +321,8 @@ class RankSVM(KernelMixin, Ranker):
         check_is_fitted(self, "fit_mode_")
         X = self._check_predict_X(X)
         # K(X, X_B) beta in row blocks, sparse X and X_B staying sparse; K(X, X_fit_) beta on dense rows
-        dense = self.fit_mode_ == "kernel" and getattr(self, "basis_indices_", None) is None and not self._precomputed()
+        dense = (self.fit_mode_ == "kernel" and getattr(self, "basis_indices_", None) is None
+                 and not self._fitted_precomputed())
         return self._expansion_predict(densified(X) if dense else X)
 
 

@@ -234,6 +234,7 @@ class SVRank(KernelMixin, Ranker):
             write_line(f"[fastrank] SVRank: {int(n_iter)} {steps}, objective {float(objective):.10g}, gap {gap:.2e}")
         # all checks passed: only now replace a previous fit
         self.coef_, self.dual_coef_, self.X_fit_, self.n_features_in_ = coef, dual, X_fit, X.shape[1]
+        self._freeze_kernel(X.shape[1])
         self.n_iter_, self.objective_, self.gap_ = int(n_iter), float(objective), gap
         self.converged_, self.gap_history_ = bool(converged), history
         self.n_fit_groups_ = gi.n_groups  # as fit records it, also for svrank_path's models

@@ -402,7 +402,7 @@ class DaskRankRLS(_MultiOutput, KernelMixin, RegressorMixin, FastrankEstimator):
             coef, spec, XR = self.coef_.reshape(self.n_features_in_, -1), None, None
         else:
             coef = self.dual_coef_.reshape(self.dual_coef_.shape[0], -1)
-            spec = self._kernel_spec(self.n_features_in_)
+            spec = self._fitted_spec()
             XR = self.X_fit_
         kw = {"drop_axis": 1} if one_d else {"chunks": (Xd.chunks[0], (coef.shape[1],))}
         out = Xd.map_blocks(_predict_block, coef, spec, XR, check_n_jobs(self.n_jobs), one_d, dtype=np.float64,
@@ -419,6 +419,8 @@ class DaskRankRLS(_MultiOutput, KernelMixin, RegressorMixin, FastrankEstimator):
         local = RankRLSPath(est, np.array([float(self.alpha)]), fit, self._single_output,
                             self.n_features_in_).fitted_estimator(0)
         local.n_fit_groups_ = getattr(self, "n_fit_groups_", 1)
+        if "_fitted_kernel" in self.__dict__:  # the kernel of this fit, not one set_params named since
+            local._fitted_kernel = self._fitted_kernel
         if hasattr(self, "feature_names_in_"):  # the local model refuses reordered columns as this one does
             local.feature_names_in_ = self.feature_names_in_
         return local

@@ -360,7 +360,7 @@ def test_online_mprank_memory_guard(monkeypatch):
     with pytest.raises(MemoryError, match="OnlineMPRank"):
         OnlineMPRank().fit(X, y)
     monkeypatch.setenv("FASTRANK_MAX_DENSE_BYTES", str(8 * 40 * 40 * 5))
-    OnlineMPRank(max_iter=5).fit(X, y)
+    OnlineMPRank().fit(X, y)
 
 
 @pytest.mark.parametrize("cls", [PRank, OAPBPM, WidrowHoff])
@@ -511,7 +511,7 @@ def test_rbf_fit_at_the_openblas_crash_size_in_a_subprocess():
 # ---- complex input refused; every sparse dtype converted to float64 once at the boundary ----
 @pytest.mark.parametrize("call", [
     lambda X, y, g: OnlineMPRank(max_iter=5).fit(X, y + 0j),
-    lambda X, y, g: OnlineMPRank(max_iter=5).fit(X, y).partial_fit(X, y + 1j),
+    lambda X, y, g: OnlineMPRank().fit(X, y).partial_fit(X, y + 1j),
     lambda X, y, g: fastrank.RankSVM().fit_preferences(X, np.array([[0, 1], [2, 3]]), weights=np.ones(2) + 0j),
     lambda X, y, g: RankRLS().fit(X, y, g + 0j),
     lambda X, y, g: fastrank.RankRLS().fit(X, y + 0j),

@@ -47,15 +47,14 @@ def test_online_mprank_reaches_batch_solution(algorithm, kernel):
     assert est.y_mean_ == pytest.approx(y.mean())
 
 
-def test_paper_stopping_rule_is_close_and_cost_decreases():
+def test_default_stopping_rule_is_close_and_cost_decreases():
     rng = np.random.default_rng(1)
     X = rng.normal(size=(250, 5))
     y = X @ rng.normal(size=5) + 0.5 * rng.normal(size=250)
-    est = OnlineMPRank(C=2.0).fit(X, y)  # tol = 1e-4: the paper's rule
+    est = OnlineMPRank(C=2.0).fit(X, y)  # tol = 1e-4 on the relative gradient
     ref = batch_mprank_eq13(X, y, X, 2.0, lin)
     assert est.converged_ and est.n_iter_ < 1000
-    # the relative cost change < 1e-4 leaves predictions within 1% of the batch solution here
-    assert np.abs(est.predict(X) - ref).max() <= 1e-2 * np.abs(ref).max()
+    assert np.abs(est.predict(X) - ref).max() <= 1e-3 * np.abs(ref).max()
     # dual ascent need not decrease the primal cost monotonically, but it never goes below the optimum
     exact = OnlineMPRank(C=2.0, tol=1e-14, max_iter=20000).fit(X, y)
     assert np.all(est.cost_history_ >= exact.cost_history_[-1] * (1 - 1e-12))
@@ -179,3 +178,19 @@ def test_partial_fit_refuses_ids_that_fit_could_not_compare_with_its_own():
     est = OnlineMPRank().fit(X[:10], y[:10], np.array([1] * 5 + [2] * 5))
     with pytest.raises(TypeError, match="group ids must be mutually comparable"):  # "1" and 1 were one query
         est.partial_fit(X[10:], y[10:], np.array(["1"] * 5 + ["2"] * 5))
+
+
+@pytest.mark.parametrize("algorithm", ["sequential", "gradient"])
+@pytest.mark.parametrize("tol", [1e-4, 1e-6])
+def test_converged_means_near_the_fixed_point_on_nearly_collinear_features(algorithm, tol):
+    # the paper's rule (relative cost change below tol) stopped after 63 passes, 9.5e-2 from eq. 13's model, with
+    # converged_ True: slow passes change the cost little
+    rng = np.random.default_rng(7)
+    X = rng.normal(size=(30, 3))
+    X[:, 1] = X[:, 0] + 1e-3 * rng.normal(size=30)
+    y = X[:, 1] - X[:, 0] + 0.01 * rng.normal(size=30)
+    est = OnlineMPRank(C=100.0, algorithm=algorithm, tol=tol, max_iter=100000).fit(X, y)
+    ref = batch_mprank_eq13(X, y, X, 100.0, lin)
+    assert est.converged_
+    got = est.predict(X)
+    assert np.abs((got - got.mean()) - (ref - ref.mean())).max() <= 5 * tol * np.abs(ref - ref.mean()).max()

@@ -36,7 +36,7 @@ def test_online_mprank_partial_fit_groups_named(groups):
 
     rng = np.random.default_rng(0)
     X, y = rng.normal(size=(8, 2)), rng.normal(size=8)
-    est = OnlineMPRank(max_iter=3).fit(X, y, np.repeat([0, 1], 4))
+    est = OnlineMPRank().fit(X, y, np.repeat([0, 1], 4))
     coef = est.dual_coef_.copy()
     with pytest.raises(ValueError, match="groups"):
         est.partial_fit(X[:2], y[:2], groups)

@@ -8,9 +8,9 @@
 //      for i = 1..m:  a_i <- a_i + eta [2 (yt_i - sum_j a_j Kt_ij) - (m / C) a_i]
 //    kept O(m) per point by maintaining v = Kt a;
 //  * gradient: a <- a + eta [2 (yt - Kt a) - (m / C) a]  (one BLAS matrix-vector product per pass).
-// A pass is one sweep over the m points; iteration stops when a pass changes the primal cost
-// F = ||w||^2 + (2C/m) sum_i (h~(x_i) - yt_i)^2 = a'Kt a + (2C/m) ||Kt a - yt||^2 (eq. 15) by less
-// than a relative `tol` (the paper used 1e-4), or after `max_iter` passes.
+// A pass is one sweep over the m points; iteration stops when the dual's gradient
+// 2 (yt - Kt a) - (m / C) a is below `tol` times its value 2 yt at a = 0, or after `max_iter` passes.
+// The primal cost F = a'Kt a + (2C/m) ||Kt a - yt||^2 (eq. 15) of every pass is recorded.
 #pragma once
 #include <vector>
 

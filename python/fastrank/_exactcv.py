@@ -23,8 +23,8 @@ from ._memory import check_dense_memory, densified
 from ._problem import (PreferenceGraph, RankingProblem, check_weighting, group_offset_ratio, group_target_range,
                        require_preferences)
 from ._progress import resolve_verbose, stage
-from ._solvers import (Fit, _by_alpha, _centred_features, check_indices, choose_solver, select_basis, solve_dual,
-                       solve_primal, warn_ill_conditioned)
+from ._solvers import (Fit, _by_alpha, _centred_features, check_indices, choose_solver, kernel_rounding_check,
+                       select_basis, solve_dual, solve_primal, warn_ill_conditioned)
 from ._sparse import issparse, row_sq_norms, take_rows
 from ._threads import compute_region, cpu_budget, threads_for_work
 from ._validation import _asarray, check_alpha, check_n_jobs, pair_disagreement, whole_numbers
@@ -306,10 +306,11 @@ class DualRoute(_Route):
         if not cholesky:
             self.decompose()
         bound = float(self._sigma.max()) if self._V is not None else self.trace_SKS
-        if alpha < HOLDOUT_MIN_RATIO * bound:
+        small = alpha < HOLDOUT_MIN_RATIO * bound
+        if small:
             warn_inaccurate_holdout(alpha, HOLDOUT_MIN_RATIO, f"S K S (at most {bound:.3g})",
                                     "up to 4e-8 relative at 1e-9 times it, 4e-7 at 1e-10")
-        self.check_alpha_scale(alpha)
+        self.check_alpha_scale(alpha, rounding=not small)  # one warning per alpha
         if cholesky:
             if not self.grouped:
                 return _core.cv_object_holdout_inverse(self.K, self.c, alpha, self.Yg, rows, fold_offsets,
@@ -321,15 +322,18 @@ class DualRoute(_Route):
             return _core.cv_object_holdout(self.K, V, sigma, self.c, alpha, self.Yg, rows, fold_offsets)
         return _core.cv_group_holdout(self.P, V, sigma, *self.group_args, alpha, self.Yg, rg, fold_offsets)
 
-    def check_alpha_scale(self, alpha):
+    def check_alpha_scale(self, alpha, rounding=True):
         """Warn above HOLDOUT_MAX_RATIO times trace(S K S), where the hold-out formulas cancel the targets' digits (an
-        indefinite kernel's trace may be negative: its factorization fails instead)."""
+        indefinite kernel's trace may be negative: its factorization fails instead), and (``rounding``) below the
+        rounding of the kernel values (:func:`kernel_rounding_check`)."""
         if 0.0 < HOLDOUT_MAX_RATIO * self.trace_SKS < alpha:
             warn_ill_conditioned(
                 f"hold-out predictions at alpha={alpha:.3g} may be inaccurate.",
                 f"Hold-out predictions at alpha above {HOLDOUT_MAX_RATIO:g} times the trace of S K S "
                 f"({self.trace_SKS:.3g}) are about trace / alpha times the targets and lose digits to the targets' "
                 "rounding (up to 5e-14 alpha / trace relative): decrease alpha, or leave such alphas out of the grid.")
+        if rounding:
+            kernel_rounding_check(self.K, self.problem, self.kspec, [alpha], "hold-out predictions")()
 
     @functools.cached_property
     def trace_SKS(self):

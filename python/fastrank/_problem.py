@@ -316,6 +316,15 @@ class RankingProblem(NamedTuple):
         out += np.repeat(shift, cells.sizes, axis=0)
         return out
 
+    def laplacian_norm(self):
+        """lambda_max(L), or an upper bound of it: c_q n_q in group q of a scores problem (excluding ties only removes
+        edges), twice the largest weighted degree of a preference graph (Gershgorin)."""
+        if self.is_graph:
+            g = self.graph
+            degree = (np.bincount(g.head, g.weight, minlength=self.m) + np.bincount(g.tail, g.weight, minlength=self.m))
+            return 2.0 * float(degree.max(initial=0.0))
+        return float(np.max(self.pair_weight() * self.groups.sizes))
+
     def n_relevant_pairs(self):
         """Number of relevant pairs of a scores problem (less the tied pairs with ``exclude_ties``)."""
         n = self.groups.sizes.astype(np.float64)

@@ -83,3 +83,26 @@ def test_a_model_file_with_an_edited_fitted_kernel_is_refused(tmp_path, value):
     with pytest.raises(ValueError, match=r"corrupted or tampered model file: model._fitted_kernel = .* is not a "
                                          r"kernel's \(kind, gamma, degree, coef0\)"):
         fastrank.load(tmp_path / "m")
+
+
+def test_path_models_keep_the_kernel_of_the_path():
+    # the path kept the caller's estimator and built its models from that estimator's parameters at call time:
+    # set_params(gamma=5) on it moved the path's predictions by 1.2, an invalid value made them unbuildable
+    est = fastrank.RankRLS(kernel="rbf", gamma=0.3)
+    path = fastrank.rankrls_path(X, Y, [0.1, 1.0], estimator=est)
+    before = path.predict(XT)
+    reference = fastrank.RankRLS(kernel="rbf", gamma=0.3, alpha=1.0).fit(X, Y).predict(XT)
+    np.testing.assert_allclose(before[1], reference, rtol=1e-10, atol=1e-12 * np.abs(reference).max())
+    for gamma in (5.0, -1.0):
+        est.set_params(gamma=gamma)
+        assert np.array_equal(path.predict(XT), before)
+        assert path.fitted_estimator(1)._fitted_kernel[:2] == ("rbf", 0.3)
+
+
+def test_dask_local_copy_of_a_model_whose_parameter_was_made_invalid_after_fit():
+    pytest.importorskip("dask")
+    from fastrank.dask import DaskRankRLS
+    model = DaskRankRLS(kernel="rbf", gamma=0.5, basis_vectors=6, random_state=0).fit(X, Y)
+    before = model.predict(XT)
+    model.set_params(gamma=-1.0)
+    assert np.array_equal(model.to_local().predict(XT), before)

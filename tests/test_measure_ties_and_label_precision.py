@@ -11,6 +11,7 @@ import pytest
 import fastrank
 import fastrank.bounds as B
 import fastrank.metrics as M
+from fastrank.exceptions import IllConditionedWarning
 
 
 def _oracle_disagreement(y, f):
@@ -136,10 +137,10 @@ def test_wrappers_name_themselves(func):
 
 
 def _pair_costs_oracle(y, f):
-    """hr and hmp (power 1 and 2, 000 eqs. 4 and 6) over the ordered pairs, and the hinge and squared losses (002
-    Sect. 5.2.1, eq. 9) over the unordered ones, straight from the definitions."""
+    """hr and hmp (power 1 and 2, 000 eqs. 4 and 6) over the ordered pairs, and the hinge, squared and gamma losses
+    (002 Sect. 5.2.1, eq. 9, Sect. 4) over the unordered ones, straight from the definitions."""
     m = len(y)
-    out = dict.fromkeys(["hr1", "hr2", "hmp1", "hmp2", "hinge", "squared"], 0.0)
+    out = dict.fromkeys(["hr1", "hr2", "hmp1", "hmp2", "hinge", "squared", "gamma1", "gamma2.5"], 0.0)
     for i in range(m):
         for j in range(m):
             dh, dy = f[j] - f[i], y[j] - y[i]
@@ -152,6 +153,8 @@ def _pair_costs_oracle(y, f):
                 d, u = y[i] - y[j], f[i] - f[j]
                 out["hinge"] += max(d - u, 0.0) / (m * (m - 1) / 2)
                 out["squared"] += (d - u) ** 2 / (m * (m - 1) / 2)
+                for gamma in (1.0, 2.5):  # |d| if u <= 0, |d| - u / gamma below |d|, else 0
+                    out[f"gamma{gamma:g}"] += (d if u <= 0 else max(d - u / gamma, 0.0)) / (m * (m - 1) / 2)
     return out
 
 
@@ -161,7 +164,9 @@ def _pair_costs(y, f):
             "hmp1": M.magnitude_preserving_cost(y, f, cost="hmp", power=1),
             "hmp2": M.magnitude_preserving_cost(y, f, cost="hmp", power=2),
             "hinge": M.stability_ranking_loss(y, f, loss="hinge"),
-            "squared": M.stability_ranking_loss(y, f, loss="squared")}
+            "squared": M.stability_ranking_loss(y, f, loss="squared"),
+            "gamma1": M.stability_ranking_loss(y, f, loss="gamma"),
+            "gamma2.5": M.stability_ranking_loss(y, f, loss="gamma", gamma=2.5)}
 
 
 @pytest.mark.parametrize("y, f", [
@@ -231,7 +236,8 @@ def test_weights_of_one_query_tiny_beside_another_keep_their_query(scale):
 
 @pytest.mark.parametrize("big", [1e12, 1e16, 1e17, 1e150])
 def test_one_outlying_score_leaves_the_other_pairs_their_loss(big):
-    # the dominance sums centred on the group mean, which one outlier sets: the others' O(1) pairs lost every digit
+    # the dominance sums centred on the group mean, which one outlier sets: the others' O(1) pairs lost every digit;
+    # the gamma loss, a difference of two sweeps whose terms grow with the score differences, gave 0 for 5/3
     y, f = np.array([1.0, 0.0, 0.0, 2.0]), np.array([0.0, 0.0, 0.5, big])
     got, expected = _pair_costs(y, f), _pair_costs_oracle(y, f)
     for name in expected:
@@ -275,3 +281,19 @@ def test_magnitude_costs_of_an_offset_in_labels_or_scores(y, f):
             _magnitude_oracle(y, f, power, 0.5), rel=1e-12, abs=1e-300)
     assert M.msd(y, f) == pytest.approx(_magnitude_oracle(y, f, 2), rel=1e-12)
     assert M.m1d(y, f) == pytest.approx(_magnitude_oracle(y, f, 1), rel=1e-12)
+
+
+def test_gamma_loss_per_group_with_one_outlying_group_and_the_limit_of_its_pairs():
+    # only the group whose sums cancel is summed over its pairs; the others keep the sweeps' values
+    rng = np.random.default_rng(3)
+    y, f, g = rng.integers(0, 4, 24).astype(float), rng.normal(size=24), np.repeat([5, 1, 9], 8)
+    f[3] = 1e17
+    expected = [_pair_costs_oracle(y[g == q], f[g == q])["gamma2.5"] for q in (1, 5, 9)]
+    got = M.stability_ranking_loss(y, f, g, loss="gamma", gamma=2.5, average=None)
+    np.testing.assert_allclose(got, expected, rtol=1e-12)
+    # beyond 20,000 rows in the group the O(n^2) pairs are not summed: the loss warns that it lost digits
+    m = 20001
+    y, f = rng.integers(0, 4, m).astype(float), rng.normal(size=m)
+    f[0] = -1e17
+    with pytest.warns(IllConditionedWarning, match="keeps fewer than about 9 digits"):
+        M.stability_ranking_loss(y, f, loss="gamma")

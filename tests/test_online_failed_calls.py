@@ -112,3 +112,14 @@ def test_a_refused_first_batch_draws_no_seed_from_a_random_state():
     a.partial_fit(X, y, classes=[0, 1, 2])
     b.partial_fit(X, y, classes=[0, 1, 2])
     assert a.seed_ == b.seed_ and np.array_equal(a.coef_, b.coef_)
+
+
+@pytest.mark.parametrize("make", [lambda r: PRank(random_state=r), lambda r: OAPBPM(n_estimators=3, random_state=r)])
+def test_a_batch_refused_in_the_pass_leaves_the_random_state_where_it_was(make):
+    # the seed was drawn before the compiled pass refused the overflowing scores: the RandomState had advanced
+    rs = np.random.RandomState(0)
+    est = make(rs)
+    with pytest.raises(ValueError, match="overflow"):
+        est.partial_fit(np.array([[1e300], [-1e300], [1e300], [2e300]]), np.array([0, 1, 0, 1]))
+    assert est.partial_fit([[1.0], [2.0]], [0, 1]).seed_ == make(np.random.RandomState(0)).partial_fit(
+        [[1.0], [2.0]], [0, 1]).seed_

@@ -101,16 +101,21 @@ def c_path(Cs, kernel, name, verbose, params):
 
 
 def _unchanged_on_error(method):
-    """``method`` restoring every attribute of the estimator when it raises.  Fits replace their state arrays, never
-    write into them: a shallow copy suffices."""
+    """``method`` restoring every attribute of the estimator when it raises, and the state of a numpy RandomState given
+    as ``random_state`` (a seed drawn before the call failed would change the next fit's draws).  Fits replace their
+    state arrays, never write into them: a shallow copy suffices."""
     @functools.wraps(method)
     def call(self, *args, **kwargs):
         saved = dict(self.__dict__)
+        rng = saved.get("random_state")
+        rng_state = rng.get_state() if isinstance(rng, np.random.RandomState) else None
         try:
             return method(self, *args, **kwargs)
         except BaseException:
             self.__dict__.clear()
             self.__dict__.update(saved)
+            if rng_state is not None:
+                rng.set_state(rng_state)
             raise
     return call
 

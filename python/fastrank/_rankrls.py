@@ -16,6 +16,7 @@ The estimators build a :class:`~fastrank._problem.RankingProblem` that :mod:`fas
 from __future__ import annotations
 
 import numpy as np
+from sklearn.base import clone
 from sklearn.utils.validation import check_is_fitted
 
 from ._base import (N_JOBS, NONNEG_REAL, KernelMixin, Ranker, StrOptions, feature_names, positive_int,
@@ -279,7 +280,9 @@ class RankRLSPath:
     ``feature_names_in_`` (fitted on a DataFrame of string column names)."""
 
     def __init__(self, estimator, alphas, fit, one_d, n_features, n_groups=1, feature_names_in=None):
-        self.estimator, self.alphas = estimator, alphas
+        # the parameters of the solve, not the caller's estimator (set_params on it later would give the coefficients
+        # another kernel)
+        self.estimator, self.alphas = clone(estimator), alphas
         self.fit_mode, self.coef_, self.dual_coef_ = fit.mode, fit.coef, fit.dual_coef
         self.basis_indices_, self.X_fit_ = fit.basis_indices, fit.X_fit
         self.n_iter_, self.converged_ = fit.n_iter, fit.converged

@@ -71,23 +71,23 @@ def _checked(W, rcond, n_alphas, rounding=None):
 
 
 def kernel_rounding_check(K, problem, spec, alphas, what="the solution"):
-    """A call warning when the smallest alpha is below _RCOND_WARNING times 2 sqrt(m) max |K_ii| lambda_max(L) (K: the
+    """A call warning when the smallest alpha is below _RCOND_WARNING times 2 ||K||_F / sqrt(m) lambda_max(L) (K: the
     Gaussian or polynomial kernel matrix ``spec`` made, read now, before a solver overwrites it).  Each of its values
-    is rounded to eps |K_ij| with independent signs, a perturbation of norm about 2 eps sqrt(m) max |K_ii| that S K S
-    carries times lambda_max(L) and the solve divides by alpha.  S K S can hold far less than K: a Gaussian kernel of
+    is rounded to eps |K_ij| with independent signs, a perturbation of norm about 2 eps ||K||_F / sqrt(m) (the root
+    mean square value times 2 sqrt(m)) that S K S carries times lambda_max(L) and the solve divides by alpha.  S K S can hold far less than K: a Gaussian kernel of
     a small gamma is nearly 1 1^T, which S removes, so its condition number missed errors of 7.7e-4 (gamma 1e-6,
     alpha 1e-11, m = 20) to 1.5e-2 (gamma 1e-8).  Not the linear kernel (fits centre X first; exact CV checks its
     feature offsets itself, robustness.md) nor a precomputed one (how its values were rounded is not known)."""
     alpha = float(np.min(alphas))
     if spec.kind not in ("rbf", "poly"):
         return lambda: None
-    level = 2.0 * np.sqrt(problem.m) * float(np.max(np.abs(np.diagonal(K)), initial=0.0)) * problem.laplacian_norm()
+    level = 2.0 * float(np.linalg.norm(K)) / np.sqrt(problem.m) * problem.laplacian_norm()
 
     def warn():
         if alpha < _RCOND_WARNING * level:
             warn_ill_conditioned(
                 f"{what} at alpha={alpha:.3g} may be inaccurate: alpha is below 1e-12 times the rounding scale of the "
-                f"kernel values (2 sqrt(m) max K_ii lambda_max(L) = {level:.3g}), whose rounding the solve divides by "
+                f"kernel values (2 ||K||_F / sqrt(m) lambda_max(L) = {level:.3g}), whose rounding the solve divides by "
                 "alpha; a Gaussian kernel of a small gamma (nearly constant) keeps few digits of the model.",
                 "Increase alpha, or gamma.")
     return warn
@@ -186,8 +186,8 @@ def _object_ranking_normal_equations(X, Y, block_rows=2048):
     Where every feature's mean is within its spread (mu_j^2 <= var_j), from one ``X.T @ X`` as m (X^T X - m mu mu^T):
     that rank-one correction rounds by eps (1 + mu_j^2 / var_j) of the centred Gram, and the solve multiplies it by the
     condition number (3e-2 at a mean of 50 std beside a nearly collinear twin, rcond 2e-11).  Otherwise X is centred
-    block by block (no copy of X), the mean d of the rows less their rounded means (~eps mu) taken out of the sums as
-    a two-pass centring's second pass."""
+    block by block (no copy of X) on means corrected by a second pass, and the mean d of the rows less them is taken
+    out of the sums."""
     m, n = X.shape
     mu = X.sum(axis=0) / m
     G = X.T @ X
@@ -195,10 +195,18 @@ def _object_ranking_normal_equations(X, Y, block_rows=2048):
         G -= m * np.outer(mu, mu)
         R = X.T @ Y - m * np.outer(mu, Y.mean(axis=0))
     else:
+        buffer = np.empty((min(block_rows, m), n))  # a block of rows that stays in cache for the products
+
+        def blocks(centre):
+            for lo in range(0, m, block_rows):
+                yield lo, np.subtract(X[lo:lo + block_rows], centre, out=buffer[:min(block_rows, m - lo)])
+
+        # the sum down the rows adds them one after another: near-equal large values round alike, and mu can be off
+        # by ~m eps |mu| (27 at 4e14, spread 0.006); the mean of the rows less mu corrects it (their differences
+        # are exact), and the mean d left after that is ~eps of the spread
+        mu = mu + sum(Xb.sum(axis=0) for _, Xb in blocks(mu)) / m
         G, R, d = np.zeros((n, n)), np.zeros((n, Y.shape[1])), np.zeros(n)
-        buffer = np.empty((min(block_rows, m), n))  # a block of rows that stays in cache for the three products
-        for lo in range(0, m, block_rows):
-            Xb = np.subtract(X[lo:lo + block_rows], mu, out=buffer[:min(block_rows, m - lo)])
+        for lo, Xb in blocks(mu):
             G += Xb.T @ Xb
             R += Xb.T @ Y[lo:lo + block_rows]
             d += Xb.sum(axis=0)

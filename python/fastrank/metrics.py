@@ -33,7 +33,7 @@ from . import _core
 from ._problem import centred_in_groups, check_pairs
 from ._validation import (_asarray, as_float_matrix, as_float_vector, check_bool, check_n_jobs, check_real, group_index,
                           one_of)
-from .exceptions import MissingGroupsWarning, user_stacklevel
+from .exceptions import IllConditionedWarning, MissingGroupsWarning, user_stacklevel
 
 __all__ = [
     "pairwise_disagreement", "auc", "kendall_distance", "spearman_footrule", "msd", "m1d", "discrete_ranking_loss",
@@ -494,10 +494,37 @@ def stability_ranking_loss(y_true, y_score, groups=None, *, loss="hinge", gamma=
         total = _dominance(y, y, gi, n_jobs, b_less=f)[:, 2]
     elif loss == "gamma":
         g = f / float(gamma)
-        total = _dominance(y, y, gi, n_jobs, b_less=g)[:, 2] - _dominance(y, -g, gi, n_jobs)[:, 2]
+        plus, minus = _dominance(y, y, gi, n_jobs, b_less=g)[:, 2], _dominance(y, -g, gi, n_jobs)[:, 2]
+        total = plus - minus
+        _gamma_loss_by_pairs(y, g, gi, total, np.flatnonzero(plus + minus > 1e6 * np.abs(total)))
     else:  # squared: sum over y_i > y_j of (z_i - z_j)^2, z = y - f (z ties contribute 0): pairs of (y, z), (y, -z)
         total = _dominance(y, y, gi, n_jobs, b_less=f)[:, 4] + _dominance(y, f, gi, n_jobs, b_less=y)[:, 4]
     return _average(total, den, average, "stability_ranking_loss")
+
+
+_GAMMA_PAIRS_MAX_ROWS = 20000  # explicit pairs of one group: O(n^2), seconds at this size
+
+
+def _gamma_loss_by_pairs(y, g, gi, total, groups):
+    """Replace ``total[q]`` of the ``groups`` whose l_gamma sum cancels digits by the sum over their pairs y_i > y_j of
+    min(d, (d - (g_i - g_j))_+), d = y_i - y_j, non-negative terms.  The sweeps give it as the difference of two sums
+    whose terms grow with |g_i - g_j|: one score of 1e17 among scores of 1 left 0 for 5/3.  Beyond
+    _GAMMA_PAIRS_MAX_ROWS rows it warns instead."""
+    order, offsets = gi.order, gi.offsets
+    for q in groups:
+        rows = order[offsets[q]:offsets[q + 1]]
+        if rows.size > _GAMMA_PAIRS_MAX_ROWS:
+            warnings.warn(f"stability_ranking_loss(loss='gamma'): the scores of a group of {rows.size} rows span so far "
+                          "beyond its labels that its loss keeps fewer than about 9 digits (the sum over its pairs "
+                          f"is exact up to {_GAMMA_PAIRS_MAX_ROWS} rows); rescale the scores",
+                          IllConditionedWarning, stacklevel=user_stacklevel())
+            continue
+        yq, gq, s = y[rows], g[rows], 0.0
+        for lo in range(0, rows.size, 256):
+            d = yq[lo:lo + 256, None] - yq[None, :]
+            s += float(np.where(d > 0, np.minimum(d, np.maximum(d - (gq[lo:lo + 256, None] - gq[None, :]), 0.0)),
+                                0.0).sum())
+        total[q] = s
 
 
 # -- position and discounted error (003, "Other loss functions for ranking"), explicit edges

@@ -763,12 +763,13 @@ class OnlineMPRank(KernelMixin, Ranker):
     a matrix inversion: with the centred kernel Kt = H K H and yt = y - mean(y), "sequential" (the paper's pseudo-code)
     sweeps the points one by one, a_i <- a_i + eta [2 (yt_i - (Kt a)_i) - (m/C) a_i], and "gradient" takes full steps
     a <- a + eta [2 (yt - Kt a) - (m/C) a].  Passes (sweeps over the m points) stop when that step direction, the dual's
-    gradient, is below ``tol`` times its value 2 yt at a = 0, or after ``max_iter`` passes with
+    gradient 2 B (a* - a) with B = Kt + m/(2C) I, is below 2 ``tol`` |Kt a| (it bounds the training predictions' error
+    by half its norm), or after ``max_iter`` passes with
     :class:`fastrank.exceptions.ConvergenceWarning` (``n_iter_``, ``converged_``, ``cost_history_``: the primal cost of
     eq. 15 after each pass).  The fixed point is eq. 13, a = (Kt + m/(2C) I)^-1 yt: the model of ``fastrank.MPRank``
-    (RankRLS, alpha = m^2 / (2C)); predictions come within about ``tol`` of its (relative).  The paper stops when the
-    cost changes by less than 1e-4: on nearly collinear features that was 9.5e-2 away from the fixed point, as slow
-    passes change the cost little.
+    (RankRLS, alpha = m^2 / (2C)); the training predictions come within about ``tol`` of its (relative).  The paper
+    stops when the cost changes by less than 1e-4: on nearly collinear features that was 9.5e-2 away from the fixed
+    point, as slow passes change the cost little.
 
     ``predict(x) = sum_i a_i (K(x, x_i) - mean_k K(x, x_k))`` (eq. 13): only differences of scores are meaningful;
     ``y_mean_`` puts them on the scale of y.  ``score`` is the pairwise ranking accuracy.  ``partial_fit`` appends
@@ -787,7 +788,7 @@ class OnlineMPRank(KernelMixin, Ranker):
     max_iter : int, default=1000
         The pass limit.
     tol : float, default=1e-4
-        The stop rule: the dual's gradient relative to its value at a = 0.
+        The stop rule: the dual's gradient relative to twice the training predictions' norm.
     %(n_jobs)s
         Threads of the kernel evaluations.
     %(verbose)s

@@ -181,38 +181,32 @@ def choose_solver(solver, spec, problem, *, basis_vectors=None):
 
 def _object_ranking_normal_equations(X, Y, block_rows=2048):
     """Primal system of object ranking (eq. 30 with L = m I - 1 1^T): X^T L X = m Xc^T Xc and X^T L Y = m Xc^T Y, Xc =
-    X less its column means.  Y comes centred (``targets_centred``).
+    X less its column means, formed block by block (a block stays in cache for its three products; no copy of X).
+    Y comes centred (``targets_centred``).
 
-    Where every feature's mean is within its spread (mu_j^2 <= var_j), from one ``X.T @ X`` as m (X^T X - m mu mu^T):
-    that rank-one correction rounds by eps (1 + mu_j^2 / var_j) of the centred Gram, and the solve multiplies it by the
-    condition number (3e-2 at a mean of 50 std beside a nearly collinear twin, rcond 2e-11).  Otherwise X is centred
-    block by block (no copy of X) on means corrected by a second pass, and the mean d of the rows less them is taken
-    out of the sums."""
+    Not m (X^T X - m mu mu^T) from one ``X.T @ X``: that rank-one correction rounds by eps (1 + mu_j^2 / var_j) of the
+    centred Gram, which the solve multiplies by the condition number (3e-2 at a mean of 50 std beside a nearly
+    collinear twin, rcond 2e-11).  The centre is the mean of about ``block_rows`` rows spread over X (the sum down all
+    rows adds them one after another: near-equal large values round alike, 27 off at 4e14 with spread 0.006); the
+    mean d of the rows less it is taken out of the sums at a cost of eps (1 + d^2 / var), and where d exceeds the
+    spread (an outlier in the sample) the pass is repeated once on the centre corrected by d."""
     m, n = X.shape
-    mu = X.sum(axis=0) / m
-    G = X.T @ X
-    if np.all(mu * mu <= np.diag(G) / m - mu * mu):  # also rejects constant features
-        G -= m * np.outer(mu, mu)
-        R = X.T @ Y - m * np.outer(mu, Y.mean(axis=0))
-    else:
-        buffer = np.empty((min(block_rows, m), n))  # a block of rows that stays in cache for the products
-
-        def blocks(centre):
-            for lo in range(0, m, block_rows):
-                yield lo, np.subtract(X[lo:lo + block_rows], centre, out=buffer[:min(block_rows, m - lo)])
-
-        # the sum down the rows adds them one after another: near-equal large values round alike, and mu can be off
-        # by ~m eps |mu| (27 at 4e14, spread 0.006); the mean of the rows less mu corrects it (their differences
-        # are exact), and the mean d left after that is ~eps of the spread
-        mu = mu + sum(Xb.sum(axis=0) for _, Xb in blocks(mu)) / m
+    buffer = np.empty((min(block_rows, m), n))
+    sample = X[::max(1, m // block_rows)]
+    centre = sample.sum(axis=0) / sample.shape[0]
+    for attempt in (0, 1):
         G, R, d = np.zeros((n, n)), np.zeros((n, Y.shape[1])), np.zeros(n)
-        for lo, Xb in blocks(mu):
+        for lo in range(0, m, block_rows):
+            Xb = np.subtract(X[lo:lo + block_rows], centre, out=buffer[:min(block_rows, m - lo)])
             G += Xb.T @ Xb
             R += Xb.T @ Y[lo:lo + block_rows]
             d += Xb.sum(axis=0)
         d /= m
-        G -= m * np.outer(d, d)
-        R -= np.outer(d, Y.sum(axis=0))
+        if attempt or np.all(d * d <= np.diag(G) / m - d * d):
+            break
+        centre = centre + d
+    G -= m * np.outer(d, d)
+    R -= np.outer(d, Y.sum(axis=0))
     G *= m
     R *= m
     G += G.T  # exact symmetry for the symmetric solver

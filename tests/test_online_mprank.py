@@ -207,3 +207,13 @@ def test_converged_means_near_the_fixed_point_where_the_model_explains_little_of
     est = OnlineMPRank(C=10.0, tol=1e-4, algorithm=algorithm).fit(X, y)
     assert est.converged_
     assert abs(est.coef_[0] - ref.coef_[0]) <= 5e-4 * abs(ref.coef_[0])
+
+
+@pytest.mark.parametrize("algorithm", ["sequential", "gradient"])
+def test_a_model_whose_predictions_are_zero_converges(algorithm):
+    # rows all alike: MPRank's model is 0, and |g| <= 2 tol |Kt a| could only hold at g = 0 exactly (1000 passes and
+    # a ConvergenceWarning at a* to 1e-17)
+    y = np.random.default_rng(0).normal(size=40)
+    est = OnlineMPRank(C=1.0, algorithm=algorithm).fit(np.ones((40, 2)), y)
+    assert est.converged_ and est.n_iter_ < 10
+    np.testing.assert_allclose(est.dual_coef_, 2 * (y - y.mean()) / 40.0, rtol=1e-12, atol=1e-15)

@@ -1,6 +1,8 @@
 #include "fastrank/online_mprank.hpp"
 
+#include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "fastrank/errors.hpp"
 #include "fastrank/lapack.hpp"
@@ -37,8 +39,14 @@ MPRankOnlineResult mprank_online(MatrixCRef Kt, VectorCRef yt, double C, double 
   // the training predictions' error Kt (a - a*) = -Kt B^-1 g / 2 is at most |g| / 2, so |g| <= 2 tol |Kt a| holds
   // them within about tol (relative) of the fixed point (eq. 13).  The paper's rule, a relative change of the cost
   // below 1e-4, stopped 9.5e-2 away from it on nearly collinear features (slow passes change the cost little);
-  // |g| against its value 2 |yt| at a = 0 stopped 5.5e-2 away where the model explains little of y.
-  auto converged = [&]() { return (2.0 * (yt - v) - ridge * a).norm() <= 2.0 * tol * v.norm(); };
+  // |g| against its value 2 |yt| at a = 0 stopped 5.5e-2 away where the model explains little of y.  A model whose
+  // predictions are 0 (rows all alike, y orthogonal to the kernel) stops where g reaches its rounding, 16 sqrt(m) eps
+  // |yt| (the products behind v round by about sqrt(m) eps of their terms).
+  const double floor = 16.0 * std::sqrt(md) * std::numeric_limits<double>::epsilon() * yt.norm();
+  auto converged = [&]() {
+    const double g = (2.0 * (yt - v) - ridge * a).norm();
+    return g <= 2.0 * tol * v.norm() || g <= floor;
+  };
   for (int it = 0; it < max_iter; ++it) {
     if (sequential) {
       for (Index i = 0; i < m; ++i) {

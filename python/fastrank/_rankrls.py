@@ -72,12 +72,16 @@ class _RankRLSBase(KernelMixin, Ranker):
             basis = select_basis(problem.m, self.basis_vectors, self.random_state)
             return solve_basis(problem, spec, alphas, basis, n_threads)
 
-    def _apply_fit(self, fit, k, one_d, n_features):
-        """Copy the solution for ``alphas[k]`` of a solver's ``Fit`` onto this estimator."""
+    def _apply_fit(self, fit, k, one_d, n_features, fitted_kernel=None):
+        """Copy the solution for ``alphas[k]`` of a solver's ``Fit`` onto this estimator, with the kernel it was solved
+        with: ``fitted_kernel`` (another model's ``_fitted_kernel``), else this estimator's parameters."""
         squeeze = (lambda a: a[:, 0]) if one_d else (lambda a: a)
         self.fit_mode_, self.X_fit_, self.basis_indices_ = fit.mode, fit.X_fit, fit.basis_indices
         self.n_features_in_, self._single_output = n_features, one_d
-        self._freeze_kernel(n_features)
+        if fitted_kernel is None:
+            self._freeze_kernel(n_features)
+        else:
+            self._fitted_kernel = tuple(fitted_kernel)
         self.coef_ = None if fit.coef is None else squeeze(np.ascontiguousarray(fit.coef[k]))
         self.dual_coef_ = None if fit.dual_coef is None else squeeze(np.ascontiguousarray(fit.dual_coef[k]))
         if fit.mode == "cg":
@@ -279,14 +283,15 @@ class RankRLSPath:
     ``basis_vectors`` and the rows kept for predictions), ``n_iter_`` and ``converged_`` (n_alphas, v) (CG only),
     ``feature_names_in_`` (fitted on a DataFrame of string column names)."""
 
-    def __init__(self, estimator, alphas, fit, one_d, n_features, n_groups=1, feature_names_in=None):
+    def __init__(self, estimator, alphas, fit, one_d, n_features, n_groups=1, feature_names_in=None,
+                 fitted_kernel=None):
         # the parameters of the solve, not the caller's estimator (set_params on it later would give the coefficients
         # another kernel)
         self.estimator, self.alphas = clone(estimator), alphas
         self.fit_mode, self.coef_, self.dual_coef_ = fit.mode, fit.coef, fit.dual_coef
         self.basis_indices_, self.X_fit_ = fit.basis_indices, fit.X_fit
         self.n_iter_, self.converged_ = fit.n_iter, fit.converged
-        self._fit, self._fit_args, self._n_groups = fit, (one_d, n_features), n_groups
+        self._fit, self._fit_args, self._n_groups = fit, (one_d, n_features, fitted_kernel), n_groups
         if feature_names_in is not None:  # fitted on a DataFrame: its models refuse reordered columns
             self.feature_names_in_ = feature_names_in
 

@@ -412,15 +412,12 @@ class DaskRankRLS(_MultiOutput, KernelMixin, RegressorMixin, FastrankEstimator):
     def to_local(self):
         """The equivalent fitted in-memory :class:`fastrank.RankRLS` (no refit)."""
         check_is_fitted(self, "fit_mode_")
-        params = self.get_params(deep=False)
-        if "_fitted_kernel" in self.__dict__:  # the kernel of this fit, not one set_params named since
-            params.update(zip(("kernel", "gamma", "degree", "coef0"), self._fitted_kernel))
-        est = RankRLS(**params, solver="primal" if self.fit_mode_ == "primal" else "auto")
+        est = RankRLS(**self.get_params(deep=False), solver="primal" if self.fit_mode_ == "primal" else "auto")
         as_path = (lambda a: None if a is None else a.reshape(a.shape[0], -1)[None])  # (1, rows, v)
         fit = Fit(self.fit_mode_, coef=as_path(self.coef_), dual_coef=as_path(self.dual_coef_), X_fit=self.X_fit_,
                   basis_indices=self.basis_indices_)
-        local = RankRLSPath(est, np.array([float(self.alpha)]), fit, self._single_output,
-                            self.n_features_in_).fitted_estimator(0)
+        local = RankRLSPath(est, np.array([float(self.alpha)]), fit, self._single_output, self.n_features_in_,
+                            fitted_kernel=self.__dict__.get("_fitted_kernel")).fitted_estimator(0)
         local.n_fit_groups_ = getattr(self, "n_fit_groups_", 1)
         if hasattr(self, "feature_names_in_"):  # the local model refuses reordered columns as this one does
             local.feature_names_in_ = self.feature_names_in_

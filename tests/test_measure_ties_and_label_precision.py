@@ -297,3 +297,22 @@ def test_gamma_loss_per_group_with_one_outlying_group_and_the_limit_of_its_pairs
     f[0] = -1e17
     with pytest.warns(IllConditionedWarning, match="keeps fewer than about 9 digits"):
         M.stability_ranking_loss(y, f, loss="gamma")
+
+
+@pytest.mark.parametrize("outlying", ["scores", "labels"])
+@pytest.mark.parametrize("seed", range(6))
+def test_values_at_two_scales_keep_the_small_pairs_digits(seed, outlying):
+    # half the rows at a far value set the group's median: the others, less it, rounded to whole numbers, and where
+    # the far rows form no counted pair with them, every counted pair lost its digits (the gamma loss 0 for 9/28, the
+    # hinge 0.857 for 0.464), with no warning
+    rng = np.random.default_rng(seed)
+    big = 10.0 ** rng.uniform(16, 150)
+    y = np.r_[rng.integers(2, 5, 6), rng.integers(0, 2, 6)].astype(float)
+    f = np.r_[rng.normal(size=6), rng.normal(size=6)]
+    if outlying == "scores":  # the far rows ranked last, with the lowest labels
+        f[6:] = -big
+    else:  # the far rows with the highest labels, ranked first
+        y[6:], f[6:] = big + y[6:], 10.0 + f[6:]
+    got, expected = _pair_costs(y, f), _pair_costs_oracle(y, f)
+    for name in expected:
+        assert got[name] == pytest.approx(expected[name], rel=1e-9, abs=1e-300), name

@@ -111,8 +111,9 @@ void bind_measures(py::module_& m) {
       },
       py::arg("a").noconvert(), py::arg("b").noconvert(), py::arg("order"), py::arg("offsets"),
       py::arg("n_threads"), py::arg("b_less") = py::none(),
-      "Per-group sums over pairs with a_i > a_j and b_i > b_j (n_groups, 6): count, sum da, sum db, "
-      "sum da^2, sum db^2, sum da*db; with b_less the second values are b - b_less.");
+      "Per-group sums over pairs with a_i > a_j and b_i > b_j (n_groups, 12): count, sum da, sum db, "
+      "sum da^2, sum db^2, sum da*db, then the magnitude of each sum's expanded terms (its rounding scale); "
+      "with b_less the second values are b - b_less.");
   m.def(
       "threshold_pair_sums",
       [](DArr z, py::handle order, py::handle offsets, double eps, int n_threads) {

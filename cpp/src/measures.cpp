@@ -630,9 +630,44 @@ RowMatrix dcg_statistics(const double* y, const double* f, const GroupIndex& gro
 
 namespace {
 
+// A tree node or merge-sort prefix: the six sums of the elements below a point, and the sums of |a|, |b| and |a b| that
+// bound the magnitude of the expanded terms (the second six output columns: a rounding scale for every sum).
+constexpr int kAbsA = kNumDominance, kAbsB = kNumDominance + 1, kAbsAB = kNumDominance + 2, kNode = kNumDominance + 3;
+
 struct DomNode {
-  double v[kNumDominance];
+  double v[kNode];
 };
+
+inline void node_terms(double ca, double cb, double* v) {
+  v[kDomCount] = 1.0;
+  v[kDomA] = ca;
+  v[kDomB] = cb;
+  v[kDomAA] = ca * ca;
+  v[kDomBB] = cb * cb;
+  v[kDomAB] = ca * cb;
+  v[kAbsA] = std::fabs(ca);
+  v[kAbsB] = std::fabs(cb);
+  v[kAbsAB] = std::fabs(ca * cb);
+}
+
+// The pair sums of one point (ai, bi) with the elements S below it, expanded, into acc[0..5], and the magnitudes of
+// the expanded terms into acc[6..11]: a sum whose magnitude exceeds it by 1e6 or more has lost digits.
+inline void add_pairs(const double* S, double ai, double bi, double* acc) {
+  const double cnt = S[kDomCount], aa = std::fabs(ai), ab = std::fabs(bi);
+  acc[kDomCount] += cnt;
+  acc[kDomA] += cnt * ai - S[kDomA];
+  acc[kDomB] += cnt * bi - S[kDomB];
+  acc[kDomAA] += cnt * ai * ai - 2.0 * ai * S[kDomA] + S[kDomAA];
+  acc[kDomBB] += cnt * bi * bi - 2.0 * bi * S[kDomB] + S[kDomBB];
+  acc[kDomAB] += cnt * ai * bi - ai * S[kDomB] - bi * S[kDomA] + S[kDomAB];
+  double* mag = acc + kNumDominance;
+  mag[kDomCount] += cnt;
+  mag[kDomA] += cnt * aa + S[kAbsA];
+  mag[kDomB] += cnt * ab + S[kAbsB];
+  mag[kDomAA] += cnt * aa * aa + 2.0 * aa * S[kAbsA] + S[kDomAA];
+  mag[kDomBB] += cnt * ab * ab + 2.0 * ab * S[kAbsB] + S[kDomBB];
+  mag[kDomAB] += cnt * aa * ab + aa * S[kAbsB] + ab * S[kAbsA] + S[kAbsAB];
+}
 
 struct PointAB {
   double a, b;    // the values compared (uncentred)
@@ -653,33 +688,24 @@ void dominance_merge(const std::vector<double>& ra, const std::vector<double>& r
   std::sort(pts.begin(), pts.end(), [](const PointAB& x, const PointAB& y) {
     return x.a < y.a || (x.a == y.a && x.b > y.b);
   });
-  double acc[kNumDominance] = {0, 0, 0, 0, 0, 0};
+  double acc[2 * kNumDominance] = {};
   PointAB* src = pts.data();
   PointAB* dst = tmp.data();
   for (Index width = 1; width < n; width *= 2) {
     for (Index lo = 0; lo < n; lo += 2 * width) {
       const Index mid = std::min(lo + width, n), hi = std::min(lo + 2 * width, n);
       Index i = lo, j = mid, k = lo;
-      double L[kNumDominance] = {0, 0, 0, 0, 0, 0};  // left elements already taken
+      double L[kNode] = {};  // left elements already taken
       auto take_right = [&](const PointAB& r) {
-        const double cnt = L[kDomCount], ai = r.ca, bi = r.cb;
-        acc[kDomCount] += cnt;
-        acc[kDomA] += cnt * ai - L[kDomA];
-        acc[kDomB] += cnt * bi - L[kDomB];
-        acc[kDomAA] += cnt * ai * ai - 2.0 * ai * L[kDomA] + L[kDomAA];
-        acc[kDomBB] += cnt * bi * bi - 2.0 * bi * L[kDomB] + L[kDomBB];
-        acc[kDomAB] += cnt * ai * bi - ai * L[kDomB] - bi * L[kDomA] + L[kDomAB];
+        add_pairs(L, r.ca, r.cb, acc);
         dst[k++] = r;
       };
       while (i < mid && j < hi) {
         if (src[i].b < src[j].b) {
           const PointAB& l = src[i++];
-          L[kDomCount] += 1.0;
-          L[kDomA] += l.ca;
-          L[kDomB] += l.cb;
-          L[kDomAA] += l.ca * l.ca;
-          L[kDomBB] += l.cb * l.cb;
-          L[kDomAB] += l.ca * l.cb;
+          double v[kNode];
+          node_terms(l.ca, l.cb, v);
+          for (int c = 0; c < kNode; ++c) L[c] += v[c];
           dst[k++] = l;
         } else {
           take_right(src[j++]);
@@ -690,7 +716,7 @@ void dominance_merge(const std::vector<double>& ra, const std::vector<double>& r
     }
     std::swap(src, dst);
   }
-  for (int c = 0; c < kNumDominance; ++c) out[c] = acc[c];
+  for (int c = 0; c < 2 * kNumDominance; ++c) out[c] = acc[c];
 }
 
 inline std::int32_t* brank_buf(std::vector<std::int32_t>& r, Index n) {
@@ -703,7 +729,7 @@ inline std::int32_t* brank_buf(std::vector<std::int32_t>& r, Index n) {
 RowMatrix dominance_sums(const double* a, const double* b, const GroupIndex& groups, int n_threads,
                          const double* b_less) {
   const Index m = groups.n_rows(), n_groups = groups.n_groups();
-  RowMatrix out = RowMatrix::Zero(n_groups, kNumDominance);
+  RowMatrix out = RowMatrix::Zero(n_groups, 2 * kNumDominance);
   if (m == 0) return out;
   const IndexVector& offsets = groups.offsets;
   const IndexVector& idx = groups.order;
@@ -761,7 +787,7 @@ RowMatrix dominance_sums(const double* a, const double* b, const GroupIndex& gro
       const std::vector<double>& sv = tree_on_a ? rb : ra;  // sweep dimension
       const std::vector<double>& tu = sa;                   // distinct values of the tree dimension
       const Index K = static_cast<Index>(tu.size());
-      tree.assign(static_cast<size_t>(K + 1), DomNode{{0, 0, 0, 0, 0, 0}});
+      tree.assign(static_cast<size_t>(K + 1), DomNode{});
       keyed.resize(n);
       for (Index t = 0; t < n; ++t) keyed[t] = {sv[t], t};
       std::sort(keyed.begin(), keyed.end(),
@@ -780,33 +806,28 @@ RowMatrix dominance_sums(const double* a, const double* b, const GroupIndex& gro
         ac[t] = ra[t] - ma;
         bc[t] = rb[t] - mb;
       }
-      double acc[kNumDominance] = {0, 0, 0, 0, 0, 0};
+      double acc[2 * kNumDominance] = {};
       Index s = 0;
       while (s < n) {
         Index e = s + 1;
         while (e < n && keyed[e].first == keyed[s].first) ++e;
         for (Index t = s; t < e; ++t) {  // query: inserted rows are strictly smaller in the sweep value
           const Index i = ord[t];
-          double S[kNumDominance] = {0, 0, 0, 0, 0, 0};
+          double S[kNode] = {};
           for (Index p = brank[i]; p > 0; p -= p & (-p))  // ranks < brank[i]: strictly smaller tree value
-            for (int c = 0; c < kNumDominance; ++c) S[c] += tree[p].v[c];
-          const double ai = ac[i], bi = bc[i], cnt = S[kDomCount];
-          acc[kDomCount] += cnt;
-          acc[kDomA] += cnt * ai - S[kDomA];
-          acc[kDomB] += cnt * bi - S[kDomB];
-          acc[kDomAA] += cnt * ai * ai - 2.0 * ai * S[kDomA] + S[kDomAA];
-          acc[kDomBB] += cnt * bi * bi - 2.0 * bi * S[kDomB] + S[kDomBB];
-          acc[kDomAB] += cnt * ai * bi - ai * S[kDomB] - bi * S[kDomA] + S[kDomAB];
+            for (int c = 0; c < kNode; ++c) S[c] += tree[p].v[c];
+          add_pairs(S, ac[i], bc[i], acc);
         }
         for (Index t = s; t < e; ++t) {
           const Index i = ord[t];
-          const double v[kNumDominance] = {1.0, ac[i], bc[i], ac[i] * ac[i], bc[i] * bc[i], ac[i] * bc[i]};
+          double v[kNode];
+          node_terms(ac[i], bc[i], v);
           for (Index p = brank[i] + 1; p <= K; p += p & (-p))
-            for (int c = 0; c < kNumDominance; ++c) tree[p].v[c] += v[c];
+            for (int c = 0; c < kNode; ++c) tree[p].v[c] += v[c];
         }
         s = e;
       }
-      for (int c = 0; c < kNumDominance; ++c) out(q, c) = acc[c];
+      for (int c = 0; c < 2 * kNumDominance; ++c) out(q, c) = acc[c];
     }
   });
   return out;

@@ -394,9 +394,10 @@ def _mean_over_groups(loss, groups):
 
 
 def _dominance(a, b, gi, n_jobs, b_less=None):  # contiguous float64 (checked vectors and arithmetic on them)
-    """Per group the sums over the pairs with a_i > a_j and b_i > b_j; with ``b_less`` the pairs of (a, b - b_less),
-    that difference formed in the core from b and b_less each less its group's median: exact near them, so a group's
-    offset (labels near 2**40 beside scores of 1) rounds nothing away, while values near 0 stay apart."""
+    """Per group the sums over the pairs with a_i > a_j and b_i > b_j, and in columns 6-11 the magnitudes of their
+    expanded terms (:func:`_pairs_where_digits_lost`); with ``b_less`` the pairs of (a, b - b_less), that difference
+    formed in the core from b and b_less each less its group's median: exact near them, so a group's offset (labels
+    near 2**40 beside scores of 1) rounds nothing away, while values near 0 stay apart."""
     return _core.dominance_sums(a, b, gi.order, gi.offsets, _sweep_threads(n_jobs, len(a)), b_less)
 
 
@@ -443,12 +444,13 @@ def magnitude_preserving_cost(y_true, y_score, groups=None, *, cost="mp", power=
         # mis-ordered pairs: y_i > y_j and f_i < f_j, the dominance pairs of (a, b) = (y, -f); |dh| = b_i - b_j and
         # |dh - dy| = (a_i - a_j) + (b_i - b_j) on them.
         D = _dominance(y, -f, gi, n_jobs)
-        if cost == "hr":
-            unordered = D[:, 2] if power == 1 else D[:, 4]
-        elif power == 1:
-            unordered = D[:, 1] + D[:, 2]
-        else:
-            unordered = D[:, 3] + 2.0 * D[:, 5] + D[:, 4]
+        cols = ([2] if power == 1 else [4]) if cost == "hr" else [1, 2] if power == 1 else [3, 5, 5, 4]
+        unordered = D[:, cols].sum(axis=1)
+        # mis-ordered pairs (u = f_i - f_j < 0): |dh|^p, or (d + |dh|)^p for hmp
+        term = (lambda d, u: np.where(u < 0, -u, 0.0) ** power) if cost == "hr" else \
+            (lambda d, u: np.where(u < 0, d - u, 0.0) ** power)
+        _pairs_where_digits_lost(y, f, gi, unordered, D[:, [6 + c for c in cols]].sum(axis=1), term,
+                                 "magnitude_preserving_cost")
         total = 2.0 * unordered
     return _average(total, den, average, "magnitude_preserving_cost")
 
@@ -491,39 +493,45 @@ def stability_ranking_loss(y_true, y_score, groups=None, *, loss="hinge", gamma=
         total = _pair_stats(y, f, gi, False, n_jobs)[:, 2] + 0.5 * tied
     elif loss == "hinge":
         # (|d| - u)_+ on pairs y_i > y_j is ((y_i - f_i) - (y_j - f_j))_+: dominance pairs of (y, y - f)
-        total = _dominance(y, y, gi, n_jobs, b_less=f)[:, 2]
+        D = _dominance(y, y, gi, n_jobs, b_less=f)
+        total = D[:, 2]
+        _pairs_where_digits_lost(y, f, gi, total, D[:, 8], lambda d, u: np.maximum(d - u, 0.0), "stability_ranking_loss")
     elif loss == "gamma":
+        # (1/gamma) [(gamma |d| - u)_+ - (-u)_+] = min(|d|, (|d| - u / gamma)_+): with g = f / gamma, the dominance
+        # pairs of (y, y - g) less those of (y, -g); its terms cancel where a score lies far beyond the others
         g = f / float(gamma)
-        plus, minus = _dominance(y, y, gi, n_jobs, b_less=g)[:, 2], _dominance(y, -g, gi, n_jobs)[:, 2]
-        total = plus - minus
-        _gamma_loss_by_pairs(y, g, gi, total, np.flatnonzero(plus + minus > 1e6 * np.abs(total)))
+        plus, minus = _dominance(y, y, gi, n_jobs, b_less=g), _dominance(y, -g, gi, n_jobs)
+        total = plus[:, 2] - minus[:, 2]
+        _pairs_where_digits_lost(y, g, gi, total, plus[:, 8] + minus[:, 8],
+                                 lambda d, v: np.minimum(d, np.maximum(d - v, 0.0)), "stability_ranking_loss")
     else:  # squared: sum over y_i > y_j of (z_i - z_j)^2, z = y - f (z ties contribute 0): pairs of (y, z), (y, -z)
-        total = _dominance(y, y, gi, n_jobs, b_less=f)[:, 4] + _dominance(y, f, gi, n_jobs, b_less=y)[:, 4]
+        first, second = _dominance(y, y, gi, n_jobs, b_less=f), _dominance(y, f, gi, n_jobs, b_less=y)
+        total = first[:, 4] + second[:, 4]
+        _pairs_where_digits_lost(y, f, gi, total, first[:, 10] + second[:, 10], lambda d, u: (d - u) ** 2,
+                                 "stability_ranking_loss")
     return _average(total, den, average, "stability_ranking_loss")
 
 
-_GAMMA_PAIRS_MAX_ROWS = 20000  # explicit pairs of one group: O(n^2), seconds at this size
+_PAIRS_MAX_ROWS = 20000  # explicit pairs of one group: O(n^2), seconds at this size
 
 
-def _gamma_loss_by_pairs(y, g, gi, total, groups):
-    """Replace ``total[q]`` of the ``groups`` whose l_gamma sum cancels digits by the sum over their pairs y_i > y_j of
-    min(d, (d - (g_i - g_j))_+), d = y_i - y_j, non-negative terms.  The sweeps give it as the difference of two sums
-    whose terms grow with |g_i - g_j|: one score of 1e17 among scores of 1 left 0 for 5/3.  Beyond
-    _GAMMA_PAIRS_MAX_ROWS rows it warns instead."""
+def _pairs_where_digits_lost(y, f, gi, total, magnitude, term, name):
+    """Replace ``total[q]`` of every group whose sweep sums lost digits (the magnitude of their expanded terms above
+    1e6 times the result: values at two scales, such as scores of 1e16 beside scores of 1, where even the median
+    centring leaves the small values' pairs rounded away) by the sum of ``term(d, u)`` over its pairs y_i > y_j, d =
+    y_i - y_j > 0, u = f_i - f_j, in non-negative terms.  Above _PAIRS_MAX_ROWS rows it warns instead."""
     order, offsets = gi.order, gi.offsets
-    for q in groups:
+    for q in np.flatnonzero(magnitude > 1e6 * np.abs(total)):
         rows = order[offsets[q]:offsets[q + 1]]
-        if rows.size > _GAMMA_PAIRS_MAX_ROWS:
-            warnings.warn(f"stability_ranking_loss(loss='gamma'): the scores of a group of {rows.size} rows span so far "
-                          "beyond its labels that its loss keeps fewer than about 9 digits (the sum over its pairs "
-                          f"is exact up to {_GAMMA_PAIRS_MAX_ROWS} rows); rescale the scores",
-                          IllConditionedWarning, stacklevel=user_stacklevel())
+        if rows.size > _PAIRS_MAX_ROWS:
+            warnings.warn(f"{name}: the values of a group of {rows.size} rows lie at scales so far apart that its sum "
+                          f"keeps fewer than about 9 digits (the sum over its pairs is exact up to {_PAIRS_MAX_ROWS} "
+                          "rows); rescale the scores", IllConditionedWarning, stacklevel=user_stacklevel())
             continue
-        yq, gq, s = y[rows], g[rows], 0.0
+        yq, fq, s = y[rows], f[rows], 0.0
         for lo in range(0, rows.size, 256):
-            d = yq[lo:lo + 256, None] - yq[None, :]
-            s += float(np.where(d > 0, np.minimum(d, np.maximum(d - (gq[lo:lo + 256, None] - gq[None, :]), 0.0)),
-                                0.0).sum())
+            d, u = yq[lo:lo + 256, None] - yq[None, :], fq[lo:lo + 256, None] - fq[None, :]
+            s += float(np.where(d > 0, term(d, u), 0.0).sum())
         total[q] = s
 
 

@@ -88,6 +88,8 @@ enum DominanceStat : int {
   kNumDominance = 6
 };
 // With b_less, a pair's second values are b_i - b_less_i, formed per group from b and b_less each less its median.
+// The result is (n_groups, 12): the six sums, then for each the sum of the magnitudes of the terms it expands into
+// (values less the medians), the scale of its rounding.
 RowMatrix dominance_sums(const double* a, const double* b, const GroupIndex& groups, int n_threads,
                          const double* b_less = nullptr);
 

@@ -25,7 +25,8 @@ def _dual_oracle(gamma, alpha, rows=slice(None)):
     K = mpmath.matrix(m, m)
     for i in range(m):
         for j in range(m):
-            K[i, j] = mpmath.exp(-gamma * mpmath.fsum((mpmath.mpf(a) - mpmath.mpf(b)) ** 2 for a, b in zip(Xr[i], Xr[j])))
+            K[i, j] = mpmath.exp(-gamma * mpmath.fsum((mpmath.mpf(a) - mpmath.mpf(b)) ** 2
+                                                      for a, b in zip(Xr[i], Xr[j])))
     L = m * mpmath.eye(m) - mpmath.ones(m, m)
     A = mpmath.lu_solve(L * K + alpha * mpmath.eye(m), L * mpmath.matrix(yr.tolist()))
     Kx = mpmath.matrix([[mpmath.exp(-gamma * mpmath.fsum((mpmath.mpf(a) - mpmath.mpf(b)) ** 2 for a, b in zip(x, z)))

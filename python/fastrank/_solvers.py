@@ -74,10 +74,11 @@ def kernel_rounding_check(K, problem, spec, alphas, what="the solution"):
     """A call warning when the smallest alpha is below _RCOND_WARNING times 2 ||K||_F / sqrt(m) lambda_max(L) (K: the
     Gaussian or polynomial kernel matrix ``spec`` made, read now, before a solver overwrites it).  Each of its values
     is rounded to eps |K_ij| with independent signs, a perturbation of norm about 2 eps ||K||_F / sqrt(m) (the root
-    mean square value times 2 sqrt(m)) that S K S carries times lambda_max(L) and the solve divides by alpha.  S K S can hold far less than K: a Gaussian kernel of
-    a small gamma is nearly 1 1^T, which S removes, so its condition number missed errors of 7.7e-4 (gamma 1e-6,
-    alpha 1e-11, m = 20) to 1.5e-2 (gamma 1e-8).  Not the linear kernel (fits centre X first; exact CV checks its
-    feature offsets itself, robustness.md) nor a precomputed one (how its values were rounded is not known)."""
+    mean square value times 2 sqrt(m)) that S K S carries times lambda_max(L) and the solve divides by alpha.  S K S
+    can hold far less than K: a Gaussian kernel of a small gamma is nearly 1 1^T, which S removes, so its condition
+    number missed errors of 7.7e-4 (gamma 1e-6, alpha 1e-11, m = 20) to 1.5e-2 (gamma 1e-8).  Not the linear kernel
+    (fits centre X first; exact CV checks its feature offsets itself, robustness.md) nor a precomputed one (how its
+    values were rounded is not known)."""
     alpha = float(np.min(alphas))
     if spec.kind not in ("rbf", "poly"):
         return lambda: None

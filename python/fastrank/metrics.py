@@ -495,7 +495,8 @@ def stability_ranking_loss(y_true, y_score, groups=None, *, loss="hinge", gamma=
         # (|d| - u)_+ on pairs y_i > y_j is ((y_i - f_i) - (y_j - f_j))_+: dominance pairs of (y, y - f)
         D = _dominance(y, y, gi, n_jobs, b_less=f)
         total = D[:, 2]
-        _pairs_where_digits_lost(y, f, gi, total, D[:, 8], lambda d, u: np.maximum(d - u, 0.0), "stability_ranking_loss")
+        _pairs_where_digits_lost(y, f, gi, total, D[:, 8], lambda d, u: np.maximum(d - u, 0.0),
+                                 "stability_ranking_loss")
     elif loss == "gamma":
         # (1/gamma) [(gamma |d| - u)_+ - (-u)_+] = min(|d|, (|d| - u / gamma)_+): with g = f / gamma, the dominance
         # pairs of (y, y - g) less those of (y, -g); its terms cancel where a score lies far beyond the others

@@ -23,8 +23,8 @@ from ._memory import check_dense_memory, densified
 from ._problem import (PreferenceGraph, RankingProblem, check_weighting, group_offset_ratio, group_target_range,
                        require_preferences)
 from ._progress import resolve_verbose, stage
-from ._solvers import (Fit, _by_alpha, _centred_features, check_indices, choose_solver, kernel_rounding_check,
-                       select_basis, solve_dual, solve_primal, warn_ill_conditioned)
+from ._solvers import (Fit, _by_alpha, _centred_features, check_indices, choose_solver, kernel_rounding_level,
+                       select_basis, solve_dual, solve_primal, warn_below_kernel_rounding, warn_ill_conditioned)
 from ._sparse import issparse, row_sq_norms, take_rows
 from ._threads import compute_region, cpu_budget, threads_for_work
 from ._validation import _asarray, check_alpha, check_n_jobs, pair_disagreement, whole_numbers
@@ -325,7 +325,7 @@ class DualRoute(_Route):
     def check_alpha_scale(self, alpha, rounding=True):
         """Warn above HOLDOUT_MAX_RATIO times trace(S K S), where the hold-out formulas cancel the targets' digits (an
         indefinite kernel's trace may be negative: its factorization fails instead), and (``rounding``) below the
-        rounding of the kernel values (:func:`kernel_rounding_check`)."""
+        rounding of the kernel values (:func:`~fastrank._solvers.kernel_rounding_level`)."""
         if 0.0 < HOLDOUT_MAX_RATIO * self.trace_SKS < alpha:
             warn_ill_conditioned(
                 f"hold-out predictions at alpha={alpha:.3g} may be inaccurate.",
@@ -333,7 +333,11 @@ class DualRoute(_Route):
                 f"({self.trace_SKS:.3g}) are about trace / alpha times the targets and lose digits to the targets' "
                 "rounding (up to 5e-14 alpha / trace relative): decrease alpha, or leave such alphas out of the grid.")
         if rounding:
-            kernel_rounding_check(self.K, self.problem, self.kspec, [alpha], "hold-out predictions")()
+            warn_below_kernel_rounding(alpha, self.rounding_level, "hold-out predictions")
+
+    @functools.cached_property
+    def rounding_level(self):  # O(m^2): once per route, not per alpha of a grid
+        return kernel_rounding_level(self.K, self.problem, self.kspec)
 
     @functools.cached_property
     def trace_SKS(self):

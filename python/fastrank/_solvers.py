@@ -32,7 +32,8 @@ from .exceptions import ConvergenceWarning, IllConditionedWarning, LinAlgError, 
 __all__ = ["Fit", "CGResult", "SOLVERS", "choose_solver", "solve_dual", "solve_primal", "solve_cg", "solve_cg_path",
            "solve_basis", "train_kernel", "fit_cg", "fit_basis", "select_basis", "basis_kernel", "check_indices",
            "basis_primal_weights", "default_max_iter", "one_conditioning_warning", "warn_ill_conditioned",
-           "solve_assembled_primal", "solve_assembled_basis", "kernel_rounding_check"]
+           "solve_assembled_primal", "solve_assembled_basis", "kernel_rounding_level",
+           "warn_below_kernel_rounding"]
 
 SOLVERS = ("auto", "dual", "primal", "cg")
 # rcond below this: the solution may carry rounding error well above 1e-4 relative.
@@ -59,39 +60,35 @@ class Fit(NamedTuple):
     residual_history: Optional[list] = None
 
 
-def _checked(W, rcond, n_alphas, rounding=None):
-    """The solutions by alpha, warning of an ill-conditioned system, else (``rounding``: a kernel's
-    :func:`kernel_rounding_check`) of an alpha below the kernel values' own rounding."""
+def _checked(W, rcond, n_alphas):
     if rcond < _RCOND_WARNING:
         warnings.warn(f"RankRLS system is ill-conditioned (reciprocal condition number {rcond:.2e}); the solution "
                       "may be inaccurate. Increase alpha.", IllConditionedWarning, stacklevel=user_stacklevel())
-    elif rounding is not None:
-        rounding()
     return _by_alpha(W, n_alphas)
 
 
-def kernel_rounding_check(K, problem, spec, alphas, what="the solution"):
-    """A call warning when the smallest alpha is below _RCOND_WARNING times 2 ||K||_F / sqrt(m) lambda_max(L) (K: the
-    Gaussian or polynomial kernel matrix ``spec`` made, read now, before a solver overwrites it).  Each of its values
-    is rounded to eps |K_ij| with independent signs, a perturbation of norm about 2 eps ||K||_F / sqrt(m) (the root
-    mean square value times 2 sqrt(m)) that S K S carries times lambda_max(L) and the solve divides by alpha.  S K S
-    can hold far less than K: a Gaussian kernel of a small gamma is nearly 1 1^T, which S removes, so its condition
-    number missed errors of 7.7e-4 (gamma 1e-6, alpha 1e-11, m = 20) to 1.5e-2 (gamma 1e-8).  Not the linear kernel
-    (fits centre X first; exact CV checks its feature offsets itself, robustness.md) nor a precomputed one (how its
-    values were rounded is not known)."""
-    alpha = float(np.min(alphas))
+def kernel_rounding_level(K, problem, spec):
+    """2 ||K||_F / sqrt(m) lambda_max(L) of a Gaussian or polynomial kernel matrix K (read before a solver overwrites
+    it), else 0.  Each kernel value is rounded to eps |K_ij| with independent signs, a perturbation of norm about 2 eps
+    ||K||_F / sqrt(m) (the root mean square value times 2 sqrt(m)) that S K S carries times lambda_max(L) and the solve
+    divides by alpha.  S K S can hold far less than K: a Gaussian kernel of a small gamma is nearly 1 1^T, which S
+    removes, so its condition number missed errors of 7.7e-4 (gamma 1e-6, alpha 1e-11, m = 20) to 1.5e-2 (gamma
+    1e-8).  Not the linear kernel (fits centre X first; exact CV checks its feature offsets itself, robustness.md) nor a
+    precomputed one (how its values were rounded is not known)."""
     if spec.kind not in ("rbf", "poly"):
-        return lambda: None
-    level = 2.0 * float(np.linalg.norm(K)) / np.sqrt(problem.m) * problem.laplacian_norm()
+        return 0.0
+    return 2.0 * float(np.linalg.norm(K)) / np.sqrt(problem.m) * problem.laplacian_norm()
 
-    def warn():
-        if alpha < _RCOND_WARNING * level:
-            warn_ill_conditioned(
-                f"{what} at alpha={alpha:.3g} may be inaccurate: alpha is below 1e-12 times the rounding scale of the "
-                f"kernel values (2 ||K||_F / sqrt(m) lambda_max(L) = {level:.3g}), whose rounding the solve divides by "
-                "alpha; a Gaussian kernel of a small gamma (nearly constant) keeps few digits of the model.",
-                "Increase alpha, or gamma.")
-    return warn
+
+def warn_below_kernel_rounding(alpha, level, what="the solution"):
+    """The :class:`IllConditionedWarning` of an ``alpha`` below _RCOND_WARNING times :func:`kernel_rounding_level`
+    (the same bound, 2.2e-4, as the solve's own condition warning)."""
+    if alpha < _RCOND_WARNING * level:
+        warn_ill_conditioned(
+            f"{what} at alpha={alpha:.3g} may be inaccurate: alpha is below 1e-12 times the rounding scale of the "
+            f"kernel values (2 ||K||_F / sqrt(m) lambda_max(L) = {level:.3g}), whose rounding the solve divides by "
+            "alpha; a Gaussian kernel of a small gamma (nearly constant) keeps few digits of the model.",
+            "Increase alpha, or gamma.")
 
 
 def warn_ill_conditioned(text, advice):
@@ -280,7 +277,7 @@ def solve_dual(problem, spec, alphas, n_threads):
         # (S K S + alpha I) u = S y, A = S u with the tie-excluding S (eq. 17 in symmetric form)
         cells = problem.cells
         K = train_kernel(X, spec, n_threads, cells)
-        rounding = kernel_rounding_check(K, problem, spec, alphas)
+        level = kernel_rounding_level(K, problem, spec)
         SK = problem.apply_S_cells(K, centre=False)
         del K
         G = np.asfortranarray(problem.apply_S_cells(SK.T, centre=False))
@@ -290,13 +287,13 @@ def solve_dual(problem, spec, alphas, n_threads):
         del G
     elif problem.is_graph:
         K = train_kernel(X, spec, n_threads)
-        rounding = kernel_rounding_check(K, problem, spec, alphas)
+        level = kernel_rounding_level(K, problem, spec)
         A, rcond = _core.rankrls_dual_graph(K, *problem.graph, alphas, n_threads)
         del K
     else:
         gi = problem.groups
         Kg = train_kernel(X, spec, n_threads, gi)
-        rounding = kernel_rounding_check(Kg, problem, spec, alphas)
+        level = kernel_rounding_level(Kg, problem, spec)
         # many alphas: one tridiagonal reduction S K S = Q T Q^T, O(m) per alpha, Q applied once (eq. 31; solvers.md)
         args = (gi.order, gi.offsets, problem.pair_weight(), problem.targets_grouped())
         try:
@@ -311,7 +308,9 @@ def solve_dual(problem, spec, alphas, n_threads):
                                                 n_threads) for k in range(alphas.size)]
             A, rcond = np.hstack([a for a, _ in solved]), min(r for _, r in solved)
         del Kg
-    A = _checked(A, rcond, alphas.size, rounding)
+    A = _checked(A, rcond, alphas.size)
+    if rcond >= _RCOND_WARNING:  # one warning per solve
+        warn_below_kernel_rounding(float(alphas.min()), level)
     if problem.exclude_ties:  # A = S u
         A = problem.cells.untake(np.stack([problem.apply_S_cells(u) for u in A]), axis=1)
     X_fit = None if spec.precomputed else problem.X

@@ -283,7 +283,7 @@ class _OnlineOrdinal(ClassifierMixin, FastrankEstimator):
             raise ValueError(f"precomputed kernel: partial_fit needs X with at least n_samples_seen_ + len(X) = "
                              f"{n0 + X.shape[0]} columns (kernel values against every example of the stream so far, "
                              f"this batch included), got {X.shape[1]}")
-        if first:  # after every check of the batch: the seed's draw advances a RandomState given as random_state
+        if first:  # the stream's first state, once the batch has passed every check
             self._reset(cls, X.shape[1], streaming=True)
         self._stream(X, ranks, np.arange(n0, n0 + X.shape[0], dtype=np.int64))
         self.n_samples_seen_ = n0 + X.shape[0]

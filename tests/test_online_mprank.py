@@ -1,10 +1,13 @@
 """On-line MPRank (Cortes, Mohri & Rastogi, section 2.5) against the batch closed form (eq. 13)."""
 
+import warnings
+
 import numpy as np
 import pytest
 
 import fastrank
 from fastrank import OnlineMPRank
+from fastrank.exceptions import ConvergenceWarning
 from oracles import no_preference_case
 
 
@@ -217,3 +220,28 @@ def test_a_model_whose_predictions_are_zero_converges(algorithm):
     est = OnlineMPRank(C=1.0, algorithm=algorithm).fit(np.ones((40, 2)), y)
     assert est.converged_ and est.n_iter_ < 10
     np.testing.assert_allclose(est.dual_coef_, 2 * (y - y.mean()) / 40.0, rtol=1e-12, atol=1e-15)
+
+
+@pytest.mark.parametrize("algorithm", ["sequential", "gradient"])
+@pytest.mark.parametrize("m, d, C", [(300, 3, 1e4), (200, 2, 1e6), (120, 5, 50.0)])
+def test_coefficients_no_prediction_sees_do_not_hold_the_passes(algorithm, m, d, C):
+    # a linear kernel of d << m features: a's part in Kt's null space decays at 1 - eta m / C per pass and moves no
+    # prediction; |g| counted it, and the gradient rule ran 1000 passes to a ConvergenceWarning with its predictions
+    # at eq. 13's to 2e-15.  The bound C |Kt g| / m stops it; converged_ still means within about tol.
+    rng = np.random.default_rng(m + d)
+    X = rng.normal(size=(m, d))
+    y = X @ rng.normal(size=d) + 0.1 * rng.normal(size=m)
+    ref = batch_mprank_eq13(X, y, X, C, lin)
+    ref = ref - ref.mean()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        est = OnlineMPRank(C=C, algorithm=algorithm, max_iter=3000).fit(X, y)
+    got = est.predict(X)
+    error = np.linalg.norm((got - got.mean()) - ref) / np.linalg.norm(ref)
+    assert est.converged_ == (not any(issubclass(w.category, ConvergenceWarning) for w in caught))
+    if algorithm == "gradient":
+        assert est.converged_ and est.n_iter_ < 100
+    if est.converged_:
+        assert error <= 2e-4
+    else:
+        assert error > 1e-4  # the warning is not a false alarm

@@ -43,11 +43,33 @@ MPRankOnlineResult mprank_online(MatrixCRef Kt, VectorCRef yt, double C, double 
   // predictions are 0 (rows all alike, y orthogonal to the kernel) stops where g reaches its rounding, 16 sqrt(m) eps
   // |yt| (the products behind v round by about sqrt(m) eps of their terms).
   const double floor = 16.0 * std::sqrt(md) * std::numeric_limits<double>::epsilon() * yt.norm();
-  auto converged = [&]() {
-    const double g = (2.0 * (yt - v) - ridge * a).norm();
-    return g <= 2.0 * tol * v.norm() || g <= floor;
+  // Per eigenvalue lambda of Kt, Kt B^-1 scales g by lambda / (lambda + m/(2C)) <= 2 lambda C / m, so the error is
+  // also at most C |Kt g| / m: components of a in Kt's null space (a linear kernel of n << m features), which decay
+  // at the slow rate 1 - eta m / C and move no prediction, then stop no pass.  Kt g's rounding, at most
+  // 16 sqrt(m) eps ||Kt||_F |g|, counts against the test.
+  Vector g(m), kg(m);
+  double kt_norm = -1.0;  // ||Kt||_F, one pass over Kt when first needed
+  auto gradient_small = [&]() {
+    g.noalias() = 2.0 * (yt - v) - ridge * a;
+    return g.norm() <= 2.0 * tol * v.norm() || g.norm() <= floor;
   };
+  auto converged = [&]() {
+    if (gradient_small()) return true;
+    matvec(Kt, g, kg);
+    if (kt_norm < 0.0) kt_norm = Kt.norm();
+    return kg.norm() + 16.0 * std::sqrt(md) * std::numeric_limits<double>::epsilon() * kt_norm * g.norm() <=
+           tol * ridge * v.norm();
+  };
+  // The range test costs a product: it is tried when a cheap estimate of |Kt g| passes it (with the gradient rule,
+  // v's change in the pass, eta Kt g of the pass before: every component of the error shrinks in a stable pass) and
+  // every 16th sequential pass.
+  auto worth_trying = [&](const Vector& v_before, int it) {
+    if (!sequential) return (v - v_before).norm() <= eta * tol * ridge * v.norm();
+    return (it + 1) % 16 == 0;
+  };
+  Vector v_before(m);
   for (int it = 0; it < max_iter; ++it) {
+    v_before = v;
     if (sequential) {
       for (Index i = 0; i < m; ++i) {
         const double delta = eta * (2.0 * (yt[i] - v[i]) - ridge * a[i]);
@@ -64,7 +86,7 @@ MPRankOnlineResult mprank_online(MatrixCRef Kt, VectorCRef yt, double C, double 
     if (!std::isfinite(cur)) throw LinAlgError("on-line MPRank diverged; use a smaller learning rate eta");
     res.costs.push_back(cur);
     res.n_iter = it + 1;
-    if (converged()) {
+    if (gradient_small() || worth_trying(v_before, it)) {
       if (sequential && (it + 1) % 16 != 0) matvec(Kt, a, v);  // v from exact products, not the updates' drift
       if (converged()) {
         res.converged = true;

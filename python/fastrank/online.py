@@ -763,11 +763,13 @@ class OnlineMPRank(KernelMixin, Ranker):
     a matrix inversion: with the centred kernel Kt = H K H and yt = y - mean(y), "sequential" (the paper's pseudo-code)
     sweeps the points one by one, a_i <- a_i + eta [2 (yt_i - (Kt a)_i) - (m/C) a_i], and "gradient" takes full steps
     a <- a + eta [2 (yt - Kt a) - (m/C) a].  Passes (sweeps over the m points) stop when that step direction, the dual's
-    gradient 2 B (a* - a) with B = Kt + m/(2C) I, is below 2 ``tol`` |Kt a| (it bounds the training predictions' error
-    by half its norm), or after ``max_iter`` passes with
-    :class:`fastrank.exceptions.ConvergenceWarning` (``n_iter_``, ``converged_``, ``cost_history_``: the primal cost of
-    eq. 15 after each pass).  The fixed point is eq. 13, a = (Kt + m/(2C) I)^-1 yt: the model of ``fastrank.MPRank``
-    (RankRLS, alpha = m^2 / (2C)); the training predictions come within about ``tol`` of its (relative).  The paper
+    gradient g = 2 B (a* - a) with B = Kt + m/(2C) I, is below 2 ``tol`` |Kt a| (it bounds the training predictions'
+    error by half its norm), or C |Kt g| / m is below ``tol`` |Kt a| (a bound that leaves out the parts of a no
+    prediction sees, which decay slowly with a linear kernel of few features and a large C), or after ``max_iter``
+    passes with :class:`fastrank.exceptions.ConvergenceWarning` (``n_iter_``, ``converged_``, ``cost_history_``: the
+    primal cost of eq. 15 after each pass).  The fixed point is eq. 13, a = (Kt + m/(2C) I)^-1 yt: the model of
+    ``fastrank.MPRank`` (RankRLS, alpha = m^2 / (2C)); the training predictions come within about ``tol`` of its
+    (relative).  The paper
     stops when the cost changes by less than 1e-4: on nearly collinear features that was 9.5e-2 away from the fixed
     point, as slow passes change the cost little.
 
@@ -788,7 +790,7 @@ class OnlineMPRank(KernelMixin, Ranker):
     max_iter : int, default=1000
         The pass limit.
     tol : float, default=1e-4
-        The stop rule: the dual's gradient relative to twice the training predictions' norm.
+        The stop rule: the bound on the training predictions' error above, relative to their norm.
     %(n_jobs)s
         Threads of the kernel evaluations.
     %(verbose)s

@@ -9,8 +9,8 @@
 //    kept O(m) per point by maintaining v = Kt a;
 //  * gradient: a <- a + eta [2 (yt - Kt a) - (m / C) a]  (one BLAS matrix-vector product per pass).
 // A pass is one sweep over the m points; iteration stops when the dual's gradient
-// 2 (yt - Kt a) - (m / C) a is below 2 `tol` |Kt a| (the training predictions within about tol of the
-// fixed point) or at its rounding level, or after `max_iter` passes.
+// g = 2 (yt - Kt a) - (m / C) a is below 2 `tol` |Kt a|, or C |Kt g| / m is below `tol` |Kt a| (either holds the
+// training predictions within about tol of the fixed point), or g is at its rounding level, or after `max_iter` passes.
 // The primal cost F = a'Kt a + (2C/m) ||Kt a - yt||^2 (eq. 15) of every pass is recorded.
 #pragma once
 #include <vector>

@@ -98,3 +98,15 @@ def test_rankboost_path_names_the_fold_a_measure_cannot_score():
     y = np.r_[np.zeros(10), rng.integers(0, 3, 30)]  # the first fold's targets all tie
     with pytest.raises(ValueError, match=r"rankboost_path: test fold 0 \(10 rows\) cannot be scored by 'disagreement'"):
         fastrank.rankboost_path(X, y, 5, cv=4)
+
+
+def test_the_gamma_search_refuses_a_precomputed_kernel_by_name():
+    # a kernel matrix has no gamma to search, and the search's tags (not pairwise) let scikit-learn's splitters cut K
+    # by rows only: cross_val_score failed every fold with "must be square (m, m), got shape (40, 60)"
+    X, y = _data(60)
+    K = np.exp(-0.5 * ((X[:, None, :] - X[None, :, :]) ** 2).sum(-1))
+    search = fd.DaskRankRLSCV(gammas=[1.0], alphas=[1.0], kernel="precomputed")
+    with pytest.raises(ValueError, match="kernel='precomputed' has no gamma to search; use fastrank.RankRLSCV"):
+        search.fit(K, y)
+    assert not hasattr(search, "best_estimator_")
+    assert fastrank.RankRLSCV(alphas=[1.0], kernel="precomputed").__sklearn_tags__().input_tags.pairwise

@@ -494,7 +494,8 @@ class DaskRankRLSCV(_MultiOutput, RegressorMixin, FastrankEstimator):
     ----------
     gammas : sequence of float > 0
     alphas, cv, scoring, kernel, degree, coef0, group_weighting, n_jobs : as for :class:`fastrank.RankRLSCV`
-        (``kernel`` defaults to "rbf"; ``cv=None``: leave-one-group-out with ``groups``, else leave-pair-out).
+        (``kernel`` defaults to "rbf" and may not be "precomputed"; ``cv=None``: leave-one-group-out with ``groups``,
+        else leave-pair-out).
 
     Attributes
     ----------
@@ -510,6 +511,9 @@ class DaskRankRLSCV(_MultiOutput, RegressorMixin, FastrankEstimator):
         """X, y, groups: held in memory by each task (the exact CV needs the full kernel)."""
         if self.gammas is None:
             raise ValueError("gammas must be a non-empty sequence of positive numbers")
+        if self.kernel == "precomputed":  # no gamma to search; scikit-learn's splitters would also cut K by rows only
+            raise ValueError("DaskRankRLSCV: kernel='precomputed' has no gamma to search; use fastrank.RankRLSCV "
+                             "with the kernel matrix")
         gammas = check_alphas(self.gammas, "gammas")
         Xd, yd, gd = (dask.delayed(a) for a in _local(X=X, y=y, groups=groups))
         base = {k: v for k, v in self.get_params(deep=False).items() if k != "gammas"}

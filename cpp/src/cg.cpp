@@ -186,24 +186,25 @@ Vector jacobi_csr(const CsrView<I>& X, const RankingLaplacian& L) {
 template <class I>
 class CsrDesign {
  public:
-  CsrDesign(const CsrView<I>& X, int n_threads, bool transpose_copy) : X_(X), use_t_(transpose_copy) {
-    const int parts = std::max(1, std::min<int>(n_threads, static_cast<int>(std::max<Index>(1, X.nnz() / 20000))));
-    bounds_ = balanced_row_chunks(X_, parts);
+  CsrDesign(const CsrView<I>& X, int n_threads, bool transpose_copy)
+      : X_(X), use_t_(transpose_copy), chunks_(product_chunks(X, n_threads)) {
     // The transposed copy uses int32 indices when they fit (less memory traffic than int64).
     if (use_t_ && (X.nnz() >= (Index(1) << 31) || X.rows >= (Index(1) << 31))) use_t_ = false;
     if (use_t_) {
       T_ = csr_transpose<std::int32_t>(X_);
-      tbounds_ = balanced_row_chunks(T_.view(), parts);
+      // each row of T's product is one thread's sum: any chunking gives the same bits
+      const int parts = std::max(1, std::min<int>(n_threads, static_cast<int>(std::max<Index>(1, X.nnz() / 20000))));
+      tchunks_ = RowChunks{balanced_row_chunks(T_.view(), parts), std::max(1, n_threads)};
     }
   }
   Index rows() const { return X_.rows; }
   Index cols() const { return X_.cols; }
-  void times(const RowMatrix& P, RowMatrix& out) { csr_times(X_, P, out, bounds_); }
+  void times(const RowMatrix& P, RowMatrix& out) { csr_times(X_, P, out, chunks_); }
   void ttimes(const RowMatrix& U, RowMatrix& out) {
     if (use_t_)
-      csr_times(T_.view(), U, out, tbounds_);
+      csr_times(T_.view(), U, out, tchunks_);
     else
-      csr_transpose_times(X_, U, out, bounds_, buffers_);
+      csr_transpose_times(X_, U, out, chunks_, buffers_);
   }
   Vector jacobi(const RankingLaplacian& L) const { return jacobi_csr(X_, L); }
 
@@ -213,7 +214,7 @@ class CsrDesign {
   bool apply_scores(const RankingLaplacian& L, const RowMatrix& P, RowMatrix& out) {
     if (L.kind != RankingLaplacian::Kind::Groups || P.cols() != 1 || use_t_) return false;
     const Index m = X_.rows, n = X_.cols, q = L.group_size.size();
-    const int parts = static_cast<int>(bounds_.size()) - 1;
+    const int parts = static_cast<int>(chunks_.bounds.size()) - 1;
     if (row_a_.size() != m) {
       row_a_.resize(m);
       for (Index i = 0; i < m; ++i) row_a_[i] = L.pair_weight[L.codes[i]] * L.group_size[L.codes[i]];
@@ -222,7 +223,7 @@ class CsrDesign {
     sums_.resize(parts);
     const double* pv = P.data();
     const std::int64_t* codes = L.codes.data();
-    run_chunks(bounds_, [&](int p, Index lo, Index hi) {
+    run_chunks(chunks_, [&](int p, Index lo, Index hi) {
       Vector& S = sums_[p];
       S.setZero(q);
       for (Index i = lo; i < hi; ++i) {
@@ -237,7 +238,7 @@ class CsrDesign {
     S.array() *= L.pair_weight.array();
     out.resize(n, 1);
     buffers_.resize(std::max(0, parts - 1));
-    run_chunks(bounds_, [&](int p, Index lo, Index hi) {
+    run_chunks(chunks_, [&](int p, Index lo, Index hi) {
       RowMatrix& buf = (p == 0) ? out : buffers_[p - 1];
       buf.setZero(n, 1);
       double* b = buf.data();
@@ -248,7 +249,7 @@ class CsrDesign {
       }
     });
     if (parts > 1) {
-      parallel_for(0, n, parts, 131072, [&](Index lo, Index hi) {
+      parallel_for(0, n, chunks_.threads, 131072, [&](Index lo, Index hi) {
         double* o = out.data();
         for (int p = 0; p + 1 < parts; ++p) {
           const double* b = buffers_[p].data();
@@ -262,7 +263,7 @@ class CsrDesign {
  private:
   CsrView<I> X_;
   bool use_t_;
-  std::vector<Index> bounds_, tbounds_;
+  RowChunks chunks_, tchunks_;
   CsrOwned<std::int32_t> T_;
   std::vector<RowMatrix> buffers_;
   Vector row_a_, xp_;         // apply_scores: c_q n_q per row, X p

@@ -419,9 +419,10 @@ class DenseModel {
   }
   void ttimes(const Vector& g, Vector& out) const {
     const Index m = X_.rows(), n = X_.cols();
-    const int parts = static_cast<int>(std::min<Index>(threads_, std::max<Index>(1, m / 4096)));
+    // chunks of 4096 rows (at most 64) whatever the threads, added in order: bit-identical for every n_jobs
+    const int parts = static_cast<int>(std::min<Index>(64, std::max<Index>(1, m / 4096)));
     partial_.resize(static_cast<size_t>(parts));
-    parallel_for(0, parts, parts, 1, [&](Index lo, Index hi) {
+    parallel_for(0, parts, threads_, 1, [&](Index lo, Index hi) {
       for (Index p = lo; p < hi; ++p) {
         const Index a = m * p / parts, b = m * (p + 1) / parts;
         partial_[p].noalias() = X_.middleRows(a, b - a).transpose() * g.segment(a, b - a);
@@ -441,26 +442,23 @@ class DenseModel {
 template <class I>
 class CsrModel {
  public:
-  CsrModel(const CsrView<I>& X, int n_threads) : X_(X) {
-    const int parts = std::max(1, std::min<int>(n_threads, static_cast<int>(std::max<Index>(1, X.nnz() / 20000))));
-    bounds_ = balanced_row_chunks(X_, parts);
-  }
+  CsrModel(const CsrView<I>& X, int n_threads) : X_(X), chunks_(product_chunks(X, n_threads)) {}
   Index rows() const { return X_.rows; }
   Index dim() const { return X_.cols; }
   void times(const Vector& w, Vector& f) const {
     P_ = Eigen::Map<const RowMatrix>(w.data(), w.size(), 1);
-    csr_times(X_, P_, out_, bounds_);
+    csr_times(X_, P_, out_, chunks_);
     f = Eigen::Map<const Vector>(out_.data(), out_.rows());
   }
   void ttimes(const Vector& g, Vector& out) const {
     P_ = Eigen::Map<const RowMatrix>(g.data(), g.size(), 1);
-    csr_transpose_times(X_, P_, out_, bounds_, buffers_);
+    csr_transpose_times(X_, P_, out_, chunks_, buffers_);
     out = Eigen::Map<const Vector>(out_.data(), out_.rows());
   }
 
  private:
   CsrView<I> X_;
-  std::vector<Index> bounds_;
+  RowChunks chunks_;
   mutable RowMatrix P_, out_;
   mutable std::vector<RowMatrix> buffers_;
 };

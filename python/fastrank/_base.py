@@ -120,6 +120,16 @@ def _unchanged_on_error(method):
     return call
 
 
+def in_compute_region(method):
+    """``method`` in a compute region of the estimator's ``n_jobs`` cores (``_threads``): the learners whose C++ calls
+    start threads of their own, which fits from several Python threads would otherwise run beside each other's."""
+    @functools.wraps(method)
+    def call(self, *args, **kwargs):
+        with compute_region(check_n_jobs(getattr(self, "n_jobs", None))):
+            return method(self, *args, **kwargs)
+    return call
+
+
 def feature_names(X):
     """The column names of a DataFrame ``X`` when every one is a string (scikit-learn's rule), else None."""
     columns = getattr(X, "columns", None)
@@ -274,9 +284,9 @@ class KernelMixin:
             return row_products(X, self.coef_)
         return by_distinct_rows(self._kernel_scores, X)
 
+    @in_compute_region
     def _kernel_scores(self, X):
-        with compute_region(check_n_jobs(self.n_jobs)):  # fastrank's threads and BLAS's share the cores
-            return predict_basis(X, self.X_fit_, self.dual_coef_, self._fitted_spec(), self.n_jobs)
+        return predict_basis(X, self.X_fit_, self.dual_coef_, self._fitted_spec(), self.n_jobs)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

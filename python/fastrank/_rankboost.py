@@ -14,7 +14,7 @@ import numpy as np
 from sklearn.utils.validation import check_is_fitted
 
 from . import _core
-from ._base import N_JOBS, Ranker, StrOptions, crucial_pairs, positive_int, warn_if_constant
+from ._base import N_JOBS, Ranker, StrOptions, crucial_pairs, in_compute_region, positive_int, warn_if_constant
 from ._problem import check_pairs, raise_without_preferences
 from ._progress import progress
 from ._registry import register_estimator
@@ -132,6 +132,7 @@ class RankBoost(Ranker):
         head, tail = check_pairs(pairs, X.shape[0])
         return self._boost(params, _core.rankboost_fit_graph, X, (head, tail), head.size)
 
+    @in_compute_region
     def _boost(self, params, core_fit, X, data, n_pairs):
         """Run the C++ boosting loop on ``data`` (``n_pairs`` crucial pairs N; eps+ and eps- floored at 1 / (2 N)) and
         store its result.  The hook, called after each round, is None when silent (no GIL round trip per round)."""

@@ -12,8 +12,8 @@ import scipy.sparse as sp
 from sklearn.utils.validation import check_is_fitted
 
 from . import _core
-from ._base import (N_JOBS, NONNEG_REAL, KernelMixin, Ranker, StrOptions, c_path, crucial_pairs, positive_int,
-                    warn_if_constant, warn_if_scores_underflow)
+from ._base import (N_JOBS, NONNEG_REAL, KernelMixin, Ranker, StrOptions, c_path, crucial_pairs, in_compute_region,
+                    positive_int, warn_if_constant, warn_if_scores_underflow)
 from ._kernels import pivoted_cholesky, semidefinite_by_construction
 from ._memory import check_dense_memory, densified
 from ._problem import (centred_in_groups, check_pair_weights, check_pairs, features_without_group_offsets,
@@ -150,6 +150,7 @@ class RankSVM(KernelMixin, Ranker):
         C = check_alpha(self.C, "C")
         return C, _LOSSES[self.loss], float(self.tol), int(self.max_iter), check_n_jobs(self.n_jobs)
 
+    @in_compute_region
     def _solve(self, X, structure, n_pairs, w0=None, weight_scale=1.0):
         C, code, tol, max_iter, n_threads = self._params()
         C = C * weight_scale

@@ -12,8 +12,8 @@ import scipy.linalg.lapack
 from sklearn.utils.validation import check_is_fitted
 
 from . import _core
-from ._base import (N_JOBS, NONNEG_REAL, KernelMixin, Ranker, StrOptions, c_path, positive_int, warn_if_constant,
-                    warn_if_scores_underflow)
+from ._base import (N_JOBS, NONNEG_REAL, KernelMixin, Ranker, StrOptions, c_path, in_compute_region, positive_int,
+                    warn_if_constant, warn_if_scores_underflow)
 from ._kernels import pivoted_cholesky, semidefinite_by_construction
 from ._memory import check_dense_memory
 from ._problem import centred_in_groups, features_without_group_offsets, group_target_range, require_preferences
@@ -160,6 +160,7 @@ class SVRank(KernelMixin, Ranker):
         """Fit from real-valued scores ``y`` (m,), on all pairs or on pairs inside ``groups``."""
         return self._fit(X, y, groups)
 
+    @in_compute_region
     def _fit(self, X, y, groups=None, warm=None):
         """``fit``; ``warm`` (linear kernel): a dict carrying a neighbouring C's solution and cut model into the core
         and back (``svrank_path``)."""

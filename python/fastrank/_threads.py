@@ -47,7 +47,8 @@ class _ThreadBudget:
 
     def __init__(self):
         self.cond = threading.Condition()
-        self.free = cpu_budget()   # cores not held by a region
+        self.total = cpu_budget()  # the budget the pool was last sized to
+        self.free = self.total     # cores not held by a region
         self.active = 0            # regions running now
         self.saved_limits = None   # (library, threads) pairs restoring the user's BLAS setting at the end
         self.blas_now = 1          # BLAS threads set by the first of the running regions
@@ -70,12 +71,17 @@ class _ThreadBudget:
             return None
 
     def acquire(self, n_threads):
-        want = max(1, min(int(n_threads), cpu_budget()))
         with self.cond:
             while True:
+                # The budget can change while the process runs (OMP_NUM_THREADS unset, a wider affinity): the pool
+                # follows it, or a region wanting more cores than the pool was sized to would wait for ever.
+                budget = cpu_budget()
+                self.free += budget - self.total
+                self.total = budget
+                want = max(1, min(int(n_threads), budget))
                 # Joining running regions: this region's BLAS calls run with their BLAS setting,
-                # so it reserves at least that many cores.
-                need = want if self.active == 0 else max(want, self.blas_now)
+                # so it reserves at least that many cores (never more than the budget).
+                need = want if self.active == 0 else min(budget, max(want, self.blas_now))
                 if self.free >= need:
                     break
                 self.cond.wait()

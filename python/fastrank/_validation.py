@@ -13,7 +13,7 @@ from sklearn.utils import check_random_state
 from sklearn.utils.validation import column_or_1d
 
 from . import _core
-from ._threads import cpu_budget
+from ._threads import compute_region, cpu_budget
 
 __all__ = ["as_float_matrix", "as_float_vector", "as_targets", "check_alpha", "check_alphas", "check_int",
            "check_bool", "check_group_ids", "check_n_jobs", "check_pair_arrays", "check_precomputed_kernel",
@@ -95,8 +95,13 @@ def as_float_matrix(X, name="X", *, min_rows=1, allow_nan=False):
 
 
 def _all_finite(A):
-    """Whether a contiguous float64 array is all finite: one threaded C++ pass (2x np.isfinite, no temporary)."""
-    return _core.all_finite(A, cpu_budget())
+    """Whether a contiguous float64 array is all finite: one threaded C++ pass (2x np.isfinite, no temporary), in a
+    compute region where it starts threads (2^20 values a thread)."""
+    if A.size < 1 << 21:
+        return _core.all_finite(A, 1)
+    threads = cpu_budget()
+    with compute_region(threads):
+        return _core.all_finite(A, threads)
 
 
 def target_column(y):

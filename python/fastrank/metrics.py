@@ -17,6 +17,7 @@ are skipped; ValueError if no group has one."""
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import numbers
 import sys
@@ -31,6 +32,7 @@ from sklearn.utils.metadata_routing import get_routing_for_object
 
 from . import _core
 from ._problem import centred_in_groups, check_pairs
+from ._threads import compute_region
 from ._validation import (_asarray, as_float_matrix, as_float_vector, check_bool, check_n_jobs, check_real, group_index,
                           one_of)
 from .exceptions import IllConditionedWarning, MissingGroupsWarning, user_stacklevel
@@ -106,13 +108,20 @@ def _sweep_threads(n_jobs, m):
     return 1 if n_jobs is None and m < _PARALLEL_ROWS else check_n_jobs(n_jobs)
 
 
+def _sweep_region(threads):
+    """The compute region of a sweep on ``threads`` threads, so that measures run from several Python threads share
+    the cores; one thread (no BLAS, nothing to share) takes none."""
+    return compute_region(threads) if threads > 1 else contextlib.nullcontext()
+
+
 def _pair_stats(y, f, gi, weighted, n_jobs=None, ranks=None):
     """(n_groups, 6): pairs, relevant, discordant (y_i > y_j, f_i < f_j), tied_relevant (y_i != y_j, f_i == f_j),
     w_discordant and w_tied (|y_i - y_j| summed over the discordant and over all score-tied pairs)."""
     yrank, values = _label_ranks(y) if ranks is None else ranks
     order = np.argsort(f).astype(np.int64, copy=False)
-    return _core.pair_statistics(f, order, yrank, values, gi.order, gi.offsets, bool(weighted),
-                                 _sweep_threads(n_jobs, f.shape[0]))
+    threads = _sweep_threads(n_jobs, f.shape[0])
+    with _sweep_region(threads):
+        return _core.pair_statistics(f, order, yrank, values, gi.order, gi.offsets, bool(weighted), threads)
 
 
 def _average(num, den, average, what, nothing="there is no pair to evaluate"):
@@ -313,8 +322,9 @@ def ndcg(y_true, y_score, groups=None, *, k=None, gain="exponential", average="g
         raise ValueError("y_true too large for exponential gain 2^y - 1; use gain='linear'")
     # a cutoff beyond the largest group is no cutoff (and fits a C int)
     kk = 0 if k is None else min(_check_k(k), y.shape[0])
-    S = _core.dcg_statistics(y, f, gi.order, gi.offsets, kk, 1 if gain == "exponential" else 0,
-                             _sweep_threads(n_jobs, y.shape[0]))
+    threads = _sweep_threads(n_jobs, y.shape[0])
+    with _sweep_region(threads):
+        S = _core.dcg_statistics(y, f, gi.order, gi.offsets, kk, 1 if gain == "exponential" else 0, threads)
     return _average(S[:, 0], S[:, 1], average, "ndcg", "no group has a relevant item (every ideal DCG is 0)")
 
 
@@ -398,7 +408,9 @@ def _dominance(a, b, gi, n_jobs, b_less=None):  # contiguous float64 (checked ve
     expanded terms (:func:`_pairs_where_digits_lost`); with ``b_less`` the pairs of (a, b - b_less), that difference
     formed in the core from b and b_less each less its group's median: exact near them, so a group's offset (labels
     near 2**40 beside scores of 1) rounds nothing away, while values near 0 stay apart."""
-    return _core.dominance_sums(a, b, gi.order, gi.offsets, _sweep_threads(n_jobs, len(a)), b_less)
+    threads = _sweep_threads(n_jobs, len(a))
+    with _sweep_region(threads):
+        return _core.dominance_sums(a, b, gi.order, gi.offsets, threads, b_less)
 
 
 _COSTS = ("hr", "mp", "hmp", "svr")
@@ -438,7 +450,8 @@ def magnitude_preserving_cost(y_true, y_score, groups=None, *, cost="mp", power=
     if cost == "mp":
         total = _mp_total(y, f, gi, n, power)
     elif cost == "svr":
-        T = _core.threshold_pair_sums(_centred_difference(y, f, gi), gi.order, gi.offsets, float(epsilon), threads)
+        with _sweep_region(threads):
+            T = _core.threshold_pair_sums(_centred_difference(y, f, gi), gi.order, gi.offsets, float(epsilon), threads)
         total = 2.0 * T[:, power]  # ordered pairs: each unordered pair twice
     else:
         # mis-ordered pairs: y_i > y_j and f_i < f_j, the dominance pairs of (a, b) = (y, -f); |dh| = b_i - b_j and

@@ -32,7 +32,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from . import _core
 from ._base import N_JOBS, NONNEG_REAL, POSITIVE_REAL, FastrankEstimator, Interval, KernelMixin, Ranker, StrOptions, \
-    positive_int, ranking_accuracy, require_finite_scores, warn_if_scores_underflow
+    in_compute_region, positive_int, ranking_accuracy, require_finite_scores, warn_if_scores_underflow
 from ._kernels import _KIND, KernelSpec, by_distinct_rows, row_products
 from ._memory import check_dense_memory, densified
 from ._problem import features_without_group_offsets, require_preferences
@@ -387,6 +387,7 @@ class _OAPBase(KernelMixin, _OnlineOrdinal):
             st["svX"] = svX
         return losses
 
+    @in_compute_region
     def _stream(self, X, ranks, src):
         _, tau, variant = self._members_tau_variant()
         st = self._state()
@@ -414,6 +415,7 @@ class _OAPBase(KernelMixin, _OnlineOrdinal):
                              f"example), got {X.shape[1]}")
         return X[:, self.support_index_]
 
+    @in_compute_region
     def _member_scores(self, X, which):
         """which='mean': scores of the averaged rule, (p,); 'all': every member's score, (p, N)."""
         mean = which == "mean"  # the averaged rule's scores tie for identical rows, as the in-memory learners' do
@@ -568,6 +570,7 @@ class PRankVP(PRank):
         hypotheses = "vote_coef_" if linear else "vote_n_support_"  # (u + 1, d) weights or (u + 1,) support counts
         setattr(self, hypotheses, np.concatenate([getattr(self, hypotheses), new_h]))
 
+    @in_compute_region
     def _hypothesis_scores(self, X):
         """Scores w_i . x of every hypothesis, (p, u + 1)."""
         if self._kernel_kind == "linear":
@@ -807,6 +810,7 @@ class OnlineMPRank(KernelMixin, Ranker):
                               "algorithm": [StrOptions({"sequential", "gradient"})],
                               "max_iter": [positive_int(low=0)], "tol": [NONNEG_REAL], "n_jobs": N_JOBS}
 
+    @in_compute_region
     def _solve(self, X, y, alpha0, groups, spec):
         """Iterate from ``alpha0`` on the points (X, y); only pairs inside a group count with ``groups``."""
         gi = group_index(groups, X.shape[0])
@@ -951,6 +955,7 @@ class OnlineMPRank(KernelMixin, Ranker):
                            np.concatenate([self.dual_coef_, np.zeros(X.shape[0])]),
                            None if groups is None else np.concatenate([self._groups, np.asarray(groups)]), self._spec)
 
+    @in_compute_region
     def predict(self, X):
         """Ranking scores h(x) of eq. 13 (higher ranks higher; defined up to a constant; no intercept)."""
         check_is_fitted(self, "dual_coef_")

@@ -65,21 +65,39 @@ std::vector<Index> balanced_row_chunks(const CsrView<I>& A, int parts) {
   return bounds;
 }
 
-// Runs body(p, row_lo, row_hi) on the chunks in parallel.
+// Row chunks of a threaded product and the threads that run them.  Products that add per-chunk partial sums (A^T U)
+// add them in chunk order, so the number of chunks depends on the matrix only, never on the threads: results are
+// bit-identical for every n_jobs.  About 20,000 non-zeros a chunk, at most 16 chunks, and at most 1 + nnz / (8 cols)
+// of them (zeroing and adding a chunk's `cols` sums then costs a small part of its scattered products).
+struct RowChunks {
+  std::vector<Index> bounds;
+  int threads = 1;
+};
+
+template <class I>
+RowChunks product_chunks(const CsrView<I>& A, int n_threads) {
+  const Index nnz = A.nnz();
+  const Index parts = std::min<Index>({Index(16), std::max<Index>(1, nnz / 20000),
+                                       1 + nnz / std::max<Index>(1, 8 * static_cast<Index>(A.cols))});
+  return RowChunks{balanced_row_chunks(A, static_cast<int>(parts)), std::max(1, n_threads)};
+}
+
+// Runs body(p, row_lo, row_hi) on the chunks, on up to chunks.threads threads.
 template <class Body>
-void run_chunks(const std::vector<Index>& bounds, Body&& body) {
+void run_chunks(const RowChunks& chunks, Body&& body) {
+  const auto& bounds = chunks.bounds;
   const int parts = static_cast<int>(bounds.size()) - 1;
-  parallel_for(0, parts, parts, 1, [&](Index lo, Index hi) {
+  parallel_for(0, parts, chunks.threads, 1, [&](Index lo, Index hi) {
     for (Index p = lo; p < hi; ++p) body(static_cast<int>(p), bounds[p], bounds[p + 1]);
   });
 }
 
 // out (rows x v, row-major) = A P with P (cols x v, row-major).
 template <class I>
-void csr_times(const CsrView<I>& A, const RowMatrix& P, RowMatrix& out, const std::vector<Index>& bounds) {
+void csr_times(const CsrView<I>& A, const RowMatrix& P, RowMatrix& out, const RowChunks& chunks) {
   const Index v = P.cols();
   out.resize(A.rows, v);
-  run_chunks(bounds, [&](int, Index lo, Index hi) {
+  run_chunks(chunks, [&](int, Index lo, Index hi) {
     if (v == 1) {
       const double* p = P.data();
       for (Index i = lo; i < hi; ++i) {
@@ -99,13 +117,13 @@ void csr_times(const CsrView<I>& A, const RowMatrix& P, RowMatrix& out, const st
 
 // out (cols x v) = A^T U via per-chunk partial sums; `buffers` is reusable workspace.
 template <class I>
-void csr_transpose_times(const CsrView<I>& A, const RowMatrix& U, RowMatrix& out, const std::vector<Index>& bounds,
+void csr_transpose_times(const CsrView<I>& A, const RowMatrix& U, RowMatrix& out, const RowChunks& chunks,
                          std::vector<RowMatrix>& buffers) {
   const Index v = U.cols(), n = A.cols;
-  const int parts = static_cast<int>(bounds.size()) - 1;
+  const int parts = static_cast<int>(chunks.bounds.size()) - 1;
   out.resize(n, v);
   buffers.resize(std::max(0, parts - 1));
-  run_chunks(bounds, [&](int p, Index lo, Index hi) {
+  run_chunks(chunks, [&](int p, Index lo, Index hi) {
     RowMatrix& buf = (p == 0) ? out : buffers[p - 1];
     buf.setZero(n, v);
     if (v == 1) {
@@ -124,7 +142,7 @@ void csr_transpose_times(const CsrView<I>& A, const RowMatrix& U, RowMatrix& out
   // Reduce the partial sums into out, parallel over contiguous stretches of the n*v entries.
   const Index total = n * v;
   if (parts <= 1) return;
-  parallel_for(0, total, parts, 131072, [&](Index lo, Index hi) {
+  parallel_for(0, total, chunks.threads, 131072, [&](Index lo, Index hi) {
     double* o = out.data();
     for (int p = 0; p + 1 < parts; ++p) {
       const double* b = buffers[p].data();

@@ -191,6 +191,23 @@ def _vote(R, v):
     return (R @ v, den) if den > 0 else (R.sum(axis=1), R.shape[1])
 
 
+def _appended(log, values):
+    """``log`` (int32, 1-D) followed by ``values`` in amortised O(len(values)) (joining the whole history on every
+    call cost O(T^2) over a stream of T examples): ``log`` is the start of a buffer of doubling capacity whose last
+    two int32 hold, as one int64, how far it is written.  Only a view that ends there appends in place; a shallow
+    copy of the estimator, or the state a failed call restored, copies first, so no other view's entries change."""
+    n, k = log.size, values.size
+    buffer = log.base
+    if not (isinstance(buffer, np.ndarray) and buffer.dtype == np.int32 and buffer.ndim == 1
+            and buffer.size - 2 >= n + k and buffer[-2:].view(np.int64)[0] == n
+            and log.__array_interface__["data"][0] == buffer.__array_interface__["data"][0]):
+        buffer = np.empty(max(2 * (n + k), 1024) + 2, dtype=np.int32)
+        buffer[:n] = log
+    buffer[n:n + k] = values
+    buffer[-2:].view(np.int64)[0] = n + k
+    return buffer[:n + k]
+
+
 class _OnlineOrdinal(ClassifierMixin, FastrankEstimator):
     """The streaming API of the ordinal learners (module docstring).  A subclass defines
     ``_reset_model`` (its zero state), ``_stream`` (one compiled pass over a chunk), ``_finish``
@@ -217,7 +234,7 @@ class _OnlineOrdinal(ClassifierMixin, FastrankEstimator):
 
     def _append_losses(self, losses):
         self.n_seen_ += losses.size
-        self._losses = np.concatenate([self._losses, losses.astype(np.int32)])
+        self._losses = _appended(self._losses, losses)
 
     def _finish(self, X=None):
         pass

@@ -22,8 +22,8 @@ import numpy as np
 import scipy.sparse
 
 from ._sparse import as_csr, issparse
-from ._validation import (as_float_matrix, as_float_vector, as_real_array, as_targets, check_precomputed_kernel,
-                          group_index, whole_numbers)
+from ._validation import (as_float_matrix, as_float_vector, as_real_array, as_targets, block_sums,
+                          check_precomputed_kernel, group_index, whole_numbers)
 from .exceptions import ConstantModelWarning, user_stacklevel
 
 __all__ = ["PreferenceGraph", "RankingProblem", "WEIGHTINGS", "COSTS", "check_weighting", "check_pairs", "pair_weights"]
@@ -277,7 +277,7 @@ class RankingProblem(NamedTuple):
         of S is s_q (I - 1 1^T / n_q) with s_q = sqrt(c_q n_q)."""
         out = np.array(A, dtype=np.float64, copy=True)
         sizes = self.groups.sizes
-        means = np.add.reduceat(out, self.groups.offsets[:-1], axis=0) / sizes[:, None]
+        means = block_sums(out, self.groups.offsets) / sizes[:, None]
         out -= np.repeat(means, sizes, axis=0)
         out *= np.repeat(np.sqrt(self.pair_weight() * sizes), sizes)[:, None]
         return out
@@ -300,11 +300,11 @@ class RankingProblem(NamedTuple):
         gsize = self.groups.sizes.astype(np.float64)
         A = np.asarray(A, dtype=np.float64)
         if centre:  # rows are group-major
-            A = A - np.repeat(np.add.reduceat(A, self.groups.offsets[:-1], axis=0) / gsize.reshape(col),
-                              self.groups.sizes, axis=0)
-        csum = np.add.reduceat(A, cells.offsets[:-1], axis=0)
+            A = A - np.repeat(block_sums(A, self.groups.offsets) / gsize.reshape(col), self.groups.sizes, axis=0)
+        csum = block_sums(A, cells.offsets)
         cmean = csum / csize.reshape(col)
-        gmean = np.add.reduceat(csum, np.r_[0, np.flatnonzero(np.diff(cell_group)) + 1], axis=0) / gsize.reshape(col)
+        cells_of_groups = np.r_[0, np.flatnonzero(np.diff(cell_group)) + 1, cell_group.size]
+        gmean = block_sums(csum, cells_of_groups) / gsize.reshape(col)
         n_q = gsize[cell_group]
         c_q = self.pair_weight()[cell_group]
         between, within = np.sqrt(c_q * n_q), np.sqrt(c_q * (n_q - csize - fewer))
@@ -350,7 +350,7 @@ def centred_in_groups(y, gi):
     :class:`GroupIndex` ``gi``: a pairwise loss of differences y_i - y_j (x_i - x_j) inside groups has the same
     minimiser, and a large offset (values near 1e9) cancels no digits in the solvers' sums over rows."""
     y = np.asarray(y, dtype=np.float64)
-    means = np.add.reduceat(gi.take(y), gi.offsets[:-1], axis=0) / gi.sizes.reshape((-1,) + (1,) * (y.ndim - 1))
+    means = gi.sums(y) / gi.sizes.reshape((-1,) + (1,) * (y.ndim - 1))
     return y - means[gi.codes]
 
 

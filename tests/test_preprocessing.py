@@ -186,3 +186,11 @@ def test_zscore_normalizer_at_any_feature_scale():
     np.testing.assert_array_equal(tr.transform(X), ref.transform(X))
     for scale in (2.0**-565, 2.0**515):  # ~1e-170 and ~1e155: exact multiples of X
         np.testing.assert_array_equal(make_normalizer("zscore").fit_transform(X * scale), ref.transform(X))
+
+
+@pytest.mark.parametrize("make", [lambda: Log1pScaler(), lambda: Log1pScaler(zscore=False)])
+def test_log1p_fit_transform_is_fit_then_transform_to_the_bit(make):
+    # fit_transform takes the logarithm once (it was fit, then transform: twice the work)
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(300, 6)) * rng.lognormal(size=6) * 10.0 ** rng.integers(-3, 4, 6)
+    np.testing.assert_array_equal(make().fit_transform(X), make().fit(X).transform(X))

@@ -187,7 +187,15 @@ class Log1pScaler(_DenseTransformer):
     def fit(self, X, y=None):
         """Learn the mean and standard deviation of the log-transformed training features."""
         check_bool(self.zscore, "zscore")
+        return self._fit_logged(self._log(self._dense_float(X, reset=True)))
+
+    def fit_transform(self, X, y=None):
+        """``fit(X).transform(X)``, the logarithm taken once."""
+        check_bool(self.zscore, "zscore")
         L = self._log(self._dense_float(X, reset=True))
+        return self._fit_logged(L)._standardised(L)
+
+    def _fit_logged(self, L):
         if self.zscore:
             # each column taken in units of a power of two near its largest magnitude (exact): the variance of a feature
             # of 1e-170 underflowed to 0, which StandardScaler reads as constant (scale 1: left unstandardised)
@@ -207,7 +215,9 @@ class Log1pScaler(_DenseTransformer):
 
     def transform(self, X):
         check_is_fitted(self, "n_features_in_")
-        L = self._log(self._dense_float(X, reset=False))
+        return self._standardised(self._log(self._dense_float(X, reset=False)))
+
+    def _standardised(self, L):
         if "mean_" in self.__dict__:  # the fitted z-score: a zscore set after fit takes effect at the next fit
             L = (L - self.mean_) / self.scale_
         return L

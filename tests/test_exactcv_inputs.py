@@ -10,6 +10,8 @@ import pytest
 
 import fastrank
 from fastrank import model_selection as ms
+from fastrank._problem import require_preferences
+from fastrank._validation import group_index
 
 ROUTES = [fastrank.RankRLS(), fastrank.RankRLS(kernel="rbf"), fastrank.RankRLS(basis_vectors=5),
           fastrank.RankRLS(exclude_ties=True), fastrank.MPRank()]
@@ -235,3 +237,26 @@ def test_rankrlscv_reports_the_hold_out_advice_once():
     ill = [w for w in caught if issubclass(w.category, IllConditionedWarning)]
     assert len(ill) == 1
     assert "Hold-out predictions at alpha below 1e-09 times the largest eigenvalue" in str(ill[0].message)
+
+
+def test_the_tied_columns_are_those_without_a_pair_of_different_targets_in_any_group():
+    # the check compares every target with its group's first (one gather) rather than the groups' minima and maxima;
+    # oracle: an explicit loop over the pairs of every group
+    rng = np.random.default_rng(5)
+    for _ in range(200):
+        m, v = int(rng.integers(2, 12)), int(rng.integers(1, 4))
+        groups = rng.integers(0, 4, m)
+        Y = rng.integers(0, 2, (m, v)).astype(float) * (rng.random(v) < 0.7)  # some columns tied everywhere
+        Y[rng.random((m, v)) < 0.2] = -0.0
+        gi = group_index(groups, m)
+        varies = [any(Y[i, c] != Y[j, c] for i in range(m) for j in range(m) if groups[i] == groups[j])
+                  for c in range(v)]
+        sizes_ok = np.bincount(gi.codes).max() >= 2
+        if sizes_ok and all(varies):
+            require_preferences(Y, gi, "RankRLS")
+        else:
+            with pytest.raises(ValueError) as err:
+                require_preferences(Y, gi, "RankRLS")
+            if sizes_ok:
+                listed = [c for c in range(v) if not varies[c]]
+                assert f"output column(s) {listed}" in str(err.value)

@@ -383,8 +383,11 @@ def require_preferences(Y, gi, learner):
     """Raise the "no preference pairs" errors for targets ``Y`` ((m,) or (m, v)) grouped by the
     :class:`GroupIndex` ``gi``.  Shared by :meth:`RankingProblem.from_scores` and the learners that
     build no :class:`RankingProblem` (SVRank, OnlineMPRank)."""
-    low, high = group_target_range(np.asarray(Y, dtype=np.float64).reshape(len(Y), -1), gi)
-    raise_without_preferences(gi.sizes, ~np.any(high > low, axis=0), gi.n_groups > 1, learner)
+    Y = np.asarray(Y, dtype=np.float64).reshape(len(Y), -1)
+    # a column has a preference pair where some target differs from its group's first: one gather and compare (the
+    # groups' minima and maxima by np.minimum/maximum.reduceat took 0.17 s for 100 columns of 1e5 rows)
+    first = Y[gi.order[gi.offsets[:-1]]]
+    raise_without_preferences(gi.sizes, ~np.any(Y != first[gi.codes], axis=0), gi.n_groups > 1, learner)
 
 
 def raise_without_preferences(sizes, tied=(), grouped=True, learner="RankRLS"):

@@ -57,13 +57,9 @@ class _ThreadBudget:
     def set_blas(self, n):
         """SciPy's BLAS to n threads, every other BLAS copy to one (module docstring); returns what :func:`_set_threads`
         needs to undo it (None: nothing changed)."""
-        ctl = blas_controller()
-        if ctl is None:
-            return None
         try:
-            libs = ctl.select(user_api="blas").lib_controllers
             # never above the limit in force (the caller's threadpool_limits, a joblib worker's share)
-            want = [(lib, min(int(n), lib.num_threads) if _is_scipy_blas(lib) else 1) for lib in libs]
+            want = [(lib, min(int(n), lib.num_threads) if scipy_blas else 1) for lib, scipy_blas in _blas_libraries()]
             if all(lib.num_threads == k for lib, k in want):
                 return None  # already so: no limit/restore round trip
             return _set_threads(want)
@@ -119,6 +115,15 @@ def _set_threads(want):
 
 
 _BUDGET = _ThreadBudget()
+
+
+@functools.lru_cache(maxsize=None)
+def _blas_libraries():
+    """The BLAS libraries of :func:`blas_controller`, each with whether it is SciPy's, found once (selecting them
+    on every region took most of its 40-75 us)."""
+    ctl = blas_controller()
+    libs = () if ctl is None else ctl.select(user_api="blas").lib_controllers
+    return tuple((lib, _is_scipy_blas(lib)) for lib in libs)
 
 
 @functools.lru_cache(maxsize=None)

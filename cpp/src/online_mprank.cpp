@@ -69,7 +69,7 @@ MPRankOnlineResult mprank_online(MatrixCRef Kt, VectorCRef yt, double C, double 
   };
   Vector v_before(m);
   for (int it = 0; it < max_iter; ++it) {
-    v_before = v;
+    if (!sequential) v_before = v;  // the gradient rule's cheap estimate of |Kt g| (worth_trying)
     if (sequential) {
       for (Index i = 0; i < m; ++i) {
         const double delta = eta * (2.0 * (yt[i] - v[i]) - ridge * a[i]);

@@ -19,7 +19,6 @@ import warnings
 from typing import NamedTuple
 
 import numpy as np
-import scipy.sparse
 
 from ._sparse import as_csr, issparse
 from ._validation import (as_float_matrix, as_float_vector, as_real_array, as_targets, block_sums,
@@ -361,11 +360,9 @@ def group_offset_ratio(X, gi):
     varies inside groups (a query-level feature of ordinary size costs nothing: its differences are 0).  Where an
     offset dominates, W is rounding noise of S, often <= 0: it is taken at least eps S, so that the ratio is at least
     ~1 / eps.  One pass over X."""
-    m = X.shape[0]
-    members = scipy.sparse.csr_matrix((np.ones(m), gi.order, gi.offsets), shape=(gi.n_groups, m))
+    sums = gi.sums(X)
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
-        between = (np.asarray((members @ X).todense() if issparse(X) else members @ X) ** 2
-                   / gi.sizes[:, None]).sum(axis=0)
+        between = (np.asarray(sums.todense() if issparse(sums) else sums) ** 2 / gi.sizes[:, None]).sum(axis=0)
         total = np.asarray(X.multiply(X).sum(axis=0)).ravel() if issparse(X) else np.einsum("ij,ij->j", X, X)
         within = np.maximum(total - between, np.finfo(np.float64).eps * total)
         ratio = between / np.maximum(within, within.sum() / max(within.size, 1))

@@ -52,7 +52,7 @@ void bind_rankrls(py::module_& m) {
       "Dual RankRLS from a preference graph; K is overwritten. Returns (A, rcond).");
   m.def(
       "rankrls_primal_scores",
-      [](RowMatrixCRef X, IndexVectorCRef order, IndexVectorCRef offsets, const Vector& pair_weight, MatrixCRef Y,
+      [](RowMatrixCRef X, IndexVectorCRef order, IndexVectorCRef offsets, const Vector& pair_weight, RowMatrixCRef Y,
          const Vector& alphas, int n_threads) {
         SolveReport report;
         const GroupStructure g = bindings::scaled_groups(order, offsets, pair_weight, X.rows());

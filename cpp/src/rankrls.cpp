@@ -186,7 +186,7 @@ Matrix rankrls_dual_graph(MatrixRef K, const PreferenceGraph& graph, const Vecto
   return A;
 }
 
-Matrix rankrls_primal_scores(RowMatrixCRef X, IndexVectorCRef order, const GroupStructure& groups, MatrixCRef Y,
+Matrix rankrls_primal_scores(RowMatrixCRef X, IndexVectorCRef order, const GroupStructure& groups, RowMatrixCRef Y,
                              const Vector& alphas, int n_threads, SolveReport* report) {
   const Index m = X.rows(), n = X.cols(), v = Y.cols(), q = groups.n_groups();
   require(groups.n_rows() == m, "groups must cover every row of X");
@@ -210,10 +210,10 @@ Matrix rankrls_primal_scores(RowMatrixCRef X, IndexVectorCRef order, const Group
       for (Index p = lo; p < hi; ++p) {
         if (second) {
           sx += X.row(row_of(p)) - x_mean.row(k);
-          sy += Y.row(p) - y_mean.row(k);
+          sy += Y.row(row_of(p)) - y_mean.row(k);
         } else {
           sx += X.row(row_of(p));
-          sy += Y.row(p);
+          sy += Y.row(row_of(p));
         }
       }
       std::lock_guard<std::mutex> guard(lock);
@@ -251,7 +251,7 @@ Matrix rankrls_primal_scores(RowMatrixCRef X, IndexVectorCRef order, const Group
         const Index p = start + r, k = group_of[p];
         const double s = groups.scale[k];
         B.row(r) = s * ((X.row(row_of(p)) - x_mean.row(k)) - x_corr.row(k));
-        BY.row(r) = s * ((Y.row(p) - y_mean.row(k)) - y_corr.row(k));
+        BY.row(r) = s * ((Y.row(row_of(p)) - y_mean.row(k)) - y_corr.row(k));
       }
     });
     lapack::syrk_lower('N', n, rows, 1.0, B.data(), n, 1.0, G.data(), G.rows());

@@ -209,6 +209,8 @@ class RankingProblem(NamedTuple):
     cells: object = None
     # the pair weight of every group when kept from a larger problem (exact CV's retraining), else from ``weighting``
     kept_pair_weight: object = None
+    # Y less each group's mean (``targets_centred``) when the constructor has it, else computed when asked
+    Y_centred: object = None
 
     # -- construction ---------------------------------------------------------------------------
     @classmethod
@@ -224,14 +226,15 @@ class RankingProblem(NamedTuple):
         cells = _tie_cells(Y, gi) if exclude_ties else None
         if learner is not None:  # every output must order at least one relevant pair (the error names the learner)
             require_preferences(Y, gi, learner)
-        spread = np.abs(centred_in_groups(Y, gi)).max(axis=0, initial=0.0)
+        Yc = centred_in_groups(Y, gi)
+        spread = np.maximum(Yc.max(axis=0, initial=0.0), -Yc.min(axis=0, initial=0.0))
         if np.any((spread > 0) & (spread < np.finfo(np.float64).tiny)):
             warnings.warn("the targets differ by less than 2.2e-308 inside their groups (subnormal numbers, fewer "
                           "than 53 bits): predictions of their size keep a few bits, and exact cross-validation may "
                           "rank and choose by rounding; rescale y (e.g. y * 2.0**1000)", ConstantModelWarning,
                           stacklevel=user_stacklevel())
         return cls(X, Y, one_d, gi, groups is not None, weighting if groups is not None else "unweighted", None,
-                   precomputed, cells)
+                   precomputed, cells, Y_centred=Yc)
 
     @classmethod
     def from_preferences(cls, X, pairs, magnitudes=None, cost=None, *, weights=None, precomputed=False,
@@ -266,10 +269,10 @@ class RankingProblem(NamedTuple):
         return np.asfortranarray(self.groups.take(self.Y))
 
     def targets_centred(self):
-        """Y less each group's mean (rows as given): the same model and the same hold-out models (L 1_q = 0, also
-        for any subset of a group's rows), without the digits a large common offset cancels in the hold-out
-        formulas (f = y + correction)."""
-        return np.asfortranarray(centred_in_groups(self.Y, self.groups))
+        """Y less each group's mean (rows as given, C order; read-only use): the same model and the same hold-out
+        models (L 1_q = 0, also for any subset of a group's rows), without the digits a large common offset cancels
+        in the hold-out formulas (f = y + correction)."""
+        return self.Y_centred if self.Y_centred is not None else centred_in_groups(self.Y, self.groups)
 
     def apply_S(self, A):
         """S A for an (m, k) array whose rows are in GROUP order (S = L^{1/2} is symmetric): block q
@@ -350,7 +353,7 @@ def centred_in_groups(y, gi):
     minimiser, and a large offset (values near 1e9) cancels no digits in the solvers' sums over rows."""
     y = np.asarray(y, dtype=np.float64)
     means = gi.sums(y) / gi.sizes.reshape((-1,) + (1,) * (y.ndim - 1))
-    return y - means[gi.codes]
+    return np.subtract(y, means[gi.codes], out=np.empty(y.shape))  # C order whatever y's
 
 
 def group_offset_ratio(X, gi):

@@ -229,13 +229,12 @@ def solve_primal(problem, alphas, n_threads):
         Y = problem.targets_centred()
         # each output in units of a power of two at its largest magnitude, W scaled back (both exact): X^T L Y of
         # features near 1e-150 and targets near 1e-170 was subnormal (1e-4 relative error)
-        exponent = np.frexp(np.max(np.abs(Y), axis=0, initial=0.0))[1]
+        exponent = np.frexp(np.maximum(Y.max(axis=0, initial=0.0), -Y.min(axis=0, initial=0.0)))[1]
         Y = np.ldexp(Y, -exponent)
         if gi.n_groups == 1 and problem.weighting == "unweighted":
             system = _object_ranking_normal_equations(X, Y)
             return Fit("primal", coef=np.ldexp(solve_assembled_primal(*system, alphas), exponent))
-        W, rcond = _core.rankrls_primal_scores(X, gi.order, gi.offsets, problem.pair_weight(),
-                                               np.asfortranarray(gi.take(Y)), alphas, n_threads)
+        W, rcond = _core.rankrls_primal_scores(X, gi.order, gi.offsets, problem.pair_weight(), Y, alphas, n_threads)
         return Fit("primal", coef=np.ldexp(_checked(W, rcond, alphas.size), exponent))
     return Fit("primal", coef=_checked(W, rcond, alphas.size))
 

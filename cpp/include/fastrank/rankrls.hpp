@@ -50,9 +50,9 @@ Matrix rankrls_dual_scores(MatrixRef K, const GroupStructure& groups, MatrixCRef
 Matrix rankrls_dual_graph(MatrixRef K, const PreferenceGraph& graph, const Vector& alphas, int n_threads,
                           SolveReport* report);
 
-// Scoring setting, primal (linear kernel).  X is m x n in ORIGINAL row order; order lists the rows
-// group by group (empty = identity); Y (m x v) is in group order.  Returns W (n x n_alphas v).
-Matrix rankrls_primal_scores(RowMatrixCRef X, IndexVectorCRef order, const GroupStructure& groups, MatrixCRef Y,
+// Scoring setting, primal (linear kernel).  X (m x n) and Y (m x v) are in ORIGINAL row order, row-major; order
+// lists the rows group by group (empty = identity).  Returns W (n x n_alphas v).
+Matrix rankrls_primal_scores(RowMatrixCRef X, IndexVectorCRef order, const GroupStructure& groups, RowMatrixCRef Y,
                              const Vector& alphas, int n_threads, SolveReport* report);
 
 // Preference graph, primal (linear kernel), O(l n + m n^2 + n^3).  Returns W (n x n_alphas v).

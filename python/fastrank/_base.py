@@ -179,9 +179,10 @@ def _with_feature_names(method, name):
 
 def require_finite_scores(model, scores, method=None):
     """``scores`` unless they overflowed float64: finite X far larger than the training features overflows w.x or
-    K(x, .) beta to inf or NaN, which would rank (and choose labels) silently by garbage."""
+    K(x, .) beta to inf or NaN, which would rank (and choose labels) silently by garbage.  ``model``: the estimator
+    or its class name."""
     if isinstance(scores, np.ndarray) and scores.dtype.kind == "f" and not np.isfinite(scores).all():
-        name = type(model).__name__ + ("" if method is None else f".{method}")
+        name = (model if isinstance(model, str) else type(model).__name__) + ("" if method is None else f".{method}")
         raise ValueError(f"{name}: the scores of X overflow float64 (inf or NaN); X is far larger than the model's "
                          "scale: rescale X as for fit")
     return scores

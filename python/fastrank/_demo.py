@@ -68,6 +68,11 @@ def main(argv=None):
     parser.add_argument("--plot", metavar="PNG", default=None, help="also write the Gaussian model's validation curve "
                         "(score vs alpha) to a PNG file (needs matplotlib)")
     args = parser.parse_args(argv)
+    if args.plot:  # checked before the comparison: the plot comes last
+        try:
+            import matplotlib  # noqa: F401
+        except ImportError:
+            parser.error('--plot needs matplotlib (pip install matplotlib, or pip install "fastrank-rls[plot]")')
     summary, rows = lambdarank_comparison(verbose=1)  # progress on stderr while alpha is selected
     print(f"fastrank {fastrank.__version__}: {summary}")
     print(f"\n{'model':<28} {'alpha':>9} {'test disagreement':>18} {'test NDCG@10':>13} "

@@ -774,6 +774,8 @@ def _cell_update(Sp, cl, n_t, lam, GAA, GtA, KSG, fA, alpha):
     Z M^-1 V_h^T G t, P = K S G S^+ + K S G V_h M^-1 Z^T and the predictions f_0 = f - alpha K S G V_h M^-1 V_h^T
     G t, all on A (Sp = S^+, GAA, GtA, KSG = (K S G)_AA and fA given on A)."""
     cells = [t for t in range(n_t.size) if lam[t] > 0 and n_t[t] > 1]
+    if not cells:  # no cell-wise part (M would be 0 x 0: SciPy before 1.14 refuses to factor it)
+        return Sp @ Sp - alpha * (Sp @ GAA @ Sp), Sp @ GtA, KSG @ Sp, fA
     starts = np.r_[0, np.cumsum(n_t)].astype(np.int64)
     V = np.zeros((cl.size, int(sum(n_t[t] - 1 for t in cells))))
     lam_col, col = np.empty(V.shape[1]), 0

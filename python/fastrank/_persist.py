@@ -310,11 +310,17 @@ class _Decoder:
             dt = np.dtype(v["$scalar"])
             if dt.kind not in _ARRAY_KINDS:
                 raise _Corrupt(f"bad scalar dtype {dt}")
-            try:  # save wrote the scalar's own value: one outside its dtype's range was edited in
+            raw = self.value(v["value"])
+            # save wrote the scalar's own value: one outside its dtype's range was edited in (NumPy 1 wraps integers)
+            bad = dt.kind in "iu" and isinstance(raw, int) and not np.iinfo(dt).min <= raw <= np.iinfo(dt).max
+            try:
                 with np.errstate(over="raise"):
-                    return dt.type(self.value(v["value"]))
+                    out = None if bad else dt.type(raw)
             except (OverflowError, FloatingPointError):
-                raise _Corrupt(f"scalar {v['value']!r} is out of the range of its dtype {dt}") from None
+                out = None
+            if out is None:
+                raise _Corrupt(f"scalar {v['value']!r} is out of the range of its dtype {dt}")
+            return out
         if "$sparse" in v:
             kind = v["$sparse"]
             if kind not in ("csr_matrix", "csr_array"):

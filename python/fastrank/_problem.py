@@ -153,8 +153,8 @@ def check_features(X, *, precomputed=False, allow_sparse=False, min_rows=2):
                             "X.toarray())")
         return check_precomputed_kernel(X, min_rows=min_rows).T  # exactly symmetric: its C-ordered view, no copy
     if issparse(X) and allow_sparse:  # else as_float_matrix refuses it
+        as_csr(X, "X")  # validation only (1-D first: SciPy's own message varies): the solvers map the arrays themselves
         X = X.tocsr()
-        as_csr(X, "X")  # validation only: the solvers map the arrays themselves
         if X.dtype != np.float64:  # once, here: bool products are logical (True @ True = True), float32 rounds
             X = X.astype(np.float64)
         if X.shape[0] < min_rows:

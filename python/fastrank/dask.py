@@ -1,6 +1,6 @@
 """RankRLS and model selection on Dask: exact fits beyond one machine's memory or cores (docs/design/dask.md).
 
-Optional module (``pip install fastrank[dask]``); ``import fastrank`` never imports dask.  Linear RankRLS (eq. 28)
+Optional module (``pip install "fastrank-rls[dask]"``); ``import fastrank`` never imports dask.  Linear RankRLS (eq. 28)
 and subset of regressors (eqs. 40-42) reduce to per-group sums over rows: each partition returns its groups' weighted
 centred scatter, a tree reduction merges groups that straddle partitions (Chan et al.'s parallel-variance update) and
 the client solves with :mod:`fastrank._solvers`.  :class:`DaskRankRLSCV`, :func:`permutation_test_lpo` and
@@ -20,14 +20,18 @@ import scipy.sparse as sp
 from sklearn.base import RegressorMixin, clone
 from sklearn.utils.validation import check_is_fitted
 
-import dask
-import dask.array as da
+try:
+    import dask
+    import dask.array as da
+except ImportError as exc:  # optional dependency: name the extra, not the missing module alone
+    raise ImportError('fastrank.dask needs Dask: pip install "fastrank-rls[dask]" (or pip install "dask[array]" '
+                      f"distributed); {exc}") from exc
 
 from ._cv import RankRLSCV
 from ._kernels import by_distinct_rows, row_products
 from ._memory import check_dense_memory
 from ._problem import check_weighting, pair_weights, raise_without_preferences
-from ._base import FastrankEstimator, KernelMixin, Ranker, feature_names
+from ._base import FastrankEstimator, KernelMixin, Ranker, feature_names, require_finite_scores
 from ._rankrls import RankRLS, RankRLSPath
 from ._solvers import Fit, basis_primal_weights, select_basis, solve_assembled_basis, solve_assembled_primal
 from ._threads import compute_region
@@ -168,26 +172,45 @@ _GROUPS_CHANGED = ("groups gave other ids in the second pass over the data than 
                    "impure tasks?); compute or persist groups first")
 
 
+_PIECE_VALUES = 1 << 21  # features formed at once by a task (16 MiB)
+
+
 def _partition_stats(i, start, Xp, Yp, gp, table, weighting, feature):
     """One partition: sum over its groups of w(n_q) x centred scatter, plus partial groups."""
-    Xp = _check_block(i, start, Xp, "X")
-    Yp = _check_block(i, start, Yp, "y")
-    # the targets in units of a power of two at their largest magnitude (exact; _combine_stats brings the partitions
-    # to one unit): X^T L y of features near 1e-150 and targets near 1e-170 is otherwise subnormal
-    top = np.max(np.abs(Yp), initial=0.0)
-    e = int(np.frexp(top)[1]) if top > 0 else -(10**6)  # all zero: any unit, and never the largest
-    Yp = np.ldexp(Yp, -e)
-    rows = Yp.shape[0]
-    _check_partition_rows("y", i, start, rows, Xp.shape[0])
-    ids, counts = table
-    if gp is None:
-        codes = np.zeros(rows, np.int64)
-    else:
-        gp = np.asarray(gp)  # its ids were checked by _group_table's pass
-        _check_partition_rows("groups", i, start, gp.shape[0], rows)
-        codes = np.searchsorted(ids, gp)
-        if codes.size and (codes.max() == ids.size or (ids[np.minimum(codes, ids.size - 1)] != gp).any()):
-            raise ValueError(_GROUPS_CHANGED)
+    # A compute region of the task's own process (one BLAS thread per scatter, measured in docs/design/dask.md; the
+    # kernel's threads): the client holds none while it waits, which an in-process task would wait for ever.
+    with compute_region(1 if feature is None else feature.keywords["n_threads"]):
+        Xp = _check_block(i, start, Xp, "X")
+        Yp = _check_block(i, start, Yp, "y")
+        # the targets in units of a power of two at their largest magnitude (exact; _combine_stats brings the
+        # partitions to one unit): X^T L y of features near 1e-150 and targets near 1e-170 is otherwise subnormal
+        top = np.max(np.abs(Yp), initial=0.0)
+        e = int(np.frexp(top)[1]) if top > 0 else -(10**6)  # all zero: any unit, and never the largest
+        Yp = np.ldexp(Yp, -e)
+        rows = Yp.shape[0]
+        _check_partition_rows("y", i, start, rows, Xp.shape[0])
+        ids, counts = table
+        if gp is None:
+            codes = np.zeros(rows, np.int64)
+        else:
+            gp = np.asarray(gp)  # its ids were checked by _group_table's pass
+            _check_partition_rows("groups", i, start, gp.shape[0], rows)
+            codes = np.searchsorted(ids, gp)
+            if codes.size and (codes.max() == ids.size or (ids[np.minimum(codes, ids.size - 1)] != gp).any()):
+                raise ValueError(_GROUPS_CHANGED)
+        # Row blocks of about 2^21 features (K(X_p, X_R) for a basis: |R| / n times the partition), each a piece
+        # merged as partitions are: a task holds its partition and O(|R|^2), not the partition's rows x |R|
+        step = max(1, _PIECE_VALUES // (Xp.shape[1] if feature is None else feature.keywords["X"].shape[0]))
+        state = None
+        for lo in range(0, max(rows, 1), step):
+            b = slice(lo, lo + step)
+            piece = _piece_stats(Xp[b], Yp[b], codes[b], counts, e, weighting, feature)
+            state = piece if state is None else _combine_stats(weighting, state, piece)
+        return state
+
+
+def _piece_stats(Xp, Yp, codes, counts, e, weighting, feature):
+    """The statistics of a piece of a partition (checked rows, targets in units of 2^e, group codes)."""
     F = Xp if feature is None else feature(Xp)
     u, first, inv, n_loc = np.unique(codes, return_index=True, return_inverse=True, return_counts=True)
     P = _indicator(inv, u.size)
@@ -198,9 +221,9 @@ def _partition_stats(i, start, Xp, Yp, gp, table, weighting, feature):
     # c_q the pair weight of the in-memory RankRLS (fastrank._problem).
     w = pair_weights(nq, weighting) * nq
     sw = np.sqrt(w)[inv][:, None]
-    # Centred inside the partition's piece of each group, in two passes: under a large common offset (features or
-    # targets around 1e9 varying by units) the means rx, ry are off by ~eps |mean|, the rows minus them exact and
-    # their means mx, my the correction, sum_i w (z_i - m)(z_i - m)^T = sum_i w z_i z_i^T - w n m m^T.
+    # Centred inside the piece of each group, in two passes: under a large common offset (features or targets around
+    # 1e9 varying by units) the means rx, ry are off by ~eps |mean|, the rows minus them exact and their means mx, my
+    # the correction, sum_i w (z_i - m)(z_i - m)^T = sum_i w z_i z_i^T - w n m m^T.
     Z = rx[inv]
     np.subtract(F, Z, out=Z)
     Zy = Yp - ry[inv]
@@ -209,7 +232,7 @@ def _partition_stats(i, start, Xp, Yp, gp, table, weighting, feature):
     Z *= sw
     Zy *= sw
     wm = (w * n_loc)[:, None] * mx
-    part = n_loc < nq  # groups that continue in other partitions
+    part = n_loc < nq  # groups that continue in other pieces
     # Ties checked exactly, as in memory: "sp", a target differs from its piece's first one (y0); "spread", an
     # output column differs inside a finished group
     y0 = Yp[first]
@@ -286,10 +309,7 @@ def _statistics(X, Y, G, table, weighting, feature):
     table_d, feat_d = dask.delayed(table, pure=True), dask.delayed(feature, pure=True)
     parts = [dask.delayed(_partition_stats, pure=True)(i, int(offs[i]), xb, yb, gb, table_d, weighting, feat_d)
              for i, (xb, yb, gb) in enumerate(zip(_blocks(X), _blocks(Y), gblocks))]
-    # One BLAS thread per task's scatter (a SYRK of its partition; measured in docs/design/dask.md), set for in-process
-    # workers by a one-thread compute region
-    with compute_region(1):
-        stats = dask.compute(_tree(parts, functools.partial(_combine_stats, weighting)))[0]
+    stats = dask.compute(_tree(parts, functools.partial(_combine_stats, weighting)))[0]
     if stats["codes"].size:  # rows of a group missing: the second pass read other ids than the first
         raise ValueError(_GROUPS_CHANGED)
     raise_without_preferences(None, ~stats["spread"], G is not None)
@@ -303,7 +323,10 @@ def _predict_block(block, coef, spec, XR, n_threads, one_d, block_info):
     start = int(start) if start is not None and np.isfinite(start) else None
     B = _check_block(block_info[0]["chunk-location"][0], start, block, "X")
     # identical rows of a block tie (as in memory, _kernels.row_products / by_distinct_rows)
-    out = row_products(B, coef) if XR is None else by_distinct_rows(lambda Z: spec.predict(Z, XR, coef, n_threads), B)
+    with compute_region(n_threads):  # the task's own process's cores, as _partition_stats
+        out = row_products(B, coef) if XR is None else by_distinct_rows(lambda Z: spec.predict(Z, XR, coef, n_threads),
+                                                                        B)
+    require_finite_scores("DaskRankRLS", out, "predict")  # lazily, when the block is computed
     return out[:, 0] if one_d else out
 
 

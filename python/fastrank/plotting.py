@@ -27,8 +27,8 @@ def _axes(ax):
         try:
             import matplotlib.pyplot as plt
         except ImportError as exc:  # optional dependency
-            raise ImportError("fastrank's plots need matplotlib: pip install matplotlib (or the 'plot' extra of "
-                              "fastrank)") from exc
+            raise ImportError('fastrank\'s plots need matplotlib: pip install matplotlib (or pip install '
+                              '"fastrank-rls[plot]")') from exc
         _, ax = plt.subplots()
     elif not (hasattr(ax, "plot") and hasattr(ax, "figure")):
         raise TypeError(f"ax must be a matplotlib Axes or None, got {ax!r}")

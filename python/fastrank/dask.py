@@ -322,10 +322,12 @@ def _predict_block(block, coef, spec, XR, n_threads, one_d, block_info):
     start = block_info[0]["array-location"][0][0]  # dask's map_blocks fills block_info; NaN in unknown chunks
     start = int(start) if start is not None and np.isfinite(start) else None
     B = _check_block(block_info[0]["chunk-location"][0], start, block, "X")
+    def scores(Z):
+        return spec.predict(Z, XR, coef, n_threads)
+
     # identical rows of a block tie (as in memory, _kernels.row_products / by_distinct_rows)
     with compute_region(n_threads):  # the task's own process's cores, as _partition_stats
-        out = row_products(B, coef) if XR is None else by_distinct_rows(lambda Z: spec.predict(Z, XR, coef, n_threads),
-                                                                        B)
+        out = row_products(B, coef) if XR is None else by_distinct_rows(scores, B)
     require_finite_scores("DaskRankRLS", out, "predict")  # lazily, when the block is computed
     return out[:, 0] if one_d else out
 

@@ -227,6 +227,7 @@ class RankingProblem(NamedTuple):
         if learner is not None:  # every output must order at least one relevant pair (the error names the learner)
             require_preferences(Y, gi, learner)
         Yc = centred_in_groups(Y, gi)
+        Yc.flags.writeable = False  # shared by every targets_centred() of the problem
         spread = np.maximum(Yc.max(axis=0, initial=0.0), -Yc.min(axis=0, initial=0.0))
         if np.any((spread > 0) & (spread < np.finfo(np.float64).tiny)):
             warnings.warn("the targets differ by less than 2.2e-308 inside their groups (subnormal numbers, fewer "
@@ -353,7 +354,8 @@ def centred_in_groups(y, gi):
     minimiser, and a large offset (values near 1e9) cancels no digits in the solvers' sums over rows."""
     y = np.asarray(y, dtype=np.float64)
     means = gi.sums(y) / gi.sizes.reshape((-1,) + (1,) * (y.ndim - 1))
-    return np.subtract(y, means[gi.codes], out=np.empty(y.shape))  # C order whatever y's
+    out = means[gi.codes]  # C order whatever y's
+    return np.subtract(y, out, out=out)
 
 
 def group_offset_ratio(X, gi):

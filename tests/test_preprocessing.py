@@ -174,6 +174,18 @@ def test_query_zscores_against_exact_arithmetic(col):
     np.testing.assert_allclose(got[:, 1], _exact_zscores(X[:, 1]), rtol=0, atol=1e-14)
 
 
+def test_query_zscores_are_the_same_bits_at_every_power_of_two_scale():
+    # columns of ordinary magnitude skip the power-of-two units; both routes, and queries of either kind in one X,
+    # give the z-scores of scale 1 to the bit
+    rng = np.random.default_rng(5)
+    X, g = rng.normal(size=(400, 3)) * [1.0, 3.0, 0.5] + [0.0, 7.0, -1.0], rng.integers(0, 60, 400)
+    ref = QueryNormalizer("zscore").fit_transform(X, groups=g)
+    for k in (-1000, -540, -420, -399, -1, 1, 399, 420, 515, 1000):
+        np.testing.assert_array_equal(QueryNormalizer("zscore").fit_transform(X * 2.0**k, groups=g), ref)
+    mixed = np.where((g % 2 == 0)[:, None], X * 2.0**-1000, X)
+    np.testing.assert_array_equal(QueryNormalizer("zscore").fit_transform(mixed, groups=g), ref)
+
+
 def test_zscore_normalizer_at_any_feature_scale():
     # --normalize zscore was StandardScaler: a feature of 1e-170 was left unscaled (its variance underflowed) and one
     # of 1e155 became NaN; in power-of-two units both z-score as at scale 1, and ordinary data keep every bit

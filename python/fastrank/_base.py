@@ -9,14 +9,15 @@ from __future__ import annotations
 
 import contextvars
 import functools
+import inspect
 import numbers
-import re
 import warnings
 
 import numpy as np
 from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.utils._param_validation import Interval, InvalidParameterError, StrOptions, validate_parameter_constraints
 
+from ._docs import PARAM_DOCS, fill_param_docs, with_param_docs
 from ._kernels import KernelSpec, by_distinct_rows, predict_basis, resolve_kernel, row_products
 from ._problem import check_features, crucial_pairs
 from ._progress import progress
@@ -28,8 +29,8 @@ from .exceptions import ConstantModelWarning, user_stacklevel
 from .metrics import _declines_groups, _over_outputs, _warn_missing_groups, pairwise_disagreement
 
 __all__ = ["FastrankEstimator", "Ranker", "KernelMixin", "ranking_accuracy", "Interval", "StrOptions", "positive_int",
-           "NONNEG_REAL", "POSITIVE_REAL", "N_JOBS", "PARAM_DOCS", "fill_param_docs", "crucial_pairs", "c_path",
-           "feature_names", "warn_if_constant", "warn_if_scores_underflow"]
+           "NONNEG_REAL", "POSITIVE_REAL", "N_JOBS", "PARAM_DOCS", "fill_param_docs", "with_param_docs",
+           "crucial_pairs", "c_path", "feature_names", "warn_if_constant", "warn_if_scores_underflow"]
 
 
 def positive_int(high=INT_MAX, low=1):
@@ -41,50 +42,6 @@ NONNEG_REAL = Interval(numbers.Real, 0, None, closed="left")
 POSITIVE_REAL = Interval(numbers.Real, 0, None, closed="neither")
 # resolved by ``_validation.check_n_jobs`` (None, -1 = every core, k threads)
 N_JOBS = [None, Interval(numbers.Integral, -INT_MAX, INT_MAX, closed="both")]
-
-# The numpydoc entries of parameters that several learners share: a class docstring names them on a line of
-# placeholders, ``%(kernel)s %(gamma)s`` (SciPy's ``doccer`` spelling), and lines indented below it continue the last
-# entry; ``help()`` shows the full text.
-PARAM_DOCS = {
-    "C": "C : float, default=1.0\n    Trade-off, > 0.",
-    "random_state": """random_state : int, RandomState or None, default=None
-    Seed for drawing ``basis_vectors`` rows.""",
-    "kernel": """kernel : {"linear", "rbf"/"gaussian", "poly"/"polynomial", "precomputed"}, default="linear"
-    ``x.z``, ``exp(-gamma |x - z|^2)`` or ``(gamma x.z + coef0) ** degree``; "precomputed": ``fit`` takes the (m, m)
-    kernel matrix, ``predict`` the (p, m) kernel against the training rows.""",
-    "gamma": "gamma : float or None, default=None\n    RBF/polynomial scale; None means 1 / n_features.",
-    "degree": "degree : float, default=3\n    Polynomial degree.",
-    "coef0": "coef0 : float, default=1.0\n    Polynomial offset.",
-    "n_jobs": """n_jobs : int or None, default=None
-    Threads of the C++ core: None or -1 every usable core (the process's CPU affinity, at most OMP_NUM_THREADS when
-    set), -2 all but one, k > 0 k threads.
-    Exact cross-validation takes at most that many, fewer when the problem is too small for more to pay.""",
-    "verbose": 'verbose : int, bool or "auto", default=0\n    Progress on stderr (:mod:`fastrank._progress`).',
-    "group_weighting": """group_weighting : {"unweighted", "per_query", "per_object", "normalized"}, default="unweighted"
-    Weight c_q of each pair inside a group of n_q rows (P_q = n_q (n_q - 1) / 2 pairs): "unweighted" 1 (the paper's
-    Laplacian, eq. 25; a query weighs P_q); "per_query" 1 / P_q (every query weighs 1, end of Sect. 2.4; with
-    ``exclude_ties`` 1 / E_q, E_q the query's untied pairs); "per_object" 1 / (n_q - 1) (every ROW's pairs weigh 1;
-    the papers' "object" is the query, i.e. "per_query"); "normalized" 1 / n_q (blocks I - 11^T/n_q: least squares on
-    query-centred scores).  Without groups (object ranking) every pair weighs 1.""",
-    "exclude_ties": """exclude_ties : bool, default=False
-    Drop the pairs with equal targets (no preference) instead of fitting their score difference to 0 (the paper keeps
-    them, Sect. 3); exact without forming pairs: a group's Laplacian splits into between- and within-tie-class
-    centrings, so S = L^{1/2} stays O(m) to apply.""",
-}
-
-_PLACEHOLDERS = re.compile(r"^( *)((?:%\(\w+\)s ?)+)$", re.M)
-
-
-def fill_param_docs(doc):
-    """``doc`` with each line of ``%(name)s`` placeholders replaced by the :data:`PARAM_DOCS` entries, so indented."""
-    if not doc:
-        return doc
-
-    def entries(match):
-        names = re.findall(r"%\((\w+)\)s", match.group(2))
-        return "\n".join(match.group(1) + line for name in names for line in PARAM_DOCS[name].splitlines())
-
-    return _PLACEHOLDERS.sub(entries, doc)
 
 
 def c_path(Cs, kernel, name, verbose, params):
@@ -214,6 +171,10 @@ class FastrankEstimator(BaseEstimator):
         for name in ("predict", "staged_predict", "decision_function"):
             if name in cls.__dict__:
                 setattr(cls, name, _finite_scores(_with_feature_names(cls.__dict__[name], name)))
+        for method in cls.__dict__.values():  # after the wrapping: help() shows the wrappers' docstrings
+            method = getattr(method, "__func__", method)
+            if inspect.isfunction(method):
+                method.__doc__ = fill_param_docs(method.__doc__)
 
     def _record_feature_names(self, X):
         """Self, fitted on X outside ``fit`` (the paths), with X's DataFrame column names recorded as ``fit`` does."""

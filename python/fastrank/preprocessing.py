@@ -128,13 +128,17 @@ class QueryNormalizer(_DenseTransformer):
         """X normalised inside each group of ``gi`` (transform's computation)."""
         Xs = gi.take(X)
         starts, sizes = gi.offsets[:-1], gi.sizes
-        lo = np.minimum.reduceat(Xs, starts, axis=0)
-        hi = np.maximum.reduceat(Xs, starts, axis=0)
+        # reduceat along the rows of the transpose: along axis 0 over many short queries it is 4x slower than the copy
+        XsT = np.ascontiguousarray(Xs.T)
+        lo, hi = np.minimum.reduceat(XsT, starts, axis=1).T, np.maximum.reduceat(XsT, starts, axis=1).T
+        del XsT
         if self.method == "zscore":  # each query's columns in units of a power of two near their largest magnitude
             # (exact, z-scores unchanged): subnormal features kept few digits of their mean, and features near 1e300
-            # overflowed the variance
-            _, exponent = np.frexp(np.maximum(np.abs(lo), np.abs(hi)))
-            Xs = np.ldexp(Xs, -np.repeat(exponent, sizes, axis=0))
+            # overflowed the variance; a pass over X that magnitudes between 2^-400 and 2^400 do not need
+            magnitude = np.maximum(np.abs(lo), np.abs(hi))
+            if not np.all(((magnitude > 2.0**-400) & (magnitude < 2.0**400)) | (magnitude == 0)):
+                _, exponent = np.frexp(magnitude)
+                Xs = np.ldexp(Xs, -np.repeat(exponent, sizes, axis=0))
         shift = lo if self.method == "minmax" else block_sums(Xs, gi.offsets) / sizes[:, None]
         centred = Xs - np.repeat(shift, sizes, axis=0)
         if self.method == "zscore":  # a second pass: the rounded mean left n eps |mean| / std in every z-score
@@ -155,7 +159,8 @@ class QueryNormalizer(_DenseTransformer):
         # a feature constant inside a query (tested exactly: min == max, since a rounded mean leaves
         # a std of ~1e-16) carries no ranking information there: 0, LETOR's convention
         scale = np.where(hi > lo, scale, np.inf)
-        return gi.untake(centred / np.repeat(scale, sizes, axis=0))
+        centred /= np.repeat(scale, sizes, axis=0)
+        return gi.untake(centred)
 
     def fit_transform(self, X, y=None, groups=None):
         return self.fit(X, y, groups).transform(X, groups)

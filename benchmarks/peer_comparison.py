@@ -29,6 +29,7 @@ The output is a markdown table plus the chosen hyper-parameters.
 
 from __future__ import annotations
 
+import importlib
 import itertools
 import platform
 import time
@@ -142,20 +143,24 @@ def main():
         rows.append(dict(model=name, params=params, cv_ndcg10=cv_score, select_s=t_sel, fit_s=t_fit, fit_cpu=c_fit,
                          **test_measures(yte, model.predict(Xte), gte)))
 
+    versions = {}
     for name, lib, grid in (("LightGBM LGBMRanker (lambdarank)", "lightgbm", LGBM_GRID),
                             ("XGBoost XGBRanker (rank:ndcg)", "xgboost", XGB_GRID)):
+        try:
+            versions[lib] = importlib.import_module(lib).__version__
+        except ImportError:
+            print(f"{lib} is not installed: its rows are skipped (pip install {lib}).")
+            continue
         (cv_score, params), t_sel, _ = _timed(lambda: select_trees(lib, grid, Xtr, ytr, gtr))
         make = _lgbm if lib == "lightgbm" else _xgb
         model, t_fit, c_fit = _timed(lambda: _fit_tree(lib, make(params), Xtr, ytr, gtr))
         rows.append(dict(model=name, params=params, cv_ndcg10=cv_score, select_s=t_sel, fit_s=t_fit, fit_cpu=c_fit,
                          **test_measures(yte, model.predict(Xte), gte)))
 
-    import lightgbm
     import sklearn
-    import xgboost
 
     print(f"Python {platform.python_version()}, numpy {np.__version__}, scikit-learn {sklearn.__version__}, "
-          f"fastrank {fastrank.__version__}, lightgbm {lightgbm.__version__}, xgboost {xgboost.__version__}")
+          f"fastrank {fastrank.__version__}" + "".join(f", {lib} {v}" for lib, v in versions.items()))
     print(f"LightGBM lambdarank sample: train {Xtr.shape[0]} rows / {np.unique(gtr).size} queries, "
           f"test {Xte.shape[0]} rows / {np.unique(gte).size} queries, {Xtr.shape[1]} features; one thread\n")
     print("| model | test NDCG@10 ↑ | test pairwise disagreement ↓ | test MAP ↑ | train CV NDCG@10 | "

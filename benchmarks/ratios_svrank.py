@@ -85,7 +85,7 @@ def main():
     est, t, c = timed_fit(SVRank(C=args.C, epsilon=args.epsilon), X, y, groups)
     print(f"fit, 100 query groups, tol=1e-06: wall {t:.3f} s, CPU {c:.3f} s, {est.n_iter_} iterations, "
           f"gap {est.gap_:.2e}")
-    mk = 2000
+    mk = min(2000, m)  # the kernel rows: the first 2000 (all of a smaller --m)
     Xk, yk = X[:mk], y[:mk]
     est, t, c = timed_fit(SVRank(C=1e4, epsilon=args.epsilon, kernel="rbf", gamma=1.0 / n), Xk, yk)
     print(f"fit, Gaussian kernel, C=1e4, m={mk}, tol=1e-06: wall {t:.3f} s, CPU {c:.3f} s, {est.n_iter_} iterations, "

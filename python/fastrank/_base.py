@@ -325,11 +325,27 @@ class Ranker(RegressorMixin, FastrankEstimator):
 
     def score(self, X, y, groups=None, sample_weight=None):
         """Pairwise ranking accuracy, ``1 - pairwise_disagreement(y, predict(X), groups, tied_scores="half",
-        sample_weight=sample_weight)`` (a pair weighs w_i w_j): pairs tied in ``y`` are ignored, tied scores count half
-        an error, with ``groups`` only pairs inside a group count, averaged per group.  Higher is better; the AUC for
-        binary ``y`` without groups; the mean over outputs; not R^2.  Without ``groups`` on rows that evidently come
-        from several queries it emits :class:`fastrank.exceptions.MissingGroupsWarning`, unless metadata routing
-        declined them (``set_score_request(groups=False)``, as for the ranking scorers)."""
+        sample_weight=sample_weight)``: higher is better; the AUC for binary ``y`` without groups; not R^2.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            Test rows (for a precomputed kernel, the (n_samples, n_train) kernel against the training rows).
+        y : array-like of shape (n_samples,) or (n_samples, n_outputs)
+            True scores or relevance labels; pairs tied in ``y`` are ignored; several outputs: the mean over outputs.
+        groups : array-like of shape (n_samples,) or None, default=None
+            Query id of each row: only pairs inside a query count, averaged per query.  Without ``groups`` on rows
+            that evidently come from several queries it emits :class:`fastrank.exceptions.MissingGroupsWarning`,
+            unless metadata routing declined them (``set_score_request(groups=False)``, as for the ranking scorers).
+        sample_weight : array-like of shape (n_samples,) or None, default=None
+            Row weights; a pair weighs w_i w_j.
+
+        Returns
+        -------
+        score : float
+            The fraction of the pairs with different targets that the predictions order correctly (tied scores count
+            half an error).
+        """
         if groups is None and not _declines_groups(self):
             _warn_missing_groups(self, f"{type(self).__name__}.score")
         return ranking_accuracy(y, self.predict(X), groups, sample_weight)

@@ -115,9 +115,14 @@ def greedy_order(preference, X=None, *, n_items=None, pairwise="step", temperatu
           where it has one, as the ordinal learners' ``predict`` gives labels) give PREF[u, v] = 1, 1/2, 0 for
           s_u >, ==, < s_v (``pairwise="step"``), or the logistic 1 / (1 + exp(-(s_u - s_v) / temperature))
           (``pairwise="sigmoid"``).
-    X, n_items : the items to score (with a ranker); their number (with a callable)
-    pairwise : {"step", "sigmoid"}, temperature : float > 0
-        How a ranker's scores become pairwise preferences.
+    X : array-like, sparse matrix or None, default=None
+        The items to score, with a ranker (whatever its ``predict`` takes; one row per item).
+    n_items : int or None, default=None
+        The number of items, with a callable.
+    pairwise : {"step", "sigmoid"}, default="step"
+        How a ranker's scores become pairwise preferences (above).
+    temperature : float > 0, default=1.0
+        The scale of the differences in ``pairwise="sigmoid"``.
     return_scores : bool, default=False
         Also return the net preference pi of each item at the moment it was picked.
 
@@ -125,7 +130,8 @@ def greedy_order(preference, X=None, *, n_items=None, pairwise="step", temperatu
     -------
     order : ndarray of int64, shape (n,)
         Item indices, most preferred first (ties in pi go to the lowest index).
-    picked_scores : ndarray (n,), only if return_scores
+    picked_scores : ndarray of shape (n,)
+        Only if ``return_scores``.
     """
     return_scores = check_bool(return_scores, "return_scores")
     D = _net_preference_matrix(preference, X, n_items, pairwise, temperature)

@@ -208,25 +208,34 @@ def save(model, path, *, dtype=None, compress=True, metadata=None):
 
     Parameters
     ----------
-    model : a fastrank estimator (any class of ``fastrank._registry.ESTIMATORS``); on-line learners
-        may be saved mid-stream (``partial_fit`` on the loaded model continues exactly).
-    path : str or path-like; written as given (no extension is added), atomically (a temporary
-        file in the same folder is renamed over it).
-    dtype : None or "float32"
-        "float32" stores the float64 arrays of the fitted state in single precision (half the
-        size; each number changes by at most 6e-8 relative).  Parameters are never rounded.
-    compress : bool, default True
+    model : estimator
+        A fastrank estimator (any class of ``fastrank._registry.ESTIMATORS``); on-line learners may be saved mid-stream
+        (``partial_fit`` on the loaded model continues exactly).
+    path : str or path-like
+        Written as given (no extension is added), atomically (a temporary file in the same folder is renamed over it).
+    dtype : {None, "float32"}, default=None
+        "float32" stores the float64 arrays of the fitted state in single precision (half the size; each number changes
+        by at most 6e-8 relative).  Parameters are never rounded.
+    compress : bool, default=True
         zip-deflate the arrays (smaller files; a little slower to write and read).
-    metadata : dict or None
-        Extra JSON-serialisable information kept in the header (``load(..., return_metadata=True)``);
-        string keys and lists (not tuples), so that it loads back equal.
+    metadata : dict or None, default=None
+        Extra JSON-serialisable information kept in the header (``load(..., return_metadata=True)``); string keys and
+        lists (not tuples), so that it loads back equal.
+
+    Returns
+    -------
+    path : str
+        The path written.
 
     Raises
     ------
-    TypeError if the model is not a fastrank estimator or holds a value the format cannot store
-    (the message names the attribute); ValueError if a parameter fails the model's checks (load
-    would refuse the file); IsADirectoryError / FileNotFoundError (naming ``path``) if
-    ``path`` is a directory or its folder does not exist.
+    TypeError
+        If the model is not a fastrank estimator or holds a value the format cannot store (the message names the
+        attribute).
+    ValueError
+        If a parameter fails the model's checks (load would refuse the file).
+    IsADirectoryError, FileNotFoundError
+        If ``path`` is a directory or its folder does not exist (the message names ``path``).
     """
     path = file_name(path)
     if os.path.exists(path) and not os.path.isdir(path) and not os.path.isfile(path):
@@ -564,13 +573,27 @@ def _check_model(est, where="model"):
 def load(path, *, return_metadata=False):
     """Read a model written by :func:`save`.  Nothing in the file is executed.
 
-    Returns the estimator (and the header's ``metadata`` dict when ``return_metadata=True``).
+    Parameters
+    ----------
+    path : str or path-like
+        The model file.
+    return_metadata : bool, default=False
+        Also return the ``metadata`` dict of the file's header.
+
+    Returns
+    -------
+    model : estimator
+        The estimator, as it was saved.
+    metadata : dict
+        Only with ``return_metadata=True``: the header's metadata.
 
     Raises
     ------
-    FileNotFoundError if there is no such file; ValueError (naming the file) if it is not a
-    fastrank model file, was written by a newer format version, or is truncated, corrupted or
-    tampered with (the checks: docs/design/cli-and-model-files.md, "Model files").
+    FileNotFoundError
+        If there is no such file.
+    ValueError
+        (naming the file) If it is not a fastrank model file, was written by a newer format version, or is truncated,
+        corrupted or tampered with (the checks: docs/design/cli-and-model-files.md, "Model files").
     """
     return_metadata = check_bool(return_metadata, "return_metadata")  # "no" is a true value
     p = file_name(path)

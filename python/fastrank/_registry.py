@@ -8,8 +8,22 @@ ESTIMATORS = {}
 
 
 def register_estimator(cls):
-    """Class decorator: make ``cls`` a fastrank learner by name (model files may name it, the CLI can train it).  Names
-    are unique; registering another class under a taken name is an error."""
+    """Class decorator: make ``cls`` a fastrank learner by name (model files may name it, the CLI can train it).
+
+    Parameters
+    ----------
+    cls : type
+        The learner class, registered under its ``__name__``.
+
+    Returns
+    -------
+    cls : type
+        The class itself, unchanged.
+
+    Raises
+    ------
+    ValueError
+        If another class is registered under the same name."""
     name = cls.__name__
     other = ESTIMATORS.get(name)
     if other is not None and (other.__module__, other.__qualname__) != (cls.__module__, cls.__qualname__):

@@ -306,8 +306,17 @@ def pairwise_disagreement(pair_predictions, pair_targets):
     """Fraction of pairs with different targets ordered wrongly by the predictions (ties in the predictions count 1/2;
     pairs with equal targets are ignored).
 
-    pair_predictions, pair_targets : (n_pairs, 2) or (n_pairs, 2, v).  Returns a float, or a (v,) array for 3-D input
-    (NaN where no pair has different targets)."""
+    Parameters
+    ----------
+    pair_predictions : array-like of shape (n_pairs, 2) or (n_pairs, 2, v)
+        The predictions for the two members of each pair (e.g. ``leave_pair_out``'s).
+    pair_targets : array-like of the same shape
+        The targets of the two members.
+
+    Returns
+    -------
+    disagreement : float or ndarray of shape (v,)
+        A float, or one value per output for 3-D input (NaN where no pair has different targets)."""
     P, T = check_pair_arrays(pair_predictions, pair_targets)
     dp, dt = P[:, 0] - P[:, 1], T[:, 0] - T[:, 1]
     valid = dt != 0

@@ -714,7 +714,18 @@ COMMANDS = tuple(_HANDLERS)
 
 
 def main(argv=None):
-    """Run the command line; returns the exit code (0 ok, 1 data/model error, 2 usage error)."""
+    """Run the command line (``fastrank ...``).
+
+    Parameters
+    ----------
+    argv : list of str or None, default=None
+        The arguments after the program name; None reads ``sys.argv[1:]``.
+
+    Returns
+    -------
+    code : int
+        The exit code: 0 ok, 1 data or model error, 2 usage error.
+    """
     parser = build_parser()
     try:
         args = parser.parse_args(argv)  # None: sys.argv[1:]

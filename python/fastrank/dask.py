@@ -28,6 +28,7 @@ except ImportError as exc:  # optional dependency: name the extra, not the missi
                       f"distributed); {exc}") from exc
 
 from ._cv import RankRLSCV
+from ._docs import with_param_docs
 from ._kernels import by_distinct_rows, row_products
 from ._memory import check_dense_memory
 from ._problem import check_weighting, pair_weights, raise_without_preferences
@@ -43,6 +44,24 @@ from .online import OAPBPM, _check_labels, _declared_order
 __all__ = ["DaskRankRLS", "DaskRankRLSPath", "rankrls_path", "DaskRankRLSCV", "permutation_test_lpo", "fit_oapbpm"]
 
 _TREE_FAN_IN = 8
+
+# numpydoc entries of the inputs that the functions and methods here share (``%(dask_X)s`` placeholders)
+_DOCS = {
+    "dask_X": """X : {dask array, dask dataframe, array-like} of shape (n_samples, n_features)
+    Dense rows with known row chunks (else ValueError: ``X.compute_chunk_sizes()`` first); dask dataframes
+    among X, y and groups must be partitioned alike; a scipy.sparse matrix raises TypeError.""",
+    "dask_y": """y : {dask array, dask dataframe or series, array-like} of shape (n_samples,) or (n_samples, n_outputs)
+    Target scores, aligned with X's rows.""",
+    "dask_groups": """groups : {dask array, dask series, array-like} of shape (n_samples,) or None, default=None
+    Query id of each row, in any order (a group may straddle partitions); None: every pair of rows is
+    compared.""",
+    "local_X": """X : {dask array, dask dataframe, array-like} of shape (n_samples, n_features)
+    Dense rows, computed and held in memory by every task (the exact CV needs the full kernel); a
+    scipy.sparse matrix raises TypeError.""",
+    "predict_X": """X : {dask array, dask dataframe, array-like} of shape (n_samples, n_features)
+    Rows to score (unknown row chunk sizes are accepted); a block with NaN or infinity raises ValueError
+    when it is computed.""",
+}
 
 
 # -- Input: dask arrays / dataframes aligned by rows -------------------------------------------
@@ -352,10 +371,20 @@ class DaskRankRLS(_MultiOutput, KernelMixin, RegressorMixin, FastrankEstimator):
 
     Parameters
     ----------
-    alpha, kernel, gamma, degree, coef0, group_weighting, basis_vectors, random_state, n_jobs :
-        as for :class:`fastrank.RankRLS`.  ``kernel`` other than "linear" needs ``basis_vectors`` (the dense dual needs
-        the whole m x m kernel on one machine); "precomputed" is not supported.  ``n_jobs``: threads of the kernel
-        evaluations inside each task.
+    alpha : float, default=1.0
+        Regularization (the paper's lambda, not rescaled), > 0.
+    kernel : {"linear", "rbf"/"gaussian", "poly"/"polynomial"}, default="linear"
+        ``x.z``, ``exp(-gamma |x - z|^2)`` or ``(gamma x.z + coef0) ** degree``, as for :class:`fastrank.RankRLS`.  A
+        kernel other than "linear" needs ``basis_vectors`` (the dense dual needs the whole m x m kernel on one
+        machine); "precomputed" is not supported (ValueError at fit).
+    %(gamma)s %(degree)s %(coef0)s %(group_weighting)s
+    basis_vectors : int, array of row indices, or None, default=None
+        Subset-of-regressors RankRLS (eqs. 40-42): an int draws that many basis rows at random (``random_state``); an
+        array gives them.  None: the linear primal (eq. 28; linear kernel only).
+    %(random_state)s
+    n_jobs : int or None, default=None
+        Threads of the kernel evaluations inside each task (fit and predict): None or -1 every usable core, -2 all but
+        one, k > 0 k threads.
 
     Attributes
     ----------
@@ -404,9 +433,19 @@ class DaskRankRLS(_MultiOutput, KernelMixin, RegressorMixin, FastrankEstimator):
         coef = np.stack([basis_primal_weights(XR, a) for a in A]) if spec.linear else None
         return X, Y, Fit("sparse", coef=coef, dual_coef=A, X_fit=XR, basis_indices=basis), table[0].size
 
+    @with_param_docs(_DOCS)
     def fit(self, X, y, groups=None):
-        """Fit from scores ``y`` (m,) or (m, v); ``groups`` one id per row (any order; groups may
-        straddle partitions).  X, y, groups: dask arrays/dataframes/series (or numpy arrays)."""
+        """Fit from scores ``y``: one pass over the group ids (with ``groups``), one over the data.
+
+        Parameters
+        ----------
+        %(dask_X)s %(dask_y)s %(dask_groups)s
+
+        Returns
+        -------
+        self : object
+            The fitted estimator.
+        """
         alpha = check_alpha(self.alpha)
         X, Y, fit, n_groups = self._fit_path(X, y, groups, np.array([alpha]))
         self._apply_fit(fit, 0, Y.ndim == 1, X.shape[1])
@@ -415,8 +454,19 @@ class DaskRankRLS(_MultiOutput, KernelMixin, RegressorMixin, FastrankEstimator):
 
     _apply_fit = RankRLS._apply_fit  # the solver's Fit for ``alphas[k]`` copied onto the estimator
 
+    @with_param_docs(_DOCS)
     def predict(self, X):
-        """Scores as a dask array (p,) or (p, v), one task per row block (``map_blocks``); numpy input gives numpy."""
+        """Ranking scores, one task per row block (``map_blocks``).
+
+        Parameters
+        ----------
+        %(predict_X)s
+
+        Returns
+        -------
+        scores : dask array or ndarray of shape (n_samples,) or (n_samples, n_outputs)
+            A dask array for dask input (computed when the caller computes it), numpy for other input.
+        """
         check_is_fitted(self, "fit_mode_")
         Xd = _as_dask(X, "X", (2,), allow_unknown=True)  # row counts are not needed to predict
         if Xd.shape[1] != self.n_features_in_:
@@ -435,7 +485,13 @@ class DaskRankRLS(_MultiOutput, KernelMixin, RegressorMixin, FastrankEstimator):
         return out if _is_lazy(X) else out.compute()
 
     def to_local(self):
-        """The equivalent fitted in-memory :class:`fastrank.RankRLS` (no refit)."""
+        """The equivalent fitted in-memory :class:`fastrank.RankRLS` (no refit).
+
+        Returns
+        -------
+        model : RankRLS
+            A fitted model with this one's parameters and coefficients (its ``solver`` "primal" for a primal fit).
+        """
         check_is_fitted(self, "fit_mode_")
         est = RankRLS(**self.get_params(deep=False), solver="primal" if self.fit_mode_ == "primal" else "auto")
         as_path = (lambda a: None if a is None else a.reshape(a.shape[0], -1)[None])  # (1, rows, v)
@@ -467,20 +523,66 @@ def _take_rows(X, idx):
 
 class DaskRankRLSPath(RankRLSPath):
     """Solutions of :func:`rankrls_path` for every alpha (one decomposition on the client), with the
-    attributes of :class:`fastrank.RankRLSPath`; ``fitted_estimator(k)`` is a :class:`DaskRankRLS`."""
+    attributes of :class:`fastrank.RankRLSPath`; ``fitted_estimator(k)`` is a :class:`DaskRankRLS`.
 
+    :func:`rankrls_path` builds it; the constructor takes the solve's results.
+
+    Parameters
+    ----------
+    estimator : DaskRankRLS
+        The model solved; a clone is kept (``set_params`` on the original later changes nothing here).
+    alphas : ndarray of shape (n_alphas,)
+        The regularization values.
+    fit : fastrank._solvers.Fit
+        The solver's coefficients for every alpha.
+    one_d : bool
+        Whether y was 1-D (scores (p,) rather than (p, v)).
+    n_features : int
+        Number of features of the training X.
+    n_groups : int, default=1
+        Number of query groups of the fit (the models' ``n_fit_groups_``).
+    feature_names_in : ndarray of str or None, default=None
+        The column names of a DataFrame X; the models then refuse its columns in another order.
+    fitted_kernel : tuple or None, default=None
+        The kernel the fit used (kind, gamma, degree, coef0); None: read from ``estimator``.
+    """
+
+    @with_param_docs(_DOCS)
     def predict(self, X):
-        """Scores for every alpha, stacked: (n_alphas, p) or (n_alphas, p, v) (dask for dask input)."""
+        """Scores for every alpha, stacked.
+
+        Parameters
+        ----------
+        %(predict_X)s
+
+        Returns
+        -------
+        scores : dask array or ndarray of shape (n_alphas, n_samples) or (n_alphas, n_samples, n_outputs)
+            A dask array for dask input, numpy for other input.
+        """
         outs = [self.fitted_estimator(k).predict(X) for k in range(len(self))]
         return da.stack(outs) if isinstance(outs[0], da.Array) else np.stack(outs)
 
 
+@with_param_docs(_DOCS)
 def rankrls_path(X, y, alphas, *, groups=None, estimator=None):
     """Exact RankRLS for every alpha from one pass over the data and one decomposition on the client: O(n^3) (linear,
     eq. 31 in feature space) or O(|R|^3) (basis vectors, eq. 42).
 
-    ``estimator`` (a :class:`DaskRankRLS`, default ``DaskRankRLS()``) gives the kernel, basis and group weighting; its
-    alpha is ignored.  Returns :class:`DaskRankRLSPath`.
+    Parameters
+    ----------
+    %(dask_X)s %(dask_y)s
+    alphas : float or array-like of shape (n_alphas,)
+        The regularization values, each > 0.
+    %(dask_groups)s
+    estimator : DaskRankRLS or None, default=None
+        Gives the kernel, basis and group weighting; its alpha is ignored.  None: ``DaskRankRLS()``; another type
+        raises TypeError.
+
+    Returns
+    -------
+    path : DaskRankRLSPath
+        The solution for every alpha.
     """
     est = DaskRankRLS() if estimator is None else estimator
     if not isinstance(est, DaskRankRLS):
@@ -517,23 +619,53 @@ class DaskRankRLSCV(_MultiOutput, RegressorMixin, FastrankEstimator):
 
     Parameters
     ----------
-    gammas : sequence of float > 0
-    alphas, cv, scoring, kernel, degree, coef0, group_weighting, n_jobs : as for :class:`fastrank.RankRLSCV`
-        (``kernel`` defaults to "rbf" and may not be "precomputed"; ``cv=None``: leave-one-group-out with ``groups``,
-        else leave-pair-out).
+    gammas : array-like of float > 0, default=None
+        The kernel scales searched, one task each.  Required: None raises ValueError at fit.
+    alphas : array-like of float > 0 or None, default=None
+        The regularization grid of every task's :class:`fastrank.RankRLSCV`; None: ``np.logspace(-3, 3, 13)``.
+    cv : None, "lpo", "lgo", int, (m,) fold labels, sequence of index arrays, or a splitter, default=None
+        As for :class:`fastrank.RankRLSCV`; None: leave-one-group-out with ``groups``, else leave-pair-out.  A generator
+        of splits is read once at fit and every task gets all of them.
+    scoring : a measure name, a scorer, a callable or None, default=None
+        As for :class:`fastrank.RankRLSCV` (None: "auc").
+    kernel : {"rbf"/"gaussian", "poly"/"polynomial", "linear"}, default="rbf"
+        The kernel whose ``gamma`` is searched; "precomputed" raises ValueError at fit (no gamma to search).
+    %(degree)s %(coef0)s %(group_weighting)s %(n_jobs)s
+        Passed to each task's :class:`fastrank.RankRLSCV`.
 
     Attributes
     ----------
-    gamma_, alpha_, best_score_, best_estimator_ (a fitted :class:`fastrank.RankRLS`),
-    cv_results_ : dict with "gammas", "alphas" and "scores" (n_gammas, n_alphas).
+    gamma_, alpha_, best_score_ : float
+        The best pair and its score.
+    best_estimator_ : RankRLS
+        The model on all data at the best pair (the winning task's refit; no extra fit).
+    cv_results_ : dict
+        "gammas", "alphas", "scores" (n_gammas, n_alphas) and "scoring".
+    n_features_in_ : int
     """
 
     def __init__(self, gammas=None, alphas=None, *, cv=None, scoring=None, kernel="rbf", degree=3, coef0=1.0,
                  group_weighting="unweighted", n_jobs=None):
         self._store_params(locals())
 
+    @with_param_docs(_DOCS)
     def fit(self, X, y, groups=None):
-        """X, y, groups: held in memory by each task (the exact CV needs the full kernel)."""
+        """Score every (gamma, alpha) pair by exact cross-validation and keep the best model.
+
+        Parameters
+        ----------
+        %(local_X)s
+        y : {dask array, dask dataframe or series, array-like} of shape (n_samples,) or (n_samples, n_outputs)
+            Target scores, held in memory by every task.
+        groups : {dask array, dask series, array-like} of shape (n_samples,) or None, default=None
+            Query id of each row, held in memory by every task; restricts the pairs to queries and, with ``cv=None``,
+            makes the estimate leave-one-group-out.
+
+        Returns
+        -------
+        self : object
+            The fitted estimator.
+        """
         if self.gammas is None:
             raise ValueError("gammas must be a non-empty sequence of positive numbers")
         if self.kernel == "precomputed":  # no gamma to search; scikit-learn's splitters would also cut K by rows only
@@ -563,22 +695,62 @@ class DaskRankRLSCV(_MultiOutput, RegressorMixin, FastrankEstimator):
         return self
 
     def predict(self, X):
+        """Scores of ``best_estimator_``, in memory.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Rows to score, as :meth:`fastrank.RankRLS.predict` takes them.
+
+        Returns
+        -------
+        scores : ndarray of shape (n_samples,) or (n_samples, n_outputs)
+            Ranking scores (higher ranks higher).
+        """
         check_is_fitted(self, "best_estimator_")
         return self.best_estimator_.predict(X)
 
     score = Ranker.score  # of best_estimator_'s predictions, with its MissingGroupsWarning (n_fit_groups_)
 
 
+@with_param_docs(_DOCS)
 def permutation_test_lpo(estimator, X, y, n_permutations=100, random_state=None, groups=None, scoring="auc",
                          *, n_blocks=None):
     """:func:`fastrank.model_selection.permutation_test_lpo` in blocks of permutations on dask.
 
-    Returns the single-machine ``(score, permutation_scores, pvalue)`` for the same ``random_state``: the client walks
-    the random stream (O(m) per draw) and hands each task the generator state at the start of its block.  Each task
-    repeats the O(m^3) decomposition (the exact LPO needs the full kernel on one machine) and scores its permutations as
-    extra outputs of it: B blocks cost B decompositions plus the same pair phase, split over the workers.
+    The result is the single-machine one for the same ``random_state``: the client walks the random stream (O(m) per
+    draw) and hands each task the generator state at the start of its block.  Each task repeats the O(m^3)
+    decomposition (the exact LPO needs the full kernel on one machine) and scores its permutations as extra outputs of
+    it: B blocks cost B decompositions plus the same pair phase, split over the workers.
 
-    n_blocks : int or None — None: one block per worker of the active distributed client (1 without).
+    Parameters
+    ----------
+    estimator : RankRLS or MPRank
+        The model whose leave-pair-out AUC is tested (another type raises TypeError).  With ``basis_vectors`` and no
+        int ``random_state``, a seed is drawn here so that every block scores the same basis.
+    %(local_X)s
+    y : {dask array, dask series, array-like} of shape (n_samples,)
+        Target scores; another number of dimensions raises ValueError.
+    n_permutations : int, default=100
+        Number of permutations of y, >= 1.
+    random_state : int, RandomState or None, default=None
+        Seed of the permutations.
+    groups : {dask array, dask series, array-like} of shape (n_samples,) or None, default=None
+        Query id of each row: y is permuted within each query.
+    scoring : {"auc"}, default="auc"
+        The pooled LPO AUC (1 - pairwise disagreement); another value raises ValueError.
+    n_blocks : int or None, default=None
+        Blocks of permutations, one task each (at most ``n_permutations``); None: one block per worker of the active
+        distributed client (1 without).
+
+    Returns
+    -------
+    score : float
+        The LPO AUC of y.
+    permutation_scores : ndarray of shape (n_permutations,)
+        The LPO AUC of every permutation.
+    pvalue : float
+        ``(#{permutation_scores >= score} + 1) / (n_permutations + 1)``.
     """
     n_permutations = check_int(n_permutations, "n_permutations", low=1)
     X, y, groups = _local(X=X, y=y, groups=groups)
@@ -616,18 +788,34 @@ def _oap_block_step(est, Xc, yc):
     return est if Xc.shape[0] == 0 else est.partial_fit(Xc, np.asarray(yc))
 
 
+@with_param_docs(_DOCS)
 def fit_oapbpm(estimator, X, y, *, classes=None, n_blocks=None):
     """A linear :class:`fastrank.OAPBPM` fitted with its members split into blocks trained as separate dask tasks:
     identical (members, averaged weights and thresholds, predictions) to ``estimator.fit(X, y)`` for the same
     ``random_state``.
 
     Each block's chain of ``partial_fit`` tasks streams the row blocks of X in order (a dask array is never gathered),
-    seeded by :meth:`fastrank.OAPBPM.member_blocks`.  Linear kernel and ``shuffle=False`` only; ``average_rank_loss_``
-    is NaN (docs/design/dask.md).
+    seeded by :meth:`fastrank.OAPBPM.member_blocks`.
 
-    classes : the ordered label set (default: the sorted distinct labels of y, one pass over y; the categories of an
-        ordered categorical y in their declared order).
-    n_blocks : member blocks (None: one per worker of the active distributed client).
+    Parameters
+    ----------
+    estimator : OAPBPM
+        Gives the parameters; linear kernel and ``shuffle=False`` only (else ValueError; another type raises
+        TypeError).
+    %(dask_X)s
+    y : {dask array, dask series, array-like} of shape (n_samples,)
+        Ordinal labels, one per row of X (not 1-D raises ValueError).
+    classes : array-like or None, default=None
+        The ordered label set; None: the sorted distinct labels of y (one pass over y), or the categories of an
+        ordered categorical y in their declared order.
+    n_blocks : int or None, default=None
+        Member blocks, one chain of tasks each (at most ``n_estimators``); None: one per worker of the active
+        distributed client (1 without).
+
+    Returns
+    -------
+    model : OAPBPM
+        The fitted ensemble; its ``average_rank_loss_`` is NaN (docs/design/dask.md).
     """
     if not isinstance(estimator, OAPBPM):
         raise TypeError("estimator must be a fastrank.OAPBPM")

@@ -37,14 +37,30 @@ def load_lambdarank(*, sparse=False):
 
     Parameters
     ----------
-    sparse : bool, default False
+    sparse : bool, default=False
         Return X_train / X_test as scipy.sparse CSR matrices instead of dense arrays.
 
     Returns
     -------
-    Bunch with X_train (3005, 300), y_train (3005,), groups_train (3005,), X_test (768, 300),
-    y_test (768,), groups_test (768,), feature count n_features and DESCR.  X and y are float64,
-    groups int64.  The values are exactly those of the svmlight source files.
+    data : :class:`~sklearn.utils.Bunch`
+        Dictionary-like object with the attributes below; the values are exactly those of the svmlight source files.
+
+        X_train : ndarray or scipy.sparse.csr_matrix of shape (3005, 300)
+            Training features, float64.
+        y_train : ndarray of shape (3005,)
+            Relevance labels 0..4, float64.
+        groups_train : ndarray of shape (3005,)
+            Query id of each row (0..200), int64.
+        X_test : ndarray or scipy.sparse.csr_matrix of shape (768, 300)
+            Test features, float64.
+        y_test : ndarray of shape (768,)
+            Relevance labels 0..4, float64.
+        groups_test : ndarray of shape (768,)
+            Query id of each row (0..49), int64.
+        n_features : int
+            The feature count, 300.
+        DESCR : str
+            Description of the dataset.
     """
     check_bool(sparse, "sparse")
     with resources.as_file(resources.files("fastrank") / "data" / "lambdarank.npz") as p, np.load(p) as z:
@@ -70,13 +86,14 @@ def load_svmlight(path, *, n_features=None, zero_based="auto", query_file=None):
     ----------
     path : str or path-like
         The file; names ending in ``.gz`` / ``.bz2`` are decompressed.
-    n_features : int or None
-        Number of columns of X (None: as many as the largest feature index needs).  Give it
-        when a test file may not use the last features of its training file.
-    zero_based : "auto", True or False
+    n_features : int or None, default=None
+        Number of columns of X, >= 0 (None: as many as the largest feature index needs).  Give it
+        when a test file may not use the last features of its training file; a file with a feature
+        index beyond it raises ValueError.
+    zero_based : {"auto", True, False}, default="auto"
         Whether index 0 is the first column (LibSVM) or index 1 is (svm_light, LETOR).  "auto":
         zero-based if index 0 occurs in the file, else one-based.
-    query_file : None, str or path-like, or "auto"
+    query_file : str, path-like, "auto" or None, default=None
         The groups of a file without ``qid:`` from a query-size file (LightGBM's ``.query``,
         XGBoost's ``.group``): one count per line, the number of consecutive rows of each query.
         "auto": ``path + ".query"`` or ``path + ".group"`` if the file has no ``qid:`` and one of
@@ -84,10 +101,12 @@ def load_svmlight(path, *, n_features=None, zero_based="auto", query_file=None):
 
     Returns
     -------
-    X : scipy.sparse.csr_matrix, float64 (call ``X.toarray()`` for a dense array)
-    y : ndarray (m,) float64, the targets (relevance labels)
-    qid : ndarray (m,) int64 or None
-        The query id of every row (fastrank's ``groups``; 0, 1, ... from a query file), or None
+    X : scipy.sparse.csr_matrix of shape (n_samples, n_features)
+        The features, float64 (call ``X.toarray()`` for a dense array).
+    y : ndarray of shape (n_samples,)
+        The targets (relevance labels), float64.
+    qid : ndarray of shape (n_samples,) or None
+        The query id of every row, int64 (fastrank's ``groups``; 0, 1, ... from a query file), or None
         when the file has no ``qid:`` and no query file is read.
 
     Examples

@@ -14,9 +14,25 @@ from __future__ import annotations
 
 import numpy as np
 
+from ._docs import with_param_docs
 from ._validation import as_real_array, check_int, check_real, one_of
 
 __all__ = ["CVCurveDisplay", "RankLossCurveDisplay", "PermutationTestDisplay"]
+
+# numpydoc entries the displays share (``%(ax)s`` placeholders)
+_DOCS = {
+    "ax": """ax : matplotlib Axes or None, default=None
+    Axes to draw on (e.g. another display's ``ax_``, to overlay); None: a new figure (ImportError without
+    matplotlib).  Another object raises TypeError.""",
+    "score": "score : float\n    The observed score, finite.",
+    "permutation_scores": """permutation_scores : array-like of shape (n_permutations,)
+    The scores of the permuted targets (flattened), non-empty and finite.""",
+    "pvalue": "pvalue : float\n    The p-value, in [0, 1].",
+    "bins": """bins : int, str, array-like or None, default=20
+    Number of histogram bars (>= 1), a rule of ``numpy.histogram_bin_edges`` ("auto", "fd", "doane", "scott",
+    "stone", "rice", "sturges", "sqrt") or strictly increasing finite bin edges; None: matplotlib's default.""",
+    "scoring": 'scoring : str, default="LPO AUC"\n    Label of the score axis.',
+}
 
 _SCORING_LABELS = {"auc": "pairwise accuracy (1 - disagreement)",
                    "disagreement": "pairwise disagreement (lower is better)", "ndcg": "NDCG"}
@@ -51,14 +67,29 @@ class CVCurveDisplay(_Display):
 
     Parameters
     ----------
-    alphas, scores : arrays of the same length (as ``RankRLSCV.cv_results_``).
-    best_alpha : float or None — a dashed vertical line is drawn there.
-    scoring : str — "auc", "disagreement", "ndcg" or any label for the y axis.
-    cv : str or None — the cross-validation scheme, for the title.
-    label : legend entry of the curve.
+    alphas : array-like of shape (n_alphas,)
+        The regularization values (as ``RankRLSCV.cv_results_["alphas"]``), positive and finite (the alpha axis is
+        logarithmic); non-empty.
+    scores : array-like of shape (n_alphas,)
+        The finite score of each alpha (as ``cv_results_["scores"]``).
+    best_alpha : float or None, default=None
+        The chosen alpha (> 0): a dashed vertical line is drawn there; None: no line.
+    scoring : str, default="score"
+        The y axis: "auc", "disagreement" and "ndcg" get a descriptive label, another value is shown as it is.
+    cv : str, int or None, default=None
+        The cross-validation scheme, for the title ("lpo" and "lgo" spelled out); None: no scheme.
+    label : str, default="CV score"
+        Legend entry of the curve.
 
-    Attributes (after ``plot``): ``ax_``, ``figure_``, ``line_`` (the curve), ``best_line_``
-    (the vertical line, or None).
+    Attributes
+    ----------
+    ax_ : matplotlib Axes
+        The axes drawn on, after ``plot``; so are the attributes below.
+    figure_ : matplotlib Figure
+    line_ : matplotlib Line2D
+        The curve.
+    best_line_ : matplotlib Line2D or None
+        The vertical line, or None without ``best_alpha``.
     """
 
     def __init__(self, alphas, scores, *, best_alpha=None, scoring="score", cv=None, label="CV score"):
@@ -78,8 +109,22 @@ class CVCurveDisplay(_Display):
         self.scoring, self.cv, self.label = scoring, cv, label
 
     @classmethod
+    @with_param_docs(_DOCS)
     def from_estimator(cls, estimator, *, ax=None):
-        """From a fitted :class:`fastrank.RankRLSCV` (its ``cv_results_`` and ``alpha_``)."""
+        """From a fitted :class:`fastrank.RankRLSCV` (its ``cv_results_`` and ``alpha_``), plotted.
+
+        Parameters
+        ----------
+        estimator : RankRLSCV
+            Fitted (else ValueError); an estimator whose ``cv_results_`` is not over alphas (e.g. MPRankCV) raises
+            TypeError.
+        %(ax)s
+
+        Returns
+        -------
+        display : CVCurveDisplay
+            The plotted display.
+        """
         res = getattr(estimator, "cv_results_", None)
         if res is None:
             raise ValueError("CVCurveDisplay.from_estimator needs a fitted RankRLSCV (call fit first)")
@@ -91,7 +136,19 @@ class CVCurveDisplay(_Display):
         disp = cls(res["alphas"], res["scores"], best_alpha=estimator.alpha_, scoring=res["scoring"], cv=cv)
         return disp.plot(ax=ax)
 
+    @with_param_docs(_DOCS)
     def plot(self, ax=None):
+        """Draw the scores against alpha (logarithmic axis) and the chosen alpha.
+
+        Parameters
+        ----------
+        %(ax)s
+
+        Returns
+        -------
+        display : CVCurveDisplay
+            This display, with ``ax_``, ``figure_``, ``line_`` and ``best_line_`` set.
+        """
         ax = _axes(ax)
         (self.line_,) = ax.plot(self.alphas, self.scores, marker="o", markersize=3, label=self.label)
         ax.set_xscale("log")
@@ -107,9 +164,18 @@ class RankLossCurveDisplay(_Display):
 
     Parameters
     ----------
-    curve : 1-D array, ``estimator.rank_loss_curve()``.  label : legend entry.
+    curve : array-like of shape (n_examples,)
+        The average rank loss after every example, ``estimator.rank_loss_curve()``; non-empty and finite.
+    label : str or None, default=None
+        Legend entry; None: no legend.
 
-    Attributes (after ``plot``): ``ax_``, ``figure_``, ``line_``.
+    Attributes
+    ----------
+    ax_ : matplotlib Axes
+        The axes drawn on, after ``plot``; so are the attributes below.
+    figure_ : matplotlib Figure
+    line_ : matplotlib Line2D
+        The curve.
     """
 
     def __init__(self, curve, *, label=None):
@@ -121,8 +187,24 @@ class RankLossCurveDisplay(_Display):
         self.label = label
 
     @classmethod
+    @with_param_docs(_DOCS)
     def from_estimator(cls, estimator, *, ax=None, label=None):
-        """From a fitted on-line learner (PRank, OAPBPM, WidrowHoff): its ``rank_loss_curve()``."""
+        """From a fitted on-line learner, plotted.
+
+        Parameters
+        ----------
+        estimator : PRank, OAPBPM or WidrowHoff
+            A fitted on-line learner: its ``rank_loss_curve()`` is drawn.  An estimator without that method raises
+            TypeError; an ensemble joined by ``from_members`` (no on-line losses) raises ValueError.
+        %(ax)s
+        label : str or None, default=None
+            Legend entry; None: the estimator's class name.
+
+        Returns
+        -------
+        display : RankLossCurveDisplay
+            The plotted display.
+        """
         if not hasattr(estimator, "rank_loss_curve"):
             raise TypeError(f"{type(estimator).__name__} has no rank_loss_curve(); use an on-line learner "
                             "(PRank, OAPBPM, WidrowHoff)")
@@ -132,7 +214,19 @@ class RankLossCurveDisplay(_Display):
                              "from_members keeps no on-line losses; plot the curve of a model fitted on the stream")
         return cls(curve, label=label or type(estimator).__name__).plot(ax=ax)
 
+    @with_param_docs(_DOCS)
     def plot(self, ax=None):
+        """Draw the curve against the number of examples seen.
+
+        Parameters
+        ----------
+        %(ax)s
+
+        Returns
+        -------
+        display : RankLossCurveDisplay
+            This display, with ``ax_``, ``figure_`` and ``line_`` set.
+        """
         ax = _axes(ax)
         (self.line_,) = ax.plot(np.arange(1, self.curve.size + 1), self.curve, label=self.label)
         return self._finish(ax, "examples seen (t)", "average rank loss (1/t) sum |ŷ - y|", "on-line rank loss",
@@ -157,15 +251,26 @@ def _check_bins(bins):
     return bins
 
 
+@with_param_docs(_DOCS)
 class PermutationTestDisplay(_Display):
     """Histogram of the permutation scores (the null distribution) with the observed score.
 
+    ``score``, ``permutation_scores`` and ``pvalue`` are as returned by
+    :func:`fastrank.model_selection.permutation_test_lpo`.
+
     Parameters
     ----------
-    score, permutation_scores, pvalue : as returned by :func:`fastrank.model_selection.permutation_test_lpo`.
-    bins : number of histogram bars (default 20).
+    %(score)s %(permutation_scores)s %(pvalue)s %(bins)s %(scoring)s
 
-    Attributes (after ``plot``): ``ax_``, ``figure_``, ``bars_`` (the histogram's bars), ``score_line_``.
+    Attributes
+    ----------
+    ax_ : matplotlib Axes
+        The axes drawn on, after ``plot``; so are the attributes below.
+    figure_ : matplotlib Figure
+    bars_ : matplotlib BarContainer
+        The histogram's bars.
+    score_line_ : matplotlib Line2D
+        The vertical line at the observed score.
     """
 
     def __init__(self, score, permutation_scores, pvalue, *, bins=20, scoring="LPO AUC"):
@@ -183,10 +288,34 @@ class PermutationTestDisplay(_Display):
         self.scoring = scoring
 
     @classmethod
+    @with_param_docs(_DOCS)
     def from_result(cls, score, permutation_scores, pvalue, *, bins=20, ax=None, scoring="LPO AUC"):
+        """From the result of :func:`fastrank.model_selection.permutation_test_lpo`, plotted.
+
+        Parameters
+        ----------
+        %(score)s %(permutation_scores)s %(pvalue)s %(bins)s %(ax)s %(scoring)s
+
+        Returns
+        -------
+        display : PermutationTestDisplay
+            The plotted display.
+        """
         return cls(score, permutation_scores, pvalue, bins=bins, scoring=scoring).plot(ax=ax)
 
+    @with_param_docs(_DOCS)
     def plot(self, ax=None):
+        """Draw the histogram of the permutation scores and the observed score.
+
+        Parameters
+        ----------
+        %(ax)s
+
+        Returns
+        -------
+        display : PermutationTestDisplay
+            This display, with ``ax_``, ``figure_``, ``bars_`` and ``score_line_`` set.
+        """
         ax = _axes(ax)
         _, _, self.bars_ = ax.hist(self.permutation_scores, bins=self.bins, color="C0", alpha=0.7,
                                    label=f"{self.permutation_scores.size} permutations")

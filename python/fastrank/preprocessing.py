@@ -28,6 +28,7 @@ from sklearn.preprocessing import StandardScaler
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._base import _unchanged_on_error
+from ._docs import with_param_docs
 from ._memory import densified
 from ._validation import block_sums, check_bool, group_index
 from .exceptions import MissingGroupsWarning, user_stacklevel
@@ -35,6 +36,18 @@ from .exceptions import MissingGroupsWarning, user_stacklevel
 __all__ = ["QueryNormalizer", "Log1pScaler", "make_normalizer", "NORMALIZERS"]
 
 NORMALIZERS = ("none", "zscore", "query-minmax", "query-zscore", "log1p-zscore")
+
+# numpydoc entries the transformers' methods share (``%(X)s`` placeholders)
+_DOCS = {
+    "X": """X : {array-like, sparse matrix} of shape (n_samples, n_features)
+    The features; a sparse matrix is densified (every normalisation here shifts zeros).""",
+    "y": "y : None\n    Ignored (scikit-learn's place for targets).",
+    "groups": """groups : array-like of shape (n_samples,) or None, default=None
+    Query id of each row: each query is normalised with its own statistics.  None: all rows are one query
+    (:class:`fastrank.exceptions.MissingGroupsWarning` after a fit on several queries).""",
+    "X_new": """X_new : ndarray of shape (n_samples, n_features)
+    The transformed features.""",
+}
 
 
 class _DenseTransformer(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
@@ -95,10 +108,24 @@ class QueryNormalizer(_DenseTransformer):
     def __init__(self, method="minmax"):
         self.method = method
 
+    @with_param_docs(_DOCS)
     def fit(self, X, y=None, groups=None):
         """Check X and record its number of features and of query groups (the statistics are per query, at
-        transform).  ``y`` is ignored (scikit-learn's place for targets): the query ids go to ``groups=``, also in
-        ``fit_transform``."""
+        transform).
+
+        Parameters
+        ----------
+        %(X)s
+        y : None
+            Ignored (scikit-learn's place for targets): the query ids go to ``groups=``, also in ``fit_transform``.
+        groups : array-like of shape (n_samples,) or None, default=None
+            Query id of each row; only their number is kept (``n_fit_groups_``).  None: one query.
+
+        Returns
+        -------
+        self : object
+            The fitted transformer.
+        """
         self._checked_method()
         n_groups = 1 if groups is None else group_index(groups, X.shape[0] if hasattr(X, "shape") else len(X)).n_groups
         self._dense_float(X, reset=True)
@@ -109,8 +136,20 @@ class QueryNormalizer(_DenseTransformer):
         if self.method not in self._METHODS:
             raise ValueError(f"method must be one of {self._METHODS}, got {self.method!r}")
 
+    @with_param_docs(_DOCS)
     def transform(self, X, groups=None):
-        """X normalised inside each query of ``groups`` (one query id per row; None: one query)."""
+        """X normalised inside each query of ``groups``.
+
+        Parameters
+        ----------
+        %(X)s %(groups)s
+
+        Returns
+        -------
+        X_new : ndarray of shape (n_samples, n_features)
+            X normalised inside each query (a feature constant inside a query is 0 there); a range or variance that
+            overflows float64 raises ValueError.
+        """
         check_is_fitted(self, "n_features_in_")
         self._checked_method()
         X = self._dense_float(X, reset=False)
@@ -162,7 +201,18 @@ class QueryNormalizer(_DenseTransformer):
         centred /= np.repeat(scale, sizes, axis=0)
         return gi.untake(centred)
 
+    @with_param_docs(_DOCS)
     def fit_transform(self, X, y=None, groups=None):
+        """``fit(X, y, groups).transform(X, groups)``.
+
+        Parameters
+        ----------
+        %(X)s %(y)s %(groups)s
+
+        Returns
+        -------
+        %(X_new)s
+        """
         return self.fit(X, y, groups).transform(X, groups)
 
 
@@ -189,13 +239,34 @@ class Log1pScaler(_DenseTransformer):
     def _log(X):
         return np.sign(X) * np.log1p(np.abs(X))
 
+    @with_param_docs(_DOCS)
     def fit(self, X, y=None):
-        """Learn the mean and standard deviation of the log-transformed training features."""
+        """Learn the mean and standard deviation of the log-transformed training features.
+
+        Parameters
+        ----------
+        %(X)s %(y)s
+
+        Returns
+        -------
+        self : object
+            The fitted transformer.
+        """
         check_bool(self.zscore, "zscore")
         return self._fit_logged(self._log(self._dense_float(X, reset=True)))
 
+    @with_param_docs(_DOCS)
     def fit_transform(self, X, y=None):
-        """``fit(X).transform(X)``, the logarithm taken once."""
+        """``fit(X).transform(X)``, the logarithm taken once.
+
+        Parameters
+        ----------
+        %(X)s %(y)s
+
+        Returns
+        -------
+        %(X_new)s
+        """
         check_bool(self.zscore, "zscore")
         L = self._log(self._dense_float(X, reset=True))
         return self._fit_logged(L)._standardised(L)
@@ -218,7 +289,18 @@ class Log1pScaler(_DenseTransformer):
             self.__dict__.pop("scale_", None)
         return self
 
+    @with_param_docs(_DOCS)
     def transform(self, X):
+        """``sign(x) log(1 + |x|)`` per entry, then the z-score learnt by ``fit`` (if it learnt one).
+
+        Parameters
+        ----------
+        %(X)s
+
+        Returns
+        -------
+        %(X_new)s
+        """
         check_is_fitted(self, "n_features_in_")
         return self._standardised(self._log(self._dense_float(X, reset=False)))
 
@@ -241,8 +323,17 @@ class _ZScore(Log1pScaler):
 def make_normalizer(name):
     """The transformer for a ``--normalize`` name, or None for "none".
 
-    "zscore": StandardScaler's z-score at any feature scale; "query-minmax" / "query-zscore": :class:`QueryNormalizer`;
-    "log1p-zscore": :class:`Log1pScaler`."""
+    Parameters
+    ----------
+    name : {"none", "zscore", "query-minmax", "query-zscore", "log1p-zscore"}
+        "zscore": StandardScaler's z-score at any feature scale; "query-minmax" / "query-zscore":
+        :class:`QueryNormalizer`; "log1p-zscore": :class:`Log1pScaler`.  Another name raises ValueError.
+
+    Returns
+    -------
+    transformer : QueryNormalizer, Log1pScaler or None
+        A new unfitted transformer (a :class:`Log1pScaler` subclass for "zscore"), or None for "none".
+    """
     if name not in NORMALIZERS:
         raise ValueError(f"normalization must be one of {', '.join(NORMALIZERS)}, got {name!r}")
     return {"none": None, "zscore": _ZScore(), "query-minmax": QueryNormalizer("minmax"),

@@ -162,7 +162,19 @@ class _ExactCVSearch(KernelMixin, Ranker):
         return reported, best
 
     def predict(self, X):
-        """Scores of the best model (higher ranks higher)."""
+        """Scores of the best model (higher ranks higher).
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            The rows to score (sparse: RankRLSCV only), or their (n_samples, n_train) kernel against the training rows
+            for ``kernel="precomputed"``.
+
+        Returns
+        -------
+        scores : ndarray of shape (n_samples,) or (n_samples, n_outputs)
+            ``best_estimator_.predict(X)``.
+        """
         check_is_fitted(self, "best_estimator_")
         try:
             return self.best_estimator_.predict(X)
@@ -183,19 +195,21 @@ class RankRLSCV(_ExactCVSearch):
 
     Parameters
     ----------
-    alphas : array-like of float > 0, default=np.logspace(-3, 3, 13)
-    cv : None, "lpo", "lgo", int, (m,) fold labels, sequence of index arrays, or a splitter
-        None (default): leave-one-group-out with ``groups`` (judged on unseen queries), else leave-pair-out.  "lpo":
-        leave-pair-out over all pairs (with ``groups``: pairs inside a group, the rest of the group still trained on --
-        optimistic for new queries); "lgo": leave-one-group-out (needs ``groups``); an int k: k folds (whole groups with
-        ``groups``); a scikit-learn splitter (e.g. ``GroupKFold``): its test folds, given ``y`` and ``groups``, or its
-        (train, test) pairs as a list; each training part must be the rest of the rows (not ``TimeSeriesSplit``).  A
-        generator of splits is consumed by the first fit, as in scikit-learn: pass a list to fit again.
-    scoring : a measure name, a scorer, a callable or None
-        Any name of :func:`fastrank.metrics.measure_names` ("auc", the default, = 1 - pairwise disagreement with tied
-        predictions 1/2; "disagreement", "ndcg@10", "map", "err@5", ...), minimised or maximised as the table says;
-        "lpo" scores held-out pairs and takes "auc" or "disagreement" only (the pooled LPO-AUC; by name or as their
-        scorers).  Hold-out sets are scored by :func:`holdout_score`.  A scorer of
+    alphas : float, array-like of shape (n_alphas,) or None, default=None
+        The values of alpha to score, each > 0; None: ``np.logspace(-3, 3, 13)``.
+    cv : None, "lpo", "lgo", int, array-like of shape (n_samples,), sequence of index arrays or splitter, default=None
+        The hold-out scheme.  None: leave-one-group-out with ``groups`` (judged on unseen queries), else
+        leave-pair-out.  "lpo": leave-pair-out over all pairs (with ``groups``: pairs inside a group, the rest of the
+        group still trained on -- optimistic for new queries); "lgo": leave-one-group-out (needs ``groups``); an int k:
+        k folds (whole groups with ``groups``); fold labels, one per row; index arrays, one per hold-out set; a
+        scikit-learn splitter (e.g. ``GroupKFold``): its test folds, given ``y`` and ``groups``, or its (train, test)
+        pairs as a list; each training part must be the rest of the rows (not ``TimeSeriesSplit``).  A generator of
+        splits is consumed by the first fit, as in scikit-learn: pass a list to fit again.
+    scoring : str, RankingScorer, callable or None, default=None
+        None: "auc" (= 1 - pairwise disagreement with tied predictions 1/2).  Any name of
+        :func:`fastrank.metrics.measure_names` ("auc", "disagreement", "ndcg@10", "map", "err@5", ...), minimised or
+        maximised as the table says; "lpo" scores held-out pairs and takes "auc" or "disagreement" only (the pooled
+        LPO-AUC; by name or as their scorers).  Hold-out sets are scored by :func:`holdout_score`.  A scorer of
         :func:`fastrank.metrics.make_ranking_scorer` (the same scores as the name; losses negated) or a callable
         ``scoring(y_true, y_pred, groups)`` (higher is better) gets the targets and hold-out predictions with each
         row's unit as groups.
@@ -211,11 +225,15 @@ class RankRLSCV(_ExactCVSearch):
 
     Attributes
     ----------
-    alpha_ : float, best_score_ : float
+    alpha_ : float
+        The chosen alpha.
+    best_score_ : float
+        Its cross-validation score.
     best_estimator_ : RankRLS
         The model on all data at ``alpha_``, solved from the factorization the scores used (no refit).
-    cv_results_ : dict with "alphas" and "scores" (one per alpha), "scoring", "greater_is_better" (the direction in
-        which the best score was taken) and "cv" (the scheme).
+    cv_results_ : dict
+        "alphas" and "scores" (one per alpha), "scoring", "greater_is_better" (the direction in which the best score
+        was taken) and "cv" (the scheme).
     cv_predictions_ : ndarray
         Hold-out schemes: (m,) or (m, v) predictions of each row by the model trained without its fold (NaN for rows in
         no fold); "lpo": (n_pairs, 2[, v]) held-out pair predictions, with the pairs in ``cv_pairs_``.
@@ -235,8 +253,21 @@ class RankRLSCV(_ExactCVSearch):
     def fit(self, X, y, groups=None):
         """Score every alpha by exact cross-validation, keep the best, solve on all data.
 
-        ``groups`` (one id per row) restricts the pairs to queries and, with the default ``cv=None``, makes the estimate
-        leave-one-query-out."""
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            Training rows, or their (n_samples, n_samples) kernel for ``kernel="precomputed"``.
+        y : array-like of shape (n_samples,) or (n_samples, n_outputs)
+            Real scores; every output is scored, with one alpha shared.
+        groups : array-like of shape (n_samples,) or None, default=None
+            One id per row: restricts the pairs to queries and, with the default ``cv=None`` and at least two ids, makes
+            the estimate leave-one-query-out.
+
+        Returns
+        -------
+        self : object
+            Fitted estimator.
+        """
         alphas = check_alphas(np.logspace(-3, 3, 13) if self.alphas is None else self.alphas)
         scoring = _check_scoring(self.scoring)
         cv = self.cv
@@ -313,14 +344,21 @@ class MPRankCV(_ExactCVSearch):
 
     Parameters
     ----------
-    Cs : array-like of float > 0, default=np.logspace(-3, 3, 13)
+    Cs : float, array-like of shape (n_Cs,) or None, default=None
+        The values of C to score, each > 0; None: ``np.logspace(-3, 3, 13)``.
     %(kernel)s %(gamma)s %(degree)s %(coef0)s %(n_jobs)s %(verbose)s
         Reports progress per value of C.
 
     Attributes
     ----------
-    C_, best_score_ : float (the smallest leave-one-out error); best_estimator_ : MPRank at ``C_``
-    cv_results_ : dict with "Cs" and "loo" (eq. 17 for each C).
+    C_ : float
+        The chosen C.
+    best_score_ : float
+        The smallest leave-one-out error, that of ``C_``.
+    best_estimator_ : MPRank
+        The model on all data at ``C_``.
+    cv_results_ : dict
+        "Cs" and "loo" (eq. 17 for each C).
     """
 
     def __init__(self, Cs=None, *, kernel="linear", gamma=None, degree=3, coef0=1.0, n_jobs=None, verbose=0):
@@ -330,7 +368,22 @@ class MPRankCV(_ExactCVSearch):
     _multi_output = True  # y (m, v): the cost summed over outputs, C shared
 
     def fit(self, X, y, groups=None):
-        """Score every C by the exact leave-one-out error (000 eq. 17), keep the smallest, solve on all data."""
+        """Score every C by the exact leave-one-out error (000 eq. 17), keep the smallest, solve on all data.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            At least 3 dense training rows, or their (n_samples, n_samples) kernel for ``kernel="precomputed"``.
+        y : array-like of shape (n_samples,) or (n_samples, n_outputs)
+            Real scores; the cost is summed over outputs, with one C shared.
+        groups : array-like of shape (n_samples,) or None, default=None
+            One id per row: the pairs (and MPRank's double sum) run inside groups.
+
+        Returns
+        -------
+        self : object
+            Fitted estimator.
+        """
         Cs = check_alphas(np.logspace(-3, 3, 13) if self.Cs is None else self.Cs, "Cs")
         check_features(X, precomputed=self._precomputed(), min_rows=3)  # MPRank takes dense X only
         base, prob = self._engine("C", Cs, X, y, groups, 3)

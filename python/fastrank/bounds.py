@@ -25,6 +25,7 @@ import numbers
 import numpy as np
 from scipy.sparse import csr_matrix, issparse
 
+from ._docs import with_param_docs
 from ._kernels import resolve_kernel
 from ._sparse import as_csr, canonical_csr, row_sq_norms
 from ._validation import as_float_matrix, as_real_array, check_precomputed_kernel, check_real, one_of
@@ -32,6 +33,22 @@ from .metrics import magnitude_preserving_cost, stability_ranking_loss
 
 __all__ = ["agarwal_niyogi_score_stability_bound", "agarwal_niyogi_loss_stability_bound", "hinge_ranking_bound",
            "least_squares_ranking_bound", "magnitude_preserving_bound", "empirical_term", "kernel_kappa"]
+
+# numpydoc entries shared by the bounds (``%(m)s`` ... in their docstrings)
+_DOCS = {
+    "m": "m : int\n    The number of training examples, >= 2 (pairs need two).",
+    "lam": "lam : float\n    The regularization parameter lambda > 0 of R_l(f; S) + lambda ||f||_K^2 (002 eq. 4).",
+    "kappa": """kappa : float
+    The kernel's bound, K(x, x) <= kappa^2 for every x, > 0 (:func:`kernel_kappa`); ``inf`` (an unbounded kernel)
+    raises ValueError.""",
+    "M": "M : float\n    Labels lie in [0, M], M > 0.",
+    "delta": "delta : float\n    0 < delta < 1: the bound holds with probability >= 1 - delta.",
+    "empirical": """empirical : float, default=0.0
+    R_l1(f_S; S) >= 0, the empirical l_1 error (``stability_ranking_loss(loss="gamma", gamma=1)``,
+    :func:`empirical_term` with term "l1"); 0 gives the generalization gap alone.""",
+    "bound": """bound : float
+    The right-hand side of the bound; ValueError when it exceeds the largest float64 (a vacuous bound).""",
+}
 
 
 # Parameter checks: each names the theorem's condition.
@@ -89,6 +106,7 @@ def _total(empirical, log_terms, **inputs):
 
 
 # Agarwal & Niyogi (002)
+@with_param_docs(_DOCS)
 def agarwal_niyogi_score_stability_bound(m, lam, kappa, M, delta, *, sigma=1.0, empirical=0.0):
     """002 Corollary 12 (Theorem 11 with Theorem 8 at gamma = 1).
 
@@ -98,8 +116,19 @@ def agarwal_niyogi_score_stability_bound(m, lam, kappa, M, delta, *, sigma=1.0, 
         R(f_S) < R_l1(f_S; S) + 32 sigma kappa^2 / (lam m)
                  + (16 sigma kappa^2 / lam + M) sqrt(2 ln(1/delta) / m)
 
-    where R is the expected discrete ranking error (002 eq. 1) and R_l1 the empirical l_1 error
-    (``stability_ranking_loss(loss="gamma", gamma=1)``), passed as ``empirical``.
+    where R is the expected discrete ranking error (002 eq. 1) and R_l1 the empirical l_1 error, passed as
+    ``empirical``.
+
+    Parameters
+    ----------
+    %(m)s %(lam)s %(kappa)s %(M)s %(delta)s
+    sigma : float, default=1.0
+        The loss is sigma-admissible (002 Definition 9), sigma > 0.
+    %(empirical)s
+
+    Returns
+    -------
+    %(bound)s
     """
     m, kappa, delta = _m_kappa_delta(m, kappa, delta)
     lam, M, sigma = _positive(lam, "lam", _LAM), _positive(M, "M", _LABELS), _positive(sigma, "sigma", _SIGMA)
@@ -116,6 +145,7 @@ def _stability_bound(m, lam, kappa, delta, log_s, top, empirical, **named):
     return _total(empirical, terms, m=m, lam=lam, kappa=kappa, delta=delta, **named)
 
 
+@with_param_docs(_DOCS)
 def agarwal_niyogi_loss_stability_bound(m, lam, kappa, B, delta, *, sigma, empirical=0.0):
     """002 Corollary 15 (Corollary 14 with Theorem 6).
 
@@ -124,7 +154,21 @@ def agarwal_niyogi_loss_stability_bound(m, lam, kappa, B, delta, *, sigma, empir
         R(f_S) < R_l(f_S; S) + 32 sigma^2 kappa^2 / (lam m)
                  + (16 sigma^2 kappa^2 / lam + B) sqrt(2 ln(1/delta) / m)
 
-    with ``empirical`` = R_l(f_S; S), the empirical error in the minimised loss l itself.
+    Parameters
+    ----------
+    %(m)s %(lam)s %(kappa)s
+    B : float
+        The bound of the minimised loss, l_disc <= l <= B, B > 0.
+    %(delta)s
+    sigma : float
+        The loss l is sigma-admissible (002 Definition 9), sigma > 0.
+    empirical : float, default=0.0
+        R_l(f_S; S) >= 0, the empirical error in the minimised loss l itself (:func:`empirical_term` with term
+        "hinge", "squared" or "disc").
+
+    Returns
+    -------
+    %(bound)s
     """
     m, kappa, delta = _m_kappa_delta(m, kappa, delta)
     lam, sigma = _positive(lam, "lam", _LAM), _positive(sigma, "sigma", _SIGMA)
@@ -132,20 +176,38 @@ def agarwal_niyogi_loss_stability_bound(m, lam, kappa, B, delta, *, sigma, empir
     return _stability_bound(m, lam, kappa, delta, 2.0 * math.log(sigma), B, empirical, B=B, sigma=sigma)
 
 
+@with_param_docs(_DOCS)
 def hinge_ranking_bound(m, lam, kappa, M, delta, *, empirical=0.0):
     """002 Sect. 5.2.1: kernel ranking with the hinge ranking loss l_h (1-admissible), i.e. Corollary 12 with sigma = 1:
 
         R(f_S) < R_l1(f_S; S) + 32 kappa^2 / (lam m) + (16 kappa^2 / lam + M) sqrt(2 ln(1/delta) / m)
+
+    Parameters
+    ----------
+    %(m)s %(lam)s %(kappa)s %(M)s %(delta)s %(empirical)s
+
+    Returns
+    -------
+    %(bound)s
     """
     return agarwal_niyogi_score_stability_bound(m, lam, kappa, M, delta, sigma=1.0, empirical=empirical)
 
 
+@with_param_docs(_DOCS)
 def least_squares_ranking_bound(m, lam, kappa, M, delta, *, empirical=0.0):
     """002 Sect. 5.2.2: kernel ranking with the least-squares loss l_sq (eq. 9), (2M + 4 kappa M / sqrt(lam))-admissible
     on the effective search space ||f||_K^2 <= M^2 / lam (Lemma 16), in Corollary 12:
 
         R(f_S) < R_l1(f_S; S) + (64 kappa^2 M / (lam m)) (1 + 2 kappa / sqrt(lam))
                  + ((32 kappa^2 M / lam) (1 + 2 kappa / sqrt(lam)) + M) sqrt(2 ln(1/delta) / m)
+
+    Parameters
+    ----------
+    %(m)s %(lam)s %(kappa)s %(M)s %(delta)s %(empirical)s
+
+    Returns
+    -------
+    %(bound)s
     """
     m, kappa, delta = _m_kappa_delta(m, kappa, delta)
     lam, M = _positive(lam, "lam", _LAM), _positive(M, "M", _LABELS)
@@ -155,6 +217,7 @@ def least_squares_ranking_bound(m, lam, kappa, M, delta, *, empirical=0.0):
 
 
 # Cortes, Mohri & Rastogi (000)
+@with_param_docs(_DOCS)
 def magnitude_preserving_bound(m, C, kappa, M, delta, *, power=2, empirical=0.0):
     """000 Corollary 1: magnitude-preserving regularization algorithms (MPRank: power=2 with the cost c^2_MP; SVRank and
     the other costs of eqs. 4-7 with power n).
@@ -167,8 +230,26 @@ def magnitude_preserving_bound(m, C, kappa, M, delta, *, power=2, empirical=0.0)
         n = 2 (eq. 66): R(h_S) <= R(h_S; S) + 128 kappa^2 C M^2 / m
                                           + 4 M^2 (16 kappa^2 C + 1) sqrt((2/m) ln(2/delta))
 
-    R(h_S) is the expected cost E c(h, x, x') (eq. 3) and ``empirical`` R(h_S; S) the empirical cost of eq. 2
-    (``magnitude_preserving_cost(..., power=n)``).
+    R(h_S) is the expected cost E c(h, x, x') (eq. 3) and R(h_S; S) the empirical cost of eq. 2.
+
+    Parameters
+    ----------
+    %(m)s
+    C : float
+        The trade-off constant C > 0 of 000 eq. 31 (``MPRank(C)``'s C).
+    %(kappa)s
+    M : float
+        Every hypothesis and sample point satisfy |h(x) - y_x| <= M, M > 0.
+    %(delta)s
+    power : {1, 2}, default=2
+        The exponent n of the cost c^n (000 eqs. 65-66).
+    empirical : float, default=0.0
+        R(h_S; S) >= 0, the empirical cost of eq. 2 (``magnitude_preserving_cost(..., power=n)``, :func:`empirical_term`
+        with term "mp1", "mp2", ...).
+
+    Returns
+    -------
+    %(bound)s
     """
     m, kappa, delta = _m_kappa_delta(m, kappa, delta)
     C = _positive(C, "C", "the trade-off constant C of 000 eq. 31 must be positive")
@@ -194,10 +275,31 @@ _TERMS = ("l1", "hinge", "squared", "disc", "mp1", "mp2", "hr1", "hr2", "hmp1", 
 def empirical_term(estimator, X, y, term="l1", *, epsilon=0.0, n_jobs=None):
     """The empirical term of a bound, from a fitted estimator and its training data.
 
-    ``estimator.predict(X)`` gives the scores f(x_i); ``term`` selects the training error: "l1" (R_l1, 002 Corollary 12
-    and Sect. 5.2.1-5.2.2), "hinge" / "squared" / "disc" (R_l of 002 for Corollary 15 with that loss), or for 000
-    Corollary 1 the empirical cost of eq. 2 with cost c^n: "mp1", "mp2" (MPRank), "hr1", "hr2", "hmp1", "hmp2", "svr1",
-    "svr2" (with ``epsilon``).  The bounds are stated for one sample without query groups: all pairs count.
+    The bounds are stated for one sample without query groups: all pairs count.
+
+    Parameters
+    ----------
+    estimator : estimator object
+        Fitted: ``estimator.predict(X)`` gives the scores f(x_i), one per row; an object without ``predict`` raises
+        TypeError.
+    X : {array-like, sparse matrix} of shape (n_samples, n_features)
+        The training inputs, as ``estimator.predict`` takes them.
+    y : array-like of shape (n_samples,)
+        The real training labels (one output).
+    term : str, default="l1"
+        The training error: "l1" (R_l1, 002 Corollary 12 and Sect. 5.2.1-5.2.2), "hinge" / "squared" / "disc" (R_l of
+        002 for Corollary 15 with that loss), or for 000 Corollary 1 the empirical cost of eq. 2 with cost c^n: "mp1",
+        "mp2" (MPRank), "hr1", "hr2", "hmp1", "hmp2", "svr1", "svr2"; another value raises ValueError.
+    epsilon : float, default=0.0
+        The epsilon of the terms "svr1" and "svr2" (000 eq. 7); a non-zero value with another term raises ValueError.
+    n_jobs : int or None, default=None
+        Threads of the metric (:func:`fastrank.metrics.stability_ranking_loss`,
+        :func:`fastrank.metrics.magnitude_preserving_cost`).
+
+    Returns
+    -------
+    empirical : float
+        The training error ``term`` of the scores.
     """
     if not one_of(term, _TERMS):
         raise ValueError(f"term must be one of {_TERMS}, got {term!r}")
@@ -216,10 +318,28 @@ def empirical_term(estimator, X, y, term="l1", *, epsilon=0.0, n_jobs=None):
     return magnitude_preserving_cost(y, f, cost=term[:-1], power=int(term[-1]), epsilon=epsilon, n_jobs=n_jobs)
 
 
+@with_param_docs()
 def kernel_kappa(X, kernel="rbf", *, gamma=None, degree=3, coef0=1.0):
-    """sqrt(max_i K(x_i, x_i)) over the rows of X for a fastrank kernel name ("linear", "rbf", "poly", ...): the
-    smallest kappa with K(x, x) <= kappa^2 on these rows.  The theorems need the supremum over the whole input space,
-    which this only bounds from below (for "rbf" it is exactly 1 everywhere)."""
+    """sqrt(max_i K(x_i, x_i)) over the rows of X: the smallest kappa with K(x, x) <= kappa^2 on these rows.
+
+    The theorems need the supremum over the whole input space, which this only bounds from below (for "rbf" it is
+    exactly 1 everywhere).
+
+    Parameters
+    ----------
+    X : {array-like, sparse matrix} of shape (n_samples, n_features) or (n_samples, n_samples)
+        The rows x_i (sparse rows are never densified), or the kernel matrix for ``kernel="precomputed"`` (its
+        diagonal is read).
+    kernel : {"linear", "rbf"/"gaussian", "poly"/"polynomial", "precomputed"}, default="rbf"
+        A fastrank kernel name.
+    %(gamma)s %(degree)s %(coef0)s
+
+    Returns
+    -------
+    kappa : float
+        The square root of max_i K(x_i, x_i); K(x, x) < 0 on some row (not positive semi-definite), a K(x, x) that
+        overflows float64 or is undefined (a polynomial of non-integer degree of a negative base) raises ValueError.
+    """
     if issparse(X) and kernel != "precomputed":  # sparse rows, as the estimators take them: checked, never densified
         as_csr(X)
         X = canonical_csr(X)

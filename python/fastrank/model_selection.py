@@ -36,6 +36,7 @@ import numpy as np
 
 
 from ._base import feature_names
+from ._docs import with_param_docs
 from ._exactcv import PreferenceRoute, alike, check_sets, engine_for, resolve_folds, spec_of
 from ._kernels import twin_rows
 from ._memory import check_dense_memory
@@ -49,7 +50,51 @@ __all__ = ["leave_pair_out", "leave_group_out", "holdout_predictions", "preferen
            "kfold_predictions", "permutation_test_lpo", "mprank_loo_approximation", "pairwise_disagreement",
            "MPRankLOO", "Factorization", "factorize"]
 
+# numpydoc entries shared by the functions and the Factorization methods (``%(estimator)s`` ... in their docstrings)
+_DOCS = {
+    "estimator": """estimator : RankRLS or MPRank
+    Fitted or not: only its parameters are used (another type raises TypeError, ``solver="cg"`` ValueError).""",
+    "X": """X : {array-like, sparse matrix} of shape (n_samples, n_features)
+    Training rows, or their (n_samples, n_samples) kernel for ``kernel="precomputed"``.""",
+    "y": """y : array-like of shape (n_samples,) or (n_samples, n_outputs)
+    Real scores; a 2-D ``y`` gives predictions with one column per output.""",
+    "groups": """groups : array-like of shape (n_samples,) or None, default=None
+    Query id of each row: only the pairs inside a group are trained on; None: all pairs.""",
+    "verbose": """verbose : int, bool or "auto", default=0
+    Progress on stderr: the long steps (kernel, spectral factor, pair or set phase) with their timings; "auto"
+    reports when stderr is a terminal.""",
+    "alpha": """alpha : float or None, default=None
+    The alpha of the retrained models, > 0; None: the estimator's, or MPRank's alpha of its C on each training part,
+    m_train^2 / (2 C).""",
+    "pairs": """pairs : array-like of shape (n_pairs, 2) or None, default=None
+    Integer row indices (i, j), i != j, of one group each with ``groups``; None: all i < j (inside groups when given)
+    in lexicographic order.  A pair whose training part holds no preference (the model ``fit`` would refuse) raises
+    ValueError.""",
+    "return_pairs": """return_pairs : bool, default=False
+    Also return the pair indices, as ``(pairs, predictions)``.""",
+    "test_sets": """test_sets : sequence of array-like
+    The rows to hold out: index arrays or boolean masks of n_samples entries, each non-empty without repeats.  A set
+    that leaves no training pairs raises ValueError.""",
+    "folds": """folds : int, array-like of shape (n_samples,), sequence of index arrays or splitter
+    An int k >= 2 (contiguous folds; with groups, whole groups assigned round-robin), fold labels (one per row), a
+    sequence of disjoint index arrays covering the rows to predict (rows in no fold get NaN) or of scikit-learn
+    (train, test) pairs, or a scikit-learn splitter (given ``y`` and ``groups``); training parts must be the rest of
+    the rows.""",
+    "lpo_pairs": """pairs : ndarray of shape (n_pairs, 2), dtype int64
+    The pair indices, returned with ``return_pairs=True`` only.""",
+    "lpo_predictions": """predictions : ndarray of shape (n_pairs, 2) or (n_pairs, 2, n_outputs)
+    The held-out predictions of each pair's first and second index.""",
+    "holdout_predictions": """predictions : list of ndarray
+    One (|U|,) or (|U|, n_outputs) array per set U, its rows' predictions in the set's order.""",
+    "rows_predictions": """predictions : ndarray of shape (n_samples,) or (n_samples, n_outputs)
+    Row k predicted by the model retrained without the fold holding k; NaN for rows in no fold.""",
+    "lgo_predictions": """predictions : ndarray of shape (n_samples,) or (n_samples, n_outputs)
+    Row k: the prediction for ``x_k`` of the model retrained without ``x_k``'s whole group; groups of a single row
+    keep the full-data prediction.""",
+}
 
+
+@with_param_docs(_DOCS)
 def leave_pair_out(estimator, X, y, pairs=None, groups=None, *, return_pairs=False, verbose=0):
     """Exact leave-pair-out predictions (004 Lemma 2, eqs. 34-39).
 
@@ -58,40 +103,95 @@ def leave_pair_out(estimator, X, y, pairs=None, groups=None, *, return_pairs=Fal
     eigendecomposition of ``S K S`` and one m x m product (the paper's ``Q``, eq. 39).  With ``groups`` the pairs come
     from one query group and only that group's edges incident to i and j are removed (O(n_q^3 + m n_q^2) per group).
 
-    ``pairs``: (n_pairs, 2) int array, default all i < j (inside groups when given) in lexicographic order.  Returns
-    (n_pairs, 2), or (n_pairs, 2, v) for 2-D ``y``: held-out predictions of each pair's first and second index;
-    ``(pairs, predictions)`` with ``return_pairs=True`` (the (n_pairs, 2) int64 pair indices).  A pair whose training
-    part holds no preference (the model ``fit`` would refuse) raises ValueError.
+    Parameters
+    ----------
+    %(estimator)s %(X)s
+    %(y)s
+        At least 3 rows.
+    %(pairs)s %(groups)s %(return_pairs)s %(verbose)s
+
+    Returns
+    -------
+    %(lpo_pairs)s %(lpo_predictions)s
     """
     fac = Factorization(estimator, X, y, groups, min_rows=3, verbose=verbose)
     return fac.leave_pair_out(pairs, return_pairs=return_pairs)
 
 
+@with_param_docs(_DOCS)
 def leave_group_out(estimator, X, y, groups, *, verbose=0):
-    """Exact leave-group-out predictions (004 eq. 33): row k holds the prediction for ``x_k`` of the model retrained
-    without ``x_k``'s whole group.  One alpha needs no eigendecomposition: from the Cholesky factor of ``S K S + alpha
-    I`` (as in a fit) the diagonal blocks ``G_qq`` of its inverse (~m^3/3 flops of triangular solves) give every group
-    in O(m n_q + n_q^3).  Groups of a single row keep the full-data prediction.  :class:`fastrank.RankRLSCV` with
-    ``cv="lgo"`` shares one eigendecomposition over all alphas instead."""
+    """Exact leave-group-out predictions (004 eq. 33).
+
+    One alpha needs no eigendecomposition: from the Cholesky factor of ``S K S + alpha I`` (as in a fit) the diagonal
+    blocks ``G_qq`` of its inverse (~m^3/3 flops of triangular solves) give every group in O(m n_q + n_q^3).
+    :class:`fastrank.RankRLSCV` with ``cv="lgo"`` shares one eigendecomposition over all alphas instead.
+
+    Parameters
+    ----------
+    %(estimator)s %(X)s %(y)s
+    groups : array-like of shape (n_samples,)
+        Query id of each row, at least two distinct ids (else ValueError): only the pairs inside a group are trained
+        on.
+    %(verbose)s
+
+    Returns
+    -------
+    %(lgo_predictions)s
+    """
     return Factorization(estimator, X, y, groups, verbose=verbose).leave_group_out()
 
 
+@with_param_docs(_DOCS)
 def holdout_predictions(estimator, X, y, test_sets, groups=None, *, verbose=0):
     """Exact predictions for arbitrary hold-out index sets (each retrains without its set).
 
-    ``test_sets``: sequence of index arrays (or boolean masks).  Object ranking: O(m |U|^2 + |U|^3) per set plus O(m^2)
-    per distinct set size; with groups: O(m |A|^2 + |A|^3) with A the rows of the groups the set touches (eq. 33 for
-    whole groups).  Returns a list of (|U|,) or (|U|, v) arrays.  A set that leaves no training pairs raises
-    ValueError."""
+    Object ranking: O(m |U|^2 + |U|^3) per set plus O(m^2) per distinct set size; with groups: O(m |A|^2 + |A|^3) with
+    A the rows of the groups the set touches (eq. 33 for whole groups).
+
+    Parameters
+    ----------
+    %(estimator)s %(X)s %(y)s %(test_sets)s %(groups)s %(verbose)s
+
+    Returns
+    -------
+    %(holdout_predictions)s
+    """
     return Factorization(estimator, X, y, groups, verbose=verbose).holdout_predictions(test_sets)
 
 
 def preference_holdout_predictions(estimator, X, pairs, test_sets, magnitudes=None, cost=None, weights=None):
     """Exact hold-out predictions for a RankRLS trained on an explicit preference graph (004 eq. 33 in its general
-    form): for each index set U, the predictions for U of the model retrained with every preference touching U removed
-    (``estimator.fit_preferences`` on the remaining edges, same alpha).  ``pairs``, ``magnitudes``, ``cost``,
-    ``weights`` as for :meth:`fastrank.RankRLS.fit_preferences`.  One LU factorization of L K + alpha I, then O(m^2
-    |B|) per set, B = U and its neighbours in the graph.  Returns a list of (|U|,) arrays."""
+    form).
+
+    For each index set U, the predictions for U of the model retrained with every preference touching U removed
+    (``estimator.fit_preferences`` on the remaining edges, same alpha).  One LU factorization of L K + alpha I, then
+    O(m^2 |B|) per set, B = U and its neighbours in the graph.
+
+    Parameters
+    ----------
+    estimator : RankRLS
+        Fitted or not: only its parameters are used; the dense kernel model only (another type raises TypeError;
+        ``exclude_ties=True``, ``basis_vectors`` or ``solver="cg"`` ValueError).
+    X : {array-like, sparse matrix} of shape (n_samples, n_features)
+        Training rows, or their (n_samples, n_samples) kernel for ``kernel="precomputed"``.
+    pairs : array-like of shape (n_edges, 2)
+        Row ``pairs[e, 0]`` is preferred over row ``pairs[e, 1]``; as for :meth:`fastrank.RankRLS.fit_preferences`,
+        as are ``magnitudes``, ``cost`` and ``weights``.
+    test_sets : sequence of array-like
+        The rows to hold out: index arrays or boolean masks of n_samples entries, each non-empty without repeats and
+        leaving at least 2 training rows (else ValueError).
+    magnitudes : array-like of shape (n_edges,) or None, default=None
+        The magnitudes g_e >= 0 of the preferences (> 0 for ``cost="normalized"``).
+    cost : {"binary", "magnitude", "normalized"} or None, default=None
+        None: "binary" without ``magnitudes``, "magnitude" with them.
+    weights : array-like of shape (n_edges,) or None, default=None
+        Weights > 0 of the preferences' squared errors; None: 1.
+
+    Returns
+    -------
+    predictions : list of ndarray
+        One (|U|,) array per set U, its rows' predictions in the set's order.
+    """
     if not isinstance(estimator, RankRLS):  # MPRank has no fit_preferences: no model it fits would be predicted
         raise TypeError(f"preference_holdout_predictions needs a fastrank.RankRLS (the model of fit_preferences), "
                         f"got {type(estimator).__name__}")
@@ -109,23 +209,53 @@ def preference_holdout_predictions(estimator, X, pairs, test_sets, magnitudes=No
     return [alike(o, s, np.zeros(s.size, np.int64), twins)[:, 0] for o, s in zip(out, sets)]
 
 
+@with_param_docs(_DOCS)
 def kfold_predictions(estimator, X, y, folds, groups=None, *, verbose=0):
-    """Exact k-fold cross-validation predictions: row k is predicted by the model retrained without the fold holding k.
-    ``folds``: an int k (contiguous folds; with groups, whole groups assigned round-robin), an (m,) array of fold
-    labels, or a sequence of disjoint index arrays covering the rows to predict (rows in no fold get NaN) or of
-    scikit-learn (train, test) pairs, or a scikit-learn splitter (given ``y`` and ``groups``); training parts must be
-    the rest of the rows."""
+    """Exact k-fold cross-validation predictions.
+
+    Parameters
+    ----------
+    %(estimator)s %(X)s %(y)s %(folds)s %(groups)s %(verbose)s
+
+    Returns
+    -------
+    %(rows_predictions)s
+    """
     return Factorization(estimator, X, y, groups, verbose=verbose).kfold_predictions(folds, groups=groups)
 
 
+@with_param_docs(_DOCS)
 def permutation_test_lpo(estimator, X, y, n_permutations=100, random_state=None, groups=None,
                          scoring="auc", *, verbose=0):
-    """Leave-pair-out permutation test (004 Section 4.1): the LPO score of ``y`` (``"auc"`` = 1 - pairwise
-    disagreement) and of ``n_permutations`` random permutations of ``y`` (within groups when given), all learned as
-    extra outputs of ONE decomposition (O(m^3 + m^2 n_permutations)); with ``exclude_ties=True`` each permutation ties
-    other pairs and is learned on its own (O(m^3) each).
+    """Leave-pair-out permutation test (004 Section 4.1).
 
-    Returns (score, permutation_scores, pvalue) with pvalue = (#{perm >= score} + 1) / (n_permutations + 1).
+    The LPO score of ``y`` and of random permutations of ``y``, all learned as extra outputs of ONE decomposition
+    (O(m^3 + m^2 n_permutations)); with ``exclude_ties=True`` each permutation ties other pairs and is learned on its
+    own (O(m^3) each).
+
+    Parameters
+    ----------
+    %(estimator)s %(X)s
+    y : array-like of shape (n_samples,)
+        Real scores, one output, at least 3 rows (else ValueError).
+    n_permutations : int, default=100
+        The number of random permutations of ``y``, >= 1.
+    random_state : int, RandomState instance or None, default=None
+        Seed of the permutations.
+    %(groups)s
+        The permutations shuffle ``y`` within each group.
+    scoring : {"auc"}, default="auc"
+        The LPO score: 1 - pairwise disagreement (the LPO-AUC for binary labels); another value raises ValueError.
+    %(verbose)s
+
+    Returns
+    -------
+    score : float
+        The LPO score of ``y``.
+    permutation_scores : ndarray of shape (n_permutations,)
+        The LPO score of each permutation.
+    pvalue : float
+        (#{perm >= score} + 1) / (n_permutations + 1).
     """
     if not (isinstance(scoring, str) and scoring == "auc"):  # an array would make "in" ambiguous
         raise ValueError(f"scoring must be 'auc', got {scoring!r}")
@@ -167,8 +297,26 @@ def permutation_test_lpo(estimator, X, y, n_permutations=100, random_state=None,
 
 
 MPRankLOO = namedtuple("MPRankLOO", ["approximate", "exact", "pairs", "approximate_predictions", "exact_predictions"])
+MPRankLOO.__doc__ = """Cortes et al.'s approximate MPRank leave-one-out cost next to the exact one (000 Section 2.6).
+
+What :func:`mprank_loo_approximation` returns.
+
+Attributes
+----------
+approximate : float
+    Proposition 2's estimate of the cost of 000 eq. 17.
+exact : float
+    Eq. 17 itself, each h_ij retrained.
+pairs : ndarray of shape (n_pairs, 2), dtype int64
+    All pairs i < j, in lexicographic order.
+approximate_predictions : ndarray of shape (n_pairs, 2)
+    Proposition 2's held-out predictions for ``x_i`` and ``x_j`` of each pair.
+exact_predictions : ndarray of shape (n_pairs, 2)
+    The held-out predictions of the retrained h_ij.
+"""
 
 
+@with_param_docs(_DOCS)
 def mprank_loo_approximation(estimator, X, y):
     """Cortes et al.'s leave-one-out estimate for MPRank (000 Section 2.6) next to the exact value.
 
@@ -179,8 +327,19 @@ def mprank_loo_approximation(estimator, X, y):
     retrains MPRank (a RankRLS keeps its alpha).  Proposition 2's h_ij keeps the full sample's per-pair weight instead:
     both differences vanish as m grows (relative O(1/m)).
 
-    Returns ``MPRankLOO(approximate, exact, pairs, approximate_predictions, exact_predictions)`` with pairs = all i < j
-    and the per-pair held-out predictions (n_pairs, 2).
+    Parameters
+    ----------
+    %(estimator)s
+        The dense kernel model only (``basis_vectors`` or ``exclude_ties=True`` raise ValueError).
+    %(X)s
+    y : array-like of shape (n_samples,)
+        Real scores, one output, at least 3 rows (else ValueError).
+
+    Returns
+    -------
+    result : MPRankLOO
+        ``(approximate, exact, pairs, approximate_predictions, exact_predictions)``: both costs, all pairs i < j and
+        both per-pair held-out predictions (n_pairs, 2).
     """
     prob = engine_for(estimator, X, y, None, min_rows=3)
     if not prob.one_d:
@@ -230,11 +389,21 @@ def mprank_loo_approximation(estimator, X, y):
     return MPRankLOO(approx, ex, pairs, approx_pred, exact_pred)
 
 
+@with_param_docs(_DOCS)
 class Factorization:
     """The kernel and the factors of one training problem, reused by every hold-out question and every alpha (004
-    Sect. 3.2-3.4; built by :func:`factorize`).  Every method takes ``alpha`` (default: the estimator's, or MPRank's
-    alpha of its C on each training part) and returns exactly what the function of the same name returns for that
-    alpha.
+    Sect. 3.2-3.4; built by :func:`factorize`).
+
+    Every method but :meth:`solve` takes ``alpha`` (default: the estimator's, or MPRank's alpha of its C on each
+    training part) and returns exactly what the function of the same name returns for that alpha; :meth:`solve`
+    requires it.  The factors are computed when a question first needs them.
+
+    Parameters
+    ----------
+    %(estimator)s %(X)s %(y)s %(groups)s
+    min_rows : int, default=1
+        The fewest rows accepted (fewer raise ValueError); :func:`leave_pair_out` asks for 3.
+    %(verbose)s
     """
 
     def __init__(self, estimator, X, y, groups=None, *, min_rows=1, verbose=0):
@@ -248,7 +417,18 @@ class Factorization:
         """None (the estimator's alpha) or a checked alpha: 0, negative or non-numeric alphas would reach the routes."""
         return None if alpha is None else check_alpha(alpha)
 
+    @with_param_docs(_DOCS)
     def leave_pair_out(self, pairs=None, *, alpha=None, return_pairs=False):
+        """Exact leave-pair-out predictions at ``alpha`` (:func:`leave_pair_out`).
+
+        Parameters
+        ----------
+        %(pairs)s %(alpha)s %(return_pairs)s
+
+        Returns
+        -------
+        %(lpo_pairs)s %(lpo_predictions)s
+        """
         return_pairs = check_bool(return_pairs, "return_pairs")  # "no" is a true value
         eng = self._engine
         if pairs is None and not return_pairs:  # all pairs, not listed where the route allows
@@ -259,7 +439,18 @@ class Factorization:
             out = eng.lpo(pairs, self._alpha(alpha))
         return (pairs, out) if return_pairs else out
 
+    @with_param_docs(_DOCS)
     def holdout_predictions(self, test_sets, *, alpha=None):
+        """Exact predictions for hold-out index sets at ``alpha`` (:func:`holdout_predictions`).
+
+        Parameters
+        ----------
+        %(test_sets)s %(alpha)s
+
+        Returns
+        -------
+        %(holdout_predictions)s
+        """
         eng = self._engine
         sets = eng.check_sets(test_sets)
         if not sets:  # np.split would return the one empty block
@@ -267,11 +458,36 @@ class Factorization:
         out = eng.holdout(sets, self._alpha(alpha))
         return [eng.shaped(o) for o in np.split(out, np.cumsum([s.size for s in sets])[:-1])]
 
+    @with_param_docs(_DOCS)
     def kfold_predictions(self, folds, *, alpha=None, groups=None):
+        """Exact k-fold cross-validation predictions at ``alpha`` (:func:`kfold_predictions`).
+
+        Parameters
+        ----------
+        %(folds)s %(alpha)s
+        groups : array-like of shape (n_samples,) or None, default=None
+            The groups a splitter's ``split`` is given; None: those of the factorization.
+
+        Returns
+        -------
+        %(rows_predictions)s
+        """
         eng = self._engine
         return eng.shaped(eng.holdout_rows(resolve_folds(folds, eng, groups), self._alpha(alpha)))
 
+    @with_param_docs(_DOCS)
     def leave_group_out(self, *, alpha=None):
+        """Exact leave-group-out predictions at ``alpha`` (:func:`leave_group_out`); the factorization's groups need at
+        least two distinct ids (else ValueError).
+
+        Parameters
+        ----------
+        %(alpha)s
+
+        Returns
+        -------
+        %(lgo_predictions)s
+        """
         eng = self._engine
         if eng.groups.n_groups < 2:  # groups=None: one group
             raise ValueError("leave_group_out needs groups with at least two distinct ids")
@@ -280,7 +496,20 @@ class Factorization:
 
     def solve(self, alpha):
         """The RankRLS fitted on all the data at ``alpha``, from the factors alone (eq. 31 from the spectral factor;
-        the p x p system of the linear model's S X)."""
+        the p x p system of the linear model's S X).
+
+        Parameters
+        ----------
+        alpha : float
+            The regularization, > 0.
+
+        Returns
+        -------
+        estimator : RankRLS
+            Fitted, with the estimator's kernel parameters, ``group_weighting``, ``exclude_ties`` and ``n_jobs`` (an
+            MPRank's as a RankRLS at ``alpha``); ``basis_vectors`` models raise ValueError (fit
+            ``RankRLS(basis_vectors=..., alpha=...)``).
+        """
         alpha = check_alpha(alpha)
         if self._engine.basis:  # no shared factor: the engine solves dense kernel models only
             raise ValueError("Factorization.solve re-solves the dense kernel model; for basis_vectors models fit "
@@ -294,10 +523,23 @@ class Factorization:
         return est
 
 
+@with_param_docs(_DOCS)
 def factorize(estimator, X, y, groups=None, *, verbose=0):
-    """Compute the kernel and the spectral factor of S K S once and return a :class:`Factorization` that answers
-    leave-pair-out, leave-group-out, hold-out and k-fold questions and re-solves for any alpha without recomputing
-    either (RLScore's learners keep their decomposition the same way)."""
+    """Compute the kernel and the spectral factor of S K S once, for questions at any alpha.
+
+    The :class:`Factorization` answers leave-pair-out, leave-group-out, hold-out and k-fold questions and re-solves for
+    any alpha without recomputing either (RLScore's learners keep their decomposition the same way); ``basis_vectors``
+    and ``exclude_ties=True`` models share no spectral factor.
+
+    Parameters
+    ----------
+    %(estimator)s %(X)s %(y)s %(groups)s %(verbose)s
+
+    Returns
+    -------
+    factorization : Factorization
+        The training problem (X, y, groups) with the estimator's parameters and its factors.
+    """
     fac = Factorization(estimator, X, y, groups, verbose=verbose)
     fac._engine.decompose()
     return fac

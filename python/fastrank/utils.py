@@ -26,9 +26,17 @@ import numbers
 
 import numpy as np
 
+from ._docs import with_param_docs
 from ._validation import _asarray, check_group_ids, check_int, whole_numbers
 
 __all__ = ["groups_from_sizes", "sizes_from_groups", "groups_from_qid", "qid_from_groups", "group_order"]
+
+# numpydoc entries shared by the functions below (``%(groups)s`` in their docstrings)
+_DOCS = {
+    "groups": """groups : array-like of shape (n_samples,)
+    Query id of each row: numbers or strings (also a pandas object column of either); a missing id (None, NaN,
+    pandas' NA, NaT) or an infinite one raises ValueError, other types TypeError.""",
+}
 
 
 def _ids(groups, name):
@@ -65,9 +73,21 @@ def _block_sizes(groups, hint):
 
 
 def groups_from_sizes(sizes, n_samples=None):
-    """Per-row query ids 0, 1, ... (an int64 array of length ``sum(sizes)``, group k's rows get id k) from
-    LightGBM-style group sizes of consecutive blocks: ``sizes`` a 1-D array of positive integers (LightGBM's ``group``;
-    the lines of a ``.query`` file); ``n_samples``, if given, the number of rows they must add up to."""
+    """Per-row query ids 0, 1, ... from LightGBM-style group sizes of consecutive blocks.
+
+    Parameters
+    ----------
+    sizes : array-like of shape (n_groups,)
+        Positive integers (whole floats too), the rows of each consecutive block: LightGBM's ``group``, the lines of
+        a ``.query`` file.
+    n_samples : int or None, default=None
+        The number of rows the sizes must add up to (else ValueError); None: not checked.
+
+    Returns
+    -------
+    groups : ndarray of shape (sum(sizes),), dtype int64
+        Group k's rows get id k.
+    """
     s = _asarray(sizes, "sizes")
     if s.ndim != 1:
         raise ValueError(f"sizes must be a 1-D array of group sizes, got shape {s.shape}")
@@ -90,18 +110,40 @@ def groups_from_sizes(sizes, n_samples=None):
         raise MemoryError(f"sizes add up to {total} rows, too many for one group id per row in memory") from None
 
 
+@with_param_docs(_DOCS)
 def sizes_from_groups(groups):
-    """LightGBM-style sizes of the consecutive blocks of rows of each query.  The rows of each query must be contiguous
-    (fastrank itself does not need that; sort them with ``order = group_order(groups)``, then ``X[order]``,
-    ``y[order]``, ``groups[order]``); the ids may be in any order (e.g. qids sorted as strings, "10, 1001, 101")."""
+    """LightGBM-style sizes of the consecutive blocks of rows of each query.
+
+    Parameters
+    ----------
+    %(groups)s
+        The rows of each query must be contiguous, else ValueError (fastrank itself does not need that; sort them with
+        ``order = group_order(groups)``, then ``X[order]``, ``y[order]``, ``groups[order]``); the ids may be in any
+        order (e.g. qids sorted as strings, "10, 1001, 101").
+
+    Returns
+    -------
+    sizes : ndarray of shape (n_groups,), dtype int64
+        The size of each block, in row order.
+    """
     return _block_sizes(groups, "sort the rows with order = fastrank.utils.group_order(groups) (X[order], "
                                 "y[order], groups[order]) first")
 
 
 def groups_from_qid(qid):
-    """fastrank ``groups`` from XGBoost/svmlight-style per-row query ids: validated (1-D, one id per row, integers or
-    strings, no NaN), as an int64 copy (integers) or unchanged (strings); unlike XGBoost's, they need not be sorted or
-    contiguous."""
+    """fastrank ``groups`` from XGBoost/svmlight-style per-row query ids.
+
+    Parameters
+    ----------
+    qid : array-like of shape (n_samples,)
+        One id per row: integers (whole floats too), below 2**63 in magnitude, or strings; no missing or NaN ids.
+        Unlike XGBoost's, they need not be sorted or contiguous.
+
+    Returns
+    -------
+    groups : ndarray of shape (n_samples,)
+        The validated ids: an int64 copy of integer ids, a copy of string ids unchanged.
+    """
     q = _ids(qid, "qid")
     if q.dtype.kind == "f":  # int64 ids, no overflow
         bad = np.any((q != np.round(q)) | (np.abs(q) >= 2.0**63))
@@ -112,17 +154,38 @@ def groups_from_qid(qid):
     return q.astype(np.int64) if q.dtype.kind in "fiub" else q.copy()
 
 
+@with_param_docs(_DOCS)
 def qid_from_groups(groups):
-    """XGBoost-style ``qid`` (non-decreasing integers 0, 1, ..., as ``XGBRanker.fit(qid=...)`` requires) from per-row
-    group ids, queries numbered in order of first appearance; ``ValueError`` if the rows of a query are not contiguous
-    (sort them with :func:`group_order` first)."""
+    """XGBoost-style ``qid`` from per-row group ids.
+
+    Parameters
+    ----------
+    %(groups)s
+        The rows of each query must be contiguous, else ValueError (sort them with :func:`group_order` first).
+
+    Returns
+    -------
+    qid : ndarray of shape (n_samples,), dtype int64
+        Non-decreasing integers 0, 1, ..., as ``XGBRanker.fit(qid=...)`` requires: queries numbered in order of first
+        appearance.
+    """
     return groups_from_sizes(_block_sizes(groups, "XGBoost needs each query's rows together: sort the rows with "
                                                   "order = fastrank.utils.group_order(groups) first"))
 
 
+@with_param_docs(_DOCS)
 def group_order(groups):
-    """A stable permutation that makes the rows of each query contiguous, queries in order of first appearance (rows
-    inside a query keep their order): ``X[order]``, ``y[order]``."""
+    """A stable permutation that makes the rows of each query contiguous.
+
+    Parameters
+    ----------
+    %(groups)s
+
+    Returns
+    -------
+    order : ndarray of shape (n_samples,), dtype int64
+        Queries in order of first appearance, rows inside a query in their order: ``X[order]``, ``y[order]``.
+    """
     g = _ids(groups, "groups")
     _, first, codes = np.unique(g, return_index=True, return_inverse=True)
     rank = np.empty(first.size, dtype=np.int64)

@@ -321,6 +321,23 @@ def test_gamma_grid_equals_single_machine(client):
         np.testing.assert_array_equal(cvd.predict(X), refs[kg].predict(X))
 
 
+def test_default_gamma_grid_surrounds_the_kernels_default_gamma(client):
+    # gammas=None was accepted by the constructor and refused by fit; it is now five scales around 1 / n_features
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(60, 4))
+    y = np.sin(2 * X[:, 0]) + 0.3 * rng.normal(size=60)
+    cvd = DaskRankRLSCV(alphas=[0.1, 1.0]).fit(da.from_array(X, chunks=20), y)
+    np.testing.assert_array_equal(cvd.cv_results_["gammas"], np.logspace(-2, 2, 5) / 4)
+    ref = DaskRankRLSCV(gammas=np.logspace(-2, 2, 5) / 4, alphas=[0.1, 1.0]).fit(X, y)
+    # up to two pairs of the 1770: at gamma = 25 the kernel is nearly the identity, and leave-pair-out predictions
+    # computed in a worker thread can differ from those of another thread in the last bit, flipping near-tied pairs
+    np.testing.assert_allclose(cvd.cv_results_["scores"], ref.cv_results_["scores"], rtol=0, atol=1.01 / 885)
+    linear = DaskRankRLSCV(alphas=[0.1, 1.0], kernel="linear").fit(X, y)
+    assert linear.cv_results_["scores"].shape == (1, 2)
+    lin_ref = fastrank.RankRLSCV(alphas=[0.1, 1.0]).fit(X, y)
+    np.testing.assert_array_equal(linear.cv_results_["scores"][0], lin_ref.cv_results_["scores"])
+
+
 def test_gamma_grid_takes_the_minimum_of_a_loss(client):
     # "msd" is a loss: the best (gamma, alpha) is the one with the smallest score, as RankRLSCV chooses.
     rng = np.random.default_rng(6)

@@ -619,8 +619,9 @@ class DaskRankRLSCV(_MultiOutput, RegressorMixin, FastrankEstimator):
 
     Parameters
     ----------
-    gammas : array-like of float > 0, default=None
-        The kernel scales searched, one task each.  Required: None raises ValueError at fit.
+    gammas : array-like of float > 0 or None, default=None
+        The kernel scales searched, one task each; None: ``np.logspace(-2, 2, 5) / n_features``, around the kernel's
+        default ``gamma`` of 1 / n_features (one task for the linear kernel, which has no gamma).
     alphas : array-like of float > 0 or None, default=None
         The regularization grid of every task's :class:`fastrank.RankRLSCV`; None: ``np.logspace(-3, 3, 13)``.
     cv : None, "lpo", "lgo", int, (m,) fold labels, sequence of index arrays, or a splitter, default=None
@@ -666,13 +667,15 @@ class DaskRankRLSCV(_MultiOutput, RegressorMixin, FastrankEstimator):
         self : object
             The fitted estimator.
         """
-        if self.gammas is None:
-            raise ValueError("gammas must be a non-empty sequence of positive numbers")
         if self.kernel == "precomputed":  # no gamma to search; scikit-learn's splitters would also cut K by rows only
             raise ValueError("DaskRankRLSCV: kernel='precomputed' has no gamma to search; use fastrank.RankRLSCV "
                              "with the kernel matrix")
-        gammas = check_alphas(self.gammas, "gammas")
-        Xd, yd, gd = (dask.delayed(a) for a in _local(X=X, y=y, groups=groups))
+        gammas = None if self.gammas is None else check_alphas(self.gammas, "gammas")
+        X, y, groups = _local(X=X, y=y, groups=groups)
+        if gammas is None:  # around the kernel's default gamma, 1 / n_features (RankRLSCV refuses X that is not 2-D)
+            n_features = max(X.shape[1], 1) if X.ndim == 2 else 1
+            gammas = (np.ones(1) if self.kernel == "linear" else np.logspace(-2, 2, 5)) / n_features
+        Xd, yd, gd = (dask.delayed(a) for a in (X, y, groups))
         base = {k: v for k, v in self.get_params(deep=False).items() if k != "gammas"}
         if isinstance(base["cv"], Iterator):  # a generator of folds, read once here: every gamma's task gets them all
             base["cv"] = list(base["cv"])

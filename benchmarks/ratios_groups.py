@@ -4,6 +4,9 @@ to np.argsort of the scores (the yardstick every O(m log m) measure pays once).
 
     python benchmarks/ratios_groups.py [--quick]
 
+Then QueryNormalizer (LETOR's per-query normalisation) against pandas' groupby transform doing the same arithmetic,
+m = 2e5 rows in queries of 2-10, 46 features (skipped without pandas).
+
 Steps: group_index (ids -> codes -> order, built once in C++), label ranks, argsort, and the
 compiled per-group sweeps, which read the _core.GroupIndex behind group_index's arrays in place.
 """
@@ -56,6 +59,40 @@ def main():
     ]:
         t = cpu(fn)
         print(f"{name:<36s} {t * 1e3:8.2f} ms   ratio to argsort {t / yardstick:5.2f}")
+    query_normalizer_rows(20_000 if args.quick else 200_000)
+
+
+def query_normalizer_rows(m, d=46):
+    try:
+        import pandas as pd
+    except ImportError:
+        print("pandas is not installed: the QueryNormalizer rows are skipped (pip install pandas).")
+        return
+    from fastrank.preprocessing import QueryNormalizer
+
+    rng = np.random.default_rng(0)
+    sizes = rng.integers(2, 11, m)
+    sizes = sizes[np.cumsum(sizes) <= m]
+    g = np.repeat(np.arange(sizes.size), sizes)
+    X = rng.standard_normal((g.size, d)) * 3 + 1
+
+    def zscore():
+        df = pd.DataFrame(X)
+        by = df.groupby(g)
+        return ((df - by.transform("mean")) / by.transform("std", ddof=0)).to_numpy()
+
+    def minmax():
+        df = pd.DataFrame(X)
+        by = df.groupby(g)
+        lo = by.transform("min")
+        return ((df - lo) / (by.transform("max") - lo)).to_numpy()
+
+    print(f"QueryNormalizer, m = {g.size}, {sizes.size} queries of 2-10 rows, d = {d}; wall, default threads")
+    for method, ref in (("zscore", zscore), ("minmax", minmax)):
+        ours = QueryNormalizer(method)
+        np.testing.assert_allclose(ours.fit_transform(X, groups=g), ref(), rtol=1e-9, atol=1e-12)
+        t, t_ref = best_time(lambda: ours.fit_transform(X, groups=g), 5), best_time(ref, 5)
+        print(f"  {method:<8s} {t:.3f} s, pandas {t_ref:.3f} s, ratio {t / t_ref:.2f}")
 
 
 if __name__ == "__main__":

@@ -33,6 +33,25 @@ PARAM_DOCS = {
     Drop the pairs with equal targets (no preference) instead of fitting their score difference to 0 (the paper keeps
     them, Sect. 3); exact without forming pairs: a group's Laplacian splits into between- and within-tie-class
     centrings, so S = L^{1/2} stays O(m) to apply.""",
+    # the methods' entries (keys differ from the names they document where the meaning differs by method)
+    "X_fit": """X : {array-like, sparse matrix} of shape (n_samples, n_features)
+    Training rows (sparse where the estimator accepts it), or the (n_samples, n_samples) kernel matrix for
+    ``kernel="precomputed"``.""",
+    "X_predict": """X : {array-like, sparse matrix} of shape (n_test, n_features)
+    Rows to score, or their (n_test, n_samples) kernel against the training rows for ``kernel="precomputed"``.""",
+    "groups_fit": """groups : array-like of shape (n_samples,) or None, default=None
+    Query id of each row (any order or type): only pairs inside a query count; None: every pair of rows.""",
+    "pairs": """pairs : array-like of int of shape (n_pairs, 2)
+    Row ``pairs[e, 0]`` is preferred over row ``pairs[e, 1]``; repeated pairs add up.""",
+    "X_preferences": """X : {array-like, sparse matrix} of shape (n_samples, n_features)
+    The rows the preferences refer to, or the (n_samples, n_samples) kernel for ``kernel="precomputed"``.""",
+    "X_stored": """X : {array-like, sparse matrix} of shape (n_test, n_features)
+    Test rows (for a precomputed kernel, their kernel against the stored examples).""",
+    "Cs_path": "Cs : array-like of float > 0\n    The values of C.",
+    "verbose_path": 'verbose : int, bool or "auto", default=0\n    Progress per value of C.',
+    "fitted_self": "self : object\n    The fitted estimator.",
+    "ranking_scores": """scores : ndarray of shape (n_test,)
+    Ranking scores: higher ranks higher; only their differences are meaningful.""",
 }
 
 _PLACEHOLDERS = re.compile(r"^( *)((?:%\(\w+\)s ?)+)$", re.M)
@@ -53,7 +72,8 @@ def fill_param_docs(doc, entries=None):
 
 
 def with_param_docs(entries=None):
-    """Decorator: a function's or class's docstring with its ``%(name)s`` placeholders filled (:func:`fill_param_docs`)."""
+    """Decorator: a function's or class's docstring with its ``%(name)s`` placeholders filled
+    (:func:`fill_param_docs`)."""
 
     def fill(obj):
         obj.__doc__ = fill_param_docs(obj.__doc__, entries)

@@ -105,8 +105,20 @@ class RankBoost(Ranker):
         return X
 
     def fit(self, X, y, groups=None):
-        """Fit on graded relevance ``y``: every pair with y_i > y_j is crucial (only pairs inside a group when
-        ``groups`` is given; one id per row, any order or type)."""
+        """Fit on graded relevance: every pair with y_i > y_j is crucial.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Training rows (NaN marks a missing value with ``missing="q_def"``).
+        y : array-like of shape (n_samples,)
+            Graded relevance.
+        %(groups_fit)s
+
+        Returns
+        -------
+        %(fitted_self)s
+        """
         params = self._check_params()
         X = self._check_X(X, min_rows=2)
         m = X.shape[0]
@@ -125,8 +137,20 @@ class RankBoost(Ranker):
         return self._boost(params, _core.rankboost_fit_graded, X, (y, gi.order, gi.offsets, weight), n_pairs.sum())
 
     def fit_preferences(self, X, pairs):
-        """Fit on an explicit preference multigraph: row ``pairs[e, 0]`` is preferred over row ``pairs[e, 1]``; D_1 is
-        uniform over the edges (a repeated edge weighs more), kept explicitly: O(#edges + m n) per round."""
+        """Fit on an explicit preference multigraph.
+
+        D_1 is uniform over the edges (a repeated edge weighs more), kept explicitly: O(#edges + m n) per round.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            The rows the preferences refer to.
+        %(pairs)s
+
+        Returns
+        -------
+        %(fitted_self)s
+        """
         params = self._check_params()
         X = self._check_X(X, min_rows=2)
         head, tail = check_pairs(pairs, X.shape[0])
@@ -167,14 +191,34 @@ class RankBoost(Ranker):
         return np.cumsum(H, axis=1, out=H)
 
     def predict(self, X):
-        """Ranking scores F(x) = sum_t alpha_t h_t(x), h_t(x) = [x_{f_t} > theta_t] (q_def_t when x_{f_t} is missing);
-        higher ranks higher."""
+        """Ranking scores F(x) = sum_t alpha_t h_t(x), h_t(x) = [x_{f_t} > theta_t] (q_def_t when x_{f_t} is missing).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_test, n_features)
+            Rows to score.
+
+        Returns
+        -------
+        scores : ndarray of shape (n_test,)
+            Higher ranks higher.
+        """
         S = self._cumulative_scores(X)
         return S[:, -1].copy() if self.n_estimators_ else np.zeros(S.shape[0])
 
     def staged_predict(self, X):
-        """Scores after each round t = 1..n_estimators_ (a generator), for choosing T; the scores after t rounds equal
-        ``predict`` of the model fitted with ``n_estimators=t`` exactly."""
+        """Scores after each round t = 1..n_estimators_, for choosing T.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_test, n_features)
+            Rows to score.
+
+        Yields
+        ------
+        scores : ndarray of shape (n_test,)
+            The scores after t rounds: exactly ``predict`` of the model fitted with ``n_estimators=t``.
+        """
         S = self._cumulative_scores(X)
         for t in range(self.n_estimators_):
             yield S[:, t].copy()
@@ -203,20 +247,41 @@ class RankBoostPath:
 
 
 def rankboost_path(X, y, n_estimators, groups=None, *, cv=5, scoring=None, refit=True, verbose=0, **params):
-    """Choose RankBoost's number of rounds by cross-validation from one fit per fold; returns a :class:`RankBoostPath`.
+    """Choose RankBoost's number of rounds by cross-validation from one fit per fold.
 
     RankBoost is greedy: the model fitted with ``n_estimators=t`` is the first t rounds of the model fitted with any
     larger value (the same weak rankers and weights; fewer if boosting stopped early, and then the same model).  So each
     fold fits once at the largest value and scores :meth:`RankBoost.staged_predict` on its held-out rows: the scores
     equal those of a refit at every value of the grid, for the cost of one fit per fold (plus O(p T) to predict).
 
-    ``X, y, groups``: the training data, as for :meth:`RankBoost.fit` (with query ids the folds keep each query whole);
-    ``n_estimators``: the grid, an int T meaning 1, 2, ..., T; ``cv``: an int k (``GroupKFold(k)`` with groups,
-    ``KFold(k)`` without, no shuffling; default 5), a splitter or an iterable of (train, test) index arrays;
-    ``scoring``: a measure name of :func:`fastrank.metrics.get_measure` (e.g. "ndcg@10", "disagreement") computed per
-    held-out fold (inside its groups), None meaning "ndcg@10" with groups and "disagreement" without; ``refit`` (default
-    True): fit ``RankBoost(n_estimators=best, **params)`` on all rows; ``verbose``: progress per fold (see
-    ``fastrank._progress``); ``**params``: the other :class:`RankBoost` parameters.
+    Parameters
+    ----------
+    X : array-like of shape (n_samples, n_features)
+        Training rows, as for :meth:`RankBoost.fit`.
+    y : array-like of shape (n_samples,)
+        Graded relevance.
+    n_estimators : int or array-like of int
+        The grid; an int T means 1, 2, ..., T.
+    groups : array-like of shape (n_samples,) or None, default=None
+        Query id of each row: only pairs inside a query count, and the folds keep each query whole.
+    cv : int, splitter or iterable of (train, test) index arrays, default=5
+        An int k: ``GroupKFold(k)`` with groups, ``KFold(k)`` without, no shuffling.
+    scoring : str or None, default=None
+        A measure name of :func:`fastrank.metrics.get_measure` (e.g. "ndcg@10", "disagreement") computed per held-out
+        fold (inside its groups); None: "ndcg@10" with groups, "disagreement" without.
+    refit : bool, default=True
+        Fit ``RankBoost(n_estimators=best, **params)`` on all rows.
+    verbose : int, bool or "auto", default=0
+        Progress per fold (see ``fastrank._progress``).
+    **params : dict
+        The other :class:`RankBoost` parameters.
+
+    Returns
+    -------
+    path : RankBoostPath
+        ``n_estimators`` (the grid, increasing), ``scores`` (n_folds, n_grid) held-out scores, ``mean_scores``
+        (n_grid,), ``measure``, ``best_n_estimators`` (the smallest value with the best mean score) and ``estimator``
+        (refitted at that value, or None with ``refit=False``).
     """
     from sklearn.model_selection import GroupKFold, KFold
 

@@ -26,6 +26,7 @@ from ._registry import register_estimator
 from ._solvers import (SOLVERS, choose_solver, default_max_iter, one_conditioning_warning, select_basis, solve_basis,
                        solve_cg, solve_cg_path, solve_dual, solve_primal)
 from ._progress import progress, resolve_verbose, stage
+from ._docs import with_param_docs
 from ._exactcv import CVSpec
 from ._memory import densified
 from ._threads import compute_region
@@ -121,8 +122,18 @@ class _RankRLSBase(KernelMixin, Ranker):
         return CVSpec(**fields)
 
     def predict(self, X):
-        """Scores for ranking, (p,) or (p, v): higher ranks higher; only differences of scores are meaningful (the
-        objective is invariant to adding a constant), so the scores are not on the scale of ``y``."""
+        """Scores for ranking: higher ranks higher.
+
+        Parameters
+        ----------
+        %(X_predict)s
+
+        Returns
+        -------
+        scores : ndarray of shape (n_test,) or (n_test, n_outputs)
+            Only differences of scores are meaningful (the objective is invariant to adding a constant), so the
+            scores are not on the scale of ``y``.
+        """
         check_is_fitted(self, "fit_mode_")
         return self._expansion_predict(self._check_predict_X(X))
 
@@ -210,22 +221,45 @@ class RankRLS(_RankRLSBase):
 
     @one_conditioning_warning
     def fit(self, X, y, groups=None):
-        """Fit from scores ``y`` (m,) or (m, v): all pairs relevant, or only pairs inside a group (``groups``: one id
-        per row, any order, need not be contiguous or sorted)."""
+        """Fit from scores: all pairs relevant, or only pairs inside a group.
+
+        Parameters
+        ----------
+        %(X_fit)s
+        y : array-like of shape (n_samples,) or (n_samples, n_outputs)
+            Real-valued scores or relevance labels; several outputs are fitted at once.
+        groups : array-like of shape (n_samples,) or None, default=None
+            Query id of each row (any order, need not be contiguous or sorted): only pairs inside a query count; None:
+            every pair of rows.
+
+        Returns
+        -------
+        %(fitted_self)s
+        """
         self._validate_params()
         alpha = check_alpha(self.alpha)
         problem = self._scores_problem(X, y, groups, self.group_weighting, self._exclude_ties())
         return self._fit_problem(problem, alpha, self._warm_start_coef(problem))
 
     def fit_preferences(self, X, pairs, magnitudes=None, cost=None, weights=None):
-        """Fit from an explicit preference multigraph (repeated pairs add up) on X (m, n), or the (m, m) kernel for
-        kernel="precomputed": row ``pairs[e, 0]`` is preferred over row ``pairs[e, 1]`` (``pairs`` an int array (l, 2)).
+        """Fit from an explicit preference multigraph (repeated pairs add up).
 
-        ``cost`` (default "binary" without ``magnitudes``, "magnitude" with them; magnitudes g_e (l,) >= 0, > 0 for
-        "normalized"): (20) "binary": every preference targets a score difference of 1 with weight 1; (21) "magnitude":
-        target g_e, weight 1; (22) "normalized": target g_e, width w_e = 1/g_e (the squared error times w_e^2 =
-        1/g_e^2).  ``weights`` (l,) > 0 or None: the squared error of preference e is multiplied by ``weights[e]`` (an
-        integer weight k is the same as repeating the pair k times).
+        Parameters
+        ----------
+        %(X_preferences)s %(pairs)s
+        magnitudes : array-like of shape (n_pairs,) or None, default=None
+            Magnitudes g_e >= 0 of the preferences (> 0 for ``cost="normalized"``).
+        cost : {"binary", "magnitude", "normalized"} or None, default=None
+            (20) "binary": every preference targets a score difference of 1 with weight 1; (21) "magnitude": target g_e,
+            weight 1; (22) "normalized": target g_e, width w_e = 1/g_e (the squared error times w_e^2 = 1/g_e^2).  None:
+            "binary" without ``magnitudes``, "magnitude" with them.
+        weights : array-like of shape (n_pairs,) or None, default=None
+            Positive weights: the squared error of preference e is multiplied by ``weights[e]`` (an integer weight k
+            is the same as repeating the pair k times).
+
+        Returns
+        -------
+        %(fitted_self)s
         """
         self._validate_params()
         alpha = check_alpha(self.alpha)
@@ -261,8 +295,19 @@ class MPRank(_RankRLSBase):
 
     @one_conditioning_warning
     def fit(self, X, y, groups=None):
-        """Fit from real-valued scores y (m,) or (m, v) on all pairs, or (with ``groups``, one id per row) on the pairs
-        inside each group, with alpha = m^2 / (2 C) for the m rows given."""
+        """Fit from real-valued scores with alpha = m^2 / (2 C) for the m rows given.
+
+        Parameters
+        ----------
+        %(X_fit)s
+        y : array-like of shape (n_samples,) or (n_samples, n_outputs)
+            Real-valued scores; several outputs are fitted at once.
+        %(groups_fit)s
+
+        Returns
+        -------
+        %(fitted_self)s
+        """
         self._validate_params()
         problem = self._scores_problem(X, y, groups)
         alpha = problem.m * problem.m / (2.0 * check_alpha(self.C, "C"))  # same minimiser as RankRLS
@@ -276,12 +321,43 @@ class MPRank(_RankRLSBase):
                               f"(m = {problem.m}): alpha falls as C grows. {error}") from error
 
 
+@with_param_docs()
 class RankRLSPath:
-    """RankRLS solutions for many regularization values (eq. 31), as returned by :func:`rankrls_path`: ``alphas``
-    (n_alphas,), ``fit_mode`` ("dual", "primal", "cg" or "sparse"), ``dual_coef_`` (n_alphas, m or |R|, v) or None,
-    ``coef_`` (n_alphas, n, v) or None (linear models), ``basis_indices_`` and ``X_fit_`` (the basis rows of
-    ``basis_vectors`` and the rows kept for predictions), ``n_iter_`` and ``converged_`` (n_alphas, v) (CG only),
-    ``feature_names_in_`` (fitted on a DataFrame of string column names)."""
+    """RankRLS solutions for many regularization values (eq. 31), as returned by :func:`rankrls_path`.
+
+    Parameters
+    ----------
+    estimator : RankRLS
+        The estimator whose parameters (all but ``alpha``) the solutions share; a clone is kept.
+    alphas : ndarray of shape (n_alphas,)
+        The regularization values.
+    fit : fastrank._solvers.Fit
+        The solver's record of the solutions.
+    one_d : bool
+        Whether ``y`` was one-dimensional.
+    n_features : int
+        The number of features (rows of the kernel for a precomputed kernel) seen in the fit.
+    n_groups : int, default=1
+        The number of query groups of the fit (``n_fit_groups_`` of the fitted estimators).
+    feature_names_in : ndarray of str or None, default=None
+        The DataFrame column names seen in the fit.
+    fitted_kernel : KernelSpec or None, default=None
+        The kernel resolved at fit.
+
+    Attributes
+    ----------
+    alphas : ndarray of shape (n_alphas,)
+    fit_mode : {"dual", "primal", "cg", "sparse"}
+    dual_coef_ : ndarray of shape (n_alphas, m or |R|, v) or None
+    coef_ : ndarray of shape (n_alphas, n_features, v) or None
+        Linear models only.
+    basis_indices_, X_fit_ : ndarray or None
+        The basis rows of ``basis_vectors`` and the rows kept for predictions.
+    n_iter_, converged_ : ndarray of shape (n_alphas, v) or None
+        CG only.
+    feature_names_in_ : ndarray of str
+        Fitted on a DataFrame of string column names only.
+    """
 
     def __init__(self, estimator, alphas, fit, one_d, n_features, n_groups=1, feature_names_in=None,
                  fitted_kernel=None):
@@ -298,9 +374,21 @@ class RankRLSPath:
     def __len__(self):
         return self.alphas.size
 
+    @with_param_docs()
     def fitted_estimator(self, k):
-        """A fitted :class:`RankRLS` for ``alphas[k]`` (shares arrays, no refit), with the group count a fit records
-        (``n_fit_groups_``: ``score`` without groups then warns as after ``fit``)."""
+        """A fitted :class:`RankRLS` for one alpha (shares arrays, no refit).
+
+        Parameters
+        ----------
+        k : int
+            The index into ``alphas`` (negative counts from the end).
+
+        Returns
+        -------
+        estimator : RankRLS
+            Fitted at ``alphas[k]``, with the group count a fit records (``n_fit_groups_``: ``score`` without groups
+            then warns as after ``fit``).
+        """
         k = check_int(k, "k", low=-len(self), high=len(self) - 1)  # numpy's IndexError named no argument
         est = type(self.estimator)(**{**self.estimator.get_params(deep=False), "alpha": float(self.alphas[k])})
         est.n_fit_groups_ = self._n_groups
@@ -308,19 +396,44 @@ class RankRLSPath:
             est.feature_names_in_ = self.feature_names_in_
         return est._apply_fit(self._fit, k, *self._fit_args)
 
+    @with_param_docs()
     def predict(self, X):
-        """Scores for every alpha: (n_alphas, p) or (n_alphas, p, v)."""
+        """Scores for every alpha.
+
+        Parameters
+        ----------
+        %(X_predict)s
+
+        Returns
+        -------
+        scores : ndarray of shape (n_alphas, n_test) or (n_alphas, n_test, n_outputs)
+        """
         return np.stack([self.fitted_estimator(k).predict(X) for k in range(len(self))])
 
 
+@with_param_docs()
 def rankrls_path(X, y, alphas, *, groups=None, estimator=None):
-    """Fit RankRLS for every value in ``alphas`` from one decomposition (paper Sect. 3.2, eq. 31); returns a
-    :class:`RankRLSPath`.
+    """Fit RankRLS for every value in ``alphas`` from one decomposition (paper Sect. 3.2, eq. 31).
 
     The dual factorizes S K S once (O(m^3); docs/design/solvers.md), then all alphas cost O(m^2 v); the primal (linear
     kernel, n < m) does the same with X^T L X, ``basis_vectors`` models with the |R| x |R| system (eq. 42); CG runs once
-    per alpha, warm-started.  ``estimator`` (a :class:`RankRLS`, default ``RankRLS()``) gives every parameter but
-    ``alpha``.
+    per alpha, warm-started.
+
+    Parameters
+    ----------
+    %(X_fit)s
+    y : array-like of shape (n_samples,) or (n_samples, n_outputs)
+        Real-valued scores or relevance labels.
+    alphas : array-like of float > 0
+        The regularization values.
+    %(groups_fit)s
+    estimator : RankRLS or None, default=None
+        Gives every parameter but ``alpha``; None: ``RankRLS()``.
+
+    Returns
+    -------
+    path : RankRLSPath
+        The solutions, one per alpha.
     """
     est = RankRLS() if estimator is None else estimator
     if not isinstance(est, RankRLS):

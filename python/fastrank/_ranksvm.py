@@ -14,6 +14,7 @@ from sklearn.utils.validation import check_is_fitted
 from . import _core
 from ._base import (N_JOBS, NONNEG_REAL, KernelMixin, Ranker, StrOptions, c_path, crucial_pairs, in_compute_region,
                     positive_int, warn_if_constant, warn_if_scores_underflow)
+from ._docs import with_param_docs
 from ._kernels import pivoted_cholesky, semidefinite_by_construction
 from ._memory import check_dense_memory, densified
 from ._problem import (centred_in_groups, check_pair_weights, check_pairs, features_without_group_offsets,
@@ -282,9 +283,21 @@ class RankSVM(KernelMixin, Ranker):
         return self
 
     def fit(self, X, y, groups=None):
-        """Fit on the pairs with y_i > y_j: all rows, or only pairs inside a group (``groups``: one id per row, any
-        order or type).  Groups of one row, or whose rows share one target value, have no pairs and do not influence the
-        model."""
+        """Fit on the pairs with y_i > y_j: all rows, or only pairs inside a group.
+
+        Groups of one row, or whose rows share one target value, have no pairs and do not influence the model.
+
+        Parameters
+        ----------
+        %(X_fit)s
+        y : array-like of shape (n_samples,)
+            Real-valued scores or relevance labels.
+        %(groups_fit)s
+
+        Returns
+        -------
+        %(fitted_self)s
+        """
         return self._fit_structure(*self._group_problem(X, y, groups))
 
     def _group_problem(self, X, y, groups):
@@ -309,16 +322,34 @@ class RankSVM(KernelMixin, Ranker):
         return X, structure, n_pairs
 
     def fit_preferences(self, X, pairs, weights=None):
-        """Fit on an explicit preference multigraph: row ``pairs[e, 0]`` (an int array (l, 2)) is preferred over row
-        ``pairs[e, 1]``, repeated pairs add up, with the non-negative loss weight ``weights[e]`` (default 1); X (m, n)
-        dense or scipy.sparse, or the (m, m) kernel for kernel="precomputed"."""
+        """Fit on an explicit preference multigraph.
+
+        Parameters
+        ----------
+        %(X_preferences)s %(pairs)s
+        weights : array-like of shape (n_pairs,) or None, default=None
+            The non-negative loss weight of each preference; None: 1.
+
+        Returns
+        -------
+        %(fitted_self)s
+        """
         self._params()
         X = self._check_fit_X(X, allow_sparse=True)
         structure, weight_scale, total = _graph_structure(pairs, weights, X.shape[0])
         return self._fit_structure(X, structure, total, weight_scale=weight_scale)
 
     def predict(self, X):
-        """Ranking scores (p,): a higher score means ranked higher."""
+        """Ranking scores: a higher score means ranked higher.
+
+        Parameters
+        ----------
+        %(X_predict)s
+
+        Returns
+        -------
+        %(ranking_scores)s
+        """
         check_is_fitted(self, "fit_mode_")
         X = self._check_predict_X(X)
         # K(X, X_B) beta in row blocks, sparse X and X_B staying sparse; K(X, X_fit_) beta on dense rows
@@ -327,13 +358,29 @@ class RankSVM(KernelMixin, Ranker):
         return self._expansion_predict(densified(X) if dense else X)
 
 
+@with_param_docs()
 def ranksvm_path(X, y, Cs, groups=None, *, verbose=0, **params):
-    """Linear RankSVM fitted for every C in ``Cs``, warm-starting each fit from the previous one; returns the list of
-    fitted :class:`RankSVM`, in the order of ``Cs``.
+    """Linear RankSVM fitted for every C in ``Cs``, warm-starting each fit from the previous one.
 
     The values are visited in increasing order (the solution grows with C, so each start is close: the squared hinge's
     truncated Newton needs a few iterations per value; the hinge starts from zero).  Every fit is the model
-    ``RankSVM(C=C, **params)`` gives, to its ``tol``.  ``verbose``: progress per value of C."""
+    ``RankSVM(C=C, **params)`` gives, to its ``tol``.
+
+    Parameters
+    ----------
+    X : {array-like, sparse matrix} of shape (n_samples, n_features)
+        Training rows.
+    y : array-like of shape (n_samples,)
+        Real-valued scores or relevance labels.
+    %(Cs_path)s %(groups_fit)s %(verbose_path)s
+    **params : dict
+        The other :class:`RankSVM` parameters (the kernel must be linear; C comes from ``Cs``).
+
+    Returns
+    -------
+    estimators : list of RankSVM
+        The fitted models, in the order of ``Cs``.
+    """
     base = RankSVM(**params)
     Cs, visit = c_path(Cs, base.kernel, "ranksvm_path", verbose, params)
     Xc, structure, n_pairs = base._group_problem(X, y, groups)

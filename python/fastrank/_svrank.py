@@ -14,6 +14,7 @@ from sklearn.utils.validation import check_is_fitted
 from . import _core
 from ._base import (N_JOBS, NONNEG_REAL, KernelMixin, Ranker, StrOptions, c_path, in_compute_region, positive_int,
                     warn_if_constant, warn_if_scores_underflow)
+from ._docs import with_param_docs
 from ._kernels import pivoted_cholesky, semidefinite_by_construction
 from ._memory import check_dense_memory
 from ._problem import centred_in_groups, features_without_group_offsets, group_target_range, require_preferences
@@ -157,7 +158,20 @@ class SVRank(KernelMixin, Ranker):
                               "n_jobs": N_JOBS}
 
     def fit(self, X, y, groups=None):
-        """Fit from real-valued scores ``y`` (m,), on all pairs or on pairs inside ``groups``."""
+        """Fit from real-valued scores, on all pairs or on pairs inside ``groups``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Training rows, or the (n_samples, n_samples) kernel matrix for ``kernel="precomputed"``.
+        y : array-like of shape (n_samples,)
+            Real-valued scores.
+        %(groups_fit)s
+
+        Returns
+        -------
+        %(fitted_self)s
+        """
         return self._fit(X, y, groups)
 
     @in_compute_region
@@ -263,21 +277,47 @@ class SVRank(KernelMixin, Ranker):
         return self
 
     def predict(self, X):
-        """Ranking scores (higher ranks higher); only score differences are meaningful."""
+        """Ranking scores (higher ranks higher).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_test, n_features)
+            Rows to score, or their (n_test, n_samples) kernel against the training rows for ``kernel="precomputed"``.
+
+        Returns
+        -------
+        %(ranking_scores)s
+        """
         check_is_fitted(self, "n_iter_")
         X = self._check_predict_X(X, allow_sparse=False)
         return self._expansion_predict(X)
 
 
+@with_param_docs()
 def svrank_path(X, y, Cs, groups=None, *, verbose=0, **params):
-    """Linear SVRank fitted for every C in ``Cs``, warm-starting each fit from the previous one; returns the list of
-    fitted :class:`SVRank`, in the order of ``Cs``.
+    """Linear SVRank fitted for every C in ``Cs``, warm-starting each fit from the previous one.
 
     The values are visited in increasing order; each cutting-plane solve starts from the previous C's solution (its
     first plane and best point are placed there) and cut model (the planes are tangents of the pair loss itself, valid
     for every C, so the master problem starts with a lower bound close to the optimum).  Every fit is still certified
     by its own duality gap: the model ``SVRank(C=C, **params)`` gives, to its ``tol``.  The squared cost is solved from
-    zero for each C.  ``verbose``: progress per value of C."""
+    zero for each C.
+
+    Parameters
+    ----------
+    X : array-like of shape (n_samples, n_features)
+        Training rows.
+    y : array-like of shape (n_samples,)
+        Real-valued scores.
+    %(Cs_path)s %(groups_fit)s %(verbose_path)s
+    **params : dict
+        The other :class:`SVRank` parameters (the kernel must be linear; C comes from ``Cs``).
+
+    Returns
+    -------
+    estimators : list of SVRank
+        The fitted models, in the order of ``Cs``.
+    """
     Cs, visit = c_path(Cs, SVRank(**params).kernel, "svrank_path", verbose, params)
     fitted = [None] * Cs.size
     warm = {}  # the solution and cut model, carried from C to C by the core

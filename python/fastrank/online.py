@@ -251,8 +251,20 @@ class _OnlineOrdinal(ClassifierMixin, FastrankEstimator):
     def fit(self, X, y):
         """Restart the stream and make ``n_epochs`` passes over (X, y).
 
-        With ``shuffle=False`` and ``n_epochs=1`` this is exactly ``partial_fit`` on (X, y) from a
-        fresh state.  For a precomputed kernel X is the (m, m) kernel matrix of the training rows.
+        With ``shuffle=False`` and ``n_epochs=1`` this is exactly ``partial_fit`` on (X, y) from a fresh state.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            The stream's rows, or the (n_samples, n_samples) kernel matrix of the training rows for
+            ``kernel="precomputed"``.
+        y : array-like of shape (n_samples,)
+            Ordered class labels: their sorted distinct values (an ordered categorical's categories in order) are the
+            ranks 1..k.
+
+        Returns
+        -------
+        %(fitted_self)s
         """
         self._validate_params()
         X = self._check_X(X, reset=True)
@@ -275,9 +287,19 @@ class _OnlineOrdinal(ClassifierMixin, FastrankEstimator):
     def partial_fit(self, X, y, classes=None):
         """Continue the stream with (X, y), one example at a time in the given order.
 
-        ``classes`` (all ordered labels) may be given on the first call; otherwise the first batch's labels fix the
-        label set.  For a precomputed kernel, column i of X holds kernel values against the i-th example passed to
-        ``partial_fit`` (this batch included), so X needs at least ``n_samples_seen_ + len(X)`` columns.
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            The batch's rows.  For a precomputed kernel, column i holds kernel values against the i-th example passed to
+            ``partial_fit`` (this batch included), so X needs at least ``n_samples_seen_ + len(X)`` columns.
+        y : array-like of shape (n_samples,)
+            Ordered labels, each in ``classes``.
+        classes : array-like or None, default=None
+            All ordered labels, on the first call; None: the first batch's labels fix the label set.
+
+        Returns
+        -------
+        %(fitted_self)s
         """
         first = not hasattr(self, "classes_")
         self._validate_params()  # set_params may have changed them since the stream began
@@ -308,11 +330,27 @@ class _OnlineOrdinal(ClassifierMixin, FastrankEstimator):
         return self
 
     def score(self, X, y, groups=None, sample_weight=None):
-        """Pairwise ranking accuracy of ``decision_function(X)`` against the positions of the labels ``y`` in
-        ``classes_``: ``1 - pairwise_disagreement`` as every fastrank ranker scores (pairs tied in ``y`` ignored, tied
-        scores half an error, with ``groups`` only pairs inside a group, a pair weighing w_i w_j with
-        ``sample_weight``), not scikit-learn's classification accuracy.  Labels outside ``classes_`` raise
-        ValueError; the paper's own measure is :func:`fastrank.metrics.mean_rank_loss`."""
+        """Pairwise ranking accuracy of ``decision_function(X)`` against the positions of the labels in ``classes_``.
+
+        ``1 - pairwise_disagreement`` as every fastrank ranker scores, not scikit-learn's classification accuracy; the
+        paper's own measure is :func:`fastrank.metrics.mean_rank_loss`.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            Test rows.
+        y : array-like of shape (n_samples,)
+            True labels; labels outside ``classes_`` raise ValueError; pairs tied in ``y`` are ignored.
+        groups : array-like of shape (n_samples,) or None, default=None
+            Query id of each row: only pairs inside a query count.
+        sample_weight : array-like of shape (n_samples,) or None, default=None
+            Row weights; a pair weighs w_i w_j.
+
+        Returns
+        -------
+        score : float
+            The fraction of pairs ordered correctly (tied scores count half an error).
+        """
         check_is_fitted(self, "classes_")
         positions = _to_ranks(self.classes_, target_column(y))
         if groups is None and not _declines_groups(self):
@@ -327,8 +365,13 @@ class _OnlineOrdinal(ClassifierMixin, FastrankEstimator):
         return float(self._losses.mean()) if self._losses.size and self._losses.size == self.n_seen_ else float("nan")
 
     def rank_loss_curve(self):
-        """Cumulative average rank loss after each example of the stream (the paper's Fig. 2 curve); NaN where the
-        losses of the stream before it are unknown (a model joined by :meth:`OAPBPM.from_members`)."""
+        """Cumulative average rank loss after each example of the stream (the paper's Fig. 2 curve).
+
+        Returns
+        -------
+        curve : ndarray of shape (n_seen,)
+            NaN where the losses of the stream before it are unknown (a model joined by :meth:`OAPBPM.from_members`).
+        """
         check_is_fitted(self, "classes_")
         if self._losses.size != self.n_seen_:
             return np.full(self.n_seen_, np.nan)
@@ -465,8 +508,19 @@ class _OAPBase(KernelMixin, _OnlineOrdinal):
         return _vote(R, self.members_counts_.astype(np.int64) if voted else np.ones(R.shape[1], dtype=np.int64))
 
     def decision_function(self, X):
-        """Real-valued scores: w~.x of the averaged rule (PRank, OAP-BPM); for OAP-Bagg, OAP-VP and
-        PRank-VP the vote H(x) (the members' or hypotheses' mean rank) on the 1..k scale."""
+        """Real-valued scores.
+
+        w~.x of the averaged rule (PRank, OAP-BPM); for OAP-Bagg, OAP-VP and PRank-VP the vote H(x) (the members' or
+        hypotheses' mean rank) on the 1..k scale.
+
+        Parameters
+        ----------
+        %(X_stored)s
+
+        Returns
+        -------
+        scores : ndarray of shape (n_test,)
+        """
         X = self._check_X(X)
         if not self._voting():
             return self._member_scores(X, "mean")
@@ -474,8 +528,17 @@ class _OAPBase(KernelMixin, _OnlineOrdinal):
         return H / den
 
     def predict(self, X):
-        """Labels: the averaged rule's rank (PRank, OAP-BPM), or for the votes the real H(x) rounded
-        to the nearest rank (halves round up), i.e. floor(H + 1/2)."""
+        """Labels: the averaged rule's rank (PRank, OAP-BPM), or the vote H(x) rounded to the nearest rank.
+
+        Parameters
+        ----------
+        %(X_stored)s
+
+        Returns
+        -------
+        labels : ndarray of shape (n_test,)
+            Values of ``classes_``; a vote rounds halves up, floor(H + 1/2).
+        """
         X = self._check_X(X)
         if not self._voting():
             ranks = _rank_from_scores(self._member_scores(X, "mean"), self.thresholds_)
@@ -635,13 +698,23 @@ class OAPBPM(_OAPBase):
         "voted" (OAP-VP) with H(x) = sum_j v_j h_j(x) / sum_j v_j, v_j the number of correct predictions member j made
         on the examples presented to it (the plain mean before any).  ``predict`` rounds that H (the
         ``decision_function``) to the nearest rank, halves up: floor(H + 1/2), always within 1..k.
-    kernel, gamma, degree, coef0, budget, n_epochs, shuffle, verbose
-        As for :class:`PRank`; each member has its own coefficients on a shared list of stored
-        examples (those on which any member updated).
+    %(kernel)s
+        Each member has its own coefficients on a shared list of stored examples (those on which any member updated).
+    %(gamma)s
+    degree : float, default=2
+        Polynomial degree.
+    %(coef0)s
+    budget : int or None, default=None
+        As for :class:`PRank`.
+    n_epochs : int, default=1
+        Passes over the data in ``fit``.
+    shuffle : bool, default=False
+        Reshuffle the rows before each pass of ``fit``.
     random_state : int, RandomState or None, default=None
-        Fixes the Bernoulli draws (counter-based splitmix64 hashing of (seed, j, t)).
+        Fixes the Bernoulli draws (counter-based splitmix64 hashing of (seed, j, t)) and the shuffles.
     %(n_jobs)s
         Threads run over the members; the GIL is released and the model never depends on it.
+    %(verbose)s
     """
 
     def __init__(self, n_estimators=100, tau=0.3, *, variant="bpm", kernel="linear", gamma=None, degree=2,
@@ -656,10 +729,26 @@ class OAPBPM(_OAPBase):
 
     # -- member blocks: the ensemble trained as independent streams (e.g. fastrank.dask) --
     def member_blocks(self, n_blocks, classes, n_features):
-        """Untrained OAP-BPMs holding consecutive blocks of this ensemble's members, to be trained
-        as separate streams (``partial_fit`` on the same rows in the same order) and joined by
-        :meth:`from_members` into exactly the model ``fit`` gives (``shuffle=False``, linear kernel):
-        a block's seed (:func:`_block_seed`) makes its members draw what the ensemble's members draw."""
+        """Untrained OAP-BPMs holding consecutive blocks of this ensemble's members.
+
+        Each block is trained as a separate stream (``partial_fit`` on the same rows in the same order) and the blocks
+        are joined by :meth:`from_members` into exactly the model ``fit`` gives (``shuffle=False``, linear kernel): a
+        block's seed (:func:`_block_seed`) makes its members draw what the ensemble's members draw.
+
+        Parameters
+        ----------
+        n_blocks : int
+            The number of blocks (at most ``n_estimators``).
+        classes : array-like
+            All ordered labels of the stream.
+        n_features : int
+            The number of features of the stream.
+
+        Returns
+        -------
+        blocks : list of OAPBPM
+            Untrained, in member order.
+        """
         self._validate_params()
         if self.kernel != "linear":
             raise ValueError("member blocks need the linear kernel (kernel members share a support list)")
@@ -679,9 +768,21 @@ class OAPBPM(_OAPBase):
 
     @classmethod
     def from_members(cls, blocks):
-        """The ensemble of trained member blocks (in member order, as :meth:`member_blocks` made
-        them, each trained on the same stream).  ``average_rank_loss_`` is not available (NaN):
-        the ensemble's own on-line prediction needs every member at every step."""
+        """The ensemble of trained member blocks.
+
+        ``average_rank_loss_`` is not available (NaN): the ensemble's own on-line prediction needs every member at every
+        step.
+
+        Parameters
+        ----------
+        blocks : list of OAPBPM
+            Every block of one :meth:`member_blocks` call, in member order, each trained on the same stream.
+
+        Returns
+        -------
+        estimator : OAPBPM
+            The joined ensemble.
+        """
         if not isinstance(blocks, (list, tuple)) or not all(isinstance(b, cls) and hasattr(b, "ensemble_seed_")
                                                              for b in blocks):
             raise TypeError(f"blocks must be a list of the {cls.__name__} blocks made by member_blocks")
@@ -752,11 +853,32 @@ class WidrowHoff(_OnlineOrdinal):
         self._append_losses(losses)
 
     def decision_function(self, X):
-        """The regression score w.x + b on the rank scale 1..k."""
+        """The regression score w.x + b on the rank scale 1..k.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_test, n_features)
+            Rows to score.
+
+        Returns
+        -------
+        scores : ndarray of shape (n_test,)
+        """
         return row_products(self._check_X(X), self.coef_) + self.intercept_
 
     def predict(self, X):
-        """Labels: the score rounded to the nearest rank (halves up), clipped to 1..k."""
+        """Labels: the score rounded to the nearest rank (halves up), clipped to 1..k.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_test, n_features)
+            Rows to label.
+
+        Returns
+        -------
+        labels : ndarray of shape (n_test,)
+            Values of ``classes_``.
+        """
         r = np.clip(np.floor(self.decision_function(X) + 0.5), 1, self.classes_.size).astype(np.int64)
         return self.classes_[r - 1]
 
@@ -937,8 +1059,21 @@ class OnlineMPRank(KernelMixin, Ranker):
         return self
 
     def fit(self, X, y, groups=None):
-        """Iterate to the MPRank solution on (X, y) from a = 0; with ``groups`` (one id per row) only
-        pairs inside a group count, as in :class:`fastrank.MPRank`."""
+        """Iterate to the MPRank solution on (X, y) from a = 0.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            Training rows, or the (n_samples, n_samples) kernel matrix for ``kernel="precomputed"``.
+        y : array-like of shape (n_samples,)
+            Real-valued scores.
+        groups : array-like of shape (n_samples,) or None, default=None
+            Query id of each row: only pairs inside a query count, as in :class:`fastrank.MPRank`.
+
+        Returns
+        -------
+        %(fitted_self)s
+        """
         self._validate_params()
         X = _as_X(X)
         if X.shape[0] < 2:
@@ -948,8 +1083,21 @@ class OnlineMPRank(KernelMixin, Ranker):
         return self._solve(X, y, np.zeros(X.shape[0]), groups, self._kernel_spec(X.shape[1]))
 
     def partial_fit(self, X, y, groups=None):
-        """Append (X, y) (and their group ids, if the model has groups) to the points kept so far and
-        continue the iteration (warm start)."""
+        """Append (X, y) to the points kept so far and continue the iteration (warm start).
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            The new rows (not with a precomputed kernel: call ``fit`` with the full matrix).
+        y : array-like of shape (n_samples,)
+            Their scores.
+        groups : array-like of shape (n_samples,) or None, default=None
+            Their query ids: given exactly when the model was fitted with groups.
+
+        Returns
+        -------
+        %(fitted_self)s
+        """
         if not hasattr(self, "X_fit_"):
             return self.fit(X, y, groups)
         self._validate_params()  # set_params may have changed them since fit
@@ -974,7 +1122,17 @@ class OnlineMPRank(KernelMixin, Ranker):
 
     @in_compute_region
     def predict(self, X):
-        """Ranking scores h(x) of eq. 13 (higher ranks higher; defined up to a constant; no intercept)."""
+        """Ranking scores h(x) of eq. 13.
+
+        Parameters
+        ----------
+        %(X_predict)s
+
+        Returns
+        -------
+        scores : ndarray of shape (n_test,)
+            Higher ranks higher; defined up to a constant (no intercept).
+        """
         check_is_fitted(self, "dual_coef_")
         X = self._check_predict_X(_as_X(X))
         # identical rows tie (the measures count a tie 1/2): products in a fixed order per row, a kernel row once per

@@ -31,6 +31,7 @@ from sklearn.utils import check_consistent_length
 from sklearn.utils.metadata_routing import get_routing_for_object
 
 from . import _core
+from ._docs import with_param_docs
 from ._problem import centred_in_groups, check_pairs
 from ._threads import compute_region
 from ._validation import (_asarray, as_float_matrix, as_float_vector, check_bool, check_n_jobs, check_real, group_index,
@@ -44,6 +45,35 @@ __all__ = [
     "err_at_k", "agree", "make_ranking_scorer", "RankingScorer", "SCORER_NAMES", "Measure", "get_measure",
     "measure_names", "score_estimator"
 ]
+
+# numpydoc entries that several measures share, filled into their docstrings by ``with_param_docs``
+_METRIC_DOCS = {
+    "y_true": """y_true : array-like of shape (n_samples,)
+    Target of each row (relevance label); a higher target ranks higher.""",
+    "y_score": """y_score : array-like of shape (n_samples,)
+    Predicted score of each row; a higher score ranks higher.""",
+    "groups": """groups : array-like of shape (n_samples,) or None, default=None
+    Query id of each row (any ids): each query is ranked and measured on its own.  None: all rows form one query.""",
+    "average": """average : {"group", "pooled"} or None, default="group"
+    "group": the mean of the per-group values (every query weighs the same); "pooled": the total over all groups
+    divided by their total count (large queries weigh more); None: one value per group, in sorted id order (NaN
+    where there is nothing to measure).""",
+    "average_listwise": """average : {"group"} or None, default="group"
+    "group": the mean of the per-group values; None: one value per group, in sorted id order (NaN for a skipped
+    group).""",
+    "n_jobs": """n_jobs : int or None, default=None
+    Threads over groups: None one thread below 50,000 rows, else every usable core; -1 every usable core, -2 all
+    but one, k > 0 k threads.""",
+    "k": """k : int or None, default=None
+    Cutoff, a positive integer: only the first k positions of each group's ranking count.  None: no cutoff.""",
+    "relevance_threshold": """relevance_threshold : float, default=0.0
+    A row is relevant when ``y_true > relevance_threshold`` (0: trec_eval's level 1 for integer grades).""",
+    "tied_scores": """tied_scores : {"half", "wrong"}, default="half"
+    Error of a pair with tied scores: 1/2 ("half": ties broken at random, as ``score`` and ``RankRLSCV``)
+    or 1 ("wrong": 004 eq. 1 read literally, sign(0) = -1).""",
+    "ties": """ties : {"error", "half"} or None, default=None
+    Deprecated former name of ``tied_scores`` ("error" is "wrong"); giving it emits a FutureWarning.""",
+}
 
 _AVERAGES = ("group", "pooled")
 _PER_GROUP = ("group", None)  # the listwise measures: mean over groups or one value per group
@@ -161,16 +191,32 @@ def _tied_score_weight(tied_scores, ties, where):
     return 0.5 if tied_scores == "half" else 1.0
 
 
+@with_param_docs(_METRIC_DOCS)
 def pairwise_disagreement(y_true, y_score, groups=None, *, tied_scores="half", average="group", n_jobs=None,
                           sample_weight=None, ties=None):
     """Fraction of relevant pairs that ``y_score`` orders wrongly (004 eq. 1).
 
-    A pair is relevant when its ``y_true`` differ; it is an error when the higher-labelled row scores lower, and a
-    score tie counts 1/2 (``tied_scores="half"``, default: ties broken at random, as ``score`` and ``RankRLSCV``) or
-    1 (``"wrong"``: eq. 1 read literally, sign(0) = -1).  groups, average ("group", "pooled" or None): see the module
-    docstring; ValueError when no relevant pair exists.  n_jobs: threads over groups.  O(m log m).  sample_weight:
-    one weight >= 0 per row, pair (i, j) weighing w_i w_j in the errors and in the count (what a ``Pipeline`` routes
-    to ``score``), O(sum_q n_q^2) in blocks."""
+    A pair is relevant when its ``y_true`` differ; it is an error when the higher-labelled row scores lower.
+    O(m log m); with ``sample_weight`` O(sum_q n_q^2) in blocks.
+
+    Parameters
+    ----------
+    %(y_true)s %(y_score)s %(groups)s %(tied_scores)s %(average)s %(n_jobs)s
+    sample_weight : array-like of shape (n_samples,) or None, default=None
+        One weight >= 0 per row, pair (i, j) weighing w_i w_j in the errors and in the count (what a ``Pipeline``
+        routes to ``score``).
+    %(ties)s
+
+    Returns
+    -------
+    disagreement : float or ndarray of shape (n_groups,)
+        In [0, 1], 0 for a perfect ranking; an array with ``average=None``.
+
+    Raises
+    ------
+    ValueError
+        When no relevant pair exists.
+    """
     tie_weight = _tied_score_weight(tied_scores, ties, "pairwise_disagreement")
     y, f, gi = _group_setup(y_true, y_score, groups, average, _ANY_AVERAGE)
     if sample_weight is None:
@@ -204,9 +250,22 @@ def pairwise_disagreement(y_true, y_score, groups=None, *, tied_scores="half", a
     return _average(num, den, average, "pairwise_disagreement")
 
 
+@with_param_docs(_METRIC_DOCS)
 def auc(y_true, y_score):
     """Area under the ROC curve of binary labels (= sklearn.metrics.roc_auc_score): the fraction of (positive, negative)
-    pairs ordered correctly, score ties 1/2.  y_true must take exactly two values, the larger one positive."""
+    pairs ordered correctly, score ties 1/2.
+
+    Parameters
+    ----------
+    y_true : array-like of shape (n_samples,)
+        Binary labels: exactly two distinct values (else ValueError), the larger one positive.
+    %(y_score)s
+
+    Returns
+    -------
+    auc : float
+        In [0, 1].
+    """
     y, f = _as_pair(y_true, y_score)
     ranks = _label_ranks(y)
     if ranks[1].size != 2:
@@ -218,8 +277,21 @@ def auc(y_true, y_score):
 def kendall_distance(a, b, *, normalize=True):
     """Kendall distance #{(i, j) : a_i > a_j and b_i < b_j} between two score vectors (003).
 
-    A pair tied in ``a`` or ``b`` is not counted (neither inverted nor, for scipy, discordant).  normalize=True divides
-    by m(m-1)/2, giving (1 - tau) / 2 without ties (scipy.stats.kendalltau); else the int count.  O(m log m)."""
+    A pair tied in ``a`` or ``b`` is not counted (neither inverted nor, for scipy, discordant).  O(m log m).
+
+    Parameters
+    ----------
+    a, b : array-like of shape (n_samples,)
+        The two score vectors.
+    normalize : bool, default=True
+        Divide the count by m(m-1)/2, giving (1 - tau) / 2 without ties (scipy.stats.kendalltau); needs at least 2
+        items.  False: the count.
+
+    Returns
+    -------
+    distance : float or int
+        The normalised distance (float), or with ``normalize=False`` the number of inverted pairs (int).
+    """
     check_bool(normalize, "normalize")  # "no" normalised, None counted
     a, b = _as_pair(a, b, "a", "b")
     m = a.shape[0]
@@ -234,21 +306,44 @@ def kendall_distance(a, b, *, normalize=True):
 
 def spearman_footrule(a, b):
     """Spearman's footrule sum_i |rank_a(i) - rank_b(i)| (003) between two rankings, tied items sharing the mean of
-    their positions (scipy.stats.rankdata(method="average")), so the value may be a half-integer.  O(m log m).  As a
-    measure of predictions b against targets a, the measure table's "footrule" (``discounted_error(a, b,
-    discount="none")``) takes the expected displacement over the orders of tied predictions instead."""
+    their positions (scipy.stats.rankdata(method="average")), so the value may be a half-integer.  O(m log m).
+
+    As a measure of predictions b against targets a, the measure table's "footrule" (``discounted_error(a, b,
+    discount="none")``) takes the expected displacement over the orders of tied predictions instead.
+
+    Parameters
+    ----------
+    a, b : array-like of shape (n_samples,)
+        The scores defining the two rankings (a higher score ranks first).
+
+    Returns
+    -------
+    footrule : float
+        The sum of rank displacements.
+    """
     a, b = _as_pair(a, b, "a", "b")
     # ranks by decreasing score, m + 1 - the increasing ones: the same displacements
     gi = group_index(None, a.shape[0])
     return float(np.abs(_group_average_ranks(a, gi) - _group_average_ranks(b, gi)).sum())
 
 
+@with_param_docs(_METRIC_DOCS)
 def msd(y_true, y_score, groups=None, *, average="group"):
     """Mean squared difference of pairwise differences (000 eq. 67), O(m).
 
     MSD = (1/m^2) sum_i sum_j ((h(x_j) - h(x_i)) - (y_j - y_i))^2 over all ordered pairs (i = j included, as in the
-    paper) = 2 * the population variance of h(x) - y.  With groups: per group over n_g^2, groups of one row skipped;
-    average "group" (default), "pooled" (sum over groups / sum of n_g^2) or None (per group)."""
+    paper) = 2 * the population variance of h(x) - y, with y = ``y_true`` and h(x) = ``y_score``.  With groups: per
+    group over n_g^2, groups of one row skipped ("pooled": the sum over groups / the sum of n_g^2).
+
+    Parameters
+    ----------
+    %(y_true)s %(y_score)s %(groups)s %(average)s
+
+    Returns
+    -------
+    msd : float or ndarray of shape (n_groups,)
+        An array with ``average=None``.
+    """
     return _called_as("msd", magnitude_preserving_cost, y_true, y_score, groups, average=average)
 
 
@@ -285,18 +380,40 @@ def _mp_total(y, f, gi, n, power):
     return 2.0 * np.bincount(gs, weights=cs * (2.0 * k - n[gs] + 1.0), minlength=G)
 
 
+@with_param_docs(_METRIC_DOCS)
 def m1d(y_true, y_score, groups=None, *, average="group"):
     """Mean absolute difference of pairwise differences (000 eq. 68): (1/m^2) sum_ij |(h(x_j) - h(x_i)) - (y_j -
-    y_i)|, O(m log m) by sorting h - y.  Groups and averages as :func:`msd`."""
+    y_i)|, y = ``y_true``, h(x) = ``y_score``, O(m log m) by sorting h - y.  Groups and averages as :func:`msd`.
+
+    Parameters
+    ----------
+    %(y_true)s %(y_score)s %(groups)s %(average)s
+
+    Returns
+    -------
+    m1d : float or ndarray of shape (n_groups,)
+        An array with ``average=None``.
+    """
     return _called_as("m1d", magnitude_preserving_cost, y_true, y_score, groups, power=1, average=average)
 
 
+@with_param_docs(_METRIC_DOCS)
 def discrete_ranking_loss(y_true, y_score, groups=None, *, average="group", n_jobs=None):
     """Empirical discrete ranking loss of Agarwal & Niyogi (002 eq. 2), O(m log m).
 
-    R(f; S) = 1/C(m,2) sum_{i<j} |y_i - y_j| (I[(y_i - y_j)(f_i - f_j) < 0] + 1/2 I[f_i = f_j]): mis-ordered pairs
-    weigh |y_i - y_j|, score ties half of it, over all C(m,2) pairs.  With groups: per group over C(n_g, 2), groups
-    of one row skipped; average "group" (default), "pooled" (sum / sum of C(n_g, 2)) or None (per group)."""
+    R(f; S) = 1/C(m,2) sum_{i<j} |y_i - y_j| (I[(y_i - y_j)(f_i - f_j) < 0] + 1/2 I[f_i = f_j]), y = ``y_true``,
+    f = ``y_score``: mis-ordered pairs weigh |y_i - y_j|, score ties half of it, over all C(m,2) pairs.  With groups:
+    per group over C(n_g, 2), groups of one row skipped ("pooled": the sum / the sum of C(n_g, 2)).
+
+    Parameters
+    ----------
+    %(y_true)s %(y_score)s %(groups)s %(average)s %(n_jobs)s
+
+    Returns
+    -------
+    loss : float or ndarray of shape (n_groups,)
+        An array with ``average=None``.
+    """
     return _called_as("discrete_ranking_loss", stability_ranking_loss, y_true, y_score, groups, loss="disc",
                       average=average, n_jobs=n_jobs)
 
@@ -304,15 +421,30 @@ def discrete_ranking_loss(y_true, y_score, groups=None, *, average="group", n_jo
 # -- listwise / ordinal measures
 
 
+@with_param_docs(_METRIC_DOCS)
 def ndcg(y_true, y_score, groups=None, *, k=None, gain="exponential", average="group", n_jobs=None):
     """Normalized discounted cumulative gain over groups (queries) of any sizes, O(m log n_g).
 
     DCG@k = sum over positions p = 1..k of the ranking by decreasing ``y_score`` of gain(y) / log2(p + 1), divided
-    by the ideal DCG (ranking by y_true).  gain: "exponential" 2^y - 1 (Burges et al., LightGBM's lambdarank) or
-    "linear" y (sklearn.metrics.ndcg_score); k=None: no cutoff; y_true >= 0.  Tied scores: as scikit-learn, a tied
-    block's gains are averaged over its positions (the expected DCG over the orders of the tie).  Groups with ideal
-    DCG 0 are skipped (sklearn counts them as 0); ValueError if all are.  average "group" (mean) or None (per group,
-    sorted id order, NaN where skipped).  n_jobs: threads over groups."""
+    by the ideal DCG (ranking by y_true).  Tied scores: as scikit-learn, a tied block's gains are averaged over its
+    positions (the expected DCG over the orders of the tie).  Groups with ideal DCG 0 are skipped (sklearn counts them
+    as 0); ValueError if all are.
+
+    Parameters
+    ----------
+    y_true : array-like of shape (n_samples,)
+        Relevance grades, >= 0.
+    %(y_score)s %(groups)s %(k)s
+    gain : {"exponential", "linear"}, default="exponential"
+        "exponential": 2^y - 1 (Burges et al., LightGBM's lambdarank; ValueError for grades above 1000); "linear":
+        y (sklearn.metrics.ndcg_score).
+    %(average_listwise)s %(n_jobs)s
+
+    Returns
+    -------
+    ndcg : float or ndarray of shape (n_groups,)
+        In [0, 1]; an array with ``average=None``.
+    """
     y, f, gi = _group_setup(y_true, y_score, groups, average, _PER_GROUP)
     if (y < 0).any():
         raise ValueError("ndcg needs non-negative relevance labels y_true")
@@ -331,15 +463,32 @@ def ndcg(y_true, y_score, groups=None, *, k=None, gain="exponential", average="g
 def mean_rank_loss(y_true, y_pred, groups=None, *, scale="values", classes=None):
     """Average rank loss (1/T) sum_t |yhat_t - y_t| (001 Sect. 4, Table 1; after Crammer & Singer).
 
-    scale : "values" (default): the formula on the numeric label values, ``mean_rank_loss([1, 5], [5, 1]) == 4.0``
-        (``classes`` must be None).  "positions": each label replaced by its position 1..k in ``classes`` (labels of
-        any type, in the order given; a label missing from it raises ValueError) or, when None, in the declared order
-        of an ordered pandas categorical ``y_true`` or ``y_pred`` (its categories, as the on-line learners'
-        ``classes_``), else in the sorted union of the labels, so with labels {1, 2, 5} predicting 5 for 1 costs 2.
-        That is the on-line learners' convention:
+    The two scales agree when the labels are the consecutive integers 1..k (the paper's ranks).
+
+    Parameters
+    ----------
+    y_true, y_pred : array-like of shape (n_samples,)
+        True and predicted labels y and yhat: numeric for ``scale="values"``, of any mutually comparable type for
+        ``"positions"``.
+    groups : array-like of shape (n_samples,) or None, default=None
+        Query id of each row: the mean over groups of each group's average, the positions still those of the whole
+        label set.  None: the mean over all rows.
+    scale : {"values", "positions"}, default="values"
+        "values": the formula on the numeric label values, ``mean_rank_loss([1, 5], [5, 1]) == 4.0``.
+        "positions": each label replaced by its position 1..k in the ordered label set (see ``classes``), so with
+        labels {1, 2, 5} predicting 5 for 1 costs 2.  That is the on-line learners' convention:
         ``average_rank_loss_`` = ``mean_rank_loss(y, yhat, scale="positions", classes=est.classes_)``.
-    The two agree when the labels are the consecutive integers 1..k (the paper's ranks).  groups: the mean over
-    groups of each group's average, the positions still those of the whole label set."""
+    classes : array-like of shape (n_classes,) or None, default=None
+        With ``scale="positions"``: the labels (of any type, lowest first, no duplicates) in the order given; a label
+        missing from it raises ValueError.  None: the declared order of an ordered pandas categorical ``y_true`` or
+        ``y_pred`` (its categories, as the on-line learners' ``classes_``), else the sorted union of the labels.
+        Must be None with ``scale="values"``.
+
+    Returns
+    -------
+    loss : float
+        The mean |yhat - y|, in label values or positions.
+    """
     if not one_of(scale, ("values", "positions")):
         raise ValueError(f"scale must be 'values' (|yhat - y| on the labels) or 'positions' (rank steps in the "
                          f"ordered label set), got {scale!r}")
@@ -416,13 +565,14 @@ def _dominance(a, b, gi, n_jobs, b_less=None):  # contiguous float64 (checked ve
 _COSTS = ("hr", "mp", "hmp", "svr")
 
 
+@with_param_docs(_METRIC_DOCS)
 @np.errstate(over="ignore", invalid="ignore")  # overflow is reported by _average
 def magnitude_preserving_cost(y_true, y_score, groups=None, *, cost="mp", power=2, epsilon=0.0, average="group",
                               n_jobs=None):
     """Empirical pairwise cost of Cortes, Mohri & Rastogi (000 eq. 2 with the costs of eqs. 4-7).
 
     R(h, S) = (1/m^2) sum_i sum_j c(h, x_i, x_j) over all ordered pairs (i = j costs 0), with dh = h(x_j) - h(x_i)
-    and dy = y_j - y_i:
+    and dy = y_j - y_i (y = ``y_true``, h(x) = ``y_score``):
 
     * ``cost="hr"`` hinge rank cost (eq. 4): |dh|^n on mis-ordered pairs (dh * dy < 0);
     * ``cost="mp"`` magnitude-preserving cost (eq. 5): |dh - dy|^n on every pair (n = 2: MSD, eq. 67, the MPRank
@@ -432,10 +582,26 @@ def magnitude_preserving_cost(y_true, y_score, groups=None, *, cost="mp", power=
       extracted eq. 7 reads |dh - dy - epsilon|^n, which is not convex; the paper calls all four costs convex and
       SVRank's constraints (Sect. 2.4) bound both u - epsilon and -u - epsilon (u = dh - dy), hence the symmetric form.
 
-    power : n, 1 or 2.  epsilon : >= 0, "svr" only.  Ties in y or h are never mis-ordered.  groups: per group over
-    n_g^2; average "group" (mean over groups of >= 2 rows, default), "pooled" (sum / sum of n_g^2) or None (per
-    group, NaN for one row).  O(m log m): Fenwick-tree sweeps ("hr", "hmp"), the closed forms of :func:`msd` /
-    :func:`m1d` ("mp"), a sorted sweep ("svr")."""
+    Ties in y or h are never mis-ordered.  With groups: per group over n_g^2, groups of one row skipped ("pooled":
+    the sum / the sum of n_g^2).  O(m log m): Fenwick-tree sweeps ("hr", "hmp"), the closed forms of :func:`msd` /
+    :func:`m1d` ("mp"), a sorted sweep ("svr").
+
+    Parameters
+    ----------
+    %(y_true)s %(y_score)s %(groups)s
+    cost : {"hr", "mp", "hmp", "svr"}, default="mp"
+        The cost c, as listed above.
+    power : {1, 2}, default=2
+        The exponent n.
+    epsilon : float, default=0.0
+        The insensitivity of ``cost="svr"``, >= 0; any other cost needs 0.
+    %(average)s %(n_jobs)s
+
+    Returns
+    -------
+    cost : float or ndarray of shape (n_groups,)
+        An array with ``average=None``.
+    """
     if not one_of(cost, _COSTS):
         raise ValueError(f"cost must be one of {_COSTS} (000 eqs. 4-7), got {cost!r}")
     if isinstance(power, (bool, np.bool_)) or not one_of(power, (1, 2)):
@@ -471,12 +637,13 @@ def magnitude_preserving_cost(y_true, y_score, groups=None, *, cost="mp", power=
 _LOSSES = ("0-1", "disc", "gamma", "hinge", "squared")
 
 
+@with_param_docs(_METRIC_DOCS)
 @np.errstate(over="ignore", invalid="ignore")  # overflow is reported by _average
 def stability_ranking_loss(y_true, y_score, groups=None, *, loss="hinge", gamma=1.0, average="group", n_jobs=None):
     """Empirical l-error of Agarwal & Niyogi (002 Definition 3) for their ranking losses.
 
-    R_l(f; S) = 1/C(m,2) sum_{i<j} l(f, (x_i, y_i), (x_j, y_j)), d = y_i - y_j, u = (f_i - f_j) sgn(d) (the margin in
-    the direction of the preference; sgn(0) = 0):
+    R_l(f; S) = 1/C(m,2) sum_{i<j} l(f, (x_i, y_i), (x_j, y_j)), y = ``y_true``, f = ``y_score``, d = y_i - y_j,
+    u = (f_i - f_j) sgn(d) (the margin in the direction of the preference; sgn(0) = 0):
 
     * ``loss="0-1"`` (Sect. 2): I[d (f_i - f_j) < 0] + 1/2 I[f_i = f_j].  As written the tie term ignores the labels,
       so a pair with equal labels and scores costs 1/2 (:func:`pairwise_disagreement` counts relevant pairs only);
@@ -486,9 +653,24 @@ def stability_ranking_loss(y_true, y_score, groups=None, *, loss="hinge", gamma=
     * ``loss="hinge"`` (Sect. 5.2.1, l_h): (|d| - u)_+;
     * ``loss="squared"`` (eq. 9, l_sq): (|d| - u)^2, 0 when d = 0 (sgn(0) = 0), else ((y_i - y_j) - (f_i - f_j))^2.
 
-    All but "0-1" are 0 on equal labels, and l_disc <= l_gamma <= l_h at gamma = 1.  groups / average as
+    All but "0-1" are 0 on equal labels, and l_disc <= l_gamma <= l_h at gamma = 1.  Groups and averages as
     :func:`magnitude_preserving_cost`, per group over C(n_g, 2).  O(m log m): Fenwick-tree sweeps over the pairs
-    y_i > y_j; l_gamma = (1/gamma) sum [(gamma |d| - u)_+ - (-u)_+]."""
+    y_i > y_j; l_gamma = (1/gamma) sum [(gamma |d| - u)_+ - (-u)_+].
+
+    Parameters
+    ----------
+    %(y_true)s %(y_score)s %(groups)s
+    loss : {"0-1", "disc", "gamma", "hinge", "squared"}, default="hinge"
+        The loss l, as listed above.
+    gamma : float, default=1.0
+        The scale of ``loss="gamma"``, > 0; any other loss needs 1.0.
+    %(average)s %(n_jobs)s
+
+    Returns
+    -------
+    loss : float or ndarray of shape (n_groups,)
+        An array with ``average=None``.
+    """
     if not one_of(loss, _LOSSES):
         raise ValueError(f"loss must be one of {_LOSSES} (002 Sect. 2, 4, 5.2), got {loss!r}")
     check_real(gamma, "gamma", "a finite number > 0", lambda v: v > 0)
@@ -561,14 +743,24 @@ def _group_average_ranks(v, gi):
     return out
 
 
+@with_param_docs(_METRIC_DOCS)
 def position_error(y_true, y_score, groups=None, *, average="group"):
     """Position error d_PE = sigma'(x*) - 1 (003): the wrong items ranked before the target x*.
 
     The targets of a group are its rows with the largest ``y_true``; the error counts the other rows scoring above
     the best target, plus 1/(t + 1) per other row tied with it when t targets share that best score (the expectation
     over random tie orders: each such row precedes all t targets with probability 1/(t + 1); 1/2 for one target).  0
-    for a group of one row or of one label.  average "group" (mean over groups, default) or None (per group, sorted
-    id order).  O(m log m)."""
+    for a group of one row or of one label (no group is skipped).  O(m log m).
+
+    Parameters
+    ----------
+    %(y_true)s %(y_score)s %(groups)s %(average_listwise)s
+
+    Returns
+    -------
+    error : float or ndarray of shape (n_groups,)
+        The number of wrong rows ranked first (expected over ties); an array with ``average=None``.
+    """
     y, f, gi = _group_setup(y_true, y_score, groups, average, _PER_GROUP)
     cg, G = gi.codes, gi.n_groups
     ymax = np.full(G, -np.inf)
@@ -582,15 +774,29 @@ def position_error(y_true, y_score, groups=None, *, average="group"):
     return per if average is None else float(per.mean())
 
 
+@with_param_docs(_METRIC_DOCS)
 def discounted_error(y_true, y_score, groups=None, *, discount="log2", average="group"):
     """Discounted error d_DE = sum_i v_i |sigma(x_i) - sigma'(x_i)| (003): rank displacements weighted down for items
     the truth ranks low, O(m log m).
 
     sigma / sigma': ranks (1 = best) by decreasing ``y_true`` / ``y_score``, restarting in each group; rows of equal
     ``y_true`` share the mean of their positions, and for rows of equal ``y_score`` the displacement is its expectation
-    over their orders (a constant prediction never scores better than a random one).  v_i = discount(sigma(x_i)):
-    "log2" 1/log2(1 + sigma) (the DCG discount, default), "reciprocal" 1/sigma, "none" 1 (Spearman's footrule) or a
-    callable of the array of true ranks.  average "group" or None."""
+    over their orders (a constant prediction never scores better than a random one).  No group is skipped.
+
+    Parameters
+    ----------
+    %(y_true)s %(y_score)s %(groups)s
+    discount : {"log2", "reciprocal", "none"}, callable or None, default="log2"
+        v_i = discount(sigma(x_i)): "log2" 1/log2(1 + sigma) (the DCG discount), "reciprocal" 1/sigma, "none" (or
+        None) 1 (Spearman's footrule), or a callable of the array of true ranks returning finite weights >= 0, one
+        per rank.
+    %(average_listwise)s
+
+    Returns
+    -------
+    error : float or ndarray of shape (n_groups,)
+        An array with ``average=None``.
+    """
     y, f, gi = _group_setup(y_true, y_score, groups, average, _PER_GROUP)
     rt = _group_average_ranks(y, gi)
     if not (callable(discount) or one_of(discount, ("log2", "reciprocal", "none", None))):
@@ -623,13 +829,28 @@ def _expected_displacement(r, f, gi):
     return (below * r - below * (lo + k) / 2.0 + above * (k + 1.0 + hi) / 2.0 - above * r) / b
 
 
+@with_param_docs(_METRIC_DOCS)
 def edge_disagreement(pairs, y_score, weights=None, *, tied_scores="half", ties=None):
     """Weighted disagreement of ``y_score`` with an explicit preference graph (004 eq. 1), O(E).
 
-    pairs : (E, 2) ints, ``(a, b)``: row a preferred over row b (repeated edges count repeatedly).  weights :
-    optional, one > 0 per edge.  Returns sum_e w_e err_e / sum_e w_e, err_e = 1 when y_score[a] < y_score[b] and for
-    a tie 1/2 (``tied_scores="half"``) or 1 (``"wrong"``), as :func:`pairwise_disagreement`, which it equals with
-    ``average="pooled"`` on the edges of all pairs y_i > y_j."""
+    It equals :func:`pairwise_disagreement` with ``average="pooled"`` on the edges of all pairs y_i > y_j.
+
+    Parameters
+    ----------
+    pairs : array-like of shape (n_edges, 2)
+        Integer row indices ``(a, b)``: row a preferred over row b (repeated edges count repeatedly); at least one
+        edge, no self-loop.
+    %(y_score)s
+    weights : array-like of shape (n_edges,) or None, default=None
+        One weight > 0 per edge; None: all 1.
+    %(tied_scores)s %(ties)s
+
+    Returns
+    -------
+    disagreement : float
+        The weighted mean sum_e w_e err_e / sum_e w_e, err_e = 1 when y_score[a] < y_score[b] and for a tie 1/2 or
+        1 (``tied_scores``).
+    """
     tie_weight = _tied_score_weight(tied_scores, ties, "edge_disagreement")
     f = _as_vector(y_score, "y_score")
     try:
@@ -753,15 +974,25 @@ def _ranked_relevance(y_true, y_score, groups, k, relevance_threshold, average, 
     return rk, k, rel, np.bincount(rk.gs, weights=rel, minlength=rk.G)
 
 
+@with_param_docs(_METRIC_DOCS)
 def mean_average_precision(y_true, y_score, groups=None, *, k=None, relevance_threshold=0.0, average="group"):
     """Mean average precision (MAP) over query groups of any sizes, O(m log m).
 
-    Relevant: ``y_true > relevance_threshold`` (default 0, as trec_eval's level 1 for integer grades).  AP of a
-    group = (1/R) sum over its relevant rows at positions p <= k (ranked by decreasing ``y_score``) of precision@p,
-    R = its relevant rows (trec_eval), min(R, k) with a cutoff so that a perfect ranking scores 1.  Tied scores: the
-    expected AP over the orders of the tie (closed form per block), the tie rule of every measure here.  Groups
-    without a relevant row are skipped (NaN with average=None), ValueError if all are.  Equals
-    ``sklearn.metrics.average_precision_score`` per group without ties."""
+    AP of a group = (1/R) sum over its relevant rows at positions p <= k (ranked by decreasing ``y_score``) of
+    precision@p, R = its relevant rows (trec_eval), min(R, k) with a cutoff so that a perfect ranking scores 1.  Tied
+    scores: the expected AP over the orders of the tie (closed form per block), the tie rule of every measure here.
+    Groups without a relevant row are skipped (NaN with average=None), ValueError if all are.  Equals
+    ``sklearn.metrics.average_precision_score`` per group without ties.
+
+    Parameters
+    ----------
+    %(y_true)s %(y_score)s %(groups)s %(k)s %(relevance_threshold)s %(average_listwise)s
+
+    Returns
+    -------
+    map : float or ndarray of shape (n_groups,)
+        In [0, 1]; an array with ``average=None``.
+    """
     rk, k, rel, R = _ranked_relevance(y_true, y_score, groups, k, relevance_threshold, average)
     # A relevant row of a block (start s, size b, r relevant rows, h relevant rows before it) is at each of the
     # positions s + j, j = 1..b, with probability 1/b, and then has 1 + (j - 1)(r - 1)/(b - 1) relevant rows of its
@@ -779,9 +1010,22 @@ def mean_average_precision(y_true, y_score, groups=None, *, k=None, relevance_th
     return _average(num, np.minimum(R, k), average, "mean_average_precision", _NO_RELEVANT)
 
 
+@with_param_docs(_METRIC_DOCS)
 def mean_reciprocal_rank(y_true, y_score, groups=None, *, k=None, relevance_threshold=0.0, average="group"):
     """Mean reciprocal rank (MRR): per group 1/p of the first relevant row by decreasing ``y_score`` (0 below the cutoff
-    k).  Relevance, ties (expectation over their orders) and skipped groups as :func:`mean_average_precision`."""
+    k).
+
+    Relevance, ties (expectation over their orders) and skipped groups as :func:`mean_average_precision`.
+
+    Parameters
+    ----------
+    %(y_true)s %(y_score)s %(groups)s %(k)s %(relevance_threshold)s %(average_listwise)s
+
+    Returns
+    -------
+    mrr : float or ndarray of shape (n_groups,)
+        In [0, 1]; an array with ``average=None``.
+    """
     rk, k, rel, R = _ranked_relevance(y_true, y_score, groups, k, relevance_threshold, average)
     r = rk.per_block(rel)
     # the first block of each group holding a relevant row: its first relevant row is at the j-th of its b positions
@@ -802,9 +1046,25 @@ def mean_reciprocal_rank(y_true, y_score, groups=None, *, k=None, relevance_thre
     return _average(per, R > 0, average, "mean_reciprocal_rank", _NO_RELEVANT)
 
 
+@with_param_docs(_METRIC_DOCS)
 def precision_at_k(y_true, y_score, groups=None, *, k=10, relevance_threshold=0.0, average="group"):
     """Precision@k: per group the relevant rows among the k highest scores over k (also for groups of fewer rows, as
-    trec_eval's P_k).  Relevance, ties and skipped groups as :func:`mean_average_precision`.  O(m log m)."""
+    trec_eval's P_k).
+
+    Relevance, ties and skipped groups as :func:`mean_average_precision`.  O(m log m).
+
+    Parameters
+    ----------
+    %(y_true)s %(y_score)s %(groups)s
+    k : int, default=10
+        The cutoff, a positive integer (None is refused).
+    %(relevance_threshold)s %(average_listwise)s
+
+    Returns
+    -------
+    precision : float or ndarray of shape (n_groups,)
+        In [0, 1]; an array with ``average=None``.
+    """
     rk, kk, rel, R = _ranked_relevance(y_true, y_score, groups, k, relevance_threshold, average, k_optional=False)
     # a row of a block (start s, size b) is among the top k with probability clip((k - s)/b, 0, 1)
     inside = np.clip((kk - rk.start[rk.block]) / rk.size[rk.block], 0.0, 1.0)
@@ -812,14 +1072,29 @@ def precision_at_k(y_true, y_score, groups=None, *, k=10, relevance_threshold=0.
     return _average(top / k, R > 0, average, "precision_at_k", _NO_RELEVANT)
 
 
+@with_param_docs(_METRIC_DOCS)
 def err_at_k(y_true, y_score, groups=None, *, k=None, max_grade=None, average="group"):
     """Expected reciprocal rank, ERR@k (Chapelle, Metzler, Zhang & Grinspan 2009), O(m log m).
 
     With grades g = y_true >= 0 and R(g) = (2^g - 1) / 2^g_max (the probability that the row satisfies the user),
     ERR = sum_{r<=k} (1/r) R_r prod_{i<r} (1 - R_i) by decreasing ``y_score``; tied scores: expectation over their
-    orders, O(b min(b, k)) per tied block of b rows.  max_grade: g_max (default the largest y_true; give the scale's
-    maximum, e.g. 4 for LETOR, to compare data sets).  Groups of grade 0 only are skipped, as in :func:`ndcg`.
-    k=None: no cutoff."""
+    orders, O(b min(b, k)) per tied block of b rows.  Groups of grade 0 only are skipped, as in :func:`ndcg`.
+
+    Parameters
+    ----------
+    y_true : array-like of shape (n_samples,)
+        Relevance grades g, >= 0.
+    %(y_score)s %(groups)s %(k)s
+    max_grade : float or None, default=None
+        g_max, at least the largest grade and at most 1000; give the scale's maximum, e.g. 4 for LETOR, to compare
+        data sets.  None: the largest ``y_true``.
+    %(average_listwise)s
+
+    Returns
+    -------
+    err : float or ndarray of shape (n_groups,)
+        An array with ``average=None``.
+    """
     rk, k, _, graded = _ranked_relevance(y_true, y_score, groups, k, 0.0, average)
     ys, pos = rk.ys, rk.pos
     if (ys < 0).any():
@@ -859,16 +1134,30 @@ def err_at_k(y_true, y_score, groups=None, *, k=None, max_grade=None, average="g
 # -- AGREE of the two-step scheme of Cohen, Schapire & Singer (003, "Second step: extracting a ranking")
 
 
+@with_param_docs(_METRIC_DOCS)
 def agree(y_true, y_score, groups=None, *, normalize=True, average="group"):
     """AGREE(sigma, f) = sum over pairs with sigma(x_i) < sigma(x_j) of f(x_i, x_j) (003, after Cohen et al. 1999): the
     preference scores kept by the ranking sigma by decreasing ``y_score``.
 
-    f is ``y_true``: an (m, m) matrix ``f[i, j]`` (the slides scale f(x_i, x_j) + f(x_j, x_i) = 1), or one target
-    per row read as f = 1 if y_i > y_j, 1/2 if equal, 0 if lower.  Tied scores: the expectation over their orders,
-    i.e. the tied pair keeps (f(x_i, x_j) + f(x_j, x_i)) / 2.  normalize: divide by sum_{i<j} f(x_i, x_j) + f(x_j,
-    x_i), so 1 means every preference kept (default); False returns the sum over all groups (``average`` unused).
-    groups: pairs inside a group; average "group", "pooled" or None (per group).  Targets: O(m log m) from the counts of
-    :func:`pairwise_disagreement`; a matrix: O(m^2), one (m, m) mask per group."""
+    Tied scores: the expectation over their orders, i.e. the tied pair keeps (f(x_i, x_j) + f(x_j, x_i)) / 2.
+    Targets: O(m log m) from the counts of :func:`pairwise_disagreement`; a matrix: O(m^2), one (m, m) mask per group.
+
+    Parameters
+    ----------
+    y_true : array-like of shape (n_samples,) or (n_samples, n_samples)
+        f: an (m, m) matrix ``f[i, j]`` (the slides scale f(x_i, x_j) + f(x_j, x_i) = 1), or one target per row read
+        as f = 1 if y_i > y_j, 1/2 if equal, 0 if lower.
+    %(y_score)s %(groups)s
+    normalize : bool, default=True
+        Divide by sum_{i<j} f(x_i, x_j) + f(x_j, x_i), so 1 means every preference kept.  False: the sum over all
+        groups (``average`` unused).
+    %(average)s
+
+    Returns
+    -------
+    agree : float or ndarray of shape (n_groups,)
+        An array with ``average=None`` and ``normalize=True``.
+    """
     _check_average(average, _ANY_AVERAGE)
     check_bool(normalize, "normalize")
     F = _asarray(y_true, "y_true")
@@ -920,10 +1209,25 @@ def _kendall_tied_half(y_true, y_score, groups=None, *, average="group", n_jobs=
 class Measure:
     """One entry of the measure table: ``measure(y_true, y_score, groups=None, **kwargs)``.
 
-    ``name`` (as :func:`get_measure` parses it, e.g. "ndcg@10"), ``func`` (the function computing it),
-    ``greater_is_better``, ``cutoff`` (the keyword "@k" sets, or None), ``kwargs`` (fixed, e.g. ``k=10``),
-    ``description``.  With ``groups`` every measure is the mean over groups (functions without ``groups``, such as
-    :func:`spearman_footrule`, are applied group by group)."""
+    With ``groups`` every measure is the mean over groups (functions without ``groups``, such as
+    :func:`spearman_footrule`, are applied group by group).  The parameters are kept as attributes of the same names
+    (``kwargs`` as a dict).
+
+    Parameters
+    ----------
+    name : str
+        The name, as :func:`get_measure` parses it, e.g. "ndcg@10".
+    func : callable
+        The function computing it, ``func(y_true, y_score[, groups], **kwargs)``.
+    greater_is_better : bool
+        True for scores, False for losses and errors.
+    description : str
+        One line for the measure table.
+    cutoff : str or None, default=None
+        The keyword of ``func`` that "@k" sets (e.g. "k"); None: the measure takes no cutoff.
+    **kwargs : dict
+        Keyword arguments fixed for ``func``, e.g. ``k=10``.
+    """
 
     __slots__ = ("name", "func", "greater_is_better", "cutoff", "kwargs", "description", "_takes_groups")
 
@@ -935,7 +1239,23 @@ class Measure:
     __name__ = property(lambda self: self.name)  # scikit-learn's scorers and reprs name the measure by it
 
     def with_cutoff(self, k):
-        """The measure cut at the first k positions of each ranking ("ndcg" -> "ndcg@k")."""
+        """The measure cut at the first k positions of each ranking ("ndcg" -> "ndcg@k").
+
+        Parameters
+        ----------
+        k : int
+            The cutoff, given to ``func`` as its ``cutoff`` keyword.
+
+        Returns
+        -------
+        measure : Measure
+            A new entry named "<name>@k".
+
+        Raises
+        ------
+        ValueError
+            When the measure takes no cutoff.
+        """
         if self.cutoff is None:
             raise ValueError(f"measure {self.name!r} takes no @k cutoff")
         base = self.name.partition("@")[0]
@@ -1007,13 +1327,37 @@ SCORER_NAMES = frozenset(_TABLE)
 
 
 def measure_names():
-    """The names of the measure table (aliases and "@k" cutoffs aside), in table order."""
+    """The names of the measure table (aliases and "@k" cutoffs aside), in table order.
+
+    Returns
+    -------
+    names : tuple of str
+        One name per entry, e.g. "ndcg", "map", "auc".
+    """
     return tuple(dict.fromkeys(e.name for e in _TABLE.values()))
 
 
 def get_measure(name):
-    """The table entry (a :class:`Measure`) for a name, case-insensitive: "ndcg", "ndcg@10", "map@5", "p@10",
-    "err@5", "disagreement", "auc", ... (:func:`measure_names`).  ValueError for an unknown name or a bad cutoff."""
+    """The table entry (a :class:`Measure`) for a name, case-insensitive.
+
+    Parameters
+    ----------
+    name : str or Measure
+        A name of the table or an alias, with an optional "@k" cutoff: "ndcg", "ndcg@10", "map@5", "p@10", "err@5",
+        "disagreement", "auc", ... (:func:`measure_names`).  A :class:`Measure` is returned as it is.
+
+    Returns
+    -------
+    measure : Measure
+        The table entry; with "@k", a copy cut at k.
+
+    Raises
+    ------
+    ValueError
+        For an unknown name or a bad cutoff.
+    TypeError
+        When ``name`` is neither a string nor a :class:`Measure`.
+    """
     if isinstance(name, Measure):
         return name
     if not isinstance(name, str):
@@ -1124,10 +1468,24 @@ def _over_outputs(measure, y_true, y_pred):
 
 
 class RankingScorer:
-    """A scikit-learn scorer of a ranking measure that receives the test rows' query groups: ``scorer(estimator, X, y,
-    groups=None, sample_weight=None)`` is ``sign * measure(y, estimator.predict(X), groups, **kwargs)``, sign = -1 for
-    losses (``sample_weight`` for the measures that take it: "auc", "disagreement").  Made by
-    :func:`make_ranking_scorer`, which tells how the groups reach it."""
+    """A scikit-learn scorer of a ranking measure that receives the test rows' query groups.
+
+    ``scorer(estimator, X, y, groups=None, sample_weight=None)`` is ``sign * measure(y, estimator.predict(X), groups,
+    **kwargs)`` (``sample_weight`` for the measures that take it: "auc", "disagreement").  Made by
+    :func:`make_ranking_scorer`, which tells how the groups reach it.
+
+    Parameters
+    ----------
+    measure : Measure or callable
+        A table entry or a callable ``measure(y_true, y_pred, groups=None, **kwargs)``.
+    sign : {1, -1}
+        The factor of the measure's value: 1 for a score, -1 for a loss (``greater_is_better`` is ``sign > 0``).
+    kwargs : dict
+        Keyword arguments passed to the measure, e.g. ``{"k": 10}``.
+    response_method : str, default="predict"
+        The estimator's method giving the scores ("predict" or "decision_function"); ValueError at scoring when the
+        estimator has none.
+    """
 
     def __init__(self, measure, sign, kwargs, response_method="predict"):
         self._measure = measure
@@ -1152,9 +1510,25 @@ class RankingScorer:
                                       groups, sample_weight)
 
     def score_predictions(self, y_true, y_pred, groups=None, sample_weight=None):
-        """The signed score of given predictions, e.g. exact cross-validated ones (of a multi-output model: the mean
-        over outputs).  ``sample_weight`` (what metadata routing passes after ``set_score_request(sample_weight=True)``)
-        goes to the measures that take it, as in :func:`score_estimator`."""
+        """The signed score of given predictions, e.g. exact cross-validated ones.
+
+        Parameters
+        ----------
+        y_true : array-like of shape (n_samples,) or (n_samples, n_outputs)
+            Targets, one column per output of a multi-output model.
+        y_pred : array-like of shape (n_samples,) or (n_samples, n_outputs)
+            Predictions.
+        groups : array-like of shape (n_samples,) or None, default=None
+            Query id of each row, passed to the measure; ValueError if the measure takes no groups.
+        sample_weight : array-like of shape (n_samples,) or None, default=None
+            What metadata routing passes after ``set_score_request(sample_weight=True)``: goes to the measures that
+            take it, as in :func:`score_estimator`; ValueError for the others.
+
+        Returns
+        -------
+        score : float
+            ``sign`` times the measure (of a multi-output model: the mean over outputs).
+        """
         args, kwargs = (), self._kwargs
         name = getattr(self._measure, "__name__", self._measure)
         if groups is not None:
@@ -1171,11 +1545,30 @@ class RankingScorer:
     greater_is_better = property(lambda self: self._sign > 0)
 
     def set_score_request(self, **kwargs):
-        """Request metadata (e.g. ``groups=True``) under scikit-learn's metadata routing; returns self."""
+        """Request metadata under scikit-learn's metadata routing.
+
+        Parameters
+        ----------
+        **kwargs : dict
+            Metadata name -> request, as scikit-learn's scorers take them, e.g. ``groups=True``,
+            ``sample_weight=True``.
+
+        Returns
+        -------
+        self : RankingScorer
+            The scorer itself.
+        """
         self._router.set_score_request(**kwargs)
         return self
 
     def get_metadata_routing(self):
+        """The metadata request of the scorer's ``score`` (what :meth:`set_score_request` set).
+
+        Returns
+        -------
+        routing : sklearn.utils.metadata_routing.MetadataRequest
+            A copy owned by this scorer, so that routing errors name it.
+        """
         routing = get_routing_for_object(self._router)  # a copy, owned by this scorer: routing errors name it
         routing.owner = routing.score.owner = self
         return routing
@@ -1190,19 +1583,32 @@ class RankingScorer:
 def make_ranking_scorer(measure, *, greater_is_better=None, response_method="predict", **kwargs):
     """A scorer ``scorer(estimator, X, y, groups=None)`` for a ranking measure.
 
-    measure : a name of the measure table (:func:`measure_names`: "ndcg", "ndcg@10", "map", "mrr", "precision@10",
-        "err@5", "disagreement", "auc", "msd", "agree", ...; see :func:`get_measure`) or a callable ``measure(y_true,
-        y_pred, groups=None, **kwargs)``.
-    greater_is_better : for a callable (default True); for a name it is known (losses and errors are negated,
-        scikit-learn's convention) and may not be contradicted.
-    response_method : estimator method giving the scores ("predict" or "decision_function").
-    kwargs : passed to the measure (e.g. ``k=10``).
-
     In a search the groups of each test fold come by metadata routing.  Without it a fold is scored as one query; when
     that is detectable (the estimator was fitted on several groups, or the search was given groups) the scorer emits
     :class:`fastrank.exceptions.MissingGroupsWarning`, once.
 
-    Example (groups routed to both the estimator and the scorer)::
+    Parameters
+    ----------
+    measure : str, Measure or callable
+        A name of the measure table (:func:`measure_names`: "ndcg", "ndcg@10", "map", "mrr", "precision@10", "err@5",
+        "disagreement", "auc", "msd", "agree", ...; see :func:`get_measure`), a :class:`Measure`, or a callable
+        ``measure(y_true, y_pred, groups=None, **kwargs)``.
+    greater_is_better : bool or None, default=None
+        For a callable: None means True.  For a name it is known (losses and errors are negated, scikit-learn's
+        convention) and may not be contradicted (ValueError).
+    response_method : {"predict", "decision_function"}, default="predict"
+        The estimator method giving the scores.
+    **kwargs : dict
+        Passed to the measure (e.g. ``k=10``); not a keyword the named entry already fixes (``k`` of "ndcg@10").
+
+    Returns
+    -------
+    scorer : RankingScorer
+        Losses and errors negated.
+
+    Examples
+    --------
+    Groups routed to both the estimator and the scorer::
 
         sklearn.set_config(enable_metadata_routing=True)
         scorer = make_ranking_scorer("ndcg@10").set_score_request(groups=True)
@@ -1228,10 +1634,34 @@ def make_ranking_scorer(measure, *, greater_is_better=None, response_method="pre
 
 
 def score_estimator(estimator, X, y, groups=None, sample_weight=None, *, measure="auc", response_method="predict"):
-    """The ``score`` of a fastrank ranker: ``measure`` (a table name; default "auc" = 1 - pairwise disagreement, ties
-    1/2, mean over ``groups``) of ``estimator.predict(X)`` against ``y``.  ``sample_weight`` goes to the measures that
-    take it ("auc", "disagreement": pair weight w_i w_j).  Without ``groups`` where the rows evidently come from several
-    queries (see :func:`make_ranking_scorer`) it emits :class:`fastrank.exceptions.MissingGroupsWarning`."""
+    """The ``score`` of a fastrank ranker: ``measure`` of ``estimator.predict(X)`` against ``y``.
+
+    Without ``groups`` where the rows evidently come from several queries (see :func:`make_ranking_scorer`) it emits
+    :class:`fastrank.exceptions.MissingGroupsWarning`.
+
+    Parameters
+    ----------
+    estimator : object
+        A fitted estimator with the ``response_method`` method.
+    X : {array-like, sparse matrix} of shape (n_samples, n_features)
+        The rows to score, as the estimator's ``response_method`` takes them.
+    y : array-like of shape (n_samples,) or (n_samples, n_outputs)
+        Targets, one column per output of a multi-output model.
+    groups : array-like of shape (n_samples,) or None, default=None
+        Query id of each row; the measure is the mean over groups.
+    sample_weight : array-like of shape (n_samples,) or None, default=None
+        Goes to the measures that take it ("auc", "disagreement": pair weight w_i w_j); ValueError for the others.
+    measure : str or Measure, default="auc"
+        A name of the measure table (:func:`get_measure`); "auc" is 1 - pairwise disagreement, ties 1/2.
+    response_method : str, default="predict"
+        The estimator method giving the scores, "predict" or "decision_function"; ValueError when the estimator has
+        no such method.
+
+    Returns
+    -------
+    score : float
+        The measure (of a multi-output model: the mean over outputs).
+    """
     meas = get_measure(measure)
     if groups is None and not _declines_groups(estimator):
         _warn_missing_groups(estimator, f"{type(estimator).__name__}.score")

@@ -118,6 +118,7 @@ void bind_cg(py::module_& m) {
          const std::optional<DoubleArray>& weight, const std::optional<RowMatrix>& targets,
          const std::optional<RowMatrix>& x0, double alpha, double tol, Index max_iter, bool jacobi, int n_threads,
          const py::object& callback) {
+        require(X.cols() > 0 && Y.cols() > 0, "X and Y must have at least one column");
         RankingLaplacian L = make_laplacian(X.rows(), order, offsets, pair_weight, head, tail, weight, targets);
         const CgOptions o = make_options(alpha, tol, max_iter, jacobi, n_threads, false, false);
         const CgCallback cb = wrap_callback(callback);

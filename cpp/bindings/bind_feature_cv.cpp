@@ -13,6 +13,7 @@ void bind_feature_cv(py::module_& m) {
       "cv_feature_leave_group_out",
       [](RowMatrixCRef Phi, RowMatrixCRef Y, IndexVectorCRef order, IndexVectorCRef offsets, VectorCRef weight,
          double alpha, int n_threads) {
+        require(Phi.cols() > 0 && Y.cols() > 0, "Phi and Y must have at least one column");
         const GroupIndex g = bindings::group_index(order, offsets, Phi.rows());
         double rcond = 0.0;
         RowMatrix out = cv::feature_leave_group_out(&rcond, Phi, Y, g.order, g.offsets, weight, alpha, n_threads);
@@ -26,6 +27,7 @@ void bind_feature_cv(py::module_& m) {
       "cv_feature_leave_pair_out",
       [](RowMatrixCRef Phi, RowMatrixCRef Y, IndexVectorCRef order, IndexVectorCRef offsets, VectorCRef weight,
          double alpha, cv::PairMatrixCRef pairs, int n_threads) {
+        require(Phi.cols() > 0 && Y.cols() > 0, "Phi and Y must have at least one column");
         const GroupIndex g = bindings::group_index(order, offsets, Phi.rows());
         double rcond = 0.0;
         RowMatrix out = cv::feature_leave_pair_out(&rcond, Phi, Y, g.order, g.offsets, weight, alpha, pairs, n_threads);
@@ -39,6 +41,7 @@ void bind_feature_cv(py::module_& m) {
       "cv_feature_leave_all_pairs_out",
       [](RowMatrixCRef Phi, RowMatrixCRef Y, IndexVectorCRef order, IndexVectorCRef offsets, VectorCRef weight,
          double alpha, int n_threads) {
+        require(Phi.cols() > 0 && Y.cols() > 0, "Phi and Y must have at least one column");
         const GroupIndex g = bindings::group_index(order, offsets, Phi.rows());
         double rcond = 0.0;
         RowMatrix out = cv::feature_leave_all_pairs_out(&rcond, Phi, Y, g.order, g.offsets, weight, alpha, n_threads);

@@ -56,6 +56,8 @@ void bind_groups(py::module_& m) {
           "from_codes",
           [](const I64Arr& codes, Index n_groups) {
             const std::int64_t* p = vector_data(codes, "codes");
+            // every group is used, so there are at most m (and n_groups + 1 offsets cannot overflow)
+            require(n_groups >= 0 && n_groups <= codes.shape(0), "n_groups must lie in [0, len(codes)]");
             BoundGroupIndex b;
             {
               py::gil_scoped_release release;

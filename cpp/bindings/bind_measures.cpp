@@ -3,7 +3,9 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <cmath>
 #include <optional>
+#include <vector>
 
 #include "fastrank/errors.hpp"
 #include "fastrank/measures.hpp"
@@ -38,6 +40,10 @@ void bind_measures(py::module_& m) {
       [](DArr y, Index max_distinct) -> py::object {
         ensure(y.ndim() == 1, "y must be 1-D");
         const Index n = y.shape(0);
+        const double* yv = y.data();
+        bool finite = true;
+        for (Index i = 0; i < n; ++i) finite &= std::isfinite(yv[i]);
+        ensure(finite, "y must be finite");  // NaN has no rank (its conversion to an integer is undefined)
         I32Arr rank(n);
         std::vector<double> values;
         bool ok;
@@ -81,6 +87,15 @@ void bind_measures(py::module_& m) {
         py::gil_scoped_release release;
         const std::int32_t* r = yrank.data();
         for (Index i = 0; i < n; ++i) ensure(r[i] >= 0 && r[i] < K, "yrank out of range");
+        // a repeated row would overflow its group's buffer in the counting sort
+        std::vector<unsigned char> seen(static_cast<size_t>(n), 0);
+        const std::int64_t* o = f_order.data();
+        bool permutation = true;
+        for (Index k = 0; k < n && permutation; ++k) {
+          permutation = o[k] >= 0 && o[k] < n && !seen[static_cast<size_t>(o[k])];
+          if (permutation) seen[static_cast<size_t>(o[k])] = 1;
+        }
+        ensure(permutation, "f_order must be a permutation of 0..n-1");
         return pair_statistics(f.data(), f_order.data(), yrank.data(), values.data(), K, groups.index(),
                                groups.row_group_if_several(), weighted, n_threads);
       },

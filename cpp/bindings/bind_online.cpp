@@ -2,6 +2,7 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include "fastrank/errors.hpp"
 #include "fastrank/online_mprank.hpp"
 #include "fastrank/perceptron.hpp"
 
@@ -76,6 +77,9 @@ void bind_online(py::module_& m) {
   m.def(
       "oap_draws",
       [](std::uint64_t seed, std::int64_t n_members, std::int64_t t0, std::int64_t T, double tau) {
+        // tau becomes an integer threshold: NaN or a value outside (0, 1] has none
+        require(tau > 0.0 && tau <= 1.0, "tau must lie in (0, 1]");
+        require(n_members >= 0 && T >= 0, "n_members and T must be >= 0");
         Eigen::Matrix<bool, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor> out(n_members, T);
         const std::uint64_t thr = oap_tau_threshold(tau);
         for (std::int64_t j = 0; j < n_members; ++j) {

@@ -18,6 +18,8 @@ void bind_rankrls(py::module_& m) {
   m.def(
       "solve_shifted_system",
       [](Eigen::Ref<Matrix> G, MatrixCRef R, const Vector& alphas, bool primal) {
+        require(G.rows() > 0 && G.rows() == G.cols() && R.rows() == G.rows(),
+                "G must be square and non-empty, and R must have G's rows");
         SolveReport report;
         Matrix U = solve_shifted_system(G, R, alphas, &report, primal);
         return std::make_pair(std::move(U), report.rcond);
@@ -54,6 +56,7 @@ void bind_rankrls(py::module_& m) {
       "rankrls_primal_scores",
       [](RowMatrixCRef X, IndexVectorCRef order, IndexVectorCRef offsets, const Vector& pair_weight, RowMatrixCRef Y,
          const Vector& alphas, int n_threads) {
+        require(X.cols() > 0 && Y.cols() > 0, "X and Y must have at least one column");
         SolveReport report;
         const GroupStructure g = bindings::scaled_groups(order, offsets, pair_weight, X.rows());
         const IndexVector order_or_identity = g.is_identity() ? IndexVector() : g.order;  // empty: no permutation
@@ -78,6 +81,8 @@ void bind_rankrls(py::module_& m) {
   m.def(
       "solve_shifted_system_tridiag",
       [](Eigen::Ref<Matrix> G, MatrixCRef R, const Vector& alphas, bool primal) {
+        require(G.rows() > 0 && G.rows() == G.cols() && R.rows() == G.rows(),
+                "G must be square and non-empty, and R must have G's rows");
         SolveReport report;
         Matrix U = solve_shifted_system_tridiag(G, R, alphas, &report, primal);
         return std::make_pair(std::move(U), report.rcond);

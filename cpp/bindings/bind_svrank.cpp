@@ -133,6 +133,7 @@ void bind_svrank(py::module_& m) {
   m.def(
       "simplex_qp",
       [](MatrixCRef Q, VectorCRef b, Vector lam) {
+        require(b.size() > 0, "b must have at least one entry (the simplex of no planes is empty)");
         double v = simplex_qp(Q, b, lam);
         return std::make_pair(v, std::move(lam));
       },

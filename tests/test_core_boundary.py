@@ -1,0 +1,96 @@
+"""The compiled core refuses malformed arguments with a ValueError naming them, also when called directly (the Python
+layer validates first; these calls read or wrote out of bounds, or hit undefined behaviour, under AddressSanitizer
+and UndefinedBehaviorSanitizer before the bindings checked them)."""
+
+import numpy as np
+import pytest
+
+from fastrank import _core
+
+
+def _one_group(m):
+    return _core.GroupIndex.from_codes(np.zeros(m, np.int64), 1)
+
+
+Y3 = np.array([[1.0], [2.0], [3.0]])
+
+
+@pytest.mark.parametrize("indices, indptr, match", [
+    (np.array([0, 1, 100000], np.int32), np.array([0, 1, 2, 3], np.int32), "column indices"),
+    (np.array([0, -1, 2], np.int32), np.array([0, 1, 2, 3], np.int32), "column indices"),
+    (np.array([0, 1, 2], np.int32), np.array([0, 2, 1, 3], np.int32), "non-decreasing"),
+    (np.array([0, 1, 2], np.int32), np.array([0, 1, 2, 3], np.int64), "one integer dtype"),
+    (np.array([0, 1, 2], np.float64), np.array([0, 1, 2, 3], np.float64), "one integer dtype"),
+])
+def test_csr_structure_is_checked_by_every_sparse_binding(indices, indptr, match):
+    g = _one_group(3)
+    data = np.ones(3)
+    with pytest.raises(ValueError, match=match):
+        _core.cg_jacobi_diagonal((data, indices, indptr), 3, 3, order=g.order, offsets=g.offsets)
+    if indices.dtype.kind == "i" and indptr.dtype == indices.dtype:
+        with pytest.raises(ValueError, match=match):
+            _core.cg_rankrls_csr(data, indices, indptr, 3, 3, Y3, order=g.order, offsets=g.offsets)
+        with pytest.raises(ValueError, match=match):
+            _core.ranksvm_fit_csr(data, indices, indptr, 3, 3, 1.0, 0, 1e-6, 10, 1, y=Y3[:, 0], order=g.order,
+                                  offsets=g.offsets)
+
+
+def test_a_valid_csr_still_gives_the_dense_result():
+    g = _one_group(3)
+    X = np.array([[1.0, 0.0, 2.0], [0.0, 3.0, 0.0], [4.0, 0.0, 5.0]])
+    data, indices, indptr = np.array([1.0, 2.0, 3.0, 4.0, 5.0]), np.array([0, 2, 1, 0, 2]), np.array([0, 2, 3, 5])
+    for dtype in (np.int32, np.int64):
+        got = _core.cg_jacobi_diagonal((data, indices.astype(dtype), indptr.astype(dtype)), 3, 3, order=g.order,
+                                       offsets=g.offsets)
+        np.testing.assert_allclose(got, _core.cg_jacobi_diagonal(X, 3, 3, order=g.order, offsets=g.offsets),
+                                   rtol=1e-15)
+
+
+def test_pair_statistics_needs_a_permutation():
+    g = _core.GroupIndex.from_codes(np.array([0, 0, 0, 1, 1, 1], np.int64), 2)
+    ranks, values = np.array([0, 1, 0, 1, 0, 1], np.int32), np.array([0.0, 1.0])
+    for f_order in (np.full(6, 3, np.int64), np.array([0, 1, 2, 3, 4, 4], np.int64), np.array([0, 1, 2, 3, 4, 6])):
+        with pytest.raises(ValueError, match="f_order"):
+            _core.pair_statistics(np.ones(6), f_order, ranks, values, g.order, g.offsets, True, 1)
+    ok = _core.pair_statistics(np.ones(6), np.arange(6, dtype=np.int64), ranks, values, g.order, g.offsets, True, 1)
+    assert ok.shape == (2, 6)
+
+
+@pytest.mark.parametrize("call", [
+    lambda: _core.solve_shifted_system(np.zeros((0, 0), order="F"), np.ones((0, 1)), np.array([1.0, 2.0])),
+    lambda: _core.solve_shifted_system_tridiag(np.zeros((0, 0), order="F"), np.ones((0, 1)), np.array([1.0, 2.0])),
+    lambda: _core.solve_shifted_system(np.zeros((2, 2), order="F"), np.ones((3, 1)), np.array([1.0])),
+], ids=["eigh", "tridiagonal", "rows"])
+def test_shifted_systems_refuse_empty_or_mismatched_g(call):
+    with pytest.raises(ValueError, match="G must be square"):
+        call()
+
+
+def test_empty_feature_or_output_columns_are_refused():
+    g2 = _core.GroupIndex.from_codes(np.array([0, 0, 1, 1], np.int64), 2)
+    with pytest.raises(ValueError, match="at least one column"):
+        _core.rankrls_primal_scores(np.ones((4, 0)), g2.order, g2.offsets, np.ones(2), np.ones((4, 1)),
+                                    np.array([1.0]), 1)
+    g = _one_group(3)
+    with pytest.raises(ValueError, match="at least one column"):
+        _core.cg_rankrls_dense(np.ones((3, 0)), np.ones((3, 1)), order=g.order, offsets=g.offsets)
+    g8 = _core.GroupIndex.from_codes(np.repeat(np.arange(2), 4).astype(np.int64), 2)
+    rng = np.random.default_rng(0)
+    with pytest.raises(ValueError, match="at least one column"):
+        _core.cv_feature_leave_group_out(rng.random((8, 3)), np.zeros((8, 0)), g8.order, g8.offsets, np.ones(2), 1.0, 1)
+    with pytest.raises(ValueError, match="at least one column"):
+        _core.cv_feature_leave_all_pairs_out(np.zeros((8, 0)), rng.random((8, 1)), g8.order, g8.offsets, np.ones(2),
+                                             1.0, 1)
+    with pytest.raises(ValueError, match="at least one entry"):
+        _core.simplex_qp(np.zeros((0, 0)), np.zeros(0), np.zeros(0))
+
+
+def test_integer_and_nan_arguments_are_range_checked():
+    with pytest.raises(ValueError, match="n_groups"):
+        _core.GroupIndex.from_codes(np.zeros(3, np.int64), 2**63 - 1)
+    with pytest.raises(ValueError, match="y must be finite"):
+        _core.dense_ranks_small(np.array([1.0, np.nan, 2.0, 3.0]), 10)
+    for tau in (np.nan, np.inf, 0.0, 1.5):
+        with pytest.raises(ValueError, match="tau"):
+            _core.oap_draws(1, 2, 0, 5, tau)
+    assert _core.oap_draws(1, 2, 0, 5, 1.0).all()

@@ -261,11 +261,11 @@ def rankboost_path(X, y, n_estimators, groups=None, *, cv=5, scoring=None, refit
     y : array-like of shape (n_samples,)
         Graded relevance.
     n_estimators : int or array-like of int
-        The grid; an int T means 1, 2, ..., T.
+        The grid of positive values (sorted, duplicates dropped); an int T means 1, 2, ..., T.
     groups : array-like of shape (n_samples,) or None, default=None
         Query id of each row: only pairs inside a query count, and the folds keep each query whole.
     cv : int, splitter or iterable of (train, test) index arrays, default=5
-        An int k: ``GroupKFold(k)`` with groups, ``KFold(k)`` without, no shuffling.
+        An int k >= 2: ``GroupKFold(k)`` with groups, ``KFold(k)`` without, no shuffling.
     scoring : str or None, default=None
         A measure name of :func:`fastrank.metrics.get_measure` (e.g. "ndcg@10", "disagreement") computed per held-out
         fold (inside its groups); None: "ndcg@10" with groups, "disagreement" without.

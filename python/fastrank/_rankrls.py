@@ -158,9 +158,11 @@ class RankRLS(_RankRLSBase):
         linear kernel with n_features < n_samples, else the dual.  A dense solver that would allocate more than half the
         available memory raises MemoryError (limit: FASTRANK_MAX_DENSE_BYTES).
     %(group_weighting)s %(n_jobs)s
-    tol, max_iter : float, default=1e-6, and int or None, default=None
-        solver="cg": stop when the residual norm falls below tol times the right-hand side's, or after max_iter
-        iterations per output (None: min(10 n_features, 5000)) with :class:`sklearn.exceptions.ConvergenceWarning`.
+    tol : float, default=1e-6
+        solver="cg": stop when the residual norm falls below tol times the right-hand side's.
+    max_iter : int or None, default=None
+        solver="cg": stop after max_iter iterations per output (None: min(10 n_features, 5000)) with
+        :class:`sklearn.exceptions.ConvergenceWarning`.
     warm_start : bool, default=False
         solver="cg": start from the previous fit's ``coef_``.
     preconditioner : {None, "jacobi"}, default=None
@@ -244,6 +246,8 @@ class RankRLS(_RankRLSBase):
     def fit_preferences(self, X, pairs, magnitudes=None, cost=None, weights=None):
         """Fit from an explicit preference multigraph (repeated pairs add up).
 
+        ``exclude_ties=True`` raises ValueError here: the preferences are fitted exactly as listed.
+
         Parameters
         ----------
         %(X_preferences)s %(pairs)s
@@ -252,7 +256,8 @@ class RankRLS(_RankRLSBase):
         cost : {"binary", "magnitude", "normalized"} or None, default=None
             (20) "binary": every preference targets a score difference of 1 with weight 1; (21) "magnitude": target g_e,
             weight 1; (22) "normalized": target g_e, width w_e = 1/g_e (the squared error times w_e^2 = 1/g_e^2).  None:
-            "binary" without ``magnitudes``, "magnitude" with them.
+            "binary" without ``magnitudes``, "magnitude" with them.  "binary" with magnitudes, or another cost without
+            them, raises ValueError.
         weights : array-like of shape (n_pairs,) or None, default=None
             Positive weights: the squared error of preference e is multiplied by ``weights[e]`` (an integer weight k
             is the same as repeating the pair k times).
@@ -299,7 +304,8 @@ class MPRank(_RankRLSBase):
 
         Parameters
         ----------
-        %(X_fit)s
+        X : array-like of shape (n_samples, n_features)
+            Training rows (dense), or the (n_samples, n_samples) kernel matrix for ``kernel="precomputed"``.
         y : array-like of shape (n_samples,) or (n_samples, n_outputs)
             Real-valued scores; several outputs are fitted at once.
         %(groups_fit)s
@@ -336,7 +342,7 @@ class RankRLSPath:
     one_d : bool
         Whether ``y`` was one-dimensional.
     n_features : int
-        The number of features (rows of the kernel for a precomputed kernel) seen in the fit.
+        The number of features seen in the fit (the number of training rows for a precomputed kernel).
     n_groups : int, default=1
         The number of query groups of the fit (``n_fit_groups_`` of the fitted estimators).
     feature_names_in : ndarray of str or None, default=None
@@ -407,6 +413,7 @@ class RankRLSPath:
         Returns
         -------
         scores : ndarray of shape (n_alphas, n_test) or (n_alphas, n_test, n_outputs)
+            Row k: ``fitted_estimator(k).predict(X)``.
         """
         return np.stack([self.fitted_estimator(k).predict(X) for k in range(len(self))])
 
@@ -424,11 +431,11 @@ def rankrls_path(X, y, alphas, *, groups=None, estimator=None):
     %(X_fit)s
     y : array-like of shape (n_samples,) or (n_samples, n_outputs)
         Real-valued scores or relevance labels.
-    alphas : array-like of float > 0
-        The regularization values.
+    alphas : float or array-like of shape (n_alphas,)
+        The regularization values, > 0, kept in the given order.
     %(groups_fit)s
     estimator : RankRLS or None, default=None
-        Gives every parameter but ``alpha``; None: ``RankRLS()``.
+        Gives every parameter but ``alpha``; None: ``RankRLS()``; any other type raises TypeError.
 
     Returns
     -------

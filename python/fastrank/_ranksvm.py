@@ -96,11 +96,13 @@ class RankSVM(KernelMixin, Ranker):
         "linear" works in the primal on dense or scipy.sparse X (CSR used without a copy); other kernels use the
         representer form f = K beta (O(m^2) per iteration, one m x m kernel matrix behind the memory guard).
     %(gamma)s %(degree)s %(coef0)s
-    tol, max_iter : float, default=1e-6, and int, default=1000
+    tol : float, default=1e-6
         Stop when the certified relative duality gap (objective - lower bound) / objective is at most tol (hinge;
         squared hinge, whose gap at the dual point of the current model is 1/2 ||gradient||^2, also with the
-        gradient norm below tol times its value at zero), or after max_iter Newton iterations (cutting planes for
-        the kernel hinge) or at double precision's rounding floor (a tol near 1e-16) with
+        gradient norm below tol times its value at zero).  Stopping at double precision's rounding floor first (a tol
+        near 1e-16) gives :class:`fastrank.exceptions.ConvergenceWarning` and ``converged_ = False``.
+    max_iter : int, default=1000
+        Newton iterations (cutting planes for the kernel hinge) after which the solve stops with
         :class:`fastrank.exceptions.ConvergenceWarning` and ``converged_ = False``.
     margin : {"unit", "difference"}, default="unit"
         The loss of pair (i, j): l(1 - (f_i - f_j)), or l((y_i - y_j) - (f_i - f_j)) (needs ``fit``'s targets), with
@@ -324,11 +326,13 @@ class RankSVM(KernelMixin, Ranker):
     def fit_preferences(self, X, pairs, weights=None):
         """Fit on an explicit preference multigraph.
 
+        ``margin="difference"`` raises ValueError here: it needs the targets of ``fit``.
+
         Parameters
         ----------
         %(X_preferences)s %(pairs)s
         weights : array-like of shape (n_pairs,) or None, default=None
-            The non-negative loss weight of each preference; None: 1.
+            The non-negative loss weight of each preference (at least one > 0); None: 1.
 
         Returns
         -------

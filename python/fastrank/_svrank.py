@@ -130,11 +130,13 @@ class SVRank(KernelMixin, Ranker):
         "linear" solves for a weight vector (O(mn) per iteration); the others for the representer coefficients
         ``dual_coef_`` (f = K beta; one m x m kernel matrix behind the dense-memory limit, O(m^2) per iteration).
     %(gamma)s %(degree)s %(coef0)s
-    tol, max_iter : float, default=1e-6, and int, default=1000
+    tol : float, default=1e-6
         Stop when the cutting-plane gap relative to the achievable decrease,
         ``(best F - lower bound) / (F(0) - lower bound)``, is below tol (it does not vanish with the scale of X, y or C;
-        squared cost: the gradient norm relative to its value at h = 0), or after max_iter oracle calls (cutting planes;
-        Newton iterations for the squared cost), or at double precision's rounding floor, with
+        squared cost: the gradient norm relative to its value at h = 0).  Stopping at double precision's rounding floor
+        first gives :class:`fastrank.exceptions.ConvergenceWarning` and ``converged_ = False``.
+    max_iter : int, default=1000
+        Oracle calls (cutting planes; Newton iterations for the squared cost) after which the solve stops with
         :class:`fastrank.exceptions.ConvergenceWarning` and ``converged_ = False``.
     %(n_jobs)s %(verbose)s
         Reports the kernel matrix and the solve with their timings, then the iterations and the gap.

@@ -260,7 +260,7 @@ class _OnlineOrdinal(ClassifierMixin, FastrankEstimator):
             ``kernel="precomputed"``.
         y : array-like of shape (n_samples,)
             Ordered class labels: their sorted distinct values (an ordered categorical's categories in order) are the
-            ranks 1..k.
+            ranks 1..k; at least 2 distinct labels, and continuous-looking floats raise ValueError.
 
         Returns
         -------
@@ -293,9 +293,10 @@ class _OnlineOrdinal(ClassifierMixin, FastrankEstimator):
             The batch's rows.  For a precomputed kernel, column i holds kernel values against the i-th example passed to
             ``partial_fit`` (this batch included), so X needs at least ``n_samples_seen_ + len(X)`` columns.
         y : array-like of shape (n_samples,)
-            Ordered labels, each in ``classes``.
+            Ordered labels, each in the label set (a label outside it raises ValueError).
         classes : array-like or None, default=None
-            All ordered labels, on the first call; None: the first batch's labels fix the label set.
+            All ordered labels (sorted, or an ordered categorical's categories in order), on the first call; None: the
+            first batch's labels fix the label set.  Given on a later call, it must equal ``classes_``.
 
         Returns
         -------
@@ -338,7 +339,7 @@ class _OnlineOrdinal(ClassifierMixin, FastrankEstimator):
         Parameters
         ----------
         X : {array-like, sparse matrix} of shape (n_samples, n_features)
-            Test rows.
+            Test rows (for a precomputed kernel, their kernel against the stored examples).
         y : array-like of shape (n_samples,)
             True labels; labels outside ``classes_`` raise ValueError; pairs tied in ``y`` are ignored.
         groups : array-like of shape (n_samples,) or None, default=None
@@ -369,8 +370,9 @@ class _OnlineOrdinal(ClassifierMixin, FastrankEstimator):
 
         Returns
         -------
-        curve : ndarray of shape (n_seen,)
-            NaN where the losses of the stream before it are unknown (a model joined by :meth:`OAPBPM.from_members`).
+        curve : ndarray of shape (n_seen_,)
+            Entry t: the mean rank loss of the on-line predictions on the first t + 1 examples; NaN where the losses of
+            the stream before it are unknown (a model joined by :meth:`OAPBPM.from_members`).
         """
         check_is_fitted(self, "classes_")
         if self._losses.size != self.n_seen_:
@@ -510,9 +512,6 @@ class _OAPBase(KernelMixin, _OnlineOrdinal):
     def decision_function(self, X):
         """Real-valued scores.
 
-        w~.x of the averaged rule (PRank, OAP-BPM); for OAP-Bagg, OAP-VP and PRank-VP the vote H(x) (the members' or
-        hypotheses' mean rank) on the 1..k scale.
-
         Parameters
         ----------
         %(X_stored)s
@@ -520,6 +519,8 @@ class _OAPBase(KernelMixin, _OnlineOrdinal):
         Returns
         -------
         scores : ndarray of shape (n_test,)
+            The averaged rule's w~.x (PRank, OAP-BPM); for OAP-Bagg, OAP-VP and PRank-VP the vote H(x) (the members'
+            or hypotheses' mean rank) on the 1..k scale.
         """
         X = self._check_X(X)
         if not self._voting():
@@ -569,8 +570,12 @@ class PRank(_OAPBase):
         Kernel forms only: the expansion keeps only the stream examples of the last ``budget`` rounds (a sliding-window
         truncation in the spirit of Kivinen, Smola & Williamson 2001; memory stays bounded and the result still depends
         only on the stream, not on how it is cut into ``partial_fit`` calls).  None: unbounded.  Ignored for "linear".
-    n_epochs, shuffle, random_state : int (default=1), bool (default=False), int, RandomState or None (default=None)
-        Passes over the data in ``fit``, each reshuffled (``shuffle``) with the seed ``random_state``.
+    n_epochs : int, default=1
+        Passes over the data in ``fit``.
+    shuffle : bool, default=False
+        Reshuffle the rows before each pass of ``fit``.
+    random_state : int, RandomState or None, default=None
+        Seed of the shuffles.
     %(verbose)s
     """
 
@@ -600,18 +605,32 @@ class PRankVP(PRank):
     Memory: one weight vector (linear kernel) or one threshold vector and a support count (kernel forms) per update;
     kernel forms replay the updates one at a time to record the thresholds (O(u^2) kernel evaluations for u updates).
 
+    There is no ``budget``: a sliding window would change a hypothesis between updates.
+
     Parameters
     ----------
-    kernel, gamma, degree, coef0, n_epochs, shuffle, random_state, verbose : as for :class:`PRank`
-        (no ``budget``: a sliding window would change a hypothesis between updates).
+    %(kernel)s %(gamma)s
+    degree : float, default=2
+        Polynomial degree.
+    %(coef0)s
+    n_epochs : int, default=1
+        Passes over the data in ``fit``.
+    shuffle : bool, default=False
+        Reshuffle the rows before each pass of ``fit``.
+    random_state : int, RandomState or None, default=None
+        Seed of the shuffles.
+    %(verbose)s
 
     Attributes
     ----------
-    vote_counts_ : (u + 1,) int — survival times v_0..v_u.
-    vote_thresholds_ : (u + 1, k - 1) — thresholds c_i.
-    vote_coef_ : (u + 1, d) — weights w_i (linear kernel only).
-    vote_n_support_ : (u + 1,) int — kernel forms: h_i uses the first ``vote_n_support_[i]``
-        entries of ``support_vectors_`` / ``dual_coef_``.
+    vote_counts_ : ndarray of int of shape (u + 1,)
+        Survival times v_0..v_u.
+    vote_thresholds_ : ndarray of shape (u + 1, k - 1)
+        Thresholds c_i.
+    vote_coef_ : ndarray of shape (u + 1, n_features)
+        Weights w_i (linear kernel only).
+    vote_n_support_ : ndarray of int of shape (u + 1,)
+        Kernel forms: h_i uses the first ``vote_n_support_[i]`` entries of ``support_vectors_`` / ``dual_coef_``.
     """
 
     budget = None  # not a parameter: see the class docstring
@@ -820,11 +839,19 @@ class WidrowHoff(_OnlineOrdinal):
 
     Parameters
     ----------
-    eta : float or "auto", default="auto" — a float is the fixed step; "auto" is normalised LMS, the
-        step 0.2 / (||x_t||^2 + fit_intercept), which multiplies its example's error by 0.8 (never
-        overshoots) whatever the feature scale and however the stream is cut into ``partial_fit`` calls.
-    fit_intercept : learn b (else b = 0).
-    n_epochs, shuffle, random_state, verbose : as for :class:`PRank`.
+    eta : float > 0 or "auto", default="auto"
+        A float is the fixed step; "auto" is normalised LMS, the step 0.2 / (||x_t||^2 + fit_intercept), which
+        multiplies its example's error by 0.8 (never overshoots) whatever the feature scale and however the stream is
+        cut into ``partial_fit`` calls.
+    fit_intercept : bool, default=True
+        Learn b (else b = 0).
+    n_epochs : int, default=1
+        Passes over the data in ``fit``.
+    shuffle : bool, default=False
+        Reshuffle the rows before each pass of ``fit``.
+    random_state : int, RandomState or None, default=None
+        Seed of the shuffles.
+    %(verbose)s
     """
 
     def __init__(self, eta="auto", *, fit_intercept=True, n_epochs=1, shuffle=False, random_state=None, verbose=0):
@@ -863,6 +890,7 @@ class WidrowHoff(_OnlineOrdinal):
         Returns
         -------
         scores : ndarray of shape (n_test,)
+            The score w.x + b.
         """
         return row_products(self._check_X(X), self.coef_) + self.intercept_
 
@@ -1088,11 +1116,12 @@ class OnlineMPRank(KernelMixin, Ranker):
         Parameters
         ----------
         X : {array-like, sparse matrix} of shape (n_samples, n_features)
-            The new rows (not with a precomputed kernel: call ``fit`` with the full matrix).
+            The new rows.  Before any fit the call is ``fit(X, y, groups)``; after one, a precomputed kernel raises
+            ValueError (call ``fit`` with the full matrix).
         y : array-like of shape (n_samples,)
             Their scores.
         groups : array-like of shape (n_samples,) or None, default=None
-            Their query ids: given exactly when the model was fitted with groups.
+            Their query ids: given exactly when the model was fitted with groups (else ValueError).
 
         Returns
         -------

@@ -94,3 +94,26 @@ def test_integer_and_nan_arguments_are_range_checked():
         with pytest.raises(ValueError, match="tau"):
             _core.oap_draws(1, 2, 0, 5, tau)
     assert _core.oap_draws(1, 2, 0, 5, 1.0).all()
+
+
+def test_codes_and_ranges_of_the_learners_are_checked():
+    with pytest.raises(ValueError, match="y must hold ranks"):
+        _core.widrow_hoff_fit(np.ones((2, 2)), np.array([-2**31, 1], np.int64), 3, 0.1, True, np.zeros(2), 0.0)
+    X6 = np.random.default_rng(0).random((6, 2))
+    with pytest.raises(ValueError, match="n_thresholds"):
+        _core.rankboost_fit_graph(X6, np.array([0, 1, 2]), np.array([3, 4, 5]), 3, 2**62, 1)
+    X, ranks = np.ones((2, 2)), np.array([1, 2], np.int64)
+    W, C, V = np.zeros((1, 2)), np.zeros((1, 1)), np.zeros(1, np.int64)
+    for variant, tau, match in ((77, 1.0, "variant"), (-1, 1.0, "variant"), (0, 0.0, "tau")):
+        with pytest.raises(ValueError, match=match):
+            _core.oap_linear_fit(X, ranks, 2, tau, 1, 0, variant, 1, W, C, V)
+    g = _one_group(3)
+    y, f = np.array([1.0, 0.0, 2.0]), np.array([0.3, 0.1, 0.2])
+    with pytest.raises(ValueError, match="gain"):
+        _core.dcg_statistics(y, f, g.order, g.offsets, 2, 7, 1)
+    oracle = _core.ranksvm_oracle(y, g.order, g.offsets)
+    with pytest.raises(ValueError, match="loss"):
+        oracle(np.ones((3, 2)), np.zeros(2), 7)
+    with pytest.raises(ValueError, match="w0"):
+        _core.ranksvm_fit_dense(np.ones((3, 2)), 1.0, 0, 1e-6, 10, 1, y=y, order=g.order, offsets=g.offsets,
+                                w0=np.zeros(5))

@@ -108,6 +108,7 @@ void bind_measures(py::module_& m) {
       "dcg_statistics",
       [](DArr y, DArr f, py::handle order, py::handle offsets, Index k, int gain, int n_threads) {
         ensure(y.ndim() == 1 && f.ndim() == 1 && y.shape(0) == f.shape(0), "y and f must be 1-D, same length");
+        ensure(gain == 0 || gain == 1, "gain must be 0 (linear) or 1 (exponential)");
         bindings::GroupsArg groups(order, offsets, y.shape(0));
         py::gil_scoped_release release;
         return dcg_statistics(y.data(), f.data(), groups.index(), groups.row_group_if_several(), k, gain, n_threads);

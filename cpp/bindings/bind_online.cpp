@@ -16,6 +16,8 @@ OapParams make_params(int k, double tau, std::uint64_t seed, std::int64_t t0, in
   p.tau = tau;
   p.seed = seed;
   p.t0 = t0;
+  require(variant >= 0 && variant <= 2, "variant must be 0 (bpm), 1 (bagging) or 2 (voted)");
+  require(tau > 0.0 && tau <= 1.0, "tau must lie in (0, 1]");
   p.variant = static_cast<OapVariant>(variant);
   p.n_threads = n_threads;
   return p;
@@ -63,6 +65,7 @@ void bind_online(py::module_& m) {
       "widrow_hoff_fit",
       [](RowMatrixCRef X, IndexVectorCRef y, int k, double eta, bool fit_intercept, Eigen::Ref<Vector> w, double b,
          bool normalized) {
+        require(k >= 1 && (y.size() == 0 || (y.minCoeff() >= 1 && y.maxCoeff() <= k)), "y must hold ranks in 1..k");
         IntVector loss;
         {
           py::gil_scoped_release release;

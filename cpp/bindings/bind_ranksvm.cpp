@@ -111,6 +111,7 @@ void bind_ranksvm(py::module_& m) {
          const std::optional<Vector>& w0) {
         PairwiseHingeLoss P = make_pairs(X.rows(), y, order, offsets, head, tail, weight, row_margin);
         RankSvmOptions o = make_options(C, loss, tol, max_iter, n_threads);
+        require(!w0 || w0->size() == X.cols(), "w0 must have one entry per feature");
         if (w0) o.w0 = *w0;
         RankSvmResult r;
         {
@@ -130,6 +131,7 @@ void bind_ranksvm(py::module_& m) {
         require(indices.dtype().is(indptr.dtype()), "CSR indices and indptr must share one dtype");
         PairwiseHingeLoss P = make_pairs(n_rows, y, order, offsets, head, tail, weight, row_margin);
         RankSvmOptions o = make_options(C, loss, tol, max_iter, n_threads);
+        require(!w0 || w0->size() == n_cols, "w0 must have one entry per feature");
         if (w0) o.w0 = *w0;
         RankSvmResult r;
         if (indices.dtype().is(py::dtype::of<std::int32_t>())) {
@@ -170,6 +172,7 @@ void bind_ranksvm(py::module_& m) {
         auto P = std::make_shared<PairwiseHingeLoss>(PairwiseHingeLoss::from_groups(y, g.order, g.offsets));
         return py::cpp_function(
             [P](RowMatrixCRef X, const Vector& w, int loss, int n_threads) {
+              require(loss == 0 || loss == 1, "loss must be 0 (squared hinge) or 1 (hinge)");
               Vector grad;
               double value;
               {

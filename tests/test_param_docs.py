@@ -1,5 +1,5 @@
 """Every public estimator documents every constructor parameter in its rendered docstring (what
-``help()`` shows), and the shared parameter descriptions of ``fastrank._base.PARAM_DOCS`` are filled
+``help()`` shows), and the shared parameter descriptions of ``fastrank._docs.PARAM_DOCS`` are filled
 in with the defaults the estimators really have."""
 
 import ast
@@ -9,7 +9,7 @@ import re
 import pytest
 
 import fastrank
-from fastrank._base import PARAM_DOCS, fill_param_docs
+from fastrank._docs import PARAM_DOCS, fill_param_docs
 from fastrank._registry import ESTIMATORS
 from fastrank.preprocessing import Log1pScaler, QueryNormalizer
 

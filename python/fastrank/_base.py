@@ -1,9 +1,10 @@
 """The base every fastrank learner stands on: :class:`FastrankEstimator` (parameter constraints declared once per family
 as a ``_parameter_constraints`` dict of scikit-learn's ``Interval`` / ``StrOptions``, checked by ``_validate_params``
 before anything reaches the compiled core; integers bounded by the C++ ``int`` range, so an out-of-range value is a
-``ValueError`` naming the parameter; the shared parameter descriptions :data:`PARAM_DOCS` filled into the class
-docstrings), :class:`Ranker` (scikit-learn regressor-style rankers with the one pairwise ``score`` and the
-prediction-input checks) and :class:`KernelMixin` (the four kernel parameters, resolved into a ``KernelSpec``)."""
+``ValueError`` naming the parameter; the shared parameter descriptions :data:`fastrank._docs.PARAM_DOCS` filled into
+the class docstrings and their methods), :class:`Ranker` (scikit-learn regressor-style rankers with the one
+pairwise ``score`` and the prediction-input checks) and :class:`KernelMixin` (the four kernel parameters, resolved
+into a ``KernelSpec``)."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ import numpy as np
 from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.utils._param_validation import Interval, InvalidParameterError, StrOptions, validate_parameter_constraints
 
-from ._docs import PARAM_DOCS, fill_param_docs, with_param_docs
+from ._docs import fill_param_docs
 from ._kernels import KernelSpec, by_distinct_rows, predict_basis, resolve_kernel, row_products
 from ._problem import check_features, crucial_pairs
 from ._progress import progress
@@ -29,8 +30,8 @@ from .exceptions import ConstantModelWarning, user_stacklevel
 from .metrics import _declines_groups, _over_outputs, _warn_missing_groups, pairwise_disagreement
 
 __all__ = ["FastrankEstimator", "Ranker", "KernelMixin", "ranking_accuracy", "Interval", "StrOptions", "positive_int",
-           "NONNEG_REAL", "POSITIVE_REAL", "N_JOBS", "PARAM_DOCS", "fill_param_docs", "with_param_docs",
-           "crucial_pairs", "c_path", "feature_names", "warn_if_constant", "warn_if_scores_underflow"]
+           "NONNEG_REAL", "POSITIVE_REAL", "N_JOBS", "crucial_pairs", "c_path", "feature_names",
+           "warn_if_constant", "warn_if_scores_underflow"]
 
 
 def positive_int(high=INT_MAX, low=1):

@@ -201,8 +201,8 @@ RankBoostCandidates rankboost_candidates(const RowMatrixCRef& X, Index n_thresho
   const Index m = X.rows(), n = X.cols();
   require(m >= 2 && n >= 1, "RankBoost needs at least 2 rows and 1 feature");
   require(m <= std::numeric_limits<std::int32_t>::max(), "RankBoost supports at most 2^31 - 1 rows");
-  require(n_thresholds >= 1 && n_thresholds <= std::numeric_limits<std::int32_t>::max(),
-          "n_thresholds must lie in [1, 2^31 - 1]");
+  require(n_thresholds >= 0 && n_thresholds <= std::numeric_limits<std::int32_t>::max(),
+          "n_thresholds must lie in [0, 2^31 - 1] (0: every distinct value)");
   RankBoostCandidates c;
   c.m = m;
   c.n = n;

@@ -117,3 +117,52 @@ def test_codes_and_ranges_of_the_learners_are_checked():
     with pytest.raises(ValueError, match="w0"):
         _core.ranksvm_fit_dense(np.ones((3, 2)), 1.0, 0, 1e-6, 10, 1, y=y, order=g.order, offsets=g.offsets,
                                 w0=np.zeros(5))
+
+
+def test_csr_shape_and_permutations_are_checked():
+    g = _one_group(3)
+    data, indices, indptr = np.ones(3), np.array([0, 1, 2], np.int32), np.array([0, 1, 2, 3], np.int32)
+    for n_rows, n_cols in ((3, 0), (-1, 3)):
+        with pytest.raises(ValueError, match="CSR shape|one entry per row"):
+            _core.ranksvm_fit_csr(data, indices, indptr, n_rows, n_cols, 1.0, 0, 1e-6, 10, 1, y=Y3[:, 0],
+                                  order=g.order, offsets=g.offsets)
+    with pytest.raises(ValueError, match="CSR shape"):
+        _core.cg_jacobi_diagonal((data, indices, indptr), 3, 0, order=g.order, offsets=g.offsets)
+    y = np.array([3.0, 1.0, 2.0, 1.0])
+    with pytest.raises(ValueError, match="permutation"):
+        _core.dense_ranks_from_order(y, np.array([1, 1, 2, 0], np.int64))
+    ranks, values = _core.dense_ranks_from_order(y, np.argsort(y, kind="stable").astype(np.int64))
+    np.testing.assert_array_equal(ranks, [2, 0, 1, 0])
+    np.testing.assert_array_equal(values, [1.0, 2.0, 3.0])
+    with pytest.raises(ValueError, match="max_distinct"):
+        _core.dense_ranks_small(y, -1)
+    ranks, values = _core.dense_ranks_small(y + 0.5 ** 40, 2**62)  # not integral: the hash route, m slots
+    np.testing.assert_array_equal(ranks, [2, 0, 1, 0])
+    with pytest.raises(ValueError, match="every code"):
+        _core.GroupIndex.from_codes(np.array([0, 0, 2, 2], np.int64), 3)
+
+
+def test_empty_basis_counters_and_warm_starts_are_checked():
+    with pytest.raises(ValueError, match="at least one vector"):
+        _core.sparse_rls_path_gram(np.zeros((0, 0)), np.zeros((0, 1)), np.zeros((0, 0)), np.array([1.0]))
+    X, ranks = np.ones((2, 2)), np.array([1, 2], np.int64)
+    W, C = np.zeros((1, 2)), np.zeros((1, 1))
+    for t0, votes, match in ((-1, 0, "t0"), (2**63 - 2, 0, "t0"), (0, 2**63 - 2, "vote counts"), (0, -1, "vote")):
+        with pytest.raises(ValueError, match=match):
+            _core.oap_linear_fit(X, ranks, 2, 1.0, 1, t0, 0, 1, W, C, np.array([votes], np.int64))
+    X6 = np.random.default_rng(0).random((6, 2))
+    with pytest.raises(ValueError, match="n_rounds"):
+        _core.rankboost_fit_graph(X6, np.array([0, 1, 2]), np.array([3, 4, 5]), -1, 0, 1)
+    g = _one_group(6)
+    y6 = np.arange(6.0)
+    args = (X6, y6, g.order, g.offsets, 1.0, 0.1, 1e-6, 50, 1)
+    warm = {}
+    ref = _core.svrank_linear(*args, warm=warm)
+    for key, bad in (("w0", np.zeros(5)), ("planes", np.zeros((5, 1))), ("deltas", np.zeros(7)), ("weights", "x")):
+        broken = dict(warm, **{key: bad})
+        with pytest.raises(ValueError, match="warm"):
+            _core.svrank_linear(*args, warm=broken)
+    with pytest.raises(ValueError, match="warm"):
+        _core.svrank_linear(*args, warm={"w0": np.zeros(2)})
+    again = _core.svrank_linear(*args, warm=warm)  # a well-formed warm start is still taken
+    np.testing.assert_allclose(again[0], ref[0], rtol=1e-6, atol=1e-9)

@@ -97,3 +97,32 @@ def test_large_linear_fits_are_bit_identical_for_every_n_jobs():
             one, two, three = (make(nj).fit(A, t, q).coef_ for nj in (1, 2, 3))
             np.testing.assert_array_equal(one, two)
             np.testing.assert_array_equal(one, three)
+
+
+def test_a_region_in_another_thread_sets_blas_and_gives_the_same_bits():
+    # threadpoolctl >= 3.8 lets only its "controlling" thread change a pthreads OpenBLAS pool: once the main thread had
+    # set BLAS threads, a region in any other thread left SciPy's BLAS on every core (oversubscribed beside the
+    # region's threads) and exact leave-pair-out came out different in the last bit
+    libs = [lib for lib, scipy_blas in _threads._blas_libraries() if scipy_blas]
+    if not libs or _threads.cpu_budget() < 2 or libs[0].num_threads < 2:
+        pytest.skip("needs SciPy's BLAS under threadpoolctl with two threads")
+    lib = libs[0]
+    outside = lib.num_threads
+    lib.set_num_threads(outside)  # the main thread takes threadpoolctl's control, as a user's call would
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((60, 4))
+    y = X @ rng.standard_normal(4) + 0.3 * rng.standard_normal(60)
+    model = fastrank.RankRLS(kernel="rbf", gamma=0.5, alpha=1.0)
+    main = fastrank.model_selection.leave_pair_out(model, X, y)
+    seen = {}
+
+    def worker():
+        with _threads.compute_region(1):
+            seen["inside"] = lib.num_threads
+        seen["lpo"] = fastrank.model_selection.leave_pair_out(model, X, y)
+
+    thread = threading.Thread(target=worker)
+    thread.start()
+    thread.join()
+    assert seen["inside"] == 1 and lib.num_threads == outside
+    np.testing.assert_array_equal(seen["lpo"], main)

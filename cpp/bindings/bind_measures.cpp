@@ -44,6 +44,7 @@ void bind_measures(py::module_& m) {
         bool finite = true;
         for (Index i = 0; i < n; ++i) finite &= std::isfinite(yv[i]);
         ensure(finite, "y must be finite");  // NaN has no rank (its conversion to an integer is undefined)
+        ensure(max_distinct >= 0, "max_distinct must be >= 0");
         I32Arr rank(n);
         std::vector<double> values;
         bool ok;

@@ -93,10 +93,21 @@ void bind_svrank(py::module_& m) {
         SvrankResult r;
         SvrankOptions o = make_options(C, eps, tol, max_iter, n_threads);
         if (warm && warm->contains("w0")) {  // in/out: a neighbouring C's solution and cut model
-          o.w0 = (*warm)["w0"].cast<Vector>();
-          o.warm_planes = (*warm)["planes"].cast<Matrix>();
-          o.warm_deltas = (*warm)["deltas"].cast<Vector>();
-          o.warm_weights = (*warm)["weights"].cast<Vector>();
+          const char* what = "warm must map w0, planes, deltas and weights to float64 arrays";
+          for (const char* key : {"planes", "deltas", "weights"}) require(warm->contains(key), what);
+          try {
+            o.w0 = (*warm)["w0"].cast<Vector>();
+            o.warm_planes = (*warm)["planes"].cast<Matrix>();
+            o.warm_deltas = (*warm)["deltas"].cast<Vector>();
+            o.warm_weights = (*warm)["weights"].cast<Vector>();
+          } catch (const py::cast_error&) {
+            throw std::invalid_argument(what);
+          }
+          const Index n_planes = o.warm_planes.cols();
+          require(o.w0.size() == X.cols(), "warm['w0'] must have one entry per feature");
+          require(o.warm_planes.rows() == X.rows() && o.warm_deltas.size() == n_planes &&
+                      o.warm_weights.size() == n_planes,
+                  "warm['planes'] must be (n_rows, n_planes) with one entry of deltas and weights per plane");
         }
         {
           py::gil_scoped_release release;

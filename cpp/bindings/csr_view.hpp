@@ -26,6 +26,7 @@ CsrView<I> csr_view(const DoubleArray& data, const pybind11::array& indices, con
           "CSR index arrays must be contiguous");
   require(indices.dtype().is(pybind11::dtype::of<I>()) && indptr.dtype().is(pybind11::dtype::of<I>()),
           "CSR indices and indptr must share one integer dtype (int32 or int64)");
+  require(rows >= 0 && cols >= 1, "CSR shape must have n_rows >= 0 and n_cols >= 1");
   require(indptr.shape(0) == rows + 1, "CSR indptr must have n_rows + 1 entries");
   CsrView<I> v;
   v.rows = rows;

@@ -46,7 +46,10 @@ GroupIndex GroupIndex::from_codes(const std::int64_t* codes, Index m, Index n_gr
     require(codes[i] >= 0 && codes[i] < n_groups, "groups: codes must lie in 0..n_groups-1");
     ++gi.offsets[codes[i] + 1];
   }
-  for (Index g = 0; g < n_groups; ++g) gi.offsets[g + 1] += gi.offsets[g];
+  for (Index g = 0; g < n_groups; ++g) {
+    require(gi.offsets[g + 1] > 0, "groups: every code 0..n_groups-1 must be used");
+    gi.offsets[g + 1] += gi.offsets[g];
+  }
   IndexVector next = gi.offsets.head(n_groups);
   gi.order = large_vector(m);
   for (Index i = 0; i < m; ++i) gi.order[next[codes[i]]++] = i;

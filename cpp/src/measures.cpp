@@ -429,7 +429,8 @@ bool dense_ranks_small(const double* y, Index m, Index max_distinct, std::int32_
       return true;
     }
   }
-  // A small open-addressing hash set of the bit patterns.
+  // A small open-addressing hash set of the bit patterns (at most m distinct values).
+  max_distinct = std::min(max_distinct, m);
   Index cap = 16;
   while (cap < 4 * max_distinct) cap *= 2;
   std::vector<std::uint64_t> keys(cap, 0);
@@ -473,6 +474,7 @@ void dense_ranks_from_order(const double* y, const std::int64_t* order, Index m,
                             std::vector<double>& values) {
   values.clear();
   values.reserve(static_cast<std::size_t>(std::min<Index>(m, 1 << 20)));
+  std::fill(rank, rank + m, -1);  // a repeated index would leave another row unranked
   std::int32_t r = -1;
   double prev = 0.0;
   for (Index k = 0; k < m; ++k) {
@@ -484,7 +486,7 @@ void dense_ranks_from_order(const double* y, const std::int64_t* order, Index m,
       }
     }
     const std::int64_t j = order[k];
-    require(j >= 0 && j < m, "order is not a permutation");
+    require(j >= 0 && j < m && rank[j] < 0, "order is not a permutation");
     const double v = y[j];
     if (k > 0) require(!(v < prev), "order does not sort y ascending");
     if (k == 0 || v != prev) {

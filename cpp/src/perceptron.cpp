@@ -133,6 +133,10 @@ void check_common(IndexVectorCRef y, Index T, const OapParams& p, Index N, RowMa
   require(C.rows() == N && C.cols() == p.k - 1, "thresholds must be (n_members, k - 1)");
   require(V.size() == N, "counts must have one entry per member");
   for (Index t = 0; t < T; ++t) require(y[t] >= 1 && y[t] <= p.k, "ranks must lie in 1..k");
+  // example times t0 + t and vote counts (one per example at most) stay within int64
+  constexpr std::int64_t kMax = std::numeric_limits<std::int64_t>::max();
+  require(p.t0 >= 0 && p.t0 <= kMax - T, "t0 must lie in [0, 2**63 - 1 - n_rows]");
+  require(V.minCoeff() >= 0 && V.maxCoeff() <= kMax - T, "vote counts must lie in [0, 2**63 - 1 - n_rows]");
 }
 
 inline int round_mean_rank(std::int64_t num, std::int64_t den) {

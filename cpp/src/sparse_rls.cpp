@@ -36,6 +36,7 @@ SubsetDecomposition decompose_gram(Matrix H, Matrix g, MatrixCRef KRR) {
   const Index r = H.rows();
   require(H.cols() == r && g.rows() == r, "H must be r x r and g must have r rows");
   require(KRR.rows() == r && KRR.cols() == r, "K_RR must be r x r");
+  require(r >= 1, "the basis must hold at least one vector");
   SubsetDecomposition d;
   Matrix Z = KRR;
   const double anorm = KRR.cwiseAbs().colwise().sum().maxCoeff();

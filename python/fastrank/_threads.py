@@ -110,7 +110,15 @@ def _set_threads(want):
     saved = [(lib, lib.num_threads) for lib, _ in want]
     for lib, k in want:
         if lib.num_threads != k:
+            # threadpoolctl >= 3.8 lets one "controlling" thread change a process-wide OpenBLAS pool and silently
+            # ignores the others (a worker thread's region then ran BLAS on every core, its results differing in the
+            # last bit); the budget's lock orders these changes, so any thread takes control and hands it back.
+            handover = getattr(type(lib), "clear_controlling_thread", None)
+            if handover is not None:
+                handover(force=True)
             lib.set_num_threads(k)
+            if handover is not None:
+                handover()
     return saved
 
 

@@ -127,10 +127,9 @@ def engine_for(model, X, y, groups=None, *, min_rows=1, verbose=0):
 
 
 def _check_target_range(Yc):
-    """The hold-out formulas form a held-out prediction as its target plus a correction (eqs. 33-39): rounding at the
-    scale of the largest target stays in every one (one target of 1e16 among targets of 1 left 280 % errors, and one
-    near 1e308 overflowed to NaN).  Refused near float64's limit; a warning where that rounding, eps max |y|, exceeds
-    1e-8 of the targets' median deviation."""
+    """The hold-out formulas form a held-out prediction as its target plus a correction (eqs. 33-39), so rounding at
+    the scale of the largest target reaches every one (docs/design/exact-cv.md): refused near float64's limit, a
+    warning where that rounding, eps max |y|, exceeds 1e-8 of the targets' median deviation."""
     if float(np.abs(Yc).max(initial=0.0)) > 2.0**996:
         raise ValueError(f"exact cross-validation: targets {float(np.abs(Yc).max()):.3g} from their group's mean "
                          "overflow its hold-out formulas; rescale y (every RankRLS / MPRank model is linear in y)")
@@ -228,10 +227,8 @@ class DualRoute(_Route):
         """Whether one alpha's leave-pair-out / leave-group-out takes the Cholesky factor of S K S + alpha I (accurate
         at any alpha): without a spectral factor, and below SPECTRAL_PAIR_MIN_RATIO sigma_max, where the spectral pair
         formula cancels digits."""
-        if self._V is None:
-            return True
-        _, sigma = self.decompose()
-        return alpha < SPECTRAL_PAIR_MIN_RATIO * max(float(sigma.max()), np.finfo(np.float64).tiny)
+        return self._V is None or \
+            alpha < SPECTRAL_PAIR_MIN_RATIO * max(float(self._sigma.max()), np.finfo(np.float64).tiny)
 
     def decompose(self):
         """V, sigma with S K S = V diag(sigma) V^T (rank-r factor on the low-rank route)."""
@@ -243,9 +240,8 @@ class DualRoute(_Route):
                     keep = lam > max(lam.max(), 0.0) * max(SX.shape) * np.finfo(np.float64).eps
                     if not np.any(keep):
                         self._V, self._sigma = np.zeros((self.m, 1), order="F"), np.zeros(1)
-                    else:
-                        self._V = np.asfortranarray(SX @ (W[:, keep] / np.sqrt(lam[keep])))
-                        self._sigma = np.ascontiguousarray(lam[keep])
+                    else:  # lam[keep]: a new contiguous array
+                        self._V, self._sigma = np.asfortranarray(SX @ (W[:, keep] / np.sqrt(lam[keep]))), lam[keep]
                     self._SX = SX
                 else:
                     self._V, self._sigma = _core.cv_spectral(self.K, *self.group_args, self.n_threads)
@@ -660,8 +656,7 @@ class TieExcludedRoute(_Route):
                                          allow_sparse=True, min_rows=1, exclude_ties=True)
         sub = sub._replace(kept_pair_weight=p.pair_weight()[np.unique(p.groups.codes[keep])])
         A = solve_dual(sub, self.kspec, np.array([float(alpha)]), self.n_threads).dual_coef[0]
-        inv = self.groups.inverse
-        return self.K[np.ix_(inv[rows], inv[keep])] @ A
+        return self.K[np.ix_(self.groups.inverse[rows], self.groups.inverse[keep])] @ A
 
     @_in_region
     def lpo(self, pairs, alpha):
@@ -920,9 +915,7 @@ class HoldoutEngine(_OnProblem):
 
     def decompose(self):
         """The spectral factor of S K S, shared by every alpha from now on (dense kernel models)."""
-        if self.spec.exclude_ties or self.basis:
-            return None
-        return self.dual.decompose()
+        return None if self.spec.exclude_ties or self.basis else self.dual.decompose()
 
     def solve(self, alpha):
         """The model fitted on all the data at ``alpha`` from this engine's factorization, as a solver
@@ -948,8 +941,7 @@ class HoldoutEngine(_OnProblem):
         if not self.grouped:
             # i, j and the stacked int64 pairs: about two m x m float64 matrices' worth of bytes
             check_dense_memory(self.m, 2, "list of all leave-pair-out pairs (m (m - 1) / 2 index pairs)")
-            i, j = np.triu_indices(self.m, 1)
-            return np.stack([i, j], axis=1).astype(np.int64, copy=False)
+            return np.stack(np.triu_indices(self.m, 1), axis=1).astype(np.int64, copy=False)
         pairs = np.concatenate([np.stack([members[a] for a in np.triu_indices(members.size, 1)], axis=1)
                                 for members in self.groups.rows()]).astype(np.int64)
         return pairs[np.lexsort((pairs[:, 1], pairs[:, 0]))]
@@ -967,13 +959,12 @@ class HoldoutEngine(_OnProblem):
         twice = np.flatnonzero(pairs[:, 0] == pairs[:, 1])
         if twice.size:
             raise ValueError(f"pair {twice[0]} holds out the same index twice ({pairs[twice[0], 0]})")
-        if self.grouped:
-            codes = self.groups.codes
-            bad = np.flatnonzero(codes[pairs[:, 0]] != codes[pairs[:, 1]])
-            if bad.size:
-                k = bad[0]
-                raise ValueError(f"pair {k} = ({pairs[k, 0]}, {pairs[k, 1]}) joins inputs from different groups; "
-                                 "leave-pair-out with groups holds out pairs of one group")
+        codes = self.groups.codes[pairs]  # all 0 without groups
+        bad = np.flatnonzero(codes[:, 0] != codes[:, 1])
+        if bad.size:
+            k = bad[0]
+            raise ValueError(f"pair {k} = ({pairs[k, 0]}, {pairs[k, 1]}) joins inputs from different groups; "
+                             "leave-pair-out with groups holds out pairs of one group")
         return pairs
 
     def training_pairs(self, pairs=None, *, required=False, scored=None, columns=None):
@@ -1018,17 +1009,14 @@ class HoldoutEngine(_OnProblem):
         sizes; not with exclude_ties)."""
         if pairs is not None and pairs.shape[0] == 0:
             return
-        if pairs is None or not (self.grouped or self.problem.exclude_ties):
-            # by group (one group: every pair has n = m, no per-pair lookup); a one-row group has no pair to fail
-            removed = 2 * self.groups.sizes.astype(np.float64) - 3
-        else:
-            i, j = pairs[:, 0], pairs[:, 1]
-            n = self.groups.sizes[self.groups.codes[i]].astype(np.float64)
-            removed = 2 * n - 3
-            if self.problem.exclude_ties:  # the edges of i and j: their partners outside their tie cells
-                cells = self.problem.cells
-                ci, cj = cells.codes[i], cells.codes[j]
-                removed = (n - cells.sizes[ci]) + (n - cells.sizes[cj]) - (ci != cj)
+        # by group (one group: every pair has n = m, no per-pair lookup); a one-row group has no pair to fail
+        n = self.groups.sizes.astype(np.float64)
+        if pairs is not None and (self.grouped or self.problem.exclude_ties):  # by pair
+            n = n[self.groups.codes[pairs[:, 0]]]
+        removed = 2 * n - 3
+        if pairs is not None and self.problem.exclude_ties:  # the edges of i and j: partners outside their tie cells
+            ci, cj = self.problem.cells.codes[pairs[:, 0]], self.problem.cells.codes[pairs[:, 1]]
+            removed = (n - self.problem.cells.sizes[ci]) + (n - self.problem.cells.sizes[cj]) - (ci != cj)
         if np.any(self.problem.n_relevant_pairs() - removed <= 0.5):
             raise ValueError("holding out a pair leaves no training pairs (every training pair touches it)")
 

@@ -24,6 +24,8 @@ renormalised); ``pair_weight``: optional (n_groups,) pair weights c_q of any wei
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import scipy.linalg
 import scipy.sparse as sp
@@ -47,9 +49,7 @@ __all__ = [
 
 def linear_features(X):
     """The linear kernel's feature map: X itself (dense float64 or CSR, never densified)."""
-    if sp.issparse(X):
-        return sp.csr_matrix(X, dtype=np.float64)
-    return np.ascontiguousarray(X, dtype=np.float64)
+    return sp.csr_matrix(X, dtype=np.float64) if sp.issparse(X) else np.ascontiguousarray(X, dtype=np.float64)
 
 
 def basis_features(KR, KRR):
@@ -82,16 +82,11 @@ def feature_holdout(Phi, Y, codes, n_groups, alpha, sets, *, normalized=False, p
     SX, SY = w * Xc, w * Yc
     XLX, XLy = SX.T @ SX, SX.T @ SY  # eq. 30
     rows = gi.rows()
-    cache = {}
 
+    @functools.lru_cache(maxsize=None if n_groups <= 64 else 0)
     def group_terms(q):  # Xc_q^T Xc_q and Xc_q^T Yc_q, kept for at most 64 groups
-        terms = cache.get(q)
-        if terms is None:
-            Xq, Yq = Xc[rows[q]], Yc[rows[q]]
-            terms = (Xq.T @ Xq, Xq.T @ Yq)
-            if n_groups <= 64:
-                cache[q] = terms
-        return terms
+        Xq, Yq = Xc[rows[q]], Yc[rows[q]]
+        return Xq.T @ Xq, Xq.T @ Yq
 
     out = []
     for U in sets:

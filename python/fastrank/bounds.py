@@ -81,8 +81,7 @@ _LOG_MAX = math.log(np.finfo(np.float64).max)
 
 def _log_add(a, b):
     """log(e^a + e^b) without overflow."""
-    hi, lo = max(a, b), min(a, b)
-    return hi + math.log1p(math.exp(lo - hi))
+    return max(a, b) + math.log1p(math.exp(-abs(a - b)))
 
 
 def _log_root(m, log_of_delta_term):

@@ -125,9 +125,7 @@ def _accepts(func, parameter):
 
 def _label_ranks(y):
     res = _core.dense_ranks_small(y, _SMALL_LABEL_SET)
-    if res is None:
-        res = _core.dense_ranks_from_order(y, np.argsort(y).astype(np.int64, copy=False))
-    return res
+    return _core.dense_ranks_from_order(y, np.argsort(y).astype(np.int64, copy=False)) if res is None else res
 
 
 # Rows below which a measure runs on one thread by default: starting threads costs more (docs/design/measures.md).
@@ -138,10 +136,12 @@ def _sweep_threads(n_jobs, m):
     return 1 if n_jobs is None and m < _PARALLEL_ROWS else check_n_jobs(n_jobs)
 
 
-def _sweep_region(threads):
-    """The compute region of a sweep on ``threads`` threads, so that measures run from several Python threads share
-    the cores; one thread (no BLAS, nothing to share) takes none."""
-    return compute_region(threads) if threads > 1 else contextlib.nullcontext()
+def _sweep(kernel, n_jobs, m, *args, **kwargs):
+    """``kernel(*args, threads, **kwargs)`` on the threads of ``n_jobs`` for m rows, in a compute region so that
+    measures run from several Python threads share the cores; one thread (no BLAS, nothing to share) takes none."""
+    threads = _sweep_threads(n_jobs, m)
+    with compute_region(threads) if threads > 1 else contextlib.nullcontext():
+        return kernel(*args, threads, **kwargs)
 
 
 def _pair_stats(y, f, gi, weighted, n_jobs=None, ranks=None):
@@ -149,14 +149,12 @@ def _pair_stats(y, f, gi, weighted, n_jobs=None, ranks=None):
     w_discordant and w_tied (|y_i - y_j| summed over the discordant and over all score-tied pairs)."""
     yrank, values = _label_ranks(y) if ranks is None else ranks
     order = np.argsort(f).astype(np.int64, copy=False)
-    threads = _sweep_threads(n_jobs, f.shape[0])
-    with _sweep_region(threads):
-        return _core.pair_statistics(f, order, yrank, values, gi.order, gi.offsets, bool(weighted), threads)
+    return _sweep(_core.pair_statistics, n_jobs, f.shape[0], f, order, yrank, values, gi.order, gi.offsets,
+                  bool(weighted))
 
 
 def _average(num, den, average, what, nothing="there is no pair to evaluate"):
-    num = np.asarray(num, dtype=np.float64)
-    den = np.asarray(den, dtype=np.float64)
+    num, den = np.asarray(num, dtype=np.float64), np.asarray(den, dtype=np.float64)
     valid = den > 0
     if not valid.any():
         raise ValueError(f"{what}: {nothing}")
@@ -167,9 +165,7 @@ def _average(num, den, average, what, nothing="there is no pair to evaluate"):
     if average == "pooled":
         return float(num[valid].sum() / den[valid].sum())
     if average is None:
-        out = np.full(den.shape[0], np.nan)
-        out[valid] = num[valid] / den[valid]
-        return out
+        return np.divide(num, den, out=np.full(den.shape[0], np.nan), where=valid)
     return float(np.mean(num[valid] / den[valid]))
 
 
@@ -295,8 +291,7 @@ def kendall_distance(a, b, *, normalize=True):
     check_bool(normalize, "normalize")  # "no" normalised, None counted
     a, b = _as_pair(a, b, "a", "b")
     m = a.shape[0]
-    S = _pair_stats(a, b, group_index(None, m), False)[0]
-    d = int(S[2])
+    d = int(_pair_stats(a, b, group_index(None, m), False)[0, 2])
     if not normalize:
         return d
     if m < 2:
@@ -454,9 +449,7 @@ def ndcg(y_true, y_score, groups=None, *, k=None, gain="exponential", average="g
         raise ValueError("y_true too large for exponential gain 2^y - 1; use gain='linear'")
     # a cutoff beyond the largest group is no cutoff (and fits a C int)
     kk = 0 if k is None else min(_check_k(k), y.shape[0])
-    threads = _sweep_threads(n_jobs, y.shape[0])
-    with _sweep_region(threads):
-        S = _core.dcg_statistics(y, f, gi.order, gi.offsets, kk, 1 if gain == "exponential" else 0, threads)
+    S = _sweep(_core.dcg_statistics, n_jobs, y.shape[0], y, f, gi.order, gi.offsets, kk, int(gain == "exponential"))
     return _average(S[:, 0], S[:, 1], average, "ndcg", "no group has a relevant item (every ideal DCG is 0)")
 
 
@@ -557,9 +550,7 @@ def _dominance(a, b, gi, n_jobs, b_less=None):  # contiguous float64 (checked ve
     expanded terms (:func:`_pairs_where_digits_lost`); with ``b_less`` the pairs of (a, b - b_less), that difference
     formed in the core from b and b_less each less its group's median: exact near them, so a group's offset (labels
     near 2**40 beside scores of 1) rounds nothing away, while values near 0 stay apart."""
-    threads = _sweep_threads(n_jobs, len(a))
-    with _sweep_region(threads):
-        return _core.dominance_sums(a, b, gi.order, gi.offsets, threads, b_less)
+    return _sweep(_core.dominance_sums, n_jobs, len(a), a, b, gi.order, gi.offsets, b_less=b_less)
 
 
 _COSTS = ("hr", "mp", "hmp", "svr")
@@ -610,14 +601,14 @@ def magnitude_preserving_cost(y_true, y_score, groups=None, *, cost="mp", power=
     if epsilon != 0 and cost != "svr":
         raise ValueError("epsilon is only used by cost='svr'")
     y, f, gi = _group_setup(y_true, y_score, groups, average, _ANY_AVERAGE)
-    threads = _sweep_threads(n_jobs, f.shape[0])  # checked although the closed form of cost="mp" needs no threads
+    _sweep_threads(n_jobs, f.shape[0])  # checked although the closed form of cost="mp" needs no threads
     n = gi.sizes.astype(np.float64)
     den = np.where(n >= 2, n * n, 0.0)
     if cost == "mp":
         total = _mp_total(y, f, gi, n, power)
     elif cost == "svr":
-        with _sweep_region(threads):
-            T = _core.threshold_pair_sums(_centred_difference(y, f, gi), gi.order, gi.offsets, float(epsilon), threads)
+        T = _sweep(_core.threshold_pair_sums, n_jobs, f.shape[0], _centred_difference(y, f, gi), gi.order, gi.offsets,
+                   float(epsilon))
         total = 2.0 * T[:, power]  # ordered pairs: each unordered pair twice
     else:
         # mis-ordered pairs: y_i > y_j and f_i < f_j, the dominance pairs of (a, b) = (y, -f); |dh| = b_i - b_j and
@@ -820,8 +811,7 @@ def _expected_displacement(r, f, gi):
     """E |r_i - U_i| per row, U_i uniform on the positions s + 1 .. s + b of the block of rows tied with row i in
     ``f`` (by decreasing f inside each group): sum_u |r - u| split at floor(r), O(1) a row."""
     rk = _Ranked(f, f, gi)
-    lo = np.empty(f.shape[0])
-    b = np.empty(f.shape[0])
+    lo, b = np.empty(f.shape[0]), np.empty(f.shape[0])
     lo[rk.order], b[rk.order] = (rk.start + 1.0)[rk.block], rk.size[rk.block].astype(np.float64)
     hi = lo + b - 1.0
     k = np.clip(np.floor(r), lo - 1.0, hi)  # positions lo..k lie at or below r, k + 1..hi above
@@ -908,8 +898,7 @@ class _Ranked:
             if G <= np.iinfo(np.uint16).max:
                 key = key.astype(np.uint16)
             order = order[np.argsort(key, kind="stable")]
-        self.order, self.ys, self.gs, self.G = order, y[order], gi.codes[order], G
-        self.offsets = gi.offsets
+        self.order, self.ys, self.gs, self.G, self.offsets = order, y[order], gi.codes[order], G, gi.offsets
         self.pos = np.arange(m, dtype=np.int64) - self.offsets[self.gs] + 1
         fs = f[order]
         new = np.r_[True, (fs[1:] != fs[:-1]) | (self.gs[1:] != self.gs[:-1])]
@@ -1404,8 +1393,7 @@ def _groups_evidence(estimator):
     while frame is not None:
         if str(frame.f_globals.get("__name__", "")).startswith("sklearn.model_selection"):
             loc = frame.f_locals
-            g = loc.get("groups")
-            params = loc.get("params")
+            g, params = loc.get("groups"), loc.get("params")
             if g is None and isinstance(params, dict):
                 g = params.get("groups")
             if g is not None:
@@ -1451,8 +1439,7 @@ def _warn_missing_groups(estimator, what):
 def _over_outputs(measure, y_true, y_pred):
     """``measure(y, pred)``; for the (n, v) predictions of a v-output model the mean over outputs, each against its
     column of ``y_true``, as ``Ranker.score`` and ``RankRLSCV`` score them (one column: a single output)."""
-    pred = _asarray(y_pred, "y_pred")
-    y = _asarray(y_true, "y")
+    pred, y = _asarray(y_pred, "y_pred"), _asarray(y_true, "y")
     if pred.ndim == 1 and y.ndim == 2 and y.shape[1] == 1:
         return measure(y[:, 0], pred)
     if pred.ndim != 2:
@@ -1488,10 +1475,7 @@ class RankingScorer:
     """
 
     def __init__(self, measure, sign, kwargs, response_method="predict"):
-        self._measure = measure
-        self._sign = sign
-        self._kwargs = dict(kwargs)
-        self._response_method = response_method
+        self._measure, self._sign, self._kwargs, self._response_method = measure, sign, dict(kwargs), response_method
         self._warned = False
         # scikit-learn's own scorer carries the metadata-routing request (set_score_request, get_metadata_routing); the
         # score itself is computed here so that groups can be passed directly too, with or without routing enabled.

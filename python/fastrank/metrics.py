@@ -531,8 +531,7 @@ def mean_rank_loss(y_true, y_pred, groups=None, *, scale="values", classes=None)
     for name, v, idx in (("y_true", yt, idx_true), ("y_pred", yp, idx_pred)):
         if not np.array_equal(sc[idx], v):  # always equal with classes=None (the sorted union of the labels)
             raise ValueError(f"{name} contains labels that are not in classes")
-    pos = first.astype(np.int64)
-    return _mean_over_groups(np.abs(pos[idx_pred] - pos[idx_true]), groups)
+    return _mean_over_groups(np.abs(first[idx_pred] - first[idx_true]), groups)
 
 
 def _mean_over_groups(loss, groups):
@@ -1149,8 +1148,7 @@ def agree(y_true, y_score, groups=None, *, normalize=True, average="group"):
     """
     _check_average(average, _ANY_AVERAGE)
     check_bool(normalize, "normalize")
-    F = _asarray(y_true, "y_true")
-    f = _as_vector(y_score, "y_score")
+    F, f = _asarray(y_true, "y_true"), _as_vector(y_score, "y_score")
     m = f.shape[0]
     gi = group_index(groups, m)
     if F.ndim == 1:

@@ -1262,8 +1262,7 @@ class Measure:
         if groups is None:
             return self.func(y_true, y_score, **kw)
         y, f = _as_pair(y_true, y_score)
-        rows = group_index(groups, y.shape[0]).rows()
-        return float(np.mean([self.func(y[r], f[r], **kw) for r in rows]))
+        return float(np.mean([self.func(y[r], f[r], **kw) for r in group_index(groups, y.shape[0]).rows()]))
 
     def __repr__(self):
         return f"get_measure({self.name!r})"

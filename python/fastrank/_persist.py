@@ -107,9 +107,8 @@ class _Encoder:
         offset = None
         if shrink and self.float32 and a.dtype == np.float64:
             if rows and a.ndim == 2 and a.shape[0]:
-                # training rows a kernel evaluates: a column whose offset dominates its spread (1e6 on every row) is
-                # rounded about its mean, so that rounding keeps the differences a Gaussian kernel reads; the others
-                # as they are (two-decimal features compress better unshifted)
+                # a column whose offset dominates its spread is rounded about its mean, keeping the differences a
+                # Gaussian kernel reads (docs/design/cli-and-model-files.md, "Size")
                 mean = a.mean(axis=0)
                 shifted = np.abs(a).max(axis=0) > 4.0 * np.abs(a - mean).max(axis=0)
                 if shifted.any():
@@ -320,16 +319,13 @@ class _Decoder:
             if dt.kind not in _ARRAY_KINDS:
                 raise _Corrupt(f"bad scalar dtype {dt}")
             raw = self.value(v["value"])
-            # save wrote the scalar's own value: one outside its dtype's range was edited in (NumPy 1 wraps integers)
-            bad = dt.kind in "iu" and isinstance(raw, int) and not np.iinfo(dt).min <= raw <= np.iinfo(dt).max
-            try:
+            try:  # save wrote the scalar's own value: one outside its dtype's range was edited in (NumPy 1 wraps ints)
+                if dt.kind in "iu" and isinstance(raw, int) and not np.iinfo(dt).min <= raw <= np.iinfo(dt).max:
+                    raise OverflowError
                 with np.errstate(over="raise"):
-                    out = None if bad else dt.type(raw)
+                    return dt.type(raw)
             except (OverflowError, FloatingPointError):
-                out = None
-            if out is None:
-                raise _Corrupt(f"scalar {v['value']!r} is out of the range of its dtype {dt}")
-            return out
+                raise _Corrupt(f"scalar {v['value']!r} is out of the range of its dtype {dt}") from None
         if "$sparse" in v:
             kind = v["$sparse"]
             if kind not in ("csr_matrix", "csr_array"):
@@ -548,14 +544,12 @@ def _check_model(est, where="model"):
                                    and 0 <= v < 2**63):
             raise _Corrupt(f"{where}.{k} = {v!r} is not a count in [0, 2^63)")
     frozen = vars(est).get("_fitted_kernel")  # the batch kernel's (kind, gamma, degree, coef0) of its fit
-    if frozen is not None:
-        try:
-            if not (isinstance(frozen, (tuple, list)) and len(frozen) == 4 and frozen[0] in KERNELS
-                    and resolve_kernel(*frozen, int(n)).kind == frozen[0]):
-                raise ValueError("not a kernel")
-        except (ValueError, TypeError, ArithmeticError):
-            raise _Corrupt(f"{where}._fitted_kernel = {frozen!r} is not a kernel's (kind, gamma, degree, coef0)") \
-                from None
+    try:
+        if frozen is not None and not (isinstance(frozen, (tuple, list)) and len(frozen) == 4 and frozen[0] in KERNELS
+                                       and resolve_kernel(*frozen, int(n)).kind == frozen[0]):
+            raise ValueError("not a kernel")
+    except (ValueError, TypeError, ArithmeticError):
+        raise _Corrupt(f"{where}._fitted_kernel = {frozen!r} is not a kernel's (kind, gamma, degree, coef0)") from None
     args = vars(est).get("_kernel_args", (0.0, 0, 0.0))  # the on-line kernel's (gamma, degree, coef0)
     if not (isinstance(args, (tuple, list)) and len(args) == 3
             and all(a is None or isinstance(a, numbers.Real) and not isinstance(a, bool) for a in args)):

@@ -101,8 +101,8 @@ def _parse_line(line):
     return target, qid, indices, values
 
 
-def _open(path):
-    return (gzip.open if path.endswith(".gz") else bz2.open if path.endswith(".bz2") else open)(path, "rb")
+def _open(path, mode="rb"):
+    return (gzip.open if path.endswith(".gz") else bz2.open if path.endswith(".bz2") else open)(path, mode)
 
 
 def _scan(path, parse=_parse_line):
@@ -243,7 +243,6 @@ def read_svmlight(path, *, n_features=None, zero_based="auto", extra_features="e
         raise ValueError(_diagnose(p) or f"{p}: some lines have a qid: and others do not")
     if not (np.isfinite(y).all() and np.isfinite(X.data).all()):
         raise ValueError(_diagnose(p) or f"{p}: contains NaN or infinite values")
-    X = X.tocsr()
     max_index = int(X.indices.max()) if X.nnz else -1
     has_zero = bool(X.nnz) and int(X.indices.min()) == 0
     zb = has_zero if zero_based == "auto" else bool(zero_based)

@@ -8,9 +8,7 @@ malformed data), 2 usage error (bad options), 130 interrupted.
 from __future__ import annotations
 
 import argparse
-import bz2
 import contextlib
-import gzip
 import json
 import math
 import os
@@ -26,7 +24,7 @@ from ._persist import load, save
 from ._problem import WEIGHTINGS
 from ._progress import progress, stage, write_line
 from ._registry import ESTIMATORS
-from ._svmlight import read_scores, read_svmlight
+from ._svmlight import _QUERY_SUFFIXES, _open, read_scores, read_svmlight
 from ._solvers import select_basis
 from ._validation import check_alpha, check_alphas, check_n_jobs, check_real, group_index
 from ._version import __version__
@@ -256,8 +254,7 @@ def _model_scores(model_file, data_file, args, *, labels=False):
     if not isinstance(meta, dict):  # metadata of a model saved from Python, not by fastrank train
         raise DataError(f"{model_file}: its metadata 'svmlight' is not the object fastrank train writes")
     n = meta.get("n_features", getattr(model, "n_features_in_", None))
-    given = {"auto": None, "yes": True, "no": False}[args.zero_based]
-    if given is not None and meta.get("zero_based") is not None and given != meta["zero_based"]:
+    if args.zero_based != "auto" and meta.get("zero_based") not in (None, args.zero_based == "yes"):
         raise UsageError(f"--zero-based {args.zero_based} contradicts {model_file}, trained on "
                          f"{'0' if meta['zero_based'] else '1'}-based feature indices (data files are read as the "
                          "training file was); drop --zero-based")
@@ -388,14 +385,11 @@ def _build_estimator(args, groups, y):
 def cmd_train(args):
     _refuse_overwriting(args.model_file, *_inputs_of(args.train_file, args))
     est, Xm, y, groups, info, norm_state = _read_training(args, "sparse" if args.sparse else "auto")
-    fit_kw = {}
-    if groups is not None:
-        if _accepts(est.fit, "groups"):
-            fit_kw["groups"] = groups
-        else:
-            _say(args, f"warning: {type(est).__name__} does not use query ids; it learns from all rows together "
-                       "(use RankRLS for query-wise ranking)", level=0)
     name = type(est).__name__
+    fit_kw = {"groups": groups} if groups is not None and _accepts(est.fit, "groups") else {}
+    if groups is not None and not fit_kw:
+        _say(args, f"warning: {name} does not use query ids; it learns from all rows together (use RankRLS for "
+                   "query-wise ranking)", level=0)
     with stage(f"fitting {name} on {Xm.shape[0]} rows", verbose=args.progress) as st, \
             _errors_as(DataError, _FIT_ERRORS, f"fitting {name} failed: "):
         est.fit(Xm, y, **fit_kw)
@@ -417,7 +411,7 @@ def cmd_train(args):
 
 def _inputs_of(data_file, args):
     """The files reading ``data_file`` may read: itself, --query-file and the query-size files found by its name."""
-    return (data_file, args.query_file, *(data_file + suffix for suffix in (".query", ".group")))
+    return (data_file, args.query_file, *(data_file + suffix for suffix in _QUERY_SUFFIXES))
 
 
 def _refuse_overwriting(output, *inputs):
@@ -436,8 +430,7 @@ def cmd_predict(args):
         sys.stdout.write(text)
         sys.stdout.flush()
         return 0
-    opener = gzip.open if args.output.endswith(".gz") else bz2.open if args.output.endswith(".bz2") else open
-    with _errors_as(DataError, OSError, f"cannot write {args.output}: "), opener(args.output, "wt") as fh:
+    with _errors_as(DataError, OSError, f"cannot write {args.output}: "), _open(args.output, "wt") as fh:
         fh.write(text)  # compressed as its name says: evaluate reads .gz and .bz2 score files
     _say(args, f"{s.size} scores written to {args.output}")
     return 0

@@ -1,16 +1,16 @@
-"""One ranking problem: validated features, targets and the pair structure every learner and
-every cross-validation shortcut consumes (Pahikkala et al. 2009, Sect. 2).
+"""One ranking problem: validated features, targets and the pair structure every learner and every cross-validation
+shortcut consumes (Pahikkala et al. 2009, Sect. 2).
 
 The pair structure is one of
 * all pairs (object ranking): one group holding every row, L = m I - 1 1^T;
-* query groups: pairs inside each group only, L block-diagonal (eq. 25), each pair weighted by
-  a per-group weight c_q chosen by ``weighting`` (see ``WEIGHTINGS``);
-* a weighted preference multigraph (eqs. 12-14): edges (head preferred over tail) with weight
-  w_e and target z_e (costs (20)-(22)), L = M M^T with M the weighted incidence matrix.
+* query groups: pairs inside each group only, L block-diagonal (eq. 25), each pair weighted by a per-group weight c_q
+  chosen by ``weighting`` (see ``WEIGHTINGS``);
+* a weighted preference multigraph (eqs. 12-14): edges (head preferred over tail) with weight w_e and target z_e
+  (costs (20)-(22)), L = M M^T with M the weighted incidence matrix.
 
 For the first two, S = L^{1/2} is block centring scaled by s_q = sqrt(c_q n_q) (see
-``cpp/include/fastrank/laplacian.hpp``); rows keep the caller's order and the
-:class:`~fastrank._validation.GroupIndex` permutes them into contiguous groups for a solver that needs it.
+``cpp/include/fastrank/laplacian.hpp``); rows keep the caller's order and the :class:`~fastrank._validation.GroupIndex`
+permutes them into contiguous groups for a solver that needs it.
 """
 
 from __future__ import annotations
@@ -27,10 +27,10 @@ from .exceptions import ConstantModelWarning, user_stacklevel
 
 __all__ = ["PreferenceGraph", "RankingProblem", "WEIGHTINGS", "COSTS", "check_weighting", "check_pairs", "pair_weights"]
 
-# Pair weight c_q inside a group of n_q rows: see _base.PARAM_DOCS["group_weighting"] ("per_query" is
-# 004's normalisation at the end of Sect. 2.4, each edge of a sentence weighted by the inverse of the
-# number of that sentence's edges; under "per_object" a query weighs n_q / 2; "normalized" is least
-# squares on query-centred scores, sum_i ((f_i - mean_q f) - (y_i - mean_q y))^2).
+# Pair weight c_q inside a group of n_q rows: see _docs.PARAM_DOCS["group_weighting"] ("per_query" is 004's
+# normalisation at the end of Sect. 2.4, each edge of a sentence weighted by the inverse of the number of that
+# sentence's edges; under "per_object" a query weighs n_q / 2; "normalized" is least squares on query-centred scores,
+# sum_i ((f_i - mean_q f) - (y_i - mean_q y))^2).
 WEIGHTINGS = ("unweighted", "per_query", "per_object", "normalized")
 COSTS = ("binary", "magnitude", "normalized")
 
@@ -102,9 +102,9 @@ class PreferenceGraph(NamedTuple):
 
     @classmethod
     def from_pairs(cls, pairs, magnitudes, cost, m, weights=None):
-        """Validated edges for the costs (20) binary (z = 1, w = 1), (21) magnitude (z = g, w = 1)
-        and (22) magnitude-normalized (z = g, w = 1/g) of Sect. 2.4; ``weights`` (> 0) multiply
-        each edge's squared error (w_e -> w_e sqrt(weights_e), eq. 11)."""
+        """Validated edges for the costs (20) binary (z = 1, w = 1), (21) magnitude (z = g, w = 1) and (22)
+        magnitude-normalized (z = g, w = 1/g) of Sect. 2.4; ``weights`` (> 0) multiply each edge's squared error (w_e
+        -> w_e sqrt(weights_e), eq. 11)."""
         head, tail = check_pairs(pairs, m)
         if cost is None:
             cost = "binary" if magnitudes is None else "magnitude"
@@ -145,8 +145,8 @@ class PreferenceGraph(NamedTuple):
 
 
 def check_features(X, *, precomputed=False, allow_sparse=False, min_rows=2):
-    """Training input: a dense (m, m) kernel for a precomputed kernel (checked symmetric), dense
-    features, or (``allow_sparse``) a scipy.sparse matrix in CSR form."""
+    """Training input: a dense (m, m) kernel for a precomputed kernel (checked symmetric), dense features, or
+    (``allow_sparse``) a scipy.sparse matrix in CSR form."""
     if precomputed:
         if issparse(X):
             raise TypeError("X is a sparse matrix; a precomputed kernel must be a dense (m, m) array (call "
@@ -164,8 +164,8 @@ def check_features(X, *, precomputed=False, allow_sparse=False, min_rows=2):
 
 
 def _tie_cells(Y, gi):
-    """Rows grouped by (group, target value): a GroupIndex whose groups are the tie cells nested
-    in the query groups.  Every output column must tie the same pairs (pairs inside a group only)."""
+    """Rows grouped by (group, target value): a GroupIndex whose groups are the tie cells nested in the query groups.
+    Every output column must tie the same pairs (pairs inside a group only)."""
     def cells(y):
         _, code = np.unique(y, return_inverse=True)
         code = code.reshape(-1)
@@ -173,8 +173,7 @@ def _tie_cells(Y, gi):
 
     combined = cells(Y[:, 0])
     for k in range(1, Y.shape[1]):
-        # the same partition into tie cells: the (cell in column 0, cell in column k) pairs are as
-        # many as the cells of either column
+        # the same partition into tie cells: as many (cell in column 0, cell in column k) pairs as cells in either
         other = cells(Y[:, k])
         joint = np.unique(np.stack([combined, other], axis=1), axis=0).shape[0]
         if joint != np.unique(combined).size or joint != np.unique(other).size:
@@ -193,9 +192,9 @@ def crucial_pairs(y, gi, cells=None):
 
 
 class RankingProblem(NamedTuple):
-    """Validated features ``X`` (dense, CSR, or a precomputed (m, m) kernel), targets ``Y`` (m, v)
-    Fortran-ordered (None for a preference graph), and the pair structure.  Build it with
-    :meth:`from_scores` or :meth:`from_preferences`; it is read-only afterwards."""
+    """Validated features ``X`` (dense, CSR, or a precomputed (m, m) kernel), targets ``Y`` (m, v) Fortran-ordered (None
+    for a preference graph), and the pair structure.  Build it with :meth:`from_scores` or :meth:`from_preferences`; it
+    is read-only afterwards."""
 
     X: object
     Y: object
@@ -216,9 +215,9 @@ class RankingProblem(NamedTuple):
     @classmethod
     def from_scores(cls, X, y, groups=None, *, weighting="unweighted", precomputed=False, allow_sparse=False,
                     min_rows=2, learner="RankRLS", exclude_ties=False):
-        """Scoring setting (cost (21), z_ij = y_i - y_j): all pairs, or pairs inside ``groups``;
-        with ``exclude_ties`` only pairs whose targets differ (every output must tie the same
-        pairs).  ``learner``: the name the no-preference errors give (None: not checked)."""
+        """Scoring setting (cost (21), z_ij = y_i - y_j): all pairs, or pairs inside ``groups``; with ``exclude_ties``
+        only pairs whose targets differ (every output must tie the same pairs).  ``learner``: the name the
+        no-preference errors give (None: not checked)."""
         X = check_features(X, precomputed=precomputed, allow_sparse=allow_sparse, min_rows=min_rows)
         Y, one_d = as_targets(y, X.shape[0])
         gi = group_index(groups, X.shape[0])
@@ -266,9 +265,6 @@ class RankingProblem(NamedTuple):
             return np.where(edges > 0, 1.0 / np.maximum(edges, 1.0), 1.0)
         return pair_weights(self.groups.sizes, self.weighting)
 
-    def targets_grouped(self):
-        return np.asfortranarray(self.groups.take(self.Y))
-
     def targets_centred(self):
         """Y less each group's mean (rows as given, C order; read-only use): the same model and the same hold-out
         models (L 1_q = 0, also for any subset of a group's rows), without the digits a large common offset cancels
@@ -299,8 +295,7 @@ class RankingProblem(NamedTuple):
         cells = self.cells
         cell_group = self.groups.codes[cells.order[cells.offsets[:-1]]]  # the group of every tie cell
         col = (-1,) + (1,) * (np.ndim(A) - 1)  # a per-row factor broadcast over A's other axes
-        csize = cells.sizes.astype(np.float64)
-        gsize = self.groups.sizes.astype(np.float64)
+        csize, gsize = cells.sizes.astype(np.float64), self.groups.sizes.astype(np.float64)
         A = np.asarray(A, dtype=np.float64)
         if centre:  # rows are group-major
             A = A - np.repeat(block_sums(A, self.groups.offsets) / gsize.reshape(col), self.groups.sizes, axis=0)
@@ -382,9 +377,8 @@ def features_without_group_offsets(X, gi):
 
 
 def require_preferences(Y, gi, learner):
-    """Raise the "no preference pairs" errors for targets ``Y`` ((m,) or (m, v)) grouped by the
-    :class:`GroupIndex` ``gi``.  Shared by :meth:`RankingProblem.from_scores` and the learners that
-    build no :class:`RankingProblem` (SVRank, OnlineMPRank)."""
+    """Raise the "no preference pairs" errors for targets ``Y`` ((m,) or (m, v)) grouped by the :class:`GroupIndex`
+    ``gi``: for :meth:`RankingProblem.from_scores` and the learners that build none (SVRank, OnlineMPRank)."""
     Y = np.asarray(Y, dtype=np.float64).reshape(len(Y), -1)
     # a column has a preference pair where some target differs from its group's first: one gather and compare (the
     # groups' minima and maxima by np.minimum/maximum.reduceat took 0.17 s for 100 columns of 1e5 rows)

@@ -69,12 +69,10 @@ def _checked(W, rcond, n_alphas):
 
 def kernel_rounding_level(K, problem, spec):
     """2 ||K||_F / sqrt(m) lambda_max(L) of a Gaussian or polynomial kernel matrix K (read before a solver overwrites
-    it), else 0.  Each kernel value is rounded to eps |K_ij| with independent signs, a perturbation of norm about 2 eps
-    ||K||_F / sqrt(m) (the root mean square value times 2 sqrt(m)) that S K S carries times lambda_max(L) and the solve
-    divides by alpha.  S K S can hold far less than K: a Gaussian kernel of a small gamma is nearly 1 1^T, which S
-    removes, so its condition number missed errors of 7.7e-4 (gamma 1e-6, alpha 1e-11, m = 20) to 1.5e-2 (gamma
-    1e-8).  Not the linear kernel (fits centre X first; exact CV checks its feature offsets itself, robustness.md) nor a
-    precomputed one (how its values were rounded is not known)."""
+    it), else 0: each kernel value is rounded to eps |K_ij| with independent signs, a perturbation of norm about 2 eps
+    ||K||_F / sqrt(m) that S K S carries times lambda_max(L) and the solve divides by alpha, unseen by the condition
+    number of S K S (solvers.md, "Symmetric positive definite form").  Not the linear kernel (fits centre X first;
+    exact CV checks its feature offsets itself, robustness.md) nor a precomputed one (its rounding is not known)."""
     if spec.kind not in ("rbf", "poly"):
         return 0.0
     return 2.0 * float(np.linalg.norm(K)) / np.sqrt(problem.m) * problem.laplacian_norm()
@@ -180,14 +178,9 @@ def choose_solver(solver, spec, problem, *, basis_vectors=None):
 def _object_ranking_normal_equations(X, Y, block_rows=2048):
     """Primal system of object ranking (eq. 30 with L = m I - 1 1^T): X^T L X = m Xc^T Xc and X^T L Y = m Xc^T Y, Xc =
     X less its column means, formed block by block (a block stays in cache for its three products; no copy of X).
-    Y comes centred (``targets_centred``).
-
-    Not m (X^T X - m mu mu^T) from one ``X.T @ X``: that rank-one correction rounds by eps (1 + mu_j^2 / var_j) of the
-    centred Gram, which the solve multiplies by the condition number (3e-2 at a mean of 50 std beside a nearly
-    collinear twin, rcond 2e-11).  The centre is the mean of about ``block_rows`` rows spread over X (the sum down all
-    rows adds them one after another: near-equal large values round alike, 27 off at 4e14 with spread 0.006); the
-    mean d of the rows less it is taken out of the sums at a cost of eps (1 + d^2 / var), and where d exceeds the
-    spread (an outlier in the sample) the pass is repeated once on the centre corrected by d."""
+    Y comes centred (``targets_centred``).  Not m (X^T X - m mu mu^T), which rounds by eps (1 + mu_j^2 / var_j); the
+    centre is the mean of about ``block_rows`` rows spread over X, the mean d of the rows less it is taken out of the
+    sums, and where d exceeds the spread the pass is repeated once on the corrected centre (solvers.md, "Primal")."""
     m, n = X.shape
     buffer = np.empty((min(block_rows, m), n))
     sample = X[::max(1, m // block_rows)]
@@ -294,7 +287,7 @@ def solve_dual(problem, spec, alphas, n_threads):
         Kg = train_kernel(X, spec, n_threads, gi)
         level = kernel_rounding_level(Kg, problem, spec)
         # many alphas: one tridiagonal reduction S K S = Q T Q^T, O(m) per alpha, Q applied once (eq. 31; solvers.md)
-        args = (gi.order, gi.offsets, problem.pair_weight(), problem.targets_grouped())
+        args = (gi.order, gi.offsets, problem.pair_weight(), np.asfortranarray(gi.take(problem.Y)))
         try:
             solve = _core.rankrls_dual_scores_tridiag if alphas.size > 1 else _core.rankrls_dual_scores
             A, rcond = solve(Kg, *args, alphas, n_threads)
@@ -312,10 +305,9 @@ def solve_dual(problem, spec, alphas, n_threads):
         warn_below_kernel_rounding(float(alphas.min()), level)
     if problem.exclude_ties:  # A = S u
         A = problem.cells.untake(np.stack([problem.apply_S_cells(u) for u in A]), axis=1)
-    X_fit = None if spec.precomputed else problem.X
     # linear kernel: W = X^T A (eq. 27), X centred as for the kernel (1_q^T A = 0): no cancellation under an offset
     coef = np.stack([X.T @ a for a in A]) if spec.linear else None
-    return Fit("dual", coef=coef, dual_coef=A, X_fit=X_fit)
+    return Fit("dual", coef=coef, dual_coef=A, X_fit=None if spec.precomputed else problem.X)
 
 
 # ---- Conjugate gradient (Sect. 4.3) ----------------------------------------------------------------

@@ -183,8 +183,7 @@ def _tree(parts, combine):
 
 # -- Per-group sufficient statistics of F^T L F, F^T L Y ---------------------------------------
 def _indicator(inv, k):
-    rows = inv.size
-    return sp.csr_matrix((np.ones(rows), (inv, np.arange(rows))), shape=(k, rows))
+    return sp.csr_matrix((np.ones(inv.size), (inv, np.arange(inv.size))), shape=(k, inv.size))
 
 
 _GROUPS_CHANGED = ("groups gave other ids in the second pass over the data than in the first (a dask array of "
@@ -217,8 +216,7 @@ def _partition_stats(i, start, Xp, Yp, gp, table, weighting, feature):
             codes = np.searchsorted(ids, gp)
             if codes.size and (codes.max() == ids.size or (ids[np.minimum(codes, ids.size - 1)] != gp).any()):
                 raise ValueError(_GROUPS_CHANGED)
-        # Row blocks of about 2^21 features (K(X_p, X_R) for a basis: |R| / n times the partition), each a piece
-        # merged as partitions are: a task holds its partition and O(|R|^2), not the partition's rows x |R|
+        # pieces of about 2^21 features merged as partitions are: a task holds O(|R|^2), not rows x |R| (dask.md)
         step = max(1, _PIECE_VALUES // (Xp.shape[1] if feature is None else feature.keywords["X"].shape[0]))
         state = None
         for lo in range(0, max(rows, 1), step):
@@ -233,8 +231,7 @@ def _piece_stats(Xp, Yp, codes, counts, e, weighting, feature):
     F = Xp if feature is None else feature(Xp)
     u, first, inv, n_loc = np.unique(codes, return_index=True, return_inverse=True, return_counts=True)
     P = _indicator(inv, u.size)
-    rx = (P @ F) / n_loc[:, None]
-    ry = (P @ Yp) / n_loc[:, None]
+    rx, ry = ((P @ A) / n_loc[:, None] for A in (F, Yp))
     nq = counts[u]
     # Per-group weight w(n_q) = c_q n_q of the Laplacian block L_q = c_q (n_q I - 1 1^T) = w(n_q) (I - 1 1^T / n_q),
     # c_q the pair weight of the in-memory RankRLS (fastrank._problem).
@@ -246,8 +243,7 @@ def _piece_stats(Xp, Yp, codes, counts, e, weighting, feature):
     Z = rx[inv]
     np.subtract(F, Z, out=Z)
     Zy = Yp - ry[inv]
-    mx = (P @ Z) / n_loc[:, None]
-    my = (P @ Zy) / n_loc[:, None]
+    mx, my = ((P @ A) / n_loc[:, None] for A in (Z, Zy))
     Z *= sw
     Zy *= sw
     wm = (w * n_loc)[:, None] * mx
@@ -262,11 +258,10 @@ def _piece_stats(Xp, Yp, codes, counts, e, weighting, feature):
 
 
 def _combine_stats(weighting, *states):
-    """Sum the scatters and merge partial groups (Chan's update: the between-piece scatter
-    sum_p n_p (mean_p - mean)(mean_p - mean)^T about the merged mean, weighted by w(n_q)); a piece's
-    mean is rx + mx (ry + my), kept in two parts for the digits, and a merged group's relative to
-    the reference rx (ry) of its first piece.  What is linear in y is first taken to the largest unit 2^e of the
-    states (exact: a power of two)."""
+    """Sum the scatters and merge partial groups (Chan's update: the between-piece scatter sum_p n_p (mean_p -
+    mean)(mean_p - mean)^T about the merged mean, weighted by w(n_q)); a piece's mean is rx + mx (ry + my), kept in two
+    parts for the digits, and a merged group's relative to the reference rx (ry) of its first piece.  What is linear in
+    y is first taken to the largest unit 2^e of the states (exact: a power of two)."""
     e = max(s["e"] for s in states)
     states = [{**s, **{k: np.ldexp(s[k], s["e"] - e) for k in ("R", "my", "ry", "y0")}} for s in states]
     out = {k: sum(s[k] for s in states) for k in ("M", "R")}
@@ -281,8 +276,7 @@ def _combine_stats(weighting, *states):
     P = _indicator(inv, u.size)
     sp = (P @ sp) > 0
     ntot = P @ n.astype(np.float64)
-    gx = (P @ (n[:, None] * mx)) / ntot[:, None]
-    gy = (P @ (n[:, None] * my)) / ntot[:, None]
+    gx, gy = ((P @ (n[:, None] * A)) / ntot[:, None] for A in (mx, my))
     s = np.sqrt(pair_weights(nq, weighting) * nq * n)[:, None]
     Dx = (mx - gx[inv]) * s
     Dy = (my - gy[inv]) * s
@@ -341,12 +335,10 @@ def _predict_block(block, coef, spec, XR, n_threads, one_d, block_info):
     start = block_info[0]["array-location"][0][0]  # dask's map_blocks fills block_info; NaN in unknown chunks
     start = int(start) if start is not None and np.isfinite(start) else None
     B = _check_block(block_info[0]["chunk-location"][0], start, block, "X")
-    def scores(Z):
-        return spec.predict(Z, XR, coef, n_threads)
-
     # identical rows of a block tie (as in memory, _kernels.row_products / by_distinct_rows)
     with compute_region(n_threads):  # the task's own process's cores, as _partition_stats
-        out = row_products(B, coef) if XR is None else by_distinct_rows(scores, B)
+        out = (row_products(B, coef) if XR is None else
+               by_distinct_rows(functools.partial(spec.predict, X=XR, coef=coef, n_threads=n_threads), B))
     require_finite_scores("DaskRankRLS", out, "predict")  # lazily, when the block is computed
     return out[:, 0] if one_d else out
 
@@ -446,8 +438,7 @@ class DaskRankRLS(_MultiOutput, KernelMixin, RegressorMixin, FastrankEstimator):
         self : object
             The fitted estimator.
         """
-        alpha = check_alpha(self.alpha)
-        X, Y, fit, n_groups = self._fit_path(X, y, groups, np.array([alpha]))
+        X, Y, fit, n_groups = self._fit_path(X, y, groups, np.array([check_alpha(self.alpha)]))
         self._apply_fit(fit, 0, Y.ndim == 1, X.shape[1])
         self.n_fit_groups_ = n_groups  # the evidence by which score warns without groups (as RankRLS.score)
         return self
@@ -476,9 +467,7 @@ class DaskRankRLS(_MultiOutput, KernelMixin, RegressorMixin, FastrankEstimator):
         if self.coef_ is not None:
             coef, spec, XR = self.coef_.reshape(self.n_features_in_, -1), None, None
         else:
-            coef = self.dual_coef_.reshape(self.dual_coef_.shape[0], -1)
-            spec = self._fitted_spec()
-            XR = self.X_fit_
+            coef, spec, XR = self.dual_coef_.reshape(self.dual_coef_.shape[0], -1), self._fitted_spec(), self.X_fit_
         kw = {"drop_axis": 1} if one_d else {"chunks": (Xd.chunks[0], (coef.shape[1],))}
         out = Xd.map_blocks(_predict_block, coef, spec, XR, check_n_jobs(self.n_jobs), one_d, dtype=np.float64,
                             meta=np.empty((0,) if one_d else (0, 0)), **kw)
@@ -508,10 +497,10 @@ class DaskRankRLS(_MultiOutput, KernelMixin, RegressorMixin, FastrankEstimator):
 
 
 def _take_rows(X, idx):
-    """Rows ``idx`` of a dask array, reading only the partitions that hold them (sorted indices
-    keep dask's take to one slice per partition)."""
-    # Empty partitions dropped first: dask's take divides by the mean partition length, 0 when the
-    # partitions outnumber the rows ("range() arg 3 must not be zero"); rechunk only merges them.
+    """Rows ``idx`` of a dask array, reading only the partitions that hold them (sorted indices keep dask's take to one
+    slice per partition)."""
+    # Empty partitions dropped first: dask's take divides by the mean partition length, 0 when the partitions outnumber
+    # the rows ("range() arg 3 must not be zero"); rechunk only merges them.
     X = X.rechunk({0: tuple(c for c in X.chunks[0] if c)})
     order = np.argsort(idx, kind="stable")
     rows = np.empty((idx.size, X.shape[1]))

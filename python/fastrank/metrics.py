@@ -897,7 +897,8 @@ class _Ranked:
             if G <= np.iinfo(np.uint16).max:
                 key = key.astype(np.uint16)
             order = order[np.argsort(key, kind="stable")]
-        self.order, self.ys, self.gs, self.G, self.offsets = order, y[order], gi.codes[order], G, gi.offsets
+        self.order, self.ys, self.gs, self.G = order, y[order], gi.codes[order], G
+        self.offsets = gi.offsets
         self.pos = np.arange(m, dtype=np.int64) - self.offsets[self.gs] + 1
         fs = f[order]
         new = np.r_[True, (fs[1:] != fs[:-1]) | (self.gs[1:] != self.gs[:-1])]
@@ -1472,7 +1473,8 @@ class RankingScorer:
     """
 
     def __init__(self, measure, sign, kwargs, response_method="predict"):
-        self._measure, self._sign, self._kwargs, self._response_method = measure, sign, dict(kwargs), response_method
+        self._measure, self._sign = measure, sign
+        self._kwargs, self._response_method = dict(kwargs), response_method
         self._warned = False
         # scikit-learn's own scorer carries the metadata-routing request (set_score_request, get_metadata_routing); the
         # score itself is computed here so that groups can be passed directly too, with or without routing enabled.

@@ -2,7 +2,7 @@
 after another, without and with fastrank's thread policy (``fastrank._threads.compute_region``),
 measured in one run.
 
-    python benchmarks/ratios_threads.py [--m 1500] [--repeats 3]
+    python benchmarks/ratios_threads.py [--m 1500] [--repeats 3] [--n-jobs 1]
     python benchmarks/ratios_threads.py --scaling [--threads 1,2] [--repeats 3]
 
 --scaling: the thread-scaling curve instead -- each workload (Gaussian fits, exact linear and
@@ -31,8 +31,11 @@ sys.path.insert(0, __file__.rsplit("/", 1)[0])
 from common import dense_regression  # noqa: E402
 
 
+N_JOBS = None  # --n-jobs: each fit's thread count (1: two fits' regions run side by side on 2 cores)
+
+
 def fit(X, y, policy):
-    est = fastrank.RankRLS(alpha=1.0, kernel="rbf", gamma=1.0 / X.shape[1], solver="dual")
+    est = fastrank.RankRLS(alpha=1.0, kernel="rbf", gamma=1.0 / X.shape[1], solver="dual", n_jobs=N_JOBS)
     if policy:
         with compute_region(check_n_jobs(est.n_jobs)):
             return est.fit(X, y)
@@ -108,7 +111,10 @@ def main():
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--scaling", action="store_true")
     ap.add_argument("--threads", default=None, help="comma-separated n_jobs values (default: 1 .. cores)")
+    ap.add_argument("--n-jobs", type=int, default=None, help="n_jobs of each of the four fits (default None)")
     args = ap.parse_args()
+    global N_JOBS
+    N_JOBS = args.n_jobs
     if args.scaling:
         import os
 
@@ -117,7 +123,8 @@ def main():
         return
     data = [dense_regression(args.m, 20, seed=s) for s in range(4)]
     fit(*data[0], True)  # warm-up (libraries, thread pools)
-    print(f"4 Gaussian dual fits, m={args.m}, d=20; best of {args.repeats} rounds (configurations interleaved)")
+    print(f"4 Gaussian dual fits, m={args.m}, d=20, n_jobs={N_JOBS}; best of {args.repeats} rounds (configurations "
+          "interleaved)")
     print(f"{'policy':<8} {'serial':>9} {'concurrent':>11} {'wall ratio':>11} {'cpu serial':>11} "
           f"{'cpu concurrent':>15} {'cpu ratio':>10}")
     times = {(p, k): [] for p in (False, True) for k in ("serial", "concurrent")}

@@ -388,3 +388,32 @@ def test_oapbpm_rejects_unsupported(client):
         fit_oapbpm(fastrank.OAPBPM(kernel="rbf"), X, y)
     with pytest.raises(ValueError, match="shuffle=False"):
         fit_oapbpm(fastrank.OAPBPM(shuffle=True), X, y)
+
+
+def test_n_jobs_is_resolved_on_the_cores_of_the_worker_that_runs_the_task(client, monkeypatch):
+    # n_jobs=None was resolved on the client and shipped as a thread count: a worker with fewer or more cores than the
+    # client ran that many kernel threads
+    import contextlib
+    import threading
+
+    main = threading.get_ident()
+    monkeypatch.setattr(fastrank._validation, "cpu_budget", lambda: 3 if threading.get_ident() == main else 1)
+    seen = []
+    region = fastrank.dask.compute_region
+
+    @contextlib.contextmanager
+    def recording(n_threads):
+        seen.append((threading.get_ident() == main, n_threads))
+        with region(n_threads):
+            yield
+
+    monkeypatch.setattr(fastrank.dask, "compute_region", recording)
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(60, 3))
+    y = X[:, 0] + 0.1 * rng.normal(size=60)
+    Xd = da.from_array(X, chunks=20)
+    est = DaskRankRLS(kernel="rbf", basis_vectors=10, random_state=0).fit(Xd, y)
+    pred = est.predict(Xd).compute()
+    in_tasks = [n for in_main, n in seen if not in_main]
+    assert len(in_tasks) == 6 and set(in_tasks) == {1}  # three partitions' statistics, three blocks' predictions
+    np.testing.assert_allclose(pred, est.to_local().predict(X), rtol=1e-12)

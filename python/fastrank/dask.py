@@ -193,11 +193,14 @@ _GROUPS_CHANGED = ("groups gave other ids in the second pass over the data than 
 _PIECE_VALUES = 1 << 21  # features formed at once by a task (16 MiB)
 
 
-def _partition_stats(i, start, Xp, Yp, gp, table, weighting, feature):
+def _partition_stats(i, start, Xp, Yp, gp, table, weighting, feature, n_jobs):
     """One partition: sum over its groups of w(n_q) x centred scatter, plus partial groups."""
     # A compute region of the task's own process (one BLAS thread per scatter, measured in docs/design/dask.md; the
-    # kernel's threads): the client holds none while it waits, which an in-process task would wait for ever.
-    with compute_region(1 if feature is None else feature.keywords["n_threads"]):
+    # kernel's n_jobs resolved on this worker's cores): the client holds none while it waits, which an in-process task
+    # would wait for ever.
+    n_threads = 1 if feature is None else check_n_jobs(n_jobs)
+    with compute_region(n_threads):
+        feature = feature and functools.partial(feature, n_threads=n_threads)
         Xp = _check_block(i, start, Xp, "X")
         Yp = _check_block(i, start, Yp, "y")
         # the targets in units of a power of two at their largest magnitude (exact; _combine_stats brings the
@@ -314,13 +317,13 @@ def _group_table(X, G):
     return ids, counts
 
 
-def _statistics(X, Y, G, table, weighting, feature):
+def _statistics(X, Y, G, table, weighting, feature, n_jobs=None):
     """The assembled ``F^T L F`` (symmetrised), ``F^T L Y`` in units of 2^e, and e; raises when every target is
     tied."""
     offs = _offsets(X)
     gblocks = _blocks(G) if G is not None else [None] * X.numblocks[0]
     table_d, feat_d = dask.delayed(table, pure=True), dask.delayed(feature, pure=True)
-    parts = [dask.delayed(_partition_stats, pure=True)(i, int(offs[i]), xb, yb, gb, table_d, weighting, feat_d)
+    parts = [dask.delayed(_partition_stats, pure=True)(i, int(offs[i]), xb, yb, gb, table_d, weighting, feat_d, n_jobs)
              for i, (xb, yb, gb) in enumerate(zip(_blocks(X), _blocks(Y), gblocks))]
     stats = dask.compute(_tree(parts, functools.partial(_combine_stats, weighting)))[0]
     if stats["codes"].size:  # rows of a group missing: the second pass read other ids than the first
@@ -331,12 +334,13 @@ def _statistics(X, Y, G, table, weighting, feature):
 
 
 # -- Estimator ---------------------------------------------------------------------------------
-def _predict_block(block, coef, spec, XR, n_threads, one_d, block_info):
+def _predict_block(block, coef, spec, XR, n_jobs, one_d, block_info):
     start = block_info[0]["array-location"][0][0]  # dask's map_blocks fills block_info; NaN in unknown chunks
     start = int(start) if start is not None and np.isfinite(start) else None
     B = _check_block(block_info[0]["chunk-location"][0], start, block, "X")
     # identical rows of a block tie (as in memory, _kernels.row_products / by_distinct_rows)
-    with compute_region(n_threads):  # the task's own process's cores, as _partition_stats
+    n_threads = check_n_jobs(n_jobs)  # the task's own process's cores, as _partition_stats
+    with compute_region(n_threads):
         out = (row_products(B, coef) if XR is None else
                by_distinct_rows(functools.partial(spec.predict, X=XR, coef=coef, n_threads=n_threads), B))
     require_finite_scores("DaskRankRLS", out, "predict")  # lazily, when the block is computed
@@ -375,8 +379,8 @@ class DaskRankRLS(_MultiOutput, KernelMixin, RegressorMixin, FastrankEstimator):
         array gives them.  None: the linear primal (eq. 28; linear kernel only).
     %(random_state)s
     n_jobs : int or None, default=None
-        Threads of the kernel evaluations inside each task (fit and predict): None or -1 every usable core, -2 all but
-        one, k > 0 k threads.
+        Threads of the kernel evaluations inside each task (fit and predict), counted on the worker that runs the
+        task: None or -1 every usable core, -2 all but one, k > 0 k threads.
 
     Attributes
     ----------
@@ -420,7 +424,7 @@ class DaskRankRLS(_MultiOutput, KernelMixin, RegressorMixin, FastrankEstimator):
         XR = _take_rows(X, basis)
         KRR = spec.cross(XR, XR, n_threads)
         # the feature map of subset-of-regressors RankRLS: F = K(X, X_R)
-        H, g, e = _statistics(X, Y, G, table, weighting, functools.partial(spec.cross, X=XR, n_threads=n_threads))
+        H, g, e = _statistics(X, Y, G, table, weighting, functools.partial(spec.cross, X=XR), self.n_jobs)
         A = np.ldexp(solve_assembled_basis(H, g, 0.5 * (KRR + KRR.T), alphas), e)
         coef = np.stack([basis_primal_weights(XR, a) for a in A]) if spec.linear else None
         return X, Y, Fit("sparse", coef=coef, dual_coef=A, X_fit=XR, basis_indices=basis), table[0].size
@@ -469,7 +473,8 @@ class DaskRankRLS(_MultiOutput, KernelMixin, RegressorMixin, FastrankEstimator):
         else:
             coef, spec, XR = self.dual_coef_.reshape(self.dual_coef_.shape[0], -1), self._fitted_spec(), self.X_fit_
         kw = {"drop_axis": 1} if one_d else {"chunks": (Xd.chunks[0], (coef.shape[1],))}
-        out = Xd.map_blocks(_predict_block, coef, spec, XR, check_n_jobs(self.n_jobs), one_d, dtype=np.float64,
+        check_n_jobs(self.n_jobs)  # refused here; resolved on each worker's cores
+        out = Xd.map_blocks(_predict_block, coef, spec, XR, self.n_jobs, one_d, dtype=np.float64,
                             meta=np.empty((0,) if one_d else (0, 0)), **kw)
         return out if _is_lazy(X) else out.compute()
 

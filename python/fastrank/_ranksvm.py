@@ -267,8 +267,7 @@ class RankSVM(KernelMixin, Ranker):
                 stacklevel=user_stacklevel())
         coef = np.asarray(out["coef"])
         self.fit_mode_, self.X_fit_, self.basis_indices_ = mode, X_fit, basis_indices
-        self.coef_ = coef if mode == "linear" else None
-        self.dual_coef_ = coef if mode == "kernel" else None
+        self.coef_, self.dual_coef_ = (coef, None) if mode == "linear" else (None, coef)
         # the loss sums expanded squares (c + f_t)^2 per group, exact to rounding only: a loss that vanishes next to
         # its terms can come out below 0, which no sum of squares or hinges is
         self.objective_ = max(0.0, float(out["objective"]))

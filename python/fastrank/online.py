@@ -35,7 +35,7 @@ from ._base import N_JOBS, NONNEG_REAL, POSITIVE_REAL, FastrankEstimator, Interv
     in_compute_region, positive_int, ranking_accuracy, require_finite_scores, warn_if_scores_underflow
 from ._kernels import _KIND, KernelSpec, by_distinct_rows, row_products
 from ._memory import check_dense_memory, densified
-from ._problem import features_without_group_offsets, require_preferences
+from ._problem import centred_in_groups, features_without_group_offsets, require_preferences
 from ._progress import progress, resolve_verbose, stage, write_line
 from ._sparse import as_csr, issparse
 from ._registry import register_estimator
@@ -135,9 +135,8 @@ def _to_ranks(classes, y):
     idx_c = sorter[np.clip(idx, 0, classes.size - 1)]
     bad = classes[idx_c] != y
     if np.any(bad):
-        unseen = np.unique(y[bad])
-        raise ValueError(f"y contains labels not in classes_ {classes.tolist()!r}: {unseen.tolist()!r}; pass the "
-                         "complete ordered label set as classes= to the first partial_fit call")
+        raise ValueError(f"y contains labels not in classes_ {classes.tolist()!r}: {np.unique(y[bad]).tolist()!r}; "
+                         "pass the complete ordered label set as classes= to the first partial_fit call")
     return (idx_c + 1).astype(np.int64)
 
 
@@ -278,8 +277,7 @@ class _OnlineOrdinal(ClassifierMixin, FastrankEstimator):
         for _ in progress.iterate(range(self.n_epochs), desc=f"{type(self).__name__} passes", unit="pass",
                                   verbose=self.verbose):
             order = rng.permutation(m) if self.shuffle else np.arange(m)
-            Xo = np.ascontiguousarray(X[order]) if self.shuffle else X
-            self._stream(Xo, np.ascontiguousarray(ranks[order]), order)
+            self._stream(X[order] if self.shuffle else X, ranks[order], order)  # row selections are C-contiguous copies
         self.n_samples_seen_ = m
         self._finish(X)
         return self
@@ -814,7 +812,7 @@ class OAPBPM(_OAPBase):
                 raise ValueError("from_members joins every block of one member_blocks call, in member order, each "
                                  "trained by partial_fit on the same stream (same classes, features, examples seen)")
             start += int(b.n_estimators)
-        est = cls(**{**first.get_params(deep=False), "n_estimators": sum(int(b.n_estimators) for b in blocks)})
+        est = cls(**{**first.get_params(deep=False), "n_estimators": start})  # every block's members
         for attr in ("classes_", "n_features_in_", "_kernel_kind", "_kernel_args", "n_seen_", "n_samples_seen_"):
             setattr(est, attr, getattr(first, attr))
         est.seed_ = first.ensemble_seed_
@@ -917,12 +915,7 @@ class WidrowHoff(_OnlineOrdinal):
 def _group_sqrt_laplacian(A, gi):
     """St A for St = blockdiag(sqrt(n_q / m) (I - 1 1^T / n_q)), rows of A in the caller's order."""
     A = np.asarray(A, dtype=np.float64)
-    col = (-1,) + (1,) * (A.ndim - 1)
-    sizes = gi.sizes.astype(np.float64)
-    sums = np.zeros((gi.n_groups,) + A.shape[1:])
-    np.add.at(sums, gi.codes, A)
-    means = sums / sizes.reshape(col)
-    return np.sqrt(sizes / A.shape[0])[gi.codes].reshape(col) * (A - means[gi.codes])
+    return np.sqrt(gi.sizes / A.shape[0])[gi.codes].reshape((-1,) + (1,) * (A.ndim - 1)) * centred_in_groups(A, gi)
 
 
 @register_estimator
@@ -939,9 +932,8 @@ class OnlineMPRank(KernelMixin, Ranker):
     passes with :class:`fastrank.exceptions.ConvergenceWarning` (``n_iter_``, ``converged_``, ``cost_history_``: the
     primal cost of eq. 15 after each pass).  The fixed point is eq. 13, a = (Kt + m/(2C) I)^-1 yt: the model of
     ``fastrank.MPRank`` (RankRLS, alpha = m^2 / (2C)); the training predictions come within about ``tol`` of its
-    (relative).  The paper
-    stops when the cost changes by less than 1e-4: on nearly collinear features that was 9.5e-2 away from the fixed
-    point, as slow passes change the cost little.
+    (relative).  The paper stops when the cost changes by less than 1e-4: on nearly collinear features that was 9.5e-2
+    away from the fixed point, as slow passes change the cost little.
 
     ``predict(x) = sum_i a_i (K(x, x_i) - mean_k K(x, x_k))`` (eq. 13): only differences of scores are meaningful;
     ``y_mean_`` puts them on the scale of y.  ``score`` is the pairwise ranking accuracy.  ``partial_fit`` appends
@@ -1014,11 +1006,9 @@ class OnlineMPRank(KernelMixin, Ranker):
             eta = float(self.eta)
             # the passes minimise a^T Kt a - 2 yt^T a + m / (2C) a^T a: a step beyond 2 / (its curvature) oscillates
             # at a constant cost (and "converged" there) or diverges without overflowing for many passes
-            if sequential:
-                curvature = 2.0 * float(np.max(np.diag(Kt))) + m / C
-            else:
-                curvature = 2.0 * float(scipy.sparse.linalg.eigsh(Kt, k=1, which="LA", tol=1e-10,
-                                                                  return_eigenvectors=False)[0]) + m / C
+            lam = np.max(np.diag(Kt)) if sequential else scipy.sparse.linalg.eigsh(
+                Kt, k=1, which="LA", tol=1e-10, return_eigenvectors=False)[0]
+            curvature = 2.0 * float(lam) + m / C
             if eta * curvature >= 2.0 * (1.0 - 1e-9):
                 raise ValueError(f"OnlineMPRank: eta={eta:.6g} is at or beyond the step that keeps the "
                                  f"{self.algorithm} passes stable, 2 / (2 lambda_max + m / C) = {2.0 / curvature:.6g} "
@@ -1071,16 +1061,9 @@ class OnlineMPRank(KernelMixin, Ranker):
         self.dual_coef_ = alpha
         # the expansion f(x) = sum_i expansion_coef_i K(x, x_i) (eq. 13: H a without groups)
         self.expansion_coef_ = alpha - alpha.mean() if groups is None else _group_sqrt_laplacian(alpha, gi)
-        self.eta_ = eta
-        self.n_iter_ = n_iter
-        self.converged_ = bool(converged)
-        self.cost_history_ = np.asarray(costs)
-        self.y_mean_ = ymean
-        self._y = y
-        self._groups = None if groups is None else np.asarray(groups)
-        self._spec = spec
-        self.n_features_in_ = X.shape[1]
-        self.X_fit_ = X
+        self.eta_, self.n_iter_, self.converged_, self.cost_history_ = eta, n_iter, bool(converged), costs
+        self._y, self._groups, self._spec = y, None if groups is None else np.asarray(groups), spec
+        self.y_mean_, self.n_features_in_, self.X_fit_ = ymean, X.shape[1], X
         self.coef_ = Xk.T @ self.expansion_coef_ if spec.linear else None
         if spec.linear:
             warn_if_scores_underflow(self, X, self.coef_)

@@ -91,12 +91,11 @@ def _net_preference_matrix(preference, X, n_items, pairwise, temperature):
         P = np.array(P, dtype=np.float64)  # a copy: the diagonal is ignored and overwritten
         name = "preference"
     np.fill_diagonal(P, 0.0)
-    if P.size:  # finite, entries in [0, 1]
-        lo, hi = P.min(), P.max()  # NaN propagates through min/max
-        if not (np.isfinite(lo) and np.isfinite(hi)):
-            raise ValueError(f"{name} contains NaN or infinity")
-        if lo < 0.0 or hi > 1.0:
-            raise ValueError(f"{name} values must lie in [0, 1] (PREF(u, v) is a degree of preference)")
+    lo, hi = P.min(initial=0.0), P.max(initial=0.0)  # NaN propagates through min/max; 0 is on the diagonal
+    if not (np.isfinite(lo) and np.isfinite(hi)):
+        raise ValueError(f"{name} contains NaN or infinity")
+    if lo < 0.0 or hi > 1.0:
+        raise ValueError(f"{name} values must lie in [0, 1] (PREF(u, v) is a degree of preference)")
     return P - P.T
 
 

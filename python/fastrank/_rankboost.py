@@ -93,9 +93,8 @@ class RankBoost(Ranker):
                               "alpha_rule": [StrOptions({"freund", "exact"})], "n_jobs": N_JOBS}
 
     def _check_params(self):
-        self._validate_params()
-        k = 0 if self.n_thresholds is None else int(self.n_thresholds)
-        return int(self.n_estimators), k, check_n_jobs(self.n_jobs)
+        self._validate_params()  # n_thresholds None: 0 for the core, every distinct value
+        return int(self.n_estimators), int(self.n_thresholds or 0), check_n_jobs(self.n_jobs)
 
     def _check_X(self, X, min_rows=1):
         allow = self.missing == "q_def"

@@ -219,10 +219,9 @@ class RankSVM(KernelMixin, Ranker):
             dmin = 0.0
         r = basis.size
         if not dmin > r * np.finfo(float).eps * float(np.max(np.abs(np.diag(K_BB)), initial=0.0)):
-            raise ValueError(
-                f"basis_vectors: the kernel matrix of the {r} basis rows is singular (duplicate basis rows, or more "
-                "basis rows than the kernel's feature space has dimensions, e.g. the linear kernel with more rows "
-                "than features); choose fewer or other basis_vectors.")
+            raise ValueError(f"basis_vectors: the kernel matrix of the {r} basis rows is singular (duplicate basis "
+                             "rows, or more basis rows than the kernel's feature space has dimensions, e.g. the linear "
+                             "kernel with more rows than features); choose fewer or other basis_vectors.")
         Z = np.ascontiguousarray(scipy.linalg.solve_triangular(L, K_mB.T, lower=True, check_finite=False).T)
         out = _core.ranksvm_fit_dense(Z, C, code, tol, max_iter, n_threads, **structure)
         beta = scipy.linalg.solve_triangular(L, np.asarray(out["coef"]), lower=True, trans="T", check_finite=False)
@@ -249,22 +248,19 @@ class RankSVM(KernelMixin, Ranker):
         steps = "cutting planes" if self.loss == "hinge" and mode == "kernel" and basis_indices is None else \
             "Newton iterations"
         if out.get("stalled"):
-            warnings.warn(
-                f"RankSVM (hinge) stopped after {out['n_iter']} cutting planes: the relative duality gap "
-                f"{out['criterion']:.2e} did not shrink by 10% within 100 cutting planes (tol={self.tol}); the model "
-                "is the best point found.  Use loss='squared_hinge', a smaller C or a larger tol.", ConvergenceWarning,
-                stacklevel=user_stacklevel())
+            warnings.warn(f"RankSVM (hinge) stopped after {out['n_iter']} cutting planes: the relative duality gap "
+                          f"{out['criterion']:.2e} did not shrink by 10% within 100 cutting planes (tol={self.tol}); "
+                          "the model is the best point found.  Use loss='squared_hinge', a smaller C or a larger tol.",
+                          ConvergenceWarning, stacklevel=user_stacklevel())
         elif not out["converged"] and out["n_iter"] < self.max_iter:  # Newton: no step decreased the objective
-            warnings.warn(
-                f"RankSVM stopped after {out['n_iter']} {steps}: no step decreases the objective any more (double "
-                f"precision's rounding) at criterion {out['criterion']:.2e} > tol={self.tol}; the model is the best "
-                "point found.  Standardize X (or rescale the kernel) or use a larger tol.", ConvergenceWarning,
-                stacklevel=user_stacklevel())
+            warnings.warn(f"RankSVM stopped after {out['n_iter']} {steps}: no step decreases the objective any more "
+                          f"(double precision's rounding) at criterion {out['criterion']:.2e} > tol={self.tol}; the "
+                          "model is the best point found.  Standardize X (or rescale the kernel) or use a larger tol.",
+                          ConvergenceWarning, stacklevel=user_stacklevel())
         elif not out["converged"]:
-            warnings.warn(
-                f"RankSVM stopped after max_iter={self.max_iter} {steps} before reaching tol={self.tol} "
-                f"(criterion {out['criterion']:.2e}); increase max_iter or tol.", ConvergenceWarning,
-                stacklevel=user_stacklevel())
+            warnings.warn(f"RankSVM stopped after max_iter={self.max_iter} {steps} before reaching tol={self.tol} "
+                          f"(criterion {out['criterion']:.2e}); increase max_iter or tol.",
+                          ConvergenceWarning, stacklevel=user_stacklevel())
         coef = np.asarray(out["coef"])
         self.fit_mode_, self.X_fit_, self.basis_indices_ = mode, X_fit, basis_indices
         self.coef_, self.dual_coef_ = (coef, None) if mode == "linear" else (None, coef)

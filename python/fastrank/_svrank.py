@@ -257,20 +257,18 @@ class SVRank(KernelMixin, Ranker):
         self.n_fit_groups_ = gi.n_groups  # as fit records it, also for svrank_path's models
         if not squared and lower - objective > 1e-4 * abs(objective):  # C max|X|^2 ~ 1e18 (sound: < 1e-6 above)
             converged = self.converged_ = False
-            warnings.warn(
-                f"SVRank's cutting planes lost their certificate: the lower bound {lower:.6g} they found exceeds the "
-                f"objective {objective:.6g} of the model returned, which is therefore not the optimum (C * max|X|^2 "
-                "is beyond double precision for them).  Use a smaller C or standardize X, or "
-                "loss='squared_epsilon_insensitive'.", ConvergenceWarning, stacklevel=user_stacklevel())
+            warnings.warn(f"SVRank's cutting planes lost their certificate: the lower bound {lower:.6g} they found "
+                          f"exceeds the objective {objective:.6g} of the model returned, which is therefore not the "
+                          "optimum (C * max|X|^2 is beyond double precision for them).  Use a smaller C or standardize "
+                          "X, or loss='squared_epsilon_insensitive'.", ConvergenceWarning, stacklevel=user_stacklevel())
         elif not converged and n_iter < max_iter:  # the Newton solve at its rounding floor (_squared_newton)
             warnings.warn(
                 f"SVRank stopped after {int(n_iter)} {steps}: no step decreases the objective any more (double "
                 f"precision's rounding) at relative gradient norm {gap:.3g} > tol={tol:g}; the model is the best point "
                 "found.  Use a larger tol.", ConvergenceWarning, stacklevel=user_stacklevel())
         elif not converged:
-            warnings.warn(
-                f"SVRank stopped at max_iter={max_iter} {steps} with relative gap {gap:.3g} > tol={tol:g}; "
-                "increase max_iter or tol.", ConvergenceWarning, stacklevel=user_stacklevel())
+            warnings.warn(f"SVRank stopped at max_iter={max_iter} {steps} with relative gap {gap:.3g} > tol={tol:g}; "
+                          "increase max_iter or tol.", ConvergenceWarning, stacklevel=user_stacklevel())
         warn_if_constant(self, converged and not np.any(w if spec.linear else beta),
                          "no feature separates the rows of any pair whose targets differ by more than epsilon "
                          "(constant features, identical rows, or an epsilon above every target difference)")

@@ -229,10 +229,7 @@ class RankBoost(Ranker):
 
 
 class RankBoostPath:
-    """What :func:`rankboost_path` found: ``n_estimators`` (the grid, increasing), ``scores`` (n_folds, n_grid) held-out
-    scores, ``mean_scores`` (n_grid,), ``measure`` (the :class:`fastrank.metrics.Measure` used), ``best_n_estimators``
-    (the smallest value with the best mean score) and ``estimator`` (a :class:`RankBoost` refitted on all rows at that
-    value, or None with ``refit=False``)."""
+    """What :func:`rankboost_path` found (its Returns section describes the attributes)."""
 
     def __init__(self, n_estimators, scores, measure, estimator):
         self.n_estimators, self.scores, self.measure, self.estimator = n_estimators, scores, measure, estimator
@@ -279,8 +276,9 @@ def rankboost_path(X, y, n_estimators, groups=None, *, cv=5, scoring=None, refit
     -------
     path : RankBoostPath
         ``n_estimators`` (the grid, increasing), ``scores`` (n_folds, n_grid) held-out scores, ``mean_scores``
-        (n_grid,), ``measure``, ``best_n_estimators`` (the smallest value with the best mean score) and ``estimator``
-        (refitted at that value, or None with ``refit=False``).
+        (n_grid,), ``measure`` (the :class:`fastrank.metrics.Measure` used), ``best_n_estimators`` (the smallest value
+        with the best mean score) and ``estimator`` (a :class:`RankBoost` refitted on all rows at that value, or None
+        with ``refit=False``).
     """
     from sklearn.model_selection import GroupKFold, KFold
 

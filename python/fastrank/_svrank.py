@@ -8,7 +8,6 @@ import warnings
 
 import numpy as np
 import scipy.linalg
-import scipy.linalg.lapack
 from sklearn.utils.validation import check_is_fitted
 
 from . import _core

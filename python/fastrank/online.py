@@ -812,7 +812,7 @@ class OAPBPM(_OAPBase):
                 raise ValueError("from_members joins every block of one member_blocks call, in member order, each "
                                  "trained by partial_fit on the same stream (same classes, features, examples seen)")
             start += int(b.n_estimators)
-        est = cls(**{**first.get_params(deep=False), "n_estimators": start})  # every block's members
+        est = cls(**{**first.get_params(deep=False), "n_estimators": start})  # start: all blocks' members
         for attr in ("classes_", "n_features_in_", "_kernel_kind", "_kernel_args", "n_seen_", "n_samples_seen_"):
             setattr(est, attr, getattr(first, attr))
         est.seed_ = first.ensemble_seed_
@@ -915,7 +915,8 @@ class WidrowHoff(_OnlineOrdinal):
 def _group_sqrt_laplacian(A, gi):
     """St A for St = blockdiag(sqrt(n_q / m) (I - 1 1^T / n_q)), rows of A in the caller's order."""
     A = np.asarray(A, dtype=np.float64)
-    return np.sqrt(gi.sizes / A.shape[0])[gi.codes].reshape((-1,) + (1,) * (A.ndim - 1)) * centred_in_groups(A, gi)
+    scale = np.sqrt(gi.sizes / A.shape[0])[gi.codes]  # sqrt(n_q / m) of each row's group
+    return scale.reshape((-1,) + (1,) * (A.ndim - 1)) * centred_in_groups(A, gi)
 
 
 @register_estimator

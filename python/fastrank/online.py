@@ -1063,7 +1063,8 @@ class OnlineMPRank(KernelMixin, Ranker):
         # the expansion f(x) = sum_i expansion_coef_i K(x, x_i) (eq. 13: H a without groups)
         self.expansion_coef_ = alpha - alpha.mean() if groups is None else _group_sqrt_laplacian(alpha, gi)
         self.eta_, self.n_iter_, self.converged_, self.cost_history_ = eta, n_iter, bool(converged), costs
-        self._y, self._groups, self._spec = y, None if groups is None else np.asarray(groups), spec
+        self._y, self._spec = y, spec
+        self._groups = None if groups is None else np.asarray(groups)
         self.y_mean_, self.n_features_in_, self.X_fit_ = ymean, X.shape[1], X
         self.coef_ = Xk.T @ self.expansion_coef_ if spec.linear else None
         if spec.linear:

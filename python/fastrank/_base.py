@@ -220,8 +220,8 @@ class FastrankEstimator(BaseEstimator):
         validate_parameter_constraints(constraints, params, caller_name=type(self).__name__)
 
 
-# Read once per class: the constructor's signature (inspect.signature) and the constraints merged along the class
-# hierarchy took half of a one-row partial_fit's time.
+# Read once per class: reading the constructor's signature (inspect.signature) and merging the constraints along the
+# class hierarchy on every call took a third of a one-row partial_fit (benchmarks/RESULTS.md).
 @functools.lru_cache(maxsize=None)
 def _constructor_parameters(cls):
     return tuple(BaseEstimator._get_param_names.__func__(cls))

@@ -17,7 +17,6 @@ OapParams make_params(int k, double tau, std::uint64_t seed, std::int64_t t0, in
   p.seed = seed;
   p.t0 = t0;
   require(variant >= 0 && variant <= 2, "variant must be 0 (bpm), 1 (bagging) or 2 (voted)");
-  require(tau > 0.0 && tau <= 1.0, "tau must lie in (0, 1]");
   p.variant = static_cast<OapVariant>(variant);
   p.n_threads = n_threads;
   return p;

@@ -46,7 +46,6 @@ void bind_rankboost(py::module_& m) {
         require(y.size() == X.rows(), "y must have one entry per row");
         const GroupIndex groups = bindings::group_index(order, offsets, X.rows());
         require(group_weight.size() == groups.n_groups(), "group_weight must have one entry per group");
-        require(n_rounds >= 0, "n_rounds must be >= 0");
         const RankBoostRule rule = make_rule(alpha_rule, smoothing, on_round);
         RankBoostResult res;
         {
@@ -66,7 +65,6 @@ void bind_rankboost(py::module_& m) {
       [](RowMatrixCRef X, const IndexVector& head, const IndexVector& tail, Index n_rounds, Index n_thresholds,
          int n_threads, const std::string& alpha_rule, double smoothing, const py::object& on_round) {
         require(head.size() == tail.size(), "head and tail must have the same length");
-        require(n_rounds >= 0, "n_rounds must be >= 0");
         const RankBoostRule rule = make_rule(alpha_rule, smoothing, on_round);
         RankBoostResult res;
         {

@@ -75,6 +75,7 @@ void scan_complete(const RankBoostCandidates& cand, const Index* fs, const doubl
 template <class Potential, class Split>
 RankBoostResult boost(const RowMatrixCRef& X, const RankBoostCandidates& cand, Index n_rounds,
                       int n_threads, const RankBoostRule& rule, Potential&& potential, Split&& split) {
+  require(n_rounds >= 0, "n_rounds must be >= 0");
   const Index m = cand.m, n = cand.n;
   RankBoostResult res;
   std::vector<std::uint8_t> h(m, 0);

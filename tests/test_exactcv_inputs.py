@@ -260,3 +260,23 @@ def test_the_tied_columns_are_those_without_a_pair_of_different_targets_in_any_g
             if sizes_ok:
                 listed = [c for c in range(v) if not varies[c]]
                 assert f"output column(s) {listed}" in str(err.value)
+
+
+def test_a_pair_found_only_after_the_first_rows_counts():
+    # the check reads the first 4096 rows, then the rest only for the columns still tied there; oracle: each group's
+    # range of every column
+    rng = np.random.default_rng(6)
+    m = 9000
+    groups = rng.permutation(np.arange(m) // 6)
+    base = groups.astype(float)[:, None]  # tied inside every group
+    for late in (4096, 4097, m - 1):
+        Y = np.hstack([base + rng.integers(0, 3, (m, 1)), base, base, base])
+        Y[late, 1] += 1.0  # column 1 has one pair, in the row's group, after (or at the edge of) the first rows
+        Y[rng.integers(0, 4096), 3] -= 2.0  # column 3 has one pair inside the first rows
+        gi = group_index(groups, m)
+        low, high = (np.array([f(Y[groups == g], axis=0) for g in range(gi.n_groups)]) for f in (np.min, np.max))
+        tied = [c for c in range(4) if np.all(low[:, c] == high[:, c])]
+        assert tied == [2]
+        with pytest.raises(ValueError, match=r"output column\(s\) \[2\]"):
+            require_preferences(Y, gi, "RankRLS")
+        require_preferences(Y[:, [0, 1, 3]], gi, "RankRLS")

@@ -222,7 +222,7 @@ def solve_primal(problem, alphas, n_threads):
         Y = problem.targets_centred()
         # each output in units of a power of two at its largest magnitude, W scaled back (both exact): X^T L Y of
         # features near 1e-150 and targets near 1e-170 was subnormal (1e-4 relative error)
-        exponent = np.frexp(np.maximum(Y.max(axis=0, initial=0.0), -Y.min(axis=0, initial=0.0)))[1]
+        exponent = np.frexp(problem.centred_magnitudes())[1]
         Y = np.ldexp(Y, -exponent)
         if gi.n_groups == 1 and problem.weighting == "unweighted":
             system = _object_ranking_normal_equations(X, Y)

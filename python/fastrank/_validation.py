@@ -114,7 +114,8 @@ def target_column(y):
 
 
 def as_targets(y, n_rows, name="y"):
-    """Targets as a float64 Fortran-ordered (m, v) array plus a flag telling whether y was 1-D."""
+    """Targets as a float64 (m, v) array, C- or Fortran-contiguous as given (C when neither), plus a flag telling
+    whether y was 1-D."""
     if y is None:
         raise ValueError("This estimator requires y to be passed, but the target y is None")
     y = _to_float(y, name, "real-valued numbers")
@@ -128,7 +129,8 @@ def as_targets(y, n_rows, name="y"):
         raise ValueError(f"{name} has no columns")
     if Y.dtype.kind in "iu" and Y.dtype.itemsize == 8:
         _check_integers_stay_distinct(Y, name)
-    Y = np.asfortranarray(Y, dtype=np.float64)
+    Y = np.asarray(Y, dtype=np.float64)
+    Y = Y if Y.flags.c_contiguous or Y.flags.f_contiguous else np.ascontiguousarray(Y)
     if not _all_finite(Y):
         raise ValueError(f"Input {name} contains NaN or infinity.")
     return Y, one_d

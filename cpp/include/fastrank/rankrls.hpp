@@ -51,7 +51,8 @@ Matrix rankrls_dual_graph(MatrixRef K, const PreferenceGraph& graph, const Vecto
                           SolveReport* report);
 
 // Scoring setting, primal (linear kernel).  X (m x n) and Y (m x v) are in ORIGINAL row order, row-major; order
-// lists the rows group by group (empty = identity).  Returns W (n x n_alphas v).
+// lists the rows group by group (empty = identity).  Y's constant per group does not change the model (L 1_q = 0):
+// pass targets centred in their groups, so that a large offset cancels no digits.  Returns W (n x n_alphas v).
 Matrix rankrls_primal_scores(RowMatrixCRef X, IndexVectorCRef order, const GroupStructure& groups, RowMatrixCRef Y,
                              const Vector& alphas, int n_threads, SolveReport* report);
 

@@ -248,18 +248,20 @@ def test_agree_from_targets_and_groups():
 # the missing-groups trap
 
 
-def _grid(routing, scorer):
+def _grid(routing, scorer, n_jobs=None):
     X, y = _data(7, binary_features=False)
-    grid = GridSearchCV(fastrank.RankRLS(), {"alpha": [0.1, 10.0]}, cv=GroupKFold(n_splits=3), scoring=scorer)
+    grid = GridSearchCV(fastrank.RankRLS(), {"alpha": [0.1, 10.0]}, cv=GroupKFold(n_splits=3), scoring=scorer,
+                        n_jobs=n_jobs)
     if routing:
         grid.estimator.set_fit_request(groups=True)
     return grid.fit(X, y, groups=GROUPS)
 
 
-def test_search_without_routing_warns_once_with_the_fix():
+@pytest.mark.parametrize("n_jobs", [None, 2])
+def test_search_without_routing_warns_once_with_the_fix(n_jobs):
     scorer = M.make_ranking_scorer("ndcg", k=10)
     with pytest.warns(MissingGroupsWarning, match="enable_metadata_routing=True") as rec:
-        _grid(False, scorer)
+        _grid(False, scorer, n_jobs)
     assert len([w for w in rec if w.category is MissingGroupsWarning]) == 1
     assert "set_score_request(groups=True)" in str(rec[0].message)
 
@@ -348,10 +350,17 @@ def test_cross_val_score_of_a_ranker_fitted_without_groups_warns():
     with pytest.warns(MissingGroupsWarning, match="enable_metadata_routing"):
         cross_val_score(fastrank.RankRLS(), X, y, groups=GROUPS, cv=GroupKFold(n_splits=3),
                         scoring=M.make_ranking_scorer("ndcg@10"))
-    # every fastrank learner's own score (the shared Ranker.score) warns the same way
-    for est in (fastrank.RankRLS(), fastrank.RankSVM(), fastrank.RankBoost(n_estimators=5)):
-        with pytest.warns(MissingGroupsWarning, match="RankSVM.score|RankRLS.score|RankBoost.score"):
-            cross_val_score(est, X, y, groups=GROUPS, cv=GroupKFold(n_splits=3))
+    # every fastrank learner warns once, when the call clones it, also where its fits and scores run in other
+    # processes (n_jobs=2: nothing warned, the workers see no groups on their stack)
+    for est, n_jobs in itertools.product((fastrank.RankRLS(), fastrank.RankSVM(), fastrank.RankBoost(n_estimators=5)),
+                                         (1, 2)):
+        with warnings.catch_warnings(record=True) as record:
+            warnings.simplefilter("always")
+            cross_val_score(est, X, y, groups=GROUPS, cv=GroupKFold(n_splits=3), n_jobs=n_jobs)
+        missing = [str(w.message) for w in record if w.category is MissingGroupsWarning]
+        assert len(missing) == 1 and missing[0].startswith(
+            f"{type(est).__name__} is cloned by model selection although scikit-learn's cross_validate was given 10 "
+            "groups: without metadata routing its fit and score receive no groups"), missing
 
 
 def test_score_estimator_is_the_pairwise_score():

@@ -3,6 +3,9 @@ OnlineMPRank's C and an overflowing centred kernel, kernel_kappa's coef0 or kern
 scores; and RankSVM and SVRank stopped by rounding or without a certificate say so, never claiming max_iter or
 convergence."""
 
+import re
+import warnings
+
 import numpy as np
 import pytest
 
@@ -118,6 +121,45 @@ def test_svrank_cutting_planes_without_a_certificate_warn(kernel, scale, C):
     with pytest.warns(ConvergenceWarning, match=lost_or_stopped):
         est = SVRank(C=C, epsilon=0.1, kernel=kernel).fit(data, y)
     assert not est.converged_
+
+
+def test_ranksvm_names_what_makes_its_capped_C():
+    # the hinge of margins y_i - y_j on targets near 1e-40 solves at C / 2^-132: the warning gave that C as the
+    # user's and blamed X and C only
+    from fastrank import RankSVM
+    from fastrank.exceptions import ConvergenceWarning
+    rng = np.random.default_rng(0)
+    X, y = rng.normal(size=(30, 3)), rng.normal(size=30)
+    cases = [(lambda: RankSVM(C=1e30).fit(X, y), r"\^2 exceeds 1e\+20: .* Standardize X or use a smaller C\.$"),
+             (lambda: RankSVM(loss="hinge", margin="difference").fit(X, y * 1e-40),
+              r"\(C=1.0 over 3.67e-40, the scale of y: .* Standardize X and y or use a smaller C\.$"),
+             (lambda: RankSVM().fit_preferences(X, [[0, 1], [2, 3]], weights=[1e30, 1.0]),
+              r"\(C=1.0 times 1.27e\+30, the weights' scale\) .* Standardize X and the weights or use a smaller C")]
+    for fit, message in cases:
+        with warnings.catch_warnings(record=True) as record:
+            warnings.simplefilter("always")
+            fit()
+        capped = [str(w.message) for w in record if issubclass(w.category, ConvergenceWarning) and "^2" in
+                  str(w.message)]
+        assert len(capped) == 1 and re.search(message, capped[0]), capped
+
+
+def test_mprank_refuses_a_C_whose_alpha_leaves_float64s_range():
+    # C=1e-300 was accepted (alpha = m^2 / (2 C) ~ 1e302: predictions near 1e-300), C=1e308 refused as if coefficients
+    # underflowed (a large C is a small alpha)
+    import fastrank
+    from fastrank import model_selection as ms
+    rng = np.random.default_rng(0)
+    X, y = rng.normal(size=(24, 3)), rng.normal(size=24)
+    with pytest.raises(ValueError, match=r"C=1e\+308 is too large: C times the loss overflows float64"):
+        fastrank.MPRank(C=1e308).fit(X, y)
+    too_small = r"C=1e-300 is too small for (24|23|22) rows: MPRank is RankRLS at alpha = m\^2 / \(2 C\) = "
+    for fit in (lambda: fastrank.MPRank(C=1e-300).fit(X, y), lambda: fastrank.MPRankCV(Cs=[1.0, 1e-300]).fit(X, y),
+                lambda: ms.leave_pair_out(fastrank.MPRank(C=1e-300), X, y),
+                lambda: ms.holdout_predictions(fastrank.MPRank(C=1e-300), X, y, [[0, 1]])):
+        with pytest.raises(ValueError, match=too_small):
+            fit()
+    fastrank.MPRank(C=1e-295).fit(X, y)  # alpha 2.9e297: in range
 
 
 def test_mprank_names_C_where_its_system_breaks_down():

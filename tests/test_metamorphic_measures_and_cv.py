@@ -193,3 +193,20 @@ def test_rankrlscv_chooses_alpha_by_a_cost_whatever_the_scale_of_y(scoring):
     if degree == 2:
         with pytest.raises(ValueError, match="rescale y"):
             fastrank.RankRLSCV(alphas, cv="lgo", scoring=scoring, kernel="rbf").fit(X, HUGE * y, groups)
+
+
+def test_rankrlscv_scores_rank_steps_in_positions_whatever_the_labels():
+    # mean_rank_loss(scale="positions") counts steps in the ordered set of labels and predictions: it has no units
+    # of y (the search reported it 2^e times too large, e ~ log2 max |y|); oracle: the retrained models
+    rng = np.random.default_rng(5)
+    X, y, groups = rng.normal(size=(30, 3)), rng.integers(0, 3, 30) * 100.0, np.repeat([0, 1, 2], 10)
+    alphas = [0.1, 1.0, 10.0]
+    got = fastrank.RankRLSCV(alphas, cv="lgo", scoring=make_ranking_scorer("mean_rank_loss", scale="positions"))
+    got.fit(X, y, groups)
+    for k, a in enumerate(alphas):
+        pred = np.empty_like(y)
+        for q in range(3):
+            out = groups == q
+            pred[out] = fastrank.RankRLS(alpha=a).fit(X[~out], y[~out], groups[~out]).predict(X[out])
+        want = -fastrank.metrics.mean_rank_loss(y, pred, groups, scale="positions")
+        assert got.cv_results_["scores"][k] == pytest.approx(want, rel=1e-12)

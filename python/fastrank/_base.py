@@ -27,7 +27,8 @@ from ._threads import compute_region
 from ._validation import (INT_MAX, as_real_array, as_targets, check_n_jobs, check_precomputed_kernel, group_index,
                           target_column)
 from .exceptions import ConstantModelWarning, user_stacklevel
-from .metrics import _declines_groups, _over_outputs, _warn_missing_groups, pairwise_disagreement
+from .metrics import (_declines_groups, _over_outputs, _warn_missing_groups, pairwise_disagreement,
+                      warn_unrouted_groups)
 
 __all__ = ["FastrankEstimator", "Ranker", "KernelMixin", "ranking_accuracy", "Interval", "StrOptions", "positive_int",
            "NONNEG_REAL", "POSITIVE_REAL", "N_JOBS", "crucial_pairs", "c_path", "feature_names",
@@ -311,6 +312,10 @@ class Ranker(RegressorMixin, FastrankEstimator):
         if "fit_preferences" in cls.__dict__:
             setattr(cls, "fit_preferences", _forgetting_groups(cls.__dict__["fit_preferences"]))
         super().__init_subclass__(**kwargs)
+
+    def __sklearn_clone__(self):
+        warn_unrouted_groups(self)  # the one step of a search that runs in the caller's process whatever its n_jobs
+        return super().__sklearn_clone__()
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

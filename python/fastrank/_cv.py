@@ -17,7 +17,7 @@ from .metrics import (Measure, RankingScorer, discrete_ranking_loss, get_measure
 from ._exactcv import engine_for, resolve_folds
 from ._solvers import one_conditioning_warning
 from ._progress import progress
-from ._validation import check_alphas, group_index
+from ._validation import check_alphas, group_index, mprank_alpha
 from .exceptions import IllConditionedWarning
 
 try:  # scikit-learn's scorers share this private base: refused by name below, where it exists
@@ -104,7 +104,9 @@ def _cost_degree(given, scoring):
         return 0 if kw.get("cost") == "svr" and kw.get("epsilon", 0.0) else kw.get("power", 2)
     if measure.func is stability_ranking_loss:
         return {"0-1": 0, "squared": 2}.get(kw.get("loss", "hinge"), 1)
-    return {msd: 2, m1d: 1, discrete_ranking_loss: 1, mean_rank_loss: 1}.get(measure.func, 0)
+    if measure.func is mean_rank_loss:  # "positions" counts steps in the ordered set of labels and predictions
+        return 0 if kw.get("scale") == "positions" else 1
+    return {msd: 2, m1d: 1, discrete_ranking_loss: 1}.get(measure.func, 0)
 
 
 def _table_measure(given, scoring):
@@ -394,7 +396,7 @@ class MPRankCV(_ExactCVSearch):
         e = int(np.frexp(np.abs(dy).max())[1])
 
         def loo_error(k):
-            P = prob.lpo(pairs, (prob.m - 2) ** 2 / (2.0 * float(Cs[k]))).reshape(pairs.shape[0], 2, -1)
+            P = prob.lpo(pairs, mprank_alpha(float(Cs[k]), prob.m - 2)).reshape(pairs.shape[0], 2, -1)
             return float(np.mean(np.sum(np.ldexp(P[:, 1] - P[:, 0] - dy, -e) ** 2, axis=1)))
         what = "the leave-one-out error (in squared units of y; rescale y if it overflows)"
         loo, _ = self._search(prob, base, "C", Cs, loo_error, what, exponent=2 * e)

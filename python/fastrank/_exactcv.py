@@ -27,7 +27,7 @@ from ._solvers import (Fit, _by_alpha, _centred_features, check_indices, choose_
                        select_basis, solve_dual, solve_primal, warn_below_kernel_rounding, warn_ill_conditioned)
 from ._sparse import issparse, row_sq_norms, take_rows
 from ._threads import compute_region, cpu_budget, threads_for_work
-from ._validation import _asarray, check_alpha, check_n_jobs, pair_disagreement, whole_numbers
+from ._validation import _asarray, check_alpha, check_n_jobs, mprank_alpha, pair_disagreement, whole_numbers
 from .exceptions import LinAlgError
 
 __all__ = ["CVSpec", "spec_of", "HoldoutEngine", "engine_for", "resolve_folds", "check_sets", "PreferenceRoute",
@@ -89,7 +89,7 @@ class CVSpec:
 
     def alpha_for(self, n_train):
         """The alpha of the model retrained on ``n_train`` rows."""
-        return self.alpha if self.C is None else n_train * n_train / (2.0 * self.C)
+        return self.alpha if self.C is None else mprank_alpha(self.C, n_train)
 
     def kernel_spec(self, n_features):
         return resolve_kernel(self.kernel, self.gamma, self.degree, self.coef0, n_features)

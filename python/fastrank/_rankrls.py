@@ -30,7 +30,7 @@ from ._docs import with_param_docs
 from ._exactcv import CVSpec
 from ._memory import densified
 from ._threads import compute_region
-from ._validation import check_alpha, check_alphas, check_bool, check_int, check_n_jobs
+from ._validation import check_alpha, check_alphas, check_bool, check_int, check_n_jobs, mprank_alpha
 from .exceptions import LinAlgError
 
 __all__ = ["RankRLS", "MPRank", "RankRLSPath", "rankrls_path"]
@@ -316,7 +316,7 @@ class MPRank(_RankRLSBase):
         """
         self._validate_params()
         problem = self._scores_problem(X, y, groups)
-        alpha = problem.m * problem.m / (2.0 * check_alpha(self.C, "C"))  # same minimiser as RankRLS
+        alpha = mprank_alpha(check_alpha(self.C, "C"), problem.m)
         if self.solver == "cg":
             raise ValueError("MPRank has no solver='cg'; use RankRLS(solver='cg') (for MPRank with "
                              "alpha = m**2 / (2 C))")

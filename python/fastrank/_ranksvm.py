@@ -171,12 +171,16 @@ class RankSVM(KernelMixin, Ranker):
                 X = X - X.mean(axis=0)  # same w on centred columns, without the digits a feature offset cancels in X w
             X, C_scaled, scale, capped = _rescaled(X, C)
             warm = {} if w0 is None else {"w0": w0 * scale}  # the start in the rescaled problem's units: w' = s w
-            if capped:
+            if capped:  # weight_scale: the preference weights' power of two, or the hinge's 1 / (scale of y)
+                why, rescale = ("", "") if weight_scale == 1.0 else (
+                    (f" (C={self.C!r} times {weight_scale:.3g}, the weights' scale)", " and the weights")
+                    if "head" in structure else (f" (C={self.C!r} over {1 / weight_scale:.3g}, the scale of y: the "
+                                                 "hinge of margins y_i - y_j is degree 1 in y)", " and y"))
                 warnings.warn(
-                    f"C * max|X|^2 = {C:.3g} * {scale:.3g}^2 exceeds {_C_SCALED_MAX:g}: the problem is solved at "
-                    f"C * max|X|^2 = {_C_SCALED_MAX:g}, beyond which double precision resolves no change of the "
-                    "squared hinge's solution; features far smaller than max|X| lose their influence.  "
-                    "Standardize X or use a smaller C.", ConvergenceWarning, stacklevel=user_stacklevel())
+                    f"C * max|X|^2 = {C:.3g} * {scale:.3g}^2{why} exceeds {_C_SCALED_MAX:g}: the problem is solved "
+                    f"at C * max|X|^2 = {_C_SCALED_MAX:g}, beyond which double precision resolves no change of the "
+                    f"solution; features far smaller than max|X| lose their influence.  Standardize X{rescale} or use "
+                    "a smaller C.", ConvergenceWarning, stacklevel=user_stacklevel())
             if sp.issparse(X):
                 p = as_csr(X, "X")
                 out = _core.ranksvm_fit_csr(p.data, p.indices, p.indptr, p.shape[0], p.shape[1], C_scaled, code, tol,
@@ -187,20 +191,17 @@ class RankSVM(KernelMixin, Ranker):
                 out["coef"] = np.asarray(out["coef"]) / scale
                 out["objective"] = 0.5 * float(out["coef"] @ out["coef"]) + C * float(out["loss"])
             return "linear", out, None
-        check_dense_memory(X.shape[0], 1, "kernel matrix", advice="Use the linear kernel (no m x m matrix) or "
+        # an indefinite K makes 1/2 beta^T K beta unbounded below: no minimiser, and the cutting planes' duality gap
+        # (which assumes K >= 0) can certify an arbitrary model; a kernel not semidefinite by construction is checked
+        check = not semidefinite_by_construction(spec)
+        check_dense_memory(X.shape[0], 3 if check else 1, "kernel matrix" + (" and its pivoted Cholesky factor"
+                           if check else ""), advice="Use the linear kernel (no m x m matrix) or "
                            "basis_vectors=<int> (sparse RankSVM: O(m |B|) memory).")
         X_fit = None if spec is None else densified(X)
         K = np.asfortranarray(X) if spec is None else spec.train(X_fit, n_threads)  # _check_fit_X symmetrized X
+        if check:
+            pivoted_cholesky(K, "RankSVM")
         out = _core.ranksvm_fit_kernel(K, C, code, tol, max_iter, n_threads, **structure)
-        if not out["converged"] and not semidefinite_by_construction(spec):
-            # an indefinite K makes 1/2 beta^T K beta unbounded below (no minimiser: a zero or arbitrary model that
-            # the rounding warning would blame on tol); checked only here, where the O(m^2 r) factor costs no fit
-            try:
-                check_dense_memory(K.shape[0], 3, "kernel matrix and its pivoted Cholesky factor")
-            except MemoryError:  # no room for the check: the stopped solve's warning stands
-                pass
-            else:
-                pivoted_cholesky(K, "RankSVM")
         del K
         return "kernel", out, X_fit
 

@@ -167,8 +167,20 @@ def check_alpha(alpha, name="alpha"):
                          "precision. Use a value of the order of the kernel's scale (e.g. 1e-6 to 1e6 for a Gaussian "
                          "kernel).")
     if alpha > 1e300:
-        raise ValueError(f"{name}={alpha!r} is too large: coefficients ~ y / {name} underflow. Use a "
-                         "value of the order of the kernel's scale.")
+        raise ValueError(f"{name}={alpha!r} is too large: " + (
+            "C times the loss overflows float64 (C weighs the loss against 1/2 ||w||^2). Use a smaller C."
+            if name.startswith("C") else f"coefficients ~ y / {name} underflow. Use a value of the order of the "
+            "kernel's scale."))
+    return alpha
+
+
+def mprank_alpha(C, m):
+    """RankRLS's alpha = m^2 / (2 C) for MPRank's C on m rows (the same minimiser), within :func:`check_alpha`'s
+    range."""
+    alpha = m * m / (2.0 * C)
+    if not alpha <= 1e300:
+        raise ValueError(f"C={C!r} is too small for {m} rows: MPRank is RankRLS at alpha = m^2 / (2 C) = {alpha:.3g}, "
+                         "beyond 1e300, where coefficients ~ y / alpha underflow. Use a larger C.")
     return alpha
 
 

@@ -1377,7 +1377,8 @@ def _groups_evidence(estimator):
     """Why the scored rows probably come from several query groups, or None: the estimator (or a pipeline's last
     step) recorded ``n_fit_groups_`` > 1, or the caller is scikit-learn's model selection (``cross_validate``, a
     search's ``fit``, ...) given several ``groups`` -- which without metadata routing reach the splitter only; seen
-    only when the scoring runs in the caller's process (``n_jobs`` None or 1)."""
+    only when the scoring runs in the caller's process (``n_jobs`` None or 1; whatever ``n_jobs``, a fastrank
+    estimator warns when the search clones it: :func:`warn_unrouted_groups`), and said once per search."""
     est = estimator
     for _ in range(8):
         n = getattr(est, "n_fit_groups_", None)
@@ -1387,7 +1388,16 @@ def _groups_evidence(estimator):
         if not steps or not isinstance(steps, list):
             break
         est = steps[-1][1]
-    frame = sys._getframe(1)
+    return _model_selection_groups(sys._getframe(1))
+
+
+_TOLD = "__fastrank_missing_groups_told__"
+
+
+def _model_selection_groups(frame):
+    """"scikit-learn's <function> was given <n> groups" when a frame from ``frame`` outwards is scikit-learn's model
+    selection holding several ``groups`` (which without metadata routing reach its splitter only) and that call has
+    not been told yet, else None."""
     while frame is not None:
         if str(frame.f_globals.get("__name__", "")).startswith("sklearn.model_selection"):
             loc = frame.f_locals
@@ -1400,9 +1410,25 @@ def _groups_evidence(estimator):
                 except TypeError:
                     n = 0
                 if n > 1:
+                    if loc.get(_TOLD):  # one warning per call, whether its clones or its scorer see the groups first
+                        return None
+                    loc[_TOLD] = True  # the frame's own mapping: kept while the call runs, gone with it
                     return f"scikit-learn's {frame.f_code.co_name} was given {n} groups"
         frame = frame.f_back
     return None
+
+
+def warn_unrouted_groups(estimator):
+    """At a clone by scikit-learn's model selection given groups without metadata routing (run in the caller's
+    process, where the fits and scores of ``n_jobs`` > 1 are not): the clone's fit and score receive no groups."""
+    if sklearn.get_config().get("enable_metadata_routing", False):
+        return
+    reason = _model_selection_groups(sys._getframe(1))
+    if reason is not None:
+        warnings.warn(f"{type(estimator).__name__} is cloned by model selection although {reason}: without metadata "
+                      "routing its fit and score receive no groups, so every candidate is trained and scored as one "
+                      f"query. To train and score per query, {_ROUTING_HINT}.", MissingGroupsWarning,
+                      stacklevel=user_stacklevel())
 
 
 def _declines_groups(scorer):

@@ -50,3 +50,18 @@ def test_memory_error_states_a_fractional_matrix_count(monkeypatch):
     with pytest.raises(MemoryError, match=r"^fastrank: this step would allocate 1\.2 x a dense 12 x 12 kernel matrix "
                                           r"\(1\.[34] KB\), more than the limit of 1000 B"):
         fastrank.RankRLS(kernel="rbf").fit(X, y)
+
+
+@pytest.mark.parametrize("kernel", ["linear", "rbf"])  # one leave-group-out per alpha; a shared eigendecomposition
+def test_a_long_alpha_grid_is_held_to_the_memory_limit(monkeypatch, kernel):
+    # the leave-group-out predictions of every alpha were not counted: 200,000 alphas on 48 rows took 230 MB under a
+    # 5 MB limit, and 1e8 alphas ran to 14 GB
+    rng = np.random.default_rng(1)
+    X, y, groups = rng.normal(size=(48, 3)), rng.normal(size=48), np.repeat(np.arange(8), 6)
+    alphas, need = np.logspace(-3, 3, 200), 3 * 8 * 200 * 48
+    monkeypatch.setenv("FASTRANK_MAX_DENSE_BYTES", str(need - 1))
+    with pytest.raises(MemoryError, match=r"3 x a dense 200 x 48 leave-group-out predictions and coefficients of "
+                                          r"every alpha .* Use a shorter grid of alphas"):
+        fastrank.RankRLSCV(alphas=alphas, kernel=kernel).fit(X, y, groups)
+    monkeypatch.setenv("FASTRANK_MAX_DENSE_BYTES", str(need))
+    assert fastrank.RankRLSCV(alphas=alphas, kernel=kernel).fit(X, y, groups).cv_results_["scores"].shape == (200,)

@@ -149,6 +149,26 @@ def test_float32_storage_halves_size_and_changes_predictions_by_1e7(data, tmp_pa
     assert np.max(np.abs(p - q)) <= 1e-6 * np.max(np.abs(p))
 
 
+@pytest.mark.parametrize("scale", [1e45, 1e-40])
+def test_float32_storage_keeps_values_outside_its_normal_range_in_float64(scale, tmp_path):
+    # coefficients near 1e-45 rounded to float32 subnormals (predictions moved by 16 % of the largest); near 1e40 they
+    # became inf (numpy's overflow warning, and a file load refused as tampered)
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(30, 3))
+    y = X @ [1.0, 2.0, 3.0] + 0.1 * rng.normal(size=30)
+    est = fastrank.RankRLS(alpha=scale ** -2 * 100).fit(X * scale, y)
+    assert not 1.2e-38 < np.abs(est.coef_).min() < 3.4e38
+    fastrank.save(est, tmp_path / "f32", dtype="float32")
+    back = fastrank.load(tmp_path / "f32")
+    np.testing.assert_array_equal(back.coef_, est.coef_)
+    # a kernel model's rows at that scale too, beside its float32 dual coefficients
+    est = fastrank.RankRLS(kernel="rbf", gamma=0.5 / scale ** 2).fit(X * scale, y)
+    fastrank.save(est, tmp_path / "k32", dtype="float32")
+    back = fastrank.load(tmp_path / "k32")
+    np.testing.assert_array_equal(back.X_fit_, est.X_fit_)
+    assert np.max(np.abs(back.dual_coef_ - est.dual_coef_)) <= 2.0**-24 * np.max(np.abs(est.dual_coef_))
+
+
 def test_metadata_roundtrip(data, tmp_path):
     X, y, g, _ = data
     est = fastrank.RankRLS().fit(X, y, g)

@@ -1157,6 +1157,10 @@ class HoldoutEngine(_OnProblem):
         alphas share one eigendecomposition (``cv_leave_group_out_path``, about 4-5 Cholesky leave-group-outs at m =
         2000); other models and short grids take one leave-group-out per alpha."""
         self.require_preferences_without_each_group()
+        # the predictions of every alpha, and for the shared factor the solver's output of predictions and coefficients
+        check_dense_memory(alphas.size, 3, "leave-group-out predictions and coefficients of every alpha",
+                           n_cols=self.m * self.Y.shape[1], advice="Use a shorter grid of alphas (RankRLSCV's default "
+                           "has 13), or score it in parts.")
         if self.spec.C is not None or self._route() is not self.dual or alphas.size < 5:
             return np.stack([self._leave_group_out(float(a)) for a in alphas])
         out = self.dual.leave_group_out_path(alphas)

@@ -106,6 +106,7 @@ class _Encoder:
         entry = {"dtype": a.dtype.str, "shape": list(a.shape)}
         offset = None
         if shrink and self.float32 and a.dtype == np.float64:
+            stored = a
             if rows and a.ndim == 2 and a.shape[0]:
                 # a column whose offset dominates its spread is rounded about its mean, keeping the differences a
                 # Gaussian kernel reads (docs/design/cli-and-model-files.md, "Size")
@@ -113,9 +114,16 @@ class _Encoder:
                 shifted = np.abs(a).max(axis=0) > 4.0 * np.abs(a - mean).max(axis=0)
                 if shifted.any():
                     offset = np.where(shifted, mean, 0.0)
-                    a = a - offset
-            a = a.astype(np.float32)
-            entry["stored"] = a.dtype.str
+                    stored = a - offset
+            # float32 rounds to 2^-24 relative in its normal range only: below 1.2e-38 it keeps fewer bits, above
+            # 3.4e38 it overflows; such an array stays float64
+            magnitude = np.abs(stored[stored != 0])
+            if magnitude.size == 0 or np.finfo(np.float32).tiny <= magnitude.min() <= magnitude.max() <= \
+                    np.finfo(np.float32).max:
+                a = stored.astype(np.float32)
+                entry["stored"] = a.dtype.str
+            else:
+                offset = None
         self.arrays[key], self.entries[key] = a, entry
         if offset is None:
             return {"$array": key, **entry}
@@ -214,7 +222,8 @@ def save(model, path, *, dtype=None, compress=True, metadata=None):
         Written as given (no extension is added), atomically (a temporary file in the same folder is renamed over it).
     dtype : {None, "float32"}, default=None
         "float32" stores the float64 arrays of the fitted state in single precision (half the size; each number changes
-        by at most 6e-8 relative).  Parameters are never rounded.
+        by at most 6e-8 relative); an array with a value outside float32's normal range (1.2e-38 to 3.4e38, or 0)
+        stays float64.  Parameters are never rounded.
     compress : bool, default=True
         zip-deflate the arrays (smaller files; a little slower to write and read).
     metadata : dict or None, default=None

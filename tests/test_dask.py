@@ -222,7 +222,8 @@ def test_nan_in_a_partition_is_named(client, what):
     before = est.coef_.copy()
     X, y, groups = X.copy(), Y[:, 0].copy(), g.astype(float)
     {"X": X[:, 2], "y": y, "groups": groups}[what][130] = np.nan  # row 130: partition 2 of (60, 60, 60, 60)
-    with pytest.raises(ValueError, match=rf"{what} partition 2 \(rows 120:180\) contains NaN"):
+    cause = r"a missing group id \(nan at row 130\)" if what == "groups" else "NaN"
+    with pytest.raises(ValueError, match=rf"{what} partition 2 \(rows 120:180\) contains {cause}"):
         est.fit(da.from_array(X, chunks=(60, 6)), da.from_array(y, chunks=60), da.from_array(groups, chunks=60))
     np.testing.assert_array_equal(est.coef_, before)  # a failed fit leaves the model as it was
 

@@ -2,13 +2,14 @@
 the same inside every query, against explicit-pair oracles of Pahikkala et al. (2009)."""
 
 import itertools
+import re
 
 import numpy as np
 import pandas as pd
 import pytest
 
 import fastrank
-from fastrank import metrics
+from fastrank import metrics, utils
 
 
 def _pair_normal_equations(X, Y, groups, alpha, exclude_ties):
@@ -37,7 +38,7 @@ def test_a_nan_among_object_group_ids_is_refused():
     groups = np.array([1.0, 2.0, np.nan] * 4, dtype=object)
     for call in (lambda: fastrank.RankRLS().fit(X, y, groups), lambda: metrics.pairwise_disagreement(y, y, groups),
                  lambda: fastrank.RankRLSCV(alphas=[1.0]).fit(X, y, groups)):
-        with pytest.raises(ValueError, match=r"groups contains a missing id \(nan at row 2\)"):
+        with pytest.raises(ValueError, match=r"groups contains a missing group id \(nan at row 2\)"):
             call()
 
 
@@ -52,9 +53,36 @@ def test_missing_group_ids_are_named(groups):
     X, y = rng.standard_normal((12, 2)), rng.standard_normal(12)
     est = fastrank.RankRLS().fit(X, y, np.tile([0, 1, 2], 4))
     before = est.predict(X)
-    with pytest.raises(ValueError, match=r"groups contains a missing id \(.* at row 2\); give every row a group id"):
+    with pytest.raises(ValueError, match=r"groups contains a missing group id \(.* at row 2\); give every row a "
+                                         r"group id"):
         est.fit(X, y, groups)
     np.testing.assert_array_equal(est.predict(X), before)  # the failed call left the fitted model as it was
+
+
+_IDS = np.tile([0.0, 1.0, 2.0], 4)
+
+
+@pytest.mark.parametrize("groups, cause", [
+    (np.where(np.arange(12) == 5, np.nan, _IDS), "a missing group id (nan at row 5); give every row a group id"),
+    (pd.array([0, 1, 2, None] * 3, dtype="Int64"), "a missing group id (nan at row 3); give every row a group id"),
+    (np.where(np.arange(12) == 7, -np.inf, _IDS),
+     "an infinite group id (-inf at row 7); give every row a finite group id"),
+])
+def test_float_and_nullable_group_ids_that_name_no_group_are_refused_with_their_row(groups, cause):
+    # a float (or pandas Int64) column said only "groups contains NaN or infinity": no row, nothing to do
+    rng = np.random.default_rng(7)
+    X, y = rng.standard_normal((12, 2)), rng.standard_normal(12)
+    est = fastrank.RankRLS().fit(X, y, _IDS)
+    before = est.predict(X)
+    for call, name in [(lambda: est.fit(X, y, groups), "groups"), (lambda: metrics.ndcg(y, y, groups), "groups"),
+                       (lambda: utils.sizes_from_groups(groups), "groups"),
+                       (lambda: utils.group_order(groups), "groups"), (lambda: utils.groups_from_qid(groups), "qid")]:
+        with pytest.raises(ValueError, match="^" + re.escape(f"{name} contains {cause}") + "$"):
+            call()
+    np.testing.assert_array_equal(est.predict(X), before)  # the failed fit left the model as it was
+    with pytest.raises(ValueError, match=r"^groups contains an infinite group id \(inf at row 1\); give every row a "
+                                         r"finite group id$"):  # numbers in an object column: as the float column
+        utils.sizes_from_groups(np.array([1, np.inf], dtype=object))
 
 
 def test_object_group_ids_without_missing_ones_group_as_their_values():
@@ -115,7 +143,8 @@ def test_dask_refuses_a_missing_group_id_in_a_partition():
     X, y = rng.standard_normal((40, 2)), rng.standard_normal(40)
     groups = np.array([1.0, 2.0, 5.0, 1.0, 2.0, 5.0, 5.0, 5.0] * 5, dtype=object)
     groups[22] = np.nan
-    with pytest.raises(ValueError, match=r"groups partition 1 \(rows 20:40\) contains a missing id \(nan at row 22\)"):
+    with pytest.raises(ValueError, match=r"groups partition 1 \(rows 20:40\) contains a missing group id \(nan at "
+                                         r"row 22\)"):
         DaskRankRLS(group_weighting="per_query").fit(da.from_array(X, chunks=20), da.from_array(y, chunks=20),
                                                      da.from_array(groups, chunks=20))
 

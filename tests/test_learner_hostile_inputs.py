@@ -1,8 +1,14 @@
-"""Hostile arguments to the pairwise and on-line learners get named errors, not numpy/Python internals."""
+"""Hostile arguments to the pairwise and on-line learners (and the measures' y_true) get named errors, not
+numpy/Python internals."""
+import inspect
+import re
+
 import numpy as np
+import pandas as pd
 import pytest
 
-from fastrank import OAPBPM, PRank, RankSVM
+import fastrank
+from fastrank import OAPBPM, PRank, PRankVP, RankSVM, WidrowHoff, metrics
 
 
 def _data():
@@ -105,3 +111,69 @@ def test_classes_must_be_a_1d_label_list(classes):
         PRank().partial_fit(X, y, classes=classes)
     with pytest.raises(ValueError, match="classes must be a 1-D list of the ordered labels"):
         OAPBPM(n_estimators=4).member_blocks(2, classes, X.shape[1])
+
+
+_TARGET_CALLS = {  # (call, the target's name, what it must be)
+    "RankRLS": (lambda X, y: fastrank.RankRLS().fit(X, y), "y", "real-valued numbers"),
+    "MPRank": (lambda X, y: fastrank.MPRank().fit(X, y), "y", "real-valued numbers"),
+    "RankRLSCV": (lambda X, y: fastrank.RankRLSCV(alphas=[1.0]).fit(X, y), "y", "real-valued numbers"),
+    "MPRankCV": (lambda X, y: fastrank.MPRankCV().fit(X, y), "y", "real-valued numbers"),
+    "OnlineMPRank": (lambda X, y: fastrank.OnlineMPRank().fit(X, y), "y", "real-valued numbers"),
+    "RankSVM": (lambda X, y: fastrank.RankSVM().fit(X, y), "y", "real-valued numbers"),
+    "SVRank": (lambda X, y: fastrank.SVRank().fit(X, y), "y", "real-valued numbers"),
+    "RankBoost": (lambda X, y: fastrank.RankBoost(n_estimators=3).fit(X, y), "y", "real-valued numbers"),
+    "rankrls_path": (lambda X, y: fastrank.rankrls_path(X, y, [1.0]), "y", "real-valued numbers"),
+    "ranksvm_path": (lambda X, y: fastrank.ranksvm_path(X, y, [1.0]), "y", "real-valued numbers"),
+    "svrank_path": (lambda X, y: fastrank.svrank_path(X, y, [1.0]), "y", "real-valued numbers"),
+    "rankboost_path": (lambda X, y: fastrank.rankboost_path(X, y, 3, cv=2), "y", "real-valued numbers"),
+}
+_TARGET_CALLS.update({  # every measure of y_true but mean_rank_loss (labels of any type: test_metric_inputs.py)
+    f"metrics.{name}": (lambda X, y, measure=getattr(metrics, name): measure(y, X[:, 0]), "y_true", "numeric")
+    for name in metrics.__all__ if name != "mean_rank_loss" and callable(getattr(metrics, name))
+    and not isinstance(getattr(metrics, name), type)
+    and list(inspect.signature(getattr(metrics, name)).parameters)[:1] == ["y_true"]})
+
+
+@pytest.mark.parametrize("call, name, need", _TARGET_CALLS.values(), ids=_TARGET_CALLS.keys())
+@pytest.mark.parametrize("bad, cause", [
+    ("a", "{name} must be {need}: 'a' (str) at row 2 is not a number"),
+    (None, "Input {name} contains NaN or infinity (nan at row 2)."),
+    (10**400, "{name} must be {need}: 100000000000000000...0000000000000000000 (int) at row 2 is beyond float64's "
+              "range (1.8e308)"),
+])
+def test_a_target_that_is_no_number_is_named_with_its_row(call, name, need, bad, cause):
+    # numpy's "could not convert string to float: 'a'" / "int too large to convert to float" reached the user, and
+    # a missing target gave no row
+    X = np.random.default_rng(6).normal(size=(8, 2))
+    y = np.array([0, 1, bad, 2, 1, 0, 2, 1], dtype=object)
+    with pytest.raises(ValueError, match="^" + re.escape(cause.format(name=name, need=need)) + "$"):
+        call(X, y)
+
+
+_LABEL_LEARNERS = [PRank, PRankVP, OAPBPM, WidrowHoff]
+
+
+@pytest.mark.parametrize("cls", _LABEL_LEARNERS)
+@pytest.mark.parametrize("bad, message", [
+    (None, "y contains a missing label (None at row 2); give every row a label"),
+    (pd.NA, "y contains a missing label (<NA> at row 2); give every row a label"),
+    ("a", "y must be orderable labels of one kind (all numbers or all strings): 'a' (str) at row 2 does not compare "
+          "with row 0's label 0 (int); give labels of one type"),
+    ({}, "y must be orderable labels of one kind (all numbers or all strings): {} (dict) at row 2 does not compare "
+         "with row 0's label 0 (int); give labels of one type"),
+])
+def test_a_missing_or_mixed_label_is_named_with_its_row(cls, bad, message):
+    # Python's "'<' not supported between instances of 'NoneType' and 'int'" reached the user
+    X = np.random.default_rng(6).normal(size=(6, 2))
+    y = np.array([0, 1, bad, 2, 1, 0], dtype=object)
+    exact = "^" + re.escape(message) + "$"
+    with pytest.raises(ValueError, match=exact):
+        cls().fit(X, y)
+    est = cls().partial_fit(X, [0, 1, 2, 2, 1, 0])
+    before = est.decision_function(X)
+    with pytest.raises(ValueError, match=exact):
+        est.partial_fit(X, y)
+    np.testing.assert_array_equal(est.decision_function(X), before)  # the failed call left the model as it was
+    against_classes = message.replace("row 0's label 0 (int)", "classes_ [0, 1, 2]")
+    with pytest.raises(ValueError, match="^" + re.escape(against_classes) + "$"):
+        est.score(X, y)

@@ -138,7 +138,7 @@ def test_helper_ids_as_the_estimators_read_them():
     for call, what in [(lambda: groups_from_qid(pd.Series(["a", None, "a"], dtype="string")), "qid"),
                        (lambda: sizes_from_groups(np.array(["2024-01-01", "NaT", "NaT"], dtype="datetime64[D]")),
                         "groups")]:
-        with pytest.raises(ValueError, match=rf"{what} contains a missing id \(.* at row 1\)"):
+        with pytest.raises(ValueError, match=rf"{what} contains a missing group id \(.* at row 1\)"):
             call()
 
 

@@ -77,7 +77,9 @@ def test_mean_rank_loss_takes_a_pandas_string_column():
     want = _positions_oracle(truth, pred, sorted(set(truth + pred)))
     assert metrics.mean_rank_loss(pd.Series(truth), np.array(pred), scale="positions") == pytest.approx(want, rel=1e-15)
     assert metrics.mean_rank_loss(np.array(truth), pd.Series(pred), scale="positions") == pytest.approx(want, rel=1e-15)
-    with pytest.raises(ValueError, match="labels must be mutually comparable"):  # strings against numbers still
+    with pytest.raises(ValueError, match=r"^y_pred must be orderable labels of one kind \(all numbers or all "
+                                         r"strings\): 1 \(int\) at row 0 does not compare with y_true's labels "
+                                         r"\['lo', 'hi', 'mid', 'lo'\]"):  # strings against numbers still
         metrics.mean_rank_loss(pd.Series(truth), [1, 2, 3, 4], scale="positions")
 
 

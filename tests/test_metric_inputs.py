@@ -1,6 +1,8 @@
 """Hostile inputs to the metrics: overflowing costs, arguments read as booleans, settings silently ignored and
 estimators without the scoring method get named errors (or the right number), never numpy's text."""
 
+import re
+
 import numpy as np
 import pytest
 
@@ -90,5 +92,21 @@ def test_score_estimator_needs_an_estimator():
 
 def test_mean_rank_loss_incomparable_classes_are_named():
     # Python's "'<' not supported between instances of 'int' and 'NoneType'" reached the user
-    with pytest.raises(ValueError, match="classes and the labels must be mutually comparable"):
+    with pytest.raises(ValueError, match=r"^classes must be orderable labels of one kind \(all numbers or all "
+                                         r"strings\): None \(NoneType\) at row 2 does not compare with row 0's "
+                                         r"label 1 \(int\); give labels of one type$"):
         M.mean_rank_loss([1, 2, 3], [1, 2, 3], scale="positions", classes=[1, 2, None])
+
+
+@pytest.mark.parametrize("y_true, message", [
+    (np.array([1, 2, None, 1], dtype=object),
+     "y_true contains a missing label (None at row 2); give every row a label"),
+    (np.array([1, 2, "a", 1], dtype=object), "y_true must be orderable labels of one kind (all numbers or all "
+                                             "strings): 'a' (str) at row 2 does not compare with row 0's label 1 "
+                                             "(int); give labels of one type"),
+    (np.array([1, 2, 1.5, np.nan]), "Input y_true contains NaN or infinity (nan at row 3)."),
+])
+def test_mean_rank_loss_positions_name_the_label_and_its_row(y_true, message):
+    # Python's "'<' not supported between instances of 'NoneType' and 'int'" reached the user
+    with pytest.raises(ValueError, match="^" + re.escape(message) + "$"):
+        M.mean_rank_loss(y_true, [1, 2, 2, 1], scale="positions")

@@ -1,5 +1,7 @@
 """fastrank.preprocessing against explicit per-query loops, in pipelines, and scikit-learn's checks."""
 
+import re
+
 import numpy as np
 import pytest
 import scipy.sparse as sp
@@ -58,6 +60,30 @@ def test_query_normalizer_errors_name_the_argument():
         QueryNormalizer("l2").fit(X)
     with pytest.raises(ValueError, match="groups has 3 entries but X has 60 rows"):
         QueryNormalizer().fit(X).transform(X, groups=[1, 2, 3])
+
+
+@pytest.mark.parametrize("X, shown", [(5, "5"), (np.float64(5.0), "np.float64(5.0)"), ("ab", "'ab'"), (None, "None")])
+@pytest.mark.parametrize("call", [lambda X: QueryNormalizer().fit(X, groups=[1]),
+                                  lambda X: QueryNormalizer("zscore").fit_transform(X, groups=[1]),
+                                  lambda X: QueryNormalizer().fit(np.ones((2, 2))).transform(X, groups=[1]),
+                                  lambda X: Log1pScaler().fit(X), lambda X: Log1pScaler().fit_transform(X),
+                                  lambda X: Log1pScaler().fit(np.ones((2, 2))).transform(X),
+                                  lambda X: make_normalizer("zscore").fit(X)])
+def test_a_scalar_X_is_refused_as_scikit_learn_refuses_it(call, X, shown):
+    # with groups, QueryNormalizer.fit counted X's rows with len(): Python's "object of type 'int' has no len()"
+    # (np.float64: "tuple index out of range"); a str reached numpy's "could not convert string to float"
+    message = f"Expected 2D array, got scalar array instead: X={shown}; pass the features as an array of shape " \
+              "(n_samples, n_features)"
+    with pytest.raises(ValueError, match="^" + re.escape(message) + "$"):
+        call(X)
+
+
+def test_array_valued_options_are_refused_by_name():
+    # `in` compared the array elementwise: numpy's "truth value of an array ... is ambiguous"
+    with pytest.raises(ValueError, match=r"^method must be one of \('minmax', 'zscore'\), got array"):
+        QueryNormalizer(np.array(["minmax", "zscore"])).fit(np.ones((2, 2)))
+    with pytest.raises(ValueError, match="^normalization must be one of none, zscore, .* got array"):
+        make_normalizer(np.array(["zscore", "none"]))
 
 
 def test_log1p_scaler_matches_formula():

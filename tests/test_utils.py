@@ -68,7 +68,8 @@ def test_clear_errors():
         sizes_from_groups([1, 1, 2, 1])
     with pytest.raises(ValueError, match="XGBoost needs"):
         qid_from_groups(np.array(["a", "b", "a"]))
-    with pytest.raises(ValueError, match="NaN"):
+    with pytest.raises(ValueError, match=r"^qid contains a missing group id \(nan at row 1\); give every row a "
+                                         r"group id$"):
         groups_from_qid([1.0, np.nan])
     with pytest.raises(ValueError, match="whole numbers"):
         groups_from_qid([1.5, 2.0])

@@ -6,6 +6,7 @@ from __future__ import annotations
 import functools
 import numbers
 import os
+import reprlib
 from collections.abc import Hashable
 
 import numpy as np
@@ -18,7 +19,7 @@ from ._threads import compute_region, cpu_budget
 
 __all__ = ["as_float_matrix", "as_float_vector", "as_targets", "check_alpha", "check_alphas", "check_int",
            "check_bool", "check_group_ids", "check_n_jobs", "check_pair_arrays", "check_precomputed_kernel",
-           "GroupIndex", "group_index", "target_column", "whole_numbers"]
+           "GroupIndex", "group_index", "target_column", "unordered_labels", "whole_numbers"]
 
 # Largest value a C++ ``int`` argument can take (thread counts, cutoffs, iteration limits).
 INT_MAX = 2**31 - 1
@@ -58,15 +59,47 @@ def _to_float(a, name, what="numeric"):
             except TypeError:  # pandas' NA has no float value: a missing value, NaN (as numpy makes None)
                 missing = np.asarray(np.frompyfunc(_missing, 1, 1)(a), dtype=bool)  # 0-d input: a Python bool
                 a = np.where(missing, np.nan, a).astype(np.float64)
-        except TypeError as exc:  # e.g. a dict among the values (scikit-learn expects TypeError)
-            raise TypeError(f"{name} must be {what}: {exc}") from None
-        except (ValueError, OverflowError) as exc:  # OverflowError: an int beyond float64 (10**400)
-            raise ValueError(f"{name} must be {what}: {exc}") from None
+        except (TypeError, ValueError, OverflowError):  # OverflowError: an int beyond float64 (10**400)
+            raise _not_a_number(a, name, what) from None
     if np.iscomplexobj(a):
         raise ValueError(f"Complex data not supported: {name} has dtype {a.dtype}")
     if not (np.issubdtype(a.dtype, np.number) or a.dtype == bool):
         raise ValueError(f"{name} must be {what}, got dtype {a.dtype}")
     return a
+
+
+def _at(shape, k):
+    """Where the entry of flat index ``k`` of an array of ``shape`` stands: " at row i" (", column j" in a matrix)."""
+    index = np.unravel_index(k, shape)
+    return "".join(f"{sep}{int(i)}" for sep, i in zip((" at row ", ", column "), index))
+
+
+def _not_a_number(a, name, what):
+    """The error for the object array ``a`` that float64 cannot hold, naming its first entry that is no number: a
+    TypeError for an object of another type (scikit-learn's check_dtype_object matches its text), else ValueError."""
+    for k, v in enumerate(a.flat):
+        cause = None
+        if isinstance(v, (list, tuple, np.ndarray)):  # float() of a one-entry array would pass (DeprecationWarning)
+            cause = ValueError, "is a sequence, not a number"
+        elif not _missing(v):
+            try:
+                float(v)
+            except TypeError:
+                cause = TypeError, "is no number (every argument must be a string or a real number)"
+            except ValueError:
+                cause = ValueError, "is not a number"
+            except OverflowError:
+                cause = ValueError, "is beyond float64's range (1.8e308)"
+        if cause:
+            error, text = cause
+            return error(f"{name} must be {what}: {reprlib.repr(v)} ({type(v).__name__}){_at(a.shape, k)} {text}")
+    return ValueError(f"{name} must be {what}: numpy cannot convert its entries to float64")
+
+
+def _not_finite(A, name):
+    """The ValueError for the float array ``A`` holding NaN or infinity, naming the first such entry."""
+    k = int(np.argmax(~np.isfinite(A)))  # C order: the lowest row first
+    return ValueError(f"Input {name} contains NaN or infinity ({A.flat[k]}{_at(A.shape, k)}).")
 
 
 def as_real_array(a, name):
@@ -91,7 +124,7 @@ def as_float_matrix(X, name="X", *, min_rows=1, allow_nan=False):
     if X.shape[1] < 1:
         raise ValueError(f"Found array with 0 feature(s) (shape={X.shape}) while a minimum of 1 is required.")
     if not allow_nan and not _all_finite(X):
-        raise ValueError(f"Input {name} contains NaN or infinity.")
+        raise _not_finite(X, name)
     return X
 
 
@@ -132,7 +165,7 @@ def as_targets(y, n_rows, name="y"):
     Y = np.asarray(Y, dtype=np.float64)
     Y = Y if Y.flags.c_contiguous or Y.flags.f_contiguous else np.ascontiguousarray(Y)
     if not _all_finite(Y):
-        raise ValueError(f"Input {name} contains NaN or infinity.")
+        raise _not_finite(Y[:, 0] if one_d else Y, name)
     return Y, one_d
 
 
@@ -254,7 +287,7 @@ def as_float_vector(v, name, n=None):
         _check_integers_stay_distinct(a[:, None], name)
     a = np.ascontiguousarray(a, dtype=np.float64)
     if not np.isfinite(a).all():
-        raise ValueError(f"Input {name} contains NaN or infinity.")
+        raise _not_finite(a, name)
     return a
 
 
@@ -310,7 +343,7 @@ def check_pair_arrays(pair_predictions, pair_targets):
         if A.shape[0] == 0:
             raise ValueError(f"{name} has no pairs")
         if not np.isfinite(A).all():
-            raise ValueError(f"Input {name} contains NaN or infinity.")
+            raise _not_finite(A, name)
     if P.shape != T.shape:
         raise ValueError(f"pair_predictions and pair_targets must have the same shape, got {P.shape} and {T.shape}")
     return P, T
@@ -404,19 +437,26 @@ def _missing(v):
         return v is None or bool(v != v)
     except TypeError:
         return True
+    except ValueError:  # an array: no single truth value, but present
+        return False
 
 
-def check_group_ids(groups, name="groups", first_row=0):
-    """Refuse the ids of the 1-D array ``groups`` that name no group: NaN or infinite floats, NaT, and None / NaN /
-    pandas' NA among objects (a NaN there breaks np.unique's sort: the rows of one id became two groups)."""
-    if groups.dtype.kind == "f" and not np.isfinite(groups).all():
-        raise ValueError(f"{name} contains NaN or infinity")
-    missing = np.isnat(groups) if groups.dtype.kind in "mM" else \
-        np.frompyfunc(_missing, 1, 1)(groups).astype(bool) if groups.dtype.kind == "O" else None
+def check_group_ids(groups, name="groups", first_row=0, what="group id"):
+    """Refuse the ids (``what``: also labels) of the 1-D array ``groups`` that name no group, with the first one's row:
+    NaN or infinite floats, NaT, and None / NaN / pandas' NA among objects (a NaN there breaks np.unique's sort: the
+    rows of one id became two groups)."""
+    kind = groups.dtype.kind
+    missing = np.isnan(groups) if kind == "f" else np.isnat(groups) if kind in "mM" else \
+        np.frompyfunc(_missing, 1, 1)(groups).astype(bool) if kind == "O" else None
     if missing is not None and missing.any():
         i = int(np.argmax(missing))
-        raise ValueError(f"{name} contains a missing id ({groups[i]!r} at row {first_row + i}); give every row a "
-                         "group id")
+        # str: nan, <NA>, NaT, None (repr would show numpy's np.float64(nan))
+        raise ValueError(f"{name} contains a missing {what} ({groups[i]} at row {first_row + i}); give every row a "
+                         f"{what}")
+    if kind == "f" and np.isinf(groups).any():
+        i = int(np.argmax(np.isinf(groups)))
+        raise ValueError(f"{name} contains an infinite {what} ({groups[i]} at row {first_row + i}); give every row a "
+                         f"finite {what}")
 
 
 def incomparable_ids(groups, name):
@@ -424,6 +464,25 @@ def incomparable_ids(groups, name):
     kinds = sorted({type(v).__name__ for v in groups.ravel()})
     return TypeError(f"{name} must be mutually comparable, all numbers or all strings; got the types {kinds}: give "
                      "one type (e.g. groups.astype(str))")
+
+
+def unordered_labels(labels, name, reference=None, reference_name="classes_"):
+    """The ValueError for the 1-D labels that np.unique / np.searchsorted cannot order: the first row whose label
+    does not compare with the first label, or with the labels ``reference`` (e.g. ``classes_``)."""
+    values = labels.tolist()
+    ref = values[0] if reference is None else reference[0]
+    other = f"row 0's label {reprlib.repr(ref)} ({type(ref).__name__})" if reference is None else \
+        f"{reference_name} {reprlib.repr(reference.tolist())}"
+    for i, v in enumerate(values):
+        try:
+            bool(v < ref), bool(ref < v)
+        except (TypeError, ValueError):  # ValueError: an array has no truth value
+            return ValueError(f"{name} must be orderable labels of one kind (all numbers or all strings): "
+                              f"{reprlib.repr(v)} ({type(v).__name__}) at row {i} does not compare with {other}; give "
+                              "labels of one type")
+    kinds = sorted({type(v).__name__ for v in values})
+    return ValueError(f"{name} must be orderable labels of one kind (all numbers or all strings), got the types "
+                      f"{kinds}")
 
 
 def group_index(groups, n_rows):

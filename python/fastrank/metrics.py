@@ -34,8 +34,8 @@ from . import _core
 from ._docs import with_param_docs
 from ._problem import centred_in_groups, check_pairs
 from ._threads import compute_region
-from ._validation import (_asarray, as_float_matrix, as_float_vector, check_bool, check_n_jobs, check_real, group_index,
-                          one_of)
+from ._validation import (_asarray, _not_finite, as_float_matrix, as_float_vector, check_bool, check_group_ids,
+                          check_n_jobs, check_real, group_index, one_of, unordered_labels)
 from .exceptions import IllConditionedWarning, MissingGroupsWarning, user_stacklevel
 
 __all__ = [
@@ -495,10 +495,11 @@ def mean_rank_loss(y_true, y_pred, groups=None, *, scale="values", classes=None)
         if v.shape[0] == 0:
             raise ValueError(f"{name} is empty")
         if v.dtype.kind in "fc" and not np.isfinite(v).all():
-            raise ValueError(f"Input {name} contains NaN or infinity.")
+            raise _not_finite(v, name)
         if scale == "values" and v.dtype.kind not in "iufb":
             raise ValueError(f"{name} must be numeric for scale='values' (|yhat - y| on the label values), got "
                              f"dtype {v.dtype}; for ordinal labels of another type use scale='positions' with classes=")
+        check_group_ids(v, name, what="label")  # None, pandas' NA, NaT among labels of any type
     check_consistent_length(yt, yp)
     if scale == "values":
         return _mean_over_groups(np.abs(yp.astype(np.float64) - yt.astype(np.float64)), groups)
@@ -516,22 +517,31 @@ def mean_rank_loss(y_true, y_pred, groups=None, *, scale="values", classes=None)
             raise ValueError(f"labels must be mutually comparable: y_true has dtype {yt.dtype}, y_pred {yp.dtype}")
         try:
             classes = np.unique(np.concatenate([yt, yp]))
-        except TypeError as exc:
-            raise ValueError(f"labels must be mutually comparable: {exc}") from None
+        except TypeError:  # Python's "'<' not supported": name the first label of y_true, else of y_pred, at fault
+            try:
+                np.unique(yt)
+            except TypeError:
+                raise unordered_labels(yt, "y_true") from None
+            raise unordered_labels(yp, "y_pred", yt, "y_true's labels") from None
     classes = _asarray(classes, "classes")
     if classes.ndim != 1 or classes.size == 0:
         raise ValueError("classes must be a non-empty 1-D sequence")
-    try:  # e.g. None among numbers: Python's "'<' not supported" TypeError
+    try:  # e.g. None among numbers
         sc, first = np.unique(classes, return_index=True)  # sorted classes, and where each stands in classes
-        idx_true, idx_pred = (np.clip(np.searchsorted(sc, v), 0, sc.size - 1) for v in (yt, yp))
-    except TypeError as exc:
-        raise ValueError(f"classes and the labels must be mutually comparable: {exc}") from None
+    except TypeError:
+        raise unordered_labels(classes, "classes") from None
     if sc.size != classes.size:
         raise ValueError("classes contains duplicates")
-    for name, v, idx in (("y_true", yt, idx_true), ("y_pred", yp, idx_pred)):
+    positions = []
+    for name, v in (("y_true", yt), ("y_pred", yp)):
+        try:
+            idx = np.clip(np.searchsorted(sc, v), 0, sc.size - 1)
+        except TypeError:
+            raise unordered_labels(v, name, classes, "classes") from None
         if not np.array_equal(sc[idx], v):  # always equal with classes=None (the sorted union of the labels)
             raise ValueError(f"{name} contains labels that are not in classes")
-    return _mean_over_groups(np.abs(first[idx_pred] - first[idx_true]), groups)
+        positions.append(first[idx])
+    return _mean_over_groups(np.abs(positions[1] - positions[0]), groups)
 
 
 def _mean_over_groups(loss, groups):

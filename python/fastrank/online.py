@@ -39,8 +39,8 @@ from ._problem import centred_in_groups, features_without_group_offsets, require
 from ._progress import progress, resolve_verbose, stage, write_line
 from ._sparse import as_csr, issparse
 from ._registry import register_estimator
-from ._validation import _all_finite, as_float_matrix, check_int, check_n_jobs, check_precomputed_kernel, \
-    group_index, target_column
+from ._validation import _all_finite, _not_finite, as_float_matrix, check_group_ids, check_int, check_n_jobs, \
+    check_precomputed_kernel, group_index, target_column, unordered_labels
 from .exceptions import ConvergenceWarning, user_stacklevel
 from .metrics import _declines_groups, _warn_missing_groups
 
@@ -73,17 +73,20 @@ def _check_labels(y, n_rows, *, label_set_fixed=False):
     if y.shape[0] != n_rows:
         raise ValueError(f"Found input variables with inconsistent numbers of samples: [{n_rows}, {y.shape[0]}]")
     if y.dtype.kind == "f" and not np.isfinite(y).all():
-        raise ValueError("Input y contains NaN or infinity.")
+        raise _not_finite(y, "y")
     if y.dtype.kind == "c":  # complex values have no order
         raise ValueError(f"y must hold ordered class labels (integers, reals or strings), got dtype {y.dtype}")
-    classes = _sorted_classes(y, "y")  # orderability and NaN first: a clear message for mixed types
+    check_group_ids(y, "y", what="label")  # None, NaN, pandas' NA among objects, NaT: with the row
+    classes = _sorted_classes(y, "y")  # orderability first: a clear message for mixed types
     if not label_set_fixed:
         try:
             check_classification_targets(y)
         except ValueError:  # scikit-learn's "Unknown label type: continuous ... classifier" text
-            example = next((v for v in classes.tolist() if float(v) != round(float(v))), None)
-            raise ValueError(f"Unknown label type: y holds continuous values"
-                             f"{'' if example is None else f' (e.g. {example!r})'}: the on-line ordinal learners rank "
+            # no float(): an int beyond float64 overflows it
+            example = next((v for v in classes.tolist() if isinstance(v, numbers.Real) and v != round(v)), None)
+            held = f"continuous values (e.g. {example!r})" if example is not None else \
+                f"values of dtype {y.dtype} that are no class labels to scikit-learn"
+            raise ValueError(f"Unknown label type: y holds {held}: the on-line ordinal learners rank "
                              "into ordered classes; give integer or string grades, fix the ordered label set with "
                              "partial_fit(..., classes=...), or use a ranker of real-valued targets (RankRLS, "
                              "RankSVM)") from None
@@ -121,8 +124,8 @@ def _sorted_classes(values, name="classes"):
         raise ValueError(f"{name} contains an infinite value; class labels must be finite")
     try:
         return np.unique(values)
-    except (TypeError, ValueError) as exc:  # ValueError: an array among the labels has no truth value
-        raise ValueError(f"labels must be orderable (mutually comparable): {exc}") from None
+    except (TypeError, ValueError):  # ValueError: an array among the labels has no truth value
+        raise unordered_labels(values, name) from None
 
 
 def _to_ranks(classes, y):
@@ -130,8 +133,11 @@ def _to_ranks(classes, y):
     sorter = np.argsort(classes, kind="stable")
     try:
         idx = np.searchsorted(classes, y, sorter=sorter)
-    except TypeError as exc:
-        raise ValueError(f"labels must be orderable and comparable with classes_: {exc}") from None
+    except TypeError:
+        idx = None
+    if idx is None:  # outside the except clause: no numpy text chained to the message
+        check_group_ids(y, "y", what="label")  # a missing label first (score's y is checked here only)
+        raise unordered_labels(y, "y", classes)
     idx_c = sorter[np.clip(idx, 0, classes.size - 1)]
     bad = classes[idx_c] != y
     if np.any(bad):

@@ -20,6 +20,7 @@ passes no groups to transformers (a transform without groups after a fit on seve
 
 from __future__ import annotations
 
+import reprlib
 import warnings
 
 import numpy as np
@@ -30,7 +31,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from ._base import _unchanged_on_error
 from ._docs import with_param_docs
 from ._memory import densified
-from ._validation import block_sums, check_bool, group_index
+from ._validation import block_sums, check_bool, group_index, one_of
 from .exceptions import MissingGroupsWarning, user_stacklevel
 
 __all__ = ["QueryNormalizer", "Log1pScaler", "make_normalizer", "NORMALIZERS"]
@@ -62,6 +63,9 @@ class _DenseTransformer(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
                 setattr(cls, name, _unchanged_on_error(cls.__dict__[name]))
 
     def _dense_float(self, X, *, reset):
+        if np.isscalar(X) or X is None or getattr(X, "ndim", None) == 0:  # a str reached numpy's conversion text
+            raise ValueError(f"Expected 2D array, got scalar array instead: X={reprlib.repr(X)}; pass the features as "
+                             "an array of shape (n_samples, n_features)")
         return densified(validate_data(self, X, accept_sparse="csr", dtype=np.float64, reset=reset),
                          f"copy of the sparse X ({type(self).__name__})",
                          advice="The normalisation shifts zeros, so it densifies X: skip it for large sparse data "
@@ -127,13 +131,12 @@ class QueryNormalizer(_DenseTransformer):
             The fitted transformer.
         """
         self._checked_method()
-        n_groups = 1 if groups is None else group_index(groups, X.shape[0] if hasattr(X, "shape") else len(X)).n_groups
-        self._dense_float(X, reset=True)
-        self.n_fit_groups_ = n_groups
+        n_rows = self._dense_float(X, reset=True).shape[0]  # X first: a scalar X has no rows to count
+        self.n_fit_groups_ = 1 if groups is None else group_index(groups, n_rows).n_groups
         return self
 
     def _checked_method(self):  # also at transform: set_params after fit could name no method (read as "zscore")
-        if self.method not in self._METHODS:
+        if not one_of(self.method, self._METHODS):
             raise ValueError(f"method must be one of {self._METHODS}, got {self.method!r}")
 
     @with_param_docs(_DOCS)
@@ -334,7 +337,7 @@ def make_normalizer(name):
     transformer : QueryNormalizer, Log1pScaler or None
         A new unfitted transformer (a :class:`Log1pScaler` subclass for "zscore"), or None for "none".
     """
-    if name not in NORMALIZERS:
+    if not one_of(name, NORMALIZERS):
         raise ValueError(f"normalization must be one of {', '.join(NORMALIZERS)}, got {name!r}")
     return {"none": None, "zscore": _ZScore(), "query-minmax": QueryNormalizer("minmax"),
             "query-zscore": QueryNormalizer("zscore"), "log1p-zscore": Log1pScaler()}[name]

@@ -50,10 +50,9 @@ def _ids(groups, name):
             g = g.astype(str)
         elif all(isinstance(v, numbers.Number) and not isinstance(v, complex) for v in values):
             g = np.asarray(values)
+            check_group_ids(g, name)  # an infinite number among the objects
     if g.dtype == object or g.dtype.kind == "c":
         raise TypeError(f"{name} must be an array of numbers or strings, got dtype {g.dtype}")
-    if g.dtype.kind == "f" and not np.isfinite(g).all():
-        raise ValueError(f"{name} contains NaN or infinity")
     return g
 
 

@@ -1,3 +1,5 @@
+import contextlib
+import os
 import sys
 from pathlib import Path
 
@@ -12,3 +14,16 @@ def shared_data(name):
         if (root / name).is_dir():
             return root / name
     pytest.fail(f"shared dataset {name!r} not found beside the repository (../shared/data/{name})")
+
+
+@contextlib.contextmanager
+def pipe_path(data):
+    """The path of a pipe holding the bytes ``data`` (at most the 64 KiB a pipe buffers), as ``<(...)`` gives: its
+    bytes can be read once."""
+    r, w = os.pipe()
+    os.write(w, data)
+    os.close(w)
+    try:
+        yield f"/dev/fd/{r}"
+    finally:
+        os.close(r)

@@ -12,7 +12,7 @@ import pytest
 from sklearn.datasets import dump_svmlight_file
 
 import fastrank
-from conftest import shared_data
+from conftest import pipe_path, shared_data
 from fastrank import cli
 from fastrank.datasets import load_lambdarank, load_svmlight
 from fastrank.metrics import ndcg, pairwise_disagreement
@@ -182,6 +182,29 @@ def test_rlscore_legacy_files(tmp_path, capsys):
     code, out, _ = run(["evaluate", "--format", "json", "-m", "disagreement", "--model", model, te], capsys)
     assert json.loads(out)["mean"]["disagreement"] == pytest.approx(
         pairwise_disagreement(yt, api, qt, tied_scores="half"), rel=1e-12)
+
+
+def test_train_predict_evaluate_read_pipes_as_the_files(tmp_path, capsys):
+    """<(...) or a pipe on /dev/stdin: each command's output equals the regular file's (the reader's second pass
+    over a pipe read nothing: "the file has no data lines")."""
+    rng = np.random.default_rng(0)
+    tr, te = tmp_path / "train.txt", tmp_path / "test.txt"
+    for path, m in ((tr, 40), (te, 16)):
+        dump_svmlight_file(rng.random((m, 4)), rng.integers(0, 3, m), str(path),
+                           query_id=np.repeat(np.arange(m // 8), 8), zero_based=False)
+    model, piped = tmp_path / "m.frk", tmp_path / "p.frk"
+    assert run(["train", "-q", tr, model], capsys)[0] == 0
+    with pipe_path(tr.read_bytes()) as name:
+        assert run(["train", "-q", name, piped], capsys)[0] == 0
+    code, want, _ = run(["predict", model, te], capsys)
+    assert code == 0 and len(want.split()) == 16
+    with pipe_path(te.read_bytes()) as name:
+        assert run(["predict", piped, name], capsys) == (0, want, "")
+    (tmp_path / "s.txt").write_text(want)
+    code, report, _ = run(["evaluate", "--per-query", te, tmp_path / "s.txt"], capsys)
+    assert code == 0 and report.startswith("qid\tndcg@10\tndcg\tdisagreement\n0\t")
+    with pipe_path(te.read_bytes()) as data, pipe_path(b"# scores\n" + want.encode()) as scores:
+        assert run(["evaluate", "--per-query", data, scores], capsys) == (0, report, "")
 
 
 # ----------------------------------------------------------------------------------------------

@@ -289,7 +289,9 @@ def test_per_query_text_output_without_query_ids(tmp_path, capsys):
 @pytest.mark.parametrize("flags", [["--n-jobs", "0"], ["--kernel", "rbf", "--basis-vectors", "0"],
                                    ["--kernel", "poly", "--degree", "-1"], ["--param", "exclude_ties=1"],
                                    ["-M", "RankRLSCV", "--param", "scoring=foo"],
-                                   ["--alpha", "auto", "--cv", "lpo", "-m", "ndcg@10"]])
+                                   ["--alpha", "auto", "--cv", "lpo", "-m", "ndcg@10"], ["--param", "verbose=-1"],
+                                   ["-M", "RankRLSCV", "--param", "cv=foo"], ["-M", "RankRLSCV", "--param", "cv=1.5"],
+                                   ["-M", "RankRLSCV", "--param", "cv=1"], ["-M", "RankRLSCV", "--param", "cv=true"]])
 def test_parameters_fit_would_refuse_are_usage_errors(tmp_path, capsys, flags):
     rng = np.random.default_rng(3)
     data = _write(tmp_path / "q.txt", rng.integers(0, 3, 12), np.repeat([1, 2, 3], 4), rng.random((12, 3)))

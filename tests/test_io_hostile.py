@@ -1,6 +1,12 @@
 """Hostile arguments to the file readers and writers, progress reporting and the command line: each gets an
 error naming the argument (or the file) instead of a raw Python/numpy error or a silently changed setting."""
 
+import errno
+import io
+import os
+import stat
+import sys
+
 import numpy as np
 import pytest
 
@@ -148,3 +154,41 @@ def test_save_metadata_that_would_load_changed_is_refused(tmp_path, model, metad
         fastrank.save(model, tmp_path / "m.frk", metadata=metadata)
     meta = {"a": [1, 2.5, None, {"b": "c"}]}
     assert fastrank.load(fastrank.save(model, tmp_path / "m.frk", metadata=meta), return_metadata=True)[1] == meta
+
+
+@pytest.mark.parametrize("target, message", [
+    ("fifo", "exists and is not a regular file (a pipe, socket or device); a model file is a regular file: give a "
+             "file path"),
+    ("/dev/null", "exists and is not a regular file (a pipe, socket or device); a model file is a regular file: give "
+                  "a file path"),
+    (".", "is a directory; give the model file's name"),
+    ("nope/m.frk", "the folder {folder} does not exist")])
+def test_train_refuses_a_model_path_it_cannot_write_before_any_work(data_file, tmp_path, capsys, monkeypatch, target,
+                                                                     message):
+    # /dev/null or a FIFO: save's ValueError reached the user as a traceback, after the fit
+    path = target if target.startswith("/") else str(tmp_path / target)
+    if target == "fifo":
+        os.mkfifo(path)
+    monkeypatch.setattr(cli, "_read_training", lambda *a: pytest.fail("the training file was read"))
+    assert cli.main(["train", str(data_file), path]) == 1
+    message = message.format(folder=tmp_path / "nope")
+    assert capsys.readouterr().err == f"fastrank train: error: {path}: {message}\n"
+    assert target != "fifo" or stat.S_ISFIFO(os.stat(path).st_mode)
+
+
+class _FullStream(io.StringIO):
+    def write(self, text):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+
+@pytest.mark.parametrize("command", ["predict", "evaluate", "cv"])
+def test_a_failed_write_of_the_standard_output_is_a_one_line_error(data_file, tmp_path, capsys, monkeypatch, command):
+    # > /dev/full: the OSError of sys.stdout.write reached the user as a traceback
+    model = tmp_path / "m.frk"
+    assert cli.main(["train", "-q", str(data_file), str(model)]) == 0
+    argv = {"predict": [model, data_file], "evaluate": ["--model", model, data_file], "cv": [data_file]}[command]
+    capsys.readouterr()
+    monkeypatch.setattr(sys, "stdout", _FullStream())
+    assert cli.main([command, "-q", *map(str, argv)]) == 1
+    want = f"fastrank {command}: error: cannot write the standard output: No space left on device\n"
+    assert capsys.readouterr().err == want

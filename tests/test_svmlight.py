@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from sklearn.datasets import dump_svmlight_file, load_svmlight_file
 
-from conftest import shared_data
+from conftest import pipe_path, shared_data
 from fastrank.datasets import load_lambdarank, load_svmlight
 
 
@@ -140,3 +140,34 @@ def test_read_scores_of_blank_file_is_empty(tmp_path):
     p = tmp_path / "s.txt"
     p.write_text("\n  \n\t\n")
     assert read_scores(p).shape == (0,)
+
+
+def test_a_pipe_reads_as_the_file_it_carries(tmp_path):
+    # the reader opened the path twice: the second read of a pipe was empty ("the file has no data lines")
+    from fastrank._svmlight import read_scores, read_svmlight
+
+    text = b"# header\n2 qid:1 1:0.5 3:1 # c\n0 qid:1 2:0.25\r1 qid:2 1:1 2:2 3:3\n"  # a comment, a lone CR
+    p = tmp_path / "d.txt"
+    p.write_bytes(text)
+    X, y, qid, info = read_svmlight(p)
+    with pipe_path(text) as name:
+        Xp, yp, qidp, infop = read_svmlight(name)
+    assert (Xp != X).nnz == 0 and Xp.shape == X.shape == (3, 3)
+    assert np.array_equal(yp, [2, 0, 1]) and np.array_equal(qidp, [1, 1, 2]) and infop == info
+    bad = text + b"1 qid:2 1:x\n"  # named by the line checker, a second pass
+    with pipe_path(bad) as name, pytest.raises(ValueError, match=f"^{name}:5: value of feature 1: 'x' is not a "
+                                                                 "number$"):
+        read_svmlight(name)
+    with pipe_path(b"# scores\n0.5\n-2 # c\n") as name:  # the score reader's line scanner, after its fast path
+        assert np.array_equal(read_scores(name), [0.5, -2.0])
+
+
+@pytest.mark.parametrize("sep", [b"\x1c", b"\x1d", b"\x1e", b"\x1f"])
+def test_a_separator_control_byte_is_named_with_its_line(tmp_path, sep):
+    # str.split() splits at 0x1c-0x1f and the compiled parser (bytes.split()) does not: the line checker found
+    # nothing and the parser's "could not convert string to float: b'0.1\x1c2:0.9'" was the message
+    p = tmp_path / "sep.txt"
+    p.write_bytes(b"1 qid:1 1:0.5 2:0.3\n0 qid:1 1:0.1" + sep + b"2:0.9\n")
+    token = repr("0.1" + sep.decode() + "2:0.9")
+    with pytest.raises(ValueError, match=f"^{re.escape(f'{p}:2: value of feature 1: {token} is not a number')}$"):
+        load_svmlight(p)

@@ -14,7 +14,7 @@ from ._rankrls import MPRank, RankRLS
 from ._registry import register_estimator
 from .metrics import (Measure, RankingScorer, discrete_ranking_loss, get_measure, m1d, magnitude_preserving_cost,
                       mean_rank_loss, measure_names, msd, stability_ranking_loss)
-from ._exactcv import engine_for, resolve_folds
+from ._exactcv import check_folds, engine_for, resolve_folds
 from ._solvers import one_conditioning_warning
 from ._progress import progress
 from ._validation import check_alphas, group_index, mprank_alpha
@@ -251,6 +251,16 @@ class RankRLSCV(_ExactCVSearch):
     _sparse_input = True
     _multi_output = True  # y (m, v): every output scored, alpha shared
 
+    def _check_cv(self):
+        """What fit checks of cv without the data (the fold count against the data and 'lgo' against the groups are
+        checked by fit)."""
+        if isinstance(self.cv, str):
+            if self.cv not in ("lpo", "lgo"):
+                raise ValueError(f"cv must be None, 'lpo', 'lgo', an int, fold labels, index sets or a splitter; "
+                                 f"got {self.cv!r}")
+        elif self.cv is not None:
+            check_folds(self.cv)
+
     @one_conditioning_warning
     def fit(self, X, y, groups=None):
         """Score every alpha by exact cross-validation, keep the best, solve on all data.
@@ -272,12 +282,10 @@ class RankRLSCV(_ExactCVSearch):
         """
         alphas = check_alphas(np.logspace(-3, 3, 13) if self.alphas is None else self.alphas)
         scoring = _check_scoring(self.scoring)
+        self._check_cv()
         cv = self.cv
         if cv is None:
             cv = "lgo" if groups is not None and group_index(groups, np.size(groups)).n_groups >= 2 else "lpo"
-        elif isinstance(cv, str) and cv not in ("lpo", "lgo"):
-            raise ValueError(f"cv must be None, 'lpo', 'lgo', an int, fold labels, index sets or a splitter; "
-                             f"got {cv!r}")
         is_lpo = isinstance(cv, str) and cv == "lpo"
         table = _table_measure(self.scoring, scoring)
         if is_lpo and (table is None or table[0].name not in ("auc", "disagreement")):

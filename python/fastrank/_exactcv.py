@@ -30,8 +30,8 @@ from ._threads import compute_region, cpu_budget, threads_for_work
 from ._validation import _asarray, check_alpha, check_n_jobs, mprank_alpha, pair_disagreement, whole_numbers
 from .exceptions import LinAlgError
 
-__all__ = ["CVSpec", "spec_of", "HoldoutEngine", "engine_for", "resolve_folds", "check_sets", "PreferenceRoute",
-           "alike"]
+__all__ = ["CVSpec", "spec_of", "HoldoutEngine", "engine_for", "check_folds", "resolve_folds", "check_sets",
+           "PreferenceRoute", "alike"]
 
 _SOLVERS = ("auto", "dual", "primal")
 # Grids of more alphas than this share one spectral factor of S K S (one m x m product per alpha); smaller grids factor
@@ -1258,6 +1258,16 @@ def check_sets(sets, m, *, min_train=2):
     return checked
 
 
+def check_folds(folds):
+    """What resolve_folds checks of ``folds`` without the data: an int k >= 2, or the form of the other values."""
+    if isinstance(folds, numbers.Integral) and not isinstance(folds, (bool, np.bool_)):
+        if folds < 2:
+            raise ValueError(f"folds (RankRLSCV's cv) = {folds} must be at least 2")
+    elif isinstance(folds, (str, numbers.Number)) or not (hasattr(folds, "split") or np.iterable(folds)):
+        raise TypeError(f"folds (RankRLSCV's cv) must be an int k >= 2, (m,) fold labels, a sequence of index arrays "
+                        f"or a scikit-learn splitter, got {folds!r}")
+
+
 def resolve_folds(folds, engine, groups=None):
     """Disjoint hold-out index sets (checked by ``engine.check_sets``) from an int k, (m,) fold labels, a sequence of
     index arrays or of (train, test) index pairs, or a scikit-learn splitter (its test indices; the targets and
@@ -1273,9 +1283,7 @@ def resolve_folds(folds, engine, groups=None):
             raise ValueError(f"folds (RankRLSCV's cv) = {k} must be between 2 and the number of {unit} ({n})")
         # whole groups round-robin (as fold labels), else contiguous folds
         folds = (np.arange(n) % k)[gi.codes] if engine.grouped else np.array_split(np.arange(m), k)
-    if isinstance(folds, (str, numbers.Number)) or not (hasattr(folds, "split") or np.iterable(folds)):
-        raise TypeError(f"folds (RankRLSCV's cv) must be an int k >= 2, (m,) fold labels, a sequence of index arrays "
-                        f"or a scikit-learn splitter, got {folds!r}")
+    check_folds(folds)
     try:  # fold labels as an array, a list or a pandas Series; index sets of different sizes are ragged
         labels = None if hasattr(folds, "split") else np.asarray(folds)
     except (ValueError, TypeError):

@@ -210,6 +210,21 @@ def _digest(header, arrays):
     return h.hexdigest()
 
 
+def _writable_path(path):
+    """``path`` (a file name) where save can write a model file; its refusals name ``path``."""
+    path = file_name(path)
+    if os.path.isdir(path):  # else the OSError would name the temporary file
+        raise IsADirectoryError(f"{path}: is a directory; give the model file's name")
+    if os.path.exists(path) and not os.path.isfile(path):
+        # the atomic replace would swap a FIFO, socket or device node (/dev/null as root) for a regular file
+        raise ValueError(f"{path}: exists and is not a regular file (a pipe, socket or device); a model file is a "
+                         "regular file: give a file path")
+    folder = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(folder):
+        raise FileNotFoundError(f"{path}: the folder {folder} does not exist")
+    return path
+
+
 def save(model, path, *, dtype=None, compress=True, metadata=None):
     """Write a fastrank estimator (fitted or not) to ``path`` in the documented model format.
 
@@ -241,15 +256,12 @@ def save(model, path, *, dtype=None, compress=True, metadata=None):
         If the model is not a fastrank estimator or holds a value the format cannot store (the message names the
         attribute).
     ValueError
-        If a parameter fails the model's checks (load would refuse the file).
+        If a parameter fails the model's checks (load would refuse the file), or ``path`` exists and is not a regular
+        file (a pipe, socket or device).
     IsADirectoryError, FileNotFoundError
         If ``path`` is a directory or its folder does not exist (the message names ``path``).
     """
-    path = file_name(path)
-    if os.path.exists(path) and not os.path.isdir(path) and not os.path.isfile(path):
-        # the atomic replace would swap a FIFO, socket or device node (/dev/null as root) for a regular file
-        raise ValueError(f"{path!r} exists and is not a regular file (a pipe, socket or device); save writes files: "
-                         "give a file path")
+    path = _writable_path(path)
     if dtype not in (None, "float32", np.float32):
         raise ValueError(f"dtype must be None or 'float32', got {dtype!r}")
     if not isinstance(compress, (bool, np.bool_)):  # compress="no" would compress
@@ -274,12 +286,7 @@ def save(model, path, *, dtype=None, compress=True, metadata=None):
               **body, "arrays": enc.entries, "metadata": metadata or {}}
     header["checksum"] = {"sha256": _digest(header, enc.arrays)}
     raw = np.frombuffer(json.dumps(header, allow_nan=False).encode("utf-8"), dtype=np.uint8)
-    folder = os.path.dirname(os.path.abspath(path))
-    if os.path.isdir(path):  # else the OSError would name the temporary file
-        raise IsADirectoryError(f"{path}: is a directory; give the model file's name")
-    if not os.path.isdir(folder):
-        raise FileNotFoundError(f"{path}: the folder {folder} does not exist")
-    fd, tmp = tempfile.mkstemp(prefix=".fastrank-", suffix=".tmp", dir=folder)
+    fd, tmp = tempfile.mkstemp(prefix=".fastrank-", suffix=".tmp", dir=os.path.dirname(os.path.abspath(path)))
     try:
         with os.fdopen(fd, "wb") as fh:  # a file object: np.savez adds no ".npz" to the name
             (np.savez_compressed if compress else np.savez)(fh, header=raw, **enc.arrays)

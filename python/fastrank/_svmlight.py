@@ -42,6 +42,10 @@ _QUERY_SUFFIXES = (".query", ".group")  # LightGBM's and XGBoost's query-size fi
 
 _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1  # query ids the compiled reader holds (C long)
 _INDEX_MAX = 2**31 - 1  # the largest feature index it takes (a C int column count: 2**31 overflows)
+# The compiled reader splits lines with bytes.split(): at ASCII whitespace only.  str.split() also splits at the
+# separator bytes 0x1c-0x1f, which would let the line checker pass a line that reader refuses.
+_SPACE = " \t\n\r\x0b\x0c"
+_tokens = re.compile(f"[^{_SPACE}]+").findall
 
 
 def _convert(conv, text, message, *args):
@@ -71,7 +75,7 @@ def _parse_line(line):
     a readable message for anything malformed."""
     if not line.isascii():  # the compiled reader parses bytes: other digits and spaces int()/float() take fail there
         raise _LineError("a non-ASCII character outside a comment (svmlight lines are ASCII)")
-    toks = line.split()
+    toks = _tokens(line)
     target = _real(toks[0], "target")
     qid, start = None, 1
     if len(toks) > 1 and toks[1].startswith("qid:"):
@@ -101,7 +105,30 @@ def _parse_line(line):
     return target, qid, indices, values
 
 
+class _FileBytes(str):
+    """A file's name holding the file's bytes, read once by _read_once."""
+
+    def __new__(cls, name, data):
+        self = super().__new__(cls, name)
+        self.data = data
+        return self
+
+
+def _read_once(path):
+    """``path``, or for an existing file that is not a regular file or a directory (a pipe, ``<(...)``, ``/dev/stdin``
+    from a pipe: its bytes come once, and the readers make more than one pass) a _FileBytes of it."""
+    if not os.path.exists(path) or os.path.isfile(path) or os.path.isdir(path):
+        return path
+    try:
+        with _open(path) as fh:
+            return _FileBytes(path, fh.read())
+    except (OSError, EOFError) as exc:
+        raise ValueError(f"{path}: cannot read the file ({exc})") from None
+
+
 def _open(path, mode="rb"):
+    if isinstance(path, _FileBytes):
+        return io.BytesIO(path.data)
     return (gzip.open if path.endswith(".gz") else bz2.open if path.endswith(".bz2") else open)(path, mode)
 
 
@@ -117,7 +144,7 @@ def _scan(path, parse=_parse_line):
                     try:  # a comment may hold any bytes
                         # ASCII whitespace only: str.strip() also took a trailing no-break space (U+00A0) away
                         # from the ASCII check, and the compiled parser then failed without a line number
-                        line = part.split(b"#", 1)[0].decode().strip(" \t\n\r\x0b\x0c")
+                        line = part.split(b"#", 1)[0].decode().strip(_SPACE)
                         if line:
                             yield lineno, parse(line)
                     except UnicodeDecodeError:
@@ -133,9 +160,10 @@ _UNDERSCORE_OUTSIDE_COMMENT = re.compile(rb"^[^#\r\n]*_", re.MULTILINE)
 
 
 def _compiled_parser_input(path):
-    """``path`` itself, or for a file with lines ending in a lone CR (old Mac files) its bytes with LF line ends (the
-    compiled parser splits lines at LF only, as _scan and numpy do not); None when a data line holds "_", which that
-    parser (Python's int() / float()) would read as a digit separator.  One streaming pass over whole lines."""
+    """``path`` itself, or for a file with lines ending in a lone CR (old Mac files) or a _FileBytes its bytes with LF
+    line ends (the compiled parser splits lines at LF only, as _scan and numpy do not); None when a data line holds
+    "_", which that parser (Python's int() / float()) would read as a digit separator.  One streaming pass over whole
+    lines."""
     tail, lone_cr = b"", False
     with _open(path) as fh:
         while True:
@@ -148,7 +176,7 @@ def _compiled_parser_input(path):
                 return None
             if not chunk:
                 break
-    if not lone_cr:
+    if not lone_cr and not isinstance(path, _FileBytes):
         return path
     with _open(path) as fh:
         return io.BytesIO(fh.read().replace(b"\r\n", b"\n").replace(b"\r", b"\n"))
@@ -179,7 +207,7 @@ _PLAIN_SCORES = b"0123456789.eE+- \t\n"
 def read_scores(path):
     """The first number of every data line of a score file (one score per line, as ``fastrank predict``
     writes them; ``.gz`` / ``.bz2`` too); ValueError("<file>:<line>: ...") for a malformed line."""
-    p = file_name(path)
+    p = _read_once(file_name(path))
     try:  # the fast path; anything else (comments, bad tokens, unreadable files) goes to the line scanner
         with _open(p) as fh:
             data = fh.read()
@@ -190,7 +218,7 @@ def read_scores(path):
     except (OSError, EOFError, ValueError):
         pass
     hint = " (one score per line expected)"
-    return np.array([v for _, v in _scan(p, lambda text: _real(text.split()[0], "score", hint))])
+    return np.array([v for _, v in _scan(p, lambda text: _real(_tokens(text)[0], "score", hint))])
 
 
 def _query_size(text):
@@ -223,6 +251,7 @@ def read_svmlight(path, *, n_features=None, zero_based="auto", extra_features="e
         raise FileNotFoundError(f"{p}: no such file")
     if os.path.isdir(p):
         raise ValueError(f"{p}: is a directory, not a data file")
+    p = _read_once(p)
     auto = isinstance(query_file, str) and query_file == "auto"
     q = None if query_file is None or auto else file_name(query_file, "query_file")
     if q is not None and not os.path.exists(q):

@@ -20,9 +20,9 @@ import numpy as np
 
 from ._cv import RankRLSCV, _check_scoring
 from ._memory import densified
-from ._persist import load, save
+from ._persist import _writable_path, load, save
 from ._problem import WEIGHTINGS
-from ._progress import progress, stage, write_line
+from ._progress import progress, resolve_verbose, stage, write_line
 from ._registry import ESTIMATORS
 from ._svmlight import _QUERY_SUFFIXES, _open, read_scores, read_svmlight
 from ._solvers import select_basis
@@ -103,6 +103,18 @@ def _errors_as(error, types, prefix="", message=None):
 
 def _estimators():
     return dict(ESTIMATORS)
+
+
+def _write_stdout(text):
+    """``text`` on the standard output, flushed; a failed write (a full disk) is a DataError.  A reader that went away
+    (BrokenPipeError) is main's: the command ends quietly."""
+    try:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        raise
+    except OSError as exc:
+        raise DataError(f"cannot write the standard output: {exc.strerror or exc}") from None
 
 
 _WORDS = {"none": None, "null": None, "true": True, "yes": True, "false": False, "no": False}
@@ -295,6 +307,8 @@ def _check_parameters(est, n_rows, n_features):
     with _errors_as(UsageError, (TypeError, ValueError)):
         if "n_jobs" in params:
             check_n_jobs(params["n_jobs"])
+        if "verbose" in params:  # not in _parameter_constraints: fit checks it where it reports progress
+            resolve_verbose(params["verbose"])
         if callable(getattr(est, "_kernel_spec", None)) and params.get("kernel") != "precomputed":
             est._kernel_spec(n_features)
         if params.get("basis_vectors") is not None:
@@ -313,6 +327,7 @@ def _check_parameters(est, n_rows, n_features):
             model = searched(**{k: v for k, v in params.items() if k in names})
             model.set_params(**{"C" if "Cs" in params else "alpha": 1.0})._cv_spec()
         if isinstance(est, RankRLSCV):
+            est._check_cv()
             scoring = _check_scoring(est.scoring)
             if est.cv == "lpo" and getattr(scoring, "name", None) not in ("auc", "disagreement"):
                 raise ValueError(f"-m {est.scoring} needs hold-out queries or folds (--cv lgo or K); --cv lpo scores "
@@ -384,6 +399,8 @@ def _build_estimator(args, groups, y):
 
 def cmd_train(args):
     _refuse_overwriting(args.model_file, *_inputs_of(args.train_file, args))
+    with _errors_as(DataError, (OSError, ValueError)):  # before the fit: a directory, a pipe or device, no folder
+        _writable_path(args.model_file)
     est, Xm, y, groups, info, norm_state = _read_training(args, "sparse" if args.sparse else "auto")
     name = type(est).__name__
     fit_kw = {"groups": groups} if groups is not None and _accepts(est.fit, "groups") else {}
@@ -402,7 +419,7 @@ def cmd_train(args):
                          "train_file": os.path.basename(args.train_file), "rows": int(Xm.shape[0]),
                          "normalize": norm_state}}
     with _errors_as(DataError, OSError, f"cannot write {args.model_file}: "), \
-            _errors_as(DataError, TypeError, "cannot save the model: "):
+            _errors_as(DataError, (TypeError, ValueError), "cannot save the model: "):
         save(est, args.model_file, dtype="float32" if args.float32 else None, metadata=meta)
     _say(args, f"{name} fitted in {st.elapsed:.3g} s; model written to {args.model_file} "
                f"({os.path.getsize(args.model_file) / 1024:.1f} KiB)")
@@ -427,8 +444,7 @@ def cmd_predict(args):
     s = _model_scores(args.model_file, args.test_file, args)[2]
     text = "".join(f"{v:.17g}\n" for v in s.tolist())
     if args.output in (None, "-"):
-        sys.stdout.write(text)
-        sys.stdout.flush()
+        _write_stdout(text)
         return 0
     with _errors_as(DataError, OSError, f"cannot write {args.output}: "), _open(args.output, "wt") as fh:
         fh.write(text)  # compressed as its name says: evaluate reads .gz and .bz2 score files
@@ -460,21 +476,21 @@ def cmd_evaluate(args):
                                                   verbose=args.progress)
         averaged = [next((kv for kv in by_labels if kv[0] == k), (k, v)) for k, v in averaged]
         per_query.update(per_label)  # both empty without --per-query
-    labels, out = [k for k, _ in averaged], sys.stdout
+    labels, out = [k for k, _ in averaged], []
     if args.format == "json":
         doc = {"mean": dict(averaged)}
         if args.per_query:
             doc["per_query"] = {str(q): {k: (None if np.isnan(v[i]) else float(v[i])) for k, v in per_query.items()}
                                 for i, q in enumerate(ids.tolist())}
-        out.write(json.dumps(doc, indent=1) + "\n")
+        out.append(json.dumps(doc, indent=1) + "\n")
     elif args.per_query:  # without qid the file is the one query, with id 0
-        out.write("qid\t" + "\t".join(labels) + "\n")
+        out.append("qid\t" + "\t".join(labels) + "\n")
         for i, q in enumerate(ids.tolist()):
-            out.write(f"{q}\t" + "\t".join(f"{per_query[k][i]:.6f}" for k in labels) + "\n")  # NaN: "nan"
-        out.write("mean\t" + "\t".join(f"{v:.6f}" for _, v in averaged) + "\n")
+            out.append(f"{q}\t" + "\t".join(f"{per_query[k][i]:.6f}" for k in labels) + "\n")  # NaN: "nan"
+        out.append("mean\t" + "\t".join(f"{v:.6f}" for _, v in averaged) + "\n")
     else:
-        out.write("".join(f"{k}\t{v:.6f}\n" for k, v in averaged))
-    out.flush()
+        out.append("".join(f"{k}\t{v:.6f}\n" for k, v in averaged))
+    _write_stdout("".join(out))
     return 0
 
 
@@ -503,14 +519,13 @@ def cmd_cv(args):
     res = est.cv_results_
     kept = " (queries kept together)" if groups is not None else ""
     label = {"lpo": "leave-pair-out", "lgo": "leave-query-out"}.get(est.cv, f"{est.cv}-fold{kept}")
-    out = sys.stdout
-    out.write(f"# exact {label} cross-validation of RankRLS (kernel={est.kernel}, "
-              f"features: {norm_state['name'] if norm_state else 'none'}), scoring={res['scoring']}\n")
-    out.write("alpha\tscore\n")
+    out = [f"# exact {label} cross-validation of RankRLS (kernel={est.kernel}, "
+           f"features: {norm_state['name'] if norm_state else 'none'}), scoring={res['scoring']}\n", "alpha\tscore\n"]
     for a, s in zip(res["alphas"].tolist(), res["scores"].tolist()):
         mark = "\t<- best" if a == est.alpha_ else ""
-        out.write(f"{a:.6g}\t{s:.6f}{mark}\n")
-    out.write(f"# best alpha {est.alpha_:.6g}, score {est.best_score_:.6f}{_grid_end(est)}\n")
+        out.append(f"{a:.6g}\t{s:.6f}{mark}\n")
+    out.append(f"# best alpha {est.alpha_:.6g}, score {est.best_score_:.6f}{_grid_end(est)}\n")
+    _write_stdout("".join(out))
     if args.plot:
         fig = Figure(figsize=(6, 4))
         CVCurveDisplay.from_estimator(est, ax=fig.subplots())

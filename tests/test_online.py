@@ -4,8 +4,10 @@ Harrington (2003) Algorithms 1-2, section 3.1 and section 4."""
 import copy
 import pickle
 import warnings
+from decimal import Decimal
 
 import numpy as np
+import pandas as pd
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -263,6 +265,28 @@ def test_arbitrary_ordered_labels_map_to_ranks():
     assert est.average_rank_loss_ == ref.average_rank_loss_
     floats = OAPBPM(n_estimators=5, random_state=0).fit(X, (y * 10.0))
     np.testing.assert_array_equal(floats.predict(X), ref.predict(X) * 10.0)
+
+
+@pytest.mark.parametrize("make", [PRank, fastrank.PRankVP, lambda: OAPBPM(n_estimators=5, random_state=0), WidrowHoff])
+def test_integer_labels_in_object_arrays_are_those_integers(make):
+    # a pandas object column of grades was refused: "y holds continuous values ... give integer grades"
+    X, y = stream(13, T=200, k=4)
+    ref, first = make().fit(X, y), make().partial_fit(X[:50], y[:50])
+    for labels in (y.astype(object), pd.Series(list(y), dtype=object)):
+        est = make().fit(X, labels)
+        assert est.classes_.dtype == np.int64
+        np.testing.assert_array_equal(est.classes_, ref.classes_)
+        np.testing.assert_array_equal(est.decision_function(X), ref.decision_function(X))
+        np.testing.assert_array_equal(est.predict(X), ref.predict(X))
+        np.testing.assert_array_equal(make().partial_fit(X[:50], labels[:50]).decision_function(X),
+                                      first.decision_function(X))
+    big = make().fit(X, y.astype(object) * 10**20)  # integers beyond int64: numpy keeps the objects
+    np.testing.assert_array_equal(big.predict(X), ref.predict(X).astype(object) * 10**20)
+    with pytest.raises(ValueError, match=r"^Unknown label type: y holds continuous values \(e\.g\. 1\.5\): "):
+        make().fit(X, (y + 0.5).astype(object))
+    with pytest.raises(ValueError, match=r"^Unknown label type: y holds objects of type Decimal \(e\.g\. "
+                                         r"Decimal\('1'\)\), neither strings nor integers: "):
+        make().fit(X, np.array([Decimal(int(v)) for v in y], dtype=object))
 
 
 def test_loss_curve_is_cumulative_average():

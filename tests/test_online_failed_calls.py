@@ -40,6 +40,23 @@ def test_diverging_fit_keeps_the_previous_model():
     np.testing.assert_array_equal(est.predict(X), WidrowHoff(eta=0.1).fit(X[:50], y[:50]).predict(X))
 
 
+def test_weights_overflowing_on_the_last_updates_are_refused():
+    # eta=1e22 overflowed coef_ and intercept_ to inf after the last score was checked: fit returned that model with
+    # only the overshoot warning, and predict and save then blamed X
+    rng = np.random.default_rng(8)
+    X, y = rng.normal(size=(15, 3)), rng.integers(0, 3, 15)
+    est = WidrowHoff(eta=0.01).fit(X, y)
+    before = _state(est)
+    est.set_params(eta=1e22)
+    before["eta"] = 1e22
+    for call in (lambda: est.fit(X, y), lambda: est.partial_fit(X, y)):
+        with pytest.warns(ConvergenceWarning, match="its updates overshoot"), pytest.raises(
+                ValueError, match=r"^Widrow-Hoff diverged \(non-finite weights after example 14\); use a smaller eta, "
+                                  r"below 2 / max \|\|x\|\|\^2, or eta='auto'$"):
+            call()
+        _assert_same_state(est, before)
+
+
 @pytest.mark.parametrize("make", [PRank, lambda: OAPBPM(n_estimators=3, random_state=0), WidrowHoff])
 def test_failed_first_partial_fit_fixes_no_label_set(make):
     X, y = _data()

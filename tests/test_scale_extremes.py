@@ -100,6 +100,31 @@ def test_perceptron_scores_beyond_float64_are_refused(make):
     np.testing.assert_array_equal(model.decision_function(Xo), before)  # the failed call left the model as it was
 
 
+@pytest.mark.parametrize("make", [fr.PRank, fr.PRankVP])
+def test_perceptron_weights_beyond_float64_are_refused(make):
+    # the last update, w += 4 x, overflowed to coef_ = inf with no score after it to show it
+    X = np.array([[0.0], [1e308]])
+    model = make().partial_fit(X[:1], [0], classes=[0, 1, 2, 3, 4])
+    before = model.decision_function(np.ones((1, 1)))
+    with pytest.raises(ValueError, match=r"^the perceptron weights overflow float64 \(features of magnitude near "
+                                         r"1e308\); rescale X$"):
+        model.partial_fit(X[1:], [4])
+    np.testing.assert_array_equal(model.decision_function(np.ones((1, 1))), before)
+    assert model.n_seen_ == 1
+    with pytest.raises(ValueError, match="perceptron weights overflow float64"):
+        make().fit(np.array([[0.0], [0.0], [1e308]]), [0, 2, 4])  # the last update: w += 2 x
+
+
+@pytest.mark.parametrize("variant", ["bpm", "bagging", "voted"])
+def test_members_weights_summing_beyond_float64_are_refused_by_every_variant(variant):
+    # each member's weight is 1.2e308: "bagging" and "voted" summed them to coef_ = inf (numpy's overflow warning
+    # leaked) where "bpm", which scores with that sum, refused the data
+    X, y = np.array([[1.0], [1.2e308]]), np.array([0, 2])
+    with pytest.raises(ValueError, match=r"perceptron (scores w\.x|weights of the members) overflow float64.*"
+                                         r"rescale X"):
+        fr.OAPBPM(n_estimators=3, tau=1.0, random_state=0, variant=variant).fit(X, y)
+
+
 @pytest.mark.parametrize("make, fit_scale", [(lambda: fr.RankRLS(alpha=1e-12), 1e-6), (lambda: fr.RankSVM(C=1e6), 1e-6),
                                              (fr.PRank, 1e6), (lambda: fr.OAPBPM(random_state=0), 1e6),
                                              (fr.PRankVP, 1e6), (lambda: fr.OAPBPM(variant="voted"), 1e6),

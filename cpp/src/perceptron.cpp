@@ -214,6 +214,14 @@ void require_finite_scores(bool finite) {
                                 "more); rescale X");
 }
 
+// A non-finite score or weight of Widrow-Hoff: a fixed eta beyond the stable step, or (normalised steps, which never
+// overshoot) rows whose scores leave float64.
+[[noreturn]] void widrow_hoff_diverged(const std::string& what, bool normalized) {
+  throw std::invalid_argument("Widrow-Hoff diverged (non-finite " + what + "); " +
+                              (normalized ? "the scores of X overflow float64: rescale X"
+                                          : "use a smaller eta, below 2 / max ||x||^2, or eta='auto'"));
+}
+
 }  // namespace
 
 IntVector oap_linear_fit(RowMatrixCRef X, IndexVectorCRef y, const OapParams& p, RowMatrixRef W, RowMatrixRef C,
@@ -541,9 +549,7 @@ IntVector widrow_hoff_fit(RowMatrixCRef X, IndexVectorCRef y, int k, double eta,
   for (Index t = 0; t < T; ++t) {
     const double* x = X.data() + t * X.outerStride();
     const double s = dot(w.data(), x, d) + b;
-    if (!std::isfinite(s))
-      throw std::invalid_argument("Widrow-Hoff diverged (non-finite score at example " + std::to_string(t) +
-                                  "); use a smaller eta, below 2 / max ||x||^2");
+    if (!std::isfinite(s)) widrow_hoff_diverged("score at example " + std::to_string(t), normalized);
     const double r = std::floor(s + 0.5);
     const int pred = r < 1.0 ? 1 : (r > k ? k : static_cast<int>(r));
     const int yt = static_cast<int>(y[t]);
@@ -567,6 +573,9 @@ IntVector widrow_hoff_fit(RowMatrixCRef X, IndexVectorCRef y, int k, double eta,
     axpy(e, x, w.data(), d);
     if (fit_intercept) b += e;
   }
+  // The last updates can overflow w or b with no score after them to show it.
+  if (!(std::isfinite(b) && w.allFinite())) widrow_hoff_diverged("weights after example " + std::to_string(T - 1),
+                                                                  normalized);
   return loss;
 }
 

@@ -11,7 +11,8 @@ seen), ``rank_loss_curve()`` its value after every example, in rank steps betwee
 
 Labels are any orderable values, mapped to the ranks 1..k of the sorted ``classes_``; an ordered pandas categorical (as
 ``y`` or ``classes=``) gives its categories in their declared order instead (``classes_`` = every category, lowest
-first: "low" < "mid" < "high" is no alphabetical order).  ``fit`` rejects continuous-looking float targets
+first: "low" < "mid" < "high" is no alphabetical order); numbers in an object array (a pandas object column) are the
+labels of the same numbers in a numeric array.  ``fit`` rejects continuous-looking float targets
 (scikit-learn's convention); fractional rating scales (0, 0.2, ..., 1) go through ``partial_fit(..., classes=...)``,
 which checks every label against that set.  The whole state is numpy arrays and Python ints on the estimator, so
 ``pickle`` and ``sklearn.clone`` work mid-stream.
@@ -67,7 +68,7 @@ def _check_labels(y, n_rows, *, label_set_fixed=False):
     """(1-D labels, their ordered classes: sorted, or an ordered categorical's); continuous-looking floats are rejected
     (scikit-learn's classifier convention) unless the ordered label set is fixed (``classes=`` / an ongoing stream),
     where every label is checked against it instead — so e.g. ratings 0, 0.2, ..., 1 work through ``partial_fit``."""
-    y_in, y = y, target_column(y)
+    y_in, y = y, _as_labels(target_column(y))
     if y.ndim != 1:
         raise ValueError(f"y must be 1-D, got shape {y.shape}")
     if y.shape[0] != n_rows:
@@ -78,16 +79,19 @@ def _check_labels(y, n_rows, *, label_set_fixed=False):
         raise ValueError(f"y must hold ordered class labels (integers, reals or strings), got dtype {y.dtype}")
     check_group_ids(y, "y", what="label")  # None, NaN, pandas' NA among objects, NaT: with the row
     classes = _sorted_classes(y, "y")  # orderability first: a clear message for mixed types
-    if not label_set_fixed:
+    # integers are grades also where numpy keeps them as objects (beyond int64), which scikit-learn calls "unknown"
+    if not label_set_fixed and not all(isinstance(v, numbers.Integral) for v in classes.tolist()):
         try:
             check_classification_targets(y)
-        except ValueError:  # scikit-learn's "Unknown label type: continuous ... classifier" text
-            # no float(): an int beyond float64 overflows it
-            example = next((v for v in classes.tolist() if isinstance(v, numbers.Real) and v != round(v)), None)
-            held = f"continuous values (e.g. {example!r})" if example is not None else \
-                f"values of dtype {y.dtype} that are no class labels to scikit-learn"
-            raise ValueError(f"Unknown label type: y holds {held}: the on-line ordinal learners rank "
-                             "into ordered classes; give integer or string grades, fix the ordered label set with "
+        except ValueError:  # scikit-learn's "Unknown label type: continuous (or unknown) ... classifier" text
+            if y.dtype == object:  # objects other than strings and integers (Decimal, Fraction, ...)
+                example = next(v for v in classes.tolist() if not isinstance(v, str))
+                what = f"objects of type {type(example).__name__} (e.g. {example!r}), neither strings nor integers"
+            else:
+                example = next((v for v in classes.tolist() if float(v) != round(float(v))), None)
+                what = f"continuous values{'' if example is None else f' (e.g. {example!r})'}"
+            raise ValueError(f"Unknown label type: y holds {what}: the on-line ordinal learners rank into ordered "
+                             "classes; give integer or string grades, fix the ordered label set with "
                              "partial_fit(..., classes=...), or use a ranker of real-valued targets (RankRLS, "
                              "RankSVM)") from None
     return y, _declared_order(y_in, classes)
@@ -107,9 +111,19 @@ def _label_set(values, name="classes"):
     return _sorted_classes(values, name) if order is None else order
 
 
+def _as_labels(values):
+    """``values`` as an array; an object array of real numbers (a pandas object column) as numpy stores the same
+    numbers (int64, float64, bool), so that its labels and ``classes_`` are those of a numeric array."""
+    values = np.asarray(values)
+    if values.dtype == object and all(isinstance(v, numbers.Real) for v in values.flat):
+        numeric = np.asarray(values.tolist())
+        values = values if numeric.dtype == object else numeric  # ints beyond int64 stay objects
+    return values
+
+
 def _sorted_classes(values, name="classes"):
     try:
-        values = np.asarray(values)
+        values = _as_labels(values)
     except ValueError:  # nested lists of unequal lengths
         values = np.empty((0, 0))
     if values.ndim != 1:  # a string or scalar is no label set; a 2-D one is ambiguous
@@ -468,7 +482,15 @@ class _OAPBase(KernelMixin, _OnlineOrdinal):
         # The averaged rule (Algorithm 2, line 16): averaged weights and averaged thresholds.
         self.thresholds_ = self.members_thresholds_.mean(axis=0)
         if self._kernel_kind == "linear":
-            self.coef_ = self.members_coef_.mean(axis=0)
+            with np.errstate(over="ignore", invalid="ignore"):  # refused below, naming the cause
+                self.coef_ = self.members_coef_.mean(axis=0)
+            # a last update can overflow a member's weights (no score after it shows it), and the sum of the
+            # members' finite weights can overflow: the votes' passes never score with it as "bpm"'s do
+            if not _all_finite(self.coef_):
+                one = self.members_coef_.shape[0] == 1
+                raise ValueError(f"the {'' if one else 'summed '}perceptron weights{'' if one else ' of the members'} "
+                                 f"overflow float64 (features of magnitude near 1e308{'' if one else ' / n_estimators'}"
+                                 "); rescale X")
             if X is not None:  # scores of features near 1e-300 are 0: every row ties, and the passes ranked by that
                 warn_if_scores_underflow(self, X, self.coef_)
 

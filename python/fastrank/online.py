@@ -68,7 +68,7 @@ def _check_labels(y, n_rows, *, label_set_fixed=False):
     """(1-D labels, their ordered classes: sorted, or an ordered categorical's); continuous-looking floats are rejected
     (scikit-learn's classifier convention) unless the ordered label set is fixed (``classes=`` / an ongoing stream),
     where every label is checked against it instead — so e.g. ratings 0, 0.2, ..., 1 work through ``partial_fit``."""
-    y_in, y = y, _as_labels(target_column(y))
+    y_in, y = y, target_column(y)
     if y.ndim != 1:
         raise ValueError(f"y must be 1-D, got shape {y.shape}")
     if y.shape[0] != n_rows:
@@ -78,6 +78,7 @@ def _check_labels(y, n_rows, *, label_set_fixed=False):
     if y.dtype.kind == "c":  # complex values have no order
         raise ValueError(f"y must hold ordered class labels (integers, reals or strings), got dtype {y.dtype}")
     check_group_ids(y, "y", what="label")  # None, NaN, pandas' NA among objects, NaT: with the row
+    y = _as_labels(y)
     classes = _sorted_classes(y, "y")  # orderability first: a clear message for mixed types
     # integers are grades also where numpy keeps them as objects (beyond int64), which scikit-learn calls "unknown"
     if not label_set_fixed and not all(isinstance(v, numbers.Integral) for v in classes.tolist()):

@@ -80,9 +80,14 @@ def test_float_and_nullable_group_ids_that_name_no_group_are_refused_with_their_
         with pytest.raises(ValueError, match="^" + re.escape(f"{name} contains {cause}") + "$"):
             call()
     np.testing.assert_array_equal(est.predict(X), before)  # the failed fit left the model as it was
-    with pytest.raises(ValueError, match=r"^groups contains an infinite group id \(inf at row 1\); give every row a "
-                                         r"finite group id$"):  # numbers in an object column: as the float column
-        utils.sizes_from_groups(np.array([1, np.inf], dtype=object))
+    infinite = r"^groups contains an infinite group id \(-?inf at row 1\); give every row a finite group id$"
+    for ids in (np.array([1, np.inf], dtype=object), pd.Series([1, np.float32(-np.inf)], dtype=object)):
+        # numbers in an object column: refused as in a float column, by the estimators too (they took inf as an id)
+        with pytest.raises(ValueError, match=infinite):
+            utils.sizes_from_groups(ids)
+        with pytest.raises(ValueError, match=infinite):
+            est.fit(X[:2], y[:2], ids)
+    np.testing.assert_array_equal(est.predict(X), before)
 
 
 def test_object_group_ids_without_missing_ones_group_as_their_values():

@@ -150,6 +150,17 @@ def test_a_target_that_is_no_number_is_named_with_its_row(call, name, need, bad,
         call(X, y)
 
 
+@pytest.mark.parametrize("call, name, need", [_TARGET_CALLS[k] for k in ("RankRLS", "RankSVM", "metrics.ndcg")])
+def test_a_target_given_as_text_is_named(call, name, need):
+    # a list mixing numbers and a string is text to numpy: "must be real-valued numbers, got dtype <U21" named no entry
+    X = np.random.default_rng(6).normal(size=(8, 2))
+    with pytest.raises(ValueError, match="^" + re.escape(f"{name} must be {need}: 'a' (str) at row 2 is not a number")):
+        call(X, [0, 1, "a", 2, 1, 0, 2, 1])
+    with pytest.raises(ValueError, match=re.escape(f"{name} must be {need}, got numbers as text (dtype <U1); convert "
+                                                   f"them, e.g. np.asarray({name}, dtype=float)")):
+        call(X, list("01221021"))
+
+
 _LABEL_LEARNERS = [PRank, PRankVP, OAPBPM, WidrowHoff]
 
 

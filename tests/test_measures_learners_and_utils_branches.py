@@ -208,7 +208,8 @@ class _FixedScores:
 
 def test_greedy_order_refuses_scores_that_are_not_one_number_per_item():
     X = [[1.0], [2.0]]
-    with pytest.raises(ValueError, match=r"the ranker's predict\(X\) must be real-valued numbers, got dtype <U1"):
+    with pytest.raises(ValueError, match=r"the ranker's predict\(X\) must be real-valued numbers: 'a' \(str\) at row 0 "
+                                         r"is not a number"):
         greedy_order(_FixedScores(np.array(["a", "b"])), X)
     with pytest.raises(ValueError, match="the ranker's scores contain NaN or infinity"):
         greedy_order(_FixedScores(np.array([1.0, np.nan])), X)

@@ -4,6 +4,7 @@ only cheap shape invariants)."""
 from __future__ import annotations
 
 import functools
+import math
 import numbers
 import os
 import reprlib
@@ -64,6 +65,13 @@ def _to_float(a, name, what="numeric"):
     if np.iscomplexobj(a):
         raise ValueError(f"Complex data not supported: {name} has dtype {a.dtype}")
     if not (np.issubdtype(a.dtype, np.number) or a.dtype == bool):
+        if a.dtype.kind in "US" and a.size:  # text (a list mixing numbers and strings becomes text too)
+            try:
+                a.astype(np.float64)
+            except ValueError:
+                raise _not_a_number(a.astype(object), name, what) from None
+            raise ValueError(f"{name} must be {what}, got numbers as text (dtype {a.dtype}); convert them, e.g. "
+                             f"np.asarray({name}, dtype=float)")
         raise ValueError(f"{name} must be {what}, got dtype {a.dtype}")
     return a
 
@@ -441,20 +449,29 @@ def _missing(v):
         return False
 
 
+def _id_state(v):
+    """1 for a missing id (:func:`_missing`), 2 for an infinite float, else 0."""
+    return 1 if _missing(v) else 2 if isinstance(v, (float, np.floating)) and math.isinf(v) else 0
+
+
 def check_group_ids(groups, name="groups", first_row=0, what="group id"):
     """Refuse the ids (``what``: also labels) of the 1-D array ``groups`` that name no group, with the first one's row:
-    NaN or infinite floats, NaT, and None / NaN / pandas' NA among objects (a NaN there breaks np.unique's sort: the
-    rows of one id became two groups)."""
+    NaN or infinite floats, NaT, and None / NaN / pandas' NA / infinite numbers among objects (a NaN there breaks
+    np.unique's sort: the rows of one id became two groups)."""
     kind = groups.dtype.kind
-    missing = np.isnan(groups) if kind == "f" else np.isnat(groups) if kind in "mM" else \
-        np.frompyfunc(_missing, 1, 1)(groups).astype(bool) if kind == "O" else None
+    if kind == "O":  # one pass over the objects: 1 missing, 2 an infinite number
+        state = np.frompyfunc(_id_state, 1, 1)(groups).astype(np.int8)
+        missing, infinite = state == 1, state == 2
+    else:
+        missing = np.isnan(groups) if kind == "f" else np.isnat(groups) if kind in "mM" else None
+        infinite = np.isinf(groups) if kind == "f" else None
     if missing is not None and missing.any():
         i = int(np.argmax(missing))
         # str: nan, <NA>, NaT, None (repr would show numpy's np.float64(nan))
         raise ValueError(f"{name} contains a missing {what} ({groups[i]} at row {first_row + i}); give every row a "
                          f"{what}")
-    if kind == "f" and np.isinf(groups).any():
-        i = int(np.argmax(np.isinf(groups)))
+    if infinite is not None and infinite.any():
+        i = int(np.argmax(infinite))
         raise ValueError(f"{name} contains an infinite {what} ({groups[i]} at row {first_row + i}); give every row a "
                          f"finite {what}")
 

@@ -50,7 +50,6 @@ def _ids(groups, name):
             g = g.astype(str)
         elif all(isinstance(v, numbers.Number) and not isinstance(v, complex) for v in values):
             g = np.asarray(values)
-            check_group_ids(g, name)  # an infinite number among the objects
     if g.dtype == object or g.dtype.kind == "c":
         raise TypeError(f"{name} must be an array of numbers or strings, got dtype {g.dtype}")
     return g

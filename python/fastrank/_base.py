@@ -400,10 +400,15 @@ def warn_if_scores_underflow(model, X, coef):
 
     if largest_score(X[::max(1, X.shape[0] // 1024)]) >= tiny or largest_score(X) >= tiny:
         return
-    x_top = float(np.abs(X.data if issparse(X) else X).max(initial=0.0))
+    warn_scores_underflow(model, largest_score(X), float(np.abs(X.data if issparse(X) else X).max(initial=0.0)), c)
+
+
+def warn_scores_underflow(model, score_top, x_top, coef):
+    """The warning of :func:`warn_if_scores_underflow`: the largest |training score| ``score_top`` is below float64's
+    smallest normal number, from features up to ``x_top`` and the weights ``coef``."""
     warnings.warn(f"{type(model).__name__}'s scores X @ coef_ underflow float64 on the training rows (largest |score| "
-                  f"{largest_score(X):.3g}, from features up to {x_top:.3g} and weights up to "
-                  f"{float(np.abs(c).max()):.3g}): its predictions tie or keep a few bits, so they rank little or "
+                  f"{score_top:.3g}, from features up to {x_top:.3g} and weights up to "
+                  f"{float(np.abs(coef).max()):.3g}): its predictions tie or keep a few bits, so they rank little or "
                   "nothing.  Rescale X (e.g. sklearn.preprocessing.StandardScaler).", ConstantModelWarning,
                   stacklevel=user_stacklevel())
 

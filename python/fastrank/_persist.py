@@ -179,6 +179,8 @@ class _Encoder:
             hint = ""
             if callable(getattr(est, "to_local", None)):  # fastrank.dask's estimators
                 hint = "; save its in-memory model, est.to_local()"
+            elif type(est).__module__ == "fastrank.dask":  # DaskRankRLSCV: its chosen model is in memory
+                hint = "; save its chosen in-memory model, est.best_estimator_"
             elif hasattr(est, "transform"):
                 hint = ("; model files hold learners: pickle a transformer (the command line keeps its normalisation "
                         "in the model file's metadata)")

@@ -50,8 +50,9 @@ def one_of(value, options):
     return isinstance(value, Hashable) and value in options
 
 
-def _to_float(a, name, what="numeric"):
-    """``a`` as a numeric array (:func:`_asarray`); strings, non-numeric objects and complex values refused by name."""
+def _to_float(a, name, what="numeric", first_row=0):
+    """``a`` as a numeric array (:func:`_asarray`); strings, non-numeric objects and complex values refused by name
+    (rows counted from ``first_row``)."""
     a = _asarray(a, name)
     if a.dtype == object:
         try:
@@ -61,7 +62,7 @@ def _to_float(a, name, what="numeric"):
                 missing = np.asarray(np.frompyfunc(_missing, 1, 1)(a), dtype=bool)  # 0-d input: a Python bool
                 a = np.where(missing, np.nan, a).astype(np.float64)
         except (TypeError, ValueError, OverflowError):  # OverflowError: an int beyond float64 (10**400)
-            raise _not_a_number(a, name, what) from None
+            raise _not_a_number(a, name, what, first_row) from None
     if np.iscomplexobj(a):
         raise ValueError(f"Complex data not supported: {name} has dtype {a.dtype}")
     if not (np.issubdtype(a.dtype, np.number) or a.dtype == bool):
@@ -69,20 +70,22 @@ def _to_float(a, name, what="numeric"):
             try:
                 a.astype(np.float64)
             except ValueError:
-                raise _not_a_number(a.astype(object), name, what) from None
+                raise _not_a_number(a.astype(object), name, what, first_row) from None
             raise ValueError(f"{name} must be {what}, got numbers as text (dtype {a.dtype}); convert them, e.g. "
                              f"np.asarray({name}, dtype=float)")
         raise ValueError(f"{name} must be {what}, got dtype {a.dtype}")
     return a
 
 
-def _at(shape, k):
-    """Where the entry of flat index ``k`` of an array of ``shape`` stands: " at row i" (", column j" in a matrix)."""
+def _at(shape, k, first_row=0):
+    """Where the entry of flat index ``k`` of an array of ``shape`` stands: " at row i" (", column j" in a matrix),
+    rows counted from ``first_row``."""
     index = np.unravel_index(k, shape)
-    return "".join(f"{sep}{int(i)}" for sep, i in zip((" at row ", ", column "), index))
+    return "".join(f"{sep}{int(i) + offset}" for sep, i, offset in zip((" at row ", ", column "), index,
+                                                                         (first_row, 0)))
 
 
-def _not_a_number(a, name, what):
+def _not_a_number(a, name, what, first_row=0):
     """The error for the object array ``a`` that float64 cannot hold, naming its first entry that is no number: a
     TypeError for an object of another type (scikit-learn's check_dtype_object matches its text), else ValueError."""
     for k, v in enumerate(a.flat):
@@ -100,7 +103,8 @@ def _not_a_number(a, name, what):
                 cause = ValueError, "is beyond float64's range (1.8e308)"
         if cause:
             error, text = cause
-            return error(f"{name} must be {what}: {reprlib.repr(v)} ({type(v).__name__}){_at(a.shape, k)} {text}")
+            return error(f"{name} must be {what}: {reprlib.repr(v)} ({type(v).__name__}){_at(a.shape, k, first_row)} "
+                         f"{text}")
     return ValueError(f"{name} must be {what}: numpy cannot convert its entries to float64")
 
 

@@ -32,7 +32,7 @@ from ._docs import with_param_docs
 from ._kernels import by_distinct_rows, row_products
 from ._memory import check_dense_memory
 from ._problem import check_weighting, pair_weights, raise_without_preferences
-from ._base import FastrankEstimator, KernelMixin, Ranker, feature_names, require_finite_scores
+from ._base import FastrankEstimator, KernelMixin, Ranker, feature_names, require_finite_scores, warn_scores_underflow
 from ._rankrls import RankRLS, RankRLSPath
 from ._solvers import Fit, basis_primal_weights, select_basis, solve_assembled_basis, solve_assembled_primal
 from ._threads import compute_region
@@ -136,11 +136,16 @@ def _where(i, start, rows):
     return f"partition {i}" if start is None else f"partition {i} (rows {start}:{start + rows})"
 
 
-def _check_block(i, start, A, name):
+def _check_block(i, start, A, name, n_cols=None):
+    """A partition as a C-ordered float64 matrix, refused by name with its first bad row (global where the partition's
+    rows are known) and, given ``n_cols`` (the array's declared width), a width that differs from it."""
     block = f"{name} {_where(i, start, len(A))}"
-    A = np.ascontiguousarray(_to_float(A, block), dtype=np.float64)
+    A = np.ascontiguousarray(_to_float(A, block, first_row=start or 0), dtype=np.float64)
     if A.ndim == 1:  # a 1-D y
         A = A.reshape(-1, 1)
+    if n_cols is not None and A.shape[1] != n_cols:
+        raise ValueError(f"{block} has {A.shape[1]} columns, but the dask array declares {n_cols}: its chunks must "
+                         "have the declared shape")
     if A.size and not _all_finite(A):
         bad = int(np.flatnonzero(~np.isfinite(A).all(axis=1))[0])
         at = f"local row {bad}" if start is None else f"row {bad + start}"
@@ -193,7 +198,7 @@ _GROUPS_CHANGED = ("groups gave other ids in the second pass over the data than 
 _PIECE_VALUES = 1 << 21  # features formed at once by a task (16 MiB)
 
 
-def _partition_stats(i, start, Xp, Yp, gp, table, weighting, feature, n_jobs):
+def _partition_stats(i, start, Xp, Yp, gp, table, weighting, feature, n_jobs, n_features):
     """One partition: sum over its groups of w(n_q) x centred scatter, plus partial groups."""
     # A compute region of the task's own process (one BLAS thread per scatter, measured in docs/design/dask.md; the
     # kernel's n_jobs resolved on this worker's cores): the client holds none while it waits, which an in-process task
@@ -201,7 +206,7 @@ def _partition_stats(i, start, Xp, Yp, gp, table, weighting, feature, n_jobs):
     n_threads = 1 if feature is None else check_n_jobs(n_jobs)
     with compute_region(n_threads):
         feature = feature and functools.partial(feature, n_threads=n_threads)
-        Xp = _check_block(i, start, Xp, "X")
+        Xp = _check_block(i, start, Xp, "X", n_features)
         Yp = _check_block(i, start, Yp, "y")
         # the targets in units of a power of two at their largest magnitude (exact; _combine_stats brings the
         # partitions to one unit): X^T L y of features near 1e-150 and targets near 1e-170 is otherwise subnormal
@@ -323,7 +328,8 @@ def _statistics(X, Y, G, table, weighting, feature, n_jobs=None):
     offs = _offsets(X)
     gblocks = _blocks(G) if G is not None else [None] * X.numblocks[0]
     table_d, feat_d = dask.delayed(table, pure=True), dask.delayed(feature, pure=True)
-    parts = [dask.delayed(_partition_stats, pure=True)(i, int(offs[i]), xb, yb, gb, table_d, weighting, feat_d, n_jobs)
+    parts = [dask.delayed(_partition_stats, pure=True)(i, int(offs[i]), xb, yb, gb, table_d, weighting, feat_d, n_jobs,
+                                                       X.shape[1])
              for i, (xb, yb, gb) in enumerate(zip(_blocks(X), _blocks(Y), gblocks))]
     stats = dask.compute(_tree(parts, functools.partial(_combine_stats, weighting)))[0]
     if stats["codes"].size:  # rows of a group missing: the second pass read other ids than the first
@@ -337,7 +343,8 @@ def _statistics(X, Y, G, table, weighting, feature, n_jobs=None):
 def _predict_block(block, coef, spec, XR, n_jobs, one_d, block_info):
     start = block_info[0]["array-location"][0][0]  # dask's map_blocks fills block_info; NaN in unknown chunks
     start = int(start) if start is not None and np.isfinite(start) else None
-    B = _check_block(block_info[0]["chunk-location"][0], start, block, "X")
+    n_features = coef.shape[0] if XR is None else XR.shape[1]
+    B = _check_block(block_info[0]["chunk-location"][0], start, block, "X", n_features)
     # identical rows of a block tie (as in memory, _kernels.row_products / by_distinct_rows)
     n_threads = check_n_jobs(n_jobs)  # the task's own process's cores, as _partition_stats
     with compute_region(n_threads):
@@ -445,6 +452,12 @@ class DaskRankRLS(_MultiOutput, KernelMixin, RegressorMixin, FastrankEstimator):
         X, Y, fit, n_groups = self._fit_path(X, y, groups, np.array([check_alpha(self.alpha)]))
         self._apply_fit(fit, 0, Y.ndim == 1, X.shape[1])
         self.n_fit_groups_ = n_groups  # the evidence by which score warns without groups (as RankRLS.score)
+        if self.coef_ is not None and np.any(self.coef_):  # training scores that underflow, as RankRLS warns of them
+            c, tiny = self.coef_.reshape(X.shape[1], -1), np.finfo(np.float64).tiny
+            if np.abs(np.asarray(X[:1024]) @ c).max(initial=0.0) < tiny:  # else no pass over the data
+                score_top, x_top = dask.compute(abs(X @ c).max(), abs(X).max())
+                if score_top < tiny:
+                    warn_scores_underflow(self, float(score_top), float(x_top), c)
         return self
 
     _apply_fit = RankRLS._apply_fit  # the solver's Fit for ``alphas[k]`` copied onto the estimator

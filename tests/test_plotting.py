@@ -108,6 +108,17 @@ def test_permutation_display_names_inputs_numpy_would_refuse_inside_plot(kwargs,
         PermutationTestDisplay(0.5, pvalue=0.5, **kwargs)
 
 
+def test_permutation_display_draws_scores_that_differ_by_rounding_or_cluster_beside_an_outlier():
+    # numpy's "Too many bins for data range" from plot() for scores equal but for their last bit, and for bins="fd"
+    # on a tight cluster beside an outlier a MemoryError (1.4 TiB of edges)
+    display = PermutationTestDisplay(0.7, [0.6, 0.6000000000000001, 0.6], 0.1).plot()
+    assert len(display.bars_) == 1 and sum(b.get_height() for b in display.bars_) == 3
+    scores = np.r_[0.5 + 1e-13 * np.arange(99), 0.9]
+    display = PermutationTestDisplay(0.7, scores, 0.05, bins="fd").plot()
+    assert len(display.bars_) == 1000 and sum(b.get_height() for b in display.bars_) == 100
+    plt.close("all")
+
+
 @pytest.mark.parametrize("bins, bars", [(None, 10), ("sturges", 3), ([0.3, 0.5, 0.7], 2), (4, 4)])
 def test_permutation_display_takes_every_documented_bins(bins, bars):
     display = PermutationTestDisplay(0.5, [0.4, 0.5, 0.6], 0.5, bins=bins).plot()

@@ -539,7 +539,7 @@ def test_ranksvm_path_equals_explicit_pairs_qp_for_every_C(data, loss, capsys):
     assert "ranksvm_path" in capsys.readouterr().err  # verbose progress, per value of C
     with pytest.raises(ValueError, match="linear"):
         fastrank.ranksvm_path(X, y, Cs, kernel="rbf")
-    with pytest.raises(ValueError, match="at least one"):
+    with pytest.raises(ValueError, match="Cs must be a non-empty 1-D sequence"):
         fastrank.ranksvm_path(X, y, [])
 
 

@@ -87,8 +87,11 @@ def test_svrank_path_fewer_planes_and_no_leftover_state():
 
 def test_svrank_path_bad_input():
     X, y, _ = svrank_data()
-    with pytest.raises(ValueError, match="Cs must hold"):
+    with pytest.raises(ValueError, match=r"Cs must be a non-empty 1-D sequence of positive numbers, got shape \(0,\)"):
         svrank_path(X, y, [])
+    for path in (svrank_path, fastrank.ranksvm_path):  # True was C = 1.0, which RankSVM(C=True) refuses
+        with pytest.raises(TypeError, match=r"Cs must be positive real numbers, not booleans"):
+            path(X, y, [True])
     with pytest.raises(ValueError, match="linear"):
         svrank_path(X, y, [1.0], kernel="rbf")
 

@@ -3,6 +3,8 @@
 import numpy as np
 import pytest
 
+import fastrank
+
 from conftest import shared_data
 from fastrank.utils import group_order, groups_from_qid, groups_from_sizes, qid_from_groups, sizes_from_groups
 
@@ -75,3 +77,18 @@ def test_clear_errors():
         groups_from_qid([1.5, 2.0])
     assert np.array_equal(groups_from_qid([3.0, 3.0, 1.0]), [3, 3, 1])
     assert groups_from_sizes([]).size == 0 and sizes_from_groups([]).size == 0
+
+
+def test_groups_from_qid_takes_every_float_width_and_mixed_ids_stay_apart():
+    import warnings
+
+    from fastrank.utils import groups_from_qid, sizes_from_groups
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # numpy's "overflow encountered in cast" comparing float16 ids with 2**63
+        for dtype in (np.float16, np.float32, np.float64):
+            np.testing.assert_array_equal(groups_from_qid(np.array([3, 3, 7], dtype=dtype)), [3, 3, 7])
+    # numpy turns [1, "1", 2, 2] into the strings "1", "1", "2", "2": queries 1 and "1" became one
+    for call in (sizes_from_groups, groups_from_qid,
+                 lambda g: fastrank.RankRLS().fit(np.eye(4), [0.0, 1.0, 0.0, 1.0], g)):
+        with pytest.raises(TypeError, match="numbers or strings|mutually comparable"):
+            call([1, "1", 2, 2])

@@ -24,8 +24,8 @@ from ._problem import check_features, crucial_pairs
 from ._progress import progress
 from ._sparse import issparse
 from ._threads import compute_region
-from ._validation import (INT_MAX, as_real_array, as_targets, check_n_jobs, check_precomputed_kernel, group_index,
-                          target_column)
+from ._validation import (INT_MAX, as_targets, check_alphas, check_n_jobs, check_precomputed_kernel,
+                          group_index, target_column)
 from .exceptions import ConstantModelWarning, user_stacklevel
 from .metrics import (_declines_groups, _over_outputs, _warn_missing_groups, pairwise_disagreement,
                       warn_unrouted_groups)
@@ -51,9 +51,7 @@ def c_path(Cs, kernel, name, verbose, params):
     of the warm-started linear paths ``ranksvm_path`` and ``svrank_path``, their other model parameters ``params``."""
     if "C" in params:
         raise TypeError(f"{name} takes C from Cs; remove C={params['C']!r} from its parameters")
-    Cs = as_real_array(Cs, "Cs").reshape(-1)
-    if Cs.size == 0:
-        raise ValueError("Cs must hold at least one value of C")
+    Cs = check_alphas(Cs, "Cs")  # booleans refused (True was C=1.0), as RankSVM(C=True) is
     if kernel != "linear":
         raise ValueError(f"{name} fits linear models; got kernel={kernel!r}")
     return Cs, progress.iterate(np.argsort(Cs, kind="stable"), desc=name, unit="C", verbose=verbose)

@@ -35,6 +35,17 @@ def _asarray(x, name):
         raise ValueError(f"{name} must be a rectangular array of numbers ({exc})") from None
 
 
+def as_ids(groups, name="groups"):
+    """``groups`` as an array of ids; a sequence mixing numbers and strings stays objects (numpy made [1, "1"] the
+    strings "1", "1": two ids merged into one), so that the mixed types are refused as in an object array."""
+    ids = _asarray(groups, name)
+    if ids.dtype.kind in "US" and not isinstance(groups, np.ndarray):
+        given = np.asarray(groups, dtype=object)
+        if given.shape == ids.shape and not all(isinstance(v, (str, bytes)) for v in given.flat):
+            return given
+    return ids
+
+
 def check_seed(random_state, name="random_state"):
     """A numpy RandomState from ``random_state`` (scikit-learn's check_random_state), refused by name."""
     try:
@@ -513,7 +524,7 @@ def group_index(groups, n_rows):
     if groups is None:
         core = _core.GroupIndex.one_group(n_rows)  # no per-row codes: all 0 (zero pages until read)
         return GroupIndex(core.order, core.offsets, np.array([0]), np.zeros(n_rows, dtype=np.int64))
-    groups = _asarray(groups, "groups")
+    groups = as_ids(groups)
     if groups.ndim != 1:
         raise ValueError(f"groups must be 1-D with one id per row, got shape {groups.shape}")
     if groups.shape[0] != n_rows:

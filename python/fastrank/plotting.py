@@ -287,6 +287,24 @@ class PermutationTestDisplay(_Display):
         self.bins = _check_bins(bins)
         self.scoring = scoring
 
+    def _edges(self):
+        """The bars' edges: one bar where the scores differ only by rounding (equal AUCs summed in another order: numpy
+        found "Too many bins for data range"), at most 1000 where a rule's width is tiny beside the range (a tight
+        cluster and an outlier: "fd" asked numpy for 1.4 TiB of edges)."""
+        import matplotlib  # plot() drew its axes: matplotlib is there
+
+        scores, bins = self.permutation_scores, self.bins
+        if np.ndim(bins) == 1:
+            return bins
+        bins = matplotlib.rcParams["hist.bins"] if bins is None else bins  # None: matplotlib's default
+        if np.ptp(scores) <= 64 * np.finfo(np.float64).eps * np.abs(scores).max():
+            return np.histogram_bin_edges(scores, 1)
+        try:
+            edges = np.histogram_bin_edges(scores, bins)
+        except (ValueError, MemoryError):
+            edges = np.empty(1002)
+        return edges if edges.size <= 1001 else np.histogram_bin_edges(scores, 1000)
+
     @classmethod
     @with_param_docs(_DOCS)
     def from_result(cls, score, permutation_scores, pvalue, *, bins=20, ax=None, scoring="LPO AUC"):
@@ -317,7 +335,7 @@ class PermutationTestDisplay(_Display):
             This display, with ``ax_``, ``figure_``, ``bars_`` and ``score_line_`` set.
         """
         ax = _axes(ax)
-        _, _, self.bars_ = ax.hist(self.permutation_scores, bins=self.bins, color="C0", alpha=0.7,
+        _, _, self.bars_ = ax.hist(self.permutation_scores, bins=self._edges(), color="C0", alpha=0.7,
                                    label=f"{self.permutation_scores.size} permutations")
         self.score_line_ = ax.axvline(self.score, color="C3", linewidth=2,
                                       label=f"observed {self.score:.3f} (p = {self.pvalue:.3g})")

@@ -27,7 +27,7 @@ import numbers
 import numpy as np
 
 from ._docs import with_param_docs
-from ._validation import _asarray, check_group_ids, check_int, whole_numbers
+from ._validation import _asarray, as_ids, check_group_ids, check_int, whole_numbers
 
 __all__ = ["groups_from_sizes", "sizes_from_groups", "groups_from_qid", "qid_from_groups", "group_order"]
 
@@ -40,7 +40,7 @@ _DOCS = {
 
 
 def _ids(groups, name):
-    g = _asarray(groups, name)
+    g = as_ids(groups, name)
     if g.ndim != 1:
         raise ValueError(f"{name} must be 1-D with one id per row, got shape {g.shape}")
     check_group_ids(g, name)  # missing ids (None, NaN, pandas' NA, NaT) named with their row, as the estimators do
@@ -143,8 +143,8 @@ def groups_from_qid(qid):
         The validated ids: an int64 copy of integer ids, a copy of string ids unchanged.
     """
     q = _ids(qid, "qid")
-    if q.dtype.kind == "f":  # int64 ids, no overflow
-        bad = np.any((q != np.round(q)) | (np.abs(q) >= 2.0**63))
+    if q.dtype.kind == "f":  # int64 ids, no overflow (compared in float64: 2**63 overflows float16)
+        bad = np.any((q != np.round(q)) | (np.abs(q.astype(np.float64)) >= 2.0**63))
     else:  # uint64 ids from 2**63 up were wrapped to negative ones
         bad = q.dtype.kind == "u" and q.size and q.max() > np.iinfo(np.int64).max
     if bad:

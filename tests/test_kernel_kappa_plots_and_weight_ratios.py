@@ -84,3 +84,14 @@ def test_weighted_disagreement_depends_on_weight_ratios_only(scale):
 def test_edge_disagreement_subnormal_weights_keep_their_ratios():
     assert edge_disagreement([[0, 1]], [1.0, 1.0], weights=[5e-324]) == 0.5
     assert edge_disagreement([[0, 1], [1, 0]], [1.0, 2.0], weights=[5e-324, 1.5e-323]) == 0.25
+
+
+def test_kernel_kappa_reads_the_diagonal_of_a_sparse_kernel_matrix():
+    # it raised "X is a sparse matrix; this estimator needs dense input (... RankRLS takes sparse X with solver='cg')"
+    import scipy.sparse as sp
+    K = np.array([[4.0, 1.0], [1.0, 9.0]])
+    assert kernel_kappa(sp.csr_matrix(K), "precomputed") == kernel_kappa(K, "precomputed") == 3.0
+    with pytest.raises(ValueError, match=r"X must be the square kernel matrix for kernel='precomputed', got shape"):
+        kernel_kappa(sp.csr_matrix(np.ones((2, 3))), "precomputed")
+    with pytest.raises(ValueError, match=r"K\(x, x\) < 0 for some rows of X"):
+        kernel_kappa(sp.csr_matrix(np.diag([-1.0, 2.0])), "precomputed")

@@ -339,13 +339,17 @@ def kernel_kappa(X, kernel="rbf", *, gamma=None, degree=3, coef0=1.0):
         The square root of max_i K(x_i, x_i); K(x, x) < 0 on some row (not positive semi-definite), a K(x, x) that
         overflows float64 or is undefined (a polynomial of non-integer degree of a negative base) raises ValueError.
     """
-    if issparse(X) and kernel != "precomputed":  # sparse rows, as the estimators take them: checked, never densified
+    if issparse(X):  # sparse rows, as the estimators take them, or a sparse kernel matrix: checked, never densified
         as_csr(X)
         X = canonical_csr(X)
     else:
         X = as_float_matrix(X)
     spec = resolve_kernel(kernel, gamma, degree, coef0, X.shape[1])
-    if spec.precomputed:
+    if spec.precomputed and issparse(X):  # only its diagonal is read
+        if X.shape[0] != X.shape[1]:
+            raise ValueError(f"X must be the square kernel matrix for kernel='precomputed', got shape {X.shape}")
+        diag = X.diagonal()
+    elif spec.precomputed:
         diag = np.diag(check_precomputed_kernel(X, "X"))
     elif spec.kind == "rbf":
         return 1.0  # exp(0)

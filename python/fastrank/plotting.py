@@ -301,9 +301,11 @@ class PermutationTestDisplay(_Display):
             return np.histogram_bin_edges(scores, 1)
         try:
             edges = np.histogram_bin_edges(scores, bins)
+            if edges.size <= 1001:
+                return edges
         except (ValueError, MemoryError):
-            edges = np.empty(1002)
-        return edges if edges.size <= 1001 else np.histogram_bin_edges(scores, 1000)
+            pass
+        return np.histogram_bin_edges(scores, 1000)
 
     @classmethod
     @with_param_docs(_DOCS)

@@ -16,6 +16,7 @@ import warnings
 from typing import NamedTuple, Optional
 
 import numpy as np
+import scipy.linalg.blas
 from scipy.linalg import LinAlgWarning
 from scipy.sparse.linalg import LinearOperator
 from scipy.sparse.linalg import cg as sparse_cg
@@ -177,25 +178,23 @@ def choose_solver(solver, spec, problem, *, basis_vectors=None):
 
 def _object_ranking_normal_equations(X, Y, block_rows=2048):
     """Primal system of object ranking (eq. 30 with L = m I - 1 1^T): X^T L X = m Xc^T Xc and X^T L Y = m Xc^T Y, Xc =
-    X less its column means, formed block by block (a block stays in cache for its three products; no copy of X).
-    Y comes centred (``targets_centred``).  Not m (X^T X - m mu mu^T), which rounds by eps (1 + mu_j^2 / var_j); the
-    centre is the mean of about ``block_rows`` rows spread over X, the mean d of the rows less it is taken out of the
-    sums, and where d exceeds the spread the pass is repeated once on the corrected centre (solvers.md, "Primal")."""
+    X less its column means.  Y comes centred (``targets_centred``).  Xc^T Xc = X_0^T X_0 - m d d^T for any centre c,
+    X_0 = X - c and d the column means of X_0, which rounds by eps (1 + d_j^2 / var_j): with |d_j| <= sd_j that is
+    the centred sums' own rounding, so features that are not offset take one SYRK and one GEMM over X (c = 0); else
+    X_0 is formed block by block (a block stays in cache for its products; no copy of X) about the mean of about
+    ``block_rows`` rows spread over X, and where d still exceeds the spread the pass is repeated once on the corrected
+    centre (solvers.md, "Primal")."""
     m, n = X.shape
-    buffer = np.empty((min(block_rows, m), n))
     sample = X[::max(1, m // block_rows)]
     centre = sample.sum(axis=0) / sample.shape[0]
+    if np.all(centre * centre <= sample.var(axis=0)):
+        centre = None  # the sample's features are not offset: products of X itself
     for attempt in (0, 1):
-        G, R, d = np.zeros((n, n)), np.zeros((n, Y.shape[1])), np.zeros(n)
-        for lo in range(0, m, block_rows):
-            Xb = np.subtract(X[lo:lo + block_rows], centre, out=buffer[:min(block_rows, m - lo)])
-            G += Xb.T @ Xb
-            R += Xb.T @ Y[lo:lo + block_rows]
-            d += Xb.sum(axis=0)
+        G, R, d = _products_about(X, Y, centre, block_rows)
         d /= m
         if attempt or np.all(d * d <= np.diag(G) / m - d * d):
             break
-        centre = centre + d
+        centre = d if centre is None else centre + d
     G -= m * np.outer(d, d)
     R -= np.outer(d, Y.sum(axis=0))
     G *= m
@@ -203,6 +202,28 @@ def _object_ranking_normal_equations(X, Y, block_rows=2048):
     G += G.T  # exact symmetry for the symmetric solver
     G *= 0.5
     return np.asfortranarray(G), np.asfortranarray(R)
+
+
+def _products_about(X, Y, centre, block_rows):
+    """X_0^T X_0, X_0^T Y and the column sums of X_0 = X - centre (centre None: X itself, by SciPy's BLAS, whose threads
+    the compute region sets; X^T is X's Fortran view, no copy)."""
+    m, n = X.shape
+    if centre is None:
+        G = scipy.linalg.blas.dsyrk(1.0, X.T, lower=1)  # the lower triangle
+        G += np.tril(G, -1).T
+        Y1 = np.empty((m, Y.shape[1] + 1), order="F")  # [Y, 1] in the layout BLAS reads (no second copy)
+        Y1[:, :-1] = Y
+        Y1[:, -1] = 1.0
+        RS = scipy.linalg.blas.dgemm(1.0, X.T, Y1)
+        return G, RS[:, :-1], RS[:, -1].copy()
+    buffer = np.empty((min(block_rows, m), n))
+    G, R, s = np.zeros((n, n)), np.zeros((n, Y.shape[1])), np.zeros(n)
+    for lo in range(0, m, block_rows):
+        Xb = np.subtract(X[lo:lo + block_rows], centre, out=buffer[:min(block_rows, m - lo)])
+        G += Xb.T @ Xb
+        R += Xb.T @ Y[lo:lo + block_rows]
+        s += Xb.sum(axis=0)
+    return G, R, s
 
 
 def solve_primal(problem, alphas, n_threads):

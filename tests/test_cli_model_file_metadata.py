@@ -87,3 +87,42 @@ def test_a_model_trained_without_query_groups_normalises_test_rows_as_one_query(
     est = fastrank.load(model)
     ref = est.predict(QueryNormalizer("minmax").fit(X).transform(X))
     np.testing.assert_allclose(np.loadtxt(scores), ref, rtol=1e-12, atol=1e-12)  # per query: off by > 0.1
+
+
+def test_a_model_saved_from_python_warns_when_a_files_index_base_is_unclear(tmp_path, capsys):
+    # a model saved from Python records no index base: a 0-based test file without feature 0 was read as 1-based,
+    # every column shifted by one, without a word
+    rng = np.random.default_rng(0)
+    X, y, q = rng.uniform(0.1, 1, size=(40, 3)), rng.integers(0, 3, 40).astype(float), np.repeat(np.arange(4), 10)
+    Xt = X.copy()
+    Xt[:, 0] = 0.0
+    est = fastrank.RankRLS().fit(X, y, q)
+    model, recorded = tmp_path / "m.frk", tmp_path / "zb.frk"
+    fastrank.save(est, model)
+    fastrank.save(est, recorded, metadata={"svmlight": {"zero_based": True}})
+    test0, test1 = tmp_path / "t0.txt", tmp_path / "t1.txt"
+    dump_svmlight_file(Xt, y, str(test0), query_id=q, zero_based=True)
+    dump_svmlight_file(X, y, str(test1), query_id=q, zero_based=False)  # uses index 3: 1-based for sure
+
+    def predict(*argv):
+        code = cli.main(["predict", *map(str, argv)])
+        out, err = capsys.readouterr()
+        assert code == 0, err
+        return np.array(out.split(), dtype=float), err
+
+    warning = (f"fastrank predict: warning: {model} records no index base (a model saved from Python) and {test0} "
+               "uses neither index 0 nor index 3: it is read as 1-based; give --zero-based yes if the model was "
+               "trained on 0-based indices (every column shifts by one otherwise), --zero-based no if on 1-based\n")
+    assert predict(model, test0)[1] == warning
+    right = est.predict(Xt)
+    for argv in ([model, test0, "--zero-based", "yes"], [recorded, test0]):
+        scores, err = predict(*argv)
+        np.testing.assert_allclose(scores, right, rtol=1e-12, atol=1e-12)
+        assert err == ""
+    scores, err = predict(model, test1)
+    np.testing.assert_allclose(scores, est.predict(X), rtol=1e-12, atol=1e-12)
+    assert err == ""
+    fastrank.save(est, recorded, metadata={"svmlight": {"zero_based": "yes"}})
+    assert cli.main(["predict", str(recorded), str(test0)]) == 1
+    assert f"{recorded}: its metadata 'svmlight' is not the object fastrank train writes (its 'zero_based' " \
+           "entry)" in capsys.readouterr().err

@@ -3,6 +3,7 @@
 import re
 
 import numpy as np
+import pandas as pd
 import pytest
 import scipy.sparse as sp
 import sklearn
@@ -10,6 +11,7 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
+import fastrank.preprocessing
 from fastrank import RankRLS
 from fastrank.preprocessing import NORMALIZERS, Log1pScaler, QueryNormalizer, make_normalizer
 
@@ -78,6 +80,30 @@ def test_a_scalar_X_is_refused_as_scikit_learn_refuses_it(call, X, shown):
         call(X)
 
 
+@pytest.mark.parametrize("column, error, shown", [
+    (pd.Categorical(["x", "y"] * 5), ValueError, "'x' (str) at row 0, column 1 is not a number"),
+    (pd.array(["x", "y"] * 5, dtype="string"), ValueError, "'x' (str) at row 0, column 1 is not a number"),
+    (pd.to_datetime(np.arange(10) * 10**9), TypeError, "Timestamp('19...-01 00:00:00') (Timestamp) at row 0, column 1 "
+     "is no number (every argument must be a string or a real number)"),
+    (pd.arrays.IntervalArray.from_breaks(np.arange(11)), TypeError, "Interval(0, 1, closed='right') (Interval) at "
+     "row 0, column 1 is no number (every argument must be a string or a real number)")])
+def test_a_non_numeric_column_is_refused_as_the_learners_refuse_it(column, error, shown):
+    # numpy's "could not convert string to float", its DTypePromotionError or Python's float() text came through
+    X = pd.DataFrame({"bm25": np.arange(10.0), "extra": column})
+    good = pd.DataFrame({"bm25": np.arange(10.0), "extra": np.ones(10)})
+    groups = np.repeat([0, 1], 5)
+    message = "^" + re.escape(f"X must be numeric: {shown}") + "$"
+    with pytest.raises(error, match=message):
+        RankRLS().fit(X, np.arange(10.0), groups)
+    for transformer in (QueryNormalizer(), Log1pScaler()):
+        kw = {"groups": groups} if isinstance(transformer, QueryNormalizer) else {}
+        for call in (transformer.fit, transformer.fit_transform, transformer.fit(good, **kw).transform):
+            with pytest.raises(error, match=message):
+                call(X, **kw)
+    with pytest.raises(ValueError, match=r"^X must be numeric, got dtype datetime64\[ns\]$"):
+        Log1pScaler().fit(pd.DataFrame({"t": pd.to_datetime(np.arange(10) * 10**9)}))  # was read as nanoseconds
+
+
 def test_array_valued_options_are_refused_by_name():
     # `in` compared the array elementwise: numpy's "truth value of an array ... is ambiguous"
     with pytest.raises(ValueError, match=r"^method must be one of \('minmax', 'zscore'\), got array"):
@@ -120,10 +146,13 @@ def test_pipeline_routes_groups_to_fit_and_transform():
         pipe.fit(X, y, groups=groups)
         got = pipe.predict(Xt, groups=gt)
     np.testing.assert_allclose(got, expected, rtol=1e-9, atol=1e-12)
-    # without routing: step-prefixed fit parameters
-    pipe = make_pipeline(QueryNormalizer(), RankRLS())
-    pipe.fit(X, y, querynormalizer__groups=groups, rankrls__groups=groups)
-    np.testing.assert_allclose(pipe[-1].coef_, manual.coef_, rtol=1e-9, atol=1e-12)
+    # without routing: step-prefixed fit parameters, and the test features normalised as the module docstring says
+    recipe = re.search(r"Without routing, ``(.+?)``.*?\(``(.+?)``\)", fastrank.preprocessing.__doc__, re.S)
+    scope = {"pipe": make_pipeline(QueryNormalizer(), RankRLS()), "QueryNormalizer": QueryNormalizer, "X": X, "y": y,
+             "qid": groups, "X_test": Xt, "qid_test": gt}
+    eval(recipe[1], scope)
+    np.testing.assert_allclose(scope["pipe"][-1].coef_, manual.coef_, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(eval(recipe[2], scope), expected, rtol=1e-9, atol=1e-12)
 
 
 @parametrize_with_checks(

@@ -10,7 +10,7 @@ import pytest
 from sklearn.datasets import dump_svmlight_file, load_svmlight_file
 
 from conftest import pipe_path, shared_data
-from fastrank.datasets import load_lambdarank, load_svmlight
+from fastrank.datasets import load_lambdarank, load_svmlight, load_svmlight_files
 
 
 def test_rlscore_light_matches_sklearn():
@@ -44,6 +44,65 @@ def test_index_base_auto_and_explicit(tmp_path, zero_based):
     if zero_based:
         with pytest.raises(ValueError, match=r"f.txt:1: feature index 0 in a file read as 1-based"):
             load_svmlight(f, zero_based=False)
+
+
+@pytest.mark.parametrize("zero_based", [True, False])
+def test_files_read_together_share_one_index_base_and_feature_count(tmp_path, zero_based):
+    # a 0-based training file and a test file without feature 0: read one by one with "auto", the test file was
+    # 1-based and every column moved one place left
+    X = np.array([[0.5, 1.0, 0.0, 0.0], [1.5, 0.0, 2.0, 0.0], [0.25, 3.0, 0.0, 4.0]])
+    Xt = np.array([[0.0, 1.0, 0.0, 0.0], [0.0, 0.0, 2.0, 0.0]])  # neither the first feature nor the last
+    train, test = tmp_path / "train.txt", tmp_path / "test.txt"
+    dump_svmlight_file(X, [2, 1, 0], str(train), query_id=[1, 1, 2], zero_based=zero_based)
+    dump_svmlight_file(Xt, [1, 0], str(test), query_id=[5, 5], zero_based=zero_based)
+    for paths, (want, want_t) in (([train, test], (X, Xt)), ([test, train], (Xt, X))):
+        A, ya, qa, B, yb, qb = load_svmlight_files(paths)
+        assert A.format == B.format == "csr" and A.shape[1] == B.shape[1] == 4
+        assert np.array_equal(A.toarray(), want) and np.array_equal(B.toarray(), want_t)
+    assert np.array_equal(yb, [2, 1, 0]) and np.array_equal(qb, [1, 1, 2]) and np.array_equal(qa, [5, 5])
+    # on its own, the test file needs the training file's base (as its docstring says)
+    alone = load_svmlight(test, n_features=4, zero_based=zero_based)[0].toarray()
+    assert np.array_equal(alone, Xt)
+    # an explicit base, n_features and extra_features apply to every file
+    A, _, _, B, _, _ = load_svmlight_files([train, test], zero_based=zero_based, n_features=2, extra_features="ignore")
+    assert np.array_equal(A.toarray(), X[:, :2]) and np.array_equal(B.toarray(), Xt[:, :2])
+    with pytest.raises(ValueError, match=r"train.txt: has feature index [34] but n_features=3 "):
+        load_svmlight_files([train, test], n_features=3)
+
+
+def test_files_read_together_take_query_files_and_refuse_bad_arguments(tmp_path):
+    (tmp_path / "a.txt").write_text("1 1:1\n0 2:1\n1 1:2\n")
+    (tmp_path / "a.txt.query").write_text("2\n1\n")
+    (tmp_path / "b.txt").write_text("1 qid:3 3:1\n")
+    (tmp_path / "sizes").write_text("3\n")
+    a, b, sizes = tmp_path / "a.txt", tmp_path / "b.txt", tmp_path / "sizes"
+    assert np.array_equal(load_svmlight_files([a, b], query_file="auto")[2], [0, 0, 1])
+    assert np.array_equal(load_svmlight_files([a, b], query_file=[sizes, None])[2], [0, 0, 0])
+    assert load_svmlight_files((a, b))[2] is None
+    with pytest.raises(TypeError, match=r"^paths must be a list of file names \(load_svmlight reads one file\), got "):
+        load_svmlight_files(str(a))
+    with pytest.raises(ValueError, match="^paths must name at least one file$"):
+        load_svmlight_files([])
+    with pytest.raises(ValueError, match=r"^query_file must be None, 'auto' or a list of one query file \(or None\) "
+                                         r"for each of the 2 paths, got \["):
+        load_svmlight_files([a, b], query_file=[sizes])
+    with pytest.raises(ValueError, match=r"^extra_features must be 'error' or 'ignore', got 'drop'$"):
+        load_svmlight_files([a, b], extra_features="drop")
+
+
+def test_extra_features_of_a_test_file(tmp_path):
+    # the training file's n_features refused a test file with more features and did not say what to do; Python had
+    # no counterpart of the CLI's ignoring of the features a model never saw
+    f = tmp_path / "test.txt"
+    f.write_text("2 qid:1 1:0.5 7:3\n1 qid:1 2:1.5 3:2\n")
+    message = ("test.txt: has feature index 7 but n_features=3 (1-based indices); give extra_features='ignore' to "
+               "drop the features beyond n_features, as fastrank predict does")
+    with pytest.raises(ValueError, match=re.escape(message) + "$"):
+        load_svmlight(f, n_features=3)
+    X, y, q = load_svmlight(f, n_features=3, extra_features="ignore")
+    assert np.array_equal(X.toarray(), [[0.5, 0, 0], [0, 1.5, 2]]) and X.has_sorted_indices
+    assert np.array_equal(y, [2, 1]) and np.array_equal(q, [1, 1])
+    assert load_svmlight(f, extra_features="ignore")[0].shape == (2, 7)  # nothing beyond n_features=None
 
 
 def test_compressed_and_plain(tmp_path):

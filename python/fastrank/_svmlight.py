@@ -31,7 +31,7 @@ import numpy as np
 
 from ._validation import check_real, file_name
 
-__all__ = ["read_svmlight", "read_scores", "SvmlightInfo"]
+__all__ = ["read_svmlight", "read_svmlight_files", "read_scores", "SvmlightInfo"]
 
 
 # How a file was read: zero_based (resolved), n_features (columns its indices need, before n_features= applies),
@@ -237,8 +237,14 @@ def read_svmlight(path, *, n_features=None, zero_based="auto", extra_features="e
     order) giving the groups of a file without ``qid:``, or "auto": ``path + ".query"`` or ``path + ".group"`` when the
     file has no ``qid:`` and one of them exists.
     """
-    from sklearn.datasets import load_svmlight_file
+    return read_svmlight_files([path], n_features=n_features, zero_based=zero_based, extra_features=extra_features,
+                               query_files=[query_file])[0]
 
+
+def read_svmlight_files(paths, *, n_features=None, zero_based="auto", extra_features="error", query_files=None):
+    """:func:`read_svmlight` of every file of ``paths`` (``query_files``: None or one query_file per path) with one
+    index base ("auto": zero-based if any file uses index 0) and one column count (None: as many as the largest index
+    of any file needs).  Returns a list of (X, y, qid, info), one per file."""
     if zero_based not in ("auto", True, False):
         raise ValueError(f"zero_based must be 'auto', True or False, got {zero_based!r}")
     if extra_features not in ("error", "ignore"):
@@ -246,6 +252,34 @@ def read_svmlight(path, *, n_features=None, zero_based="auto", extra_features="e
     if n_features is not None:
         n_features = check_real(n_features, "n_features", "None or an integer >= 0",
                                 lambda v: 0 <= v <= _INT64_MAX, numbers.Integral)
+    files = [_read_as_written(path, query_file)
+             for path, query_file in zip(paths, query_files or [None] * len(paths))]
+    zb = any(X.nnz and X.indices.min() == 0 for _, X, *_ in files) if zero_based == "auto" else bool(zero_based)
+    columns = [max(X.shape[1] - (not zb), 0) for _, X, *_ in files]  # the columns each file's indices need
+    n = max(columns) if n_features is None else n_features
+    out = []
+    for (p, X, y, qid, q), width in zip(files, columns):
+        if not zb:
+            if X.nnz and X.indices.min() == 0:
+                row = int(np.searchsorted(X.indptr, np.flatnonzero(X.indices == 0)[0], side="right")) - 1
+                line = next(lineno for k, (lineno, _) in enumerate(_scan(p)) if k == row)
+                raise ValueError(f"{p}:{line}: feature index 0 in a file read as 1-based (zero_based=False)")
+            X = X[:, 1:]
+        if width > n and extra_features == "error":
+            raise ValueError(f"{p}: has feature index {width - zb} but n_features={n} ({'0' if zb else '1'}-based "
+                             "indices); give extra_features='ignore' to drop the features beyond n_features, as "
+                             "fastrank predict does")
+        X.resize(X.shape[0], n)  # drops the columns beyond n or adds empty ones
+        X.sort_indices()
+        out.append((X, y, qid, SvmlightInfo(zb, width, q)))
+    return out
+
+
+def _read_as_written(path, query_file):
+    """(file name, X with the indices as written (index i: column i), y float64, qid int64 or None, the query file
+    read or None) of one file; see :func:`read_svmlight`."""
+    from sklearn.datasets import load_svmlight_file
+
     p = file_name(path)
     if not os.path.exists(p):
         raise FileNotFoundError(f"{p}: no such file")
@@ -257,7 +291,7 @@ def read_svmlight(path, *, n_features=None, zero_based="auto", extra_features="e
     if q is not None and not os.path.exists(q):
         raise FileNotFoundError(f"{q}: no such query file")
     try:
-        # Read with zero_based=True (indices as written) and resolve the index base below, so the
+        # Read with zero_based=True (indices as written); the caller resolves the index base, so the
         # decision is known (the CLI stores it in the model for the test files).
         source = _compiled_parser_input(p)
         if source is None:
@@ -272,15 +306,6 @@ def read_svmlight(path, *, n_features=None, zero_based="auto", extra_features="e
         raise ValueError(_diagnose(p) or f"{p}: some lines have a qid: and others do not")
     if not (np.isfinite(y).all() and np.isfinite(X.data).all()):
         raise ValueError(_diagnose(p) or f"{p}: contains NaN or infinite values")
-    max_index = int(X.indices.max()) if X.nnz else -1
-    has_zero = bool(X.nnz) and int(X.indices.min()) == 0
-    zb = has_zero if zero_based == "auto" else bool(zero_based)
-    if not zb:
-        if has_zero:
-            row = int(np.searchsorted(X.indptr, np.flatnonzero(X.indices == 0)[0], side="right")) - 1
-            line = next(lineno for k, (lineno, _) in enumerate(_scan(p)) if k == row)
-            raise ValueError(f"{p}:{line}: feature index 0 in a file read as 1-based (zero_based=False)")
-        X = X[:, 1:]
     if qid.shape[0] and q is not None:
         raise ValueError(f"{p}: has qid: on its lines; give no query file ({q}) for it")
     if not qid.shape[0] and auto:
@@ -291,11 +316,4 @@ def read_svmlight(path, *, n_features=None, zero_based="auto", extra_features="e
             raise ValueError(f"{q}: its {len(sizes)} query sizes add up to {sum(sizes)} rows but {p} has {y.shape[0]} "
                              "rows")
         qid = np.repeat(np.arange(len(sizes), dtype=np.int64), sizes)
-    info = SvmlightInfo(zb, X.shape[1], q)
-    if n_features is not None:
-        if X.shape[1] > n_features and extra_features == "error":
-            raise ValueError(f"{p}: has feature index {max_index} but n_features={n_features}"
-                             f" ({'0' if zb else '1'}-based indices)")
-        X.resize(X.shape[0], n_features)  # drops the columns beyond n_features or adds empty ones
-    X.sort_indices()
-    return X, np.asarray(y, dtype=np.float64), (np.asarray(qid, dtype=np.int64) if qid.shape[0] else None), info
+    return p, X, np.asarray(y, dtype=np.float64), (np.asarray(qid, dtype=np.int64) if qid.shape[0] else None), q

@@ -270,9 +270,20 @@ def _model_scores(model_file, data_file, args, *, labels=False):
         raise UsageError(f"--zero-based {args.zero_based} contradicts {model_file}, trained on "
                          f"{'0' if meta['zero_based'] else '1'}-based feature indices (data files are read as the "
                          "training file was); drop --zero-based")
+    if meta.get("zero_based") not in (None, True, False):
+        raise DataError(f"{model_file}: its metadata 'svmlight' is not the object fastrank train writes (its "
+                        "'zero_based' entry)")
     X, y, qid, info = _read(data_file, args, n_features=n, zero_based=meta.get("zero_based"), extra="ignore")
     if n is not None and info.n_features > n:
         _say(args, f"{data_file}: feature indices beyond the model's {n} features are ignored")
+    if meta.get("zero_based") is None and args.zero_based == "auto" and not info.zero_based and \
+            n is not None and info.n_features < n:
+        # a model saved from Python records no index base: a 0-based file without feature 0 and a 1-based file
+        # without the model's last feature look alike
+        _say(args, f"warning: {model_file} records no index base (a model saved from Python) and {data_file} uses "
+                   f"neither index 0 nor index {n}: it is read as 1-based; give --zero-based yes if the model was "
+                   "trained on 0-based indices (every column shifts by one otherwise), --zero-based no if on 1-based",
+             level=0)
     norm = meta.get("normalize")
     if not _stored_normalization_ok(norm, X.shape[1]):
         raise DataError(f"{model_file}: its metadata 'svmlight' is not the object fastrank train writes (its "
@@ -577,7 +588,8 @@ def _add_common(p):
     g = p.add_argument_group("input and output")
     g.add_argument("--zero-based", choices=("auto", "yes", "no"), default="auto",
                    help="feature index base of the data file: auto (0-based if index 0 occurs; default), yes, no; "
-                        "predict and evaluate --model read the model's (a different one is refused)")
+                        "predict and evaluate --model read the model's (a different one is refused; give a model saved "
+                        "from Python, which records none, its training file's)")
     g.add_argument("--query-file", default=None, metavar="FILE",
                    help="query sizes (one per line) for a data file without qid:; default: DATA_FILE.query or "
                         "DATA_FILE.group if it exists (LightGBM / XGBoost)")

@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
+import os
+from collections.abc import Iterable
 from importlib import resources
 
 import numpy as np
 import scipy.sparse as sp
 from sklearn.utils import Bunch
 
-from ._svmlight import read_svmlight
+from ._svmlight import read_svmlight_files
 from ._validation import check_bool, check_int
 
-__all__ = ["load_lambdarank", "load_svmlight"]
+__all__ = ["load_lambdarank", "load_svmlight", "load_svmlight_files"]
 
 _DESCR = """\
 LightGBM lambdarank example (learning to rank with query groups)
@@ -76,23 +78,32 @@ def load_lambdarank(*, sparse=False):
     return Bunch(**out, n_features=n_features, DESCR=_DESCR)
 
 
-def load_svmlight(path, *, n_features=None, zero_based="auto", query_file=None):
+def load_svmlight(path, *, n_features=None, zero_based="auto", extra_features="error", query_file=None):
     """Read an svmlight / LETOR / LibSVM text file (optionally gzip- or bz2-compressed).
 
     Each line is ``<target> [qid:<int>] <index>:<value> ... [# comment]``; blank lines and ``#``
     lines are skipped.  A malformed file raises ``ValueError("<file>:<line>: <what is wrong>")``.
+    A training file and its test file are best read together, by :func:`load_svmlight_files`, which gives them one
+    index base and one feature count.
 
     Parameters
     ----------
     path : str or path-like
         The file; names ending in ``.gz`` / ``.bz2`` are decompressed.
     n_features : int or None, default=None
-        Number of columns of X, >= 0 (None: as many as the largest feature index needs).  Give it
-        when a test file may not use the last features of its training file; a file with a feature
-        index beyond it raises ValueError.
+        Number of columns of X, >= 0 (None: as many as the largest feature index needs).  Give a test
+        file read on its own its training file's feature count (a test file may not use the last
+        features), and its index base too (``zero_based``); a feature index beyond it raises
+        ValueError unless ``extra_features="ignore"``.
     zero_based : {"auto", True, False}, default="auto"
         Whether index 0 is the first column (LibSVM) or index 1 is (svm_light, LETOR).  "auto":
-        zero-based if index 0 occurs in the file, else one-based.
+        zero-based if index 0 occurs in the file, else one-based.  The choice is the file's own: a
+        test file that never uses index 0 is read as one-based even if its training file was read as
+        zero-based, which shifts every column by one, so give a test file read on its own the base of
+        its training file (True if that file uses index 0).
+    extra_features : {"error", "ignore"}, default="error"
+        A feature index beyond ``n_features``: "error" raises ValueError, "ignore" drops the feature
+        (as ``fastrank predict`` and svm_rank_classify ignore the features a model never saw).
     query_file : str, path-like, "auto" or None, default=None
         The groups of a file without ``qid:`` from a query-size file (LightGBM's ``.query``,
         XGBoost's ``.group``): one count per line, the number of consecutive rows of each query.
@@ -114,6 +125,60 @@ def load_svmlight(path, *, n_features=None, zero_based="auto", query_file=None):
     >>> X, y, qid = load_svmlight("train.txt")                  # doctest: +SKIP
     >>> RankRLS(alpha=10).fit(X.toarray(), y, groups=qid)       # doctest: +SKIP
     """
+    return tuple(load_svmlight_files([path], n_features=n_features, zero_based=zero_based,
+                                     extra_features=extra_features, query_file=[query_file]))
+
+
+def load_svmlight_files(paths, *, n_features=None, zero_based="auto", extra_features="error", query_file=None):
+    """Read svmlight / LETOR / LibSVM files (a training and a test file) with one index base and one feature count.
+
+    Every file is read as :func:`load_svmlight` reads it, but with the index base and the number of columns of
+    all: the columns of a test file are those of its training file, whichever indices each file uses (as
+    scikit-learn's ``load_svmlight_files``).
+
+    Parameters
+    ----------
+    paths : list of str or path-like
+        The files; names ending in ``.gz`` / ``.bz2`` are decompressed.
+    n_features : int or None, default=None
+        Number of columns of every X, >= 0 (None: as many as the largest feature index of any file
+        needs); a feature index beyond it raises ValueError unless ``extra_features="ignore"``.
+    zero_based : {"auto", True, False}, default="auto"
+        Whether index 0 is the first column (LibSVM) or index 1 is (svm_light, LETOR).  "auto":
+        zero-based if index 0 occurs in any of the files, else one-based.
+    extra_features : {"error", "ignore"}, default="error"
+        A feature index beyond ``n_features``: "error" raises ValueError, "ignore" drops the feature
+        (as ``fastrank predict`` and svm_rank_classify ignore the features a model never saw).
+    query_file : "auto", list or None, default=None
+        The groups of files without ``qid:`` from query-size files (LightGBM's ``.query``, XGBoost's
+        ``.group``; see :func:`load_svmlight`): "auto" looks for each file's own, a list gives one
+        query file (or None) per file.
+
+    Returns
+    -------
+    data : list
+        ``[X_1, y_1, qid_1, X_2, y_2, qid_2, ...]``: the X (scipy.sparse.csr_matrix of shape (n_samples_i,
+        n_features), float64), targets and query ids (None without ``qid:`` or query file) of each file, as
+        :func:`load_svmlight` returns them.
+
+    Examples
+    --------
+    >>> X, y, qid, Xt, yt, qidt = load_svmlight_files(["train.txt", "test.txt"])  # doctest: +SKIP
+    """
+    if isinstance(paths, (str, bytes, os.PathLike)) or not isinstance(paths, Iterable):
+        raise TypeError(f"paths must be a list of file names (load_svmlight reads one file), got {paths!r}")
+    paths = list(paths)
+    if not paths:
+        raise ValueError("paths must name at least one file")
+    if query_file is None or isinstance(query_file, str) and query_file == "auto":
+        query_files = [query_file] * len(paths)
+    elif isinstance(query_file, (list, tuple)) and len(query_file) == len(paths):
+        query_files = query_file
+    else:
+        raise ValueError(f"query_file must be None, 'auto' or a list of one query file (or None) for each of the "
+                         f"{len(paths)} paths, got {query_file!r}")
     if n_features is not None:
         n_features = check_int(n_features, "n_features", low=0)  # 2.5 or "2" were cut to 2
-    return read_svmlight(path, n_features=n_features, zero_based=zero_based, query_file=query_file)[:3]
+    files = read_svmlight_files(paths, n_features=n_features, zero_based=zero_based, extra_features=extra_features,
+                                query_files=query_files)
+    return [part for X, y, qid, _ in files for part in (X, y, qid)]

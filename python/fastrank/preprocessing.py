@@ -13,9 +13,9 @@ Groups reach :class:`QueryNormalizer` in a :class:`~sklearn.pipeline.Pipeline` t
     scores = pipe.predict(X_test, groups=qid_test)     # normalised inside each test query
 
 Without routing, ``pipe.fit(X, y, querynormalizer__groups=qid, rankrls__groups=qid)`` fits, and test features must be
-normalised explicitly (``QueryNormalizer().transform(X_test, groups=qid_test)``) because ``Pipeline.predict`` then
-passes no groups to transformers (a transform without groups after a fit on several queries emits
-:class:`fastrank.exceptions.MissingGroupsWarning`).
+normalised explicitly by the fitted step (``pipe[-1].predict(pipe[0].transform(X_test, groups=qid_test))``) because
+``Pipeline.predict`` then passes no groups to transformers (a transform without groups after a fit on several queries
+emits :class:`fastrank.exceptions.MissingGroupsWarning`).
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ import reprlib
 import warnings
 
 import numpy as np
+import scipy.sparse
 from sklearn.base import BaseEstimator, OneToOneFeatureMixin, TransformerMixin
 from sklearn.preprocessing import StandardScaler
 from sklearn.utils.validation import check_is_fitted, validate_data
@@ -31,7 +32,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from ._base import _unchanged_on_error
 from ._docs import with_param_docs
 from ._memory import densified
-from ._validation import block_sums, check_bool, group_index, one_of
+from ._validation import _to_float, block_sums, check_bool, group_index, one_of
 from .exceptions import MissingGroupsWarning, user_stacklevel
 
 __all__ = ["QueryNormalizer", "Log1pScaler", "make_normalizer", "NORMALIZERS"]
@@ -66,6 +67,8 @@ class _DenseTransformer(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         if np.isscalar(X) or X is None or getattr(X, "ndim", None) == 0:  # a str reached numpy's conversion text
             raise ValueError(f"Expected 2D array, got scalar array instead: X={reprlib.repr(X)}; pass the features as "
                              "an array of shape (n_samples, n_features)")
+        if not scipy.sparse.issparse(X):  # the learners' check: validate_data let numpy's or Python's conversion
+            _to_float(X, "X")  # errors through for text, categorical or interval columns and read datetimes as numbers
         return densified(validate_data(self, X, accept_sparse="csr", dtype=np.float64, reset=reset),
                          f"copy of the sparse X ({type(self).__name__})",
                          advice="The normalisation shifts zeros, so it densifies X: skip it for large sparse data "

@@ -491,7 +491,14 @@ def test_raw_features_without_normalisation_give_scaling_advice_and_one_warning(
     assert code == 1
     assert "alpha=1e-300" in err and "0.000000" not in err  # %g, not fixed six decimals
     assert "standardise" in err and "--normalize" in err    # the scaling advice, not only "centre X"
-    code, _, err = run(["cv", "--normalize", "none", "--cv", "3", "--alphas", "1e3,1e7", tr], capsys)
+    # the default grid: every alpha is singular, as fit finds it (the k folds printed SciPy's "A singular matrix
+    # detected: slice(s) [0] are singular.")
+    code, _, err = run(["cv", "--normalize", "none", "--cv", "3", tr], capsys)
+    assert code == 1
+    assert "alpha=0.001: the linear RankRLS system X^T L X + alpha I is singular to working precision" in err
+    assert "standardise" in err and "slice" not in err
+    # a grid of merely ill-conditioned alphas: one warning for all its solves
+    code, _, err = run(["cv", "--normalize", "none", "--cv", "3", "--alphas", "1e8,2e8", tr], capsys)
     assert code == 0, err
     lines = _warning_lines(err)
     assert len(lines) == 1 and "IllConditionedWarning" in lines[0] and "linear solves were ill-conditioned" in lines[0]
@@ -501,7 +508,7 @@ def test_raw_features_without_normalisation_give_scaling_advice_and_one_warning(
     X, y, q = raw_letor[1]
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        fastrank.RankRLSCV(alphas=[1e3, 1e7], cv=np.unique(q, return_inverse=True)[1] % 3).fit(X, y, q)
+        fastrank.RankRLSCV(alphas=[1e8, 2e8], cv=np.unique(q, return_inverse=True)[1] % 3).fit(X, y, q)
     assert [w.category for w in caught] == [fastrank.IllConditionedWarning]
     assert "LinAlgWarning" not in err
 

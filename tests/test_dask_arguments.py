@@ -57,3 +57,46 @@ def test_partitions_training_scores_and_model_files_are_checked_as_in_memory(tmp
         fastrank.save(search, tmp_path / "m.frk")
     fastrank.save(search.best_estimator_, tmp_path / "m.frk")
     np.testing.assert_array_equal(fastrank.load(tmp_path / "m.frk").predict(X), search.best_estimator_.predict(X))
+
+
+def test_a_frame_whose_column_names_mix_strings_and_numbers_is_refused():
+    # as in memory (scikit-learn's rule): such names could be neither recorded nor checked
+    import pandas as pd
+    import dask.dataframe as dd
+
+    from fastrank.dask import DaskRankRLS, DaskRankRLSCV
+    rng = np.random.default_rng(0)
+    named = pd.DataFrame(rng.normal(size=(30, 3)), columns=["bm25", "tf", "pagerank"])
+    mixed = pd.concat([named[["bm25", "tf"]], pd.DataFrame({0: named["pagerank"]})], axis=1)
+    y, g = rng.normal(size=30), np.repeat([0, 1, 2], 10)
+    message = r"^X has column names of the types \['int', 'str'\]: give every column a string name"
+    for cls in (DaskRankRLS, DaskRankRLSCV):
+        with pytest.raises(TypeError, match=message):
+            cls(kernel="linear").fit(dd.from_pandas(mixed, npartitions=2), y, g)
+    est = DaskRankRLS().fit(dd.from_pandas(named, npartitions=2), y, g)
+    with pytest.raises(TypeError, match=message):
+        est.predict(dd.from_pandas(mixed, npartitions=2))
+
+
+def test_scipy_sparse_chunks_are_refused_by_name_as_a_sparse_x_is():
+    # dask's sparse pattern (da.from_array(csr, asarray=False)) reached SciPy's "sparse array length is ambiguous"
+    import dask
+    import dask.array as da
+    import scipy.sparse as sp
+
+    from fastrank.dask import DaskRankRLS
+    rng = np.random.default_rng(0)
+    X, y, g = rng.normal(size=(60, 4)), rng.normal(size=60), np.repeat(np.arange(10), 6)
+    sparse = da.from_array(sp.csr_matrix(X), chunks=(20, 4), asarray=False)
+    message = (r"^X partition 0 \(rows 0:20\) is a scipy.sparse matrix; fastrank.dask takes dense dask or numpy arrays "
+               r"and dataframes: make the chunks dense \(X.map_blocks\(lambda b: b.toarray\(\), dtype=float\)\), or "
+               r"fit fastrank.RankRLS, which takes sparse X, in memory$")
+    with dask.config.set(scheduler="synchronous"):
+        with pytest.raises(TypeError, match=message):
+            DaskRankRLS().fit(sparse[:20], y[:20], g[:20])
+        model = DaskRankRLS().fit(da.from_array(X, chunks=(20, 4)), y, g)
+        with pytest.raises(TypeError, match=message):
+            model.predict(sparse[:20]).compute()
+        dense = sparse.map_blocks(lambda b: b.toarray(), dtype=float)  # the advice
+        np.testing.assert_array_equal(DaskRankRLS().fit(dense, y, g).coef_, model.coef_)
+        np.testing.assert_array_equal(model.predict(dense).compute(), model.predict(X))

@@ -181,6 +181,28 @@ def test_a_frame_with_its_columns_in_another_order_is_refused(name):
                        else est.fit(X.to_numpy(), y.astype(float), groups), "feature_names_in_")
 
 
+_MIXED = re.escape("X has column names of the types ['int', 'str']: give every column a string name "
+                   "(X.columns = X.columns.astype(str)), so that they can be checked by name, or none")
+
+
+@pytest.mark.parametrize("name", sorted(fastrank._registry.ESTIMATORS))
+def test_a_frame_whose_column_names_mix_strings_and_numbers_is_refused(name):
+    # pd.concat of a named and an unnamed frame: no feature_names_in_ was recorded, and the same frame with its
+    # columns reordered was scored with the wrong weights, silently (scikit-learn refuses such names, TypeError)
+    rng = np.random.default_rng(7)
+    named = pd.DataFrame(rng.standard_normal((30, 3)), columns=["bm25", "tf", "pagerank"])
+    mixed = pd.concat([named[["bm25", "tf"]], pd.DataFrame({0: named["pagerank"]})], axis=1)
+    y, groups = rng.integers(0, 3, size=30), np.repeat([0, 1, 2], 10)
+    with pytest.raises(TypeError, match=_MIXED):
+        _fitted_on_a_frame(name, mixed, y, groups)
+    est = _fitted_on_a_frame(name, named, y, groups)
+    before = est.predict(named)
+    with pytest.raises(TypeError, match=_MIXED):
+        est.predict(mixed)
+    np.testing.assert_array_equal(est.feature_names_in_, ["bm25", "tf", "pagerank"])
+    np.testing.assert_array_equal(est.predict(named), before)
+
+
 def test_partial_fit_refuses_a_batch_with_the_columns_in_another_order():
     rng = np.random.default_rng(8)
     X = pd.DataFrame(rng.standard_normal((20, 2)), columns=["a", "b"])

@@ -332,18 +332,21 @@ def test_a_path_accepts_every_alpha_fit_accepts():
         np.testing.assert_allclose(path.fitted_estimator(k).coef_, want, rtol=1e-9)
 
 
-@pytest.mark.parametrize("question", ["lgo", "lpo", "all_pairs"])
+@pytest.mark.parametrize("question", ["lgo", "lpo", "all_pairs", "kfold", "holdout", "RankRLSCV"])
 def test_feature_route_checks_the_system_as_fit_does(question):
     # raw LETOR features (scales 1e-2..1e7): fit refused alpha=1 (X^T L X + alpha I singular to working precision)
-    # while leave-group-out answered without a word, 1.1e-4 off a 60-digit retraining; now the same refusal, and the
-    # same IllConditionedWarning where fit warns
+    # while leave-group-out answered without a word, 1.1e-4 off a 60-digit retraining; hold-out sets and k folds
+    # answered with SciPy's LinAlgWarning, RankRLSCV(cv=3) raised numpy's LinAlgError with SciPy's text
     rng = np.random.default_rng(0)
     X = rng.normal(size=(200, 5))
     y = X @ [1.0, 1.0, 1.0, 0.0, 0.0] + rng.normal(size=200)
     g = np.repeat(np.arange(20), 10)
     ask = {"lgo": lambda est, X: ms.leave_group_out(est, X, y, g),
            "lpo": lambda est, X: ms.leave_pair_out(est, X, y, pairs=[[0, 1], [10, 12]], groups=g),
-           "all_pairs": lambda est, X: ms.leave_pair_out(est, X, y, groups=g)}[question]
+           "all_pairs": lambda est, X: ms.leave_pair_out(est, X, y, groups=g),
+           "kfold": lambda est, X: ms.kfold_predictions(est, X, y, 3, groups=g),
+           "holdout": lambda est, X: ms.holdout_predictions(est, X, y, [np.arange(5), np.arange(30, 50)], groups=g),
+           "RankRLSCV": lambda est, X: fastrank.RankRLSCV(alphas=[est.alpha], cv=3).fit(X, y, g)}[question]
     singular = X * [1e10, 1, 1, 1, 1]
     with pytest.raises(LinAlgError, match="singular to working precision for alpha=1"):
         fastrank.RankRLS(alpha=1.0).fit(singular, y, g)
@@ -357,3 +360,18 @@ def test_feature_route_checks_the_system_as_fit_does(question):
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # well-conditioned: silent
         ask(fastrank.RankRLS(alpha=1e8), poor)
+
+
+def test_holdout_set_whose_retrained_system_is_singular_is_refused_as_fit_refuses_it():
+    # the second column lives in group 0 only: without that group the retrained system is alpha against 1e18
+    rng = np.random.default_rng(1)
+    g = np.repeat(np.arange(4), 10)
+    X = np.column_stack([rng.normal(size=40), np.where(g == 0, rng.normal(size=40), 0.0)]) * 1e9
+    y = rng.normal(size=40)
+    est = fastrank.RankRLS(alpha=1.0, solver="primal")
+    est.fit(X, y, g)  # the full-data system is well-conditioned
+    with pytest.raises(LinAlgError, match="singular to working precision"):
+        fastrank.RankRLS(alpha=1.0, solver="primal").fit(X[g != 0], y[g != 0], g[g != 0])
+    with pytest.raises(LinAlgError, match=r"^the linear RankRLS system of hold-out set 1 \(the training data without "
+                                          r"it\) is singular to working precision for alpha=1 \(reciprocal"):
+        ms.holdout_predictions(est, X, y, [np.arange(10, 20), np.arange(10)], groups=g)

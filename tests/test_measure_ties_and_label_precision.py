@@ -4,6 +4,7 @@ constant prediction never beats a random one), exponential gains of tiny grades 
 options of the wrong kind are refused by name."""
 
 import itertools
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -92,6 +93,31 @@ def test_a_constant_prediction_never_beats_a_random_one():
         assert measure(y, np.zeros(5)) == pytest.approx(random_mean, rel=0.03)
     assert M.get_measure("footrule")(y, np.zeros(5)) == 8.0  # mean of sum |i - pi(i)| over the 120 orders
     assert M.spearman_footrule(y, np.zeros(5)) == 6.0  # two rankings compared by mean positions, as documented
+
+
+def test_a_constant_prediction_scores_the_mean_of_every_order_but_in_the_costs_the_docs_name():
+    # the design note said a constant prediction "never looks better than a random one" in every measure, the README
+    # named the 0-1 loss as the one exception: the costs of score values see no order, and "hr" / "hmp" charge a tie 0
+    y = np.array([3.0, 1, 2, 0, 2])
+    orders = [np.array(p, dtype=float) for p in itertools.permutations(range(5))]
+    differ = []
+    for name in set(M.measure_names()) - {"mean_rank_loss"}:  # mean_rank_loss compares labels, not orders
+        measure = M.get_measure(name)
+        if not np.isclose(measure(y, np.zeros(5)), np.mean([measure(y, f) for f in orders]), rtol=1e-12, atol=0.0):
+            differ.append(measure)
+    differ.sort(key=lambda m: M.measure_names().index(m.name))
+    assert [m.name for m in differ] == ["stability_ranking_loss", "squared_ranking_loss", "msd", "m1d",
+                                        "magnitude_preserving_cost", "hinge_rank_cost"]
+    assert M.get_measure("hinge_rank_cost")(y, np.zeros(5)) == 0.0
+    assert M.magnitude_preserving_cost(y, np.zeros(5), cost="hmp") == 0.0
+    root = Path(__file__).resolve().parents[1]
+    note = (root / "docs" / "design" / "measures.md").read_text(encoding="utf-8")
+    readme = (root / "README.md").read_text(encoding="utf-8")
+    for text, start in ((note, "- **Ties in scores**"), (readme, "- **Tied scores**")):
+        paragraph = text[text.index(start):].split("\n- ")[0]
+        assert "never looks" not in paragraph and "`hmp`" in paragraph.replace('"', "`")
+        unnamed = [m.name for m in differ if f"`{m.name}`" not in paragraph and f"`{m.func.__name__}" not in paragraph]
+        assert unnamed == []
 
 
 def test_exponential_gain_of_a_tiny_grade_keeps_its_group():

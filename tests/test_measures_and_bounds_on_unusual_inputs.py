@@ -149,3 +149,11 @@ def test_cv_curve_from_an_estimator_without_alphas_is_named():
     X, y = rng.normal(size=(20, 2)), rng.normal(size=20)
     with pytest.raises(TypeError, match="needs a fitted RankRLSCV .*got MPRankCV"):
         CVCurveDisplay.from_estimator(fastrank.MPRankCV(Cs=[0.1, 1.0]).fit(X, y))
+    # a fitted RankRLS was told "call fit first": only an unfitted RankRLSCV needs a fit
+    for other in (fastrank.RankRLS().fit(X, y), fastrank.RankRLS()):
+        with pytest.raises(TypeError, match=r"^CVCurveDisplay.from_estimator needs a fitted RankRLSCV \(cv_results_ "
+                                            r"over alphas\), got RankRLS; draw other curves with CVCurveDisplay"):
+            CVCurveDisplay.from_estimator(other)
+    with pytest.raises(ValueError, match=r"^CVCurveDisplay.from_estimator needs a fitted RankRLSCV \(call fit "
+                                         r"first\)$"):
+        CVCurveDisplay.from_estimator(fastrank.RankRLSCV())

@@ -2,6 +2,7 @@
 and the shared validation, each reached through a public entry point and checked against the definition (explicit
 pairs, explicit queries, the normal equations of the active pairs) or against its exact message."""
 
+import re
 import sys
 from decimal import Decimal
 
@@ -69,6 +70,12 @@ def test_measure_argument_messages():
 def test_measure_table_lookups():
     with pytest.raises(ValueError, match="measure 'auc' takes no @k cutoff"):
         metrics.get_measure("auc").with_cutoff(3)
+    # as get_measure("ndcg@0") refuses at once; accepted, they failed (or scored NaN in a search) only when used
+    for k, shown in [(0, "ndcg@0"), (-1, "ndcg@-1"), (2.5, "ndcg@2.5"), ("3", "ndcg@'3'"), (True, "ndcg@True")]:
+        with pytest.raises(ValueError, match=re.escape(f"measure {shown!r}: the cutoff after @ must be a positive "
+                                                       "integer, e.g. ndcg@10")):
+            metrics.get_measure("ndcg@5").with_cutoff(k)
+    assert metrics.get_measure("ndcg").with_cutoff(np.int64(3)).kwargs == {"k": 3}
     ndcg3 = metrics.get_measure("ndcg@3")
     assert metrics.get_measure(ndcg3) is ndcg3
     with pytest.raises(TypeError, match="a measure name must be a string, got int"):

@@ -74,3 +74,21 @@ def test_fill_param_docs_indents_entries_and_keeps_continuation_lines():
 def test_help_shows_the_shared_text():
     assert PARAM_DOCS["kernel"].splitlines()[1].strip() in fastrank.RankSVM.__doc__
     assert PARAM_DOCS["group_weighting"].splitlines()[-1].strip() in fastrank.RankRLSCV.__doc__
+
+
+def test_shared_entries_name_only_parameters_the_estimator_has():
+    # the shared group_weighting entry described a weighting "with ``exclude_ties``" to DaskRankRLS / DaskRankRLSCV,
+    # which have no such parameter
+    dask = pytest.importorskip("fastrank.dask")
+    classes = [cls for _, cls in OURS] + [dask.DaskRankRLS, dask.DaskRankRLSCV]
+    known = {name for cls in classes for name in inspect.signature(cls).parameters}
+    checked = set()
+    for cls in classes:
+        own = set(inspect.signature(cls).parameters)
+        for name in _parameter_entries(cls.__doc__):
+            shared = PARAM_DOCS.get(name, "")
+            if shared and shared.splitlines()[1].strip() in cls.__doc__:  # the shared text, not an own entry
+                named = set(re.findall(r"``(\w+)``", shared)) & known
+                assert named <= own, f"{cls.__name__}.{name} speaks of {sorted(named - own)}"
+                checked.add((cls.__name__, name))
+    assert {("DaskRankRLS", "group_weighting"), ("DaskRankRLSCV", "group_weighting")} <= checked

@@ -88,11 +88,19 @@ def in_compute_region(method):
 
 
 def feature_names(X):
-    """The column names of a DataFrame ``X`` when every one is a string (scikit-learn's rule), else None."""
+    """The column names of a DataFrame ``X`` when every one is a string, None when none is (scikit-learn's rule);
+    TypeError when they mix, as scikit-learn refuses them: such columns could be neither recorded nor checked."""
     columns = getattr(X, "columns", None)
-    if columns is None or not all(isinstance(c, str) for c in columns):
+    if columns is None:
         return None
-    return np.array(list(columns), dtype=str)
+    strings = [isinstance(c, str) for c in columns]
+    if all(strings):
+        return np.array(list(columns), dtype=str)
+    if any(strings):
+        kinds = sorted({type(c).__name__ for c in columns})
+        raise TypeError(f"X has column names of the types {kinds}: give every column a string name "
+                        "(X.columns = X.columns.astype(str)), so that they can be checked by name, or none")
+    return None
 
 
 # Set while a method wrapped by _with_feature_names runs: the methods it calls (a search's best_estimator_.predict,

@@ -18,7 +18,7 @@ from ._exactcv import check_folds, engine_for, resolve_folds
 from ._solvers import one_conditioning_warning
 from ._progress import progress
 from ._validation import check_alphas, group_index, mprank_alpha
-from .exceptions import IllConditionedWarning
+from .exceptions import IllConditionedWarning, LinAlgError
 
 try:  # scikit-learn's scorers share this private base: refused by name below, where it exists
     from sklearn.metrics._scorer import _BaseScorer
@@ -141,8 +141,8 @@ class _ExactCVSearch(KernelMixin, Ranker):
                 with warnings.catch_warnings(record=True) as caught:
                     warnings.simplefilter("always")
                     scores[k] = score(k)
-            except np.linalg.LinAlgError as exc:
-                raise type(exc)(f"{name}={float(grid[k]):.6g}: {exc}; leave this value out of the grid") from None
+            except np.linalg.LinAlgError as exc:  # numpy's class too: the documented one is fastrank's
+                raise LinAlgError(f"{name}={float(grid[k]):.6g}: {exc}; leave this value out of the grid") from None
             for w in caught:  # the engine's warnings speak of alpha: MPRank's is m_train^2 / (2 C)
                 message = w.message
                 if name == "C" and issubclass(w.category, IllConditionedWarning):

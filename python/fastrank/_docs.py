@@ -25,14 +25,15 @@ PARAM_DOCS = {
     "verbose": 'verbose : int, bool or "auto", default=0\n    Progress on stderr (:mod:`fastrank._progress`).',
     "group_weighting": """group_weighting : {"unweighted", "per_query", "per_object", "normalized"}, default="unweighted"
     Weight c_q of each pair inside a group of n_q rows (P_q = n_q (n_q - 1) / 2 pairs): "unweighted" 1 (the paper's
-    Laplacian, eq. 25; a query weighs P_q); "per_query" 1 / P_q (every query weighs 1, end of Sect. 2.4; with
-    ``exclude_ties`` 1 / E_q, E_q the query's untied pairs); "per_object" 1 / (n_q - 1) (every ROW's pairs weigh 1;
-    the papers' "object" is the query, i.e. "per_query"); "normalized" 1 / n_q (blocks I - 11^T/n_q: least squares on
-    query-centred scores).  Without groups (object ranking) every pair weighs 1.""",
+    Laplacian, eq. 25; a query weighs P_q); "per_query" 1 / P_q (every query weighs 1, end of Sect. 2.4);
+    "per_object" 1 / (n_q - 1) (every ROW's pairs weigh 1; the papers' "object" is the query, i.e. "per_query");
+    "normalized" 1 / n_q (blocks I - 11^T/n_q: least squares on query-centred scores).  Without groups (object
+    ranking) every pair weighs 1.""",
     "exclude_ties": """exclude_ties : bool, default=False
     Drop the pairs with equal targets (no preference) instead of fitting their score difference to 0 (the paper keeps
     them, Sect. 3); exact without forming pairs: a group's Laplacian splits into between- and within-tie-class
-    centrings, so S = L^{1/2} stays O(m) to apply.""",
+    centrings, so S = L^{1/2} stays O(m) to apply.  With ``group_weighting="per_query"`` a pair weighs 1 / E_q, E_q
+    its query's untied pairs (every query still weighs 1).""",
     # the methods' entries (keys differ from the names they document where the meaning differs by method)
     "X_fit": """X : {array-like, sparse matrix} of shape (n_samples, n_features)
     Training rows (sparse where the estimator accepts it), or the (n_samples, n_samples) kernel matrix for

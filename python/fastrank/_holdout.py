@@ -81,6 +81,9 @@ def feature_holdout(Phi, Y, codes, n_groups, alpha, sets, *, normalized=False, p
     w = np.sqrt(cw * sizes)[codes][:, None]  # S's scale s_q per row
     SX, SY = w * Xc, w * Yc
     XLX, XLy = SX.T @ SX, SX.T @ SY  # eq. 30
+    p = XLX.shape[0]
+    worst = _factor(XLX + float(alpha) * np.eye(p))[1]
+    _refuse_singular(worst, p, alpha)  # fit's verdict on the full-data system
     rows = gi.rows()
 
     @functools.lru_cache(maxsize=None if n_groups <= 64 else 0)
@@ -107,8 +110,37 @@ def feature_holdout(Phi, Y, codes, n_groups, alpha, sets, *, normalized=False, p
                 b += c * k * (R - XU.T @ YU - np.outer(sU, tU) / k)
         A = 0.5 * (A + A.T)
         A[np.diag_indices_from(A)] += float(alpha)
-        out.append(Phi[U] @ scipy.linalg.solve(A, b, assume_a="pos"))
+        factor, rcond = _factor(A)  # fewer pairs than the full system: it can be worse conditioned
+        _refuse_singular(rcond, p, alpha, f"the linear RankRLS system of hold-out set {len(out)} (the training data "
+                         "without it)", "")
+        worst = min(worst, rcond)
+        out.append(Phi[U] @ scipy.linalg.lapack.dpotrs(factor, b, lower=1)[0])
+    _warn_ill_conditioned(worst, alpha)
     return out
+
+
+def _factor(A):
+    """The lower Cholesky factor of the symmetric positive semidefinite A and its reciprocal condition number in the
+    1-norm, as fit estimates it (0 when A is not numerically positive definite)."""
+    L, info = scipy.linalg.lapack.dpotrf(A, lower=1)
+    return L, 0.0 if info else float(scipy.linalg.lapack.dpocon(L, np.abs(A).sum(axis=0).max(), uplo="L")[0])
+
+
+def _refuse_singular(rcond, p, alpha, what="the linear RankRLS system X^T L X + alpha I", found=", as fit finds it"):
+    """Fit's :class:`LinAlgError` for a p x p system of reciprocal condition number ``rcond`` <= p eps."""
+    if rcond <= p * np.finfo(np.float64).eps:
+        raise LinAlgError(
+            f"{what} is singular to working precision for alpha={alpha:.3g} (reciprocal condition number "
+            f"{rcond:.2e}){found}: the columns of X are linearly dependent over the pairs (duplicate or constant "
+            "columns), or on very different scales (standardise them: fastrank.preprocessing, sklearn's "
+            "StandardScaler, fastrank train --normalize); or raise alpha")
+
+
+def _warn_ill_conditioned(rcond, alpha):
+    """Fit's IllConditionedWarning below 1e-12: the hold-out systems lose as many digits as the full one."""
+    if rcond < _RCOND_WARNING:
+        warn_ill_conditioned(f"the hold-out systems at alpha={alpha:.3g} are ill-conditioned (reciprocal condition "
+                             f"number {rcond:.2e}): their predictions may be inaccurate.", "Increase alpha.")
 
 
 def _checked_core(kernel, args, alpha, *extra, n_threads):
@@ -116,15 +148,8 @@ def _checked_core(kernel, args, alpha, *extra, n_threads):
     system X^T L X + alpha I by the rcond the kernel returns: refused when singular, an IllConditionedWarning below
     1e-12 (the hold-out systems are that system less a few rows: their predictions lose as many digits)."""
     out, rcond = kernel(*args, float(alpha), *extra, int(n_threads))
-    if rcond <= args[0].shape[1] * np.finfo(np.float64).eps:  # 0: not even a factor
-        raise LinAlgError(
-            f"the linear RankRLS system X^T L X + alpha I is singular to working precision for alpha={alpha:.3g} "
-            f"(reciprocal condition number {rcond:.2e}), as fit finds it: the columns of X are linearly dependent over "
-            "the pairs (duplicate or constant columns), or on very different scales (standardise them: "
-            "fastrank.preprocessing, sklearn's StandardScaler, fastrank train --normalize); or raise alpha")
-    if rcond < _RCOND_WARNING:
-        warn_ill_conditioned(f"the hold-out systems at alpha={alpha:.3g} are ill-conditioned (reciprocal condition "
-                             f"number {rcond:.2e}): their predictions may be inaccurate.", "Increase alpha.")
+    _refuse_singular(rcond, args[0].shape[1], alpha)  # 0: not even a factor
+    _warn_ill_conditioned(rcond, alpha)
     return out
 
 

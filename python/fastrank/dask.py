@@ -49,7 +49,7 @@ _TREE_FAN_IN = 8
 _DOCS = {
     "dask_X": """X : {dask array, dask dataframe, array-like} of shape (n_samples, n_features)
     Dense rows with known row chunks (else ValueError: ``X.compute_chunk_sizes()`` first); dask dataframes
-    among X, y and groups must be partitioned alike; a scipy.sparse matrix raises TypeError.""",
+    among X, y and groups must be partitioned alike; a scipy.sparse matrix, or chunks that are, raises TypeError.""",
     "dask_y": """y : {dask array, dask dataframe or series, array-like} of shape (n_samples,) or (n_samples, n_outputs)
     Target scores, aligned with X's rows.""",
     "dask_groups": """groups : {dask array, dask series, array-like} of shape (n_samples,) or None, default=None
@@ -59,8 +59,8 @@ _DOCS = {
     Dense rows, computed and held in memory by every task (the exact CV needs the full kernel); a
     scipy.sparse matrix raises TypeError.""",
     "predict_X": """X : {dask array, dask dataframe, array-like} of shape (n_samples, n_features)
-    Rows to score (unknown row chunk sizes are accepted); a block with NaN or infinity raises ValueError
-    when it is computed.""",
+    Rows to score (unknown row chunk sizes are accepted); a block with NaN or infinity raises ValueError, a
+    scipy.sparse block TypeError, when it is computed.""",
 }
 
 
@@ -107,10 +107,14 @@ def _as_dask(obj, name, ndim_allowed, *, lengths=None, allow_unknown=False):
 
 def _dense_array(obj, name):
     """``obj`` as a numpy array; a scipy.sparse matrix refused by name (numpy would make it a 0-d object array)."""
-    if sp.issparse(obj):
-        raise TypeError(f"{name} is a scipy.sparse matrix; fastrank.dask takes dense dask or numpy arrays and "
-                        f"dataframes: call {name}.toarray(), or fit fastrank.RankRLS, which takes sparse X, in memory")
+    _refuse_sparse(obj, name, f"call {name}.toarray()")
     return _asarray(obj, name)
+
+
+def _refuse_sparse(obj, what, densify):
+    if sp.issparse(obj):
+        raise TypeError(f"{what} is a scipy.sparse matrix; fastrank.dask takes dense dask or numpy arrays and "
+                        f"dataframes: {densify}, or fit fastrank.RankRLS, which takes sparse X, in memory")
 
 
 def _aligned(X, other, name, lengths=None):
@@ -139,7 +143,8 @@ def _where(i, start, rows):
 def _check_block(i, start, A, name, n_cols=None):
     """A partition as a C-ordered float64 matrix, refused by name with its first bad row (global where the partition's
     rows are known) and, given ``n_cols`` (the array's declared width), a width that differs from it."""
-    block = f"{name} {_where(i, start, len(A))}"
+    block = f"{name} {_where(i, start, A.shape[0])}"
+    _refuse_sparse(A, block, f"make the chunks dense ({name}.map_blocks(lambda b: b.toarray(), dtype=float))")
     A = np.ascontiguousarray(_to_float(A, block, first_row=start or 0), dtype=np.float64)
     if A.ndim == 1:  # a 1-D y
         A = A.reshape(-1, 1)

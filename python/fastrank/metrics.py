@@ -109,6 +109,9 @@ def _group_setup(y_true, y_score, groups, average, allowed=_AVERAGES):
     return y, f, group_index(groups, y.shape[0])
 
 
+_BAD_CUTOFF = "measure {!r}: the cutoff after @ must be a positive integer, e.g. {}@10"
+
+
 def _check_k(k, allow_none=True):
     if k is None and allow_none:
         return None
@@ -1252,11 +1255,14 @@ class Measure:
         Raises
         ------
         ValueError
-            When the measure takes no cutoff.
+            When the measure takes no cutoff, or ``k`` is not a positive integer.
         """
         if self.cutoff is None:
             raise ValueError(f"measure {self.name!r} takes no @k cutoff")
         base = self.name.partition("@")[0]
+        if isinstance(k, bool) or not isinstance(k, numbers.Integral) or k < 1:
+            raise ValueError(_BAD_CUTOFF.format(f"{base}@{k if isinstance(k, numbers.Number) else repr(k)}", base))
+        k = int(k)
         return Measure(f"{base}@{k}", self.func, self.greater_is_better, self.description, cutoff=self.cutoff,
                        **{**self.kwargs, self.cutoff: k})
 
@@ -1370,7 +1376,7 @@ def get_measure(name):
         raise ValueError(f"measure {base!r} takes no @k cutoff (those that do: "
                          f"{', '.join(n for n in measure_names() if _TABLE[n].cutoff)})")
     if not tail.isdecimal() or int(tail) < 1:
-        raise ValueError(f"measure {name!r}: the cutoff after @ must be a positive integer, e.g. {base}@10")
+        raise ValueError(_BAD_CUTOFF.format(name, base))
     return entry.with_cutoff(int(tail))
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ._cv import RankRLSCV
 from ._docs import with_param_docs
 from ._validation import as_real_array, check_int, check_real, one_of
 
@@ -116,8 +117,8 @@ class CVCurveDisplay(_Display):
         Parameters
         ----------
         estimator : RankRLSCV
-            Fitted (else ValueError); an estimator whose ``cv_results_`` is not over alphas (e.g. MPRankCV) raises
-            TypeError.
+            Fitted (else ValueError); any other estimator, or one whose ``cv_results_`` is not over alphas (e.g.
+            MPRankCV), raises TypeError.
         %(ax)s
 
         Returns
@@ -126,7 +127,7 @@ class CVCurveDisplay(_Display):
             The plotted display.
         """
         res = getattr(estimator, "cv_results_", None)
-        if res is None:
+        if res is None and isinstance(estimator, RankRLSCV):
             raise ValueError("CVCurveDisplay.from_estimator needs a fitted RankRLSCV (call fit first)")
         if not isinstance(res, dict) or "alphas" not in res:  # e.g. MPRankCV's (Cs, loo): Python's "no attribute 'cv'"
             raise TypeError(f"CVCurveDisplay.from_estimator needs a fitted RankRLSCV (cv_results_ over alphas), got "

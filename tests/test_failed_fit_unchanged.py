@@ -1,8 +1,12 @@
 """A fit that raises leaves the estimator as it was, also when the error comes after part of the new state was
-computed: a ConvergenceWarning raised as an error (``warnings.simplefilter("error")``), or a failure in the final
-solve of a search."""
+computed: a ConvergenceWarning raised as an error (``warnings.simplefilter("error")``), a failure in the final
+solve of a search, or Ctrl-C in the middle of a long compiled solver."""
 
 import inspect
+import os
+import signal
+import threading
+import time
 import warnings
 
 import numpy as np
@@ -127,3 +131,37 @@ def test_a_failed_transformer_fit_keeps_the_previous_fit(make, frame):
                 call(data)
             _assert_same_state(before, est)
             assert np.array_equal(est.transform(X), reference)
+
+
+def _ranked(m, d, n_groups, seed):
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((m, d))
+    return X, np.round(X @ rng.standard_normal(d) + rng.standard_normal(m), 1), np.sort(rng.integers(0, n_groups, m))
+
+
+@pytest.mark.parametrize("make, size", [
+    (lambda: fr.RankBoost(n_estimators=1000), (20000, 10, 500)),  # about 3 s uninterrupted
+    (lambda: fr.RankSVM(1.0, kernel="rbf", gamma=0.5, loss="hinge"), (1500, 10, 50)),  # about 6 s
+], ids=["RankBoost", "RankSVM-kernel-hinge"])
+def test_ctrl_c_stops_a_long_compiled_fit_at_once_and_keeps_the_previous_fit(make, size):
+    small, big = _ranked(200, 10, 10, 0), _ranked(*size, 1)
+    est = make().fit(*small)
+    before, pred = _state(est), est.predict(small[0])
+    sent = []
+
+    def interrupt():
+        sent.append(time.perf_counter())
+        os.kill(os.getpid(), signal.SIGINT)
+
+    timer = threading.Timer(0.3, interrupt)
+    timer.start()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            est.fit(*big)
+        stopped = time.perf_counter()
+    finally:
+        timer.cancel()
+    assert sent and stopped - sent[0] < 1.0  # the compiled solver polls; it does not run to its end
+    _assert_same_state(before, est)
+    np.testing.assert_array_equal(est.predict(small[0]), pred)
+    np.testing.assert_array_equal(est.fit(*small).predict(small[0]), pred)

@@ -1,12 +1,14 @@
 // Fills fastrank::lapack's function table from SciPy's Cython LAPACK/BLAS capsules (SciPy's
-// bundled OpenBLAS) and registers the core's exception types.
+// bundled OpenBLAS), installs the core's interrupt hook and registers the core's exception types.
 #include <pybind11/eigen.h>
 #include <pybind11/pybind11.h>
 
 #include <exception>
+#include <memory>
 #include <new>
 
 #include "fastrank/errors.hpp"
+#include "fastrank/interrupt.hpp"
 #include "fastrank/lapack.hpp"
 
 namespace py = pybind11;
@@ -20,6 +22,21 @@ Fn capsule_function(const py::dict& capi, const char* name) {
   void* pointer = PyCapsule_GetPointer(capsule.ptr(), PyCapsule_GetName(capsule.ptr()));
   if (pointer == nullptr) throw py::error_already_set();
   return reinterpret_cast<Fn>(pointer);
+}
+
+// Python runs signal handlers only in its main thread: other threads never see an interrupt.
+unsigned long main_thread_ident = 0;
+// The exception a signal handler raised (KeyboardInterrupt for Ctrl-C), held from the hook until
+// the translator below hands it back to Python.  Main thread only, under the GIL.
+py::error_already_set* pending_interrupt = nullptr;
+
+bool python_signal_pending() {
+  if (PyThread_get_thread_ident() != main_thread_ident) return false;
+  py::gil_scoped_acquire hold;
+  if (PyErr_CheckSignals() == 0) return false;
+  delete pending_interrupt;
+  pending_interrupt = new py::error_already_set();
+  return true;
 }
 
 }  // namespace
@@ -41,6 +58,11 @@ void bind_lapack(py::module_& m) {
   t.dsytrd = capsule_function<lp::dsytrd_t>(lapack_capi, "dsytrd");
   t.dormtr = capsule_function<lp::dormtr_t>(lapack_capi, "dormtr");
   lp::install(t);
+  main_thread_ident = py::module_::import("threading").attr("main_thread")().attr("ident").cast<unsigned long>();
+  // A child forked from another thread runs its signal handlers in that thread.
+  py::module_::import("os").attr("register_at_fork")(
+      py::arg("after_in_child") = py::cpp_function([] { main_thread_ident = PyThread_get_thread_ident(); }));
+  fastrank::interrupt::install(python_signal_pending);
 
   m.def(
       "cholesky_lower",
@@ -59,6 +81,14 @@ void bind_lapack(py::module_& m) {
   py::register_exception_translator([](std::exception_ptr p) {
     try {
       if (p) std::rethrow_exception(p);
+    } catch (const fastrank::Interrupted&) {
+      if (pending_interrupt) {
+        const std::unique_ptr<py::error_already_set> error(pending_interrupt);
+        pending_interrupt = nullptr;
+        error->restore();
+      } else {
+        PyErr_SetNone(PyExc_KeyboardInterrupt);
+      }
     } catch (const std::bad_alloc&) {
       PyErr_SetString(PyExc_MemoryError,
                       "fastrank: out of memory allocating a work array in the compiled core. For large data use "

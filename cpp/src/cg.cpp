@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "fastrank/errors.hpp"
+#include "fastrank/interrupt.hpp"
 #include "fastrank/lapack.hpp"
 #include "fastrank/parallel.hpp"
 
@@ -413,6 +414,7 @@ CgResult run_cg(Design& X, const RankingLaplacian& L, const RowMatrix& Y, const 
   Index iter = 0;
   bool stop = false;
   while (!active.empty() && iter < o.max_iter && !stop) {
+    interrupt::poll();
     const Index a = static_cast<Index>(active.size());
     const bool all = (a == v);
     if (!all) {

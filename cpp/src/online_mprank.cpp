@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "fastrank/errors.hpp"
+#include "fastrank/interrupt.hpp"
 #include "fastrank/lapack.hpp"
 
 namespace fastrank {
@@ -69,6 +70,7 @@ MPRankOnlineResult mprank_online(MatrixCRef Kt, VectorCRef yt, double C, double 
   };
   Vector v_before(m);
   for (int it = 0; it < max_iter; ++it) {
+    interrupt::poll();
     if (!sequential) v_before = v;  // the gradient rule's cheap estimate of |Kt g| (worth_trying)
     if (sequential) {
       for (Index i = 0; i < m; ++i) {

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "fastrank/errors.hpp"
+#include "fastrank/interrupt.hpp"
 #include "fastrank/parallel.hpp"
 
 #if defined(__GNUC__) && defined(__x86_64__)
@@ -206,6 +207,7 @@ inline int ensemble_vote(const std::vector<WorkerBuffers>& bufs, Index t, OapVar
 
 constexpr Index kChunk = 8192;  // examples per parallel section (bounds buffer memory)
 constexpr Index kTile = 8;      // examples per cache tile inside a worker (stays in L1 for d ~ 300)
+constexpr Index kPollExamples = 4096;  // a sequential pass checks for an interrupt this often (a clock read)
 
 // A score w.x beyond float64 (features near 1e154 or more) ranks by inf or NaN and updates by that: refused.
 void require_finite_scores(bool finite) {
@@ -243,6 +245,7 @@ IntVector oap_linear_fit(RowMatrixCRef X, IndexVectorCRef y, const OapParams& p,
     double* c = C.data();
     std::int64_t v = V[0];
     for (Index t = 0; t < T; ++t) {
+      if (t % kPollExamples == 0) interrupt::poll();
       const double* x = X.data() + t * X.outerStride();
       if (t + 8 < T) prefetch_row(x + 8 * X.outerStride(), d);
       const double s = dot(w, x, d);
@@ -272,6 +275,7 @@ IntVector oap_linear_fit(RowMatrixCRef X, IndexVectorCRef y, const OapParams& p,
   std::atomic<bool> finite{true};
 
   for (Index c0 = 0; c0 < T; c0 += kChunk) {
+    interrupt::poll();
     const Index len = std::min(kChunk, T - c0);
     if (bpm) {  // the averaged rule (times N) at the start of the chunk, summed in member order
       wsum.setZero();
@@ -287,6 +291,7 @@ IntVector oap_linear_fit(RowMatrixCRef X, IndexVectorCRef y, const OapParams& p,
       for (Index w_id = wlo; w_id < whi; ++w_id) {
         WorkerBuffers& buf = bufs[static_cast<size_t>(w_id)];
         for (Index blk; (blk = next_block.fetch_add(1)) < n_blocks;) {
+          interrupt::poll();
           const Index mlo = blk * block_size, mhi = std::min(N, mlo + block_size);
           for (Index ts = 0; ts < len; ts += kTile) {
             const Index te = std::min(len, ts + kTile);
@@ -388,6 +393,7 @@ IntVector oap_kernel_fit(RowMatrixCRef X, IndexVectorCRef y, IndexVectorCRef src
   std::vector<WorkerBuffers> bufs(static_cast<size_t>(workers));
 
   for (Index b0 = 0; b0 < T; b0 += B) {
+    interrupt::poll();
     const Index len = std::min(B, T - b0);
     const std::int64_t tb = p.t0 + b0;
     // Drop support examples no longer inside any future window.
@@ -547,6 +553,7 @@ IntVector widrow_hoff_fit(RowMatrixCRef X, IndexVectorCRef y, int k, double eta,
   require(y.size() == T, "y must have one rank per row of X");
   IntVector loss(T);
   for (Index t = 0; t < T; ++t) {
+    if (t % kPollExamples == 0) interrupt::poll();
     const double* x = X.data() + t * X.outerStride();
     const double s = dot(w.data(), x, d) + b;
     if (!std::isfinite(s)) widrow_hoff_diverged("score at example " + std::to_string(t), normalized);

@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "fastrank/errors.hpp"
+#include "fastrank/interrupt.hpp"
 #include "fastrank/parallel.hpp"
 
 namespace fastrank {
@@ -83,6 +84,7 @@ RankBoostResult boost(const RowMatrixCRef& X, const RankBoostCandidates& cand, I
   std::vector<Index> feat_pos(n, -1);
   std::vector<std::uint8_t> feat_q(n, 0);
   for (Index t = 0; t < n_rounds; ++t) {
+    interrupt::poll();
     if (!potential(F, pi)) break;
     // r(theta) = sum_{x_f > theta} pi(x) (+ sum of pi over rows missing x_f when q_def = 1): a
     // prefix sum along the decreasing order of the rows that have x_f.
@@ -215,6 +217,7 @@ RankBoostCandidates rankboost_candidates(const RowMatrixCRef& X, Index n_thresho
     // (value, row) pairs sorted in place: contiguous, unlike an indirect sort of strided X.
     std::vector<std::pair<double, std::int32_t>> col(m);
     for (Index f = lo; f < hi; ++f) {
+      interrupt::poll();
       std::int32_t* o = c.order.data() + f * m;
       std::uint8_t* cu = c.cut.data() + f * m;
       for (Index i = 0; i < m; ++i) col[i] = {X(i, f), static_cast<std::int32_t>(i)};

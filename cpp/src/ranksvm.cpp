@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "fastrank/errors.hpp"
+#include "fastrank/interrupt.hpp"
 #include "fastrank/parallel.hpp"
 
 namespace fastrank {
@@ -156,6 +157,7 @@ double PairwiseHingeLoss::margin_scale() const {
 }
 
 double PairwiseHingeLoss::evaluate(SvmLoss loss, const double* f, double* grad, double* active, int n_threads) {
+  interrupt::poll();  // every step of every solver (Newton, line searches, cutting planes) passes here
   double value;
   if (!row_margin_.empty()) {
     shifted_.resize(static_cast<size_t>(m_));
@@ -315,6 +317,7 @@ double PairwiseHingeLoss::evaluate_graph(SvmLoss loss, const double* f, double* 
 
 bool PairwiseHingeLoss::band_hessian_times(double h, const double* v, double* out, int n_threads) const {
   require(hessian_ready_, "band_hessian_times needs a squared-hinge evaluation first");
+  interrupt::poll();
   if (kind_ == Kind::Graph) return false;
   laplacian_times(margin_ - h, 1.0 / h, v, out, n_threads);  // the lowered copy's margin, rounded alike
   return true;
@@ -322,6 +325,7 @@ bool PairwiseHingeLoss::band_hessian_times(double h, const double* v, double* ou
 
 void PairwiseHingeLoss::hessian_times(const double* v, double* out, int n_threads) const {
   require(hessian_ready_, "hessian_times needs a squared-hinge evaluation first");
+  interrupt::poll();  // once per conjugate-gradient step
   if (kind_ == Kind::Graph) {
     std::fill(out, out + m_, 0.0);
     for (Index e = 0; e < static_cast<Index>(head_.size()); ++e) {
@@ -856,6 +860,7 @@ class CutMaster {
     Index total = 0;
     double previous = std::numeric_limits<double>::infinity();
     for (int round = 0; round < 50; ++round) {
+      interrupt::poll();
       refresh();
       const double current = own_gap(C);
       // Done, or stalled at the rounding level of the KKT solves (the lower bound stays valid).
@@ -899,6 +904,7 @@ class CutMaster {
     Index it = 0;
     const Index cap = 10 * N + 100;
     for (; it < cap; ++it) {
+      interrupt::poll();  // hundreds of cuts make each step an LU of that order
       const Index k = static_cast<Index>(F.size());
       Matrix KKT = Matrix::Zero(k + 1, k + 1);
       Vector rhs(k + 1);

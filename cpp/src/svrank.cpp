@@ -11,6 +11,7 @@
 #include <Eigen/Cholesky>
 
 #include "fastrank/errors.hpp"
+#include "fastrank/interrupt.hpp"
 #include "fastrank/lapack.hpp"
 #include "fastrank/parallel.hpp"
 
@@ -227,6 +228,7 @@ class PairLoss {
   // outside the tube, P.  On the linear piece active at r, L(r') = g . r' - 2 eps P for all r'
   // (each outside pair contributes 2 (|r_j - r_i| - eps)), and that piece is below L everywhere.
   double operator()(const double* r, double* g, double* outside = nullptr) {
+    interrupt::poll();  // every step of the cutting planes and their line search passes here
     parallel_for(0, n_groups_, n_threads_, 16, [&](Index lo, Index hi) {
       for (Index q = lo; q < hi; ++q) {
         const Index o = offsets_[q];
@@ -702,6 +704,7 @@ double simplex_qp(const MatrixCRef& Q, const VectorCRef& b, Vector& lam, double 
   std::vector<Index> idx;
   const Index max_steps = 50 * k + 500;
   for (Index step = 0; step < max_steps; ++step) {
+    interrupt::poll();
     ql.noalias() = Q * lam;
     grad = 0.5 * ql - b;
     idx.clear();

@@ -1,5 +1,6 @@
 // A small parallel_for on std::thread: static contiguous chunks, the first exception thrown by
-// any worker is rethrown in the caller, and small work runs serially on the calling thread.
+// any worker is rethrown in the caller, and small work runs serially on the calling thread.  The
+// workers see an interrupt of the calling thread (interrupt::poll throws in them too).
 #pragma once
 #include <algorithm>
 #include <exception>
@@ -7,6 +8,7 @@
 #include <thread>
 #include <vector>
 
+#include "fastrank/interrupt.hpp"
 #include "fastrank/types.hpp"
 
 namespace fastrank {
@@ -34,6 +36,7 @@ void parallel_for(Index begin, Index end, int n_threads, Index min_chunk, Body&&
   std::mutex error_mutex;
   std::vector<std::thread> pool;
   pool.reserve(workers - 1);
+  std::atomic<bool>* const cancel = interrupt::flag_for_workers();
   auto run = [&](int w) {
     const Index lo = begin + n * w / workers;
     const Index hi = begin + n * (w + 1) / workers;
@@ -44,7 +47,11 @@ void parallel_for(Index begin, Index end, int n_threads, Index min_chunk, Body&&
       if (!error) error = std::current_exception();
     }
   };
-  for (int w = 1; w < workers; ++w) pool.emplace_back(run, w);
+  for (int w = 1; w < workers; ++w)
+    pool.emplace_back([&, w] {
+      interrupt::adopt(cancel);
+      run(w);
+    });
   run(0);
   for (auto& t : pool) t.join();
   if (error) std::rethrow_exception(error);

@@ -73,6 +73,10 @@ def test_the_thread_budget_is_the_usable_cpus(monkeypatch):
     assert _threads.cpu_budget() == 2 and fastrank._validation.check_n_jobs(-1) == 2
     monkeypatch.setenv("OMP_NUM_THREADS", "x")
     assert _threads.cpu_budget() == 4
+    monkeypatch.setenv("OMP_NUM_THREADS", "1,3")  # OpenMP's list form, one entry per nesting level: the outer one
+    assert _threads.cpu_budget() == 1 and fastrank._validation.check_n_jobs(None) == 1
+    monkeypatch.setenv("OMP_NUM_THREADS", " 3 , 1")
+    assert _threads.cpu_budget() == 3
 
 
 def test_a_region_never_raises_blas_above_the_callers_limit():

@@ -2,7 +2,11 @@
 region of the process-wide core budget, the budget follows the cores the process may use while it runs, and results
 never depend on n_jobs."""
 
+import os
+import select
+import signal
 import threading
+import warnings
 
 import numpy as np
 import pytest
@@ -126,3 +130,175 @@ def test_a_region_in_another_thread_sets_blas_and_gives_the_same_bits():
     thread.join()
     assert seen["inside"] == 1 and lib.num_threads == outside
     np.testing.assert_array_equal(seen["lpo"], main)
+
+
+def _blas_or_skip():
+    """Every BLAS library under threadpoolctl, when a one-thread region changes them all (else the test skips)."""
+    libs = [lib for lib, _ in _threads._blas_libraries()]
+    if _threads.cpu_budget() < 2 or not libs or min(lib.num_threads for lib in libs) < 2:
+        pytest.skip("needs BLAS under threadpoolctl with two threads")
+    return libs
+
+
+def _assert_budget_as_before(libs, before):
+    budget = _threads._BUDGET
+    assert (budget.free, budget.active, budget.saved_limits) == (budget.total, 0, None)
+    assert (budget.local.depth, budget.local.taken) == (0, 0)
+    assert [lib.num_threads for lib in libs] == before
+
+
+@pytest.mark.parametrize("at", range(1, 5))  # the 4 changes: both libraries to 1 thread, then both back
+@pytest.mark.parametrize("after", [False, True])
+def test_an_interrupt_while_blas_changes_gives_the_cores_and_blas_back(monkeypatch, at, after):
+    # a Ctrl-C landing in threadpoolctl's Python code escaped acquire after the cores were taken (compute_region's
+    # finally not yet entered) or release before it gave BLAS back and woke the waiters: the next fit wanting every
+    # core waited for ever, BLAS stayed at the region's thread count
+    libs = _blas_or_skip()
+    before = [lib.num_threads for lib in libs]
+    calls, nested, real = [], [], type(libs[0]).set_num_threads
+
+    def interrupted(lib, k):
+        if nested:  # threadpoolctl calls itself once it holds control
+            return real(lib, k)
+        calls.append(k)
+        nested.append(k)
+        try:
+            if after:
+                real(lib, k)
+            if len(calls) == at:
+                raise KeyboardInterrupt
+            if not after:
+                real(lib, k)
+        finally:
+            nested.clear()
+
+    monkeypatch.setattr(type(libs[0]), "set_num_threads", interrupted)
+    X, y, _ = _regression(40, 3)
+    with pytest.raises(KeyboardInterrupt):
+        fastrank.RankRLS(1.0, n_jobs=1).fit(X, y)
+    _assert_budget_as_before(libs, before)
+
+
+@pytest.mark.parametrize("where", ["acquire", "release"])
+def test_an_interrupt_around_a_region_gives_the_cores_back(monkeypatch, where):
+    # between acquire's return and compute_region's try, or as release starts
+    libs = _blas_or_skip()
+    before = [lib.num_threads for lib in libs]
+    real, calls = getattr(_threads._BUDGET, where), []
+
+    def interrupted(*args):
+        calls.append(where)
+        if where == "acquire":
+            real(*args)
+        if len(calls) == 1:
+            raise KeyboardInterrupt
+        return real(*args)
+
+    monkeypatch.setattr(_threads._BUDGET, where, interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        with _threads.compute_region(1):
+            pass
+    monkeypatch.undo()
+    _assert_budget_as_before(libs, before)
+
+
+def test_an_interrupt_while_waking_the_waiting_regions_still_wakes_them(monkeypatch):
+    cond, total = _threads._BUDGET.cond, _threads.cpu_budget()
+    waiting, real_wait, real_notify, calls = threading.Event(), cond.wait, cond.notify_all, []
+    monkeypatch.setattr(cond, "wait", lambda *args: waiting.set() or real_wait(*args))
+
+    def interrupted():
+        calls.append(1)
+        if len(calls) == 1:
+            raise KeyboardInterrupt
+        real_notify()
+
+    def other_region():
+        with _threads.compute_region(total):
+            pass
+
+    waiter = threading.Thread(target=other_region, daemon=True)
+    with pytest.raises(KeyboardInterrupt):
+        with _threads.compute_region(total):
+            waiter.start()
+            assert waiting.wait(30)  # the lock is free once the waiter waits
+            monkeypatch.setattr(cond, "notify_all", interrupted)
+    waiter.join(30)
+    assert not waiter.is_alive(), "the waiting region was never woken"
+    assert _threads._BUDGET.free == _threads._BUDGET.total
+
+
+def test_a_region_ending_inside_the_callers_threadpool_limits_leaves_them():
+    # a region ending in a worker thread put back the BLAS counts of its start inside the main thread's
+    # threadpool_limits(1): SciPy's BLAS ran on 2 threads in the caller's one-thread block
+    libs = _blas_or_skip()
+    before = [lib.num_threads for lib in libs]
+    inside, leave, done = threading.Event(), threading.Event(), threading.Event()
+
+    def worker():
+        with _threads.compute_region(2):
+            inside.set()
+            leave.wait(30)
+        done.set()
+
+    thread = threading.Thread(target=worker)
+    thread.start()
+    inside.wait(30)
+    try:
+        with threadpool_limits(limits=1, user_api="blas"):
+            leave.set()
+            assert done.wait(30)
+            assert [lib.num_threads for lib in libs] == [1] * len(libs)
+    finally:
+        leave.set()
+        thread.join()
+        # threadpoolctl puts back what it found on entry, numpy's BLAS at the region's one thread
+        with _threads._BUDGET.lock:
+            _threads._set_threads(list(zip(libs, before)))
+    assert _threads._BUDGET.free == _threads._BUDGET.total and _threads._BUDGET.saved_limits is None
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+def test_a_child_forked_while_a_region_runs_starts_with_every_core_free():
+    # the child inherited the budget with the cores of a region whose thread is not in the child: its fits wanting
+    # every core waited for ever; and numpy's BLAS at the region's one thread
+    libs = _blas_or_skip()
+    before = [lib.num_threads for lib in libs]
+    inside, leave = threading.Event(), threading.Event()
+
+    def hold():
+        with _threads.compute_region(_threads.cpu_budget()):
+            inside.set()
+            leave.wait(60)
+
+    thread = threading.Thread(target=hold)
+    thread.start()
+    inside.wait(30)
+    r, w = os.pipe()
+    try:
+        assert [lib.num_threads for lib in libs] != before
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeprecationWarning)  # fork with threads (Python >= 3.12)
+            pid = os.fork()
+        if pid == 0:
+            try:
+                b = _threads._BUDGET
+                state = [b.free, b.total, b.active, b.saved_limits, [lib.num_threads for lib in libs]]
+                X, y, _ = _regression(60, 3)
+                fastrank.RankRLS(1.0, kernel="rbf", n_jobs=-1).fit(X, y)
+                os.write(w, repr(state).encode())
+            finally:
+                os._exit(0)
+        os.close(w)
+        ready = select.select([r], [], [], 60)[0]
+        if not ready:
+            os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+        assert ready, "the child's fit waited for the parent's cores"
+        total = _threads.cpu_budget()
+        assert os.read(r, 1000).decode() == repr([total, total, 0, None, before])
+    finally:
+        os.close(r)
+        leave.set()
+        thread.join()
+    assert [lib.num_threads for lib in libs] == before

@@ -3,9 +3,11 @@ budget of the usable cores (:func:`cpu_budget`; a region that wants ``t`` thread
 regions nest, no deadlock); while regions run, SciPy's OpenBLAS (the C++ core's) gets the region's threads when it runs
 alone (never above the limit in force) and one otherwise, every other BLAS copy (numpy's) one (two threaded OpenBLAS
 pools used alternately spin against each other: exact linear cross-validation 3-15x slower on 2 cores;
-``OPENBLAS_NUM_THREADS`` does not reach both), set only when no other region runs and restored when the last ends.
-Results never depend on this.  Wrap any call into the C++ core that runs threads or BLAS in
-``with compute_region(n_threads):``; ``FASTRANK_THREAD_POLICY=off`` disables it.
+``OPENBLAS_NUM_THREADS`` does not reach both), set only when no other region runs and restored when the last ends
+unless the caller changed BLAS meanwhile.  An interrupt (Ctrl-C) anywhere gives the cores and the BLAS setting back; a
+forked child starts with every core free and the user's BLAS setting.  Results never depend on this.  Wrap any call
+into the C++ core that runs threads or BLAS in ``with compute_region(n_threads):``; ``FASTRANK_THREAD_POLICY=off``
+disables it.
 """
 
 from __future__ import annotations
@@ -20,13 +22,14 @@ __all__ = ["compute_region", "cpu_budget", "blas_controller", "threads_for_work"
 
 def cpu_budget():
     """Cores shared by fastrank's compute regions: the CPUs this process may run on (its affinity, as ``taskset`` or a
-    container sets it; ``os.cpu_count()`` where unknown), at most ``OMP_NUM_THREADS`` when set (joblib's workers set
-    it to their share, so a search with ``n_jobs`` processes does not run ``n_jobs`` x cores threads)."""
+    container sets it; ``os.cpu_count()`` where unknown), at most ``OMP_NUM_THREADS`` (its first entry) when set
+    (joblib's workers set it to their share, so a search with ``n_jobs`` processes does not run ``n_jobs`` x cores
+    threads)."""
     try:
         cores = len(os.sched_getaffinity(0))
     except (AttributeError, OSError):
         cores = os.cpu_count() or 1
-    omp = os.environ.get("OMP_NUM_THREADS", "").strip()
+    omp = os.environ.get("OMP_NUM_THREADS", "").split(",")[0].strip()  # OpenMP's list form "2,1": the outer level
     return max(1, min(cores, int(omp)) if omp.isdigit() and int(omp) > 0 else cores)
 
 
@@ -41,33 +44,42 @@ def threads_for_work(flops):
     return int(max(1, min(cpu_budget(), float(flops) // _FLOPS_PER_THREAD)))
 
 
+class _Local(threading.local):
+    depth = 0  # this thread's nesting of regions
+    taken = 0  # the cores this thread's outermost region holds
+
+
 class _ThreadBudget:
     """The process-wide budget of cores that compute regions draw from, and the BLAS limit in force while regions run
-    (one instance, ``_BUDGET``)."""
+    (one instance, ``_BUDGET``).
+
+    An interrupt (KeyboardInterrupt, raised at any call into Python code) must not leak cores or BLAS settings: the
+    cores a thread holds are recorded in ``local.taken`` together with the counts, with no call in between, and
+    :meth:`release` gives back what is recorded, so it can run again when an interrupt stops it."""
 
     def __init__(self):
-        self.cond = threading.Condition()
+        self.lock = threading.RLock()
+        self.cond = threading.Condition(self.lock)
         self.total = cpu_budget()  # the budget the pool was last sized to
         self.free = self.total     # cores not held by a region
         self.active = 0            # regions running now
-        self.saved_limits = None   # (library, threads) pairs restoring the user's BLAS setting at the end
+        self.saved_limits = None   # (library, user's threads, regions' threads) while regions changed BLAS
         self.blas_now = 1          # BLAS threads set by the first of the running regions
-        self.local = threading.local()
+        self.local = _Local()
 
     def set_blas(self, n):
-        """SciPy's BLAS to n threads, every other BLAS copy to one (module docstring); returns what :func:`_set_threads`
-        needs to undo it (None: nothing changed)."""
-        try:
+        """SciPy's BLAS to n threads, every other BLAS copy to one (module docstring), recording in ``saved_limits``
+        what restores the user's setting (before any change, so an interrupted change is undone too)."""
+        with contextlib.suppress(Exception):  # threadpoolctl failing: BLAS left as it is
             # never above the limit in force (the caller's threadpool_limits, a joblib worker's share)
-            want = [(lib, min(int(n), lib.num_threads) if scipy_blas else 1) for lib, scipy_blas in _blas_libraries()]
-            if all(lib.num_threads == k for lib, k in want):
-                return None  # already so: no limit/restore round trip
-            return _set_threads(want)
-        except Exception:  # pragma: no cover
-            return None
+            want = [(lib, lib.num_threads, min(int(n), lib.num_threads) if scipy_blas else 1)
+                    for lib, scipy_blas in _blas_libraries()]
+            if any(now != k for _, now, k in want):  # else already so: no limit/restore round trip
+                self.saved_limits = want
+                _set_threads([(lib, k) for lib, _, k in want])
 
     def acquire(self, n_threads):
-        with self.cond:
+        with self.lock:
             while True:
                 # The budget can change while the process runs (OMP_NUM_THREADS unset, a wider affinity): the pool
                 # follows it, or a region wanting more cores than the pool was sized to would wait for ever.
@@ -83,21 +95,47 @@ class _ThreadBudget:
                 self.cond.wait()
             self.free -= need
             self.active += 1
+            self.local.taken = need
             if self.active == 1:
                 # Alone: BLAS gets this region's threads (restored when the last region ends).
                 self.blas_now = need
-                self.saved_limits = self.set_blas(need)
+                self.set_blas(need)
         return need
 
-    def release(self, taken):
-        with self.cond:
-            self.free += taken
-            self.active -= 1
-            if self.active == 0 and self.saved_limits is not None:
-                with contextlib.suppress(Exception):
-                    _set_threads(self.saved_limits)
-                self.saved_limits = None
-            self.cond.notify_all()
+    def release(self):
+        """Give back the cores this thread holds, restore BLAS when no region runs and wake the waiting regions; safe
+        to repeat."""
+        with self.lock:
+            taken, self.local.taken = self.local.taken, 0
+            if taken:
+                self.free += taken
+                self.active -= 1
+            try:
+                if self.active == 0 and self.saved_limits is not None:
+                    # under the lock, so that no region starts from a half-restored setting
+                    _finish(_restore, self.saved_limits)
+                    self.saved_limits = None
+            finally:
+                self.cond.notify_all()
+
+
+def _finish(step, *args):
+    """``step(*args)``, run once more if an interrupt (any exception) stops it, which is then raised; step must be safe
+    to repeat."""
+    try:
+        step(*args)
+    except BaseException:
+        step(*args)
+        raise
+
+
+def _restore(saved):
+    """Put the BLAS libraries of ``saved`` ((library, user's threads, regions' threads) triples) back at the user's
+    threads, unless one is at neither count: then the caller set BLAS while the regions ran (``threadpool_limits`` in
+    another thread) and that setting stays in force.  Safe to repeat."""
+    with contextlib.suppress(Exception):  # threadpoolctl failing: BLAS left as it is
+        if saved and all(lib.num_threads in (user, k) for lib, user, k in saved):
+            _set_threads([(lib, user) for lib, user, _ in saved])
 
 
 def _is_scipy_blas(lib):
@@ -107,22 +145,36 @@ def _is_scipy_blas(lib):
 
 
 def _set_threads(want):
-    saved = [(lib, lib.num_threads) for lib, _ in want]
+    """Set each library of the (library, threads) pairs ``want`` to its thread count."""
     for lib, k in want:
         if lib.num_threads != k:
             # threadpoolctl >= 3.8 lets one "controlling" thread change a process-wide OpenBLAS pool and silently
             # ignores the others (a worker thread's region then ran BLAS on every core, its results differing in the
             # last bit); the budget's lock orders these changes, so any thread takes control and hands it back.
             handover = getattr(type(lib), "clear_controlling_thread", None)
-            if handover is not None:
-                handover(force=True)
-            lib.set_num_threads(k)
-            if handover is not None:
-                handover()
-    return saved
+            try:
+                if handover is not None:
+                    handover(force=True)
+                lib.set_num_threads(k)
+            finally:
+                if handover is not None:
+                    handover()
 
 
 _BUDGET = _ThreadBudget()
+
+
+def _reset_in_child():
+    """In a forked child the parent's regions (their threads are not copied) hold no cores and BLAS is the user's."""
+    saved = _BUDGET.saved_limits
+    _BUDGET.__init__()
+    _restore(saved)
+
+
+if hasattr(os, "register_at_fork"):
+    # the lock held across the fork: the child never copies a budget or a BLAS setting in the middle of a change
+    os.register_at_fork(before=lambda: _BUDGET.lock.acquire(), after_in_parent=lambda: _BUDGET.lock.release(),
+                        after_in_child=_reset_in_child)
 
 
 @functools.lru_cache(maxsize=None)
@@ -165,13 +217,14 @@ def compute_region(n_threads):
     if _policy_off():
         yield
         return
-    local = _BUDGET.local  # this thread's nesting depth
-    depth = getattr(local, "depth", 0)
-    taken = _BUDGET.acquire(n_threads) if depth == 0 else None  # nested: inside this thread's budget
-    local.depth = depth + 1
+    local = _BUDGET.local
+    depth = local.depth
     try:
+        if depth == 0:  # a nested region runs on its thread's cores
+            _BUDGET.acquire(n_threads)
+        local.depth = depth + 1
         yield
     finally:
         local.depth = depth
-        if taken is not None:
-            _BUDGET.release(taken)
+        if depth == 0 and local is _BUDGET.local:  # else entered before a fork: this child's budget never lent cores
+            _finish(_BUDGET.release)

@@ -454,6 +454,27 @@ def test_sparse_kernel_block_duplicates_not_mutated():
     assert X.nnz == 4
 
 
+
+def test_csr_storage_past_nnz_is_unused_as_scipy_reads_it():
+    # data / indices longer than indptr[-1] are a valid CSR matrix whose extra slots SciPy ignores (toarray is exact);
+    # the kernel twin-row hash, RankRLSCV and leave-pair-out read them and raised numpy's "out is the wrong size"
+    rng = np.random.default_rng(9)
+    X = np.round(rng.normal(size=(24, 4)) * 8) / 8
+    X[rng.random((24, 4)) < 0.4] = 0
+    y = rng.integers(0, 4, size=24).astype(float)
+    A = sp.csr_matrix(X)
+    A.data, A.indices = np.r_[A.data, 1e30], np.r_[A.indices, 0].astype(A.indices.dtype)  # one unused slot
+    assert np.array_equal(A.toarray(), X)
+    rbf = RankRLS(kernel="rbf").fit(X, y)
+    np.testing.assert_allclose(rbf.predict(A), rbf.predict(X), rtol=1e-12, atol=1e-12)
+    cv = [fastrank.RankRLSCV(alphas=[1, 10]).fit(Z, y).cv_results_["scores"] for Z in (A, X)]
+    np.testing.assert_allclose(cv[0], cv[1], rtol=1e-12)
+    pairs = np.array([[0, 5], [3, 17]])
+    np.testing.assert_allclose(ms.leave_pair_out(RankRLS(), A, y, pairs=pairs),
+                               ms.leave_pair_out(RankRLS(), X, y, pairs=pairs), rtol=1e-10, atol=1e-12)
+    svm = [fastrank.RankSVM(tol=1e-10).fit(Z, y).coef_ for Z in (A, sp.csr_matrix(X))]  # the 1e30 sets no scale
+    np.testing.assert_array_equal(svm[0], svm[1])
+
 # ---- dense Cholesky: blocked above one LAPACK panel (SciPy's OpenBLAS dpotrf crashes at large orders) ----
 def test_blocked_cholesky_matches_lapack_and_detects_late_failure():
     from fastrank import _core

@@ -60,7 +60,7 @@ def _rescaled(X, C):
     L = (1/2 ||s w||^2 + C s^2 L) / s^2, so the minimiser is w' / s exactly (powers of two scale without rounding) while
     X^T H X and C X^T grad stay clear of overflow and underflow (X x 1e200, X x 1e-200).  C s^2 above _C_SCALED_MAX is
     capped there (``capped`` True)."""
-    values = X.data if sp.issparse(X) else X
+    values = X.data[:X.nnz] if sp.issparse(X) else X  # CSR storage past indptr[-1] is unused
     big = max(float(values.max()), -float(values.min())) if values.size else 0.0  # max |X|, no temporary
     if not big > 0.0:
         return X, C, 1.0, False

@@ -54,10 +54,12 @@ def as_csr(X, name="X"):
 
 
 def canonical_csr(X):
-    """A CSR matrix with sorted indices, no duplicates and float64 data (copies only when needed)."""
+    """A CSR matrix with sorted indices, no duplicates, no storage past ``indptr[-1]`` and float64 data (copies only when
+    needed)."""
     X = X.tocsr()
-    if not X.has_canonical_format:
+    if not X.has_canonical_format or X.data.size != X.nnz or X.indices.size != X.nnz:
         X = X.copy()
+        X.prune()  # data and indices may be longer than indptr[-1]: SciPy reads only the first nnz entries
         X.sum_duplicates()
     if X.dtype != np.float64:
         X = X.astype(np.float64)

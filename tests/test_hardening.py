@@ -565,3 +565,22 @@ def test_sparse_dtypes_with_basis_vectors_match_float64(kernel, dtype, fmt):
     assert np.max(np.abs(got - want)) <= 1e-10 * np.max(np.abs(want))
     ref = make().fit(B.astype(np.float64), y)
     assert np.max(np.abs(ref.predict(sparse(Bt)) - want)) <= 1e-10 * np.max(np.abs(want))
+
+
+@pytest.mark.parametrize("name, call", [
+    ("groups", lambda X, y, g, lab: RankRLS().fit(X, y, sp.coo_array(g))),
+    ("groups", lambda X, y, g, lab: RankRLS().fit(X, y, sp.csr_matrix(g).T)),
+    ("y", lambda X, y, g, lab: fastrank.RankSVM().fit(X, sp.csr_matrix(y).T, g)),
+    ("y", lambda X, y, g, lab: PRank().fit(X, sp.csr_matrix(lab).T)),
+    ("y", lambda X, y, g, lab: RankRLS().fit(X, sp.coo_array(y), g)),
+    ("y_true", lambda X, y, g, lab: fastrank.metrics.mean_rank_loss(sp.coo_array(lab), lab)),
+    ("y_true", lambda X, y, g, lab: fastrank.metrics.ndcg(sp.coo_array(np.abs(y)), y)),
+    ("sample_weight", lambda X, y, g, lab: RankRLS().fit(X, y).score(X, y, sample_weight=sp.coo_array(np.ones(20)))),
+])
+def test_sparse_vectors_are_refused_as_sparse(name, call):
+    # numpy makes a sparse matrix a 0-d object array: the messages said "got shape ()" or "<COOrdinate ...> is no number"
+    rng = np.random.default_rng(0)
+    X, y = rng.normal(size=(20, 3)), rng.normal(size=20)
+    with pytest.raises(TypeError, match=rf"^{name} is a scipy\.sparse \w+ of shape \(20,( 1)?\); it must be dense: "
+                                        rf"call {name}\.toarray\(\)$"):
+        call(X, y, np.repeat(np.arange(4), 5), (y > 0).astype(int))

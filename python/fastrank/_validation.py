@@ -28,7 +28,11 @@ _TINY = float(np.finfo(np.float64).tiny)  # smallest normal float64
 
 
 def _asarray(x, name):
-    """np.asarray, with numpy's errors (ragged lists, unconvertible objects) naming the argument."""
+    """np.asarray, with numpy's errors (ragged lists, unconvertible objects) naming the argument; a scipy.sparse matrix
+    (which numpy makes a 0-d object array) refused by name."""
+    if scipy.sparse.issparse(x):
+        raise TypeError(f"{name} is a scipy.sparse {type(x).__name__} of shape {x.shape}; it must be dense: call "
+                        f"{name}.toarray()")
     try:
         return np.asarray(x)
     except (ValueError, TypeError) as exc:

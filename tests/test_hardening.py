@@ -584,3 +584,33 @@ def test_sparse_vectors_are_refused_as_sparse(name, call):
     with pytest.raises(TypeError, match=rf"^{name} is a scipy\.sparse \w+ of shape \(20,( 1)?\); it must be dense: "
                                         rf"call {name}\.toarray\(\)$"):
         call(X, y, np.repeat(np.arange(4), 5), (y > 0).astype(int))
+
+
+@pytest.mark.parametrize("kind", [object, float])
+def test_row_indices_as_objects_or_whole_floats_mean_the_integers(kind):
+    # a pandas object column of ints (or whole floats) names the same rows as int64, for pairs, hold-out sets and
+    # basis vectors alike ("must hold integer row indices" before, TypeError in some places and ValueError in others)
+    rng = np.random.default_rng(0)
+    X, y = rng.normal(size=(12, 3)), rng.normal(size=12)
+    pairs = np.array([[0, 1], [2, 3], [4, 5], [6, 7]])
+    calls = [lambda P: RankRLS().fit_preferences(X, P).predict(X),
+             lambda P: fastrank.RankSVM().fit_preferences(X, P).predict(X),
+             lambda P: fastrank.metrics.edge_disagreement(P, y),
+             lambda P: ms.leave_pair_out(RankRLS(), X, y, pairs=P),
+             lambda P: ms.holdout_predictions(RankRLS(), X, y, [P[:, 0]])[0],
+             lambda P: RankRLS(kernel="rbf", basis_vectors=P[:, 0]).fit(X, y).predict(X)]
+    for call in calls:
+        np.testing.assert_array_equal(call(pairs.astype(kind)), call(pairs))
+    with pytest.raises(ValueError, match="integer row indices"):
+        ms.holdout_predictions(RankRLS(), X, y, [np.array([0, 1.5], dtype=kind)])
+    with pytest.raises(ValueError, match="outside"):
+        ms.holdout_predictions(RankRLS(), X, y, [np.array([0, 1e30], dtype=kind)])
+
+
+def test_mean_rank_loss_reads_an_object_column_of_numbers():
+    import pandas as pd
+
+    y, p = np.array([1, 2, 3, 2]), np.array([1, 3, 3, 1])
+    assert fastrank.metrics.mean_rank_loss(pd.Series(y, dtype=object), p) == fastrank.metrics.mean_rank_loss(y, p)
+    with pytest.raises(ValueError, match=r"y_true must be numeric for scale='values' .*'a' \(str\) at row 1"):
+        fastrank.metrics.mean_rank_loss(np.array([1, "a", 2, 3], dtype=object), p)

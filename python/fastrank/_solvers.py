@@ -27,7 +27,7 @@ from ._memory import check_dense_memory
 from ._problem import WEIGHTINGS, PreferenceGraph, RankingProblem, check_features, features_without_group_offsets
 from ._sparse import as_csr, issparse, take_rows
 from ._validation import (_asarray, check_alpha, check_alphas, check_int, check_n_jobs, check_real, check_seed,
-                          group_index)
+                          group_index, whole_numbers)
 from .exceptions import ConvergenceWarning, IllConditionedWarning, LinAlgError, user_stacklevel
 
 __all__ = ["Fit", "CGResult", "SOLVERS", "choose_solver", "solve_dual", "solve_primal", "solve_cg", "solve_cg_path",
@@ -547,12 +547,12 @@ def check_indices(idx, n, name, *, negative=False):
         if idx.shape != (n,):
             raise ValueError(f"{name} as a boolean mask must have shape ({n},), one entry per row")
         idx = np.flatnonzero(idx)
-    if idx.ndim != 1 or idx.size == 0 or not np.issubdtype(idx.dtype, np.integer):
+    if idx.ndim != 1 or idx.size == 0 or not whole_numbers(idx):
         raise ValueError(f"{name} must be a non-empty 1-D array of integer row indices")
-    idx = idx.astype(np.int64)
     low = -n if negative else 0
-    if idx.min() < low or idx.max() >= n:
+    if idx.min() < low or idx.max() >= n:  # before the cast, which would wrap an index such as 1e30
         raise ValueError(f"{name} has indices outside [{low}, {n})")
+    idx = idx.astype(np.int64)
     idx = np.where(idx < 0, idx + n, idx)
     if np.unique(idx).size != idx.size:
         raise ValueError(f"{name} repeats an index")

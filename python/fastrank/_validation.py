@@ -259,8 +259,11 @@ def check_alphas(alphas, name="alphas"):
 
 
 def whole_numbers(a):
-    """Whether the array ``a`` can hold row indices: an integer dtype, or floats that are all finite whole numbers
-    (bools, strings and objects are no indices)."""
+    """Whether the array ``a`` can hold row indices: an integer dtype, or floats, or objects (a pandas object column),
+    that are all finite whole numbers (bools and strings are no indices)."""
+    if a.dtype == object:
+        return all(isinstance(v, numbers.Real) and not isinstance(v, (bool, np.bool_))
+                   and (isinstance(v, numbers.Integral) or math.isfinite(v) and v == round(v)) for v in a.flat)
     return np.issubdtype(a.dtype, np.integer) or (
         np.issubdtype(a.dtype, np.floating) and bool(np.all(np.isfinite(a))) and bool(np.all(a == np.round(a))))
 

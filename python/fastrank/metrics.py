@@ -34,8 +34,8 @@ from . import _core
 from ._docs import with_param_docs
 from ._problem import centred_in_groups, check_pairs
 from ._threads import compute_region
-from ._validation import (_asarray, _not_finite, as_float_matrix, as_float_vector, check_bool, check_group_ids,
-                          check_n_jobs, check_real, group_index, one_of, unordered_labels)
+from ._validation import (_asarray, _not_finite, _to_float, as_float_matrix, as_float_vector, check_bool,
+                          check_group_ids, check_n_jobs, check_real, group_index, one_of, unordered_labels)
 from .exceptions import IllConditionedWarning, MissingGroupsWarning, user_stacklevel
 
 __all__ = [
@@ -492,6 +492,9 @@ def mean_rank_loss(y_true, y_pred, groups=None, *, scale="values", classes=None)
         raise ValueError("classes is only used with scale='positions' (rank steps in an ordered label set); "
                          "pass scale='positions' or drop classes")
     yt, yp = _asarray(y_true, "y_true"), _asarray(y_pred, "y_pred")
+    if scale == "values":  # objects (a pandas object column of numbers) read as the other measures read them
+        what = "numeric for scale='values' (ordinal labels of another type: scale='positions' with classes=)"
+        yt, yp = (_to_float(v, name, what) if v.dtype == object else v for v, name in ((yt, "y_true"), (yp, "y_pred")))
     for name, v in (("y_true", yt), ("y_pred", yp)):
         if v.ndim != 1:
             raise ValueError(f"{name} must be 1-D, got shape {v.shape}")

@@ -578,7 +578,8 @@ def test_sparse_dtypes_with_basis_vectors_match_float64(kernel, dtype, fmt):
     ("sample_weight", lambda X, y, g, lab: RankRLS().fit(X, y).score(X, y, sample_weight=sp.coo_array(np.ones(20)))),
 ])
 def test_sparse_vectors_are_refused_as_sparse(name, call):
-    # numpy makes a sparse matrix a 0-d object array: the messages said "got shape ()" or "<COOrdinate ...> is no number"
+    # numpy makes a sparse matrix a 0-d object array: the messages said "got shape ()" or "<COOrdinate ...> is no
+    # number"
     rng = np.random.default_rng(0)
     X, y = rng.normal(size=(20, 3)), rng.normal(size=20)
     with pytest.raises(TypeError, match=rf"^{name} is a scipy\.sparse \w+ of shape \(20,( 1)?\); it must be dense: "

@@ -406,7 +406,8 @@ def warn_if_scores_underflow(model, X, coef):
 
     if largest_score(X[::max(1, X.shape[0] // 1024)]) >= tiny or largest_score(X) >= tiny:
         return
-    warn_scores_underflow(model, largest_score(X), float(np.abs(X.data[:X.nnz] if issparse(X) else X).max(initial=0.0)), c)
+    values = X.data[:X.nnz] if issparse(X) else X  # CSR storage past indptr[-1] is unused
+    warn_scores_underflow(model, largest_score(X), float(np.abs(values).max(initial=0.0)), c)
 
 
 def warn_scores_underflow(model, score_top, x_top, coef):

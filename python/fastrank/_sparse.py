@@ -54,8 +54,8 @@ def as_csr(X, name="X"):
 
 
 def canonical_csr(X):
-    """A CSR matrix with sorted indices, no duplicates, no storage past ``indptr[-1]`` and float64 data (copies only when
-    needed)."""
+    """A CSR matrix with sorted indices, no duplicates, no storage past ``indptr[-1]`` and float64 data (copies only
+    when needed)."""
     X = X.tocsr()
     if not X.has_canonical_format or X.data.size != X.nnz or X.indices.size != X.nnz:
         X = X.copy()

@@ -84,7 +84,7 @@ def test_scipy_sparse_chunks_are_refused_by_name_as_a_sparse_x_is():
     import dask.array as da
     import scipy.sparse as sp
 
-    from fastrank.dask import DaskRankRLS
+    from fastrank.dask import DaskRankRLS, DaskRankRLSCV
     rng = np.random.default_rng(0)
     X, y, g = rng.normal(size=(60, 4)), rng.normal(size=60), np.repeat(np.arange(10), 6)
     sparse = da.from_array(sp.csr_matrix(X), chunks=(20, 4), asarray=False)
@@ -100,3 +100,6 @@ def test_scipy_sparse_chunks_are_refused_by_name_as_a_sparse_x_is():
         dense = sparse.map_blocks(lambda b: b.toarray(), dtype=float)  # the advice
         np.testing.assert_array_equal(DaskRankRLS().fit(dense, y, g).coef_, model.coef_)
         np.testing.assert_array_equal(model.predict(dense).compute(), model.predict(X))
+        # the search reads X in memory: refused before computing it, with the same advice (not "call X.toarray()")
+        with pytest.raises(TypeError, match=r"^X is a scipy.sparse matrix; .* make the chunks dense \(X.map_blocks"):
+            DaskRankRLSCV(alphas=[1.0]).fit(sparse, y, g)

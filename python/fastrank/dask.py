@@ -111,6 +111,9 @@ def _dense_array(obj, name):
     return _asarray(obj, name)
 
 
+_DENSE_CHUNKS = "make the chunks dense ({}.map_blocks(lambda b: b.toarray(), dtype=float))"
+
+
 def _refuse_sparse(obj, what, densify):
     if sp.issparse(obj):
         raise TypeError(f"{what} is a scipy.sparse matrix; fastrank.dask takes dense dask or numpy arrays and "
@@ -144,7 +147,7 @@ def _check_block(i, start, A, name, n_cols=None):
     """A partition as a C-ordered float64 matrix, refused by name with its first bad row (global where the partition's
     rows are known) and, given ``n_cols`` (the array's declared width), a width that differs from it."""
     block = f"{name} {_where(i, start, A.shape[0])}"
-    _refuse_sparse(A, block, f"make the chunks dense ({name}.map_blocks(lambda b: b.toarray(), dtype=float))")
+    _refuse_sparse(A, block, _DENSE_CHUNKS.format(name))
     A = np.ascontiguousarray(_to_float(A, block, first_row=start or 0), dtype=np.float64)
     if A.ndim == 1:  # a 1-D y
         A = A.reshape(-1, 1)
@@ -615,7 +618,10 @@ def _default_blocks():
 
 
 def _local(**arrays):
-    """The arrays in memory (dask ones computed) in the order given, numpy's errors naming them; None stays None."""
+    """The arrays in memory (dask ones computed) in the order given, numpy's errors naming them; None stays None; a dask
+    array of scipy.sparse chunks refused before it is computed."""
+    for k, a in arrays.items():
+        _refuse_sparse(getattr(a, "_meta", None) if _is_lazy(a) else None, k, _DENSE_CHUNKS.format(k))
     return [None if a is None else _dense_array(a.compute() if _is_lazy(a) else a, k) for k, a in arrays.items()]
 
 

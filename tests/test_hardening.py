@@ -615,3 +615,21 @@ def test_mean_rank_loss_reads_an_object_column_of_numbers():
     assert fastrank.metrics.mean_rank_loss(pd.Series(y, dtype=object), p) == fastrank.metrics.mean_rank_loss(y, p)
     with pytest.raises(ValueError, match=r"y_true must be numeric for scale='values' .*'a' \(str\) at row 1"):
         fastrank.metrics.mean_rank_loss(np.array([1, "a", 2, 3], dtype=object), p)
+
+
+def test_sparse_pairs_and_classes_are_refused_as_sparse():
+    X = np.random.default_rng(0).normal(size=(8, 3))
+    pairs = sp.csr_matrix(np.array([[0, 1], [2, 3]]))
+    with pytest.raises(TypeError, match=r"^pairs is a scipy\.sparse csr_matrix of shape \(2, 2\); .*pairs\.toarray"):
+        RankRLS().fit_preferences(X, pairs)
+    with pytest.raises(TypeError, match=r"^classes is a scipy\.sparse csr_matrix .*classes\.toarray"):
+        PRank().partial_fit(X, np.arange(8) % 3, classes=sp.csr_matrix(np.arange(3)))
+
+
+def test_group_sizes_held_as_objects_are_the_integers():
+    from fastrank.utils import groups_from_sizes
+
+    np.testing.assert_array_equal(groups_from_sizes(np.array([2, 3], dtype=object)), groups_from_sizes([2, 3]))
+    for bad in ([2, 2.5], [2, True], [2, "3"]):
+        with pytest.raises(ValueError, match="sizes must be whole numbers"):
+            groups_from_sizes(np.array(bad, dtype=object))

@@ -21,7 +21,7 @@ from typing import NamedTuple
 import numpy as np
 
 from ._sparse import as_csr, issparse
-from ._validation import (as_float_matrix, as_float_vector, as_real_array, as_targets, block_sums,
+from ._validation import (_asarray, as_float_matrix, as_float_vector, as_real_array, as_targets, block_sums,
                           check_precomputed_kernel, group_index, whole_numbers)
 from .exceptions import ConstantModelWarning, user_stacklevel
 
@@ -56,7 +56,7 @@ def check_pairs(pairs, m):
     """Validated (head, tail) int64 arrays of a preference list: ``pairs[e] = (a, b)`` means row a
     is preferred over row b (rows in [0, m), no self-loops, at least one pair)."""
     try:
-        pairs = np.asarray(pairs)
+        pairs = _asarray(pairs, "pairs")  # a scipy.sparse matrix refused by name
     except ValueError:  # nested lists of unequal lengths
         raise ValueError("pairs must have shape (n_pairs, 2), got a ragged list") from None
     if pairs.ndim != 2 or pairs.shape[1] != 2:

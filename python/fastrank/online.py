@@ -40,8 +40,8 @@ from ._problem import centred_in_groups, features_without_group_offsets, require
 from ._progress import progress, resolve_verbose, stage, write_line
 from ._sparse import as_csr, issparse
 from ._registry import register_estimator
-from ._validation import _all_finite, _not_finite, as_float_matrix, check_group_ids, check_int, check_n_jobs, \
-    check_precomputed_kernel, group_index, target_column, unordered_labels
+from ._validation import _all_finite, _asarray, _not_finite, as_float_matrix, check_group_ids, check_int, \
+    check_n_jobs, check_precomputed_kernel, group_index, target_column, unordered_labels
 from .exceptions import ConvergenceWarning, user_stacklevel
 from .metrics import _declines_groups, _warn_missing_groups
 
@@ -78,7 +78,7 @@ def _check_labels(y, n_rows, *, label_set_fixed=False):
     if y.dtype.kind == "c":  # complex values have no order
         raise ValueError(f"y must hold ordered class labels (integers, reals or strings), got dtype {y.dtype}")
     check_group_ids(y, "y", what="label")  # None, NaN, pandas' NA among objects, NaT: with the row
-    y = _as_labels(y)
+    y = _as_labels(y, "y")
     classes = _sorted_classes(y, "y")  # orderability first: a clear message for mixed types
     # integers are grades also where numpy keeps them as objects (beyond int64), which scikit-learn calls "unknown"
     if not label_set_fixed and not all(isinstance(v, numbers.Integral) for v in classes.tolist()):
@@ -112,10 +112,10 @@ def _label_set(values, name="classes"):
     return _sorted_classes(values, name) if order is None else order
 
 
-def _as_labels(values):
+def _as_labels(values, name):
     """``values`` as an array; an object array of real numbers (a pandas object column) as numpy stores the same
     numbers (int64, float64, bool), so that its labels and ``classes_`` are those of a numeric array."""
-    values = np.asarray(values)
+    values = _asarray(values, name)  # a scipy.sparse matrix refused by name
     if values.dtype == object and all(isinstance(v, numbers.Real) for v in values.flat):
         numeric = np.asarray(values.tolist())
         values = values if numeric.dtype == object else numeric  # ints beyond int64 stay objects
@@ -124,7 +124,7 @@ def _as_labels(values):
 
 def _sorted_classes(values, name="classes"):
     try:
-        values = _as_labels(values)
+        values = _as_labels(values, name)
     except ValueError:  # nested lists of unequal lengths
         values = np.empty((0, 0))
     if values.ndim != 1:  # a string or scalar is no label set; a 2-D one is ambiguous

@@ -89,7 +89,7 @@ def groups_from_sizes(sizes, n_samples=None):
     s = _asarray(sizes, "sizes")
     if s.ndim != 1:
         raise ValueError(f"sizes must be a 1-D array of group sizes, got shape {s.shape}")
-    if s.size and s.dtype.kind in "fu":  # uint64 above 2**63 wrapped to negative sizes
+    if s.size and s.dtype.kind in "fuO":  # uint64 above 2**63 wrapped to negative sizes; objects: a pandas column
         if not whole_numbers(s) or np.any(np.abs(s) >= 2.0**63):  # no int64 overflow
             raise ValueError("sizes must be whole numbers (the number of rows in each group) below 2**63")
     elif s.size and s.dtype.kind not in "iu":

@@ -254,13 +254,14 @@ def read_svmlight_files(paths, *, n_features=None, zero_based="auto", extra_feat
                                 lambda v: 0 <= v <= _INT64_MAX, numbers.Integral)
     files = [_read_as_written(path, query_file)
              for path, query_file in zip(paths, query_files or [None] * len(paths))]
-    zb = any(X.nnz and X.indices.min() == 0 for _, X, *_ in files) if zero_based == "auto" else bool(zero_based)
+    has_zero = [bool(X.nnz) and X.indices.min() == 0 for _, X, *_ in files]
+    zb = any(has_zero) if zero_based == "auto" else bool(zero_based)
     columns = [max(X.shape[1] - (not zb), 0) for _, X, *_ in files]  # the columns each file's indices need
     n = max(columns) if n_features is None else n_features
     out = []
-    for (p, X, y, qid, q), width in zip(files, columns):
+    for (p, X, y, qid, q), width, zero in zip(files, columns, has_zero):
         if not zb:
-            if X.nnz and X.indices.min() == 0:
+            if zero:
                 row = int(np.searchsorted(X.indptr, np.flatnonzero(X.indices == 0)[0], side="right")) - 1
                 line = next(lineno for k, (lineno, _) in enumerate(_scan(p)) if k == row)
                 raise ValueError(f"{p}:{line}: feature index 0 in a file read as 1-based (zero_based=False)")

@@ -375,3 +375,21 @@ def test_cv_refuses_a_plot_format_before_the_cross_validation(tmp_path, capsys):
     data = _write(tmp_path / "q.txt", rng.integers(0, 3, 12), np.repeat([1, 2, 3], 4), rng.random((12, 3)))
     code, out, err = _run(["cv", "--plot", tmp_path / "cv.jpg2", data], capsys)
     assert code == 2 and "matplotlib cannot write 'jpg2' files" in err and out == ""  # the CV report came first
+
+
+@pytest.mark.parametrize("command, flags, message", [
+    ("train", ["--param", "nosuch=1"], "RankRLS has no parameter 'nosuch'"),
+    ("train", ["--param", "verbose=-1"], "verbose must be an integer >= 0"),
+    ("train", ["--param", "tol=abc"], "'tol' parameter of RankRLS"),
+    ("train", ["--param", "n_jobs=0"], "n_jobs must be None or a non-zero integer"),
+    ("train", ["-M", "RankRLSCV", "--param", "alphas=-1,2"], "alphas must be finite and > 0"),
+    ("train", ["--alpha", "auto", "--alphas", "0,1"], "bad alpha grid '0,1'"),
+    ("train", ["-M", "RankRLSCV", "--cv", "1"], "--cv needs at least 2 folds"),
+    ("cv", ["--cv", "foo"], "bad --cv 'foo'"),
+    ("cv", ["--alphas", "1,-1"], "bad alpha grid '1,-1'"),
+])
+def test_parameters_are_checked_before_the_training_file_is_read(tmp_path, capsys, command, flags, message):
+    # a usage error at once, not after reading a large file: the file here does not exist
+    files = [tmp_path / "absent.txt"] + ([tmp_path / "m.frk"] if command == "train" else [])
+    code, _, err = _run([command, *flags, *files], capsys)
+    assert code == 2 and message in err, err

@@ -123,6 +123,7 @@ def test_a_model_saved_from_python_warns_when_a_files_index_base_is_unclear(tmp_
     np.testing.assert_allclose(scores, est.predict(X), rtol=1e-12, atol=1e-12)
     assert err == ""
     fastrank.save(est, recorded, metadata={"svmlight": {"zero_based": "yes"}})
-    assert cli.main(["predict", str(recorded), str(test0)]) == 1
-    assert f"{recorded}: its metadata 'svmlight' is not the object fastrank train writes (its 'zero_based' " \
-           "entry)" in capsys.readouterr().err
+    for flags in ([], ["--zero-based", "yes"], ["--zero-based", "no"]):  # the entry is refused, not read by a flag
+        assert cli.main(["predict", *flags, str(recorded), str(test0)]) == 1
+        assert f"{recorded}: its metadata 'svmlight' is not the object fastrank train writes (its 'zero_based' " \
+               "entry)" in capsys.readouterr().err

@@ -100,6 +100,22 @@ def test_names_aliases_and_cutoffs():
         M.make_ranking_scorer("ndcg@10", k=5)
 
 
+@pytest.mark.parametrize("measure, kwargs, error, match", [
+    ("ndcg", {"k": 0}, ValueError, "k must be None or a positive integer, got 0"),
+    ("map", {"k": 2.5}, ValueError, "k must be None or a positive integer, got 2.5"),
+    (M.Measure("top", M.ndcg, True, "hand-built", cutoff="k", k=-1), {}, ValueError, "k must be .* got -1"),
+    ("ndcg", {"kk": 3}, TypeError, "measure 'ndcg' takes no keyword 'kk' \\(its keywords: groups, k,"),
+    ("disagreement", {"k": 3}, TypeError, "measure 'disagreement' takes no keyword 'k'"),
+    (lambda y, f, groups=None: 0.0, {"x": 1}, TypeError, "takes no keyword 'x' \\(its keywords: groups\\)"),
+])
+def test_scorer_refuses_keywords_every_scoring_call_would_refuse(measure, kwargs, error, match):
+    # made anyway, the scorer fails at every call and a search records NaN for every candidate
+    with pytest.raises(error, match=match):
+        M.make_ranking_scorer(measure, **kwargs)
+    assert M.make_ranking_scorer("ndcg", k=None)._kwargs == {"k": None}
+    assert M.make_ranking_scorer(lambda y, f, **kw: 0.0, anything=1)._kwargs == {"anything": 1}
+
+
 def test_every_name_is_the_same_measure_in_metrics_scorer_cv_and_cli(tmp_path, capsys):
     from fastrank import cli, model_selection as ms
     from sklearn.datasets import dump_svmlight_file

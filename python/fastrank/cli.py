@@ -217,13 +217,14 @@ def _model_input(X, groups, est, state, how="auto", *, fit=False):
 def _read_training(args, how):
     """(estimator, its training input, y, groups, info, normaliser state or None) of the training file: groups
     None with --no-qid; the input as --normalize and ``how`` (see _model_input) make it."""
+    spec = _estimator_params(args)
     X, y, qid, info = _read(args.train_file, args)
     if X.shape[1] == 0:  # a learner needs at least one feature; say so before any fit or normaliser does
         raise DataError(f"{args.train_file}: no features (no line has an index:value pair); nothing to learn from")
     q = f", {np.unique(qid).size} queries" if qid is not None else ", no qid: or query file"
     _say(args, f"{args.train_file}: {X.shape[0]} rows, {X.shape[1]} features{q}")
     groups = None if args.no_qid else qid
-    est = _build_estimator(args, groups, y)
+    est = _build_estimator(args, spec, groups, y)
     _check_parameters(est, *X.shape)
     Xm, state = _model_input(X, groups, est, {"name": args.normalize}, how, fit=True)
     if state is not None:
@@ -266,13 +267,13 @@ def _model_scores(model_file, data_file, args, *, labels=False):
     if not isinstance(meta, dict):  # metadata of a model saved from Python, not by fastrank train
         raise DataError(f"{model_file}: its metadata 'svmlight' is not the object fastrank train writes")
     n = meta.get("n_features", getattr(model, "n_features_in_", None))
+    if meta.get("zero_based") not in (None, True, False):
+        raise DataError(f"{model_file}: its metadata 'svmlight' is not the object fastrank train writes (its "
+                        "'zero_based' entry)")
     if args.zero_based != "auto" and meta.get("zero_based") not in (None, args.zero_based == "yes"):
         raise UsageError(f"--zero-based {args.zero_based} contradicts {model_file}, trained on "
                          f"{'0' if meta['zero_based'] else '1'}-based feature indices (data files are read as the "
                          "training file was); drop --zero-based")
-    if meta.get("zero_based") not in (None, True, False):
-        raise DataError(f"{model_file}: its metadata 'svmlight' is not the object fastrank train writes (its "
-                        "'zero_based' entry)")
     X, y, qid, info = _read(data_file, args, n_features=n, zero_based=meta.get("zero_based"), extra="ignore")
     if n is not None and info.n_features > n:
         _say(args, f"{data_file}: feature indices beyond the model's {n} features are ignored")
@@ -312,26 +313,16 @@ def _model_scores(model_file, data_file, args, *, labels=False):
 
 # -- commands ----------------------------------------------------------------------------------
 def _check_parameters(est, n_rows, n_features):
-    """What fit checks of ``est``'s parameters alone, before it reads the data: a bad value is a usage error (exit 2)
-    whichever flag or --param gave it."""
+    """What fit checks of ``est``'s parameters given the data's shape, before it reads the data: a bad value is a
+    usage error (exit 2) whichever flag or --param gave it (the checks that need no data: ``_estimator_params``)."""
     params = est.get_params(deep=False)
     with _errors_as(UsageError, (TypeError, ValueError)):
-        if "n_jobs" in params:
-            check_n_jobs(params["n_jobs"])
-        if "verbose" in params:  # not in _parameter_constraints: fit checks it where it reports progress
-            resolve_verbose(params["verbose"])
         if callable(getattr(est, "_kernel_spec", None)) and params.get("kernel") != "precomputed":
             est._kernel_spec(n_features)
         if params.get("basis_vectors") is not None:
             select_basis(n_rows, params["basis_vectors"], params.get("random_state"))
-        for name in ("alpha", "C"):  # every learner's regularization: finite and > 0
-            if params.get(name) is not None:
-                check_alpha(params[name], name)
         if callable(getattr(est, "_exclude_ties", None)):
             est._exclude_ties()
-        for name in ("alphas", "Cs"):  # the searches' grids
-            if params.get(name) is not None:
-                check_alphas(params[name], name)
         searched = getattr(type(est), "_searched", None)
         if searched is not None:  # a search: what exact cross-validation needs of its model (a dense solver, ...)
             names = set(searched._get_param_names())
@@ -350,7 +341,9 @@ def _default_scoring(groups, cv, y):
     return "ndcg@10" if groups is not None and cv != "lpo" and np.all(y >= 0) else "disagreement"
 
 
-def _build_estimator(args, groups, y):
+def _estimator_params(args):
+    """(class, its label, the parameters its flags and --param give, whether --cv gave cv): every check that needs no
+    data, made before the training file is read."""
     classes = _estimators()
     cls = {k.lower(): v for k, v in classes.items()}.get(args.model.lower())
     if cls is None:
@@ -376,7 +369,7 @@ def _build_estimator(args, groups, y):
             raise UsageError(f"{_CV_FLAGS[k]} sets the cross-validation of fastrank cv, train --alpha auto and --model "
                              f"RankRLSCV; {label} has no parameter {k!r}")
         flag_of[k] = _CV_FLAGS[k]
-        params[k] = parse_grid(value) if k == "alphas" else _cv_arg(value, groups) if k == "cv" else value
+        params[k] = parse_grid(value) if k == "alphas" else value
     for item in args.param or ():
         name, sep, value = item.partition("=")
         name = name.strip()
@@ -391,10 +384,36 @@ def _build_estimator(args, groups, y):
                        "alpha": ("C", "-c/--C")}.get(pname, (None, ""))
         hint = f"; {cls.__name__} is regularized by {flag}" if other in names else ""
         raise UsageError(f"{label} has no parameter {pname!r}{hint} (its parameters: {', '.join(sorted(names))})")
+    clash = sorted(_CV_FLAGS.keys() & params) if args.alpha == "auto" else ()
+    if clash:
+        raise UsageError(f"--alpha auto takes {clash[0]} from {_CV_FLAGS[clash[0]]}, not from --param")
+    if args.alpha == "auto" and args.alphas is not None:
+        parse_grid(args.alphas)
+    if args.cv is not None and args.cv.lower() not in ("lpo", "lgo"):  # a number of folds, whatever the groups
+        _cv_arg(args.cv, None)
+    with _errors_as(UsageError, (TypeError, ValueError)):  # --cv's text becomes a scheme once the groups are known
+        cls(**{k: v for k, v in params.items() if k != "cv" or k not in given})._validate_params()
+        if "n_jobs" in params:
+            check_n_jobs(params["n_jobs"])
+        if "verbose" in params:  # not in _parameter_constraints: fit checks it where it reports progress
+            resolve_verbose(params["verbose"])
+        for name in ("alpha", "C"):  # every learner's regularization: finite and > 0
+            if params.get(name) is not None:
+                check_alpha(params[name], name)
+        for name in ("alphas", "Cs"):  # the searches' grids
+            if params.get(name) is not None:
+                check_alphas(params[name], name)
+    return cls, label, params, "cv" in given
+
+
+def _build_estimator(args, spec, groups, y):
+    """The estimator of ``_estimator_params``'s ``spec``, completed by what depends on the training data: the cv
+    scheme and the default scoring."""
+    cls, _, params, cv_flag = spec
+    names, params = set(cls().get_params(deep=False)), dict(params)
+    if cv_flag:  # --model RankRLSCV --cv TEXT
+        params["cv"] = _cv_arg(params["cv"], groups)
     if args.alpha == "auto":  # RankRLSCV's alphas, cv and scoring, from their own flags only
-        clash = sorted(_CV_FLAGS.keys() & params)
-        if clash:
-            raise UsageError(f"--alpha auto takes {clash[0]} from {_CV_FLAGS[clash[0]]}, not from --param")
         cv = _cv_arg(args.cv, groups)
         params.update(alphas=parse_grid(args.alphas or ALPHA_GRID), cv=cv, scoring=args.scoring or
                       _default_scoring(groups, cv, y))

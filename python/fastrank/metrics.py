@@ -112,11 +112,27 @@ def _group_setup(y_true, y_score, groups, average, allowed=_AVERAGES):
 _BAD_CUTOFF = "measure {!r}: the cutoff after @ must be a positive integer, e.g. {}@10"
 
 
-def _check_k(k, allow_none=True):
+def _check_k(k, allow_none=True, name="k"):
     if k is None and allow_none:
         return None
     need = f"{'None or ' if allow_none else ''}a positive integer"
-    return check_real(k, "k", need, lambda v: v >= 1, numbers.Integral)
+    return check_real(k, name, need, lambda v: v >= 1, numbers.Integral)
+
+
+def _check_keywords(func, kwargs, label, cutoff=None):
+    """Refuse now a keyword ``func`` does not take and a bad cutoff: a search would record the error of every scoring
+    call as a NaN score and pick an arbitrary candidate."""
+    try:
+        params = inspect.signature(func).parameters
+    except (TypeError, ValueError):  # no signature to read: the call will tell
+        params = None
+    if params is not None and not any(p.kind is p.VAR_KEYWORD for p in params.values()):
+        unknown = sorted(set(kwargs) - set(params))
+        if unknown:
+            named = [n for n, p in list(params.items())[2:] if p.kind is not p.VAR_POSITIONAL]
+            raise TypeError(f"{label} takes no keyword {unknown[0]!r} (its keywords: {', '.join(named) or 'none'})")
+    if cutoff is not None and cutoff in kwargs:
+        _check_k(kwargs[cutoff], name=cutoff)
 
 
 def _accepts(func, parameter):
@@ -1628,6 +1644,8 @@ def make_ranking_scorer(measure, *, greater_is_better=None, response_method="pre
         The estimator method giving the scores.
     **kwargs : dict
         Passed to the measure (e.g. ``k=10``); not a keyword the named entry already fixes (``k`` of "ndcg@10").
+        A keyword the measure does not take (TypeError) or a cutoff that is not a positive integer (ValueError) is
+        refused here, not at every scoring call of a search.
 
     Returns
     -------
@@ -1652,10 +1670,11 @@ def make_ranking_scorer(measure, *, greater_is_better=None, response_method="pre
         gib = func.greater_is_better
         if greater_is_better is not None and bool(greater_is_better) != gib:
             raise ValueError(f"{func.name!r} is {'a score' if gib else 'a loss'}: greater_is_better must be {gib}")
-        func._merged(kwargs)
+        _check_keywords(func.func, func._merged(kwargs), f"measure {func.name!r}", func.cutoff)
     elif callable(measure):
         func = measure
         gib = True if greater_is_better is None else bool(greater_is_better)
+        _check_keywords(func, kwargs, f"measure {getattr(func, '__name__', repr(func))}")
     else:
         raise TypeError(f"measure must be a measure name or a callable, got {type(measure).__name__}")
     return RankingScorer(func, 1 if gib else -1, kwargs, response_method)

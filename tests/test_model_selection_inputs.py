@@ -144,6 +144,50 @@ def test_a_breakdown_at_one_grid_value_names_it():
     assert fastrank.MPRankCV(kernel="precomputed", Cs=[1e-2, 1e-1]).fit(K, y).C_ in (1e-2, 1e-1)
 
 
+def _lgo_data():
+    rng = np.random.default_rng(0)
+    X, g = rng.normal(size=(30, 3)), np.repeat(np.arange(3), 10)
+    return X, np.round(X @ [1, -1, 0.5] + rng.normal(size=30)), g
+
+
+@pytest.mark.parametrize("n_alphas", [3, 8], ids=["one-alpha-at-a-time", "shared-eigendecomposition"])
+@pytest.mark.parametrize("cv", ["lgo", None])
+def test_a_singular_alpha_of_a_leave_group_out_grid_is_named(n_alphas, cv):
+    X, y, g = _lgo_data()
+    alphas = [1e-17, *np.logspace(-1, 1, n_alphas - 1)]
+    with pytest.raises(fastrank.exceptions.LinAlgError, match=r"^alpha=1e-17: leave-group-out: .*leave this value out"):
+        fastrank.RankRLSCV(alphas=alphas, cv=cv, kernel="rbf", gamma=1e-4).fit(X, y, g)
+
+
+@pytest.mark.parametrize("n_alphas", [3, 6], ids=["one-alpha-at-a-time", "shared-eigendecomposition"])
+def test_leave_group_out_grids_warn_at_a_tiny_alpha_and_refit_it_as_fit_does(n_alphas):
+    # alpha = 1.2e-12 sigma_max(S K S): the kernel's rounding costs the hold-out predictions ~1e-6 and a fit ~1e-4
+    # (both warned); the spectral path's full-data coefficients had 4x fit's error
+    import mpmath
+    X, y, g = _lgo_data()
+    calls = []
+
+    def first_alpha_wins(y_true, y_pred, units):
+        calls.append(1)
+        return -float(len(calls))
+
+    alpha, gamma = 1e-12, 1e-3
+    with pytest.warns(fastrank.exceptions.IllConditionedWarning):
+        cv = fastrank.RankRLSCV(alphas=[alpha, *np.linspace(0.1, 0.5, n_alphas - 1)], cv="lgo", kernel="rbf",
+                                gamma=gamma, scoring=first_alpha_wins).fit(X, y, g)
+    assert cv.alpha_ == alpha
+    with pytest.warns(fastrank.exceptions.IllConditionedWarning):
+        fresh = fastrank.RankRLS(alpha=alpha, kernel="rbf", gamma=gamma).fit(X, y, g)
+    mpmath.mp.dps = 40  # (L K + alpha I) A = L y, L = n_q I - 1 1^T in each group of 10, predictions K A
+    D = ((X[:, None] - X[None]) ** 2).sum(-1)
+    K = mpmath.matrix([[mpmath.exp(-mpmath.mpf(gamma) * mpmath.mpf(d)) for d in row] for row in D])
+    L = mpmath.matrix([[(9 if i == j else -1) if g[i] == g[j] else 0 for j in range(30)] for i in range(30)])
+    A = mpmath.lu_solve(L * K + mpmath.mpf(alpha) * mpmath.eye(30), L * mpmath.matrix(list(y)))
+    exact = np.array([float(v) for v in K * A])
+    error = [np.abs(model.predict(X) - exact).max() / np.abs(exact).max() for model in (cv, fresh)]
+    assert error[1] < 1e-3 and error[0] <= 1.5 * error[1], error
+
+
 @pytest.mark.parametrize("kernel", ["linear", "rbf"], ids=["feature-route", "dual-route"])
 def test_leave_pair_out_leaving_no_preference_raises(data, kernel):
     # the only positive held out with any other row: the predictions were those of the zero model (about 1e-15);
@@ -228,3 +272,14 @@ def test_rankrlscv_folds_of_tied_rows_name_the_problem(two_outputs):
     match = "holds two rows with different targets" + (" of output column 0" if two_outputs else ",")
     with pytest.raises(ValueError, match=match):
         fastrank.RankRLSCV(alphas=[0.1, 1.0], cv=np.repeat([0, 1, 2], 2)).fit(X, Y)
+
+
+def test_kfold_predictions_refuses_groups_of_another_length():
+    from sklearn.model_selection import GroupKFold
+    X, y, g = _lgo_data()
+    fac = ms.factorize(fastrank.RankRLS(), X, y, g)
+    for groups in ([0, 1], np.r_[g, 0], g[:, None]):
+        with pytest.raises(ValueError, match=r"^groups must hold one group id per row \(30 rows\), got shape"):
+            fac.kfold_predictions(GroupKFold(2), groups=groups)
+    np.testing.assert_array_equal(fac.kfold_predictions(GroupKFold(3), groups=list(g)),
+                                  fac.kfold_predictions(GroupKFold(3)))

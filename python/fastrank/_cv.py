@@ -119,6 +119,10 @@ def _table_measure(given, scoring):
     return (scoring, 1) if isinstance(scoring, Measure) else None
 
 
+def _grid_value_error(name, value, exc):
+    return LinAlgError(f"{name}={float(value):.6g}: {exc}; leave this value out of the grid")
+
+
 class _ExactCVSearch(KernelMixin, Ranker):
     """A parameter grid scored by exact cross-validation, then the best model solved from the same factorization."""
 
@@ -142,7 +146,7 @@ class _ExactCVSearch(KernelMixin, Ranker):
                     warnings.simplefilter("always")
                     scores[k] = score(k)
             except np.linalg.LinAlgError as exc:  # numpy's class too: the documented one is fastrank's
-                raise LinAlgError(f"{name}={float(grid[k]):.6g}: {exc}; leave this value out of the grid") from None
+                raise _grid_value_error(name, grid[k], exc) from None
             for w in caught:  # the engine's warnings speak of alpha: MPRank's is m_train^2 / (2 C)
                 message = w.message
                 if name == "C" and issubclass(w.category, IllConditionedWarning):
@@ -307,10 +311,19 @@ class RankRLSCV(_ExactCVSearch):
             if lgo_path and prob.groups.n_groups < 2:  # groups=None: one group
                 raise ValueError("cv='lgo' needs groups with at least two distinct ids")
             sets = prob.groups.rows() if lgo_path else resolve_folds(cv, prob, groups)
-            path = prob.leave_group_out_path(alphas) if lgo_path else None
+            path = None
+            if lgo_path and prob.shares_leave_group_out_path(alphas.size):
+                try:
+                    path = prob.leave_group_out_path(alphas)
+                except np.linalg.LinAlgError as exc:
+                    raise _grid_value_error("alpha", alphas.min(), exc) from None
 
             def predictions(k):  # rows in no hold-out set stay NaN; the group sets cover every row
-                return np.array(path[k]) if lgo_path else prob.holdout_rows(sets, float(alphas[k]))
+                if path is not None:
+                    return np.array(path[k])
+                if lgo_path:
+                    return prob.leave_group_out_path(alphas[k:k + 1])[0]
+                return prob.holdout_rows(sets, float(alphas[k]))
 
             # a cost of degree d in (y, predictions) scales by 2^(d e) with both: compared in units of 2^(d e),
             # 2^e ~ max |y| (exact; robustness.md, "Costs at extreme scales")

@@ -40,6 +40,9 @@ SHARED_FACTOR_MIN_ALPHAS = 30
 # The spectral leave-pair-out formula loses digits as (sigma_max / alpha)^2 (3.7e-7 relative at 1e-3 sigma_max, the
 # Cholesky route 2e-13; docs/design/exact-cv.md): below this ratio a grid's alphas take the Cholesky route.
 SPECTRAL_PAIR_MIN_RATIO = 1e-2
+# The leave-group-out path's full-data coefficients serve as the fitted model at alphas above this ratio of
+# trace(S K S) (at most eps / ratio, 2e-12, from the Cholesky solve a fit makes); below it the model is solved anew.
+PATH_COEF_MIN_RATIO = 1e-4
 # Hold-out sets of dense kernel models keep 1e-9 relative down to alpha = 1e-8 sigma_max (the largest eigenvalue of
 # S K S) and lose digits below (docs/design/exact-cv.md, "Accuracy"): below this ratio they warn.
 HOLDOUT_MIN_RATIO = 1e-9
@@ -354,16 +357,21 @@ class DualRoute(_Route):
         """(n_alphas, m, v) leave-group-out predictions; the call's full-data dual coefficients of every alpha are kept,
         so that :meth:`solve` at a grid alpha needs no factorization."""
         v, na = self.Y.shape[1], alphas.size
-        self.check_alpha_scale(float(alphas.max()))
+        self.check_alpha_scale(float(alphas.max()), rounding=False)
+        self.check_alpha_scale(float(alphas.min()))  # the grid's worst conditioned alpha, as one alpha's route warns
         out = _core.cv_leave_group_out_path(self.K, *self.group_args, alphas, self.Yg, self.n_threads)
-        self._path_coef = {float(a): out[:, (na + k) * v:(na + k + 1) * v] for k, a in enumerate(alphas)}
+        # the spectral coefficients lose digits as sigma_max / alpha (4x the Cholesky solve's error at 1e-12
+        # sigma_max): kept where alpha >= PATH_COEF_MIN_RATIO trace(S K S) >= PATH_COEF_MIN_RATIO sigma_max
+        self._path_coef = {float(a): out[:, (na + k) * v:(na + k + 1) * v] for k, a in enumerate(alphas)
+                           if a >= PATH_COEF_MIN_RATIO * self.trace_SKS}
         return np.stack([out[:, k * v:(k + 1) * v] for k in range(na)])
 
     @_in_region
     def solve(self, alpha):
         """Dual coefficients (m, v), caller's row order, of the model fitted on all the data: from the spectral factor
         when it exists (eq. 31: u = V (Sigma + alpha)^-1 V^T S y + (S y - V V^T S y) / alpha, A = S u), else from one
-        Cholesky factor of S K S + alpha I; an alpha of the last :meth:`leave_group_out_path` takes its coefficients."""
+        Cholesky factor of S K S + alpha I; an alpha of the last :meth:`leave_group_out_path` takes its coefficients
+        (alphas at least PATH_COEF_MIN_RATIO trace(S K S))."""
         if float(alpha) in self._path_coef:
             return self._path_coef[float(alpha)]
         if self.uses_cholesky(alpha):
@@ -1161,12 +1169,17 @@ class HoldoutEngine(_OnProblem):
         check_dense_memory(alphas.size, 3, "leave-group-out predictions and coefficients of every alpha",
                            n_cols=self.m * self.Y.shape[1], advice="Use a shorter grid of alphas (RankRLSCV's default "
                            "has 13), or score it in parts.")
-        if self.spec.C is not None or self._route() is not self.dual or alphas.size < 5:
+        if not self.shares_leave_group_out_path(alphas.size):
             return np.stack([self._leave_group_out(float(a)) for a in alphas])
         out = self.dual.leave_group_out_path(alphas)
         for predictions in out:
             self._alike_in_groups(predictions)
         return out
+
+    def shares_leave_group_out_path(self, n_alphas):
+        """Whether :meth:`leave_group_out_path` solves ``n_alphas`` alphas from one eigendecomposition; it fails, if at
+        all, at the grid's smallest alpha (S K S + alpha I has eigenvalues lambda + alpha)."""
+        return self.spec.C is None and self._route() is self.dual and n_alphas >= 5
 
     def check_sets(self, sets):
         sets = check_sets(sets, self.m, min_train=0)
@@ -1276,6 +1289,8 @@ def resolve_folds(folds, engine, groups=None):
     m, gi = engine.m, engine.groups
     if groups is None and engine.grouped:  # Factorization.kfold_predictions: the groups it was built with
         groups = gi.labels[gi.codes]
+    elif groups is not None and np.shape(groups) != (m,):
+        raise ValueError(f"groups must hold one group id per row ({m} rows), got shape {np.shape(groups)}")
     if isinstance(folds, numbers.Integral) and not isinstance(folds, (bool, np.bool_)):
         k = int(folds)
         n, unit = (gi.n_groups, "groups") if engine.grouped else (m, "inputs")

@@ -385,6 +385,9 @@ def test_cv_refuses_a_plot_format_before_the_cross_validation(tmp_path, capsys):
     ("train", ["-M", "RankRLSCV", "--param", "alphas=-1,2"], "alphas must be finite and > 0"),
     ("train", ["--alpha", "auto", "--alphas", "0,1"], "bad alpha grid '0,1'"),
     ("train", ["-M", "RankRLSCV", "--cv", "1"], "--cv needs at least 2 folds"),
+    ("train", ["--solver", "cg", "--kernel", "rbf"], "solver='cg' solves the linear RankRLS"),
+    ("train", ["--solver", "primal", "--kernel", "poly"], "solver='primal' needs kernel='linear'"),
+    ("train", ["--solver", "cg", "--basis-vectors", "5"], "basis_vectors (sparse approximation) cannot be combined"),
     ("cv", ["--cv", "foo"], "bad --cv 'foo'"),
     ("cv", ["--alphas", "1,-1"], "bad alpha grid '1,-1'"),
 ])
@@ -393,3 +396,12 @@ def test_parameters_are_checked_before_the_training_file_is_read(tmp_path, capsy
     files = [tmp_path / "absent.txt"] + ([tmp_path / "m.frk"] if command == "train" else [])
     code, _, err = _run([command, *flags, *files], capsys)
     assert code == 2 and message in err, err
+
+
+def test_a_pair_measure_scheme_from_missing_query_ids_is_a_usage_error(tmp_path, capsys):
+    # --no-qid leaves RankRLSCV's cv=None, which fit resolves to leave-pair-out: a fit failure (exit 1) after the data
+    rng = np.random.default_rng(3)
+    data = _write(tmp_path / "q.txt", rng.integers(0, 3, 12), np.repeat([1, 2, 3], 4), rng.random((12, 3)))
+    code, _, err = _run(["train", "-M", "RankRLSCV", "--no-qid", "-m", "ndcg@10", data, tmp_path / "m.frk"], capsys)
+    assert code == 2 and "-m ndcg@10 needs hold-out queries or folds" in err, err
+    assert _run(["train", "-q", "-M", "RankRLSCV", "-m", "ndcg@10", data, tmp_path / "m.frk"], capsys)[0] == 0

@@ -29,10 +29,15 @@ def test_svrank_newton_stopped_by_rounding_names_the_iterations_it_ran(C):
     assert f"{est.gap_:.3g}" in messages[0]
 
 
-def _edited(path, edit):
+def _edited(path, edit, convert=None):
+    """The file with its header edited (and its arrays converted), the checksum recomputed."""
     with np.load(path, allow_pickle=False) as z:
         arrays = {k: z[k] for k in z.files}
     header = json.loads(arrays.pop("header").tobytes())
+    if convert is not None:
+        arrays = {k: convert(a) for k, a in arrays.items()}
+        for k, entry in header["arrays"].items():
+            entry["dtype"] = arrays[k].dtype.str
     edit(header)
     header["checksum"] = {"sha256": _persist._digest(header, arrays)}  # an edit that knows the format
     with open(path, "wb") as fh:
@@ -340,3 +345,43 @@ def test_save_refuses_a_path_that_is_not_a_regular_file(tmp_path):
     with pytest.raises(ValueError, match="exists and is not a regular file"):
         fastrank.save(model, fifo)
     assert stat.S_ISFIFO(os.stat(fifo).st_mode)
+
+
+@pytest.mark.parametrize("convert", [lambda a: a.astype(a.dtype.newbyteorder(">")), np.asfortranarray],
+                         ids=["big-endian", "fortran-order"])
+@pytest.mark.parametrize("make", [lambda: fastrank.RankRLS(kernel="rbf"), lambda: fastrank.PRank(kernel="rbf"),
+                                  lambda: fastrank.OAPBPM(n_estimators=3, kernel="rbf", random_state=0),
+                                  lambda: fastrank.OnlineMPRank(kernel="rbf", max_iter=10)],
+                         ids=["rls", "prank", "oapbpm", "online-mprank"])
+def test_files_with_big_endian_or_fortran_arrays_load(tmp_path, convert, make):
+    # as a big-endian machine writes them: refused as "corrupted or tampered" by the on-line learners' core
+    rng = np.random.RandomState(0)
+    X = rng.rand(80, 5)
+    y = (X @ [1.0, -1.0, 2.0, 0.0, 0.5] * 2).astype(int) % 4
+    est = make().fit(X, y)
+    fastrank.save(est, tmp_path / "m")
+    _edited(tmp_path / "m", lambda h: None, lambda a: convert(a) if a.dtype.kind in "fi" and a.dtype.itemsize > 1
+            else a)
+    np.testing.assert_array_equal(fastrank.load(tmp_path / "m").predict(X), est.predict(X))
+
+
+def test_hold_out_sets_rows_in_no_set_save_as_nan_and_complex_arrays_are_refused(tmp_path):
+    rng = np.random.default_rng(0)
+    X, y = rng.normal(size=(40, 3)), rng.normal(size=40)
+    cv = fastrank.RankRLSCV(cv=[np.arange(5), np.arange(5, 10)], alphas=[0.1, 1.0]).fit(X, y)
+    fastrank.save(cv, tmp_path / "cv")  # 30 rows in no hold-out set: NaN, documented
+    np.testing.assert_array_equal(fastrank.load(tmp_path / "cv").cv_predictions_, cv.cv_predictions_)
+    fastrank.save(fastrank.RankRLS().fit(X, y), tmp_path / "m")
+    _edited(tmp_path / "m", lambda h: None, lambda a: a.astype(complex) if a.dtype.kind == "f" else a)
+    with pytest.raises(ValueError, match="corrupted or tampered model file: model.coef_ is complex"):
+        fastrank.load(tmp_path / "m")
+
+
+def test_an_empty_model_path_is_refused_by_name(tmp_path, monkeypatch, capsys):
+    # it wrote a temporary file in the parent folder and failed naming that file; train read and fitted first
+    from fastrank import cli
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ValueError, match="^path is empty: give a file name$"):
+        fastrank.save(fastrank.RankRLS(), "")
+    assert cli.main(["train", str(tmp_path / "absent.txt"), ""]) == 1  # refused before the data file is opened
+    assert capsys.readouterr().err.strip() == "fastrank train: error: path is empty: give a file name"

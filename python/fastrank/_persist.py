@@ -318,6 +318,8 @@ class _Decoder:
             raise _Corrupt(f"array {key!r} has shape {list(a.shape)} but its reference says {tag.get('shape')}")
         self.used.add(key)
         a = a.astype(self.entries[key]["dtype"], copy=False)  # checked by _entry_layout
+        # native byte order, C order: what the compiled core takes (a file written on a big-endian machine)
+        a = a.astype(a.dtype.newbyteorder("="), order="C", copy=False)
         if "offset" not in tag:
             return a
         offset = self.value(tag["offset"]) if isinstance(tag["offset"], dict) and "$array" in tag["offset"] else None
@@ -574,9 +576,15 @@ def _check_model(est, where="model"):
         raise _Corrupt(f"{where}._kernel_args = {args!r} is not the kernel's (gamma, degree, coef0)")
     for k, v in vars(est).items():
         a = v.data if sp.issparse(v) else v  # a CSR matrix: its stored values
-        # thresholds_ may hold +-infinity (never NaN): RankBoost's "has x_f" weak rankers (missing="q_def") store -inf
-        if isinstance(a, np.ndarray) and a.dtype.kind in "fc" and not (
-                np.isfinite(a).all() or (k == "thresholds_" and not sp.issparse(v) and not np.isnan(a).any())):
+        if isinstance(a, np.ndarray) and a.dtype.kind == "c":  # no fitted model holds complex numbers
+            raise _Corrupt(f"{where}.{k} is complex")
+        # thresholds_ may hold +-infinity (never NaN): RankBoost's "has x_f" weak rankers (missing="q_def") store -inf;
+        # cv_predictions_ NaN (never infinity) in the rows of no hold-out set
+        if isinstance(a, np.ndarray) and a.dtype.kind == "f" and not sp.issparse(v) and not (
+                np.isfinite(a).all() or (k == "thresholds_" and not np.isnan(a).any())
+                or (k == "cv_predictions_" and not np.isinf(a).any())):
+            raise _Corrupt(f"{where}.{k} contains NaN or infinity")
+        if sp.issparse(v) and a.dtype.kind == "f" and not np.isfinite(a).all():
             raise _Corrupt(f"{where}.{k} contains NaN or infinity")
         if _registered(v):
             _check_model(v, f"{where}.{k}")

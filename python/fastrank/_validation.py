@@ -279,6 +279,8 @@ def file_name(path, name="path"):
     """``path`` (str, bytes or path-like) as a str file name."""
     if not isinstance(path, (str, bytes, os.PathLike)):
         raise TypeError(f"{name} must be a file name (str or path-like), got {path!r}")
+    if not os.fspath(path):
+        raise ValueError(f"{name} is empty: give a file name")
     return os.fsdecode(path)
 
 

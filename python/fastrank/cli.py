@@ -15,6 +15,7 @@ import os
 import sys
 import time
 import warnings
+from types import SimpleNamespace
 
 import numpy as np
 
@@ -25,7 +26,7 @@ from ._problem import WEIGHTINGS
 from ._progress import progress, resolve_verbose, stage, write_line
 from ._registry import ESTIMATORS
 from ._svmlight import _QUERY_SUFFIXES, _open, read_scores, read_svmlight
-from ._solvers import select_basis
+from ._solvers import choose_solver, select_basis
 from ._validation import check_alpha, check_alphas, check_n_jobs, check_real, group_index
 from ._version import __version__
 from .metrics import _accepts, get_measure, measure_names
@@ -225,7 +226,7 @@ def _read_training(args, how):
     _say(args, f"{args.train_file}: {X.shape[0]} rows, {X.shape[1]} features{q}")
     groups = None if args.no_qid else qid
     est = _build_estimator(args, spec, groups, y)
-    _check_parameters(est, *X.shape)
+    _check_parameters(est, groups, *X.shape)
     Xm, state = _model_input(X, groups, est, {"name": args.normalize}, how, fit=True)
     if state is not None:
         _say(args, f"features normalised: {state['name']}")
@@ -312,7 +313,7 @@ def _model_scores(model_file, data_file, args, *, labels=False):
 
 
 # -- commands ----------------------------------------------------------------------------------
-def _check_parameters(est, n_rows, n_features):
+def _check_parameters(est, groups, n_rows, n_features):
     """What fit checks of ``est``'s parameters given the data's shape, before it reads the data: a bad value is a
     usage error (exit 2) whichever flag or --param gave it (the checks that need no data: ``_estimator_params``)."""
     params = est.get_params(deep=False)
@@ -331,7 +332,8 @@ def _check_parameters(est, n_rows, n_features):
         if isinstance(est, RankRLSCV):
             est._check_cv()
             scoring = _check_scoring(est.scoring)
-            if est.cv == "lpo" and getattr(scoring, "name", None) not in ("auc", "disagreement"):
+            cv = _cv_arg(None, groups) if est.cv is None else est.cv  # None: as RankRLSCV.fit resolves it
+            if cv == "lpo" and getattr(scoring, "name", None) not in ("auc", "disagreement"):
                 raise ValueError(f"-m {est.scoring} needs hold-out queries or folds (--cv lgo or K); --cv lpo scores "
                                  "pairs: auc or disagreement")
 
@@ -403,6 +405,10 @@ def _estimator_params(args):
         for name in ("alphas", "Cs"):  # the searches' grids
             if params.get(name) is not None:
                 check_alphas(params[name], name)
+        if params.get("solver") in ("cg", "primal"):  # the feature-space solvers, whatever the data
+            linear = params.get("kernel", cls().get_params().get("kernel")) == "linear"
+            choose_solver(params["solver"], SimpleNamespace(linear=linear), SimpleNamespace(sparse=False),
+                          basis_vectors=params.get("basis_vectors"))
     return cls, label, params, "cv" in given
 
 

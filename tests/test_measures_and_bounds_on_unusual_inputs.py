@@ -2,6 +2,7 @@
 categoricals, pandas string columns, tiny rows, settings changed after fit): each test against a plain transcription of
 the definition, or for the clear error where a silent wrong number or an ignored setting would otherwise come out."""
 
+import itertools
 import math
 
 import numpy as np
@@ -157,3 +158,28 @@ def test_cv_curve_from_an_estimator_without_alphas_is_named():
     with pytest.raises(ValueError, match=r"^CVCurveDisplay.from_estimator needs a fitted RankRLSCV \(call fit "
                                          r"first\)$"):
         CVCurveDisplay.from_estimator(fastrank.RankRLSCV())
+
+
+def test_discrete_ranking_loss_of_offset_labels_is_exact():
+    # |y_i - y_j| were summed from running sums of the raw labels: 1.7e-2 off for labels 1e9 + 1e-6 grade, 22 % for
+    # integers near 2^52 (exact label differences every other cost reads less the group's median)
+    from fractions import Fraction
+    from fastrank.metrics import discrete_ranking_loss, stability_ranking_loss
+    rng = np.random.default_rng(4)
+    offsets, units = [1e9, 2.0**52, 0.0, -3e15], [1e-6, 1.0, 0.25, 1.0]
+    y = np.concatenate([o + u * rng.integers(0, 4, 12) for o, u in zip(offsets, units)])
+    f = np.round(rng.normal(size=48), 1)  # tied scores
+    groups = np.repeat([3, 0, 2, 1], 12)
+
+    def exact(rows):
+        total = Fraction(0)
+        for i, j in itertools.combinations(rows, 2):
+            d, s = Fraction(y[i]) - Fraction(y[j]), f[i] - f[j]
+            total += abs(d) * (Fraction(1, 2) if s == 0 else int(d * Fraction(s) < 0))
+        return total / (len(rows) * (len(rows) - 1) // 2)
+
+    want = float(sum(exact(np.flatnonzero(groups == q)) for q in range(4)) / 4)
+    assert discrete_ranking_loss(y, f, groups) == pytest.approx(want, rel=1e-13)
+    assert stability_ranking_loss(y, f, groups, loss="disc") == pytest.approx(want, rel=1e-13)
+    y0 = y[:12]  # one group, no groups given
+    assert discrete_ranking_loss(y0, f[:12]) == pytest.approx(float(exact(np.arange(12))), rel=1e-13)

@@ -172,6 +172,20 @@ def _pair_stats(y, f, gi, weighted, n_jobs=None, ranks=None):
                   bool(weighted))
 
 
+def _group_label_ranks(y, gi):
+    """(ranks, values) for :func:`_pair_stats` with one rank per distinct (group, label) and each rank's label less
+    its group's median: the core sums |y_i - y_j| from running sums of these values, and a group's offset (labels
+    near 1e9 a micro-unit apart, integers near 2^52) rounds none of their differences away."""
+    order = np.lexsort((y, gi.codes))
+    ys, cs = y[order], gi.codes[order]
+    new = np.ones(ys.shape[0], dtype=bool)
+    new[1:] = (ys[1:] != ys[:-1]) | (cs[1:] != cs[:-1])
+    ranks = np.empty(ys.shape[0], dtype=np.int32)
+    ranks[order] = np.cumsum(new) - 1
+    median = ys[np.cumsum(gi.sizes) - gi.sizes + (gi.sizes - 1) // 2]  # the groups are contiguous in ys, in code order
+    return ranks, ys[new] - median[cs[new]]
+
+
 def _average(num, den, average, what, nothing="there is no pair to evaluate"):
     num, den = np.asarray(num, dtype=np.float64), np.asarray(den, dtype=np.float64)
     valid = den > 0
@@ -702,7 +716,7 @@ def stability_ranking_loss(y_true, y_score, groups=None, *, loss="hinge", gamma=
     n = gi.sizes.astype(np.float64)
     den = n * (n - 1) / 2.0
     if loss == "disc":
-        S = _pair_stats(y, f, gi, True, n_jobs)
+        S = _pair_stats(y, f, gi, True, n_jobs, ranks=_group_label_ranks(y, gi))
         total = S[:, 4] + 0.5 * S[:, 5]
     elif loss == "0-1":  # discordant pairs + 1/2 all score-tied pairs of a group (labels ignored): C(b, 2) per block
         rk = _Ranked(y, f, gi)

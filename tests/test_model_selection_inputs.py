@@ -4,6 +4,8 @@ non-string scoring values raise errors that say so, instead of scores and predic
 trained (the zero model, whose exact predictions came back as rounding noise).  Where the check lets a borderline
 case through, the numbers equal a plain numpy retraining (tests/cv_oracles.py) to 1e-8 relative."""
 
+import warnings
+
 import numpy as np
 import pytest
 
@@ -283,3 +285,23 @@ def test_kfold_predictions_refuses_groups_of_another_length():
             fac.kfold_predictions(GroupKFold(2), groups=groups)
     np.testing.assert_array_equal(fac.kfold_predictions(GroupKFold(3), groups=list(g)),
                                   fac.kfold_predictions(GroupKFold(3)))
+
+
+def test_exact_cv_of_a_low_rank_kernel_warns_at_a_tiny_alpha_as_fit_does():
+    # rank 8 of 20 rows at alpha = 3e-12: the null directions' rounding over alpha put leave-pair-out 1.3e-2 and
+    # leave-group-out 5e-4 off a 50-digit retraining, silently (kernel_rounding_level is 0 for these kernels)
+    rng = np.random.default_rng(2)
+    X, y, g = rng.normal(size=(20, 8)), rng.normal(size=20), np.repeat(np.arange(4), 5)
+    ill = fastrank.exceptions.IllConditionedWarning
+    with pytest.warns(ill):
+        fastrank.RankRLS(alpha=3e-12, kernel="precomputed").fit(X @ X.T, y)
+    with pytest.warns(ill, match="alpha=3e-12 may be inaccurate.* below 1e-09 times the largest eigenvalue"):
+        ms.leave_pair_out(fastrank.RankRLS(alpha=3e-12, kernel="precomputed"), X @ X.T, y)
+    with pytest.warns(ill, match="alpha=3e-12 may be inaccurate"):
+        ms.leave_group_out(fastrank.RankRLS(alpha=3e-12, solver="dual"), X, y, g)
+    with pytest.warns(ill):
+        fastrank.RankRLSCV(alphas=[3e-12, 1.0], kernel="precomputed", cv="lpo").fit(X @ X.T, y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # at an ordinary alpha: nothing
+        ms.leave_pair_out(fastrank.RankRLS(alpha=1.0, kernel="precomputed"), X @ X.T, y)
+        ms.leave_group_out(fastrank.RankRLS(alpha=1.0, solver="dual"), X, y, g)

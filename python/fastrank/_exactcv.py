@@ -304,12 +304,7 @@ class DualRoute(_Route):
         cholesky = self.holdout_uses_cholesky(sets)
         if not cholesky:
             self.decompose()
-        bound = float(self._sigma.max()) if self._V is not None else self.trace_SKS
-        small = alpha < HOLDOUT_MIN_RATIO * bound
-        if small:
-            warn_inaccurate_holdout(alpha, HOLDOUT_MIN_RATIO, f"S K S (at most {bound:.3g})",
-                                    "up to 4e-8 relative at 1e-9 times it, 4e-7 at 1e-10")
-        self.check_alpha_scale(alpha, rounding=not small)  # one warning per alpha
+        self.check_alpha_scale(alpha)
         if cholesky:
             if not self.grouped:
                 return _core.cv_object_holdout_inverse(self.K, self.c, alpha, self.Yg, rows, fold_offsets,
@@ -323,8 +318,15 @@ class DualRoute(_Route):
 
     def check_alpha_scale(self, alpha, rounding=True):
         """Warn above HOLDOUT_MAX_RATIO times trace(S K S), where the hold-out formulas cancel the targets' digits (an
-        indefinite kernel's trace may be negative: its factorization fails instead), and (``rounding``) below the
-        rounding of the kernel values (:func:`~fastrank._solvers.kernel_rounding_level`)."""
+        indefinite kernel's trace may be negative: its factorization fails instead), and (``rounding``) below
+        HOLDOUT_MIN_RATIO times sigma_max (the trace bounds it without a spectral factor), where they lose digits
+        (a kernel of low rank: its null directions' rounding over alpha), or else below the rounding of the kernel
+        values (:func:`~fastrank._solvers.kernel_rounding_level`); one warning per alpha."""
+        bound = float(self._sigma.max()) if self._V is not None else self.trace_SKS
+        if rounding and alpha < HOLDOUT_MIN_RATIO * bound:
+            warn_inaccurate_holdout(alpha, HOLDOUT_MIN_RATIO, f"S K S (at most {bound:.3g})",
+                                    "up to 4e-8 relative at 1e-9 times it, 4e-7 at 1e-10")
+            rounding = False
         if 0.0 < HOLDOUT_MAX_RATIO * self.trace_SKS < alpha:
             warn_ill_conditioned(
                 f"hold-out predictions at alpha={alpha:.3g} may be inaccurate.",

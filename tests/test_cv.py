@@ -547,6 +547,50 @@ def test_permutation_test_with_groups_permutes_within_groups():
     assert perm.shape == (4,) and 0 < p <= 1
 
 
+def test_permutation_test_with_groups_draws_one_key_per_row_and_permutation():
+    # each permutation orders the rows of every group by one random_sample(m) draw (not a call per group); the
+    # scores are the LPO AUCs of y under exactly those within-group permutations
+    class Counting(np.random.RandomState):
+        calls = 0
+
+        def random_sample(self, *args):
+            Counting.calls += 1
+            return super().random_sample(*args)
+
+        def permutation(self, *args):
+            Counting.calls += 1
+            return super().permutation(*args)
+
+    X, y = _data(m=GROUPS.size, seed=21)
+    est = fastrank.RankRLS(alpha=0.5, kernel="rbf", gamma=0.5)
+    score, perm, p = ms.permutation_test_lpo(est, X, y, n_permutations=6, random_state=Counting(4), groups=GROUPS)
+    assert Counting.calls == 6
+    pairs = engine_for(est, X, y, GROUPS).default_pairs()
+    draws = np.random.RandomState(4)
+    want = []
+    for _ in range(6):
+        keys, yp = draws.random_sample(GROUPS.size), y.copy()
+        for label in np.unique(GROUPS):
+            members = np.flatnonzero(GROUPS == label)
+            yp[members] = y[members[np.argsort(keys[members])]]
+        P = ms.leave_pair_out(est, X, yp, pairs=pairs, groups=GROUPS)
+        want.append(1 - ms.pairwise_disagreement(P, np.stack([yp[pairs[:, 0]], yp[pairs[:, 1]]], 1)))
+    np.testing.assert_allclose(perm, want, rtol=1e-12)
+    assert p == (np.count_nonzero(perm >= score) + 1) / 7
+
+
+def test_permutations_within_groups_are_uniform():
+    # groups of 3, 2 and 1 rows: each of the 3! 2! = 12 joint arrangements about 1/12 of 24,000 draws (5 sigma)
+    from fastrank._validation import group_index
+    from fastrank.model_selection import _permutations_within_groups
+
+    gi = group_index(np.array([7, 3, 7, 3, 7, 5]), 6)
+    perms = np.array(list(_permutations_within_groups(np.random.RandomState(0), gi, 24_000)))
+    assert (np.array([7, 3, 7, 3, 7, 5])[perms] == [7, 3, 7, 3, 7, 5]).all()
+    _, counts = np.unique(perms, axis=0, return_counts=True)
+    assert counts.size == 12 and np.abs(counts - 2000).max() < 5 * np.sqrt(2000 * 11 / 12)
+
+
 def test_rankrlscv_multi_output_averages_outputs():
     X, Y = _data(m=10, v=2, seed=20)
     cv = fastrank.RankRLSCV(alphas=[0.1, 1.0], kernel="rbf", gamma=0.5).fit(X, Y)

@@ -268,15 +268,13 @@ def test_stable_descending_order_light_and_heavy_ties(decimals):
 
 
 @pytest.mark.parametrize("k", [None, 20])
-@pytest.mark.parametrize("small_block_limit", [4, 64])
-def test_err_large_tied_block_against_order_statistics(monkeypatch, k, small_block_limit):
+def test_err_large_tied_block_against_order_statistics(k):
     # a tied block of b = 70 rows after 3 untied rows; r = 5 of the block have grade 1 (R = c), the
     # rest grade 0.  In a random order of the block the i-th relevant row is at block position j with
     # probability C(j - 1, i - 1) C(b - j, r - i) / C(b, r); it adds c (1 - c)^(i - 1) / (3 + j) times
     # the continuation probability of the 3 rows before the block.
     from math import comb
 
-    monkeypatch.setattr(M, "_SMALL_TIED_BLOCK", small_block_limit)  # both the batched and the per-block path
     b, r, gmax = 70, 5, 2.0
     y = np.r_[[2.0, 0.0, 1.0], np.zeros(b)]
     y[3 + np.array([4, 9, 30, 50, 69])] = 1.0

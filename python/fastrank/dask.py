@@ -38,7 +38,7 @@ from ._solvers import Fit, basis_primal_weights, select_basis, solve_assembled_b
 from ._threads import compute_region
 from ._validation import (_all_finite, _asarray, _to_float, check_alpha, check_alphas, check_group_ids, check_int,
                           check_n_jobs, check_seed, group_index, incomparable_ids)
-from .model_selection import permutation_test_lpo as _single
+from .model_selection import _permutations_within_groups, permutation_test_lpo as _single
 from .online import OAPBPM, _check_labels, _declared_order
 
 __all__ = ["DaskRankRLS", "DaskRankRLSPath", "rankrls_path", "DaskRankRLSCV", "permutation_test_lpo", "fit_oapbpm"]
@@ -778,8 +778,7 @@ def permutation_test_lpo(estimator, X, y, n_permutations=100, random_state=None,
     if y is None or y.ndim != 1:
         raise ValueError("permutation_test_lpo needs a 1-D y")
     n_blocks = min(check_int(_default_blocks() if n_blocks is None else n_blocks, "n_blocks", low=1), n_permutations)
-    # the single-machine function draws one permutation(m) per permutation, or one per group in group order
-    sizes = group_index(groups, y.shape[0]).sizes  # groups=None: one group of every row
+    gi = group_index(groups, y.shape[0])  # groups=None: one group of every row
     rng = check_seed(random_state)
     block_sizes = np.diff(np.linspace(0, n_permutations, n_blocks + 1).round().astype(int)).tolist()
     # a task's targets and permutations, checked before the client walks the stream (as the single-machine call)
@@ -794,9 +793,8 @@ def permutation_test_lpo(estimator, X, y, n_permutations=100, random_state=None,
     for k in block_sizes:
         state = copy.deepcopy(rng)  # the generator at the start of the block
         tasks.append(dask.delayed(_single, pure=True)(ed, Xd, yd, k, state, gd, scoring))  # (score, perm, p-value)
-        for _ in range(k):  # consume exactly the block's draws
-            for size in sizes:
-                rng.permutation(size)
+        for _ in _permutations_within_groups(rng, gi, k):  # consume exactly the block's draws
+            pass
     results = dask.compute(*tasks)
     score = float(results[0][0])
     perm_scores = np.concatenate([r[1] for r in results])

@@ -965,35 +965,45 @@ class _Ranked:
         return c[self.first] - c[self.offsets[self.group]]
 
 
-_SMALL_TIED_BLOCK = 64  # tied blocks up to this size: ERR's recurrence runs for every row, above once per grade
+def _tied_block_err(Rsat, first, size, start, span):
+    """ERR terms of tied blocks at once (see :func:`err_at_k`): sum_{j <= span} D_j / (start + j), D_j the expected
+    R of the row at block position j times prod (1 - R) of the rows before it.  D_j = G_j(b), where over the first n
+    rows of a block (q = 1 - R) E_t(n) is the mean of prod q and G_t(n) the mean of sum_a R_a prod_{others} q / t over
+    the t-subsets; adding a row, E_t(n + 1) = ((n + 1 - t) E_t(n) + t q E_{t-1}(n)) / (n + 1) and G_t(n + 1) =
+    ((n + 1 - t) G_t(n) + (t - 1) q G_{t-1}(n) + R E_{t-1}(n)) / (n + 1), convex and free of cancellation.  Blocks
+    by decreasing size, so step n updates a prefix of them, t <= min(n + 1, max span): O(b min(b, span)) per block."""
+    by_size = np.argsort(-size, kind="stable")
+    first, size, start, span = first[by_size], size[by_size], start[by_size], span[by_size]
+    T, out = int(span.max()), np.empty(first.size)
+    # t by block, so that the active prefix of a row is contiguous; rows are added and finished blocks dropped as
+    # the steps go, which keeps the arrays O(sum of the block sizes)
+    rows = min(T, int(size[0]), 4 * int(size.sum()) // first.size) + 1
+    E, G = np.zeros((rows, first.size)), np.zeros((rows, first.size))
+    E[0] = 1.0
 
+    def finish(lo, hi):
+        j = np.arange(1, G.shape[0])[:, None]
+        w = np.where(j <= span[lo:hi], 1.0 / (start[lo:hi] + j), 0.0)
+        out[by_size[lo:hi]] = (G[1:, lo:hi] * w).sum(axis=0)
 
-def _tied_block_err(Rsat, first, size, start, span, distinct=False):
-    """ERR terms of tied blocks at once (see :func:`err_at_k`): for each row a, E_t(others of a) adding one row at a
-    time, E_t(n + 1) = (n + 1 - t)/(n + 1) E_t(n) + t/(n + 1) q E_{t-1}(n) (a convex combination; padded to the
-    largest block), then R_a (1/b) sum_{j <= span} E_{j-1} / (start + j), summed per block.  distinct: one recurrence
-    per distinct grade of a block (at its first row), times the grade's count: its rows have the same other rows."""
-    item_blk = np.repeat(np.arange(first.size), size)
-    within = np.arange(item_blk.size) - np.repeat(np.cumsum(size) - size, size)
-    count = np.ones(item_blk.size)
-    if distinct:
-        _, keep, count = np.unique(np.c_[item_blk, Rsat[first[item_blk] + within]], axis=0, return_index=True,
-                                   return_counts=True)
-        item_blk, within = item_blk[keep], within[keep]
-    b, T = size[item_blk], int(span.max())
-    E = np.zeros((item_blk.size, T))
-    E[:, 0] = 1.0
-    t = np.arange(1, T)
-    for n in range(int(size.max()) - 1):
-        active = n < b - 1
-        # the n-th other row of item a is row n of its block, skipping a itself
-        q = 1.0 - Rsat[np.minimum(first[item_blk] + n + (n >= within), Rsat.size - 1)]
-        new = (n + 1 - t) / (n + 1) * E[:, 1:] + t / (n + 1) * q[:, None] * E[:, :-1]
-        E[active, 1:] = new[active]
-    j = np.arange(1, T + 1)
-    w = np.where(j[None, :] <= span[item_blk, None], 1.0 / (start[item_blk, None] + j[None, :]), 0.0)
-    R = Rsat[first[item_blk] + within] * count
-    return np.bincount(item_blk, weights=R / b * (E * w).sum(axis=1), minlength=first.size)
+    active = np.searchsorted(-size, -np.arange(int(size[0])))  # blocks with more than n rows
+    ts = np.arange(1.0, T + 1.0)[:, None]
+    for n in range(int(size[0])):
+        a, c = active[n], min(n + 1, T)
+        if 2 * a <= E.shape[1]:
+            finish(a, E.shape[1])
+            E, G = E[:, :a].copy(), G[:, :a].copy()
+        if c >= E.shape[0]:
+            grow = np.zeros((min(2 * c, T) + 1 - E.shape[0], E.shape[1]))
+            E, G = np.vstack([E, grow]), np.vstack([G, grow])
+        R = Rsat[first[:a] + n]
+        q, R = (1.0 - R) / (n + 1), R / (n + 1)
+        t, keep = ts[:c], (n + 1 - ts[:c]) / (n + 1)
+        Em, Gm = E[:c, :a], G[:c, :a]
+        G[1:c + 1, :a] = keep * G[1:c + 1, :a] + (t - 1) * q * Gm + R * Em
+        E[1:c + 1, :a] = keep * E[1:c + 1, :a] + t * q * Em
+    finish(0, E.shape[1])
+    return out
 
 
 _NO_RELEVANT = "no group has a relevant item"
@@ -1153,15 +1163,12 @@ def err_at_k(y_true, y_score, groups=None, *, k=None, max_grade=None, average="g
     single = b == 1
     f1 = rk.first[single]
     contrib[single] = Rsat[f1] / pos[f1] * (pos[f1] <= k)
-    # a tied block (start s, size b): a row of it is at each position s + j with probability 1/b, after a uniformly
-    # random (j - 1)-subset of the other rows of the block, so it adds R (1/b) sum_j [s + j <= k] E_{j-1}(others) /
-    # (s + j), E_t = mean product of (1 - R) over t-subsets
+    # a tied block (start s, size b): in a uniformly random order of it, its position s + j <= k adds D_j / (s + j),
+    # D_j the expected R of the row there times prod (1 - R) of the rows of the block before it
     span = np.minimum(b, k - rk.start)  # positions of the block inside the cutoff
     needed = (~single) & (span > 0) & (rk.per_block(Rsat) > 0)
-    small = needed & (b <= _SMALL_TIED_BLOCK)
-    for part, distinct in ((small, False), (needed & ~small, True)):
-        if part.any():
-            contrib[part] = _tied_block_err(Rsat, rk.first[part], b[part], rk.start[part], span[part], distinct)
+    if needed.any():
+        contrib[needed] = _tied_block_err(Rsat, rk.first[needed], b[needed], rk.start[needed], span[needed])
     per = np.bincount(rk.group, weights=stop * contrib, minlength=rk.G)
     return _average(per, graded > 0, average, "err_at_k", _NO_RELEVANT)
 

@@ -224,6 +224,20 @@ def kfold_predictions(estimator, X, y, folds, groups=None, *, verbose=0):
     return Factorization(estimator, X, y, groups, verbose=verbose).kfold_predictions(folds, groups=groups)
 
 
+def _permutations_within_groups(rng, gi, n):
+    """n permutations of the rows, each uniformly random inside every group of ``gi``: ``rng.permutation(m)`` for one
+    group; for more, each group's rows ordered by ``rng.random_sample(m)`` (one draw and one sort per permutation, not
+    one call per group)."""
+    m = gi.codes.size
+    for _ in range(n):
+        if gi.n_groups == 1:
+            yield rng.permutation(m)
+        else:
+            perm = np.empty(m, dtype=np.intp)
+            perm[gi.order] = np.lexsort((rng.random_sample(m), gi.codes))  # by group, then by the random keys
+            yield perm
+
+
 @with_param_docs(_DOCS)
 def permutation_test_lpo(estimator, X, y, n_permutations=100, random_state=None, groups=None,
                          scoring="auc", *, verbose=0):
@@ -271,14 +285,10 @@ def permutation_test_lpo(estimator, X, y, n_permutations=100, random_state=None,
     # the columns and their stacked copy, checked before a loop of n_permutations draws
     check_dense_memory(m, 2, "targets of y and its permutations", n_cols=n_permutations + 1)
     gi = group_index(groups, m)  # None: one group of every row, so each draw is rng.permutation(m)
-    cols = [y]
-    blocks = gi.rows()
-    for _ in range(n_permutations):
-        perm = np.arange(m)
-        for members in blocks:
-            perm[members] = members[rng.permutation(members.size)]
-        cols.append(y[perm])
-    Y = np.column_stack(cols)
+    Y = np.empty((m, n_permutations + 1))
+    Y[:, 0] = y
+    for k, perm in enumerate(_permutations_within_groups(rng, gi, n_permutations), 1):
+        Y[:, k] = y[perm]
     # exclude_ties: each permutation ties other pairs, so it has its own Laplacian and engine (unless no two rows of a
     # group tie: then no permutation ties any and every column has the plain Laplacian)
     tied = _tie_cells(y[:, None], gi).n_groups < m

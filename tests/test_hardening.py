@@ -358,9 +358,9 @@ def test_online_mprank_memory_guard(monkeypatch):
     X, y = data(40, 2)
     monkeypatch.setenv("FASTRANK_MAX_DENSE_BYTES", str(8 * 40 * 40 * 4))
     with pytest.raises(MemoryError, match="OnlineMPRank"):
-        OnlineMPRank().fit(X, y)
+        OnlineMPRank(kernel="rbf").fit(X, y)
     monkeypatch.setenv("FASTRANK_MAX_DENSE_BYTES", str(8 * 40 * 40 * 5))
-    OnlineMPRank().fit(X, y)
+    OnlineMPRank(kernel="rbf").fit(X, y)
 
 
 @pytest.mark.parametrize("cls", [PRank, OAPBPM, WidrowHoff])

@@ -245,3 +245,66 @@ def test_coefficients_no_prediction_sees_do_not_hold_the_passes(algorithm, m, d,
         assert error <= 2e-4
     else:
         assert error > 1e-4  # the warning is not a false alarm
+
+
+def _grouped_problem(seed, m=150, d=4):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(m, d)) + 3.0
+    y = X @ rng.normal(size=d) + 0.5 * rng.normal(size=m)
+    return X, y, rng.integers(0, 12, size=m)
+
+
+# poly of degree 1, gamma 1, coef0 0 is x.x' computed as a kernel: the m x m centred kernel path
+_AS_KERNEL = dict(kernel="poly", degree=1, gamma=1.0, coef0=0.0)
+
+
+@pytest.mark.parametrize("algorithm", ["sequential", "gradient"])
+@pytest.mark.parametrize("grouped", [False, True])
+@pytest.mark.parametrize("tol", [1e-4, 1e-10])
+def test_linear_passes_on_the_features_match_the_kernel_matrix_passes(algorithm, grouped, tol):
+    # with fewer features than points the linear kernel iterates on the centred features (w = Xc^T a) instead of
+    # Kt = Xc Xc^T: the same passes, to rounding
+    X, y, g = _grouped_problem(3 + grouped)
+    g = g if grouped else None
+    kw = dict(C=20.0, algorithm=algorithm, tol=tol, max_iter=20000)
+    lin = OnlineMPRank(**kw).fit(X, y, g)
+    p = lin.predict(X)
+    for kernel, Z in (("precomputed", X @ X.T), ("poly", X)):
+        ref = OnlineMPRank(**kw, **(_AS_KERNEL if kernel == "poly" else {"kernel": kernel})).fit(Z, y, g)
+        assert (lin.n_iter_, lin.converged_) == (ref.n_iter_, True)
+        assert lin.eta_ == pytest.approx(ref.eta_, rel=1e-12)
+        np.testing.assert_allclose(lin.dual_coef_, ref.dual_coef_, rtol=0, atol=1e-10 * np.abs(ref.dual_coef_).max())
+        np.testing.assert_allclose(lin.cost_history_, ref.cost_history_, rtol=1e-10)
+        q = ref.predict(Z)
+        assert np.linalg.norm((p - p.mean()) - (q - q.mean())) <= 1e-10 * np.linalg.norm(q - q.mean())
+    batch = fastrank.MPRank(C=20.0).fit(X, y, g).predict(X)
+    assert np.linalg.norm((p - p.mean()) - (batch - batch.mean())) <= 2 * tol * np.linalg.norm(batch - batch.mean())
+
+
+@pytest.mark.parametrize("algorithm", ["sequential", "gradient"])
+def test_linear_partial_fit_on_the_features_continues_as_the_kernel_matrix_passes(algorithm):
+    X, y, g = _grouped_problem(5)
+    kw = dict(C=5.0, algorithm=algorithm, tol=1e-9, max_iter=20000)
+    lin, ref = OnlineMPRank(**kw), OnlineMPRank(**kw, **_AS_KERNEL)
+    for est in (lin, ref):
+        est.partial_fit(X[:90], y[:90], g[:90]).partial_fit(X[90:], y[90:], g[90:])
+    assert (lin.n_iter_, lin.converged_) == (ref.n_iter_, ref.converged_) and lin.converged_
+    np.testing.assert_allclose(lin.dual_coef_, ref.dual_coef_, rtol=0, atol=1e-10 * np.abs(ref.dual_coef_).max())
+    p, q = lin.predict(X), ref.predict(X)
+    assert np.linalg.norm((p - p.mean()) - (q - q.mean())) <= 1e-10 * np.linalg.norm(q - q.mean())
+
+
+@pytest.mark.parametrize("algorithm", ["sequential", "gradient"])
+def test_linear_fit_needs_no_kernel_matrix(monkeypatch, algorithm):
+    # five m x m matrices (6.4 MB here) were allocated for a model of 3 weights: MemoryError above the limit
+    X, y, g = _grouped_problem(6, m=400, d=3)
+    ref = OnlineMPRank(algorithm=algorithm, **_AS_KERNEL).fit(X, y, g)
+    monkeypatch.setenv("FASTRANK_MAX_DENSE_BYTES", str(8 * 400 * 400))
+    with pytest.raises(MemoryError, match="OnlineMPRank"):
+        OnlineMPRank(algorithm=algorithm, **_AS_KERNEL).fit(X, y, g)
+    est = OnlineMPRank(algorithm=algorithm).fit(X[:250], y[:250], g[:250])
+    est.partial_fit(X[250:], y[250:], g[250:])
+    assert est.converged_
+    p, q = est.predict(X), ref.predict(X)
+    batch = fastrank.MPRank().fit(X, y, g).predict(X)
+    assert np.linalg.norm((p - p.mean()) - (batch - batch.mean())) <= 2e-4 * np.linalg.norm(batch - batch.mean())

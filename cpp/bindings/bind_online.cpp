@@ -21,6 +21,27 @@ OapParams make_params(int k, double tau, std::uint64_t seed, std::int64_t t0, in
   p.n_threads = n_threads;
   return p;
 }
+
+// The on-line MPRank iteration on one representation of Kt (its matrix, or the centred features).
+template <class Operand>
+void def_mprank_online(py::module_& m, const char* name,
+                       MPRankOnlineResult (*solve)(Operand, VectorCRef, double, double, bool, int, double,
+                                                   Eigen::Ref<Vector>),
+                       const char* operand, const char* doc) {
+  m.def(
+      name,
+      [solve](Operand K, VectorCRef yt, double C, double eta, bool sequential, int max_iter, double tol,
+              Eigen::Ref<Vector> alpha) {
+        MPRankOnlineResult r;
+        {
+          py::gil_scoped_release release;
+          r = solve(K, yt, C, eta, sequential, max_iter, tol, alpha);
+        }
+        return py::make_tuple(r.n_iter, r.converged, r.costs);
+      },
+      py::arg(operand).noconvert(), py::arg("yt").noconvert(), py::arg("C"), py::arg("eta"), py::arg("sequential"),
+      py::arg("max_iter"), py::arg("tol"), py::arg("alpha").noconvert(), doc);
+}
 }  // namespace
 
 void bind_online(py::module_& m) {
@@ -92,18 +113,10 @@ void bind_online(py::module_& m) {
       },
       py::arg("seed"), py::arg("n_members"), py::arg("t0"), py::arg("T"), py::arg("tau"),
       "The Bernoulli(tau) draws b(j, t0 + t) the OAP core uses (for tests and inspection).");
-  m.def(
-      "mprank_online",
-      [](MatrixCRef Kt, VectorCRef yt, double C, double eta, bool sequential, int max_iter, double tol,
-         Eigen::Ref<Vector> alpha) {
-        MPRankOnlineResult r;
-        {
-          py::gil_scoped_release release;
-          r = mprank_online(Kt, yt, C, eta, sequential, max_iter, tol, alpha);
-        }
-        return py::make_tuple(r.n_iter, r.converged, r.costs);
-      },
-      py::arg("Kt").noconvert(), py::arg("yt").noconvert(), py::arg("C"), py::arg("eta"), py::arg("sequential"),
-      py::arg("max_iter"), py::arg("tol"), py::arg("alpha").noconvert(),
-      "On-line MPRank dual iteration (alpha updated in place). Returns (n_iter, converged, costs).");
+  def_mprank_online<MatrixCRef>(m, "mprank_online", mprank_online, "Kt",
+                                "On-line MPRank dual iteration on the centred kernel matrix Kt (alpha updated in "
+                                "place). Returns (n_iter, converged, costs).");
+  def_mprank_online<RowMatrixCRef>(m, "mprank_online_linear", mprank_online_linear, "Xc",
+                                   "On-line MPRank dual iteration for Kt = Xc Xc^T of the centred features Xc, "
+                                   "without forming Kt (alpha updated in place). Returns (n_iter, converged, costs).");
 }

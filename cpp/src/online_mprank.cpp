@@ -11,21 +11,62 @@
 namespace fastrank {
 
 namespace {
-void matvec(MatrixCRef K, const Vector& a, Vector& out) {
-  const Index m = K.rows();
-  lapack::gemm('N', 'N', m, 1, m, 1.0, K.data(), K.outerStride(), a.data(), m, 0.0, out.data(), m);
-}
 double cost(const Vector& a, const Vector& v, VectorCRef yt, double C) {
   const double m = static_cast<double>(a.size());
   return a.dot(v) + (2.0 * C / m) * (v - yt).squaredNorm();
 }
-}  // namespace
 
-MPRankOnlineResult mprank_online(MatrixCRef Kt, VectorCRef yt, double C, double eta, bool sequential,
-                                 int max_iter, double tol, Eigen::Ref<Vector> alpha) {
-  const Index m = Kt.rows();
-  require(Kt.cols() == m, "the centred kernel matrix must be square");
-  require(yt.size() == m && alpha.size() == m, "targets and coefficients must have one entry per point");
+// Kt given as the dense centred kernel matrix: the sequential pass keeps v = Kt a by column updates, O(m^2).
+struct KernelOperator {
+  MatrixCRef Kt;
+  void product(const Vector& x, Vector& out) const {
+    const Index m = Kt.rows();
+    lapack::gemm('N', 'N', m, 1, m, 1.0, Kt.data(), Kt.outerStride(), x.data(), m, 0.0, out.data(), m);
+  }
+  void sync(const Vector& a, Vector& v) { product(a, v); }
+  double frobenius() const { return Kt.norm(); }
+  template <class Step>
+  void sweep(Vector& a, Vector& v, Step step) {
+    for (Index i = 0; i < Kt.rows(); ++i) {
+      const double delta = step(i, v[i]);
+      if (delta == 0.0) continue;
+      a[i] += delta;
+      v.noalias() += delta * Kt.col(i);  // Kt symmetric: column i = row i
+    }
+  }
+};
+
+// Kt = Xc Xc^T of the centred features, never formed: the sequential pass keeps w = Xc^T a, O(m d).
+struct LinearOperator {
+  RowMatrixCRef Xc;
+  Vector w;
+  void product(const Vector& x, Vector& out) const {
+    const Vector u = Xc.transpose() * x;
+    out.noalias() = Xc * u;
+  }
+  void sync(const Vector& a, Vector& v) {
+    w.noalias() = Xc.transpose() * a;
+    v.noalias() = Xc * w;
+  }
+  // ||Xc Xc^T||_F = ||Xc^T Xc||_F (the same eigenvalues), a d x d product
+  double frobenius() const { return (Xc.transpose() * Xc).norm(); }
+  template <class Step>
+  void sweep(Vector& a, Vector& v, Step step) {
+    for (Index i = 0; i < Xc.rows(); ++i) {
+      const double delta = step(i, Xc.row(i).dot(w));
+      if (delta == 0.0) continue;
+      a[i] += delta;
+      w.noalias() += delta * Xc.row(i).transpose();
+    }
+    v.noalias() = Xc * w;
+  }
+};
+
+template <class Operator>
+MPRankOnlineResult iterate(Operator& op, VectorCRef yt, double C, double eta, bool sequential, int max_iter,
+                           double tol, Eigen::Ref<Vector> alpha) {
+  const Index m = yt.size();
+  require(alpha.size() == m, "targets and coefficients must have one entry per point");
   require(std::isfinite(C) && C > 0, "C must be positive and finite");
   require(std::isfinite(eta) && eta > 0, "eta must be positive and finite");
   require(max_iter >= 0, "max_iter must be >= 0");
@@ -34,7 +75,7 @@ MPRankOnlineResult mprank_online(MatrixCRef Kt, VectorCRef yt, double C, double 
   if (m == 0) return res;
   const double md = static_cast<double>(m), ridge = md / C;
   Vector a = alpha, v(m);
-  matvec(Kt, a, v);
+  op.sync(a, v);
   res.costs.push_back(cost(a, v, yt, C));
   // Stop on the gradient of the dual (eq. 16), g = 2 (yt - Kt a) - (m/C) a = 2 B (a* - a) with B = Kt + m/(2C) I:
   // the training predictions' error Kt (a - a*) = -Kt B^-1 g / 2 is at most |g| / 2, so |g| <= 2 tol |Kt a| holds
@@ -49,15 +90,15 @@ MPRankOnlineResult mprank_online(MatrixCRef Kt, VectorCRef yt, double C, double 
   // at the slow rate 1 - eta m / C and move no prediction, then stop no pass.  Kt g's rounding, at most
   // 16 sqrt(m) eps ||Kt||_F |g|, counts against the test.
   Vector g(m), kg(m);
-  double kt_norm = -1.0;  // ||Kt||_F, one pass over Kt when first needed
+  double kt_norm = -1.0;  // ||Kt||_F, computed when first needed
   auto gradient_small = [&]() {
     g.noalias() = 2.0 * (yt - v) - ridge * a;
     return g.norm() <= 2.0 * tol * v.norm() || g.norm() <= floor;
   };
   auto converged = [&]() {
     if (gradient_small()) return true;
-    matvec(Kt, g, kg);
-    if (kt_norm < 0.0) kt_norm = Kt.norm();
+    op.product(g, kg);
+    if (kt_norm < 0.0) kt_norm = op.frobenius();
     return kg.norm() + 16.0 * std::sqrt(md) * std::numeric_limits<double>::epsilon() * kt_norm * g.norm() <=
            tol * ridge * v.norm();
   };
@@ -68,28 +109,24 @@ MPRankOnlineResult mprank_online(MatrixCRef Kt, VectorCRef yt, double C, double 
     if (!sequential) return (v - v_before).norm() <= eta * tol * ridge * v.norm();
     return (it + 1) % 16 == 0;
   };
+  auto step = [&](Index i, double v_i) { return eta * (2.0 * (yt[i] - v_i) - ridge * a[i]); };
   Vector v_before(m);
   for (int it = 0; it < max_iter; ++it) {
     interrupt::poll();
     if (!sequential) v_before = v;  // the gradient rule's cheap estimate of |Kt g| (worth_trying)
     if (sequential) {
-      for (Index i = 0; i < m; ++i) {
-        const double delta = eta * (2.0 * (yt[i] - v[i]) - ridge * a[i]);
-        if (delta == 0.0) continue;
-        a[i] += delta;
-        v.noalias() += delta * Kt.col(i);  // Kt symmetric: column i = row i
-      }
-      if ((it + 1) % 16 == 0) matvec(Kt, a, v);  // re-synchronise v against rounding drift
+      op.sweep(a, v, step);
+      if ((it + 1) % 16 == 0) op.sync(a, v);  // re-synchronise against rounding drift
     } else {
       a += eta * (2.0 * (yt - v) - ridge * a);
-      matvec(Kt, a, v);
+      op.sync(a, v);
     }
     const double cur = cost(a, v, yt, C);
     if (!std::isfinite(cur)) throw LinAlgError("on-line MPRank diverged; use a smaller learning rate eta");
     res.costs.push_back(cur);
     res.n_iter = it + 1;
     if (gradient_small() || worth_trying(v_before, it)) {
-      if (sequential && (it + 1) % 16 != 0) matvec(Kt, a, v);  // v from exact products, not the updates' drift
+      if (sequential && (it + 1) % 16 != 0) op.sync(a, v);  // v from exact products, not the updates' drift
       if (converged()) {
         res.converged = true;
         break;
@@ -98,6 +135,22 @@ MPRankOnlineResult mprank_online(MatrixCRef Kt, VectorCRef yt, double C, double 
   }
   alpha = a;
   return res;
+}
+}  // namespace
+
+MPRankOnlineResult mprank_online(MatrixCRef Kt, VectorCRef yt, double C, double eta, bool sequential,
+                                 int max_iter, double tol, Eigen::Ref<Vector> alpha) {
+  require(Kt.cols() == Kt.rows(), "the centred kernel matrix must be square");
+  require(yt.size() == Kt.rows(), "targets and coefficients must have one entry per point");
+  KernelOperator op{Kt};
+  return iterate(op, yt, C, eta, sequential, max_iter, tol, alpha);
+}
+
+MPRankOnlineResult mprank_online_linear(RowMatrixCRef Xc, VectorCRef yt, double C, double eta, bool sequential,
+                                        int max_iter, double tol, Eigen::Ref<Vector> alpha) {
+  require(yt.size() == Xc.rows(), "targets and coefficients must have one entry per row of the centred features");
+  LinearOperator op{Xc, Vector::Zero(Xc.cols())};
+  return iterate(op, yt, C, eta, sequential, max_iter, tol, alpha);
 }
 
 }  // namespace fastrank

@@ -963,7 +963,9 @@ class OnlineMPRank(KernelMixin, Ranker):
     primal cost of eq. 15 after each pass).  The fixed point is eq. 13, a = (Kt + m/(2C) I)^-1 yt: the model of
     ``fastrank.MPRank`` (RankRLS, alpha = m^2 / (2C)); the training predictions come within about ``tol`` of its
     (relative).  The paper stops when the cost changes by less than 1e-4: on nearly collinear features that was 9.5e-2
-    away from the fixed point, as slow passes change the cost little.
+    away from the fixed point, as slow passes change the cost little.  With the linear kernel and fewer features than
+    points, Kt = Xc Xc^T for the centred features Xc is never formed: the passes keep w = Xc^T a (the same iterates to
+    rounding, O(m d) time each and no m x m matrix).
 
     ``predict(x) = sum_i a_i (K(x, x_i) - mean_k K(x, x_k))`` (eq. 13): only differences of scores are meaningful;
     ``y_mean_`` puts them on the scale of y.  ``score`` is the pairwise ranking accuracy.  ``partial_fit`` appends
@@ -1004,27 +1006,39 @@ class OnlineMPRank(KernelMixin, Ranker):
         """Iterate from ``alpha0`` on the points (X, y); only pairs inside a group count with ``groups``."""
         gi = group_index(groups, X.shape[0])
         require_preferences(y, gi, "OnlineMPRank")
-        # Peak: K, the centred Kt and the temporaries of (Kt + Kt.T) / 2 and its Fortran copy (the
-        # C++ iteration works on that copy): 5 m x m matrices.
-        check_dense_memory(X.shape[0], 5, "kernel matrix of OnlineMPRank (and its centred copies)")
+        m = X.shape[0]
         # linear: Kt below is (S X)(S X)^T (S = H, or St with groups), the same from columns centred in every group
         # (where a large common or query-level offset would cancel digits in S (X X^T) S); X^T (S a) likewise
         Xk = features_without_group_offsets(X, gi) if spec.linear and not issparse(X) else X
-        K = check_precomputed_kernel(X) if spec.precomputed else spec.train(Xk, check_n_jobs(self.n_jobs))
-        m = K.shape[0]
-        with np.errstate(over="ignore", invalid="ignore"):  # entries near 1e308 (numpy's warnings): refused below
-            if groups is None:
-                rmean = K.mean(axis=1)
-                Kt = K - rmean[:, None] - rmean[None, :] + rmean.mean()
-            else:
-                # Pairs inside groups (as fastrank.MPRank with groups): L = blockdiag(n_q I - 1 1^T) and
-                # alpha = m^2 / (2C), i.e. (St K St + m/(2C) I) a = St y with St = blockdiag(sqrt(n_q / m)
-                # (I - 1 1^T / n_q)) -- the paper's H K H when there is one group -- and A = St a.
-                Kt = _group_sqrt_laplacian(_group_sqrt_laplacian(K, gi).T, gi)
-            Kt = np.asfortranarray((Kt + Kt.T) / 2)
-        if not _all_finite(Kt):  # one threaded pass, no m x m temporary
+        # fewer features than points: the passes run on the centred features Xc = S Xk (Kt = Xc Xc^T, never formed),
+        # O(m d) each instead of O(m^2)
+        features = spec.linear and Xk.shape[1] < m
+        if features:
+            with np.errstate(over="ignore", invalid="ignore"):  # norms near 1e308: refused below
+                Xc = np.ascontiguousarray(_group_sqrt_laplacian(Xk, gi))
+                diag = np.einsum("ij,ij->i", Xc, Xc)  # Kt's diagonal; its largest entry is the largest |Kt|
+            Kt = scipy.sparse.linalg.LinearOperator((m, m), matvec=lambda v: Xc @ (Xc.T @ v), dtype=np.float64)
+            overflow, largest = not _all_finite(diag), lambda: np.einsum("ij,ij->i", Xk, Xk).max()
+        else:
+            # Peak: K, the centred Kt and the temporaries of (Kt + Kt.T) / 2 and its Fortran copy (the
+            # C++ iteration works on that copy): 5 m x m matrices.
+            check_dense_memory(m, 5, "kernel matrix of OnlineMPRank (and its centred copies)")
+            K = check_precomputed_kernel(X) if spec.precomputed else spec.train(Xk, check_n_jobs(self.n_jobs))
+            with np.errstate(over="ignore", invalid="ignore"):  # entries near 1e308 (numpy's warnings): refused below
+                if groups is None:
+                    rmean = K.mean(axis=1)
+                    Kt = K - rmean[:, None] - rmean[None, :] + rmean.mean()
+                else:
+                    # Pairs inside groups (as fastrank.MPRank with groups): L = blockdiag(n_q I - 1 1^T) and
+                    # alpha = m^2 / (2C), i.e. (St K St + m/(2C) I) a = St y with St = blockdiag(sqrt(n_q / m)
+                    # (I - 1 1^T / n_q)) -- the paper's H K H when there is one group -- and A = St a.
+                    Kt = _group_sqrt_laplacian(_group_sqrt_laplacian(K, gi).T, gi)
+                Kt = np.asfortranarray((Kt + Kt.T) / 2)
+            diag = np.diag(Kt)
+            overflow, largest = not _all_finite(Kt), lambda: np.abs(K).max()  # one threaded pass, no m x m temporary
+        if overflow:
             raise ValueError(f"OnlineMPRank: the centred kernel matrix overflows float64 (largest |K| = "
-                             f"{float(np.abs(K).max()):.3g}); rescale X or the kernel")
+                             f"{float(largest()):.3g}); rescale X or the kernel")
         ymean = float(y.mean())
         yt = np.ascontiguousarray(y - ymean if groups is None else _group_sqrt_laplacian(y, gi))
         C = float(self.C)
@@ -1036,8 +1050,11 @@ class OnlineMPRank(KernelMixin, Ranker):
             eta = float(self.eta)
             # the passes minimise a^T Kt a - 2 yt^T a + m / (2C) a^T a: a step beyond 2 / (its curvature) oscillates
             # at a constant cost (and "converged" there) or diverges without overflowing for many passes
-            lam = np.max(np.diag(Kt)) if sequential else scipy.sparse.linalg.eigsh(
-                Kt, k=1, which="LA", tol=1e-10, return_eigenvectors=False)[0]
+            if sequential:
+                lam = np.max(diag)
+            else:  # lambda_max(Xc Xc^T) = lambda_max(Xc^T Xc), d x d
+                lam = np.linalg.eigvalsh(Xc.T @ Xc)[-1] if features else scipy.sparse.linalg.eigsh(
+                    Kt, k=1, which="LA", tol=1e-10, return_eigenvectors=False)[0]
             curvature = 2.0 * float(lam) + m / C
             if eta * curvature >= 2.0 * (1.0 - 1e-9):
                 raise ValueError(f"OnlineMPRank: eta={eta:.6g} is at or beyond the step that keeps the "
@@ -1045,7 +1062,7 @@ class OnlineMPRank(KernelMixin, Ranker):
                                  "(lambda_max: of the centred kernel matrix, its diagonal for 'sequential'); "
                                  "use a smaller eta, or eta=None for the automatic step")
         elif sequential:
-            eta = 1.0 / (2.0 * max(float(np.max(np.diag(Kt))), 0.0) + m / C)
+            eta = 1.0 / (2.0 * max(float(np.max(diag)), 0.0) + m / C)
         else:
             v = np.random.default_rng(0).normal(size=m)
             lam = 0.0
@@ -1062,8 +1079,9 @@ class OnlineMPRank(KernelMixin, Ranker):
                     v = u / nrm
             eta = 1.0 / (2.2 * max(lam, 0.0) + m / C)
         if not (np.isfinite(eta) and eta > 0):
+            largest = np.max(diag) if features else np.abs(Kt).max()
             raise ValueError(f"OnlineMPRank: no usable step size (eta={eta!r}) for this kernel matrix (its entries "
-                             f"are too large, largest |Kt| = {float(np.abs(Kt).max()):.3g}); rescale X or the kernel, "
+                             f"are too large, largest |Kt| = {float(largest):.3g}); rescale X or the kernel, "
                              "or pass eta")
         with np.errstate(over="ignore"):
             spread = np.abs(yt).max() ** 2 * m  # bounds sum_i yt_i^2, the scale of the pair cost
@@ -1078,8 +1096,9 @@ class OnlineMPRank(KernelMixin, Ranker):
         exponent = int(np.frexp(np.max(np.abs(yt), initial=0.0))[1])
         alpha = np.ldexp(np.array(alpha0, dtype=np.float64), -exponent)
         with stage(f"OnlineMPRank {self.algorithm} passes (m={m}, eta={eta:.3g})", verbose=self.verbose):
-            n_iter, converged, costs = _core.mprank_online(Kt, np.ldexp(yt, -exponent), C, eta, sequential,
-                                                           int(self.max_iter), float(self.tol), alpha)
+            solve, operand = (_core.mprank_online_linear, Xc) if features else (_core.mprank_online, Kt)
+            n_iter, converged, costs = solve(operand, np.ldexp(yt, -exponent), C, eta, sequential, int(self.max_iter),
+                                             float(self.tol), alpha)
         alpha, costs = np.ldexp(alpha, exponent), np.ldexp(np.asarray(costs), 2 * exponent)
         if resolve_verbose(self.verbose):
             write_line(f"[fastrank] OnlineMPRank: {int(n_iter)} passes, cost "

@@ -12,6 +12,8 @@
 // g = 2 (yt - Kt a) - (m / C) a is below 2 `tol` |Kt a|, or C |Kt g| / m is below `tol` |Kt a| (either holds the
 // training predictions within about tol of the fixed point), or g is at its rounding level, or after `max_iter` passes.
 // The primal cost F = a'Kt a + (2C/m) ||Kt a - yt||^2 (eq. 15) of every pass is recorded.
+// With a linear kernel, Kt = Xc Xc^T for the centred features Xc (m x d): mprank_online_linear runs the same
+// iterations without forming Kt, keeping w = Xc^T a (a pass costs O(m d) instead of O(m^2)).
 #pragma once
 #include <vector>
 
@@ -27,5 +29,7 @@ struct MPRankOnlineResult {
 
 MPRankOnlineResult mprank_online(MatrixCRef Kt, VectorCRef yt, double C, double eta, bool sequential,
                                  int max_iter, double tol, Eigen::Ref<Vector> alpha);
+MPRankOnlineResult mprank_online_linear(RowMatrixCRef Xc, VectorCRef yt, double C, double eta, bool sequential,
+                                        int max_iter, double tol, Eigen::Ref<Vector> alpha);
 
 }  // namespace fastrank

@@ -427,6 +427,31 @@ def test_linear_feature_holdout_sets_equal_retraining(grouped, alpha):
             _close(o, retrain_predict_primal(X, Y, alpha, U, g, "unweighted"), 1e-8)
 
 
+@pytest.mark.parametrize("weighting", ["unweighted", "normalized"])
+@pytest.mark.parametrize("alpha", [1e-2, 1.0])
+def test_linear_feature_holdout_many_groups_without_a_loop_over_groups(weighting, alpha, monkeypatch):
+    """Over 64 groups a set's update gathers the rows of the groups it touches at once: no Python pass over the
+    groups (GroupIndex.rows, which made k folds of m / 2 groups of 2 quadratic in m), and each set is still the
+    retrained model: folds of whole groups, folds cutting groups and unsorted sets, rounded targets (ties)."""
+    from fastrank._validation import GroupIndex
+
+    rng = np.random.default_rng(21)
+    m = 180
+    X = rng.normal(size=(m, 3)) + 2.0
+    Y = np.round(rng.normal(size=(m, 2)))
+    groups = rng.integers(0, 80, size=m) * 2 + 1
+    codes, q = _codes(groups, m)
+    assert q > 64
+    whole = (np.arange(q) % 3)[codes]
+    cut = rng.integers(0, 4, size=m)
+    sets = [np.flatnonzero(whole == k) for k in range(3)] + [np.flatnonzero(cut == k) for k in range(4)]
+    sets += [rng.choice(m, size=s, replace=False) for s in (1, 7, 40)]
+    monkeypatch.setattr(GroupIndex, "rows", lambda self: pytest.fail("the hold-out enumerated the groups"))
+    out = _holdout.feature_holdout(X, Y, codes, q, alpha, sets, normalized=weighting == "normalized")
+    for U, o in zip(sets, out):
+        _close(o, retrain_predict_primal(X, Y, alpha, U, groups, weighting), 1e-10)
+
+
 def _basis_oracle(K, Y, alpha, held, R, groups=None, weighting="unweighted"):
     """Subset of regressors retrained without `held` (eq. 41), the basis rows R kept as basis
     functions: a = (K_TR^T L K_TR + alpha K_RR)^-1 K_TR^T L y_T, predictions K_UR a."""

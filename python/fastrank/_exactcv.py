@@ -1341,7 +1341,9 @@ def _test_part(split, k, m):
     """The test indices of scikit-learn's (train, test) pair ``split`` number k, whose training part must be every other
     row: the exact formulas retrain on all of them."""
     train, test = (check_indices(p, m, f"split {k}'s {part} indices") for p, part in zip(split, ("training", "test")))
-    if train.size + test.size != m or np.unique(np.r_[train, test]).size != m:
+    seen = np.zeros(m, dtype=bool)
+    seen[train] = True
+    if train.size + test.size != m or seen[test].any():  # each part is free of repeats: disjoint means all rows
         raise ValueError(f"split {k} trains on {train.size} rows, not on the {m - test.size} rows outside its test set "
                          "that exact cross-validation retrains on: use a splitter whose training part is the rest of "
                          "the rows (KFold, GroupKFold, StratifiedKFold, LeaveOneGroupOut; not TimeSeriesSplit or a "

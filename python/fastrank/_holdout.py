@@ -24,8 +24,6 @@ renormalised); ``pair_weight``: optional (n_groups,) pair weights c_q of any wei
 
 from __future__ import annotations
 
-import functools
-
 import numpy as np
 import scipy.linalg
 import scipy.sparse as sp
@@ -34,7 +32,7 @@ from . import _core
 from ._memory import densified
 from ._problem import centred_in_groups, pair_weights
 from ._solvers import _RCOND_WARNING, warn_ill_conditioned
-from ._validation import as_targets, group_index
+from ._validation import as_targets, block_sums, group_index
 from .exceptions import LinAlgError
 
 __all__ = [
@@ -84,30 +82,31 @@ def feature_holdout(Phi, Y, codes, n_groups, alpha, sets, *, normalized=False, p
     p = XLX.shape[0]
     worst = _factor(XLX + float(alpha) * np.eye(p))[1]
     _refuse_singular(worst, p, alpha)  # fit's verdict on the full-data system
-    rows = gi.rows()
-
-    @functools.lru_cache(maxsize=None if n_groups <= 64 else 0)
-    def group_terms(q):  # Xc_q^T Xc_q and Xc_q^T Yc_q, kept for at most 64 groups
-        Xq, Yq = Xc[rows[q]], Yc[rows[q]]
-        return Xq.T @ Xq, Xq.T @ Yq
+    XY = np.hstack([Xc, Yc])  # the terms of A and b side by side: one product per term
+    grams = None
+    if n_groups <= 64:  # few groups: each one's Xc_q^T [Xc_q Yc_q] once, shared by all the sets touching it
+        grams = np.stack([Xc[r].T @ XY[r] for r in gi.rows()])
 
     out = []
     for U in sets:
         U = np.asarray(U, dtype=np.int64)
-        A, b = XLX.copy(), XLy.copy()
-        for q in np.unique(codes[U]):
-            Uq = U[codes[U] == q]
-            n, c = sizes[q], cw[q]
-            k = n - Uq.size
-            P, R = group_terms(q)
-            XU, YU = Xc[Uq], Yc[Uq]
-            sU, tU = XU.sum(0), YU.sum(0)
-            # remove the full group's term, add the kept rows' term (module docstring)
-            A -= c * n * P
-            b -= c * n * R
-            if k > 0:
-                A += c * k * (P - XU.T @ XU - np.outer(sU, sU) / k)
-                b += c * k * (R - XU.T @ YU - np.outer(sU, tU) / k)
+        # per touched group q, the full group's term goes and the kept rows' term comes (module docstring): with
+        # k = n - |U_q| kept rows, -c |U_q| Xc_q^T Xc_q - c k Xc_U^T Xc_U - c s_U s_U^T (the last only when k > 0)
+        touched, at, held = np.unique(codes[U], return_inverse=True, return_counts=True)
+        n, c = gi.sizes[touched], cw[touched]
+        k = n - held
+        if grams is not None:
+            terms = np.tensordot(-c * held, grams[touched], axes=1)
+            rows, weight = U, -(c * k)[at]
+        else:  # the touched groups' rows gathered at once: O(their rows) per set, no scan of other groups
+            starts = np.repeat(gi.offsets[touched] - np.cumsum(n) + n, n)
+            rows = np.r_[gi.order[starts + np.arange(starts.size)], U]
+            weight = np.r_[np.repeat(-c * held, n), -(c * k)[at]]
+            terms = 0.0
+        terms = terms + (weight[:, None] * Xc[rows]).T @ XY[rows]
+        sums = block_sums(XY[U], np.r_[0, np.cumsum(held)], np.argsort(at, kind="stable"))  # [s_U t_U] per group
+        terms -= (np.where(k > 0, c, 0.0)[:, None] * sums[:, :p]).T @ sums
+        A, b = XLX + terms[:, :p], XLy + terms[:, p:]
         A = 0.5 * (A + A.T)
         A[np.diag_indices_from(A)] += float(alpha)
         factor, rcond = _factor(A)  # fewer pairs than the full system: it can be worse conditioned

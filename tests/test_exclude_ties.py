@@ -96,3 +96,43 @@ def test_per_query_with_ties_excluded_weighs_every_query_one():
     _close(coef, rankrls_primal(X, scoring_pairs(y, GROUPS, "per_query", exclude_ties=True), 0.5)[:, 0])
     all_pairs_weight = [(i, j, w, z) for i, j, w, z in scoring_pairs(y, GROUPS, "per_query") if z != 0]
     assert np.abs(coef - rankrls_primal(X, all_pairs_weight, 0.5)[:, 0]).max() > 1e-3
+
+
+@pytest.mark.parametrize("weighting", ["unweighted", "per_query", "normalized"])
+@pytest.mark.parametrize("alpha", [1e-3, 1.0])
+def test_linear_exclude_ties_holdout_in_feature_space_equals_retraining(weighting, alpha, monkeypatch):
+    """A linear exclude_ties model with n_features < m answers hold-out sets by p x p systems (the tie-excluding
+    X^T L X of the groups a set touches, recomputed without it), never the m x m tie route: leave-group-out, folds
+    of whole groups, folds cutting groups and sets stripping a group to tied rows equal retraining without each
+    set (cut groups keep their pair weight, so they are checked unweighted)."""
+    from fastrank import _exactcv
+    from fastrank.model_selection import holdout_predictions, kfold_predictions, leave_group_out
+
+    rng = np.random.default_rng(5)
+    m = 90
+    g = rng.integers(0, 9, size=m)
+    X = rng.normal(size=(m, 3)) + 4.0
+    y = rng.integers(0, 3, size=m).astype(float)
+    y[g == 8] = 1.0
+    y[np.flatnonzero(g == 8)[0]] = 2.0  # one rated row: holding it out leaves the group only tied rows
+    est = fastrank.RankRLS(alpha=alpha, group_weighting=weighting, exclude_ties=True)
+    monkeypatch.setattr(_exactcv.TieExcludedRoute, "__init__", lambda *a: pytest.fail("the m x m tie route"))
+
+    def retrained(U):
+        train = np.setdiff1d(np.arange(m), U)
+        return fastrank.RankRLS(alpha=alpha, group_weighting=weighting, exclude_ties=True).fit(
+            X[train], y[train], g[train]).predict(X[U])
+
+    ref = np.empty(m)
+    for q in np.unique(g):
+        ref[g == q] = retrained(np.flatnonzero(g == q))
+    _close(leave_group_out(est, X, y, g), ref, 1e-10)
+    folds = (np.arange(9) % 4)[g]
+    ref = np.empty(m)
+    for k in range(4):
+        ref[folds == k] = retrained(np.flatnonzero(folds == k))
+    _close(kfold_predictions(est, X, y, folds, g), ref, 1e-10)
+    if weighting == "unweighted":
+        sets = [np.flatnonzero(rng.integers(0, 3, size=m) == 0), np.flatnonzero(g == 8)[:1], rng.choice(m, 7, False)]
+        for U, out in zip(sets, holdout_predictions(est, X, y, sets, g)):
+            _close(out, retrained(U), 1e-10)

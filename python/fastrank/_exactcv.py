@@ -412,7 +412,8 @@ class FeatureRoute(_Route):
         return _holdout.feature_leave_all_pairs_out(*self.args, alpha, **self.kwargs)
 
     def holdout(self, sets, alpha):
-        return np.concatenate(_holdout.feature_holdout(*self.args, alpha, sets, pair_weight=self.kwargs["pair_weight"]))
+        return np.concatenate(_holdout.feature_holdout(*self.args, alpha, sets, pair_weight=self.kwargs["pair_weight"],
+                                                       cells=self.problem.cells))
 
     def leave_group_out(self, alpha):
         return _holdout.feature_leave_group_out(*self.args, alpha, **self.kwargs)  # (m, v) from the core
@@ -873,7 +874,7 @@ class HoldoutEngine(_OnProblem):
         # asking for more threads never makes a small problem slower than one thread
         work = problem.m * float(problem.n_features) ** 2 if self.low_rank else float(problem.m) ** 3
         self.n_threads = min(threads_for_work(work), spec.n_jobs or cpu_budget())
-        self.features = None
+        self.features = self.tie_features = None
         if spec.basis_vectors is not None:
             # subset of regressors: the same basis rows a fit would choose (eq. 41), as a feature map
             basis = select_basis(problem.m, spec.basis_vectors, spec.random_state)
@@ -890,6 +891,8 @@ class HoldoutEngine(_OnProblem):
             self.features = _holdout.linear_features(X)  # X itself: no m x m matrix for hold-out sets
         elif self.kspec.linear:
             _warn_feature_offsets(group_offset_ratio(X, problem.groups))
+            if self.primal:  # exclude_ties: hold-out sets in feature space; pairs take the tie route
+                self.tie_features = _holdout.linear_features(X)
 
     # ---- the routes, built on first use ----------------------------------------------------------
     @functools.cached_property
@@ -904,12 +907,25 @@ class HoldoutEngine(_OnProblem):
     def tie(self):
         return TieExcludedRoute(self)
 
+    @functools.cached_property
+    def tie_feature(self):
+        return FeatureRoute(self, self.tie_features)
+
     @property
     def basis(self):
         return self.spec.basis_vectors is not None  # low_rank as well for a linear kernel with n < m
 
+    def _route_name(self):
+        """Which route :meth:`_route` returns, without building it (the tie route forms the m x m kernel)."""
+        return "tie" if self.spec.exclude_ties else "feature" if self.features is not None else "dual"
+
     def _route(self):
-        return self.tie if self.spec.exclude_ties else self.feature if self.features is not None else self.dual
+        return getattr(self, self._route_name())
+
+    def _holdout_route(self):
+        """:meth:`_route` for hold-out sets (leave-group-out too, with exclude_ties): linear exclude_ties models with
+        n_features < m solve p x p systems there as other linear models do, not the tie route's m x m ones."""
+        return self.tie_feature if self.tie_features is not None else self._route()
 
     # ---- the dense route's kernel (group order), targets (group order) and object-ranking pair weight
     K = property(lambda self: self.dual.K)
@@ -920,7 +936,7 @@ class HoldoutEngine(_OnProblem):
     def prepare_grid(self, n_alphas):
         if n_alphas > SHARED_FACTOR_MIN_ALPHAS:
             self.decompose()
-        elif self._route() is self.dual:
+        elif self._route_name() == "dual":
             self.dual.grid_alphas = n_alphas
 
     def decompose(self):
@@ -1125,7 +1141,7 @@ class HoldoutEngine(_OnProblem):
         if alpha is None and self.spec.C is not None:
             # MPRank: sets of one size share the retrained alpha; one pass per distinct size
             sizes = np.array([len(s) for s in sets])
-            if self._route() is self.dual:  # one alpha per size: a grid for the dual route's choice of factor
+            if self._route_name() == "dual":  # one alpha per size: a grid for the dual route's choice of factor
                 self.dual.grid_alphas = max(self.dual.grid_alphas, np.unique(sizes).size)
             out = np.empty((sizes.sum(), self.Y.shape[1]))
             for size in np.unique(sizes):
@@ -1135,7 +1151,7 @@ class HoldoutEngine(_OnProblem):
             return out
         alpha = self.alpha if alpha is None else alpha
         unit = np.repeat(np.arange(len(sets)), [len(s) for s in sets])
-        return alike(self._route().holdout(sets, alpha), np.concatenate(sets), unit, self.twins)
+        return alike(self._holdout_route().holdout(sets, alpha), np.concatenate(sets), unit, self.twins)
 
     def leave_group_out(self, alpha=None):
         """(m, v) predictions, each group held out in turn (eq. 33): from the spectral factor when it exists, else
@@ -1145,11 +1161,10 @@ class HoldoutEngine(_OnProblem):
         return self._leave_group_out(alpha)
 
     def _leave_group_out(self, alpha):
-        route = self._route()
         if (self.spec.C is not None and alpha is None) or self.spec.exclude_ties \
-                or (route is self.dual and route.factored()):  # each group as a hold-out set
+                or (self._route_name() == "dual" and self.dual.factored()):  # each group as a hold-out set
             return self.holdout_rows(self.groups.rows(), alpha)
-        return self._alike_in_groups(route.leave_group_out(self.alpha if alpha is None else alpha))
+        return self._alike_in_groups(self._route().leave_group_out(self.alpha if alpha is None else alpha))
 
     def _alike_in_groups(self, out):
         """(m, v) predictions, each group's by one model: :func:`alike` inside the groups."""
@@ -1181,7 +1196,7 @@ class HoldoutEngine(_OnProblem):
     def shares_leave_group_out_path(self, n_alphas):
         """Whether :meth:`leave_group_out_path` solves ``n_alphas`` alphas from one eigendecomposition; it fails, if at
         all, at the grid's smallest alpha (S K S + alpha I has eigenvalues lambda + alpha)."""
-        return self.spec.C is None and self._route() is self.dual and n_alphas >= 5
+        return self.spec.C is None and self._route_name() == "dual" and n_alphas >= 5
 
     def check_sets(self, sets):
         sets = check_sets(sets, self.m, min_train=0)

@@ -66,9 +66,11 @@ def basis_features(KR, KRR):
     return np.asarray(KR, dtype=np.float64) @ B, B
 
 
-def feature_holdout(Phi, Y, codes, n_groups, alpha, sets, *, normalized=False, pair_weight=None):
+def feature_holdout(Phi, Y, codes, n_groups, alpha, sets, *, normalized=False, pair_weight=None, cells=None):
     """Exact hold-out predictions of a feature-space RankRLS (linear kernel or basis model): a list of (|U|, v) arrays,
-    one per set of ``sets`` (1-D int arrays, validated: unique, in range, each leaving a training pair)."""
+    one per set of ``sets`` (1-D int arrays, validated: unique, in range, each leaving a training pair).  ``cells``:
+    the GroupIndex of the tie cells (rows of one group with one target) of an ``exclude_ties`` model, whose group q
+    has the Laplacian L_q = c_q (n_q P_B + sum_t (n_q - n_t) P_t) (:func:`_tie_terms`)."""
     (Phi, Y, _, _, cw), gi = _core_args(Phi, Y, codes, normalized, pair_weight, None)
     codes, sizes = gi.codes, gi.sizes.astype(np.float64)
 
@@ -76,15 +78,19 @@ def feature_holdout(Phi, Y, codes, n_groups, alpha, sets, *, normalized=False, p
         return centred_in_groups(centred_in_groups(A, gi), gi)
 
     Xc, Yc = centred(Phi), centred(Y)  # Phi dense: p is small, the centred copy is m x p
-    w = np.sqrt(cw * sizes)[codes][:, None]  # S's scale s_q per row
-    SX, SY = w * Xc, w * Yc
-    XLX, XLy = SX.T @ SX, SX.T @ SY  # eq. 30
-    p = XLX.shape[0]
+    XY = np.hstack([Xc, Yc])  # the terms of A and b side by side: one product per term
+    p = Xc.shape[1]
+    if cells is not None:
+        XLXY = _tie_terms(XY, p, codes, cells.codes, cw)
+        XLX, XLy = XLXY[:, :p], XLXY[:, p:]
+    else:
+        w = np.sqrt(cw * sizes)[codes][:, None]  # S's scale s_q per row
+        SX, SY = w * Xc, w * Yc
+        XLX, XLy = SX.T @ SX, SX.T @ SY  # eq. 30
     worst = _factor(XLX + float(alpha) * np.eye(p))[1]
     _refuse_singular(worst, p, alpha)  # fit's verdict on the full-data system
-    XY = np.hstack([Xc, Yc])  # the terms of A and b side by side: one product per term
     grams = None
-    if n_groups <= 64:  # few groups: each one's Xc_q^T [Xc_q Yc_q] once, shared by all the sets touching it
+    if cells is None and n_groups <= 64:  # few groups: each one's Xc_q^T [Xc_q Yc_q] once, shared by all their sets
         grams = np.stack([Xc[r].T @ XY[r] for r in gi.rows()])
 
     out = []
@@ -95,17 +101,23 @@ def feature_holdout(Phi, Y, codes, n_groups, alpha, sets, *, normalized=False, p
         touched, at, held = np.unique(codes[U], return_inverse=True, return_counts=True)
         n, c = gi.sizes[touched], cw[touched]
         k = n - held
-        if grams is not None:
+        if grams is None:  # the touched groups' rows gathered at once: O(their rows) per set, no scan of other groups
+            starts = np.repeat(gi.offsets[touched] - np.cumsum(n) + n, n)
+            rows = gi.order[starts + np.arange(starts.size)]
+        if cells is not None:  # the touched groups' terms, recomputed without U: the tie cells change with it
+            kept = rows[np.isin(rows, U, invert=True)]
+            terms = _tie_terms(XY[kept], p, codes[kept], cells.codes[kept], cw) \
+                - _tie_terms(XY[rows], p, codes[rows], cells.codes[rows], cw)
+        elif grams is not None:
             terms = np.tensordot(-c * held, grams[touched], axes=1)
             rows, weight = U, -(c * k)[at]
-        else:  # the touched groups' rows gathered at once: O(their rows) per set, no scan of other groups
-            starts = np.repeat(gi.offsets[touched] - np.cumsum(n) + n, n)
-            rows = np.r_[gi.order[starts + np.arange(starts.size)], U]
-            weight = np.r_[np.repeat(-c * held, n), -(c * k)[at]]
+        else:
+            rows, weight = np.r_[rows, U], np.r_[np.repeat(-c * held, n), -(c * k)[at]]
             terms = 0.0
-        terms = terms + (weight[:, None] * Xc[rows]).T @ XY[rows]
-        sums = block_sums(XY[U], np.r_[0, np.cumsum(held)], np.argsort(at, kind="stable"))  # [s_U t_U] per group
-        terms -= (np.where(k > 0, c, 0.0)[:, None] * sums[:, :p]).T @ sums
+        if cells is None:
+            terms = terms + (weight[:, None] * Xc[rows]).T @ XY[rows]
+            sums = block_sums(XY[U], np.r_[0, np.cumsum(held)], np.argsort(at, kind="stable"))  # [s_U t_U] per group
+            terms -= (np.where(k > 0, c, 0.0)[:, None] * sums[:, :p]).T @ sums
         A, b = XLX + terms[:, :p], XLy + terms[:, p:]
         A = 0.5 * (A + A.T)
         A[np.diag_indices_from(A)] += float(alpha)
@@ -116,6 +128,29 @@ def feature_holdout(Phi, Y, codes, n_groups, alpha, sets, *, normalized=False, p
         out.append(Phi[U] @ scipy.linalg.lapack.dpotrs(factor, b, lower=1)[0])
     _warn_ill_conditioned(worst, alpha)
     return out
+
+
+def _tie_terms(XY, p, codes, cell_codes, cw):
+    """X^T L [X Y] over the rows XY = [X Y] (p columns of X) of their groups (``codes``) and tie cells
+    (``cell_codes``), with the tie-excluding L_q = c_q (n_q P_B + sum_t (n_q - n_t) P_t) of the groups as these rows
+    make them up: c_q n_q n_t (mean_t - mean_q) (..)^T per cell and c_q (n_q - n_t) (x_i - mean_t) (..)^T per row, every
+    weight >= 0 (no cancellation where most pairs tie)."""
+    group, g_of = np.unique(codes, return_inverse=True)
+    cell, t_of, n_t = np.unique(cell_codes, return_inverse=True, return_counts=True)
+    n_q = np.bincount(g_of).astype(np.float64)
+    cell_group = np.empty(cell.size, dtype=np.int64)
+    cell_group[t_of] = g_of
+
+    def means(labels, count):
+        return block_sums(XY, np.r_[0, np.cumsum(count)], np.argsort(labels, kind="stable")) / count[:, None]
+
+    cmean = means(t_of, n_t.astype(np.float64))
+    between = cmean - means(g_of, n_q)[cell_group]
+    within = XY - cmean[t_of]
+    c = cw[group][cell_group]
+    wb = c * n_q[cell_group] * n_t
+    ww = (c * (n_q[cell_group] - n_t))[t_of]
+    return (wb[:, None] * between[:, :p]).T @ between + (ww[:, None] * within[:, :p]).T @ within
 
 
 def _factor(A):

@@ -490,23 +490,31 @@ void check_options(const RankSvmOptions& o) {
   require(o.max_iter >= 1, "max_iter must be >= 1");
 }
 
+constexpr double kArmijo = 1e-4;  // sufficient-decrease constant of the line searches
+
 // Conjugate-gradient cap per Newton step (the exact step needs at most `dim` steps).
 Index cg_cap(Index dim) { return std::max<Index>(20, std::min<Index>(2 * dim, 2000)); }
 
 // Armijo backtracking along w + t d, where phi(t) returns the objective at step t (and leaves the
-// oracle's state at that point); returns the accepted t or 0 when no decrease is possible.
-template <class Phi>
-double backtrack(double F0, double slope, Phi&& phi, double* F_out) {
+// oracle's state at that point); returns the accepted t or 0 when no decrease is possible.  also(t, Ft)
+// may accept a step the Armijo test on F refuses.
+template <class Phi, class Also>
+double backtrack(double F0, double slope, Phi&& phi, double* F_out, Also&& also) {
   double t = 1.0;
   for (int k = 0; k < 60; ++k) {
     const double Ft = phi(t);
-    if (Ft <= F0 + 1e-4 * t * slope) {
+    if (Ft <= F0 + kArmijo * t * slope || also(t, Ft)) {
       *F_out = Ft;
       return t;
     }
     t *= 0.5;
   }
   return 0.0;
+}
+
+template <class Phi>
+double backtrack(double F0, double slope, Phi&& phi, double* F_out) {
+  return backtrack(F0, slope, phi, F_out, [](double, double) { return false; });
 }
 
 // The Newton step can no longer decrease F measurably (predicted decrease below a few ulps of F)
@@ -524,6 +532,7 @@ class SquaredHingeTerm {
   explicit SquaredHingeTerm(PairwiseHingeLoss& P) : P_(P) {}
   double evaluate(const double* f, double* g, int nt) { return P_.evaluate(SvmLoss::SquaredHinge, f, g, nullptr, nt); }
   void hessian_times(const double* v, double* out, int nt) const { P_.hessian_times(v, out, nt); }
+  double rounding() const { return 0.0; }  // Armijo on F alone
 
  private:
   PairwiseHingeLoss& P_;
@@ -544,8 +553,13 @@ class HuberTerm {
     const double b = Q_.evaluate_like(P_, SvmLoss::SquaredHinge, f, g ? buf_.data() : nullptr, nullptr, nt);
     if (g)
       for (Index i = 0; i < P_.n_rows(); ++i) g[i] = (g[i] - buf_[i]) / (2.0 * h_);
+    // The rounding of two sums over the rows (typical growth sqrt(n) u sum |x_i|), amplified by 1 / (2h).
+    const double n = static_cast<double>(P_.n_rows());
+    rounding_ = std::sqrt(n) * std::numeric_limits<double>::epsilon() * (a + b) / (2.0 * h_);
     return (a - b) / (2.0 * h_);
   }
+  // Rounding scale of the last evaluated value: changes below it are noise.
+  double rounding() const { return rounding_; }
   void hessian_times(const double* v, double* out, int nt) const {
     if (P_.band_hessian_times(h_, v, out, nt)) return;
     buf_.resize(static_cast<size_t>(P_.n_rows()));
@@ -558,7 +572,7 @@ class HuberTerm {
  private:
   PairwiseHingeLoss& P_;
   PairwiseHingeLoss& Q_;
-  double h_;
+  double h_, rounding_ = 0.0;
   mutable std::vector<double> buf_;
 };
 
@@ -648,11 +662,21 @@ RankSvmResult newton_linear(const Model& X, Term& P, const RankSvmOptions& o, do
     const double ww = w.squaredNorm(), wd = w.dot(d), dd = d.squaredNorm();
     double Lt = 0.0, Fnew = 0.0, t = 0.0;
     if (!floor) {
-      t = backtrack(F0, g.dot(d), [&](double s) {
+      // Near the optimum of a narrow Huber band F changes by less than its rounding, and Armijo on F takes or
+      // refuses steps by noise (tiny steps, then the Newton cap).  A step Armijo refuses whose largest possible
+      // decrease t |phi'(0)| (phi convex) lies below half that rounding, and its observed change of F below it, is
+      // taken on the approximate Armijo condition phi'(t) <= (1 - 2 c) |phi'(0)| (Hager & Zhang 2005; exact for a
+      // quadratic), whose derivative phi'(t) = w.d + t d.d + C (X d).grad_f carries no such cancellation.
+      const double slope = g.dot(d);
+      t = backtrack(F0, slope, [&](double s) {
         ft = f + s * Xd;
         Lt = P.evaluate(ft.data(), gft.data(), nt);
         return 0.5 * (ww + 2.0 * s * wd + s * s * dd) + o.C * Lt;
-      }, &Fnew);
+      }, &Fnew, [&](double s, double Fs) {
+        const double noise = o.C * P.rounding();
+        return 2.0 * s * -slope <= noise && std::abs(Fs - F0) <= noise &&
+               wd + s * dd + o.C * Xd.dot(gft) <= -(1.0 - 2.0 * kArmijo) * slope;
+      });
       ++iter;
     }
     if (t == 0.0 && gabs == 0.0) {

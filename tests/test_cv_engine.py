@@ -19,6 +19,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import fastrank  # noqa: E402
 from fastrank import model_selection as ms  # noqa: E402
+from fastrank._exactcv import engine_for  # noqa: E402
 from fastrank.exceptions import MissingGroupsWarning  # noqa: E402
 from cv_oracles import rbf  # noqa: E402
 
@@ -308,9 +309,13 @@ def test_dense_paths_refuse_before_allocating(call, limit, monkeypatch):
 
 def test_the_list_of_all_pairs_is_guarded(monkeypatch):
     """Basis-vector models hold no m x m kernel; the predictions of all pairs of object ranking are
-    O(m^2) (1.3 MB here)."""
+    O(m^2) (1.3 MB here), and so are the pairs of a few large groups."""
     rng = np.random.default_rng(11)
     X, y = rng.normal(size=(400, 3)), rng.normal(size=400)
     monkeypatch.setenv("FASTRANK_MAX_DENSE_BYTES", "1M")
+    est = fastrank.RankRLS(kernel="rbf", basis_vectors=10, random_state=0)
     with pytest.raises(MemoryError, match="leave-pair-out pairs"):
-        ms.leave_pair_out(fastrank.RankRLS(kernel="rbf", basis_vectors=10, random_state=0), X, y)
+        ms.leave_pair_out(est, X, y)
+    engine = engine_for(est, X, y, np.arange(400) // 399)  # groups of 399 and 1: 79,401 pairs listed, 2.5 MB
+    with pytest.raises(MemoryError, match="leave-pair-out index pairs"):
+        engine.default_pairs()

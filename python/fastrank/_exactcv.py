@@ -968,9 +968,17 @@ class HoldoutEngine(_OnProblem):
             # i, j and the stacked int64 pairs: about two m x m float64 matrices' worth of bytes
             check_dense_memory(self.m, 2, "list of all leave-pair-out pairs (m (m - 1) / 2 index pairs)")
             return np.stack(np.triu_indices(self.m, 1), axis=1).astype(np.int64, copy=False)
-        pairs = np.concatenate([np.stack([members[a] for a in np.triu_indices(members.size, 1)], axis=1)
-                                for members in self.groups.rows()]).astype(np.int64)
-        return pairs[np.lexsort((pairs[:, 1], pairs[:, 0]))]
+        # row i pairs with the members after it in its group's (stable, increasing) block: taken in row order, the
+        # pairs come out lexicographic without a sort
+        gi = self.groups
+        after = gi.inverse + 1  # position of the next member of row i's group
+        count = gi.offsets[gi.codes + 1] - after
+        n_pairs = int(count.sum())
+        check_dense_memory(n_pairs, 2, "array of the leave-pair-out index pairs", n_cols=2)
+        first = np.repeat(np.arange(self.m, dtype=np.int64), count)
+        run_start = np.repeat(np.cumsum(count) - count, count)
+        second = gi.order[np.repeat(after, count) + (np.arange(n_pairs) - run_start)]
+        return np.stack([first, second.astype(np.int64, copy=False)], axis=1)
 
     def check_pairs(self, pairs):
         pairs = _asarray(pairs, "pairs")

@@ -124,7 +124,8 @@ def test_online_mprank_with_groups_reaches_mprank_with_groups():
         np.testing.assert_allclose(d_on - d_on.mean(), d_b - d_b.mean(), rtol=1e-6, atol=1e-8)
     # without groups it is still the paper's all-pairs MPRank, and groups change the model
     plain = fastrank.OnlineMPRank(C=2.0, tol=1e-14, max_iter=20000).fit(X, y)
-    assert np.abs(plain.predict(X) - fastrank.OnlineMPRank(C=2.0, tol=1e-14, max_iter=20000).fit(X, y, g).predict(X)).max() > 1e-6
+    grouped = fastrank.OnlineMPRank(C=2.0, tol=1e-14, max_iter=20000).fit(X, y, g)
+    assert np.abs(plain.predict(X) - grouped.predict(X)).max() > 1e-6
 
 
 @pytest.mark.parametrize("case", ["constant", "tied_in_groups", "single_rows"])
@@ -308,3 +309,17 @@ def test_linear_fit_needs_no_kernel_matrix(monkeypatch, algorithm):
     p, q = est.predict(X), ref.predict(X)
     batch = fastrank.MPRank().fit(X, y, g).predict(X)
     assert np.linalg.norm((p - p.mean()) - (batch - batch.mean())) <= 2e-4 * np.linalg.norm(batch - batch.mean())
+
+
+@pytest.mark.parametrize("kernel", ["rbf", "poly"])
+def test_given_eta_with_a_zero_centred_kernel_fits_the_constant_model(kernel):
+    """All rows alike: the centred kernel matrix is 0 and its largest eigenvalue (the bound on a given eta) is 0,
+    where ARPACK stops with "starting vector is zero".  Every prediction is then the same value."""
+    X, y = np.ones((6, 3)), np.arange(6.0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        est = OnlineMPRank(kernel=kernel, algorithm="gradient", eta=1e-3).fit(X, y)
+    pred = est.predict(np.vstack([X, X[:1]]))
+    np.testing.assert_allclose(pred, pred[0], rtol=0, atol=1e-12)
+    with pytest.raises(ValueError, match="eta=3"):  # the step bound is 2 / (m / C) = 1/3 at C = 1
+        OnlineMPRank(kernel=kernel, algorithm="gradient", eta=3.0).fit(X, y)

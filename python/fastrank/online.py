@@ -25,6 +25,7 @@ import operator
 import warnings
 
 import numpy as np
+import scipy.linalg
 import scipy.sparse.linalg
 from sklearn.base import ClassifierMixin, clone
 from sklearn.utils import check_random_state
@@ -1052,9 +1053,13 @@ class OnlineMPRank(KernelMixin, Ranker):
             # at a constant cost (and "converged" there) or diverges without overflowing for many passes
             if sequential:
                 lam = np.max(diag)
-            else:  # lambda_max(Xc Xc^T) = lambda_max(Xc^T Xc), d x d
-                lam = np.linalg.eigvalsh(Xc.T @ Xc)[-1] if features else scipy.sparse.linalg.eigsh(
-                    Kt, k=1, which="LA", tol=1e-10, return_eigenvectors=False)[0]
+            elif features:  # lambda_max(Xc Xc^T) = lambda_max(Xc^T Xc), d x d
+                lam = np.linalg.eigvalsh(Xc.T @ Xc)[-1]
+            else:
+                try:
+                    lam = scipy.sparse.linalg.eigsh(Kt, k=1, which="LA", tol=1e-10, return_eigenvectors=False)[0]
+                except scipy.sparse.linalg.ArpackError:  # Kt = 0 (all rows alike) or no convergence: dense, rare
+                    lam = scipy.linalg.eigvalsh(Kt, subset_by_index=[m - 1, m - 1])[0]
             curvature = 2.0 * float(lam) + m / C
             if eta * curvature >= 2.0 * (1.0 - 1e-9):
                 raise ValueError(f"OnlineMPRank: eta={eta:.6g} is at or beyond the step that keeps the "

@@ -139,11 +139,19 @@ def _ranked(m, d, n_groups, seed):
     return X, np.round(X @ rng.standard_normal(d) + rng.standard_normal(m), 1), np.sort(rng.integers(0, n_groups, m))
 
 
+@pytest.fixture
+def python_sigint_handler():
+    """Python's own SIGINT handler, also where the suite runs as a background job (SIGINT ignored from its shell)."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, previous)
+
+
 @pytest.mark.parametrize("make, size", [
     (lambda: fr.RankBoost(n_estimators=1000), (20000, 10, 500)),  # about 3 s uninterrupted
     (lambda: fr.RankSVM(1.0, kernel="rbf", gamma=0.5, loss="hinge"), (1500, 10, 50)),  # about 6 s
 ], ids=["RankBoost", "RankSVM-kernel-hinge"])
-def test_ctrl_c_stops_a_long_compiled_fit_at_once_and_keeps_the_previous_fit(make, size):
+def test_ctrl_c_stops_a_long_compiled_fit_at_once_and_keeps_the_previous_fit(make, size, python_sigint_handler):
     small, big = _ranked(200, 10, 10, 0), _ranked(*size, 1)
     est = make().fit(*small)
     before, pred = _state(est), est.predict(small[0])

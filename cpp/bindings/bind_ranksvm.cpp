@@ -57,6 +57,7 @@ py::dict pack(RankSvmResult&& r) {
   d["objective"] = r.objective;
   d["loss"] = r.loss;
   d["n_iter"] = r.n_iter;
+  d["n_newton"] = r.n_newton;
   d["n_inner"] = r.n_inner;
   d["converged"] = r.converged;
   d["stalled"] = r.stalled;

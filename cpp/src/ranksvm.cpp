@@ -1236,6 +1236,7 @@ bool hinge_huber(const Model& X, PairwiseHingeLoss& P, const RankSvmOptions& o, 
     const RankSvmResult r = newton_linear(X, term, lo, std::sqrt(o.tol * F), g0, &gf);
     newton += r.n_iter;
     cg += r.n_inner;
+    res.n_newton = newton;
     if (!(r.coef.allFinite())) return false;
     if (g0 < 0.0) {  // ||grad F_h(0)|| = C ||X^T grad hinge(0)|| for every h below the margins
       Vector gz, fz = Vector::Zero(m), g_at0(m);
@@ -1254,16 +1255,19 @@ bool hinge_huber(const Model& X, PairwiseHingeLoss& P, const RankSvmOptions& o, 
     F = 0.5 * w.squaredNorm() + o.C * S;
     const double smooth = o.C * std::max(0.0, S + S_low - 2.0 * Hh);
     const double gap = 0.5 * g.squaredNorm() + smooth;
-    res.criterion = F > 0.0 ? gap / F : 0.0;
     if (!std::isfinite(gap)) return false;
-    // Relative to the decrease from w = 0 too: a decrease far below the rounding of F(0) (tiny
-    // C ||X||^2) is left to the cutting planes, which solve that case exactly.
-    if (F < F_zero && gap <= o.tol * std::min(F, F_zero - F)) {
+    if (F < F_zero) {  // the last certified point below F(0), kept should max_iter stop the solve here
       res.coef = w;
       res.loss = S;
       res.objective = F;
-      res.n_iter = newton;
       res.n_inner = cg;
+      res.criterion = gap / F;
+    }
+    // Relative to the decrease from w = 0 too: a decrease far below the rounding of F(0) (tiny
+    // C ||X||^2) is left to the cutting planes, which solve that case exactly.
+    if (F < F_zero && gap <= o.tol * std::min(F, F_zero - F)) {
+      res.n_iter = newton;
+      res.n_newton = 0;
       res.converged = true;
       return true;
     }
@@ -1284,9 +1288,21 @@ bool hinge_huber(const Model& X, PairwiseHingeLoss& P, const RankSvmOptions& o, 
 
 template <class Model>
 RankSvmResult hinge_linear(const Model& X, PairwiseHingeLoss& P, const RankSvmOptions& o) {
-  RankSvmResult res;
-  if (hinge_huber(X, P, o, res)) return res;
-  return cutting_plane_linear(X, P, o);
+  RankSvmResult huber;
+  if (hinge_huber(X, P, o, huber)) return huber;
+  // The cutting planes (from w = 0) get what the Newton steps left of max_iter: n_iter counts both.
+  RankSvmOptions rest = o;
+  rest.max_iter = o.max_iter - huber.n_newton;
+  if (rest.max_iter < 1 && huber.coef.size() > 0) {  // max_iter spent: the last certified Newton point
+    huber.n_iter = huber.n_newton;
+    huber.n_newton = 0;
+    return huber;
+  }
+  rest.max_iter = std::max<Index>(1, rest.max_iter);
+  RankSvmResult res = cutting_plane_linear(X, P, rest);
+  res.n_iter += huber.n_newton;
+  res.n_newton = huber.n_newton;
+  return res;
 }
 
 template <class Model>

@@ -102,7 +102,8 @@ class RankSVM(KernelMixin, Ranker):
         gradient norm below tol times its value at zero).  Stopping at double precision's rounding floor first (a tol
         near 1e-16) gives :class:`fastrank.exceptions.ConvergenceWarning` and ``converged_ = False``.
     max_iter : int, default=1000
-        Newton iterations (cutting planes for the kernel hinge) after which the solve stops with
+        Newton iterations (cutting planes for the kernel hinge; both together where the linear hinge's smoothed Newton
+        solve cannot certify the gap and cutting planes finish it) after which the solve stops with
         :class:`fastrank.exceptions.ConvergenceWarning` and ``converged_ = False``.
     margin : {"unit", "difference"}, default="unit"
         The loss of pair (i, j): l(1 - (f_i - f_j)), or l((y_i - y_j) - (f_i - f_j)) (needs ``fit``'s targets), with
@@ -129,7 +130,7 @@ class RankSVM(KernelMixin, Ranker):
     objective_, loss_, n_pairs_ : float
         The objective at the solution, the summed pairwise loss there and the number (total weight) of pairs.
     n_iter_ : int, converged_ : bool
-        Newton iterations or cutting planes used, and whether ``tol`` was reached.
+        Newton iterations, cutting planes or both (as counted by ``max_iter``) used, and whether ``tol`` was reached.
     n_features_in_ : int
     basis_indices_ : ndarray or None
         ``basis_vectors`` only: the training rows of the basis (``X_fit_`` holds those rows and ``dual_coef_`` their
@@ -248,8 +249,10 @@ class RankSVM(KernelMixin, Ranker):
         basis_indices = out.get("basis")  # a basis model is solved by the linear solver on its features Z
         steps = "cutting planes" if self.loss == "hinge" and mode == "kernel" and basis_indices is None else \
             "Newton iterations"
+        if out.get("n_newton"):  # the linear hinge's smoothed Newton solve could not certify the gap
+            steps = f"steps ({out['n_newton']} Newton iterations on the smoothed hinge, then cutting planes)"
         if out.get("stalled"):
-            warnings.warn(f"RankSVM (hinge) stopped after {out['n_iter']} cutting planes: the relative duality gap "
+            warnings.warn(f"RankSVM (hinge) stopped after {out['n_iter']} {steps}: the relative duality gap "
                           f"{out['criterion']:.2e} did not shrink by 10% within 100 cutting planes (tol={self.tol}); "
                           "the model is the best point found.  Use loss='squared_hinge', a smaller C or a larger tol.",
                           ConvergenceWarning, stacklevel=user_stacklevel())

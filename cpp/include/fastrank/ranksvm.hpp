@@ -105,7 +105,8 @@ struct RankSvmResult {
   Vector coef;             // w (n) for a linear model, beta (m) for a kernel model
   double objective = 0.0;  // 1/2 ||w||^2 + C * loss at coef
   double loss = 0.0;
-  Index n_iter = 0;        // Newton iterations or cutting planes
+  Index n_iter = 0;        // Newton iterations or cutting planes (both: the linear hinge's fallback)
+  Index n_newton = 0;      // linear hinge: the smoothed Newton steps n_iter includes when cutting planes followed
   Index n_inner = 0;       // conjugate-gradient steps (squared hinge) or master QP steps (hinge)
   bool converged = false;
   bool stalled = false;    // hinge: stopped because the gap did not shrink by 10% within 100 cuts

@@ -10,7 +10,7 @@ from sklearn.base import clone
 from fastrank import RankRLS
 from fastrank.exceptions import ConvergenceWarning
 
-from _large_oracles import laplacian_groups
+from _large_oracles import group_pairs, laplacian_groups
 
 
 def _data(m=80, n=15, seed=0):
@@ -67,6 +67,32 @@ def test_cg_controls_warning_warm_start_multi_output():
     assert multi.coef_.shape == (X.shape[1], 3) and multi.n_iter_.shape == (3,) and multi.converged_.all()
     dual = RankRLS(0.1, solver="dual").fit(X.toarray(), Y, groups)
     assert _rel(multi.predict(X), dual.predict(X.toarray())) < 1e-6
+
+
+@pytest.mark.parametrize("exclude_ties", [False, True])
+@pytest.mark.parametrize("sparse", [False, True])
+def test_converged_means_the_true_residual_meets_tol(exclude_ties, sparse):
+    """CG's recursively updated residual keeps shrinking below the true residual b - A w of the iterate (1.9e-20 where
+    the true one is 3.7e-16): converged_ reports the true residual, and a tol below the rounding floor warns."""
+    X, y, groups, rng = _data(m=120, n=20, seed=3)
+    X = X if sparse else X.toarray()
+    y = np.round(y, 1)  # ties for exclude_ties
+    L = np.zeros((y.size, y.size))
+    for i, j, c in group_pairs(groups):
+        if not exclude_ties or y[i] != y[j]:
+            L[[i, j, i, j], [i, j, j, i]] += [c, c, -c, -c]
+    Xd = X.toarray() if sparse else X
+    A, b = Xd.T @ L @ Xd + 1e-3 * np.eye(Xd.shape[1]), Xd.T @ L @ y
+    for tol in [1e-10, 1e-18]:
+        est = RankRLS(1e-3, solver="cg", tol=tol, exclude_ties=exclude_ties)
+        if tol < 1e-16:
+            with pytest.warns(ConvergenceWarning, match="rounding floor"):
+                est.fit(X, y, groups)
+        else:
+            est.fit(X, y, groups)
+        residual = np.linalg.norm(b - A @ est.coef_) / np.linalg.norm(b)
+        assert est.converged_ == (tol > 1e-16)
+        assert residual <= (tol if est.converged_ else 1e-14)  # the floor: as accurate as float64 allows
 
 
 @pytest.mark.parametrize("sparse_input", [False, True])

@@ -389,8 +389,14 @@ def _run_cg(problem, alpha, *, tol, max_iter, x0, precond, n_threads, callback, 
     check_dense_memory(m, 3, "CG work vectors", n_cols=v)  # X p, L X p and the targets
     # targets centred in their groups (the same L y): a common offset c would cancel ~eps c in L y
     Y = np.zeros((m, v)) if problem.is_graph else np.ascontiguousarray(problem.targets_centred())
+    stopped = []  # a callback's stop is no rounding floor
+
+    def watched(iteration, residuals):
+        stop = bool(callback(iteration, residuals))
+        stopped.append(stop)
+        return stop
     common = dict(x0=x0, alpha=alpha, tol=tol, max_iter=max_iter, jacobi=precond, n_threads=n_threads,
-                  callback=callback, **problem.laplacian_args())
+                  callback=None if callback is None else watched, **problem.laplacian_args())
     if issparse(X):
         parts = as_csr(X)
         coef, n_iter, converged, history, _ = _core.cg_rankrls_csr(
@@ -400,13 +406,27 @@ def _run_cg(problem, alpha, *, tol, max_iter, x0, precond, n_threads, callback, 
     converged = np.asarray(converged, dtype=bool).reshape(-1)
     n_iter = np.asarray(n_iter, dtype=np.int64).reshape(-1)
     if warn and not converged.all():
-        bad = np.flatnonzero(~converged)
-        last = history[-1, bad] if history.shape[0] else np.array([np.nan])
-        warnings.warn(f"RankRLS conjugate gradient did not converge for {bad.size} of {v} output(s) within "
-                      f"{int(n_iter.max())} iterations (relative residual {np.nanmax(last):.3g} > tol={tol:g}); "
-                      "increase max_iter, loosen tol, raise alpha or try preconditioner='jacobi'.",
-                      ConvergenceWarning, stacklevel=user_stacklevel())
+        _warn_cg_unconverged(history, n_iter, converged, tol, max_iter, stopped=any(stopped))
     return CGResult(np.asarray(coef), n_iter, converged, np.asarray(history))
+
+
+def _warn_cg_unconverged(history, n_iter, converged, tol, max_iter, what="", stopped=False):
+    """ConvergenceWarning for the outputs CG left above tol: stopped by max_iter (or a callback: ``stopped``), or at
+    the rounding floor (their true residual no longer falls when CG restarts from it: tol is below what float64
+    resolves)."""
+    bad = np.flatnonzero(~converged)
+    # each output's last residual (NaN rows follow an output that stopped)
+    last = np.array([col[~np.isnan(col)][-1] for col in history[:, bad].T]) if history.shape[0] else np.array([np.nan])
+    floor = not stopped and bool(np.all(n_iter[bad] < max_iter))
+    head = f"RankRLS conjugate gradient{what} did not converge for {bad.size} of {converged.size} output(s)"
+    if floor:
+        warnings.warn(f"{head}: its true relative residual stops falling at {np.nanmax(last):.3g} > tol={tol:g}, "
+                      "the rounding floor of double precision for this problem; the model is as accurate as float64 "
+                      "allows. Use a tol above that level.", ConvergenceWarning, stacklevel=user_stacklevel())
+    else:
+        warnings.warn(f"{head} within {int(n_iter.max())} iterations (relative residual {np.nanmax(last):.3g} > "
+                      f"tol={tol:g}); increase max_iter, loosen tol, raise alpha or try preconditioner='jacobi'.",
+                      ConvergenceWarning, stacklevel=user_stacklevel())
 
 
 def _run_cg_ties(problem, alpha, *, tol, max_iter, x0, precond, callback, warn):
@@ -446,13 +466,18 @@ def _run_cg_ties(problem, alpha, *, tol, max_iter, x0, precond, callback, warn):
 
         w, info = sparse_cg(A, B[:, k], x0=None if x0 is None else x0[:, k], rtol=tol, atol=0.0, maxiter=max_iter,
                             M=M, callback=count)
-        coef[:, k], n_iter[k], conv[k] = w, len(rel) - 1, info == 0
+        # SciPy stops on its recursive residual: decided on the true one, restarting from it while that halves it
+        true, before = float(np.linalg.norm(B[:, k] - normal(w))) / scale, np.inf
+        while info == 0 and tol < true < 0.5 * before and len(rel) - 1 < max_iter:
+            before = true
+            w, info = sparse_cg(A, B[:, k], x0=w, rtol=tol, atol=0.0, maxiter=max_iter - len(rel) + 1, M=M,
+                                callback=count)
+            true = float(np.linalg.norm(B[:, k] - normal(w))) / scale
+        coef[:, k], n_iter[k], conv[k] = w, len(rel) - 1, info == 0 and true <= tol
         history.append(rel)
     hist = np.array(list(itertools.zip_longest(*history, fillvalue=np.nan)))  # NaN after a column stopped
     if warn and not conv.all():
-        warnings.warn(f"RankRLS conjugate gradient (exclude_ties) did not converge for {int((~conv).sum())} of {v} "
-                      f"output(s) within {max_iter} iterations; increase max_iter, loosen tol or raise alpha.",
-                      ConvergenceWarning, stacklevel=user_stacklevel())
+        _warn_cg_unconverged(hist, n_iter, conv, tol, max_iter, " (exclude_ties)")
     return CGResult(coef, n_iter, conv, hist)
 
 

@@ -593,6 +593,7 @@ RowMatrix feature_leave_pair_out(double* rcond, RowMatrixCRef Phi, RowMatrixCRef
   RowMatrix out(np, 2 * v);
   parallel_for(0, np, n_threads, 4096, [&](Index lo, Index hi) {
     for (Index k = lo; k < hi; ++k) {
+      if ((k - lo) % 4096 == 0) interrupt::poll();  // a clock read per 4096 pairs
       const Index a = pairs(k, 0), b = pairs(k, 1), q = ng == 1 ? 0 : grp[a], o = c.offsets[q];
       const Matrix& Mq = M[static_cast<size_t>(q)];
       const double gab = Mq.size() == 0 ? pp.Zt.col(a).dot(pp.Zt.col(b))

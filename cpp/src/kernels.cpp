@@ -10,6 +10,7 @@
 #include "fastrank/errors.hpp"
 #include "fastrank/finite.hpp"
 #include "fastrank/huge_pages.hpp"
+#include "fastrank/interrupt.hpp"
 #include "fastrank/lapack.hpp"
 #include "fastrank/parallel.hpp"
 
@@ -136,7 +137,10 @@ int transform_inner_products(const KernelSpec& spec, const Operands& op, MatrixR
   std::atomic<int> flags{0};
   parallel_for(0, G.cols(), n_threads, std::max<Index>(1, 16384 / std::max<Index>(1, p)), [&](Index lo, Index hi) {
     int f = 0;
-    for (Index j = lo; j < hi; ++j) f |= transform_segment(spec, op, 0, j, G.col(j).data(), p);
+    for (Index j = lo; j < hi; ++j) {
+      interrupt::poll();
+      f |= transform_segment(spec, op, 0, j, G.col(j).data(), p);
+    }
     flags.fetch_or(f);
   });
   return flags.load();
@@ -153,6 +157,7 @@ int transform_lower(const KernelSpec& spec, const Operands& op, MatrixRef G, int
     int f = 0;
     auto column = [&](Index j) { f |= transform_segment(spec, op, j, j, G.col(j).data() + j, m - j); };
     for (Index k = lo; k < hi; ++k) {
+      interrupt::poll();
       column(k);
       if (m - 1 - k != k) column(m - 1 - k);  // the middle column of an odd m only once
     }
@@ -273,6 +278,7 @@ void kernel_cross_rowwise(const KernelSpec& spec, RowMatrixCRef Z, RowMatrixCRef
     const Operands none;
     int found = 0;
     for (Index i0 = 0; i0 < p; i0 += kTile) {
+      interrupt::poll();
       const Index ni = std::min(kTile, p - i0);
       for (Index j = lo; j < hi; ++j) {
         const double* x = X.data() + j * X.outerStride();
@@ -361,6 +367,7 @@ Matrix kernel_predict(const KernelSpec& spec, RowMatrixCRef Z, RowMatrixCRef X, 
   }
   Matrix K;
   for (Index start = 0; start < p; start += block) {
+    interrupt::poll();
     const Index rows = std::min(block, p - start);
     K.resize(rows, m);
     if (rbf) {

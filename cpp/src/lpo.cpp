@@ -233,6 +233,7 @@ void pair_loop(const GroupStructure& g, const std::vector<const double*>& M, Vec
   parallel_for(0, np, n_threads, 4096, [&](Index lo, Index hi) {
     auto sink = make_sink();
     for (Index p = lo; p < hi; ++p) {
+      if ((p - lo) % 4096 == 0) interrupt::poll();  // a clock read per 4096 pairs
       const Index a = pairs(p, 0), b = pairs(p, 1);
       if (a < 0 || a >= m || b < 0 || b >= m || a == b)
         throw std::invalid_argument("pair " + std::to_string(p) + " is invalid (index out of range or i == j)");

@@ -138,10 +138,46 @@ def test_rankrlscv_with_exclude_ties_scores_the_retrained_models(cv):
     _close(got.best_estimator_.dual_coef_, fresh.dual_coef_, 1e-10)
 
 
-def test_tie_excluded_cv_refuses_basis_vectors_and_mixed_ties():
+@pytest.mark.parametrize("grouped", [False, True])
+def test_tie_excluded_cv_of_a_basis_model_equals_retraining(grouped):
+    """Subset of regressors with exclude_ties (refused before): the linear model on its features Phi = K(X, X_R)
+    Z^-T, Z Z^T = K_RR (eq. 41).  Oracle: (Phi_T^T L_T Phi_T + alpha I) w = Phi_T^T L_T y_T on the training rows T,
+    L_T over their untied pairs (inside groups), solved with numpy; the basis rows stay basis functions."""
+    rng = np.random.default_rng(0)
+    X, g = rng.normal(size=(60, 4)), (np.repeat(np.arange(4), 15) if grouped else None)
+    y, basis, alpha = np.round(X[:, 0] + 0.5 * rng.normal(size=60)), np.arange(0, 60, 4), 0.3
+    KR = np.exp(-0.5 * ((X[:, None] - X[None, basis]) ** 2).sum(-1))
+    Phi = KR @ np.linalg.inv(np.linalg.cholesky(KR[basis])).T
+
+    def retrained(held, rows=None):  # predictions of rows (default: held) by the model trained without held
+        T = np.setdiff1d(np.arange(60), held)
+        L = np.zeros((T.size, T.size))
+        for a, b in zip(*np.triu_indices(T.size, 1)):
+            if (g is None or g[T[a]] == g[T[b]]) and y[T[a]] != y[T[b]]:
+                L[[a, b, a, b], [a, b, b, a]] += [1.0, 1.0, -1.0, -1.0]
+        w = np.linalg.solve(Phi[T].T @ L @ Phi[T] + alpha * np.eye(basis.size), Phi[T].T @ L @ y[T])
+        return Phi[held if rows is None else rows] @ w
+
+    est = fastrank.RankRLS(alpha=alpha, kernel="rbf", gamma=0.5, basis_vectors=basis, exclude_ties=True)
+    full = est.fit(X, y, g).predict(X)
+    ref = retrained([], np.arange(60))
+    _close(full - full.mean(), ref - ref.mean(), 1e-12)
+    pairs = np.array([(0, 1), (16, 29), (45, 50)])
+    lpo = ms.leave_pair_out(est, X, y, groups=g, pairs=pairs)
+    ref = np.array([retrained(p) for p in pairs])
+    _close(lpo[:, 0] - lpo[:, 1], ref[:, 0] - ref[:, 1], 1e-12)
+    sets = [np.arange(0, 60, 7), np.arange(3, 60, 11)]
+    for got, rows in zip(ms.holdout_predictions(est, X, y, sets, groups=g), sets):
+        _close(got, retrained(rows), 1e-12)
+    if grouped:
+        lgo = ms.leave_group_out(est, X, y, g)
+        for q in range(4):
+            rows = np.flatnonzero(g == q)
+            _close(lgo[rows] - lgo[rows].mean(), retrained(rows) - retrained(rows).mean(), 1e-12)
+
+
+def test_tie_excluded_cv_refuses_mixed_ties():
     X, y = _data(4)
-    with pytest.raises(ValueError, match="basis_vectors=None"):
-        ms.leave_pair_out(fastrank.RankRLS(exclude_ties=True, basis_vectors=5), X, y)
     with pytest.raises(ValueError, match="tie the same pairs"):
         ms.leave_group_out(fastrank.RankRLS(exclude_ties=True), X, np.column_stack([y, np.arange(y.size)]), GROUPS)
 

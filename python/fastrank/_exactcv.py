@@ -80,9 +80,6 @@ class CVSpec:
         if self.solver not in _SOLVERS:
             raise ValueError(f"exact cross-validation needs the dense solver (solver in {_SOLVERS}); got "
                              f"solver={self.solver!r}")
-        if self.exclude_ties and self.basis_vectors is not None:
-            raise ValueError("exact cross-validation with exclude_ties=True needs the dense kernel model "
-                             "(basis_vectors=None)")
         check_weighting(self.group_weighting)
         if self.n_jobs is not None:  # None: threads chosen by the work (HoldoutEngine)
             object.__setattr__(self, "n_jobs", check_n_jobs(self.n_jobs))
@@ -531,7 +528,11 @@ class TieExcludedRoute(_Route):
     def __init__(self, engine):
         super().__init__(engine)
         check_dense_memory(self.m, self.DENSE_MATRICES, "kernel matrix, S K S and its Cholesky factor and inverse")
-        self.K = self._kernel_in_group_order()
+        if engine.basis:  # the subset-of-regressors model is the linear model on its features Phi (eq. 41)
+            Phi = self.groups.take(engine.tie_features)
+            self.K = np.asfortranarray(Phi @ Phi.T)
+        else:
+            self.K = self._kernel_in_group_order()
 
     @_in_region
     def holdout(self, sets, alpha):
@@ -906,6 +907,8 @@ class HoldoutEngine(_OnProblem):
             KR = np.asarray(X[:, basis], dtype=np.float64) if self.kspec.precomputed else \
                 kernel_block(self.kspec, X, take_rows(X, basis), self.n_threads)
             self.features = _holdout.basis_features(KR, KR[basis])[0]
+            if spec.exclude_ties:  # hold-out sets in feature space; pairs take the tie route on Phi Phi^T
+                self.features, self.tie_features = None, self.features
         elif self.low_rank:
             # the dense route's kernel check (_kernels.kernel_block) for X^T L X, whose entries reach m |x_i|^2: the
             # routes would return NaN predictions or fail in LAPACK

@@ -15,7 +15,6 @@ import numbers
 
 import numpy as np
 import scipy.linalg
-import scipy.sparse.linalg
 from scipy.linalg import lu_factor, lu_solve
 
 from . import _core, _holdout
@@ -317,15 +316,12 @@ class DualRoute(_Route):
     def check_alpha_scale(self, alpha, rounding=True):
         """Warn above HOLDOUT_MAX_RATIO times trace(S K S), where the hold-out formulas cancel the targets' digits (an
         indefinite kernel's trace may be negative: its factorization fails instead), and (``rounding``) below
-        HOLDOUT_MIN_RATIO times sigma_max (estimated without a spectral factor: :attr:`sigma_max_estimate`, computed
-        only where the trace, its bound, allows such an alpha), where they lose digits
+        HOLDOUT_MIN_RATIO times sigma_max (the trace bounds it without a spectral factor), where they lose digits
         (a kernel of low rank: its null directions' rounding over alpha), or else below the rounding of the kernel
         values (:func:`~fastrank._solvers.kernel_rounding_level`); one warning per alpha."""
-        bound, which = (float(self._sigma.max()), "") if self._V is not None else (self.trace_SKS, "at most ")
-        if rounding and self._V is None and alpha < HOLDOUT_MIN_RATIO * bound:  # the trace may be m times sigma_max
-            bound, which = self.sigma_max_estimate, "about "
+        bound = float(self._sigma.max()) if self._V is not None else self.trace_SKS
         if rounding and alpha < HOLDOUT_MIN_RATIO * bound:
-            warn_inaccurate_holdout(alpha, HOLDOUT_MIN_RATIO, f"S K S ({which}{bound:.3g})",
+            warn_inaccurate_holdout(alpha, HOLDOUT_MIN_RATIO, f"S K S (at most {bound:.3g})",
                                     "up to 4e-8 relative at 1e-9 times it, 4e-7 at 1e-10")
             rounding = False
         if 0.0 < HOLDOUT_MAX_RATIO * self.trace_SKS < alpha:
@@ -340,26 +336,6 @@ class DualRoute(_Route):
     @functools.cached_property
     def rounding_level(self):  # O(m^2): once per route, not per alpha of a grid
         return kernel_rounding_level(self.K, self.problem, self.kspec)
-
-    @functools.cached_property
-    @_in_region
-    def sigma_max_estimate(self):
-        """sigma_max(S K S) without a spectral factor, by Lanczos from a fixed start: twice its largest Ritz value
-        (whose tolerance is 1e-2; the Ritz value approaches sigma_max from below), at most the trace; the trace where
-        ARPACK fails.  O(m^2) per product, against the O(m^3) factorization of the route."""
-        gi, m = self.groups, self.m
-        scale = np.repeat(np.sqrt(self.problem.pair_weight() * gi.sizes), gi.sizes)  # S: sqrt(c_q n_q) C_q per group
-
-        def S(v):
-            return scale * (v - np.repeat(np.add.reduceat(v, gi.offsets[:-1]) / gi.sizes, gi.sizes))
-
-        SKS = scipy.sparse.linalg.LinearOperator((m, m), matvec=lambda v: S(self.K @ S(np.ravel(v))), dtype=np.float64)
-        try:
-            theta = scipy.sparse.linalg.eigsh(SKS, k=1, which="LA", tol=1e-2, return_eigenvectors=False,
-                                              v0=np.random.default_rng(0).standard_normal(m))[0]
-        except scipy.sparse.linalg.ArpackError:
-            return self.trace_SKS
-        return min(self.trace_SKS, 2.0 * max(float(theta), 0.0))
 
     @functools.cached_property
     def trace_SKS(self):

@@ -195,6 +195,81 @@ def test_hold_out_sets_stay_accurate_at_small_alpha_and_warn_below_1e_9_sigma_ma
                 np.testing.assert_allclose(pred[U], ref, rtol=1e-8, atol=1e-10 * np.abs(pred).max())
 
 
+def test_a_gaussian_kernel_near_the_identity_warns_only_below_1e_9_sigma_max():
+    # gamma 20: K ~ I, so trace(S K S) (869; 269 in 3 groups) is 25 times sigma_max (34.7; 11.2).  At alpha = 1e-7,
+    # 2.9e-9 / 8.9e-9 sigma_max but below 1e-9 of the trace, hold-out sets, leave-group-out and leave-pair-out keep
+    # 5e-11 relative of retraining in extended precision: no warning (the trace bound warned); below 1e-9 sigma_max a
+    # warning
+    from fastrank.exceptions import IllConditionedWarning
+
+    from cv_oracles import rbf
+    from test_cvcore import _oracle_longdouble
+
+    rng = np.random.default_rng(7)
+    X = rng.normal(size=(30, 3))
+    y = X @ rng.normal(size=3) + 0.3 * rng.normal(size=30)
+    g, K = np.arange(30) % 3, rbf(X, X, 20.0)
+    folds, pairs = np.arange(30) % 4, np.array([[0, 1], [2, 7], [5, 29]])
+    fold_sets, group_sets = [np.flatnonzero(folds == k) for k in range(4)], [np.flatnonzero(g == q) for q in range(3)]
+    for groups, sets, question in (  # each: the predictions of every set, in a list
+            (None, fold_sets, lambda est: [ms.kfold_predictions(est, X, y, folds)[U] for U in fold_sets]),
+            (g, group_sets, lambda est: [ms.leave_group_out(est, X, y, g)[U] for U in group_sets]),
+            (None, pairs, lambda est: list(ms.leave_pair_out(est, X, y, pairs=pairs)))):
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            got = question(fastrank.RankRLS(alpha=1e-7, kernel="rbf", gamma=20.0))
+        for p, ref in zip(got, _oracle_longdouble(K, y, 1e-7, sets, groups), strict=True):
+            np.testing.assert_allclose(p, ref, rtol=1e-9, atol=1e-9 * np.abs(ref).max())
+        with pytest.warns(IllConditionedWarning, match="below 1e-09 times the largest eigenvalue"):
+            question(fastrank.RankRLS(alpha=3e-9, kernel="rbf", gamma=20.0))
+
+
+def test_tie_excluded_gaussian_kernel_near_the_identity_warns_only_below_1e_8_sigma_max():
+    # exclude_ties=True, gamma 20: trace(S K S) (538; 152 in 3 groups) is 16 times sigma_max (33; 11); at alpha = 1e-6
+    # (3e-8 / 9e-8 sigma_max), below 1e-8 of the trace, k folds and leave-pair-out keep 4e-9 of retraining by fit
+    # (targets of scale 1) without a warning (the trace bound warned); below 1e-8 sigma_max a warning
+    from fastrank.exceptions import IllConditionedWarning
+
+    rng = np.random.default_rng(7)
+    X = rng.normal(size=(30, 3))
+    y = np.round(X @ rng.normal(size=3))  # ties
+    folds = np.arange(30) % 4
+    for groups, pairs in ((None, [[0, 1], [2, 7], [5, 29]]), (np.arange(30) % 3, [[0, 3], [2, 5], [7, 28]])):
+        est = fastrank.RankRLS(alpha=1e-6, kernel="rbf", gamma=20.0, exclude_ties=True)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            got = [ms.kfold_predictions(est, X, y, folds, groups)[folds == k] for k in range(4)]
+            got += list(ms.leave_pair_out(est, X, y, pairs=pairs, groups=groups))
+        for p, held in zip(got, [np.flatnonzero(folds == k) for k in range(4)] + pairs, strict=True):
+            keep = np.setdiff1d(np.arange(30), held)
+            ref = fastrank.RankRLS(alpha=1e-6, kernel="rbf", gamma=20.0, exclude_ties=True).fit(
+                X[keep], y[keep], None if groups is None else groups[keep]).predict(X[held])
+            np.testing.assert_allclose(p, ref, rtol=0, atol=5e-9)
+        with pytest.warns(IllConditionedWarning, match="below 1e-08 times the largest eigenvalue"):
+            ms.leave_pair_out(fastrank.RankRLS(alpha=1e-8, kernel="rbf", gamma=20.0, exclude_ties=True), X, y,
+                              pairs=pairs, groups=groups)
+
+
+def test_preference_cycle_of_a_gaussian_kernel_near_the_identity_warns_only_below_1e_8_sigma_max():
+    # a cycle of 30 edges, gamma 20: trace(L K) = 60 is 15 times sigma_max (4); at alpha = 3e-7 (7.5e-8 sigma_max),
+    # below 1e-8 of the trace, hold-out sets keep 1e-9 of retraining by fit_preferences without a warning (the trace
+    # bound warned); below 1e-8 sigma_max a warning
+    from fastrank.exceptions import IllConditionedWarning
+
+    X = np.random.default_rng(7).normal(size=(30, 3))
+    pairs, sets = np.c_[np.arange(30), (np.arange(30) + 1) % 30], [np.arange(k, 30, 5) for k in range(5)]
+    est = fastrank.RankRLS(alpha=3e-7, kernel="rbf", gamma=20.0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        got = ms.preference_holdout_predictions(est, X, pairs, sets)
+    for U, p in zip(sets, got, strict=True):
+        retrained = fastrank.RankRLS(alpha=3e-7, kernel="rbf", gamma=20.0).fit_preferences(
+            X, pairs[~np.isin(pairs, U).any(axis=1)])
+        np.testing.assert_allclose(p, retrained.predict(X[U]), rtol=0, atol=2e-9)
+    with pytest.warns(IllConditionedWarning, match="below 1e-08 times the largest eigenvalue of L K"):
+        ms.preference_holdout_predictions(fastrank.RankRLS(alpha=1e-9, kernel="rbf", gamma=20.0), X, pairs, sets)
+
+
 def test_leave_group_out_preference_check_equals_the_general_count():
     # the O(n_groups) check of leave-group-out against the general count over hold-out sets, on random small data
     from fastrank._exactcv import engine_for, require_training_preferences

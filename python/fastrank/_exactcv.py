@@ -293,8 +293,8 @@ class DualRoute(_Route):
     @_in_region
     def holdout(self, sets, alpha):
         """Predictions of every set, concatenated (eq. 33 in its G form): from Cholesky factors
-        (:meth:`holdout_uses_cholesky`) or the spectral factor; below HOLDOUT_MIN_RATIO times sigma_max (the trace of
-        S K S bounds it without a spectral factor) they warn."""
+        (:meth:`holdout_uses_cholesky`) or the spectral factor; below HOLDOUT_MIN_RATIO times sigma_max (bounded without
+        a spectral factor: :meth:`check_alpha_scale`) they warn."""
         rows = np.concatenate(sets).astype(np.int64)
         fold_offsets = np.concatenate([[0], np.cumsum([len(s) for s in sets])]).astype(np.int64)
         rg = self.groups.inverse[rows].astype(np.int64) if self.grouped else rows
@@ -316,10 +316,13 @@ class DualRoute(_Route):
     def check_alpha_scale(self, alpha, rounding=True):
         """Warn above HOLDOUT_MAX_RATIO times trace(S K S), where the hold-out formulas cancel the targets' digits (an
         indefinite kernel's trace may be negative: its factorization fails instead), and (``rounding``) below
-        HOLDOUT_MIN_RATIO times sigma_max (the trace bounds it without a spectral factor), where they lose digits
+        HOLDOUT_MIN_RATIO times sigma_max (without a spectral factor the trace bounds it, and below that bound
+        :attr:`sigma_max_bound`), where they lose digits
         (a kernel of low rank: its null directions' rounding over alpha), or else below the rounding of the kernel
         values (:func:`~fastrank._solvers.kernel_rounding_level`); one warning per alpha."""
         bound = float(self._sigma.max()) if self._V is not None else self.trace_SKS
+        if rounding and self._V is None and alpha < HOLDOUT_MIN_RATIO * bound:
+            bound = self.sigma_max_bound  # the trace may exceed sigma_max m times: estimated only where it would warn
         if rounding and alpha < HOLDOUT_MIN_RATIO * bound:
             warn_inaccurate_holdout(alpha, HOLDOUT_MIN_RATIO, f"S K S (at most {bound:.3g})",
                                     "up to 4e-8 relative at 1e-9 times it, 4e-7 at 1e-10")
@@ -336,6 +339,13 @@ class DualRoute(_Route):
     @functools.cached_property
     def rounding_level(self):  # O(m^2): once per route, not per alpha of a grid
         return kernel_rounding_level(self.K, self.problem, self.kspec)
+
+    @functools.cached_property
+    @_in_region
+    def sigma_max_bound(self):
+        """An upper bound on sigma_max (:func:`sigma_max_upper_bound`), O(m^2) per step of power iteration on S K S."""
+        apply_S = self.problem.apply_S
+        return sigma_max_upper_bound(lambda V: apply_S(self.K @ apply_S(V)), self.m, self.trace_SKS)
 
     @functools.cached_property
     def trace_SKS(self):
@@ -422,7 +432,7 @@ class FeatureRoute(_Route):
 HOLDOUT_LU_MIN_RATIO = 1e-4
 # Tie-excluding sets and pairs (the dense route's G form) and sparse preference graphs (the edge form) predict as
 # K S G t, as fit does, about one digit less accurately (7e-8 relative at 1e-8 sigma_max, docs/design/exact-cv.md):
-# below this ratio of the trace of S K S (3.5-11 sigma_max there) they warn.
+# below this ratio of sigma_max (bounded: _warn_below_g_form_ratio) they warn.
 HOLDOUT_G_FORM_MIN_RATIO = 1e-8
 
 
@@ -433,17 +443,37 @@ def lu_loses_digits(alpha, LK):
     bound = max(float(np.abs(LK[i:i + 256]).sum(axis=1).max()) for i in range(0, LK.shape[0], 256))
     if alpha >= HOLDOUT_LU_MIN_RATIO * bound:  # (rows in blocks: no m x m temporary)
         return False
-    # power iteration: L K is similar to the symmetric positive semi-definite S K S, so its eigenvalues are real
-    V = np.random.default_rng(0).standard_normal((LK.shape[0], 4))
+    # L K is similar to the symmetric positive semi-definite S K S, so its eigenvalues are real
+    return alpha < HOLDOUT_LU_MIN_RATIO * _power_iteration(lambda V: LK @ V, LK.shape[0])
+
+
+def _power_iteration(apply, m):
+    """The largest eigenvalue of the m x m operator ``apply`` (V -> M V, M positive semi-definite) from below: 30
+    steps of power iteration on 4 fixed start vectors, O(m^2) each for a dense M."""
+    V = np.random.default_rng(0).standard_normal((m, 4))
+    sigma_max = 0.0
     for _ in range(30):
-        W = LK @ V
+        W = apply(V)
         sigma_max = float(np.max(np.linalg.norm(W, axis=0) / np.linalg.norm(V, axis=0)))
         V = W / max(np.abs(W).max(), np.finfo(float).tiny)
-    return alpha < HOLDOUT_LU_MIN_RATIO * sigma_max
+    return sigma_max
 
 
-def _warn_below_g_form_ratio(alpha, trace, matrix, model):
-    """Warn below HOLDOUT_G_FORM_MIN_RATIO times ``trace``, that of ``matrix``, a bound on its largest eigenvalue."""
+def sigma_max_upper_bound(apply, m, trace):
+    """An upper bound on the largest eigenvalue of the positive semi-definite m x m operator ``apply`` of trace
+    ``trace``: the trace, or twice the estimate of :func:`_power_iteration` where that is smaller.  The trace may
+    exceed the largest eigenvalue m times (a Gaussian kernel of a large gamma: K ~ I); the estimate falls below half
+    of it with probability under about 1e-9 sqrt(m) (Kuczynski & Wozniakowski 1992, the power method from a random
+    start; here 4 starts and 30 steps)."""
+    estimate = 2.0 * _power_iteration(apply, m)
+    return min(trace, estimate) if np.isfinite(estimate) else trace
+
+
+def _warn_below_g_form_ratio(alpha, trace, matrix, model, apply, m):
+    """Warn below HOLDOUT_G_FORM_MIN_RATIO times the largest eigenvalue of ``matrix`` (``apply``: V -> matrix V, m x
+    m), bounded by its ``trace`` and, only where alpha falls below that, by :func:`sigma_max_upper_bound`."""
+    if alpha < HOLDOUT_G_FORM_MIN_RATIO * trace:
+        trace = sigma_max_upper_bound(apply, m, trace)
     if alpha < HOLDOUT_G_FORM_MIN_RATIO * trace:
         warn_inaccurate_holdout(alpha, HOLDOUT_G_FORM_MIN_RATIO, f"{matrix} (at most {trace:.3g})",
                                 "up to 7e-9 relative at 1e-7 times it, 7e-8 at 1e-8", f" of a {model}")
@@ -547,12 +577,12 @@ class TieExcludedRoute(_Route):
         vector, or all its rows when they all tie; tau the mean diagonal of S K S) as a function cols -> G[:, cols]
         (from the inverse, or ``full=False`` by solves), G t, the tie cells per group and a function v,
         rows -> (K S v) on the cell-order rows (all rows by default).  Warns below
-        HOLDOUT_G_FORM_MIN_RATIO times trace(S K S) >= sigma_max."""
+        HOLDOUT_G_FORM_MIN_RATIO times sigma_max (:func:`_warn_below_g_form_ratio`)."""
         p, gi = self.problem, self.groups
         SKS, pc = self._SKS
         m, off = self.m, gi.offsets
         tau = float(np.mean(np.diag(SKS))) or 1.0
-        _warn_below_g_form_ratio(alpha, tau * m, "S K S", "model with exclude_ties=True")
+        _warn_below_g_form_ratio(alpha, tau * m, "S K S", "model with exclude_ties=True", lambda V: SKS @ V, m)
         n_cells = self._group_cells[1]
         F = SKS.copy(order="F")
         F[np.diag_indices(m)] += alpha
@@ -696,7 +726,8 @@ class TieExcludedRoute(_Route):
         Kc = self.K[np.ix_(pc, pc)]
         diff_cells = Kc.sum() - sum(Kc[a:b, a:b].sum() for a, b in zip(co[:-1], co[1:]))
         trace = c * (float(np.repeat(m - n_t, cells.sizes) @ np.diag(Kc)) - diff_cells)  # trace(L K) >= sigma_max
-        _warn_below_g_form_ratio(alpha, trace, "S K S", "model with exclude_ties=True")
+        S = functools.partial(p.apply_S_cells, centre=False)
+        _warn_below_g_form_ratio(alpha, trace, "S K S", "model with exclude_ties=True", lambda V: S(Kc @ S(V)), m)
         Yc = cells.take(self.Y)
         pos, cp = cells.inverse[pairs], cells.codes[pairs]
         out = np.empty((pairs.shape[0], 2, v))
@@ -1454,8 +1485,8 @@ class PreferenceRoute:
         KF = (K[:, g.head] - K[:, g.tail]) * w  # K F
         N = np.asfortranarray((KF[g.head] - KF[g.tail]) * w[:, None])  # F^T K F
         trace = float(np.trace(N))  # = trace(L K) >= sigma_max
-        _warn_below_g_form_ratio(alpha, trace, "L K", "preference-graph model")
         N = 0.5 * (N + N.T)
+        _warn_below_g_form_ratio(alpha, trace, "L K", "preference-graph model", lambda V: N @ V, N.shape[0])
         N[np.diag_indices_from(N)] += alpha
         u, G = _spd_inverse(N, w[:, None] * g.target, alpha, "F^T K F")
         out = []

@@ -305,3 +305,34 @@ def test_exact_cv_of_a_low_rank_kernel_warns_at_a_tiny_alpha_as_fit_does():
         warnings.simplefilter("error")  # at an ordinary alpha: nothing
         ms.leave_pair_out(fastrank.RankRLS(alpha=1.0, kernel="precomputed"), X @ X.T, y)
         ms.leave_group_out(fastrank.RankRLS(alpha=1.0, solver="dual"), X, y, g)
+
+
+@pytest.mark.parametrize("grouped", [False, True])
+def test_exact_cv_of_a_gaussian_kernel_warns_only_below_its_largest_eigenvalue(grouped):
+    # a narrow Gaussian kernel (K near I): trace(S K S) is ~m times sigma_max, and bounding sigma_max by the trace
+    # warned at alpha = 2e-7 (below 1e-9 of the trace, above 1e-9 of sigma_max) where the held-out predictions are
+    # exact to rounding; an estimate of sigma_max decides instead, and a tinier alpha still warns
+    import mpmath
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(60, 5))
+    y, g = X[:, 0] + 0.1 * rng.normal(size=60), np.repeat(np.arange(6), 10) if grouped else None
+    est = fastrank.RankRLS(alpha=2e-7, kernel="rbf", gamma=5.0)
+    held = [np.array([0, 1]), np.array([23, 27])] + ([np.arange(10), np.arange(40, 50)] if grouped else [])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        out = ms.leave_pair_out(est, X, y, groups=g, pairs=np.array(held[:2])).reshape(2, 2)
+        if grouped:
+            lgo = ms.leave_group_out(est, X, y, g)
+    mpmath.mp.dps = 40  # retraining: (L K + alpha I) a = L y on the other rows, predictions K a
+    K = np.array([[mpmath.exp(-5 * mpmath.mpf(float(((a - b) ** 2).sum()))) for b in X] for a in X], dtype=object)
+    for k, rows in enumerate(held):
+        T = [t for t in range(60) if t not in rows]
+        L = mpmath.matrix([[(g is None or g[i] == g[j]) * ((i == j) * sum(g is None or g[i] == g[t] for t in T) - 1)
+                            for j in T] for i in T])
+        a = mpmath.lu_solve(L * mpmath.matrix(K[np.ix_(T, T)].tolist()) + mpmath.mpf(2e-7) * mpmath.eye(len(T)),
+                            L * mpmath.matrix([y[t] for t in T]))
+        exact = np.array([float(v) for v in mpmath.matrix(K[np.ix_(rows, T)].tolist()) * a])
+        got = out[k] if k < 2 else lgo[rows]
+        np.testing.assert_allclose(got - got.mean(), exact - exact.mean(), rtol=0, atol=1e-14)
+    with pytest.warns(fastrank.exceptions.IllConditionedWarning, match="1e-09 times the largest eigenvalue of S K S"):
+        ms.leave_pair_out(est.set_params(alpha=1e-9), X, y, groups=g, pairs=np.array(held[:2]))

@@ -309,3 +309,28 @@ def test_many_distinct_values_in_both_coordinates_merge_path():
     assert M.magnitude_preserving_cost(y, f, cost="hmp", power=2) == pytest.approx(hmp2, rel=1e-9)
     sq = block_sums(lambda yi, yj, fi, fj: (yi != yj) * ((yi - yj) - (fi - fj)) ** 2) / 2 / npairs
     assert M.stability_ranking_loss(y, f, loss="squared") == pytest.approx(sq, rel=1e-9)
+
+
+@pytest.mark.parametrize("power", [1, 2])
+def test_svr_cost_keeps_its_digits_beside_a_wide_epsilon(power):
+    """(|dh - dy| - epsilon)_+^n expanded into suffix sums cancelled terms of size epsilon^2: 0 for 5e-7, -2.9e15 for a
+    cost of 2.4 (scores of 1e16 beside 0-3, epsilon 1e16).  Oracle: the definition summed in fractions."""
+    from fractions import Fraction
+
+    def exact(y, f, g, eps):
+        out = []
+        for q in np.unique(g):
+            r = np.flatnonzero(g == q)
+            s = sum(max(abs((Fraction(f[a]) - Fraction(y[a])) - (Fraction(f[b]) - Fraction(y[b]))) - Fraction(eps),
+                        Fraction(0)) ** power for a in r for b in r)
+            out.append(float(s / len(r) ** 2))
+        return np.array(out)
+
+    rng = np.random.default_rng(3)
+    cases = [(np.zeros(2), np.array([0.0, 1e6 + 0.001]), np.zeros(2, int), 1e6),
+             (np.zeros(5), np.array([0.0, 1.0, 2.0, 3.0, 1e16 + 4]), np.zeros(5, int), 1e16),
+             (rng.integers(0, 4, 18).astype(float), np.where(rng.random(18) < 0.3, -1e16, rng.integers(-3, 4, 18)),
+              np.repeat([0, 1], 9), 1e16)]
+    for y, f, g, eps in cases:
+        got = M.magnitude_preserving_cost(y, f, g, cost="svr", power=power, epsilon=eps, average=None)
+        np.testing.assert_allclose(got, exact(y, f, g, eps), rtol=1e-12, atol=0)

@@ -838,12 +838,12 @@ RowMatrix dominance_sums(const double* a, const double* b, const GroupIndex& gro
 RowMatrix threshold_pair_sums(const double* z, const GroupIndex& groups, double eps, int n_threads) {
   const Index m = groups.n_rows(), n_groups = groups.n_groups();
   require(eps >= 0.0, "eps must be >= 0");
-  RowMatrix out = RowMatrix::Zero(n_groups, 3);
+  RowMatrix out = RowMatrix::Zero(n_groups, 5);
   if (m == 0) return out;
   const IndexVector& offsets = groups.offsets;
   const IndexVector& idx = groups.order;
   parallel_for(0, n_groups, n_threads, 1, [&](Index q0, Index q1) {
-    std::vector<double> zs, s1, s2;
+    std::vector<double> zs, s1, s2, a1;
     for (Index q = q0; q < q1; ++q) {
       const Index lo = offsets[q], n = offsets[q + 1] - lo;
       if (n < 2) continue;
@@ -856,11 +856,15 @@ RowMatrix threshold_pair_sums(const double* z, const GroupIndex& groups, double 
       // suffix sums: s1[p] = sum_{j >= p} z_j, s2[p] = sum_{j >= p} z_j^2
       s1.assign(n + 1, 0.0);
       s2.assign(n + 1, 0.0);
+      a1.assign(n + 1, 0.0);
       for (Index p = n - 1; p >= 0; --p) {
         s1[p] = s1[p + 1] + zs[p];
         s2[p] = s2[p + 1] + zs[p] * zs[p];
+        a1[p] = a1[p + 1] + std::abs(zs[p]);
       }
-      double cnt = 0.0, sum1 = 0.0, sum2 = 0.0;
+      // the expanded terms cancel where z_j - t is small beside z_j and t (a wide eps): their magnitudes (columns 3,
+      // 4) let the caller see the digits lost and sum those groups' pairs directly
+      double cnt = 0.0, sum1 = 0.0, sum2 = 0.0, mag1 = 0.0, mag2 = 0.0;
       Index p = 0;
       for (Index i = 0; i < n; ++i) {
         const double t = zs[i] + eps;  // partners j with z_j - z_i > eps, i.e. z_j > t (j > i)
@@ -870,10 +874,14 @@ RowMatrix threshold_pair_sums(const double* z, const GroupIndex& groups, double 
         cnt += c;
         sum1 += s1[p] - c * t;
         sum2 += s2[p] - 2.0 * t * s1[p] + c * t * t;
+        mag1 += a1[p] + c * std::abs(t);
+        mag2 += s2[p] + 2.0 * std::abs(t) * a1[p] + c * t * t;
       }
       out(q, 0) = cnt;
       out(q, 1) = sum1;
       out(q, 2) = sum2;
+      out(q, 3) = mag1;
+      out(q, 4) = mag2;
     }
   });
   return out;

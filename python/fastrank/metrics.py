@@ -654,7 +654,10 @@ def magnitude_preserving_cost(y_true, y_score, groups=None, *, cost="mp", power=
     elif cost == "svr":
         T = _sweep(_core.threshold_pair_sums, n_jobs, f.shape[0], _centred_difference(y, f, gi), gi.order, gi.offsets,
                    float(epsilon))
-        total = 2.0 * T[:, power]  # ordered pairs: each unordered pair twice
+        unordered = T[:, power]
+        _pairs_where_digits_lost(y, f, gi, unordered, T[:, 2 + power], _svr_pair_cost(epsilon, power),
+                                 "magnitude_preserving_cost", every_pair=True)
+        total = 2.0 * unordered  # ordered pairs: each unordered pair twice
     else:
         # mis-ordered pairs: y_i > y_j and f_i < f_j, the dominance pairs of (a, b) = (y, -f); |dh| = b_i - b_j and
         # |dh - dy| = (a_i - a_j) + (b_i - b_j) on them.
@@ -747,11 +750,30 @@ def stability_ranking_loss(y_true, y_score, groups=None, *, loss="hinge", gamma=
 _PAIRS_MAX_ROWS = 20000  # explicit pairs of one group: O(n^2), seconds at this size
 
 
-def _pairs_where_digits_lost(y, f, gi, total, magnitude, term, name):
+def _svr_pair_cost(epsilon, power):
+    """(|u - d| - epsilon)_+^power of a pair from (d, f_i, f_j), u = f_i - f_j, with u - d - epsilon and d - u -
+    epsilon each summed from its four terms by Neumaier's compensated sum: scores of 1e16 beside scores of 0-3 and
+    epsilon = 1e16 leave differences of a few units, which any order of plain sums rounds away."""
+    def compensated(*terms):
+        s, c = terms[0], 0.0
+        for t in terms[1:]:
+            u = s + t
+            c = c + np.where(np.abs(s) >= np.abs(t), (s - u) + t, (t - u) + s)
+            s = u
+        return s + c
+
+    def term(d, fi, fj):
+        return np.maximum(np.maximum(compensated(fi, -fj, -d, -epsilon), compensated(fj, -fi, d, -epsilon)),
+                          0.0) ** power
+    return term
+
+
+def _pairs_where_digits_lost(y, f, gi, total, magnitude, term, name, every_pair=False):
     """Replace ``total[q]`` of every group whose sweep sums lost digits (the magnitude of their expanded terms above
     1e6 times the result: values at two scales, such as scores of 1e16 beside scores of 1, where even the median
-    centring leaves the small values' pairs rounded away) by the sum of ``term(d, u)`` over its pairs y_i > y_j, d =
-    y_i - y_j > 0, u = f_i - f_j, in non-negative terms.  Above _PAIRS_MAX_ROWS rows it warns instead."""
+    centring leaves the small values' pairs rounded away) by the sum of ``term(d, u)`` over its pairs y_i > y_j (or
+    ``every_pair`` i < j, with ``term(d, f_i, f_j)``), d = y_i - y_j, u = f_i - f_j, in non-negative terms.  Above
+    _PAIRS_MAX_ROWS rows it warns instead."""
     order, offsets = gi.order, gi.offsets
     for q in np.flatnonzero(magnitude > 1e6 * np.abs(total)):
         rows = order[offsets[q]:offsets[q + 1]]
@@ -763,7 +785,12 @@ def _pairs_where_digits_lost(y, f, gi, total, magnitude, term, name):
         yq, fq, s = y[rows], f[rows], 0.0
         for lo in range(0, rows.size, 256):
             d, u = yq[lo:lo + 256, None] - yq[None, :], fq[lo:lo + 256, None] - fq[None, :]
-            s += float(np.where(d > 0, term(d, u), 0.0).sum())
+            if every_pair:
+                pair = np.arange(lo, lo + d.shape[0])[:, None] < np.arange(rows.size)
+                value = term(d, fq[lo:lo + 256, None], fq[None, :])
+            else:
+                pair, value = d > 0, term(d, u)
+            s += float(np.where(pair, value, 0.0).sum())
         total[q] = s
 
 

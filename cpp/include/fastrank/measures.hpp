@@ -94,8 +94,8 @@ RowMatrix dominance_sums(const double* a, const double* b, const GroupIndex& gro
                          const double* b_less = nullptr);
 
 // Per-group sums over the unordered pairs {i, j} of a group with |z_i - z_j| > eps (eps >= 0),
-// an (n_groups, 3) matrix of count, sum (|z_i - z_j| - eps), sum (|z_i - z_j| - eps)^2 (the
-// epsilon-insensitive cost of 000 eq. 7).  Per group: sort, then prefix sums of z and z^2 and a
+// an (n_groups, 5) matrix of count, sum (|z_i - z_j| - eps), sum (|z_i - z_j| - eps)^2 (the
+// epsilon-insensitive cost of 000 eq. 7) and the magnitudes of the expanded terms of the two sums.  Per group: sort, then prefix sums of z and z^2 and a
 // moving lower bound.  O(n_g log n_g).
 RowMatrix threshold_pair_sums(const double* z, const GroupIndex& groups, double eps, int n_threads);
 

@@ -229,7 +229,8 @@ def test_a_stream_whose_arrays_cannot_continue_is_refused_at_load(tmp_path):
     header["checksum"] = {"sha256": _persist._digest(header, arrays)}
     with open(tmp_path / "m", "wb") as fh:
         np.savez(fh, header=np.frombuffer(json.dumps(header).encode(), dtype=np.uint8), **arrays)
-    with pytest.raises(ValueError, match=r"the fitted state is inconsistent \(TypeError\)$"):
+    with pytest.raises(ValueError, match=r"inconsistent \(members_coef_ of shape \(1, 2, 3\), not one row per "
+                                         r"member\)$"):
         fastrank.load(tmp_path / "m")
 
 

@@ -408,6 +408,8 @@ def _check_usable(model):
     for k, v in vars(model).items():  # the ordinal learners: one threshold between each two consecutive labels
         if labels is not None and k.endswith("thresholds_") and np.shape(v)[-1:] != (labels - 1,):
             raise _Corrupt(f"the fitted state is inconsistent ({k} of shape {np.shape(v)} for {labels} labels)")
+        if k in ("members_coef_", "members_thresholds_") and v is not None and np.ndim(v) != 2:  # a row per member
+            raise _Corrupt(f"the fitted state is inconsistent ({k} of shape {np.shape(v)}, not one row per member)")
     n = getattr(model, "n_features_in_", None)
     if n is None or getattr(model, "kernel", None) == "precomputed":  # _check_model checked n
         return

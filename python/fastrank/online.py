@@ -507,14 +507,16 @@ class _OAPBase(KernelMixin, _OnlineOrdinal):
 
     @in_compute_region
     def _member_scores(self, X, which):
-        """which='mean': scores of the averaged rule, (p,); 'all': every member's score, (p, N)."""
-        mean = which == "mean"  # the averaged rule's scores tie for identical rows, as the in-memory learners' do
+        """which='mean': scores of the averaged rule, (p,); 'sum': N times them, from the summed members (exact sums
+        for integer features, as the compiled passes compare them); 'all': every member's score, (p, N)."""
+        mean = which != "all"  # the averaged rule's scores tie for identical rows, as the in-memory learners' do
         product = row_products if mean else operator.matmul  # (scipy.sparse X too)
         if self._kernel_kind == "linear":
             with np.errstate(over="ignore", invalid="ignore"):  # refused below, naming the cause
-                out = product(X, self.coef_ if mean else self.members_coef_.T)
+                out = product(X, self.members_coef_.T if not mean else self.coef_ if which == "mean" else
+                              self.members_coef_.sum(axis=0))
         else:
-            coef = self.dual_coef_.mean(axis=0)[:, None] if mean else self.dual_coef_.T
+            coef = getattr(self.dual_coef_, which)(axis=0)[:, None] if mean else self.dual_coef_.T
             if self._kernel_kind == "precomputed":
                 out = product(self._support_columns(X), coef)
             else:  # also right with no stored example yet: the kernel routines return zeros
@@ -569,8 +571,8 @@ class _OAPBase(KernelMixin, _OnlineOrdinal):
             Values of ``classes_``; a vote rounds halves up, floor(H + 1/2).
         """
         X = self._check_X(X)
-        if not self._voting():
-            ranks = _rank_from_scores(self._member_scores(X, "mean"), self.thresholds_)
+        if not self._voting():  # Algorithm 2, line 16, on the members' sums: the mean's rounding can break a tie
+            ranks = _rank_from_scores(self._member_scores(X, "sum"), self.members_thresholds_.sum(axis=0))
         else:
             H, den = self._votes(X)
             ranks = (2 * H + den) // (2 * den)

@@ -152,7 +152,9 @@ def python_sigint_handler():
     (lambda: fr.RankSVM(1.0, kernel="rbf", gamma=0.5, loss="hinge"), (1500, 10, 50), 0.3),  # about 6 s
     # about 5 s, most in the blocked Cholesky factor of S K S + alpha I (m = 10,000), which polls between blocks
     (lambda: fr.RankRLS(kernel="rbf", gamma=0.1), (10000, 10, 50), 1.0),
-], ids=["RankBoost", "RankSVM-kernel-hinge", "RankRLS-kernel-dual"])
+    # the Gaussian kernel matrix of 12,000 rows of 2,000 features (its product of X with itself: 2 s of BLAS)
+    (lambda: fr.RankRLS(kernel="rbf"), (12000, 2000, 50), 0.3),
+], ids=["RankBoost", "RankSVM-kernel-hinge", "RankRLS-kernel-dual", "kernel-matrix"])
 def test_ctrl_c_stops_a_long_compiled_fit_at_once_and_keeps_the_previous_fit(make, size, delay,
                                                                              python_sigint_handler):
     small, big = _ranked(200, 10, 10, 0), _ranked(*size, 1)

@@ -327,6 +327,13 @@ void kernel_train(const KernelSpec& spec, RowMatrixCRef X, MatrixRef out, int n_
   const Index lda = rbf ? Xc.outerStride() : X.outerStride();
   // Half the work of the cross kernel: SYRK fills the lower triangle, the map runs on it, and a
   // blocked copy mirrors it, so K is exactly symmetric (the solvers rely on it).
+  // Pages first touched by the threads here, not inside BLAS: the panels of syrk_lower fault them in 1.5 times slower.
+  parallel_for(0, m, n_threads, 64, [&](Index lo, Index hi) {
+    for (Index j = lo; j < hi; ++j) {
+      if ((j - lo) % 64 == 0) interrupt::poll();
+      out.col(j).setZero();
+    }
+  });
   lapack::syrk_lower('T', m, d, 1.0, a, lda, 0.0, out.data(), out.outerStride());
   Operands op{a, lda, a, lda, d, sq.data(), sq.data()};
   int flags = transform_lower(spec, op, out, n_threads);

@@ -50,18 +50,35 @@ void syrk_lower(char trans, Index n, Index k, double alpha, const double* a, Ind
                 Index ldc) {
   if (n == 0) return;
   const char uplo = 'L';
-  const int in = to_int(n), ik = to_int(k), ilda = to_int(std::max<Index>(1, lda)), ildc = to_int(ldc);
-  checked().dsyrk(&uplo, &trans, &in, &ik, &alpha, a, &ilda, &beta, c, &ildc);
+  const int ik = to_int(k), ilda = to_int(std::max<Index>(1, lda)), ildc = to_int(ldc);
+  // Column panels of width b (dsyrk on the diagonal block, one dgemm below it) of about 2^35 flops each (a quarter
+  // second on 2 cores): the same level-3 kernels as one call, with an interrupt check between panels.  Smaller
+  // products stay one call.
+  const double panel = std::ldexp(1.0, 35) / (static_cast<double>(n) * static_cast<double>(std::max<Index>(1, k)));
+  const Index b = std::max<Index>(256, static_cast<Index>(std::min(panel, static_cast<double>(n))));
+  // Row (trans 'N', A n x k) or column ('T', A k x n) i of A.
+  auto row = [&](Index i) { return trans == 'N' ? a + i : a + i * lda; };
+  const char ta = trans == 'N' ? 'N' : 'T', tb = trans == 'N' ? 'T' : 'N';
+  for (Index j = 0; j < n; j += b) {
+    interrupt::poll();
+    const int jb = to_int(std::min(b, n - j)), below = to_int(n - j - jb);
+    checked().dsyrk(&uplo, &trans, &jb, &ik, &alpha, row(j), &ilda, &beta, c + j + j * ldc, &ildc);
+    if (below > 0)
+      checked().dgemm(&ta, &tb, &below, &jb, &ik, &alpha, row(j + jb), &ilda, row(j), &ilda, &beta,
+                      c + (j + jb) + j * ldc, &ildc);
+  }
 }
 
 void symmetrize_from_lower(MatrixRef a) {
   const Index n = a.rows();
   // Blocked copy keeps both the read and the write cache-friendly for large n.
   constexpr Index B = 64;
-  for (Index jb = 0; jb < n; jb += B)
+  for (Index jb = 0; jb < n; jb += B) {
+    interrupt::poll();  // the copy is memory-bound: a large one takes a noticeable time
     for (Index ib = jb; ib < n; ib += B)
       for (Index j = jb; j < std::min(n, jb + B); ++j)
         for (Index i = std::max(ib, j + 1); i < std::min(n, ib + B); ++i) a(j, i) = a(i, j);
+  }
 }
 
 void gemm(char transa, char transb, double alpha, MatrixCRef a, MatrixCRef b, double beta, MatrixRef c) {

@@ -58,6 +58,7 @@ void gemm(char transa, char transb, Index m, Index n, Index k, double alpha, con
 // Same on Eigen column-major views (no copies; strides passed through).
 void gemm(char transa, char transb, double alpha, MatrixCRef a, MatrixCRef b, double beta, MatrixRef c);
 // Lower triangle of C (n x n) = alpha * op(A) op(A)^T + beta * C.  trans='N': A is n x k; 'T': k x n.
+// Large products run as tiles with interrupt::poll() between them.
 void syrk_lower(char trans, Index n, Index k, double alpha, const double* a, Index lda, double beta, double* c,
                 Index ldc);
 // Copies the lower triangle of a square matrix into its upper triangle.

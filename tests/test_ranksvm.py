@@ -3,6 +3,7 @@ explicit-pairs QP solved independently (NNLS for the squared hinge's dual, a box
 dual with an exact active-set finish for the hinge)."""
 
 import pickle
+import re
 import warnings
 
 import numpy as np
@@ -649,14 +650,14 @@ def test_hinge_huge_effective_C_stops_on_the_stall_limit(data, C, scale):
 
 
 def test_hinge_fallback_counts_newton_steps_and_cutting_planes_against_max_iter(data):
-    """Where the smoothed Newton solve cannot certify the gap (X x 1e200: it takes its 200 steps) the cutting planes
-    finish with what is left of max_iter; n_iter_ and the warning count both kinds of steps."""
+    """Where the smoothed Newton solve cannot certify the gap (X x 1e200: it stops after about 35 steps) the cutting
+    planes finish with what is left of max_iter; n_iter_ and the warning count both kinds of steps."""
     X, y, groups = data
-    for max_iter, steps in [(250, "250 steps (200 Newton iterations on the smoothed hinge, then cutting planes)"),
-                            (150, "150 Newton iterations")]:  # spent by the Newton steps: their last point
+    for max_iter, steps in [(100, r"100 steps \(\d+ Newton iterations on the smoothed hinge, then cutting planes\)"),
+                            (20, "20 Newton iterations")]:  # spent by the Newton steps: their best point
         with pytest.warns(ConvergenceWarning) as record:
             est = RankSVM(loss="hinge", max_iter=max_iter).fit(X * 1e200, y, groups)
-        assert any(f"max_iter={steps} before" in str(w.message) for w in record)
+        assert any(re.search(f"max_iter={steps} before", str(w.message)) for w in record)
         assert est.n_iter_ == max_iter and not est.converged_
         assert np.all(np.isfinite(est.coef_)) and est.objective_ < 0.5 * est.n_pairs_  # below F(0) = n_pairs
 

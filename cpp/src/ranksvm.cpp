@@ -6,6 +6,7 @@
 #include <limits>
 #include <numeric>
 #include <string>
+#include <type_traits>
 #include <utility>
 
 #include "fastrank/errors.hpp"
@@ -177,7 +178,11 @@ double PairwiseHingeLoss::evaluate(SvmLoss loss, const double* f, double* grad, 
     value = kind_ == Kind::Groups ? evaluate_groups(loss, f, grad, active, n_threads)
                                   : evaluate_graph(loss, f, grad, active);
   }
-  hessian_ready_ = (loss == SvmLoss::SquaredHinge);
+  hessian_ready_ = true;  // the squared hinge's generalized Hessian at this f: its active pairs are the hinge's
+  grad_magnitude_ = 0.0;
+  if (track_rows_ && grad && loss == SvmLoss::SquaredHinge)  // the hinge's gradient counts pairs: exact
+    for (double r : row_magnitude_) grad_magnitude_ += r * r;
+  grad_magnitude_ = std::sqrt(grad_magnitude_);
   return value;
 }
 
@@ -194,92 +199,111 @@ double PairwiseHingeLoss::evaluate_like(const PairwiseHingeLoss& sorted, SvmLoss
 double PairwiseHingeLoss::evaluate_groups(SvmLoss loss, const double* f, double* grad, double* active_out,
                                           int n_threads) {
   const Index q = static_cast<Index>(n_levels_.size());
-  std::vector<double> group_loss(static_cast<size_t>(q), 0.0), group_active(static_cast<size_t>(q), 0.0);
+  std::vector<double> group_loss(static_cast<size_t>(q), 0.0), group_active(static_cast<size_t>(q), 0.0),
+      group_magnitude(static_cast<size_t>(q), 0.0);
   if (fv_cache_.size() != static_cast<size_t>(m_)) fv_cache_.assign(static_cast<size_t>(m_), 0.0);
+  if (track_rows_ && grad) row_magnitude_.assign(static_cast<size_t>(m_), 0.0);
   const bool squared = (loss == SvmLoss::SquaredHinge);
   const int threads = m_ < kSerialRows ? 1 : n_threads;
-  parallel_for(0, q, threads, 1, [&](Index glo, Index ghi) {
-    GroupWork w;
-    for (Index g = glo; g < ghi; ++g) {
-      const Index a = offsets_[g], n = offsets_[g + 1] - a;
-      std::int32_t* sorted = sorted_.data() + a;
-      double* fv = fv_cache_.data() + a;
-      const std::int32_t* lev = level_.data() + a;
-      const std::int64_t* rows = order_.data() + a;
-      if (n_levels_[g] < 2) {  // no pair inside this group
-        for (Index s = 0; s < n; ++s) {
-          sorted[s] = static_cast<std::int32_t>(s);
-          if (grad) grad[rows[s]] = 0.0;
+  // Two instantiations of the sweeps: the magnitudes' bookkeeping costs nothing where it is not tracked.
+  auto sweeps = [&](auto tracked) {
+    parallel_for(0, q, threads, 1, [&](Index glo, Index ghi) {
+      constexpr bool track = decltype(tracked)::value;
+      const bool track_rows = track && track_rows_ && grad;
+      GroupWork w;
+      for (Index g = glo; g < ghi; ++g) {
+        const Index a = offsets_[g], n = offsets_[g + 1] - a;
+        std::int32_t* sorted = sorted_.data() + a;
+        double* fv = fv_cache_.data() + a;
+        const std::int32_t* lev = level_.data() + a;
+        const std::int64_t* rows = order_.data() + a;
+        if (n_levels_[g] < 2) {  // no pair inside this group
+          for (Index s = 0; s < n; ++s) {
+            sorted[s] = static_cast<std::int32_t>(s);
+            if (grad) grad[rows[s]] = 0.0;
+          }
+          continue;
         }
-        continue;
-      }
-      if (presorted_) {  // the same scores, sorted (and shifted) by another oracle's last evaluation
-        std::copy_n(presorted_->sorted_.data() + a, n, sorted);
-        std::copy_n(presorted_->fv_cache_.data() + a, n, fv);
-      } else {
-        w.keyed.resize(static_cast<size_t>(n));
-        for (Index s = 0; s < n; ++s) w.keyed[s] = {f[rows[s]], static_cast<std::int32_t>(s)};
-        std::sort(w.keyed.begin(), w.keyed.end(),
-                  [](const auto& x, const auto& y) { return x.first < y.first; });
-        // Losses depend on differences only: shifting by a member's value (exact for the
-        // integer-valued f of the tests) keeps the expanded squares from cancelling digits.
-        const double shift = w.keyed[n / 2].first;
-        for (Index r = 0; r < n; ++r) {
-          sorted[r] = w.keyed[r].second;
-          fv[w.keyed[r].second] = w.keyed[r].first - shift;
-        }
-      }
-      LevelFenwick& fen = w.fen;
-      double L = 0.0, act = 0.0;
-      // Sweep 1, rows s as the preferred row: partners t with level_t < level_s and
-      // f_t > f_s - 1, inserted in decreasing f as the threshold f_s - 1 decreases.
-      fen.reset(n_levels_[g]);
-      Index ptr = n - 1;
-      for (Index r = n - 1; r >= 0; --r) {
-        const Index s = sorted[r];
-        const double thr = fv[s] - margin_;
-        while (ptr >= 0 && fv[sorted[ptr]] > thr) {
-          const double x = fv[sorted[ptr]];
-          fen.add(lev[sorted[ptr]], 1.0, x, squared ? x * x : 0.0);
-          --ptr;
-        }
-        const LevelFenwick::Node b = fen.below(lev[s]);
-        const double c = margin_ - fv[s];  // margin of pair (s, t) is c + f_t
-        act += b.cnt;
-        if (squared) {
-          L += b.cnt * c * c + 2.0 * c * b.sum + b.sq;
-          if (grad) grad[rows[s]] = -2.0 * (b.cnt * c + b.sum);
+        if (presorted_) {  // the same scores, sorted (and shifted) by another oracle's last evaluation
+          std::copy_n(presorted_->sorted_.data() + a, n, sorted);
+          std::copy_n(presorted_->fv_cache_.data() + a, n, fv);
         } else {
-          L += b.cnt * c + b.sum;
-          if (grad) grad[rows[s]] = -b.cnt;
+          w.keyed.resize(static_cast<size_t>(n));
+          for (Index s = 0; s < n; ++s) w.keyed[s] = {f[rows[s]], static_cast<std::int32_t>(s)};
+          std::sort(w.keyed.begin(), w.keyed.end(),
+                    [](const auto& x, const auto& y) { return x.first < y.first; });
+          // Losses depend on differences only: shifting by a member's value (exact for the
+          // integer-valued f of the tests) keeps the expanded squares from cancelling digits.
+          const double shift = w.keyed[n / 2].first;
+          for (Index r = 0; r < n; ++r) {
+            sorted[r] = w.keyed[r].second;
+            fv[w.keyed[r].second] = w.keyed[r].first - shift;
+          }
         }
+        LevelFenwick& fen = w.fen;
+        double L = 0.0, act = 0.0, mag = 0.0;
+        // Sweep 1, rows s as the preferred row: partners t with level_t < level_s and
+        // f_t > f_s - 1, inserted in decreasing f as the threshold f_s - 1 decreases.
+        fen.reset(n_levels_[g]);
+        Index ptr = n - 1;
+        for (Index r = n - 1; r >= 0; --r) {
+          const Index s = sorted[r];
+          const double thr = fv[s] - margin_;
+          while (ptr >= 0 && fv[sorted[ptr]] > thr) {
+            const double x = fv[sorted[ptr]];
+            fen.add(lev[sorted[ptr]], 1.0, x, squared ? x * x : 0.0);
+            --ptr;
+          }
+          const LevelFenwick::Node b = fen.below(lev[s]);
+          const double c = margin_ - fv[s];  // margin of pair (s, t) is c + f_t
+          act += b.cnt;
+          if (squared) {
+            L += b.cnt * c * c + 2.0 * c * b.sum + b.sq;
+            if constexpr (track) mag += b.cnt * c * c + 2.0 * std::abs(c * b.sum) + b.sq;
+            if (grad) grad[rows[s]] = -2.0 * (b.cnt * c + b.sum);
+            if (track_rows) row_magnitude_[rows[s]] = 2.0 * (b.cnt * std::abs(c) + std::abs(b.sum));
+          } else {
+            L += b.cnt * c + b.sum;
+            if constexpr (track) mag += b.cnt * std::abs(c) + std::abs(b.sum);
+            if (grad) grad[rows[s]] = -b.cnt;
+          }
+        }
+        // Sweep 2, rows s as the less preferred row: partners t with level_t > level_s and
+        // f_t - 1 < f_s (the same predicate as sweep 1), inserted in increasing f.
+        fen.reset(n_levels_[g]);
+        ptr = 0;
+        for (Index r = 0; r < n; ++r) {
+          const Index s = sorted[r];
+          while (ptr < n && fv[sorted[ptr]] - margin_ < fv[s]) {
+            fen.add(lev[sorted[ptr]], 1.0, fv[sorted[ptr]], 0.0);
+            ++ptr;
+          }
+          const LevelFenwick::Node u = fen.above(lev[s]);
+          if (grad) {
+            if (squared) {
+              grad[rows[s]] += 2.0 * (u.cnt * (margin_ + fv[s]) - u.sum);
+              if (track_rows) row_magnitude_[rows[s]] += 2.0 * (u.cnt * std::abs(margin_ + fv[s]) + std::abs(u.sum));
+            } else {
+              grad[rows[s]] += u.cnt;
+            }
+          }
+        }
+        group_loss[g] = L;
+        group_active[g] = act;
+        group_magnitude[g] = mag;
       }
-      // Sweep 2, rows s as the less preferred row: partners t with level_t > level_s and
-      // f_t - 1 < f_s (the same predicate as sweep 1), inserted in increasing f.
-      fen.reset(n_levels_[g]);
-      ptr = 0;
-      for (Index r = 0; r < n; ++r) {
-        const Index s = sorted[r];
-        while (ptr < n && fv[sorted[ptr]] - margin_ < fv[s]) {
-          fen.add(lev[sorted[ptr]], 1.0, fv[sorted[ptr]], 0.0);
-          ++ptr;
-        }
-        const LevelFenwick::Node u = fen.above(lev[s]);
-        if (grad) {
-          if (squared)
-            grad[rows[s]] += 2.0 * (u.cnt * (margin_ + fv[s]) - u.sum);
-          else
-            grad[rows[s]] += u.cnt;
-        }
-      }
-      group_loss[g] = L;
-      group_active[g] = act;
-    }
-  });
+    });
+  };
+  if (track_magnitudes_)
+    sweeps(std::true_type{});
+  else
+    sweeps(std::false_type{});
   double total = 0.0, act = 0.0;
+  value_magnitude_ = 0.0;
   for (Index g = 0; g < q; ++g) {  // fixed order: results do not depend on n_threads
     total += group_loss[g];
     act += group_active[g];
+    value_magnitude_ += group_magnitude[g];
   }
   if (active_out) *active_out = act;
   return total;
@@ -288,7 +312,10 @@ double PairwiseHingeLoss::evaluate_groups(SvmLoss loss, const double* f, double*
 double PairwiseHingeLoss::evaluate_graph(SvmLoss loss, const double* f, double* grad, double* active_out) {
   const Index l = static_cast<Index>(head_.size());
   if (grad) std::fill(grad, grad + m_, 0.0);
+  const bool track = track_magnitudes_, track_rows = track_rows_ && grad;
+  if (track_rows) row_magnitude_.assign(static_cast<size_t>(m_), 0.0);
   double total = 0.0, act = 0.0;
+  value_magnitude_ = 0.0;
   const bool squared = (loss == SvmLoss::SquaredHinge);
   for (Index e = 0; e < l; ++e) {
     const Index h = head_[e], t = tail_[e];
@@ -297,14 +324,21 @@ double PairwiseHingeLoss::evaluate_graph(SvmLoss loss, const double* f, double* 
     edge_active_[e] = on;
     if (!on) continue;
     act += we;
+    const double size = track ? std::abs(z) + std::abs(f[h]) + std::abs(f[t]) : 0.0;  // z: rounding of f_h - f_t
     if (squared) {
       total += we * z * z;
+      value_magnitude_ += we * size * size;
       if (grad) {
         grad[h] -= 2.0 * we * z;
         grad[t] += 2.0 * we * z;
       }
+      if (track_rows) {
+        row_magnitude_[h] += 2.0 * we * size;
+        row_magnitude_[t] += 2.0 * we * size;
+      }
     } else {
       total += we * z;
+      value_magnitude_ += we * size;
       if (grad) {
         grad[h] -= we;
         grad[t] += we;
@@ -315,8 +349,127 @@ double PairwiseHingeLoss::evaluate_graph(SvmLoss loss, const double* f, double* 
   return total;
 }
 
+namespace {
+
+// Band pairs of every level visited per row at most: beyond it the band's pairs cost more than the sweeps.
+constexpr Index kBandVisits = 16;
+
+// The rows (of every level) inside the band (f_s - margin, f_s - lowered] of each row s, summed over s, for
+// scores fs sorted increasingly.
+Index band_visits(const double* fs, Index n, double margin, double lowered) {
+  Index visits = 0, lo = 0, hi = 0;
+  for (Index r = 0; r < n; ++r) {
+    while (lo < n && !(fs[lo] > fs[r] - margin)) ++lo;
+    if (hi < lo) hi = lo;
+    while (hi < n && !(fs[hi] > fs[r] - lowered)) ++hi;
+    visits += hi - lo;
+  }
+  return visits;
+}
+
+}  // namespace
+
+bool PairwiseHingeLoss::huber_band_fits(double h) const {
+  if (kind_ == Kind::Graph) return true;
+  std::vector<double> fs;
+  for (Index g = 0; g < static_cast<Index>(n_levels_.size()); ++g) {
+    const Index a = offsets_[g], n = offsets_[g + 1] - a;
+    if (n_levels_[g] < 2) continue;
+    fs.resize(static_cast<size_t>(n));
+    for (Index k = 0; k < n; ++k) fs[k] = fv_cache_[a + sorted_[a + k]];
+    if (band_visits(fs.data(), n, margin_, margin_ - h) > kBandVisits * n) return false;
+  }
+  return true;
+}
+
+bool PairwiseHingeLoss::huber_band(double h, const double* f, double* grad, double* smooth, double* grad_error,
+                                   int n_threads) const {
+  interrupt::poll();
+  constexpr double u = std::numeric_limits<double>::epsilon();
+  std::vector<double> add(static_cast<size_t>(m_), 0.0), err(static_cast<size_t>(m_), 0.0);
+  double total = 0.0;
+  // The band's upper end as the copy with the lowered margin tests it (HuberTerm): every pair is
+  // counted by exactly one of that copy's hinge and the band.
+  const double lowered = margin_ - h;
+  if (kind_ == Kind::Graph) {
+    for (Index e = 0; e < static_cast<Index>(head_.size()); ++e) {
+      const Index i = head_[e], j = tail_[e];
+      const double z = margin_ - (f[i] - f[j]), we = weight_[e];
+      if (!(z > 0.0 && !(lowered - (f[i] - f[j]) > 0.0) && we > 0.0)) continue;
+      const double theta = std::min(1.0, z / h);
+      const double e_ij = 2.0 * u * (std::abs(f[i]) + std::abs(f[j]) + std::abs(margin_)) / h;
+      add[i] -= we * theta;
+      add[j] += we * theta;
+      err[i] += we * e_ij;
+      err[j] += we * e_ij;
+      total += we * z * (1.0 - theta);
+    }
+  } else {
+    require(fv_cache_.size() == static_cast<size_t>(m_), "huber_band needs an evaluation first");
+    const Index q = static_cast<Index>(n_levels_.size());
+    std::vector<double> group_total(static_cast<size_t>(q), 0.0);
+    std::vector<char> group_ok(static_cast<size_t>(q), 1);
+    const int threads = m_ < kSerialRows ? 1 : n_threads;
+    parallel_for(0, q, threads, 1, [&](Index glo, Index ghi) {
+      std::vector<double> fs, acc, acc_err;  // scores, l_h' sums and their rounding in sorted order (contiguous)
+      std::vector<std::int32_t> ls;
+      for (Index g = glo; g < ghi; ++g) {
+        const Index a = offsets_[g], n = offsets_[g + 1] - a;
+        if (n_levels_[g] < 2) continue;
+        const std::int32_t* sorted = sorted_.data() + a;
+        const std::int64_t* rows = order_.data() + a;
+        fs.resize(static_cast<size_t>(n));
+        ls.resize(static_cast<size_t>(n));
+        for (Index k = 0; k < n; ++k) {
+          fs[k] = fv_cache_[a + sorted[k]];
+          ls[k] = level_[a + sorted[k]];
+        }
+        group_ok[g] = band_visits(fs.data(), n, margin_, lowered) <= kBandVisits * n;
+        if (!group_ok[g]) continue;
+        acc.assign(static_cast<size_t>(n), 0.0);
+        acc_err.assign(static_cast<size_t>(n), 0.0);
+        double sum = 0.0;
+        // s in increasing f; its band partners t (level below s) have f_s - margin < f_t <= f_s - lowered
+        Index lo = 0, hi = 0;
+        for (Index r = 0; r < n; ++r) {
+          while (lo < n && !(fs[lo] > fs[r] - margin_)) ++lo;
+          if (hi < lo) hi = lo;
+          while (hi < n && !(fs[hi] > fs[r] - lowered)) ++hi;
+          for (Index k = lo; k < hi; ++k) {
+            if (ls[k] >= ls[r]) continue;
+            const double z = std::min(h, std::max(0.0, margin_ - (fs[r] - fs[k]))), theta = z / h;
+            const double e_rk = 2.0 * u * (std::abs(fs[r]) + std::abs(fs[k]) + std::abs(margin_)) / h;
+            acc[r] -= theta;
+            acc[k] += theta;
+            acc_err[r] += e_rk;
+            acc_err[k] += e_rk;
+            sum += z * (1.0 - theta);
+          }
+        }
+        for (Index k = 0; k < n; ++k) {
+          add[rows[sorted[k]]] = acc[k];
+          err[rows[sorted[k]]] = acc_err[k];
+        }
+        group_total[g] = sum;
+      }
+    });
+    for (Index g = 0; g < q; ++g) {
+      if (!group_ok[g]) return false;
+      total += group_total[g];
+    }
+  }
+  double e2 = 0.0;
+  for (Index i = 0; i < m_; ++i) {
+    grad[i] += add[i];
+    e2 += err[i] * err[i];
+  }
+  *smooth = total;
+  *grad_error = std::sqrt(e2);
+  return true;
+}
+
 bool PairwiseHingeLoss::band_hessian_times(double h, const double* v, double* out, int n_threads) const {
-  require(hessian_ready_, "band_hessian_times needs a squared-hinge evaluation first");
+  require(hessian_ready_, "band_hessian_times needs an evaluation first");
   interrupt::poll();
   if (kind_ == Kind::Graph) return false;
   laplacian_times(margin_ - h, 1.0 / h, v, out, n_threads);  // the lowered copy's margin, rounded alike
@@ -324,7 +477,7 @@ bool PairwiseHingeLoss::band_hessian_times(double h, const double* v, double* ou
 }
 
 void PairwiseHingeLoss::hessian_times(const double* v, double* out, int n_threads) const {
-  require(hessian_ready_, "hessian_times needs a squared-hinge evaluation first");
+  require(hessian_ready_, "hessian_times needs an evaluation first");
   interrupt::poll();  // once per conjugate-gradient step
   if (kind_ == Kind::Graph) {
     std::fill(out, out + m_, 0.0);
@@ -415,6 +568,7 @@ class DenseModel {
   DenseModel(RowMatrixCRef X, int n_threads) : X_(X), threads_(std::max(1, n_threads)) {}
   Index rows() const { return X_.rows(); }
   Index dim() const { return X_.cols(); }
+  double frobenius() const { return X_.stableNorm(); }
   void times(const Vector& w, Vector& f) const {
     f.resize(X_.rows());
     parallel_for(0, X_.rows(), threads_, 4096, [&](Index lo, Index hi) {
@@ -449,6 +603,10 @@ class CsrModel {
   CsrModel(const CsrView<I>& X, int n_threads) : X_(X), chunks_(product_chunks(X, n_threads)) {}
   Index rows() const { return X_.rows; }
   Index dim() const { return X_.cols; }
+  double frobenius() const {
+    const Index a = X_.begin(0);
+    return X_.rows == 0 ? 0.0 : Eigen::Map<const Vector>(X_.data + a, X_.nnz()).stableNorm();
+  }
   void times(const Vector& w, Vector& f) const {
     P_ = Eigen::Map<const RowMatrix>(w.data(), w.size(), 1);
     csr_times(X_, P_, out_, chunks_);
@@ -541,25 +699,46 @@ class SquaredHingeTerm {
 // The Huber-smoothed hinge of width h: l_h(z) = z^2 / (2h) on [0, h], z - h/2 above, 0 below, is
 // (max(0, z)^2 - max(0, z - h)^2) / (2h): the squared hinges of the pairs at margin c and at the
 // lowered margin c - h (a second oracle), so value, gradient and Hessian products are two runs of
-// the squared-hinge sweeps.  l_h'(z) = min(1, z^+ / h).
+// the squared-hinge sweeps.  l_h'(z) = min(1, z^+ / h).  At a narrow band those two sums keep too few
+// digits of their difference; there the band's pairs are formed one by one (band_value).
 class HuberTerm {
  public:
-  HuberTerm(PairwiseHingeLoss& P, PairwiseHingeLoss& lowered, double h) : P_(P), Q_(lowered), h_(h) {
+  // precision: the rounding of a value beyond which the band's pairs are formed one by one (where few).
+  HuberTerm(PairwiseHingeLoss& P, PairwiseHingeLoss& lowered, double h, double precision = 0.0)
+      : P_(P), Q_(lowered), h_(h), precision_(precision) {
     Q_.set_margin(P.margin() - h);
   }
   double evaluate(const double* f, double* g, int nt) {
+    double value = 0.0;
+    banded_ = g && band_wanted_ && band_value(f, g, nt, &value);
+    if (banded_) return value;
     buf_.resize(static_cast<size_t>(P_.n_rows()));
     const double a = P_.evaluate(SvmLoss::SquaredHinge, f, g, nullptr, nt);
     const double b = Q_.evaluate_like(P_, SvmLoss::SquaredHinge, f, g ? buf_.data() : nullptr, nullptr, nt);
     if (g)
       for (Index i = 0; i < P_.n_rows(); ++i) g[i] = (g[i] - buf_[i]) / (2.0 * h_);
     // The rounding of two sums over the rows (typical growth sqrt(n) u sum |x_i|), amplified by 1 / (2h).
-    const double n = static_cast<double>(P_.n_rows());
-    rounding_ = std::sqrt(n) * std::numeric_limits<double>::epsilon() * (a + b) / (2.0 * h_);
-    return (a - b) / (2.0 * h_);
+    const double u = std::sqrt(static_cast<double>(P_.n_rows())) * std::numeric_limits<double>::epsilon();
+    rounding_ = u * (a + b) / (2.0 * h_);
+    // The same growth on the expanded terms the sweeps added (what a certificate may rely on).
+    value_error_ = u * (P_.value_magnitude() + Q_.value_magnitude()) / (2.0 * h_);
+    grad_error_ = g ? u * (P_.grad_magnitude() + Q_.grad_magnitude()) / (2.0 * h_) : 0.0;
+    value = (a - b) / (2.0 * h_);
+    if (g && !band_wanted_ && value_error_ > precision_) {
+      // the band's pairs from here on, this value included: a line search compares values formed alike
+      band_wanted_ = true;
+      banded_ = band_value(f, g, nt, &value);
+    }
+    return value;
   }
   // Rounding scale of the last evaluated value: changes below it are noise.
   double rounding() const { return rounding_; }
+  // Error bounds of the last value and of its gradient (2-norm over the rows; from the expanded sums only where
+  // their per-row terms were tracked).
+  double value_error() const { return value_error_; }
+  double grad_error() const { return grad_error_; }
+  // Whether the last evaluation formed the band's pairs one by one.
+  bool banded() const { return banded_; }
   void hessian_times(const double* v, double* out, int nt) const {
     if (P_.band_hessian_times(h_, v, out, nt)) return;
     buf_.resize(static_cast<size_t>(P_.n_rows()));
@@ -570,9 +749,27 @@ class HuberTerm {
   double width() const { return h_; }
 
  private:
+  // l_h(z) = (z^+ + (z - h)^+) / 2 - [0 < z <= h] z (1 - z / h) / 2: two hinge sums (cancelling digits of f's size,
+  // not amplified by 1 / h) and the band's pairs formed one by one; the gradient: the pairs above the band counted
+  // exactly, the band's z / h.  False (and nothing changed) where the band holds too many pairs at f.
+  bool band_value(const double* f, double* g, int nt, double* value) {
+    const double S = P_.evaluate(SvmLoss::Hinge, f, nullptr, nullptr, nt), S_mag = P_.value_magnitude();
+    if (!P_.huber_band_fits(h_)) return false;
+    const double S_low = Q_.evaluate_like(P_, SvmLoss::Hinge, f, g, nullptr, nt);
+    double band = 0.0, band_error = 0.0;
+    P_.huber_band(h_, f, g, &band, &band_error, nt);  // true: it fits
+    const double u = std::sqrt(static_cast<double>(P_.n_rows())) * std::numeric_limits<double>::epsilon();
+    rounding_ = u * (S_mag + Q_.value_magnitude());
+    value_error_ = rounding_ + 0.5 * h_ * std::sqrt(static_cast<double>(P_.n_rows())) * band_error;
+    grad_error_ = band_error;
+    *value = 0.5 * (S + S_low - band);
+    return true;
+  }
+
   PairwiseHingeLoss& P_;
   PairwiseHingeLoss& Q_;
-  double h_, rounding_ = 0.0;
+  double h_, precision_, rounding_ = 0.0, value_error_ = 0.0, grad_error_ = 0.0;
+  bool band_wanted_ = false, banded_ = false;
   mutable std::vector<double> buf_;
 };
 
@@ -1062,30 +1259,50 @@ class KernelCuts {
 // <w_b, D> + t ||D||^2 + C g(t) . (f_c - f_b) is monotone and is bracketed then bisected.
 constexpr Index kStallCuts = 100;
 
+// A start for the cutting planes: the best point w (f = X w) and the scores of earlier points, where
+// the hinge's cuts go first (a master that starts with cuts near the optimum).
+struct HingeStart {
+  Vector w, f;
+  std::vector<Vector> points;
+};
+
 template <class Cuts>
-RankSvmResult cutting_plane(Cuts& cuts, PairwiseHingeLoss& P, const RankSvmOptions& o) {
+RankSvmResult cutting_plane(Cuts& cuts, PairwiseHingeLoss& P, const RankSvmOptions& o,
+                            const HingeStart* start = nullptr) {
   const Index m = cuts.rows(), n = cuts.dim();
   const int nt = o.n_threads;
   constexpr double mu = 0.1;
   RankSvmResult res;
   CutMaster master;
-  Vector wb = Vector::Zero(n), fb = Vector::Zero(m), wc(n), fc(m), gf(m), g2(m), row, fD(m), ft(m);
+  const bool warm = start && start->w.size() == n && !start->points.empty();
+  Vector wb = warm ? start->w : Vector::Zero(n), fb = warm ? start->f : Vector::Zero(m), wc(n), fc(m), gf(m),
+         g2(m), row, fD(m), ft(m);
   Vector wcut = wb, fcut = fb;
-  double active = 0.0;
-  double Lb = P.evaluate(SvmLoss::Hinge, fb.data(), gf.data(), &active, nt);
-  double Fb = o.C * Lb, bmax = 0.0;
+  double active = 0.0, bmax = 0.0;
+  double Lb = P.evaluate(SvmLoss::Hinge, fb.data(), warm ? nullptr : gf.data(), warm ? nullptr : &active, nt);
+  double Fb = 0.5 * cuts.inner(wb, fb, wb, fb) + o.C * Lb;
+  if (warm) {  // every start cut but the last here; the last one is the loop's first
+    const size_t k = start->points.size();
+    for (size_t t = 0; t < k; ++t) {
+      P.evaluate(SvmLoss::Hinge, start->points[t].data(), gf.data(), &active, nt);
+      if (t + 1 == k) break;
+      cuts.add(gf, row);
+      master.add(active, row);
+      bmax = std::max(bmax, active);
+    }
+  }
   Index iter = 0, mark_iter = 0;
   double mark_gap = std::numeric_limits<double>::infinity();
   while (true) {
     // gf / active hold the oracle at the cut point.
     cuts.add(gf, row);
-    if (iter == 0 && cuts.last_is_zero()) {
+    if (iter == 0 && !warm && cuts.last_is_zero()) {
       // The loss's gradient at w = 0 is orthogonal to the model (identical rows, a kernel that
       // cannot separate the pairs): w = 0 is the exact optimum, with a zero gap.
       res.converged = true;
       break;
     }
-    if (iter == 0) {
+    if (iter == 0 && !warm) {
       // Small C: if every pair is still active (margin < its target) at w = C a, the hinge is
       // linear around that point, its gradient is the one at 0, and w = C a solves the optimality
       // condition w = -C X^T grad exactly (no master QP, whose Gram entries could underflow).
@@ -1184,9 +1401,10 @@ RankSvmResult cutting_plane(Cuts& cuts, PairwiseHingeLoss& P, const RankSvmOptio
 }
 
 template <class Model>
-RankSvmResult cutting_plane_linear(const Model& X, PairwiseHingeLoss& P, const RankSvmOptions& o) {
+RankSvmResult cutting_plane_linear(const Model& X, PairwiseHingeLoss& P, const RankSvmOptions& o,
+                                   const HingeStart* start = nullptr) {
   LinearCuts<Model> cuts(X);
-  return cutting_plane(cuts, P, o);
+  return cutting_plane(cuts, P, o, start);
 }
 
 RankSvmResult cutting_plane_kernel(const KernelOperator& K, PairwiseHingeLoss& P, const RankSvmOptions& o) {
@@ -1208,13 +1426,21 @@ RankSvmResult cutting_plane_kernel(const KernelOperator& K, PairwiseHingeLoss& P
 // whose second term is C sum over the pairs with 0 < z_p < h of z_p (1 - z_p / h) <= C h / 4 each:
 // a Newton solve to a small gradient at a small enough h closes the gap, and F(w) - gap is a
 // certified lower bound.  Both terms are sums of non-negative parts (no cancellation of F against
-// D).  The gap's smoothing term shrinks like h^2 for densely spread pairs: each level picks the next
-// h from the measured term.  Whatever this cannot certify (rounding at tiny h) is left to the
-// cutting planes.
+// D), but the sweeps form them from expanded sums whose digits cancel at a narrow band: the
+// certificate adds their rounding, or forms the band's few pairs one by one (huber_band).  The gap's
+// smoothing term shrinks like h^2 for densely spread pairs: each level picks the next h from the
+// measured term.  Whatever this cannot certify is left to the cutting planes, started from the best
+// point with the hinge's cuts at every level's point.
 template <class Model>
-bool hinge_huber(const Model& X, PairwiseHingeLoss& P, const RankSvmOptions& o, RankSvmResult& res) {
+bool hinge_huber(const Model& X, PairwiseHingeLoss& P, const RankSvmOptions& o, RankSvmResult& res,
+                 HingeStart& start) {
   const Index m = X.rows(), n = X.dim();
   const int nt = o.n_threads;
+  struct Tracking {  // the rounding of P's sums, which the certificates count, for this solve only
+    PairwiseHingeLoss& P;
+    explicit Tracking(PairwiseHingeLoss& p) : P(p) { P.track_magnitudes(true); }
+    ~Tracking() { P.track_magnitudes(false); }
+  } tracking(P);
   PairwiseHingeLoss lowered = P;
   Vector w = Vector::Zero(n), f = Vector::Zero(m), gf(m), g(n);
   double F = o.C * P.evaluate(SvmLoss::Hinge, f.data(), nullptr, nullptr, nt);
@@ -1226,8 +1452,9 @@ bool hinge_huber(const Model& X, PairwiseHingeLoss& P, const RankSvmOptions& o, 
   double h = 1.0 * scale, g0 = -1.0, h_prev = 0.0, smooth_prev = 0.0;
   const Index cap = std::min<Index>(o.max_iter, 200);
   Index newton = 0, cg = 0;
+  const double x_norm = X.frobenius();
   for (int level = 0; level < 30 && newton < cap && h > 1e-12 * scale; ++level) {
-    HuberTerm term(P, lowered, h);
+    HuberTerm term(P, lowered, h, 0.01 * o.tol * F / o.C);
     RankSvmOptions lo = o;
     lo.tol = 0.0;
     lo.max_iter = std::min<Index>(50, cap - newton);
@@ -1237,6 +1464,9 @@ bool hinge_huber(const Model& X, PairwiseHingeLoss& P, const RankSvmOptions& o, 
     newton += r.n_iter;
     cg += r.n_inner;
     res.n_newton = newton;
+    // the error bounds of newton_linear's last evaluation, H_h and gf at w (before the g0 below evaluates at 0)
+    double H_error = term.value_error(), gf_term_error = term.grad_error();
+    bool banded = term.banded();  // else the gradient's error is not yet counted
     if (!(r.coef.allFinite())) return false;
     if (g0 < 0.0) {  // ||grad F_h(0)|| = C ||X^T grad hinge(0)|| for every h below the margins
       Vector gz, fz = Vector::Zero(m), g_at0(m);
@@ -1246,17 +1476,62 @@ bool hinge_huber(const Model& X, PairwiseHingeLoss& P, const RankSvmOptions& o, 
     }
     w = r.coef;
     X.times(w, f);
-    const double Hh = r.loss;  // newton_linear's last evaluation: H_h and gf at w
-    X.ttimes(gf, g);
-    g *= o.C;
-    g += w;  // grad F_h(w)
-    const double S = P.evaluate(SvmLoss::Hinge, f.data(), nullptr, nullptr, nt);
+    start.points.push_back(f);
+    // newton_linear's last evaluation was H_h and gf at w, except after a warm solve without a step
+    double Hh = r.loss;
+    if (r.n_iter == 0 && level > 0) {
+      Hh = term.evaluate(f.data(), gf.data(), nt);
+      H_error = term.value_error();
+      gf_term_error = term.grad_error();
+      banded = term.banded();
+    }
+    const double S = P.evaluate(SvmLoss::Hinge, f.data(), nullptr, nullptr, nt), S_mag = P.value_magnitude();
     const double S_low = lowered.evaluate_like(P, SvmLoss::Hinge, f.data(), nullptr, nullptr, nt);
+    const double S_low_mag = lowered.value_magnitude();
     F = 0.5 * w.squaredNorm() + o.C * S;
-    const double smooth = o.C * std::max(0.0, S + S_low - 2.0 * Hh);
-    const double gap = 0.5 * g.squaredNorm() + smooth;
+    const double target = o.tol * std::min(F, F_zero - F);
+    // The certificate counts the rounding of the sums it is made of: the smoothing term's three sums and the
+    // gradient's (||X^T e|| <= ||X||_F ||e||).  At a narrow band the sweeps' expanded terms exceed the smoothing term
+    // itself (a certificate of 7.9e-7 for a true gap of 1.6e-6 without these); where the rounding alone keeps the gap
+    // above the target, the band's pairs are formed one by one instead.
+    const double u = std::sqrt(static_cast<double>(m)) * std::numeric_limits<double>::epsilon();
+    double smooth = o.C * std::max(0.0, S + S_low - 2.0 * Hh);
+    double rounding = o.C * (2.0 * H_error + u * (S_mag + S_low_mag));
+    auto gap_of = [&](const Vector& grad_f, double grad_f_error) {
+      X.ttimes(grad_f, g);
+      g *= o.C;
+      g += w;  // grad F_h(w)
+      const double bound = g.stableNorm() + o.C * x_norm * grad_f_error;
+      return 0.5 * bound * bound + smooth + rounding;
+    };
+    double gap = gap_of(gf, banded ? gf_term_error : 0.0);
+    if (!banded && F < F_zero && gap <= target) {
+      // before the gap may certify, its gradient's rounding: the squared sums' per-row terms at w (tracked for this
+      // evaluation only; the sort of P is at f again after it)
+      P.track_magnitudes(true, true);
+      lowered.track_magnitudes(true, true);
+      Hh = term.evaluate(f.data(), gf.data(), nt);
+      P.track_magnitudes(true);
+      lowered.track_magnitudes(true);
+      smooth = o.C * std::max(0.0, S + S_low - 2.0 * Hh);
+      rounding = o.C * (2.0 * term.value_error() + u * (S_mag + S_low_mag));
+      gap = gap_of(gf, term.grad_error());
+    }
+    if (F < F_zero && gap > target && gap - 0.5 * g.squaredNorm() - smooth > 0.1 * target) {
+      Vector g_band(m);  // the pairs above the band, counted exactly by the hinge at the lowered margin, and the band
+      double band = 0.0, band_error = 0.0;
+      lowered.evaluate_like(P, SvmLoss::Hinge, f.data(), g_band.data(), nullptr, nt);
+      if (P.huber_band(h, f.data(), g_band.data(), &band, &band_error, nt)) {
+        smooth = o.C * band;
+        rounding = o.C * h * std::sqrt(static_cast<double>(m)) * band_error;
+        gap = gap_of(g_band, band_error);
+      }
+    }
     if (!std::isfinite(gap)) return false;
-    if (F < F_zero) {  // the last certified point below F(0), kept should max_iter stop the solve here
+    const bool best = F < F_zero && !(res.coef.size() > 0 && F >= res.objective);
+    if (best) {  // the best certified point below F(0), kept should max_iter stop the solve here
+      start.w = w;
+      start.f = f;
       res.coef = w;
       res.loss = S;
       res.objective = F;
@@ -1289,8 +1564,10 @@ bool hinge_huber(const Model& X, PairwiseHingeLoss& P, const RankSvmOptions& o, 
 template <class Model>
 RankSvmResult hinge_linear(const Model& X, PairwiseHingeLoss& P, const RankSvmOptions& o) {
   RankSvmResult huber;
-  if (hinge_huber(X, P, o, huber)) return huber;
-  // The cutting planes (from w = 0) get what the Newton steps left of max_iter: n_iter counts both.
+  HingeStart start;
+  if (hinge_huber(X, P, o, huber, start)) return huber;
+  // The cutting planes (from the best Newton point, with the hinge's cuts at every smoothed solve's point, else from
+  // w = 0) get what the Newton steps left of max_iter: n_iter counts both.
   RankSvmOptions rest = o;
   rest.max_iter = o.max_iter - huber.n_newton;
   if (rest.max_iter < 1 && huber.coef.size() > 0) {  // max_iter spent: the last certified Newton point
@@ -1299,7 +1576,7 @@ RankSvmResult hinge_linear(const Model& X, PairwiseHingeLoss& P, const RankSvmOp
     return huber;
   }
   rest.max_iter = std::max<Index>(1, rest.max_iter);
-  RankSvmResult res = cutting_plane_linear(X, P, rest);
+  RankSvmResult res = cutting_plane_linear(X, P, rest, &start);
   res.n_iter += huber.n_newton;
   res.n_newton = huber.n_newton;
   return res;

@@ -45,12 +45,20 @@ class PairwiseHingeLoss {
   double evaluate_like(const PairwiseHingeLoss& sorted, SvmLoss loss, const double* f, double* grad, double* active,
                        int n_threads);
   // out = H v, H = 2 sum_{active} weight (e_i - e_j)(e_i - e_j)^T, the generalized Hessian of the
-  // squared-hinge loss at the f of the last evaluate(SquaredHinge, ...).
+  // squared-hinge loss at the f of the last evaluate() (either loss: the active pairs are the same).
   void hessian_times(const double* v, double* out, int n_threads) const;
   // out = (H - H_h) v / (2h), H_h the Hessian at the margin lowered by h (see set_margin): the
   // Huber-smoothed hinge's generalized Hessian (1/h) sum over the pairs with 0 < z <= h, in one pair
   // of sweeps (the band enters and leaves a Fenwick tree).  Groups only (returns false for a graph).
   bool band_hessian_times(double h, const double* v, double* out, int n_threads) const;
+  // The pairs in the Huber band 0 < z <= h at f (for groups, the f of the last evaluate()), each
+  // z = margin - (f_i - f_j) formed directly rather than from expanded sums: adds their
+  // l_h'(z) = z / h to grad (with the sign of d / df_i), and returns the sum of z (1 - z / h) in
+  // *smooth and a bound of the rounding grad received (2-norm over the rows) in *grad_error.  Returns
+  // false, with grad unchanged, where a group would visit more than 16 partners per row.
+  bool huber_band(double h, const double* f, double* grad, double* smooth, double* grad_error, int n_threads) const;
+  // Whether huber_band would form the band at the f of the last evaluate() (one pass over the sorted scores).
+  bool huber_band_fits(double h) const;
 
   // Per-pair margins y_i - y_j instead of 1 (002 Sect. 5.2.1, the hinge ranking loss
   // (|y_i - y_j| - (f_i - f_j))_+ of the learner A_h): l((y_i - y_j) - (f_i - f_j)) is the unit-
@@ -65,6 +73,18 @@ class PairwiseHingeLoss {
   void set_margin(double margin) { margin_ = margin; }
   // Typical size of a pair's margin: 1, or the standard deviation of y with row margins.
   double margin_scale() const;
+  // The size of the terms the last evaluate() added, whose rounding its results carry: the sums of
+  // |terms| of the value and, per row, of the gradient (its 2-norm over the rows; 0 without grad).  The
+  // sweeps expand each pair's term ((c + f_t)^2 = c^2 + 2 c f_t + f_t^2), so a value far below these
+  // (a narrow Huber band) keeps only their last digits.
+  // Tracked only while track_magnitudes(true), the gradient's with rows = true as well (a few percent of an
+  // evaluation's time).
+  double value_magnitude() const { return value_magnitude_; }
+  double grad_magnitude() const { return grad_magnitude_; }
+  void track_magnitudes(bool values, bool rows = false) {
+    track_magnitudes_ = values;
+    track_rows_ = values && rows;
+  }
 
  private:
   enum class Kind { Groups, Graph };
@@ -86,6 +106,9 @@ class PairwiseHingeLoss {
   std::vector<double> row_margin_;     // y per row (empty: unit margins)
   std::vector<double> shifted_, grad_buffer_;
   const PairwiseHingeLoss* presorted_ = nullptr;  // during evaluate_like only
+  bool track_magnitudes_ = false, track_rows_ = false;
+  double value_magnitude_ = 0.0, grad_magnitude_ = 0.0;
+  std::vector<double> row_magnitude_;
 
   double evaluate_groups(SvmLoss loss, const double* f, double* grad, double* active, int n_threads);
   double evaluate_graph(SvmLoss loss, const double* f, double* grad, double* active);

@@ -1032,6 +1032,56 @@ RankSvmResult newton_kernel(const KernelOperator& K, PairwiseHingeLoss& P, const
 // with w = sum lambda_t a_t.  Every feasible lambda gives a lower bound on the true optimum and
 // every w an upper bound, so the method stops on a certified relative duality gap; the hinge is
 // polyhedral, so the cut model becomes exact at the optimum after finitely many cuts.
+// The Cholesky factor of the free block of an active-set method's SPD matrix, kept across its steps: a
+// variable joins by one triangular solve and leaves by Givens rotations, O(k^2) each where refactoring the
+// (k+1) x (k+1) KKT system cost O(k^3) per step (hundreds of cuts with a kernel: most of a fit's time).
+class FreeFactor {
+ public:
+  Index size() const { return k_; }
+  // Appends a variable with H(F[a], new) = h[a] (a < size()) and H(new, new) = d; false, unchanged, if the
+  // new pivot is not positive at working precision.
+  bool append(const Vector& h, double d) {
+    if (k_ + 1 > L_.rows()) {
+      const Index cap = std::max<Index>(16, 2 * (k_ + 1));
+      Matrix grown = Matrix::Zero(cap, cap);
+      grown.topLeftCorner(k_, k_) = L_.topLeftCorner(k_, k_);
+      L_.swap(grown);
+    }
+    Vector row = h.head(k_);
+    L_.topLeftCorner(k_, k_).triangularView<Eigen::Lower>().solveInPlace(row);
+    const double pivot = d - row.squaredNorm();
+    if (!(pivot > 1e-14 * d)) return false;
+    L_.row(k_).head(k_) = row.transpose();
+    L_(k_, k_) = std::sqrt(pivot);
+    ++k_;
+    return true;
+  }
+  // Removes the variable at position p (the rows below move up one).
+  void remove(Index p) {
+    for (Index i = p; i + 1 < k_; ++i) L_.row(i).head(i + 2) = L_.row(i + 1).head(i + 2);
+    for (Index j = p; j + 1 < k_; ++j) {  // zero the entry (j, j + 1) the shift left above the diagonal
+      const double a = L_(j, j), b = L_(j, j + 1), r = std::hypot(a, b);
+      const double c = a / r, s = b / r;
+      for (Index i = j; i + 1 < k_; ++i) {
+        const double x = L_(i, j), y = L_(i, j + 1);
+        L_(i, j) = c * x + s * y;
+        L_(i, j + 1) = -s * x + c * y;
+      }
+    }
+    --k_;
+  }
+  // x := H_FF^{-1} x
+  void solve(Vector& x) const {
+    const auto L = L_.topLeftCorner(k_, k_);
+    L.triangularView<Eigen::Lower>().solveInPlace(x);
+    L.transpose().triangularView<Eigen::Upper>().solveInPlace(x);
+  }
+
+ private:
+  Matrix L_;
+  Index k_ = 0;
+};
+
 class CutMaster {
  public:
   void add(double b, const Vector& gram_row_with_new) {  // gram row includes the new diagonal last
@@ -1124,19 +1174,48 @@ class CutMaster {
     }
     Index it = 0;
     const Index cap = 10 * N + 100;
+    // H_FF's factor, kept up to date as F changes; a pivot lost to rounding refactors it
+    FreeFactor factor;
+    auto column = [&](Index t) {
+      Vector h(static_cast<Index>(F.size()));
+      for (Index a = 0; a < h.size(); ++a) h[a] = H(F[a], t, eps);
+      return h;
+    };
+    auto rebuild = [&]() {
+      factor = FreeFactor();
+      for (size_t i = 0; i < F.size(); ++i) {
+        Vector h(static_cast<Index>(i));
+        for (size_t a = 0; a < i; ++a) h[static_cast<Index>(a)] = H(F[a], F[i], eps);
+        if (!factor.append(h, H(F[i], F[i], eps))) return false;
+      }
+      return true;
+    };
+    bool factored = rebuild();
     for (; it < cap; ++it) {
       interrupt::poll();  // hundreds of cuts make each step an LU of that order
       const Index k = static_cast<Index>(F.size());
-      Matrix KKT = Matrix::Zero(k + 1, k + 1);
-      Vector rhs(k + 1);
-      for (Index a = 0; a < k; ++a) {
-        for (Index c = 0; c < k; ++c) KKT(a, c) = H(F[a], F[c], eps);
-        KKT(a, k) = 1.0;
-        KKT(k, a) = 1.0;
-        rhs[a] = lin(F[a], eps, center);
+      Vector sol(k + 1);
+      if (factored) {
+        // Schur complement of the KKT system: z = H^{-1} (lin - s 1), 1^T z = C
+        Vector x1(k), x2 = Vector::Ones(k);
+        for (Index a = 0; a < k; ++a) x1[a] = lin(F[a], eps, center);
+        factor.solve(x1);
+        factor.solve(x2);
+        const double s = (x1.sum() - C) / x2.sum();
+        sol.head(k) = x1 - s * x2;
+        sol[k] = s;
+      } else {
+        Matrix KKT = Matrix::Zero(k + 1, k + 1);
+        Vector rhs(k + 1);
+        for (Index a = 0; a < k; ++a) {
+          for (Index c = 0; c < k; ++c) KKT(a, c) = H(F[a], F[c], eps);
+          KKT(a, k) = 1.0;
+          KKT(k, a) = 1.0;
+          rhs[a] = lin(F[a], eps, center);
+        }
+        rhs[k] = C;
+        sol = KKT.partialPivLu().solve(rhs);  // sol = (z_F, nu) with H z - lin = -nu
       }
-      rhs[k] = C;
-      const Vector sol = KKT.partialPivLu().solve(rhs);  // sol = (z_F, nu) with H z - lin = -nu
       bool feasible = true;
       for (Index a = 0; a < k; ++a)
         if (!(sol[a] >= 0.0)) feasible = false;
@@ -1159,6 +1238,7 @@ class CutMaster {
           }
         }
         if (add < 0) break;
+        if (factored) factored = factor.append(column(add), H(add, add, eps));
         F.push_back(add);
       } else {
         // Step from v towards z until the first free variable reaches zero, then drop it.
@@ -1166,16 +1246,21 @@ class CutMaster {
         for (Index a = 0; a < k; ++a)
           if (sol[a] < 0.0) step = std::min(step, v[F[a]] / (v[F[a]] - sol[a]));
         std::vector<Index> keep;
-        for (Index a = 0; a < k; ++a) {
+        for (Index a = k - 1; a >= 0; --a) {  // last first: the factor's positions below stay valid
           const double x = v[F[a]] + step * (sol[a] - v[F[a]]);
           v[F[a]] = x > 0.0 ? x : 0.0;
-          if (x > 1e-300) keep.push_back(F[a]);
+          if (x > 1e-300)
+            keep.push_back(F[a]);
+          else if (factored)
+            factor.remove(a);
         }
+        std::reverse(keep.begin(), keep.end());
         if (keep.empty()) {
           v[N - 1] = C;
           keep.push_back(N - 1);
         }
         F.swap(keep);
+        if (factored && factor.size() != static_cast<Index>(F.size())) factored = rebuild();
       }
     }
     // Restore exact feasibility (rounding).

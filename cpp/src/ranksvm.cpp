@@ -1032,6 +1032,7 @@ RankSvmResult newton_kernel(const KernelOperator& K, PairwiseHingeLoss& P, const
 // with w = sum lambda_t a_t.  Every feasible lambda gives a lower bound on the true optimum and
 // every w an upper bound, so the method stops on a certified relative duality gap; the hinge is
 // polyhedral, so the cut model becomes exact at the optimum after finitely many cuts.
+
 // The Cholesky factor of the free block of an active-set method's SPD matrix, kept across its steps: a
 // variable joins by one triangular solve and leaves by Givens rotations, O(k^2) each where refactoring the
 // (k+1) x (k+1) KKT system cost O(k^3) per step (hundreds of cuts with a kernel: most of a fit's time).
@@ -1082,6 +1083,7 @@ class FreeFactor {
   Index k_ = 0;
 };
 
+// The master problem above, solved in its dual.
 class CutMaster {
  public:
   void add(double b, const Vector& gram_row_with_new) {  // gram row includes the new diagonal last
@@ -1174,7 +1176,7 @@ class CutMaster {
     }
     Index it = 0;
     const Index cap = 10 * N + 100;
-    // H_FF's factor, kept up to date as F changes; a pivot lost to rounding refactors it
+    // H_FF's factor, kept up to date as F changes; a pivot lost to rounding leaves the rest to the KKT matrix's LU
     FreeFactor factor;
     auto column = [&](Index t) {
       Vector h(static_cast<Index>(F.size()));
@@ -1192,7 +1194,7 @@ class CutMaster {
     };
     bool factored = rebuild();
     for (; it < cap; ++it) {
-      interrupt::poll();  // hundreds of cuts make each step an LU of that order
+      interrupt::poll();  // hundreds of cuts with a kernel
       const Index k = static_cast<Index>(F.size());
       Vector sol(k + 1);
       if (factored) {

@@ -149,7 +149,7 @@ def python_sigint_handler():
 
 @pytest.mark.parametrize("make, size, delay", [
     (lambda: fr.RankBoost(n_estimators=1000), (20000, 10, 500), 0.3),  # about 3 s uninterrupted
-    (lambda: fr.RankSVM(1.0, kernel="rbf", gamma=0.5, loss="hinge"), (1500, 10, 50), 0.3),  # about 6 s
+    (lambda: fr.RankSVM(1.0, kernel="rbf", gamma=0.5, loss="hinge"), (1500, 10, 50), 0.3),  # about 2 s
     # about 5 s, most in the blocked Cholesky factor of S K S + alpha I (m = 10,000), which polls between blocks
     (lambda: fr.RankRLS(kernel="rbf", gamma=0.1), (10000, 10, 50), 1.0),
     # the Gaussian kernel matrix of 12,000 rows of 2,000 features (its product of X with itself: 2 s of BLAS)

@@ -1071,6 +1071,13 @@ class FreeFactor {
     }
     --k_;
   }
+  // (max / min pivot)^2: a lower bound on the condition number of H_FF
+  double condition() const {
+    if (k_ == 0) return 1.0;
+    const auto d = L_.diagonal().head(k_);
+    const double ratio = d.maxCoeff() / d.minCoeff();
+    return ratio * ratio;
+  }
   // x := H_FF^{-1} x
   void solve(Vector& x) const {
     const auto L = L_.topLeftCorner(k_, k_);
@@ -1198,14 +1205,31 @@ class CutMaster {
       const Index k = static_cast<Index>(F.size());
       Vector sol(k + 1);
       if (factored) {
-        // Schur complement of the KKT system: z = H^{-1} (lin - s 1), 1^T z = C
-        Vector x1(k), x2 = Vector::Ones(k);
+        // Schur complement of the KKT system: z = H^{-1} (lin - s 1), 1^T z = C.  H is as ill-conditioned as
+        // eps / max diag(G) where the cuts outnumber the model's dimensions (a low-rank kernel): there two steps of
+        // iterative refinement on the KKT residual restore what the factor's rounding loses (a linear kernel of
+        // rank 4 stalled without them).
+        Vector x1(k), x2 = Vector::Ones(k), r(k);
         for (Index a = 0; a < k; ++a) x1[a] = lin(F[a], eps, center);
-        factor.solve(x1);
         factor.solve(x2);
-        const double s = (x1.sum() - C) / x2.sum();
-        sol.head(k) = x1 - s * x2;
-        sol[k] = s;
+        sol.setZero();
+        double r_sum = C;
+        const int refinements = factor.condition() > 1e6 ? 2 : 0;
+        for (int refine = 0; refine <= refinements; ++refine) {
+          if (refine > 0) {  // residual of H z + s 1 = lin, 1^T z = C
+            for (Index a = 0; a < k; ++a) {
+              double hz = 0.0;
+              for (Index c = 0; c < k; ++c) hz += H(F[a], F[c], eps) * sol[c];
+              r[a] = lin(F[a], eps, center) - hz - sol[k];
+            }
+            r_sum = C - sol.head(k).sum();
+            x1 = r;
+          }
+          factor.solve(x1);
+          const double s = (x1.sum() - r_sum) / x2.sum();
+          sol.head(k) += x1 - s * x2;
+          sol[k] += s;
+        }
       } else {
         Matrix KKT = Matrix::Zero(k + 1, k + 1);
         Vector rhs(k + 1);

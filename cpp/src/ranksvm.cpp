@@ -1588,6 +1588,7 @@ bool hinge_huber(const Model& X, PairwiseHingeLoss& P, const RankSvmOptions& o, 
     w = r.coef;
     X.times(w, f);
     start.points.push_back(f);
+    if (start.points.size() > 8) start.points.erase(start.points.begin());  // m scores each: the last 8 levels
     // newton_linear's last evaluation was H_h and gf at w, except after a warm solve without a step
     double Hh = r.loss;
     if (r.n_iter == 0 && level > 0) {

@@ -369,19 +369,6 @@ Index band_visits(const double* fs, Index n, double margin, double lowered) {
 
 }  // namespace
 
-bool PairwiseHingeLoss::huber_band_fits(double h) const {
-  if (kind_ == Kind::Graph) return true;
-  std::vector<double> fs;
-  for (Index g = 0; g < static_cast<Index>(n_levels_.size()); ++g) {
-    const Index a = offsets_[g], n = offsets_[g + 1] - a;
-    if (n_levels_[g] < 2) continue;
-    fs.resize(static_cast<size_t>(n));
-    for (Index k = 0; k < n; ++k) fs[k] = fv_cache_[a + sorted_[a + k]];
-    if (band_visits(fs.data(), n, margin_, margin_ - h) > kBandVisits * n) return false;
-  }
-  return true;
-}
-
 bool PairwiseHingeLoss::huber_band(double h, const double* f, double* grad, double* smooth, double* grad_error,
                                    int n_threads) const {
   interrupt::poll();
@@ -754,10 +741,11 @@ class HuberTerm {
   // exactly, the band's z / h.  False (and nothing changed) where the band holds too many pairs at f.
   bool band_value(const double* f, double* g, int nt, double* value) {
     const double S = P_.evaluate(SvmLoss::Hinge, f, nullptr, nullptr, nt), S_mag = P_.value_magnitude();
-    if (!P_.huber_band_fits(h_)) return false;
-    const double S_low = Q_.evaluate_like(P_, SvmLoss::Hinge, f, g, nullptr, nt);
+    buf_.resize(static_cast<size_t>(P_.n_rows()));
+    const double S_low = Q_.evaluate_like(P_, SvmLoss::Hinge, f, buf_.data(), nullptr, nt);
     double band = 0.0, band_error = 0.0;
-    P_.huber_band(h_, f, g, &band, &band_error, nt);  // true: it fits
+    if (!P_.huber_band(h_, f, buf_.data(), &band, &band_error, nt)) return false;
+    std::copy(buf_.begin(), buf_.end(), g);
     const double u = std::sqrt(static_cast<double>(P_.n_rows())) * std::numeric_limits<double>::epsilon();
     rounding_ = u * (S_mag + Q_.value_magnitude());
     value_error_ = rounding_ + 0.5 * h_ * std::sqrt(static_cast<double>(P_.n_rows())) * band_error;
@@ -1209,8 +1197,9 @@ class CutMaster {
         // eps / max diag(G) where the cuts outnumber the model's dimensions (a low-rank kernel): there two steps of
         // iterative refinement on the KKT residual restore what the factor's rounding loses (a linear kernel of
         // rank 4 stalled without them).
-        Vector x1(k), x2 = Vector::Ones(k), r(k);
-        for (Index a = 0; a < k; ++a) x1[a] = lin(F[a], eps, center);
+        Vector lin_F(k), x2 = Vector::Ones(k), r(k);
+        for (Index a = 0; a < k; ++a) lin_F[a] = lin(F[a], eps, center);
+        Vector x1 = lin_F;
         factor.solve(x2);
         sol.setZero();
         double r_sum = C;
@@ -1220,7 +1209,7 @@ class CutMaster {
             for (Index a = 0; a < k; ++a) {
               double hz = 0.0;
               for (Index c = 0; c < k; ++c) hz += H(F[a], F[c], eps) * sol[c];
-              r[a] = lin(F[a], eps, center) - hz - sol[k];
+              r[a] = lin_F[a] - hz - sol[k];
             }
             r_sum = C - sol.head(k).sum();
             x1 = r;

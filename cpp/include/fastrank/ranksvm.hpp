@@ -57,8 +57,6 @@ class PairwiseHingeLoss {
   // *smooth and a bound of the rounding grad received (2-norm over the rows) in *grad_error.  Returns
   // false, with grad unchanged, where a group would visit more than 16 partners per row.
   bool huber_band(double h, const double* f, double* grad, double* smooth, double* grad_error, int n_threads) const;
-  // Whether huber_band would form the band at the f of the last evaluate() (one pass over the sorted scores).
-  bool huber_band_fits(double h) const;
 
   // Per-pair margins y_i - y_j instead of 1 (002 Sect. 5.2.1, the hinge ranking loss
   // (|y_i - y_j| - (f_i - f_j))_+ of the learner A_h): l((y_i - y_j) - (f_i - f_j)) is the unit-

@@ -181,8 +181,8 @@ def test_the_architecture_test_sees_a_cycle(tmp_path, monkeypatch):
 
 def _foreign_attribute_writes(path):
     """Attribute assignments/deletions (and setattr/delattr calls) inside functions on an object
-    the function did not create: a parameter other than ``self``/``cls``, or a global.  A docstring
-    (``__doc__``) is not state: decorators fill them in."""
+    the function did not create (a function it defines is its own): a parameter other than ``self``/``cls``, or a
+    global.  A docstring (``__doc__``) is not state: decorators fill them in."""
     tree = ast.parse(path.read_text(), filename=str(path))
     found = []
     for fn in ast.walk(tree):
@@ -192,6 +192,7 @@ def _foreign_attribute_writes(path):
         local = {t.id for node in ast.walk(fn) if isinstance(node, (ast.Assign, ast.AnnAssign, ast.For, ast.With))
                  for t in ast.walk(node) if isinstance(t, ast.Name) and isinstance(t.ctx, ast.Store)}
         local -= {a.arg for a in fn.args.args + fn.args.kwonlyargs + fn.args.posonlyargs}
+        local |= {node.name for node in ast.walk(fn) if isinstance(node, ast.FunctionDef) and node is not fn}
 
         def foreign(base):
             while isinstance(base, (ast.Attribute, ast.Subscript)):

@@ -1,7 +1,7 @@
 """Messages name the argument at fault, not y_true, the kernel matrix or the learning rate: err_at_k's max_grade,
 OnlineMPRank's C and an overflowing centred kernel, kernel_kappa's coef0 or kernel matrix, greedy_order's complex
 scores; and RankSVM and SVRank stopped by rounding or without a certificate say so, never claiming max_iter or
-convergence."""
+convergence; a call with wrong arguments names the public class, not the private base defining the method."""
 
 import re
 import warnings
@@ -238,3 +238,23 @@ def test_score_with_a_ragged_y_and_a_permutation_test_without_rows_name_the_argu
     for m in (0, 2):
         with pytest.raises(ValueError, match=f"permutation_test_lpo needs at least 3 rows, got n_samples={m}"):
             permutation_test_lpo(fastrank.RankRLS(), X[:m], np.arange(float(m)))
+
+
+@pytest.mark.parametrize("name, call, message", [
+    ("PRank", lambda est, X, y: est.fit(X, y, np.zeros(len(y))), r"PRank\.fit\(X, y\): too many positional arguments"),
+    ("PRankVP", lambda est, X, y: est.fit(X, y, groups=np.zeros(len(y))),
+     r"PRankVP\.fit\(X, y\): got an unexpected keyword argument 'groups'"),
+    ("OAPBPM", lambda est, X, y: est.partial_fit(X, y, groups=np.zeros(len(y))),
+     r"OAPBPM\.partial_fit\(X, y, classes=None\): got an unexpected keyword argument 'groups'"),
+    ("WidrowHoff", lambda est, X, y: est.fit(X), r"WidrowHoff\.fit\(X, y\): missing a required argument: 'y'"),
+    ("RankRLS", lambda est, X, y: est.fit(X, y).predict(), r"RankRLS\.predict\(X\): missing a required argument"),
+])
+def test_a_wrong_call_names_the_public_class_and_its_parameters(name, call, message):
+    # methods inherited from a private base: Python named "_OnlineOrdinal.fit" and "_RankRLSBase.predict"
+    import fastrank
+    X, y = np.random.RandomState(0).rand(12, 3), np.arange(12) % 3
+    est = getattr(fastrank, name)()
+    with pytest.raises(TypeError, match=message) as caught:
+        call(est, X, y)
+    assert not re.search(r"(^|\.)_", str(caught.value).split("(")[0])
+    assert name == "RankRLS" or not hasattr(est, "classes_")

@@ -77,6 +77,27 @@ def _unchanged_on_error(method):
     return call
 
 
+def _named_for(method, owner, name):
+    """An inherited ``method`` as ``owner.name``: a call with wrong arguments names the public class and the method's
+    parameters, not the private base that defines it (``PRank.fit(X, y): got an unexpected keyword argument
+    'groups'``, where Python would name ``_OnlineOrdinal.fit``).  The binding is checked only once a call has failed."""
+    @functools.wraps(method)
+    def call(self, *args, **kwargs):
+        try:
+            return method(self, *args, **kwargs)
+        except TypeError:
+            signature = inspect.signature(method)
+            try:
+                signature.bind(self, *args, **kwargs)
+            except TypeError as binding:
+                shown = signature.replace(parameters=list(signature.parameters.values())[1:])
+                raise TypeError(f"{owner}.{name}{shown}: {binding}") from None
+            raise
+    call.__qualname__ = f"{owner}.{name}"
+    call.__named_from__ = method
+    return call
+
+
 def in_compute_region(method):
     """``method`` in a compute region of the estimator's ``n_jobs`` cores (``_threads``): the learners whose C++ calls
     start threads of their own, which fits from several Python threads would otherwise run beside each other's."""
@@ -161,6 +182,10 @@ def _finite_scores(method):
     return call
 
 
+_USER_METHODS = ("fit", "partial_fit", "fit_preferences", "predict", "decision_function", "staged_predict", "score",
+                 "predict_proba", "transform")
+
+
 class FastrankEstimator(BaseEstimator):
     """Parameter validation from ``_parameter_constraints`` (merged along the class hierarchy); a failed fit leaves
     the model as it was; DataFrame column names recorded by fit and checked by predict."""
@@ -179,6 +204,10 @@ class FastrankEstimator(BaseEstimator):
         for name in ("predict", "staged_predict", "decision_function"):
             if name in cls.__dict__:
                 setattr(cls, name, _finite_scores(_with_feature_names(cls.__dict__[name], name)))
+        for name in () if cls.__name__.startswith("_") else _USER_METHODS:
+            method = getattr(cls, name, None)
+            if inspect.isfunction(method) and name not in cls.__dict__:
+                setattr(cls, name, _named_for(getattr(method, "__named_from__", method), cls.__name__, name))
         for method in cls.__dict__.values():  # after the wrapping: help() shows the wrappers' docstrings
             method = getattr(method, "__func__", method)
             if inspect.isfunction(method):

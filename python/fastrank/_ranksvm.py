@@ -252,8 +252,8 @@ class RankSVM(KernelMixin, Ranker):
         if out.get("n_newton"):  # the linear hinge's smoothed Newton solve could not certify the gap
             steps = f"steps ({out['n_newton']} Newton iterations on the smoothed hinge, then cutting planes)"
         if out.get("stalled"):
-            warnings.warn(f"RankSVM (hinge) stopped after {out['n_iter']} {steps}: the relative duality gap "
-                          f"{out['criterion']:.2e} did not shrink by 10% within 100 cutting planes (tol={self.tol}); "
+            warnings.warn(f"RankSVM (hinge) stopped after {out['n_iter']} {steps}: the duality gap did not shrink "
+                          f"by 0.1% within 100 cutting planes (relative gap {out['criterion']:.2e}, tol={self.tol}); "
                           "the model is the best point found.  Use loss='squared_hinge', a smaller C or a larger tol.",
                           ConvergenceWarning, stacklevel=user_stacklevel())
         elif not out["converged"] and out["n_iter"] < self.max_iter:  # Newton: no step decreased the objective

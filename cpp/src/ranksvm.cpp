@@ -1533,7 +1533,7 @@ RankSvmResult cutting_plane(Cuts& cuts, PairwiseHingeLoss& P, const RankSvmOptio
     // the cuts, so a stalled run would only get slower); the caller warns with the gap reached.  The absolute gap,
     // not the relative one: at large C the first hundreds of cuts cut F_b by orders of magnitude while the lower
     // bound stays near 0, so that the relative gap stays near 1 (stopped there, a fit of m = 400, C = 552 kept
-    // F = 4540 where 457 cuts reach the optimum 186.4).  And 0.1%, not 10%: F_b can stay put for a hundred cuts
+    // F = 4540 where 448 cuts reach the optimum 186.4).  And 0.1%, not 10%: F_b can stay put for a hundred cuts
     // while the lower bound rises (a gap shrinking by 2% in 100 cuts, then closing within 250 more), where a
     // degenerate problem (X x 1e200) closes 1e-10 of its gap in 100 cuts.
     if (!(Fb - lower < 0.999 * mark_gap)) {

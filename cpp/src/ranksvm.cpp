@@ -1194,20 +1194,22 @@ class CutMaster {
       for (Index a = 0; a < h.size(); ++a) h[a] = H(F[a], t, eps);
       return h;
     };
+    bool factored = false;
+    auto join = [&](Index t) {  // t becomes free: F grows by it, and the factor while it holds
+      if (factored) factored = factor.append(column(t), H(t, t, eps));
+      F.push_back(t);
+    };
     auto rebuild = [&]() {
       factor = FreeFactor();
-      for (size_t i = 0; i < F.size(); ++i) {
-        Vector h(static_cast<Index>(i));
-        for (size_t a = 0; a < i; ++a) h[static_cast<Index>(a)] = H(F[a], F[i], eps);
-        if (!factor.append(h, H(F[i], F[i], eps))) return false;
-      }
-      return true;
+      factored = true;
+      std::vector<Index> all;
+      all.swap(F);
+      for (Index t : all) join(t);
     };
     // The factor of the last call, whose free set is mostly this one: its variables no longer free leave it and the
     // new ones join (F in the factor's order), instead of refactorising H_FF at every round and every cut.  A removal
     // costs O(k^2): beyond half the factor, a rebuild is cheaper; and a factor whose pivots spread by more than 10^3
     // (a low-rank kernel) is rebuilt, its updates' rounding too close to what the KKT solves can refine away.
-    bool factored = false;
     if (factor_eps_ == eps && static_cast<Index>(factor_vars_.size()) == factor.size() && factor.condition() <= 1e6) {
       std::vector<char> is_free(static_cast<size_t>(N), 0);
       for (Index t : F) is_free[t] = 1;
@@ -1227,16 +1229,13 @@ class CutMaster {
         F.swap(kept);
         factored = true;
         for (Index t = 0; t < N; ++t)
-          if (is_free[t]) {
-            if (factored) factored = factor.append(column(t), H(t, t, eps));
-            F.push_back(t);
-          }
+          if (is_free[t]) join(t);
       }
     }
     factor_reused_ = factored;
     if (!factored) {
       std::sort(F.begin(), F.end());
-      factored = rebuild();
+      rebuild();
     }
     for (; it < cap; ++it) {
       interrupt::poll();  // hundreds of cuts with a kernel
@@ -1307,8 +1306,7 @@ class CutMaster {
           }
         }
         if (add < 0) break;
-        if (factored) factored = factor.append(column(add), H(add, add, eps));
-        F.push_back(add);
+        join(add);
       } else {
         // Step from v towards z until the first free variable reaches zero, then drop it.
         double step = 1.0;
@@ -1329,7 +1327,7 @@ class CutMaster {
           keep.push_back(N - 1);
         }
         F.swap(keep);
-        if (factored && factor.size() != static_cast<Index>(F.size())) factored = rebuild();
+        if (factored && factor.size() != static_cast<Index>(F.size())) rebuild();
       }
     }
     factor_eps_ = factored ? eps : -1.0;

@@ -47,18 +47,12 @@ def load_lambdarank(*, sparse=False):
     data : :class:`~sklearn.utils.Bunch`
         Dictionary-like object with the attributes below; the values are exactly those of the svmlight source files.
 
-        X_train : ndarray or scipy.sparse.csr_matrix of shape (3005, 300)
-            Training features, float64.
-        y_train : ndarray of shape (3005,)
+        X_train, X_test : ndarray or scipy.sparse.csr_matrix of shape (3005, 300) and (768, 300)
+            Training and test features, float64.
+        y_train, y_test : ndarray of shape (3005,) and (768,)
             Relevance labels 0..4, float64.
-        groups_train : ndarray of shape (3005,)
-            Query id of each row (0..200), int64.
-        X_test : ndarray or scipy.sparse.csr_matrix of shape (768, 300)
-            Test features, float64.
-        y_test : ndarray of shape (768,)
-            Relevance labels 0..4, float64.
-        groups_test : ndarray of shape (768,)
-            Query id of each row (0..49), int64.
+        groups_train, groups_test : ndarray of shape (3005,) and (768,)
+            Query id of each row (0..200 and 0..49), int64.
         n_features : int
             The feature count, 300.
         DESCR : str

@@ -33,6 +33,9 @@ _DOCS = {
     Number of histogram bars (>= 1), a rule of ``numpy.histogram_bin_edges`` ("auto", "fd", "doane", "scott",
     "stone", "rice", "sturges", "sqrt") or strictly increasing finite bin edges; None: matplotlib's default.""",
     "scoring": 'scoring : str, default="LPO AUC"\n    Label of the score axis.',
+    "drawn_on": """ax_ : matplotlib Axes
+    The axes drawn on, after ``plot``; so are the attributes below.
+figure_ : matplotlib Figure""",
 }
 
 _SCORING_LABELS = {"auc": "pairwise accuracy (1 - disagreement)",
@@ -53,7 +56,21 @@ def _axes(ax):
 
 
 class _Display:
-    def _finish(self, ax, xlabel, ylabel, title, *, legend=True):
+    @with_param_docs(_DOCS)
+    def plot(self, ax=None):
+        """Draw the display: the curve or histogram and the marks the class describes.
+
+        Parameters
+        ----------
+        %(ax)s
+
+        Returns
+        -------
+        display : object
+            This display, with ``ax_``, ``figure_`` and the artists named in its class docstring set.
+        """
+        ax = _axes(ax)
+        xlabel, ylabel, title, legend = self._draw(ax)
         ax.set_xlabel(xlabel)
         ax.set_ylabel(ylabel)
         ax.set_title(title)
@@ -63,6 +80,7 @@ class _Display:
         return self
 
 
+@with_param_docs(_DOCS)
 class CVCurveDisplay(_Display):
     """Cross-validated score vs alpha with the chosen alpha marked.
 
@@ -84,9 +102,7 @@ class CVCurveDisplay(_Display):
 
     Attributes
     ----------
-    ax_ : matplotlib Axes
-        The axes drawn on, after ``plot``; so are the attributes below.
-    figure_ : matplotlib Figure
+    %(drawn_on)s
     line_ : matplotlib Line2D
         The curve.
     best_line_ : matplotlib Line2D or None
@@ -137,29 +153,17 @@ class CVCurveDisplay(_Display):
         disp = cls(res["alphas"], res["scores"], best_alpha=estimator.alpha_, scoring=res["scoring"], cv=cv)
         return disp.plot(ax=ax)
 
-    @with_param_docs(_DOCS)
-    def plot(self, ax=None):
-        """Draw the scores against alpha (logarithmic axis) and the chosen alpha.
-
-        Parameters
-        ----------
-        %(ax)s
-
-        Returns
-        -------
-        display : CVCurveDisplay
-            This display, with ``ax_``, ``figure_``, ``line_`` and ``best_line_`` set.
-        """
-        ax = _axes(ax)
+    def _draw(self, ax):  # the scores against alpha (logarithmic axis) and the chosen alpha
         (self.line_,) = ax.plot(self.alphas, self.scores, marker="o", markersize=3, label=self.label)
         ax.set_xscale("log")
         self.best_line_ = None if self.best_alpha is None else ax.axvline(
             self.best_alpha, color="C3", linestyle="--", label=f"chosen alpha = {self.best_alpha:.3g}")
         cv = {"lpo": "leave-pair-out", "lgo": "leave-query-out"}.get(self.cv, self.cv)
-        return self._finish(ax, "alpha (regularization)", _SCORING_LABELS.get(self.scoring, str(self.scoring)),
-                            "exact cross-validation" + (f" ({cv})" if cv else ""))
+        return ("alpha (regularization)", _SCORING_LABELS.get(self.scoring, str(self.scoring)),
+                "exact cross-validation" + (f" ({cv})" if cv else ""), True)
 
 
+@with_param_docs(_DOCS)
 class RankLossCurveDisplay(_Display):
     """Cumulative average rank loss of an on-line learner after every example of its stream.
 
@@ -172,9 +176,7 @@ class RankLossCurveDisplay(_Display):
 
     Attributes
     ----------
-    ax_ : matplotlib Axes
-        The axes drawn on, after ``plot``; so are the attributes below.
-    figure_ : matplotlib Figure
+    %(drawn_on)s
     line_ : matplotlib Line2D
         The curve.
     """
@@ -215,23 +217,9 @@ class RankLossCurveDisplay(_Display):
                              "from_members keeps no on-line losses; plot the curve of a model fitted on the stream")
         return cls(curve, label=label or type(estimator).__name__).plot(ax=ax)
 
-    @with_param_docs(_DOCS)
-    def plot(self, ax=None):
-        """Draw the curve against the number of examples seen.
-
-        Parameters
-        ----------
-        %(ax)s
-
-        Returns
-        -------
-        display : RankLossCurveDisplay
-            This display, with ``ax_``, ``figure_`` and ``line_`` set.
-        """
-        ax = _axes(ax)
+    def _draw(self, ax):  # the curve against the number of examples seen
         (self.line_,) = ax.plot(np.arange(1, self.curve.size + 1), self.curve, label=self.label)
-        return self._finish(ax, "examples seen (t)", "average rank loss (1/t) sum |ŷ - y|", "on-line rank loss",
-                            legend=bool(self.label))
+        return "examples seen (t)", "average rank loss (1/t) sum |ŷ - y|", "on-line rank loss", bool(self.label)
 
 
 _BIN_RULES = ("auto", "fd", "doane", "scott", "stone", "rice", "sturges", "sqrt")  # numpy.histogram_bin_edges
@@ -265,9 +253,7 @@ class PermutationTestDisplay(_Display):
 
     Attributes
     ----------
-    ax_ : matplotlib Axes
-        The axes drawn on, after ``plot``; so are the attributes below.
-    figure_ : matplotlib Figure
+    %(drawn_on)s
     bars_ : matplotlib BarContainer
         The histogram's bars.
     score_line_ : matplotlib Line2D
@@ -324,22 +310,9 @@ class PermutationTestDisplay(_Display):
         """
         return cls(score, permutation_scores, pvalue, bins=bins, scoring=scoring).plot(ax=ax)
 
-    @with_param_docs(_DOCS)
-    def plot(self, ax=None):
-        """Draw the histogram of the permutation scores and the observed score.
-
-        Parameters
-        ----------
-        %(ax)s
-
-        Returns
-        -------
-        display : PermutationTestDisplay
-            This display, with ``ax_``, ``figure_``, ``bars_`` and ``score_line_`` set.
-        """
-        ax = _axes(ax)
+    def _draw(self, ax):  # the histogram of the permutation scores and the observed score
         _, _, self.bars_ = ax.hist(self.permutation_scores, bins=self._edges(), color="C0", alpha=0.7,
                                    label=f"{self.permutation_scores.size} permutations")
         self.score_line_ = ax.axvline(self.score, color="C3", linewidth=2,
                                       label=f"observed {self.score:.3f} (p = {self.pvalue:.3g})")
-        return self._finish(ax, self.scoring, "permutations", "permutation test: null distribution")
+        return self.scoring, "permutations", "permutation test: null distribution", True

@@ -12,6 +12,7 @@
 #include "fastrank/errors.hpp"
 #include "fastrank/interrupt.hpp"
 #include "fastrank/parallel.hpp"
+#include "fastrank/segment_search.hpp"
 
 namespace fastrank {
 
@@ -1435,8 +1436,10 @@ RankSvmResult cutting_plane(Cuts& cuts, PairwiseHingeLoss& P, const RankSvmOptio
          g2(m), row, fD(m), ft(m);
   Vector wcut = wb, fcut = fb;
   double active = 0.0, bmax = 0.0;
-  double Lb = P.evaluate(SvmLoss::Hinge, fb.data(), warm ? nullptr : gf.data(), warm ? nullptr : &active, nt);
+  Vector gb(m);  // the loss's gradient at the best point
+  double Lb = P.evaluate(SvmLoss::Hinge, fb.data(), gb.data(), warm ? nullptr : &active, nt);
   double Fb = 0.5 * cuts.inner(wb, fb, wb, fb) + o.C * Lb;
+  if (!warm) gf = gb;  // the first cut is at the start
   if (warm) {  // every start cut but the last here; the last one is the loop's first
     const size_t k = start->points.size();
     for (size_t t = 0; t < k; ++t) {
@@ -1469,6 +1472,7 @@ RankSvmResult cutting_plane(Cuts& cuts, PairwiseHingeLoss& P, const RankSvmOptio
         wb = wc;
         fb = fc;
         Lb = Lc;
+        gb = g2;
         Fb = 0.5 * cuts.inner(wb, fb, wb, fb) + o.C * Lc;
         res.converged = true;
         iter = 1;
@@ -1486,39 +1490,28 @@ RankSvmResult cutting_plane(Cuts& cuts, PairwiseHingeLoss& P, const RankSvmOptio
     const Vector D = wc - wb;
     fD = fc - fb;
     const double bD = cuts.inner(wb, fb, D, fD), DD = cuts.inner(D, fD, D, fD);
-    auto slope = [&](double t) {
-      ft = fb + t * fD;
-      P.evaluate(SvmLoss::Hinge, ft.data(), g2.data(), nullptr, nt);
-      return bD + t * DD + o.C * g2.dot(fD);
+    struct Probe {
+      double t, v, slope, L;
+      Vector g;
     };
-    double t = 0.0;
-    if (DD > 0.0 && slope(0.0) < 0.0) {
-      double lo = 0.0, hi = 1.0;
-      while (slope(hi) < 0.0 && hi < 1e6) {
-        lo = hi;
-        hi *= 2.0;
-      }
-      for (int k = 0; k < 30 && hi - lo > 1e-7 * hi; ++k) {  // w_b need not be exact
-        const double mid = 0.5 * (lo + hi);
-        if (slope(mid) < 0.0)
-          lo = mid;
-        else
-          hi = mid;
-      }
-      // phi is convex: of the bracket's ends keep the lower objective (both are exact values).
-      auto phi = [&](double s) {
-        ft = fb + s * fD;
-        const double L = P.evaluate(SvmLoss::Hinge, ft.data(), nullptr, nullptr, nt);
-        return std::make_pair(0.5 * cuts.inner(wb, fb, wb, fb) + s * bD + 0.5 * s * s * DD + o.C * L, L);
-      };
-      const auto plo = phi(lo), phi_hi = phi(hi);
-      t = phi_hi.first < plo.first ? hi : lo;
-      const auto best = phi_hi.first < plo.first ? phi_hi : plo;
-      if (best.first < Fb) {
-        Fb = best.first;
-        Lb = best.second;
-        wb += t * D;
-        fb += t * fD;
+    const double wbwb = cuts.inner(wb, fb, wb, fb);
+    auto probe = [&](double t) {
+      ft = fb + t * fD;
+      const double L = P.evaluate(SvmLoss::Hinge, ft.data(), g2.data(), nullptr, nt);
+      return Probe{t, 0.5 * wbwb + t * bD + 0.5 * t * t * DD + o.C * L, bD + t * DD + o.C * g2.dot(fD), L, g2};
+    };
+    // At t = 0 the value and the gradient are w_b's own, known without an oracle call.
+    const Probe at0{0.0, Fb, bD + o.C * gb.dot(fD), Lb, Vector()};
+    if (DD > 0.0 && at0.slope < 0.0) {
+      // w_b need not be exact: F on the segment to a ten-thousandth of the gap before the search, or a thousandth
+      // of the gap tol accepts.
+      const Probe p = convex_segment_minimum(at0, probe, std::max(1e-4 * (Fb - lower), 1e-3 * o.tol * Fb), 30, 1e-7);
+      if (p.v < Fb) {
+        Fb = p.v;
+        Lb = p.L;
+        wb += p.t * D;
+        fb += p.t * fD;
+        gb = p.g;
       }
     }
     res.criterion = Fb > 0.0 ? (Fb - lower) / Fb : 0.0;
@@ -1552,6 +1545,7 @@ RankSvmResult cutting_plane(Cuts& cuts, PairwiseHingeLoss& P, const RankSvmOptio
       Lb = Lcut;
       wb = wcut;
       fb = fcut;
+      gb = gf;
     }
   }
   res.coef = std::move(wb);

@@ -14,6 +14,7 @@
 #include "fastrank/interrupt.hpp"
 #include "fastrank/lapack.hpp"
 #include "fastrank/parallel.hpp"
+#include "fastrank/segment_search.hpp"
 
 namespace fastrank {
 
@@ -440,7 +441,7 @@ SvrankResult cutting_plane(Model& model, const VectorCRef& y, const IndexVectorC
 
   constexpr double mu = 0.1;
   Vector ub = Vector::Zero(n), fb = Vector::Zero(m), uc(n), fc(m), ucut = ub, fcut = fb, D, fD, ft(m), qcol;
-  Vector gcut = g0;
+  Vector gcut = g0, gb = g0;  // the pieces at the cut point and at the best point u_b
   double bcut = 0.0, dcut = 0.0;   // b^ and Delta of the plane at 0
   double Fb = 0.0;     // F^(0) = 0
   double Fb_scale = 0.0;
@@ -459,6 +460,7 @@ SvrankResult cutting_plane(Model& model, const VectorCRef& y, const IndexVectorC
       Fb_scale = oracle.scale;
       ub = ucut;
       fb = fcut;
+      gb = gcut;
     }
   }
   Matrix Q(16, 16);
@@ -515,34 +517,28 @@ SvrankResult cutting_plane(Model& model, const VectorCRef& y, const IndexVectorC
       ft = fb + s * fD;
       return oracle(ubub + 2.0 * s * bD + s * s * DD, ft);
     };
-    auto slope = [&](double s) {
-      value(s);
-      return 2.0 * bD + 2.0 * s * DD + phi * oracle.g.dot(fD);
+    struct Probe {
+      double t, v, slope, scale;
+      Vector g;
     };
-    if (DD > 0.0 && slope(0.0) < 0.0) {
-      double lo = 0.0, hi = 1.0;
-      while (slope(hi) < 0.0 && hi < 1e6) {
-        lo = hi;
-        hi *= 2.0;
-      }
-      // u_b need not be exact early on: bisect to a hundredth of the last relative gap.
-      const double s_tol = std::min(1e-6, std::max(1e-15, 1e-2 * last_gap));
-      for (int it = 0; it < 60 && hi - lo > s_tol * hi; ++it) {
-        const double mid = 0.5 * (lo + hi);
-        if (slope(mid) < 0.0)
-          lo = mid;
-        else
-          hi = mid;
-      }
-      const double vlo = value(lo), slo = oracle.scale;  // convex: keep the lower end
-      const double vhi = value(hi), shi = oracle.scale;
-      const double s = vhi < vlo ? hi : lo;
-      const double v = std::min(vlo, vhi);
-      if (v < Fb) {
-        Fb = v;
-        Fb_scale = vhi < vlo ? shi : slo;
-        ub += s * D;
-        fb += s * fD;
+    auto probe = [&](double s) {
+      const double v = value(s);
+      return Probe{s, v, 2.0 * bD + 2.0 * s * DD + phi * oracle.g.dot(fD), oracle.scale, oracle.g};
+    };
+    // At s = 0 the value and the piece are u_b's own, known without an oracle call.
+    const Probe at0{0.0, Fb, 2.0 * bD + phi * gb.dot(fD), Fb_scale, Vector()};
+    if (DD > 0.0 && at0.slope < 0.0) {
+      // u_b need not be exact: F^ on the segment to a ten-thousandth of the gap before the search, or a
+      // thousandth of the gap tol accepts, or rounding.
+      const double enough = std::max({1e-4 * (Fb - best_lb), 1e-3 * opt.tol * -best_lb,
+                                      64.0 * tiny * (Fb_scale + std::abs(best_lb))});
+      const Probe p = convex_segment_minimum(at0, probe, enough, 60, 1e-15);
+      if (p.v < Fb) {
+        Fb = p.v;
+        Fb_scale = p.scale;
+        gb = p.g;
+        ub += p.t * D;
+        fb += p.t * fD;
         improved = true;
       }
     }
@@ -572,6 +568,7 @@ SvrankResult cutting_plane(Model& model, const VectorCRef& y, const IndexVectorC
       Fb_scale = oracle.scale;
       ub = ucut;
       fb = fcut;
+      gb = gcut;
     }
     bool prune = false;
     for (Index j = 0; j < k; ++j) {

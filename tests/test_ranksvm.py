@@ -559,6 +559,28 @@ def test_ranksvm_path_warm_starts_in_the_rescaled_units(data):
     assert sum(e.n_iter_ for e in path[1:]) < sum(e.n_iter_ for e in cold[1:])
 
 
+def test_squared_hinge_reports_its_gradient_at_zero_and_a_warm_start_reuses_it(data):
+    """The core reports grad0 = ||X^T dL/df|| at f = 0 (from the explicit pairs: a pair (i, j) adds -2 to f_i's
+    entry, +2 to f_j's), the gradient of F at w = 0 over C; a warm start given it (``ranksvm_path`` passes it from C
+    to C) takes the steps of the same warm start evaluating it."""
+    X, y, groups = data
+    X = np.ascontiguousarray(X)
+    head, tail = explicit_pairs(y, groups)
+    g = np.zeros(y.size)
+    np.add.at(g, head, -2.0)
+    np.add.at(g, tail, 2.0)
+    kw = _structure(y, groups, None, None, y.size)
+    first = _core.ranksvm_fit_dense(X, 3.0, _LOSSES["squared_hinge"], 1e-10, 100, 1, **kw)
+    np.testing.assert_allclose(first["grad0"], np.linalg.norm(X.T @ g), rtol=1e-12)
+    w0 = 0.5 * np.asarray(first["coef"])
+    fresh = _core.ranksvm_fit_dense(X, 30.0, _LOSSES["squared_hinge"], 1e-10, 100, 1, **kw, w0=w0)
+    reused = _core.ranksvm_fit_dense(X, 30.0, _LOSSES["squared_hinge"], 1e-10, 100, 1, **kw, w0=w0,
+                                     grad0=first["grad0"])
+    assert reused["n_iter"] == fresh["n_iter"] > 0 and reused["converged"]
+    np.testing.assert_allclose(reused["coef"], fresh["coef"], rtol=1e-12)
+    np.testing.assert_allclose(reused["grad0"], first["grad0"], rtol=1e-12)
+
+
 @pytest.mark.parametrize("kernel", ["linear", "rbf"])
 def test_hinge_on_identical_rows_stops_at_zero_at_once(kernel):
     """Every pair has x_i - x_j = 0: w = 0 is exact and found by the first cut (main ran hundreds

@@ -62,6 +62,7 @@ py::dict pack(RankSvmResult&& r) {
   d["converged"] = r.converged;
   d["stalled"] = r.stalled;
   d["criterion"] = r.criterion;
+  d["grad0"] = r.grad0;
   return d;
 }
 
@@ -109,11 +110,12 @@ void bind_ranksvm(py::module_& m) {
   m.def(
       "ranksvm_fit_dense",
       [](RowMatrixCRef X, double C, int loss, double tol, Index max_iter, int n_threads, FASTRANK_PAIR_PARAMS,
-         const std::optional<Vector>& w0) {
+         const std::optional<Vector>& w0, double grad0) {
         PairwiseHingeLoss P = make_pairs(X.rows(), y, order, offsets, head, tail, weight, row_margin);
         RankSvmOptions o = make_options(C, loss, tol, max_iter, n_threads);
         require(!w0 || w0->size() == X.cols(), "w0 must have one entry per feature");
         if (w0) o.w0 = *w0;
+        o.grad0 = grad0;
         RankSvmResult r;
         {
           py::gil_scoped_release release;
@@ -122,18 +124,20 @@ void bind_ranksvm(py::module_& m) {
         return pack(std::move(r));
       },
       py::arg("X").noconvert(), py::arg("C"), py::arg("loss"), py::arg("tol"), py::arg("max_iter"),
-      py::arg("n_threads"), FASTRANK_PAIR_ARGS, py::arg("w0") = py::none(),
-      "Linear RankSVM on dense X (C-contiguous float64); w0: warm start of the squared hinge.");
+      py::arg("n_threads"), FASTRANK_PAIR_ARGS, py::arg("w0") = py::none(), py::arg("grad0") = -1.0,
+      "Linear RankSVM on dense X (C-contiguous float64); w0: warm start of the squared hinge, grad0: its result's "
+      "grad0 for the same X and pairs at another C.");
   m.def(
       "ranksvm_fit_csr",
       [](const DoubleArray& data, const py::array& indices, const py::array& indptr, Index n_rows, Index n_cols,
          double C, int loss, double tol, Index max_iter, int n_threads, FASTRANK_PAIR_PARAMS,
-         const std::optional<Vector>& w0) {
+         const std::optional<Vector>& w0, double grad0) {
         require(indices.dtype().is(indptr.dtype()), "CSR indices and indptr must share one dtype");
         PairwiseHingeLoss P = make_pairs(n_rows, y, order, offsets, head, tail, weight, row_margin);
         RankSvmOptions o = make_options(C, loss, tol, max_iter, n_threads);
         require(!w0 || w0->size() == n_cols, "w0 must have one entry per feature");
         if (w0) o.w0 = *w0;
+        o.grad0 = grad0;
         RankSvmResult r;
         if (indices.dtype().is(py::dtype::of<std::int32_t>())) {
           const auto X = bindings::csr_view<std::int32_t>(data, indices, indptr, n_rows, n_cols);
@@ -150,7 +154,8 @@ void bind_ranksvm(py::module_& m) {
       },
       py::arg("data").noconvert(), py::arg("indices"), py::arg("indptr"), py::arg("n_rows"), py::arg("n_cols"),
       py::arg("C"), py::arg("loss"), py::arg("tol"), py::arg("max_iter"), py::arg("n_threads"), FASTRANK_PAIR_ARGS,
-      py::arg("w0") = py::none(), "Linear RankSVM on CSR X (zero copy); w0: warm start of the squared hinge.");
+      py::arg("w0") = py::none(), py::arg("grad0") = -1.0,
+      "Linear RankSVM on CSR X (zero copy); w0, grad0: warm start of the squared hinge (as ranksvm_fit_dense).");
   m.def(
       "ranksvm_fit_kernel",
       [](MatrixCRef K, double C, int loss, double tol, Index max_iter, int n_threads, FASTRANK_PAIR_PARAMS) {

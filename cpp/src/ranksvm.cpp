@@ -786,6 +786,7 @@ RankSvmResult newton_linear(const Model& X, Term& P, const RankSvmOptions& o, do
   }
   // The stopping test stays relative to the gradient at w = 0 when warm started.
   const double g0 = g0_known >= 0.0 ? g0_known : g.stableNorm();  // stableNorm: no underflow or overflow
+  res.grad0 = o.C > 0.0 ? g0 / o.C : -1.0;
   if (o.w0.size() == n && g0 > 0.0) {
     w = o.w0;
     X.times(w, f);
@@ -1746,7 +1747,9 @@ RankSvmResult solve_linear(const Model& X, PairwiseHingeLoss& P, const RankSvmOp
                                       std::to_string(X.rows()));
   if (o.loss == SvmLoss::Hinge) return hinge_linear(X, P, o);
   SquaredHingeTerm term(P);
-  return newton_linear(X, term, o);
+  // A warm start whose caller knows the gradient at w = 0 (independent of C but for the factor C) saves its evaluation
+  const bool known = o.w0.size() == X.dim() && o.grad0 >= 0.0;
+  return newton_linear(X, term, o, 0.0, known ? o.C * o.grad0 : -1.0);
 }
 
 }  // namespace

@@ -155,7 +155,7 @@ class RankSVM(KernelMixin, Ranker):
         return C, _LOSSES[self.loss], float(self.tol), int(self.max_iter), check_n_jobs(self.n_jobs)
 
     @in_compute_region
-    def _solve(self, X, structure, n_pairs, w0=None, weight_scale=1.0):
+    def _solve(self, X, structure, n_pairs, w0=None, weight_scale=1.0, warm=None):
         C, code, tol, max_iter, n_threads = self._params()
         C = C * weight_scale
         if self.normalize_C:
@@ -171,7 +171,9 @@ class RankSVM(KernelMixin, Ranker):
             if "head" in structure and not sp.issparse(X):  # a graph's loss reads f_i - f_j = w.(x_i - x_j) only: the
                 X = X - X.mean(axis=0)  # same w on centred columns, without the digits a feature offset cancels in X w
             X, C_scaled, scale, capped = _rescaled(X, C)
-            warm = {} if w0 is None else {"w0": w0 * scale}  # the start in the rescaled problem's units: w' = s w
+            start = {} if w0 is None else {"w0": w0 * scale}  # the start in the rescaled problem's units: w' = s w
+            if start and warm and warm.get("scale") == scale:  # ranksvm_path: ||X^T grad L(0)|| of the same problem
+                start["grad0"] = warm["grad0"]
             if capped:  # weight_scale: the preference weights' power of two, or the hinge's 1 / (scale of y)
                 why, rescale = ("", "") if weight_scale == 1.0 else (
                     (f" (C={self.C!r} times {weight_scale:.3g}, the weights' scale)", " and the weights")
@@ -185,9 +187,11 @@ class RankSVM(KernelMixin, Ranker):
             if sp.issparse(X):
                 p = as_csr(X, "X")
                 out = _core.ranksvm_fit_csr(p.data, p.indices, p.indptr, p.shape[0], p.shape[1], C_scaled, code, tol,
-                                            max_iter, n_threads, **structure, **warm)
+                                            max_iter, n_threads, **structure, **start)
             else:
-                out = _core.ranksvm_fit_dense(X, C_scaled, code, tol, max_iter, n_threads, **structure, **warm)
+                out = _core.ranksvm_fit_dense(X, C_scaled, code, tol, max_iter, n_threads, **structure, **start)
+            if warm is not None and out["grad0"] >= 0.0:
+                warm.update(grad0=out["grad0"], scale=scale)
             if scale != 1.0:  # back to the caller's X: w = w' / s, objective 1/2 ||w||^2 + C L
                 out["coef"] = np.asarray(out["coef"]) / scale
                 out["objective"] = 0.5 * float(out["coef"] @ out["coef"]) + C * float(out["loss"])
@@ -232,7 +236,7 @@ class RankSVM(KernelMixin, Ranker):
             return "linear", dict(out, coef=np.asarray(X_fit.T @ beta).reshape(-1)), None
         return "kernel", out, X_fit
 
-    def _fit_structure(self, X, structure, n_pairs, w0=None, weight_scale=1.0):
+    def _fit_structure(self, X, structure, n_pairs, w0=None, weight_scale=1.0, warm=None):
         # margins y_i - y_j of any scale s (a power of two, outside 2^+-32): the model of margins (y_i - y_j) / s is
         # w / s, with C for the squared hinge (degree 2 in (w, y)) and C / s for the hinge (degree 1 in its loss); the
         # loss scales by s^2 or s (Python floats: an overflow is inf, as the objective's true value)
@@ -243,7 +247,7 @@ class RankSVM(KernelMixin, Ranker):
             structure = dict(structure, row_margin=structure["row_margin"] / s)
             w0 = None if w0 is None else w0 / s
         with stage(f"RankSVM {self.loss} (m={X.shape[0]}, {n_pairs:.0f} pairs)", verbose=self.verbose):
-            mode, out, X_fit = self._solve(X, structure, n_pairs, w0, weight_scale * c_factor)
+            mode, out, X_fit = self._solve(X, structure, n_pairs, w0, weight_scale * c_factor, warm)
         if s != 1.0:
             out = dict(out, coef=np.asarray(out["coef"]) * s, objective=float(out["objective"]) * s * s)
         basis_indices = out.get("basis")  # a basis model is solved by the linear solver on its features Z
@@ -389,9 +393,10 @@ def ranksvm_path(X, y, Cs, groups=None, *, verbose=0, **params):
     Xc, structure, n_pairs = base._group_problem(X, y, groups)
     fitted = [None] * Cs.size
     w = None
+    warm = {}  # the gradient at w = 0 over C, the same for every C (its evaluation is saved after the first)
     for k in visit:
         est = RankSVM(C=float(Cs[k]), **params)
-        est._fit_structure(Xc, structure, n_pairs, w0=w if est.loss == "squared_hinge" else None)
+        est._fit_structure(Xc, structure, n_pairs, w0=w if est.loss == "squared_hinge" else None, warm=warm)
         fitted[k] = est._record_feature_names(X)
         est.n_fit_groups_ = structure["offsets"].size - 1  # as fit records it: score without groups warns
         w = est.coef_

@@ -120,6 +120,7 @@ struct RankSvmOptions {
   Index max_iter = 1000;   // Newton iterations (squared hinge) or cutting planes (hinge)
   int n_threads = 1;
   Vector w0;               // squared hinge, linear: warm start (empty: w = 0)
+  double grad0 = -1.0;     // with w0: ||X^T dL/df at f = 0|| of the same X and pairs (a neighbouring C's), or < 0
 };
 
 struct RankSvmResult {
@@ -132,6 +133,7 @@ struct RankSvmResult {
   bool converged = false;
   bool stalled = false;    // hinge: stopped because the gap did not shrink by 10% within 100 cuts
   double criterion = 0.0;  // final relative gradient norm or relative duality gap
+  double grad0 = -1.0;     // squared hinge, linear: ||X^T dL/df at f = 0||, the gradient of F at w = 0 over C
 };
 
 // Linear RankSVM on dense X (m x n, row-major), CSR X, or a kernel matrix K (m x m, symmetric).

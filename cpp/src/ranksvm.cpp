@@ -777,7 +777,7 @@ RankSvmResult newton_linear(const Model& X, Term& P, const RankSvmOptions& o, do
   const Index m = X.rows(), n = X.dim();
   const int nt = o.n_threads;
   RankSvmResult res;
-  Vector w = Vector::Zero(n), f = Vector::Zero(m), gf(m), g(n), ft(m), gft(m);
+  Vector w = Vector::Zero(n), f = Vector::Zero(m), gf(m), g = Vector::Zero(n), ft(m), gft(m);
   double L = 0.0;
   if (!(g0_known >= 0.0 && o.w0.size() == n)) {
     L = P.evaluate(f.data(), gf.data(), nt);

@@ -131,7 +131,7 @@ struct RankSvmResult {
   Index n_newton = 0;      // linear hinge: the smoothed Newton steps n_iter includes when cutting planes followed
   Index n_inner = 0;       // conjugate-gradient steps (squared hinge) or master QP steps (hinge)
   bool converged = false;
-  bool stalled = false;    // hinge: stopped because the gap did not shrink by 10% within 100 cuts
+  bool stalled = false;    // hinge: stopped because the gap did not shrink by 0.1% within 100 cuts
   double criterion = 0.0;  // final relative gradient norm or relative duality gap
   double grad0 = -1.0;     // squared hinge, linear: ||X^T dL/df at f = 0||, the gradient of F at w = 0 over C
 };

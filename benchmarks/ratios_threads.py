@@ -6,7 +6,7 @@ measured in one run.
     python benchmarks/ratios_threads.py --scaling [--threads 1,2] [--repeats 3]
 
 --scaling: the thread-scaling curve instead -- each workload (Gaussian fits, exact linear and
-Gaussian cross-validation) at n_jobs = 1, 2, ... cores and at the default n_jobs=None, wall and
+Gaussian cross-validation, and fits of the other learners) at n_jobs = 1, 2, ... cores and at the default n_jobs=None, wall and
 process CPU time, speed-up = wall(n_jobs=1) / wall(n_jobs=k) (configurations interleaved).
 
 Ratio = wall time of the four concurrent fits / wall time of the four serial fits (lower is better;
@@ -84,6 +84,15 @@ def scaling_workloads():
     g3 = np.repeat(np.arange(100), 20)
     out.append(("RankRLSCV rbf LQO 31 alphas m=2000", lambda n: fastrank.RankRLSCV(
         alphas=np.logspace(-5, 5, 31), kernel="rbf", gamma=0.05, n_jobs=n).fit(X3, y3, groups=g3)))
+    # the other learners' threaded loops: small per-call work, where starting threads can cost more than it saves
+    y4 = np.round(X3[:, 0] + np.sin(X3[:, 1]) + 0.5 * rng.standard_normal(2000))
+    g4 = np.sort(rng.integers(0, 100, 2000))
+    out.append(("RankRLS linear m=2000 100 groups", lambda n: fastrank.RankRLS(n_jobs=n).fit(X3, y4, g4)))
+    out.append(("SVRank rbf m=2000 100 groups C=1e4", lambda n: fastrank.SVRank(
+        C=1e4, kernel="rbf", n_jobs=n).fit(X3, y4, g4)))
+    out.append(("RankBoost m=2000 d=20 100 rounds", lambda n: fastrank.RankBoost(n_jobs=n).fit(X3, y4, g4)))
+    out.append(("RankSVM rbf hinge m=2000 100 groups", lambda n: fastrank.RankSVM(
+        loss="hinge", kernel="rbf", C=0.1, n_jobs=n).fit(X3, y4, g4)))
     return out
 
 

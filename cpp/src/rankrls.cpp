@@ -195,6 +195,10 @@ Matrix rankrls_primal_scores(RowMatrixCRef X, IndexVectorCRef order, const Group
   const bool identity = order.size() == 0;
   require(identity || order.size() == m, "row order must have one entry per row");
   auto row_of = [&](Index pos) { return identity ? pos : static_cast<Index>(order[pos]); };
+  // Below 2^20 entries of X the passes run on the calling thread: starting threads for them cost more than they saved
+  // (m = 2,000 and 20,000 rows of 20 features in groups: a fit of 0.60 / 2.15 ms on one thread took 0.88 / 2.30 ms
+  // on two).
+  const int threads = m * n < (Index(1) << 20) ? 1 : std::max(1, n_threads);
 
   // Group means of X (q x n), then the means of the rows less them (a second pass: the rounded first mean of a
   // feature with offset c and spread s leaves ~eps c in every centred row, n (eps c)^2 in (S X)^T (S X), 1e-6
@@ -229,10 +233,10 @@ Matrix rankrls_primal_scores(RowMatrixCRef X, IndexVectorCRef order, const Group
     mean /= static_cast<double>(size);
   };
   for (const bool second : {false, true}) {
-    if (q < 4 * static_cast<Index>(std::max(1, n_threads))) {
-      for (Index k = 0; k < q; ++k) mean_of_group(k, n_threads, second);
+    if (q < 4 * static_cast<Index>(threads)) {
+      for (Index k = 0; k < q; ++k) mean_of_group(k, threads, second);
     } else {
-      parallel_for(0, q, n_threads, 16, [&](Index lo, Index hi) {
+      parallel_for(0, q, threads, 16, [&](Index lo, Index hi) {
         for (Index k = lo; k < hi; ++k) mean_of_group(k, 1, second);
       });
     }
@@ -252,7 +256,7 @@ Matrix rankrls_primal_scores(RowMatrixCRef X, IndexVectorCRef order, const Group
   Matrix R = Matrix::Zero(n, v);
   for (Index start = 0; start < m; start += chunk_rows) {
     const Index rows = std::min(chunk_rows, m - start);
-    parallel_for(0, rows, n_threads, 512, [&](Index lo, Index hi) {
+    parallel_for(0, rows, threads, 512, [&](Index lo, Index hi) {
       for (Index r = lo; r < hi; ++r) {
         const Index p = start + r, k = group_of[p];
         const double s = groups.scale[k];

@@ -620,7 +620,9 @@ class KernelOperator {
   Index rows() const { return K_.rows(); }
   void times(const Vector& p, Vector& out) const {
     out.resize(K_.cols());
-    parallel_for(0, K_.cols(), threads_, 256, [&](Index lo, Index hi) {
+    // One thread below 2^21 entries of K: a second one's start cost more than its half of the product saved (squared
+    // hinge, Gaussian, m = 1000: 0.105 s on one thread, 0.125 s on two)
+    parallel_for(0, K_.cols(), K_.size() < (Index(1) << 21) ? 1 : threads_, 256, [&](Index lo, Index hi) {
       out.segment(lo, hi - lo).noalias() = K_.middleCols(lo, hi - lo).transpose() * p;
     });
   }

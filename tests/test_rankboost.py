@@ -205,7 +205,8 @@ def test_missing_values_q_def_equals_explicit_distribution(groups):
 
 
 def test_threads_do_not_change_the_model():
-    X, y = data(6, m=200, n=12)
+    # m = 5000: a thread scans at least 65,536 entries of X a round, so the 40 features take three threads' chunks
+    X, y = data(6, m=5000, n=40)
     a = RankBoost(n_estimators=30, n_jobs=1).fit(X, y)
     b = RankBoost(n_estimators=30, n_jobs=2).fit(X, y)
     np.testing.assert_array_equal(a.features_, b.features_)

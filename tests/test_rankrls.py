@@ -394,6 +394,20 @@ def test_n_jobs_does_not_change_results(data):
     np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-14)
 
 
+@pytest.mark.parametrize("n_groups", [1000, 2])
+def test_n_jobs_does_not_change_the_grouped_primal(n_groups):
+    """From 2^20 entries of X the linear solver's group passes run on several threads (many groups: groups split; few
+    large ones: rows split); below, on one.  Both give the one-thread model, which the oracle tests check."""
+    rng = np.random.default_rng(5)
+    m, n = 60000, 20
+    X = rng.normal(size=(m, n)) + 3.0
+    y = X @ rng.normal(size=n) + rng.normal(size=m)
+    groups = rng.integers(0, n_groups, size=m)
+    a = RankRLS(alpha=2.0, n_jobs=1).fit(X, y, groups)
+    b = RankRLS(alpha=2.0, n_jobs=2).fit(X, y, groups)
+    np.testing.assert_allclose(b.coef_, a.coef_, rtol=1e-12, atol=1e-15)
+
+
 # ----------------------------------------------------------------------------- persistence
 def test_pickle_and_clone_roundtrip(data):
     X, y, _ = data

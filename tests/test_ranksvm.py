@@ -12,6 +12,7 @@ import scipy.sparse as sp
 import sklearn
 from scipy.optimize import lsq_linear, minimize
 from sklearn.base import clone
+from sklearn.metrics.pairwise import rbf_kernel
 from sklearn.model_selection import GridSearchCV, GroupKFold
 from sklearn.utils.estimator_checks import parametrize_with_checks
 from threadpoolctl import threadpool_limits
@@ -403,6 +404,21 @@ def test_sparse_csr_equals_dense(data, loss, index_dtype):
     k1 = RankSVM(C=0.4, loss=loss, kernel="rbf", tol=1e-10).fit(S, y)
     k2 = RankSVM(C=0.4, loss=loss, kernel="rbf", tol=1e-10).fit(Xs, y)
     np.testing.assert_allclose(k1.predict(S), k2.predict(Xs), rtol=1e-10, atol=1e-10)
+
+
+def test_n_jobs_does_not_change_a_large_kernel_model():
+    """From 2^21 entries of K the kernel solvers' products with K run on several threads (below, on one): the model
+    is the one-thread model, bit for bit (each entry of K p is one thread's dot product in a fixed order).  The kernel
+    is given (precomputed): an rbf kernel computed with another BLAS thread count can differ by an ulp."""
+    rng = np.random.default_rng(8)
+    X = rng.normal(size=(1500, 5))
+    y = np.round(X[:, 0] + 0.5 * rng.normal(size=1500))
+    groups = np.repeat(np.arange(30), 50)
+    K = rbf_kernel(X, gamma=0.2)
+    a = RankSVM(C=0.1, kernel="precomputed", n_jobs=1).fit(K, y, groups)
+    b = RankSVM(C=0.1, kernel="precomputed", n_jobs=2).fit(K, y, groups)
+    assert a.n_iter_ == b.n_iter_
+    np.testing.assert_array_equal(a.dual_coef_, b.dual_coef_)
 
 
 def test_n_jobs_and_row_order_do_not_change_the_model(data):

@@ -189,6 +189,30 @@ def test_pair_loss_large_and_threaded():
     np.testing.assert_array_equal(g1, gb)
 
 
+def test_pair_loss_threaded_over_groups():
+    """From 20,000 rows the groups are summed on several threads (below, on one: a thread's start cost more): the
+    threaded sums equal one thread's and per-group brute force, exactly for the gradient."""
+    rng = np.random.default_rng(7)
+    q, size = 400, 50
+    m = q * size
+    r = np.round(rng.normal(size=m) * 4) / 4  # ties and differences hitting epsilon exactly
+    groups = np.repeat(np.arange(q), size)
+    offsets = np.arange(0, m + 1, size)
+    for eps in (0.0, 0.25):
+        L1, g1 = pair_loss(r, eps, offsets, n_jobs=1)
+        L2, g2 = pair_loss(r, eps, offsets, n_jobs=2)
+        assert L1 == L2
+        np.testing.assert_array_equal(g1, g2)
+        Lb, gb = 0.0, np.zeros(m)
+        for k in range(q):
+            part = slice(k * size, (k + 1) * size)
+            Lk, gk = brute_pair_loss(r[part], eps)
+            Lb += Lk
+            gb[part] = gk
+        assert L1 == pytest.approx(Lb, rel=1e-12)
+        np.testing.assert_array_equal(g1, gb)
+
+
 def test_linear_oracle_is_scaled_subgradient():
     rng = np.random.default_rng(5)
     X, y, _ = make_data(60, 4, 5)

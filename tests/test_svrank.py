@@ -190,8 +190,9 @@ def test_pair_loss_large_and_threaded():
 
 
 def test_pair_loss_threaded_over_groups():
-    """From 20,000 rows the groups are summed on several threads (below, on one: a thread's start cost more): the
-    threaded sums equal one thread's and per-group brute force, exactly for the gradient."""
+    """Where m log2(m / groups) reaches 45,000 the groups are summed on several threads (below, on one: a thread's
+    start cost more); here 20,000 rows in groups of 50: the threaded sums equal one thread's and per-group brute force,
+    exactly for the gradient."""
     rng = np.random.default_rng(7)
     q, size = 400, 50
     m = q * size

@@ -20,10 +20,13 @@ namespace fastrank {
 
 namespace {
 
-// Below this many rows the pair sums run on the calling thread: starting a second thread cost more than it saved (one
-// oracle of 2,000 rows in 200 groups: 0.028 ms on one thread, 0.114 ms on two; 10,000 rows in 100 groups 0.38 /
-// 0.40 ms; 20,000 rows 1.00 / 0.81 ms), as for RankSVM's pair sums (ranksvm.cpp, kSerialRows).
-constexpr Index kSerialRows = 20000;
+// Threads for the pair sums over groups: one where m log2(m / groups), the sorts' work, is below 45,000.  Linear fits
+// (C = 100, 20 features) on two threads against one: 2,000 rows in groups of 10 took 2.6 times as long, 5,000 in
+// groups of 30 1.15 times; 10,000 rows in groups of 30 / 100 0.88 / 0.76 times, 20,000 in groups of 10 0.92 times.
+int pair_sum_threads(Index m, Index n_groups, int n_threads) {
+  const double per_group = std::max(2.0, static_cast<double>(m) / static_cast<double>(std::max<Index>(1, n_groups)));
+  return static_cast<double>(m) * std::log2(per_group) < 45000.0 ? 1 : n_threads;
+}
 
 // Order-preserving map of a double's float32 rounding to an unsigned integer.  Rounding to float
 // is monotone (r < r' implies float(r) <= float(r')), so sorting by this key orders the residuals
@@ -235,7 +238,7 @@ class PairLoss {
   // (each outside pair contributes 2 (|r_j - r_i| - eps)), and that piece is below L everywhere.
   double operator()(const double* r, double* g, double* outside = nullptr) {
     interrupt::poll();  // every step of the cutting planes and their line search passes here
-    parallel_for(0, n_groups_, m_ < kSerialRows ? 1 : n_threads_, 16, [&](Index lo, Index hi) {
+    parallel_for(0, n_groups_, pair_sum_threads(m_, n_groups_, n_threads_), 16, [&](Index lo, Index hi) {
       for (Index q = lo; q < hi; ++q) {
         const Index o = offsets_[q];
         SortBuffers b{key_.data() + o, idx_.data() + o, key2_.data() + o, idx2_.data() + o, val_.data() + o};
@@ -631,7 +634,7 @@ double svrank_squared_pair_loss(const double* r, Index m, const std::int64_t* of
   require(m < (Index(1) << 32), "svrank: more than 2^32 rows");
   std::vector<std::uint32_t> key(m), key2(m), idx(m), idx2(m);
   std::vector<double> val(m), group_loss(n_groups);
-  parallel_for(0, n_groups, m < kSerialRows ? 1 : n_threads, 16, [&](Index lo, Index hi) {
+  parallel_for(0, n_groups, pair_sum_threads(m, n_groups, n_threads), 16, [&](Index lo, Index hi) {
     for (Index q = lo; q < hi; ++q) {
       const Index o = offsets[q];
       SortBuffers b{key.data() + o, idx.data() + o, key2.data() + o, idx2.data() + o, val.data() + o};

@@ -95,6 +95,9 @@ def scaling_workloads():
         loss="hinge", kernel="rbf", C=0.1, n_jobs=n).fit(X3, y4, g4)))
     out.append(("RankSVM rbf squared hinge m=1000", lambda n: fastrank.RankSVM(
         kernel="rbf", n_jobs=n).fit(X3[:1000], y4[:1000])))
+    X5, y5 = dense_regression(10000, 20, seed=5)
+    g5 = np.sort(rng.integers(0, 100, 10000))
+    out.append(("RankSVM linear m=10000 100 groups", lambda n: fastrank.RankSVM(n_jobs=n).fit(X5, np.round(y5), g5)))
     return out
 
 

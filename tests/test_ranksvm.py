@@ -421,6 +421,20 @@ def test_n_jobs_does_not_change_a_large_kernel_model():
     np.testing.assert_array_equal(a.dual_coef_, b.dual_coef_)
 
 
+def test_n_jobs_does_not_change_a_large_linear_model():
+    """From 5,000 rows the pair sums and from 2^19 entries of X the products with X run on several threads (below, on
+    one): the model is the one-thread model, bit for bit (X^T g is summed over fixed chunks of rows)."""
+    rng = np.random.default_rng(9)
+    X = rng.normal(size=(30000, 20))
+    y = np.round(X[:, 0] + 0.5 * rng.normal(size=30000))
+    groups = rng.integers(0, 300, size=30000)
+    for loss in LOSSES:
+        a = RankSVM(C=0.5, loss=loss, n_jobs=1).fit(X, y, groups)
+        b = RankSVM(C=0.5, loss=loss, n_jobs=2).fit(X, y, groups)
+        assert a.n_iter_ == b.n_iter_
+        np.testing.assert_array_equal(a.coef_, b.coef_)
+
+
 def test_n_jobs_and_row_order_do_not_change_the_model(data):
     X, y, groups = data
     a = RankSVM(C=0.3, n_jobs=1, tol=1e-10).fit(X, y, groups)

@@ -317,3 +317,20 @@ def test_unknown_weighting_raises(weighting):
     gi = group_index(np.repeat([0, 1], 10), 20)
     with pytest.raises(ValueError, match=r"^weighting must be None or one of \('unweighted'"):
         fit_cg(X, Y, group_index=gi, alpha=1.0, weighting=weighting)
+
+
+def test_threads_do_not_change_a_large_sparse_fit():
+    """From 2^17 non-zeros the CSR products run on several threads (below, on one): the same fixed row chunks either
+    way, so the model is the one-thread model, bit for bit."""
+    import fastrank
+
+    rng = np.random.default_rng(11)
+    m = 30000
+    X = sp.random(m, 200, density=0.05, format="csr", random_state=3)
+    y = np.asarray(X @ rng.normal(size=200)).ravel() + rng.normal(size=m)
+    groups = rng.integers(0, 300, size=m)
+    assert X.nnz >= 2**17
+    a = fastrank.RankRLS(solver="cg", n_jobs=1).fit(X, y, groups)
+    b = fastrank.RankRLS(solver="cg", n_jobs=2).fit(X, y, groups)
+    assert a.n_iter_ == b.n_iter_
+    np.testing.assert_array_equal(a.coef_, b.coef_)

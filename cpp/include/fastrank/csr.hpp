@@ -79,7 +79,10 @@ RowChunks product_chunks(const CsrView<I>& A, int n_threads) {
   const Index nnz = A.nnz();
   const Index parts = std::min<Index>({Index(16), std::max<Index>(1, nnz / 20000),
                                        1 + nnz / std::max<Index>(1, 8 * static_cast<Index>(A.cols))});
-  return RowChunks{balanced_row_chunks(A, static_cast<int>(parts)), std::max(1, n_threads)};
+  // One thread below 2^17 non-zeros: conjugate gradients on 10,000 rows of 200 features at 5% density (100,000
+  // non-zeros) took 1.2 times as long on two threads as on one; 200,000 non-zeros 0.92 times.
+  const int threads = nnz < (Index(1) << 17) ? 1 : std::max(1, n_threads);
+  return RowChunks{balanced_row_chunks(A, static_cast<int>(parts)), threads};
 }
 
 // Runs body(p, row_lo, row_hi) on the chunks, on up to chunks.threads threads.

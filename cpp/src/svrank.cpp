@@ -228,8 +228,8 @@ double ordered_pairs(const std::int64_t* offsets, Index n_groups, bool* has_pair
 class PairLoss {
  public:
   PairLoss(Index m, const std::int64_t* offsets, Index n_groups, double eps, int n_threads)
-      : m_(m), offsets_(offsets), n_groups_(n_groups), eps_(eps), n_threads_(n_threads), key_(m), key2_(m),
-        idx_(m), idx2_(m), val_(m), group_loss_(n_groups), group_outside_(n_groups) {
+      : offsets_(offsets), n_groups_(n_groups), eps_(eps), threads_(pair_sum_threads(m, n_groups, n_threads)),
+        key_(m), key2_(m), idx_(m), idx2_(m), val_(m), group_loss_(n_groups), group_outside_(n_groups) {
     require(m < (Index(1) << 32), "svrank: more than 2^32 rows");
   }
 
@@ -238,7 +238,7 @@ class PairLoss {
   // (each outside pair contributes 2 (|r_j - r_i| - eps)), and that piece is below L everywhere.
   double operator()(const double* r, double* g, double* outside = nullptr) {
     interrupt::poll();  // every step of the cutting planes and their line search passes here
-    parallel_for(0, n_groups_, pair_sum_threads(m_, n_groups_, n_threads_), 16, [&](Index lo, Index hi) {
+    parallel_for(0, n_groups_, threads_, 16, [&](Index lo, Index hi) {
       for (Index q = lo; q < hi; ++q) {
         const Index o = offsets_[q];
         SortBuffers b{key_.data() + o, idx_.data() + o, key2_.data() + o, idx2_.data() + o, val_.data() + o};
@@ -255,11 +255,10 @@ class PairLoss {
   }
 
  private:
-  Index m_;
   const std::int64_t* offsets_;
   Index n_groups_;
   double eps_;
-  int n_threads_;
+  int threads_;  // the pair sums' threads (pair_sum_threads), fixed by the groups
   std::vector<std::uint32_t> key_, key2_, idx_, idx2_;
   std::vector<double> val_;
   std::vector<double> group_loss_, group_outside_;

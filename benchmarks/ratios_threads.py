@@ -95,6 +95,15 @@ def scaling_workloads():
         loss="hinge", kernel="rbf", C=0.1, n_jobs=n).fit(X3, y4, g4)))
     out.append(("RankSVM rbf squared hinge m=1000", lambda n: fastrank.RankSVM(
         kernel="rbf", n_jobs=n).fit(X3[:1000], y4[:1000])))
+    # small kernel work, where a second thread in LAPACK or the kernel map costs more than it saves: 20 calls each
+    X6, y6, Z6 = X3[:300], y4[:300], rng.standard_normal((300, 20))
+    model6 = fastrank.RankRLS(kernel="rbf", gamma=0.05).fit(X3[:1000], y4[:1000])
+    for name, make in [("RankRLS rbf", fastrank.RankRLS), ("SVRank rbf", fastrank.SVRank),
+                       ("RankSVM rbf hinge", lambda **k: fastrank.RankSVM(C=0.1, **k))]:
+        out.append((f"{name} m=300, 20 fits", lambda n, make=make: [
+            make(kernel="rbf", gamma=0.05, n_jobs=n).fit(X6, y6) for _ in range(20)]))
+    out.append(("rbf predict 300 x 1000 rows, 20 calls", lambda n: [
+        model6.set_params(n_jobs=n).predict(Z6) for _ in range(20)]))
     X5, y5 = dense_regression(10000, 20, seed=5)
     g5 = np.sort(rng.integers(0, 100, 10000))
     out.append(("RankSVM linear m=10000 100 groups", lambda n: fastrank.RankSVM(n_jobs=n).fit(X5, np.round(y5), g5)))

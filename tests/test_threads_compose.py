@@ -73,6 +73,32 @@ def test_every_learner_runs_its_threads_in_a_compute_region(monkeypatch, make, t
     assert bool(seen) == kernel_predictions
 
 
+@pytest.mark.parametrize("make", [
+    lambda: fastrank.RankRLS(kernel="rbf", n_jobs=2),
+    lambda: fastrank.RankRLS(kernel="rbf", basis_vectors=20, random_state=0, n_jobs=2),
+    lambda: fastrank.RankSVM(kernel="rbf", n_jobs=2),
+    lambda: fastrank.RankSVM(kernel="rbf", basis_vectors=20, random_state=0, n_jobs=2),
+    lambda: fastrank.SVRank(kernel="rbf", n_jobs=2),
+    lambda: fastrank.OnlineMPRank(kernel="rbf", n_jobs=2),
+])
+def test_small_kernel_fits_and_predictions_take_one_core_whatever_n_jobs(monkeypatch, make):
+    # two threads made Gaussian fits of 300 rows 1.1-1.5x slower than one (LAPACK and the kernel map on two cores
+    # against OpenBLAS's spinning workers): the threads follow the work, n_jobs caps them
+    monkeypatch.setattr(_threads, "cpu_budget", lambda: 2)
+    X, y, _ = _regression(120, 4)
+    seen, acquire = [], _threads._BUDGET.acquire
+    monkeypatch.setattr(_threads._BUDGET, "acquire", lambda n: seen.append(n) or acquire(n))
+    model = make().fit(X, y)
+    model.predict(X)
+    assert seen and set(seen) == {1}
+
+
+def test_kernel_work_takes_threads_from_about_two_million_entries(monkeypatch):
+    monkeypatch.setattr(_threads, "cpu_budget", lambda: 2)
+    assert _threads.threads_for_kernel(1000 * 1000, 10) == 1 == _threads.threads_for_kernel(300 * 1000, 136)
+    assert _threads.threads_for_kernel(1500 * 1500, 10) == 2 == _threads.threads_for_kernel(1000 * 1000, 136)
+
+
 def test_threaded_measures_run_in_a_compute_region(monkeypatch):
     rng = np.random.default_rng(1)
     y, f = rng.integers(0, 5, 60_000).astype(float), rng.standard_normal(60_000)
@@ -82,6 +108,25 @@ def test_threaded_measures_run_in_a_compute_region(monkeypatch):
     assert seen == []  # one thread: nothing to share, no region
     assert pairwise_disagreement(y, f, n_jobs=2) == pairwise_disagreement(y, f, n_jobs=1)
     assert seen == [2]
+    seen.clear()
+    pairwise_disagreement(y[:2000], f[:2000], n_jobs=2)  # threads cost more than they save: one, whatever n_jobs
+    assert seen == []
+
+
+@pytest.mark.parametrize("measure", [
+    lambda y, f, g, n: fastrank.metrics.ndcg(y, f, g, k=10, n_jobs=n),
+    lambda y, f, g, n: fastrank.metrics.discrete_ranking_loss(y, f, g, n_jobs=n),
+    lambda y, f, g, n: fastrank.metrics.magnitude_preserving_cost(y, f, g, cost="hmp", n_jobs=n),
+    lambda y, f, g, n: fastrank.metrics.magnitude_preserving_cost(y, f, g, cost="svr", epsilon=0.5, n_jobs=n),
+    lambda y, f, g, n: fastrank.metrics.stability_ranking_loss(y, f, g, n_jobs=n),
+])
+def test_threaded_measure_sweeps_equal_one_thread_bit_for_bit(measure):
+    # below 50,000 rows the sweeps run on one thread whatever n_jobs: their threaded paths are checked here
+    rng = np.random.default_rng(2)
+    m = 60_000
+    y, f = rng.integers(0, 5, m).astype(float), np.round(rng.standard_normal(m), 2)
+    g = np.sort(rng.integers(0, 300, m))
+    assert measure(y, f, g, 2) == measure(y, f, g, 1)
 
 
 def test_large_linear_fits_are_bit_identical_for_every_n_jobs():

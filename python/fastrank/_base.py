@@ -23,7 +23,7 @@ from ._kernels import KernelSpec, by_distinct_rows, predict_basis, resolve_kerne
 from ._problem import check_features, crucial_pairs
 from ._progress import progress
 from ._sparse import issparse
-from ._threads import compute_region
+from ._threads import compute_region, threads_for_kernel
 from ._validation import (INT_MAX, as_targets, check_alphas, check_n_jobs, check_precomputed_kernel,
                           group_index, target_column)
 from .exceptions import ConstantModelWarning, user_stacklevel
@@ -301,9 +301,15 @@ class KernelMixin:
             return row_products(X, self.coef_)
         return by_distinct_rows(self._kernel_scores, X)
 
-    @in_compute_region
+    def _kernel_threads(self, entries, n_features):
+        """Threads for a kernel fit or prediction of ``entries`` kernel values: ``n_jobs``'s, fewer where the work is
+        too small for more to pay (:func:`_threads.threads_for_kernel`)."""
+        return min(check_n_jobs(getattr(self, "n_jobs", None)), threads_for_kernel(entries, n_features))
+
     def _kernel_scores(self, X):
-        return predict_basis(X, self.X_fit_, self.dual_coef_, self._fitted_spec(), self.n_jobs)
+        n_threads = self._kernel_threads(X.shape[0] * self.X_fit_.shape[0], self.X_fit_.shape[1])
+        with compute_region(n_threads):
+            return predict_basis(X, self.X_fit_, self.dual_coef_, self._fitted_spec(), n_threads)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

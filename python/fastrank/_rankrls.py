@@ -29,7 +29,7 @@ from ._progress import progress, resolve_verbose, stage
 from ._docs import with_param_docs
 from ._exactcv import CVSpec
 from ._memory import densified
-from ._threads import compute_region
+from ._threads import compute_region, threads_for_work
 from ._validation import check_alpha, check_alphas, check_bool, check_int, check_n_jobs, mprank_alpha
 from .exceptions import LinAlgError
 
@@ -51,8 +51,19 @@ class _RankRLSBase(KernelMixin, Ranker):
         n_threads = check_n_jobs(self.n_jobs)
         spec = self._kernel_spec(problem.n_features)
         verbose, name = self.verbose, type(self).__name__
+        mode = choose_solver(self.solver, spec, problem, basis_vectors=getattr(self, "basis_vectors", None))
+        m, p = float(problem.m), 0.0 if spec.precomputed else float(problem.n_features)
+        if mode == "dual":
+            # Threads by the work, as exact CV takes them (a second thread in LAPACK made fits at m = 200-700 up to 1.5x
+            # slower): the kernel, 2 m^2 p flops, and a Cholesky of the m x m system for one alpha (~m^3 / 2 with
+            # forming it; a second thread pays from m ~ 900 on 2 cores) or its eigendecomposition for several (~4 m^3;
+            # pays from m ~ 500)
+            n_threads = min(n_threads, threads_for_work(m * m * (2.0 * p + (m / 2.0 if alphas.size == 1 else 4.0 * m))))
+        elif mode == "sparse":
+            basis = select_basis(problem.m, self.basis_vectors, self.random_state)
+            # the kernel block K_mB and its product K_mB^T L K_mB: |B| more multiply-adds an entry
+            n_threads = self._kernel_threads(m * basis.size, p + basis.size)
         with compute_region(n_threads):  # fastrank's threads and BLAS's share the cores
-            mode = choose_solver(self.solver, spec, problem, basis_vectors=getattr(self, "basis_vectors", None))
             if problem.sparse and mode in ("primal", "dual"):
                 problem = problem._replace(X=densified(problem.X))  # the same pair structure and targets
             if mode == "primal":
@@ -70,7 +81,6 @@ class _RankRLSBase(KernelMixin, Ranker):
                     return solve_cg(problem, float(alphas[0]), tol=self.tol, max_iter=self.max_iter, x0=x0,
                                     preconditioner=self.preconditioner, n_threads=n_threads,
                                     callback=(lambda it, res: bar.update(1)) if resolve_verbose(verbose) else None)
-            basis = select_basis(problem.m, self.basis_vectors, self.random_state)
             return solve_basis(problem, spec, alphas, basis, n_threads)
 
     def _apply_fit(self, fit, k, one_d, n_features, fitted_kernel=None):

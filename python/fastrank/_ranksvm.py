@@ -12,8 +12,8 @@ import scipy.sparse as sp
 from sklearn.utils.validation import check_is_fitted
 
 from . import _core
-from ._base import (N_JOBS, NONNEG_REAL, KernelMixin, Ranker, StrOptions, c_path, crucial_pairs, in_compute_region,
-                    positive_int, warn_if_constant, warn_if_scores_underflow)
+from ._base import (N_JOBS, NONNEG_REAL, KernelMixin, Ranker, StrOptions, c_path, crucial_pairs, positive_int,
+                    warn_if_constant, warn_if_scores_underflow)
 from ._docs import with_param_docs
 from ._kernels import pivoted_cholesky, semidefinite_by_construction
 from ._memory import check_dense_memory, densified
@@ -23,6 +23,7 @@ from ._progress import resolve_verbose, stage, write_line
 from ._registry import register_estimator
 from ._solvers import basis_kernel, select_basis
 from ._sparse import as_csr
+from ._threads import compute_region
 from ._validation import check_alpha, check_n_jobs, group_index
 from .exceptions import ConvergenceWarning, user_stacklevel
 
@@ -154,19 +155,29 @@ class RankSVM(KernelMixin, Ranker):
         C = check_alpha(self.C, "C")
         return C, _LOSSES[self.loss], float(self.tol), int(self.max_iter), check_n_jobs(self.n_jobs)
 
-    @in_compute_region
     def _solve(self, X, structure, n_pairs, w0=None, weight_scale=1.0, warm=None):
         C, code, tol, max_iter, n_threads = self._params()
-        C = C * weight_scale
+        spec = None if self._precomputed() else self._kernel_spec(X.shape[1])
+        m = X.shape[0]
+        basis = None if self.basis_vectors is None else select_basis(m, self.basis_vectors, self.random_state)
+        if basis is not None:  # the kernel block K_mB and the linear RankSVM on its m x |B| features
+            n_threads = self._kernel_threads(m * basis.size, (0 if spec is None else X.shape[1]) + basis.size)
+        elif spec is None or not spec.linear:  # the m x m kernel and its products
+            n_threads = self._kernel_threads(m * m, 0 if spec is None else X.shape[1])
+        with compute_region(n_threads):  # fastrank's threads and BLAS's share the cores
+            return self._solve_in_region(X, spec, basis, structure, n_pairs, C * weight_scale, code, tol, max_iter,
+                                         n_threads, w0, weight_scale, warm)
+
+    def _solve_in_region(self, X, spec, basis, structure, n_pairs, C, code, tol, max_iter, n_threads, w0,
+                         weight_scale, warm):
         if self.normalize_C:
             C = C / n_pairs
             if not C > 0:
                 raise ValueError(f"C / |P| = {self.C!r} / {n_pairs:g} underflows to 0; use normalize_C=False")
         if self.margin == "difference" and "row_margin" not in structure:  # fit's structure holds the targets
             raise ValueError("margin='difference' needs targets: use fit(X, y), not fit_preferences")
-        spec = None if self._precomputed() else self._kernel_spec(X.shape[1])
-        if self.basis_vectors is not None:
-            return self._solve_basis(X, spec, structure, C, code, tol, max_iter, n_threads)
+        if basis is not None:
+            return self._solve_basis(X, spec, basis, structure, C, code, tol, max_iter, n_threads)
         if spec is not None and spec.linear:
             if "head" in structure and not sp.issparse(X):  # a graph's loss reads f_i - f_j = w.(x_i - x_j) only: the
                 X = X - X.mean(axis=0)  # same w on centred columns, without the digits a feature offset cancels in X w
@@ -210,12 +221,11 @@ class RankSVM(KernelMixin, Ranker):
         del K
         return "kernel", out, X_fit
 
-    def _solve_basis(self, X, spec, structure, C, code, tol, max_iter, n_threads):
+    def _solve_basis(self, X, spec, basis, structure, C, code, tol, max_iter, n_threads):
         """Sparse RankSVM of 004 eq. (43): f = K_mB beta with regulariser 1/2 beta^T K_BB beta.  With K_BB = L L^T and
         u = L^T beta, beta^T K_BB beta = u^T u and K_mB beta = Z u for Z = K_mB L^{-T}: a linear RankSVM on Z, mapped
         back by beta = L^{-T} u."""
         m = X.shape[0]
-        basis = select_basis(m, self.basis_vectors, self.random_state)
         check_dense_memory(m, 2, "kernel columns K_mB and features Z", n_cols=basis.size)
         K_mB, K_BB, X_fit = basis_kernel(spec, X, basis, n_threads)  # X_fit: the basis rows X_B
         try:

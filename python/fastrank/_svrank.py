@@ -11,8 +11,8 @@ import scipy.linalg
 from sklearn.utils.validation import check_is_fitted
 
 from . import _core
-from ._base import (N_JOBS, NONNEG_REAL, KernelMixin, Ranker, StrOptions, c_path, in_compute_region, positive_int,
-                    warn_if_constant, warn_if_scores_underflow)
+from ._base import (N_JOBS, NONNEG_REAL, KernelMixin, Ranker, StrOptions, c_path, positive_int, warn_if_constant,
+                    warn_if_scores_underflow)
 from ._docs import with_param_docs
 from ._kernels import pivoted_cholesky, semidefinite_by_construction
 from ._memory import check_dense_memory
@@ -20,6 +20,7 @@ from ._problem import centred_in_groups, features_without_group_offsets, group_t
 from ._progress import resolve_verbose, stage, write_line
 from ._registry import register_estimator
 from ._solvers import train_kernel
+from ._threads import compute_region
 from ._validation import check_alpha, check_n_jobs, group_index
 from .exceptions import ConvergenceWarning, user_stacklevel
 
@@ -175,7 +176,6 @@ class SVRank(KernelMixin, Ranker):
         """
         return self._fit(X, y, groups)
 
-    @in_compute_region
     def _fit(self, X, y, groups=None, warm=None):
         """``fit``; ``warm`` (linear kernel): a dict carrying a neighbouring C's solution and cut model into the core
         and back (``svrank_path``)."""
@@ -202,41 +202,48 @@ class SVRank(KernelMixin, Ranker):
         # without the digits a large (common or query-level) feature offset cancels in f = X w
         Xg = np.ascontiguousarray(gi.take(features_without_group_offsets(X, gi))) if spec.linear else None
         steps = "Newton iterations" if squared else "cutting planes"
-        if spec.linear and squared:
-            with stage(f"SVRank Newton (linear, squared cost, m={Xg.shape[0]})", verbose=self.verbose), \
-                    _quiet_overflow():
-                w, n_iter, converged, history = _squared_newton(Xg, yg, grouping, c, eps, tol, max_iter, n_threads)
-            objective = w @ w + _squared_pair_term(Xg @ w, yg, grouping, c, eps, n_threads)
-        elif spec.linear:
-            with stage(f"SVRank cutting planes (linear, m={Xg.shape[0]})", verbose=self.verbose):
-                w, n_iter, converged, objective, lower, history = _core.svrank_linear(
-                    Xg, yg, *grouping, C, eps, tol, max_iter, n_threads, warm=warm)
-        else:  # the squared cost also holds K's Cholesky factor and its row permutation
-            # a kernel not semidefinite by construction (precomputed, poly with coef0 < 0 or a fractional degree) is
-            # checked by the same factor for the hinge cost: its cutting planes would minimise a non-convex objective
-            check = squared or not semidefinite_by_construction(spec)
-            check_dense_memory(X.shape[0], 3 if check else 1,
-                               "kernel matrix and its Cholesky factor" if check else "kernel matrix",
-                               advice="Use the linear kernel: its solvers keep no m x m matrix.")
-            with stage(f"SVRank kernel matrix (m={X.shape[0]})", verbose=0 if spec.precomputed else self.verbose):
-                Kg = train_kernel(X, spec, n_threads, gi)
-            if squared:
-                with stage(f"SVRank Newton (kernel, squared cost, m={X.shape[0]})", verbose=self.verbose), \
+        # a kernel's m x m entries and products; the linear solvers size their loops' threads in the core
+        n_threads = n_threads if spec.linear else self._kernel_threads(X.shape[0] ** 2, 0 if spec.precomputed else
+                                                                       X.shape[1])
+        with compute_region(n_threads):  # fastrank's threads and BLAS's share the cores
+            if spec.linear and squared:
+                with stage(f"SVRank Newton (linear, squared cost, m={Xg.shape[0]})", verbose=self.verbose), \
                         _quiet_overflow():
-                    # K = P L L^T P^T: u = L_11^T (P^T beta)_{1..r} gives ||h||^2 = u^T u and f = K beta = Z u, Z = P L
-                    L, Z, piv, rank = pivoted_cholesky(Kg, "SVRank")
-                    u, n_iter, converged, history = _squared_newton(Z, yg, grouping, c, eps, tol, max_iter, n_threads)
-                beta = np.zeros(Kg.shape[0])
-                beta[piv[:rank] - 1] = scipy.linalg.solve_triangular(L[:rank], u, lower=True, trans="T")
-                f = Kg @ beta
-                objective = beta @ f + _squared_pair_term(f, yg, grouping, c, eps, n_threads)
-            else:
-                if check:
-                    pivoted_cholesky(Kg, "SVRank")
-                with stage(f"SVRank cutting planes (kernel, m={X.shape[0]})", verbose=self.verbose):
-                    beta, n_iter, converged, objective, lower, history = _core.svrank_kernel(
-                        Kg, yg, *grouping, C, eps, tol, max_iter, n_threads)
-            del Kg
+                    w, n_iter, converged, history = _squared_newton(Xg, yg, grouping, c, eps, tol, max_iter, n_threads)
+                objective = w @ w + _squared_pair_term(Xg @ w, yg, grouping, c, eps, n_threads)
+            elif spec.linear:
+                with stage(f"SVRank cutting planes (linear, m={Xg.shape[0]})", verbose=self.verbose):
+                    w, n_iter, converged, objective, lower, history = _core.svrank_linear(
+                        Xg, yg, *grouping, C, eps, tol, max_iter, n_threads, warm=warm)
+            else:  # the squared cost also holds K's Cholesky factor and its row permutation
+                # a kernel not semidefinite by construction (precomputed, poly with coef0 < 0 or a fractional degree)
+                # is checked by the same factor for the hinge cost: its cutting planes would minimise a non-convex
+                # objective
+                check = squared or not semidefinite_by_construction(spec)
+                check_dense_memory(X.shape[0], 3 if check else 1,
+                                   "kernel matrix and its Cholesky factor" if check else "kernel matrix",
+                                   advice="Use the linear kernel: its solvers keep no m x m matrix.")
+                with stage(f"SVRank kernel matrix (m={X.shape[0]})", verbose=0 if spec.precomputed else self.verbose):
+                    Kg = train_kernel(X, spec, n_threads, gi)
+                if squared:
+                    with stage(f"SVRank Newton (kernel, squared cost, m={X.shape[0]})", verbose=self.verbose), \
+                            _quiet_overflow():
+                        # K = P L L^T P^T: u = L_11^T (P^T beta)_{1..r} gives ||h||^2 = u^T u and f = K beta = Z u,
+                        # Z = P L
+                        L, Z, piv, rank = pivoted_cholesky(Kg, "SVRank")
+                        u, n_iter, converged, history = _squared_newton(Z, yg, grouping, c, eps, tol, max_iter,
+                                                                        n_threads)
+                    beta = np.zeros(Kg.shape[0])
+                    beta[piv[:rank] - 1] = scipy.linalg.solve_triangular(L[:rank], u, lower=True, trans="T")
+                    f = Kg @ beta
+                    objective = beta @ f + _squared_pair_term(f, yg, grouping, c, eps, n_threads)
+                else:
+                    if check:
+                        pivoted_cholesky(Kg, "SVRank")
+                    with stage(f"SVRank cutting planes (kernel, m={X.shape[0]})", verbose=self.verbose):
+                        beta, n_iter, converged, objective, lower, history = _core.svrank_kernel(
+                            Kg, yg, *grouping, C, eps, tol, max_iter, n_threads)
+                del Kg
         coef, dual = (w, None) if spec.linear else (None, gi.untake(beta))
         X_fit = None if spec.linear or spec.precomputed else X
         history = np.asarray(history)

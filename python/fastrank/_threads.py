@@ -17,7 +17,7 @@ import functools
 import os
 import threading
 
-__all__ = ["compute_region", "cpu_budget", "blas_controller", "threads_for_work"]
+__all__ = ["compute_region", "cpu_budget", "blas_controller", "threads_for_kernel", "threads_for_work"]
 
 
 def cpu_budget():
@@ -38,10 +38,23 @@ def cpu_budget():
 _FLOPS_PER_THREAD = 2e8
 
 
-def threads_for_work(flops):
+# Kernel work, entries x (n_features + 50) (the product's multiply-adds and the map's exp), that pays for a thread: on 2
+# cores Gaussian fits and predictions were slower on two threads than on one up to ~1e6 kernel entries at 10 features
+# (3e5 at 136) and faster from ~2e6 (1e6): the kernel's BLAS product leaves OpenBLAS's workers spinning on the cores
+# the kernel map's threads then need, which only enough work amortizes.
+_KERNEL_WORK_PER_THREAD = 5e7
+
+
+def threads_for_work(flops, per_thread=_FLOPS_PER_THREAD):
     """The default thread count (``n_jobs=None``) for a call of about ``flops`` floating-point operations: one thread
-    per ``_FLOPS_PER_THREAD`` of work, at least 1, at most every core."""
-    return int(max(1, min(cpu_budget(), float(flops) // _FLOPS_PER_THREAD)))
+    per ``per_thread`` of work, at least 1, at most every core."""
+    return int(max(1, min(cpu_budget(), float(flops) // per_thread)))
+
+
+def threads_for_kernel(entries, n_features):
+    """:func:`threads_for_work` for a kernel fit or prediction of ``entries`` kernel values on ``n_features`` features
+    (0 for a precomputed kernel)."""
+    return threads_for_work(float(entries) * (n_features + 50.0), _KERNEL_WORK_PER_THREAD)
 
 
 class _Local(threading.local):

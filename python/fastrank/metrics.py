@@ -62,8 +62,8 @@ _METRIC_DOCS = {
     "group": the mean of the per-group values; None: one value per group, in sorted id order (NaN for a skipped
     group).""",
     "n_jobs": """n_jobs : int or None, default=None
-    Threads over groups: None one thread below 50,000 rows, else every usable core; -1 every usable core, -2 all
-    but one, k > 0 k threads.""",
+    Threads over groups, at most: None or -1 every usable core, -2 all but one, k > 0 k threads.  Below 50,000 rows
+    one thread, whatever n_jobs (starting threads costs more than the sweep).""",
     "k": """k : int or None, default=None
     Cutoff, a positive integer: only the first k positions of each group's ranking count.  None: no cutoff.""",
     "relevance_threshold": """relevance_threshold : float, default=0.0
@@ -147,12 +147,13 @@ def _label_ranks(y):
     return _core.dense_ranks_from_order(y, np.argsort(y).astype(np.int64, copy=False)) if res is None else res
 
 
-# Rows below which a measure runs on one thread by default: starting threads costs more (docs/design/measures.md).
+# Rows below which a measure runs on one thread whatever n_jobs: starting threads costs more (docs/design/measures.md).
 _PARALLEL_ROWS = 50_000
 
 
 def _sweep_threads(n_jobs, m):
-    return 1 if n_jobs is None and m < _PARALLEL_ROWS else check_n_jobs(n_jobs)
+    threads = check_n_jobs(n_jobs)  # checked at any size
+    return 1 if m < _PARALLEL_ROWS else threads
 
 
 def _sweep(kernel, n_jobs, m, *args, **kwargs):

@@ -41,6 +41,7 @@ from ._problem import centred_in_groups, features_without_group_offsets, require
 from ._progress import progress, resolve_verbose, stage, write_line
 from ._sparse import as_csr, issparse
 from ._registry import register_estimator
+from ._threads import compute_region
 from ._validation import _all_finite, _asarray, _not_finite, as_float_matrix, check_group_ids, check_int, \
     check_n_jobs, check_precomputed_kernel, group_index, target_column, unordered_labels
 from .exceptions import ConvergenceWarning, user_stacklevel
@@ -1004,9 +1005,15 @@ class OnlineMPRank(KernelMixin, Ranker):
                               "algorithm": [StrOptions({"sequential", "gradient"})],
                               "max_iter": [positive_int(low=0)], "tol": [NONNEG_REAL], "n_jobs": N_JOBS}
 
-    @in_compute_region
     def _solve(self, X, y, alpha0, groups, spec):
         """Iterate from ``alpha0`` on the points (X, y); only pairs inside a group count with ``groups``."""
+        m = X.shape[0]  # a kernel's work: its m x m entries
+        n_threads = check_n_jobs(self.n_jobs) if spec.linear else self._kernel_threads(
+            m * m, 0 if spec.precomputed else X.shape[1])
+        with compute_region(n_threads):  # fastrank's threads and BLAS's share the cores
+            return self._solve_in_region(X, y, alpha0, groups, spec, n_threads)
+
+    def _solve_in_region(self, X, y, alpha0, groups, spec, n_threads):
         gi = group_index(groups, X.shape[0])
         require_preferences(y, gi, "OnlineMPRank")
         m = X.shape[0]
@@ -1026,7 +1033,7 @@ class OnlineMPRank(KernelMixin, Ranker):
             # Peak: K, the centred Kt and the temporaries of (Kt + Kt.T) / 2 and its Fortran copy (the
             # C++ iteration works on that copy): 5 m x m matrices.
             check_dense_memory(m, 5, "kernel matrix of OnlineMPRank (and its centred copies)")
-            K = check_precomputed_kernel(X) if spec.precomputed else spec.train(Xk, check_n_jobs(self.n_jobs))
+            K = check_precomputed_kernel(X) if spec.precomputed else spec.train(Xk, n_threads)
             with np.errstate(over="ignore", invalid="ignore"):  # entries near 1e308 (numpy's warnings): refused below
                 if groups is None:
                     rmean = K.mean(axis=1)
@@ -1189,7 +1196,6 @@ class OnlineMPRank(KernelMixin, Ranker):
                            np.concatenate([self.dual_coef_, np.zeros(X.shape[0])]),
                            None if groups is None else np.concatenate([self._groups, np.asarray(groups)]), self._spec)
 
-    @in_compute_region
     def predict(self, X):
         """Ranking scores h(x) of eq. 13.
 
@@ -1210,5 +1216,6 @@ class OnlineMPRank(KernelMixin, Ranker):
             return row_products(X, self.coef_)
         if self._spec.precomputed:
             return row_products(X, self.expansion_coef_)
-        n_threads = check_n_jobs(self.n_jobs)
-        return by_distinct_rows(lambda Z: self._spec.cross(Z, self.X_fit_, n_threads) @ self.expansion_coef_, X)
+        n_threads = self._kernel_threads(X.shape[0] * self.X_fit_.shape[0], self.X_fit_.shape[1])
+        with compute_region(n_threads):
+            return by_distinct_rows(lambda Z: self._spec.cross(Z, self.X_fit_, n_threads) @ self.expansion_coef_, X)

@@ -21,7 +21,8 @@ PARAM_DOCS = {
     "n_jobs": """n_jobs : int or None, default=None
     Threads of the C++ core: None or -1 every usable core (the process's CPU affinity, at most OMP_NUM_THREADS when
     set), -2 all but one, k > 0 k threads.
-    Exact cross-validation takes at most that many, fewer when the problem is too small for more to pay.""",
+    A call takes at most that many, fewer when its work is too small for more to pay (kernel fits and predictions,
+    dense RankRLS fits, exact cross-validation, the learners' threaded loops).""",
     "verbose": 'verbose : int, bool or "auto", default=0\n    Progress on stderr (:mod:`fastrank._progress`).',
     "group_weighting": """group_weighting : {"unweighted", "per_query", "per_object", "normalized"}, default="unweighted"
     Weight c_q of each pair inside a group of n_q rows (P_q = n_q (n_q - 1) / 2 pairs): "unweighted" 1 (the paper's

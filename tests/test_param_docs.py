@@ -71,6 +71,17 @@ def test_fill_param_docs_indents_entries_and_keeps_continuation_lines():
     assert fill_param_docs(None) is None
 
 
+def test_a_section_line_fills_numpydoc_headers_without_trailing_spaces():
+    doc = """Title.
+
+        %(Parameters)s %(X_predict)s %(Returns)s %(ranking_scores)s
+        """
+    X, scores = PARAM_DOCS["X_predict"].splitlines(), PARAM_DOCS["ranking_scores"].splitlines()
+    lines = ["Parameters", "----------", *X, "", "Returns", "-------", *scores]
+    expected = "Title.\n\n" + "\n".join("        " + line if line else "" for line in lines) + "\n        "
+    assert fill_param_docs(doc) == expected
+
+
 def test_help_shows_the_shared_text():
     assert PARAM_DOCS["kernel"].splitlines()[1].strip() in fastrank.RankSVM.__doc__
     assert PARAM_DOCS["group_weighting"].splitlines()[-1].strip() in fastrank.RankRLSCV.__doc__

@@ -1,5 +1,6 @@
 """Shared numpydoc parameter entries and the placeholders that fill them into docstrings (SciPy's ``doccer``
-spelling): ``help()`` shows the full text, the source states it once."""
+spelling): ``help()`` shows the full text, the source states it once.  A section whose entries are all shared is one
+line with its headers: ``%(Parameters)s %(X_predict)s %(Returns)s %(ranking_scores)s``."""
 
 import re
 
@@ -54,6 +55,10 @@ PARAM_DOCS = {
     "fitted_self": "self : object\n    The fitted estimator.",
     "ranking_scores": """scores : ndarray of shape (n_test,)
     Ranking scores: higher ranks higher; only their differences are meaningful.""",
+    # numpydoc's section headers, for a placeholder line that lists a whole section:
+    # ``%(Parameters)s %(X_predict)s %(Returns)s %(ranking_scores)s``
+    "Parameters": "Parameters\n----------",
+    "Returns": "\nReturns\n-------",
 }
 
 _PLACEHOLDERS = re.compile(r"^( *)((?:%\(\w+\)s ?)+)$", re.M)
@@ -68,7 +73,8 @@ def fill_param_docs(doc, entries=None):
 
     def filled(match):
         names = re.findall(r"%\((\w+)\)s", match.group(2))
-        return "\n".join(match.group(1) + line for name in names for line in known[name].splitlines())
+        return "\n".join(match.group(1) + line if line else line
+                         for name in names for line in known[name].splitlines())
 
     return _PLACEHOLDERS.sub(filled, doc)
 

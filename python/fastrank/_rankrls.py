@@ -134,12 +134,7 @@ class _RankRLSBase(KernelMixin, Ranker):
     def predict(self, X):
         """Scores for ranking: higher ranks higher.
 
-        Parameters
-        ----------
-        %(X_predict)s
-
-        Returns
-        -------
+        %(Parameters)s %(X_predict)s %(Returns)s
         scores : ndarray of shape (n_test,) or (n_test, n_outputs)
             Only differences of scores are meaningful (the objective is invariant to adding a constant), so the
             scores are not on the scale of ``y``.
@@ -416,12 +411,7 @@ class RankRLSPath:
     def predict(self, X):
         """Scores for every alpha.
 
-        Parameters
-        ----------
-        %(X_predict)s
-
-        Returns
-        -------
+        %(Parameters)s %(X_predict)s %(Returns)s
         scores : ndarray of shape (n_alphas, n_test) or (n_alphas, n_test, n_outputs)
             Row k: ``fitted_estimator(k).predict(X)``.
         """

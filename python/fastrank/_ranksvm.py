@@ -359,13 +359,7 @@ class RankSVM(KernelMixin, Ranker):
     def predict(self, X):
         """Ranking scores: a higher score means ranked higher.
 
-        Parameters
-        ----------
-        %(X_predict)s
-
-        Returns
-        -------
-        %(ranking_scores)s
+        %(Parameters)s %(X_predict)s %(Returns)s %(ranking_scores)s
         """
         check_is_fitted(self, "fit_mode_")
         X = self._check_predict_X(X)

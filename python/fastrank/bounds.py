@@ -181,13 +181,7 @@ def hinge_ranking_bound(m, lam, kappa, M, delta, *, empirical=0.0):
 
         R(f_S) < R_l1(f_S; S) + 32 kappa^2 / (lam m) + (16 kappa^2 / lam + M) sqrt(2 ln(1/delta) / m)
 
-    Parameters
-    ----------
-    %(m)s %(lam)s %(kappa)s %(M)s %(delta)s %(empirical)s
-
-    Returns
-    -------
-    %(bound)s
+    %(Parameters)s %(m)s %(lam)s %(kappa)s %(M)s %(delta)s %(empirical)s %(Returns)s %(bound)s
     """
     return agarwal_niyogi_score_stability_bound(m, lam, kappa, M, delta, sigma=1.0, empirical=empirical)
 
@@ -200,13 +194,7 @@ def least_squares_ranking_bound(m, lam, kappa, M, delta, *, empirical=0.0):
         R(f_S) < R_l1(f_S; S) + (64 kappa^2 M / (lam m)) (1 + 2 kappa / sqrt(lam))
                  + ((32 kappa^2 M / lam) (1 + 2 kappa / sqrt(lam)) + M) sqrt(2 ln(1/delta) / m)
 
-    Parameters
-    ----------
-    %(m)s %(lam)s %(kappa)s %(M)s %(delta)s %(empirical)s
-
-    Returns
-    -------
-    %(bound)s
+    %(Parameters)s %(m)s %(lam)s %(kappa)s %(M)s %(delta)s %(empirical)s %(Returns)s %(bound)s
     """
     m, kappa, delta = _m_kappa_delta(m, kappa, delta)
     lam, M = _positive(lam, "lam", _LAM), _positive(M, "M", _LABELS)

@@ -448,12 +448,7 @@ class DaskRankRLS(_MultiOutput, KernelMixin, RegressorMixin, FastrankEstimator):
     def fit(self, X, y, groups=None):
         """Fit from scores ``y``: one pass over the group ids (with ``groups``), one over the data.
 
-        Parameters
-        ----------
-        %(dask_X)s %(dask_y)s %(dask_groups)s
-
-        Returns
-        -------
+        %(Parameters)s %(dask_X)s %(dask_y)s %(dask_groups)s %(Returns)s
         self : object
             The fitted estimator.
         """
@@ -474,12 +469,7 @@ class DaskRankRLS(_MultiOutput, KernelMixin, RegressorMixin, FastrankEstimator):
     def predict(self, X):
         """Ranking scores, one task per row block (``map_blocks``).
 
-        Parameters
-        ----------
-        %(predict_X)s
-
-        Returns
-        -------
+        %(Parameters)s %(predict_X)s %(Returns)s
         scores : dask array or ndarray of shape (n_samples,) or (n_samples, n_outputs)
             A dask array for dask input (computed when the caller computes it), numpy for other input.
         """
@@ -566,12 +556,7 @@ class DaskRankRLSPath(RankRLSPath):
     def predict(self, X):
         """Scores for every alpha, stacked.
 
-        Parameters
-        ----------
-        %(predict_X)s
-
-        Returns
-        -------
+        %(Parameters)s %(predict_X)s %(Returns)s
         scores : dask array or ndarray of shape (n_alphas, n_samples) or (n_alphas, n_samples, n_outputs)
             A dask array for dask input, numpy for other input.
         """

@@ -364,12 +364,7 @@ def msd(y_true, y_score, groups=None, *, average="group"):
     paper) = 2 * the population variance of h(x) - y, with y = ``y_true`` and h(x) = ``y_score``.  With groups: per
     group over n_g^2, groups of one row skipped ("pooled": the sum over groups / the sum of n_g^2).
 
-    Parameters
-    ----------
-    %(y_true)s %(y_score)s %(groups)s %(average)s
-
-    Returns
-    -------
+    %(Parameters)s %(y_true)s %(y_score)s %(groups)s %(average)s %(Returns)s
     msd : float or ndarray of shape (n_groups,)
         An array with ``average=None``.
     """
@@ -414,12 +409,7 @@ def m1d(y_true, y_score, groups=None, *, average="group"):
     """Mean absolute difference of pairwise differences (000 eq. 68): (1/m^2) sum_ij |(h(x_j) - h(x_i)) - (y_j -
     y_i)|, y = ``y_true``, h(x) = ``y_score``, O(m log m) by sorting h - y.  Groups and averages as :func:`msd`.
 
-    Parameters
-    ----------
-    %(y_true)s %(y_score)s %(groups)s %(average)s
-
-    Returns
-    -------
+    %(Parameters)s %(y_true)s %(y_score)s %(groups)s %(average)s %(Returns)s
     m1d : float or ndarray of shape (n_groups,)
         An array with ``average=None``.
     """
@@ -434,12 +424,7 @@ def discrete_ranking_loss(y_true, y_score, groups=None, *, average="group", n_jo
     f = ``y_score``: mis-ordered pairs weigh |y_i - y_j|, score ties half of it, over all C(m,2) pairs.  With groups:
     per group over C(n_g, 2), groups of one row skipped ("pooled": the sum / the sum of C(n_g, 2)).
 
-    Parameters
-    ----------
-    %(y_true)s %(y_score)s %(groups)s %(average)s %(n_jobs)s
-
-    Returns
-    -------
+    %(Parameters)s %(y_true)s %(y_score)s %(groups)s %(average)s %(n_jobs)s %(Returns)s
     loss : float or ndarray of shape (n_groups,)
         An array with ``average=None``.
     """
@@ -816,12 +801,7 @@ def position_error(y_true, y_score, groups=None, *, average="group"):
     over random tie orders: each such row precedes all t targets with probability 1/(t + 1); 1/2 for one target).  0
     for a group of one row or of one label (no group is skipped).  O(m log m).
 
-    Parameters
-    ----------
-    %(y_true)s %(y_score)s %(groups)s %(average_listwise)s
-
-    Returns
-    -------
+    %(Parameters)s %(y_true)s %(y_score)s %(groups)s %(average_listwise)s %(Returns)s
     error : float or ndarray of shape (n_groups,)
         The number of wrong rows ranked first (expected over ties); an array with ``average=None``.
     """
@@ -1057,12 +1037,7 @@ def mean_average_precision(y_true, y_score, groups=None, *, k=None, relevance_th
     Groups without a relevant row are skipped (NaN with average=None), ValueError if all are.  Equals
     ``sklearn.metrics.average_precision_score`` per group without ties.
 
-    Parameters
-    ----------
-    %(y_true)s %(y_score)s %(groups)s %(k)s %(relevance_threshold)s %(average_listwise)s
-
-    Returns
-    -------
+    %(Parameters)s %(y_true)s %(y_score)s %(groups)s %(k)s %(relevance_threshold)s %(average_listwise)s %(Returns)s
     map : float or ndarray of shape (n_groups,)
         In [0, 1]; an array with ``average=None``.
     """
@@ -1090,12 +1065,7 @@ def mean_reciprocal_rank(y_true, y_score, groups=None, *, k=None, relevance_thre
 
     Relevance, ties (expectation over their orders) and skipped groups as :func:`mean_average_precision`.
 
-    Parameters
-    ----------
-    %(y_true)s %(y_score)s %(groups)s %(k)s %(relevance_threshold)s %(average_listwise)s
-
-    Returns
-    -------
+    %(Parameters)s %(y_true)s %(y_score)s %(groups)s %(k)s %(relevance_threshold)s %(average_listwise)s %(Returns)s
     mrr : float or ndarray of shape (n_groups,)
         In [0, 1]; an array with ``average=None``.
     """

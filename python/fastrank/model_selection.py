@@ -148,13 +148,7 @@ def holdout_predictions(estimator, X, y, test_sets, groups=None, *, verbose=0):
     Object ranking: O(m |U|^2 + |U|^3) per set plus O(m^2) per distinct set size; with groups: O(m |A|^2 + |A|^3) with
     A the rows of the groups the set touches (eq. 33 for whole groups).
 
-    Parameters
-    ----------
-    %(estimator)s %(X)s %(y)s %(test_sets)s %(groups)s %(verbose)s
-
-    Returns
-    -------
-    %(holdout_predictions)s
+    %(Parameters)s %(estimator)s %(X)s %(y)s %(test_sets)s %(groups)s %(verbose)s %(Returns)s %(holdout_predictions)s
     """
     return Factorization(estimator, X, y, groups, verbose=verbose).holdout_predictions(test_sets)
 
@@ -213,13 +207,7 @@ def preference_holdout_predictions(estimator, X, pairs, test_sets, magnitudes=No
 def kfold_predictions(estimator, X, y, folds, groups=None, *, verbose=0):
     """Exact k-fold cross-validation predictions.
 
-    Parameters
-    ----------
-    %(estimator)s %(X)s %(y)s %(folds)s %(groups)s %(verbose)s
-
-    Returns
-    -------
-    %(rows_predictions)s
+    %(Parameters)s %(estimator)s %(X)s %(y)s %(folds)s %(groups)s %(verbose)s %(Returns)s %(rows_predictions)s
     """
     return Factorization(estimator, X, y, groups, verbose=verbose).kfold_predictions(folds, groups=groups)
 
@@ -431,12 +419,7 @@ class Factorization:
     def leave_pair_out(self, pairs=None, *, alpha=None, return_pairs=False):
         """Exact leave-pair-out predictions at ``alpha`` (:func:`leave_pair_out`).
 
-        Parameters
-        ----------
-        %(pairs)s %(alpha)s %(return_pairs)s
-
-        Returns
-        -------
+        %(Parameters)s %(pairs)s %(alpha)s %(return_pairs)s %(Returns)s
         %(lpo_pairs)s %(lpo_predictions)s
         """
         return_pairs = check_bool(return_pairs, "return_pairs")  # "no" is a true value
@@ -453,13 +436,7 @@ class Factorization:
     def holdout_predictions(self, test_sets, *, alpha=None):
         """Exact predictions for hold-out index sets at ``alpha`` (:func:`holdout_predictions`).
 
-        Parameters
-        ----------
-        %(test_sets)s %(alpha)s
-
-        Returns
-        -------
-        %(holdout_predictions)s
+        %(Parameters)s %(test_sets)s %(alpha)s %(Returns)s %(holdout_predictions)s
         """
         eng = self._engine
         sets = eng.check_sets(test_sets)
@@ -490,13 +467,7 @@ class Factorization:
         """Exact leave-group-out predictions at ``alpha`` (:func:`leave_group_out`); the factorization's groups need at
         least two distinct ids (else ValueError).
 
-        Parameters
-        ----------
-        %(alpha)s
-
-        Returns
-        -------
-        %(lgo_predictions)s
+        %(Parameters)s %(alpha)s %(Returns)s %(lgo_predictions)s
         """
         eng = self._engine
         if eng.groups.n_groups < 2:  # groups=None: one group
@@ -541,12 +512,7 @@ def factorize(estimator, X, y, groups=None, *, verbose=0):
     any alpha without recomputing either (RLScore's learners keep their decomposition the same way); ``basis_vectors``
     and ``exclude_ties=True`` models share no spectral factor.
 
-    Parameters
-    ----------
-    %(estimator)s %(X)s %(y)s %(groups)s %(verbose)s
-
-    Returns
-    -------
+    %(Parameters)s %(estimator)s %(X)s %(y)s %(groups)s %(verbose)s %(Returns)s
     factorization : Factorization
         The training problem (X, y, groups) with the estimator's parameters and its factors.
     """

@@ -543,12 +543,7 @@ class _OAPBase(KernelMixin, _OnlineOrdinal):
     def decision_function(self, X):
         """Real-valued scores.
 
-        Parameters
-        ----------
-        %(X_stored)s
-
-        Returns
-        -------
+        %(Parameters)s %(X_stored)s %(Returns)s
         scores : ndarray of shape (n_test,)
             The averaged rule's w~.x (PRank, OAP-BPM); for OAP-Bagg, OAP-VP and PRank-VP the vote H(x) (the members'
             or hypotheses' mean rank) on the 1..k scale.
@@ -562,12 +557,7 @@ class _OAPBase(KernelMixin, _OnlineOrdinal):
     def predict(self, X):
         """Labels: the averaged rule's rank (PRank, OAP-BPM), or the vote H(x) rounded to the nearest rank.
 
-        Parameters
-        ----------
-        %(X_stored)s
-
-        Returns
-        -------
+        %(Parameters)s %(X_stored)s %(Returns)s
         labels : ndarray of shape (n_test,)
             Values of ``classes_``; a vote rounds halves up, floor(H + 1/2).
         """
@@ -1199,12 +1189,7 @@ class OnlineMPRank(KernelMixin, Ranker):
     def predict(self, X):
         """Ranking scores h(x) of eq. 13.
 
-        Parameters
-        ----------
-        %(X_predict)s
-
-        Returns
-        -------
+        %(Parameters)s %(X_predict)s %(Returns)s
         scores : ndarray of shape (n_test,)
             Higher ranks higher; defined up to a constant (no intercept).
         """

@@ -60,12 +60,7 @@ class _Display:
     def plot(self, ax=None):
         """Draw the display: the curve or histogram and the marks the class describes.
 
-        Parameters
-        ----------
-        %(ax)s
-
-        Returns
-        -------
+        %(Parameters)s %(ax)s %(Returns)s
         display : object
             This display, with ``ax_``, ``figure_`` and the artists named in its class docstring set.
         """
@@ -299,12 +294,7 @@ class PermutationTestDisplay(_Display):
     def from_result(cls, score, permutation_scores, pvalue, *, bins=20, ax=None, scoring="LPO AUC"):
         """From the result of :func:`fastrank.model_selection.permutation_test_lpo`, plotted.
 
-        Parameters
-        ----------
-        %(score)s %(permutation_scores)s %(pvalue)s %(bins)s %(ax)s %(scoring)s
-
-        Returns
-        -------
+        %(Parameters)s %(score)s %(permutation_scores)s %(pvalue)s %(bins)s %(ax)s %(scoring)s %(Returns)s
         display : PermutationTestDisplay
             The plotted display.
         """

@@ -146,12 +146,7 @@ class QueryNormalizer(_DenseTransformer):
     def transform(self, X, groups=None):
         """X normalised inside each query of ``groups``.
 
-        Parameters
-        ----------
-        %(X)s %(groups)s
-
-        Returns
-        -------
+        %(Parameters)s %(X)s %(groups)s %(Returns)s
         X_new : ndarray of shape (n_samples, n_features)
             X normalised inside each query (a feature constant inside a query is 0 there); a range or variance that
             overflows float64 raises ValueError.
@@ -211,13 +206,7 @@ class QueryNormalizer(_DenseTransformer):
     def fit_transform(self, X, y=None, groups=None):
         """``fit(X, y, groups).transform(X, groups)``.
 
-        Parameters
-        ----------
-        %(X)s %(y)s %(groups)s
-
-        Returns
-        -------
-        %(X_new)s
+        %(Parameters)s %(X)s %(y)s %(groups)s %(Returns)s %(X_new)s
         """
         return self.fit(X, y, groups).transform(X, groups)
 
@@ -249,12 +238,7 @@ class Log1pScaler(_DenseTransformer):
     def fit(self, X, y=None):
         """Learn the mean and standard deviation of the log-transformed training features.
 
-        Parameters
-        ----------
-        %(X)s %(y)s
-
-        Returns
-        -------
+        %(Parameters)s %(X)s %(y)s %(Returns)s
         self : object
             The fitted transformer.
         """
@@ -265,13 +249,7 @@ class Log1pScaler(_DenseTransformer):
     def fit_transform(self, X, y=None):
         """``fit(X).transform(X)``, the logarithm taken once.
 
-        Parameters
-        ----------
-        %(X)s %(y)s
-
-        Returns
-        -------
-        %(X_new)s
+        %(Parameters)s %(X)s %(y)s %(Returns)s %(X_new)s
         """
         check_bool(self.zscore, "zscore")
         L = self._log(self._dense_float(X, reset=True))
@@ -299,13 +277,7 @@ class Log1pScaler(_DenseTransformer):
     def transform(self, X):
         """``sign(x) log(1 + |x|)`` per entry, then the z-score learnt by ``fit`` (if it learnt one).
 
-        Parameters
-        ----------
-        %(X)s
-
-        Returns
-        -------
-        %(X_new)s
+        %(Parameters)s %(X)s %(Returns)s %(X_new)s
         """
         check_is_fitted(self, "n_features_in_")
         return self._standardised(self._log(self._dense_float(X, reset=False)))

@@ -175,12 +175,7 @@ def qid_from_groups(groups):
 def group_order(groups):
     """A stable permutation that makes the rows of each query contiguous.
 
-    Parameters
-    ----------
-    %(groups)s
-
-    Returns
-    -------
+    %(Parameters)s %(groups)s %(Returns)s
     order : ndarray of shape (n_samples,), dtype int64
         Queries in order of first appearance, rows inside a query in their order: ``X[order]``, ``y[order]``.
     """

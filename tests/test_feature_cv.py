@@ -252,6 +252,10 @@ def test_compute_region_threads_one_blas_only():
         for lib in libs:  # SciPy's BLAS (the C++ core's) threaded, any other copy single-threaded
             assert lib.num_threads == (2 if _threads._is_scipy_blas(lib) else 1)
     assert [lib.num_threads for lib in libs] == before
+    with _threads.compute_region(2, blas_threads=1):  # fastrank's two threads, every BLAS on one
+        assert all(lib.num_threads == 1 for lib in libs)
+        assert _threads._BUDGET.free == _threads._BUDGET.total - 2
+    assert [lib.num_threads for lib in libs] == before
 
 
 def test_threads_for_work_grows_with_the_work():

@@ -23,7 +23,7 @@ from ._kernels import KernelSpec, by_distinct_rows, predict_basis, resolve_kerne
 from ._problem import check_features, crucial_pairs
 from ._progress import progress
 from ._sparse import issparse
-from ._threads import compute_region, threads_for_kernel
+from ._threads import compute_region, kernel_blas_threads, threads_for_kernel
 from ._validation import (INT_MAX, as_targets, check_alphas, check_n_jobs, check_precomputed_kernel,
                           group_index, target_column)
 from .exceptions import ConstantModelWarning, user_stacklevel
@@ -308,7 +308,7 @@ class KernelMixin:
 
     def _kernel_scores(self, X):
         n_threads = self._kernel_threads(X.shape[0] * self.X_fit_.shape[0], self.X_fit_.shape[1])
-        with compute_region(n_threads):
+        with compute_region(n_threads, kernel_blas_threads(self.X_fit_.shape[1])):
             return predict_basis(X, self.X_fit_, self.dual_coef_, self._fitted_spec(), n_threads)
 
     def __sklearn_tags__(self):

@@ -23,7 +23,7 @@ from ._progress import resolve_verbose, stage, write_line
 from ._registry import register_estimator
 from ._solvers import basis_kernel, select_basis
 from ._sparse import as_csr
-from ._threads import compute_region
+from ._threads import compute_region, kernel_blas_threads
 from ._validation import check_alpha, check_n_jobs, group_index
 from .exceptions import ConvergenceWarning, user_stacklevel
 
@@ -164,7 +164,10 @@ class RankSVM(KernelMixin, Ranker):
             n_threads = self._kernel_threads(m * basis.size, (0 if spec is None else X.shape[1]) + basis.size)
         elif spec is None or not spec.linear:  # the m x m kernel and its products
             n_threads = self._kernel_threads(m * m, 0 if spec is None else X.shape[1])
-        with compute_region(n_threads):  # fastrank's threads and BLAS's share the cores
+        # BLAS's work in a kernel solve is the kernel's product and the master's small systems (no pivoted Cholesky)
+        blas = kernel_blas_threads(X.shape[1]) if basis is None and spec is not None and not spec.linear and \
+            semidefinite_by_construction(spec) else None
+        with compute_region(n_threads, blas):  # fastrank's threads and BLAS's share the cores
             return self._solve_in_region(X, spec, basis, structure, n_pairs, C * weight_scale, code, tol, max_iter,
                                          n_threads, w0, weight_scale, warm)
 

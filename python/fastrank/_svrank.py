@@ -20,7 +20,7 @@ from ._problem import centred_in_groups, features_without_group_offsets, group_t
 from ._progress import resolve_verbose, stage, write_line
 from ._registry import register_estimator
 from ._solvers import train_kernel
-from ._threads import compute_region
+from ._threads import compute_region, kernel_blas_threads
 from ._validation import check_alpha, check_n_jobs, group_index
 from .exceptions import ConvergenceWarning, user_stacklevel
 
@@ -205,7 +205,10 @@ class SVRank(KernelMixin, Ranker):
         # a kernel's m x m entries and products; the linear solvers size their loops' threads in the core
         n_threads = n_threads if spec.linear else self._kernel_threads(X.shape[0] ** 2, 0 if spec.precomputed else
                                                                        X.shape[1])
-        with compute_region(n_threads):  # fastrank's threads and BLAS's share the cores
+        # BLAS's work in the kernel hinge is the kernel's product and the master's small systems
+        blas = kernel_blas_threads(X.shape[1]) if not (spec.linear or squared or spec.precomputed) and \
+            semidefinite_by_construction(spec) else None
+        with compute_region(n_threads, blas):  # fastrank's threads and BLAS's share the cores
             if spec.linear and squared:
                 with stage(f"SVRank Newton (linear, squared cost, m={Xg.shape[0]})", verbose=self.verbose), \
                         _quiet_overflow():

@@ -1,7 +1,8 @@
 """Threads that compose (docs/design/robustness.md, "Threads"): compute regions draw their threads from one process-wide
 budget of the usable cores (:func:`cpu_budget`; a region that wants ``t`` threads waits until ``t`` cores are free;
 regions nest, no deadlock); while regions run, SciPy's OpenBLAS (the C++ core's) gets the region's threads when it runs
-alone (never above the limit in force) and one otherwise, every other BLAS copy (numpy's) one (two threaded OpenBLAS
+alone (never above the limit in force; one where the region's work is fastrank's own threads, ``kernel_blas_threads``)
+and one otherwise, every other BLAS copy (numpy's) one (two threaded OpenBLAS
 pools used alternately spin against each other: exact linear cross-validation 3-15x slower on 2 cores;
 ``OPENBLAS_NUM_THREADS`` does not reach both), set only when no other region runs and restored when the last ends
 unless the caller changed BLAS meanwhile.  An interrupt (Ctrl-C) anywhere gives the cores and the BLAS setting back; a
@@ -17,7 +18,8 @@ import functools
 import os
 import threading
 
-__all__ = ["compute_region", "cpu_budget", "blas_controller", "threads_for_kernel", "threads_for_work"]
+__all__ = ["compute_region", "cpu_budget", "blas_controller", "kernel_blas_threads", "threads_for_kernel",
+           "threads_for_work"]
 
 
 def cpu_budget():
@@ -49,6 +51,19 @@ def threads_for_work(flops, per_thread=_FLOPS_PER_THREAD):
     """The default thread count (``n_jobs=None``) for a call of about ``flops`` floating-point operations: one thread
     per ``per_thread`` of work, at least 1, at most every core."""
     return int(max(1, min(cpu_budget(), float(flops) // per_thread)))
+
+
+# Features below which a kernel's BLAS product is a small part of its work: its region runs BLAS on one thread, as
+# OpenBLAS's workers, spinning after each threaded call, slowed the kernel map's and the solvers' threads that follow
+# (Gaussian predictions of 3000 rows against 2000 at 10 features 28.0 -> 20.2 ms on two threads, a hinge RankSVM at
+# m = 1500 162 -> 112 ms); from 256 features the product's threads pay more (predictions 66.8 against 71.9 ms).
+_KERNEL_BLAS_FEATURES = 128
+
+
+def kernel_blas_threads(n_features):
+    """The BLAS threads of a region whose BLAS work is a kernel's inner products (and small systems): one below
+    ``_KERNEL_BLAS_FEATURES`` features, else None (the region's)."""
+    return 1 if n_features < _KERNEL_BLAS_FEATURES else None
 
 
 def threads_for_kernel(entries, n_features):
@@ -91,7 +106,7 @@ class _ThreadBudget:
                 self.saved_limits = want
                 _set_threads([(lib, k) for lib, _, k in want])
 
-    def acquire(self, n_threads):
+    def acquire(self, n_threads, blas_threads=None):
         with self.lock:
             while True:
                 # The budget can change while the process runs (OMP_NUM_THREADS unset, a wider affinity): the pool
@@ -111,8 +126,8 @@ class _ThreadBudget:
             self.local.taken = need
             if self.active == 1:
                 # Alone: BLAS gets this region's threads (restored when the last region ends).
-                self.blas_now = need
-                self.set_blas(need)
+                self.blas_now = need if blas_threads is None else max(1, min(int(blas_threads), need))
+                self.set_blas(self.blas_now)
         return need
 
     def release(self):
@@ -224,9 +239,10 @@ def _policy_off():
 
 
 @contextlib.contextmanager
-def compute_region(n_threads):
+def compute_region(n_threads, blas_threads=None):
     """Run the body with ``n_threads`` cores (a resolved thread count, ``check_n_jobs``) of the process-wide budget and
-    BLAS limited as the module docstring says."""
+    BLAS limited as the module docstring says; ``blas_threads``, when given, caps SciPy's BLAS below ``n_threads`` (a
+    region whose threads are fastrank's own: :func:`kernel_blas_threads`)."""
     if _policy_off():
         yield
         return
@@ -234,7 +250,7 @@ def compute_region(n_threads):
     depth = local.depth
     try:
         if depth == 0:  # a nested region runs on its thread's cores
-            _BUDGET.acquire(n_threads)
+            _BUDGET.acquire(n_threads, blas_threads)
         local.depth = depth + 1
         yield
     finally:

@@ -55,8 +55,9 @@ def threads_for_work(flops, per_thread=_FLOPS_PER_THREAD):
 
 # Features below which a kernel's BLAS product is a small part of its work: its region runs BLAS on one thread, as
 # OpenBLAS's workers, spinning after each threaded call, slowed the kernel map's and the solvers' threads that follow
-# (Gaussian predictions of 3000 rows against 2000 at 10 features 28.0 -> 20.2 ms on two threads, a hinge RankSVM at
-# m = 1500 162 -> 112 ms); from 256 features the product's threads pay more (predictions 66.8 against 71.9 ms).
+# (Gaussian predictions of 3000 rows against 2000 at 10 features 28.0 -> 19.6 ms on two threads, a hinge RankSVM at
+# m = 1500 166-175 -> 124-129 ms); from 256 features the product's threads pay more (those predictions 66.8 ms with
+# BLAS on two threads, 71.9 ms on one).
 _KERNEL_BLAS_FEATURES = 128
 
 

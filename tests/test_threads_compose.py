@@ -111,6 +111,27 @@ def test_kernel_work_of_few_features_runs_blas_on_one_thread(monkeypatch, n_feat
     assert seen == [(2, blas)]
 
 
+def test_regions_with_blas_on_one_thread_and_threaded_blas_run_together_like_serial():
+    # kernel predictions (BLAS on one thread under fastrank's threads) beside Gaussian fits (BLAS on the region's
+    # threads) from four Python threads: the same numbers as one after another, and the user's BLAS setting after
+    X, y, _ = _regression(1500, 6)
+    model = fastrank.RankRLS(kernel="rbf", n_jobs=2).fit(X[:1000], y[:1000])
+    jobs = [lambda: model.predict(X), lambda: fastrank.RankRLS(kernel="rbf", n_jobs=2).fit(X, y).dual_coef_] * 2
+    serial = [job() for job in jobs]
+    libs = [lib for lib, _ in _threads._blas_libraries()]
+    before = [lib.num_threads for lib in libs]
+    out = [None] * len(jobs)
+    workers = [threading.Thread(target=lambda i=i: out.__setitem__(i, jobs[i]())) for i in range(len(jobs))]
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join()
+    for a, b in zip(serial, out):
+        np.testing.assert_allclose(b, a, rtol=1e-10, atol=1e-12)
+    assert [lib.num_threads for lib in libs] == before
+    assert _threads._BUDGET.free == _threads._BUDGET.total
+
+
 def test_kernel_work_takes_threads_from_about_two_million_entries(monkeypatch):
     monkeypatch.setattr(_threads, "cpu_budget", lambda: 2)
     assert _threads.threads_for_kernel(1000 * 1000, 10) == 1 == _threads.threads_for_kernel(300 * 1000, 136)

@@ -7,6 +7,7 @@ import select
 import signal
 import threading
 import warnings
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pytest
@@ -120,14 +121,9 @@ def test_regions_with_blas_on_one_thread_and_threaded_blas_run_together_like_ser
     serial = [job() for job in jobs]
     libs = [lib for lib, _ in _threads._blas_libraries()]
     before = [lib.num_threads for lib in libs]
-    out = [None] * len(jobs)
-    workers = [threading.Thread(target=lambda i=i: out.__setitem__(i, jobs[i]())) for i in range(len(jobs))]
-    for w in workers:
-        w.start()
-    for w in workers:
-        w.join()
-    for a, b in zip(serial, out):
-        np.testing.assert_allclose(b, a, rtol=1e-10, atol=1e-12)
+    with ThreadPoolExecutor(max_workers=len(jobs)) as pool:
+        out = list(pool.map(lambda job: job(), jobs))
+    np.testing.assert_allclose(np.concatenate(out), np.concatenate(serial), rtol=1e-10, atol=1e-12)
     assert [lib.num_threads for lib in libs] == before
     assert _threads._BUDGET.free == _threads._BUDGET.total
 

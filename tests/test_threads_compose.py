@@ -132,10 +132,13 @@ def test_kernel_work_takes_threads_by_its_size(monkeypatch):
     monkeypatch.setattr(_threads, "cpu_budget", lambda: 2)
     assert _threads.threads_for_kernel(1000 * 1000, 10) == 1 == _threads.threads_for_kernel(300 * 1000, 136)
     assert _threads.threads_for_kernel(1500 * 1500, 10) == 2 == _threads.threads_for_kernel(1000 * 1000, 136)
-    # a prediction with BLAS on one thread is all threaded kernel map: two threads from about 1e5 entries
-    assert _threads.threads_for_kernel(30 * 1000, 10, prediction=True) == 1
-    assert _threads.threads_for_kernel(100 * 1000, 10, prediction=True) == 2
-    assert _threads.threads_for_kernel(300 * 1000, 136, prediction=True) == 1
+    # with BLAS on one thread the region's threads are fastrank's own: a fit takes two from about 1e6 entries, a
+    # prediction (all threaded kernel map) from about 1e5
+    assert _threads.threads_for_kernel(700 * 700, 10, 1) == 1
+    assert _threads.threads_for_kernel(1000 * 1000, 10, 1) == 2
+    assert _threads.threads_for_kernel(30 * 1000, 10, 1, prediction=True) == 1
+    assert _threads.threads_for_kernel(100 * 1000, 10, 1, prediction=True) == 2
+    assert _threads.threads_for_kernel(300 * 1000, 136, None, prediction=True) == 1
 
 
 def test_threaded_measures_run_in_a_compute_region(monkeypatch):

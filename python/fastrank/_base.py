@@ -301,14 +301,16 @@ class KernelMixin:
             return row_products(X, self.coef_)
         return by_distinct_rows(self._kernel_scores, X)
 
-    def _kernel_threads(self, entries, n_features, prediction=False):
+    def _kernel_threads(self, entries, n_features, blas_threads=None, prediction=False):
         """Threads for a kernel fit or prediction of ``entries`` kernel values: ``n_jobs``'s, fewer where the work is
         too small for more to pay (:func:`_threads.threads_for_kernel`)."""
-        return min(check_n_jobs(getattr(self, "n_jobs", None)), threads_for_kernel(entries, n_features, prediction))
+        return min(check_n_jobs(getattr(self, "n_jobs", None)),
+                   threads_for_kernel(entries, n_features, blas_threads, prediction))
 
     def _kernel_scores(self, X):
-        n_threads = self._kernel_threads(X.shape[0] * self.X_fit_.shape[0], self.X_fit_.shape[1], prediction=True)
-        with compute_region(n_threads, kernel_blas_threads(self.X_fit_.shape[1])):
+        blas = kernel_blas_threads(self.X_fit_.shape[1])
+        n_threads = self._kernel_threads(X.shape[0] * self.X_fit_.shape[0], self.X_fit_.shape[1], blas, True)
+        with compute_region(n_threads, blas):
             return predict_basis(X, self.X_fit_, self.dual_coef_, self._fitted_spec(), n_threads)
 
     def __sklearn_tags__(self):

@@ -160,13 +160,13 @@ class RankSVM(KernelMixin, Ranker):
         spec = None if self._precomputed() else self._kernel_spec(X.shape[1])
         m = X.shape[0]
         basis = None if self.basis_vectors is None else select_basis(m, self.basis_vectors, self.random_state)
-        if basis is not None:  # the kernel block K_mB and the linear RankSVM on its m x |B| features
-            n_threads = self._kernel_threads(m * basis.size, (0 if spec is None else X.shape[1]) + basis.size)
-        elif spec is None or not spec.linear:  # the m x m kernel and its products
-            n_threads = self._kernel_threads(m * m, 0 if spec is None else X.shape[1])
         # BLAS's work in a kernel solve is the kernel's product and the master's small systems (no pivoted Cholesky)
         blas = kernel_blas_threads(X.shape[1]) if basis is None and spec is not None and not spec.linear and \
             semidefinite_by_construction(spec) else None
+        if basis is not None:  # the kernel block K_mB and the linear RankSVM on its m x |B| features
+            n_threads = self._kernel_threads(m * basis.size, (0 if spec is None else X.shape[1]) + basis.size)
+        elif spec is None or not spec.linear:  # the m x m kernel and its products
+            n_threads = self._kernel_threads(m * m, 0 if spec is None else X.shape[1], blas)
         with compute_region(n_threads, blas):  # fastrank's threads and BLAS's share the cores
             return self._solve_in_region(X, spec, basis, structure, n_pairs, C * weight_scale, code, tol, max_iter,
                                          n_threads, w0, weight_scale, warm)

@@ -202,12 +202,12 @@ class SVRank(KernelMixin, Ranker):
         # without the digits a large (common or query-level) feature offset cancels in f = X w
         Xg = np.ascontiguousarray(gi.take(features_without_group_offsets(X, gi))) if spec.linear else None
         steps = "Newton iterations" if squared else "cutting planes"
-        # a kernel's m x m entries and products; the linear solvers size their loops' threads in the core
-        n_threads = n_threads if spec.linear else self._kernel_threads(X.shape[0] ** 2, 0 if spec.precomputed else
-                                                                       X.shape[1])
         # BLAS's work in the kernel hinge is the kernel's product and the master's small systems
         blas = kernel_blas_threads(X.shape[1]) if not (spec.linear or squared or spec.precomputed) and \
             semidefinite_by_construction(spec) else None
+        # a kernel's m x m entries and products; the linear solvers size their loops' threads in the core
+        n_threads = n_threads if spec.linear else self._kernel_threads(
+            X.shape[0] ** 2, 0 if spec.precomputed else X.shape[1], blas)
         with compute_region(n_threads, blas):  # fastrank's threads and BLAS's share the cores
             if spec.linear and squared:
                 with stage(f"SVRank Newton (linear, squared cost, m={Xg.shape[0]})", verbose=self.verbose), \

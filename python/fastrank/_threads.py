@@ -67,18 +67,20 @@ def kernel_blas_threads(n_features):
     return 1 if n_features < _KERNEL_BLAS_FEATURES else None
 
 
-# A prediction with BLAS on one thread (below _KERNEL_BLAS_FEATURES) is the kernel map's work, all of it threaded:
-# Gaussian predictions against 1000 rows at 10-100 features were x0.99-1.01 on two threads at 3e4 kernel entries,
-# x0.94-0.97 at 1e5, x0.75-0.82 at 5e5.
+# With BLAS on one thread (kernel_blas_threads) a region's threads are fastrank's own and pay earlier.  A prediction is
+# then all threaded kernel map: Gaussian predictions against 1000 rows at 10-100 features were x0.99-1.01 on two threads
+# at 3e4 kernel entries, x0.94-0.97 at 1e5, x0.75-0.82 at 5e5.  A kernel SVRank fit at 10 features x1.04-1.06 at
+# m = 700, x0.95 at 850, x0.87-0.88 at 1000 (the kernel RankSVM x0.99-1.01 at 850-1000).
 _KERNEL_MAP_WORK_PER_THREAD = 3e6
+_KERNEL_OWN_WORK_PER_THREAD = 3e7
 
 
-def threads_for_kernel(entries, n_features, prediction=False):
+def threads_for_kernel(entries, n_features, blas_threads=None, prediction=False):
     """:func:`threads_for_work` for a kernel fit or prediction of ``entries`` kernel values on ``n_features`` features
-    (0 for a precomputed kernel)."""
-    map_only = prediction and n_features < _KERNEL_BLAS_FEATURES
-    return threads_for_work(float(entries) * (n_features + 50.0),
-                            _KERNEL_MAP_WORK_PER_THREAD if map_only else _KERNEL_WORK_PER_THREAD)
+    (0 for a precomputed kernel) in a region of ``blas_threads`` (:func:`kernel_blas_threads`)."""
+    per_thread = _KERNEL_WORK_PER_THREAD if blas_threads != 1 else \
+        _KERNEL_MAP_WORK_PER_THREAD if prediction else _KERNEL_OWN_WORK_PER_THREAD
+    return threads_for_work(float(entries) * (n_features + 50.0), per_thread)
 
 
 class _Local(threading.local):

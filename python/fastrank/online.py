@@ -1201,6 +1201,7 @@ class OnlineMPRank(KernelMixin, Ranker):
             return row_products(X, self.coef_)
         if self._spec.precomputed:
             return row_products(X, self.expansion_coef_)
-        n_threads = self._kernel_threads(X.shape[0] * self.X_fit_.shape[0], self.X_fit_.shape[1], prediction=True)
-        with compute_region(n_threads, kernel_blas_threads(self.X_fit_.shape[1])):
+        blas = kernel_blas_threads(self.X_fit_.shape[1])
+        n_threads = self._kernel_threads(X.shape[0] * self.X_fit_.shape[0], self.X_fit_.shape[1], blas, True)
+        with compute_region(n_threads, blas):
             return by_distinct_rows(lambda Z: self._spec.cross(Z, self.X_fit_, n_threads) @ self.expansion_coef_, X)

@@ -465,6 +465,40 @@ bool PairwiseHingeLoss::band_hessian_times(double h, const double* v, double* ou
   return true;
 }
 
+bool PairwiseHingeLoss::band_pairs(double h, Index limit, std::vector<std::int64_t>& pairs) const {
+  pairs.clear();
+  if (kind_ != Kind::Groups || !hessian_ready_ || fv_cache_.size() != static_cast<size_t>(m_)) return false;
+  const double lowered = margin_ - h;
+  Index visited = 0;
+  for (Index g = 0; g < static_cast<Index>(n_levels_.size()); ++g) {
+    if (n_levels_[g] < 2) continue;
+    const Index a = offsets_[g], n = offsets_[g + 1] - a;
+    const std::int32_t* sorted = sorted_.data() + a;
+    const double* fv = fv_cache_.data() + a;
+    const std::int32_t* lev = level_.data() + a;
+    const std::int64_t* rows = order_.data() + a;
+    // the partners t of s (level_t < level_s) with fv_s - margin < fv_t and not fv_s - lowered < fv_t, the
+    // predicate of laplacian_times: in the sort by f a window [lo, hi) that moves up with s
+    Index lo = 0, hi = 0;
+    for (Index r = 0; r < n; ++r) {
+      const Index s = sorted[r];
+      while (lo < n && !(fv[sorted[lo]] > fv[s] - margin_)) ++lo;
+      hi = std::max(hi, lo);
+      while (hi < n && !(fv[sorted[hi]] > fv[s] - lowered)) ++hi;
+      visited += hi - lo;
+      if (visited > 4 * limit) return false;  // a wide window of tied levels: conjugate gradients
+      for (Index k = lo; k < hi; ++k) {
+        const Index t = sorted[k];
+        if (lev[t] >= lev[s]) continue;
+        pairs.push_back(rows[s]);
+        pairs.push_back(rows[t]);
+      }
+      if (static_cast<Index>(pairs.size()) > 2 * limit) return false;
+    }
+  }
+  return true;
+}
+
 void PairwiseHingeLoss::hessian_times(const double* v, double* out, int n_threads) const {
   require(hessian_ready_, "hessian_times needs an evaluation first");
   interrupt::poll();  // once per conjugate-gradient step
@@ -588,6 +622,19 @@ class DenseModel {
   // One thread below 2^19 entries of X: at 10,000 rows of 20 features, threaded products made linear fits in groups
   // 1.16-1.24 times as long on two threads as on one.
   int threads() const { return X_.size() < (Index(1) << 19) ? 1 : threads_; }
+
+ public:
+  // H = I + c sum over the (i, j) of `pairs` of (x_i - x_j)(x_i - x_j)^T, lower triangle, in the pairs' order.
+  bool pair_gram(const std::vector<std::int64_t>& pairs, double c, Matrix& H) const {
+    const Index n = X_.cols();
+    H.setIdentity(n, n);
+    Vector d(n);
+    for (size_t e = 0; e + 1 < pairs.size(); e += 2) {
+      d = X_.row(pairs[e]).transpose() - X_.row(pairs[e + 1]).transpose();
+      H.selfadjointView<Eigen::Lower>().rankUpdate(d, c);
+    }
+    return true;
+  }
 };
 
 template <class I>
@@ -596,6 +643,7 @@ class CsrModel {
   CsrModel(const CsrView<I>& X, int n_threads) : X_(X), chunks_(product_chunks(X, n_threads)) {}
   Index rows() const { return X_.rows; }
   Index dim() const { return X_.cols; }
+  bool pair_gram(const std::vector<std::int64_t>&, double, Matrix&) const { return false; }  // conjugate gradients
   double frobenius() const {
     const Index a = X_.begin(0);
     return X_.rows == 0 ? 0.0 : Eigen::Map<const Vector>(X_.data + a, X_.nnz()).stableNorm();
@@ -685,6 +733,8 @@ class SquaredHingeTerm {
   explicit SquaredHingeTerm(PairwiseHingeLoss& P) : P_(P) {}
   double evaluate(const double* f, double* g, int nt) { return P_.evaluate(SvmLoss::SquaredHinge, f, g, nullptr, nt); }
   void hessian_times(const double* v, double* out, int nt) const { P_.hessian_times(v, out, nt); }
+  template <class Model>
+  bool newton_matrix(const Model&, double, Matrix&) const { return false; }  // conjugate gradients
   double rounding() const { return 0.0; }  // Armijo on F alone
 
  private:
@@ -742,6 +792,14 @@ class HuberTerm {
     for (Index i = 0; i < P_.n_rows(); ++i) out[i] = (out[i] - buf_[i]) / (2.0 * h_);
   }
   double width() const { return h_; }
+  // The Newton matrix I + (C/h) sum over the band's pairs of (x_i - x_j)(x_i - x_j)^T, formed from the pairs one by one
+  // where they are few: at a narrow band it is the identity plus a matrix of the band's rank k, on which conjugate
+  // gradients took up to min(k, p) steps of two products with X each; this costs k p^2 <= 8 m p, about four.
+  template <class Model>
+  bool newton_matrix(const Model& X, double C, Matrix& H) const {
+    const Index limit = 8 * X.rows() / std::max<Index>(1, X.dim());
+    return P_.band_pairs(h_, limit, pairs_) && X.pair_gram(pairs_, C / h_, H);
+  }
 
  private:
   // l_h(z) = (z^+ + (z - h)^+) / 2 - [0 < z <= h] z (1 - z / h) / 2: two hinge sums (cancelling digits of f's size,
@@ -767,6 +825,7 @@ class HuberTerm {
   double h_, precision_, rounding_ = 0.0, value_error_ = 0.0, grad_error_ = 0.0;
   bool band_wanted_ = false, banded_ = false;
   mutable std::vector<double> buf_;
+  mutable std::vector<std::int64_t> pairs_;
 };
 
 // ---- squared hinge: truncated Newton with line search (Lee & Lin 2014, Sect. 4) ----------------
@@ -809,6 +868,7 @@ RankSvmResult newton_linear(const Model& X, Term& P, const RankSvmOptions& o, do
     return res;
   }
   Vector d(n), r(n), p(n), q(n), Xp(m), Xd(m), HXp(m);
+  Matrix H;
   Index iter = 0;
   while (true) {
     // Two tests, both relative to tol.  ||grad|| against its value at w = 0 alone passed with F 79 % above its
@@ -829,7 +889,13 @@ RankSvmResult newton_linear(const Model& X, Term& P, const RankSvmOptions& o, do
     r = -g;
     p = r;
     double rr = r.squaredNorm();
-    for (Index k = 0; k < cg_cap(n); ++k) {
+    if (P.newton_matrix(X, o.C, H)) {  // the exact Newton step (symmetric positive definite: I plus a Gram matrix)
+      d = H.selfadjointView<Eigen::Lower>().llt().solve(r);
+      X.times(d, Xd);
+      ++res.n_inner;
+      rr = 0.0;  // no conjugate gradients
+    }
+    for (Index k = 0; rr > 0.0 && k < cg_cap(n); ++k) {
       X.times(p, Xp);
       P.hessian_times(Xp.data(), HXp.data(), nt);
       X.ttimes(HXp, q);

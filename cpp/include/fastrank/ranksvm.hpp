@@ -51,6 +51,9 @@ class PairwiseHingeLoss {
   // Huber-smoothed hinge's generalized Hessian (1/h) sum over the pairs with 0 < z <= h, in one pair
   // of sweeps (the band enters and leaves a Fenwick tree).  Groups only (returns false for a graph).
   bool band_hessian_times(double h, const double* v, double* out, int n_threads) const;
+  // The pairs of that band at the f of the last evaluate() (groups), as (preferred row, other row) in `pairs`, in the
+  // groups' order; false (and `pairs` incomplete) for a graph or beyond `limit` pairs.
+  bool band_pairs(double h, Index limit, std::vector<std::int64_t>& pairs) const;
   // The pairs in the Huber band 0 < z <= h at f (for groups, the f of the last evaluate()), each
   // z = margin - (f_i - f_j) formed directly rather than from expanded sums: adds their
   // l_h'(z) = z / h to grad (with the sign of d / df_i), and returns the sum of z (1 - z / h) in

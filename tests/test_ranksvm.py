@@ -611,7 +611,8 @@ def test_squared_hinge_reports_its_gradient_at_zero_and_a_warm_start_reuses_it(d
     np.testing.assert_allclose(reused["grad0"], first["grad0"], rtol=1e-12)
 
 
-def test_hinge_in_groups_with_ties_takes_exact_newton_steps_and_meets_the_qp_oracle():
+@pytest.mark.parametrize("sparse", [False, True])
+def test_hinge_in_groups_with_ties_takes_exact_newton_steps_and_meets_the_qp_oracle(sparse):
     """Where the smoothed hinge's band holds few pairs its Newton matrix I + (C/h) sum (x_i - x_j)(x_i - x_j)^T is
     formed from them and solved: one solve a Newton step (n_inner counts it), where conjugate gradients took up to
     min(band pairs, features) steps each (the wide bands of the first levels still take them).  The model is the
@@ -622,7 +623,14 @@ def test_hinge_in_groups_with_ties_takes_exact_newton_steps_and_meets_the_qp_ora
     y = np.round(X @ rng.standard_normal(d) + rng.standard_normal(m))  # ties inside the groups
     groups = np.repeat(np.arange(8), 20)
     kw = _structure(y, groups, None, None, m)
-    out = _core.ranksvm_fit_dense(np.ascontiguousarray(X), 1.0, _LOSSES["hinge"], 1e-8, 1000, 1, **kw)
+    if sparse:
+        X[rng.random(X.shape) < 0.3] = 0.0
+        y = np.round(X @ rng.standard_normal(d) + rng.standard_normal(m))
+        kw = _structure(y, groups, None, None, m)
+        S = sp.csr_matrix(X)
+        out = _core.ranksvm_fit_csr(S.data, S.indices, S.indptr, m, d, 1.0, _LOSSES["hinge"], 1e-8, 1000, 1, **kw)
+    else:
+        out = _core.ranksvm_fit_dense(np.ascontiguousarray(X), 1.0, _LOSSES["hinge"], 1e-8, 1000, 1, **kw)
     assert out["converged"] and out["n_newton"] == 0  # certified by the smoothed Newton steps alone
     assert out["n_inner"] < 2 * out["n_iter"]  # conjugate gradients took 698 steps for 116 Newton steps
     head, tail = explicit_pairs(y, groups)

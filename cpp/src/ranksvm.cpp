@@ -643,7 +643,23 @@ class CsrModel {
   CsrModel(const CsrView<I>& X, int n_threads) : X_(X), chunks_(product_chunks(X, n_threads)) {}
   Index rows() const { return X_.rows; }
   Index dim() const { return X_.cols; }
-  bool pair_gram(const std::vector<std::int64_t>&, double, Matrix&) const { return false; }  // conjugate gradients
+  // As DenseModel's, each pair's difference scattered into a dense vector; up to 1024 features (a p x p matrix),
+  // beyond that conjugate gradients.
+  bool pair_gram(const std::vector<std::int64_t>& pairs, double c, Matrix& H) const {
+    const Index n = X_.cols;
+    if (n > 1024) return false;
+    H.setIdentity(n, n);
+    Vector d = Vector::Zero(n);
+    for (size_t e = 0; e + 1 < pairs.size(); e += 2) {
+      const Index i = pairs[e], j = pairs[e + 1];
+      for (Index k = X_.begin(i); k < X_.end(i); ++k) d[X_.indices[k]] += X_.data[k];
+      for (Index k = X_.begin(j); k < X_.end(j); ++k) d[X_.indices[k]] -= X_.data[k];
+      H.selfadjointView<Eigen::Lower>().rankUpdate(d, c);
+      for (Index k = X_.begin(i); k < X_.end(i); ++k) d[X_.indices[k]] = 0.0;
+      for (Index k = X_.begin(j); k < X_.end(j); ++k) d[X_.indices[k]] = 0.0;
+    }
+    return true;
+  }
   double frobenius() const {
     const Index a = X_.begin(0);
     return X_.rows == 0 ? 0.0 : Eigen::Map<const Vector>(X_.data + a, X_.nnz()).stableNorm();

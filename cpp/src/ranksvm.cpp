@@ -356,16 +356,28 @@ namespace {
 // Band pairs of every level visited per row at most: beyond it the band's pairs cost more than the sweeps.
 constexpr Index kBandVisits = 16;
 
-// The rows (of every level) inside the band (f_s - margin, f_s - lowered] of each row s, summed over s, for
-// scores fs sorted increasingly.
-Index band_visits(const double* fs, Index n, double margin, double lowered) {
-  Index visits = 0, lo = 0, hi = 0;
+// The band (f_r - margin, f_r - lowered] of every position r of a group sorted by f (f_at(k) increasing in k), the
+// predicate of laplacian_times: visit(r, lo, hi) with the window [lo, hi) of positions inside it, which moves up with
+// r.  Stops, returning false, when visit does.
+template <class FAt, class Visit>
+bool band_windows(FAt f_at, Index n, double margin, double lowered, Visit visit) {
+  Index lo = 0, hi = 0;
   for (Index r = 0; r < n; ++r) {
-    while (lo < n && !(fs[lo] > fs[r] - margin)) ++lo;
+    while (lo < n && !(f_at(lo) > f_at(r) - margin)) ++lo;
     if (hi < lo) hi = lo;
-    while (hi < n && !(fs[hi] > fs[r] - lowered)) ++hi;
-    visits += hi - lo;
+    while (hi < n && !(f_at(hi) > f_at(r) - lowered)) ++hi;
+    if (!visit(r, lo, hi)) return false;
   }
+  return true;
+}
+
+// The rows (of every level) inside the band of each row, summed over the rows, for scores fs sorted increasingly.
+Index band_visits(const double* fs, Index n, double margin, double lowered) {
+  Index visits = 0;
+  band_windows([fs](Index k) { return fs[k]; }, n, margin, lowered, [&](Index, Index lo, Index hi) {
+    visits += hi - lo;
+    return true;
+  });
   return visits;
 }
 
@@ -419,11 +431,7 @@ bool PairwiseHingeLoss::huber_band(double h, const double* f, double* grad, doub
         acc_err.assign(static_cast<size_t>(n), 0.0);
         double sum = 0.0;
         // s in increasing f; its band partners t (level below s) have f_s - margin < f_t <= f_s - lowered
-        Index lo = 0, hi = 0;
-        for (Index r = 0; r < n; ++r) {
-          while (lo < n && !(fs[lo] > fs[r] - margin_)) ++lo;
-          if (hi < lo) hi = lo;
-          while (hi < n && !(fs[hi] > fs[r] - lowered)) ++hi;
+        band_windows([&fs](Index k) { return fs[k]; }, n, margin_, lowered, [&](Index r, Index lo, Index hi) {
           for (Index k = lo; k < hi; ++k) {
             if (ls[k] >= ls[r]) continue;
             const double z = std::min(h, std::max(0.0, margin_ - (fs[r] - fs[k]))), theta = z / h;
@@ -434,7 +442,8 @@ bool PairwiseHingeLoss::huber_band(double h, const double* f, double* grad, doub
             acc_err[k] += e_rk;
             sum += z * (1.0 - theta);
           }
-        }
+          return true;
+        });
         for (Index k = 0; k < n; ++k) {
           add[rows[sorted[k]]] = acc[k];
           err[rows[sorted[k]]] = acc_err[k];
@@ -477,24 +486,21 @@ bool PairwiseHingeLoss::band_pairs(double h, Index limit, std::vector<std::int64
     const double* fv = fv_cache_.data() + a;
     const std::int32_t* lev = level_.data() + a;
     const std::int64_t* rows = order_.data() + a;
-    // the partners t of s (level_t < level_s) with fv_s - margin < fv_t and not fv_s - lowered < fv_t, the
-    // predicate of laplacian_times: in the sort by f a window [lo, hi) that moves up with s
-    Index lo = 0, hi = 0;
-    for (Index r = 0; r < n; ++r) {
-      const Index s = sorted[r];
-      while (lo < n && !(fv[sorted[lo]] > fv[s] - margin_)) ++lo;
-      hi = std::max(hi, lo);
-      while (hi < n && !(fv[sorted[hi]] > fv[s] - lowered)) ++hi;
+    // the partners t of s with level_t < level_s in the band
+    const bool listed = band_windows([&](Index k) { return fv[sorted[k]]; }, n, margin_, lowered,
+                                     [&](Index r, Index lo, Index hi) {
       visited += hi - lo;
       if (visited > 4 * limit) return false;  // a wide window of tied levels: conjugate gradients
+      const Index s = sorted[r];
       for (Index k = lo; k < hi; ++k) {
         const Index t = sorted[k];
         if (lev[t] >= lev[s]) continue;
         pairs.push_back(rows[s]);
         pairs.push_back(rows[t]);
       }
-      if (static_cast<Index>(pairs.size()) > 2 * limit) return false;
-    }
+      return static_cast<Index>(pairs.size()) <= 2 * limit;
+    });
+    if (!listed) return false;
   }
   return true;
 }

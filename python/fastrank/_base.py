@@ -307,9 +307,13 @@ class KernelMixin:
         return min(check_n_jobs(getattr(self, "n_jobs", None)),
                    threads_for_kernel(entries, n_features, blas_threads, prediction))
 
-    def _kernel_scores(self, X):
+    def _prediction_threads(self, n_rows):
+        """(threads, BLAS threads) of a kernel prediction of ``n_rows`` rows against ``X_fit_``."""
         blas = kernel_blas_threads(self.X_fit_.shape[1])
-        n_threads = self._kernel_threads(X.shape[0] * self.X_fit_.shape[0], self.X_fit_.shape[1], blas, True)
+        return self._kernel_threads(n_rows * self.X_fit_.shape[0], self.X_fit_.shape[1], blas, True), blas
+
+    def _kernel_scores(self, X):
+        n_threads, blas = self._prediction_threads(X.shape[0])
         with compute_region(n_threads, blas):
             return predict_basis(X, self.X_fit_, self.dual_coef_, self._fitted_spec(), n_threads)
 

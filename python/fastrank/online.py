@@ -41,7 +41,7 @@ from ._problem import centred_in_groups, features_without_group_offsets, require
 from ._progress import progress, resolve_verbose, stage, write_line
 from ._sparse import as_csr, issparse
 from ._registry import register_estimator
-from ._threads import compute_region, kernel_blas_threads
+from ._threads import compute_region
 from ._validation import _all_finite, _asarray, _not_finite, as_float_matrix, check_group_ids, check_int, \
     check_n_jobs, check_precomputed_kernel, group_index, target_column, unordered_labels
 from .exceptions import ConvergenceWarning, user_stacklevel
@@ -1201,7 +1201,6 @@ class OnlineMPRank(KernelMixin, Ranker):
             return row_products(X, self.coef_)
         if self._spec.precomputed:
             return row_products(X, self.expansion_coef_)
-        blas = kernel_blas_threads(self.X_fit_.shape[1])
-        n_threads = self._kernel_threads(X.shape[0] * self.X_fit_.shape[0], self.X_fit_.shape[1], blas, True)
+        n_threads, blas = self._prediction_threads(X.shape[0])
         with compute_region(n_threads, blas):
             return by_distinct_rows(lambda Z: self._spec.cross(Z, self.X_fit_, n_threads) @ self.expansion_coef_, X)

@@ -11,6 +11,7 @@
 
 #include "fastrank/errors.hpp"
 #include "fastrank/interrupt.hpp"
+#include "fastrank/lapack.hpp"
 #include "fastrank/parallel.hpp"
 #include "fastrank/segment_search.hpp"
 
@@ -592,6 +593,21 @@ void PairwiseHingeLoss::laplacian_times(double lowered, double factor, const dou
 
 namespace {
 
+// H = I + c D^T D (lower triangle) for D the differences x_i - x_j of the (i, j) in `pairs` (flattened), which
+// difference(i, j, column) writes: blocks of 256 differences, one level-3 rank update (dsyrk) each.
+template <class Difference>
+void difference_gram(Index n, const std::vector<std::int64_t>& pairs, double c, Matrix& H, Difference&& difference) {
+  constexpr Index kBlock = 256;
+  const Index k = static_cast<Index>(pairs.size() / 2);
+  H.setIdentity(n, n);
+  Matrix D(n, std::min(k, kBlock));
+  for (Index e = 0; e < k; e += kBlock) {
+    const Index b = std::min(kBlock, k - e);
+    for (Index t = 0; t < b; ++t) difference(pairs[2 * (e + t)], pairs[2 * (e + t) + 1], D.col(t));
+    lapack::syrk_lower('N', n, b, c, D.data(), n, 1.0, H.data(), n);
+  }
+}
+
 class DenseModel {
  public:
   DenseModel(RowMatrixCRef X, int n_threads) : X_(X), threads_(std::max(1, n_threads)) {}
@@ -630,16 +646,12 @@ class DenseModel {
   int threads() const { return X_.size() < (Index(1) << 19) ? 1 : threads_; }
 
  public:
-  // H = I + c sum over the (i, j) of `pairs` of (x_i - x_j)(x_i - x_j)^T, lower triangle, in the pairs' order.
-  bool pair_gram(const std::vector<std::int64_t>& pairs, double c, Matrix& H) const {
-    const Index n = X_.cols();
-    H.setIdentity(n, n);
-    Vector d(n);
-    for (size_t e = 0; e + 1 < pairs.size(); e += 2) {
-      d = X_.row(pairs[e]).transpose() - X_.row(pairs[e + 1]).transpose();
-      H.selfadjointView<Eigen::Lower>().rankUpdate(d, c);
-    }
-    return true;
+  Index entries() const { return X_.size(); }
+  // H = I + c sum over the (i, j) of `pairs` of (x_i - x_j)(x_i - x_j)^T, lower triangle.
+  void pair_gram(const std::vector<std::int64_t>& pairs, double c, Matrix& H) const {
+    difference_gram(X_.cols(), pairs, c, H, [&](Index i, Index j, Eigen::Ref<Vector> d) {
+      d = X_.row(i).transpose() - X_.row(j).transpose();
+    });
   }
 };
 
@@ -649,22 +661,14 @@ class CsrModel {
   CsrModel(const CsrView<I>& X, int n_threads) : X_(X), chunks_(product_chunks(X, n_threads)) {}
   Index rows() const { return X_.rows; }
   Index dim() const { return X_.cols; }
-  // As DenseModel's, each pair's difference scattered into a dense vector; up to 1024 features (a p x p matrix),
-  // beyond that conjugate gradients.
-  bool pair_gram(const std::vector<std::int64_t>& pairs, double c, Matrix& H) const {
-    const Index n = X_.cols;
-    if (n > 1024) return false;
-    H.setIdentity(n, n);
-    Vector d = Vector::Zero(n);
-    for (size_t e = 0; e + 1 < pairs.size(); e += 2) {
-      const Index i = pairs[e], j = pairs[e + 1];
+  Index entries() const { return X_.nnz(); }
+  // As DenseModel's, each pair's difference scattered into a dense column.
+  void pair_gram(const std::vector<std::int64_t>& pairs, double c, Matrix& H) const {
+    difference_gram(X_.cols, pairs, c, H, [&](Index i, Index j, Eigen::Ref<Vector> d) {
+      d.setZero();
       for (Index k = X_.begin(i); k < X_.end(i); ++k) d[X_.indices[k]] += X_.data[k];
       for (Index k = X_.begin(j); k < X_.end(j); ++k) d[X_.indices[k]] -= X_.data[k];
-      H.selfadjointView<Eigen::Lower>().rankUpdate(d, c);
-      for (Index k = X_.begin(i); k < X_.end(i); ++k) d[X_.indices[k]] = 0.0;
-      for (Index k = X_.begin(j); k < X_.end(j); ++k) d[X_.indices[k]] = 0.0;
-    }
-    return true;
+    });
   }
   double frobenius() const {
     const Index a = X_.begin(0);
@@ -757,6 +761,7 @@ class SquaredHingeTerm {
   void hessian_times(const double* v, double* out, int nt) const { P_.hessian_times(v, out, nt); }
   template <class Model>
   bool newton_matrix(const Model&, double, Matrix&) const { return false; }  // conjugate gradients
+  void record_cg_steps(Index) {}
   double rounding() const { return 0.0; }  // Armijo on F alone
 
  private:
@@ -771,8 +776,9 @@ class SquaredHingeTerm {
 class HuberTerm {
  public:
   // precision: the rounding of a value beyond which the band's pairs are formed one by one (where few).
-  HuberTerm(PairwiseHingeLoss& P, PairwiseHingeLoss& lowered, double h, double precision = 0.0)
-      : P_(P), Q_(lowered), h_(h), precision_(precision) {
+  // cg_steps: the conjugate-gradient steps of the last Newton step before this term (newton_matrix).
+  HuberTerm(PairwiseHingeLoss& P, PairwiseHingeLoss& lowered, double h, double precision = 0.0, Index cg_steps = 4)
+      : P_(P), Q_(lowered), h_(h), precision_(precision), cg_steps_(cg_steps) {
     Q_.set_margin(P.margin() - h);
   }
   double evaluate(const double* f, double* g, int nt) {
@@ -814,14 +820,24 @@ class HuberTerm {
     for (Index i = 0; i < P_.n_rows(); ++i) out[i] = (out[i] - buf_[i]) / (2.0 * h_);
   }
   double width() const { return h_; }
-  // The Newton matrix I + (C/h) sum over the band's pairs of (x_i - x_j)(x_i - x_j)^T, formed from the pairs one by one
-  // where they are few: at a narrow band it is the identity plus a matrix of the band's rank k, on which conjugate
-  // gradients took up to min(k, p) steps of two products with X each; this costs k p^2 <= 8 m p, about four.
+  // The Newton matrix I + (C/h) sum over the band's pairs of (x_i - x_j)(x_i - x_j)^T, formed where that costs less
+  // than conjugate gradients.  At a narrow band it is the identity plus a matrix of the band's rank k, on which
+  // conjugate gradients take up to min(k, p) steps of two products with X each, 2 nnz(X) multiply-adds a step.
+  // Formed from the pairs and factored it costs k p^2 / 2 + p^3 / 6 multiply-adds of level-3 BLAS, which ran 4-7
+  // times as fast per multiply-add as the products (dsyrk and two products at m = 10,000 x 700 and 20,000 x 136, 2
+  // cores): it is taken while it costs less than 4 times as many conjugate-gradient steps as the last solve took (4
+  // before any), with at most 2m pairs (their list: 32 bytes a row) and 4096 features (the p x p matrix: 128 MB).
   template <class Model>
   bool newton_matrix(const Model& X, double C, Matrix& H) const {
-    const Index limit = 8 * X.rows() / std::max<Index>(1, X.dim());
-    return P_.band_pairs(h_, limit, pairs_) && X.pair_gram(pairs_, C / h_, H);
+    const double p = static_cast<double>(X.dim()), budget = 4.0 * static_cast<double>(cg_steps_) * 2.0 * X.entries();
+    const double limit = std::min((budget - p * p * p / 6.0) / (0.5 * p * p), 2.0 * X.rows());
+    if (p > 4096 || limit < 1.0 || !P_.band_pairs(h_, static_cast<Index>(limit), pairs_)) return false;
+    X.pair_gram(pairs_, C / h_, H);
+    return true;
   }
+  // The conjugate-gradient steps of the last Newton step that took them (newton_matrix's yardstick).
+  void record_cg_steps(Index k) { cg_steps_ = std::max<Index>(1, k); }
+  Index cg_steps() const { return cg_steps_; }
 
  private:
   // l_h(z) = (z^+ + (z - h)^+) / 2 - [0 < z <= h] z (1 - z / h) / 2: two hinge sums (cancelling digits of f's size,
@@ -846,6 +862,7 @@ class HuberTerm {
   PairwiseHingeLoss& Q_;
   double h_, precision_, rounding_ = 0.0, value_error_ = 0.0, grad_error_ = 0.0;
   bool band_wanted_ = false, banded_ = false;
+  Index cg_steps_;
   mutable std::vector<double> buf_;
   mutable std::vector<std::int64_t> pairs_;
 };
@@ -911,12 +928,14 @@ RankSvmResult newton_linear(const Model& X, Term& P, const RankSvmOptions& o, do
     r = -g;
     p = r;
     double rr = r.squaredNorm();
-    if (P.newton_matrix(X, o.C, H)) {  // the exact Newton step (symmetric positive definite: I plus a Gram matrix)
-      d = H.selfadjointView<Eigen::Lower>().llt().solve(r);
+    if (P.newton_matrix(X, o.C, H) && lapack::potrf_lower(H)) {  // the exact Newton step (H: I plus a Gram matrix)
+      d = r;
+      lapack::potrs_lower(H, d);
       X.times(d, Xd);
       ++res.n_inner;
       rr = 0.0;  // no conjugate gradients
     }
+    Index cg = 0;
     for (Index k = 0; rr > 0.0 && k < cg_cap(n); ++k) {
       X.times(p, Xp);
       P.hessian_times(Xp.data(), HXp.data(), nt);
@@ -925,6 +944,7 @@ RankSvmResult newton_linear(const Model& X, Term& P, const RankSvmOptions& o, do
       q += p;
       const double pq = p.dot(q);
       ++res.n_inner;
+      ++cg;
       if (!(pq > 0.0)) break;
       const double alpha = rr / pq;
       d += alpha * p;
@@ -935,6 +955,7 @@ RankSvmResult newton_linear(const Model& X, Term& P, const RankSvmOptions& o, do
       p = r + (rr_new / rr) * p;
       rr = rr_new;
     }
+    if (cg > 0) P.record_cg_steps(cg);
     if (d.isZero(0.0)) {  // CG broke down at once: fall back to steepest descent
       d = -g;
       X.times(d, Xd);
@@ -1703,10 +1724,10 @@ bool hinge_huber(const Model& X, PairwiseHingeLoss& P, const RankSvmOptions& o, 
   // Start wide (from w = 0 a narrow band is nearly the hinge itself, and Newton crawls there).
   double h = 1.0 * scale, g0 = -1.0, h_prev = 0.0, smooth_prev = 0.0;
   const Index cap = std::min<Index>(o.max_iter, 200);
-  Index newton = 0, cg = 0;
+  Index newton = 0, cg = 0, cg_steps = 4;
   const double x_norm = X.frobenius();
   for (int level = 0; level < 30 && newton < cap && h > 1e-12 * scale; ++level) {
-    HuberTerm term(P, lowered, h, 0.01 * o.tol * F / o.C);
+    HuberTerm term(P, lowered, h, 0.01 * o.tol * F / o.C, cg_steps);
     RankSvmOptions lo = o;
     lo.tol = 0.0;
     lo.max_iter = std::min<Index>(50, cap - newton);
@@ -1715,6 +1736,7 @@ bool hinge_huber(const Model& X, PairwiseHingeLoss& P, const RankSvmOptions& o, 
     const RankSvmResult r = newton_linear(X, term, lo, std::sqrt(o.tol * F), g0, &gf);
     newton += r.n_iter;
     cg += r.n_inner;
+    cg_steps = term.cg_steps();
     res.n_newton = newton;
     // the error bounds of newton_linear's last evaluation, H_h and gf at w (before the g0 below evaluates at 0)
     double H_error = term.value_error(), gf_term_error = term.grad_error();
@@ -1802,14 +1824,19 @@ bool hinge_huber(const Model& X, PairwiseHingeLoss& P, const RankSvmOptions& o, 
     // The smoothing term falls like h^p, p = 2 for densely spread pairs and p = 1 for pairs held at
     // the kink (ties, discrete targets): p is measured from the last two levels (2 at first), and
     // h aims at a quarter of the target, shrinking by 3x to 100x; by 3x only when Newton did not
-    // finish (a narrower band from a poor start makes it crawl).
+    // finish (a narrower band from a poor start makes it crawl), and by at most 1 / (0.01 n) after
+    // a level of n Newton steps: a level that took many steps is followed by a near one.  Against
+    // shrinking by up to 100x whatever the level took: eleven fits 5.4 -> 2.8 s, ties in groups at
+    // m = 5000 x 50, C = 10 488 -> 93 steps, one query at m = 300 x 100 686 -> 190, at m = 20,000 x 50
+    // 18 -> 20 (docs/design/large-margin-and-boosting.md).
     double p = 2.0;
     if (smooth_prev > 0.0 && smooth > 0.0 && h_prev > h)
       p = std::min(2.0, std::max(1.0, std::log(smooth_prev / smooth) / std::log(h_prev / h)));
     const double ratio = smooth > 0.0 ? std::pow(0.25 * o.tol * F / smooth, 1.0 / p) : 0.3;
     h_prev = h;
     smooth_prev = smooth;
-    h *= r.converged ? std::min(0.3, std::max(1e-2, ratio)) : 0.3;
+    const double near = std::min(0.3, std::max(1e-2, 0.01 * static_cast<double>(r.n_iter)));
+    h *= r.converged ? std::min(0.3, std::max(near, ratio)) : 0.3;
   }
   return false;
 }

@@ -112,6 +112,18 @@ def test_kernel_work_of_few_features_runs_blas_on_one_thread(monkeypatch, n_feat
     assert seen == [(2, blas)]
 
 
+@pytest.mark.parametrize("loss, n_features, blas", [("hinge", 4, 1), ("hinge", 1030, None), ("squared_hinge", 4, None)])
+def test_the_linear_hinge_runs_blas_on_one_thread_below_1024_features(monkeypatch, loss, n_features, blas):
+    # its exact Newton steps' dsyrk and dpotrf left OpenBLAS's workers spinning beside the threaded sweeps that follow:
+    # CSR m = 20,000 x 136 in groups took 5.9 s with BLAS on two threads, 3.8 s on one; from ~1000 features the
+    # factorization's threads pay more (100 Newton steps at 1500 features: 8.57 s on two, 10.13 s on one)
+    X, y, _ = _regression(60, n_features)
+    seen, acquire = [], _threads._BUDGET.acquire
+    monkeypatch.setattr(_threads._BUDGET, "acquire", lambda n, blas=None: seen.append((n, blas)) or acquire(n, blas))
+    fastrank.RankSVM(loss=loss, n_jobs=2).fit(X, np.round(y))
+    assert [b for _, b in seen] == [blas]
+
+
 def test_regions_with_blas_on_one_thread_and_threaded_blas_run_together_like_serial():
     # kernel predictions (BLAS on one thread under fastrank's threads) beside Gaussian fits (BLAS on the region's
     # threads) from four Python threads: the same numbers as one after another, and the user's BLAS setting after

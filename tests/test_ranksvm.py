@@ -682,6 +682,21 @@ def test_hinge_continuation_narrows_the_band_gently_after_a_hard_level():
     np.testing.assert_allclose(est.objective_, RankSVM(loss="hinge", C=1.0, tol=1e-9).fit(X, y).objective_, rtol=1e-6)
 
 
+def test_hinge_newton_continuation_runs_past_200_steps_where_it_will_certify():
+    """The smoothed Newton solve runs past 200 steps (to half of max_iter, at most 500) while the smoothing term's decay
+    predicts the certificate within them: 200 steps, then cutting planes, left 300 rows of 200 features at C = 10
+    unconverged at the default max_iter; with the longer reach 389 steps.  The reference: tol = 1e-7."""
+    C = 10.0
+    rng = np.random.default_rng(1)
+    X = rng.standard_normal((300, 200))
+    y = X @ rng.standard_normal(200) + rng.standard_normal(300)
+    est = RankSVM(loss="hinge", C=C).fit(X, y)
+    assert est.converged_ and est.n_iter_ < 500
+    reference = RankSVM(loss="hinge", C=C, tol=1e-7).fit(X, y)
+    np.testing.assert_allclose(est.objective_, reference.objective_, rtol=2e-6)
+    assert reference.objective_ <= est.objective_ * (1 + 1e-7)
+
+
 @pytest.mark.parametrize("kernel", ["linear", "rbf"])
 def test_hinge_on_identical_rows_stops_at_zero_at_once(kernel):
     """Every pair has x_i - x_j = 0: w = 0 is exact and found by the first cut (main ran hundreds

@@ -59,10 +59,10 @@ def explicit_pairs(y, groups, group_size):
     return q * group_size + a, q * group_size + b
 
 
-def objective(X, w, y, groups, C):
+def objective(X, w, y, groups, C, loss="squared_hinge"):
     f = np.ascontiguousarray(X @ w, dtype=np.float64)
     kw = _group_structure(np.ascontiguousarray(y, dtype=np.float64), groups, f.shape[0])
-    L = _core.ranksvm_pairwise_loss(f, _LOSSES["squared_hinge"], 1, **kw)[0]
+    L = _core.ranksvm_pairwise_loss(f, _LOSSES[loss], 1, **kw)[0]
     return 0.5 * w @ w + C * L
 
 
@@ -174,12 +174,6 @@ def case_path(m=20_000, n=50):
         f"(13 cold fits: {t_cold / t_one:.1f}x)")
 
 
-def hinge_objective(X, w, y, groups, C):
-    f = np.ascontiguousarray(X @ w, dtype=np.float64)
-    kw = _group_structure(np.ascontiguousarray(y, dtype=np.float64), groups, f.shape[0])
-    return 0.5 * w @ w + C * _core.ranksvm_pairwise_loss(f, _LOSSES["hinge"], 1, **kw)[0]
-
-
 def case_hinge_tied(m=10_000, n=700, density=0.05, C=1.0):
     import scipy.sparse as sp
     from sklearn.svm import LinearSVC
@@ -210,12 +204,12 @@ def case_hinge_tied(m=10_000, n=700, density=0.05, C=1.0):
     t0 = time.perf_counter()
     svc, n_pairs = recipe()
     t_ref = time.perf_counter() - t0
-    f_svc = hinge_objective(X, svc.coef_[0], y, groups, C)
+    f_svc = objective(X, svc.coef_[0], y, groups, C, "hinge")
     for name, data in (("dense", X), ("CSR", sp.csr_matrix(X))):
         t0 = time.perf_counter()
         est = fastrank.RankSVM(loss="hinge", C=C, max_iter=3000).fit(data, y, groups)
         t_ours = time.perf_counter() - t0
-        f_ours = hinge_objective(X, est.coef_, y, groups, C)
+        f_ours = objective(X, est.coef_, y, groups, C, "hinge")
         row(f"hinge, tied targets in groups, {name} m={m} x {n} vs pairs + LinearSVC", t_ours, t_ref, "faster",
             f"({est.n_iter_} steps, converged={est.converged_})")
     print(f"  {n_pairs} pairs; objective fastrank {f_ours:.10g}, LinearSVC {f_svc:.10g} ({svc.n_iter_} iterations), "

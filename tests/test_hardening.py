@@ -409,8 +409,10 @@ def test_four_threads_fit_like_serial():
             t.start()
         for t in threads:
             t.join()
+        # concurrent fits corrupt nothing; inside a region of 2 cores the core's LAPACK runs OpenBLAS on 2 threads,
+        # whose blocking rounds differently from 1 (2e-10 relative on these fits with SciPy 1.17's OpenBLAS 0.3.30)
         for a, b in zip(serial, out):
-            np.testing.assert_allclose(b, a, rtol=1e-10, atol=1e-12)
+            np.testing.assert_allclose(b, a, rtol=1e-8, atol=1e-12)
 
 
 def test_compute_region_budget_and_nesting():

@@ -697,6 +697,33 @@ def test_hinge_newton_continuation_runs_past_200_steps_where_it_will_certify():
     assert reference.objective_ <= est.objective_ * (1 + 1e-7)
 
 
+@pytest.mark.parametrize("sparse", [False, True])
+@pytest.mark.parametrize("seed", [0, 3])
+def test_hinge_at_a_large_C_times_feature_scale_reaches_the_hard_margin_optimum(sparse, seed):
+    """Features of scale 4096 at C = 100 are the problem of scale 1 at C = 100 * 4096^2.  With more features than rows
+    the pairs separate, and the optimum is the hard-margin one, which the explicit-pairs oracle finds at scale 1 and
+    C = 1e4 (every margin met there, so it is optimal for every larger C).  The cutting planes' lower bound reached
+    it while their best point missed margins by ~1e-4 (x C: a warning at relative gaps of 1e-6 to 1e-5); the finish
+    on the pairs at the margin meets it, with no margin missed even in numpy's rounding."""
+    rng = np.random.default_rng(seed)
+    m, p, s, C = 32, 80, 4096.0, 100.0
+    X1 = rng.standard_normal((m, p))
+    y = np.round(X1 @ rng.standard_normal(p))
+    head, tail = np.nonzero(y[:, None] > y[None, :])
+    beta, expected = qp_oracle(X1 @ X1.T, head, tail, np.ones(head.size), 1e4, "hinge")
+    f = X1 @ (X1.T @ beta)
+    assert np.all(f[head] - f[tail] >= 1 - 1e-9)  # the hard margin
+    X = X1 * s
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        est = RankSVM(C=C, loss="hinge").fit(sp.csr_matrix(X) if sparse else X, y)
+    assert est.converged_
+    objective = linear_objective(X1, est.coef_ * s, head, tail, 1.0, C * s * s, "hinge")
+    np.testing.assert_allclose(objective, expected, rtol=1e-8)
+    np.testing.assert_allclose(est.objective_ * s * s, objective, rtol=1e-12)  # the loss is 0: margins all met
+    assert est.loss_ == 0.0
+
+
 @pytest.mark.parametrize("kernel", ["linear", "rbf"])
 def test_hinge_on_identical_rows_stops_at_zero_at_once(kernel):
     """Every pair has x_i - x_j = 0: w = 0 is exact and found by the first cut (main ran hundreds

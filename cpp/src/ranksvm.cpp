@@ -649,10 +649,10 @@ class DenseModel {
   Index entries() const { return X_.size(); }
   // H = I + c sum over the (i, j) of `pairs` of (x_i - x_j)(x_i - x_j)^T, lower triangle.
   void pair_gram(const std::vector<std::int64_t>& pairs, double c, Matrix& H) const {
-    difference_gram(X_.cols(), pairs, c, H, [&](Index i, Index j, Eigen::Ref<Vector> d) {
-      d = X_.row(i).transpose() - X_.row(j).transpose();
-    });
+    difference_gram(X_.cols(), pairs, c, H, [&](Index i, Index j, Eigen::Ref<Vector> d) { difference(i, j, d); });
   }
+  void difference(Index i, Index j, Eigen::Ref<Vector> d) const { d = X_.row(i).transpose() - X_.row(j).transpose(); }
+  double max_row_norm() const { return X_.rows() == 0 ? 0.0 : X_.rowwise().norm().maxCoeff(); }
 };
 
 template <class I>
@@ -664,11 +664,21 @@ class CsrModel {
   Index entries() const { return X_.nnz(); }
   // As DenseModel's, each pair's difference scattered into a dense column.
   void pair_gram(const std::vector<std::int64_t>& pairs, double c, Matrix& H) const {
-    difference_gram(X_.cols, pairs, c, H, [&](Index i, Index j, Eigen::Ref<Vector> d) {
-      d.setZero();
-      for (Index k = X_.begin(i); k < X_.end(i); ++k) d[X_.indices[k]] += X_.data[k];
-      for (Index k = X_.begin(j); k < X_.end(j); ++k) d[X_.indices[k]] -= X_.data[k];
-    });
+    difference_gram(X_.cols, pairs, c, H, [&](Index i, Index j, Eigen::Ref<Vector> d) { difference(i, j, d); });
+  }
+  double max_row_norm() const {
+    double most = 0.0;
+    for (Index i = 0; i < X_.rows; ++i) {
+      double sq = 0.0;
+      for (Index k = X_.begin(i); k < X_.end(i); ++k) sq += X_.data[k] * X_.data[k];
+      most = std::max(most, sq);
+    }
+    return std::sqrt(most);
+  }
+  void difference(Index i, Index j, Eigen::Ref<Vector> d) const {
+    d.setZero();
+    for (Index k = X_.begin(i); k < X_.end(i); ++k) d[X_.indices[k]] += X_.data[k];
+    for (Index k = X_.begin(j); k < X_.end(j); ++k) d[X_.indices[k]] -= X_.data[k];
   }
   double frobenius() const {
     const Index a = X_.begin(0);
@@ -1237,7 +1247,7 @@ class CutMaster {
   // min q(lambda) + eps/2 ||lambda - lambda_k||^2 (strictly convex for any eps > 0), each solved
   // exactly by a primal active-set method on the simplex {lambda >= 0, slack >= 0, sum = C}
   // whose equality subproblems are (|F|+1) KKT systems.  Returns active-set iterations.
-  Index solve(double C, double gap) {
+  Index solve(double C, double gap, int max_rounds = 50) {
     const Index T = size();
     if (T == 0) return 0;
     const double eps = 1e-10 * std::max(1e-300, gram().diagonal().maxCoeff());
@@ -1247,7 +1257,7 @@ class CutMaster {
     v[T] = std::max(0.0, C - lambda_.sum());
     Index total = 0;
     double previous = std::numeric_limits<double>::infinity();
-    for (int round = 0; round < 50; ++round) {
+    for (int round = 0; round < max_rounds; ++round) {
       interrupt::poll();
       refresh();
       const double current = own_gap(C);
@@ -1855,6 +1865,123 @@ bool hinge_huber(const Model& X, PairwiseHingeLoss& P, const RankSvmOptions& o, 
   return false;
 }
 
+// ---- hinge, linear: the exact finish on the pairs at the margin --------------------------------
+//
+// Why: where C ||x_i - x_j||^2 is large (a large C, or features of scale 1e3: scaling X by s is scaling C by s^2),
+// the cutting planes' lower bound reaches the optimum while their best point does not.  F pays C for every unit of
+// margin a pair misses, and the master's w_c is only within sqrt(2 (F* - lower)) of w*, so that its pairs miss their
+// margins by ||x_i - x_j|| times that (m = 32 x 80 of scale 3e3, C = 100: stalled at a relative gap of 1e-4 with the
+// lower bound exact to 1e-12).  Near the optimum the pairs split into those with margin below 1 - delta (alpha = C at
+// the optimum), within delta of 1 (the band) and above (alpha = 0).  The hinge's dual over the band's alphas, the
+// others held there, is a QP of the band's size (the cutting-plane master's solver, its sum bound loose) whose
+// solution is the optimum where the split is right.  Right or not, it certifies itself: alpha is feasible, so
+// D(alpha) is a lower bound, and F at w = sum_p alpha_p (x_i - x_j) an upper one.  w is scaled by 1 + eps (eps above
+// the margins' rounding, the smallest F) so that margins at 1 up to rounding pay nothing, at a cost of 2 eps F.
+constexpr Index kFinishPairs = 256;  // the master's active-set steps cost up to k^2 each
+constexpr Index kFinishFeatures = 4096;
+
+template <class Model>
+void hinge_finish(const Model& X, PairwiseHingeLoss& P, const RankSvmOptions& o, RankSvmResult& res) {
+  const Index m = X.rows(), n = X.dim();
+  const double c = P.margin();
+  // Only near the optimum (the stalls above: relative gaps of 1e-4), where the split is nearly right.
+  if (res.converged || res.coef.size() != n || !(c > 0.0) || n > kFinishFeatures || !(res.objective > 0.0) ||
+      !(res.criterion <= 1e-3))
+    return;
+  const int nt = o.n_threads;
+  const double u = std::sqrt(static_cast<double>(m)) * std::numeric_limits<double>::epsilon();
+  double lower = res.objective * (1.0 - res.criterion);
+  const double row_norm = X.max_row_norm();
+  Vector f, g(m), v, w, ft;
+  X.times(res.coef, f);
+  P.track_magnitudes(true);
+  for (double delta : {1e-2 * c, 1e-1 * c}) {
+    P.evaluate(SvmLoss::Hinge, f.data(), nullptr, nullptr, nt);  // the sort band_pairs reads
+    std::vector<std::int64_t> pairs;
+    P.set_margin(c + delta);  // the band c - delta <= f_i - f_j < c + delta
+    const bool listed = P.band_pairs(2.0 * delta, kFinishPairs, pairs);
+    P.set_margin(c);
+    const Index k = static_cast<Index>(pairs.size() / 2);
+    if (!listed || k == 0) continue;
+    PairwiseHingeLoss below = P;  // the pairs below the band, alpha = C: their sum of differences and their number
+    below.set_margin(c - delta);
+    double n_below = 0.0;
+    below.evaluate_like(P, SvmLoss::Hinge, f.data(), g.data(), &n_below, nt);
+    X.ttimes(g, v);
+    v *= -o.C;
+    Matrix D(n, k);
+    for (Index e = 0; e < k; ++e) X.difference(pairs[2 * e], pairs[2 * e + 1], D.col(e));
+    Matrix G(k, k);
+    lapack::gemm('T', 'N', 1.0, D, D, 0.0, G);
+    Vector alpha = Vector::Zero(k);
+    std::vector<char> at_C(static_cast<size_t>(k), 0);
+    for (int round = 0; round < 10; ++round) {  // band pairs whose alpha exceeds C are held at C, and again
+      Vector fixed = v;
+      std::vector<Index> free;
+      for (Index e = 0; e < k; ++e) {
+        if (at_C[e]) fixed += o.C * D.col(e);
+        else free.push_back(e);
+      }
+      CutMaster master;
+      Vector row(static_cast<Index>(free.size()));
+      for (size_t a = 0; a < free.size(); ++a) {
+        for (size_t b = 0; b <= a; ++b) row[static_cast<Index>(b)] = G(free[a], free[b]);
+        master.add(c - D.col(free[a]).dot(fixed), row);
+      }
+      // To rounding level (its own gap 0), in at most two proximal rounds: one where the split is right (hard
+      // margins: as many active-set steps as pairs), where a wrong one can cycle through thousands.
+      res.n_inner += master.solve(o.C * static_cast<double>(k), 0.0, 2);
+      bool settled = true;
+      alpha.setZero();
+      for (size_t a = 0; a < free.size(); ++a) {
+        const double l = master.lambda()[static_cast<Index>(a)];
+        if (l > o.C) {
+          at_C[free[a]] = 1;
+          settled = false;
+        }
+        alpha[free[a]] = std::min(o.C, std::max(0.0, l));
+      }
+      for (Index e = 0; e < k; ++e)
+        if (at_C[e]) alpha[e] = o.C;
+      if (settled) break;
+    }
+    w = v;
+    w.noalias() += D * alpha;
+    const double ww = w.squaredNorm();
+    const double dual = c * (o.C * n_below + alpha.sum()) - 0.5 * ww;
+    X.times(w, f);
+    // eps from above the rounding of a margin, |f_i - f_j| <= 2 n u max ||x_i|| ||w|| (Cauchy-Schwarz), in decades
+    double F = std::numeric_limits<double>::infinity(), F_upper = F, L = 0.0, scale = 1.0;
+    const double eps0 = std::max(1e-16, 2.0 * static_cast<double>(n) * std::numeric_limits<double>::epsilon() *
+                                            row_norm * std::sqrt(ww) / c);
+    for (double eps = eps0; eps <= std::max(1e-7, eps0); eps *= 10.0) {
+      const double t = 1.0 + eps;
+      ft = t * f;
+      const double Lt = P.evaluate(SvmLoss::Hinge, ft.data(), nullptr, nullptr, nt);
+      const double Ft = 0.5 * t * t * ww + o.C * Lt;
+      if (Ft < F) {
+        F = Ft;
+        F_upper = Ft + o.C * u * P.value_magnitude();
+        L = Lt;
+        scale = t;
+      }
+    }
+    if (!(F < res.objective)) continue;
+    lower = std::max(lower, dual);
+    res.coef = scale * w;
+    res.objective = F;
+    res.loss = L;
+    res.criterion = (F - lower) / F;
+    X.times(res.coef, f);
+    if (F_upper - lower <= o.tol * F) {
+      res.converged = true;
+      res.stalled = false;
+      break;
+    }
+  }
+  P.track_magnitudes(false);
+}
+
 template <class Model>
 RankSvmResult hinge_linear(const Model& X, PairwiseHingeLoss& P, const RankSvmOptions& o) {
   RankSvmResult huber;
@@ -1867,10 +1994,12 @@ RankSvmResult hinge_linear(const Model& X, PairwiseHingeLoss& P, const RankSvmOp
   if (rest.max_iter < 1 && huber.coef.size() > 0) {  // max_iter spent: the last certified Newton point
     huber.n_iter = huber.n_newton;
     huber.n_newton = 0;
+    hinge_finish(X, P, o, huber);
     return huber;
   }
   rest.max_iter = std::max<Index>(1, rest.max_iter);
   RankSvmResult res = cutting_plane_linear(X, P, rest, &start);
+  hinge_finish(X, P, o, res);
   res.n_iter += huber.n_newton;
   res.n_newton = huber.n_newton;
   return res;

@@ -6,7 +6,8 @@ and one otherwise, every other BLAS copy (numpy's) one (two threaded OpenBLAS
 pools used alternately spin against each other: exact linear cross-validation 3-15x slower on 2 cores;
 ``OPENBLAS_NUM_THREADS`` does not reach both), set only when no other region runs and restored when the last ends
 unless the caller changed BLAS meanwhile.  An interrupt (Ctrl-C) anywhere gives the cores and the BLAS setting back; a
-forked child starts with every core free and the user's BLAS setting.  Results never depend on this.  Wrap any call
+forked child starts with every core free and the user's BLAS setting.  Results depend on this only through BLAS's
+rounding (OpenBLAS's threaded LAPACK: 2e-10 relative on a Gaussian RankRLS fit).  Wrap any call
 into the C++ core that runs threads or BLAS in ``with compute_region(n_threads):``; ``FASTRANK_THREAD_POLICY=off``
 disables it.
 """

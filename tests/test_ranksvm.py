@@ -706,8 +706,8 @@ def test_hinge_at_a_large_C_times_feature_scale_reaches_the_hard_margin_optimum(
     and C = 1e4 (every margin met there, so it is optimal for every larger C).  At 4096 the cutting planes' lower bound
     reached it while their best point missed margins by ~1e-4 (x C: a warning at relative gaps of 1e-6 to 1e-5); at
     1024 (C = 1000) they claimed convergence at 1.46e-6 above it with F reported 5.8e-7 below its value (F at scores
-    carried along the line searches, its rounding not counted).  The finish on the pairs at the margin meets it, with no margin missed even in numpy's
-    rounding."""
+    carried along the line searches, its rounding not counted).  The finish on the pairs at the margin meets it, with
+    no margin missed even in numpy's rounding."""
     rng = np.random.default_rng(seed)
     X1 = rng.standard_normal((m, p))
     y = np.round(X1 @ rng.standard_normal(p))

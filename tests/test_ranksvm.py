@@ -707,7 +707,8 @@ def test_hinge_at_a_large_C_times_feature_scale_reaches_the_hard_margin_optimum(
     reached it while their best point missed margins by ~1e-4 (x C: a warning at relative gaps of 1e-6 to 1e-5); at
     1024 (C = 1000) they claimed convergence at 1.46e-6 above it with F reported 5.8e-7 below its value (F at scores
     carried along the line searches, its rounding not counted).  The finish on the pairs at the margin meets it, with
-    no margin missed even in numpy's rounding."""
+    no margin missed even in numpy's rounding; on a weighted preference graph of the same pairs too (they stalled
+    with a warning before)."""
     rng = np.random.default_rng(seed)
     X1 = rng.standard_normal((m, p))
     y = np.round(X1 @ rng.standard_normal(p))
@@ -715,15 +716,18 @@ def test_hinge_at_a_large_C_times_feature_scale_reaches_the_hard_margin_optimum(
     beta, expected = qp_oracle(X1 @ X1.T, head, tail, np.ones(head.size), 1e4, "hinge")
     f = X1 @ (X1.T @ beta)
     assert np.all(f[head] - f[tail] >= 1 - 1e-9)  # the hard margin
-    X = X1 * s
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        est = RankSVM(C=C, loss="hinge").fit(sp.csr_matrix(X) if sparse else X, y)
-    assert est.converged_
-    objective = linear_objective(X1, est.coef_ * s, head, tail, 1.0, C * s * s, "hinge")
-    np.testing.assert_allclose(objective, expected, rtol=1e-8)
-    np.testing.assert_allclose(est.objective_ * s * s, objective, rtol=1e-12)  # the loss is 0: margins all met
-    assert est.loss_ == 0.0
+    X = sp.csr_matrix(X1 * s) if sparse else X1 * s
+    # the same pairs as a weighted preference graph: the hard-margin optimum is the same (alpha below C w)
+    weights = rng.uniform(0.5, 2.0, head.size)
+    for fit in (lambda est: est.fit(X, y), lambda est: est.fit_preferences(X, np.c_[head, tail], weights)):
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            est = fit(RankSVM(C=C, loss="hinge"))
+        assert est.converged_
+        objective = linear_objective(X1, est.coef_ * s, head, tail, 1.0, C * s * s, "hinge")
+        np.testing.assert_allclose(objective, expected, rtol=1e-8)
+        np.testing.assert_allclose(est.objective_ * s * s, objective, rtol=1e-12)  # the loss is 0: margins all met
+        assert est.loss_ == 0.0
 
 
 @pytest.mark.parametrize("kernel", ["linear", "rbf"])

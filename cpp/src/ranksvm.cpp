@@ -506,6 +506,30 @@ bool PairwiseHingeLoss::band_pairs(double h, Index limit, std::vector<std::int64
   return true;
 }
 
+bool PairwiseHingeLoss::pairs_at_margin(const double* f, double delta, Index limit, std::vector<std::int64_t>& pairs,
+                                        std::vector<double>& weights) {
+  pairs.clear();
+  weights.clear();
+  if (!row_margin_.empty()) return false;
+  if (kind_ == Kind::Groups) {
+    const double c = margin_;
+    margin_ = c + delta;  // the band [margin - h, margin) of band_pairs
+    const bool listed = band_pairs(2.0 * delta, limit, pairs);
+    margin_ = c;
+    weights.assign(pairs.size() / 2, 1.0);
+    return listed;
+  }
+  for (Index e = 0; e < static_cast<Index>(head_.size()); ++e) {
+    const double d = f[head_[e]] - f[tail_[e]];
+    if (!(weight_[e] > 0.0 && d >= margin_ - delta && d < margin_ + delta)) continue;
+    if (static_cast<Index>(weights.size()) >= limit) return false;
+    pairs.push_back(head_[e]);
+    pairs.push_back(tail_[e]);
+    weights.push_back(weight_[e]);
+  }
+  return true;
+}
+
 void PairwiseHingeLoss::hessian_times(const double* v, double* out, int n_threads) const {
   require(hessian_ready_, "hessian_times needs an evaluation first");
   interrupt::poll();  // once per conjugate-gradient step
@@ -1889,9 +1913,9 @@ bool hinge_huber(const Model& X, PairwiseHingeLoss& P, const RankSvmOptions& o, 
 // the cutting planes' lower bound reaches the optimum while their best point does not.  F pays C for every unit of
 // margin a pair misses, and the master's w_c is only within sqrt(2 (F* - lower)) of w*, so that its pairs miss their
 // margins by ||x_i - x_j|| times that (m = 32 x 80 of scale 3e3, C = 100: stalled at a relative gap of 1e-4 with the
-// lower bound exact to 1e-12).  Near the optimum the pairs split into those with margin below 1 - delta (alpha = C at
-// the optimum), within delta of 1 (the band) and above (alpha = 0).  The hinge's dual over the band's alphas, the
-// others held there, is a QP of the band's size (the cutting-plane master's solver, its sum bound loose) whose
+// lower bound exact to 1e-12).  Near the optimum the pairs split into those with margin below 1 - delta (alpha = C w,
+// w the pair's weight), within delta of 1 (the band) and above (alpha = 0).  The hinge's dual over the band's alphas,
+// the others held there, is a QP of the band's size (the cutting-plane master's solver, its sum bound loose) whose
 // solution is the optimum where the split is right.  Right or not, it certifies itself: alpha is feasible, so
 // D(alpha) is a lower bound, and F at w = sum_p alpha_p (x_i - x_j) an upper one.  w is scaled by 1 + eps (eps above
 // the margins' rounding, the smallest F) so that margins at 1 up to rounding pay nothing, at a cost of 2 eps F.
@@ -1914,17 +1938,18 @@ void hinge_finish(const Model& X, PairwiseHingeLoss& P, const RankSvmOptions& o,
   X.times(res.coef, f);
   P.track_magnitudes(true);
   for (double delta : {1e-2 * c, 1e-1 * c}) {
-    P.evaluate(SvmLoss::Hinge, f.data(), nullptr, nullptr, nt);  // the sort band_pairs reads
+    P.evaluate(SvmLoss::Hinge, f.data(), nullptr, nullptr, nt);  // the sort pairs_at_margin reads
     std::vector<std::int64_t> pairs;
-    P.set_margin(c + delta);  // the band c - delta <= f_i - f_j < c + delta
-    const bool listed = P.band_pairs(2.0 * delta, kFinishPairs, pairs);
-    P.set_margin(c);
+    std::vector<double> weight;
+    const bool listed = P.pairs_at_margin(f.data(), delta, kFinishPairs, pairs, weight);
     const Index k = static_cast<Index>(pairs.size() / 2);
     if (!listed || k == 0) continue;
-    PairwiseHingeLoss below = P;  // the pairs below the band, alpha = C: their sum of differences and their number
+    PairwiseHingeLoss below = P;  // the pairs below the band, alpha = C w: their weighted sum of differences and weight
     below.set_margin(c - delta);
     double n_below = 0.0;
     below.evaluate_like(P, SvmLoss::Hinge, f.data(), g.data(), &n_below, nt);
+    Vector bound(k);  // alpha_p <= C w_p
+    for (Index e = 0; e < k; ++e) bound[e] = o.C * weight[e];
     X.ttimes(g, v);
     v *= -o.C;
     Matrix D(n, k);
@@ -1937,7 +1962,7 @@ void hinge_finish(const Model& X, PairwiseHingeLoss& P, const RankSvmOptions& o,
       Vector fixed = v;
       std::vector<Index> free;
       for (Index e = 0; e < k; ++e) {
-        if (at_C[e]) fixed += o.C * D.col(e);
+        if (at_C[e]) fixed += bound[e] * D.col(e);
         else free.push_back(e);
       }
       CutMaster master;
@@ -1948,19 +1973,20 @@ void hinge_finish(const Model& X, PairwiseHingeLoss& P, const RankSvmOptions& o,
       }
       // To rounding level (its own gap 0), in at most two proximal rounds: one where the split is right (hard
       // margins: as many active-set steps as pairs), where a wrong one can cycle through thousands.
-      res.n_inner += master.solve(o.C * static_cast<double>(k), 0.0, 2);
+      res.n_inner += master.solve(bound.sum(), 0.0, 2);
       bool settled = true;
       alpha.setZero();
       for (size_t a = 0; a < free.size(); ++a) {
+        const Index e = free[a];
         const double l = master.lambda()[static_cast<Index>(a)];
-        if (l > o.C) {
-          at_C[free[a]] = 1;
+        if (l > bound[e]) {
+          at_C[e] = 1;
           settled = false;
         }
-        alpha[free[a]] = std::min(o.C, std::max(0.0, l));
+        alpha[e] = std::min(bound[e], std::max(0.0, l));
       }
       for (Index e = 0; e < k; ++e)
-        if (at_C[e]) alpha[e] = o.C;
+        if (at_C[e]) alpha[e] = bound[e];
       if (settled) break;
     }
     w = v;

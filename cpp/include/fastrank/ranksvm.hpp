@@ -54,6 +54,10 @@ class PairwiseHingeLoss {
   // The pairs of that band at the f of the last evaluate() (groups), as (preferred row, other row) in `pairs`, in the
   // groups' order; false (and `pairs` incomplete) for a graph or beyond `limit` pairs.
   bool band_pairs(double h, Index limit, std::vector<std::int64_t>& pairs) const;
+  // The pairs with c - delta <= f_i - f_j < c + delta (c the margin) at f (for groups, the f of the last evaluate()),
+  // as (preferred row, other row) in `pairs`, with their weights; false beyond `limit` pairs or with row margins.
+  bool pairs_at_margin(const double* f, double delta, Index limit, std::vector<std::int64_t>& pairs,
+                       std::vector<double>& weights);
   // The pairs in the Huber band 0 < z <= h at f (for groups, the f of the last evaluate()), each
   // z = margin - (f_i - f_j) formed directly rather than from expanded sums: adds their
   // l_h'(z) = z / h to grad (with the sign of d / df_i), and returns the sum of z (1 - z / h) in

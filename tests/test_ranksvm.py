@@ -815,7 +815,7 @@ def test_hinge_huge_effective_C_stops_on_the_stall_limit(data, C, scale):
     X, y, groups = data
     with pytest.warns(ConvergenceWarning) as record:
         est = RankSVM(C=C, loss="hinge").fit(X * scale, y, groups)
-    assert any("duality gap" in str(w.message) for w in record)
+    assert any("duality gap" in str(w.message) and "Standardize X" in str(w.message) for w in record)
     # at most 200 Newton steps of the smoothed hinge, then the cutting planes' stall limit
     assert est.n_iter_ <= 200 + 120 and np.all(np.isfinite(est.coef_)) and np.any(est.coef_ != 0)
 

@@ -278,7 +278,8 @@ class RankSVM(KernelMixin, Ranker):
         if out.get("stalled"):
             warnings.warn(f"RankSVM (hinge) stopped after {out['n_iter']} {steps}: the duality gap did not shrink "
                           f"by 0.1% within 100 cutting planes (relative gap {out['criterion']:.2e}, tol={self.tol}); "
-                          "the model is the best point found.  Use loss='squared_hinge', a smaller C or a larger tol.",
+                          "the model is the best point found.  Standardize X (C times the features' squared scale "
+                          "is what counts), or use loss='squared_hinge', a smaller C or a larger tol.",
                           ConvergenceWarning, stacklevel=user_stacklevel())
         elif not out["converged"] and out["n_iter"] < self.max_iter:  # Newton: no step decreased the objective
             warnings.warn(f"RankSVM stopped after {out['n_iter']} {steps}: no step decreases the objective any more "

@@ -1934,7 +1934,7 @@ void hinge_finish(const Model& X, PairwiseHingeLoss& P, const RankSvmOptions& o,
   const double u = std::sqrt(static_cast<double>(m)) * std::numeric_limits<double>::epsilon();
   double lower = res.objective * (1.0 - res.criterion);
   const double row_norm = X.max_row_norm();
-  Vector f, g(m), v, w, ft;
+  Vector f, g(m), v, w, fw, ft;  // f: the best point's scores; fw: the candidate's
   X.times(res.coef, f);
   P.track_magnitudes(true);
   for (double delta : {1e-2 * c, 1e-1 * c}) {
@@ -1992,15 +1992,15 @@ void hinge_finish(const Model& X, PairwiseHingeLoss& P, const RankSvmOptions& o,
     w = v;
     w.noalias() += D * alpha;
     const double ww = w.squaredNorm();
-    const double dual = c * (o.C * n_below + alpha.sum()) - 0.5 * ww;
-    X.times(w, f);
+    lower = std::max(lower, c * (o.C * n_below + alpha.sum()) - 0.5 * ww);  // D(alpha), alpha feasible
+    X.times(w, fw);
     // eps from above the rounding of a margin, |f_i - f_j| <= 2 n u max ||x_i|| ||w|| (Cauchy-Schwarz), in decades
     double F = std::numeric_limits<double>::infinity(), F_upper = F, L = 0.0, scale = 1.0;
     const double eps0 = std::max(1e-16, 2.0 * static_cast<double>(n) * std::numeric_limits<double>::epsilon() *
                                             row_norm * std::sqrt(ww) / c);
     for (double eps = eps0; eps <= std::max(1e-7, eps0); eps *= 10.0) {
       const double t = 1.0 + eps;
-      ft = t * f;
+      ft = t * fw;
       const double Lt = P.evaluate(SvmLoss::Hinge, ft.data(), nullptr, nullptr, nt);
       const double Ft = 0.5 * t * t * ww + o.C * Lt;
       if (Ft < F) {
@@ -2010,8 +2010,7 @@ void hinge_finish(const Model& X, PairwiseHingeLoss& P, const RankSvmOptions& o,
         scale = t;
       }
     }
-    if (!(F < res.objective)) continue;
-    lower = std::max(lower, dual);
+    if (!(F < res.objective)) continue;  // the best point stays
     res.coef = scale * w;
     res.objective = F;
     res.loss = L;

@@ -2014,7 +2014,7 @@ void hinge_finish(const Model& X, PairwiseHingeLoss& P, const RankSvmOptions& o,
     res.coef = scale * w;
     res.objective = F;
     res.loss = L;
-    res.criterion = (F - lower) / F;
+    res.criterion = (F_upper - lower) / F;
     X.times(res.coef, f);
     if (F_upper - lower <= o.tol * F) {
       res.converged = true;

@@ -707,8 +707,8 @@ def test_hinge_at_a_large_C_times_feature_scale_reaches_the_hard_margin_optimum(
     reached it while their best point missed margins by ~1e-4 (x C: a warning at relative gaps of 1e-6 to 1e-5); at
     1024 (C = 1000) they claimed convergence at 1.46e-6 above it with F reported 5.8e-7 below its value (F at scores
     carried along the line searches, its rounding not counted).  The finish on the pairs at the margin meets it, with
-    no margin missed even in numpy's rounding; on a weighted preference graph of the same pairs too (they stalled
-    with a warning before)."""
+    no margin missed even in numpy's rounding; on a weighted preference graph of the same pairs and on their
+    precomputed kernel too (they stalled with a warning before)."""
     rng = np.random.default_rng(seed)
     X1 = rng.standard_normal((m, p))
     y = np.round(X1 @ rng.standard_normal(p))
@@ -724,10 +724,19 @@ def test_hinge_at_a_large_C_times_feature_scale_reaches_the_hard_margin_optimum(
             warnings.simplefilter("error")
             est = fit(RankSVM(C=C, loss="hinge"))
         assert est.converged_
-        objective = linear_objective(X1, est.coef_ * s, head, tail, 1.0, C * s * s, "hinge")
-        np.testing.assert_allclose(objective, expected, rtol=1e-8)
-        np.testing.assert_allclose(est.objective_ * s * s, objective, rtol=1e-12)  # the loss is 0: margins all met
+        value = linear_objective(X1, est.coef_ * s, head, tail, 1.0, C * s * s, "hinge")
+        np.testing.assert_allclose(value, expected, rtol=1e-8)
+        np.testing.assert_allclose(est.objective_ * s * s, value, rtol=1e-12)  # the loss is 0: margins all met
         assert est.loss_ == 0.0
+    if not sparse:  # the same problem in representer form, f = K beta (cutting planes only: it stalled too)
+        K = (X1 * s) @ (X1 * s).T
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            est = RankSVM(C=C, loss="hinge", kernel="precomputed").fit(K, y)
+        assert est.converged_
+        value = objective(K, est.dual_coef_, head, tail, np.ones(head.size), C, "hinge") * s * s
+        np.testing.assert_allclose(value, expected, rtol=1e-8)
+        np.testing.assert_allclose(est.objective_ * s * s, value, rtol=1e-12)
 
 
 @pytest.mark.parametrize("kernel", ["linear", "rbf"])

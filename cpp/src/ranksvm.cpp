@@ -739,6 +739,8 @@ class KernelOperator {
       out.segment(lo, hi - lo).noalias() = K_.middleCols(lo, hi - lo).transpose() * p;
     });
   }
+  double operator()(Index i, Index j) const { return K_(i, j); }
+  double max_row_norm() const { return K_.rows() == 0 ? 0.0 : K_.colwise().norm().maxCoeff(); }  // K symmetric
 
  private:
   MatrixCRef K_;
@@ -1907,7 +1909,7 @@ bool hinge_huber(const Model& X, PairwiseHingeLoss& P, const RankSvmOptions& o, 
   return false;
 }
 
-// ---- hinge, linear: the exact finish on the pairs at the margin --------------------------------
+// ---- hinge: the exact finish on the pairs at the margin (linear and kernel) -----------------------
 //
 // Why: where C ||x_i - x_j||^2 is large (a large C, or features of scale 1e3: scaling X by s is scaling C by s^2),
 // the cutting planes' lower bound reaches the optimum while their best point does not.  F pays C for every unit of
@@ -1922,20 +1924,78 @@ bool hinge_huber(const Model& X, PairwiseHingeLoss& P, const RankSvmOptions& o, 
 constexpr Index kFinishPairs = 256;  // the master's active-set steps cost up to k^2 each
 constexpr Index kFinishFeatures = 4096;
 
+// The finish's two models.  Linear: coefficients w, a pair's direction x_i - x_j (columns of D).  Kernel: f = K beta,
+// a pair's direction e_i - e_j in beta, their Gram entries read from K.
 template <class Model>
-void hinge_finish(const Model& X, PairwiseHingeLoss& P, const RankSvmOptions& o, RankSvmResult& res) {
-  const Index m = X.rows(), n = X.dim();
+struct LinearFinish {
+  const Model& X;
+  Index rows() const { return X.rows(); }
+  bool fits() const { return X.dim() <= kFinishFeatures; }
+  void scores(const Vector& coef, Vector& f) const { X.times(coef, f); }
+  void sum_below(const Vector& g, Vector& coef) const {  // sum over the pairs g counts of their directions
+    X.ttimes(g, coef);
+    coef = -coef;
+  }
+  double squared_norm(const Vector& coef, const Vector&) const { return coef.squaredNorm(); }
+  void directions(const std::vector<std::int64_t>& pairs, Matrix& D, Matrix& G) const {
+    const Index k = static_cast<Index>(pairs.size() / 2);
+    D.resize(X.dim(), k);
+    for (Index e = 0; e < k; ++e) X.difference(pairs[2 * e], pairs[2 * e + 1], D.col(e));
+    G.resize(k, k);
+    lapack::gemm('T', 'N', 1.0, D, D, 0.0, G);
+  }
+  void add_directions(const Matrix& D, const std::vector<std::int64_t>&, const Vector& a, Vector& coef) const {
+    coef.noalias() += D * a;
+  }
+  // a bound of the rounding of f_i - f_j: |f_i| carries at most n u ||x_i|| ||w|| (Cauchy-Schwarz)
+  double margin_rounding(const Vector& coef) const {
+    return 2.0 * static_cast<double>(X.dim()) * std::numeric_limits<double>::epsilon() * X.max_row_norm() *
+           coef.norm();
+  }
+};
+
+struct KernelFinish {
+  const KernelOperator& K;
+  Index rows() const { return K.rows(); }
+  bool fits() const { return true; }
+  void scores(const Vector& coef, Vector& f) const { K.times(coef, f); }
+  void sum_below(const Vector& g, Vector& coef) const { coef = -g; }
+  double squared_norm(const Vector& coef, const Vector& f) const { return coef.dot(f); }
+  void directions(const std::vector<std::int64_t>& pairs, Matrix& D, Matrix& G) const {
+    const Index k = static_cast<Index>(pairs.size() / 2);
+    D.resize(0, 0);
+    G.resize(k, k);
+    for (Index a = 0; a < k; ++a)
+      for (Index b = 0; b <= a; ++b) {
+        const Index i = pairs[2 * a], j = pairs[2 * a + 1], s = pairs[2 * b], t = pairs[2 * b + 1];
+        G(a, b) = G(b, a) = K(i, s) - K(i, t) - K(j, s) + K(j, t);
+      }
+  }
+  void add_directions(const Matrix&, const std::vector<std::int64_t>& pairs, const Vector& a, Vector& coef) const {
+    for (Index e = 0; e < a.size(); ++e) {
+      coef[pairs[2 * e]] += a[e];
+      coef[pairs[2 * e + 1]] -= a[e];
+    }
+  }
+  double margin_rounding(const Vector& coef) const {
+    return 2.0 * static_cast<double>(K.rows()) * std::numeric_limits<double>::epsilon() * K.max_row_norm() *
+           coef.norm();
+  }
+};
+
+template <class Finish>
+void hinge_finish(const Finish& X, PairwiseHingeLoss& P, const RankSvmOptions& o, RankSvmResult& res) {
+  const Index m = X.rows();
   const double c = P.margin();
   // Only near the optimum (the stalls above: relative gaps of 1e-4), where the split is nearly right.
-  if (res.converged || res.coef.size() != n || !(c > 0.0) || n > kFinishFeatures || !(res.objective > 0.0) ||
+  if (res.converged || res.coef.size() == 0 || !(c > 0.0) || !X.fits() || !(res.objective > 0.0) ||
       !(res.criterion <= 1e-3))
     return;
   const int nt = o.n_threads;
   const double u = std::sqrt(static_cast<double>(m)) * std::numeric_limits<double>::epsilon();
   double lower = res.objective * (1.0 - res.criterion);
-  const double row_norm = X.max_row_norm();
-  Vector f, g(m), v, w, fw, ft;  // f: the best point's scores; fw: the candidate's
-  X.times(res.coef, f);
+  Vector f, g(m), v, w, fw, ft, fixed_f;  // f: the best point's scores; fw: the candidate's
+  X.scores(res.coef, f);
   P.track_magnitudes(true);
   for (double delta : {1e-2 * c, 1e-1 * c}) {
     P.evaluate(SvmLoss::Hinge, f.data(), nullptr, nullptr, nt);  // the sort pairs_at_margin reads
@@ -1950,32 +2010,32 @@ void hinge_finish(const Model& X, PairwiseHingeLoss& P, const RankSvmOptions& o,
     below.evaluate_like(P, SvmLoss::Hinge, f.data(), g.data(), &n_below, nt);
     Vector bound(k);  // alpha_p <= C w_p
     for (Index e = 0; e < k; ++e) bound[e] = o.C * weight[e];
-    X.ttimes(g, v);
-    v *= -o.C;
-    Matrix D(n, k);
-    for (Index e = 0; e < k; ++e) X.difference(pairs[2 * e], pairs[2 * e + 1], D.col(e));
-    Matrix G(k, k);
-    lapack::gemm('T', 'N', 1.0, D, D, 0.0, G);
+    X.sum_below(g, v);
+    v *= o.C;
+    Matrix D, G;
+    X.directions(pairs, D, G);
     Vector alpha = Vector::Zero(k);
     std::vector<char> at_C(static_cast<size_t>(k), 0);
     for (int round = 0; round < 10; ++round) {  // band pairs whose alpha exceeds C are held at C, and again
-      Vector fixed = v;
+      Vector held = Vector::Zero(k), fixed = v;
       std::vector<Index> free;
       for (Index e = 0; e < k; ++e) {
-        if (at_C[e]) fixed += bound[e] * D.col(e);
+        if (at_C[e]) held[e] = bound[e];
         else free.push_back(e);
       }
+      X.add_directions(D, pairs, held, fixed);
+      X.scores(fixed, fixed_f);  // the margins the held pairs give the band
       CutMaster master;
       Vector row(static_cast<Index>(free.size()));
       for (size_t a = 0; a < free.size(); ++a) {
         for (size_t b = 0; b <= a; ++b) row[static_cast<Index>(b)] = G(free[a], free[b]);
-        master.add(c - D.col(free[a]).dot(fixed), row);
+        master.add(c - (fixed_f[pairs[2 * free[a]]] - fixed_f[pairs[2 * free[a] + 1]]), row);
       }
       // To rounding level (its own gap 0), in at most two proximal rounds: one where the split is right (hard
       // margins: as many active-set steps as pairs), where a wrong one can cycle through thousands.
       res.n_inner += master.solve(bound.sum(), 0.0, 2);
       bool settled = true;
-      alpha.setZero();
+      alpha = held;
       for (size_t a = 0; a < free.size(); ++a) {
         const Index e = free[a];
         const double l = master.lambda()[static_cast<Index>(a)];
@@ -1985,19 +2045,16 @@ void hinge_finish(const Model& X, PairwiseHingeLoss& P, const RankSvmOptions& o,
         }
         alpha[e] = std::min(bound[e], std::max(0.0, l));
       }
-      for (Index e = 0; e < k; ++e)
-        if (at_C[e]) alpha[e] = bound[e];
       if (settled) break;
     }
     w = v;
-    w.noalias() += D * alpha;
-    const double ww = w.squaredNorm();
+    X.add_directions(D, pairs, alpha, w);
+    X.scores(w, fw);
+    const double ww = X.squared_norm(w, fw);
     lower = std::max(lower, c * (o.C * n_below + alpha.sum()) - 0.5 * ww);  // D(alpha), alpha feasible
-    X.times(w, fw);
-    // eps from above the rounding of a margin, |f_i - f_j| <= 2 n u max ||x_i|| ||w|| (Cauchy-Schwarz), in decades
+    // eps from above the rounding of a margin, in decades
     double F = std::numeric_limits<double>::infinity(), F_upper = F, L = 0.0, scale = 1.0;
-    const double eps0 = std::max(1e-16, 2.0 * static_cast<double>(n) * std::numeric_limits<double>::epsilon() *
-                                            row_norm * std::sqrt(ww) / c);
+    const double eps0 = std::max(1e-16, X.margin_rounding(w) / c);
     for (double eps = eps0; eps <= std::max(1e-7, eps0); eps *= 10.0) {
       const double t = 1.0 + eps;
       ft = t * fw;
@@ -2015,7 +2072,7 @@ void hinge_finish(const Model& X, PairwiseHingeLoss& P, const RankSvmOptions& o,
     res.objective = F;
     res.loss = L;
     res.criterion = (F_upper - lower) / F;
-    X.times(res.coef, f);
+    f = scale * fw;
     if (F_upper - lower <= o.tol * F) {
       res.converged = true;
       res.stalled = false;
@@ -2037,12 +2094,12 @@ RankSvmResult hinge_linear(const Model& X, PairwiseHingeLoss& P, const RankSvmOp
   if (rest.max_iter < 1 && huber.coef.size() > 0) {  // max_iter spent: the last certified Newton point
     huber.n_iter = huber.n_newton;
     huber.n_newton = 0;
-    hinge_finish(X, P, o, huber);
+    hinge_finish(LinearFinish<Model>{X}, P, o, huber);
     return huber;
   }
   rest.max_iter = std::max<Index>(1, rest.max_iter);
   RankSvmResult res = cutting_plane_linear(X, P, rest, &start);
-  hinge_finish(X, P, o, res);
+  hinge_finish(LinearFinish<Model>{X}, P, o, res);
   res.n_iter += huber.n_newton;
   res.n_newton = huber.n_newton;
   return res;
@@ -2079,8 +2136,10 @@ RankSvmResult ranksvm_kernel(MatrixCRef K, PairwiseHingeLoss& pairs, const RankS
   require(K.rows() == K.cols(), "the kernel matrix must be square");
   require(pairs.n_rows() == K.rows(), "the ranking structure and the kernel matrix disagree in size");
   KernelOperator op(K, options.n_threads);
-  return options.loss == SvmLoss::SquaredHinge ? newton_kernel(op, pairs, options)
-                                               : cutting_plane_kernel(op, pairs, options);
+  if (options.loss == SvmLoss::SquaredHinge) return newton_kernel(op, pairs, options);
+  RankSvmResult res = cutting_plane_kernel(op, pairs, options);
+  hinge_finish(KernelFinish{op}, pairs, options, res);
+  return res;
 }
 
 double ranksvm_dense_loss_gradient(RowMatrixCRef X, PairwiseHingeLoss& pairs, SvmLoss loss, const Vector& w,

@@ -1947,11 +1947,8 @@ struct LinearFinish {
   void add_directions(const Matrix& D, const std::vector<std::int64_t>&, const Vector& a, Vector& coef) const {
     coef.noalias() += D * a;
   }
-  // a bound of the rounding of f_i - f_j: |f_i| carries at most n u ||x_i|| ||w|| (Cauchy-Schwarz)
-  double margin_rounding(const Vector& coef) const {
-    return 2.0 * static_cast<double>(X.dim()) * std::numeric_limits<double>::epsilon() * X.max_row_norm() *
-           coef.norm();
-  }
+  Index dim() const { return X.dim(); }
+  double max_row_norm() const { return X.max_row_norm(); }
 };
 
 struct KernelFinish {
@@ -1977,10 +1974,8 @@ struct KernelFinish {
       coef[pairs[2 * e + 1]] -= a[e];
     }
   }
-  double margin_rounding(const Vector& coef) const {
-    return 2.0 * static_cast<double>(K.rows()) * std::numeric_limits<double>::epsilon() * K.max_row_norm() *
-           coef.norm();
-  }
+  Index dim() const { return K.rows(); }
+  double max_row_norm() const { return K.max_row_norm(); }
 };
 
 template <class Finish>
@@ -1994,6 +1989,10 @@ void hinge_finish(const Finish& X, PairwiseHingeLoss& P, const RankSvmOptions& o
   const int nt = o.n_threads;
   const double u = std::sqrt(static_cast<double>(m)) * std::numeric_limits<double>::epsilon();
   double lower = res.objective * (1.0 - res.criterion);
+  // a bound of the rounding of a margin f_i - f_j over ||coef||: |f_i| carries at most n u ||x_i|| ||w||
+  // (Cauchy-Schwarz; for a kernel, K's rows and beta)
+  const double rounding_per_norm = 2.0 * static_cast<double>(X.dim()) * std::numeric_limits<double>::epsilon() *
+                                   X.max_row_norm();
   Vector f, g(m), v, w, fw, ft, fixed_f;  // f: the best point's scores; fw: the candidate's
   X.scores(res.coef, f);
   P.track_magnitudes(true);
@@ -2054,7 +2053,7 @@ void hinge_finish(const Finish& X, PairwiseHingeLoss& P, const RankSvmOptions& o
     lower = std::max(lower, c * (o.C * n_below + alpha.sum()) - 0.5 * ww);  // D(alpha), alpha feasible
     // eps from above the rounding of a margin, in decades
     double F = std::numeric_limits<double>::infinity(), F_upper = F, L = 0.0, scale = 1.0;
-    const double eps0 = std::max(1e-16, X.margin_rounding(w) / c);
+    const double eps0 = std::max(1e-16, rounding_per_norm * w.norm() / c);
     for (double eps = eps0; eps <= std::max(1e-7, eps0); eps *= 10.0) {
       const double t = 1.0 + eps;
       ft = t * fw;

@@ -131,10 +131,11 @@ class SVRank(KernelMixin, Ranker):
         ``dual_coef_`` (f = K beta; one m x m kernel matrix behind the dense-memory limit, O(m^2) per iteration).
     %(gamma)s %(degree)s %(coef0)s
     tol : float, default=1e-6
-        Stop when the cutting-plane gap relative to the achievable decrease,
-        ``(best F - lower bound) / (F(0) - lower bound)``, is below tol (it does not vanish with the scale of X, y or C;
-        squared cost: the gradient norm relative to its value at h = 0).  Stopping at double precision's rounding floor
-        first gives :class:`fastrank.exceptions.ConvergenceWarning` and ``converged_ = False``.
+        Stop when the certified gap ``best F - lower bound``, relative to the smaller of ``best F`` and the achievable
+        decrease ``F(0) - lower bound``, is below tol: the objective is then within tol of its optimum, relatively, at
+        any scale of X, y or C (squared cost: the gradient norm relative to its value at h = 0).  Stopping at double
+        precision's rounding floor first gives :class:`fastrank.exceptions.ConvergenceWarning` and
+        ``converged_ = False``.
     max_iter : int, default=1000
         Oracle calls (cutting planes; Newton iterations for the squared cost) after which the solve stops with
         :class:`fastrank.exceptions.ConvergenceWarning` and ``converged_ = False``.

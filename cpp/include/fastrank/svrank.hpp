@@ -20,8 +20,9 @@
 // planes, w = -1/2 sum_t lambda_t a_t), by an active-set method warm-started from the previous
 // lambda, with the OCAS line search (Franc & Sonnenburg 2009) between the best point and the
 // model minimiser.  The dual value is a lower bound on min F; the loop stops when
-// best F - best lower bound <= tol * (F(0) - lower bound), the gap relative to the achievable
-// decrease (scale-free; see cutting_plane in svrank.cpp).
+// best F - best lower bound <= tol * min(best F, F(0) - lower bound) (scale-free; see cutting_plane
+// in svrank.cpp).  Where every pair fits inside the tube at a large C, an exact solve of the
+// tube's edges ends it (hard_tube_finish).
 #pragma once
 #include <cstdint>
 #include <vector>
@@ -50,7 +51,7 @@ double svrank_squared_pair_loss(const double* r, Index m, const std::int64_t* of
 struct SvrankOptions {
   double C = 1.0;
   double eps = 0.1;
-  double tol = 1e-6;     // cutting-plane gap relative to F(0) - lower bound
+  double tol = 1e-6;     // cutting-plane gap relative to min(F, F(0) - lower bound)
   Index max_iter = 1000;  // oracle calls
   int n_threads = 1;
   Vector w0;              // warm start: w (linear) or beta (kernel); empty: w = 0
@@ -66,7 +67,7 @@ struct SvrankResult {
   bool converged = false;
   double objective = 0;   // F at coef
   double lower_bound = 0; // certified lower bound on min F
-  std::vector<double> gap_history;  // (best F - best lower bound) / (F(0) - best lower bound) per iteration
+  std::vector<double> gap_history;  // (best F - lower bound) / min(best F, F(0) - lower bound) per iteration
   Matrix planes;          // the final cut model: subgradients g_t of the pair loss (m x k), their
   Vector deltas, weights; // Delta_t and master weights (SvrankOptions::warm_planes)
 };

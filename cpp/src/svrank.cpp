@@ -439,6 +439,7 @@ struct KernelSide {
 struct TubePoint {
   Vector coef, f;
   double F = 0.0, F_round = 0.0, lower = 0.0;  // F_round: a bound of F's rounding
+  double ww = 0.0;                              // ||h||^2, F's first term
 };
 
 // The KKT matrix of the hard tube's active set, M = [K_SS / 2, A^T; A, 0] (A: the rows' group indicators; one
@@ -574,7 +575,7 @@ bool hard_tube_finish(const Side& X, PairLoss& loss, const VectorCRef& y, const 
   for (Index q = 0; q < n_groups; ++q) centre(q);
   const double r_tol = 1e-12 * (half + y.cwiseAbs().maxCoeff());
   TubeKkt<Side> kkt(X, group_of, n_groups);
-  bool at_minimum = true;
+  bool at_minimum = true, settled = false;
   Index joined = -1;
   double max_diag = 0.0;
   for (Index k = 0; k < m; ++k) max_diag = std::max(max_diag, X.gram(k, k));
@@ -592,7 +593,8 @@ bool hard_tube_finish(const Side& X, PairLoss& loss, const VectorCRef& y, const 
           far = k;
         }
       }
-      if (far < 0 || kkt.size() >= kTubeRows || !kkt.join(far)) break;
+      settled = far < 0;
+      if (settled || kkt.size() >= kTubeRows || !kkt.join(far)) break;
       edge[far] = r[far] - nu[group_of[far]] > 0.0 ? 1 : -1;
       joined = far;
     }
@@ -678,16 +680,37 @@ bool hard_tube_finish(const Side& X, PairLoss& loss, const VectorCRef& y, const 
     const double dual = -ww - g.dot(y) - opt.eps * sent;
     p.lower = std::max(p.lower, dual - u * (ww + g.cwiseAbs().dot(y.cwiseAbs()) + opt.eps * sent));
   }
-  // F at the last solve's w
+  // F at the last solve's w, kept where it is lower
   Vector gw(m);
-  double n_out = 0.0;
-  const double ww = X.squared_norm(coef, f);
-  const double Fw = ww + cn * loss(r.data(), gw.data(), &n_out);
-  if (Fw < p.F) {
+  auto consider = [&](Vector& coef_t, Vector& f_t) {
+    const Vector r_t = f_t - y;
+    double n_out = 0.0;
+    const double ww = X.squared_norm(coef_t, f_t);
+    const double Fw = ww + cn * loss(r_t.data(), gw.data(), &n_out);
+    if (!(Fw < p.F)) return;
     p.F = Fw;
-    p.F_round = u * (ww + cn * (gw.cwiseAbs().dot(r.cwiseAbs()) + 2.0 * opt.eps * n_out));
-    p.coef.swap(coef);
-    p.f.swap(f);
+    p.F_round = u * (ww + cn * (gw.cwiseAbs().dot(r_t.cwiseAbs()) + 2.0 * opt.eps * n_out));
+    p.coef.swap(coef_t);
+    p.f.swap(f_t);
+  };
+  // At a large c every pair that misses an edge by rounding pays c: the same active set solved for a band narrower by
+  // tau on each side (tau by decades from a bound of the residuals' rounding) puts them inside, at a cost of O(tau)
+  // in ||w||^2.
+  const double tau0 =
+      8.0 * std::numeric_limits<double>::epsilon() * (f.cwiseAbs().maxCoeff() + y.cwiseAbs().maxCoeff());
+  consider(coef, f);
+  for (double tau = tau0; settled && tau > 0.0 && tau <= 1e-4 * half; tau *= 10.0) {
+    const Index n = kkt.size();
+    Vector rhs = Vector::Zero(n), g_tau = Vector::Zero(m);
+    for (Index a = 0; a < n; ++a)
+      if (kkt.var(a) >= 0) rhs[a] = -y[kkt.var(a)] - edge[kkt.var(a)] * (half - tau);
+    sol = kkt.solve(rhs);
+    for (Index a = 0; a < n; ++a)
+      if (kkt.var(a) >= 0) g_tau[kkt.var(a)] = sol[a];
+    X.sum_rows(g_tau, coef);
+    coef *= -0.5;
+    X.scores(coef, f);
+    consider(coef, f);
   }
   return gap_of(p.F + p.F_round - p.lower, F0 - p.lower, p.F, F0) <= opt.tol;
 }
@@ -824,7 +847,7 @@ SvrankResult cutting_plane(Model& model, const Side& side, const VectorCRef& y, 
     const Vector r = p.f - y;
     Vector g(m);
     double out = 0.0;
-    const double ww = kappa * kappa * model.inner(ub, fb, ub, fb);
+    const double ww = p.ww = kappa * kappa * model.inner(ub, fb, ub, fb);
     p.F = best_point_F = ww + cn * pair_loss(r.data(), g.data(), &out);
     p.F_round = u_m * (ww + cn * (g.cwiseAbs().dot(r.cwiseAbs()) + 2.0 * opt.eps * out));
     p.lower = cn * L0 + kappa * kappa * best_lb;
@@ -884,24 +907,31 @@ SvrankResult cutting_plane(Model& model, const Side& side, const VectorCRef& y, 
     const double gap = gap_of(gap_abs, decrease, F0_scaled + Fb, F0_scaled);
     res.gap_history.push_back(gap);
     last_gap = gap;
-    if (decrease <= 0.0 || gap <= opt.tol || gap_abs <= floor_abs) {
+    if (decrease <= 0.0 || gap <= opt.tol) {
       res.converged = true;
       break;
     }
+    // The gap cannot be resolved below the rounding of F^ and lb^: no plane can certify tol any more (converged
+    // false: the caller warns), unless the hard tube does.
+    const bool at_floor = gap_abs <= floor_abs;
     // The hard tube (hard_tube_finish): its QP does not depend on the planes, nor do their lower bounds reach F*
-    // where it is needed.  Tried once: from 16 planes on, once the pair term is at most 1% of F at the best point (it
-    // is 0 at the hard tube's optimum), else at max_iter.  A try that fails costs about as much as a few planes.
-    if (!hard_tube_tried && (t >= opt.max_iter || (t >= 16 && F0_scaled + Fb - model.inner(ub, fb, ub, fb) <=
-                                                                    1e-2 * (F0_scaled + Fb)))) {
-      hard_tube_tried = true;
+    // where it is needed.  Tried once: at 16, 32, 64, ... planes the best point is evaluated afresh, and the hard
+    // tube tried once its pair term is at most 1% of F (it is 0 at the hard tube's optimum); else at max_iter or at
+    // the rounding floor.  A try that fails costs about as much as a few planes.
+    const bool last = t >= opt.max_iter || at_floor;
+    if (!hard_tube_tried && (last || (t >= 16 && (t & (t - 1)) == 0))) {
       finish = best_point();
-      const bool certified = hard_tube_finish(side, pair_loss, y, offsets, opt, cn, cn * L0, finish);
-      if (certified || (t >= opt.max_iter && finish.F < best_point_F)) {  // at max_iter: the better point
-        res.converged = certified;
-        finished = true;
-        break;
+      if (last || finish.F - finish.ww <= 1e-2 * finish.F) {
+        hard_tube_tried = true;
+        const bool certified = hard_tube_finish(side, pair_loss, y, offsets, opt, cn, cn * L0, finish);
+        if (certified || (last && finish.F < best_point_F)) {  // at the end: the better point
+          res.converged = certified;
+          finished = true;
+          break;
+        }
       }
     }
+    if (at_floor) break;
     if (t >= opt.max_iter) break;
     // A round without progress of u_b cuts at the model minimiser itself (plain cutting planes),
     // which always adds information; otherwise OCAS's point between the two.

@@ -271,11 +271,13 @@ class SVRank(KernelMixin, Ranker):
                           f"exceeds the objective {objective:.6g} of the model returned, which is therefore not the "
                           "optimum (C * max|X|^2 is beyond double precision for them).  Use a smaller C or standardize "
                           "X, or loss='squared_epsilon_insensitive'.", ConvergenceWarning, stacklevel=user_stacklevel())
-        elif not converged and n_iter < max_iter:  # the Newton solve at its rounding floor (_squared_newton)
+        elif not converged and n_iter < max_iter:  # at double precision's rounding floor, short of tol
+            measure = "gradient norm" if squared else "gap"
             warnings.warn(
-                f"SVRank stopped after {int(n_iter)} {steps}: no step decreases the objective any more (double "
-                f"precision's rounding) at relative gradient norm {gap:.3g} > tol={tol:g}; the model is the best point "
-                "found.  Use a larger tol.", ConvergenceWarning, stacklevel=user_stacklevel())
+                f"SVRank stopped after {int(n_iter)} {steps}: double precision's rounding resolves the objective no "
+                f"further, at relative {measure} {gap:.3g} > tol={tol:g}; the model is the best point found.  "
+                "Standardize X (C times the features' squared scale is what counts) or use a larger tol.",
+                ConvergenceWarning, stacklevel=user_stacklevel())
         elif not converged:
             warnings.warn(f"SVRank stopped at max_iter={max_iter} {steps} with relative gap {gap:.3g} > tol={tol:g}; "
                           "increase max_iter or tol.", ConvergenceWarning, stacklevel=user_stacklevel())

@@ -279,9 +279,9 @@ def explicit_objective_linear(w, X, y, C, eps, groups=None):
 
 
 # At a large C, F(0) reaches 1e5 times F*: a gap relative to the achievable decrease F(0) - lower alone had accepted
-# models 0.3% (Gaussian, 20 rows) to 1.1% (30 x 60, features of scale 1e3, C = 1e8) above F* as converged.  With fewer rows than features every y fits, no pair
-# lies outside the tube at the optimum and the pairs on its edges number hundreds (the hard tube): the cutting planes
-# had stopped 0.4-1.6% above F* after 1,000 planes.
+# models 0.3% (Gaussian, 20 rows) to 1.1% (30 x 60, features of scale 1e3, C = 1e8) above F* as converged.  With
+# fewer rows than features every y fits, no pair lies outside the tube at the optimum and the pairs on its edges
+# number hundreds (the hard tube): the cutting planes had stopped 0.4-1.6% above F* after 1,000 planes.
 LARGE_C_CASES = [  # (seed, m, n, noise, C, epsilon, groups, form); "x1000": features of scale 1e3
     (0, 40, 60, 0.0, 1e4, 0.1, None, "linear"),
     (0, 30, 60, 0.3, 1e8, 0.1, None, "x1000"),

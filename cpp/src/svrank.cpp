@@ -412,7 +412,9 @@ double gap_of(double gap_abs, double decrease, double F, double F0) {
 // regression with an offset): rows with g > 0 on its upper edge, g < 0 on its lower one.  A primal active-set method
 // solves it (hard_tube_finish).  The result certifies itself: D at its flows sent in proportion (where they fit
 // within 2c) is a lower bound on F*, and F at its w an upper one.
-constexpr Index kTubeRows = 2000;       // variables of the KKT system
+// Rows: a step costs O(m^2) (K's scores, the KKT inverse's update) and a solve up to 3 m steps; at m = 2000 a try
+// that did not certify (Gaussian kernel, C = 1e6) cost 14 s against the planes' 1 s, at m = 500 0.3 s at most.
+constexpr Index kTubeRows = 500;
 constexpr Index kTubeFeatures = 4096;   // the linear model's w = -1/2 X^T g, formed at every step
 
 // The hard tube's two models: coefficients w with f = X w, sum_i g_i x_i and K_ij = x_i . x_j; or beta with
@@ -420,6 +422,7 @@ constexpr Index kTubeFeatures = 4096;   // the linear model's w = -1/2 X^T g, fo
 struct LinearSide {
   const RowMatrixCRef& X;
   bool fits() const { return X.cols() <= kTubeFeatures; }
+  bool any_target() const { return X.cols() >= X.rows(); }  // X w = any y (X of full row rank, as data are)
   void scores(const Vector& coef, Vector& f) const { x_times(X, coef, f); }
   void sum_rows(const Vector& g, Vector& coef) const { xt_times(X, g, coef); }
   double squared_norm(const Vector& coef, const Vector&) const { return coef.squaredNorm(); }
@@ -429,6 +432,7 @@ struct LinearSide {
 struct KernelSide {
   const MatrixCRef& K;
   bool fits() const { return true; }
+  bool any_target() const { return false; }  // unknown without K's rank
   void scores(const Vector& coef, Vector& f) const { f.noalias() = K * coef; }
   void sum_rows(const Vector& g, Vector& coef) const { coef = g; }
   double squared_norm(const Vector& coef, const Vector& f) const { return coef.dot(f); }
@@ -556,7 +560,7 @@ template <class Side>
 bool hard_tube_finish(const Side& X, PairLoss& loss, const VectorCRef& y, const IndexVectorCRef& offsets,
                       const SvrankOptions& opt, double cn, double F0, TubePoint& p) {
   const Index m = y.size(), n_groups = offsets.size() - 1;
-  if (!X.fits() || !(p.F - p.lower > 0.0)) return false;
+  if (!X.fits() || m > kTubeRows || !(p.F - p.lower > 0.0)) return false;
   const double half = 0.5 * opt.eps, u = static_cast<double>(m) * std::numeric_limits<double>::epsilon();
   std::vector<Index> group_of(static_cast<size_t>(m));
   for (Index q = 0; q < n_groups; ++q)
@@ -594,7 +598,7 @@ bool hard_tube_finish(const Side& X, PairLoss& loss, const VectorCRef& y, const 
         }
       }
       settled = far < 0;
-      if (settled || kkt.size() >= kTubeRows || !kkt.join(far)) break;
+      if (settled || !kkt.join(far)) break;
       edge[far] = r[far] - nu[group_of[far]] > 0.0 ? 1 : -1;
       joined = far;
     }
@@ -915,13 +919,13 @@ SvrankResult cutting_plane(Model& model, const Side& side, const VectorCRef& y, 
     // false: the caller warns), unless the hard tube does.
     const bool at_floor = gap_abs <= floor_abs;
     // The hard tube (hard_tube_finish): its QP does not depend on the planes, nor do their lower bounds reach F*
-    // where it is needed.  Tried once: at 16, 32, 64, ... planes the best point is evaluated afresh, and the hard
-    // tube tried once its pair term is at most 1% of F (it is 0 at the hard tube's optimum); else at max_iter or at
-    // the rounding floor.  A try that fails costs about as much as a few planes.
+    // where it is needed.  Tried once: at 16 planes where X has at least as many features as rows (every y fits);
+    // else the best point is evaluated afresh at 16, 32, 64, ... planes and the hard tube tried once its pair term
+    // is at most 1% of F (it is 0 at the hard tube's optimum); else at max_iter or at the rounding floor.
     const bool last = t >= opt.max_iter || at_floor;
     if (!hard_tube_tried && (last || (t >= 16 && (t & (t - 1)) == 0))) {
       finish = best_point();
-      if (last || finish.F - finish.ww <= 1e-2 * finish.F) {
+      if (last || side.any_target() || finish.F - finish.ww <= 1e-2 * finish.F) {
         hard_tube_tried = true;
         const bool certified = hard_tube_finish(side, pair_loss, y, offsets, opt, cn, cn * L0, finish);
         if (certified || (last && finish.F < best_point_F)) {  // at the end: the better point

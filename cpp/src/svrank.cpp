@@ -440,6 +440,13 @@ struct KernelSide {
   double gram(Index i, Index j) const { return K(i, j); }
 };
 
+// A bound of the rounding of F = ||h||^2 + c L(r) with L summed from its pieces: g = dL/dr, n_out pairs outside the
+// tube (PairLoss::operator()).
+double objective_rounding(double ww, double cn, const Vector& g, const Vector& r, double eps, double n_out) {
+  const double u = static_cast<double>(r.size()) * std::numeric_limits<double>::epsilon();
+  return u * (ww + cn * (g.cwiseAbs().dot(r.cwiseAbs()) + 2.0 * eps * n_out));
+}
+
 // A point of SVRank in its own units: coefficients, scores f = X w (or K beta), F and the best lower bound on F*.
 struct TubePoint {
   Vector coef, f;
@@ -586,6 +593,11 @@ bool hard_tube_finish(const Side& X, PairLoss& loss, const VectorCRef& y, const 
   for (Index k = 0; k < m; ++k) max_diag = std::max(max_diag, X.gram(k, k));
   // rounding (a group's only row gets g = +-1e-17): flows below 1e-12 of one that moves r by max |y| count as 0
   const double g_floor = 1e-12 * (half + y.cwiseAbs().maxCoeff()) / std::max(max_diag, 1e-300);
+  auto from_flows = [&](const Vector& flows, Vector& coef_out, Vector& f_out) {  // w = -1/2 X^T g and f = X w
+    X.sum_rows(flows, coef_out);
+    coef_out *= -0.5;
+    X.scores(coef_out, f_out);
+  };
   Vector dg(m);
   for (Index step = 0; step < 3 * m + 20; ++step) {
     if (at_minimum) {  // the row farthest outside the band joins, or none is outside: optimal
@@ -641,9 +653,7 @@ bool hard_tube_finish(const Side& X, PairLoss& loss, const VectorCRef& y, const 
       kkt.leave(blocking);
     }
     joined = -1;
-    X.sum_rows(dg, coef);  // r moves by -1/2 K dg
-    coef *= -0.5;
-    X.scores(coef, f);
+    from_flows(dg, coef, f);  // r moves by -1/2 K dg
     r += f;
     for (Index q = 0; q < n_groups; ++q) {
       const Index at = kkt.group_position(q);
@@ -652,9 +662,7 @@ bool hard_tube_finish(const Side& X, PairLoss& loss, const VectorCRef& y, const 
     }
   }
   // the point reached, its scores formed afresh
-  X.sum_rows(g, coef);
-  coef *= -0.5;
-  X.scores(coef, f);
+  from_flows(g, coef, f);
   r = f - y;
   // D at the flows sent in proportion: the positive parts scaled to the negative ones' sum, so that every group's
   // flows sum to zero; valid where no alpha_jk = g_j- g_k+ / sum g+ exceeds 2c
@@ -677,9 +685,7 @@ bool hard_tube_finish(const Side& X, PairLoss& loss, const VectorCRef& y, const 
     within = within && pos_max * (neg / pos) * neg_max <= 2.0 * cn * neg;
   }
   Vector coef_d, f_d;
-  X.sum_rows(g, coef_d);
-  coef_d *= -0.5;
-  X.scores(coef_d, f_d);
+  from_flows(g, coef_d, f_d);
   if (within) {
     const double ww = X.squared_norm(coef_d, f_d), sent = 0.5 * g.lpNorm<1>();
     const double dual = -ww - g.dot(y) - opt.eps * sent;
@@ -694,7 +700,7 @@ bool hard_tube_finish(const Side& X, PairLoss& loss, const VectorCRef& y, const 
     const double Fw = ww + cn * loss(r_t.data(), gw.data(), &n_out);
     if (!(Fw < p.F)) return;
     p.F = Fw;
-    p.F_round = u * (ww + cn * (gw.cwiseAbs().dot(r_t.cwiseAbs()) + 2.0 * opt.eps * n_out));
+    p.F_round = objective_rounding(ww, cn, gw, r_t, opt.eps, n_out);
     p.coef.swap(coef_t);
     p.f.swap(f_t);
   };
@@ -712,9 +718,7 @@ bool hard_tube_finish(const Side& X, PairLoss& loss, const VectorCRef& y, const 
     sol = kkt.solve(rhs);
     for (Index a = 0; a < n; ++a)
       if (kkt.var(a) >= 0) g_tau[kkt.var(a)] = sol[a];
-    X.sum_rows(g_tau, coef);
-    coef *= -0.5;
-    X.scores(coef, f);
+    from_flows(g_tau, coef, f);
     consider(coef, f);
   }
   return gap_of(p.F + p.F_round - p.lower, F0 - p.lower, p.F, F0) <= opt.tol;
@@ -843,7 +847,6 @@ SvrankResult cutting_plane(Model& model, const Side& side, const VectorCRef& y, 
   if (k > 0) lam /= lam.sum();
   (void)bcut;
   // The best point in F's own units, for the hard tube (hard_tube_finish).
-  const double u_m = static_cast<double>(m) * std::numeric_limits<double>::epsilon();
   double best_point_F = 0.0;
   auto best_point = [&]() {
     TubePoint p;
@@ -854,7 +857,7 @@ SvrankResult cutting_plane(Model& model, const Side& side, const VectorCRef& y, 
     double out = 0.0;
     const double ww = p.ww = kappa * kappa * model.inner(ub, fb, ub, fb);
     p.F = best_point_F = ww + cn * pair_loss(r.data(), g.data(), &out);
-    p.F_round = u_m * (ww + cn * (g.cwiseAbs().dot(r.cwiseAbs()) + 2.0 * opt.eps * out));
+    p.F_round = objective_rounding(ww, cn, g, r, opt.eps, out);
     p.lower = cn * L0 + kappa * kappa * best_lb;
     return p;
   };
